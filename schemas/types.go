@@ -1,0 +1,205 @@
+package schemas
+
+import "time"
+
+// Event type names. They travel in the HeaderEventType header and are the
+// Avro record names (namespace Namespace).
+const (
+	TypeBatchLanded    = "BatchLanded"
+	TypeWriteComplete  = "WriteComplete"
+	TypeBatchCancelled = "BatchCancelled"
+	TypeBranchReady    = "BranchReady"
+	TypeBatchPublished = "BatchPublished"
+	TypeBatchAborted   = "BatchAborted"
+	TypeBatchFailed    = "BatchFailed"
+)
+
+// Namespace is the Avro namespace of every lakewap record.
+const Namespace = "io.lakewap.events"
+
+// HeaderEventType is the Kafka header naming the event type of a message.
+const HeaderEventType = "wap.event_type"
+
+// Event is any lakewap event, input or result.
+type Event interface {
+	// EventType is one of the Type* constants.
+	EventType() string
+	// Batch is the batch id the event is about (the Kafka key).
+	Batch() string
+}
+
+// Abort reasons carried by BatchAborted.
+const (
+	ReasonAuditFailed   = "audit_failed"
+	ReasonWriteTimeout  = "write_timeout"
+	ReasonCancelled     = "cancelled"
+	ReasonMergeConflict = "merge_conflict"
+	ReasonInvalid       = "invalid"
+)
+
+// ---- inputs (topic wap.events) ----
+
+// BatchLanded announces a batch: lakewap opens a branch for it and waits for
+// the expected writes.
+type BatchLanded struct {
+	BatchID        string            `avro:"batch_id" json:"batch_id"`
+	Dataset        string            `avro:"dataset" json:"dataset"`
+	SourceRef      string            `avro:"source_ref" json:"source_ref"`
+	ExpectedWrites []string          `avro:"expected_writes" json:"expected_writes"`
+	WriteDeadline  *time.Time        `avro:"write_deadline" json:"write_deadline,omitempty"`
+	Attributes     map[string]string `avro:"attributes" json:"attributes,omitempty"`
+	Producer       string            `avro:"producer" json:"producer"`
+	OccurredAt     time.Time         `avro:"occurred_at" json:"occurred_at"`
+}
+
+// WriteComplete says one expected write of a batch is on the batch's branch.
+type WriteComplete struct {
+	BatchID    string    `avro:"batch_id" json:"batch_id"`
+	Dataset    string    `avro:"dataset" json:"dataset"`
+	Write      string    `avro:"write" json:"write"`
+	Paths      []string  `avro:"paths" json:"paths,omitempty"`
+	RowCount   *int64    `avro:"row_count" json:"row_count,omitempty"`
+	OccurredAt time.Time `avro:"occurred_at" json:"occurred_at"`
+}
+
+// BatchCancelled asks lakewap to abort a batch that has not been published.
+type BatchCancelled struct {
+	BatchID    string    `avro:"batch_id" json:"batch_id"`
+	Dataset    string    `avro:"dataset" json:"dataset"`
+	Reason     string    `avro:"reason" json:"reason"`
+	OccurredAt time.Time `avro:"occurred_at" json:"occurred_at"`
+}
+
+// ---- results (topic wap.results) ----
+
+// BranchReady tells writers where to write a batch.
+type BranchReady struct {
+	EventID        string     `avro:"event_id" json:"event_id"`
+	BatchID        string     `avro:"batch_id" json:"batch_id"`
+	Dataset        string     `avro:"dataset" json:"dataset"`
+	Repository     string     `avro:"repository" json:"repository"`
+	Branch         string     `avro:"branch" json:"branch"`
+	LakeFSURI      string     `avro:"lakefs_uri" json:"lakefs_uri"`
+	S3URI          string     `avro:"s3_uri" json:"s3_uri"`
+	ExpectedWrites []string   `avro:"expected_writes" json:"expected_writes"`
+	WriteDeadline  *time.Time `avro:"write_deadline" json:"write_deadline,omitempty"`
+	OccurredAt     time.Time  `avro:"occurred_at" json:"occurred_at"`
+}
+
+// CheckResult is the outcome of one audit check. A failed check is data.
+type CheckResult struct {
+	Name       string   `avro:"name" json:"name"`
+	Kind       string   `avro:"kind" json:"kind"`
+	Table      string   `avro:"table" json:"table"`
+	Severity   string   `avro:"severity" json:"severity"` // error | warn
+	Status     string   `avro:"status" json:"status"`     // pass | fail | warn | error
+	Observed   string   `avro:"observed" json:"observed"`
+	Threshold  string   `avro:"threshold" json:"threshold"`
+	SampleRows []string `avro:"sample_rows" json:"sample_rows,omitempty"` // JSON objects
+	Message    string   `avro:"message" json:"message,omitempty"`
+	DurationMs int64    `avro:"duration_ms" json:"duration_ms"`
+}
+
+// Check statuses.
+const (
+	StatusPass  = "pass"
+	StatusFail  = "fail"  // an error-severity check failed: blocks publish
+	StatusWarn  = "warn"  // a warn-severity check failed: reported only
+	StatusError = "error" // the check could not run: blocks publish
+)
+
+// AuditReport is the result of running a dataset's suite against a ref.
+type AuditReport struct {
+	Dataset    string        `avro:"dataset" json:"dataset"`
+	Ref        string        `avro:"ref" json:"ref"`
+	Passed     bool          `avro:"passed" json:"passed"`
+	Checks     []CheckResult `avro:"checks" json:"checks"`
+	DurationMs int64         `avro:"duration_ms" json:"duration_ms"`
+}
+
+// Counts returns how many checks passed, failed (or errored) and warned.
+func (r AuditReport) Counts() (passed, failed, warned int) {
+	for _, c := range r.Checks {
+		switch c.Status {
+		case StatusPass:
+			passed++
+		case StatusWarn:
+			warned++
+		default:
+			failed++
+		}
+	}
+	return
+}
+
+// Failed returns the checks that block publishing.
+func (r AuditReport) Failed() []CheckResult {
+	var out []CheckResult
+	for _, c := range r.Checks {
+		if c.Status == StatusFail || c.Status == StatusError {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// BatchPublished says a batch passed its audits and is on main.
+type BatchPublished struct {
+	EventID     string      `avro:"event_id" json:"event_id"`
+	BatchID     string      `avro:"batch_id" json:"batch_id"`
+	Dataset     string      `avro:"dataset" json:"dataset"`
+	Repository  string      `avro:"repository" json:"repository"`
+	Branch      string      `avro:"branch" json:"branch"`
+	TargetRef   string      `avro:"target_ref" json:"target_ref"`
+	CommitID    string      `avro:"commit_id" json:"commit_id"` // merge commit on the target (main)
+	Report      AuditReport `avro:"report" json:"report"`
+	LandedAt    time.Time   `avro:"landed_at" json:"landed_at"`
+	PublishedAt time.Time   `avro:"published_at" json:"published_at"`
+	DurationMs  int64       `avro:"duration_ms" json:"duration_ms"`
+}
+
+// BatchAborted says a batch was stopped; main is untouched.
+type BatchAborted struct {
+	EventID    string       `avro:"event_id" json:"event_id"`
+	BatchID    string       `avro:"batch_id" json:"batch_id"`
+	Dataset    string       `avro:"dataset" json:"dataset"`
+	Repository string       `avro:"repository" json:"repository"`
+	Branch     string       `avro:"branch" json:"branch"`
+	Reason     string       `avro:"reason" json:"reason"`
+	Detail     string       `avro:"detail" json:"detail"`
+	Report     *AuditReport `avro:"report" json:"report,omitempty"`
+	BranchKept bool         `avro:"branch_kept" json:"branch_kept"`
+	OccurredAt time.Time    `avro:"occurred_at" json:"occurred_at"`
+	DurationMs int64        `avro:"duration_ms" json:"duration_ms"`
+}
+
+// BatchFailed says lakewap could not finish a batch because of an
+// infrastructure error that outlived its retry budget.
+type BatchFailed struct {
+	EventID    string    `avro:"event_id" json:"event_id"`
+	BatchID    string    `avro:"batch_id" json:"batch_id"`
+	Dataset    string    `avro:"dataset" json:"dataset"`
+	Repository string    `avro:"repository" json:"repository"`
+	Branch     string    `avro:"branch" json:"branch"`
+	State      string    `avro:"state" json:"state"` // state the run was in
+	Error      string    `avro:"error" json:"error"`
+	Attempts   int       `avro:"attempts" json:"attempts"`
+	BranchKept bool      `avro:"branch_kept" json:"branch_kept"`
+	OccurredAt time.Time `avro:"occurred_at" json:"occurred_at"`
+}
+
+func (BatchLanded) EventType() string    { return TypeBatchLanded }
+func (WriteComplete) EventType() string  { return TypeWriteComplete }
+func (BatchCancelled) EventType() string { return TypeBatchCancelled }
+func (BranchReady) EventType() string    { return TypeBranchReady }
+func (BatchPublished) EventType() string { return TypeBatchPublished }
+func (BatchAborted) EventType() string   { return TypeBatchAborted }
+func (BatchFailed) EventType() string    { return TypeBatchFailed }
+
+func (e BatchLanded) Batch() string    { return e.BatchID }
+func (e WriteComplete) Batch() string  { return e.BatchID }
+func (e BatchCancelled) Batch() string { return e.BatchID }
+func (e BranchReady) Batch() string    { return e.BatchID }
+func (e BatchPublished) Batch() string { return e.BatchID }
+func (e BatchAborted) Batch() string   { return e.BatchID }
+func (e BatchFailed) Batch() string    { return e.BatchID }
