@@ -1,0 +1,478 @@
+package pipeline
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Input is anything that moves a Run: an input event from Kafka, the
+// outcome of a step the runner executed, or the clock.
+type Input interface{ input() }
+
+// DatasetSpec is what the machine needs to know of a dataset's config.
+type DatasetSpec struct {
+	Repository   string
+	Source       string        // ref branches start from; default Target
+	Target       string        // default "main"
+	WriteTimeout time.Duration // used when BatchLanded has no deadline
+	KeepBranch   bool          // keep the branch of an aborted batch for inspection
+}
+
+// Inputs from Kafka.
+type (
+	// Landed is a validated BatchLanded with its dataset resolved.
+	Landed struct {
+		Event  schemas.BatchLanded
+		Spec   DatasetSpec
+		Branch string
+	}
+	// WriteDone is a validated WriteComplete.
+	WriteDone struct{ Event schemas.WriteComplete }
+	// Cancel is a BatchCancelled.
+	Cancel struct{ Event schemas.BatchCancelled }
+	// Invalid is an event that decoded but failed validation; it aborts the
+	// batch it names (reason invalid).
+	Invalid struct{ BatchID, Dataset, Detail string }
+)
+
+// Inputs from the runner.
+type (
+	// Tick is the clock: deadlines and retry times are checked against now.
+	Tick struct{}
+	// BranchCreated reports the batch branch exists.
+	BranchCreated struct{ Existed bool }
+	// Audited reports the suite ran against SealedCommit.
+	Audited struct {
+		SealedCommit string
+		Report       schemas.AuditReport
+	}
+	// Merged reports the batch is on the target as CommitID.
+	Merged struct {
+		CommitID         string
+		AlreadyPublished bool
+	}
+	// StepFailed reports a step that returned an error.
+	StepFailed struct {
+		Step  Step
+		Err   string
+		Class FailClass
+	}
+	// Sent reports a result event was delivered.
+	Sent struct {
+		EventID  string
+		Receipts map[string]string
+	}
+	// CleanedUp reports the aborted batch's branch was deleted.
+	CleanedUp struct{}
+)
+
+func (Landed) input()        {}
+func (WriteDone) input()     {}
+func (Cancel) input()        {}
+func (Invalid) input()       {}
+func (Tick) input()          {}
+func (BranchCreated) input() {}
+func (Audited) input()       {}
+func (Merged) input()        {}
+func (StepFailed) input()    {}
+func (Sent) input()          {}
+func (CleanedUp) input()     {}
+
+// FailClass says what a step failure means for the run.
+type FailClass int
+
+// Failure classes.
+const (
+	Transient FailClass = iota // retry with backoff within the budget
+	Permanent                  // fail the run now
+	Conflict                   // merge conflict: abort, keep the branch
+)
+
+// EffectKind names work the runner must do for a run.
+type EffectKind int
+
+// Effect kinds.
+const (
+	DoCreateBranch EffectKind = iota + 1
+	DoAudit
+	DoPublish
+	DoSend
+	DoCleanup
+	DoWake   // call back with Tick at Effect.At
+	DoForget // drop the run from the store
+)
+
+func (k EffectKind) String() string {
+	return [...]string{"none", "create_branch", "audit", "publish", "send", "cleanup", "wake", "forget"}[k]
+}
+
+// Effect is one piece of work asked of the runner.
+type Effect struct {
+	Kind EffectKind
+	At   time.Time // DoWake
+	Send Outgoing  // DoSend
+}
+
+// Policy holds the machine's tunables.
+type Policy struct {
+	PendingTTL  time.Duration // how long writes that arrived before their batch are kept
+	RetryBudget time.Duration // how long a step may keep failing transiently before the run fails
+	BaseBackoff time.Duration
+	MaxBackoff  time.Duration
+}
+
+// DefaultPolicy is used for zero fields of a Policy.
+var defaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, BaseBackoff: 500 * time.Millisecond, MaxBackoff: 30 * time.Second}
+
+// Machine is the pure WAP state machine.
+type Machine struct{ p Policy }
+
+// NewMachine returns a machine with p, defaults filling zero fields.
+func NewMachine(p Policy) Machine {
+	if p.PendingTTL <= 0 {
+		p.PendingTTL = defaultPolicy.PendingTTL
+	}
+	if p.RetryBudget <= 0 {
+		p.RetryBudget = defaultPolicy.RetryBudget
+	}
+	if p.BaseBackoff <= 0 {
+		p.BaseBackoff = defaultPolicy.BaseBackoff
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = defaultPolicy.MaxBackoff
+	}
+	return Machine{p: p}
+}
+
+// Transition applies in to r at now and returns the new run and the work it
+// asks for. r with an empty State is "no run yet"; a returned run with an
+// empty State is to be forgotten. Transition never mutates r.
+func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
+	n := r.clone()
+	switch in := in.(type) {
+	case Landed:
+		n = m.landed(n, in, now)
+	case WriteDone:
+		n = m.writeDone(n, in.Event, now)
+	case Cancel:
+		n = m.cancel(n, in.Event, now)
+	case Invalid:
+		n = m.invalid(n, in, now)
+	case Tick:
+		n = m.tick(n, now)
+	case BranchCreated:
+		if n.State == StateLanded {
+			n.resetRetry()
+			n.Outbox = append(n.Outbox, branchReady(n, now))
+			n.setState(StateAwaitingWrites, now)
+			if len(n.missingWrites()) == 0 {
+				n.setState(StateAuditing, now)
+			}
+		}
+	case Audited:
+		if n.State == StateAuditing {
+			n.resetRetry()
+			rep := in.Report
+			n.Report = &rep
+			n.SealedCommit = in.SealedCommit
+			if rep.Passed {
+				n.setState(StatePublishing, now)
+			} else {
+				failed := rep.Failed()
+				detail := fmt.Sprintf("%d check(s) failed", len(failed))
+				if len(failed) > 0 {
+					detail += ": " + failed[0].Name
+				}
+				n = abort(n, schemas.ReasonAuditFailed, detail, now)
+			}
+		}
+	case Merged:
+		if n.State == StatePublishing {
+			n.resetRetry()
+			n.CommitID = in.CommitID
+			n.setState(StatePublished, now)
+			n.Outbox = append(n.Outbox, published(n, now))
+		}
+	case StepFailed:
+		n = m.stepFailed(n, in, now)
+	case Sent:
+		for i, o := range n.Outbox {
+			if o.EventID == in.EventID {
+				n.Outbox = append(n.Outbox[:i:i], n.Outbox[i+1:]...)
+				n.Sent++
+				break
+			}
+		}
+		for k, v := range in.Receipts {
+			if n.Receipts == nil {
+				n.Receipts = map[string]string{}
+			}
+			n.Receipts[k] = v
+		}
+	case CleanedUp:
+		n.CleanupPending = false
+	}
+	if n.State != "" {
+		n.UpdatedAt = now
+	}
+	return n, m.Pending(n, now)
+}
+
+// Pending returns the work a run asks for at now. The runner calls it after
+// every transition and for every run restored from the store, so a crash at
+// any point resumes with the same work (which is why every step must be
+// idempotent).
+func (m Machine) Pending(r Run, now time.Time) []Effect {
+	if r.State == "" {
+		return []Effect{{Kind: DoForget}}
+	}
+	var out []Effect
+	var step EffectKind
+	switch r.State {
+	case StatePending:
+		out = append(out, Effect{Kind: DoWake, At: r.Deadline})
+	case StateLanded:
+		step = DoCreateBranch
+	case StateAwaitingWrites:
+		out = append(out, Effect{Kind: DoWake, At: r.Deadline})
+	case StateAuditing:
+		step = DoAudit
+	case StatePublishing:
+		step = DoPublish
+	}
+	if step == 0 && r.CleanupPending {
+		step = DoCleanup
+	}
+	if step != 0 {
+		if r.RetryAt.After(now) {
+			out = append(out, Effect{Kind: DoWake, At: r.RetryAt})
+		} else {
+			out = append(out, Effect{Kind: step})
+		}
+	}
+	if len(r.Outbox) > 0 {
+		out = append(out, Effect{Kind: DoSend, Send: r.Outbox[0]})
+	}
+	return out
+}
+
+func (m Machine) landed(n Run, in Landed, now time.Time) Run {
+	if n.State != "" && n.State != StatePending {
+		return n // duplicate or late: the batch already has a run
+	}
+	ev := in.Event
+	spec := in.Spec
+	if spec.Target == "" {
+		spec.Target = "main"
+	}
+	if spec.Source == "" {
+		spec.Source = spec.Target
+	}
+	if ev.SourceRef != "" {
+		spec.Source = ev.SourceRef
+	}
+	n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
+	n.Repository, n.Branch, n.Source, n.Target = spec.Repository, in.Branch, spec.Source, spec.Target
+	n.ExpectedWrites = append([]string(nil), ev.ExpectedWrites...)
+	n.KeepBranch = spec.KeepBranch
+	n.LandedAt, n.BatchTime = now, ev.OccurredAt
+	switch {
+	case ev.WriteDeadline != nil:
+		n.Deadline = *ev.WriteDeadline
+	case spec.WriteTimeout > 0:
+		n.Deadline = now.Add(spec.WriteTimeout)
+	default:
+		n.Deadline = now.Add(time.Hour)
+	}
+	n.setState(StateLanded, now)
+	return n
+}
+
+func (m Machine) writeDone(n Run, ev schemas.WriteComplete, now time.Time) Run {
+	switch n.State {
+	case "":
+		n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
+		n.Deadline = now.Add(m.p.PendingTTL)
+		n.setState(StatePending, now)
+	case StatePending, StateLanded, StateAwaitingWrites:
+	default:
+		return n // duplicate or late
+	}
+	if _, dup := n.Writes[ev.Write]; dup {
+		return n
+	}
+	if n.Writes == nil {
+		n.Writes = map[string]time.Time{}
+	}
+	n.Writes[ev.Write] = now
+	if n.State == StateAwaitingWrites && len(n.missingWrites()) == 0 {
+		n.setState(StateAuditing, now)
+	}
+	return n
+}
+
+func (m Machine) cancel(n Run, ev schemas.BatchCancelled, now time.Time) Run {
+	switch n.State {
+	case "", StatePending:
+		// Remember the cancellation so a late BatchLanded is a no-op.
+		n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
+		n.KeepBranch = true // there is no branch yet
+		return abort(n, schemas.ReasonCancelled, ev.Reason, now)
+	case StateLanded, StateAwaitingWrites, StateAuditing:
+		return abort(n, schemas.ReasonCancelled, ev.Reason, now)
+	}
+	return n // publishing cannot be stopped halfway; terminal runs stay
+}
+
+func (m Machine) invalid(n Run, in Invalid, now time.Time) Run {
+	switch n.State {
+	case "", StatePending:
+		n.BatchID, n.Dataset = in.BatchID, in.Dataset
+		n.KeepBranch = true
+		return abort(n, schemas.ReasonInvalid, in.Detail, now)
+	case StateLanded, StateAwaitingWrites, StateAuditing:
+		return abort(n, schemas.ReasonInvalid, in.Detail, now)
+	}
+	return n
+}
+
+func (m Machine) tick(n Run, now time.Time) Run {
+	switch n.State {
+	case StatePending:
+		if !now.Before(n.Deadline) {
+			return Run{} // expired: its batch never landed
+		}
+	case StateAwaitingWrites:
+		if !now.Before(n.Deadline) {
+			return abort(n, schemas.ReasonWriteTimeout,
+				fmt.Sprintf("writes missing at deadline %s: %v", n.Deadline.UTC().Format(time.RFC3339), n.missingWrites()), now)
+		}
+	}
+	return n
+}
+
+func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
+	want := map[Step]State{StepBranch: StateLanded, StepAudit: StateAuditing, StepPublish: StatePublishing}[in.Step]
+	if in.Step == StepCleanup {
+		if !n.CleanupPending {
+			return n
+		}
+	} else if n.State != want {
+		return n // stale outcome of a step the run has moved past
+	}
+	n.LastError = in.Err
+	switch in.Class {
+	case Conflict:
+		if in.Step == StepPublish {
+			n.resetRetry()
+			n.KeepBranch = true
+			return abort(n, schemas.ReasonMergeConflict, in.Err, now)
+		}
+	case Permanent:
+		if in.Step == StepCleanup {
+			n.CleanupPending = false
+			return n
+		}
+		return fail(n, in.Step, in.Err, n.Attempts+1, now)
+	}
+	n.Attempts++
+	if n.FirstFailure.IsZero() {
+		n.FirstFailure = now
+	}
+	if now.Sub(n.FirstFailure) >= m.p.RetryBudget {
+		if in.Step == StepCleanup {
+			n.CleanupPending = false
+			n.resetRetry()
+			return n
+		}
+		return fail(n, in.Step, in.Err, n.Attempts, now)
+	}
+	n.RetryAt = now.Add(m.backoff(n.Attempts))
+	return n
+}
+
+func (m Machine) backoff(attempt int) time.Duration {
+	d := m.p.BaseBackoff
+	for i := 1; i < attempt && d < m.p.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, m.p.MaxBackoff)
+}
+
+func (r *Run) setState(s State, now time.Time) {
+	if r.State != s {
+		r.State = s
+		r.StateSince = now
+	}
+	r.UpdatedAt = now
+}
+
+func (r *Run) resetRetry() {
+	r.Attempts, r.FirstFailure, r.RetryAt, r.LastError = 0, time.Time{}, time.Time{}, ""
+}
+
+func abort(n Run, reason, detail string, now time.Time) Run {
+	n.resetRetry()
+	n.Reason, n.Detail = reason, detail
+	n.setState(StateAborted, now)
+	kept := n.KeepBranch || n.Branch == ""
+	n.CleanupPending = !kept
+	ev := schemas.BatchAborted{
+		EventID: EventID(n.BatchID, "aborted"), BatchID: n.BatchID, Dataset: n.Dataset,
+		Repository: n.Repository, Branch: n.Branch, Reason: reason, Detail: detail,
+		Report: n.Report, BranchKept: kept && n.Branch != "", OccurredAt: now, DurationMs: durMs(n, now),
+	}
+	n.Outbox = append(n.Outbox, Outgoing{EventID: ev.EventID, State: StateAborted, Aborted: &ev})
+	return n
+}
+
+func fail(n Run, step Step, err string, attempts int, now time.Time) Run {
+	prev := n.State
+	n.Reason, n.Detail = "failed", fmt.Sprintf("%s: %s", step, err)
+	n.setState(StateFailed, now)
+	n.RetryAt = time.Time{}
+	ev := schemas.BatchFailed{
+		EventID: EventID(n.BatchID, "failed"), BatchID: n.BatchID, Dataset: n.Dataset,
+		Repository: n.Repository, Branch: n.Branch, State: string(prev), Error: err,
+		Attempts: attempts, BranchKept: n.Branch != "", OccurredAt: now,
+	}
+	n.Outbox = append(n.Outbox, Outgoing{EventID: ev.EventID, State: StateFailed, Failed: &ev})
+	return n
+}
+
+func branchReady(n Run, now time.Time) Outgoing {
+	ev := schemas.BranchReady{
+		EventID: EventID(n.BatchID, "branch_ready"), BatchID: n.BatchID, Dataset: n.Dataset,
+		Repository: n.Repository, Branch: n.Branch,
+		LakeFSURI:      fmt.Sprintf("lakefs://%s/%s/", n.Repository, n.Branch),
+		S3URI:          fmt.Sprintf("s3://%s/%s/", n.Repository, n.Branch),
+		ExpectedWrites: append([]string(nil), n.ExpectedWrites...),
+		OccurredAt:     now,
+	}
+	if !n.Deadline.IsZero() {
+		d := n.Deadline
+		ev.WriteDeadline = &d
+	}
+	return Outgoing{EventID: ev.EventID, State: StateAwaitingWrites, BranchReady: &ev}
+}
+
+func published(n Run, now time.Time) Outgoing {
+	ev := schemas.BatchPublished{
+		EventID: EventID(n.BatchID, "published"), BatchID: n.BatchID, Dataset: n.Dataset,
+		Repository: n.Repository, Branch: n.Branch, TargetRef: n.Target, CommitID: n.CommitID,
+		LandedAt: n.LandedAt, PublishedAt: now, DurationMs: durMs(n, now),
+	}
+	if n.Report != nil {
+		ev.Report = *n.Report
+	}
+	return Outgoing{EventID: ev.EventID, State: StatePublished, Published: &ev}
+}
+
+func durMs(n Run, now time.Time) int64 {
+	if n.LandedAt.IsZero() {
+		return 0
+	}
+	return now.Sub(n.LandedAt).Milliseconds()
+}

@@ -1,0 +1,406 @@
+package pipeline
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+var t0 = time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+
+func landed(batch string, writes ...string) Landed {
+	return Landed{
+		Event:  schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: writes, OccurredAt: t0},
+		Spec:   DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: 10 * time.Minute},
+		Branch: "wap-billing-" + batch,
+	}
+}
+
+func write(batch, w string) WriteDone {
+	return WriteDone{Event: schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: w, OccurredAt: t0}}
+}
+
+func report(passed bool) schemas.AuditReport {
+	st := schemas.StatusPass
+	if !passed {
+		st = schemas.StatusFail
+	}
+	return schemas.AuditReport{Dataset: "billing", Passed: passed, Checks: []schemas.CheckResult{{Name: "billing_id_not_null", Kind: "not_null", Severity: "error", Status: st}}}
+}
+
+func kinds(effects []Effect) []EffectKind {
+	var out []EffectKind
+	for _, e := range effects {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+// step is one row of a scenario: an input at an offset from t0 and what the
+// run must look like afterwards.
+type step struct {
+	in      Input
+	at      time.Duration
+	state   State
+	effects []EffectKind
+	check   func(t *testing.T, r Run)
+}
+
+func TestTransitionScenarios(t *testing.T) {
+	m := NewMachine(Policy{RetryBudget: time.Minute, BaseBackoff: time.Second, MaxBackoff: 8 * time.Second})
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"happy path publishes", []step{
+			{in: landed("b1", "fact", "dim"), state: StateLanded, effects: []EffectKind{DoCreateBranch}},
+			{in: BranchCreated{}, state: StateAwaitingWrites, effects: []EffectKind{DoWake, DoSend}, check: func(t *testing.T, r Run) {
+				if r.Outbox[0].BranchReady == nil || r.Outbox[0].BranchReady.Branch != "wap-billing-b1" {
+					t.Errorf("outbox = %+v, want BranchReady for wap-billing-b1", r.Outbox)
+				}
+			}},
+			{in: write("b1", "fact"), state: StateAwaitingWrites},
+			{in: write("b1", "fact"), state: StateAwaitingWrites}, // duplicate
+			{in: write("b1", "dim"), state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}},
+			{in: Audited{SealedCommit: "c1", Report: report(true)}, state: StatePublishing, effects: []EffectKind{DoPublish, DoSend}},
+			{in: Merged{CommitID: "m1"}, state: StatePublished, check: func(t *testing.T, r Run) {
+				last := r.Outbox[len(r.Outbox)-1]
+				if last.Published == nil || last.Published.CommitID != "m1" || last.EventID != EventID("b1", "published") {
+					t.Errorf("last outbox = %+v, want BatchPublished m1 with stable id", last)
+				}
+			}},
+			{in: landed("b1", "fact", "dim"), state: StatePublished}, // duplicate landing after publish
+		}},
+		{"failed audit aborts and keeps main", []step{
+			{in: landed("b2", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b2", "fact"), state: StateAuditing},
+			{in: Audited{SealedCommit: "c2", Report: report(false)}, state: StateAborted, effects: []EffectKind{DoCleanup, DoSend}, check: func(t *testing.T, r Run) {
+				a := r.Outbox[len(r.Outbox)-1].Aborted
+				if a == nil || a.Reason != schemas.ReasonAuditFailed || a.Report == nil || len(a.Report.Failed()) != 1 || a.BranchKept {
+					t.Errorf("aborted = %+v", a)
+				}
+			}},
+			{in: CleanedUp{}, state: StateAborted, effects: []EffectKind{DoSend}},
+		}},
+		{"writes before landing are kept", []step{
+			{in: write("b3", "fact"), state: StatePending, effects: []EffectKind{DoWake}},
+			{in: landed("b3", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}},
+		}},
+		{"early writes expire", []step{
+			{in: write("b4", "fact"), state: StatePending},
+			{in: Tick{}, at: 30 * time.Minute, state: StatePending},
+			{in: Tick{}, at: 61 * time.Minute, state: "", effects: []EffectKind{DoForget}},
+		}},
+		{"write deadline aborts", []step{
+			{in: landed("b5", "fact", "dim"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b5", "fact"), state: StateAwaitingWrites},
+			{in: Tick{}, at: 9 * time.Minute, state: StateAwaitingWrites},
+			{in: Tick{}, at: 10 * time.Minute, state: StateAborted, check: func(t *testing.T, r Run) {
+				if r.Reason != schemas.ReasonWriteTimeout || r.Detail == "" {
+					t.Errorf("reason %q detail %q", r.Reason, r.Detail)
+				}
+			}},
+			{in: write("b5", "dim"), at: 11 * time.Minute, state: StateAborted}, // late write
+		}},
+		{"cancel before landing wins over a late landing", []step{
+			{in: Cancel{Event: schemas.BatchCancelled{BatchID: "b6", Dataset: "billing", Reason: "upstream rerun"}}, state: StateAborted},
+			{in: landed("b6", "fact"), state: StateAborted},
+		}},
+		{"cancel cannot stop a publish halfway", []step{
+			{in: landed("b7", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b7", "fact"), state: StateAuditing},
+			{in: Audited{SealedCommit: "c7", Report: report(true)}, state: StatePublishing},
+			{in: Cancel{Event: schemas.BatchCancelled{BatchID: "b7", Dataset: "billing"}}, state: StatePublishing},
+		}},
+		{"transient failures back off then fail after the budget", []step{
+			{in: landed("b8", "fact"), state: StateLanded},
+			{in: StepFailed{Step: StepBranch, Err: "503", Class: Transient}, state: StateLanded, effects: []EffectKind{DoWake}, check: func(t *testing.T, r Run) {
+				if r.Attempts != 1 || !r.RetryAt.Equal(t0.Add(time.Second)) {
+					t.Errorf("attempts %d retry at %v", r.Attempts, r.RetryAt)
+				}
+			}},
+			{in: Tick{}, at: 2 * time.Second, state: StateLanded, effects: []EffectKind{DoCreateBranch}},
+			{in: StepFailed{Step: StepBranch, Err: "503", Class: Transient}, at: 2 * time.Second, state: StateLanded, check: func(t *testing.T, r Run) {
+				if !r.RetryAt.Equal(t0.Add(4 * time.Second)) {
+					t.Errorf("second backoff: retry at %v", r.RetryAt.Sub(t0))
+				}
+			}},
+			{in: StepFailed{Step: StepBranch, Err: "503", Class: Transient}, at: time.Minute, state: StateFailed, check: func(t *testing.T, r Run) {
+				f := r.Outbox[len(r.Outbox)-1].Failed
+				if f == nil || f.State != string(StateLanded) || f.Attempts != 3 || !f.BranchKept {
+					t.Errorf("failed = %+v", f)
+				}
+			}},
+		}},
+		{"merge conflict aborts and keeps the branch", []step{
+			{in: landed("b9", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b9", "fact"), state: StateAuditing},
+			{in: Audited{SealedCommit: "c9", Report: report(true)}, state: StatePublishing},
+			{in: StepFailed{Step: StepAudit, Err: "stale", Class: Permanent}, state: StatePublishing}, // stale outcome ignored
+			{in: StepFailed{Step: StepPublish, Err: "conflict found", Class: Conflict}, state: StateAborted, effects: []EffectKind{DoSend}, check: func(t *testing.T, r Run) {
+				if r.Reason != schemas.ReasonMergeConflict || r.CleanupPending {
+					t.Errorf("reason %q cleanup %v", r.Reason, r.CleanupPending)
+				}
+			}},
+		}},
+		{"invalid event aborts a live batch", []step{
+			{in: landed("b10", "fact"), state: StateLanded},
+			{in: Invalid{BatchID: "b10", Dataset: "billing", Detail: "write name empty"}, state: StateAborted, check: func(t *testing.T, r Run) {
+				if r.Reason != schemas.ReasonInvalid {
+					t.Errorf("reason %q", r.Reason)
+				}
+			}},
+		}},
+		{"sent removes the outbox entry and keeps receipts", []step{
+			{in: landed("b11", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: Sent{EventID: EventID("b11", "branch_ready"), Receipts: map[string]string{"slack:C1": "C1/1.2"}}, state: StateAwaitingWrites, effects: []EffectKind{DoWake}, check: func(t *testing.T, r Run) {
+				if len(r.Outbox) != 0 || r.Receipts["slack:C1"] != "C1/1.2" || r.Sent != 1 {
+					t.Errorf("outbox %d receipts %v sent %d", len(r.Outbox), r.Receipts, r.Sent)
+				}
+			}},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Run
+			for i, s := range tc.steps {
+				before := r.clone()
+				next, effects := m.Transition(r, s.in, t0.Add(s.at))
+				if fmt.Sprint(before) != fmt.Sprint(r) {
+					t.Fatalf("step %d: Transition mutated its input", i)
+				}
+				if next.State != s.state {
+					t.Fatalf("step %d (%T): state %q, want %q", i, s.in, next.State, s.state)
+				}
+				if s.effects != nil && !slices.Equal(kinds(effects), s.effects) {
+					t.Errorf("step %d (%T): effects %v, want %v", i, s.in, kinds(effects), s.effects)
+				}
+				if s.check != nil {
+					s.check(t, next)
+				}
+				r = next
+			}
+		})
+	}
+}
+
+// world is a model of lakeFS for the randomized test: which batches were
+// merged into main, and how often.
+type world struct {
+	merges map[string]int
+	good   map[string]bool
+}
+
+type pendingEffect struct {
+	batch string
+	e     Effect
+	run   Run
+}
+
+// TestRandomInterleavings feeds duplicated, reordered and late events, step
+// outcomes that fail or get lost in crashes, and restores from the stored
+// state, then checks the promises: at most one publish per batch, only
+// audited batches reach main, every landed batch ends terminal.
+func TestRandomInterleavings(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		rng := rand.New(rand.NewPCG(seed, seed*7919))
+		m := NewMachine(Policy{RetryBudget: 2 * time.Minute, BaseBackoff: time.Second, MaxBackoff: 10 * time.Second, PendingTTL: time.Hour})
+		w := world{merges: map[string]int{}, good: map[string]bool{}}
+		stored := map[string]Run{}
+		var effects []pendingEffect
+		now := t0
+		var inputs []struct {
+			batch string
+			in    Input
+		}
+		nb := 1 + rng.IntN(4)
+		var landedBatches []string
+		for b := range nb {
+			id := fmt.Sprintf("s%d-b%d", seed, b)
+			w.good[id] = rng.IntN(3) > 0
+			writes := []string{"fact", "dim"}[:1+rng.IntN(2)]
+			l := landed(id, writes...)
+			l.Spec.WriteTimeout = time.Duration(5+rng.IntN(10)) * time.Minute
+			if rng.IntN(10) > 0 { // sometimes a batch never lands
+				inputs = append(inputs, struct {
+					batch string
+					in    Input
+				}{id, l})
+				landedBatches = append(landedBatches, id)
+			}
+			for _, wr := range writes {
+				if rng.IntN(8) > 0 { // sometimes a write never completes
+					inputs = append(inputs, struct {
+						batch string
+						in    Input
+					}{id, write(id, wr)})
+				}
+			}
+			if rng.IntN(10) == 0 {
+				inputs = append(inputs, struct {
+					batch string
+					in    Input
+				}{id, Cancel{Event: schemas.BatchCancelled{BatchID: id, Dataset: "billing"}}})
+			}
+		}
+		// duplicates and disorder
+		for i := len(inputs) - 1; i >= 0; i-- {
+			if rng.IntN(4) == 0 {
+				inputs = append(inputs, inputs[i])
+			}
+		}
+		rng.Shuffle(len(inputs), func(i, j int) { inputs[i], inputs[j] = inputs[j], inputs[i] })
+
+		apply := func(batch string, in Input) {
+			next, effs := m.Transition(stored[batch], in, now)
+			if next.State == "" {
+				delete(stored, batch)
+			} else {
+				stored[batch] = next // persisted before anything else happens
+			}
+			for _, e := range effs {
+				if e.Kind == DoWake || e.Kind == DoForget {
+					continue
+				}
+				effects = append(effects, pendingEffect{batch, e, next})
+			}
+		}
+		execute := func(pe pendingEffect) Input {
+			transient := rng.IntN(6) == 0
+			switch pe.e.Kind {
+			case DoCreateBranch:
+				if transient {
+					return StepFailed{Step: StepBranch, Class: Transient, Err: "503"}
+				}
+				return BranchCreated{}
+			case DoAudit:
+				if transient {
+					return StepFailed{Step: StepAudit, Class: Transient, Err: "timeout"}
+				}
+				return Audited{SealedCommit: "c-" + pe.batch, Report: report(w.good[pe.batch])}
+			case DoPublish:
+				if w.merges[pe.batch] > 0 {
+					return Merged{CommitID: "m-" + pe.batch, AlreadyPublished: true}
+				}
+				if transient {
+					return StepFailed{Step: StepPublish, Class: Transient, Err: "423 locked"}
+				}
+				if pe.run.Report == nil || !pe.run.Report.Passed {
+					t.Fatalf("seed %d: publish effect for %s without a passing report", seed, pe.batch)
+				}
+				w.merges[pe.batch]++
+				return Merged{CommitID: "m-" + pe.batch}
+			case DoSend:
+				return Sent{EventID: pe.e.Send.EventID}
+			case DoCleanup:
+				return CleanedUp{}
+			}
+			return nil
+		}
+		for steps := 0; steps < 5000; steps++ {
+			switch k := rng.IntN(10); {
+			case k < 3 && len(inputs) > 0:
+				in := inputs[0]
+				inputs = inputs[1:]
+				apply(in.batch, in.in)
+			case k < 7 && len(effects) > 0:
+				i := rng.IntN(len(effects))
+				pe := effects[i]
+				effects = append(effects[:i], effects[i+1:]...)
+				out := execute(pe)
+				if rng.IntN(8) == 0 {
+					// crash after the side effect, before its outcome was
+					// persisted: restore every run from the store.
+					effects = nil
+					for b, r := range stored {
+						for _, e := range m.Pending(r, now) {
+							if e.Kind != DoWake && e.Kind != DoForget {
+								effects = append(effects, pendingEffect{b, e, r})
+							}
+						}
+					}
+					continue
+				}
+				if out != nil {
+					apply(pe.batch, out)
+				}
+			default:
+				now = now.Add(time.Duration(1+rng.IntN(30)) * time.Second)
+				for b := range stored {
+					apply(b, Tick{})
+				}
+			}
+			if len(inputs) == 0 && len(effects) == 0 && now.Sub(t0) > 20*time.Minute {
+				break
+			}
+		}
+		// Drain: deliver what is left, then let time pass until quiet.
+		for _, in := range inputs {
+			apply(in.batch, in.in)
+		}
+		for round := 0; round < 500 && (len(effects) > 0 || anyLive(stored)); round++ {
+			for len(effects) > 0 {
+				pe := effects[0]
+				effects = effects[1:]
+				if out := execute(pe); out != nil {
+					apply(pe.batch, out)
+				}
+			}
+			now = now.Add(15 * time.Second)
+			for b := range stored {
+				apply(b, Tick{})
+			}
+		}
+		for _, b := range landedBatches {
+			r := stored[b]
+			if !r.State.Terminal() {
+				t.Fatalf("seed %d: batch %s ended in %q", seed, b, r.State)
+			}
+			if w.merges[b] > 1 {
+				t.Fatalf("seed %d: batch %s merged %d times", seed, b, w.merges[b])
+			}
+			if w.merges[b] == 1 && !w.good[b] {
+				t.Fatalf("seed %d: batch %s failed its audit but reached main", seed, b)
+			}
+			if (r.State == StatePublished) != (w.merges[b] == 1) {
+				t.Fatalf("seed %d: batch %s state %s but merged %d times", seed, b, r.State, w.merges[b])
+			}
+			if len(r.Outbox) != 0 {
+				t.Fatalf("seed %d: batch %s has unsent results %+v", seed, b, r.Outbox)
+			}
+		}
+	}
+}
+
+func anyLive(stored map[string]Run) bool {
+	for _, r := range stored {
+		if !r.State.Terminal() || len(r.Outbox) > 0 || r.CleanupPending {
+			return true
+		}
+	}
+	return false
+}
+
+func BenchmarkTransition(b *testing.B) {
+	m := NewMachine(Policy{})
+	seq := []Input{landed("bench", "fact", "dim"), BranchCreated{}, write("bench", "fact"), write("bench", "dim"),
+		Audited{SealedCommit: "c", Report: report(true)}, Merged{CommitID: "m"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		var r Run
+		for _, in := range seq {
+			r, _ = m.Transition(r, in, t0)
+		}
+	}
+	b.ReportMetric(float64(len(seq)*b.N)/b.Elapsed().Seconds(), "transitions/s")
+}

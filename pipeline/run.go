@@ -1,0 +1,145 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// State is where a Run is in the WAP cycle.
+type State string
+
+// Run states. Pending holds writes that arrived before their BatchLanded.
+const (
+	StatePending        State = "pending"
+	StateLanded         State = "landed"
+	StateAwaitingWrites State = "awaiting_writes"
+	StateAuditing       State = "auditing"
+	StatePublishing     State = "publishing"
+	StatePublished      State = "published"
+	StateAborted        State = "aborted"
+	StateFailed         State = "failed"
+)
+
+// Terminal reports whether no further step will run for the state.
+func (s State) Terminal() bool {
+	return s == StatePublished || s == StateAborted || s == StateFailed
+}
+
+// Step names the piece of work a state asks for; used in errors and retries.
+type Step string
+
+// Steps the runner executes.
+const (
+	StepBranch  Step = "branch"
+	StepAudit   Step = "audit"
+	StepPublish Step = "publish"
+	StepCleanup Step = "cleanup"
+)
+
+// Run is the durable state of one batch. It is what the changelog stores, so
+// every field needed to resume after a crash lives here, deadlines included.
+type Run struct {
+	BatchID    string `json:"batch_id"`
+	Dataset    string `json:"dataset"`
+	Repository string `json:"repository,omitempty"`
+	Branch     string `json:"branch,omitempty"`
+	Source     string `json:"source,omitempty"` // ref the branch is created from
+	Target     string `json:"target,omitempty"` // branch the batch is published to
+	State      State  `json:"state"`
+
+	ExpectedWrites []string             `json:"expected_writes,omitempty"`
+	Writes         map[string]time.Time `json:"writes,omitempty"` // write name -> when it completed
+	Deadline       time.Time            `json:"deadline,omitempty"`
+	KeepBranch     bool                 `json:"keep_branch,omitempty"` // keep the branch after an abort
+
+	LandedAt   time.Time `json:"landed_at,omitempty"`
+	BatchTime  time.Time `json:"batch_time,omitempty"` // occurred_at of BatchLanded, for freshness
+	StateSince time.Time `json:"state_since"`
+	UpdatedAt  time.Time `json:"updated_at"`
+
+	SealedCommit string               `json:"sealed_commit,omitempty"` // commit audited and merged
+	Report       *schemas.AuditReport `json:"report,omitempty"`
+	CommitID     string               `json:"commit_id,omitempty"` // merge commit on Target
+	Reason       string               `json:"reason,omitempty"`
+	Detail       string               `json:"detail,omitempty"`
+
+	// Retry bookkeeping for the current step.
+	Attempts     int       `json:"attempts,omitempty"`
+	FirstFailure time.Time `json:"first_failure,omitempty"`
+	RetryAt      time.Time `json:"retry_at,omitempty"`
+	LastError    string    `json:"last_error,omitempty"`
+
+	// CleanupPending: the branch is to be deleted (abort policy).
+	CleanupPending bool `json:"cleanup_pending,omitempty"`
+
+	// Outbox holds result events not yet confirmed sent, oldest first.
+	Outbox   []Outgoing        `json:"outbox,omitempty"`
+	Receipts map[string]string `json:"receipts,omitempty"`
+	Sent     int               `json:"sent,omitempty"` // result events confirmed sent
+}
+
+// Outgoing is one result event waiting in a run's outbox. Exactly one of
+// the event fields is set.
+type Outgoing struct {
+	EventID     string                  `json:"event_id"`
+	State       State                   `json:"state"`
+	BranchReady *schemas.BranchReady    `json:"branch_ready,omitempty"`
+	Published   *schemas.BatchPublished `json:"published,omitempty"`
+	Aborted     *schemas.BatchAborted   `json:"aborted,omitempty"`
+	Failed      *schemas.BatchFailed    `json:"failed,omitempty"`
+}
+
+// Event returns the result event carried by o.
+func (o Outgoing) Event() schemas.Event {
+	switch {
+	case o.BranchReady != nil:
+		return *o.BranchReady
+	case o.Published != nil:
+		return *o.Published
+	case o.Aborted != nil:
+		return *o.Aborted
+	case o.Failed != nil:
+		return *o.Failed
+	}
+	return nil
+}
+
+// EventID is stable for a (batch, kind) pair, so a result re-sent after a
+// crash carries the same id and downstream consumers can drop duplicates.
+func EventID(batchID, kind string) string {
+	h := sha256.Sum256([]byte(batchID + "\x00" + kind))
+	return hex.EncodeToString(h[:16])
+}
+
+func (r Run) clone() Run {
+	c := r
+	c.ExpectedWrites = append([]string(nil), r.ExpectedWrites...)
+	if r.Writes != nil {
+		c.Writes = make(map[string]time.Time, len(r.Writes))
+		for k, v := range r.Writes {
+			c.Writes[k] = v
+		}
+	}
+	c.Outbox = append([]Outgoing(nil), r.Outbox...)
+	if r.Receipts != nil {
+		c.Receipts = make(map[string]string, len(r.Receipts))
+		for k, v := range r.Receipts {
+			c.Receipts[k] = v
+		}
+	}
+	return c
+}
+
+// missingWrites lists expected writes not yet complete, in declared order.
+func (r Run) missingWrites() []string {
+	var out []string
+	for _, w := range r.ExpectedWrites {
+		if _, ok := r.Writes[w]; !ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
