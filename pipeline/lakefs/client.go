@@ -1,0 +1,177 @@
+package lakefs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/treeverse/lakefs/pkg/api/apigen"
+
+	"github.com/lakewap/lakewap/pipeline"
+)
+
+// Config says where lakeFS is and how long a call may take.
+type Config struct {
+	// Endpoint is the server's base URL, e.g. http://127.0.0.1:8000;
+	// "/api/v1" is added unless it is already there.
+	Endpoint        string
+	AccessKeyID     string
+	SecretAccessKey string
+	// Timeout bounds each API call (default 30s); a shorter deadline on
+	// the caller's context wins.
+	Timeout time.Duration
+	// TransferTimeout bounds a whole Upload or Download, which stream
+	// object bodies and may take much longer than an API call (default 10m).
+	TransferTimeout time.Duration
+	// HTTPClient defaults to a client without its own timeout: deadlines
+	// come from the context.
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+}
+
+const (
+	defaultTimeout         = 30 * time.Second
+	defaultTransferTimeout = 10 * time.Minute
+	// pageSize is what we ask per page; lakeFS caps it at 1000.
+	pageSize = 1000
+	// publishedDepth bounds how far back FindPublished looks on target.
+	publishedDepth = 1000
+)
+
+// Client talks to one lakeFS server. It is safe for concurrent use.
+type Client struct {
+	api             *apigen.ClientWithResponses
+	timeout         time.Duration
+	transferTimeout time.Duration
+	log             *slog.Logger
+}
+
+var _ pipeline.Lake = (*Client)(nil)
+
+// New checks cfg and builds a client; it does not contact the server.
+func New(cfg Config) (*Client, error) {
+	if cfg.Endpoint == "" {
+		return nil, errors.New("lakefs: config: endpoint is empty")
+	}
+	u, err := url.Parse(cfg.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("lakefs: config: endpoint %q is not an http(s) URL", cfg.Endpoint)
+	}
+	if cfg.AccessKeyID == "" || cfg.SecretAccessKey == "" {
+		return nil, errors.New("lakefs: config: access key id and secret access key are required")
+	}
+	if cfg.Timeout < 0 || cfg.TransferTimeout < 0 {
+		return nil, errors.New("lakefs: config: timeouts must not be negative")
+	}
+	server := strings.TrimRight(cfg.Endpoint, "/")
+	if !strings.HasSuffix(server, "/api/v1") {
+		server += "/api/v1"
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	ak, sk := cfg.AccessKeyID, cfg.SecretAccessKey
+	api, err := apigen.NewClientWithResponses(server,
+		apigen.WithHTTPClient(hc),
+		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.SetBasicAuth(ak, sk)
+			return nil
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("lakefs: %w", err)
+	}
+	c := &Client{api: api, timeout: cfg.Timeout, transferTimeout: cfg.TransferTimeout, log: cfg.Logger}
+	if c.timeout == 0 {
+		c.timeout = defaultTimeout
+	}
+	if c.transferTimeout == 0 {
+		c.transferTimeout = defaultTransferTimeout
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// call names one API call for errors and logs.
+type call struct {
+	op, repo, ref string
+}
+
+// send runs one API call under the per-call deadline, checks its status
+// against want and decodes the JSON body into out (if out is not nil).
+func (c *Client) send(ctx context.Context, k call, want int, out any, do func(context.Context) (*http.Response, error)) error {
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := do(cctx)
+	if err != nil {
+		return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, err))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, err))
+	}
+	if resp.StatusCode != want {
+		return c.logged(k, start, statusError(k.op, k.repo, k.ref, resp.StatusCode, body))
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			return c.logged(k, start, &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Status: resp.StatusCode,
+				Message: "cannot decode response", Cause: err})
+		}
+	}
+	c.log.Debug("lakefs call", "op", k.op, "repo", k.repo, "ref", k.ref, "status", resp.StatusCode, "duration", time.Since(start))
+	return nil
+}
+
+func (c *Client) logged(k call, start time.Time, e *Error) error {
+	c.log.Debug("lakefs call failed", "op", k.op, "repo", k.repo, "ref", k.ref,
+		"status", e.Status, "duration", time.Since(start), "err", e)
+	return e
+}
+
+// Healthy reports whether the server answers its health check.
+func (c *Client) Healthy(ctx context.Context) error {
+	return c.send(ctx, call{op: "health check"}, http.StatusNoContent, nil, func(ctx context.Context) (*http.Response, error) {
+		return c.api.HealthCheck(ctx)
+	})
+}
+
+// CreateRepository creates repository name on storageNamespace (for the
+// local blockstore: local://name). An existing repository is not an error,
+// whatever its namespace.
+func (c *Client) CreateRepository(ctx context.Context, name, storageNamespace, defaultBranch string) error {
+	body := apigen.CreateRepositoryJSONRequestBody{Name: name, StorageNamespace: storageNamespace}
+	if defaultBranch != "" {
+		body.DefaultBranch = &defaultBranch
+	}
+	err := c.send(ctx, call{op: "create repository", repo: name}, http.StatusCreated, nil, func(ctx context.Context) (*http.Response, error) {
+		return c.api.CreateRepository(ctx, &apigen.CreateRepositoryParams{}, body)
+	})
+	if status(err) == http.StatusConflict {
+		return nil
+	}
+	return err
+}
+
+// status is the HTTP status of a failed call, or 0.
+func status(err error) int {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status
+	}
+	return 0
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,131 @@
+package lakefs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/lakewap/lakewap/pipeline"
+)
+
+// Error is a failed lakeFS call. It unwraps to its class (one of the
+// pipeline sentinels, or none for a permanent failure) and to the transport
+// error, if there was one.
+type Error struct {
+	Op      string // what lakewap was doing: "merge", "commit", "create branch", ...
+	Repo    string
+	Ref     string // branch, commit or "source->dest"; may be empty
+	Status  int    // HTTP status; 0 when no response arrived
+	Message string // lakeFS's message, or the response body when it had none
+	Class   error  // pipeline.ErrTransient, ErrMergeConflict, ErrNotFound, ErrNoChanges or nil
+	Cause   error  // transport or context error when Status is 0
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lakefs %s %s", e.Op, e.Repo)
+	if e.Ref != "" {
+		fmt.Fprintf(&b, " %s", e.Ref)
+	}
+	if e.Status != 0 {
+		fmt.Fprintf(&b, ": HTTP %d", e.Status)
+		if e.Message != "" {
+			fmt.Fprintf(&b, " %q", e.Message)
+		}
+	} else if e.Cause != nil {
+		fmt.Fprintf(&b, ": %v", e.Cause)
+	}
+	if e.Class != nil {
+		fmt.Fprintf(&b, " (%v)", e.Class)
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() []error {
+	var errs []error
+	if e.Class != nil {
+		errs = append(errs, e.Class)
+	}
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	return errs
+}
+
+// Operation names. classify treats a 409 on a merge as a conflict even
+// though lakeFS answers a real merge conflict without a message.
+const (
+	opMerge = "merge"
+)
+
+// classify decides once which pipeline class an HTTP answer belongs to;
+// nil means permanent.
+func classify(op string, status int, msg string) error {
+	lower := strings.ToLower(msg)
+	switch {
+	// lakeFS answers a lost branch lock with 500 today; match the text too
+	// so a change of status upstream keeps it retryable.
+	case strings.Contains(lower, "branch is currently locked"):
+		return pipeline.ErrTransient
+	case status == http.StatusNotFound:
+		return pipeline.ErrNotFound
+	case status == http.StatusConflict && (op == opMerge || strings.Contains(lower, "conflict found")):
+		return pipeline.ErrMergeConflict
+	case status == http.StatusBadRequest && strings.Contains(lower, "no changes"):
+		return pipeline.ErrNoChanges
+	case status == http.StatusLocked,
+		status == http.StatusTooManyRequests,
+		status == http.StatusInternalServerError,
+		status == http.StatusBadGateway,
+		status == http.StatusServiceUnavailable,
+		status == http.StatusGatewayTimeout:
+		return pipeline.ErrTransient
+	}
+	return nil
+}
+
+// maxMessage bounds how much of a non-JSON error body goes into an error.
+const maxMessage = 512
+
+// message extracts lakeFS's {"message": ...} or falls back to the body.
+func message(body []byte) string {
+	var e struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Message != "" {
+		return e.Message
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > maxMessage {
+		s = s[:maxMessage] + "..."
+	}
+	return s
+}
+
+// statusError builds the error for a response with an unexpected status.
+func statusError(op, repo, ref string, status int, body []byte) *Error {
+	msg := message(body)
+	class := classify(op, status, msg)
+	if class == pipeline.ErrMergeConflict && strings.HasPrefix(msg, "{") {
+		// lakeFS answers a merge conflict with {"reference":""} and no message.
+		msg = "conflict found"
+	}
+	return &Error{Op: op, Repo: repo, Ref: ref, Status: status, Message: msg, Class: class}
+}
+
+// transportError builds the error for a call that got no response. Network
+// failures and timeouts are transient; the caller's cancellation is not, so
+// a shutting-down runner stops instead of retrying.
+func transportError(parent context.Context, op, repo, ref string, err error) *Error {
+	e := &Error{Op: op, Repo: repo, Ref: ref, Cause: err}
+	if !errors.Is(parent.Err(), context.Canceled) {
+		e.Class = pipeline.ErrTransient
+	}
+	return e
+}
+
+// Retryable reports whether err is worth retrying (pipeline.ErrTransient).
+func Retryable(err error) bool { return errors.Is(err, pipeline.ErrTransient) }

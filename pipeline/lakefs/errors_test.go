@@ -1,0 +1,450 @@
+package lakefs
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/pipeline"
+)
+
+// answer is one canned lakeFS reply.
+type answer struct {
+	status int
+	body   string
+}
+
+// fakeLake answers each "METHOD path" from a table and records requests.
+type fakeLake struct {
+	t       *testing.T
+	mu      sync.Mutex
+	answers map[string]answer
+	calls   []string
+	bodies  map[string][]byte
+}
+
+func (f *fakeLake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	key := r.Method + " " + r.URL.Path
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.calls = append(f.calls, key)
+	f.bodies[key] = body
+	a, ok := f.answers[key]
+	f.mu.Unlock()
+	if user, pass, _ := r.BasicAuth(); user != "AK" || pass != "SK" {
+		http.Error(w, `{"message":"error authenticating request"}`, http.StatusUnauthorized)
+		return
+	}
+	if !ok {
+		f.t.Errorf("unexpected request %s", key)
+		w.WriteHeader(http.StatusTeapot)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(a.status)
+	_, _ = io.WriteString(w, a.body)
+}
+
+func newFake(t *testing.T, answers map[string]answer) (*Client, *fakeLake) {
+	t.Helper()
+	f := &fakeLake{t: t, answers: answers, bodies: map[string][]byte{}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	c, err := New(Config{Endpoint: srv.URL, AccessKeyID: "AK", SecretAccessKey: "SK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, f
+}
+
+func msg(s string) string { return `{"message":"` + s + `"}` }
+
+func TestErrorMapping(t *testing.T) {
+	const (
+		merge  = "POST /api/v1/repositories/lake/refs/b1/merge/main"
+		commit = "POST /api/v1/repositories/lake/branches/b1/commits"
+		branch = "POST /api/v1/repositories/lake/branches"
+	)
+	callMerge := func(c *Client) error {
+		_, err := c.Merge(context.Background(), "lake", "b1", "main", "m", nil)
+		return err
+	}
+	callCommit := func(c *Client) error {
+		_, err := c.Commit(context.Background(), "lake", "b1", "m", nil)
+		return err
+	}
+	callBranch := func(c *Client) error {
+		_, err := c.EnsureBranch(context.Background(), "lake", "b1", "main")
+		return err
+	}
+	tests := []struct {
+		name   string
+		key    string
+		answer answer
+		call   func(*Client) error
+		class  error // nil: permanent
+	}{
+		{"merge conflict", merge, answer{409, `{"reference":""}`}, callMerge, pipeline.ErrMergeConflict},
+		{"merge no changes", merge, answer{400, msg("update branch main: no changes")}, callMerge, pipeline.ErrNoChanges},
+		{"merge locked branch", merge, answer{500, msg("branch is currently locked, try again later")}, callMerge, pipeline.ErrTransient},
+		{"merge locked text on other status", merge, answer{409, msg("branch is currently locked, try again later")}, callMerge, pipeline.ErrTransient},
+		{"merge 423", merge, answer{423, msg("locked")}, callMerge, pipeline.ErrTransient},
+		{"merge 429", merge, answer{429, msg("Too many attempts, try again later")}, callMerge, pipeline.ErrTransient},
+		{"merge 502", merge, answer{502, "bad gateway"}, callMerge, pipeline.ErrTransient},
+		{"merge 503", merge, answer{503, msg("Throughput exceeded. Slow down and retry")}, callMerge, pipeline.ErrTransient},
+		{"merge 504", merge, answer{504, ""}, callMerge, pipeline.ErrTransient},
+		{"merge pre-merge hook failed", merge, answer{412, msg("action failed")}, callMerge, nil},
+		{"merge missing branch", merge, answer{404, msg("branch not found")}, callMerge, pipeline.ErrNotFound},
+		{"merge forbidden", merge, answer{403, msg("forbidden")}, callMerge, nil},
+		{"commit no changes", commit, answer{400, msg("commit: no changes")}, callCommit, pipeline.ErrNoChanges},
+		{"commit bad request", commit, answer{400, msg("invalid value")}, callCommit, nil},
+		{"commit 409 without conflict is permanent", commit, answer{409, msg("not unique")}, callCommit, nil},
+		{"commit unauthorized", commit, answer{401, msg("error authenticating request")}, callCommit, nil},
+		{"branch in missing repo", branch, answer{404, msg("repository not found")}, callBranch, pipeline.ErrNotFound},
+	}
+	classes := []error{pipeline.ErrTransient, pipeline.ErrMergeConflict, pipeline.ErrNotFound, pipeline.ErrNoChanges}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := newFake(t, map[string]answer{tt.key: tt.answer})
+			err := tt.call(c)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, class := range classes {
+				if got, want := errors.Is(err, class), class == tt.class; got != want {
+					t.Errorf("errors.Is(%v, %v) = %v, want %v", err, class, got, want)
+				}
+			}
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("%v is not a *lakefs.Error", err)
+			}
+			if e.Status != tt.answer.status || e.Repo != "lake" || !strings.Contains(e.Ref, "b1") {
+				t.Errorf("error fields = %+v", e)
+			}
+			if !strings.Contains(err.Error(), "lake") || !strings.Contains(err.Error(), "HTTP ") {
+				t.Errorf("error text %q lacks repo or status", err)
+			}
+		})
+	}
+}
+
+func TestConflictErrorText(t *testing.T) {
+	c, _ := newFake(t, map[string]answer{
+		"POST /api/v1/repositories/lake/refs/b1/merge/main": {409, `{"reference":""}`},
+	})
+	_, err := c.Merge(context.Background(), "lake", "b1", "main", "m", nil)
+	want := `lakefs merge lake b1->main: HTTP 409 "conflict found" (merge conflict)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %s", err, want)
+	}
+}
+
+func TestEnsureBranchExisting(t *testing.T) {
+	for _, tt := range []struct {
+		status  int
+		existed bool
+	}{{201, false}, {409, true}} {
+		c, f := newFake(t, map[string]answer{
+			"POST /api/v1/repositories/lake/branches": {tt.status, msg("x")},
+		})
+		existed, err := c.EnsureBranch(context.Background(), "lake", "wap-b1", "main")
+		if err != nil || existed != tt.existed {
+			t.Errorf("status %d: existed=%v err=%v, want existed=%v", tt.status, existed, err, tt.existed)
+		}
+		var body struct{ Name, Source string }
+		_ = json.Unmarshal(f.bodies["POST /api/v1/repositories/lake/branches"], &body)
+		if body.Name != "wap-b1" || body.Source != "main" {
+			t.Errorf("request body = %+v", body)
+		}
+	}
+}
+
+func TestDeleteBranchMissing(t *testing.T) {
+	const key = "DELETE /api/v1/repositories/lake/branches/b1"
+	c, _ := newFake(t, map[string]answer{key: {404, msg("branch not found")}})
+	if err := c.DeleteBranch(context.Background(), "lake", "b1"); err != nil {
+		t.Errorf("missing branch: %v", err)
+	}
+	c, _ = newFake(t, map[string]answer{key: {404, msg("repository not found")}})
+	if err := c.DeleteBranch(context.Background(), "lake", "b1"); !errors.Is(err, pipeline.ErrNotFound) {
+		t.Errorf("missing repository: %v, want ErrNotFound", err)
+	}
+}
+
+func TestPublishWithNothingToCommit(t *testing.T) {
+	head := strings.Repeat("a", 64)
+	c, f := newFake(t, map[string]answer{
+		"POST /api/v1/repositories/lake/branches/b1/commits":          {400, msg("commit: no changes")},
+		"GET /api/v1/repositories/lake/commits/b1":                    {200, `{"id":"` + head + `","parents":[],"committer":"x","message":"m","creation_date":1,"meta_range_id":""}`},
+		"POST /api/v1/repositories/lake/refs/" + head + "/merge/main": {200, `{"reference":"m1"}`},
+	})
+	id, err := c.Publish(context.Background(), "lake", "b1", "main", map[string]string{pipeline.MetaBatchID: "42", "k": "v"})
+	if err != nil || id != "m1" {
+		t.Fatalf("Publish = %q, %v; want m1", id, err)
+	}
+	var commit, merge struct {
+		Message  string
+		Metadata map[string]string
+	}
+	_ = json.Unmarshal(f.bodies["POST /api/v1/repositories/lake/branches/b1/commits"], &commit)
+	_ = json.Unmarshal(f.bodies["POST /api/v1/repositories/lake/refs/"+head+"/merge/main"], &merge)
+	if commit.Metadata[pipeline.MetaBatchID] != "" || commit.Metadata[pipeline.MetaSealedBatchID] != "42" || commit.Metadata["k"] != "v" {
+		t.Errorf("seal commit metadata = %v", commit.Metadata)
+	}
+	if merge.Metadata[pipeline.MetaBatchID] != "42" || merge.Metadata["k"] != "v" || !strings.Contains(merge.Message, "42") {
+		t.Errorf("merge body = %+v", merge)
+	}
+}
+
+func TestPublishAlreadyMerged(t *testing.T) {
+	sealed := strings.Repeat("b", 64)
+	c, _ := newFake(t, map[string]answer{
+		"POST /api/v1/repositories/lake/branches/b1/commits":            {201, `{"id":"` + sealed + `","parents":[],"committer":"x","message":"m","creation_date":1,"meta_range_id":""}`},
+		"POST /api/v1/repositories/lake/refs/" + sealed + "/merge/main": {400, msg("update branch main: no changes")},
+		"GET /api/v1/repositories/lake/refs/main/commits": {200, `{"pagination":{"has_more":false},"results":[
+			{"id":"c3","parents":["c2"],"metadata":{}},
+			{"id":"c2","parents":["c1","x"],"metadata":{"wap.batch_id":"42"}},
+			{"id":"c1","parents":[]}]}`},
+	})
+	id, err := c.Publish(context.Background(), "lake", "b1", "main", map[string]string{pipeline.MetaBatchID: "42"})
+	if err != nil || id != "c2" {
+		t.Fatalf("Publish = %q, %v; want c2", id, err)
+	}
+	_, err = c.Publish(context.Background(), "lake", "b1", "main", map[string]string{pipeline.MetaBatchID: "43"})
+	if !errors.Is(err, pipeline.ErrNoChanges) {
+		t.Fatalf("Publish of a batch not on main = %v, want ErrNoChanges", err)
+	}
+}
+
+func TestFindPublishedPaginatesAndIsBounded(t *testing.T) {
+	var mu sync.Mutex
+	var afters []string
+	var amounts []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		mu.Lock()
+		afters = append(afters, q.Get("after"))
+		amounts = append(amounts, q.Get("amount"))
+		mu.Unlock()
+		if q.Get("first_parent") != "true" {
+			t.Errorf("log without first_parent: %s", r.URL)
+		}
+		// Endless history of commits without the batch.
+		n := len(afters)
+		var b strings.Builder
+		b.WriteString(`{"pagination":{"has_more":true,"next_offset":"p` + string(rune('0'+n)) + `"},"results":[`)
+		for i := range 1000 {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(`{"id":"x","parents":["y"],"metadata":{"wap.batch_id":"other"}}`)
+		}
+		b.WriteString("]}")
+		_, _ = io.WriteString(w, b.String())
+	}))
+	defer srv.Close()
+	c, err := New(Config{Endpoint: srv.URL + "/api/v1/", AccessKeyID: "AK", SecretAccessKey: "SK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, found, err := c.FindPublished(context.Background(), "lake", "main", "42")
+	if err != nil || found {
+		t.Fatalf("found=%v err=%v", found, err)
+	}
+	if len(afters) != 1 || amounts[0] != "1000" {
+		t.Errorf("requests after=%v amount=%v; want one page of 1000 (the bound)", afters, amounts)
+	}
+}
+
+func TestTransportErrors(t *testing.T) {
+	// A server that never answers until the request is abandoned.
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-block:
+		}
+	}))
+	defer srv.Close()
+	defer close(block)
+
+	t.Run("per-call timeout is transient", func(t *testing.T) {
+		c, err := New(Config{Endpoint: srv.URL, AccessKeyID: "AK", SecretAccessKey: "SK", Timeout: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.GetCommit(context.Background(), "lake", "main")
+		if !errors.Is(err, pipeline.ErrTransient) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want transient deadline exceeded", err)
+		}
+	})
+	t.Run("caller cancel is not transient", func(t *testing.T) {
+		c, err := New(Config{Endpoint: srv.URL, AccessKeyID: "AK", SecretAccessKey: "SK"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err = c.GetCommit(ctx, "lake", "main")
+		if err == nil || errors.Is(err, pipeline.ErrTransient) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want canceled and not transient", err)
+		}
+	})
+	t.Run("connection refused is transient", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		c, err := New(Config{Endpoint: "http://" + addr, AccessKeyID: "AK", SecretAccessKey: "SK"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Healthy(context.Background())
+		if !errors.Is(err, pipeline.ErrTransient) {
+			t.Fatalf("err = %v, want transient", err)
+		}
+	})
+}
+
+// stepReader yields first, then waits for next before yielding rest: an
+// upload that buffers the whole body before sending never gets past first.
+type stepReader struct {
+	first, rest []byte
+	next        <-chan struct{}
+	ctx         context.Context
+	step        int
+}
+
+func (r *stepReader) Read(p []byte) (int, error) {
+	switch r.step {
+	case 0:
+		r.step++
+		return copy(p, r.first), nil
+	case 1:
+		select {
+		case <-r.next:
+		case <-r.ctx.Done():
+			return 0, r.ctx.Err()
+		}
+		r.step++
+		return copy(p, r.rest), nil
+	}
+	return 0, io.EOF
+}
+
+func TestUploadStreams(t *testing.T) {
+	first := bytes.Repeat([]byte("a"), 100)
+	rest := []byte("the end")
+	next := make(chan struct{})
+	var got []byte
+	var field, path string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path = r.URL.Query().Get("path")
+		_, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil {
+			t.Errorf("content type: %v", err)
+			return
+		}
+		mr := multipart.NewReader(r.Body, params["boundary"])
+		part, err := mr.NextPart()
+		if err != nil {
+			t.Errorf("next part: %v", err)
+			return
+		}
+		field = part.FormName()
+		buf := make([]byte, len(first))
+		if _, err := io.ReadFull(part, buf); err != nil {
+			t.Errorf("first chunk: %v", err)
+			return
+		}
+		close(next) // the client sent part of the body before having all of it
+		tail, _ := io.ReadAll(part)
+		got = append(buf, tail...)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"path":"t/x.csv","checksum":"c","mtime":1,"path_type":"object","physical_address":"p"}`)
+	}))
+	defer srv.Close()
+	c, err := New(Config{Endpoint: srv.URL, AccessKeyID: "AK", SecretAccessKey: "SK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = c.Upload(ctx, "lake", "b1", "t/x.csv", &stepReader{first: first, rest: rest, next: next, ctx: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if field != "content" || path != "t/x.csv" || string(got) != string(first)+string(rest) {
+		t.Errorf("server got field=%q path=%q body=%q", field, path, got)
+	}
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("disk on fire") }
+
+func TestUploadReaderFailureIsNotTransient(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer srv.Close()
+	c, err := New(Config{Endpoint: srv.URL, AccessKeyID: "AK", SecretAccessKey: "SK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Upload(context.Background(), "lake", "b1", "x", failingReader{})
+	if err == nil || errors.Is(err, pipeline.ErrTransient) || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("err = %v, want the reader's error, not transient", err)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestDownload(t *testing.T) {
+	c, _ := newFake(t, map[string]answer{
+		"GET /api/v1/repositories/lake/refs/main/objects": {200, "hello"},
+	})
+	var buf bytes.Buffer
+	if err := c.Download(context.Background(), "lake", "main", "x", &buf); err != nil || buf.String() != "hello" {
+		t.Fatalf("Download = %q, %v", buf.String(), err)
+	}
+	err := c.Download(context.Background(), "lake", "main", "x", failingWriter{})
+	if err == nil || errors.Is(err, pipeline.ErrTransient) {
+		t.Fatalf("writer failure: %v, want permanent error", err)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{AccessKeyID: "a", SecretAccessKey: "s"}, "lakefs: config: endpoint is empty"},
+		{Config{Endpoint: "127.0.0.1:8000", AccessKeyID: "a", SecretAccessKey: "s"}, `lakefs: config: endpoint "127.0.0.1:8000" is not an http(s) URL`},
+		{Config{Endpoint: "http://h"}, "lakefs: config: access key id and secret access key are required"},
+		{Config{Endpoint: "http://h", AccessKeyID: "a", SecretAccessKey: "s", Timeout: -1}, "lakefs: config: timeouts must not be negative"},
+	}
+	for _, tt := range tests {
+		_, err := New(tt.cfg)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("New(%+v) = %v, want %s", tt.cfg, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,208 @@
+package lakefs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"path"
+	"time"
+
+	"github.com/treeverse/lakefs/pkg/api/apigen"
+)
+
+// Object is one object at a ref.
+type Object struct {
+	Path, Checksum  string
+	Size            int64
+	PhysicalAddress string
+	Mtime           time.Time
+}
+
+// Change is one path that differs between two refs (or a branch and its
+// uncommitted state). Type is added, removed, changed (or conflict).
+type Change struct {
+	Path, Type string
+	Size       int64
+}
+
+// Upload writes r to path on branch (uncommitted until a commit). The
+// body is streamed, never held whole in memory.
+func (c *Client) Upload(ctx context.Context, repo, branch, p string, r io.Reader) error {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, c.transferTimeout)
+	defer cancel()
+	k := call{op: "upload", repo: repo, ref: branch + ":" + p}
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	copied := make(chan error, 1)
+	go func() {
+		part, err := mw.CreateFormFile("content", path.Base(p))
+		if err == nil {
+			_, err = io.Copy(part, r)
+		}
+		if err == nil {
+			err = mw.Close()
+		}
+		pw.CloseWithError(err)
+		copied <- err
+	}()
+	start := time.Now()
+	resp, err := c.api.UploadObjectWithBody(ctx, repo, branch, &apigen.UploadObjectParams{Path: p}, mw.FormDataContentType(), pr)
+	// Unblocks the copier if the request ended before reading all of r.
+	pr.Close()
+	copyErr := <-copied
+	if copyErr != nil && !errors.Is(copyErr, io.ErrClosedPipe) {
+		// The caller's reader failed: not lakeFS's fault, not ours to retry.
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return c.logged(k, start, &Error{Op: k.op, Repo: repo, Ref: k.ref, Message: "reading upload body", Cause: copyErr})
+	}
+	if err != nil {
+		return c.logged(k, start, transportError(parent, k.op, repo, k.ref, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return c.logged(k, start, statusError(k.op, repo, k.ref, resp.StatusCode, body))
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	c.log.Debug("lakefs call", "op", k.op, "repo", repo, "ref", k.ref, "status", resp.StatusCode, "duration", time.Since(start))
+	return nil
+}
+
+// Download streams the object at path on ref into w.
+func (c *Client) Download(ctx context.Context, repo, ref, p string, w io.Writer) error {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, c.transferTimeout)
+	defer cancel()
+	k := call{op: "download", repo: repo, ref: ref + ":" + p}
+	start := time.Now()
+	resp, err := c.api.GetObject(ctx, repo, ref, &apigen.GetObjectParams{Path: p})
+	if err != nil {
+		return c.logged(k, start, transportError(parent, k.op, repo, k.ref, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return c.logged(k, start, statusError(k.op, repo, k.ref, resp.StatusCode, body))
+	}
+	if _, err := io.Copy(w, &readErrMarker{r: resp.Body}); err != nil {
+		var re readErr
+		if errors.As(err, &re) {
+			return c.logged(k, start, transportError(parent, k.op, repo, k.ref, re.err))
+		}
+		// The caller's writer failed.
+		return c.logged(k, start, &Error{Op: k.op, Repo: repo, Ref: k.ref, Message: "writing download", Cause: err})
+	}
+	c.log.Debug("lakefs call", "op", k.op, "repo", repo, "ref", k.ref, "status", resp.StatusCode, "duration", time.Since(start))
+	return nil
+}
+
+// readErrMarker tells a failure reading the response (transient) apart
+// from a failure of the caller's writer (not ours to retry).
+type readErrMarker struct{ r io.Reader }
+
+type readErr struct{ err error }
+
+func (e readErr) Error() string { return e.err.Error() }
+
+func (m *readErrMarker) Read(p []byte) (int, error) {
+	n, err := m.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = readErr{err}
+	}
+	return n, err
+}
+
+// List lists every object under prefix at ref, recursively.
+func (c *Client) List(ctx context.Context, repo, ref, prefix string) ([]Object, error) {
+	var out []Object
+	after := ""
+	for {
+		params := &apigen.ListObjectsParams{Amount: ptr(apigen.PaginationAmount(pageSize))}
+		if prefix != "" {
+			params.Prefix = ptr(apigen.PaginationPrefix(prefix))
+		}
+		if after != "" {
+			params.After = ptr(apigen.PaginationAfter(after))
+		}
+		var page apigen.ObjectStatsList
+		err := c.send(ctx, call{op: "list objects", repo: repo, ref: ref + ":" + prefix}, http.StatusOK, &page, func(ctx context.Context) (*http.Response, error) {
+			return c.api.ListObjects(ctx, repo, ref, params)
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Results {
+			obj := Object{Path: o.Path, Checksum: o.Checksum, PhysicalAddress: o.PhysicalAddress, Mtime: time.Unix(o.Mtime, 0).UTC()}
+			if o.SizeBytes != nil {
+				obj.Size = *o.SizeBytes
+			}
+			out = append(out, obj)
+		}
+		if !page.Pagination.HasMore || page.Pagination.NextOffset == "" {
+			return out, nil
+		}
+		after = page.Pagination.NextOffset
+	}
+}
+
+// Diff lists the objects under prefix that right changed since its merge
+// base with left (lakeFS's default three-dot diff: what merging right into
+// left would bring).
+func (c *Client) Diff(ctx context.Context, repo, left, right, prefix string) ([]Change, error) {
+	k := call{op: "diff", repo: repo, ref: left + "..." + right}
+	return c.diffPages(ctx, k, prefix, func(ctx context.Context, after *apigen.PaginationAfter, pre *apigen.PaginationPrefix) (*http.Response, error) {
+		return c.api.DiffRefs(ctx, repo, left, right, &apigen.DiffRefsParams{
+			After: after, Prefix: pre, Amount: ptr(apigen.PaginationAmount(pageSize)),
+		})
+	})
+}
+
+// DiffBranch lists branch's uncommitted changes under prefix.
+func (c *Client) DiffBranch(ctx context.Context, repo, branch, prefix string) ([]Change, error) {
+	k := call{op: "diff branch", repo: repo, ref: branch}
+	return c.diffPages(ctx, k, prefix, func(ctx context.Context, after *apigen.PaginationAfter, pre *apigen.PaginationPrefix) (*http.Response, error) {
+		return c.api.DiffBranch(ctx, repo, branch, &apigen.DiffBranchParams{
+			After: after, Prefix: pre, Amount: ptr(apigen.PaginationAmount(pageSize)),
+		})
+	})
+}
+
+func (c *Client) diffPages(ctx context.Context, k call, prefix string,
+	do func(context.Context, *apigen.PaginationAfter, *apigen.PaginationPrefix) (*http.Response, error),
+) ([]Change, error) {
+	var pre *apigen.PaginationPrefix
+	if prefix != "" {
+		pre = ptr(apigen.PaginationPrefix(prefix))
+	}
+	var out []Change
+	after := ""
+	for {
+		var a *apigen.PaginationAfter
+		if after != "" {
+			a = ptr(apigen.PaginationAfter(after))
+		}
+		var page apigen.DiffList
+		err := c.send(ctx, k, http.StatusOK, &page, func(ctx context.Context) (*http.Response, error) {
+			return do(ctx, a, pre)
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range page.Results {
+			ch := Change{Path: d.Path, Type: d.Type}
+			if d.SizeBytes != nil {
+				ch.Size = *d.SizeBytes
+			}
+			out = append(out, ch)
+		}
+		if !page.Pagination.HasMore || page.Pagination.NextOffset == "" {
+			return out, nil
+		}
+		after = page.Pagination.NextOffset
+	}
+}
