@@ -1,0 +1,115 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+// Config configures a Consumer. Zero durations take the defaults named on
+// each field.
+type Config struct {
+	Brokers         []string // host:port of at least one broker
+	GroupID         string
+	Topic           string // input topic, e.g. wap.events
+	DeadLetterTopic string // e.g. wap.dlq; must differ from Topic
+
+	// Security builds the Dialer and Transport when those are nil.
+	Security  Security
+	Dialer    *kafka.Dialer      // group membership and fetches
+	Transport kafka.RoundTripper // dead-letter produce
+
+	CommitInterval    time.Duration // how often handled offsets are committed; default 1s
+	SessionTimeout    time.Duration // default 30s
+	RebalanceTimeout  time.Duration // default 30s
+	HeartbeatInterval time.Duration // default 3s; must be below SessionTimeout
+	JoinGroupBackoff  time.Duration // wait after a failed join; default 2s
+	ShutdownGrace     time.Duration // how long a running Handle may go on after its partition is taken away; default 15s
+	RetryBackoffMin   time.Duration // first wait after a failed Handle, dead-letter write, Assigned or fetch; default 100ms
+	RetryBackoffMax   time.Duration // cap of the doubling wait; default 30s
+
+	// StartFromLatest makes a partition with no committed offset start at its
+	// end instead of its beginning.
+	StartFromLatest bool
+	// MaxFetchBytes bounds one fetch response; default 10 MiB.
+	MaxFetchBytes int
+
+	Registerer prometheus.Registerer // nil: metrics are kept but not exported
+	Now        func() time.Time      // clock for the wap.dlq.time header; default time.Now
+}
+
+var errConfig = errors.New("consumer config")
+
+func configError(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errConfig, fmt.Sprintf(format, args...))
+}
+
+// withDefaults validates c and returns a copy with defaults filled in. Errors
+// name the offending field.
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Brokers) == 0 {
+		return c, configError("Brokers is empty")
+	}
+	for i, b := range c.Brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return c, configError("Brokers[%d] %q is not host:port", i, b)
+		}
+	}
+	if c.GroupID == "" {
+		return c, configError("GroupID is required")
+	}
+	if c.Topic == "" {
+		return c, configError("Topic is required")
+	}
+	if c.DeadLetterTopic == "" {
+		return c, configError("DeadLetterTopic is required")
+	}
+	if c.DeadLetterTopic == c.Topic {
+		return c, configError("DeadLetterTopic must differ from Topic (%q)", c.Topic)
+	}
+	if err := c.Security.validate(); err != nil {
+		return c, configError("%v", err)
+	}
+	durations := []struct {
+		name string
+		d    *time.Duration
+		def  time.Duration
+	}{
+		{"CommitInterval", &c.CommitInterval, time.Second},
+		{"SessionTimeout", &c.SessionTimeout, 30 * time.Second},
+		{"RebalanceTimeout", &c.RebalanceTimeout, 30 * time.Second},
+		{"HeartbeatInterval", &c.HeartbeatInterval, 3 * time.Second},
+		{"JoinGroupBackoff", &c.JoinGroupBackoff, 2 * time.Second},
+		{"ShutdownGrace", &c.ShutdownGrace, 15 * time.Second},
+		{"RetryBackoffMin", &c.RetryBackoffMin, 100 * time.Millisecond},
+		{"RetryBackoffMax", &c.RetryBackoffMax, 30 * time.Second},
+	}
+	for _, f := range durations {
+		if *f.d < 0 {
+			return c, configError("%s must not be negative, got %s", f.name, *f.d)
+		}
+		if *f.d == 0 {
+			*f.d = f.def
+		}
+	}
+	if c.HeartbeatInterval >= c.SessionTimeout {
+		return c, configError("HeartbeatInterval (%s) must be below SessionTimeout (%s)", c.HeartbeatInterval, c.SessionTimeout)
+	}
+	if c.RetryBackoffMin > c.RetryBackoffMax {
+		return c, configError("RetryBackoffMin (%s) must not exceed RetryBackoffMax (%s)", c.RetryBackoffMin, c.RetryBackoffMax)
+	}
+	if c.MaxFetchBytes < 0 {
+		return c, configError("MaxFetchBytes must not be negative, got %d", c.MaxFetchBytes)
+	}
+	if c.MaxFetchBytes == 0 {
+		c.MaxFetchBytes = 10 << 20
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}

@@ -1,0 +1,466 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Handler does the work for the messages of the partitions assigned to this
+// member. For one partition, calls are sequential: Assigned, then Handle for
+// each message in offset order, then Revoked. Different partitions run
+// concurrently.
+type Handler interface {
+	// Assigned runs when a partition is assigned, before any of its messages
+	// is handled: restore state here. An error is retried with backoff; the
+	// partition is not consumed until it succeeds.
+	Assigned(ctx context.Context, partition int) error
+	// Handle processes one message. nil means its effects are durable and its
+	// offset may be committed. A *PoisonError (see Poison) sends the message
+	// to the dead-letter topic, then the partition moves on. Any other error
+	// is retried with backoff; the message is never skipped.
+	Handle(ctx context.Context, msg kafka.Message) error
+	// Revoked runs after the partition's last Handle returned, when it is
+	// taken away (rebalance or shutdown): stop its background work. It is
+	// not called if Assigned never succeeded.
+	Revoked(partition int)
+}
+
+// Consumer runs a Handler over the partitions that its consumer group assigns
+// to it.
+type Consumer struct {
+	cfg    Config
+	h      Handler
+	log    *slog.Logger
+	dialer *kafka.Dialer
+	dlq    messageWriter
+	closer func() error
+	m      *metrics
+	runs   atomic.Bool
+
+	// commitMu keeps the periodic and the final commit of a partition from
+	// overtaking each other, which could move the committed offset backwards.
+	commitMu sync.Mutex
+
+	mu         sync.Mutex
+	generation int32        // current generation, -1 between generations
+	restored   map[int]bool // partitions of the current generation -> Assigned succeeded
+}
+
+// New validates cfg and prepares a Consumer; it does no I/O.
+func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, fmt.Errorf("%w: handler is nil", errConfig)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	dialer := cfg.Dialer
+	if dialer == nil {
+		if dialer, err = cfg.Security.Dialer(); err != nil {
+			return nil, fmt.Errorf("%w: %v", errConfig, err)
+		}
+	}
+	transport := cfg.Transport
+	if transport == nil {
+		t, err := cfg.Security.Transport()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errConfig, err)
+		}
+		transport = t
+	}
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(cfg.Brokers...),
+		Topic:        cfg.DeadLetterTopic,
+		Balancer:     &kafka.Hash{},
+		RequiredAcks: kafka.RequireAll,
+		// One attempt and no batching: the consumer's own loop retries with
+		// backoff and metrics, and a dead letter must be written before moving on.
+		MaxAttempts: 1,
+		BatchSize:   1,
+		Transport:   transport,
+	}
+	return &Consumer{
+		cfg:        cfg,
+		h:          h,
+		log:        logger.With("group", cfg.GroupID, "topic", cfg.Topic),
+		dialer:     dialer,
+		dlq:        w,
+		closer:     w.Close,
+		m:          newMetrics(cfg.Registerer, cfg.GroupID, cfg.Topic),
+		generation: -1,
+	}, nil
+}
+
+// Ready reports whether the consumer is in a group generation and every
+// partition assigned to it has been restored (Assigned succeeded).
+func (c *Consumer) Ready() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.generation < 0 {
+		return false
+	}
+	for _, ok := range c.restored {
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Run consumes until ctx is done. On shutdown it stops fetching, lets each
+// running Handle finish (bounded by ShutdownGrace), commits what was handled,
+// calls Revoked and leaves the group. It returns nil after a clean shutdown.
+// A Consumer runs once.
+func (c *Consumer) Run(ctx context.Context) error {
+	if !c.runs.CompareAndSwap(false, true) {
+		return errors.New("consumer: Run called twice")
+	}
+	defer func() {
+		if err := c.closer(); err != nil {
+			c.log.Warn("closing dead-letter writer", "err", err)
+		}
+	}()
+	start := kafka.FirstOffset
+	if c.cfg.StartFromLatest {
+		start = kafka.LastOffset
+	}
+	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                c.cfg.GroupID,
+		Brokers:           c.cfg.Brokers,
+		Dialer:            c.dialer,
+		Topics:            []string{c.cfg.Topic},
+		HeartbeatInterval: c.cfg.HeartbeatInterval,
+		SessionTimeout:    c.cfg.SessionTimeout,
+		RebalanceTimeout:  c.cfg.RebalanceTimeout,
+		JoinGroupBackoff:  c.cfg.JoinGroupBackoff,
+		StartOffset:       start,
+		Logger:            kafkaLogger(c.log, slog.LevelDebug),
+		ErrorLogger:       kafkaLogger(c.log, slog.LevelWarn),
+	})
+	if err != nil {
+		return fmt.Errorf("consumer: creating group: %w", err)
+	}
+	for {
+		gen, err := group.Next(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if err != nil {
+			// kafka-go backs off between failed joins itself.
+			c.log.Warn("joining consumer group", "err", err)
+			continue
+		}
+		c.startGeneration(ctx, gen)
+	}
+	c.log.Info("shutting down consumer")
+	// Closing the group ends the generation and waits for its workers: they
+	// finish the running Handle, commit and call Revoked; then the member
+	// leaves the group.
+	if err := group.Close(); err != nil {
+		c.log.Warn("leaving consumer group", "err", err)
+	}
+	return nil
+}
+
+// partitionWork is what one generation knows about one assigned partition.
+type partitionWork struct {
+	assignment kafka.PartitionAssignment
+	offsets    *offsetTracker
+	highWater  atomic.Int64 // latest high watermark seen in a fetch
+}
+
+func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
+	assignments := gen.Assignments[c.cfg.Topic]
+	log := c.log.With("generation", gen.ID)
+	parts := make([]int, 0, len(assignments))
+	work := make(map[int]*partitionWork, len(assignments))
+	for _, a := range assignments {
+		parts = append(parts, a.ID)
+		work[a.ID] = &partitionWork{assignment: a, offsets: newOffsetTracker()}
+	}
+	log.Info("partitions assigned", "partitions", parts)
+
+	c.mu.Lock()
+	c.generation = gen.ID
+	c.restored = make(map[int]bool, len(parts))
+	for _, p := range parts {
+		c.restored[p] = false
+	}
+	c.mu.Unlock()
+	c.m.assigned.Set(float64(len(parts)))
+
+	// Handles outlive the generation by at most ShutdownGrace, so they get a
+	// context of their own rather than the generation's.
+	handleCtx, cancelHandles := context.WithCancel(context.WithoutCancel(ctx))
+
+	gen.Start(func(gctx context.Context) {
+		ticker := time.NewTicker(c.cfg.CommitInterval)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-gctx.Done():
+				time.AfterFunc(c.cfg.ShutdownGrace, cancelHandles)
+				c.mu.Lock()
+				if c.generation == gen.ID {
+					c.generation = -1
+				}
+				c.mu.Unlock()
+				c.m.assigned.Set(0)
+				return
+			case <-ticker.C:
+				c.commit(gen, work)
+			}
+		}
+	})
+	for _, w := range work {
+		gen.Start(func(gctx context.Context) {
+			c.consumePartition(gctx, handleCtx, gen, w, log.With("partition", w.assignment.ID))
+		})
+	}
+}
+
+// consumePartition is the worker of one partition for one generation. It
+// returns only once the generation ends, because kafka-go ends the generation
+// when any started function returns.
+func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.Generation, w *partitionWork, log *slog.Logger) {
+	p := w.assignment.ID
+	if !c.assign(gctx, p, log) {
+		return
+	}
+	defer func() {
+		c.commit(gen, map[int]*partitionWork{p: w})
+		c.m.lag.DeleteLabelValues(partitionLabel(p))
+		c.revoke(p, log)
+	}()
+
+	reader := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:        c.cfg.Brokers,
+		Topic:          c.cfg.Topic,
+		Partition:      p,
+		Dialer:         c.dialer,
+		MinBytes:       1,
+		MaxBytes:       c.cfg.MaxFetchBytes,
+		MaxWait:        500 * time.Millisecond,
+		IsolationLevel: kafka.ReadCommitted,
+		ErrorLogger:    kafkaLogger(log, slog.LevelWarn),
+	})
+	defer reader.Close()
+	if err := reader.SetOffset(w.assignment.Offset); err != nil {
+		// Only fails on a closed reader, which this one is not.
+		log.Error("setting start offset", "offset", w.assignment.Offset, "err", err)
+	}
+	log.Info("consuming partition", "from_offset", w.assignment.Offset)
+
+	b := c.newBackoff()
+	for {
+		msg, err := reader.FetchMessage(gctx)
+		if err != nil {
+			if gctx.Err() != nil {
+				return
+			}
+			c.m.retries.WithLabelValues(opFetch).Inc()
+			log.Warn("fetching messages", "err", err)
+			if !sleep(gctx, b.next()) {
+				return
+			}
+			continue
+		}
+		b.reset()
+		if msg.HighWaterMark > w.highWater.Load() {
+			w.highWater.Store(msg.HighWaterMark)
+		}
+		w.offsets.fetched(msg.Offset)
+		if !c.process(gctx, handleCtx, msg, log) {
+			return // taken away before the message was done: its next owner gets it
+		}
+		w.offsets.markDone(msg.Offset)
+	}
+}
+
+// assign calls Assigned until it succeeds or the generation ends.
+func (c *Consumer) assign(gctx context.Context, p int, log *slog.Logger) bool {
+	b := c.newBackoff()
+	for {
+		err := c.safeAssigned(gctx, p)
+		if err == nil {
+			c.mu.Lock()
+			if _, ok := c.restored[p]; ok {
+				c.restored[p] = true
+			}
+			c.mu.Unlock()
+			log.Info("partition restored")
+			return true
+		}
+		if gctx.Err() != nil {
+			return false
+		}
+		c.m.retries.WithLabelValues(opAssign).Inc()
+		log.Warn("restoring partition", "err", err)
+		if !sleep(gctx, b.next()) {
+			return false
+		}
+	}
+}
+
+func (c *Consumer) safeAssigned(ctx context.Context, p int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("Assigned panicked: %v", r)
+		}
+	}()
+	return c.h.Assigned(ctx, p)
+}
+
+func (c *Consumer) revoke(p int, log *slog.Logger) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("Revoked panicked", "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	c.h.Revoked(p)
+	log.Info("partition revoked")
+}
+
+// process handles msg until it is done (handled or dead-lettered), returning
+// true, or until the generation ends first, returning false.
+func (c *Consumer) process(gctx, handleCtx context.Context, msg kafka.Message, log *slog.Logger) bool {
+	b := c.newBackoff()
+	for attempt := 1; ; attempt++ {
+		err := c.safeHandle(handleCtx, msg, log)
+		if err == nil {
+			c.m.handled.WithLabelValues(partitionLabel(msg.Partition)).Inc()
+			return true
+		}
+		var poison *PoisonError
+		if errors.As(err, &poison) {
+			return c.deadLetter(gctx, handleCtx, msg, poison, log)
+		}
+		if gctx.Err() != nil {
+			log.Info("partition taken away while handling failed; leaving message to its next owner", "offset", msg.Offset, "err", err)
+			return false
+		}
+		c.m.retries.WithLabelValues(opHandle).Inc()
+		log.Warn("handling message failed; retrying", "offset", msg.Offset, "attempt", attempt, "err", err)
+		if !sleep(gctx, b.next()) {
+			return false
+		}
+	}
+}
+
+// safeHandle turns a panic in Handle into a poison message: bad input must not
+// crash the daemon or block the partition.
+func (c *Consumer) safeHandle(ctx context.Context, msg kafka.Message, log *slog.Logger) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("Handle panicked", "offset", msg.Offset, "panic", r, "stack", string(debug.Stack()))
+			err = Poison(fmt.Errorf("panic: %v", r), ReasonPanic)
+		}
+	}()
+	return c.h.Handle(ctx, msg)
+}
+
+// deadLetter writes msg to the dead-letter topic, retrying until it is
+// written (true) or the generation ends (false). The offset may move past
+// msg only after this returned true.
+func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafka.Message, p *PoisonError, log *slog.Logger) bool {
+	dl := deadLetter(msg, p, c.cfg.Now())
+	b := c.newBackoff()
+	for {
+		err := c.dlq.WriteMessages(handleCtx, dl)
+		if err == nil {
+			c.m.deadLetters.WithLabelValues(p.Reason).Inc()
+			log.Warn("message sent to dead-letter topic", "offset", msg.Offset, "reason", p.Reason, "err", p.Err, "dead_letter_topic", c.cfg.DeadLetterTopic)
+			return true
+		}
+		if gctx.Err() != nil {
+			return false
+		}
+		c.m.retries.WithLabelValues(opDeadLetter).Inc()
+		log.Error("writing dead letter failed; partition waits", "offset", msg.Offset, "reason", p.Reason, "err", err)
+		if !sleep(gctx, b.next()) {
+			return false
+		}
+	}
+}
+
+// commit commits the handled prefix of each partition in work that moved
+// since its last commit.
+func (c *Consumer) commit(gen *kafka.Generation, work map[int]*partitionWork) {
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+	offsets := map[int]int64{}
+	for p, w := range work {
+		if off, ok := w.offsets.toCommit(); ok {
+			offsets[p] = off
+		}
+	}
+	if len(offsets) > 0 {
+		if err := gen.CommitOffsets(map[string]map[int]int64{c.cfg.Topic: offsets}); err != nil {
+			c.m.retries.WithLabelValues(opCommit).Inc()
+			c.log.Warn("committing offsets", "generation", gen.ID, "offsets", offsets, "err", err)
+			return
+		}
+		for p, off := range offsets {
+			work[p].offsets.setCommitted(off)
+		}
+	}
+	for p, w := range work {
+		if hw, pos := w.highWater.Load(), w.offsets.position(); hw > 0 && pos >= 0 {
+			c.m.lag.WithLabelValues(partitionLabel(p)).Set(float64(max(hw-pos, 0)))
+		}
+	}
+}
+
+type backoff struct {
+	min, max, cur time.Duration
+}
+
+func (c *Consumer) newBackoff() *backoff {
+	return &backoff{min: c.cfg.RetryBackoffMin, max: c.cfg.RetryBackoffMax}
+}
+
+// next returns the wait before the next attempt: doubling from min up to max,
+// with jitter so that partitions failing together do not retry in lockstep.
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.min
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	return b.cur/2 + rand.N(b.cur/2+1)
+}
+
+func (b *backoff) reset() { b.cur = 0 }
+
+// sleep waits d or until ctx is done; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func kafkaLogger(log *slog.Logger, level slog.Level) kafka.Logger {
+	return kafka.LoggerFunc(func(format string, args ...any) {
+		if log.Enabled(context.Background(), level) {
+			log.Log(context.Background(), level, fmt.Sprintf(format, args...), "source", "kafka-go")
+		}
+	})
+}

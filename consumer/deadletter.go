@@ -1,0 +1,69 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Headers added to a dead letter, next to the original key, value and headers.
+const (
+	HeaderDLQError     = "wap.dlq.error"
+	HeaderDLQReason    = "wap.dlq.reason"
+	HeaderDLQTopic     = "wap.dlq.topic"
+	HeaderDLQPartition = "wap.dlq.partition"
+	HeaderDLQOffset    = "wap.dlq.offset"
+	HeaderDLQTime      = "wap.dlq.time"
+)
+
+// ReasonPanic is the dead-letter reason for a message whose Handle panicked.
+const ReasonPanic = "panic"
+
+// PoisonError marks a message that can never be handled (it cannot be decoded,
+// fails validation, ...). Retrying would block the partition forever, so the
+// consumer moves it to the dead-letter topic and goes on.
+type PoisonError struct {
+	Reason string // short fixed code, e.g. "decode", "invalid"; it labels a metric
+	Err    error
+}
+
+func (e *PoisonError) Error() string { return fmt.Sprintf("poison message (%s): %v", e.Reason, e.Err) }
+func (e *PoisonError) Unwrap() error { return e.Err }
+
+// Poison wraps err so that Handle's caller dead-letters the message instead of
+// retrying it. reason should be a short code such as "decode" or "invalid".
+func Poison(err error, reason string) error {
+	if err == nil {
+		err = errors.New("unspecified")
+	}
+	if reason == "" {
+		reason = "unknown"
+	}
+	return &PoisonError{Reason: reason, Err: err}
+}
+
+// messageWriter is the part of *kafka.Writer the consumer needs for dead
+// letters; tests substitute failing writers.
+type messageWriter interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// deadLetter builds the dead-letter record for msg: the original bytes plus
+// headers saying why and where it came from.
+func deadLetter(msg kafka.Message, p *PoisonError, at time.Time) kafka.Message {
+	headers := make([]kafka.Header, 0, len(msg.Headers)+6)
+	headers = append(headers, msg.Headers...)
+	headers = append(headers,
+		kafka.Header{Key: HeaderDLQError, Value: []byte(p.Err.Error())},
+		kafka.Header{Key: HeaderDLQReason, Value: []byte(p.Reason)},
+		kafka.Header{Key: HeaderDLQTopic, Value: []byte(msg.Topic)},
+		kafka.Header{Key: HeaderDLQPartition, Value: []byte(strconv.Itoa(msg.Partition))},
+		kafka.Header{Key: HeaderDLQOffset, Value: []byte(strconv.FormatInt(msg.Offset, 10))},
+		kafka.Header{Key: HeaderDLQTime, Value: []byte(at.UTC().Format(time.RFC3339Nano))},
+	)
+	return kafka.Message{Key: msg.Key, Value: msg.Value, Headers: headers}
+}
