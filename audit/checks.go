@@ -1,0 +1,453 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// aggregated kinds are answered by the one aggregate scan of their table.
+func aggregated(kind string) bool {
+	switch kind {
+	case KindNotNull, KindUnique, KindAcceptedValues, KindRange, KindRowCount, KindFreshness, KindVolumeChange:
+		return true
+	}
+	return false
+}
+
+// sampled kinds report failing rows.
+func sampled(kind string) bool {
+	switch kind {
+	case KindNotNull, KindUnique, KindAcceptedValues, KindRange:
+		return true
+	}
+	return false
+}
+
+func schemaOf(c Check) string {
+	if c.scope() == ScopeBatch {
+		return schemaBatch
+	}
+	return schemaMain
+}
+
+// checkAll runs every check and returns their results in suite order.
+func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
+	checks := r.req.Suite.Checks
+	results := make([]schemas.CheckResult, len(checks))
+	var order []viewKey
+	groups := map[viewKey][]int{}
+	for i, c := range checks {
+		if err := r.preflight(ctx, c); err != nil {
+			results[i] = r.errored(c, err, 0)
+			continue
+		}
+		if !aggregated(c.Kind) {
+			results[i] = r.checkOne(ctx, c)
+			continue
+		}
+		k := viewKey{schemaOf(c), strings.ToLower(c.Table)}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	for _, k := range order {
+		r.checkGroup(ctx, k, groups[k], results)
+	}
+	return results
+}
+
+// preflight finds what keeps a check from running before any scan: no base
+// ref, an unreadable table, a column the table does not have.
+func (r *run) preflight(ctx context.Context, c Check) error {
+	if err := r.baseErr(c); err != nil {
+		return err
+	}
+	if c.Kind == KindSQL || c.Kind == KindCrossTable {
+		return nil
+	}
+	cols, err := r.describe(ctx, schemaOf(c), c.Table)
+	if err != nil {
+		return err
+	}
+	if c.Kind == KindVolumeChange || c.Kind == KindSchemaDrift {
+		if _, err := r.describe(ctx, schemaBase, c.Table); err != nil {
+			return err
+		}
+	}
+	for _, want := range c.columns() {
+		found := false
+		for _, col := range cols {
+			found = found || strings.EqualFold(col.name, want)
+		}
+		if !found {
+			names := make([]string, len(cols))
+			for i, col := range cols {
+				names[i] = col.name
+			}
+			return fmt.Errorf("table %s has no column %q (columns: %s)", c.Table, want, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// checkGroup runs the checks of one view in one aggregate scan. When the
+// scan fails (say, a range over a text column) each check is retried alone
+// so that only the broken one reports an error.
+func (r *run) checkGroup(ctx context.Context, k viewKey, idxs []int, results []schemas.CheckResult) {
+	checks := r.req.Suite.Checks
+	var exprs []string
+	offsets := make([]int, len(idxs))
+	for j, i := range idxs {
+		offsets[j] = len(exprs) + 1
+		exprs = append(exprs, aggExprs(checks[i])...)
+	}
+	start := time.Now()
+	vals, err := r.queryRow(ctx, aggregateSQL(k.schema, r.views[k].table.Name, exprs), len(exprs)+1)
+	scan := time.Since(start)
+	if err != nil {
+		if len(idxs) > 1 && ctx.Err() == nil {
+			for _, i := range idxs {
+				r.checkGroup(ctx, k, []int{i}, results)
+			}
+			return
+		}
+		results[idxs[0]] = r.errored(checks[idxs[0]], err, scan)
+		return
+	}
+	total := asInt(vals[0])
+	for j, i := range idxs {
+		c := checks[i]
+		n := len(aggExprs(c))
+		started := time.Now()
+		res := r.judge(ctx, c, total, vals[offsets[j]:offsets[j]+n])
+		if res.Status != schemas.StatusPass && res.Status != schemas.StatusError && sampled(c.Kind) {
+			var err error
+			res.SampleRows, err = r.samples(ctx, sampleSQL(k.schema, c, r.e.opts.SampleRows))
+			if err != nil {
+				res.Message = "sample rows unavailable: " + err.Error()
+			}
+		}
+		// Each check of the scan is charged the whole scan: it is what the
+		// check would cost alone.
+		res.DurationMs = (scan + time.Since(started)).Milliseconds()
+		results[i] = res
+	}
+}
+
+// judge turns a check's aggregate figures into its result.
+func (r *run) judge(ctx context.Context, c Check, total int64, v []any) schemas.CheckResult {
+	switch c.Kind {
+	case KindNotNull:
+		bad := asInt(v[0])
+		what := "null rows"
+		if cols := c.columns(); len(cols) > 1 {
+			what = "rows with a null in " + strings.Join(cols, ", ")
+		}
+		return r.judged(c, bad > 0, fmt.Sprintf("%d %s of %d", bad, what, total), "0 nulls")
+	case KindUnique:
+		dup := asInt(v[0])
+		return r.judged(c, dup > 0, fmt.Sprintf("%d duplicate rows of %d", dup, total),
+			"no duplicates of ("+strings.Join(c.columns(), ", ")+")")
+	case KindAcceptedValues:
+		bad := asInt(v[0])
+		return r.judged(c, bad > 0, fmt.Sprintf("%d rows with other values of %d", bad, total),
+			"one of "+listed(c.Values, 10))
+	case KindRange:
+		bad := asInt(v[0])
+		obs := fmt.Sprintf("%d rows out of range of %d", bad, total)
+		if v[1] != nil {
+			obs += fmt.Sprintf(" (min %s, max %s)", show(v[1]), show(v[2]))
+		}
+		return r.judged(c, bad > 0, obs, bounds(c.Min, c.Max))
+	case KindRowCount:
+		failed := (c.Min != nil && float64(total) < *c.Min) || (c.Max != nil && float64(total) > *c.Max)
+		return r.judged(c, failed, fmt.Sprintf("%d rows", total), bounds(c.Min, c.Max)+" rows")
+	case KindFreshness:
+		maxAge, _ := parseAge(c.MaxAge) // validated
+		threshold := "newest " + c.Column + " at most " + maxAge.String() + " before batch time"
+		if v[0] == nil {
+			return r.judged(c, true, fmt.Sprintf("no %s values in %d rows", c.Column, total), threshold)
+		}
+		latest, ok := v[0].(time.Time)
+		if !ok {
+			return r.errored(c, fmt.Errorf("column %q is not a timestamp or date (got %T)", c.Column, v[0]), 0)
+		}
+		age := r.req.BatchTime.Sub(latest).Round(time.Second)
+		return r.judged(c, age > maxAge, fmt.Sprintf("newest %s, %s before batch time",
+			latest.UTC().Format(time.RFC3339), age), threshold)
+	case KindVolumeChange:
+		return r.volume(ctx, c, total)
+	}
+	return r.errored(c, fmt.Errorf("kind %q is not aggregated", c.Kind), 0)
+}
+
+func (r *run) volume(ctx context.Context, c Check, total int64) schemas.CheckResult {
+	var parts []string
+	if c.MaxDropPct != nil {
+		parts = append(parts, "drop at most "+num(*c.MaxDropPct)+"%")
+	}
+	if c.MaxGrowthPct != nil {
+		parts = append(parts, "growth at most "+num(*c.MaxGrowthPct)+"%")
+	}
+	threshold := strings.Join(parts, ", ") + " vs " + r.req.BaseRef
+	vals, err := r.queryRow(ctx, aggregateSQL(schemaBase, r.table(c.Table).Name, nil), 1)
+	if err != nil {
+		return r.errored(c, err, 0)
+	}
+	base := asInt(vals[0])
+	if base == 0 {
+		return r.judged(c, false, fmt.Sprintf("%d rows; %s has none to compare with", total, r.req.BaseRef), threshold)
+	}
+	pct := (float64(total) - float64(base)) / float64(base) * 100
+	failed := (c.MaxDropPct != nil && -pct > *c.MaxDropPct) || (c.MaxGrowthPct != nil && pct > *c.MaxGrowthPct)
+	return r.judged(c, failed, fmt.Sprintf("%d rows vs %d on %s (%+.1f%%)", total, base, r.req.BaseRef, pct), threshold)
+}
+
+// checkOne runs a check that is not part of an aggregate scan.
+func (r *run) checkOne(ctx context.Context, c Check) schemas.CheckResult {
+	start := time.Now()
+	var res schemas.CheckResult
+	switch c.Kind {
+	case KindSchema:
+		res = r.schemaContract(ctx, c)
+	case KindSchemaDrift:
+		res = r.schemaDrift(ctx, c)
+	case KindSQL, KindCrossTable:
+		res = r.custom(ctx, c)
+	default:
+		res = r.errored(c, fmt.Errorf("kind %q has no runner", c.Kind), 0)
+	}
+	res.DurationMs = time.Since(start).Milliseconds()
+	return res
+}
+
+func (r *run) schemaContract(ctx context.Context, c Check) schemas.CheckResult {
+	schema := schemaOf(c)
+	extra := "no other columns"
+	if c.AllowExtra {
+		extra = "other columns allowed"
+	}
+	want := make([]string, len(c.Schema))
+	for i, ct := range c.Schema {
+		want[i] = ct.Name + " " + strings.ToUpper(strings.TrimSpace(ct.Type))
+	}
+	threshold := listed(want, 20) + "; " + extra
+	if r.views[viewKey{schema, strings.ToLower(c.Table)}].synthetic {
+		return r.judged(c, true, "table has no files", threshold)
+	}
+	cols, _ := r.describe(ctx, schema, c.Table) // preflight read them
+	var problems []string
+	expected := map[string]bool{}
+	for _, ct := range c.Schema {
+		expected[strings.ToLower(ct.Name)] = true
+		typ, err := r.canonicalType(ctx, ct.Type)
+		if err != nil {
+			return r.errored(c, fmt.Errorf("schema column %s: %w", ct.Name, err), 0)
+		}
+		got, ok := findColumn(cols, ct.Name)
+		switch {
+		case !ok:
+			problems = append(problems, "missing "+ct.Name)
+		case !strings.EqualFold(got.typ, typ):
+			problems = append(problems, fmt.Sprintf("%s is %s, not %s", ct.Name, got.typ, typ))
+		}
+	}
+	if !c.AllowExtra {
+		for _, col := range cols {
+			if !expected[strings.ToLower(col.name)] {
+				problems = append(problems, "unexpected "+col.name+" "+col.typ)
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return r.judged(c, false, fmt.Sprintf("%d columns as expected (%d in table)", len(c.Schema), len(cols)), threshold)
+	}
+	return r.judged(c, true, strings.Join(problems, "; "), threshold)
+}
+
+func (r *run) schemaDrift(ctx context.Context, c Check) schemas.CheckResult {
+	threshold := "same columns and types as " + r.req.BaseRef
+	if c.AllowExtra {
+		threshold += "; new columns allowed"
+	}
+	if r.views[viewKey{schemaBase, strings.ToLower(c.Table)}].synthetic {
+		return r.judged(c, false, "table not on "+r.req.BaseRef, threshold)
+	}
+	cur, _ := r.describe(ctx, schemaMain, c.Table)
+	base, _ := r.describe(ctx, schemaBase, c.Table)
+	var problems []string
+	for _, b := range base {
+		got, ok := findColumn(cur, b.name)
+		switch {
+		case !ok:
+			problems = append(problems, "removed "+b.name+" "+b.typ)
+		case !strings.EqualFold(got.typ, b.typ):
+			problems = append(problems, fmt.Sprintf("%s changed from %s to %s", b.name, b.typ, got.typ))
+		}
+	}
+	var added []string
+	for _, col := range cur {
+		if _, ok := findColumn(base, col.name); !ok {
+			added = append(added, "added "+col.name+" "+col.typ)
+		}
+	}
+	failed := len(problems) > 0 || (len(added) > 0 && !c.AllowExtra)
+	problems = append(problems, added...)
+	if len(problems) == 0 {
+		return r.judged(c, false, fmt.Sprintf("%d columns unchanged", len(cur)), threshold)
+	}
+	return r.judged(c, failed, strings.Join(problems, "; "), threshold)
+}
+
+// custom runs a sql or cross_table check: every row the query returns is a
+// failure. Plain table names resolve to the check's scope.
+func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
+	if schema := schemaOf(c); schema != schemaMain {
+		if _, err := r.conn.ExecContext(ctx, "SET search_path = "+quoteLiteral(schema)); err != nil {
+			return r.errored(c, err, 0)
+		}
+		defer r.conn.ExecContext(context.WithoutCancel(ctx), "SET search_path = "+quoteLiteral(schemaMain))
+	}
+	rows, err := r.conn.QueryContext(ctx, customSQL(c.SQL, r.e.opts.SampleRows))
+	if err != nil {
+		return r.errored(c, err, 0)
+	}
+	defer rows.Close()
+	var (
+		n       int64
+		samples []string
+	)
+	for rows.Next() {
+		var s sql.NullString
+		if err := rows.Scan(&s, &n); err != nil {
+			return r.errored(c, err, 0)
+		}
+		samples = append(samples, s.String)
+	}
+	if err := rows.Err(); err != nil {
+		return r.errored(c, err, 0)
+	}
+	res := r.judged(c, n > 0, fmt.Sprintf("%d rows returned", n), "0 rows")
+	res.SampleRows = samples
+	return res
+}
+
+func findColumn(cols []column, name string) (column, bool) {
+	for _, c := range cols {
+		if strings.EqualFold(c.name, name) {
+			return c, true
+		}
+	}
+	return column{}, false
+}
+
+func (r *run) base(c Check) schemas.CheckResult {
+	return schemas.CheckResult{Name: c.ID(), Kind: c.Kind, Table: c.Table, Severity: c.severity()}
+}
+
+// judged is a check that ran: pass, or fail/warn by severity.
+func (r *run) judged(c Check, failed bool, observed, threshold string) schemas.CheckResult {
+	res := r.base(c)
+	res.Status, res.Observed, res.Threshold = schemas.StatusPass, observed, threshold
+	if failed {
+		res.Status = schemas.StatusFail
+		if c.severity() == SeverityWarn {
+			res.Status = schemas.StatusWarn
+		}
+	}
+	return res
+}
+
+// errored is a check that could not run. It blocks publishing whatever its
+// severity: a check that cannot run checks nothing.
+func (r *run) errored(c Check, err error, d time.Duration) schemas.CheckResult {
+	res := r.base(c)
+	res.Status, res.Message, res.DurationMs = schemas.StatusError, err.Error(), d.Milliseconds()
+	return res
+}
+
+func (r *run) queryRow(ctx context.Context, q string, n int) ([]any, error) {
+	vals := make([]any, n)
+	ptrs := make([]any, n)
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := r.conn.QueryRowContext(ctx, q).Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	return vals, nil
+}
+
+func (r *run) samples(ctx context.Context, q string) ([]string, error) {
+	rows, err := r.conn.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+func asInt(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case int32:
+		return int64(n)
+	case uint64:
+		return int64(n)
+	case float64:
+		return int64(n)
+	}
+	return 0
+}
+
+// show formats an observed value for a report.
+func show(v any) string {
+	switch x := v.(type) {
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	case float64:
+		if math.Trunc(x) == x && math.Abs(x) < 1e15 {
+			return fmt.Sprintf("%.0f", x)
+		}
+		return fmt.Sprint(x)
+	case fmt.Stringer:
+		return x.String()
+	}
+	return fmt.Sprint(v)
+}
+
+func bounds(min, max *float64) string {
+	switch {
+	case min != nil && max != nil:
+		return "between " + num(*min) + " and " + num(*max)
+	case min != nil:
+		return "at least " + num(*min)
+	case max != nil:
+		return "at most " + num(*max)
+	}
+	return "any"
+}
+
+// listed joins up to n items and says how many more there are.
+func listed(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}

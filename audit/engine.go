@@ -1,0 +1,546 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Errors returned by Run.
+var (
+	ErrInvalidSuite = errors.New("invalid audit suite")
+	ErrClosed       = errors.New("audit engine closed")
+)
+
+// Options configure an Engine.
+type Options struct {
+	Source Source
+	// WorkDir holds each run's directory (removed after the run); default
+	// os.TempDir().
+	WorkDir string
+	// CacheDir keeps downloaded objects by checksum across runs, so the
+	// unchanged files of main are fetched once. Empty disables the cache.
+	// Nothing evicts old entries: point it at a directory that is cleaned.
+	CacheDir string
+	// MemoryLimit and Threads bound DuckDB in each run, e.g. "1GB" and 2;
+	// empty and 0 leave DuckDB's defaults (80% of RAM, all cores).
+	MemoryLimit string
+	Threads     int
+	// DownloadParallelism bounds concurrent downloads of a run; default 8.
+	DownloadParallelism int
+	// SampleRows is how many failing rows a failed check reports; default 5.
+	SampleRows int
+	Logger     *slog.Logger
+}
+
+// Engine runs audit suites. It is safe for concurrent use; each run has its
+// own DuckDB database, so the limits in Options apply per run.
+type Engine struct {
+	opts Options
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	runs   sync.WaitGroup
+}
+
+var memoryLimit = regexp.MustCompile(`(?i)^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)?\s*$`)
+
+// New returns an Engine; it creates CacheDir if needed.
+func New(opts Options) (*Engine, error) {
+	if opts.Source == nil {
+		return nil, errors.New("audit: Options.Source is required")
+	}
+	if opts.MemoryLimit != "" && !memoryLimit.MatchString(opts.MemoryLimit) {
+		return nil, fmt.Errorf("audit: bad memory limit %q (want e.g. 1GB)", opts.MemoryLimit)
+	}
+	if opts.Threads < 0 || opts.DownloadParallelism < 0 || opts.SampleRows < 0 {
+		return nil, errors.New("audit: Threads, DownloadParallelism and SampleRows must not be negative")
+	}
+	if opts.DownloadParallelism == 0 {
+		opts.DownloadParallelism = 8
+	}
+	if opts.SampleRows == 0 {
+		opts.SampleRows = 5
+	}
+	if opts.WorkDir == "" {
+		opts.WorkDir = os.TempDir()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, d := range []*string{&opts.WorkDir, &opts.CacheDir} {
+		if *d == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*d)
+		if err != nil {
+			return nil, fmt.Errorf("audit: %w", err)
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return nil, fmt.Errorf("audit: %w", err)
+		}
+		*d = abs
+	}
+	return &Engine{opts: opts, log: opts.Logger}, nil
+}
+
+// Close waits for running audits and makes later Run calls fail.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.runs.Wait()
+	return nil
+}
+
+// Request is one audit: a dataset's suite against a ref.
+type Request struct {
+	Dataset    string
+	Suite      Suite
+	Repository string
+	// Ref is audited; BaseRef (usually main) is what volume_change,
+	// schema_drift and scope: batch compare with. Checks that need it fail
+	// with status error when it is empty.
+	Ref, BaseRef string
+	// BatchTime is the reference for freshness; zero means now.
+	BatchTime time.Time
+}
+
+// Run audits req.Ref. Failed checks are in the report; the error is for an
+// audit that could not run: an invalid suite, lakeFS or local I/O failing,
+// or ctx ending.
+func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, error) {
+	start := time.Now()
+	report := schemas.AuditReport{Dataset: req.Dataset, Ref: req.Ref}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return report, ErrClosed
+	}
+	e.runs.Add(1)
+	e.mu.Unlock()
+	defer e.runs.Done()
+
+	if errs := req.Suite.Validate("suite"); len(errs) > 0 {
+		return report, fmt.Errorf("%w: %w", ErrInvalidSuite, errors.Join(errs...))
+	}
+	if req.BatchTime.IsZero() {
+		req.BatchTime = time.Now()
+	}
+	log := e.log.With("dataset", req.Dataset, "repository", req.Repository, "ref", req.Ref)
+	dir, err := os.MkdirTemp(e.opts.WorkDir, "audit-*")
+	if err != nil {
+		return report, fmt.Errorf("audit: work dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	r := &run{e: e, req: req, log: log, dir: dir, views: map[viewKey]*view{}}
+	if err := r.prepare(ctx); err != nil {
+		return report, err
+	}
+	defer r.close()
+	report.Checks = r.checkAll(ctx)
+	if err := ctx.Err(); err != nil {
+		return report, err
+	}
+	report.Passed = len(report.Failed()) == 0
+	report.DurationMs = time.Since(start).Milliseconds()
+	p, f, w := report.Counts()
+	log.Info("audit done", "passed", report.Passed, "checks_passed", p, "checks_failed", f, "checks_warned", w,
+		"duration_ms", report.DurationMs)
+	return report, nil
+}
+
+type viewKey struct{ schema, table string } // table in lower case
+
+// view is one table in one schema of the run's DuckDB.
+type view struct {
+	table     Table
+	ref       string
+	objects   []Object
+	files     []string
+	synthetic bool // no file of the table anywhere: columns made up from the checks
+	cols      []column
+	colsErr   error
+}
+
+type column struct{ name, typ string }
+
+type run struct {
+	e     *Engine
+	req   Request
+	log   *slog.Logger
+	dir   string
+	db    *sql.DB
+	conn  *sql.Conn
+	views map[viewKey]*view
+	// types caches DuckDB's canonical type names.
+	types map[string]string
+}
+
+func (r *run) close() {
+	if r.conn != nil {
+		r.conn.Close()
+	}
+	if r.db != nil {
+		r.db.Close()
+	}
+}
+
+func (r *run) table(name string) Table {
+	for _, t := range r.req.Suite.Tables {
+		if strings.EqualFold(t.Name, name) {
+			return t
+		}
+	}
+	return Table{}
+}
+
+var mentionsBase = regexp.MustCompile(`(?i)\bbase\s*\.`)
+
+// baseErr is why a check cannot run, if it needs the base ref and has none.
+func (r *run) baseErr(c Check) error {
+	needsBase := c.scope() == ScopeBatch || c.Kind == KindVolumeChange || c.Kind == KindSchemaDrift ||
+		((c.Kind == KindSQL || c.Kind == KindCrossTable) && mentionsBase.MatchString(c.SQL))
+	if needsBase && r.req.BaseRef == "" {
+		return errors.New("no base ref to compare with")
+	}
+	return nil
+}
+
+// needed lists the views the checks use. Custom SQL may name any table, so
+// it brings in every table of its scope.
+func (r *run) needed() map[viewKey]bool {
+	need := map[viewKey]bool{}
+	hasBase := r.req.BaseRef != ""
+	addAll := func(schema string) {
+		for _, t := range r.req.Suite.Tables {
+			need[viewKey{schema, strings.ToLower(t.Name)}] = true
+		}
+	}
+	for _, c := range r.req.Suite.Checks {
+		schema := schemaMain
+		if c.scope() == ScopeBatch {
+			if !hasBase {
+				continue
+			}
+			schema = schemaBatch
+		}
+		switch c.Kind {
+		case KindSQL, KindCrossTable:
+			addAll(schema)
+			if hasBase && mentionsBase.MatchString(c.SQL) {
+				addAll(schemaBase)
+			}
+		case KindVolumeChange, KindSchemaDrift:
+			need[viewKey{schemaMain, strings.ToLower(c.Table)}] = true
+			if hasBase {
+				need[viewKey{schemaBase, strings.ToLower(c.Table)}] = true
+			}
+		default:
+			need[viewKey{schema, strings.ToLower(c.Table)}] = true
+		}
+	}
+	return need
+}
+
+// prepare lists and downloads the table files and sets up DuckDB.
+func (r *run) prepare(ctx context.Context) error {
+	req := r.req
+	dl := downloader{src: r.e.opts.Source, repo: req.Repository, cacheDir: r.e.opts.CacheDir,
+		workDir: r.dir, parallel: r.e.opts.DownloadParallelism}
+	listStart := time.Now()
+	for k := range r.needed() {
+		t := r.table(k.table)
+		v := &view{table: t, ref: req.Ref}
+		var err error
+		switch k.schema {
+		case schemaMain:
+			v.objects, err = r.e.opts.Source.List(ctx, req.Repository, req.Ref, t.Path)
+		case schemaBase:
+			v.ref = req.BaseRef
+			v.objects, err = r.e.opts.Source.List(ctx, req.Repository, req.BaseRef, t.Path)
+		case schemaBatch:
+			v.objects, err = r.e.opts.Source.Changed(ctx, req.Repository, req.BaseRef, req.Ref, t.Path)
+		}
+		if err != nil {
+			return fmt.Errorf("audit: list %s of table %s at %s: %w", k.schema, t.Name, v.ref, err)
+		}
+		v.objects = tableFiles(v.objects)
+		r.views[k] = v
+	}
+	// One download per distinct file: main and batch share the changed
+	// files, and with a cache main and base share the unchanged ones.
+	var fetches []fetch
+	index := map[string]int{}
+	slots := map[viewKey][]int{}
+	var bytes int64
+	for k, v := range r.views {
+		for _, o := range v.objects {
+			key := v.ref + "\x00" + o.Path
+			if r.e.opts.CacheDir != "" && o.Checksum != "" {
+				key = cacheName(o)
+			}
+			i, ok := index[key]
+			if !ok {
+				i = len(fetches)
+				index[key] = i
+				fetches = append(fetches, fetch{ref: v.ref, obj: o})
+				bytes += o.Size
+			}
+			slots[k] = append(slots[k], i)
+		}
+	}
+	dlStart := time.Now()
+	local, err := dl.fetchAll(ctx, fetches)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	for k, v := range r.views {
+		for _, i := range slots[k] {
+			v.files = append(v.files, local[i])
+		}
+	}
+	r.log.Debug("audit files ready", "views", len(r.views), "files", len(fetches), "bytes", bytes,
+		"list_ms", dlStart.Sub(listStart).Milliseconds(), "download_ms", time.Since(dlStart).Milliseconds())
+
+	schemaFiles, err := r.schemaFiles(ctx, dl)
+	if err != nil {
+		return err
+	}
+	return r.openDB(ctx, schemaFiles)
+}
+
+// schemaFiles finds, for each view without files, a file of the same table
+// that gives it its columns: from another view, else the first file of the
+// table at the ref or the base ref. Tables with no file anywhere are left
+// out (their views are synthetic).
+func (r *run) schemaFiles(ctx context.Context, dl downloader) (map[viewKey]string, error) {
+	out := map[viewKey]string{}
+	for k, v := range r.views {
+		if len(v.files) > 0 {
+			continue
+		}
+		for _, s := range []string{schemaMain, schemaBatch, schemaBase} {
+			if o := r.views[viewKey{s, k.table}]; o != nil && len(o.files) > 0 {
+				out[k] = o.files[0]
+				break
+			}
+		}
+		if out[k] != "" {
+			continue
+		}
+		for _, ref := range []string{r.req.Ref, r.req.BaseRef} {
+			if ref == "" {
+				continue
+			}
+			objs, err := r.e.opts.Source.List(ctx, r.req.Repository, ref, v.table.Path)
+			if err != nil {
+				return nil, fmt.Errorf("audit: list table %s at %s: %w", v.table.Name, ref, err)
+			}
+			if objs = tableFiles(objs); len(objs) == 0 {
+				continue
+			}
+			local, err := dl.fetchAll(ctx, []fetch{{ref: ref, obj: objs[0]}})
+			if err != nil {
+				return nil, fmt.Errorf("audit: %w", err)
+			}
+			out[k] = local[0]
+			break
+		}
+	}
+	// Views of the same table share what was found for one of them.
+	for k := range r.views {
+		if _, ok := out[k]; ok || len(r.views[k].files) > 0 {
+			continue
+		}
+		for k2, f := range out {
+			if k2.table == k.table {
+				out[k] = f
+			}
+		}
+	}
+	return out, nil
+}
+
+// openDB creates the run's DuckDB, confines it to the run's files, defines
+// the views and locks the configuration so custom SQL cannot undo it.
+func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error {
+	connector, err := duckdb.NewConnector("?autoinstall_known_extensions=false&autoload_known_extensions=false", nil)
+	if err != nil {
+		return fmt.Errorf("audit: open duckdb: %w", err)
+	}
+	r.db = sql.OpenDB(connector)
+	r.conn, err = r.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("audit: open duckdb: %w", err)
+	}
+	allowed := []string{r.dir + string(filepath.Separator)}
+	if r.e.opts.CacheDir != "" {
+		allowed = append(allowed, r.e.opts.CacheDir+string(filepath.Separator))
+	}
+	for _, s := range setupSQL(filepath.Join(r.dir, "duckdb-tmp"), r.e.opts.MemoryLimit, r.e.opts.Threads, allowed) {
+		if _, err := r.conn.ExecContext(ctx, s); err != nil {
+			return fmt.Errorf("audit: duckdb setup %q: %w", s, err)
+		}
+	}
+	for k, v := range r.views {
+		var s string
+		switch f := schemaFiles[k]; {
+		case len(v.files) > 0:
+			s = viewSQL(k.schema, v.table.Name, v.table.format(), v.files)
+		case f != "":
+			s = emptyViewSQL(k.schema, v.table.Name, v.table.format(), f)
+		default:
+			v.synthetic = true
+			s = syntheticEmptyViewSQL(k.schema, v.table.Name, r.guessColumns(v.table.Name))
+		}
+		// A view over files DuckDB cannot read fails here; its checks report
+		// the error and the others still run.
+		if _, err := r.conn.ExecContext(ctx, s); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
+			r.log.Warn("audit view failed", "schema", k.schema, "table", v.table.Name, "err", err)
+		}
+	}
+	if _, err := r.conn.ExecContext(ctx, "SET lock_configuration = true"); err != nil {
+		return fmt.Errorf("audit: duckdb setup: %w", err)
+	}
+	return nil
+}
+
+// setupSQL configures a run's DuckDB: resource limits first, then file
+// access restricted to the run's directories. The temporary directory must
+// be set while external access is still on.
+func setupSQL(tempDir, memoryLimit string, threads int, allowed []string) []string {
+	s := []string{
+		"SET temp_directory = " + quoteLiteral(tempDir),
+		"SET TimeZone = 'UTC'",
+		"SET preserve_insertion_order = false",
+	}
+	if memoryLimit != "" {
+		s = append(s, "SET memory_limit = "+quoteLiteral(memoryLimit))
+	}
+	if threads > 0 {
+		s = append(s, "SET threads = "+strconv.Itoa(threads))
+	}
+	return append(s,
+		"SET allowed_directories = "+literalList(allowed),
+		"SET enable_external_access = false",
+		"CREATE SCHEMA "+quoteIdent(schemaBatch),
+		"CREATE SCHEMA "+quoteIdent(schemaBase),
+	)
+}
+
+// guessColumns gives a table that has no file anywhere the columns its
+// checks name, typed as the checks expect them.
+func (r *run) guessColumns(table string) []ColumnType {
+	var cols []ColumnType
+	seen := map[string]bool{}
+	add := func(name, typ string) {
+		if name != "" && !seen[strings.ToLower(name)] {
+			seen[strings.ToLower(name)] = true
+			cols = append(cols, ColumnType{Name: name, Type: typ})
+		}
+	}
+	for _, c := range r.req.Suite.Checks {
+		if !strings.EqualFold(c.Table, table) {
+			continue
+		}
+		for _, ct := range c.Schema {
+			add(ct.Name, ct.Type)
+		}
+	}
+	for _, c := range r.req.Suite.Checks {
+		if !strings.EqualFold(c.Table, table) {
+			continue
+		}
+		typ := "VARCHAR"
+		switch c.Kind {
+		case KindRange:
+			typ = "DOUBLE"
+		case KindFreshness:
+			typ = "TIMESTAMP"
+		}
+		for _, col := range c.columns() {
+			add(col, typ)
+		}
+	}
+	return cols
+}
+
+// describe returns the columns of a view.
+func (r *run) describe(ctx context.Context, schema, table string) ([]column, error) {
+	v := r.views[viewKey{schema, strings.ToLower(table)}]
+	if v == nil {
+		return nil, fmt.Errorf("table %s not loaded", table)
+	}
+	if v.cols != nil || v.colsErr != nil {
+		return v.cols, v.colsErr
+	}
+	v.cols, v.colsErr = r.queryColumns(ctx, "DESCRIBE "+qualified(schema, v.table.Name))
+	if v.colsErr != nil {
+		v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", table, v.ref, v.colsErr)
+	}
+	return v.cols, v.colsErr
+}
+
+func (r *run) queryColumns(ctx context.Context, q string) ([]column, error) {
+	rows, err := r.conn.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	names, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	cols := []column{}
+	for rows.Next() {
+		vals := make([]any, len(names))
+		ptrs := make([]any, len(names))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		cols = append(cols, column{name: fmt.Sprint(vals[0]), typ: fmt.Sprint(vals[1])})
+	}
+	return cols, rows.Err()
+}
+
+// canonicalType is DuckDB's own name for a type written in config.
+func (r *run) canonicalType(ctx context.Context, t string) (string, error) {
+	t = strings.TrimSpace(t)
+	if r.types == nil {
+		r.types = map[string]string{}
+	}
+	if c, ok := r.types[strings.ToUpper(t)]; ok {
+		return c, nil
+	}
+	if !typeName.MatchString(t) {
+		return "", fmt.Errorf("%q is not a type name", t)
+	}
+	var c string
+	if err := r.conn.QueryRowContext(ctx, typeofSQL(t)).Scan(&c); err != nil {
+		return "", fmt.Errorf("unknown type %q: %w", t, err)
+	}
+	r.types[strings.ToUpper(t)] = c
+	return c, nil
+}

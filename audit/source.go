@@ -1,0 +1,160 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+)
+
+// Object is a file in a lakeFS repository.
+type Object struct {
+	Path     string
+	Checksum string // content checksum (lakeFS etag); empty disables caching
+	Size     int64
+}
+
+// Source is what the engine needs from lakeFS.
+type Source interface {
+	// List returns the objects under prefix at ref.
+	List(ctx context.Context, repo, ref, prefix string) ([]Object, error)
+	// Changed returns the objects under prefix added or changed on ref
+	// against base (removed objects are not returned).
+	Changed(ctx context.Context, repo, base, ref, prefix string) ([]Object, error)
+	// Download writes the content of path at ref to w.
+	Download(ctx context.Context, repo, ref, path string, w io.Writer) error
+}
+
+// tableFiles keeps the objects that are table data: writers leave markers
+// such as _SUCCESS, and lakeFS keeps _lakefs_actions/ in the repository.
+func tableFiles(objs []Object) []Object {
+	out := objs[:0:0]
+	for _, o := range objs {
+		base := path.Base(o.Path)
+		if o.Size == 0 || base == "" || base[0] == '_' || base[0] == '.' {
+			continue
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// fetch is one object to bring to a local file.
+type fetch struct {
+	ref string
+	obj Object
+}
+
+var safeChecksum = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// cacheName is the content address of an object: checksum and size.
+func cacheName(o Object) string {
+	sum := o.Checksum
+	if !safeChecksum.MatchString(sum) {
+		h := sha256.Sum256([]byte(sum))
+		sum = hex.EncodeToString(h[:])
+	}
+	return sum + "-" + strconv.FormatInt(o.Size, 10)
+}
+
+// downloader brings objects to local files: into the cache directory by
+// content when the object has a checksum (and a cache directory is set),
+// otherwise into the run's work directory.
+type downloader struct {
+	src      Source
+	repo     string
+	cacheDir string
+	workDir  string
+	parallel int
+}
+
+// fetchAll downloads fs with at most d.parallel downloads at a time and
+// returns the local file of each, in order. The first error cancels the rest.
+func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) {
+	out := make([]string, len(fs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	sem := make(chan struct{}, max(d.parallel, 1))
+	for i, f := range fs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			local, err := d.fetch(ctx, i, f)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("download %s@%s: %w", f.obj.Path, f.ref, err)
+				cancel()
+			}
+			out[i] = local
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		// The caller's context ended before any download failed.
+		firstErr = ctx.Err()
+	}
+	return out, firstErr
+}
+
+func (d downloader) fetch(ctx context.Context, i int, f fetch) (string, error) {
+	if d.cacheDir == "" || f.obj.Checksum == "" {
+		local := filepath.Join(d.workDir, "files", strconv.Itoa(i)+"-"+path.Base(f.obj.Path))
+		return local, d.download(ctx, f, local)
+	}
+	local := filepath.Join(d.cacheDir, cacheName(f.obj))
+	if st, err := os.Stat(local); err == nil && st.Size() == f.obj.Size {
+		return local, nil
+	}
+	return local, d.download(ctx, f, local)
+}
+
+// download streams the object into a temporary file beside dst and renames
+// it into place, so a reader never sees a partial file and two runs that
+// fetch the same object at once both end with a whole one.
+func (d downloader) download(ctx context.Context, f fetch, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".part-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	err = d.src.Download(ctx, d.repo, f.ref, f.obj.Path, tmp)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(tmp.Name()); err != nil {
+		return err
+	} else if f.obj.Size > 0 && st.Size() != f.obj.Size {
+		return fmt.Errorf("%w: got %d bytes, listed as %d", errShortDownload, st.Size(), f.obj.Size)
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+var errShortDownload = errors.New("download size differs from listing")

@@ -1,0 +1,190 @@
+package audit
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SQL generation: pure functions, so the SQL a suite produces can be read and
+// tested without DuckDB. Every name from config goes through quoteIdent and
+// every value through quoteLiteral or num.
+
+// DuckDB schemas holding the views of one run.
+const (
+	schemaMain  = "main"  // whole table at the audited ref
+	schemaBatch = "batch" // files changed on the ref against the base ref
+	schemaBase  = "base"  // whole table at the base ref
+)
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func quoteLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
+
+func qualified(schema, table string) string { return quoteIdent(schema) + "." + quoteIdent(table) }
+
+func literalList(vals []string) string {
+	q := make([]string, len(vals))
+	for i, v := range vals {
+		q[i] = quoteLiteral(v)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// viewSQL defines a table as a view over local files. union_by_name lets
+// files written by different writer versions (a column added later) be read
+// together.
+func viewSQL(schema, table, format string, files []string) string {
+	var from string
+	switch format {
+	case FormatCSV:
+		from = fmt.Sprintf("read_csv(%s, header = true, union_by_name = true)", literalList(files))
+	case FormatJSONL:
+		from = fmt.Sprintf("read_json(%s, format = 'newline_delimited', union_by_name = true)", literalList(files))
+	default:
+		from = fmt.Sprintf("read_parquet(%s, union_by_name = true)", literalList(files))
+	}
+	return fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM %s", qualified(schema, table), from)
+}
+
+// emptyViewSQL is a table without files that has the columns of a file of
+// the same table (read elsewhere), so checks bind and see zero rows.
+func emptyViewSQL(schema, table, format, schemaFile string) string {
+	return viewSQL(schema, table, format, []string{schemaFile}) + " LIMIT 0"
+}
+
+// syntheticEmptyViewSQL is a table of which no file exists anywhere: zero
+// rows with the given columns, so that row counts are 0 rather than errors.
+func syntheticEmptyViewSQL(schema, table string, cols []ColumnType) string {
+	if len(cols) == 0 {
+		cols = []ColumnType{{Name: "__no_files", Type: "INTEGER"}}
+	}
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		sel[i] = fmt.Sprintf("CAST(NULL AS %s) AS %s", c.Type, quoteIdent(c.Name))
+	}
+	return fmt.Sprintf("CREATE VIEW %s AS SELECT %s WHERE false", qualified(schema, table), strings.Join(sel, ", "))
+}
+
+// failPredicate is the condition a failing row meets, for the kinds that
+// judge rows one at a time.
+func failPredicate(c Check) string {
+	switch c.Kind {
+	case KindNotNull:
+		cols := c.columns()
+		parts := make([]string, len(cols))
+		for i, col := range cols {
+			parts[i] = quoteIdent(col) + " IS NULL"
+		}
+		return strings.Join(parts, " OR ")
+	case KindAcceptedValues:
+		// Compared as text because YAML gives text; NULL is not judged here.
+		col := quoteIdent(c.Column)
+		return fmt.Sprintf("%s IS NOT NULL AND CAST(%s AS VARCHAR) NOT IN (%s)", col, col,
+			strings.Trim(literalList(c.Values), "[]"))
+	case KindRange:
+		col := quoteIdent(c.Column)
+		var parts []string
+		if c.Min != nil {
+			parts = append(parts, fmt.Sprintf("%s < %s", col, num(*c.Min)))
+		}
+		if c.Max != nil {
+			parts = append(parts, fmt.Sprintf("%s > %s", col, num(*c.Max)))
+		}
+		return strings.Join(parts, " OR ")
+	}
+	return ""
+}
+
+// aggExprs are the select-list expressions a check needs from the one
+// aggregate scan of its table; count(*) is always expression 0 and not
+// repeated here.
+func aggExprs(c Check) []string {
+	switch c.Kind {
+	case KindNotNull, KindAcceptedValues:
+		return []string{fmt.Sprintf("count(*) FILTER (WHERE %s)", failPredicate(c))}
+	case KindRange:
+		col := quoteIdent(c.Column)
+		return []string{
+			fmt.Sprintf("count(*) FILTER (WHERE %s)", failPredicate(c)),
+			fmt.Sprintf("min(%s)", col),
+			fmt.Sprintf("max(%s)", col),
+		}
+	case KindUnique:
+		// The extra occurrences of a key. A single column ignores NULLs (they
+		// are not_null's business); a combination counts every row, NULLs
+		// comparing equal.
+		cols := c.columns()
+		if len(cols) == 1 {
+			col := quoteIdent(cols[0])
+			return []string{fmt.Sprintf("count(%s) - count(DISTINCT %s)", col, col)}
+		}
+		return []string{fmt.Sprintf("count(*) - count(DISTINCT %s)", rowExpr(cols))}
+	case KindFreshness:
+		return []string{fmt.Sprintf("max(%s)", quoteIdent(c.Column))}
+	}
+	return nil
+}
+
+func rowExpr(cols []string) string {
+	q := make([]string, len(cols))
+	for i, c := range cols {
+		q[i] = quoteIdent(c)
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}
+
+// aggregateSQL is the one scan of a table that serves all its checks.
+func aggregateSQL(schema, table string, exprs []string) string {
+	var b strings.Builder
+	b.WriteString("SELECT count(*)")
+	for _, e := range exprs {
+		b.WriteString(", ")
+		b.WriteString(e)
+	}
+	b.WriteString(" FROM ")
+	b.WriteString(qualified(schema, table))
+	return b.String()
+}
+
+// sampleSQL selects up to limit failing rows of a failed check as JSON
+// objects, or "" when the kind has no rows to show.
+func sampleSQL(schema string, c Check, limit int) string {
+	t := qualified(schema, c.Table)
+	switch c.Kind {
+	case KindNotNull, KindAcceptedValues, KindRange:
+		return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR) FROM (SELECT * FROM %s WHERE %s LIMIT %d) s",
+			t, failPredicate(c), limit)
+	case KindUnique:
+		cols := c.columns()
+		q := make([]string, len(cols))
+		var nonNull []string
+		for i, col := range cols {
+			q[i] = quoteIdent(col)
+			nonNull = append(nonNull, q[i]+" IS NOT NULL")
+		}
+		where := ""
+		if len(cols) == 1 {
+			where = " WHERE " + nonNull[0]
+		}
+		keys := strings.Join(q, ", ")
+		return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR) FROM (SELECT %s, count(*) AS duplicate_count FROM %s%s GROUP BY %s HAVING count(*) > 1 ORDER BY duplicate_count DESC, %s LIMIT %d) s",
+			keys, t, where, keys, keys, limit)
+	}
+	return ""
+}
+
+// customSQL runs a user query as a subquery, which admits a single query
+// and nothing else (no second statement, no DDL). It returns the number of
+// rows and up to limit of them as JSON objects in one pass.
+func customSQL(query string, limit int) string {
+	q := strings.TrimSpace(query)
+	for strings.HasSuffix(q, ";") {
+		q = strings.TrimSpace(strings.TrimSuffix(q, ";"))
+	}
+	// The newline ends a trailing -- comment in the user's query.
+	return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR), count(*) OVER () FROM (\n%s\n) s LIMIT %d", q, limit)
+}
+
+// typeofSQL asks DuckDB for the canonical name of a type (INT -> INTEGER).
+// t must match typeName.
+func typeofSQL(t string) string { return fmt.Sprintf("SELECT typeof(CAST(NULL AS %s))", t) }
