@@ -1,0 +1,360 @@
+package lakefs_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
+)
+
+// TestRealLakeFS runs the adapter against the real lakeFS server. Each
+// subtest works in a repository of its own on one shared server.
+func TestRealLakeFS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a lakeFS server")
+	}
+	stack := devstack.StartForTest(t, devstack.Options{Repository: "lake"})
+	c, err := lakefs.New(lakefs.Config{
+		Endpoint:        stack.LakeFSEndpoint,
+		AccessKeyID:     stack.AccessKeyID,
+		SecretAccessKey: stack.SecretAccessKey,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := c.Healthy(ctx); err != nil {
+		t.Fatalf("Healthy: %v", err)
+	}
+	newRepo := func(t *testing.T, name string) string {
+		t.Helper()
+		if err := c.CreateRepository(ctx, name, "local://"+name, "main"); err != nil {
+			t.Fatalf("CreateRepository: %v", err)
+		}
+		// Creating it again is not an error.
+		if err := c.CreateRepository(ctx, name, "local://"+name, "main"); err != nil {
+			t.Fatalf("CreateRepository again: %v", err)
+		}
+		return name
+	}
+	upload := func(t *testing.T, repo, branch, path, content string) {
+		t.Helper()
+		if err := c.Upload(ctx, repo, branch, path, strings.NewReader(content)); err != nil {
+			t.Fatalf("Upload %s: %v", path, err)
+		}
+	}
+	download := func(t *testing.T, repo, ref, path string) string {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := c.Download(ctx, repo, ref, path, &buf); err != nil {
+			t.Fatalf("Download %s@%s: %v", path, ref, err)
+		}
+		return buf.String()
+	}
+	paths := func(objs []lakefs.Object) []string {
+		var out []string
+		for _, o := range objs {
+			out = append(out, o.Path)
+		}
+		return out
+	}
+
+	t.Run("branches", func(t *testing.T) {
+		repo := newRepo(t, "branches")
+		existed, err := c.EnsureBranch(ctx, repo, "wap-b1", "main")
+		if err != nil || existed {
+			t.Fatalf("first EnsureBranch: existed=%v err=%v", existed, err)
+		}
+		existed, err = c.EnsureBranch(ctx, repo, "wap-b1", "main")
+		if err != nil || !existed {
+			t.Fatalf("second EnsureBranch: existed=%v err=%v", existed, err)
+		}
+		if _, err := c.EnsureBranch(ctx, "no-such-repo", "wap-b1", "main"); !errors.Is(err, pipeline.ErrNotFound) {
+			t.Errorf("EnsureBranch in missing repo: %v, want ErrNotFound", err)
+		}
+		if _, err := c.EnsureBranch(ctx, repo, "wap-b2", "no-such-ref"); !errors.Is(err, pipeline.ErrNotFound) {
+			t.Errorf("EnsureBranch from missing source: %v, want ErrNotFound", err)
+		}
+		head, err := c.GetCommit(ctx, repo, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		branches, err := c.ListBranches(ctx, repo, "wap-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []lakefs.Branch{{Name: "wap-b1", CommitID: head.ID}}; !slices.Equal(branches, want) {
+			t.Errorf("ListBranches = %v, want %v", branches, want)
+		}
+		if err := c.DeleteBranch(ctx, repo, "wap-b1"); err != nil {
+			t.Fatalf("DeleteBranch: %v", err)
+		}
+		if err := c.DeleteBranch(ctx, repo, "wap-b1"); err != nil {
+			t.Errorf("DeleteBranch of a missing branch: %v, want nil", err)
+		}
+		if err := c.DeleteBranch(ctx, "no-such-repo", "wap-b1"); !errors.Is(err, pipeline.ErrNotFound) {
+			t.Errorf("DeleteBranch in missing repo: %v, want ErrNotFound", err)
+		}
+		if branches, _ := c.ListBranches(ctx, repo, "wap-"); len(branches) != 0 {
+			t.Errorf("after delete ListBranches = %v", branches)
+		}
+	})
+
+	t.Run("upload list download", func(t *testing.T) {
+		repo := newRepo(t, "objects")
+		if _, err := c.EnsureBranch(ctx, repo, "b", "main"); err != nil {
+			t.Fatal(err)
+		}
+		big := make([]byte, 3<<20+17)
+		_, _ = rand.Read(big)
+		if err := c.Upload(ctx, repo, "b", "t/big.bin", bytes.NewReader(big)); err != nil {
+			t.Fatal(err)
+		}
+		upload(t, repo, "b", "t/a.csv", "a,b\n1,2\n")
+		upload(t, repo, "b", "u/other.csv", "x\n")
+
+		objs, err := c.List(ctx, repo, "b", "t/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := paths(objs), []string{"t/a.csv", "t/big.bin"}; !slices.Equal(got, want) {
+			t.Fatalf("List t/ = %v, want %v", got, want)
+		}
+		if objs[0].Size != 8 || objs[1].Size != int64(len(big)) || objs[1].Checksum == "" || objs[1].PhysicalAddress == "" || objs[1].Mtime.IsZero() {
+			t.Errorf("object stats = %+v", objs)
+		}
+		if all, _ := c.List(ctx, repo, "b", ""); len(all) != 3 {
+			t.Errorf("List all = %v, want 3 objects", paths(all))
+		}
+		if got := download(t, repo, "b", "t/big.bin"); got != string(big) {
+			t.Errorf("big download differs: %d bytes, want %d", len(got), len(big))
+		}
+		if got := download(t, repo, "b", "t/a.csv"); got != "a,b\n1,2\n" {
+			t.Errorf("Download = %q", got)
+		}
+		var buf bytes.Buffer
+		if err := c.Download(ctx, repo, "main", "t/a.csv", &buf); !errors.Is(err, pipeline.ErrNotFound) {
+			t.Errorf("Download of an object only on the branch from main: %v, want ErrNotFound", err)
+		}
+		changes, err := c.DiffBranch(ctx, repo, "b", "t/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []lakefs.Change{{Path: "t/a.csv", Type: "added", Size: 8}, {Path: "t/big.bin", Type: "added", Size: int64(len(big))}}
+		if !slices.Equal(changes, want) {
+			t.Errorf("DiffBranch = %+v, want %+v", changes, want)
+		}
+	})
+
+	t.Run("diff", func(t *testing.T) {
+		repo := newRepo(t, "diff")
+		upload(t, repo, "main", "t/keep.csv", "k\n")
+		upload(t, repo, "main", "t/change.csv", "old\n")
+		if _, err := c.Commit(ctx, repo, "main", "base", nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.EnsureBranch(ctx, repo, "b", "main"); err != nil {
+			t.Fatal(err)
+		}
+		upload(t, repo, "b", "t/change.csv", "new content\n")
+		upload(t, repo, "b", "t/new.csv", "n\n")
+		upload(t, repo, "b", "other/new.csv", "n\n")
+		if _, err := c.Commit(ctx, repo, "b", "batch", nil); err != nil {
+			t.Fatal(err)
+		}
+		changes, err := c.Diff(ctx, repo, "main", "b", "t/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []lakefs.Change{{Path: "t/change.csv", Type: "changed", Size: 12}, {Path: "t/new.csv", Type: "added", Size: 2}}
+		if !slices.Equal(changes, want) {
+			t.Errorf("Diff main...b t/ = %+v, want %+v", changes, want)
+		}
+		all, err := c.Diff(ctx, repo, "main", "b", "")
+		if err != nil || len(all) != 3 {
+			t.Errorf("Diff main...b = %+v, %v; want 3 changes", all, err)
+		}
+		if _, err := c.Diff(ctx, repo, "main", "no-such-ref", ""); !errors.Is(err, pipeline.ErrNotFound) {
+			t.Errorf("Diff with a missing ref: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("publish and find", func(t *testing.T) {
+		repo := newRepo(t, "publish")
+		if _, err := c.EnsureBranch(ctx, repo, "wap-42", "main"); err != nil {
+			t.Fatal(err)
+		}
+		upload(t, repo, "wap-42", "t/part-0.csv", "id\n1\n")
+		meta := map[string]string{pipeline.MetaBatchID: "42", pipeline.MetaDataset: "orders"}
+		id, err := c.Publish(ctx, repo, "wap-42", "main", meta)
+		if err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+		head, err := c.GetCommit(ctx, repo, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if head.ID != id || len(head.Parents) != 2 || head.Metadata[pipeline.MetaBatchID] != "42" || head.Metadata[pipeline.MetaDataset] != "orders" {
+			t.Errorf("main head = %+v, want merge commit %s with the batch metadata", head, id)
+		}
+		byID, err := c.GetCommit(ctx, repo, id)
+		if err != nil || byID.ID != id {
+			t.Errorf("GetCommit by id = %+v, %v", byID, err)
+		}
+		// The seal commit is the merge's second parent and names the batch
+		// under the sealed key only.
+		sealed, err := c.GetCommit(ctx, repo, head.Parents[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sealed.Metadata[pipeline.MetaSealedBatchID] != "42" || sealed.Metadata[pipeline.MetaBatchID] != "" {
+			t.Errorf("seal commit metadata = %v", sealed.Metadata)
+		}
+		if got := download(t, repo, "main", "t/part-0.csv"); got != "id\n1\n" {
+			t.Errorf("published object on main = %q", got)
+		}
+
+		found, ok, err := c.FindPublished(ctx, repo, "main", "42")
+		if err != nil || !ok || found != id {
+			t.Errorf("FindPublished(42) = %q, %v, %v; want %s", found, ok, err, id)
+		}
+		if found, ok, err := c.FindPublished(ctx, repo, "main", "4"); err != nil || ok {
+			t.Errorf("FindPublished(4) = %q, %v, %v; want not found", found, ok, err)
+		}
+
+		// A second publish of the same batch (answer lost, retried) returns
+		// the same merge commit and adds nothing to main.
+		again, err := c.Publish(ctx, repo, "wap-42", "main", meta)
+		if err != nil || again != id {
+			t.Errorf("repeated Publish = %q, %v; want %s", again, err, id)
+		}
+		log, err := c.Log(ctx, repo, "main", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(log) != 3 || log[0].ID != id {
+			t.Errorf("main log = %d commits, head %v; want 3 (created, seal, merge) with the merge first", len(log), log)
+		}
+
+		// Later commits on main do not hide the batch, and other batches
+		// stay distinguishable.
+		if _, err := c.EnsureBranch(ctx, repo, "wap-43", "main"); err != nil {
+			t.Fatal(err)
+		}
+		upload(t, repo, "wap-43", "t/part-1.csv", "id\n2\n")
+		id43, err := c.Publish(ctx, repo, "wap-43", "main", map[string]string{pipeline.MetaBatchID: "43"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for batch, want := range map[string]string{"42": id, "43": id43} {
+			if got, ok, err := c.FindPublished(ctx, repo, "main", batch); err != nil || !ok || got != want {
+				t.Errorf("FindPublished(%s) = %q, %v, %v; want %s", batch, got, ok, err, want)
+			}
+		}
+
+		// Publishing a branch that brings nothing is ErrNoChanges.
+		if _, err := c.EnsureBranch(ctx, repo, "wap-empty", "main"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Publish(ctx, repo, "wap-empty", "main", map[string]string{pipeline.MetaBatchID: "44"}); !errors.Is(err, pipeline.ErrNoChanges) {
+			t.Errorf("Publish of an empty batch: %v, want ErrNoChanges", err)
+		}
+	})
+
+	t.Run("seal", func(t *testing.T) {
+		repo := newRepo(t, "seal")
+		if _, err := c.EnsureBranch(ctx, repo, "b", "main"); err != nil {
+			t.Fatal(err)
+		}
+		base, err := c.GetCommit(ctx, repo, "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := c.Seal(ctx, repo, "b", "nothing yet", nil)
+		if err != nil || id != base.ID {
+			t.Errorf("Seal without changes = %q, %v; want head %s", id, err, base.ID)
+		}
+		upload(t, repo, "b", "x.csv", "x\n")
+		id, err = c.Seal(ctx, repo, "b", "sealed", map[string]string{pipeline.MetaSealedBatchID: "7"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm, err := c.GetCommit(ctx, repo, "b")
+		if err != nil || cm.ID != id || id == base.ID || cm.Message != "sealed" || cm.Metadata[pipeline.MetaSealedBatchID] != "7" {
+			t.Errorf("after Seal head = %+v, %v; want new commit %s", cm, err, id)
+		}
+	})
+
+	t.Run("merge conflict", func(t *testing.T) {
+		repo := newRepo(t, "conflict")
+		if _, err := c.EnsureBranch(ctx, repo, "wap-1", "main"); err != nil {
+			t.Fatal(err)
+		}
+		upload(t, repo, "main", "t/same.csv", "from main\n")
+		if _, err := c.Commit(ctx, repo, "main", "direct write", nil); err != nil {
+			t.Fatal(err)
+		}
+		upload(t, repo, "wap-1", "t/same.csv", "from batch\n")
+		_, err := c.Publish(ctx, repo, "wap-1", "main", map[string]string{pipeline.MetaBatchID: "1"})
+		if !errors.Is(err, pipeline.ErrMergeConflict) || errors.Is(err, pipeline.ErrTransient) {
+			t.Fatalf("Publish over a conflicting main: %v, want ErrMergeConflict only", err)
+		}
+		if got := download(t, repo, "main", "t/same.csv"); got != "from main\n" {
+			t.Errorf("main after a conflicting publish = %q", got)
+		}
+		if _, ok, err := c.FindPublished(ctx, repo, "main", "1"); err != nil || ok {
+			t.Errorf("FindPublished after conflict = %v, %v; want not found", ok, err)
+		}
+	})
+
+	t.Run("revert", func(t *testing.T) {
+		repo := newRepo(t, "revert")
+		upload(t, repo, "main", "t/old.csv", "old\n")
+		if _, err := c.Commit(ctx, repo, "main", "existing data", nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.EnsureBranch(ctx, repo, "wap-9", "main"); err != nil {
+			t.Fatal(err)
+		}
+		upload(t, repo, "wap-9", "t/bad.csv", "bad\n")
+		id, err := c.Publish(ctx, repo, "wap-9", "main", map[string]string{pipeline.MetaBatchID: "9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A merge commit needs a parent number; lakeFS refuses without one.
+		if err := c.Revert(ctx, repo, "main", id, 0, "", nil); err == nil {
+			t.Errorf("Revert of a merge without parent number succeeded")
+		}
+		meta := map[string]string{"wap.reverted_batch_id": "9"}
+		if err := c.Revert(ctx, repo, "main", id, 1, "lakewap: revert batch 9", meta); err != nil {
+			t.Fatalf("Revert: %v", err)
+		}
+		objs, err := c.List(ctx, repo, "main", "t/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := paths(objs); !slices.Equal(got, []string{"t/old.csv"}) {
+			t.Errorf("main after revert = %v, want only t/old.csv", got)
+		}
+		head, err := c.GetCommit(ctx, repo, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if head.Message != "lakewap: revert batch 9" || head.Metadata["wap.reverted_batch_id"] != "9" || head.Parents[0] != id {
+			t.Errorf("revert commit = %+v", head)
+		}
+		// The batch is still found: its merge commit is in main's history.
+		if got, ok, err := c.FindPublished(ctx, repo, "main", "9"); err != nil || !ok || got != id {
+			t.Errorf("FindPublished after revert = %q, %v, %v", got, ok, err)
+		}
+	})
+}
