@@ -1,0 +1,228 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/treeverse/lakefs/pkg/api/apigen"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+const (
+	defaultRepository = "lake"
+	defaultPartitions = 3
+	defaultBranch     = "main"
+	callTimeout       = 30 * time.Second
+)
+
+// Options configures Start. The zero value starts Kafka with no topics and
+// lakeFS with a repository "lake".
+type Options struct {
+	WorkDir      string       // parent for the stack's temp dir; os.TempDir() if empty
+	Repository   string       // repository created with branch main; default "lake"
+	Partitions   int          // default partitions for topics; default 3
+	Topics       []Topic      // created before Start returns
+	Logger       *slog.Logger // progress lines; discarded if nil
+	LakeFSBinary string       // lakeFS server to run; else LakeFSBinaryPath builds or reuses one
+}
+
+// Topic is a Kafka topic to create. Partitions 0 means the stack default.
+type Topic struct {
+	Name       string
+	Partitions int
+	Compacted  bool // cleanup.policy=compact, for changelog topics
+}
+
+// Stack is a running Kafka broker and lakeFS server. Close it when done.
+type Stack struct {
+	KafkaBrokers    []string // "127.0.0.1:PORT"
+	LakeFSEndpoint  string   // "http://127.0.0.1:PORT"; the API is under /api/v1
+	AccessKeyID     string   // lakeFS admin credentials
+	SecretAccessKey string
+	Repository      string // created at start with default branch main
+	WorkDir         string // temp dir holding everything below; removed by Close
+	BlockstoreDir   string // lakeFS local blockstore root: local://<repo> lives in <dir>/<repo>
+	LakeFSLog       string // lakeFS server output
+
+	logger     *slog.Logger
+	partitions int
+	kafka      *kfake.Cluster
+	lakefs     *lakeFSServer
+	client     *apigen.ClientWithResponses
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start runs kfake and the lakeFS server, creates opts.Topics and the
+// repository, and returns when both answer. ctx bounds the start only
+// (including a first-run build of lakeFS); the stack lives until Close.
+func Start(ctx context.Context, opts Options) (*Stack, error) {
+	logger := orDiscard(opts.Logger)
+	bin := opts.LakeFSBinary
+	if bin == "" {
+		var err error
+		if bin, err = LakeFSBinaryPath(ctx, logger); err != nil {
+			return nil, err
+		}
+	}
+	repo := opts.Repository
+	if repo == "" {
+		repo = defaultRepository
+	}
+	s := &Stack{Repository: repo, logger: logger, partitions: opts.Partitions}
+	if s.partitions <= 0 {
+		s.partitions = defaultPartitions
+	}
+	if err := s.start(ctx, opts, bin); err != nil {
+		if cerr := s.Close(); cerr != nil {
+			logger.Warn("devstack: cleanup after failed start", "err", cerr)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Stack) start(ctx context.Context, opts Options, bin string) error {
+	started := time.Now()
+	dir, err := os.MkdirTemp(opts.WorkDir, "lakewap-devstack-")
+	if err != nil {
+		return fmt.Errorf("devstack: work dir: %w", err)
+	}
+	s.WorkDir = dir
+
+	s.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(s.partitions))
+	if err != nil {
+		return fmt.Errorf("devstack: start kfake: %w", err)
+	}
+	s.KafkaBrokers = s.kafka.ListenAddrs()
+	if err := s.CreateTopics(ctx, opts.Topics...); err != nil {
+		return err
+	}
+
+	s.AccessKeyID, s.SecretAccessKey, err = newCredentials()
+	if err != nil {
+		return err
+	}
+	s.lakefs, err = startLakeFS(ctx, s.logger, bin, lakeFSConfig{
+		dir:             dir,
+		accessKeyID:     s.AccessKeyID,
+		secretAccessKey: s.SecretAccessKey,
+	})
+	if err != nil {
+		return err
+	}
+	s.LakeFSEndpoint = s.lakefs.endpoint
+	s.LakeFSLog = s.lakefs.logPath
+	s.BlockstoreDir = filepath.Join(dir, "data")
+	if s.client, err = s.newClient(); err != nil {
+		return err
+	}
+	if err := s.CreateRepository(ctx, s.Repository); err != nil {
+		return err
+	}
+	s.logger.Info("devstack ready", "kafka", s.KafkaBrokers, "lakefs", s.LakeFSEndpoint,
+		"repository", s.Repository, "took", time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+// LakeFSClient returns a typed lakeFS client authenticated as the admin.
+func (s *Stack) LakeFSClient() *apigen.ClientWithResponses { return s.client }
+
+func (s *Stack) newClient() (*apigen.ClientWithResponses, error) {
+	c, err := apigen.NewClientWithResponses(s.LakeFSEndpoint+"/api/v1",
+		apigen.WithHTTPClient(&http.Client{Timeout: callTimeout}),
+		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.SetBasicAuth(s.AccessKeyID, s.SecretAccessKey)
+			return nil
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("devstack: lakeFS client: %w", err)
+	}
+	return c, nil
+}
+
+// CreateTopics creates Kafka topics; a topic that already exists is left
+// as it is. Topics must exist before the first produce because kafka-go
+// caches topic metadata for several seconds.
+func (s *Stack) CreateTopics(ctx context.Context, topics ...Topic) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	req := &kafka.CreateTopicsRequest{}
+	for _, t := range topics {
+		if t.Name == "" {
+			return errors.New("devstack: topic with empty name")
+		}
+		parts := t.Partitions
+		if parts <= 0 {
+			parts = s.partitions
+		}
+		tc := kafka.TopicConfig{Topic: t.Name, NumPartitions: parts, ReplicationFactor: 1}
+		if t.Compacted {
+			tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
+		}
+		req.Topics = append(req.Topics, tc)
+	}
+	client := &kafka.Client{Addr: kafka.TCP(s.KafkaBrokers...), Timeout: callTimeout}
+	resp, err := client.CreateTopics(ctx, req)
+	if err != nil {
+		return fmt.Errorf("devstack: create topics: %w", err)
+	}
+	var errs []error
+	for name, terr := range resp.Errors {
+		if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
+			errs = append(errs, fmt.Errorf("devstack: create topic %q: %w", name, terr))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CreateRepository creates a lakeFS repository with storage namespace
+// local://<name> and default branch main.
+func (s *Stack) CreateRepository(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	branch := defaultBranch
+	resp, err := s.client.CreateRepositoryWithResponse(ctx, &apigen.CreateRepositoryParams{}, apigen.CreateRepositoryJSONRequestBody{
+		Name:             name,
+		StorageNamespace: "local://" + name,
+		DefaultBranch:    &branch,
+	})
+	if err != nil {
+		return fmt.Errorf("devstack: create repository %q: %w", name, err)
+	}
+	if resp.StatusCode() != http.StatusCreated {
+		return fmt.Errorf("devstack: create repository %q: lakeFS answered %s: %s", name, resp.Status(), resp.Body)
+	}
+	return nil
+}
+
+// Close stops lakeFS (SIGTERM, SIGKILL after a grace period), stops the
+// Kafka broker and removes the work dir. It is safe to call more than once.
+func (s *Stack) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.lakefs != nil {
+			errs = append(errs, s.lakefs.stop())
+		}
+		if s.kafka != nil {
+			s.kafka.Close()
+		}
+		if s.WorkDir != "" {
+			errs = append(errs, os.RemoveAll(s.WorkDir))
+		}
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}

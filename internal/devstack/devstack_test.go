@@ -1,0 +1,287 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+func TestStack(t *testing.T) {
+	s := StartForTest(t, Options{
+		Topics: []Topic{
+			{Name: "devstack.events"},
+			{Name: "devstack.runs", Partitions: 1, Compacted: true},
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	t.Run("topics", func(t *testing.T) {
+		client := &kafka.Client{Addr: kafka.TCP(s.KafkaBrokers...)}
+		md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"devstack.events", "devstack.runs"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for _, tp := range md.Topics {
+			if tp.Error != nil {
+				t.Fatalf("topic %s: %v", tp.Name, tp.Error)
+			}
+			got[tp.Name] = len(tp.Partitions)
+		}
+		want := map[string]int{"devstack.events": defaultPartitions, "devstack.runs": 1}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("partitions = %v, want %v", got, want)
+		}
+
+		cfg, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
+			{ResourceType: kafka.ResourceTypeTopic, ResourceName: "devstack.runs", ConfigNames: []string{"cleanup.policy"}},
+			{ResourceType: kafka.ResourceTypeTopic, ResourceName: "devstack.events", ConfigNames: []string{"cleanup.policy"}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy := map[string]string{}
+		for _, r := range cfg.Resources {
+			for _, e := range r.ConfigEntries {
+				policy[r.ResourceName] = e.ConfigValue
+			}
+		}
+		if policy["devstack.runs"] != "compact" || policy["devstack.events"] != "delete" {
+			t.Errorf("cleanup.policy = %v, want runs=compact events=delete", policy)
+		}
+
+		// Creating an existing topic again is not an error.
+		if err := s.CreateTopics(ctx, Topic{Name: "devstack.events"}); err != nil {
+			t.Errorf("re-create topic: %v", err)
+		}
+	})
+
+	t.Run("kafka-go produce and consume with a group", func(t *testing.T) {
+		const n = 20
+		w := &kafka.Writer{
+			Addr:         kafka.TCP(s.KafkaBrokers...),
+			Topic:        "devstack.events",
+			Balancer:     &kafka.Hash{},
+			RequiredAcks: kafka.RequireAll,
+			BatchTimeout: 10 * time.Millisecond,
+		}
+		defer w.Close()
+		var want []string
+		var msgs []kafka.Message
+		for i := range n {
+			v := fmt.Sprintf("event-%02d", i)
+			want = append(want, v)
+			msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprintf("batch-%d", i%7)), Value: []byte(v)})
+		}
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+
+		r := kafka.NewReader(kafka.ReaderConfig{
+			Brokers:     s.KafkaBrokers,
+			Topic:       "devstack.events",
+			GroupID:     "devstack-test",
+			StartOffset: kafka.FirstOffset,
+		})
+		defer r.Close()
+		var got []string
+		partitions := map[int]bool{}
+		for len(got) < n {
+			m, err := r.FetchMessage(ctx)
+			if err != nil {
+				t.Fatalf("consume after %d messages: %v", len(got), err)
+			}
+			got = append(got, string(m.Value))
+			partitions[m.Partition] = true
+			if err := r.CommitMessages(ctx, m); err != nil {
+				t.Fatalf("commit: %v", err)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("consumed %v, want %v", got, want)
+		}
+		if len(partitions) < 2 {
+			t.Errorf("all messages on partitions %v; want keys spread over several", partitions)
+		}
+	})
+
+	t.Run("lakeFS repository with main branch", func(t *testing.T) {
+		c := s.LakeFSClient()
+		repo, err := c.GetRepositoryWithResponse(ctx, s.Repository)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if repo.JSON200 == nil {
+			t.Fatalf("get repository: %s %s", repo.Status(), repo.Body)
+		}
+		if repo.JSON200.DefaultBranch != "main" || repo.JSON200.StorageNamespace != "local://lake" {
+			t.Errorf("repository = %+v, want default branch main, namespace local://lake", *repo.JSON200)
+		}
+		br, err := c.GetBranchWithResponse(ctx, s.Repository, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if br.JSON200 == nil || br.JSON200.CommitId == "" {
+			t.Fatalf("get branch main: %s %s", br.Status(), br.Body)
+		}
+	})
+
+	t.Run("wrong credentials are refused", func(t *testing.T) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.LakeFSEndpoint+"/api/v1/repositories", nil)
+		req.SetBasicAuth(s.AccessKeyID, "not-the-secret")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("status = %d, want 401", resp.StatusCode)
+		}
+	})
+
+	t.Run("CreateRepository", func(t *testing.T) {
+		if err := s.CreateRepository(ctx, "second"); err != nil {
+			t.Fatal(err)
+		}
+		br, err := s.LakeFSClient().GetBranchWithResponse(ctx, "second", "main")
+		if err != nil || br.JSON200 == nil {
+			t.Fatalf("branch main of second: %v %v", err, br.Status())
+		}
+		err = s.CreateRepository(ctx, s.Repository)
+		if err == nil || !strings.Contains(err.Error(), "409") {
+			t.Errorf("creating an existing repository: err = %v, want a 409 error", err)
+		}
+	})
+
+	t.Run("lakectl talks to the stack", func(t *testing.T) {
+		lakectl, err := LakectlBinaryPath(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, lakectl, "branch", "list", "lakefs://"+s.Repository)
+		cmd.Env = append(os.Environ(),
+			"LAKECTL_SERVER_ENDPOINT_URL="+s.LakeFSEndpoint,
+			"LAKECTL_CREDENTIALS_ACCESS_KEY_ID="+s.AccessKeyID,
+			"LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY="+s.SecretAccessKey,
+			"HOME="+t.TempDir(), // no ~/.lakectl.yaml
+		)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("lakectl: %v\n%s", err, out)
+		}
+		if !regexp.MustCompile(`(?m)^\s*main\s`).Match(out) {
+			t.Errorf("lakectl branch list does not show main:\n%s", out)
+		}
+	})
+}
+
+func TestCloseStopsEverything(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	parent := t.TempDir()
+	s, err := Start(ctx, Options{WorkDir: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := s.lakefs.cmd.Process.Pid
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("lakeFS pid %d not running before Close: %v", pid, err)
+	}
+	if !strings.HasPrefix(s.WorkDir, parent) {
+		t.Errorf("work dir %s not under %s", s.WorkDir, parent)
+	}
+
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("lakeFS pid %d after Close: kill(0) = %v, want ESRCH", pid, err)
+	}
+	if _, err := os.Stat(s.WorkDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("work dir after Close: %v, want it removed", err)
+	}
+	if c, err := net.Dial("tcp", s.KafkaBrokers[0]); err == nil {
+		c.Close()
+		t.Errorf("Kafka still accepts connections on %s after Close", s.KafkaBrokers[0])
+	}
+	if c, err := net.Dial("tcp", strings.TrimPrefix(s.LakeFSEndpoint, "http://")); err == nil {
+		c.Close()
+		t.Errorf("lakeFS still accepts connections at %s after Close", s.LakeFSEndpoint)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestStartFailsFastWhenLakeFSExits(t *testing.T) {
+	fake := filepath.Join(t.TempDir(), "lakefs")
+	script := "#!/bin/sh\necho 'FATAL config is bad: boom' >&2\nexit 3\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	s, err := Start(ctx, Options{WorkDir: parent, LakeFSBinary: fake})
+	if err == nil {
+		s.Close()
+		t.Fatal("Start succeeded with a lakeFS that exits")
+	}
+	for _, want := range []string{"exited during start", "exit status 3", "boom"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if left, _ := os.ReadDir(parent); len(left) != 0 {
+		t.Errorf("failed Start left %d entries in the work dir parent", len(left))
+	}
+}
+
+func TestToolsModulePinsLakeFSVersion(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot(), "tools", "lakefs", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*(?:require\s+)?github\.com/treeverse/lakefs\s+(\S+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("tools/lakefs/go.mod does not require github.com/treeverse/lakefs")
+	}
+	if got := string(m[1]); got != LakeFSVersion {
+		t.Errorf("tools module pins lakeFS %s, devstack caches it as %s", got, LakeFSVersion)
+	}
+}
+
+func TestLockFileExcludesSecondHolder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "build.lock")
+	unlock, err := lockFile(context.Background(), nil, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := lockFile(canceled, orDiscard(nil), path); !errors.Is(err, context.Canceled) {
+		t.Fatalf("second lock while held: err = %v, want context.Canceled", err)
+	}
+	unlock()
+	unlock2, err := lockFile(context.Background(), nil, path)
+	if err != nil {
+		t.Fatalf("lock after release: %v", err)
+	}
+	unlock2()
+}
