@@ -1,0 +1,213 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+func seq(from, to int64) []int64 {
+	var out []int64
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func TestHandlesInOrderPerPartitionAndCommits(t *testing.T) {
+	_, brokers := startKafka(t, kfake.SeedTopics(3, inTopic), kfake.SeedTopics(1, dlqTopic))
+	const perPartition = 20
+	for p := range 3 {
+		var vs []string
+		for i := range perPartition {
+			vs = append(vs, fmt.Sprintf("p%d-%d", p, i))
+		}
+		produce(t, brokers, inTopic, p, values(vs...)...)
+	}
+	reg := prometheus.NewRegistry()
+	cfg := testConfig(brokers, "order")
+	cfg.Registerer = reg
+	rec := newRecorder()
+	c := startConsumer(t, cfg, rec)
+
+	eventually(t, "all offsets committed", func() bool {
+		got := committed(t, brokers, "order", inTopic, 3)
+		return got[0] == perPartition && got[1] == perPartition && got[2] == perPartition
+	})
+	for p := range 3 {
+		if got, want := rec.handledOffsets(p), seq(0, perPartition); !slices.Equal(got, want) {
+			t.Errorf("partition %d handled offsets %v, want %v", p, got, want)
+		}
+		rec.mu.Lock()
+		if got := rec.handled[p]; got[0] != fmt.Sprintf("p%d-0", p) || got[perPartition-1] != fmt.Sprintf("p%d-%d", p, perPartition-1) {
+			t.Errorf("partition %d values %v", p, got)
+		}
+		rec.mu.Unlock()
+	}
+	if !c.Ready() {
+		t.Errorf("Ready() = false with every partition restored")
+	}
+	if got := value(t, c.m.handled.WithLabelValues("1")); got != perPartition {
+		t.Errorf("handled metric for partition 1 = %v, want %d", got, perPartition)
+	}
+	eventually(t, "lag reported as zero", func() bool {
+		return value(t, c.m.lag.WithLabelValues("2")) == 0 && series(c.m.lag) == 3
+	})
+
+	// More messages after the first commit continue from there.
+	produce(t, brokers, inTopic, 1, values("late")...)
+	eventually(t, "late message committed", func() bool {
+		return committed(t, brokers, "order", inTopic, 3)[1] == perPartition+1
+	})
+	c.stop(t)
+	if got := rec.handledOffsets(1); len(got) != perPartition+1 {
+		t.Errorf("partition 1 handled %d messages, want %d (no duplicates, no loss)", len(got), perPartition+1)
+	}
+	if c.Ready() {
+		t.Errorf("Ready() = true after Run returned")
+	}
+}
+
+func header(m kafka.Message, key string) (string, bool) {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
+}
+
+func TestPoisonMessageGoesToDeadLetterTopic(t *testing.T) {
+	_, brokers := startKafka(t, kfake.SeedTopics(2, inTopic), kfake.SeedTopics(1, dlqTopic))
+	msgs := values("ok-1", "poison", "ok-2", "panic", "ok-3")
+	msgs[1].Headers = []kafka.Header{{Key: "trace", Value: []byte("abc")}}
+	produce(t, brokers, inTopic, 1, msgs...)
+
+	reg := prometheus.NewRegistry()
+	cfg := testConfig(brokers, "poison")
+	cfg.Registerer = reg
+	rec := newRecorder()
+	rec.onHandle = func(_ context.Context, m kafka.Message) error {
+		switch string(m.Value) {
+		case "poison":
+			return Poison(errors.New("cannot decode"), "decode")
+		case "panic":
+			panic("boom")
+		}
+		return nil
+	}
+	c := startConsumer(t, cfg, rec)
+	eventually(t, "offset past every message committed", func() bool {
+		return committed(t, brokers, "poison", inTopic, 2)[1] == 5
+	})
+	if got, want := rec.handledOffsets(1), []int64{0, 2, 4}; !slices.Equal(got, want) {
+		t.Errorf("handled offsets %v, want %v", got, want)
+	}
+	dead := readPartition(t, brokers, dlqTopic, 0)
+	if len(dead) != 2 {
+		t.Fatalf("dead-letter topic has %d records, want 2: %+v", len(dead), dead)
+	}
+	checks := []struct {
+		value, reason, errText, offset string
+	}{
+		{"poison", "decode", "cannot decode", "1"},
+		{"panic", ReasonPanic, "panic: boom", "3"},
+	}
+	for i, want := range checks {
+		d := dead[i]
+		if string(d.Value) != want.value || string(d.Key) != "k-"+want.value {
+			t.Errorf("dead letter %d key/value = %q/%q", i, d.Key, d.Value)
+		}
+		for key, v := range map[string]string{
+			HeaderDLQReason: want.reason, HeaderDLQError: want.errText, HeaderDLQTopic: inTopic,
+			HeaderDLQPartition: "1", HeaderDLQOffset: want.offset,
+		} {
+			if got, _ := header(d, key); got != v {
+				t.Errorf("dead letter %d header %s = %q, want %q", i, key, got, v)
+			}
+		}
+		if _, ok := header(d, HeaderDLQTime); !ok {
+			t.Errorf("dead letter %d has no %s header", i, HeaderDLQTime)
+		}
+	}
+	if got, _ := header(dead[0], "trace"); got != "abc" {
+		t.Errorf("original header lost: trace = %q", got)
+	}
+	if got := value(t, c.m.deadLetters.WithLabelValues("decode")); got != 1 {
+		t.Errorf("dead_letters_total{reason=decode} = %v, want 1", got)
+	}
+	if got := value(t, c.m.deadLetters.WithLabelValues(ReasonPanic)); got != 1 {
+		t.Errorf("dead_letters_total{reason=panic} = %v, want 1", got)
+	}
+}
+
+func TestTransientErrorIsRetriedNotSkipped(t *testing.T) {
+	_, brokers := startKafka(t, kfake.SeedTopics(1, inTopic), kfake.SeedTopics(1, dlqTopic))
+	produce(t, brokers, inTopic, 0, values("a", "flaky", "b")...)
+	failures := 3
+	rec := newRecorder()
+	rec.onHandle = func(_ context.Context, m kafka.Message) error {
+		if string(m.Value) == "flaky" && failures > 0 {
+			failures-- // only this partition's worker calls Handle, sequentially
+			return errors.New("lake unavailable")
+		}
+		return nil
+	}
+	cfg := testConfig(brokers, "transient")
+	cfg.Registerer = prometheus.NewRegistry()
+	c := startConsumer(t, cfg, rec)
+	eventually(t, "all committed", func() bool { return committed(t, brokers, "transient", inTopic, 1)[0] == 3 })
+	if got, want := rec.handleCalls(0), []int64{0, 1, 1, 1, 1, 2}; !slices.Equal(got, want) {
+		t.Errorf("Handle calls %v, want %v", got, want)
+	}
+	if got, want := rec.handledOffsets(0), []int64{0, 1, 2}; !slices.Equal(got, want) {
+		t.Errorf("handled %v, want %v", got, want)
+	}
+	if got := value(t, c.m.retries.WithLabelValues(opHandle)); got != 3 {
+		t.Errorf("retries_total{operation=handle} = %v, want 3", got)
+	}
+	if n := len(readPartition(t, brokers, dlqTopic, 0)); n != 0 {
+		t.Errorf("a transient failure was dead-lettered (%d records)", n)
+	}
+}
+
+// value sums the counters or gauges a collector yields.
+func value(t testing.TB, c prometheus.Collector) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	c.Collect(ch)
+	close(ch)
+	var sum float64
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatalf("reading metric: %v", err)
+		}
+		switch {
+		case d.Counter != nil:
+			sum += d.Counter.GetValue()
+		case d.Gauge != nil:
+			sum += d.Gauge.GetValue()
+		}
+	}
+	return sum
+}
+
+// series counts the label sets a collector yields.
+func series(c prometheus.Collector) int {
+	ch := make(chan prometheus.Metric, 64)
+	c.Collect(ch)
+	close(ch)
+	n := 0
+	for range ch {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,316 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+const (
+	inTopic  = "in"
+	dlqTopic = "dlq"
+)
+
+// startKafka runs an in-process broker on a free 127.0.0.1 port for the test.
+func startKafka(t testing.TB, opts ...kfake.Opt) (*kfake.Cluster, []string) {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
+	if err != nil {
+		t.Fatalf("starting kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c, c.ListenAddrs()
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("CONSUMER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug - 4}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func testConfig(brokers []string, group string) Config {
+	return Config{
+		Brokers:           brokers,
+		GroupID:           group,
+		Topic:             inTopic,
+		DeadLetterTopic:   dlqTopic,
+		CommitInterval:    20 * time.Millisecond,
+		HeartbeatInterval: 100 * time.Millisecond,
+		SessionTimeout:    10 * time.Second,
+		RebalanceTimeout:  10 * time.Second,
+		JoinGroupBackoff:  100 * time.Millisecond,
+		ShutdownGrace:     10 * time.Second,
+		RetryBackoffMin:   5 * time.Millisecond,
+		RetryBackoffMax:   50 * time.Millisecond,
+	}
+}
+
+// newClient returns a client with its own transport, so no metadata is
+// cached across tests.
+func newClient(brokers []string) *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: &kafka.Transport{}}
+}
+
+// produce appends messages to one partition and returns their offsets.
+func produce(t testing.TB, brokers []string, topic string, partition int, msgs ...kafka.Message) []int64 {
+	t.Helper()
+	records := make([]kafka.Record, len(msgs))
+	for i, m := range msgs {
+		records[i] = kafka.Record{Key: kafka.NewBytes(m.Key), Value: kafka.NewBytes(m.Value), Headers: m.Headers}
+	}
+	res, err := newClient(brokers).Produce(context.Background(), &kafka.ProduceRequest{
+		Topic: topic, Partition: partition, RequiredAcks: kafka.RequireAll,
+		Records: kafka.NewRecordReader(records...),
+	})
+	if err == nil {
+		err = res.Error
+	}
+	if err != nil {
+		t.Fatalf("producing to %s/%d: %v", topic, partition, err)
+	}
+	offsets := make([]int64, len(msgs))
+	for i := range msgs {
+		offsets[i] = res.BaseOffset + int64(i)
+	}
+	return offsets
+}
+
+func values(vs ...string) []kafka.Message {
+	msgs := make([]kafka.Message, len(vs))
+	for i, v := range vs {
+		msgs[i] = kafka.Message{Key: []byte("k-" + v), Value: []byte(v)}
+	}
+	return msgs
+}
+
+// committed returns the group's committed offsets on topic (absent: none).
+func committed(t testing.TB, brokers []string, group, topic string, partitions int) map[int]int64 {
+	t.Helper()
+	ps := make([]int, partitions)
+	for i := range ps {
+		ps[i] = i
+	}
+	res, err := newClient(brokers).OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{
+		GroupID: group, Topics: map[string][]int{topic: ps},
+	})
+	if err == nil {
+		err = res.Error
+	}
+	if err != nil {
+		t.Fatalf("fetching committed offsets: %v", err)
+	}
+	out := map[int]int64{}
+	for _, p := range res.Topics[topic] {
+		if p.CommittedOffset >= 0 {
+			out[p.Partition] = p.CommittedOffset
+		}
+	}
+	return out
+}
+
+// readPartition returns every record of topic/partition below its current
+// high-water mark.
+func readPartition(t testing.TB, brokers []string, topic string, partition int) []kafka.Message {
+	t.Helper()
+	ctx := context.Background()
+	client := newClient(brokers)
+	lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(partition)}}})
+	if err != nil {
+		t.Fatalf("listing offsets: %v", err)
+	}
+	end := lo.Topics[topic][0].LastOffset
+	var out []kafka.Message
+	for offset := int64(0); offset < end; {
+		fr, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: partition, Offset: offset, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: time.Second})
+		if err == nil {
+			err = fr.Error
+		}
+		if err != nil {
+			t.Fatalf("fetching %s/%d@%d: %v", topic, partition, offset, err)
+		}
+		for {
+			r, err := fr.Records.ReadRecord()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("reading records: %v", err)
+			}
+			if r.Offset < offset {
+				continue
+			}
+			m := kafka.Message{Topic: topic, Partition: partition, Offset: r.Offset, Headers: r.Headers}
+			if r.Key != nil {
+				m.Key, _ = kafka.ReadAll(r.Key)
+			}
+			if r.Value != nil {
+				m.Value, _ = kafka.ReadAll(r.Value)
+			}
+			out = append(out, m)
+			offset = r.Offset + 1
+		}
+	}
+	return out
+}
+
+// eventually polls cond until it holds, failing the test after a generous
+// deadline: these wait on broker-side state that has no notification.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// recorder is a Handler that records what it was asked to do; behaviour is
+// plugged in per test.
+type recorder struct {
+	mu       sync.Mutex
+	calls    map[int][]int64 // every Handle call, per partition
+	handled  map[int][]string
+	offsets  map[int][]int64 // offsets whose Handle returned nil
+	events   []string        // assigned:p, revoked:p, handled:p:off in order
+	assigned map[int]int     // Assigned successes per partition
+	live     map[int]bool    // assigned and not yet revoked
+
+	onAssigned func(ctx context.Context, p int) error
+	onHandle   func(ctx context.Context, msg kafka.Message) error
+}
+
+func newRecorder() *recorder {
+	return &recorder{calls: map[int][]int64{}, handled: map[int][]string{}, offsets: map[int][]int64{}, assigned: map[int]int{}, live: map[int]bool{}}
+}
+
+func (r *recorder) Assigned(ctx context.Context, p int) error {
+	if r.onAssigned != nil {
+		if err := r.onAssigned(ctx, p); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.assigned[p]++
+	r.live[p] = true
+	r.events = append(r.events, fmt.Sprintf("assigned:%d", p))
+	return nil
+}
+
+func (r *recorder) Handle(ctx context.Context, msg kafka.Message) error {
+	r.mu.Lock()
+	r.calls[msg.Partition] = append(r.calls[msg.Partition], msg.Offset)
+	r.mu.Unlock()
+	var err error
+	if r.onHandle != nil {
+		err = r.onHandle(ctx, msg)
+	}
+	if err == nil {
+		r.mu.Lock()
+		r.handled[msg.Partition] = append(r.handled[msg.Partition], string(msg.Value))
+		r.offsets[msg.Partition] = append(r.offsets[msg.Partition], msg.Offset)
+		r.events = append(r.events, fmt.Sprintf("handled:%d:%d", msg.Partition, msg.Offset))
+		r.mu.Unlock()
+	}
+	return err
+}
+
+func (r *recorder) Revoked(p int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.live, p)
+	r.events = append(r.events, fmt.Sprintf("revoked:%d", p))
+}
+
+func (r *recorder) liveSet() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ps []int
+	for p := range r.live {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+func (r *recorder) handledOffsets(p int) []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.offsets[p])
+}
+
+func (r *recorder) handleCalls(p int) []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.calls[p])
+}
+
+func (r *recorder) totalHandled() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, o := range r.offsets {
+		n += len(o)
+	}
+	return n
+}
+
+func (r *recorder) eventLog() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// running is a Consumer whose Run goroutine the test controls.
+type running struct {
+	*Consumer
+	cancel context.CancelFunc
+	done   chan struct{} // closed when Run returned
+	err    error         // what Run returned
+}
+
+// stop cancels Run and waits for it to return.
+func (r *running) stop(t testing.TB) {
+	t.Helper()
+	r.cancel()
+	select {
+	case <-r.done:
+		if r.err != nil {
+			t.Errorf("Run returned %v", r.err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("Run did not return after cancel")
+	}
+}
+
+func startConsumer(t testing.TB, cfg Config, h Handler) *running {
+	t.Helper()
+	c, err := New(cfg, h, testLogger(t))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{Consumer: c, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		r.err = c.Run(ctx)
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
+}
