@@ -1,0 +1,49 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+)
+
+// Console writes what Slack would show, as plain text, to a writer: the
+// demo's notifier, and a way to read messages without a Slack workspace.
+type Console struct {
+	name  string
+	mu    sync.Mutex
+	w     io.Writer
+	links links
+}
+
+// NewConsole returns a console sink named "console" writing to w;
+// lakeFSURL is the lakeFS UI base URL for links ("" for none).
+func NewConsole(w io.Writer, lakeFSURL string) (*Console, error) {
+	base, err := uiBase(lakeFSURL)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	return &Console{name: "console", w: w, links: links{base: base}}, nil
+}
+
+func (c *Console) Name() string { return c.name }
+
+// Send writes the message and, for a run that ended badly, its details.
+// A failed write is not retried: the console is for people watching now.
+func (c *Console) Send(_ context.Context, n Notification) (string, bool, error) {
+	r := runOf(n)
+	var b strings.Builder
+	b.WriteString(renderText(mainMessage(r, c.links).Blocks, ""))
+	if th, ok := threadMessage(r); ok {
+		b.WriteString("  ↳ thread:\n")
+		b.WriteString(renderText(th.Blocks, "    "))
+	}
+	b.WriteString("\n")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := io.WriteString(c.w, b.String()); err != nil {
+		return "", false, fmt.Errorf("console: %w", err)
+	}
+	return "", false, nil
+}

@@ -1,0 +1,369 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Sink delivers notifications to one place.
+type Sink interface {
+	// Name is the sink's key in routes and receipts.
+	Name() string
+	// Send delivers n. receipt is what a later Send needs to update or skip
+	// (it is stored under Name() in the receipts); a non-empty receipt is kept
+	// even when err is set, so partial progress is not repeated. retry says
+	// whether err is worth another attempt.
+	Send(ctx context.Context, n Notification) (receipt string, retry bool, err error)
+}
+
+// requiredSink is implemented by sinks whose failure fails Notify (the
+// results topic is a contract; Slack is a courtesy).
+type requiredSink interface{ Required() bool }
+
+func isRequired(s Sink) bool {
+	r, ok := s.(requiredSink)
+	return ok && r.Required()
+}
+
+// RetryAfterError asks the Dispatcher to wait at least Wait before the next
+// attempt, as a rate-limited peer told it to.
+type RetryAfterError struct {
+	Wait time.Duration
+	Err  error
+}
+
+func (e *RetryAfterError) Error() string { return e.Err.Error() }
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// ErrUndelivered is wrapped by Notify's error when a required sink could
+// not deliver within its budget.
+var ErrUndelivered = errors.New("notification not delivered")
+
+const pendingPrefix = "pending:"
+
+// PendingKey is the receipt key under which Notify records that sink has
+// not delivered the run's latest notification; its value is that
+// notification's state. A later successful delivery removes it.
+func PendingKey(sink string) string { return pendingPrefix + sink }
+
+// Pending returns the sinks, sorted, that receipts say still owe a
+// notification: the caller notifies again (with the run's current state)
+// when it next can.
+func Pending(receipts map[string]string) []string {
+	var out []string
+	for k := range receipts {
+		if s, ok := strings.CutPrefix(k, pendingPrefix); ok {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Options tune a Dispatcher. Zero values take the defaults.
+type Options struct {
+	Logger *slog.Logger
+	// Registerer receives the dispatcher's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Budget bounds the time one Notify spends on one best-effort sink,
+	// retries included. Default 20s.
+	Budget time.Duration
+	// RequiredBudget is Budget for required sinks. Default 1m.
+	RequiredBudget time.Duration
+	// AttemptTimeout bounds one Send. Default 10s.
+	AttemptTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the exponential backoff between
+	// attempts (a Retry-After from the peer overrides it). Defaults 250ms, 10s.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Budget, 20*time.Second)
+	def(&o.RequiredBudget, time.Minute)
+	def(&o.AttemptTimeout, 10*time.Second)
+	def(&o.MinBackoff, 250*time.Millisecond)
+	def(&o.MaxBackoff, 10*time.Second)
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = o.MinBackoff
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Dispatcher fans notifications out to sinks along routes.
+type Dispatcher struct {
+	routes   []Route
+	sinks    map[string]Sink
+	names    []string // sorted, for a stable fan-out order
+	opts     Options
+	log      *slog.Logger
+	attempts *prometheus.CounterVec
+	undeliv  *prometheus.CounterVec
+
+	// sleep waits d or until ctx ends; tests replace it to observe waits
+	// instead of spending them.
+	sleep func(ctx context.Context, d time.Duration) error
+	now   func() time.Time
+
+	mu   sync.Mutex
+	down map[string]bool // best-effort sinks whose last Notify ran out of budget
+}
+
+// NewDispatcher checks routes against sinks and returns a Dispatcher.
+// Required sinks (the Kafka results sink) get every notification and take no
+// route; every other sink gets what its routes match.
+func NewDispatcher(routes []Route, sinks []Sink, opts Options) (*Dispatcher, error) {
+	d := &Dispatcher{
+		routes: slices.Clone(routes),
+		sinks:  map[string]Sink{},
+		opts:   opts.withDefaults(),
+		sleep:  sleepCtx,
+		now:    time.Now,
+		down:   map[string]bool{},
+	}
+	d.log = d.opts.Logger
+	for i, s := range sinks {
+		name := s.Name()
+		if name == "" || strings.HasPrefix(name, pendingPrefix) {
+			return nil, fmt.Errorf("sinks[%d]: invalid name %q", i, name)
+		}
+		if _, dup := d.sinks[name]; dup {
+			return nil, fmt.Errorf("sinks[%d]: duplicate name %q", i, name)
+		}
+		d.sinks[name] = s
+		d.names = append(d.names, name)
+	}
+	sort.Strings(d.names)
+	for i, r := range routes {
+		if err := r.validate(i, d.sinks); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if d.attempts, err = registerCounter(d.opts.Registerer, prometheus.CounterOpts{
+		Name: "lakewap_notify_attempts_total",
+		Help: "Send attempts per sink, by result (ok, retry, error).",
+	}, "sink", "result"); err != nil {
+		return nil, err
+	}
+	if d.undeliv, err = registerCounter(d.opts.Registerer, prometheus.CounterOpts{
+		Name: "lakewap_notify_undelivered_total",
+		Help: "Notifications a sink had not delivered when its budget ran out.",
+	}, "sink"); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func registerCounter(reg prometheus.Registerer, o prometheus.CounterOpts, labels ...string) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(o, labels)
+	if reg == nil {
+		return c, nil
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing, nil
+			}
+		}
+		return nil, fmt.Errorf("register %s: %w", o.Name, err)
+	}
+	return c, nil
+}
+
+type target struct {
+	sink     Sink
+	mention  string
+	required bool
+}
+
+// targets returns the sinks n goes to, each once, in name order.
+func (d *Dispatcher) targets(n Notification) []target {
+	var out []target
+	for _, name := range d.names {
+		s := d.sinks[name]
+		if isRequired(s) {
+			out = append(out, target{sink: s, required: true})
+			continue
+		}
+		matched, mention := false, ""
+		for _, r := range d.routes {
+			if r.Sink == name && r.matches(n) {
+				matched = true
+				if mention == "" {
+					mention = r.Mention
+				}
+			}
+		}
+		if matched {
+			out = append(out, target{sink: s, mention: mention})
+		}
+	}
+	return out
+}
+
+type delivery struct {
+	receipt string
+	err     error
+}
+
+// Notify sends n to every sink its routes pick, in parallel, each with its
+// own retries and budget, and waits for all of them. It returns n.Receipts
+// updated with what each sink left, plus a PendingKey entry for each
+// best-effort sink that did not deliver. The error is non-nil only when a
+// required sink did not deliver (it wraps ErrUndelivered); the caller keeps
+// the receipts either way and notifies again later.
+func (d *Dispatcher) Notify(ctx context.Context, n Notification) (map[string]string, error) {
+	ts := d.targets(n)
+	results := make([]delivery, len(ts))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		wg.Go(func() {
+			results[i] = d.deliver(ctx, t, n)
+		})
+	}
+	wg.Wait()
+
+	receipts := maps.Clone(n.Receipts)
+	if receipts == nil {
+		receipts = map[string]string{}
+	}
+	var errs []error
+	for i, t := range ts {
+		name, r := t.sink.Name(), results[i]
+		if r.receipt != "" {
+			receipts[name] = r.receipt
+		}
+		if r.err == nil {
+			delete(receipts, PendingKey(name))
+			continue
+		}
+		d.undeliv.WithLabelValues(name).Inc()
+		if t.required {
+			errs = append(errs, fmt.Errorf("%w to %s: %w", ErrUndelivered, name, r.err))
+			continue
+		}
+		receipts[PendingKey(name)] = n.State
+		d.log.Warn("notification not delivered; it stays pending",
+			"sink", name, "batch_id", n.BatchID, "dataset", n.Dataset, "state", n.State, "error", r.err.Error())
+	}
+	return receipts, errors.Join(errs...)
+}
+
+// deliver runs one sink's attempts. A best-effort sink that exhausted its
+// budget last time is tried once only until it delivers again, so a Slack
+// outage costs each later Notify one attempt, not a whole budget.
+func (d *Dispatcher) deliver(ctx context.Context, t target, n Notification) delivery {
+	name := t.sink.Name()
+	budget := d.opts.Budget
+	if t.required {
+		budget = d.opts.RequiredBudget
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	deadline := d.now().Add(budget)
+
+	d.mu.Lock()
+	once := !t.required && d.down[name]
+	d.mu.Unlock()
+
+	receipt := n.Receipts[name]
+	log := d.log.With("sink", name, "batch_id", n.BatchID, "dataset", n.Dataset, "state", n.State)
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		sn := n
+		sn.Mention = t.mention
+		sn.Receipts = maps.Clone(n.Receipts)
+		if sn.Receipts == nil {
+			sn.Receipts = map[string]string{}
+		}
+		if receipt != "" {
+			sn.Receipts[name] = receipt
+		}
+		actx, acancel := context.WithTimeout(ctx, d.opts.AttemptTimeout)
+		r, retry, err := t.sink.Send(actx, sn)
+		acancel()
+		if r != "" {
+			receipt = r
+		}
+		if err == nil {
+			d.attempts.WithLabelValues(name, "ok").Inc()
+			d.setDown(name, false)
+			return delivery{receipt: receipt}
+		}
+		lastErr = err
+		if !retry {
+			d.attempts.WithLabelValues(name, "error").Inc()
+			log.Warn("notification failed permanently", "attempt", attempt, "error", err.Error())
+			break
+		}
+		d.attempts.WithLabelValues(name, "retry").Inc()
+		wait := d.backoff(attempt)
+		var ra *RetryAfterError
+		if errors.As(err, &ra) && ra.Wait > 0 {
+			wait = ra.Wait
+		}
+		log.Info("notification attempt failed", "attempt", attempt, "retry_in", wait, "error", err.Error())
+		if once || ctx.Err() != nil || d.now().Add(wait).After(deadline) {
+			break
+		}
+		if err := d.sleep(ctx, wait); err != nil {
+			break
+		}
+	}
+	if !t.required {
+		d.setDown(name, true)
+	}
+	return delivery{receipt: receipt, err: lastErr}
+}
+
+func (d *Dispatcher) setDown(name string, down bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if down {
+		d.down[name] = true
+	} else {
+		delete(d.down, name)
+	}
+}
+
+// backoff is exponential with jitter in [d/2, d] so that sinks retrying
+// after a shared outage do not return in step.
+func (d *Dispatcher) backoff(attempt int) time.Duration {
+	b := d.opts.MinBackoff
+	for i := 1; i < attempt && b < d.opts.MaxBackoff; i++ {
+		b *= 2
+	}
+	b = min(b, d.opts.MaxBackoff)
+	return b/2 + rand.N(b/2+1)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

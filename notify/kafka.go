@@ -1,0 +1,146 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// DefaultResultsTopic is where result events go unless configured otherwise.
+const DefaultResultsTopic = "wap.results"
+
+// HeaderEventID is the Kafka header carrying a result event's stable id, so
+// consumers can drop duplicates without decoding the value.
+const HeaderEventID = "wap.event_id"
+
+// Encoder turns an event into the bytes of a Kafka message value (the
+// schemas codec does: Avro single-object or Confluent wire format).
+type Encoder interface {
+	Encode(ctx context.Context, topic string, ev schemas.Event) ([]byte, error)
+}
+
+// messageWriter is the part of *kafka.Writer the sink uses.
+type messageWriter interface {
+	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+}
+
+// KafkaResults writes result events to the results topic. It is the one
+// required sink: downstream systems act on these events, so Notify fails
+// when it cannot write. Its receipt is the id of the last event written,
+// so a repeated notification is not written twice in the normal case
+// (consumers still dedupe by HeaderEventID for the crash in between).
+type KafkaResults struct {
+	name, topic string
+	w           messageWriter
+	enc         Encoder
+}
+
+// NewResultsWriter returns a writer for the results topic with the settings
+// KafkaResults expects: every in-sync replica acknowledges, batches leave at
+// once, the key (batch id) picks the partition the way Java clients do, and
+// the topic must exist. transport may be nil for kafka-go's default (set it
+// for TLS or SASL).
+func NewResultsWriter(brokers []string, topic string, transport kafka.RoundTripper) *kafka.Writer {
+	if topic == "" {
+		topic = DefaultResultsTopic
+	}
+	return &kafka.Writer{
+		Addr:         kafka.TCP(brokers...),
+		Topic:        topic,
+		Balancer:     &kafka.Murmur2Balancer{},
+		RequiredAcks: kafka.RequireAll,
+		MaxAttempts:  3, // the Dispatcher retries on top, within its budget
+		BatchTimeout: 5 * time.Millisecond,
+		WriteTimeout: 10 * time.Second,
+		Transport:    transport,
+	}
+}
+
+// NewKafkaResults returns the results sink, named "kafka". w must have its
+// Topic set and require acks from all in-sync replicas (see
+// NewResultsWriter): a result acknowledged by one broker only can be lost.
+func NewKafkaResults(w *kafka.Writer, enc Encoder) (*KafkaResults, error) {
+	switch {
+	case w == nil:
+		return nil, errors.New("kafka results: writer is nil")
+	case enc == nil:
+		return nil, errors.New("kafka results: encoder is nil")
+	case w.Topic == "":
+		return nil, errors.New("kafka results: writer has no topic")
+	case w.RequiredAcks != kafka.RequireAll:
+		return nil, fmt.Errorf("kafka results: writer must require acks from all replicas (RequiredAcks=%d)", w.RequiredAcks)
+	}
+	return &KafkaResults{name: "kafka", topic: w.Topic, w: w, enc: enc}, nil
+}
+
+func (k *KafkaResults) Name() string   { return k.name }
+func (k *KafkaResults) Required() bool { return true }
+
+// Send writes n's result event; a notification without one (a change of
+// state alone) or one already written is skipped.
+func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, error) {
+	prev := n.Receipts[k.name]
+	id := EventID(n.Event)
+	if id == "" || id == prev {
+		return prev, false, nil
+	}
+	ev := deref(n.Event)
+	value, err := k.enc.Encode(ctx, k.topic, ev)
+	if err != nil {
+		// An event the codec rejects will be rejected again; only a codec
+		// that says otherwise (a schema registry out of reach) is retried.
+		var p interface{ Permanent() bool }
+		retry := errors.As(err, &p) && !p.Permanent()
+		return prev, retry, fmt.Errorf("kafka results: encode %s %s: %w", ev.EventType(), id, err)
+	}
+	hs := schemas.Headers(ev)
+	hs[HeaderEventID] = id
+	keys := slices.Sorted(maps.Keys(hs))
+	headers := make([]kafka.Header, 0, len(keys))
+	for _, k := range keys {
+		headers = append(headers, kafka.Header{Key: k, Value: []byte(hs[k])})
+	}
+	msg := kafka.Message{Key: []byte(ev.Batch()), Value: value, Headers: headers}
+	if err := k.w.WriteMessages(ctx, msg); err != nil {
+		return prev, kafkaRetryable(err), fmt.Errorf("kafka results: write %s %s to %s: %w", ev.EventType(), id, k.topic, err)
+	}
+	return id, false, nil
+}
+
+// kafkaRetryable says whether a write error may pass: broker errors that
+// Kafka marks temporary, timeouts and network trouble. Errors kafka-go does
+// not classify are retried too; the Dispatcher's budget bounds them.
+func kafkaRetryable(err error) bool {
+	var we kafka.WriteErrors
+	if errors.As(err, &we) {
+		for _, e := range we {
+			if e != nil && kafkaRetryable(e) {
+				return true
+			}
+		}
+		return false
+	}
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		return ke.Temporary() || ke.Timeout()
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return false
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne):
+		return true
+	case errors.Is(err, io.ErrClosedPipe): // the writer was closed: we are shutting down
+		return false
+	}
+	return true
+}

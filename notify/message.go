@@ -1,0 +1,466 @@
+package notify
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Limits that keep a message inside Slack's block limits (3000 characters
+// per section text, 2000 per field, 150 per header) and readable at 3 a.m.
+const (
+	maxSectionText = 2900
+	maxFieldText   = 1900
+	maxHeaderText  = 150
+	maxChecks      = 8
+	maxSampleRows  = 3
+	maxSampleRow   = 300
+	maxWarnNames   = 5
+)
+
+// run is what a message says about a run, gathered from the notification
+// and its event.
+type run struct {
+	Dataset, BatchID, State string
+	Repo, Branch            string
+	Reason, Detail          string
+	CommitID, TargetRef     string
+	Report                  *schemas.AuditReport
+	Duration                time.Duration
+	BranchKept              bool
+	Error, FailedIn         string
+	Attempts                int
+	LakeFSURI, S3URI        string
+	ExpectedWrites          []string
+	WriteDeadline           *time.Time
+	EventID                 string
+	Mention                 string
+}
+
+func runOf(n Notification) run {
+	r := run{Dataset: n.Dataset, BatchID: n.BatchID, State: n.State, Repo: n.Repository,
+		Branch: n.Branch, EventID: EventID(n.Event), Mention: n.Mention}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	since := func(t time.Time) {
+		if !n.LandedAt.IsZero() && t.After(n.LandedAt) {
+			r.Duration = t.Sub(n.LandedAt)
+		}
+	}
+	switch e := deref(n.Event).(type) {
+	case schemas.BranchReady:
+		set(&r.Dataset, e.Dataset)
+		set(&r.BatchID, e.BatchID)
+		set(&r.Repo, e.Repository)
+		set(&r.Branch, e.Branch)
+		r.LakeFSURI, r.S3URI, r.ExpectedWrites, r.WriteDeadline = e.LakeFSURI, e.S3URI, e.ExpectedWrites, e.WriteDeadline
+	case schemas.BatchPublished:
+		set(&r.Dataset, e.Dataset)
+		set(&r.BatchID, e.BatchID)
+		set(&r.Repo, e.Repository)
+		set(&r.Branch, e.Branch)
+		r.CommitID, r.TargetRef, r.Report = e.CommitID, e.TargetRef, &e.Report
+		r.Duration = time.Duration(e.DurationMs) * time.Millisecond
+	case schemas.BatchAborted:
+		set(&r.Dataset, e.Dataset)
+		set(&r.BatchID, e.BatchID)
+		set(&r.Repo, e.Repository)
+		set(&r.Branch, e.Branch)
+		r.Reason, r.Detail, r.Report, r.BranchKept = e.Reason, e.Detail, e.Report, e.BranchKept
+		r.Duration = time.Duration(e.DurationMs) * time.Millisecond
+	case schemas.BatchFailed:
+		set(&r.Dataset, e.Dataset)
+		set(&r.BatchID, e.BatchID)
+		set(&r.Repo, e.Repository)
+		set(&r.Branch, e.Branch)
+		r.Error, r.FailedIn, r.Attempts, r.BranchKept = e.Error, e.State, e.Attempts, e.BranchKept
+		since(e.OccurredAt)
+	}
+	return r
+}
+
+// deref turns pointers to result events into values so one switch serves both.
+func deref(ev schemas.Event) schemas.Event {
+	switch e := ev.(type) {
+	case *schemas.BranchReady:
+		return *e
+	case *schemas.BatchPublished:
+		return *e
+	case *schemas.BatchAborted:
+		return *e
+	case *schemas.BatchFailed:
+		return *e
+	}
+	return ev
+}
+
+// links builds lakeFS UI addresses; with no base URL it builds none.
+type links struct{ base string }
+
+func (l links) branch(repo, branch string) string {
+	if l.base == "" || repo == "" || branch == "" {
+		return ""
+	}
+	return l.base + "/repositories/" + url.PathEscape(repo) + "/objects?ref=" + url.QueryEscape(branch)
+}
+
+func (l links) commit(repo, id string) string {
+	if l.base == "" || repo == "" || id == "" {
+		return ""
+	}
+	return l.base + "/repositories/" + url.PathEscape(repo) + "/commits/" + url.PathEscape(id)
+}
+
+// message is one Slack message: the fallback text (what notifications and
+// screen readers show) and its blocks.
+type message struct {
+	Text   string
+	Blocks []slack.Block
+}
+
+// outcome names what happened in a few words.
+func (r run) outcome() (emoji, words string) {
+	switch r.State {
+	case StatePublished:
+		return ":white_check_mark:", "published"
+	case StateAborted:
+		switch r.Reason {
+		case schemas.ReasonAuditFailed:
+			return ":no_entry:", "aborted: audit failed"
+		case schemas.ReasonWriteTimeout:
+			return ":hourglass:", "aborted: writes timed out"
+		case schemas.ReasonCancelled:
+			return ":heavy_minus_sign:", "aborted: cancelled"
+		case schemas.ReasonMergeConflict:
+			return ":twisted_rightwards_arrows:", "aborted: merge conflict"
+		case schemas.ReasonInvalid:
+			return ":warning:", "aborted: invalid batch"
+		}
+		return ":no_entry:", "aborted"
+	case StateFailed:
+		return ":rotating_light:", "failed"
+	case StateLanded, StateAwaitingWrites:
+		return ":inbox_tray:", "waiting for writes"
+	case StateAuditing:
+		return ":mag:", "auditing"
+	case StatePublishing:
+		return ":arrows_counterclockwise:", "publishing"
+	}
+	return ":grey_question:", strings.ReplaceAll(r.State, "_", " ")
+}
+
+func (r run) alarming() bool {
+	return r.State == StateFailed || (r.State == StateAborted && r.Reason != schemas.ReasonCancelled)
+}
+
+// mainMessage is the one message a batch has: posted first, then updated
+// in place as the run moves on.
+func mainMessage(r run, l links) message {
+	emoji, words := r.outcome()
+	title := fmt.Sprintf("%s %s · batch %s", r.Dataset, words, r.BatchID)
+	text := title
+	if r.alarming() && r.Mention != "" {
+		text = r.Mention + " " + text
+	}
+	blocks := []slack.Block{
+		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, clip(emoji+" "+title, maxHeaderText), true, false)),
+	}
+	if r.alarming() && r.Mention != "" {
+		blocks = append(blocks, section(r.Mention+" this batch needs a look."))
+	}
+
+	var fields []*slack.TextBlockObject
+	field := func(label, value string) {
+		if value != "" {
+			fields = append(fields, slack.NewTextBlockObject(slack.MarkdownType, clip("*"+label+"*\n"+value, maxFieldText), false, false))
+		}
+	}
+	field("Dataset", esc(r.Dataset))
+	field("Batch", code(r.BatchID))
+	field("Outcome", esc(words))
+	if r.Duration > 0 {
+		field("Duration", formatDuration(r.Duration))
+	}
+	if r.Report != nil {
+		p, f, w := r.Report.Counts()
+		field("Checks", fmt.Sprintf("%d passed · %d failed · %d warned", p, f, w))
+	}
+	if r.Branch != "" {
+		b := code(r.Branch)
+		if u := l.branch(r.Repo, r.Branch); u != "" {
+			b = link(u, r.Branch)
+		}
+		if (r.State == StateAborted || r.State == StateFailed) && !r.BranchKept {
+			b += " (deleted)"
+		}
+		field("Branch", b)
+	}
+	if r.CommitID != "" {
+		c := code(short(r.CommitID))
+		if u := l.commit(r.Repo, r.CommitID); u != "" {
+			c = link(u, short(r.CommitID))
+		}
+		target := r.TargetRef
+		if target == "" {
+			target = "main"
+		}
+		field("Commit on "+esc(target), c)
+	}
+	blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
+
+	if what := r.what(); what != "" {
+		blocks = append(blocks, section(what))
+	}
+	if next := r.next(l); next != "" {
+		blocks = append(blocks, section("*Next:* "+next))
+	}
+	ctx := "lakewap"
+	if r.Repo != "" {
+		ctx += " · repository " + code(r.Repo)
+	}
+	if r.EventID != "" {
+		ctx += " · event " + code(r.EventID)
+	}
+	blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, ctx, false, false)))
+	return message{Text: text, Blocks: blocks}
+}
+
+// what says what happened, beyond the outcome, in a sentence or two.
+func (r run) what() string {
+	var b strings.Builder
+	switch r.State {
+	case StateAborted:
+		b.WriteString("`main` is untouched.")
+		if r.Report != nil {
+			if failed := r.Report.Failed(); len(failed) > 0 {
+				names := make([]string, 0, len(failed))
+				for _, c := range failed {
+					names = append(names, code(c.Name))
+				}
+				fmt.Fprintf(&b, " Failing checks: %s.", strings.Join(names, ", "))
+			}
+		}
+		if r.Detail != "" {
+			b.WriteString(" " + esc(r.Detail))
+		}
+	case StateFailed:
+		fmt.Fprintf(&b, "lakewap gave up")
+		if r.Attempts > 0 {
+			fmt.Fprintf(&b, " after %d attempts", r.Attempts)
+		}
+		if r.FailedIn != "" {
+			fmt.Fprintf(&b, " while %s", esc(strings.ReplaceAll(r.FailedIn, "_", " ")))
+		}
+		b.WriteString(".")
+		if r.Error != "" {
+			b.WriteString(" Error: " + code(clip(r.Error, 500)))
+		}
+	case StatePublished:
+		if r.Report != nil {
+			var warned []string
+			for _, c := range r.Report.Checks {
+				if c.Status == schemas.StatusWarn {
+					warned = append(warned, fmt.Sprintf("%s (observed %s, threshold %s)", code(c.Name), code(c.Observed), code(c.Threshold)))
+				}
+			}
+			if len(warned) > maxWarnNames {
+				warned = append(warned[:maxWarnNames], fmt.Sprintf("and %d more", len(warned)-maxWarnNames))
+			}
+			if len(warned) > 0 {
+				b.WriteString("Warnings: " + strings.Join(warned, ", ") + ".")
+			}
+		}
+	case StateLanded, StateAwaitingWrites:
+		if len(r.ExpectedWrites) > 0 {
+			ws := make([]string, 0, len(r.ExpectedWrites))
+			for _, w := range r.ExpectedWrites {
+				ws = append(ws, code(w))
+			}
+			b.WriteString("Expected writes: " + strings.Join(ws, ", ") + ".")
+		}
+		if r.WriteDeadline != nil {
+			b.WriteString(" Deadline: " + r.WriteDeadline.UTC().Format(time.RFC3339) + ".")
+		}
+	}
+	return clip(strings.TrimSpace(b.String()), maxSectionText)
+}
+
+// next is the action a reader should take.
+func (r run) next(l links) string {
+	branch := code(r.Branch)
+	if u := l.branch(r.Repo, r.Branch); u != "" {
+		branch = link(u, r.Branch)
+	}
+	switch r.State {
+	case StateLanded, StateAwaitingWrites:
+		if r.LakeFSURI != "" {
+			s := "writers write to " + code(r.LakeFSURI)
+			if r.S3URI != "" {
+				s += " (S3 gateway: " + code(r.S3URI) + ")"
+			}
+			return s + " and send WriteComplete for each expected write."
+		}
+		return "waiting for the expected writes."
+	case StateAuditing, StatePublishing:
+		return "nothing to do; this message will update."
+	case StatePublished:
+		return "nothing to do. If this batch is wrong, undo it with " + code("lakewap revert --batch "+r.BatchID) + "."
+	case StateAborted:
+		inspect := "the branch was deleted; fix the source and send the batch again."
+		if r.BranchKept && r.Branch != "" {
+			inspect = "inspect branch " + branch + " (kept as it was audited), fix the data, then send the batch again."
+		}
+		switch r.Reason {
+		case schemas.ReasonWriteTimeout:
+			return "find out why the expected writes did not arrive before the deadline; " + inspect
+		case schemas.ReasonCancelled:
+			return "nothing to do; the batch was cancelled on request."
+		case schemas.ReasonMergeConflict:
+			if r.BranchKept && r.Branch != "" {
+				return "branch " + branch + " conflicts with `main`; resolve the conflicting writes and send the batch again."
+			}
+			return "the batch conflicts with `main`; resolve the conflicting writes and send the batch again."
+		case schemas.ReasonInvalid:
+			return "fix the producer of this batch's events and send the batch again."
+		}
+		return inspect
+	case StateFailed:
+		s := "check lakeFS and Kafka health"
+		if r.BranchKept && r.Branch != "" {
+			s += ", inspect branch " + branch
+		}
+		return s + ", then send the batch again; " + code("main") + " has not changed unless a later event says it was published."
+	}
+	return ""
+}
+
+// threadMessage holds the details of a failure, posted once as a reply
+// under the main message; ok is false when there is nothing to add.
+func threadMessage(r run) (m message, ok bool) {
+	if r.State != StateAborted && r.State != StateFailed {
+		return message{}, false
+	}
+	var blocks []slack.Block
+	if r.Report != nil {
+		failed := r.Report.Failed()
+		if len(failed) > 0 {
+			blocks = append(blocks, section(fmt.Sprintf("*Failing checks* (%d of %d)", len(failed), len(r.Report.Checks))))
+		}
+		for i, c := range failed {
+			if i == maxChecks {
+				blocks = append(blocks, section(fmt.Sprintf("…and %d more failing checks.", len(failed)-maxChecks)))
+				break
+			}
+			blocks = append(blocks, section(checkText(c)))
+		}
+	}
+	switch {
+	case r.State == StateFailed && r.Error != "":
+		blocks = append(blocks, section("*Error*\n"+codeBlock(r.Error)))
+	case r.State == StateAborted && r.Detail != "" && len(blocks) == 0:
+		blocks = append(blocks, section("*Detail*\n"+esc(r.Detail)))
+	}
+	if len(blocks) == 0 {
+		return message{}, false
+	}
+	_, words := r.outcome()
+	return message{Text: fmt.Sprintf("Details: %s batch %s %s", r.Dataset, r.BatchID, words), Blocks: blocks}, true
+}
+
+func checkText(c schemas.CheckResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%s* (%s", esc(c.Name), esc(c.Kind))
+	if c.Table != "" {
+		fmt.Fprintf(&b, " on %s", code(c.Table))
+	}
+	fmt.Fprintf(&b, ", %s): %s\n", esc(c.Severity), esc(c.Status))
+	fmt.Fprintf(&b, "observed %s vs threshold %s", orNone(c.Observed), orNone(c.Threshold))
+	if c.Message != "" {
+		b.WriteString("\n" + esc(clip(c.Message, 500)))
+	}
+	if len(c.SampleRows) > 0 {
+		rows := c.SampleRows
+		extra := ""
+		if len(rows) > maxSampleRows {
+			extra = fmt.Sprintf("\n…and %d more sample rows", len(rows)-maxSampleRows)
+			rows = rows[:maxSampleRows]
+		}
+		clipped := make([]string, len(rows))
+		for i, row := range rows {
+			clipped[i] = clip(row, maxSampleRow)
+		}
+		b.WriteString("\nSample rows:\n" + codeBlock(strings.Join(clipped, "\n")) + extra)
+	}
+	return clip(b.String(), maxSectionText)
+}
+
+// orNone shows a value as code, or says there is none (a check that could
+// not run observed nothing).
+func orNone(v string) string {
+	if v == "" {
+		return "(none)"
+	}
+	return code(v)
+}
+
+func section(mrkdwn string) *slack.SectionBlock {
+	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, clip(mrkdwn, maxSectionText), false, false), nil, nil)
+}
+
+// esc escapes the three characters Slack's mrkdwn gives meaning to.
+func esc(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func code(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "`" + esc(strings.ReplaceAll(s, "`", "'")) + "`"
+}
+
+func codeBlock(s string) string {
+	return "```" + esc(strings.ReplaceAll(s, "```", "'''")) + "```"
+}
+
+func link(u, label string) string {
+	return "<" + u + "|" + strings.NewReplacer("|", "¦", ">", "&gt;", "<", "&lt;", "&", "&amp;").Replace(label) + ">"
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func formatDuration(d time.Duration) string {
+	switch {
+	case d >= time.Minute:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}

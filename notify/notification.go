@@ -1,0 +1,118 @@
+package notify
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Run states a Notification can report. They are the pipeline's state names.
+const (
+	StateLanded         = "landed"
+	StateAwaitingWrites = "awaiting_writes"
+	StateAuditing       = "auditing"
+	StatePublishing     = "publishing"
+	StatePublished      = "published"
+	StateAborted        = "aborted"
+	StateFailed         = "failed"
+)
+
+var states = []string{StateLanded, StateAwaitingWrites, StateAuditing, StatePublishing, StatePublished, StateAborted, StateFailed}
+
+// terminal reports whether state ends a run: the only states an incoming
+// webhook is told about, since it cannot edit what it posted.
+func terminal(state string) bool {
+	return state == StatePublished || state == StateAborted || state == StateFailed
+}
+
+// Notification is one thing to tell the world about a run.
+type Notification struct {
+	// Event is the result event (BranchReady, BatchPublished, BatchAborted or
+	// BatchFailed) or nil for a change of state alone. Its event id is what
+	// makes a repeated delivery recognisable downstream.
+	Event schemas.Event
+	// State is the run state after the event (one of the State* constants).
+	State string
+
+	Dataset    string
+	BatchID    string
+	Repository string // lakeFS repository, for links when Event carries none
+	Branch     string // the batch's branch, likewise
+	// LandedAt is when the run started; it gives a duration to events that
+	// carry none (BatchFailed, state changes).
+	LandedAt time.Time
+
+	// Receipts is what earlier notifications of this batch left (the map
+	// Notify returned last time, as stored in the run state). Sinks use it to
+	// update in place and to skip what they already delivered.
+	Receipts map[string]string
+
+	// Mention is set by the Dispatcher from the matching Route: who to ping
+	// when the run is aborted or failed (e.g. "<!subteam^S123>" or "<@U123>").
+	Mention string
+}
+
+// EventID returns the stable id of a result event, or "" for other events
+// and nil.
+func EventID(ev schemas.Event) string {
+	switch e := ev.(type) {
+	case schemas.BranchReady:
+		return e.EventID
+	case *schemas.BranchReady:
+		return e.EventID
+	case schemas.BatchPublished:
+		return e.EventID
+	case *schemas.BatchPublished:
+		return e.EventID
+	case schemas.BatchAborted:
+		return e.EventID
+	case *schemas.BatchAborted:
+		return e.EventID
+	case schemas.BatchFailed:
+		return e.EventID
+	case *schemas.BatchFailed:
+		return e.EventID
+	}
+	return ""
+}
+
+// Route sends the notifications that match it to one sink. A notification
+// goes to a sink at most once, however many of its routes match.
+type Route struct {
+	Sink     string   `yaml:"sink" json:"sink"`
+	Datasets []string `yaml:"datasets" json:"datasets,omitempty"` // empty = every dataset
+	On       []string `yaml:"on" json:"on,omitempty"`             // run states; empty = every state
+	// Mention is added to the message when the run is aborted or failed.
+	Mention string `yaml:"mention" json:"mention,omitempty"`
+}
+
+func (r Route) matches(n Notification) bool {
+	if len(r.Datasets) > 0 && !slices.Contains(r.Datasets, n.Dataset) {
+		return false
+	}
+	return len(r.On) == 0 || slices.Contains(r.On, n.State)
+}
+
+func (r Route) validate(i int, sinks map[string]Sink) error {
+	s, ok := sinks[r.Sink]
+	switch {
+	case r.Sink == "":
+		return fmt.Errorf("routes[%d].sink: empty", i)
+	case !ok:
+		return fmt.Errorf("routes[%d].sink: no sink named %q", i, r.Sink)
+	case isRequired(s):
+		return fmt.Errorf("routes[%d].sink: %q is required and receives every notification; it takes no route", i, r.Sink)
+	}
+	for j, on := range r.On {
+		if !slices.Contains(states, on) {
+			return fmt.Errorf("routes[%d].on[%d]: unknown state %q (want one of %s)", i, j, on, strings.Join(states, ", "))
+		}
+	}
+	if r.Mention != "" && !strings.HasPrefix(r.Mention, "<") {
+		return fmt.Errorf("routes[%d].mention: %q is not a Slack mention such as <@U123> or <!subteam^S123>", i, r.Mention)
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package notify
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slacktest"
+)
+
+// workspace extends slacktest's server with what these tests need and it
+// lacks: chat.update, thread replies kept per message, distinct timestamps
+// within one second, and injected failures (429 with Retry-After, outages,
+// error bodies).
+type workspace struct {
+	t   *testing.T
+	srv *slacktest.Server
+
+	mu       sync.Mutex
+	seq      int
+	messages []*postedMessage // in post order, replies included
+	calls    map[string]int   // API method -> requests seen
+	// fail, when set, answers a request instead of the normal handler;
+	// it returns false to let the request through.
+	fail func(method string, w http.ResponseWriter) bool
+}
+
+type postedMessage struct {
+	Channel, TS, ThreadTS string
+	Text                  string
+	Blocks                slack.Blocks
+	Updates               int
+}
+
+func newWorkspace(t *testing.T) *workspace {
+	t.Helper()
+	ws := &workspace{t: t, calls: map[string]int{}}
+	ws.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
+		c.Handle("/chat.postMessage", ws.handler("chat.postMessage", ws.post))
+		c.Handle("/chat.update", ws.handler("chat.update", ws.update))
+	})
+	ws.srv.Start()
+	t.Cleanup(ws.srv.Stop)
+	return ws
+}
+
+func (ws *workspace) apiURL() string { return ws.srv.GetAPIURL() }
+
+func (ws *workspace) setFail(f func(method string, w http.ResponseWriter) bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.fail = f
+}
+
+func (ws *workspace) handler(method string, next func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws.mu.Lock()
+		ws.calls[method]++
+		fail := ws.fail
+		ws.mu.Unlock()
+		if fail != nil && fail(method, w) {
+			return
+		}
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		next(w, r)
+	}
+}
+
+func channelID(name string) string {
+	if n, ok := strings.CutPrefix(name, "#"); ok {
+		return "C" + strings.ToUpper(strings.ReplaceAll(n, "-", ""))
+	}
+	return name
+}
+
+func (ws *workspace) decodeBlocks(w http.ResponseWriter, raw string) (slack.Blocks, bool) {
+	var b slack.Blocks
+	if raw == "" {
+		return b, true
+	}
+	if err := json.Unmarshal([]byte(raw), &b); err != nil {
+		ws.t.Errorf("blocks do not decode: %v", err)
+		writeJSON(w, map[string]any{"ok": false, "error": "invalid_blocks"})
+		return b, false
+	}
+	return b, true
+}
+
+func (ws *workspace) post(w http.ResponseWriter, r *http.Request) {
+	blocks, ok := ws.decodeBlocks(w, r.Form.Get("blocks"))
+	if !ok {
+		return
+	}
+	ws.mu.Lock()
+	ws.seq++
+	m := &postedMessage{
+		Channel:  channelID(r.Form.Get("channel")),
+		TS:       fmt.Sprintf("1700000000.%06d", ws.seq),
+		ThreadTS: r.Form.Get("thread_ts"),
+		Text:     r.Form.Get("text"),
+		Blocks:   blocks,
+	}
+	ws.messages = append(ws.messages, m)
+	ws.mu.Unlock()
+	writeJSON(w, map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS})
+}
+
+func (ws *workspace) update(w http.ResponseWriter, r *http.Request) {
+	blocks, ok := ws.decodeBlocks(w, r.Form.Get("blocks"))
+	if !ok {
+		return
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, m := range ws.messages {
+		if m.Channel == r.Form.Get("channel") && m.TS == r.Form.Get("ts") {
+			m.Text, m.Blocks = r.Form.Get("text"), blocks
+			m.Updates++
+			writeJSON(w, map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text})
+			return
+		}
+	}
+	writeJSON(w, map[string]any{"ok": false, "error": "message_not_found"})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// topLevel returns the messages that are not thread replies.
+func (ws *workspace) topLevel() []postedMessage {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var out []postedMessage
+	for _, m := range ws.messages {
+		if m.ThreadTS == "" {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
+// replies returns the thread replies under ts.
+func (ws *workspace) replies(ts string) []postedMessage {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var out []postedMessage
+	for _, m := range ws.messages {
+		if m.ThreadTS == ts {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
+func (ws *workspace) callCount(method string) int {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.calls[method]
+}
+
+// text renders a posted message's blocks the way the console does, for
+// assertions on what a reader sees.
+func (m postedMessage) text() string { return renderText(m.Blocks.BlockSet, "") }
+
+// renderRaw is a block's JSON as Slack receives it, without Go's HTML
+// escaping, for assertions on escaping.
+func renderRaw(b slack.Block) string {
+	var sb strings.Builder
+	enc := json.NewEncoder(&sb)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(b)
+	return sb.String()
+}
