@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/consumer"
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/notify"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "lakewap.yaml", "config file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", *path, err)
+		return 2
+	}
+	log := newLogger(stderr, cfg.Log.Format, cfg.Log.Level)
+	d, err := newDaemon(ctx, cfg, daemonOptions{Logger: log, Console: stdout})
+	if err != nil {
+		log.Error("start-up failed", "err", err)
+		return 1
+	}
+	if err := d.Run(ctx); err != nil {
+		log.Error("daemon stopped with an error", "err", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
+
+type daemonOptions struct {
+	Logger   *slog.Logger
+	Console  io.Writer // console sink output when notify.console is on
+	Registry *prometheus.Registry
+	// Observe is passed to the runner (the demo's timeline).
+	Observe func(before, after pipeline.Run)
+}
+
+// daemon is lakewap's running parts; stopped in reverse order of start.
+type daemon struct {
+	cfg           *config.Config
+	log           *slog.Logger
+	lake          *lakefs.Client
+	engine        *audit.Engine
+	runner        *pipeline.Runner
+	consumer      *consumer.Consumer
+	results       *notify.KafkaResults
+	resultsWriter *kafka.Writer
+	http          *http.Server
+	httpLn        net.Listener
+	reg           *prometheus.Registry
+}
+
+func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemon, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	d := &daemon{cfg: cfg, log: log, reg: reg}
+	ok := false
+	defer func() {
+		if !ok {
+			d.close()
+		}
+	}()
+
+	secret, err := config.ReadSecret(cfg.LakeFS.SecretAccessKey, cfg.LakeFS.SecretAccessKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("lakefs.secret_access_key_file: %w", err)
+	}
+	d.lake, err = lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
+		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.D(30 * time.Second), Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("lakefs: %w", err)
+	}
+
+	sec, err := kafkaSecurity(cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	k := cfg.Kafka
+	transport, err := sec.Transport()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	if k.CreateTopics == nil || *k.CreateTopics {
+		changelog := consumer.ChangelogTopic(k.ChangelogTopic, k.InputTopic)
+		changelog.ReplicationFactor = k.ReplicationFactor
+		err := consumer.EnsureTopics(ctx, k.Brokers, transport,
+			consumer.TopicSpec{Name: k.InputTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
+			consumer.TopicSpec{Name: k.ResultsTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
+			consumer.TopicSpec{Name: k.DeadLetterTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
+			changelog,
+		)
+		if err != nil {
+			return nil, fmt.Errorf("kafka topics: %w", err)
+		}
+	}
+
+	codec, err := schemas.NewCodec(schemas.Options{})
+	if err != nil {
+		return nil, err
+	}
+	store, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: k.Brokers, Topic: k.ChangelogTopic, Security: sec})
+	if err != nil {
+		return nil, fmt.Errorf("kafka changelog: %w", err)
+	}
+
+	workDir := cfg.Audit.WorkDir
+	if workDir == "" {
+		workDir = filepath.Join(os.TempDir(), "lakewap-audit")
+	}
+	d.engine, err = audit.New(audit.Options{Source: auditSource{d.lake}, WorkDir: workDir, CacheDir: cfg.Audit.CacheDir,
+		MemoryLimit: cfg.Audit.MemoryLimit, Threads: cfg.Audit.Threads, DownloadParallelism: cfg.Audit.DownloadParallelism,
+		SampleRows: cfg.Audit.SampleRows, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+
+	d.resultsWriter = notify.NewResultsWriter(k.Brokers, k.ResultsTopic, transport)
+	d.results, err = notify.NewKafkaResults(d.resultsWriter, codec)
+	if err != nil {
+		return nil, fmt.Errorf("results sink: %w", err)
+	}
+	sinks := []notify.Sink{d.results}
+	if cfg.Notify.Console {
+		out := o.Console
+		if out == nil {
+			out = os.Stdout
+		}
+		c, err := notify.NewConsole(out, cfg.LakeFS.UIURL)
+		if err != nil {
+			return nil, fmt.Errorf("notify.console: %w", err)
+		}
+		sinks = append(sinks, c)
+	}
+	if s := cfg.Notify.Slack; s != nil {
+		token, err := config.ReadSecret(s.Token, s.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("notify.slack.token_file: %w", err)
+		}
+		hook, err := config.ReadSecret(s.WebhookURL, s.WebhookURLFile)
+		if err != nil {
+			return nil, fmt.Errorf("notify.slack.webhook_url_file: %w", err)
+		}
+		if token != "" {
+			sl, err := notify.NewSlack(notify.SlackConfig{Name: "slack", Token: token, Channel: s.Channel, LakeFSURL: cfg.LakeFS.UIURL, APIURL: s.APIURL})
+			if err != nil {
+				return nil, fmt.Errorf("notify.slack: %w", err)
+			}
+			sinks = append(sinks, sl)
+		} else {
+			wh, err := notify.NewSlackWebhook(notify.SlackWebhookConfig{Name: "slack", URL: hook, LakeFSURL: cfg.LakeFS.UIURL})
+			if err != nil {
+				return nil, fmt.Errorf("notify.slack: %w", err)
+			}
+			sinks = append(sinks, wh)
+		}
+	}
+	routes := make([]notify.Route, 0, len(cfg.Notify.Routes))
+	for _, r := range cfg.Notify.Routes {
+		routes = append(routes, notify.Route{Sink: r.Sink, Datasets: r.Datasets, On: r.On, Mention: r.Mention})
+	}
+	if len(routes) == 0 {
+		for _, s := range sinks[1:] {
+			routes = append(routes, notify.Route{Sink: s.Name()})
+		}
+	}
+	disp, err := notify.NewDispatcher(routes, sinks, notify.Options{Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("notify: %w", err)
+	}
+
+	specs := map[string]pipeline.DatasetSpec{}
+	for name, ds := range cfg.Datasets {
+		specs[name] = pipeline.DatasetSpec{Repository: ds.Repository, Source: ds.Source, Target: ds.Target,
+			WriteTimeout: ds.WriteTimeout.D(time.Hour), KeepBranch: ds.Keep()}
+	}
+	d.runner, err = pipeline.NewRunner(pipeline.Config{
+		Lake: d.lake, Auditor: auditor{engine: d.engine, datasets: cfg.Datasets}, Notifier: notifier{disp},
+		Store: store, Decoder: codec,
+		Datasets:    func(n string) (pipeline.DatasetSpec, bool) { s, ok := specs[n]; return s, ok },
+		Policy:      pipeline.Policy{RetryBudget: cfg.Runner.RetryBudget.D(10 * time.Minute), PendingTTL: cfg.Runner.PendingTTL.D(time.Hour)},
+		MaxInFlight: cfg.Runner.MaxInFlight, StepTimeout: cfg.Runner.StepTimeout.D(5 * time.Minute),
+		Grace: cfg.Runner.Grace.D(10 * time.Second), Logger: log, Observe: o.Observe,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.runner.Metrics = runnerMetrics(reg)
+
+	d.consumer, err = consumer.New(consumer.Config{
+		Brokers: k.Brokers, GroupID: k.GroupID, Topic: k.InputTopic, DeadLetterTopic: k.DeadLetterTopic,
+		Security: sec, CommitInterval: k.CommitInterval.D(time.Second), SessionTimeout: k.SessionTimeout.D(0),
+		Registerer: reg,
+	}, handler{d.runner}, log)
+	if err != nil {
+		return nil, fmt.Errorf("kafka consumer: %w", err)
+	}
+
+	if cfg.HTTP.Listen != "" {
+		if err := d.serveHTTP(cfg.HTTP.Listen); err != nil {
+			return nil, fmt.Errorf("http.listen: %w", err)
+		}
+	}
+	ok = true
+	return d, nil
+}
+
+// Run consumes until ctx ends, then shuts down: the consumer stops fetching
+// and hands its partitions back (the runner gets Grace to finish steps),
+// offsets are committed, then the rest closes.
+func (d *daemon) Run(ctx context.Context) error {
+	defer d.close()
+	err := d.consumer.Run(ctx)
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+func (d *daemon) close() {
+	if d.http != nil {
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = d.http.Shutdown(shut)
+		cancel()
+	}
+	if d.runner != nil {
+		d.runner.Close()
+	}
+	if d.resultsWriter != nil {
+		_ = d.resultsWriter.Close()
+	}
+	if d.engine != nil {
+		_ = d.engine.Close()
+	}
+}
+
+func (d *daemon) serveHTTP(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if err := d.lake.Healthy(ctx); err != nil {
+			http.Error(w, "lakefs: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if !d.consumer.Ready() {
+			http.Error(w, "kafka: partitions not assigned and restored yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	d.httpLn = ln
+	d.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = d.http.Serve(ln) }()
+	d.log.Info("http listening", "addr", ln.Addr().String())
+	return nil
+}
+
+func kafkaSecurity(k config.Kafka) (consumer.Security, error) {
+	var s consumer.Security
+	if t := k.TLS; t != nil {
+		s.TLS = &consumer.TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
+	}
+	if a := k.SASL; a != nil {
+		pw, err := config.ReadSecret(a.Password, a.PasswordFile)
+		if err != nil {
+			return s, fmt.Errorf("kafka.sasl.password_file: %w", err)
+		}
+		s.SASL = &consumer.SASLConfig{Mechanism: a.Mechanism, Username: a.Username, Password: pw}
+	}
+	return s, nil
+}
+
+func runnerMetrics(reg prometheus.Registerer) pipeline.Metrics {
+	steps := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_step_duration_seconds",
+		Help: "Duration of runner steps (create_branch, audit, publish, cleanup) by outcome.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 16)},
+		[]string{"step", "outcome"})
+	inState := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_state_duration_seconds",
+		Help: "Time runs spent in a state before leaving it.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 20)},
+		[]string{"dataset", "state"})
+	runs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_runs_total",
+		Help: "Runs that reached a terminal state, by dataset, outcome and reason."}, []string{"dataset", "outcome", "reason"})
+	reg.MustRegister(steps, inState, runs)
+	return pipeline.Metrics{
+		StepDuration: func(step, outcome string, d time.Duration) { steps.WithLabelValues(step, outcome).Observe(d.Seconds()) },
+		StateChange: func(ds string, from, _ pipeline.State, in time.Duration) {
+			if from != "" {
+				inState.WithLabelValues(ds, string(from)).Observe(in.Seconds())
+			}
+		},
+		Terminal: func(ds string, st pipeline.State, reason string) { runs.WithLabelValues(ds, string(st), reason).Inc() },
+	}
+}

@@ -1,0 +1,64 @@
+// Command lakewap turns Kafka events into Write-Audit-Publish runs on
+// lakeFS. It is the only package that imports every other one: it wires
+// config, Kafka, lakeFS, DuckDB and the notifiers together.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+const usage = `lakewap: Write-Audit-Publish for lakeFS, driven by Kafka events.
+
+Usage:
+  lakewap run      -config FILE         run the daemon
+  lakewap demo                          the embedded stack, a good and a bad batch
+  lakewap validate FILE                 check a config file, naming every bad field
+  lakewap version
+
+Run 'lakewap COMMAND -h' for a command's flags.
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return cmdRun(ctx, rest, stdout, stderr)
+	case "demo":
+		return cmdDemo(ctx, rest, stdout, stderr)
+	case "validate":
+		return cmdValidate(rest, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "lakewap dev")
+		return 0
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "lakewap: unknown command %q\n\n%s", cmd, usage)
+	return 2
+}
+
+func newLogger(w io.Writer, format, level string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(strings.ToUpper(level)))
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,413 @@
+// Package config is lakewap's YAML configuration: ${ENV} expansion, strict
+// parsing (unknown keys are errors) and validation that names every bad
+// field by its path. It may import audit (for suite declarations) and the
+// standard library.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/lakewap/lakewap/audit"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Kafka    Kafka              `yaml:"kafka"`
+	LakeFS   LakeFS             `yaml:"lakefs"`
+	Runner   Runner             `yaml:"runner"`
+	Audit    Audit              `yaml:"audit"`
+	Notify   Notify             `yaml:"notify"`
+	HTTP     HTTP               `yaml:"http"`
+	Log      Log                `yaml:"log"`
+	Datasets map[string]Dataset `yaml:"datasets"`
+}
+
+// Kafka says where the topics are and how to reach them.
+type Kafka struct {
+	Brokers         []string `yaml:"brokers"`
+	GroupID         string   `yaml:"group_id"`
+	InputTopic      string   `yaml:"input_topic"`
+	ResultsTopic    string   `yaml:"results_topic"`
+	DeadLetterTopic string   `yaml:"dead_letter_topic"`
+	ChangelogTopic  string   `yaml:"changelog_topic"`
+	// Partitions is used when lakewap creates missing topics.
+	Partitions        int      `yaml:"partitions"`
+	ReplicationFactor int      `yaml:"replication_factor"`
+	CreateTopics      *bool    `yaml:"create_topics"`
+	SchemaRegistry    string   `yaml:"schema_registry_url"`
+	TLS               *TLS     `yaml:"tls"`
+	SASL              *SASL    `yaml:"sasl"`
+	CommitInterval    Duration `yaml:"commit_interval"`
+	SessionTimeout    Duration `yaml:"session_timeout"`
+}
+
+// TLS for the Kafka connection.
+type TLS struct {
+	CAFile             string `yaml:"ca_file"`
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	ServerName         string `yaml:"server_name"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+}
+
+// SASL for the Kafka connection.
+type SASL struct {
+	Mechanism    string `yaml:"mechanism"`
+	Username     string `yaml:"username"`
+	Password     string `yaml:"password"`
+	PasswordFile string `yaml:"password_file"`
+}
+
+// LakeFS is the lakeFS server lakewap drives.
+type LakeFS struct {
+	Endpoint            string   `yaml:"endpoint"`
+	AccessKeyID         string   `yaml:"access_key_id"`
+	SecretAccessKey     string   `yaml:"secret_access_key"`
+	SecretAccessKeyFile string   `yaml:"secret_access_key_file"`
+	UIURL               string   `yaml:"ui_url"`
+	Timeout             Duration `yaml:"timeout"`
+}
+
+// Runner tunes the state machine and its runner.
+type Runner struct {
+	MaxInFlight int      `yaml:"max_in_flight"`
+	StepTimeout Duration `yaml:"step_timeout"`
+	RetryBudget Duration `yaml:"retry_budget"`
+	PendingTTL  Duration `yaml:"pending_ttl"`
+	Grace       Duration `yaml:"shutdown_grace"`
+}
+
+// Audit tunes the DuckDB engine.
+type Audit struct {
+	WorkDir             string `yaml:"work_dir"`
+	CacheDir            string `yaml:"cache_dir"`
+	MemoryLimit         string `yaml:"memory_limit"`
+	Threads             int    `yaml:"threads"`
+	DownloadParallelism int    `yaml:"download_parallelism"`
+	SampleRows          int    `yaml:"sample_rows"`
+}
+
+// Notify configures Slack, the console sink and routing.
+type Notify struct {
+	Console bool    `yaml:"console"`
+	Slack   *Slack  `yaml:"slack"`
+	Routes  []Route `yaml:"routes"`
+}
+
+// Slack credentials; each secret comes inline (usually ${ENV}) or from a file.
+type Slack struct {
+	Token          string `yaml:"token"`
+	TokenFile      string `yaml:"token_file"`
+	Channel        string `yaml:"channel"`
+	WebhookURL     string `yaml:"webhook_url"`
+	WebhookURLFile string `yaml:"webhook_url_file"`
+	APIURL         string `yaml:"api_url"` // for tests against slacktest
+}
+
+// Route sends some outcomes of some datasets to a sink.
+type Route struct {
+	Sink     string   `yaml:"sink"`
+	Channel  string   `yaml:"channel"`
+	Datasets []string `yaml:"datasets"`
+	On       []string `yaml:"on"`
+	Mention  string   `yaml:"mention"`
+}
+
+// HTTP is the metrics, health and webhook listener.
+type HTTP struct {
+	Listen string `yaml:"listen"`
+}
+
+// Log format and level.
+type Log struct {
+	Format string `yaml:"format"` // json | text
+	Level  string `yaml:"level"`  // debug | info | warn | error
+}
+
+// Dataset maps a dataset name from events to a repository, a publish target
+// and an audit suite.
+type Dataset struct {
+	Repository   string   `yaml:"repository"`
+	Target       string   `yaml:"target"`
+	Source       string   `yaml:"source"`
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// KeepAbortedBranch keeps an aborted batch's branch for inspection
+	// (default true); the janitor deletes it after AbortedRetention.
+	KeepAbortedBranch *bool    `yaml:"keep_aborted_branch"`
+	AbortedRetention  Duration `yaml:"aborted_retention"`
+	audit.Suite       `yaml:",inline"`
+}
+
+// Keep reports the effective keep-branch policy.
+func (d Dataset) Keep() bool { return d.KeepAbortedBranch == nil || *d.KeepAbortedBranch }
+
+// Duration is a time.Duration written as "90s", "30m" or "2h" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (like 90s, 30m, 2h)", n.Line, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns the duration or def when unset.
+func (d Duration) D(def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return time.Duration(d)
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// Expand replaces ${NAME} and ${NAME:-default} with environment values. An
+// unset variable without a default is an error naming it.
+func Expand(src []byte, lookup func(string) (string, bool)) ([]byte, error) {
+	var missing []string
+	out := envRef.ReplaceAllFunc(src, func(m []byte) []byte {
+		g := envRef.FindSubmatch(m)
+		if v, ok := lookup(string(g[1])); ok {
+			return []byte(v)
+		}
+		if g[2] != nil {
+			return g[3]
+		}
+		missing = append(missing, string(g[1]))
+		return m
+	})
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("environment variable(s) not set: %s", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// Load reads, expands, parses and validates a config file.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(b, os.LookupEnv)
+}
+
+// Parse is Load on bytes; lookup resolves ${ENV} references.
+func Parse(src []byte, lookup func(string) (string, bool)) (*Config, error) {
+	src, err := Expand(src, lookup)
+	if err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	dec.KnownFields(true)
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c.Defaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Defaults fills unset fields with their documented defaults.
+func (c *Config) Defaults() {
+	k := &c.Kafka
+	def := func(s *string, v string) {
+		if *s == "" {
+			*s = v
+		}
+	}
+	def(&k.GroupID, "lakewap")
+	def(&k.InputTopic, "wap.events")
+	def(&k.ResultsTopic, "wap.results")
+	def(&k.DeadLetterTopic, "wap.dlq")
+	def(&k.ChangelogTopic, "wap.runs")
+	if k.Partitions == 0 {
+		k.Partitions = 3
+	}
+	if k.ReplicationFactor == 0 {
+		k.ReplicationFactor = 1
+	}
+	def(&c.Log.Format, "text")
+	def(&c.Log.Level, "info")
+	for name, d := range c.Datasets {
+		def(&d.Target, "main")
+		c.Datasets[name] = d
+	}
+}
+
+// Errors is every problem found in a config, each naming its field.
+type Errors []error
+
+func (e Errors) Error() string {
+	s := make([]string, len(e))
+	for i, err := range e {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+// Unwrap lets errors.Is/As look inside.
+func (e Errors) Unwrap() []error { return e }
+
+var datasetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+// Validate checks every field and returns Errors naming each bad one.
+func (c *Config) Validate() error {
+	var errs Errors
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Kafka.Brokers) == 0 {
+		bad("kafka.brokers", "at least one broker (host:port) is required")
+	}
+	for i, b := range c.Kafka.Brokers {
+		if !strings.Contains(b, ":") {
+			bad(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port", b)
+		}
+	}
+	topics := map[string]string{}
+	for field, t := range map[string]string{"kafka.input_topic": c.Kafka.InputTopic, "kafka.results_topic": c.Kafka.ResultsTopic,
+		"kafka.dead_letter_topic": c.Kafka.DeadLetterTopic, "kafka.changelog_topic": c.Kafka.ChangelogTopic} {
+		if other, dup := topics[t]; dup {
+			a, b := sorted2(field, other)
+			bad(b, "topic %q is also %s; every topic must be distinct", t, a)
+		}
+		topics[t] = field
+	}
+	if c.Kafka.Partitions < 1 {
+		bad("kafka.partitions", "must be at least 1")
+	}
+	if t := c.Kafka.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+		bad("kafka.tls", "cert_file and key_file must be set together")
+	}
+	if s := c.Kafka.SASL; s != nil {
+		switch strings.ToUpper(s.Mechanism) {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		default:
+			bad("kafka.sasl.mechanism", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", s.Mechanism)
+		}
+		if s.Username == "" {
+			bad("kafka.sasl.username", "required with SASL")
+		}
+		if s.Password == "" && s.PasswordFile == "" {
+			bad("kafka.sasl.password", "required with SASL (or password_file)")
+		}
+	}
+	if c.LakeFS.Endpoint == "" {
+		bad("lakefs.endpoint", "required (e.g. http://lakefs:8000)")
+	} else if !strings.HasPrefix(c.LakeFS.Endpoint, "http://") && !strings.HasPrefix(c.LakeFS.Endpoint, "https://") {
+		bad("lakefs.endpoint", "%q must start with http:// or https://", c.LakeFS.Endpoint)
+	}
+	if c.LakeFS.AccessKeyID == "" {
+		bad("lakefs.access_key_id", "required")
+	}
+	if c.LakeFS.SecretAccessKey == "" && c.LakeFS.SecretAccessKeyFile == "" {
+		bad("lakefs.secret_access_key", "required (or secret_access_key_file)")
+	}
+	if c.Runner.MaxInFlight < 0 {
+		bad("runner.max_in_flight", "must not be negative")
+	}
+	switch c.Log.Format {
+	case "json", "text":
+	default:
+		bad("log.format", "%q is not json or text", c.Log.Format)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level", "%q is not debug, info, warn or error", c.Log.Level)
+	}
+	if s := c.Notify.Slack; s != nil {
+		if s.Token == "" && s.TokenFile == "" && s.WebhookURL == "" && s.WebhookURLFile == "" {
+			bad("notify.slack", "needs token (or token_file) or webhook_url (or webhook_url_file)")
+		}
+		if (s.Token != "" || s.TokenFile != "") && s.Channel == "" {
+			bad("notify.slack.channel", "required with a bot token")
+		}
+	}
+	for i, r := range c.Notify.Routes {
+		f := fmt.Sprintf("notify.routes[%d]", i)
+		switch r.Sink {
+		case "slack", "console", "kafka":
+		default:
+			bad(f+".sink", "%q is not slack, console or kafka", r.Sink)
+		}
+		for j, o := range r.On {
+			switch o {
+			case "landed", "published", "aborted", "failed":
+			default:
+				bad(fmt.Sprintf("%s.on[%d]", f, j), "%q is not landed, published, aborted or failed", o)
+			}
+		}
+		for j, d := range r.Datasets {
+			if _, ok := c.Datasets[d]; !ok {
+				bad(fmt.Sprintf("%s.datasets[%d]", f, j), "unknown dataset %q", d)
+			}
+		}
+	}
+	if len(c.Datasets) == 0 {
+		bad("datasets", "at least one dataset is required")
+	}
+	names := make([]string, 0, len(c.Datasets))
+	for n := range c.Datasets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		d := c.Datasets[n]
+		f := "datasets." + n
+		if !datasetName.MatchString(n) {
+			bad(f, "dataset name must match %s", datasetName)
+		}
+		if d.Repository == "" {
+			bad(f+".repository", "required")
+		}
+		if d.WriteTimeout < 0 {
+			bad(f+".write_timeout", "must not be negative")
+		}
+		for _, err := range d.Suite.Validate(f) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func sorted2(a, b string) (string, string) {
+	if a < b {
+		return a, b
+	}
+	return b, a
+}
+
+// ReadSecret returns inline if set, else the trimmed content of file.
+func ReadSecret(inline, file string) (string, error) {
+	if inline != "" || file == "" {
+		return inline, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", errors.New("reading secret file " + file + ": " + err.Error())
+	}
+	return strings.TrimSpace(string(b)), nil
+}

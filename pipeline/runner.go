@@ -1,0 +1,564 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Auditor runs a dataset's suite against a ref.
+type Auditor interface {
+	Audit(ctx context.Context, req AuditRequest) (schemas.AuditReport, error)
+}
+
+// AuditRequest names what to audit.
+type AuditRequest struct {
+	Dataset    string
+	Repository string
+	Ref        string // the sealed commit of the batch branch
+	BaseRef    string // the target, for comparisons and batch scope
+	BatchTime  time.Time
+}
+
+// Notifier delivers a result event (Kafka, Slack, console). It returns
+// receipts to remember (e.g. the Slack message to update in place) and an
+// error only when a required sink failed.
+type Notifier interface {
+	Notify(ctx context.Context, n Notification) (receipts map[string]string, err error)
+}
+
+// Notification is one result event of a run.
+type Notification struct {
+	Event    schemas.Event
+	State    State
+	Run      Run
+	Receipts map[string]string
+}
+
+// Store keeps runs durably, keyed by batch id within an input partition.
+type Store interface {
+	Put(ctx context.Context, partition int, key string, value []byte) error
+	Delete(ctx context.Context, partition int, key string) error
+	Load(ctx context.Context, partition int) (map[string][]byte, error)
+}
+
+// Decoder turns a Kafka message value into an input event.
+type Decoder interface {
+	Decode(ctx context.Context, value []byte) (schemas.Event, error)
+}
+
+// ErrPoison marks an input message that can never be handled: it belongs in
+// the dead-letter topic. Wrapped with the reason.
+var ErrPoison = errors.New("poison message")
+
+// Config wires a Runner.
+type Config struct {
+	Lake     Lake
+	Auditor  Auditor
+	Notifier Notifier
+	Store    Store
+	Decoder  Decoder
+	// Datasets resolves a dataset name from an event to its spec.
+	Datasets    func(name string) (DatasetSpec, bool)
+	Policy      Policy
+	MaxInFlight int           // steps (branch, audit, publish) running at once; default 16
+	StepTimeout time.Duration // deadline of one step; default 5m
+	Grace       time.Duration // how long revocation waits for in-flight steps; default 10s
+	Logger      *slog.Logger
+	Now         func() time.Time
+	// Observe, if set, is called after every persisted change of a run.
+	Observe func(before, after Run)
+}
+
+// Runner executes the machine's effects for the runs of the partitions
+// assigned to this instance.
+type Runner struct {
+	cfg     Config
+	m       Machine
+	log     *slog.Logger
+	sem     chan struct{}
+	mu      sync.Mutex
+	parts   map[int]*partition
+	Metrics Metrics
+}
+
+// Metrics receives measurements from the runner; nil fields are skipped.
+type Metrics struct {
+	StepDuration func(step string, outcome string, d time.Duration)
+	StateChange  func(dataset string, from, to State, inPrev time.Duration)
+	Terminal     func(dataset string, state State, reason string)
+}
+
+type partition struct {
+	id       int
+	ctx      context.Context
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	runs     map[string]Run
+	inflight map[string]map[EffectKind]bool
+	timers   map[string]*time.Timer
+	wg       sync.WaitGroup
+	closing  bool
+}
+
+// NewRunner checks cfg and returns a runner.
+func NewRunner(cfg Config) (*Runner, error) {
+	switch {
+	case cfg.Lake == nil:
+		return nil, errors.New("pipeline: Config.Lake is required")
+	case cfg.Auditor == nil:
+		return nil, errors.New("pipeline: Config.Auditor is required")
+	case cfg.Notifier == nil:
+		return nil, errors.New("pipeline: Config.Notifier is required")
+	case cfg.Store == nil:
+		return nil, errors.New("pipeline: Config.Store is required")
+	case cfg.Decoder == nil:
+		return nil, errors.New("pipeline: Config.Decoder is required")
+	case cfg.Datasets == nil:
+		return nil, errors.New("pipeline: Config.Datasets is required")
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 16
+	}
+	if cfg.StepTimeout <= 0 {
+		cfg.StepTimeout = 5 * time.Minute
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Runner{
+		cfg: cfg, m: NewMachine(cfg.Policy), log: cfg.Logger,
+		sem: make(chan struct{}, cfg.MaxInFlight), parts: map[int]*partition{},
+	}, nil
+}
+
+// Assigned restores a partition's runs from the store and resumes their
+// pending work. Messages of the partition are handled only after it returns.
+func (r *Runner) Assigned(ctx context.Context, id int) error {
+	raw, err := r.cfg.Store.Load(ctx, id)
+	if err != nil {
+		return fmt.Errorf("restore partition %d: %w", id, err)
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	p := &partition{id: id, ctx: pctx, cancel: cancel, runs: make(map[string]Run, len(raw)),
+		inflight: map[string]map[EffectKind]bool{}, timers: map[string]*time.Timer{}}
+	for key, v := range raw {
+		var run Run
+		if err := json.Unmarshal(v, &run); err != nil {
+			r.log.Error("skipping unreadable run in state store", "partition", id, "batch_id", key, "err", err)
+			continue
+		}
+		p.runs[key] = run
+	}
+	r.mu.Lock()
+	if old := r.parts[id]; old != nil {
+		r.mu.Unlock()
+		r.Revoked(id)
+		r.mu.Lock()
+	}
+	r.parts[id] = p
+	r.mu.Unlock()
+	now := r.cfg.Now()
+	p.mu.Lock()
+	keys := make([]string, 0, len(p.runs))
+	for k := range p.runs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		r.start(p, k, r.m.Pending(p.runs[k], now))
+	}
+	p.mu.Unlock()
+	r.log.Info("partition restored", "partition", id, "runs", len(p.runs))
+	return nil
+}
+
+// Revoked stops a partition's work: steps in flight get Grace to finish and
+// persist their outcome, then are cancelled; whatever did not finish is
+// redone by the next owner from the stored state.
+func (r *Runner) Revoked(id int) {
+	r.mu.Lock()
+	p := r.parts[id]
+	delete(r.parts, id)
+	r.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.closing = true
+	for _, t := range p.timers {
+		t.Stop()
+	}
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(r.cfg.Grace):
+		p.cancel()
+		<-done
+	}
+	p.cancel()
+	r.log.Info("partition revoked", "partition", id)
+}
+
+// Close revokes every partition.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	ids := make([]int, 0, len(r.parts))
+	for id := range r.parts {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.Revoked(id) }()
+	}
+	wg.Wait()
+}
+
+// Runs returns a snapshot of every run this instance holds.
+func (r *Runner) Runs() []Run {
+	r.mu.Lock()
+	parts := make([]*partition, 0, len(r.parts))
+	for _, p := range r.parts {
+		parts = append(parts, p)
+	}
+	r.mu.Unlock()
+	var out []Run
+	for _, p := range parts {
+		p.mu.Lock()
+		for _, run := range p.runs {
+			out = append(out, run.clone())
+		}
+		p.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
+	return out
+}
+
+// Handle applies one input message of a partition. When it returns nil the
+// message's effect on state is durable, so its offset may be committed. An
+// error wrapping ErrPoison means the message must go to the dead-letter
+// topic; any other error means retry.
+func (r *Runner) Handle(ctx context.Context, id int, value []byte) error {
+	p := r.partition(id)
+	if p == nil {
+		return fmt.Errorf("partition %d is not assigned to this instance", id)
+	}
+	ev, err := r.cfg.Decoder.Decode(ctx, value)
+	if err != nil {
+		var perm interface{ Permanent() bool }
+		if errors.As(err, &perm) && !perm.Permanent() {
+			return err
+		}
+		return fmt.Errorf("%w: decode: %w", ErrPoison, err)
+	}
+	now := r.cfg.Now()
+	in, verr := r.input(ev, now)
+	if in == nil && verr != nil {
+		return fmt.Errorf("%w: %w", ErrPoison, verr)
+	}
+	if err := r.apply(ctx, p, ev.Batch(), in); err != nil {
+		return err
+	}
+	if verr != nil {
+		return fmt.Errorf("%w: %w", ErrPoison, verr)
+	}
+	return nil
+}
+
+// input validates ev and maps it to a machine input. A non-nil input with
+// a non-nil error is an Invalid input for a batch we can name.
+func (r *Runner) input(ev schemas.Event, now time.Time) (Input, error) {
+	switch ev.(type) {
+	case schemas.BatchLanded, schemas.WriteComplete, schemas.BatchCancelled:
+	default:
+		return nil, fmt.Errorf("unexpected event type %s on the input topic", ev.EventType())
+	}
+	known := func(name string) bool { _, ok := r.cfg.Datasets(name); return ok }
+	if err := schemas.Validate(ev, known, now); err != nil {
+		var ve *schemas.ValidationError
+		if ev.Batch() == "" || (errors.As(err, &ve) && strings.HasPrefix(ve.Field, "batch_id")) {
+			return nil, err
+		}
+		return Invalid{BatchID: ev.Batch(), Dataset: datasetOf(ev), Detail: err.Error()}, err
+	}
+	switch e := ev.(type) {
+	case schemas.BatchLanded:
+		spec, _ := r.cfg.Datasets(e.Dataset)
+		return Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID)}, nil
+	case schemas.WriteComplete:
+		return WriteDone{Event: e}, nil
+	case schemas.BatchCancelled:
+		return Cancel{Event: e}, nil
+	}
+	return nil, nil
+}
+
+func datasetOf(ev schemas.Event) string {
+	switch e := ev.(type) {
+	case schemas.BatchLanded:
+		return e.Dataset
+	case schemas.WriteComplete:
+		return e.Dataset
+	case schemas.BatchCancelled:
+		return e.Dataset
+	}
+	return ""
+}
+
+func (r *Runner) partition(id int) *partition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.parts[id]
+}
+
+// apply runs one transition for batch, persists the result, then starts the
+// work it asks for. State is changed in memory only after it is persisted.
+func (r *Runner) apply(ctx context.Context, p *partition, batch string, in Input) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	before := p.runs[batch]
+	now := r.cfg.Now()
+	after, effects := r.m.Transition(before, in, now)
+	if after.State == "" && before.State == "" {
+		return nil
+	}
+	if err := r.persist(ctx, p.id, batch, after); err != nil {
+		return err
+	}
+	if after.State == "" {
+		delete(p.runs, batch)
+	} else {
+		p.runs[batch] = after
+	}
+	if before.State != after.State {
+		r.log.Info("run state", "batch_id", batch, "dataset", after.Dataset, "branch", after.Branch,
+			"from", string(before.State), "state", string(after.State), "reason", after.Reason)
+		if f := r.Metrics.StateChange; f != nil && after.State != "" {
+			f(after.Dataset, before.State, after.State, now.Sub(before.StateSince))
+		}
+		if f := r.Metrics.Terminal; f != nil && after.State.Terminal() {
+			f(after.Dataset, after.State, after.Reason)
+		}
+	}
+	if r.cfg.Observe != nil {
+		r.cfg.Observe(before, after)
+	}
+	r.start(p, batch, effects)
+	return nil
+}
+
+func (r *Runner) persist(ctx context.Context, id int, batch string, run Run) error {
+	if run.State == "" {
+		return r.cfg.Store.Delete(ctx, id, batch)
+	}
+	b, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("encode run %s: %w", batch, err)
+	}
+	if err := r.cfg.Store.Put(ctx, id, batch, b); err != nil {
+		return fmt.Errorf("persist run %s: %w", batch, err)
+	}
+	return nil
+}
+
+// start launches effects not already in flight. Called with p.mu held.
+func (r *Runner) start(p *partition, batch string, effects []Effect) {
+	if p.closing {
+		return
+	}
+	for _, e := range effects {
+		switch e.Kind {
+		case DoForget:
+			if t := p.timers[batch]; t != nil {
+				t.Stop()
+				delete(p.timers, batch)
+			}
+			continue
+		case DoWake:
+			if t := p.timers[batch]; t != nil {
+				t.Stop()
+			}
+			d := max(e.At.Sub(r.cfg.Now()), 0)
+			p.timers[batch] = time.AfterFunc(d, func() { r.internal(p, batch, Tick{}) })
+			continue
+		}
+		if p.inflight[batch][e.Kind] {
+			continue
+		}
+		if p.inflight[batch] == nil {
+			p.inflight[batch] = map[EffectKind]bool{}
+		}
+		p.inflight[batch][e.Kind] = true
+		run := p.runs[batch].clone()
+		p.wg.Add(1)
+		go r.execute(p, run, e)
+	}
+}
+
+// internal applies a runner-generated input, retrying persistence until it
+// succeeds or the partition is revoked.
+func (r *Runner) internal(p *partition, batch string, in Input) {
+	backoff := 100 * time.Millisecond
+	for {
+		err := r.apply(p.ctx, p, batch, in)
+		if err == nil || p.ctx.Err() != nil {
+			return
+		}
+		r.log.Warn("persisting run failed, retrying", "batch_id", batch, "err", err)
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (r *Runner) execute(p *partition, run Run, e Effect) {
+	defer p.wg.Done()
+	var in Input
+	if e.Kind == DoSend {
+		in = r.send(p, run, e.Send)
+	} else {
+		select {
+		case r.sem <- struct{}{}:
+		case <-p.ctx.Done():
+			r.done(p, run.BatchID, e.Kind)
+			return
+		}
+		ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
+		start := time.Now()
+		in = r.step(ctx, run, e.Kind)
+		cancel()
+		<-r.sem
+		if f := r.Metrics.StepDuration; f != nil {
+			outcome := "ok"
+			if sf, ok := in.(StepFailed); ok {
+				outcome = [...]string{"transient", "permanent", "conflict"}[sf.Class]
+			}
+			f(e.Kind.String(), outcome, time.Since(start))
+		}
+	}
+	r.done(p, run.BatchID, e.Kind)
+	if in != nil && p.ctx.Err() == nil {
+		r.internal(p, run.BatchID, in)
+	}
+}
+
+func (r *Runner) done(p *partition, batch string, k EffectKind) {
+	p.mu.Lock()
+	delete(p.inflight[batch], k)
+	if len(p.inflight[batch]) == 0 {
+		delete(p.inflight, batch)
+	}
+	p.mu.Unlock()
+}
+
+func (r *Runner) step(ctx context.Context, run Run, k EffectKind) Input {
+	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
+	switch k {
+	case DoCreateBranch:
+		existed, err := r.cfg.Lake.EnsureBranch(ctx, run.Repository, run.Branch, run.Source)
+		if err != nil {
+			return failed(log, StepBranch, err)
+		}
+		return BranchCreated{Existed: existed}
+	case DoAudit:
+		commit, err := r.cfg.Lake.Seal(ctx, run.Repository, run.Branch,
+			fmt.Sprintf("lakewap: seal batch %s for audit", run.BatchID),
+			map[string]string{MetaSealedBatchID: run.BatchID, MetaDataset: run.Dataset})
+		if err != nil {
+			return failed(log, StepAudit, err)
+		}
+		rep, err := r.cfg.Auditor.Audit(ctx, AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
+			Ref: commit, BaseRef: run.Target, BatchTime: run.BatchTime})
+		if err != nil {
+			return failed(log, StepAudit, err)
+		}
+		return Audited{SealedCommit: commit, Report: rep}
+	case DoPublish:
+		// A crash between merge and persist must not publish twice.
+		if id, found, err := r.cfg.Lake.FindPublished(ctx, run.Repository, run.Target, run.BatchID); err != nil {
+			return failed(log, StepPublish, err)
+		} else if found {
+			log.Info("batch already on target, not merging again", "commit_id", id)
+			return Merged{CommitID: id, AlreadyPublished: true}
+		}
+		if run.Report == nil || !run.Report.Passed || run.SealedCommit == "" {
+			// Unreachable through Transition; guard the promise anyway.
+			return StepFailed{Step: StepPublish, Err: "refusing to publish a batch without a passing audit", Class: Permanent}
+		}
+		id, err := r.cfg.Lake.Merge(ctx, run.Repository, run.SealedCommit, run.Target,
+			fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID), publishMeta(run))
+		if err != nil {
+			return failed(log, StepPublish, err)
+		}
+		return Merged{CommitID: id}
+	case DoCleanup:
+		if err := r.cfg.Lake.DeleteBranch(ctx, run.Repository, run.Branch); err != nil {
+			return failed(log, StepCleanup, err)
+		}
+		return CleanedUp{}
+	}
+	return nil
+}
+
+// send delivers one outbox entry, retrying until it is delivered or the
+// partition is revoked (the entry stays in the stored outbox either way).
+func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
+	backoff := 200 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
+		receipts, err := r.cfg.Notifier.Notify(ctx, Notification{Event: o.Event(), State: o.State, Run: run, Receipts: run.Receipts})
+		cancel()
+		if err == nil {
+			return Sent{EventID: o.EventID, Receipts: receipts}
+		}
+		r.log.Warn("sending result event failed, retrying", "batch_id", run.BatchID, "event_id", o.EventID, "err", err)
+		select {
+		case <-p.ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func failed(log *slog.Logger, s Step, err error) StepFailed {
+	class := Permanent
+	switch {
+	case errors.Is(err, ErrMergeConflict):
+		class = Conflict
+	case errors.Is(err, ErrTransient), errors.Is(err, context.DeadlineExceeded):
+		class = Transient
+	}
+	log.Warn("step failed", "step", string(s), "class", [...]string{"transient", "permanent", "conflict"}[class], "err", err)
+	return StepFailed{Step: s, Err: err.Error(), Class: class}
+}
+
+func publishMeta(run Run) map[string]string {
+	m := map[string]string{MetaBatchID: run.BatchID, MetaDataset: run.Dataset, "wap.sealed_commit": run.SealedCommit}
+	if run.Report != nil {
+		pass, fail, warn := run.Report.Counts()
+		m[MetaAudit] = fmt.Sprintf("passed=%d failed=%d warned=%d", pass, fail, warn)
+	}
+	return m
+}
