@@ -96,6 +96,8 @@ func TestStack(t *testing.T) {
 			Topic:       "devstack.events",
 			GroupID:     "devstack-test",
 			StartOffset: kafka.FirstOffset,
+			// Close waits for the in-flight fetch; kfake holds it for MaxWait (default 10s).
+			MaxWait: 500 * time.Millisecond,
 		})
 		defer r.Close()
 		var got []string
@@ -169,7 +171,7 @@ func TestStack(t *testing.T) {
 	})
 
 	t.Run("lakectl talks to the stack", func(t *testing.T) {
-		lakectl, err := LakectlBinaryPath(ctx, nil)
+		lakectl, err := LakectlBinaryPath(ctx, s.logger)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,4 +286,65 @@ func TestLockFileExcludesSecondHolder(t *testing.T) {
 		t.Fatalf("lock after release: %v", err)
 	}
 	unlock2()
+}
+
+// TestCrashedParentLeavesNoLakeFS runs itself as a child process that starts
+// a stack and is then SIGKILLed without Close; Pdeathsig must take lakeFS down.
+func TestCrashedParentLeavesNoLakeFS(t *testing.T) {
+	if os.Getenv("DEVSTACK_CRASH_CHILD") == "1" {
+		s, err := Start(context.Background(), Options{WorkDir: os.Getenv("DEVSTACK_CRASH_DIR")})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("lakefs-pid=%d\n", s.lakefs.cmd.Process.Pid)
+		select {} // wait to be killed
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	child := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestCrashedParentLeavesNoLakeFS$")
+	child.Env = append(os.Environ(), "DEVSTACK_CRASH_CHILD=1", "DEVSTACK_CRASH_DIR="+t.TempDir())
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Fscanf(out, "lakefs-pid=%d\n", &pid); err != nil {
+		_ = child.Process.Kill()
+		t.Fatalf("child did not report a lakeFS pid: %v", err)
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("lakeFS pid %d not running under the child: %v", pid, err)
+	}
+	_ = child.Process.Kill()
+	_ = child.Wait()
+
+	// lakeFS is not our child, so we cannot wait for it: poll until it is
+	// gone or a zombie (an init that does not reap would keep it as one).
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for processAlive(pid) {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("lakeFS pid %d still running 30s after its parent was killed", pid)
+		}
+	}
+}
+
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// Format: pid (comm) state ...; comm may hold spaces, so cut after ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
