@@ -348,3 +348,22 @@ func processAlive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
+
+// BenchmarkStartClose measures a warm start (cached lakeFS binary) plus Close.
+func BenchmarkStartClose(b *testing.B) {
+	ctx := context.Background()
+	bin, err := LakeFSBinaryPath(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	topics := []Topic{{Name: "wap.events"}, {Name: "wap.runs", Compacted: true}}
+	for b.Loop() {
+		s, err := Start(ctx, Options{WorkDir: b.TempDir(), LakeFSBinary: bin, Topics: topics})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
