@@ -266,6 +266,9 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 
 	b := c.newBackoff()
 	for {
+		if gctx.Err() != nil {
+			return // stop fetching: FetchMessage may still hand out a buffered message
+		}
 		msg, err := reader.FetchMessage(gctx)
 		if err != nil {
 			if gctx.Err() != nil {

@@ -10,7 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func seq(from, to int64) []int64 {
@@ -210,4 +212,73 @@ func series(c prometheus.Collector) int {
 		n++
 	}
 	return n
+}
+
+func TestDeadLetterWriteFailureBlocksOffset(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		seed   []kfake.Opt
+		break_ func(t *testing.T, c *kfake.Cluster) (waitBroken func() bool, repair func())
+	}{
+		{
+			name: "broker rejects produce",
+			seed: []kfake.Opt{kfake.SeedTopics(1, dlqTopic)},
+			break_: func(t *testing.T, c *kfake.Cluster) (func() bool, func()) {
+				f := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: dlqTopic, Err: kerr.NotEnoughReplicas, Count: -1})
+				return func() bool { return f.Hits() >= 3 }, f.Remove
+			},
+		},
+		{
+			name: "topic missing",
+			break_: func(t *testing.T, c *kfake.Cluster) (func() bool, func()) {
+				return nil, func() {
+					if err := c.CreateTopic(dlqTopic, 1, nil); err != nil {
+						t.Fatalf("creating dead-letter topic: %v", err)
+					}
+				}
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster, brokers := startKafka(t, append(tc.seed, kfake.SeedTopics(1, inTopic))...)
+			broken, repair := tc.break_(t, cluster)
+			produce(t, brokers, inTopic, 0, values("ok-1", "poison", "ok-2")...)
+			rec := newRecorder()
+			rec.onHandle = func(_ context.Context, m kafka.Message) error {
+				if string(m.Value) == "poison" {
+					return Poison(errors.New("bad schema"), "invalid")
+				}
+				return nil
+			}
+			cfg := testConfig(brokers, "dlq-fail")
+			cfg.Registerer = prometheus.NewRegistry()
+			c := startConsumer(t, cfg, rec)
+
+			eventually(t, "first message committed", func() bool {
+				return committed(t, brokers, "dlq-fail", inTopic, 1)[0] == 1
+			})
+			eventually(t, "dead-letter write retried", func() bool {
+				return value(t, c.m.retries.WithLabelValues(opDeadLetter)) >= 3 && (broken == nil || broken())
+			})
+			// Commits keep running every 20ms; none may pass the poison message
+			// while its dead letter is unwritten, nor may the next one be handled.
+			if got := committed(t, brokers, "dlq-fail", inTopic, 1)[0]; got != 1 {
+				t.Fatalf("committed offset %d while dead letter unwritten, want 1", got)
+			}
+			if got := rec.handleCalls(0); !slices.Equal(got, []int64{0, 1}) {
+				t.Fatalf("Handle calls %v while dead letter unwritten, want [0 1]", got)
+			}
+
+			repair()
+			eventually(t, "offset moves on after the dead letter is written", func() bool {
+				return committed(t, brokers, "dlq-fail", inTopic, 1)[0] == 3
+			})
+			if dead := readPartition(t, brokers, dlqTopic, 0); len(dead) != 1 || string(dead[0].Value) != "poison" {
+				t.Errorf("dead-letter topic = %+v, want the poison message once", dead)
+			}
+			if got := rec.handledOffsets(0); !slices.Equal(got, []int64{0, 2}) {
+				t.Errorf("handled %v, want [0 2]", got)
+			}
+		})
+	}
 }
