@@ -1,0 +1,140 @@
+// Package registrytest is an in-memory Confluent-compatible schema registry
+// for tests. It implements the REST subset lakewap uses:
+// POST /subjects/{subject}/versions and GET /schemas/ids/{id}, with the
+// registry's JSON bodies and error codes (40403 schema not found). It may
+// import the standard library only.
+package registrytest
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+const contentType = "application/vnd.schemaregistry.v1+json"
+
+// Server is a running fake registry. Close it when done (New registers
+// Close with t.Cleanup).
+type Server struct {
+	*httptest.Server
+
+	mu       sync.Mutex
+	ids      map[string]int   // schema text -> id
+	schemas  map[int]string   // id -> schema text
+	subjects map[string][]int // subject -> ids, in registration order
+	down     bool             // answer 503 to everything
+	requests map[string]int   // "METHOD path-kind" -> count
+}
+
+// TB is the part of testing.TB New needs.
+type TB interface {
+	Helper()
+	Cleanup(func())
+}
+
+// New starts a registry on a free 127.0.0.1 port.
+func New(t TB) *Server {
+	t.Helper()
+	s := &Server{ids: map[string]int{}, schemas: map[int]string{}, subjects: map[string][]int{}, requests: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// SetDown makes the registry answer 503 (true) or work again (false).
+func (s *Server) SetDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
+}
+
+// Requests returns how many requests of a kind were served:
+// "register" (POST versions) or "get" (GET schema by id).
+func (s *Server) Requests(kind string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[kind]
+}
+
+// Subjects returns the registered subjects and their schema ids.
+func (s *Server) Subjects() map[string][]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]int{}
+	for k, v := range s.subjects {
+		out[k] = append([]int(nil), v...)
+	}
+	return out
+}
+
+// Register stores schema under subject as a producer would and returns its id.
+func (s *Server) Register(subject, schema string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.register(subject, schema)
+}
+
+func (s *Server) register(subject, schema string) int {
+	id, ok := s.ids[schema]
+	if !ok {
+		// Ids start high so that tests notice a confusion with versions.
+		id = 100 + len(s.ids)
+		s.ids[schema] = id
+		s.schemas[id] = schema
+	}
+	for _, have := range s.subjects[subject] {
+		if have == id {
+			return id
+		}
+	}
+	s.subjects[subject] = append(s.subjects[subject], id)
+	return id
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w.Header().Set("Content-Type", contentType)
+	if s.down {
+		writeError(w, http.StatusServiceUnavailable, 50003, "registry is down")
+		return
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch {
+	case r.Method == http.MethodPost && len(parts) == 3 && parts[0] == "subjects" && parts[2] == "versions":
+		s.requests["register"]++
+		var req struct {
+			Schema     string `json:"schema"`
+			SchemaType string `json:"schemaType"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Schema == "" {
+			writeError(w, http.StatusUnprocessableEntity, 42201, "invalid schema")
+			return
+		}
+		if req.SchemaType != "" && req.SchemaType != "AVRO" {
+			writeError(w, http.StatusUnprocessableEntity, 42201, "unsupported schema type")
+			return
+		}
+		id := s.register(parts[1], req.Schema)
+		_ = json.NewEncoder(w).Encode(map[string]int{"id": id})
+	case r.Method == http.MethodGet && len(parts) == 3 && parts[0] == "schemas" && parts[1] == "ids":
+		s.requests["get"]++
+		id, err := strconv.Atoi(parts[2])
+		schema, ok := s.schemas[id]
+		if err != nil || !ok {
+			writeError(w, http.StatusNotFound, 40403, "Schema not found")
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"schema": schema})
+	default:
+		writeError(w, http.StatusNotFound, 404, "not implemented by registrytest: "+r.Method+" "+r.URL.Path)
+	}
+}
+
+func writeError(w http.ResponseWriter, status, code int, msg string) {
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error_code": code, "message": msg})
+}
