@@ -20,6 +20,7 @@ Usage:
   lakewap run      -config FILE         run the daemon
   lakewap demo                          the embedded stack, a good and a bad batch
   lakewap validate FILE                 check a config file, naming every bad field
+  lakewap prepare                       build the embedded stack's lakeFS server (done on first use anyway)
   lakewap version
 
 Run 'lakewap COMMAND -h' for a command's flags.
@@ -42,6 +43,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDemo(ctx, rest, stdout, stderr)
 	case "validate":
 		return cmdValidate(rest, stdout, stderr)
+	case "prepare":
+		return cmdPrepare(ctx, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "lakewap dev")
 		return 0

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// e2e is one embedded stack with a lakewap daemon running in-process.
+type e2e struct {
+	*stackEnv
+	cfg    *config.Config
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startE2E(t *testing.T, mutate func(*config.Config)) *e2e {
+	t.Helper()
+	tmp := t.TempDir()
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake",
+		Topics: stackTopics(&config.Config{})})
+	cfg := demoConfig(stack, tmp)
+	if mutate != nil {
+		mutate(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	log := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	d, err := newDaemon(ctx, cfg, daemonOptions{Logger: log, Console: io.Discard})
+	if err != nil {
+		cancel()
+		t.Fatalf("daemon: %v", err)
+	}
+	e := &e2e{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
+	go func() { e.done <- d.Run(ctx) }()
+	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	if err != nil {
+		t.Fatalf("env: %v", err)
+	}
+	e.stackEnv = env
+	t.Cleanup(func() {
+		env.Close()
+		cancel()
+		select {
+		case err := <-e.done:
+			if err != nil {
+				t.Errorf("daemon: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("daemon did not stop within 30s of cancellation")
+		}
+	})
+	return e
+}
+
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(p []byte) (int, error) {
+	if testing.Verbose() || os.Getenv("LAKEWAP_TEST_LOGS") != "" {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}
+
+// runBatch lands a batch, writes query's rows where BranchReady says, and
+// returns the final result event.
+func (e *e2e) runBatch(t *testing.T, batch, query string) schemas.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := e.watcher.await(ctx, batch, schemas.TypeBranchReady)
+	must(t, err)
+	ready := ev.(schemas.BranchReady)
+	if ready.Repository != "lake" || ready.Branch != schemas.BranchName("billing", batch) {
+		t.Fatalf("BranchReady = %+v", ready)
+	}
+	path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
+	must(t, e.writeParquet(ctx, ready.Branch, path, query))
+	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
+		Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	final, err := e.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	return final
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestEndToEndPublishesGoodAndStopsBadBatch(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx := context.Background()
+
+	good := e.runBatch(t, "good-1", goodBillingRows)
+	pub, ok := good.(schemas.BatchPublished)
+	if !ok {
+		t.Fatalf("good batch ended with %s: %+v", good.EventType(), good)
+	}
+	head, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	if pub.CommitID != head.ID {
+		t.Errorf("BatchPublished commit %s, main is at %s", pub.CommitID, head.ID)
+	}
+	if head.Metadata[pipeline.MetaBatchID] != "good-1" {
+		t.Errorf("main head metadata %v lacks %s=good-1", head.Metadata, pipeline.MetaBatchID)
+	}
+	if !pub.Report.Passed || len(pub.Report.Checks) != 5 {
+		t.Errorf("published report = %+v", pub.Report)
+	}
+	rows, err := e.countRows(ctx, "main", "gold/billing_fact/", "")
+	must(t, err)
+	if rows != 1000 {
+		t.Errorf("main has %d rows after the good batch, want 1000", rows)
+	}
+
+	bad := e.runBatch(t, "bad-1", badBillingRows)
+	ab, ok := bad.(schemas.BatchAborted)
+	if !ok {
+		t.Fatalf("bad batch ended with %s: %+v", bad.EventType(), bad)
+	}
+	if ab.Reason != schemas.ReasonAuditFailed || ab.Report == nil {
+		t.Fatalf("aborted = %+v", ab)
+	}
+	failed := ab.Report.Failed()
+	if len(failed) != 1 || failed[0].Name != "billing_id_not_null" || !strings.Contains(failed[0].Observed, "40") || len(failed[0].SampleRows) == 0 {
+		t.Errorf("failed checks = %+v, want billing_id_not_null with 40 null rows and samples", failed)
+	}
+	after, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	if after.ID != head.ID {
+		t.Errorf("main moved from %s to %s after an aborted batch", head.ID, after.ID)
+	}
+	rows, err = e.countRows(ctx, "main", "gold/billing_fact/", "")
+	must(t, err)
+	nulls, err := e.countRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL")
+	must(t, err)
+	if rows != 1000 || nulls != 0 {
+		t.Errorf("main has %d rows (%d NULL ids) after the bad batch, want 1000 (0)", rows, nulls)
+	}
+	kept, err := e.countRows(ctx, ab.Branch, "gold/billing_fact/", "billing_id IS NULL")
+	must(t, err)
+	if !ab.BranchKept || kept != 40 {
+		t.Errorf("aborted branch kept=%v with %d NULL rows, want kept with 40", ab.BranchKept, kept)
+	}
+}
+
+func TestEndToEndWriteTimeoutAndDuplicates(t *testing.T) {
+	e := startE2E(t, func(c *config.Config) {
+		ds := c.Datasets["billing"]
+		ds.WriteTimeout = config.Duration(2 * time.Second)
+		c.Datasets["billing"] = ds
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	landed := schemas.BatchLanded{BatchID: "late-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact", "billing_dim"},
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
+	must(t, e.produce(ctx, landed))
+	must(t, e.produce(ctx, landed)) // duplicate: a no-op
+	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "late-1", Dataset: "billing", Write: "billing_fact", OccurredAt: landed.OccurredAt}))
+	ev, err := e.watcher.await(ctx, "late-1", schemas.TypeBatchAborted, schemas.TypeBatchPublished)
+	must(t, err)
+	ab, ok := ev.(schemas.BatchAborted)
+	if !ok || ab.Reason != schemas.ReasonWriteTimeout || !strings.Contains(ab.Detail, "billing_dim") {
+		t.Fatalf("got %+v, want write_timeout naming billing_dim", ev)
+	}
+	readies := 0
+	for _, ev := range e.watcher.all("late-1") {
+		if ev.EventType() == schemas.TypeBranchReady {
+			readies++
+		}
+	}
+	if readies != 1 {
+		t.Errorf("%d BranchReady events for one batch landed twice, want 1", readies)
+	}
+}
