@@ -429,7 +429,7 @@ func code(s string) string {
 }
 
 func codeBlock(s string) string {
-	return "```" + esc(strings.ReplaceAll(s, "```", "'''")) + "```"
+	return "```\n" + esc(strings.ReplaceAll(s, "```", "'''")) + "\n```"
 }
 
 func link(u, label string) string {

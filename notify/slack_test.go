@@ -76,7 +76,7 @@ func TestSlackMessageContent(t *testing.T) {
 			"lakewap gave up after 5 attempts while publishing. Error: `merge: lakeFS answered 503 Service Unavailable`",
 			"*Next:* check lakeFS and Kafka health, inspect branch wap-orders-b-42",
 		},
-		wantThread: []string{"*Error*", "```merge: lakeFS answered 503 Service Unavailable```"},
+		wantThread: []string{"*Error*", "```\nmerge: lakeFS answered 503 Service Unavailable\n```"},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

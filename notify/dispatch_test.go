@@ -1,0 +1,220 @@
+package notify
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// recordingSink records what it was sent.
+type recordingSink struct {
+	name     string
+	required bool
+	mu       sync.Mutex
+	got      []Notification
+}
+
+func (r *recordingSink) Name() string   { return r.name }
+func (r *recordingSink) Required() bool { return r.required }
+func (r *recordingSink) Send(_ context.Context, n Notification) (string, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, n)
+	return fmt.Sprintf("%s#%d", r.name, len(r.got)), false, nil
+}
+
+func (r *recordingSink) states() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, n := range r.got {
+		out = append(out, n.Dataset+"/"+n.State+"/"+n.Mention)
+	}
+	return out
+}
+
+func TestRouting(t *testing.T) {
+	alerts := &recordingSink{name: "alerts"}
+	quiet := &recordingSink{name: "quiet"}
+	orders := &recordingSink{name: "orders-team"}
+	results := &recordingSink{name: "results", required: true}
+	routes := []Route{
+		{Sink: "alerts", On: []string{StateAborted, StateFailed}, Mention: oncall},
+		{Sink: "alerts", Datasets: []string{"orders"}, On: []string{StateFailed}, Mention: "<@U0ORDERS>"}, // same sink: once, first mention wins
+		{Sink: "quiet", On: []string{StatePublished}},
+		{Sink: "orders-team", Datasets: []string{"orders"}},
+	}
+	d, _, _ := newTestDispatcher(t, routes, []Sink{alerts, quiet, orders, results}, Options{})
+	for _, n := range []Notification{
+		{Dataset: "orders", State: StateAwaitingWrites},
+		{Dataset: "orders", State: StatePublished},
+		{Dataset: "orders", State: StateFailed},
+		{Dataset: "clicks", State: StateAborted},
+		{Dataset: "clicks", State: StatePublished},
+	} {
+		if _, err := d.Notify(context.Background(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[*recordingSink][]string{
+		alerts: {"orders/failed/" + oncall, "clicks/aborted/" + oncall},
+		quiet:  {"orders/published/", "clicks/published/"},
+		orders: {"orders/awaiting_writes/", "orders/published/", "orders/failed/"},
+		// the results topic takes no route and hears everything
+		results: {"orders/awaiting_writes/", "orders/published/", "orders/failed/", "clicks/aborted/", "clicks/published/"},
+	}
+	for s, w := range want {
+		if got := s.states(); !slices.Equal(got, w) {
+			t.Errorf("%s got %q, want %q", s.name, got, w)
+		}
+	}
+}
+
+func TestNewDispatcherValidates(t *testing.T) {
+	sinks := func() []Sink {
+		return []Sink{&recordingSink{name: "slack"}, &recordingSink{name: "kafka", required: true}}
+	}
+	cases := []struct {
+		routes []Route
+		sinks  []Sink
+		want   string
+	}{
+		{[]Route{{Sink: "slak"}}, sinks(), `routes[0].sink: no sink named "slak"`},
+		{[]Route{{Sink: ""}}, sinks(), `routes[0].sink: empty`},
+		{[]Route{{Sink: "slack"}, {Sink: "kafka"}}, sinks(), `routes[1].sink: "kafka" is required and receives every notification; it takes no route`},
+		{[]Route{{Sink: "slack", On: []string{"published", "publish"}}}, sinks(),
+			`routes[0].on[1]: unknown state "publish" (want one of landed, awaiting_writes, auditing, publishing, published, aborted, failed)`},
+		{[]Route{{Sink: "slack", Mention: "@oncall"}}, sinks(), `routes[0].mention: "@oncall" is not a Slack mention such as <@U123> or <!subteam^S123>`},
+		{nil, append(sinks(), &recordingSink{name: "slack"}), `sinks[2]: duplicate name "slack"`},
+		{nil, []Sink{&recordingSink{name: "pending:x"}}, `sinks[0]: invalid name "pending:x"`},
+	}
+	for _, tc := range cases {
+		_, err := NewDispatcher(tc.routes, tc.sinks, Options{})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("routes %+v: error %v, want %q", tc.routes, err, tc.want)
+		}
+	}
+}
+
+// Slack is down for a whole run: every Notify still returns with the result
+// event on Kafka, the first after at most its Slack budget, the later ones
+// after a single attempt each; when Slack is back the pending message goes
+// out.
+func TestSlackDownForWholeRun(t *testing.T) {
+	ws := newWorkspace(t)
+	var down sync.Mutex
+	isDown := true
+	ws.setFail(func(_ string, w http.ResponseWriter) bool {
+		down.Lock()
+		defer down.Unlock()
+		if isDown {
+			http.Error(w, "<html>upstream unavailable</html>", http.StatusServiceUnavailable)
+		}
+		return isDown
+	})
+	brokers := startKafka(t)
+	kafkaSink, _ := newTestKafkaSink(t, brokers)
+	reg := prometheus.NewRegistry()
+	const budget = 20 * time.Second
+	d, clock, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{kafkaSink, newTestSlack(t, ws, "slack", "#wap")},
+		Options{Budget: budget, MinBackoff: time.Second, MaxBackoff: 8 * time.Second, Registerer: reg})
+	ctx := context.Background()
+
+	var receipts map[string]string
+	run := []Notification{note(readyEvent(), StateAwaitingWrites), note(nil, StateAuditing), note(nil, StatePublishing), note(publishedEvent(), StatePublished)}
+	for i, n := range run {
+		before, waitedBefore := ws.callCount("chat.postMessage"), clock.Waited()
+		n.Receipts = receipts
+		var err error
+		receipts, err = d.Notify(ctx, n)
+		if err != nil {
+			t.Fatalf("step %d (%s): Notify failed while only Slack is down: %v", i, n.State, err)
+		}
+		attempts := ws.callCount("chat.postMessage") - before
+		waited := clock.Waited() - waitedBefore
+		if i == 0 {
+			if attempts < 2 || waited > budget {
+				t.Errorf("first notification: %d attempts, waited %v; want retries within the %v budget", attempts, waited, budget)
+			}
+		} else if attempts != 1 || waited != 0 {
+			t.Errorf("step %d: %d attempts, waited %v; a sink known to be down gets one attempt and no wait", i, attempts, waited)
+		}
+		if id := EventID(n.Event); id != "" && receipts["kafka"] != id {
+			t.Errorf("step %d: kafka receipt %q, want %q", i, receipts["kafka"], id)
+		}
+		if receipts[PendingKey("slack")] != n.State {
+			t.Errorf("step %d: receipts %v, want slack pending with %s", i, receipts, n.State)
+		}
+	}
+	readResults(t, brokers, 2) // BranchReady and BatchPublished, each once
+
+	if got := counterValue(t, reg, "lakewap_notify_undelivered_total", "slack"); got != 4 {
+		t.Errorf("undelivered counter %v, want 4", got)
+	}
+
+	// Slack is back: the caller retries the pending notification.
+	down.Lock()
+	isDown = false
+	down.Unlock()
+	last := run[len(run)-1]
+	last.Receipts = receipts
+	receipts, err := d.Notify(ctx, last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := Pending(receipts); len(p) != 0 {
+		t.Errorf("still pending %v after Slack came back", p)
+	}
+	top := ws.topLevel()
+	if len(top) != 1 || !strings.Contains(top[0].text(), "orders published · batch b-42") {
+		t.Errorf("after recovery: %d messages; want the published message", len(top))
+	}
+	readResults(t, brokers, 2) // the retry did not write the result again
+}
+
+// counterValue reads a counter with label sink=sink from reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, sink string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "sink" && l.GetValue() == sink {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func TestPendingKeys(t *testing.T) {
+	got := Pending(map[string]string{"slack": "C/1", PendingKey("slack"): "aborted", PendingKey("hook"): "aborted", "kafka": "ev"})
+	if !slices.Equal(got, []string{"hook", "slack"}) {
+		t.Errorf("Pending = %v", got)
+	}
+}
+
+func TestBackoffGrowsAndIsCapped(t *testing.T) {
+	d, _, _ := newTestDispatcher(t, nil, nil, Options{MinBackoff: time.Second, MaxBackoff: 8 * time.Second})
+	for attempt, ceiling := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 9: 8 * time.Second} {
+		for range 50 {
+			if b := d.backoff(attempt); b < ceiling/2 || b > ceiling {
+				t.Fatalf("backoff(%d) = %v, want within [%v, %v]", attempt, b, ceiling/2, ceiling)
+			}
+		}
+	}
+}

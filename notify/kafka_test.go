@@ -1,0 +1,212 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// startKafka runs an in-process broker (real wire protocol) with the
+// results topic, on a free 127.0.0.1 port, closed when the test ends.
+func startKafka(t *testing.T) []string {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, DefaultResultsTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()
+}
+
+func newTestKafkaSink(t *testing.T, brokers []string) (*KafkaResults, *schemas.Codec) {
+	t.Helper()
+	codec, err := schemas.NewCodec(schemas.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewResultsWriter(brokers, "", nil)
+	t.Cleanup(func() { _ = w.Close() })
+	k, err := NewKafkaResults(w, codec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, codec
+}
+
+// readResults reads every message on the results topic, as a downstream
+// consumer would, and checks nothing follows them.
+func readResults(t *testing.T, brokers []string, want int) []kafka.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], DefaultResultsTopic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	last, err := conn.ReadLastOffset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != int64(want) {
+		t.Fatalf("results topic holds %d messages, want %d", last, want)
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: DefaultResultsTopic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	var out []kafka.Message
+	for range want {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read result %d: %v", len(out), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func header(m kafka.Message, key string) string {
+	for _, h := range m.Headers {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+func TestKafkaResultsForEachOutcome(t *testing.T) {
+	brokers := startKafka(t)
+	sink, codec := newTestKafkaSink(t, brokers)
+	d, _, _ := newTestDispatcher(t, nil, []Sink{sink}, Options{})
+	ctx := context.Background()
+
+	timedOut := timedOutEvent()
+	timedOut.BatchID = "b-43" // another batch: results are keyed by batch
+	sent := []schemas.Event{readyEvent(), publishedEvent(), abortedAuditEvent(), &timedOut, failedEvent()}
+	states := []string{StateAwaitingWrites, StatePublished, StateAborted, StateAborted, StateFailed}
+	for i, ev := range sent {
+		n := note(ev, states[i])
+		receipts, err := d.Notify(ctx, n)
+		if err != nil {
+			t.Fatalf("Notify %s: %v", ev.EventType(), err)
+		}
+		if receipts["kafka"] != EventID(ev) {
+			t.Errorf("%s: receipt %q, want the event id %q", ev.EventType(), receipts["kafka"], EventID(ev))
+		}
+		// Replaying with the receipts (a restart) and a state change with no
+		// event write nothing more.
+		n.Receipts = receipts
+		if _, err := d.Notify(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Notify(ctx, note(nil, StateAuditing)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	got := readResults(t, brokers, len(sent))
+	for i, m := range got {
+		want := deref(sent[i])
+		if string(m.Key) != want.Batch() {
+			t.Errorf("message %d key %q, want batch id %q", i, m.Key, want.Batch())
+		}
+		if h := header(m, schemas.HeaderEventType); h != want.EventType() {
+			t.Errorf("message %d %s header %q, want %q", i, schemas.HeaderEventType, h, want.EventType())
+		}
+		if h := header(m, HeaderEventID); h != EventID(want) {
+			t.Errorf("message %d %s header %q, want %q", i, HeaderEventID, h, EventID(want))
+		}
+		dec, err := codec.Decode(ctx, m.Value)
+		if err != nil {
+			t.Fatalf("message %d does not decode with the published schemas: %v", i, err)
+		}
+		// Compared as JSON: Avro gives empty lists where Go had nil.
+		gotJSON, _ := json.Marshal(deref(dec))
+		wantJSON, _ := json.Marshal(want)
+		if reflect.TypeOf(deref(dec)) != reflect.TypeOf(want) || string(gotJSON) != string(wantJSON) {
+			t.Errorf("message %d decodes to\n%T %s\nwant\n%T %s", i, deref(dec), gotJSON, want, wantJSON)
+		}
+	}
+}
+
+// failingWriter stands in for a Kafka cluster that refuses writes.
+type failingWriter struct {
+	err   error
+	calls int
+}
+
+func (f *failingWriter) WriteMessages(context.Context, ...kafka.Message) error {
+	f.calls++
+	return f.err
+}
+
+type jsonlessEncoder struct{ err error }
+
+func (e jsonlessEncoder) Encode(context.Context, string, schemas.Event) ([]byte, error) {
+	return []byte("v"), e.err
+}
+
+// Kafka is required: when it cannot be written Notify fails, while Slack
+// still gets its message.
+func TestKafkaFailureFailsNotifyButNotSlack(t *testing.T) {
+	ws := newWorkspace(t)
+	fw := &failingWriter{err: kafka.LeaderNotAvailable}
+	k := &KafkaResults{name: "kafka", topic: DefaultResultsTopic, w: fw, enc: jsonlessEncoder{}}
+	d, clock, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{k, newTestSlack(t, ws, "slack", "#wap")},
+		Options{RequiredBudget: 10 * time.Second, MinBackoff: time.Second, MaxBackoff: 4 * time.Second})
+	receipts, err := d.Notify(context.Background(), note(publishedEvent(), StatePublished))
+	if !errors.Is(err, ErrUndelivered) || !errors.Is(err, kafka.LeaderNotAvailable) {
+		t.Fatalf("Notify error %v, want ErrUndelivered wrapping the broker error", err)
+	}
+	if fw.calls < 2 || clock.Waited() > 10*time.Second {
+		t.Errorf("%d attempts over %v; want retries within the 10s budget", fw.calls, clock.Waited())
+	}
+	if _, ok := receipts["kafka"]; ok {
+		t.Errorf("receipts %v record an undelivered event", receipts)
+	}
+	if len(ws.topLevel()) != 1 || receipts["slack"] == "" {
+		t.Errorf("Slack was not notified while Kafka failed: receipts %v", receipts)
+	}
+}
+
+func TestKafkaErrorClasses(t *testing.T) {
+	cases := []struct {
+		name      string
+		write     error
+		encode    error
+		wantRetry bool
+	}{
+		{"temporary broker error", kafka.NotLeaderForPartition, nil, true},
+		{"message too large", kafka.MessageSizeTooLarge, nil, false},
+		{"write errors, one temporary", kafka.WriteErrors{kafka.MessageSizeTooLarge, kafka.RequestTimedOut}, nil, true},
+		{"deadline", context.DeadlineExceeded, nil, true},
+		{"shutting down", context.Canceled, nil, false},
+		{"encoder rejects the event", nil, &schemas.EncodeError{Reason: "invalid", Err: errors.New("bad")}, false},
+		{"registry unreachable", nil, &schemas.EncodeError{Reason: schemas.EncodeRegistryUnavailable, Err: errors.New("down")}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			k := &KafkaResults{name: "kafka", topic: DefaultResultsTopic, w: &failingWriter{err: tc.write}, enc: jsonlessEncoder{err: tc.encode}}
+			_, retry, err := k.Send(context.Background(), note(failedEvent(), StateFailed))
+			if err == nil || retry != tc.wantRetry {
+				t.Errorf("Send: err %v retry %v, want an error with retry %v", err, retry, tc.wantRetry)
+			}
+		})
+	}
+}
+
+func TestNewKafkaResultsRejectsWeakWriter(t *testing.T) {
+	w := NewResultsWriter([]string{"127.0.0.1:9"}, "", nil)
+	w.RequiredAcks = kafka.RequireOne
+	_, err := NewKafkaResults(w, jsonlessEncoder{})
+	if err == nil || err.Error() != "kafka results: writer must require acks from all replicas (RequiredAcks=1)" {
+		t.Errorf("error %v", err)
+	}
+}
