@@ -131,7 +131,7 @@ func readPartition(t testing.TB, brokers []string, topic string, partition int) 
 	}
 	end := lo.Topics[topic][0].LastOffset
 	var out []kafka.Message
-	for offset := int64(0); offset < end; {
+	for offset := kafka.FirstOffset; offset < end; {
 		fr, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: partition, Offset: offset, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: time.Second})
 		if err == nil {
 			err = fr.Error
