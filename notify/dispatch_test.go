@@ -90,7 +90,7 @@ func TestNewDispatcherValidates(t *testing.T) {
 		{[]Route{{Sink: ""}}, sinks(), `routes[0].sink: empty`},
 		{[]Route{{Sink: "slack"}, {Sink: "kafka"}}, sinks(), `routes[1].sink: "kafka" is required and receives every notification; it takes no route`},
 		{[]Route{{Sink: "slack", On: []string{"published", "publish"}}}, sinks(),
-			`routes[0].on[1]: unknown state "publish" (want one of landed, awaiting_writes, auditing, publishing, published, aborted, failed)`},
+			`routes[0].on[1]: unknown state "publish" (want one of pending, landed, awaiting_writes, auditing, publishing, published, aborted, failed)`},
 		{[]Route{{Sink: "slack", Mention: "@oncall"}}, sinks(), `routes[0].mention: "@oncall" is not a Slack mention such as <@U123> or <!subteam^S123>`},
 		{nil, append(sinks(), &recordingSink{name: "slack"}), `sinks[2]: duplicate name "slack"`},
 		{nil, []Sink{&recordingSink{name: "pending:x"}}, `sinks[0]: invalid name "pending:x"`},

@@ -148,6 +148,8 @@ func (r run) outcome() (emoji, words string) {
 		return ":no_entry:", "aborted"
 	case StateFailed:
 		return ":rotating_light:", "failed"
+	case StatePending:
+		return ":hourglass_flowing_sand:", "waiting for the batch to land"
 	case StateLanded, StateAwaitingWrites:
 		return ":inbox_tray:", "waiting for writes"
 	case StateAuditing:
@@ -262,7 +264,7 @@ func (r run) what() string {
 		}
 		b.WriteString(".")
 		if r.Error != "" {
-			b.WriteString(" Error: " + code(clip(r.Error, 500)))
+			b.WriteString(" Error: " + code(clip(r.Error, 200)))
 		}
 	case StatePublished:
 		if r.Report != nil {
@@ -315,24 +317,28 @@ func (r run) next(l links) string {
 	case StatePublished:
 		return "nothing to do. If this batch is wrong, undo it with " + code("lakewap revert --batch "+r.BatchID) + "."
 	case StateAborted:
-		inspect := "the branch was deleted; fix the source and send the batch again."
-		if r.BranchKept && r.Branch != "" {
-			inspect = "inspect branch " + branch + " (kept as it was audited), fix the data, then send the batch again."
-		}
+		kept := r.BranchKept && r.Branch != ""
 		switch r.Reason {
 		case schemas.ReasonWriteTimeout:
-			return "find out why the expected writes did not arrive before the deadline; " + inspect
+			s := "find out why the expected writes did not arrive before the deadline"
+			if kept {
+				s += " (what did arrive is on branch " + branch + ")"
+			}
+			return s + ", then send the batch again."
 		case schemas.ReasonCancelled:
 			return "nothing to do; the batch was cancelled on request."
 		case schemas.ReasonMergeConflict:
-			if r.BranchKept && r.Branch != "" {
+			if kept {
 				return "branch " + branch + " conflicts with `main`; resolve the conflicting writes and send the batch again."
 			}
 			return "the batch conflicts with `main`; resolve the conflicting writes and send the batch again."
 		case schemas.ReasonInvalid:
 			return "fix the producer of this batch's events and send the batch again."
 		}
-		return inspect
+		if kept {
+			return "inspect branch " + branch + " (kept as it was audited), fix the data, then send the batch again."
+		}
+		return "the branch was deleted; fix the source data and send the batch again."
 	case StateFailed:
 		s := "check lakeFS and Kafka health"
 		if r.BranchKept && r.Branch != "" {
@@ -343,8 +349,9 @@ func (r run) next(l links) string {
 	return ""
 }
 
-// threadMessage holds the details of a failure, posted once as a reply
-// under the main message; ok is false when there is nothing to add.
+// threadMessage holds the details of a failure (failing checks with sample
+// rows, the full error), posted once as a reply under the main message; ok
+// is false when there is nothing to add to the main message.
 func threadMessage(r run) (m message, ok bool) {
 	if r.State != StateAborted && r.State != StateFailed {
 		return message{}, false
@@ -363,11 +370,9 @@ func threadMessage(r run) (m message, ok bool) {
 			blocks = append(blocks, section(checkText(c)))
 		}
 	}
-	switch {
-	case r.State == StateFailed && r.Error != "":
+	// The main message quotes the error short; the thread keeps all of it.
+	if r.State == StateFailed && r.Error != "" {
 		blocks = append(blocks, section("*Error*\n"+codeBlock(r.Error)))
-	case r.State == StateAborted && r.Detail != "" && len(blocks) == 0:
-		blocks = append(blocks, section("*Detail*\n"+esc(r.Detail)))
 	}
 	if len(blocks) == 0 {
 		return message{}, false

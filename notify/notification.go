@@ -11,6 +11,7 @@ import (
 
 // Run states a Notification can report. They are the pipeline's state names.
 const (
+	StatePending        = "pending" // inputs arrived before the batch landed
 	StateLanded         = "landed"
 	StateAwaitingWrites = "awaiting_writes"
 	StateAuditing       = "auditing"
@@ -20,7 +21,7 @@ const (
 	StateFailed         = "failed"
 )
 
-var states = []string{StateLanded, StateAwaitingWrites, StateAuditing, StatePublishing, StatePublished, StateAborted, StateFailed}
+var states = []string{StatePending, StateLanded, StateAwaitingWrites, StateAuditing, StatePublishing, StatePublished, StateAborted, StateFailed}
 
 // terminal reports whether state ends a run: the only states an incoming
 // webhook is told about, since it cannot edit what it posted.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 const oncall = "<!subteam^S0ONCALL>"
@@ -64,10 +66,9 @@ func TestSlackMessageContent(t *testing.T) {
 		wantMain: []string{
 			":hourglass: orders aborted: writes timed out · batch b-42", oncall,
 			"Duration: 30m0s", "`main` is untouched. missing writes: order_items",
-			"*Next:* find out why the expected writes did not arrive before the deadline; inspect branch wap-orders-b-42",
+			"*Next:* find out why the expected writes did not arrive before the deadline (what did arrive is on branch wap-orders-b-42 (http://lakefs.test:8000/repositories/lake/objects?ref=wap-orders-b-42)), then send the batch again.",
 		},
-		lacksMain:  []string{"Checks:"},
-		wantThread: []string{"*Detail*", "missing writes: order_items"},
+		lacksMain: []string{"Checks:", "audited"},
 	}, {
 		name: "failed",
 		n:    note(failedEvent(), StateFailed),
@@ -406,4 +407,36 @@ func (ws *webhookServer) posts() []string {
 	ws.mu <- struct{}{}
 	defer func() { <-ws.mu }()
 	return slices.Clone(ws.body)
+}
+
+func TestAbortReasonsSayWhatToDo(t *testing.T) {
+	cases := []struct {
+		reason     string
+		kept       bool
+		wantHeader string
+		wantNext   string
+		mentioned  bool
+	}{
+		{schemas.ReasonAuditFailed, false, "aborted: audit failed", "*Next:* the branch was deleted; fix the source data and send the batch again.", true},
+		{schemas.ReasonCancelled, false, "aborted: cancelled", "*Next:* nothing to do; the batch was cancelled on request.", false},
+		{schemas.ReasonMergeConflict, true, "aborted: merge conflict", "*Next:* branch wap-orders-b-42 (http://lakefs.test:8000/repositories/lake/objects?ref=wap-orders-b-42) conflicts with `main`", true},
+		{schemas.ReasonInvalid, false, "aborted: invalid batch", "*Next:* fix the producer of this batch's events", true},
+	}
+	for _, tc := range cases {
+		ev := abortedAuditEvent()
+		ev.Reason, ev.BranchKept, ev.Report = tc.reason, tc.kept, nil
+		n := note(ev, StateAborted)
+		n.Mention = oncall
+		text := renderText(mainMessage(runOf(n), links{base: testUI}).Blocks, "")
+		wantContains(t, tc.reason, text, "orders "+tc.wantHeader+" · batch b-42", tc.wantNext)
+		if got := strings.Contains(text, oncall); got != tc.mentioned {
+			t.Errorf("%s: mention shown %v, want %v", tc.reason, got, tc.mentioned)
+		}
+		if got := strings.Contains(text, "(deleted)"); got == tc.kept {
+			t.Errorf("%s: branch marked deleted = %v with BranchKept %v", tc.reason, got, tc.kept)
+		}
+		if _, ok := threadMessage(runOf(n)); ok {
+			t.Errorf("%s: a thread reply with no checks and no error adds nothing", tc.reason)
+		}
+	}
 }
