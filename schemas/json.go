@@ -36,6 +36,8 @@ func FromJSON(eventType string, doc []byte) (Event, error) {
 		return fromJSON[BatchAborted](doc)
 	case TypeBatchFailed:
 		return fromJSON[BatchFailed](doc)
+	case TypeBatchReverted:
+		return fromJSON[BatchReverted](doc)
 	}
 	return nil, fmt.Errorf("schemas: unknown event type %q (want one of %s)", eventType, strings.Join(EventTypes(), ", "))
 }

@@ -46,6 +46,7 @@ func currentKinds() []kindSpec {
 		kindOf[BatchPublished](TypeBatchPublished),
 		kindOf[BatchAborted](TypeBatchAborted),
 		kindOf[BatchFailed](TypeBatchFailed),
+		kindOf[BatchReverted](TypeBatchReverted),
 	}
 }
 

@@ -60,6 +60,8 @@ func sampleEvents() []Event {
 			OccurredAt: ms("2024-05-01T00:20:00Z"), DurationMs: 5},
 		BatchFailed{EventID: "e-4", BatchID: "b1", Dataset: "orders", Repository: "lake", Branch: "wap-orders-b1",
 			State: "Publishing", Error: "lakefs: 503", Attempts: 7, BranchKept: true, OccurredAt: ms("2024-05-01T00:30:00Z")},
+		BatchReverted{EventID: "e-5", BatchID: "b1", Dataset: "orders", Repository: "lake", TargetRef: "main",
+			PublishedCommitID: "c0ffee", CommitID: "decaf", Reason: "wrong currency", RevertedBy: "ana", OccurredAt: ms("2024-05-02T09:00:00Z")},
 	}
 }
 
@@ -75,6 +77,7 @@ func minimalEvents() []Event {
 		BatchPublished{BatchID: "b", Dataset: "d", Report: AuditReport{Checks: []CheckResult{}}, LandedAt: t0, PublishedAt: t0},
 		BatchAborted{BatchID: "b", Dataset: "d", Reason: ReasonInvalid, OccurredAt: t0},
 		BatchFailed{BatchID: "b", Dataset: "d", OccurredAt: t0},
+		BatchReverted{BatchID: "b", Dataset: "d", OccurredAt: t0},
 	}
 }
 

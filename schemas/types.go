@@ -12,6 +12,7 @@ const (
 	TypeBatchPublished = "BatchPublished"
 	TypeBatchAborted   = "BatchAborted"
 	TypeBatchFailed    = "BatchFailed"
+	TypeBatchReverted  = "BatchReverted"
 )
 
 // Namespace is the Avro namespace of every lakewap record.
@@ -188,6 +189,21 @@ type BatchFailed struct {
 	OccurredAt time.Time `avro:"occurred_at" json:"occurred_at"`
 }
 
+// BatchReverted says an operator reverted a published batch on its target:
+// a revert commit undoes the batch's merge commit.
+type BatchReverted struct {
+	EventID           string    `avro:"event_id" json:"event_id"`
+	BatchID           string    `avro:"batch_id" json:"batch_id"`
+	Dataset           string    `avro:"dataset" json:"dataset"`
+	Repository        string    `avro:"repository" json:"repository"`
+	TargetRef         string    `avro:"target_ref" json:"target_ref"`
+	PublishedCommitID string    `avro:"published_commit_id" json:"published_commit_id"`
+	CommitID          string    `avro:"commit_id" json:"commit_id"` // the revert commit
+	Reason            string    `avro:"reason" json:"reason"`
+	RevertedBy        string    `avro:"reverted_by" json:"reverted_by"`
+	OccurredAt        time.Time `avro:"occurred_at" json:"occurred_at"`
+}
+
 func (BatchLanded) EventType() string    { return TypeBatchLanded }
 func (WriteComplete) EventType() string  { return TypeWriteComplete }
 func (BatchCancelled) EventType() string { return TypeBatchCancelled }
@@ -195,6 +211,7 @@ func (BranchReady) EventType() string    { return TypeBranchReady }
 func (BatchPublished) EventType() string { return TypeBatchPublished }
 func (BatchAborted) EventType() string   { return TypeBatchAborted }
 func (BatchFailed) EventType() string    { return TypeBatchFailed }
+func (BatchReverted) EventType() string  { return TypeBatchReverted }
 
 func (e BatchLanded) Batch() string    { return e.BatchID }
 func (e WriteComplete) Batch() string  { return e.BatchID }
@@ -203,3 +220,4 @@ func (e BranchReady) Batch() string    { return e.BatchID }
 func (e BatchPublished) Batch() string { return e.BatchID }
 func (e BatchAborted) Batch() string   { return e.BatchID }
 func (e BatchFailed) Batch() string    { return e.BatchID }
+func (e BatchReverted) Batch() string  { return e.BatchID }

@@ -227,6 +227,15 @@ func Validate(ev Event, known func(dataset string) bool, now time.Time) error {
 	case BatchFailed:
 		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
+	case BatchReverted:
+		dataset(e.Dataset)
+		v.timestamp("occurred_at", e.OccurredAt)
+		if e.PublishedCommitID == "" {
+			v.add("published_commit_id", "is empty")
+		}
+		if e.CommitID == "" {
+			v.add("commit_id", "is empty")
+		}
 	default:
 		v.add("event", fmt.Sprintf("unknown event type %T", ev))
 	}
