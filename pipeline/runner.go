@@ -76,6 +76,11 @@ type Config struct {
 	Now         func() time.Time
 	// Observe, if set, is called after every persisted change of a run.
 	Observe func(before, after Run)
+	// Failpoint, if set, is called at named points between a side effect
+	// and the persistence of its outcome; crash tests make it kill the
+	// process there. Names: after_write, after_branch, during_audit,
+	// before_merge, after_merge, before_send.
+	Failpoint func(name string)
 }
 
 // Runner executes the machine's effects for the runs of the partitions
@@ -276,6 +281,9 @@ func (r *Runner) Handle(ctx context.Context, id int, value []byte) error {
 	}
 	if err := r.apply(ctx, p, ev.Batch(), in); err != nil {
 		return err
+	}
+	if _, ok := in.(WriteDone); ok {
+		r.failpoint("after_write") // persisted, offset not yet committed
 	}
 	if verr != nil {
 		return fmt.Errorf("%w: %w", ErrPoison, verr)
@@ -480,6 +488,7 @@ func (r *Runner) step(ctx context.Context, run Run, k EffectKind) Input {
 		if err != nil {
 			return failed(log, StepBranch, err)
 		}
+		r.failpoint("after_branch")
 		return BranchCreated{Existed: existed}
 	case DoAudit:
 		commit, err := r.cfg.Lake.Seal(ctx, run.Repository, run.Branch,
@@ -488,6 +497,7 @@ func (r *Runner) step(ctx context.Context, run Run, k EffectKind) Input {
 		if err != nil {
 			return failed(log, StepAudit, err)
 		}
+		r.failpoint("during_audit")
 		rep, err := r.cfg.Auditor.Audit(ctx, AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
 			Ref: commit, BaseRef: run.Target, BatchTime: run.BatchTime})
 		if err != nil {
@@ -506,11 +516,13 @@ func (r *Runner) step(ctx context.Context, run Run, k EffectKind) Input {
 			// Unreachable through Transition; guard the promise anyway.
 			return StepFailed{Step: StepPublish, Err: "refusing to publish a batch without a passing audit", Class: Permanent}
 		}
+		r.failpoint("before_merge")
 		id, err := r.cfg.Lake.Merge(ctx, run.Repository, run.SealedCommit, run.Target,
 			fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID), publishMeta(run))
 		if err != nil {
 			return failed(log, StepPublish, err)
 		}
+		r.failpoint("after_merge")
 		return Merged{CommitID: id}
 	case DoCleanup:
 		if err := r.cfg.Lake.DeleteBranch(ctx, run.Repository, run.Branch); err != nil {
@@ -525,6 +537,9 @@ func (r *Runner) step(ctx context.Context, run Run, k EffectKind) Input {
 // partition is revoked (the entry stays in the stored outbox either way).
 func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
 	backoff := 200 * time.Millisecond
+	if o.Published != nil {
+		r.failpoint("before_send")
+	}
 	for {
 		ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
 		receipts, err := r.cfg.Notifier.Notify(ctx, Notification{Event: o.Event(), State: o.State, Run: run, Receipts: run.Receipts})
@@ -539,6 +554,12 @@ func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func (r *Runner) failpoint(name string) {
+	if r.cfg.Failpoint != nil {
+		r.cfg.Failpoint(name)
 	}
 }
 

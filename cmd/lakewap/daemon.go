@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -213,6 +214,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		Policy:      pipeline.Policy{RetryBudget: cfg.Runner.RetryBudget.D(10 * time.Minute), PendingTTL: cfg.Runner.PendingTTL.D(time.Hour)},
 		MaxInFlight: cfg.Runner.MaxInFlight, StepTimeout: cfg.Runner.StepTimeout.D(5 * time.Minute),
 		Grace: cfg.Runner.Grace.D(10 * time.Second), Logger: log, Observe: o.Observe,
+		Failpoint: failpointFromEnv(log),
 	})
 	if err != nil {
 		return nil, err
@@ -327,5 +329,23 @@ func runnerMetrics(reg prometheus.Registerer) pipeline.Metrics {
 			}
 		},
 		Terminal: func(ds string, st pipeline.State, reason string) { runs.WithLabelValues(ds, string(st), reason).Inc() },
+	}
+}
+
+// failpointFromEnv arms the crash tests' failpoint: LAKEWAP_FAILPOINT=name
+// makes the process kill itself with SIGKILL when the runner reaches name,
+// the way a power cut or an OOM kill would stop it.
+func failpointFromEnv(log *slog.Logger) func(string) {
+	want := os.Getenv("LAKEWAP_FAILPOINT")
+	if want == "" {
+		return nil
+	}
+	log.Warn("failpoint armed: this process will SIGKILL itself", "failpoint", want)
+	return func(name string) {
+		if name == want {
+			log.Warn("failpoint reached: SIGKILL", "failpoint", name)
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
 	}
 }
