@@ -28,6 +28,7 @@ type Config struct {
 	Notify   Notify             `yaml:"notify"`
 	HTTP     HTTP               `yaml:"http"`
 	Log      Log                `yaml:"log"`
+	Janitor  Janitor            `yaml:"janitor"`
 	Datasets map[string]Dataset `yaml:"datasets"`
 }
 
@@ -126,6 +127,26 @@ type Route struct {
 type HTTP struct {
 	Listen string `yaml:"listen"`
 }
+
+// Janitor deletes the wap- branches nobody needs any more: those of aborted
+// (and failed) runs after their dataset's aborted_retention, those of
+// published runs and those without any run after abandoned_after.
+type Janitor struct {
+	Enabled        *bool    `yaml:"enabled"`         // default true
+	Interval       Duration `yaml:"interval"`        // between sweeps; default 1h
+	AbandonedAfter Duration `yaml:"abandoned_after"` // default 24h
+	DryRun         bool     `yaml:"dry_run"`         // log what would be deleted, delete nothing
+}
+
+// On reports whether the daemon runs the janitor.
+func (j Janitor) On() bool { return j.Enabled == nil || *j.Enabled }
+
+// Janitor defaults.
+const (
+	DefaultJanitorInterval  = time.Hour
+	DefaultAbandonedAfter   = 24 * time.Hour
+	DefaultAbortedRetention = 72 * time.Hour
+)
 
 // Log format and level.
 type Log struct {
@@ -249,7 +270,16 @@ func (c *Config) Defaults() {
 	def(&c.Log.Level, "info")
 	for name, d := range c.Datasets {
 		def(&d.Target, "main")
+		if d.AbortedRetention == 0 {
+			d.AbortedRetention = Duration(DefaultAbortedRetention)
+		}
 		c.Datasets[name] = d
+	}
+	if c.Janitor.Interval == 0 {
+		c.Janitor.Interval = Duration(DefaultJanitorInterval)
+	}
+	if c.Janitor.AbandonedAfter == 0 {
+		c.Janitor.AbandonedAfter = Duration(DefaultAbandonedAfter)
 	}
 }
 
@@ -363,6 +393,12 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if c.Janitor.Interval < 0 || (c.Janitor.Interval > 0 && c.Janitor.Interval < Duration(time.Minute)) {
+		bad("janitor.interval", "must be at least 1m (it lists every repository's branches)")
+	}
+	if c.Janitor.AbandonedAfter < 0 {
+		bad("janitor.abandoned_after", "must not be negative")
+	}
 	if len(c.Datasets) == 0 {
 		bad("datasets", "at least one dataset is required")
 	}
@@ -382,6 +418,9 @@ func (c *Config) Validate() error {
 		}
 		if d.WriteTimeout < 0 {
 			bad(f+".write_timeout", "must not be negative")
+		}
+		if d.AbortedRetention < 0 {
+			bad(f+".aborted_retention", "must not be negative")
 		}
 		for _, err := range d.Suite.Validate(f) {
 			errs = append(errs, err)
