@@ -1,0 +1,289 @@
+// Package janitor deletes lakewap's batch branches once nobody needs them:
+// the branches of aborted and failed runs after their dataset's retention,
+// and `wap-` branches without a live run (published batches, runs the state
+// store no longer has, leftovers) after a grace period. It never deletes a
+// branch that a dataset publishes to or branches from, nor the branch of a
+// run that is still in progress.
+//
+// It may import pipeline (for Run), pipeline/lakefs (for the branch and
+// commit types its Lake returns), schemas and the standard library.
+package janitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Lake is what the janitor needs from lakeFS; *lakefs.Client has it.
+type Lake interface {
+	ListBranches(ctx context.Context, repo, prefix string) ([]lakefs.Branch, error)
+	GetCommit(ctx context.Context, repo, ref string) (lakefs.Commit, error)
+	DeleteBranch(ctx context.Context, repo, branch string) error
+}
+
+// RunSource returns every run the state store holds, across all partitions.
+// An error stops the sweep: without the runs, no branch can be judged.
+type RunSource interface {
+	Runs(ctx context.Context) ([]pipeline.Run, error)
+}
+
+// RunsFunc adapts a function to RunSource.
+type RunsFunc func(ctx context.Context) ([]pipeline.Run, error)
+
+// Runs calls f.
+func (f RunsFunc) Runs(ctx context.Context) ([]pipeline.Run, error) { return f(ctx) }
+
+// Dataset is what the janitor knows of a configured dataset.
+type Dataset struct {
+	Name       string
+	Repository string
+	Target     string // never deleted
+	Source     string // never deleted; empty means Target
+	// AbortedRetention is how long the branch of an aborted or failed run
+	// is kept for inspection (default 72h).
+	AbortedRetention time.Duration
+}
+
+// Config wires a Janitor.
+type Config struct {
+	Lake     Lake
+	Runs     RunSource
+	Datasets []Dataset
+	// AbandonedAfter is how old the head commit of a branch without a live
+	// run must be before it is deleted; for a published run it is counted
+	// from the publish (default 24h).
+	AbandonedAfter time.Duration
+	// Prefix of the branches the janitor looks at (default schemas.BranchPrefix).
+	Prefix string
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Deleted, if set, is called for every branch deleted (metrics).
+	Deleted func(repo, why string)
+}
+
+// Defaults.
+const (
+	DefaultAbortedRetention = 72 * time.Hour
+	DefaultAbandonedAfter   = 24 * time.Hour
+)
+
+// Why a branch is deleted.
+const (
+	WhyAbortedExpired = "aborted_expired" // aborted or failed run, retention passed
+	WhyPublished      = "published"       // its batch is on the target; the branch is a leftover
+	WhyAbandoned      = "abandoned"       // no run in the state store
+)
+
+// Decision is the janitor's verdict on one branch.
+type Decision struct {
+	Repository string         `json:"repository"`
+	Branch     string         `json:"branch"`
+	BatchID    string         `json:"batch_id,omitempty"`
+	Dataset    string         `json:"dataset,omitempty"`
+	State      pipeline.State `json:"state,omitempty"` // "" when no run has the branch
+	Age        time.Duration  `json:"age"`             // since the abort/failure/publish, or of the head commit
+	Delete     bool           `json:"delete"`
+	Why        string         `json:"why"`             // one of the Why* constants when Delete, else why it stays
+	Deleted    bool           `json:"deleted"`         // the delete was done (not in a dry run)
+	Err        string         `json:"error,omitempty"` // a delete or a lookup that failed
+}
+
+// Janitor decides and deletes.
+type Janitor struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New checks cfg and fills its defaults.
+func New(cfg Config) (*Janitor, error) {
+	switch {
+	case cfg.Lake == nil:
+		return nil, errors.New("janitor: Config.Lake is required")
+	case cfg.Runs == nil:
+		return nil, errors.New("janitor: Config.Runs is required")
+	case cfg.AbandonedAfter < 0:
+		return nil, errors.New("janitor: AbandonedAfter must not be negative")
+	}
+	if cfg.AbandonedAfter == 0 {
+		cfg.AbandonedAfter = DefaultAbandonedAfter
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = schemas.BranchPrefix
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Janitor{cfg: cfg, log: log}, nil
+}
+
+type branchKey struct{ repo, branch string }
+
+// Sweep judges every prefixed branch of every configured repository and,
+// unless dryRun, deletes those it may. It returns one Decision per branch
+// looked at, sorted by repository and branch. Errors on single branches are
+// in their Decision (and joined into the error); the sweep goes on.
+func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
+	protected := map[branchKey]bool{}
+	retention := map[string]time.Duration{}
+	var repos []string
+	seenRepo := map[string]bool{}
+	for _, d := range j.cfg.Datasets {
+		target := d.Target
+		if target == "" {
+			target = "main"
+		}
+		source := d.Source
+		if source == "" {
+			source = target
+		}
+		protected[branchKey{d.Repository, target}] = true
+		protected[branchKey{d.Repository, source}] = true
+		protected[branchKey{d.Repository, "main"}] = true
+		r := d.AbortedRetention
+		if r <= 0 {
+			r = DefaultAbortedRetention
+		}
+		retention[d.Name] = r
+		if !seenRepo[d.Repository] {
+			seenRepo[d.Repository] = true
+			repos = append(repos, d.Repository)
+		}
+	}
+	sort.Strings(repos)
+
+	// Branches first, runs second: the runner stores a run before it creates
+	// its branch, so every branch listed here has its run in what is loaded
+	// next, however recent the branch.
+	branches := map[string][]lakefs.Branch{}
+	for _, repo := range repos {
+		bs, err := j.cfg.Lake.ListBranches(ctx, repo, j.cfg.Prefix)
+		if err != nil {
+			return nil, fmt.Errorf("janitor: list branches of %s: %w", repo, err)
+		}
+		branches[repo] = bs
+	}
+	runs, err := j.cfg.Runs.Runs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("janitor: load runs: %w", err)
+	}
+	byBranch := map[branchKey]pipeline.Run{}
+	for _, r := range runs {
+		if r.Branch != "" {
+			byBranch[branchKey{r.Repository, r.Branch}] = r
+		}
+	}
+
+	now := j.cfg.Now()
+	var out []Decision
+	var errs []error
+	for _, repo := range repos {
+		for _, b := range branches[repo] {
+			k := branchKey{repo, b.Name}
+			d := Decision{Repository: repo, Branch: b.Name}
+			run, hasRun := byBranch[k]
+			if hasRun {
+				d.BatchID, d.Dataset, d.State = run.BatchID, run.Dataset, run.State
+			}
+			switch {
+			case protected[k]:
+				d.Why = "a dataset publishes to or branches from it"
+			case hasRun:
+				j.judgeRun(&d, run, retention, now)
+			default:
+				head, err := j.cfg.Lake.GetCommit(ctx, repo, b.CommitID)
+				if err != nil {
+					d.Err = err.Error()
+					d.Why = "head commit unreadable"
+					errs = append(errs, fmt.Errorf("janitor: %s/%s: %w", repo, b.Name, err))
+					break
+				}
+				d.Age = now.Sub(head.CreationDate)
+				if d.Age >= j.cfg.AbandonedAfter {
+					d.Delete, d.Why = true, WhyAbandoned
+				} else {
+					d.Why = fmt.Sprintf("no run, head commit younger than %s", j.cfg.AbandonedAfter)
+				}
+			}
+			if d.Delete && !dryRun {
+				if err := j.cfg.Lake.DeleteBranch(ctx, repo, b.Name); err != nil {
+					d.Err = err.Error()
+					errs = append(errs, fmt.Errorf("janitor: delete %s/%s: %w", repo, b.Name, err))
+				} else {
+					d.Deleted = true
+					if j.cfg.Deleted != nil {
+						j.cfg.Deleted(repo, d.Why)
+					}
+				}
+			}
+			if d.Delete {
+				j.log.Info("janitor: branch expired", "repository", repo, "branch", b.Name, "batch_id", d.BatchID,
+					"dataset", d.Dataset, "state", string(d.State), "why", d.Why, "age", d.Age.Round(time.Second),
+					"dry_run", dryRun, "deleted", d.Deleted, "err", d.Err)
+			}
+			out = append(out, d)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (j *Janitor) judgeRun(d *Decision, run pipeline.Run, retention map[string]time.Duration, now time.Time) {
+	d.Age = now.Sub(run.StateSince)
+	switch run.State {
+	case pipeline.StateAborted, pipeline.StateFailed:
+		keep, ok := retention[run.Dataset]
+		if !ok {
+			keep = DefaultAbortedRetention
+		}
+		if d.Age >= keep {
+			d.Delete, d.Why = true, WhyAbortedExpired
+		} else {
+			d.Why = fmt.Sprintf("%s run kept for inspection for %s", run.State, keep)
+		}
+	case pipeline.StatePublished:
+		if d.Age >= j.cfg.AbandonedAfter {
+			d.Delete, d.Why = true, WhyPublished
+		} else {
+			d.Why = fmt.Sprintf("published less than %s ago", j.cfg.AbandonedAfter)
+		}
+	default:
+		d.Why = "run in progress"
+	}
+}
+
+// Run sweeps every interval until ctx ends; the first sweep is one interval
+// after the start, so a restarting daemon first restores its partitions.
+func (j *Janitor) Run(ctx context.Context, interval time.Duration, dryRun bool) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ds, err := j.Sweep(ctx, dryRun)
+		n := 0
+		for _, d := range ds {
+			if d.Delete {
+				n++
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			j.log.Warn("janitor sweep had errors", "branches", len(ds), "expired", n, "err", err)
+			continue
+		}
+		j.log.Info("janitor sweep done", "branches", len(ds), "expired", n, "dry_run", dryRun)
+	}
+}

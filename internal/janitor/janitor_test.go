@@ -1,0 +1,217 @@
+package janitor_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
+)
+
+// TestJanitorOnRealLakeFS judges branches of every kind on the real lakeFS
+// server. The clock is moved forward instead of waiting: lakeFS stamps
+// commits with the real time, so "now + 100h" makes every head commit
+// 100 hours old.
+func TestJanitorOnRealLakeFS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a lakeFS server")
+	}
+	stack := devstack.StartForTest(t, devstack.Options{Repository: "lake"})
+	lake, err := lakefs.New(lakefs.Config{Endpoint: stack.LakeFSEndpoint, AccessKeyID: stack.AccessKeyID, SecretAccessKey: stack.SecretAccessKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	real := time.Now()
+	now := real.Add(100 * time.Hour)
+
+	// A commit on main, so that branches have a head commit with a date.
+	must(t, lake.Upload(ctx, "lake", "main", "gold/seed.csv", strings.NewReader("a\n1\n")))
+	_, err = lake.Commit(ctx, "lake", "main", "seed", nil)
+	must(t, err)
+
+	runs := []pipeline.Run{
+		{BatchID: "old", Dataset: "billing", Repository: "lake", Branch: "wap-billing-old", State: pipeline.StateAborted, StateSince: real.Add(-time.Hour)},
+		{BatchID: "recent", Dataset: "billing", Repository: "lake", Branch: "wap-billing-recent", State: pipeline.StateAborted, StateSince: now.Add(-50 * time.Hour)},
+		{BatchID: "failed", Dataset: "billing", Repository: "lake", Branch: "wap-billing-failed", State: pipeline.StateFailed, StateSince: real},
+		{BatchID: "live", Dataset: "billing", Repository: "lake", Branch: "wap-billing-live", State: pipeline.StateAwaitingWrites, StateSince: real.Add(-200 * time.Hour)},
+		{BatchID: "auditing", Dataset: "billing", Repository: "lake", Branch: "wap-billing-auditing", State: pipeline.StateAuditing, StateSince: real.Add(-200 * time.Hour)},
+		{BatchID: "pub", Dataset: "billing", Repository: "lake", Branch: "wap-billing-pub", State: pipeline.StatePublished, StateSince: real},
+		// Same branch name in another repository: its run must not
+		// protect or doom the branch in "lake".
+		{BatchID: "elsewhere", Dataset: "billing", Repository: "other", Branch: "wap-billing-orphan", State: pipeline.StateAwaitingWrites},
+	}
+	branches := []string{"wap-billing-old", "wap-billing-recent", "wap-billing-failed", "wap-billing-live",
+		"wap-billing-auditing", "wap-billing-pub", "wap-billing-orphan", "wap-prod", "feature-x"}
+	for _, b := range branches {
+		_, err := lake.EnsureBranch(ctx, "lake", b, "main")
+		must(t, err)
+	}
+	// A run's branch with a commit of its own, as aborted batches have.
+	must(t, lake.Upload(ctx, "lake", "wap-billing-old", "gold/x.csv", strings.NewReader("a\n2\n")))
+	_, err = lake.Commit(ctx, "lake", "wap-billing-old", "bad batch", nil)
+	must(t, err)
+
+	var deletedMetric []string
+	j, err := janitor.New(janitor.Config{
+		Lake: lake,
+		Runs: janitor.RunsFunc(func(context.Context) ([]pipeline.Run, error) { return runs, nil }),
+		Datasets: []janitor.Dataset{
+			{Name: "billing", Repository: "lake", Target: "main", AbortedRetention: 72 * time.Hour},
+			// A dataset publishing to a wap- branch: that branch is never a candidate.
+			{Name: "prod", Repository: "lake", Target: "wap-prod"},
+		},
+		AbandonedAfter: 24 * time.Hour,
+		Now:            func() time.Time { return now },
+		Deleted:        func(repo, why string) { deletedMetric = append(deletedMetric, repo+":"+why) },
+	})
+	must(t, err)
+
+	want := map[string]string{ // branch -> why, for those to delete
+		"wap-billing-old":    janitor.WhyAbortedExpired,
+		"wap-billing-failed": janitor.WhyAbortedExpired,
+		"wap-billing-pub":    janitor.WhyPublished,
+		"wap-billing-orphan": janitor.WhyAbandoned,
+	}
+	keep := []string{"main", "feature-x", "wap-prod", "wap-billing-recent", "wap-billing-live", "wap-billing-auditing"}
+
+	// Dry run: the same verdicts, nothing deleted.
+	dry, err := j.Sweep(ctx, true)
+	must(t, err)
+	checkDecisions(t, dry, want, false)
+	if got := branchNames(t, ctx, lake); !slices.Equal(got, sorted(append(slices.Clone(branches), "main"))) {
+		t.Fatalf("after the dry run branches are %v, want all of them", got)
+	}
+	if len(deletedMetric) != 0 {
+		t.Errorf("dry run reported deletions %v", deletedMetric)
+	}
+
+	ds, err := j.Sweep(ctx, false)
+	must(t, err)
+	checkDecisions(t, ds, want, true)
+	if got := branchNames(t, ctx, lake); !slices.Equal(got, sorted(keep)) {
+		t.Errorf("after the sweep branches are %v, want %v", got, sorted(keep))
+	}
+	if len(deletedMetric) != len(want) {
+		t.Errorf("Deleted called %d times (%v), want %d", len(deletedMetric), deletedMetric, len(want))
+	}
+
+	// Nothing left to do: a second sweep deletes nothing.
+	again, err := j.Sweep(ctx, false)
+	must(t, err)
+	for _, d := range again {
+		if d.Delete {
+			t.Errorf("second sweep wants to delete %+v", d)
+		}
+	}
+}
+
+func TestSweepStopsWhenRunsCannotBeLoaded(t *testing.T) {
+	lake := &fakeLake{branches: []lakefs.Branch{{Name: "wap-billing-x", CommitID: "c1"}}}
+	j, err := janitor.New(janitor.Config{Lake: lake,
+		Runs:     janitor.RunsFunc(func(context.Context) ([]pipeline.Run, error) { return nil, errors.New("kafka down") }),
+		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}}})
+	must(t, err)
+	if _, err := j.Sweep(context.Background(), false); err == nil || !strings.Contains(err.Error(), "kafka down") {
+		t.Fatalf("Sweep error %v, want the state store's", err)
+	}
+	if len(lake.deleted) != 0 {
+		t.Errorf("deleted %v without knowing the runs", lake.deleted)
+	}
+}
+
+func TestDeleteFailureIsReportedAndSweepGoesOn(t *testing.T) {
+	old := time.Now().Add(-100 * time.Hour)
+	lake := &fakeLake{
+		branches: []lakefs.Branch{{Name: "wap-a", CommitID: "c"}, {Name: "wap-b", CommitID: "c"}},
+		head:     old, failDelete: "wap-a",
+	}
+	j, err := janitor.New(janitor.Config{Lake: lake,
+		Runs:     janitor.RunsFunc(func(context.Context) ([]pipeline.Run, error) { return nil, nil }),
+		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}}})
+	must(t, err)
+	ds, err := j.Sweep(context.Background(), false)
+	if err == nil || !strings.Contains(err.Error(), "wap-a") {
+		t.Errorf("error %v, want one naming wap-a", err)
+	}
+	if len(ds) != 2 || ds[0].Deleted || ds[0].Err == "" || !ds[1].Deleted {
+		t.Errorf("decisions %+v, want wap-a failed and wap-b deleted", ds)
+	}
+}
+
+type fakeLake struct {
+	branches   []lakefs.Branch
+	head       time.Time
+	failDelete string
+	deleted    []string
+}
+
+func (f *fakeLake) ListBranches(context.Context, string, string) ([]lakefs.Branch, error) {
+	return f.branches, nil
+}
+func (f *fakeLake) GetCommit(context.Context, string, string) (lakefs.Commit, error) {
+	return lakefs.Commit{CreationDate: f.head}, nil
+}
+func (f *fakeLake) DeleteBranch(_ context.Context, _, b string) error {
+	if b == f.failDelete {
+		return errors.New("lakefs delete branch: HTTP 500")
+	}
+	f.deleted = append(f.deleted, b)
+	return nil
+}
+
+func checkDecisions(t *testing.T, ds []janitor.Decision, want map[string]string, deleted bool) {
+	t.Helper()
+	got := map[string]string{}
+	for _, d := range ds {
+		if d.Err != "" {
+			t.Errorf("%s: error %s", d.Branch, d.Err)
+		}
+		if d.Delete {
+			got[d.Branch] = d.Why
+			if d.Deleted != deleted {
+				t.Errorf("%s: deleted=%v, want %v", d.Branch, d.Deleted, deleted)
+			}
+		} else if d.Deleted {
+			t.Errorf("%s: deleted but not to be deleted", d.Branch)
+		}
+		if d.Branch == "main" || d.Branch == "feature-x" {
+			t.Errorf("janitor looked at %s, which has no wap- prefix", d.Branch)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("to delete: %v, want %v", got, want)
+	}
+	for b, why := range want {
+		if got[b] != why {
+			t.Errorf("%s: why=%q, want %q (all: %v)", b, got[b], why, got)
+		}
+	}
+}
+
+func branchNames(t *testing.T, ctx context.Context, lake *lakefs.Client) []string {
+	t.Helper()
+	bs, err := lake.ListBranches(ctx, "lake", "")
+	must(t, err)
+	var out []string
+	for _, b := range bs {
+		out = append(out, b.Name)
+	}
+	return sorted(out)
+}
+
+func sorted(s []string) []string { slices.Sort(s); return s }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
