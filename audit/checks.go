@@ -310,10 +310,11 @@ func (r *run) schemaDrift(ctx context.Context, c Check) schemas.CheckResult {
 // failure. Plain table names resolve to the check's scope.
 func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
 	if schema := schemaOf(c); schema != schemaMain {
-		if _, err := r.conn.ExecContext(ctx, "SET search_path = "+quoteLiteral(schema)); err != nil {
+		if _, err := r.conn.ExecContext(ctx, "SET search_path = "+quoteLiteral(r.catalog+"."+schema)); err != nil {
 			return r.errored(c, err, 0)
 		}
-		defer r.conn.ExecContext(context.WithoutCancel(ctx), "SET search_path = "+quoteLiteral(schemaMain))
+		// USE sets the search path back to the catalog's main schema.
+		defer r.conn.ExecContext(context.WithoutCancel(ctx), "USE "+quoteIdent(r.catalog))
 	}
 	rows, err := r.conn.QueryContext(ctx, customSQL(c.SQL, r.e.opts.SampleRows))
 	if err != nil {

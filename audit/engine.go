@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -27,15 +29,17 @@ var (
 // Options configure an Engine.
 type Options struct {
 	Source Source
-	// WorkDir holds each run's directory (removed after the run); default
-	// os.TempDir().
+	// WorkDir holds the engine's directory (removed by Close), with a
+	// directory per run (removed after the run) and DuckDB's spill files;
+	// default os.TempDir().
 	WorkDir string
 	// CacheDir keeps downloaded objects by checksum across runs, so the
 	// unchanged files of main are fetched once. Empty disables the cache.
 	// Nothing evicts old entries: point it at a directory that is cleaned.
 	CacheDir string
-	// MemoryLimit and Threads bound DuckDB in each run, e.g. "1GB" and 2;
-	// empty and 0 leave DuckDB's defaults (80% of RAM, all cores).
+	// MemoryLimit and Threads bound the engine's DuckDB, shared by
+	// concurrent runs, e.g. "1GB" and 2; empty and 0 leave DuckDB's
+	// defaults (80% of RAM, all cores).
 	MemoryLimit string
 	Threads     int
 	// DownloadParallelism bounds concurrent downloads of a run; default 8.
@@ -45,11 +49,16 @@ type Options struct {
 	Logger     *slog.Logger
 }
 
-// Engine runs audit suites. It is safe for concurrent use; each run has its
-// own DuckDB database, so the limits in Options apply per run.
+// Engine runs audit suites. It is safe for concurrent use. It keeps one
+// DuckDB database, so memory and threads are bounded for all runs together
+// and a run does not pay for starting a database; each run has its own
+// in-memory catalog in it (ATTACH ':memory:'), dropped when the run ends.
 type Engine struct {
 	opts Options
 	log  *slog.Logger
+	dir  string // the engine's directory under WorkDir
+	db   *sql.DB
+	seq  atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
@@ -94,16 +103,57 @@ func New(opts Options) (*Engine, error) {
 		}
 		*d = abs
 	}
-	return &Engine{opts: opts, log: opts.Logger}, nil
+	e := &Engine{opts: opts, log: opts.Logger}
+	var err error
+	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if e.db, err = openDuckDB(e.dir, opts); err != nil {
+		os.RemoveAll(e.dir)
+		return nil, err
+	}
+	return e, nil
 }
 
-// Close waits for running audits and makes later Run calls fail.
+// openDuckDB opens the engine's DuckDB, confined to the engine's directory
+// and the cache, with the configuration locked so that custom SQL cannot
+// undo it.
+func openDuckDB(dir string, opts Options) (*sql.DB, error) {
+	connector, err := duckdb.NewConnector("?autoinstall_known_extensions=false&autoload_known_extensions=false", nil)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open duckdb: %w", err)
+	}
+	db := sql.OpenDB(connector)
+	allowed := []string{dir + string(filepath.Separator)}
+	if opts.CacheDir != "" {
+		allowed = append(allowed, opts.CacheDir+string(filepath.Separator))
+	}
+	// Settings are global to the database, so any pooled connection will do.
+	for _, s := range setupSQL(filepath.Join(dir, "duckdb-tmp"), opts.MemoryLimit, opts.Threads, allowed) {
+		if _, err := db.Exec(s); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("audit: duckdb setup %q: %w", s, err)
+		}
+	}
+	return db, nil
+}
+
+// Close waits for running audits, makes later Run calls fail and releases
+// the database and the engine's directory.
 func (e *Engine) Close() error {
 	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
 	e.closed = true
 	e.mu.Unlock()
 	e.runs.Wait()
-	return nil
+	err := e.db.Close()
+	if rerr := os.RemoveAll(e.dir); err == nil {
+		err = rerr
+	}
+	return err
 }
 
 // Request is one audit: a dataset's suite against a ref.
@@ -141,17 +191,18 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 		req.BatchTime = time.Now()
 	}
 	log := e.log.With("dataset", req.Dataset, "repository", req.Repository, "ref", req.Ref)
-	dir, err := os.MkdirTemp(e.opts.WorkDir, "audit-*")
+	dir, err := os.MkdirTemp(e.dir, "run-*")
 	if err != nil {
 		return report, fmt.Errorf("audit: work dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
 
-	r := &run{e: e, req: req, log: log, dir: dir, views: map[viewKey]*view{}}
+	r := &run{e: e, req: req, log: log, dir: dir, views: map[viewKey]*view{},
+		catalog: fmt.Sprintf("run_%d", e.seq.Add(1))}
+	defer r.close()
 	if err := r.prepare(ctx); err != nil {
 		return report, err
 	}
-	defer r.close()
 	report.Checks = r.checkAll(ctx)
 	if err := ctx.Err(); err != nil {
 		return report, err
@@ -184,20 +235,31 @@ type run struct {
 	req   Request
 	log   *slog.Logger
 	dir   string
-	db    *sql.DB
-	conn  *sql.Conn
-	views map[viewKey]*view
+	// catalog is the run's in-memory database inside the engine's DuckDB;
+	// conn uses it (USE) and is the run's only connection.
+	catalog string
+	conn    *sql.Conn
+	views   map[viewKey]*view
 	// types caches DuckDB's canonical type names.
 	types map[string]string
 }
 
 func (r *run) close() {
-	if r.conn != nil {
-		r.conn.Close()
+	if r.conn == nil {
+		return
 	}
-	if r.db != nil {
-		r.db.Close()
+	// Cleanup runs even when the run's context has ended.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range teardownSQL(r.catalog) {
+		if _, err := r.conn.ExecContext(ctx, s); err != nil {
+			r.log.Warn("audit cleanup failed", "sql", s, "err", err)
+			// A connection in an unknown state must not go back to the pool.
+			r.conn.Raw(func(any) error { return driver.ErrBadConn })
+			break
+		}
 	}
+	r.conn.Close()
 }
 
 func (r *run) table(name string) Table {
@@ -376,24 +438,19 @@ func (r *run) schemaFiles(ctx context.Context, dl downloader) (map[viewKey]strin
 	return out, nil
 }
 
-// openDB creates the run's DuckDB, confines it to the run's files, defines
-// the views and locks the configuration so custom SQL cannot undo it.
+// openDB prepares the run's catalog in the engine's DuckDB and defines the
+// views of the run's files in it.
 func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error {
-	connector, err := duckdb.NewConnector("?autoinstall_known_extensions=false&autoload_known_extensions=false", nil)
+	conn, err := r.e.db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("audit: open duckdb: %w", err)
+		return fmt.Errorf("audit: duckdb connection: %w", err)
 	}
-	r.db = sql.OpenDB(connector)
-	r.conn, err = r.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("audit: open duckdb: %w", err)
-	}
-	allowed := []string{r.dir + string(filepath.Separator)}
-	if r.e.opts.CacheDir != "" {
-		allowed = append(allowed, r.e.opts.CacheDir+string(filepath.Separator))
-	}
-	for _, s := range setupSQL(filepath.Join(r.dir, "duckdb-tmp"), r.e.opts.MemoryLimit, r.e.opts.Threads, allowed) {
+	r.conn = conn
+	for _, s := range runSQL(r.catalog) {
 		if _, err := r.conn.ExecContext(ctx, s); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return fmt.Errorf("audit: duckdb setup %q: %w", s, err)
 		}
 	}
@@ -418,15 +475,12 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 			r.log.Warn("audit view failed", "schema", k.schema, "table", v.table.Name, "err", err)
 		}
 	}
-	if _, err := r.conn.ExecContext(ctx, "SET lock_configuration = true"); err != nil {
-		return fmt.Errorf("audit: duckdb setup: %w", err)
-	}
 	return nil
 }
 
-// setupSQL configures a run's DuckDB: resource limits first, then file
-// access restricted to the run's directories. The temporary directory must
-// be set while external access is still on.
+// setupSQL configures the engine's DuckDB: resource limits first, then
+// file access restricted to the engine's directories, then the lock. The
+// temporary directory must be set while external access is still on.
 func setupSQL(tempDir, memoryLimit string, threads int, allowed []string) []string {
 	s := []string{
 		"SET temp_directory = " + quoteLiteral(tempDir),
@@ -442,9 +496,25 @@ func setupSQL(tempDir, memoryLimit string, threads int, allowed []string) []stri
 	return append(s,
 		"SET allowed_directories = "+literalList(allowed),
 		"SET enable_external_access = false",
-		"CREATE SCHEMA "+quoteIdent(schemaBatch),
-		"CREATE SCHEMA "+quoteIdent(schemaBase),
+		"SET lock_configuration = true",
 	)
+}
+
+// runSQL makes a run's catalog with its three schemas and makes it the
+// connection's default, so that plain and schema-qualified names (t,
+// base.t) resolve inside the run.
+func runSQL(catalog string) []string {
+	c := quoteIdent(catalog)
+	return []string{
+		"ATTACH ':memory:' AS " + c,
+		"CREATE SCHEMA " + c + "." + quoteIdent(schemaBatch),
+		"CREATE SCHEMA " + c + "." + quoteIdent(schemaBase),
+		"USE " + c,
+	}
+}
+
+func teardownSQL(catalog string) []string {
+	return []string{"USE memory", "DETACH DATABASE IF EXISTS " + quoteIdent(catalog)}
 }
 
 // guessColumns gives a table that has no file anywhere the columns its

@@ -26,12 +26,13 @@ type dirSource struct {
 	root string
 
 	mu        sync.Mutex
-	downloads map[string]int // ref:path -> count
-	failPath  string         // Download of this path fails
+	downloads map[string]int    // ref:path -> count
+	sums      map[string]string // file:size:mtime -> checksum, as lakeFS keeps it
+	failPath  string            // Download of this path fails
 }
 
 func newDirSource(t *testing.T) *dirSource {
-	return &dirSource{root: t.TempDir(), downloads: map[string]int{}}
+	return &dirSource{root: t.TempDir(), downloads: map[string]int{}, sums: map[string]string{}}
 }
 
 func (s *dirSource) List(ctx context.Context, repo, ref, prefix string) ([]Object, error) {
@@ -46,12 +47,11 @@ func (s *dirSource) List(ctx context.Context, repo, ref, prefix string) ([]Objec
 		if !strings.HasPrefix(rel, prefix) {
 			return nil
 		}
-		b, err := os.ReadFile(p)
+		sum, size, err := s.checksum(p)
 		if err != nil {
 			return err
 		}
-		sum := sha256.Sum256(b)
-		out = append(out, Object{Path: rel, Checksum: hex.EncodeToString(sum[:16]), Size: int64(len(b))})
+		out = append(out, Object{Path: rel, Checksum: sum, Size: size})
 		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) {
@@ -59,6 +59,30 @@ func (s *dirSource) List(ctx context.Context, repo, ref, prefix string) ([]Objec
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, err
+}
+
+func (s *dirSource) checksum(p string) (string, int64, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return "", 0, err
+	}
+	key := fmt.Sprint(p, st.Size(), st.ModTime().UnixNano())
+	s.mu.Lock()
+	sum, ok := s.sums[key]
+	s.mu.Unlock()
+	if ok {
+		return sum, st.Size(), nil
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", 0, err
+	}
+	h := sha256.Sum256(b)
+	sum = hex.EncodeToString(h[:16])
+	s.mu.Lock()
+	s.sums[key] = sum
+	s.mu.Unlock()
+	return sum, st.Size(), nil
 }
 
 func (s *dirSource) Changed(ctx context.Context, repo, base, ref, prefix string) ([]Object, error) {
@@ -573,9 +597,12 @@ func TestRunCacheAvoidsSecondDownload(t *testing.T) {
 	if c := only(t, rep); c.Status != schemas.StatusPass || c.Observed != "1000 rows vs 1000 on main (+0.0%)" {
 		t.Errorf("cached run: %s %q %s", c.Status, c.Observed, c.Message)
 	}
-	entries, _ := os.ReadDir(e.opts.WorkDir)
-	if len(entries) != 0 {
-		t.Errorf("work dir not cleaned: %v", entries)
+	if runs, _ := filepath.Glob(filepath.Join(e.dir, "run-*")); len(runs) != 0 {
+		t.Errorf("run dirs not cleaned: %v", runs)
+	}
+	e.Close()
+	if _, err := os.Stat(e.dir); !os.IsNotExist(err) {
+		t.Errorf("engine dir left after Close: %v", err)
 	}
 }
 
@@ -626,5 +653,36 @@ func TestRunErrors(t *testing.T) {
 	e.Close()
 	if _, err := e.Run(ctx, Request{Ref: "b1", Suite: suite}); !errors.Is(err, ErrClosed) {
 		t.Errorf("closed: err = %v", err)
+	}
+}
+
+// Concurrent runs on one engine each see their own ref's tables.
+func TestRunConcurrentRunsAreIsolated(t *testing.T) {
+	src := fixture(t)
+	src.write(t, "b1", "gold/billing/part-2.parquet", billingRows(1001, 100))
+	e := newEngine(t, src, t.TempDir())
+	refs := []string{"main", "b1", "main", "b1"}
+	want := map[string]string{"main": "1000 rows", "b1": "1100 rows"}
+	reps := make([]schemas.AuditReport, len(refs))
+	errs := make([]error, len(refs))
+	var wg sync.WaitGroup
+	for i, ref := range refs {
+		wg.Go(func() {
+			reps[i], errs[i] = e.Run(context.Background(), Request{Repository: "r", Ref: ref, BaseRef: "main",
+				Suite: Suite{Tables: tables, Checks: []Check{
+					{Kind: KindRowCount, Table: "billing", Min: f64(1)},
+					{Name: "count in sql", Kind: KindSQL, Table: "billing",
+						SQL: "SELECT n FROM (SELECT count(*) AS n FROM billing) WHERE n <> " + strings.TrimSuffix(want[ref], " rows")},
+				}}})
+		})
+	}
+	wg.Wait()
+	for i, ref := range refs {
+		if errs[i] != nil {
+			t.Fatalf("run %d: %v", i, errs[i])
+		}
+		if c := reps[i].Checks; c[0].Observed != want[ref] || c[1].Status != schemas.StatusPass {
+			t.Errorf("run %d on %s: %q, sql %s %q %s", i, ref, c[0].Observed, c[1].Status, c[1].Observed, c[1].Message)
+		}
 	}
 }

@@ -70,8 +70,13 @@ SET memory_limit = '1GB';
 SET threads = 2;
 SET allowed_directories = ['/w/', '/c/'];
 SET enable_external_access = false;
-CREATE SCHEMA "batch";
-CREATE SCHEMA "base"`},
+SET lock_configuration = true`},
+		{"run catalog", strings.Join(append(runSQL("run_7"), teardownSQL("run_7")...), ";\n"), `ATTACH ':memory:' AS "run_7";
+CREATE SCHEMA "run_7"."batch";
+CREATE SCHEMA "run_7"."base";
+USE "run_7";
+USE memory;
+DETACH DATABASE IF EXISTS "run_7"`},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

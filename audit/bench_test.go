@@ -1,0 +1,93 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+const benchRows = 5_000_000
+
+// benchSource is a dirSource whose main holds one 5-million-row Parquet
+// file, generated once and kept in the temp dir across benchmark runs.
+func benchSource(b *testing.B) (*dirSource, string) {
+	b.Helper()
+	root := filepath.Join(os.TempDir(), "lakewap-audit-bench-v1")
+	file := filepath.Join(root, "main", "gold", "billing", "part-0.parquet")
+	if _, err := os.Stat(file); err != nil {
+		src := &dirSource{root: root + ".tmp", downloads: map[string]int{}, sums: map[string]string{}}
+		os.RemoveAll(src.root)
+		src.write(b, "main", "gold/billing/part-0.parquet", `SELECT i AS id, (i % 50000)::INTEGER AS customer_id,
+			CASE WHEN i % 2 = 0 THEN 'open' ELSE 'paid' END AS status, (hash(i) % 10000) / 100.0 AS amount,
+			TIMESTAMP '2025-06-01 12:00:00' - to_seconds(i) AS updated_at
+			FROM range(5000000) r(i)`)
+		os.RemoveAll(root)
+		if err := os.Rename(src.root, root); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return &dirSource{root: root, downloads: map[string]int{}, sums: map[string]string{}}, file
+}
+
+func standardSuite() Suite {
+	return Suite{Tables: []Table{{Name: "billing", Path: "gold/billing/"}}, Checks: []Check{
+		{Kind: KindNotNull, Table: "billing", Column: "id"},
+		{Kind: KindUnique, Table: "billing", Column: "id"},
+		{Kind: KindRange, Table: "billing", Column: "amount", Min: f64(0), Max: f64(100)},
+		{Kind: KindRowCount, Table: "billing", Min: f64(1)},
+		{Kind: KindFreshness, Table: "billing", Column: "updated_at", MaxAge: "1h"},
+	}}
+}
+
+// BenchmarkStandardSuite is a whole Run of the standard suite over a cached
+// 5M-row file: listing, cache lookup, DuckDB setup, one aggregate scan.
+func BenchmarkStandardSuite(b *testing.B) {
+	src, _ := benchSource(b)
+	e, err := New(Options{Source: src, WorkDir: b.TempDir(), CacheDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	req := Request{Dataset: "billing", Repository: "r", Ref: "main", BatchTime: batchTime, Suite: standardSuite()}
+	ctx := context.Background()
+	rep, err := e.Run(ctx, req) // fills the cache
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !rep.Passed || rep.Checks[3].Observed != "5000000 rows" {
+		b.Fatalf("suite did not pass: %+v", rep.Checks)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		rep, err := e.Run(ctx, req)
+		if err != nil || !rep.Passed {
+			b.Fatal(err, rep.Failed())
+		}
+	}
+}
+
+// BenchmarkHandQuery computes the same figures with one hand-written query
+// on the same local file and an already open DuckDB.
+func BenchmarkHandQuery(b *testing.B) {
+	_, file := benchSource(b)
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	q := `SELECT count(*), count(*) FILTER (WHERE id IS NULL), count(id) - count(DISTINCT id),
+		count(*) FILTER (WHERE amount < 0 OR amount > 100), min(amount), max(amount), max(updated_at)
+		FROM read_parquet(` + quoteLiteral(file) + `)`
+	for b.Loop() {
+		var n, nulls, dups, out int64
+		var lo, hi, latest any
+		if err := db.QueryRow(q).Scan(&n, &nulls, &dups, &out, &lo, &hi, &latest); err != nil {
+			b.Fatal(err)
+		}
+		if n != benchRows || nulls != 0 || dups != 0 || out != 0 {
+			b.Fatal("unexpected figures", n, nulls, dups, out)
+		}
+	}
+}
