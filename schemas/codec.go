@@ -12,12 +12,10 @@ import (
 	"github.com/hamba/avro/v2"
 )
 
-// Wire format markers.
-var (
-	singleObjectMagic = [2]byte{0xC3, 0x01}
-)
-
 const (
+	// Wire format markers.
+	singleObjectMagic0 = 0xC3
+	singleObjectMagic1 = 0x01
 	confluentMagic     = 0x00
 	singleObjectHeader = 10 // C3 01 + 8-byte fingerprint
 	confluentHeader    = 5  // 00 + 4-byte schema id
@@ -192,7 +190,7 @@ func (c *Codec) Encode(ctx context.Context, topic string, ev Event) ([]byte, err
 	}
 	if c.reg == nil {
 		out := make([]byte, singleObjectHeader, singleObjectHeader+len(body))
-		copy(out, singleObjectMagic[:])
+		out[0], out[1] = singleObjectMagic0, singleObjectMagic1
 		binary.LittleEndian.PutUint64(out[2:], k.fp)
 		return append(out, body...), nil
 	}
@@ -243,11 +241,11 @@ func (c *Codec) Decode(ctx context.Context, value []byte) (Event, error) {
 		return nil, decodeErr(DecodeTruncated, "empty value")
 	}
 	switch value[0] {
-	case singleObjectMagic[0]:
+	case singleObjectMagic0:
 		if len(value) < 2 {
 			return nil, decodeErr(DecodeTruncated, "%d-byte value", len(value))
 		}
-		if value[1] != singleObjectMagic[1] {
+		if value[1] != singleObjectMagic1 {
 			return nil, decodeErr(DecodeUnknownMagic, "magic %02x %02x", value[0], value[1])
 		}
 		if len(value) < singleObjectHeader {

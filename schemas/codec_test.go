@@ -173,6 +173,41 @@ func TestRegistryOutages(t *testing.T) {
 	}
 }
 
+func TestRegistryStatusClassification(t *testing.T) {
+	ctx := context.Background()
+	_, enc, reg := codecs(t)
+	msg, err := enc.Encode(ctx, topic, sampleEvents()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		status          int
+		encodeReason    string
+		encodePermanent bool
+		decodeReason    string
+	}{
+		{409, EncodeRegistryRejected, true, DecodeRegistryUnavailable},
+		{422, EncodeRegistryRejected, true, DecodeRegistryUnavailable},
+		{401, EncodeRegistryUnavailable, false, DecodeRegistryUnavailable},
+		{429, EncodeRegistryUnavailable, false, DecodeRegistryUnavailable},
+		{500, EncodeRegistryUnavailable, false, DecodeRegistryUnavailable},
+		{404, EncodeRegistryUnavailable, false, DecodeUnknownSchemaID},
+	} {
+		reg.FailWith(tc.status)
+		fresh := registryCodec(t, reg)
+		_, err := fresh.Encode(ctx, topic, sampleEvents()[0])
+		var ee *EncodeError
+		if !errors.As(err, &ee) || ee.Reason != tc.encodeReason || ee.Permanent() != tc.encodePermanent {
+			t.Errorf("encode on HTTP %d: %v, want %s", tc.status, err, tc.encodeReason)
+		}
+		_, err = fresh.Decode(ctx, msg)
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Reason != tc.decodeReason {
+			t.Errorf("decode on HTTP %d: %v, want %s", tc.status, err, tc.decodeReason)
+		}
+	}
+}
+
 func TestRegistryUnreachable(t *testing.T) {
 	reg := registrytest.New(t)
 	client, _ := NewRegistryClient(reg.URL, reg.Client())

@@ -25,7 +25,7 @@ type Server struct {
 	ids      map[string]int   // schema text -> id
 	schemas  map[int]string   // id -> schema text
 	subjects map[string][]int // subject -> ids, in registration order
-	down     bool             // answer 503 to everything
+	failWith int              // answer this status to every request; 0 = work
 	requests map[string]int   // "METHOD path-kind" -> count
 }
 
@@ -46,9 +46,19 @@ func New(t TB) *Server {
 
 // SetDown makes the registry answer 503 (true) or work again (false).
 func (s *Server) SetDown(down bool) {
+	if down {
+		s.FailWith(http.StatusServiceUnavailable)
+	} else {
+		s.FailWith(0)
+	}
+}
+
+// FailWith makes the registry answer every request with an error of this
+// HTTP status (e.g. 409 for an incompatible schema); 0 makes it work again.
+func (s *Server) FailWith(status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.down = down
+	s.failWith = status
 }
 
 // Requests returns how many requests of a kind were served:
@@ -98,8 +108,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w.Header().Set("Content-Type", contentType)
-	if s.down {
-		writeError(w, http.StatusServiceUnavailable, 50003, "registry is down")
+	if s.failWith != 0 {
+		writeError(w, s.failWith, s.failWith*100, "registrytest: failing with "+http.StatusText(s.failWith))
 		return
 	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
