@@ -22,6 +22,7 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
@@ -74,6 +75,7 @@ type daemon struct {
 	resultsWriter *kafka.Writer
 	http          *http.Server
 	httpLn        net.Listener
+	janitor       *janitor.Janitor
 	reg           *prometheus.Registry
 }
 
@@ -197,7 +199,10 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 			routes = append(routes, notify.Route{Sink: s.Name()})
 		}
 	}
-	disp, err := notify.NewDispatcher(routes, sinks, notify.Options{Logger: log, Registerer: reg})
+	disp, err := notify.NewDispatcher(routes, sinks, notify.Options{Logger: log, Registerer: reg,
+		// Slack is a courtesy: a short budget keeps an outage from holding
+		// up the result events queued behind it; the run re-notifies later.
+		Budget: 5 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("notify: %w", err)
 	}
@@ -220,6 +225,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		return nil, err
 	}
 	d.runner.Metrics = runnerMetrics(reg)
+	if d.janitor, err = newJanitor(cfg, d.lake, log, reg); err != nil {
+		return nil, fmt.Errorf("janitor: %w", err)
+	}
 
 	d.consumer, err = consumer.New(consumer.Config{
 		Brokers: k.Brokers, GroupID: k.GroupID, Topic: k.InputTopic, DeadLetterTopic: k.DeadLetterTopic,
@@ -244,6 +252,8 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 // offsets are committed, then the rest closes.
 func (d *daemon) Run(ctx context.Context) error {
 	defer d.close()
+	stopJanitor := d.startJanitor(ctx)
+	defer stopJanitor()
 	err := d.consumer.Run(ctx)
 	if errors.Is(err, context.Canceled) {
 		err = nil

@@ -20,6 +20,8 @@ Usage:
   lakewap run      -config FILE         run the daemon
   lakewap demo                          the embedded stack, a good and a bad batch
   lakewap validate FILE                 check a config file, naming every bad field
+  lakewap runs     -config FILE [-state S] [-json]   list runs from the state store
+  lakewap janitor  -config FILE [-dry-run]          delete expired and abandoned wap- branches
   lakewap prepare                       build the embedded stack's lakeFS server (done on first use anyway)
   lakewap version
 
@@ -43,6 +45,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDemo(ctx, rest, stdout, stderr)
 	case "validate":
 		return cmdValidate(rest, stdout, stderr)
+	case "runs":
+		return cmdRuns(ctx, rest, stdout, stderr)
+	case "janitor":
+		return cmdJanitor(ctx, rest, stdout, stderr)
 	case "prepare":
 		return cmdPrepare(ctx, stdout, stderr)
 	case "version":

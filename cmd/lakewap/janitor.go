@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
+)
+
+// newJanitor builds the janitor of cfg's datasets over lake and the run
+// store; reg (may be nil) gets its deletion counter.
+func newJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg prometheus.Registerer) (*janitor.Janitor, error) {
+	store, err := newRunStore(cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(cfg.Datasets))
+	for n := range cfg.Datasets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var ds []janitor.Dataset
+	for _, n := range names {
+		d := cfg.Datasets[n]
+		ds = append(ds, janitor.Dataset{Name: n, Repository: d.Repository, Target: d.Target, Source: d.Source,
+			AbortedRetention: d.AbortedRetention.D(config.DefaultAbortedRetention)})
+	}
+	jc := janitor.Config{Lake: lake, Runs: store, Datasets: ds,
+		AbandonedAfter: cfg.Janitor.AbandonedAfter.D(config.DefaultAbandonedAfter), Logger: log}
+	if reg != nil {
+		deleted := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_janitor_branches_deleted_total",
+			Help: "Branches the janitor deleted, by repository and why (aborted_expired, published, abandoned)."},
+			[]string{"repository", "why"})
+		if err := reg.Register(deleted); err != nil {
+			return nil, err
+		}
+		jc.Deleted = func(repo, why string) { deleted.WithLabelValues(repo, why).Inc() }
+	}
+	return janitor.New(jc)
+}
+
+// startJanitor runs the janitor in the background when the config turns it
+// on; the returned function stops it and waits for a sweep in progress.
+func (d *daemon) startJanitor(ctx context.Context) (stop func()) {
+	if d.janitor == nil || !d.cfg.Janitor.On() {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.janitor.Run(ctx, d.cfg.Janitor.Interval.D(config.DefaultJanitorInterval), d.cfg.Janitor.DryRun)
+	}()
+	return func() { cancel(); wg.Wait() }
+}
+
+// HTTPAddr is the address the metrics and health listener is bound to, or
+// "" when there is none (tests listen on 127.0.0.1:0).
+func (d *daemon) HTTPAddr() string {
+	if d.httpLn == nil {
+		return ""
+	}
+	return d.httpLn.Addr().String()
+}
+
+func cmdJanitor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("janitor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "lakewap.yaml", "config file")
+	dry := fs.Bool("dry-run", false, "print what would be deleted, delete nothing")
+	all := fs.Bool("all", false, "also print the branches that are kept, and why")
+	asJSON := fs.Bool("json", false, "print decisions as JSON, one per line")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", *path, err)
+		return 2
+	}
+	log := newLogger(stderr, cfg.Log.Format, "warn")
+	if err := sweepOnce(ctx, cfg, janitorFlags{DryRun: *dry, All: *all, JSON: *asJSON}, log, stdout); err != nil {
+		fmt.Fprintf(stderr, "lakewap janitor: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type janitorFlags struct{ DryRun, All, JSON bool }
+
+// sweepOnce is `lakewap janitor`: one sweep, a line per branch deleted (or
+// that would be, with -dry-run).
+func sweepOnce(ctx context.Context, cfg *config.Config, f janitorFlags, log *slog.Logger, w io.Writer) error {
+	lake, err := lakeClient(cfg, log)
+	if err != nil {
+		return err
+	}
+	j, err := newJanitor(cfg, lake, log, nil)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	ds, sweepErr := j.Sweep(ctx, f.DryRun)
+	if f.JSON {
+		enc := json.NewEncoder(w)
+		for _, d := range ds {
+			if d.Delete || f.All {
+				if err := enc.Encode(d); err != nil {
+					return err
+				}
+			}
+		}
+		return sweepErr
+	}
+	verb := "deleted"
+	if f.DryRun {
+		verb = "would delete"
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	n := 0
+	for _, d := range ds {
+		what := "keep"
+		switch {
+		case d.Delete && d.Err != "":
+			what = "FAILED to delete"
+		case d.Delete:
+			what = verb
+			n++
+		case !f.All:
+			continue
+		}
+		why := d.Why
+		if d.Err != "" {
+			why += ": " + d.Err
+		}
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", what, d.Repository, d.Branch, dash(d.BatchID), dash(string(d.State)), age(time.Now(), time.Now().Add(-d.Age)), why)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s %d of %d wap- branch(es)\n", verb, n, len(ds))
+	return sweepErr
+}
+
+// lakeClient is the lakeFS adapter of cfg, for the operator commands.
+func lakeClient(cfg *config.Config, log *slog.Logger) (*lakefs.Client, error) {
+	secret, err := config.ReadSecret(cfg.LakeFS.SecretAccessKey, cfg.LakeFS.SecretAccessKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("lakefs.secret_access_key_file: %w", err)
+	}
+	lake, err := lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
+		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.D(30 * time.Second), Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("lakefs: %w", err)
+	}
+	return lake, nil
+}

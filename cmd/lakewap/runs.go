@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/consumer"
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/pipeline"
+)
+
+// runStore reads the run state store (the changelog topic) as a whole: every
+// partition, whoever owns it. The daemon's runner only knows the partitions
+// assigned to it, so the janitor and the operator commands read from here.
+type runStore struct {
+	changelog *consumer.Changelog
+	client    *kafka.Client
+	topic     string
+}
+
+// storedRun is a run with the changelog partition that holds it.
+type storedRun struct {
+	Partition int `json:"partition"`
+	pipeline.Run
+}
+
+func newRunStore(k config.Kafka) (*runStore, error) {
+	sec, err := kafkaSecurity(k)
+	if err != nil {
+		return nil, err
+	}
+	transport, err := sec.Transport()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	cl, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: k.Brokers, Topic: k.ChangelogTopic, Transport: transport})
+	if err != nil {
+		return nil, fmt.Errorf("kafka changelog: %w", err)
+	}
+	return &runStore{changelog: cl, topic: cl.Topic(),
+		client: &kafka.Client{Addr: kafka.TCP(k.Brokers...), Timeout: 10 * time.Second, Transport: transport}}, nil
+}
+
+// partitions asks Kafka how many partitions the changelog has.
+func (s *runStore) partitions(ctx context.Context) (int, error) {
+	md, err := s.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{s.topic}})
+	if err != nil {
+		return 0, fmt.Errorf("metadata of %s: %w", s.topic, err)
+	}
+	for _, t := range md.Topics {
+		if t.Name != s.topic {
+			continue
+		}
+		if t.Error != nil {
+			return 0, fmt.Errorf("metadata of %s: %w", s.topic, t.Error)
+		}
+		if len(t.Partitions) == 0 {
+			break
+		}
+		return len(t.Partitions), nil
+	}
+	return 0, fmt.Errorf("changelog topic %s does not exist", s.topic)
+}
+
+// load returns every run of every partition, sorted by batch id. A value
+// that does not decode is an error: callers decide on all runs or none.
+func (s *runStore) load(ctx context.Context) ([]storedRun, error) {
+	n, err := s.partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []storedRun
+	for p := range n {
+		raw, err := s.changelog.Load(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for key, v := range raw {
+			var r pipeline.Run
+			if err := json.Unmarshal(v, &r); err != nil {
+				return nil, fmt.Errorf("run %q in %s/%d: %w", key, s.topic, p, err)
+			}
+			out = append(out, storedRun{Partition: p, Run: r})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
+	return out, nil
+}
+
+// Runs is the janitor's view of the store.
+func (s *runStore) Runs(ctx context.Context) ([]pipeline.Run, error) {
+	stored, err := s.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pipeline.Run, len(stored))
+	for i, r := range stored {
+		out[i] = r.Run
+	}
+	return out, nil
+}
+
+var errNoSuchRun = errors.New("no run in the state store")
+
+// find returns the run of batch (of dataset, when not empty).
+func (s *runStore) find(ctx context.Context, batch, dataset string) (storedRun, error) {
+	stored, err := s.load(ctx)
+	if err != nil {
+		return storedRun{}, err
+	}
+	var found []storedRun
+	for _, r := range stored {
+		if r.BatchID == batch && (dataset == "" || r.Dataset == dataset) {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return storedRun{}, fmt.Errorf("batch %s: %w", batch, errNoSuchRun)
+	case 1:
+		return found[0], nil
+	}
+	return storedRun{}, fmt.Errorf("batch %s has runs in %d datasets: name one with -dataset", batch, len(found))
+}
+
+// put writes run back to its partition, as the runner would.
+func (s *runStore) put(ctx context.Context, r storedRun) error {
+	b, err := json.Marshal(r.Run)
+	if err != nil {
+		return err
+	}
+	return s.changelog.Put(ctx, r.Partition, r.BatchID, b)
+}
+
+func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "lakewap.yaml", "config file")
+	state := fs.String("state", "", "only runs in this state (e.g. aborted, published, awaiting_writes)")
+	dataset := fs.String("dataset", "", "only runs of this dataset")
+	asJSON := fs.Bool("json", false, "print the stored runs as JSON, one per line")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", *path, err)
+		return 2
+	}
+	if err := listRuns(ctx, cfg, runsFilter{State: *state, Dataset: *dataset, JSON: *asJSON}, time.Now(), stdout); err != nil {
+		fmt.Fprintf(stderr, "lakewap runs: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type runsFilter struct {
+	State, Dataset string
+	JSON           bool
+}
+
+func listRuns(ctx context.Context, cfg *config.Config, f runsFilter, now time.Time, w io.Writer) error {
+	store, err := newRunStore(cfg.Kafka)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	stored, err := store.load(ctx)
+	if err != nil {
+		return err
+	}
+	var runs []storedRun
+	for _, r := range stored {
+		if (f.State == "" || string(r.State) == f.State) && (f.Dataset == "" || r.Dataset == f.Dataset) {
+			runs = append(runs, r)
+		}
+	}
+	if f.JSON {
+		enc := json.NewEncoder(w)
+		for _, r := range runs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BATCH\tDATASET\tSTATE\tAGE\tIN STATE\tBRANCH\tREASON")
+	for _, r := range runs {
+		since := r.LandedAt
+		if since.IsZero() {
+			since = r.StateSince
+		}
+		reason := r.Reason
+		if r.Detail != "" {
+			reason = strings.TrimSpace(reason + ": " + oneLine(r.Detail, 80))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.BatchID, r.Dataset, r.State, age(now, since), age(now, r.StateSince), dash(r.Branch), dash(reason))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d run(s)\n", len(runs))
+	return nil
+}
+
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
