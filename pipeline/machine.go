@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lakewap/lakewap/schemas"
@@ -121,10 +122,15 @@ type Policy struct {
 	RetryBudget time.Duration // how long a step may keep failing transiently before the run fails
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
+	// NotifyRetry is how long to wait before notifying a best-effort sink
+	// (Slack) again that did not deliver; NotifyRetries caps the attempts.
+	NotifyRetry   time.Duration
+	NotifyRetries int
 }
 
 // DefaultPolicy is used for zero fields of a Policy.
-var defaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, BaseBackoff: 500 * time.Millisecond, MaxBackoff: 30 * time.Second}
+var defaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, BaseBackoff: 500 * time.Millisecond,
+	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60}
 
 // Machine is the pure WAP state machine.
 type Machine struct{ p Policy }
@@ -142,6 +148,12 @@ func NewMachine(p Policy) Machine {
 	}
 	if p.MaxBackoff <= 0 {
 		p.MaxBackoff = defaultPolicy.MaxBackoff
+	}
+	if p.NotifyRetry <= 0 {
+		p.NotifyRetry = defaultPolicy.NotifyRetry
+	}
+	if p.NotifyRetries <= 0 {
+		p.NotifyRetries = defaultPolicy.NotifyRetries
 	}
 	return Machine{p: p}
 }
@@ -202,14 +214,22 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 			if o.EventID == in.EventID {
 				n.Outbox = append(n.Outbox[:i:i], n.Outbox[i+1:]...)
 				n.Sent++
+				if o.Event() != nil {
+					o := o
+					n.LastSent = &o
+				}
 				break
 			}
 		}
-		for k, v := range in.Receipts {
-			if n.Receipts == nil {
-				n.Receipts = map[string]string{}
-			}
-			n.Receipts[k] = v
+		if in.Receipts != nil {
+			n.Receipts = in.Receipts // the notifier returns the whole updated set
+		}
+		n.NotifyRetryAt = time.Time{}
+		if hasPending(n.Receipts) && n.NotifyRetries < m.p.NotifyRetries {
+			n.NotifyRetries++
+			n.NotifyRetryAt = now.Add(m.p.NotifyRetry)
+		} else if !hasPending(n.Receipts) {
+			n.NotifyRetries = 0
 		}
 	case CleanedUp:
 		n.CleanupPending = false
@@ -252,10 +272,31 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 			out = append(out, Effect{Kind: step})
 		}
 	}
-	if len(r.Outbox) > 0 {
+	switch {
+	case len(r.Outbox) > 0:
 		out = append(out, Effect{Kind: DoSend, Send: r.Outbox[0]})
+	case !r.NotifyRetryAt.IsZero() && r.NotifyRetryAt.After(now):
+		out = append(out, Effect{Kind: DoWake, At: r.NotifyRetryAt})
+	case !r.NotifyRetryAt.IsZero():
+		// A sink still owes the last notification: send it again (sinks
+		// that delivered it skip it by their receipts).
+		o := Outgoing{EventID: EventID(r.BatchID, "refresh"), State: r.State}
+		if r.LastSent != nil {
+			o = *r.LastSent
+			o.State = r.State
+		}
+		out = append(out, Effect{Kind: DoSend, Send: o})
 	}
 	return out
+}
+
+func hasPending(receipts map[string]string) bool {
+	for k := range receipts {
+		if strings.HasPrefix(k, PendingReceiptPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 func (m Machine) landed(n Run, in Landed, now time.Time) Run {
@@ -405,6 +446,11 @@ func (r *Run) setState(s State, now time.Time) {
 	if r.State != s {
 		r.State = s
 		r.StateSince = now
+		if s == StateAuditing || s == StatePublishing {
+			// No result event for these; sinks that show progress (the
+			// Slack message updated in place) still hear of them.
+			r.Outbox = append(r.Outbox, Outgoing{EventID: EventID(r.BatchID, "state:"+string(s)), State: s})
+		}
 	}
 	r.UpdatedAt = now
 }

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -160,6 +162,28 @@ func TestTransitionScenarios(t *testing.T) {
 				}
 			}},
 		}},
+		{"a sink that still owes a notification is notified again later", []step{
+			{in: landed("b12", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: Sent{EventID: EventID("b12", "branch_ready"), Receipts: map[string]string{"kafka": "x", "pending:slack": "awaiting_writes"}},
+				at: time.Second, state: StateAwaitingWrites, effects: []EffectKind{DoWake, DoWake}, check: func(t *testing.T, r Run) {
+					if !r.NotifyRetryAt.Equal(t0.Add(time.Second + time.Minute)) {
+						t.Errorf("notify retry at %v", r.NotifyRetryAt.Sub(t0))
+					}
+				}},
+			{in: Tick{}, at: 2 * time.Minute, state: StateAwaitingWrites, effects: []EffectKind{DoWake, DoSend}, check: func(t *testing.T, r Run) {
+				e := m.Pending(r, t0.Add(2*time.Minute))[1]
+				if e.Send.BranchReady == nil || e.Send.EventID != EventID("b12", "branch_ready") {
+					t.Errorf("refresh sends %+v, want the last result event again", e.Send)
+				}
+			}},
+			{in: Sent{EventID: EventID("b12", "branch_ready"), Receipts: map[string]string{"kafka": "x", "slack": "C1/1.1"}},
+				at: 2 * time.Minute, state: StateAwaitingWrites, effects: []EffectKind{DoWake}, check: func(t *testing.T, r Run) {
+					if !r.NotifyRetryAt.IsZero() || r.Receipts["slack"] != "C1/1.1" || len(r.Receipts) != 2 {
+						t.Errorf("after delivery: retry at %v receipts %v", r.NotifyRetryAt, r.Receipts)
+					}
+				}},
+		}},
 		{"sent removes the outbox entry and keeps receipts", []step{
 			{in: landed("b11", "fact"), state: StateLanded},
 			{in: BranchCreated{}, state: StateAwaitingWrites},
@@ -174,9 +198,9 @@ func TestTransitionScenarios(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var r Run
 			for i, s := range tc.steps {
-				before := r.clone()
+				before, _ := json.Marshal(r)
 				next, effects := m.Transition(r, s.in, t0.Add(s.at))
-				if fmt.Sprint(before) != fmt.Sprint(r) {
+				if after, _ := json.Marshal(r); !bytes.Equal(before, after) {
 					t.Fatalf("step %d: Transition mutated its input", i)
 				}
 				if next.State != s.state {

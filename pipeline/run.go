@@ -79,7 +79,16 @@ type Run struct {
 	Outbox   []Outgoing        `json:"outbox,omitempty"`
 	Receipts map[string]string `json:"receipts,omitempty"`
 	Sent     int               `json:"sent,omitempty"` // result events confirmed sent
+	// LastSent is the last delivered result event; it is sent again when a
+	// best-effort sink (Slack) still owes it, at NotifyRetryAt.
+	LastSent      *Outgoing `json:"last_sent,omitempty"`
+	NotifyRetryAt time.Time `json:"notify_retry_at,omitempty"`
+	NotifyRetries int       `json:"notify_retries,omitempty"`
 }
+
+// PendingReceiptPrefix marks a receipt of a sink that did not deliver: a
+// Notifier returns "pending:<sink>" keys, and the run notifies again later.
+const PendingReceiptPrefix = "pending:"
 
 // Outgoing is one result event waiting in a run's outbox. Exactly one of
 // the event fields is set.
@@ -124,6 +133,10 @@ func (r Run) clone() Run {
 		}
 	}
 	c.Outbox = append([]Outgoing(nil), r.Outbox...)
+	if r.LastSent != nil {
+		ls := *r.LastSent
+		c.LastSent = &ls
+	}
 	if r.Receipts != nil {
 		c.Receipts = make(map[string]string, len(r.Receipts))
 		for k, v := range r.Receipts {

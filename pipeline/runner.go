@@ -392,6 +392,7 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 	if p.closing {
 		return
 	}
+	var wake time.Time
 	for _, e := range effects {
 		switch e.Kind {
 		case DoForget:
@@ -401,11 +402,9 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 			}
 			continue
 		case DoWake:
-			if t := p.timers[batch]; t != nil {
-				t.Stop()
+			if wake.IsZero() || e.At.Before(wake) {
+				wake = e.At // the earliest; its Tick re-arms the next
 			}
-			d := max(e.At.Sub(r.cfg.Now()), 0)
-			p.timers[batch] = time.AfterFunc(d, func() { r.internal(p, batch, Tick{}) })
 			continue
 		}
 		if p.inflight[batch][e.Kind] {
@@ -418,6 +417,13 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 		run := p.runs[batch].clone()
 		p.wg.Add(1)
 		go r.execute(p, run, e)
+	}
+	if !wake.IsZero() {
+		if t := p.timers[batch]; t != nil {
+			t.Stop()
+		}
+		d := max(wake.Sub(r.cfg.Now()), 0)
+		p.timers[batch] = time.AfterFunc(d, func() { r.internal(p, batch, Tick{}) })
 	}
 }
 
@@ -540,10 +546,14 @@ func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
 	if o.Published != nil {
 		r.failpoint("before_send")
 	}
+	receipts := run.Receipts
 	for {
 		ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
-		receipts, err := r.cfg.Notifier.Notify(ctx, Notification{Event: o.Event(), State: o.State, Run: run, Receipts: run.Receipts})
+		got, err := r.cfg.Notifier.Notify(ctx, Notification{Event: o.Event(), State: o.State, Run: run, Receipts: receipts})
 		cancel()
+		if got != nil {
+			receipts = got // what did go out is not sent again on retry
+		}
 		if err == nil {
 			return Sent{EventID: o.EventID, Receipts: receipts}
 		}

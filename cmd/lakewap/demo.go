@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
@@ -143,6 +144,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, verbose bool) error 
 
 	cfg := demoConfig(stack, tmp)
 	cfg.Notify.Console = true
+	cfg.Notify.Routes = []config.Route{{Sink: "console", On: []string{"awaiting_writes", "published", "aborted", "failed"}}}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}

@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/slack-go/slack/slacktest"
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
@@ -187,5 +192,103 @@ func TestEndToEndWriteTimeoutAndDuplicates(t *testing.T) {
 	}
 	if readies != 1 {
 		t.Errorf("%d BranchReady events for one batch landed twice, want 1", readies)
+	}
+}
+
+// slackAPI is slacktest's server with chat.postMessage and chat.update
+// answered and counted per channel/ts, or failing when down.
+type slackAPI struct {
+	*slacktest.Server
+	mu      sync.Mutex
+	down    bool
+	posts   int
+	updates map[string]int // ts -> updates
+	texts   []string
+}
+
+func newSlackAPI(t *testing.T) *slackAPI {
+	s := &slackAPI{updates: map[string]int{}}
+	s.Server = slacktest.NewTestServer(func(c slacktest.Customize) {
+		c.Handle("/chat.postMessage", s.handle(false))
+		c.Handle("/chat.update", s.handle(true))
+	})
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func (s *slackAPI) handle(update bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.down {
+			http.Error(w, "slack is down", http.StatusServiceUnavailable)
+			return
+		}
+		ts := r.FormValue("ts")
+		if update {
+			s.updates[ts]++
+		} else {
+			s.posts++
+			ts = fmt.Sprintf("1700000000.%06d", s.posts)
+		}
+		s.texts = append(s.texts, r.FormValue("text")+r.FormValue("blocks"))
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":%q}`, r.FormValue("channel"), ts)
+	}
+}
+
+func TestEndToEndSlackMessageUpdatedInPlace(t *testing.T) {
+	slackSrv := newSlackAPI(t)
+	e := startE2E(t, func(c *config.Config) {
+		c.Notify.Slack = &config.Slack{Token: "xoxb-e2e-secret", Channel: "C0WAP", APIURL: slackSrv.GetAPIURL()}
+	})
+	if ev := e.runBatch(t, "slack-good", goodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("batch ended %+v", ev)
+	}
+	// BatchPublished is emitted before Slack hears of it; wait for the update.
+	waitFor(t, func() bool {
+		slackSrv.mu.Lock()
+		defer slackSrv.mu.Unlock()
+		for _, txt := range slackSrv.texts {
+			if strings.Contains(txt, "published") && strings.Contains(txt, "slack-good") {
+				return slackSrv.posts == 1
+			}
+		}
+		return false
+	})
+	slackSrv.mu.Lock()
+	defer slackSrv.mu.Unlock()
+	if slackSrv.posts != 1 || slackSrv.updates["1700000000.000001"] < 2 {
+		t.Errorf("slack got %d posts and updates %v; want 1 post updated in place through the states", slackSrv.posts, slackSrv.updates)
+	}
+}
+
+func TestEndToEndSlackDownDoesNotStopPublishing(t *testing.T) {
+	slackSrv := newSlackAPI(t)
+	slackSrv.down = true
+	e := startE2E(t, func(c *config.Config) {
+		c.Notify.Slack = &config.Slack{Token: "xoxb-e2e-secret", Channel: "C0WAP", APIURL: slackSrv.GetAPIURL()}
+	})
+	ev := e.runBatch(t, "slack-down", goodBillingRows)
+	if ev.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("with Slack down the batch ended %+v, want published", ev)
+	}
+	if n := publishCommits(t, e.stackEnv, "slack-down"); n != 1 {
+		t.Errorf("%d publish commits on main, want 1", n)
+	}
+}
+
+// waitFor polls cond until it holds (the thing awaited has no event to
+// block on); it fails the test after a generous bound.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -117,7 +117,6 @@ type Slack struct {
 // Route sends some outcomes of some datasets to a sink.
 type Route struct {
 	Sink     string   `yaml:"sink"`
-	Channel  string   `yaml:"channel"`
 	Datasets []string `yaml:"datasets"`
 	On       []string `yaml:"on"`
 	Mention  string   `yaml:"mention"`
@@ -382,9 +381,9 @@ func (c *Config) Validate() error {
 		}
 		for j, o := range r.On {
 			switch o {
-			case "landed", "published", "aborted", "failed":
+			case "landed", "awaiting_writes", "auditing", "publishing", "published", "aborted", "failed":
 			default:
-				bad(fmt.Sprintf("%s.on[%d]", f, j), "%q is not landed, published, aborted or failed", o)
+				bad(fmt.Sprintf("%s.on[%d]", f, j), "%q is not one of landed, awaiting_writes, auditing, publishing, published, aborted, failed", o)
 			}
 		}
 		for j, d := range r.Datasets {
