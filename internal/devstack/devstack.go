@@ -2,12 +2,15 @@ package devstack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +24,11 @@ const (
 	defaultPartitions = 3
 	defaultBranch     = "main"
 	callTimeout       = 30 * time.Second
+
+	// EnvKafkaBrokers names an external Kafka cluster ("host:port,...") that
+	// Start uses instead of kfake when Options.KafkaBrokers is empty: the test
+	// command sets it to run the same tests against real Apache Kafka.
+	EnvKafkaBrokers = "LAKEWAP_TEST_KAFKA_BROKERS"
 )
 
 // Options configures Start. The zero value starts Kafka with no topics and
@@ -32,9 +40,14 @@ type Options struct {
 	Topics       []Topic      // created before Start returns
 	Logger       *slog.Logger // progress lines; discarded if nil
 	LakeFSBinary string       // lakeFS server to run; else LakeFSBinaryPath builds or reuses one
+	// KafkaBrokers selects an external Kafka cluster instead of kfake; if
+	// empty, $LAKEWAP_TEST_KAFKA_BROKERS is used when set. Many stacks may
+	// share one cluster: each stack's topics and groups get a unique suffix.
+	KafkaBrokers []string
 }
 
-// Topic is a Kafka topic to create. Partitions 0 means the stack default.
+// Topic is a Kafka topic to create, by base name (see Stack.Topic).
+// Partitions 0 means the stack default.
 type Topic struct {
 	Name       string
 	Partitions int
@@ -51,8 +64,10 @@ type Stack struct {
 	WorkDir         string // temp dir holding everything below; removed by Close
 	BlockstoreDir   string // lakeFS local blockstore root: local://<repo> lives in <dir>/<repo>
 	LakeFSLog       string // lakeFS server output
+	KafkaBackend    string // "kfake" or "external", for test logs
 
 	logger     *slog.Logger
+	suffix     string // appended to topic and group names on an external cluster
 	partitions int
 	kafka      *kfake.Cluster
 	lakefs     *lakeFSServer
@@ -99,11 +114,9 @@ func (s *Stack) start(ctx context.Context, opts Options, bin string) error {
 	}
 	s.WorkDir = dir
 
-	s.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(s.partitions))
-	if err != nil {
-		return fmt.Errorf("devstack: start kfake: %w", err)
+	if err := s.startKafka(ctx, opts.KafkaBrokers); err != nil {
+		return err
 	}
-	s.KafkaBrokers = s.kafka.ListenAddrs()
 	if err := s.CreateTopics(ctx, opts.Topics...); err != nil {
 		return err
 	}
@@ -129,10 +142,63 @@ func (s *Stack) start(ctx context.Context, opts Options, bin string) error {
 	if err := s.CreateRepository(ctx, s.Repository); err != nil {
 		return err
 	}
-	s.logger.Info("devstack ready", "kafka", s.KafkaBrokers, "lakefs", s.LakeFSEndpoint,
+	s.logger.Info("devstack ready", "kafka", s.KafkaBrokers, "kafka_backend", s.KafkaBackend, "lakefs", s.LakeFSEndpoint,
 		"repository", s.Repository, "took", time.Since(started).Round(time.Millisecond))
 	return nil
 }
+
+// startKafka starts kfake, or connects to the external cluster named by
+// brokers or by $LAKEWAP_TEST_KAFKA_BROKERS.
+func (s *Stack) startKafka(ctx context.Context, brokers []string) error {
+	if len(brokers) == 0 {
+		brokers = ExternalKafkaBrokers()
+	}
+	if len(brokers) == 0 {
+		var err error
+		s.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(s.partitions))
+		if err != nil {
+			return fmt.Errorf("devstack: start kfake: %w", err)
+		}
+		s.KafkaBrokers = s.kafka.ListenAddrs()
+		s.KafkaBackend = "kfake"
+		return nil
+	}
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return fmt.Errorf("devstack: topic suffix: %w", err)
+	}
+	s.suffix = "-" + hex.EncodeToString(b)
+	s.KafkaBrokers = brokers
+	s.KafkaBackend = "external"
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: callTimeout, Transport: &kafka.Transport{}}
+	if _, err := client.Metadata(ctx, &kafka.MetadataRequest{}); err != nil {
+		return fmt.Errorf("devstack: external Kafka %v does not answer: %w", brokers, err)
+	}
+	s.logger.Info("devstack: using external Kafka", "brokers", brokers, "suffix", s.suffix)
+	return nil
+}
+
+// ExternalKafkaBrokers returns the brokers named by $LAKEWAP_TEST_KAFKA_BROKERS,
+// or nil when it is unset.
+func ExternalKafkaBrokers() []string {
+	var out []string
+	for _, b := range strings.Split(os.Getenv(EnvKafkaBrokers), ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// Topic returns the actual name of the stack's topic with base name name:
+// name itself on kfake, name plus the stack's suffix on an external
+// cluster, so that stacks sharing a cluster never see each other's events.
+func (s *Stack) Topic(name string) string { return name + s.suffix }
+
+// GroupID returns the actual consumer group id for base id, like Topic.
+func (s *Stack) GroupID(id string) string { return id + s.suffix }
 
 // LakeFSClient returns a typed lakeFS client authenticated as the admin.
 func (s *Stack) LakeFSClient() *apigen.ClientWithResponses { return s.client }
@@ -150,8 +216,9 @@ func (s *Stack) newClient() (*apigen.ClientWithResponses, error) {
 	return c, nil
 }
 
-// CreateTopics creates Kafka topics; a topic that already exists is left
-// as it is. Topics must exist before the first produce because kafka-go
+// CreateTopics creates Kafka topics named Topic(t.Name); a topic that
+// already exists is left as it is. It returns when every partition has a
+// leader. Topics must exist before the first produce because kafka-go
 // caches topic metadata for several seconds.
 func (s *Stack) CreateTopics(ctx context.Context, topics ...Topic) error {
 	if len(topics) == 0 {
@@ -168,13 +235,14 @@ func (s *Stack) CreateTopics(ctx context.Context, topics ...Topic) error {
 		if parts <= 0 {
 			parts = s.partitions
 		}
-		tc := kafka.TopicConfig{Topic: t.Name, NumPartitions: parts, ReplicationFactor: 1}
+		tc := kafka.TopicConfig{Topic: s.Topic(t.Name), NumPartitions: parts, ReplicationFactor: 1}
 		if t.Compacted {
 			tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
 		}
 		req.Topics = append(req.Topics, tc)
 	}
-	client := &kafka.Client{Addr: kafka.TCP(s.KafkaBrokers...), Timeout: callTimeout}
+	// A fresh transport: the shared default one may hold stale metadata.
+	client := &kafka.Client{Addr: kafka.TCP(s.KafkaBrokers...), Timeout: callTimeout, Transport: &kafka.Transport{}}
 	resp, err := client.CreateTopics(ctx, req)
 	if err != nil {
 		return fmt.Errorf("devstack: create topics: %w", err)
@@ -185,7 +253,51 @@ func (s *Stack) CreateTopics(ctx context.Context, topics ...Topic) error {
 			errs = append(errs, fmt.Errorf("devstack: create topic %q: %w", name, terr))
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	names := make([]string, len(req.Topics))
+	for i, tc := range req.Topics {
+		names[i] = tc.Topic
+	}
+	return awaitLeaders(ctx, client, names)
+}
+
+// awaitLeaders polls metadata until every partition of topics has a leader:
+// a real broker answers CreateTopics before the partitions are online, and
+// a produce in that window fails. There is no notification to wait on.
+func awaitLeaders(ctx context.Context, client *kafka.Client, topics []string) error {
+	for {
+		md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+		if err == nil && allLed(md, len(topics)) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+			return fmt.Errorf("devstack: topics %v have no leader yet: %w", topics, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func allLed(md *kafka.MetadataResponse, want int) bool {
+	if len(md.Topics) != want {
+		return false
+	}
+	for _, t := range md.Topics {
+		if t.Error != nil || len(t.Partitions) == 0 {
+			return false
+		}
+		for _, p := range t.Partitions {
+			if p.Error != nil || p.Leader.Host == "" {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // CreateRepository creates a lakeFS repository with storage namespace

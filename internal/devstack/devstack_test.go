@@ -29,9 +29,10 @@ func TestStack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
+	events, runs := s.Topic("devstack.events"), s.Topic("devstack.runs")
 	t.Run("topics", func(t *testing.T) {
 		client := &kafka.Client{Addr: kafka.TCP(s.KafkaBrokers...)}
-		md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"devstack.events", "devstack.runs"}})
+		md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{events, runs}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,14 +43,14 @@ func TestStack(t *testing.T) {
 			}
 			got[tp.Name] = len(tp.Partitions)
 		}
-		want := map[string]int{"devstack.events": defaultPartitions, "devstack.runs": 1}
+		want := map[string]int{events: defaultPartitions, runs: 1}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("partitions = %v, want %v", got, want)
 		}
 
 		cfg, err := client.DescribeConfigs(ctx, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{
-			{ResourceType: kafka.ResourceTypeTopic, ResourceName: "devstack.runs", ConfigNames: []string{"cleanup.policy"}},
-			{ResourceType: kafka.ResourceTypeTopic, ResourceName: "devstack.events", ConfigNames: []string{"cleanup.policy"}},
+			{ResourceType: kafka.ResourceTypeTopic, ResourceName: runs, ConfigNames: []string{"cleanup.policy"}},
+			{ResourceType: kafka.ResourceTypeTopic, ResourceName: events, ConfigNames: []string{"cleanup.policy"}},
 		}})
 		if err != nil {
 			t.Fatal(err)
@@ -60,7 +61,7 @@ func TestStack(t *testing.T) {
 				policy[r.ResourceName] = e.ConfigValue
 			}
 		}
-		if policy["devstack.runs"] != "compact" || policy["devstack.events"] != "delete" {
+		if policy[runs] != "compact" || policy[events] != "delete" {
 			t.Errorf("cleanup.policy = %v, want runs=compact events=delete", policy)
 		}
 
@@ -74,7 +75,7 @@ func TestStack(t *testing.T) {
 		const n = 20
 		w := &kafka.Writer{
 			Addr:         kafka.TCP(s.KafkaBrokers...),
-			Topic:        "devstack.events",
+			Topic:        events,
 			Balancer:     &kafka.Hash{},
 			RequiredAcks: kafka.RequireAll,
 			BatchTimeout: 10 * time.Millisecond,
@@ -93,8 +94,8 @@ func TestStack(t *testing.T) {
 
 		r := kafka.NewReader(kafka.ReaderConfig{
 			Brokers:     s.KafkaBrokers,
-			Topic:       "devstack.events",
-			GroupID:     "devstack-test",
+			Topic:       events,
+			GroupID:     s.GroupID("devstack-test"),
 			StartOffset: kafka.FirstOffset,
 			// Close waits for the in-flight fetch; kfake holds it for MaxWait (default 10s).
 			MaxWait: 500 * time.Millisecond,
@@ -217,7 +218,7 @@ func TestCloseStopsEverything(t *testing.T) {
 	if _, err := os.Stat(s.WorkDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("work dir after Close: %v, want it removed", err)
 	}
-	if c, err := net.Dial("tcp", s.KafkaBrokers[0]); err == nil {
+	if c, err := net.Dial("tcp", s.KafkaBrokers[0]); err == nil && s.KafkaBackend == "kfake" {
 		c.Close()
 		t.Errorf("Kafka still accepts connections on %s after Close", s.KafkaBrokers[0])
 	}
@@ -252,6 +253,35 @@ func TestStartFailsFastWhenLakeFSExits(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(parent); len(left) != 0 {
 		t.Errorf("failed Start left %d entries in the work dir parent", len(left))
+	}
+}
+
+// TestTopicNames checks the names behind Stack.Topic: unchanged on kfake,
+// unique per stack on a shared external cluster.
+func TestTopicNames(t *testing.T) {
+	kf := &Stack{KafkaBackend: "kfake"}
+	if got := kf.Topic("wap.events"); got != "wap.events" {
+		t.Errorf("kfake Topic(wap.events) = %q, want it unchanged", got)
+	}
+	a, b := &Stack{}, &Stack{}
+	for _, s := range []*Stack{a, b} {
+		t.Setenv(EnvKafkaBrokers, " 127.0.0.1:1 , 127.0.0.1:2,")
+		if got := ExternalKafkaBrokers(); !slices.Equal(got, []string{"127.0.0.1:1", "127.0.0.1:2"}) {
+			t.Fatalf("ExternalKafkaBrokers() = %q", got)
+		}
+		// Nothing listens on port 1: the start fails after choosing a suffix.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := s.startKafka(ctx, nil)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "does not answer") {
+			t.Fatalf("startKafka against a closed port: err = %v", err)
+		}
+	}
+	if a.Topic("wap.events") == b.Topic("wap.events") || a.GroupID("lakewap") == b.GroupID("lakewap") {
+		t.Errorf("two stacks on one cluster share names: %q %q", a.Topic("wap.events"), a.GroupID("lakewap"))
+	}
+	if !regexp.MustCompile(`^wap\.events-[0-9a-f]{8}$`).MatchString(a.Topic("wap.events")) {
+		t.Errorf("Topic(wap.events) = %q, want wap.events-<8 hex>", a.Topic("wap.events"))
 	}
 }
 
