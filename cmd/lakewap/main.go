@@ -20,8 +20,12 @@ Usage:
   lakewap run      -config FILE         run the daemon
   lakewap demo                          the embedded stack, a good and a bad batch
   lakewap validate FILE                 check a config file, naming every bad field
-  lakewap runs     -config FILE [-state S] [-json]   list runs from the state store
-  lakewap janitor  -config FILE [-dry-run]          delete expired and abandoned wap- branches
+  lakewap runs     -config FILE         list runs from the state store [-state S] [-json]
+  lakewap janitor  -config FILE         delete expired and abandoned wap- branches [-dry-run]
+  lakewap revert   -config FILE -batch B -reason TEXT [-by NAME]
+                                        revert a published batch on its target, emit BatchReverted
+  lakewap retry    -config FILE -batch B
+                                        re-audit an aborted batch's kept branch, publish it if it passes
   lakewap prepare                       build the embedded stack's lakeFS server (done on first use anyway)
   lakewap version
 
@@ -49,6 +53,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRuns(ctx, rest, stdout, stderr)
 	case "janitor":
 		return cmdJanitor(ctx, rest, stdout, stderr)
+	case "revert":
+		return cmdRevert(ctx, rest, stdout, stderr)
+	case "retry":
+		return cmdRetry(ctx, rest, stdout, stderr)
 	case "prepare":
 		return cmdPrepare(ctx, stdout, stderr)
 	case "version":
