@@ -53,16 +53,29 @@ type fetch struct {
 	obj Object
 }
 
-var safeChecksum = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+var (
+	safeChecksum = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+	safeExt      = regexp.MustCompile(`^\.[A-Za-z0-9]{1,10}$`)
+)
 
-// cacheName is the content address of an object: checksum and size.
+// cacheName is the content address of an object: checksum and size, plus
+// the extension, which DuckDB reads compression from (.gz, .zst).
 func cacheName(o Object) string {
 	sum := o.Checksum
 	if !safeChecksum.MatchString(sum) {
 		h := sha256.Sum256([]byte(sum))
 		sum = hex.EncodeToString(h[:])
 	}
-	return sum + "-" + strconv.FormatInt(o.Size, 10)
+	return sum + "-" + strconv.FormatInt(o.Size, 10) + localExt(o.Path)
+}
+
+// localExt is the extension a local copy keeps. Local names are made of
+// safe characters only: DuckDB expands *, ? and [ in file names as globs.
+func localExt(p string) string {
+	if ext := path.Ext(p); safeExt.MatchString(ext) {
+		return ext
+	}
+	return ""
 }
 
 // downloader brings objects to local files: into the cache directory by
@@ -120,7 +133,7 @@ func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) 
 
 func (d downloader) fetch(ctx context.Context, i int, f fetch) (string, error) {
 	if d.cacheDir == "" || f.obj.Checksum == "" {
-		local := filepath.Join(d.workDir, "files", strconv.Itoa(i)+"-"+path.Base(f.obj.Path))
+		local := filepath.Join(d.workDir, "files", strconv.Itoa(i)+localExt(f.obj.Path))
 		return local, d.download(ctx, f, local)
 	}
 	local := filepath.Join(d.cacheDir, cacheName(f.obj))
