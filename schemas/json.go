@@ -9,15 +9,17 @@ import (
 	"strings"
 )
 
-// FromJSON parses one event of eventType (a Type* name, case-insensitive)
+// FromJSON parses one event of eventType (a Type* name, case-insensitive,
+// dashes and underscores ignored: "batch-landed" works)
 // from a JSON document using the json tags of the Go types (snake_case
 // fields, RFC 3339 timestamps). Unknown fields are errors so that typos in
 // scripts do not go unnoticed; absent lists and maps become empty ones, as
 // after Avro decoding. The event is not validated.
 func FromJSON(eventType string, doc []byte) (Event, error) {
 	var name string
+	fold := strings.NewReplacer("_", "", "-", "")
 	for _, t := range EventTypes() {
-		if strings.EqualFold(t, eventType) {
+		if strings.EqualFold(t, fold.Replace(eventType)) {
 			name = t
 		}
 	}

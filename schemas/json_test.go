@@ -29,7 +29,7 @@ func TestJSONRoundTrip(t *testing.T) {
 func TestFromJSONScriptInput(t *testing.T) {
 	doc := `{"batch_id":"b1","dataset":"orders","expected_writes":["orders"],
 	         "write_deadline":"2024-05-01T01:00:00Z","occurred_at":"2024-05-01T00:00:00.5+02:00"}`
-	ev, err := FromJSON("BatchLanded", []byte(doc))
+	ev, err := FromJSON("batch-landed", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}

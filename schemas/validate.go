@@ -153,7 +153,8 @@ func (v *validator) writes(field string, names []string) {
 // (set, at most a day after now), expected writes (non-empty, unique,
 // well-formed names), object paths and the write deadline (after
 // occurred_at). Problems are *ValidationError values, joined when there are
-// several; use errors.As to get the first.
+// several; use errors.As to get the first. Batch id problems come first, so
+// a caller can tell "no usable batch id" from "invalid batch".
 func Validate(ev Event, known func(dataset string) bool, now time.Time) error {
 	if ev == nil {
 		return &ValidationError{Field: "event", Problem: "is missing"}
