@@ -24,6 +24,7 @@ import (
 type e2e struct {
 	*stackEnv
 	cfg    *config.Config
+	d      *daemon
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -47,7 +48,7 @@ func startE2E(t *testing.T, mutate func(*config.Config)) *e2e {
 		cancel()
 		t.Fatalf("daemon: %v", err)
 	}
-	e := &e2e{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
+	e := &e2e{cfg: cfg, d: d, cancel: cancel, done: make(chan error, 1)}
 	go func() { e.done <- d.Run(ctx) }()
 	env, err := newStackEnv(ctx, stack, cfg, tmp)
 	if err != nil {
