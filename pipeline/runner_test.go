@@ -1,0 +1,374 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Hand-written fakes of the runner's peers.
+
+type fakeLake struct {
+	mu       sync.Mutex
+	branches map[string]bool
+	merged   map[string]string // batch -> merge commit
+	mergeErr []error           // returned by the next Merge calls, in order
+	merges   int
+}
+
+func newFakeLake() *fakeLake {
+	return &fakeLake{branches: map[string]bool{}, merged: map[string]string{}}
+}
+
+func (l *fakeLake) EnsureBranch(_ context.Context, _, branch, _ string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	existed := l.branches[branch]
+	l.branches[branch] = true
+	return existed, nil
+}
+
+func (l *fakeLake) Seal(_ context.Context, _, branch, _ string, _ map[string]string) (string, error) {
+	return "sealed-" + branch, nil
+}
+
+func (l *fakeLake) FindPublished(_ context.Context, _, _, batch string) (string, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	id, ok := l.merged[batch]
+	return id, ok, nil
+}
+
+func (l *fakeLake) Merge(_ context.Context, _, _, _, _ string, meta map[string]string) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.merges++
+	if len(l.mergeErr) > 0 {
+		err := l.mergeErr[0]
+		l.mergeErr = l.mergeErr[1:]
+		if err != nil {
+			return "", err
+		}
+	}
+	id := "merge-" + meta[MetaBatchID]
+	l.merged[meta[MetaBatchID]] = id
+	return id, nil
+}
+
+func (l *fakeLake) DeleteBranch(_ context.Context, _, branch string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.branches, branch)
+	return nil
+}
+
+// gateAuditor blocks the audit of batches in gates until released.
+type gateAuditor struct {
+	mu    sync.Mutex
+	gates map[string]chan struct{}
+}
+
+func (a *gateAuditor) Audit(ctx context.Context, req AuditRequest) (schemas.AuditReport, error) {
+	a.mu.Lock()
+	g := a.gates["sealed-wap-billing-"+req.Ref[len("sealed-wap-billing-"):]]
+	a.mu.Unlock()
+	if g != nil {
+		select {
+		case <-g:
+		case <-ctx.Done():
+			return schemas.AuditReport{}, ctx.Err()
+		}
+	}
+	return report(true), nil
+}
+
+type recordingNotifier struct {
+	mu     sync.Mutex
+	events []schemas.Event
+	ch     chan schemas.Event
+}
+
+func (n *recordingNotifier) Notify(_ context.Context, pn Notification) (map[string]string, error) {
+	if pn.Event == nil {
+		return pn.Receipts, nil
+	}
+	n.mu.Lock()
+	n.events = append(n.events, pn.Event)
+	n.mu.Unlock()
+	n.ch <- pn.Event
+	return pn.Receipts, nil
+}
+
+// memStore is a Store that records the order of writes.
+type memStore struct {
+	mu    sync.Mutex
+	data  map[int]map[string][]byte
+	puts  int
+	fail  error
+	onPut func()
+}
+
+func (s *memStore) Put(_ context.Context, p int, k string, v []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	if s.data[p] == nil {
+		s.data[p] = map[string][]byte{}
+	}
+	s.data[p][k] = v
+	s.puts++
+	if s.onPut != nil {
+		s.onPut()
+	}
+	return nil
+}
+
+func (s *memStore) Delete(_ context.Context, p int, k string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.data[p], k)
+	return nil
+}
+
+func (s *memStore) Load(_ context.Context, p int) (map[string][]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]byte{}
+	for k, v := range s.data[p] {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// jsonDecoder decodes the events of these tests: {"type":..., "event":{...}}.
+type jsonDecoder struct{}
+
+func (jsonDecoder) Decode(_ context.Context, v []byte) (schemas.Event, error) {
+	var env struct {
+		Type  string          `json:"type"`
+		Event json.RawMessage `json:"event"`
+	}
+	if err := json.Unmarshal(v, &env); err != nil {
+		return nil, err
+	}
+	return schemas.FromJSON(env.Type, env.Event)
+}
+
+func encode(t *testing.T, ev schemas.Event) []byte {
+	t.Helper()
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(map[string]any{"type": ev.EventType(), "event": json.RawMessage(b)})
+	return out
+}
+
+type runnerFixture struct {
+	r     *Runner
+	lake  *fakeLake
+	aud   *gateAuditor
+	notes *recordingNotifier
+	store *memStore
+}
+
+func newRunnerFixture(t *testing.T) *runnerFixture {
+	t.Helper()
+	f := &runnerFixture{lake: newFakeLake(), aud: &gateAuditor{gates: map[string]chan struct{}{}},
+		notes: &recordingNotifier{ch: make(chan schemas.Event, 100)}, store: &memStore{data: map[int]map[string][]byte{}}}
+	r, err := NewRunner(Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{},
+		Datasets: func(n string) (DatasetSpec, bool) {
+			return DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: time.Hour}, n == "billing"
+		},
+		Policy: Policy{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, RetryBudget: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.r = r
+	t.Cleanup(r.Close)
+	if err := r.Assigned(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *runnerFixture) land(t *testing.T, batch string) {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for _, ev := range []schemas.Event{
+		schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now},
+		schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "fact", OccurredAt: now},
+	} {
+		if err := f.r.Handle(context.Background(), 0, encode(t, ev)); err != nil {
+			t.Fatalf("handle %T: %v", ev, err)
+		}
+	}
+}
+
+func (f *runnerFixture) await(t *testing.T, batch, typ string) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-f.notes.ch:
+			if ev.Batch() == batch && ev.EventType() == typ {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %s for %s", typ, batch)
+		}
+	}
+}
+
+// A slow audit of one batch must not hold up another batch of the same
+// partition.
+func TestSlowAuditDoesNotStallPartition(t *testing.T) {
+	f := newRunnerFixture(t)
+	gate := make(chan struct{})
+	f.aud.gates["sealed-wap-billing-slow"] = gate
+	f.land(t, "slow")
+	f.land(t, "fast")
+	f.await(t, "fast", schemas.TypeBatchPublished)
+	for _, run := range f.r.Runs() {
+		if run.BatchID == "slow" && run.State != StateAuditing {
+			t.Errorf("slow batch is %s while its audit is blocked", run.State)
+		}
+	}
+	close(gate)
+	f.await(t, "slow", schemas.TypeBatchPublished)
+}
+
+// Handle returns only after the run is in the store: that is what lets the
+// consumer commit the offset.
+func TestHandlePersistsBeforeReturning(t *testing.T) {
+	f := newRunnerFixture(t)
+	now := time.Now().UTC()
+	ev := schemas.BatchLanded{BatchID: "p1", Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now}
+	if err := f.r.Handle(context.Background(), 0, encode(t, ev)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.store.Load(context.Background(), 0)
+	var run Run
+	if err := json.Unmarshal(got["p1"], &run); err != nil || run.BatchID != "p1" {
+		t.Fatalf("stored run %q, err %v", got["p1"], err)
+	}
+	// A store that fails makes Handle fail (so the offset is not committed)
+	// and leaves the in-memory state as it was.
+	f.store.mu.Lock()
+	f.store.fail = errors.New("broker down")
+	f.store.mu.Unlock()
+	ev2 := schemas.BatchLanded{BatchID: "p2", Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now}
+	if err := f.r.Handle(context.Background(), 0, encode(t, ev2)); err == nil {
+		t.Fatal("Handle succeeded while the store fails")
+	}
+	for _, r := range f.r.Runs() {
+		if r.BatchID == "p2" {
+			t.Errorf("run p2 is in memory although it was never persisted")
+		}
+	}
+	f.store.mu.Lock()
+	f.store.fail = nil // p1's steps retry persisting until the store is back
+	f.store.mu.Unlock()
+	f.await(t, "p1", schemas.TypeBranchReady)
+}
+
+func TestPoisonAndInvalidMessages(t *testing.T) {
+	f := newRunnerFixture(t)
+	if err := f.r.Handle(context.Background(), 0, []byte("garbage")); !errors.Is(err, ErrPoison) {
+		t.Errorf("garbage: %v, want ErrPoison", err)
+	}
+	ev := schemas.BatchLanded{BatchID: "inv-1", Dataset: "no-such-dataset", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: time.Now().UTC()}
+	err := f.r.Handle(context.Background(), 0, encode(t, ev))
+	if !errors.Is(err, ErrPoison) {
+		t.Fatalf("unknown dataset: %v, want ErrPoison", err)
+	}
+	f.await(t, "inv-1", schemas.TypeBatchAborted)
+	f.notes.mu.Lock()
+	defer f.notes.mu.Unlock()
+	last := f.notes.events[len(f.notes.events)-1].(schemas.BatchAborted)
+	if last.Reason != schemas.ReasonInvalid {
+		t.Errorf("reason %q, want invalid", last.Reason)
+	}
+}
+
+// Merges into main retry on transient lakeFS answers (423, 429, 503,
+// "branch is currently locked") and publish exactly once.
+func TestMergeRetriesTransientThenPublishesOnce(t *testing.T) {
+	f := newRunnerFixture(t)
+	locked := fmt.Errorf("merge: branch is currently locked: %w", ErrTransient)
+	f.lake.mergeErr = []error{locked, locked, fmt.Errorf("503: %w", ErrTransient)}
+	f.land(t, "retry-1")
+	f.await(t, "retry-1", schemas.TypeBatchPublished)
+	f.lake.mu.Lock()
+	defer f.lake.mu.Unlock()
+	if f.lake.merges != 4 || f.lake.merged["retry-1"] == "" {
+		t.Errorf("%d merge calls, merged=%v; want 3 failures then 1 success", f.lake.merges, f.lake.merged)
+	}
+}
+
+func TestMergeConflictAbortsKeepingBranch(t *testing.T) {
+	f := newRunnerFixture(t)
+	f.lake.mergeErr = []error{fmt.Errorf("conflict found: %w", ErrMergeConflict)}
+	f.land(t, "conflict-1")
+	f.await(t, "conflict-1", schemas.TypeBatchAborted)
+	f.notes.mu.Lock()
+	last := f.notes.events[len(f.notes.events)-1].(schemas.BatchAborted)
+	f.notes.mu.Unlock()
+	if last.Reason != schemas.ReasonMergeConflict || !last.BranchKept {
+		t.Errorf("aborted %+v, want merge_conflict with branch kept", last)
+	}
+	f.lake.mu.Lock()
+	defer f.lake.mu.Unlock()
+	if !f.lake.branches["wap-billing-conflict-1"] {
+		t.Error("branch was deleted after a merge conflict")
+	}
+}
+
+// Restoring a partition resumes runs where they stopped: a run persisted
+// in publishing whose merge already happened is not merged again.
+func TestRestoreResumesWithoutRepublishing(t *testing.T) {
+	f := newRunnerFixture(t)
+	rep := report(true)
+	run := Run{BatchID: "r1", Dataset: "billing", Repository: "lake", Branch: "wap-billing-r1", Target: "main",
+		State: StatePublishing, SealedCommit: "sealed-wap-billing-r1", Report: &rep, LandedAt: time.Now()}
+	b, _ := json.Marshal(run)
+	_ = f.store.Put(context.Background(), 1, "r1", b)
+	f.lake.merged["r1"] = "merge-r1" // merged before the crash
+	if err := f.r.Assigned(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "r1", schemas.TypeBatchPublished)
+	if f.lake.merges != 0 {
+		t.Errorf("restored run merged %d times, want 0 (already on main)", f.lake.merges)
+	}
+}
+
+func BenchmarkRestore10kRuns(b *testing.B) {
+	store := &memStore{data: map[int]map[string][]byte{0: {}}}
+	for i := range 10000 {
+		run := Run{BatchID: fmt.Sprintf("batch-%05d", i), Dataset: "billing", Repository: "lake", Branch: fmt.Sprintf("wap-billing-batch-%05d", i),
+			Target: "main", State: StateAwaitingWrites, ExpectedWrites: []string{"fact", "dim"},
+			Deadline: time.Now().Add(time.Hour), LandedAt: time.Now(), StateSince: time.Now()}
+		v, _ := json.Marshal(run)
+		store.data[0][run.BatchID] = v
+	}
+	for b.Loop() {
+		r, _ := NewRunner(Config{Lake: newFakeLake(), Auditor: &gateAuditor{}, Notifier: &recordingNotifier{ch: make(chan schemas.Event, 1)},
+			Store: store, Decoder: jsonDecoder{}, Datasets: func(string) (DatasetSpec, bool) { return DatasetSpec{}, false }})
+		if err := r.Assigned(context.Background(), 0); err != nil {
+			b.Fatal(err)
+		}
+		if len(r.Runs()) != 10000 {
+			b.Fatal("not all runs restored")
+		}
+		r.Close()
+	}
+}
