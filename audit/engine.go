@@ -484,7 +484,7 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 func setupSQL(tempDir, memoryLimit string, threads int, allowed []string) []string {
 	s := []string{
 		"SET temp_directory = " + quoteLiteral(tempDir),
-		"SET TimeZone = 'UTC'",
+		"SET GLOBAL TimeZone = 'UTC'",
 		"SET preserve_insertion_order = false",
 	}
 	if memoryLimit != "" {

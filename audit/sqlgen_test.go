@@ -64,7 +64,7 @@ func TestGeneratedSQL(t *testing.T) {
 		{"custom sql", customSQL("SELECT 1 -- c\n ; ", 2),
 			"SELECT CAST(to_json(s) AS VARCHAR), count(*) OVER () FROM (\nSELECT 1 -- c\n) s LIMIT 2"},
 		{"setup", strings.Join(setupSQL("/w/tmp", "1GB", 2, []string{"/w/", "/c/"}), ";\n"), `SET temp_directory = '/w/tmp';
-SET TimeZone = 'UTC';
+SET GLOBAL TimeZone = 'UTC';
 SET preserve_insertion_order = false;
 SET memory_limit = '1GB';
 SET threads = 2;
