@@ -231,10 +231,10 @@ type view struct {
 type column struct{ name, typ string }
 
 type run struct {
-	e     *Engine
-	req   Request
-	log   *slog.Logger
-	dir   string
+	e   *Engine
+	req Request
+	log *slog.Logger
+	dir string
 	// catalog is the run's in-memory database inside the engine's DuckDB;
 	// conn uses it (USE) and is the run's only connection.
 	catalog string
