@@ -58,9 +58,16 @@ func demoConfig(s *devstack.Stack, workDir string) *config.Config {
 	}
 	cfg.Datasets["billing"] = ds
 	cfg.Defaults()
+	// The stack's actual names: unchanged on kfake, unique per stack when
+	// many stacks share one real Kafka cluster.
+	k := &cfg.Kafka
+	k.GroupID, k.InputTopic, k.ResultsTopic = s.GroupID(k.GroupID), s.Topic(k.InputTopic), s.Topic(k.ResultsTopic)
+	k.DeadLetterTopic, k.ChangelogTopic = s.Topic(k.DeadLetterTopic), s.Topic(k.ChangelogTopic)
 	return cfg
 }
 
+// stackTopics lists cfg's topics by base name: devstack.Options.Topics maps
+// them to the stack's actual names.
 func stackTopics(cfg *config.Config) []devstack.Topic {
 	k := cfg.Kafka
 	if k.InputTopic == "" {
@@ -80,8 +87,10 @@ func newStackEnv(ctx context.Context, s *devstack.Stack, cfg *config.Config, tmp
 		return nil, err
 	}
 	e := &stackEnv{stack: s, cfg: cfg, lake: lake, codec: codec, tmp: tmp,
+		// Its own transport: kafka-go's default one caches a broker's topic
+		// list for seconds, and a real broker outlives stacks (and topics).
 		writer: &kafka.Writer{Addr: kafka.TCP(s.KafkaBrokers...), Topic: cfg.Kafka.InputTopic, Balancer: &kafka.Murmur2Balancer{},
-			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond}}
+			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, Transport: &kafka.Transport{}}}
 	e.watcher, err = watchResults(ctx, s.KafkaBrokers, cfg.Kafka.ResultsTopic, codec)
 	if err != nil {
 		return nil, err
@@ -91,6 +100,7 @@ func newStackEnv(ctx context.Context, s *devstack.Stack, cfg *config.Config, tmp
 
 func (e *stackEnv) Close() {
 	_ = e.writer.Close()
+	e.writer.Transport.(*kafka.Transport).CloseIdleConnections()
 	e.watcher.Close()
 }
 
