@@ -298,3 +298,83 @@ func notifyEventID(ev schemas.Event) string {
 	}
 	return ""
 }
+
+// logHas reports whether the process log contains s.
+func (p *daemonProc) logHas(s string) bool {
+	b, _ := os.ReadFile(p.log)
+	return strings.Contains(string(b), s)
+}
+
+// TestTwoInstancesTakeOver runs two daemons in one consumer group, kills
+// one with SIGKILL while its batches wait for writes, and checks the other
+// finishes every batch: written ones are published, and those never written
+// time out at their deadline although it was armed by the dead instance.
+func TestTwoInstancesTakeOver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon as processes; skipped with -short")
+	}
+	tmp := t.TempDir()
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
+	cfg := demoConfig(stack, tmp)
+	cfgPath := writeCrashConfig(t, stack, cfg, "25s")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	must(t, err)
+	defer env.Close()
+
+	a := startProc(t, stack, cfgPath, "")
+	b := startProc(t, stack, cfgPath, "")
+	waitFor(t, func() bool { return a.logHas("partition restored") && b.logHas("partition restored") })
+
+	const n = 9
+	batch := func(i int) string { return fmt.Sprintf("pair-%d", i) }
+	for i := range n {
+		must(t, env.produce(ctx, schemas.BatchLanded{BatchID: batch(i), Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+			Producer: "pair-test", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	}
+	branches := map[int]string{}
+	for i := range n {
+		ev, err := env.watcher.await(ctx, batch(i), schemas.TypeBranchReady)
+		must(t, err)
+		branches[i] = ev.(schemas.BranchReady).Branch
+	}
+	if !a.logHas("partition restored") {
+		t.Fatal("instance A never owned a partition; the test would prove nothing")
+	}
+	must(t, a.cmd.Process.Signal(syscall.SIGKILL))
+	<-a.exited
+
+	// Every third batch is never written: it must time out on B.
+	for i := range n {
+		if i%3 == 2 {
+			continue
+		}
+		path := fmt.Sprintf("gold/billing_fact/batch=%s/part-0.parquet", batch(i))
+		must(t, env.writeParquet(ctx, branches[i], path, goodBillingRows+fmt.Sprintf(" WHERE i %% %d = %d", n, i)))
+		must(t, env.produce(ctx, schemas.WriteComplete{BatchID: batch(i), Dataset: "billing", Write: "billing_fact",
+			OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	}
+	for i := range n {
+		ev, err := env.watcher.await(ctx, batch(i), schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		must(t, err)
+		switch {
+		case i%3 == 2:
+			if ab, ok := ev.(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonWriteTimeout {
+				t.Errorf("unwritten %s ended %+v, want write_timeout", batch(i), ev)
+			}
+		default:
+			if ev.EventType() != schemas.TypeBatchPublished {
+				t.Errorf("%s ended %+v, want published", batch(i), ev)
+			}
+			if c := publishCommits(t, env, batch(i)); c != 1 {
+				t.Errorf("%s has %d publish commits on main, want 1", batch(i), c)
+			}
+		}
+	}
+	select {
+	case <-b.exited:
+		t.Fatalf("instance B died: %v", b.err)
+	default:
+	}
+}
