@@ -378,3 +378,61 @@ func TestTwoInstancesTakeOver(t *testing.T) {
 	default:
 	}
 }
+
+// TestGracefulShutdownHandsBackWork sends SIGTERM while a batch waits for
+// its writes: the daemon exits 0, and a new one finishes the batch.
+func TestGracefulShutdownHandsBackWork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon as a process; skipped with -short")
+	}
+	tmp := t.TempDir()
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
+	cfg := demoConfig(stack, tmp)
+	cfgPath := writeCrashConfig(t, stack, cfg, "5m")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	must(t, err)
+	defer env.Close()
+
+	first := startProc(t, stack, cfgPath, "")
+	must(t, env.produce(ctx, schemas.BatchLanded{BatchID: "term-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "term-test", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := env.watcher.await(ctx, "term-1", schemas.TypeBranchReady)
+	must(t, err)
+	must(t, first.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-first.exited:
+	case <-ctx.Done():
+		t.Fatal("daemon did not exit after SIGTERM")
+	}
+	if first.err != nil {
+		t.Fatalf("daemon exited with %v after SIGTERM, want status 0", first.err)
+	}
+	if !first.logHas("stopped") {
+		t.Error("daemon log has no 'stopped' line")
+	}
+	second := startProc(t, stack, cfgPath, "")
+	path := "gold/billing_fact/batch=term-1/part-0.parquet"
+	must(t, env.writeParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
+	must(t, env.produce(ctx, schemas.WriteComplete{BatchID: "term-1", Dataset: "billing", Write: "billing_fact",
+		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	final, died, err := awaitOrExit(ctx, env, second, "term-1", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	if died || final.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("after restart: died=%v final=%+v", died, final)
+	}
+	if n := len(branchReadies(env, "term-1")); n != 1 {
+		t.Errorf("%d BranchReady events, want 1 (the restored run must not branch again)", n)
+	}
+}
+
+func branchReadies(env *stackEnv, batch string) []schemas.Event {
+	var out []schemas.Event
+	for _, ev := range env.watcher.all(batch) {
+		if ev.EventType() == schemas.TypeBranchReady {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
