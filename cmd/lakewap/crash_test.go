@@ -57,6 +57,7 @@ type daemonProc struct {
 
 const crashConfig = `kafka:
   brokers: [%s]
+  group_id: %s
   create_topics: false
   session_timeout: 6s
   commit_interval: 200ms
@@ -85,7 +86,7 @@ func writeCrashConfig(t *testing.T, s *devstack.Stack, cfg *config.Config, write
 	t.Helper()
 	dir := t.TempDir()
 	k := cfg.Kafka
-	y := fmt.Sprintf(crashConfig, strings.Join(s.KafkaBrokers, ", "), k.InputTopic, k.ResultsTopic, k.DeadLetterTopic, k.ChangelogTopic,
+	y := fmt.Sprintf(crashConfig, strings.Join(s.KafkaBrokers, ", "), k.GroupID, k.InputTopic, k.ResultsTopic, k.DeadLetterTopic, k.ChangelogTopic,
 		s.LakeFSEndpoint, s.AccessKeyID, filepath.Join(dir, "audit"), filepath.Join(dir, "cache"), s.Repository, writeTimeout)
 	p := filepath.Join(dir, "lakewap.yaml")
 	must(t, os.WriteFile(p, []byte(y), 0o600))
