@@ -1,0 +1,342 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// secondBillingRows is a second good load with billing ids of its own, so
+// that it passes the table-wide unique check next to the first one.
+var secondBillingRows = strings.Replace(goodBillingRows, "lpad(i::VARCHAR, 7, '0')", "lpad((500000 + i)::VARCHAR, 7, '0')", 1)
+
+// TestRevertOnRealLakeFSAndMetrics publishes two batches through the
+// daemon, checks /metrics, then reverts the first batch with lakewap revert:
+// its rows leave main, the other batch's stay, the revert commit says who
+// and why, and BatchReverted is on the results topic.
+func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
+	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0" })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	for _, b := range []struct{ batch, rows string }{{"rev-1", goodBillingRows}, {"keep-2", secondBillingRows}} {
+		if ev := e.runBatch(t, b.batch, b.rows); ev.EventType() != schemas.TypeBatchPublished {
+			t.Fatalf("%s ended with %s: %+v", b.batch, ev.EventType(), ev)
+		}
+	}
+
+	t.Run("metrics", func(t *testing.T) {
+		url := "http://" + e.d.HTTPAddr() + "/metrics"
+		fams := scrape(t, url)
+		// The Kafka sink counts a send after its write returns, so the
+		// watcher may have seen the last event first: wait for the count.
+		for value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "kafka", "result": "ok"}) < 4 && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+			fams = scrape(t, url)
+		}
+		if got := value(t, fams, "lakewap_runs_total", map[string]string{"dataset": "billing", "outcome": "published"}); got != 2 {
+			t.Errorf("lakewap_runs_total{dataset=billing,outcome=published} = %v, want 2", got)
+		}
+		if got := value(t, fams, "lakewap_runs_total", map[string]string{"outcome": "aborted"}); got != 0 {
+			t.Errorf("aborted runs counted: %v", got)
+		}
+		for _, step := range []string{"create_branch", "audit", "publish"} {
+			if n := histCount(fams, "lakewap_step_duration_seconds", map[string]string{"step": step, "outcome": "ok"}); n != 2 {
+				t.Errorf("lakewap_step_duration_seconds{step=%s,outcome=ok} count %d, want 2", step, n)
+			}
+		}
+		for _, st := range []string{"landed", "awaiting_writes", "auditing", "publishing"} {
+			if n := histCount(fams, "lakewap_state_duration_seconds", map[string]string{"dataset": "billing", "state": st}); n != 2 {
+				t.Errorf("lakewap_state_duration_seconds{state=%s} count %d, want 2", st, n)
+			}
+		}
+		// Two batches of two input events each (BatchLanded, WriteComplete).
+		if got := value(t, fams, "lakewap_consumer_messages_handled_total", nil); got != 4 {
+			t.Errorf("lakewap_consumer_messages_handled_total = %v, want 4", got)
+		}
+		if _, ok := fams["lakewap_consumer_lag"]; !ok {
+			t.Errorf("no lakewap_consumer_lag")
+		}
+		// BranchReady and BatchPublished of each batch went to the Kafka
+		// sink without a failed attempt. (The counter counts attempts,
+		// including repeats the sink skips by receipt, so it is not exact.)
+		if got := value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "kafka", "result": "ok"}); got < 4 {
+			t.Errorf("lakewap_notify_attempts_total{sink=kafka,result=ok} = %v, want at least 4", got)
+		}
+		for _, res := range []string{"retry", "error"} {
+			if got := value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "kafka", "result": res}); got != 0 {
+				t.Errorf("lakewap_notify_attempts_total{sink=kafka,result=%s} = %v, want 0", res, got)
+			}
+		}
+	})
+
+	before, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	var out bytes.Buffer
+	ev, err := revertBatch(ctx, e.cfg, revertOptions{Batch: "rev-1", Reason: "amounts were in cents twice", By: "ana"}, slog.New(slog.DiscardHandler), &out)
+	if err != nil {
+		t.Fatalf("revert: %v\n%s", err, out.String())
+	}
+	t.Logf("revert output:\n%s", out.String())
+
+	rows := func(prefix string) int64 {
+		n, err := e.countRows(ctx, "main", prefix, "")
+		must(t, err)
+		return n
+	}
+	if n := rows("gold/billing_fact/batch=rev-1/"); n != 0 {
+		t.Errorf("main still has %d rows of the reverted batch", n)
+	}
+	if n := rows("gold/billing_fact/batch=keep-2/"); n != 1000 {
+		t.Errorf("main has %d rows of the other batch, want 1000", n)
+	}
+	head, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	if head.ID == before.ID || head.ID != ev.CommitID {
+		t.Errorf("main head %s (before %s), event says revert commit %s", head.ID, before.ID, ev.CommitID)
+	}
+	for k, want := range map[string]string{metaRevertedBatchID: "rev-1", metaRevertReason: "amounts were in cents twice", metaRevertedBy: "ana"} {
+		if head.Metadata[k] != want {
+			t.Errorf("revert commit metadata %s = %q, want %q (all: %v)", k, head.Metadata[k], want, head.Metadata)
+		}
+	}
+	pub, found, err := e.lake.FindPublished(ctx, "lake", "main", "rev-1")
+	must(t, err)
+	if !found || ev.PublishedCommitID != pub {
+		t.Errorf("event names publish commit %s, main has %s (found %v)", ev.PublishedCommitID, pub, found)
+	}
+
+	got, err := e.watcher.await(ctx, "rev-1", schemas.TypeBatchReverted)
+	must(t, err)
+	rv := got.(schemas.BatchReverted)
+	if rv.EventID != ev.EventID || rv.CommitID != head.ID || rv.Reason != "amounts were in cents twice" || rv.RevertedBy != "ana" ||
+		rv.Dataset != "billing" || rv.TargetRef != "main" || rv.Repository != "lake" {
+		t.Errorf("BatchReverted on the results topic = %+v", rv)
+	}
+
+	// Again: nothing changes on main, the same event goes out again.
+	out.Reset()
+	again, err := revertBatch(ctx, e.cfg, revertOptions{Batch: "rev-1", Reason: "again", By: "bob"}, slog.New(slog.DiscardHandler), &out)
+	must(t, err)
+	after, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	if after.ID != head.ID || again.EventID != ev.EventID || again.RevertedBy != "ana" || !strings.Contains(out.String(), "already reverted") {
+		t.Errorf("second revert moved main to %s or changed the event (%+v): %s", after.ID, again, out.String())
+	}
+
+	if _, err := revertBatch(ctx, e.cfg, revertOptions{Batch: "never-landed", Reason: "x"}, slog.New(slog.DiscardHandler), io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "not published") {
+		t.Errorf("revert of an unknown batch: %v", err)
+	}
+}
+
+// TestRetryRunsAndJanitorOnTheStack: a batch stopped by its audit is fixed
+// on its kept branch and published with lakewap retry; lakewap runs shows
+// the state store; lakewap janitor deletes expired branches and never a
+// live run's or main, and its dry run changes nothing.
+func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+
+	ab, ok := e.runBatch(t, "fix-1", badBillingRows).(schemas.BatchAborted)
+	if !ok || ab.Reason != schemas.ReasonAuditFailed || !ab.BranchKept {
+		t.Fatalf("bad batch: %+v", ab)
+	}
+
+	var out bytes.Buffer
+	must(t, listRuns(ctx, e.cfg, runsFilter{}, time.Now(), &out))
+	if !containsLine(out.String(), "fix-1", "billing", "aborted", ab.Branch, "audit_failed") {
+		t.Errorf("lakewap runs:\n%s", out.String())
+	}
+
+	// Retried as it is, it still fails and stays aborted.
+	out.Reset()
+	published, err := retryBatch(ctx, e.cfg, retryOptions{Batch: "fix-1", By: "ana"}, log, &out)
+	must(t, err)
+	if published || !strings.Contains(out.String(), "billing_id_not_null") || !strings.Contains(out.String(), "still fails") {
+		t.Fatalf("retry of the unchanged batch published=%v:\n%s", published, out.String())
+	}
+	mainBefore, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	if mainBefore.Metadata[pipeline.MetaBatchID] == "fix-1" {
+		t.Fatalf("failing retry published")
+	}
+
+	// The writer fixes the data on the kept branch; the retry publishes it.
+	path := "gold/billing_fact/batch=fix-1/part-0.parquet"
+	must(t, e.writeParquet(ctx, ab.Branch, path, secondBillingRows))
+	out.Reset()
+	published, err = retryBatch(ctx, e.cfg, retryOptions{Batch: "fix-1", By: "ana"}, log, &out)
+	if err != nil || !published {
+		t.Fatalf("retry of the fixed batch: published=%v err=%v\n%s", published, err, out.String())
+	}
+	head, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	if head.Metadata[pipeline.MetaBatchID] != "fix-1" || head.Metadata[metaRetriedBy] != "ana" {
+		t.Errorf("main head metadata %v", head.Metadata)
+	}
+	if n, err := e.countRows(ctx, "main", "gold/billing_fact/batch=fix-1/", "billing_id IS NOT NULL"); err != nil || n != 1000 {
+		t.Errorf("main has %d good rows of fix-1 (err %v), want 1000", n, err)
+	}
+	ev, err := e.watcher.await(ctx, "fix-1", schemas.TypeBatchPublished)
+	must(t, err)
+	if p := ev.(schemas.BatchPublished); p.CommitID != head.ID || !p.Report.Passed {
+		t.Errorf("BatchPublished = %+v, main is at %s", p, head.ID)
+	}
+	out.Reset()
+	must(t, listRuns(ctx, e.cfg, runsFilter{State: "published", JSON: true}, time.Now(), &out))
+	var sr storedRun
+	if err := json.Unmarshal(out.Bytes(), &sr); err != nil || sr.BatchID != "fix-1" || sr.CommitID != head.ID {
+		t.Errorf("runs -state published -json: %v\n%s", err, out.String())
+	}
+	// Retrying a published batch is refused.
+	if _, err := retryBatch(ctx, e.cfg, retryOptions{Batch: "fix-1"}, log, io.Discard); err == nil || !strings.Contains(err.Error(), "published") {
+		t.Errorf("retry of a published batch: %v", err)
+	}
+
+	// Janitor. A second bad batch is aborted and kept; a third one is live
+	// (landed, waiting for writes). With retention and grace next to zero,
+	// the published and aborted branches go, the live one and main stay.
+	if ab2, ok := e.runBatch(t, "bad-2", badBillingRows).(schemas.BatchAborted); !ok || !ab2.BranchKept {
+		t.Fatalf("bad-2: %+v", ab2)
+	}
+	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "live-3", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	_, err = e.watcher.await(ctx, "live-3", schemas.TypeBranchReady)
+	must(t, err)
+
+	cfg := *e.cfg
+	cfg.Janitor.AbandonedAfter = config.Duration(time.Nanosecond)
+	cfg.Datasets = map[string]config.Dataset{}
+	for n, d := range e.cfg.Datasets {
+		d.AbortedRetention = config.Duration(time.Nanosecond)
+		cfg.Datasets[n] = d
+	}
+	branches := func() []string {
+		bs, err := e.lake.ListBranches(ctx, "lake", "")
+		must(t, err)
+		var names []string
+		for _, b := range bs {
+			names = append(names, b.Name)
+		}
+		return names
+	}
+	all := []string{"main", "wap-billing-bad-2", "wap-billing-fix-1", "wap-billing-live-3"}
+	if got := branches(); strings.Join(got, " ") != strings.Join(all, " ") {
+		t.Fatalf("branches before the janitor: %v, want %v", got, all)
+	}
+	out.Reset()
+	must(t, sweepOnce(ctx, &cfg, janitorFlags{DryRun: true}, log, &out))
+	t.Logf("janitor -dry-run:\n%s", out.String())
+	if !containsLine(out.String(), "would delete", "lake/wap-billing-fix-1", "published") ||
+		!containsLine(out.String(), "would delete", "lake/wap-billing-bad-2", "aborted_expired") ||
+		strings.Contains(out.String(), "live-3") || !strings.Contains(out.String(), "would delete 2 of 3") {
+		t.Errorf("dry run output:\n%s", out.String())
+	}
+	if got := branches(); strings.Join(got, " ") != strings.Join(all, " ") {
+		t.Fatalf("dry run changed branches: %v", got)
+	}
+	out.Reset()
+	must(t, sweepOnce(ctx, &cfg, janitorFlags{}, log, &out))
+	if got := branches(); strings.Join(got, " ") != "main wap-billing-live-3" {
+		t.Errorf("after the janitor: %v, want main and the live run's branch\n%s", got, out.String())
+	}
+	// The live run still completes.
+	path = "gold/billing_fact/batch=live-3/part-0.parquet"
+	must(t, e.writeParquet(ctx, "wap-billing-live-3", path, strings.Replace(goodBillingRows, "lpad(i::VARCHAR", "lpad((900000 + i)::VARCHAR", 1)))
+	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "live-3", Dataset: "billing", Write: "billing_fact", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	if ev, err := e.watcher.await(ctx, "live-3", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || ev.EventType() != schemas.TypeBatchPublished {
+		t.Errorf("live run after the janitor: %v %+v", err, ev)
+	}
+}
+
+func containsLine(out string, parts ...string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(line, p)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	must(t, err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	must(t, err)
+	return fams
+}
+
+// matching returns the metrics of family name whose labels include want.
+func matching(fams map[string]*dto.MetricFamily, name string, want map[string]string) []*dto.Metric {
+	f := fams[name]
+	if f == nil {
+		return nil
+	}
+	var out []*dto.Metric
+	for _, m := range f.Metric {
+		ok := true
+		for k, v := range want {
+			found := false
+			for _, l := range m.Label {
+				found = found || (l.GetName() == k && l.GetValue() == v)
+			}
+			ok = ok && found
+		}
+		if ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// value sums the counters or gauges of name whose labels include want.
+func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	t.Helper()
+	if fams[name] == nil {
+		t.Errorf("no metric family %s", name)
+		return -1
+	}
+	var sum float64
+	for _, m := range matching(fams, name, want) {
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return sum
+}
+
+func histCount(fams map[string]*dto.MetricFamily, name string, want map[string]string) uint64 {
+	var n uint64
+	for _, m := range matching(fams, name, want) {
+		n += m.GetHistogram().GetSampleCount()
+	}
+	return n
+}
