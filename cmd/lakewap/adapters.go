@@ -96,17 +96,103 @@ func (h handler) Assigned(ctx context.Context, partition int) error {
 func (h handler) Revoked(partition int) { h.r.Revoked(partition) }
 
 func (h handler) Handle(ctx context.Context, msg kafka.Message) error {
+	for _, hd := range msg.Headers {
+		if hd.Key == schemas.HeaderEventType && len(hd.Value) > 0 {
+			ctx = context.WithValue(ctx, headerTypeKey{}, string(hd.Value))
+			break
+		}
+	}
 	err := h.r.Handle(ctx, msg.Partition, msg.Value)
 	if errors.Is(err, pipeline.ErrPoison) {
-		return consumer.Poison(err, poisonReason(err))
+		return consumer.Poison(poisonCause(err), poisonReason(err))
 	}
 	return err
 }
 
-func poisonReason(err error) string {
-	var de interface{ DecodeReason() string }
-	if errors.As(err, &de) {
-		return de.DecodeReason()
+// Dead-letter reasons of input events that decoded but are not inputs as
+// announced; decode failures use the schemas.Decode* reasons, validation
+// failures schemas.ReasonInvalid.
+const (
+	// reasonTypeMismatch: the wap.event_type header names another type than
+	// the value's writer schema. Which one the producer meant is unknown, so
+	// the message aborts nothing.
+	reasonTypeMismatch = "type_mismatch"
+	// reasonUnexpectedType: a lakewap event that is not an input (a result
+	// event sent to the input topic).
+	reasonUnexpectedType = "unexpected_type"
+)
+
+// headerTypeKey carries a message's wap.event_type header from Handle to
+// inputDecoder through the runner, which sees only the value.
+type headerTypeKey struct{}
+
+// inputDecoder decodes input events and rejects, as permanent decode
+// errors, values that are not the input event their header announces.
+type inputDecoder struct{ codec *schemas.Codec }
+
+func (d inputDecoder) Decode(ctx context.Context, value []byte) (schemas.Event, error) {
+	ev, err := d.codec.Decode(ctx, value)
+	if err != nil {
+		return nil, err
 	}
-	return "invalid"
+	if want, ok := ctx.Value(headerTypeKey{}).(string); ok && want != ev.EventType() {
+		return nil, &inputError{reason: reasonTypeMismatch,
+			err: fmt.Errorf("header %s says %q, value is %s (batch %q)", schemas.HeaderEventType, want, ev.EventType(), ev.Batch())}
+	}
+	switch ev.(type) {
+	case schemas.BatchLanded, schemas.WriteComplete, schemas.BatchCancelled:
+		return ev, nil
+	}
+	return nil, &inputError{reason: reasonUnexpectedType,
+		err: fmt.Errorf("%s is not an input event (want %s, %s or %s)", ev.EventType(),
+			schemas.TypeBatchLanded, schemas.TypeWriteComplete, schemas.TypeBatchCancelled)}
+}
+
+// inputError is a value that decoded but can never be handled.
+type inputError struct {
+	reason string
+	err    error
+}
+
+func (e *inputError) Error() string        { return "unusable event: " + e.err.Error() }
+func (e *inputError) Unwrap() error        { return e.err }
+func (e *inputError) Permanent() bool      { return true }
+func (e *inputError) DecodeReason() string { return e.reason }
+
+// poisonReason is the dead letter's wap.dlq.reason: a short fixed code.
+func poisonReason(err error) string {
+	var ie *inputError
+	if errors.As(err, &ie) {
+		return ie.reason
+	}
+	var de *schemas.DecodeError
+	if errors.As(err, &de) {
+		return de.Reason
+	}
+	return schemas.ReasonInvalid
+}
+
+// poisonCause drops the runner's "poison message" wrapping, so that the
+// wap.dlq.error header says what is wrong and nothing else.
+func poisonCause(err error) error {
+	var ie *inputError
+	if errors.As(err, &ie) {
+		return ie
+	}
+	var de *schemas.DecodeError
+	if errors.As(err, &de) {
+		return de
+	}
+	if m, ok := err.(interface{ Unwrap() []error }); ok {
+		var rest []error
+		for _, e := range m.Unwrap() {
+			if !errors.Is(e, pipeline.ErrPoison) {
+				rest = append(rest, e)
+			}
+		}
+		if len(rest) > 0 {
+			return errors.Join(rest...)
+		}
+	}
+	return err
 }

@@ -130,7 +130,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		}
 	}
 
-	codec, err := schemas.NewCodec(schemas.Options{})
+	codec, err := newCodec(k.SchemaRegistry)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}
 	d.runner, err = pipeline.NewRunner(pipeline.Config{
 		Lake: d.lake, Auditor: auditor{engine: d.engine, datasets: cfg.Datasets}, Notifier: notifier{disp},
-		Store: store, Decoder: codec,
+		Store: store, Decoder: inputDecoder{codec},
 		Datasets:    func(n string) (pipeline.DatasetSpec, bool) { s, ok := specs[n]; return s, ok },
 		Policy:      pipeline.Policy{RetryBudget: cfg.Runner.RetryBudget.D(10 * time.Minute), PendingTTL: cfg.Runner.PendingTTL.D(time.Hour)},
 		MaxInFlight: cfg.Runner.MaxInFlight, StepTimeout: cfg.Runner.StepTimeout.D(5 * time.Minute),
@@ -304,6 +304,21 @@ func (d *daemon) serveHTTP(addr string) error {
 	go func() { _ = d.http.Serve(ln) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
+}
+
+// newCodec returns the event codec: the Confluent wire format with the
+// schema registry at registryURL, or single-object encoding without one.
+// Decoding accepts both either way.
+func newCodec(registryURL string) (*schemas.Codec, error) {
+	var opts schemas.Options
+	if registryURL != "" {
+		rc, err := schemas.NewRegistryClient(registryURL, nil)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.schema_registry_url: %w", err)
+		}
+		opts.Registry = rc
+	}
+	return schemas.NewCodec(opts)
 }
 
 func kafkaSecurity(k config.Kafka) (consumer.Security, error) {

@@ -82,7 +82,8 @@ func newStackEnv(ctx context.Context, s *devstack.Stack, cfg *config.Config, tmp
 	if err != nil {
 		return nil, err
 	}
-	codec, err := schemas.NewCodec(schemas.Options{})
+	// Upstream uses the registry when lakewap does: the Confluent wire format.
+	codec, err := newCodec(cfg.Kafka.SchemaRegistry)
 	if err != nil {
 		return nil, err
 	}
