@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 const benchRows = 5_000_000
@@ -88,6 +90,25 @@ func reportPeakRSS(b *testing.B) {
 	}
 }
 
+// handQuery is the hand-written query computing the standard suite's
+// figures over the file.
+func handQuery(file string) string {
+	return `SELECT count(*), count(*) FILTER (WHERE id IS NULL), count(id) - count(DISTINCT id),
+		count(*) FILTER (WHERE amount < 0 OR amount > 100), min(amount), max(amount), max(updated_at)
+		FROM read_parquet(` + quoteLiteral(file) + `)`
+}
+
+func runHandQuery(b *testing.B, db *sql.DB, q string) {
+	var n, nulls, dups, out int64
+	var lo, hi, latest any
+	if err := db.QueryRow(q).Scan(&n, &nulls, &dups, &out, &lo, &hi, &latest); err != nil {
+		b.Fatal(err)
+	}
+	if n != benchRows || nulls != 0 || dups != 0 || out != 0 {
+		b.Fatal("unexpected figures", n, nulls, dups, out)
+	}
+}
+
 // BenchmarkHandQuery computes the same figures with one hand-written query
 // on the same local file and an already open DuckDB.
 func BenchmarkHandQuery(b *testing.B) {
@@ -97,18 +118,45 @@ func BenchmarkHandQuery(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	q := `SELECT count(*), count(*) FILTER (WHERE id IS NULL), count(id) - count(DISTINCT id),
-		count(*) FILTER (WHERE amount < 0 OR amount > 100), min(amount), max(amount), max(updated_at)
-		FROM read_parquet(` + quoteLiteral(file) + `)`
+	q := handQuery(file)
 	for b.Loop() {
-		var n, nulls, dups, out int64
-		var lo, hi, latest any
-		if err := db.QueryRow(q).Scan(&n, &nulls, &dups, &out, &lo, &hi, &latest); err != nil {
-			b.Fatal(err)
-		}
-		if n != benchRows || nulls != 0 || dups != 0 || out != 0 {
-			b.Fatal("unexpected figures", n, nulls, dups, out)
-		}
+		runHandQuery(b, db, q)
 	}
 	reportPeakRSS(b)
+}
+
+// BenchmarkSuiteOverHand alternates a suite run and the hand query and
+// reports the median of their time ratios: on a machine shared with other
+// work, interleaving keeps load swings from favouring either side.
+func BenchmarkSuiteOverHand(b *testing.B) {
+	src, file := benchSource(b)
+	e, err := New(Options{Source: src, WorkDir: b.TempDir(), CacheDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	req := Request{Dataset: "billing", Repository: "r", Ref: "main", BatchTime: batchTime, Suite: standardSuite()}
+	ctx := context.Background()
+	if _, err := e.Run(ctx, req); err != nil { // fills the cache
+		b.Fatal(err)
+	}
+	q := handQuery(file)
+	var ratios []float64
+	for b.Loop() {
+		start := time.Now()
+		if rep, err := e.Run(ctx, req); err != nil || !rep.Passed {
+			b.Fatal(err, rep.Failed())
+		}
+		suite := time.Since(start)
+		start = time.Now()
+		runHandQuery(b, db, q)
+		ratios = append(ratios, float64(suite)/float64(time.Since(start)))
+	}
+	sort.Float64s(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "suite/hand")
 }
