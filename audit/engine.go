@@ -184,6 +184,9 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	e.mu.Unlock()
 	defer e.runs.Done()
 
+	if req.Ref == "" {
+		return report, errors.New("audit: Request.Ref is required")
+	}
 	if errs := req.Suite.Validate("suite"); len(errs) > 0 {
 		return report, fmt.Errorf("%w: %w", ErrInvalidSuite, errors.Join(errs...))
 	}
