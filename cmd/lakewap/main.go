@@ -26,6 +26,10 @@ Usage:
                                         revert a published batch on its target, emit BatchReverted
   lakewap retry    -config FILE -batch B
                                         re-audit an aborted batch's kept branch, publish it if it passes
+  lakewap emit     [--brokers B | --config F] landed|write|cancel FLAGS, or --json FILE
+                                        produce an input event as upstream would
+  lakewap tail     [--brokers B | --config F] [--topic T] [--from-beginning] [--follow=false]
+                                        print a topic's events (default: results) as JSON lines
   lakewap prepare                       build the embedded stack's lakeFS server (done on first use anyway)
   lakewap version
 
@@ -57,6 +61,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRevert(ctx, rest, stdout, stderr)
 	case "retry":
 		return cmdRetry(ctx, rest, stdout, stderr)
+	case "emit":
+		return cmdEmit(ctx, rest, stdout, stderr)
+	case "tail":
+		return cmdTail(ctx, rest, stdout, stderr)
 	case "prepare":
 		return cmdPrepare(ctx, stdout, stderr)
 	case "version":

@@ -1,0 +1,516 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Default topic names, as config.Defaults sets them.
+const (
+	defaultInputTopic   = "wap.events"
+	defaultResultsTopic = "wap.results"
+)
+
+const emitUsage = `Usage:
+  lakewap emit [KAFKA FLAGS] landed --batch B --dataset D --writes a,b [--deadline 2h|RFC3339]
+               [--source-ref REF] [--producer NAME] [--attr k=v]... [--at RFC3339]
+  lakewap emit [KAFKA FLAGS] write  --batch B --dataset D --write W [--paths p1,p2] [--rows N] [--at RFC3339]
+  lakewap emit [KAFKA FLAGS] cancel --batch B --dataset D --reason TEXT [--at RFC3339]
+  lakewap emit [KAFKA FLAGS] --json FILE|-
+
+Produces input events to the input topic as upstream does: Avro (the Confluent
+wire format with a schema registry, single-object encoding without), key =
+batch id, wap.event_type and wap.batch_id headers, partitioned like the Java
+client (murmur2). Events are validated first (the dataset against the config
+with --config) and nothing is sent if one is invalid. Each sent event is
+printed as a JSON line, the way 'lakewap tail' prints it.
+
+--json reads JSON documents, one per line or concatenated, each an event with
+its snake_case fields and a "type" (BatchLanded, WriteComplete, BatchCancelled):
+  {"type":"BatchLanded","batch_id":"2024-06-01","dataset":"billing","expected_writes":["billing_fact"]}
+A missing occurred_at is now.
+
+Flags:
+`
+
+func cmdEmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o emitOptions
+	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.register(fs)
+	fs.Usage = func() { fmt.Fprint(stderr, emitUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	var events []schemas.Event
+	switch {
+	case o.jsonPath != "" && fs.NArg() > 0:
+		fmt.Fprintf(stderr, "lakewap emit: --json and an event on the command line (%q) exclude each other\n", fs.Arg(0))
+		return 2
+	case o.jsonPath != "":
+		var err error
+		if events, err = readEventsFile(o.jsonPath, now); err != nil {
+			fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+			return 2
+		}
+	case fs.NArg() == 0:
+		fs.Usage()
+		return 2
+	default:
+		ev, code := eventFromFlags(fs.Args(), &o, now, stderr)
+		if code != 0 {
+			return code
+		}
+		events = []schemas.Event{ev}
+	}
+	if len(events) == 0 {
+		fmt.Fprintln(stderr, "lakewap emit: no events to send")
+		return 2
+	}
+	t, err := o.kafka.connect(false)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+		return 2
+	}
+	defer t.close()
+	topic := t.topic(o.kafka.topic, func(k config.Kafka) string { return k.InputTopic }, defaultInputTopic)
+	if !o.noValidate {
+		if err := checkEvents(events, t, topic, now); err != nil {
+			fmt.Fprintf(stderr, "lakewap emit: nothing sent: %v\n", err)
+			return 1
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := emitEvents(ctx, t, topic, events, stdout); err != nil {
+		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type emitOptions struct {
+	kafka      kafkaFlags
+	jsonPath   string
+	noValidate bool
+	timeout    time.Duration
+}
+
+// register defines emit's own flags on fs, with the values parsed so far
+// as defaults, so they may come before or after the event name.
+func (o *emitOptions) register(fs *flag.FlagSet) {
+	o.kafka.register(fs, "topic to send to (default: the config's input topic, else "+defaultInputTopic+")")
+	fs.StringVar(&o.jsonPath, "json", o.jsonPath, "read events from `FILE` (- for stdin) instead of flags")
+	fs.BoolVar(&o.noValidate, "no-validate", o.noValidate, "send events that fail validation (to try dead letters)")
+	if o.timeout == 0 {
+		o.timeout = 30 * time.Second
+	}
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up sending after this long")
+}
+
+// kafkaFlags say where emit and tail connect: flags, else a lakewap config.
+type kafkaFlags struct {
+	brokers, topic, registry, config string
+}
+
+func (f *kafkaFlags) register(fs *flag.FlagSet, topicHelp string) {
+	fs.StringVar(&f.brokers, "brokers", f.brokers, "comma-separated Kafka `brokers` (default: the config's, else 127.0.0.1:9092)")
+	fs.StringVar(&f.topic, "topic", f.topic, topicHelp)
+	fs.StringVar(&f.registry, "registry", f.registry, "schema registry `URL` (default: the config's kafka.schema_registry_url)")
+	fs.StringVar(&f.config, "config", f.config, "lakewap config `FILE` to take brokers, security, topics, registry and datasets from")
+}
+
+// kafkaTarget is a connection to Kafka (and maybe a registry) for the
+// command-line tools.
+type kafkaTarget struct {
+	cfg       *config.Config // nil without --config
+	brokers   []string
+	transport *kafka.Transport
+	dialer    *kafka.Dialer
+	codec     *schemas.Codec
+}
+
+func (f kafkaFlags) connect(wantDialer bool) (*kafkaTarget, error) {
+	t := &kafkaTarget{}
+	registry := f.registry
+	if f.config != "" {
+		cfg, err := config.Load(f.config)
+		if err != nil {
+			return nil, fmt.Errorf("config %s:\n%w", f.config, err)
+		}
+		t.cfg = cfg
+		t.brokers = cfg.Kafka.Brokers
+		if registry == "" {
+			registry = cfg.Kafka.SchemaRegistry
+		}
+	}
+	if f.brokers != "" {
+		t.brokers = splitList(f.brokers)
+	}
+	if len(t.brokers) == 0 {
+		t.brokers = []string{"127.0.0.1:9092"}
+	}
+	if t.cfg != nil {
+		s, err := kafkaSecurity(t.cfg.Kafka)
+		if err != nil {
+			return nil, err
+		}
+		if t.transport, err = s.Transport(); err != nil {
+			return nil, fmt.Errorf("kafka: %w", err)
+		}
+		if wantDialer {
+			if t.dialer, err = s.Dialer(); err != nil {
+				return nil, fmt.Errorf("kafka: %w", err)
+			}
+		}
+	} else {
+		t.transport = &kafka.Transport{}
+		t.dialer = &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true}
+	}
+	var err error
+	if t.codec, err = newCodec(registry); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// topic is flagValue, else the config's topic, else def.
+func (t *kafkaTarget) topic(flagValue string, fromConfig func(config.Kafka) string, def string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if t.cfg != nil && fromConfig(t.cfg.Kafka) != "" {
+		return fromConfig(t.cfg.Kafka)
+	}
+	return def
+}
+
+func (t *kafkaTarget) close() { t.transport.CloseIdleConnections() }
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// eventFromFlags builds the event named by args[0] from the flags after it.
+func eventFromFlags(args []string, o *emitOptions, now time.Time, stderr io.Writer) (schemas.Event, int) {
+	kind := strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(args[0]))
+	fs := flag.NewFlagSet("emit "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, emitUsage); fs.PrintDefaults() }
+	o.register(fs)
+	var batch, dataset, at string
+	fs.StringVar(&batch, "batch", "", "batch id (required)")
+	fs.StringVar(&dataset, "dataset", "", "dataset (required)")
+	fs.StringVar(&at, "at", "", "occurred_at, RFC 3339 (default now)")
+	var build func() (schemas.Event, error)
+	switch kind {
+	case "landed", "batchlanded":
+		var writes, deadline, sourceRef, producer string
+		attrs := map[string]string{}
+		fs.StringVar(&writes, "writes", "", "comma-separated expected writes (required)")
+		fs.StringVar(&deadline, "deadline", "", "write deadline: a duration from occurred_at (2h) or an RFC 3339 time (default: the dataset's write_timeout)")
+		fs.StringVar(&sourceRef, "source-ref", "", "upstream reference of the batch (a job run id, a commit)")
+		fs.StringVar(&producer, "producer", "lakewap emit", "producer name")
+		fs.Func("attr", "attribute `k=v` (repeatable)", func(s string) error {
+			k, v, ok := strings.Cut(s, "=")
+			if !ok {
+				return fmt.Errorf("want k=v, got %q", s)
+			}
+			attrs[k] = v
+			return nil
+		})
+		build = func() (schemas.Event, error) {
+			occurred, err := parseAt(at, now)
+			if err != nil {
+				return nil, err
+			}
+			ev := schemas.BatchLanded{BatchID: batch, Dataset: dataset, SourceRef: sourceRef, ExpectedWrites: splitList(writes),
+				Attributes: attrs, Producer: producer, OccurredAt: occurred}
+			if ev.ExpectedWrites == nil {
+				ev.ExpectedWrites = []string{}
+			}
+			if deadline != "" {
+				d, err := parseDeadline(deadline, occurred)
+				if err != nil {
+					return nil, err
+				}
+				ev.WriteDeadline = &d
+			}
+			return ev, nil
+		}
+	case "write", "writecomplete":
+		var write, paths string
+		var rows int64
+		fs.StringVar(&write, "write", "", "name of the expected write that is complete (required)")
+		fs.StringVar(&paths, "paths", "", "comma-separated object paths written on the batch's branch")
+		fs.Int64Var(&rows, "rows", 0, "rows written (sent only when given)")
+		build = func() (schemas.Event, error) {
+			occurred, err := parseAt(at, now)
+			if err != nil {
+				return nil, err
+			}
+			ev := schemas.WriteComplete{BatchID: batch, Dataset: dataset, Write: write, Paths: splitList(paths), OccurredAt: occurred}
+			if ev.Paths == nil {
+				ev.Paths = []string{}
+			}
+			fs.Visit(func(f *flag.Flag) {
+				if f.Name == "rows" {
+					ev.RowCount = &rows
+				}
+			})
+			return ev, nil
+		}
+	case "cancel", "cancelled", "batchcancelled":
+		var reason string
+		fs.StringVar(&reason, "reason", "", "why the batch is cancelled")
+		build = func() (schemas.Event, error) {
+			occurred, err := parseAt(at, now)
+			if err != nil {
+				return nil, err
+			}
+			return schemas.BatchCancelled{BatchID: batch, Dataset: dataset, Reason: reason, OccurredAt: occurred}, nil
+		}
+	default:
+		fmt.Fprintf(stderr, "lakewap emit: unknown event %q: want landed, write or cancel (or --json)\n", args[0])
+		return nil, 2
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return nil, 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "lakewap emit: unexpected argument %q\n", fs.Arg(0))
+		return nil, 2
+	}
+	if o.jsonPath != "" {
+		fmt.Fprintln(stderr, "lakewap emit: --json and an event on the command line exclude each other")
+		return nil, 2
+	}
+	ev, err := build()
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+		return nil, 2
+	}
+	return ev, 0
+}
+
+func parseAt(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return now, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--at: %w", err)
+	}
+	return t.UTC(), nil
+}
+
+// parseDeadline reads "2h" (after from) or an RFC 3339 time.
+func parseDeadline(s string, from time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return from.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--deadline %q is neither a duration (2h) nor an RFC 3339 time", s)
+	}
+	return t.UTC(), nil
+}
+
+// readEventsFile reads the JSON events of path ("-" is stdin).
+func readEventsFile(path string, now time.Time) ([]schemas.Event, error) {
+	var r io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	return readEvents(r, now)
+}
+
+// readEvents reads concatenated JSON documents (one per line or spread over
+// lines), each an event with a "type" field naming its type. An input event
+// without occurred_at gets now.
+func readEvents(r io.Reader, now time.Time) ([]schemas.Event, error) {
+	dec := json.NewDecoder(r)
+	var out []schemas.Event
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("JSON document %d: %w", n, err)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return nil, fmt.Errorf("JSON document %d: want an object: %w", n, err)
+		}
+		var typ string
+		if err := json.Unmarshal(fields["type"], &typ); err != nil || typ == "" {
+			return nil, fmt.Errorf("JSON document %d: no \"type\" naming the event (BatchLanded, WriteComplete, BatchCancelled)", n)
+		}
+		delete(fields, "type")
+		if _, ok := fields["occurred_at"]; !ok && isInputType(typ) {
+			fields["occurred_at"], _ = json.Marshal(now)
+		}
+		doc, err := json.Marshal(fields)
+		if err != nil {
+			return nil, err
+		}
+		ev, err := schemas.FromJSON(typ, doc)
+		if err != nil {
+			return nil, fmt.Errorf("JSON document %d: %w", n, err)
+		}
+		out = append(out, ev)
+	}
+}
+
+// isInputType reports whether name (in any spelling FromJSON accepts) is
+// an input event type.
+func isInputType(name string) bool {
+	n := strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name))
+	for _, t := range []string{schemas.TypeBatchLanded, schemas.TypeWriteComplete, schemas.TypeBatchCancelled} {
+		if n == strings.ToLower(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkEvents validates events as the daemon would: the dataset is checked
+// against the config when there is one. Result events are refused on the
+// input topic, where the daemon would dead-letter them.
+func checkEvents(events []schemas.Event, t *kafkaTarget, topic string, now time.Time) error {
+	var known func(string) bool
+	inputTopic := defaultInputTopic
+	if t.cfg != nil {
+		known = func(d string) bool { _, ok := t.cfg.Datasets[d]; return ok }
+		inputTopic = t.cfg.Kafka.InputTopic
+	}
+	var errs []error
+	for i, ev := range events {
+		if topic == inputTopic && !isInputType(ev.EventType()) {
+			errs = append(errs, fmt.Errorf("event %d: %s is a result event; lakewap reads only BatchLanded, WriteComplete and BatchCancelled from %s",
+				i+1, ev.EventType(), topic))
+			continue
+		}
+		if err := schemas.Validate(ev, known, now); err != nil {
+			errs = append(errs, fmt.Errorf("event %d (%s %q): %w", i+1, ev.EventType(), ev.Batch(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// emitEvents encodes and sends events one by one, in order, and prints each
+// once the broker has acknowledged it.
+func emitEvents(ctx context.Context, t *kafkaTarget, topic string, events []schemas.Event, stdout io.Writer) error {
+	var mu sync.Mutex
+	var done []kafka.Message
+	w := &kafka.Writer{Addr: kafka.TCP(t.brokers...), Topic: topic, Balancer: &kafka.Murmur2Balancer{},
+		RequiredAcks: kafka.RequireAll, BatchSize: 1, Transport: t.transport,
+		Completion: func(msgs []kafka.Message, err error) {
+			if err == nil {
+				mu.Lock()
+				done = append(done, msgs...)
+				mu.Unlock()
+			}
+		}}
+	defer w.Close()
+	for i, ev := range events {
+		value, err := t.codec.Encode(ctx, topic, ev)
+		if err != nil {
+			return fmt.Errorf("event %d (%s %q): %w", i+1, ev.EventType(), ev.Batch(), err)
+		}
+		msg := kafka.Message{Key: []byte(ev.Batch()), Value: value}
+		for k, v := range schemas.Headers(ev) {
+			msg.Headers = append(msg.Headers, kafka.Header{Key: k, Value: []byte(v)})
+		}
+		if err := w.WriteMessages(ctx, msg); err != nil {
+			return fmt.Errorf("event %d (%s %q) not sent (%d sent before it): %w", i+1, ev.EventType(), ev.Batch(), i, err)
+		}
+		mu.Lock()
+		if len(done) > 0 {
+			msg = done[len(done)-1]
+		}
+		done = done[:0]
+		mu.Unlock()
+		rec := recordOf(ctx, msg, t.codec, false)
+		line, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record is one Kafka message as emit and tail print it.
+type record struct {
+	Topic     string            `json:"topic"`
+	Partition int               `json:"partition"`
+	Offset    int64             `json:"offset"`
+	Time      string            `json:"time,omitempty"`
+	Key       string            `json:"key"`
+	Type      string            `json:"type,omitempty"`
+	Event     json.RawMessage   `json:"event,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	// ValueBase64 is the raw value, for values that did not decode and for
+	// dead letters (whose value is the original message's).
+	ValueBase64 string `json:"value_base64,omitempty"`
+	DecodeError string `json:"decode_error,omitempty"`
+}
+
+// recordOf decodes msg for printing. Dead letters (with a wap.dlq.reason
+// header) always carry their raw value.
+func recordOf(ctx context.Context, msg kafka.Message, codec *schemas.Codec, raw bool) record {
+	r := record{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Key: string(msg.Key)}
+	if !msg.Time.IsZero() {
+		r.Time = msg.Time.UTC().Format(time.RFC3339Nano)
+	}
+	if len(msg.Headers) > 0 {
+		r.Headers = make(map[string]string, len(msg.Headers))
+		for _, h := range msg.Headers {
+			r.Headers[h.Key] = string(h.Value)
+		}
+	}
+	ev, err := codec.Decode(ctx, msg.Value)
+	if err == nil {
+		if r.Event, err = schemas.ToJSON(ev); err == nil {
+			r.Type = ev.EventType()
+		}
+	}
+	if err != nil {
+		r.DecodeError = err.Error()
+		r.Type = r.Headers[schemas.HeaderEventType]
+		raw = true
+	}
+	if raw {
+		r.ValueBase64 = base64.StdEncoding.EncodeToString(msg.Value)
+	}
+	return r
+}
