@@ -215,3 +215,21 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestRunSweepsUntilCancelled(t *testing.T) {
+	lake := &fakeLake{branches: []lakefs.Branch{{Name: "wap-x", CommitID: "c"}}, head: time.Now().Add(-48 * time.Hour)}
+	swept := make(chan string, 16)
+	j, err := janitor.New(janitor.Config{Lake: lake,
+		Runs:     janitor.RunsFunc(func(context.Context) ([]pipeline.Run, error) { return nil, nil }),
+		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}},
+		Deleted:  func(repo, why string) { swept <- repo + ":" + why }})
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { j.Run(ctx, time.Millisecond, false); close(done) }()
+	if got := <-swept; got != "lake:"+janitor.WhyAbandoned {
+		t.Errorf("first deletion %q", got)
+	}
+	cancel()
+	<-done
+}
