@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -369,6 +373,28 @@ func BenchmarkRestore10kRuns(b *testing.B) {
 		if len(r.Runs()) != 10000 {
 			b.Fatal("not all runs restored")
 		}
+		b.StopTimer()
+		runtime.GC()
+		b.ReportMetric(rssMiB(), "RSS-MiB")
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+		b.StartTimer()
 		r.Close()
 	}
+}
+
+// rssMiB is the process's resident set size, from /proc (Linux).
+func rssMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }
