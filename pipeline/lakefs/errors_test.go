@@ -186,6 +186,7 @@ func TestDeleteBranchMissing(t *testing.T) {
 func TestPublishWithNothingToCommit(t *testing.T) {
 	head := strings.Repeat("a", 64)
 	c, f := newFake(t, map[string]answer{
+		"GET /api/v1/repositories/lake/refs/main/commits":             {200, `{"pagination":{"has_more":false},"results":[]}`},
 		"POST /api/v1/repositories/lake/branches/b1/commits":          {400, msg("commit: no changes")},
 		"GET /api/v1/repositories/lake/commits/b1":                    {200, `{"id":"` + head + `","parents":[],"committer":"x","message":"m","creation_date":1,"meta_range_id":""}`},
 		"POST /api/v1/repositories/lake/refs/" + head + "/merge/main": {200, `{"reference":"m1"}`},
@@ -195,22 +196,23 @@ func TestPublishWithNothingToCommit(t *testing.T) {
 		t.Fatalf("Publish = %q, %v; want m1", id, err)
 	}
 	var commit, merge struct {
-		Message  string
-		Metadata map[string]string
+		Message    string
+		Metadata   map[string]string
+		AllowEmpty bool `json:"allow_empty"`
 	}
 	_ = json.Unmarshal(f.bodies["POST /api/v1/repositories/lake/branches/b1/commits"], &commit)
 	_ = json.Unmarshal(f.bodies["POST /api/v1/repositories/lake/refs/"+head+"/merge/main"], &merge)
 	if commit.Metadata[pipeline.MetaBatchID] != "" || commit.Metadata[pipeline.MetaSealedBatchID] != "42" || commit.Metadata["k"] != "v" {
 		t.Errorf("seal commit metadata = %v", commit.Metadata)
 	}
-	if merge.Metadata[pipeline.MetaBatchID] != "42" || merge.Metadata["k"] != "v" || !strings.Contains(merge.Message, "42") {
+	if merge.Metadata[pipeline.MetaBatchID] != "42" || merge.Metadata["k"] != "v" || !strings.Contains(merge.Message, "42") || !merge.AllowEmpty {
 		t.Errorf("merge body = %+v", merge)
 	}
 }
 
 func TestPublishAlreadyMerged(t *testing.T) {
 	sealed := strings.Repeat("b", 64)
-	c, _ := newFake(t, map[string]answer{
+	c, f := newFake(t, map[string]answer{
 		"POST /api/v1/repositories/lake/branches/b1/commits":            {201, `{"id":"` + sealed + `","parents":[],"committer":"x","message":"m","creation_date":1,"meta_range_id":""}`},
 		"POST /api/v1/repositories/lake/refs/" + sealed + "/merge/main": {400, msg("update branch main: no changes")},
 		"GET /api/v1/repositories/lake/refs/main/commits": {200, `{"pagination":{"has_more":false},"results":[
@@ -221,6 +223,11 @@ func TestPublishAlreadyMerged(t *testing.T) {
 	id, err := c.Publish(context.Background(), "lake", "b1", "main", map[string]string{pipeline.MetaBatchID: "42"})
 	if err != nil || id != "c2" {
 		t.Fatalf("Publish = %q, %v; want c2", id, err)
+	}
+	for _, call := range f.calls {
+		if strings.Contains(call, "/merge/") {
+			t.Errorf("a published batch was merged again: %v", f.calls)
+		}
 	}
 	_, err = c.Publish(context.Background(), "lake", "b1", "main", map[string]string{pipeline.MetaBatchID: "43"})
 	if !errors.Is(err, pipeline.ErrNoChanges) {

@@ -106,6 +106,12 @@ func (c *Client) Merge(ctx context.Context, repo, source, dest, message string, 
 	if len(meta) > 0 {
 		body.Metadata = &apigen.Merge_Metadata{AdditionalProperties: meta}
 	}
+	if meta[pipeline.MetaBatchID] != "" {
+		// A publish leaves its marker commit even for a batch that changed
+		// nothing, so FindPublished can tell it was published.
+		allow := true
+		body.AllowEmpty = &allow
+	}
 	var out apigen.MergeResult
 	err := c.send(ctx, call{op: opMerge, repo: repo, ref: source + "->" + dest}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
 		return c.api.MergeIntoBranch(ctx, repo, source, dest, body)
@@ -140,8 +146,8 @@ func (c *Client) Seal(ctx context.Context, repo, branch, message string, meta ma
 // pipeline.MetaBatchID.
 //
 // A publish whose merge already happened (say the answer to an earlier
-// attempt was lost) gets "no changes" from lakeFS; if meta names a batch
-// that is on target, Publish returns that merge commit instead of an error.
+// attempt was lost) is found on target first and not merged again. A batch
+// that changed nothing still gets its (empty) merge commit as a marker.
 func (c *Client) Publish(ctx context.Context, repo, branch, target string, meta map[string]string) (string, error) {
 	batch := meta[pipeline.MetaBatchID]
 	label := "branch " + branch
@@ -153,22 +159,19 @@ func (c *Client) Publish(ctx context.Context, repo, branch, target string, meta 
 		label = "batch " + batch
 		delete(sealMeta, pipeline.MetaBatchID)
 		sealMeta[pipeline.MetaSealedBatchID] = batch
-	}
-	sealed, err := c.Seal(ctx, repo, branch, "lakewap: writes of "+label, sealMeta)
-	if err != nil {
-		return "", err
-	}
-	id, err := c.Merge(ctx, repo, sealed, target, fmt.Sprintf("lakewap: publish %s into %s", label, target), meta)
-	if errors.Is(err, pipeline.ErrNoChanges) && batch != "" {
-		prev, found, ferr := c.FindPublished(ctx, repo, target, batch)
-		if ferr != nil {
-			return "", errors.Join(err, ferr)
+		prev, found, err := c.FindPublished(ctx, repo, target, batch)
+		if err != nil {
+			return "", err
 		}
 		if found {
 			return prev, nil
 		}
 	}
-	return id, err
+	sealed, err := c.Seal(ctx, repo, branch, "lakewap: writes of "+label, sealMeta)
+	if err != nil {
+		return "", err
+	}
+	return c.Merge(ctx, repo, sealed, target, fmt.Sprintf("lakewap: publish %s into %s", label, target), meta)
 }
 
 // FindPublished looks for the merge commit that published batchID on
