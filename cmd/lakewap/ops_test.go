@@ -340,3 +340,23 @@ func histCount(fams map[string]*dto.MetricFamily, name string, want map[string]s
 	}
 	return n
 }
+
+func TestOperatorCommandsCheckFlagsAndConfig(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int
+		msg  string
+	}{
+		{[]string{"revert", "-config", "x.yaml", "-batch", "b"}, 2, "-batch and -reason are required"},
+		{[]string{"revert", "-config", "x.yaml", "-reason", "r"}, 2, "-batch and -reason are required"},
+		{[]string{"retry", "-config", "x.yaml"}, 2, "-batch is required"},
+		{[]string{"runs", "-config", "/nonexistent/lakewap.yaml"}, 2, "no such file"},
+		{[]string{"janitor", "--config", "/nonexistent/lakewap.yaml", "--dry-run"}, 2, "no such file"},
+		{[]string{"janitor", "-dryrun"}, 2, "flag provided but not defined"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if got := run(tc.args, &stdout, &stderr); got != tc.want || !strings.Contains(stderr.String(), tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, got, stderr.String(), tc.want, tc.msg)
+		}
+	}
+}
