@@ -353,6 +353,7 @@ func TestOperatorCommandsCheckFlagsAndConfig(t *testing.T) {
 		{[]string{"runs", "-config", "/nonexistent/lakewap.yaml"}, 2, "no such file"},
 		{[]string{"janitor", "--config", "/nonexistent/lakewap.yaml", "--dry-run"}, 2, "no such file"},
 		{[]string{"janitor", "-dryrun"}, 2, "flag provided but not defined"},
+		{[]string{"runs", "-state", "Published"}, 2, "not a run state"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if got := run(tc.args, &stdout, &stderr); got != tc.want || !strings.Contains(stderr.String(), tc.msg) {

@@ -152,6 +152,13 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	switch pipeline.State(*state) {
+	case "", pipeline.StatePending, pipeline.StateLanded, pipeline.StateAwaitingWrites, pipeline.StateAuditing,
+		pipeline.StatePublishing, pipeline.StatePublished, pipeline.StateAborted, pipeline.StateFailed:
+	default:
+		fmt.Fprintf(stderr, "lakewap runs: -state %q is not a run state (pending, landed, awaiting_writes, auditing, publishing, published, aborted, failed)\n", *state)
+		return 2
+	}
 	cfg, err := config.Load(*path)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", *path, err)
