@@ -198,24 +198,31 @@ func (d Duration) D(def time.Duration) time.Duration {
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
 // Expand replaces ${NAME} and ${NAME:-default} with environment values. An
-// unset variable without a default is an error naming it.
+// unset variable without a default is an error naming it and its line.
+// Comment lines are left alone, so commented-out examples need no variables.
 func Expand(src []byte, lookup func(string) (string, bool)) ([]byte, error) {
 	var missing []string
-	out := envRef.ReplaceAllFunc(src, func(m []byte) []byte {
-		g := envRef.FindSubmatch(m)
-		if v, ok := lookup(string(g[1])); ok {
-			return []byte(v)
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	for i, line := range lines {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] == '#' {
+			continue
 		}
-		if g[2] != nil {
-			return g[3]
-		}
-		missing = append(missing, string(g[1]))
-		return m
-	})
+		lines[i] = envRef.ReplaceAllFunc(line, func(m []byte) []byte {
+			g := envRef.FindSubmatch(m)
+			if v, ok := lookup(string(g[1])); ok {
+				return []byte(v)
+			}
+			if g[2] != nil {
+				return g[3]
+			}
+			missing = append(missing, fmt.Sprintf("%s (line %d)", g[1], i+1))
+			return m
+		})
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("environment variable(s) not set: %s", strings.Join(missing, ", "))
 	}
-	return out, nil
+	return bytes.Join(lines, nil), nil
 }
 
 // Load reads, expands, parses and validates a config file.

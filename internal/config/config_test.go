@@ -1,0 +1,98 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const good = `
+kafka:
+  brokers: ["127.0.0.1:9092"]
+  sasl: {mechanism: SCRAM-SHA-512, username: lakewap, password: "${KAFKA_PASSWORD}"}
+lakefs:
+  endpoint: http://lakefs:8000
+  access_key_id: ${LAKEFS_KEY}
+  secret_access_key: ${LAKEFS_SECRET:-fallback}
+# a commented example needs no variable: ${NOT_SET_ANYWHERE}
+notify:
+  console: true
+  routes:
+    - {sink: console, on: [aborted, failed], datasets: [billing]}
+datasets:
+  billing:
+    repository: lake
+    write_timeout: 2h
+    tables:
+      - {name: billing_fact, path: gold/billing_fact/}
+    checks:
+      - {name: id_not_null, kind: not_null, table: billing_fact, columns: [billing_id]}
+`
+
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+}
+
+func TestGoodConfigLoads(t *testing.T) {
+	c, err := Parse([]byte(good), env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kafka.SASL.Password != "pw" || c.LakeFS.AccessKeyID != "AKIA" || c.LakeFS.SecretAccessKey != "fallback" {
+		t.Errorf("expansion: sasl %q key %q secret %q", c.Kafka.SASL.Password, c.LakeFS.AccessKeyID, c.LakeFS.SecretAccessKey)
+	}
+	if c.Kafka.InputTopic != "wap.events" || c.Kafka.GroupID != "lakewap" || c.Datasets["billing"].Target != "main" {
+		t.Errorf("defaults not applied: %+v", c.Kafka)
+	}
+	if d := c.Datasets["billing"]; d.WriteTimeout.D(0) != 2*time.Hour || !d.Keep() || len(d.Checks) != 1 {
+		t.Errorf("dataset = %+v", d)
+	}
+}
+
+func TestConfigMistakesNameTheField(t *testing.T) {
+	vars := env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"})
+	tests := []struct {
+		name, from, to, want string
+	}{
+		{"unknown key", "  console: true", "  consol: true", "field consol not found"},
+		{"missing env var", "${LAKEFS_KEY}", "${LAKEFS_KEY_TYPO}", "LAKEFS_KEY_TYPO (line 7)"},
+		{"no brokers", `brokers: ["127.0.0.1:9092"]`, `brokers: []`, "kafka.brokers: at least one broker"},
+		{"broker without port", `brokers: ["127.0.0.1:9092"]`, `brokers: ["kafka"]`, `kafka.brokers[0]: "kafka" is not host:port`},
+		{"same topic twice", "  brokers:", "  results_topic: wap.events\n  brokers:", "kafka.results_topic: topic \"wap.events\" is also kafka.input_topic"},
+		{"bad sasl mechanism", "SCRAM-SHA-512", "SCRAM-MD5", `kafka.sasl.mechanism: "SCRAM-MD5" is not one of`},
+		{"endpoint without scheme", "http://lakefs:8000", "lakefs:8000", `lakefs.endpoint: "lakefs:8000" must start with http://`},
+		{"bad duration", "write_timeout: 2h", "write_timeout: two hours", `"two hours" is not a duration`},
+		{"bad log format", "notify:", "log: {format: xml}\nnotify:", `log.format: "xml" is not json or text`},
+		{"route to unknown sink", "sink: console", "sink: pager", `notify.routes[0].sink: "pager" is not`},
+		{"route on unknown state", "on: [aborted, failed]", "on: [aborted, exploded]", `notify.routes[0].on[1]: "exploded"`},
+		{"route for unknown dataset", "datasets: [billing]}", "datasets: [biling]}", `notify.routes[0].datasets[0]: unknown dataset "biling"`},
+		{"dataset without repository", "repository: lake", "repository: ''", "datasets.billing.repository: required"},
+		{"unknown check kind", "kind: not_null", "kind: nul", "datasets.billing.checks[0].kind"},
+		{"check on unknown table", "table: billing_fact, columns", "table: billing, columns", "datasets.billing.checks[0].table"},
+		{"slack token without channel", "  console: true", "  console: true\n  slack: {token: xoxb-1}", "notify.slack.channel: required"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(good, tc.from, tc.to, 1)
+			if src == good {
+				t.Fatalf("mutation %q not applied", tc.from)
+			}
+			_, err := Parse([]byte(src), vars)
+			if err == nil {
+				t.Fatal("config with a mistake loaded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEveryErrorIsReported(t *testing.T) {
+	src := strings.NewReplacer(`brokers: ["127.0.0.1:9092"]`, `brokers: []`, "http://lakefs:8000", "lakefs:8000", "kind: not_null", "kind: nul").Replace(good)
+	_, err := Parse([]byte(src), env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"}))
+	errs, ok := err.(Errors)
+	if !ok || len(errs) != 3 {
+		t.Fatalf("got %v, want three errors", err)
+	}
+}
