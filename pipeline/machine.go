@@ -126,11 +126,14 @@ type Policy struct {
 	// (Slack) again that did not deliver; NotifyRetries caps the attempts.
 	NotifyRetry   time.Duration
 	NotifyRetries int
+	// TerminalRetention is how long a finished run stays in the store (so
+	// duplicates of its events stay no-ops) before it is forgotten.
+	TerminalRetention time.Duration
 }
 
 // DefaultPolicy is used for zero fields of a Policy.
 var defaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, BaseBackoff: 500 * time.Millisecond,
-	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60}
+	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60, TerminalRetention: 7 * 24 * time.Hour}
 
 // Machine is the pure WAP state machine.
 type Machine struct{ p Policy }
@@ -154,6 +157,9 @@ func NewMachine(p Policy) Machine {
 	}
 	if p.NotifyRetries <= 0 {
 		p.NotifyRetries = defaultPolicy.NotifyRetries
+	}
+	if p.TerminalRetention <= 0 {
+		p.TerminalRetention = defaultPolicy.TerminalRetention
 	}
 	return Machine{p: p}
 }
@@ -286,6 +292,8 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 			o.State = r.State
 		}
 		out = append(out, Effect{Kind: DoSend, Send: o})
+	case r.State.Terminal() && step == 0:
+		out = append(out, Effect{Kind: DoWake, At: r.StateSince.Add(m.p.TerminalRetention)})
 	}
 	return out
 }
@@ -380,6 +388,10 @@ func (m Machine) invalid(n Run, in Invalid, now time.Time) Run {
 }
 
 func (m Machine) tick(n Run, now time.Time) Run {
+	if n.State.Terminal() && len(n.Outbox) == 0 && !n.CleanupPending && n.NotifyRetryAt.IsZero() &&
+		!now.Before(n.StateSince.Add(m.p.TerminalRetention)) {
+		return Run{} // retention over: forget the finished run
+	}
 	switch n.State {
 	case StatePending:
 		if !now.Before(n.Deadline) {

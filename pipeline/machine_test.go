@@ -88,6 +88,11 @@ func TestTransitionScenarios(t *testing.T) {
 				}
 			}},
 			{in: CleanedUp{}, state: StateAborted, effects: []EffectKind{DoSend}},
+			{in: Sent{EventID: EventID("b2", "state:auditing")}, state: StateAborted},
+			{in: Sent{EventID: EventID("b2", "branch_ready")}, state: StateAborted},
+			{in: Sent{EventID: EventID("b2", "aborted")}, state: StateAborted, effects: []EffectKind{DoWake}},
+			{in: Tick{}, at: 6 * 24 * time.Hour, state: StateAborted},
+			{in: Tick{}, at: 7 * 24 * time.Hour, state: "", effects: []EffectKind{DoForget}},
 		}},
 		{"writes before landing are kept", []step{
 			{in: write("b3", "fact"), state: StatePending, effects: []EffectKind{DoWake}},

@@ -215,8 +215,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	d.runner, err = pipeline.NewRunner(pipeline.Config{
 		Lake: d.lake, Auditor: auditor{engine: d.engine, datasets: cfg.Datasets}, Notifier: notifier{disp},
 		Store: store, Decoder: inputDecoder{codec},
-		Datasets:    func(n string) (pipeline.DatasetSpec, bool) { s, ok := specs[n]; return s, ok },
-		Policy:      pipeline.Policy{RetryBudget: cfg.Runner.RetryBudget.D(10 * time.Minute), PendingTTL: cfg.Runner.PendingTTL.D(time.Hour)},
+		Datasets: func(n string) (pipeline.DatasetSpec, bool) { s, ok := specs[n]; return s, ok },
+		Policy: pipeline.Policy{RetryBudget: cfg.Runner.RetryBudget.D(10 * time.Minute), PendingTTL: cfg.Runner.PendingTTL.D(time.Hour),
+			TerminalRetention: cfg.Runner.TerminalRetention.D(7 * 24 * time.Hour)},
 		MaxInFlight: cfg.Runner.MaxInFlight, StepTimeout: cfg.Runner.StepTimeout.D(5 * time.Minute),
 		Grace: cfg.Runner.Grace.D(10 * time.Second), Logger: log, Observe: o.Observe,
 		Failpoint: failpointFromEnv(log),

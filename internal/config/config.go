@@ -85,6 +85,8 @@ type Runner struct {
 	RetryBudget Duration `yaml:"retry_budget"`
 	PendingTTL  Duration `yaml:"pending_ttl"`
 	Grace       Duration `yaml:"shutdown_grace"`
+	// TerminalRetention keeps finished runs in the state store (default 7 days).
+	TerminalRetention Duration `yaml:"terminal_retention"`
 }
 
 // Audit tunes the DuckDB engine.
