@@ -131,6 +131,9 @@ func (c *Changelog) Load(ctx context.Context, partition int) (map[string][]byte,
 	}
 
 	state := map[string][]byte{}
+	if end == 0 {
+		return state, nil // never written: skip a fetch that would wait for data
+	}
 	offset := kafka.FirstOffset
 	for offset < end {
 		fr, err := c.client.Fetch(ctx, &kafka.FetchRequest{

@@ -8,38 +8,49 @@ import (
 	"testing"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/lakewap/lakewap/internal/kafkatest"
 )
 
-func newTestChangelog(t testing.TB, brokers []string) *Changelog {
+// newTestChangelog opens k's changelog topic (base name DefaultChangelogTopic).
+func newTestChangelog(t testing.TB, k *kafkatest.Cluster) *Changelog {
 	t.Helper()
-	cl, err := NewChangelog(ChangelogConfig{Brokers: brokers, Transport: &kafka.Transport{}})
+	cl, err := NewChangelog(ChangelogConfig{Brokers: k.Brokers, Topic: k.Topic(DefaultChangelogTopic), Transport: &kafka.Transport{}})
 	if err != nil {
 		t.Fatalf("NewChangelog: %v", err)
 	}
 	return cl
 }
 
+// changelogSpec is ChangelogTopic("", input) under k's names (the default
+// name itself on kfake).
+func changelogSpec(k *kafkatest.Cluster, input string) TopicSpec {
+	spec := ChangelogTopic("", k.Topic(input))
+	spec.Name = k.Topic(spec.Name)
+	return spec
+}
+
 func TestEnsureTopicsCreatesCompactedChangelogLikeInput(t *testing.T) {
-	_, brokers := startKafka(t)
+	k := startKafka(t)
 	ctx := context.Background()
+	in, dlq, runs := k.Topic(inTopic), k.Topic(dlqTopic), k.Topic(DefaultChangelogTopic)
 	specs := []TopicSpec{
-		{Name: inTopic, Partitions: 3},
-		{Name: dlqTopic, Partitions: 1},
-		ChangelogTopic("", inTopic),
+		{Name: in, Partitions: 3},
+		{Name: dlq, Partitions: 1},
+		changelogSpec(k, inTopic),
 	}
-	if err := EnsureTopics(ctx, brokers, nil, specs...); err != nil {
+	if err := EnsureTopics(ctx, k.Brokers, nil, specs...); err != nil {
 		t.Fatalf("EnsureTopics: %v", err)
 	}
-	counts, err := partitionCounts(ctx, newClient(brokers), []string{inTopic, dlqTopic, DefaultChangelogTopic})
+	counts, err := partitionCounts(ctx, newClient(k.Brokers), []string{in, dlq, runs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string]int{inTopic: 3, dlqTopic: 1, DefaultChangelogTopic: 3}; !maps.Equal(counts, want) {
+	if want := map[string]int{in: 3, dlq: 1, runs: 3}; !maps.Equal(counts, want) {
 		t.Errorf("partition counts %v, want %v", counts, want)
 	}
 	// Idempotent: a second run finds everything in place, compaction included.
-	if err := EnsureTopics(ctx, brokers, nil, specs...); err != nil {
+	if err := EnsureTopics(ctx, k.Brokers, nil, specs...); err != nil {
 		t.Errorf("second EnsureTopics: %v", err)
 	}
 }
@@ -47,41 +58,39 @@ func TestEnsureTopicsCreatesCompactedChangelogLikeInput(t *testing.T) {
 func TestEnsureTopicsRejectsMismatchedChangelog(t *testing.T) {
 	cases := []struct {
 		name string
-		seed func(*kfake.Cluster) error
-		want string
+		runs kafkatest.Topic
+		want string // %[1]s is the changelog topic, %[2]s the input topic
 	}{
 		{
 			name: "partition count",
-			seed: func(c *kfake.Cluster) error { return c.CreateTopic("runs", 2, map[string]string{"cleanup.policy": "compact"}) },
-			want: "runs has 2 partitions but in has 4: they must be equal",
+			runs: kafkatest.Topic{Name: "runs", Partitions: 2, Configs: map[string]string{"cleanup.policy": "compact"}},
+			want: "%[1]s has 2 partitions but %[2]s has 4: they must be equal",
 		},
 		{
 			name: "not compacted",
-			seed: func(c *kfake.Cluster) error { return c.CreateTopic("runs", 4, map[string]string{"cleanup.policy": "delete"}) },
-			want: "runs has cleanup.policy=delete, want compact",
+			runs: kafkatest.Topic{Name: "runs", Partitions: 4, Configs: map[string]string{"cleanup.policy": "delete"}},
+			want: "%[1]s has cleanup.policy=delete, want compact",
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cluster, brokers := startKafka(t, kfake.SeedTopics(4, inTopic))
-			if err := tc.seed(cluster); err != nil {
-				t.Fatal(err)
-			}
-			err := EnsureTopics(context.Background(), brokers, nil, TopicSpec{Name: inTopic, Partitions: 4}, ChangelogTopic("runs", inTopic))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("EnsureTopics error = %v, want one containing %q", err, tc.want)
+			k := startKafka(t, topic(inTopic, 4), tc.runs)
+			want := fmt.Sprintf(tc.want, k.Topic("runs"), k.Topic(inTopic))
+			err := EnsureTopics(context.Background(), k.Brokers, nil, TopicSpec{Name: k.Topic(inTopic), Partitions: 4}, ChangelogTopic(k.Topic("runs"), k.Topic(inTopic)))
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("EnsureTopics error = %v, want one containing %q", err, want)
 			}
 		})
 	}
 }
 
 func TestChangelogLastValueWinsTombstonesDeleteAndPartitionsAreIsolated(t *testing.T) {
-	cluster, brokers := startKafka(t)
+	k := startKafka(t)
 	ctx := context.Background()
-	if err := EnsureTopics(ctx, brokers, nil, TopicSpec{Name: inTopic, Partitions: 2}, ChangelogTopic("", inTopic)); err != nil {
+	if err := EnsureTopics(ctx, k.Brokers, nil, TopicSpec{Name: k.Topic(inTopic), Partitions: 2}, changelogSpec(k, inTopic)); err != nil {
 		t.Fatal(err)
 	}
-	cl := newTestChangelog(t, brokers)
+	cl := newTestChangelog(t, k)
 	empty, err := cl.Load(ctx, 0)
 	if err != nil || len(empty) != 0 {
 		t.Fatalf("Load of an empty partition = %v, %v", empty, err)
@@ -133,15 +142,10 @@ func TestChangelogLastValueWinsTombstonesDeleteAndPartitionsAreIsolated(t *testi
 		}
 	}
 	check("before compaction")
-	if n := len(readPartition(t, brokers, DefaultChangelogTopic, 0)); n != 6 {
+	if n := len(readPartition(t, k, DefaultChangelogTopic, 0)); n != 6 {
 		t.Fatalf("partition 0 holds %d records before compaction, want 6", n)
 	}
-	cluster.Compact()
-	// How much a compaction removes is the broker's business (the active
-	// segment stays); that it removed something makes the check below count.
-	if n := len(readPartition(t, brokers, DefaultChangelogTopic, 0)); n >= 6 {
-		t.Errorf("partition 0 holds %d records after compaction, want fewer than 6", n)
-	}
+	compact(t, k, cl, DefaultChangelogTopic, 6)
 	check("after compaction")
 
 	if err := cl.Put(ctx, 7, "b1", []byte("x")); err == nil {
@@ -152,11 +156,52 @@ func TestChangelogLastValueWinsTombstonesDeleteAndPartitionsAreIsolated(t *testi
 	}
 }
 
+// compact makes the broker compact partition 0 of topic (base name), which
+// holds written records, and returns once it has removed some. How much a
+// compaction removes is the broker's business (the active segment stays);
+// that it removed something makes the checks after it count.
+func compact(t *testing.T, k *kafkatest.Cluster, cl *Changelog, topic string, written int) {
+	t.Helper()
+	if k.Fake != nil {
+		k.Fake.Compact()
+		if n := len(readPartition(t, k, topic, 0)); n >= written {
+			t.Errorf("partition 0 holds %d records after compaction, want fewer than %d", n, written)
+		}
+		return
+	}
+	// Apache Kafka compacts only closed segments, in its log cleaner: let
+	// segments roll after 100ms and be cleanable at once, then keep appending
+	// a put that changes nothing (b3 is already "") until the cleaner has run.
+	ctx := context.Background()
+	res, err := k.Client().IncrementalAlterConfigs(ctx, &kafka.IncrementalAlterConfigsRequest{
+		Resources: []kafka.IncrementalAlterConfigsRequestResource{{
+			ResourceType: kafka.ResourceTypeTopic, ResourceName: k.Topic(topic),
+			Configs: []kafka.IncrementalAlterConfigsRequestConfig{
+				{Name: "segment.ms", Value: "100", ConfigOperation: kafka.ConfigOperationSet},
+				{Name: "min.cleanable.dirty.ratio", Value: "0.01", ConfigOperation: kafka.ConfigOperationSet},
+			},
+		}},
+	})
+	if err == nil && len(res.Resources) == 1 {
+		err = res.Resources[0].Error
+	}
+	if err != nil {
+		t.Fatalf("making %s compact soon: %v", k.Topic(topic), err)
+	}
+	eventually(t, "the log cleaner compacted "+k.Topic(topic), func() bool {
+		if err := cl.Put(ctx, 0, "b3", []byte("")); err != nil {
+			t.Fatalf("filler put: %v", err)
+		}
+		written++
+		return len(readPartition(t, k, topic, 0)) < written
+	})
+}
+
 // BenchmarkChangelogLoad10k loads a partition holding 10,000 runs of ~1 KiB.
 func BenchmarkChangelogLoad10k(b *testing.B) {
-	_, brokers := startKafka(b)
+	k := startKafka(b)
 	ctx := context.Background()
-	if err := EnsureTopics(ctx, brokers, nil, TopicSpec{Name: inTopic, Partitions: 1}, ChangelogTopic("", inTopic)); err != nil {
+	if err := EnsureTopics(ctx, k.Brokers, nil, TopicSpec{Name: k.Topic(inTopic), Partitions: 1}, changelogSpec(k, inTopic)); err != nil {
 		b.Fatal(err)
 	}
 	value := []byte(strings.Repeat("x", 1024))
@@ -166,9 +211,9 @@ func BenchmarkChangelogLoad10k(b *testing.B) {
 		for i := start; i < start+500; i++ {
 			batch = append(batch, kafka.Message{Key: []byte(fmt.Sprintf("batch-%05d", i)), Value: value})
 		}
-		produce(b, brokers, DefaultChangelogTopic, 0, batch...)
+		produce(b, k, DefaultChangelogTopic, 0, batch...)
 	}
-	cl := newTestChangelog(b, brokers)
+	cl := newTestChangelog(b, k)
 	b.SetBytes(runs * 1024)
 	b.ResetTimer()
 	for b.Loop() {

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lakewap/lakewap/internal/kafkatest"
 )
 
 func seq(from, to int64) []int64 {
@@ -24,23 +26,23 @@ func seq(from, to int64) []int64 {
 }
 
 func TestHandlesInOrderPerPartitionAndCommits(t *testing.T) {
-	_, brokers := startKafka(t, kfake.SeedTopics(3, inTopic), kfake.SeedTopics(1, dlqTopic))
+	k := startKafka(t, topic(inTopic, 3), topic(dlqTopic, 1))
 	const perPartition = 20
 	for p := range 3 {
 		var vs []string
 		for i := range perPartition {
 			vs = append(vs, fmt.Sprintf("p%d-%d", p, i))
 		}
-		produce(t, brokers, inTopic, p, values(vs...)...)
+		produce(t, k, inTopic, p, values(vs...)...)
 	}
 	reg := prometheus.NewRegistry()
-	cfg := testConfig(brokers, "order")
+	cfg := testConfig(k, "order")
 	cfg.Registerer = reg
 	rec := newRecorder()
 	c := startConsumer(t, cfg, rec)
 
 	eventually(t, "all offsets committed", func() bool {
-		got := committed(t, brokers, "order", inTopic, 3)
+		got := committed(t, k, "order", inTopic, 3)
 		return got[0] == perPartition && got[1] == perPartition && got[2] == perPartition
 	})
 	for p := range 3 {
@@ -64,9 +66,9 @@ func TestHandlesInOrderPerPartitionAndCommits(t *testing.T) {
 	})
 
 	// More messages after the first commit continue from there.
-	produce(t, brokers, inTopic, 1, values("late")...)
+	produce(t, k, inTopic, 1, values("late")...)
 	eventually(t, "late message committed", func() bool {
-		return committed(t, brokers, "order", inTopic, 3)[1] == perPartition+1
+		return committed(t, k, "order", inTopic, 3)[1] == perPartition+1
 	})
 	c.stop(t)
 	if got := rec.handledOffsets(1); len(got) != perPartition+1 {
@@ -87,13 +89,13 @@ func header(m kafka.Message, key string) (string, bool) {
 }
 
 func TestPoisonMessageGoesToDeadLetterTopic(t *testing.T) {
-	_, brokers := startKafka(t, kfake.SeedTopics(2, inTopic), kfake.SeedTopics(1, dlqTopic))
+	k := startKafka(t, topic(inTopic, 2), topic(dlqTopic, 1))
 	msgs := values("ok-1", "poison", "ok-2", "panic", "ok-3")
 	msgs[1].Headers = []kafka.Header{{Key: "trace", Value: []byte("abc")}}
-	produce(t, brokers, inTopic, 1, msgs...)
+	produce(t, k, inTopic, 1, msgs...)
 
 	reg := prometheus.NewRegistry()
-	cfg := testConfig(brokers, "poison")
+	cfg := testConfig(k, "poison")
 	cfg.Registerer = reg
 	rec := newRecorder()
 	rec.onHandle = func(_ context.Context, m kafka.Message) error {
@@ -107,12 +109,12 @@ func TestPoisonMessageGoesToDeadLetterTopic(t *testing.T) {
 	}
 	c := startConsumer(t, cfg, rec)
 	eventually(t, "offset past every message committed", func() bool {
-		return committed(t, brokers, "poison", inTopic, 2)[1] == 5
+		return committed(t, k, "poison", inTopic, 2)[1] == 5
 	})
 	if got, want := rec.handledOffsets(1), []int64{0, 2, 4}; !slices.Equal(got, want) {
 		t.Errorf("handled offsets %v, want %v", got, want)
 	}
-	dead := readPartition(t, brokers, dlqTopic, 0)
+	dead := readPartition(t, k, dlqTopic, 0)
 	if len(dead) != 2 {
 		t.Fatalf("dead-letter topic has %d records, want 2: %+v", len(dead), dead)
 	}
@@ -128,7 +130,7 @@ func TestPoisonMessageGoesToDeadLetterTopic(t *testing.T) {
 			t.Errorf("dead letter %d key/value = %q/%q", i, d.Key, d.Value)
 		}
 		for key, v := range map[string]string{
-			HeaderDLQReason: want.reason, HeaderDLQError: want.errText, HeaderDLQTopic: inTopic,
+			HeaderDLQReason: want.reason, HeaderDLQError: want.errText, HeaderDLQTopic: k.Topic(inTopic),
 			HeaderDLQPartition: "1", HeaderDLQOffset: want.offset,
 		} {
 			if got, _ := header(d, key); got != v {
@@ -151,8 +153,8 @@ func TestPoisonMessageGoesToDeadLetterTopic(t *testing.T) {
 }
 
 func TestTransientErrorIsRetriedNotSkipped(t *testing.T) {
-	_, brokers := startKafka(t, kfake.SeedTopics(1, inTopic), kfake.SeedTopics(1, dlqTopic))
-	produce(t, brokers, inTopic, 0, values("a", "flaky", "b")...)
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	produce(t, k, inTopic, 0, values("a", "flaky", "b")...)
 	failures := 3
 	rec := newRecorder()
 	rec.onHandle = func(_ context.Context, m kafka.Message) error {
@@ -162,10 +164,10 @@ func TestTransientErrorIsRetriedNotSkipped(t *testing.T) {
 		}
 		return nil
 	}
-	cfg := testConfig(brokers, "transient")
+	cfg := testConfig(k, "transient")
 	cfg.Registerer = prometheus.NewRegistry()
 	c := startConsumer(t, cfg, rec)
-	eventually(t, "all committed", func() bool { return committed(t, brokers, "transient", inTopic, 1)[0] == 3 })
+	eventually(t, "all committed", func() bool { return committed(t, k, "transient", inTopic, 1)[0] == 3 })
 	if got, want := rec.handleCalls(0), []int64{0, 1, 1, 1, 1, 2}; !slices.Equal(got, want) {
 		t.Errorf("Handle calls %v, want %v", got, want)
 	}
@@ -175,7 +177,7 @@ func TestTransientErrorIsRetriedNotSkipped(t *testing.T) {
 	if got := value(t, c.m.retries.WithLabelValues(opHandle)); got != 3 {
 		t.Errorf("retries_total{operation=handle} = %v, want 3", got)
 	}
-	if n := len(readPartition(t, brokers, dlqTopic, 0)); n != 0 {
+	if n := len(readPartition(t, k, dlqTopic, 0)); n != 0 {
 		t.Errorf("a transient failure was dead-lettered (%d records)", n)
 	}
 }
@@ -217,22 +219,26 @@ func series(c prometheus.Collector) int {
 func TestDeadLetterWriteFailureBlocksOffset(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		seed   []kfake.Opt
-		break_ func(t *testing.T, c *kfake.Cluster) (waitBroken func() bool, repair func())
+		start  func(t *testing.T) *kafkatest.Cluster
+		break_ func(t *testing.T, k *kafkatest.Cluster) (waitBroken func() bool, repair func())
 	}{
 		{
+			// Only kfake can make a broker refuse produces on one topic.
 			name: "broker rejects produce",
-			seed: []kfake.Opt{kfake.SeedTopics(1, dlqTopic)},
-			break_: func(t *testing.T, c *kfake.Cluster) (func() bool, func()) {
-				f := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: dlqTopic, Err: kerr.NotEnoughReplicas, Count: -1})
+			start: func(t *testing.T) *kafkatest.Cluster {
+				return kafkatest.StartFake(t, kfake.SeedTopics(1, dlqTopic), kfake.SeedTopics(1, inTopic))
+			},
+			break_: func(t *testing.T, k *kafkatest.Cluster) (func() bool, func()) {
+				f := k.Fake.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: dlqTopic, Err: kerr.NotEnoughReplicas, Count: -1})
 				return func() bool { return f.Hits() >= 3 }, f.Remove
 			},
 		},
 		{
-			name: "topic missing",
-			break_: func(t *testing.T, c *kfake.Cluster) (func() bool, func()) {
+			name:  "topic missing",
+			start: func(t *testing.T) *kafkatest.Cluster { return startKafka(t, topic(inTopic, 1)) },
+			break_: func(t *testing.T, k *kafkatest.Cluster) (func() bool, func()) {
 				return nil, func() {
-					if err := c.CreateTopic(dlqTopic, 1, nil); err != nil {
+					if err := k.CreateTopics(context.Background(), topic(dlqTopic, 1)); err != nil {
 						t.Fatalf("creating dead-letter topic: %v", err)
 					}
 				}
@@ -240,9 +246,9 @@ func TestDeadLetterWriteFailureBlocksOffset(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cluster, brokers := startKafka(t, append(tc.seed, kfake.SeedTopics(1, inTopic))...)
-			broken, repair := tc.break_(t, cluster)
-			produce(t, brokers, inTopic, 0, values("ok-1", "poison", "ok-2")...)
+			k := tc.start(t)
+			broken, repair := tc.break_(t, k)
+			produce(t, k, inTopic, 0, values("ok-1", "poison", "ok-2")...)
 			rec := newRecorder()
 			rec.onHandle = func(_ context.Context, m kafka.Message) error {
 				if string(m.Value) == "poison" {
@@ -250,19 +256,19 @@ func TestDeadLetterWriteFailureBlocksOffset(t *testing.T) {
 				}
 				return nil
 			}
-			cfg := testConfig(brokers, "dlq-fail")
+			cfg := testConfig(k, "dlq-fail")
 			cfg.Registerer = prometheus.NewRegistry()
 			c := startConsumer(t, cfg, rec)
 
 			eventually(t, "first message committed", func() bool {
-				return committed(t, brokers, "dlq-fail", inTopic, 1)[0] == 1
+				return committed(t, k, "dlq-fail", inTopic, 1)[0] == 1
 			})
 			eventually(t, "dead-letter write retried", func() bool {
 				return value(t, c.m.retries.WithLabelValues(opDeadLetter)) >= 3 && (broken == nil || broken())
 			})
 			// Commits keep running every 20ms; none may pass the poison message
 			// while its dead letter is unwritten, nor may the next one be handled.
-			if got := committed(t, brokers, "dlq-fail", inTopic, 1)[0]; got != 1 {
+			if got := committed(t, k, "dlq-fail", inTopic, 1)[0]; got != 1 {
 				t.Fatalf("committed offset %d while dead letter unwritten, want 1", got)
 			}
 			if got := rec.handleCalls(0); !slices.Equal(got, []int64{0, 1}) {
@@ -271,9 +277,9 @@ func TestDeadLetterWriteFailureBlocksOffset(t *testing.T) {
 
 			repair()
 			eventually(t, "offset moves on after the dead letter is written", func() bool {
-				return committed(t, brokers, "dlq-fail", inTopic, 1)[0] == 3
+				return committed(t, k, "dlq-fail", inTopic, 1)[0] == 3
 			})
-			if dead := readPartition(t, brokers, dlqTopic, 0); len(dead) != 1 || string(dead[0].Value) != "poison" {
+			if dead := readPartition(t, k, dlqTopic, 0); len(dead) != 1 || string(dead[0].Value) != "poison" {
 				t.Errorf("dead-letter topic = %+v, want the poison message once", dead)
 			}
 			if got := rec.handledOffsets(0); !slices.Equal(got, []int64{0, 2}) {

@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/lakewap/lakewap/internal/kafkatest"
 )
 
 const (
@@ -21,15 +22,17 @@ const (
 	dlqTopic = "dlq"
 )
 
-// startKafka runs an in-process broker on a free 127.0.0.1 port for the test.
-func startKafka(t testing.TB, opts ...kfake.Opt) (*kfake.Cluster, []string) {
+// startKafka returns the test's broker with topics created: kfake, or the
+// real Kafka named by $LAKEWAP_TEST_KAFKA_BROKERS. Tests use base names
+// (inTopic, group ids); k maps them to names unique on a shared broker.
+func startKafka(t testing.TB, topics ...kafkatest.Topic) *kafkatest.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1)}, opts...)...)
-	if err != nil {
-		t.Fatalf("starting kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c, c.ListenAddrs()
+	return kafkatest.Start(t, topics...)
+}
+
+// topic is a topic to create with partitions partitions.
+func topic(name string, partitions int) kafkatest.Topic {
+	return kafkatest.Topic{Name: name, Partitions: partitions}
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -39,12 +42,12 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-func testConfig(brokers []string, group string) Config {
+func testConfig(k *kafkatest.Cluster, group string) Config {
 	return Config{
-		Brokers:           brokers,
-		GroupID:           group,
-		Topic:             inTopic,
-		DeadLetterTopic:   dlqTopic,
+		Brokers:           k.Brokers,
+		GroupID:           k.Group(group),
+		Topic:             k.Topic(inTopic),
+		DeadLetterTopic:   k.Topic(dlqTopic),
 		CommitInterval:    20 * time.Millisecond,
 		HeartbeatInterval: 100 * time.Millisecond,
 		SessionTimeout:    10 * time.Second,
@@ -62,14 +65,16 @@ func newClient(brokers []string) *kafka.Client {
 	return &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: &kafka.Transport{}}
 }
 
-// produce appends messages to one partition and returns their offsets.
-func produce(t testing.TB, brokers []string, topic string, partition int, msgs ...kafka.Message) []int64 {
+// produce appends messages to one partition of k's topic (base name) and
+// returns their offsets.
+func produce(t testing.TB, k *kafkatest.Cluster, topic string, partition int, msgs ...kafka.Message) []int64 {
 	t.Helper()
 	records := make([]kafka.Record, len(msgs))
 	for i, m := range msgs {
 		records[i] = kafka.Record{Key: kafka.NewBytes(m.Key), Value: kafka.NewBytes(m.Value), Headers: m.Headers}
 	}
-	res, err := newClient(brokers).Produce(context.Background(), &kafka.ProduceRequest{
+	topic = k.Topic(topic)
+	res, err := newClient(k.Brokers).Produce(context.Background(), &kafka.ProduceRequest{
 		Topic: topic, Partition: partition, RequiredAcks: kafka.RequireAll,
 		Records: kafka.NewRecordReader(records...),
 	})
@@ -94,14 +99,16 @@ func values(vs ...string) []kafka.Message {
 	return msgs
 }
 
-// committed returns the group's committed offsets on topic (absent: none).
-func committed(t testing.TB, brokers []string, group, topic string, partitions int) map[int]int64 {
+// committed returns the group's committed offsets on topic (absent: none);
+// group and topic are base names.
+func committed(t testing.TB, k *kafkatest.Cluster, group, topic string, partitions int) map[int]int64 {
 	t.Helper()
 	ps := make([]int, partitions)
 	for i := range ps {
 		ps[i] = i
 	}
-	res, err := newClient(brokers).OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{
+	group, topic = k.Group(group), k.Topic(topic)
+	res, err := newClient(k.Brokers).OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{
 		GroupID: group, Topics: map[string][]int{topic: ps},
 	})
 	if err == nil {
@@ -119,12 +126,13 @@ func committed(t testing.TB, brokers []string, group, topic string, partitions i
 	return out
 }
 
-// readPartition returns every record of topic/partition below its current
-// high-water mark.
-func readPartition(t testing.TB, brokers []string, topic string, partition int) []kafka.Message {
+// readPartition returns every record of topic/partition (base name) below
+// its current high-water mark.
+func readPartition(t testing.TB, k *kafkatest.Cluster, topic string, partition int) []kafka.Message {
 	t.Helper()
 	ctx := context.Background()
-	client := newClient(brokers)
+	topic = k.Topic(topic)
+	client := newClient(k.Brokers)
 	lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(partition)}}})
 	if err != nil {
 		t.Fatalf("listing offsets: %v", err)
@@ -139,6 +147,7 @@ func readPartition(t testing.TB, brokers []string, topic string, partition int) 
 		if err != nil {
 			t.Fatalf("fetching %s/%d@%d: %v", topic, partition, offset, err)
 		}
+		progressed := false
 		for {
 			r, err := fr.Records.ReadRecord()
 			if errors.Is(err, io.EOF) {
@@ -159,6 +168,10 @@ func readPartition(t testing.TB, brokers []string, topic string, partition int) 
 			}
 			out = append(out, m)
 			offset = r.Offset + 1
+			progressed = true
+		}
+		if !progressed {
+			break
 		}
 	}
 	return out

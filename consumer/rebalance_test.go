@@ -5,23 +5,21 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func TestTwoMembersSplitPartitionsAndSurvivorTakesOver(t *testing.T) {
 	const parts = 4
-	_, brokers := startKafka(t, kfake.SeedTopics(parts, inTopic), kfake.SeedTopics(1, dlqTopic))
+	k := startKafka(t, topic(inTopic, parts), topic(dlqTopic, 1))
 	const group = "split"
 	produced := map[int]int64{} // per partition: messages produced so far
 	produceRound := func(round string) {
 		for p := range parts {
-			produce(t, brokers, inTopic, p, values(fmt.Sprintf("%s-p%d-a", round, p), fmt.Sprintf("%s-p%d-b", round, p))...)
+			produce(t, k, inTopic, p, values(fmt.Sprintf("%s-p%d-a", round, p), fmt.Sprintf("%s-p%d-b", round, p))...)
 			produced[p] += 2
 		}
 	}
 	allCommitted := func() bool {
-		got := committed(t, brokers, group, inTopic, parts)
+		got := committed(t, k, group, inTopic, parts)
 		for p := range parts {
 			if got[p] != produced[p] {
 				return false
@@ -31,12 +29,12 @@ func TestTwoMembersSplitPartitionsAndSurvivorTakesOver(t *testing.T) {
 	}
 
 	recA, recB := newRecorder(), newRecorder()
-	a := startConsumer(t, testConfig(brokers, group), recA)
+	a := startConsumer(t, testConfig(k, group), recA)
 	eventually(t, "A owns every partition", func() bool { return len(recA.liveSet()) == parts && a.Ready() })
 	produceRound("one")
 	eventually(t, "round one committed", allCommitted)
 
-	b := startConsumer(t, testConfig(brokers, group), recB)
+	b := startConsumer(t, testConfig(k, group), recB)
 	eventually(t, "A and B split the partitions", func() bool {
 		la, lb := recA.liveSet(), recB.liveSet()
 		all := append(slices.Clone(la), lb...)
@@ -63,7 +61,7 @@ func TestTwoMembersSplitPartitionsAndSurvivorTakesOver(t *testing.T) {
 	// it commits on the way out, the rest A must pick up.
 	produceRound("three")
 	b.stop(t)
-	afterB := committed(t, brokers, group, inTopic, parts)
+	afterB := committed(t, k, group, inTopic, parts)
 	eventually(t, "A owns every partition again", func() bool { return len(recA.liveSet()) == parts && a.Ready() })
 	recA.mu.Lock()
 	for _, p := range bParts {

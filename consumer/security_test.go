@@ -8,15 +8,19 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/lakewap/lakewap/internal/kafkatest"
 )
 
 func TestSASLMechanismsAgainstBroker(t *testing.T) {
-	_, brokers := startKafka(t,
+	// SASL users exist on kfake only: this test does not change backend.
+	k := kafkatest.StartFake(t,
 		kfake.EnableSASL(),
 		kfake.Superuser(SASLPlain, "plain-user", "pw-plain"),
 		kfake.Superuser(SASLScramSHA256, "scram256-user", "pw-256"),
 		kfake.Superuser(SASLScramSHA512, "scram512-user", "pw-512"),
 	)
+	brokers := k.Brokers
 	ctx := context.Background()
 	users := map[string][2]string{
 		SASLPlain:       {"plain-user", "pw-plain"},
@@ -70,7 +74,7 @@ func TestSASLMechanismsAgainstBroker(t *testing.T) {
 	if err != nil || res.Error != nil {
 		t.Fatalf("producing over SCRAM: %v %v", err, res)
 	}
-	cfg := testConfig(brokers, "sasl")
+	cfg := testConfig(k, "sasl")
 	cfg.Security = sec
 	rec := newRecorder()
 	startConsumer(t, cfg, rec)

@@ -8,12 +8,11 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 func TestShutdownLetsRunningHandleFinishAndCommits(t *testing.T) {
-	_, brokers := startKafka(t, kfake.SeedTopics(1, inTopic), kfake.SeedTopics(1, dlqTopic))
-	produce(t, brokers, inTopic, 0, values("slow", "next")...)
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	produce(t, k, inTopic, 0, values("slow", "next")...)
 	started, release := make(chan struct{}), make(chan struct{})
 	rec := newRecorder()
 	rec.onHandle = func(ctx context.Context, m kafka.Message) error {
@@ -24,14 +23,14 @@ func TestShutdownLetsRunningHandleFinishAndCommits(t *testing.T) {
 		}
 		return nil
 	}
-	c := startConsumer(t, testConfig(brokers, "shutdown"), rec)
+	c := startConsumer(t, testConfig(k, "shutdown"), rec)
 	<-started
 	c.cancel()
 	eventually(t, "generation ended", func() bool { return !c.Ready() })
 	close(release)
 	c.stop(t)
 
-	if got := committed(t, brokers, "shutdown", inTopic, 1)[0]; got != 1 {
+	if got := committed(t, k, "shutdown", inTopic, 1)[0]; got != 1 {
 		t.Errorf("committed %d after shutdown, want 1 (the finished message, not the unfetched one)", got)
 	}
 	if got := rec.handleCalls(0); !slices.Equal(got, []int64{0}) {
@@ -43,8 +42,8 @@ func TestShutdownLetsRunningHandleFinishAndCommits(t *testing.T) {
 }
 
 func TestShutdownGraceBoundsHandleAndLeavesMessageUncommitted(t *testing.T) {
-	_, brokers := startKafka(t, kfake.SeedTopics(1, inTopic), kfake.SeedTopics(1, dlqTopic))
-	produce(t, brokers, inTopic, 0, values("stuck")...)
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	produce(t, k, inTopic, 0, values("stuck")...)
 	started := make(chan struct{})
 	var handleErr error
 	rec := newRecorder()
@@ -54,7 +53,7 @@ func TestShutdownGraceBoundsHandleAndLeavesMessageUncommitted(t *testing.T) {
 		handleErr = ctx.Err()
 		return handleErr
 	}
-	cfg := testConfig(brokers, "grace")
+	cfg := testConfig(k, "grace")
 	cfg.ShutdownGrace = 50 * time.Millisecond
 	c := startConsumer(t, cfg, rec)
 	<-started
@@ -62,7 +61,7 @@ func TestShutdownGraceBoundsHandleAndLeavesMessageUncommitted(t *testing.T) {
 	if !errors.Is(handleErr, context.Canceled) {
 		t.Errorf("Handle's context ended with %v, want context.Canceled", handleErr)
 	}
-	if got, ok := committed(t, brokers, "grace", inTopic, 1)[0]; ok {
+	if got, ok := committed(t, k, "grace", inTopic, 1)[0]; ok {
 		t.Errorf("committed %d for an unfinished message", got)
 	}
 	if got, want := rec.eventLog(), []string{"assigned:0", "revoked:0"}; !slices.Equal(got, want) {
@@ -73,7 +72,7 @@ func TestShutdownGraceBoundsHandleAndLeavesMessageUncommitted(t *testing.T) {
 	again := newRecorder()
 	startConsumer(t, cfg, again)
 	eventually(t, "message redelivered and committed", func() bool {
-		return committed(t, brokers, "grace", inTopic, 1)[0] == 1
+		return committed(t, k, "grace", inTopic, 1)[0] == 1
 	})
 	if got := again.handledOffsets(0); !slices.Equal(got, []int64{0}) {
 		t.Errorf("redelivered offsets %v, want [0]", got)
@@ -81,9 +80,9 @@ func TestShutdownGraceBoundsHandleAndLeavesMessageUncommitted(t *testing.T) {
 }
 
 func TestReadyOnlyAfterEveryPartitionRestored(t *testing.T) {
-	_, brokers := startKafka(t, kfake.SeedTopics(2, inTopic), kfake.SeedTopics(1, dlqTopic))
-	produce(t, brokers, inTopic, 0, values("p0")...)
-	produce(t, brokers, inTopic, 1, values("p1")...)
+	k := startKafka(t, topic(inTopic, 2), topic(dlqTopic, 1))
+	produce(t, k, inTopic, 0, values("p0")...)
+	produce(t, k, inTopic, 1, values("p1")...)
 	restoring, release := make(chan struct{}), make(chan struct{})
 	failures := 2
 	rec := newRecorder()
@@ -103,7 +102,7 @@ func TestReadyOnlyAfterEveryPartitionRestored(t *testing.T) {
 			return ctx.Err()
 		}
 	}
-	cfg := testConfig(brokers, "ready")
+	cfg := testConfig(k, "ready")
 	c := startConsumer(t, cfg, rec)
 	<-restoring
 	eventually(t, "partition 0 handled", func() bool { return len(rec.handledOffsets(0)) == 1 })
