@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Python clients of the interop test (tests/interop/requirements.txt)
+# into a venv at ${LAKEWAP_CACHE_DIR:-.cache}/pyvenv, once: the venv is reused
+# while requirements.txt is unchanged. Without python3 (3.9+) it says so and
+# exits 0, and the interop test skips; a failed pip install fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+req=tests/interop/requirements.txt
+cache=${LAKEWAP_CACHE_DIR:-.cache}
+venv=$cache/pyvenv
+# Written last, so a half-built venv is never taken for a ready one.
+stamp=$venv/.requirements.sha256
+
+py=${PYTHON:-python3}
+if ! command -v "$py" >/dev/null || ! "$py" -c 'import sys, venv; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
+	echo "pyenv.sh: no python3 >= 3.9 with venv; the interop test (foreign Python clients) will skip" >&2
+	exit 0
+fi
+
+want=$(sha256sum "$req" | cut -d' ' -f1)
+if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
+	exit 0
+fi
+
+printf '\n== %s\n' "installing the interop test's Python clients into $venv (first run only, about a minute)" >&2
+mkdir -p "$cache"
+[[ -f $cache/.gitignore ]] || echo '*' >"$cache/.gitignore"
+rm -rf "$venv"
+"$py" -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: -r "$req"
+echo "$want" >"$stamp"
