@@ -31,6 +31,7 @@ type Config struct {
 	ShutdownGrace     time.Duration // how long a running Handle may go on after its partition is taken away; default 15s
 	RetryBackoffMin   time.Duration // first wait after a failed Handle, dead-letter write, Assigned or fetch; default 100ms
 	RetryBackoffMax   time.Duration // cap of the doubling wait; default 30s
+	LagInterval       time.Duration // how often high watermarks are read for the lag gauge; default 10s
 
 	// StartFromLatest makes a partition with no committed offset start at its
 	// end instead of its beginning.
@@ -87,6 +88,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"ShutdownGrace", &c.ShutdownGrace, 15 * time.Second},
 		{"RetryBackoffMin", &c.RetryBackoffMin, 100 * time.Millisecond},
 		{"RetryBackoffMax", &c.RetryBackoffMax, 30 * time.Second},
+		{"LagInterval", &c.LagInterval, 10 * time.Second},
 	}
 	for _, f := range durations {
 		if *f.d < 0 {

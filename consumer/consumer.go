@@ -43,12 +43,15 @@ type Consumer struct {
 	dialer *kafka.Dialer
 	dlq    messageWriter
 	closer func() error
+	admin  *kafka.Client // high watermarks for the lag gauge
 	m      *metrics
 	runs   atomic.Bool
 
 	// commitMu keeps the periodic and the final commit of a partition from
 	// overtaking each other, which could move the committed offset backwards.
 	commitMu sync.Mutex
+
+	runCtx context.Context // Run's context, for its values
 
 	mu         sync.Mutex
 	generation int32        // current generation, -1 between generations
@@ -99,6 +102,7 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 		dialer:     dialer,
 		dlq:        w,
 		closer:     w.Close,
+		admin:      &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport},
 		m:          newMetrics(cfg.Registerer, cfg.GroupID, cfg.Topic),
 		generation: -1,
 	}, nil
@@ -128,6 +132,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if !c.runs.CompareAndSwap(false, true) {
 		return errors.New("consumer: Run called twice")
 	}
+	c.runCtx = ctx
 	defer func() {
 		if err := c.closer(); err != nil {
 			c.log.Warn("closing dead-letter writer", "err", err)
@@ -146,9 +151,12 @@ func (c *Consumer) Run(ctx context.Context) error {
 		SessionTimeout:    c.cfg.SessionTimeout,
 		RebalanceTimeout:  c.cfg.RebalanceTimeout,
 		JoinGroupBackoff:  c.cfg.JoinGroupBackoff,
-		StartOffset:       start,
-		Logger:            kafkaLogger(c.log, slog.LevelDebug),
-		ErrorLogger:       kafkaLogger(c.log, slog.LevelWarn),
+		// Partitions added to the input topic get consumed after a rebalance
+		// instead of being ignored until a restart.
+		WatchPartitionChanges: true,
+		StartOffset:           start,
+		Logger:                kafkaLogger(c.log, slog.LevelDebug),
+		ErrorLogger:           kafkaLogger(c.log, slog.LevelWarn),
 	})
 	if err != nil {
 		return fmt.Errorf("consumer: creating group: %w", err)
@@ -179,7 +187,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 type partitionWork struct {
 	assignment kafka.PartitionAssignment
 	offsets    *offsetTracker
-	highWater  atomic.Int64 // latest high watermark seen in a fetch
+	highWater  atomic.Int64 // latest high watermark seen
+	revoked    atomic.Bool  // the worker is gone: stop reporting lag
 }
 
 func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
@@ -209,7 +218,14 @@ func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
 	gen.Start(func(gctx context.Context) {
 		ticker := time.NewTicker(c.cfg.CommitInterval)
 		defer ticker.Stop()
+		var lagRead time.Time
 		for {
+			if time.Since(lagRead) >= c.cfg.LagInterval {
+				// A partition stuck on one message fetches nothing new, so the
+				// watermarks seen in fetches alone would hide a growing backlog.
+				c.readHighWatermarks(gctx, work, log)
+				lagRead = time.Now()
+			}
 			select {
 			case <-gctx.Done():
 				time.AfterFunc(c.cfg.ShutdownGrace, cancelHandles)
@@ -242,7 +258,10 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 	}
 	defer func() {
 		c.commit(gen, map[int]*partitionWork{p: w})
-		c.m.lag.DeleteLabelValues(partitionLabel(p))
+		c.commitMu.Lock()
+		w.revoked.Store(true)
+		c.m.lag.DeleteLabelValues(partitionLabel(p)) // the next owner reports it
+		c.commitMu.Unlock()
 		c.revoke(p, log)
 	}()
 
@@ -295,9 +314,14 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 
 // assign calls Assigned until it succeeds or the generation ends.
 func (c *Consumer) assign(gctx context.Context, p int, log *slog.Logger) bool {
+	// Run's context values, cancelled as soon as the generation ends.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(c.runCtx))
+	defer cancel()
+	stop := context.AfterFunc(gctx, cancel)
+	defer stop()
 	b := c.newBackoff()
 	for {
-		err := c.safeAssigned(gctx, p)
+		err := c.safeAssigned(ctx, p)
 		if err == nil {
 			c.mu.Lock()
 			if _, ok := c.restored[p]; ok {
@@ -421,9 +445,54 @@ func (c *Consumer) commit(gen *kafka.Generation, work map[int]*partitionWork) {
 		}
 	}
 	for p, w := range work {
-		if hw, pos := w.highWater.Load(), w.offsets.position(); hw > 0 && pos >= 0 {
-			c.m.lag.WithLabelValues(partitionLabel(p)).Set(float64(max(hw-pos, 0)))
+		c.setLag(p, w)
+	}
+}
+
+// readHighWatermarks refreshes the high watermarks of the partitions in work
+// and the lag gauge; failures only leave the gauge stale.
+func (c *Consumer) readHighWatermarks(gctx context.Context, work map[int]*partitionWork, log *slog.Logger) {
+	if len(work) == 0 {
+		return
+	}
+	reqs := make([]kafka.OffsetRequest, 0, len(work))
+	for p := range work {
+		reqs = append(reqs, kafka.LastOffsetOf(p))
+	}
+	ctx, cancel := context.WithTimeout(gctx, 5*time.Second)
+	defer cancel()
+	res, err := c.admin.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{c.cfg.Topic: reqs}})
+	if err != nil {
+		if gctx.Err() == nil {
+			log.Debug("reading high watermarks for lag", "err", err)
 		}
+		return
+	}
+	for _, po := range res.Topics[c.cfg.Topic] {
+		w, ok := work[po.Partition]
+		if !ok || po.Error != nil {
+			continue
+		}
+		if po.LastOffset > w.highWater.Load() {
+			w.highWater.Store(po.LastOffset)
+		}
+		c.commitMu.Lock()
+		c.setLag(po.Partition, w)
+		c.commitMu.Unlock()
+	}
+}
+
+func (c *Consumer) setLag(p int, w *partitionWork) {
+	if w.revoked.Load() {
+		return
+	}
+	hw, pos := w.highWater.Load(), w.offsets.position()
+	if pos < 0 {
+		// Nothing handled yet in this generation: lag counts from where it started.
+		pos = w.assignment.Offset
+	}
+	if hw > 0 && pos >= 0 {
+		c.m.lag.WithLabelValues(partitionLabel(p)).Set(float64(max(hw-pos, 0)))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -286,5 +287,35 @@ func TestDeadLetterWriteFailureBlocksOffset(t *testing.T) {
 				t.Errorf("handled %v, want [0 2]", got)
 			}
 		})
+	}
+}
+
+func TestLagGrowsWhilePartitionIsStuck(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	produce(t, k, inTopic, 0, values("stuck")...)
+	started, release := make(chan struct{}), make(chan struct{})
+	rec := newRecorder()
+	rec.onHandle = func(ctx context.Context, m kafka.Message) error {
+		if string(m.Value) == "stuck" {
+			close(started)
+			<-release
+		}
+		return nil
+	}
+	cfg := testConfig(k, "lag")
+	cfg.LagInterval = 20 * time.Millisecond
+	c := startConsumer(t, cfg, rec)
+	<-started
+	produce(t, k, inTopic, 0, values("b", "c", "d", "e")...)
+	eventually(t, "lag counts the backlog behind the stuck message", func() bool {
+		return value(t, c.m.lag.WithLabelValues("0")) == 5
+	})
+	close(release)
+	eventually(t, "lag back to zero", func() bool {
+		return value(t, c.m.lag.WithLabelValues("0")) == 0 && committed(t, k, "lag", inTopic, 1)[0] == 5
+	})
+	c.stop(t)
+	if n := series(c.m.lag); n != 0 {
+		t.Errorf("%d lag series left after the partition was revoked", n)
 	}
 }

@@ -58,9 +58,13 @@ func (t *offsetTracker) setCommitted(offset int64) {
 	}
 }
 
-// position returns the commit position (-1 if nothing handled yet).
+// position returns where the group would resume: the commit position, or
+// the first fetched message if none is handled yet (-1 if nothing fetched).
 func (t *offsetTracker) position() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.next < 0 && len(t.inflight) > 0 {
+		return t.inflight[0]
+	}
 	return t.next
 }
