@@ -1,0 +1,194 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// guardMap is Guards over a map of "repo/branch" to guards.
+type guardMap map[string][]Guard
+
+func (g guardMap) Guarding(repo, branch string) []Guard { return g[repo+"/"+branch] }
+
+// diffFunc is MergeDiff as a function.
+type diffFunc func(repo, base, ref, prefix string) (bool, error)
+
+func (f diffFunc) Touches(_ context.Context, repo, base, ref, prefix string) (bool, error) {
+	return f(repo, base, ref, prefix)
+}
+
+// countingRunner records the requests it runs.
+type countingRunner struct {
+	Runner
+	mu   sync.Mutex
+	reqs []Request
+	err  error
+}
+
+func (c *countingRunner) Run(ctx context.Context, req Request) (schemas.AuditReport, error) {
+	c.mu.Lock()
+	c.reqs = append(c.reqs, req)
+	c.mu.Unlock()
+	if c.err != nil {
+		return schemas.AuditReport{}, c.err
+	}
+	return c.Runner.Run(ctx, req)
+}
+
+func billingGuard() Guard {
+	return Guard{Dataset: "billing", Suite: Suite{Tables: tables[:1], Checks: []Check{
+		{Name: "id_not_null", Kind: KindNotNull, Table: "billing", Column: "id"},
+		{Kind: KindRowCount, Table: "billing", Min: f64(1), Scope: ScopeBatch},
+	}}}
+}
+
+func hookEvent(sourceRef string, meta map[string]string) string {
+	b, _ := json.Marshal(HookEvent{EventType: EventPreMerge, EventTime: "2025-06-01T12:00:00Z", ActionName: "lakewap audit",
+		HookID: "lakewap_audit", RepositoryID: "repo", BranchID: "main", SourceRef: sourceRef, MergeSource: "feature",
+		CommitMessage: "Merge", Committer: "alice", CommitMetadata: meta})
+	return string(b)
+}
+
+func postHook(t *testing.T, h http.Handler, body string) (int, PreMergeAnswer) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/webhooks/lakefs/pre-merge", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans PreMergeAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		t.Fatalf("answer is not JSON: %v", err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	return resp.StatusCode, ans
+}
+
+func TestPreMergeHandler(t *testing.T) {
+	src := fixture(t)
+	src.branch(t, "main", "bad")
+	src.write(t, "bad", "gold/billing/part-2.parquet", "SELECT CASE WHEN id % 10 = 0 THEN NULL ELSE id END AS id, * EXCLUDE (id) FROM ("+billingRows(2001, 100)+")")
+	src.write(t, "b1", "gold/billing/part-2.parquet", billingRows(2001, 100))
+	runner := &countingRunner{Runner: newEngine(t, src, t.TempDir())}
+	h, err := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{"repo/main": {billingGuard()}}, Runner: runner})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("good source is allowed", func(t *testing.T) {
+		status, ans := postHook(t, h, hookEvent("b1", nil))
+		if status != http.StatusOK || !ans.Allowed || len(ans.Reports) != 1 || !ans.Reports[0].Passed {
+			t.Fatalf("status %d, answer %+v", status, ans)
+		}
+		last := runner.reqs[len(runner.reqs)-1]
+		if last.Ref != "b1" || last.BaseRef != "main" || last.Dataset != "billing" || !last.BatchTime.Equal(batchTime) {
+			t.Errorf("audit request %+v: want ref b1 against main at the event time", last)
+		}
+		if got := ans.Reports[0].Checks[1].Observed; got != "100 rows" {
+			t.Errorf("batch row count observed %q, want the 100 rows of the source's new file", got)
+		}
+	})
+
+	t.Run("bad source is blocked with the report", func(t *testing.T) {
+		// Metadata saying lakewap already audited it changes nothing.
+		status, ans := postHook(t, h, hookEvent("bad", map[string]string{"wap.batch_id": "b-1", "wap.audit": "passed=2 failed=0 warned=0"}))
+		if status != http.StatusPreconditionFailed || ans.Allowed {
+			t.Fatalf("status %d, answer %+v; want 412", status, ans)
+		}
+		failed := ans.Reports[0].Failed()
+		if len(failed) != 1 || failed[0].Name != "id_not_null" || !strings.HasPrefix(failed[0].Observed, "10 null rows") || len(failed[0].SampleRows) == 0 {
+			t.Errorf("failed checks %+v, want id_not_null with 10 null rows and samples", failed)
+		}
+		text := strings.Join(ans.Summary, "\n")
+		for _, want := range []string{"blocks the merge of feature (bad) into repo/main", "FAIL id_not_null (not_null on billing): observed 10 null rows of 1100"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("summary lacks %q:\n%s", want, text)
+			}
+		}
+	})
+
+	t.Run("unguarded branch is allowed without an audit", func(t *testing.T) {
+		before := len(runner.reqs)
+		body := strings.Replace(hookEvent("bad", nil), `"branch_id":"main"`, `"branch_id":"dev"`, 1)
+		status, ans := postHook(t, h, body)
+		if status != http.StatusOK || !ans.Allowed || len(runner.reqs) != before {
+			t.Errorf("status %d, %d audits, answer %+v", status, len(runner.reqs)-before, ans)
+		}
+	})
+
+	t.Run("bad requests fail closed", func(t *testing.T) {
+		for name, body := range map[string]string{
+			"not json":      "{",
+			"no source_ref": strings.Replace(hookEvent("b1", nil), `"source_ref":"b1",`, "", 1),
+			"pre-commit":    strings.Replace(hookEvent("b1", nil), `"event_type":"pre-merge"`, `"event_type":"pre-commit"`, 1),
+		} {
+			if status, ans := postHook(t, h, body); status != http.StatusBadRequest || ans.Allowed || ans.Error == "" {
+				t.Errorf("%s: status %d, answer %+v; want 400", name, status, ans)
+			}
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/webhooks/lakefs/pre-merge", nil))
+		if rec.Code != http.StatusMethodNotAllowed {
+			t.Errorf("GET answered %d", rec.Code)
+		}
+	})
+
+	t.Run("audit that cannot run blocks with 500", func(t *testing.T) {
+		broken := &countingRunner{Runner: runner, err: errors.New("lakeFS unreachable")}
+		h, _ := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{"repo/main": {billingGuard()}}, Runner: broken})
+		status, ans := postHook(t, h, hookEvent("b1", nil))
+		if status != http.StatusInternalServerError || ans.Allowed || !strings.Contains(ans.Error, "lakeFS unreachable") {
+			t.Errorf("status %d, answer %+v", status, ans)
+		}
+	})
+}
+
+func TestPreMergeHandlerSkipsDatasetsTheMergeDoesNotTouch(t *testing.T) {
+	src := fixture(t)
+	src.write(t, "b1", "gold/billing/part-2.parquet", billingRows(2001, 100))
+	// customers has a batch-scope row count: it would fail a merge that
+	// does not touch it.
+	customers := Guard{Dataset: "customers", Suite: Suite{Tables: tables[1:], Checks: []Check{
+		{Kind: KindRowCount, Table: "customers", Min: f64(1), Scope: ScopeBatch}}}}
+	runner := &countingRunner{Runner: newEngine(t, src, "")}
+	var asked []string
+	var observed []string
+	h, err := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{"repo/main": {billingGuard(), customers}}, Runner: runner,
+		Diff: diffFunc(func(repo, base, ref, prefix string) (bool, error) {
+			asked = append(asked, prefix)
+			changed, err := src.Changed(context.Background(), repo, base, ref, prefix)
+			return len(changed) > 0, err
+		}),
+		Observe: func(decision, via string) { observed = append(observed, decision+"/"+via) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, ans := postHook(t, h, hookEvent("b1", nil))
+	if status != http.StatusOK || len(ans.Reports) != 1 || ans.Reports[0].Dataset != "billing" ||
+		len(ans.Skipped) != 1 || ans.Skipped[0] != "customers" {
+		t.Fatalf("status %d, answer %+v; want billing audited, customers skipped", status, ans)
+	}
+	if len(runner.reqs) != 1 || strings.Join(asked, ",") != "gold/billing/,gold/customers/" {
+		t.Errorf("audits %d, diff asked for %v", len(runner.reqs), asked)
+	}
+	// A merge touching neither is allowed without any audit.
+	status, ans = postHook(t, h, hookEvent("main", nil))
+	if status != http.StatusOK || !ans.Allowed || len(ans.Reports) != 0 || len(runner.reqs) != 1 {
+		t.Errorf("untouched merge: status %d, answer %+v, audits %d", status, ans, len(runner.reqs))
+	}
+	if strings.Join(observed, ",") != "allow/audit,allow/untouched" {
+		t.Errorf("observed %v", observed)
+	}
+}
