@@ -18,7 +18,8 @@ type Config struct {
 	Topic           string // input topic, e.g. wap.events
 	DeadLetterTopic string // e.g. wap.dlq; must differ from Topic
 
-	// Security builds the Dialer and Transport when those are nil.
+	// Security builds the Dialer and Transport when those are nil; each of
+	// them, when set, replaces Security for its own connections only.
 	Security  Security
 	Dialer    *kafka.Dialer      // group membership and fetches
 	Transport kafka.RoundTripper // dead-letter produce

@@ -26,7 +26,10 @@ type Handler interface {
 	// Handle processes one message. nil means its effects are durable and its
 	// offset may be committed. A *PoisonError (see Poison) sends the message
 	// to the dead-letter topic, then the partition moves on. Any other error
-	// is retried with backoff; the message is never skipped.
+	// is retried with backoff; the message is never skipped. A panic counts
+	// as Poison(..., "panic"). ctx stays live for up to ShutdownGrace after
+	// the partition is taken away; Handle must return once ctx is done, since
+	// the group cannot rebalance or leave while it runs.
 	Handle(ctx context.Context, msg kafka.Message) error
 	// Revoked runs after the partition's last Handle returned, when it is
 	// taken away (rebalance or shutdown): stop its background work. It is
