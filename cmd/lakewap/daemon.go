@@ -69,6 +69,7 @@ type daemon struct {
 	log           *slog.Logger
 	lake          *lakefs.Client
 	engine        *audit.Engine
+	audits        *cachedAuditor // shared by the runner and the pre-merge webhook
 	runner        *pipeline.Runner
 	consumer      *consumer.Consumer
 	results       *notify.KafkaResults
@@ -149,6 +150,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
+	d.audits = newCachedAuditor(d.engine, cfg.Datasets, reg)
 
 	d.resultsWriter = notify.NewResultsWriter(k.Brokers, k.ResultsTopic, transport)
 	d.results, err = notify.NewKafkaResults(d.resultsWriter, codec)
@@ -213,7 +215,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 			WriteTimeout: ds.WriteTimeout.D(time.Hour), KeepBranch: ds.Keep()}
 	}
 	d.runner, err = pipeline.NewRunner(pipeline.Config{
-		Lake: d.lake, Auditor: auditor{engine: d.engine, datasets: cfg.Datasets}, Notifier: notifier{disp},
+		Lake: d.lake, Auditor: d.audits, Notifier: notifier{disp},
 		Store: store, Decoder: inputDecoder{codec},
 		Datasets: func(n string) (pipeline.DatasetSpec, bool) { s, ok := specs[n]; return s, ok },
 		Policy: pipeline.Policy{RetryBudget: cfg.Runner.RetryBudget.D(10 * time.Minute), PendingTTL: cfg.Runner.PendingTTL.D(time.Hour),
@@ -286,6 +288,12 @@ func (d *daemon) serveHTTP(addr string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	premerge, err := d.preMergeHandler()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	mux.Handle(preMergePath, premerge)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
