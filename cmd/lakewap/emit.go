@@ -230,7 +230,7 @@ func eventFromFlags(args []string, o *emitOptions, now time.Time, stderr io.Writ
 		attrs := map[string]string{}
 		fs.StringVar(&writes, "writes", "", "comma-separated expected writes (required)")
 		fs.StringVar(&deadline, "deadline", "", "write deadline: a duration from occurred_at (2h) or an RFC 3339 time (default: the dataset's write_timeout)")
-		fs.StringVar(&sourceRef, "source-ref", "", "upstream reference of the batch (a job run id, a commit)")
+		fs.StringVar(&sourceRef, "source-ref", "", "lakeFS `ref` to create the batch branch from (default: the dataset's target)")
 		fs.StringVar(&producer, "producer", "lakewap emit", "producer name")
 		fs.Func("attr", "attribute `k=v` (repeatable)", func(s string) error {
 			k, v, ok := strings.Cut(s, "=")
