@@ -20,6 +20,9 @@ Usage:
   lakewap run      -config FILE         run the daemon
   lakewap demo                          the embedded stack, a good and a bad batch
   lakewap validate FILE                 check a config file, naming every bad field
+  lakewap audit    -config FILE -dataset D -ref R [-base B] [-json]
+                                        run a dataset's suite against any ref, publish nothing
+                                        (exit 0 passed, 1 failed, 2 could not run)
   lakewap runs     -config FILE         list runs from the state store [-state S] [-json]
   lakewap janitor  -config FILE         delete expired and abandoned wap- branches [-dry-run]
   lakewap revert   -config FILE -batch B -reason TEXT [-by NAME]
@@ -53,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdDemo(ctx, rest, stdout, stderr)
 	case "validate":
 		return cmdValidate(rest, stdout, stderr)
+	case "audit":
+		return cmdAudit(ctx, rest, stdout, stderr)
 	case "runs":
 		return cmdRuns(ctx, rest, stdout, stderr)
 	case "janitor":

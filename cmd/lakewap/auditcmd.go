@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Exit codes of lakewap audit.
+const (
+	auditPassed = 0
+	auditFailed = 1
+	auditError  = 2
+)
+
+// cmdAudit runs a dataset's suite against any ref without publishing:
+// exit 0 when it passes, 1 when a check blocks, 2 when it cannot run.
+func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "lakewap.yaml", "config file")
+	dataset := fs.String("dataset", "", "dataset whose suite runs (required)")
+	ref := fs.String("ref", "", "branch, tag or commit to audit (required)")
+	base := fs.String("base", "", "ref that volume_change, schema_drift and scope: batch compare with (default: the dataset's target)")
+	at := fs.String("batch-time", "", "time freshness is measured at, RFC 3339 (default: now)")
+	asJSON := fs.Bool("json", false, "print the report as JSON (schemas.AuditReport)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: lakewap audit -config FILE -dataset D -ref R [-base B] [-batch-time T] [-json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return auditError
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "lakewap audit: unexpected argument %q\n", fs.Arg(0))
+		return auditError
+	}
+	if *dataset == "" || *ref == "" {
+		fmt.Fprintln(stderr, "lakewap audit: -dataset and -ref are required")
+		return auditError
+	}
+	batchTime := time.Now().UTC()
+	if *at != "" {
+		t, err := time.Parse(time.RFC3339, *at)
+		if err != nil {
+			fmt.Fprintf(stderr, "lakewap audit: -batch-time %q is not RFC 3339 (like 2026-11-29T02:00:00Z)\n", *at)
+			return auditError
+		}
+		batchTime = t
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", *path, err)
+		return auditError
+	}
+	ds, ok := cfg.Datasets[*dataset]
+	if !ok {
+		fmt.Fprintf(stderr, "lakewap audit: dataset %q is not in %s (it has %s)\n", *dataset, *path, strings.Join(datasetNames(cfg), ", "))
+		return auditError
+	}
+	baseRef := ds.Target
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "base" {
+			baseRef = *base
+		}
+	})
+	log := newLogger(stderr, cfg.Log.Format, "warn")
+	lake, err := lakeClient(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
+		return auditError
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.D(5*time.Minute))
+	defer cancel()
+	// The audit reads one commit: a branch that moves meanwhile does not
+	// mix two versions into one report.
+	head, err := lake.GetCommit(ctx, ds.Repository, *ref)
+	if err != nil {
+		if errors.Is(err, pipeline.ErrNotFound) {
+			fmt.Fprintf(stderr, "lakewap audit: ref %q not found in repository %s: %v\n", *ref, ds.Repository, err)
+		} else {
+			fmt.Fprintf(stderr, "lakewap audit: cannot read ref %q of %s: %v\n", *ref, ds.Repository, err)
+		}
+		return auditError
+	}
+	if baseRef != "" {
+		if _, err := lake.GetCommit(ctx, ds.Repository, baseRef); err != nil {
+			fmt.Fprintf(stderr, "lakewap audit: base ref %q of %s: %v\n", baseRef, ds.Repository, err)
+			return auditError
+		}
+	}
+	rep, err := auditOnce(ctx, cfg, lake, ds, pipeline.AuditRequest{Dataset: *dataset, Repository: ds.Repository,
+		Ref: head.ID, BaseRef: baseRef, BatchTime: batchTime}, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
+		return auditError
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
+			return auditError
+		}
+	} else {
+		printAuditTable(stdout, rep, *ref, baseRef)
+	}
+	if !rep.Passed {
+		return auditFailed
+	}
+	return auditPassed
+}
+
+func datasetNames(cfg *config.Config) []string {
+	names := make([]string, 0, len(cfg.Datasets))
+	for n := range cfg.Datasets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// printAuditTable is the report for people: one row per check, then the
+// sample rows of the checks that did not pass, then the verdict.
+func printAuditTable(w io.Writer, rep schemas.AuditReport, ref, base string) {
+	against := ""
+	if base != "" {
+		against = " against " + base
+	}
+	fmt.Fprintf(w, "audit of dataset %s at %s (commit %s)%s\n\n", rep.Dataset, ref, short(rep.Ref), against)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tTABLE\tSEVERITY\tSTATUS\tOBSERVED\tTHRESHOLD\tDURATION")
+	for _, c := range rep.Checks {
+		obs := c.Observed
+		if c.Status == schemas.StatusError && c.Message != "" {
+			obs = c.Message
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dms\n", c.Name, dash(c.Table), c.Severity, strings.ToUpper(c.Status),
+			cell(obs), cell(c.Threshold), c.DurationMs)
+	}
+	tw.Flush()
+	for _, c := range rep.Checks {
+		if c.Status == schemas.StatusPass || (len(c.SampleRows) == 0 && c.Message == "") {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s %s:\n", strings.ToUpper(c.Status), c.Name)
+		if c.Message != "" {
+			fmt.Fprintf(w, "  %s\n", c.Message)
+		}
+		for _, s := range c.SampleRows {
+			fmt.Fprintf(w, "  %s\n", s)
+		}
+	}
+	p, f, wn := rep.Counts()
+	verdict := "PASSED"
+	if !rep.Passed {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "\n%s: %d passed, %d failed, %d warned in %dms\n", verdict, p, f, wn, rep.DurationMs)
+}
+
+// cell keeps a table cell on one line and readable in width.
+func cell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return dash(s)
+}
