@@ -101,6 +101,8 @@ func tailTopic(ctx context.Context, t *kafkaTarget, o tailOptions, out io.Writer
 		if po.Error != nil {
 			return fmt.Errorf("offsets of %s/%d: %w", o.Topic, po.Partition, po.Error)
 		}
+	}
+	for _, po := range offs.Topics[o.Topic] {
 		start, end := po.LastOffset, po.LastOffset
 		if o.FromBeginning {
 			start = po.FirstOffset
@@ -110,7 +112,7 @@ func tailTopic(ctx context.Context, t *kafkaTarget, o tailOptions, out io.Writer
 		}
 		r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.brokers, Topic: o.Topic, Partition: po.Partition, Dialer: t.dialer,
 			MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 250 * time.Millisecond})
-		if err := r.SetOffset(start); err != nil {
+		if err := r.SetOffset(start); err != nil { // only fails on a reader in a group
 			_ = r.Close()
 			return err
 		}
