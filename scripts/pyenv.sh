@@ -19,7 +19,9 @@ if ! command -v "$py" >/dev/null || ! "$py" -c 'import sys, venv; sys.exit(sys.v
 fi
 
 want=$(sha256sum "$req" | cut -d' ' -f1)
-if [[ -f $stamp && $(cat "$stamp") == "$want" ]]; then
+# Reused only if it still imports (its interpreter may have moved or gone).
+if [[ -f $stamp && $(cat "$stamp") == "$want" ]] &&
+	"$venv/bin/python" -c 'import confluent_kafka, fastavro, lakefs_sdk, pyarrow' 2>/dev/null; then
 	exit 0
 fi
 
