@@ -232,6 +232,7 @@ func EnsureTopics(ctx context.Context, brokers []string, transport kafka.RoundTr
 	if err != nil {
 		return err
 	}
+	var created []string
 	for _, t := range topics {
 		if t.Name == "" {
 			return errors.New("ensure topics: a topic has no name")
@@ -269,6 +270,7 @@ func EnsureTopics(ctx context.Context, brokers []string, transport kafka.RoundTr
 		switch {
 		case err == nil:
 			counts[t.Name] = parts
+			created = append(created, t.Name)
 		case errors.Is(err, kafka.TopicAlreadyExists):
 			// Someone else created it meanwhile; check it like an existing one.
 			fresh, err := partitionCounts(ctx, client, []string{t.Name})
@@ -295,6 +297,9 @@ func EnsureTopics(ctx context.Context, brokers []string, transport kafka.RoundTr
 			return fmt.Errorf("ensure topics: %s has %d partitions but %s has %d: they must be equal, because the state of %s partition N lives in %s partition N (recreate %s with %d partitions)",
 				t.Name, got, t.SamePartitionsAs, want, t.SamePartitionsAs, t.Name, t.Name, want)
 		}
+	}
+	if len(created) > 0 {
+		return awaitOnline(ctx, client, created)
 	}
 	return nil
 }
