@@ -260,44 +260,67 @@ func (s *Stack) CreateTopics(ctx context.Context, topics ...Topic) error {
 	for i, tc := range req.Topics {
 		names[i] = tc.Topic
 	}
-	return awaitLeaders(ctx, client, names)
+	return awaitLeaders(ctx, client, names...)
 }
 
-// awaitLeaders polls metadata until every partition of topics has a leader:
-// a real broker answers CreateTopics before the partitions are online, and
-// a produce in that window fails. There is no notification to wait on.
-func awaitLeaders(ctx context.Context, client *kafka.Client, topics []string) error {
+// awaitLeaders polls until every partition of topics has a leader that serves
+// it: a real broker answers CreateTopics before its partitions are online,
+// and even after metadata names a leader, that broker may still answer
+// NOT_LEADER for a moment. There is no notification to wait on.
+func awaitLeaders(ctx context.Context, client *kafka.Client, topics ...string) error {
 	for {
-		md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
-		if err == nil && allLed(md, len(topics)) {
+		err := served(ctx, client, topics)
+		if err == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			if err == nil {
-				err = ctx.Err()
-			}
-			return fmt.Errorf("devstack: topics %v have no leader yet: %w", topics, err)
+			return fmt.Errorf("devstack: topics %v not online: %w", topics, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-func allLed(md *kafka.MetadataResponse, want int) bool {
-	if len(md.Topics) != want {
-		return false
+// served returns nil when metadata shows a leader for every partition of
+// topics and each leader answers ListOffsets for it.
+func served(ctx context.Context, client *kafka.Client, topics []string) error {
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err != nil {
+		return err
 	}
+	if len(md.Topics) != len(topics) {
+		return fmt.Errorf("metadata lists %d of %d topics", len(md.Topics), len(topics))
+	}
+	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
 	for _, t := range md.Topics {
-		if t.Error != nil || len(t.Partitions) == 0 {
-			return false
+		if t.Error != nil {
+			return t.Error
+		}
+		if len(t.Partitions) == 0 {
+			return fmt.Errorf("topic %s has no partitions yet", t.Name)
 		}
 		for _, p := range t.Partitions {
-			if p.Error != nil || p.Leader.Host == "" {
-				return false
+			if p.Error != nil {
+				return p.Error
+			}
+			if p.Leader.Host == "" {
+				return fmt.Errorf("%s/%d has no leader", t.Name, p.ID)
+			}
+			req.Topics[t.Name] = append(req.Topics[t.Name], kafka.LastOffsetOf(p.ID))
+		}
+	}
+	res, err := client.ListOffsets(ctx, req)
+	if err != nil {
+		return err
+	}
+	for _, ps := range res.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				return p.Error
 			}
 		}
 	}
-	return true
+	return nil
 }
 
 // CreateRepository creates a lakeFS repository with storage namespace
