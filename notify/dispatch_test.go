@@ -119,8 +119,8 @@ func TestSlackDownForWholeRun(t *testing.T) {
 		}
 		return isDown
 	})
-	brokers := startKafka(t)
-	kafkaSink, _ := newTestKafkaSink(t, brokers)
+	k := startKafka(t)
+	kafkaSink, _ := newTestKafkaSink(t, k)
 	reg := prometheus.NewRegistry()
 	const budget = 20 * time.Second
 	d, clock, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{kafkaSink, newTestSlack(t, ws, "slack", "#wap")},
@@ -153,7 +153,7 @@ func TestSlackDownForWholeRun(t *testing.T) {
 			t.Errorf("step %d: receipts %v, want slack pending with %s", i, receipts, n.State)
 		}
 	}
-	readResults(t, brokers, 2) // BranchReady and BatchPublished, each once
+	readResults(t, k, 2) // BranchReady and BatchPublished, each once
 
 	if got := counterValue(t, reg, "lakewap_notify_undelivered_total", "slack"); got != 4 {
 		t.Errorf("undelivered counter %v, want 4", got)
@@ -176,7 +176,7 @@ func TestSlackDownForWholeRun(t *testing.T) {
 	if len(top) != 1 || !strings.Contains(top[0].text(), "orders published · batch b-42") {
 		t.Errorf("after recovery: %d messages; want the published message", len(top))
 	}
-	readResults(t, brokers, 2) // the retry did not write the result again
+	readResults(t, k, 2) // the retry did not write the result again
 }
 
 // counterValue reads a counter with label sink=sink from reg.

@@ -9,30 +9,29 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/lakewap/lakewap/internal/kafkatest"
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// startKafka runs an in-process broker (real wire protocol) with the
-// results topic, on a free 127.0.0.1 port, closed when the test ends.
-func startKafka(t *testing.T) []string {
+// startKafka returns a broker with a one-partition results topic: kfake on
+// a free 127.0.0.1 port, or the real Kafka named by
+// $LAKEWAP_TEST_KAFKA_BROKERS (k.Topic(DefaultResultsTopic) is then unique
+// to the test).
+func startKafka(t *testing.T) *kafkatest.Cluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, DefaultResultsTopic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c.ListenAddrs()
+	return kafkatest.Start(t, kafkatest.Topic{Name: DefaultResultsTopic, Partitions: 1})
 }
 
-func newTestKafkaSink(t *testing.T, brokers []string) (*KafkaResults, *schemas.Codec) {
+func newTestKafkaSink(t *testing.T, kc *kafkatest.Cluster) (*KafkaResults, *schemas.Codec) {
 	t.Helper()
 	codec, err := schemas.NewCodec(schemas.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := NewResultsWriter(brokers, "", nil)
+	// A private transport: the default one caches a broker's topics for
+	// seconds, longer than a test lasts on a shared broker.
+	w := NewResultsWriter(kc.Brokers, kc.Topic(DefaultResultsTopic), &kafka.Transport{})
 	t.Cleanup(func() { _ = w.Close() })
 	k, err := NewKafkaResults(w, codec)
 	if err != nil {
@@ -43,11 +42,12 @@ func newTestKafkaSink(t *testing.T, brokers []string) (*KafkaResults, *schemas.C
 
 // readResults reads every message on the results topic, as a downstream
 // consumer would, and checks nothing follows them.
-func readResults(t *testing.T, brokers []string, want int) []kafka.Message {
+func readResults(t *testing.T, k *kafkatest.Cluster, want int) []kafka.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := kafka.DialLeader(ctx, "tcp", brokers[0], DefaultResultsTopic, 0)
+	topic := k.Topic(DefaultResultsTopic)
+	conn, err := kafka.DialLeader(ctx, "tcp", k.Brokers[0], topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func readResults(t *testing.T, brokers []string, want int) []kafka.Message {
 	if last != int64(want) {
 		t.Fatalf("results topic holds %d messages, want %d", last, want)
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: DefaultResultsTopic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: k.Brokers, Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
 	defer r.Close()
 	var out []kafka.Message
 	for range want {
@@ -82,8 +82,8 @@ func header(m kafka.Message, key string) string {
 }
 
 func TestKafkaResultsForEachOutcome(t *testing.T) {
-	brokers := startKafka(t)
-	sink, codec := newTestKafkaSink(t, brokers)
+	k := startKafka(t)
+	sink, codec := newTestKafkaSink(t, k)
 	d, _, _ := newTestDispatcher(t, nil, []Sink{sink}, Options{})
 	ctx := context.Background()
 
@@ -111,7 +111,7 @@ func TestKafkaResultsForEachOutcome(t *testing.T) {
 		}
 	}
 
-	got := readResults(t, brokers, len(sent))
+	got := readResults(t, k, len(sent))
 	for i, m := range got {
 		want := deref(sent[i])
 		if string(m.Key) != want.Batch() {
