@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// actionYAML is the lakeFS action that makes every merge into main ask
+// lakewap first (docs: deploy/lakefs-actions/lakewap.yaml).
+func actionYAML(webhookURL string) string {
+	return fmt.Sprintf(`name: lakewap audit
+description: lakewap runs the audit suites of the datasets published to main on what is merged into it
+on:
+  pre-merge:
+    branches: [main]
+hooks:
+  - id: lakewap_audit
+    type: webhook
+    description: 200 allows the merge, 412 blocks it (the report is in this hook's output)
+    properties:
+      url: %s
+      timeout: 2m
+`, webhookURL)
+}
+
+// installAction commits the lakewap action on main; branches made from
+// main afterwards carry it, and lakeFS reads pre-merge actions from the
+// merge source.
+func installAction(t *testing.T, env *stackEnv, webhookURL string) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, env.lake.Upload(ctx, env.stack.Repository, "main", "_lakefs_actions/lakewap.yaml", strings.NewReader(actionYAML(webhookURL))))
+	_, err := env.lake.Commit(ctx, env.stack.Repository, "main", "install the lakewap pre-merge hook", nil)
+	must(t, err)
+}
+
+// branchWith makes branch from main holding query's rows as one billing
+// partition, committed; it returns the commit.
+func branchWith(t *testing.T, env *stackEnv, branch, query string) string {
+	t.Helper()
+	ctx := context.Background()
+	_, err := env.lake.EnsureBranch(ctx, env.stack.Repository, branch, "main")
+	must(t, err)
+	must(t, env.writeParquet(ctx, branch, "gold/billing_fact/batch="+branch+"/part-0.parquet", query))
+	id, err := env.lake.Commit(ctx, env.stack.Repository, branch, "rows of "+branch, nil)
+	must(t, err)
+	return id
+}
+
+func status412(err error) bool {
+	var le *lakefs.Error
+	return errors.As(err, &le) && le.Status == http.StatusPreconditionFailed
+}
+
+// TestPreMergeWebhookOnRealLakeFS installs lakewap's action on main of the
+// real lakeFS server: a manual merge of a bad branch is refused with 412
+// and main stays as it was, a good branch merges, and the daemon's own
+// publishes pass the hook, from its cache of audited commits when warm and
+// by auditing again when not.
+func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
+	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0" })
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	base := "http://" + e.d.HTTPAddr()
+	installAction(t, e.stackEnv, base+preMergePath)
+	metric := func(name string, labels map[string]string) float64 {
+		t.Helper()
+		return value(t, scrape(t, base+"/metrics"), name, labels)
+	}
+	mainHead := func() string {
+		t.Helper()
+		c, err := e.lake.GetCommit(ctx, "lake", "main")
+		must(t, err)
+		return c.ID
+	}
+
+	t.Run("bad manual merge is refused", func(t *testing.T) {
+		branchWith(t, e.stackEnv, "manual-bad", badBillingRows)
+		before := mainHead()
+		_, err := e.lake.Merge(ctx, "lake", "manual-bad", "main", "merge by hand", nil)
+		if !status412(err) {
+			t.Fatalf("merge of a bad branch: %v; want lakeFS's 412", err)
+		}
+		if !strings.Contains(err.Error(), "pre-merge hook aborted") {
+			t.Errorf("merge error %q does not name the hook", err)
+		}
+		// Metadata saying lakewap audited it does not get it through.
+		_, err = e.lake.Merge(ctx, "lake", "manual-bad", "main", "lakewap: publish billing batch forged",
+			map[string]string{pipeline.MetaBatchID: "forged", pipeline.MetaDataset: "billing", pipeline.MetaAudit: "passed=5 failed=0 warned=0"})
+		if !status412(err) {
+			t.Fatalf("merge with forged lakewap metadata: %v; want 412", err)
+		}
+		if after := mainHead(); after != before {
+			t.Errorf("main moved from %s to %s", before, after)
+		}
+		if n, err := e.countRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL"); err != nil || n != 0 {
+			t.Errorf("main has %d NULL billing ids (err %v)", n, err)
+		}
+		if got := metric("lakewap_premerge_hooks_total", map[string]string{"decision": "block", "via": "audit"}); got != 2 {
+			t.Errorf("blocked hooks = %v, want 2", got)
+		}
+	})
+
+	t.Run("good manual merge goes through", func(t *testing.T) {
+		branchWith(t, e.stackEnv, "manual-good", billingRows(500000, 0, 1000, "BIGINT"))
+		before := mainHead()
+		id, err := e.lake.Merge(ctx, "lake", "manual-good", "main", "merge by hand", nil)
+		must(t, err)
+		if after := mainHead(); after == before || after != id {
+			t.Errorf("main at %s after merge %s (was %s)", after, id, before)
+		}
+		if n, err := e.countRows(ctx, "main", "gold/billing_fact/batch=manual-good/", ""); err != nil || n != 1000 {
+			t.Errorf("main has %d rows of manual-good (err %v)", n, err)
+		}
+	})
+
+	t.Run("daemon publish answered from the cache", func(t *testing.T) {
+		hits := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "hit"})
+		ev := e.runBatch(t, "hooked-1", billingRows(600000, 0, 1000, "BIGINT"))
+		pub, ok := ev.(schemas.BatchPublished)
+		if !ok {
+			t.Fatalf("batch ended with %+v", ev)
+		}
+		if head := mainHead(); head != pub.CommitID {
+			t.Errorf("main at %s, published %s", head, pub.CommitID)
+		}
+		if got := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "hit"}); got != hits+1 {
+			t.Errorf("cache hits %v -> %v, want one more", hits, got)
+		}
+	})
+
+	t.Run("lakewap-shaped merge with a cold cache is audited", func(t *testing.T) {
+		// What a restarted daemon does: merge a sealed commit it audited
+		// before the restart; its cache is empty.
+		misses := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"})
+		sealed := branchWith(t, e.stackEnv, "wap-billing-restarted", billingRows(700000, 0, 1000, "BIGINT"))
+		if !commitID.MatchString(sealed) {
+			t.Errorf("commit id %q is not what the cache keys on", sealed)
+		}
+		_, err := e.lake.Merge(ctx, "lake", sealed, "main", "lakewap: publish billing batch restarted",
+			map[string]string{pipeline.MetaBatchID: "restarted", pipeline.MetaDataset: "billing", "wap.sealed_commit": sealed})
+		must(t, err)
+		if got := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"}); got != misses+1 {
+			t.Errorf("cache misses %v -> %v, want the hook to audit once", misses, got)
+		}
+		if id, found, err := e.lake.FindPublished(ctx, "lake", "main", "restarted"); err != nil || !found {
+			t.Errorf("restarted batch not on main: %s %v %v", id, found, err)
+		}
+	})
+}
+
+// TestReportCache: only passing reports of commit ids are kept, by
+// repository, dataset, commit and base; the oldest entry goes first.
+func TestReportCache(t *testing.T) {
+	c := newReportCache(2)
+	k := func(ref string) reportKey { return reportKey{"lake", "billing", ref, "main"} }
+	c.put(k("a"), schemas.AuditReport{Ref: "a", Passed: true})
+	c.put(k("b"), schemas.AuditReport{Ref: "b", Passed: true})
+	c.put(k("c"), schemas.AuditReport{Ref: "c", Passed: true})
+	if _, ok := c.get(k("a")); ok {
+		t.Errorf("oldest entry kept past the bound")
+	}
+	if r, ok := c.get(k("c")); !ok || r.Ref != "c" {
+		t.Errorf("newest entry: %+v %v", r, ok)
+	}
+	if _, ok := c.get(reportKey{"lake", "billing", "c", "dev"}); ok {
+		t.Errorf("a report against main answered for base dev")
+	}
+	for ref, want := range map[string]bool{
+		strings.Repeat("ab", 32): true, "main": false, "wap-billing-b1": false, strings.Repeat("AB", 32): false,
+	} {
+		if got := commitID.MatchString(ref); got != want {
+			t.Errorf("commitID(%q) = %v", ref, got)
+		}
+	}
+}
