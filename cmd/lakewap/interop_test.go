@@ -123,7 +123,7 @@ func TestInteropForeignClients(t *testing.T) {
 		"--access-key-id", stack.AccessKeyID, "--repository", stack.Repository,
 		"--topics", cfg.Kafka.InputTopic+","+cfg.Kafka.ResultsTopic, "--schemas", schemaDir,
 		"--good", good, "--bad", bad, "--timeout", "180")
-	cmd.Env = append(os.Environ(), "LAKEFS_SECRET_ACCESS_KEY="+stack.SecretAccessKey)
+	cmd.Env = append(os.Environ(), "LAKEFS_SECRET_ACCESS_KEY="+stack.SecretAccessKey, "PYTHONDONTWRITEBYTECODE=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	started := time.Now()
