@@ -20,5 +20,38 @@ scripts/pyenv.sh  # Python clients of the interop test, into .cache/pyvenv (firs
 step "go vet"
 go vet ./...
 
-step "go test ./... (embedded Kafka broker + real lakeFS server + DuckDB)"
-go test -count=1 -timeout 30m ./... "$@"
+step "go test ./... [Kafka backend: kfake, in-process] (+ real lakeFS server + DuckDB)"
+status=0
+env -u LAKEWAP_TEST_KAFKA_BROKERS go test -count=1 -timeout 30m ./... "$@" || status=$?
+
+# The Kafka-facing tests again, against Apache Kafka: a single-node KRaft
+# broker from Maven Central's jars on Java 17+ (scripts/kafka.sh). Skipped,
+# with the reason, where Java or Maven is missing; LAKEWAP_REAL_KAFKA=0 skips it too.
+kafka_pkgs=(./internal/kafkatest/ ./internal/devstack/ ./consumer/ ./notify/ ./cmd/lakewap/)
+if [[ "${LAKEWAP_REAL_KAFKA:-1}" == 0 ]]; then
+	step "SKIPPED the Apache Kafka run: LAKEWAP_REAL_KAFKA=0"
+	exit "$status"
+fi
+kafka_dir="$(mktemp -d "${TMPDIR:-/tmp}/lakewap-kafka.XXXXXX")"
+stop_kafka() {
+	scripts/kafka.sh stop "$kafka_dir" || true
+	if [[ "$status" == 0 ]]; then rm -rf "$kafka_dir"; else echo "test.sh: Apache Kafka's log: $kafka_dir/kafka.log" >&2; fi
+}
+trap stop_kafka EXIT
+step "starting Apache Kafka (KRaft, single node) for the second run"
+kafka_rc=0
+brokers="$(scripts/kafka.sh start "$kafka_dir")" || kafka_rc=$?
+case "$kafka_rc" in
+0)
+	step "go test ${kafka_pkgs[*]} [Kafka backend: Apache Kafka $(cat "$kafka_dir/version" 2>/dev/null) at $brokers]"
+	began=$SECONDS
+	LAKEWAP_TEST_KAFKA_BROKERS="$brokers" go test -count=1 -timeout 30m "${kafka_pkgs[@]}" "$@" || status=$?
+	step "Apache Kafka run took $((SECONDS - began))s (broker: $(tr '\n' ' ' <"$kafka_dir/timings"))"
+	;;
+3) step "SKIPPED the Apache Kafka run (reason above); the kfake run above is the only Kafka run" ;;
+*)
+	echo "test.sh: could not start Apache Kafka (exit $kafka_rc)" >&2
+	status=1
+	;;
+esac
+exit "$status"

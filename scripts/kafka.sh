@@ -175,6 +175,7 @@ start() {
 	local pid=$!
 	echo "$pid" >"$dir/kafka.pid"
 	echo "127.0.0.1:$port" >"$dir/bootstrap"
+	echo "$KAFKA_VERSION" >"$dir/version"
 
 	# Ready means the broker accepts connections on its client listener, which
 	# KRaft enables only once the broker has caught up with the metadata log.
