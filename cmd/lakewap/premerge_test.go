@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
@@ -182,5 +185,69 @@ func TestReportCache(t *testing.T) {
 		if got := commitID.MatchString(ref); got != want {
 			t.Errorf("commitID(%q) = %v", ref, got)
 		}
+	}
+}
+
+// TestPreMergeHookAfterRestart: the daemon is killed after auditing a
+// batch and before merging it; the restarted daemon merges the sealed
+// commit, lakeFS asks its hook, whose cache is empty, so the hook audits
+// the commit again, allows it, and the batch is published once.
+func TestPreMergeHookAfterRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon as a process; skipped with -short")
+	}
+	tmp := t.TempDir()
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
+	cfg := demoConfig(stack, tmp)
+	cfgPath := writeCrashConfig(t, stack, cfg, "5m")
+	// Both processes listen on the same port: the action names one URL.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	f, err := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	must(t, err)
+	_, err = fmt.Fprintf(f, "http: {listen: %q}\n", addr)
+	must(t, err)
+	must(t, f.Close())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	must(t, err)
+	defer env.Close()
+	installAction(t, env, "http://"+addr+preMergePath)
+
+	first := startProc(t, stack, cfgPath, "before_merge")
+	batch := "restart-1"
+	must(t, env.produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, died, err := awaitOrExit(ctx, env, first, batch, schemas.TypeBranchReady)
+	must(t, err)
+	if died {
+		t.Fatalf("daemon died before BranchReady: %v", first.err)
+	}
+	path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
+	must(t, env.writeParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
+	must(t, env.produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact", Paths: []string{path},
+		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	if _, died, err = awaitOrExit(ctx, env, first, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || !died || !first.killedBySIGKILL() {
+		t.Fatalf("first daemon did not stop at before_merge: died=%v err=%v exit=%v", died, err, first.err)
+	}
+
+	startProc(t, stack, cfgPath, "")
+	final, err := env.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	if final.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("batch ended with %+v", final)
+	}
+	if n := publishCommits(t, env, batch); n != 1 {
+		t.Errorf("%d publish commits of %s, want 1", n, batch)
+	}
+	fams := scrape(t, "http://"+addr+"/metrics")
+	if got := value(t, fams, "lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"}); got != 1 {
+		t.Errorf("restarted daemon's cache misses = %v, want 1 (the hook audited the sealed commit)", got)
+	}
+	if got := value(t, fams, "lakewap_premerge_hooks_total", map[string]string{"decision": "allow", "via": "audit"}); got != 1 {
+		t.Errorf("restarted daemon's allowed hooks = %v, want 1", got)
 	}
 }
