@@ -203,4 +203,3 @@ func reportPeakRSSMB(b *testing.B) {
 		}
 	}
 }
-
