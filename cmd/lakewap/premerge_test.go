@@ -251,3 +251,20 @@ func TestPreMergeHookAfterRestart(t *testing.T) {
 		t.Errorf("restarted daemon's allowed hooks = %v, want 1", got)
 	}
 }
+
+// TestActionExampleIsTheTestedOne: deploy/lakefs-actions/lakewap.yaml is,
+// comments and URL aside, the action the real lakeFS server runs above.
+func TestActionExampleIsTheTestedOne(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/lakefs-actions/lakewap.yaml")
+	must(t, err)
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	got := strings.Join(lines, "\n")
+	if want := actionYAML("http://lakewap:9090" + preMergePath); got != want {
+		t.Errorf("deploy/lakefs-actions/lakewap.yaml differs from the tested action:\n%s\nwant:\n%s", got, want)
+	}
+}
