@@ -20,6 +20,7 @@ import (
 
 type fakeLake struct {
 	mu       sync.Mutex
+	down     bool // every call fails as if lakeFS were unreachable
 	branches map[string]bool
 	merged   map[string]string // batch -> merge commit
 	mergeErr []error           // returned by the next Merge calls, in order
@@ -33,6 +34,9 @@ func newFakeLake() *fakeLake {
 func (l *fakeLake) EnsureBranch(_ context.Context, _, branch, _ string) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.down {
+		return false, fmt.Errorf("dial tcp 127.0.0.1:8000: connection refused: %w", ErrTransient)
+	}
 	existed := l.branches[branch]
 	l.branches[branch] = true
 	return existed, nil
@@ -352,6 +356,33 @@ func TestRestoreResumesWithoutRepublishing(t *testing.T) {
 	f.await(t, "r1", schemas.TypeBatchPublished)
 	if f.lake.merges != 0 {
 		t.Errorf("restored run merged %d times, want 0 (already on main)", f.lake.merges)
+	}
+}
+
+// lakeFS unreachable: the run retries with backoff and ends failed, with
+// its branch kept and an alert sent, only once the retry budget is spent.
+func TestLakeFSDownFailsAfterBudget(t *testing.T) {
+	f := &runnerFixture{lake: newFakeLake(), aud: &gateAuditor{gates: map[string]chan struct{}{}},
+		notes: &recordingNotifier{ch: make(chan schemas.Event, 100)}, store: &memStore{data: map[int]map[string][]byte{}}}
+	f.lake.down = true
+	r, err := NewRunner(Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{},
+		Datasets: func(n string) (DatasetSpec, bool) { return DatasetSpec{Repository: "lake", Target: "main"}, true },
+		Policy:   Policy{BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, RetryBudget: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.r = r
+	t.Cleanup(r.Close)
+	if err := r.Assigned(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.land(t, "down-1")
+	f.await(t, "down-1", schemas.TypeBatchFailed)
+	f.notes.mu.Lock()
+	defer f.notes.mu.Unlock()
+	failed := f.notes.events[len(f.notes.events)-1].(schemas.BatchFailed)
+	if failed.Attempts < 3 || failed.State != string(StateLanded) || !strings.Contains(failed.Error, "connection refused") || !failed.BranchKept {
+		t.Errorf("BatchFailed = %+v; want several attempts from state landed, the cause, branch kept", failed)
 	}
 }
 
