@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/lakewap/lakewap/internal/config"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// /healthz answers while the process lives; /readyz only once lakeFS
+// answers and the partitions are assigned and restored.
+func TestHealthAndReadiness(t *testing.T) {
+	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0" })
+	base := "http://" + e.d.HTTPAddr()
+	if code, _ := get(t, base+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d", code)
+	}
+	waitFor(t, func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
+
+	// A second daemon whose lakeFS endpoint answers nothing is alive but
+	// not ready, and says why.
+	cfg := *e.cfg
+	cfg.LakeFS.Endpoint = "http://127.0.0.1:1"
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d, err := newDaemon(ctx, &cfg, daemonOptions{Logger: slog.New(slog.DiscardHandler), Console: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	other := "http://" + d.HTTPAddr()
+	if code, _ := get(t, other+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz of the second daemon = %d", code)
+	}
+	code, body := get(t, other+"/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "lakefs") {
+		t.Errorf("/readyz with lakeFS unreachable = %d %q, want 503 naming lakefs", code, body)
+	}
+}
