@@ -254,6 +254,67 @@ func TestSlowAuditDoesNotStallPartition(t *testing.T) {
 	f.await(t, "slow", schemas.TypeBatchPublished)
 }
 
+// MaxInFlight bounds the steps running at once across batches.
+func TestMaxInFlightBoundsConcurrentSteps(t *testing.T) {
+	f := &runnerFixture{lake: newFakeLake(), aud: &gateAuditor{gates: map[string]chan struct{}{}},
+		notes: &recordingNotifier{ch: make(chan schemas.Event, 100)}, store: &memStore{data: map[int]map[string][]byte{}}}
+	var mu sync.Mutex
+	running, peak := 0, 0
+	gate, reached := make(chan struct{}), make(chan struct{})
+	aud := auditFunc(func(ctx context.Context, req AuditRequest) (schemas.AuditReport, error) {
+		mu.Lock()
+		running++
+		if running == 2 && peak < 2 {
+			close(reached)
+		}
+		peak = max(peak, running)
+		mu.Unlock()
+		<-gate
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return report(true), nil
+	})
+	r, err := NewRunner(Config{Lake: f.lake, Auditor: aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{}, MaxInFlight: 2,
+		Datasets: func(n string) (DatasetSpec, bool) { return DatasetSpec{Repository: "lake", Target: "main"}, true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.r = r
+	t.Cleanup(r.Close)
+	if err := r.Assigned(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		f.land(t, fmt.Sprintf("bound-%d", i))
+	}
+	// Once two audits hold the slots, the other three must wait for them.
+	select {
+	case <-reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("two audits never ran at once")
+	}
+	close(gate)
+	published := map[string]bool{}
+	for len(published) < 5 {
+		select {
+		case ev := <-f.notes.ch:
+			if ev.EventType() == schemas.TypeBatchPublished {
+				published[ev.Batch()] = true
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("published only %v", published)
+		}
+	}
+	if peak != 2 {
+		t.Errorf("peak concurrent audits %d, want 2 (MaxInFlight)", peak)
+	}
+}
+
+type auditFunc func(ctx context.Context, req AuditRequest) (schemas.AuditReport, error)
+
+func (f auditFunc) Audit(ctx context.Context, req AuditRequest) (schemas.AuditReport, error) { return f(ctx, req) }
+
 // Handle returns only after the run is in the store: that is what lets the
 // consumer commit the offset.
 func TestHandlePersistsBeforeReturning(t *testing.T) {
