@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Python clients of the interop test (tests/interop/requirements.txt)
 # into a venv at ${LAKEWAP_CACHE_DIR:-.cache}/pyvenv, once: the venv is reused
-# while requirements.txt is unchanged. Without python3 (3.9+) it says so and
-# exits 0, and the interop test skips; a failed pip install fails.
+# while requirements.txt is unchanged. Prints the venv's interpreter (absolute
+# path) on stdout, for LAKEWAP_INTEROP_PYTHON; everything else goes to stderr.
+# Without python3 (3.9+) it says so, prints nothing and exits 0, and the
+# interop test skips; a failed pip install fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,13 +24,15 @@ want=$(sha256sum "$req" | cut -d' ' -f1)
 # Reused only if it still imports (its interpreter may have moved or gone).
 if [[ -f $stamp && $(cat "$stamp") == "$want" ]] &&
 	"$venv/bin/python" -c 'import confluent_kafka, fastavro, lakefs_sdk, pyarrow' 2>/dev/null; then
+	echo "$(cd "$venv/bin" && pwd)/python"
 	exit 0
 fi
 
-printf '\n== %s\n' "installing the interop test's Python clients into $venv (first run only, about a minute)" >&2
+printf '\n== %s\n' "installing the interop test's Python clients into $venv (first run only, under a minute)" >&2
 mkdir -p "$cache"
 [[ -f $cache/.gitignore ]] || echo '*' >"$cache/.gitignore"
 rm -rf "$venv"
-"$py" -m venv "$venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: -r "$req"
+"$py" -m venv "$venv" >&2
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input --only-binary=:all: -r "$req" >&2
 echo "$want" >"$stamp"
+echo "$(cd "$venv/bin" && pwd)/python"

@@ -26,9 +26,14 @@ import (
 // go test runs its tests).
 const repoDir = "../.."
 
-// interopPython returns the interpreter of the venv that scripts/pyenv.sh
-// fills with the pinned Python clients, or why it cannot be used.
-func interopPython() (string, error) {
+// interopPython returns the interpreter that has the pinned Python clients:
+// $LAKEWAP_INTEROP_PYTHON, which test.sh sets from scripts/pyenv.sh (then
+// the test must run), else the venv pyenv.sh fills by default, if it is there
+// and current (else the test skips, with the returned reason).
+func interopPython() (python string, skip error) {
+	if p := os.Getenv("LAKEWAP_INTEROP_PYTHON"); p != "" {
+		return p, nil
+	}
 	cache := os.Getenv("LAKEWAP_CACHE_DIR")
 	if cache == "" {
 		cache = filepath.Join(repoDir, ".cache")
