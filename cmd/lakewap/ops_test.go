@@ -44,7 +44,8 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 		fams := scrape(t, url)
 		// The Kafka sink counts a send after its write returns, so the
 		// watcher may have seen the last event first: wait for the count.
-		for value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "kafka", "result": "ok"}) < 4 && ctx.Err() == nil {
+		// The lag gauge is set on the consumer's next commit tick.
+		for (value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "kafka", "result": "ok"}) < 4 || fams["lakewap_consumer_lag"] == nil) && ctx.Err() == nil {
 			select {
 			case <-ctx.Done():
 			case <-time.After(20 * time.Millisecond):

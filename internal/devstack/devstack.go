@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/internal/kafkaready"
 	"github.com/treeverse/lakefs/pkg/api/apigen"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -260,67 +262,7 @@ func (s *Stack) CreateTopics(ctx context.Context, topics ...Topic) error {
 	for i, tc := range req.Topics {
 		names[i] = tc.Topic
 	}
-	return awaitLeaders(ctx, client, names...)
-}
-
-// awaitLeaders polls until every partition of topics has a leader that serves
-// it: a real broker answers CreateTopics before its partitions are online,
-// and even after metadata names a leader, that broker may still answer
-// NOT_LEADER for a moment. There is no notification to wait on.
-func awaitLeaders(ctx context.Context, client *kafka.Client, topics ...string) error {
-	for {
-		err := served(ctx, client, topics)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("devstack: topics %v not online: %w", topics, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// served returns nil when metadata shows a leader for every partition of
-// topics and each leader answers ListOffsets for it.
-func served(ctx context.Context, client *kafka.Client, topics []string) error {
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
-	if err != nil {
-		return err
-	}
-	if len(md.Topics) != len(topics) {
-		return fmt.Errorf("metadata lists %d of %d topics", len(md.Topics), len(topics))
-	}
-	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
-	for _, t := range md.Topics {
-		if t.Error != nil {
-			return t.Error
-		}
-		if len(t.Partitions) == 0 {
-			return fmt.Errorf("topic %s has no partitions yet", t.Name)
-		}
-		for _, p := range t.Partitions {
-			if p.Error != nil {
-				return p.Error
-			}
-			if p.Leader.Host == "" {
-				return fmt.Errorf("%s/%d has no leader", t.Name, p.ID)
-			}
-			req.Topics[t.Name] = append(req.Topics[t.Name], kafka.LastOffsetOf(p.ID))
-		}
-	}
-	res, err := client.ListOffsets(ctx, req)
-	if err != nil {
-		return err
-	}
-	for _, ps := range res.Topics {
-		for _, p := range ps {
-			if p.Error != nil {
-				return p.Error
-			}
-		}
-	}
-	return nil
+	return kafkaready.Await(ctx, client, names...)
 }
 
 // CreateRepository creates a lakeFS repository with storage namespace
