@@ -47,6 +47,23 @@ func lakewapBinary(t *testing.T) string {
 	return binPath
 }
 
+// procStack starts an embedded stack for daemons run as processes: the
+// stack, an upstream/writer/watcher env on it, and a config file whose
+// datasets wait writeTimeout for writes.
+func procStack(t *testing.T, writeTimeout string) (*devstack.Stack, *stackEnv, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
+	cfg := demoConfig(stack, tmp)
+	cfgPath := writeCrashConfig(t, stack, cfg, writeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	must(t, err)
+	t.Cleanup(env.Close)
+	return stack, env, cfgPath
+}
+
 // daemonProc is one lakewap process.
 type daemonProc struct {
 	cmd    *exec.Cmd
@@ -198,15 +215,9 @@ func TestCrashAtEveryStep(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%s_%s", tc.failpoint, strings.TrimPrefix(tc.want, "Batch")), func(t *testing.T) {
-			tmp := t.TempDir()
-			stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
-			cfg := demoConfig(stack, tmp)
-			cfgPath := writeCrashConfig(t, stack, cfg, "5m")
+			stack, env, cfgPath := procStack(t, "5m")
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			env, err := newStackEnv(ctx, stack, cfg, tmp)
-			must(t, err)
-			defer env.Close()
 
 			batch := fmt.Sprintf("crash-%d", i)
 			first := startProc(t, stack, cfgPath, tc.failpoint)
@@ -314,15 +325,9 @@ func TestTwoInstancesTakeOver(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon as processes; skipped with -short")
 	}
-	tmp := t.TempDir()
-	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
-	cfg := demoConfig(stack, tmp)
-	cfgPath := writeCrashConfig(t, stack, cfg, "25s")
+	stack, env, cfgPath := procStack(t, "25s")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	env, err := newStackEnv(ctx, stack, cfg, tmp)
-	must(t, err)
-	defer env.Close()
 
 	a := startProc(t, stack, cfgPath, "")
 	b := startProc(t, stack, cfgPath, "")
@@ -386,15 +391,9 @@ func TestGracefulShutdownHandsBackWork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon as a process; skipped with -short")
 	}
-	tmp := t.TempDir()
-	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
-	cfg := demoConfig(stack, tmp)
-	cfgPath := writeCrashConfig(t, stack, cfg, "5m")
+	stack, env, cfgPath := procStack(t, "5m")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env, err := newStackEnv(ctx, stack, cfg, tmp)
-	must(t, err)
-	defer env.Close()
 
 	first := startProc(t, stack, cfgPath, "")
 	must(t, env.produce(ctx, schemas.BatchLanded{BatchID: "term-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
