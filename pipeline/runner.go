@@ -100,6 +100,15 @@ type Metrics struct {
 	StepDuration func(step string, outcome string, d time.Duration)
 	StateChange  func(dataset string, from, to State, inPrev time.Duration)
 	Terminal     func(dataset string, state State, reason string)
+	// Held counts the runs this instance holds by dataset and state
+	// (delta +1 when a run enters a state here, -1 when it leaves).
+	Held func(dataset string, state State, delta int)
+}
+
+func (m Metrics) held(dataset string, state State, delta int) {
+	if m.Held != nil && state != "" {
+		m.Held(dataset, state, delta)
+	}
 }
 
 type partition struct {
@@ -168,6 +177,7 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 			continue
 		}
 		p.runs[key] = run
+		r.Metrics.held(run.Dataset, run.State, +1)
 	}
 	r.mu.Lock()
 	if old := r.parts[id]; old != nil {
@@ -209,6 +219,13 @@ func (r *Runner) Revoked(id int) {
 		t.Stop()
 	}
 	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		for _, run := range p.runs {
+			r.Metrics.held(run.Dataset, run.State, -1)
+		}
+		p.mu.Unlock()
+	}()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
 	select {
@@ -357,6 +374,8 @@ func (r *Runner) apply(ctx context.Context, p *partition, batch string, in Input
 		p.runs[batch] = after
 	}
 	if before.State != after.State {
+		r.Metrics.held(before.Dataset, before.State, -1)
+		r.Metrics.held(after.Dataset, after.State, +1)
 		r.log.Info("run state", "batch_id", batch, "dataset", after.Dataset, "branch", after.Branch,
 			"from", string(before.State), "state", string(after.State), "reason", after.Reason)
 		if f := r.Metrics.StateChange; f != nil && after.State != "" {

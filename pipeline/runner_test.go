@@ -313,7 +313,9 @@ func TestMaxInFlightBoundsConcurrentSteps(t *testing.T) {
 
 type auditFunc func(ctx context.Context, req AuditRequest) (schemas.AuditReport, error)
 
-func (f auditFunc) Audit(ctx context.Context, req AuditRequest) (schemas.AuditReport, error) { return f(ctx, req) }
+func (f auditFunc) Audit(ctx context.Context, req AuditRequest) (schemas.AuditReport, error) {
+	return f(ctx, req)
+}
 
 // Handle returns only after the run is in the store: that is what lets the
 // consumer commit the offset.

@@ -354,7 +354,9 @@ func runnerMetrics(reg prometheus.Registerer) pipeline.Metrics {
 		[]string{"dataset", "state"})
 	runs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_runs_total",
 		Help: "Runs that reached a terminal state, by dataset, outcome and reason."}, []string{"dataset", "outcome", "reason"})
-	reg.MustRegister(steps, inState, runs)
+	held := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_runs_held",
+		Help: "Runs this instance holds, by dataset and state (non-terminal states are the runs in flight)."}, []string{"dataset", "state"})
+	reg.MustRegister(steps, inState, runs, held)
 	return pipeline.Metrics{
 		StepDuration: func(step, outcome string, d time.Duration) { steps.WithLabelValues(step, outcome).Observe(d.Seconds()) },
 		StateChange: func(ds string, from, _ pipeline.State, in time.Duration) {
@@ -363,6 +365,9 @@ func runnerMetrics(reg prometheus.Registerer) pipeline.Metrics {
 			}
 		},
 		Terminal: func(ds string, st pipeline.State, reason string) { runs.WithLabelValues(ds, string(st), reason).Inc() },
+		Held: func(ds string, st pipeline.State, delta int) {
+			held.WithLabelValues(ds, string(st)).Add(float64(delta))
+		},
 	}
 }
 

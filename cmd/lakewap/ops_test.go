@@ -55,6 +55,11 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 		if got := value(t, fams, "lakewap_runs_total", map[string]string{"dataset": "billing", "outcome": "published"}); got != 2 {
 			t.Errorf("lakewap_runs_total{dataset=billing,outcome=published} = %v, want 2", got)
 		}
+		for state, want := range map[string]float64{"published": 2, "landed": 0, "awaiting_writes": 0, "auditing": 0, "publishing": 0} {
+			if got := value(t, fams, "lakewap_runs_held", map[string]string{"dataset": "billing", "state": state}); got != want {
+				t.Errorf("lakewap_runs_held{state=%s} = %v, want %v", state, got, want)
+			}
+		}
 		if got := value(t, fams, "lakewap_runs_total", map[string]string{"outcome": "aborted"}); got != 0 {
 			t.Errorf("aborted runs counted: %v", got)
 		}
