@@ -207,7 +207,9 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 			}
 		}
 	case Merged:
-		if n.State == StatePublishing {
+		// A merge that lands after its step was given up on (a timeout whose
+		// merge went through) still made the batch public: say so.
+		if n.State == StatePublishing || n.State == StateFailed && n.FailedStep == StepPublish {
 			n.resetRetry()
 			n.CommitID = in.CommitID
 			n.setState(StatePublished, now)
@@ -488,7 +490,7 @@ func abort(n Run, reason, detail string, now time.Time) Run {
 
 func fail(n Run, step Step, err string, attempts int, now time.Time) Run {
 	prev := n.State
-	n.Reason, n.Detail = "failed", fmt.Sprintf("%s: %s", step, err)
+	n.Reason, n.Detail, n.FailedStep = "failed", fmt.Sprintf("%s: %s", step, err), step
 	n.setState(StateFailed, now)
 	n.RetryAt = time.Time{}
 	ev := schemas.BatchFailed{

@@ -147,6 +147,25 @@ func TestTransitionScenarios(t *testing.T) {
 				}
 			}},
 		}},
+		{"a merge that lands after its step was given up on still publishes", []step{
+			{in: landed("b13", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b13", "fact"), state: StateAuditing},
+			{in: Audited{SealedCommit: "c13", Report: report(true)}, state: StatePublishing},
+			{in: StepFailed{Step: StepPublish, Err: "timeout", Class: Transient}, state: StatePublishing},
+			{in: StepFailed{Step: StepPublish, Err: "timeout", Class: Transient}, at: time.Minute, state: StateFailed},
+			{in: Merged{CommitID: "m13", AlreadyPublished: true}, at: time.Minute, state: StatePublished, check: func(t *testing.T, r Run) {
+				last := r.Outbox[len(r.Outbox)-1]
+				if last.Published == nil || last.Published.CommitID != "m13" {
+					t.Errorf("outbox ends with %+v, want BatchPublished m13", last)
+				}
+			}},
+		}},
+		{"a late merge does not revive a run failed elsewhere", []step{
+			{in: landed("b14", "fact"), state: StateLanded},
+			{in: StepFailed{Step: StepBranch, Err: "403", Class: Permanent}, state: StateFailed},
+			{in: Merged{CommitID: "m14"}, state: StateFailed},
+		}},
 		{"merge conflict aborts and keeps the branch", []step{
 			{in: landed("b9", "fact"), state: StateLanded},
 			{in: BranchCreated{}, state: StateAwaitingWrites},

@@ -64,6 +64,7 @@ type Run struct {
 	Report       *schemas.AuditReport `json:"report,omitempty"`
 	CommitID     string               `json:"commit_id,omitempty"` // merge commit on Target
 	Reason       string               `json:"reason,omitempty"`
+	FailedStep   Step                 `json:"failed_step,omitempty"` // the step whose failure ended the run
 	Detail       string               `json:"detail,omitempty"`
 
 	// Retry bookkeeping for the current step.

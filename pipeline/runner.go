@@ -544,6 +544,13 @@ func (r *Runner) step(ctx context.Context, run Run, k EffectKind) Input {
 		r.failpoint("before_merge")
 		id, err := r.cfg.Lake.Merge(ctx, run.Repository, run.SealedCommit, run.Target,
 			fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID), publishMeta(run))
+		if err != nil && errors.Is(err, ErrTransient) {
+			// A timed-out merge may still have happened: look before retrying.
+			if found, ok, ferr := r.cfg.Lake.FindPublished(ctx, run.Repository, run.Target, run.BatchID); ferr == nil && ok {
+				log.Info("merge answered with an error but the batch is on the target", "commit_id", found, "err", err)
+				return Merged{CommitID: found, AlreadyPublished: true}
+			}
+		}
 		if err != nil {
 			return failed(log, StepPublish, err)
 		}

@@ -24,6 +24,7 @@ type fakeLake struct {
 	branches map[string]bool
 	merged   map[string]string // batch -> merge commit
 	mergeErr []error           // returned by the next Merge calls, in order
+	lostAck  bool              // the next Merge happens but answers with a timeout
 	merges   int
 }
 
@@ -66,6 +67,10 @@ func (l *fakeLake) Merge(_ context.Context, _, _, _, _ string, meta map[string]s
 	}
 	id := "merge-" + meta[MetaBatchID]
 	l.merged[meta[MetaBatchID]] = id
+	if l.lostAck {
+		l.lostAck = false
+		return "", fmt.Errorf("merge: context deadline exceeded: %w", ErrTransient)
+	}
 	return id, nil
 }
 
@@ -382,6 +387,20 @@ func TestMergeRetriesTransientThenPublishesOnce(t *testing.T) {
 	defer f.lake.mu.Unlock()
 	if f.lake.merges != 4 || f.lake.merged["retry-1"] == "" {
 		t.Errorf("%d merge calls, merged=%v; want 3 failures then 1 success", f.lake.merges, f.lake.merged)
+	}
+}
+
+// A merge whose answer is lost (timeout) but which happened is not merged
+// again: the runner looks on the target before retrying.
+func TestMergeTimeoutThatMergedIsNotRepeated(t *testing.T) {
+	f := newRunnerFixture(t)
+	f.lake.lostAck = true
+	f.land(t, "lost-1")
+	f.await(t, "lost-1", schemas.TypeBatchPublished)
+	f.lake.mu.Lock()
+	defer f.lake.mu.Unlock()
+	if f.lake.merges != 1 {
+		t.Errorf("%d merges, want 1", f.lake.merges)
 	}
 }
 
