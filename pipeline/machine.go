@@ -89,6 +89,7 @@ const (
 	Transient FailClass = iota // retry with backoff within the budget
 	Permanent                  // fail the run now
 	Conflict                   // merge conflict: abort, keep the branch
+	Rejected                   // the event asked for something that does not exist: abort as invalid
 )
 
 // EffectKind names work the runner must do for a run.
@@ -424,6 +425,12 @@ func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
 			n.resetRetry()
 			n.KeepBranch = true
 			return abort(n, schemas.ReasonMergeConflict, in.Err, now)
+		}
+	case Rejected:
+		if in.Step == StepBranch {
+			n.resetRetry()
+			n.KeepBranch = true // nothing was created
+			return abort(n, schemas.ReasonInvalid, in.Err, now)
 		}
 	case Permanent:
 		if in.Step == StepCleanup {

@@ -162,6 +162,14 @@ func TestTransitionScenarios(t *testing.T) {
 				}
 			}},
 		}},
+		{"a missing source ref aborts the batch as invalid", []step{
+			{in: landed("b15", "fact"), state: StateLanded},
+			{in: StepFailed{Step: StepBranch, Err: "cannot branch from \"nope\"", Class: Rejected}, state: StateAborted, check: func(t *testing.T, r Run) {
+				if r.Reason != schemas.ReasonInvalid || r.CleanupPending {
+					t.Errorf("reason %q cleanup %v", r.Reason, r.CleanupPending)
+				}
+			}},
+		}},
 		{"a late merge does not revive a run failed elsewhere", []step{
 			{in: landed("b14", "fact"), state: StateLanded},
 			{in: StepFailed{Step: StepBranch, Err: "403", Class: Permanent}, state: StateFailed},

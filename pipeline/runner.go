@@ -485,7 +485,7 @@ func (r *Runner) execute(p *partition, run Run, e Effect) {
 		if f := r.Metrics.StepDuration; f != nil {
 			outcome := "ok"
 			if sf, ok := in.(StepFailed); ok {
-				outcome = [...]string{"transient", "permanent", "conflict"}[sf.Class]
+				outcome = [...]string{"transient", "permanent", "conflict", "rejected"}[sf.Class]
 			}
 			f(e.Kind.String(), outcome, time.Since(start))
 		}
@@ -510,6 +510,12 @@ func (r *Runner) step(ctx context.Context, run Run, k EffectKind) Input {
 	switch k {
 	case DoCreateBranch:
 		existed, err := r.cfg.Lake.EnsureBranch(ctx, run.Repository, run.Branch, run.Source)
+		if errors.Is(err, ErrNotFound) {
+			// The batch names a source ref (or the dataset a repository)
+			// that does not exist: the event is wrong, not lakeFS.
+			log.Warn("branch source not found", "source", run.Source, "err", err)
+			return StepFailed{Step: StepBranch, Err: fmt.Sprintf("cannot branch from %q in repository %q: %v", run.Source, run.Repository, err), Class: Rejected}
+		}
 		if err != nil {
 			return failed(log, StepBranch, err)
 		}

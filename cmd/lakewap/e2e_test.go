@@ -293,3 +293,17 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestEndToEndMissingSourceRefIsInvalid(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "nosrc-1", Dataset: "billing", SourceRef: "no-such-branch",
+		ExpectedWrites: []string{"billing_fact"}, Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := e.watcher.await(ctx, "nosrc-1", schemas.TypeBatchAborted, schemas.TypeBatchFailed, schemas.TypeBranchReady)
+	must(t, err)
+	ab, ok := ev.(schemas.BatchAborted)
+	if !ok || ab.Reason != schemas.ReasonInvalid || !strings.Contains(ab.Detail, "no-such-branch") {
+		t.Fatalf("got %+v, want BatchAborted invalid naming the missing source ref", ev)
+	}
+}
