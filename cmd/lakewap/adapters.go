@@ -102,6 +102,7 @@ func (h handler) Handle(ctx context.Context, msg kafka.Message) error {
 			break
 		}
 	}
+	ctx = context.WithValue(ctx, messageKeyKey{}, string(msg.Key))
 	err := h.r.Handle(ctx, msg.Partition, msg.Value)
 	if errors.Is(err, pipeline.ErrPoison) {
 		return consumer.Poison(poisonCause(err), poisonReason(err))
@@ -120,7 +121,14 @@ const (
 	// reasonUnexpectedType: a lakewap event that is not an input (a result
 	// event sent to the input topic).
 	reasonUnexpectedType = "unexpected_type"
+	// reasonKeyMismatch: the Kafka key is not the batch id. Keys put all
+	// events of a batch on one partition, where its run lives; an event on
+	// another partition would start a run of its own there.
+	reasonKeyMismatch = "key_mismatch"
 )
+
+// messageKeyKey carries a message's Kafka key to inputDecoder.
+type messageKeyKey struct{}
 
 // headerTypeKey carries a message's wap.event_type header from Handle to
 // inputDecoder through the runner, which sees only the value.
@@ -141,6 +149,10 @@ func (d inputDecoder) Decode(ctx context.Context, value []byte) (schemas.Event, 
 	}
 	switch ev.(type) {
 	case schemas.BatchLanded, schemas.WriteComplete, schemas.BatchCancelled:
+		if key, ok := ctx.Value(messageKeyKey{}).(string); ok && key != ev.Batch() {
+			return nil, &inputError{reason: reasonKeyMismatch,
+				err: fmt.Errorf("message key %q is not the batch id %q: key every event by its batch id so a batch stays on one partition", key, ev.Batch())}
+		}
 		return ev, nil
 	}
 	return nil, &inputError{reason: reasonUnexpectedType,

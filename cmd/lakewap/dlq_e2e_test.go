@@ -109,6 +109,8 @@ func TestEndToEndDeadLetters(t *testing.T) {
 			reason: schemas.ReasonInvalid, errText: "write: is empty", abortedDetail: "write: is empty"},
 		{name: "batch-id-with-space", key: "bad batch", value: encodeEvent(t, e.codec, spaced), headers: eventHeaders(spaced),
 			reason: schemas.ReasonInvalid, errText: "batch_id: contains ' '"},
+		{name: "key-not-batch-id", key: "some-other-key", value: encodeEvent(t, e.codec, landed("rekeyed-1", "billing")), headers: eventHeaders(landed("rekeyed-1", "billing")),
+			reason: reasonKeyMismatch, errText: `message key "some-other-key" is not the batch id "rekeyed-1"`},
 		{name: "from-the-future", key: "inv-future", value: encodeEvent(t, e.codec, future), headers: eventHeaders(future),
 			reason: schemas.ReasonInvalid, errText: "occurred_at", abortedDetail: "in the future"},
 	}
