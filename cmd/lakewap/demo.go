@@ -66,6 +66,8 @@ func (d *demo) observe(before, after pipeline.Run) {
 	}
 	extra := ""
 	switch after.State {
+	case pipeline.StateLanded:
+		extra = "run persisted to wap.runs; creating its branch"
 	case pipeline.StateAwaitingWrites:
 		extra = "branch " + after.Branch + " created from " + after.Source
 	case pipeline.StateAuditing:
