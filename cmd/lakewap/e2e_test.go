@@ -31,6 +31,12 @@ type e2e struct {
 
 func startE2E(t *testing.T, mutate func(*config.Config)) *e2e {
 	t.Helper()
+	return startE2EObserved(t, mutate, nil)
+}
+
+// startE2EObserved is startE2E with a hook on every persisted run change.
+func startE2EObserved(t *testing.T, mutate func(*config.Config), observe func(before, after pipeline.Run)) *e2e {
+	t.Helper()
 	tmp := t.TempDir()
 	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake",
 		Topics: stackTopics(&config.Config{})})
@@ -43,7 +49,7 @@ func startE2E(t *testing.T, mutate func(*config.Config)) *e2e {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	d, err := newDaemon(ctx, cfg, daemonOptions{Logger: log, Console: io.Discard})
+	d, err := newDaemon(ctx, cfg, daemonOptions{Logger: log, Console: io.Discard, Observe: observe})
 	if err != nil {
 		cancel()
 		t.Fatalf("daemon: %v", err)

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +75,9 @@ type Stack struct {
 	partitions int
 	kafka      *kfake.Cluster
 	lakefs     *lakeFSServer
+	lakefsBin  string
+	lakefsCfg  lakeFSConfig
+	lakefsMu   sync.Mutex // guards lakefs across StopLakeFS/StartLakeFS/Close
 	client     *apigen.ClientWithResponses
 
 	closeOnce sync.Once
@@ -127,11 +132,18 @@ func (s *Stack) start(ctx context.Context, opts Options, bin string) error {
 	if err != nil {
 		return err
 	}
-	s.lakefs, err = startLakeFS(ctx, s.logger, bin, lakeFSConfig{
+	encryptKey, err := randomString(32, alphaNum)
+	if err != nil {
+		return err
+	}
+	s.lakefsBin = bin
+	s.lakefsCfg = lakeFSConfig{
 		dir:             dir,
 		accessKeyID:     s.AccessKeyID,
 		secretAccessKey: s.SecretAccessKey,
-	})
+		encryptKey:      encryptKey,
+	}
+	s.lakefs, err = startLakeFS(ctx, s.logger, bin, s.lakefsCfg)
 	if err != nil {
 		return err
 	}
@@ -146,6 +158,45 @@ func (s *Stack) start(ctx context.Context, opts Options, bin string) error {
 	}
 	s.logger.Info("devstack ready", "kafka", s.KafkaBrokers, "kafka_backend", s.KafkaBackend, "lakefs", s.LakeFSEndpoint,
 		"repository", s.Repository, "took", time.Since(started).Round(time.Millisecond))
+	return nil
+}
+
+// StopLakeFS stops the lakeFS server and keeps its data, so a test can see
+// how its clients ride out a lakeFS outage. StartLakeFS brings it back.
+func (s *Stack) StopLakeFS() error {
+	s.lakefsMu.Lock()
+	defer s.lakefsMu.Unlock()
+	if s.lakefs == nil {
+		return nil
+	}
+	return s.lakefs.stop()
+}
+
+// StartLakeFS starts the stopped lakeFS server again on the same address,
+// with the same data and credentials.
+func (s *Stack) StartLakeFS(ctx context.Context) error {
+	s.lakefsMu.Lock()
+	defer s.lakefsMu.Unlock()
+	if s.lakefs != nil {
+		select {
+		case <-s.lakefs.exited:
+		default:
+			return nil // still running
+		}
+	}
+	u, err := url.Parse(s.LakeFSEndpoint)
+	if err != nil {
+		return fmt.Errorf("devstack: lakeFS endpoint: %w", err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return fmt.Errorf("devstack: lakeFS port: %w", err)
+	}
+	srv, err := startLakeFSOnce(ctx, s.logger, s.lakefsBin, s.lakefsCfg, port)
+	if err != nil {
+		return err
+	}
+	s.lakefs = srv
 	return nil
 }
 
@@ -290,6 +341,8 @@ func (s *Stack) CreateRepository(ctx context.Context, name string) error {
 func (s *Stack) Close() error {
 	s.closeOnce.Do(func() {
 		var errs []error
+		s.lakefsMu.Lock()
+		defer s.lakefsMu.Unlock()
 		if s.lakefs != nil {
 			errs = append(errs, s.lakefs.stop())
 		}

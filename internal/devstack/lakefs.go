@@ -40,6 +40,9 @@ type lakeFSConfig struct {
 	dir             string // holds config, KV store, blockstore, cache and log
 	accessKeyID     string
 	secretAccessKey string
+	// encryptKey encrypts the credentials lakeFS stores; a restarted server
+	// must get the same one or it cannot read them back.
+	encryptKey string
 }
 
 // startLakeFS starts the server on a free loopback port and waits until it
@@ -72,7 +75,8 @@ func startLakeFSOnce(ctx context.Context, logger *slog.Logger, bin string, cfg l
 		return nil, err
 	}
 	logPath := filepath.Join(cfg.dir, "lakefs.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	// Append: a restarted server (StartLakeFS) keeps the earlier log.
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("devstack: lakeFS log: %w", err)
 	}
@@ -121,9 +125,12 @@ func lakeFSEnv() []string {
 }
 
 func writeLakeFSConfig(cfg lakeFSConfig, addr string) (string, error) {
-	secret, err := randomString(32, alphaNum)
-	if err != nil {
-		return "", err
+	secret := cfg.encryptKey
+	if secret == "" {
+		var err error
+		if secret, err = randomString(32, alphaNum); err != nil {
+			return "", err
+		}
 	}
 	type m = map[string]any
 	// usage_report.enabled is not set: lakeFS v1.84 ignores it and warns.
