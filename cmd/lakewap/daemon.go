@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -293,7 +294,12 @@ func (d *daemon) serveHTTP(addr string) error {
 		ln.Close()
 		return err
 	}
-	mux.Handle(preMergePath, premerge)
+	token, err := config.ReadSecret(d.cfg.HTTP.WebhookToken, d.cfg.HTTP.WebhookTokenFile)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("http.webhook_token_file: %w", err)
+	}
+	mux.Handle(preMergePath, requireToken(token, premerge))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
@@ -387,4 +393,23 @@ func failpointFromEnv(log *slog.Logger) func(string) {
 			select {}
 		}
 	}
+}
+
+// webhookTokenHeader carries the shared secret of pre-merge webhook calls.
+const webhookTokenHeader = "X-Lakewap-Token"
+
+// requireToken refuses calls without the shared token: a hook call makes
+// lakewap run an audit, which nobody else should be able to trigger.
+func requireToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	want := []byte(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get(webhookTokenHeader)), want) != 1 {
+			http.Error(w, "missing or wrong "+webhookTokenHeader+" header", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

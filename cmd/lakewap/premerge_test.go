@@ -33,6 +33,8 @@ hooks:
     properties:
       url: %s
       timeout: 2m
+      headers:
+        X-Lakewap-Token: "{{ ENV.LAKEFSACTION_LAKEWAP_TOKEN }}"
 `, webhookURL)
 }
 
@@ -71,7 +73,9 @@ func status412(err error) bool {
 // publishes pass the hook, from its cache of audited commits when warm and
 // by auditing again when not.
 func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
-	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0" })
+	// lakeFS sends the token from its environment (the child inherits it).
+	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "hook-secret-1")
+	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0"; c.HTTP.WebhookToken = "hook-secret-1" })
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	base := "http://" + e.d.HTTPAddr()
@@ -86,6 +90,22 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 		must(t, err)
 		return c.ID
 	}
+
+	t.Run("calls without the token are refused", func(t *testing.T) {
+		for _, tok := range []string{"", "wrong"} {
+			req, err := http.NewRequest(http.MethodPost, base+preMergePath, strings.NewReader(`{"event_type":"pre-merge"}`))
+			must(t, err)
+			if tok != "" {
+				req.Header.Set(webhookTokenHeader, tok)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			must(t, err)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("hook call with token %q: %d, want 401", tok, resp.StatusCode)
+			}
+		}
+	})
 
 	t.Run("bad manual merge is refused", func(t *testing.T) {
 		branchWith(t, e.stackEnv, "manual-bad", badBillingRows)
@@ -196,6 +216,7 @@ func TestPreMergeHookAfterRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon as a process; skipped with -short")
 	}
+	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "hook-secret-2")
 	tmp := t.TempDir()
 	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
 	cfg := demoConfig(stack, tmp)
@@ -207,7 +228,7 @@ func TestPreMergeHookAfterRestart(t *testing.T) {
 	ln.Close()
 	f, err := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
 	must(t, err)
-	_, err = fmt.Fprintf(f, "http: {listen: %q}\n", addr)
+	_, err = fmt.Fprintf(f, "http: {listen: %q, webhook_token: hook-secret-2}\n", addr)
 	must(t, err)
 	must(t, f.Close())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

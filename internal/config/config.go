@@ -127,6 +127,11 @@ type Route struct {
 // HTTP is the metrics, health and webhook listener.
 type HTTP struct {
 	Listen string `yaml:"listen"`
+	// WebhookToken, when set, must arrive in the X-Lakewap-Token header of
+	// pre-merge webhook calls (the lakeFS action sends it from an
+	// environment variable of the lakeFS server).
+	WebhookToken     string `yaml:"webhook_token"`
+	WebhookTokenFile string `yaml:"webhook_token_file"`
 }
 
 // Janitor deletes the wap- branches nobody needs any more: those of aborted
