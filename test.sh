@@ -24,6 +24,12 @@ step "go test ./... [Kafka backend: kfake, in-process] (+ real lakeFS server + D
 status=0
 env -u LAKEWAP_TEST_KAFKA_BROKERS go test -count=1 -timeout 30m ./... "$@" || status=$?
 
+# go test prints skips only with -v: say which tests skipped here and why
+# (testcontainers needs a Docker engine; the rest should not skip).
+step "skipped tests and their reasons (the testcontainers test skips where no Docker engine answers)"
+env -u LAKEWAP_TEST_KAFKA_BROKERS go test -count=1 -v -run 'TestContainers' ./cmd/lakewap/ 2>&1 |
+	grep -E -B1 -- '^--- SKIP' | grep -v -- '^--$' >&2 || echo "(no skips)" >&2
+
 # The Kafka-facing tests again, against Apache Kafka: a single-node KRaft
 # broker from Maven Central's jars on Java 17+ (scripts/kafka.sh). Skipped,
 # with the reason, where Java or Maven is missing; LAKEWAP_REAL_KAFKA=0 skips it too.
