@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -243,8 +244,8 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 	case CleanedUp:
 		n.CleanupPending = false
 	}
-	if n.State != "" {
-		n.UpdatedAt = now
+	if n.State != "" && !reflect.DeepEqual(n, r.clone()) {
+		n.UpdatedAt = now // only real changes: a no-op input leaves the run as stored
 	}
 	return n, m.Pending(n, now)
 }

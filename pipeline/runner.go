@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -363,6 +364,13 @@ func (r *Runner) apply(ctx context.Context, p *partition, batch string, in Input
 	now := r.cfg.Now()
 	after, effects := r.m.Transition(before, in, now)
 	if after.State == "" && before.State == "" {
+		return nil
+	}
+	if after.State != "" && reflect.DeepEqual(after, before.clone()) {
+		// Nothing changed (a duplicate, a tick before any deadline): no
+		// write, so a stale copy never overwrites what another writer
+		// (lakewap retry) stored since.
+		r.start(p, batch, effects)
 		return nil
 	}
 	if err := r.persist(ctx, p.id, batch, after); err != nil {

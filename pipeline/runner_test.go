@@ -356,6 +356,37 @@ func TestHandlePersistsBeforeReturning(t *testing.T) {
 	f.await(t, "p1", schemas.TypeBranchReady)
 }
 
+// A duplicate event changes nothing and writes nothing: a stale in-memory
+// copy must not overwrite what another writer stored since.
+func TestDuplicateEventWritesNothing(t *testing.T) {
+	f := newRunnerFixture(t)
+	ev := schemas.BatchLanded{BatchID: "dup-1", Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: time.Now().UTC()}
+	if err := f.r.Handle(context.Background(), 0, encode(t, ev)); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "dup-1", schemas.TypeBranchReady)
+	// Wait until the run is quiet (BranchReady sent and recorded).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runs := f.r.Runs()
+		if len(runs) == 1 && runs[0].Sent == 1 && len(runs[0].Outbox) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.store.mu.Lock()
+	puts := f.store.puts
+	f.store.mu.Unlock()
+	if err := f.r.Handle(context.Background(), 0, encode(t, ev)); err != nil {
+		t.Fatal(err)
+	}
+	f.store.mu.Lock()
+	defer f.store.mu.Unlock()
+	if f.store.puts != puts {
+		t.Errorf("a duplicate BatchLanded wrote the run again (%d puts, was %d)", f.store.puts, puts)
+	}
+}
+
 func TestPoisonAndInvalidMessages(t *testing.T) {
 	f := newRunnerFixture(t)
 	if err := f.r.Handle(context.Background(), 0, []byte("garbage")); !errors.Is(err, ErrPoison) {
