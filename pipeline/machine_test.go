@@ -318,12 +318,16 @@ func TestRandomInterleavings(t *testing.T) {
 		}
 		rng.Shuffle(len(inputs), func(i, j int) { inputs[i], inputs[j] = inputs[j], inputs[i] })
 
+		terminalAt := map[string]time.Time{}
 		apply := func(batch string, in Input) {
 			next, effs := m.Transition(stored[batch], in, now)
 			if next.State == "" {
 				delete(stored, batch)
 			} else {
 				stored[batch] = next // persisted before anything else happens
+			}
+			if next.State.Terminal() && terminalAt[batch].IsZero() {
+				terminalAt[batch] = now
 			}
 			for _, e := range effs {
 				if e.Kind == DoWake || e.Kind == DoForget {
@@ -368,8 +372,13 @@ func TestRandomInterleavings(t *testing.T) {
 			switch k := rng.IntN(10); {
 			case k < 3 && len(inputs) > 0:
 				in := inputs[0]
-				inputs = inputs[1:]
-				apply(in.batch, in.in)
+				apply(in.batch, in.in) // the state is persisted ...
+				if rng.IntN(10) == 0 {
+					// ... and the process dies before the offset is
+					// committed: Kafka delivers the same input again.
+					continue
+				}
+				inputs = inputs[1:] // ... then the offset is committed
 			case k < 7 && len(effects) > 0:
 				i := rng.IntN(len(effects))
 				pe := effects[i]
@@ -435,6 +444,13 @@ func TestRandomInterleavings(t *testing.T) {
 			}
 			if len(r.Outbox) != 0 {
 				t.Fatalf("seed %d: batch %s has unsent results %+v", seed, b, r.Outbox)
+			}
+			// A batch whose writes never all came ends at its deadline,
+			// within one step of the simulated clock (30 s at most).
+			if r.Reason == schemas.ReasonWriteTimeout {
+				if late := terminalAt[b].Sub(r.Deadline); late < 0 || late > 30*time.Second {
+					t.Fatalf("seed %d: batch %s timed out %v after its deadline", seed, b, late)
+				}
 			}
 		}
 	}
