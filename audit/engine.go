@@ -37,6 +37,9 @@ type Options struct {
 	// unchanged files of main are fetched once. Empty disables the cache.
 	// Nothing evicts old entries: point it at a directory that is cleaned.
 	CacheDir string
+	// CacheMaxBytes bounds CacheDir: after each run the least recently used
+	// files not in use by a run are removed until it fits. 0: unbounded.
+	CacheMaxBytes int64
 	// MemoryLimit and Threads bound the engine's DuckDB, shared by
 	// concurrent runs, e.g. "1GB" and 2; empty and 0 leave DuckDB's
 	// defaults (80% of RAM, all cores).
@@ -63,6 +66,7 @@ type Engine struct {
 	mu     sync.Mutex
 	closed bool
 	runs   sync.WaitGroup
+	cache  *fileCache
 }
 
 var memoryLimit = regexp.MustCompile(`(?i)^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)?\s*$`)
@@ -103,7 +107,7 @@ func New(opts Options) (*Engine, error) {
 		}
 		*d = abs
 	}
-	e := &Engine{opts: opts, log: opts.Logger}
+	e := &Engine{opts: opts, log: opts.Logger, cache: newFileCache(opts.CacheDir, opts.CacheMaxBytes)}
 	var err error
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -202,6 +206,14 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 
 	r := &run{e: e, req: req, log: log, dir: dir, views: map[viewKey]*view{},
 		catalog: fmt.Sprintf("run_%d", e.seq.Add(1))}
+	defer func() {
+		e.cache.unpin(r.pinned)
+		if freed, err := e.cache.evict(); err != nil {
+			log.Warn("audit cache eviction", "err", err)
+		} else if freed > 0 {
+			log.Info("audit cache evicted least recently used files", "bytes", freed)
+		}
+	}()
 	defer r.close()
 	if err := r.prepare(ctx); err != nil {
 		return report, err
@@ -245,6 +257,8 @@ type run struct {
 	views   map[viewKey]*view
 	// types caches DuckDB's canonical type names.
 	types map[string]string
+	// pinned are the cache files this run uses, kept from eviction.
+	pinned []string
 }
 
 func (r *run) close() {
@@ -325,8 +339,10 @@ func (r *run) needed() map[viewKey]bool {
 // prepare lists and downloads the table files and sets up DuckDB.
 func (r *run) prepare(ctx context.Context) error {
 	req := r.req
+	var pinMu sync.Mutex
 	dl := downloader{src: r.e.opts.Source, repo: req.Repository, cacheDir: r.e.opts.CacheDir,
-		workDir: r.dir, parallel: r.e.opts.DownloadParallelism}
+		workDir: r.dir, parallel: r.e.opts.DownloadParallelism, cache: r.e.cache,
+		pinned: func(p string) { pinMu.Lock(); r.pinned = append(r.pinned, p); pinMu.Unlock() }}
 	listStart := time.Now()
 	for k := range r.needed() {
 		t := r.table(k.table)

@@ -145,7 +145,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	if workDir == "" {
 		workDir = filepath.Join(os.TempDir(), "lakewap-audit")
 	}
-	d.engine, err = audit.New(audit.Options{Source: auditSource{d.lake}, WorkDir: workDir, CacheDir: cfg.Audit.CacheDir,
+	d.engine, err = audit.New(audit.Options{Source: auditSource{d.lake}, WorkDir: workDir, CacheDir: cfg.Audit.CacheDir, CacheMaxBytes: cfg.Audit.CacheMaxMB << 20,
 		MemoryLimit: cfg.Audit.MemoryLimit, Threads: cfg.Audit.Threads, DownloadParallelism: cfg.Audit.DownloadParallelism,
 		SampleRows: cfg.Audit.SampleRows, Logger: log})
 	if err != nil {

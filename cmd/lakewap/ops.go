@@ -373,7 +373,7 @@ func auditOnce(ctx context.Context, cfg *config.Config, lake *lakefs.Client, ds 
 	if workDir == "" {
 		workDir = filepath.Join(os.TempDir(), "lakewap-audit")
 	}
-	engine, err := audit.New(audit.Options{Source: auditSource{lake}, WorkDir: workDir, CacheDir: cfg.Audit.CacheDir,
+	engine, err := audit.New(audit.Options{Source: auditSource{lake}, WorkDir: workDir, CacheDir: cfg.Audit.CacheDir, CacheMaxBytes: cfg.Audit.CacheMaxMB << 20,
 		MemoryLimit: cfg.Audit.MemoryLimit, Threads: cfg.Audit.Threads, DownloadParallelism: cfg.Audit.DownloadParallelism,
 		SampleRows: cfg.Audit.SampleRows, Logger: log})
 	if err != nil {

@@ -97,6 +97,9 @@ type Audit struct {
 	Threads             int    `yaml:"threads"`
 	DownloadParallelism int    `yaml:"download_parallelism"`
 	SampleRows          int    `yaml:"sample_rows"`
+	// CacheMaxMB bounds cache_dir; least recently used files go first.
+	// 0 keeps everything.
+	CacheMaxMB int64 `yaml:"cache_max_mb"`
 }
 
 // Notify configures Slack, the console sink and routing.
@@ -364,6 +367,9 @@ func (c *Config) Validate() error {
 	}
 	if c.LakeFS.SecretAccessKey == "" && c.LakeFS.SecretAccessKeyFile == "" {
 		bad("lakefs.secret_access_key", "required (or secret_access_key_file)")
+	}
+	if c.Audit.CacheMaxMB < 0 {
+		bad("audit.cache_max_mb", "must not be negative")
 	}
 	if c.Runner.MaxInFlight < 0 {
 		bad("runner.max_in_flight", "must not be negative")

@@ -1,0 +1,97 @@
+package audit
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// fileCache bounds the download cache: files in use by a run are pinned,
+// a hit refreshes a file's time, and after each run the least recently
+// used unpinned files go until the cache fits in max bytes.
+type fileCache struct {
+	dir string
+	max int64 // 0: unbounded
+
+	mu    sync.Mutex
+	inUse map[string]int
+}
+
+func newFileCache(dir string, max int64) *fileCache {
+	return &fileCache{dir: dir, max: max, inUse: map[string]int{}}
+}
+
+// pin keeps path from eviction until unpin; it is called before the file is
+// looked at, so an eviction cannot remove it between the check and the use.
+func (c *fileCache) pin(path string) {
+	c.mu.Lock()
+	c.inUse[path]++
+	c.mu.Unlock()
+}
+
+func (c *fileCache) unpin(paths []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range paths {
+		if c.inUse[p]--; c.inUse[p] <= 0 {
+			delete(c.inUse, p)
+		}
+	}
+}
+
+// touch marks a cache hit, for least-recently-used order (mtime: atime is
+// often not kept).
+func (c *fileCache) touch(path string) {
+	now := time.Now()
+	_ = os.Chtimes(path, now, now)
+}
+
+// evict removes least recently used files not in use until the cache holds
+// at most max bytes, and returns how many bytes it freed.
+func (c *fileCache) evict() (freed int64, err error) {
+	if c.max <= 0 || c.dir == "" {
+		return 0, nil
+	}
+	type entry struct {
+		path string
+		size int64
+		mod  time.Time
+	}
+	var files []entry
+	var total int64
+	err = filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".part-") {
+			return nil // a download in progress is not cache yet
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		files = append(files, entry{p, info.Size(), info.ModTime()})
+		total += info.Size()
+		return nil
+	})
+	if err != nil || total <= c.max {
+		return 0, err
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].mod.Before(files[j].mod) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range files {
+		if total <= c.max {
+			break
+		}
+		if c.inUse[f.path] > 0 {
+			continue
+		}
+		if err := os.Remove(f.path); err == nil {
+			total -= f.size
+			freed += f.size
+		}
+	}
+	return freed, nil
+}

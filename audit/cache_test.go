@@ -1,0 +1,86 @@
+package audit
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+func writeAged(t *testing.T, dir, name string, size int, age time.Duration) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-age)
+	if err := os.Chtimes(p, at, at); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Eviction removes the least recently used files first, never a file a run
+// has pinned, and stops as soon as the cache fits.
+func TestCacheEvictsLeastRecentlyUsedUnpinned(t *testing.T) {
+	dir := t.TempDir()
+	oldest := writeAged(t, dir, "a.parquet", 400, 4*time.Hour)
+	old := writeAged(t, dir, "b.parquet", 400, 3*time.Hour)
+	mid := writeAged(t, dir, "c.parquet", 400, 2*time.Hour)
+	recent := writeAged(t, dir, "d.parquet", 400, time.Hour)
+	partial := writeAged(t, dir, ".part-123", 400, 5*time.Hour)
+	c := newFileCache(dir, 1000)
+	c.pin(oldest)
+	freed, err := c.evict()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1600 bytes of cache (the partial download does not count) must drop
+	// to 1000: b and c go; a is pinned, d is the most recent.
+	if freed != 800 || !exists(oldest) || exists(old) || exists(mid) || !exists(recent) || !exists(partial) {
+		t.Errorf("freed %d; left a=%v b=%v c=%v d=%v part=%v", freed, exists(oldest), exists(old), exists(mid), exists(recent), exists(partial))
+	}
+	c.unpin([]string{oldest})
+	c.touch(oldest) // a hit makes it the most recent
+	c.max = 500     // a and d (800 bytes) no longer fit: the older goes
+	if freed, _ := c.evict(); freed != 400 || !exists(oldest) || exists(recent) {
+		t.Errorf("after a hit on a: freed %d, a=%v d=%v; want d evicted", freed, exists(oldest), exists(recent))
+	}
+}
+
+// An engine with a bounded cache keeps it within the bound across runs and
+// still audits correctly when a later run must fetch evicted files again.
+func TestRunKeepsCacheWithinBound(t *testing.T) {
+	src := fixture(t)
+	cache := t.TempDir()
+	e, err := New(Options{Source: src, WorkDir: t.TempDir(), CacheDir: cache, CacheMaxBytes: 1, MemoryLimit: "512MB", Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	checks := []Check{{Kind: KindVolumeChange, Table: "billing", MaxDropPct: f64(1)}}
+	for i := range 2 {
+		rep := audit(t, e, "b1", checks...)
+		if c := only(t, rep); c.Status != schemas.StatusPass {
+			t.Fatalf("run %d: %s %q %s", i, c.Status, c.Observed, c.Message)
+		}
+		var total int64
+		_ = filepath.Walk(cache, func(_ string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() {
+				total += info.Size()
+			}
+			return nil
+		})
+		if total > 1 {
+			t.Errorf("run %d left %d bytes in a cache bounded to 1", i, total)
+		}
+	}
+	// Everything was evicted after the first run, so the second downloaded again.
+	if n := src.totalDownloads(); n != 4 {
+		t.Errorf("%d downloads over two runs, want 4 (2 per run with nothing kept)", n)
+	}
+}
