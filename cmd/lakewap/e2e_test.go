@@ -313,3 +313,23 @@ func TestEndToEndMissingSourceRefIsInvalid(t *testing.T) {
 		t.Fatalf("got %+v, want BatchAborted invalid naming the missing source ref", ev)
 	}
 }
+
+// A WriteComplete that arrives before its BatchLanded is kept: once the
+// batch lands, its branch is made and it goes straight to the audit (here
+// the write brought no rows, so the batch-scope row count stops it) rather
+// than waiting for a write that already came.
+func TestEndToEndWriteBeforeLanding(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "early-1", Dataset: "billing", Write: "billing_fact", OccurredAt: now}))
+	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "early-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: now}))
+	ev, err := e.watcher.await(ctx, "early-1", schemas.TypeBatchAborted, schemas.TypeBatchPublished, schemas.TypeBatchFailed)
+	must(t, err)
+	ab, ok := ev.(schemas.BatchAborted)
+	if !ok || ab.Reason != schemas.ReasonAuditFailed || ab.Report == nil || len(ab.Report.Failed()) != 1 || ab.Report.Failed()[0].Name != "has_rows" {
+		t.Fatalf("got %+v, want audit_failed on has_rows (the early write counted, no write timeout)", ev)
+	}
+}
