@@ -333,3 +333,34 @@ func TestEndToEndWriteBeforeLanding(t *testing.T) {
 		t.Fatalf("got %+v, want audit_failed on has_rows (the early write counted, no write timeout)", ev)
 	}
 }
+
+// BatchCancelled while the batch waits for writes aborts it (reason
+// cancelled) and leaves main alone; a later write is a no-op.
+func TestEndToEndCancelWhileWaiting(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "cancel-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: now}))
+	ev, err := e.watcher.await(ctx, "cancel-1", schemas.TypeBranchReady)
+	must(t, err)
+	must(t, e.writeParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch=cancel-1/part-0.parquet", goodBillingRows))
+	head, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	must(t, e.produce(ctx, schemas.BatchCancelled{BatchID: "cancel-1", Dataset: "billing", Reason: "upstream re-run", OccurredAt: now}))
+	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "cancel-1", Dataset: "billing", Write: "billing_fact", OccurredAt: now}))
+	ev, err = e.watcher.await(ctx, "cancel-1", schemas.TypeBatchAborted, schemas.TypeBatchPublished, schemas.TypeBatchFailed)
+	must(t, err)
+	if ab, ok := ev.(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonCancelled || ab.Detail != "upstream re-run" {
+		t.Fatalf("got %+v, want BatchAborted cancelled with the reason given", ev)
+	}
+	after, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	if after.ID != head.ID {
+		t.Errorf("main moved after a cancelled batch")
+	}
+	if n := publishCommits(t, e.stackEnv, "cancel-1"); n != 0 {
+		t.Errorf("%d publish commits for a cancelled batch", n)
+	}
+}
