@@ -103,8 +103,13 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	if err != nil {
 		return nil, fmt.Errorf("lakefs.secret_access_key_file: %w", err)
 	}
+	lakeCalls := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_lakefs_request_duration_seconds",
+		Help: "lakeFS API calls by HTTP method and status code.", Buckets: prometheus.ExponentialBuckets(0.002, 2, 16)},
+		[]string{"method", "code"})
+	reg.MustRegister(lakeCalls)
 	d.lake, err = lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
-		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.D(30 * time.Second), Logger: log})
+		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.D(30 * time.Second), Logger: log,
+		HTTPClient: &http.Client{Transport: promhttp.InstrumentRoundTripperDuration(lakeCalls, http.DefaultTransport)}})
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}

@@ -55,6 +55,12 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 		if got := value(t, fams, "lakewap_runs_total", map[string]string{"dataset": "billing", "outcome": "published"}); got != 2 {
 			t.Errorf("lakewap_runs_total{dataset=billing,outcome=published} = %v, want 2", got)
 		}
+		if n := histCount(fams, "lakewap_audit_duration_seconds", map[string]string{"dataset": "billing", "result": "passed"}); n != 2 {
+			t.Errorf("lakewap_audit_duration_seconds{result=passed} count %d, want 2", n)
+		}
+		if n := histCount(fams, "lakewap_lakefs_request_duration_seconds", map[string]string{"method": "post", "code": "201"}); n < 2 {
+			t.Errorf("lakewap_lakefs_request_duration_seconds{method=post,code=201} count %d, want at least the 2 branch creations", n)
+		}
 		for state, want := range map[string]float64{"published": 2, "landed": 0, "awaiting_writes": 0, "auditing": 0, "publishing": 0} {
 			if got := value(t, fams, "lakewap_runs_held", map[string]string{"dataset": "billing", "state": state}); got != want {
 				t.Errorf("lakewap_runs_held{state=%s} = %v, want %v", state, got, want)

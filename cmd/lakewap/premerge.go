@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -32,14 +33,18 @@ type cachedAuditor struct {
 	datasets map[string]config.Dataset
 	cache    *reportCache
 	lookups  *prometheus.CounterVec
+	duration *prometheus.HistogramVec
 }
 
 func newCachedAuditor(engine *audit.Engine, datasets map[string]config.Dataset, reg prometheus.Registerer) *cachedAuditor {
 	a := &cachedAuditor{engine: engine, datasets: datasets, cache: newReportCache(4096),
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_audit_cache_lookups_total",
 			Help: "Pre-merge webhook audits answered from the cache of passing reports by commit (hit) or run (miss)."}, []string{"result"})}
+	a.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_audit_duration_seconds",
+		Help:    "Audits that ran (download, DuckDB checks, report), by dataset and result (passed, failed, error).",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"dataset", "result"})
 	if reg != nil {
-		reg.MustRegister(a.lookups)
+		reg.MustRegister(a.lookups, a.duration)
 	}
 	return a
 }
@@ -67,7 +72,16 @@ func (a *cachedAuditor) Run(ctx context.Context, req audit.Request) (schemas.Aud
 }
 
 func (a *cachedAuditor) run(ctx context.Context, req audit.Request) (schemas.AuditReport, error) {
+	start := time.Now()
 	rep, err := a.engine.Run(ctx, req)
+	result := "passed"
+	switch {
+	case err != nil:
+		result = "error"
+	case !rep.Passed:
+		result = "failed"
+	}
+	a.duration.WithLabelValues(req.Dataset, result).Observe(time.Since(start).Seconds())
 	if err == nil && rep.Passed && commitID.MatchString(req.Ref) {
 		a.cache.put(keyOf(req), rep)
 	}
