@@ -105,16 +105,25 @@ func (s Security) mechanism() (sasl.Mechanism, error) {
 	return nil, fmt.Errorf("Security.SASL.Mechanism: %q is not supported", s.SASL.Mechanism)
 }
 
-// Dialer builds the connection dialer used for group membership and fetches.
-func (s Security) Dialer() (*kafka.Dialer, error) {
+// parts checks s and builds what both the Dialer and the Transport carry.
+func (s Security) parts() (*tls.Config, sasl.Mechanism, error) {
 	if err := s.validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t, err := s.tlsConfig()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := s.mechanism()
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, m, nil
+}
+
+// Dialer builds the connection dialer used for group membership and fetches.
+func (s Security) Dialer() (*kafka.Dialer, error) {
+	t, m, err := s.parts()
 	if err != nil {
 		return nil, err
 	}
@@ -130,14 +139,7 @@ func (s Security) Dialer() (*kafka.Dialer, error) {
 // Transport builds the round tripper used for produce, list-offsets and admin
 // requests.
 func (s Security) Transport() (*kafka.Transport, error) {
-	if err := s.validate(); err != nil {
-		return nil, err
-	}
-	t, err := s.tlsConfig()
-	if err != nil {
-		return nil, err
-	}
-	m, err := s.mechanism()
+	t, m, err := s.parts()
 	if err != nil {
 		return nil, err
 	}

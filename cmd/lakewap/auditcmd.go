@@ -59,9 +59,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		batchTime = t
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", *path, err)
+	cfg, ok := loadConfig(*path, stderr)
+	if !ok {
 		return auditError
 	}
 	ds, ok := cfg.Datasets[*dataset]

@@ -37,9 +37,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", *path, err)
+	cfg, ok := loadConfig(*path, stderr)
+	if !ok {
 		return 2
 	}
 	log := newLogger(stderr, cfg.Log.Format, cfg.Log.Level)

@@ -58,9 +58,8 @@ func cmdRevert(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "lakewap revert: -batch and -reason are required")
 		return 2
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", *path, err)
+	cfg, ok := loadConfig(*path, stderr)
+	if !ok {
 		return 2
 	}
 	log := newLogger(stderr, cfg.Log.Format, cfg.Log.Level)
@@ -238,9 +237,8 @@ func cmdRetry(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "lakewap retry: -batch is required")
 		return 2
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", *path, err)
+	cfg, ok := loadConfig(*path, stderr)
+	if !ok {
 		return 2
 	}
 	log := newLogger(stderr, cfg.Log.Format, cfg.Log.Level)

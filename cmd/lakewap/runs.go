@@ -159,9 +159,8 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lakewap runs: -state %q is not a run state (pending, landed, awaiting_writes, auditing, publishing, published, aborted, failed)\n", *state)
 		return 2
 	}
-	cfg, err := config.Load(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", *path, err)
+	cfg, ok := loadConfig(*path, stderr)
+	if !ok {
 		return 2
 	}
 	if err := listRuns(ctx, cfg, runsFilter{State: *state, Dataset: *dataset, JSON: *asJSON}, time.Now(), stdout); err != nil {

@@ -35,3 +35,14 @@ func cmdValidate(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%s: ok\n", fs.Arg(0))
 	return 0
 }
+
+// loadConfig loads a config for a command; on error it prints every problem
+// with the file's name and reports false (the command then exits).
+func loadConfig(path string, stderr io.Writer) (*config.Config, bool) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", path, err)
+		return nil, false
+	}
+	return cfg, true
+}
