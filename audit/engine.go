@@ -49,7 +49,12 @@ type Options struct {
 	DownloadParallelism int
 	// SampleRows is how many failing rows a failed check reports; default 5.
 	SampleRows int
-	Logger     *slog.Logger
+	// MaxSampleValueBytes bounds each value of a sample row (default
+	// DefaultMaxSampleValueBytes); MaxReportBytes bounds a report (default
+	// DefaultMaxReportBytes). See clipReport.
+	MaxSampleValueBytes int
+	MaxReportBytes      int
+	Logger              *slog.Logger
 }
 
 // Engine runs audit suites. It is safe for concurrent use. It keeps one
@@ -87,6 +92,12 @@ func New(opts Options) (*Engine, error) {
 	}
 	if opts.SampleRows == 0 {
 		opts.SampleRows = 5
+	}
+	if opts.MaxSampleValueBytes <= 0 {
+		opts.MaxSampleValueBytes = DefaultMaxSampleValueBytes
+	}
+	if opts.MaxReportBytes <= 0 {
+		opts.MaxReportBytes = DefaultMaxReportBytes
 	}
 	if opts.WorkDir == "" {
 		opts.WorkDir = os.TempDir()
@@ -223,6 +234,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 		return report, err
 	}
 	report.Passed = len(report.Failed()) == 0
+	report = clipReport(report, e.opts.MaxSampleValueBytes, e.opts.MaxReportBytes)
 	report.DurationMs = time.Since(start).Milliseconds()
 	p, f, w := report.Counts()
 	log.Info("audit done", "passed", report.Passed, "checks_passed", p, "checks_failed", f, "checks_warned", w,

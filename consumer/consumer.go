@@ -418,6 +418,12 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafka.Message
 		if gctx.Err() != nil {
 			return false
 		}
+		if tooLarge(err) && len(dl.Value) > 0 {
+			// Retrying the same bytes would stall the partition forever.
+			log.Error("dead letter too large for its topic; writing it without the original value", "offset", msg.Offset, "err", err)
+			dl = withoutOriginal(dl, msg)
+			continue
+		}
 		c.m.retries.WithLabelValues(opDeadLetter).Inc()
 		log.Error("writing dead letter failed; partition waits", "offset", msg.Offset, "reason", p.Reason, "err", err)
 		if !sleep(gctx, b.next()) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -22,6 +23,16 @@ const (
 
 // ReasonPanic is the dead-letter reason for a message whose Handle panicked.
 const ReasonPanic = "panic"
+
+// HeaderDLQDropped says the original value and headers were left out of the
+// dead letter because, with the wap.dlq.* headers, it exceeded the
+// dead-letter topic's maximum message size.
+const HeaderDLQDropped = "wap.dlq.dropped"
+
+// MaxDLQErrorBytes bounds the wap.dlq.error header: an error that grows
+// with its input (a validation error listing every bad field, say) must not
+// make the dead letter itself too large to write.
+const MaxDLQErrorBytes = 2048
 
 // PoisonError marks a message that can never be handled (it cannot be decoded,
 // fails validation, ...). Retrying would block the partition forever, so the
@@ -58,7 +69,7 @@ func deadLetter(msg kafka.Message, p *PoisonError, at time.Time) kafka.Message {
 	headers := make([]kafka.Header, 0, len(msg.Headers)+6)
 	headers = append(headers, msg.Headers...)
 	headers = append(headers,
-		kafka.Header{Key: HeaderDLQError, Value: []byte(p.Err.Error())},
+		kafka.Header{Key: HeaderDLQError, Value: []byte(clipText(p.Err.Error(), MaxDLQErrorBytes))},
 		kafka.Header{Key: HeaderDLQReason, Value: []byte(p.Reason)},
 		kafka.Header{Key: HeaderDLQTopic, Value: []byte(msg.Topic)},
 		kafka.Header{Key: HeaderDLQPartition, Value: []byte(strconv.Itoa(msg.Partition))},
@@ -66,4 +77,52 @@ func deadLetter(msg kafka.Message, p *PoisonError, at time.Time) kafka.Message {
 		kafka.Header{Key: HeaderDLQTime, Value: []byte(at.UTC().Format(time.RFC3339Nano))},
 	)
 	return kafka.Message{Key: msg.Key, Value: msg.Value, Headers: headers}
+}
+
+// withoutOriginal is dl without the original value and headers, for a dead
+// letter the topic refused as too large: the reason and the position of the
+// original (still in the input topic until retention) are what is left.
+func withoutOriginal(dl kafka.Message, original kafka.Message) kafka.Message {
+	out := kafka.Message{Key: dl.Key}
+	for _, h := range dl.Headers[len(original.Headers):] {
+		out.Headers = append(out.Headers, h)
+	}
+	out.Headers = append(out.Headers, kafka.Header{Key: HeaderDLQDropped,
+		Value: []byte(fmt.Sprintf("value of %d bytes and %d headers: too large for the dead-letter topic", len(original.Value), len(original.Headers)))})
+	if len(out.Key) > 1024 {
+		out.Key = out.Key[:1024]
+	}
+	return out
+}
+
+// tooLarge reports whether a write failed because the message is over the
+// topic's (or the writer's) maximum size.
+func tooLarge(err error) bool {
+	var mtl kafka.MessageTooLargeError
+	if errors.Is(err, kafka.MessageSizeTooLarge) || errors.As(err, &mtl) {
+		return true
+	}
+	var we kafka.WriteErrors
+	if errors.As(err, &we) {
+		for _, e := range we {
+			if e != nil && tooLarge(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// clipText shortens s to at most max bytes on a rune boundary, saying how
+// much was cut.
+func clipText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	note := fmt.Sprintf("… (%d bytes clipped)", len(s)-limit)
+	cut := max(limit-len(note), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note
 }

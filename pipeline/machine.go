@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,11 +132,15 @@ type Policy struct {
 	// TerminalRetention is how long a finished run stays in the store (so
 	// duplicates of its events stay no-ops) before it is forgotten.
 	TerminalRetention time.Duration
+	// MaxRunBytes is the budget of one stored run record (its JSON); a run
+	// over it is trimmed, then ended (see Trim and OverBudget).
+	MaxRunBytes int
 }
 
 // DefaultPolicy is used for zero fields of a Policy.
 var defaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, BaseBackoff: 500 * time.Millisecond,
-	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60, TerminalRetention: 7 * 24 * time.Hour}
+	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60, TerminalRetention: 7 * 24 * time.Hour,
+	MaxRunBytes: DefaultMaxRunBytes}
 
 // Machine is the pure WAP state machine.
 type Machine struct{ p Policy }
@@ -162,6 +167,9 @@ func NewMachine(p Policy) Machine {
 	}
 	if p.TerminalRetention <= 0 {
 		p.TerminalRetention = defaultPolicy.TerminalRetention
+	}
+	if p.MaxRunBytes <= 0 {
+		p.MaxRunBytes = defaultPolicy.MaxRunBytes
 	}
 	return Machine{p: p}
 }
@@ -290,7 +298,7 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 	case !r.NotifyRetryAt.IsZero():
 		// A sink still owes the last notification: send it again (sinks
 		// that delivered it skip it by their receipts).
-		o := Outgoing{EventID: EventID(r.BatchID, "refresh"), State: r.State}
+		o := Outgoing{EventID: r.eventID("refresh"), State: r.State}
 		if r.LastSent != nil {
 			o = *r.LastSent
 			o.State = r.State
@@ -329,6 +337,11 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 	n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
 	n.Repository, n.Branch, n.Source, n.Target = spec.Repository, in.Branch, spec.Source, spec.Target
 	n.ExpectedWrites = append([]string(nil), ev.ExpectedWrites...)
+	for w := range n.Writes {
+		if !slices.Contains(n.ExpectedWrites, w) {
+			delete(n.Writes, w) // arrived before the batch, which does not expect it
+		}
+	}
 	n.KeepBranch = spec.KeepBranch
 	n.LandedAt, n.BatchTime = now, ev.OccurredAt
 	switch {
@@ -419,6 +432,7 @@ func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
 	} else if n.State != want {
 		return n // stale outcome of a step the run has moved past
 	}
+	in.Err = clip(in.Err, maxErrorBytes)
 	n.LastError = in.Err
 	switch in.Class {
 	case Conflict:
@@ -471,7 +485,7 @@ func (r *Run) setState(s State, now time.Time) {
 		if s == StateAuditing || s == StatePublishing {
 			// No result event for these; sinks that show progress (the
 			// Slack message updated in place) still hear of them.
-			r.Outbox = append(r.Outbox, Outgoing{EventID: EventID(r.BatchID, "state:"+string(s)), State: s})
+			r.Outbox = append(r.Outbox, Outgoing{EventID: r.eventID("state:" + string(s)), State: s})
 		}
 	}
 	r.UpdatedAt = now
@@ -482,13 +496,14 @@ func (r *Run) resetRetry() {
 }
 
 func abort(n Run, reason, detail string, now time.Time) Run {
+	detail = clip(detail, maxDetailBytes)
 	n.resetRetry()
 	n.Reason, n.Detail = reason, detail
 	n.setState(StateAborted, now)
 	kept := n.KeepBranch || n.Branch == ""
 	n.CleanupPending = !kept
 	ev := schemas.BatchAborted{
-		EventID: EventID(n.BatchID, "aborted"), BatchID: n.BatchID, Dataset: n.Dataset,
+		EventID: n.eventID("aborted"), BatchID: n.BatchID, Dataset: n.Dataset,
 		Repository: n.Repository, Branch: n.Branch, Reason: reason, Detail: detail,
 		Report: n.Report, BranchKept: kept && n.Branch != "", OccurredAt: now, DurationMs: durMs(n, now),
 	}
@@ -497,12 +512,13 @@ func abort(n Run, reason, detail string, now time.Time) Run {
 }
 
 func fail(n Run, step Step, err string, attempts int, now time.Time) Run {
+	err = clip(err, maxErrorBytes)
 	prev := n.State
 	n.Reason, n.Detail, n.FailedStep = "failed", fmt.Sprintf("%s: %s", step, err), step
 	n.setState(StateFailed, now)
 	n.RetryAt = time.Time{}
 	ev := schemas.BatchFailed{
-		EventID: EventID(n.BatchID, "failed"), BatchID: n.BatchID, Dataset: n.Dataset,
+		EventID: n.eventID("failed"), BatchID: n.BatchID, Dataset: n.Dataset,
 		Repository: n.Repository, Branch: n.Branch, State: string(prev), Error: err,
 		Attempts: attempts, BranchKept: n.Branch != "", OccurredAt: now,
 	}
@@ -512,7 +528,7 @@ func fail(n Run, step Step, err string, attempts int, now time.Time) Run {
 
 func branchReady(n Run, now time.Time) Outgoing {
 	ev := schemas.BranchReady{
-		EventID: EventID(n.BatchID, "branch_ready"), BatchID: n.BatchID, Dataset: n.Dataset,
+		EventID: n.eventID("branch_ready"), BatchID: n.BatchID, Dataset: n.Dataset,
 		Repository: n.Repository, Branch: n.Branch,
 		LakeFSURI:      fmt.Sprintf("lakefs://%s/%s/", n.Repository, n.Branch),
 		S3URI:          fmt.Sprintf("s3://%s/%s/", n.Repository, n.Branch),
@@ -528,7 +544,7 @@ func branchReady(n Run, now time.Time) Outgoing {
 
 func published(n Run, now time.Time) Outgoing {
 	ev := schemas.BatchPublished{
-		EventID: EventID(n.BatchID, "published"), BatchID: n.BatchID, Dataset: n.Dataset,
+		EventID: n.eventID("published"), BatchID: n.BatchID, Dataset: n.Dataset,
 		Repository: n.Repository, Branch: n.Branch, TargetRef: n.Target, CommitID: n.CommitID,
 		LandedAt: n.LandedAt, PublishedAt: now, DurationMs: durMs(n, now),
 	}

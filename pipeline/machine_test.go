@@ -72,7 +72,7 @@ func TestTransitionScenarios(t *testing.T) {
 			{in: Audited{SealedCommit: "c1", Report: report(true)}, state: StatePublishing, effects: []EffectKind{DoPublish, DoSend}},
 			{in: Merged{CommitID: "m1"}, state: StatePublished, check: func(t *testing.T, r Run) {
 				last := r.Outbox[len(r.Outbox)-1]
-				if last.Published == nil || last.Published.CommitID != "m1" || last.EventID != EventID("b1", "published") {
+				if last.Published == nil || last.Published.CommitID != "m1" || last.EventID != EventID("billing", "b1", "published") {
 					t.Errorf("last outbox = %+v, want BatchPublished m1 with stable id", last)
 				}
 			}},
@@ -89,9 +89,9 @@ func TestTransitionScenarios(t *testing.T) {
 				}
 			}},
 			{in: CleanedUp{}, state: StateAborted, effects: []EffectKind{DoSend}},
-			{in: Sent{EventID: EventID("b2", "state:auditing")}, state: StateAborted},
-			{in: Sent{EventID: EventID("b2", "branch_ready")}, state: StateAborted},
-			{in: Sent{EventID: EventID("b2", "aborted")}, state: StateAborted, effects: []EffectKind{DoWake}},
+			{in: Sent{EventID: EventID("billing", "b2", "state:auditing")}, state: StateAborted},
+			{in: Sent{EventID: EventID("billing", "b2", "branch_ready")}, state: StateAborted},
+			{in: Sent{EventID: EventID("billing", "b2", "aborted")}, state: StateAborted, effects: []EffectKind{DoWake}},
 			{in: Tick{}, at: 6 * 24 * time.Hour, state: StateAborted},
 			{in: Tick{}, at: 7 * 24 * time.Hour, state: "", effects: []EffectKind{DoForget}},
 		}},
@@ -198,7 +198,7 @@ func TestTransitionScenarios(t *testing.T) {
 		{"a sink that still owes a notification is notified again later", []step{
 			{in: landed("b12", "fact"), state: StateLanded},
 			{in: BranchCreated{}, state: StateAwaitingWrites},
-			{in: Sent{EventID: EventID("b12", "branch_ready"), Receipts: map[string]string{"kafka": "x", "pending:slack": "awaiting_writes"}},
+			{in: Sent{EventID: EventID("billing", "b12", "branch_ready"), Receipts: map[string]string{"kafka": "x", "pending:slack": "awaiting_writes"}},
 				at: time.Second, state: StateAwaitingWrites, effects: []EffectKind{DoWake, DoWake}, check: func(t *testing.T, r Run) {
 					if !r.NotifyRetryAt.Equal(t0.Add(time.Second + time.Minute)) {
 						t.Errorf("notify retry at %v", r.NotifyRetryAt.Sub(t0))
@@ -206,11 +206,11 @@ func TestTransitionScenarios(t *testing.T) {
 				}},
 			{in: Tick{}, at: 2 * time.Minute, state: StateAwaitingWrites, effects: []EffectKind{DoWake, DoSend}, check: func(t *testing.T, r Run) {
 				e := m.Pending(r, t0.Add(2*time.Minute))[1]
-				if e.Send.BranchReady == nil || e.Send.EventID != EventID("b12", "branch_ready") {
+				if e.Send.BranchReady == nil || e.Send.EventID != EventID("billing", "b12", "branch_ready") {
 					t.Errorf("refresh sends %+v, want the last result event again", e.Send)
 				}
 			}},
-			{in: Sent{EventID: EventID("b12", "branch_ready"), Receipts: map[string]string{"kafka": "x", "slack": "C1/1.1"}},
+			{in: Sent{EventID: EventID("billing", "b12", "branch_ready"), Receipts: map[string]string{"kafka": "x", "slack": "C1/1.1"}},
 				at: 2 * time.Minute, state: StateAwaitingWrites, effects: []EffectKind{DoWake}, check: func(t *testing.T, r Run) {
 					if !r.NotifyRetryAt.IsZero() || r.Receipts["slack"] != "C1/1.1" || len(r.Receipts) != 2 {
 						t.Errorf("after delivery: retry at %v receipts %v", r.NotifyRetryAt, r.Receipts)
@@ -220,7 +220,7 @@ func TestTransitionScenarios(t *testing.T) {
 		{"sent removes the outbox entry and keeps receipts", []step{
 			{in: landed("b11", "fact"), state: StateLanded},
 			{in: BranchCreated{}, state: StateAwaitingWrites},
-			{in: Sent{EventID: EventID("b11", "branch_ready"), Receipts: map[string]string{"slack:C1": "C1/1.2"}}, state: StateAwaitingWrites, effects: []EffectKind{DoWake}, check: func(t *testing.T, r Run) {
+			{in: Sent{EventID: EventID("billing", "b11", "branch_ready"), Receipts: map[string]string{"slack:C1": "C1/1.2"}}, state: StateAwaitingWrites, effects: []EffectKind{DoWake}, check: func(t *testing.T, r Run) {
 				if len(r.Outbox) != 0 || r.Receipts["slack:C1"] != "C1/1.2" || r.Sent != 1 {
 					t.Errorf("outbox %d receipts %v sent %d", len(r.Outbox), r.Receipts, r.Sent)
 				}

@@ -117,12 +117,23 @@ func (o Outgoing) Event() schemas.Event {
 	return nil
 }
 
-// EventID is stable for a (batch, kind) pair, so a result re-sent after a
-// crash carries the same id and downstream consumers can drop duplicates.
-func EventID(batchID, kind string) string {
-	h := sha256.Sum256([]byte(batchID + "\x00" + kind))
+// EventID is stable for a (dataset, batch, kind) triple, so a result re-sent
+// after a crash carries the same id and downstream consumers can drop
+// duplicates, while the same batch id in two datasets never shares one.
+func EventID(dataset, batchID, kind string) string {
+	h := sha256.Sum256([]byte(dataset + "\x00" + batchID + "\x00" + kind))
 	return hex.EncodeToString(h[:16])
 }
+
+// RunKey is the store key of a run: batch ids are unique per dataset only.
+// Neither a batch id nor a dataset name can contain "/".
+func RunKey(dataset, batchID string) string { return dataset + "/" + batchID }
+
+// Key is the run's store key.
+func (r Run) Key() string { return RunKey(r.Dataset, r.BatchID) }
+
+// eventID is EventID for this run.
+func (r Run) eventID(kind string) string { return EventID(r.Dataset, r.BatchID, kind) }
 
 func (r Run) clone() Run {
 	c := r

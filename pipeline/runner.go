@@ -68,13 +68,16 @@ type Config struct {
 	Store    Store
 	Decoder  Decoder
 	// Datasets resolves a dataset name from an event to its spec.
-	Datasets    func(name string) (DatasetSpec, bool)
-	Policy      Policy
-	MaxInFlight int           // steps (branch, audit, publish) running at once; default 16
-	StepTimeout time.Duration // deadline of one step; default 5m
-	Grace       time.Duration // how long revocation waits for in-flight steps; default 10s
-	Logger      *slog.Logger
-	Now         func() time.Time
+	Datasets func(name string) (DatasetSpec, bool)
+	Policy   Policy
+	// MaxDeadlineHorizon bounds how far after now a write deadline may be;
+	// default schemas.DefaultMaxDeadlineHorizon.
+	MaxDeadlineHorizon time.Duration
+	MaxInFlight        int           // steps (branch, audit, publish) running at once; default 16
+	StepTimeout        time.Duration // deadline of one step; default 5m
+	Grace              time.Duration // how long revocation waits for in-flight steps; default 10s
+	Logger             *slog.Logger
+	Now                func() time.Time
 	// Observe, if set, is called after every persisted change of a run.
 	Observe func(before, after Run)
 	// Failpoint, if set, is called at named points between a side effect
@@ -104,6 +107,10 @@ type Metrics struct {
 	// Held counts the runs this instance holds by dataset and state
 	// (delta +1 when a run enters a state here, -1 when it leaves).
 	Held func(dataset string, state State, delta int)
+	// Input counts input messages by event type and outcome: applied,
+	// duplicate, dead_letter, dropped_unexpected (an early write its batch
+	// did not expect, dropped when the batch landed).
+	Input func(eventType, outcome string)
 }
 
 func (m Metrics) held(dataset string, state State, delta int) {
@@ -174,11 +181,21 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 	for key, v := range raw {
 		var run Run
 		if err := json.Unmarshal(v, &run); err != nil {
-			r.log.Error("skipping unreadable run in state store", "partition", id, "batch_id", key, "err", err)
+			r.log.Error("skipping unreadable run in state store", "partition", id, "key", key, "err", err)
 			continue
 		}
+		if want := run.Key(); key != want {
+			// Stored before runs were keyed by (dataset, batch id): move it.
+			if err := r.cfg.Store.Put(ctx, id, want, v); err != nil {
+				return fmt.Errorf("restore partition %d: re-key run %s: %w", id, key, err)
+			}
+			if err := r.cfg.Store.Delete(ctx, id, key); err != nil {
+				return fmt.Errorf("restore partition %d: re-key run %s: %w", id, key, err)
+			}
+			key = want
+		}
 		p.runs[key] = run
-		r.Metrics.held(run.Dataset, run.State, +1)
+		r.Metrics.held(r.label(run.Dataset), run.State, +1)
 	}
 	r.mu.Lock()
 	if old := r.parts[id]; old != nil {
@@ -223,7 +240,7 @@ func (r *Runner) Revoked(id int) {
 	defer func() {
 		p.mu.Lock()
 		for _, run := range p.runs {
-			r.Metrics.held(run.Dataset, run.State, -1)
+			r.Metrics.held(r.label(run.Dataset), run.State, -1)
 		}
 		p.mu.Unlock()
 	}()
@@ -278,7 +295,7 @@ func (r *Runner) Runs() []Run {
 // Handle applies one input message of a partition. When it returns nil the
 // message's effect on state is durable, so its offset may be committed. An
 // error wrapping ErrPoison means the message must go to the dead-letter
-// topic; any other error means retry.
+// topic (a *Refusal in the chain names why); any other error means retry.
 func (r *Runner) Handle(ctx context.Context, id int, value []byte) error {
 	p := r.partition(id)
 	if p == nil {
@@ -290,24 +307,59 @@ func (r *Runner) Handle(ctx context.Context, id int, value []byte) error {
 		if errors.As(err, &perm) && !perm.Permanent() {
 			return err
 		}
+		r.counted("undecodable", "dead_letter")
 		return fmt.Errorf("%w: decode: %w", ErrPoison, err)
 	}
 	now := r.cfg.Now()
 	in, verr := r.input(ev, now)
 	if in == nil && verr != nil {
+		r.counted(ev.EventType(), "dead_letter")
 		return fmt.Errorf("%w: %w", ErrPoison, verr)
 	}
-	if err := r.apply(ctx, p, ev.Batch(), in); err != nil {
+	key := RunKey(datasetOf(ev), ev.Batch())
+	outcome, err := r.apply(ctx, p, key, in)
+	if err != nil {
 		return err
 	}
 	if _, ok := in.(WriteDone); ok {
 		r.failpoint("after_write") // persisted, offset not yet committed
 	}
-	if verr != nil {
+	switch {
+	case outcome.refused != nil:
+		r.counted(ev.EventType(), "dead_letter")
+		r.log.Warn("input refused", "batch_id", ev.Batch(), "dataset", r.label(datasetOf(ev)),
+			"reason", outcome.refused.Reason, "detail", outcome.refused.Detail)
+		return fmt.Errorf("%w: %w", ErrPoison, outcome.refused)
+	case verr != nil:
+		r.counted(ev.EventType(), "dead_letter")
 		return fmt.Errorf("%w: %w", ErrPoison, verr)
+	case outcome.changed:
+		r.counted(ev.EventType(), "applied")
+	default:
+		r.counted(ev.EventType(), "duplicate")
 	}
 	return nil
 }
+
+// counted reports one input message and what became of it: applied,
+// duplicate (no change to any run) or dead_letter.
+func (r *Runner) counted(eventType, outcome string) {
+	if f := r.Metrics.Input; f != nil {
+		f(eventType, outcome)
+	}
+}
+
+// label is a dataset name fit for a metric label: only configured datasets
+// are named, so junk in events cannot grow the label set.
+func (r *Runner) label(dataset string) string {
+	if _, ok := r.cfg.Datasets(dataset); ok {
+		return dataset
+	}
+	return UnknownDataset
+}
+
+// UnknownDataset is how a dataset that is not in the config is reported.
+const UnknownDataset = "unknown"
 
 // input validates ev and maps it to a machine input. A non-nil input with
 // a non-nil error is an Invalid input for a batch we can name.
@@ -317,10 +369,14 @@ func (r *Runner) input(ev schemas.Event, now time.Time) (Input, error) {
 	default:
 		return nil, fmt.Errorf("unexpected event type %s on the input topic", ev.EventType())
 	}
-	known := func(name string) bool { _, ok := r.cfg.Datasets(name); return ok }
-	if err := schemas.Validate(ev, known, now); err != nil {
+	if err := r.rules(now).Validate(ev); err != nil {
 		var ve *schemas.ValidationError
 		if ev.Batch() == "" || (errors.As(err, &ve) && strings.HasPrefix(ve.Field, "batch_id")) {
+			return nil, err
+		}
+		if _, ok := r.cfg.Datasets(datasetOf(ev)); !ok {
+			// No run for a dataset we do not have: the dead letter is the
+			// outcome, and nothing of the junk is stored or labelled.
 			return nil, err
 		}
 		return Invalid{BatchID: ev.Batch(), Dataset: datasetOf(ev), Detail: err.Error()}, err
@@ -335,6 +391,11 @@ func (r *Runner) input(ev schemas.Event, now time.Time) (Input, error) {
 		return Cancel{Event: e}, nil
 	}
 	return nil, nil
+}
+
+func (r *Runner) rules(now time.Time) schemas.Rules {
+	return schemas.Rules{Now: now, MaxDeadlineHorizon: r.cfg.MaxDeadlineHorizon,
+		Known: func(name string) bool { _, ok := r.cfg.Datasets(name); return ok }}
 }
 
 func datasetOf(ev schemas.Event) string {
@@ -355,63 +416,107 @@ func (r *Runner) partition(id int) *partition {
 	return r.parts[id]
 }
 
-// apply runs one transition for batch, persists the result, then starts the
-// work it asks for. State is changed in memory only after it is persisted.
-func (r *Runner) apply(ctx context.Context, p *partition, batch string, in Input) error {
+// applied says what apply did with an input.
+type applied struct {
+	changed bool     // a run changed (and was persisted)
+	refused *Refusal // the input was not applied (or ended its run): dead-letter it
+}
+
+// apply runs one transition for the run under key, persists the result,
+// then starts the work it asks for. State is changed in memory only after it
+// is persisted.
+func (r *Runner) apply(ctx context.Context, p *partition, key string, in Input) (applied, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	before := p.runs[batch]
+	before := p.runs[key]
+	if ref := r.m.Refuse(before, in); ref != nil {
+		return applied{refused: ref}, nil
+	}
 	now := r.cfg.Now()
 	after, effects := r.m.Transition(before, in, now)
 	if after.State == "" && before.State == "" {
-		return nil
+		return applied{}, nil
 	}
 	if after.State != "" && reflect.DeepEqual(after, before.clone()) {
 		// Nothing changed (a duplicate, a tick before any deadline): no
 		// write, so a stale copy never overwrites what another writer
 		// (lakewap retry) stored since.
-		r.start(p, batch, effects)
-		return nil
+		r.start(p, key, effects)
+		return applied{}, nil
 	}
-	if err := r.persist(ctx, p.id, batch, after); err != nil {
-		return err
+	var out applied
+	after, over, err := r.persist(ctx, p.id, key, after, now)
+	if err != nil {
+		return applied{}, err
+	}
+	out.changed = true
+	effects = r.m.Pending(after, now) // of the run as stored (maybe trimmed)
+	if over != "" {
+		out.refused = &Refusal{Reason: RefusedOverBudget, Detail: over}
+		r.log.Error("run record over budget: run ended", "batch_id", after.BatchID, "dataset", r.label(after.Dataset), "detail", over)
+	}
+	if l, ok := in.(Landed); ok && before.State == StatePending {
+		if n := len(before.Writes) - len(after.Writes); n > 0 {
+			r.log.Warn("dropped early writes the batch does not expect", "batch_id", after.BatchID,
+				"dataset", r.label(after.Dataset), "dropped", n, "expected", len(l.Event.ExpectedWrites))
+			for i := 0; i < n; i++ {
+				r.counted(schemas.TypeWriteComplete, "dropped_unexpected")
+			}
+		}
 	}
 	if after.State == "" {
-		delete(p.runs, batch)
+		delete(p.runs, key)
 	} else {
-		p.runs[batch] = after
+		p.runs[key] = after
 	}
 	if before.State != after.State {
-		r.Metrics.held(before.Dataset, before.State, -1)
-		r.Metrics.held(after.Dataset, after.State, +1)
-		r.log.Info("run state", "batch_id", batch, "dataset", after.Dataset, "branch", after.Branch,
+		r.Metrics.held(r.label(before.Dataset), before.State, -1)
+		r.Metrics.held(r.label(after.Dataset), after.State, +1)
+		r.log.Info("run state", "batch_id", after.BatchID, "dataset", after.Dataset, "branch", after.Branch,
 			"from", string(before.State), "state", string(after.State), "reason", after.Reason)
 		if f := r.Metrics.StateChange; f != nil && after.State != "" {
-			f(after.Dataset, before.State, after.State, now.Sub(before.StateSince))
+			f(r.label(after.Dataset), before.State, after.State, now.Sub(before.StateSince))
 		}
 		if f := r.Metrics.Terminal; f != nil && after.State.Terminal() {
-			f(after.Dataset, after.State, after.Reason)
+			f(r.label(after.Dataset), after.State, after.Reason)
 		}
 	}
 	if r.cfg.Observe != nil {
 		r.cfg.Observe(before, after)
 	}
-	r.start(p, batch, effects)
-	return nil
+	r.start(p, key, effects)
+	return out, nil
 }
 
-func (r *Runner) persist(ctx context.Context, id int, batch string, run Run) error {
+// persist stores run under key within the run budget: a record over it is
+// trimmed (sample rows, long texts) and, if still over, the run is ended by
+// OverBudget; over then says why. It returns the run as stored.
+func (r *Runner) persist(ctx context.Context, id int, key string, run Run, now time.Time) (stored Run, over string, err error) {
 	if run.State == "" {
-		return r.cfg.Store.Delete(ctx, id, batch)
+		if err := r.cfg.Store.Delete(ctx, id, key); err != nil {
+			return run, "", fmt.Errorf("persist run %s: %w", key, err)
+		}
+		return run, "", nil
 	}
+	budget := r.m.p.MaxRunBytes
 	b, err := json.Marshal(run)
+	if err == nil && len(b) > budget {
+		run = r.m.Trim(run)
+		b, err = json.Marshal(run)
+	}
+	if err == nil && len(b) > budget {
+		size := len(b)
+		run = r.m.OverBudget(run, size, budget, now)
+		over = fmt.Sprintf("run record of %d bytes exceeds the budget of %d bytes", size, budget)
+		b, err = json.Marshal(run)
+	}
 	if err != nil {
-		return fmt.Errorf("encode run %s: %w", batch, err)
+		return run, "", fmt.Errorf("encode run %s: %w", key, err)
 	}
-	if err := r.cfg.Store.Put(ctx, id, batch, b); err != nil {
-		return fmt.Errorf("persist run %s: %w", batch, err)
+	if err := r.cfg.Store.Put(ctx, id, key, b); err != nil {
+		return run, "", fmt.Errorf("persist run %s: %w", key, err)
 	}
-	return nil
+	return run, over, nil
 }
 
 // start launches effects not already in flight. Called with p.mu held.
@@ -459,11 +564,11 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 func (r *Runner) internal(p *partition, batch string, in Input) {
 	backoff := 100 * time.Millisecond
 	for {
-		err := r.apply(p.ctx, p, batch, in)
+		_, err := r.apply(p.ctx, p, batch, in)
 		if err == nil || p.ctx.Err() != nil {
 			return
 		}
-		r.log.Warn("persisting run failed, retrying", "batch_id", batch, "err", err)
+		r.log.Warn("persisting run failed, retrying", "run", batch, "err", err)
 		select {
 		case <-p.ctx.Done():
 			return
@@ -482,7 +587,7 @@ func (r *Runner) execute(p *partition, run Run, e Effect) {
 		select {
 		case r.sem <- struct{}{}:
 		case <-p.ctx.Done():
-			r.done(p, run.BatchID, e.Kind)
+			r.done(p, run.Key(), e.Kind)
 			return
 		}
 		ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
@@ -498,9 +603,9 @@ func (r *Runner) execute(p *partition, run Run, e Effect) {
 			f(e.Kind.String(), outcome, time.Since(start))
 		}
 	}
-	r.done(p, run.BatchID, e.Kind)
+	r.done(p, run.Key(), e.Kind)
 	if in != nil && p.ctx.Err() == nil {
-		r.internal(p, run.BatchID, in)
+		r.internal(p, run.Key(), in)
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,14 +49,22 @@ func (l *fakeLake) Seal(_ context.Context, _, branch, _ string, _ map[string]str
 	return "sealed-" + branch, nil
 }
 
-func (l *fakeLake) FindPublished(_ context.Context, _, _, batch string) (string, bool, error) {
+func (l *fakeLake) FindPublished(_ context.Context, repo, _, batch string) (string, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	id, ok := l.merged[batch]
+	id, ok := l.merged[mergedKey(repo, batch)]
 	return id, ok, nil
 }
 
-func (l *fakeLake) Merge(_ context.Context, _, _, _, _ string, meta map[string]string) (string, error) {
+// mergedKey: the batches of the default repository "lake" are keyed by batch id.
+func mergedKey(repo, batch string) string {
+	if repo == "lake" {
+		return batch
+	}
+	return repo + "/" + batch
+}
+
+func (l *fakeLake) Merge(_ context.Context, repo, _, _, _ string, meta map[string]string) (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.merges++
@@ -66,7 +76,7 @@ func (l *fakeLake) Merge(_ context.Context, _, _, _, _ string, meta map[string]s
 		}
 	}
 	id := "merge-" + meta[MetaBatchID]
-	l.merged[meta[MetaBatchID]] = id
+	l.merged[mergedKey(repo, meta[MetaBatchID])] = id
 	if l.lostAck {
 		l.lostAck = false
 		return "", fmt.Errorf("merge: context deadline exceeded: %w", ErrTransient)
@@ -120,11 +130,12 @@ func (n *recordingNotifier) Notify(_ context.Context, pn Notification) (map[stri
 
 // memStore is a Store that records the order of writes.
 type memStore struct {
-	mu    sync.Mutex
-	data  map[int]map[string][]byte
-	puts  int
-	fail  error
-	onPut func()
+	mu      sync.Mutex
+	data    map[int]map[string][]byte
+	puts    int
+	largest int // bytes of the largest value ever put
+	fail    error
+	onPut   func()
 }
 
 func (s *memStore) Put(_ context.Context, p int, k string, v []byte) error {
@@ -138,6 +149,7 @@ func (s *memStore) Put(_ context.Context, p int, k string, v []byte) error {
 	}
 	s.data[p][k] = v
 	s.puts++
+	s.largest = max(s.largest, len(v))
 	if s.onPut != nil {
 		s.onPut()
 	}
@@ -195,13 +207,23 @@ type runnerFixture struct {
 
 func newRunnerFixture(t *testing.T) *runnerFixture {
 	t.Helper()
+	return newRunnerFixtureWith(t, nil)
+}
+
+// newRunnerFixtureWith is newRunnerFixture with mod applied to the config.
+func newRunnerFixtureWith(t *testing.T, mod func(*Config)) *runnerFixture {
+	t.Helper()
 	f := &runnerFixture{lake: newFakeLake(), aud: &gateAuditor{gates: map[string]chan struct{}{}},
 		notes: &recordingNotifier{ch: make(chan schemas.Event, 100)}, store: &memStore{data: map[int]map[string][]byte{}}}
-	r, err := NewRunner(Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{},
+	cfg := Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{},
 		Datasets: func(n string) (DatasetSpec, bool) {
 			return DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: time.Hour}, n == "billing"
 		},
-		Policy: Policy{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, RetryBudget: time.Minute}})
+		Policy: Policy{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, RetryBudget: time.Minute}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	r, err := NewRunner(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,8 +355,8 @@ func TestHandlePersistsBeforeReturning(t *testing.T) {
 	}
 	got, _ := f.store.Load(context.Background(), 0)
 	var run Run
-	if err := json.Unmarshal(got["p1"], &run); err != nil || run.BatchID != "p1" {
-		t.Fatalf("stored run %q, err %v", got["p1"], err)
+	if err := json.Unmarshal(got["billing/p1"], &run); err != nil || run.BatchID != "p1" {
+		t.Fatalf("stored run %q, err %v (store keys: %v)", got["billing/p1"], err, slices.Collect(maps.Keys(got)))
 	}
 	// A store that fails makes Handle fail (so the offset is not committed)
 	// and leaves the in-memory state as it was.
@@ -392,17 +414,32 @@ func TestPoisonAndInvalidMessages(t *testing.T) {
 	if err := f.r.Handle(context.Background(), 0, []byte("garbage")); !errors.Is(err, ErrPoison) {
 		t.Errorf("garbage: %v, want ErrPoison", err)
 	}
+	// A dataset not in the config: a dead letter and nothing else (no run,
+	// no result event, no metric label of its name).
 	ev := schemas.BatchLanded{BatchID: "inv-1", Dataset: "no-such-dataset", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: time.Now().UTC()}
 	err := f.r.Handle(context.Background(), 0, encode(t, ev))
 	if !errors.Is(err, ErrPoison) {
 		t.Fatalf("unknown dataset: %v, want ErrPoison", err)
 	}
-	f.await(t, "inv-1", schemas.TypeBatchAborted)
+	if runs := f.r.Runs(); len(runs) != 0 {
+		t.Errorf("runs after an event of an unknown dataset: %+v", runs)
+	}
+	// An invalid event of a configured dataset aborts the batch it names.
+	bad := schemas.BatchLanded{BatchID: "inv-2", Dataset: "billing", ExpectedWrites: []string{"fact", "fact"}, Producer: "t", OccurredAt: time.Now().UTC()}
+	if err := f.r.Handle(context.Background(), 0, encode(t, bad)); !errors.Is(err, ErrPoison) {
+		t.Fatalf("invalid event: %v, want ErrPoison", err)
+	}
+	f.await(t, "inv-2", schemas.TypeBatchAborted)
 	f.notes.mu.Lock()
 	defer f.notes.mu.Unlock()
+	for _, ev := range f.notes.events {
+		if ev.Batch() == "inv-1" {
+			t.Errorf("result event for the unknown dataset's batch: %+v", ev)
+		}
+	}
 	last := f.notes.events[len(f.notes.events)-1].(schemas.BatchAborted)
-	if last.Reason != schemas.ReasonInvalid {
-		t.Errorf("reason %q, want invalid", last.Reason)
+	if last.Reason != schemas.ReasonInvalid || last.BatchID != "inv-2" {
+		t.Errorf("last event %+v, want inv-2 aborted invalid", last)
 	}
 }
 

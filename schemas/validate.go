@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Limits on identifiers. Batch ids may use ASCII letters, digits and
@@ -25,6 +27,26 @@ const (
 	BranchPrefix = "wap-"
 	// maxFutureSkew is how far ahead of our clock a producer's timestamp may be.
 	maxFutureSkew = 24 * time.Hour
+	// DefaultMaxDeadlineHorizon is how far after now a write deadline may
+	// be unless Rules says otherwise: a run waits at most this long.
+	DefaultMaxDeadlineHorizon = 7 * 24 * time.Hour
+	// MaxExpectedWrites bounds expected_writes: the run stores each name and
+	// the time its write completed.
+	MaxExpectedWrites = 256
+	// MaxPaths bounds the object paths of one WriteComplete.
+	MaxPaths = 1000
+	// MaxPathLen, MaxRefLen, MaxTextLen bound an object path, a source ref,
+	// and free text (producer, cancel reason, attribute values).
+	MaxPathLen = 1024
+	MaxRefLen  = 256
+	MaxTextLen = 1024
+	// MaxAttributes bounds the attributes map of a BatchLanded.
+	MaxAttributes = 64
+	// MaxProblems is how many problems a validation error lists; the rest
+	// are counted, so the error of a hostile event stays small.
+	MaxProblems = 5
+	// maxQuoted is how much of a bad value a problem quotes.
+	maxQuoted = 64
 )
 
 // ValidationError is one problem with one field of a decoded event.
@@ -34,6 +56,30 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string { return "invalid event: " + e.Field + ": " + e.Problem }
+
+// quote is %q of s, clipped to maxQuoted bytes: a problem names the bad
+// value without repeating all of it.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
+}
+
+// text checks a free-text field: valid UTF-8, at most max bytes.
+func text(s string, max int) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "is not valid UTF-8"
+	case len(s) > max:
+		return fmt.Sprintf("has %d bytes, more than %d", len(s), max)
+	}
+	return ""
+}
 
 func isBatchIDChar(r rune) bool {
 	return r < unicode.MaxASCII && (isWordChar(r) || strings.ContainsRune("-.:+@", r))
@@ -70,16 +116,16 @@ func validName(s string) string {
 	case len(s) > MaxWriteNameLen:
 		return fmt.Sprintf("has %d characters, more than %d", len(s), MaxWriteNameLen)
 	case !isWordChar(rune(s[0])):
-		return fmt.Sprintf("%q must start with a letter, digit or underscore", s)
+		return fmt.Sprintf("%s must start with a letter, digit or underscore", quote(s))
 	}
 	for _, r := range s {
 		if r >= unicode.MaxASCII || !isWordChar(r) && !strings.ContainsRune("-./", r) {
-			return fmt.Sprintf("%q contains %q; allowed are letters, digits and _ - . /", s, r)
+			return fmt.Sprintf("%s contains %q; allowed are letters, digits and _ - . /", quote(s), r)
 		}
 	}
 	for _, seg := range strings.Split(s, "/") {
 		if seg == "" || seg == ".." {
-			return fmt.Sprintf("%q has an empty or \"..\" path segment", s)
+			return fmt.Sprintf("%s has an empty or \"..\" path segment", quote(s))
 		}
 	}
 	return ""
@@ -91,32 +137,51 @@ func validPath(p string) string {
 	switch {
 	case p == "":
 		return "is empty"
+	case text(p, MaxPathLen) != "":
+		return text(p, MaxPathLen)
 	case strings.HasPrefix(p, "/"):
-		return fmt.Sprintf("%q is absolute; paths are relative to the branch root", p)
+		return fmt.Sprintf("%s is absolute; paths are relative to the branch root", quote(p))
 	}
 	for _, r := range p {
 		if unicode.IsControl(r) {
-			return fmt.Sprintf("%q contains a control character", p)
+			return fmt.Sprintf("%s contains a control character", quote(p))
 		}
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == ".." {
-			return fmt.Sprintf("%q has a \"..\" segment", p)
+			return fmt.Sprintf("%s has a \"..\" segment", quote(p))
 		}
 	}
 	return ""
 }
 
-// validator collects problems.
+// validator collects problems: the first MaxProblems, and a count of the rest.
 type validator struct {
-	now  time.Time
-	errs []error
+	now     time.Time
+	horizon time.Duration
+	errs    []error
+	more    int
 }
 
 func (v *validator) add(field, problem string) {
 	if problem != "" {
-		v.errs = append(v.errs, &ValidationError{Field: field, Problem: problem})
+		v.addErr(&ValidationError{Field: field, Problem: problem})
 	}
+}
+
+func (v *validator) addErr(err error) {
+	if len(v.errs) >= MaxProblems {
+		v.more++
+		return
+	}
+	v.errs = append(v.errs, err)
+}
+
+func (v *validator) err() error {
+	if v.more > 0 {
+		return errors.Join(append(v.errs, &ValidationError{Field: "event", Problem: fmt.Sprintf("and %d more problem(s)", v.more)})...)
+	}
+	return errors.Join(v.errs...)
 }
 
 // timestamp checks t is set and not more than a day ahead of now.
@@ -129,9 +194,35 @@ func (v *validator) timestamp(field string, t time.Time) {
 	}
 }
 
+// deadline checks a write deadline is after occurred_at and within the
+// horizon: a run never waits longer than that, and a deadline in year
+// 10000 (Long.MAX_VALUE milliseconds) cannot even be written as JSON.
+func (v *validator) deadline(field string, d *time.Time, occurred time.Time) {
+	switch {
+	case d == nil:
+	case d.After(v.now.Add(v.horizon)) || d.Year() > 9999:
+		v.add(field, fmt.Sprintf("%s is more than %s after now (the maximum deadline horizon)", clipTime(*d), v.horizon))
+	case !occurred.IsZero() && !d.After(occurred):
+		v.add(field, fmt.Sprintf("%s is not after occurred_at %s",
+			d.UTC().Format(time.RFC3339Nano), occurred.UTC().Format(time.RFC3339Nano)))
+	}
+}
+
+// clipTime formats t, or says it is out of range for RFC 3339.
+func clipTime(t time.Time) string {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return fmt.Sprintf("a time in year %d", y)
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
 func (v *validator) writes(field string, names []string) {
 	if len(names) == 0 {
 		v.add(field, "is empty")
+		return
+	}
+	if len(names) > MaxExpectedWrites {
+		v.add(field, fmt.Sprintf("has %d names, more than %d", len(names), MaxExpectedWrites))
 		return
 	}
 	seen := make(map[string]bool, len(names))
@@ -142,10 +233,20 @@ func (v *validator) writes(field string, names []string) {
 			continue
 		}
 		if seen[n] {
-			v.add(item, fmt.Sprintf("%q is listed twice", n))
+			v.add(item, fmt.Sprintf("%s is listed twice", quote(n)))
 		}
 		seen[n] = true
 	}
+}
+
+// Rules are the bounds Validate applies beyond the event's own shape.
+type Rules struct {
+	// Known reports whether a dataset is configured; nil accepts any.
+	Known func(dataset string) bool
+	Now   time.Time
+	// MaxDeadlineHorizon bounds write_deadline - now; default
+	// DefaultMaxDeadlineHorizon.
+	MaxDeadlineHorizon time.Duration
 }
 
 // Validate checks a decoded event: the batch id (see ValidateBatchID), the
@@ -156,12 +257,23 @@ func (v *validator) writes(field string, names []string) {
 // several; use errors.As to get the first. Batch id problems come first, so
 // a caller can tell "no usable batch id" from "invalid batch".
 func Validate(ev Event, known func(dataset string) bool, now time.Time) error {
+	return Rules{Known: known, Now: now}.Validate(ev)
+}
+
+// Validate is the package's Validate with these rules. At most MaxProblems
+// problems are listed, followed by a count of the others; every string is
+// bounded and must be valid UTF-8.
+func (rules Rules) Validate(ev Event) error {
+	known, now := rules.Known, rules.Now
 	if ev == nil {
 		return &ValidationError{Field: "event", Problem: "is missing"}
 	}
-	v := &validator{now: now}
+	v := &validator{now: now, horizon: rules.MaxDeadlineHorizon}
+	if v.horizon <= 0 {
+		v.horizon = DefaultMaxDeadlineHorizon
+	}
 	if err := ValidateBatchID(ev.Batch()); err != nil {
-		v.errs = append(v.errs, err)
+		v.addErr(err)
 	}
 	dataset := func(d string) {
 		switch {
@@ -169,8 +281,10 @@ func Validate(ev Event, known func(dataset string) bool, now time.Time) error {
 			v.add("dataset", "is empty")
 		case len(d) > MaxDatasetLen:
 			v.add("dataset", fmt.Sprintf("has %d characters, more than %d", len(d), MaxDatasetLen))
+		case !utf8.ValidString(d):
+			v.add("dataset", "is not valid UTF-8")
 		case known != nil && !known(d):
-			v.add("dataset", fmt.Sprintf("%q is not a configured dataset", d))
+			v.add("dataset", fmt.Sprintf("%s is not a configured dataset", quote(d)))
 		}
 	}
 	switch e := ev.(type) {
@@ -178,24 +292,42 @@ func Validate(ev Event, known func(dataset string) bool, now time.Time) error {
 		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		v.writes("expected_writes", e.ExpectedWrites)
-		if strings.IndexFunc(e.SourceRef, unicode.IsSpace) >= 0 {
-			v.add("source_ref", fmt.Sprintf("%q contains white space", e.SourceRef))
+		if p := text(e.SourceRef, MaxRefLen); p != "" {
+			v.add("source_ref", p)
+		} else if strings.IndexFunc(e.SourceRef, unicode.IsSpace) >= 0 {
+			v.add("source_ref", fmt.Sprintf("%s contains white space", quote(e.SourceRef)))
 		}
-		if e.WriteDeadline != nil && !e.OccurredAt.IsZero() && !e.WriteDeadline.After(e.OccurredAt) {
-			v.add("write_deadline", fmt.Sprintf("%s is not after occurred_at %s",
-				e.WriteDeadline.UTC().Format(time.RFC3339Nano), e.OccurredAt.UTC().Format(time.RFC3339Nano)))
-		}
-		for k := range e.Attributes {
-			if k == "" {
-				v.add("attributes", "has an empty key")
+		v.deadline("write_deadline", e.WriteDeadline, e.OccurredAt)
+		v.add("producer", text(e.Producer, MaxTextLen))
+		if len(e.Attributes) > MaxAttributes {
+			v.add("attributes", fmt.Sprintf("has %d entries, more than %d", len(e.Attributes), MaxAttributes))
+		} else {
+			keys := make([]string, 0, len(e.Attributes))
+			for k := range e.Attributes {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys) // problems in a stable order
+			for _, k := range keys {
+				switch {
+				case k == "":
+					v.add("attributes", "has an empty key")
+				case text(k, MaxWriteNameLen) != "":
+					v.add("attributes", "key "+text(k, MaxWriteNameLen))
+				default:
+					v.add("attributes."+k, text(e.Attributes[k], MaxTextLen))
+				}
 			}
 		}
 	case WriteComplete:
 		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		v.add("write", validName(e.Write))
-		for i, p := range e.Paths {
-			v.add(fmt.Sprintf("paths[%d]", i), validPath(p))
+		if len(e.Paths) > MaxPaths {
+			v.add("paths", fmt.Sprintf("has %d paths, more than %d", len(e.Paths), MaxPaths))
+		} else {
+			for i, p := range e.Paths {
+				v.add(fmt.Sprintf("paths[%d]", i), validPath(p))
+			}
 		}
 		if e.RowCount != nil && *e.RowCount < 0 {
 			v.add("row_count", fmt.Sprintf("%d is negative", *e.RowCount))
@@ -203,6 +335,7 @@ func Validate(ev Event, known func(dataset string) bool, now time.Time) error {
 	case BatchCancelled:
 		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
+		v.add("reason", text(e.Reason, MaxTextLen))
 	case BranchReady:
 		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
@@ -223,7 +356,7 @@ func Validate(ev Event, known func(dataset string) bool, now time.Time) error {
 		switch e.Reason {
 		case ReasonAuditFailed, ReasonWriteTimeout, ReasonCancelled, ReasonMergeConflict, ReasonInvalid:
 		default:
-			v.add("reason", fmt.Sprintf("%q is not a known abort reason", e.Reason))
+			v.add("reason", fmt.Sprintf("%s is not a known abort reason", quote(e.Reason)))
 		}
 	case BatchFailed:
 		dataset(e.Dataset)
@@ -240,7 +373,7 @@ func Validate(ev Event, known func(dataset string) bool, now time.Time) error {
 	default:
 		v.add("event", fmt.Sprintf("unknown event type %T", ev))
 	}
-	return errors.Join(v.errs...)
+	return v.err()
 }
 
 // BranchName returns the lakeFS branch of a batch: "wap-<dataset>-<batch>".

@@ -65,6 +65,23 @@ func TestValidate(t *testing.T) {
 		{"abort with unknown reason", BatchAborted{BatchID: "b1", Dataset: "orders", Reason: "bored", OccurredAt: now}, "reason"},
 		{"published without commit", BatchPublished{BatchID: "b1", Dataset: "orders", LandedAt: now, PublishedAt: now}, "commit_id"},
 		{"nil event", nil, "event"},
+		// Bounds: nothing a producer sends may grow what lakewap stores.
+		{"deadline in year 10000", landed(func(e *BatchLanded) { e.WriteDeadline = ptr(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)) }), "write_deadline"},
+		{"deadline Long.MAX_VALUE ms", landed(func(e *BatchLanded) { e.WriteDeadline = ptr(time.UnixMilli(1<<63 - 1)) }), "write_deadline"},
+		{"deadline past the horizon", landed(func(e *BatchLanded) { e.WriteDeadline = ptr(now.Add(DefaultMaxDeadlineHorizon + time.Minute)) }), "write_deadline"},
+		{"deadline at the horizon", landed(func(e *BatchLanded) { e.WriteDeadline = ptr(now.Add(DefaultMaxDeadlineHorizon)) }), ""},
+		{"257 expected writes", landed(func(e *BatchLanded) { e.ExpectedWrites = names(MaxExpectedWrites + 1) }), "expected_writes"},
+		{"256 expected writes", landed(func(e *BatchLanded) { e.ExpectedWrites = names(MaxExpectedWrites) }), ""},
+		{"dataset not UTF-8", landed(func(e *BatchLanded) { e.Dataset = "or\xffders" }), "dataset"},
+		{"producer not UTF-8", landed(func(e *BatchLanded) { e.Producer = "\xc3" }), "producer"},
+		{"long producer", landed(func(e *BatchLanded) { e.Producer = strings.Repeat("p", MaxTextLen+1) }), "producer"},
+		{"long source ref", landed(func(e *BatchLanded) { e.SourceRef = strings.Repeat("r", MaxRefLen+1) }), "source_ref"},
+		{"long attribute value", landed(func(e *BatchLanded) { e.Attributes = map[string]string{"k": strings.Repeat("v", MaxTextLen+1)} }), "attributes.k"},
+		{"too many attributes", landed(func(e *BatchLanded) { e.Attributes = attrs(MaxAttributes + 1) }), "attributes"},
+		{"too many paths", written(func(e *WriteComplete) { e.Paths = names(MaxPaths + 1) }), "paths"},
+		{"long path", written(func(e *WriteComplete) { e.Paths = []string{strings.Repeat("p", MaxPathLen+1)} }), "paths[0]"},
+		{"path not UTF-8", written(func(e *WriteComplete) { e.Paths = []string{"a/\xff"} }), "paths[0]"},
+		{"long cancel reason", BatchCancelled{BatchID: "b1", Dataset: "orders", OccurredAt: now, Reason: strings.Repeat("x", MaxTextLen+1)}, "reason"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Validate(tc.ev, known, now)
@@ -82,6 +99,59 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("first problem is on %q (%v), want %q", ve.Field, err, tc.field)
 			}
 		})
+	}
+}
+
+func names(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("w%d", i)
+	}
+	return out
+}
+
+func attrs(n int) map[string]string {
+	out := map[string]string{}
+	for i := 0; i < n; i++ {
+		out[fmt.Sprintf("k%d", i)] = "v"
+	}
+	return out
+}
+
+// TestValidateSummarizesHostileInput: 65,536 bad expected writes (the
+// issue's 131 KB event, whose error was 5.8 MB) and long bad values give an
+// error of a few hundred bytes: the first problems and a count.
+func TestValidateSummarizesHostileInput(t *testing.T) {
+	now := ms("2024-05-01T12:00:00Z")
+	bad := make([]string, MaxExpectedWrites)
+	for i := range bad {
+		bad[i] = strings.Repeat("x", 100) + " " + strings.Repeat("y", 1000)
+	}
+	err := Validate(BatchLanded{BatchID: "b1", Dataset: strings.Repeat("d", 120), ExpectedWrites: bad, OccurredAt: now,
+		WriteDeadline: ptr(time.UnixMilli(1<<63 - 1))}, nil, now)
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	if len(msg) > 2048 {
+		t.Errorf("error has %d bytes, want at most 2048: %.300s", len(msg), msg)
+	}
+	if want := fmt.Sprintf("and %d more problem(s)", MaxExpectedWrites+1-MaxProblems); !strings.Contains(msg, want) {
+		t.Errorf("error %q does not say %q", msg, want)
+	}
+	if strings.Count(msg, "invalid event:") != MaxProblems+1 {
+		t.Errorf("error lists %d problems, want %d and the count: %s", strings.Count(msg, "invalid event:"), MaxProblems, msg)
+	}
+	// Many names, each fine alone: refused by count, in one short problem.
+	err = Validate(BatchLanded{BatchID: "b1", Dataset: "d", ExpectedWrites: names(65536), OccurredAt: now}, nil, now)
+	if err == nil || len(err.Error()) > 200 {
+		t.Errorf("65,536 expected writes: %v", err)
+	}
+	// A custom horizon.
+	rules := Rules{Now: now, MaxDeadlineHorizon: time.Hour}
+	if err := rules.Validate(BatchLanded{BatchID: "b1", Dataset: "d", ExpectedWrites: []string{"a"}, OccurredAt: now,
+		WriteDeadline: ptr(now.Add(2 * time.Hour))}); err == nil || !strings.Contains(err.Error(), "maximum deadline horizon") {
+		t.Errorf("deadline 2h ahead with a 1h horizon: %v", err)
 	}
 }
 

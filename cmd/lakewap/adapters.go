@@ -173,6 +173,10 @@ func (e *inputError) DecodeReason() string { return e.reason }
 
 // poisonReason is the dead letter's wap.dlq.reason: a short fixed code.
 func poisonReason(err error) string {
+	var ref *pipeline.Refusal
+	if errors.As(err, &ref) {
+		return ref.Reason
+	}
 	var ie *inputError
 	if errors.As(err, &ie) {
 		return ie.reason
@@ -187,6 +191,10 @@ func poisonReason(err error) string {
 // poisonCause drops the runner's "poison message" wrapping, so that the
 // wap.dlq.error header says what is wrong and nothing else.
 func poisonCause(err error) error {
+	var ref *pipeline.Refusal
+	if errors.As(err, &ref) {
+		return ref
+	}
 	var ie *inputError
 	if errors.As(err, &ie) {
 		return ie

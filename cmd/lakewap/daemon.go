@@ -151,7 +151,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}
 	d.engine, err = audit.New(audit.Options{Source: auditSource{d.lake}, WorkDir: workDir, CacheDir: cfg.Audit.CacheDir, CacheMaxBytes: cfg.Audit.CacheMaxMB << 20,
 		MemoryLimit: cfg.Audit.MemoryLimit, Threads: cfg.Audit.Threads, DownloadParallelism: cfg.Audit.DownloadParallelism,
-		SampleRows: cfg.Audit.SampleRows, Logger: log})
+		SampleRows: cfg.Audit.SampleRows, MaxSampleValueBytes: cfg.Audit.MaxSampleValueBytes, MaxReportBytes: cfg.Audit.MaxReportBytes, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
@@ -224,8 +224,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		Store: store, Decoder: inputDecoder{codec},
 		Datasets: func(n string) (pipeline.DatasetSpec, bool) { s, ok := specs[n]; return s, ok },
 		Policy: pipeline.Policy{RetryBudget: cfg.Runner.RetryBudget.D(10 * time.Minute), PendingTTL: cfg.Runner.PendingTTL.D(time.Hour),
-			TerminalRetention: cfg.Runner.TerminalRetention.D(7 * 24 * time.Hour)},
-		MaxInFlight: cfg.Runner.MaxInFlight, StepTimeout: cfg.Runner.StepTimeout.D(5 * time.Minute),
+			TerminalRetention: cfg.Runner.TerminalRetention.D(7 * 24 * time.Hour), MaxRunBytes: cfg.Runner.MaxRunBytes},
+		MaxDeadlineHorizon: cfg.Runner.MaxDeadlineHorizon.D(config.DefaultMaxDeadlineHorizon),
+		MaxInFlight:        cfg.Runner.MaxInFlight, StepTimeout: cfg.Runner.StepTimeout.D(5 * time.Minute),
 		Grace: cfg.Runner.Grace.D(10 * time.Second), Logger: log, Observe: o.Observe,
 		Failpoint: failpointFromEnv(log),
 	})
@@ -366,7 +367,9 @@ func runnerMetrics(reg prometheus.Registerer) pipeline.Metrics {
 		Help: "Runs that reached a terminal state, by dataset, outcome and reason."}, []string{"dataset", "outcome", "reason"})
 	held := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_runs_held",
 		Help: "Runs this instance holds, by dataset and state (non-terminal states are the runs in flight)."}, []string{"dataset", "state"})
-	reg.MustRegister(steps, inState, runs, held)
+	inputs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_inputs_total",
+		Help: "Input events by type and outcome: applied, duplicate, dead_letter, dropped_unexpected."}, []string{"type", "outcome"})
+	reg.MustRegister(steps, inState, runs, held, inputs)
 	return pipeline.Metrics{
 		StepDuration: func(step, outcome string, d time.Duration) { steps.WithLabelValues(step, outcome).Observe(d.Seconds()) },
 		StateChange: func(ds string, from, _ pipeline.State, in time.Duration) {
@@ -378,6 +381,7 @@ func runnerMetrics(reg prometheus.Registerer) pipeline.Metrics {
 		Held: func(ds string, st pipeline.State, delta int) {
 			held.WithLabelValues(ds, string(st)).Add(float64(delta))
 		},
+		Input: func(typ, outcome string) { inputs.WithLabelValues(typ, outcome).Inc() },
 	}
 }
 

@@ -137,7 +137,7 @@ func revertBatch(ctx context.Context, cfg *config.Config, o revertOptions, log *
 	if err != nil {
 		return schemas.BatchReverted{}, err
 	}
-	ev := schemas.BatchReverted{EventID: pipeline.EventID(o.Batch, "reverted "+published), BatchID: o.Batch, Dataset: name,
+	ev := schemas.BatchReverted{EventID: pipeline.EventID(name, o.Batch, "reverted "+published), BatchID: o.Batch, Dataset: name,
 		Repository: repo, TargetRef: target, PublishedCommitID: published, CommitID: revertID,
 		Reason: rc.Metadata[metaRevertReason], RevertedBy: rc.Metadata[metaRevertedBy], OccurredAt: rc.CreationDate}
 	if err := emitResult(ctx, cfg, ev.EventID, ev); err != nil {
@@ -349,7 +349,7 @@ func markPublished(ctx context.Context, cfg *config.Config, store *runStore, sr 
 	if err := store.put(ctx, sr); err != nil {
 		return fmt.Errorf("published, but the state store was not updated: %w", err)
 	}
-	ev := schemas.BatchPublished{EventID: pipeline.EventID(run.BatchID, "published"), BatchID: run.BatchID, Dataset: run.Dataset,
+	ev := schemas.BatchPublished{EventID: pipeline.EventID(run.Dataset, run.BatchID, "published"), BatchID: run.BatchID, Dataset: run.Dataset,
 		Repository: run.Repository, Branch: run.Branch, TargetRef: run.Target, CommitID: commitID,
 		LandedAt: run.LandedAt, PublishedAt: now, DurationMs: now.Sub(run.LandedAt).Milliseconds()}
 	if rep != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/segmentio/kafka-go"
 
@@ -139,7 +141,7 @@ func (s *runStore) put(ctx context.Context, r storedRun) error {
 	if err != nil {
 		return err
 	}
-	return s.changelog.Put(ctx, r.Partition, r.BatchID, b)
+	return s.changelog.Put(ctx, r.Partition, r.Run.Key(), b)
 }
 
 func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -212,7 +214,8 @@ func listRuns(ctx context.Context, cfg *config.Config, f runsFilter, now time.Ti
 		if r.Detail != "" {
 			reason = strings.TrimSpace(reason + ": " + oneLine(r.Detail, 80))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.BatchID, r.Dataset, r.State, age(now, since), age(now, r.StateSince), dash(r.Branch), dash(reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", printable(r.BatchID), printable(r.Dataset), printable(string(r.State)),
+			age(now, since), age(now, r.StateSince), printable(dash(r.Branch)), printable(dash(reason)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -248,4 +251,28 @@ func oneLine(s string, n int) string {
 		s = s[:n] + "…"
 	}
 	return s
+}
+
+// printable escapes what a terminal would act on (control characters, C1
+// controls such as CSI, tabs that would break the columns, invalid UTF-8):
+// run texts come from events and lakeFS, not from the operator.
+func printable(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unicode.IsControl(r):
+			if r < 0x100 {
+				fmt.Fprintf(&b, "\\x%02x", r)
+			} else {
+				fmt.Fprintf(&b, "\\u%04x", r)
+			}
+		case r == '\\':
+			b.WriteString("\\\\")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -87,7 +87,21 @@ type Runner struct {
 	Grace       Duration `yaml:"shutdown_grace"`
 	// TerminalRetention keeps finished runs in the state store (default 7 days).
 	TerminalRetention Duration `yaml:"terminal_retention"`
+	// MaxRunBytes is the budget of one run record in the changelog
+	// (default 256 KiB); see the README's failure handling.
+	MaxRunBytes int `yaml:"max_run_bytes"`
+	// MaxDeadlineHorizon bounds how far ahead a batch's write deadline may
+	// be (default 7 days); a later one makes the event invalid.
+	MaxDeadlineHorizon Duration `yaml:"max_deadline_horizon"`
 }
+
+// Runner defaults.
+const (
+	DefaultMaxRunBytes        = 256 << 10
+	DefaultMaxDeadlineHorizon = 7 * 24 * time.Hour
+	// minRunBytes leaves room for a run's identity and its final event.
+	minRunBytes = 16 << 10
+)
 
 // Audit tunes the DuckDB engine.
 type Audit struct {
@@ -97,6 +111,10 @@ type Audit struct {
 	Threads             int    `yaml:"threads"`
 	DownloadParallelism int    `yaml:"download_parallelism"`
 	SampleRows          int    `yaml:"sample_rows"`
+	// MaxSampleValueBytes and MaxReportBytes bound sample values and whole
+	// reports (defaults 256 and 32 KiB); see the README's failure handling.
+	MaxSampleValueBytes int `yaml:"max_sample_value_bytes"`
+	MaxReportBytes      int `yaml:"max_report_bytes"`
 	// CacheMaxMB bounds cache_dir; least recently used files go first.
 	// 0 keeps everything.
 	CacheMaxMB int64 `yaml:"cache_max_mb"`
@@ -371,8 +389,24 @@ func (c *Config) Validate() error {
 	if c.Audit.CacheMaxMB < 0 {
 		bad("audit.cache_max_mb", "must not be negative")
 	}
+	if c.Audit.MaxSampleValueBytes < 0 {
+		bad("audit.max_sample_value_bytes", "must not be negative")
+	}
+	runBytes := c.Runner.MaxRunBytes
+	if runBytes == 0 {
+		runBytes = DefaultMaxRunBytes
+	}
+	if c.Audit.MaxReportBytes < 0 || 4*c.Audit.MaxReportBytes > runBytes {
+		bad("audit.max_report_bytes", "%d must be between 0 and a quarter of runner.max_run_bytes (a run stores its report up to three times)", c.Audit.MaxReportBytes)
+	}
 	if c.Runner.MaxInFlight < 0 {
 		bad("runner.max_in_flight", "must not be negative")
+	}
+	if c.Runner.MaxRunBytes != 0 && (c.Runner.MaxRunBytes < minRunBytes || c.Runner.MaxRunBytes > 900<<10) {
+		bad("runner.max_run_bytes", "%d is outside %d..%d (the changelog's and results topic's message size must hold a run)", c.Runner.MaxRunBytes, minRunBytes, 900<<10)
+	}
+	if c.Runner.MaxDeadlineHorizon < 0 {
+		bad("runner.max_deadline_horizon", "must not be negative")
 	}
 	switch c.Log.Format {
 	case "json", "text":
@@ -437,6 +471,9 @@ func (c *Config) Validate() error {
 		}
 		if d.WriteTimeout < 0 {
 			bad(f+".write_timeout", "must not be negative")
+		}
+		if h := c.Runner.MaxDeadlineHorizon.D(DefaultMaxDeadlineHorizon); time.Duration(d.WriteTimeout) > h {
+			bad(f+".write_timeout", "%s is longer than runner.max_deadline_horizon %s", time.Duration(d.WriteTimeout), h)
 		}
 		if d.AbortedRetention < 0 {
 			bad(f+".aborted_retention", "must not be negative")

@@ -1,0 +1,161 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Budgets of a report. A report is stored in the run record (up to three
+// times: the run, its result event, the last event sent), sent as a Kafka
+// event, put in commit metadata and in a webhook answer, so its size must
+// not depend on the data audited.
+const (
+	// DefaultMaxSampleValueBytes bounds one value of a sample row.
+	DefaultMaxSampleValueBytes = 256
+	// DefaultMaxReportBytes bounds a whole report (as JSON).
+	DefaultMaxReportBytes = 32 << 10
+	// maxSampleRowBytes bounds one sample row after its values are clipped
+	// (a row of many columns).
+	maxSampleRowBytes = 2 << 10
+	// maxCheckText bounds a check's observed value and message.
+	maxCheckText = 1 << 10
+)
+
+// clipReport bounds rep: every sample value to valueBytes, every sample row
+// to maxSampleRowBytes, observed values and messages to maxCheckText; then,
+// while the report is over reportBytes, it drops sample rows (last checks
+// first) and finally check results beyond the budget, saying how many.
+func clipReport(rep schemas.AuditReport, valueBytes, reportBytes int) schemas.AuditReport {
+	for i := range rep.Checks {
+		c := &rep.Checks[i]
+		c.Observed, c.Message = clipString(c.Observed, maxCheckText), clipString(c.Message, maxCheckText)
+		for j, row := range c.SampleRows {
+			c.SampleRows[j] = clipRow(row, valueBytes)
+		}
+	}
+	size := reportSize(rep)
+	for i := len(rep.Checks) - 1; i >= 0 && size > reportBytes; i-- {
+		c := &rep.Checks[i]
+		if n := len(c.SampleRows); n > 0 {
+			c.SampleRows = nil
+			c.Message = joinMessage(c.Message, fmt.Sprintf("%d sample row(s) left out: the report is over its %d-byte budget", n, reportBytes))
+			size = reportSize(rep)
+		}
+	}
+	if size > reportBytes {
+		// Keep checks in order until the budget is spent; say how many went.
+		keep, used := 0, 200
+		for _, c := range rep.Checks {
+			b, _ := json.Marshal(c)
+			if used+len(b)+1 > reportBytes {
+				break
+			}
+			used += len(b) + 1
+			keep++
+		}
+		if keep < len(rep.Checks) {
+			dropped := rep.Checks[keep:]
+			failed := 0
+			for _, c := range dropped {
+				if c.Status == schemas.StatusFail || c.Status == schemas.StatusError {
+					failed++
+				}
+			}
+			status := schemas.StatusPass
+			if failed > 0 {
+				status = schemas.StatusFail
+			}
+			rep.Checks = append(rep.Checks[:keep:keep], schemas.CheckResult{Name: "omitted_checks", Kind: "report_budget",
+				Severity: SeverityError, Status: status, Observed: fmt.Sprintf("%d more checks, %d failed", len(dropped), failed),
+				Message: fmt.Sprintf("left out: the report is over its %d-byte budget", reportBytes)})
+		}
+	}
+	return rep
+}
+
+func reportSize(rep schemas.AuditReport) int {
+	b, _ := json.Marshal(rep)
+	return len(b)
+}
+
+func joinMessage(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// clipRow clips the string values of a JSON object row to valueBytes each,
+// keeping the columns in order; a row still over maxSampleRowBytes keeps the
+// columns that fit and says how many it left out. A row that is not a JSON
+// object is clipped as text.
+func clipRow(row string, valueBytes int) string {
+	if len(row) <= valueBytes && len(row) <= maxSampleRowBytes {
+		return row
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(row)))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return clipString(row, maxSampleRowBytes)
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	n, left := 0, 0
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return clipString(row, maxSampleRowBytes)
+		}
+		key, _ := kt.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return clipString(row, maxSampleRowBytes)
+		}
+		var s string
+		if len(v) > valueBytes {
+			if json.Unmarshal(v, &s) == nil {
+				v, _ = json.Marshal(clipString(s, valueBytes))
+			} else {
+				v, _ = json.Marshal(clipString(string(v), valueBytes)) // nested: as text
+			}
+		}
+		k, _ := json.Marshal(clipString(key, valueBytes))
+		if out.Len()+len(k)+len(v)+64 > maxSampleRowBytes {
+			left++
+			continue
+		}
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		out.Write(k)
+		out.WriteByte(':')
+		out.Write(v)
+		n++
+	}
+	if left > 0 {
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		fmt.Fprintf(&out, `"…":"%d more column(s)"`, left)
+	}
+	out.WriteByte('}')
+	return out.String()
+}
+
+// clipString shortens s to at most max bytes on a rune boundary, saying how
+// much was cut.
+func clipString(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	note := fmt.Sprintf("…(%d bytes clipped)", len(s)-limit)
+	cut := max(limit-len(note), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note
+}

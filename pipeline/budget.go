@@ -1,0 +1,171 @@
+package pipeline
+
+import (
+	"fmt"
+	"slices"
+	"time"
+	"unicode/utf8"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Byte budgets of what a run stores. The run record is written to the
+// changelog on every change, so it must stay far below the topic's maximum
+// message size; everything a producer, lakeFS or an audit puts into it is
+// bounded here or at the edge (schemas.Rules).
+const (
+	// DefaultMaxRunBytes is the default budget of one run record (JSON).
+	DefaultMaxRunBytes = 256 << 10
+	// maxDetailBytes bounds Run.Detail and the Detail of BatchAborted.
+	maxDetailBytes = 4 << 10
+	// maxErrorBytes bounds Run.LastError and the Error of BatchFailed.
+	maxErrorBytes = 2 << 10
+)
+
+// Refusal is an input the machine will not store: it goes to the dead-letter
+// topic with Reason, and the run it names is left as it was.
+type Refusal struct {
+	Reason string // short fixed code, the dead letter's wap.dlq.reason
+	Detail string
+}
+
+func (r *Refusal) Error() string { return r.Detail }
+
+// Dead-letter reasons of refused inputs.
+const (
+	// RefusedUnexpectedWrite: a WriteComplete names a write the batch does
+	// not expect (or, before the batch landed, one write too many).
+	RefusedUnexpectedWrite = "unexpected_write"
+	// RefusedOverBudget: applying the input made the run record exceed its
+	// budget; the run was ended (BatchFailed) instead.
+	RefusedOverBudget = "over_budget"
+	// RefusedTooManyRuns: the open-run limit is reached.
+	RefusedTooManyRuns = "too_many_runs"
+)
+
+// Refuse says whether in must not be applied to r. Only inputs that would
+// grow a run with names it never asked for are refused: everything else is
+// applied, or is a no-op duplicate.
+func (m Machine) Refuse(r Run, in Input) *Refusal {
+	wd, ok := in.(WriteDone)
+	if !ok {
+		return nil
+	}
+	w := wd.Event.Write
+	if _, dup := r.Writes[w]; dup {
+		return nil
+	}
+	switch {
+	case r.State == "" || r.State == StatePending:
+		// The batch has not landed: its expected writes are unknown. Keep
+		// at most as many as a batch may expect.
+		if len(r.Writes) >= schemas.MaxExpectedWrites {
+			return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
+				"write %q: batch %q of dataset %q has not landed and already has %d early writes, the most a batch may expect",
+				clip(w, 200), r.BatchID, r.Dataset, len(r.Writes))}
+		}
+	case len(r.ExpectedWrites) > 0 && !slices.Contains(r.ExpectedWrites, w):
+		return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
+			"write %q is not one of the %d expected writes of batch %q of dataset %q",
+			clip(w, 200), len(r.ExpectedWrites), r.BatchID, r.Dataset)}
+	}
+	return nil
+}
+
+// Trim drops what a run can live without when its record is over budget:
+// sample rows of its audit reports, and long texts. The run goes on.
+func (m Machine) Trim(r Run) Run {
+	n := r.clone()
+	n.Detail, n.LastError = clip(n.Detail, maxDetailBytes), clip(n.LastError, maxErrorBytes)
+	n.Report = bareReport(n.Report, true)
+	for i := range n.Outbox {
+		n.Outbox[i] = trimOutgoing(n.Outbox[i], true)
+	}
+	if n.LastSent != nil {
+		o := trimOutgoing(*n.LastSent, true)
+		n.LastSent = &o
+	}
+	return n
+}
+
+// OverBudget ends a run whose record is still over budget after Trim: it
+// keeps the run's identity and where it got to, and fails it with a
+// BatchFailed saying so, so the batch has a definite outcome and the
+// partition moves on. A run already finished keeps its outcome.
+func (m Machine) OverBudget(r Run, size, budget int, now time.Time) Run {
+	msg := fmt.Sprintf("run record of %d bytes exceeds the budget of %d bytes", size, budget)
+	n := Run{BatchID: r.BatchID, Dataset: r.Dataset, Repository: r.Repository, Branch: r.Branch,
+		Source: r.Source, Target: r.Target, State: r.State, Deadline: r.Deadline, KeepBranch: true,
+		LandedAt: r.LandedAt, BatchTime: r.BatchTime, StateSince: r.StateSince, UpdatedAt: now,
+		SealedCommit: r.SealedCommit, CommitID: r.CommitID, Reason: r.Reason, FailedStep: r.FailedStep,
+		Detail: clip(r.Detail, 512), Sent: r.Sent}
+	if r.State.Terminal() {
+		for _, o := range r.Outbox {
+			if o.Event() != nil && o.State == r.State {
+				n.Outbox = append(n.Outbox, trimOutgoing(o, false))
+			}
+		}
+		return n
+	}
+	step := map[State]Step{StateLanded: StepBranch, StateAuditing: StepAudit, StatePublishing: StepPublish}[r.State]
+	if step == "" {
+		step = "store"
+	}
+	return fail(n, step, msg, r.Attempts, now)
+}
+
+// bareReport copies rep without sample rows (samples) or without any check
+// results (!samples: counts survive in the summary of the message only).
+func bareReport(rep *schemas.AuditReport, samples bool) *schemas.AuditReport {
+	if rep == nil {
+		return nil
+	}
+	c := *rep
+	if !samples {
+		c.Checks = nil
+		return &c
+	}
+	c.Checks = slices.Clone(rep.Checks)
+	for i := range c.Checks {
+		c.Checks[i].SampleRows = nil
+		c.Checks[i].Message = clip(c.Checks[i].Message, 512)
+		c.Checks[i].Observed = clip(c.Checks[i].Observed, 512)
+	}
+	return &c
+}
+
+func trimOutgoing(o Outgoing, samples bool) Outgoing {
+	switch {
+	case o.Published != nil:
+		ev := *o.Published
+		ev.Report = *bareReport(&ev.Report, samples)
+		o.Published = &ev
+	case o.Aborted != nil:
+		ev := *o.Aborted
+		ev.Report = bareReport(ev.Report, samples)
+		ev.Detail = clip(ev.Detail, maxDetailBytes)
+		o.Aborted = &ev
+	case o.Failed != nil:
+		ev := *o.Failed
+		ev.Error = clip(ev.Error, maxErrorBytes)
+		o.Failed = &ev
+	}
+	return o
+}
+
+// clip shortens s to at most max bytes on a rune boundary, saying how much
+// was cut.
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	note := fmt.Sprintf("… (%d bytes clipped)", len(s)-max)
+	cut := max - len(note)
+	if cut < 0 {
+		cut = 0
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note
+}
