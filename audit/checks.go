@@ -3,18 +3,24 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/duckdb/duckdb-go/v2"
 	"github.com/lakewap/lakewap/schemas"
 )
 
 // aggregated kinds are answered by the one aggregate scan of their table.
 func aggregated(kind string) bool {
 	switch kind {
-	case KindNotNull, KindUnique, KindAcceptedValues, KindRange, KindRowCount, KindFreshness, KindVolumeChange:
+	case KindNotNull, KindUnique, KindAcceptedValues, KindRange, KindRowCount, KindFreshness, KindVolumeChange,
+		KindRegex, KindStat:
 		return true
 	}
 	return false
@@ -23,7 +29,7 @@ func aggregated(kind string) bool {
 // sampled kinds report failing rows.
 func sampled(kind string) bool {
 	switch kind {
-	case KindNotNull, KindUnique, KindAcceptedValues, KindRange:
+	case KindNotNull, KindUnique, KindAcceptedValues, KindRange, KindRegex:
 		return true
 	}
 	return false
@@ -40,8 +46,8 @@ func schemaOf(c Check) string {
 func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 	checks := r.req.Suite.Checks
 	results := make([]schemas.CheckResult, len(checks))
-	var order []viewKey
-	groups := map[viewKey][]int{}
+	var order []scanKey
+	groups := map[scanKey][]int{}
 	for i, c := range checks {
 		if err := r.preflight(ctx, c); err != nil {
 			results[i] = r.errored(c, err, 0)
@@ -51,7 +57,7 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 			results[i] = r.checkOne(ctx, c)
 			continue
 		}
-		k := viewKey{schemaOf(c), strings.ToLower(c.Table)}
+		k := scanKey{viewKey{schemaOf(c), strings.ToLower(c.Table)}, strings.TrimSpace(c.Where)}
 		if groups[k] == nil {
 			order = append(order, k)
 		}
@@ -60,7 +66,17 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 	for _, k := range order {
 		r.checkGroup(ctx, k, groups[k], results)
 	}
+	for _, s := range r.req.Suite.Skipped {
+		results = append(results, schemas.CheckResult{Name: s.Name, Kind: s.Kind, Table: s.Table,
+			Severity: SeverityWarn, Status: schemas.StatusSkipped, Message: s.Reason})
+	}
 	return results
+}
+
+// scanKey is one aggregate scan: a view, filtered by a where condition.
+type scanKey struct {
+	viewKey
+	where string
 }
 
 // preflight finds what keeps a check from running before any scan: no base
@@ -81,6 +97,9 @@ func (r *run) preflight(ctx context.Context, c Check) error {
 			return err
 		}
 	}
+	if c.Kind == KindColumns {
+		return nil // a missing column is what it reports
+	}
 	for _, want := range c.columns() {
 		found := false
 		for _, col := range cols {
@@ -100,7 +119,7 @@ func (r *run) preflight(ctx context.Context, c Check) error {
 // checkGroup runs the checks of one view in one aggregate scan. When the
 // scan fails (say, a range over a text column) each check is retried alone
 // so that only the broken one reports an error.
-func (r *run) checkGroup(ctx context.Context, k viewKey, idxs []int, results []schemas.CheckResult) {
+func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []schemas.CheckResult) {
 	checks := r.req.Suite.Checks
 	var exprs []string
 	offsets := make([]int, len(idxs))
@@ -109,7 +128,7 @@ func (r *run) checkGroup(ctx context.Context, k viewKey, idxs []int, results []s
 		exprs = append(exprs, aggExprs(checks[i])...)
 	}
 	start := time.Now()
-	vals, err := r.queryRow(ctx, aggregateSQL(k.schema, r.views[k].table.Name, exprs), len(exprs)+1)
+	vals, err := r.queryRow(ctx, aggregateSQL(k.schema, r.views[k.viewKey].table.Name, exprs, k.where), len(exprs)+1)
 	scan := time.Since(start)
 	if err != nil {
 		if len(idxs) > 1 && ctx.Err() == nil {
@@ -126,7 +145,11 @@ func (r *run) checkGroup(ctx context.Context, k viewKey, idxs []int, results []s
 		c := checks[i]
 		n := len(aggExprs(c))
 		started := time.Now()
-		res := r.judge(ctx, c, total, vals[offsets[j]:offsets[j]+n])
+		v := vals[offsets[j] : offsets[j]+n]
+		res := r.judge(ctx, c, total, v)
+		if c.Mostly != nil && res.Status != schemas.StatusError {
+			res = r.mostly(c, res, asInt(v[0]), asInt(v[n-1]))
+		}
 		if res.Status != schemas.StatusPass && res.Status != schemas.StatusError && sampled(c.Kind) {
 			var err error
 			res.SampleRows, err = r.samples(ctx, sampleSQL(k.schema, c, r.e.opts.SampleRows))
@@ -184,8 +207,83 @@ func (r *run) judge(ctx context.Context, c Check, total int64, v []any) schemas.
 			latest.UTC().Format(time.RFC3339), age), threshold)
 	case KindVolumeChange:
 		return r.volume(ctx, c, total)
+	case KindRegex:
+		bad := asInt(v[0])
+		return r.judged(c, bad > 0, fmt.Sprintf("%d rows not matching of %d", bad, total), "matches "+c.Pattern)
+	case KindStat:
+		threshold := c.Stat + " " + strictBounds(c)
+		if v[0] == nil {
+			return r.judged(c, true, fmt.Sprintf("no %s values in %d rows", c.Column, total), threshold)
+		}
+		x, ok := asFloat(v[0])
+		if !ok {
+			return r.errored(c, fmt.Errorf("%s of column %q is not a number (got %T)", c.Stat, c.Column, v[0]), 0)
+		}
+		failed := (c.Min != nil && (x < *c.Min || c.StrictMin && x == *c.Min)) ||
+			(c.Max != nil && (x > *c.Max || c.StrictMax && x == *c.Max))
+		return r.judged(c, failed, fmt.Sprintf("%s %s of %d rows", c.Stat, show(v[0]), total), threshold)
 	}
 	return r.errored(c, fmt.Errorf("kind %q is not aggregated", c.Kind), 0)
+}
+
+// mostly re-judges a row-level check that may fail for some rows: it
+// passes while the passing fraction of the counted rows is at least Mostly.
+func (r *run) mostly(c Check, res schemas.CheckResult, bad, counted int64) schemas.CheckResult {
+	frac := 1.0
+	if counted > 0 {
+		frac = float64(counted-bad) / float64(counted)
+	}
+	out := r.judged(c, frac < *c.Mostly, fmt.Sprintf("%s (%.4g%% pass)", res.Observed, frac*100), "")
+	out.Threshold = fmt.Sprintf("%s for at least %s%% of rows", res.Threshold, num(*c.Mostly*100))
+	if out.Status == schemas.StatusPass {
+		return out
+	}
+	out.SampleRows, out.Message = res.SampleRows, res.Message
+	return out
+}
+
+func strictBounds(c Check) string {
+	lo, hi := "", ""
+	if c.Min != nil {
+		lo = map[bool]string{false: ">= ", true: "> "}[c.StrictMin] + num(*c.Min)
+	}
+	if c.Max != nil {
+		hi = map[bool]string{false: "<= ", true: "< "}[c.StrictMax] + num(*c.Max)
+	}
+	switch {
+	case lo != "" && hi != "":
+		return lo + " and " + hi
+	case lo != "":
+		return lo
+	}
+	return hi
+}
+
+func asFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int16:
+		return float64(n), true
+	case int8:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case uint32:
+		return float64(n), true
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case *big.Int:
+		f, _ := new(big.Float).SetInt(n).Float64()
+		return f, true
+	case duckdb.Decimal:
+		return n.Float64(), true
+	}
+	return 0, false
 }
 
 func (r *run) volume(ctx context.Context, c Check, total int64) schemas.CheckResult {
@@ -221,6 +319,8 @@ func (r *run) checkOne(ctx context.Context, c Check) schemas.CheckResult {
 		res = r.schemaDrift(ctx, c)
 	case KindSQL, KindCrossTable:
 		res = r.custom(ctx, c)
+	case KindColumns:
+		res = r.columnsCheck(ctx, c)
 	default:
 		res = r.errored(c, fmt.Errorf("kind %q has no runner", c.Kind), 0)
 	}
@@ -340,6 +440,51 @@ func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
 	return res
 }
 
+// columnsCheck: the table has the columns (in order with Ordered), and no
+// others unless AllowExtra. Names compare case-insensitively, as DuckDB's do.
+func (r *run) columnsCheck(ctx context.Context, c Check) schemas.CheckResult {
+	want := c.columns()
+	threshold := "columns " + listed(want, 20)
+	switch {
+	case c.Ordered:
+		threshold = "exactly the columns, in order: " + listed(want, 20)
+	case !c.AllowExtra:
+		threshold = "exactly the columns " + listed(want, 20)
+	default:
+		threshold += "; other columns allowed"
+	}
+	cols, _ := r.describe(ctx, schemaOf(c), c.Table) // preflight read them
+	names := make([]string, len(cols))
+	for i, col := range cols {
+		names[i] = col.name
+	}
+	var problems []string
+	for _, w := range want {
+		if _, ok := findColumn(cols, w); !ok {
+			problems = append(problems, "missing "+w)
+		}
+	}
+	if !c.AllowExtra || c.Ordered {
+		for _, col := range cols {
+			if !slices.ContainsFunc(want, func(w string) bool { return strings.EqualFold(w, col.name) }) {
+				problems = append(problems, "unexpected "+col.name)
+			}
+		}
+	}
+	if c.Ordered && len(problems) == 0 {
+		for i := range want {
+			if !strings.EqualFold(want[i], names[i]) {
+				problems = append(problems, "order is "+strings.Join(names, ", "))
+				break
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return r.judged(c, false, fmt.Sprintf("%d columns as expected (%d in table)", len(want), len(cols)), threshold)
+	}
+	return r.judged(c, true, strings.Join(problems, "; "), threshold)
+}
+
 func findColumn(cols []column, name string) (column, bool) {
 	for _, c := range cols {
 		if strings.EqualFold(c.name, name) {
@@ -362,8 +507,24 @@ func (r *run) judged(c Check, failed bool, observed, threshold string) schemas.C
 		if c.severity() == SeverityWarn {
 			res.Status = schemas.StatusWarn
 		}
+		if len(c.Meta) > 0 {
+			// Imported suites keep notes for people in meta.
+			if b, err := json.Marshal(c.Meta); err == nil {
+				res.Message = "meta: " + clip(string(b), 500)
+			}
+		}
 	}
 	return res
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // errored is a check that could not run. It blocks publishing whatever its

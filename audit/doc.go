@@ -32,6 +32,12 @@
 //	  - {name: no refunds above charge, kind: sql, table: billing, sql: "SELECT * FROM billing WHERE refund > amount"}
 //	  - {name: known customers, kind: cross_table, sql: "SELECT b.* FROM billing b ANTI JOIN customers c USING (customer_id)"}
 //
-// It may import schemas, the DuckDB driver and the standard library; it talks
-// to lakeFS only through the Source interface it declares.
+// Suites of other tools translate to checks: FromGreatExpectations reads a
+// Great Expectations 1.x expectation suite, FromDBT the generic tests of a
+// dbt schema.yml (the config's checks_from). A table may be a Delta Lake
+// table (format: delta): its _delta_log decides which Parquet files are read.
+//
+// It may import schemas, the DuckDB driver, yaml.v3 (for dbt's files) and
+// the standard library; it talks to lakeFS only through the Source
+// interface it declares.
 package audit

@@ -91,23 +91,57 @@ func failPredicate(c Check) string {
 		col := quoteIdent(c.Column)
 		var parts []string
 		if c.Min != nil {
-			parts = append(parts, fmt.Sprintf("%s < %s", col, num(*c.Min)))
+			parts = append(parts, fmt.Sprintf("%s %s %s", col, map[bool]string{false: "<", true: "<="}[c.StrictMin], num(*c.Min)))
 		}
 		if c.Max != nil {
-			parts = append(parts, fmt.Sprintf("%s > %s", col, num(*c.Max)))
+			parts = append(parts, fmt.Sprintf("%s %s %s", col, map[bool]string{false: ">", true: ">="}[c.StrictMax], num(*c.Max)))
 		}
 		return strings.Join(parts, " OR ")
+	case KindRegex:
+		col := quoteIdent(c.Column)
+		return fmt.Sprintf("%s IS NOT NULL AND NOT regexp_matches(CAST(%s AS VARCHAR), %s)", col, col, quoteLiteral(c.Pattern))
 	}
 	return ""
+}
+
+// filtered is a table, or the rows of it a check's where condition keeps.
+// The condition is the user's SQL, trusted as custom SQL is; the newlines
+// end a -- comment in it.
+func filtered(schema, table, where string) string {
+	t := qualified(schema, table)
+	if strings.TrimSpace(where) == "" {
+		return t
+	}
+	return fmt.Sprintf("(SELECT * FROM %s WHERE (\n%s\n)) AS %s", t, where, quoteIdent(table))
+}
+
+// valueCount is the expression counting the rows a check's mostly fraction
+// is taken over: the rows with a value, or every row for not_null and
+// multi-column unique (as Great Expectations does).
+func valueCount(c Check) string {
+	if cols := c.columns(); c.Kind != KindNotNull && len(cols) == 1 {
+		return fmt.Sprintf("count(%s)", quoteIdent(cols[0]))
+	}
+	return "count(*)"
 }
 
 // aggExprs are the select-list expressions a check needs from the one
 // aggregate scan of its table; count(*) is always expression 0 and not
 // repeated here.
 func aggExprs(c Check) []string {
+	e := aggExprsOf(c)
+	if c.Mostly != nil {
+		e = append(e, valueCount(c))
+	}
+	return e
+}
+
+func aggExprsOf(c Check) []string {
 	switch c.Kind {
-	case KindNotNull, KindAcceptedValues:
+	case KindNotNull, KindAcceptedValues, KindRegex:
 		return []string{fmt.Sprintf("count(*) FILTER (WHERE %s)", failPredicate(c))}
+	case KindStat:
+		return []string{fmt.Sprintf("%s(%s)", c.Stat, quoteIdent(c.Column))}
 	case KindRange:
 		col := quoteIdent(c.Column)
 		return []string{
@@ -139,8 +173,9 @@ func rowExpr(cols []string) string {
 	return "(" + strings.Join(q, ", ") + ")"
 }
 
-// aggregateSQL is the one scan of a table that serves all its checks.
-func aggregateSQL(schema, table string, exprs []string) string {
+// aggregateSQL is the one scan of a table that serves all its checks (of
+// the same where condition).
+func aggregateSQL(schema, table string, exprs []string, where ...string) string {
 	var b strings.Builder
 	b.WriteString("SELECT count(*)")
 	for _, e := range exprs {
@@ -148,16 +183,16 @@ func aggregateSQL(schema, table string, exprs []string) string {
 		b.WriteString(e)
 	}
 	b.WriteString(" FROM ")
-	b.WriteString(qualified(schema, table))
+	b.WriteString(filtered(schema, table, strings.Join(where, "")))
 	return b.String()
 }
 
 // sampleSQL selects up to limit failing rows of a failed check as JSON
 // objects, or "" when the kind has no rows to show.
 func sampleSQL(schema string, c Check, limit int) string {
-	t := qualified(schema, c.Table)
+	t := filtered(schema, c.Table, c.Where)
 	switch c.Kind {
-	case KindNotNull, KindAcceptedValues, KindRange:
+	case KindNotNull, KindAcceptedValues, KindRange, KindRegex:
 		return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR) FROM (SELECT * FROM %s WHERE %s LIMIT %d) s",
 			t, failPredicate(c), limit)
 	case KindUnique:

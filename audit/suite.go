@@ -22,6 +22,10 @@ const (
 	KindFreshness      = "freshness"
 	KindSQL            = "sql"
 	KindCrossTable     = "cross_table"
+	// Kinds that Great Expectations and dbt suites translate to.
+	KindRegex   = "regex"   // values of column match pattern (NULL passes)
+	KindStat    = "stat"    // min or max of column between min and max
+	KindColumns = "columns" // the table has columns (in order, and nothing else)
 )
 
 // Table formats.
@@ -29,6 +33,9 @@ const (
 	FormatParquet = "parquet"
 	FormatCSV     = "csv"
 	FormatJSONL   = "jsonl"
+	// FormatDelta is a Delta Lake table: the Parquet files its _delta_log
+	// says are active at the ref.
+	FormatDelta = "delta"
 )
 
 // Severities and scopes.
@@ -40,13 +47,32 @@ const (
 )
 
 var kinds = []string{KindNotNull, KindUnique, KindAcceptedValues, KindRange, KindRowCount,
-	KindVolumeChange, KindSchema, KindSchemaDrift, KindFreshness, KindSQL, KindCrossTable}
+	KindVolumeChange, KindSchema, KindSchemaDrift, KindFreshness, KindSQL, KindCrossTable,
+	KindRegex, KindStat, KindColumns}
+
+// Stats of a stat check.
+const (
+	StatMin = "min"
+	StatMax = "max"
+)
 
 // Suite is the audit declaration of one dataset, embedded in lakewap's YAML
 // config under the dataset.
 type Suite struct {
 	Tables []Table `yaml:"tables" json:"tables"`
 	Checks []Check `yaml:"checks" json:"checks"`
+	// Skipped are checks imported from another tool (checks_from) that
+	// lakewap cannot run, kept because the dataset chose to skip them: each
+	// is reported with status skipped.
+	Skipped []Skipped `yaml:"-" json:"skipped,omitempty"`
+}
+
+// Skipped is an imported check lakewap does not run, and why.
+type Skipped struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"` // the other tool's name for it, e.g. expect_column_kl_divergence_to_be_less_than
+	Table  string `json:"table,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // Table is a table of the dataset: the objects under Path in the repository.
@@ -57,7 +83,7 @@ type Table struct {
 	Name string `yaml:"name" json:"name"`
 	// Path is an object prefix in the repository, e.g. gold/billing_fact/.
 	Path string `yaml:"path" json:"path"`
-	// Format is parquet (default), csv (with a header) or jsonl.
+	// Format is parquet (default), csv (with a header), jsonl or delta.
 	Format string `yaml:"format,omitempty" json:"format,omitempty"`
 }
 
@@ -99,6 +125,27 @@ type Check struct {
 	// Scope is table (default: the whole table at the ref) or batch (only
 	// the files added or changed on the ref against the base ref).
 	Scope string `yaml:"scope,omitempty" json:"scope,omitempty"`
+	// Pattern is the regular expression (RE2 syntax) of a regex check; a
+	// value passes when the pattern matches somewhere in it.
+	Pattern string `yaml:"pattern,omitempty" json:"pattern,omitempty"`
+	// Stat is min or max, for stat checks.
+	Stat string `yaml:"stat,omitempty" json:"stat,omitempty"`
+	// StrictMin and StrictMax make Min and Max exclusive (range, stat).
+	StrictMin bool `yaml:"strict_min,omitempty" json:"strict_min,omitempty"`
+	StrictMax bool `yaml:"strict_max,omitempty" json:"strict_max,omitempty"`
+	// Ordered makes a columns check require the columns in this order.
+	Ordered bool `yaml:"ordered,omitempty" json:"ordered,omitempty"`
+	// Mostly is the fraction of rows (0..1) that must pass for not_null,
+	// unique, accepted_values, range and regex, as Great Expectations'
+	// mostly; unset means every row. The rows counted are those with a
+	// value (all rows for not_null and multi-column unique).
+	Mostly *float64 `yaml:"mostly,omitempty" json:"mostly,omitempty"`
+	// Where is a SQL condition: only the rows meeting it are checked
+	// (row-level kinds and row_count), as dbt's where config.
+	Where string `yaml:"where,omitempty" json:"where,omitempty"`
+	// Meta is carried along from imported suites (GE meta, dbt meta) and
+	// shown with a failed check.
+	Meta map[string]any `yaml:"meta,omitempty" json:"meta,omitempty"`
 }
 
 // ColumnType is one column of a schema contract.
@@ -185,9 +232,9 @@ func (s Suite) Validate(path string) []error {
 			add(f+".path", "%q must be relative to the repository root", t.Path)
 		}
 		switch t.format() {
-		case FormatParquet, FormatCSV, FormatJSONL:
+		case FormatParquet, FormatCSV, FormatJSONL, FormatDelta:
 		default:
-			add(f+".format", "unknown format %q (want parquet, csv or jsonl)", t.Format)
+			add(f+".format", "unknown format %q (want parquet, csv, jsonl or delta)", t.Format)
 		}
 	}
 	names := map[string]bool{}
@@ -252,12 +299,31 @@ func (s Suite) Validate(path string) []error {
 		// Fields that a kind ignores are errors: a misplaced threshold would
 		// otherwise silently check nothing.
 		unexpected("values", len(c.Values) > 0 && c.Kind != KindAcceptedValues)
-		unexpected("min", c.Min != nil && c.Kind != KindRange && c.Kind != KindRowCount)
-		unexpected("max", c.Max != nil && c.Kind != KindRange && c.Kind != KindRowCount)
+		bounded := c.Kind == KindRange || c.Kind == KindRowCount || c.Kind == KindStat
+		unexpected("min", c.Min != nil && !bounded)
+		unexpected("max", c.Max != nil && !bounded)
+		unexpected("strict_min", c.StrictMin && c.Kind != KindRange && c.Kind != KindStat)
+		unexpected("strict_max", c.StrictMax && c.Kind != KindRange && c.Kind != KindStat)
+		unexpected("pattern", c.Pattern != "" && c.Kind != KindRegex)
+		unexpected("stat", c.Stat != "" && c.Kind != KindStat)
+		unexpected("ordered", c.Ordered && c.Kind != KindColumns)
+		switch c.Kind {
+		case KindNotNull, KindUnique, KindAcceptedValues, KindRange, KindRegex:
+			if c.Mostly != nil && !(*c.Mostly >= 0 && *c.Mostly <= 1) {
+				add(f+".mostly", "must be between 0 and 1")
+			}
+		default:
+			unexpected("mostly", c.Mostly != nil)
+		}
+		switch c.Kind {
+		case KindNotNull, KindUnique, KindAcceptedValues, KindRange, KindRegex, KindRowCount:
+		default:
+			unexpected("where", strings.TrimSpace(c.Where) != "")
+		}
 		unexpected("max_drop_pct", c.MaxDropPct != nil && c.Kind != KindVolumeChange)
 		unexpected("max_growth_pct", c.MaxGrowthPct != nil && c.Kind != KindVolumeChange)
 		unexpected("schema", len(c.Schema) > 0 && c.Kind != KindSchema)
-		unexpected("allow_extra", c.AllowExtra && c.Kind != KindSchema && c.Kind != KindSchemaDrift)
+		unexpected("allow_extra", c.AllowExtra && c.Kind != KindSchema && c.Kind != KindSchemaDrift && c.Kind != KindColumns)
 		unexpected("max_age", c.MaxAge != "" && c.Kind != KindFreshness)
 		unexpected("sql", c.SQL != "" && c.Kind != KindSQL && c.Kind != KindCrossTable)
 		switch c.Kind {
@@ -268,10 +334,25 @@ func (s Suite) Validate(path string) []error {
 			if len(c.Values) == 0 {
 				add(f+".values", "missing")
 			}
-		case KindRange, KindRowCount:
-			if c.Kind == KindRange {
+		case KindRegex:
+			needCols(true)
+			if c.Pattern == "" {
+				add(f+".pattern", "missing")
+			} else if _, err := regexp.Compile(c.Pattern); err != nil {
+				add(f+".pattern", "%v", err)
+			}
+		case KindColumns:
+			needCols(false)
+		case KindRange, KindRowCount, KindStat:
+			switch c.Kind {
+			case KindRange:
 				needCols(true)
-			} else {
+			case KindStat:
+				needCols(true)
+				if c.Stat != StatMin && c.Stat != StatMax {
+					add(f+".stat", "%q is not min or max", c.Stat)
+				}
+			default:
 				unexpected("column", len(cols) > 0)
 			}
 			if c.Min == nil && c.Max == nil {

@@ -36,7 +36,7 @@ func TestValidate(t *testing.T) {
 		{name: "duplicate and bad tables", tables: []Table{{Name: "a", Path: "a/"}, {Name: "A", Path: "/b/", Format: "orc"}, {Name: "my-table"}},
 			want: []string{`datasets.billing.tables[1].name: duplicate table "A"`,
 				`datasets.billing.tables[1].path: "/b/" must be relative to the repository root`,
-				`datasets.billing.tables[1].format: unknown format "orc" (want parquet, csv or jsonl)`,
+				`datasets.billing.tables[1].format: unknown format "orc" (want parquet, csv, jsonl or delta)`,
 				`datasets.billing.tables[2].name: "my-table" is not a plain identifier (letters, digits, _)`,
 				`datasets.billing.tables[2].path: missing`}},
 		{name: "min greater than max", checks: []Check{{Kind: KindRange, Table: "billing", Column: "amount", Min: f64(5), Max: f64(1)}},

@@ -107,6 +107,10 @@ const (
 	StatusFail  = "fail"  // an error-severity check failed: blocks publish
 	StatusWarn  = "warn"  // a warn-severity check failed: reported only
 	StatusError = "error" // the check could not run: blocks publish
+	// StatusSkipped is a check imported from another tool (a Great
+	// Expectations suite, a dbt schema.yml) that lakewap cannot run and the
+	// dataset chose to skip; it neither passes nor blocks.
+	StatusSkipped = "skipped"
 )
 
 // AuditReport is the result of running a dataset's suite against a ref.
@@ -118,7 +122,8 @@ type AuditReport struct {
 	DurationMs int64         `avro:"duration_ms" json:"duration_ms"`
 }
 
-// Counts returns how many checks passed, failed (or errored) and warned.
+// Counts returns how many checks passed, failed (or errored) and warned;
+// skipped checks are in none of them.
 func (r AuditReport) Counts() (passed, failed, warned int) {
 	for _, c := range r.Checks {
 		switch c.Status {
@@ -126,6 +131,7 @@ func (r AuditReport) Counts() (passed, failed, warned int) {
 			passed++
 		case StatusWarn:
 			warned++
+		case StatusSkipped:
 		default:
 			failed++
 		}

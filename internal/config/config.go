@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -192,7 +193,9 @@ type Dataset struct {
 	// (default true); the janitor deletes it after AbortedRetention.
 	KeepAbortedBranch *bool    `yaml:"keep_aborted_branch"`
 	AbortedRetention  Duration `yaml:"aborted_retention"`
-	audit.Suite       `yaml:",inline"`
+	// ChecksFrom imports checks from other tools' files into the suite.
+	ChecksFrom  ChecksFromList `yaml:"checks_from"`
+	audit.Suite `yaml:",inline"`
 }
 
 // Keep reports the effective keep-branch policy.
@@ -253,17 +256,24 @@ func Expand(src []byte, lookup func(string) (string, bool)) ([]byte, error) {
 	return bytes.Join(lines, nil), nil
 }
 
-// Load reads, expands, parses and validates a config file.
+// Load reads, expands, parses and validates a config file. The files that
+// checks_from names are read relative to the config file's directory.
 func Load(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(b, os.LookupEnv)
+	return ParseIn(b, os.LookupEnv, filepath.Dir(path))
 }
 
-// Parse is Load on bytes; lookup resolves ${ENV} references.
+// Parse is Load on bytes; lookup resolves ${ENV} references and
+// checks_from files are relative to the working directory.
 func Parse(src []byte, lookup func(string) (string, bool)) (*Config, error) {
+	return ParseIn(src, lookup, "")
+}
+
+// ParseIn is Parse with checks_from files relative to dir.
+func ParseIn(src []byte, lookup func(string) (string, bool), dir string) (*Config, error) {
 	src, err := Expand(src, lookup)
 	if err != nil {
 		return nil, err
@@ -276,6 +286,11 @@ func Parse(src []byte, lookup func(string) (string, bool)) (*Config, error) {
 	}
 	c.Defaults()
 	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	// Imported checks are validated (and named in errors) as part of their
+	// checks_from entry.
+	if err := c.ImportChecks(dir); err != nil {
 		return nil, err
 	}
 	return &c, nil
