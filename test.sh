@@ -20,6 +20,15 @@ LAKEWAP_INTEROP_PYTHON=$(scripts/pyenv.sh); export LAKEWAP_INTEROP_PYTHON  # the
 step "go vet"
 go vet ./...
 
+# The alert rules' unit tests (deploy/prometheus). promtool comes with
+# Debian's prometheus package; without it they are skipped, with the reason.
+if command -v promtool >/dev/null; then
+	step "promtool test rules deploy/prometheus/lakewap-alerts.test.yml"
+	promtool test rules deploy/prometheus/lakewap-alerts.test.yml
+else
+	step "SKIPPED promtool test rules: promtool not installed (apt-get install prometheus)"
+fi
+
 step "go test ./... [Kafka backend: kfake, in-process] (+ real lakeFS server + DuckDB)"
 status=0
 env -u LAKEWAP_TEST_KAFKA_BROKERS go test -count=1 -timeout 30m ./... "$@" || status=$?

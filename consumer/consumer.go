@@ -211,6 +211,7 @@ func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
 	for _, p := range parts {
 		c.restored[p] = false
 	}
+	c.m.restored.Set(0)
 	c.mu.Unlock()
 	c.m.assigned.Set(float64(len(parts)))
 
@@ -235,6 +236,7 @@ func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
 				c.mu.Lock()
 				if c.generation == gen.ID {
 					c.generation = -1
+					c.m.restored.Set(0)
 				}
 				c.mu.Unlock()
 				c.m.assigned.Set(0)
@@ -330,6 +332,13 @@ func (c *Consumer) assign(gctx context.Context, p int, log *slog.Logger) bool {
 			if _, ok := c.restored[p]; ok {
 				c.restored[p] = true
 			}
+			n := 0
+			for _, ok := range c.restored {
+				if ok {
+					n++
+				}
+			}
+			c.m.restored.Set(float64(n)) // under mu: a newer generation's reset is not overwritten
 			c.mu.Unlock()
 			log.Info("partition restored")
 			return true

@@ -13,6 +13,7 @@ type metrics struct {
 	retries     *prometheus.CounterVec // by operation
 	lag         *prometheus.GaugeVec   // by partition: high watermark - committed
 	assigned    prometheus.Gauge
+	restored    prometheus.Gauge // assigned partitions whose Assigned succeeded
 }
 
 // Retry operations, the values of the "operation" label of retries_total.
@@ -47,6 +48,10 @@ func newMetrics(reg prometheus.Registerer, group, topic string) *metrics {
 			Namespace: "lakewap", Subsystem: "consumer", Name: "assigned_partitions",
 			Help: "Partitions assigned to this member in the current generation.", ConstLabels: labels,
 		}),
+		restored: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "lakewap", Subsystem: "consumer", Name: "restored_partitions",
+			Help: "Assigned partitions whose runs have been restored (the member is ready when it equals assigned_partitions).", ConstLabels: labels,
+		}),
 	}
 	if reg == nil {
 		return m
@@ -56,6 +61,10 @@ func newMetrics(reg prometheus.Registerer, group, topic string) *metrics {
 	m.retries = register(reg, m.retries)
 	m.lag = register(reg, m.lag)
 	m.assigned = register(reg, m.assigned)
+	m.restored = register(reg, m.restored)
+	for _, op := range []string{opHandle, opDeadLetter, opAssign, opFetch, opCommit} {
+		m.retries.WithLabelValues(op) // at 0 from the start, so that increase() sees the first retry
+	}
 	return m
 }
 

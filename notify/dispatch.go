@@ -170,6 +170,14 @@ func NewDispatcher(routes []Route, sinks []Sink, opts Options) (*Dispatcher, err
 	}, "sink"); err != nil {
 		return nil, err
 	}
+	// Every sink's series exist from the start at 0, so that an alert on
+	// their increase sees the first failure.
+	for _, name := range d.names {
+		for _, result := range []string{"ok", "retry", "error"} {
+			d.attempts.WithLabelValues(name, result)
+		}
+		d.undeliv.WithLabelValues(name)
+	}
 	return d, nil
 }
 

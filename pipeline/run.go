@@ -28,6 +28,14 @@ func (s State) Terminal() bool {
 	return s == StatePublished || s == StateAborted || s == StateFailed
 }
 
+// PastDeadline reports whether the run is still in flight after its
+// deadline (the write deadline, or the pending TTL of writes that came
+// before their BatchLanded): a deadline that passed normally ends the run at
+// the next tick, so a run that stays here is stuck.
+func (r Run) PastDeadline(now time.Time) bool {
+	return !r.State.Terminal() && !r.Deadline.IsZero() && now.After(r.Deadline)
+}
+
 // Step names the piece of work a state asks for; used in errors and retries.
 type Step string
 

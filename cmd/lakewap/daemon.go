@@ -234,6 +234,11 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		return nil, err
 	}
 	d.runner.Metrics = runnerMetrics(reg)
+	datasets := make([]string, 0, len(cfg.Datasets))
+	for name := range cfg.Datasets {
+		datasets = append(datasets, name)
+	}
+	reg.MustRegister(pastDeadlineCollector{runs: d.runner.Runs, datasets: datasets, now: time.Now})
 	if d.janitor, err = newJanitor(cfg, d.lake, log, reg); err != nil {
 		return nil, fmt.Errorf("janitor: %w", err)
 	}
@@ -382,6 +387,37 @@ func runnerMetrics(reg prometheus.Registerer) pipeline.Metrics {
 			held.WithLabelValues(ds, string(st)).Add(float64(delta))
 		},
 		Input: func(typ, outcome string) { inputs.WithLabelValues(typ, outcome).Inc() },
+	}
+}
+
+var pastDeadlineDesc = prometheus.NewDesc("lakewap_runs_past_deadline",
+	"Runs this instance holds that are still in flight after their deadline, by dataset (stuck: a passed deadline normally ends a run).",
+	[]string{"dataset"}, nil)
+
+// pastDeadlineCollector counts, at scrape time, the runs held that
+// pipeline.Run.PastDeadline calls stuck. Every configured dataset has a
+// series, 0 when none is stuck, so that alerts see it from the start.
+type pastDeadlineCollector struct {
+	runs     func() []pipeline.Run
+	datasets []string
+	now      func() time.Time
+}
+
+func (c pastDeadlineCollector) Describe(ch chan<- *prometheus.Desc) { ch <- pastDeadlineDesc }
+
+func (c pastDeadlineCollector) Collect(ch chan<- prometheus.Metric) {
+	n := make(map[string]int, len(c.datasets))
+	for _, ds := range c.datasets {
+		n[ds] = 0
+	}
+	now := c.now()
+	for _, r := range c.runs() {
+		if r.PastDeadline(now) {
+			n[r.Dataset]++
+		}
+	}
+	for ds, v := range n {
+		ch <- prometheus.MustNewConstMetric(pastDeadlineDesc, prometheus.GaugeValue, float64(v), ds)
 	}
 }
 

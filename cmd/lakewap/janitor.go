@@ -46,6 +46,11 @@ func newJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg p
 		if err := reg.Register(deleted); err != nil {
 			return nil, err
 		}
+		for _, d := range ds { // at 0 from the start, so that increase() sees the first deletion
+			for _, why := range []string{janitor.WhyAbortedExpired, janitor.WhyPublished, janitor.WhyAbandoned} {
+				deleted.WithLabelValues(d.Repository, why)
+			}
+		}
 		jc.Deleted = func(repo, why string) { deleted.WithLabelValues(repo, why).Inc() }
 	}
 	return janitor.New(jc)

@@ -46,6 +46,8 @@ func newCachedAuditor(engine *audit.Engine, datasets map[string]config.Dataset, 
 	if reg != nil {
 		reg.MustRegister(a.lookups, a.duration)
 	}
+	a.lookups.WithLabelValues("hit") // exported at 0 from the start, for rate() and alerts
+	a.lookups.WithLabelValues("miss")
 	return a
 }
 
@@ -162,6 +164,9 @@ func (d *daemon) preMergeHandler() (http.Handler, error) {
 		Help: "lakeFS pre-merge webhook calls by decision (allow, block, error) and how it was reached (audit, unguarded, untouched)."},
 		[]string{"decision", "via"})
 	d.reg.MustRegister(hooks)
+	for _, dv := range [][2]string{{"allow", "audit"}, {"block", "audit"}, {"error", "audit"}, {"allow", "unguarded"}, {"allow", "untouched"}} {
+		hooks.WithLabelValues(dv[0], dv[1]) // the decisions the handler makes, at 0 from the start
+	}
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
 		Guards: datasetGuards(d.cfg.Datasets), Runner: d.audits, Diff: auditSource{d.lake},
 		Logger:  d.log.With(slog.String("component", "premerge")),
