@@ -86,6 +86,13 @@ func (r *run) preflight(ctx context.Context, c Check) error {
 		return err
 	}
 	if c.Kind == KindSQL || c.Kind == KindCrossTable {
+		// Custom SQL may read any table: one that cannot be read is an
+		// error, not an empty table.
+		for k, v := range r.views {
+			if v.broken && (k.schema == schemaOf(c) || k.schema == schemaBase) {
+				return v.colsErr
+			}
+		}
 		return nil
 	}
 	cols, err := r.describe(ctx, schemaOf(c), c.Table)

@@ -251,6 +251,8 @@ type view struct {
 	objects   []Object
 	files     []string
 	synthetic bool // no file of the table anywhere: columns made up from the checks
+	delta     *deltaSnapshot
+	broken    bool // a Delta log the reader does not understand (colsErr says why): no view
 	cols      []column
 	colsErr   error
 }
@@ -271,6 +273,8 @@ type run struct {
 	types map[string]string
 	// pinned are the cache files this run uses, kept from eviction.
 	pinned []string
+	// deltaSnaps are the Delta tables read, by ref and table.
+	deltaSnaps map[string]deltaResult
 }
 
 func (r *run) close() {
@@ -359,6 +363,13 @@ func (r *run) prepare(ctx context.Context) error {
 	for k := range r.needed() {
 		t := r.table(k.table)
 		v := &view{table: t, ref: req.Ref}
+		if t.format() == FormatDelta {
+			if err := r.deltaView(ctx, dl, k, v); err != nil {
+				return err
+			}
+			r.views[k] = v
+			continue
+		}
 		var err error
 		switch k.schema {
 		case schemaMain:
@@ -372,7 +383,7 @@ func (r *run) prepare(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("audit: list %s of table %s at %s: %w", k.schema, t.Name, v.ref, err)
 		}
-		v.objects = tableFiles(v.objects)
+		v.objects = tableFiles(t.Path, v.objects)
 		r.views[k] = v
 	}
 	// One download per distinct file: main and batch share the changed
@@ -440,11 +451,22 @@ func (r *run) schemaFiles(ctx context.Context, dl downloader) (map[viewKey]strin
 			if ref == "" {
 				continue
 			}
-			objs, err := r.e.opts.Source.List(ctx, r.req.Repository, ref, v.table.Path)
-			if err != nil {
-				return nil, fmt.Errorf("audit: list table %s at %s: %w", v.table.Name, ref, err)
+			var objs []Object
+			if v.table.format() == FormatDelta {
+				if snap, err := r.deltaLoad(ctx, dl, ref, v.table); err == nil {
+					objs = snap.objects()
+				} else if !errors.As(err, new(errDeltaTable)) {
+					return nil, fmt.Errorf("audit: %w", err)
+				}
+			} else {
+				var err error
+				objs, err = r.e.opts.Source.List(ctx, r.req.Repository, ref, v.table.Path)
+				if err != nil {
+					return nil, fmt.Errorf("audit: list table %s at %s: %w", v.table.Name, ref, err)
+				}
+				objs = tableFiles(v.table.Path, objs)
 			}
-			if objs = tableFiles(objs); len(objs) == 0 {
+			if len(objs) == 0 {
 				continue
 			}
 			local, err := dl.fetchAll(ctx, []fetch{{ref: ref, obj: objs[0]}})
@@ -486,8 +508,13 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 		}
 	}
 	for k, v := range r.views {
+		if v.broken {
+			continue // its checks report why
+		}
 		var s string
 		switch f := schemaFiles[k]; {
+		case len(v.files) > 0 && v.table.format() == FormatDelta:
+			s = deltaViewSQL(k.schema, v.table.Name, v.delta, v.objects, v.files)
 		case len(v.files) > 0:
 			s = viewSQL(k.schema, v.table.Name, v.table.format(), v.files)
 		case f != "":

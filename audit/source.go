@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -33,18 +34,33 @@ type Source interface {
 	Download(ctx context.Context, repo, ref, path string, w io.Writer) error
 }
 
-// tableFiles keeps the objects that are table data: writers leave markers
-// such as _SUCCESS, and lakeFS keeps _lakefs_actions/ in the repository.
-func tableFiles(objs []Object) []Object {
+// tableFiles keeps the objects under prefix that are table data: writers
+// leave markers such as _SUCCESS and directories such as _temporary/ or
+// _delta_log/ (skipped as Spark and Hive skip them), and lakeFS keeps
+// _lakefs_actions/ in the repository.
+func tableFiles(prefix string, objs []Object) []Object {
 	out := objs[:0:0]
 	for _, o := range objs {
-		base := path.Base(o.Path)
-		if o.Size == 0 || base == "" || base[0] == '_' || base[0] == '.' {
+		if o.Size == 0 || hiddenUnder(prefix, o.Path) {
 			continue
 		}
 		out = append(out, o)
 	}
 	return out
+}
+
+// hiddenUnder reports whether a name of p below prefix starts with _ or .
+func hiddenUnder(prefix, p string) bool {
+	rel := strings.TrimPrefix(p, prefix)
+	if rel == "" || path.Base(rel) == "" {
+		return true
+	}
+	for _, part := range strings.Split(rel, "/") {
+		if part != "" && (part[0] == '_' || part[0] == '.') {
+			return true
+		}
+	}
+	return false
 }
 
 // fetch is one object to bring to a local file.
