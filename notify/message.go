@@ -169,7 +169,9 @@ func (r run) alarming() bool {
 func mainMessage(r run, l links) message {
 	emoji, words := r.outcome()
 	title := fmt.Sprintf("%s %s · batch %s", r.Dataset, words, r.BatchID)
-	text := title
+	// The fallback text is mrkdwn too: escaped like the blocks, so event
+	// data cannot mention anyone. (The header block is plain text.)
+	text := esc(title)
 	if r.alarming() && r.Mention != "" {
 		text = r.Mention + " " + text
 	}
@@ -378,7 +380,7 @@ func threadMessage(r run) (m message, ok bool) {
 		return message{}, false
 	}
 	_, words := r.outcome()
-	return message{Text: fmt.Sprintf("Details: %s batch %s %s", r.Dataset, r.BatchID, words), Blocks: blocks}, true
+	return message{Text: esc(fmt.Sprintf("Details: %s batch %s %s", r.Dataset, r.BatchID, words)), Blocks: blocks}, true
 }
 
 func checkText(c schemas.CheckResult) string {

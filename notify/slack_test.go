@@ -138,6 +138,16 @@ func TestSlackEscapesUserData(t *testing.T) {
 	}
 	wantContains(t, "blocks", raw.String(), "&lt;!channel&gt; see &lt;http://evil.test|here&gt; &amp; there", `\"note\":\"&lt;script&gt;\"`)
 	wantLacks(t, "blocks", raw.String(), "<!channel>", "<script>")
+	// The fallback text (what notifications and clients without blocks
+	// show) is escaped the same way: a dataset or batch id cannot ping.
+	ev.Dataset, ev.BatchID = "<!channel>", "<!here>"
+	r = runOf(note(ev, StateAborted))
+	m = mainMessage(r, links{base: testUI})
+	th, _ = threadMessage(r)
+	for _, text := range []string{m.Text, th.Text} {
+		wantLacks(t, "fallback text", text, "<!channel>", "<!here>")
+		wantContains(t, "fallback text", text, "&lt;!channel&gt;")
+	}
 }
 
 func TestSlackUpdatesOneMessageAcrossStates(t *testing.T) {

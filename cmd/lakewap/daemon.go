@@ -314,8 +314,11 @@ func (d *daemon) serveHTTP(addr string) error {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()
+		// The details (internal URLs, lakeFS's error text) go to the log,
+		// not to whoever can reach the port.
 		if err := d.lake.Healthy(ctx); err != nil {
-			http.Error(w, "lakefs: "+err.Error(), http.StatusServiceUnavailable)
+			d.log.Warn("not ready: lakeFS does not answer", "err", err)
+			http.Error(w, "lakefs: not reachable (details in the lakewap log)", http.StatusServiceUnavailable)
 			return
 		}
 		if !d.consumer.Ready() {
@@ -325,7 +328,7 @@ func (d *daemon) serveHTTP(addr string) error {
 		fmt.Fprintln(w, "ready")
 	})
 	d.httpLn = ln
-	d.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.D(5*time.Minute))
 	go func() { _ = d.http.Serve(ln) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
@@ -456,4 +459,12 @@ func requireToken(token string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// newHTTPServer bounds every phase of a request, so slow or idle clients
+// cannot hold connections forever. Writing may take as long as a
+// pre-merge hook's audit (a step), plus a margin.
+func newHTTPServer(h http.Handler, step time.Duration) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: step + 30*time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lakewap/lakewap/internal/config"
@@ -39,7 +41,8 @@ func TestHealthAndReadiness(t *testing.T) {
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d, err := newDaemon(ctx, &cfg, daemonOptions{Logger: slog.New(slog.DiscardHandler), Console: io.Discard})
+	var logs lockedBuffer
+	d, err := newDaemon(ctx, &cfg, daemonOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Console: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,4 +57,33 @@ func TestHealthAndReadiness(t *testing.T) {
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "lakefs") {
 		t.Errorf("/readyz with lakeFS unreachable = %d %q, want 503 naming lakefs", code, body)
 	}
+	// The answer names the part, not its address or error: that is logged.
+	if strings.Contains(body, "127.0.0.1:1") || strings.Contains(body, "refused") {
+		t.Errorf("/readyz body %q shows internal details", body)
+	}
+	if l := logs.String(); !strings.Contains(l, "not ready: lakeFS does not answer") || !strings.Contains(l, "127.0.0.1:1") {
+		t.Errorf("the log does not have the details: %s", l)
+	}
+	// Every phase of a request is bounded.
+	if s := d.http; s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 {
+		t.Errorf("http server limits: header %s read %s write %s idle %s max header %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
