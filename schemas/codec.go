@@ -319,7 +319,11 @@ func (c *Codec) decodeBody(p plan, body []byte) (ev Event, err error) {
 		}
 	}()
 	r := avro.NewReader(nil, 0, avro.WithReaderConfig(c.api)).Reset(body)
-	ev = p.kind.decode(r, p.schema)
+	if p.decode != nil {
+		ev = p.decode(r, p.schema)
+	} else {
+		ev = p.kind.decode(r, p.schema)
+	}
 	if r.Error != nil {
 		// hamba's Unmarshal treats running out of bytes as success; here it
 		// is an error.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,12 +25,13 @@ var files embed.FS
 // kindSpec ties an event type to the Go type its records decode into.
 type kindSpec struct {
 	name   string
+	goType reflect.Type
 	decode func(r *avro.Reader, s avro.Schema) Event
 }
 
 // kindOf returns the spec of event type name decoded into Go type T.
 func kindOf[T Event](name string) kindSpec {
-	return kindSpec{name: name, decode: func(r *avro.Reader, s avro.Schema) Event {
+	return kindSpec{name: name, goType: reflect.TypeFor[T](), decode: func(r *avro.Reader, s avro.Schema) Event {
 		var v T
 		r.ReadVal(s, &v)
 		return v
@@ -71,6 +73,9 @@ type kind struct {
 type plan struct {
 	kind   *kind
 	schema avro.Schema // reader schema itself, or the resolution of writer into reader
+	// decode, when set, replaces kind.decode: the writer has plain fields
+	// where the reader has ["null", X] (see plainFields).
+	decode func(r *avro.Reader, s avro.Schema) Event
 }
 
 // schemaSet is the immutable set of schemas a Codec works with.
@@ -146,7 +151,11 @@ func (s *schemaSet) planFor(w avro.Schema) (plan, error) {
 		return plan{}, fmt.Errorf("writer schema %s (fingerprint %016x) cannot be read as the current one: %w",
 			named.FullName(), Fingerprint(w), err)
 	}
-	return plan{kind: k, schema: resolved}, nil
+	p := plan{kind: k, schema: resolved}
+	if plain := plainFields(k.schema, w); plain != nil && k.goType != nil && k.goType.Kind() == reflect.Struct {
+		p.decode = plainDecoder(k.goType, plain)
+	}
+	return p, nil
 }
 
 // readSchemaDocs reads every *.avsc at the top of root, keyed by full name.
