@@ -1,12 +1,20 @@
 package pipeline
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Error classes. Adapters decide once which class an outside failure belongs
 // to and wrap one of these with %w; the runner only uses errors.Is.
 var (
 	// ErrTransient: worth retrying (timeouts, 5xx, 423 locked, 429).
 	ErrTransient = errors.New("transient")
+	// ErrBranchLocked: the branch is busy with another commit or merge
+	// (lakeFS "branch is currently locked", HTTP 423). It is transient;
+	// the publish queue retries it at once with a short jittered backoff,
+	// because the lock is held by someone outside this instance.
+	ErrBranchLocked = fmt.Errorf("%w: branch locked", ErrTransient)
 	// ErrMergeConflict: the batch's branch conflicts with the target.
 	ErrMergeConflict = errors.New("merge conflict")
 	// ErrNotFound: the repository, branch or object does not exist.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lakewap/lakewap/schemas"
@@ -76,8 +77,14 @@ type Config struct {
 	MaxInFlight        int           // steps (branch, audit, publish) running at once; default 16
 	StepTimeout        time.Duration // deadline of one step; default 5m
 	Grace              time.Duration // how long revocation waits for in-flight steps; default 10s
-	Logger             *slog.Logger
-	Now                func() time.Time
+	// LockBackoff is the first backoff of a merge that found its target
+	// locked by another writer (default 20ms; doubled up to 1s, jittered);
+	// LockWait bounds those retries before the failure goes to the
+	// machine's own retry (default 30s).
+	LockBackoff time.Duration
+	LockWait    time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
 	// Observe, if set, is called after every persisted change of a run.
 	Observe func(before, after Run)
 	// Failpoint, if set, is called at named points between a side effect
@@ -97,6 +104,9 @@ type Runner struct {
 	mu      sync.Mutex
 	parts   map[int]*partition
 	Metrics Metrics
+
+	qmu    sync.Mutex
+	queues map[targetKey]*publishQueue // publish queue per target, while not empty
 }
 
 // Metrics receives measurements from the runner; nil fields are skipped.
@@ -111,6 +121,14 @@ type Metrics struct {
 	// duplicate, dead_letter, dropped_unexpected (an early write its batch
 	// did not expect, dropped when the batch landed).
 	Input func(eventType, outcome string)
+	// PublishQueue is the number of publishes waiting for their target's
+	// turn; PublishWait how long one waited before its turn came.
+	PublishQueue func(repository, target string, depth int)
+	PublishWait  func(repository, target string, d time.Duration)
+	// LakeCalls is the number of lakeFS API calls this instance made for a
+	// batch it published (branch, seal, audit listings and downloads,
+	// publish); a run restored mid-way counts only what was made since.
+	LakeCalls func(dataset string, calls int64)
 }
 
 func (m Metrics) held(dataset string, state State, delta int) {
@@ -129,6 +147,12 @@ type partition struct {
 	timers   map[string]*time.Timer
 	wg       sync.WaitGroup
 	closing  bool
+	stop     chan struct{} // closed when the partition is revoked
+	// fresh: runs this instance moved from auditing to publishing and has
+	// not tried to merge yet (their publish needs no look at the target).
+	fresh map[string]bool
+	// calls counts the lakeFS API calls made for each run.
+	calls map[string]*atomic.Int64
 }
 
 // NewRunner checks cfg and returns a runner.
@@ -156,6 +180,12 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Grace <= 0 {
 		cfg.Grace = 10 * time.Second
 	}
+	if cfg.LockBackoff <= 0 {
+		cfg.LockBackoff = 20 * time.Millisecond
+	}
+	if cfg.LockWait <= 0 {
+		cfg.LockWait = 30 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -165,6 +195,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	return &Runner{
 		cfg: cfg, m: NewMachine(cfg.Policy), log: cfg.Logger,
 		sem: make(chan struct{}, cfg.MaxInFlight), parts: map[int]*partition{},
+		queues: map[targetKey]*publishQueue{},
 	}, nil
 }
 
@@ -177,7 +208,8 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &partition{id: id, ctx: pctx, cancel: cancel, runs: make(map[string]Run, len(raw)),
-		inflight: map[string]map[EffectKind]bool{}, timers: map[string]*time.Timer{}}
+		inflight: map[string]map[EffectKind]bool{}, timers: map[string]*time.Timer{},
+		stop: make(chan struct{}), fresh: map[string]bool{}, calls: map[string]*atomic.Int64{}}
 	for key, v := range raw {
 		var run Run
 		if err := json.Unmarshal(v, &run); err != nil {
@@ -216,7 +248,7 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 		r.start(p, k, r.m.Pending(p.runs[k], now))
 	}
 	p.mu.Unlock()
-	r.log.Info("partition restored", "partition", id, "runs", len(p.runs))
+	r.log.Info("partition restored", "partition", id, "runs", len(keys))
 	return nil
 }
 
@@ -232,6 +264,9 @@ func (r *Runner) Revoked(id int) {
 		return
 	}
 	p.mu.Lock()
+	if !p.closing {
+		close(p.stop)
+	}
 	p.closing = true
 	for _, t := range p.timers {
 		t.Stop()
@@ -469,6 +504,18 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in Input) 
 	} else {
 		p.runs[key] = after
 	}
+	if before.State == StateAuditing && after.State == StatePublishing {
+		p.fresh[key] = true
+	}
+	if before.State != after.State && after.State.Terminal() || after.State == "" {
+		delete(p.fresh, key)
+		if n := p.calls[key]; n != nil {
+			if f := r.Metrics.LakeCalls; f != nil && after.State == StatePublished {
+				f(after.Dataset, n.Load())
+			}
+			delete(p.calls, key)
+		}
+	}
 	if before.State != after.State {
 		r.Metrics.held(r.label(before.Dataset), before.State, -1)
 		r.Metrics.held(r.label(after.Dataset), after.State, +1)
@@ -547,8 +594,13 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 		}
 		p.inflight[batch][e.Kind] = true
 		run := p.runs[batch].clone()
+		var t *publishTicket
+		if e.Kind == DoPublish {
+			t = r.enqueue(p, run, p.fresh[batch])
+			delete(p.fresh, batch) // a second attempt looks first
+		}
 		p.wg.Add(1)
-		go r.execute(p, run, e)
+		go r.execute(p, run, e, t)
 	}
 	if !wake.IsZero() {
 		if t := p.timers[batch]; t != nil {
@@ -578,12 +630,27 @@ func (r *Runner) internal(p *partition, batch string, in Input) {
 	}
 }
 
-func (r *Runner) execute(p *partition, run Run, e Effect) {
+// calls is the counter of lakeFS API calls of a run.
+func (r *Runner) calls(p *partition, batch string) *atomic.Int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.calls[batch]
+	if n == nil {
+		n = new(atomic.Int64)
+		p.calls[batch] = n
+	}
+	return n
+}
+
+func (r *Runner) execute(p *partition, run Run, e Effect, t *publishTicket) {
 	defer p.wg.Done()
 	var in Input
-	if e.Kind == DoSend {
+	switch {
+	case e.Kind == DoSend:
 		in = r.send(p, run, e.Send)
-	} else {
+	case t != nil:
+		in = r.awaitPublish(p, t)
+	default:
 		select {
 		case r.sem <- struct{}{}:
 		case <-p.ctx.Done():
@@ -591,17 +658,26 @@ func (r *Runner) execute(p *partition, run Run, e Effect) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
+		if e.Kind != DoCleanup { // a finished run's counter is gone
+			ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
+		}
 		start := time.Now()
 		in = r.step(ctx, run, e.Kind)
 		cancel()
 		<-r.sem
 		if f := r.Metrics.StepDuration; f != nil {
-			outcome := "ok"
-			if sf, ok := in.(StepFailed); ok {
-				outcome = [...]string{"transient", "permanent", "conflict", "rejected"}[sf.Class]
-			}
-			f(e.Kind.String(), outcome, time.Since(start))
+			f(e.Kind.String(), outcome(in), time.Since(start))
 		}
+	}
+	if t != nil {
+		// A publish stays in flight until its outcome is applied: a
+		// transition in between (a result event confirmed sent) would
+		// otherwise queue the same publish a second time.
+		if in != nil && p.ctx.Err() == nil {
+			r.internal(p, run.Key(), in)
+		}
+		r.done(p, run.Key(), e.Kind)
+		return
 	}
 	r.done(p, run.Key(), e.Kind)
 	if in != nil && p.ctx.Err() == nil {
@@ -648,33 +724,6 @@ func (r *Runner) step(ctx context.Context, run Run, k EffectKind) Input {
 			return failed(log, StepAudit, err)
 		}
 		return Audited{SealedCommit: commit, Report: rep}
-	case DoPublish:
-		// A crash between merge and persist must not publish twice.
-		if id, found, err := r.cfg.Lake.FindPublished(ctx, run.Repository, run.Target, run.BatchID); err != nil {
-			return failed(log, StepPublish, err)
-		} else if found {
-			log.Info("batch already on target, not merging again", "commit_id", id)
-			return Merged{CommitID: id, AlreadyPublished: true}
-		}
-		if run.Report == nil || !run.Report.Passed || run.SealedCommit == "" {
-			// Unreachable through Transition; guard the promise anyway.
-			return StepFailed{Step: StepPublish, Err: "refusing to publish a batch without a passing audit", Class: Permanent}
-		}
-		r.failpoint("before_merge")
-		id, err := r.cfg.Lake.Merge(ctx, run.Repository, run.SealedCommit, run.Target,
-			fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID), publishMeta(run))
-		if err != nil && errors.Is(err, ErrTransient) {
-			// A timed-out merge may still have happened: look before retrying.
-			if found, ok, ferr := r.cfg.Lake.FindPublished(ctx, run.Repository, run.Target, run.BatchID); ferr == nil && ok {
-				log.Info("merge answered with an error but the batch is on the target", "commit_id", found, "err", err)
-				return Merged{CommitID: found, AlreadyPublished: true}
-			}
-		}
-		if err != nil {
-			return failed(log, StepPublish, err)
-		}
-		r.failpoint("after_merge")
-		return Merged{CommitID: id}
 	case DoCleanup:
 		if err := r.cfg.Lake.DeleteBranch(ctx, run.Repository, run.Branch); err != nil {
 			return failed(log, StepCleanup, err)

@@ -377,8 +377,21 @@ func runnerMetrics(reg prometheus.Registerer) pipeline.Metrics {
 		Help: "Runs this instance holds, by dataset and state (non-terminal states are the runs in flight)."}, []string{"dataset", "state"})
 	inputs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_inputs_total",
 		Help: "Input events by type and outcome: applied, duplicate, dead_letter, dropped_unexpected."}, []string{"type", "outcome"})
-	reg.MustRegister(steps, inState, runs, held, inputs)
+		queued := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_publish_queue_depth",
+		Help: "Publishes waiting for their target's turn in this instance's merge queue."}, []string{"repository", "target"})
+	waited := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_publish_queue_wait_seconds",
+		Help: "Time a publish waited in its target's merge queue before its merge started.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)},
+		[]string{"repository", "target"})
+	calls := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_lakefs_calls_per_batch",
+		Help:    "lakeFS API calls this instance made for a batch it published (branch, seal, audit listings and downloads, merge).",
+		Buckets: []float64{2, 4, 6, 8, 10, 12, 16, 24, 32, 64, 128}}, []string{"dataset"})
+	reg.MustRegister(steps, inState, runs, held, inputs, queued, waited, calls)
 	return pipeline.Metrics{
+		PublishQueue: func(repo, target string, n int) { queued.WithLabelValues(repo, target).Set(float64(n)) },
+		PublishWait: func(repo, target string, d time.Duration) {
+			waited.WithLabelValues(repo, target).Observe(d.Seconds())
+		},
+		LakeCalls: func(ds string, n int64) { calls.WithLabelValues(ds).Observe(float64(n)) },
 		StepDuration: func(step, outcome string, d time.Duration) { steps.WithLabelValues(step, outcome).Observe(d.Seconds()) },
 		StateChange: func(ds string, from, _ pipeline.State, in time.Duration) {
 			if from != "" {

@@ -69,6 +69,22 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 		if got := value(t, fams, "lakewap_runs_total", map[string]string{"outcome": "aborted"}); got != 0 {
 			t.Errorf("aborted runs counted: %v", got)
 		}
+		// Per batch: create branch, seal commit, list + diff of the batch's
+		// files, download, merge; a batch needs at least 5 and no more than 8.
+		calls := matching(fams, "lakewap_lakefs_calls_per_batch", map[string]string{"dataset": "billing"})
+		if n := histCount(fams, "lakewap_lakefs_calls_per_batch", nil); n != 2 || len(calls) != 1 {
+			t.Errorf("lakewap_lakefs_calls_per_batch count %d, want one per published batch (2)", n)
+		} else if per := calls[0].GetHistogram().GetSampleSum() / 2; per < 5 || per > 8 {
+			t.Errorf("lakewap_lakefs_calls_per_batch: %v calls per batch, want 5 to 8", per)
+		} else {
+			t.Logf("lakeFS calls per published batch: %v", per)
+		}
+		if n := histCount(fams, "lakewap_publish_queue_wait_seconds", map[string]string{"repository": "lake", "target": "main"}); n != 2 {
+			t.Errorf("lakewap_publish_queue_wait_seconds count %d, want 2", n)
+		}
+		if got := value(t, fams, "lakewap_publish_queue_depth", map[string]string{"target": "main"}); got != 0 {
+			t.Errorf("lakewap_publish_queue_depth = %v, want 0 once both are published", got)
+		}
 		for _, step := range []string{"create_branch", "audit", "publish"} {
 			if n := histCount(fams, "lakewap_step_duration_seconds", map[string]string{"step": step, "outcome": "ok"}); n != 2 {
 				t.Errorf("lakewap_step_duration_seconds{step=%s,outcome=ok} count %d, want 2", step, n)

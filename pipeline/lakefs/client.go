@@ -112,6 +112,7 @@ type call struct {
 func (c *Client) send(ctx context.Context, k call, want int, out any, do func(context.Context) (*http.Response, error)) error {
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	pipeline.CountCall(ctx)
 	start := time.Now()
 	resp, err := do(cctx)
 	if err != nil {

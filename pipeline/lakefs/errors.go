@@ -68,16 +68,15 @@ func classify(op string, status int, msg string) error {
 	switch {
 	// lakeFS answers a lost branch lock with 500 today; match the text too
 	// so a change of status upstream keeps it retryable.
-	case strings.Contains(lower, "branch is currently locked"):
-		return pipeline.ErrTransient
+	case strings.Contains(lower, "branch is currently locked"), status == http.StatusLocked:
+		return pipeline.ErrBranchLocked
 	case status == http.StatusNotFound:
 		return pipeline.ErrNotFound
 	case status == http.StatusConflict && (op == opMerge || strings.Contains(lower, "conflict found")):
 		return pipeline.ErrMergeConflict
 	case status == http.StatusBadRequest && strings.Contains(lower, "no changes"):
 		return pipeline.ErrNoChanges
-	case status == http.StatusLocked,
-		status == http.StatusTooManyRequests,
+	case status == http.StatusTooManyRequests,
 		status == http.StatusInternalServerError,
 		status == http.StatusBadGateway,
 		status == http.StatusServiceUnavailable,

@@ -97,9 +97,9 @@ func TestErrorMapping(t *testing.T) {
 	}{
 		{"merge conflict", merge, answer{409, `{"reference":""}`}, callMerge, pipeline.ErrMergeConflict},
 		{"merge no changes", merge, answer{400, msg("update branch main: no changes")}, callMerge, pipeline.ErrNoChanges},
-		{"merge locked branch", merge, answer{500, msg("branch is currently locked, try again later")}, callMerge, pipeline.ErrTransient},
-		{"merge locked text on other status", merge, answer{409, msg("branch is currently locked, try again later")}, callMerge, pipeline.ErrTransient},
-		{"merge 423", merge, answer{423, msg("locked")}, callMerge, pipeline.ErrTransient},
+		{"merge locked branch", merge, answer{500, msg("branch is currently locked, try again later")}, callMerge, pipeline.ErrBranchLocked},
+		{"merge locked text on other status", merge, answer{409, msg("branch is currently locked, try again later")}, callMerge, pipeline.ErrBranchLocked},
+		{"merge 423", merge, answer{423, msg("locked")}, callMerge, pipeline.ErrBranchLocked},
 		{"merge 429", merge, answer{429, msg("Too many attempts, try again later")}, callMerge, pipeline.ErrTransient},
 		{"merge 502", merge, answer{502, "bad gateway"}, callMerge, pipeline.ErrTransient},
 		{"merge 503", merge, answer{503, msg("Throughput exceeded. Slow down and retry")}, callMerge, pipeline.ErrTransient},
@@ -113,7 +113,7 @@ func TestErrorMapping(t *testing.T) {
 		{"commit unauthorized", commit, answer{401, msg("error authenticating request")}, callCommit, nil},
 		{"branch in missing repo", branch, answer{404, msg("repository not found")}, callBranch, pipeline.ErrNotFound},
 	}
-	classes := []error{pipeline.ErrTransient, pipeline.ErrMergeConflict, pipeline.ErrNotFound, pipeline.ErrNoChanges}
+	classes := []error{pipeline.ErrTransient, pipeline.ErrBranchLocked, pipeline.ErrMergeConflict, pipeline.ErrNotFound, pipeline.ErrNoChanges}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _ := newFake(t, map[string]answer{tt.key: tt.answer})
@@ -122,7 +122,9 @@ func TestErrorMapping(t *testing.T) {
 				t.Fatal("no error")
 			}
 			for _, class := range classes {
-				if got, want := errors.Is(err, class), class == tt.class; got != want {
+				// A locked branch is also transient.
+				want := class == tt.class || tt.class == pipeline.ErrBranchLocked && class == pipeline.ErrTransient
+				if got := errors.Is(err, class); got != want {
 					t.Errorf("errors.Is(%v, %v) = %v, want %v", err, class, got, want)
 				}
 			}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/treeverse/lakefs/pkg/api/apigen"
+
+	"github.com/lakewap/lakewap/pipeline"
 )
 
 // Object is one object at a ref.
@@ -49,6 +51,7 @@ func (c *Client) Upload(ctx context.Context, repo, branch, p string, r io.Reader
 		copied <- err
 	}()
 	start := time.Now()
+	pipeline.CountCall(ctx)
 	resp, err := c.api.UploadObjectWithBody(ctx, repo, branch, &apigen.UploadObjectParams{Path: p}, mw.FormDataContentType(), pr)
 	// Unblocks the copier if the request ended before reading all of r.
 	pr.Close()
@@ -80,6 +83,7 @@ func (c *Client) Download(ctx context.Context, repo, ref, p string, w io.Writer)
 	defer cancel()
 	k := call{op: "download", repo: repo, ref: ref + ":" + p}
 	start := time.Now()
+	pipeline.CountCall(ctx)
 	resp, err := c.api.GetObject(ctx, repo, ref, &apigen.GetObjectParams{Path: p})
 	if err != nil {
 		return c.logged(k, start, transportError(parent, k.op, repo, k.ref, err))

@@ -1,0 +1,225 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+)
+
+// Publishing into one target is serial in lakeFS: a commit or merge holds
+// the branch's lock, and concurrent merges fail "branch is currently
+// locked" and back off. Within one instance the runner therefore queues
+// the publishes per (repository, target) and runs them one at a time, in
+// the order their audits finished, with nothing slept between them. Branch
+// creation, seal commits and audits stay parallel. A lock held by someone
+// else (another instance, a person merging by hand) is retried by the
+// queue's worker with a short jittered backoff.
+
+type targetKey struct{ repo, target string }
+
+type ticketState int
+
+const (
+	ticketQueued ticketState = iota
+	ticketStarted
+	ticketDropped
+)
+
+// publishTicket is one run waiting for, or holding, its target's turn.
+type publishTicket struct {
+	p      *partition
+	run    Run
+	fresh  bool // this instance just audited the run: nothing can have merged it yet
+	queued time.Time
+	state  ticketState // guarded by Runner.qmu
+	result chan Input  // buffered: the worker never blocks on a waiter that left
+}
+
+// publishQueue is the FIFO of one target; a worker goroutine drains it
+// while it is not empty.
+type publishQueue struct {
+	key     targetKey
+	tickets []*publishTicket
+	waiting int // tickets still queued (not dropped, not started)
+}
+
+// enqueue adds run's publish to its target's queue and starts the queue's
+// worker if it is idle. Called with p.mu held, right after the transition
+// that asked for the publish was persisted: that is the audit order.
+func (r *Runner) enqueue(p *partition, run Run, fresh bool) *publishTicket {
+	t := &publishTicket{p: p, run: run, fresh: fresh, queued: time.Now(), result: make(chan Input, 1)}
+	k := targetKey{run.Repository, run.Target}
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	q := r.queues[k]
+	if q == nil {
+		q = &publishQueue{key: k}
+		r.queues[k] = q
+		go r.drain(q)
+	}
+	q.tickets = append(q.tickets, t)
+	q.waiting++
+	r.queueDepth(k, q.waiting)
+	return t
+}
+
+// drain runs the publishes of q one at a time until q is empty, then
+// removes q.
+func (r *Runner) drain(q *publishQueue) {
+	for {
+		r.qmu.Lock()
+		var t *publishTicket
+		for len(q.tickets) > 0 && t == nil {
+			t, q.tickets = q.tickets[0], q.tickets[1:]
+			if t.state == ticketDropped {
+				t = nil
+			}
+		}
+		if t == nil {
+			delete(r.queues, q.key)
+			r.qmu.Unlock()
+			return
+		}
+		t.state = ticketStarted
+		q.waiting--
+		r.queueDepth(q.key, q.waiting)
+		r.qmu.Unlock()
+		if f := r.Metrics.PublishWait; f != nil {
+			f(q.key.repo, q.key.target, time.Since(t.queued))
+		}
+		t.result <- r.publishTurn(t)
+	}
+}
+
+// drop takes a ticket that has not started out of its queue; it reports
+// false when the publish is already running.
+func (r *Runner) drop(t *publishTicket) bool {
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	if t.state != ticketQueued {
+		return t.state == ticketDropped
+	}
+	t.state = ticketDropped
+	k := targetKey{t.run.Repository, t.run.Target}
+	if q := r.queues[k]; q != nil {
+		q.waiting--
+		r.queueDepth(k, q.waiting)
+	}
+	return true
+}
+
+func (r *Runner) queueDepth(k targetKey, n int) {
+	if f := r.Metrics.PublishQueue; f != nil {
+		f(k.repo, k.target, n)
+	}
+}
+
+// awaitPublish waits for t's publish. A revoked partition drops its
+// tickets that have not started (the next owner publishes them from the
+// stored state) and waits for a running one within the revocation's grace.
+func (r *Runner) awaitPublish(p *partition, t *publishTicket) Input {
+	select {
+	case in := <-t.result:
+		return in
+	case <-p.stop:
+	}
+	if r.drop(t) {
+		return nil
+	}
+	select {
+	case in := <-t.result:
+		return in
+	case <-p.ctx.Done():
+		return nil
+	}
+}
+
+// publishTurn runs one publish while it holds its target's turn.
+func (r *Runner) publishTurn(t *publishTicket) Input {
+	p, run := t.p, t.run
+	p.mu.Lock()
+	current := p.runs[run.Key()]
+	stop := p.closing
+	p.mu.Unlock()
+	if stop || current.State != StatePublishing || current.SealedCommit != run.SealedCommit {
+		return nil // revoked, or the run moved on while it waited
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
+	defer cancel()
+	ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
+	start := time.Now()
+	in := r.publish(ctx, run, t.fresh)
+	if f := r.Metrics.StepDuration; f != nil {
+		f(DoPublish.String(), outcome(in), time.Since(start))
+	}
+	return in
+}
+
+// publish merges the run's sealed commit into its target unless it is
+// there already. fresh skips the first look: the run's audit finished in
+// this instance and no merge was tried since, so the batch cannot be on
+// the target yet.
+func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
+	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
+	if !fresh {
+		// A crash between merge and persist must not publish twice.
+		if id, found, err := r.cfg.Lake.FindPublished(ctx, run.Repository, run.Target, run.BatchID); err != nil {
+			return failed(log, StepPublish, err)
+		} else if found {
+			log.Info("batch already on target, not merging again", "commit_id", id)
+			return Merged{CommitID: id, AlreadyPublished: true}
+		}
+	}
+	if run.Report == nil || !run.Report.Passed || run.SealedCommit == "" {
+		// Unreachable through Transition; guard the promise anyway.
+		return StepFailed{Step: StepPublish, Err: "refusing to publish a batch without a passing audit", Class: Permanent}
+	}
+	r.failpoint("before_merge")
+	id, err := r.mergeLocked(ctx, log, run)
+	if err != nil && errors.Is(err, ErrTransient) {
+		// A timed-out merge may still have happened: look before retrying.
+		if found, ok, ferr := r.cfg.Lake.FindPublished(ctx, run.Repository, run.Target, run.BatchID); ferr == nil && ok {
+			log.Info("merge answered with an error but the batch is on the target", "commit_id", found, "err", err)
+			return Merged{CommitID: found, AlreadyPublished: true}
+		}
+	}
+	if err != nil {
+		return failed(log, StepPublish, err)
+	}
+	r.failpoint("after_merge")
+	return Merged{CommitID: id}
+}
+
+// mergeLocked merges, retrying while the target is locked by someone
+// outside this instance, with full-jitter exponential backoff from
+// LockBackoff up to a second, for at most LockWait. A locked target means
+// the merge did not start, so it is retried without looking first.
+func (r *Runner) mergeLocked(ctx context.Context, log *slog.Logger, run Run) (string, error) {
+	msg := fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID)
+	deadline := time.Now().Add(r.cfg.LockWait)
+	backoff := r.cfg.LockBackoff
+	for attempt := 1; ; attempt++ {
+		id, err := r.cfg.Lake.Merge(ctx, run.Repository, run.SealedCommit, run.Target, msg, publishMeta(run))
+		if err == nil || !errors.Is(err, ErrBranchLocked) || time.Now().After(deadline) {
+			return id, err
+		}
+		wait := rand.N(backoff) + 1
+		log.Debug("target locked by another writer, retrying merge", "attempt", attempt, "wait", wait)
+		select {
+		case <-ctx.Done():
+			return "", err
+		case <-time.After(wait):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func outcome(in Input) string {
+	if sf, ok := in.(StepFailed); ok {
+		return [...]string{"transient", "permanent", "conflict", "rejected"}[sf.Class]
+	}
+	return "ok"
+}

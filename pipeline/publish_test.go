@@ -1,0 +1,380 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// queueLake is a Lake that records merges per target: their order, how
+// many ran at once, and how often each batch was merged.
+type queueLake struct {
+	fakeLake
+	mu2      sync.Mutex
+	gate     chan struct{} // merges into main wait for it when not nil
+	locked   int           // the next merges answer "branch is currently locked"
+	running  map[string]int
+	peak     map[string]int
+	order    map[string][]string
+	perBatch map[string]int
+	finds    int
+	started  chan string
+}
+
+func newQueueLake() *queueLake {
+	return &queueLake{fakeLake: *newFakeLake(), running: map[string]int{}, peak: map[string]int{},
+		order: map[string][]string{}, perBatch: map[string]int{}, started: make(chan string, 1000)}
+}
+
+// Each method counts as one lakeFS API call.
+func (l *queueLake) EnsureBranch(ctx context.Context, repo, branch, source string) (bool, error) {
+	CountCall(ctx)
+	return l.fakeLake.EnsureBranch(ctx, repo, branch, source)
+}
+
+func (l *queueLake) Seal(ctx context.Context, repo, branch, msg string, meta map[string]string) (string, error) {
+	CountCall(ctx)
+	return l.fakeLake.Seal(ctx, repo, branch, msg, meta)
+}
+
+func (l *queueLake) FindPublished(ctx context.Context, repo, target, batch string) (string, bool, error) {
+	CountCall(ctx)
+	l.mu2.Lock()
+	l.finds++
+	l.mu2.Unlock()
+	return l.fakeLake.FindPublished(ctx, repo, target, batch)
+}
+
+func (l *queueLake) Merge(ctx context.Context, _, _, dest, _ string, meta map[string]string) (string, error) {
+	CountCall(ctx)
+	batch := meta[MetaBatchID]
+	l.mu2.Lock()
+	l.running[dest]++
+	l.peak[dest] = max(l.peak[dest], l.running[dest])
+	gate := l.gate
+	locked := l.locked > 0
+	if locked {
+		l.locked--
+	}
+	l.mu2.Unlock()
+	defer func() { l.mu2.Lock(); l.running[dest]--; l.mu2.Unlock() }()
+	l.started <- batch
+	if locked {
+		return "", fmt.Errorf("merge %s: branch is currently locked: %w", dest, ErrBranchLocked)
+	}
+	if gate != nil && dest == "main" {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	l.mu2.Lock()
+	l.order[dest] = append(l.order[dest], batch)
+	l.perBatch[batch]++
+	l.mu2.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.merges++
+	id := "merge-" + batch
+	l.merged[batch] = id
+	return id, nil
+}
+
+type queueFixture struct {
+	runnerFixture
+	lake    *queueLake
+	release map[string]chan struct{} // audit gates by batch
+	gmu     sync.Mutex
+	depth   map[string]int
+	waits   int
+	calls   []int64
+}
+
+// newQueueFixture: dataset "billing" publishes to main, "other" to dev;
+// every audit waits for its batch's gate when one is set.
+func newQueueFixture(t *testing.T, grace time.Duration) *queueFixture {
+	t.Helper()
+	f := &queueFixture{lake: newQueueLake(), release: map[string]chan struct{}{}, depth: map[string]int{}}
+	f.notes = &recordingNotifier{ch: make(chan schemas.Event, 10000)}
+	f.store = &memStore{data: map[int]map[string][]byte{}}
+	aud := auditFunc(func(ctx context.Context, req AuditRequest) (schemas.AuditReport, error) {
+		f.gmu.Lock()
+		g := f.release[req.Ref]
+		f.gmu.Unlock()
+		if g != nil {
+			select {
+			case <-g:
+			case <-ctx.Done():
+				return schemas.AuditReport{}, ctx.Err()
+			}
+		}
+		return report(true), nil
+	})
+	r, err := NewRunner(Config{Lake: f.lake, Auditor: aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{},
+		MaxInFlight: 64, Grace: grace, LockBackoff: time.Millisecond,
+		Datasets: func(n string) (DatasetSpec, bool) {
+			target := map[string]string{"billing": "main", "other": "dev"}[n]
+			return DatasetSpec{Repository: "lake", Target: target, WriteTimeout: time.Hour}, target != ""
+		},
+		Policy: Policy{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, RetryBudget: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Metrics = Metrics{
+		PublishQueue: func(_, target string, n int) { f.gmu.Lock(); f.depth[target] = max(f.depth[target], n); f.gmu.Unlock() },
+		PublishWait:  func(_, _ string, _ time.Duration) { f.gmu.Lock(); f.waits++; f.gmu.Unlock() },
+		LakeCalls:    func(_ string, n int64) { f.gmu.Lock(); f.calls = append(f.calls, n); f.gmu.Unlock() },
+	}
+	f.r = r
+	t.Cleanup(r.Close)
+	return f
+}
+
+// gate makes the audit of batch (of dataset ds) wait until the returned
+// function is called.
+func (f *queueFixture) gate(ds, batch string) func() {
+	g := make(chan struct{})
+	f.gmu.Lock()
+	f.release["sealed-"+schemas.BranchName(ds, batch)] = g
+	f.gmu.Unlock()
+	return func() { close(g) }
+}
+
+func (f *queueFixture) landIn(t *testing.T, part int, ds, batch string) {
+	t.Helper()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for _, ev := range []schemas.Event{
+		schemas.BatchLanded{BatchID: batch, Dataset: ds, ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now},
+		schemas.WriteComplete{BatchID: batch, Dataset: ds, Write: "fact", OccurredAt: now},
+	} {
+		if err := f.r.Handle(context.Background(), part, encode(t, ev)); err != nil {
+			t.Fatalf("handle %T: %v", ev, err)
+		}
+	}
+}
+
+func (f *queueFixture) awaitState(t *testing.T, batch string, want State) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, run := range f.r.Runs() {
+			if run.BatchID == batch && run.State == want {
+				return
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%s never reached %s", batch, want)
+}
+
+// awaitPublished waits for BatchPublished of every batch in want, failing
+// on any other outcome.
+func (f *queueFixture) awaitPublished(t *testing.T, want ...string) {
+	t.Helper()
+	left := map[string]bool{}
+	for _, b := range want {
+		left[b] = true
+	}
+	timeout := time.After(60 * time.Second)
+	for len(left) > 0 {
+		select {
+		case ev := <-f.notes.ch:
+			switch ev.EventType() {
+			case schemas.TypeBatchPublished:
+				delete(left, ev.Batch())
+			case schemas.TypeBatchAborted, schemas.TypeBatchFailed:
+				t.Fatalf("%s: %+v", ev.Batch(), ev)
+			}
+		case <-timeout:
+			t.Fatalf("not published: %v", left)
+		}
+	}
+}
+
+// Publishes into one target run one at a time, in the order the audits
+// finished; another target's publishes do not wait for them; a batch this
+// instance audited is merged without a look at the target first.
+func TestPublishQueueRunsInAuditOrderOneAtATime(t *testing.T) {
+	f := newQueueFixture(t, time.Second)
+	if err := f.r.Assigned(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.r.Assigned(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	f.lake.gate = make(chan struct{})
+	batches := []string{"q0", "q1", "q2", "q3", "q4", "q5"}
+	open := map[string]func(){}
+	for i, b := range batches {
+		open[b] = f.gate("billing", b)
+		f.landIn(t, i%2, "billing", b) // two partitions share the target
+	}
+	// Audits finish in this order; the first holds the target (its merge
+	// waits at the gate), the others queue behind it.
+	finish := []string{"q3", "q0", "q5", "q1", "q4", "q2"}
+	for _, b := range finish {
+		open[b]()
+		f.awaitState(t, b, StatePublishing)
+	}
+	if got := <-f.lake.started; got != "q3" {
+		t.Fatalf("first merge %s, want q3", got)
+	}
+	// While main is held, dev publishes.
+	f.landIn(t, 0, "other", "d0")
+	f.awaitPublished(t, "d0")
+	close(f.lake.gate)
+	f.awaitPublished(t, batches...)
+
+	f.lake.mu2.Lock()
+	defer f.lake.mu2.Unlock()
+	if fmt.Sprint(f.lake.order["main"]) != fmt.Sprint(finish) {
+		t.Errorf("merge order %v, want the audit order %v", f.lake.order["main"], finish)
+	}
+	if f.lake.peak["main"] != 1 {
+		t.Errorf("%d merges into main ran at once, want 1", f.lake.peak["main"])
+	}
+	if f.lake.finds != 0 {
+		t.Errorf("%d looks at the target for batches audited here, want 0", f.lake.finds)
+	}
+	f.gmu.Lock()
+	defer f.gmu.Unlock()
+	if f.depth["main"] < 5 || f.waits != 7 {
+		t.Errorf("queue depth peaked at %d (want 5), %d waits observed (want 7)", f.depth["main"], f.waits)
+	}
+	// Per batch: create branch, seal, merge (the fake auditor calls nothing).
+	for _, n := range f.calls {
+		if n != 3 {
+			t.Errorf("counted %d lakeFS calls for a batch, want 3 (branch, seal, merge)", n)
+		}
+	}
+	if len(f.calls) != 7 {
+		t.Errorf("%d call counts observed, want one per published batch (7)", len(f.calls))
+	}
+}
+
+// A target locked by someone else (another instance, a manual merge) is
+// retried by the queue with a short backoff, not by the run's slow retry:
+// the run never records a failed attempt.
+func TestPublishQueueRetriesForeignLock(t *testing.T) {
+	f := newQueueFixture(t, time.Second)
+	var attempts []int
+	var mu sync.Mutex
+	f.r.cfg.Observe = func(_, after Run) {
+		mu.Lock()
+		attempts = append(attempts, after.Attempts)
+		mu.Unlock()
+	}
+	if err := f.r.Assigned(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.lake.locked = 3
+	f.landIn(t, 0, "billing", "lk")
+	f.awaitPublished(t, "lk")
+	f.lake.mu2.Lock()
+	defer f.lake.mu2.Unlock()
+	if f.lake.perBatch["lk"] != 1 || len(f.lake.started) != 4 {
+		t.Errorf("merged %d times in %d attempts, want once after 3 locked answers", f.lake.perBatch["lk"], len(f.lake.started))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, a := range attempts {
+		if a != 0 {
+			t.Fatalf("the run recorded a failed attempt (%v): a foreign lock went to the slow retry", attempts)
+		}
+	}
+}
+
+// Revoking a partition while its publishes wait in the queue drops them
+// without merging; the next owner publishes each exactly once.
+func TestPublishQueueRevokedWhileQueued(t *testing.T) {
+	f := newQueueFixture(t, 50*time.Millisecond)
+	if err := f.r.Assigned(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.lake.gate = make(chan struct{})
+	batches := []string{"rv0", "rv1", "rv2", "rv3"}
+	for _, b := range batches {
+		f.landIn(t, 0, "billing", b)
+		f.awaitState(t, b, StatePublishing)
+	}
+	first := <-f.lake.started
+	f.r.Revoked(0) // the running merge is cancelled after the grace
+	f.lake.mu2.Lock()
+	n := len(f.lake.started)
+	merged := len(f.lake.order["main"])
+	f.lake.mu2.Unlock()
+	if n != 0 || merged != 0 {
+		t.Fatalf("after revocation %d more merges started and %d finished, want none (first was %s)", n, merged, first)
+	}
+	close(f.lake.gate)
+	if err := f.r.Assigned(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.awaitPublished(t, batches...)
+	f.lake.mu2.Lock()
+	defer f.lake.mu2.Unlock()
+	for _, b := range batches {
+		if f.lake.perBatch[b] != 1 {
+			t.Errorf("%s merged %d times, want 1", b, f.lake.perBatch[b])
+		}
+	}
+	if f.lake.finds != len(batches) {
+		t.Errorf("%d looks at the target after restore, want %d (restored runs look first)", f.lake.finds, len(batches))
+	}
+}
+
+// Many batches over several partitions and two targets, audits finishing
+// in random order: every batch is published exactly once, never two
+// merges into one target at once.
+func TestPublishQueueNoLostOrDuplicatedPublish(t *testing.T) {
+	f := newQueueFixture(t, time.Second)
+	for p := range 4 {
+		if err := f.r.Assigned(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []string
+	var opens []func()
+	for i := range 80 {
+		ds := []string{"billing", "other"}[i%2]
+		b := fmt.Sprintf("n%02d", i)
+		all = append(all, b)
+		opens = append(opens, f.gate(ds, b))
+		f.landIn(t, i%4, ds, b)
+	}
+	rand.Shuffle(len(opens), func(i, j int) { opens[i], opens[j] = opens[j], opens[i] })
+	for _, o := range opens {
+		o()
+	}
+	f.awaitPublished(t, all...)
+	f.lake.mu2.Lock()
+	for _, b := range all {
+		if f.lake.perBatch[b] != 1 {
+			t.Errorf("%s merged %d times, want 1", b, f.lake.perBatch[b])
+		}
+	}
+	if f.lake.peak["main"] != 1 || f.lake.peak["dev"] != 1 {
+		t.Errorf("peak merges at once: main %d, dev %d; want 1", f.lake.peak["main"], f.lake.peak["dev"])
+	}
+	f.lake.mu2.Unlock()
+	// The workers end once their queue is empty.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f.r.qmu.Lock()
+		n := len(f.r.queues)
+		f.r.qmu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d queues left after every publish finished", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
