@@ -537,6 +537,9 @@ func clip(s string, n int) string {
 // errored is a check that could not run. It blocks publishing whatever its
 // severity: a check that cannot run checks nothing.
 func (r *run) errored(c Check, err error, d time.Duration) schemas.CheckResult {
+	if r.infra == nil && infrastructure(err) {
+		r.infra = fmt.Errorf("%w: check %s: %w", ErrInfrastructure, c.ID(), err)
+	}
 	res := r.base(c)
 	res.Status, res.Message, res.DurationMs = schemas.StatusError, err.Error(), d.Milliseconds()
 	return res

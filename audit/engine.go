@@ -233,6 +233,10 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	if err := ctx.Err(); err != nil {
 		return report, err
 	}
+	if r.infra != nil {
+		log.Warn("audit could not run; to be retried", "err", r.infra)
+		return report, r.infra
+	}
 	report.Passed = len(report.Failed()) == 0
 	report = clipReport(report, e.opts.MaxSampleValueBytes, e.opts.MaxReportBytes)
 	report.DurationMs = time.Since(start).Milliseconds()
@@ -275,6 +279,9 @@ type run struct {
 	pinned []string
 	// deltaSnaps are the Delta tables read, by ref and table.
 	deltaSnaps map[string]deltaResult
+	// infra is the first check failure caused by the machine, not the
+	// data: the run returns it (wrapping ErrInfrastructure) to be retried.
+	infra error
 }
 
 func (r *run) close() {

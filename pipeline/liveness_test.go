@@ -282,3 +282,32 @@ func TestRestoreReKeysOldRuns(t *testing.T) {
 		t.Error("legacy run not restored")
 	}
 }
+
+// An audit that could not run for reasons of the machine (the adapter wraps
+// ErrTransient) is retried within the retry budget and then fails the batch;
+// it never aborts it as audit_failed.
+func TestAuditInfrastructureErrorsAreRetried(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	oom := fmt.Errorf("%w: check unique: Out of Memory Error", ErrTransient)
+	f := newRunnerFixtureWith(t, func(c *Config) {
+		c.Auditor = auditFunc(func(_ context.Context, req AuditRequest) (schemas.AuditReport, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			if strings.HasSuffix(req.Ref, "flaky") && calls > 2 {
+				return report(true), nil
+			}
+			return schemas.AuditReport{}, oom
+		})
+		c.Policy.RetryBudget = 200 * time.Millisecond
+	})
+	f.land(t, "flaky")
+	f.await(t, "flaky", schemas.TypeBatchPublished)
+	f.land(t, "oom")
+	f.await(t, "oom", schemas.TypeBatchFailed)
+	r, _ := f.run("billing", "oom")
+	if r.State != StateFailed || r.FailedStep != StepAudit || r.Attempts < 2 {
+		t.Errorf("run %s failed step %s after %d attempts; want failed in audit after retries", r.State, r.FailedStep, r.Attempts)
+	}
+}

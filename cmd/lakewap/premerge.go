@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -58,8 +59,14 @@ func (a *cachedAuditor) Audit(ctx context.Context, req pipeline.AuditRequest) (s
 	if !ok {
 		return schemas.AuditReport{}, fmt.Errorf("dataset %q is not in the config", req.Dataset)
 	}
-	return a.run(ctx, audit.Request{Dataset: req.Dataset, Suite: d.Suite, Repository: req.Repository,
+	rep, err := a.run(ctx, audit.Request{Dataset: req.Dataset, Suite: d.Suite, Repository: req.Repository,
 		Ref: req.Ref, BaseRef: req.BaseRef, BatchTime: req.BatchTime})
+	if errors.Is(err, audit.ErrInfrastructure) {
+		// Out of memory and the like: retried within runner.retry_budget,
+		// then the batch fails (not aborted: its data was never judged).
+		err = fmt.Errorf("%w: %w", pipeline.ErrTransient, err)
+	}
+	return rep, err
 }
 
 // Run is the webhook's audit: a passing report of the same commit against

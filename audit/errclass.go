@@ -1,0 +1,54 @@
+package audit
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+// ErrInfrastructure marks an audit that could not run because of the
+// machine, not the data or the suite: DuckDB out of memory (the memory limit
+// is shared by every run in flight), disk full, too many open files, a lost
+// connection. Retrying later may succeed, so callers retry it; a check that
+// fails on the data or its own SQL (a binder, parser or conversion error)
+// is a check result with status error instead, which blocks the publish.
+var ErrInfrastructure = errors.New("audit could not run (infrastructure)")
+
+// infraIO are I/O failures of the machine; other DuckDB I/O errors (a file
+// that is not Parquet, a corrupt page) are about the data.
+var infraIO = []string{"No space left on device", "Too many open files", "Cannot allocate memory",
+	"Input/output error", "Could not write", "Permission denied"}
+
+// infrastructure reports whether err is a failure of the machine.
+func infrastructure(err error) bool {
+	var de *duckdb.Error
+	if errors.As(err, &de) {
+		switch de.Type {
+		case duckdb.ErrorTypeOutOfMemory, duckdb.ErrorTypeFatal, duckdb.ErrorTypeConnection,
+			duckdb.ErrorTypeNetwork, duckdb.ErrorTypeHTTP:
+			return true
+		case duckdb.ErrorTypeIO:
+			return ioInfra(de.Msg)
+		}
+		return false
+	}
+	// Errors that lost their type on the way keep DuckDB's prefix.
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "Out of Memory Error"), strings.Contains(msg, "FATAL Error"):
+		return true
+	case strings.Contains(msg, "IO Error"):
+		return ioInfra(msg)
+	}
+	return false
+}
+
+func ioInfra(msg string) bool {
+	for _, s := range infraIO {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
