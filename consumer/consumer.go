@@ -56,6 +56,8 @@ type Consumer struct {
 
 	runCtx context.Context // Run's context, for its values
 
+	lags sync.Map // partition -> int64 messages behind, as of the last high-watermark read
+
 	mu         sync.Mutex
 	generation int32        // current generation, -1 between generations
 	restored   map[int]bool // partitions of the current generation -> Assigned succeeded
@@ -109,6 +111,13 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 		m:          newMetrics(cfg.Registerer, cfg.GroupID, cfg.Topic),
 		generation: -1,
 	}, nil
+}
+
+// Behind reports whether partition had messages not yet handled at the
+// last high-watermark read (every commit interval). Unknown is not behind.
+func (c *Consumer) Behind(partition int) bool {
+	v, ok := c.lags.Load(partition)
+	return ok && v.(int64) > 0
 }
 
 // Ready reports whether the consumer is in a group generation and every
@@ -511,6 +520,7 @@ func (c *Consumer) setLag(p int, w *partitionWork) {
 	}
 	if hw > 0 && pos >= 0 {
 		c.m.lag.WithLabelValues(partitionLabel(p)).Set(float64(max(hw-pos, 0)))
+		c.lags.Store(p, max(hw-pos, 0))
 	}
 }
 

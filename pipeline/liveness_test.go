@@ -311,3 +311,107 @@ func TestAuditInfrastructureErrorsAreRetried(t *testing.T) {
 		t.Errorf("run %s failed step %s after %d attempts; want failed in audit after retries", r.State, r.FailedStep, r.Attempts)
 	}
 }
+
+// Deadlines are judged on event time. While the partition lags behind the
+// deadline, the run waits (checking again every LagRecheck, for at most
+// MaxLagWait); a write that happened before the deadline still counts when
+// it is handled after it, and one that happened after it ends the run.
+func TestDeadlinesOnEventTime(t *testing.T) {
+	m := NewMachine(Policy{MaxLagWait: time.Hour, LagRecheck: 10 * time.Second})
+	deadline := t0.Add(10 * time.Minute)
+	start := func() Run {
+		l := landed("lag-1", "fact", "dim")
+		l.Event.WriteDeadline = &deadline
+		r, _ := m.Transition(Run{}, l, t0)
+		r, _ = m.Transition(r, BranchCreated{}, t0)
+		return r
+	}
+	late := deadline.Add(20 * time.Minute) // handled 20 minutes after the deadline
+	r := start()
+	r, effects := m.Transition(r, Tick{Lagging: true}, late)
+	if r.State != StateAwaitingWrites {
+		t.Fatalf("lagging tick after the deadline: %s, want still awaiting writes", r.State)
+	}
+	if w := wakeAt(effects); !w.Equal(late.Add(10 * time.Second)) {
+		t.Errorf("wake at %s, want LagRecheck after now (%s)", w, late.Add(10*time.Second))
+	}
+	// Writes from the backlog: both happened before the deadline.
+	for _, w := range []string{"fact", "dim"} {
+		wd := write("lag-1", w)
+		wd.Event.OccurredAt = deadline.Add(-time.Minute)
+		r, _ = m.Transition(r, wd, late)
+	}
+	if r.State != StateAuditing {
+		t.Errorf("after the backlog's writes: %s (%s), want auditing", r.State, r.Detail)
+	}
+
+	// Caught up: the deadline ends the run.
+	r = start()
+	if r, _ = m.Transition(r, Tick{}, late); r.State != StateAborted || r.Reason != schemas.ReasonWriteTimeout {
+		t.Errorf("tick when caught up: %s %s, want aborted write_timeout", r.State, r.Reason)
+	}
+	// Lagging for longer than MaxLagWait: ended anyway.
+	r = start()
+	if r, _ = m.Transition(r, Tick{Lagging: true}, deadline.Add(time.Hour)); r.State != StateAborted {
+		t.Errorf("lagging past MaxLagWait: %s, want aborted", r.State)
+	}
+	// A write that happened after the deadline ends the run, whenever it is handled.
+	r = start()
+	wd := write("lag-1", "fact")
+	wd.Event.OccurredAt = deadline.Add(time.Second)
+	r, _ = m.Transition(r, wd, deadline.Add(-time.Minute))
+	if r.State != StateAborted || r.Reason != schemas.ReasonWriteTimeout || !strings.Contains(r.Detail, "after the deadline") {
+		t.Errorf("write after the deadline: %s %s %q, want aborted write_timeout", r.State, r.Reason, r.Detail)
+	}
+}
+
+func wakeAt(effects []Effect) time.Time {
+	for _, e := range effects {
+		if e.Kind == DoWake {
+			return e.At
+		}
+	}
+	return time.Time{}
+}
+
+// Through the runner: while the consumer says the partition is behind and
+// no message stamped after the deadline was handled, a run past its deadline
+// waits; the late-handled write that happened before the deadline publishes
+// the batch.
+func TestRunnerWaitsForLaggingPartition(t *testing.T) {
+	var behind sync.Map
+	behind.Store(0, true)
+	f := newRunnerFixtureWith(t, func(c *Config) {
+		c.Behind = func(p int) bool { v, _ := behind.Load(p); return v == true }
+		c.Policy.LagRecheck = 20 * time.Millisecond
+	})
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	deadline := now.Add(300 * time.Millisecond)
+	ctx := context.Background()
+	if err := f.r.HandleAt(ctx, 0, encode(t, schemas.BatchLanded{BatchID: "lagged", Dataset: "billing", ExpectedWrites: []string{"fact"},
+		WriteDeadline: &deadline, OccurredAt: now}), now); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "lagged", schemas.TypeBranchReady)
+	// Well past the deadline, with several rechecks: still waiting.
+	for time.Now().Before(deadline.Add(200 * time.Millisecond)) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r, _ := f.run("billing", "lagged"); r.State != StateAwaitingWrites {
+		t.Fatalf("run %s (%s) while the partition lags, want awaiting writes", r.State, r.Detail)
+	}
+	if err := f.r.HandleAt(ctx, 0, encode(t, schemas.WriteComplete{BatchID: "lagged", Dataset: "billing", Write: "fact",
+		OccurredAt: deadline.Add(-100 * time.Millisecond)}), deadline.Add(-50*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "lagged", schemas.TypeBatchPublished)
+
+	// Caught up: a run past its deadline is aborted.
+	behind.Store(0, false)
+	d2 := time.Now().UTC().Truncate(time.Millisecond).Add(100 * time.Millisecond)
+	if err := f.r.HandleAt(ctx, 0, encode(t, schemas.BatchLanded{BatchID: "on-time", Dataset: "billing", ExpectedWrites: []string{"fact"},
+		WriteDeadline: &d2, OccurredAt: now}), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "on-time", schemas.TypeBatchAborted)
+}

@@ -43,7 +43,11 @@ type (
 // Inputs from the runner.
 type (
 	// Tick is the clock: deadlines and retry times are checked against now.
-	Tick struct{}
+	// Lagging says the partition has unread input older than the run's
+	// write deadline: a WriteComplete that happened before the deadline
+	// may still be in that backlog, so the deadline does not end the run
+	// yet (see Policy.MaxLagWait).
+	Tick struct{ Lagging bool }
 	// BranchCreated reports the batch branch exists.
 	BranchCreated struct{ Existed bool }
 	// Audited reports the suite ran against SealedCommit.
@@ -135,12 +139,19 @@ type Policy struct {
 	// MaxRunBytes is the budget of one stored run record (its JSON); a run
 	// over it is trimmed, then ended (see Trim and OverBudget).
 	MaxRunBytes int
+	// Deadlines are judged on event time: a write whose occurred_at is at
+	// or before the deadline counts even when it is handled later. While
+	// the partition lags behind the deadline (Tick.Lagging), a run past its
+	// deadline waits, checking again every LagRecheck, for at most
+	// MaxLagWait after the deadline; then it is aborted anyway.
+	MaxLagWait time.Duration
+	LagRecheck time.Duration
 }
 
 // DefaultPolicy is used for zero fields of a Policy.
 var defaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, BaseBackoff: 500 * time.Millisecond,
 	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60, TerminalRetention: 7 * 24 * time.Hour,
-	MaxRunBytes: DefaultMaxRunBytes}
+	MaxRunBytes: DefaultMaxRunBytes, MaxLagWait: time.Hour, LagRecheck: 10 * time.Second}
 
 // Machine is the pure WAP state machine.
 type Machine struct{ p Policy }
@@ -171,6 +182,12 @@ func NewMachine(p Policy) Machine {
 	if p.MaxRunBytes <= 0 {
 		p.MaxRunBytes = defaultPolicy.MaxRunBytes
 	}
+	if p.MaxLagWait <= 0 {
+		p.MaxLagWait = defaultPolicy.MaxLagWait
+	}
+	if p.LagRecheck <= 0 {
+		p.LagRecheck = defaultPolicy.LagRecheck
+	}
 	return Machine{p: p}
 }
 
@@ -189,7 +206,7 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 	case Invalid:
 		n = m.invalid(n, in, now)
 	case Tick:
-		n = m.tick(n, now)
+		n = m.tick(n, in, now)
 	case BranchCreated:
 		if n.State == StateLanded {
 			n.resetRetry()
@@ -274,7 +291,11 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 	case StateLanded:
 		step = DoCreateBranch
 	case StateAwaitingWrites:
-		out = append(out, Effect{Kind: DoWake, At: r.Deadline})
+		wake := r.Deadline
+		if !now.Before(wake) {
+			wake = now.Add(m.p.LagRecheck) // past due and still waiting: the partition lags
+		}
+		out = append(out, Effect{Kind: DoWake, At: wake})
 	case StateAuditing:
 		step = DoAudit
 	case StatePublishing:
@@ -369,6 +390,11 @@ func (m Machine) writeDone(n Run, ev schemas.WriteComplete, now time.Time) Run {
 	if _, dup := n.Writes[ev.Write]; dup {
 		return n
 	}
+	if n.State != StatePending && !n.Deadline.IsZero() && ev.OccurredAt.After(n.Deadline) {
+		// Judged on event time: this write happened after the deadline.
+		return abort(n, schemas.ReasonWriteTimeout, fmt.Sprintf("write %q completed at %s, after the deadline %s; missing: %v",
+			ev.Write, ev.OccurredAt.UTC().Format(time.RFC3339), n.Deadline.UTC().Format(time.RFC3339), n.missingWrites()), now)
+	}
 	if n.Writes == nil {
 		n.Writes = map[string]time.Time{}
 	}
@@ -404,7 +430,7 @@ func (m Machine) invalid(n Run, in Invalid, now time.Time) Run {
 	return n
 }
 
-func (m Machine) tick(n Run, now time.Time) Run {
+func (m Machine) tick(n Run, in Tick, now time.Time) Run {
 	if n.State.Terminal() && len(n.Outbox) == 0 && !n.CleanupPending && n.NotifyRetryAt.IsZero() &&
 		!now.Before(n.StateSince.Add(m.p.TerminalRetention)) {
 		return Run{} // retention over: forget the finished run
@@ -415,6 +441,9 @@ func (m Machine) tick(n Run, now time.Time) Run {
 			return Run{} // expired: its batch never landed
 		}
 	case StateAwaitingWrites:
+		if in.Lagging && now.Before(n.Deadline.Add(m.p.MaxLagWait)) {
+			return n // a write before the deadline may still be in the backlog
+		}
 		if !now.Before(n.Deadline) {
 			return abort(n, schemas.ReasonWriteTimeout,
 				fmt.Sprintf("writes missing at deadline %s: %v", n.Deadline.UTC().Format(time.RFC3339), n.missingWrites()), now)

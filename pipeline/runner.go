@@ -71,6 +71,9 @@ type Config struct {
 	// Datasets resolves a dataset name from an event to its spec.
 	Datasets func(name string) (DatasetSpec, bool)
 	Policy   Policy
+	// Behind reports whether a partition has input not yet handled (the
+	// consumer's lag); nil means never. See Tick.Lagging.
+	Behind func(partition int) bool
 	// MaxDeadlineHorizon bounds how far after now a write deadline may be;
 	// default schemas.DefaultMaxDeadlineHorizon.
 	MaxDeadlineHorizon time.Duration
@@ -145,9 +148,11 @@ type partition struct {
 	runs     map[string]Run
 	inflight map[string]map[EffectKind]bool
 	timers   map[string]*time.Timer
-	wg       sync.WaitGroup
-	closing  bool
-	stop     chan struct{} // closed when the partition is revoked
+	// watermark is the Kafka time of the newest input message handled.
+	watermark time.Time
+	wg        sync.WaitGroup
+	closing   bool
+	stop      chan struct{} // closed when the partition is revoked
 	// fresh: runs this instance moved from auditing to publishing and has
 	// not tried to merge yet (their publish needs no look at the target).
 	fresh map[string]bool
@@ -325,6 +330,36 @@ func (r *Runner) Runs() []Run {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
 	return out
+}
+
+// tick is the clock input for the run under key: lagging when the
+// partition has unread input and has not yet handled a message appended at
+// or after the run's deadline.
+func (r *Runner) tick(p *partition, key string) Tick {
+	if r.cfg.Behind == nil {
+		return Tick{}
+	}
+	p.mu.Lock()
+	run, wm := p.runs[key], p.watermark
+	p.mu.Unlock()
+	if run.State != StateAwaitingWrites || run.Deadline.IsZero() || !wm.Before(run.Deadline) {
+		return Tick{}
+	}
+	return Tick{Lagging: r.cfg.Behind(p.id)}
+}
+
+// HandleAt is Handle for a message that Kafka stamped at: the partition's
+// watermark for judging deadlines on event time (see Policy.MaxLagWait).
+func (r *Runner) HandleAt(ctx context.Context, id int, value []byte, at time.Time) error {
+	err := r.Handle(ctx, id, value)
+	if p := r.partition(id); p != nil && !at.IsZero() && (err == nil || errors.Is(err, ErrPoison)) {
+		p.mu.Lock()
+		if at.After(p.watermark) {
+			p.watermark = at
+		}
+		p.mu.Unlock()
+	}
+	return err
 }
 
 // Handle applies one input message of a partition. When it returns nil the
@@ -607,7 +642,7 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 			t.Stop()
 		}
 		d := max(wake.Sub(r.cfg.Now()), 0)
-		p.timers[batch] = time.AfterFunc(d, func() { r.internal(p, batch, Tick{}) })
+		p.timers[batch] = time.AfterFunc(d, func() { r.internal(p, batch, r.tick(p, batch)) })
 	}
 }
 

@@ -103,7 +103,7 @@ func (h handler) Handle(ctx context.Context, msg kafka.Message) error {
 		}
 	}
 	ctx = context.WithValue(ctx, messageKeyKey{}, string(msg.Key))
-	err := h.r.Handle(ctx, msg.Partition, msg.Value)
+	err := h.r.HandleAt(ctx, msg.Partition, msg.Value, msg.Time)
 	if errors.Is(err, pipeline.ErrPoison) {
 		return consumer.Poison(poisonCause(err), poisonReason(err))
 	}

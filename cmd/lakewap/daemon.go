@@ -224,9 +224,12 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		Store: store, Decoder: inputDecoder{codec},
 		Datasets: func(n string) (pipeline.DatasetSpec, bool) { s, ok := specs[n]; return s, ok },
 		Policy: pipeline.Policy{RetryBudget: cfg.Runner.RetryBudget.D(10 * time.Minute), PendingTTL: cfg.Runner.PendingTTL.D(time.Hour),
-			TerminalRetention: cfg.Runner.TerminalRetention.D(7 * 24 * time.Hour), MaxRunBytes: cfg.Runner.MaxRunBytes},
+			TerminalRetention: cfg.Runner.TerminalRetention.D(7 * 24 * time.Hour), MaxRunBytes: cfg.Runner.MaxRunBytes,
+			MaxLagWait: cfg.Runner.MaxLagWait.D(time.Hour)},
 		MaxDeadlineHorizon: cfg.Runner.MaxDeadlineHorizon.D(config.DefaultMaxDeadlineHorizon),
-		MaxInFlight:        cfg.Runner.MaxInFlight, StepTimeout: cfg.Runner.StepTimeout.D(5 * time.Minute),
+		// The consumer exists once the runner does: ask it lazily.
+		Behind:      func(p int) bool { return d.consumer != nil && d.consumer.Behind(p) },
+		MaxInFlight: cfg.Runner.MaxInFlight, StepTimeout: cfg.Runner.StepTimeout.D(5 * time.Minute),
 		Grace: cfg.Runner.Grace.D(10 * time.Second), Logger: log, Observe: o.Observe,
 		Failpoint: failpointFromEnv(log),
 	})
@@ -377,7 +380,7 @@ func runnerMetrics(reg prometheus.Registerer) pipeline.Metrics {
 		Help: "Runs this instance holds, by dataset and state (non-terminal states are the runs in flight)."}, []string{"dataset", "state"})
 	inputs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_inputs_total",
 		Help: "Input events by type and outcome: applied, duplicate, dead_letter, dropped_unexpected."}, []string{"type", "outcome"})
-		queued := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_publish_queue_depth",
+	queued := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_publish_queue_depth",
 		Help: "Publishes waiting for their target's turn in this instance's merge queue."}, []string{"repository", "target"})
 	waited := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_publish_queue_wait_seconds",
 		Help: "Time a publish waited in its target's merge queue before its merge started.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)},
@@ -391,7 +394,7 @@ func runnerMetrics(reg prometheus.Registerer) pipeline.Metrics {
 		PublishWait: func(repo, target string, d time.Duration) {
 			waited.WithLabelValues(repo, target).Observe(d.Seconds())
 		},
-		LakeCalls: func(ds string, n int64) { calls.WithLabelValues(ds).Observe(float64(n)) },
+		LakeCalls:    func(ds string, n int64) { calls.WithLabelValues(ds).Observe(float64(n)) },
 		StepDuration: func(step, outcome string, d time.Duration) { steps.WithLabelValues(step, outcome).Observe(d.Seconds()) },
 		StateChange: func(ds string, from, _ pipeline.State, in time.Duration) {
 			if from != "" {

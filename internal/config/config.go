@@ -94,6 +94,10 @@ type Runner struct {
 	// MaxDeadlineHorizon bounds how far ahead a batch's write deadline may
 	// be (default 7 days); a later one makes the event invalid.
 	MaxDeadlineHorizon Duration `yaml:"max_deadline_horizon"`
+	// MaxLagWait: deadlines are judged on event time, so while the input
+	// partition lags behind a run's deadline the run waits for the backlog,
+	// at most this long after the deadline (default 1h).
+	MaxLagWait Duration `yaml:"max_lag_wait"`
 }
 
 // Runner defaults.
@@ -419,6 +423,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Runner.MaxRunBytes != 0 && (c.Runner.MaxRunBytes < minRunBytes || c.Runner.MaxRunBytes > 900<<10) {
 		bad("runner.max_run_bytes", "%d is outside %d..%d (the changelog's and results topic's message size must hold a run)", c.Runner.MaxRunBytes, minRunBytes, 900<<10)
+	}
+	if c.Runner.MaxLagWait < 0 {
+		bad("runner.max_lag_wait", "must not be negative")
 	}
 	if c.Runner.MaxDeadlineHorizon < 0 {
 		bad("runner.max_deadline_horizon", "must not be negative")
