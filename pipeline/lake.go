@@ -1,11 +1,15 @@
 package pipeline
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
-// Commit metadata keys lakewap writes. MetaBatchID marks the merge commit on
-// the target that published a batch: it is how a repeated publish is
-// detected. The seal commit on the batch branch uses MetaSealedBatchID so a
-// scan of the target's full history never mistakes it for the publish.
+// Commit metadata keys lakewap writes. They are labels for people and
+// tools: what decides whether a batch is published is the commit graph
+// (see Lake.Published), never metadata, which anyone who can commit can
+// write. MetaBatchID labels the merge commit on the target that published a
+// batch; the seal commit on the batch branch uses MetaSealedBatchID.
 const (
 	MetaBatchID       = "wap.batch_id"
 	MetaSealedBatchID = "wap.sealed_batch_id"
@@ -18,15 +22,32 @@ type Lake interface {
 	// EnsureBranch creates branch from source unless it exists; existed
 	// reports whether it was already there (a resumed run).
 	EnsureBranch(ctx context.Context, repo, branch, source string) (existed bool, err error)
-	// Seal commits branch's uncommitted changes, if any, and returns the
-	// branch head commit id: the exact data that is audited and merged.
+	// Seal commits branch's uncommitted changes, even when there are none,
+	// and returns the new commit's id: the exact data that is audited and
+	// merged. A new commit every time means a sealed commit is never on the
+	// target before lakewap merges it, which is what Published relies on.
 	Seal(ctx context.Context, repo, branch, message string, meta map[string]string) (commitID string, err error)
-	// FindPublished looks at target's recent history for a commit whose
-	// metadata has MetaBatchID = batchID and returns its id.
-	FindPublished(ctx context.Context, repo, target, batchID string) (commitID string, found bool, err error)
+	// Published reports whether the sealed commit is on target: lakeFS's
+	// merge-base of sealed and target is sealed itself. When it is, it
+	// names the target commit that brought sealed in, looked for among
+	// target's first-parent commits made since since (so the cost follows
+	// the commits made while publishing, not the length of the history).
+	Published(ctx context.Context, repo, target, sealed string, since time.Time) (Publication, error)
 	// Merge merges source (a commit id) into dest and returns the merge
-	// commit id.
+	// commit id. A source with nothing to bring gives an error wrapping
+	// ErrNoChanges (never an empty merge commit).
 	Merge(ctx context.Context, repo, source, dest, message string, meta map[string]string) (commitID string, err error)
 	// DeleteBranch deletes branch; a missing branch is not an error.
 	DeleteBranch(ctx context.Context, repo, branch string) error
+}
+
+// Publication is what Lake.Published found on a target.
+type Publication struct {
+	// OnTarget: the sealed commit is an ancestor of (or is) the target head.
+	OnTarget bool
+	// Merge is the target commit that brought the sealed commit in; empty
+	// when OnTarget is false, or when no commit since the given time did.
+	Merge string
+	// Head is the target's head commit at the time of the look.
+	Head string
 }

@@ -224,6 +224,7 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 			n.SealedCommit = in.SealedCommit
 			if rep.Passed {
 				n.setState(StatePublishing, now)
+				n.PublishSince = now
 			} else {
 				failed := rep.Failed()
 				detail := fmt.Sprintf("%d check(s) failed", len(failed))

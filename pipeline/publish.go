@@ -158,51 +158,58 @@ func (r *Runner) publishTurn(t *publishTicket) Input {
 	return in
 }
 
-// publish merges the run's sealed commit into its target unless it is
-// there already. fresh skips the first look: the run's audit finished in
-// this instance and no merge was tried since, so the batch cannot be on
-// the target yet.
+// publish brings the run's sealed commit into its target (Publish). fresh
+// skips the first look: the run's audit finished in this instance and no
+// merge was tried since, so the sealed commit cannot be on the target yet.
 func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
-	if !fresh {
-		// A crash between merge and persist must not publish twice.
-		if id, found, err := r.cfg.Lake.FindPublished(ctx, run.Repository, run.Target, run.BatchID); err != nil {
-			return failed(log, StepPublish, err)
-		} else if found {
-			log.Info("batch already on target, not merging again", "commit_id", id)
-			return Merged{CommitID: id, AlreadyPublished: true}
-		}
-	}
 	if run.Report == nil || !run.Report.Passed || run.SealedCommit == "" {
 		// Unreachable through Transition; guard the promise anyway.
 		return StepFailed{Step: StepPublish, Err: "refusing to publish a batch without a passing audit", Class: Permanent}
 	}
-	r.failpoint("before_merge")
-	id, err := r.mergeLocked(ctx, log, run)
-	if err != nil && errors.Is(err, ErrTransient) {
-		// A timed-out merge may still have happened: look before retrying.
-		if found, ok, ferr := r.cfg.Lake.FindPublished(ctx, run.Repository, run.Target, run.BatchID); ferr == nil && ok {
-			log.Info("merge answered with an error but the batch is on the target", "commit_id", found, "err", err)
-			return Merged{CommitID: found, AlreadyPublished: true}
-		}
+	since := run.PublishSince
+	if since.IsZero() {
+		since = run.StateSince // a run stored before PublishSince existed
 	}
+	res, err := Publish(ctx, lockRetrying{r: r, log: log}, PublishRequest{Repository: run.Repository, Target: run.Target,
+		Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
+		Meta: publishMeta(run), Fresh: fresh}, r.failpoint)
 	if err != nil {
 		return failed(log, StepPublish, err)
 	}
-	r.failpoint("after_merge")
-	return Merged{CommitID: id}
+	switch {
+	case res.AlreadyPublished:
+		log.Info("sealed commit already on the target, not merging again", "commit_id", res.CommitID, "sealed_commit", run.SealedCommit)
+	case res.Empty:
+		log.Info("batch changed nothing; the target already holds it", "commit_id", res.CommitID, "sealed_commit", run.SealedCommit)
+	}
+	return Merged{CommitID: res.CommitID, AlreadyPublished: res.AlreadyPublished}
+}
+
+// lockRetrying is the runner's lake whose merges retry while the target is
+// locked by another writer (mergeLocked).
+type lockRetrying struct {
+	r   *Runner
+	log *slog.Logger
+}
+
+func (l lockRetrying) Published(ctx context.Context, repo, target, sealed string, since time.Time) (Publication, error) {
+	return l.r.cfg.Lake.Published(ctx, repo, target, sealed, since)
+}
+
+func (l lockRetrying) Merge(ctx context.Context, repo, source, dest, message string, meta map[string]string) (string, error) {
+	return l.r.mergeLocked(ctx, l.log, repo, source, dest, message, meta)
 }
 
 // mergeLocked merges, retrying while the target is locked by someone
 // outside this instance, with full-jitter exponential backoff from
 // LockBackoff up to a second, for at most LockWait. A locked target means
 // the merge did not start, so it is retried without looking first.
-func (r *Runner) mergeLocked(ctx context.Context, log *slog.Logger, run Run) (string, error) {
-	msg := fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID)
+func (r *Runner) mergeLocked(ctx context.Context, log *slog.Logger, repo, source, dest, msg string, meta map[string]string) (string, error) {
 	deadline := time.Now().Add(r.cfg.LockWait)
 	backoff := r.cfg.LockBackoff
 	for attempt := 1; ; attempt++ {
-		id, err := r.cfg.Lake.Merge(ctx, run.Repository, run.SealedCommit, run.Target, msg, publishMeta(run))
+		id, err := r.cfg.Lake.Merge(ctx, repo, source, dest, msg, meta)
 		if err == nil || !errors.Is(err, ErrBranchLocked) || time.Now().After(deadline) {
 			return id, err
 		}

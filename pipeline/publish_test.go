@@ -42,15 +42,15 @@ func (l *queueLake) Seal(ctx context.Context, repo, branch, msg string, meta map
 	return l.fakeLake.Seal(ctx, repo, branch, msg, meta)
 }
 
-func (l *queueLake) FindPublished(ctx context.Context, repo, target, batch string) (string, bool, error) {
+func (l *queueLake) Published(ctx context.Context, repo, target, sealed string, since time.Time) (Publication, error) {
 	CountCall(ctx)
 	l.mu2.Lock()
 	l.finds++
 	l.mu2.Unlock()
-	return l.fakeLake.FindPublished(ctx, repo, target, batch)
+	return l.fakeLake.Published(ctx, repo, target, sealed, since)
 }
 
-func (l *queueLake) Merge(ctx context.Context, _, _, dest, _ string, meta map[string]string) (string, error) {
+func (l *queueLake) Merge(ctx context.Context, repo, source, dest, _ string, meta map[string]string) (string, error) {
 	CountCall(ctx)
 	batch := meta[MetaBatchID]
 	l.mu2.Lock()
@@ -82,7 +82,7 @@ func (l *queueLake) Merge(ctx context.Context, _, _, dest, _ string, meta map[st
 	defer l.mu.Unlock()
 	l.merges++
 	id := "merge-" + batch
-	l.merged[batch] = id
+	l.merged[mergedKey(repo, source)] = id
 	return id, nil
 }
 

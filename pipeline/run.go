@@ -69,6 +69,9 @@ type Run struct {
 	UpdatedAt  time.Time `json:"updated_at"`
 
 	SealedCommit string               `json:"sealed_commit,omitempty"` // commit audited and merged
+	// PublishSince is when publishing SealedCommit started: the merge that
+	// publishes it is looked for among target commits made since then.
+	PublishSince time.Time `json:"publish_since,omitempty"`
 	Report       *schemas.AuditReport `json:"report,omitempty"`
 	CommitID     string               `json:"commit_id,omitempty"` // merge commit on Target
 	Reason       string               `json:"reason,omitempty"`

@@ -24,7 +24,7 @@ type fakeLake struct {
 	mu       sync.Mutex
 	down     bool // every call fails as if lakeFS were unreachable
 	branches map[string]bool
-	merged   map[string]string // batch -> merge commit
+	merged   map[string]string // sealed commit -> merge commit
 	mergeErr []error           // returned by the next Merge calls, in order
 	lostAck  bool              // the next Merge happens but answers with a timeout
 	merges   int
@@ -49,22 +49,22 @@ func (l *fakeLake) Seal(_ context.Context, _, branch, _ string, _ map[string]str
 	return "sealed-" + branch, nil
 }
 
-func (l *fakeLake) FindPublished(_ context.Context, repo, _, batch string) (string, bool, error) {
+// mergedKey: the sealed commits of the default repository "lake" are keyed by id alone.
+func mergedKey(repo, sealed string) string {
+	if repo == "lake" {
+		return sealed
+	}
+	return repo + "/" + sealed
+}
+
+func (l *fakeLake) Published(_ context.Context, repo, _, sealed string, _ time.Time) (Publication, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	id, ok := l.merged[mergedKey(repo, batch)]
-	return id, ok, nil
+	id, ok := l.merged[mergedKey(repo, sealed)]
+	return Publication{OnTarget: ok, Merge: id, Head: "head"}, nil
 }
 
-// mergedKey: the batches of the default repository "lake" are keyed by batch id.
-func mergedKey(repo, batch string) string {
-	if repo == "lake" {
-		return batch
-	}
-	return repo + "/" + batch
-}
-
-func (l *fakeLake) Merge(_ context.Context, repo, _, _, _ string, meta map[string]string) (string, error) {
+func (l *fakeLake) Merge(_ context.Context, repo, source, _, _ string, meta map[string]string) (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.merges++
@@ -75,8 +75,11 @@ func (l *fakeLake) Merge(_ context.Context, repo, _, _, _ string, meta map[strin
 			return "", err
 		}
 	}
+	if _, ok := l.merged[mergedKey(repo, source)]; ok {
+		return "", fmt.Errorf("no changes: %w", ErrNoChanges) // what lakeFS answers without allow_empty
+	}
 	id := "merge-" + meta[MetaBatchID]
-	l.merged[mergedKey(repo, meta[MetaBatchID])] = id
+	l.merged[mergedKey(repo, source)] = id
 	if l.lostAck {
 		l.lostAck = false
 		return "", fmt.Errorf("merge: context deadline exceeded: %w", ErrTransient)
@@ -453,7 +456,7 @@ func TestMergeRetriesTransientThenPublishesOnce(t *testing.T) {
 	f.await(t, "retry-1", schemas.TypeBatchPublished)
 	f.lake.mu.Lock()
 	defer f.lake.mu.Unlock()
-	if f.lake.merges != 4 || f.lake.merged["retry-1"] == "" {
+	if f.lake.merges != 4 || f.lake.merged["sealed-wap-billing-retry-1"] == "" {
 		t.Errorf("%d merge calls, merged=%v; want 3 failures then 1 success", f.lake.merges, f.lake.merged)
 	}
 }
@@ -499,7 +502,7 @@ func TestRestoreResumesWithoutRepublishing(t *testing.T) {
 		State: StatePublishing, SealedCommit: "sealed-wap-billing-r1", Report: &rep, LandedAt: time.Now()}
 	b, _ := json.Marshal(run)
 	_ = f.store.Put(context.Background(), 1, "r1", b)
-	f.lake.merged["r1"] = "merge-r1" // merged before the crash
+	f.lake.merged["sealed-wap-billing-r1"] = "merge-r1" // merged before the crash
 	if err := f.r.Assigned(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}

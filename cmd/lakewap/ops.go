@@ -92,13 +92,9 @@ func revertBatch(ctx context.Context, cfg *config.Config, o revertOptions, log *
 		return schemas.BatchReverted{}, err
 	}
 	repo, target := ds.Repository, ds.Target
-	published, found, err := lake.FindPublished(ctx, repo, target, o.Batch)
+	published, err := publishMerge(ctx, cfg, lake, repo, target, name, o.Batch)
 	if err != nil {
 		return schemas.BatchReverted{}, err
-	}
-	if !found {
-		return schemas.BatchReverted{}, fmt.Errorf("batch %s is not published on %s/%s (no commit with %s=%s in its last 1000 commits)",
-			o.Batch, repo, target, pipeline.MetaBatchID, o.Batch)
 	}
 	revertID, err := findRevert(ctx, lake, repo, target, o.Batch, published)
 	if err != nil {
@@ -145,6 +141,65 @@ func revertBatch(ctx context.Context, cfg *config.Config, o revertOptions, log *
 	}
 	fmt.Fprintf(w, "%s sent to %s (event id %s)\n", ev.EventType(), cfg.Kafka.ResultsTopic, ev.EventID)
 	return ev, nil
+}
+
+// publishMerge names the merge commit that brought batch's sealed commit
+// into target. The sealed commit comes from the run in the state store; a
+// run no longer there is recognised by the wap.batch_id label of merge
+// commits on target, but only when exactly one merge commit carries it.
+// Either way the answer must be one merge with the sealed commit as a
+// parent: none or several is refused, since reverting the wrong one (an
+// empty second merge, a forged label) would undo nothing.
+func publishMerge(ctx context.Context, cfg *config.Config, lake *lakefs.Client, repo, target, dataset, batch string) (string, error) {
+	var sealed string
+	var since time.Time
+	if store, err := newRunStore(cfg.Kafka); err == nil {
+		if sr, err := store.find(ctx, batch, dataset); err == nil && sr.SealedCommit != "" {
+			sealed, since = sr.SealedCommit, sr.PublishSince
+		}
+	}
+	if sealed == "" {
+		log, err := lake.Log(ctx, repo, target, revertSearchDepth)
+		if err != nil {
+			return "", err
+		}
+		var labelled []string
+		for _, c := range log {
+			if c.Metadata[pipeline.MetaBatchID] == batch && len(c.Parents) > 1 {
+				labelled = append(labelled, c.ID)
+				sealed = c.Parents[1]
+			}
+		}
+		switch len(labelled) {
+		case 0:
+			return "", fmt.Errorf("batch %s is not published on %s/%s (no run in the state store, and no merge commit with %s=%s in its last %d commits)",
+				batch, repo, target, pipeline.MetaBatchID, batch, revertSearchDepth)
+		case 1:
+		default:
+			return "", fmt.Errorf("batch %s: %d merge commits on %s/%s are labelled %s=%s (%s) and the state store has no run to say which one published it; revert by hand",
+				batch, len(labelled), repo, target, pipeline.MetaBatchID, batch, strings.Join(labelled, ", "))
+		}
+	}
+	p, err := lake.Published(ctx, repo, target, sealed, time.Time{})
+	if err != nil {
+		return "", err
+	}
+	if !p.OnTarget {
+		return "", fmt.Errorf("batch %s is not published on %s/%s: its sealed commit %s is not in the target's history", batch, repo, target, short(sealed))
+	}
+	merges, err := lake.MergesOf(ctx, repo, target, sealed, since)
+	if err != nil {
+		return "", err
+	}
+	if len(merges) != 1 {
+		ids := make([]string, len(merges))
+		for i, m := range merges {
+			ids[i] = m.ID
+		}
+		return "", fmt.Errorf("batch %s: sealed commit %s is on %s/%s but %d merge commits have it as a parent (%s); refusing to guess which to revert",
+			batch, short(sealed), repo, target, len(merges), strings.Join(ids, ", "))
+	}
+	return merges[0].ID, nil
 }
 
 // findRevert returns the revert commit of batch on target made after its
@@ -292,11 +347,19 @@ func retryBatch(ctx context.Context, cfg *config.Config, o retryOptions, log *sl
 		return false, err
 	}
 	now := time.Now().UTC()
-	if id, found, err := lake.FindPublished(ctx, run.Repository, run.Target, run.BatchID); err != nil {
-		return false, err
-	} else if found {
-		fmt.Fprintf(w, "batch %s is already on %s as %s; recording it as published\n", o.Batch, run.Target, short(id))
-		return true, markPublished(ctx, cfg, store, sr, id, run.SealedCommit, run.Report, operator(o.By), now, w)
+	if run.SealedCommit != "" {
+		p, err := lake.Published(ctx, run.Repository, run.Target, run.SealedCommit, run.PublishSince)
+		if err != nil {
+			return false, err
+		}
+		if p.OnTarget {
+			id := p.Merge
+			if id == "" {
+				id = p.Head
+			}
+			fmt.Fprintf(w, "batch %s is already on %s as %s; recording it as published\n", o.Batch, run.Target, short(id))
+			return true, markPublished(ctx, cfg, store, sr, id, run.SealedCommit, run.Report, operator(o.By), now, w)
+		}
 	}
 	if _, err := lake.GetCommit(ctx, run.Repository, run.Branch); err != nil {
 		if errors.Is(err, pipeline.ErrNotFound) {
@@ -328,10 +391,13 @@ func retryBatch(ctx context.Context, cfg *config.Config, o retryOptions, log *sl
 	pass, fail, warn := rep.Counts()
 	meta := map[string]string{pipeline.MetaBatchID: run.BatchID, pipeline.MetaDataset: run.Dataset, "wap.sealed_commit": sealed,
 		pipeline.MetaAudit: fmt.Sprintf("passed=%d failed=%d warned=%d", pass, fail, warn), metaRetriedBy: operator(o.By)}
-	id, err := lake.Merge(ctx, run.Repository, sealed, run.Target, fmt.Sprintf("lakewap: publish %s batch %s (retried)", run.Dataset, run.BatchID), meta)
+	res, err := pipeline.Publish(ctx, lake, pipeline.PublishRequest{Repository: run.Repository, Target: run.Target, Sealed: sealed,
+		Since: now, Message: fmt.Sprintf("lakewap: publish %s batch %s (retried)", run.Dataset, run.BatchID), Meta: meta}, nil)
 	if err != nil {
 		return false, err
 	}
+	id := res.CommitID
+	sr.Run.PublishSince = now
 	fmt.Fprintf(w, "published batch %s on %s/%s as %s\n", o.Batch, run.Repository, run.Target, short(id))
 	return true, markPublished(ctx, cfg, store, sr, id, sealed, &rep, operator(o.By), now, w)
 }

@@ -176,8 +176,8 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 		if got := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"}); got != misses+1 {
 			t.Errorf("cache misses %v -> %v, want the hook to audit once", misses, got)
 		}
-		if id, found, err := e.lake.FindPublished(ctx, "lake", "main", "restarted"); err != nil || !found {
-			t.Errorf("restarted batch not on main: %s %v %v", id, found, err)
+		if p, err := e.lake.Published(ctx, "lake", "main", sealed, time.Now().Add(-time.Minute)); err != nil || !p.OnTarget || p.Merge == "" {
+			t.Errorf("restarted batch not on main: %+v %v", p, err)
 		}
 	})
 }

@@ -41,7 +41,8 @@ const (
 	defaultTransferTimeout = 10 * time.Minute
 	// pageSize is what we ask per page; lakeFS caps it at 1000.
 	pageSize = 1000
-	// publishedDepth bounds how far back FindPublished looks on target.
+	// publishedDepth bounds how far back Published and MergesOf look on a
+	// target (in first-parent commits, within the time window they get).
 	publishedDepth = 1000
 )
 

@@ -31,6 +31,7 @@ type fakeLake struct {
 	mu      sync.Mutex
 	answers map[string]answer
 	calls   []string
+	queries []string // the query string of each call
 	bodies  map[string][]byte
 }
 
@@ -39,6 +40,7 @@ func (f *fakeLake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	f.calls = append(f.calls, key)
+	f.queries = append(f.queries, r.URL.RawQuery)
 	f.bodies[key] = body
 	a, ok := f.answers[key]
 	f.mu.Unlock()
@@ -185,13 +187,12 @@ func TestDeleteBranchMissing(t *testing.T) {
 	}
 }
 
-func TestPublishWithNothingToCommit(t *testing.T) {
-	head := strings.Repeat("a", 64)
+func TestPublishSealsAndMergesWithoutAllowEmpty(t *testing.T) {
+	sealed := strings.Repeat("a", 64)
 	c, f := newFake(t, map[string]answer{
-		"GET /api/v1/repositories/lake/refs/main/commits":             {200, `{"pagination":{"has_more":false},"results":[]}`},
-		"POST /api/v1/repositories/lake/branches/b1/commits":          {400, msg("commit: no changes")},
-		"GET /api/v1/repositories/lake/commits/b1":                    {200, `{"id":"` + head + `","parents":[],"committer":"x","message":"m","creation_date":1,"meta_range_id":""}`},
-		"POST /api/v1/repositories/lake/refs/" + head + "/merge/main": {200, `{"reference":"m1"}`},
+		"POST /api/v1/repositories/lake/branches/b1/commits":            {201, `{"id":"` + sealed + `","parents":["p"],"committer":"x","message":"m","creation_date":1,"meta_range_id":""}`},
+		"GET /api/v1/repositories/lake/refs/" + sealed + "/merge/main":  {200, `{"base_commit_id":"p","destination_commit_id":"h","source_commit_id":"` + sealed + `"}`},
+		"POST /api/v1/repositories/lake/refs/" + sealed + "/merge/main": {200, `{"reference":"m1"}`},
 	})
 	id, err := c.Publish(context.Background(), "lake", "b1", "main", map[string]string{pipeline.MetaBatchID: "42", "k": "v"})
 	if err != nil || id != "m1" {
@@ -203,54 +204,67 @@ func TestPublishWithNothingToCommit(t *testing.T) {
 		AllowEmpty bool `json:"allow_empty"`
 	}
 	_ = json.Unmarshal(f.bodies["POST /api/v1/repositories/lake/branches/b1/commits"], &commit)
-	_ = json.Unmarshal(f.bodies["POST /api/v1/repositories/lake/refs/"+head+"/merge/main"], &merge)
-	if commit.Metadata[pipeline.MetaBatchID] != "" || commit.Metadata[pipeline.MetaSealedBatchID] != "42" || commit.Metadata["k"] != "v" {
-		t.Errorf("seal commit metadata = %v", commit.Metadata)
+	_ = json.Unmarshal(f.bodies["POST /api/v1/repositories/lake/refs/"+sealed+"/merge/main"], &merge)
+	if commit.Metadata[pipeline.MetaBatchID] != "" || commit.Metadata[pipeline.MetaSealedBatchID] != "42" || commit.Metadata["k"] != "v" || !commit.AllowEmpty {
+		t.Errorf("seal commit = %+v; want the sealed label and allow_empty (a seal is always a new commit)", commit)
 	}
-	if merge.Metadata[pipeline.MetaBatchID] != "42" || merge.Metadata["k"] != "v" || !strings.Contains(merge.Message, "42") || !merge.AllowEmpty {
-		t.Errorf("merge body = %+v", merge)
+	if merge.Metadata[pipeline.MetaBatchID] != "42" || merge.Metadata["k"] != "v" || !strings.Contains(merge.Message, "42") || merge.AllowEmpty {
+		t.Errorf("merge body = %+v; want the batch label and no allow_empty", merge)
 	}
 }
 
-func TestPublishAlreadyMerged(t *testing.T) {
+// A sealed commit already on main (merge-base = sealed) is not merged
+// again, and the publish is the merge commit that has it as a parent; a
+// commit that only carries the batch's label is not it.
+func TestPublishedByMergeBaseNotByLabel(t *testing.T) {
 	sealed := strings.Repeat("b", 64)
 	c, f := newFake(t, map[string]answer{
-		"POST /api/v1/repositories/lake/branches/b1/commits":            {201, `{"id":"` + sealed + `","parents":[],"committer":"x","message":"m","creation_date":1,"meta_range_id":""}`},
-		"POST /api/v1/repositories/lake/refs/" + sealed + "/merge/main": {400, msg("update branch main: no changes")},
-		"GET /api/v1/repositories/lake/refs/main/commits": {200, `{"pagination":{"has_more":false},"results":[
-			{"id":"c3","parents":["c2"],"metadata":{}},
+		"GET /api/v1/repositories/lake/refs/" + sealed + "/merge/main": {200, `{"base_commit_id":"` + sealed + `","destination_commit_id":"c4","source_commit_id":"` + sealed + `"}`},
+		"GET /api/v1/repositories/lake/refs/c4/commits": {200, `{"pagination":{"has_more":false},"results":[
+			{"id":"c4","parents":["c3"],"metadata":{"wap.batch_id":"42"}},
+			{"id":"c3","parents":["c2","` + sealed + `"],"metadata":{}},
 			{"id":"c2","parents":["c1","x"],"metadata":{"wap.batch_id":"42"}},
 			{"id":"c1","parents":[]}]}`},
 	})
-	id, err := c.Publish(context.Background(), "lake", "b1", "main", map[string]string{pipeline.MetaBatchID: "42"})
-	if err != nil || id != "c2" {
-		t.Fatalf("Publish = %q, %v; want c2", id, err)
+	since := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
+	p, err := c.Published(context.Background(), "lake", "main", sealed, since)
+	if err != nil || !p.OnTarget || p.Merge != "c3" || p.Head != "c4" {
+		t.Fatalf("Published = %+v, %v; want on target, merged by c3", p, err)
 	}
-	for _, call := range f.calls {
-		if strings.Contains(call, "/merge/") {
-			t.Errorf("a published batch was merged again: %v", f.calls)
+	for i, call := range f.calls {
+		if q := f.queries[i]; strings.Contains(call, "/commits") && (!strings.Contains(q, "first_parent=true") || !strings.Contains(q, "since=2026-12-01T00%3A55%3A00Z")) {
+			t.Errorf("log call %s?%s: want first parents since the start less the clock slack", call, q)
 		}
 	}
-	_, err = c.Publish(context.Background(), "lake", "b1", "main", map[string]string{pipeline.MetaBatchID: "43"})
-	if !errors.Is(err, pipeline.ErrNoChanges) {
-		t.Fatalf("Publish of a batch not on main = %v, want ErrNoChanges", err)
+	other := strings.Repeat("c", 64)
+	c2, _ := newFake(t, map[string]answer{
+		"GET /api/v1/repositories/lake/refs/" + other + "/merge/main": {200, `{"base_commit_id":"c1","destination_commit_id":"c4","source_commit_id":"` + other + `"}`},
+	})
+	if p, err := c2.Published(context.Background(), "lake", "main", other, since); err != nil || p.OnTarget || p.Head != "c4" {
+		t.Errorf("Published of a commit not on main = %+v, %v", p, err)
 	}
 }
 
-func TestFindPublishedPaginatesAndIsBounded(t *testing.T) {
+func TestPublishedLookIsBounded(t *testing.T) {
 	var mu sync.Mutex
 	var afters []string
 	var amounts []string
+	sealed := strings.Repeat("d", 64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/merge/main") {
+			_, _ = io.WriteString(w, `{"base_commit_id":"`+sealed+`","destination_commit_id":"h","source_commit_id":"`+sealed+`"}`)
+			return
+		}
+		if strings.Contains(r.URL.Path, "/merge/") {
+			_, _ = io.WriteString(w, `{"base_commit_id":"other","destination_commit_id":"x","source_commit_id":"`+sealed+`"}`)
+			return
+		}
 		q := r.URL.Query()
 		mu.Lock()
 		afters = append(afters, q.Get("after"))
 		amounts = append(amounts, q.Get("amount"))
 		mu.Unlock()
-		if q.Get("first_parent") != "true" {
-			t.Errorf("log without first_parent: %s", r.URL)
-		}
-		// Endless history of commits without the batch.
+		// Endless history of commits without the sealed commit.
 		n := len(afters)
 		var b strings.Builder
 		b.WriteString(`{"pagination":{"has_more":true,"next_offset":"p` + string(rune('0'+n)) + `"},"results":[`)
@@ -258,7 +272,7 @@ func TestFindPublishedPaginatesAndIsBounded(t *testing.T) {
 			if i > 0 {
 				b.WriteString(",")
 			}
-			b.WriteString(`{"id":"x","parents":["y"],"metadata":{"wap.batch_id":"other"}}`)
+			b.WriteString(`{"id":"x","parents":["y"],"metadata":{"wap.batch_id":"42"}}`)
 		}
 		b.WriteString("]}")
 		_, _ = io.WriteString(w, b.String())
@@ -268,9 +282,9 @@ func TestFindPublishedPaginatesAndIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, found, err := c.FindPublished(context.Background(), "lake", "main", "42")
-	if err != nil || found {
-		t.Fatalf("found=%v err=%v", found, err)
+	p, err := c.Published(context.Background(), "lake", "main", sealed, time.Time{})
+	if err != nil || !p.OnTarget || p.Merge != "" || p.Head != "h" {
+		t.Fatalf("Published = %+v, %v", p, err)
 	}
 	if len(afters) != 1 || amounts[0] != "1000" {
 		t.Errorf("requests after=%v amount=%v; want one page of 1000 (the bound)", afters, amounts)

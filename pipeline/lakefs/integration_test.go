@@ -223,19 +223,22 @@ func TestRealLakeFS(t *testing.T) {
 			t.Errorf("published object on main = %q", got)
 		}
 
-		found, ok, err := c.FindPublished(ctx, repo, "main", "42")
-		if err != nil || !ok || found != id {
-			t.Errorf("FindPublished(42) = %q, %v, %v; want %s", found, ok, err, id)
-		}
-		if found, ok, err := c.FindPublished(ctx, repo, "main", "4"); err != nil || ok {
-			t.Errorf("FindPublished(4) = %q, %v, %v; want not found", found, ok, err)
+		start := time.Now().Add(-time.Minute)
+		p, err := c.Published(ctx, repo, "main", sealed.ID, start)
+		if err != nil || !p.OnTarget || p.Merge != id || p.Head != id {
+			t.Errorf("Published(sealed 42) = %+v, %v; want on main, merged by %s", p, err, id)
 		}
 
-		// A second publish of the same batch (answer lost, retried) returns
-		// the same merge commit and adds nothing to main.
-		again, err := c.Publish(ctx, repo, "wap-42", "main", meta)
-		if err != nil || again != id {
-			t.Errorf("repeated Publish = %q, %v; want %s", again, err, id)
+		// A second publish of the same branch (answer lost, retried) seals
+		// again and merges nothing new; a repeated merge of the sealed
+		// commit is refused by lakeFS ("no changes"), never a second marker.
+		if _, err := c.Merge(ctx, repo, sealed.ID, "main", "again", map[string]string{pipeline.MetaBatchID: "42"}); !errors.Is(err, pipeline.ErrNoChanges) {
+			t.Errorf("second merge of a published sealed commit: %v; want ErrNoChanges", err)
+		}
+		res, err := pipeline.Publish(ctx, c, pipeline.PublishRequest{Repository: repo, Target: "main", Sealed: sealed.ID, Since: start,
+			Message: "again", Meta: meta}, nil)
+		if err != nil || res.CommitID != id || !res.AlreadyPublished {
+			t.Errorf("repeated publish = %+v, %v; want already published as %s", res, err, id)
 		}
 		log, err := c.Log(ctx, repo, "main", 10)
 		if err != nil {
@@ -245,33 +248,58 @@ func TestRealLakeFS(t *testing.T) {
 			t.Errorf("main log = %d commits, head %v; want 3 (created, seal, merge) with the merge first", len(log), log)
 		}
 
-		// Later commits on main do not hide the batch, and other batches
-		// stay distinguishable.
+		// A commit on main that only carries the batch's label is not a
+		// publish: another sealed commit is still not on main.
 		if _, err := c.EnsureBranch(ctx, repo, "wap-43", "main"); err != nil {
 			t.Fatal(err)
 		}
 		upload(t, repo, "wap-43", "t/part-1.csv", "id\n2\n")
+		sealed43, err := c.Seal(ctx, repo, "wap-43", "seal 43", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		upload(t, repo, "main", "t/forged.csv", "x\n")
+		if _, err := c.Commit(ctx, repo, "main", "forged marker", map[string]string{pipeline.MetaBatchID: "43"}); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := c.Published(ctx, repo, "main", sealed43, start); err != nil || p.OnTarget {
+			t.Errorf("Published(sealed 43) after a forged marker = %+v, %v; want not on main", p, err)
+		}
 		id43, err := c.Publish(ctx, repo, "wap-43", "main", map[string]string{pipeline.MetaBatchID: "43"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for batch, want := range map[string]string{"42": id, "43": id43} {
-			if got, ok, err := c.FindPublished(ctx, repo, "main", batch); err != nil || !ok || got != want {
-				t.Errorf("FindPublished(%s) = %q, %v, %v; want %s", batch, got, ok, err, want)
-			}
+		if p, err := c.Published(ctx, repo, "main", sealed.ID, start); err != nil || p.Merge != id {
+			t.Errorf("Published(sealed 42) after later commits = %+v, %v; want merge %s", p, err, id)
+		}
+		// Publish sealed again: the merged commit is that second seal, and
+		// the first one is brought in by the same merge, as an ancestor.
+		m43, err := c.GetCommit(ctx, repo, id43)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := c.MergesOf(ctx, repo, "main", m43.Parents[1], start); err != nil || len(m) != 1 || m[0].ID != id43 {
+			t.Errorf("MergesOf(second seal of 43) = %+v, %v; want only %s", m, err, id43)
+		}
+		if p, err := c.Published(ctx, repo, "main", sealed43, start); err != nil || !p.OnTarget || p.Merge != id43 {
+			t.Errorf("Published(first seal of 43) = %+v, %v; want merged by %s", p, err, id43)
 		}
 
-		// A batch that brings nothing still leaves its marker commit, so a
-		// retry finds it instead of publishing again.
+		// A batch that brings nothing is not merged: the target already
+		// holds it, and no empty commit is left behind.
 		if _, err := c.EnsureBranch(ctx, repo, "wap-empty", "main"); err != nil {
 			t.Fatal(err)
 		}
-		empty, err := c.Publish(ctx, repo, "wap-empty", "main", map[string]string{pipeline.MetaBatchID: "44"})
+		headBefore, err := c.GetCommit(ctx, repo, "main")
 		if err != nil {
-			t.Fatalf("Publish of an empty batch: %v", err)
+			t.Fatal(err)
 		}
-		if got, ok, err := c.FindPublished(ctx, repo, "main", "44"); err != nil || !ok || got != empty {
-			t.Errorf("FindPublished(44) = %q, %v, %v; want the empty batch's marker %s", got, ok, err, empty)
+		empty, err := c.Publish(ctx, repo, "wap-empty", "main", map[string]string{pipeline.MetaBatchID: "44"})
+		if err != nil || empty != headBefore.ID {
+			t.Fatalf("Publish of an empty batch = %q, %v; want main's head %s", empty, err, headBefore.ID)
+		}
+		if h, err := c.GetCommit(ctx, repo, "main"); err != nil || h.ID != headBefore.ID {
+			t.Errorf("main moved to %s on an empty publish", h.ID)
 		}
 	})
 
@@ -285,8 +313,12 @@ func TestRealLakeFS(t *testing.T) {
 			t.Fatal(err)
 		}
 		id, err := c.Seal(ctx, repo, "b", "nothing yet", nil)
-		if err != nil || id != base.ID {
-			t.Errorf("Seal without changes = %q, %v; want head %s", id, err, base.ID)
+		if err != nil || id == base.ID {
+			t.Errorf("Seal without changes = %q, %v; want a new commit on %s", id, err, base.ID)
+		}
+		again, err := c.Seal(ctx, repo, "b", "nothing yet", nil)
+		if err != nil || again == id {
+			t.Errorf("second Seal = %q, %v; want another new commit", again, err)
 		}
 		upload(t, repo, "b", "x.csv", "x\n")
 		id, err = c.Seal(ctx, repo, "b", "sealed", map[string]string{pipeline.MetaSealedBatchID: "7"})
@@ -316,8 +348,8 @@ func TestRealLakeFS(t *testing.T) {
 		if got := download(t, repo, "main", "t/same.csv"); got != "from main\n" {
 			t.Errorf("main after a conflicting publish = %q", got)
 		}
-		if _, ok, err := c.FindPublished(ctx, repo, "main", "1"); err != nil || ok {
-			t.Errorf("FindPublished after conflict = %v, %v; want not found", ok, err)
+		if m, err := c.MergesOf(ctx, repo, "main", "", time.Time{}); err != nil || len(m) != 0 {
+			t.Errorf("merges on main after a conflict = %v, %v; want none", m, err)
 		}
 	})
 
@@ -357,9 +389,13 @@ func TestRealLakeFS(t *testing.T) {
 		if head.Message != "lakewap: revert batch 9" || head.Metadata["wap.reverted_batch_id"] != "9" || head.Parents[0] != id {
 			t.Errorf("revert commit = %+v", head)
 		}
-		// The batch is still found: its merge commit is in main's history.
-		if got, ok, err := c.FindPublished(ctx, repo, "main", "9"); err != nil || !ok || got != id {
-			t.Errorf("FindPublished after revert = %q, %v, %v", got, ok, err)
+		// The sealed commit is still in main's history, merged by id.
+		merge, err := c.GetCommit(ctx, repo, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := c.Published(ctx, repo, "main", merge.Parents[1], time.Time{}); err != nil || !p.OnTarget || p.Merge != id {
+			t.Errorf("Published after revert = %+v, %v", p, err)
 		}
 	})
 }

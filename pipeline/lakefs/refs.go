@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,17 +101,13 @@ func (c *Client) Commit(ctx context.Context, repo, branch, message string, meta 
 
 // Merge merges source (any ref) into branch dest and returns the merge
 // commit id. A conflict wraps pipeline.ErrMergeConflict; nothing to merge
-// wraps pipeline.ErrNoChanges.
+// (which includes a source already on dest) wraps pipeline.ErrNoChanges.
+// It never asks for allow_empty, so repeating a merge cannot leave a
+// second, empty merge commit on dest.
 func (c *Client) Merge(ctx context.Context, repo, source, dest, message string, meta map[string]string) (string, error) {
 	body := apigen.MergeIntoBranchJSONRequestBody{Message: &message}
 	if len(meta) > 0 {
 		body.Metadata = &apigen.Merge_Metadata{AdditionalProperties: meta}
-	}
-	if meta[pipeline.MetaBatchID] != "" {
-		// A publish leaves its marker commit even for a batch that changed
-		// nothing, so FindPublished can tell it was published.
-		allow := true
-		body.AllowEmpty = &allow
 	}
 	var out apigen.MergeResult
 	err := c.send(ctx, call{op: opMerge, repo: repo, ref: source + "->" + dest}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
@@ -122,32 +119,30 @@ func (c *Client) Merge(ctx context.Context, repo, source, dest, message string, 
 	return out.Reference, nil
 }
 
-// Seal commits branch's uncommitted changes, if any, and returns the
-// branch's head commit id: the exact data that is then audited and merged.
+// Seal commits branch's uncommitted changes and returns the new commit's
+// id: the exact data that is then audited and merged. It commits even when
+// nothing is staged (allow_empty), so every seal is a commit of its own
+// that is not on any target until lakewap merges it.
 func (c *Client) Seal(ctx context.Context, repo, branch, message string, meta map[string]string) (string, error) {
-	id, err := c.Commit(ctx, repo, branch, message, meta)
-	if err == nil {
-		return id, nil
+	body := apigen.CommitJSONRequestBody{Message: message, AllowEmpty: ptr(true)}
+	if len(meta) > 0 {
+		body.Metadata = &apigen.CommitCreation_Metadata{AdditionalProperties: meta}
 	}
-	if !errors.Is(err, pipeline.ErrNoChanges) {
-		return "", err
-	}
-	head, err := c.GetCommit(ctx, repo, branch)
+	var out apigen.Commit
+	err := c.send(ctx, call{op: "commit", repo: repo, ref: branch}, http.StatusCreated, &out, func(ctx context.Context) (*http.Response, error) {
+		return c.api.Commit(ctx, repo, branch, &apigen.CommitParams{}, body)
+	})
 	if err != nil {
 		return "", err
 	}
-	return head.ID, nil
+	return out.Id, nil
 }
 
-// Publish seals branch (commits its uncommitted changes, if any) and merges
-// the sealed commit into target with meta; it returns the merge commit id.
+// Publish seals branch and brings the sealed commit into target with meta
+// (pipeline.Publish); it returns the commit that holds the batch on target.
 // The seal commit carries meta too, but with the batch id under
-// pipeline.MetaSealedBatchID, so only the merge commit on target answers to
+// pipeline.MetaSealedBatchID, so only the merge commit is labelled with
 // pipeline.MetaBatchID.
-//
-// A publish whose merge already happened (say the answer to an earlier
-// attempt was lost) is found on target first and not merged again. A batch
-// that changed nothing still gets its (empty) merge commit as a marker.
 func (c *Client) Publish(ctx context.Context, repo, branch, target string, meta map[string]string) (string, error) {
 	batch := meta[pipeline.MetaBatchID]
 	label := "branch " + branch
@@ -159,38 +154,109 @@ func (c *Client) Publish(ctx context.Context, repo, branch, target string, meta 
 		label = "batch " + batch
 		delete(sealMeta, pipeline.MetaBatchID)
 		sealMeta[pipeline.MetaSealedBatchID] = batch
-		prev, found, err := c.FindPublished(ctx, repo, target, batch)
-		if err != nil {
-			return "", err
-		}
-		if found {
-			return prev, nil
-		}
 	}
+	since := time.Now()
 	sealed, err := c.Seal(ctx, repo, branch, "lakewap: writes of "+label, sealMeta)
 	if err != nil {
 		return "", err
 	}
-	return c.Merge(ctx, repo, sealed, target, fmt.Sprintf("lakewap: publish %s into %s", label, target), meta)
+	res, err := pipeline.Publish(ctx, c, pipeline.PublishRequest{Repository: repo, Target: target, Sealed: sealed, Since: since,
+		Message: fmt.Sprintf("lakewap: publish %s into %s", label, target), Meta: meta}, nil)
+	return res.CommitID, err
 }
 
-// FindPublished looks for the merge commit that published batchID on
-// target, among target's last 1000 first-parent commits. Following first
-// parents only is what makes the answer the merge commit on target rather
-// than the batch branch's own commit, which carries the same metadata.
-func (c *Client) FindPublished(ctx context.Context, repo, target, batchID string) (string, bool, error) {
-	var id string
-	err := c.walkLog(ctx, repo, target, publishedDepth, true, func(cm Commit) bool {
-		if cm.Metadata[pipeline.MetaBatchID] == batchID {
-			id = cm.ID
-			return false
-		}
-		return true
+// MergeBase returns lakeFS's merge-base of source (a commit id) and dest
+// (any ref), and the commit dest resolved to.
+func (c *Client) MergeBase(ctx context.Context, repo, source, dest string) (base, destCommit string, err error) {
+	var out apigen.FindMergeBaseResult
+	err = c.send(ctx, call{op: "merge base", repo: repo, ref: source + "..." + dest}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
+		return c.api.FindMergeBase(ctx, repo, source, dest)
 	})
 	if err != nil {
-		return "", false, err
+		return "", "", err
 	}
-	return id, id != "", nil
+	// lakeFS v1.84.0 swaps source_commit_id and destination_commit_id in
+	// this answer; tell them apart by the source, when it is a commit id.
+	destCommit = out.DestinationCommitId
+	if destCommit == source {
+		destCommit = out.SourceCommitId
+	}
+	return out.BaseCommitId, destCommit, nil
+}
+
+// clockSlack widens a look back by time: commit dates come from the lakeFS
+// server's clock (in whole seconds), the start times from lakewap's.
+const clockSlack = 5 * time.Minute
+
+// Published reports whether sealed is on target by the commit graph: the
+// merge-base of sealed and target is sealed itself. It then names the
+// oldest first-parent commit of target made since since (less clockSlack)
+// that has sealed as a merged parent; failing that, the oldest one whose
+// history holds sealed (a merge of a descendant of sealed). A zero since
+// looks at target's last 1000 first-parent commits.
+func (c *Client) Published(ctx context.Context, repo, target, sealed string, since time.Time) (pipeline.Publication, error) {
+	base, head, err := c.MergeBase(ctx, repo, sealed, target)
+	if err != nil {
+		return pipeline.Publication{}, err
+	}
+	p := pipeline.Publication{Head: head}
+	if base != sealed {
+		return p, nil
+	}
+	p.OnTarget = true
+	window, err := c.firstParents(ctx, repo, head, since)
+	if err != nil {
+		return p, err
+	}
+	if merges := mergesOf(window, sealed); len(merges) > 0 {
+		p.Merge = merges[len(merges)-1].ID
+		return p, nil
+	}
+	for i := len(window) - 1; i >= 0; i-- {
+		b, _, err := c.MergeBase(ctx, repo, sealed, window[i].ID)
+		if err != nil {
+			return p, err
+		}
+		if b == sealed {
+			p.Merge = window[i].ID
+			break
+		}
+	}
+	return p, nil
+}
+
+// MergesOf lists target's first-parent commits made since since (less
+// clockSlack; zero: the last 1000) that merged sealed in, newest first.
+// More than one means the same commit was merged again (an empty merge).
+func (c *Client) MergesOf(ctx context.Context, repo, target, sealed string, since time.Time) ([]Commit, error) {
+	window, err := c.firstParents(ctx, repo, target, since)
+	if err != nil {
+		return nil, err
+	}
+	return mergesOf(window, sealed), nil
+}
+
+func (c *Client) firstParents(ctx context.Context, repo, ref string, since time.Time) ([]Commit, error) {
+	var out []Commit
+	var from *time.Time
+	if !since.IsZero() {
+		from = ptr(since.Add(-clockSlack))
+	}
+	err := c.walkLog(ctx, repo, ref, publishedDepth, true, from, func(cm Commit) bool {
+		out = append(out, cm)
+		return true
+	})
+	return out, err
+}
+
+func mergesOf(commits []Commit, sealed string) []Commit {
+	var out []Commit
+	for _, cm := range commits {
+		if len(cm.Parents) > 1 && slices.Contains(cm.Parents[1:], sealed) {
+			out = append(out, cm)
+		}
+	}
+	return out
 }
 
 // Log returns up to limit commits reachable from ref, newest first.
@@ -199,7 +265,7 @@ func (c *Client) Log(ctx context.Context, repo, ref string, limit int) ([]Commit
 	if limit <= 0 {
 		return out, nil
 	}
-	err := c.walkLog(ctx, repo, ref, limit, false, func(cm Commit) bool {
+	err := c.walkLog(ctx, repo, ref, limit, false, nil, func(cm Commit) bool {
 		out = append(out, cm)
 		return true
 	})
@@ -207,7 +273,8 @@ func (c *Client) Log(ctx context.Context, repo, ref string, limit int) ([]Commit
 }
 
 // walkLog calls fn for up to limit commits of ref's log until fn returns false.
-func (c *Client) walkLog(ctx context.Context, repo, ref string, limit int, firstParent bool, fn func(Commit) bool) error {
+// since, when set, ends the walk at the first commit older than it.
+func (c *Client) walkLog(ctx context.Context, repo, ref string, limit int, firstParent bool, since *time.Time, fn func(Commit) bool) error {
 	seen := 0
 	after := ""
 	for seen < limit {
@@ -216,6 +283,7 @@ func (c *Client) walkLog(ctx context.Context, repo, ref string, limit int, first
 		if firstParent {
 			params.FirstParent = ptr(true)
 		}
+		params.Since = since
 		if after != "" {
 			params.After = ptr(apigen.PaginationAfter(after))
 		}
