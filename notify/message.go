@@ -144,6 +144,8 @@ func (r run) outcome() (emoji, words string) {
 			return ":twisted_rightwards_arrows:", "aborted: merge conflict"
 		case schemas.ReasonInvalid:
 			return ":warning:", "aborted: invalid batch"
+		case schemas.ReasonTooManyRuns:
+			return ":warning:", "aborted: too many runs in progress"
 		}
 		return ":no_entry:", "aborted"
 	case StateFailed:

@@ -411,3 +411,36 @@ func TestRunnerWaitsForLaggingPartition(t *testing.T) {
 	}
 	f.await(t, "on-time", schemas.TypeBatchAborted)
 }
+
+// At runner.max_open_runs runs in progress, a landing batch is aborted at
+// once (too_many_runs) without a branch; once a run ends, batches start again.
+func TestOpenRunLimit(t *testing.T) {
+	f := newRunnerFixtureWith(t, func(c *Config) { c.Policy.MaxOpenRuns = 2 })
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	land := func(b string) {
+		t.Helper()
+		if err := f.handle(t, schemas.BatchLanded{BatchID: b, Dataset: "billing", ExpectedWrites: []string{"fact"}, OccurredAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	land("open-1")
+	land("open-2")
+	land("open-3")
+	f.await(t, "open-3", schemas.TypeBatchAborted)
+	r, _ := f.run("billing", "open-3")
+	if r.Reason != schemas.ReasonTooManyRuns || !strings.Contains(r.Detail, "the limit (runner.max_open_runs) is 2") {
+		t.Errorf("open-3: %s %s %q, want aborted too_many_runs", r.State, r.Reason, r.Detail)
+	}
+	f.lake.mu.Lock()
+	made := f.lake.branches["wap-billing-open-3"]
+	f.lake.mu.Unlock()
+	if made {
+		t.Error("a branch was made for the batch over the limit")
+	}
+	if err := f.handle(t, schemas.WriteComplete{BatchID: "open-1", Dataset: "billing", Write: "fact", OccurredAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "open-1", schemas.TypeBatchPublished)
+	land("open-4")
+	f.await(t, "open-4", schemas.TypeBranchReady)
+}

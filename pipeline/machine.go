@@ -25,11 +25,13 @@ type DatasetSpec struct {
 
 // Inputs from Kafka.
 type (
-	// Landed is a validated BatchLanded with its dataset resolved.
+	// Landed is a validated BatchLanded with its dataset resolved. Open is
+	// how many runs in progress the instance holds (Policy.MaxOpenRuns).
 	Landed struct {
 		Event  schemas.BatchLanded
 		Spec   DatasetSpec
 		Branch string
+		Open   int
 	}
 	// WriteDone is a validated WriteComplete.
 	WriteDone struct{ Event schemas.WriteComplete }
@@ -146,6 +148,10 @@ type Policy struct {
 	// MaxLagWait after the deadline; then it is aborted anyway.
 	MaxLagWait time.Duration
 	LagRecheck time.Duration
+	// MaxOpenRuns bounds the runs in progress (landed to publishing) one
+	// instance holds; a batch landing beyond it is aborted at once with
+	// reason too_many_runs, before any branch is made. 0: no limit.
+	MaxOpenRuns int
 }
 
 // DefaultPolicy is used for zero fields of a Policy.
@@ -346,6 +352,14 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 		return n // duplicate or late: the batch already has a run
 	}
 	ev := in.Event
+	if m.p.MaxOpenRuns > 0 && in.Open >= m.p.MaxOpenRuns {
+		n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
+		n.LandedAt, n.BatchTime = now, ev.OccurredAt
+		n.Writes = nil
+		n.KeepBranch = true // there is no branch
+		return abort(n, schemas.ReasonTooManyRuns,
+			fmt.Sprintf("%d runs are in progress on this instance, the limit (runner.max_open_runs) is %d", in.Open, m.p.MaxOpenRuns), now)
+	}
 	spec := in.Spec
 	if spec.Target == "" {
 		spec.Target = "main"

@@ -23,6 +23,12 @@ const (
 	StateFailed         State = "failed"
 )
 
+// Open reports whether a run in the state is in progress: it holds (or is
+// about to make) a branch and work is still to come.
+func (s State) Open() bool {
+	return s == StateLanded || s == StateAwaitingWrites || s == StateAuditing || s == StatePublishing
+}
+
 // Terminal reports whether no further step will run for the state.
 func (s State) Terminal() bool {
 	return s == StatePublished || s == StateAborted || s == StateFailed

@@ -106,6 +106,7 @@ type Runner struct {
 	sem     chan struct{}
 	mu      sync.Mutex
 	parts   map[int]*partition
+	open    atomic.Int64 // runs in an Open state across the assigned partitions
 	Metrics Metrics
 
 	qmu    sync.Mutex
@@ -233,6 +234,9 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 		}
 		p.runs[key] = run
 		r.Metrics.held(r.label(run.Dataset), run.State, +1)
+		if run.State.Open() {
+			r.open.Add(1)
+		}
 	}
 	r.mu.Lock()
 	if old := r.parts[id]; old != nil {
@@ -281,6 +285,9 @@ func (r *Runner) Revoked(id int) {
 		p.mu.Lock()
 		for _, run := range p.runs {
 			r.Metrics.held(r.label(run.Dataset), run.State, -1)
+			if run.State.Open() {
+				r.open.Add(-1)
+			}
 		}
 		p.mu.Unlock()
 	}()
@@ -454,7 +461,7 @@ func (r *Runner) input(ev schemas.Event, now time.Time) (Input, error) {
 	switch e := ev.(type) {
 	case schemas.BatchLanded:
 		spec, _ := r.cfg.Datasets(e.Dataset)
-		return Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID)}, nil
+		return Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID), Open: int(r.open.Load())}, nil
 	case schemas.WriteComplete:
 		return WriteDone{Event: e}, nil
 	case schemas.BatchCancelled:
@@ -552,6 +559,12 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in Input) 
 		}
 	}
 	if before.State != after.State {
+		if before.State.Open() {
+			r.open.Add(-1)
+		}
+		if after.State.Open() {
+			r.open.Add(1)
+		}
 		r.Metrics.held(r.label(before.Dataset), before.State, -1)
 		r.Metrics.held(r.label(after.Dataset), after.State, +1)
 		r.log.Info("run state", "batch_id", after.BatchID, "dataset", after.Dataset, "branch", after.Branch,

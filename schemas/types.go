@@ -36,6 +36,9 @@ const (
 	ReasonCancelled     = "cancelled"
 	ReasonMergeConflict = "merge_conflict"
 	ReasonInvalid       = "invalid"
+	// ReasonTooManyRuns: the batch landed while the instance already held
+	// runner.max_open_runs runs in progress; it was not started.
+	ReasonTooManyRuns = "too_many_runs"
 )
 
 // ---- inputs (topic wap.events) ----

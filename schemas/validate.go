@@ -354,7 +354,7 @@ func (rules Rules) Validate(ev Event) error {
 		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		switch e.Reason {
-		case ReasonAuditFailed, ReasonWriteTimeout, ReasonCancelled, ReasonMergeConflict, ReasonInvalid:
+		case ReasonAuditFailed, ReasonWriteTimeout, ReasonCancelled, ReasonMergeConflict, ReasonInvalid, ReasonTooManyRuns:
 		default:
 			v.add("reason", fmt.Sprintf("%s is not a known abort reason", quote(e.Reason)))
 		}

@@ -225,7 +225,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		Datasets: func(n string) (pipeline.DatasetSpec, bool) { s, ok := specs[n]; return s, ok },
 		Policy: pipeline.Policy{RetryBudget: cfg.Runner.RetryBudget.D(10 * time.Minute), PendingTTL: cfg.Runner.PendingTTL.D(time.Hour),
 			TerminalRetention: cfg.Runner.TerminalRetention.D(7 * 24 * time.Hour), MaxRunBytes: cfg.Runner.MaxRunBytes,
-			MaxLagWait: cfg.Runner.MaxLagWait.D(time.Hour)},
+			MaxLagWait: cfg.Runner.MaxLagWait.D(time.Hour), MaxOpenRuns: maxOpenRuns(cfg.Runner.MaxOpenRuns)},
 		MaxDeadlineHorizon: cfg.Runner.MaxDeadlineHorizon.D(config.DefaultMaxDeadlineHorizon),
 		// The consumer exists once the runner does: ask it lazily.
 		Behind:      func(p int) bool { return d.consumer != nil && d.consumer.Behind(p) },
@@ -483,4 +483,16 @@ func requireToken(token string, next http.Handler) http.Handler {
 func newHTTPServer(h http.Handler, step time.Duration) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: step + 30*time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+}
+
+// maxOpenRuns maps runner.max_open_runs to the policy: 0 is the default,
+// -1 no limit.
+func maxOpenRuns(v int) int {
+	switch {
+	case v == 0:
+		return config.DefaultMaxOpenRuns
+	case v < 0:
+		return 0
+	}
+	return v
 }

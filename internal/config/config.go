@@ -98,12 +98,17 @@ type Runner struct {
 	// partition lags behind a run's deadline the run waits for the backlog,
 	// at most this long after the deadline (default 1h).
 	MaxLagWait Duration `yaml:"max_lag_wait"`
+	// MaxOpenRuns bounds the runs in progress (landed to publishing) of one
+	// instance; a batch landing beyond it is aborted with reason
+	// too_many_runs (default 10000; 0 keeps the default, -1 is no limit).
+	MaxOpenRuns int `yaml:"max_open_runs"`
 }
 
 // Runner defaults.
 const (
 	DefaultMaxRunBytes        = 256 << 10
 	DefaultMaxDeadlineHorizon = 7 * 24 * time.Hour
+	DefaultMaxOpenRuns        = 10000
 	// minRunBytes leaves room for a run's identity and its final event.
 	minRunBytes = 16 << 10
 )
@@ -423,6 +428,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Runner.MaxRunBytes != 0 && (c.Runner.MaxRunBytes < minRunBytes || c.Runner.MaxRunBytes > 900<<10) {
 		bad("runner.max_run_bytes", "%d is outside %d..%d (the changelog's and results topic's message size must hold a run)", c.Runner.MaxRunBytes, minRunBytes, 900<<10)
+	}
+	if c.Runner.MaxOpenRuns < -1 {
+		bad("runner.max_open_runs", "must be -1 (no limit), 0 (default %d) or positive", DefaultMaxOpenRuns)
 	}
 	if c.Runner.MaxLagWait < 0 {
 		bad("runner.max_lag_wait", "must not be negative")
