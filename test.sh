@@ -15,7 +15,7 @@ go mod download
 step "building the lakeFS server for the embedded stack (first run only, about 2 minutes cold)"
 go run ./cmd/lakewap prepare
 
-LAKEWAP_INTEROP_PYTHON=$(scripts/pyenv.sh); export LAKEWAP_INTEROP_PYTHON  # the interop test's Python clients (.cache/pyvenv, first run only)
+LAKEWAP_INTEROP_PYTHON=$(scripts/pyenv.sh); export LAKEWAP_INTEROP_PYTHON  # the interop test's Python clients (.cache/pyvenv-<hash>, first run only)
 
 step "go vet"
 go vet ./...

@@ -143,27 +143,70 @@ var dbtRef = regexp.MustCompile(`^\s*ref\(\s*(?:['"][^'"]+['"]\s*,\s*)?['"]([^'"
 
 var nonWord = regexp.MustCompile(`[^A-Za-z0-9_]+`)
 
+// dbtConfigKeys are a test's configs; every other key is an argument.
+var dbtConfigKeys = map[string]bool{"severity": true, "where": true, "enabled": true, "error_if": true, "warn_if": true,
+	"limit": true, "fail_calc": true, "tags": true, "meta": true, "store_failures": true, "store_failures_as": true,
+	"alias": true, "database": true, "schema": true, "description": true, "docs": true}
+
+// dbtTestName is the name dbt gives a generic test (its full name, as in
+// the test's unique_id): test, model and the test's arguments in name
+// order, each made of word characters.
+func dbtTestName(kind, model string, args map[string]any) string {
+	var keys []string
+	for k := range args {
+		if !dbtConfigKeys[k] && k != "model" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		switch v := args[k].(type) {
+		case []any:
+			for _, x := range v {
+				parts = append(parts, pyStr(x))
+			}
+		case map[string]any:
+			// Python keeps a mapping's order; YAML's is not kept here.
+			ks := make([]string, 0, len(v))
+			for k2 := range v {
+				ks = append(ks, k2)
+			}
+			sort.Strings(ks)
+			for _, k2 := range ks {
+				parts = append(parts, pyStr(v[k2]))
+			}
+		default:
+			parts = append(parts, pyStr(v))
+		}
+	}
+	for i, p := range parts {
+		parts[i] = nonWord.ReplaceAllString(p, "_")
+	}
+	return strings.ReplaceAll(kind, ".", "_") + "_" + model + "_" + strings.Join(parts, "__")
+}
+
+// pyStr is Python's str() of a YAML value.
+func pyStr(v any) string {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case nil:
+		return "None"
+	}
+	return fmt.Sprint(v)
+}
+
 // dbtCheck is the check a test translates to; on error the check still
 // carries the test's name.
 func dbtCheck(model string, t dbtTest, table func(string) (string, bool)) (Check, error) {
 	col, _ := t.args["column_name"].(string)
 	c := Check{Name: t.name}
 	if c.Name == "" {
-		c.Name = t.kind + "_" + model
-		if col != "" {
-			c.Name += "_" + col
-		}
-		switch t.kind {
-		case "accepted_values":
-			if vals, ok := t.args["values"].([]any); ok {
-				for _, v := range vals {
-					c.Name += "__" + fmt.Sprint(v)
-				}
-			}
-		case "relationships":
-			c.Name += fmt.Sprintf("__%v__%v", t.args["field"], t.args["to"])
-		}
-		c.Name = strings.Trim(nonWord.ReplaceAllString(c.Name, "_"), "_")
+		c.Name = dbtTestName(t.kind, model, t.args)
 	}
 	tbl, ok := table(model)
 	if !ok {

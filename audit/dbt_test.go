@@ -23,7 +23,7 @@ func TestFromDBTTranslatesGenericTests(t *testing.T) {
 		{Name: "accepted_values_billing_status__open__paid", Kind: KindAcceptedValues, Table: "billing", Column: "status",
 			Values: []string{"open", "paid"}, Where: "id > 10"},
 		{Name: "status_has_three_values", Kind: KindAcceptedValues, Table: "billing", Column: "status", Values: []string{"open", "paid", "void"}},
-		{Name: "relationships_billing_customer_id__customer_id__ref_customers", Kind: KindCrossTable, Table: "billing",
+		{Name: "relationships_billing_customer_id__customer_id__ref_customers_", Kind: KindCrossTable, Table: "billing",
 			SQL: `SELECT child.* FROM "billing" AS child WHERE child."customer_id" IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "customers" AS parent WHERE parent."customer_id" = child."customer_id")`},
 		{Name: "not_null_customers_customer_id", Kind: KindNotNull, Table: "customers", Columns: []string{"customer_id"},
 			Where: "name <> 'x'", Meta: map[string]any{"owner": "crm"}},

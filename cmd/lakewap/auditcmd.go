@@ -7,11 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
@@ -35,8 +39,9 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	base := fs.String("base", "", "ref that volume_change, schema_drift and scope: batch compare with (default: the dataset's target)")
 	at := fs.String("batch-time", "", "time freshness is measured at, RFC 3339 (default: now)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schemas.AuditReport)")
+	local := fs.String("local", "", "audit files on disk instead of lakeFS: a ref is the directory DIR/<ref> holding the tables' paths")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lakewap audit -config FILE -dataset D -ref R [-base B] [-batch-time T] [-json]")
+		fmt.Fprintln(stderr, "usage: lakewap audit -config FILE -dataset D -ref R [-base B] [-batch-time T] [-json] [-local DIR]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -75,6 +80,10 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	})
 	log := newLogger(stderr, cfg.Log.Format, "warn")
+	if *local != "" {
+		return auditLocal(ctx, cfg, ds, *local, pipeline.AuditRequest{Dataset: *dataset, Repository: ds.Repository,
+			Ref: *ref, BaseRef: baseRef, BatchTime: batchTime}, *asJSON, stdout, stderr, log)
+	}
 	lake, err := lakeClient(cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
@@ -105,7 +114,12 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
 		return auditError
 	}
-	if *asJSON {
+	return auditResult(rep, *asJSON, *ref, baseRef, stdout, stderr)
+}
+
+// auditResult prints a report and returns the command's exit code.
+func auditResult(rep schemas.AuditReport, asJSON bool, ref, baseRef string, stdout, stderr io.Writer) int {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
@@ -113,7 +127,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return auditError
 		}
 	} else {
-		printAuditTable(stdout, rep, *ref, baseRef)
+		printAuditTable(stdout, rep, ref, baseRef)
 	}
 	if !rep.Passed {
 		return auditFailed
@@ -176,4 +190,27 @@ func cell(s string) string {
 		s = s[:77] + "..."
 	}
 	return dash(s)
+}
+
+// auditLocal runs lakewap audit -local: the suite over files on disk, laid
+// out as DIR/<ref>/<table path>; no lakeFS is involved.
+func auditLocal(ctx context.Context, cfg *config.Config, ds config.Dataset, dir string, req pipeline.AuditRequest, asJSON bool,
+	stdout, stderr io.Writer, log *slog.Logger) int {
+	for _, ref := range []string{req.Ref, req.BaseRef} {
+		if ref == "" {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(dir, ref)); err != nil || !st.IsDir() || strings.ContainsAny(ref, `/\`) {
+			fmt.Fprintf(stderr, "lakewap audit: -local: ref %q is not a directory in %s\n", ref, dir)
+			return auditError
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.D(5*time.Minute))
+	defer cancel()
+	rep, err := auditOnceFrom(ctx, cfg, audit.DirSource{Root: dir}, ds, req, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
+		return auditError
+	}
+	return auditResult(rep, asJSON, req.Ref, req.BaseRef, stdout, stderr)
 }

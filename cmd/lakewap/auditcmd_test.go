@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -211,4 +215,44 @@ func mustRead(t *testing.T, p string) []byte {
 	b, err := os.ReadFile(p)
 	must(t, err)
 	return b
+}
+
+// lakewap audit -local runs a suite over files on disk, without lakeFS.
+func TestAuditLocalFiles(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sql.Open("duckdb", "")
+	must(t, err)
+	defer db.Close()
+	for ref, nulls := range map[string]int{"good": 0, "bad": 3} {
+		must(t, os.MkdirAll(filepath.Join(dir, ref, "gold", "t"), 0o755))
+		_, err := db.Exec(fmt.Sprintf(`COPY (SELECT CASE WHEN i < %d THEN NULL ELSE i END AS id FROM range(100) r(i)) TO '%s' (FORMAT parquet)`,
+			nulls, filepath.Join(dir, ref, "gold", "t", "part-0.parquet")))
+		must(t, err)
+	}
+	cfgFile := filepath.Join(dir, "lakewap.yaml")
+	must(t, os.WriteFile(cfgFile, []byte(`
+kafka: {brokers: ["127.0.0.1:1"]}
+lakefs: {endpoint: "http://127.0.0.1:1", access_key_id: a, secret_access_key: b}
+audit: {work_dir: `+filepath.Join(dir, "work")+`}
+datasets:
+  d:
+    repository: lake
+    tables: [{name: t, path: gold/t/}]
+    checks: [{kind: not_null, table: t, column: id}, {kind: row_count, table: t, min: 1, scope: batch}]
+`), 0o644))
+	for _, tt := range []struct {
+		ref, base string
+		code      int
+		want      string
+	}{
+		{"good", "bad", auditPassed, `"observed": "0 null rows of 100"`},
+		{"bad", "good", auditFailed, `"observed": "3 null rows of 100"`},
+		{"nope", "good", auditError, `ref "nope" is not a directory`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := cmdAudit(context.Background(), []string{"-config", cfgFile, "-dataset", "d", "-ref", tt.ref, "-base", tt.base, "-local", dir, "-json"}, &stdout, &stderr)
+		if code != tt.code || !strings.Contains(stdout.String()+stderr.String(), tt.want) {
+			t.Errorf("%s: exit %d, want %d with %q\n%s%s", tt.ref, code, tt.code, tt.want, stdout.String(), stderr.String())
+		}
+	}
 }

@@ -38,12 +38,12 @@ func interopPython() (python string, skip error) {
 	if cache == "" {
 		cache = filepath.Join(repoDir, ".cache")
 	}
-	venv := filepath.Join(cache, "pyvenv")
 	req, err := os.ReadFile(filepath.Join(repoDir, "tests", "interop", "requirements.txt"))
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(req)
+	venv := filepath.Join(cache, "pyvenv-"+hex.EncodeToString(sum[:])[:12])
 	stamp, err := os.ReadFile(filepath.Join(venv, ".requirements.sha256"))
 	switch {
 	case errors.Is(err, os.ErrNotExist):

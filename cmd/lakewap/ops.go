@@ -433,11 +433,16 @@ func markPublished(ctx context.Context, cfg *config.Config, store *runStore, sr 
 
 // auditOnce runs a dataset's suite with an engine of its own.
 func auditOnce(ctx context.Context, cfg *config.Config, lake *lakefs.Client, ds config.Dataset, req pipeline.AuditRequest, log *slog.Logger) (schemas.AuditReport, error) {
+	return auditOnceFrom(ctx, cfg, auditSource{lake}, ds, req, log)
+}
+
+// auditOnceFrom is auditOnce reading the table files from src.
+func auditOnceFrom(ctx context.Context, cfg *config.Config, src audit.Source, ds config.Dataset, req pipeline.AuditRequest, log *slog.Logger) (schemas.AuditReport, error) {
 	workDir := cfg.Audit.WorkDir
 	if workDir == "" {
 		workDir = filepath.Join(os.TempDir(), "lakewap-audit")
 	}
-	engine, err := audit.New(audit.Options{Source: auditSource{lake}, WorkDir: workDir, CacheDir: cfg.Audit.CacheDir, CacheMaxBytes: cfg.Audit.CacheMaxMB << 20,
+	engine, err := audit.New(audit.Options{Source: src, WorkDir: workDir, CacheDir: cfg.Audit.CacheDir, CacheMaxBytes: cfg.Audit.CacheMaxMB << 20,
 		MemoryLimit: cfg.Audit.MemoryLimit, Threads: cfg.Audit.Threads, DownloadParallelism: cfg.Audit.DownloadParallelism,
 		SampleRows: cfg.Audit.SampleRows, Logger: log})
 	if err != nil {
