@@ -246,3 +246,30 @@ func awaitEvent(ctx context.Context, w *resultWatcher, match func(schemas.Event)
 		}
 	}
 }
+
+// The janitor cancels a run that outlived the maximum run age through the
+// daemon: a BatchCancelled on the run's own input partition, which the
+// runner applies like any cancellation.
+func TestEndToEndJanitorCancelsOverdueRun(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "stuck-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	if _, err := e.watcher.await(ctx, "stuck-1", schemas.TypeBranchReady); err != nil {
+		t.Fatal(err)
+	}
+	store, err := newRunStore(e.cfg.Kafka)
+	must(t, err)
+	sr, err := store.find(ctx, "stuck-1", "billing")
+	must(t, err)
+	if age := maxRunAge(e.cfg); age < 7*24*time.Hour {
+		t.Errorf("maxRunAge %s is shorter than the deadline horizon", age)
+	}
+	must(t, cancelRun(ctx, e.cfg, store, sr.Run, "lakewap janitor: run in progress for 200h"))
+	ev, err := e.watcher.await(ctx, "stuck-1", schemas.TypeBatchAborted)
+	must(t, err)
+	if ab := ev.(schemas.BatchAborted); ab.Reason != schemas.ReasonCancelled || !strings.Contains(ab.Detail, "lakewap janitor") {
+		t.Errorf("BatchAborted %+v, want cancelled by the janitor", ab)
+	}
+}

@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // newJanitor builds the janitor of cfg's datasets over lake and the run
@@ -38,7 +41,10 @@ func newJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg p
 			AbortedRetention: d.AbortedRetention.D(config.DefaultAbortedRetention)})
 	}
 	jc := janitor.Config{Lake: lake, Runs: store, Datasets: ds,
-		AbandonedAfter: cfg.Janitor.AbandonedAfter.D(config.DefaultAbandonedAfter), Logger: log}
+		AbandonedAfter: cfg.Janitor.AbandonedAfter.D(config.DefaultAbandonedAfter), Logger: log,
+		MaxRunAge: maxRunAge(cfg), Cancel: func(ctx context.Context, run pipeline.Run, reason string) error {
+			return cancelRun(ctx, cfg, store, run, reason)
+		}}
 	if reg != nil {
 		deleted := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_janitor_branches_deleted_total",
 			Help: "Branches the janitor deleted, by repository and why (aborted_expired, published, abandoned)."},
@@ -172,4 +178,49 @@ func lakeClient(cfg *config.Config, log *slog.Logger) (*lakefs.Client, error) {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
 	return lake, nil
+}
+
+// maxRunAge is the longest a run can be in progress while its partition has
+// an owner: the deadline horizon, the wait for a lagging partition, and the
+// retries of its three steps. The janitor cancels runs older than that.
+func maxRunAge(cfg *config.Config) time.Duration {
+	r := cfg.Runner
+	return r.MaxDeadlineHorizon.D(config.DefaultMaxDeadlineHorizon) + r.MaxLagWait.D(time.Hour) +
+		3*(r.RetryBudget.D(10*time.Minute)+r.StepTimeout.D(5*time.Minute))
+}
+
+// cancelRun asks the daemon to cancel run: a BatchCancelled on the input
+// partition that holds the run (the changelog partition is the input
+// partition), so the runner aborts it the way it aborts any cancelled batch.
+func cancelRun(ctx context.Context, cfg *config.Config, store *runStore, run pipeline.Run, reason string) error {
+	sr, err := store.find(ctx, run.BatchID, run.Dataset)
+	if err != nil {
+		return err
+	}
+	codec, err := newCodec(cfg.Kafka.SchemaRegistry)
+	if err != nil {
+		return err
+	}
+	ev := schemas.BatchCancelled{BatchID: run.BatchID, Dataset: run.Dataset, Reason: reason, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
+	value, err := codec.Encode(ctx, cfg.Kafka.InputTopic, ev)
+	if err != nil {
+		return err
+	}
+	var headers []kafka.Header
+	for k, v := range schemas.Headers(ev) {
+		headers = append(headers, kafka.Header{Key: k, Value: []byte(v)})
+	}
+	sec, err := kafkaSecurity(cfg.Kafka)
+	if err != nil {
+		return err
+	}
+	transport, err := sec.Transport()
+	if err != nil {
+		return err
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(cfg.Kafka.Brokers...), Topic: cfg.Kafka.InputTopic, Transport: transport,
+		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond,
+		Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return sr.Partition })}
+	defer w.Close()
+	return w.WriteMessages(ctx, kafka.Message{Key: []byte(run.BatchID), Value: value, Headers: headers})
 }

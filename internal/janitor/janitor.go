@@ -67,6 +67,16 @@ type Config struct {
 	Logger *slog.Logger
 	// Deleted, if set, is called for every branch deleted (metrics).
 	Deleted func(repo, why string)
+	// MaxRunAge is how long a run may be in progress (since it landed) at
+	// most: the longest write deadline, the wait for a lagging partition
+	// and every step's retries. A run older than that is stuck (its
+	// partition has no owner, say): the janitor asks the daemon to cancel
+	// it through Cancel, and its branch is then an aborted run's branch.
+	// 0: never.
+	MaxRunAge time.Duration
+	// Cancel asks the daemon to cancel run (a BatchCancelled on the input
+	// topic: one path per effect). Required with MaxRunAge.
+	Cancel func(ctx context.Context, run pipeline.Run, reason string) error
 }
 
 // Defaults.
@@ -80,6 +90,8 @@ const (
 	WhyAbortedExpired = "aborted_expired" // aborted or failed run, retention passed
 	WhyPublished      = "published"       // its batch is on the target; the branch is a leftover
 	WhyAbandoned      = "abandoned"       // no run in the state store
+	// WhyOverdue: the run outlived MaxRunAge; it is cancelled, not deleted.
+	WhyOverdue = "overdue"
 )
 
 // Decision is the janitor's verdict on one branch.
@@ -93,6 +105,7 @@ type Decision struct {
 	Delete     bool           `json:"delete"`
 	Why        string         `json:"why"`             // one of the Why* constants when Delete, else why it stays
 	Deleted    bool           `json:"deleted"`         // the delete was done (not in a dry run)
+	Cancelled  bool           `json:"cancelled"`       // an overdue run was asked to cancel (not in a dry run)
 	Err        string         `json:"error,omitempty"` // a delete or a lookup that failed
 }
 
@@ -111,6 +124,8 @@ func New(cfg Config) (*Janitor, error) {
 		return nil, errors.New("janitor: Config.Runs is required")
 	case cfg.AbandonedAfter < 0:
 		return nil, errors.New("janitor: AbandonedAfter must not be negative")
+	case cfg.MaxRunAge > 0 && cfg.Cancel == nil:
+		return nil, errors.New("janitor: Config.Cancel is required with MaxRunAge")
 	}
 	if cfg.AbandonedAfter == 0 {
 		cfg.AbandonedAfter = DefaultAbandonedAfter
@@ -216,6 +231,18 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 					d.Why = fmt.Sprintf("no run, head commit younger than %s", j.cfg.AbandonedAfter)
 				}
 			}
+			if d.Why == WhyOverdue && !dryRun {
+				reason := fmt.Sprintf("lakewap janitor: run in progress for %s, longer than the maximum of %s",
+					d.Age.Round(time.Second), j.cfg.MaxRunAge)
+				if err := j.cfg.Cancel(ctx, run, reason); err != nil {
+					d.Err = err.Error()
+					errs = append(errs, fmt.Errorf("janitor: cancel overdue run %s/%s: %w", run.Dataset, run.BatchID, err))
+				} else {
+					d.Cancelled = true
+				}
+				j.log.Warn("janitor: overdue run cancelled", "batch_id", run.BatchID, "dataset", run.Dataset,
+					"state", string(run.State), "age", d.Age.Round(time.Second), "err", d.Err)
+			}
 			if d.Delete && !dryRun {
 				if err := j.cfg.Lake.DeleteBranch(ctx, repo, b.Name); err != nil {
 					d.Err = err.Error()
@@ -258,6 +285,14 @@ func (j *Janitor) judgeRun(d *Decision, run pipeline.Run, retention map[string]t
 			d.Why = fmt.Sprintf("published less than %s ago", j.cfg.AbandonedAfter)
 		}
 	default:
+		since := run.LandedAt
+		if since.IsZero() {
+			since = run.StateSince
+		}
+		if age := now.Sub(since); j.cfg.MaxRunAge > 0 && age >= j.cfg.MaxRunAge {
+			d.Age, d.Why = age, WhyOverdue
+			return
+		}
 		d.Why = "run in progress"
 	}
 }

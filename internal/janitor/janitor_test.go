@@ -233,3 +233,53 @@ func TestRunSweepsUntilCancelled(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A run in progress for longer than MaxRunAge is stuck: the janitor asks
+// the daemon to cancel it (not in a dry run) and deletes nothing; younger
+// runs in progress are left alone.
+func TestOverdueRunsAreCancelled(t *testing.T) {
+	now := time.Now()
+	lake := &fakeLake{branches: []lakefs.Branch{{Name: "wap-billing-stuck", CommitID: "c"}, {Name: "wap-billing-young", CommitID: "c"}}, head: now}
+	runs := []pipeline.Run{
+		{BatchID: "stuck", Dataset: "billing", Repository: "lake", Branch: "wap-billing-stuck", State: pipeline.StateAwaitingWrites,
+			LandedAt: now.Add(-9 * 24 * time.Hour), StateSince: now.Add(-9 * 24 * time.Hour)},
+		{BatchID: "young", Dataset: "billing", Repository: "lake", Branch: "wap-billing-young", State: pipeline.StateAuditing,
+			LandedAt: now.Add(-time.Hour), StateSince: now.Add(-time.Minute)},
+	}
+	var cancelled []string
+	cfg := janitor.Config{Lake: lake, MaxRunAge: 8 * 24 * time.Hour,
+		Runs:     janitor.RunsFunc(func(context.Context) ([]pipeline.Run, error) { return runs, nil }),
+		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}},
+		Cancel: func(_ context.Context, r pipeline.Run, reason string) error {
+			cancelled = append(cancelled, r.BatchID+": "+reason)
+			return nil
+		}}
+	if _, err := janitor.New(janitor.Config{Lake: lake, Runs: cfg.Runs, MaxRunAge: time.Hour}); err == nil {
+		t.Error("New accepted MaxRunAge without Cancel")
+	}
+	j, err := janitor.New(cfg)
+	must(t, err)
+	dry, err := j.Sweep(context.Background(), true)
+	must(t, err)
+	if len(cancelled) != 0 {
+		t.Errorf("dry run cancelled %v", cancelled)
+	}
+	for _, d := range dry {
+		if want := map[string]string{"stuck": janitor.WhyOverdue, "young": "run in progress"}[d.BatchID]; d.Why != want || d.Delete {
+			t.Errorf("%s: why %q delete %v, want %q and no delete", d.BatchID, d.Why, d.Delete, want)
+		}
+	}
+	ds, err := j.Sweep(context.Background(), false)
+	must(t, err)
+	if len(cancelled) != 1 || !strings.HasPrefix(cancelled[0], "stuck: lakewap janitor: run in progress for 216h") {
+		t.Errorf("cancelled %v, want the stuck run", cancelled)
+	}
+	for _, d := range ds {
+		if d.BatchID == "stuck" && !d.Cancelled {
+			t.Errorf("decision %+v not marked cancelled", d)
+		}
+	}
+	if len(lake.deleted) != 0 {
+		t.Errorf("deleted %v", lake.deleted)
+	}
+}
