@@ -193,6 +193,7 @@ type resultWatcher struct {
 	mu      sync.Mutex
 	cond    chan struct{}
 	events  []schemas.Event
+	byBatch map[string][]schemas.Event // the same events by batch id
 	readers []*kafka.Reader
 }
 
@@ -207,7 +208,7 @@ func watchResults(ctx context.Context, brokers []string, topic string, codec *sc
 		return nil, fmt.Errorf("results topic %s: %w", topic, err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &resultWatcher{cancel: cancel, cond: make(chan struct{})}
+	w := &resultWatcher{cancel: cancel, cond: make(chan struct{}), byBatch: map[string][]schemas.Event{}}
 	for _, p := range parts {
 		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p.ID, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 50 * time.Millisecond})
 		w.readers = append(w.readers, r)
@@ -226,6 +227,7 @@ func watchResults(ctx context.Context, brokers []string, topic string, codec *sc
 				}
 				w.mu.Lock()
 				w.events = append(w.events, ev)
+				w.byBatch[ev.Batch()] = append(w.byBatch[ev.Batch()], ev)
 				close(w.cond)
 				w.cond = make(chan struct{})
 				w.mu.Unlock()
@@ -239,10 +241,7 @@ func watchResults(ctx context.Context, brokers []string, topic string, codec *sc
 func (w *resultWatcher) await(ctx context.Context, batch string, types ...string) (schemas.Event, error) {
 	for {
 		w.mu.Lock()
-		for _, ev := range w.events {
-			if ev.Batch() != batch {
-				continue
-			}
+		for _, ev := range w.byBatch[batch] {
 			for _, t := range types {
 				if ev.EventType() == t {
 					w.mu.Unlock()
