@@ -5,11 +5,14 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 const benchRows = 5_000_000
@@ -159,4 +162,94 @@ func BenchmarkSuiteOverHand(b *testing.B) {
 	}
 	sort.Float64s(ratios)
 	b.ReportMetric(ratios[len(ratios)/2], "suite/hand")
+}
+
+// benchFailingSource is benchSource's table with a few failing rows spread
+// through it: 50 NULL ids, 50 duplicated ids and 50 negative amounts, so the
+// standard suite fails not_null, unique and range.
+func benchFailingSource(b *testing.B) *dirSource {
+	b.Helper()
+	root := filepath.Join(os.TempDir(), "lakewap-audit-bench-fail-v1")
+	file := filepath.Join(root, "main", "gold", "billing", "part-0.parquet")
+	if _, err := os.Stat(file); err != nil {
+		src := &dirSource{root: root + ".tmp", downloads: map[string]int{}, sums: map[string]string{}}
+		os.RemoveAll(src.root)
+		src.write(b, "main", "gold/billing/part-0.parquet", `SELECT
+			CASE WHEN i % 100000 = 1 THEN NULL WHEN i % 100000 = 3 THEN i - 1 ELSE i END AS id,
+			(i % 50000)::INTEGER AS customer_id, CASE WHEN i % 2 = 0 THEN 'open' ELSE 'paid' END AS status,
+			CASE WHEN i % 100000 = 5 THEN -1.0 ELSE (hash(i) % 10000) / 100.0 END AS amount,
+			TIMESTAMP '2025-06-01 12:00:00' - to_seconds(i) AS updated_at
+			FROM range(5000000) r(i)`)
+		os.RemoveAll(root)
+		if err := os.Rename(src.root, root); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return &dirSource{root: root, downloads: map[string]int{}, sums: map[string]string{}}
+}
+
+// BenchmarkFailingOverPassing alternates the standard suite over the
+// passing 5M-row table and over the same table with failing rows, and
+// reports the median of failing/passing time ratios. A failing audit also
+// gathers sample rows; the target is at most 1.3x the passing one.
+func BenchmarkFailingOverPassing(b *testing.B) {
+	pass, _ := benchSource(b)
+	fail := benchFailingSource(b)
+	ctx := context.Background()
+	engine := func(src *dirSource) *Engine {
+		e, err := New(Options{Source: src, WorkDir: b.TempDir(), CacheDir: b.TempDir()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { e.Close() })
+		return e
+	}
+	ep, ef := engine(pass), engine(fail)
+	req := Request{Dataset: "billing", Repository: "r", Ref: "main", BatchTime: batchTime, Suite: standardSuite()}
+	check := func(rep schemas.AuditReport, err error, wantPass bool) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Passed != wantPass {
+			b.Fatalf("passed=%v, want %v: %+v", rep.Passed, wantPass, rep.Checks)
+		}
+		if !wantPass {
+			for _, c := range rep.Failed() {
+				if len(c.SampleRows) == 0 {
+					b.Fatalf("failed check %s has no sample rows: %+v", c.Name, c)
+				}
+			}
+			if len(rep.Failed()) != 3 {
+				b.Fatalf("%d checks failed, want not_null, unique and range: %+v", len(rep.Failed()), rep.Failed())
+			}
+		}
+	}
+	rep, err := ep.Run(ctx, req) // fill the caches
+	check(rep, err, true)
+	rep, err = ef.Run(ctx, req)
+	check(rep, err, false)
+	var ratios []float64
+	var passing, failing []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		rep, err := ep.Run(ctx, req)
+		p := time.Since(start)
+		check(rep, err, true)
+		start = time.Now()
+		rep, err = ef.Run(ctx, req)
+		f := time.Since(start)
+		check(rep, err, false)
+		ratios = append(ratios, float64(f)/float64(p))
+		passing, failing = append(passing, p), append(failing, f)
+	}
+	sort.Float64s(ratios)
+	med := func(d []time.Duration) float64 {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return float64(s[len(s)/2].Milliseconds())
+	}
+	b.ReportMetric(ratios[len(ratios)/2], "failing/passing")
+	b.ReportMetric(med(passing), "passing-ms")
+	b.ReportMetric(med(failing), "failing-ms")
+	b.ReportMetric(0, "ns/op")
 }

@@ -58,6 +58,10 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 			continue
 		}
 		k := scanKey{viewKey{schemaOf(c), strings.ToLower(c.Table)}, strings.TrimSpace(c.Where)}
+		if c.Kind == KindUnique {
+			results[i] = r.checkUnique(ctx, k, c)
+			continue
+		}
 		if groups[k] == nil {
 			order = append(order, k)
 		}
@@ -169,6 +173,39 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 		res.DurationMs = (scan + time.Since(started)).Milliseconds()
 		results[i] = res
 	}
+}
+
+// checkUnique answers a unique check with one grouped scan that gives the
+// duplicate count and the most duplicated keys at once: counting distinct
+// keys needs the same grouping, so a failing check costs no second scan
+// for its sample rows.
+func (r *run) checkUnique(ctx context.Context, k scanKey, c Check) schemas.CheckResult {
+	start := time.Now()
+	vals, err := r.queryRow(ctx, uniqueSQL(k.schema, r.views[k.viewKey].table.Name, c, r.e.opts.SampleRows), 4)
+	if err != nil {
+		return r.errored(c, err, time.Since(start))
+	}
+	v := []any{vals[1]} // as aggExprs(c) would give it
+	if c.Mostly != nil {
+		v = append(v, vals[2])
+	}
+	res := r.judge(ctx, c, asInt(vals[0]), v)
+	if c.Mostly != nil && res.Status != schemas.StatusError {
+		res = r.mostly(c, res, asInt(v[0]), asInt(v[1]))
+	}
+	if res.Status != schemas.StatusPass && res.Status != schemas.StatusError {
+		var rows []json.RawMessage
+		if s, ok := vals[3].(string); ok {
+			if err := json.Unmarshal([]byte(s), &rows); err != nil {
+				res.Message = "sample rows unavailable: " + err.Error()
+			}
+		}
+		for _, row := range rows {
+			res.SampleRows = append(res.SampleRows, string(row))
+		}
+	}
+	res.DurationMs = time.Since(start).Milliseconds()
+	return res
 }
 
 // judge turns a check's aggregate figures into its result.

@@ -705,3 +705,33 @@ func TestRunUnreadableFile(t *testing.T) {
 		t.Errorf("customers: %s %q %s", c.Status, c.Observed, c.Message)
 	}
 }
+
+// A unique check's figures and sample rows come from one grouped scan: the
+// most duplicated keys first, then by key; NULLs ignored for one column,
+// equal to each other in a combination; at most SampleRows keys.
+func TestUniqueSampleRowsFromTheCountingScan(t *testing.T) {
+	src := newDirSource(t)
+	src.write(t, "main", "gold/billing/part-0.parquet", `SELECT * FROM (VALUES
+		(5, 1), (5, 1), (5, 1), (2, 1), (2, 1), (9, 1), (9, 1), (7, 1), (1, 1), (3, 1), (3, 1),
+		(NULL, NULL), (NULL, NULL), (NULL, 2)) v(id, customer_id)`)
+	e := newEngine(t, src, t.TempDir()) // SampleRows: 3
+	for _, tc := range []struct {
+		check    Check
+		observed string
+		samples  []string
+	}{
+		{Check{Kind: KindUnique, Table: "billing", Column: "id"}, "5 duplicate rows of 14",
+			[]string{`{"id":5,"duplicate_count":3}`, `{"id":2,"duplicate_count":2}`, `{"id":3,"duplicate_count":2}`}},
+		{Check{Kind: KindUnique, Table: "billing", Columns: []string{"customer_id", "id"}}, "6 duplicate rows of 14",
+			// NULLs sort last, as ORDER BY does.
+			[]string{`{"customer_id":1,"id":5,"duplicate_count":3}`, `{"customer_id":1,"id":2,"duplicate_count":2}`, `{"customer_id":1,"id":3,"duplicate_count":2}`}},
+		{Check{Kind: KindUnique, Table: "billing", Column: "id", Where: "id <> 5"}, "3 duplicate rows of 8",
+			[]string{`{"id":2,"duplicate_count":2}`, `{"id":3,"duplicate_count":2}`, `{"id":9,"duplicate_count":2}`}},
+		{Check{Kind: KindUnique, Table: "billing", Column: "id", Where: "id = 7"}, "0 duplicate rows of 1", nil},
+	} {
+		res := only(t, audit(t, e, "main", tc.check))
+		if res.Observed != tc.observed || fmt.Sprint(res.SampleRows) != fmt.Sprint(tc.samples) {
+			t.Errorf("%s where %q: observed %q, samples %v; want %q, %v", res.Name, tc.check.Where, res.Observed, res.SampleRows, tc.observed, tc.samples)
+		}
+	}
+}

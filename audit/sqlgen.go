@@ -188,30 +188,42 @@ func aggregateSQL(schema, table string, exprs []string, where ...string) string 
 }
 
 // sampleSQL selects up to limit failing rows of a failed check as JSON
-// objects, or "" when the kind has no rows to show.
+// objects, or "" when the kind has no rows to show. It stops at the limit;
+// unique checks get theirs from uniqueSQL.
 func sampleSQL(schema string, c Check, limit int) string {
 	t := filtered(schema, c.Table, c.Where)
 	switch c.Kind {
 	case KindNotNull, KindAcceptedValues, KindRange, KindRegex:
 		return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR) FROM (SELECT * FROM %s WHERE %s LIMIT %d) s",
 			t, failPredicate(c), limit)
-	case KindUnique:
-		cols := c.columns()
-		q := make([]string, len(cols))
-		var nonNull []string
-		for i, col := range cols {
-			q[i] = quoteIdent(col)
-			nonNull = append(nonNull, q[i]+" IS NOT NULL")
-		}
-		where := ""
-		if len(cols) == 1 {
-			where = " WHERE " + nonNull[0]
-		}
-		keys := strings.Join(q, ", ")
-		return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR) FROM (SELECT %s, count(*) AS duplicate_count FROM %s%s GROUP BY %s HAVING count(*) > 1 ORDER BY duplicate_count DESC, %s LIMIT %d) s",
-			keys, t, where, keys, keys, limit)
 	}
 	return ""
+}
+
+// uniqueSQL is a unique check's one grouped scan. Its row: all rows, the
+// extra occurrences of keys (a single column ignores NULLs, they are
+// not_null's business; a combination counts every row, NULLs comparing
+// equal), the rows counted for mostly, and up to limit duplicated keys with
+// their duplicate_count as a JSON array, most duplicated first, then by key.
+func uniqueSQL(schema, table string, c Check, limit int) string {
+	cols := c.columns()
+	q := make([]string, len(cols))
+	fields := make([]string, len(cols))
+	for i, col := range cols {
+		q[i] = quoteIdent(col)
+		fields[i] = quoteLiteral(col) + ": " + q[i]
+	}
+	keys := strings.Join(q, ", ")
+	counted, order := "true", "row("+keys+")"
+	if len(cols) == 1 {
+		counted, order = q[0]+" IS NOT NULL", q[0]
+	}
+	sample := fmt.Sprintf("{%s, 'duplicate_count': n}", strings.Join(fields, ", "))
+	return fmt.Sprintf("SELECT CAST(coalesce(sum(n), 0) AS BIGINT), CAST(coalesce(sum(n - 1) FILTER (WHERE %s), 0) AS BIGINT), "+
+		"CAST(coalesce(sum(n) FILTER (WHERE %s), 0) AS BIGINT), "+
+		"coalesce(CAST(to_json(min_by(%s, {'o': -n, 'k': %s}, %d) FILTER (WHERE n > 1 AND %s)) AS VARCHAR), '[]') "+
+		"FROM (SELECT %s, count(*) AS n FROM %s GROUP BY %s) g",
+		counted, counted, sample, order, limit, counted, keys, filtered(schema, table, c.Where), keys)
 }
 
 // customSQL runs a user query as a subquery, which admits a single query
