@@ -42,6 +42,10 @@ type KafkaResults struct {
 	name, topic string
 	w           messageWriter
 	enc         Encoder
+	// MaxMessageBytes is the results topic's maximum message size
+	// (default DefaultMaxMessageBytes): a larger event is sent with less of
+	// its audit report (see shrink), so it always fits.
+	MaxMessageBytes int
 }
 
 // NewResultsWriter returns a writer for the results topic with the settings
@@ -79,7 +83,7 @@ func NewKafkaResults(w *kafka.Writer, enc Encoder) (*KafkaResults, error) {
 	case w.RequiredAcks != kafka.RequireAll:
 		return nil, fmt.Errorf("kafka results: writer must require acks from all replicas (RequiredAcks=%d)", w.RequiredAcks)
 	}
-	return &KafkaResults{name: "kafka", topic: w.Topic, w: w, enc: enc}, nil
+	return &KafkaResults{name: "kafka", topic: w.Topic, w: w, enc: enc, MaxMessageBytes: DefaultMaxMessageBytes}, nil
 }
 
 func (k *KafkaResults) Name() string   { return k.name }
@@ -94,13 +98,45 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 		return prev, false, nil
 	}
 	ev := deref(n.Event)
+	max := k.MaxMessageBytes
+	if max <= 0 {
+		max = DefaultMaxMessageBytes
+	}
+	for step := 1; ; step++ {
+		msg, retry, err := k.message(ctx, ev, id)
+		if err != nil {
+			return prev, retry, err
+		}
+		big := messageSize(msg) > max
+		if !big {
+			err = k.w.WriteMessages(ctx, msg)
+			big = err != nil && tooLarge(err) // the topic's limit is lower than ours
+		}
+		if big {
+			smaller, ok := shrink(ev, step)
+			if !ok {
+				return prev, false, fmt.Errorf("kafka results: %s %s has %d bytes, more than the results topic takes", ev.EventType(), id, messageSize(msg))
+			}
+			ev = smaller
+			continue
+		}
+		if err != nil {
+			return prev, kafkaRetryable(err), fmt.Errorf("kafka results: write %s %s to %s: %w", ev.EventType(), id, k.topic, err)
+		}
+		break
+	}
+	return id, false, nil
+}
+
+// message encodes ev as the Kafka message of event id.
+func (k *KafkaResults) message(ctx context.Context, ev schemas.Event, id string) (kafka.Message, bool, error) {
 	value, err := k.enc.Encode(ctx, k.topic, ev)
 	if err != nil {
 		// An event the codec rejects will be rejected again; only a codec
 		// that says otherwise (a schema registry out of reach) is retried.
 		var p interface{ Permanent() bool }
 		retry := errors.As(err, &p) && !p.Permanent()
-		return prev, retry, fmt.Errorf("kafka results: encode %s %s: %w", ev.EventType(), id, err)
+		return kafka.Message{}, retry, fmt.Errorf("kafka results: encode %s %s: %w", ev.EventType(), id, err)
 	}
 	hs := schemas.Headers(ev)
 	hs[HeaderEventID] = id
@@ -109,11 +145,7 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 	for _, k := range keys {
 		headers = append(headers, kafka.Header{Key: k, Value: []byte(hs[k])})
 	}
-	msg := kafka.Message{Key: []byte(ev.Batch()), Value: value, Headers: headers}
-	if err := k.w.WriteMessages(ctx, msg); err != nil {
-		return prev, kafkaRetryable(err), fmt.Errorf("kafka results: write %s %s to %s: %w", ev.EventType(), id, k.topic, err)
-	}
-	return id, false, nil
+	return kafka.Message{Key: []byte(ev.Batch()), Value: value, Headers: headers}, false, nil
 }
 
 // kafkaRetryable says whether a write error may pass: broker errors that

@@ -162,6 +162,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	if err != nil {
 		return nil, fmt.Errorf("results sink: %w", err)
 	}
+	if k.ResultsMaxMessageBytes > 0 {
+		d.results.MaxMessageBytes = k.ResultsMaxMessageBytes
+	}
 	sinks := []notify.Sink{d.results}
 	if cfg.Notify.Console {
 		out := o.Console

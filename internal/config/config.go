@@ -50,6 +50,10 @@ type Kafka struct {
 	SASL              *SASL    `yaml:"sasl"`
 	CommitInterval    Duration `yaml:"commit_interval"`
 	SessionTimeout    Duration `yaml:"session_timeout"`
+	// ResultsMaxMessageBytes is the results topic's max.message.bytes
+	// (default 1000000): a result event over it is sent with less of its
+	// audit report.
+	ResultsMaxMessageBytes int `yaml:"results_max_message_bytes"`
 }
 
 // TLS for the Kafka connection.
@@ -379,6 +383,9 @@ func (c *Config) Validate() error {
 			bad(b, "topic %q is also %s; every topic must be distinct", t, a)
 		}
 		topics[t] = field
+	}
+	if c.Kafka.ResultsMaxMessageBytes < 0 {
+		bad("kafka.results_max_message_bytes", "must not be negative")
 	}
 	if c.Kafka.Partitions < 1 {
 		bad("kafka.partitions", "must be at least 1")
