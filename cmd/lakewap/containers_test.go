@@ -154,7 +154,8 @@ func TestContainersEndToEnd(t *testing.T) {
 			where = "unix:///var/run/docker.sock or a rootless socket"
 		}
 		t.Skipf("testcontainers test skipped: no Docker engine answers at %s (testcontainers: %v); "+
-			"it runs apache/kafka and treeverse/lakefs when one does", where, err)
+			"it runs apache/kafka and treeverse/lakefs when one does (scripts/containers.sh brings up podman "+
+			"and stand-in images; ./test.sh does so with CI set or LAKEWAP_CONTAINERS=1)", where, err)
 	}
 	compose := loadCompose(t)
 	kafkaImage, lakeFSImage := compose.Services["kafka"].Image, compose.Services["lakefs"].Image

@@ -176,7 +176,16 @@ func TestDockerfileBuildsWithCgoAndRunsAsNonRoot(t *testing.T) {
 	b, err := os.ReadFile("../../Dockerfile")
 	must(t, err)
 	df := string(b)
+	// FROM ${ARG} is the ARG's default (the official image; a build arg
+	// overrides it where no registry answers).
+	args := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^ARG\s+(\w+)=(\S+)`).FindAllStringSubmatch(df, -1) {
+		args[m[1]] = os.Expand(m[2], func(k string) string { return args[k] })
+	}
 	froms := regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(df, -1)
+	for _, f := range froms {
+		f[1] = os.Expand(f[1], func(k string) string { return args[k] })
+	}
 	if len(froms) < 2 {
 		t.Fatalf("want a multi-stage build, got FROM lines %v", froms)
 	}
@@ -195,6 +204,9 @@ func TestDockerfileBuildsWithCgoAndRunsAsNonRoot(t *testing.T) {
 	users := regexp.MustCompile(`(?m)^USER\s+(\S+)`).FindAllStringSubmatch(df, -1)
 	if len(users) == 0 || strings.HasPrefix(users[len(users)-1][1], "0") || strings.HasPrefix(users[len(users)-1][1], "root") {
 		t.Errorf("the image must run as a non-root user, USER lines: %v", users)
+	}
+	if hc := regexp.MustCompile(`(?m)^HEALTHCHECK .*\n?.*CMD \["/usr/local/bin/lakewap", "ready"`).FindString(df); hc == "" {
+		t.Errorf("the image needs a HEALTHCHECK running lakewap ready (/readyz)")
 	}
 	goVer := regexp.MustCompile(`(?m)^ARG GO_VERSION=(\S+)`).FindStringSubmatch(df)
 	mod, err := os.ReadFile("../../go.mod")

@@ -33,6 +33,11 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Errorf("/healthz = %d", code)
 	}
 	waitFor(t, func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
+	// lakewap ready, the image's health check, says the same.
+	var out, errOut strings.Builder
+	if rc := run([]string{"ready", "-url", base + "/readyz"}, &out, &errOut); rc != 0 {
+		t.Errorf("lakewap ready on a ready daemon: exit %d: %s", rc, errOut.String())
+	}
 
 	// A second daemon whose lakeFS endpoint answers nothing is alive but
 	// not ready, and says why.
@@ -68,6 +73,10 @@ func TestHealthAndReadiness(t *testing.T) {
 	if s := d.http; s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.WriteTimeout <= 0 || s.IdleTimeout <= 0 || s.MaxHeaderBytes <= 0 {
 		t.Errorf("http server limits: header %s read %s write %s idle %s max header %d", s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes)
 	}
+	errOut.Reset()
+	if rc := run([]string{"ready", "-url", other + "/readyz"}, &out, &errOut); rc != 1 || !strings.Contains(errOut.String(), "503") {
+		t.Errorf("lakewap ready on a daemon that is not ready: exit %d %q, want 1 naming the 503", rc, errOut.String())
+	}
 }
 
 // lockedBuffer is a bytes.Buffer safe for a logger and a reader at once.
@@ -86,4 +95,18 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+
+}
+
+func TestReadyCommandFindsTheListenerInTheConfig(t *testing.T) {
+	for listen, want := range map[string]string{":9090": "127.0.0.1:9090", "0.0.0.0:9090": "127.0.0.1:9090",
+		"[::]:9090": "127.0.0.1:9090", "10.1.2.3:9090": "10.1.2.3:9090"} {
+		if got := localAddr(listen); got != want {
+			t.Errorf("localAddr(%q) = %q, want %q", listen, got, want)
+		}
+	}
+	var out, errOut strings.Builder
+	if rc := run([]string{"ready", "-config", "/nonexistent/lakewap.yaml"}, &out, &errOut); rc != 2 || !strings.Contains(errOut.String(), "nonexistent") {
+		t.Errorf("lakewap ready with a missing config: exit %d %q, want 2 naming it", rc, errOut.String())
+	}
 }

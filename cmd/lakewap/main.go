@@ -33,6 +33,8 @@ Usage:
                                         produce an input event as upstream would
   lakewap tail     [--brokers B | --config F] [--topic T] [--from-beginning] [--follow=false]
                                         print a topic's events (default: results) as JSON lines
+  lakewap ready    [-config FILE | -url URL]
+                                        exit 0 when the daemon's /readyz answers 200 (container health check)
   lakewap prepare                       build the embedded stack's lakeFS server (done on first use anyway)
   lakewap version
 
@@ -70,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdEmit(ctx, rest, stdout, stderr)
 	case "tail":
 		return cmdTail(ctx, rest, stdout, stderr)
+	case "ready":
+		return cmdReady(ctx, rest, stdout, stderr)
 	case "prepare":
 		return cmdPrepare(ctx, stdout, stderr)
 	case "version":

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// cmdReady is the container health check: it asks a running daemon's
+// /readyz (on the config's http.listen, or -url) and exits 0 only on 200.
+// The image has no curl or wget; this needs nothing but the binary.
+func cmdReady(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ready", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "/etc/lakewap/lakewap.yaml", "config whose http.listen the daemon serves")
+	url := fs.String("url", "", "readiness URL (default: http://<http.listen>/readyz from -config)")
+	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *url == "" {
+		cfg, ok := loadConfig(*path, stderr)
+		if !ok {
+			return 2
+		}
+		if cfg.HTTP.Listen == "" {
+			fmt.Fprintf(stderr, "lakewap ready: %s sets no http.listen, so the daemon serves no /readyz\n", *path)
+			return 2
+		}
+		*url = "http://" + localAddr(cfg.HTTP.Listen) + "/readyz"
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap ready: %v\n", err)
+		return 2
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap ready: %v\n", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "lakewap ready: %s: %s %s\n", *url, resp.Status, strings.TrimSpace(string(body)))
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: %s\n", *url, strings.TrimSpace(string(body)))
+	return 0
+}
+
+// localAddr turns a listen address into one to dial on this host: an
+// unspecified host (":9090", "0.0.0.0:9090", "[::]:9090") becomes 127.0.0.1.
+func localAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
