@@ -64,11 +64,18 @@ func tooLarge(err error) bool {
 	}
 	var we kafka.WriteErrors
 	if errors.As(err, &we) {
+		// Only when every failure is about size: another one is retried.
+		n := 0
 		for _, e := range we {
-			if e != nil && tooLarge(e) {
-				return true
+			if e == nil {
+				continue
 			}
+			if !tooLarge(e) {
+				return false
+			}
+			n++
 		}
+		return n > 0
 	}
 	return false
 }
