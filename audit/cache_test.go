@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -82,5 +83,55 @@ func TestRunKeepsCacheWithinBound(t *testing.T) {
 	// Everything was evicted after the first run, so the second downloaded again.
 	if n := src.totalDownloads(); n != 4 {
 		t.Errorf("%d downloads over two runs, want 4 (2 per run with nothing kept)", n)
+	}
+}
+
+// claimingSource lists every object with the same checksum, as a writer
+// can make lakeFS do (stageObject takes checksum and size from the client).
+type claimingSource struct{ *dirSource }
+
+func (s claimingSource) List(ctx context.Context, repo, ref, prefix string) ([]Object, error) {
+	objs, err := s.dirSource.List(ctx, repo, ref, prefix)
+	for i := range objs {
+		objs[i].Checksum = "claimed"
+	}
+	return objs, err
+}
+
+func (s claimingSource) Changed(ctx context.Context, repo, base, ref, prefix string) ([]Object, error) {
+	return s.List(ctx, repo, ref, prefix)
+}
+
+// An object claiming the checksum and size of one already in the cache is
+// read from its own bytes: the cache is keyed by where the bytes are.
+func TestCacheIgnoresClaimedChecksum(t *testing.T) {
+	src := claimingSource{newDirSource(t)}
+	write := func(ref, content string) {
+		p := filepath.Join(src.root, ref, "gold", "t", "part-0.csv")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("main", "id,v\n0,a\n")
+	write("good", "id,v\n1,a\n")
+	write("bad", "id,v\n,aa\n") // same size, a NULL id
+	e := newEngine(t, src, t.TempDir())
+	check := Check{Kind: KindNotNull, Table: "t", Columns: []string{"id"}, Scope: "batch"}
+	run := func(ref string) schemas.CheckResult {
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: ref, BaseRef: "main",
+			Suite: Suite{Tables: []Table{{Name: "t", Path: "gold/t/", Format: "csv"}}, Checks: []Check{check}}})
+		if err != nil {
+			t.Fatalf("Run(%s): %v", ref, err)
+		}
+		return only(t, rep)
+	}
+	if c := run("good"); c.Status != schemas.StatusPass {
+		t.Fatalf("good: %s %s", c.Status, c.Observed)
+	}
+	if c := run("bad"); c.Status != schemas.StatusFail {
+		t.Errorf("bad rows claiming the good object's checksum and size: %s %s; want fail", c.Status, c.Observed)
 	}
 }

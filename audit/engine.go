@@ -402,8 +402,8 @@ func (r *run) prepare(ctx context.Context) error {
 	for k, v := range r.views {
 		for _, o := range v.objects {
 			key := v.ref + "\x00" + o.Path
-			if r.e.opts.CacheDir != "" && o.Checksum != "" {
-				key = cacheName(o)
+			if r.e.opts.CacheDir != "" && o.Address != "" {
+				key = cacheName(req.Repository, o)
 			}
 			i, ok := index[key]
 			if !ok {

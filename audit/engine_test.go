@@ -51,7 +51,9 @@ func (s *dirSource) List(ctx context.Context, repo, ref, prefix string) ([]Objec
 		if err != nil {
 			return err
 		}
-		out = append(out, Object{Path: rel, Checksum: sum, Size: size})
+		// Each distinct content is stored once, as lakeFS would give each
+		// write an address of its own.
+		out = append(out, Object{Path: rel, Checksum: sum, Address: "local://" + sum, Size: size})
 		return nil
 	})
 	if errors.Is(err, fs.ErrNotExist) {

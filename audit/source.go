@@ -18,9 +18,16 @@ import (
 
 // Object is a file in a lakeFS repository.
 type Object struct {
-	Path     string
-	Checksum string // content checksum (lakeFS etag); empty disables caching
-	Size     int64
+	Path string
+	// Checksum is the content checksum lakeFS lists. A writer chooses it
+	// (stageObject, linkPhysicalAddress), so nothing that decides what an
+	// audit reads may depend on it.
+	Checksum string
+	// Address is where lakeFS keeps the bytes (the physical address). A
+	// new write gets a new address, so the address, not the checksum,
+	// names the content in the download cache; empty disables caching.
+	Address string
+	Size    int64
 }
 
 // Source is what the engine needs from lakeFS.
@@ -69,20 +76,17 @@ type fetch struct {
 	obj Object
 }
 
-var (
-	safeChecksum = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-	safeExt      = regexp.MustCompile(`^\.[A-Za-z0-9]{1,10}$`)
-)
+var safeExt = regexp.MustCompile(`^\.[A-Za-z0-9]{1,10}$`)
 
-// cacheName is the content address of an object: checksum and size, plus
-// the extension, which DuckDB reads compression from (.gz, .zst).
-func cacheName(o Object) string {
-	sum := o.Checksum
-	if !safeChecksum.MatchString(sum) {
-		h := sha256.Sum256([]byte(sum))
-		sum = hex.EncodeToString(h[:])
-	}
-	return sum + "-" + strconv.FormatInt(o.Size, 10) + localExt(o.Path)
+// cacheName names an object's local copy by where its bytes are: a hash of
+// the repository and the physical address, the size, and the extension,
+// which DuckDB reads compression from (.gz, .zst). What a writer claims
+// about the object (its checksum) is not part of it: an object staged with
+// another object's checksum and size still has its own address, so it
+// misses the cache and its own bytes are downloaded.
+func cacheName(repo string, o Object) string {
+	h := sha256.Sum256([]byte(repo + "\x00" + o.Address))
+	return hex.EncodeToString(h[:]) + "-" + strconv.FormatInt(o.Size, 10) + localExt(o.Path)
 }
 
 // localExt is the extension a local copy keeps. Local names are made of
@@ -95,7 +99,7 @@ func localExt(p string) string {
 }
 
 // downloader brings objects to local files: into the cache directory by
-// content when the object has a checksum (and a cache directory is set),
+// physical address when the object has one (and a cache directory is set),
 // otherwise into the run's work directory.
 type downloader struct {
 	src      Source
@@ -150,11 +154,11 @@ func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) 
 }
 
 func (d downloader) fetch(ctx context.Context, i int, f fetch) (string, error) {
-	if d.cacheDir == "" || f.obj.Checksum == "" {
+	if d.cacheDir == "" || f.obj.Address == "" {
 		local := filepath.Join(d.workDir, "files", strconv.Itoa(i)+localExt(f.obj.Path))
 		return local, d.download(ctx, f, local)
 	}
-	local := filepath.Join(d.cacheDir, cacheName(f.obj))
+	local := filepath.Join(d.cacheDir, cacheName(d.repo, f.obj))
 	if d.cache != nil {
 		d.cache.pin(local) // before the stat: eviction must not race the use
 		if d.pinned != nil {

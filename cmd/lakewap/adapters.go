@@ -27,7 +27,7 @@ func (s auditSource) List(ctx context.Context, repo, ref, prefix string) ([]audi
 	}
 	out := make([]audit.Object, len(objs))
 	for i, o := range objs {
-		out[i] = audit.Object{Path: o.Path, Checksum: o.Checksum, Size: o.Size}
+		out[i] = audit.Object{Path: o.Path, Checksum: o.Checksum, Address: o.PhysicalAddress, Size: o.Size}
 	}
 	return out, nil
 }
