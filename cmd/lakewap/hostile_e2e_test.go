@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/pipeline"
@@ -271,5 +274,54 @@ func TestEndToEndJanitorCancelsOverdueRun(t *testing.T) {
 	must(t, err)
 	if ab := ev.(schemas.BatchAborted); ab.Reason != schemas.ReasonCancelled || !strings.Contains(ab.Detail, "lakewap janitor") {
 		t.Errorf("BatchAborted %+v, want cancelled by the janitor", ab)
+	}
+}
+
+// The same batch id published in two datasets of one repository: each
+// revert undoes its own dataset's publish, and reverting one does not make
+// the other look reverted already.
+func TestEndToEndRevertSameBatchIDInTwoDatasets(t *testing.T) {
+	e := startE2E(t, func(c *config.Config) {
+		ledger := c.Datasets["billing"]
+		ledger.Suite.Tables = []audit.Table{{Name: "billing_fact", Path: "gold/ledger_fact/", Format: "parquet"}}
+		c.Datasets["ledger"] = ledger
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	prefix := map[string]string{"billing": "gold/billing_fact/", "ledger": "gold/ledger_fact/"}
+	for _, ds := range []string{"billing", "ledger"} {
+		must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "twin", Dataset: ds, ExpectedWrites: []string{"billing_fact"}, Producer: "e2e", OccurredAt: now}))
+		ev, err := awaitEvent(ctx, e.watcher, func(ev schemas.Event) bool {
+			r, ok := ev.(schemas.BranchReady)
+			return ok && r.BatchID == "twin" && r.Dataset == ds
+		})
+		must(t, err)
+		path := prefix[ds] + "part-0.parquet"
+		must(t, e.writeParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
+		must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "twin", Dataset: ds, Write: "billing_fact", Paths: []string{path}, OccurredAt: now}))
+		if _, err := awaitEvent(ctx, e.watcher, func(ev schemas.Event) bool {
+			p, ok := ev.(schemas.BatchPublished)
+			return ok && p.BatchID == "twin" && p.Dataset == ds
+		}); err != nil {
+			t.Fatalf("%s: %v", ds, err)
+		}
+	}
+	for _, ds := range []string{"ledger", "billing"} {
+		var out bytes.Buffer
+		ev, err := revertBatch(ctx, e.cfg, revertOptions{Batch: "twin", Dataset: ds, Reason: "test", By: "e2e"}, slog.New(slog.DiscardHandler), &out)
+		if err != nil {
+			t.Fatalf("revert %s: %v\n%s", ds, err, out.String())
+		}
+		if ev.Dataset != ds || strings.Contains(out.String(), "already reverted") {
+			t.Errorf("revert %s: %+v\n%s", ds, ev, out.String())
+		}
+	}
+	for ds, p := range prefix {
+		n, err := e.countRows(ctx, "main", p, "")
+		must(t, err)
+		if n != 0 {
+			t.Errorf("%s: main still has %d rows under %s after its revert", ds, n, p)
+		}
 	}
 }

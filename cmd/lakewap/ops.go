@@ -112,7 +112,7 @@ func revertBatch(ctx context.Context, cfg *config.Config, o revertOptions, log *
 		}
 		msg := fmt.Sprintf("lakewap: revert %s batch %s: %s", name, o.Batch, o.Reason)
 		meta := map[string]string{metaRevertedBatchID: o.Batch, metaRevertReason: o.Reason, metaRevertedBy: by,
-			pipeline.MetaDataset: name, "wap.reverted_commit": published}
+			pipeline.MetaDataset: name, metaRevertedCommit: published}
 		if err := lake.Revert(ctx, repo, target, published, parent, msg, meta); err != nil {
 			if errors.Is(err, pipeline.ErrMergeConflict) {
 				return schemas.BatchReverted{}, fmt.Errorf("later commits on %s change the same objects; revert them first or fix by hand: %w", target, err)
@@ -165,7 +165,7 @@ func publishMerge(ctx context.Context, cfg *config.Config, lake *lakefs.Client, 
 		}
 		var labelled []string
 		for _, c := range log {
-			if c.Metadata[pipeline.MetaBatchID] == batch && len(c.Parents) > 1 {
+			if c.Metadata[pipeline.MetaBatchID] == batch && len(c.Parents) > 1 && sameDataset(c.Metadata, dataset) {
 				labelled = append(labelled, c.ID)
 				sealed = c.Parents[1]
 			}
@@ -214,11 +214,22 @@ func findRevert(ctx context.Context, lake *lakefs.Client, repo, target, batch, p
 		if c.ID == published {
 			return "", nil
 		}
-		if c.Metadata[metaRevertedBatchID] == batch {
+		// The same batch id may be another dataset's: the revert names the
+		// commit it undid.
+		if c.Metadata[metaRevertedBatchID] == batch && (c.Metadata[metaRevertedCommit] == "" || c.Metadata[metaRevertedCommit] == published) {
 			return c.ID, nil
 		}
 	}
 	return "", nil
+}
+
+// metaRevertedCommit names, in a revert commit, the publish commit it undid.
+const metaRevertedCommit = "wap.reverted_commit"
+
+// sameDataset: commits from before wap.dataset was written match any dataset.
+func sameDataset(meta map[string]string, dataset string) bool {
+	d, ok := meta[pipeline.MetaDataset]
+	return !ok || d == dataset
 }
 
 // datasetOfBatch names the dataset a batch belongs to: the one given, the
