@@ -279,6 +279,9 @@ type run struct {
 	pinned []string
 	// deltaSnaps are the Delta tables read, by ref and table.
 	deltaSnaps map[string]deltaResult
+	// bitmaps are the unique checks (by index) counted with a bitmap over
+	// [lo, hi] in their table's aggregate scan.
+	bitmaps map[int][2]int64
 	// infra is the first check failure caused by the machine, not the
 	// data: the run returns it (wrapping ErrInfrastructure) to be retried.
 	infra error

@@ -74,3 +74,30 @@ func TestRunReportsSkippedChecks(t *testing.T) {
 		t.Errorf("counts %d/%d/%d, want the skipped check in none", p, f, w)
 	}
 }
+
+// unique counts the same extra copies whether it counts distinct values with
+// a bitmap (integers in a small range, from Parquet statistics) or a hash
+// table (a wide range, text, a where condition).
+func TestRunUniqueBitmapAndHashAgree(t *testing.T) {
+	src := newDirSource(t)
+	src.write(t, "main", "t/a.parquet", `SELECT (i % 997 - 500)::INTEGER AS small, (i % 997)::BIGINT * 1000000000 AS wide,
+		(i % 997)::VARCHAR AS txt, CASE WHEN i % 10 = 0 THEN NULL ELSE i % 997 END AS nullable FROM range(2000) r(i)`)
+	e := newEngine(t, src, "")
+	for _, col := range []string{"small", "wide", "txt", "nullable"} {
+		rep, err := e.Run(context.Background(), Request{Repository: "r", Ref: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{
+				{Kind: KindUnique, Table: "t", Column: col},
+				{Name: "filtered", Kind: KindUnique, Table: "t", Column: col, Where: "true"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "1003 duplicate rows of 2000" // 2000 values, 997 distinct
+		a, b := rep.Checks[0], rep.Checks[1]
+		if a.Observed != b.Observed || a.Status != schemas.StatusFail {
+			t.Errorf("%s: %q (bitmap when possible) vs %q (hash)", col, a.Observed, b.Observed)
+		}
+		if col != "nullable" && a.Observed != want { // nullable: fewer values, same figure either way
+			t.Errorf("%s: %q, want %q", col, a.Observed, want)
+		}
+	}
+}
