@@ -74,10 +74,10 @@ type Run struct {
 	StateSince time.Time `json:"state_since"`
 	UpdatedAt  time.Time `json:"updated_at"`
 
-	SealedCommit string               `json:"sealed_commit,omitempty"` // commit audited and merged
+	SealedCommit string `json:"sealed_commit,omitempty"` // commit audited and merged
 	// PublishSince is when publishing SealedCommit started: the merge that
 	// publishes it is looked for among target commits made since then.
-	PublishSince time.Time `json:"publish_since,omitempty"`
+	PublishSince time.Time            `json:"publish_since,omitempty"`
 	Report       *schemas.AuditReport `json:"report,omitempty"`
 	CommitID     string               `json:"commit_id,omitempty"` // merge commit on Target
 	Reason       string               `json:"reason,omitempty"`
@@ -145,6 +145,12 @@ func EventID(dataset, batchID, kind string) string {
 // RunKey is the store key of a run: batch ids are unique per dataset only.
 // Neither a batch id nor a dataset name can contain "/".
 func RunKey(dataset, batchID string) string { return dataset + "/" + batchID }
+
+// isKeyOf reports whether key is r's store key, without building it.
+func isKeyOf(key string, r Run) bool {
+	d := len(r.Dataset)
+	return len(key) == d+1+len(r.BatchID) && key[:d] == r.Dataset && key[d] == '/' && key[d+1:] == r.BatchID
+}
 
 // Key is the run's store key.
 func (r Run) Key() string { return RunKey(r.Dataset, r.BatchID) }

@@ -222,7 +222,8 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 			r.log.Error("skipping unreadable run in state store", "partition", id, "key", key, "err", err)
 			continue
 		}
-		if want := run.Key(); key != want {
+		if !isKeyOf(key, run) {
+			want := run.Key()
 			// Stored before runs were keyed by (dataset, batch id): move it.
 			if err := r.cfg.Store.Put(ctx, id, want, v); err != nil {
 				return fmt.Errorf("restore partition %d: re-key run %s: %w", id, key, err)

@@ -546,7 +546,7 @@ func BenchmarkRestore10kRuns(b *testing.B) {
 			Target: "main", State: StateAwaitingWrites, ExpectedWrites: []string{"fact", "dim"},
 			Deadline: time.Now().Add(time.Hour), LandedAt: time.Now(), StateSince: time.Now()}
 		v, _ := json.Marshal(run)
-		store.data[0][run.BatchID] = v
+		store.data[0][run.Key()] = v // as the runner stores it
 	}
 	for b.Loop() {
 		r, _ := NewRunner(Config{Lake: newFakeLake(), Auditor: &gateAuditor{}, Notifier: &recordingNotifier{ch: make(chan schemas.Event, 1)},
