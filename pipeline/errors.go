@@ -19,6 +19,10 @@ var (
 	ErrMergeConflict = errors.New("merge conflict")
 	// ErrNotFound: the repository, branch or object does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrBranchTaken: a branch with the run's name exists and holds
+	// something this run did not put there (commits of its own, or
+	// uncommitted changes), so it is not resumed.
+	ErrBranchTaken = errors.New("branch exists and was not created by this run")
 	// ErrNoChanges: nothing to commit or merge.
 	ErrNoChanges = errors.New("no changes")
 )

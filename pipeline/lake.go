@@ -20,7 +20,10 @@ const (
 // Lake is what the runner needs from lakeFS.
 type Lake interface {
 	// EnsureBranch creates branch from source unless it exists; existed
-	// reports whether it was already there (a resumed run).
+	// reports whether it was already there (a resumed run). An existing
+	// branch is resumed only when it holds nothing of its own (its head is
+	// in source's history and nothing is uncommitted), which is what an
+	// earlier attempt of this run leaves; any other gives ErrBranchTaken.
 	EnsureBranch(ctx context.Context, repo, branch, source string) (existed bool, err error)
 	// Seal commits branch's uncommitted changes, even when there are none,
 	// and returns the new commit's id: the exact data that is audited and
@@ -37,6 +40,9 @@ type Lake interface {
 	// commit id. A source with nothing to bring gives an error wrapping
 	// ErrNoChanges (never an empty merge commit).
 	Merge(ctx context.Context, repo, source, dest, message string, meta map[string]string) (commitID string, err error)
+	// ChangedPaths lists the paths ref changes (added, changed or removed)
+	// against its merge-base with base: what merging ref into base brings.
+	ChangedPaths(ctx context.Context, repo, base, ref string) ([]string, error)
 	// DeleteBranch deletes branch; a missing branch is not an error.
 	DeleteBranch(ctx context.Context, repo, branch string) error
 }

@@ -21,6 +21,44 @@ type DatasetSpec struct {
 	Target       string        // default "main"
 	WriteTimeout time.Duration // used when BatchLanded has no deadline
 	KeepBranch   bool          // keep the branch of an aborted batch for inspection
+	// TablePaths are the path prefixes of the dataset's tables, and
+	// AllowedPaths the other prefixes a batch may change: a batch whose
+	// sealed commit changes anything else is aborted (outside_tables).
+	TablePaths, AllowedPaths []string
+	// SourceRefs are the refs a BatchLanded may name as source_ref; empty
+	// means the dataset's Source and Target.
+	SourceRefs []string
+}
+
+// AllowsSource reports whether a batch may branch from ref.
+func (s DatasetSpec) AllowsSource(ref string) bool {
+	if len(s.SourceRefs) > 0 {
+		return slices.Contains(s.SourceRefs, ref)
+	}
+	target := s.Target
+	if target == "" {
+		target = "main"
+	}
+	return ref == target || ref == s.Source
+}
+
+// OutsideTables returns the paths that are under none of the dataset's
+// table paths or allowed paths.
+func (s DatasetSpec) OutsideTables(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		inside := false
+		for _, prefix := range slices.Concat(s.TablePaths, s.AllowedPaths) {
+			if prefix != "" && strings.HasPrefix(p, prefix) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Inputs from Kafka.
@@ -57,6 +95,14 @@ type (
 		SealedCommit string
 		Report       schemas.AuditReport
 	}
+	// Strayed reports that the sealed commit changes paths outside the
+	// dataset's tables (and allowed paths); Total counts them all, Paths
+	// names the first few.
+	Strayed struct {
+		SealedCommit string
+		Paths        []string
+		Total        int
+	}
 	// Merged reports the batch is on the target as CommitID.
 	Merged struct {
 		CommitID         string
@@ -85,6 +131,7 @@ func (Tick) input()          {}
 func (BranchCreated) input() {}
 func (Audited) input()       {}
 func (Merged) input()        {}
+func (Strayed) input()       {}
 func (StepFailed) input()    {}
 func (Sent) input()          {}
 func (CleanedUp) input()     {}
@@ -239,6 +286,16 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 				}
 				n = abort(n, schemas.ReasonAuditFailed, detail, now)
 			}
+		}
+	case Strayed:
+		if n.State == StateAuditing {
+			n.resetRetry()
+			n.SealedCommit = in.SealedCommit
+			detail := fmt.Sprintf("%d path(s) outside the dataset's tables: %s", in.Total, strings.Join(in.Paths, ", "))
+			if in.Total > len(in.Paths) {
+				detail += ", ..."
+			}
+			n = abort(n, schemas.ReasonOutsideTables, detail, now)
 		}
 	case Merged:
 		// A merge that lands after its step was given up on (a timeout whose

@@ -436,6 +436,9 @@ func (r *Runner) label(dataset string) string {
 	return UnknownDataset
 }
 
+// maxStrayPaths bounds how many paths outside the tables an abort names.
+const maxStrayPaths = 10
+
 // UnknownDataset is how a dataset that is not in the config is reported.
 const UnknownDataset = "unknown"
 
@@ -462,6 +465,10 @@ func (r *Runner) input(ev schemas.Event, now time.Time) (Input, error) {
 	switch e := ev.(type) {
 	case schemas.BatchLanded:
 		spec, _ := r.cfg.Datasets(e.Dataset)
+		if e.SourceRef != "" && !spec.AllowsSource(e.SourceRef) {
+			err := &schemas.ValidationError{Field: "source_ref", Problem: fmt.Sprintf("%q is not a ref dataset %s may branch from (its source_refs)", e.SourceRef, e.Dataset)}
+			return Invalid{BatchID: e.BatchID, Dataset: e.Dataset, Detail: err.Error()}, err
+		}
 		return Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID), Open: int(r.open.Load())}, nil
 	case schemas.WriteComplete:
 		return WriteDone{Event: e}, nil
@@ -754,6 +761,13 @@ func (r *Runner) step(ctx context.Context, run Run, k EffectKind) Input {
 			log.Warn("branch source not found", "source", run.Source, "err", err)
 			return StepFailed{Step: StepBranch, Err: fmt.Sprintf("cannot branch from %q in repository %q: %v", run.Source, run.Repository, err), Class: Rejected}
 		}
+		if errors.Is(err, ErrBranchTaken) {
+			// Someone else's branch (or one with content of its own) under
+			// the run's name: auditing and merging it would publish what
+			// they put there. It is left alone.
+			log.Warn("branch with the run's name is not this run's", "err", err)
+			return StepFailed{Step: StepBranch, Err: err.Error(), Class: Rejected}
+		}
 		if err != nil {
 			return failed(log, StepBranch, err)
 		}
@@ -767,6 +781,18 @@ func (r *Runner) step(ctx context.Context, run Run, k EffectKind) Input {
 			return failed(log, StepAudit, err)
 		}
 		r.failpoint("during_audit")
+		if spec, ok := r.cfg.Datasets(run.Dataset); ok && len(spec.TablePaths) > 0 {
+			// The merge takes everything the sealed commit changes; the
+			// audit reads only the tables. Anything else must be allowed.
+			changed, err := r.cfg.Lake.ChangedPaths(ctx, run.Repository, run.Target, commit)
+			if err != nil {
+				return failed(log, StepAudit, err)
+			}
+			if stray := spec.OutsideTables(changed); len(stray) > 0 {
+				log.Warn("batch changes paths outside its tables", "paths", len(stray), "first", stray[0])
+				return Strayed{SealedCommit: commit, Paths: stray[:min(len(stray), maxStrayPaths)], Total: len(stray)}
+			}
+		}
 		rep, err := r.cfg.Auditor.Audit(ctx, AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
 			Ref: commit, BaseRef: run.Target, BatchTime: run.BatchTime})
 		if err != nil {

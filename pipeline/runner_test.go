@@ -28,6 +28,8 @@ type fakeLake struct {
 	mergeErr []error           // returned by the next Merge calls, in order
 	lostAck  bool              // the next Merge happens but answers with a timeout
 	merges   int
+	changed  []string // what every sealed commit changes (ChangedPaths)
+	taken    bool     // EnsureBranch finds a branch that is not the run's
 }
 
 func newFakeLake() *fakeLake {
@@ -39,6 +41,9 @@ func (l *fakeLake) EnsureBranch(_ context.Context, _, branch, _ string) (bool, e
 	defer l.mu.Unlock()
 	if l.down {
 		return false, fmt.Errorf("dial tcp 127.0.0.1:8000: connection refused: %w", ErrTransient)
+	}
+	if l.taken {
+		return false, fmt.Errorf("branch %s has commits of its own: %w", branch, ErrBranchTaken)
 	}
 	existed := l.branches[branch]
 	l.branches[branch] = true
@@ -85,6 +90,12 @@ func (l *fakeLake) Merge(_ context.Context, repo, source, _, _ string, meta map[
 		return "", fmt.Errorf("merge: context deadline exceeded: %w", ErrTransient)
 	}
 	return id, nil
+}
+
+func (l *fakeLake) ChangedPaths(context.Context, string, string, string) ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.changed, nil
 }
 
 func (l *fakeLake) DeleteBranch(_ context.Context, _, branch string) error {

@@ -39,6 +39,9 @@ const (
 	// ReasonTooManyRuns: the batch landed while the instance already held
 	// runner.max_open_runs runs in progress; it was not started.
 	ReasonTooManyRuns = "too_many_runs"
+	// ReasonOutsideTables: the batch changed paths outside its dataset's
+	// tables (and allowed_paths); the detail names them.
+	ReasonOutsideTables = "outside_tables"
 )
 
 // ---- inputs (topic wap.events) ----

@@ -220,7 +220,8 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	specs := map[string]pipeline.DatasetSpec{}
 	for name, ds := range cfg.Datasets {
 		specs[name] = pipeline.DatasetSpec{Repository: ds.Repository, Source: ds.Source, Target: ds.Target,
-			WriteTimeout: ds.WriteTimeout.D(time.Hour), KeepBranch: ds.Keep()}
+			WriteTimeout: ds.WriteTimeout.D(time.Hour), KeepBranch: ds.Keep(),
+			TablePaths: ds.TablePaths(), AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs}
 	}
 	d.runner, err = pipeline.NewRunner(pipeline.Config{
 		Lake: d.lake, Auditor: d.audits, Notifier: notifier{disp},

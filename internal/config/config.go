@@ -206,9 +206,30 @@ type Dataset struct {
 	// (default true); the janitor deletes it after AbortedRetention.
 	KeepAbortedBranch *bool    `yaml:"keep_aborted_branch"`
 	AbortedRetention  Duration `yaml:"aborted_retention"`
+	// AllowedPaths are path prefixes outside the tables a batch may change
+	// (say, a manifest); any other change outside the tables aborts the
+	// batch (outside_tables).
+	AllowedPaths []string `yaml:"allowed_paths"`
+	// SourceRefs are the refs a BatchLanded may name as source_ref
+	// (default: the dataset's source and target).
+	SourceRefs []string `yaml:"source_refs"`
 	// ChecksFrom imports checks from other tools' files into the suite.
 	ChecksFrom  ChecksFromList `yaml:"checks_from"`
 	audit.Suite `yaml:",inline"`
+}
+
+// TablePaths are the path prefixes of the dataset's tables, each ending in
+// "/" so that gold/t does not also cover gold/t_other/.
+func (d Dataset) TablePaths() []string {
+	out := make([]string, 0, len(d.Tables))
+	for _, t := range d.Tables {
+		p := t.Path
+		if !strings.HasSuffix(p, "/") {
+			p += "/"
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Keep reports the effective keep-branch policy.
@@ -514,6 +535,16 @@ func (c *Config) Validate() error {
 		}
 		if d.AbortedRetention < 0 {
 			bad(f+".aborted_retention", "must not be negative")
+		}
+		for i, p := range d.AllowedPaths {
+			if strings.TrimSpace(p) == "" || strings.HasPrefix(p, "/") {
+				bad(fmt.Sprintf("%s.allowed_paths[%d]", f, i), "%q must be a non-empty path prefix relative to the repository root", p)
+			}
+		}
+		for i, r := range d.SourceRefs {
+			if strings.TrimSpace(r) == "" {
+				bad(fmt.Sprintf("%s.source_refs[%d]", f, i), "must not be empty")
+			}
 		}
 		for _, err := range d.Suite.Validate(f) {
 			errs = append(errs, err)

@@ -69,6 +69,8 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"dataset without repository", "repository: lake", "repository: ''", "datasets.billing.repository: required"},
 		{"unknown check kind", "kind: not_null", "kind: nul", "datasets.billing.checks[0].kind"},
 		{"check on unknown table", "table: billing_fact, columns", "table: billing, columns", "datasets.billing.checks[0].table"},
+		{"absolute allowed path", "write_timeout: 2h", "write_timeout: 2h\n    allowed_paths: [/etc/]", `datasets.billing.allowed_paths[0]: "/etc/" must be a non-empty path prefix`},
+		{"empty source ref", "write_timeout: 2h", "write_timeout: 2h\n    source_refs: ['']", `datasets.billing.source_refs[0]: must not be empty`},
 		{"slack token without channel", "  console: true", "  console: true\n  slack: {token: xoxb-1}", "notify.slack.channel: required"},
 	}
 	for _, tc := range tests {

@@ -156,16 +156,32 @@ func TestConflictErrorText(t *testing.T) {
 }
 
 func TestEnsureBranchExisting(t *testing.T) {
+	head := strings.Repeat("h", 64)
+	commit := answer{200, `{"id":"` + head + `","parents":[],"committer":"x","message":"m","creation_date":1,"meta_range_id":""}`}
+	inHistory := answer{200, `{"base_commit_id":"` + head + `","destination_commit_id":"` + head + `","source_commit_id":"m"}`}
+	clean := answer{200, `{"pagination":{"has_more":false},"results":[]}`}
 	for _, tt := range []struct {
+		name    string
 		status  int
+		base    answer
+		staged  answer
 		existed bool
-	}{{201, false}, {409, true}} {
+		taken   bool
+	}{
+		{"created", 201, inHistory, clean, false, false},
+		{"left by an earlier attempt", 409, inHistory, clean, true, false},
+		{"commits of its own", 409, answer{200, `{"base_commit_id":"other","destination_commit_id":"m","source_commit_id":"` + head + `"}`}, clean, false, true},
+		{"uncommitted objects", 409, inHistory, answer{200, `{"pagination":{"has_more":true,"next_offset":"x"},"results":[{"path":"gold/t/x.parquet","type":"added","path_type":"object"}]}`}, false, true},
+	} {
 		c, f := newFake(t, map[string]answer{
-			"POST /api/v1/repositories/lake/branches": {tt.status, msg("x")},
+			"POST /api/v1/repositories/lake/branches":                    {tt.status, msg("x")},
+			"GET /api/v1/repositories/lake/commits/wap-b1":               commit,
+			"GET /api/v1/repositories/lake/refs/" + head + "/merge/main": tt.base,
+			"GET /api/v1/repositories/lake/branches/wap-b1/diff":         tt.staged,
 		})
 		existed, err := c.EnsureBranch(context.Background(), "lake", "wap-b1", "main")
-		if err != nil || existed != tt.existed {
-			t.Errorf("status %d: existed=%v err=%v, want existed=%v", tt.status, existed, err, tt.existed)
+		if existed != tt.existed || errors.Is(err, pipeline.ErrBranchTaken) != tt.taken || (err != nil) != tt.taken {
+			t.Errorf("%s: existed=%v err=%v, want existed=%v taken=%v", tt.name, existed, err, tt.existed, tt.taken)
 		}
 		var body struct{ Name, Source string }
 		_ = json.Unmarshal(f.bodies["POST /api/v1/repositories/lake/branches"], &body)

@@ -176,8 +176,10 @@ func (c *Client) DiffBranch(ctx context.Context, repo, branch, prefix string) ([
 	})
 }
 
+// diffPages collects the pages of a diff; limit > 0 stops after that many
+// changes.
 func (c *Client) diffPages(ctx context.Context, k call, prefix string,
-	do func(context.Context, *apigen.PaginationAfter, *apigen.PaginationPrefix) (*http.Response, error),
+	do func(context.Context, *apigen.PaginationAfter, *apigen.PaginationPrefix) (*http.Response, error), limit ...int,
 ) ([]Change, error) {
 	var pre *apigen.PaginationPrefix
 	if prefix != "" {
@@ -203,6 +205,9 @@ func (c *Client) diffPages(ctx context.Context, k call, prefix string,
 				ch.Size = *d.SizeBytes
 			}
 			out = append(out, ch)
+		}
+		if len(limit) > 0 && len(out) >= limit[0] {
+			return out[:limit[0]], nil
 		}
 		if !page.Pagination.HasMore || page.Pagination.NextOffset == "" {
 			return out, nil

@@ -27,17 +27,55 @@ type Commit struct {
 	Parents                []string
 }
 
-// EnsureBranch creates branch from source; a branch that is already there
-// is reported with existed=true and left as it is.
+// EnsureBranch creates branch from source. A branch that is already there
+// is resumed (existed=true) only when it holds nothing of its own: its head
+// is in source's history and it has no uncommitted changes, which is all a
+// crashed earlier attempt of the same run can have left. Anything else (a
+// branch made from another ref, with commits or staged objects) gives an
+// error wrapping pipeline.ErrBranchTaken and is left as it is.
 func (c *Client) EnsureBranch(ctx context.Context, repo, branch, source string) (bool, error) {
 	body := apigen.CreateBranchJSONRequestBody{Name: branch, Source: source}
 	err := c.send(ctx, call{op: "create branch", repo: repo, ref: branch}, http.StatusCreated, nil, func(ctx context.Context) (*http.Response, error) {
 		return c.api.CreateBranch(ctx, repo, body)
 	})
-	if status(err) == http.StatusConflict {
-		return true, nil
+	if status(err) != http.StatusConflict {
+		return false, err
 	}
-	return false, err
+	head, err := c.GetCommit(ctx, repo, branch)
+	if err != nil {
+		return false, err
+	}
+	base, _, err := c.MergeBase(ctx, repo, head.ID, source)
+	if err != nil {
+		return false, err
+	}
+	if base != head.ID {
+		return false, fmt.Errorf("branch %s of %s: its head %s is not in the history of %s: %w", branch, repo, head.ID, source, pipeline.ErrBranchTaken)
+	}
+	staged, err := c.diffPages(ctx, call{op: "diff branch", repo: repo, ref: branch}, "", func(ctx context.Context, after *apigen.PaginationAfter, pre *apigen.PaginationPrefix) (*http.Response, error) {
+		return c.api.DiffBranch(ctx, repo, branch, &apigen.DiffBranchParams{Amount: ptr(apigen.PaginationAmount(1))})
+	}, 1)
+	if err != nil {
+		return false, err
+	}
+	if len(staged) > 0 {
+		return false, fmt.Errorf("branch %s of %s has uncommitted changes (%s): %w", branch, repo, staged[0].Path, pipeline.ErrBranchTaken)
+	}
+	return true, nil
+}
+
+// ChangedPaths lists the paths ref changes against its merge-base with
+// base (lakeFS's three-dot diff): what merging ref into base brings.
+func (c *Client) ChangedPaths(ctx context.Context, repo, base, ref string) ([]string, error) {
+	changes, err := c.Diff(ctx, repo, base, ref, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(changes))
+	for i, ch := range changes {
+		out[i] = ch.Path
+	}
+	return out, nil
 }
 
 // DeleteBranch deletes branch; a branch that is not there is not an error
