@@ -99,7 +99,17 @@ func (r *run) preflight(ctx context.Context, c Check) error {
 	if err := r.baseErr(c); err != nil {
 		return err
 	}
+	if strings.TrimSpace(c.Where) != "" {
+		// The condition goes into generated queries as text: it must be
+		// one expression, reading nothing but the audit's tables.
+		if err := r.confine(ctx, "SELECT 1 WHERE (\n"+c.Where+"\n)"); err != nil {
+			return fmt.Errorf("where: %w", err)
+		}
+	}
 	if c.Kind == KindSQL || c.Kind == KindCrossTable {
+		if err := r.confine(ctx, trimQuery(c.SQL)); err != nil {
+			return err
+		}
 		// Custom SQL may read any table: one that cannot be read is an
 		// error, not an empty table.
 		for k, v := range r.views {
@@ -517,7 +527,11 @@ func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
 		// USE sets the search path back to the catalog's main schema.
 		defer r.conn.ExecContext(context.WithoutCancel(ctx), "USE "+quoteIdent(r.catalog))
 	}
-	rows, err := r.conn.QueryContext(ctx, customSQL(c.SQL, r.e.opts.SampleRows))
+	q := customSQL(c.SQL, r.e.opts.SampleRows)
+	if err := r.confine(ctx, q); err != nil { // what runs is one query too
+		return r.errored(c, err, 0)
+	}
+	rows, err := r.conn.QueryContext(ctx, q)
 	if err != nil {
 		return r.errored(c, err, 0)
 	}

@@ -616,11 +616,61 @@ func TestRunCustomSQLIsConfined(t *testing.T) {
 		Check{Name: "outside file", Kind: KindSQL, Table: "billing", SQL: passwd},
 		Check{Name: "second statement", Kind: KindSQL, Table: "billing", SQL: "SELECT 1 WHERE false; SET enable_external_access = true"},
 		Check{Name: "after", Kind: KindSQL, Table: "billing", SQL: passwd},
+		Check{Name: "replacement scan", Kind: KindSQL, Table: "billing", SQL: "SELECT * FROM '/etc/passwd'"},
+		Check{Name: "another catalog", Kind: KindSQL, Table: "billing", SQL: "SELECT * FROM run_0.main.billing"},
+		Check{Name: "catalog as schema", Kind: KindSQL, Table: "billing", SQL: "SELECT * FROM memory.billing"},
+		Check{Name: "catalog listing", Kind: KindCrossTable, SQL: "SELECT * FROM duckdb_tables()"},
+		Check{Name: "sql in a string", Kind: KindCrossTable, SQL: "SELECT * FROM query('SELECT 1')"},
+		Check{Name: "where escaping", Kind: KindNotNull, Table: "billing", Column: "id", Where: "true)) AS billing; CREATE VIEW x AS SELECT 1; SELECT * FROM ((SELECT 1"},
 	)
 	for _, c := range rep.Checks {
-		if c.Status != schemas.StatusError {
-			t.Errorf("%s: status %s %q, want error", c.Name, c.Status, c.Observed)
+		if c.Status != schemas.StatusError || !strings.Contains(c.Message, "not a single read-only query") {
+			t.Errorf("%s: status %s %q %s, want an error saying it is not confined", c.Name, c.Status, c.Observed, c.Message)
 		}
+	}
+	// What stays allowed: CTEs, the three schemas, range().
+	rep = audit(t, newEngine(t, src, ""), "b1",
+		Check{Name: "cte", Kind: KindCrossTable, SQL: "WITH b AS (SELECT id FROM billing) SELECT * FROM b JOIN base.billing m USING (id) WHERE false"},
+		Check{Name: "range", Kind: KindSQL, Table: "billing", SQL: "SELECT i FROM range(3) r(i) WHERE i > 5"},
+	)
+	for _, c := range rep.Checks {
+		if c.Status != schemas.StatusPass {
+			t.Errorf("%s: %s %q %s", c.Name, c.Status, c.Observed, c.Message)
+		}
+	}
+}
+
+// The payload from issue 12: closed inside the subquery lakewap wraps
+// around custom SQL, it becomes three statements, and the driver runs every
+// statement of a query string. It replaced the view later checks read with
+// main's clean rows, and could COPY into the download cache. Both must be
+// refused, and the bad rows still found.
+func TestCustomSQLPayloadDoesNotExecute(t *testing.T) {
+	src := fixture(t)
+	src.write(t, "b1", "gold/billing/part-3.parquet", "SELECT NULL::BIGINT AS id, 1 AS customer_id, 'open' AS status, 1.0::DOUBLE AS amount, TIMESTAMP '2025-06-01 12:00:00' AS updated_at")
+	cache := t.TempDir()
+	planted := filepath.Join(cache, "planted.csv")
+	rep := audit(t, newEngine(t, src, cache), "b1",
+		Check{Name: "payload", Kind: KindSQL, Table: "billing",
+			SQL: "SELECT 1 WHERE false) s; CREATE OR REPLACE VIEW billing AS SELECT * FROM base.billing; SELECT * FROM (SELECT 1 WHERE false"},
+		Check{Name: "copy", Kind: KindSQL, Table: "billing",
+			SQL: "SELECT 1 WHERE false) s; COPY (SELECT 1 AS id) TO '" + planted + "'; SELECT * FROM (SELECT 1 WHERE false"},
+		Check{Name: "ids", Kind: KindNotNull, Table: "billing", Column: "id"},
+	)
+	if rep.Passed {
+		t.Errorf("audit passed with a NULL id: %+v", rep.Checks)
+	}
+	for _, c := range rep.Checks {
+		want := schemas.StatusError
+		if c.Name == "ids" {
+			want = schemas.StatusFail
+		}
+		if c.Status != want {
+			t.Errorf("%s: %s %q %s; want %s", c.Name, c.Status, c.Observed, c.Message, want)
+		}
+	}
+	if _, err := os.Stat(planted); err == nil {
+		t.Errorf("custom SQL wrote %s", planted)
 	}
 }
 

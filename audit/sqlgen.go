@@ -234,14 +234,20 @@ func uniqueSQL(schema, table string, c Check, limit int) string {
 		counted, counted, sample, order, limit, counted, keys, filtered(schema, table, c.Where), keys)
 }
 
-// customSQL runs a user query as a subquery, which admits a single query
-// and nothing else (no second statement, no DDL). It returns the number of
-// rows and up to limit of them as JSON objects in one pass.
-func customSQL(query string, limit int) string {
+// trimQuery drops the trailing semicolons of a user query.
+func trimQuery(query string) string {
 	q := strings.TrimSpace(query)
 	for strings.HasSuffix(q, ";") {
 		q = strings.TrimSpace(strings.TrimSuffix(q, ";"))
 	}
+	return q
+}
+
+// customSQL runs a user query as a subquery, which admits a single query
+// and nothing else (no second statement, no DDL). It returns the number of
+// rows and up to limit of them as JSON objects in one pass.
+func customSQL(query string, limit int) string {
+	q := trimQuery(query)
 	// The newline ends a trailing -- comment in the user's query.
 	return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR), count(*) OVER () FROM (\n%s\n) s LIMIT %d", q, limit)
 }
