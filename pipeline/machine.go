@@ -430,6 +430,13 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 	n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
 	n.Repository, n.Branch, n.Source, n.Target = spec.Repository, in.Branch, spec.Source, spec.Target
 	n.ExpectedWrites = append([]string(nil), ev.ExpectedWrites...)
+	n.Attributes = nil
+	for k, v := range ev.Attributes {
+		if n.Attributes == nil {
+			n.Attributes = map[string]string{}
+		}
+		n.Attributes[k] = v
+	}
 	for w := range n.Writes {
 		if !slices.Contains(n.ExpectedWrites, w) {
 			delete(n.Writes, w) // arrived before the batch, which does not expect it

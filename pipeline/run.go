@@ -68,6 +68,9 @@ type Run struct {
 	Writes         map[string]time.Time `json:"writes,omitempty"` // write name -> when it completed
 	Deadline       time.Time            `json:"deadline,omitempty"`
 	KeepBranch     bool                 `json:"keep_branch,omitempty"` // keep the branch after an abort
+	// Attributes are BatchLanded's attributes, copied into the publish
+	// commit's metadata (keys under "wap." are lakewap's and are dropped).
+	Attributes map[string]string `json:"attributes,omitempty"`
 
 	LandedAt   time.Time `json:"landed_at,omitempty"`
 	BatchTime  time.Time `json:"batch_time,omitempty"` // occurred_at of BatchLanded, for freshness
@@ -161,6 +164,12 @@ func (r Run) eventID(kind string) string { return EventID(r.Dataset, r.BatchID, 
 func (r Run) clone() Run {
 	c := r
 	c.ExpectedWrites = append([]string(nil), r.ExpectedWrites...)
+	if r.Attributes != nil {
+		c.Attributes = make(map[string]string, len(r.Attributes))
+		for k, v := range r.Attributes {
+			c.Attributes[k] = v
+		}
+	}
 	if r.Writes != nil {
 		c.Writes = make(map[string]time.Time, len(r.Writes))
 		for k, v := range r.Writes {

@@ -855,10 +855,27 @@ func failed(log *slog.Logger, s Step, err error) StepFailed {
 }
 
 func publishMeta(run Run) map[string]string {
-	m := map[string]string{MetaBatchID: run.BatchID, MetaDataset: run.Dataset, "wap.sealed_commit": run.SealedCommit}
+	m := PublishMeta(run.Attributes)
+	m[MetaBatchID], m[MetaDataset], m["wap.sealed_commit"] = run.BatchID, run.Dataset, run.SealedCommit
 	if run.Report != nil {
 		pass, fail, warn := run.Report.Counts()
 		m[MetaAudit] = fmt.Sprintf("passed=%d failed=%d warned=%d", pass, fail, warn)
 	}
 	return m
 }
+
+// PublishMeta starts a publish commit's metadata from a batch's attributes:
+// every attribute except the reserved "wap." keys (any case), which only
+// lakewap writes.
+func PublishMeta(attributes map[string]string) map[string]string {
+	m := make(map[string]string, len(attributes)+4)
+	for k, v := range attributes {
+		if !strings.HasPrefix(strings.ToLower(k), ReservedMetaPrefix) {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// ReservedMetaPrefix marks commit metadata keys that only lakewap writes.
+const ReservedMetaPrefix = "wap."

@@ -94,3 +94,20 @@ func TestSourceRefOutsideAllowedIsInvalid(t *testing.T) {
 		t.Errorf("branches made: %v", f.lake.branches)
 	}
 }
+
+// BatchLanded's attributes reach the publish commit's metadata; the
+// reserved wap. keys stay lakewap's.
+func TestAttributesInPublishMeta(t *testing.T) {
+	run := Run{BatchID: "b1", Dataset: "billing", SealedCommit: "s1",
+		Attributes: map[string]string{"source_system": "erp", "wap.batch_id": "forged", "WAP.Audit": "passed=99", "wap.sealed_commit": "x"}}
+	m := publishMeta(run)
+	want := map[string]string{"source_system": "erp", MetaBatchID: "b1", MetaDataset: "billing", "wap.sealed_commit": "s1"}
+	if len(m) != len(want) {
+		t.Errorf("meta = %v, want %v", m, want)
+	}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("meta[%s] = %q, want %q (all %v)", k, m[k], v, m)
+		}
+	}
+}

@@ -400,8 +400,10 @@ func retryBatch(ctx context.Context, cfg *config.Config, o retryOptions, log *sl
 		return false, nil
 	}
 	pass, fail, warn := rep.Counts()
-	meta := map[string]string{pipeline.MetaBatchID: run.BatchID, pipeline.MetaDataset: run.Dataset, "wap.sealed_commit": sealed,
-		pipeline.MetaAudit: fmt.Sprintf("passed=%d failed=%d warned=%d", pass, fail, warn), metaRetriedBy: operator(o.By)}
+	meta := pipeline.PublishMeta(run.Attributes)
+	meta[pipeline.MetaBatchID], meta[pipeline.MetaDataset], meta["wap.sealed_commit"] = run.BatchID, run.Dataset, sealed
+	meta[pipeline.MetaAudit] = fmt.Sprintf("passed=%d failed=%d warned=%d", pass, fail, warn)
+	meta[metaRetriedBy] = operator(o.By)
 	res, err := pipeline.Publish(ctx, lake, pipeline.PublishRequest{Repository: run.Repository, Target: run.Target, Sealed: sealed,
 		Since: now, Message: fmt.Sprintf("lakewap: publish %s batch %s (retried)", run.Dataset, run.BatchID), Meta: meta}, nil)
 	if err != nil {

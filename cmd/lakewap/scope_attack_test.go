@@ -113,3 +113,36 @@ func TestBatchPublishesOnlyItsTables(t *testing.T) {
 		}
 	})
 }
+
+// BatchLanded.attributes are copied into the publish commit's metadata on
+// the real lakeFS server; an attribute under a reserved wap. key does not
+// replace lakewap's own.
+func TestAttributesInPublishCommit(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "attrs-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Attributes: map[string]string{"source_system": "erp", "run_url": "https://ci.example/1", "wap.batch_id": "forged", "wap.audit": "passed=99"},
+		Producer:   "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := e.watcher.await(ctx, "attrs-1", schemas.TypeBranchReady)
+	must(t, err)
+	must(t, e.writeParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch=attrs-1/part-0.parquet", billingRows(850000, 0, 100, "BIGINT")))
+	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "attrs-1", Dataset: "billing", Write: "billing_fact",
+		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	final, err := e.watcher.await(ctx, "attrs-1", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	pub, ok := final.(schemas.BatchPublished)
+	if !ok {
+		t.Fatalf("batch ended with %+v", final)
+	}
+	c, err := e.lake.GetCommit(ctx, "lake", pub.CommitID)
+	must(t, err)
+	for k, want := range map[string]string{"source_system": "erp", "run_url": "https://ci.example/1", "wap.batch_id": "attrs-1"} {
+		if c.Metadata[k] != want {
+			t.Errorf("publish commit metadata %s = %q, want %q (all %v)", k, c.Metadata[k], want, c.Metadata)
+		}
+	}
+	if !strings.HasPrefix(c.Metadata["wap.audit"], "passed=5 ") {
+		t.Errorf("wap.audit = %q: the attribute replaced lakewap's summary", c.Metadata["wap.audit"])
+	}
+}
