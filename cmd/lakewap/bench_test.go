@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/treeverse/lakefs/pkg/api/apigen"
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
@@ -81,11 +85,12 @@ type rigs struct {
 
 func newRigs(b *testing.B) *rigs { return &rigs{parent: b, by: map[string]*benchRig{}} }
 
-func (r *rigs) get(b *testing.B, setup func(*benchRig) error) *benchRig {
+func (r *rigs) get(b *testing.B, name string, setup func(*benchRig) error) *benchRig {
 	b.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if rig := r.by[b.Name()]; rig != nil {
+	key := b.Name() + "/" + name
+	if rig := r.by[key]; rig != nil {
 		return rig
 	}
 	b.StopTimer()
@@ -99,7 +104,7 @@ func (r *rigs) get(b *testing.B, setup func(*benchRig) error) *benchRig {
 			b.Fatal(err)
 		}
 	}
-	r.by[b.Name()] = rig
+	r.by[key] = rig
 	return rig
 }
 
@@ -228,7 +233,7 @@ func BenchmarkWAPCycle(b *testing.B) {
 	rs := newRigs(b)
 	for _, inflight := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-			rig := rs.get(b, nil)
+			rig := rs.get(b, "", nil)
 			drive(b, inflight, func(ctx context.Context, id string) error { return wapBatch(ctx, rig, "bench-"+id) })
 			reportLakeCalls(b, rig.d)
 		})
@@ -308,7 +313,7 @@ func BenchmarkRawLakeFSSequence(b *testing.B) {
 	raws := map[string]*rawRig{}
 	for _, inflight := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-			rig := rs.get(b, nil)
+			rig := rs.get(b, "", nil)
 			r := raws[b.Name()]
 			if r == nil {
 				db, err := sql.Open("duckdb", "?autoinstall_known_extensions=false&autoload_known_extensions=false")
@@ -327,4 +332,83 @@ func BenchmarkRawLakeFSSequence(b *testing.B) {
 	for _, r := range raws {
 		_ = r.db.Close()
 	}
+}
+
+// growHistory adds n empty commits to main, one after another.
+func growHistory(ctx context.Context, rig *benchRig, n int) error {
+	s := rig.env.stack
+	api, err := apigen.NewClientWithResponses(strings.TrimRight(s.LakeFSEndpoint, "/")+"/api/v1",
+		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.SetBasicAuth(s.AccessKeyID, s.SecretAccessKey)
+			return nil
+		}))
+	if err != nil {
+		return err
+	}
+	allow := true
+	for i := range n {
+		resp, err := api.CommitWithResponse(ctx, s.Repository, "main", &apigen.CommitParams{},
+			apigen.CommitJSONRequestBody{Message: fmt.Sprintf("history %d", i), AllowEmpty: &allow})
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode() != http.StatusCreated {
+			return fmt.Errorf("history commit %d: HTTP %d %s", i, resp.StatusCode(), resp.Body)
+		}
+	}
+	return nil
+}
+
+// BenchmarkWAPCycleLongHistory runs BenchmarkWAPCycle's batch, one in
+// flight, alternately on a fresh repository and on one whose main already
+// has 10,000 commits, and reports both p50s and their ratio. It also times
+// the "already published?" look that a restored or retried publish makes
+// (merge-base of the sealed commit and the target, then the target's
+// commits since publishing started) for the batches just published.
+func BenchmarkWAPCycleLongHistory(b *testing.B) {
+	const history = 10_000
+	rs := newRigs(b)
+	b.Run("inflight=1", func(b *testing.B) {
+		ctx := context.Background()
+		fresh := rs.get(b, "fresh", nil)
+		long := rs.get(b, "long", func(r *benchRig) error { return growHistory(ctx, r, history) })
+		var lat, look [2][]time.Duration
+		b.ResetTimer()
+		for i := 0; b.Loop(); i++ {
+			for j, rig := range []*benchRig{fresh, long} {
+				id := fmt.Sprintf("hist-%d-%d", j, i)
+				t0 := time.Now()
+				if err := wapBatch(ctx, rig, id); err != nil {
+					b.Fatal(err)
+				}
+				lat[j] = append(lat[j], time.Since(t0))
+				b.StopTimer()
+				ev, err := rig.env.watcher.await(ctx, id, schemas.TypeBatchPublished)
+				if err != nil {
+					b.Fatal(err)
+				}
+				pub := ev.(schemas.BatchPublished)
+				merge, err := rig.env.lake.GetCommit(ctx, "lake", pub.CommitID)
+				if err != nil || len(merge.Parents) < 2 {
+					b.Fatalf("publish commit %s of %s: %v %+v", pub.CommitID, id, err, merge)
+				}
+				t0 = time.Now()
+				p, err := rig.env.lake.Published(ctx, "lake", "main", merge.Parents[1], pub.PublishedAt.Add(-time.Second))
+				look[j] = append(look[j], time.Since(t0))
+				if err != nil || !p.OnTarget || p.Merge != pub.CommitID {
+					b.Fatalf("look for %s: %v %+v, want merge %s", id, err, p, pub.CommitID)
+				}
+				b.StartTimer()
+			}
+		}
+		b.StopTimer()
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		f, l := percentile(lat[0], 0.5), percentile(lat[1], 0.5)
+		b.ReportMetric(ms(f), "fresh-p50-ms")
+		b.ReportMetric(ms(l), "long-p50-ms")
+		b.ReportMetric(float64(l)/float64(f), "long/fresh")
+		b.ReportMetric(ms(percentile(look[0], 0.5)), "fresh-look-ms")
+		b.ReportMetric(ms(percentile(look[1], 0.5)), "long-look-ms")
+		b.ReportMetric(0, "ns/op")
+	})
 }

@@ -27,7 +27,7 @@ var (
 
 // lakewapBinary builds the daemon once per test process: crash tests run
 // it as a real process so that SIGKILL means what it means in production.
-func lakewapBinary(t *testing.T) string {
+func lakewapBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "lakewap-bin-")
@@ -113,7 +113,7 @@ func writeCrashConfig(t *testing.T, s *devstack.Stack, cfg *config.Config, write
 	return p
 }
 
-func startProc(t *testing.T, s *devstack.Stack, cfgPath, failpoint string) *daemonProc {
+func startProc(t testing.TB, s *devstack.Stack, cfgPath, failpoint string) *daemonProc {
 	t.Helper()
 	logf, err := os.CreateTemp(t.TempDir(), "lakewap-*.log")
 	must(t, err)

@@ -108,7 +108,7 @@ func (e *e2e) runBatch(t *testing.T, batch, query string) schemas.Event {
 	return final
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +289,7 @@ func TestEndToEndSlackDownDoesNotStopPublishing(t *testing.T) {
 
 // waitFor polls cond until it holds (the thing awaited has no event to
 // block on); it fails the test after a generous bound.
-func waitFor(t *testing.T, cond func() bool) {
+func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !cond() {
