@@ -334,7 +334,8 @@ func BenchmarkRawLakeFSSequence(b *testing.B) {
 	}
 }
 
-// growHistory adds n empty commits to main, one after another.
+// growHistory adds n empty commits to main, one after another, dated a
+// day back (a second apart), as an old history is.
 func growHistory(ctx context.Context, rig *benchRig, n int) error {
 	s := rig.env.stack
 	api, err := apigen.NewClientWithResponses(strings.TrimRight(s.LakeFSEndpoint, "/")+"/api/v1",
@@ -346,9 +347,11 @@ func growHistory(ctx context.Context, rig *benchRig, n int) error {
 		return err
 	}
 	allow := true
+	start := time.Now().Add(-24 * time.Hour).Unix()
 	for i := range n {
+		date := start + int64(i)
 		resp, err := api.CommitWithResponse(ctx, s.Repository, "main", &apigen.CommitParams{},
-			apigen.CommitJSONRequestBody{Message: fmt.Sprintf("history %d", i), AllowEmpty: &allow})
+			apigen.CommitJSONRequestBody{Message: fmt.Sprintf("history %d", i), AllowEmpty: &allow, Date: &date})
 		if err != nil {
 			return err
 		}
