@@ -62,15 +62,20 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 			// An integer key in a small range is counted with a bitmap in
 			// the table's one scan; the grouped scan of checkUnique runs
 			// only when that finds duplicates (for their sample rows).
+			// Other keys of a large view are counted and sampled by that
+			// grouped scan alone; of a small view, in the aggregate scan
+			// (cheaper to plan), sampled again only when they fail.
 			lo, hi, ok := r.integerBounds(ctx, k, c)
-			if !ok {
+			if !ok && r.viewBytes(k.viewKey) >= r.e.groupedUniqueBytes {
 				results[i] = r.checkUnique(ctx, k, c)
 				continue
 			}
-			if r.bitmaps == nil {
-				r.bitmaps = map[int][2]int64{}
+			if ok {
+				if r.bitmaps == nil {
+					r.bitmaps = map[int][2]int64{}
+				}
+				r.bitmaps[i] = [2]int64{lo, hi}
 			}
-			r.bitmaps[i] = [2]int64{lo, hi}
 		}
 		if groups[k] == nil {
 			order = append(order, k)
@@ -273,6 +278,17 @@ func (r *run) integerBounds(ctx context.Context, k scanKey, c Check) (lo, hi int
 		return 0, 0, false
 	}
 	return min.Int64, max.Int64, true
+}
+
+// viewBytes is the size of a view's files.
+func (r *run) viewBytes(k viewKey) int64 {
+	var n int64
+	if v := r.views[k]; v != nil {
+		for _, o := range v.objects {
+			n += o.Size
+		}
+	}
+	return n
 }
 
 // judge turns a check's aggregate figures into its result.

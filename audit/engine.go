@@ -72,6 +72,12 @@ type Engine struct {
 	closed bool
 	runs   sync.WaitGroup
 	cache  *fileCache
+
+	// groupedUniqueBytes: unique checks over a view of at least this many
+	// bytes count duplicates and gather their sample in one grouped scan;
+	// smaller views count them in the aggregate scan (cheaper to plan) and
+	// scan again only for the sample of a failed check.
+	groupedUniqueBytes int64
 }
 
 var memoryLimit = regexp.MustCompile(`(?i)^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)?\s*$`)
@@ -118,7 +124,7 @@ func New(opts Options) (*Engine, error) {
 		}
 		*d = abs
 	}
-	e := &Engine{opts: opts, log: opts.Logger, cache: newFileCache(opts.CacheDir, opts.CacheMaxBytes)}
+	e := &Engine{opts: opts, log: opts.Logger, cache: newFileCache(opts.CacheDir, opts.CacheMaxBytes), groupedUniqueBytes: 16 << 20}
 	var err error
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)

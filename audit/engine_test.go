@@ -758,15 +758,27 @@ func TestRunUnreadableFile(t *testing.T) {
 	}
 }
 
-// A unique check's figures and sample rows come from one grouped scan: the
-// most duplicated keys first, then by key; NULLs ignored for one column,
-// equal to each other in a combination; at most SampleRows keys.
+// A unique check's figures and sample rows are the same whether they come
+// from one grouped scan (large views) or from the aggregate scan and a
+// sample query (small views): the most duplicated keys first, then by key;
+// NULLs ignored for one column, equal to each other in a combination; at
+// most SampleRows keys.
 func TestUniqueSampleRowsFromTheCountingScan(t *testing.T) {
+	for _, grouped := range []bool{true, false} {
+		t.Run(fmt.Sprintf("grouped=%v", grouped), func(t *testing.T) { testUniqueSampleRows(t, grouped) })
+	}
+}
+
+func testUniqueSampleRows(t *testing.T, grouped bool) {
 	src := newDirSource(t)
 	src.write(t, "main", "gold/billing/part-0.parquet", `SELECT * FROM (VALUES
 		(5, 1), (5, 1), (5, 1), (2, 1), (2, 1), (9, 1), (9, 1), (7, 1), (1, 1), (3, 1), (3, 1),
 		(NULL, NULL), (NULL, NULL), (NULL, 2)) v(id, customer_id)`)
 	e := newEngine(t, src, t.TempDir()) // SampleRows: 3
+	e.groupedUniqueBytes = 0
+	if !grouped {
+		e.groupedUniqueBytes = 1 << 62
+	}
 	for _, tc := range []struct {
 		check    Check
 		observed string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/segmentio/kafka-go"
 
@@ -37,8 +38,19 @@ func (s auditSource) Changed(ctx context.Context, repo, base, ref, prefix string
 	if err != nil {
 		return nil, err
 	}
-	// The diff has no checksums; list the ref once for them.
-	objs, err := s.List(ctx, repo, ref, prefix)
+	var paths []string
+	for _, c := range changes {
+		if c.Type != "removed" {
+			paths = append(paths, c.Path)
+		}
+	}
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	// The diff has no checksums; list them once, under the deepest folder
+	// that holds every changed file (a batch's own folder, usually), so the
+	// listing does not grow with the table.
+	objs, err := s.List(ctx, repo, ref, commonFolder(prefix, paths))
 	if err != nil {
 		return nil, err
 	}
@@ -56,6 +68,21 @@ func (s auditSource) Changed(ctx context.Context, repo, base, ref, prefix string
 		}
 	}
 	return out, nil
+}
+
+// commonFolder is the longest folder prefix ("a/b/") shared by paths, no
+// shorter than prefix.
+func commonFolder(prefix string, paths []string) string {
+	common := paths[0][:strings.LastIndex(paths[0], "/")+1]
+	for _, p := range paths[1:] {
+		for !strings.HasPrefix(p, common) {
+			common = common[:strings.LastIndex(strings.TrimSuffix(common, "/"), "/")+1]
+		}
+	}
+	if len(common) < len(prefix) {
+		return prefix
+	}
+	return common
 }
 
 func (s auditSource) Download(ctx context.Context, repo, ref, path string, w io.Writer) error {

@@ -225,6 +225,38 @@ func reportLakeCalls(b *testing.B, d *daemon) {
 	}
 }
 
+// reportMergeTime reports the mean duration of lakewap's publish steps
+// (the merge, and a look at the target when one is needed) since before.
+func reportMergeTime(b *testing.B, d *daemon, before [2]float64) {
+	now := publishSteps(b, d)
+	if n := now[1] - before[1]; n > 0 {
+		b.ReportMetric(1000*(now[0]-before[0])/n, "merge-ms")
+	}
+}
+
+// publishSteps is the sum (seconds) and count of the publish steps so far.
+func publishSteps(b *testing.B, d *daemon) [2]float64 {
+	fams, err := d.reg.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out [2]float64
+	for _, f := range fams {
+		if f.GetName() != "lakewap_step_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "step" && l.GetValue() == "publish" {
+					out[0] += m.GetHistogram().GetSampleSum()
+					out[1] += float64(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+	}
+	return out
+}
+
 // BenchmarkWAPCycle measures lakewap end to end, from BatchLanded produced
 // to BatchPublished consumed, including the writer's upload after
 // BranchReady, with 1, 8 and 64 batches in flight. Each batch writes one
@@ -234,8 +266,10 @@ func BenchmarkWAPCycle(b *testing.B) {
 	for _, inflight := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
 			rig := rs.get(b, "", nil)
+			before := publishSteps(b, rig.d)
 			drive(b, inflight, func(ctx context.Context, id string) error { return wapBatch(ctx, rig, "bench-"+id) })
 			reportLakeCalls(b, rig.d)
+			reportMergeTime(b, rig.d, before)
 		})
 	}
 }
@@ -248,6 +282,7 @@ type rawRig struct {
 	mainLock sync.Mutex
 	db       *sql.DB
 	calls    atomic.Int64
+	merging  atomic.Int64 // time spent in merges, ns
 }
 
 // rawHandQuery computes the demo suite's figures over one object in one
@@ -298,7 +333,9 @@ func rawBatch(ctx context.Context, r *rawRig, id string) error {
 		return fmt.Errorf("raw batch %s fails its checks: rows %d nulls %d dups %d negative %d", id, rows, nulls, dups, negative)
 	}
 	r.mainLock.Lock()
+	t0 := time.Now()
 	_, err = l.Merge(ctx, "lake", commit, "main", "raw merge", map[string]string{pipeline.MetaBatchID: id})
+	r.merging.Add(int64(time.Since(t0)))
 	r.mainLock.Unlock()
 	if err != nil {
 		return err
@@ -324,9 +361,11 @@ func BenchmarkRawLakeFSSequence(b *testing.B) {
 				r = &rawRig{benchRig: rig, db: db}
 				raws[b.Name()] = r
 			}
-			before := r.calls.Load()
+			before, merging := r.calls.Load(), r.merging.Load()
 			drive(b, inflight, func(ctx context.Context, id string) error { return rawBatch(ctx, r, id) })
-			b.ReportMetric(float64(r.calls.Load()-before)/float64(b.N*inflight), "lakefs-calls/batch")
+			n := float64(b.N * inflight)
+			b.ReportMetric(float64(r.calls.Load()-before)/n, "lakefs-calls/batch")
+			b.ReportMetric(float64(r.merging.Load()-merging)/n/1e6, "merge-ms")
 		})
 	}
 	for _, r := range raws {
