@@ -157,35 +157,46 @@ func (r *run) preflight(ctx context.Context, c Check) error {
 // so that only the broken one reports an error.
 func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []schemas.CheckResult) {
 	checks := r.req.Suite.Checks
-	var exprs []string
-	offsets := make([]int, len(idxs))
 	start := time.Now()
-	for j, i := range idxs {
-		offsets[j] = len(exprs) + 1
+	settled, total, haveTotal := r.fromStatistics(ctx, k, idxs)
+	var exprs []string
+	offsets := map[int]int{}
+	for _, i := range idxs {
+		if _, ok := settled[i]; ok {
+			continue
+		}
+		offsets[i] = len(exprs) + 1
 		e := aggExprs(checks[i])
 		if b, ok := r.bitmaps[i]; ok {
 			e[0] = uniqueBitmapExpr(checks[i].columns()[0], b[0], b[1])
 		}
 		exprs = append(exprs, e...)
 	}
-	vals, err := r.queryRow(ctx, aggregateSQL(k.schema, r.views[k.viewKey].table.Name, exprs, k.where), len(exprs)+1)
-	scan := time.Since(start)
-	if err != nil {
-		if len(idxs) > 1 && ctx.Err() == nil {
-			for _, i := range idxs {
-				r.checkGroup(ctx, k, []int{i}, results)
+	var vals []any
+	if len(offsets) > 0 || !haveTotal {
+		var err error
+		vals, err = r.queryRow(ctx, aggregateSQL(k.schema, r.views[k.viewKey].table.Name, exprs, k.where), len(exprs)+1)
+		if err != nil {
+			if len(idxs) > 1 && ctx.Err() == nil {
+				for _, i := range idxs {
+					r.checkGroup(ctx, k, []int{i}, results)
+				}
+				return
 			}
+			results[idxs[0]] = r.errored(checks[idxs[0]], err, time.Since(start))
 			return
 		}
-		results[idxs[0]] = r.errored(checks[idxs[0]], err, scan)
-		return
+		total = asInt(vals[0])
 	}
-	total := asInt(vals[0])
-	for j, i := range idxs {
+	scan := time.Since(start)
+	for _, i := range idxs {
 		c := checks[i]
 		n := len(aggExprs(c))
 		started := time.Now()
-		v := vals[offsets[j] : offsets[j]+n]
+		v, ok := settled[i]
+		if !ok {
+			v = vals[offsets[i] : offsets[i]+n]
+		}
 		res := r.judge(ctx, c, total, v)
 		if c.Mostly != nil && res.Status != schemas.StatusError {
 			res = r.mostly(c, res, asInt(v[0]), asInt(v[n-1]))
@@ -205,6 +216,89 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 		res.DurationMs = (scan + time.Since(started)).Milliseconds()
 		results[i] = res
 	}
+}
+
+// fromStatistics settles the checks of a Parquet or Delta table that
+// count(*), count(col), min(col) and max(col) decide: DuckDB answers those
+// from the files' statistics without reading the data (where the writer
+// kept statistics; else it scans, and the answer is the same). row_count,
+// volume_change, freshness, stat and single-column not_null are always
+// settled this way, and range when the column's min and max are within its
+// bounds; the others go to the scan. It returns the figures each settled
+// check would have had from the scan (as aggExprs orders them), and the row
+// count.
+func (r *run) fromStatistics(ctx context.Context, k scanKey, idxs []int) (map[int][]any, int64, bool) {
+	v := r.views[k.viewKey]
+	if k.where != "" || v == nil || v.synthetic || v.broken ||
+		(v.table.format() != FormatParquet && v.table.format() != FormatDelta) {
+		return nil, 0, false
+	}
+	checks := r.req.Suite.Checks
+	sel := []string{"count(*)"}
+	pos := map[string]int{}
+	add := func(e string) {
+		if _, ok := pos[e]; !ok {
+			pos[e] = len(sel)
+			sel = append(sel, e)
+		}
+	}
+	f := func(fn, col string) string { return fn + "(" + quoteIdent(col) + ")" }
+	for _, i := range idxs {
+		c := checks[i]
+		switch c.Kind {
+		case KindNotNull:
+			if cols := c.columns(); len(cols) == 1 {
+				add(f("count", cols[0]))
+			}
+		case KindRange, KindStat:
+			add(f("count", c.Column))
+			add(f("min", c.Column))
+			add(f("max", c.Column))
+		case KindFreshness:
+			add(f("max", c.Column))
+		}
+	}
+	vals, err := r.queryRow(ctx, "SELECT "+strings.Join(sel, ", ")+" FROM "+qualified(k.schema, v.table.Name), len(sel))
+	if err != nil {
+		return nil, 0, false // the scan reports it
+	}
+	total := asInt(vals[0])
+	get := func(fn, col string) any { return vals[pos[f(fn, col)]] }
+	out := map[int][]any{}
+	for _, i := range idxs {
+		c := checks[i]
+		switch c.Kind {
+		case KindRowCount, KindVolumeChange:
+			out[i] = nil
+		case KindFreshness:
+			out[i] = []any{get("max", c.Column)}
+		case KindStat:
+			out[i] = []any{get(c.Stat, c.Column)}
+		case KindNotNull:
+			if cols := c.columns(); len(cols) == 1 {
+				out[i] = []any{total - asInt(get("count", cols[0]))}
+				if c.Mostly != nil {
+					out[i] = append(out[i], total)
+				}
+			}
+		case KindRange:
+			n, lo, hi := asInt(get("count", c.Column)), get("min", c.Column), get("max", c.Column)
+			within := n == 0
+			if a, ok := asFloat(lo); ok && n > 0 {
+				if b, ok := asFloat(hi); ok {
+					within = (c.Min == nil || a > *c.Min || !c.StrictMin && a == *c.Min) &&
+						(c.Max == nil || b < *c.Max || !c.StrictMax && b == *c.Max)
+				}
+			}
+			if within {
+				out[i] = []any{int64(0), lo, hi}
+				if c.Mostly != nil {
+					out[i] = append(out[i], n)
+				}
+			}
+		}
+	}
+	return out, total, true
 }
 
 // checkUnique answers a unique check with one grouped scan that gives the

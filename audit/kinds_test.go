@@ -101,3 +101,47 @@ func TestRunUniqueBitmapAndHashAgree(t *testing.T) {
 		}
 	}
 }
+
+// Checks settled from Parquet statistics report exactly what the scan of
+// the same rows as CSV reports, passing or failing.
+func TestRunStatisticsAgreeWithScan(t *testing.T) {
+	src := newDirSource(t)
+	rows := `SELECT CASE WHEN i % 7 = 0 THEN NULL ELSE i END AS id, (i % 100)::DOUBLE AS amount,
+		TIMESTAMP '2025-06-01 11:00:00' - to_minutes(i::BIGINT) AS at FROM range(0, 500) r(i)`
+	src.write(t, "main", "p/a.parquet", rows)
+	src.write(t, "main", "p/b.parquet", "SELECT 1000 AS id, 150.0 AS amount, TIMESTAMP '2025-06-01 11:30:00' AS at")
+	src.write(t, "main", "c/a.csv", rows)
+	src.write(t, "main", "c/b.csv", "SELECT 1000 AS id, 150.0 AS amount, TIMESTAMP '2025-06-01 11:30:00' AS at")
+	e := newEngine(t, src, "")
+	suite := func(table string) []Check {
+		return []Check{
+			{Name: "nn", Kind: KindNotNull, Table: table, Column: "id"},
+			{Name: "nn mostly", Kind: KindNotNull, Table: table, Column: "id", Mostly: f64(0.8)},
+			{Name: "range in", Kind: KindRange, Table: table, Column: "amount", Min: f64(0), Max: f64(150)},
+			{Name: "range strict", Kind: KindRange, Table: table, Column: "amount", Min: f64(0), Max: f64(150), StrictMax: true},
+			{Name: "range out", Kind: KindRange, Table: table, Column: "amount", Max: f64(99)},
+			{Name: "rows", Kind: KindRowCount, Table: table, Min: f64(501)},
+			{Name: "fresh", Kind: KindFreshness, Table: table, Column: "at", MaxAge: "1h"},
+			{Name: "max", Kind: KindStat, Stat: StatMax, Table: table, Column: "amount", Max: f64(100)},
+		}
+	}
+	run := func(table string) schemas.AuditReport {
+		rep, err := e.Run(context.Background(), Request{Repository: "r", Ref: "main", BatchTime: batchTime, Suite: Suite{
+			Tables: []Table{{Name: "pq", Path: "p/"}, {Name: "csv", Path: "c/", Format: FormatCSV}}, Checks: suite(table)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	pq, csv := run("pq"), run("csv")
+	for i := range pq.Checks {
+		a, b := pq.Checks[i], csv.Checks[i]
+		if a.Status != b.Status || a.Observed != b.Observed || len(a.SampleRows) != len(b.SampleRows) {
+			t.Errorf("%s: parquet %s %q (%d samples), csv %s %q (%d samples)", a.Name, a.Status, a.Observed, len(a.SampleRows),
+				b.Status, b.Observed, len(b.SampleRows))
+		}
+	}
+	if pq.Checks[0].Status != schemas.StatusFail || pq.Checks[2].Status != schemas.StatusPass || pq.Checks[3].Status != schemas.StatusFail {
+		t.Errorf("parquet: %+v", pq.Checks)
+	}
+}
