@@ -20,6 +20,9 @@
 # Exits non-zero naming the step that failed. Step timings go to stderr and
 # to ${LAKEWAP_CACHE_DIR:-.cache}/containers/timings.log.
 set -euo pipefail
+# The whole script is one block, read before it runs: editing the file
+# while it runs does not change what this run does.
+{
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -130,7 +133,8 @@ LAKEWAP="http://127.0.0.1:$LAKEWAP_HOST_PORT"
 
 # Podman runs health checks from systemd timers; where there is no systemd
 # nothing runs them, so this loop does, the way the timers would.
-if DOCKER_HOST="$DOCKER_HOST" docker version 2>/dev/null | grep -qi podman && ! pidof systemd >/dev/null 2>&1; then
+engine="$(docker version 2>/dev/null || true)"
+if [[ "${engine,,}" == *podman* ]] && [[ "$(cat /proc/1/comm 2>/dev/null)" != systemd ]]; then
 	(
 		while sleep 3; do
 			for id in $(podman ps -q --filter "label=com.docker.compose.project=$PROJECT" 2>/dev/null); do
@@ -151,13 +155,14 @@ health() {
 	local id
 	id="$(compose ps -q "$1" 2>/dev/null | head -1)"
 	[[ -n "$id" ]] || { echo missing; return; }
-	docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{if eq .State.Status "exited"}}:{{.State.ExitCode}}{{end}}{{end}}' "$id"
+	# podman reports an empty Health for containers without a health check.
+	docker inspect -f '{{.State.Status}}{{if eq .State.Status "exited"}}:{{.State.ExitCode}}{{else if .State.Health}}{{if .State.Health.Status}}:{{.State.Health.Status}}{{end}}{{end}}' "$id"
 }
 all_healthy() {
 	local s ok=0
 	for svc in kafka postgres minio lakefs lakewap; do
 		s="$(health "$svc")"
-		[[ "$s" == healthy ]] || ok=1
+		[[ "$s" == running:healthy ]] || ok=1
 	done
 	for job in minio-setup lakefs-setup; do
 		s="$(health "$job")"
@@ -185,7 +190,7 @@ done_step
 # The writer: a Parquet file of 1000 billing rows (every 25th billing_id NULL
 # when bad) uploaded to the branch through lakeFS's Python SDK.
 cat >"$WORK/writer.py" <<'EOF'
-import io, sys
+import os, sys
 import pyarrow as pa, pyarrow.parquet as pq
 import lakefs_sdk
 
@@ -198,11 +203,11 @@ table = pa.table({
     "amount_cents": pa.array([100 + i for i in range(n)], pa.int64()),
     "currency": pa.array([("EUR", "USD", "GBP")[i % 3] for i in range(n)], pa.string()),
 })
-buf = io.BytesIO()
-pq.write_table(table, buf)
+local = os.path.join(os.path.dirname(os.path.abspath(__file__)), batch + ".parquet")
+pq.write_table(table, local)
 cfg = lakefs_sdk.Configuration(host=endpoint + "/api/v1", username=key, password=secret)
 with lakefs_sdk.ApiClient(cfg) as client:
-    stats = lakefs_sdk.ObjectsApi(client).upload_object(repo, branch, path, content=buf.getvalue())
+    stats = lakefs_sdk.ObjectsApi(client).upload_object(repo, branch, path, content=local)
 print(f"wrote {n} rows to lakefs://{repo}/{branch}/{path} ({stats.size_bytes} bytes)")
 EOF
 
@@ -300,3 +305,5 @@ say "   $revoked partition(s) handed back: $(grep -o '"msg":"[^"]*shut[^"]*"' "$
 done_step
 
 say "OK: image checked, stack up and healthy, $good published, $bad aborted, results on Kafka, lakewap stopped cleanly"
+exit
+}

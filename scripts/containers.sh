@@ -34,6 +34,9 @@
 # ${LAKEWAP_CACHE_DIR:-<repo>/.cache}/containers. Exit status 3: cannot run
 # here (not root and no engine).
 set -euo pipefail
+# The whole script is one block, read before it runs: editing the file
+# while it runs does not change what this run does.
+{
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CACHE="${LAKEWAP_CACHE_DIR:-$ROOT/.cache}/containers"
@@ -70,7 +73,7 @@ engine_host() {
 	return 1
 }
 
-is_podman() { DOCKER_HOST="$1" docker version 2>/dev/null | grep -qi podman; }
+is_podman() { local v; v="$(DOCKER_HOST="$1" docker version 2>/dev/null || true)"; [[ "${v,,}" == *podman* ]]; }
 
 install_podman() {
 	local need=()
@@ -568,3 +571,5 @@ lakewap)
 	exit 2
 	;;
 esac
+exit
+}

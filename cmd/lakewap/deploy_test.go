@@ -100,14 +100,24 @@ func TestComposeStackIsWiredTogether(t *testing.T) {
 		le["LAKEFS_BLOCKSTORE_S3_CREDENTIALS_SECRET_ACCESS_KEY"] != minio.Environment["MINIO_ROOT_PASSWORD"] {
 		t.Errorf("lakeFS blockstore does not point at the minio service with its credentials")
 	}
-	if le["LAKEFS_AUTH_ENCRYPT_SECRET_KEY"] == "" || le["LAKEFS_INSTALLATION_ACCESS_KEY_ID"] == "" {
-		t.Errorf("lakeFS needs auth.encrypt.secret_key and an installation key pair")
+	if le["LAKEFS_AUTH_ENCRYPT_SECRET_KEY"] == "" {
+		t.Errorf("lakeFS needs auth.encrypt.secret_key")
+	}
+	// lakeFS applies LAKEFS_INSTALLATION_* with a local KV store only; with
+	// PostgreSQL the admin must be made through the setup API.
+	if le["LAKEFS_DATABASE_TYPE"] != "local" && le["LAKEFS_INSTALLATION_ACCESS_KEY_ID"] != "" {
+		t.Errorf("LAKEFS_INSTALLATION_* are ignored with a %s KV store: lakefs-setup must call the setup API", le["LAKEFS_DATABASE_TYPE"])
 	}
 	bucket := regexp.MustCompile(`mc mb --ignore-existing local/([\w.-]+)`).FindStringSubmatch(strings.Join(c.Services["minio-setup"].Command, " "))
 	if bucket == nil {
 		t.Fatalf("minio-setup creates no bucket: %v", c.Services["minio-setup"].Command)
 	}
 	setup := strings.Join(c.Services["lakefs-setup"].Command, " ")
+	se := c.Services["lakefs-setup"].Environment
+	if !strings.Contains(setup, "/api/v1/setup_lakefs") || !strings.Contains(setup, "$$LAKEFS_ACCESS_KEY_ID") ||
+		!strings.Contains(setup, "$$LAKEFS_SECRET_ACCESS_KEY") || se["LAKEFS_ACCESS_KEY_ID"] == "" || se["LAKEFS_SECRET_ACCESS_KEY"] == "" {
+		t.Errorf("lakefs-setup must create lakeFS's admin with its LAKEFS_ACCESS_KEY_ID/LAKEFS_SECRET_ACCESS_KEY through /api/v1/setup_lakefs: %s", setup)
+	}
 	repo := regexp.MustCompile(`"name":"([\w-]+)","storage_namespace":"s3://([\w.-]+)/`).FindStringSubmatch(setup)
 	if repo == nil || repo[2] != bucket[1] {
 		t.Fatalf("lakefs-setup must create a repository in bucket %s: %s", bucket[1], setup)
@@ -128,9 +138,9 @@ func TestComposeStackIsWiredTogether(t *testing.T) {
 	if lw.DependsOn["kafka"].Condition != "service_healthy" || lw.DependsOn["lakefs-setup"].Condition != "service_completed_successfully" {
 		t.Errorf("lakewap must wait for a healthy Kafka and for the repository: %+v", lw.DependsOn)
 	}
-	if lw.Environment["LAKEFS_ACCESS_KEY_ID"] != le["LAKEFS_INSTALLATION_ACCESS_KEY_ID"] ||
-		lw.Environment["LAKEFS_SECRET_ACCESS_KEY"] != le["LAKEFS_INSTALLATION_SECRET_ACCESS_KEY"] {
-		t.Errorf("lakewap's lakeFS key pair is not the one lakeFS installs")
+	if lw.Environment["LAKEFS_ACCESS_KEY_ID"] != se["LAKEFS_ACCESS_KEY_ID"] ||
+		lw.Environment["LAKEFS_SECRET_ACCESS_KEY"] != se["LAKEFS_SECRET_ACCESS_KEY"] {
+		t.Errorf("lakewap's lakeFS key pair is not the one lakefs-setup creates")
 	}
 
 	// The mounted config loads with the lakewap service's environment and
