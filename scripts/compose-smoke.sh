@@ -260,7 +260,7 @@ stat() {
 step "good batch published"
 good="smoke-good-$$"
 final="$(push "$good" 0)"
-say "   $final"
+say "   ${final:0:300}"
 grep -q '"type":"BatchPublished"' <<<"$final" || fail "good batch $good was not published: $final"
 commit="$(sed -n 's/.*"commit_id":"\([^"]*\)".*/\1/p' <<<"$final")"
 head="$(curl -fsS -u "$LAKEFS_ACCESS_KEY_ID:$LAKEFS_SECRET_ACCESS_KEY" "$LAKEFS/api/v1/repositories/lake/branches/main")" ||
