@@ -444,3 +444,24 @@ func TestOpenRunLimit(t *testing.T) {
 	land("open-4")
 	f.await(t, "open-4", schemas.TypeBranchReady)
 }
+
+// A step that panics (an audit meeting data a bug chokes on) fails its run
+// and leaves the process and the other runs alone.
+func TestPanickingStepFailsTheRunNotTheProcess(t *testing.T) {
+	f := newRunnerFixtureWith(t, func(c *Config) {
+		c.Auditor = auditFunc(func(_ context.Context, req AuditRequest) (schemas.AuditReport, error) {
+			if strings.HasSuffix(req.Ref, "boom") {
+				var m map[string]int
+				m["x"]++ // nil map: panics
+			}
+			return report(true), nil
+		})
+	})
+	f.land(t, "boom")
+	f.await(t, "boom", schemas.TypeBatchFailed)
+	if r, _ := f.run("billing", "boom"); r.State != StateFailed || !strings.Contains(r.Detail, "panic: assignment to entry in nil map") {
+		t.Errorf("run %s %q, want failed naming the panic", r.State, r.Detail)
+	}
+	f.land(t, "fine")
+	f.await(t, "fine", schemas.TypeBatchPublished)
+}

@@ -151,7 +151,7 @@ func (r *Runner) publishTurn(t *publishTicket) Input {
 	defer cancel()
 	ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
 	start := time.Now()
-	in := r.publish(ctx, run, t.fresh)
+	in := r.safePublish(ctx, run, t.fresh)
 	if f := r.Metrics.StepDuration; f != nil {
 		f(DoPublish.String(), outcome(in), time.Since(start))
 	}
@@ -229,4 +229,14 @@ func outcome(in Input) string {
 		return [...]string{"transient", "permanent", "conflict", "rejected"}[sf.Class]
 	}
 	return "ok"
+}
+
+// safePublish is publish with step's panic recovery.
+func (r *Runner) safePublish(ctx context.Context, run Run, fresh bool) (in Input) {
+	defer func() {
+		if v := recover(); v != nil {
+			in = r.panicked(run, StepPublish, v)
+		}
+	}()
+	return r.publish(ctx, run, fresh)
 }

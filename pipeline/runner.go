@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -663,7 +664,14 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 			t.Stop()
 		}
 		d := max(wake.Sub(r.cfg.Now()), 0)
-		p.timers[batch] = time.AfterFunc(d, func() { r.internal(p, batch, r.tick(p, batch)) })
+		p.timers[batch] = time.AfterFunc(d, func() {
+			defer func() {
+				if v := recover(); v != nil { // a timer's goroutine has no one above it to recover
+					r.log.Error("timer panicked", "run", batch, "panic", v, "stack", string(debug.Stack()))
+				}
+			}()
+			r.internal(p, batch, r.tick(p, batch))
+		})
 	}
 }
 
@@ -750,7 +758,29 @@ func (r *Runner) done(p *partition, batch string, k EffectKind) {
 	p.mu.Unlock()
 }
 
-func (r *Runner) step(ctx context.Context, run Run, k EffectKind) Input {
+// step runs one step. A panic in it (a bug meeting odd data, in lakewap or
+// a library) fails the run instead of the process: the goroutine is not
+// the consumer's, whose recovery would not see it.
+func (r *Runner) step(ctx context.Context, run Run, k EffectKind) (in Input) {
+	defer func() {
+		if v := recover(); v != nil {
+			in = r.panicked(run, stepOf(k), v)
+		}
+	}()
+	return r.doStep(ctx, run, k)
+}
+
+func (r *Runner) panicked(run Run, s Step, v any) StepFailed {
+	r.log.Error("step panicked; failing the run", "batch_id", run.BatchID, "dataset", r.label(run.Dataset),
+		"step", string(s), "panic", v, "stack", string(debug.Stack()))
+	return StepFailed{Step: s, Err: fmt.Sprintf("panic: %v", v), Class: Permanent}
+}
+
+func stepOf(k EffectKind) Step {
+	return map[EffectKind]Step{DoCreateBranch: StepBranch, DoAudit: StepAudit, DoPublish: StepPublish, DoCleanup: StepCleanup}[k]
+}
+
+func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
 	switch k {
 	case DoCreateBranch:
