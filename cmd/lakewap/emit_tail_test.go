@@ -188,7 +188,7 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 		}()
 		code, _, errOut = runCLI("emit", "--brokers", brokers, "--topic", k.InputTopic, "cancel", "--batch", "cli-4", "--dataset", "billing", "--reason", "r")
 		must(t, cliErr(code, errOut))
-		code, _, errOut = runCLI("emit", "--brokers", brokers, "--topic", k.InputTopic, "landed", "--batch", "cli-5", "--dataset", "nope", "--writes", "a", "--no-validate")
+		code, _, errOut = runCLI("emit", "--brokers", brokers, "--topic", k.InputTopic, "landed", "--batch", "cli-5", "--dataset", "billing", "--writes", "a,a", "--no-validate")
 		must(t, cliErr(code, errOut))
 		select {
 		case out := <-done:
@@ -217,7 +217,7 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 	t.Run("tail dead letters", func(t *testing.T) {
 		garbage := []byte{0xC3, 0x01, 0xFF}
 		must(t, e.writer.WriteMessages(ctx, kafka.Message{Key: []byte("cli-junk"), Value: garbage}))
-		// cli-5 (unknown dataset) and cli-junk end in the dead-letter topic.
+		// cli-5 (a write listed twice) and cli-junk end in the dead-letter topic.
 		readTopicUntil(ctx, t, e.stack.KafkaBrokers, k.DeadLetterTopic, 2)
 		code, out, errOut := runCLI("tail", "--brokers", brokers, "--topic", k.DeadLetterTopic, "--from-beginning", "--follow=false")
 		if code != 0 {
@@ -235,8 +235,8 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 		}
 		raw, err = base64.StdEncoding.DecodeString(invalid.ValueBase64)
 		if err != nil || len(raw) == 0 || invalid.DecodeError != "" || invalid.Type != schemas.TypeBatchLanded ||
-			!strings.Contains(string(invalid.Event), `"dataset":"nope"`) || invalid.Headers[consumer.HeaderDLQReason] != schemas.ReasonInvalid ||
-			!strings.Contains(invalid.Headers[consumer.HeaderDLQError], "not a configured dataset") {
+			!strings.Contains(string(invalid.Event), `"dataset":"billing"`) || invalid.Headers[consumer.HeaderDLQReason] != schemas.ReasonInvalid ||
+			!strings.Contains(invalid.Headers[consumer.HeaderDLQError], `"a" is listed twice`) {
 			t.Errorf("invalid dead letter: %+v", invalid)
 		}
 	})
