@@ -284,6 +284,16 @@ func TestSlowAuditDoesNotStallPartition(t *testing.T) {
 	gate := make(chan struct{})
 	f.aud.gates["sealed-wap-billing-slow"] = gate
 	f.land(t, "slow")
+	// Wait until the slow batch is in its (blocked) audit: otherwise a
+	// loaded machine may publish the fast one before the slow one's branch.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if r, _ := f.run("billing", "slow"); r.State == StateAuditing {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slow batch never reached its audit")
+		}
+	}
 	f.land(t, "fast")
 	f.await(t, "fast", schemas.TypeBatchPublished)
 	for _, run := range f.r.Runs() {
