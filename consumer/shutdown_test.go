@@ -115,7 +115,16 @@ func TestReadyOnlyAfterEveryPartitionRestored(t *testing.T) {
 	if got := value(t, c.m.retries.WithLabelValues(opAssign)); got != 2 {
 		t.Errorf("retries_total{operation=assign} = %v, want 2", got)
 	}
+	// What the LakewapPartitionsNotRestored alert watches: one assigned
+	// partition not restored.
+	eventually(t, "partition 0 counted restored", func() bool { return value(t, c.m.restored) >= 1 })
+	if a, r := value(t, c.m.assigned), value(t, c.m.restored); a-r != 1 {
+		t.Errorf("assigned_partitions %v, restored_partitions %v while partition 1 restores; want one short", a, r)
+	}
 	close(release)
 	eventually(t, "ready", c.Ready)
+	if a, r := value(t, c.m.assigned), value(t, c.m.restored); a != r || r == 0 {
+		t.Errorf("assigned_partitions %v, restored_partitions %v once ready; want equal", a, r)
+	}
 	eventually(t, "partition 1 handled", func() bool { return len(rec.handledOffsets(1)) == 1 })
 }
