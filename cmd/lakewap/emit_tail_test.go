@@ -178,12 +178,12 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 		}
 
 		// --follow waits for new events: tail everything there is plus
-		// one more, then make two inputs. A cancel of a batch that never
-		// landed ends in BatchAborted; an event for a dataset that is not
-		// configured is only a dead letter (no run, so no result event).
+		// two more, then make two more (a cancel of a batch that never
+		// landed and an invalid event of a configured dataset both end in
+		// BatchAborted; one of an unknown dataset would only be a dead letter).
 		done := make(chan string, 1)
 		go func() {
-			_, out, errOut := runCLI("tail", "--brokers", brokers, "--topic", k.ResultsTopic, "--from-beginning", "--max", fmt.Sprint(len(rs)+1))
+			_, out, errOut := runCLI("tail", "--brokers", brokers, "--topic", k.ResultsTopic, "--from-beginning", "--max", fmt.Sprint(len(rs)+2))
 			done <- out + errOut
 		}()
 		code, _, errOut = runCLI("emit", "--brokers", brokers, "--topic", k.InputTopic, "cancel", "--batch", "cli-4", "--dataset", "billing", "--reason", "r")
@@ -206,8 +206,8 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 				}
 			}
 			sort.Strings(last)
-			if len(got) != len(rs)+1 || strings.Join(last, ", ") != "cli-4 BatchAborted" {
-				t.Errorf("tail --follow printed %d records, the new ones %v; want %d, ending with cli-4's BatchAborted", len(got), last, len(rs)+1)
+			if len(got) != len(rs)+2 || strings.Join(last, ", ") != "cli-4 BatchAborted, cli-5 BatchAborted" {
+				t.Errorf("tail --follow printed %d records, the new ones %v; want %d, ending with cli-4's and cli-5's BatchAborted", len(got), last, len(rs)+2)
 			}
 		case <-ctx.Done():
 			t.Fatal("tail --follow did not print the new events")
