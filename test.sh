@@ -33,7 +33,7 @@ fi
 # of docker-compose.yml. In CI (CI set) or with LAKEWAP_CONTAINERS=1,
 # scripts/containers.sh brings up a container engine where none answers
 # (podman from Debian's packages) and the stand-in images where no registry
-# answers: about 7 minutes the first time on 2 cores, seconds after. Without
+# answers: about 9 minutes the first time on 2 cores, seconds after. Without
 # an engine the test skips, with the reason; LAKEWAP_CONTAINERS=0 never starts one.
 containers_started=""
 stop_containers() { [[ -z "$containers_started" ]] || scripts/containers.sh stop || true; }
