@@ -811,6 +811,9 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 			return failed(log, StepAudit, err)
 		}
 		r.failpoint("during_audit")
+		// The tables-only rule and the audit's batch scope ask for the same
+		// diff of the sealed commit against the target: ask lakeFS once.
+		ctx := WithDiffMemo(ctx)
 		if spec, ok := r.cfg.Datasets(run.Dataset); ok && len(spec.TablePaths) > 0 {
 			// The merge takes everything the sealed commit changes; the
 			// audit reads only the tables. Anything else must be allowed.

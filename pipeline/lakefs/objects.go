@@ -7,6 +7,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/treeverse/lakefs/pkg/api/apigen"
@@ -158,6 +159,26 @@ func (c *Client) List(ctx context.Context, repo, ref, prefix string) ([]Object, 
 // base with left (lakeFS's default three-dot diff: what merging right into
 // left would bring).
 func (c *Client) Diff(ctx context.Context, repo, left, right, prefix string) ([]Change, error) {
+	if !pipeline.Memoizing(ctx) {
+		return c.diff(ctx, repo, left, right, prefix)
+	}
+	// Under a step's memo, one whole diff serves every prefix.
+	all, err := pipeline.Memoized(ctx, "diff\x00"+repo+"\x00"+left+"\x00"+right, func() ([]Change, error) {
+		return c.diff(ctx, repo, left, right, "")
+	})
+	if err != nil || prefix == "" {
+		return all, err
+	}
+	var out []Change
+	for _, ch := range all {
+		if strings.HasPrefix(ch.Path, prefix) {
+			out = append(out, ch)
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) diff(ctx context.Context, repo, left, right, prefix string) ([]Change, error) {
 	k := call{op: "diff", repo: repo, ref: left + "..." + right}
 	return c.diffPages(ctx, k, prefix, func(ctx context.Context, after *apigen.PaginationAfter, pre *apigen.PaginationPrefix) (*http.Response, error) {
 		return c.api.DiffRefs(ctx, repo, left, right, &apigen.DiffRefsParams{
