@@ -515,18 +515,18 @@ func (r *run) volume(ctx context.Context, c Check, total int64) schemas.CheckRes
 	if c.MaxGrowthPct != nil {
 		parts = append(parts, "growth at most "+num(*c.MaxGrowthPct)+"%")
 	}
-	threshold := strings.Join(parts, ", ") + " vs " + r.req.BaseRef
+	threshold := strings.Join(parts, ", ") + " vs " + r.baseName()
 	vals, err := r.queryRow(ctx, aggregateSQL(schemaBase, r.table(c.Table).Name, nil), 1)
 	if err != nil {
 		return r.errored(c, err, 0)
 	}
 	base := asInt(vals[0])
 	if base == 0 {
-		return r.judged(c, false, fmt.Sprintf("%d rows; %s has none to compare with", total, r.req.BaseRef), threshold)
+		return r.judged(c, false, fmt.Sprintf("%d rows; %s has none to compare with", total, r.baseName()), threshold)
 	}
 	pct := (float64(total) - float64(base)) / float64(base) * 100
 	failed := (c.MaxDropPct != nil && -pct > *c.MaxDropPct) || (c.MaxGrowthPct != nil && pct > *c.MaxGrowthPct)
-	return r.judged(c, failed, fmt.Sprintf("%d rows vs %d on %s (%+.1f%%)", total, base, r.req.BaseRef, pct), threshold)
+	return r.judged(c, failed, fmt.Sprintf("%d rows vs %d on %s (%+.1f%%)", total, base, r.baseName(), pct), threshold)
 }
 
 // checkOne runs a check that is not part of an aggregate scan.
@@ -594,12 +594,12 @@ func (r *run) schemaContract(ctx context.Context, c Check) schemas.CheckResult {
 }
 
 func (r *run) schemaDrift(ctx context.Context, c Check) schemas.CheckResult {
-	threshold := "same columns and types as " + r.req.BaseRef
+	threshold := "same columns and types as " + r.baseName()
 	if c.AllowExtra {
 		threshold += "; new columns allowed"
 	}
 	if r.views[viewKey{schemaBase, strings.ToLower(c.Table)}].synthetic {
-		return r.judged(c, false, "table not on "+r.req.BaseRef, threshold)
+		return r.judged(c, false, "table not on "+r.baseName(), threshold)
 	}
 	cur, _ := r.describe(ctx, schemaMain, c.Table)
 	base, _ := r.describe(ctx, schemaBase, c.Table)
@@ -840,4 +840,12 @@ func listed(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}
+
+// baseName is how reports name the base ref.
+func (r *run) baseName() string {
+	if r.req.BaseName != "" {
+		return r.req.BaseName
+	}
+	return r.req.BaseRef
 }

@@ -186,6 +186,9 @@ type Request struct {
 	// schema_drift and scope: batch compare with. Checks that need it fail
 	// with status error when it is empty.
 	Ref, BaseRef string
+	// BaseName is how reports name the base (say "main" when BaseRef is
+	// the commit main pointed at); default BaseRef.
+	BaseName string
 	// BatchTime is the reference for freshness; zero means now.
 	BatchTime time.Time
 }

@@ -71,8 +71,9 @@ type PreMergeOptions struct {
 	// merge touches: a merge of one dataset's batch is not judged by
 	// another dataset's batch-scope checks. Nil runs every guarding suite.
 	Diff MergeDiff
-	// Timeout bounds one request's audits (default 55s: lakeFS gives a
-	// webhook one minute unless the action sets timeout).
+	// Timeout bounds how long one request waits for its audits (default
+	// 25s, below lakeFS clients' usual 30s call timeout; the action's own
+	// timeout must be longer).
 	Timeout time.Duration
 	Logger  *slog.Logger
 	// Observe, if set, is told how each request was decided: decision is
@@ -97,7 +98,7 @@ func NewPreMergeHandler(opts PreMergeOptions) (*PreMergeHandler, error) {
 		return nil, errors.New("audit: PreMergeOptions.Guards and Runner are required")
 	}
 	if opts.Timeout <= 0 {
-		opts.Timeout = 55 * time.Second
+		opts.Timeout = 25 * time.Second
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

@@ -19,6 +19,10 @@ var (
 	ErrMergeConflict = errors.New("merge conflict")
 	// ErrNotFound: the repository, branch or object does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrHookRefused: a pre-merge hook refused a merge (lakeFS answers
+	// 412). It is retried: lakewap's own hook may have run out of time on
+	// a cold audit, whose report then answers the next attempt.
+	ErrHookRefused = fmt.Errorf("%w: refused by a pre-merge hook", ErrTransient)
 	// ErrBranchTaken: a branch with the run's name exists and holds
 	// something this run did not put there (commits of its own, or
 	// uncommitted changes), so it is not resumed.

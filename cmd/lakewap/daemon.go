@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -107,7 +108,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		[]string{"method", "code"})
 	reg.MustRegister(lakeCalls)
 	d.lake, err = lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
-		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.D(30 * time.Second), Logger: log,
+		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.D(config.DefaultLakeFSTimeout), Logger: log,
 		HTTPClient: &http.Client{Transport: promhttp.InstrumentRoundTripperDuration(lakeCalls, http.DefaultTransport)}})
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
@@ -156,6 +157,25 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	d.audits = newCachedAuditor(d.engine, cfg.Datasets, reg)
+	d.audits.head = func(ctx context.Context, repo, ref string) (string, error) {
+		c, err := d.lake.GetCommit(ctx, repo, ref)
+		return c.ID, err
+	}
+	d.audits.batchTime = func(repo, sealed string) (time.Time, bool) {
+		if d.runner == nil {
+			return time.Time{}, false
+		}
+		for _, r := range d.runner.Runs() {
+			if r.Repository == repo && r.SealedCommit == sealed && r.State == pipeline.StatePublishing {
+				return r.BatchTime, true
+			}
+		}
+		return time.Time{}, false
+	}
+	if n := cfg.HTTP.WebhookConcurrency; n > 0 {
+		d.audits.slots = make(chan struct{}, n)
+	}
+	d.audits.budget = cfg.Runner.StepTimeout.D(5 * time.Minute)
 
 	d.resultsWriter = notify.NewResultsWriter(k.Brokers, k.ResultsTopic, transport)
 	d.results, err = notify.NewKafkaResults(d.resultsWriter, codec)
@@ -306,17 +326,37 @@ func (d *daemon) serveHTTP(addr string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
-	premerge, err := d.preMergeHandler()
-	if err != nil {
-		ln.Close()
-		return err
+	switch d.cfg.HTTP.WebhookMode() {
+	case config.WebhookOff:
+	case config.WebhookOpen:
+		premerge, err := d.preMergeHandler()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		d.log.Warn("the pre-merge webhook is served without a token (http.webhook: open): anyone who reaches " +
+			addr + " can make lakewap audit")
+		mux.Handle(preMergePath, premerge)
+	default:
+		token, err := config.ReadSecret(d.cfg.HTTP.WebhookToken, d.cfg.HTTP.WebhookTokenFile)
+		if err == nil && strings.TrimSpace(token) == "" {
+			err = fmt.Errorf("%s is empty: the pre-merge webhook needs a token (or http.webhook: open or off)", d.cfg.HTTP.WebhookTokenFile)
+		}
+		if err != nil {
+			ln.Close()
+			field := "http.webhook_token_file"
+			if d.cfg.HTTP.WebhookTokenFile == "" {
+				field = "http.webhook_token"
+			}
+			return fmt.Errorf("%s: %w", field, err)
+		}
+		premerge, err := d.preMergeHandler()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		mux.Handle(preMergePath, requireToken(token, premerge))
 	}
-	token, err := config.ReadSecret(d.cfg.HTTP.WebhookToken, d.cfg.HTTP.WebhookTokenFile)
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("http.webhook_token_file: %w", err)
-	}
-	mux.Handle(preMergePath, requireToken(token, premerge))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
@@ -467,13 +507,12 @@ const webhookTokenHeader = "X-Lakewap-Token"
 
 // requireToken refuses calls without the shared token: a hook call makes
 // lakewap run an audit, which nobody else should be able to trigger.
+// requireToken answers 401 to calls without token; an empty token is
+// refused by the config and at startup, and here too, never an open door.
 func requireToken(token string, next http.Handler) http.Handler {
-	if token == "" {
-		return next
-	}
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get(webhookTokenHeader)), want) != 1 {
+		if len(want) == 0 || subtle.ConstantTimeCompare([]byte(r.Header.Get(webhookTokenHeader)), want) != 1 {
 			http.Error(w, "missing or wrong "+webhookTokenHeader+" header", http.StatusUnauthorized)
 			return
 		}

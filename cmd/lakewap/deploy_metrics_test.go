@@ -237,7 +237,7 @@ func TestDeployKitNamesOnlyExportedMetrics(t *testing.T) {
 	slackSrv := newSlackAPI(t)
 	slackSrv.down = true
 	e := startE2E(t, func(c *config.Config) {
-		c.HTTP.Listen = "127.0.0.1:0"
+		c.HTTP.Listen, c.HTTP.WebhookToken = "127.0.0.1:0", "test-token"
 		c.Notify.Slack = &config.Slack{Token: "xoxb-e2e-secret", Channel: "C0WAP", APIURL: slackSrv.GetAPIURL()}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

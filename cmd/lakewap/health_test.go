@@ -27,7 +27,7 @@ func get(t *testing.T, url string) (int, string) {
 // /healthz answers while the process lives; /readyz only once lakeFS
 // answers and the partitions are assigned and restored.
 func TestHealthAndReadiness(t *testing.T) {
-	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0" })
+	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0"; c.HTTP.WebhookToken = "test-token" })
 	base := "http://" + e.d.HTTPAddr()
 	if code, _ := get(t, base+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz = %d", code)

@@ -173,7 +173,7 @@ func lakeClient(cfg *config.Config, log *slog.Logger) (*lakefs.Client, error) {
 		return nil, fmt.Errorf("lakefs.secret_access_key_file: %w", err)
 	}
 	lake, err := lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
-		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.D(30 * time.Second), Logger: log})
+		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.D(config.DefaultLakeFSTimeout), Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}

@@ -293,7 +293,7 @@ func cmdRetry(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	path := fs.String("config", "lakewap.yaml", "config file")
 	var o retryOptions
-	fs.StringVar(&o.Batch, "batch", "", "batch id of an aborted run whose branch was kept (required)")
+	fs.StringVar(&o.Batch, "batch", "", "batch id of a failed run, or an aborted one whose branch was kept (required)")
 	fs.StringVar(&o.Dataset, "dataset", "", "dataset of the batch, when the id is in several")
 	fs.StringVar(&o.By, "by", "", "who retries (default $USER)")
 	if err := fs.Parse(args); err != nil {
@@ -342,8 +342,10 @@ func retryBatch(ctx context.Context, cfg *config.Config, o retryOptions, log *sl
 		return false, err
 	}
 	run := sr.Run
-	if run.State != pipeline.StateAborted || (run.Reason != schemas.ReasonAuditFailed && run.Reason != schemas.ReasonMergeConflict) {
-		return false, fmt.Errorf("batch %s is %s (%s): only aborted runs whose audit failed or whose merge conflicted can be retried",
+	retryable := run.State == pipeline.StateFailed ||
+		run.State == pipeline.StateAborted && (run.Reason == schemas.ReasonAuditFailed || run.Reason == schemas.ReasonMergeConflict)
+	if !retryable {
+		return false, fmt.Errorf("batch %s is %s (%s): only failed runs, and aborted runs whose audit failed or whose merge conflicted, can be retried",
 			o.Batch, run.State, dash(run.Reason))
 	}
 	if len(run.Outbox) > 0 || run.CleanupPending {

@@ -27,18 +27,48 @@ const preMergePath = "/webhooks/lakefs/pre-merge"
 // pre-merge webhook's both go through it, and it keeps the passing reports
 // of commits, so that the hook lakeFS calls when the runner merges a sealed
 // commit it has just audited answers from memory instead of auditing the
-// same commit again. The key is the commit id, never commit metadata:
-// anyone merging can write metadata, while a commit id names exact content.
+// same commit again. The key is everything the verdict depends on: the
+// commit id (never commit metadata: anyone merging can write metadata,
+// while a commit id names exact content), the base's commit (volume,
+// drift, uniqueness and batch scope compare with it) and the batch time
+// (freshness is judged against it).
+//
+// The webhook's audits are bounded in number (webhook_concurrency) and run
+// detached from the call: a call waits webhook_audit_timeout, and an audit
+// that takes longer (a cold cache after a restart) goes on in the
+// background, so that the next call for the same commit (lakeFS re-running
+// the hook, lakewap retrying its merge) gets its report.
 type cachedAuditor struct {
-	engine   *audit.Engine
+	engine   audit.Runner
 	datasets map[string]config.Dataset
 	cache    *reportCache
 	lookups  *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// head resolves a ref to its commit id.
+	head func(ctx context.Context, repo, ref string) (string, error)
+	// batchTime, if set, gives the batch time of a sealed commit this
+	// daemon is publishing: the hook of lakewap's own merge is judged as
+	// the run's audit was, not by the event time in the call.
+	batchTime func(repo, sealed string) (time.Time, bool)
+	// slots bounds the webhook's audits running at once; budget bounds one.
+	slots  chan struct{}
+	budget time.Duration
+
+	mu       sync.Mutex
+	inflight map[reportKey]*flight
 }
 
-func newCachedAuditor(engine *audit.Engine, datasets map[string]config.Dataset, reg prometheus.Registerer) *cachedAuditor {
-	a := &cachedAuditor{engine: engine, datasets: datasets, cache: newReportCache(4096),
+// flight is one webhook audit in progress; done is closed when rep and err
+// are set.
+type flight struct {
+	done chan struct{}
+	rep  schemas.AuditReport
+	err  error
+}
+
+func newCachedAuditor(engine audit.Runner, datasets map[string]config.Dataset, reg prometheus.Registerer) *cachedAuditor {
+	a := &cachedAuditor{engine: engine, datasets: datasets, cache: newReportCache(4096), inflight: map[reportKey]*flight{},
+		slots: make(chan struct{}, 2), budget: 5 * time.Minute,
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_audit_cache_lookups_total",
 			Help: "Pre-merge webhook audits answered from the cache of passing reports by commit (hit) or run (miss)."}, []string{"result"})}
 	a.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_audit_duration_seconds",
@@ -59,8 +89,12 @@ func (a *cachedAuditor) Audit(ctx context.Context, req pipeline.AuditRequest) (s
 	if !ok {
 		return schemas.AuditReport{}, fmt.Errorf("dataset %q is not in the config", req.Dataset)
 	}
-	rep, err := a.run(ctx, audit.Request{Dataset: req.Dataset, Suite: d.Suite, Repository: req.Repository,
-		Ref: req.Ref, BaseRef: req.BaseRef, BatchTime: req.BatchTime})
+	areq := audit.Request{Dataset: req.Dataset, Suite: d.Suite, Repository: req.Repository,
+		Ref: req.Ref, BaseRef: req.BaseRef, BatchTime: req.BatchTime}
+	if err := a.pinBase(ctx, &areq); err != nil {
+		return schemas.AuditReport{}, fmt.Errorf("%w: %w", pipeline.ErrTransient, err)
+	}
+	rep, err := a.run(ctx, areq)
 	if errors.Is(err, audit.ErrInfrastructure) {
 		// Out of memory and the like: retried within runner.retry_budget,
 		// then the batch fails (not aborted: its data was never judged).
@@ -69,15 +103,71 @@ func (a *cachedAuditor) Audit(ctx context.Context, req pipeline.AuditRequest) (s
 	return rep, err
 }
 
-// Run is the webhook's audit: a passing report of the same commit against
-// the same base answers it, else the suite runs.
+// pinBase replaces the request's base ref by the commit it points at, so
+// the audit and its cache key name the same base.
+func (a *cachedAuditor) pinBase(ctx context.Context, req *audit.Request) error {
+	if a.head == nil || req.BaseRef == "" || commitID.MatchString(req.BaseRef) {
+		return nil
+	}
+	id, err := a.head(ctx, req.Repository, req.BaseRef)
+	if err != nil {
+		return fmt.Errorf("resolve base %s: %w", req.BaseRef, err)
+	}
+	if req.BaseName == "" {
+		req.BaseName = req.BaseRef
+	}
+	req.BaseRef = id
+	return nil
+}
+
+// Run is the webhook's audit: a passing report of the same commit, base
+// commit and batch time answers it, else the suite runs (or the run
+// already in progress for the same key is awaited).
 func (a *cachedAuditor) Run(ctx context.Context, req audit.Request) (schemas.AuditReport, error) {
-	if rep, ok := a.cache.get(keyOf(req)); ok {
+	if a.batchTime != nil {
+		if t, ok := a.batchTime(req.Repository, req.Ref); ok {
+			req.BatchTime = t
+		}
+	}
+	if err := a.pinBase(ctx, &req); err != nil {
+		return schemas.AuditReport{}, err
+	}
+	k := keyOf(req)
+	if rep, ok := a.cache.get(k); ok {
 		a.lookups.WithLabelValues("hit").Inc()
 		return rep, nil
 	}
 	a.lookups.WithLabelValues("miss").Inc()
-	return a.run(ctx, req)
+	a.mu.Lock()
+	f := a.inflight[k]
+	if f == nil {
+		select {
+		case a.slots <- struct{}{}:
+		default:
+			a.mu.Unlock()
+			return schemas.AuditReport{}, fmt.Errorf("%d pre-merge audits are running (http.webhook_concurrency); try again", cap(a.slots))
+		}
+		f = &flight{done: make(chan struct{})}
+		a.inflight[k] = f
+		go func() {
+			defer func() { <-a.slots }()
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.budget)
+			defer cancel()
+			f.rep, f.err = a.run(actx, req)
+			a.mu.Lock()
+			delete(a.inflight, k)
+			a.mu.Unlock()
+			close(f.done)
+		}()
+	}
+	a.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.rep, f.err
+	case <-ctx.Done():
+		return schemas.AuditReport{}, fmt.Errorf("audit of %s still running after the hook's timeout (http.webhook_audit_timeout); "+
+			"it goes on, and its report answers the next call: %w", req.Ref, ctx.Err())
+	}
 }
 
 func (a *cachedAuditor) run(ctx context.Context, req audit.Request) (schemas.AuditReport, error) {
@@ -91,7 +181,7 @@ func (a *cachedAuditor) run(ctx context.Context, req audit.Request) (schemas.Aud
 		result = "failed"
 	}
 	a.duration.WithLabelValues(req.Dataset, result).Observe(time.Since(start).Seconds())
-	if err == nil && rep.Passed && commitID.MatchString(req.Ref) {
+	if err == nil && rep.Passed && commitID.MatchString(req.Ref) && !req.BatchTime.IsZero() {
 		a.cache.put(keyOf(req), rep)
 	}
 	return rep, err
@@ -101,10 +191,15 @@ func (a *cachedAuditor) run(ctx context.Context, req audit.Request) (schemas.Aud
 // names whatever the branch holds when it is read.
 var commitID = regexp.MustCompile(`^[0-9a-f]{40,64}$`)
 
-type reportKey struct{ repo, dataset, ref, base string }
+// reportKey is what a verdict depends on besides the suite (fixed for the
+// daemon's life): the audited commit, the base commit, the batch time.
+type reportKey struct {
+	repo, dataset, ref, base string
+	batchTime                int64 // UnixNano
+}
 
 func keyOf(req audit.Request) reportKey {
-	return reportKey{repo: req.Repository, dataset: req.Dataset, ref: req.Ref, base: req.BaseRef}
+	return reportKey{repo: req.Repository, dataset: req.Dataset, ref: req.Ref, base: req.BaseRef, batchTime: req.BatchTime.UnixNano()}
 }
 
 // reportCache is a bounded map of passing reports; the oldest entry goes
@@ -176,6 +271,7 @@ func (d *daemon) preMergeHandler() (http.Handler, error) {
 	}
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
 		Guards: datasetGuards(d.cfg.Datasets), Runner: d.audits, Diff: auditSource{d.lake},
+		Timeout: d.cfg.HTTP.WebhookAuditTimeout.D(config.DefaultWebhookAuditTimeout),
 		Logger:  d.log.With(slog.String("component", "premerge")),
 		Observe: func(decision, via string) { hooks.WithLabelValues(decision, via).Inc() },
 	})

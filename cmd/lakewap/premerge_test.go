@@ -183,10 +183,11 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 }
 
 // TestReportCache: only passing reports of commit ids are kept, by
-// repository, dataset, commit and base; the oldest entry goes first.
+// repository, dataset, commit, base commit and batch time; the oldest entry
+// goes first.
 func TestReportCache(t *testing.T) {
 	c := newReportCache(2)
-	k := func(ref string) reportKey { return reportKey{"lake", "billing", ref, "main"} }
+	k := func(ref string) reportKey { return reportKey{"lake", "billing", ref, "base1", 1} }
 	c.put(k("a"), schemas.AuditReport{Ref: "a", Passed: true})
 	c.put(k("b"), schemas.AuditReport{Ref: "b", Passed: true})
 	c.put(k("c"), schemas.AuditReport{Ref: "c", Passed: true})
@@ -196,8 +197,11 @@ func TestReportCache(t *testing.T) {
 	if r, ok := c.get(k("c")); !ok || r.Ref != "c" {
 		t.Errorf("newest entry: %+v %v", r, ok)
 	}
-	if _, ok := c.get(reportKey{"lake", "billing", "c", "dev"}); ok {
-		t.Errorf("a report against main answered for base dev")
+	if _, ok := c.get(reportKey{"lake", "billing", "c", "base2", 1}); ok {
+		t.Errorf("a report against one base commit answered for another")
+	}
+	if _, ok := c.get(reportKey{"lake", "billing", "c", "base1", 2}); ok {
+		t.Errorf("a report for one batch time answered for another")
 	}
 	for ref, want := range map[string]bool{
 		strings.Repeat("ab", 32): true, "main": false, "wap-billing-b1": false, strings.Repeat("AB", 32): false,

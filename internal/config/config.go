@@ -162,11 +162,43 @@ type Route struct {
 // HTTP is the metrics, health and webhook listener.
 type HTTP struct {
 	Listen string `yaml:"listen"`
-	// WebhookToken, when set, must arrive in the X-Lakewap-Token header of
-	// pre-merge webhook calls (the lakeFS action sends it from an
-	// environment variable of the lakeFS server).
+	// WebhookToken must arrive in the X-Lakewap-Token header of pre-merge
+	// webhook calls (the lakeFS action sends it from an environment
+	// variable of the lakeFS server). It is required while the listener
+	// serves the webhook: an empty or whitespace-only token (say ${VAR} set
+	// to "") is a config error, never an open endpoint.
 	WebhookToken     string `yaml:"webhook_token"`
 	WebhookTokenFile string `yaml:"webhook_token_file"`
+	// Webhook is how the pre-merge webhook is served: token (the default:
+	// calls must carry webhook_token), open (no token: anyone who reaches
+	// the port can make lakewap audit; say so explicitly) or off (not
+	// served; metrics and health only).
+	Webhook string `yaml:"webhook"`
+	// WebhookConcurrency bounds the pre-merge audits running at once
+	// (default 2); a call that cannot start within its timeout gets 503.
+	WebhookConcurrency int `yaml:"webhook_concurrency"`
+	// WebhookAuditTimeout bounds how long one pre-merge call waits for its
+	// audits (default 25s); an audit still running then goes on in the
+	// background and its report answers the next call of the same commit.
+	// lakeFS waits for the hook while lakewap's own merge call waits for
+	// lakeFS, so it must stay below lakefs.timeout (checked at startup),
+	// and the action's timeout must be above it.
+	WebhookAuditTimeout Duration `yaml:"webhook_audit_timeout"`
+}
+
+// Pre-merge webhook modes (HTTP.Webhook).
+const (
+	WebhookToken = "token"
+	WebhookOpen  = "open"
+	WebhookOff   = "off"
+)
+
+// WebhookMode is the effective HTTP.Webhook.
+func (h HTTP) WebhookMode() string {
+	if h.Webhook == "" {
+		return WebhookToken
+	}
+	return h.Webhook
 }
 
 // Janitor deletes the wap- branches nobody needs any more: those of aborted
@@ -451,6 +483,37 @@ func (c *Config) Validate() error {
 	if c.Audit.MaxReportBytes < 0 || 4*c.Audit.MaxReportBytes > runBytes {
 		bad("audit.max_report_bytes", "%d must be between 0 and a quarter of runner.max_run_bytes (a run stores its report up to three times)", c.Audit.MaxReportBytes)
 	}
+	if c.HTTP.Listen != "" {
+		switch c.HTTP.WebhookMode() {
+		case WebhookToken:
+			switch {
+			case c.HTTP.WebhookToken != "" && c.HTTP.WebhookTokenFile != "":
+				bad("http.webhook_token", "set webhook_token or webhook_token_file, not both")
+			case c.HTTP.WebhookTokenFile != "":
+			case strings.TrimSpace(c.HTTP.WebhookToken) == "":
+				bad("http.webhook_token", "empty: the pre-merge webhook needs a token (webhook_token or webhook_token_file); "+
+					"set http.webhook: off to serve only metrics and health, or http.webhook: open to serve it to anyone")
+			}
+		case WebhookOpen, WebhookOff:
+			if c.HTTP.WebhookToken != "" || c.HTTP.WebhookTokenFile != "" {
+				bad("http.webhook_token", "set, but http.webhook is %s", c.HTTP.Webhook)
+			}
+		default:
+			bad("http.webhook", "%q is not token, open or off", c.HTTP.Webhook)
+		}
+		if c.HTTP.WebhookConcurrency < 0 {
+			bad("http.webhook_concurrency", "must not be negative")
+		}
+		if c.HTTP.WebhookAuditTimeout < 0 {
+			bad("http.webhook_audit_timeout", "must not be negative")
+		} else if c.HTTP.WebhookMode() != WebhookOff {
+			hook, call := c.HTTP.WebhookAuditTimeout.D(DefaultWebhookAuditTimeout), c.LakeFS.Timeout.D(DefaultLakeFSTimeout)
+			if hook >= call {
+				bad("http.webhook_audit_timeout", "%s is not below lakefs.timeout %s: lakewap's own merge call would give up "+
+					"while the hook it triggered still audits", hook, call)
+			}
+		}
+	}
 	if c.Runner.MaxInFlight < 0 {
 		bad("runner.max_in_flight", "must not be negative")
 	}
@@ -562,6 +625,12 @@ func sorted2(a, b string) (string, string) {
 	}
 	return b, a
 }
+
+// Defaults of the pre-merge webhook's audit timeout and of a lakeFS call.
+const (
+	DefaultWebhookAuditTimeout = 25 * time.Second
+	DefaultLakeFSTimeout       = 30 * time.Second
+)
 
 // ReadSecret returns inline if set, else the trimmed content of file.
 func ReadSecret(inline, file string) (string, error) {

@@ -72,6 +72,8 @@ func classify(op string, status int, msg string) error {
 		return pipeline.ErrBranchLocked
 	case status == http.StatusNotFound:
 		return pipeline.ErrNotFound
+	case status == http.StatusPreconditionFailed && op == opMerge:
+		return pipeline.ErrHookRefused
 	case status == http.StatusConflict && (op == opMerge || strings.Contains(lower, "conflict found")):
 		return pipeline.ErrMergeConflict
 	case status == http.StatusBadRequest && strings.Contains(lower, "no changes"):

@@ -106,7 +106,7 @@ func TestErrorMapping(t *testing.T) {
 		{"merge 502", merge, answer{502, "bad gateway"}, callMerge, pipeline.ErrTransient},
 		{"merge 503", merge, answer{503, msg("Throughput exceeded. Slow down and retry")}, callMerge, pipeline.ErrTransient},
 		{"merge 504", merge, answer{504, ""}, callMerge, pipeline.ErrTransient},
-		{"merge pre-merge hook failed", merge, answer{412, msg("action failed")}, callMerge, nil},
+		{"merge pre-merge hook refused", merge, answer{412, msg("update branch main: pre-merge hook aborted, run id x")}, callMerge, pipeline.ErrHookRefused},
 		{"merge missing branch", merge, answer{404, msg("branch not found")}, callMerge, pipeline.ErrNotFound},
 		{"merge forbidden", merge, answer{403, msg("forbidden")}, callMerge, nil},
 		{"commit no changes", commit, answer{400, msg("commit: no changes")}, callCommit, pipeline.ErrNoChanges},
@@ -124,8 +124,8 @@ func TestErrorMapping(t *testing.T) {
 				t.Fatal("no error")
 			}
 			for _, class := range classes {
-				// A locked branch is also transient.
-				want := class == tt.class || tt.class == pipeline.ErrBranchLocked && class == pipeline.ErrTransient
+				// A locked branch and a refusing hook are also transient.
+				want := class == tt.class || (tt.class == pipeline.ErrBranchLocked || tt.class == pipeline.ErrHookRefused) && class == pipeline.ErrTransient
 				if got := errors.Is(err, class); got != want {
 					t.Errorf("errors.Is(%v, %v) = %v, want %v", err, class, got, want)
 				}

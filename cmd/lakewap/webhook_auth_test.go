@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// An empty or whitespace token never opens the pre-merge endpoint: it is a
+// config error naming the field, from the YAML (a ${VAR} set to "") or
+// from an empty token file at start-up. An open endpoint is a setting.
+func TestEmptyWebhookTokenIsAConfigError(t *testing.T) {
+	base := `
+kafka: {brokers: ["127.0.0.1:9092"]}
+lakefs: {endpoint: "http://127.0.0.1:8000", access_key_id: AK, secret_access_key: SK}
+datasets:
+  billing:
+    repository: lake
+    tables: [{name: t, path: gold/t/}]
+    checks: [{kind: row_count, table: t, min: 1}]
+http:
+`
+	for _, tc := range []struct{ name, http, env, want string }{
+		{"empty variable", `  listen: "127.0.0.1:0"` + "\n  webhook_token: ${HOOK_TOKEN}\n", "", "http.webhook_token: empty"},
+		{"whitespace", `  listen: "127.0.0.1:0"` + "\n  webhook_token: \"  \"\n", "", "http.webhook_token: empty"},
+		{"no token at all", `  listen: "127.0.0.1:0"` + "\n", "", "http.webhook_token: empty"},
+		{"token and open", `  listen: "127.0.0.1:0"` + "\n  webhook: open\n  webhook_token: x\n", "", "http.webhook_token: set, but http.webhook is open"},
+		{"unknown mode", `  listen: "127.0.0.1:0"` + "\n  webhook: maybe\n", "", `http.webhook: "maybe" is not token, open or off`},
+		{"hook timeout over the call timeout", `  listen: "127.0.0.1:0"` + "\n  webhook_token: x\n  webhook_audit_timeout: 55s\n", "",
+			"http.webhook_audit_timeout: 55s is not below lakefs.timeout 30s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := config.Parse([]byte(base+tc.http), func(k string) (string, bool) { return tc.env, k == "HOOK_TOKEN" })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("config error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	for _, ok := range []string{"  listen: \"127.0.0.1:0\"\n  webhook: open\n", "  listen: \"127.0.0.1:0\"\n  webhook: off\n",
+		"  listen: \"127.0.0.1:0\"\n  webhook_token_file: /run/secrets/t\n"} {
+		if _, err := config.Parse([]byte(base+ok), func(string) (string, bool) { return "", false }); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+
+	// An empty token file stops the daemon at start-up, naming the field.
+	empty := filepath.Join(t.TempDir(), "token")
+	must(t, os.WriteFile(empty, []byte(" \n"), 0o600))
+	cfg, err := config.Parse([]byte(base+"  listen: \"127.0.0.1:0\"\n  webhook_token_file: "+empty+"\n"), func(string) (string, bool) { return "", false })
+	must(t, err)
+	cfg.Audit.WorkDir = t.TempDir()
+	d := &daemon{cfg: cfg, log: slog.New(slog.DiscardHandler), reg: prometheus.NewRegistry()}
+	if err := d.serveHTTP("127.0.0.1:0"); err == nil || !strings.Contains(err.Error(), "http.webhook_token_file") || !strings.Contains(err.Error(), "is empty") {
+		t.Errorf("serveHTTP with an empty token file: %v", err)
+	}
+}
+
+// docker-compose.yml has no default webhook token: compose stops when it
+// is unset or empty (${VAR:?...}) instead of serving a token printed in
+// the repository.
+func TestComposeHasNoDefaultWebhookToken(t *testing.T) {
+	src, err := os.ReadFile("../../docker-compose.yml")
+	must(t, err)
+	refs := regexp.MustCompile(`\$\{LAKEWAP_WEBHOOK_TOKEN[^}]*\}`).FindAllString(string(src), -1)
+	if len(refs) < 2 {
+		t.Fatalf("docker-compose.yml refers to LAKEWAP_WEBHOOK_TOKEN %d times, want lakeFS's and lakewap's", len(refs))
+	}
+	for _, r := range refs {
+		if !strings.HasPrefix(r, "${LAKEWAP_WEBHOOK_TOKEN:?") {
+			t.Errorf("%s: want ${LAKEWAP_WEBHOOK_TOKEN:?...} (no default, fail when unset)", r)
+		}
+	}
+}
+
+// blockingRunner is an audit engine whose audits wait for release.
+type blockingRunner struct {
+	mu      sync.Mutex
+	runs    int
+	release chan struct{}
+}
+
+func (b *blockingRunner) Run(ctx context.Context, req audit.Request) (schemas.AuditReport, error) {
+	b.mu.Lock()
+	b.runs++
+	b.mu.Unlock()
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return schemas.AuditReport{}, ctx.Err()
+	}
+	return schemas.AuditReport{Dataset: req.Dataset, Ref: req.Ref, Passed: true}, nil
+}
+
+// Hook audits are bounded in number, shared by calls for the same key,
+// and go on after a call gave up: the next call gets their report.
+func TestHookAuditsBoundedSharedAndDetached(t *testing.T) {
+	b := &blockingRunner{release: make(chan struct{})}
+	a := newCachedAuditor(b, nil, nil)
+	a.slots = make(chan struct{}, 1)
+	sealed, other := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	req := func(ref string) audit.Request {
+		return audit.Request{Dataset: "billing", Repository: "lake", Ref: ref, BaseRef: strings.Repeat("c", 64), BatchTime: time.Unix(1, 0)}
+	}
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := a.Run(short, req(sealed)); err == nil || !strings.Contains(err.Error(), "still running") {
+		t.Fatalf("call that outlived its timeout: %v", err)
+	}
+	if _, err := a.Run(context.Background(), req(other)); err == nil || !strings.Contains(err.Error(), "webhook_concurrency") {
+		t.Errorf("second audit beyond the bound: %v", err)
+	}
+	got := make(chan error, 1)
+	go func() { _, err := a.Run(context.Background(), req(sealed)); got <- err }() // joins the running audit
+	close(b.release)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := a.Run(context.Background(), req(sealed)); err != nil || !rep.Passed {
+		t.Errorf("after the audit finished: %+v %v", rep, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.runs != 1 {
+		t.Errorf("%d audits ran, want 1 (shared, then cached)", b.runs)
+	}
+}
