@@ -1,6 +1,11 @@
 package main
 
-import "testing"
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
 
 // Run texts come from events and lakeFS: `lakewap runs` must not hand a
 // terminal its escape sequences.
@@ -14,9 +19,47 @@ func TestPrintableEscapesControls(t *testing.T) {
 		`back\slash`:               `back\\slash`,
 		"ünïcode ok \u2028":        "ünïcode ok \u2028",
 		"replacement \uFFFD stays": "replacement \uFFFD stays",
+		"bidi \u202eoverride":      `bidi \u202eoverride`,
+		"del \x7f":                 `del \x7f`,
 	} {
 		if got := printable(in); got != want {
 			t.Errorf("printable(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestRunsJSONEscapesTerminalControls: lakewap runs -json must not hand a
+// run's event-supplied reason or detail to the terminal raw. encoding/json
+// escapes C0 but leaves C1 (CSI U+009B, NEL U+0085), DEL and bidi overrides.
+func TestRunsJSONEscapesTerminalControls(t *testing.T) {
+	run := storedRun{Partition: 3}
+	run.BatchID = "b-\u202eevil"
+	run.Dataset = "d\x7f"
+	run.Reason = "red \x1b[31m csi \u009b31m nel \u0085 ok ü \u2028"
+	run.Detail = "\u009b2J\x1b]0;owned\x07 and \xff bad"
+	var out bytes.Buffer
+	if err := writeRunsJSON(&out, []storedRun{run}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.String() {
+		if r != '\n' && terminalDangerous(r) {
+			t.Errorf("raw %U in runs -json output: %q", r, out.String())
+		}
+	}
+	for _, c := range []string{"\x1b", "\x07", "\x7f", "\u009b", "\u0085", "\u202e"} {
+		if strings.Contains(out.String(), c) {
+			t.Errorf("runs -json output contains raw %q: %q", c, out.String())
+		}
+	}
+	var back storedRun
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil {
+		t.Fatalf("runs -json output is not JSON: %v\n%s", err, out.String())
+	}
+	if back.BatchID != run.BatchID || back.Dataset != run.Dataset || back.Reason != run.Reason || back.Partition != 3 {
+		t.Errorf("decoded %+v, want %+v", back, run)
+	}
+	// Invalid UTF-8 is replaced by encoding/json itself; the rest must survive.
+	if want := strings.ToValidUTF8(run.Detail, "\uFFFD"); back.Detail != want {
+		t.Errorf("detail decoded as %q, want %q", back.Detail, want)
 	}
 }

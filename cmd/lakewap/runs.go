@@ -195,13 +195,7 @@ func listRuns(ctx context.Context, cfg *config.Config, f runsFilter, now time.Ti
 		}
 	}
 	if f.JSON {
-		enc := json.NewEncoder(w)
-		for _, r := range runs {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeRunsJSON(w, runs)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BATCH\tDATASET\tSTATE\tAGE\tIN STATE\tBRANCH\tREASON")
@@ -253,16 +247,60 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-// printable escapes what a terminal would act on (control characters, C1
-// controls such as CSI, tabs that would break the columns, invalid UTF-8):
-// run texts come from events and lakeFS, not from the operator.
+// writeRunsJSON prints one JSON object per run. encoding/json escapes only
+// C0 controls, so the encoded line goes through jsonTerminalSafe: a run's
+// reason and detail come from events and lakeFS, and a raw CSI (U+009B) or
+// NEL (U+0085) would reach the operator's terminal.
+func writeRunsJSON(w io.Writer, runs []storedRun) error {
+	for _, r := range runs {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(append(jsonTerminalSafe(b), '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// terminalDangerous is the one rule both outputs of lakewap runs share: the
+// runes a terminal would act on rather than show (C0 and C1 controls, DEL)
+// and the bidirectional overrides that reorder what is shown.
+func terminalDangerous(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+}
+
+// jsonTerminalSafe rewrites every terminalDangerous rune left raw in encoded
+// JSON as a \uXXXX escape. encoding/json already escapes C0 inside strings
+// and emits no whitespace between tokens, so only runes from DEL up are left;
+// outside strings JSON is ASCII, and these runes are all in the Basic
+// Multilingual Plane, so the result is valid JSON that decodes to the same
+// values.
+func jsonTerminalSafe(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r >= 0x7f && terminalDangerous(r) {
+			out = fmt.Appendf(out, "\\u%04x", r)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
+}
+
+// printable escapes what a terminal would act on (terminalDangerous runes,
+// tabs that would break the columns, invalid UTF-8): run texts come from
+// events and lakeFS, not from the operator.
 func printable(s string) string {
 	var b strings.Builder
 	for i, r := range s {
 		switch {
 		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
 			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case unicode.IsControl(r):
+		case terminalDangerous(r):
 			if r < 0x100 {
 				fmt.Fprintf(&b, "\\x%02x", r)
 			} else {
