@@ -375,7 +375,7 @@ func (d *daemon) serveHTTP(addr string) error {
 		fmt.Fprintln(w, "ready")
 	})
 	d.httpLn = ln
-	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.D(5*time.Minute))
+	d.http = newHTTPServer(mux, defaultHTTPLimits(d.cfg.Runner.StepTimeout.D(5*time.Minute)))
 	go func() { _ = d.http.Serve(ln) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
@@ -520,12 +520,25 @@ func requireToken(token string, next http.Handler) http.Handler {
 	})
 }
 
+// httpLimits bounds every phase of a request on the daemon's HTTP server.
+type httpLimits struct {
+	Header, Read, Write, Idle time.Duration
+	MaxHeaderBytes            int
+}
+
+// defaultHTTPLimits: writing may take as long as a pre-merge hook's audit
+// (a step), plus a margin.
+func defaultHTTPLimits(step time.Duration) httpLimits {
+	return httpLimits{Header: 5 * time.Second, Read: 30 * time.Second, Write: step + 30*time.Second,
+		Idle: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+}
+
 // newHTTPServer bounds every phase of a request, so slow or idle clients
-// cannot hold connections forever. Writing may take as long as a
-// pre-merge hook's audit (a step), plus a margin.
-func newHTTPServer(h http.Handler, step time.Duration) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: step + 30*time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+// (a slowloris sending a header byte by byte, or nothing) cannot hold
+// connections forever.
+func newHTTPServer(h http.Handler, l httpLimits) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Read,
+		WriteTimeout: l.Write, IdleTimeout: l.Idle, MaxHeaderBytes: l.MaxHeaderBytes}
 }
 
 // maxOpenRuns maps runner.max_open_runs to the policy: 0 is the default,

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHTTPServerClosesSlowClients attacks the daemon's HTTP server (built by
+// newHTTPServer, as the daemon builds it) with a slowloris that sends part of
+// a request header and then nothing, and with a client that connects and
+// sends nothing: the server must close both connections once the header
+// timeout has passed. Each client waits for the close under a bounded read
+// deadline far above the header timeout; hitting that deadline means the
+// server held the connection.
+func TestHTTPServerClosesSlowClients(t *testing.T) {
+	const header = 200 * time.Millisecond
+	limits := defaultHTTPLimits(5 * time.Minute)
+	limits.Header = header
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}), limits)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = srv.Serve(ln); close(done) }()
+	defer func() { _ = srv.Close(); <-done }()
+	addr := ln.Addr().String()
+
+	// A well-behaved client is served by the same server.
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+		t.Fatalf("normal request: %d %q", resp.StatusCode, body)
+	}
+
+	for _, tc := range []struct{ name, send string }{
+		{"partial header", "GET / HTTP/1.1\r\nHost: lakewap\r\nX-Slow: a"},
+		{"nothing", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			if tc.send != "" {
+				if _, err := io.WriteString(conn, tc.send); err != nil {
+					t.Fatal(err)
+				}
+			}
+			must(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+			got, err := io.ReadAll(conn) // returns once the server closes (EOF) or resets
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("the server still held the connection after %s (header timeout %s)", time.Since(start), header)
+			}
+			if elapsed := time.Since(start); elapsed < header {
+				t.Errorf("closed after %s, before the header timeout %s: not the timeout at work", elapsed, header)
+			}
+			// The server closes without answering a request it never got in full.
+			if len(got) > 0 && !strings.HasPrefix(string(got), "HTTP/1.1 408") {
+				t.Errorf("server answered %q to an unfinished request", got)
+			}
+		})
+	}
+}
+
+// TestDefaultHTTPLimits: making the limits injectable left the daemon's
+// defaults as they were.
+func TestDefaultHTTPLimits(t *testing.T) {
+	got := defaultHTTPLimits(time.Minute)
+	want := httpLimits{Header: 5 * time.Second, Read: 30 * time.Second, Write: 90 * time.Second, Idle: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	if got != want {
+		t.Errorf("defaultHTTPLimits = %+v, want %+v", got, want)
+	}
+}
