@@ -42,9 +42,9 @@ func TestInfrastructureClassification(t *testing.T) {
 	for msg, want := range map[string]bool{
 		"Out of Memory Error: failed to allocate data of size 32.0 MiB": true,
 		"IO Error: Could not write file \"x\": No space left on device": true,
-		"IO Error: No magic bytes found at end of file 'x.parquet'":      false,
-		"Binder Error: Referenced column \"x\" not found":                false,
-		"Conversion Error: Could not convert string 'a' to INT32":        false,
+		"IO Error: No magic bytes found at end of file 'x.parquet'":     false,
+		"Binder Error: Referenced column \"x\" not found":               false,
+		"Conversion Error: Could not convert string 'a' to INT32":       false,
 	} {
 		if got := infrastructure(errors.New(msg)); got != want {
 			t.Errorf("infrastructure(%q) = %v, want %v", msg, got, want)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/internal/kafkalimit"
 )
 
 // Handler does the work for the messages of the partitions assigned to this
@@ -436,7 +438,7 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafka.Message
 		if gctx.Err() != nil {
 			return false
 		}
-		if tooLarge(err) && len(dl.Value) > 0 {
+		if kafkalimit.TooLarge(err) && len(dl.Value) > 0 {
 			// Retrying the same bytes would stall the partition forever.
 			log.Error("dead letter too large for its topic; writing it without the original value", "offset", msg.Offset, "err", err)
 			dl = withoutOriginal(dl, msg)

@@ -95,31 +95,6 @@ func withoutOriginal(dl kafka.Message, original kafka.Message) kafka.Message {
 	return out
 }
 
-// tooLarge reports whether a write failed because the message is over the
-// topic's (or the writer's) maximum size.
-func tooLarge(err error) bool {
-	var mtl kafka.MessageTooLargeError
-	if errors.Is(err, kafka.MessageSizeTooLarge) || errors.As(err, &mtl) {
-		return true
-	}
-	var we kafka.WriteErrors
-	if errors.As(err, &we) {
-		// Only when every failure is about size: another one is retried.
-		n := 0
-		for _, e := range we {
-			if e == nil {
-				continue
-			}
-			if !tooLarge(e) {
-				return false
-			}
-			n++
-		}
-		return n > 0
-	}
-	return false
-}
-
 // clipText shortens s to at most max bytes on a rune boundary, saying how
 // much was cut.
 func clipText(s string, limit int) string {

@@ -1,10 +1,6 @@
 package notify
 
 import (
-	"errors"
-
-	"github.com/segmentio/kafka-go"
-
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -45,37 +41,4 @@ func shrink(ev schemas.Event, step int) (out schemas.Event, ok bool) {
 		return e, step <= 3
 	}
 	return ev, false
-}
-
-// messageSize is the bytes of m that count against a topic's limit.
-func messageSize(m kafka.Message) int {
-	n := len(m.Key) + len(m.Value) + 64
-	for _, h := range m.Headers {
-		n += len(h.Key) + len(h.Value) + 8
-	}
-	return n
-}
-
-// tooLarge reports a write refused for the message's size.
-func tooLarge(err error) bool {
-	var mtl kafka.MessageTooLargeError
-	if errors.Is(err, kafka.MessageSizeTooLarge) || errors.As(err, &mtl) {
-		return true
-	}
-	var we kafka.WriteErrors
-	if errors.As(err, &we) {
-		// Only when every failure is about size: another one is retried.
-		n := 0
-		for _, e := range we {
-			if e == nil {
-				continue
-			}
-			if !tooLarge(e) {
-				return false
-			}
-			n++
-		}
-		return n > 0
-	}
-	return false
 }

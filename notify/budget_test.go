@@ -9,6 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/lakewap/lakewap/internal/kafkalimit"
 	"github.com/lakewap/lakewap/internal/kafkatest"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -56,7 +57,7 @@ func TestResultEventFitsTheResultsTopic(t *testing.T) {
 				t.Errorf("result %d check %s kept its sample rows", i, c.Name)
 			}
 		}
-		if n := messageSize(kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers}); n > 30000 {
+		if n := kafkalimit.Size(kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers}); n > 30000 {
 			t.Errorf("result %d is %d bytes", i, n)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/lakewap/lakewap/internal/kafkalimit"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -107,15 +108,15 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 		if err != nil {
 			return prev, retry, err
 		}
-		big := messageSize(msg) > max
+		big := kafkalimit.Size(msg) > max
 		if !big {
 			err = k.w.WriteMessages(ctx, msg)
-			big = err != nil && tooLarge(err) // the topic's limit is lower than ours
+			big = err != nil && kafkalimit.TooLarge(err) // the topic's limit is lower than ours
 		}
 		if big {
 			smaller, ok := shrink(ev, step)
 			if !ok {
-				return prev, false, fmt.Errorf("kafka results: %s %s has %d bytes, more than the results topic takes", ev.EventType(), id, messageSize(msg))
+				return prev, false, fmt.Errorf("kafka results: %s %s has %d bytes, more than the results topic takes", ev.EventType(), id, kafkalimit.Size(msg))
 			}
 			ev = smaller
 			continue
