@@ -80,6 +80,10 @@ stop_kafka() {
 	if [[ "$status" == 0 ]]; then rm -rf "$kafka_dir"; else echo "test.sh: Apache Kafka's log: $kafka_dir/kafka.log" >&2; fi
 }
 trap stop_kafka EXIT
+# The container engine served only TestContainersEndToEnd, which ran above:
+# stop it before the broker starts, so the two do not compete for the machine.
+stop_containers
+containers_started=""
 step "starting Apache Kafka (KRaft, single node) for the second run"
 kafka_rc=0
 brokers="$(scripts/kafka.sh start "$kafka_dir")" || kafka_rc=$?

@@ -143,7 +143,21 @@ write_config() {
 	EOF
 }
 
+# start DIR starts the broker; a broker that dies while starting (seen once
+# in CI, killed with nothing in its log) is started once more on fresh ports
+# before giving up.
 start() {
+	local attempt
+	for attempt in 1 2; do
+		local rc=0
+		start_once "$@" || rc=$?
+		[[ "$rc" == 4 ]] || return "$rc"
+		((attempt == 2)) || say "starting the broker again (attempt 2 of 2)"
+	done
+	die "the broker exited during start twice (logs in ${1:-})"
+}
+
+start_once() {
 	local dir="${1:?usage: kafka.sh start DIR}"
 	need_java
 	fetch
@@ -182,8 +196,14 @@ start() {
 	local deadline=$((SECONDS + START_TIMEOUT))
 	until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
 		if ! kill -0 "$pid" 2>/dev/null; then
+			local rc=0
+			wait "$pid" 2>/dev/null || rc=$?
 			tail -n 40 "$dir/kafka.out" "$dir/kafka.log" >&2 2>/dev/null || true
-			die "the broker exited during start (logs in $dir)"
+			say "the broker (PID $pid) exited during start with status $rc$( ((rc > 128)) && printf ' (signal %s)' "$(kill -l $((rc - 128)) 2>/dev/null)")"
+			# A kernel OOM kill leaves nothing in the broker's own logs.
+			dmesg 2>/dev/null | grep -i -E 'out of memory|killed process|oom' | tail -n 5 >&2 || true
+			cp "$dir/kafka.log" "$dir/kafka.log.failed-start" 2>/dev/null || true
+			return 4
 		fi
 		if ((SECONDS >= deadline)); then
 			tail -n 40 "$dir/kafka.log" >&2 2>/dev/null || true
