@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/lakewap/lakewap/internal/backoff"
 	"github.com/lakewap/lakewap/internal/kafkalimit"
 )
 
@@ -311,12 +311,12 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 			}
 			c.m.retries.WithLabelValues(opFetch).Inc()
 			log.Warn("fetching messages", "err", err)
-			if !sleep(gctx, b.next()) {
+			if !b.Wait(gctx) {
 				return
 			}
 			continue
 		}
-		b.reset()
+		b.Reset()
 		if msg.HighWaterMark > w.highWater.Load() {
 			w.highWater.Store(msg.HighWaterMark)
 		}
@@ -359,7 +359,7 @@ func (c *Consumer) assign(gctx context.Context, p int, log *slog.Logger) bool {
 		}
 		c.m.retries.WithLabelValues(opAssign).Inc()
 		log.Warn("restoring partition", "err", err)
-		if !sleep(gctx, b.next()) {
+		if !b.Wait(gctx) {
 			return false
 		}
 	}
@@ -404,7 +404,7 @@ func (c *Consumer) process(gctx, handleCtx context.Context, msg kafka.Message, l
 		}
 		c.m.retries.WithLabelValues(opHandle).Inc()
 		log.Warn("handling message failed; retrying", "offset", msg.Offset, "attempt", attempt, "err", err)
-		if !sleep(gctx, b.next()) {
+		if !b.Wait(gctx) {
 			return false
 		}
 	}
@@ -446,7 +446,7 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafka.Message
 		}
 		c.m.retries.WithLabelValues(opDeadLetter).Inc()
 		log.Error("writing dead letter failed; partition waits", "offset", msg.Offset, "reason", p.Reason, "err", err)
-		if !sleep(gctx, b.next()) {
+		if !b.Wait(gctx) {
 			return false
 		}
 	}
@@ -526,37 +526,12 @@ func (c *Consumer) setLag(p int, w *partitionWork) {
 	}
 }
 
-type backoff struct {
-	min, max, cur time.Duration
-}
-
-func (c *Consumer) newBackoff() *backoff {
-	return &backoff{min: c.cfg.RetryBackoffMin, max: c.cfg.RetryBackoffMax}
-}
-
-// next returns the wait before the next attempt: doubling from min up to max,
-// with jitter so that partitions failing together do not retry in lockstep.
-func (b *backoff) next() time.Duration {
-	if b.cur == 0 {
-		b.cur = b.min
-	} else {
-		b.cur = min(2*b.cur, b.max)
-	}
-	return b.cur/2 + rand.N(b.cur/2+1)
-}
-
-func (b *backoff) reset() { b.cur = 0 }
-
-// sleep waits d or until ctx is done; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+// newBackoff is the wait between retries of a failed Handle, dead-letter
+// write, Assigned or fetch: doubling from RetryBackoffMin up to
+// RetryBackoffMax, jittered so that partitions failing together do not retry
+// in lockstep.
+func (c *Consumer) newBackoff() *backoff.Backoff {
+	return backoff.Policy{Min: c.cfg.RetryBackoffMin, Max: c.cfg.RetryBackoffMax, Jitter: backoff.Equal}.New()
 }
 
 func kafkaLogger(log *slog.Logger, level slog.Level) kafka.Logger {

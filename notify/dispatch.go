@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lakewap/lakewap/internal/backoff"
 )
 
 // Sink delivers notifications to one place.
@@ -99,9 +100,6 @@ func (o Options) withDefaults() Options {
 	def(&o.AttemptTimeout, 10*time.Second)
 	def(&o.MinBackoff, 250*time.Millisecond)
 	def(&o.MaxBackoff, 10*time.Second)
-	if o.MaxBackoff < o.MinBackoff {
-		o.MaxBackoff = o.MinBackoff
-	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -357,21 +355,12 @@ func (d *Dispatcher) setDown(name string, down bool) {
 // backoff is exponential with jitter in [d/2, d] so that sinks retrying
 // after a shared outage do not return in step.
 func (d *Dispatcher) backoff(attempt int) time.Duration {
-	b := d.opts.MinBackoff
-	for i := 1; i < attempt && b < d.opts.MaxBackoff; i++ {
-		b *= 2
-	}
-	b = min(b, d.opts.MaxBackoff)
-	return b/2 + rand.N(b/2+1)
+	return backoff.Policy{Min: d.opts.MinBackoff, Max: d.opts.MaxBackoff, Jitter: backoff.Equal}.Delay(attempt)
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if !backoff.Sleep(ctx, d) {
+		return context.Cause(ctx)
 	}
+	return nil
 }

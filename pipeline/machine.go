@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lakewap/lakewap/internal/backoff"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -176,7 +177,7 @@ type Effect struct {
 type Policy struct {
 	PendingTTL  time.Duration // how long writes that arrived before their batch are kept
 	RetryBudget time.Duration // how long a step may keep failing transiently before the run fails
-	BaseBackoff time.Duration
+	MinBackoff  time.Duration
 	MaxBackoff  time.Duration
 	// NotifyRetry is how long to wait before notifying a best-effort sink
 	// (Slack) again that did not deliver; NotifyRetries caps the attempts.
@@ -202,7 +203,7 @@ type Policy struct {
 }
 
 // DefaultPolicy is used for zero fields of a Policy.
-var defaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, BaseBackoff: 500 * time.Millisecond,
+var defaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, MinBackoff: 500 * time.Millisecond,
 	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60, TerminalRetention: 7 * 24 * time.Hour,
 	MaxRunBytes: DefaultMaxRunBytes, MaxLagWait: time.Hour, LagRecheck: 10 * time.Second}
 
@@ -217,8 +218,8 @@ func NewMachine(p Policy) Machine {
 	if p.RetryBudget <= 0 {
 		p.RetryBudget = defaultPolicy.RetryBudget
 	}
-	if p.BaseBackoff <= 0 {
-		p.BaseBackoff = defaultPolicy.BaseBackoff
+	if p.MinBackoff <= 0 {
+		p.MinBackoff = defaultPolicy.MinBackoff
 	}
 	if p.MaxBackoff <= 0 {
 		p.MaxBackoff = defaultPolicy.MaxBackoff
@@ -579,11 +580,7 @@ func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
 }
 
 func (m Machine) backoff(attempt int) time.Duration {
-	d := m.p.BaseBackoff
-	for i := 1; i < attempt && d < m.p.MaxBackoff; i++ {
-		d *= 2
-	}
-	return min(d, m.p.MaxBackoff)
+	return backoff.Policy{Min: m.p.MinBackoff, Max: m.p.MaxBackoff}.Delay(attempt)
 }
 
 func (r *Run) setState(s State, now time.Time) {

@@ -54,7 +54,7 @@ type step struct {
 }
 
 func TestTransitionScenarios(t *testing.T) {
-	m := NewMachine(Policy{RetryBudget: time.Minute, BaseBackoff: time.Second, MaxBackoff: 8 * time.Second})
+	m := NewMachine(Policy{RetryBudget: time.Minute, MinBackoff: time.Second, MaxBackoff: 8 * time.Second})
 	tests := []struct {
 		name  string
 		steps []step
@@ -271,7 +271,7 @@ type pendingEffect struct {
 func TestRandomInterleavings(t *testing.T) {
 	for seed := uint64(1); seed <= 2000; seed++ {
 		rng := rand.New(rand.NewPCG(seed, seed*7919))
-		m := NewMachine(Policy{RetryBudget: 2 * time.Minute, BaseBackoff: time.Second, MaxBackoff: 10 * time.Second, PendingTTL: time.Hour})
+		m := NewMachine(Policy{RetryBudget: 2 * time.Minute, MinBackoff: time.Second, MaxBackoff: 10 * time.Second, PendingTTL: time.Hour})
 		w := world{merges: map[string]int{}, good: map[string]bool{}}
 		stored := map[string]Run{}
 		var effects []pendingEffect

@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
+
+	"github.com/lakewap/lakewap/internal/backoff"
 )
 
 // Publishing into one target is serial in lakeFS: a commit or merge holds
@@ -207,20 +208,17 @@ func (l lockRetrying) Merge(ctx context.Context, repo, source, dest, message str
 // the merge did not start, so it is retried without looking first.
 func (r *Runner) mergeLocked(ctx context.Context, log *slog.Logger, repo, source, dest, msg string, meta map[string]string) (string, error) {
 	deadline := time.Now().Add(r.cfg.LockWait)
-	backoff := r.cfg.LockBackoff
-	for attempt := 1; ; attempt++ {
+	b := backoff.Policy{Min: r.cfg.LockBackoff, Max: time.Second, Jitter: backoff.Full}.New()
+	for {
 		id, err := r.cfg.Lake.Merge(ctx, repo, source, dest, msg, meta)
 		if err == nil || !errors.Is(err, ErrBranchLocked) || time.Now().After(deadline) {
 			return id, err
 		}
-		wait := rand.N(backoff) + 1
-		log.Debug("target locked by another writer, retrying merge", "attempt", attempt, "wait", wait)
-		select {
-		case <-ctx.Done():
+		wait := b.Next()
+		log.Debug("target locked by another writer, retrying merge", "attempt", b.Attempt(), "wait", wait)
+		if !backoff.Sleep(ctx, wait) {
 			return "", err
-		case <-time.After(wait):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 

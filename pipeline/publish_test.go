@@ -122,7 +122,7 @@ func newQueueFixture(t *testing.T, grace time.Duration) *queueFixture {
 			target := map[string]string{"billing": "main", "other": "dev"}[n]
 			return DatasetSpec{Repository: "lake", Target: target, WriteTimeout: time.Hour}, target != ""
 		},
-		Policy: Policy{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, RetryBudget: time.Minute}})
+		Policy: Policy{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, RetryBudget: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakewap/lakewap/internal/backoff"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -678,19 +679,16 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 // internal applies a runner-generated input, retrying persistence until it
 // succeeds or the partition is revoked.
 func (r *Runner) internal(p *partition, batch string, in Input) {
-	backoff := 100 * time.Millisecond
+	b := backoff.Policy{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: backoff.Equal}.New()
 	for {
 		_, err := r.apply(p.ctx, p, batch, in)
 		if err == nil || p.ctx.Err() != nil {
 			return
 		}
 		r.log.Warn("persisting run failed, retrying", "run", batch, "err", err)
-		select {
-		case <-p.ctx.Done():
+		if !b.Wait(p.ctx) {
 			return
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
 }
 
@@ -844,7 +842,7 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 // send delivers one outbox entry, retrying until it is delivered or the
 // partition is revoked (the entry stays in the stored outbox either way).
 func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
-	backoff := 200 * time.Millisecond
+	b := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second, Jitter: backoff.Equal}.New()
 	if o.Published != nil {
 		r.failpoint("before_send")
 	}
@@ -860,12 +858,9 @@ func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
 			return Sent{EventID: o.EventID, Receipts: receipts}
 		}
 		r.log.Warn("sending result event failed, retrying", "batch_id", run.BatchID, "event_id", o.EventID, "err", err)
-		select {
-		case <-p.ctx.Done():
+		if !b.Wait(p.ctx) {
 			return nil
-		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 10*time.Second)
 	}
 }
 

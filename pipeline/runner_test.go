@@ -233,7 +233,7 @@ func newRunnerFixtureWith(t *testing.T, mod func(*Config)) *runnerFixture {
 		Datasets: func(n string) (DatasetSpec, bool) {
 			return DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: time.Hour}, n == "billing"
 		},
-		Policy: Policy{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, RetryBudget: time.Minute}}
+		Policy: Policy{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, RetryBudget: time.Minute}}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -541,7 +541,7 @@ func TestLakeFSDownFailsAfterBudget(t *testing.T) {
 	f.lake.down = true
 	r, err := NewRunner(Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{},
 		Datasets: func(n string) (DatasetSpec, bool) { return DatasetSpec{Repository: "lake", Target: "main"}, true },
-		Policy:   Policy{BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, RetryBudget: 200 * time.Millisecond}})
+		Policy:   Policy{MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, RetryBudget: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
