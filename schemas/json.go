@@ -40,6 +40,12 @@ func FromJSON(eventType string, doc []byte) (Event, error) {
 		return fromJSON[BatchFailed](doc)
 	case TypeBatchReverted:
 		return fromJSON[BatchReverted](doc)
+	case TypeRetryRequested:
+		return fromJSON[RetryRequested](doc)
+	case TypeRevertRequested:
+		return fromJSON[RevertRequested](doc)
+	case TypeRequestRefused:
+		return fromJSON[RequestRefused](doc)
 	}
 	return nil, fmt.Errorf("schemas: unknown event type %q (want one of %s)", eventType, strings.Join(EventTypes(), ", "))
 }

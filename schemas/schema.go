@@ -44,11 +44,14 @@ func currentKinds() []kindSpec {
 		kindOf[BatchLanded](TypeBatchLanded),
 		kindOf[WriteComplete](TypeWriteComplete),
 		kindOf[BatchCancelled](TypeBatchCancelled),
+		kindOf[RetryRequested](TypeRetryRequested),
+		kindOf[RevertRequested](TypeRevertRequested),
 		kindOf[BranchReady](TypeBranchReady),
 		kindOf[BatchPublished](TypeBatchPublished),
 		kindOf[BatchAborted](TypeBatchAborted),
 		kindOf[BatchFailed](TypeBatchFailed),
 		kindOf[BatchReverted](TypeBatchReverted),
+		kindOf[RequestRefused](TypeRequestRefused),
 	}
 }
 

@@ -48,7 +48,11 @@ func sampleEvents() []Event {
 			OccurredAt: ms("2024-05-01T00:00:01.5Z")},
 		WriteComplete{BatchID: "b1", Dataset: "orders", Write: "orders", Paths: []string{"orders/part-0.parquet"},
 			RowCount: ptr(int64(42)), OccurredAt: ms("2024-05-01T00:10:00Z")},
-		BatchCancelled{BatchID: "b1", Dataset: "orders", Reason: "operator request", OccurredAt: ms("2024-05-01T00:11:00Z")},
+		BatchCancelled{BatchID: "b1", Dataset: "orders", Reason: "operator request", OccurredAt: ms("2024-05-01T00:11:00Z"),
+			RequestID: "req-1", RequestedBy: "ana"},
+		RetryRequested{RequestID: "req-2", BatchID: "b1", Dataset: "orders", RequestedBy: "ana", OccurredAt: ms("2024-05-01T00:12:00Z")},
+		RevertRequested{RequestID: "req-3", BatchID: "b1", Dataset: "orders", Reason: "wrong currency", RequestedBy: "ana",
+			OccurredAt: ms("2024-05-02T08:59:00Z")},
 		BranchReady{EventID: "e-1", BatchID: "b1", Dataset: "orders", Repository: "lake", Branch: "wap-orders-b1",
 			LakeFSURI: "lakefs://lake/wap-orders-b1/", S3URI: "s3://lake/wap-orders-b1/", ExpectedWrites: []string{"orders"},
 			WriteDeadline: ptr(ms("2024-05-01T01:00:00Z")), OccurredAt: ms("2024-05-01T00:00:02Z")},
@@ -62,6 +66,8 @@ func sampleEvents() []Event {
 			State: "Publishing", Error: "lakefs: 503", Attempts: 7, BranchKept: true, OccurredAt: ms("2024-05-01T00:30:00Z")},
 		BatchReverted{EventID: "e-5", BatchID: "b1", Dataset: "orders", Repository: "lake", TargetRef: "main",
 			PublishedCommitID: "c0ffee", CommitID: "decaf", Reason: "wrong currency", RevertedBy: "ana", OccurredAt: ms("2024-05-02T09:00:00Z")},
+		RequestRefused{EventID: "e-6", RequestID: "req-2", RequestType: TypeRetryRequested, BatchID: "b1", Dataset: "orders",
+			State: "published", Reason: RefusedWrongState, Detail: "batch b1 is published", OccurredAt: ms("2024-05-02T09:01:00Z")},
 	}
 }
 
@@ -78,6 +84,9 @@ func minimalEvents() []Event {
 		BatchAborted{BatchID: "b", Dataset: "d", Reason: ReasonInvalid, OccurredAt: t0},
 		BatchFailed{BatchID: "b", Dataset: "d", OccurredAt: t0},
 		BatchReverted{BatchID: "b", Dataset: "d", OccurredAt: t0},
+		RetryRequested{BatchID: "b", Dataset: "d", OccurredAt: t0},
+		RevertRequested{BatchID: "b", Dataset: "d", OccurredAt: t0},
+		RequestRefused{BatchID: "b", Dataset: "d", OccurredAt: t0},
 	}
 }
 

@@ -75,6 +75,10 @@ type BatchCancelled struct {
 	Dataset    string    `avro:"dataset" json:"dataset"`
 	Reason     string    `avro:"reason" json:"reason"`
 	OccurredAt time.Time `avro:"occurred_at" json:"occurred_at"`
+	// RequestID and RequestedBy are set by an operator's cancellation
+	// (lakewap cancel), which is answered even when it cannot be done.
+	RequestID   string `avro:"request_id" json:"request_id,omitempty"`
+	RequestedBy string `avro:"requested_by" json:"requested_by,omitempty"`
 }
 
 // ---- results (topic wap.results) ----

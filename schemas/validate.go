@@ -336,6 +336,25 @@ func (rules Rules) Validate(ev Event) error {
 		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		v.add("reason", text(e.Reason, MaxTextLen))
+		if e.RequestID != "" || e.RequestedBy != "" {
+			v.request(e.RequestID, e.RequestedBy)
+		}
+	case RetryRequested:
+		dataset(e.Dataset)
+		v.timestamp("occurred_at", e.OccurredAt)
+		v.request(e.RequestID, e.RequestedBy)
+	case RevertRequested:
+		dataset(e.Dataset)
+		v.timestamp("occurred_at", e.OccurredAt)
+		v.request(e.RequestID, e.RequestedBy)
+		if strings.TrimSpace(e.Reason) == "" {
+			v.add("reason", "is empty")
+		} else {
+			v.add("reason", text(e.Reason, MaxTextLen))
+		}
+	case RequestRefused:
+		dataset(e.Dataset)
+		v.timestamp("occurred_at", e.OccurredAt)
 	case BranchReady:
 		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
