@@ -313,7 +313,7 @@ func TestAuditInfrastructureErrorsAreRetried(t *testing.T) {
 // MaxLagWait); a write that happened before the deadline still counts when
 // it is handled after it, and one that happened after it ends the run.
 func TestDeadlinesOnEventTime(t *testing.T) {
-	m := NewMachine(Policy{MaxLagWait: time.Hour, LagRecheck: 10 * time.Second})
+	m := NewMachine(policy(func(p *Policy) { p.MaxLagWait, p.LagRecheck = time.Hour, 10*time.Second }))
 	deadline := t0.Add(10 * time.Minute)
 	start := func() Run {
 		l := landed("lag-1", "fact", "dim")

@@ -202,48 +202,36 @@ type Policy struct {
 	MaxOpenRuns int
 }
 
-// DefaultPolicy is used for zero fields of a Policy.
-var defaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, MinBackoff: 500 * time.Millisecond,
+// DefaultPolicy is the machine's documented policy. It is the one place
+// these defaults live: the config starts from it, and so do tests that
+// change a field or two.
+var DefaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, MinBackoff: 500 * time.Millisecond,
 	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60, TerminalRetention: 7 * 24 * time.Hour,
-	MaxRunBytes: DefaultMaxRunBytes, MaxLagWait: time.Hour, LagRecheck: 10 * time.Second}
+	MaxRunBytes: DefaultMaxRunBytes, MaxLagWait: time.Hour, LagRecheck: 10 * time.Second, MaxOpenRuns: 10000}
+
+// Validate names the first field of p that the machine cannot work with.
+func (p Policy) Validate() error {
+	for _, f := range []struct {
+		name string
+		ok   bool
+	}{
+		{"PendingTTL", p.PendingTTL > 0}, {"RetryBudget", p.RetryBudget > 0}, {"MinBackoff", p.MinBackoff > 0},
+		{"MaxBackoff", p.MaxBackoff >= p.MinBackoff}, {"NotifyRetry", p.NotifyRetry > 0}, {"NotifyRetries", p.NotifyRetries >= 0},
+		{"TerminalRetention", p.TerminalRetention > 0}, {"MaxRunBytes", p.MaxRunBytes > 0}, {"MaxLagWait", p.MaxLagWait >= 0},
+		{"LagRecheck", p.LagRecheck > 0}, {"MaxOpenRuns", p.MaxOpenRuns >= 0},
+	} {
+		if !f.ok {
+			return fmt.Errorf("pipeline: Policy.%s is out of range (start from DefaultPolicy)", f.name)
+		}
+	}
+	return nil
+}
 
 // Machine is the pure WAP state machine.
 type Machine struct{ p Policy }
 
-// NewMachine returns a machine with p, defaults filling zero fields.
-func NewMachine(p Policy) Machine {
-	if p.PendingTTL <= 0 {
-		p.PendingTTL = defaultPolicy.PendingTTL
-	}
-	if p.RetryBudget <= 0 {
-		p.RetryBudget = defaultPolicy.RetryBudget
-	}
-	if p.MinBackoff <= 0 {
-		p.MinBackoff = defaultPolicy.MinBackoff
-	}
-	if p.MaxBackoff <= 0 {
-		p.MaxBackoff = defaultPolicy.MaxBackoff
-	}
-	if p.NotifyRetry <= 0 {
-		p.NotifyRetry = defaultPolicy.NotifyRetry
-	}
-	if p.NotifyRetries <= 0 {
-		p.NotifyRetries = defaultPolicy.NotifyRetries
-	}
-	if p.TerminalRetention <= 0 {
-		p.TerminalRetention = defaultPolicy.TerminalRetention
-	}
-	if p.MaxRunBytes <= 0 {
-		p.MaxRunBytes = defaultPolicy.MaxRunBytes
-	}
-	if p.MaxLagWait <= 0 {
-		p.MaxLagWait = defaultPolicy.MaxLagWait
-	}
-	if p.LagRecheck <= 0 {
-		p.LagRecheck = defaultPolicy.LagRecheck
-	}
-	return Machine{p: p}
-}
+// NewMachine returns a machine with p, taken as it is (see DefaultPolicy).
+func NewMachine(p Policy) Machine { return Machine{p: p} }
 
 // Transition applies in to r at now and returns the new run and the work it
 // asks for. r with an empty State is "no run yet"; a returned run with an

@@ -53,8 +53,15 @@ type step struct {
 	check   func(t *testing.T, r Run)
 }
 
+// policy is DefaultPolicy with change applied.
+func policy(change func(*Policy)) Policy {
+	p := DefaultPolicy
+	change(&p)
+	return p
+}
+
 func TestTransitionScenarios(t *testing.T) {
-	m := NewMachine(Policy{RetryBudget: time.Minute, MinBackoff: time.Second, MaxBackoff: 8 * time.Second})
+	m := NewMachine(policy(func(p *Policy) { p.RetryBudget, p.MinBackoff, p.MaxBackoff = time.Minute, time.Second, 8*time.Second }))
 	tests := []struct {
 		name  string
 		steps []step
@@ -271,7 +278,9 @@ type pendingEffect struct {
 func TestRandomInterleavings(t *testing.T) {
 	for seed := uint64(1); seed <= 2000; seed++ {
 		rng := rand.New(rand.NewPCG(seed, seed*7919))
-		m := NewMachine(Policy{RetryBudget: 2 * time.Minute, MinBackoff: time.Second, MaxBackoff: 10 * time.Second, PendingTTL: time.Hour})
+		m := NewMachine(policy(func(p *Policy) {
+			p.RetryBudget, p.MinBackoff, p.MaxBackoff = 2*time.Minute, time.Second, 10*time.Second
+		}))
 		w := world{merges: map[string]int{}, good: map[string]bool{}}
 		stored := map[string]Run{}
 		var effects []pendingEffect
@@ -466,7 +475,7 @@ func anyLive(stored map[string]Run) bool {
 }
 
 func BenchmarkTransition(b *testing.B) {
-	m := NewMachine(Policy{})
+	m := NewMachine(DefaultPolicy)
 	seq := []Input{landed("bench", "fact", "dim"), BranchCreated{}, write("bench", "fact"), write("bench", "dim"),
 		Audited{SealedCommit: "c", Report: report(true)}, Merged{CommitID: "m"}}
 	b.ReportAllocs()

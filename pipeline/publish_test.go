@@ -122,7 +122,9 @@ func newQueueFixture(t *testing.T, grace time.Duration) *queueFixture {
 			target := map[string]string{"billing": "main", "other": "dev"}[n]
 			return DatasetSpec{Repository: "lake", Target: target, WriteTimeout: time.Hour}, target != ""
 		},
-		Policy: Policy{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, RetryBudget: time.Minute}})
+		Policy: policy(func(p *Policy) {
+			p.MinBackoff, p.MaxBackoff, p.RetryBudget = time.Millisecond, 5*time.Millisecond, time.Minute
+		})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,10 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 				c.Datasets = func(n string) (DatasetSpec, bool) {
 					return DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: 300 * time.Millisecond}, n == "billing" || n == "orders"
 				}
-				c.Policy = Policy{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, RetryBudget: 50 * time.Millisecond,
-					MaxRunBytes: budget, MaxOpenRuns: 8, MaxLagWait: time.Second, LagRecheck: 10 * time.Millisecond}
+				c.Policy = policy(func(p *Policy) {
+					p.MinBackoff, p.MaxBackoff, p.RetryBudget = time.Millisecond, 5*time.Millisecond, 50*time.Millisecond
+					p.MaxRunBytes, p.MaxOpenRuns, p.MaxLagWait, p.LagRecheck = budget, 8, time.Second, 10*time.Millisecond
+				})
 				c.MaxDeadlineHorizon = horizon
 				c.Auditor = auditFunc(func(_ context.Context, req AuditRequest) (schemas.AuditReport, error) {
 					r := audits.next(req.Ref)

@@ -63,6 +63,13 @@ type Decoder interface {
 // the dead-letter topic. Wrapped with the reason.
 var ErrPoison = errors.New("poison message")
 
+// Defaults of the runner's own settings (Config).
+const (
+	DefaultMaxInFlight = 16
+	DefaultStepTimeout = 5 * time.Minute
+	DefaultGrace       = 10 * time.Second
+)
+
 // Config wires a Runner.
 type Config struct {
 	Lake     Lake
@@ -72,16 +79,18 @@ type Config struct {
 	Decoder  Decoder
 	// Datasets resolves a dataset name from an event to its spec.
 	Datasets func(name string) (DatasetSpec, bool)
-	Policy   Policy
+	// Policy is the machine's; the zero Policy means DefaultPolicy, any
+	// other must be whole (start from DefaultPolicy).
+	Policy Policy
 	// Behind reports whether a partition has input not yet handled (the
 	// consumer's lag); nil means never. See Tick.Lagging.
 	Behind func(partition int) bool
 	// MaxDeadlineHorizon bounds how far after now a write deadline may be;
 	// default schemas.DefaultMaxDeadlineHorizon.
 	MaxDeadlineHorizon time.Duration
-	MaxInFlight        int           // steps (branch, audit, publish) running at once; default 16
-	StepTimeout        time.Duration // deadline of one step; default 5m
-	Grace              time.Duration // how long revocation waits for in-flight steps; default 10s
+	MaxInFlight        int           // steps (branch, audit, publish) running at once; default DefaultMaxInFlight
+	StepTimeout        time.Duration // deadline of one step; default DefaultStepTimeout
+	Grace              time.Duration // how long revocation waits for in-flight steps; default DefaultGrace
 	// LockBackoff is the first backoff of a merge that found its target
 	// locked by another writer (default 20ms; doubled up to 1s, jittered);
 	// LockWait bounds those retries before the failure goes to the
@@ -179,14 +188,20 @@ func NewRunner(cfg Config) (*Runner, error) {
 	case cfg.Datasets == nil:
 		return nil, errors.New("pipeline: Config.Datasets is required")
 	}
+	if cfg.Policy == (Policy{}) {
+		cfg.Policy = DefaultPolicy
+	}
+	if err := cfg.Policy.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = 16
+		cfg.MaxInFlight = DefaultMaxInFlight
 	}
 	if cfg.StepTimeout <= 0 {
-		cfg.StepTimeout = 5 * time.Minute
+		cfg.StepTimeout = DefaultStepTimeout
 	}
 	if cfg.Grace <= 0 {
-		cfg.Grace = 10 * time.Second
+		cfg.Grace = DefaultGrace
 	}
 	if cfg.LockBackoff <= 0 {
 		cfg.LockBackoff = 20 * time.Millisecond

@@ -233,7 +233,9 @@ func newRunnerFixtureWith(t *testing.T, mod func(*Config)) *runnerFixture {
 		Datasets: func(n string) (DatasetSpec, bool) {
 			return DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: time.Hour}, n == "billing"
 		},
-		Policy: Policy{MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond, RetryBudget: time.Minute}}
+		Policy: policy(func(p *Policy) {
+			p.MinBackoff, p.MaxBackoff, p.RetryBudget = time.Millisecond, 5*time.Millisecond, time.Minute
+		})}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -541,7 +543,9 @@ func TestLakeFSDownFailsAfterBudget(t *testing.T) {
 	f.lake.down = true
 	r, err := NewRunner(Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{},
 		Datasets: func(n string) (DatasetSpec, bool) { return DatasetSpec{Repository: "lake", Target: "main"}, true },
-		Policy:   Policy{MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, RetryBudget: 200 * time.Millisecond}})
+		Policy: policy(func(p *Policy) {
+			p.MinBackoff, p.MaxBackoff, p.RetryBudget = 5*time.Millisecond, 20*time.Millisecond, 200*time.Millisecond
+		})})
 	if err != nil {
 		t.Fatal(err)
 	}

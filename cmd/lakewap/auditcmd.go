@@ -89,7 +89,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
 		return auditError
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.D(5*time.Minute))
+	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.Std())
 	defer cancel()
 	// The audit reads one commit: a branch that moves meanwhile does not
 	// mix two versions into one report.
@@ -205,7 +205,7 @@ func auditLocal(ctx context.Context, cfg *config.Config, ds config.Dataset, dir 
 			return auditError
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.D(5*time.Minute))
+	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.Std())
 	defer cancel()
 	rep, err := auditOnceFrom(ctx, cfg, audit.DirSource{Root: dir}, ds, req, log)
 	if err != nil {

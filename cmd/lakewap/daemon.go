@@ -108,7 +108,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		[]string{"method", "code"})
 	reg.MustRegister(lakeCalls)
 	d.lake, err = lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
-		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.D(config.DefaultLakeFSTimeout), Logger: log,
+		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.Std(), Logger: log,
 		HTTPClient: &http.Client{Transport: promhttp.InstrumentRoundTripperDuration(lakeCalls, http.DefaultTransport)}})
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
@@ -172,10 +172,8 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		}
 		return time.Time{}, false
 	}
-	if n := cfg.HTTP.WebhookConcurrency; n > 0 {
-		d.audits.slots = make(chan struct{}, n)
-	}
-	d.audits.budget = cfg.Runner.StepTimeout.D(5 * time.Minute)
+	d.audits.slots = make(chan struct{}, cfg.HTTP.WebhookConcurrency)
+	d.audits.budget = cfg.Runner.StepTimeout.Std()
 
 	d.resultsWriter = notify.NewResultsWriter(k.Brokers, k.ResultsTopic, transport)
 	d.results, err = notify.NewKafkaResults(d.resultsWriter, codec)
@@ -237,24 +235,14 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		return nil, fmt.Errorf("notify: %w", err)
 	}
 
-	specs := map[string]pipeline.DatasetSpec{}
-	for name, ds := range cfg.Datasets {
-		specs[name] = pipeline.DatasetSpec{Repository: ds.Repository, Source: ds.Source, Target: ds.Target,
-			WriteTimeout: ds.WriteTimeout.D(time.Hour), KeepBranch: ds.Keep(),
-			TablePaths: ds.TablePaths(), AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs}
-	}
 	d.runner, err = pipeline.NewRunner(pipeline.Config{
 		Lake: d.lake, Auditor: d.audits, Notifier: notifier{disp},
 		Store: store, Decoder: inputDecoder{codec},
-		Datasets: func(n string) (pipeline.DatasetSpec, bool) { s, ok := specs[n]; return s, ok },
-		Policy: pipeline.Policy{RetryBudget: cfg.Runner.RetryBudget.D(10 * time.Minute), PendingTTL: cfg.Runner.PendingTTL.D(time.Hour),
-			TerminalRetention: cfg.Runner.TerminalRetention.D(7 * 24 * time.Hour), MaxRunBytes: cfg.Runner.MaxRunBytes,
-			MaxLagWait: cfg.Runner.MaxLagWait.D(time.Hour), MaxOpenRuns: maxOpenRuns(cfg.Runner.MaxOpenRuns)},
-		MaxDeadlineHorizon: cfg.Runner.MaxDeadlineHorizon.D(config.DefaultMaxDeadlineHorizon),
+		Datasets: cfg.DatasetSpec, Policy: cfg.Policy(), MaxDeadlineHorizon: cfg.Runner.MaxDeadlineHorizon.Std(),
 		// The consumer exists once the runner does: ask it lazily.
 		Behind:      func(p int) bool { return d.consumer != nil && d.consumer.Behind(p) },
-		MaxInFlight: cfg.Runner.MaxInFlight, StepTimeout: cfg.Runner.StepTimeout.D(5 * time.Minute),
-		Grace: cfg.Runner.Grace.D(10 * time.Second), Logger: log, Observe: o.Observe,
+		MaxInFlight: cfg.Runner.MaxInFlight, StepTimeout: cfg.Runner.StepTimeout.Std(),
+		Grace: cfg.Runner.Grace.Std(), Logger: log, Observe: o.Observe,
 		Failpoint: failpointFromEnv(log),
 	})
 	if err != nil {
@@ -272,7 +260,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 
 	d.consumer, err = consumer.New(consumer.Config{
 		Brokers: k.Brokers, GroupID: k.GroupID, Topic: k.InputTopic, DeadLetterTopic: k.DeadLetterTopic,
-		Security: sec, CommitInterval: k.CommitInterval.D(time.Second), SessionTimeout: k.SessionTimeout.D(0),
+		Security: sec, CommitInterval: k.CommitInterval.Std(), SessionTimeout: k.SessionTimeout.Std(),
 		Registerer: reg,
 	}, handler{d.runner}, log)
 	if err != nil {
@@ -375,7 +363,7 @@ func (d *daemon) serveHTTP(addr string) error {
 		fmt.Fprintln(w, "ready")
 	})
 	d.httpLn = ln
-	d.http = newHTTPServer(mux, defaultHTTPLimits(d.cfg.Runner.StepTimeout.D(5*time.Minute)))
+	d.http = newHTTPServer(mux, defaultHTTPLimits(d.cfg.Runner.StepTimeout.Std()))
 	go func() { _ = d.http.Serve(ln) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
@@ -541,14 +529,3 @@ func newHTTPServer(h http.Handler, l httpLimits) *http.Server {
 		WriteTimeout: l.Write, IdleTimeout: l.Idle, MaxHeaderBytes: l.MaxHeaderBytes}
 }
 
-// maxOpenRuns maps runner.max_open_runs to the policy: 0 is the default,
-// -1 no limit.
-func maxOpenRuns(v int) int {
-	switch {
-	case v == 0:
-		return config.DefaultMaxOpenRuns
-	case v < 0:
-		return 0
-	}
-	return v
-}

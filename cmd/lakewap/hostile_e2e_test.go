@@ -266,8 +266,8 @@ func TestEndToEndJanitorCancelsOverdueRun(t *testing.T) {
 	must(t, err)
 	sr, err := store.find(ctx, "stuck-1", "billing")
 	must(t, err)
-	if age := maxRunAge(e.cfg); age < 7*24*time.Hour {
-		t.Errorf("maxRunAge %s is shorter than the deadline horizon", age)
+	if age := e.cfg.MaxRunAge(); age < 7*24*time.Hour {
+		t.Errorf("MaxRunAge %s is shorter than the deadline horizon", age)
 	}
 	must(t, cancelRun(ctx, e.cfg, store, sr.Run, "lakewap janitor: run in progress for 200h"))
 	ev, err := e.watcher.await(ctx, "stuck-1", schemas.TypeBatchAborted)

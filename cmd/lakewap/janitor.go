@@ -38,11 +38,11 @@ func newJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg p
 	for _, n := range names {
 		d := cfg.Datasets[n]
 		ds = append(ds, janitor.Dataset{Name: n, Repository: d.Repository, Target: d.Target, Source: d.Source,
-			AbortedRetention: d.AbortedRetention.D(config.DefaultAbortedRetention)})
+			AbortedRetention: d.AbortedRetention.Std()})
 	}
 	jc := janitor.Config{Lake: lake, Runs: store, Datasets: ds,
-		AbandonedAfter: cfg.Janitor.AbandonedAfter.D(config.DefaultAbandonedAfter), Logger: log,
-		MaxRunAge: maxRunAge(cfg), Cancel: func(ctx context.Context, run pipeline.Run, reason string) error {
+		AbandonedAfter: cfg.Janitor.AbandonedAfter.Std(), Logger: log,
+		MaxRunAge: cfg.MaxRunAge(), Cancel: func(ctx context.Context, run pipeline.Run, reason string) error {
 			return cancelRun(ctx, cfg, store, run, reason)
 		}}
 	if reg != nil {
@@ -73,7 +73,7 @@ func (d *daemon) startJanitor(ctx context.Context) (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		d.janitor.Run(ctx, d.cfg.Janitor.Interval.D(config.DefaultJanitorInterval), d.cfg.Janitor.DryRun)
+		d.janitor.Run(ctx, d.cfg.Janitor.Interval.Std(), d.cfg.Janitor.DryRun)
 	}()
 	return func() { cancel(); wg.Wait() }
 }
@@ -173,21 +173,13 @@ func lakeClient(cfg *config.Config, log *slog.Logger) (*lakefs.Client, error) {
 		return nil, fmt.Errorf("lakefs.secret_access_key_file: %w", err)
 	}
 	lake, err := lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
-		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.D(config.DefaultLakeFSTimeout), Logger: log})
+		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.Std(), Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
 	return lake, nil
 }
 
-// maxRunAge is the longest a run can be in progress while its partition has
-// an owner: the deadline horizon, the wait for a lagging partition, and the
-// retries of its three steps. The janitor cancels runs older than that.
-func maxRunAge(cfg *config.Config) time.Duration {
-	r := cfg.Runner
-	return r.MaxDeadlineHorizon.D(config.DefaultMaxDeadlineHorizon) + r.MaxLagWait.D(time.Hour) +
-		3*(r.RetryBudget.D(10*time.Minute)+r.StepTimeout.D(5*time.Minute))
-}
 
 // cancelRun asks the daemon to cancel run: a BatchCancelled on the input
 // partition that holds the run (the changelog partition is the input

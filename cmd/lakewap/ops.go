@@ -331,7 +331,7 @@ type retryOptions struct {
 // its old copy in memory until the partition is next restored; nothing it
 // does with an aborted run rewrites it unless an input for the batch comes.
 func retryBatch(ctx context.Context, cfg *config.Config, o retryOptions, log *slog.Logger, w io.Writer) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.D(5*time.Minute)+time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.Std()+time.Minute)
 	defer cancel()
 	store, err := newRunStore(cfg.Kafka)
 	if err != nil {

@@ -271,7 +271,7 @@ func (d *daemon) preMergeHandler() (http.Handler, error) {
 	}
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
 		Guards: datasetGuards(d.cfg.Datasets), Runner: d.audits, Diff: auditSource{d.lake},
-		Timeout: d.cfg.HTTP.WebhookAuditTimeout.D(config.DefaultWebhookAuditTimeout),
+		Timeout: d.cfg.HTTP.WebhookAuditTimeout.Std(),
 		Logger:  d.log.With(slog.String("component", "premerge")),
 		Observe: func(decision, via string) { hooks.WithLabelValues(decision, via).Inc() },
 	})

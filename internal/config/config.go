@@ -1,7 +1,10 @@
 // Package config is lakewap's YAML configuration: ${ENV} expansion, strict
 // parsing (unknown keys are errors) and validation that names every bad
-// field by its path. It may import audit (for suite declarations) and the
-// standard library.
+// field by its path. Defaults are applied once, when a config is loaded
+// (Defaults): every other package reads resolved values, and the builders
+// (Policy, DatasetSpec, MaxRunAge) turn them into the parts' settings. It
+// may import audit (suite declarations), pipeline and schemas (the defaults
+// they document and the settings built for them) and the standard library.
 package config
 
 import (
@@ -18,6 +21,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // Config is the whole configuration file.
@@ -108,14 +113,8 @@ type Runner struct {
 	MaxOpenRuns int `yaml:"max_open_runs"`
 }
 
-// Runner defaults.
-const (
-	DefaultMaxRunBytes        = 256 << 10
-	DefaultMaxDeadlineHorizon = 7 * 24 * time.Hour
-	DefaultMaxOpenRuns        = 10000
-	// minRunBytes leaves room for a run's identity and its final event.
-	minRunBytes = 16 << 10
-)
+// minRunBytes leaves room for a run's identity and its final event.
+const minRunBytes = 16 << 10
 
 // Audit tunes the DuckDB engine.
 type Audit struct {
@@ -284,13 +283,8 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// D returns the duration or def when unset.
-func (d Duration) D(def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return time.Duration(d)
-}
+// Std is d as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
@@ -362,40 +356,84 @@ func ParseIn(src []byte, lookup func(string) (string, bool), dir string) (*Confi
 	return &c, nil
 }
 
-// Defaults fills unset fields with their documented defaults.
+// Defaults fills every unset field with its documented default: the one
+// place a default is applied. A negative value is left for Validate.
 func (c *Config) Defaults() {
-	k := &c.Kafka
-	def := func(s *string, v string) {
+	str := func(s *string, v string) {
 		if *s == "" {
 			*s = v
 		}
 	}
-	def(&k.GroupID, "lakewap")
-	def(&k.InputTopic, "wap.events")
-	def(&k.ResultsTopic, "wap.results")
-	def(&k.DeadLetterTopic, "wap.dlq")
-	def(&k.ChangelogTopic, "wap.runs")
-	if k.Partitions == 0 {
-		k.Partitions = 3
-	}
-	if k.ReplicationFactor == 0 {
-		k.ReplicationFactor = 1
-	}
-	def(&c.Log.Format, "text")
-	def(&c.Log.Level, "info")
-	for name, d := range c.Datasets {
-		def(&d.Target, "main")
-		if d.AbortedRetention == 0 {
-			d.AbortedRetention = Duration(DefaultAbortedRetention)
+	num := func(n *int, v int) {
+		if *n == 0 {
+			*n = v
 		}
+	}
+	dur := func(d *Duration, v time.Duration) {
+		if *d == 0 {
+			*d = Duration(v)
+		}
+	}
+	k := &c.Kafka
+	str(&k.GroupID, "lakewap")
+	str(&k.InputTopic, "wap.events")
+	str(&k.ResultsTopic, "wap.results")
+	str(&k.DeadLetterTopic, "wap.dlq")
+	str(&k.ChangelogTopic, "wap.runs")
+	num(&k.Partitions, 3)
+	num(&k.ReplicationFactor, 1)
+	dur(&k.CommitInterval, time.Second)
+	dur(&c.LakeFS.Timeout, DefaultLakeFSTimeout)
+	r, p := &c.Runner, pipeline.DefaultPolicy
+	num(&r.MaxInFlight, pipeline.DefaultMaxInFlight)
+	dur(&r.StepTimeout, pipeline.DefaultStepTimeout)
+	dur(&r.Grace, pipeline.DefaultGrace)
+	dur(&r.RetryBudget, p.RetryBudget)
+	dur(&r.PendingTTL, p.PendingTTL)
+	dur(&r.TerminalRetention, p.TerminalRetention)
+	num(&r.MaxRunBytes, p.MaxRunBytes)
+	dur(&r.MaxLagWait, p.MaxLagWait)
+	num(&r.MaxOpenRuns, p.MaxOpenRuns)
+	dur(&r.MaxDeadlineHorizon, schemas.DefaultMaxDeadlineHorizon)
+	num(&c.HTTP.WebhookConcurrency, 2)
+	dur(&c.HTTP.WebhookAuditTimeout, DefaultWebhookAuditTimeout)
+	str(&c.Log.Format, "text")
+	str(&c.Log.Level, "info")
+	for name, d := range c.Datasets {
+		str(&d.Target, "main")
+		dur(&d.WriteTimeout, time.Hour)
+		dur(&d.AbortedRetention, DefaultAbortedRetention)
 		c.Datasets[name] = d
 	}
-	if c.Janitor.Interval == 0 {
-		c.Janitor.Interval = Duration(DefaultJanitorInterval)
+	dur(&c.Janitor.Interval, DefaultJanitorInterval)
+	dur(&c.Janitor.AbandonedAfter, DefaultAbandonedAfter)
+}
+
+// Policy is the state machine's policy from runner.*.
+func (c *Config) Policy() pipeline.Policy {
+	r, p := c.Runner, pipeline.DefaultPolicy
+	p.RetryBudget, p.PendingTTL, p.TerminalRetention = r.RetryBudget.Std(), r.PendingTTL.Std(), r.TerminalRetention.Std()
+	p.MaxRunBytes, p.MaxLagWait, p.MaxOpenRuns = r.MaxRunBytes, r.MaxLagWait.Std(), max(r.MaxOpenRuns, 0) // -1: no limit
+	return p
+}
+
+// DatasetSpec is what the runner needs of dataset name.
+func (c *Config) DatasetSpec(name string) (pipeline.DatasetSpec, bool) {
+	ds, ok := c.Datasets[name]
+	if !ok {
+		return pipeline.DatasetSpec{}, false
 	}
-	if c.Janitor.AbandonedAfter == 0 {
-		c.Janitor.AbandonedAfter = Duration(DefaultAbandonedAfter)
-	}
+	return pipeline.DatasetSpec{Repository: ds.Repository, Source: ds.Source, Target: ds.Target,
+		WriteTimeout: ds.WriteTimeout.Std(), KeepBranch: ds.Keep(),
+		TablePaths: ds.TablePaths(), AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs}, true
+}
+
+// MaxRunAge is the longest a run can be in progress while its partition has
+// an owner: the deadline horizon, the wait for a lagging partition, and the
+// retries of its three steps. The janitor cancels runs older than that.
+func (c *Config) MaxRunAge() time.Duration {
+	r := c.Runner
+	return r.MaxDeadlineHorizon.Std() + r.MaxLagWait.Std() + 3*(r.RetryBudget.Std()+r.StepTimeout.Std())
 }
 
 // Errors is every problem found in a config, each naming its field.
@@ -414,7 +452,8 @@ func (e Errors) Unwrap() []error { return e }
 
 var datasetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
-// Validate checks every field and returns Errors naming each bad one.
+// Validate checks every field of a config with its defaults applied and
+// returns Errors naming each bad one.
 func (c *Config) Validate() error {
 	var errs Errors
 	bad := func(field, format string, args ...any) {
@@ -476,11 +515,7 @@ func (c *Config) Validate() error {
 	if c.Audit.MaxSampleValueBytes < 0 {
 		bad("audit.max_sample_value_bytes", "must not be negative")
 	}
-	runBytes := c.Runner.MaxRunBytes
-	if runBytes == 0 {
-		runBytes = DefaultMaxRunBytes
-	}
-	if c.Audit.MaxReportBytes < 0 || 4*c.Audit.MaxReportBytes > runBytes {
+	if c.Audit.MaxReportBytes < 0 || 4*c.Audit.MaxReportBytes > c.Runner.MaxRunBytes {
 		bad("audit.max_report_bytes", "%d must be between 0 and a quarter of runner.max_run_bytes (a run stores its report up to three times)", c.Audit.MaxReportBytes)
 	}
 	if c.HTTP.Listen != "" {
@@ -507,7 +542,7 @@ func (c *Config) Validate() error {
 		if c.HTTP.WebhookAuditTimeout < 0 {
 			bad("http.webhook_audit_timeout", "must not be negative")
 		} else if c.HTTP.WebhookMode() != WebhookOff {
-			hook, call := c.HTTP.WebhookAuditTimeout.D(DefaultWebhookAuditTimeout), c.LakeFS.Timeout.D(DefaultLakeFSTimeout)
+			hook, call := c.HTTP.WebhookAuditTimeout.Std(), c.LakeFS.Timeout.Std()
 			if hook >= call {
 				bad("http.webhook_audit_timeout", "%s is not below lakefs.timeout %s: lakewap's own merge call would give up "+
 					"while the hook it triggered still audits", hook, call)
@@ -517,17 +552,23 @@ func (c *Config) Validate() error {
 	if c.Runner.MaxInFlight < 0 {
 		bad("runner.max_in_flight", "must not be negative")
 	}
-	if c.Runner.MaxRunBytes != 0 && (c.Runner.MaxRunBytes < minRunBytes || c.Runner.MaxRunBytes > 900<<10) {
+	if c.Runner.MaxRunBytes < minRunBytes || c.Runner.MaxRunBytes > 900<<10 {
 		bad("runner.max_run_bytes", "%d is outside %d..%d (the changelog's and results topic's message size must hold a run)", c.Runner.MaxRunBytes, minRunBytes, 900<<10)
 	}
 	if c.Runner.MaxOpenRuns < -1 {
-		bad("runner.max_open_runs", "must be -1 (no limit), 0 (default %d) or positive", DefaultMaxOpenRuns)
+		bad("runner.max_open_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxOpenRuns)
 	}
-	if c.Runner.MaxLagWait < 0 {
-		bad("runner.max_lag_wait", "must not be negative")
-	}
-	if c.Runner.MaxDeadlineHorizon < 0 {
-		bad("runner.max_deadline_horizon", "must not be negative")
+	for _, d := range []struct {
+		field string
+		d     Duration
+	}{{"kafka.commit_interval", c.Kafka.CommitInterval}, {"kafka.session_timeout", c.Kafka.SessionTimeout},
+		{"lakefs.timeout", c.LakeFS.Timeout}, {"runner.step_timeout", c.Runner.StepTimeout},
+		{"runner.retry_budget", c.Runner.RetryBudget}, {"runner.pending_ttl", c.Runner.PendingTTL},
+		{"runner.shutdown_grace", c.Runner.Grace}, {"runner.terminal_retention", c.Runner.TerminalRetention},
+		{"runner.max_lag_wait", c.Runner.MaxLagWait}, {"runner.max_deadline_horizon", c.Runner.MaxDeadlineHorizon}} {
+		if d.d < 0 {
+			bad(d.field, "must not be negative")
+		}
 	}
 	switch c.Log.Format {
 	case "json", "text":
@@ -593,7 +634,7 @@ func (c *Config) Validate() error {
 		if d.WriteTimeout < 0 {
 			bad(f+".write_timeout", "must not be negative")
 		}
-		if h := c.Runner.MaxDeadlineHorizon.D(DefaultMaxDeadlineHorizon); time.Duration(d.WriteTimeout) > h {
+		if h := c.Runner.MaxDeadlineHorizon.Std(); d.WriteTimeout.Std() > h {
 			bad(f+".write_timeout", "%s is longer than runner.max_deadline_horizon %s", time.Duration(d.WriteTimeout), h)
 		}
 		if d.AbortedRetention < 0 {

@@ -44,8 +44,33 @@ func TestGoodConfigLoads(t *testing.T) {
 	if c.Kafka.InputTopic != "wap.events" || c.Kafka.GroupID != "lakewap" || c.Datasets["billing"].Target != "main" {
 		t.Errorf("defaults not applied: %+v", c.Kafka)
 	}
-	if d := c.Datasets["billing"]; d.WriteTimeout.D(0) != 2*time.Hour || !d.Keep() || len(d.Checks) != 1 {
+	if d := c.Datasets["billing"]; d.WriteTimeout.Std() != 2*time.Hour || !d.Keep() || len(d.Checks) != 1 {
 		t.Errorf("dataset = %+v", d)
+	}
+}
+
+// Defaults are resolved once, at load: what the parts read is the value.
+func TestLoadedConfigCarriesResolvedValues(t *testing.T) {
+	c, err := Parse([]byte(strings.Replace(good, "notify:", "runner: {retry_budget: 3m, max_open_runs: -1}\nnotify:", 1)),
+		env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Runner
+	if r.StepTimeout.Std() != 5*time.Minute || r.Grace.Std() != 10*time.Second || r.MaxInFlight != 16 || r.PendingTTL.Std() != time.Hour ||
+		r.MaxRunBytes != 256<<10 || r.MaxDeadlineHorizon.Std() != 7*24*time.Hour || c.LakeFS.Timeout.Std() != 30*time.Second ||
+		c.HTTP.WebhookAuditTimeout.Std() != 25*time.Second || c.HTTP.WebhookConcurrency != 2 || c.Kafka.CommitInterval.Std() != time.Second {
+		t.Errorf("defaults not resolved: runner %+v lakefs %+v http %+v", r, c.LakeFS, c.HTTP)
+	}
+	p := c.Policy()
+	if p.RetryBudget != 3*time.Minute || p.MaxOpenRuns != 0 || p.NotifyRetries != 60 || p.Validate() != nil {
+		t.Errorf("policy %+v (validate: %v): want the configured budget, no open-run limit, the rest default", p, p.Validate())
+	}
+	if s, ok := c.DatasetSpec("billing"); !ok || s.WriteTimeout != 2*time.Hour || s.Target != "main" || !s.KeepBranch {
+		t.Errorf("dataset spec %+v %v", s, ok)
+	}
+	if got, want := c.MaxRunAge(), 7*24*time.Hour+time.Hour+3*(3*time.Minute+5*time.Minute); got != want {
+		t.Errorf("max run age %s, want %s", got, want)
 	}
 }
 
@@ -71,6 +96,8 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"check on unknown table", "table: billing_fact, columns", "table: billing, columns", "datasets.billing.checks[0].table"},
 		{"absolute allowed path", "write_timeout: 2h", "write_timeout: 2h\n    allowed_paths: [/etc/]", `datasets.billing.allowed_paths[0]: "/etc/" must be a non-empty path prefix`},
 		{"empty source ref", "write_timeout: 2h", "write_timeout: 2h\n    source_refs: ['']", `datasets.billing.source_refs[0]: must not be empty`},
+		{"negative step timeout", "notify:", "runner: {step_timeout: -1m}\nnotify:", "runner.step_timeout: must not be negative"},
+		{"negative lakefs timeout", "  endpoint: http://lakefs:8000", "  endpoint: http://lakefs:8000\n  timeout: -5s", "lakefs.timeout: must not be negative"},
 		{"slack token without channel", "  console: true", "  console: true\n  slack: {token: xoxb-1}", "notify.slack.channel: required"},
 	}
 	for _, tc := range tests {
