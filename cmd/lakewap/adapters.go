@@ -11,7 +11,6 @@ import (
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/consumer"
-	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
@@ -89,19 +88,19 @@ func (s auditSource) Download(ctx context.Context, repo, ref, path string, w io.
 	return s.lake.Download(ctx, repo, ref, path, w)
 }
 
-// auditor runs a dataset's suite from the config.
-type auditor struct {
-	engine   *audit.Engine
-	datasets map[string]config.Dataset
-}
+// auditor is the runner's view of the audit service.
+type auditor struct{ s *audit.Service }
 
 func (a auditor) Audit(ctx context.Context, req pipeline.AuditRequest) (schemas.AuditReport, error) {
-	d, ok := a.datasets[req.Dataset]
-	if !ok {
-		return schemas.AuditReport{}, fmt.Errorf("dataset %q is not in the config", req.Dataset)
-	}
-	return a.engine.Run(ctx, audit.Request{Dataset: req.Dataset, Suite: d.Suite, Repository: req.Repository,
+	rep, err := a.s.Audit(ctx, audit.Request{Dataset: req.Dataset, Repository: req.Repository,
 		Ref: req.Ref, BaseRef: req.BaseRef, BatchTime: req.BatchTime})
+	if errors.Is(err, audit.ErrInfrastructure) {
+		// Out of memory, a base that cannot be resolved and the like:
+		// retried within runner.retry_budget, then the batch fails (not
+		// aborted: its data was never judged).
+		err = fmt.Errorf("%w: %w", pipeline.ErrTransient, err)
+	}
+	return rep, err
 }
 
 // notifier maps a pipeline notification onto the dispatcher's.

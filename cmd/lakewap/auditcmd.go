@@ -18,6 +18,7 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -213,4 +214,24 @@ func auditLocal(ctx context.Context, cfg *config.Config, ds config.Dataset, dir 
 		return auditError
 	}
 	return auditResult(rep, asJSON, req.Ref, req.BaseRef, stdout, stderr)
+}
+
+// auditOnce runs a dataset's suite with an engine of its own.
+func auditOnce(ctx context.Context, cfg *config.Config, lake *lakefs.Client, ds config.Dataset, req pipeline.AuditRequest, log *slog.Logger) (schemas.AuditReport, error) {
+	return auditOnceFrom(ctx, cfg, auditSource{lake}, ds, req, log)
+}
+
+// auditOnceFrom is auditOnce reading the table files from src.
+func auditOnceFrom(ctx context.Context, cfg *config.Config, src audit.Source, ds config.Dataset, req pipeline.AuditRequest, log *slog.Logger) (schemas.AuditReport, error) {
+	engine, err := audit.New(cfg.AuditOptions(src, log))
+	if err != nil {
+		return schemas.AuditReport{}, fmt.Errorf("audit: %w", err)
+	}
+	defer engine.Close()
+	svc, err := audit.NewService(audit.ServiceOptions{Engine: engine, Concurrency: 1, Budget: cfg.Runner.StepTimeout.Std(),
+		Datasets: map[string]audit.Dataset{req.Dataset: {Repository: ds.Repository, Target: ds.Target, Suite: ds.Suite}}})
+	if err != nil {
+		return schemas.AuditReport{}, err
+	}
+	return auditor{svc}.Audit(ctx, req)
 }

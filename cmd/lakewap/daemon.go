@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -70,7 +69,7 @@ type daemon struct {
 	log           *slog.Logger
 	lake          *lakefs.Client
 	engine        *audit.Engine
-	audits        *cachedAuditor // shared by the runner and the pre-merge webhook
+	audits        *audit.Service // shared by the runner and the pre-merge webhook
 	runner        *pipeline.Runner
 	consumer      *consumer.Consumer
 	results       *notify.KafkaResults
@@ -146,34 +145,19 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		return nil, fmt.Errorf("kafka changelog: %w", err)
 	}
 
-	workDir := cfg.Audit.WorkDir
-	if workDir == "" {
-		workDir = filepath.Join(os.TempDir(), "lakewap-audit")
-	}
-	d.engine, err = audit.New(audit.Options{Source: auditSource{d.lake}, WorkDir: workDir, CacheDir: cfg.Audit.CacheDir, CacheMaxBytes: cfg.Audit.CacheMaxMB << 20,
-		MemoryLimit: cfg.Audit.MemoryLimit, Threads: cfg.Audit.Threads, DownloadParallelism: cfg.Audit.DownloadParallelism,
-		SampleRows: cfg.Audit.SampleRows, MaxSampleValueBytes: cfg.Audit.MaxSampleValueBytes, MaxReportBytes: cfg.Audit.MaxReportBytes, Logger: log})
-	if err != nil {
+	if d.engine, err = audit.New(cfg.AuditOptions(auditSource{d.lake}, log)); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	d.audits = newCachedAuditor(d.engine, cfg.Datasets, reg)
-	d.audits.head = func(ctx context.Context, repo, ref string) (string, error) {
-		c, err := d.lake.GetCommit(ctx, repo, ref)
-		return c.ID, err
+	d.audits, err = audit.NewService(audit.ServiceOptions{Engine: d.engine, Datasets: cfg.AuditDatasets(),
+		Head: func(ctx context.Context, repo, ref string) (string, error) {
+			c, err := d.lake.GetCommit(ctx, repo, ref)
+			return c.ID, err
+		},
+		BatchTime:   d.publishingBatchTime,
+		Concurrency: cfg.HTTP.WebhookConcurrency, Budget: cfg.Runner.StepTimeout.Std(), Registerer: reg})
+	if err != nil {
+		return nil, err
 	}
-	d.audits.batchTime = func(repo, sealed string) (time.Time, bool) {
-		if d.runner == nil {
-			return time.Time{}, false
-		}
-		for _, r := range d.runner.Runs() {
-			if r.Repository == repo && r.SealedCommit == sealed && r.State == pipeline.StatePublishing {
-				return r.BatchTime, true
-			}
-		}
-		return time.Time{}, false
-	}
-	d.audits.slots = make(chan struct{}, cfg.HTTP.WebhookConcurrency)
-	d.audits.budget = cfg.Runner.StepTimeout.Std()
 
 	d.resultsWriter = notify.NewResultsWriter(k.Brokers, k.ResultsTopic, transport)
 	d.results, err = notify.NewKafkaResults(d.resultsWriter, codec)
@@ -236,7 +220,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}
 
 	d.runner, err = pipeline.NewRunner(pipeline.Config{
-		Lake: d.lake, Auditor: d.audits, Notifier: notifier{disp},
+		Lake: d.lake, Auditor: auditor{d.audits}, Notifier: notifier{disp},
 		Store: store, Decoder: inputDecoder{codec},
 		Datasets: cfg.DatasetSpec, Policy: cfg.Policy(), MaxDeadlineHorizon: cfg.Runner.MaxDeadlineHorizon.Std(),
 		// The consumer exists once the runner does: ask it lazily.
@@ -274,6 +258,20 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}
 	ok = true
 	return d, nil
+}
+
+// publishingBatchTime is the batch time of a sealed commit this daemon is
+// publishing: the hook of its own merge is judged as the run's audit was.
+func (d *daemon) publishingBatchTime(repo, sealed string) (time.Time, bool) {
+	if d.runner == nil {
+		return time.Time{}, false
+	}
+	for _, r := range d.runner.Runs() {
+		if r.Repository == repo && r.SealedCommit == sealed && r.State == pipeline.StatePublishing {
+			return r.BatchTime, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // Run consumes until ctx ends, then shuts down: the consumer stops fetching
@@ -528,4 +526,3 @@ func newHTTPServer(h http.Handler, l httpLimits) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Read,
 		WriteTimeout: l.Write, IdleTimeout: l.Idle, MaxHeaderBytes: l.MaxHeaderBytes}
 }
-

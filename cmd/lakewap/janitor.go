@@ -180,7 +180,6 @@ func lakeClient(cfg *config.Config, log *slog.Logger) (*lakefs.Client, error) {
 	return lake, nil
 }
 
-
 // cancelRun asks the daemon to cancel run: a BatchCancelled on the input
 // partition that holds the run (the changelog partition is the input
 // partition), so the runner aborts it the way it aborts any cancelled batch.

@@ -8,13 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
@@ -444,27 +442,6 @@ func markPublished(ctx context.Context, cfg *config.Config, store *runStore, sr 
 	}
 	fmt.Fprintf(w, "%s sent to %s; run stored as published in %s/%d\n", ev.EventType(), cfg.Kafka.ResultsTopic, store.topic, sr.Partition)
 	return nil
-}
-
-// auditOnce runs a dataset's suite with an engine of its own.
-func auditOnce(ctx context.Context, cfg *config.Config, lake *lakefs.Client, ds config.Dataset, req pipeline.AuditRequest, log *slog.Logger) (schemas.AuditReport, error) {
-	return auditOnceFrom(ctx, cfg, auditSource{lake}, ds, req, log)
-}
-
-// auditOnceFrom is auditOnce reading the table files from src.
-func auditOnceFrom(ctx context.Context, cfg *config.Config, src audit.Source, ds config.Dataset, req pipeline.AuditRequest, log *slog.Logger) (schemas.AuditReport, error) {
-	workDir := cfg.Audit.WorkDir
-	if workDir == "" {
-		workDir = filepath.Join(os.TempDir(), "lakewap-audit")
-	}
-	engine, err := audit.New(audit.Options{Source: src, WorkDir: workDir, CacheDir: cfg.Audit.CacheDir, CacheMaxBytes: cfg.Audit.CacheMaxMB << 20,
-		MemoryLimit: cfg.Audit.MemoryLimit, Threads: cfg.Audit.Threads, DownloadParallelism: cfg.Audit.DownloadParallelism,
-		SampleRows: cfg.Audit.SampleRows, Logger: log})
-	if err != nil {
-		return schemas.AuditReport{}, fmt.Errorf("audit: %w", err)
-	}
-	defer engine.Close()
-	return auditor{engine: engine, datasets: map[string]config.Dataset{req.Dataset: ds}}.Audit(ctx, req)
 }
 
 func printChecks(w io.Writer, rep schemas.AuditReport) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/pipeline"
@@ -167,7 +168,7 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 		// before the restart; its cache is empty.
 		misses := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"})
 		sealed := branchWith(t, e.stackEnv, "wap-billing-restarted", billingRows(700000, 0, 1000, "BIGINT"))
-		if !commitID.MatchString(sealed) {
+		if !audit.IsCommitID(sealed) {
 			t.Errorf("commit id %q is not what the cache keys on", sealed)
 		}
 		_, err := e.lake.Merge(ctx, "lake", sealed, "main", "lakewap: publish billing batch restarted",
@@ -180,36 +181,6 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 			t.Errorf("restarted batch not on main: %+v %v", p, err)
 		}
 	})
-}
-
-// TestReportCache: only passing reports of commit ids are kept, by
-// repository, dataset, commit, base commit and batch time; the oldest entry
-// goes first.
-func TestReportCache(t *testing.T) {
-	c := newReportCache(2)
-	k := func(ref string) reportKey { return reportKey{"lake", "billing", ref, "base1", 1} }
-	c.put(k("a"), schemas.AuditReport{Ref: "a", Passed: true})
-	c.put(k("b"), schemas.AuditReport{Ref: "b", Passed: true})
-	c.put(k("c"), schemas.AuditReport{Ref: "c", Passed: true})
-	if _, ok := c.get(k("a")); ok {
-		t.Errorf("oldest entry kept past the bound")
-	}
-	if r, ok := c.get(k("c")); !ok || r.Ref != "c" {
-		t.Errorf("newest entry: %+v %v", r, ok)
-	}
-	if _, ok := c.get(reportKey{"lake", "billing", "c", "base2", 1}); ok {
-		t.Errorf("a report against one base commit answered for another")
-	}
-	if _, ok := c.get(reportKey{"lake", "billing", "c", "base1", 2}); ok {
-		t.Errorf("a report for one batch time answered for another")
-	}
-	for ref, want := range map[string]bool{
-		strings.Repeat("ab", 32): true, "main": false, "wap-billing-b1": false, strings.Repeat("AB", 32): false,
-	} {
-		if got := commitID.MatchString(ref); got != want {
-			t.Errorf("commitID(%q) = %v", ref, got)
-		}
-	}
 }
 
 // TestPreMergeHookAfterRestart: the daemon is killed after auditing a

@@ -1,21 +1,16 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
-	"github.com/lakewap/lakewap/schemas"
 )
 
 // An empty or whitespace token never opens the pre-merge endpoint: it is a
@@ -81,58 +76,5 @@ func TestComposeHasNoDefaultWebhookToken(t *testing.T) {
 		if !strings.HasPrefix(r, "${LAKEWAP_WEBHOOK_TOKEN:?") {
 			t.Errorf("%s: want ${LAKEWAP_WEBHOOK_TOKEN:?...} (no default, fail when unset)", r)
 		}
-	}
-}
-
-// blockingRunner is an audit engine whose audits wait for release.
-type blockingRunner struct {
-	mu      sync.Mutex
-	runs    int
-	release chan struct{}
-}
-
-func (b *blockingRunner) Run(ctx context.Context, req audit.Request) (schemas.AuditReport, error) {
-	b.mu.Lock()
-	b.runs++
-	b.mu.Unlock()
-	select {
-	case <-b.release:
-	case <-ctx.Done():
-		return schemas.AuditReport{}, ctx.Err()
-	}
-	return schemas.AuditReport{Dataset: req.Dataset, Ref: req.Ref, Passed: true}, nil
-}
-
-// Hook audits are bounded in number, shared by calls for the same key,
-// and go on after a call gave up: the next call gets their report.
-func TestHookAuditsBoundedSharedAndDetached(t *testing.T) {
-	b := &blockingRunner{release: make(chan struct{})}
-	a := newCachedAuditor(b, nil, nil)
-	a.slots = make(chan struct{}, 1)
-	sealed, other := strings.Repeat("a", 64), strings.Repeat("b", 64)
-	req := func(ref string) audit.Request {
-		return audit.Request{Dataset: "billing", Repository: "lake", Ref: ref, BaseRef: strings.Repeat("c", 64), BatchTime: time.Unix(1, 0)}
-	}
-	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := a.Run(short, req(sealed)); err == nil || !strings.Contains(err.Error(), "still running") {
-		t.Fatalf("call that outlived its timeout: %v", err)
-	}
-	if _, err := a.Run(context.Background(), req(other)); err == nil || !strings.Contains(err.Error(), "webhook_concurrency") {
-		t.Errorf("second audit beyond the bound: %v", err)
-	}
-	got := make(chan error, 1)
-	go func() { _, err := a.Run(context.Background(), req(sealed)); got <- err }() // joins the running audit
-	close(b.release)
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
-	if rep, err := a.Run(context.Background(), req(sealed)); err != nil || !rep.Passed {
-		t.Errorf("after the audit finished: %+v %v", rep, err)
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.runs != 1 {
-		t.Errorf("%d audits ran, want 1 (shared, then cached)", b.runs)
 	}
 }

@@ -2,7 +2,7 @@
 // parsing (unknown keys are errors) and validation that names every bad
 // field by its path. Defaults are applied once, when a config is loaded
 // (Defaults): every other package reads resolved values, and the builders
-// (Policy, DatasetSpec, MaxRunAge) turn them into the parts' settings. It
+// (Policy, DatasetSpec, AuditDatasets, AuditOptions, MaxRunAge) turn them into the parts' settings. It
 // may import audit (suite declarations), pipeline and schemas (the defaults
 // they document and the settings built for them) and the standard library.
 package config
@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -397,6 +398,7 @@ func (c *Config) Defaults() {
 	dur(&r.MaxDeadlineHorizon, schemas.DefaultMaxDeadlineHorizon)
 	num(&c.HTTP.WebhookConcurrency, 2)
 	dur(&c.HTTP.WebhookAuditTimeout, DefaultWebhookAuditTimeout)
+	str(&c.Audit.WorkDir, filepath.Join(os.TempDir(), "lakewap-audit"))
 	str(&c.Log.Format, "text")
 	str(&c.Log.Level, "info")
 	for name, d := range c.Datasets {
@@ -426,6 +428,24 @@ func (c *Config) DatasetSpec(name string) (pipeline.DatasetSpec, bool) {
 	return pipeline.DatasetSpec{Repository: ds.Repository, Source: ds.Source, Target: ds.Target,
 		WriteTimeout: ds.WriteTimeout.Std(), KeepBranch: ds.Keep(),
 		TablePaths: ds.TablePaths(), AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs}, true
+}
+
+// AuditDatasets maps each dataset to what the audit service needs.
+func (c *Config) AuditDatasets() map[string]audit.Dataset {
+	out := make(map[string]audit.Dataset, len(c.Datasets))
+	for name, d := range c.Datasets {
+		out[name] = audit.Dataset{Repository: d.Repository, Target: d.Target, Suite: d.Suite}
+	}
+	return out
+}
+
+// AuditOptions are the audit engine's options from audit.*, reading the
+// tables through src.
+func (c *Config) AuditOptions(src audit.Source, log *slog.Logger) audit.Options {
+	a := c.Audit
+	return audit.Options{Source: src, WorkDir: a.WorkDir, CacheDir: a.CacheDir, CacheMaxBytes: a.CacheMaxMB << 20,
+		MemoryLimit: a.MemoryLimit, Threads: a.Threads, DownloadParallelism: a.DownloadParallelism,
+		SampleRows: a.SampleRows, MaxSampleValueBytes: a.MaxSampleValueBytes, MaxReportBytes: a.MaxReportBytes, Logger: log}
 }
 
 // MaxRunAge is the longest a run can be in progress while its partition has

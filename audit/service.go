@@ -1,0 +1,275 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Dataset is a configured dataset as the audit service sees it: the
+// repository and target branch it publishes into, and its suite.
+type Dataset struct {
+	Repository, Target string
+	Suite              Suite
+}
+
+// ServiceOptions configure a Service.
+type ServiceOptions struct {
+	// Engine runs a suite (an *Engine). Required.
+	Engine Runner
+	// Datasets maps a dataset name to its repository, target and suite.
+	Datasets map[string]Dataset
+	// Head, if set, resolves a ref to its commit id, so that a base given
+	// as a branch is audited, and cached, as the commit it points at.
+	Head func(ctx context.Context, repo, ref string) (string, error)
+	// BatchTime, if set, gives the batch time of a sealed commit the daemon
+	// is publishing: the hook of lakewap's own merge is judged as the run's
+	// audit was, not by the event time in the call.
+	BatchTime func(repo, sealed string) (time.Time, bool)
+	// Concurrency bounds the webhook's audits running at once, and Budget
+	// bounds one (it goes on after the call that started it gave up). Both
+	// must be positive.
+	Concurrency int
+	Budget      time.Duration
+	// Registerer, if set, gets the service's metrics.
+	Registerer prometheus.Registerer
+}
+
+// Service is the one way lakewap audits a dataset: the runner's audits of
+// sealed commits (Audit) and the pre-merge webhook's (Run, Guarding) both
+// go through it. It keeps the passing reports of commits, so that the hook
+// lakeFS calls when lakewap merges a sealed commit it has just audited
+// answers from memory instead of auditing the same commit again.
+//
+// The trust rule: a report is reused only for the same key, which is
+// everything the verdict depends on: the commit id (never commit metadata:
+// anyone merging can write metadata, while a commit id names exact
+// content), the base's commit (volume, drift, uniqueness and batch scope
+// compare with it) and the batch time (freshness is judged against it).
+// Only reports this service computed are cached, and only passing ones.
+//
+// The webhook's audits are bounded in number (Concurrency) and run detached
+// from the call: a call waits as long as its context allows, and an audit
+// that takes longer (a cold cache after a restart) goes on in the
+// background, so that the next call for the same commit (lakeFS re-running
+// the hook, lakewap retrying its merge) gets its report.
+type Service struct {
+	o        ServiceOptions
+	cache    *reportCache
+	lookups  *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	slots    chan struct{}
+
+	mu       sync.Mutex
+	inflight map[reportKey]*flight
+}
+
+// flight is one webhook audit in progress; done is closed when rep and err
+// are set.
+type flight struct {
+	done chan struct{}
+	rep  schemas.AuditReport
+	err  error
+}
+
+// reportCacheSize bounds the cached passing reports; the oldest goes first.
+const reportCacheSize = 4096
+
+// NewService returns a service; see ServiceOptions for what is required.
+func NewService(o ServiceOptions) (*Service, error) {
+	switch {
+	case o.Engine == nil:
+		return nil, errors.New("audit: ServiceOptions.Engine is required")
+	case o.Concurrency <= 0:
+		return nil, fmt.Errorf("audit: ServiceOptions.Concurrency %d must be positive", o.Concurrency)
+	case o.Budget <= 0:
+		return nil, fmt.Errorf("audit: ServiceOptions.Budget %s must be positive", o.Budget)
+	}
+	s := &Service{o: o, cache: newReportCache(reportCacheSize), inflight: map[reportKey]*flight{},
+		slots: make(chan struct{}, o.Concurrency),
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_audit_cache_lookups_total",
+			Help: "Pre-merge webhook audits answered from the cache of passing reports by commit (hit) or run (miss)."}, []string{"result"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_audit_duration_seconds",
+			Help:    "Audits that ran (download, DuckDB checks, report), by dataset and result (passed, failed, error).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"dataset", "result"})}
+	if o.Registerer != nil {
+		if err := errors.Join(o.Registerer.Register(s.lookups), o.Registerer.Register(s.duration)); err != nil {
+			return nil, err
+		}
+	}
+	s.lookups.WithLabelValues("hit") // exported at 0 from the start, for rate() and alerts
+	s.lookups.WithLabelValues("miss")
+	return s, nil
+}
+
+// Audit runs the suite of req.Dataset (req.Suite is ignored) and remembers
+// the report if it passed. An error the audit could not help (a base that
+// cannot be resolved, DuckDB out of memory) is an ErrInfrastructure.
+func (s *Service) Audit(ctx context.Context, req Request) (schemas.AuditReport, error) {
+	d, ok := s.o.Datasets[req.Dataset]
+	if !ok {
+		return schemas.AuditReport{}, fmt.Errorf("dataset %q is not in the config", req.Dataset)
+	}
+	req.Suite = d.Suite
+	if err := s.pinBase(ctx, &req); err != nil {
+		return schemas.AuditReport{}, fmt.Errorf("%w: %w", ErrInfrastructure, err)
+	}
+	return s.run(ctx, req)
+}
+
+// Guarding is the datasets publishing into branch of repo: the pre-merge
+// webhook runs their suites.
+func (s *Service) Guarding(repo, branch string) []Guard {
+	var out []Guard
+	for name, d := range s.o.Datasets {
+		if d.Repository == repo && d.Target == branch {
+			out = append(out, Guard{Dataset: name, Suite: d.Suite})
+		}
+	}
+	slices.SortFunc(out, func(a, b Guard) int { return strings.Compare(a.Dataset, b.Dataset) })
+	return out
+}
+
+// pinBase replaces the request's base ref by the commit it points at, so
+// the audit and its cache key name the same base.
+func (s *Service) pinBase(ctx context.Context, req *Request) error {
+	if s.o.Head == nil || req.BaseRef == "" || IsCommitID(req.BaseRef) {
+		return nil
+	}
+	id, err := s.o.Head(ctx, req.Repository, req.BaseRef)
+	if err != nil {
+		return fmt.Errorf("resolve base %s: %w", req.BaseRef, err)
+	}
+	if req.BaseName == "" {
+		req.BaseName = req.BaseRef
+	}
+	req.BaseRef = id
+	return nil
+}
+
+// Run is the webhook's audit (a Runner): a passing report of the same
+// commit, base commit and batch time answers it, else the suite runs (or
+// the run already in progress for the same key is awaited).
+func (s *Service) Run(ctx context.Context, req Request) (schemas.AuditReport, error) {
+	if s.o.BatchTime != nil {
+		if t, ok := s.o.BatchTime(req.Repository, req.Ref); ok {
+			req.BatchTime = t
+		}
+	}
+	if err := s.pinBase(ctx, &req); err != nil {
+		return schemas.AuditReport{}, err
+	}
+	k := keyOf(req)
+	if rep, ok := s.cache.get(k); ok {
+		s.lookups.WithLabelValues("hit").Inc()
+		return rep, nil
+	}
+	s.lookups.WithLabelValues("miss").Inc()
+	s.mu.Lock()
+	f := s.inflight[k]
+	if f == nil {
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			s.mu.Unlock()
+			return schemas.AuditReport{}, fmt.Errorf("%d pre-merge audits are running (http.webhook_concurrency); try again", cap(s.slots))
+		}
+		f = &flight{done: make(chan struct{})}
+		s.inflight[k] = f
+		go func() {
+			defer func() { <-s.slots }()
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.Budget)
+			defer cancel()
+			f.rep, f.err = s.run(actx, req)
+			s.mu.Lock()
+			delete(s.inflight, k)
+			s.mu.Unlock()
+			close(f.done)
+		}()
+	}
+	s.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.rep, f.err
+	case <-ctx.Done():
+		return schemas.AuditReport{}, fmt.Errorf("audit of %s still running after the hook's timeout (http.webhook_audit_timeout); "+
+			"it goes on, and its report answers the next call: %w", req.Ref, ctx.Err())
+	}
+}
+
+func (s *Service) run(ctx context.Context, req Request) (schemas.AuditReport, error) {
+	start := time.Now()
+	rep, err := s.o.Engine.Run(ctx, req)
+	result := "passed"
+	switch {
+	case err != nil:
+		result = "error"
+	case !rep.Passed:
+		result = "failed"
+	}
+	s.duration.WithLabelValues(req.Dataset, result).Observe(time.Since(start).Seconds())
+	if err == nil && rep.Passed && IsCommitID(req.Ref) && !req.BatchTime.IsZero() {
+		s.cache.put(keyOf(req), rep)
+	}
+	return rep, err
+}
+
+// commitID matches lakeFS commit ids. Only those are cached: a branch name
+// names whatever the branch holds when it is read.
+var commitID = regexp.MustCompile(`^[0-9a-f]{40,64}$`)
+
+// IsCommitID reports whether ref has the form of a lakeFS commit id.
+func IsCommitID(ref string) bool { return commitID.MatchString(ref) }
+
+// reportKey is what a verdict depends on besides the suite (fixed for the
+// service's life): the audited commit, the base commit, the batch time.
+type reportKey struct {
+	repo, dataset, ref, base string
+	batchTime                int64 // UnixNano
+}
+
+func keyOf(req Request) reportKey {
+	return reportKey{repo: req.Repository, dataset: req.Dataset, ref: req.Ref, base: req.BaseRef, batchTime: req.BatchTime.UnixNano()}
+}
+
+// reportCache is a bounded map of passing reports; the oldest entry goes
+// first. A restart empties it: the hook then audits again.
+type reportCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[reportKey]schemas.AuditReport
+	order []reportKey
+}
+
+func newReportCache(max int) *reportCache {
+	return &reportCache{max: max, m: map[reportKey]schemas.AuditReport{}}
+}
+
+func (c *reportCache) get(k reportKey) (schemas.AuditReport, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[k]
+	return r, ok
+}
+
+func (c *reportCache) put(k reportKey, r schemas.AuditReport) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; !ok {
+		c.order = append(c.order, k)
+	}
+	c.m[k] = r
+	for len(c.order) > c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+}
