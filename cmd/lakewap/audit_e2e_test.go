@@ -27,17 +27,17 @@ func (e *e2e) landBatch(t *testing.T, dataset, batch string, writes []tableWrite
 	for i, w := range writes {
 		names[i] = w.write
 	}
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: dataset, ExpectedWrites: names,
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: dataset, ExpectedWrites: names,
 		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ev, err := e.watcher.await(ctx, batch, schemas.TypeBranchReady)
+	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
 	must(t, err)
 	branch := ev.(schemas.BranchReady).Branch
 	for _, w := range writes {
-		must(t, e.writeParquet(ctx, branch, w.path, w.query))
-		must(t, e.produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: dataset, Write: w.write, Paths: []string{w.path},
+		must(t, e.WriteParquet(ctx, branch, w.path, w.query))
+		must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: dataset, Write: w.write, Paths: []string{w.path},
 			OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	}
-	final, err := e.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	final, err := e.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 	must(t, err)
 	return final
 }
@@ -162,7 +162,7 @@ func TestEndToEndFailureModes(t *testing.T) {
 	defer cancel()
 	mainHead := func() string {
 		t.Helper()
-		c, err := e.lake.GetCommit(ctx, "lake", "main")
+		c, err := e.Lake.GetCommit(ctx, "lake", "main")
 		must(t, err)
 		return c.ID
 	}
@@ -185,7 +185,7 @@ func TestEndToEndFailureModes(t *testing.T) {
 		if after := mainHead(); after != before {
 			t.Errorf("main moved from %s to %s", before, after)
 		}
-		if n, err := e.countRows(ctx, "main", "gold/billing_fact/batch=typed-2/", ""); err != nil || n != 0 {
+		if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=typed-2/", ""); err != nil || n != 0 {
 			t.Errorf("main has %d rows of typed-2 (err %v)", n, err)
 		}
 	})
@@ -218,7 +218,7 @@ func TestEndToEndFailureModes(t *testing.T) {
 		if after := mainHead(); after != before {
 			t.Errorf("main moved from %s to %s", before, after)
 		}
-		if n, err := e.countRows(ctx, "main", "gold/customer_snapshot/", ""); err != nil || n != 1000 {
+		if n, err := e.CountRows(ctx, "main", "gold/customer_snapshot/", ""); err != nil || n != 1000 {
 			t.Errorf("main's snapshot has %d rows (err %v), want the 1000 of snap-1", n, err)
 		}
 	})
@@ -226,7 +226,7 @@ func TestEndToEndFailureModes(t *testing.T) {
 	t.Run("six related tables, the fifth fails", func(t *testing.T) {
 		published(e.landBatch(t, "sales", "sales-1", salesWrites("sales-1", 1000, false)))
 		before := mainHead()
-		mainFiles, err := e.lake.List(ctx, "lake", "main", "gold/sales/")
+		mainFiles, err := e.Lake.List(ctx, "lake", "main", "gold/sales/")
 		must(t, err)
 		if len(mainFiles) != 6 {
 			t.Fatalf("main has %d sales files after sales-1, want 6", len(mainFiles))
@@ -239,7 +239,7 @@ func TestEndToEndFailureModes(t *testing.T) {
 		if after := mainHead(); after != before {
 			t.Errorf("main moved from %s to %s", before, after)
 		}
-		after, err := e.lake.List(ctx, "lake", "main", "gold/sales/")
+		after, err := e.Lake.List(ctx, "lake", "main", "gold/sales/")
 		must(t, err)
 		var paths []string
 		for _, o := range after {
@@ -252,7 +252,7 @@ func TestEndToEndFailureModes(t *testing.T) {
 			t.Errorf("main's sales files after the aborted batch: %v", paths)
 		}
 		// All six tables of the batch are on its kept branch, for inspection.
-		kept, err := e.lake.List(ctx, "lake", ab.Branch, "gold/sales/")
+		kept, err := e.Lake.List(ctx, "lake", ab.Branch, "gold/sales/")
 		must(t, err)
 		n := 0
 		for _, o := range kept {

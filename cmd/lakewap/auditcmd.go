@@ -17,6 +17,7 @@ import (
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
@@ -160,7 +161,7 @@ func printAuditTable(w io.Writer, rep schemas.AuditReport, ref, base string) {
 		if c.Status == schemas.StatusError && c.Message != "" {
 			obs = c.Message
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dms\n", c.Name, dash(c.Table), c.Severity, strings.ToUpper(c.Status),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dms\n", c.Name, runs.Dash(c.Table), c.Severity, strings.ToUpper(c.Status),
 			cell(obs), cell(c.Threshold), c.DurationMs)
 	}
 	tw.Flush()
@@ -190,7 +191,7 @@ func cell(s string) string {
 	if len(s) > 80 {
 		s = s[:77] + "..."
 	}
-	return dash(s)
+	return runs.Dash(s)
 }
 
 // auditLocal runs lakewap audit -local: the suite over files on disk, laid

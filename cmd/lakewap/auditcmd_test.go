@@ -98,7 +98,7 @@ func TestAuditCommand(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			t.Fatalf("not an AuditReport: %v\n%s", err, out)
 		}
-		head, err := e.lake.GetCommit(t.Context(), "lake", ab.Branch)
+		head, err := e.Lake.GetCommit(t.Context(), "lake", ab.Branch)
 		must(t, err)
 		failed := rep.Failed()
 		if rep.Passed || rep.Dataset != "billing" || rep.Ref != head.ID || len(rep.Checks) != 5 || len(failed) != 1 ||

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -29,7 +30,7 @@ import (
 // in-process daemon, started once per sub-benchmark and kept for all its
 // rounds (the parent benchmark closes it).
 type benchRig struct {
-	env *stackEnv
+	env *harness.Env
 	d   *daemon
 	obj []byte
 	tmp string
@@ -38,12 +39,12 @@ type benchRig struct {
 // newBenchRig starts a rig; cleanup goes to parent so that the rig outlives
 // the sub-benchmark's first (b.N = 1) round.
 func newBenchRig(parent testing.TB, tmp string) (*benchRig, error) {
-	stack, err := devstack.Start(context.Background(), devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
+	stack, err := devstack.Start(context.Background(), devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics(&config.Config{})})
 	if err != nil {
 		return nil, err
 	}
 	parent.Cleanup(func() { _ = stack.Close() })
-	cfg := demoConfig(stack, tmp)
+	cfg := harness.DemoConfig(stack, tmp)
 	cfg.Runner.MaxInFlight = 64
 	// Batch scope: every benchmarked batch writes the same rows, and a
 	// whole-table audit would grow with each iteration.
@@ -64,7 +65,7 @@ func newBenchRig(parent testing.TB, tmp string) (*benchRig, error) {
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
 	parent.Cleanup(func() { cancel(); <-done })
-	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	env, err := harness.New(ctx, stack, cfg, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -178,21 +179,21 @@ func drive(b *testing.B, inflight int, one func(ctx context.Context, id string) 
 func wapBatch(ctx context.Context, rig *benchRig, id string) error {
 	env := rig.env
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if err := env.produce(ctx, schemas.BatchLanded{BatchID: id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"}, Producer: "bench", OccurredAt: now}); err != nil {
+	if err := env.Produce(ctx, schemas.BatchLanded{BatchID: id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"}, Producer: "bench", OccurredAt: now}); err != nil {
 		return err
 	}
-	ev, err := env.watcher.await(ctx, id, schemas.TypeBranchReady)
+	ev, err := env.Watcher.Await(ctx, id, schemas.TypeBranchReady)
 	if err != nil {
 		return err
 	}
 	path := "gold/billing_fact/batch=" + id + "/part-0.parquet"
-	if err := env.lake.Upload(ctx, "lake", ev.(schemas.BranchReady).Branch, path, bytes.NewReader(rig.obj)); err != nil {
+	if err := env.Lake.Upload(ctx, "lake", ev.(schemas.BranchReady).Branch, path, bytes.NewReader(rig.obj)); err != nil {
 		return err
 	}
-	if err := env.produce(ctx, schemas.WriteComplete{BatchID: id, Dataset: "billing", Write: "billing_fact", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}); err != nil {
+	if err := env.Produce(ctx, schemas.WriteComplete{BatchID: id, Dataset: "billing", Write: "billing_fact", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}); err != nil {
 		return err
 	}
-	ev, err = env.watcher.await(ctx, id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	ev, err = env.Watcher.Await(ctx, id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 	if err != nil {
 		return err
 	}
@@ -298,7 +299,7 @@ const rawHandQuery = `SELECT count(*), count(*) FILTER (WHERE billing_id IS NULL
 // DuckDB query for the same checks, merge into main under a per-target
 // lock, delete the branch.
 func rawBatch(ctx context.Context, r *rawRig, id string) error {
-	l := r.env.lake
+	l := r.env.Lake
 	ctx = pipeline.WithCallCounter(ctx, &r.calls)
 	branch := "raw-" + id
 	path := "gold/billing_fact/batch=" + id + "/part-0.parquet"
@@ -376,7 +377,7 @@ func BenchmarkRawLakeFSSequence(b *testing.B) {
 // growHistory adds n empty commits to main, one after another, dated a
 // day back (a second apart), as an old history is.
 func growHistory(ctx context.Context, rig *benchRig, n int) error {
-	s := rig.env.stack
+	s := rig.env.Stack
 	api, err := apigen.NewClientWithResponses(strings.TrimRight(s.LakeFSEndpoint, "/")+"/api/v1",
 		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.SetBasicAuth(s.AccessKeyID, s.SecretAccessKey)
@@ -425,17 +426,17 @@ func BenchmarkWAPCycleLongHistory(b *testing.B) {
 				}
 				lat[j] = append(lat[j], time.Since(t0))
 				b.StopTimer()
-				ev, err := rig.env.watcher.await(ctx, id, schemas.TypeBatchPublished)
+				ev, err := rig.env.Watcher.Await(ctx, id, schemas.TypeBatchPublished)
 				if err != nil {
 					b.Fatal(err)
 				}
 				pub := ev.(schemas.BatchPublished)
-				merge, err := rig.env.lake.GetCommit(ctx, "lake", pub.CommitID)
+				merge, err := rig.env.Lake.GetCommit(ctx, "lake", pub.CommitID)
 				if err != nil || len(merge.Parents) < 2 {
 					b.Fatalf("publish commit %s of %s: %v %+v", pub.CommitID, id, err, merge)
 				}
 				t0 = time.Now()
-				p, err := rig.env.lake.Published(ctx, "lake", "main", merge.Parents[1], pub.PublishedAt.Add(-time.Second))
+				p, err := rig.env.Lake.Published(ctx, "lake", "main", merge.Parents[1], pub.PublishedAt.Add(-time.Second))
 				look[j] = append(look[j], time.Since(t0))
 				if err != nil || !p.OnTarget || p.Merge != pub.CommitID {
 					b.Fatalf("look for %s: %v %+v, want merge %s", id, err, p, pub.CommitID)

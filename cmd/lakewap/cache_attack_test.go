@@ -38,28 +38,28 @@ func TestStagedObjectClaimingAuditedChecksum(t *testing.T) {
 	if ev := e.runBatch(t, "cached-1", goodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("good batch ended with %+v", ev)
 	}
-	goodObjs, err := e.lake.List(ctx, "lake", "main", "gold/billing_fact/batch=cached-1/")
+	goodObjs, err := e.Lake.List(ctx, "lake", "main", "gold/billing_fact/batch=cached-1/")
 	must(t, err)
 	if len(goodObjs) != 1 {
 		t.Fatalf("good batch objects on main: %+v", goodObjs)
 	}
 	good := goodObjs[0]
 
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "evil-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "evil-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ev, err := e.watcher.await(ctx, "evil-1", schemas.TypeBranchReady)
+	ev, err := e.Watcher.Await(ctx, "evil-1", schemas.TypeBranchReady)
 	must(t, err)
 	branch := ev.(schemas.BranchReady).Branch
 	path := "gold/billing_fact/batch=evil-1/part-0.parquet"
-	must(t, e.writeParquet(ctx, branch, path, badBillingRows))
-	staged, err := e.lake.List(ctx, "lake", branch, path)
+	must(t, e.WriteParquet(ctx, branch, path, badBillingRows))
+	staged, err := e.Lake.List(ctx, "lake", branch, path)
 	must(t, err)
 	if len(staged) != 1 {
 		t.Fatalf("staged objects: %+v", staged)
 	}
 	// Re-stage the same bytes, claiming the audited object's checksum and size.
-	api, err := apigen.NewClientWithResponses(e.stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-		r.SetBasicAuth(e.stack.AccessKeyID, e.stack.SecretAccessKey)
+	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
 		return nil
 	}))
 	must(t, err)
@@ -69,22 +69,22 @@ func TestStagedObjectClaimingAuditedChecksum(t *testing.T) {
 	if resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("stage object: %d %s", resp.StatusCode(), resp.Body)
 	}
-	claimed, err := e.lake.List(ctx, "lake", branch, path)
+	claimed, err := e.Lake.List(ctx, "lake", branch, path)
 	must(t, err)
 	if len(claimed) != 1 || claimed[0].Checksum != good.Checksum || claimed[0].Size != good.Size {
 		t.Fatalf("lakeFS lists the staged object as %+v; the attack needs the audited object's checksum %s and size %d", claimed, good.Checksum, good.Size)
 	}
-	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "evil-1", Dataset: "billing", Write: "billing_fact",
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: "evil-1", Dataset: "billing", Write: "billing_fact",
 		Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	final, err := e.watcher.await(ctx, "evil-1", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	final, err := e.Watcher.Await(ctx, "evil-1", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 	must(t, err)
 	if final.EventType() == schemas.TypeBatchPublished {
 		t.Errorf("the batch with bad rows was published: %+v", final)
 	}
-	if n, err := e.countRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL"); err != nil || n != 0 {
+	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL"); err != nil || n != 0 {
 		t.Errorf("main has %d NULL billing ids (err %v)", n, err)
 	}
-	objs, err := e.lake.List(ctx, "lake", "main", "gold/billing_fact/batch=evil-1/")
+	objs, err := e.Lake.List(ctx, "lake", "main", "gold/billing_fact/batch=evil-1/")
 	must(t, err)
 	if len(objs) != 0 {
 		t.Errorf("main has the staged object: %+v", objs)

@@ -79,8 +79,8 @@ func TestColdHookAuditSlowerThanItsTimeout(t *testing.T) {
 				// main moves (so the hook's cache has no report for this
 				// base) and the blockstore turns slow for the batch's file.
 				ctx := context.Background()
-				must(t, env.lake.Upload(ctx, "lake", "main", "notes/moved.txt", strings.NewReader("main moved\n")))
-				_, err := env.lake.Commit(ctx, "lake", "main", "main moves while the batch publishes", nil)
+				must(t, env.Lake.Upload(ctx, "lake", "main", "notes/moved.txt", strings.NewReader("main moved\n")))
+				_, err := env.Lake.Commit(ctx, "lake", "main", "main moves while the batch publishes", nil)
 				must(t, err)
 				proxy.mu.Lock()
 				proxy.match, proxy.gate = "batch=cold-1/", release
@@ -94,7 +94,7 @@ func TestColdHookAuditSlowerThanItsTimeout(t *testing.T) {
 	mu.Lock()
 	env = e
 	mu.Unlock()
-	installAction(t, e.stackEnv, "http://"+e.d.HTTPAddr()+preMergePath)
+	installAction(t, e.Env, "http://"+e.d.HTTPAddr()+preMergePath)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -113,12 +113,12 @@ func TestColdHookAuditSlowerThanItsTimeout(t *testing.T) {
 	if !ok {
 		t.Fatalf("batch ended with %s %+v; want published after the hook's audit finished", ev.EventType(), ev)
 	}
-	head, err := e.lake.GetCommit(ctx, "lake", "main")
+	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	if head.ID != pub.CommitID {
 		t.Errorf("main at %s, published %s", head.ID, pub.CommitID)
 	}
-	if n, err := e.countRows(ctx, "main", "gold/billing_fact/batch=cold-1/", ""); err != nil || n != 1000 {
+	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=cold-1/", ""); err != nil || n != 1000 {
 		t.Errorf("main has %d rows of the batch (err %v)", n, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
@@ -180,7 +181,7 @@ func TestContainersEndToEnd(t *testing.T) {
 		time.Since(started).Round(time.Millisecond))
 
 	var topics []devstack.Topic
-	for _, tp := range stackTopics(&config.Config{}) {
+	for _, tp := range harness.StackTopics(&config.Config{}) {
 		tp.Partitions = 3
 		topics = append(topics, tp)
 	}
@@ -190,44 +191,44 @@ func TestContainersEndToEnd(t *testing.T) {
 	must(t, lake.CreateRepository(ctx, stack.Repository, "local://"+stack.Repository, "main"))
 
 	tmp := t.TempDir()
-	cfg := demoConfig(stack, tmp)
+	cfg := harness.DemoConfig(stack, tmp)
 	startProc(t, stack, writeCrashConfig(t, stack, cfg, "5m"), "")
-	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	env, err := harness.New(ctx, stack, cfg, tmp)
 	must(t, err)
 	defer env.Close()
 
 	run := func(batch, query string) schemas.Event {
 		t.Helper()
-		must(t, env.produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 			Producer: "testcontainers", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-		ev, err := env.watcher.await(ctx, batch, schemas.TypeBranchReady)
+		ev, err := env.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
 		must(t, err)
 		path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
-		must(t, env.writeParquet(ctx, ev.(schemas.BranchReady).Branch, path, query))
-		must(t, env.produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
+		must(t, env.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, query))
+		must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
 			Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-		final, err := env.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		final, err := env.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 		must(t, err)
 		return final
 	}
 
 	pub, ok := run("tc-good-1", goodBillingRows).(schemas.BatchPublished)
 	if !ok {
-		t.Fatalf("good batch was not published: %+v", env.watcher.all("tc-good-1"))
+		t.Fatalf("good batch was not published: %+v", env.Watcher.All("tc-good-1"))
 	}
 	ab, ok := run("tc-bad-1", badBillingRows).(schemas.BatchAborted)
 	if !ok || ab.Reason != schemas.ReasonAuditFailed || ab.Report == nil ||
 		len(ab.Report.Failed()) != 1 || ab.Report.Failed()[0].Name != "billing_id_not_null" {
-		t.Fatalf("bad batch: %+v; want aborted by billing_id_not_null", env.watcher.all("tc-bad-1"))
+		t.Fatalf("bad batch: %+v; want aborted by billing_id_not_null", env.Watcher.All("tc-bad-1"))
 	}
 	head, err := lake.GetCommit(ctx, stack.Repository, "main")
 	must(t, err)
 	if head.ID != pub.CommitID || head.Metadata[pipeline.MetaBatchID] != "tc-good-1" {
 		t.Errorf("main is at %s (%v), BatchPublished said %s", head.ID, head.Metadata, pub.CommitID)
 	}
-	rows, err := env.countRows(ctx, "main", "gold/billing_fact/", "")
+	rows, err := env.CountRows(ctx, "main", "gold/billing_fact/", "")
 	must(t, err)
-	nulls, err := env.countRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL")
+	nulls, err := env.CountRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL")
 	must(t, err)
 	if rows != 1000 || nulls != 0 {
 		t.Errorf("main has %d rows (%d NULL billing_id), want the good batch's 1000 (0)", rows, nulls)

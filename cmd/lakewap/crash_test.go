@@ -15,6 +15,7 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -50,15 +51,15 @@ func lakewapBinary(t testing.TB) string {
 // procStack starts an embedded stack for daemons run as processes: the
 // stack, an upstream/writer/watcher env on it, and a config file whose
 // datasets wait writeTimeout for writes.
-func procStack(t *testing.T, writeTimeout string) (*devstack.Stack, *stackEnv, string) {
+func procStack(t *testing.T, writeTimeout string) (*devstack.Stack, *harness.Env, string) {
 	t.Helper()
 	tmp := t.TempDir()
-	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
-	cfg := demoConfig(stack, tmp)
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics(&config.Config{})})
+	cfg := harness.DemoConfig(stack, tmp)
 	cfgPath := writeCrashConfig(t, stack, cfg, writeTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	env, err := harness.New(ctx, stack, cfg, tmp)
 	must(t, err)
 	t.Cleanup(env.Close)
 	return stack, env, cfgPath
@@ -162,7 +163,7 @@ func (p *daemonProc) killedBySIGKILL() bool {
 }
 
 // awaitOrExit waits for a result event of batch, or for the process to die.
-func awaitOrExit(ctx context.Context, env *stackEnv, p *daemonProc, batch string, types ...string) (schemas.Event, bool, error) {
+func awaitOrExit(ctx context.Context, env *harness.Env, p *daemonProc, batch string, types ...string) (schemas.Event, bool, error) {
 	type res struct {
 		ev  schemas.Event
 		err error
@@ -170,7 +171,7 @@ func awaitOrExit(ctx context.Context, env *stackEnv, p *daemonProc, batch string
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ch := make(chan res, 1)
-	go func() { ev, err := env.watcher.await(wctx, batch, types...); ch <- res{ev, err} }()
+	go func() { ev, err := env.Watcher.Await(wctx, batch, types...); ch <- res{ev, err} }()
 	select {
 	case r := <-ch:
 		return r.ev, false, r.err
@@ -180,9 +181,9 @@ func awaitOrExit(ctx context.Context, env *stackEnv, p *daemonProc, batch string
 }
 
 // publishCommits counts commits on main that published batch.
-func publishCommits(t *testing.T, env *stackEnv, batch string) int {
+func publishCommits(t *testing.T, env *harness.Env, batch string) int {
 	t.Helper()
-	log, err := env.lake.Log(context.Background(), env.stack.Repository, "main", 1000)
+	log, err := env.Lake.Log(context.Background(), env.Stack.Repository, "main", 1000)
 	must(t, err)
 	n := 0
 	for _, c := range log {
@@ -229,20 +230,20 @@ func TestCrashAtEveryStep(t *testing.T) {
 				}
 				current = startProc(t, stack, cfgPath, "")
 			}
-			must(t, env.produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing",
+			must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing",
 				ExpectedWrites: []string{"billing_fact", "billing_late"}, Producer: "crash-test", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 			ev, died, err := awaitOrExit(ctx, env, current, batch, schemas.TypeBranchReady)
 			must(t, err)
 			if died {
 				restart()
-				ev, err = env.watcher.await(ctx, batch, schemas.TypeBranchReady)
+				ev, err = env.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
 				must(t, err)
 			}
 			branch := ev.(schemas.BranchReady).Branch
 			for j, w := range []string{"billing_fact", "billing_late"} {
 				path := fmt.Sprintf("gold/billing_fact/batch=%s/part-%d.parquet", batch, j)
-				must(t, env.writeParquet(ctx, branch, path, tc.query+fmt.Sprintf(" WHERE i %% 2 = %d", j)))
-				must(t, env.produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: w,
+				must(t, env.WriteParquet(ctx, branch, path, tc.query+fmt.Sprintf(" WHERE i %% 2 = %d", j)))
+				must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: w,
 					Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 				if current == first && j == 0 && tc.failpoint == "after_write" {
 					// the first write kills the daemon; the second is sent
@@ -258,7 +259,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 			must(t, err)
 			if died {
 				restart()
-				final, err = env.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+				final, err = env.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 				must(t, err)
 			}
 			if current == first {
@@ -268,7 +269,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 				t.Fatalf("batch ended with %+v, want %s", final, tc.want)
 			}
 			n := publishCommits(t, env, batch)
-			rows, err := env.countRows(ctx, "main", "gold/billing_fact/", "")
+			rows, err := env.CountRows(ctx, "main", "gold/billing_fact/", "")
 			must(t, err)
 			switch tc.want {
 			case schemas.TypeBatchPublished:
@@ -282,7 +283,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 			}
 			// Result events may repeat after a crash, always with the same id.
 			ids := map[string]map[string]bool{}
-			for _, ev := range env.watcher.all(batch) {
+			for _, ev := range env.Watcher.All(batch) {
 				if ids[ev.EventType()] == nil {
 					ids[ev.EventType()] = map[string]bool{}
 				}
@@ -336,12 +337,12 @@ func TestTwoInstancesTakeOver(t *testing.T) {
 	const n = 9
 	batch := func(i int) string { return fmt.Sprintf("pair-%d", i) }
 	for i := range n {
-		must(t, env.produce(ctx, schemas.BatchLanded{BatchID: batch(i), Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: batch(i), Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 			Producer: "pair-test", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	}
 	branches := map[int]string{}
 	for i := range n {
-		ev, err := env.watcher.await(ctx, batch(i), schemas.TypeBranchReady)
+		ev, err := env.Watcher.Await(ctx, batch(i), schemas.TypeBranchReady)
 		must(t, err)
 		branches[i] = ev.(schemas.BranchReady).Branch
 	}
@@ -357,12 +358,12 @@ func TestTwoInstancesTakeOver(t *testing.T) {
 			continue
 		}
 		path := fmt.Sprintf("gold/billing_fact/batch=%s/part-0.parquet", batch(i))
-		must(t, env.writeParquet(ctx, branches[i], path, goodBillingRows+fmt.Sprintf(" WHERE i %% %d = %d", n, i)))
-		must(t, env.produce(ctx, schemas.WriteComplete{BatchID: batch(i), Dataset: "billing", Write: "billing_fact",
+		must(t, env.WriteParquet(ctx, branches[i], path, goodBillingRows+fmt.Sprintf(" WHERE i %% %d = %d", n, i)))
+		must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: batch(i), Dataset: "billing", Write: "billing_fact",
 			OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	}
 	for i := range n {
-		ev, err := env.watcher.await(ctx, batch(i), schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		ev, err := env.Watcher.Await(ctx, batch(i), schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 		must(t, err)
 		switch {
 		case i%3 == 2:
@@ -396,9 +397,9 @@ func TestGracefulShutdownHandsBackWork(t *testing.T) {
 	defer cancel()
 
 	first := startProc(t, stack, cfgPath, "")
-	must(t, env.produce(ctx, schemas.BatchLanded{BatchID: "term-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+	must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: "term-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 		Producer: "term-test", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ev, err := env.watcher.await(ctx, "term-1", schemas.TypeBranchReady)
+	ev, err := env.Watcher.Await(ctx, "term-1", schemas.TypeBranchReady)
 	must(t, err)
 	must(t, first.cmd.Process.Signal(syscall.SIGTERM))
 	select {
@@ -414,8 +415,8 @@ func TestGracefulShutdownHandsBackWork(t *testing.T) {
 	}
 	second := startProc(t, stack, cfgPath, "")
 	path := "gold/billing_fact/batch=term-1/part-0.parquet"
-	must(t, env.writeParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
-	must(t, env.produce(ctx, schemas.WriteComplete{BatchID: "term-1", Dataset: "billing", Write: "billing_fact",
+	must(t, env.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
+	must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: "term-1", Dataset: "billing", Write: "billing_fact",
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	final, died, err := awaitOrExit(ctx, env, second, "term-1", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 	must(t, err)
@@ -427,9 +428,9 @@ func TestGracefulShutdownHandsBackWork(t *testing.T) {
 	}
 }
 
-func branchReadies(env *stackEnv, batch string) []schemas.Event {
+func branchReadies(env *harness.Env, batch string) []schemas.Event {
 	var out []schemas.Event
-	for _, ev := range env.watcher.all(batch) {
+	for _, ev := range env.Watcher.All(batch) {
 		if ev.EventType() == schemas.TypeBranchReady {
 			out = append(out, ev)
 		}

@@ -24,10 +24,10 @@ import (
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/internal/metrics"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
-	"github.com/lakewap/lakewap/schemas"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -98,22 +98,13 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		}
 	}()
 
-	secret, err := config.ReadSecret(cfg.LakeFS.SecretAccessKey, cfg.LakeFS.SecretAccessKeyFile)
+	var err error
+	d.lake, err = lakeClientWith(cfg, log, metrics.LakeFSClient(reg))
 	if err != nil {
-		return nil, fmt.Errorf("lakefs.secret_access_key_file: %w", err)
-	}
-	lakeCalls := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_lakefs_request_duration_seconds",
-		Help: "lakeFS API calls by HTTP method and status code.", Buckets: prometheus.ExponentialBuckets(0.002, 2, 16)},
-		[]string{"method", "code"})
-	reg.MustRegister(lakeCalls)
-	d.lake, err = lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
-		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.Std(), Logger: log,
-		HTTPClient: &http.Client{Transport: promhttp.InstrumentRoundTripperDuration(lakeCalls, http.DefaultTransport)}})
-	if err != nil {
-		return nil, fmt.Errorf("lakefs: %w", err)
+		return nil, err
 	}
 
-	sec, err := kafkaSecurity(cfg.Kafka)
+	sec, err := cfg.Kafka.Security()
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +127,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		}
 	}
 
-	codec, err := newCodec(k.SchemaRegistry)
+	codec, err := k.Codec()
 	if err != nil {
 		return nil, err
 	}
@@ -232,12 +223,12 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	if err != nil {
 		return nil, err
 	}
-	d.runner.Metrics = runnerMetrics(reg)
+	d.runner.Metrics = metrics.Runner(reg)
 	datasets := make([]string, 0, len(cfg.Datasets))
 	for name := range cfg.Datasets {
 		datasets = append(datasets, name)
 	}
-	reg.MustRegister(pastDeadlineCollector{runs: d.runner.Runs, datasets: datasets, now: time.Now})
+	reg.MustRegister(metrics.PastDeadline{Runs: d.runner.Runs, Datasets: datasets, Now: time.Now})
 	if d.janitor, err = newJanitor(cfg, d.lake, log, reg); err != nil {
 		return nil, fmt.Errorf("janitor: %w", err)
 	}
@@ -365,109 +356,6 @@ func (d *daemon) serveHTTP(addr string) error {
 	go func() { _ = d.http.Serve(ln) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
-}
-
-// newCodec returns the event codec: the Confluent wire format with the
-// schema registry at registryURL, or single-object encoding without one.
-// Decoding accepts both either way.
-func newCodec(registryURL string) (*schemas.Codec, error) {
-	var opts schemas.Options
-	if registryURL != "" {
-		rc, err := schemas.NewRegistryClient(registryURL, nil)
-		if err != nil {
-			return nil, fmt.Errorf("kafka.schema_registry_url: %w", err)
-		}
-		opts.Registry = rc
-	}
-	return schemas.NewCodec(opts)
-}
-
-func kafkaSecurity(k config.Kafka) (consumer.Security, error) {
-	var s consumer.Security
-	if t := k.TLS; t != nil {
-		s.TLS = &consumer.TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
-	}
-	if a := k.SASL; a != nil {
-		pw, err := config.ReadSecret(a.Password, a.PasswordFile)
-		if err != nil {
-			return s, fmt.Errorf("kafka.sasl.password_file: %w", err)
-		}
-		s.SASL = &consumer.SASLConfig{Mechanism: a.Mechanism, Username: a.Username, Password: pw}
-	}
-	return s, nil
-}
-
-func runnerMetrics(reg prometheus.Registerer) pipeline.Metrics {
-	steps := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_step_duration_seconds",
-		Help: "Duration of runner steps (create_branch, audit, publish, cleanup) by outcome.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 16)},
-		[]string{"step", "outcome"})
-	inState := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_state_duration_seconds",
-		Help: "Time runs spent in a state before leaving it.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 20)},
-		[]string{"dataset", "state"})
-	runs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_runs_total",
-		Help: "Runs that reached a terminal state, by dataset, outcome and reason."}, []string{"dataset", "outcome", "reason"})
-	held := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_runs_held",
-		Help: "Runs this instance holds, by dataset and state (non-terminal states are the runs in flight)."}, []string{"dataset", "state"})
-	inputs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_inputs_total",
-		Help: "Input events by type and outcome: applied, duplicate, dead_letter, dropped_unexpected."}, []string{"type", "outcome"})
-	queued := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_publish_queue_depth",
-		Help: "Publishes waiting for their target's turn in this instance's merge queue."}, []string{"repository", "target"})
-	waited := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_publish_queue_wait_seconds",
-		Help: "Time a publish waited in its target's merge queue before its merge started.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)},
-		[]string{"repository", "target"})
-	calls := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_lakefs_calls_per_batch",
-		Help:    "lakeFS API calls this instance made for a batch it published (branch, seal, audit listings and downloads, merge).",
-		Buckets: []float64{2, 4, 6, 8, 10, 12, 16, 24, 32, 64, 128}}, []string{"dataset"})
-	reg.MustRegister(steps, inState, runs, held, inputs, queued, waited, calls)
-	return pipeline.Metrics{
-		PublishQueue: func(repo, target string, n int) { queued.WithLabelValues(repo, target).Set(float64(n)) },
-		PublishWait: func(repo, target string, d time.Duration) {
-			waited.WithLabelValues(repo, target).Observe(d.Seconds())
-		},
-		LakeCalls:    func(ds string, n int64) { calls.WithLabelValues(ds).Observe(float64(n)) },
-		StepDuration: func(step, outcome string, d time.Duration) { steps.WithLabelValues(step, outcome).Observe(d.Seconds()) },
-		StateChange: func(ds string, from, _ pipeline.State, in time.Duration) {
-			if from != "" {
-				inState.WithLabelValues(ds, string(from)).Observe(in.Seconds())
-			}
-		},
-		Terminal: func(ds string, st pipeline.State, reason string) { runs.WithLabelValues(ds, string(st), reason).Inc() },
-		Held: func(ds string, st pipeline.State, delta int) {
-			held.WithLabelValues(ds, string(st)).Add(float64(delta))
-		},
-		Input: func(typ, outcome string) { inputs.WithLabelValues(typ, outcome).Inc() },
-	}
-}
-
-var pastDeadlineDesc = prometheus.NewDesc("lakewap_runs_past_deadline",
-	"Runs this instance holds that are still in flight after their deadline, by dataset (stuck: a passed deadline normally ends a run).",
-	[]string{"dataset"}, nil)
-
-// pastDeadlineCollector counts, at scrape time, the runs held that
-// pipeline.Run.PastDeadline calls stuck. Every configured dataset has a
-// series, 0 when none is stuck, so that alerts see it from the start.
-type pastDeadlineCollector struct {
-	runs     func() []pipeline.Run
-	datasets []string
-	now      func() time.Time
-}
-
-func (c pastDeadlineCollector) Describe(ch chan<- *prometheus.Desc) { ch <- pastDeadlineDesc }
-
-func (c pastDeadlineCollector) Collect(ch chan<- prometheus.Metric) {
-	n := make(map[string]int, len(c.datasets))
-	for _, ds := range c.datasets {
-		n[ds] = 0
-	}
-	now := c.now()
-	for _, r := range c.runs() {
-		if r.PastDeadline(now) {
-			n[r.Dataset]++
-		}
-	}
-	for ds, v := range n {
-		ch <- prometheus.MustNewConstMetric(pastDeadlineDesc, prometheus.GaugeValue, float64(v), ds)
-	}
 }
 
 // failpointFromEnv arms the crash tests' failpoint: LAKEWAP_FAILPOINT=name

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -144,7 +145,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, verbose bool) error 
 	d.printf("  Kafka   %s   topics wap.events, wap.results, wap.dlq, wap.runs (compacted)\n", strings.Join(stack.KafkaBrokers, ","))
 	d.printf("  lakeFS  %s   repository %q, branch main\n\n", stack.LakeFSEndpoint, stack.Repository)
 
-	cfg := demoConfig(stack, tmp)
+	cfg := harness.DemoConfig(stack, tmp)
 	cfg.Notify.Console = true
 	cfg.Notify.Routes = []config.Route{{Sink: "console", On: []string{"awaiting_writes", "published", "aborted", "failed"}}}
 	if err := cfg.Validate(); err != nil {
@@ -178,7 +179,7 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, verbose bool) error 
 		<-daemonDone
 	}()
 
-	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	env, err := harness.New(ctx, stack, cfg, tmp)
 	if err != nil {
 		return err
 	}
@@ -214,19 +215,19 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, verbose bool) error 
 	}
 
 	// Where the data is now, read back through lakeFS like any reader of main.
-	mainRows, err := env.countRows(ctx, "main", "gold/billing_fact/", "")
+	mainRows, err := env.CountRows(ctx, "main", "gold/billing_fact/", "")
 	if err != nil {
 		return err
 	}
-	nulls, err := env.countRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL")
+	nulls, err := env.CountRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL")
 	if err != nil {
 		return err
 	}
-	branchRows, err := env.countRows(ctx, aborted.Branch, "gold/billing_fact/", "billing_id IS NULL")
+	branchRows, err := env.CountRows(ctx, aborted.Branch, "gold/billing_fact/", "billing_id IS NULL")
 	if err != nil {
 		return err
 	}
-	head, err := env.lake.GetCommit(ctx, stack.Repository, "main")
+	head, err := env.Lake.GetCommit(ctx, stack.Repository, "main")
 	if err != nil {
 		return err
 	}
@@ -245,32 +246,32 @@ func runDemo(ctx context.Context, stdout, stderr io.Writer, verbose bool) error 
 
 // playBatch acts as upstream and writer for one batch and returns its
 // final result event.
-func playBatch(ctx context.Context, d *demo, env *stackEnv, batch, query string) (schemas.Event, error) {
+func playBatch(ctx context.Context, d *demo, env *harness.Env, batch, query string) (schemas.Event, error) {
 	d.mu.Lock()
 	d.start[batch] = time.Now()
 	d.mu.Unlock()
 	landed := schemas.BatchLanded{BatchID: batch, Dataset: "billing", SourceRef: "main",
 		ExpectedWrites: []string{"billing_fact"}, Producer: "billing-ingest", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
 	d.printf("  upstream  → BatchLanded on wap.events: expects write billing_fact\n")
-	if err := env.produce(ctx, landed); err != nil {
+	if err := env.Produce(ctx, landed); err != nil {
 		return nil, err
 	}
-	ev, err := env.watcher.await(ctx, batch, schemas.TypeBranchReady)
+	ev, err := env.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
 	if err != nil {
 		return nil, err
 	}
 	ready := ev.(schemas.BranchReady)
 	d.printf("  writer    ← BranchReady: write to %s\n", ready.LakeFSURI)
 	path := fmt.Sprintf("gold/billing_fact/batch=%s/part-0000.parquet", batch)
-	if err := env.writeParquet(ctx, ready.Branch, path, query); err != nil {
+	if err := env.WriteParquet(ctx, ready.Branch, path, query); err != nil {
 		return nil, err
 	}
 	d.printf("  writer    → wrote %s through lakeFS; WriteComplete on wap.events\n", path)
 	wc := schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact", Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
-	if err := env.produce(ctx, wc); err != nil {
+	if err := env.Produce(ctx, wc); err != nil {
 		return nil, err
 	}
-	return env.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	return env.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 }
 
 // The demo's data: 1,000 invoices; the bad load has NULL billing ids on

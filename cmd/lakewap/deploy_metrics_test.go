@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,13 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
 	"gopkg.in/yaml.v3"
 
 	"github.com/lakewap/lakewap/internal/config"
-	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -248,7 +245,7 @@ func TestDeployKitNamesOnlyExportedMetrics(t *testing.T) {
 	if ev := e.runBatch(t, "kit-bad-1", badBillingRows); ev.EventType() != schemas.TypeBatchAborted {
 		t.Fatalf("bad batch ended %s: %+v", ev.EventType(), ev)
 	}
-	must(t, e.writer.WriteMessages(ctx, kafka.Message{Key: []byte("kit-junk"), Value: []byte("not an event")}))
+	must(t, e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte("kit-junk"), Value: []byte("not an event")}))
 
 	url := "http://" + e.d.HTTPAddr() + "/metrics"
 	fams := scrape(t, url)
@@ -295,37 +292,5 @@ func TestDeployKitNamesOnlyExportedMetrics(t *testing.T) {
 	must(t, os.WriteFile(f, []byte(b.String()), 0o644))
 	if out, err := exec.Command(promtool, "check", "rules", f).CombinedOutput(); err != nil {
 		t.Errorf("promtool does not parse the dashboard's queries: %v\n%s", err, out)
-	}
-}
-
-// TestRunsPastDeadlineCountsStuckRunsPerDataset: what the
-// LakewapRunsStuckPastDeadline alert watches. In-flight runs whose deadline
-// passed count; finished runs, runs before their deadline and runs without
-// one do not; every configured dataset has a series, 0 when none is stuck.
-func TestRunsPastDeadlineCountsStuckRunsPerDataset(t *testing.T) {
-	now := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
-	runs := []pipeline.Run{
-		{BatchID: "a", Dataset: "billing", State: pipeline.StateAuditing, Deadline: now.Add(-time.Minute)},
-		{BatchID: "b", Dataset: "billing", State: pipeline.StateAwaitingWrites, Deadline: now.Add(-time.Second)},
-		{BatchID: "c", Dataset: "billing", State: pipeline.StateAwaitingWrites, Deadline: now.Add(time.Minute)},
-		{BatchID: "d", Dataset: "billing", State: pipeline.StateAborted, Deadline: now.Add(-time.Hour)},
-		{BatchID: "e", Dataset: "orders", State: pipeline.StatePublishing},
-		{BatchID: "f", Dataset: "orders", State: pipeline.StatePending, Deadline: now},
-	}
-	c := pastDeadlineCollector{runs: func() []pipeline.Run { return runs }, datasets: []string{"billing", "orders", "events"},
-		now: func() time.Time { return now }}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(c)
-	fams, err := reg.Gather()
-	must(t, err)
-	got := map[string]float64{}
-	for _, f := range fams {
-		for _, m := range f.Metric {
-			got[m.Label[0].GetValue()] = m.GetGauge().GetValue()
-		}
-	}
-	want := map[string]float64{"billing": 2, "orders": 0, "events": 0}
-	if !maps.Equal(got, want) {
-		t.Errorf("lakewap_runs_past_deadline = %v, want %v", got, want)
 	}
 }

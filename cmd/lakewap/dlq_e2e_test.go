@@ -75,7 +75,7 @@ func TestEndToEndDeadLetters(t *testing.T) {
 		return schemas.BatchLanded{BatchID: batch, Dataset: dataset, ExpectedWrites: []string{"billing_fact"}, Producer: "e2e", OccurredAt: now}
 	}
 	good := landed("good-a", "billing")
-	goodValue := encodeEvent(t, e.codec, good)
+	goodValue := encodeEvent(t, e.Codec, good)
 	body := goodValue[10:] // after C3 01 and the fingerprint
 	ready := schemas.BranchReady{BatchID: "stray-1", Dataset: "billing", Repository: "lake", Branch: "wap-billing-stray-1",
 		ExpectedWrites: []string{"billing_fact"}, OccurredAt: now}
@@ -98,27 +98,27 @@ func TestEndToEndDeadLetters(t *testing.T) {
 		{name: "trailing-bytes", key: "good-a", value: append(append([]byte{}, goodValue...), 0), reason: schemas.DecodeMalformed, errText: "trailing bytes"},
 	}
 	burstB := []badInput{
-		{name: "result-event", key: "stray-1", value: encodeEvent(t, e.codec, ready), headers: eventHeaders(ready),
+		{name: "result-event", key: "stray-1", value: encodeEvent(t, e.Codec, ready), headers: eventHeaders(ready),
 			reason: reasonUnexpectedType, errText: "BranchReady is not an input event"},
-		{name: "type-mismatch", key: "mislabelled-1", value: encodeEvent(t, e.codec, mislabelled),
+		{name: "type-mismatch", key: "mislabelled-1", value: encodeEvent(t, e.Codec, mislabelled),
 			headers: map[string]string{schemas.HeaderEventType: schemas.TypeWriteComplete, schemas.HeaderBatchID: "mislabelled-1"},
 			reason:  reasonTypeMismatch, errText: `header wap.event_type says "WriteComplete", value is BatchLanded`},
-		{name: "unknown-dataset", key: "inv-ds", value: encodeEvent(t, e.codec, unknownDataset), headers: eventHeaders(unknownDataset),
+		{name: "unknown-dataset", key: "inv-ds", value: encodeEvent(t, e.Codec, unknownDataset), headers: eventHeaders(unknownDataset),
 			// Not a configured dataset: the dead letter is its only outcome.
 			reason: schemas.ReasonInvalid, errText: `dataset: "nope" is not a configured dataset`},
-		{name: "empty-write", key: "inv-write", value: encodeEvent(t, e.codec, emptyWrite), headers: eventHeaders(emptyWrite),
+		{name: "empty-write", key: "inv-write", value: encodeEvent(t, e.Codec, emptyWrite), headers: eventHeaders(emptyWrite),
 			reason: schemas.ReasonInvalid, errText: "write: is empty", abortedDetail: "write: is empty"},
-		{name: "batch-id-with-space", key: "bad batch", value: encodeEvent(t, e.codec, spaced), headers: eventHeaders(spaced),
+		{name: "batch-id-with-space", key: "bad batch", value: encodeEvent(t, e.Codec, spaced), headers: eventHeaders(spaced),
 			reason: schemas.ReasonInvalid, errText: "batch_id: contains ' '"},
-		{name: "key-not-batch-id", key: "some-other-key", value: encodeEvent(t, e.codec, landed("rekeyed-1", "billing")), headers: eventHeaders(landed("rekeyed-1", "billing")),
+		{name: "key-not-batch-id", key: "some-other-key", value: encodeEvent(t, e.Codec, landed("rekeyed-1", "billing")), headers: eventHeaders(landed("rekeyed-1", "billing")),
 			reason: reasonKeyMismatch, errText: `message key "some-other-key" is not the batch id "rekeyed-1"`},
-		{name: "from-the-future", key: "inv-future", value: encodeEvent(t, e.codec, future), headers: eventHeaders(future),
+		{name: "from-the-future", key: "inv-future", value: encodeEvent(t, e.Codec, future), headers: eventHeaders(future),
 			reason: schemas.ReasonInvalid, errText: "occurred_at", abortedDetail: "in the future"},
 	}
 	send := func(bad []badInput) {
 		t.Helper()
 		for _, b := range bad {
-			must(t, e.writer.WriteMessages(ctx, b.message()))
+			must(t, e.Writer.WriteMessages(ctx, b.message()))
 		}
 	}
 
@@ -128,19 +128,19 @@ func TestEndToEndDeadLetters(t *testing.T) {
 		{"good-b", strings.Replace(goodBillingRows, "lpad(i::VARCHAR", "lpad((700000 + i)::VARCHAR", 1)},
 	}
 	for _, b := range batches {
-		must(t, e.produce(ctx, landed(b.id, "billing")))
+		must(t, e.Produce(ctx, landed(b.id, "billing")))
 	}
 	send(burstB)
 	for _, b := range batches {
-		ev, err := e.watcher.await(ctx, b.id, schemas.TypeBranchReady)
+		ev, err := e.Watcher.Await(ctx, b.id, schemas.TypeBranchReady)
 		must(t, err)
 		path := "gold/billing_fact/batch=" + b.id + "/part-0.parquet"
-		must(t, e.writeParquet(ctx, ev.(schemas.BranchReady).Branch, path, b.rows))
-		must(t, e.produce(ctx, schemas.WriteComplete{BatchID: b.id, Dataset: "billing", Write: "billing_fact",
+		must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, b.rows))
+		must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: b.id, Dataset: "billing", Write: "billing_fact",
 			Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	}
 	for _, b := range batches {
-		ev, err := e.watcher.await(ctx, b.id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		ev, err := e.Watcher.Await(ctx, b.id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 		must(t, err)
 		if ev.EventType() != schemas.TypeBatchPublished {
 			t.Errorf("good batch %s ended with %+v", b.id, ev)
@@ -148,7 +148,7 @@ func TestEndToEndDeadLetters(t *testing.T) {
 	}
 
 	all := append(append([]badInput{}, burstA...), burstB...)
-	letters := readTopicUntil(ctx, t, e.stack.KafkaBrokers, e.cfg.Kafka.DeadLetterTopic, len(all))
+	letters := readTopicUntil(ctx, t, e.Stack.KafkaBrokers, e.cfg.Kafka.DeadLetterTopic, len(all))
 	byCase := map[string]kafka.Message{}
 	for _, m := range letters {
 		name, _ := headerValue(m.Headers, headerTestCase)
@@ -186,17 +186,17 @@ func TestEndToEndDeadLetters(t *testing.T) {
 				t.Fatalf("partition/offset headers %q %q", headerOf(m, consumer.HeaderDLQPartition), headerOf(m, consumer.HeaderDLQOffset))
 			}
 			// The partition and offset point at the original message.
-			orig := readAt(ctx, t, e.stack.KafkaBrokers, e.cfg.Kafka.InputTopic, p, off)
+			orig := readAt(ctx, t, e.Stack.KafkaBrokers, e.cfg.Kafka.InputTopic, p, off)
 			if name, _ := headerValue(orig.Headers, headerTestCase); name != b.name {
 				t.Errorf("input %d/%d is case %q, want %q", p, off, name, b.name)
 			}
 			if b.abortedDetail != "" {
-				ev, err := e.watcher.await(ctx, b.key, schemas.TypeBatchAborted)
+				ev, err := e.Watcher.Await(ctx, b.key, schemas.TypeBatchAborted)
 				must(t, err)
 				if ab := ev.(schemas.BatchAborted); ab.Reason != schemas.ReasonInvalid || !strings.Contains(ab.Detail, b.abortedDetail) {
 					t.Errorf("BatchAborted = %+v, want reason invalid saying %q", ab, b.abortedDetail)
 				}
-			} else if evs := e.watcher.all(b.key); len(evs) > 0 && b.key != "good-a" && b.key != "good-b" {
+			} else if evs := e.Watcher.All(b.key); len(evs) > 0 && b.key != "good-a" && b.key != "good-b" {
 				t.Errorf("result events for %q: %+v, want none", b.key, evs)
 			}
 		})
@@ -233,7 +233,7 @@ func TestEndToEndSchemaRegistry(t *testing.T) {
 		t.Errorf("%d schema lookups by id, want at least 2", n)
 	}
 	for _, topic := range []string{e.cfg.Kafka.InputTopic, e.cfg.Kafka.ResultsTopic} {
-		for _, m := range readTopicUntil(ctx, t, e.stack.KafkaBrokers, topic, 2) {
+		for _, m := range readTopicUntil(ctx, t, e.Stack.KafkaBrokers, topic, 2) {
 			if len(m.Value) < 5 || m.Value[0] != 0 {
 				t.Errorf("%s/%d@%d is not in the Confluent wire format: % x", topic, m.Partition, m.Offset, m.Value[:min(len(m.Value), 8)])
 			}
@@ -242,15 +242,15 @@ func TestEndToEndSchemaRegistry(t *testing.T) {
 
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	frame := func(id int, ev schemas.Event) []byte {
-		v := encodeEvent(t, e.codec, ev) // Confluent: 00, id, body
+		v := encodeEvent(t, e.Codec, ev) // Confluent: 00, id, body
 		out := []byte{0, 0, 0, 0, 0}
 		binary.BigEndian.PutUint32(out[1:], uint32(id))
 		return append(out, v[5:]...)
 	}
 	// An id the registry never issued: a dead letter.
 	unknown := schemas.BatchLanded{BatchID: "reg-unknown", Dataset: "billing", ExpectedWrites: []string{"billing_fact"}, OccurredAt: now}
-	must(t, e.writer.WriteMessages(ctx, kafka.Message{Key: []byte("reg-unknown"), Value: frame(99999, unknown)}))
-	dl := readTopicUntil(ctx, t, e.stack.KafkaBrokers, e.cfg.Kafka.DeadLetterTopic, 1)
+	must(t, e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte("reg-unknown"), Value: frame(99999, unknown)}))
+	dl := readTopicUntil(ctx, t, e.Stack.KafkaBrokers, e.cfg.Kafka.DeadLetterTopic, 1)
 	if len(dl) != 1 || string(dl[0].Key) != "reg-unknown" || headerOf(dl[0], consumer.HeaderDLQReason) != schemas.DecodeUnknownSchemaID {
 		t.Fatalf("dead letters %v, want reg-unknown with reason %s", dl, schemas.DecodeUnknownSchemaID)
 	}
@@ -263,7 +263,7 @@ func TestEndToEndSchemaRegistry(t *testing.T) {
 	lookups := proxy.watch(fmt.Sprintf("/schemas/ids/%d", id))
 	reg.SetDown(true)
 	waiting := schemas.BatchLanded{BatchID: "reg-2", Dataset: "billing", ExpectedWrites: []string{"billing_fact"}, OccurredAt: now}
-	must(t, e.writer.WriteMessages(ctx, kafka.Message{Key: []byte("reg-2"), Value: frame(id, waiting)}))
+	must(t, e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte("reg-2"), Value: frame(id, waiting)}))
 	for i := 0; i < 2; i++ { // asked, then asked again
 		select {
 		case <-lookups:
@@ -273,7 +273,7 @@ func TestEndToEndSchemaRegistry(t *testing.T) {
 	}
 	reg.SetDown(false)
 	// Handled, so not dead-lettered: the partition waited for the registry.
-	if _, err := e.watcher.await(ctx, "reg-2", schemas.TypeBranchReady); err != nil {
+	if _, err := e.Watcher.Await(ctx, "reg-2", schemas.TypeBranchReady); err != nil {
 		t.Fatalf("after the registry came back: %v", err)
 	}
 }

@@ -16,13 +16,14 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
 
 // e2e is one embedded stack with a lakewap daemon running in-process.
 type e2e struct {
-	*stackEnv
+	*harness.Env
 	cfg    *config.Config
 	d      *daemon
 	cancel context.CancelFunc
@@ -39,8 +40,8 @@ func startE2EObserved(t *testing.T, mutate func(*config.Config), observe func(be
 	t.Helper()
 	tmp := t.TempDir()
 	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake",
-		Topics: stackTopics(&config.Config{})})
-	cfg := demoConfig(stack, tmp)
+		Topics: harness.StackTopics(&config.Config{})})
+	cfg := harness.DemoConfig(stack, tmp)
 	if mutate != nil {
 		mutate(cfg)
 	}
@@ -56,11 +57,11 @@ func startE2EObserved(t *testing.T, mutate func(*config.Config), observe func(be
 	}
 	e := &e2e{cfg: cfg, d: d, cancel: cancel, done: make(chan error, 1)}
 	go func() { e.done <- d.Run(ctx) }()
-	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	env, err := harness.New(ctx, stack, cfg, tmp)
 	if err != nil {
 		t.Fatalf("env: %v", err)
 	}
-	e.stackEnv = env
+	e.Env = env
 	t.Cleanup(func() {
 		env.Close()
 		cancel()
@@ -91,19 +92,19 @@ func (e *e2e) runBatch(t *testing.T, batch, query string) schemas.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ev, err := e.watcher.await(ctx, batch, schemas.TypeBranchReady)
+	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
 	must(t, err)
 	ready := ev.(schemas.BranchReady)
 	if ready.Repository != "lake" || ready.Branch != schemas.BranchName("billing", batch) {
 		t.Fatalf("BranchReady = %+v", ready)
 	}
 	path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
-	must(t, e.writeParquet(ctx, ready.Branch, path, query))
-	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
+	must(t, e.WriteParquet(ctx, ready.Branch, path, query))
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
 		Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	final, err := e.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	final, err := e.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 	must(t, err)
 	return final
 }
@@ -124,7 +125,7 @@ func TestEndToEndPublishesGoodAndStopsBadBatch(t *testing.T) {
 	if !ok {
 		t.Fatalf("good batch ended with %s: %+v", good.EventType(), good)
 	}
-	head, err := e.lake.GetCommit(ctx, "lake", "main")
+	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	if pub.CommitID != head.ID {
 		t.Errorf("BatchPublished commit %s, main is at %s", pub.CommitID, head.ID)
@@ -135,7 +136,7 @@ func TestEndToEndPublishesGoodAndStopsBadBatch(t *testing.T) {
 	if !pub.Report.Passed || len(pub.Report.Checks) != 5 {
 		t.Errorf("published report = %+v", pub.Report)
 	}
-	rows, err := e.countRows(ctx, "main", "gold/billing_fact/", "")
+	rows, err := e.CountRows(ctx, "main", "gold/billing_fact/", "")
 	must(t, err)
 	if rows != 1000 {
 		t.Errorf("main has %d rows after the good batch, want 1000", rows)
@@ -153,19 +154,19 @@ func TestEndToEndPublishesGoodAndStopsBadBatch(t *testing.T) {
 	if len(failed) != 1 || failed[0].Name != "billing_id_not_null" || !strings.Contains(failed[0].Observed, "40") || len(failed[0].SampleRows) == 0 {
 		t.Errorf("failed checks = %+v, want billing_id_not_null with 40 null rows and samples", failed)
 	}
-	after, err := e.lake.GetCommit(ctx, "lake", "main")
+	after, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	if after.ID != head.ID {
 		t.Errorf("main moved from %s to %s after an aborted batch", head.ID, after.ID)
 	}
-	rows, err = e.countRows(ctx, "main", "gold/billing_fact/", "")
+	rows, err = e.CountRows(ctx, "main", "gold/billing_fact/", "")
 	must(t, err)
-	nulls, err := e.countRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL")
+	nulls, err := e.CountRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL")
 	must(t, err)
 	if rows != 1000 || nulls != 0 {
 		t.Errorf("main has %d rows (%d NULL ids) after the bad batch, want 1000 (0)", rows, nulls)
 	}
-	kept, err := e.countRows(ctx, ab.Branch, "gold/billing_fact/", "billing_id IS NULL")
+	kept, err := e.CountRows(ctx, ab.Branch, "gold/billing_fact/", "billing_id IS NULL")
 	must(t, err)
 	if !ab.BranchKept || kept != 40 {
 		t.Errorf("aborted branch kept=%v with %d NULL rows, want kept with 40", ab.BranchKept, kept)
@@ -182,17 +183,17 @@ func TestEndToEndWriteTimeoutAndDuplicates(t *testing.T) {
 	defer cancel()
 	landed := schemas.BatchLanded{BatchID: "late-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact", "billing_dim"},
 		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
-	must(t, e.produce(ctx, landed))
-	must(t, e.produce(ctx, landed)) // duplicate: a no-op
-	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "late-1", Dataset: "billing", Write: "billing_fact", OccurredAt: landed.OccurredAt}))
-	ev, err := e.watcher.await(ctx, "late-1", schemas.TypeBatchAborted, schemas.TypeBatchPublished)
+	must(t, e.Produce(ctx, landed))
+	must(t, e.Produce(ctx, landed)) // duplicate: a no-op
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: "late-1", Dataset: "billing", Write: "billing_fact", OccurredAt: landed.OccurredAt}))
+	ev, err := e.Watcher.Await(ctx, "late-1", schemas.TypeBatchAborted, schemas.TypeBatchPublished)
 	must(t, err)
 	ab, ok := ev.(schemas.BatchAborted)
 	if !ok || ab.Reason != schemas.ReasonWriteTimeout || !strings.Contains(ab.Detail, "billing_dim") {
 		t.Fatalf("got %+v, want write_timeout naming billing_dim", ev)
 	}
 	readies := 0
-	for _, ev := range e.watcher.all("late-1") {
+	for _, ev := range e.Watcher.All("late-1") {
 		if ev.EventType() == schemas.TypeBranchReady {
 			readies++
 		}
@@ -282,7 +283,7 @@ func TestEndToEndSlackDownDoesNotStopPublishing(t *testing.T) {
 	if ev.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("with Slack down the batch ended %+v, want published", ev)
 	}
-	if n := publishCommits(t, e.stackEnv, "slack-down"); n != 1 {
+	if n := publishCommits(t, e.Env, "slack-down"); n != 1 {
 		t.Errorf("%d publish commits on main, want 1", n)
 	}
 }
@@ -304,9 +305,9 @@ func TestEndToEndMissingSourceRefIsInvalid(t *testing.T) {
 	e := startE2E(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "nosrc-1", Dataset: "billing", SourceRef: "no-such-branch",
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "nosrc-1", Dataset: "billing", SourceRef: "no-such-branch",
 		ExpectedWrites: []string{"billing_fact"}, Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ev, err := e.watcher.await(ctx, "nosrc-1", schemas.TypeBatchAborted, schemas.TypeBatchFailed, schemas.TypeBranchReady)
+	ev, err := e.Watcher.Await(ctx, "nosrc-1", schemas.TypeBatchAborted, schemas.TypeBatchFailed, schemas.TypeBranchReady)
 	must(t, err)
 	ab, ok := ev.(schemas.BatchAborted)
 	if !ok || ab.Reason != schemas.ReasonInvalid || !strings.Contains(ab.Detail, "no-such-branch") {
@@ -323,10 +324,10 @@ func TestEndToEndWriteBeforeLanding(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "early-1", Dataset: "billing", Write: "billing_fact", OccurredAt: now}))
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "early-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: "early-1", Dataset: "billing", Write: "billing_fact", OccurredAt: now}))
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "early-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 		Producer: "e2e", OccurredAt: now}))
-	ev, err := e.watcher.await(ctx, "early-1", schemas.TypeBatchAborted, schemas.TypeBatchPublished, schemas.TypeBatchFailed)
+	ev, err := e.Watcher.Await(ctx, "early-1", schemas.TypeBatchAborted, schemas.TypeBatchPublished, schemas.TypeBatchFailed)
 	must(t, err)
 	ab, ok := ev.(schemas.BatchAborted)
 	if !ok || ab.Reason != schemas.ReasonAuditFailed || ab.Report == nil || len(ab.Report.Failed()) != 1 || ab.Report.Failed()[0].Name != "has_rows" {
@@ -341,26 +342,26 @@ func TestEndToEndCancelWhileWaiting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "cancel-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "cancel-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 		Producer: "e2e", OccurredAt: now}))
-	ev, err := e.watcher.await(ctx, "cancel-1", schemas.TypeBranchReady)
+	ev, err := e.Watcher.Await(ctx, "cancel-1", schemas.TypeBranchReady)
 	must(t, err)
-	must(t, e.writeParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch=cancel-1/part-0.parquet", goodBillingRows))
-	head, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch=cancel-1/part-0.parquet", goodBillingRows))
+	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
-	must(t, e.produce(ctx, schemas.BatchCancelled{BatchID: "cancel-1", Dataset: "billing", Reason: "upstream re-run", OccurredAt: now}))
-	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "cancel-1", Dataset: "billing", Write: "billing_fact", OccurredAt: now}))
-	ev, err = e.watcher.await(ctx, "cancel-1", schemas.TypeBatchAborted, schemas.TypeBatchPublished, schemas.TypeBatchFailed)
+	must(t, e.Produce(ctx, schemas.BatchCancelled{BatchID: "cancel-1", Dataset: "billing", Reason: "upstream re-run", OccurredAt: now}))
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: "cancel-1", Dataset: "billing", Write: "billing_fact", OccurredAt: now}))
+	ev, err = e.Watcher.Await(ctx, "cancel-1", schemas.TypeBatchAborted, schemas.TypeBatchPublished, schemas.TypeBatchFailed)
 	must(t, err)
 	if ab, ok := ev.(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonCancelled || ab.Detail != "upstream re-run" {
 		t.Fatalf("got %+v, want BatchAborted cancelled with the reason given", ev)
 	}
-	after, err := e.lake.GetCommit(ctx, "lake", "main")
+	after, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	if after.ID != head.ID {
 		t.Errorf("main moved after a cancelled batch")
 	}
-	if n := publishCommits(t, e.stackEnv, "cancel-1"); n != 0 {
+	if n := publishCommits(t, e.Env, "cancel-1"); n != 0 {
 		t.Errorf("%d publish commits for a cancelled batch", n)
 	}
 }

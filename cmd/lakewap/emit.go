@@ -166,7 +166,7 @@ func (f kafkaFlags) connect(wantDialer bool) (*kafkaTarget, error) {
 		t.brokers = []string{"127.0.0.1:9092"}
 	}
 	if t.cfg != nil {
-		s, err := kafkaSecurity(t.cfg.Kafka)
+		s, err := t.cfg.Kafka.Security()
 		if err != nil {
 			return nil, err
 		}
@@ -183,7 +183,7 @@ func (f kafkaFlags) connect(wantDialer bool) (*kafkaTarget, error) {
 		t.dialer = &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true}
 	}
 	var err error
-	if t.codec, err = newCodec(registry); err != nil {
+	if t.codec, err = (config.Kafka{SchemaRegistry: registry}).Codec(); err != nil {
 		return nil, err
 	}
 	return t, nil

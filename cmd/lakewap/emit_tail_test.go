@@ -51,7 +51,7 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	k := e.cfg.Kafka
-	brokers := strings.Join(e.stack.KafkaBrokers, ",")
+	brokers := strings.Join(e.Stack.KafkaBrokers, ",")
 	dir := t.TempDir()
 
 	t.Run("flags", func(t *testing.T) {
@@ -76,15 +76,15 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 		if want := (&kafka.Murmur2Balancer{}).Balance(kafka.Message{Key: []byte("cli-1")}, 0, 1, 2); rs[0].Partition != want {
 			t.Errorf("cli-1 went to partition %d, murmur2 says %d", rs[0].Partition, want)
 		}
-		got := readAt(ctx, t, e.stack.KafkaBrokers, k.InputTopic, rs[0].Partition, rs[0].Offset)
+		got := readAt(ctx, t, e.Stack.KafkaBrokers, k.InputTopic, rs[0].Partition, rs[0].Offset)
 		if string(got.Key) != "cli-1" {
 			t.Errorf("printed offset %d/%d holds key %q", rs[0].Partition, rs[0].Offset, got.Key)
 		}
 
-		rev, err := e.watcher.await(ctx, "cli-1", schemas.TypeBranchReady)
+		rev, err := e.Watcher.Await(ctx, "cli-1", schemas.TypeBranchReady)
 		must(t, err)
 		path := "gold/billing_fact/batch=cli-1/part-0.parquet"
-		must(t, e.writeParquet(ctx, rev.(schemas.BranchReady).Branch, path, goodBillingRows))
+		must(t, e.WriteParquet(ctx, rev.(schemas.BranchReady).Branch, path, goodBillingRows))
 		// Event flags may also come before the event name.
 		code, out, errOut = runCLI("emit", "--brokers", brokers, "--topic", k.InputTopic, "write", "--batch", "cli-1",
 			"--dataset", "billing", "--write", "billing_fact", "--paths", path, "--rows", "1000")
@@ -94,7 +94,7 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 		if rs := records(t, out); len(rs) != 1 || !strings.Contains(string(rs[0].Event), `"row_count":1000`) {
 			t.Errorf("emit write printed %s", out)
 		}
-		if ev, err := e.watcher.await(ctx, "cli-1", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || ev.EventType() != schemas.TypeBatchPublished {
+		if ev, err := e.Watcher.Await(ctx, "cli-1", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || ev.EventType() != schemas.TypeBatchPublished {
 			t.Fatalf("cli-1 ended with %v %+v", err, ev)
 		}
 	})
@@ -118,7 +118,7 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 			rs[0].Partition != rs[1].Partition || rs[1].Offset <= rs[0].Offset {
 			t.Fatalf("emit --json printed %+v, want landed then cancelled, in order on one partition", rs)
 		}
-		ev, err := e.watcher.await(ctx, "cli-2", schemas.TypeBatchAborted, schemas.TypeBatchPublished)
+		ev, err := e.Watcher.Await(ctx, "cli-2", schemas.TypeBatchAborted, schemas.TypeBatchPublished)
 		must(t, err)
 		if ab := ev.(schemas.BatchAborted); ab.Reason != schemas.ReasonCancelled || !strings.Contains(ab.Detail, "upstream re-run") {
 			t.Errorf("cli-2: %+v", ab)
@@ -216,9 +216,9 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 
 	t.Run("tail dead letters", func(t *testing.T) {
 		garbage := []byte{0xC3, 0x01, 0xFF}
-		must(t, e.writer.WriteMessages(ctx, kafka.Message{Key: []byte("cli-junk"), Value: garbage}))
+		must(t, e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte("cli-junk"), Value: garbage}))
 		// cli-5 (a write listed twice) and cli-junk end in the dead-letter topic.
-		readTopicUntil(ctx, t, e.stack.KafkaBrokers, k.DeadLetterTopic, 2)
+		readTopicUntil(ctx, t, e.Stack.KafkaBrokers, k.DeadLetterTopic, 2)
 		code, out, errOut := runCLI("tail", "--brokers", brokers, "--topic", k.DeadLetterTopic, "--from-beginning", "--follow=false")
 		if code != 0 {
 			t.Fatalf("tail dlq: exit %d: %s", code, errOut)

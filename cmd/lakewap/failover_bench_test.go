@@ -14,6 +14,7 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -60,10 +61,10 @@ datasets:
 func BenchmarkTwoInstancesFailover(b *testing.B) {
 	const batches, inflight = 500, 64
 	tmp := b.TempDir()
-	stack, err := devstack.Start(context.Background(), devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
+	stack, err := devstack.Start(context.Background(), devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics(&config.Config{})})
 	must(b, err)
 	b.Cleanup(func() { _ = stack.Close() })
-	cfg := demoConfig(stack, tmp)
+	cfg := harness.DemoConfig(stack, tmp)
 	k := cfg.Kafka
 	y := fmt.Sprintf(failoverConfig, strings.Join(stack.KafkaBrokers, ", "), k.GroupID, k.InputTopic, k.ResultsTopic, k.DeadLetterTopic, k.ChangelogTopic,
 		stack.LakeFSEndpoint, stack.AccessKeyID, filepath.Join(tmp, "audit"), stack.Repository)
@@ -71,7 +72,7 @@ func BenchmarkTwoInstancesFailover(b *testing.B) {
 	must(b, os.WriteFile(cfgPath, []byte(y), 0o600))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	env, err := harness.New(ctx, stack, cfg, tmp)
 	must(b, err)
 	b.Cleanup(env.Close)
 	obj, err := smallParquet(tmp)
@@ -138,7 +139,7 @@ func BenchmarkTwoInstancesFailover(b *testing.B) {
 
 	// Exactly once: merge commits per batch id on main, distinct
 	// BatchPublished event ids per batch.
-	log, err := env.lake.Log(ctx, stack.Repository, "main", 10*batches)
+	log, err := env.Lake.Log(ctx, stack.Repository, "main", 10*batches)
 	must(b, err)
 	merges := map[string]int{}
 	for _, cm := range log {
@@ -152,7 +153,7 @@ func BenchmarkTwoInstancesFailover(b *testing.B) {
 			b.Errorf("batch %s has %d merge commits on main, want 1", id, merges[id])
 		}
 		eventIDs := map[string]bool{}
-		for _, ev := range env.watcher.all(id) {
+		for _, ev := range env.Watcher.All(id) {
 			if p, ok := ev.(schemas.BatchPublished); ok {
 				copies++
 				eventIDs[p.EventID] = true

@@ -14,6 +14,8 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -42,9 +44,9 @@ func TestEndToEndHostileInput(t *testing.T) {
 	}
 	send := func(name string, ev schemas.Event) {
 		t.Helper()
-		m := kafka.Message{Key: []byte(ev.Batch()), Value: encodeEvent(t, e.codec, ev),
+		m := kafka.Message{Key: []byte(ev.Batch()), Value: encodeEvent(t, e.Codec, ev),
 			Headers: []kafka.Header{{Key: headerTestCase, Value: []byte(name)}}}
-		must(t, e.writer.WriteMessages(ctx, m))
+		must(t, e.Writer.WriteMessages(ctx, m))
 	}
 	type wantLetter struct {
 		reason, errText string
@@ -88,7 +90,7 @@ func TestEndToEndHostileInput(t *testing.T) {
 	// The same batch id in two datasets: billing's batch waits for its
 	// write while ledger's is landed and cancelled.
 	send("twin", landed("twin-1", "billing"))
-	if _, err := awaitEvent(ctx, e.watcher, func(ev schemas.Event) bool {
+	if _, err := awaitEvent(ctx, e.Watcher, func(ev schemas.Event) bool {
 		r, ok := ev.(schemas.BranchReady)
 		return ok && r.BatchID == "twin-1" && r.Dataset == "billing"
 	}); err != nil {
@@ -100,13 +102,13 @@ func TestEndToEndHostileInput(t *testing.T) {
 	// Writers finish the batches that landed.
 	write := func(batch, rows string) {
 		t.Helper()
-		ev, err := awaitEvent(ctx, e.watcher, func(ev schemas.Event) bool {
+		ev, err := awaitEvent(ctx, e.Watcher, func(ev schemas.Event) bool {
 			r, ok := ev.(schemas.BranchReady)
 			return ok && r.BatchID == batch && r.Dataset == "billing"
 		})
 		must(t, err)
 		path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
-		must(t, e.writeParquet(ctx, ev.(schemas.BranchReady).Branch, path, rows))
+		must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, rows))
 		send(batch, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact", Paths: []string{path}, OccurredAt: now})
 	}
 	write("uw-1", strings.Replace(goodBillingRows, "lpad(i::VARCHAR", "lpad((800000 + i)::VARCHAR", 1))
@@ -132,7 +134,7 @@ func TestEndToEndHostileInput(t *testing.T) {
 	// Outcomes of the bad batches.
 	outcome := func(batch, dataset string) schemas.Event {
 		t.Helper()
-		ev, err := awaitEvent(ctx, e.watcher, func(ev schemas.Event) bool {
+		ev, err := awaitEvent(ctx, e.Watcher, func(ev schemas.Event) bool {
 			switch ev := ev.(type) {
 			case schemas.BatchPublished:
 				return ev.BatchID == batch && ev.Dataset == dataset
@@ -173,7 +175,7 @@ func TestEndToEndHostileInput(t *testing.T) {
 	if ab, ok := outcome("twin-1", "ledger").(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonCancelled {
 		t.Errorf("ledger twin-1 ended %+v, want aborted cancelled", ab)
 	}
-	if evs := e.watcher.all("junk-dataset"); len(evs) != 0 {
+	if evs := e.Watcher.All("junk-dataset"); len(evs) != 0 {
 		t.Errorf("result events for the junk dataset's batch: %+v", evs)
 	}
 
@@ -183,7 +185,7 @@ func TestEndToEndHostileInput(t *testing.T) {
 		total += w.count
 	}
 	got := map[string]int{}
-	for _, m := range readTopicUntil(ctx, t, e.stack.KafkaBrokers, e.cfg.Kafka.DeadLetterTopic, total) {
+	for _, m := range readTopicUntil(ctx, t, e.Stack.KafkaBrokers, e.cfg.Kafka.DeadLetterTopic, total) {
 		name := headerOf(m, headerTestCase)
 		w, ok := letters[name]
 		reason := headerOf(m, consumer.HeaderDLQReason)
@@ -231,23 +233,12 @@ func samePartitionBatch(key string, partitions int, prefix string) string {
 }
 
 // awaitEvent returns the first result event match accepts.
-func awaitEvent(ctx context.Context, w *resultWatcher, match func(schemas.Event) bool) (schemas.Event, error) {
-	for {
-		w.mu.Lock()
-		for _, ev := range w.events {
-			if match(ev) {
-				w.mu.Unlock()
-				return ev, nil
-			}
-		}
-		ch := w.cond
-		w.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for a result event: %w", ctx.Err())
-		case <-ch:
-		}
+func awaitEvent(ctx context.Context, w *harness.Watcher, match func(schemas.Event) bool) (schemas.Event, error) {
+	ev, err := w.AwaitFunc(ctx, match)
+	if err != nil {
+		return nil, fmt.Errorf("waiting for a result event: %w", err)
 	}
+	return ev, nil
 }
 
 // The janitor cancels a run that outlived the maximum run age through the
@@ -257,20 +248,20 @@ func TestEndToEndJanitorCancelsOverdueRun(t *testing.T) {
 	e := startE2E(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "stuck-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "stuck-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	if _, err := e.watcher.await(ctx, "stuck-1", schemas.TypeBranchReady); err != nil {
+	if _, err := e.Watcher.Await(ctx, "stuck-1", schemas.TypeBranchReady); err != nil {
 		t.Fatal(err)
 	}
-	store, err := newRunStore(e.cfg.Kafka)
+	store, err := runs.Open(e.cfg.Kafka)
 	must(t, err)
-	sr, err := store.find(ctx, "stuck-1", "billing")
+	sr, err := store.Find(ctx, "stuck-1", "billing")
 	must(t, err)
 	if age := e.cfg.MaxRunAge(); age < 7*24*time.Hour {
 		t.Errorf("MaxRunAge %s is shorter than the deadline horizon", age)
 	}
 	must(t, cancelRun(ctx, e.cfg, store, sr.Run, "lakewap janitor: run in progress for 200h"))
-	ev, err := e.watcher.await(ctx, "stuck-1", schemas.TypeBatchAborted)
+	ev, err := e.Watcher.Await(ctx, "stuck-1", schemas.TypeBatchAborted)
 	must(t, err)
 	if ab := ev.(schemas.BatchAborted); ab.Reason != schemas.ReasonCancelled || !strings.Contains(ab.Detail, "lakewap janitor") {
 		t.Errorf("BatchAborted %+v, want cancelled by the janitor", ab)
@@ -291,16 +282,16 @@ func TestEndToEndRevertSameBatchIDInTwoDatasets(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	prefix := map[string]string{"billing": "gold/billing_fact/", "ledger": "gold/ledger_fact/"}
 	for _, ds := range []string{"billing", "ledger"} {
-		must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "twin", Dataset: ds, ExpectedWrites: []string{"billing_fact"}, Producer: "e2e", OccurredAt: now}))
-		ev, err := awaitEvent(ctx, e.watcher, func(ev schemas.Event) bool {
+		must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "twin", Dataset: ds, ExpectedWrites: []string{"billing_fact"}, Producer: "e2e", OccurredAt: now}))
+		ev, err := awaitEvent(ctx, e.Watcher, func(ev schemas.Event) bool {
 			r, ok := ev.(schemas.BranchReady)
 			return ok && r.BatchID == "twin" && r.Dataset == ds
 		})
 		must(t, err)
 		path := prefix[ds] + "part-0.parquet"
-		must(t, e.writeParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
-		must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "twin", Dataset: ds, Write: "billing_fact", Paths: []string{path}, OccurredAt: now}))
-		if _, err := awaitEvent(ctx, e.watcher, func(ev schemas.Event) bool {
+		must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
+		must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: "twin", Dataset: ds, Write: "billing_fact", Paths: []string{path}, OccurredAt: now}))
+		if _, err := awaitEvent(ctx, e.Watcher, func(ev schemas.Event) bool {
 			p, ok := ev.(schemas.BatchPublished)
 			return ok && p.BatchID == "twin" && p.Dataset == ds
 		}); err != nil {
@@ -318,7 +309,7 @@ func TestEndToEndRevertSameBatchIDInTwoDatasets(t *testing.T) {
 		}
 	}
 	for ds, p := range prefix {
-		n, err := e.countRows(ctx, "main", p, "")
+		n, err := e.CountRows(ctx, "main", p, "")
 		must(t, err)
 		if n != 0 {
 			t.Errorf("%s: main still has %d rows under %s after its revert", ds, n, p)

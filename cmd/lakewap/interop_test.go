@@ -18,6 +18,7 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -109,12 +110,12 @@ func TestInteropForeignClients(t *testing.T) {
 		t.Skipf("interop test skipped: %v; scripts/pyenv.sh installs the pinned Python clients (./test.sh runs it)", err)
 	}
 	tmp := t.TempDir()
-	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
-	cfg := demoConfig(stack, tmp)
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics(&config.Config{})})
+	cfg := harness.DemoConfig(stack, tmp)
 	startProc(t, stack, writeCrashConfig(t, stack, cfg, "5m"), "")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	env, err := harness.New(ctx, stack, cfg, tmp)
 	must(t, err)
 	defer env.Close()
 
@@ -185,10 +186,10 @@ func TestInteropForeignClients(t *testing.T) {
 
 	// lakewap's own reading of the same topic agrees, event by event.
 	for _, b := range []string{good, bad} {
-		_, err := env.watcher.await(ctx, b, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		_, err := env.Watcher.Await(ctx, b, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 		must(t, err)
 		var goIDs, pyIDs []string
-		for _, ev := range env.watcher.all(b) {
+		for _, ev := range env.Watcher.All(b) {
 			goIDs = append(goIDs, ev.EventType()+"/"+notifyEventID(ev))
 			if br, ok := ev.(schemas.BranchReady); ok && !slices.ContainsFunc(out.Writes, func(w interopWrite) bool {
 				return w.BatchID == b && w.Branch == br.Branch
@@ -209,20 +210,20 @@ func TestInteropForeignClients(t *testing.T) {
 	}
 
 	// And the lake: main holds the good batch only.
-	head, err := env.lake.GetCommit(ctx, stack.Repository, "main")
+	head, err := env.Lake.GetCommit(ctx, stack.Repository, "main")
 	must(t, err)
 	if head.ID != gp.CommitID || head.Metadata[pipeline.MetaBatchID] != good {
 		t.Errorf("main is at %s (%s=%q), Python read BatchPublished with commit %s",
 			head.ID, pipeline.MetaBatchID, head.Metadata[pipeline.MetaBatchID], gp.CommitID)
 	}
-	rows, err := env.countRows(ctx, "main", "gold/billing_fact/", "")
+	rows, err := env.CountRows(ctx, "main", "gold/billing_fact/", "")
 	must(t, err)
-	nulls, err := env.countRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL")
+	nulls, err := env.CountRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL")
 	must(t, err)
 	if rows != 1000 || nulls != 0 {
 		t.Errorf("main has %d rows (%d NULL billing_id), want the good batch's 1000 (0)", rows, nulls)
 	}
-	kept, err := env.countRows(ctx, bd.Branch, "gold/billing_fact/", "billing_id IS NULL")
+	kept, err := env.CountRows(ctx, bd.Branch, "gold/billing_fact/", "billing_id IS NULL")
 	must(t, err)
 	if kept != 40 {
 		t.Errorf("aborted branch %s has %d NULL billing_id rows, want the 40 pyarrow wrote", bd.Branch, kept)

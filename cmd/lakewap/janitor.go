@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
+	"net/http"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -17,6 +17,8 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/internal/metrics"
+	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
@@ -25,39 +27,24 @@ import (
 // newJanitor builds the janitor of cfg's datasets over lake and the run
 // store; reg (may be nil) gets its deletion counter.
 func newJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg prometheus.Registerer) (*janitor.Janitor, error) {
-	store, err := newRunStore(cfg.Kafka)
+	store, err := runs.Open(cfg.Kafka)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(cfg.Datasets))
-	for n := range cfg.Datasets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var ds []janitor.Dataset
-	for _, n := range names {
-		d := cfg.Datasets[n]
-		ds = append(ds, janitor.Dataset{Name: n, Repository: d.Repository, Target: d.Target, Source: d.Source,
-			AbortedRetention: d.AbortedRetention.Std()})
-	}
+	ds := cfg.JanitorDatasets()
 	jc := janitor.Config{Lake: lake, Runs: store, Datasets: ds,
 		AbandonedAfter: cfg.Janitor.AbandonedAfter.Std(), Logger: log,
 		MaxRunAge: cfg.MaxRunAge(), Cancel: func(ctx context.Context, run pipeline.Run, reason string) error {
 			return cancelRun(ctx, cfg, store, run, reason)
 		}}
 	if reg != nil {
-		deleted := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_janitor_branches_deleted_total",
-			Help: "Branches the janitor deleted, by repository and why (aborted_expired, published, abandoned)."},
-			[]string{"repository", "why"})
-		if err := reg.Register(deleted); err != nil {
+		repos := make([]string, len(ds))
+		for i, d := range ds {
+			repos[i] = d.Repository
+		}
+		if jc.Deleted, err = metrics.JanitorDeleted(reg, repos, janitor.WhyAbortedExpired, janitor.WhyPublished, janitor.WhyAbandoned); err != nil {
 			return nil, err
 		}
-		for _, d := range ds { // at 0 from the start, so that increase() sees the first deletion
-			for _, why := range []string{janitor.WhyAbortedExpired, janitor.WhyPublished, janitor.WhyAbandoned} {
-				deleted.WithLabelValues(d.Repository, why)
-			}
-		}
-		jc.Deleted = func(repo, why string) { deleted.WithLabelValues(repo, why).Inc() }
 	}
 	return janitor.New(jc)
 }
@@ -157,7 +144,7 @@ func sweepOnce(ctx context.Context, cfg *config.Config, f janitorFlags, log *slo
 		if d.Err != "" {
 			why += ": " + d.Err
 		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", what, d.Repository, d.Branch, dash(d.BatchID), dash(string(d.State)), age(time.Now(), time.Now().Add(-d.Age)), why)
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", what, d.Repository, d.Branch, runs.Dash(d.BatchID), runs.Dash(string(d.State)), runs.Age(time.Now(), time.Now().Add(-d.Age)), why)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -168,12 +155,18 @@ func sweepOnce(ctx context.Context, cfg *config.Config, f janitorFlags, log *slo
 
 // lakeClient is the lakeFS adapter of cfg, for the operator commands.
 func lakeClient(cfg *config.Config, log *slog.Logger) (*lakefs.Client, error) {
+	return lakeClientWith(cfg, log, nil)
+}
+
+// lakeClientWith is lakeClient making its calls through hc (nil: the
+// default client).
+func lakeClientWith(cfg *config.Config, log *slog.Logger, hc *http.Client) (*lakefs.Client, error) {
 	secret, err := config.ReadSecret(cfg.LakeFS.SecretAccessKey, cfg.LakeFS.SecretAccessKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("lakefs.secret_access_key_file: %w", err)
 	}
 	lake, err := lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
-		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.Std(), Logger: log})
+		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.Std(), Logger: log, HTTPClient: hc})
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
@@ -183,12 +176,12 @@ func lakeClient(cfg *config.Config, log *slog.Logger) (*lakefs.Client, error) {
 // cancelRun asks the daemon to cancel run: a BatchCancelled on the input
 // partition that holds the run (the changelog partition is the input
 // partition), so the runner aborts it the way it aborts any cancelled batch.
-func cancelRun(ctx context.Context, cfg *config.Config, store *runStore, run pipeline.Run, reason string) error {
-	sr, err := store.find(ctx, run.BatchID, run.Dataset)
+func cancelRun(ctx context.Context, cfg *config.Config, store *runs.Store, run pipeline.Run, reason string) error {
+	sr, err := store.Find(ctx, run.BatchID, run.Dataset)
 	if err != nil {
 		return err
 	}
-	codec, err := newCodec(cfg.Kafka.SchemaRegistry)
+	codec, err := cfg.Kafka.Codec()
 	if err != nil {
 		return err
 	}
@@ -201,7 +194,7 @@ func cancelRun(ctx context.Context, cfg *config.Config, store *runStore, run pip
 	for k, v := range schemas.Headers(ev) {
 		headers = append(headers, kafka.Header{Key: k, Value: []byte(v)})
 	}
-	sec, err := kafkaSecurity(cfg.Kafka)
+	sec, err := cfg.Kafka.Security()
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
@@ -151,8 +152,8 @@ func revertBatch(ctx context.Context, cfg *config.Config, o revertOptions, log *
 func publishMerge(ctx context.Context, cfg *config.Config, lake *lakefs.Client, repo, target, dataset, batch string) (string, error) {
 	var sealed string
 	var since time.Time
-	if store, err := newRunStore(cfg.Kafka); err == nil {
-		if sr, err := store.find(ctx, batch, dataset); err == nil && sr.SealedCommit != "" {
+	if store, err := runs.Open(cfg.Kafka); err == nil {
+		if sr, err := store.Find(ctx, batch, dataset); err == nil && sr.SealedCommit != "" {
 			sealed, since = sr.SealedCommit, sr.PublishSince
 		}
 	}
@@ -239,11 +240,11 @@ func datasetOfBatch(ctx context.Context, cfg *config.Config, batch, dataset stri
 		}
 	}
 	if dataset == "" {
-		store, err := newRunStore(cfg.Kafka)
+		store, err := runs.Open(cfg.Kafka)
 		if err != nil {
 			return "", config.Dataset{}, err
 		}
-		r, err := store.find(ctx, batch, "")
+		r, err := store.Find(ctx, batch, "")
 		if err != nil {
 			return "", config.Dataset{}, fmt.Errorf("%w (or name the dataset with -dataset)", err)
 		}
@@ -259,7 +260,7 @@ func datasetOfBatch(ctx context.Context, cfg *config.Config, batch, dataset stri
 // emitResult writes one result event to the results topic the way the
 // daemon's Kafka sink does: key = batch id, event type and id in headers.
 func emitResult(ctx context.Context, cfg *config.Config, eventID string, ev schemas.Event) error {
-	sec, err := kafkaSecurity(cfg.Kafka)
+	sec, err := cfg.Kafka.Security()
 	if err != nil {
 		return err
 	}
@@ -331,11 +332,11 @@ type retryOptions struct {
 func retryBatch(ctx context.Context, cfg *config.Config, o retryOptions, log *slog.Logger, w io.Writer) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.Std()+time.Minute)
 	defer cancel()
-	store, err := newRunStore(cfg.Kafka)
+	store, err := runs.Open(cfg.Kafka)
 	if err != nil {
 		return false, err
 	}
-	sr, err := store.find(ctx, o.Batch, o.Dataset)
+	sr, err := store.Find(ctx, o.Batch, o.Dataset)
 	if err != nil {
 		return false, err
 	}
@@ -344,7 +345,7 @@ func retryBatch(ctx context.Context, cfg *config.Config, o retryOptions, log *sl
 		run.State == pipeline.StateAborted && (run.Reason == schemas.ReasonAuditFailed || run.Reason == schemas.ReasonMergeConflict)
 	if !retryable {
 		return false, fmt.Errorf("batch %s is %s (%s): only failed runs, and aborted runs whose audit failed or whose merge conflicted, can be retried",
-			o.Batch, run.State, dash(run.Reason))
+			o.Batch, run.State, runs.Dash(run.Reason))
 	}
 	if len(run.Outbox) > 0 || run.CleanupPending {
 		return false, fmt.Errorf("batch %s: the daemon still has work for this run (events to send or a branch to delete); try again shortly", o.Batch)
@@ -393,7 +394,7 @@ func retryBatch(ctx context.Context, cfg *config.Config, o retryOptions, log *sl
 		run.Report, run.SealedCommit, run.UpdatedAt = &rep, sealed, now
 		run.Detail = fmt.Sprintf("retried by %s at %s: audit still fails", operator(o.By), now.Format(time.RFC3339))
 		sr.Run = run
-		if err := store.put(ctx, sr); err != nil {
+		if err := store.Put(ctx, sr); err != nil {
 			return false, fmt.Errorf("the audit still fails; recording its report: %w", err)
 		}
 		fmt.Fprintf(w, "batch %s still fails its audit; it stays aborted on branch %s\n", o.Batch, run.Branch)
@@ -417,7 +418,7 @@ func retryBatch(ctx context.Context, cfg *config.Config, o retryOptions, log *sl
 
 // markPublished stores the run as published and emits BatchPublished with
 // the id the runner would have given it.
-func markPublished(ctx context.Context, cfg *config.Config, store *runStore, sr storedRun, commitID, sealed string,
+func markPublished(ctx context.Context, cfg *config.Config, store *runs.Store, sr runs.Stored, commitID, sealed string,
 	rep *schemas.AuditReport, by string, now time.Time, w io.Writer) error {
 	run := sr.Run
 	run.State, run.StateSince, run.UpdatedAt = pipeline.StatePublished, now, now
@@ -425,7 +426,7 @@ func markPublished(ctx context.Context, cfg *config.Config, store *runStore, sr 
 	run.Reason, run.Detail = "", fmt.Sprintf("retried by %s", by)
 	run.Attempts, run.FirstFailure, run.RetryAt, run.LastError = 0, time.Time{}, time.Time{}, ""
 	sr.Run = run
-	if err := store.put(ctx, sr); err != nil {
+	if err := store.Put(ctx, sr); err != nil {
 		return fmt.Errorf("published, but the state store was not updated: %w", err)
 	}
 	ev := schemas.BatchPublished{EventID: pipeline.EventID(run.Dataset, run.BatchID, "published"), BatchID: run.BatchID, Dataset: run.Dataset,
@@ -440,13 +441,13 @@ func markPublished(ctx context.Context, cfg *config.Config, store *runStore, sr 
 	if err := emitResult(ctx, cfg, ev.EventID, ev); err != nil {
 		return fmt.Errorf("published, but BatchPublished was not sent: %w", err)
 	}
-	fmt.Fprintf(w, "%s sent to %s; run stored as published in %s/%d\n", ev.EventType(), cfg.Kafka.ResultsTopic, store.topic, sr.Partition)
+	fmt.Fprintf(w, "%s sent to %s; run stored as published in %s/%d\n", ev.EventType(), cfg.Kafka.ResultsTopic, store.Topic(), sr.Partition)
 	return nil
 }
 
 func printChecks(w io.Writer, rep schemas.AuditReport) {
 	for _, c := range rep.Checks {
-		fmt.Fprintf(w, "  %-5s %s (%s on %s): observed %s, threshold %s\n", c.Status, c.Name, c.Kind, c.Table, dash(c.Observed), dash(c.Threshold))
+		fmt.Fprintf(w, "  %-5s %s (%s on %s): observed %s, threshold %s\n", c.Status, c.Name, c.Kind, c.Table, runs.Dash(c.Observed), runs.Dash(c.Threshold))
 	}
 	pass, fail, warn := rep.Counts()
 	fmt.Fprintf(w, "audit of %s: passed=%d failed=%d warned=%d\n", short(rep.Ref), pass, fail, warn)

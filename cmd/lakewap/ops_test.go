@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -120,7 +121,7 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 		}
 	})
 
-	before, err := e.lake.GetCommit(ctx, "lake", "main")
+	before, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	var out bytes.Buffer
 	ev, err := revertBatch(ctx, e.cfg, revertOptions{Batch: "rev-1", Reason: "amounts were in cents twice", By: "ana"}, slog.New(slog.DiscardHandler), &out)
@@ -130,7 +131,7 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 	t.Logf("revert output:\n%s", out.String())
 
 	rows := func(prefix string) int64 {
-		n, err := e.countRows(ctx, "main", prefix, "")
+		n, err := e.CountRows(ctx, "main", prefix, "")
 		must(t, err)
 		return n
 	}
@@ -140,7 +141,7 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 	if n := rows("gold/billing_fact/batch=keep-2/"); n != 1000 {
 		t.Errorf("main has %d rows of the other batch, want 1000", n)
 	}
-	head, err := e.lake.GetCommit(ctx, "lake", "main")
+	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	if head.ID == before.ID || head.ID != ev.CommitID {
 		t.Errorf("main head %s (before %s), event says revert commit %s", head.ID, before.ID, ev.CommitID)
@@ -154,7 +155,7 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 		t.Errorf("event names publish commit %s, the batch was published as %s", ev.PublishedCommitID, published["rev-1"])
 	}
 
-	got, err := e.watcher.await(ctx, "rev-1", schemas.TypeBatchReverted)
+	got, err := e.Watcher.Await(ctx, "rev-1", schemas.TypeBatchReverted)
 	must(t, err)
 	rv := got.(schemas.BatchReverted)
 	if rv.EventID != ev.EventID || rv.CommitID != head.ID || rv.Reason != "amounts were in cents twice" || rv.RevertedBy != "ana" ||
@@ -166,7 +167,7 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 	out.Reset()
 	again, err := revertBatch(ctx, e.cfg, revertOptions{Batch: "rev-1", Reason: "again", By: "bob"}, slog.New(slog.DiscardHandler), &out)
 	must(t, err)
-	after, err := e.lake.GetCommit(ctx, "lake", "main")
+	after, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	if after.ID != head.ID || again.EventID != ev.EventID || again.RevertedBy != "ana" || !strings.Contains(out.String(), "already reverted") {
 		t.Errorf("second revert moved main to %s or changed the event (%+v): %s", after.ID, again, out.String())
@@ -213,7 +214,7 @@ func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
 	if published || !strings.Contains(out.String(), "billing_id_not_null") || !strings.Contains(out.String(), "still fails") {
 		t.Fatalf("retry of the unchanged batch published=%v:\n%s", published, out.String())
 	}
-	mainBefore, err := e.lake.GetCommit(ctx, "lake", "main")
+	mainBefore, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	if mainBefore.Metadata[pipeline.MetaBatchID] == "fix-1" {
 		t.Fatalf("failing retry published")
@@ -221,28 +222,28 @@ func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
 
 	// The writer fixes the data on the kept branch; the retry publishes it.
 	path := "gold/billing_fact/batch=fix-1/part-0.parquet"
-	must(t, e.writeParquet(ctx, ab.Branch, path, secondBillingRows))
+	must(t, e.WriteParquet(ctx, ab.Branch, path, secondBillingRows))
 	out.Reset()
 	published, err = retryBatch(ctx, e.cfg, retryOptions{Batch: "fix-1", By: "ana"}, log, &out)
 	if err != nil || !published {
 		t.Fatalf("retry of the fixed batch: published=%v err=%v\n%s", published, err, out.String())
 	}
-	head, err := e.lake.GetCommit(ctx, "lake", "main")
+	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	if head.Metadata[pipeline.MetaBatchID] != "fix-1" || head.Metadata[metaRetriedBy] != "ana" {
 		t.Errorf("main head metadata %v", head.Metadata)
 	}
-	if n, err := e.countRows(ctx, "main", "gold/billing_fact/batch=fix-1/", "billing_id IS NOT NULL"); err != nil || n != 1000 {
+	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=fix-1/", "billing_id IS NOT NULL"); err != nil || n != 1000 {
 		t.Errorf("main has %d good rows of fix-1 (err %v), want 1000", n, err)
 	}
-	ev, err := e.watcher.await(ctx, "fix-1", schemas.TypeBatchPublished)
+	ev, err := e.Watcher.Await(ctx, "fix-1", schemas.TypeBatchPublished)
 	must(t, err)
 	if p := ev.(schemas.BatchPublished); p.CommitID != head.ID || !p.Report.Passed {
 		t.Errorf("BatchPublished = %+v, main is at %s", p, head.ID)
 	}
 	out.Reset()
 	must(t, listRuns(ctx, e.cfg, runsFilter{State: "published", JSON: true}, time.Now(), &out))
-	var sr storedRun
+	var sr runs.Stored
 	if err := json.Unmarshal(out.Bytes(), &sr); err != nil || sr.BatchID != "fix-1" || sr.CommitID != head.ID {
 		t.Errorf("runs -state published -json: %v\n%s", err, out.String())
 	}
@@ -257,9 +258,9 @@ func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
 	if ab2, ok := e.runBatch(t, "bad-2", badBillingRows).(schemas.BatchAborted); !ok || !ab2.BranchKept {
 		t.Fatalf("bad-2: %+v", ab2)
 	}
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "live-3", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "live-3", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	_, err = e.watcher.await(ctx, "live-3", schemas.TypeBranchReady)
+	_, err = e.Watcher.Await(ctx, "live-3", schemas.TypeBranchReady)
 	must(t, err)
 
 	cfg := *e.cfg
@@ -270,7 +271,7 @@ func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
 		cfg.Datasets[n] = d
 	}
 	branches := func() []string {
-		bs, err := e.lake.ListBranches(ctx, "lake", "")
+		bs, err := e.Lake.ListBranches(ctx, "lake", "")
 		must(t, err)
 		var names []string
 		for _, b := range bs {
@@ -300,9 +301,9 @@ func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
 	}
 	// The live run still completes.
 	path = "gold/billing_fact/batch=live-3/part-0.parquet"
-	must(t, e.writeParquet(ctx, "wap-billing-live-3", path, strings.Replace(goodBillingRows, "lpad(i::VARCHAR", "lpad((900000 + i)::VARCHAR", 1)))
-	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "live-3", Dataset: "billing", Write: "billing_fact", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	if ev, err := e.watcher.await(ctx, "live-3", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || ev.EventType() != schemas.TypeBatchPublished {
+	must(t, e.WriteParquet(ctx, "wap-billing-live-3", path, strings.Replace(goodBillingRows, "lpad(i::VARCHAR", "lpad((900000 + i)::VARCHAR", 1)))
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: "live-3", Dataset: "billing", Write: "billing_fact", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	if ev, err := e.Watcher.Await(ctx, "live-3", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || ev.EventType() != schemas.TypeBatchPublished {
 		t.Errorf("live run after the janitor: %v %+v", err, ev)
 	}
 }

@@ -50,28 +50,28 @@ func TestEndToEndRidesOutLakeFSOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const batch = "outage-1"
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ev, err := e.watcher.await(ctx, batch, schemas.TypeBranchReady)
+	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
 	must(t, err)
-	must(t, e.writeParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+batch+"/part-0.parquet", goodBillingRows))
+	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+batch+"/part-0.parquet", goodBillingRows))
 
-	must(t, e.stack.StopLakeFS())
-	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
+	must(t, e.Stack.StopLakeFS())
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	select {
 	case <-fails.ch(batch):
 	case <-ctx.Done():
 		t.Fatal("the run never noticed lakeFS was down")
 	}
-	must(t, e.stack.StartLakeFS(ctx))
+	must(t, e.Stack.StartLakeFS(ctx))
 
-	final, err := e.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	final, err := e.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 	must(t, err)
 	if final.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("after the outage the batch ended %+v, want published", final)
 	}
-	if n := publishCommits(t, e.stackEnv, batch); n != 1 {
+	if n := publishCommits(t, e.Env, batch); n != 1 {
 		t.Errorf("%d publish commits, want 1", n)
 	}
 }
@@ -83,31 +83,31 @@ func TestEndToEndLakeFSOutageBeyondBudgetFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const batch = "outage-2"
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ev, err := e.watcher.await(ctx, batch, schemas.TypeBranchReady)
+	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
 	must(t, err)
-	must(t, e.writeParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+batch+"/part-0.parquet", goodBillingRows))
-	head, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+batch+"/part-0.parquet", goodBillingRows))
+	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 
-	must(t, e.stack.StopLakeFS())
-	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
+	must(t, e.Stack.StopLakeFS())
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	final, err := e.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	final, err := e.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 	must(t, err)
 	failed, ok := final.(schemas.BatchFailed)
 	if !ok || failed.State != string(pipeline.StateAuditing) || failed.Attempts < 2 || !failed.BranchKept ||
 		!strings.Contains(failed.Error, "connection refused") {
 		t.Fatalf("got %+v, want BatchFailed from auditing after several attempts, naming the cause, branch kept", final)
 	}
-	must(t, e.stack.StartLakeFS(ctx))
-	after, err := e.lake.GetCommit(ctx, "lake", "main")
+	must(t, e.Stack.StartLakeFS(ctx))
+	after, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	if after.ID != head.ID {
 		t.Errorf("main moved from %s to %s", head.ID, after.ID)
 	}
-	if _, err := e.lake.GetCommit(ctx, "lake", failed.Branch); err != nil {
+	if _, err := e.Lake.GetCommit(ctx, "lake", failed.Branch); err != nil {
 		t.Errorf("failed batch's branch %s is gone: %v", failed.Branch, err)
 	}
 }

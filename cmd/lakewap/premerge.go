@@ -5,9 +5,8 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/metrics"
 )
 
 // preMergePath is where the daemon's HTTP listener answers lakeFS's
@@ -25,17 +24,10 @@ func (s auditSource) Touches(ctx context.Context, repo, base, ref, prefix string
 // audit service guards and audits, from its cache of passing reports when
 // it can.
 func (d *daemon) preMergeHandler() (http.Handler, error) {
-	hooks := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_premerge_hooks_total",
-		Help: "lakeFS pre-merge webhook calls by decision (allow, block, error) and how it was reached (audit, unguarded, untouched)."},
-		[]string{"decision", "via"})
-	d.reg.MustRegister(hooks)
-	for _, dv := range [][2]string{{"allow", "audit"}, {"block", "audit"}, {"error", "audit"}, {"allow", "unguarded"}, {"allow", "untouched"}} {
-		hooks.WithLabelValues(dv[0], dv[1]) // the decisions the handler makes, at 0 from the start
-	}
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
 		Guards: d.audits, Runner: d.audits, Diff: auditSource{d.lake},
 		Timeout: d.cfg.HTTP.WebhookAuditTimeout.Std(),
 		Logger:  d.log.With(slog.String("component", "premerge")),
-		Observe: func(decision, via string) { hooks.WithLabelValues(decision, via).Inc() },
+		Observe: metrics.PreMergeHooks(d.reg),
 	})
 }

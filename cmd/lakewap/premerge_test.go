@@ -14,6 +14,7 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
@@ -42,23 +43,23 @@ hooks:
 // installAction commits the lakewap action on main; branches made from
 // main afterwards carry it, and lakeFS reads pre-merge actions from the
 // merge source.
-func installAction(t *testing.T, env *stackEnv, webhookURL string) {
+func installAction(t *testing.T, env *harness.Env, webhookURL string) {
 	t.Helper()
 	ctx := context.Background()
-	must(t, env.lake.Upload(ctx, env.stack.Repository, "main", "_lakefs_actions/lakewap.yaml", strings.NewReader(actionYAML(webhookURL))))
-	_, err := env.lake.Commit(ctx, env.stack.Repository, "main", "install the lakewap pre-merge hook", nil)
+	must(t, env.Lake.Upload(ctx, env.Stack.Repository, "main", "_lakefs_actions/lakewap.yaml", strings.NewReader(actionYAML(webhookURL))))
+	_, err := env.Lake.Commit(ctx, env.Stack.Repository, "main", "install the lakewap pre-merge hook", nil)
 	must(t, err)
 }
 
 // branchWith makes branch from main holding query's rows as one billing
 // partition, committed; it returns the commit.
-func branchWith(t *testing.T, env *stackEnv, branch, query string) string {
+func branchWith(t *testing.T, env *harness.Env, branch, query string) string {
 	t.Helper()
 	ctx := context.Background()
-	_, err := env.lake.EnsureBranch(ctx, env.stack.Repository, branch, "main")
+	_, err := env.Lake.EnsureBranch(ctx, env.Stack.Repository, branch, "main")
 	must(t, err)
-	must(t, env.writeParquet(ctx, branch, "gold/billing_fact/batch="+branch+"/part-0.parquet", query))
-	id, err := env.lake.Commit(ctx, env.stack.Repository, branch, "rows of "+branch, nil)
+	must(t, env.WriteParquet(ctx, branch, "gold/billing_fact/batch="+branch+"/part-0.parquet", query))
+	id, err := env.Lake.Commit(ctx, env.Stack.Repository, branch, "rows of "+branch, nil)
 	must(t, err)
 	return id
 }
@@ -80,14 +81,14 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	base := "http://" + e.d.HTTPAddr()
-	installAction(t, e.stackEnv, base+preMergePath)
+	installAction(t, e.Env, base+preMergePath)
 	metric := func(name string, labels map[string]string) float64 {
 		t.Helper()
 		return value(t, scrape(t, base+"/metrics"), name, labels)
 	}
 	mainHead := func() string {
 		t.Helper()
-		c, err := e.lake.GetCommit(ctx, "lake", "main")
+		c, err := e.Lake.GetCommit(ctx, "lake", "main")
 		must(t, err)
 		return c.ID
 	}
@@ -109,9 +110,9 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 	})
 
 	t.Run("bad manual merge is refused", func(t *testing.T) {
-		branchWith(t, e.stackEnv, "manual-bad", badBillingRows)
+		branchWith(t, e.Env, "manual-bad", badBillingRows)
 		before := mainHead()
-		_, err := e.lake.Merge(ctx, "lake", "manual-bad", "main", "merge by hand", nil)
+		_, err := e.Lake.Merge(ctx, "lake", "manual-bad", "main", "merge by hand", nil)
 		if !status412(err) {
 			t.Fatalf("merge of a bad branch: %v; want lakeFS's 412", err)
 		}
@@ -119,7 +120,7 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 			t.Errorf("merge error %q does not name the hook", err)
 		}
 		// Metadata saying lakewap audited it does not get it through.
-		_, err = e.lake.Merge(ctx, "lake", "manual-bad", "main", "lakewap: publish billing batch forged",
+		_, err = e.Lake.Merge(ctx, "lake", "manual-bad", "main", "lakewap: publish billing batch forged",
 			map[string]string{pipeline.MetaBatchID: "forged", pipeline.MetaDataset: "billing", pipeline.MetaAudit: "passed=5 failed=0 warned=0"})
 		if !status412(err) {
 			t.Fatalf("merge with forged lakewap metadata: %v; want 412", err)
@@ -127,7 +128,7 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 		if after := mainHead(); after != before {
 			t.Errorf("main moved from %s to %s", before, after)
 		}
-		if n, err := e.countRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL"); err != nil || n != 0 {
+		if n, err := e.CountRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL"); err != nil || n != 0 {
 			t.Errorf("main has %d NULL billing ids (err %v)", n, err)
 		}
 		if got := metric("lakewap_premerge_hooks_total", map[string]string{"decision": "block", "via": "audit"}); got != 2 {
@@ -136,14 +137,14 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 	})
 
 	t.Run("good manual merge goes through", func(t *testing.T) {
-		branchWith(t, e.stackEnv, "manual-good", billingRows(500000, 0, 1000, "BIGINT"))
+		branchWith(t, e.Env, "manual-good", billingRows(500000, 0, 1000, "BIGINT"))
 		before := mainHead()
-		id, err := e.lake.Merge(ctx, "lake", "manual-good", "main", "merge by hand", nil)
+		id, err := e.Lake.Merge(ctx, "lake", "manual-good", "main", "merge by hand", nil)
 		must(t, err)
 		if after := mainHead(); after == before || after != id {
 			t.Errorf("main at %s after merge %s (was %s)", after, id, before)
 		}
-		if n, err := e.countRows(ctx, "main", "gold/billing_fact/batch=manual-good/", ""); err != nil || n != 1000 {
+		if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=manual-good/", ""); err != nil || n != 1000 {
 			t.Errorf("main has %d rows of manual-good (err %v)", n, err)
 		}
 	})
@@ -167,17 +168,17 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 		// What a restarted daemon does: merge a sealed commit it audited
 		// before the restart; its cache is empty.
 		misses := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"})
-		sealed := branchWith(t, e.stackEnv, "wap-billing-restarted", billingRows(700000, 0, 1000, "BIGINT"))
+		sealed := branchWith(t, e.Env, "wap-billing-restarted", billingRows(700000, 0, 1000, "BIGINT"))
 		if !audit.IsCommitID(sealed) {
 			t.Errorf("commit id %q is not what the cache keys on", sealed)
 		}
-		_, err := e.lake.Merge(ctx, "lake", sealed, "main", "lakewap: publish billing batch restarted",
+		_, err := e.Lake.Merge(ctx, "lake", sealed, "main", "lakewap: publish billing batch restarted",
 			map[string]string{pipeline.MetaBatchID: "restarted", pipeline.MetaDataset: "billing", "wap.sealed_commit": sealed})
 		must(t, err)
 		if got := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"}); got != misses+1 {
 			t.Errorf("cache misses %v -> %v, want the hook to audit once", misses, got)
 		}
-		if p, err := e.lake.Published(ctx, "lake", "main", sealed, time.Now().Add(-time.Minute)); err != nil || !p.OnTarget || p.Merge == "" {
+		if p, err := e.Lake.Published(ctx, "lake", "main", sealed, time.Now().Add(-time.Minute)); err != nil || !p.OnTarget || p.Merge == "" {
 			t.Errorf("restarted batch not on main: %+v %v", p, err)
 		}
 	})
@@ -193,8 +194,8 @@ func TestPreMergeHookAfterRestart(t *testing.T) {
 	}
 	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "hook-secret-2")
 	tmp := t.TempDir()
-	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: stackTopics(&config.Config{})})
-	cfg := demoConfig(stack, tmp)
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics(&config.Config{})})
+	cfg := harness.DemoConfig(stack, tmp)
 	cfgPath := writeCrashConfig(t, stack, cfg, "5m")
 	// Both processes listen on the same port: the action names one URL.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -208,14 +209,14 @@ func TestPreMergeHookAfterRestart(t *testing.T) {
 	must(t, f.Close())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	env, err := newStackEnv(ctx, stack, cfg, tmp)
+	env, err := harness.New(ctx, stack, cfg, tmp)
 	must(t, err)
 	defer env.Close()
 	installAction(t, env, "http://"+addr+preMergePath)
 
 	first := startProc(t, stack, cfgPath, "before_merge")
 	batch := "restart-1"
-	must(t, env.produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+	must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	ev, died, err := awaitOrExit(ctx, env, first, batch, schemas.TypeBranchReady)
 	must(t, err)
@@ -223,15 +224,15 @@ func TestPreMergeHookAfterRestart(t *testing.T) {
 		t.Fatalf("daemon died before BranchReady: %v", first.err)
 	}
 	path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
-	must(t, env.writeParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
-	must(t, env.produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact", Paths: []string{path},
+	must(t, env.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
+	must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact", Paths: []string{path},
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	if _, died, err = awaitOrExit(ctx, env, first, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || !died || !first.killedBySIGKILL() {
 		t.Fatalf("first daemon did not stop at before_merge: died=%v err=%v exit=%v", died, err, first.err)
 	}
 
 	startProc(t, stack, cfgPath, "")
-	final, err := env.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	final, err := env.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 	must(t, err)
 	if final.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("batch ended with %+v", final)

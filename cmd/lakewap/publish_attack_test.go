@@ -116,7 +116,7 @@ func newSlowHook(t *testing.T, first int) *slowHook {
 // parent: what really brought the batch in, whatever the labels say.
 func mergesOfSealed(t *testing.T, e *e2e, sealed string) []string {
 	t.Helper()
-	log, err := e.lake.Log(context.Background(), "lake", "main", 1000)
+	log, err := e.Lake.Log(context.Background(), "lake", "main", 1000)
 	must(t, err)
 	var out []string
 	for _, c := range log {
@@ -160,7 +160,7 @@ func TestPublishIdentityAttacks(t *testing.T) {
 		h.Config.Handler.ServeHTTP(w, r)
 	}))
 	defer router.Close()
-	installAction(t, e.stackEnv, router.URL)
+	installAction(t, e.Env, router.URL)
 	useHook := func(h *slowHook) { hookMu.Lock(); hook = h; hookMu.Unlock() }
 	run := func(batch string) <-chan schemas.Event {
 		ch := make(chan schemas.Event, 1)
@@ -184,8 +184,8 @@ func TestPublishIdentityAttacks(t *testing.T) {
 			t.Fatal("the publish never reached the pre-merge hook")
 		}
 		// The attacker's commit: on main, labelled as the batch's publish.
-		must(t, e.lake.Upload(ctx, "lake", "main", "notes/forged.txt", strings.NewReader("not the batch\n")))
-		forged, err := e.lake.Commit(ctx, "lake", "main", "lakewap: publish billing batch forged-1",
+		must(t, e.Lake.Upload(ctx, "lake", "main", "notes/forged.txt", strings.NewReader("not the batch\n")))
+		forged, err := e.Lake.Commit(ctx, "lake", "main", "lakewap: publish billing batch forged-1",
 			map[string]string{pipeline.MetaBatchID: "forged-1", pipeline.MetaDataset: "billing"})
 		must(t, err)
 		close(proxy.release) // lakewap's merge answer is lost...
@@ -201,17 +201,17 @@ func TestPublishIdentityAttacks(t *testing.T) {
 		if pub.CommitID == forged {
 			t.Fatalf("BatchPublished names the forged commit %s", forged)
 		}
-		c, err := e.lake.GetCommit(ctx, "lake", pub.CommitID)
+		c, err := e.Lake.GetCommit(ctx, "lake", pub.CommitID)
 		must(t, err)
 		if len(c.Parents) != 2 {
 			t.Fatalf("published commit %s has parents %v; want the merge of the sealed commit", pub.CommitID, c.Parents)
 		}
-		sealed, err := e.lake.GetCommit(ctx, "lake", c.Parents[1])
+		sealed, err := e.Lake.GetCommit(ctx, "lake", c.Parents[1])
 		must(t, err)
 		if sealed.Metadata[pipeline.MetaSealedBatchID] != "forged-1" {
 			t.Errorf("published merge brought in %s (%v), not the batch's sealed commit", sealed.ID, sealed.Metadata)
 		}
-		if n, err := e.countRows(ctx, "main", "gold/billing_fact/batch=forged-1/", ""); err != nil || n != 1000 {
+		if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=forged-1/", ""); err != nil || n != 1000 {
 			t.Errorf("main has %d rows of the batch (err %v), want 1000", n, err)
 		}
 	})
@@ -249,7 +249,7 @@ func TestPublishIdentityAttacks(t *testing.T) {
 		if !ok {
 			t.Fatalf("batch ended with %+v", ev)
 		}
-		c, err := e.lake.GetCommit(ctx, "lake", pub.CommitID)
+		c, err := e.Lake.GetCommit(ctx, "lake", pub.CommitID)
 		must(t, err)
 		if len(c.Parents) != 2 {
 			t.Fatalf("published commit %s has parents %v", pub.CommitID, c.Parents)
@@ -258,14 +258,14 @@ func TestPublishIdentityAttacks(t *testing.T) {
 		if m := mergesOfSealed(t, e, sealed); len(m) != 1 || m[0] != pub.CommitID {
 			t.Errorf("merges of the sealed commit on main: %v; want only %s", m, pub.CommitID)
 		}
-		if n, err := e.countRows(ctx, "main", "gold/billing_fact/batch=ambiguous-1/", ""); err != nil || n != 1000 {
+		if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=ambiguous-1/", ""); err != nil || n != 1000 {
 			t.Fatalf("main has %d rows of the batch (err %v), want 1000", n, err)
 		}
 		var out bytes.Buffer
 		if _, err := revertBatch(ctx, e.cfg, revertOptions{Batch: "ambiguous-1", Reason: "attack test", By: "test"}, slog.New(slog.DiscardHandler), &out); err != nil {
 			t.Fatalf("revert: %v\n%s", err, out.String())
 		}
-		if n, err := e.countRows(ctx, "main", "gold/billing_fact/batch=ambiguous-1/", ""); err != nil || n != 0 {
+		if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=ambiguous-1/", ""); err != nil || n != 0 {
 			t.Errorf("main has %d rows of the reverted batch (err %v), want 0", n, err)
 		}
 	})

@@ -59,7 +59,7 @@ func TestRetryTakesFailedRuns(t *testing.T) {
 	if err != nil || !published {
 		t.Fatalf("retry of a failed run: published=%v err=%v\n%s", published, err, out.String())
 	}
-	if n, err := e.countRows(ctx, "main", "gold/billing_fact/batch=failed-1/", ""); err != nil || n != 100 {
+	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=failed-1/", ""); err != nil || n != 100 {
 		t.Errorf("main has %d rows of the retried batch (err %v)", n, err)
 	}
 }

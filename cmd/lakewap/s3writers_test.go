@@ -22,9 +22,9 @@ func (e *e2e) s3Writer(t *testing.T, ctx context.Context, python string, args ..
 	t.Helper()
 	script, err := filepath.Abs(filepath.Join(repoDir, "tests", "interop", "s3writers.py"))
 	must(t, err)
-	cmd := exec.CommandContext(ctx, python, append([]string{script, args[0], "--endpoint", e.stack.LakeFSEndpoint}, args[1:]...)...)
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "AWS_ACCESS_KEY_ID="+e.stack.AccessKeyID,
-		"AWS_SECRET_ACCESS_KEY="+e.stack.SecretAccessKey, "AWS_EC2_METADATA_DISABLED=true")
+	cmd := exec.CommandContext(ctx, python, append([]string{script, args[0], "--endpoint", e.Stack.LakeFSEndpoint}, args[1:]...)...)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "AWS_ACCESS_KEY_ID="+e.Stack.AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY="+e.Stack.SecretAccessKey, "AWS_EC2_METADATA_DISABLED=true")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -57,9 +57,9 @@ func eventsDatasets(cfg *config.Config) {
 // landed lands a batch of dataset and returns where to write.
 func (e *e2e) landed(t *testing.T, ctx context.Context, dataset, batch string) schemas.BranchReady {
 	t.Helper()
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: dataset, ExpectedWrites: []string{"events"},
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: dataset, ExpectedWrites: []string{"events"},
 		Producer: "s3-writer-test", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ev, err := e.watcher.await(ctx, batch, schemas.TypeBranchReady)
+	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
 	must(t, err)
 	ready := ev.(schemas.BranchReady)
 	if want := "s3://lake/" + ready.Branch + "/"; ready.S3URI != want {
@@ -71,9 +71,9 @@ func (e *e2e) landed(t *testing.T, ctx context.Context, dataset, batch string) s
 // completed says the write is done and returns the batch's outcome.
 func (e *e2e) completed(t *testing.T, ctx context.Context, dataset, batch string) schemas.Event {
 	t.Helper()
-	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: dataset, Write: "events",
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: dataset, Write: "events",
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	final, err := e.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	final, err := e.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 	must(t, err)
 	return final
 }
@@ -112,7 +112,7 @@ func TestS3GatewayBoto3Writer(t *testing.T) {
 	if c := checkByName(pub.Report, "batch_rows"); c.Observed != "50 rows" {
 		t.Errorf("batch_rows observed %q, want the 50 rows boto3 wrote", c.Observed)
 	}
-	rows, err := e.countRows(ctx, "main", "gold/events/", "")
+	rows, err := e.CountRows(ctx, "main", "gold/events/", "")
 	must(t, err)
 	if rows != 50 {
 		t.Errorf("main has %d rows under gold/events/, want 50", rows)
@@ -156,7 +156,7 @@ func TestDeltaTableEndToEnd(t *testing.T) {
 	}
 	// The removed file is still in the repository: read as plain Parquet the
 	// table would have 20 NULL ids.
-	nulls, err := e.countRows(ctx, "main", "gold/events_delta/", "event_id IS NULL")
+	nulls, err := e.CountRows(ctx, "main", "gold/events_delta/", "event_id IS NULL")
 	must(t, err)
 	if nulls != 20 {
 		t.Errorf("main holds %d NULL-id rows in Parquet files under the table, want the removed file's 20", nulls)
@@ -178,7 +178,7 @@ func TestDeltaTableEndToEnd(t *testing.T) {
 	if c := checkByName(*ab.Report, "batch_rows"); c.Observed != "10 rows" {
 		t.Errorf("batch_rows observed %q, want the 10 rows the batch's commit added", c.Observed)
 	}
-	head, err := e.lake.GetCommit(ctx, "lake", "main")
+	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	if head.ID != pub.CommitID {
 		t.Errorf("main moved to %s after the aborted batch; published commit was %s", head.ID, pub.CommitID)

@@ -20,20 +20,20 @@ func TestBatchPublishesOnlyItsTables(t *testing.T) {
 	defer cancel()
 	land := func(batch, source string) {
 		t.Helper()
-		must(t, e.produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", SourceRef: source, ExpectedWrites: []string{"billing_fact"},
+		must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", SourceRef: source, ExpectedWrites: []string{"billing_fact"},
 			Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	}
 	complete := func(batch string) schemas.Event {
 		t.Helper()
-		must(t, e.produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
+		must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
 			OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-		ev, err := e.watcher.await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 		must(t, err)
 		return ev
 	}
 	mainHas := func(prefix string) []string {
 		t.Helper()
-		objs, err := e.lake.List(ctx, "lake", "main", prefix)
+		objs, err := e.Lake.List(ctx, "lake", "main", prefix)
 		must(t, err)
 		var out []string
 		for _, o := range objs {
@@ -45,11 +45,11 @@ func TestBatchPublishesOnlyItsTables(t *testing.T) {
 
 	t.Run("object outside the tables", func(t *testing.T) {
 		land("stray-1", "")
-		ev, err := e.watcher.await(ctx, "stray-1", schemas.TypeBranchReady)
+		ev, err := e.Watcher.Await(ctx, "stray-1", schemas.TypeBranchReady)
 		must(t, err)
 		branch := ev.(schemas.BranchReady).Branch
-		must(t, e.writeParquet(ctx, branch, "gold/billing_fact/batch=stray-1/part-0.parquet", good(800000)))
-		must(t, e.lake.Upload(ctx, "lake", branch, "ops/credentials.txt", strings.NewReader("not audited\n")))
+		must(t, e.WriteParquet(ctx, branch, "gold/billing_fact/batch=stray-1/part-0.parquet", good(800000)))
+		must(t, e.Lake.Upload(ctx, "lake", branch, "ops/credentials.txt", strings.NewReader("not audited\n")))
 		final := complete("stray-1")
 		ab, ok := final.(schemas.BatchAborted)
 		if !ok || ab.Reason != schemas.ReasonOutsideTables || !strings.Contains(ab.Detail, "ops/credentials.txt") {
@@ -65,18 +65,18 @@ func TestBatchPublishesOnlyItsTables(t *testing.T) {
 
 	t.Run("branch with the run's name made beforehand", func(t *testing.T) {
 		branch := schemas.BranchName("billing", "pre-1")
-		_, err := e.lake.EnsureBranch(ctx, "lake", branch, "main")
+		_, err := e.Lake.EnsureBranch(ctx, "lake", branch, "main")
 		must(t, err)
-		must(t, e.writeParquet(ctx, branch, "gold/billing_fact/batch=pre-1/planted.parquet", billingRows(810000, 0, 1000, "BIGINT")))
-		_, err = e.lake.Commit(ctx, "lake", branch, "planted before the batch landed", nil)
+		must(t, e.WriteParquet(ctx, branch, "gold/billing_fact/batch=pre-1/planted.parquet", billingRows(810000, 0, 1000, "BIGINT")))
+		_, err = e.Lake.Commit(ctx, "lake", branch, "planted before the batch landed", nil)
 		must(t, err)
 		land("pre-1", "")
-		final, err := e.watcher.await(ctx, "pre-1", schemas.TypeBranchReady, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		final, err := e.Watcher.Await(ctx, "pre-1", schemas.TypeBranchReady, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 		must(t, err)
 		if final.EventType() == schemas.TypeBranchReady {
 			// What the previous main did: the writer is told to write
 			// there, and the planted rows go out with the batch.
-			must(t, e.writeParquet(ctx, branch, "gold/billing_fact/batch=pre-1/part-0.parquet", good(830000)))
+			must(t, e.WriteParquet(ctx, branch, "gold/billing_fact/batch=pre-1/part-0.parquet", good(830000)))
 			final = complete("pre-1")
 		}
 		ab, ok := final.(schemas.BatchAborted)
@@ -86,22 +86,22 @@ func TestBatchPublishesOnlyItsTables(t *testing.T) {
 		if got := mainHas("gold/billing_fact/batch=pre-1/"); len(got) != 0 {
 			t.Errorf("main has %v", got)
 		}
-		if _, err := e.lake.GetCommit(ctx, "lake", branch); err != nil {
+		if _, err := e.Lake.GetCommit(ctx, "lake", branch); err != nil {
 			t.Errorf("the branch that was there is gone: %v", err)
 		}
 	})
 
 	t.Run("source_ref not allowed", func(t *testing.T) {
-		_, err := e.lake.EnsureBranch(ctx, "lake", "attacker", "main")
+		_, err := e.Lake.EnsureBranch(ctx, "lake", "attacker", "main")
 		must(t, err)
-		must(t, e.writeParquet(ctx, "attacker", "gold/billing_fact/batch=src-1/planted.parquet", billingRows(820000, 0, 1000, "BIGINT")))
-		_, err = e.lake.Commit(ctx, "lake", "attacker", "rows nobody audits", nil)
+		must(t, e.WriteParquet(ctx, "attacker", "gold/billing_fact/batch=src-1/planted.parquet", billingRows(820000, 0, 1000, "BIGINT")))
+		_, err = e.Lake.Commit(ctx, "lake", "attacker", "rows nobody audits", nil)
 		must(t, err)
 		land("src-1", "attacker")
-		final, err := e.watcher.await(ctx, "src-1", schemas.TypeBranchReady, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		final, err := e.Watcher.Await(ctx, "src-1", schemas.TypeBranchReady, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 		must(t, err)
 		if final.EventType() == schemas.TypeBranchReady {
-			must(t, e.writeParquet(ctx, final.(schemas.BranchReady).Branch, "gold/billing_fact/batch=src-1/part-0.parquet", good(840000)))
+			must(t, e.WriteParquet(ctx, final.(schemas.BranchReady).Branch, "gold/billing_fact/batch=src-1/part-0.parquet", good(840000)))
 			final = complete("src-1")
 		}
 		ab, ok := final.(schemas.BatchAborted)
@@ -121,21 +121,21 @@ func TestAttributesInPublishCommit(t *testing.T) {
 	e := startE2E(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	must(t, e.produce(ctx, schemas.BatchLanded{BatchID: "attrs-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "attrs-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
 		Attributes: map[string]string{"source_system": "erp", "run_url": "https://ci.example/1", "wap.batch_id": "forged", "wap.audit": "passed=99"},
 		Producer:   "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ev, err := e.watcher.await(ctx, "attrs-1", schemas.TypeBranchReady)
+	ev, err := e.Watcher.Await(ctx, "attrs-1", schemas.TypeBranchReady)
 	must(t, err)
-	must(t, e.writeParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch=attrs-1/part-0.parquet", billingRows(850000, 0, 100, "BIGINT")))
-	must(t, e.produce(ctx, schemas.WriteComplete{BatchID: "attrs-1", Dataset: "billing", Write: "billing_fact",
+	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch=attrs-1/part-0.parquet", billingRows(850000, 0, 100, "BIGINT")))
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: "attrs-1", Dataset: "billing", Write: "billing_fact",
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	final, err := e.watcher.await(ctx, "attrs-1", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	final, err := e.Watcher.Await(ctx, "attrs-1", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 	must(t, err)
 	pub, ok := final.(schemas.BatchPublished)
 	if !ok {
 		t.Fatalf("batch ended with %+v", final)
 	}
-	c, err := e.lake.GetCommit(ctx, "lake", pub.CommitID)
+	c, err := e.Lake.GetCommit(ctx, "lake", pub.CommitID)
 	must(t, err)
 	for k, want := range map[string]string{"source_system": "erp", "run_url": "https://ci.example/1", "wap.batch_id": "attrs-1"} {
 		if c.Metadata[k] != want {

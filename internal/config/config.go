@@ -2,9 +2,11 @@
 // parsing (unknown keys are errors) and validation that names every bad
 // field by its path. Defaults are applied once, when a config is loaded
 // (Defaults): every other package reads resolved values, and the builders
-// (Policy, DatasetSpec, AuditDatasets, AuditOptions, MaxRunAge) turn them into the parts' settings. It
-// may import audit (suite declarations), pipeline and schemas (the defaults
-// they document and the settings built for them) and the standard library.
+// (Policy, DatasetSpec, AuditDatasets, AuditOptions, JanitorDatasets, MaxRunAge, Security, Codec) turn them into the parts' settings. It
+// may import audit (suite declarations), pipeline, schemas, consumer and
+// internal/janitor (the
+// defaults they document and the settings built for them) and the standard
+// library.
 package config
 
 import (
@@ -12,9 +14,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +26,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/consumer"
+	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -214,12 +220,9 @@ type Janitor struct {
 // On reports whether the daemon runs the janitor.
 func (j Janitor) On() bool { return j.Enabled == nil || *j.Enabled }
 
-// Janitor defaults.
-const (
-	DefaultJanitorInterval  = time.Hour
-	DefaultAbandonedAfter   = 24 * time.Hour
-	DefaultAbortedRetention = 72 * time.Hour
-)
+// DefaultJanitorInterval is the time between the daemon's janitor sweeps;
+// the other janitor defaults are the janitor package's.
+const DefaultJanitorInterval = time.Hour
 
 // Log format and level.
 type Log struct {
@@ -404,11 +407,11 @@ func (c *Config) Defaults() {
 	for name, d := range c.Datasets {
 		str(&d.Target, "main")
 		dur(&d.WriteTimeout, time.Hour)
-		dur(&d.AbortedRetention, DefaultAbortedRetention)
+		dur(&d.AbortedRetention, janitor.DefaultAbortedRetention)
 		c.Datasets[name] = d
 	}
 	dur(&c.Janitor.Interval, DefaultJanitorInterval)
-	dur(&c.Janitor.AbandonedAfter, DefaultAbandonedAfter)
+	dur(&c.Janitor.AbandonedAfter, janitor.DefaultAbandonedAfter)
 }
 
 // Policy is the state machine's policy from runner.*.
@@ -428,6 +431,49 @@ func (c *Config) DatasetSpec(name string) (pipeline.DatasetSpec, bool) {
 	return pipeline.DatasetSpec{Repository: ds.Repository, Source: ds.Source, Target: ds.Target,
 		WriteTimeout: ds.WriteTimeout.Std(), KeepBranch: ds.Keep(),
 		TablePaths: ds.TablePaths(), AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs}, true
+}
+
+// Codec is the event codec: the Confluent wire format with the schema
+// registry at kafka.schema_registry_url, or single-object encoding without
+// one. Decoding accepts both either way.
+func (k Kafka) Codec() (*schemas.Codec, error) {
+	var opts schemas.Options
+	if k.SchemaRegistry != "" {
+		rc, err := schemas.NewRegistryClient(k.SchemaRegistry, nil)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.schema_registry_url: %w", err)
+		}
+		opts.Registry = rc
+	}
+	return schemas.NewCodec(opts)
+}
+
+// Security is how lakewap reaches Kafka: TLS and SASL from kafka.tls and
+// kafka.sasl, the password read from its file when it has one.
+func (k Kafka) Security() (consumer.Security, error) {
+	var s consumer.Security
+	if t := k.TLS; t != nil {
+		s.TLS = &consumer.TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
+	}
+	if a := k.SASL; a != nil {
+		pw, err := ReadSecret(a.Password, a.PasswordFile)
+		if err != nil {
+			return s, fmt.Errorf("kafka.sasl.password_file: %w", err)
+		}
+		s.SASL = &consumer.SASLConfig{Mechanism: a.Mechanism, Username: a.Username, Password: pw}
+	}
+	return s, nil
+}
+
+// JanitorDatasets are the datasets as the janitor knows them, by name.
+func (c *Config) JanitorDatasets() []janitor.Dataset {
+	var out []janitor.Dataset
+	for _, n := range slices.Sorted(maps.Keys(c.Datasets)) {
+		d := c.Datasets[n]
+		out = append(out, janitor.Dataset{Name: n, Repository: d.Repository, Target: d.Target, Source: d.Source,
+			AbortedRetention: d.AbortedRetention.Std()})
+	}
+	return out
 }
 
 // AuditDatasets maps each dataset to what the audit service needs.

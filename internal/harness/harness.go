@@ -1,4 +1,8 @@
-package main
+// Package harness is the embedded stack seen from outside lakewap: an
+// upstream producer, a writer and a downstream consumer of results over a
+// devstack, and the demo's billing dataset. The demo and the end-to-end
+// tests use it to drive a daemon like users do. Only cmd/ and tests import it.
+package harness
 
 import (
 	"context"
@@ -7,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,21 +26,21 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// stackEnv is the embedded stack seen from outside lakewap: an upstream
+// Env is the embedded stack seen from outside lakewap: an upstream
 // producer, a writer and a downstream consumer of results. The demo and the
 // end-to-end tests use it to drive a daemon like users do.
-type stackEnv struct {
-	stack   *devstack.Stack
-	cfg     *config.Config
-	lake    *lakefs.Client
-	codec   *schemas.Codec
-	writer  *kafka.Writer
-	watcher *resultWatcher
-	tmp     string
+type Env struct {
+	Stack   *devstack.Stack
+	Cfg     *config.Config
+	Lake    *lakefs.Client
+	Codec   *schemas.Codec
+	Writer  *kafka.Writer
+	Watcher *Watcher
+	Tmp     string
 }
 
-// demoConfig is the billing dataset of the demo and the tests, on stack.
-func demoConfig(s *devstack.Stack, workDir string) *config.Config {
+// DemoConfig is the billing dataset of the demo and the tests, on stack.
+func DemoConfig(s *devstack.Stack, workDir string) *config.Config {
 	one, zero := 1.0, 0.0
 	no := false
 	cfg := &config.Config{
@@ -66,9 +71,9 @@ func demoConfig(s *devstack.Stack, workDir string) *config.Config {
 	return cfg
 }
 
-// stackTopics lists cfg's topics by base name: devstack.Options.Topics maps
+// StackTopics lists cfg's topics by base name: devstack.Options.Topics maps
 // them to the stack's actual names.
-func stackTopics(cfg *config.Config) []devstack.Topic {
+func StackTopics(cfg *config.Config) []devstack.Topic {
 	k := cfg.Kafka
 	if k.InputTopic == "" {
 		k.InputTopic, k.ResultsTopic, k.DeadLetterTopic, k.ChangelogTopic = "wap.events", "wap.results", "wap.dlq", "wap.runs"
@@ -76,38 +81,38 @@ func stackTopics(cfg *config.Config) []devstack.Topic {
 	return []devstack.Topic{{Name: k.InputTopic}, {Name: k.ResultsTopic}, {Name: k.DeadLetterTopic}, {Name: k.ChangelogTopic, Compacted: true}}
 }
 
-// newStackEnv connects producer, writer and result watcher to a stack.
-func newStackEnv(ctx context.Context, s *devstack.Stack, cfg *config.Config, tmp string) (*stackEnv, error) {
+// New connects producer, writer and result watcher to a stack.
+func New(ctx context.Context, s *devstack.Stack, cfg *config.Config, tmp string) (*Env, error) {
 	lake, err := lakefs.New(lakefs.Config{Endpoint: s.LakeFSEndpoint, AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey})
 	if err != nil {
 		return nil, err
 	}
 	// Upstream uses the registry when lakewap does: the Confluent wire format.
-	codec, err := newCodec(cfg.Kafka.SchemaRegistry)
+	codec, err := cfg.Kafka.Codec()
 	if err != nil {
 		return nil, err
 	}
-	e := &stackEnv{stack: s, cfg: cfg, lake: lake, codec: codec, tmp: tmp,
+	e := &Env{Stack: s, Cfg: cfg, Lake: lake, Codec: codec, Tmp: tmp,
 		// Its own transport: kafka-go's default one caches a broker's topic
 		// list for seconds, and a real broker outlives stacks (and topics).
-		writer: &kafka.Writer{Addr: kafka.TCP(s.KafkaBrokers...), Topic: cfg.Kafka.InputTopic, Balancer: &kafka.Murmur2Balancer{},
+		Writer: &kafka.Writer{Addr: kafka.TCP(s.KafkaBrokers...), Topic: cfg.Kafka.InputTopic, Balancer: &kafka.Murmur2Balancer{},
 			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, Transport: &kafka.Transport{}}}
-	e.watcher, err = watchResults(ctx, s.KafkaBrokers, cfg.Kafka.ResultsTopic, codec)
+	e.Watcher, err = WatchResults(ctx, s.KafkaBrokers, cfg.Kafka.ResultsTopic, codec)
 	if err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-func (e *stackEnv) Close() {
-	_ = e.writer.Close()
-	e.writer.Transport.(*kafka.Transport).CloseIdleConnections()
-	e.watcher.Close()
+func (e *Env) Close() {
+	_ = e.Writer.Close()
+	e.Writer.Transport.(*kafka.Transport).CloseIdleConnections()
+	e.Watcher.Close()
 }
 
-// produce sends an input event as upstream would: key = batch id.
-func (e *stackEnv) produce(ctx context.Context, ev schemas.Event) error {
-	v, err := e.codec.Encode(ctx, e.cfg.Kafka.InputTopic, ev)
+// Produce sends an input event as upstream would: key = batch id.
+func (e *Env) Produce(ctx context.Context, ev schemas.Event) error {
+	v, err := e.Codec.Encode(ctx, e.Cfg.Kafka.InputTopic, ev)
 	if err != nil {
 		return err
 	}
@@ -115,13 +120,13 @@ func (e *stackEnv) produce(ctx context.Context, ev schemas.Event) error {
 	for k, val := range schemas.Headers(ev) {
 		hs = append(hs, kafka.Header{Key: k, Value: []byte(val)})
 	}
-	return e.writer.WriteMessages(ctx, kafka.Message{Key: []byte(ev.Batch()), Value: v, Headers: hs})
+	return e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte(ev.Batch()), Value: v, Headers: hs})
 }
 
-// writeParquet plays the writer: query's rows become one Parquet object at
+// WriteParquet plays the writer: query's rows become one Parquet object at
 // path on branch, through lakeFS.
-func (e *stackEnv) writeParquet(ctx context.Context, branch, path, query string) error {
-	f := filepath.Join(e.tmp, strings.ReplaceAll(branch+"-"+path, "/", "_"))
+func (e *Env) WriteParquet(ctx context.Context, branch, path, query string) error {
+	f := filepath.Join(e.Tmp, strings.ReplaceAll(branch+"-"+path, "/", "_"))
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
 		return err
@@ -136,17 +141,17 @@ func (e *stackEnv) writeParquet(ctx context.Context, branch, path, query string)
 		return err
 	}
 	defer r.Close()
-	return e.lake.Upload(ctx, e.stack.Repository, branch, path, r)
+	return e.Lake.Upload(ctx, e.Stack.Repository, branch, path, r)
 }
 
-// countRows downloads the Parquet objects under prefix at ref and counts
+// CountRows downloads the Parquet objects under prefix at ref and counts
 // their rows, optionally only those matching where.
-func (e *stackEnv) countRows(ctx context.Context, ref, prefix, where string) (int64, error) {
-	objs, err := e.lake.List(ctx, e.stack.Repository, ref, prefix)
+func (e *Env) CountRows(ctx context.Context, ref, prefix, where string) (int64, error) {
+	objs, err := e.Lake.List(ctx, e.Stack.Repository, ref, prefix)
 	if err != nil {
 		return 0, err
 	}
-	dir, err := os.MkdirTemp(e.tmp, "count-")
+	dir, err := os.MkdirTemp(e.Tmp, "count-")
 	if err != nil {
 		return 0, err
 	}
@@ -161,7 +166,7 @@ func (e *stackEnv) countRows(ctx context.Context, ref, prefix, where string) (in
 		if err != nil {
 			return 0, err
 		}
-		err = e.lake.Download(ctx, e.stack.Repository, ref, o.Path, f)
+		err = e.Lake.Download(ctx, e.Stack.Repository, ref, o.Path, f)
 		f.Close()
 		if err != nil {
 			return 0, err
@@ -185,19 +190,18 @@ func (e *stackEnv) countRows(ctx context.Context, ref, prefix, where string) (in
 	return n, err
 }
 
-// resultWatcher reads every partition of the results topic from the start
+// Watcher reads every partition of the results topic from the start
 // and keeps what it decoded, like a downstream consumer.
-type resultWatcher struct {
+type Watcher struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	cond    chan struct{}
 	events  []schemas.Event
-	byBatch map[string][]schemas.Event // the same events by batch id
 	readers []*kafka.Reader
 }
 
-func watchResults(ctx context.Context, brokers []string, topic string, codec *schemas.Codec) (*resultWatcher, error) {
+func WatchResults(ctx context.Context, brokers []string, topic string, codec *schemas.Codec) (*Watcher, error) {
 	conn, err := kafka.DialContext(ctx, "tcp", brokers[0])
 	if err != nil {
 		return nil, err
@@ -208,7 +212,7 @@ func watchResults(ctx context.Context, brokers []string, topic string, codec *sc
 		return nil, fmt.Errorf("results topic %s: %w", topic, err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &resultWatcher{cancel: cancel, cond: make(chan struct{}), byBatch: map[string][]schemas.Event{}}
+	w := &Watcher{cancel: cancel, cond: make(chan struct{})}
 	for _, p := range parts {
 		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p.ID, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 50 * time.Millisecond})
 		w.readers = append(w.readers, r)
@@ -227,7 +231,6 @@ func watchResults(ctx context.Context, brokers []string, topic string, codec *sc
 				}
 				w.mu.Lock()
 				w.events = append(w.events, ev)
-				w.byBatch[ev.Batch()] = append(w.byBatch[ev.Batch()], ev)
 				close(w.cond)
 				w.cond = make(chan struct{})
 				w.mu.Unlock()
@@ -237,30 +240,37 @@ func watchResults(ctx context.Context, brokers []string, topic string, codec *sc
 	return w, nil
 }
 
-// await returns the first result event of batch with one of types.
-func (w *resultWatcher) await(ctx context.Context, batch string, types ...string) (schemas.Event, error) {
+// Await returns the first result event of batch with one of types.
+func (w *Watcher) Await(ctx context.Context, batch string, types ...string) (schemas.Event, error) {
+	ev, err := w.AwaitFunc(ctx, func(ev schemas.Event) bool { return ev.Batch() == batch && slices.Contains(types, ev.EventType()) })
+	if err != nil {
+		return nil, fmt.Errorf("waiting for %v of batch %s: %w", types, batch, err)
+	}
+	return ev, nil
+}
+
+// AwaitFunc returns the first result event match accepts.
+func (w *Watcher) AwaitFunc(ctx context.Context, match func(schemas.Event) bool) (schemas.Event, error) {
 	for {
 		w.mu.Lock()
-		for _, ev := range w.byBatch[batch] {
-			for _, t := range types {
-				if ev.EventType() == t {
-					w.mu.Unlock()
-					return ev, nil
-				}
+		for _, ev := range w.events {
+			if match(ev) {
+				w.mu.Unlock()
+				return ev, nil
 			}
 		}
 		ch := w.cond
 		w.mu.Unlock()
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for %v of batch %s: %w", types, batch, ctx.Err())
+			return nil, ctx.Err()
 		case <-ch:
 		}
 	}
 }
 
-// all returns every event received for batch.
-func (w *resultWatcher) all(batch string) []schemas.Event {
+// All returns every event received for batch.
+func (w *Watcher) All(batch string) []schemas.Event {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []schemas.Event
@@ -272,7 +282,7 @@ func (w *resultWatcher) all(batch string) []schemas.Event {
 	return out
 }
 
-func (w *resultWatcher) Close() {
+func (w *Watcher) Close() {
 	w.cancel()
 	for _, r := range w.readers {
 		_ = r.Close()

@@ -1,4 +1,4 @@
-package main
+package runs
 
 import (
 	"bytes"
@@ -22,8 +22,8 @@ func TestPrintableEscapesControls(t *testing.T) {
 		"bidi \u202eoverride":      `bidi \u202eoverride`,
 		"del \x7f":                 `del \x7f`,
 	} {
-		if got := printable(in); got != want {
-			t.Errorf("printable(%q) = %q, want %q", in, got, want)
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -32,17 +32,17 @@ func TestPrintableEscapesControls(t *testing.T) {
 // run's event-supplied reason or detail to the terminal raw. encoding/json
 // escapes C0 but leaves C1 (CSI U+009B, NEL U+0085), DEL and bidi overrides.
 func TestRunsJSONEscapesTerminalControls(t *testing.T) {
-	run := storedRun{Partition: 3}
+	run := Stored{Partition: 3}
 	run.BatchID = "b-\u202eevil"
 	run.Dataset = "d\x7f"
 	run.Reason = "red \x1b[31m csi \u009b31m nel \u0085 ok ü \u2028"
 	run.Detail = "\u009b2J\x1b]0;owned\x07 and \xff bad"
 	var out bytes.Buffer
-	if err := writeRunsJSON(&out, []storedRun{run}); err != nil {
+	if err := WriteJSON(&out, []Stored{run}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range out.String() {
-		if r != '\n' && terminalDangerous(r) {
+		if r != '\n' && TerminalDangerous(r) {
 			t.Errorf("raw %U in runs -json output: %q", r, out.String())
 		}
 	}
@@ -51,7 +51,7 @@ func TestRunsJSONEscapesTerminalControls(t *testing.T) {
 			t.Errorf("runs -json output contains raw %q: %q", c, out.String())
 		}
 	}
-	var back storedRun
+	var back Stored
 	if err := json.Unmarshal(out.Bytes(), &back); err != nil {
 		t.Fatalf("runs -json output is not JSON: %v\n%s", err, out.String())
 	}
