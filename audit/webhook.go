@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,10 +64,19 @@ type MergeDiff interface {
 	Touches(ctx context.Context, repo, base, ref, prefix string) (bool, error)
 }
 
+// TokenHeader carries the shared secret of pre-merge webhook calls.
+const TokenHeader = "X-Lakewap-Token"
+
 // PreMergeOptions configure a PreMergeHandler.
 type PreMergeOptions struct {
 	Guards Guards
 	Runner Runner
+	// Token, if set, must arrive in the TokenHeader of every call (compared
+	// in constant time; 401 otherwise): a hook call makes lakewap run an
+	// audit, which nobody else should be able to trigger. Empty serves
+	// anyone; lakewap's config refuses an empty token unless it says
+	// http.webhook: open.
+	Token string
 	// Diff, if set, skips the suites of datasets none of whose tables the
 	// merge touches: a merge of one dataset's batch is not judged by
 	// another dataset's batch-scope checks. Nil runs every guarding suite.
@@ -126,6 +136,10 @@ type PreMergeAnswer struct {
 const maxHookBody = 1 << 20
 
 func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.opts.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(h.opts.Token)) != 1 {
+		http.Error(w, "missing or wrong "+TokenHeader+" header", http.StatusUnauthorized)
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		h.answer(w, http.StatusMethodNotAllowed, PreMergeAnswer{Summary: []string{"lakewap: POST a lakeFS hook event"}}, "error", "")

@@ -192,3 +192,41 @@ func TestPreMergeHandlerSkipsDatasetsTheMergeDoesNotTouch(t *testing.T) {
 		t.Errorf("observed %v", observed)
 	}
 }
+
+// With a Token, a call without it or with another one is refused before
+// anything is read or audited; the right one is served.
+func TestPreMergeHandlerRequiresItsToken(t *testing.T) {
+	ran := 0
+	runner := passFunc(func() { ran++ })
+	h, err := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{"repo/main": {billingGuard()}}, Runner: runner, Token: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for tok, want := range map[string]int{"": http.StatusUnauthorized, "s3cre": http.StatusUnauthorized, "s3cret2": http.StatusUnauthorized, "s3cret": http.StatusOK} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(hookEvent(strings.Repeat("a", 64), nil)))
+		if tok != "" {
+			req.Header.Set(TokenHeader, tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("token %q: status %d, want %d", tok, resp.StatusCode, want)
+		}
+	}
+	if ran != 1 {
+		t.Errorf("%d audits ran, want 1 (only the call with the token)", ran)
+	}
+}
+
+// passFunc passes every audit, calling f first.
+type passFunc func()
+
+func (f passFunc) Run(_ context.Context, req Request) (schemas.AuditReport, error) {
+	f()
+	return schemas.AuditReport{Dataset: req.Dataset, Ref: req.Ref, Passed: true}, nil
+}

@@ -2,16 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
-	"strings"
+	"slices"
 	"syscall"
 	"time"
 
@@ -114,15 +114,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		return nil, fmt.Errorf("kafka: %w", err)
 	}
 	if k.CreateTopics == nil || *k.CreateTopics {
-		changelog := consumer.ChangelogTopic(k.ChangelogTopic, k.InputTopic)
-		changelog.ReplicationFactor = k.ReplicationFactor
-		err := consumer.EnsureTopics(ctx, k.Brokers, transport,
-			consumer.TopicSpec{Name: k.InputTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
-			consumer.TopicSpec{Name: k.ResultsTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
-			consumer.TopicSpec{Name: k.DeadLetterTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
-			changelog,
-		)
-		if err != nil {
+		if err := consumer.EnsureTopics(ctx, k.Brokers, transport, k.Topics()...); err != nil {
 			return nil, fmt.Errorf("kafka topics: %w", err)
 		}
 	}
@@ -155,12 +147,48 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	if err != nil {
 		return nil, fmt.Errorf("results sink: %w", err)
 	}
-	if k.ResultsMaxMessageBytes > 0 {
-		d.results.MaxMessageBytes = k.ResultsMaxMessageBytes
+	d.results.MaxMessageBytes = k.ResultsMaxMessageBytes
+	disp, err := newDispatcher(cfg, d.results, o.Console, log, reg)
+	if err != nil {
+		return nil, err
 	}
-	sinks := []notify.Sink{d.results}
+
+	rc := cfg.RunnerConfig()
+	rc.Lake, rc.Auditor, rc.Notifier, rc.Store, rc.Decoder = d.lake, auditor{d.audits}, notifier{disp}, store, inputDecoder{codec}
+	rc.Logger, rc.Observe, rc.Failpoint = log, o.Observe, failpointFromEnv(log)
+	// The consumer exists once the runner does: ask it lazily.
+	rc.Behind = func(p int) bool { return d.consumer != nil && d.consumer.Behind(p) }
+	if d.runner, err = pipeline.NewRunner(rc); err != nil {
+		return nil, err
+	}
+	d.runner.Metrics = metrics.Runner(reg)
+	reg.MustRegister(metrics.PastDeadline{Runs: d.runner.Runs, Datasets: slices.Collect(maps.Keys(cfg.Datasets)), Now: time.Now})
+	if d.janitor, err = newJanitor(cfg, d.lake, log, reg); err != nil {
+		return nil, fmt.Errorf("janitor: %w", err)
+	}
+
+	cc := k.Consumer(sec)
+	cc.Registerer = reg
+	if d.consumer, err = consumer.New(cc, handler{d.runner}, log); err != nil {
+		return nil, fmt.Errorf("kafka consumer: %w", err)
+	}
+
+	if cfg.HTTP.Listen != "" {
+		if err := d.serveHTTP(cfg.HTTP.Listen); err != nil {
+			return nil, fmt.Errorf("http.listen: %w", err)
+		}
+	}
+	ok = true
+	return d, nil
+}
+
+// newDispatcher fans result events out to the Kafka results sink and the
+// configured console and Slack sinks, along notify.routes (by default every
+// outcome to every sink).
+func newDispatcher(cfg *config.Config, results *notify.KafkaResults, console io.Writer, log *slog.Logger, reg prometheus.Registerer) (*notify.Dispatcher, error) {
+	sinks := []notify.Sink{results}
 	if cfg.Notify.Console {
-		out := o.Console
+		out := console
 		if out == nil {
 			out = os.Stdout
 		}
@@ -209,46 +237,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	if err != nil {
 		return nil, fmt.Errorf("notify: %w", err)
 	}
-
-	d.runner, err = pipeline.NewRunner(pipeline.Config{
-		Lake: d.lake, Auditor: auditor{d.audits}, Notifier: notifier{disp},
-		Store: store, Decoder: inputDecoder{codec},
-		Datasets: cfg.DatasetSpec, Policy: cfg.Policy(), MaxDeadlineHorizon: cfg.Runner.MaxDeadlineHorizon.Std(),
-		// The consumer exists once the runner does: ask it lazily.
-		Behind:      func(p int) bool { return d.consumer != nil && d.consumer.Behind(p) },
-		MaxInFlight: cfg.Runner.MaxInFlight, StepTimeout: cfg.Runner.StepTimeout.Std(),
-		Grace: cfg.Runner.Grace.Std(), Logger: log, Observe: o.Observe,
-		Failpoint: failpointFromEnv(log),
-	})
-	if err != nil {
-		return nil, err
-	}
-	d.runner.Metrics = metrics.Runner(reg)
-	datasets := make([]string, 0, len(cfg.Datasets))
-	for name := range cfg.Datasets {
-		datasets = append(datasets, name)
-	}
-	reg.MustRegister(metrics.PastDeadline{Runs: d.runner.Runs, Datasets: datasets, Now: time.Now})
-	if d.janitor, err = newJanitor(cfg, d.lake, log, reg); err != nil {
-		return nil, fmt.Errorf("janitor: %w", err)
-	}
-
-	d.consumer, err = consumer.New(consumer.Config{
-		Brokers: k.Brokers, GroupID: k.GroupID, Topic: k.InputTopic, DeadLetterTopic: k.DeadLetterTopic,
-		Security: sec, CommitInterval: k.CommitInterval.Std(), SessionTimeout: k.SessionTimeout.Std(),
-		Registerer: reg,
-	}, handler{d.runner}, log)
-	if err != nil {
-		return nil, fmt.Errorf("kafka consumer: %w", err)
-	}
-
-	if cfg.HTTP.Listen != "" {
-		if err := d.serveHTTP(cfg.HTTP.Listen); err != nil {
-			return nil, fmt.Errorf("http.listen: %w", err)
-		}
-	}
-	ok = true
-	return d, nil
+	return disp, nil
 }
 
 // publishingBatchTime is the batch time of a sealed commit this daemon is
@@ -303,36 +292,17 @@ func (d *daemon) serveHTTP(addr string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
-	switch d.cfg.HTTP.WebhookMode() {
-	case config.WebhookOff:
-	case config.WebhookOpen:
+	if mode := d.cfg.HTTP.WebhookMode(); mode != config.WebhookOff {
 		premerge, err := d.preMergeHandler()
 		if err != nil {
 			ln.Close()
 			return err
 		}
-		d.log.Warn("the pre-merge webhook is served without a token (http.webhook: open): anyone who reaches " +
-			addr + " can make lakewap audit")
+		if mode == config.WebhookOpen {
+			d.log.Warn("the pre-merge webhook is served without a token (http.webhook: open): anyone who reaches " +
+				addr + " can make lakewap audit")
+		}
 		mux.Handle(preMergePath, premerge)
-	default:
-		token, err := config.ReadSecret(d.cfg.HTTP.WebhookToken, d.cfg.HTTP.WebhookTokenFile)
-		if err == nil && strings.TrimSpace(token) == "" {
-			err = fmt.Errorf("%s is empty: the pre-merge webhook needs a token (or http.webhook: open or off)", d.cfg.HTTP.WebhookTokenFile)
-		}
-		if err != nil {
-			ln.Close()
-			field := "http.webhook_token_file"
-			if d.cfg.HTTP.WebhookTokenFile == "" {
-				field = "http.webhook_token"
-			}
-			return fmt.Errorf("%s: %w", field, err)
-		}
-		premerge, err := d.preMergeHandler()
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		mux.Handle(preMergePath, requireToken(token, premerge))
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -374,24 +344,6 @@ func failpointFromEnv(log *slog.Logger) func(string) {
 			select {}
 		}
 	}
-}
-
-// webhookTokenHeader carries the shared secret of pre-merge webhook calls.
-const webhookTokenHeader = "X-Lakewap-Token"
-
-// requireToken refuses calls without the shared token: a hook call makes
-// lakewap run an audit, which nobody else should be able to trigger.
-// requireToken answers 401 to calls without token; an empty token is
-// refused by the config and at startup, and here too, never an open door.
-func requireToken(token string, next http.Handler) http.Handler {
-	want := []byte(token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(want) == 0 || subtle.ConstantTimeCompare([]byte(r.Header.Get(webhookTokenHeader)), want) != 1 {
-			http.Error(w, "missing or wrong "+webhookTokenHeader+" header", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // httpLimits bounds every phase of a request on the daemon's HTTP server.

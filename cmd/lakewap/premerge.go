@@ -24,8 +24,12 @@ func (s auditSource) Touches(ctx context.Context, repo, base, ref, prefix string
 // audit service guards and audits, from its cache of passing reports when
 // it can.
 func (d *daemon) preMergeHandler() (http.Handler, error) {
+	token, err := d.cfg.HTTP.Token()
+	if err != nil {
+		return nil, err
+	}
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
-		Guards: d.audits, Runner: d.audits, Diff: auditSource{d.lake},
+		Guards: d.audits, Runner: d.audits, Diff: auditSource{d.lake}, Token: token,
 		Timeout: d.cfg.HTTP.WebhookAuditTimeout.Std(),
 		Logger:  d.log.With(slog.String("component", "premerge")),
 		Observe: metrics.PreMergeHooks(d.reg),

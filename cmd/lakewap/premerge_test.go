@@ -98,7 +98,7 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 			req, err := http.NewRequest(http.MethodPost, base+preMergePath, strings.NewReader(`{"event_type":"pre-merge"}`))
 			must(t, err)
 			if tok != "" {
-				req.Header.Set(webhookTokenHeader, tok)
+				req.Header.Set(audit.TokenHeader, tok)
 			}
 			resp, err := http.DefaultClient.Do(req)
 			must(t, err)

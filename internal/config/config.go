@@ -2,9 +2,10 @@
 // parsing (unknown keys are errors) and validation that names every bad
 // field by its path. Defaults are applied once, when a config is loaded
 // (Defaults): every other package reads resolved values, and the builders
-// (Policy, DatasetSpec, AuditDatasets, AuditOptions, JanitorDatasets, MaxRunAge, Security, Codec) turn them into the parts' settings. It
-// may import audit (suite declarations), pipeline, schemas, consumer and
-// internal/janitor (the
+// (RunnerConfig, Policy, DatasetSpec, AuditDatasets, AuditOptions, JanitorDatasets,
+// MaxRunAge, Kafka.Consumer, Kafka.Security, Kafka.Topics, Kafka.Codec) turn them into the parts' settings. It
+// may import audit (suite declarations), pipeline, schemas, consumer, notify
+// and internal/janitor (the
 // defaults they document and the settings built for them) and the standard
 // library.
 package config
@@ -28,6 +29,7 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -205,6 +207,27 @@ func (h HTTP) WebhookMode() string {
 		return WebhookToken
 	}
 	return h.Webhook
+}
+
+// Token is the pre-merge webhook's token when http.webhook is token, read
+// from webhook_token_file when that is set, and "" in the other modes. An
+// empty token is an error naming the field: never an open endpoint.
+func (h HTTP) Token() (string, error) {
+	if h.WebhookMode() != WebhookToken {
+		return "", nil
+	}
+	field, what := "http.webhook_token", "the token"
+	if h.WebhookTokenFile != "" {
+		field, what = "http.webhook_token_file", h.WebhookTokenFile
+	}
+	token, err := ReadSecret(h.WebhookToken, h.WebhookTokenFile)
+	if err == nil && strings.TrimSpace(token) == "" {
+		err = fmt.Errorf("%s is empty: the pre-merge webhook needs a token (or http.webhook: open or off)", what)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
+	return token, nil
 }
 
 // Janitor deletes the wap- branches nobody needs any more: those of aborted
@@ -386,6 +409,7 @@ func (c *Config) Defaults() {
 	str(&k.ChangelogTopic, "wap.runs")
 	num(&k.Partitions, 3)
 	num(&k.ReplicationFactor, 1)
+	num(&k.ResultsMaxMessageBytes, notify.DefaultMaxMessageBytes)
 	dur(&k.CommitInterval, time.Second)
 	dur(&c.LakeFS.Timeout, DefaultLakeFSTimeout)
 	r, p := &c.Runner, pipeline.DefaultPolicy
@@ -412,6 +436,21 @@ func (c *Config) Defaults() {
 	}
 	dur(&c.Janitor.Interval, DefaultJanitorInterval)
 	dur(&c.Janitor.AbandonedAfter, janitor.DefaultAbandonedAfter)
+}
+
+// Runner is the runner's settings from runner.* and datasets; the caller
+// adds the parts (Lake, Auditor, Notifier, Store, Decoder) and hooks.
+func (c *Config) RunnerConfig() pipeline.Config {
+	r := c.Runner
+	return pipeline.Config{Datasets: c.DatasetSpec, Policy: c.Policy(), MaxDeadlineHorizon: r.MaxDeadlineHorizon.Std(),
+		MaxInFlight: r.MaxInFlight, StepTimeout: r.StepTimeout.Std(), Grace: r.Grace.Std()}
+}
+
+// Consumer is the input consumer's settings from kafka.*, reaching Kafka
+// with sec.
+func (k Kafka) Consumer(sec consumer.Security) consumer.Config {
+	return consumer.Config{Brokers: k.Brokers, GroupID: k.GroupID, Topic: k.InputTopic, DeadLetterTopic: k.DeadLetterTopic,
+		Security: sec, CommitInterval: k.CommitInterval.Std(), SessionTimeout: k.SessionTimeout.Std()}
 }
 
 // Policy is the state machine's policy from runner.*.
@@ -463,6 +502,17 @@ func (k Kafka) Security() (consumer.Security, error) {
 		s.SASL = &consumer.SASLConfig{Mechanism: a.Mechanism, Username: a.Username, Password: pw}
 	}
 	return s, nil
+}
+
+// Topics are the topics lakewap creates when kafka.create_topics is not
+// false: input, results and dead letters with kafka.partitions, and the
+// compacted changelog.
+func (k Kafka) Topics() []consumer.TopicSpec {
+	changelog := consumer.ChangelogTopic(k.ChangelogTopic, k.InputTopic)
+	changelog.ReplicationFactor = k.ReplicationFactor
+	return []consumer.TopicSpec{{Name: k.InputTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
+		{Name: k.ResultsTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
+		{Name: k.DeadLetterTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor}, changelog}
 }
 
 // JanitorDatasets are the datasets as the janitor knows them, by name.

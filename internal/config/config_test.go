@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -123,5 +124,35 @@ func TestEveryErrorIsReported(t *testing.T) {
 	errs, ok := err.(Errors)
 	if !ok || len(errs) != 3 {
 		t.Fatalf("got %v, want three errors", err)
+	}
+}
+
+// The webhook token is read once, by the config: from its file when it has
+// one; an empty one names its field; the other modes have none.
+func TestWebhookToken(t *testing.T) {
+	dir := t.TempDir()
+	file, empty := dir+"/token", dir+"/empty"
+	if err := os.WriteFile(file, []byte(" tok \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		h         HTTP
+		want, err string
+	}{
+		{HTTP{WebhookToken: "inline"}, "inline", ""},
+		{HTTP{WebhookTokenFile: file}, "tok", ""},
+		{HTTP{WebhookTokenFile: empty}, "", "http.webhook_token_file: " + empty + " is empty"},
+		{HTTP{WebhookToken: "  "}, "", "http.webhook_token: the token is empty"},
+		{HTTP{WebhookTokenFile: dir + "/missing"}, "", "http.webhook_token_file: reading secret file"},
+		{HTTP{Webhook: WebhookOpen}, "", ""},
+		{HTTP{Webhook: WebhookOff}, "", ""},
+	} {
+		got, err := c.h.Token()
+		if got != c.want || (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%+v: %q, %v; want %q, %q", c.h, got, err, c.want, c.err)
+		}
 	}
 }
