@@ -253,3 +253,63 @@ func BenchmarkFailingOverPassing(b *testing.B) {
 	b.ReportMetric(med(failing), "failing-ms")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkDistrustOverTrust alternates the standard suite on an engine
+// that keeps DuckDB off the Parquet statistics (as every engine does) and
+// on one that lets the optimizers use them (as before issue 12), over the
+// passing and the failing 5M-row table, and reports the median ratios of
+// their times: what reading the data instead of the footer's claims costs.
+func BenchmarkDistrustOverTrust(b *testing.B) {
+	pass, _ := benchSource(b)
+	fail := benchFailingSource(b)
+	ctx := context.Background()
+	engine := func(src *dirSource, trust bool) *Engine {
+		e, err := New(Options{Source: src, WorkDir: b.TempDir(), CacheDir: b.TempDir(), trustStatistics: trust})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { e.Close() })
+		return e
+	}
+	req := Request{Dataset: "billing", Repository: "r", Ref: "main", BatchTime: batchTime, Suite: standardSuite()}
+	timed := func(e *Engine, wantPass bool) time.Duration {
+		start := time.Now()
+		rep, err := e.Run(ctx, req)
+		if err != nil || rep.Passed != wantPass {
+			b.Fatal(err, rep.Failed())
+		}
+		return time.Since(start)
+	}
+	type side struct {
+		distrust, trust *Engine
+		pass            bool
+		ratios          []float64
+		d, t            []time.Duration
+	}
+	sides := []*side{{distrust: engine(pass, false), trust: engine(pass, true), pass: true},
+		{distrust: engine(fail, false), trust: engine(fail, true)}}
+	for _, s := range sides { // fill the caches
+		timed(s.distrust, s.pass)
+		timed(s.trust, s.pass)
+	}
+	for b.Loop() {
+		for _, s := range sides {
+			d, t := timed(s.distrust, s.pass), timed(s.trust, s.pass)
+			s.ratios = append(s.ratios, float64(d)/float64(t))
+			s.d, s.t = append(s.d, d), append(s.t, t)
+		}
+	}
+	med := func(d []time.Duration) float64 {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return float64(s[len(s)/2].Milliseconds())
+	}
+	for _, s := range sides {
+		name := map[bool]string{true: "passing", false: "failing"}[s.pass]
+		sort.Float64s(s.ratios)
+		b.ReportMetric(s.ratios[len(s.ratios)/2], name+"-distrust/trust")
+		b.ReportMetric(med(s.d), name+"-distrust-ms")
+		b.ReportMetric(med(s.t), name+"-trust-ms")
+	}
+	b.ReportMetric(0, "ns/op")
+}

@@ -55,6 +55,10 @@ type Options struct {
 	MaxSampleValueBytes int
 	MaxReportBytes      int
 	Logger              *slog.Logger
+
+	// trustStatistics leaves distrustedOptimizers on: only the benchmark
+	// that measures what distrust costs sets it (package-internal).
+	trustStatistics bool
 }
 
 // Engine runs audit suites. It is safe for concurrent use. It keeps one
@@ -136,11 +140,26 @@ func New(opts Options) (*Engine, error) {
 	return e, nil
 }
 
+// distrustedOptimizers are the DuckDB optimizers that read a Parquet
+// footer's column statistics (min, max, null_count) as facts about the
+// data. The writer controls the footer, so a forged one would let them
+// answer max(x) from it, fold x > 100 or y IS NULL to false, and skip row
+// groups through filters pushed into the scan, from a WHERE, a FILTER
+// clause, a join or a subquery (TestForgedStatisticsEveryKind). With them
+// off, every check reads the data pages.
+const distrustedOptimizers = "filter_pushdown,statistics_propagation,join_filter_pushdown"
+
 // openDuckDB opens the engine's DuckDB, confined to the engine's directory
 // and the cache, with the configuration locked so that custom SQL cannot
-// undo it.
+// undo it. The optimizers that trust Parquet statistics are off from the
+// database's creation (a global setting, in the DSN), so every connection
+// the pool opens has them off.
 func openDuckDB(dir string, opts Options) (*sql.DB, error) {
-	connector, err := duckdb.NewConnector("?autoinstall_known_extensions=false&autoload_known_extensions=false", nil)
+	dsn := "?autoinstall_known_extensions=false&autoload_known_extensions=false"
+	if !opts.trustStatistics {
+		dsn += "&disabled_optimizers=" + distrustedOptimizers
+	}
+	connector, err := duckdb.NewConnector(dsn, nil)
 	if err != nil {
 		return nil, fmt.Errorf("audit: open duckdb: %w", err)
 	}
