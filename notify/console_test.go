@@ -2,9 +2,6 @@ package notify
 
 import (
 	"context"
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -38,41 +35,5 @@ func TestNewConsoleRejectsBadUIURL(t *testing.T) {
 	if _, err := NewConsole(&strings.Builder{}, "lakefs.test"); err == nil ||
 		err.Error() != `console: lakeFS UI URL "lakefs.test" is not an http(s) URL` {
 		t.Errorf("error %v", err)
-	}
-}
-
-func TestReadSecret(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "token")
-	if err := os.WriteFile(file, []byte("  xoxb-from-file\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	empty := filepath.Join(dir, "empty")
-	if err := os.WriteFile(empty, []byte("\n\t\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("LAKEWAP_TEST_TOKEN", " xoxb-from-env \n")
-	t.Setenv("LAKEWAP_TEST_EMPTY", "")
-
-	cases := []struct {
-		env, file, want, wantErr string
-	}{
-		{"LAKEWAP_TEST_TOKEN", file, "xoxb-from-env", ""}, // the environment wins
-		{"LAKEWAP_TEST_EMPTY", file, "xoxb-from-file", ""},
-		{"", file, "xoxb-from-file", ""},
-		{"LAKEWAP_TEST_EMPTY", "", "", "secret: environment variable LAKEWAP_TEST_EMPTY is unset or empty"},
-		{"", empty, "", "secret: file " + empty + " is empty"},
-		{"", filepath.Join(dir, "missing"), "", "secret: read file " + filepath.Join(dir, "missing") + ": no such file or directory"},
-		{"", "", "", "secret: neither an environment variable nor a file is configured"},
-	}
-	for _, tc := range cases {
-		got, err := ReadSecret(tc.env, tc.file)
-		if got != tc.want || (err == nil) != (tc.wantErr == "") || (err != nil && err.Error() != tc.wantErr) {
-			t.Errorf("ReadSecret(%q, %q) = %q, %v; want %q, %q", tc.env, tc.file, got, err, tc.want, tc.wantErr)
-		}
-	}
-	_, err := ReadSecret("", filepath.Join(dir, "missing"))
-	if !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("missing file error %v does not wrap os.ErrNotExist", err)
 	}
 }

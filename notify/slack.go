@@ -16,7 +16,7 @@ import (
 // SlackConfig configures a Slack sink that posts with a bot token.
 type SlackConfig struct {
 	Name    string // sink name in routes and receipts; default "slack"
-	Token   string // bot token (xoxb-…), loaded by the caller (see ReadSecret)
+	Token   string // bot token (xoxb-…), loaded by the caller (config.ReadSecret)
 	Channel string // channel id or name to post new messages in
 	// LakeFSURL is the lakeFS UI base URL the messages link to, e.g.
 	// "https://lakefs.example.com"; empty means no links.
@@ -164,7 +164,7 @@ func (s *Slack) fail(op string, err error) (bool, error) {
 // webhook.
 type SlackWebhookConfig struct {
 	Name       string // default "slack-webhook"
-	URL        string // the webhook URL, a secret: loaded by the caller (see ReadSecret)
+	URL        string // the webhook URL, a secret: loaded by the caller (config.ReadSecret)
 	LakeFSURL  string // lakeFS UI base URL for links
 	HTTPClient *http.Client
 }

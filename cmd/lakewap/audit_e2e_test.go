@@ -10,6 +10,7 @@ import (
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -47,10 +48,10 @@ func billingWrite(batch, query string) []tableWrite {
 	return []tableWrite{{"billing_fact", "gold/billing_fact/batch=" + batch + "/part-0.parquet", query}}
 }
 
-// billingRows is goodBillingRows with ids from idFrom, billed on day
+// billingRows is harness.GoodBillingRows with ids from idFrom, billed on day
 // (2026-11-29 plus days), n rows, and amount_cents cast to amountType.
 func billingRows(idFrom, days, n int, amountType string) string {
-	q := strings.Replace(goodBillingRows, "lpad(i::VARCHAR, 7, '0')", fmt.Sprintf("lpad((%d + i)::VARCHAR, 7, '0')", idFrom), 1)
+	q := strings.Replace(harness.GoodBillingRows, "lpad(i::VARCHAR, 7, '0')", fmt.Sprintf("lpad((%d + i)::VARCHAR, 7, '0')", idFrom), 1)
 	q = strings.Replace(q, "TIMESTAMP '2026-11-29 02:00:00'", fmt.Sprintf("TIMESTAMP '2026-11-29 02:00:00' + INTERVAL %d DAY", days), 1)
 	q = strings.Replace(q, "::BIGINT AS amount_cents", "::"+amountType+" AS amount_cents", 1)
 	return strings.Replace(q, "range(1000)", fmt.Sprintf("range(%d)", n), 1)

@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -43,10 +44,10 @@ func writeAuditConfig(t *testing.T, e *e2e, endpoint string) string {
 // of the embedded stack, as a table and as JSON, and checks its exit codes.
 func TestAuditCommand(t *testing.T) {
 	e := startE2E(t, nil)
-	if ev := e.runBatch(t, "cli-good", goodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
+	if ev := e.runBatch(t, "cli-good", harness.GoodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("good batch: %+v", ev)
 	}
-	ab, ok := e.runBatch(t, "cli-bad", badBillingRows).(schemas.BatchAborted)
+	ab, ok := e.runBatch(t, "cli-bad", harness.BadBillingRows).(schemas.BatchAborted)
 	if !ok || !ab.BranchKept {
 		t.Fatalf("bad batch: %+v", ab)
 	}

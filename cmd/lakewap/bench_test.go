@@ -118,7 +118,7 @@ func smallParquet(dir string) ([]byte, error) {
 	}
 	defer db.Close()
 	f := filepath.Join(dir, "small.parquet")
-	if _, err := db.Exec(fmt.Sprintf("COPY (%s WHERE i < 100) TO '%s' (FORMAT parquet)", goodBillingRows, f)); err != nil {
+	if _, err := db.Exec(fmt.Sprintf("COPY (%s WHERE i < 100) TO '%s' (FORMAT parquet)", harness.GoodBillingRows, f)); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(f)

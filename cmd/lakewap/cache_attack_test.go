@@ -10,6 +10,7 @@ import (
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -35,7 +36,7 @@ func TestStagedObjectClaimingAuditedChecksum(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if ev := e.runBatch(t, "cached-1", goodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
+	if ev := e.runBatch(t, "cached-1", harness.GoodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("good batch ended with %+v", ev)
 	}
 	goodObjs, err := e.Lake.List(ctx, "lake", "main", "gold/billing_fact/batch=cached-1/")
@@ -51,7 +52,7 @@ func TestStagedObjectClaimingAuditedChecksum(t *testing.T) {
 	must(t, err)
 	branch := ev.(schemas.BranchReady).Branch
 	path := "gold/billing_fact/batch=evil-1/part-0.parquet"
-	must(t, e.WriteParquet(ctx, branch, path, badBillingRows))
+	must(t, e.WriteParquet(ctx, branch, path, harness.BadBillingRows))
 	staged, err := e.Lake.List(ctx, "lake", branch, path)
 	must(t, err)
 	if len(staged) != 1 {

@@ -212,11 +212,11 @@ func TestContainersEndToEnd(t *testing.T) {
 		return final
 	}
 
-	pub, ok := run("tc-good-1", goodBillingRows).(schemas.BatchPublished)
+	pub, ok := run("tc-good-1", harness.GoodBillingRows).(schemas.BatchPublished)
 	if !ok {
 		t.Fatalf("good batch was not published: %+v", env.Watcher.All("tc-good-1"))
 	}
-	ab, ok := run("tc-bad-1", badBillingRows).(schemas.BatchAborted)
+	ab, ok := run("tc-bad-1", harness.BadBillingRows).(schemas.BatchAborted)
 	if !ok || ab.Reason != schemas.ReasonAuditFailed || ab.Report == nil ||
 		len(ab.Report.Failed()) != 1 || ab.Report.Failed()[0].Name != "billing_id_not_null" {
 		t.Fatalf("bad batch: %+v; want aborted by billing_id_not_null", env.Watcher.All("tc-bad-1"))

@@ -206,13 +206,13 @@ func TestCrashAtEveryStep(t *testing.T) {
 		query     string
 		want      string
 	}{
-		{"after_branch", goodBillingRows, schemas.TypeBatchPublished},
-		{"after_write", goodBillingRows, schemas.TypeBatchPublished},
-		{"during_audit", goodBillingRows, schemas.TypeBatchPublished},
-		{"during_audit", badBillingRows, schemas.TypeBatchAborted},
-		{"before_merge", goodBillingRows, schemas.TypeBatchPublished},
-		{"after_merge", goodBillingRows, schemas.TypeBatchPublished},
-		{"before_send", goodBillingRows, schemas.TypeBatchPublished},
+		{"after_branch", harness.GoodBillingRows, schemas.TypeBatchPublished},
+		{"after_write", harness.GoodBillingRows, schemas.TypeBatchPublished},
+		{"during_audit", harness.GoodBillingRows, schemas.TypeBatchPublished},
+		{"during_audit", harness.BadBillingRows, schemas.TypeBatchAborted},
+		{"before_merge", harness.GoodBillingRows, schemas.TypeBatchPublished},
+		{"after_merge", harness.GoodBillingRows, schemas.TypeBatchPublished},
+		{"before_send", harness.GoodBillingRows, schemas.TypeBatchPublished},
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%s_%s", tc.failpoint, strings.TrimPrefix(tc.want, "Batch")), func(t *testing.T) {
@@ -358,7 +358,7 @@ func TestTwoInstancesTakeOver(t *testing.T) {
 			continue
 		}
 		path := fmt.Sprintf("gold/billing_fact/batch=%s/part-0.parquet", batch(i))
-		must(t, env.WriteParquet(ctx, branches[i], path, goodBillingRows+fmt.Sprintf(" WHERE i %% %d = %d", n, i)))
+		must(t, env.WriteParquet(ctx, branches[i], path, harness.GoodBillingRows+fmt.Sprintf(" WHERE i %% %d = %d", n, i)))
 		must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: batch(i), Dataset: "billing", Write: "billing_fact",
 			OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	}
@@ -415,7 +415,7 @@ func TestGracefulShutdownHandsBackWork(t *testing.T) {
 	}
 	second := startProc(t, stack, cfgPath, "")
 	path := "gold/billing_fact/batch=term-1/part-0.parquet"
-	must(t, env.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
+	must(t, env.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, harness.GoodBillingRows))
 	must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: "term-1", Dataset: "billing", Write: "billing_fact",
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	final, died, err := awaitOrExit(ctx, env, second, "term-1", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)

@@ -1,22 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/lakewap/lakewap/internal/config"
-	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
-	"github.com/lakewap/lakewap/schemas"
 )
 
 // cmdDemo shows the incident lakewap exists to prevent: a nightly billing
@@ -29,77 +22,19 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := runDemo(ctx, stdout, stderr, *verbose); err != nil {
+	start := func(ctx context.Context, cfg *config.Config, log *slog.Logger, console io.Writer,
+		observe func(before, after pipeline.Run)) (func(context.Context) error, error) {
+		d, err := newDaemon(ctx, cfg, daemonOptions{Logger: log, Console: console, Observe: observe})
+		if err != nil {
+			return nil, err
+		}
+		return d.Run, nil
+	}
+	if err := harness.Demo(ctx, stdout, stderr, *verbose, start); err != nil {
 		fmt.Fprintf(stderr, "demo failed: %v\n", err)
 		return 1
 	}
 	return 0
-}
-
-type demo struct {
-	out   io.Writer
-	mu    sync.Mutex
-	start map[string]time.Time
-}
-
-func (d *demo) printf(format string, args ...any) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	fmt.Fprintf(d.out, format, args...)
-}
-
-// observe prints the timeline: every state change with the time since the
-// batch landed.
-func (d *demo) observe(before, after pipeline.Run) {
-	if before.State == after.State || after.State == "" {
-		return
-	}
-	d.mu.Lock()
-	t0, ok := d.start[after.BatchID]
-	d.mu.Unlock()
-	el := "      "
-	if ok {
-		el = fmt.Sprintf("+%4.2fs", time.Since(t0).Seconds())
-	}
-	from := string(before.State)
-	if from == "" {
-		from = "(new)"
-	}
-	extra := ""
-	switch after.State {
-	case pipeline.StateLanded:
-		extra = "run persisted to wap.runs; creating its branch"
-	case pipeline.StateAwaitingWrites:
-		extra = "branch " + after.Branch + " created from " + after.Source
-	case pipeline.StateAuditing:
-		extra = "all expected writes complete; sealing the branch and auditing"
-	case pipeline.StatePublishing:
-		extra = "every error-severity check passed; merging sealed commit " + short(after.SealedCommit)
-	case pipeline.StatePublished:
-		extra = "merged into " + after.Target + " as " + short(after.CommitID)
-	case pipeline.StateAborted:
-		extra = after.Reason + ": " + after.Detail + "; " + after.Target + " untouched"
-	case pipeline.StateFailed:
-		extra = after.Detail
-	}
-	d.printf("  %s  %-15s → %-15s %s\n", el, from, after.State, extra)
-	if after.Report != nil && before.Report == nil {
-		d.printReport(*after.Report)
-	}
-}
-
-func (d *demo) printReport(r schemas.AuditReport) {
-	d.printf("           audit of %s (%d ms):\n", short(r.Ref), r.DurationMs)
-	for _, c := range r.Checks {
-		mark := map[string]string{schemas.StatusPass: "✓", schemas.StatusFail: "✗", schemas.StatusWarn: "!", schemas.StatusError: "✗"}[c.Status]
-		d.printf("             %s %-22s %-5s observed %s (threshold %s)\n", mark, c.Name, c.Status, c.Observed, c.Threshold)
-		for i, row := range c.SampleRows {
-			if i == 3 {
-				break
-			}
-			d.printf("                 sample: %s\n", row)
-		}
-	}
 }
 
 func short(id string) string {
@@ -108,181 +43,3 @@ func short(id string) string {
 	}
 	return id
 }
-
-// prefixWriter indents what the console notifier writes.
-type prefixWriter struct {
-	d      *demo
-	prefix string
-}
-
-func (p prefixWriter) Write(b []byte) (int, error) {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	var buf bytes.Buffer
-	for _, l := range lines {
-		buf.WriteString(p.prefix + l + "\n")
-	}
-	p.d.printf("%s", buf.String())
-	return len(b), nil
-}
-
-func runDemo(ctx context.Context, stdout, stderr io.Writer, verbose bool) error {
-	d := &demo{out: stdout, start: map[string]time.Time{}}
-	began := time.Now()
-	d.printf("lakewap demo: Write-Audit-Publish on lakeFS, driven by Kafka events\n\n")
-	progress := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	d.printf("Starting the embedded stack (in-process Kafka broker, real lakeFS server as a child process)...\n")
-	tmp, err := os.MkdirTemp("", "lakewap-demo-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	stack, err := devstack.Start(ctx, devstack.Options{WorkDir: tmp, Repository: "lake", Logger: progress,
-		Topics: []devstack.Topic{{Name: "wap.events"}, {Name: "wap.results"}, {Name: "wap.dlq"}, {Name: "wap.runs", Compacted: true}}})
-	if err != nil {
-		return fmt.Errorf("embedded stack: %w", err)
-	}
-	defer stack.Close()
-	d.printf("  Kafka   %s   topics wap.events, wap.results, wap.dlq, wap.runs (compacted)\n", strings.Join(stack.KafkaBrokers, ","))
-	d.printf("  lakeFS  %s   repository %q, branch main\n\n", stack.LakeFSEndpoint, stack.Repository)
-
-	cfg := harness.DemoConfig(stack, tmp)
-	cfg.Notify.Console = true
-	cfg.Notify.Routes = []config.Route{{Sink: "console", On: []string{"awaiting_writes", "published", "aborted", "failed"}}}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("demo config: %w", err)
-	}
-	ds := cfg.Datasets["billing"]
-	d.printf("Dataset billing → table billing_fact at gold/billing_fact/ (Parquet), audited by:\n")
-	for _, c := range ds.Checks {
-		sev := c.Severity
-		if sev == "" {
-			sev = "error"
-		}
-		d.printf("  - %-22s %-16s severity %s\n", c.Name, c.Kind, sev)
-	}
-	d.printf("\n")
-
-	log := slog.New(slog.DiscardHandler)
-	if verbose {
-		log = slog.New(slog.NewTextHandler(stderr, nil))
-	}
-	dctx, stopDaemon := context.WithCancel(ctx)
-	daemon, err := newDaemon(dctx, cfg, daemonOptions{Logger: log, Console: prefixWriter{d, "           slack │ "}, Observe: d.observe})
-	if err != nil {
-		stopDaemon()
-		return err
-	}
-	daemonDone := make(chan error, 1)
-	go func() { daemonDone <- daemon.Run(dctx) }()
-	defer func() {
-		stopDaemon()
-		<-daemonDone
-	}()
-
-	env, err := harness.New(ctx, stack, cfg, tmp)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-
-	batches := []struct {
-		id, title, query string
-		want             string
-	}{
-		{"2026-11-29T02", "the nightly billing load", goodBillingRows, schemas.TypeBatchPublished},
-		{"2026-11-29T03", "an upstream schema change now emits NULL billing_id for refunds", badBillingRows, schemas.TypeBatchAborted},
-	}
-	var published schemas.BatchPublished
-	var aborted schemas.BatchAborted
-	for i, b := range batches {
-		d.printf("── Batch %d: %s (%s)\n", i+1, b.id, b.title)
-		bctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-		ev, err := playBatch(bctx, d, env, b.id, b.query)
-		cancel()
-		if err != nil {
-			return err
-		}
-		if ev.EventType() != b.want {
-			return fmt.Errorf("batch %s ended with %s, expected %s", b.id, ev.EventType(), b.want)
-		}
-		switch e := ev.(type) {
-		case schemas.BatchPublished:
-			published = e
-		case schemas.BatchAborted:
-			aborted = e
-		}
-		d.printf("\n")
-	}
-
-	// Where the data is now, read back through lakeFS like any reader of main.
-	mainRows, err := env.CountRows(ctx, "main", "gold/billing_fact/", "")
-	if err != nil {
-		return err
-	}
-	nulls, err := env.CountRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL")
-	if err != nil {
-		return err
-	}
-	branchRows, err := env.CountRows(ctx, aborted.Branch, "gold/billing_fact/", "billing_id IS NULL")
-	if err != nil {
-		return err
-	}
-	head, err := env.Lake.GetCommit(ctx, stack.Repository, "main")
-	if err != nil {
-		return err
-	}
-	d.printf("Where the data is now:\n")
-	d.printf("  main @ %s   %d billing_fact rows, %d with NULL billing_id (batch %s only; published as %s)\n",
-		short(head.ID), mainRows, nulls, published.BatchID, short(published.CommitID))
-	d.printf("  %s   kept for inspection: %d rows with NULL billing_id never reached main\n", aborted.Branch, branchRows)
-	d.printf("    inspect: lakectl fs ls lakefs://%s/%s/gold/billing_fact/\n", stack.Repository, aborted.Branch)
-	d.printf("    or:      lakewap audit --dataset billing --ref %s\n", aborted.Branch)
-	d.printf("\nDone in %.1fs. Every state above was persisted to the wap.runs changelog before its Kafka offset was committed.\n", time.Since(began).Seconds())
-	if mainRows == 0 || nulls != 0 || branchRows == 0 {
-		return fmt.Errorf("unexpected data: main rows %d, nulls on main %d, nulls on aborted branch %d", mainRows, nulls, branchRows)
-	}
-	return nil
-}
-
-// playBatch acts as upstream and writer for one batch and returns its
-// final result event.
-func playBatch(ctx context.Context, d *demo, env *harness.Env, batch, query string) (schemas.Event, error) {
-	d.mu.Lock()
-	d.start[batch] = time.Now()
-	d.mu.Unlock()
-	landed := schemas.BatchLanded{BatchID: batch, Dataset: "billing", SourceRef: "main",
-		ExpectedWrites: []string{"billing_fact"}, Producer: "billing-ingest", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
-	d.printf("  upstream  → BatchLanded on wap.events: expects write billing_fact\n")
-	if err := env.Produce(ctx, landed); err != nil {
-		return nil, err
-	}
-	ev, err := env.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
-	if err != nil {
-		return nil, err
-	}
-	ready := ev.(schemas.BranchReady)
-	d.printf("  writer    ← BranchReady: write to %s\n", ready.LakeFSURI)
-	path := fmt.Sprintf("gold/billing_fact/batch=%s/part-0000.parquet", batch)
-	if err := env.WriteParquet(ctx, ready.Branch, path, query); err != nil {
-		return nil, err
-	}
-	d.printf("  writer    → wrote %s through lakeFS; WriteComplete on wap.events\n", path)
-	wc := schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact", Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
-	if err := env.Produce(ctx, wc); err != nil {
-		return nil, err
-	}
-	return env.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
-}
-
-// The demo's data: 1,000 invoices; the bad load has NULL billing ids on
-// every refund row (an upstream join that stopped matching).
-const goodBillingRows = `SELECT 'INV-' || lpad(i::VARCHAR, 7, '0') AS billing_id, 'CUST-' || (i % 97)::VARCHAR AS customer_id,
-  (100 + i * 37 % 50000)::BIGINT AS amount_cents, ['EUR','USD','GBP'][1 + i % 3] AS currency,
-  TIMESTAMP '2026-11-29 02:00:00' + to_seconds(i) AS billed_at
-FROM range(1000) t(i)`
-
-const badBillingRows = `SELECT CASE WHEN i % 25 = 0 THEN NULL ELSE 'INV-' || lpad((100000 + i)::VARCHAR, 7, '0') END AS billing_id,
-  'CUST-' || (i % 97)::VARCHAR AS customer_id,
-  (100 + i * 37 % 50000)::BIGINT AS amount_cents, ['EUR','USD','GBP'][1 + i % 3] AS currency,
-  TIMESTAMP '2026-11-29 03:00:00' + to_seconds(i) AS billed_at
-FROM range(1000) t(i)`

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -239,10 +240,10 @@ func TestDeployKitNamesOnlyExportedMetrics(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if ev := e.runBatch(t, "kit-good-1", goodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
+	if ev := e.runBatch(t, "kit-good-1", harness.GoodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("good batch ended %s: %+v", ev.EventType(), ev)
 	}
-	if ev := e.runBatch(t, "kit-bad-1", badBillingRows); ev.EventType() != schemas.TypeBatchAborted {
+	if ev := e.runBatch(t, "kit-bad-1", harness.BadBillingRows); ev.EventType() != schemas.TypeBatchAborted {
 		t.Fatalf("bad batch ended %s: %+v", ev.EventType(), ev)
 	}
 	must(t, e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte("kit-junk"), Value: []byte("not an event")}))

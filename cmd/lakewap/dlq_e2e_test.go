@@ -19,6 +19,7 @@ import (
 
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/schemas"
 	"github.com/lakewap/lakewap/schemas/registrytest"
 )
@@ -124,8 +125,8 @@ func TestEndToEndDeadLetters(t *testing.T) {
 
 	send(burstA)
 	batches := []struct{ id, rows string }{
-		{"good-a", goodBillingRows},
-		{"good-b", strings.Replace(goodBillingRows, "lpad(i::VARCHAR", "lpad((700000 + i)::VARCHAR", 1)},
+		{"good-a", harness.GoodBillingRows},
+		{"good-b", strings.Replace(harness.GoodBillingRows, "lpad(i::VARCHAR", "lpad((700000 + i)::VARCHAR", 1)},
 	}
 	for _, b := range batches {
 		must(t, e.Produce(ctx, landed(b.id, "billing")))
@@ -215,7 +216,7 @@ func TestEndToEndSchemaRegistry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	if ev := e.runBatch(t, "reg-1", goodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
+	if ev := e.runBatch(t, "reg-1", harness.GoodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("reg-1 ended with %+v", ev)
 	}
 	subjects := reg.Subjects()

@@ -120,7 +120,7 @@ func TestEndToEndPublishesGoodAndStopsBadBatch(t *testing.T) {
 	e := startE2E(t, nil)
 	ctx := context.Background()
 
-	good := e.runBatch(t, "good-1", goodBillingRows)
+	good := e.runBatch(t, "good-1", harness.GoodBillingRows)
 	pub, ok := good.(schemas.BatchPublished)
 	if !ok {
 		t.Fatalf("good batch ended with %s: %+v", good.EventType(), good)
@@ -142,7 +142,7 @@ func TestEndToEndPublishesGoodAndStopsBadBatch(t *testing.T) {
 		t.Errorf("main has %d rows after the good batch, want 1000", rows)
 	}
 
-	bad := e.runBatch(t, "bad-1", badBillingRows)
+	bad := e.runBatch(t, "bad-1", harness.BadBillingRows)
 	ab, ok := bad.(schemas.BatchAborted)
 	if !ok {
 		t.Fatalf("bad batch ended with %s: %+v", bad.EventType(), bad)
@@ -252,7 +252,7 @@ func TestEndToEndSlackMessageUpdatedInPlace(t *testing.T) {
 	e := startE2E(t, func(c *config.Config) {
 		c.Notify.Slack = &config.Slack{Token: "xoxb-e2e-secret", Channel: "C0WAP", APIURL: slackSrv.GetAPIURL()}
 	})
-	if ev := e.runBatch(t, "slack-good", goodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
+	if ev := e.runBatch(t, "slack-good", harness.GoodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("batch ended %+v", ev)
 	}
 	// BatchPublished is emitted before Slack hears of it; wait for the update.
@@ -279,7 +279,7 @@ func TestEndToEndSlackDownDoesNotStopPublishing(t *testing.T) {
 	e := startE2E(t, func(c *config.Config) {
 		c.Notify.Slack = &config.Slack{Token: "xoxb-e2e-secret", Channel: "C0WAP", APIURL: slackSrv.GetAPIURL()}
 	})
-	ev := e.runBatch(t, "slack-down", goodBillingRows)
+	ev := e.runBatch(t, "slack-down", harness.GoodBillingRows)
 	if ev.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("with Slack down the batch ended %+v, want published", ev)
 	}
@@ -346,7 +346,7 @@ func TestEndToEndCancelWhileWaiting(t *testing.T) {
 		Producer: "e2e", OccurredAt: now}))
 	ev, err := e.Watcher.Await(ctx, "cancel-1", schemas.TypeBranchReady)
 	must(t, err)
-	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch=cancel-1/part-0.parquet", goodBillingRows))
+	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch=cancel-1/part-0.parquet", harness.GoodBillingRows))
 	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	must(t, e.Produce(ctx, schemas.BatchCancelled{BatchID: "cancel-1", Dataset: "billing", Reason: "upstream re-run", OccurredAt: now}))

@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/lakewap/lakewap/consumer"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -84,7 +85,7 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 		rev, err := e.Watcher.Await(ctx, "cli-1", schemas.TypeBranchReady)
 		must(t, err)
 		path := "gold/billing_fact/batch=cli-1/part-0.parquet"
-		must(t, e.WriteParquet(ctx, rev.(schemas.BranchReady).Branch, path, goodBillingRows))
+		must(t, e.WriteParquet(ctx, rev.(schemas.BranchReady).Branch, path, harness.GoodBillingRows))
 		// Event flags may also come before the event name.
 		code, out, errOut = runCLI("emit", "--brokers", brokers, "--topic", k.InputTopic, "write", "--batch", "cli-1",
 			"--dataset", "billing", "--write", "billing_fact", "--paths", path, "--rows", "1000")

@@ -111,9 +111,9 @@ func TestEndToEndHostileInput(t *testing.T) {
 		must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, rows))
 		send(batch, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact", Paths: []string{path}, OccurredAt: now})
 	}
-	write("uw-1", strings.Replace(goodBillingRows, "lpad(i::VARCHAR", "lpad((800000 + i)::VARCHAR", 1))
+	write("uw-1", strings.Replace(harness.GoodBillingRows, "lpad(i::VARCHAR", "lpad((800000 + i)::VARCHAR", 1))
 	write("huge-rows", hugeRows)
-	write("twin-1", strings.Replace(goodBillingRows, "lpad(i::VARCHAR", "lpad((900000 + i)::VARCHAR", 1))
+	write("twin-1", strings.Replace(harness.GoodBillingRows, "lpad(i::VARCHAR", "lpad((900000 + i)::VARCHAR", 1))
 
 	// A good batch on the partition of every bad key.
 	goods := map[string]string{}
@@ -124,7 +124,7 @@ func TestEndToEndHostileInput(t *testing.T) {
 	i := 0
 	for key, good := range goods {
 		i++
-		rows := strings.Replace(goodBillingRows, "lpad(i::VARCHAR", fmt.Sprintf("lpad((%d + i)::VARCHAR", i*10000), 1)
+		rows := strings.Replace(harness.GoodBillingRows, "lpad(i::VARCHAR", fmt.Sprintf("lpad((%d + i)::VARCHAR", i*10000), 1)
 		if ev := e.runBatch(t, good, rows); ev.EventType() != schemas.TypeBatchPublished {
 			t.Errorf("good batch %s after %s ended with %+v", good, key, ev)
 		}
@@ -289,7 +289,7 @@ func TestEndToEndRevertSameBatchIDInTwoDatasets(t *testing.T) {
 		})
 		must(t, err)
 		path := prefix[ds] + "part-0.parquet"
-		must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
+		must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, harness.GoodBillingRows))
 		must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: "twin", Dataset: ds, Write: "billing_fact", Paths: []string{path}, OccurredAt: now}))
 		if _, err := awaitEvent(ctx, e.Watcher, func(ev schemas.Event) bool {
 			p, ok := ev.(schemas.BatchPublished)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
@@ -23,7 +24,7 @@ import (
 
 // secondBillingRows is a second good load with billing ids of its own, so
 // that it passes the table-wide unique check next to the first one.
-var secondBillingRows = strings.Replace(goodBillingRows, "lpad(i::VARCHAR, 7, '0')", "lpad((500000 + i)::VARCHAR, 7, '0')", 1)
+var secondBillingRows = strings.Replace(harness.GoodBillingRows, "lpad(i::VARCHAR, 7, '0')", "lpad((500000 + i)::VARCHAR, 7, '0')", 1)
 
 // TestRevertOnRealLakeFSAndMetrics publishes two batches through the
 // daemon, checks /metrics, then reverts the first batch with lakewap revert:
@@ -35,7 +36,7 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 	defer cancel()
 
 	published := map[string]string{}
-	for _, b := range []struct{ batch, rows string }{{"rev-1", goodBillingRows}, {"keep-2", secondBillingRows}} {
+	for _, b := range []struct{ batch, rows string }{{"rev-1", harness.GoodBillingRows}, {"keep-2", secondBillingRows}} {
 		ev := e.runBatch(t, b.batch, b.rows)
 		if ev.EventType() != schemas.TypeBatchPublished {
 			t.Fatalf("%s ended with %s: %+v", b.batch, ev.EventType(), ev)
@@ -189,7 +190,7 @@ func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
 	defer cancel()
 	log := slog.New(slog.DiscardHandler)
 
-	ab, ok := e.runBatch(t, "fix-1", badBillingRows).(schemas.BatchAborted)
+	ab, ok := e.runBatch(t, "fix-1", harness.BadBillingRows).(schemas.BatchAborted)
 	if !ok || ab.Reason != schemas.ReasonAuditFailed || !ab.BranchKept {
 		t.Fatalf("bad batch: %+v", ab)
 	}
@@ -255,7 +256,7 @@ func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
 	// Janitor. A second bad batch is aborted and kept; a third one is live
 	// (landed, waiting for writes). With retention and grace next to zero,
 	// the published and aborted branches go, the live one and main stay.
-	if ab2, ok := e.runBatch(t, "bad-2", badBillingRows).(schemas.BatchAborted); !ok || !ab2.BranchKept {
+	if ab2, ok := e.runBatch(t, "bad-2", harness.BadBillingRows).(schemas.BatchAborted); !ok || !ab2.BranchKept {
 		t.Fatalf("bad-2: %+v", ab2)
 	}
 	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "live-3", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
@@ -301,7 +302,7 @@ func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
 	}
 	// The live run still completes.
 	path = "gold/billing_fact/batch=live-3/part-0.parquet"
-	must(t, e.WriteParquet(ctx, "wap-billing-live-3", path, strings.Replace(goodBillingRows, "lpad(i::VARCHAR", "lpad((900000 + i)::VARCHAR", 1)))
+	must(t, e.WriteParquet(ctx, "wap-billing-live-3", path, strings.Replace(harness.GoodBillingRows, "lpad(i::VARCHAR", "lpad((900000 + i)::VARCHAR", 1)))
 	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: "live-3", Dataset: "billing", Write: "billing_fact", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	if ev, err := e.Watcher.Await(ctx, "live-3", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || ev.EventType() != schemas.TypeBatchPublished {
 		t.Errorf("live run after the janitor: %v %+v", err, ev)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -54,7 +55,7 @@ func TestEndToEndRidesOutLakeFSOutage(t *testing.T) {
 		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
 	must(t, err)
-	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+batch+"/part-0.parquet", goodBillingRows))
+	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+batch+"/part-0.parquet", harness.GoodBillingRows))
 
 	must(t, e.Stack.StopLakeFS())
 	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
@@ -87,7 +88,7 @@ func TestEndToEndLakeFSOutageBeyondBudgetFails(t *testing.T) {
 		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
 	must(t, err)
-	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+batch+"/part-0.parquet", goodBillingRows))
+	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+batch+"/part-0.parquet", harness.GoodBillingRows))
 	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 

@@ -110,7 +110,7 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 	})
 
 	t.Run("bad manual merge is refused", func(t *testing.T) {
-		branchWith(t, e.Env, "manual-bad", badBillingRows)
+		branchWith(t, e.Env, "manual-bad", harness.BadBillingRows)
 		before := mainHead()
 		_, err := e.Lake.Merge(ctx, "lake", "manual-bad", "main", "merge by hand", nil)
 		if !status412(err) {
@@ -224,7 +224,7 @@ func TestPreMergeHookAfterRestart(t *testing.T) {
 		t.Fatalf("daemon died before BranchReady: %v", first.err)
 	}
 	path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
-	must(t, env.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, goodBillingRows))
+	must(t, env.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, harness.GoodBillingRows))
 	must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact", Paths: []string{path},
 		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
 	if _, died, err = awaitOrExit(ctx, env, first, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || !died || !first.killedBySIGKILL() {

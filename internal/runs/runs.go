@@ -204,6 +204,14 @@ func Age(now, t time.Time) string {
 	return fmt.Sprintf("%dd%dh", int(d.Hours())/24, int(d.Hours())%24)
 }
 
+// Short is a commit id cut to 12 characters, as lakeFS shows it.
+func Short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
 // Dash is s, or "-" when it is empty.
 func Dash(s string) string {
 	if s == "" {

@@ -128,5 +128,3 @@ func transportError(parent context.Context, op, repo, ref string, err error) *Er
 	return e
 }
 
-// Retryable reports whether err is worth retrying (pipeline.ErrTransient).
-func Retryable(err error) bool { return errors.Is(err, pipeline.ErrTransient) }
