@@ -30,8 +30,8 @@ type Config struct {
 	HeartbeatInterval time.Duration // default 3s; must be below SessionTimeout
 	JoinGroupBackoff  time.Duration // wait after a failed join; default 2s
 	ShutdownGrace     time.Duration // how long a running Handle may go on after its partition is taken away; default 15s
-	RetryBackoffMin   time.Duration // first wait after a failed Handle, dead-letter write, Assigned or fetch; default 100ms
-	RetryBackoffMax   time.Duration // cap of the doubling wait; default 30s
+	MinBackoff        time.Duration // first wait after a failed Handle, dead-letter write, Assigned or fetch; default 100ms
+	MaxBackoff        time.Duration // cap of the doubling wait; default 30s
 	LagInterval       time.Duration // how often high watermarks are read for the lag gauge; default 10s
 
 	// StartFromLatest makes a partition with no committed offset start at its
@@ -87,8 +87,8 @@ func (c Config) withDefaults() (Config, error) {
 		{"HeartbeatInterval", &c.HeartbeatInterval, 3 * time.Second},
 		{"JoinGroupBackoff", &c.JoinGroupBackoff, 2 * time.Second},
 		{"ShutdownGrace", &c.ShutdownGrace, 15 * time.Second},
-		{"RetryBackoffMin", &c.RetryBackoffMin, 100 * time.Millisecond},
-		{"RetryBackoffMax", &c.RetryBackoffMax, 30 * time.Second},
+		{"MinBackoff", &c.MinBackoff, 100 * time.Millisecond},
+		{"MaxBackoff", &c.MaxBackoff, 30 * time.Second},
 		{"LagInterval", &c.LagInterval, 10 * time.Second},
 	}
 	for _, f := range durations {
@@ -102,8 +102,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return c, configError("HeartbeatInterval (%s) must be below SessionTimeout (%s)", c.HeartbeatInterval, c.SessionTimeout)
 	}
-	if c.RetryBackoffMin > c.RetryBackoffMax {
-		return c, configError("RetryBackoffMin (%s) must not exceed RetryBackoffMax (%s)", c.RetryBackoffMin, c.RetryBackoffMax)
+	if c.MinBackoff > c.MaxBackoff {
+		return c, configError("MinBackoff (%s) must not exceed MaxBackoff (%s)", c.MinBackoff, c.MaxBackoff)
 	}
 	if c.MaxFetchBytes < 0 {
 		return c, configError("MaxFetchBytes must not be negative, got %d", c.MaxFetchBytes)

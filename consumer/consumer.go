@@ -527,11 +527,11 @@ func (c *Consumer) setLag(p int, w *partitionWork) {
 }
 
 // newBackoff is the wait between retries of a failed Handle, dead-letter
-// write, Assigned or fetch: doubling from RetryBackoffMin up to
-// RetryBackoffMax, jittered so that partitions failing together do not retry
+// write, Assigned or fetch: doubling from MinBackoff up to
+// MaxBackoff, jittered so that partitions failing together do not retry
 // in lockstep.
 func (c *Consumer) newBackoff() *backoff.Backoff {
-	return backoff.Policy{Min: c.cfg.RetryBackoffMin, Max: c.cfg.RetryBackoffMax, Jitter: backoff.Equal}.New()
+	return backoff.Policy{Min: c.cfg.MinBackoff, Max: c.cfg.MaxBackoff, Jitter: backoff.Equal}.New()
 }
 
 func kafkaLogger(log *slog.Logger, level slog.Level) kafka.Logger {

@@ -54,8 +54,8 @@ func testConfig(k *kafkatest.Cluster, group string) Config {
 		RebalanceTimeout:  10 * time.Second,
 		JoinGroupBackoff:  100 * time.Millisecond,
 		ShutdownGrace:     10 * time.Second,
-		RetryBackoffMin:   5 * time.Millisecond,
-		RetryBackoffMax:   50 * time.Millisecond,
+		MinBackoff:        5 * time.Millisecond,
+		MaxBackoff:        50 * time.Millisecond,
 	}
 }
 

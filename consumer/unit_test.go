@@ -61,7 +61,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"dlq is input", func(c *Config) { c.DeadLetterTopic = "in" }, "DeadLetterTopic must differ from Topic"},
 		{"negative", func(c *Config) { c.CommitInterval = -time.Second }, "CommitInterval must not be negative"},
 		{"heartbeat", func(c *Config) { c.HeartbeatInterval = time.Minute }, "HeartbeatInterval (1m0s) must be below SessionTimeout (30s)"},
-		{"backoff", func(c *Config) { c.RetryBackoffMin = time.Hour }, "RetryBackoffMin (1h0m0s) must not exceed RetryBackoffMax (30s)"},
+		{"backoff", func(c *Config) { c.MinBackoff = time.Hour }, "MinBackoff (1h0m0s) must not exceed MaxBackoff (30s)"},
 		{"sasl mechanism", func(c *Config) { c.Security.SASL = &SASLConfig{Mechanism: "GSSAPI", Username: "u"} }, `Security.SASL.Mechanism: "GSSAPI"`},
 		{"sasl user", func(c *Config) { c.Security.SASL = &SASLConfig{Mechanism: "PLAIN"} }, "Security.SASL.Username is required"},
 		{"tls pair", func(c *Config) { c.Security.TLS = &TLSConfig{CertFile: "c.pem"} }, "CertFile and KeyFile must be set together"},

@@ -2,7 +2,10 @@
 // speaks the same words: attempt n (the first retry is attempt 1) waits
 // Policy.Delay(n), which is Min doubled n-1 times, capped at Max, and then
 // jittered as the policy says. A Backoff counts the attempts of one loop, and
-// Sleep waits unless the context ends first.
+// Sleep waits unless the context ends first. The settings that feed it are
+// called MinBackoff and MaxBackoff wherever they are configurable
+// (consumer.Config, notify.Options, pipeline.Policy); the runner's
+// LockBackoff is the Min of its merge-lock retries.
 package backoff
 
 import (
