@@ -147,7 +147,9 @@ func datasetNames(cfg *config.Config) []string {
 }
 
 // printAuditTable is the report for people: one row per check, then the
-// sample rows of the checks that did not pass, then the verdict.
+// sample rows of the checks that did not pass, then the verdict. Observed
+// values, messages and sample rows come from the audited data: they are
+// shown runs.Printable.
 func printAuditTable(w io.Writer, rep schemas.AuditReport, ref, base string) {
 	against := ""
 	if base != "" {
@@ -171,10 +173,10 @@ func printAuditTable(w io.Writer, rep schemas.AuditReport, ref, base string) {
 		}
 		fmt.Fprintf(w, "\n%s %s:\n", strings.ToUpper(c.Status), c.Name)
 		if c.Message != "" {
-			fmt.Fprintf(w, "  %s\n", c.Message)
+			fmt.Fprintf(w, "  %s\n", runs.Printable(c.Message))
 		}
 		for _, s := range c.SampleRows {
-			fmt.Fprintf(w, "  %s\n", s)
+			fmt.Fprintf(w, "  %s\n", runs.Printable(s))
 		}
 	}
 	p, f, wn := rep.Counts()
@@ -185,13 +187,13 @@ func printAuditTable(w io.Writer, rep schemas.AuditReport, ref, base string) {
 	fmt.Fprintf(w, "\n%s: %d passed, %d failed, %d warned in %dms\n", verdict, p, f, wn, rep.DurationMs)
 }
 
-// cell keeps a table cell on one line and readable in width.
+// cell keeps a table cell on one line, readable in width and printable.
 func cell(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 80 {
 		s = s[:77] + "..."
 	}
-	return runs.Dash(s)
+	return runs.Printable(runs.Dash(s))
 }
 
 // auditLocal runs lakewap audit -local: the suite over files on disk, laid
