@@ -211,6 +211,9 @@ func (d *Dispatcher) targets(n Notification) []target {
 			out = append(out, target{sink: s, required: true})
 			continue
 		}
+		if n.ResultOnly {
+			continue
+		}
 		matched, mention := false, ""
 		for _, r := range d.routes {
 			if r.Sink == name && r.matches(n) {

@@ -104,7 +104,7 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 		max = DefaultMaxMessageBytes
 	}
 	for step := 1; ; step++ {
-		msg, retry, err := k.message(ctx, ev, id)
+		msg, retry, err := k.message(ctx, ev, id, n.RequestID)
 		if err != nil {
 			return prev, retry, err
 		}
@@ -130,7 +130,7 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 }
 
 // message encodes ev as the Kafka message of event id.
-func (k *KafkaResults) message(ctx context.Context, ev schemas.Event, id string) (kafka.Message, bool, error) {
+func (k *KafkaResults) message(ctx context.Context, ev schemas.Event, id, request string) (kafka.Message, bool, error) {
 	value, err := k.enc.Encode(ctx, k.topic, ev)
 	if err != nil {
 		// An event the codec rejects will be rejected again; only a codec
@@ -141,6 +141,9 @@ func (k *KafkaResults) message(ctx context.Context, ev schemas.Event, id string)
 	}
 	hs := schemas.Headers(ev)
 	hs[HeaderEventID] = id
+	if request != "" {
+		hs[schemas.HeaderRequestID] = request
+	}
 	keys := slices.Sorted(maps.Keys(hs))
 	headers := make([]kafka.Header, 0, len(keys))
 	for _, k := range keys {

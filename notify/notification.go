@@ -54,6 +54,13 @@ type Notification struct {
 	// Mention is set by the Dispatcher from the matching Route: who to ping
 	// when the run is aborted or failed (e.g. "<!subteam^S123>" or "<@U123>").
 	Mention string
+
+	// RequestID names the operator request (lakewap retry, revert, cancel)
+	// the event answers; the Kafka sink puts it in the wap.request_id header.
+	RequestID string
+	// ResultOnly sends the event to the required sinks (the results topic)
+	// only: answers to operator requests are not part of a run's message.
+	ResultOnly bool
 }
 
 // EventID returns the stable id of a result event, or "" for other events
@@ -75,6 +82,10 @@ func EventID(ev schemas.Event) string {
 	case schemas.BatchFailed:
 		return e.EventID
 	case *schemas.BatchFailed:
+		return e.EventID
+	case schemas.BatchReverted:
+		return e.EventID
+	case schemas.RequestRefused:
 		return e.EventID
 	}
 	return ""

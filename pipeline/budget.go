@@ -98,7 +98,12 @@ func (m Machine) OverBudget(r Run, size, budget int, now time.Time) Run {
 		Source: r.Source, Target: r.Target, State: r.State, Deadline: r.Deadline, KeepBranch: true,
 		LandedAt: r.LandedAt, BatchTime: r.BatchTime, StateSince: r.StateSince, UpdatedAt: now,
 		SealedCommit: r.SealedCommit, CommitID: r.CommitID, Reason: r.Reason, FailedStep: r.FailedStep,
-		Detail: clip(r.Detail, 512), Sent: r.Sent}
+		Detail: clip(r.Detail, 512), Sent: r.Sent, Request: r.Request, Retries: r.Retries, RetriedBy: r.RetriedBy}
+	if r.Revert != nil && !r.revertPending() {
+		rv := *r.Revert
+		rv.Reason, rv.By = clip(rv.Reason, 512), clip(rv.By, 512)
+		n.Revert = &rv
+	}
 	if r.State.Terminal() {
 		for _, o := range r.Outbox {
 			if o.Event() != nil && o.State == r.State {

@@ -57,3 +57,24 @@ type Publication struct {
 	// Head is the target's head commit at the time of the look.
 	Head string
 }
+
+// Commit is one commit of a repository's history.
+type Commit struct {
+	ID, Message, Committer string
+	CreationDate           time.Time
+	Metadata               map[string]string
+	Parents                []string
+}
+
+// Reverter is what an operator's revert needs from lakeFS besides Lake. A
+// Lake that is not also a Reverter cannot revert (the step fails).
+type Reverter interface {
+	// MergesOf lists target's first-parent commits made since since (less
+	// clock slack; zero: the last 1000) that merged sealed in, newest first.
+	MergesOf(ctx context.Context, repo, target, sealed string, since time.Time) ([]Commit, error)
+	// Log returns up to limit commits reachable from ref, newest first.
+	Log(ctx context.Context, repo, ref string, limit int) ([]Commit, error)
+	// Revert adds a commit to branch that undoes commitID (relative to
+	// parent parentNumber, from 1, for a merge commit).
+	Revert(ctx context.Context, repo, branch, commitID string, parentNumber int, message string, meta map[string]string) error
+}

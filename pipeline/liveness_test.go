@@ -28,6 +28,19 @@ func (c *inputCounter) metrics() Metrics {
 	}}
 }
 
+// total sums the counts of outcome over every event type.
+func (c *inputCounter) total(outcome string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for k, v := range c.n {
+		if strings.HasSuffix(k, "/"+outcome) {
+			n += v
+		}
+	}
+	return n
+}
+
 func (c *inputCounter) get(k string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"slices"
@@ -79,6 +80,13 @@ type (
 	// Invalid is an event that decoded but failed validation; it aborts the
 	// batch it names (reason invalid).
 	Invalid struct{ BatchID, Dataset, Detail string }
+	// RetryRequest is an operator's RetryRequested: a failed run, or one
+	// aborted by its audit or a merge conflict, runs again from the step
+	// that stopped it.
+	RetryRequest struct{ Event schemas.RetryRequested }
+	// RevertRequest is an operator's RevertRequested: the merge that
+	// published the run is undone on its target.
+	RevertRequest struct{ Event schemas.RevertRequested }
 )
 
 // Inputs from the runner.
@@ -122,6 +130,14 @@ type (
 	}
 	// CleanedUp reports the aborted batch's branch was deleted.
 	CleanedUp struct{}
+	// Reverted reports the revert commit CommitID on the target undoes
+	// PublishCommit; Reason and By are what that commit records (an earlier
+	// revert found on the target is reported as it was made).
+	Reverted struct {
+		PublishCommit, CommitID string
+		At                      time.Time
+		Reason, By              string
+	}
 )
 
 func (Landed) input()        {}
@@ -136,6 +152,9 @@ func (Strayed) input()       {}
 func (StepFailed) input()    {}
 func (Sent) input()          {}
 func (CleanedUp) input()     {}
+func (RetryRequest) input()  {}
+func (RevertRequest) input() {}
+func (Reverted) input()      {}
 
 // FailClass says what a step failure means for the run.
 type FailClass int
@@ -160,17 +179,21 @@ const (
 	DoCleanup
 	DoWake   // call back with Tick at Effect.At
 	DoForget // drop the run from the store
+	DoRevert // revert the run's publish on its target
+	// DoReply sends Effect.Send once, to the results topic only: the answer
+	// to an operator request that changed nothing (it is not stored).
+	DoReply
 )
 
 func (k EffectKind) String() string {
-	return [...]string{"none", "create_branch", "audit", "publish", "send", "cleanup", "wake", "forget"}[k]
+	return [...]string{"none", "create_branch", "audit", "publish", "send", "cleanup", "wake", "forget", "revert", "reply"}[k]
 }
 
 // Effect is one piece of work asked of the runner.
 type Effect struct {
 	Kind EffectKind
 	At   time.Time // DoWake
-	Send Outgoing  // DoSend
+	Send Outgoing  // DoSend, DoReply
 }
 
 // Policy holds the machine's tunables.
@@ -238,13 +261,28 @@ func NewMachine(p Policy) Machine { return Machine{p: p} }
 // empty State is to be forgotten. Transition never mutates r.
 func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 	n := r.clone()
+	var reply *Outgoing
 	switch in := in.(type) {
 	case Landed:
 		n = m.landed(n, in, now)
 	case WriteDone:
 		n = m.writeDone(n, in.Event, now)
 	case Cancel:
-		n = m.cancel(n, in.Event, now)
+		n, reply = m.cancel(n, in.Event, now)
+	case RetryRequest:
+		n, reply = m.retry(n, in.Event, now)
+	case RevertRequest:
+		n, reply = m.revert(n, in.Event, now)
+	case Reverted:
+		if n.State == StatePublished && n.revertPending() {
+			n.resetRetry()
+			rv := n.Revert
+			rv.PublishCommit, rv.Commit, rv.At = in.PublishCommit, in.CommitID, in.At
+			if in.Reason != "" || in.By != "" {
+				rv.Reason, rv.By = in.Reason, in.By
+			}
+			n.push(reverted(n))
+		}
 	case Invalid:
 		n = m.invalid(n, in, now)
 	case Tick:
@@ -252,7 +290,7 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 	case BranchCreated:
 		if n.State == StateLanded {
 			n.resetRetry()
-			n.Outbox = append(n.Outbox, branchReady(n, now))
+			n.push(branchReady(n, now))
 			n.setState(StateAwaitingWrites, now)
 			if len(n.missingWrites()) == 0 {
 				n.setState(StateAuditing, now)
@@ -293,7 +331,7 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 			n.resetRetry()
 			n.CommitID = in.CommitID
 			n.setState(StatePublished, now)
-			n.Outbox = append(n.Outbox, published(n, now))
+			n.push(published(n, now))
 		}
 	case StepFailed:
 		n = m.stepFailed(n, in, now)
@@ -302,7 +340,7 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 			if o.EventID == in.EventID {
 				n.Outbox = append(n.Outbox[:i:i], n.Outbox[i+1:]...)
 				n.Sent++
-				if o.Event() != nil {
+				if o.Event() != nil && !o.ResultOnly() {
 					o := o
 					n.LastSent = &o
 				}
@@ -325,7 +363,11 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 	if n.State != "" && !reflect.DeepEqual(n, r.clone()) {
 		n.UpdatedAt = now // only real changes: a no-op input leaves the run as stored
 	}
-	return n, m.Pending(n, now)
+	effects := m.Pending(n, now)
+	if reply != nil {
+		effects = append(effects, Effect{Kind: DoReply, Send: *reply})
+	}
+	return n, effects
 }
 
 // Pending returns the work a run asks for at now. The runner calls it after
@@ -353,6 +395,10 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 		step = DoAudit
 	case StatePublishing:
 		step = DoPublish
+	case StatePublished:
+		if r.revertPending() {
+			step = DoRevert
+		}
 	}
 	if step == 0 && r.CleanupPending {
 		step = DoCleanup
@@ -473,17 +519,100 @@ func (m Machine) writeDone(n Run, ev schemas.WriteComplete, now time.Time) Run {
 	return n
 }
 
-func (m Machine) cancel(n Run, ev schemas.BatchCancelled, now time.Time) Run {
+func (m Machine) cancel(n Run, ev schemas.BatchCancelled, now time.Time) (Run, *Outgoing) {
 	switch n.State {
 	case "", StatePending:
 		// Remember the cancellation so a late BatchLanded is a no-op.
 		n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
 		n.KeepBranch = true // there is no branch yet
-		return abort(n, schemas.ReasonCancelled, ev.Reason, now)
+		n.Request = cmp.Or(ev.RequestID, n.Request)
+		return abort(n, schemas.ReasonCancelled, ev.Reason, now), nil
 	case StateLanded, StateAwaitingWrites, StateAuditing:
-		return abort(n, schemas.ReasonCancelled, ev.Reason, now)
+		// An operator's cancel is answered by the abort; a plain one (the
+		// janitor's) answers whatever request the run was carrying out.
+		n.Request = cmp.Or(ev.RequestID, n.Request)
+		return abort(n, schemas.ReasonCancelled, ev.Reason, now), nil
 	}
-	return n // publishing cannot be stopped halfway; terminal runs stay
+	// Publishing cannot be stopped halfway; terminal runs stay. Only an
+	// operator's request (with an id) is answered.
+	if ev.RequestID == "" {
+		return n, nil
+	}
+	return n, refused(n, ev.RequestID, schemas.TypeBatchCancelled, schemas.RefusedWrongState,
+		fmt.Sprintf("batch %s of dataset %s is %s: only a batch that has not finished its audit can be cancelled (a merge cannot be stopped halfway)",
+			n.BatchID, n.Dataset, n.State), now)
+}
+
+// retry runs a failed run, or one aborted by its audit or a merge
+// conflict on a kept branch, again from the step that stopped it: its
+// branch, its audit (a new seal of the branch, audited again), or the merge
+// of the sealed commit that passed its audit (looking first whether it is
+// already on the target).
+func (m Machine) retry(n Run, ev schemas.RetryRequested, now time.Time) (Run, *Outgoing) {
+	refuse := func(reason, detail string) (Run, *Outgoing) {
+		return n, refused(n, ev.RequestID, schemas.TypeRetryRequested, reason, detail, now)
+	}
+	if n.State == "" || n.State == StatePending {
+		return n, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRetryRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s has no run: it never landed, or it ended longer ago than runs are kept",
+			ev.BatchID, ev.Dataset), now)
+	}
+	retryable := n.State == StateFailed ||
+		n.State == StateAborted && (n.Reason == schemas.ReasonAuditFailed || n.Reason == schemas.ReasonMergeConflict)
+	switch {
+	case !retryable:
+		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is %s%s: only failed runs, and aborted runs whose audit failed or whose merge conflicted, can be retried",
+			n.BatchID, n.State, parens(n.Reason)))
+	case n.State == StateAborted && !n.KeepBranch:
+		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is aborted (%s) and its branch %s was deleted (the dataset keeps no aborted branches): nothing to retry",
+			n.BatchID, n.Reason, n.Branch))
+	}
+	step := n.FailedStep
+	n.Retries++
+	n.Request, n.RetriedBy = ev.RequestID, ev.RequestedBy
+	n.Reason, n.Detail, n.FailedStep = "", "", ""
+	n.resetRetry()
+	switch {
+	case n.State == StateFailed && step == StepBranch:
+		n.setState(StateLanded, now)
+	case n.State == StateFailed && step == StepPublish && n.SealedCommit != "" && n.Report != nil && n.Report.Passed:
+		n.setState(StatePublishing, now) // not fresh: the runner looks for an earlier merge first
+	default:
+		n.setState(StateAuditing, now)
+	}
+	return n, nil
+}
+
+// revert asks for the revert of a published run's merge on its target.
+// Asking again for a revert that is done answers with the same
+// BatchReverted (same event id).
+func (m Machine) revert(n Run, ev schemas.RevertRequested, now time.Time) (Run, *Outgoing) {
+	refuse := func(reason, detail string) (Run, *Outgoing) {
+		return n, refused(n, ev.RequestID, schemas.TypeRevertRequested, reason, detail, now)
+	}
+	switch {
+	case n.State == "" || n.State == StatePending:
+		return n, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRevertRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s is not published: it has no run (it never landed, or it ended longer ago than runs are kept)",
+			ev.BatchID, ev.Dataset), now)
+	case n.State != StatePublished:
+		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is %s%s, not published: only published batches can be reverted", n.BatchID, n.State, parens(n.Reason)))
+	case n.revertPending():
+		return refuse(schemas.RefusedInProgress, fmt.Sprintf("batch %s: a revert is in progress (request %s by %s)", n.BatchID, n.Revert.RequestID, n.Revert.By))
+	case n.Revert != nil:
+		o := reverted(n)
+		o.RequestID = ev.RequestID
+		return n, &o
+	}
+	n.Revert = &Revert{RequestID: ev.RequestID, By: ev.RequestedBy, Reason: ev.Reason, RequestedAt: now}
+	n.Request = ev.RequestID
+	n.resetRetry()
+	return n, nil
+}
+
+func parens(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
 }
 
 func (m Machine) invalid(n Run, in Invalid, now time.Time) Run {
@@ -499,7 +628,7 @@ func (m Machine) invalid(n Run, in Invalid, now time.Time) Run {
 }
 
 func (m Machine) tick(n Run, in Tick, now time.Time) Run {
-	if n.State.Terminal() && len(n.Outbox) == 0 && !n.CleanupPending && n.NotifyRetryAt.IsZero() &&
+	if n.State.Terminal() && len(n.Outbox) == 0 && !n.CleanupPending && n.NotifyRetryAt.IsZero() && !n.revertPending() &&
 		!now.Before(n.StateSince.Add(m.p.TerminalRetention)) {
 		return Run{} // retention over: forget the finished run
 	}
@@ -522,6 +651,9 @@ func (m Machine) tick(n Run, in Tick, now time.Time) Run {
 
 func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
 	want := map[Step]State{StepBranch: StateLanded, StepAudit: StateAuditing, StepPublish: StatePublishing}[in.Step]
+	if in.Step == StepRevert {
+		return m.revertFailed(n, in, now)
+	}
 	if in.Step == StepCleanup {
 		if !n.CleanupPending {
 			return n
@@ -567,6 +699,33 @@ func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
 	return n
 }
 
+// revertFailed retries a revert that failed transiently within the retry
+// budget; otherwise the revert is given up and its request answered with
+// RequestRefused (revert_failed). The run stays published.
+func (m Machine) revertFailed(n Run, in StepFailed, now time.Time) Run {
+	if n.State != StatePublished || !n.revertPending() {
+		return n
+	}
+	in.Err = clip(in.Err, maxErrorBytes)
+	n.LastError = in.Err
+	if in.Class == Transient {
+		n.Attempts++
+		if n.FirstFailure.IsZero() {
+			n.FirstFailure = now
+		}
+		if now.Sub(n.FirstFailure) < m.p.RetryBudget {
+			n.RetryAt = now.Add(m.backoff(n.Attempts))
+			return n
+		}
+	}
+	req := n.Revert
+	n.Revert = nil
+	n.resetRetry()
+	n.push(*refused(n, req.RequestID, schemas.TypeRevertRequested, schemas.RefusedRevertFailed,
+		fmt.Sprintf("batch %s was not reverted: %s", n.BatchID, in.Err), now))
+	return n
+}
+
 func (m Machine) backoff(attempt int) time.Duration {
 	return backoff.Policy{Min: m.p.MinBackoff, Max: m.p.MaxBackoff}.Delay(attempt)
 }
@@ -578,10 +737,16 @@ func (r *Run) setState(s State, now time.Time) {
 		if s == StateAuditing || s == StatePublishing {
 			// No result event for these; sinks that show progress (the
 			// Slack message updated in place) still hear of them.
-			r.Outbox = append(r.Outbox, Outgoing{EventID: r.eventID("state:" + string(s)), State: s})
+			r.push(Outgoing{EventID: r.eventID("state:" + string(s)), State: s})
 		}
 	}
 	r.UpdatedAt = now
+}
+
+// push appends o to the outbox, answering the run's operator request.
+func (r *Run) push(o Outgoing) {
+	o.RequestID = r.Request
+	r.Outbox = append(r.Outbox, o)
 }
 
 func (r *Run) resetRetry() {
@@ -600,7 +765,7 @@ func abort(n Run, reason, detail string, now time.Time) Run {
 		Repository: n.Repository, Branch: n.Branch, Reason: reason, Detail: detail,
 		Report: n.Report, BranchKept: kept && n.Branch != "", OccurredAt: now, DurationMs: durMs(n, now),
 	}
-	n.Outbox = append(n.Outbox, Outgoing{EventID: ev.EventID, State: StateAborted, Aborted: &ev})
+	n.push(Outgoing{EventID: ev.EventID, State: StateAborted, Aborted: &ev})
 	return n
 }
 
@@ -615,7 +780,7 @@ func fail(n Run, step Step, err string, attempts int, now time.Time) Run {
 		Repository: n.Repository, Branch: n.Branch, State: string(prev), Error: err,
 		Attempts: attempts, BranchKept: n.Branch != "", OccurredAt: now,
 	}
-	n.Outbox = append(n.Outbox, Outgoing{EventID: ev.EventID, State: StateFailed, Failed: &ev})
+	n.push(Outgoing{EventID: ev.EventID, State: StateFailed, Failed: &ev})
 	return n
 }
 
@@ -645,6 +810,27 @@ func published(n Run, now time.Time) Outgoing {
 		ev.Report = *n.Report
 	}
 	return Outgoing{EventID: ev.EventID, State: StatePublished, Published: &ev}
+}
+
+// reverted is the BatchReverted of a run whose revert is done. Its id
+// names the publish commit undone, so asking again sends the same event.
+func reverted(n Run) Outgoing {
+	rv := n.Revert
+	ev := schemas.BatchReverted{
+		EventID: EventID(n.Dataset, n.BatchID, "reverted "+rv.PublishCommit), BatchID: n.BatchID, Dataset: n.Dataset,
+		Repository: n.Repository, TargetRef: n.Target, PublishedCommitID: rv.PublishCommit, CommitID: rv.Commit,
+		Reason: rv.Reason, RevertedBy: rv.By, OccurredAt: rv.At,
+	}
+	return Outgoing{EventID: ev.EventID, State: n.State, Reverted: &ev, RequestID: rv.RequestID}
+}
+
+// refused answers an operator request that is not carried out.
+func refused(n Run, requestID, requestType, reason, detail string, now time.Time) *Outgoing {
+	ev := schemas.RequestRefused{
+		EventID: EventID(n.Dataset, n.BatchID, "refused "+requestID), RequestID: requestID, RequestType: requestType,
+		BatchID: n.BatchID, Dataset: n.Dataset, State: string(n.State), Reason: reason, Detail: clip(detail, maxDetailBytes), OccurredAt: now,
+	}
+	return &Outgoing{EventID: ev.EventID, State: n.State, Refused: &ev, RequestID: requestID}
 }
 
 func durMs(n Run, now time.Time) int64 {

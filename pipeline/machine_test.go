@@ -263,6 +263,13 @@ func TestTransitionScenarios(t *testing.T) {
 type world struct {
 	merges map[string]int
 	good   map[string]bool
+	// Operator requests: a retry may come after the writer fixed the
+	// batch (fixed); passed holds the sealed commits whose audit passed;
+	// reverts counts the revert commits made per batch.
+	fixed   map[string]bool
+	passed  map[string]bool
+	audits  int
+	reverts map[string]int
 }
 
 type pendingEffect struct {
@@ -281,7 +288,7 @@ func TestRandomInterleavings(t *testing.T) {
 		m := NewMachine(policy(func(p *Policy) {
 			p.RetryBudget, p.MinBackoff, p.MaxBackoff = 2*time.Minute, time.Second, 10*time.Second
 		}))
-		w := world{merges: map[string]int{}, good: map[string]bool{}}
+		w := world{merges: map[string]int{}, good: map[string]bool{}, fixed: map[string]bool{}, passed: map[string]bool{}, reverts: map[string]int{}}
 		stored := map[string]Run{}
 		var effects []pendingEffect
 		now := t0
@@ -297,7 +304,8 @@ func TestRandomInterleavings(t *testing.T) {
 			writes := []string{"fact", "dim"}[:1+rng.IntN(2)]
 			l := landed(id, writes...)
 			l.Spec.WriteTimeout = time.Duration(5+rng.IntN(10)) * time.Minute
-			if rng.IntN(10) > 0 { // sometimes a batch never lands
+			l.Spec.KeepBranch = rng.IntN(2) == 0 // a kept branch can be retried
+			if rng.IntN(10) > 0 {                // sometimes a batch never lands
 				inputs = append(inputs, struct {
 					batch string
 					in    Input
@@ -318,6 +326,23 @@ func TestRandomInterleavings(t *testing.T) {
 					in    Input
 				}{id, Cancel{Event: schemas.BatchCancelled{BatchID: id, Dataset: "billing"}}})
 			}
+			// Operator requests, at any time: retries, reverts, cancels.
+			for i := range rng.IntN(4) {
+				req := fmt.Sprintf("q%d", i)
+				var in Input
+				switch rng.IntN(3) {
+				case 0:
+					in = retryReq(id, req)
+				case 1:
+					in = revertReq(id, req)
+				default:
+					in = cancelReq(id, req)
+				}
+				inputs = append(inputs, struct {
+					batch string
+					in    Input
+				}{id, in})
+			}
 		}
 		// duplicates and disorder
 		for i := len(inputs) - 1; i >= 0; i-- {
@@ -329,7 +354,17 @@ func TestRandomInterleavings(t *testing.T) {
 
 		terminalAt := map[string]time.Time{}
 		apply := func(batch string, in Input) {
-			next, effs := m.Transition(stored[batch], in, now)
+			if _, ok := in.(RetryRequest); ok && rng.IntN(2) == 0 {
+				w.fixed[batch] = true // the writer fixed the branch, then asked for the retry
+			}
+			before := stored[batch]
+			next, effs := m.Transition(before, in, now)
+			if reply := replyOf(effs); reply != nil && (reply.Refused == nil && reply.Reverted == nil || marshal(t, next) != marshal(t, before)) {
+				t.Fatalf("seed %d: %T answered with %+v and changed the run", seed, in, reply)
+			}
+			if next.Revert != nil && next.Revert.Commit != "" && w.reverts[batch] != 1 {
+				t.Fatalf("seed %d: batch %s recorded as reverted, %d revert commits made", seed, batch, w.reverts[batch])
+			}
 			if next.State == "" {
 				delete(stored, batch)
 			} else {
@@ -337,6 +372,8 @@ func TestRandomInterleavings(t *testing.T) {
 			}
 			if next.State.Terminal() && terminalAt[batch].IsZero() {
 				terminalAt[batch] = now
+			} else if !next.State.Terminal() {
+				delete(terminalAt, batch) // retried
 			}
 			for _, e := range effs {
 				if e.Kind == DoWake || e.Kind == DoForget {
@@ -357,7 +394,11 @@ func TestRandomInterleavings(t *testing.T) {
 				if transient {
 					return StepFailed{Step: StepAudit, Class: Transient, Err: "timeout"}
 				}
-				return Audited{SealedCommit: "c-" + pe.batch, Report: report(w.good[pe.batch])}
+				w.audits++
+				sealed := fmt.Sprintf("c-%s-%d", pe.batch, w.audits)
+				pass := w.good[pe.batch] || w.fixed[pe.batch]
+				w.passed[sealed] = pass
+				return Audited{SealedCommit: sealed, Report: report(pass)}
 			case DoPublish:
 				if w.merges[pe.batch] > 0 {
 					return Merged{CommitID: "m-" + pe.batch, AlreadyPublished: true}
@@ -365,8 +406,8 @@ func TestRandomInterleavings(t *testing.T) {
 				if transient {
 					return StepFailed{Step: StepPublish, Class: Transient, Err: "423 locked"}
 				}
-				if pe.run.Report == nil || !pe.run.Report.Passed {
-					t.Fatalf("seed %d: publish effect for %s without a passing report", seed, pe.batch)
+				if pe.run.Report == nil || !pe.run.Report.Passed || !w.passed[pe.run.SealedCommit] {
+					t.Fatalf("seed %d: publish effect for %s without a passing audit of %s", seed, pe.batch, pe.run.SealedCommit)
 				}
 				w.merges[pe.batch]++
 				return Merged{CommitID: "m-" + pe.batch}
@@ -374,6 +415,17 @@ func TestRandomInterleavings(t *testing.T) {
 				return Sent{EventID: pe.e.Send.EventID}
 			case DoCleanup:
 				return CleanedUp{}
+			case DoRevert:
+				if w.merges[pe.batch] != 1 || pe.run.State != StatePublished {
+					t.Fatalf("seed %d: revert of %s (%s), merged %d times", seed, pe.batch, pe.run.State, w.merges[pe.batch])
+				}
+				if transient {
+					return StepFailed{Step: StepRevert, Class: Transient, Err: "423 locked"}
+				}
+				if w.reverts[pe.batch] == 0 { // a revert already made is found, not made again
+					w.reverts[pe.batch]++
+				}
+				return Reverted{PublishCommit: "m-" + pe.batch, CommitID: "r-" + pe.batch, At: now}
 			}
 			return nil
 		}
@@ -411,6 +463,15 @@ func TestRandomInterleavings(t *testing.T) {
 					apply(pe.batch, out)
 				}
 			default:
+				if b := landedBatches; len(b) > 0 && rng.IntN(6) == 0 {
+					// An operator's request, later on.
+					id, req := b[rng.IntN(len(b))], fmt.Sprintf("late%d", steps)
+					in := []Input{retryReq(id, req), revertReq(id, req), cancelReq(id, req)}[rng.IntN(3)]
+					inputs = append(inputs, struct {
+						batch string
+						in    Input
+					}{id, in})
+				}
 				now = now.Add(time.Duration(1+rng.IntN(30)) * time.Second)
 				for _, b := range slices.Sorted(maps.Keys(stored)) { // sorted: a seed replays exactly
 					apply(b, Tick{})
@@ -424,12 +485,30 @@ func TestRandomInterleavings(t *testing.T) {
 		for _, in := range inputs {
 			apply(in.batch, in.in)
 		}
-		for round := 0; round < 500 && (len(effects) > 0 || anyLive(stored)); round++ {
+		remedied := map[string]bool{}
+		remedyDue := func() bool {
+			for b, r := range stored {
+				if r.State == StateFailed && w.merges[b] > 0 && !remedied[b] {
+					return true
+				}
+			}
+			return false
+		}
+		for round := 0; round < 500 && (len(effects) > 0 || anyLive(stored) || remedyDue()); round++ {
 			for len(effects) > 0 {
 				pe := effects[0]
 				effects = effects[1:]
 				if out := execute(pe); out != nil {
 					apply(pe.batch, out)
+				}
+			}
+			// A merge whose outcome was lost while its run ran out of
+			// retries leaves the run failed with the batch on main: the
+			// operator's retry is the remedy (it looks before merging).
+			for _, b := range slices.Sorted(maps.Keys(stored)) {
+				if stored[b].State == StateFailed && w.merges[b] > 0 && !remedied[b] {
+					remedied[b] = true
+					apply(b, retryReq(b, "remedy"))
 				}
 			}
 			now = now.Add(15 * time.Second)
@@ -445,8 +524,11 @@ func TestRandomInterleavings(t *testing.T) {
 			if w.merges[b] > 1 {
 				t.Fatalf("seed %d: batch %s merged %d times", seed, b, w.merges[b])
 			}
-			if w.merges[b] == 1 && !w.good[b] {
+			if w.merges[b] == 1 && !w.good[b] && !w.fixed[b] {
 				t.Fatalf("seed %d: batch %s failed its audit but reached main", seed, b)
+			}
+			if r.revertPending() || (r.Revert != nil) != (w.reverts[b] == 1) || w.reverts[b] > 1 {
+				t.Fatalf("seed %d: batch %s revert %+v, %d revert commits", seed, b, r.Revert, w.reverts[b])
 			}
 			if (r.State == StatePublished) != (w.merges[b] == 1) {
 				t.Fatalf("seed %d: batch %s state %s but merged %d times", seed, b, r.State, w.merges[b])
@@ -467,7 +549,7 @@ func TestRandomInterleavings(t *testing.T) {
 
 func anyLive(stored map[string]Run) bool {
 	for _, r := range stored {
-		if !r.State.Terminal() || len(r.Outbox) > 0 || r.CleanupPending {
+		if !r.State.Terminal() || len(r.Outbox) > 0 || r.CleanupPending || r.revertPending() {
 			return true
 		}
 	}

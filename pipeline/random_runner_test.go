@@ -71,13 +71,22 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 				return out
 			}
 			handled := 0
+			// Every operator request that is not a dead letter is answered:
+			// by RequestRefused when it changed nothing, else by the outcome
+			// of what it started, unless a later operator request took over
+			// the run (answered in its place).
+			type request struct {
+				key, id string
+				applied bool
+			}
+			var requests []request
 			for range 60 + rng.IntN(60) {
 				id, ds := pick(ids), pick(datasets)
 				var value []byte
 				switch k := rng.IntN(12); {
 				case k == 0:
 					value = []byte("garbage \xff")
-				case k < 5:
+				case k < 4:
 					ev := schemas.BatchLanded{BatchID: id, Dataset: ds, ExpectedWrites: words(1+rng.IntN(3), "w"), OccurredAt: now,
 						Producer: strings.Repeat("p", rng.IntN(1500))}
 					switch rng.IntN(6) {
@@ -100,18 +109,43 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 					}
 					value = encode(t, schemas.WriteComplete{BatchID: id, Dataset: ds, Write: w, OccurredAt: now,
 						Paths: words(rng.IntN(3), strings.Repeat("p", rng.IntN(2000))+"/")})
+				case k == 10:
+					ev := schemas.BatchCancelled{BatchID: id, Dataset: ds, OccurredAt: now, Reason: strings.Repeat("r", rng.IntN(1200))}
+					if rng.IntN(2) == 0 { // an operator's cancel, answered even when refused
+						ev.RequestID, ev.RequestedBy = fmt.Sprint("c", handled), strings.Repeat("o", rng.IntN(1100))
+					}
+					value = encode(t, ev)
 				default:
-					value = encode(t, schemas.BatchCancelled{BatchID: id, Dataset: ds, OccurredAt: now, Reason: strings.Repeat("r", rng.IntN(1200))})
+					// Operator requests, some malformed (a reason or a
+					// requester too long, no request id).
+					req, by := fmt.Sprint("q", handled), strings.Repeat("o", rng.IntN(1100))
+					if rng.IntN(8) == 0 {
+						req = ""
+					}
+					if rng.IntN(2) == 0 {
+						value = encode(t, schemas.RetryRequested{RequestID: req, BatchID: id, Dataset: ds, RequestedBy: by, OccurredAt: now})
+					} else {
+						value = encode(t, schemas.RevertRequested{RequestID: req, BatchID: id, Dataset: ds, RequestedBy: by, OccurredAt: now,
+							Reason: strings.Repeat("r", rng.IntN(1200))})
+					}
 				}
+				before := count.total("applied")
 				err := f.r.Handle(context.Background(), 0, value)
 				if err != nil && !errors.Is(err, ErrPoison) {
 					t.Fatalf("Handle: %v (neither applied nor a dead letter)", err)
 				}
+				if req := requestOf(t, value); req != "" && err == nil {
+					requests = append(requests, request{key: ds + "/" + id, id: req, applied: count.total("applied") > before})
+				}
 				handled++
 			}
-			applied, dups, dead := count.get("BatchLanded/applied")+count.get("WriteComplete/applied")+count.get("BatchCancelled/applied"),
-				count.get("BatchLanded/duplicate")+count.get("WriteComplete/duplicate")+count.get("BatchCancelled/duplicate"),
-				count.get("undecodable/dead_letter")+count.get("BatchLanded/dead_letter")+count.get("WriteComplete/dead_letter")+count.get("BatchCancelled/dead_letter")
+			var applied, dups, dead int
+			for _, typ := range []string{"BatchLanded", "WriteComplete", "BatchCancelled", "RetryRequested", "RevertRequested"} {
+				applied += count.get(typ + "/applied")
+				dups += count.get(typ + "/duplicate")
+				dead += count.get(typ + "/dead_letter")
+			}
+			dead += count.get("undecodable/dead_letter")
 			if applied+dups+dead != handled {
 				t.Errorf("%d inputs: %d applied, %d duplicates, %d dead letters", handled, applied, dups, dead)
 			}
@@ -141,6 +175,28 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
+			answered := func(batch, req string) bool {
+				f.notes.mu.Lock()
+				defer f.notes.mu.Unlock()
+				for i, ev := range f.notes.events {
+					if ev.Batch() == batch && f.notes.requests[i] == req {
+						return true
+					}
+				}
+				return false
+			}
+			for i, q := range requests {
+				superseded := false
+				for _, later := range requests[i+1:] {
+					superseded = superseded || q.applied && later.applied && later.key == q.key
+				}
+				_, batch, _ := strings.Cut(q.key, "/")
+				for deadline := time.Now().Add(10 * time.Second); !superseded && !answered(batch, q.id); time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("operator request %s of %s (applied %v) was never answered", q.id, q.key, q.applied)
+					}
+				}
+			}
 			f.store.mu.Lock()
 			defer f.store.mu.Unlock()
 			if f.store.largest > budget {
@@ -168,4 +224,21 @@ func (s *auditSeq) next(string) int {
 	defer s.mu.Unlock()
 	s.n++
 	return s.n * 7
+}
+
+// requestOf returns the request id of an operator request in value.
+func requestOf(t *testing.T, value []byte) string {
+	ev, err := jsonDecoder{}.Decode(context.Background(), value)
+	if err != nil {
+		return ""
+	}
+	switch e := ev.(type) {
+	case schemas.RetryRequested:
+		return e.RequestID
+	case schemas.RevertRequested:
+		return e.RequestID
+	case schemas.BatchCancelled:
+		return e.RequestID
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"time"
 
 	"github.com/lakewap/lakewap/schemas"
@@ -51,6 +52,7 @@ const (
 	StepAudit   Step = "audit"
 	StepPublish Step = "publish"
 	StepCleanup Step = "cleanup"
+	StepRevert  Step = "revert"
 )
 
 // Run is the durable state of one batch. It is what the changelog stores, so
@@ -105,7 +107,32 @@ type Run struct {
 	LastSent      *Outgoing `json:"last_sent,omitempty"`
 	NotifyRetryAt time.Time `json:"notify_retry_at,omitempty"`
 	NotifyRetries int       `json:"notify_retries,omitempty"`
+
+	// Operator requests (lakewap retry, revert, cancel). Request is the id
+	// of the one the run's course now answers: its result events carry it.
+	// Retries counts the retries, which give later events ids of their own.
+	Request   string  `json:"request,omitempty"`
+	Retries   int     `json:"retries,omitempty"`
+	RetriedBy string  `json:"retried_by,omitempty"`
+	Revert    *Revert `json:"revert,omitempty"`
 }
+
+// Revert is an operator's revert of a published run: asked for (Commit
+// empty, the revert step runs) or done.
+type Revert struct {
+	RequestID   string    `json:"request_id"`
+	By          string    `json:"by,omitempty"`
+	Reason      string    `json:"reason"`
+	RequestedAt time.Time `json:"requested_at"`
+	// PublishCommit is the merge commit undone; Commit the revert commit on
+	// the target, made At.
+	PublishCommit string    `json:"publish_commit,omitempty"`
+	Commit        string    `json:"commit,omitempty"`
+	At            time.Time `json:"at,omitempty"`
+}
+
+// revertPending reports whether a revert was asked for and is not done.
+func (r Run) revertPending() bool { return r.Revert != nil && r.Revert.Commit == "" }
 
 // PendingReceiptPrefix marks a receipt of a sink that did not deliver: a
 // Notifier returns "pending:<sink>" keys, and the run notifies again later.
@@ -120,7 +147,15 @@ type Outgoing struct {
 	Published   *schemas.BatchPublished `json:"published,omitempty"`
 	Aborted     *schemas.BatchAborted   `json:"aborted,omitempty"`
 	Failed      *schemas.BatchFailed    `json:"failed,omitempty"`
+	Reverted    *schemas.BatchReverted  `json:"reverted,omitempty"`
+	Refused     *schemas.RequestRefused `json:"refused,omitempty"`
+	// RequestID is the operator request the event answers, if any.
+	RequestID string `json:"request_id,omitempty"`
 }
+
+// ResultOnly reports whether o goes to the results topic only: the answers
+// to operator requests are not part of a run's Slack message.
+func (o Outgoing) ResultOnly() bool { return o.Reverted != nil || o.Refused != nil }
 
 // Event returns the result event carried by o.
 func (o Outgoing) Event() schemas.Event {
@@ -133,6 +168,10 @@ func (o Outgoing) Event() schemas.Event {
 		return *o.Aborted
 	case o.Failed != nil:
 		return *o.Failed
+	case o.Reverted != nil:
+		return *o.Reverted
+	case o.Refused != nil:
+		return *o.Refused
 	}
 	return nil
 }
@@ -158,8 +197,14 @@ func isKeyOf(key string, r Run) bool {
 // Key is the run's store key.
 func (r Run) Key() string { return RunKey(r.Dataset, r.BatchID) }
 
-// eventID is EventID for this run.
-func (r Run) eventID(kind string) string { return EventID(r.Dataset, r.BatchID, kind) }
+// eventID is EventID for this run. After an operator's retry the run's
+// events are new ones: the retry count is part of their ids.
+func (r Run) eventID(kind string) string {
+	if r.Retries > 0 {
+		kind += " retry " + strconv.Itoa(r.Retries)
+	}
+	return EventID(r.Dataset, r.BatchID, kind)
+}
 
 func (r Run) clone() Run {
 	c := r
@@ -180,6 +225,10 @@ func (r Run) clone() Run {
 	if r.LastSent != nil {
 		ls := *r.LastSent
 		c.LastSent = &ls
+	}
+	if r.Revert != nil {
+		rv := *r.Revert
+		c.Revert = &rv
 	}
 	if r.Receipts != nil {
 		c.Receipts = make(map[string]string, len(r.Receipts))

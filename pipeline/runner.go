@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -45,6 +46,11 @@ type Notification struct {
 	State    State
 	Run      Run
 	Receipts map[string]string
+	// RequestID is the operator request the event answers, if any.
+	RequestID string
+	// ResultOnly: the event goes to the results topic only (answers to
+	// operator requests are not part of a run's Slack message).
+	ResultOnly bool
 }
 
 // Store keeps runs durably, keyed by batch id within an input partition.
@@ -462,14 +468,18 @@ const UnknownDataset = "unknown"
 // input validates ev and maps it to a machine input. A non-nil input with
 // a non-nil error is an Invalid input for a batch we can name.
 func (r *Runner) input(ev schemas.Event, now time.Time) (Input, error) {
+	operator := false
 	switch ev.(type) {
 	case schemas.BatchLanded, schemas.WriteComplete, schemas.BatchCancelled:
+	case schemas.RetryRequested, schemas.RevertRequested:
+		operator = true
 	default:
 		return nil, fmt.Errorf("unexpected event type %s on the input topic", ev.EventType())
 	}
 	if err := r.rules(now).Validate(ev); err != nil {
 		var ve *schemas.ValidationError
-		if ev.Batch() == "" || (errors.As(err, &ve) && strings.HasPrefix(ve.Field, "batch_id")) {
+		if operator || ev.Batch() == "" || (errors.As(err, &ve) && strings.HasPrefix(ve.Field, "batch_id")) {
+			// A malformed operator request is its own problem, not the batch's.
 			return nil, err
 		}
 		if _, ok := r.cfg.Datasets(datasetOf(ev)); !ok {
@@ -491,6 +501,10 @@ func (r *Runner) input(ev schemas.Event, now time.Time) (Input, error) {
 		return WriteDone{Event: e}, nil
 	case schemas.BatchCancelled:
 		return Cancel{Event: e}, nil
+	case schemas.RetryRequested:
+		return RetryRequest{Event: e}, nil
+	case schemas.RevertRequested:
+		return RevertRequest{Event: e}, nil
 	}
 	return nil, nil
 }
@@ -507,6 +521,10 @@ func datasetOf(ev schemas.Event) string {
 	case schemas.WriteComplete:
 		return e.Dataset
 	case schemas.BatchCancelled:
+		return e.Dataset
+	case schemas.RetryRequested:
+		return e.Dataset
+	case schemas.RevertRequested:
 		return e.Dataset
 	}
 	return ""
@@ -536,7 +554,9 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in Input) 
 	}
 	now := r.cfg.Now()
 	after, effects := r.m.Transition(before, in, now)
+	replies := slices.DeleteFunc(slices.Clone(effects), func(e Effect) bool { return e.Kind != DoReply })
 	if after.State == "" && before.State == "" {
+		r.start(p, key, replies)
 		return applied{}, nil
 	}
 	if after.State != "" && reflect.DeepEqual(after, before.clone()) {
@@ -552,7 +572,7 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in Input) 
 		return applied{}, err
 	}
 	out.changed = true
-	effects = r.m.Pending(after, now) // of the run as stored (maybe trimmed)
+	effects = append(r.m.Pending(after, now), replies...) // of the run as stored (maybe trimmed)
 	if over != "" {
 		out.refused = &Refusal{Reason: RefusedOverBudget, Detail: over}
 		r.log.Error("run record over budget: run ended", "batch_id", after.BatchID, "dataset", r.label(after.Dataset), "detail", over)
@@ -657,6 +677,10 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 			if wake.IsZero() || e.At.Before(wake) {
 				wake = e.At // the earliest; its Tick re-arms the next
 			}
+			continue
+		case DoReply:
+			p.wg.Add(1)
+			go r.reply(p, e.Send)
 			continue
 		}
 		if p.inflight[batch][e.Kind] {
@@ -790,7 +814,7 @@ func (r *Runner) panicked(run Run, s Step, v any) StepFailed {
 }
 
 func stepOf(k EffectKind) Step {
-	return map[EffectKind]Step{DoCreateBranch: StepBranch, DoAudit: StepAudit, DoPublish: StepPublish, DoCleanup: StepCleanup}[k]
+	return map[EffectKind]Step{DoCreateBranch: StepBranch, DoAudit: StepAudit, DoPublish: StepPublish, DoCleanup: StepCleanup, DoRevert: StepRevert}[k]
 }
 
 func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
@@ -850,6 +874,8 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 			return failed(log, StepCleanup, err)
 		}
 		return CleanedUp{}
+	case DoRevert:
+		return r.revert(ctx, log, run)
 	}
 	return nil
 }
@@ -864,7 +890,8 @@ func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
 	receipts := run.Receipts
 	for {
 		ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
-		got, err := r.cfg.Notifier.Notify(ctx, Notification{Event: o.Event(), State: o.State, Run: run, Receipts: receipts})
+		got, err := r.cfg.Notifier.Notify(ctx, Notification{Event: o.Event(), State: o.State, Run: run, Receipts: receipts,
+			RequestID: o.RequestID, ResultOnly: o.ResultOnly()})
 		cancel()
 		if got != nil {
 			receipts = got // what did go out is not sent again on retry
@@ -903,6 +930,9 @@ func publishMeta(run Run) map[string]string {
 	if run.Report != nil {
 		pass, fail, warn := run.Report.Counts()
 		m[MetaAudit] = fmt.Sprintf("passed=%d failed=%d warned=%d", pass, fail, warn)
+	}
+	if run.Retries > 0 {
+		m[MetaRetriedBy] = run.RetriedBy
 	}
 	return m
 }

@@ -30,6 +30,8 @@ type fakeLake struct {
 	merges   int
 	changed  []string // what every sealed commit changes (ChangedPaths)
 	taken    bool     // EnsureBranch finds a branch that is not the run's
+	log      []Commit // merge and revert commits on the target, oldest first
+	lastMeta map[string]string
 }
 
 func newFakeLake() *fakeLake {
@@ -85,6 +87,8 @@ func (l *fakeLake) Merge(_ context.Context, repo, source, _, _ string, meta map[
 	}
 	id := "merge-" + meta[MetaBatchID]
 	l.merged[mergedKey(repo, source)] = id
+	l.log = append(l.log, Commit{ID: id, Parents: []string{"head", source}, Metadata: meta})
+	l.lastMeta = meta
 	if l.lostAck {
 		l.lostAck = false
 		return "", fmt.Errorf("merge: context deadline exceeded: %w", ErrTransient)
@@ -126,9 +130,10 @@ func (a *gateAuditor) Audit(ctx context.Context, req AuditRequest) (schemas.Audi
 }
 
 type recordingNotifier struct {
-	mu     sync.Mutex
-	events []schemas.Event
-	ch     chan schemas.Event
+	mu       sync.Mutex
+	events   []schemas.Event
+	requests []string // the RequestID of each event
+	ch       chan schemas.Event
 }
 
 func (n *recordingNotifier) Notify(_ context.Context, pn Notification) (map[string]string, error) {
@@ -137,6 +142,7 @@ func (n *recordingNotifier) Notify(_ context.Context, pn Notification) (map[stri
 	}
 	n.mu.Lock()
 	n.events = append(n.events, pn.Event)
+	n.requests = append(n.requests, pn.RequestID)
 	n.mu.Unlock()
 	n.ch <- pn.Event
 	return pn.Receipts, nil

@@ -110,6 +110,7 @@ func (n notifier) Notify(ctx context.Context, pn pipeline.Notification) (map[str
 	return n.d.Notify(ctx, notify.Notification{
 		Event: pn.Event, State: string(pn.State), Dataset: pn.Run.Dataset, BatchID: pn.Run.BatchID,
 		Repository: pn.Run.Repository, Branch: pn.Run.Branch, LandedAt: pn.Run.LandedAt, Receipts: pn.Receipts,
+		RequestID: pn.RequestID, ResultOnly: pn.ResultOnly,
 	})
 }
 
@@ -174,7 +175,7 @@ func (d inputDecoder) Decode(ctx context.Context, value []byte) (schemas.Event, 
 			err: fmt.Errorf("header %s says %q, value is %s (batch %q)", schemas.HeaderEventType, want, ev.EventType(), ev.Batch())}
 	}
 	switch ev.(type) {
-	case schemas.BatchLanded, schemas.WriteComplete, schemas.BatchCancelled:
+	case schemas.BatchLanded, schemas.WriteComplete, schemas.BatchCancelled, schemas.RetryRequested, schemas.RevertRequested:
 		if key, ok := ctx.Value(messageKeyKey{}).(string); ok && key != ev.Batch() {
 			return nil, &inputError{reason: reasonKeyMismatch,
 				err: fmt.Errorf("message key %q is not the batch id %q: key every event by its batch id so a batch stays on one partition", key, ev.Batch())}
@@ -182,8 +183,8 @@ func (d inputDecoder) Decode(ctx context.Context, value []byte) (schemas.Event, 
 		return ev, nil
 	}
 	return nil, &inputError{reason: reasonUnexpectedType,
-		err: fmt.Errorf("%s is not an input event (want %s, %s or %s)", ev.EventType(),
-			schemas.TypeBatchLanded, schemas.TypeWriteComplete, schemas.TypeBatchCancelled)}
+		err: fmt.Errorf("%s is not an input event (want %s, %s, %s, %s or %s)", ev.EventType(),
+			schemas.TypeBatchLanded, schemas.TypeWriteComplete, schemas.TypeBatchCancelled, schemas.TypeRetryRequested, schemas.TypeRevertRequested)}
 }
 
 // inputError is a value that decoded but can never be handled.

@@ -392,7 +392,7 @@ func readEvents(r io.Reader, now time.Time) ([]schemas.Event, error) {
 // an input event type.
 func isInputType(name string) bool {
 	n := strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name))
-	for _, t := range []string{schemas.TypeBatchLanded, schemas.TypeWriteComplete, schemas.TypeBatchCancelled} {
+	for _, t := range []string{schemas.TypeBatchLanded, schemas.TypeWriteComplete, schemas.TypeBatchCancelled, schemas.TypeRetryRequested, schemas.TypeRevertRequested} {
 		if n == strings.ToLower(t) {
 			return true
 		}
@@ -413,7 +413,7 @@ func checkEvents(events []schemas.Event, t *kafkaTarget, topic string, now time.
 	var errs []error
 	for i, ev := range events {
 		if topic == inputTopic && !isInputType(ev.EventType()) {
-			errs = append(errs, fmt.Errorf("event %d: %s is a result event; lakewap reads only BatchLanded, WriteComplete and BatchCancelled from %s",
+			errs = append(errs, fmt.Errorf("event %d: %s is a result event; lakewap reads only BatchLanded, WriteComplete, BatchCancelled, RetryRequested and RevertRequested from %s",
 				i+1, ev.EventType(), topic))
 			continue
 		}

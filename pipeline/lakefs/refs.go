@@ -20,12 +20,7 @@ type Branch struct {
 }
 
 // Commit is one commit of a repository's history.
-type Commit struct {
-	ID, Message, Committer string
-	CreationDate           time.Time
-	Metadata               map[string]string
-	Parents                []string
-}
+type Commit = pipeline.Commit
 
 // EnsureBranch creates branch from source. A branch that is already there
 // is resumed (existed=true) only when it holds nothing of its own: its head
