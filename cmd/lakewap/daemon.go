@@ -61,6 +61,9 @@ type daemonOptions struct {
 	Registry *prometheus.Registry
 	// Observe is passed to the runner (the demo's timeline).
 	Observe func(before, after pipeline.Run)
+	// NotifyRetry is how soon a sink that still owes a notification
+	// (Slack down) is notified again; 0 is the machine's default (1m).
+	NotifyRetry time.Duration
 }
 
 // daemon is lakewap's running parts; stopped in reverse order of start.
@@ -156,6 +159,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	rc := cfg.RunnerConfig()
 	rc.Lake, rc.Auditor, rc.Notifier, rc.Store, rc.Decoder = d.lake, auditor{d.audits}, notifier{disp}, store, inputDecoder{codec}
 	rc.Logger, rc.Observe, rc.Failpoint = log, o.Observe, failpointFromEnv(log)
+	if o.NotifyRetry > 0 {
+		rc.Policy.NotifyRetry = o.NotifyRetry
+	}
 	// The consumer exists once the runner does: ask it lazily.
 	rc.Behind = func(p int) bool { return d.consumer != nil && d.consumer.Behind(p) }
 	if d.runner, err = pipeline.NewRunner(rc); err != nil {

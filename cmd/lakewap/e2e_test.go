@@ -38,6 +38,13 @@ func startE2E(t *testing.T, mutate func(*config.Config)) *e2e {
 // startE2EObserved is startE2E with a hook on every persisted run change.
 func startE2EObserved(t *testing.T, mutate func(*config.Config), observe func(before, after pipeline.Run)) *e2e {
 	t.Helper()
+	return startE2EWith(t, mutate, daemonOptions{Observe: observe})
+}
+
+// startE2EWith is startE2E with daemon options (the logger and console are
+// the test's).
+func startE2EWith(t *testing.T, mutate func(*config.Config), o daemonOptions) *e2e {
+	t.Helper()
 	tmp := t.TempDir()
 	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake",
 		Topics: harness.StackTopics(&config.Config{})})
@@ -50,7 +57,8 @@ func startE2EObserved(t *testing.T, mutate func(*config.Config), observe func(be
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	d, err := newDaemon(ctx, cfg, daemonOptions{Logger: log, Console: io.Discard, Observe: observe})
+	o.Logger, o.Console = log, io.Discard
+	d, err := newDaemon(ctx, cfg, o)
 	if err != nil {
 		cancel()
 		t.Fatalf("daemon: %v", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -82,7 +83,7 @@ func cmdEmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lakewap emit: no events to send")
 		return 2
 	}
-	t, err := o.kafka.connect(false)
+	t, err := o.kafka.connect()
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
 		return 2
@@ -145,45 +146,47 @@ type kafkaTarget struct {
 	codec     *schemas.Codec
 }
 
-func (f kafkaFlags) connect(wantDialer bool) (*kafkaTarget, error) {
-	t := &kafkaTarget{}
-	registry := f.registry
+func (f kafkaFlags) connect() (*kafkaTarget, error) {
 	if f.config != "" {
 		cfg, err := config.Load(f.config)
 		if err != nil {
 			return nil, fmt.Errorf("config %s:\n%w", f.config, err)
 		}
-		t.cfg = cfg
-		t.brokers = cfg.Kafka.Brokers
-		if registry == "" {
-			registry = cfg.Kafka.SchemaRegistry
+		if f.brokers != "" {
+			cfg.Kafka.Brokers = splitList(f.brokers)
 		}
+		return targetOf(cfg, f.registry)
 	}
-	if f.brokers != "" {
-		t.brokers = splitList(f.brokers)
-	}
+	t := &kafkaTarget{brokers: splitList(f.brokers), transport: &kafka.Transport{},
+		dialer: &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true}}
 	if len(t.brokers) == 0 {
 		t.brokers = []string{"127.0.0.1:9092"}
 	}
-	if t.cfg != nil {
-		s, err := t.cfg.Kafka.Security()
-		if err != nil {
-			return nil, err
-		}
-		if t.transport, err = s.Transport(); err != nil {
-			return nil, fmt.Errorf("kafka: %w", err)
-		}
-		if wantDialer {
-			if t.dialer, err = s.Dialer(); err != nil {
-				return nil, fmt.Errorf("kafka: %w", err)
-			}
-		}
-	} else {
-		t.transport = &kafka.Transport{}
-		t.dialer = &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true}
-	}
 	var err error
-	if t.codec, err = (config.Kafka{SchemaRegistry: registry}).Codec(); err != nil {
+	if t.codec, err = (config.Kafka{SchemaRegistry: f.registry}).Codec(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// targetOf connects to the Kafka (and registry, unless registry overrides
+// it) of cfg, with its security settings.
+func targetOf(cfg *config.Config, registry string) (*kafkaTarget, error) {
+	t := &kafkaTarget{cfg: cfg, brokers: cfg.Kafka.Brokers}
+	if len(t.brokers) == 0 {
+		t.brokers = []string{"127.0.0.1:9092"}
+	}
+	s, err := cfg.Kafka.Security()
+	if err != nil {
+		return nil, err
+	}
+	if t.transport, err = s.Transport(); err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	if t.dialer, err = s.Dialer(); err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	if t.codec, err = (config.Kafka{SchemaRegistry: cmp.Or(registry, cfg.Kafka.SchemaRegistry)}).Codec(); err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -25,10 +25,14 @@ Usage:
                                         (exit 0 passed, 1 failed, 2 could not run)
   lakewap runs     -config FILE         list runs from the state store [-state S] [-json]
   lakewap janitor  -config FILE         delete expired and abandoned wap- branches [-dry-run]
-  lakewap revert   -config FILE -batch B -reason TEXT [-by NAME]
-                                        revert a published batch on its target, emit BatchReverted
-  lakewap retry    -config FILE -batch B
-                                        re-audit an aborted batch's kept branch, publish it if it passes
+  lakewap retry    -config FILE -batch B [-by NAME] [-timeout D]
+                                        ask the daemon to run a failed batch (or one aborted by its audit
+                                        or a merge conflict, branch kept) again; print its outcome
+  lakewap cancel   -config FILE -batch B [-reason TEXT] [-by NAME] [-timeout D]
+                                        ask the daemon to abort a batch that has not finished its audit
+  lakewap revert   -config FILE -batch B -reason TEXT [-by NAME] [-timeout D]
+                                        ask the daemon to revert a published batch on its target
+                                        (operator commands: exit 0 done, 1 refused or not done, 3 no answer)
   lakewap emit     [--brokers B | --config F] landed|write|cancel FLAGS, or --json FILE
                                         produce an input event as upstream would
   lakewap tail     [--brokers B | --config F] [--topic T] [--from-beginning] [--follow=false]
@@ -64,10 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRuns(ctx, rest, stdout, stderr)
 	case "janitor":
 		return cmdJanitor(ctx, rest, stdout, stderr)
-	case "revert":
-		return cmdRevert(ctx, rest, stdout, stderr)
-	case "retry":
-		return cmdRetry(ctx, rest, stdout, stderr)
+	case "retry", "cancel", "revert":
+		return cmdOperator(ctx, cmd, rest, stdout, stderr, nil)
 	case "emit":
 		return cmdEmit(ctx, rest, stdout, stderr)
 	case "tail":

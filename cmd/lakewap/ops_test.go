@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -124,12 +123,14 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 
 	before, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
-	var out bytes.Buffer
-	ev, err := revertBatch(ctx, e.cfg, revertOptions{Batch: "rev-1", Reason: "amounts were in cents twice", By: "ana"}, slog.New(slog.DiscardHandler), &out)
-	if err != nil {
-		t.Fatalf("revert: %v\n%s", err, out.String())
+	code, out := e.ask(t, "revert", "-batch", "rev-1", "-reason", "amounts were in cents twice", "-by", "ana")
+	if code != 0 || !strings.Contains(out, "reverted batch rev-1") {
+		t.Fatalf("revert exited %d:\n%s", code, out)
 	}
-	t.Logf("revert output:\n%s", out.String())
+	t.Logf("revert output:\n%s", out)
+	got, err := e.Watcher.Await(ctx, "rev-1", schemas.TypeBatchReverted)
+	must(t, err)
+	ev := got.(schemas.BatchReverted)
 
 	rows := func(prefix string) int64 {
 		n, err := e.CountRows(ctx, "main", prefix, "")
@@ -147,7 +148,7 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 	if head.ID == before.ID || head.ID != ev.CommitID {
 		t.Errorf("main head %s (before %s), event says revert commit %s", head.ID, before.ID, ev.CommitID)
 	}
-	for k, want := range map[string]string{metaRevertedBatchID: "rev-1", metaRevertReason: "amounts were in cents twice", metaRevertedBy: "ana"} {
+	for k, want := range map[string]string{pipeline.MetaRevertedBatchID: "rev-1", pipeline.MetaRevertReason: "amounts were in cents twice", pipeline.MetaRevertedBy: "ana"} {
 		if head.Metadata[k] != want {
 			t.Errorf("revert commit metadata %s = %q, want %q (all: %v)", k, head.Metadata[k], want, head.Metadata)
 		}
@@ -156,28 +157,50 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 		t.Errorf("event names publish commit %s, the batch was published as %s", ev.PublishedCommitID, published["rev-1"])
 	}
 
-	got, err := e.Watcher.Await(ctx, "rev-1", schemas.TypeBatchReverted)
-	must(t, err)
-	rv := got.(schemas.BatchReverted)
-	if rv.EventID != ev.EventID || rv.CommitID != head.ID || rv.Reason != "amounts were in cents twice" || rv.RevertedBy != "ana" ||
-		rv.Dataset != "billing" || rv.TargetRef != "main" || rv.Repository != "lake" {
-		t.Errorf("BatchReverted on the results topic = %+v", rv)
+	if ev.CommitID != head.ID || ev.Reason != "amounts were in cents twice" || ev.RevertedBy != "ana" ||
+		ev.Dataset != "billing" || ev.TargetRef != "main" || ev.Repository != "lake" || !strings.Contains(out, ev.EventID) {
+		t.Errorf("BatchReverted on the results topic = %+v", ev)
 	}
+	// The daemon records the revert in the run.
+	waitFor(t, func() bool {
+		sr, err := findStored(ctx, e.cfg, "rev-1")
+		return err == nil && sr.Revert != nil && sr.Revert.Commit == head.ID && sr.State == pipeline.StatePublished
+	})
 
-	// Again: nothing changes on main, the same event goes out again.
-	out.Reset()
-	again, err := revertBatch(ctx, e.cfg, revertOptions{Batch: "rev-1", Reason: "again", By: "bob"}, slog.New(slog.DiscardHandler), &out)
-	must(t, err)
+	// Again: nothing changes on main, the same event (same id, first
+	// reverter) answers.
+	code, out = e.ask(t, "revert", "-batch", "rev-1", "-reason", "again", "-by", "bob")
 	after, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
-	if after.ID != head.ID || again.EventID != ev.EventID || again.RevertedBy != "ana" || !strings.Contains(out.String(), "already reverted") {
-		t.Errorf("second revert moved main to %s or changed the event (%+v): %s", after.ID, again, out.String())
+	if code != 0 || after.ID != head.ID || !strings.Contains(out, ev.EventID) || !strings.Contains(out, "by ana") {
+		t.Errorf("second revert exited %d, moved main to %s (was %s):\n%s", code, after.ID, head.ID, out)
 	}
 
-	if _, err := revertBatch(ctx, e.cfg, revertOptions{Batch: "never-landed", Reason: "x"}, slog.New(slog.DiscardHandler), io.Discard); err == nil ||
-		!strings.Contains(err.Error(), "not published") {
-		t.Errorf("revert of an unknown batch: %v", err)
+	if code, out := e.ask(t, "revert", "-batch", "never-landed", "-reason", "x"); code != 1 || !strings.Contains(out, "not published") ||
+		!strings.Contains(out, "refused (unknown_batch)") {
+		t.Errorf("revert of an unknown batch exited %d:\n%s", code, out)
 	}
+}
+
+// ask runs an operator command against the test's daemon, as an operator
+// would, and returns its exit code and output.
+func (e *e2e) ask(t *testing.T, command string, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := cmdOperator(ctx, command, append([]string{"-timeout", "2m"}, args...), &out, &errb, e.cfg)
+	return code, out.String() + errb.String()
+}
+
+// findStored reads a batch's run from the state store (the changelog), as
+// lakewap runs does.
+func findStored(ctx context.Context, cfg *config.Config, batch string) (runs.Stored, error) {
+	store, err := runs.Open(cfg.Kafka)
+	if err != nil {
+		return runs.Stored{}, err
+	}
+	return store.Find(ctx, batch, "")
 }
 
 // TestRetryRunsAndJanitorOnTheStack: a batch stopped by its audit is fixed
@@ -201,19 +224,10 @@ func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
 		t.Errorf("lakewap runs:\n%s", out.String())
 	}
 
-	// Retried as it is, it still fails and stays aborted. (The result event
-	// can reach the watcher before the daemon records it sent; retry refuses
-	// a run with events still to send, so wait for that.)
-	out.Reset()
-	published, err := retryBatch(ctx, e.cfg, retryOptions{Batch: "fix-1", By: "ana"}, log, &out)
-	for err != nil && strings.Contains(err.Error(), "still has work") && ctx.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
-		out.Reset()
-		published, err = retryBatch(ctx, e.cfg, retryOptions{Batch: "fix-1", By: "ana"}, log, &out)
-	}
-	must(t, err)
-	if published || !strings.Contains(out.String(), "billing_id_not_null") || !strings.Contains(out.String(), "still fails") {
-		t.Fatalf("retry of the unchanged batch published=%v:\n%s", published, out.String())
+	// Retried as it is, it still fails and stays aborted.
+	code, text := e.ask(t, "retry", "-batch", "fix-1", "-by", "ana")
+	if code != 1 || !strings.Contains(text, "billing_id_not_null") || !strings.Contains(text, "is aborted (audit_failed)") {
+		t.Fatalf("retry of the unchanged batch exited %d:\n%s", code, text)
 	}
 	mainBefore, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
@@ -224,14 +238,12 @@ func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
 	// The writer fixes the data on the kept branch; the retry publishes it.
 	path := "gold/billing_fact/batch=fix-1/part-0.parquet"
 	must(t, e.WriteParquet(ctx, ab.Branch, path, secondBillingRows))
-	out.Reset()
-	published, err = retryBatch(ctx, e.cfg, retryOptions{Batch: "fix-1", By: "ana"}, log, &out)
-	if err != nil || !published {
-		t.Fatalf("retry of the fixed batch: published=%v err=%v\n%s", published, err, out.String())
+	if code, text := e.ask(t, "retry", "-batch", "fix-1", "-by", "ana"); code != 0 || !strings.Contains(text, "published batch fix-1") {
+		t.Fatalf("retry of the fixed batch exited %d:\n%s", code, text)
 	}
 	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
-	if head.Metadata[pipeline.MetaBatchID] != "fix-1" || head.Metadata[metaRetriedBy] != "ana" {
+	if head.Metadata[pipeline.MetaBatchID] != "fix-1" || head.Metadata[pipeline.MetaRetriedBy] != "ana" {
 		t.Errorf("main head metadata %v", head.Metadata)
 	}
 	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=fix-1/", "billing_id IS NOT NULL"); err != nil || n != 1000 {
@@ -249,8 +261,8 @@ func TestRetryRunsAndJanitorOnTheStack(t *testing.T) {
 		t.Errorf("runs -state published -json: %v\n%s", err, out.String())
 	}
 	// Retrying a published batch is refused.
-	if _, err := retryBatch(ctx, e.cfg, retryOptions{Batch: "fix-1"}, log, io.Discard); err == nil || !strings.Contains(err.Error(), "published") {
-		t.Errorf("retry of a published batch: %v", err)
+	if code, text := e.ask(t, "retry", "-batch", "fix-1"); code != 1 || !strings.Contains(text, "refused (wrong_state): batch fix-1 is published") {
+		t.Errorf("retry of a published batch exited %d:\n%s", code, text)
 	}
 
 	// Janitor. A second bad batch is aborted and kept; a third one is live
@@ -390,6 +402,8 @@ func TestOperatorCommandsCheckFlagsAndConfig(t *testing.T) {
 		{[]string{"revert", "-config", "x.yaml", "-batch", "b"}, 2, "-batch and -reason are required"},
 		{[]string{"revert", "-config", "x.yaml", "-reason", "r"}, 2, "-batch and -reason are required"},
 		{[]string{"retry", "-config", "x.yaml"}, 2, "-batch is required"},
+		{[]string{"cancel", "-config", "x.yaml", "-reason", "r"}, 2, "-batch is required"},
+		{[]string{"cancel", "-config", "/nonexistent/lakewap.yaml", "-batch", "b"}, 2, "no such file"},
 		{[]string{"runs", "-config", "/nonexistent/lakewap.yaml"}, 2, "no such file"},
 		{[]string{"janitor", "--config", "/nonexistent/lakewap.yaml", "--dry-run"}, 2, "no such file"},
 		{[]string{"janitor", "-dryrun"}, 2, "flag provided but not defined"},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -261,9 +260,8 @@ func TestPublishIdentityAttacks(t *testing.T) {
 		if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=ambiguous-1/", ""); err != nil || n != 1000 {
 			t.Fatalf("main has %d rows of the batch (err %v), want 1000", n, err)
 		}
-		var out bytes.Buffer
-		if _, err := revertBatch(ctx, e.cfg, revertOptions{Batch: "ambiguous-1", Reason: "attack test", By: "test"}, slog.New(slog.DiscardHandler), &out); err != nil {
-			t.Fatalf("revert: %v\n%s", err, out.String())
+		if code, out := e.ask(t, "revert", "-batch", "ambiguous-1", "-reason", "attack test", "-by", "test"); code != 0 {
+			t.Fatalf("revert exited %d:\n%s", code, out)
 		}
 		if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=ambiguous-1/", ""); err != nil || n != 0 {
 			t.Errorf("main has %d rows of the reverted batch (err %v), want 0", n, err)

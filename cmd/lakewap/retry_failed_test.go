@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -47,17 +45,8 @@ func TestRetryTakesFailedRuns(t *testing.T) {
 	refuse.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var out bytes.Buffer
-	var published bool
-	var err error
-	// The run's state is written by the daemon; wait until it is stored as failed.
-	waitFor(t, func() bool {
-		out.Reset()
-		published, err = retryBatch(ctx, e.cfg, retryOptions{Batch: "failed-1", By: "ana"}, slog.New(slog.DiscardHandler), &out)
-		return err == nil || !strings.Contains(err.Error(), "still has work")
-	})
-	if err != nil || !published {
-		t.Fatalf("retry of a failed run: published=%v err=%v\n%s", published, err, out.String())
+	if code, out := e.ask(t, "retry", "-batch", "failed-1", "-by", "ana"); code != 0 || !strings.Contains(out, "published batch failed-1") {
+		t.Fatalf("retry of a failed run exited %d:\n%s", code, out)
 	}
 	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=failed-1/", ""); err != nil || n != 100 {
 		t.Errorf("main has %d rows of the retried batch (err %v)", n, err)

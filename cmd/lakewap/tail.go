@@ -45,7 +45,7 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lakewap tail: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	t, err := kf.connect(true)
+	t, err := kf.connect()
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap tail: %v\n", err)
 		return 2

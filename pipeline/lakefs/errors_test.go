@@ -210,7 +210,7 @@ func TestPublishSealsAndMergesWithoutAllowEmpty(t *testing.T) {
 		"GET /api/v1/repositories/lake/refs/" + sealed + "/merge/main":  {200, `{"base_commit_id":"p","destination_commit_id":"h","source_commit_id":"` + sealed + `"}`},
 		"POST /api/v1/repositories/lake/refs/" + sealed + "/merge/main": {200, `{"reference":"m1"}`},
 	})
-	id, err := c.Publish(context.Background(), "lake", "b1", "main", map[string]string{pipeline.MetaBatchID: "42", "k": "v"})
+	id, err := Publish(context.Background(), c, "lake", "b1", "main", map[string]string{pipeline.MetaBatchID: "42", "k": "v"})
 	if err != nil || id != "m1" {
 		t.Fatalf("Publish = %q, %v; want m1", id, err)
 	}

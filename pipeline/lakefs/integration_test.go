@@ -195,7 +195,7 @@ func TestRealLakeFS(t *testing.T) {
 		}
 		upload(t, repo, "wap-42", "t/part-0.csv", "id\n1\n")
 		meta := map[string]string{pipeline.MetaBatchID: "42", pipeline.MetaDataset: "orders"}
-		id, err := c.Publish(ctx, repo, "wap-42", "main", meta)
+		id, err := lakefs.Publish(ctx, c, repo, "wap-42", "main", meta)
 		if err != nil {
 			t.Fatalf("Publish: %v", err)
 		}
@@ -265,7 +265,7 @@ func TestRealLakeFS(t *testing.T) {
 		if p, err := c.Published(ctx, repo, "main", sealed43, start); err != nil || p.OnTarget {
 			t.Errorf("Published(sealed 43) after a forged marker = %+v, %v; want not on main", p, err)
 		}
-		id43, err := c.Publish(ctx, repo, "wap-43", "main", map[string]string{pipeline.MetaBatchID: "43"})
+		id43, err := lakefs.Publish(ctx, c, repo, "wap-43", "main", map[string]string{pipeline.MetaBatchID: "43"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +294,7 @@ func TestRealLakeFS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		empty, err := c.Publish(ctx, repo, "wap-empty", "main", map[string]string{pipeline.MetaBatchID: "44"})
+		empty, err := lakefs.Publish(ctx, c, repo, "wap-empty", "main", map[string]string{pipeline.MetaBatchID: "44"})
 		if err != nil || empty != headBefore.ID {
 			t.Fatalf("Publish of an empty batch = %q, %v; want main's head %s", empty, err, headBefore.ID)
 		}
@@ -341,7 +341,7 @@ func TestRealLakeFS(t *testing.T) {
 			t.Fatal(err)
 		}
 		upload(t, repo, "wap-1", "t/same.csv", "from batch\n")
-		_, err := c.Publish(ctx, repo, "wap-1", "main", map[string]string{pipeline.MetaBatchID: "1"})
+		_, err := lakefs.Publish(ctx, c, repo, "wap-1", "main", map[string]string{pipeline.MetaBatchID: "1"})
 		if !errors.Is(err, pipeline.ErrMergeConflict) || errors.Is(err, pipeline.ErrTransient) {
 			t.Fatalf("Publish over a conflicting main: %v, want ErrMergeConflict only", err)
 		}
@@ -363,7 +363,7 @@ func TestRealLakeFS(t *testing.T) {
 			t.Fatal(err)
 		}
 		upload(t, repo, "wap-9", "t/bad.csv", "bad\n")
-		id, err := c.Publish(ctx, repo, "wap-9", "main", map[string]string{pipeline.MetaBatchID: "9"})
+		id, err := lakefs.Publish(ctx, c, repo, "wap-9", "main", map[string]string{pipeline.MetaBatchID: "9"})
 		if err != nil {
 			t.Fatal(err)
 		}

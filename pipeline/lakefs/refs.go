@@ -171,33 +171,6 @@ func (c *Client) Seal(ctx context.Context, repo, branch, message string, meta ma
 	return out.Id, nil
 }
 
-// Publish seals branch and brings the sealed commit into target with meta
-// (pipeline.Publish); it returns the commit that holds the batch on target.
-// The seal commit carries meta too, but with the batch id under
-// pipeline.MetaSealedBatchID, so only the merge commit is labelled with
-// pipeline.MetaBatchID.
-func (c *Client) Publish(ctx context.Context, repo, branch, target string, meta map[string]string) (string, error) {
-	batch := meta[pipeline.MetaBatchID]
-	label := "branch " + branch
-	sealMeta := make(map[string]string, len(meta))
-	for k, v := range meta {
-		sealMeta[k] = v
-	}
-	if batch != "" {
-		label = "batch " + batch
-		delete(sealMeta, pipeline.MetaBatchID)
-		sealMeta[pipeline.MetaSealedBatchID] = batch
-	}
-	since := time.Now()
-	sealed, err := c.Seal(ctx, repo, branch, "lakewap: writes of "+label, sealMeta)
-	if err != nil {
-		return "", err
-	}
-	res, err := pipeline.Publish(ctx, c, pipeline.PublishRequest{Repository: repo, Target: target, Sealed: sealed, Since: since,
-		Message: fmt.Sprintf("lakewap: publish %s into %s", label, target), Meta: meta}, nil)
-	return res.CommitID, err
-}
-
 // MergeBase returns lakeFS's merge-base of source (a commit id) and dest
 // (any ref), and the commit dest resolved to.
 func (c *Client) MergeBase(ctx context.Context, repo, source, dest string) (base, destCommit string, err error) {
