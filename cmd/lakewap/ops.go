@@ -120,8 +120,9 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
 		return exitNotDone
 	}
-	req := c.build(f, newRequestID(), dataset, time.Now().UTC().Truncate(time.Millisecond))
-	ans, err := askDaemon(ctx, t, cfg.Kafka, req, f.timeout, stdout)
+	id := newRequestID()
+	req := c.build(f, id, dataset, time.Now().UTC().Truncate(time.Millisecond))
+	ans, err := askDaemon(ctx, t, cfg.Kafka, req, id, f.timeout, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
 		if errors.Is(err, errNoAnswer) {
@@ -146,9 +147,8 @@ var errNoAnswer = errors.New("no lakewap daemon answered")
 // askDaemon sends req to the input topic and returns the first result
 // event that answers it. The results topic is read from the ends it had
 // before the request was sent, so no earlier event is taken for the answer.
-func askDaemon(ctx context.Context, t *kafkaTarget, k config.Kafka, req schemas.Event, timeout time.Duration, w io.Writer) (schemas.Event, error) {
-	id := requestID(req)
-	ends, err := endOffsets(ctx, t, k.ResultsTopic)
+func askDaemon(ctx context.Context, t *kafkaTarget, k config.Kafka, req schemas.Event, id string, timeout time.Duration, w io.Writer) (schemas.Event, error) {
+	_, ends, err := offsets(ctx, t, k.ResultsTopic)
 	if err != nil {
 		return nil, err
 	}
@@ -166,18 +166,6 @@ func askDaemon(ctx context.Context, t *kafkaTarget, k config.Kafka, req schemas.
 			errNoAnswer, id, timeout, k.InputTopic, sent.Partition, sent.Offset, k.GroupID, req.Batch())
 	}
 	return ans, err
-}
-
-func requestID(ev schemas.Event) string {
-	switch e := ev.(type) {
-	case schemas.RetryRequested:
-		return e.RequestID
-	case schemas.RevertRequested:
-		return e.RequestID
-	case schemas.BatchCancelled:
-		return e.RequestID
-	}
-	return ""
 }
 
 // sendRequest writes req as upstream writes inputs: key = batch id, type
@@ -209,35 +197,6 @@ func sendRequest(ctx context.Context, t *kafkaTarget, topic string, req schemas.
 	default:
 		return msg, nil
 	}
-}
-
-// endOffsets returns the offset the next message of each partition of
-// topic will have.
-func endOffsets(ctx context.Context, t *kafkaTarget, topic string) (map[int]int64, error) {
-	client := &kafka.Client{Addr: kafka.TCP(t.brokers...), Transport: t.transport, Timeout: 10 * time.Second}
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-	if err != nil {
-		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
-	}
-	if len(md.Topics) != 1 || md.Topics[0].Error != nil || len(md.Topics[0].Partitions) == 0 {
-		return nil, fmt.Errorf("results topic %s not found", topic)
-	}
-	var reqs []kafka.OffsetRequest
-	for _, p := range md.Topics[0].Partitions {
-		reqs = append(reqs, kafka.LastOffsetOf(p.ID))
-	}
-	offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
-	if err != nil {
-		return nil, fmt.Errorf("offsets of %s: %w", topic, err)
-	}
-	out := map[int]int64{}
-	for _, po := range offs.Topics[topic] {
-		if po.Error != nil {
-			return nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
-		}
-		out[po.Partition] = po.LastOffset
-	}
-	return out, nil
 }
 
 // awaitAnswer reads every partition of topic from its offset in from until

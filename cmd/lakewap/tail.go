@@ -71,46 +71,24 @@ type tailOptions struct {
 // end it had when tail started. Partitions are read concurrently, so lines
 // of different partitions interleave; each partition's are in order.
 func tailTopic(ctx context.Context, t *kafkaTarget, o tailOptions, out io.Writer) error {
-	client := &kafka.Client{Addr: kafka.TCP(t.brokers...), Transport: t.transport, Timeout: 10 * time.Second}
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{o.Topic}})
+	first, next, err := offsets(ctx, t, o.Topic)
 	if err != nil {
-		return fmt.Errorf("metadata of %s: %w", o.Topic, err)
+		return err
 	}
-	if len(md.Topics) != 1 || md.Topics[0].Error != nil || len(md.Topics[0].Partitions) == 0 {
-		var terr error
-		if len(md.Topics) == 1 {
-			terr = md.Topics[0].Error
-		}
-		return fmt.Errorf("topic %s: not found (%v)", o.Topic, terr)
-	}
-	var reqs []kafka.OffsetRequest
-	for _, p := range md.Topics[0].Partitions {
-		reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
-	}
-	offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{o.Topic: reqs}})
-	if err != nil {
-		return fmt.Errorf("offsets of %s: %w", o.Topic, err)
-	}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	msgs := make(chan kafka.Message)
-	errc := make(chan error, len(offs.Topics[o.Topic]))
+	errc := make(chan error, len(next))
 	var wg sync.WaitGroup
-	for _, po := range offs.Topics[o.Topic] {
-		if po.Error != nil {
-			return fmt.Errorf("offsets of %s/%d: %w", o.Topic, po.Partition, po.Error)
-		}
-	}
-	for _, po := range offs.Topics[o.Topic] {
-		start, end := po.LastOffset, po.LastOffset
+	for partition, end := range next {
+		start := end
 		if o.FromBeginning {
-			start = po.FirstOffset
+			start = first[partition]
 		}
 		if !o.Follow && start >= end {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.brokers, Topic: o.Topic, Partition: po.Partition, Dialer: t.dialer,
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.brokers, Topic: o.Topic, Partition: partition, Dialer: t.dialer,
 			MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 250 * time.Millisecond})
 		if err := r.SetOffset(start); err != nil { // only fails on a reader in a group
 			_ = r.Close()
@@ -124,7 +102,7 @@ func tailTopic(ctx context.Context, t *kafkaTarget, o tailOptions, out io.Writer
 				m, err := r.ReadMessage(ctx)
 				if err != nil {
 					if ctx.Err() == nil {
-						errc <- fmt.Errorf("reading %s/%d: %w", o.Topic, po.Partition, err)
+						errc <- fmt.Errorf("reading %s/%d: %w", o.Topic, partition, err)
 						cancel()
 					}
 					return
@@ -167,6 +145,39 @@ func tailTopic(ctx context.Context, t *kafkaTarget, o tailOptions, out io.Writer
 	default:
 		return nil // done, or interrupted: both are a normal end
 	}
+}
+
+// offsets returns the first offset of every partition of topic and the
+// offset its next message will have.
+func offsets(ctx context.Context, t *kafkaTarget, topic string) (first, next map[int]int64, err error) {
+	client := &kafka.Client{Addr: kafka.TCP(t.brokers...), Transport: t.transport, Timeout: 10 * time.Second}
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	if len(md.Topics) != 1 || md.Topics[0].Error != nil || len(md.Topics[0].Partitions) == 0 {
+		var terr error
+		if len(md.Topics) == 1 {
+			terr = md.Topics[0].Error
+		}
+		return nil, nil, fmt.Errorf("topic %s: not found (%v)", topic, terr)
+	}
+	var reqs []kafka.OffsetRequest
+	for _, p := range md.Topics[0].Partitions {
+		reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+	}
+	offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("offsets of %s: %w", topic, err)
+	}
+	first, next = map[int]int64{}, map[int]int64{}
+	for _, po := range offs.Topics[topic] {
+		if po.Error != nil {
+			return nil, nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
+		}
+		first[po.Partition], next[po.Partition] = po.FirstOffset, po.LastOffset
+	}
+	return first, next, nil
 }
 
 func headerValue(hs []kafka.Header, key string) (string, bool) {

@@ -140,15 +140,6 @@ func (s *Store) Find(ctx context.Context, batch, dataset string) (Stored, error)
 	return Stored{}, fmt.Errorf("batch %s has runs in %d datasets: name one with -dataset", batch, len(found))
 }
 
-// Put writes run back to its partition, as the runner would.
-func (s *Store) Put(ctx context.Context, r Stored) error {
-	b, err := json.Marshal(r.Run)
-	if err != nil {
-		return err
-	}
-	return s.changelog.Put(ctx, r.Partition, r.Run.Key(), b)
-}
-
 // Topic is the changelog topic the store reads.
 func (s *Store) Topic() string { return s.topic }
 
