@@ -199,6 +199,10 @@ func sendRequest(ctx context.Context, t *kafkaTarget, topic string, req schemas.
 	}
 }
 
+// answers are the event types that end an operator's request.
+var answers = map[string]bool{schemas.TypeBatchPublished: true, schemas.TypeBatchAborted: true, schemas.TypeBatchFailed: true,
+	schemas.TypeBatchReverted: true, schemas.TypeRequestRefused: true}
+
 // awaitAnswer reads every partition of topic from its offset in from until
 // a message of batch carries request in its wap.request_id header.
 func awaitAnswer(ctx context.Context, t *kafkaTarget, topic string, from map[int]int64, batch, request string) (schemas.Event, error) {
@@ -222,8 +226,10 @@ func awaitAnswer(ctx context.Context, t *kafkaTarget, topic string, from map[int
 				if err != nil {
 					return
 				}
-				if id, _ := headerValue(m.Headers, schemas.HeaderRequestID); id != request || string(m.Key) != batch {
-					continue
+				id, _ := headerValue(m.Headers, schemas.HeaderRequestID)
+				typ, _ := headerValue(m.Headers, schemas.HeaderEventType)
+				if id != request || string(m.Key) != batch || !answers[typ] {
+					continue // another batch's, another request's, or on the way (BranchReady of a retried branch)
 				}
 				ev, err := t.codec.Decode(ctx, m.Value)
 				if err != nil {
