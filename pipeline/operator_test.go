@@ -396,3 +396,40 @@ func TestOperatorRequestsThroughRunner(t *testing.T) {
 		t.Errorf("revert without a reason: %v, want a dead letter", err)
 	}
 }
+
+// A revert made before a crash (the revert commit is on the target, its
+// outcome was never stored) is found by the next attempt, not made again.
+func TestRevertFoundAfterACrash(t *testing.T) {
+	f := newRunnerFixture(t)
+	go func() {
+		for range f.notes.ch {
+		}
+	}()
+	f.land(t, "b1")
+	deadline := time.Now().Add(30 * time.Second)
+	for r, _ := f.run("billing", "b1"); r.State != StatePublished; r, _ = f.run("billing", "b1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("b1 is %s", r.State)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The crashed attempt's revert commit, then someone else's commit.
+	f.lake.mu.Lock()
+	f.lake.log = append(f.lake.log,
+		Commit{ID: "revert-earlier", Metadata: map[string]string{MetaRevertedBatchID: "b1", MetaRevertedCommit: "merge-b1",
+			MetaRevertReason: "first try", MetaRevertedBy: "ana"}, CreationDate: time.Now().UTC()},
+		Commit{ID: "later", Parents: []string{"revert-earlier"}})
+	f.lake.mu.Unlock()
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if err := f.r.Handle(context.Background(), 0, encode(t, schemas.RevertRequested{RequestID: "q1", BatchID: "b1", Dataset: "billing",
+		Reason: "second try", RequestedBy: "bob", OccurredAt: now})); err != nil {
+		t.Fatal(err)
+	}
+	rv, ok := f.awaitAnswer(t, "b1", "q1").(schemas.BatchReverted)
+	if !ok || rv.CommitID != "revert-earlier" || rv.RevertedBy != "ana" || rv.Reason != "first try" {
+		t.Errorf("answer %+v, want the earlier revert", rv)
+	}
+	if n := f.lake.reverts(); n != 1 {
+		t.Errorf("%d revert commits, want 1", n)
+	}
+}
