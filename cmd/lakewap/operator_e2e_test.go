@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -67,7 +68,7 @@ func TestRetryWhileDaemonOwnsThePartition(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	ab, ok := e.runBatch(t, "fix-1", badBillingRows).(schemas.BatchAborted)
+	ab, ok := e.runBatch(t, "fix-1", harness.BadBillingRows).(schemas.BatchAborted)
 	if !ok || !ab.BranchKept {
 		t.Fatalf("bad batch: %+v", ab)
 	}
