@@ -40,6 +40,10 @@
 //	  - {name: no refunds above charge, kind: sql, table: billing, sql: "SELECT * FROM billing WHERE refund > amount"}
 //	  - {name: known customers, kind: cross_table, sql: "SELECT b.* FROM billing b ANTI JOIN customers c USING (customer_id)"}
 //
+// Each check kind is a registry entry in its own file (kind_<name>.go, see
+// checkKind): the fields it reads, its validation, its SQL and how it is
+// judged. Nothing else switches on a kind's name.
+//
 // Suites of other tools translate to checks: FromGreatExpectations reads a
 // Great Expectations 1.x expectation suite, FromDBT the generic tests of a
 // dbt schema.yml (the config's checks_from). A table may be a Delta Lake

@@ -307,9 +307,10 @@ type run struct {
 	pinned []string
 	// deltaSnaps are the Delta tables read, by ref and table.
 	deltaSnaps map[string]deltaResult
-	// bitmaps are the unique checks (by index) counted with a bitmap over
-	// [lo, hi] in their table's aggregate scan.
-	bitmaps map[int][2]int64
+	// planned are expressions a kind's plan chose for a check (by index)
+	// instead of the first of its agg, e.g. unique's bitmap count; dropped
+	// when the scan fails, to count the plain way.
+	planned map[int]string
 	// infra is the first check failure caused by the machine, not the
 	// data: the run returns it (wrapping ErrInfrastructure) to be retried.
 	infra error
@@ -346,8 +347,8 @@ var mentionsBase = regexp.MustCompile(`(?i)\bbase\s*\.`)
 
 // baseErr is why a check cannot run, if it needs the base ref and has none.
 func (r *run) baseErr(c Check) error {
-	needsBase := c.scope() == ScopeBatch || c.Kind == KindVolumeChange || c.Kind == KindSchemaDrift ||
-		((c.Kind == KindSQL || c.Kind == KindCrossTable) && mentionsBase.MatchString(c.SQL))
+	k := kindOf(c)
+	needsBase := c.scope() == ScopeBatch || k.compares || (k.custom && mentionsBase.MatchString(c.SQL))
 	if needsBase && r.req.BaseRef == "" {
 		return errors.New("no base ref to compare with")
 	}
@@ -372,13 +373,13 @@ func (r *run) needed() map[viewKey]bool {
 			}
 			schema = schemaBatch
 		}
-		switch c.Kind {
-		case KindSQL, KindCrossTable:
+		switch k := kindOf(c); {
+		case k.custom:
 			addAll(schema)
 			if hasBase && mentionsBase.MatchString(c.SQL) {
 				addAll(schemaBase)
 			}
-		case KindVolumeChange, KindSchemaDrift:
+		case k.compares:
 			need[viewKey{schemaMain, strings.ToLower(c.Table)}] = true
 			if hasBase {
 				need[viewKey{schemaBase, strings.ToLower(c.Table)}] = true
@@ -636,12 +637,9 @@ func (r *run) guessColumns(table string) []ColumnType {
 		if !strings.EqualFold(c.Table, table) {
 			continue
 		}
-		typ := "VARCHAR"
-		switch c.Kind {
-		case KindRange:
-			typ = "DOUBLE"
-		case KindFreshness:
-			typ = "TIMESTAMP"
+		typ := kindOf(c).columnType
+		if typ == "" {
+			typ = "VARCHAR"
 		}
 		for _, col := range c.columns() {
 			add(col, typ)

@@ -72,36 +72,17 @@ func syntheticEmptyViewSQL(schema, table string, cols []ColumnType) string {
 }
 
 // failPredicate is the condition a failing row meets, for the kinds that
-// judge rows one at a time.
+// judge rows one at a time, and "" for the others.
 func failPredicate(c Check) string {
-	switch c.Kind {
-	case KindNotNull:
-		cols := c.columns()
-		parts := make([]string, len(cols))
-		for i, col := range cols {
-			parts[i] = quoteIdent(col) + " IS NULL"
-		}
-		return strings.Join(parts, " OR ")
-	case KindAcceptedValues:
-		// Compared as text because YAML gives text; NULL is not judged here.
-		col := quoteIdent(c.Column)
-		return fmt.Sprintf("%s IS NOT NULL AND CAST(%s AS VARCHAR) NOT IN (%s)", col, col,
-			strings.Trim(literalList(c.Values), "[]"))
-	case KindRange:
-		col := quoteIdent(c.Column)
-		var parts []string
-		if c.Min != nil {
-			parts = append(parts, fmt.Sprintf("%s %s %s", col, map[bool]string{false: "<", true: "<="}[c.StrictMin], num(*c.Min)))
-		}
-		if c.Max != nil {
-			parts = append(parts, fmt.Sprintf("%s %s %s", col, map[bool]string{false: ">", true: ">="}[c.StrictMax], num(*c.Max)))
-		}
-		return strings.Join(parts, " OR ")
-	case KindRegex:
-		col := quoteIdent(c.Column)
-		return fmt.Sprintf("%s IS NOT NULL AND NOT regexp_matches(CAST(%s AS VARCHAR), %s)", col, col, quoteLiteral(c.Pattern))
+	if k := kindOf(c); k != nil && k.failing != nil {
+		return k.failing(c)
 	}
 	return ""
+}
+
+// countFailing is the aggregate of a row-level check: its failing rows.
+func countFailing(c Check) []string {
+	return []string{fmt.Sprintf("count(*) FILTER (WHERE %s)", failPredicate(c))}
 }
 
 // filtered is a table, or the rows of it a check's where condition keeps.
@@ -119,7 +100,7 @@ func filtered(schema, table, where string) string {
 // is taken over: the rows with a value, or every row for not_null and
 // multi-column unique (as Great Expectations does).
 func valueCount(c Check) string {
-	if cols := c.columns(); c.Kind != KindNotNull && len(cols) == 1 {
+	if cols := c.columns(); !kindOf(c).mostlyOverAll && len(cols) == 1 {
 		return fmt.Sprintf("count(%s)", quoteIdent(cols[0]))
 	}
 	return "count(*)"
@@ -137,40 +118,10 @@ func aggExprs(c Check) []string {
 }
 
 func aggExprsOf(c Check) []string {
-	switch c.Kind {
-	case KindNotNull, KindAcceptedValues, KindRegex:
-		return []string{fmt.Sprintf("count(*) FILTER (WHERE %s)", failPredicate(c))}
-	case KindStat:
-		return []string{fmt.Sprintf("%s(%s)", c.Stat, quoteIdent(c.Column))}
-	case KindRange:
-		col := quoteIdent(c.Column)
-		return []string{
-			fmt.Sprintf("count(*) FILTER (WHERE %s)", failPredicate(c)),
-			fmt.Sprintf("min(%s)", col),
-			fmt.Sprintf("max(%s)", col),
-		}
-	case KindUnique:
-		// The extra occurrences of a key. A single column ignores NULLs (they
-		// are not_null's business); a combination counts every row, NULLs
-		// comparing equal.
-		cols := c.columns()
-		if len(cols) == 1 {
-			col := quoteIdent(cols[0])
-			return []string{fmt.Sprintf("count(%s) - count(DISTINCT %s)", col, col)}
-		}
-		return []string{fmt.Sprintf("count(*) - count(DISTINCT %s)", rowExpr(cols))}
-	case KindFreshness:
-		return []string{fmt.Sprintf("max(%s)", quoteIdent(c.Column))}
+	if k := kindOf(c); k != nil && k.agg != nil {
+		return k.agg(c)
 	}
 	return nil
-}
-
-// uniqueBitmapExpr counts the extra occurrences of an integer column's
-// values, all within [lo, hi], with a bitmap of that range instead of a hash
-// table: the same figure as count(col) - count(DISTINCT col).
-func uniqueBitmapExpr(col string, lo, hi int64) string {
-	c := quoteIdent(col)
-	return fmt.Sprintf("count(%s) - coalesce(bit_count(bitstring_agg(%s::BIGINT, %d, %d)), 0)", c, c, lo, hi)
 }
 
 func rowExpr(cols []string) string {
@@ -199,39 +150,12 @@ func aggregateSQL(schema, table string, exprs []string, where ...string) string 
 // objects, or "" when the kind has no rows to show. It stops at the limit;
 // unique checks get theirs from uniqueSQL.
 func sampleSQL(schema string, c Check, limit int) string {
-	t := filtered(schema, c.Table, c.Where)
-	switch c.Kind {
-	case KindNotNull, KindAcceptedValues, KindRange, KindRegex:
-		return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR) FROM (SELECT * FROM %s WHERE %s LIMIT %d) s",
-			t, failPredicate(c), limit)
+	p := failPredicate(c)
+	if p == "" {
+		return ""
 	}
-	return ""
-}
-
-// uniqueSQL is a unique check's one grouped scan. Its row: all rows, the
-// extra occurrences of keys (a single column ignores NULLs, they are
-// not_null's business; a combination counts every row, NULLs comparing
-// equal), the rows counted for mostly, and up to limit duplicated keys with
-// their duplicate_count as a JSON array, most duplicated first, then by key.
-func uniqueSQL(schema, table string, c Check, limit int) string {
-	cols := c.columns()
-	q := make([]string, len(cols))
-	fields := make([]string, len(cols))
-	for i, col := range cols {
-		q[i] = quoteIdent(col)
-		fields[i] = quoteLiteral(col) + ": " + q[i]
-	}
-	keys := strings.Join(q, ", ")
-	counted, order := "true", "row("+keys+")"
-	if len(cols) == 1 {
-		counted, order = q[0]+" IS NOT NULL", q[0]
-	}
-	sample := fmt.Sprintf("{%s, 'duplicate_count': n}", strings.Join(fields, ", "))
-	return fmt.Sprintf("SELECT CAST(coalesce(sum(n), 0) AS BIGINT), CAST(coalesce(sum(n - 1) FILTER (WHERE %s), 0) AS BIGINT), "+
-		"CAST(coalesce(sum(n) FILTER (WHERE %s), 0) AS BIGINT), "+
-		"coalesce(CAST(to_json(min_by(%s, {'o': -n, 'k': %s}, %d) FILTER (WHERE n > 1 AND %s)) AS VARCHAR), '[]') "+
-		"FROM (SELECT %s, count(*) AS n FROM %s GROUP BY %s) g",
-		counted, counted, sample, order, limit, counted, keys, filtered(schema, table, c.Where), keys)
+	return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR) FROM (SELECT * FROM %s WHERE %s LIMIT %d) s",
+		filtered(schema, c.Table, c.Where), p, limit)
 }
 
 // trimQuery drops the trailing semicolons of a user query.
@@ -241,15 +165,6 @@ func trimQuery(query string) string {
 		q = strings.TrimSpace(strings.TrimSuffix(q, ";"))
 	}
 	return q
-}
-
-// customSQL runs a user query as a subquery, which admits a single query
-// and nothing else (no second statement, no DDL). It returns the number of
-// rows and up to limit of them as JSON objects in one pass.
-func customSQL(query string, limit int) string {
-	q := trimQuery(query)
-	// The newline ends a trailing -- comment in the user's query.
-	return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR), count(*) OVER () FROM (\n%s\n) s LIMIT %d", q, limit)
 }
 
 // typeofSQL asks DuckDB for the canonical name of a type (INT -> INTEGER).

@@ -2,31 +2,14 @@ package audit
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// Check kinds.
-const (
-	KindNotNull        = "not_null"
-	KindUnique         = "unique"
-	KindAcceptedValues = "accepted_values"
-	KindRange          = "range"
-	KindRowCount       = "row_count"
-	KindVolumeChange   = "volume_change"
-	KindSchema         = "schema"
-	KindSchemaDrift    = "schema_drift"
-	KindFreshness      = "freshness"
-	KindSQL            = "sql"
-	KindCrossTable     = "cross_table"
-	// Kinds that Great Expectations and dbt suites translate to.
-	KindRegex   = "regex"   // values of column match pattern (NULL passes)
-	KindStat    = "stat"    // min or max of column between min and max
-	KindColumns = "columns" // the table has columns (in order, and nothing else)
-)
+// Check kinds are registered by their files (kind_<name>.go), each with
+// its validation, its SQL and how it is evaluated: see checkKind.
 
 // Table formats.
 const (
@@ -44,16 +27,6 @@ const (
 	SeverityWarn  = "warn"
 	ScopeTable    = "table"
 	ScopeBatch    = "batch"
-)
-
-var kinds = []string{KindNotNull, KindUnique, KindAcceptedValues, KindRange, KindRowCount,
-	KindVolumeChange, KindSchema, KindSchemaDrift, KindFreshness, KindSQL, KindCrossTable,
-	KindRegex, KindStat, KindColumns}
-
-// Stats of a stat check.
-const (
-	StatMin = "min"
-	StatMax = "max"
 )
 
 // Suite is the audit declaration of one dataset, embedded in lakewap's YAML
@@ -245,11 +218,8 @@ func (s Suite) Validate(path string) []error {
 		} else {
 			names[id] = true
 		}
-		known := false
-		for _, k := range kinds {
-			known = known || c.Kind == k
-		}
-		if !known {
+		kind := kindOf(c)
+		if kind == nil {
 			if c.Kind == "" {
 				add(f+".kind", "missing")
 			} else {
@@ -258,7 +228,7 @@ func (s Suite) Validate(path string) []error {
 			continue
 		}
 		switch {
-		case c.Table == "" && c.Kind != KindCrossTable:
+		case c.Table == "" && !kind.noTable:
 			add(f+".table", "missing")
 		case c.Table != "" && !tables[strings.ToLower(c.Table)]:
 			add(f+".table", "unknown table %q", c.Table)
@@ -271,7 +241,7 @@ func (s Suite) Validate(path string) []error {
 		switch c.scope() {
 		case ScopeTable:
 		case ScopeBatch:
-			if c.Kind == KindVolumeChange || c.Kind == KindSchemaDrift {
+			if kind.compares {
 				add(f+".scope", "%s compares whole tables: scope must be table", c.Kind)
 			}
 		default:
@@ -282,143 +252,7 @@ func (s Suite) Validate(path string) []error {
 				add(fmt.Sprintf("%s.columns[%d]", f, j), "empty column name")
 			}
 		}
-		cols := c.columns()
-		needCols := func(one bool) {
-			switch {
-			case len(cols) == 0:
-				add(f+".column", "missing")
-			case one && len(c.Columns) > 0:
-				add(f+".columns", "%s takes one column: use column", c.Kind)
-			}
-		}
-		unexpected := func(field string, set bool) {
-			if set {
-				add(f+"."+field, "not used by %s checks", c.Kind)
-			}
-		}
-		// Fields that a kind ignores are errors: a misplaced threshold would
-		// otherwise silently check nothing.
-		unexpected("values", len(c.Values) > 0 && c.Kind != KindAcceptedValues)
-		bounded := c.Kind == KindRange || c.Kind == KindRowCount || c.Kind == KindStat
-		unexpected("min", c.Min != nil && !bounded)
-		unexpected("max", c.Max != nil && !bounded)
-		unexpected("strict_min", c.StrictMin && c.Kind != KindRange && c.Kind != KindStat)
-		unexpected("strict_max", c.StrictMax && c.Kind != KindRange && c.Kind != KindStat)
-		unexpected("pattern", c.Pattern != "" && c.Kind != KindRegex)
-		unexpected("stat", c.Stat != "" && c.Kind != KindStat)
-		unexpected("ordered", c.Ordered && c.Kind != KindColumns)
-		switch c.Kind {
-		case KindNotNull, KindUnique, KindAcceptedValues, KindRange, KindRegex:
-			if c.Mostly != nil && !(*c.Mostly >= 0 && *c.Mostly <= 1) {
-				add(f+".mostly", "must be between 0 and 1")
-			}
-		default:
-			unexpected("mostly", c.Mostly != nil)
-		}
-		switch c.Kind {
-		case KindNotNull, KindUnique, KindAcceptedValues, KindRange, KindRegex, KindRowCount:
-		default:
-			unexpected("where", strings.TrimSpace(c.Where) != "")
-		}
-		unexpected("max_drop_pct", c.MaxDropPct != nil && c.Kind != KindVolumeChange)
-		unexpected("max_growth_pct", c.MaxGrowthPct != nil && c.Kind != KindVolumeChange)
-		unexpected("schema", len(c.Schema) > 0 && c.Kind != KindSchema)
-		unexpected("allow_extra", c.AllowExtra && c.Kind != KindSchema && c.Kind != KindSchemaDrift && c.Kind != KindColumns)
-		unexpected("max_age", c.MaxAge != "" && c.Kind != KindFreshness)
-		unexpected("sql", c.SQL != "" && c.Kind != KindSQL && c.Kind != KindCrossTable)
-		switch c.Kind {
-		case KindNotNull, KindUnique:
-			needCols(false)
-		case KindAcceptedValues:
-			needCols(true)
-			if len(c.Values) == 0 {
-				add(f+".values", "missing")
-			}
-		case KindRegex:
-			needCols(true)
-			if c.Pattern == "" {
-				add(f+".pattern", "missing")
-			} else if _, err := regexp.Compile(c.Pattern); err != nil {
-				add(f+".pattern", "%v", err)
-			}
-		case KindColumns:
-			needCols(false)
-		case KindRange, KindRowCount, KindStat:
-			switch c.Kind {
-			case KindRange:
-				needCols(true)
-			case KindStat:
-				needCols(true)
-				if c.Stat != StatMin && c.Stat != StatMax {
-					add(f+".stat", "%q is not min or max", c.Stat)
-				}
-			default:
-				unexpected("column", len(cols) > 0)
-			}
-			if c.Min == nil && c.Max == nil {
-				add(f+".min", "min or max is required")
-			}
-			for _, b := range []struct {
-				field string
-				v     *float64
-			}{{"min", c.Min}, {"max", c.Max}} {
-				if b.v != nil && (math.IsNaN(*b.v) || math.IsInf(*b.v, 0)) {
-					add(f+"."+b.field, "must be a finite number")
-				} else if b.v != nil && c.Kind == KindRowCount && *b.v < 0 {
-					add(f+"."+b.field, "must not be negative")
-				}
-			}
-			if c.Min != nil && c.Max != nil && *c.Min > *c.Max {
-				add(f+".min", "min %s is greater than max %s", num(*c.Min), num(*c.Max))
-			}
-		case KindVolumeChange:
-			unexpected("column", len(cols) > 0)
-			if c.MaxDropPct == nil && c.MaxGrowthPct == nil {
-				add(f+".max_drop_pct", "max_drop_pct or max_growth_pct is required")
-			}
-			if c.MaxDropPct != nil && (*c.MaxDropPct < 0 || *c.MaxDropPct > 100 || math.IsNaN(*c.MaxDropPct)) {
-				add(f+".max_drop_pct", "must be between 0 and 100")
-			}
-			if c.MaxGrowthPct != nil && (*c.MaxGrowthPct < 0 || math.IsNaN(*c.MaxGrowthPct) || math.IsInf(*c.MaxGrowthPct, 0)) {
-				add(f+".max_growth_pct", "must be a finite number >= 0")
-			}
-		case KindSchema:
-			unexpected("column", len(cols) > 0)
-			if len(c.Schema) == 0 {
-				add(f+".schema", "missing")
-			}
-			seen := map[string]bool{}
-			for j, ct := range c.Schema {
-				cf := fmt.Sprintf("%s.schema[%d]", f, j)
-				if ct.Name == "" {
-					add(cf+".name", "missing")
-				} else if seen[strings.ToLower(ct.Name)] {
-					add(cf+".name", "duplicate column %q", ct.Name)
-				}
-				seen[strings.ToLower(ct.Name)] = true
-				if ct.Type == "" {
-					add(cf+".type", "missing")
-				} else if !typeName.MatchString(strings.TrimSpace(ct.Type)) {
-					add(cf+".type", "%q is not a type name", ct.Type)
-				}
-			}
-		case KindSchemaDrift:
-			unexpected("column", len(cols) > 0)
-		case KindFreshness:
-			needCols(true)
-			if c.MaxAge == "" {
-				add(f+".max_age", "missing")
-			} else if d, err := parseAge(c.MaxAge); err != nil {
-				add(f+".max_age", "%v", err)
-			} else if d <= 0 {
-				add(f+".max_age", "must be positive")
-			}
-		case KindSQL, KindCrossTable:
-			unexpected("column", len(cols) > 0)
-			if strings.TrimSpace(c.SQL) == "" {
-				add(f+".sql", "missing")
-			}
-		}
+		kind.validateCheck(c, func(field, format string, args ...any) { add(f+"."+field, format, args...) })
 	}
 	return errs
 }

@@ -1,0 +1,37 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// KindAcceptedValues: the column's values are among values, compared as
+// text (YAML gives text); NULL passes.
+const KindAcceptedValues = "accepted_values"
+
+func init() {
+	registerKind(&checkKind{
+		name:   KindAcceptedValues,
+		fields: []string{"column", "values", "mostly", "where"},
+		validate: func(c Check, add addFunc) {
+			needColumns(c, add, true)
+			if len(c.Values) == 0 {
+				add("values", "missing")
+			}
+		},
+		agg: countFailing,
+		failing: func(c Check) string {
+			col := quoteIdent(c.Column)
+			return fmt.Sprintf("%s IS NOT NULL AND CAST(%s AS VARCHAR) NOT IN (%s)", col, col,
+				strings.Trim(literalList(c.Values), "[]"))
+		},
+		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
+			bad := asInt(v[0])
+			return r.judged(c, bad > 0, fmt.Sprintf("%d rows with other values of %d", bad, total),
+				"one of "+listed(c.Values, 10))
+		},
+	})
+}

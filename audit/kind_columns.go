@@ -1,0 +1,70 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// KindColumns: the table has the columns (in this order with ordered),
+// and no others unless allow_extra. Great Expectations' column set, list
+// and existence expectations.
+const KindColumns = "columns"
+
+func init() {
+	registerKind(&checkKind{
+		name:       KindColumns,
+		fields:     []string{"column", "allow_extra", "ordered"},
+		anyColumns: true,
+		validate:   func(c Check, add addFunc) { needColumns(c, add, false) },
+		run:        (*run).columnsCheck,
+	})
+}
+
+// columnsCheck: the table has the columns (in order with Ordered), and no
+// others unless AllowExtra. Names compare case-insensitively, as DuckDB's do.
+func (r *run) columnsCheck(ctx context.Context, c Check) schemas.CheckResult {
+	want := c.columns()
+	threshold := "columns " + listed(want, 20)
+	switch {
+	case c.Ordered:
+		threshold = "exactly the columns, in order: " + listed(want, 20)
+	case !c.AllowExtra:
+		threshold = "exactly the columns " + listed(want, 20)
+	default:
+		threshold += "; other columns allowed"
+	}
+	cols, _ := r.describe(ctx, schemaOf(c), c.Table) // preflight read them
+	names := make([]string, len(cols))
+	for i, col := range cols {
+		names[i] = col.name
+	}
+	var problems []string
+	for _, w := range want {
+		if _, ok := findColumn(cols, w); !ok {
+			problems = append(problems, "missing "+w)
+		}
+	}
+	if !c.AllowExtra || c.Ordered {
+		for _, col := range cols {
+			if !slices.ContainsFunc(want, func(w string) bool { return strings.EqualFold(w, col.name) }) {
+				problems = append(problems, "unexpected "+col.name)
+			}
+		}
+	}
+	if c.Ordered && len(problems) == 0 {
+		for i := range want {
+			if !strings.EqualFold(want[i], names[i]) {
+				problems = append(problems, "order is "+strings.Join(names, ", "))
+				break
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return r.judged(c, false, fmt.Sprintf("%d columns as expected (%d in table)", len(want), len(cols)), threshold)
+	}
+	return r.judged(c, true, strings.Join(problems, "; "), threshold)
+}

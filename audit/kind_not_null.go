@@ -1,0 +1,40 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// KindNotNull: each of the columns has a value in every row.
+const KindNotNull = "not_null"
+
+func init() {
+	registerKind(&checkKind{
+		name:          KindNotNull,
+		fields:        []string{"column", "mostly", "where"},
+		validate:      func(c Check, add addFunc) { needColumns(c, add, false) },
+		agg:           countFailing,
+		failing:       notNullFailing,
+		mostlyOverAll: true,
+		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
+			bad := asInt(v[0])
+			what := "null rows"
+			if cols := c.columns(); len(cols) > 1 {
+				what = "rows with a null in " + strings.Join(cols, ", ")
+			}
+			return r.judged(c, bad > 0, fmt.Sprintf("%d %s of %d", bad, what, total), "0 nulls")
+		},
+	})
+}
+
+func notNullFailing(c Check) string {
+	cols := c.columns()
+	parts := make([]string, len(cols))
+	for i, col := range cols {
+		parts[i] = quoteIdent(col) + " IS NULL"
+	}
+	return strings.Join(parts, " OR ")
+}

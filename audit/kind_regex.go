@@ -1,0 +1,37 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// KindRegex: the column's values, as text, match pattern (RE2) somewhere;
+// NULL passes. Great Expectations' expect_column_values_to_match_regex.
+const KindRegex = "regex"
+
+func init() {
+	registerKind(&checkKind{
+		name:   KindRegex,
+		fields: []string{"column", "pattern", "mostly", "where"},
+		validate: func(c Check, add addFunc) {
+			needColumns(c, add, true)
+			if c.Pattern == "" {
+				add("pattern", "missing")
+			} else if _, err := regexp.Compile(c.Pattern); err != nil {
+				add("pattern", "%v", err)
+			}
+		},
+		agg: countFailing,
+		failing: func(c Check) string {
+			col := quoteIdent(c.Column)
+			return fmt.Sprintf("%s IS NOT NULL AND NOT regexp_matches(CAST(%s AS VARCHAR), %s)", col, col, quoteLiteral(c.Pattern))
+		},
+		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
+			bad := asInt(v[0])
+			return r.judged(c, bad > 0, fmt.Sprintf("%d rows not matching of %d", bad, total), "matches "+c.Pattern)
+		},
+	})
+}

@@ -1,0 +1,78 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// KindSQL: a query over the dataset's tables (plain names resolve to the
+// check's scope; base.<table> is the table at the base ref); every row it
+// returns is a failure.
+const KindSQL = "sql"
+
+func init() {
+	registerKind(&checkKind{
+		name:     KindSQL,
+		fields:   []string{"sql"},
+		custom:   true,
+		validate: needSQL,
+		run:      (*run).custom,
+	})
+}
+
+func needSQL(c Check, add addFunc) {
+	if strings.TrimSpace(c.SQL) == "" {
+		add("sql", "missing")
+	}
+}
+
+// custom runs a sql or cross_table check: every row the query returns is a
+// failure. Plain table names resolve to the check's scope.
+func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
+	if schema := schemaOf(c); schema != schemaMain {
+		if _, err := r.conn.ExecContext(ctx, "SET search_path = "+quoteLiteral(r.catalog+"."+schema)); err != nil {
+			return r.errored(c, err, 0)
+		}
+		// USE sets the search path back to the catalog's main schema.
+		defer r.conn.ExecContext(context.WithoutCancel(ctx), "USE "+quoteIdent(r.catalog))
+	}
+	q := customSQL(c.SQL, r.e.opts.SampleRows)
+	if err := r.confine(ctx, q); err != nil { // what runs is one query too
+		return r.errored(c, err, 0)
+	}
+	rows, err := r.conn.QueryContext(ctx, q)
+	if err != nil {
+		return r.errored(c, err, 0)
+	}
+	defer rows.Close()
+	var (
+		n       int64
+		samples []string
+	)
+	for rows.Next() {
+		var s sql.NullString
+		if err := rows.Scan(&s, &n); err != nil {
+			return r.errored(c, err, 0)
+		}
+		samples = append(samples, s.String)
+	}
+	if err := rows.Err(); err != nil {
+		return r.errored(c, err, 0)
+	}
+	res := r.judged(c, n > 0, fmt.Sprintf("%d rows returned", n), "0 rows")
+	res.SampleRows = samples
+	return res
+}
+
+// customSQL runs a user query as a subquery, which admits a single query
+// and nothing else (no second statement, no DDL). It returns the number of
+// rows and up to limit of them as JSON objects in one pass.
+func customSQL(query string, limit int) string {
+	q := trimQuery(query)
+	// The newline ends a trailing -- comment in the user's query.
+	return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR), count(*) OVER () FROM (\n%s\n) s LIMIT %d", q, limit)
+}

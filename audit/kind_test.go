@@ -1,0 +1,82 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Every kind is one registry entry from a file of its own, and evaluates
+// one way: in its table's aggregate scan (with a judge) or alone.
+func TestKindRegistry(t *testing.T) {
+	if len(checkKinds) != 14 {
+		t.Errorf("%d kinds registered: %v", len(checkKinds), Kinds())
+	}
+	for name, k := range checkKinds {
+		if _, err := os.Stat("kind_" + name + ".go"); err != nil {
+			t.Errorf("kind %s: %v (each kind lives in kind_<name>.go)", name, err)
+		}
+		if k.aggregated() == (k.run != nil) || (k.aggregated() && k.judge == nil) {
+			t.Errorf("kind %s: aggregated %v, run %v, judge %v", name, k.aggregated(), k.run != nil, k.judge != nil)
+		}
+		if !k.aggregated() && (k.failing != nil || k.countOnly || k.plan != nil || k.resample != nil) {
+			t.Errorf("kind %s runs alone but has aggregate-scan hooks", name)
+		}
+		if (k.failing != nil || k.resample != nil) != k.reads("mostly") {
+			t.Errorf("kind %s: row-level (failing rows) %v but reads mostly %v", name, k.failing != nil || k.resample != nil, k.reads("mostly"))
+		}
+	}
+	for _, f := range checkFieldOrder {
+		if checkFields[f] == nil {
+			t.Errorf("field %s has no test of being set", f)
+		}
+	}
+	if len(checkFieldOrder) != len(checkFields) {
+		t.Errorf("%d fields in the order, %d known", len(checkFieldOrder), len(checkFields))
+	}
+}
+
+// Adding a kind is one registry entry (here from this test file): the
+// validator, the SQL and the evaluation all come from it.
+func TestAddedKindRunsFromItsEntry(t *testing.T) {
+	const kindEven = "even"
+	registerKind(&checkKind{
+		name:   kindEven,
+		fields: []string{"column", "where", "mostly"},
+		validate: func(c Check, add addFunc) {
+			needColumns(c, add, true)
+		},
+		agg:     countFailing,
+		failing: func(c Check) string { return quoteIdent(c.Column) + " % 2 <> 0" },
+		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
+			bad := asInt(v[0])
+			return r.judged(c, bad > 0, fmt.Sprintf("%d odd rows of %d", bad, total), "even")
+		},
+	})
+	t.Cleanup(func() { delete(checkKinds, kindEven) })
+
+	s := Suite{Tables: tables, Checks: []Check{{Kind: kindEven, Table: "billing", Column: "id", Min: f64(1)}, {Kind: kindEven, Table: "billing"}}}
+	var got []string
+	for _, err := range s.Validate("x") {
+		got = append(got, err.Error())
+	}
+	want := "x.checks[0].min: not used by even checks\nx.checks[1].column: missing"
+	if strings.Join(got, "\n") != want {
+		t.Errorf("validation:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+
+	e := newEngine(t, fixture(t), "")
+	r := only(t, audit(t, e, "b1", Check{Kind: kindEven, Table: "billing", Column: "id", Where: "id <= 10"}))
+	if r.Status != schemas.StatusFail || r.Observed != "5 odd rows of 10" || len(r.SampleRows) != 3 ||
+		!strings.Contains(r.SampleRows[0], `"id":`) {
+		t.Errorf("even(id) over ids 1..10: %s %q samples %v, want fail, 5 odd rows and 3 samples", r.Status, r.Observed, r.SampleRows)
+	}
+	r = only(t, audit(t, e, "b1", Check{Kind: kindEven, Table: "billing", Column: "id", Mostly: f64(0.4), Where: "id <= 10"}))
+	if r.Status != schemas.StatusPass {
+		t.Errorf("even(id) mostly 0.4: %s %q", r.Status, r.Observed)
+	}
+}

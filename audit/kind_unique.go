@@ -1,0 +1,184 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// KindUnique: the columns' combination is unique. A single column ignores
+// NULLs (they are not_null's business); a combination counts every row,
+// NULLs comparing equal.
+const KindUnique = "unique"
+
+func init() {
+	registerKind(&checkKind{
+		name:     KindUnique,
+		fields:   []string{"column", "mostly", "where"},
+		validate: func(c Check, add addFunc) { needColumns(c, add, false) },
+		agg: func(c Check) []string {
+			// The extra occurrences of a key.
+			cols := c.columns()
+			if len(cols) == 1 {
+				col := quoteIdent(cols[0])
+				return []string{fmt.Sprintf("count(%s) - count(DISTINCT %s)", col, col)}
+			}
+			return []string{fmt.Sprintf("count(*) - count(DISTINCT %s)", rowExpr(cols))}
+		},
+		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
+			dup := asInt(v[0])
+			return r.judged(c, dup > 0, fmt.Sprintf("%d duplicate rows of %d", dup, total),
+				"no duplicates of ("+strings.Join(c.columns(), ", ")+")")
+		},
+		plan:     (*run).planUnique,
+		resample: (*run).checkUnique,
+	})
+}
+
+// planUnique decides how a unique check is counted. An integer key in a
+// small range is counted with a bitmap in the table's one scan; the
+// grouped scan of checkUnique runs only when that finds duplicates (for
+// their sample rows). Other keys of a large view are counted and sampled
+// by that grouped scan alone; of a small view, in the aggregate scan
+// (cheaper to plan), sampled again only when they fail.
+func (r *run) planUnique(ctx context.Context, k scanKey, i int, c Check) (schemas.CheckResult, bool) {
+	lo, hi, ok := r.integerBounds(ctx, k, c)
+	if !ok && r.viewBytes(k.viewKey) >= r.e.groupedUniqueBytes {
+		return r.checkUnique(ctx, k, c), true
+	}
+	if ok {
+		if r.planned == nil {
+			r.planned = map[int]string{}
+		}
+		r.planned[i] = uniqueBitmapExpr(c.columns()[0], lo, hi)
+	}
+	return schemas.CheckResult{}, false
+}
+
+// checkUnique answers a unique check with one grouped scan that gives the
+// duplicate count and the most duplicated keys at once: counting distinct
+// keys needs the same grouping, so a failing check costs no second scan
+// for its sample rows.
+func (r *run) checkUnique(ctx context.Context, k scanKey, c Check) schemas.CheckResult {
+	start := time.Now()
+	vals, err := r.queryRow(ctx, uniqueSQL(k.schema, r.views[k.viewKey].table.Name, c, r.e.opts.SampleRows), 4)
+	if err != nil {
+		return r.errored(c, err, time.Since(start))
+	}
+	v := []any{vals[1]} // as aggExprs(c) would give it
+	if c.Mostly != nil {
+		v = append(v, vals[2])
+	}
+	res := checkKinds[KindUnique].judge(r, ctx, c, asInt(vals[0]), v)
+	if c.Mostly != nil && res.Status != schemas.StatusError {
+		res = r.mostly(c, res, asInt(v[0]), asInt(v[1]))
+	}
+	if res.Status != schemas.StatusPass && res.Status != schemas.StatusError {
+		var rows []json.RawMessage
+		if s, ok := vals[3].(string); ok {
+			if err := json.Unmarshal([]byte(s), &rows); err != nil {
+				res.Message = "sample rows unavailable: " + err.Error()
+			}
+		}
+		for _, row := range rows {
+			res.SampleRows = append(res.SampleRows, string(row))
+		}
+	}
+	res.DurationMs = time.Since(start).Milliseconds()
+	return res
+}
+
+// maxBitmapBits bounds the bitmap a unique check may count distinct values
+// with: 2^27 bits is 16 MiB per DuckDB thread.
+const maxBitmapBits = 1 << 27
+
+// integerBounds finds, for a single-column unique check of an integer
+// column of a Parquet (or Delta) table, the bounds its files' footers claim
+// for the column. Within a small enough range the scan then counts distinct
+// values with a bitmap, several times faster than the hash table of
+// count(DISTINCT) (docs/benchmarks.md). The footer is the writer's claim,
+// used only as a hint: a value outside the bounds makes the bitmap
+// aggregate fail (Out of Range), and checkGroup then counts that check with
+// the hash table instead (TestForgedStatisticsEveryKind).
+func (r *run) integerBounds(ctx context.Context, k scanKey, c Check) (lo, hi int64, ok bool) {
+	cols := c.columns()
+	v := r.views[k.viewKey]
+	if c.Kind != KindUnique || len(cols) != 1 || k.where != "" || v == nil || v.synthetic || len(v.files) == 0 ||
+		(v.table.format() != FormatParquet && v.table.format() != FormatDelta) {
+		return 0, 0, false
+	}
+	described, err := r.describe(ctx, k.schema, v.table.Name)
+	if err != nil {
+		return 0, 0, false
+	}
+	col, found := findColumn(described, cols[0])
+	if !found {
+		return 0, 0, false
+	}
+	switch strings.ToUpper(col.typ) {
+	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER":
+	default:
+		return 0, 0, false
+	}
+	// Every row group of every file must claim both bounds.
+	q := fmt.Sprintf(`SELECT min(TRY_CAST(stats_min_value AS BIGINT)), max(TRY_CAST(stats_max_value AS BIGINT)),
+		count(*) FILTER (WHERE TRY_CAST(stats_min_value AS BIGINT) IS NULL OR TRY_CAST(stats_max_value AS BIGINT) IS NULL),
+		count(DISTINCT file_name)
+		FROM parquet_metadata(%s) WHERE lower(path_in_schema) = lower(%s)`, literalList(v.files), quoteLiteral(cols[0]))
+	var min, max sql.NullInt64
+	var missing, files int64
+	if err := r.conn.QueryRowContext(ctx, q).Scan(&min, &max, &missing, &files); err != nil ||
+		!min.Valid || !max.Valid || missing > 0 || files != int64(len(uniqueStrings(v.files))) {
+		return 0, 0, false
+	}
+	if max.Int64 < min.Int64 || uint64(max.Int64-min.Int64) >= maxBitmapBits || max.Int64-min.Int64 < 0 {
+		return 0, 0, false
+	}
+	return min.Int64, max.Int64, true
+}
+
+func uniqueStrings(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// uniqueBitmapExpr counts the extra occurrences of an integer column's
+// values, all within [lo, hi], with a bitmap of that range instead of a hash
+// table: the same figure as count(col) - count(DISTINCT col).
+func uniqueBitmapExpr(col string, lo, hi int64) string {
+	c := quoteIdent(col)
+	return fmt.Sprintf("count(%s) - coalesce(bit_count(bitstring_agg(%s::BIGINT, %d, %d)), 0)", c, c, lo, hi)
+}
+
+// uniqueSQL is a unique check's one grouped scan. Its row: all rows, the
+// extra occurrences of keys (a single column ignores NULLs, they are
+// not_null's business; a combination counts every row, NULLs comparing
+// equal), the rows counted for mostly, and up to limit duplicated keys with
+// their duplicate_count as a JSON array, most duplicated first, then by key.
+func uniqueSQL(schema, table string, c Check, limit int) string {
+	cols := c.columns()
+	q := make([]string, len(cols))
+	fields := make([]string, len(cols))
+	for i, col := range cols {
+		q[i] = quoteIdent(col)
+		fields[i] = quoteLiteral(col) + ": " + q[i]
+	}
+	keys := strings.Join(q, ", ")
+	counted, order := "true", "row("+keys+")"
+	if len(cols) == 1 {
+		counted, order = q[0]+" IS NOT NULL", q[0]
+	}
+	sample := fmt.Sprintf("{%s, 'duplicate_count': n}", strings.Join(fields, ", "))
+	return fmt.Sprintf("SELECT CAST(coalesce(sum(n), 0) AS BIGINT), CAST(coalesce(sum(n - 1) FILTER (WHERE %s), 0) AS BIGINT), "+
+		"CAST(coalesce(sum(n) FILTER (WHERE %s), 0) AS BIGINT), "+
+		"coalesce(CAST(to_json(min_by(%s, {'o': -n, 'k': %s}, %d) FILTER (WHERE n > 1 AND %s)) AS VARCHAR), '[]') "+
+		"FROM (SELECT %s, count(*) AS n FROM %s GROUP BY %s) g",
+		counted, counted, sample, order, limit, counted, keys, filtered(schema, table, c.Where), keys)
+}
