@@ -115,9 +115,14 @@ func TestRetryWhileDaemonOwnsThePartition(t *testing.T) {
 			t.Errorf("second daemon: %v", err)
 		}
 	})
-	// Both daemons keep re-notifying whichever has the partition.
+	// Once the second daemon is in the group with its partitions
+	// restored, whichever holds the run's partition re-notifies it.
+	waitFor(t, d2.consumer.Ready)
 	_, n1 := first.get()
 	waitFor(t, func() bool { _, a := first.get(); _, b := second.get(); return a > n1 || b > 0 })
+	if r := stored(); r.State != pipeline.StatePublished {
+		t.Errorf("stored run with two daemons in the group: %s", r.State)
+	}
 	e.cancel()
 	if err := <-e.done; err != nil {
 		t.Errorf("first daemon: %v", err)

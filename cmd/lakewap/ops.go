@@ -92,7 +92,9 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 	fs.SetOutput(stderr)
 	var f requestFlags
 	f.register(fs, c.batchHelp, c.reasonHelp)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return exitDone // asked for the usage, and got it
+	} else if err != nil {
 		return exitUsage
 	}
 	switch {

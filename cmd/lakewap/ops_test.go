@@ -403,6 +403,7 @@ func TestOperatorCommandsCheckFlagsAndConfig(t *testing.T) {
 		{[]string{"revert", "-config", "x.yaml", "-reason", "r"}, 2, "-batch and -reason are required"},
 		{[]string{"retry", "-config", "x.yaml"}, 2, "-batch is required"},
 		{[]string{"cancel", "-config", "x.yaml", "-reason", "r"}, 2, "-batch is required"},
+		{[]string{"revert", "-h"}, 0, "-timeout duration"},
 		{[]string{"cancel", "-config", "/nonexistent/lakewap.yaml", "-batch", "b"}, 2, "no such file"},
 		{[]string{"runs", "-config", "/nonexistent/lakewap.yaml"}, 2, "no such file"},
 		{[]string{"janitor", "--config", "/nonexistent/lakewap.yaml", "--dry-run"}, 2, "no such file"},
