@@ -124,6 +124,11 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 	}
 	id := newRequestID()
 	req := c.build(f, id, dataset, time.Now().UTC().Truncate(time.Millisecond))
+	// What the daemon would dead-letter is refused here, not waited for.
+	if err := schemas.Validate(req, func(d string) bool { _, ok := cfg.Datasets[d]; return ok }, time.Now()); err != nil {
+		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
+		return exitUsage
+	}
 	ans, err := askDaemon(ctx, t, cfg.Kafka, req, id, f.timeout, stdout)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)

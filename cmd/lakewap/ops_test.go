@@ -393,6 +393,17 @@ func histCount(fams map[string]*dto.MetricFamily, name string, want map[string]s
 	return n
 }
 
+// A request the daemon would dead-letter is refused before it is sent.
+func TestOperatorRequestValidatedBeforeSending(t *testing.T) {
+	cfg := &config.Config{Datasets: map[string]config.Dataset{"billing": {}}}
+	cfg.Kafka.Brokers = []string{"127.0.0.1:1"} // never dialled
+	var out, errb bytes.Buffer
+	code := cmdOperator(context.Background(), "revert", []string{"-batch", "b 1", "-reason", strings.Repeat("r", 2000)}, &out, &errb, cfg)
+	if code != 2 || !strings.Contains(errb.String(), "batch_id") || !strings.Contains(errb.String(), "reason: has 2000 bytes") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
 func TestOperatorCommandsCheckFlagsAndConfig(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
