@@ -155,7 +155,7 @@ func printAuditTable(w io.Writer, rep schemas.AuditReport, ref, base string) {
 	if base != "" {
 		against = " against " + base
 	}
-	fmt.Fprintf(w, "audit of dataset %s at %s (commit %s)%s\n\n", rep.Dataset, ref, short(rep.Ref), against)
+	fmt.Fprintf(w, "audit of dataset %s at %s (commit %s)%s\n\n", rep.Dataset, ref, runs.Short(rep.Ref), against)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tTABLE\tSEVERITY\tSTATUS\tOBSERVED\tTHRESHOLD\tDURATION")
 	for _, c := range rep.Checks {

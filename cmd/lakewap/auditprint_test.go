@@ -30,3 +30,26 @@ func TestAuditTableEscapesDataControls(t *testing.T) {
 		t.Errorf("sample row not shown escaped: %q", out.String())
 	}
 }
+
+// What the daemon answers an operator command carries text from events,
+// lakeFS and the audited data: printed, and as its JSON line, it reaches the
+// operator's terminal escaped.
+func TestOperatorAnswerEscapesControls(t *testing.T) {
+	evil := "\x1b]0;owned\x07 \u009b2J \u0085 \u202e"
+	req := schemas.BatchCancelled{BatchID: "b1", Dataset: "billing"}
+	rep := schemas.AuditReport{Ref: strings.Repeat("a", 64), Checks: []schemas.CheckResult{{Name: "c", Status: schemas.StatusFail, Observed: evil, Threshold: evil}}}
+	for _, ans := range []schemas.Event{
+		schemas.BatchAborted{EventID: "e1", BatchID: "b1" + evil, Dataset: "billing", Reason: schemas.ReasonInvalid, Detail: evil, Branch: "wap-b1", Report: &rep},
+		schemas.RequestRefused{EventID: "e2", BatchID: "b1", Dataset: "billing", Reason: "unknown", Detail: evil},
+		schemas.BatchFailed{EventID: "e3", BatchID: "b1", Dataset: "billing", Error: evil},
+	} {
+		var out bytes.Buffer
+		printAnswer(&out, req, ans)
+		for _, r := range out.String() {
+			if r != '\n' && runs.TerminalDangerous(r) {
+				t.Errorf("%s: raw %U in the printed answer: %q", ans.EventType(), r, out.String())
+				break
+			}
+		}
+	}
+}

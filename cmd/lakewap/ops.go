@@ -261,13 +261,16 @@ func awaitAnswer(ctx context.Context, t *kafkaTarget, topic string, from map[int
 }
 
 // printAnswer prints what the daemon answered, then the event as a JSON
-// line; it reports whether the request was carried out.
+// line; it reports whether the request was carried out. The answer's texts
+// come from events, lakeFS and audited data: both reach the terminal
+// escaped (runs.Printable, runs.JSONTerminalSafe).
 func printAnswer(w io.Writer, req, ans schemas.Event) bool {
+	say := func(format string, args ...any) { fmt.Fprintln(w, runs.Printable(fmt.Sprintf(format, args...))) }
 	done := false
 	switch e := ans.(type) {
 	case schemas.BatchPublished:
 		printChecks(w, e.Report)
-		fmt.Fprintf(w, "published batch %s (%s) on %s/%s as %s\n", e.BatchID, e.Dataset, e.Repository, e.TargetRef, short(e.CommitID))
+		say("published batch %s (%s) on %s/%s as %s", e.BatchID, e.Dataset, e.Repository, e.TargetRef, runs.Short(e.CommitID))
 		done = true
 	case schemas.BatchAborted:
 		if e.Report != nil {
@@ -277,20 +280,20 @@ func printAnswer(w io.Writer, req, ans schemas.Event) bool {
 		if e.BranchKept {
 			kept = "kept"
 		}
-		fmt.Fprintf(w, "batch %s (%s) is aborted (%s): %s; branch %s %s\n", e.BatchID, e.Dataset, e.Reason, e.Detail, e.Branch, kept)
+		say("batch %s (%s) is aborted (%s): %s; branch %s %s", e.BatchID, e.Dataset, e.Reason, e.Detail, e.Branch, kept)
 		_, cancel := req.(schemas.BatchCancelled)
 		done = cancel && e.Reason == schemas.ReasonCancelled
 	case schemas.BatchFailed:
-		fmt.Fprintf(w, "batch %s (%s) failed in %s after %d attempt(s): %s\n", e.BatchID, e.Dataset, e.State, e.Attempts, e.Error)
+		say("batch %s (%s) failed in %s after %d attempt(s): %s", e.BatchID, e.Dataset, e.State, e.Attempts, e.Error)
 	case schemas.BatchReverted:
-		fmt.Fprintf(w, "reverted batch %s (%s) on %s/%s: publish commit %s undone by %s (by %s: %s)\n",
-			e.BatchID, e.Dataset, e.Repository, e.TargetRef, short(e.PublishedCommitID), short(e.CommitID), e.RevertedBy, e.Reason)
+		say("reverted batch %s (%s) on %s/%s: publish commit %s undone by %s (by %s: %s)",
+			e.BatchID, e.Dataset, e.Repository, e.TargetRef, runs.Short(e.PublishedCommitID), runs.Short(e.CommitID), e.RevertedBy, e.Reason)
 		done = true
 	case schemas.RequestRefused:
-		fmt.Fprintf(w, "refused (%s): %s\n", e.Reason, e.Detail)
+		say("refused (%s): %s", e.Reason, e.Detail)
 	}
 	if line, err := schemas.ToJSON(ans); err == nil {
-		fmt.Fprintf(w, "%s %s\n", ans.EventType(), line)
+		fmt.Fprintf(w, "%s %s\n", ans.EventType(), runs.JSONTerminalSafe(line))
 	}
 	return done
 }
@@ -323,8 +326,9 @@ func datasetOfBatch(ctx context.Context, cfg *config.Config, batch, dataset stri
 
 func printChecks(w io.Writer, rep schemas.AuditReport) {
 	for _, c := range rep.Checks {
-		fmt.Fprintf(w, "  %-5s %s (%s on %s): observed %s, threshold %s\n", c.Status, c.Name, c.Kind, c.Table, runs.Dash(c.Observed), runs.Dash(c.Threshold))
+		fmt.Fprintln(w, runs.Printable(fmt.Sprintf("  %-5s %s (%s on %s): observed %s, threshold %s", c.Status, c.Name, c.Kind, c.Table,
+			runs.Dash(c.Observed), runs.Dash(c.Threshold))))
 	}
 	pass, fail, warn := rep.Counts()
-	fmt.Fprintf(w, "audit of %s: passed=%d failed=%d warned=%d\n", short(rep.Ref), pass, fail, warn)
+	fmt.Fprintf(w, "audit of %s: passed=%d failed=%d warned=%d\n", runs.Short(rep.Ref), pass, fail, warn)
 }

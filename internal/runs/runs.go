@@ -221,7 +221,7 @@ func OneLine(s string, n int) string {
 }
 
 // WriteJSON prints one JSON object per run. encoding/json escapes only
-// C0 controls, so the encoded line goes through jsonTerminalSafe: a run's
+// C0 controls, so the encoded line goes through JSONTerminalSafe: a run's
 // reason and detail come from events and lakeFS, and a raw CSI (U+009B) or
 // NEL (U+0085) would reach the operator's terminal.
 func WriteJSON(w io.Writer, runs []Stored) error {
@@ -230,7 +230,7 @@ func WriteJSON(w io.Writer, runs []Stored) error {
 		if err != nil {
 			return err
 		}
-		if _, err := w.Write(append(jsonTerminalSafe(b), '\n')); err != nil {
+		if _, err := w.Write(append(JSONTerminalSafe(b), '\n')); err != nil {
 			return err
 		}
 	}
@@ -244,13 +244,13 @@ func TerminalDangerous(r rune) bool {
 	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
 }
 
-// jsonTerminalSafe rewrites every TerminalDangerous rune left raw in encoded
+// JSONTerminalSafe rewrites every TerminalDangerous rune left raw in encoded
 // JSON as a \uXXXX escape. encoding/json already escapes C0 inside strings
 // and emits no whitespace between tokens, so only runes from DEL up are left;
 // outside strings JSON is ASCII, and these runes are all in the Basic
 // Multilingual Plane, so the result is valid JSON that decodes to the same
 // values.
-func jsonTerminalSafe(b []byte) []byte {
+func JSONTerminalSafe(b []byte) []byte {
 	out := make([]byte, 0, len(b))
 	for len(b) > 0 {
 		r, n := utf8.DecodeRune(b)
