@@ -179,7 +179,7 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 			res = r.mostly(c, res, asInt(v[0]), asInt(v[n-1]))
 		}
 		if kind.resample != nil && res.Status != schemas.StatusPass {
-			res = kind.resample(r, ctx, k, c)
+			res = kind.resample(r, ctx, k, c, res)
 		} else if res.Status != schemas.StatusPass && res.Status != schemas.StatusError && kind.failing != nil {
 			var err error
 			res.SampleRows, err = r.samples(ctx, sampleSQL(k.schema, c, r.e.opts.SampleRows))

@@ -58,9 +58,9 @@ type checkKind struct {
 	// (its result, true) or choose the scan's expression for it
 	// (run.planned, in place of agg's first).
 	plan func(r *run, ctx context.Context, k scanKey, i int, c Check) (schemas.CheckResult, bool)
-	// resample, when set, replaces the judged result of a failed check
-	// with one carrying sample rows (instead of failing's rows).
-	resample func(r *run, ctx context.Context, k scanKey, c Check) schemas.CheckResult
+	// resample, when set, gives the judged result of a failed check its
+	// sample rows (instead of failing's rows).
+	resample func(r *run, ctx context.Context, k scanKey, c Check, res schemas.CheckResult) schemas.CheckResult
 }
 
 // addFunc records a problem with field (relative to the check), e.g.

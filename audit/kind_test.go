@@ -80,3 +80,30 @@ func TestAddedKindRunsFromItsEntry(t *testing.T) {
 		t.Errorf("even(id) mostly 0.4: %s %q", r.Status, r.Observed)
 	}
 }
+
+// A failed unique check over an integer key counted with a bitmap takes its
+// sample from the lowest key ranges (buckets of 65,536 keys) that hold
+// duplicates, grouping only their rows: the keys 5 (3 copies), 70,000 and
+// 250,000 (2 each), not 299,999 (4 copies) of the last bucket.
+func TestUniqueSampleFromDuplicateBuckets(t *testing.T) {
+	src := newDirSource(t)
+	src.write(t, "main", "t/a.parquet", `SELECT i::BIGINT AS id FROM range(300000) r(i)
+		UNION ALL SELECT * FROM (VALUES (5), (5), (70000), (250000), (299999), (299999), (299999)) v(id)`)
+	e := newEngine(t, src, "") // SampleRows: 3
+	rep, err := e.Run(context.Background(), Request{Repository: "r", Ref: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{{Kind: KindUnique, Table: "t", Column: "id"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := only(t, rep)
+	want := []string{`{"id":5,"duplicate_count":3}`, `{"id":70000,"duplicate_count":2}`, `{"id":250000,"duplicate_count":2}`}
+	if r.Status != schemas.StatusFail || r.Observed != "7 duplicate rows of 300007" || fmt.Sprint(r.SampleRows) != fmt.Sprint(want) {
+		t.Errorf("%s %q samples %v, want fail, 7 duplicate rows of 300007, %v", r.Status, r.Observed, r.SampleRows, want)
+	}
+	if w := sampleBucket(0, 299999); w != 65536 {
+		t.Errorf("buckets of a 300,000-key range: %d keys, want 65536", w)
+	}
+	if w := sampleBucket(-1e9, 1e9); w != 2e9/256+1 {
+		t.Errorf("buckets of a 2e9-key range: %d keys, want 256 buckets", w)
+	}
+}

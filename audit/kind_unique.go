@@ -2,9 +2,11 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -37,7 +39,7 @@ func init() {
 				"no duplicates of ("+strings.Join(c.columns(), ", ")+")")
 		},
 		plan:     (*run).planUnique,
-		resample: (*run).checkUnique,
+		resample: (*run).sampleUnique,
 	})
 }
 
@@ -80,18 +82,75 @@ func (r *run) checkUnique(ctx context.Context, k scanKey, c Check) schemas.Check
 		res = r.mostly(c, res, asInt(v[0]), asInt(v[1]))
 	}
 	if res.Status != schemas.StatusPass && res.Status != schemas.StatusError {
-		var rows []json.RawMessage
-		if s, ok := vals[3].(string); ok {
-			if err := json.Unmarshal([]byte(s), &rows); err != nil {
-				res.Message = "sample rows unavailable: " + err.Error()
-			}
-		}
-		for _, row := range rows {
-			res.SampleRows = append(res.SampleRows, string(row))
+		var err error
+		if res.SampleRows, err = jsonRows(vals[3]); err != nil {
+			res.Message = "sample rows unavailable: " + err.Error()
 		}
 	}
 	res.DurationMs = time.Since(start).Milliseconds()
 	return res
+}
+
+// sampleUnique gives a unique check that failed in the aggregate scan its
+// sample rows. An integer key with bounds (the bitmap's) is sampled from
+// the key ranges that hold duplicates (uniqueBucketsSQL, then
+// uniqueSampleSQL), without grouping the whole table; otherwise the
+// grouped scan of checkUnique answers the check again.
+func (r *run) sampleUnique(ctx context.Context, k scanKey, c Check, res schemas.CheckResult) schemas.CheckResult {
+	if lo, hi, ok := r.integerBounds(ctx, k, c); ok && res.Status != schemas.StatusError && hi < math.MaxInt64-sampleBucket(lo, hi) {
+		table, col, n := r.views[k.viewKey].table.Name, c.columns()[0], r.e.opts.SampleRows
+		w := sampleBucket(lo, hi)
+		buckets, err := r.int64s(ctx, uniqueBucketsSQL(k.schema, table, col, lo, w, n))
+		if err == nil && len(buckets) == 0 {
+			err = errors.New("no bucket holds duplicates")
+		}
+		if err == nil {
+			var s any
+			if err = r.conn.QueryRowContext(ctx, uniqueSampleSQL(k.schema, table, col, lo, w, buckets, n)).Scan(&s); err == nil {
+				if res.SampleRows, err = jsonRows(s); err == nil {
+					return res
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return res
+		}
+		// Keys outside the bounds the footer claimed: group them all.
+	}
+	return r.checkUnique(ctx, k, c)
+}
+
+// int64s is the first column of q's rows.
+func (r *run) int64s(ctx context.Context, q string) ([]int64, error) {
+	rows, err := r.conn.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// jsonRows are the objects of a JSON array (text) as sample rows.
+func jsonRows(v any) ([]string, error) {
+	var rows []json.RawMessage
+	if s, ok := v.(string); ok {
+		if err := json.Unmarshal([]byte(s), &rows); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, row := range rows {
+		out = append(out, string(row))
+	}
+	return out, nil
 }
 
 // maxBitmapBits bounds the bitmap a unique check may count distinct values
@@ -181,4 +240,44 @@ func uniqueSQL(schema, table string, c Check, limit int) string {
 		"coalesce(CAST(to_json(min_by(%s, {'o': -n, 'k': %s}, %d) FILTER (WHERE n > 1 AND %s)) AS VARCHAR), '[]') "+
 		"FROM (SELECT %s, count(*) AS n FROM %s GROUP BY %s) g",
 		counted, counted, sample, order, limit, counted, keys, filtered(schema, table, c.Where), keys)
+}
+
+// minSampleBucket is the narrowest key range the sample of a unique check
+// groups at a time: a table whose keys span no more is grouped whole, and
+// its sample is exactly uniqueSQL's.
+const minSampleBucket = 1 << 16
+
+// sampleBucket is the width of the key ranges (buckets) a unique check
+// over keys in [lo, hi] is sampled by: at most 256 of them, each of at
+// least minSampleBucket keys.
+func sampleBucket(lo, hi int64) int64 { return max((hi-lo)/256+1, minSampleBucket) }
+
+// uniqueBucketsSQL lists the first limit buckets (of w keys from lo) that
+// hold a duplicated value of an integer column, in one scan of the column
+// that counts distinct values per bucket with a bitmap (the memory of the
+// bitmap count over [lo, hi]). Each holds a duplicated key, so the first
+// limit of them hold limit keys to show when the table has that many. A
+// value below lo fails the bitmap (Out of Range).
+func uniqueBucketsSQL(schema, table, col string, lo, w int64, limit int) string {
+	q := quoteIdent(col)
+	return fmt.Sprintf(`SELECT (%s - %d) // %d AS b FROM %s WHERE %s IS NOT NULL GROUP BY b
+		HAVING count(*) > bit_count(bitstring_agg((%s - %d) %% %d, 0, %d)) ORDER BY b LIMIT %d`,
+		q, lo, w, qualified(schema, table), q, q, lo, w, w-1, limit)
+}
+
+// uniqueSampleSQL is uniqueSQL's sample (the most duplicated keys first,
+// then by key, with their duplicate_count) drawn from the keys of the
+// given buckets only: a scan of the column that groups a few hundred
+// thousand rows of a 5M-row table instead of all of them
+// (docs/benchmarks.md, issue 13). The sample comes from the lowest keys
+// that are duplicated, not from the most duplicated of the whole table.
+func uniqueSampleSQL(schema, table, col string, lo, w int64, buckets []int64, limit int) string {
+	q := quoteIdent(col)
+	ranges := make([]string, len(buckets))
+	for i, b := range buckets {
+		ranges[i] = fmt.Sprintf("%s BETWEEN %d AND %d", q, lo+b*w, lo+(b+1)*w-1)
+	}
+	return fmt.Sprintf(`SELECT coalesce(CAST(to_json(min_by({%s: k, 'duplicate_count': n}, {'o': -n, 'k': k}, %d)) AS VARCHAR), '[]')
+		FROM (SELECT %s AS k, count(*) AS n FROM %s WHERE %s GROUP BY k HAVING count(*) > 1) g`,
+		quoteLiteral(col), limit, q, qualified(schema, table), strings.Join(ranges, " OR "))
 }
