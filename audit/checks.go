@@ -165,6 +165,8 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 		total = asInt(vals[0])
 	}
 	scan := time.Since(start)
+	var want []int // failed row-level checks, for their sample rows
+	bad := map[int]int64{}
 	for _, i := range idxs {
 		c := checks[i]
 		n := len(aggExprs(c))
@@ -181,16 +183,74 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 		if kind.resample != nil && res.Status != schemas.StatusPass {
 			res = kind.resample(r, ctx, k, c, res)
 		} else if res.Status != schemas.StatusPass && res.Status != schemas.StatusError && kind.failing != nil {
-			var err error
-			res.SampleRows, err = r.samples(ctx, sampleSQL(k.schema, c, r.e.opts.SampleRows))
-			if err != nil {
-				res.Message = "sample rows unavailable: " + err.Error()
-			}
+			want = append(want, i)
+			bad[i] = asInt(v[0])
 		}
 		// Each check of the scan is charged the whole scan: it is what the
 		// check would cost alone.
 		res.DurationMs = (scan + time.Since(started)).Milliseconds()
 		results[i] = res
+	}
+	if len(want) > 0 {
+		started := time.Now()
+		r.sampleTogether(ctx, k, want, bad, results)
+		for _, i := range want {
+			results[i].DurationMs += time.Since(started).Milliseconds()
+		}
+	}
+}
+
+// sampleTogether gives the failed row-level checks want of one scan their
+// sample rows: one query whose LIMIT stops at the first rows failing any of
+// them, enough for all when their failing rows are mixed, then a query of
+// its own for each check that still has fewer rows than it failed (up to
+// SampleRows). bad is each check's count of failing rows.
+func (r *run) sampleTogether(ctx context.Context, k scanKey, want []int, bad map[int]int64, results []schemas.CheckResult) {
+	n := r.e.opts.SampleRows
+	table := r.views[k.viewKey].table.Name
+	need := func(i int) int { return int(min(int64(n), bad[i])) }
+	if len(want) > 1 {
+		preds := make([]string, len(want))
+		for j, i := range want {
+			preds[j] = failPredicate(r.req.Suite.Checks[i])
+		}
+		rows, err := r.conn.QueryContext(ctx, samplesSQL(k.schema, table, k.where, preds, n*len(want)))
+		if err == nil {
+			err = func() error {
+				defer rows.Close()
+				flags := make([]bool, len(want))
+				dest := []any{new(string)}
+				for j := range flags {
+					dest = append(dest, &flags[j])
+				}
+				for rows.Next() {
+					if err := rows.Scan(dest...); err != nil {
+						return err
+					}
+					for j, i := range want {
+						if flags[j] && len(results[i].SampleRows) < need(i) {
+							results[i].SampleRows = append(results[i].SampleRows, *dest[0].(*string))
+						}
+					}
+				}
+				return rows.Err()
+			}()
+		}
+		if err != nil {
+			for _, i := range want {
+				results[i].SampleRows = nil
+			}
+		}
+	}
+	for _, i := range want {
+		if len(results[i].SampleRows) >= need(i) {
+			continue
+		}
+		var err error
+		results[i].SampleRows, err = r.samples(ctx, sampleSQL(k.schema, r.req.Suite.Checks[i], n))
+		if err != nil {
+			results[i].Message = "sample rows unavailable: " + err.Error()
+		}
 	}
 }
 

@@ -74,5 +74,5 @@ func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
 func customSQL(query string, limit int) string {
 	q := trimQuery(query)
 	// The newline ends a trailing -- comment in the user's query.
-	return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR), count(*) OVER () FROM (\n%s\n) s LIMIT %d", q, limit)
+	return fmt.Sprintf("SELECT CAST(to_json(__lakewap_row) AS VARCHAR), count(*) OVER () FROM (\n%s\n) __lakewap_row LIMIT %d", q, limit)
 }

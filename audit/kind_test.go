@@ -107,3 +107,42 @@ func TestUniqueSampleFromDuplicateBuckets(t *testing.T) {
 		t.Errorf("buckets of a 2e9-key range: %d keys, want 256 buckets", w)
 	}
 }
+
+// Failed row-level checks of one scan share a sample query; a check whose
+// failing rows that query did not reach (they come after the other's)
+// still gets its own, and every sample row fails its check. A sample row
+// is the whole row even when a column is named s (the alias the sample
+// queries once gave the row, so that to_json(s) was that column).
+func TestRowSamplesOfOneScan(t *testing.T) {
+	src := newDirSource(t)
+	src.write(t, "main", "t/a.parquet", `SELECT i AS id, CASE WHEN i <= 50 THEN NULL ELSE i END AS x,
+		CASE WHEN i = 1000 THEN -1 WHEN i % 100 = 7 THEN 500 ELSE 1 END AS y, CASE WHEN i % 2 = 0 THEN 'a' ELSE 'zz' END AS s
+		FROM range(1, 1001) r(i)`)
+	e := newEngine(t, src, "") // SampleRows: 3
+	rep, err := e.Run(context.Background(), Request{Repository: "r", Ref: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{
+			{Name: "x", Kind: KindNotNull, Table: "t", Column: "x"},
+			{Name: "y_min", Kind: KindRange, Table: "t", Column: "y", Min: f64(0)},
+			{Name: "y_max", Kind: KindRange, Table: "t", Column: "y", Max: f64(100)},
+			{Name: "s", Kind: KindAcceptedValues, Table: "t", Column: "s", Values: []string{"a"}},
+			{Name: "sql", Kind: KindSQL, Table: "t", SQL: "SELECT s FROM t WHERE s = 'zz'"},
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]struct {
+		n    int
+		fail string
+	}{"x": {3, `"x":null`}, "y_min": {1, `"y":-1`}, "y_max": {3, `"y":500`}, "s": {3, `"s":"zz"`}, "sql": {3, `{"s":"zz"}`}}
+	for _, c := range rep.Checks {
+		w := want[c.Name]
+		if c.Status != schemas.StatusFail || len(c.SampleRows) != w.n {
+			t.Errorf("%s: %s, %d samples %v, want fail and %d", c.Name, c.Status, len(c.SampleRows), c.SampleRows, w.n)
+		}
+		for _, s := range c.SampleRows {
+			if !strings.Contains(s, w.fail) {
+				t.Errorf("%s: sample %s does not fail it", c.Name, s)
+			}
+		}
+	}
+}

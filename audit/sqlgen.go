@@ -154,8 +154,22 @@ func sampleSQL(schema string, c Check, limit int) string {
 	if p == "" {
 		return ""
 	}
-	return fmt.Sprintf("SELECT CAST(to_json(s) AS VARCHAR) FROM (SELECT * FROM %s WHERE %s LIMIT %d) s",
+	return fmt.Sprintf("SELECT CAST(to_json(__lakewap_row) AS VARCHAR) FROM (SELECT * FROM %s WHERE %s LIMIT %d) __lakewap_row",
 		filtered(schema, c.Table, c.Where), p, limit)
+}
+
+// samplesSQL selects up to limit rows failing any of preds (the failing
+// conditions of checks of one scan) as JSON objects, each with whether it
+// fails each of preds.
+func samplesSQL(schema, table, where string, preds []string, limit int) string {
+	flags := make([]string, len(preds))
+	ors := make([]string, len(preds))
+	for i, p := range preds {
+		flags[i] = "coalesce((" + p + "), false)"
+		ors[i] = "(" + p + ")"
+	}
+	return fmt.Sprintf("SELECT CAST(to_json(__lakewap_row) AS VARCHAR), %s FROM (SELECT * FROM %s WHERE %s LIMIT %d) __lakewap_row",
+		strings.Join(flags, ", "), filtered(schema, table, where), strings.Join(ors, " OR "), limit)
 }
 
 // trimQuery drops the trailing semicolons of a user query.

@@ -57,14 +57,14 @@ func TestGeneratedSQL(t *testing.T) {
 		{"row_count needs only count(*)", aggregateSQL("main", "t", aggExprs(Check{Kind: KindRowCount})),
 			`SELECT count(*) FROM "main"."t"`},
 		{"row sample", sampleSQL("batch", Check{Kind: KindNotNull, Table: "t", Column: "id"}, 5),
-			`SELECT CAST(to_json(s) AS VARCHAR) FROM (SELECT * FROM "batch"."t" WHERE "id" IS NULL LIMIT 5) s`},
+			`SELECT CAST(to_json(__lakewap_row) AS VARCHAR) FROM (SELECT * FROM "batch"."t" WHERE "id" IS NULL LIMIT 5) __lakewap_row`},
 		{"unique: count and sample in one grouped scan", uniqueSQL("main", "t", Check{Kind: KindUnique, Table: "t", Column: "id"}, 3),
 			`SELECT CAST(coalesce(sum(n), 0) AS BIGINT), CAST(coalesce(sum(n - 1) FILTER (WHERE "id" IS NOT NULL), 0) AS BIGINT), ` +
 				`CAST(coalesce(sum(n) FILTER (WHERE "id" IS NOT NULL), 0) AS BIGINT), ` +
 				`coalesce(CAST(to_json(min_by({'id': "id", 'duplicate_count': n}, {'o': -n, 'k': "id"}, 3) FILTER (WHERE n > 1 AND "id" IS NOT NULL)) AS VARCHAR), '[]') ` +
 				`FROM (SELECT "id", count(*) AS n FROM "main"."t" GROUP BY "id") g`},
 		{"custom sql", customSQL("SELECT 1 -- c\n ; ", 2),
-			"SELECT CAST(to_json(s) AS VARCHAR), count(*) OVER () FROM (\nSELECT 1 -- c\n) s LIMIT 2"},
+			"SELECT CAST(to_json(__lakewap_row) AS VARCHAR), count(*) OVER () FROM (\nSELECT 1 -- c\n) __lakewap_row LIMIT 2"},
 		{"setup", strings.Join(setupSQL("/w/tmp", "1GB", 2, []string{"/w/", "/c/"}), ";\n"), `SET temp_directory = '/w/tmp';
 SET GLOBAL TimeZone = 'UTC';
 SET preserve_insertion_order = false;
