@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
@@ -181,30 +180,12 @@ func cancelRun(ctx context.Context, cfg *config.Config, store *runs.Store, run p
 	if err != nil {
 		return err
 	}
-	codec, err := cfg.Kafka.Codec()
+	t, err := targetOf(cfg, "")
 	if err != nil {
 		return err
 	}
+	defer t.close()
 	ev := schemas.BatchCancelled{BatchID: run.BatchID, Dataset: run.Dataset, Reason: reason, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
-	value, err := codec.Encode(ctx, cfg.Kafka.InputTopic, ev)
-	if err != nil {
-		return err
-	}
-	var headers []kafka.Header
-	for k, v := range schemas.Headers(ev) {
-		headers = append(headers, kafka.Header{Key: k, Value: []byte(v)})
-	}
-	sec, err := cfg.Kafka.Security()
-	if err != nil {
-		return err
-	}
-	transport, err := sec.Transport()
-	if err != nil {
-		return err
-	}
-	w := &kafka.Writer{Addr: kafka.TCP(cfg.Kafka.Brokers...), Topic: cfg.Kafka.InputTopic, Transport: transport,
-		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond,
-		Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return sr.Partition })}
-	defer w.Close()
-	return w.WriteMessages(ctx, kafka.Message{Key: []byte(run.BatchID), Value: value, Headers: headers})
+	_, err = sendRequest(ctx, t, cfg.Kafka.InputTopic, ev, sr.Partition)
+	return err
 }

@@ -159,7 +159,7 @@ func askDaemon(ctx context.Context, t *kafkaTarget, k config.Kafka, req schemas.
 	if err != nil {
 		return nil, err
 	}
-	sent, err := sendRequest(ctx, t, k.InputTopic, req)
+	sent, err := sendRequest(ctx, t, k.InputTopic, req, -1)
 	if err != nil {
 		return nil, fmt.Errorf("request not sent: %w", err)
 	}
@@ -177,7 +177,7 @@ func askDaemon(ctx context.Context, t *kafkaTarget, k config.Kafka, req schemas.
 
 // sendRequest writes req as upstream writes inputs: key = batch id, type
 // and batch id in headers, acknowledged by every in-sync replica.
-func sendRequest(ctx context.Context, t *kafkaTarget, topic string, req schemas.Event) (kafka.Message, error) {
+func sendRequest(ctx context.Context, t *kafkaTarget, topic string, req schemas.Event, partition int) (kafka.Message, error) {
 	value, err := t.codec.Encode(ctx, topic, req)
 	if err != nil {
 		return kafka.Message{}, err
@@ -186,8 +186,12 @@ func sendRequest(ctx context.Context, t *kafkaTarget, topic string, req schemas.
 	for k, v := range schemas.Headers(req) {
 		msg.Headers = append(msg.Headers, kafka.Header{Key: k, Value: []byte(v)})
 	}
+	var balancer kafka.Balancer = &kafka.Murmur2Balancer{}
+	if partition >= 0 {
+		balancer = kafka.BalancerFunc(func(kafka.Message, ...int) int { return partition })
+	}
 	done := make(chan kafka.Message, 1)
-	wr := &kafka.Writer{Addr: kafka.TCP(t.brokers...), Topic: topic, Balancer: &kafka.Murmur2Balancer{},
+	wr := &kafka.Writer{Addr: kafka.TCP(t.brokers...), Topic: topic, Balancer: balancer,
 		RequiredAcks: kafka.RequireAll, BatchSize: 1, Transport: t.transport,
 		Completion: func(msgs []kafka.Message, err error) {
 			if err == nil && len(msgs) > 0 {
