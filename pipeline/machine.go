@@ -167,6 +167,20 @@ const (
 	Rejected                   // the event asked for something that does not exist: abort as invalid
 )
 
+func (c FailClass) String() string {
+	switch c {
+	case Transient:
+		return "transient"
+	case Permanent:
+		return "permanent"
+	case Conflict:
+		return "conflict"
+	case Rejected:
+		return "rejected"
+	}
+	return fmt.Sprintf("FailClass(%d)", int(c))
+}
+
 // EffectKind names work the runner must do for a run.
 type EffectKind int
 

@@ -224,7 +224,7 @@ func (r *Runner) mergeLocked(ctx context.Context, log *slog.Logger, repo, source
 
 func outcome(in Input) string {
 	if sf, ok := in.(StepFailed); ok {
-		return [...]string{"transient", "permanent", "conflict", "rejected"}[sf.Class]
+		return sf.Class.String()
 	}
 	return "ok"
 }

@@ -920,7 +920,7 @@ func failed(log *slog.Logger, s Step, err error) StepFailed {
 	case errors.Is(err, ErrTransient), errors.Is(err, context.DeadlineExceeded):
 		class = Transient
 	}
-	log.Warn("step failed", "step", string(s), "class", [...]string{"transient", "permanent", "conflict"}[class], "err", err)
+	log.Warn("step failed", "step", string(s), "class", class.String(), "err", err)
 	return StepFailed{Step: s, Err: err.Error(), Class: class}
 }
 

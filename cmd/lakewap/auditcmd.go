@@ -33,8 +33,7 @@ const (
 // cmdAudit runs a dataset's suite against any ref without publishing:
 // exit 0 when it passes, 1 when a check blocks, 2 when it cannot run.
 func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("audit")
 	path := fs.String("config", "lakewap.yaml", "config file")
 	dataset := fs.String("dataset", "", "dataset whose suite runs (required)")
 	ref := fs.String("ref", "", "branch, tag or commit to audit (required)")
@@ -43,11 +42,11 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	asJSON := fs.Bool("json", false, "print the report as JSON (schemas.AuditReport)")
 	local := fs.String("local", "", "audit files on disk instead of lakeFS: a ref is the directory DIR/<ref> holding the tables' paths")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: lakewap audit -config FILE -dataset D -ref R [-base B] [-batch-time T] [-json] [-local DIR]")
+		fmt.Fprintln(fs.Output(), "usage: lakewap audit -config FILE -dataset D -ref R [-base B] [-batch-time T] [-json] [-local DIR]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return auditError
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code // 2 = auditError: a bad flag, could not run
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "lakewap audit: unexpected argument %q\n", fs.Arg(0))

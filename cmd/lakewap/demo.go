@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,11 +15,10 @@ import (
 // load is published, the next one carries NULL billing ids from an upstream
 // change and is stopped before anyone reading main sees it.
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("demo")
 	verbose := fs.Bool("v", false, "show lakewap's own logs")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	start := func(ctx context.Context, cfg *config.Config, log *slog.Logger, console io.Writer,
 		observe func(before, after pipeline.Run)) (func(context.Context) error, error) {

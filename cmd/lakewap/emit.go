@@ -50,12 +50,11 @@ Flags:
 
 func cmdEmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var o emitOptions
-	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("emit")
 	o.register(fs)
-	fs.Usage = func() { fmt.Fprint(stderr, emitUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs.Usage = func() { fmt.Fprint(fs.Output(), emitUsage); fs.PrintDefaults() }
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	var events []schemas.Event
@@ -73,8 +72,8 @@ func cmdEmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	default:
-		ev, code := eventFromFlags(fs.Args(), &o, now, stderr)
-		if code != 0 {
+		ev, code := eventFromFlags(fs.Args(), &o, now, stdout, stderr)
+		if ev == nil {
 			return code
 		}
 		events = []schemas.Event{ev}
@@ -216,11 +215,12 @@ func splitList(s string) []string {
 }
 
 // eventFromFlags builds the event named by args[0] from the flags after it.
-func eventFromFlags(args []string, o *emitOptions, now time.Time, stderr io.Writer) (schemas.Event, int) {
+// A nil event with code 0 is help, printed.
+func eventFromFlags(args []string, o *emitOptions, now time.Time, stdout, stderr io.Writer) (schemas.Event, int) {
 	kind := strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(args[0]))
 	fs := flag.NewFlagSet("emit "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, emitUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(fs.Output(), emitUsage); fs.PrintDefaults() }
 	o.register(fs)
 	var batch, dataset, at string
 	fs.StringVar(&batch, "batch", "", "batch id (required)")
@@ -298,8 +298,8 @@ func eventFromFlags(args []string, o *emitOptions, now time.Time, stderr io.Writ
 		fmt.Fprintf(stderr, "lakewap emit: unknown event %q: want landed, write or cancel (or --json)\n", args[0])
 		return nil, 2
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		return nil, 2
+	if code, ok := parseFlags(fs, args[1:], stdout, stderr); !ok {
+		return nil, code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "lakewap emit: unexpected argument %q\n", fs.Arg(0))

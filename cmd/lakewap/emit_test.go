@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestEventFromFlags(t *testing.T) {
 	} {
 		var o emitOptions
 		var stderr bytes.Buffer
-		ev, code := eventFromFlags(c.args, &o, now, &stderr)
+		ev, code := eventFromFlags(c.args, &o, now, io.Discard, &stderr)
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", c.args, code, stderr.String())
 		}
@@ -103,7 +104,7 @@ func TestEventFromFlags(t *testing.T) {
 		{[]string{"published"}, `unknown event "published"`},
 	} {
 		var stderr bytes.Buffer
-		if _, code := eventFromFlags(c.args, &emitOptions{}, now, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+		if _, code := eventFromFlags(c.args, &emitOptions{}, now, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 saying %q", c.args, code, stderr.String(), c.want)
 		}
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -74,14 +73,13 @@ func (d *daemon) HTTPAddr() string {
 }
 
 func cmdJanitor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("janitor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("janitor")
 	path := fs.String("config", "lakewap.yaml", "config file")
 	dry := fs.Bool("dry-run", false, "print what would be deleted, delete nothing")
 	all := fs.Bool("all", false, "also print the branches that are kept, and why")
 	asJSON := fs.Bool("json", false, "print decisions as JSON, one per line")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	cfg, ok := loadConfig(*path, stderr)
 	if !ok {

@@ -4,7 +4,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -77,8 +80,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "ready":
 		return cmdReady(ctx, rest, stdout, stderr)
 	case "prepare":
-		return cmdPrepare(ctx, stdout, stderr)
+		return cmdPrepare(ctx, rest, stdout, stderr)
 	case "version":
+		fs := newFlagSet("version")
+		if code, ok := parseFlags(fs, rest, stdout, stderr); !ok {
+			return code
+		}
 		fmt.Fprintln(stdout, "lakewap dev")
 		return 0
 	case "-h", "--help", "help":
@@ -87,6 +94,54 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "lakewap: unknown command %q\n\n%s", cmd, usage)
 	return 2
+}
+
+// newFlagSet is the flag set of command name; its usage is the command's
+// lines of the main usage, then its flags.
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage:\n%s\nFlags:\n", commandUsage(name))
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// commandUsage is the lines of usage about command name.
+func commandUsage(name string) string {
+	var b strings.Builder
+	in := false
+	for _, l := range strings.Split(usage, "\n") {
+		switch {
+		case strings.HasPrefix(l, "  lakewap "):
+			in = strings.HasPrefix(l, "  lakewap "+name+" ") || l == "  lakewap "+name
+		case !strings.HasPrefix(l, "    "):
+			in = false
+		}
+		if in {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// parseFlags parses a command's flags. -h or --help prints the command's
+// usage to stdout, and the command is done: exit 0. A bad flag prints the
+// problem and the usage to stderr: exit 2. ok says whether to go on.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	err := fs.Parse(args)
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		_, _ = out.WriteTo(stdout)
+		return 0, false
+	case err != nil:
+		_, _ = out.WriteTo(stderr)
+		return 2, false
+	}
+	return 0, true
 }
 
 func newLogger(w io.Writer, format, level string) *slog.Logger {

@@ -88,14 +88,11 @@ var operatorCommands = map[string]struct {
 // the -config file (tests).
 func cmdOperator(ctx context.Context, command string, args []string, stdout, stderr io.Writer, cfg *config.Config) int {
 	c := operatorCommands[command]
-	fs := flag.NewFlagSet(command, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet(command)
 	var f requestFlags
 	f.register(fs, c.batchHelp, c.reasonHelp)
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return exitDone // asked for the usage, and got it
-	} else if err != nil {
-		return exitUsage
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code // 0 after -h, else exitUsage
 	}
 	switch {
 	case command == "revert" && (f.batch == "" || strings.TrimSpace(f.reason) == ""):

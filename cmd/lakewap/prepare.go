@@ -12,7 +12,11 @@ import (
 // cmdPrepare builds what the embedded stack needs (the lakeFS server and
 // lakectl from the lakeFS Go module) so that the first demo or test run
 // does not spend its time on it silently.
-func cmdPrepare(ctx context.Context, stdout, stderr io.Writer) int {
+func cmdPrepare(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("prepare")
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	server, err := devstack.LakeFSBinaryPath(ctx, log)
 	if err != nil {

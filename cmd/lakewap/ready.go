@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -15,13 +14,12 @@ import (
 // /readyz (on the config's http.listen, or -url) and exits 0 only on 200.
 // The image has no curl or wget; this needs nothing but the binary.
 func cmdReady(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ready", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("ready")
 	path := fs.String("config", "/etc/lakewap/lakewap.yaml", "config whose http.listen the daemon serves")
 	url := fs.String("url", "", "readiness URL (default: http://<http.listen>/readyz from -config)")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if *url == "" {
 		cfg, ok := loadConfig(*path, stderr)

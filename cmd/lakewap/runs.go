@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -13,14 +12,13 @@ import (
 )
 
 func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("runs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("runs")
 	path := fs.String("config", "lakewap.yaml", "config file")
 	state := fs.String("state", "", "only runs in this state (e.g. aborted, published, awaiting_writes)")
 	dataset := fs.String("dataset", "", "only runs of this dataset")
 	asJSON := fs.Bool("json", false, "print the stored runs as JSON, one per line")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	switch pipeline.State(*state) {
 	case "", pipeline.StatePending, pipeline.StateLanded, pipeline.StateAwaitingWrites, pipeline.StateAuditing,

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"sync"
@@ -31,15 +30,14 @@ Flags:
 func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var kf kafkaFlags
 	var o tailOptions
-	fs := flag.NewFlagSet("tail", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, tailUsage); fs.PrintDefaults() }
+	fs := newFlagSet("tail")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), tailUsage); fs.PrintDefaults() }
 	kf.register(fs, "topic to read (default: the config's results topic, else "+defaultResultsTopic+")")
 	fs.BoolVar(&o.FromBeginning, "from-beginning", false, "start at the oldest retained event instead of the end")
 	fs.BoolVar(&o.Follow, "follow", true, "keep waiting for new events; false stops at the end")
 	fs.IntVar(&o.Max, "max", 0, "stop after printing this many events (0: no limit)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "lakewap tail: unexpected argument %q\n", fs.Arg(0))
