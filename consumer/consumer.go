@@ -58,7 +58,8 @@ type Consumer struct {
 
 	runCtx context.Context // Run's context, for its values
 
-	lags sync.Map // partition -> int64 messages behind, as of the last high-watermark read
+	lags  sync.Map // partition -> int64 messages behind, as of the last high-watermark read
+	marks sync.Map // partition -> time.Time: the newest Kafka time of a message done since assigned
 
 	mu         sync.Mutex
 	generation int32        // current generation, -1 between generations
@@ -115,11 +116,18 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 	}, nil
 }
 
-// Behind reports whether partition had messages not yet handled at the
-// last high-watermark read (every commit interval). Unknown is not behind.
-func (c *Consumer) Behind(partition int) bool {
+// Behind reports whether partition may still hold unread input from before
+// t: it had messages not yet handled at the last high-watermark read (every
+// commit interval), and no message Kafka stamped at or after t has been
+// handled since the partition was assigned. Unknown is not behind.
+func (c *Consumer) Behind(partition int, t time.Time) bool {
 	v, ok := c.lags.Load(partition)
-	return ok && v.(int64) > 0
+	if !ok || v.(int64) <= 0 {
+		return false
+	}
+	mark, _ := c.marks.Load(partition)
+	m, _ := mark.(time.Time)
+	return m.Before(t)
 }
 
 // Ready reports whether the consumer is in a group generation and every
@@ -269,6 +277,7 @@ func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
 // when any started function returns.
 func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.Generation, w *partitionWork, log *slog.Logger) {
 	p := w.assignment.ID
+	c.marks.Delete(p)
 	if !c.assign(gctx, p, log) {
 		return
 	}
@@ -325,6 +334,9 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 			return // taken away before the message was done: its next owner gets it
 		}
 		w.offsets.markDone(msg.Offset)
+		if m, _ := c.marks.Load(p); m == nil || msg.Time.After(m.(time.Time)) {
+			c.marks.Store(p, msg.Time)
+		}
 	}
 }
 

@@ -319,3 +319,43 @@ func TestLagGrowsWhilePartitionIsStuck(t *testing.T) {
 		t.Errorf("%d lag series left after the partition was revoked", n)
 	}
 }
+
+// Behind(p, t): the partition has unread input and has handled no message
+// Kafka stamped at or after t. It judges deadlines on event time: a run
+// waits for its writes only while they may still be in the backlog.
+func TestBehindUntilAMessageAfterTheTimeIsDone(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	t0 := time.Now().Truncate(time.Millisecond)
+	at := func(v string, d time.Duration) kafka.Message { return kafka.Message{Value: []byte(v), Time: t0.Add(d)} }
+	produce(t, k, inTopic, 0, at("a", 0))
+	gates := map[string]chan struct{}{"a": make(chan struct{}), "c": make(chan struct{})}
+	started := make(chan string, 5)
+	rec := newRecorder()
+	rec.onHandle = func(ctx context.Context, m kafka.Message) error {
+		started <- string(m.Value)
+		if g := gates[string(m.Value)]; g != nil {
+			<-g
+		}
+		return nil
+	}
+	cfg := testConfig(k, "behind")
+	cfg.LagInterval = 20 * time.Millisecond
+	c := startConsumer(t, cfg, rec)
+	<-started // stuck on a
+	produce(t, k, inTopic, 0, at("b", time.Minute), at("c", 2*time.Minute))
+	eventually(t, "backlog behind a seen", func() bool { return c.Behind(0, t0) })
+	if c.Behind(1, t0) {
+		t.Error("a partition this member does not consume is behind")
+	}
+	close(gates["a"])
+	for v := <-started; v != "c"; v = <-started {
+	}
+	// Stuck on c, b done: behind for any time after b's, not at or before it.
+	eventually(t, "behind after b", func() bool { return c.Behind(0, t0.Add(time.Minute+time.Second)) })
+	if c.Behind(0, t0.Add(time.Minute)) || c.Behind(0, t0) {
+		t.Error("behind for a time at or before a handled message's")
+	}
+	close(gates["c"])
+	eventually(t, "caught up", func() bool { return !c.Behind(0, t0.Add(time.Hour)) })
+	c.stop(t)
+}

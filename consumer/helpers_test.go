@@ -71,7 +71,7 @@ func produce(t testing.TB, k *kafkatest.Cluster, topic string, partition int, ms
 	t.Helper()
 	records := make([]kafka.Record, len(msgs))
 	for i, m := range msgs {
-		records[i] = kafka.Record{Key: kafka.NewBytes(m.Key), Value: kafka.NewBytes(m.Value), Headers: m.Headers}
+		records[i] = kafka.Record{Key: kafka.NewBytes(m.Key), Value: kafka.NewBytes(m.Value), Headers: m.Headers, Time: m.Time}
 	}
 	topic = k.Topic(topic)
 	res, err := newClient(k.Brokers).Produce(context.Background(), &kafka.ProduceRequest{

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 func TestConsoleShowsWhatSlackWould(t *testing.T) {
@@ -13,7 +15,7 @@ func TestConsoleShowsWhatSlackWould(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _, _ := newTestDispatcher(t, []Route{{Sink: "console", Mention: oncall}}, []Sink{c}, Options{})
-	if _, err := d.Notify(context.Background(), note(abortedAuditEvent(), StateAborted)); err != nil {
+	if _, err := d.Notify(context.Background(), note(abortedAuditEvent(), schemas.StateAborted)); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -25,7 +27,7 @@ func TestConsoleShowsWhatSlackWould(t *testing.T) {
 		`    {"id":7,"email":null,"note":"<script>"}`,
 	)
 	// The same text Slack gets: render the Slack blocks and compare.
-	r := runOf(Notification{Event: abortedAuditEvent(), State: StateAborted, Mention: oncall, LandedAt: landedAt})
+	r := runOf(Notification{Event: abortedAuditEvent(), State: schemas.StateAborted, Mention: oncall, LandedAt: landedAt})
 	if main := renderText(mainMessage(r, links{base: testUI}).Blocks, ""); !strings.HasPrefix(got, main) {
 		t.Errorf("console output does not start with the Slack message's text:\n%s\nwant prefix\n%s", got, main)
 	}

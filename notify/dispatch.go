@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lakewap/lakewap/internal/backoff"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // Sink delivers notifications to one place.
@@ -51,12 +52,10 @@ func (e *RetryAfterError) Unwrap() error { return e.Err }
 // not deliver within its budget.
 var ErrUndelivered = errors.New("notification not delivered")
 
-const pendingPrefix = "pending:"
-
 // PendingKey is the receipt key under which Notify records that sink has
 // not delivered the run's latest notification; its value is that
 // notification's state. A later successful delivery removes it.
-func PendingKey(sink string) string { return pendingPrefix + sink }
+func PendingKey(sink string) string { return schemas.PendingReceiptPrefix + sink }
 
 // Pending returns the sinks, sorted, that receipts say still owe a
 // notification: the caller notifies again (with the run's current state)
@@ -64,7 +63,7 @@ func PendingKey(sink string) string { return pendingPrefix + sink }
 func Pending(receipts map[string]string) []string {
 	var out []string
 	for k := range receipts {
-		if s, ok := strings.CutPrefix(k, pendingPrefix); ok {
+		if s, ok := strings.CutPrefix(k, schemas.PendingReceiptPrefix); ok {
 			out = append(out, s)
 		}
 	}
@@ -140,7 +139,7 @@ func NewDispatcher(routes []Route, sinks []Sink, opts Options) (*Dispatcher, err
 	d.log = d.opts.Logger
 	for i, s := range sinks {
 		name := s.Name()
-		if name == "" || strings.HasPrefix(name, pendingPrefix) {
+		if name == "" || strings.HasPrefix(name, schemas.PendingReceiptPrefix) {
 			return nil, fmt.Errorf("sinks[%d]: invalid name %q", i, name)
 		}
 		if _, dup := d.sinks[name]; dup {

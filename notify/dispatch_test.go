@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // recordingSink records what it was sent.
@@ -46,18 +48,18 @@ func TestRouting(t *testing.T) {
 	orders := &recordingSink{name: "orders-team"}
 	results := &recordingSink{name: "results", required: true}
 	routes := []Route{
-		{Sink: "alerts", On: []string{StateAborted, StateFailed}, Mention: oncall},
-		{Sink: "alerts", Datasets: []string{"orders"}, On: []string{StateFailed}, Mention: "<@U0ORDERS>"}, // same sink: once, first mention wins
-		{Sink: "quiet", On: []string{StatePublished}},
+		{Sink: "alerts", On: []string{schemas.StateAborted, schemas.StateFailed}, Mention: oncall},
+		{Sink: "alerts", Datasets: []string{"orders"}, On: []string{schemas.StateFailed}, Mention: "<@U0ORDERS>"}, // same sink: once, first mention wins
+		{Sink: "quiet", On: []string{schemas.StatePublished}},
 		{Sink: "orders-team", Datasets: []string{"orders"}},
 	}
 	d, _, _ := newTestDispatcher(t, routes, []Sink{alerts, quiet, orders, results}, Options{})
 	for _, n := range []Notification{
-		{Dataset: "orders", State: StateAwaitingWrites},
-		{Dataset: "orders", State: StatePublished},
-		{Dataset: "orders", State: StateFailed},
-		{Dataset: "clicks", State: StateAborted},
-		{Dataset: "clicks", State: StatePublished},
+		{Dataset: "orders", State: schemas.StateAwaitingWrites},
+		{Dataset: "orders", State: schemas.StatePublished},
+		{Dataset: "orders", State: schemas.StateFailed},
+		{Dataset: "clicks", State: schemas.StateAborted},
+		{Dataset: "clicks", State: schemas.StatePublished},
 	} {
 		if _, err := d.Notify(context.Background(), n); err != nil {
 			t.Fatal(err)
@@ -128,7 +130,7 @@ func TestSlackDownForWholeRun(t *testing.T) {
 	ctx := context.Background()
 
 	var receipts map[string]string
-	run := []Notification{note(readyEvent(), StateAwaitingWrites), note(nil, StateAuditing), note(nil, StatePublishing), note(publishedEvent(), StatePublished)}
+	run := []Notification{note(readyEvent(), schemas.StateAwaitingWrites), note(nil, schemas.StateAuditing), note(nil, schemas.StatePublishing), note(publishedEvent(), schemas.StatePublished)}
 	for i, n := range run {
 		before, waitedBefore := ws.callCount("chat.postMessage"), clock.Waited()
 		n.Receipts = receipts

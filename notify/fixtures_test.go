@@ -95,7 +95,7 @@ func timedOutEvent() schemas.BatchAborted {
 func failedEvent() schemas.BatchFailed {
 	return schemas.BatchFailed{
 		EventID: "ev-fail-b-42", BatchID: testBatch, Dataset: testDataset, Repository: testRepo, Branch: testBranch,
-		State: StatePublishing, Error: "merge: lakeFS answered 503 Service Unavailable", Attempts: 5, BranchKept: true,
+		State: schemas.StatePublishing, Error: "merge: lakeFS answered 503 Service Unavailable", Attempts: 5, BranchKept: true,
 		OccurredAt: landedAt.Add(7 * time.Minute),
 	}
 }

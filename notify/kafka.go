@@ -135,7 +135,7 @@ func (k *KafkaResults) message(ctx context.Context, ev schemas.Event, id, reques
 	if err != nil {
 		// An event the codec rejects will be rejected again; only a codec
 		// that says otherwise (a schema registry out of reach) is retried.
-		var p interface{ Permanent() bool }
+		var p schemas.PermanentError
 		retry := errors.As(err, &p) && !p.Permanent()
 		return kafka.Message{}, retry, fmt.Errorf("kafka results: encode %s %s: %w", ev.EventType(), id, err)
 	}

@@ -90,7 +90,7 @@ func TestKafkaResultsForEachOutcome(t *testing.T) {
 	timedOut := timedOutEvent()
 	timedOut.BatchID = "b-43" // another batch: results are keyed by batch
 	sent := []schemas.Event{readyEvent(), publishedEvent(), abortedAuditEvent(), &timedOut, failedEvent()}
-	states := []string{StateAwaitingWrites, StatePublished, StateAborted, StateAborted, StateFailed}
+	states := []string{schemas.StateAwaitingWrites, schemas.StatePublished, schemas.StateAborted, schemas.StateAborted, schemas.StateFailed}
 	for i, ev := range sent {
 		n := note(ev, states[i])
 		receipts, err := d.Notify(ctx, n)
@@ -106,7 +106,7 @@ func TestKafkaResultsForEachOutcome(t *testing.T) {
 		if _, err := d.Notify(ctx, n); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.Notify(ctx, note(nil, StateAuditing)); err != nil {
+		if _, err := d.Notify(ctx, note(nil, schemas.StateAuditing)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,7 +161,7 @@ func TestKafkaFailureFailsNotifyButNotSlack(t *testing.T) {
 	k := &KafkaResults{name: "kafka", topic: DefaultResultsTopic, w: fw, enc: jsonlessEncoder{}}
 	d, clock, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{k, newTestSlack(t, ws, "slack", "#wap")},
 		Options{RequiredBudget: 10 * time.Second, MinBackoff: time.Second, MaxBackoff: 4 * time.Second})
-	receipts, err := d.Notify(context.Background(), note(publishedEvent(), StatePublished))
+	receipts, err := d.Notify(context.Background(), note(publishedEvent(), schemas.StatePublished))
 	if !errors.Is(err, ErrUndelivered) || !errors.Is(err, kafka.LeaderNotAvailable) {
 		t.Fatalf("Notify error %v, want ErrUndelivered wrapping the broker error", err)
 	}
@@ -194,7 +194,7 @@ func TestKafkaErrorClasses(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			k := &KafkaResults{name: "kafka", topic: DefaultResultsTopic, w: &failingWriter{err: tc.write}, enc: jsonlessEncoder{err: tc.encode}}
-			_, retry, err := k.Send(context.Background(), note(failedEvent(), StateFailed))
+			_, retry, err := k.Send(context.Background(), note(failedEvent(), schemas.StateFailed))
 			if err == nil || retry != tc.wantRetry {
 				t.Errorf("Send: err %v retry %v, want an error with retry %v", err, retry, tc.wantRetry)
 			}

@@ -130,9 +130,9 @@ type message struct {
 // outcome names what happened in a few words.
 func (r run) outcome() (emoji, words string) {
 	switch r.State {
-	case StatePublished:
+	case schemas.StatePublished:
 		return ":white_check_mark:", "published"
-	case StateAborted:
+	case schemas.StateAborted:
 		switch r.Reason {
 		case schemas.ReasonAuditFailed:
 			return ":no_entry:", "aborted: audit failed"
@@ -148,22 +148,22 @@ func (r run) outcome() (emoji, words string) {
 			return ":warning:", "aborted: too many runs in progress"
 		}
 		return ":no_entry:", "aborted"
-	case StateFailed:
+	case schemas.StateFailed:
 		return ":rotating_light:", "failed"
-	case StatePending:
+	case schemas.StatePending:
 		return ":hourglass_flowing_sand:", "waiting for the batch to land"
-	case StateLanded, StateAwaitingWrites:
+	case schemas.StateLanded, schemas.StateAwaitingWrites:
 		return ":inbox_tray:", "waiting for writes"
-	case StateAuditing:
+	case schemas.StateAuditing:
 		return ":mag:", "auditing"
-	case StatePublishing:
+	case schemas.StatePublishing:
 		return ":arrows_counterclockwise:", "publishing"
 	}
 	return ":grey_question:", strings.ReplaceAll(r.State, "_", " ")
 }
 
 func (r run) alarming() bool {
-	return r.State == StateFailed || (r.State == StateAborted && r.Reason != schemas.ReasonCancelled)
+	return r.State == schemas.StateFailed || (r.State == schemas.StateAborted && r.Reason != schemas.ReasonCancelled)
 }
 
 // mainMessage is the one message a batch has: posted first, then updated
@@ -205,7 +205,7 @@ func mainMessage(r run, l links) message {
 		if u := l.branch(r.Repo, r.Branch); u != "" {
 			b = link(u, r.Branch)
 		}
-		if (r.State == StateAborted || r.State == StateFailed) && !r.BranchKept {
+		if (r.State == schemas.StateAborted || r.State == schemas.StateFailed) && !r.BranchKept {
 			b += " (deleted)"
 		}
 		field("Branch", b)
@@ -244,7 +244,7 @@ func mainMessage(r run, l links) message {
 func (r run) what() string {
 	var b strings.Builder
 	switch r.State {
-	case StateAborted:
+	case schemas.StateAborted:
 		b.WriteString("`main` is untouched.")
 		if r.Report != nil {
 			if failed := r.Report.Failed(); len(failed) > 0 {
@@ -258,7 +258,7 @@ func (r run) what() string {
 		if r.Detail != "" {
 			b.WriteString(" " + esc(r.Detail))
 		}
-	case StateFailed:
+	case schemas.StateFailed:
 		fmt.Fprintf(&b, "lakewap gave up")
 		if r.Attempts > 0 {
 			fmt.Fprintf(&b, " after %d attempts", r.Attempts)
@@ -270,7 +270,7 @@ func (r run) what() string {
 		if r.Error != "" {
 			b.WriteString(" Error: " + code(clip(r.Error, 200)))
 		}
-	case StatePublished:
+	case schemas.StatePublished:
 		if r.Report != nil {
 			var warned []string
 			for _, c := range r.Report.Checks {
@@ -285,7 +285,7 @@ func (r run) what() string {
 				b.WriteString("Warnings: " + strings.Join(warned, ", ") + ".")
 			}
 		}
-	case StateLanded, StateAwaitingWrites:
+	case schemas.StateLanded, schemas.StateAwaitingWrites:
 		if len(r.ExpectedWrites) > 0 {
 			ws := make([]string, 0, len(r.ExpectedWrites))
 			for _, w := range r.ExpectedWrites {
@@ -307,7 +307,7 @@ func (r run) next(l links) string {
 		branch = link(u, r.Branch)
 	}
 	switch r.State {
-	case StateLanded, StateAwaitingWrites:
+	case schemas.StateLanded, schemas.StateAwaitingWrites:
 		if r.LakeFSURI != "" {
 			s := "writers write to " + code(r.LakeFSURI)
 			if r.S3URI != "" {
@@ -316,11 +316,11 @@ func (r run) next(l links) string {
 			return s + " and send WriteComplete for each expected write."
 		}
 		return "waiting for the expected writes."
-	case StateAuditing, StatePublishing:
+	case schemas.StateAuditing, schemas.StatePublishing:
 		return "nothing to do; this message will update."
-	case StatePublished:
+	case schemas.StatePublished:
 		return "nothing to do. If this batch is wrong, undo it with " + code("lakewap revert --batch "+r.BatchID) + "."
-	case StateAborted:
+	case schemas.StateAborted:
 		kept := r.BranchKept && r.Branch != ""
 		switch r.Reason {
 		case schemas.ReasonWriteTimeout:
@@ -343,7 +343,7 @@ func (r run) next(l links) string {
 			return "inspect branch " + branch + " (kept as it was audited), fix the data, then send the batch again."
 		}
 		return "the branch was deleted; fix the source data and send the batch again."
-	case StateFailed:
+	case schemas.StateFailed:
 		s := "check lakeFS and Kafka health"
 		if r.BranchKept && r.Branch != "" {
 			s += ", inspect branch " + branch
@@ -357,7 +357,7 @@ func (r run) next(l links) string {
 // rows, the full error), posted once as a reply under the main message; ok
 // is false when there is nothing to add to the main message.
 func threadMessage(r run) (m message, ok bool) {
-	if r.State != StateAborted && r.State != StateFailed {
+	if r.State != schemas.StateAborted && r.State != schemas.StateFailed {
 		return message{}, false
 	}
 	var blocks []slack.Block
@@ -375,7 +375,7 @@ func threadMessage(r run) (m message, ok bool) {
 		}
 	}
 	// The main message quotes the error short; the thread keeps all of it.
-	if r.State == StateFailed && r.Error != "" {
+	if r.State == schemas.StateFailed && r.Error != "" {
 		blocks = append(blocks, section("*Error*\n"+codeBlock(r.Error)))
 	}
 	if len(blocks) == 0 {

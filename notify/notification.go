@@ -9,24 +9,10 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// Run states a Notification can report. They are the pipeline's state names.
-const (
-	StatePending        = "pending" // inputs arrived before the batch landed
-	StateLanded         = "landed"
-	StateAwaitingWrites = "awaiting_writes"
-	StateAuditing       = "auditing"
-	StatePublishing     = "publishing"
-	StatePublished      = "published"
-	StateAborted        = "aborted"
-	StateFailed         = "failed"
-)
-
-var states = []string{StatePending, StateLanded, StateAwaitingWrites, StateAuditing, StatePublishing, StatePublished, StateAborted, StateFailed}
-
 // terminal reports whether state ends a run: the only states an incoming
 // webhook is told about, since it cannot edit what it posted.
 func terminal(state string) bool {
-	return state == StatePublished || state == StateAborted || state == StateFailed
+	return state == schemas.StatePublished || state == schemas.StateAborted || state == schemas.StateFailed
 }
 
 // Notification is one thing to tell the world about a run.
@@ -35,7 +21,7 @@ type Notification struct {
 	// BatchFailed) or nil for a change of state alone. Its event id is what
 	// makes a repeated delivery recognisable downstream.
 	Event schemas.Event
-	// State is the run state after the event (one of the State* constants).
+	// State is the run state after the event (one of the schemas.State* constants).
 	State string
 
 	Dataset    string
@@ -66,29 +52,10 @@ type Notification struct {
 // EventID returns the stable id of a result event, or "" for other events
 // and nil.
 func EventID(ev schemas.Event) string {
-	switch e := ev.(type) {
-	case schemas.BranchReady:
-		return e.EventID
-	case *schemas.BranchReady:
-		return e.EventID
-	case schemas.BatchPublished:
-		return e.EventID
-	case *schemas.BatchPublished:
-		return e.EventID
-	case schemas.BatchAborted:
-		return e.EventID
-	case *schemas.BatchAborted:
-		return e.EventID
-	case schemas.BatchFailed:
-		return e.EventID
-	case *schemas.BatchFailed:
-		return e.EventID
-	case schemas.BatchReverted:
-		return e.EventID
-	case schemas.RequestRefused:
-		return e.EventID
+	if ev == nil {
+		return ""
 	}
-	return ""
+	return ev.ID()
 }
 
 // Route sends the notifications that match it to one sink. A notification
@@ -119,8 +86,8 @@ func (r Route) validate(i int, sinks map[string]Sink) error {
 		return fmt.Errorf("routes[%d].sink: %q is required and receives every notification; it takes no route", i, r.Sink)
 	}
 	for j, on := range r.On {
-		if !slices.Contains(states, on) {
-			return fmt.Errorf("routes[%d].on[%d]: unknown state %q (want one of %s)", i, j, on, strings.Join(states, ", "))
+		if !slices.Contains(schemas.States(), on) {
+			return fmt.Errorf("routes[%d].on[%d]: unknown state %q (want one of %s)", i, j, on, strings.Join(schemas.States(), ", "))
 		}
 	}
 	if r.Mention != "" && !strings.HasPrefix(r.Mention, "<") {

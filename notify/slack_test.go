@@ -28,7 +28,7 @@ func TestSlackMessageContent(t *testing.T) {
 		lacksThrd  []string
 	}{{
 		name: "published",
-		n:    note(publishedEvent(), StatePublished),
+		n:    note(publishedEvent(), schemas.StatePublished),
 		wantMain: []string{
 			":white_check_mark: orders published · batch b-42",
 			"Dataset: orders", "Batch: `b-42`", "Outcome: published", "Duration: 1m23s",
@@ -42,7 +42,7 @@ func TestSlackMessageContent(t *testing.T) {
 		lacksMain: []string{oncall, "(deleted)"},
 	}, {
 		name: "aborted: audit failed",
-		n:    note(abortedAuditEvent(), StateAborted),
+		n:    note(abortedAuditEvent(), schemas.StateAborted),
 		wantMain: []string{
 			":no_entry: orders aborted: audit failed · batch b-42",
 			oncall + " this batch needs a look.",
@@ -62,7 +62,7 @@ func TestSlackMessageContent(t *testing.T) {
 		lacksThrd: []string{`{"id":12,`, "volume"},
 	}, {
 		name: "aborted: writes timed out",
-		n:    note(timedOutEvent(), StateAborted),
+		n:    note(timedOutEvent(), schemas.StateAborted),
 		wantMain: []string{
 			":hourglass: orders aborted: writes timed out · batch b-42", oncall,
 			"Duration: 30m0s", "`main` is untouched. missing writes: order_items",
@@ -71,7 +71,7 @@ func TestSlackMessageContent(t *testing.T) {
 		lacksMain: []string{"Checks:", "audited"},
 	}, {
 		name: "failed",
-		n:    note(failedEvent(), StateFailed),
+		n:    note(failedEvent(), schemas.StateFailed),
 		wantMain: []string{
 			":rotating_light: orders failed · batch b-42", oncall, "Duration: 7m0s",
 			"lakewap gave up after 5 attempts while publishing. Error: `merge: lakeFS answered 503 Service Unavailable`",
@@ -98,7 +98,7 @@ func TestSlackMessageContent(t *testing.T) {
 			}
 			wantContains(t, "main message", main.text(), tc.wantMain...)
 			wantLacks(t, "main message", main.text(), tc.lacksMain...)
-			if tc.n.State != StatePublished && !strings.HasPrefix(main.Text, oncall) {
+			if tc.n.State != schemas.StatePublished && !strings.HasPrefix(main.Text, oncall) {
 				t.Errorf("fallback text %q does not start with the mention, so nobody is paged", main.Text)
 			}
 			replies := ws.replies(main.TS)
@@ -129,7 +129,7 @@ func TestSlackMessageContent(t *testing.T) {
 func TestSlackEscapesUserData(t *testing.T) {
 	ev := abortedAuditEvent()
 	ev.Detail = "<!channel> see <http://evil.test|here> & there"
-	r := runOf(note(ev, StateAborted))
+	r := runOf(note(ev, schemas.StateAborted))
 	m := mainMessage(r, links{base: testUI})
 	th, _ := threadMessage(r)
 	var raw strings.Builder
@@ -141,7 +141,7 @@ func TestSlackEscapesUserData(t *testing.T) {
 	// The fallback text (what notifications and clients without blocks
 	// show) is escaped the same way: a dataset or batch id cannot ping.
 	ev.Dataset, ev.BatchID = "<!channel>", "<!here>"
-	r = runOf(note(ev, StateAborted))
+	r = runOf(note(ev, schemas.StateAborted))
 	m = mainMessage(r, links{base: testUI})
 	th, _ = threadMessage(r)
 	for _, text := range []string{m.Text, th.Text} {
@@ -157,9 +157,9 @@ func TestSlackUpdatesOneMessageAcrossStates(t *testing.T) {
 	ctx := context.Background()
 
 	steps := []Notification{
-		note(readyEvent(), StateAwaitingWrites),
-		note(nil, StateAuditing),
-		note(abortedAuditEvent(), StateAborted),
+		note(readyEvent(), schemas.StateAwaitingWrites),
+		note(nil, schemas.StateAuditing),
+		note(abortedAuditEvent(), schemas.StateAborted),
 	}
 	var receipts map[string]string
 	var seen []string
@@ -178,14 +178,14 @@ func TestSlackUpdatesOneMessageAcrossStates(t *testing.T) {
 			t.Errorf("step %d: message updated %d times, want %d", i, top[0].Updates, i)
 		}
 		switch n.State {
-		case StateAwaitingWrites:
+		case schemas.StateAwaitingWrites:
 			wantContains(t, "awaiting message", top[0].text(), "orders waiting for writes · batch b-42",
 				"Expected writes: `orders`, `order_items`. Deadline: 2026-05-01T03:30:00Z.",
 				"writers write to `lakefs://lake/wap-orders-b-42/` (S3 gateway: `s3://lake/wap-orders-b-42/`)")
-		case StateAuditing:
+		case schemas.StateAuditing:
 			wantContains(t, "auditing message", top[0].text(), ":mag: orders auditing · batch b-42",
 				"Branch: wap-orders-b-42 (http://lakefs.test:8000/repositories/lake/objects?ref=wap-orders-b-42)")
-		case StateAborted:
+		case schemas.StateAborted:
 			wantContains(t, "aborted message", top[0].text(), "orders aborted: audit failed · batch b-42")
 			wantLacks(t, "aborted message", top[0].text(), "waiting for writes", "auditing")
 		}
@@ -222,7 +222,7 @@ func TestSlackRepostsWhenMessageWasDeleted(t *testing.T) {
 	ws := newWorkspace(t)
 	sink := newTestSlack(t, ws, "slack", "#wap")
 	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{sink}, Options{})
-	n := note(nil, StateAuditing)
+	n := note(nil, schemas.StateAuditing)
 	n.Receipts = map[string]string{"slack": "CWAP/1600000000.000001"} // not in the workspace
 	receipts, err := d.Notify(context.Background(), n)
 	if err != nil {
@@ -249,7 +249,7 @@ func TestSlackRateLimitedThenDelivered(t *testing.T) {
 	sink := newTestSlack(t, ws, "slack", "#wap")
 	d, clock, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{sink},
 		Options{Budget: time.Minute, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
-	receipts, err := d.Notify(context.Background(), note(publishedEvent(), StatePublished))
+	receipts, err := d.Notify(context.Background(), note(publishedEvent(), schemas.StatePublished))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,15 +280,15 @@ func TestSlackRetryAfterBeyondBudgetLeavesPending(t *testing.T) {
 	})
 	sink := newTestSlack(t, ws, "slack", "#wap")
 	d, clock, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{sink}, Options{Budget: 30 * time.Second})
-	receipts, err := d.Notify(context.Background(), note(publishedEvent(), StatePublished))
+	receipts, err := d.Notify(context.Background(), note(publishedEvent(), schemas.StatePublished))
 	if err != nil {
 		t.Fatalf("Notify failed because of Slack: %v", err)
 	}
 	if len(clock.Waits()) != 0 || ws.callCount("chat.postMessage") != 1 {
 		t.Errorf("waited %v over %d calls; want no wait and one call", clock.Waits(), ws.callCount("chat.postMessage"))
 	}
-	if receipts[PendingKey("slack")] != StatePublished {
-		t.Errorf("receipts %v, want %s pending for slack", receipts, StatePublished)
+	if receipts[PendingKey("slack")] != schemas.StatePublished {
+		t.Errorf("receipts %v, want %s pending for slack", receipts, schemas.StatePublished)
 	}
 }
 
@@ -301,20 +301,20 @@ func TestSlackPermanentErrorIsNotRetriedAndTokenIsRedacted(t *testing.T) {
 	})
 	sink := newTestSlack(t, ws, "slack", "#wap")
 	d, clock, logs := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{sink}, Options{})
-	receipts, err := d.Notify(context.Background(), note(publishedEvent(), StatePublished))
+	receipts, err := d.Notify(context.Background(), note(publishedEvent(), schemas.StatePublished))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := ws.callCount("chat.postMessage"); n != 1 || len(clock.Waits()) != 0 {
 		t.Errorf("%d calls, waits %v; an auth error must not be retried", n, clock.Waits())
 	}
-	if receipts[PendingKey("slack")] != StatePublished {
+	if receipts[PendingKey("slack")] != schemas.StatePublished {
 		t.Errorf("receipts %v, want slack pending", receipts)
 	}
 	wantContains(t, "log", logs.String(), "invalid_auth for [redacted]")
 	wantLacks(t, "log", logs.String(), "xoxb-test-secret-token")
 
-	_, _, serr := sink.Send(context.Background(), note(publishedEvent(), StatePublished))
+	_, _, serr := sink.Send(context.Background(), note(publishedEvent(), schemas.StatePublished))
 	if serr == nil || serr.Error() != "slack: chat.postMessage: invalid_auth for [redacted]" {
 		t.Errorf("Send error %q, want the redacted text", serr)
 	}
@@ -330,10 +330,10 @@ func TestSlackWebhook(t *testing.T) {
 	ctx := context.Background()
 	var receipts map[string]string
 	for _, n := range []Notification{
-		note(readyEvent(), StateAwaitingWrites), // not an outcome: a webhook cannot edit it later
-		note(nil, StateAuditing),
-		note(abortedAuditEvent(), StateAborted),
-		note(abortedAuditEvent(), StateAborted), // replay after a restart
+		note(readyEvent(), schemas.StateAwaitingWrites), // not an outcome: a webhook cannot edit it later
+		note(nil, schemas.StateAuditing),
+		note(abortedAuditEvent(), schemas.StateAborted),
+		note(abortedAuditEvent(), schemas.StateAborted), // replay after a restart
 	} {
 		n.Receipts = receipts
 		if receipts, err = d.Notify(ctx, n); err != nil {
@@ -366,14 +366,14 @@ func TestSlackWebhookURLIsRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _, logs := newTestDispatcher(t, []Route{{Sink: "hook"}}, []Sink{hook}, Options{Budget: 5 * time.Second})
-	receipts, err := d.Notify(context.Background(), note(failedEvent(), StateFailed))
+	receipts, err := d.Notify(context.Background(), note(failedEvent(), schemas.StateFailed))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if receipts[PendingKey("hook")] != StateFailed {
+	if receipts[PendingKey("hook")] != schemas.StateFailed {
 		t.Errorf("receipts %v, want hook pending", receipts)
 	}
-	_, retry, serr := hook.Send(context.Background(), note(failedEvent(), StateFailed))
+	_, retry, serr := hook.Send(context.Background(), note(failedEvent(), schemas.StateFailed))
 	if serr == nil || !retry {
 		t.Fatalf("Send to a closed port: err %v retry %v; want a retryable error", serr, retry)
 	}
@@ -435,7 +435,7 @@ func TestAbortReasonsSayWhatToDo(t *testing.T) {
 	for _, tc := range cases {
 		ev := abortedAuditEvent()
 		ev.Reason, ev.BranchKept, ev.Report = tc.reason, tc.kept, nil
-		n := note(ev, StateAborted)
+		n := note(ev, schemas.StateAborted)
 		n.Mention = oncall
 		text := renderText(mainMessage(runOf(n), links{base: testUI}).Blocks, "")
 		wantContains(t, tc.reason, text, "orders "+tc.wantHeader+" · batch b-42", tc.wantNext)

@@ -31,6 +31,9 @@ type Refusal struct {
 
 func (r *Refusal) Error() string { return r.Detail }
 
+// RefusedReason is the dead letter's reason (ingest.Refused).
+func (r *Refusal) RefusedReason() string { return r.Reason }
+
 // Dead-letter reasons of refused inputs.
 const (
 	// RefusedUnexpectedWrite: a WriteComplete names a write the batch does

@@ -446,7 +446,7 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 
 func hasPending(receipts map[string]string) bool {
 	for k := range receipts {
-		if strings.HasPrefix(k, PendingReceiptPrefix) {
+		if strings.HasPrefix(k, schemas.PendingReceiptPrefix) {
 			return true
 		}
 	}

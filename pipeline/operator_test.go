@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -331,7 +332,7 @@ func TestOperatorRequestsThroughRunner(t *testing.T) {
 	}()
 	handle := func(ev schemas.Event) {
 		t.Helper()
-		if err := f.r.Handle(context.Background(), 0, encode(t, ev)); err != nil {
+		if err := f.r.Handle(context.Background(), 0, ev); err != nil {
 			t.Fatalf("handle %T: %v", ev, err)
 		}
 	}
@@ -391,8 +392,8 @@ func TestOperatorRequestsThroughRunner(t *testing.T) {
 		t.Errorf("a refused request changed the run:\n%s\n%s", marshal(t, stored), marshal(t, r))
 	}
 	// A malformed request is a dead letter, and changes nothing.
-	err := f.r.Handle(context.Background(), 0, encode(t, schemas.RevertRequested{RequestID: "q6", BatchID: "b1", Dataset: "billing", OccurredAt: now}))
-	if !errors.Is(err, ErrPoison) {
+	err := f.ingest(t, "b1", avro(t, schemas.RevertRequested{RequestID: "q6", BatchID: "b1", Dataset: "billing", OccurredAt: now}), 0)
+	if !errors.As(err, new(*consumer.PoisonError)) {
 		t.Errorf("revert without a reason: %v, want a dead letter", err)
 	}
 }
@@ -421,8 +422,8 @@ func TestRevertFoundAfterACrash(t *testing.T) {
 		Commit{ID: "later", Parents: []string{"revert-earlier"}})
 	f.lake.mu.Unlock()
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if err := f.r.Handle(context.Background(), 0, encode(t, schemas.RevertRequested{RequestID: "q1", BatchID: "b1", Dataset: "billing",
-		Reason: "second try", RequestedBy: "bob", OccurredAt: now})); err != nil {
+	if err := f.r.Handle(context.Background(), 0, schemas.RevertRequested{RequestID: "q1", BatchID: "b1", Dataset: "billing",
+		Reason: "second try", RequestedBy: "bob", OccurredAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	rv, ok := f.awaitAnswer(t, "b1", "q1").(schemas.BatchReverted)

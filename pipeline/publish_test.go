@@ -116,7 +116,7 @@ func newQueueFixture(t *testing.T, grace time.Duration) *queueFixture {
 		}
 		return report(true), nil
 	})
-	r, err := NewRunner(Config{Lake: f.lake, Auditor: aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{},
+	r, err := NewRunner(Config{Lake: f.lake, Auditor: aud, Notifier: f.notes, Store: f.store,
 		MaxInFlight: 64, Grace: grace, LockBackoff: time.Millisecond,
 		Datasets: func(n string) (DatasetSpec, bool) {
 			target := map[string]string{"billing": "main", "other": "dev"}[n]
@@ -155,7 +155,7 @@ func (f *queueFixture) landIn(t *testing.T, part int, ds, batch string) {
 		schemas.BatchLanded{BatchID: batch, Dataset: ds, ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now},
 		schemas.WriteComplete{BatchID: batch, Dataset: ds, Write: "fact", OccurredAt: now},
 	} {
-		if err := f.r.Handle(context.Background(), part, encode(t, ev)); err != nil {
+		if err := f.r.Handle(context.Background(), part, ev); err != nil {
 			t.Fatalf("handle %T: %v", ev, err)
 		}
 	}

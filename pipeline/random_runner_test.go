@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/schemas"
 )
 
 // TestRandomHostileInputThroughRunner drives the real runner (with fakes
-// for lakeFS, the store and the notifier) with random event sequences that
+// for lakeFS, the store and the notifier), behind the real ingest stage
+// decoding Avro, with random event sequences that
 // mix good batches with oversized and odd fields, repeated and unexpected
 // writes, batch ids shared across datasets, junk datasets, undecodable
 // bytes and audits with huge sample rows or infrastructure errors. It
@@ -41,7 +43,6 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 					p.MinBackoff, p.MaxBackoff, p.RetryBudget = time.Millisecond, 5*time.Millisecond, 50*time.Millisecond
 					p.MaxRunBytes, p.MaxOpenRuns, p.MaxLagWait, p.LagRecheck = budget, 8, time.Second, 10*time.Millisecond
 				})
-				c.MaxDeadlineHorizon = horizon
 				c.Auditor = auditFunc(func(_ context.Context, req AuditRequest) (schemas.AuditReport, error) {
 					r := audits.next(req.Ref)
 					switch r % 5 {
@@ -91,7 +92,7 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 						Producer: strings.Repeat("p", rng.IntN(1500))}
 					switch rng.IntN(6) {
 					case 0:
-						d := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC) // the JSON test codec's last year
+						d := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 						ev.WriteDeadline = &d
 					case 1:
 						ev.ExpectedWrites = words(rng.IntN(400), "long_write_name_"+strings.Repeat("n", 60))
@@ -101,20 +102,20 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 						d := now.Add(time.Duration(rng.IntN(int(2 * horizon))))
 						ev.WriteDeadline = &d
 					}
-					value = encode(t, ev)
+					value = avro(t, ev)
 				case k < 10:
 					w := fmt.Sprintf("w%d", rng.IntN(5)) // w3, w4: never expected
 					if rng.IntN(5) == 0 {
 						w = strings.Repeat("u", 1+rng.IntN(200))
 					}
-					value = encode(t, schemas.WriteComplete{BatchID: id, Dataset: ds, Write: w, OccurredAt: now,
+					value = avro(t, schemas.WriteComplete{BatchID: id, Dataset: ds, Write: w, OccurredAt: now,
 						Paths: words(rng.IntN(3), strings.Repeat("p", rng.IntN(2000))+"/")})
 				case k == 10:
 					ev := schemas.BatchCancelled{BatchID: id, Dataset: ds, OccurredAt: now, Reason: strings.Repeat("r", rng.IntN(1200))}
 					if rng.IntN(2) == 0 { // an operator's cancel, answered even when refused
 						ev.RequestID, ev.RequestedBy = fmt.Sprint("c", handled), strings.Repeat("o", rng.IntN(1100))
 					}
-					value = encode(t, ev)
+					value = avro(t, ev)
 				default:
 					// Operator requests, some malformed (a reason or a
 					// requester too long, no request id).
@@ -123,15 +124,15 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 						req = ""
 					}
 					if rng.IntN(2) == 0 {
-						value = encode(t, schemas.RetryRequested{RequestID: req, BatchID: id, Dataset: ds, RequestedBy: by, OccurredAt: now})
+						value = avro(t, schemas.RetryRequested{RequestID: req, BatchID: id, Dataset: ds, RequestedBy: by, OccurredAt: now})
 					} else {
-						value = encode(t, schemas.RevertRequested{RequestID: req, BatchID: id, Dataset: ds, RequestedBy: by, OccurredAt: now,
+						value = avro(t, schemas.RevertRequested{RequestID: req, BatchID: id, Dataset: ds, RequestedBy: by, OccurredAt: now,
 							Reason: strings.Repeat("r", rng.IntN(1200))})
 					}
 				}
 				before := count.total("applied")
-				err := f.r.Handle(context.Background(), 0, value)
-				if err != nil && !errors.Is(err, ErrPoison) {
+				err := f.ingest(t, id, value, horizon)
+				if err != nil && !errors.As(err, new(*consumer.PoisonError)) {
 					t.Fatalf("Handle: %v (neither applied nor a dead letter)", err)
 				}
 				if req := requestOf(t, value); req != "" && err == nil {
@@ -228,7 +229,7 @@ func (s *auditSeq) next(string) int {
 
 // requestOf returns the request id of an operator request in value.
 func requestOf(t *testing.T, value []byte) string {
-	ev, err := jsonDecoder{}.Decode(context.Background(), value)
+	ev, err := testCodec.Decode(context.Background(), value)
 	if err != nil {
 		return ""
 	}

@@ -12,16 +12,17 @@ import (
 // State is where a Run is in the WAP cycle.
 type State string
 
-// Run states. Pending holds writes that arrived before their BatchLanded.
+// Run states (named in schemas). Pending holds writes that arrived before
+// their BatchLanded.
 const (
-	StatePending        State = "pending"
-	StateLanded         State = "landed"
-	StateAwaitingWrites State = "awaiting_writes"
-	StateAuditing       State = "auditing"
-	StatePublishing     State = "publishing"
-	StatePublished      State = "published"
-	StateAborted        State = "aborted"
-	StateFailed         State = "failed"
+	StatePending        State = schemas.StatePending
+	StateLanded         State = schemas.StateLanded
+	StateAwaitingWrites State = schemas.StateAwaitingWrites
+	StateAuditing       State = schemas.StateAuditing
+	StatePublishing     State = schemas.StatePublishing
+	StatePublished      State = schemas.StatePublished
+	StateAborted        State = schemas.StateAborted
+	StateFailed         State = schemas.StateFailed
 )
 
 // Open reports whether a run in the state is in progress: it holds (or is
@@ -133,10 +134,6 @@ type Revert struct {
 
 // revertPending reports whether a revert was asked for and is not done.
 func (r Run) revertPending() bool { return r.Revert != nil && r.Revert.Commit == "" }
-
-// PendingReceiptPrefix marks a receipt of a sink that did not deliver: a
-// Notifier returns "pending:<sink>" keys, and the run notifies again later.
-const PendingReceiptPrefix = "pending:"
 
 // Outgoing is one result event waiting in a run's outbox. Exactly one of
 // the event fields is set.

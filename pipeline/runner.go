@@ -60,15 +60,6 @@ type Store interface {
 	Load(ctx context.Context, partition int) (map[string][]byte, error)
 }
 
-// Decoder turns a Kafka message value into an input event.
-type Decoder interface {
-	Decode(ctx context.Context, value []byte) (schemas.Event, error)
-}
-
-// ErrPoison marks an input message that can never be handled: it belongs in
-// the dead-letter topic. Wrapped with the reason.
-var ErrPoison = errors.New("poison message")
-
 // Defaults of the runner's own settings (Config).
 const (
 	DefaultMaxInFlight = 16
@@ -82,21 +73,18 @@ type Config struct {
 	Auditor  Auditor
 	Notifier Notifier
 	Store    Store
-	Decoder  Decoder
 	// Datasets resolves a dataset name from an event to its spec.
 	Datasets func(name string) (DatasetSpec, bool)
 	// Policy is the machine's; the zero Policy means DefaultPolicy, any
 	// other must be whole (start from DefaultPolicy).
 	Policy Policy
-	// Behind reports whether a partition has input not yet handled (the
-	// consumer's lag); nil means never. See Tick.Lagging.
-	Behind func(partition int) bool
-	// MaxDeadlineHorizon bounds how far after now a write deadline may be;
-	// default schemas.DefaultMaxDeadlineHorizon.
-	MaxDeadlineHorizon time.Duration
-	MaxInFlight        int           // steps (branch, audit, publish) running at once; default DefaultMaxInFlight
-	StepTimeout        time.Duration // deadline of one step; default DefaultStepTimeout
-	Grace              time.Duration // how long revocation waits for in-flight steps; default DefaultGrace
+	// Behind reports whether a partition may still hold unread input from
+	// before t (the consumer's lag and the time of the newest message it
+	// handled); nil means never. See Tick.Lagging.
+	Behind      func(partition int, t time.Time) bool
+	MaxInFlight int           // steps (branch, audit, publish) running at once; default DefaultMaxInFlight
+	StepTimeout time.Duration // deadline of one step; default DefaultStepTimeout
+	Grace       time.Duration // how long revocation waits for in-flight steps; default DefaultGrace
 	// LockBackoff is the first backoff of a merge that found its target
 	// locked by another writer (default 20ms; doubled up to 1s, jittered);
 	// LockWait bounds those retries before the failure goes to the
@@ -138,9 +126,9 @@ type Metrics struct {
 	// Held counts the runs this instance holds by dataset and state
 	// (delta +1 when a run enters a state here, -1 when it leaves).
 	Held func(dataset string, state State, delta int)
-	// Input counts input messages by event type and outcome: applied,
-	// duplicate, dead_letter, dropped_unexpected (an early write its batch
-	// did not expect, dropped when the batch landed).
+	// Input counts input events by type and outcome: applied, duplicate,
+	// dropped_unexpected (an early write its batch did not expect, dropped
+	// when the batch landed). The ingest stage counts the dead letters.
 	Input func(eventType, outcome string)
 	// PublishQueue is the number of publishes waiting for their target's
 	// turn; PublishWait how long one waited before its turn came.
@@ -166,11 +154,9 @@ type partition struct {
 	runs     map[string]Run
 	inflight map[string]map[EffectKind]bool
 	timers   map[string]*time.Timer
-	// watermark is the Kafka time of the newest input message handled.
-	watermark time.Time
-	wg        sync.WaitGroup
-	closing   bool
-	stop      chan struct{} // closed when the partition is revoked
+	wg       sync.WaitGroup
+	closing  bool
+	stop     chan struct{} // closed when the partition is revoked
 	// fresh: runs this instance moved from auditing to publishing and has
 	// not tried to merge yet (their publish needs no look at the target).
 	fresh map[string]bool
@@ -189,8 +175,6 @@ func NewRunner(cfg Config) (*Runner, error) {
 		return nil, errors.New("pipeline: Config.Notifier is required")
 	case cfg.Store == nil:
 		return nil, errors.New("pipeline: Config.Store is required")
-	case cfg.Decoder == nil:
-		return nil, errors.New("pipeline: Config.Decoder is required")
 	case cfg.Datasets == nil:
 		return nil, errors.New("pipeline: Config.Datasets is required")
 	}
@@ -364,61 +348,35 @@ func (r *Runner) Runs() []Run {
 }
 
 // tick is the clock input for the run under key: lagging when the
-// partition has unread input and has not yet handled a message appended at
-// or after the run's deadline.
+// partition may still hold unread writes from before the run's deadline.
 func (r *Runner) tick(p *partition, key string) Tick {
 	if r.cfg.Behind == nil {
 		return Tick{}
 	}
 	p.mu.Lock()
-	run, wm := p.runs[key], p.watermark
+	run := p.runs[key]
 	p.mu.Unlock()
-	if run.State != StateAwaitingWrites || run.Deadline.IsZero() || !wm.Before(run.Deadline) {
+	if run.State != StateAwaitingWrites || run.Deadline.IsZero() {
 		return Tick{}
 	}
-	return Tick{Lagging: r.cfg.Behind(p.id)}
+	return Tick{Lagging: r.cfg.Behind(p.id, run.Deadline)}
 }
 
-// HandleAt is Handle for a message that Kafka stamped at: the partition's
-// watermark for judging deadlines on event time (see Policy.MaxLagWait).
-func (r *Runner) HandleAt(ctx context.Context, id int, value []byte, at time.Time) error {
-	err := r.Handle(ctx, id, value)
-	if p := r.partition(id); p != nil && !at.IsZero() && (err == nil || errors.Is(err, ErrPoison)) {
-		p.mu.Lock()
-		if at.After(p.watermark) {
-			p.watermark = at
-		}
-		p.mu.Unlock()
-	}
-	return err
-}
-
-// Handle applies one input message of a partition. When it returns nil the
-// message's effect on state is durable, so its offset may be committed. An
-// error wrapping ErrPoison means the message must go to the dead-letter
-// topic (a *Refusal in the chain names why); any other error means retry.
-func (r *Runner) Handle(ctx context.Context, id int, value []byte) error {
+// Handle applies one valid input event of a partition (the ingest stage
+// decoded and validated it). When it returns nil the event's effect on
+// state is durable, so its offset may be committed. A *Refusal means the
+// event was not applied and belongs in the dead-letter topic; any other
+// error means retry.
+func (r *Runner) Handle(ctx context.Context, id int, ev schemas.Event) error {
 	p := r.partition(id)
 	if p == nil {
 		return fmt.Errorf("partition %d is not assigned to this instance", id)
 	}
-	ev, err := r.cfg.Decoder.Decode(ctx, value)
-	if err != nil {
-		var perm interface{ Permanent() bool }
-		if errors.As(err, &perm) && !perm.Permanent() {
-			return err
-		}
-		r.counted("undecodable", "dead_letter")
-		return fmt.Errorf("%w: decode: %w", ErrPoison, err)
+	in, ref := r.input(ev)
+	if ref != nil {
+		return ref
 	}
-	now := r.cfg.Now()
-	in, verr := r.input(ev, now)
-	if in == nil && verr != nil {
-		r.counted(ev.EventType(), "dead_letter")
-		return fmt.Errorf("%w: %w", ErrPoison, verr)
-	}
-	key := RunKey(datasetOf(ev), ev.Batch())
-	outcome, err := r.apply(ctx, p, key, in)
+	outcome, err := r.apply(ctx, p, RunKey(ev.DatasetName(), ev.Batch()), in)
 	if err != nil {
 		return err
 	}
@@ -427,19 +385,34 @@ func (r *Runner) Handle(ctx context.Context, id int, value []byte) error {
 	}
 	switch {
 	case outcome.refused != nil:
-		r.counted(ev.EventType(), "dead_letter")
-		r.log.Warn("input refused", "batch_id", ev.Batch(), "dataset", r.label(datasetOf(ev)),
+		r.log.Warn("input refused", "batch_id", ev.Batch(), "dataset", r.label(ev.DatasetName()),
 			"reason", outcome.refused.Reason, "detail", outcome.refused.Detail)
-		return fmt.Errorf("%w: %w", ErrPoison, outcome.refused)
-	case verr != nil:
-		r.counted(ev.EventType(), "dead_letter")
-		return fmt.Errorf("%w: %w", ErrPoison, verr)
+		return outcome.refused
 	case outcome.changed:
 		r.counted(ev.EventType(), "applied")
 	default:
 		r.counted(ev.EventType(), "duplicate")
 	}
 	return nil
+}
+
+// Invalid ends the run of the batch an invalid event names (reason
+// invalid, problem its detail) before the event is dead-lettered. The
+// dataset must be configured: junk names never reach the state store.
+func (r *Runner) Invalid(ctx context.Context, id int, ev schemas.Event, problem error) error {
+	p := r.partition(id)
+	if p == nil {
+		return fmt.Errorf("partition %d is not assigned to this instance", id)
+	}
+	if _, ok := r.cfg.Datasets(ev.DatasetName()); !ok {
+		return &Refusal{Reason: schemas.ReasonInvalid, Detail: problem.Error()}
+	}
+	outcome, err := r.apply(ctx, p, RunKey(ev.DatasetName(), ev.Batch()),
+		Invalid{BatchID: ev.Batch(), Dataset: ev.DatasetName(), Detail: problem.Error()})
+	if err == nil && outcome.refused != nil {
+		return outcome.refused
+	}
+	return err
 }
 
 // counted reports one input message and what became of it: applied,
@@ -465,37 +438,16 @@ const maxStrayPaths = 10
 // UnknownDataset is how a dataset that is not in the config is reported.
 const UnknownDataset = "unknown"
 
-// input validates ev and maps it to a machine input. A non-nil input with
-// a non-nil error is an Invalid input for a batch we can name.
-func (r *Runner) input(ev schemas.Event, now time.Time) (Input, error) {
-	operator := false
-	switch ev.(type) {
-	case schemas.BatchLanded, schemas.WriteComplete, schemas.BatchCancelled:
-	case schemas.RetryRequested, schemas.RevertRequested:
-		operator = true
-	default:
-		return nil, fmt.Errorf("unexpected event type %s on the input topic", ev.EventType())
-	}
-	if err := r.rules(now).Validate(ev); err != nil {
-		var ve *schemas.ValidationError
-		if operator || ev.Batch() == "" || (errors.As(err, &ve) && strings.HasPrefix(ve.Field, "batch_id")) {
-			// A malformed operator request is its own problem, not the batch's.
-			return nil, err
-		}
-		if _, ok := r.cfg.Datasets(datasetOf(ev)); !ok {
-			// No run for a dataset we do not have: the dead letter is the
-			// outcome, and nothing of the junk is stored or labelled.
-			return nil, err
-		}
-		return Invalid{BatchID: ev.Batch(), Dataset: datasetOf(ev), Detail: err.Error()}, err
+// input maps a valid input event to a machine input. An event that is not
+// an input, or of a dataset that is not configured, is refused: the
+// ingest stage lets neither through.
+func (r *Runner) input(ev schemas.Event) (Input, *Refusal) {
+	spec, ok := r.cfg.Datasets(ev.DatasetName())
+	if !ok {
+		return nil, &Refusal{Reason: schemas.ReasonInvalid, Detail: fmt.Sprintf("dataset %q is not configured", ev.DatasetName())}
 	}
 	switch e := ev.(type) {
 	case schemas.BatchLanded:
-		spec, _ := r.cfg.Datasets(e.Dataset)
-		if e.SourceRef != "" && !spec.AllowsSource(e.SourceRef) {
-			err := &schemas.ValidationError{Field: "source_ref", Problem: fmt.Sprintf("%q is not a ref dataset %s may branch from (its source_refs)", e.SourceRef, e.Dataset)}
-			return Invalid{BatchID: e.BatchID, Dataset: e.Dataset, Detail: err.Error()}, err
-		}
 		return Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID), Open: int(r.open.Load())}, nil
 	case schemas.WriteComplete:
 		return WriteDone{Event: e}, nil
@@ -506,28 +458,7 @@ func (r *Runner) input(ev schemas.Event, now time.Time) (Input, error) {
 	case schemas.RevertRequested:
 		return RevertRequest{Event: e}, nil
 	}
-	return nil, nil
-}
-
-func (r *Runner) rules(now time.Time) schemas.Rules {
-	return schemas.Rules{Now: now, MaxDeadlineHorizon: r.cfg.MaxDeadlineHorizon,
-		Known: func(name string) bool { _, ok := r.cfg.Datasets(name); return ok }}
-}
-
-func datasetOf(ev schemas.Event) string {
-	switch e := ev.(type) {
-	case schemas.BatchLanded:
-		return e.Dataset
-	case schemas.WriteComplete:
-		return e.Dataset
-	case schemas.BatchCancelled:
-		return e.Dataset
-	case schemas.RetryRequested:
-		return e.Dataset
-	case schemas.RevertRequested:
-		return e.Dataset
-	}
-	return ""
+	return nil, &Refusal{Reason: schemas.ReasonInvalid, Detail: fmt.Sprintf("%s is not an input event", ev.EventType())}
 }
 
 func (r *Runner) partition(id int) *partition {

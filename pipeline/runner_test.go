@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/ingest"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -193,32 +196,9 @@ func (s *memStore) Load(_ context.Context, p int) (map[string][]byte, error) {
 	return out, nil
 }
 
-// jsonDecoder decodes the events of these tests: {"type":..., "event":{...}}.
-type jsonDecoder struct{}
-
-func (jsonDecoder) Decode(_ context.Context, v []byte) (schemas.Event, error) {
-	var env struct {
-		Type  string          `json:"type"`
-		Event json.RawMessage `json:"event"`
-	}
-	if err := json.Unmarshal(v, &env); err != nil {
-		return nil, err
-	}
-	return schemas.FromJSON(env.Type, env.Event)
-}
-
-func encode(t *testing.T, ev schemas.Event) []byte {
-	t.Helper()
-	b, err := json.Marshal(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _ := json.Marshal(map[string]any{"type": ev.EventType(), "event": json.RawMessage(b)})
-	return out
-}
-
 type runnerFixture struct {
 	r     *Runner
+	cfg   Config
 	lake  *fakeLake
 	aud   *gateAuditor
 	notes *recordingNotifier
@@ -235,7 +215,7 @@ func newRunnerFixtureWith(t *testing.T, mod func(*Config)) *runnerFixture {
 	t.Helper()
 	f := &runnerFixture{lake: newFakeLake(), aud: &gateAuditor{gates: map[string]chan struct{}{}},
 		notes: &recordingNotifier{ch: make(chan schemas.Event, 100)}, store: &memStore{data: map[int]map[string][]byte{}}}
-	cfg := Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{},
+	cfg := Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store,
 		Datasets: func(n string) (DatasetSpec, bool) {
 			return DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: time.Hour}, n == "billing"
 		},
@@ -249,7 +229,7 @@ func newRunnerFixtureWith(t *testing.T, mod func(*Config)) *runnerFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.r = r
+	f.r, f.cfg = r, cfg
 	t.Cleanup(r.Close)
 	if err := r.Assigned(context.Background(), 0); err != nil {
 		t.Fatal(err)
@@ -264,7 +244,7 @@ func (f *runnerFixture) land(t *testing.T, batch string) {
 		schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now},
 		schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "fact", OccurredAt: now},
 	} {
-		if err := f.r.Handle(context.Background(), 0, encode(t, ev)); err != nil {
+		if err := f.r.Handle(context.Background(), 0, ev); err != nil {
 			t.Fatalf("handle %T: %v", ev, err)
 		}
 	}
@@ -334,7 +314,7 @@ func TestMaxInFlightBoundsConcurrentSteps(t *testing.T) {
 		mu.Unlock()
 		return report(true), nil
 	})
-	r, err := NewRunner(Config{Lake: f.lake, Auditor: aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{}, MaxInFlight: 2,
+	r, err := NewRunner(Config{Lake: f.lake, Auditor: aud, Notifier: f.notes, Store: f.store, MaxInFlight: 2,
 		Datasets: func(n string) (DatasetSpec, bool) { return DatasetSpec{Repository: "lake", Target: "main"}, true }})
 	if err != nil {
 		t.Fatal(err)
@@ -382,7 +362,7 @@ func TestHandlePersistsBeforeReturning(t *testing.T) {
 	f := newRunnerFixture(t)
 	now := time.Now().UTC()
 	ev := schemas.BatchLanded{BatchID: "p1", Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now}
-	if err := f.r.Handle(context.Background(), 0, encode(t, ev)); err != nil {
+	if err := f.r.Handle(context.Background(), 0, ev); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := f.store.Load(context.Background(), 0)
@@ -396,7 +376,7 @@ func TestHandlePersistsBeforeReturning(t *testing.T) {
 	f.store.fail = errors.New("broker down")
 	f.store.mu.Unlock()
 	ev2 := schemas.BatchLanded{BatchID: "p2", Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now}
-	if err := f.r.Handle(context.Background(), 0, encode(t, ev2)); err == nil {
+	if err := f.r.Handle(context.Background(), 0, ev2); err == nil {
 		t.Fatal("Handle succeeded while the store fails")
 	}
 	for _, r := range f.r.Runs() {
@@ -415,7 +395,7 @@ func TestHandlePersistsBeforeReturning(t *testing.T) {
 func TestDuplicateEventWritesNothing(t *testing.T) {
 	f := newRunnerFixture(t)
 	ev := schemas.BatchLanded{BatchID: "dup-1", Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: time.Now().UTC()}
-	if err := f.r.Handle(context.Background(), 0, encode(t, ev)); err != nil {
+	if err := f.r.Handle(context.Background(), 0, ev); err != nil {
 		t.Fatal(err)
 	}
 	f.await(t, "dup-1", schemas.TypeBranchReady)
@@ -431,7 +411,7 @@ func TestDuplicateEventWritesNothing(t *testing.T) {
 	f.store.mu.Lock()
 	puts := f.store.puts
 	f.store.mu.Unlock()
-	if err := f.r.Handle(context.Background(), 0, encode(t, ev)); err != nil {
+	if err := f.r.Handle(context.Background(), 0, ev); err != nil {
 		t.Fatal(err)
 	}
 	f.store.mu.Lock()
@@ -441,25 +421,25 @@ func TestDuplicateEventWritesNothing(t *testing.T) {
 	}
 }
 
-func TestPoisonAndInvalidMessages(t *testing.T) {
+// Events of a dataset that is not configured are refused and make no run
+// (no result event, no metric label of its name), even as Invalid; an
+// invalid event of a configured dataset aborts the batch it names.
+// (Decoding and validation are the ingest stage's: ingest.TestStage.)
+func TestInvalidAndUnknownDatasetEvents(t *testing.T) {
 	f := newRunnerFixture(t)
-	if err := f.r.Handle(context.Background(), 0, []byte("garbage")); !errors.Is(err, ErrPoison) {
-		t.Errorf("garbage: %v, want ErrPoison", err)
-	}
-	// A dataset not in the config: a dead letter and nothing else (no run,
-	// no result event, no metric label of its name).
 	ev := schemas.BatchLanded{BatchID: "inv-1", Dataset: "no-such-dataset", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: time.Now().UTC()}
-	err := f.r.Handle(context.Background(), 0, encode(t, ev))
-	if !errors.Is(err, ErrPoison) {
-		t.Fatalf("unknown dataset: %v, want ErrPoison", err)
+	if err := f.r.Handle(context.Background(), 0, ev); !errors.As(err, new(*Refusal)) {
+		t.Fatalf("unknown dataset: %v, want a Refusal", err)
+	}
+	if err := f.r.Invalid(context.Background(), 0, ev, errors.New("bad")); !errors.As(err, new(*Refusal)) {
+		t.Fatalf("unknown dataset, invalid: %v, want a Refusal", err)
 	}
 	if runs := f.r.Runs(); len(runs) != 0 {
 		t.Errorf("runs after an event of an unknown dataset: %+v", runs)
 	}
-	// An invalid event of a configured dataset aborts the batch it names.
 	bad := schemas.BatchLanded{BatchID: "inv-2", Dataset: "billing", ExpectedWrites: []string{"fact", "fact"}, Producer: "t", OccurredAt: time.Now().UTC()}
-	if err := f.r.Handle(context.Background(), 0, encode(t, bad)); !errors.Is(err, ErrPoison) {
-		t.Fatalf("invalid event: %v, want ErrPoison", err)
+	if err := f.r.Invalid(context.Background(), 0, bad, schemas.Validate(bad, nil, time.Now())); err != nil {
+		t.Fatalf("invalid event: %v", err)
 	}
 	f.await(t, "inv-2", schemas.TypeBatchAborted)
 	f.notes.mu.Lock()
@@ -547,7 +527,7 @@ func TestLakeFSDownFailsAfterBudget(t *testing.T) {
 	f := &runnerFixture{lake: newFakeLake(), aud: &gateAuditor{gates: map[string]chan struct{}{}},
 		notes: &recordingNotifier{ch: make(chan schemas.Event, 100)}, store: &memStore{data: map[int]map[string][]byte{}}}
 	f.lake.down = true
-	r, err := NewRunner(Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store, Decoder: jsonDecoder{},
+	r, err := NewRunner(Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store,
 		Datasets: func(n string) (DatasetSpec, bool) { return DatasetSpec{Repository: "lake", Target: "main"}, true },
 		Policy: policy(func(p *Policy) {
 			p.MinBackoff, p.MaxBackoff, p.RetryBudget = 5*time.Millisecond, 20*time.Millisecond, 200*time.Millisecond
@@ -581,7 +561,7 @@ func BenchmarkRestore10kRuns(b *testing.B) {
 	}
 	for b.Loop() {
 		r, _ := NewRunner(Config{Lake: newFakeLake(), Auditor: &gateAuditor{}, Notifier: &recordingNotifier{ch: make(chan schemas.Event, 1)},
-			Store: store, Decoder: jsonDecoder{}, Datasets: func(string) (DatasetSpec, bool) { return DatasetSpec{}, false }})
+			Store: store, Datasets: func(string) (DatasetSpec, bool) { return DatasetSpec{}, false }})
 		if err := r.Assigned(context.Background(), 0); err != nil {
 			b.Fatal(err)
 		}
@@ -612,4 +592,35 @@ func rssMiB() float64 {
 		}
 	}
 	return 0
+}
+
+var testCodec = func() *schemas.Codec {
+	c, err := schemas.NewCodec(schemas.Options{})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// ingest hands value to the runner through the ingest stage, as the daemon
+// does: decoded, checked against its key and validated against the
+// fixture's datasets (MaxDeadlineHorizon horizon).
+func (f *runnerFixture) ingest(t *testing.T, key string, value []byte, horizon time.Duration) error {
+	t.Helper()
+	h := ingest.Wrap(ingest.Config{Codec: testCodec, Counted: f.r.Metrics.Input, Rules: schemas.Rules{
+		Known:              func(n string) bool { _, ok := f.cfg.Datasets(n); return ok },
+		SourceAllowed:      func(n, ref string) bool { s, _ := f.cfg.Datasets(n); return s.AllowsSource(ref) },
+		MaxDeadlineHorizon: horizon,
+	}}, f.r)
+	return h.Handle(context.Background(), kafka.Message{Partition: 0, Key: []byte(key), Value: value})
+}
+
+// avro is ev as the input topic carries it.
+func avro(t *testing.T, ev schemas.Event) []byte {
+	t.Helper()
+	v, err := testCodec.Encode(context.Background(), "wap.events", ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

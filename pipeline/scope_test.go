@@ -1,13 +1,13 @@
 package pipeline
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -80,9 +80,10 @@ func TestSourceRefOutsideAllowedIsInvalid(t *testing.T) {
 	f := scopedFixture(t)
 	ev := schemas.BatchLanded{BatchID: "src-1", Dataset: "billing", SourceRef: "attacker-branch", ExpectedWrites: []string{"fact"},
 		Producer: "t", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
-	err := f.r.Handle(context.Background(), 0, encode(t, ev))
-	if !errors.Is(err, ErrPoison) || !strings.Contains(err.Error(), "source_ref") {
-		t.Fatalf("Handle = %v; want a poison message naming source_ref", err)
+	err := f.ingest(t, ev.BatchID, avro(t, ev), 0)
+	var p *consumer.PoisonError
+	if !errors.As(err, &p) || p.Reason != schemas.ReasonInvalid || !strings.Contains(p.Err.Error(), "source_ref") {
+		t.Fatalf("Handle = %v; want a dead letter naming source_ref", err)
 	}
 	f.await(t, "src-1", schemas.TypeBatchAborted)
 	if ab := lastEvent(f).(schemas.BatchAborted); ab.Reason != schemas.ReasonInvalid {

@@ -288,8 +288,10 @@ func TestDecodeRecoversFromDecoderPanics(t *testing.T) {
 
 type bogusEvent struct{}
 
-func (bogusEvent) EventType() string { return "Bogus" }
-func (bogusEvent) Batch() string     { return "b" }
+func (bogusEvent) EventType() string   { return "Bogus" }
+func (bogusEvent) Batch() string       { return "b" }
+func (bogusEvent) DatasetName() string { return "" }
+func (bogusEvent) ID() string          { return "" }
 
 func TestEncodeErrors(t *testing.T) {
 	soe, _, _ := codecs(t)

@@ -24,8 +24,10 @@ type batchLandedV2 struct {
 	OccurredAt     time.Time         `avro:"occurred_at"`
 }
 
-func (batchLandedV2) EventType() string { return TypeBatchLanded }
-func (e batchLandedV2) Batch() string   { return e.BatchID }
+func (batchLandedV2) EventType() string   { return TypeBatchLanded }
+func (e batchLandedV2) Batch() string     { return e.BatchID }
+func (batchLandedV2) DatasetName() string { return "" }
+func (batchLandedV2) ID() string          { return "" }
 
 func readFile(t *testing.T, name string) string {
 	t.Helper()

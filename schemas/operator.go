@@ -78,3 +78,11 @@ func (v *validator) request(id, by string) {
 	}
 	v.add("requested_by", text(by, MaxTextLen))
 }
+
+func (e RetryRequested) DatasetName() string  { return e.Dataset }
+func (e RevertRequested) DatasetName() string { return e.Dataset }
+func (e RequestRefused) DatasetName() string  { return e.Dataset }
+
+func (RetryRequested) ID() string   { return "" }
+func (RevertRequested) ID() string  { return "" }
+func (e RequestRefused) ID() string { return e.EventID }

@@ -54,6 +54,14 @@ func (e batchLandedPlain) Batch() string     { return e.BatchID }
 func (branchReadyPlain) EventType() string   { return TypeBranchReady }
 func (e branchReadyPlain) Batch() string     { return e.BatchID }
 
+// Only the codec sees these test types.
+func (writeCompletePlain) DatasetName() string { return "" }
+func (writeCompletePlain) ID() string          { return "" }
+func (batchLandedPlain) DatasetName() string   { return "" }
+func (batchLandedPlain) ID() string            { return "" }
+func (branchReadyPlain) DatasetName() string   { return "" }
+func (branchReadyPlain) ID() string            { return "" }
+
 // plainSchema is the current schema of eventType with field's
 // ["null", X] union replaced by X (and its null default dropped).
 func plainSchema(t *testing.T, eventType, field string) string {

@@ -1,6 +1,9 @@
 package schemas
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Event type names. They travel in the HeaderEventType header and are the
 // Avro record names (namespace Namespace).
@@ -27,6 +30,45 @@ type Event interface {
 	EventType() string
 	// Batch is the batch id the event is about (the Kafka key).
 	Batch() string
+	// DatasetName is the dataset of the batch. (The events' field is
+	// Dataset; Go allows no method of the same name.)
+	DatasetName() string
+	// ID is a result event's stable event id, "" for an input event.
+	ID() string
+}
+
+// Run states: where a batch is in the WAP cycle. They name the pipeline's
+// states, the states a notify route selects (notify.routes[].on) and
+// BatchFailed.state.
+const (
+	StatePending        = "pending" // writes arrived before their BatchLanded
+	StateLanded         = "landed"
+	StateAwaitingWrites = "awaiting_writes"
+	StateAuditing       = "auditing"
+	StatePublishing     = "publishing"
+	StatePublished      = "published"
+	StateAborted        = "aborted"
+	StateFailed         = "failed"
+)
+
+// States lists the run states in the order a run goes through them.
+func States() []string {
+	return []string{StatePending, StateLanded, StateAwaitingWrites, StateAuditing, StatePublishing, StatePublished, StateAborted, StateFailed}
+}
+
+// PendingReceiptPrefix starts the receipt key "pending:<sink>" under which
+// a notifier records that a sink has not delivered a run's latest
+// notification: the pipeline notifies again later, notify drops the key
+// once the sink delivers.
+const PendingReceiptPrefix = "pending:"
+
+// PermanentError is an error that says whether trying again can help:
+// Permanent() true means it cannot (the input itself is wrong), false that
+// it may (a schema registry out of reach). Codec errors are PermanentErrors;
+// callers ask with errors.As.
+type PermanentError interface {
+	error
+	Permanent() bool
 }
 
 // Abort reasons carried by BatchAborted.
@@ -237,3 +279,36 @@ func (e BatchPublished) Batch() string { return e.BatchID }
 func (e BatchAborted) Batch() string   { return e.BatchID }
 func (e BatchFailed) Batch() string    { return e.BatchID }
 func (e BatchReverted) Batch() string  { return e.BatchID }
+
+func (e BatchLanded) DatasetName() string    { return e.Dataset }
+func (e WriteComplete) DatasetName() string  { return e.Dataset }
+func (e BatchCancelled) DatasetName() string { return e.Dataset }
+func (e BranchReady) DatasetName() string    { return e.Dataset }
+func (e BatchPublished) DatasetName() string { return e.Dataset }
+func (e BatchAborted) DatasetName() string   { return e.Dataset }
+func (e BatchFailed) DatasetName() string    { return e.Dataset }
+func (e BatchReverted) DatasetName() string  { return e.Dataset }
+
+func (BatchLanded) ID() string      { return "" }
+func (WriteComplete) ID() string    { return "" }
+func (BatchCancelled) ID() string   { return "" }
+func (e BranchReady) ID() string    { return e.EventID }
+func (e BatchPublished) ID() string { return e.EventID }
+func (e BatchAborted) ID() string   { return e.EventID }
+func (e BatchFailed) ID() string    { return e.EventID }
+func (e BatchReverted) ID() string  { return e.EventID }
+
+// InputTypes are the event types the input topic carries: upstream's, then
+// the operator requests.
+func InputTypes() []string {
+	return []string{TypeBatchLanded, TypeWriteComplete, TypeBatchCancelled, TypeRetryRequested, TypeRevertRequested}
+}
+
+// IsInput reports whether ev is an input event, one the input topic carries.
+func IsInput(ev Event) bool { return slices.Contains(InputTypes(), ev.EventType()) }
+
+// IsRequest reports whether ev is an operator's request to retry or revert
+// a batch: an invalid one is its own problem, not its batch's.
+func IsRequest(ev Event) bool {
+	return ev.EventType() == TypeRetryRequested || ev.EventType() == TypeRevertRequested
+}

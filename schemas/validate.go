@@ -243,7 +243,10 @@ func (v *validator) writes(field string, names []string) {
 type Rules struct {
 	// Known reports whether a dataset is configured; nil accepts any.
 	Known func(dataset string) bool
-	Now   time.Time
+	// SourceAllowed reports whether a batch of a configured dataset may
+	// branch from ref (BatchLanded.source_ref); nil allows any.
+	SourceAllowed func(dataset, ref string) bool
+	Now           time.Time
 	// MaxDeadlineHorizon bounds write_deadline - now; default
 	// DefaultMaxDeadlineHorizon.
 	MaxDeadlineHorizon time.Duration
@@ -296,6 +299,8 @@ func (rules Rules) Validate(ev Event) error {
 			v.add("source_ref", p)
 		} else if strings.IndexFunc(e.SourceRef, unicode.IsSpace) >= 0 {
 			v.add("source_ref", fmt.Sprintf("%s contains white space", quote(e.SourceRef)))
+		} else if e.SourceRef != "" && rules.SourceAllowed != nil && (known == nil || known(e.Dataset)) && !rules.SourceAllowed(e.Dataset, e.SourceRef) {
+			v.add("source_ref", fmt.Sprintf("%s is not a ref dataset %s may branch from (its source_refs)", quote(e.SourceRef), e.Dataset))
 		}
 		v.deadline("write_deadline", e.WriteDeadline, e.OccurredAt)
 		v.add("producer", text(e.Producer, MaxTextLen))

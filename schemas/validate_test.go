@@ -272,3 +272,27 @@ func TestBranchNameProperties(t *testing.T) {
 		t.Fatalf("adversarial pairs collide: %v", names)
 	}
 }
+
+// Every event names its batch and dataset, and a result event its id,
+// without a type switch.
+func TestEventIDAndDataset(t *testing.T) {
+	for _, ev := range []Event{
+		BatchLanded{BatchID: "b", Dataset: "d"}, WriteComplete{BatchID: "b", Dataset: "d"},
+		BatchCancelled{BatchID: "b", Dataset: "d"},
+		RetryRequested{RequestID: "r", BatchID: "b", Dataset: "d"}, RevertRequested{RequestID: "r", BatchID: "b", Dataset: "d"},
+		BranchReady{EventID: "e", BatchID: "b", Dataset: "d"}, BatchPublished{EventID: "e", BatchID: "b", Dataset: "d"},
+		BatchAborted{EventID: "e", BatchID: "b", Dataset: "d"}, BatchFailed{EventID: "e", BatchID: "b", Dataset: "d"},
+		BatchReverted{EventID: "e", BatchID: "b", Dataset: "d"}, RequestRefused{EventID: "e", RequestID: "r", BatchID: "b", Dataset: "d"},
+	} {
+		wantID := "e"
+		if strings.HasSuffix(ev.EventType(), "Requested") || IsInput(ev) {
+			wantID = "" // inputs carry no event id
+		}
+		if ev.Batch() != "b" || ev.DatasetName() != "d" || ev.ID() != wantID {
+			t.Errorf("%s: batch %q dataset %q id %q", ev.EventType(), ev.Batch(), ev.DatasetName(), ev.ID())
+		}
+	}
+	if n := len(EventTypes()); n != 11 {
+		t.Errorf("%d event types: add the new ones here", n)
+	}
+}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/consumer"
+	"github.com/lakewap/lakewap/ingest"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/internal/metrics"
@@ -155,13 +156,13 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}
 
 	rc := cfg.RunnerConfig()
-	rc.Lake, rc.Auditor, rc.Notifier, rc.Store, rc.Decoder = d.lake, auditor{d.audits}, notifier{disp}, store, inputDecoder{codec}
+	rc.Lake, rc.Auditor, rc.Notifier, rc.Store = d.lake, auditor{d.audits}, notifier{disp}, store
 	rc.Logger, rc.Observe, rc.Failpoint = log, o.Observe, failpointFromEnv(log)
 	if o.NotifyRetry > 0 {
 		rc.Policy.NotifyRetry = o.NotifyRetry
 	}
 	// The consumer exists once the runner does: ask it lazily.
-	rc.Behind = func(p int) bool { return d.consumer != nil && d.consumer.Behind(p) }
+	rc.Behind = func(p int, t time.Time) bool { return d.consumer != nil && d.consumer.Behind(p, t) }
 	if d.runner, err = pipeline.NewRunner(rc); err != nil {
 		return nil, err
 	}
@@ -173,7 +174,8 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 
 	cc := k.Consumer(sec)
 	cc.Registerer = reg
-	if d.consumer, err = consumer.New(cc, handler{d.runner}, log); err != nil {
+	in := ingest.Wrap(ingest.Config{Codec: codec, Rules: cfg.InputRules(), Counted: d.runner.Metrics.Input}, d.runner)
+	if d.consumer, err = consumer.New(cc, in, log); err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
 

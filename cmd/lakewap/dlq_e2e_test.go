@@ -18,6 +18,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/lakewap/lakewap/consumer"
+	"github.com/lakewap/lakewap/ingest"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/schemas"
@@ -100,10 +101,10 @@ func TestEndToEndDeadLetters(t *testing.T) {
 	}
 	burstB := []badInput{
 		{name: "result-event", key: "stray-1", value: encodeEvent(t, e.Codec, ready), headers: eventHeaders(ready),
-			reason: reasonUnexpectedType, errText: "BranchReady is not an input event"},
+			reason: ingest.ReasonUnexpectedType, errText: "BranchReady is not an input event"},
 		{name: "type-mismatch", key: "mislabelled-1", value: encodeEvent(t, e.Codec, mislabelled),
 			headers: map[string]string{schemas.HeaderEventType: schemas.TypeWriteComplete, schemas.HeaderBatchID: "mislabelled-1"},
-			reason:  reasonTypeMismatch, errText: `header wap.event_type says "WriteComplete", value is BatchLanded`},
+			reason:  ingest.ReasonTypeMismatch, errText: `header wap.event_type says "WriteComplete", value is BatchLanded`},
 		{name: "unknown-dataset", key: "inv-ds", value: encodeEvent(t, e.Codec, unknownDataset), headers: eventHeaders(unknownDataset),
 			// Not a configured dataset: the dead letter is its only outcome.
 			reason: schemas.ReasonInvalid, errText: `dataset: "nope" is not a configured dataset`},
@@ -112,7 +113,7 @@ func TestEndToEndDeadLetters(t *testing.T) {
 		{name: "batch-id-with-space", key: "bad batch", value: encodeEvent(t, e.Codec, spaced), headers: eventHeaders(spaced),
 			reason: schemas.ReasonInvalid, errText: "batch_id: contains ' '"},
 		{name: "key-not-batch-id", key: "some-other-key", value: encodeEvent(t, e.Codec, landed("rekeyed-1", "billing")), headers: eventHeaders(landed("rekeyed-1", "billing")),
-			reason: reasonKeyMismatch, errText: `message key "some-other-key" is not the batch id "rekeyed-1"`},
+			reason: ingest.ReasonKeyMismatch, errText: `message key "some-other-key" is not the batch id "rekeyed-1"`},
 		{name: "from-the-future", key: "inv-future", value: encodeEvent(t, e.Codec, future), headers: eventHeaders(future),
 			reason: schemas.ReasonInvalid, errText: "occurred_at", abortedDetail: "in the future"},
 	}

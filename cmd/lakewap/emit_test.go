@@ -2,15 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -107,60 +103,5 @@ func TestEventFromFlags(t *testing.T) {
 		if _, code := eventFromFlags(c.args, &emitOptions{}, now, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 saying %q", c.args, code, stderr.String(), c.want)
 		}
-	}
-}
-
-// TestInputDecoderAndPoisonHeaders: what the daemon dead-letters and with
-// which reason and error text, without a broker.
-func TestInputDecoderAndPoisonHeaders(t *testing.T) {
-	codec, err := schemas.NewCodec(schemas.Options{})
-	must(t, err)
-	d := inputDecoder{codec}
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	landed := encodeEvent(t, codec, schemas.BatchLanded{BatchID: "b", Dataset: "billing", ExpectedWrites: []string{"f"}, OccurredAt: now})
-	ready := encodeEvent(t, codec, schemas.BranchReady{BatchID: "b", Dataset: "billing", Branch: "x", ExpectedWrites: []string{"f"}, OccurredAt: now})
-	withType := func(typ string) context.Context { return context.WithValue(context.Background(), headerTypeKey{}, typ) }
-	for _, c := range []struct {
-		name       string
-		ctx        context.Context
-		value      []byte
-		wantReason string // "" = decodes
-		wantText   string
-	}{
-		{"no header", context.Background(), landed, "", ""},
-		{"matching header", withType(schemas.TypeBatchLanded), landed, "", ""},
-		{"mismatched header", withType(schemas.TypeBatchCancelled), landed, reasonTypeMismatch, `header wap.event_type says "BatchCancelled", value is BatchLanded (batch "b")`},
-		{"result event", withType(schemas.TypeBranchReady), ready, reasonUnexpectedType, "BranchReady is not an input event"},
-		{"garbage", context.Background(), []byte("{}"), schemas.DecodeUnknownMagic, "decode event: unknown_magic"},
-	} {
-		ev, err := d.Decode(c.ctx, c.value)
-		if c.wantReason == "" {
-			if err != nil || ev.EventType() != schemas.TypeBatchLanded {
-				t.Errorf("%s: %v %v", c.name, ev, err)
-			}
-			continue
-		}
-		// As the runner wraps it.
-		wrapped := fmt.Errorf("%w: decode: %w", pipeline.ErrPoison, err)
-		if got := poisonReason(wrapped); got != c.wantReason {
-			t.Errorf("%s: reason %q, want %q", c.name, got, c.wantReason)
-		}
-		if got := poisonCause(wrapped).Error(); !strings.Contains(got, c.wantText) {
-			t.Errorf("%s: error %q, want it to contain %q", c.name, got, c.wantText)
-		}
-		var perm interface{ Permanent() bool }
-		if !errors.As(err, &perm) || !perm.Permanent() {
-			t.Errorf("%s: %v is not permanent: it would be retried forever", c.name, err)
-		}
-	}
-	// A validation failure as the runner returns it: the reason is
-	// invalid and the text is the validation error alone.
-	verr := schemas.Validate(schemas.BatchLanded{BatchID: "b", Dataset: "billing", OccurredAt: now}, nil, now)
-	wrapped := fmt.Errorf("%w: %w", pipeline.ErrPoison, verr)
-	if got := poisonReason(wrapped); got != schemas.ReasonInvalid {
-		t.Errorf("validation: reason %q", got)
-	}
-	if got := poisonCause(wrapped).Error(); got != "invalid event: expected_writes: is empty" {
-		t.Errorf("validation: error %q", got)
 	}
 }

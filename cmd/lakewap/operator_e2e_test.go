@@ -44,7 +44,7 @@ func (l *runLog) get() (pipeline.Run, int) {
 }
 
 func pendingSlack(r pipeline.Run) bool {
-	_, ok := r.Receipts[pipeline.PendingReceiptPrefix+"slack"]
+	_, ok := r.Receipts[schemas.PendingReceiptPrefix+"slack"]
 	return ok
 }
 

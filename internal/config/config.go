@@ -438,12 +438,21 @@ func (c *Config) Defaults() {
 	dur(&c.Janitor.AbandonedAfter, janitor.DefaultAbandonedAfter)
 }
 
-// Runner is the runner's settings from runner.* and datasets; the caller
-// adds the parts (Lake, Auditor, Notifier, Store, Decoder) and hooks.
+// RunnerConfig is the runner's settings from runner.* and datasets; the
+// caller adds the parts (Lake, Auditor, Notifier, Store) and hooks.
 func (c *Config) RunnerConfig() pipeline.Config {
 	r := c.Runner
-	return pipeline.Config{Datasets: c.DatasetSpec, Policy: c.Policy(), MaxDeadlineHorizon: r.MaxDeadlineHorizon.Std(),
+	return pipeline.Config{Datasets: c.DatasetSpec, Policy: c.Policy(),
 		MaxInFlight: r.MaxInFlight, StepTimeout: r.StepTimeout.Std(), Grace: r.Grace.Std()}
+}
+
+// InputRules are the rules the ingest stage validates input events by: the
+// configured datasets, their source_refs, runner.max_deadline_horizon.
+func (c *Config) InputRules() schemas.Rules {
+	return schemas.Rules{MaxDeadlineHorizon: c.Runner.MaxDeadlineHorizon.Std(),
+		Known:         func(name string) bool { _, ok := c.Datasets[name]; return ok },
+		SourceAllowed: func(name, ref string) bool { s, _ := c.DatasetSpec(name); return s.AllowsSource(ref) },
+	}
 }
 
 // Consumer is the input consumer's settings from kafka.*, reaching Kafka
@@ -711,11 +720,11 @@ func (c *Config) Validate() error {
 		default:
 			bad(f+".sink", "%q is not slack, console or kafka", r.Sink)
 		}
+		// A pending run (writes before their BatchLanded) notifies no one.
+		routable := slices.DeleteFunc(schemas.States(), func(s string) bool { return s == schemas.StatePending })
 		for j, o := range r.On {
-			switch o {
-			case "landed", "awaiting_writes", "auditing", "publishing", "published", "aborted", "failed":
-			default:
-				bad(fmt.Sprintf("%s.on[%d]", f, j), "%q is not one of landed, awaiting_writes, auditing, publishing, published, aborted, failed", o)
+			if !slices.Contains(routable, o) {
+				bad(fmt.Sprintf("%s.on[%d]", f, j), "%q is not one of %s", o, strings.Join(routable, ", "))
 			}
 		}
 		for j, d := range r.Datasets {

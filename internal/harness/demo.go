@@ -139,7 +139,7 @@ func Demo(ctx context.Context, stdout, stderr io.Writer, verbose bool, start Sta
 
 	cfg := DemoConfig(stack, tmp)
 	cfg.Notify.Console = true
-	cfg.Notify.Routes = []config.Route{{Sink: "console", On: []string{"awaiting_writes", "published", "aborted", "failed"}}}
+	cfg.Notify.Routes = []config.Route{{Sink: "console", On: []string{schemas.StateAwaitingWrites, schemas.StatePublished, schemas.StateAborted, schemas.StateFailed}}}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}

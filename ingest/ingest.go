@@ -1,0 +1,188 @@
+// Package ingest is the stage between the Kafka consumer and the pipeline.
+// It decodes an input message, checks its key and event-type header against
+// the value, validates the event, and hands the runner a typed event. A
+// message that can never be handled leaves here as consumer.Poison with its
+// reason, so the consumer writes it to the dead-letter topic and moves on.
+//
+// It may import consumer, schemas, kafka-go and the standard library; it
+// does not import pipeline, which plugs in through Runner.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/consumer"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Dead-letter reasons of messages that decoded but are not inputs as
+// announced. Decode failures use the schemas.Decode* reasons, validation
+// failures schemas.ReasonInvalid, refusals the runner's reason.
+const (
+	// ReasonTypeMismatch: the wap.event_type header names another type than
+	// the value's writer schema. Which one the producer meant is unknown, so
+	// the message aborts nothing.
+	ReasonTypeMismatch = "type_mismatch"
+	// ReasonUnexpectedType: a lakewap event that is not an input (a result
+	// event sent to the input topic).
+	ReasonUnexpectedType = "unexpected_type"
+	// ReasonKeyMismatch: the Kafka key is not the batch id. Keys put all
+	// events of a batch on one partition, where its run lives; an event on
+	// another partition would start a run of its own there.
+	ReasonKeyMismatch = "key_mismatch"
+	// ReasonRefused: the runner refused the event without a reason of its own.
+	ReasonRefused = "refused"
+)
+
+// Runner is the pipeline's runner as the consumer sees it through this
+// stage: it restores and drops partitions and applies typed input events.
+type Runner interface {
+	Assigned(ctx context.Context, partition int) error
+	Revoked(partition int)
+	// Handle applies a valid input event. nil means its effect is durable;
+	// a Refused error means it was not applied and is dead-lettered; any
+	// other error is retried.
+	Handle(ctx context.Context, partition int, ev schemas.Event) error
+	// Invalid ends the run of the configured batch that ev names (reason
+	// invalid), before ev is dead-lettered for problem.
+	Invalid(ctx context.Context, partition int, ev schemas.Event, problem error) error
+}
+
+// Refused is the error a Runner returns for an event it will not apply (a
+// write its batch does not expect, a run over its byte budget).
+type Refused interface {
+	error
+	// RefusedReason is the dead letter's wap.dlq.reason, a short code.
+	RefusedReason() string
+}
+
+// Config wires the stage.
+type Config struct {
+	Codec *schemas.Codec
+	// Rules validate each event: Known datasets, SourceAllowed refs and
+	// MaxDeadlineHorizon; Now is set for each message.
+	Rules schemas.Rules
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Counted, if set, counts each message that leaves here as a dead
+	// letter, by event type ("undecodable" when it did not decode).
+	Counted func(eventType, outcome string)
+}
+
+// Wrap returns the consumer.Handler that runs the ingest stage in front of
+// r: partitions are r's to restore and drop, and each message reaches r as a
+// valid, typed event or goes to the dead-letter topic.
+func Wrap(cfg Config, r Runner) consumer.Handler {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &stage{cfg: cfg, next: r}
+}
+
+type stage struct {
+	cfg  Config
+	next Runner
+}
+
+func (s *stage) Assigned(ctx context.Context, partition int) error {
+	return s.next.Assigned(ctx, partition)
+}
+
+func (s *stage) Revoked(partition int) { s.next.Revoked(partition) }
+
+func (s *stage) Handle(ctx context.Context, msg kafka.Message) error {
+	ev, err := s.cfg.Codec.Decode(ctx, msg.Value)
+	if err != nil {
+		var p schemas.PermanentError
+		if errors.As(err, &p) && !p.Permanent() {
+			return err // a schema registry out of reach: try again
+		}
+		return s.poison("undecodable", err, decodeReason(err))
+	}
+	if reason, err := check(ev, msg); err != nil {
+		return s.poison(ev.EventType(), err, reason)
+	}
+	rules := s.cfg.Rules
+	rules.Now = s.cfg.Now()
+	if problem := rules.Validate(ev); problem != nil {
+		if namesRun(ev, problem, rules.Known) {
+			if err := s.next.Invalid(ctx, msg.Partition, ev, problem); err != nil {
+				return s.refused(ev, err)
+			}
+		}
+		return s.poison(ev.EventType(), problem, schemas.ReasonInvalid)
+	}
+	if err := s.next.Handle(ctx, msg.Partition, ev); err != nil {
+		return s.refused(ev, err)
+	}
+	return nil
+}
+
+// check holds ev against the message that carried it: an input event, of
+// the type its header announces, keyed by its batch id.
+func check(ev schemas.Event, msg kafka.Message) (reason string, err error) {
+	for _, h := range msg.Headers {
+		if h.Key == schemas.HeaderEventType && len(h.Value) > 0 && string(h.Value) != ev.EventType() {
+			return ReasonTypeMismatch, fmt.Errorf("unusable event: header %s says %q, value is %s (batch %q)",
+				schemas.HeaderEventType, h.Value, ev.EventType(), ev.Batch())
+		}
+	}
+	if !schemas.IsInput(ev) {
+		return ReasonUnexpectedType, fmt.Errorf("unusable event: %s is not an input event (want one of %s)", ev.EventType(),
+			strings.Join(schemas.InputTypes(), ", "))
+	}
+	if string(msg.Key) != ev.Batch() {
+		return ReasonKeyMismatch, fmt.Errorf("unusable event: message key %q is not the batch id %q: key every event by its batch id so a batch stays on one partition",
+			msg.Key, ev.Batch())
+	}
+	return "", nil
+}
+
+// namesRun reports whether an invalid event still names a batch whose run
+// it should end: a usable batch id of a configured dataset, in an event
+// that is not an operator's request (a malformed request is its own
+// problem). An event of a dataset that is not configured makes no run at
+// all: the dead letter is its outcome, so nothing of the junk is stored or
+// labelled.
+func namesRun(ev schemas.Event, problem error, known func(string) bool) bool {
+	var ve *schemas.ValidationError
+	if schemas.IsRequest(ev) || ev.Batch() == "" || errors.As(problem, &ve) && strings.HasPrefix(ve.Field, "batch_id") {
+		return false
+	}
+	return known == nil || known(ev.DatasetName())
+}
+
+// refused maps the runner's error: a refusal is a dead letter under its
+// reason; anything else is retried.
+func (s *stage) refused(ev schemas.Event, err error) error {
+	var ref Refused
+	if !errors.As(err, &ref) {
+		return err
+	}
+	reason := ref.RefusedReason()
+	if reason == "" {
+		reason = ReasonRefused
+	}
+	return s.poison(ev.EventType(), ref, reason)
+}
+
+func (s *stage) poison(eventType string, err error, reason string) error {
+	if s.cfg.Counted != nil {
+		s.cfg.Counted(eventType, "dead_letter")
+	}
+	return consumer.Poison(err, reason)
+}
+
+func decodeReason(err error) string {
+	var de *schemas.DecodeError
+	if errors.As(err, &de) {
+		return de.Reason
+	}
+	return schemas.DecodeMalformed
+}

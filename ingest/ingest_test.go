@@ -1,0 +1,172 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/consumer"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// runner records what reaches it.
+type runner struct {
+	mu       sync.Mutex
+	handled  []schemas.Event
+	invalid  []string // batch ids
+	handle   error
+	invalidE error
+}
+
+func (r *runner) Assigned(context.Context, int) error { return nil }
+func (r *runner) Revoked(int)                         {}
+func (r *runner) Handle(_ context.Context, _ int, ev schemas.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.handled = append(r.handled, ev)
+	return r.handle
+}
+func (r *runner) Invalid(_ context.Context, _ int, ev schemas.Event, problem error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.invalid = append(r.invalid, ev.Batch()+": "+problem.Error())
+	return r.invalidE
+}
+
+type refusal struct{ reason string }
+
+func (r refusal) Error() string         { return "refused here" }
+func (r refusal) RefusedReason() string { return r.reason }
+
+// Each message reaches the runner as a typed event or leaves as a dead
+// letter with its reason and an error that says what is wrong and nothing
+// else; an invalid event of a configured batch ends its run first.
+func TestStage(t *testing.T) {
+	codec, err := schemas.NewCodec(schemas.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	encode := func(ev schemas.Event) []byte {
+		v, err := codec.Encode(context.Background(), "in", ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	landed := schemas.BatchLanded{BatchID: "b", Dataset: "billing", ExpectedWrites: []string{"f"}, OccurredAt: now}
+	ready := schemas.BranchReady{BatchID: "b", Dataset: "billing", Branch: "x", ExpectedWrites: []string{"f"}, OccurredAt: now}
+	header := func(typ string) []kafka.Header {
+		return []kafka.Header{{Key: schemas.HeaderEventType, Value: []byte(typ)}}
+	}
+	with := func(f func(*schemas.BatchLanded)) []byte { ev := landed; f(&ev); return encode(ev) }
+	for _, c := range []struct {
+		name       string
+		msg        kafka.Message
+		runner     *runner // nil: one that applies everything
+		wantReason string  // "" = handed to the runner
+		wantText   string
+		invalid    bool // the runner was asked to end the run
+	}{
+		{name: "no header", msg: kafka.Message{Key: []byte("b"), Value: encode(landed)}},
+		{name: "matching header", msg: kafka.Message{Key: []byte("b"), Value: encode(landed), Headers: header(schemas.TypeBatchLanded)}},
+		{name: "mismatched header", msg: kafka.Message{Key: []byte("b"), Value: encode(landed), Headers: header(schemas.TypeBatchCancelled)},
+			wantReason: ReasonTypeMismatch, wantText: `header wap.event_type says "BatchCancelled", value is BatchLanded (batch "b")`},
+		{name: "result event", msg: kafka.Message{Key: []byte("b"), Value: encode(ready), Headers: header(schemas.TypeBranchReady)},
+			wantReason: ReasonUnexpectedType, wantText: "BranchReady is not an input event"},
+		{name: "garbage", msg: kafka.Message{Key: []byte("b"), Value: []byte("{}")},
+			wantReason: schemas.DecodeUnknownMagic, wantText: "decode event: unknown_magic"},
+		{name: "wrong key", msg: kafka.Message{Key: []byte("other"), Value: encode(landed)},
+			wantReason: ReasonKeyMismatch, wantText: `message key "other" is not the batch id "b"`},
+		{name: "invalid", msg: kafka.Message{Key: []byte("b"), Value: with(func(e *schemas.BatchLanded) { e.ExpectedWrites = nil })},
+			wantReason: schemas.ReasonInvalid, wantText: "invalid event: expected_writes: is empty", invalid: true},
+		{name: "unknown dataset", msg: kafka.Message{Key: []byte("b"), Value: with(func(e *schemas.BatchLanded) { e.Dataset = "nope" })},
+			wantReason: schemas.ReasonInvalid, wantText: `dataset: "nope" is not a configured dataset`},
+		{name: "bad batch id", msg: kafka.Message{Key: []byte("b 1"), Value: with(func(e *schemas.BatchLanded) { e.BatchID = "b 1" })},
+			wantReason: schemas.ReasonInvalid, wantText: "batch_id: contains ' '"},
+		{name: "source ref not allowed", msg: kafka.Message{Key: []byte("b"), Value: with(func(e *schemas.BatchLanded) { e.SourceRef = "attacker" })},
+			wantReason: schemas.ReasonInvalid, wantText: `source_ref: "attacker" is not a ref dataset billing may branch from`, invalid: true},
+		{name: "malformed request", msg: kafka.Message{Key: []byte("b"), Value: encode(schemas.RevertRequested{RequestID: "q", BatchID: "b", Dataset: "billing", OccurredAt: now})},
+			wantReason: schemas.ReasonInvalid, wantText: "reason"}, // its own problem: the batch's run goes on
+		{name: "refused", msg: kafka.Message{Key: []byte("b"), Value: encode(landed)}, runner: &runner{handle: refusal{"over_budget"}},
+			wantReason: "over_budget", wantText: "refused here"},
+		{name: "invalid, run over budget", msg: kafka.Message{Key: []byte("b"), Value: with(func(e *schemas.BatchLanded) { e.Producer = "\xff" })},
+			runner: &runner{invalidE: refusal{"over_budget"}}, wantReason: "over_budget", wantText: "refused here", invalid: true},
+	} {
+		var counted []string
+		r := c.runner
+		if r == nil {
+			r = &runner{}
+		}
+		h := Wrap(Config{Codec: codec, Now: func() time.Time { return now },
+			Counted: func(typ, outcome string) { counted = append(counted, typ+"/"+outcome) },
+			Rules: schemas.Rules{Known: func(d string) bool { return d == "billing" },
+				SourceAllowed: func(d, ref string) bool { return ref == "main" }}}, r)
+		err := h.Handle(context.Background(), c.msg)
+		if c.invalid != (len(r.invalid) == 1) {
+			t.Errorf("%s: runner asked to end runs %v", c.name, r.invalid)
+		}
+		if c.wantReason == "" {
+			if err != nil || len(r.handled) != 1 || r.handled[0].EventType() != schemas.TypeBatchLanded || len(counted) > 0 {
+				t.Errorf("%s: %v, handled %v, counted %v", c.name, err, r.handled, counted)
+			}
+			continue
+		}
+		var p *consumer.PoisonError
+		if !errors.As(err, &p) {
+			t.Errorf("%s: %v, want a dead letter", c.name, err)
+			continue
+		}
+		if p.Reason != c.wantReason || !strings.Contains(p.Err.Error(), c.wantText) || strings.Contains(p.Err.Error(), "poison") {
+			t.Errorf("%s: reason %q error %q, want %q saying %q", c.name, p.Reason, p.Err, c.wantReason, c.wantText)
+		}
+		if len(counted) != 1 || !strings.HasSuffix(counted[0], "/dead_letter") {
+			t.Errorf("%s: counted %v, want one dead letter", c.name, counted)
+		}
+		if len(r.handled) > 0 && r.handle == nil {
+			t.Errorf("%s: the runner got %v", c.name, r.handled)
+		}
+	}
+}
+
+// A runner's error that is not a refusal (the state store is down) is
+// retried, never dead-lettered; so is a decode error the codec calls
+// transient.
+func TestStageRetries(t *testing.T) {
+	codec, err := schemas.NewCodec(schemas.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	v, err := codec.Encode(context.Background(), "in", schemas.WriteComplete{BatchID: "b", Dataset: "billing", Write: "f", OccurredAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := errors.New("store down")
+	h := Wrap(Config{Codec: codec}, &runner{handle: down})
+	err = h.Handle(context.Background(), kafka.Message{Key: []byte("b"), Value: v})
+	var p *consumer.PoisonError
+	if !errors.Is(err, down) || errors.As(err, &p) {
+		t.Errorf("Handle = %v, want the store's error, to be retried", err)
+	}
+	// A Confluent-framed value whose schema only an unreachable registry knows.
+	reg, err := schemas.NewRegistryClient("http://127.0.0.1:1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withRegistry, err := schemas.NewCodec(schemas.Options{Registry: reg, RegistryTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = Wrap(Config{Codec: withRegistry}, &runner{})
+	err = h.Handle(context.Background(), kafka.Message{Key: []byte("b"), Value: []byte{0, 0, 0, 0, 42, 2}})
+	var de *schemas.DecodeError
+	if !errors.As(err, &de) || de.Reason != schemas.DecodeRegistryUnavailable || errors.As(err, &p) {
+		t.Errorf("Handle = %v, want registry_unavailable, to be retried", err)
+	}
+}
