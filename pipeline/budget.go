@@ -81,13 +81,7 @@ func (m Machine) Trim(r Run) Run {
 	n := r.clone()
 	n.Detail, n.LastError = clip(n.Detail, maxDetailBytes), clip(n.LastError, maxErrorBytes)
 	n.Report = bareReport(n.Report, true)
-	for i := range n.Outbox {
-		n.Outbox[i] = trimOutgoing(n.Outbox[i], true)
-	}
-	if n.LastSent != nil {
-		o := trimOutgoing(*n.LastSent, true)
-		n.LastSent = &o
-	}
+	n.Delivery = n.Delivery.trim()
 	return n
 }
 
@@ -101,7 +95,7 @@ func (m Machine) OverBudget(r Run, size, budget int, now time.Time) Run {
 		Source: r.Source, Target: r.Target, State: r.State, Deadline: r.Deadline, KeepBranch: true,
 		LandedAt: r.LandedAt, BatchTime: r.BatchTime, StateSince: r.StateSince, UpdatedAt: now,
 		SealedCommit: r.SealedCommit, CommitID: r.CommitID, Reason: r.Reason, FailedStep: r.FailedStep,
-		Detail: clip(r.Detail, 512), Sent: r.Sent, Request: r.Request, Retries: r.Retries, RetriedBy: r.RetriedBy}
+		Detail: clip(r.Detail, 512), Delivery: Delivery{Sent: r.Sent}, Request: r.Request, Retries: r.Retries, RetriedBy: r.RetriedBy}
 	if r.Revert != nil && !r.revertPending() {
 		rv := *r.Revert
 		rv.Reason, rv.By = clip(rv.Reason, 512), clip(rv.By, 512)
@@ -110,7 +104,7 @@ func (m Machine) OverBudget(r Run, size, budget int, now time.Time) Run {
 	if r.State.Terminal() {
 		for _, o := range r.Outbox {
 			if o.Event() != nil && o.State == r.State {
-				n.Outbox = append(n.Outbox, trimOutgoing(o, false))
+				n.add(trimOutgoing(o, false))
 			}
 		}
 		return n

@@ -350,27 +350,7 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 	case StepFailed:
 		n = m.stepFailed(n, in, now)
 	case Sent:
-		for i, o := range n.Outbox {
-			if o.EventID == in.EventID {
-				n.Outbox = append(n.Outbox[:i:i], n.Outbox[i+1:]...)
-				n.Sent++
-				if o.Event() != nil && !o.ResultOnly() {
-					o := o
-					n.LastSent = &o
-				}
-				break
-			}
-		}
-		if in.Receipts != nil {
-			n.Receipts = in.Receipts // the notifier returns the whole updated set
-		}
-		n.NotifyRetryAt = time.Time{}
-		if hasPending(n.Receipts) && n.NotifyRetries < m.p.NotifyRetries {
-			n.NotifyRetries++
-			n.NotifyRetryAt = now.Add(m.p.NotifyRetry)
-		} else if !hasPending(n.Receipts) {
-			n.NotifyRetries = 0
-		}
+		n.Delivery = n.Delivery.sent(in, m.p, now)
 	case CleanedUp:
 		n.CleanupPending = false
 	}
@@ -424,33 +404,12 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 			out = append(out, Effect{Kind: step})
 		}
 	}
-	switch {
-	case len(r.Outbox) > 0:
-		out = append(out, Effect{Kind: DoSend, Send: r.Outbox[0]})
-	case !r.NotifyRetryAt.IsZero() && r.NotifyRetryAt.After(now):
-		out = append(out, Effect{Kind: DoWake, At: r.NotifyRetryAt})
-	case !r.NotifyRetryAt.IsZero():
-		// A sink still owes the last notification: send it again (sinks
-		// that delivered it skip it by their receipts).
-		o := Outgoing{EventID: r.eventID("refresh"), State: r.State}
-		if r.LastSent != nil {
-			o = *r.LastSent
-			o.State = r.State
-		}
-		out = append(out, Effect{Kind: DoSend, Send: o})
-	case r.State.Terminal() && step == 0:
+	if e, ok := r.Delivery.next(r.State, r.eventID("refresh"), now); ok {
+		out = append(out, e)
+	} else if r.State.Terminal() && step == 0 {
 		out = append(out, Effect{Kind: DoWake, At: r.StateSince.Add(m.p.TerminalRetention)})
 	}
 	return out
-}
-
-func hasPending(receipts map[string]string) bool {
-	for k := range receipts {
-		if strings.HasPrefix(k, schemas.PendingReceiptPrefix) {
-			return true
-		}
-	}
-	return false
 }
 
 func (m Machine) landed(n Run, in Landed, now time.Time) Run {
@@ -642,7 +601,7 @@ func (m Machine) invalid(n Run, in Invalid, now time.Time) Run {
 }
 
 func (m Machine) tick(n Run, in Tick, now time.Time) Run {
-	if n.State.Terminal() && len(n.Outbox) == 0 && !n.CleanupPending && n.NotifyRetryAt.IsZero() && !n.revertPending() &&
+	if n.State.Terminal() && n.Delivery.idle() && !n.CleanupPending && !n.revertPending() &&
 		!now.Before(n.StateSince.Add(m.p.TerminalRetention)) {
 		return Run{} // retention over: forget the finished run
 	}
@@ -758,9 +717,10 @@ func (r *Run) setState(s State, now time.Time) {
 }
 
 // push appends o to the outbox, answering the run's operator request.
+// push queues o as an answer to the run's current request.
 func (r *Run) push(o Outgoing) {
 	o.RequestID = r.Request
-	r.Outbox = append(r.Outbox, o)
+	r.add(o)
 }
 
 func (r *Run) resetRetry() {

@@ -99,15 +99,9 @@ type Run struct {
 	// CleanupPending: the branch is to be deleted (abort policy).
 	CleanupPending bool `json:"cleanup_pending,omitempty"`
 
-	// Outbox holds result events not yet confirmed sent, oldest first.
-	Outbox   []Outgoing        `json:"outbox,omitempty"`
-	Receipts map[string]string `json:"receipts,omitempty"`
-	Sent     int               `json:"sent,omitempty"` // result events confirmed sent
-	// LastSent is the last delivered result event; it is sent again when a
-	// best-effort sink (Slack) still owes it, at NotifyRetryAt.
-	LastSent      *Outgoing `json:"last_sent,omitempty"`
-	NotifyRetryAt time.Time `json:"notify_retry_at,omitempty"`
-	NotifyRetries int       `json:"notify_retries,omitempty"`
+	// Delivery is the outbox, receipts and re-notification; its fields are
+	// stored inline, as when they were the run's own.
+	Delivery
 
 	// Operator requests (lakewap retry, revert, cancel). Request is the id
 	// of the one the run's course now answers: its result events carry it.
@@ -218,20 +212,10 @@ func (r Run) clone() Run {
 			c.Writes[k] = v
 		}
 	}
-	c.Outbox = append([]Outgoing(nil), r.Outbox...)
-	if r.LastSent != nil {
-		ls := *r.LastSent
-		c.LastSent = &ls
-	}
+	c.Delivery = r.Delivery.clone()
 	if r.Revert != nil {
 		rv := *r.Revert
 		c.Revert = &rv
-	}
-	if r.Receipts != nil {
-		c.Receipts = make(map[string]string, len(r.Receipts))
-		for k, v := range r.Receipts {
-			c.Receipts[k] = v
-		}
 	}
 	return c
 }

@@ -415,8 +415,8 @@ func (r *Runner) Invalid(ctx context.Context, id int, ev schemas.Event, problem 
 	return err
 }
 
-// counted reports one input message and what became of it: applied,
-// duplicate (no change to any run) or dead_letter.
+// counted reports one input event and what became of it: applied,
+// duplicate (no change to any run) or dropped_unexpected.
 func (r *Runner) counted(eventType, outcome string) {
 	if f := r.Metrics.Input; f != nil {
 		f(eventType, outcome)
