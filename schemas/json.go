@@ -16,36 +16,11 @@ import (
 // scripts do not go unnoticed; absent lists and maps become empty ones, as
 // after Avro decoding. The event is not validated.
 func FromJSON(eventType string, doc []byte) (Event, error) {
-	var name string
 	fold := strings.NewReplacer("_", "", "-", "")
-	for _, t := range EventTypes() {
-		if strings.EqualFold(t, fold.Replace(eventType)) {
-			name = t
+	for _, k := range currentKinds() {
+		if strings.EqualFold(k.name, fold.Replace(eventType)) {
+			return k.fromJSON(doc)
 		}
-	}
-	switch name {
-	case TypeBatchLanded:
-		return fromJSON[BatchLanded](doc)
-	case TypeWriteComplete:
-		return fromJSON[WriteComplete](doc)
-	case TypeBatchCancelled:
-		return fromJSON[BatchCancelled](doc)
-	case TypeBranchReady:
-		return fromJSON[BranchReady](doc)
-	case TypeBatchPublished:
-		return fromJSON[BatchPublished](doc)
-	case TypeBatchAborted:
-		return fromJSON[BatchAborted](doc)
-	case TypeBatchFailed:
-		return fromJSON[BatchFailed](doc)
-	case TypeBatchReverted:
-		return fromJSON[BatchReverted](doc)
-	case TypeRetryRequested:
-		return fromJSON[RetryRequested](doc)
-	case TypeRevertRequested:
-		return fromJSON[RevertRequested](doc)
-	case TypeRequestRefused:
-		return fromJSON[RequestRefused](doc)
 	}
 	return nil, fmt.Errorf("schemas: unknown event type %q (want one of %s)", eventType, strings.Join(EventTypes(), ", "))
 }

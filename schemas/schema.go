@@ -24,14 +24,15 @@ var files embed.FS
 
 // kindSpec ties an event type to the Go type its records decode into.
 type kindSpec struct {
-	name   string
-	goType reflect.Type
-	decode func(r *avro.Reader, s avro.Schema) Event
+	name     string
+	goType   reflect.Type
+	decode   func(r *avro.Reader, s avro.Schema) Event
+	fromJSON func(doc []byte) (Event, error)
 }
 
 // kindOf returns the spec of event type name decoded into Go type T.
 func kindOf[T Event](name string) kindSpec {
-	return kindSpec{name: name, goType: reflect.TypeFor[T](), decode: func(r *avro.Reader, s avro.Schema) Event {
+	return kindSpec{name: name, goType: reflect.TypeFor[T](), fromJSON: fromJSON[T], decode: func(r *avro.Reader, s avro.Schema) Event {
 		var v T
 		r.ReadVal(s, &v)
 		return v
