@@ -373,3 +373,12 @@ func TestEndToEndCancelWhileWaiting(t *testing.T) {
 		t.Errorf("%d publish commits for a cancelled batch", n)
 	}
 }
+
+// HTTPAddr is the address the metrics and health listener is bound to, or
+// "" when there is none (tests listen on 127.0.0.1:0).
+func (d *daemon) HTTPAddr() string {
+	if d.httpLn == nil {
+		return ""
+	}
+	return d.httpLn.Addr().String()
+}

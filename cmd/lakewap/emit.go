@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -427,41 +426,15 @@ func checkEvents(events []schemas.Event, t *kafkaTarget, topic string, now time.
 	return errors.Join(errs...)
 }
 
-// emitEvents encodes and sends events one by one, in order, and prints each
-// once the broker has acknowledged it.
+// emitEvents sends events one by one, in order, and prints each once the
+// broker has acknowledged it.
 func emitEvents(ctx context.Context, t *kafkaTarget, topic string, events []schemas.Event, stdout io.Writer) error {
-	var mu sync.Mutex
-	var done []kafka.Message
-	w := &kafka.Writer{Addr: kafka.TCP(t.brokers...), Topic: topic, Balancer: &kafka.Murmur2Balancer{},
-		RequiredAcks: kafka.RequireAll, BatchSize: 1, Transport: t.transport,
-		Completion: func(msgs []kafka.Message, err error) {
-			if err == nil {
-				mu.Lock()
-				done = append(done, msgs...)
-				mu.Unlock()
-			}
-		}}
-	defer w.Close()
 	for i, ev := range events {
-		value, err := t.codec.Encode(ctx, topic, ev)
+		msg, err := sendEvent(ctx, t, topic, ev, -1)
 		if err != nil {
-			return fmt.Errorf("event %d (%s %q): %w", i+1, ev.EventType(), ev.Batch(), err)
-		}
-		msg := kafka.Message{Key: []byte(ev.Batch()), Value: value}
-		for k, v := range schemas.Headers(ev) {
-			msg.Headers = append(msg.Headers, kafka.Header{Key: k, Value: []byte(v)})
-		}
-		if err := w.WriteMessages(ctx, msg); err != nil {
 			return fmt.Errorf("event %d (%s %q) not sent (%d sent before it): %w", i+1, ev.EventType(), ev.Batch(), i, err)
 		}
-		mu.Lock()
-		if len(done) > 0 {
-			msg = done[len(done)-1]
-		}
-		done = done[:0]
-		mu.Unlock()
-		rec := recordOf(ctx, msg, t.codec, false)
-		line, err := json.Marshal(rec)
+		line, err := json.Marshal(recordOf(ctx, msg, t.codec, false))
 		if err != nil {
 			return err
 		}

@@ -63,15 +63,6 @@ func (d *daemon) startJanitor(ctx context.Context) (stop func()) {
 	return func() { cancel(); wg.Wait() }
 }
 
-// HTTPAddr is the address the metrics and health listener is bound to, or
-// "" when there is none (tests listen on 127.0.0.1:0).
-func (d *daemon) HTTPAddr() string {
-	if d.httpLn == nil {
-		return ""
-	}
-	return d.httpLn.Addr().String()
-}
-
 func cmdJanitor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("janitor")
 	path := fs.String("config", "lakewap.yaml", "config file")
@@ -184,6 +175,6 @@ func cancelRun(ctx context.Context, cfg *config.Config, store *runs.Store, run p
 	}
 	defer t.close()
 	ev := schemas.BatchCancelled{BatchID: run.BatchID, Dataset: run.Dataset, Reason: reason, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
-	_, err = sendRequest(ctx, t, cfg.Kafka.InputTopic, ev, sr.Partition)
+	_, err = sendEvent(ctx, t, cfg.Kafka.InputTopic, ev, sr.Partition)
 	return err
 }

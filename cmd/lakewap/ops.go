@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,7 +11,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -156,7 +156,7 @@ func askDaemon(ctx context.Context, t *kafkaTarget, k config.Kafka, req schemas.
 	if err != nil {
 		return nil, err
 	}
-	sent, err := sendRequest(ctx, t, k.InputTopic, req, -1)
+	sent, err := sendEvent(ctx, t, k.InputTopic, req, -1)
 	if err != nil {
 		return nil, fmt.Errorf("request not sent: %w", err)
 	}
@@ -172,9 +172,11 @@ func askDaemon(ctx context.Context, t *kafkaTarget, k config.Kafka, req schemas.
 	return ans, err
 }
 
-// sendRequest writes req as upstream writes inputs: key = batch id, type
-// and batch id in headers, acknowledged by every in-sync replica.
-func sendRequest(ctx context.Context, t *kafkaTarget, topic string, req schemas.Event, partition int) (kafka.Message, error) {
+// sendEvent writes req as upstream writes inputs: key = batch id, type
+// and batch id in headers, acknowledged by every in-sync replica; to the
+// partition of its key, or to partition when that is not negative. It
+// returns the message as written (with its partition and offset).
+func sendEvent(ctx context.Context, t *kafkaTarget, topic string, req schemas.Event, partition int) (kafka.Message, error) {
 	value, err := t.codec.Encode(ctx, topic, req)
 	if err != nil {
 		return kafka.Message{}, err
@@ -214,51 +216,24 @@ var answers = map[string]bool{schemas.TypeBatchPublished: true, schemas.TypeBatc
 // awaitAnswer reads every partition of topic from its offset in from until
 // a message of batch carries request in its wap.request_id header.
 func awaitAnswer(ctx context.Context, t *kafkaTarget, topic string, from map[int]int64, batch, request string) (schemas.Event, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	found := make(chan schemas.Event, 1)
-	var wg sync.WaitGroup
-	for p, off := range from {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.brokers, Topic: topic, Partition: p, Dialer: t.dialer,
-			MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 250 * time.Millisecond})
-		if err := r.SetOffset(off); err != nil {
-			_ = r.Close()
-			return nil, err
+	var found schemas.Event
+	err := readPartitions(ctx, t, topic, from, nil, func(m kafka.Message) bool {
+		id, _ := headerValue(m.Headers, schemas.HeaderRequestID)
+		typ, _ := headerValue(m.Headers, schemas.HeaderEventType)
+		if id != request || string(m.Key) != batch || !answers[typ] {
+			return false // another batch's, another request's, or on the way (BranchReady of a retried branch)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer r.Close()
-			for {
-				m, err := r.ReadMessage(ctx)
-				if err != nil {
-					return
-				}
-				id, _ := headerValue(m.Headers, schemas.HeaderRequestID)
-				typ, _ := headerValue(m.Headers, schemas.HeaderEventType)
-				if id != request || string(m.Key) != batch || !answers[typ] {
-					continue // another batch's, another request's, or on the way (BranchReady of a retried branch)
-				}
-				ev, err := t.codec.Decode(ctx, m.Value)
-				if err != nil {
-					continue
-				}
-				select {
-				case found <- ev:
-				default:
-				}
-				cancel()
-				return
-			}
-		}()
+		ev, err := t.codec.Decode(ctx, m.Value)
+		if err != nil {
+			return false
+		}
+		found = ev
+		return true
+	})
+	if found != nil {
+		return found, nil
 	}
-	wg.Wait()
-	select {
-	case ev := <-found:
-		return ev, nil
-	default:
-		return nil, ctx.Err()
-	}
+	return nil, cmp.Or(err, ctx.Err())
 }
 
 // printAnswer prints what the daemon answered, then the event as a JSON

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -73,20 +74,49 @@ func tailTopic(ctx context.Context, t *kafkaTarget, o tailOptions, out io.Writer
 	if err != nil {
 		return err
 	}
+	from, until := map[int]int64{}, next
+	for partition, end := range next {
+		if from[partition] = end; o.FromBeginning {
+			from[partition] = first[partition]
+		}
+	}
+	if o.Follow {
+		until = nil
+	}
+	printed := 0
+	var werr error
+	err = readPartitions(ctx, t, o.Topic, from, until, func(m kafka.Message) bool {
+		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+		_, isDeadLetter := headerValue(m.Headers, consumer.HeaderDLQReason)
+		line, err := json.Marshal(recordOf(dctx, m, t.codec, isDeadLetter))
+		dcancel()
+		if err == nil {
+			_, err = fmt.Fprintf(out, "%s\n", line)
+		}
+		werr = err
+		printed++
+		return err != nil || (o.Max > 0 && printed >= o.Max)
+	})
+	return cmp.Or(werr, err) // done, or interrupted: both are a normal end
+}
+
+// readPartitions reads every partition of topic in from, each from its
+// offset there, and hands the messages to fn one at a time, each
+// partition's in order, until fn says stop, ctx ends, or (with until) every
+// partition reached its offset in until. It returns the first read error;
+// the end of ctx is none.
+func readPartitions(ctx context.Context, t *kafkaTarget, topic string, from, until map[int]int64, fn func(kafka.Message) (stop bool)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	msgs := make(chan kafka.Message)
-	errc := make(chan error, len(next))
+	errc := make(chan error, len(from))
 	var wg sync.WaitGroup
-	for partition, end := range next {
-		start := end
-		if o.FromBeginning {
-			start = first[partition]
-		}
-		if !o.Follow && start >= end {
+	for partition, start := range from {
+		end, bounded := until[partition]
+		if until != nil && start >= end {
 			continue
 		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.brokers, Topic: o.Topic, Partition: partition, Dialer: t.dialer,
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.brokers, Topic: topic, Partition: partition, Dialer: t.dialer,
 			MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 250 * time.Millisecond})
 		if err := r.SetOffset(start); err != nil { // only fails on a reader in a group
 			_ = r.Close()
@@ -100,7 +130,7 @@ func tailTopic(ctx context.Context, t *kafkaTarget, o tailOptions, out io.Writer
 				m, err := r.ReadMessage(ctx)
 				if err != nil {
 					if ctx.Err() == nil {
-						errc <- fmt.Errorf("reading %s/%d: %w", o.Topic, partition, err)
+						errc <- fmt.Errorf("reading %s/%d: %w", topic, partition, err)
 						cancel()
 					}
 					return
@@ -110,27 +140,15 @@ func tailTopic(ctx context.Context, t *kafkaTarget, o tailOptions, out io.Writer
 				case <-ctx.Done():
 					return
 				}
-				if !o.Follow && m.Offset+1 >= end {
+				if bounded && m.Offset+1 >= end {
 					return
 				}
 			}
 		}()
 	}
 	go func() { wg.Wait(); close(msgs) }()
-
-	printed := 0
 	for m := range msgs {
-		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
-		_, isDeadLetter := headerValue(m.Headers, consumer.HeaderDLQReason)
-		line, err := json.Marshal(recordOf(dctx, m, t.codec, isDeadLetter))
-		dcancel()
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(out, "%s\n", line); err != nil {
-			return err
-		}
-		if printed++; o.Max > 0 && printed >= o.Max {
+		if fn(m) {
 			break
 		}
 	}
@@ -141,7 +159,7 @@ func tailTopic(ctx context.Context, t *kafkaTarget, o tailOptions, out io.Writer
 	case err := <-errc:
 		return err
 	default:
-		return nil // done, or interrupted: both are a normal end
+		return nil
 	}
 }
 

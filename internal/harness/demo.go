@@ -90,13 +90,6 @@ func (d *demo) printReport(r schemas.AuditReport) {
 	}
 }
 
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
-
 // prefixWriter indents what the console notifier writes.
 type prefixWriter struct {
 	d      *demo
