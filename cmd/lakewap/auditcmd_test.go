@@ -257,3 +257,63 @@ datasets:
 		}
 	}
 }
+
+// lakewap audit -local over a file whose Parquet footer lies: the data
+// holds x = 1..10 and 1000, the footer's statistics claim a maximum of 50.
+// A DuckDB with its default optimizers believes the claim; the audit must
+// not (issue 12).
+func TestAuditLocalForgedStatistics(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "b", "gold", "t", "part-0.parquet")
+	must(t, os.MkdirAll(filepath.Dir(file), 0o755))
+	must(t, os.MkdirAll(filepath.Join(dir, "main"), 0o755)) // the base: no table yet
+	db, err := sql.Open("duckdb", "")
+	must(t, err)
+	defer db.Close()
+	_, err = db.Exec(`COPY (SELECT i::BIGINT AS x FROM range(1, 11) r(i) UNION ALL SELECT 1000::BIGINT) TO '` + file +
+		`' (FORMAT parquet, COMPRESSION uncompressed)`)
+	must(t, err)
+	// Rewrite the footer's copies of 1000 (its max statistics) to 50.
+	b := mustRead(t, file)
+	n := int(b[len(b)-8]) | int(b[len(b)-7])<<8 | int(b[len(b)-6])<<16 | int(b[len(b)-5])<<24
+	from, claim := []byte{0xe8, 0x03, 0, 0, 0, 0, 0, 0}, []byte{50, 0, 0, 0, 0, 0, 0, 0}
+	patched := 0
+	for i := len(b) - 8 - n; i+8 <= len(b)-8; i++ {
+		if bytes.Equal(b[i:i+8], from) {
+			copy(b[i:i+8], claim)
+			patched++
+		}
+	}
+	must(t, os.WriteFile(file, b, 0o644))
+	var believed, sum int64
+	must(t, db.QueryRow(`SELECT count(*) FROM read_parquet('`+file+`') WHERE x > 100`).Scan(&believed))
+	must(t, db.QueryRow(`SELECT sum(x) FROM read_parquet('`+file+`')`).Scan(&sum))
+	if patched == 0 || believed != 0 || sum != 1055 {
+		t.Fatalf("forgery did not take: %d copies patched, a plain DuckDB counts %d rows over 100, sum %d", patched, believed, sum)
+	}
+	cfgFile := filepath.Join(dir, "lakewap.yaml")
+	must(t, os.WriteFile(cfgFile, []byte(`
+kafka: {brokers: ["127.0.0.1:1"]}
+lakefs: {endpoint: "http://127.0.0.1:1", access_key_id: a, secret_access_key: b}
+audit: {work_dir: `+filepath.Join(dir, "work")+`}
+datasets:
+  d:
+    repository: lake
+    tables: [{name: t, path: gold/t/}]
+    checks:
+      - {kind: range, table: t, column: x, max: 100}
+      - {kind: stat, stat: max, table: t, column: x, max: 100}
+      - {name: big, kind: sql, table: t, sql: "SELECT * FROM t WHERE x > 100"}
+`), 0o644))
+	var stdout, stderr bytes.Buffer
+	code := cmdAudit(context.Background(), []string{"-config", cfgFile, "-dataset", "d", "-ref", "b", "-local", dir, "-json"}, &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	for _, want := range []string{`"observed": "1 rows out of range of 11 (min 1, max 1000)"`, `"observed": "max 1000 of 11 rows"`, `"observed": "1 rows returned"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if code != auditFailed {
+		t.Errorf("exit %d, want %d (failed)\n%s", code, auditFailed, out)
+	}
+}
