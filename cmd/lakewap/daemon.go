@@ -28,6 +28,7 @@ import (
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -83,15 +84,7 @@ type daemon struct {
 }
 
 func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemon, error) {
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	reg := o.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	}
+	log, reg := o.logAndRegistry()
 	d := &daemon{cfg: cfg, log: log, reg: reg}
 	ok := false
 	defer func() {
@@ -106,47 +99,16 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		return nil, err
 	}
 
-	sec, err := cfg.Kafka.Security()
+	kp, err := connectKafka(ctx, cfg.Kafka)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.startAudits(); err != nil {
 		return nil, err
 	}
 	k := cfg.Kafka
-	transport, err := sec.Transport()
-	if err != nil {
-		return nil, fmt.Errorf("kafka: %w", err)
-	}
-	if k.CreateTopics == nil || *k.CreateTopics {
-		if err := consumer.EnsureTopics(ctx, k.Brokers, transport, k.Topics()...); err != nil {
-			return nil, fmt.Errorf("kafka topics: %w", err)
-		}
-	}
-
-	codec, err := k.Codec()
-	if err != nil {
-		return nil, err
-	}
-	store, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: k.Brokers, Topic: k.ChangelogTopic, Security: sec})
-	if err != nil {
-		return nil, fmt.Errorf("kafka changelog: %w", err)
-	}
-
-	if d.engine, err = audit.New(cfg.AuditOptions(auditSource{d.lake}, log)); err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
-	}
-	d.audits, err = audit.NewService(audit.ServiceOptions{Engine: d.engine, Datasets: cfg.AuditDatasets(),
-		Head: func(ctx context.Context, repo, ref string) (string, error) {
-			c, err := d.lake.GetCommit(ctx, repo, ref)
-			return c.ID, err
-		},
-		BatchTime:   d.publishingBatchTime,
-		Concurrency: cfg.HTTP.WebhookConcurrency, Budget: cfg.Runner.StepTimeout.Std(), Registerer: reg})
-	if err != nil {
-		return nil, err
-	}
-
-	d.resultsWriter = notify.NewResultsWriter(k.Brokers, k.ResultsTopic, transport)
-	d.results, err = notify.NewKafkaResults(d.resultsWriter, codec)
-	if err != nil {
+	d.resultsWriter = notify.NewResultsWriter(k.Brokers, k.ResultsTopic, kp.transport)
+	if d.results, err = notify.NewKafkaResults(d.resultsWriter, kp.codec); err != nil {
 		return nil, fmt.Errorf("results sink: %w", err)
 	}
 	d.results.MaxMessageBytes = k.ResultsMaxMessageBytes
@@ -156,7 +118,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}
 
 	rc := cfg.RunnerConfig()
-	rc.Lake, rc.Auditor, rc.Notifier, rc.Store = d.lake, auditor{d.audits}, notifier{disp}, store
+	rc.Lake, rc.Auditor, rc.Notifier, rc.Store = d.lake, auditor{d.audits}, notifier{disp}, kp.store
 	rc.Logger, rc.Observe, rc.Failpoint = log, o.Observe, failpointFromEnv(log)
 	if o.NotifyRetry > 0 {
 		rc.Policy.NotifyRetry = o.NotifyRetry
@@ -172,9 +134,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		return nil, fmt.Errorf("janitor: %w", err)
 	}
 
-	cc := k.Consumer(sec)
+	cc := k.Consumer(kp.sec)
 	cc.Registerer = reg
-	in := ingest.Wrap(ingest.Config{Codec: codec, Rules: cfg.InputRules(), Counted: d.runner.Metrics.Input}, d.runner)
+	in := ingest.Wrap(ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.Metrics.Input}, d.runner)
 	if d.consumer, err = consumer.New(cc, in, log); err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}
@@ -186,6 +148,67 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}
 	ok = true
 	return d, nil
+}
+
+// logAndRegistry are the options' logger and metrics registry, or a
+// discarding logger and a registry with the Go and process collectors.
+func (o daemonOptions) logAndRegistry() (*slog.Logger, *prometheus.Registry) {
+	log, reg := o.Logger, o.Registry
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	return log, reg
+}
+
+// kafkaParts are the daemon's connection to Kafka.
+type kafkaParts struct {
+	sec       consumer.Security
+	transport *kafka.Transport
+	codec     *schemas.Codec
+	store     *consumer.Changelog
+}
+
+// connectKafka prepares k's security, transport and codec, creates the
+// topics unless kafka.create_topics is false, and opens the run changelog.
+func connectKafka(ctx context.Context, k config.Kafka) (kp kafkaParts, err error) {
+	if kp.sec, err = k.Security(); err != nil {
+		return kp, err
+	}
+	if kp.transport, err = kp.sec.Transport(); err != nil {
+		return kp, fmt.Errorf("kafka: %w", err)
+	}
+	if k.CreateTopics == nil || *k.CreateTopics {
+		if err := consumer.EnsureTopics(ctx, k.Brokers, kp.transport, k.Topics()...); err != nil {
+			return kp, fmt.Errorf("kafka topics: %w", err)
+		}
+	}
+	if kp.codec, err = k.Codec(); err != nil {
+		return kp, err
+	}
+	if kp.store, err = consumer.NewChangelog(consumer.ChangelogConfig{Brokers: k.Brokers, Topic: k.ChangelogTopic, Security: kp.sec}); err != nil {
+		return kp, fmt.Errorf("kafka changelog: %w", err)
+	}
+	return kp, nil
+}
+
+// startAudits opens the audit engine over lakeFS and the audit service the
+// runner and the pre-merge webhook share.
+func (d *daemon) startAudits() (err error) {
+	if d.engine, err = audit.New(d.cfg.AuditOptions(auditSource{d.lake}, d.log)); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	d.audits, err = audit.NewService(audit.ServiceOptions{Engine: d.engine, Datasets: d.cfg.AuditDatasets(),
+		Head: func(ctx context.Context, repo, ref string) (string, error) {
+			c, err := d.lake.GetCommit(ctx, repo, ref)
+			return c.ID, err
+		},
+		BatchTime:   d.publishingBatchTime,
+		Concurrency: d.cfg.HTTP.WebhookConcurrency, Budget: d.cfg.Runner.StepTimeout.Std(), Registerer: d.reg})
+	return err
 }
 
 // newDispatcher fans result events out to the Kafka results sink and the
