@@ -127,4 +127,3 @@ func transportError(parent context.Context, op, repo, ref string, err error) *Er
 	}
 	return e
 }
-
