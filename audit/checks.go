@@ -247,7 +247,7 @@ func (r *run) sampleTogether(ctx context.Context, k scanKey, want []int, bad map
 			continue
 		}
 		var err error
-		results[i].SampleRows, err = r.samples(ctx, sampleSQL(k.schema, r.req.Suite.Checks[i], n))
+		results[i].SampleRows, err = firstColumn[string](ctx, r, sampleSQL(k.schema, r.req.Suite.Checks[i], n))
 		if err != nil {
 			results[i].Message = "sample rows unavailable: " + err.Error()
 		}
@@ -430,19 +430,20 @@ func (r *run) queryRow(ctx context.Context, q string, n int) ([]any, error) {
 	return vals, nil
 }
 
-func (r *run) samples(ctx context.Context, q string) ([]string, error) {
+// firstColumn is the first column of q's rows.
+func firstColumn[T any](ctx context.Context, r *run, q string) ([]T, error) {
 	rows, err := r.conn.QueryContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []string
+	var out []T
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+		var v T
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, s)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }

@@ -100,7 +100,7 @@ func (r *run) sampleUnique(ctx context.Context, k scanKey, c Check, res schemas.
 	if lo, hi, ok := r.integerBounds(ctx, k, c); ok && res.Status != schemas.StatusError && hi < math.MaxInt64-sampleBucket(lo, hi) {
 		table, col, n := r.views[k.viewKey].table.Name, c.columns()[0], r.e.opts.SampleRows
 		w := sampleBucket(lo, hi)
-		buckets, err := r.int64s(ctx, uniqueBucketsSQL(k.schema, table, col, lo, w, n))
+		buckets, err := firstColumn[int64](ctx, r, uniqueBucketsSQL(k.schema, table, col, lo, w, n))
 		if err == nil && len(buckets) == 0 {
 			err = errors.New("no bucket holds duplicates")
 		}
@@ -118,24 +118,6 @@ func (r *run) sampleUnique(ctx context.Context, k scanKey, c Check, res schemas.
 		// Keys outside the bounds the footer claimed: group them all.
 	}
 	return r.checkUnique(ctx, k, c)
-}
-
-// int64s is the first column of q's rows.
-func (r *run) int64s(ctx context.Context, q string) ([]int64, error) {
-	rows, err := r.conn.QueryContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var v int64
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }
 
 // jsonRows are the objects of a JSON array (text) as sample rows.
