@@ -622,6 +622,14 @@ func (m Machine) tick(n Run, in Tick, now time.Time) Run {
 	return n
 }
 
+// Fails reports whether the failed step in fails run n at now: a
+// permanent failure, or a transient one past the retry budget. The runner
+// asks it of a failed publish, to look once more for the sealed commit on
+// the target first (the look's outcome is the input it then applies).
+func (m Machine) Fails(n Run, in StepFailed, now time.Time) bool {
+	return n.State != StateFailed && m.stepFailed(n.clone(), in, now).State == StateFailed
+}
+
 func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
 	want := map[Step]State{StepBranch: StateLanded, StepAudit: StateAuditing, StepPublish: StatePublishing}[in.Step]
 	if in.Step == StepRevert {

@@ -569,3 +569,36 @@ func BenchmarkTransition(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(seq)*b.N)/b.Elapsed().Seconds(), "transitions/s")
 }
+
+// Fails answers what Transition would do with a failed step, without
+// changing the run: a permanent failure or one past the retry budget fails
+// it; a first transient failure, a conflict, or a stale outcome do not.
+func TestFailsPredictsTransition(t *testing.T) {
+	m := NewMachine(policy(func(p *Policy) { p.RetryBudget = time.Minute }))
+	var r Run
+	for _, in := range []Input{landed("f1", "fact"), BranchCreated{}, write("f1", "fact"), Audited{SealedCommit: "c", Report: report(true)}} {
+		r, _ = m.Transition(r, in, t0)
+	}
+	transient := StepFailed{Step: StepPublish, Err: "timeout", Class: Transient}
+	for _, tt := range []struct {
+		in   StepFailed
+		at   time.Duration
+		want bool
+	}{
+		{transient, 0, false},
+		{StepFailed{Step: StepPublish, Err: "403", Class: Permanent}, 0, true},
+		{StepFailed{Step: StepPublish, Err: "conflict", Class: Conflict}, 0, false},
+		{StepFailed{Step: StepAudit, Err: "stale", Class: Permanent}, 0, false},
+	} {
+		before := marshal(t, r)
+		got := m.Fails(r, tt.in, t0.Add(tt.at))
+		next, _ := m.Transition(r, tt.in, t0.Add(tt.at))
+		if got != tt.want || got != (next.State == StateFailed) || marshal(t, r) != before {
+			t.Errorf("Fails(%+v) = %v, Transition gives %s; want %v, run unchanged", tt.in, got, next.State, tt.want)
+		}
+	}
+	r, _ = m.Transition(r, transient, t0)
+	if m.Fails(r, transient, t0.Add(30*time.Second)) || !m.Fails(r, transient, t0.Add(time.Minute)) {
+		t.Errorf("Fails of a second transient failure: want false inside the budget, true at its end")
+	}
+}

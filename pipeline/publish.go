@@ -153,10 +153,48 @@ func (r *Runner) publishTurn(t *publishTicket) Input {
 	ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
 	start := time.Now()
 	in := r.safePublish(ctx, run, t.fresh)
+	if sf, ok := in.(StepFailed); ok && r.m.Fails(current, sf, r.cfg.Now().Add(lookSlack)) {
+		in = r.lastLook(p, run, sf)
+	}
 	if f := r.Metrics.StepDuration; f != nil {
 		f(DoPublish.String(), outcome(in), time.Since(start))
 	}
 	return in
+}
+
+// lookSlack widens "this failure ends the run" for the last look: the
+// failure is applied a moment after the runner asks, and a look too many
+// costs one call, a look too few a published batch reported as failed.
+const lookSlack = time.Second
+
+// lastLook is the look once more, before a failed publish ends its run,
+// whether the sealed commit is on the target after all: a merge whose
+// answer was lost or late (the step's deadline ran out while lakeFS carried
+// it out) made the batch public. Found, the run is published with that
+// merge (Merged); not found, or lakeFS does not answer within LookTimeout,
+// the failure stands (an operator's retry looks first, so it settles a
+// merge that lands later still).
+func (r *Runner) lastLook(p *partition, run Run, sf StepFailed) Input {
+	if run.SealedCommit == "" || run.Report == nil || !run.Report.Passed || p.ctx.Err() != nil {
+		return sf // revoked: the outcome is not applied, the next owner looks first
+	}
+	log := r.log.With("batch_id", run.BatchID, "dataset", r.label(run.Dataset), "sealed_commit", run.SealedCommit)
+	ctx, cancel := context.WithTimeout(p.ctx, r.cfg.LookTimeout)
+	defer cancel()
+	since := run.PublishSince
+	if since.IsZero() {
+		since = run.StateSince
+	}
+	pub, err := r.cfg.Lake.Published(ctx, run.Repository, run.Target, run.SealedCommit, since)
+	if err != nil {
+		log.Warn("publish failed and the last look for the sealed commit on the target failed too; the run fails", "err", err)
+		return sf
+	}
+	if !pub.OnTarget {
+		return sf
+	}
+	log.Warn("publish failed, but the sealed commit is on the target: published", "commit_id", mergeOrHead(pub), "err", sf.Err)
+	return Merged{CommitID: mergeOrHead(pub), AlreadyPublished: true}
 }
 
 // publish brings the run's sealed commit into its target (Publish). fresh

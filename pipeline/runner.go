@@ -65,6 +65,7 @@ const (
 	DefaultMaxInFlight = 16
 	DefaultStepTimeout = 5 * time.Minute
 	DefaultGrace       = 10 * time.Second
+	DefaultLookTimeout = 30 * time.Second
 )
 
 // Config wires a Runner.
@@ -91,6 +92,11 @@ type Config struct {
 	// machine's own retry (default 30s).
 	LockBackoff time.Duration
 	LockWait    time.Duration
+	// LookTimeout bounds the last look, before a failed publish ends its
+	// run, for the sealed commit on the target (default DefaultLookTimeout,
+	// at most StepTimeout). It has its own deadline: the publish's own may
+	// be what ran out.
+	LookTimeout time.Duration
 	Logger      *slog.Logger
 	Now         func() time.Time
 	// Observe, if set, is called after every persisted change of a run.
@@ -192,6 +198,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = DefaultGrace
+	}
+	if cfg.LookTimeout <= 0 {
+		cfg.LookTimeout = min(DefaultLookTimeout, cfg.StepTimeout)
 	}
 	if cfg.LockBackoff <= 0 {
 		cfg.LockBackoff = 20 * time.Millisecond

@@ -30,6 +30,7 @@ type fakeLake struct {
 	merged   map[string]string // sealed commit -> merge commit
 	mergeErr []error           // returned by the next Merge calls, in order
 	lostAck  bool              // the next Merge happens but answers with a timeout
+	blind    int               // after a lost ack, this many Published calls time out too
 	merges   int
 	changed  []string // what every sealed commit changes (ChangedPaths)
 	taken    bool     // EnsureBranch finds a branch that is not the run's
@@ -70,6 +71,10 @@ func mergedKey(repo, sealed string) string {
 func (l *fakeLake) Published(_ context.Context, repo, _, sealed string, _ time.Time) (Publication, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.blind > 0 && !l.lostAck {
+		l.blind--
+		return Publication{}, fmt.Errorf("get ref: context deadline exceeded: %w", ErrTransient)
+	}
 	id, ok := l.merged[mergedKey(repo, sealed)]
 	return Publication{OnTarget: ok, Merge: id, Head: "head"}, nil
 }
@@ -481,6 +486,53 @@ func TestMergeTimeoutThatMergedIsNotRepeated(t *testing.T) {
 	defer f.lake.mu.Unlock()
 	if f.lake.merges != 1 {
 		t.Errorf("%d merges, want 1", f.lake.merges)
+	}
+}
+
+// The last publish attempt's merge happens but its answer is lost, and
+// the look inside the attempt times out too (the step's deadline ran out):
+// before the run fails, the runner looks once more, finds the sealed
+// commit on the target and publishes the run with its merge. When that
+// look fails as well, the run fails as before (an operator's retry settles
+// it).
+func TestLastPublishAttemptLooksBeforeFailing(t *testing.T) {
+	for _, tt := range []struct {
+		blind int
+		want  string
+	}{{1, schemas.TypeBatchPublished}, {2, schemas.TypeBatchFailed}} {
+		t.Run(fmt.Sprint("blind=", tt.blind), func(t *testing.T) {
+			f := newRunnerFixtureWith(t, func(c *Config) {
+				c.Policy = policy(func(p *Policy) {
+					p.MinBackoff, p.MaxBackoff, p.RetryBudget = time.Millisecond, time.Millisecond, time.Millisecond
+				})
+			})
+			// The first merge fails without merging; the second merges,
+			// its answer is lost and the looks after it time out.
+			f.lake.mergeErr = []error{fmt.Errorf("503: %w", ErrTransient), nil}
+			f.lake.lostAck, f.lake.blind = true, tt.blind
+			f.land(t, "last-1")
+			f.await(t, "last-1", tt.want)
+			f.lake.mu.Lock()
+			merges, merged := f.lake.merges, f.lake.merged["sealed-wap-billing-last-1"]
+			f.lake.mu.Unlock()
+			if merges != 2 || merged != "merge-last-1" {
+				t.Fatalf("%d merge calls, merged %q; want 2 calls, the second merging", merges, merged)
+			}
+			f.notes.mu.Lock()
+			defer f.notes.mu.Unlock()
+			var kinds []string
+			for _, ev := range f.notes.events {
+				if ev.Batch() == "last-1" {
+					kinds = append(kinds, ev.EventType())
+				}
+				if p, ok := ev.(schemas.BatchPublished); ok && p.CommitID != merged {
+					t.Errorf("BatchPublished names %s, want the merge %s", p.CommitID, merged)
+				}
+			}
+			if tt.want == schemas.TypeBatchPublished && slices.Contains(kinds, schemas.TypeBatchFailed) {
+				t.Errorf("events %v: a BatchFailed for a batch on the target", kinds)
+			}
+		})
 	}
 }
 
