@@ -286,7 +286,7 @@ func TestRandomInterleavings(t *testing.T) {
 	for seed := uint64(1); seed <= 2000; seed++ {
 		rng := rand.New(rand.NewPCG(seed, seed*7919))
 		m := NewMachine(policy(func(p *Policy) {
-			p.RetryBudget, p.MinBackoff, p.MaxBackoff = 2*time.Minute, time.Second, 10*time.Second
+			p.RetryBudget, p.MinBackoff, p.MaxBackoff = []time.Duration{2 * time.Minute, 30 * time.Second}[seed%2], time.Second, 10*time.Second
 		}))
 		w := world{merges: map[string]int{}, good: map[string]bool{}, fixed: map[string]bool{}, passed: map[string]bool{}, reverts: map[string]int{}}
 		stored := map[string]Run{}
@@ -403,11 +403,22 @@ func TestRandomInterleavings(t *testing.T) {
 				if w.merges[pe.batch] > 0 {
 					return Merged{CommitID: "m-" + pe.batch, AlreadyPublished: true}
 				}
-				if transient {
-					return StepFailed{Step: StepPublish, Class: Transient, Err: "423 locked"}
-				}
 				if pe.run.Report == nil || !pe.run.Report.Passed || !w.passed[pe.run.SealedCommit] {
 					t.Fatalf("seed %d: publish effect for %s without a passing audit of %s", seed, pe.batch, pe.run.SealedCommit)
+				}
+				if transient {
+					sf := StepFailed{Step: StepPublish, Class: Transient, Err: "423 locked"}
+					if rng.IntN(2) == 0 {
+						// The merge lands after the step's deadline: its
+						// answer and the look after it are lost.
+						w.merges[pe.batch]++
+						sf.Err = "context deadline exceeded"
+					}
+					if cur := stored[pe.batch]; cur.State == StatePublishing && m.Fails(cur, sf, now) && w.merges[pe.batch] > 0 {
+						// The runner's last look before the run fails finds it.
+						return Merged{CommitID: "m-" + pe.batch, AlreadyPublished: true}
+					}
+					return sf
 				}
 				w.merges[pe.batch]++
 				return Merged{CommitID: "m-" + pe.batch}
@@ -488,7 +499,7 @@ func TestRandomInterleavings(t *testing.T) {
 		remedied := map[string]bool{}
 		remedyDue := func() bool {
 			for b, r := range stored {
-				if r.State == StateFailed && w.merges[b] > 0 && !remedied[b] {
+				if r.State == StatePublished && r.Revert == nil && w.reverts[b] > 0 && !remedied[b] {
 					return true
 				}
 			}
@@ -502,13 +513,16 @@ func TestRandomInterleavings(t *testing.T) {
 					apply(pe.batch, out)
 				}
 			}
-			// A merge whose outcome was lost while its run ran out of
-			// retries leaves the run failed with the batch on main: the
-			// operator's retry is the remedy (it looks before merging).
+			// A revert made whose outcome was lost in a crash, while its
+			// later attempts failed until the retry budget ran out, leaves
+			// the run published without its revert: the operator asks
+			// again and the revert step finds the revert made. (A merge
+			// in the same case no longer needs the operator: the runner
+			// looks once more before a publish fails.)
 			for _, b := range slices.Sorted(maps.Keys(stored)) {
-				if stored[b].State == StateFailed && w.merges[b] > 0 && !remedied[b] {
+				if r := stored[b]; r.State == StatePublished && r.Revert == nil && w.reverts[b] > 0 && !remedied[b] {
 					remedied[b] = true
-					apply(b, retryReq(b, "remedy"))
+					apply(b, revertReq(b, "remedy"))
 				}
 			}
 			now = now.Add(15 * time.Second)
@@ -537,8 +551,9 @@ func TestRandomInterleavings(t *testing.T) {
 				t.Fatalf("seed %d: batch %s has unsent results %+v", seed, b, r.Outbox)
 			}
 			// A batch whose writes never all came ends at its deadline,
-			// within one step of the simulated clock (30 s at most).
-			if r.Reason == schemas.ReasonWriteTimeout {
+			// within one step of the simulated clock (30 s at most); one
+			// an operator retried after its deadline ends at the retry.
+			if r.Reason == schemas.ReasonWriteTimeout && r.Retries == 0 {
 				if late := terminalAt[b].Sub(r.Deadline); late < 0 || late > 30*time.Second {
 					t.Fatalf("seed %d: batch %s timed out %v after its deadline", seed, b, late)
 				}
