@@ -40,6 +40,8 @@ type Lake interface {
 	// commit id. A source with nothing to bring gives an error wrapping
 	// ErrNoChanges (never an empty merge commit).
 	Merge(ctx context.Context, repo, source, dest, message string, meta map[string]string) (commitID string, err error)
+	// Head returns the id of the commit ref points at now.
+	Head(ctx context.Context, repo, ref string) (commitID string, err error)
 	// ChangedPaths lists the paths ref changes (added, changed or removed)
 	// against its merge-base with base: what merging ref into base brings.
 	ChangedPaths(ctx context.Context, repo, base, ref string) ([]string, error)

@@ -29,7 +29,8 @@ type AuditRequest struct {
 	Dataset    string
 	Repository string
 	Ref        string // the sealed commit of the batch branch
-	BaseRef    string // the target, for comparisons and batch scope
+	BaseRef    string // the target's commit, for comparisons and batch scope
+	BaseName   string // how reports name the base: the target branch
 	BatchTime  time.Time
 }
 
@@ -789,12 +790,19 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 		}
 		r.failpoint("during_audit")
 		// The tables-only rule and the audit's batch scope ask for the same
-		// diff of the sealed commit against the target: ask lakeFS once.
+		// diff of the sealed commit against the target: ask lakeFS once,
+		// against the target's commit (the audit's cache key names it, and
+		// a diff against a fixed commit does not contend with merges into
+		// the branch).
 		ctx := WithDiffMemo(ctx)
+		base, err := r.cfg.Lake.Head(ctx, run.Repository, run.Target)
+		if err != nil {
+			return failed(log, StepAudit, err)
+		}
 		if spec, ok := r.cfg.Datasets(run.Dataset); ok && len(spec.TablePaths) > 0 {
 			// The merge takes everything the sealed commit changes; the
 			// audit reads only the tables. Anything else must be allowed.
-			changed, err := r.cfg.Lake.ChangedPaths(ctx, run.Repository, run.Target, commit)
+			changed, err := r.cfg.Lake.ChangedPaths(ctx, run.Repository, base, commit)
 			if err != nil {
 				return failed(log, StepAudit, err)
 			}
@@ -804,7 +812,7 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 			}
 		}
 		rep, err := r.cfg.Auditor.Audit(ctx, AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
-			Ref: commit, BaseRef: run.Target, BatchTime: run.BatchTime})
+			Ref: commit, BaseRef: base, BaseName: run.Target, BatchTime: run.BatchTime})
 		if err != nil {
 			return failed(log, StepAudit, err)
 		}

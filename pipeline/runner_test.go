@@ -104,6 +104,10 @@ func (l *fakeLake) Merge(_ context.Context, repo, source, _, _ string, meta map[
 	return id, nil
 }
 
+func (l *fakeLake) Head(_ context.Context, _, ref string) (string, error) {
+	return "head-of-" + ref, nil
+}
+
 func (l *fakeLake) ChangedPaths(context.Context, string, string, string) ([]string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -90,7 +90,7 @@ type auditor struct{ s *audit.Service }
 
 func (a auditor) Audit(ctx context.Context, req pipeline.AuditRequest) (schemas.AuditReport, error) {
 	rep, err := a.s.Audit(ctx, audit.Request{Dataset: req.Dataset, Repository: req.Repository,
-		Ref: req.Ref, BaseRef: req.BaseRef, BatchTime: req.BatchTime})
+		Ref: req.Ref, BaseRef: req.BaseRef, BaseName: req.BaseName, BatchTime: req.BatchTime})
 	if errors.Is(err, audit.ErrInfrastructure) {
 		// Out of memory, a base that cannot be resolved and the like:
 		// retried within runner.retry_budget, then the batch fails (not

@@ -317,6 +317,12 @@ func (c *Client) walkLog(ctx context.Context, repo, ref string, limit int, first
 	return nil
 }
 
+// Head returns the id of the commit ref points at (pipeline.Lake).
+func (c *Client) Head(ctx context.Context, repo, ref string) (string, error) {
+	cm, err := c.GetCommit(ctx, repo, ref)
+	return cm.ID, err
+}
+
 // GetCommit returns the commit ref points at; ref may be a branch, a tag
 // or a commit id.
 func (c *Client) GetCommit(ctx context.Context, repo, ref string) (Commit, error) {
