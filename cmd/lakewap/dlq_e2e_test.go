@@ -21,6 +21,7 @@ import (
 	"github.com/lakewap/lakewap/ingest"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/internal/opclient"
 	"github.com/lakewap/lakewap/schemas"
 	"github.com/lakewap/lakewap/schemas/registrytest"
 )
@@ -153,7 +154,7 @@ func TestEndToEndDeadLetters(t *testing.T) {
 	letters := readTopicUntil(ctx, t, e.Stack.KafkaBrokers, e.cfg.Kafka.DeadLetterTopic, len(all))
 	byCase := map[string]kafka.Message{}
 	for _, m := range letters {
-		name, _ := headerValue(m.Headers, headerTestCase)
+		name, _ := opclient.HeaderValue(m.Headers, headerTestCase)
 		if _, dup := byCase[name]; dup || name == "" {
 			t.Errorf("unexpected dead letter (case %q, key %q, reason %q)", name, m.Key, headerOf(m, consumer.HeaderDLQReason))
 		}
@@ -189,7 +190,7 @@ func TestEndToEndDeadLetters(t *testing.T) {
 			}
 			// The partition and offset point at the original message.
 			orig := readAt(ctx, t, e.Stack.KafkaBrokers, e.cfg.Kafka.InputTopic, p, off)
-			if name, _ := headerValue(orig.Headers, headerTestCase); name != b.name {
+			if name, _ := opclient.HeaderValue(orig.Headers, headerTestCase); name != b.name {
 				t.Errorf("input %d/%d is case %q, want %q", p, off, name, b.name)
 			}
 			if b.abortedDetail != "" {
@@ -319,7 +320,7 @@ func (p *requestTap) watch(path string) <-chan struct{} {
 }
 
 func headerOf(m kafka.Message, key string) string {
-	v, _ := headerValue(m.Headers, key)
+	v, _ := opclient.HeaderValue(m.Headers, key)
 	return v
 }
 

@@ -1,28 +1,17 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/opclient"
 	"github.com/lakewap/lakewap/schemas"
-)
-
-// Default topic names, as config.Defaults sets them.
-const (
-	defaultInputTopic   = "wap.events"
-	defaultResultsTopic = "wap.results"
 )
 
 const emitUsage = `Usage:
@@ -63,7 +52,7 @@ func cmdEmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	case o.jsonPath != "":
 		var err error
-		if events, err = readEventsFile(o.jsonPath, now); err != nil {
+		if events, err = opclient.ReadEventsFile(o.jsonPath, now); err != nil {
 			fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
 			return 2
 		}
@@ -86,17 +75,17 @@ func cmdEmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
 		return 2
 	}
-	defer t.close()
-	topic := t.topic(o.kafka.topic, func(k config.Kafka) string { return k.InputTopic }, defaultInputTopic)
+	defer t.Close()
+	topic := t.Topic(o.kafka.topic, func(k config.Kafka) string { return k.InputTopic })
 	if !o.noValidate {
-		if err := checkEvents(events, t, topic, now); err != nil {
+		if err := t.Check(events, topic, now); err != nil {
 			fmt.Fprintf(stderr, "lakewap emit: nothing sent: %v\n", err)
 			return 1
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	if err := emitEvents(ctx, t, topic, events, stdout); err != nil {
+	if err := t.Emit(ctx, topic, events, func(r opclient.Record) error { return printRecord(stdout, r) }); err != nil {
 		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
 		return 1
 	}
@@ -113,7 +102,7 @@ type emitOptions struct {
 // register defines emit's own flags on fs, with the values parsed so far
 // as defaults, so they may come before or after the event name.
 func (o *emitOptions) register(fs *flag.FlagSet) {
-	o.kafka.register(fs, "topic to send to (default: the config's input topic, else "+defaultInputTopic+")")
+	o.kafka.register(fs, "topic to send to (default: the config's input topic, else wap.events)")
 	fs.StringVar(&o.jsonPath, "json", o.jsonPath, "read events from `FILE` (- for stdin) instead of flags")
 	fs.BoolVar(&o.noValidate, "no-validate", o.noValidate, "send events that fail validation (to try dead letters)")
 	if o.timeout == 0 {
@@ -134,74 +123,18 @@ func (f *kafkaFlags) register(fs *flag.FlagSet, topicHelp string) {
 	fs.StringVar(&f.config, "config", f.config, "lakewap config `FILE` to take brokers, security, topics, registry and datasets from")
 }
 
-// kafkaTarget is a connection to Kafka (and maybe a registry) for the
-// command-line tools.
-type kafkaTarget struct {
-	cfg       *config.Config // nil without --config
-	brokers   []string
-	transport *kafka.Transport
-	dialer    *kafka.Dialer
-	codec     *schemas.Codec
+func (f kafkaFlags) connect() (*opclient.Target, error) {
+	return opclient.Connect(f.config, splitList(f.brokers), f.registry)
 }
 
-func (f kafkaFlags) connect() (*kafkaTarget, error) {
-	if f.config != "" {
-		cfg, err := config.Load(f.config)
-		if err != nil {
-			return nil, fmt.Errorf("config %s:\n%w", f.config, err)
-		}
-		if f.brokers != "" {
-			cfg.Kafka.Brokers = splitList(f.brokers)
-		}
-		return targetOf(cfg, f.registry)
+// printRecord prints r as a JSON line.
+func printRecord(w io.Writer, r opclient.Record) error {
+	line, err := json.Marshal(r)
+	if err == nil {
+		_, err = fmt.Fprintf(w, "%s\n", line)
 	}
-	t := &kafkaTarget{brokers: splitList(f.brokers), transport: &kafka.Transport{},
-		dialer: &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true}}
-	if len(t.brokers) == 0 {
-		t.brokers = []string{"127.0.0.1:9092"}
-	}
-	var err error
-	if t.codec, err = (config.Kafka{SchemaRegistry: f.registry}).Codec(); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return err
 }
-
-// targetOf connects to the Kafka (and registry, unless registry overrides
-// it) of cfg, with its security settings.
-func targetOf(cfg *config.Config, registry string) (*kafkaTarget, error) {
-	t := &kafkaTarget{cfg: cfg, brokers: cfg.Kafka.Brokers}
-	if len(t.brokers) == 0 {
-		t.brokers = []string{"127.0.0.1:9092"}
-	}
-	s, err := cfg.Kafka.Security()
-	if err != nil {
-		return nil, err
-	}
-	if t.transport, err = s.Transport(); err != nil {
-		return nil, fmt.Errorf("kafka: %w", err)
-	}
-	if t.dialer, err = s.Dialer(); err != nil {
-		return nil, fmt.Errorf("kafka: %w", err)
-	}
-	if t.codec, err = (config.Kafka{SchemaRegistry: cmp.Or(registry, cfg.Kafka.SchemaRegistry)}).Codec(); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// topic is flagValue, else the config's topic, else def.
-func (t *kafkaTarget) topic(flagValue string, fromConfig func(config.Kafka) string, def string) string {
-	if flagValue != "" {
-		return flagValue
-	}
-	if t.cfg != nil && fromConfig(t.cfg.Kafka) != "" {
-		return fromConfig(t.cfg.Kafka)
-	}
-	return def
-}
-
-func (t *kafkaTarget) close() { t.transport.CloseIdleConnections() }
 
 func splitList(s string) []string {
 	var out []string
@@ -337,156 +270,4 @@ func parseDeadline(s string, from time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("--deadline %q is neither a duration (2h) nor an RFC 3339 time", s)
 	}
 	return t.UTC(), nil
-}
-
-// readEventsFile reads the JSON events of path ("-" is stdin).
-func readEventsFile(path string, now time.Time) ([]schemas.Event, error) {
-	var r io.Reader = os.Stdin
-	if path != "-" {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		r = f
-	}
-	return readEvents(r, now)
-}
-
-// readEvents reads concatenated JSON documents (one per line or spread over
-// lines), each an event with a "type" field naming its type. An input event
-// without occurred_at gets now.
-func readEvents(r io.Reader, now time.Time) ([]schemas.Event, error) {
-	dec := json.NewDecoder(r)
-	var out []schemas.Event
-	for n := 1; ; n++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return nil, fmt.Errorf("JSON document %d: %w", n, err)
-		}
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &fields); err != nil {
-			return nil, fmt.Errorf("JSON document %d: want an object: %w", n, err)
-		}
-		var typ string
-		if err := json.Unmarshal(fields["type"], &typ); err != nil || typ == "" {
-			return nil, fmt.Errorf("JSON document %d: no \"type\" naming the event (BatchLanded, WriteComplete, BatchCancelled)", n)
-		}
-		delete(fields, "type")
-		if _, ok := fields["occurred_at"]; !ok && isInputType(typ) {
-			fields["occurred_at"], _ = json.Marshal(now)
-		}
-		doc, err := json.Marshal(fields)
-		if err != nil {
-			return nil, err
-		}
-		ev, err := schemas.FromJSON(typ, doc)
-		if err != nil {
-			return nil, fmt.Errorf("JSON document %d: %w", n, err)
-		}
-		out = append(out, ev)
-	}
-}
-
-// isInputType reports whether name (in any spelling FromJSON accepts) is
-// an input event type.
-func isInputType(name string) bool {
-	n := strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(name))
-	for _, t := range []string{schemas.TypeBatchLanded, schemas.TypeWriteComplete, schemas.TypeBatchCancelled, schemas.TypeRetryRequested, schemas.TypeRevertRequested} {
-		if n == strings.ToLower(t) {
-			return true
-		}
-	}
-	return false
-}
-
-// checkEvents validates events as the daemon would: the dataset is checked
-// against the config when there is one. Result events are refused on the
-// input topic, where the daemon would dead-letter them.
-func checkEvents(events []schemas.Event, t *kafkaTarget, topic string, now time.Time) error {
-	var known func(string) bool
-	inputTopic := defaultInputTopic
-	if t.cfg != nil {
-		known = func(d string) bool { _, ok := t.cfg.Datasets[d]; return ok }
-		inputTopic = t.cfg.Kafka.InputTopic
-	}
-	var errs []error
-	for i, ev := range events {
-		if topic == inputTopic && !isInputType(ev.EventType()) {
-			errs = append(errs, fmt.Errorf("event %d: %s is a result event; lakewap reads only BatchLanded, WriteComplete, BatchCancelled, RetryRequested and RevertRequested from %s",
-				i+1, ev.EventType(), topic))
-			continue
-		}
-		if err := schemas.Validate(ev, known, now); err != nil {
-			errs = append(errs, fmt.Errorf("event %d (%s %q): %w", i+1, ev.EventType(), ev.Batch(), err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// emitEvents sends events one by one, in order, and prints each once the
-// broker has acknowledged it.
-func emitEvents(ctx context.Context, t *kafkaTarget, topic string, events []schemas.Event, stdout io.Writer) error {
-	for i, ev := range events {
-		msg, err := sendEvent(ctx, t, topic, ev, -1)
-		if err != nil {
-			return fmt.Errorf("event %d (%s %q) not sent (%d sent before it): %w", i+1, ev.EventType(), ev.Batch(), i, err)
-		}
-		line, err := json.Marshal(recordOf(ctx, msg, t.codec, false))
-		if err != nil {
-			return err
-		}
-		if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// record is one Kafka message as emit and tail print it.
-type record struct {
-	Topic     string            `json:"topic"`
-	Partition int               `json:"partition"`
-	Offset    int64             `json:"offset"`
-	Time      string            `json:"time,omitempty"`
-	Key       string            `json:"key"`
-	Type      string            `json:"type,omitempty"`
-	Event     json.RawMessage   `json:"event,omitempty"`
-	Headers   map[string]string `json:"headers,omitempty"`
-	// ValueBase64 is the raw value, for values that did not decode and for
-	// dead letters (whose value is the original message's).
-	ValueBase64 string `json:"value_base64,omitempty"`
-	DecodeError string `json:"decode_error,omitempty"`
-}
-
-// recordOf decodes msg for printing. Dead letters (with a wap.dlq.reason
-// header) always carry their raw value.
-func recordOf(ctx context.Context, msg kafka.Message, codec *schemas.Codec, raw bool) record {
-	r := record{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Key: string(msg.Key)}
-	if !msg.Time.IsZero() {
-		r.Time = msg.Time.UTC().Format(time.RFC3339Nano)
-	}
-	if len(msg.Headers) > 0 {
-		r.Headers = make(map[string]string, len(msg.Headers))
-		for _, h := range msg.Headers {
-			r.Headers[h.Key] = string(h.Value)
-		}
-	}
-	ev, err := codec.Decode(ctx, msg.Value)
-	if err == nil {
-		if r.Event, err = schemas.ToJSON(ev); err == nil {
-			r.Type = ev.EventType()
-		}
-	}
-	if err != nil {
-		r.DecodeError = err.Error()
-		r.Type = r.Headers[schemas.HeaderEventType]
-		raw = true
-	}
-	if raw {
-		r.ValueBase64 = base64.StdEncoding.EncodeToString(msg.Value)
-	}
-	return r
 }

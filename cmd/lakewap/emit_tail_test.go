@@ -17,6 +17,7 @@ import (
 
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/internal/opclient"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -28,14 +29,14 @@ func runCLI(args ...string) (code int, stdout, stderr string) {
 }
 
 // records parses JSON lines as emit and tail print them.
-func records(t *testing.T, out string) []record {
+func records(t *testing.T, out string) []opclient.Record {
 	t.Helper()
-	var rs []record
+	var rs []opclient.Record
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if line == "" {
 			continue
 		}
-		var r record
+		var r opclient.Record
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("not a JSON record: %q: %v", line, err)
 		}
@@ -224,7 +225,7 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("tail dlq: exit %d: %s", code, errOut)
 		}
-		byKey := map[string]record{}
+		byKey := map[string]opclient.Record{}
 		for _, r := range records(t, out) {
 			byKey[r.Key] = r
 		}

@@ -29,6 +29,7 @@ var allowedImports = map[string][]string{
 	"internal/devstack":   {"internal/kafkaready"},
 	"internal/metrics":    {"pipeline"},
 	"internal/runs":       {"consumer", "internal/config", "pipeline"},
+	"internal/opclient":   {"consumer", "internal/config", "schemas"},
 	"internal/harness":    {"audit", "internal/config", "internal/devstack", "internal/runs", "pipeline", "pipeline/lakefs", "schemas"},
 }
 

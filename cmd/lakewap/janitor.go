@@ -16,6 +16,7 @@ import (
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/internal/metrics"
+	"github.com/lakewap/lakewap/internal/opclient"
 	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
@@ -169,12 +170,12 @@ func cancelRun(ctx context.Context, cfg *config.Config, store *runs.Store, run p
 	if err != nil {
 		return err
 	}
-	t, err := targetOf(cfg, "")
+	t, err := opclient.Of(cfg, "")
 	if err != nil {
 		return err
 	}
-	defer t.close()
+	defer t.Close()
 	ev := schemas.BatchCancelled{BatchID: run.BatchID, Dataset: run.Dataset, Reason: reason, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
-	_, err = sendEvent(ctx, t, cfg.Kafka.InputTopic, ev, sr.Partition)
+	_, err = t.Send(ctx, cfg.Kafka.InputTopic, ev, sr.Partition)
 	return err
 }

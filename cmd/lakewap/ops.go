@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,6 +15,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/opclient"
 	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -108,12 +108,12 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 			return exitUsage
 		}
 	}
-	t, err := targetOf(cfg, "")
+	t, err := opclient.Of(cfg, "")
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
 		return exitUsage
 	}
-	defer t.close()
+	defer t.Close()
 	dataset, _, err := datasetOfBatch(ctx, cfg, f.batch, f.dataset)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
@@ -126,10 +126,13 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
 		return exitUsage
 	}
-	ans, err := askDaemon(ctx, t, cfg.Kafka, req, id, f.timeout, stdout)
+	ans, err := t.Ask(ctx, cfg.Kafka, req, id, f.timeout, func(sent kafka.Message) {
+		fmt.Fprintf(stdout, "%s %s sent to %s (partition %d, offset %d); waiting up to %s for the daemon's answer\n",
+			req.EventType(), id, cfg.Kafka.InputTopic, sent.Partition, sent.Offset, f.timeout)
+	})
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
-		if errors.Is(err, errNoAnswer) {
+		if errors.Is(err, opclient.ErrNoAnswer) {
 			return exitNoAnswer
 		}
 		return exitNotDone
@@ -144,96 +147,6 @@ func newRequestID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return "req-" + hex.EncodeToString(b)
-}
-
-var errNoAnswer = errors.New("no lakewap daemon answered")
-
-// askDaemon sends req to the input topic and returns the first result
-// event that answers it. The results topic is read from the ends it had
-// before the request was sent, so no earlier event is taken for the answer.
-func askDaemon(ctx context.Context, t *kafkaTarget, k config.Kafka, req schemas.Event, id string, timeout time.Duration, w io.Writer) (schemas.Event, error) {
-	_, ends, err := offsets(ctx, t, k.ResultsTopic)
-	if err != nil {
-		return nil, err
-	}
-	sent, err := sendEvent(ctx, t, k.InputTopic, req, -1)
-	if err != nil {
-		return nil, fmt.Errorf("request not sent: %w", err)
-	}
-	fmt.Fprintf(w, "%s %s sent to %s (partition %d, offset %d); waiting up to %s for the daemon's answer\n",
-		req.EventType(), id, k.InputTopic, sent.Partition, sent.Offset, timeout)
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ans, err := awaitAnswer(wctx, t, k.ResultsTopic, ends, req.Batch(), id)
-	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
-		return nil, fmt.Errorf("%w request %s within %s. The request stays on %s (partition %d, offset %d): the daemon that owns that partition (consumer group %s) carries it out when it runs; see lakewap runs -batch %s",
-			errNoAnswer, id, timeout, k.InputTopic, sent.Partition, sent.Offset, k.GroupID, req.Batch())
-	}
-	return ans, err
-}
-
-// sendEvent writes req as upstream writes inputs: key = batch id, type
-// and batch id in headers, acknowledged by every in-sync replica; to the
-// partition of its key, or to partition when that is not negative. It
-// returns the message as written (with its partition and offset).
-func sendEvent(ctx context.Context, t *kafkaTarget, topic string, req schemas.Event, partition int) (kafka.Message, error) {
-	value, err := t.codec.Encode(ctx, topic, req)
-	if err != nil {
-		return kafka.Message{}, err
-	}
-	msg := kafka.Message{Key: []byte(req.Batch()), Value: value}
-	for k, v := range schemas.Headers(req) {
-		msg.Headers = append(msg.Headers, kafka.Header{Key: k, Value: []byte(v)})
-	}
-	var balancer kafka.Balancer = &kafka.Murmur2Balancer{}
-	if partition >= 0 {
-		balancer = kafka.BalancerFunc(func(kafka.Message, ...int) int { return partition })
-	}
-	done := make(chan kafka.Message, 1)
-	wr := &kafka.Writer{Addr: kafka.TCP(t.brokers...), Topic: topic, Balancer: balancer,
-		RequiredAcks: kafka.RequireAll, BatchSize: 1, Transport: t.transport,
-		Completion: func(msgs []kafka.Message, err error) {
-			if err == nil && len(msgs) > 0 {
-				done <- msgs[len(msgs)-1]
-			}
-		}}
-	defer wr.Close()
-	if err := wr.WriteMessages(ctx, msg); err != nil {
-		return kafka.Message{}, err
-	}
-	select {
-	case m := <-done:
-		return m, nil
-	default:
-		return msg, nil
-	}
-}
-
-// answers are the event types that end an operator's request.
-var answers = map[string]bool{schemas.TypeBatchPublished: true, schemas.TypeBatchAborted: true, schemas.TypeBatchFailed: true,
-	schemas.TypeBatchReverted: true, schemas.TypeRequestRefused: true}
-
-// awaitAnswer reads every partition of topic from its offset in from until
-// a message of batch carries request in its wap.request_id header.
-func awaitAnswer(ctx context.Context, t *kafkaTarget, topic string, from map[int]int64, batch, request string) (schemas.Event, error) {
-	var found schemas.Event
-	err := readPartitions(ctx, t, topic, from, nil, func(m kafka.Message) bool {
-		id, _ := headerValue(m.Headers, schemas.HeaderRequestID)
-		typ, _ := headerValue(m.Headers, schemas.HeaderEventType)
-		if id != request || string(m.Key) != batch || !answers[typ] {
-			return false // another batch's, another request's, or on the way (BranchReady of a retried branch)
-		}
-		ev, err := t.codec.Decode(ctx, m.Value)
-		if err != nil {
-			return false
-		}
-		found = ev
-		return true
-	})
-	if found != nil {
-		return found, nil
-	}
-	return nil, cmp.Or(err, ctx.Err())
 }
 
 // printAnswer prints what the daemon answered, then the event as a JSON

@@ -1,0 +1,254 @@
+// Package opclient is the operator's client to lakewap's Kafka topics, for
+// the command-line tools (lakewap emit, tail, retry, cancel, revert,
+// janitor): it connects as a config (or flags) says, reads events from
+// JSON, checks and sends them as upstream does, reads topics, and asks the
+// daemon: it sends an operator request and waits for the result event that
+// carries the request's id. Printing is the commands' business.
+package opclient
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Target is a connection to Kafka (and maybe a schema registry).
+type Target struct {
+	Config    *config.Config // without a config file, the defaults and the brokers
+	brokers   []string
+	transport *kafka.Transport
+	dialer    *kafka.Dialer
+	codec     *schemas.Codec
+}
+
+// Connect connects as the config file at path says (when path is not
+// empty), with brokers and registry, when given, overriding it.
+func Connect(path string, brokers []string, registry string) (*Target, error) {
+	cfg := &config.Config{}
+	if cfg.Defaults(); path != "" {
+		var err error
+		if cfg, err = config.Load(path); err != nil {
+			return nil, fmt.Errorf("config %s:\n%w", path, err)
+		}
+	}
+	if len(brokers) > 0 {
+		cfg.Kafka.Brokers = brokers
+	}
+	return Of(cfg, registry)
+}
+
+// Of connects to the Kafka (and registry, unless registry overrides it) of
+// cfg, with its security settings.
+func Of(cfg *config.Config, registry string) (*Target, error) {
+	t := &Target{Config: cfg, brokers: cfg.Kafka.Brokers}
+	if len(t.brokers) == 0 {
+		t.brokers = []string{"127.0.0.1:9092"}
+	}
+	s, err := cfg.Kafka.Security()
+	if err != nil {
+		return nil, err
+	}
+	if t.transport, err = s.Transport(); err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	if t.dialer, err = s.Dialer(); err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	if t.codec, err = (config.Kafka{SchemaRegistry: cmp.Or(registry, cfg.Kafka.SchemaRegistry)}).Codec(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Topic is flagValue, else the config's topic.
+func (t *Target) Topic(flagValue string, fromConfig func(config.Kafka) string) string {
+	return cmp.Or(flagValue, fromConfig(t.Config.Kafka))
+}
+
+// Close closes the idle connections.
+func (t *Target) Close() { t.transport.CloseIdleConnections() }
+
+// ReadEventsFile reads the JSON events of path ("-" is stdin).
+func ReadEventsFile(path string, now time.Time) ([]schemas.Event, error) {
+	if path == "-" {
+		return ReadEvents(os.Stdin, now)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadEvents(f, now)
+}
+
+// ReadEvents reads concatenated JSON documents (one per line or spread over
+// lines), each an event with a "type" field naming its type. An input event
+// without occurred_at gets now.
+func ReadEvents(r io.Reader, now time.Time) ([]schemas.Event, error) {
+	dec := json.NewDecoder(r)
+	fold := strings.NewReplacer("-", "", "_", "")
+	var out []schemas.Event
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("JSON document %d: %w", n, err)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return nil, fmt.Errorf("JSON document %d: want an object: %w", n, err)
+		}
+		var typ string
+		if err := json.Unmarshal(fields["type"], &typ); err != nil || typ == "" {
+			return nil, fmt.Errorf("JSON document %d: no \"type\" naming the event (BatchLanded, WriteComplete, BatchCancelled)", n)
+		}
+		delete(fields, "type")
+		isInput := slices.ContainsFunc(schemas.InputTypes(), func(t string) bool { return strings.EqualFold(t, fold.Replace(typ)) })
+		if _, ok := fields["occurred_at"]; !ok && isInput {
+			fields["occurred_at"], _ = json.Marshal(now)
+		}
+		doc, err := json.Marshal(fields)
+		if err != nil {
+			return nil, err
+		}
+		ev, err := schemas.FromJSON(typ, doc)
+		if err != nil {
+			return nil, fmt.Errorf("JSON document %d: %w", n, err)
+		}
+		out = append(out, ev)
+	}
+}
+
+// Check validates events as the daemon would: the dataset is checked
+// against the config when there is one. Result events are refused on the
+// input topic, where the daemon would dead-letter them.
+func (t *Target) Check(events []schemas.Event, topic string, now time.Time) error {
+	var known func(string) bool // without a config file, any dataset
+	if len(t.Config.Datasets) > 0 {
+		known = func(d string) bool { _, ok := t.Config.Datasets[d]; return ok }
+	}
+	var errs []error
+	for i, ev := range events {
+		if topic == t.Config.Kafka.InputTopic && !schemas.IsInput(ev) {
+			errs = append(errs, fmt.Errorf("event %d: %s is a result event; lakewap reads only %s from %s",
+				i+1, ev.EventType(), strings.Join(schemas.InputTypes(), ", "), topic))
+			continue
+		}
+		if err := schemas.Validate(ev, known, now); err != nil {
+			errs = append(errs, fmt.Errorf("event %d (%s %q): %w", i+1, ev.EventType(), ev.Batch(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Emit sends events one by one, in order, and hands each to sent once the
+// broker has acknowledged it.
+func (t *Target) Emit(ctx context.Context, topic string, events []schemas.Event, sent func(Record) error) error {
+	for i, ev := range events {
+		msg, err := t.Send(ctx, topic, ev, -1)
+		if err != nil {
+			return fmt.Errorf("event %d (%s %q) not sent (%d sent before it): %w", i+1, ev.EventType(), ev.Batch(), i, err)
+		}
+		if err := sent(t.Record(ctx, msg, false)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Send writes ev as upstream writes inputs: key = batch id, type and
+// batch id in headers, acknowledged by every in-sync replica; to the
+// partition of its key, or to partition when that is not negative. It
+// returns the message as written (with its partition and offset).
+func (t *Target) Send(ctx context.Context, topic string, ev schemas.Event, partition int) (kafka.Message, error) {
+	value, err := t.codec.Encode(ctx, topic, ev)
+	if err != nil {
+		return kafka.Message{}, err
+	}
+	msg := kafka.Message{Key: []byte(ev.Batch()), Value: value}
+	for k, v := range schemas.Headers(ev) {
+		msg.Headers = append(msg.Headers, kafka.Header{Key: k, Value: []byte(v)})
+	}
+	var balancer kafka.Balancer = &kafka.Murmur2Balancer{}
+	if partition >= 0 {
+		balancer = kafka.BalancerFunc(func(kafka.Message, ...int) int { return partition })
+	}
+	done := make(chan kafka.Message, 1)
+	wr := &kafka.Writer{Addr: kafka.TCP(t.brokers...), Topic: topic, Balancer: balancer,
+		RequiredAcks: kafka.RequireAll, BatchSize: 1, Transport: t.transport,
+		Completion: func(msgs []kafka.Message, err error) {
+			if err == nil && len(msgs) > 0 {
+				done <- msgs[len(msgs)-1]
+			}
+		}}
+	defer wr.Close()
+	if err := wr.WriteMessages(ctx, msg); err != nil {
+		return kafka.Message{}, err
+	}
+	select {
+	case m := <-done:
+		return m, nil
+	default:
+		return msg, nil
+	}
+}
+
+// Record is one Kafka message as emit and tail print it.
+type Record struct {
+	Topic     string            `json:"topic"`
+	Partition int               `json:"partition"`
+	Offset    int64             `json:"offset"`
+	Time      string            `json:"time,omitempty"`
+	Key       string            `json:"key"`
+	Type      string            `json:"type,omitempty"`
+	Event     json.RawMessage   `json:"event,omitempty"`
+	Headers   map[string]string `json:"headers,omitempty"`
+	// ValueBase64 is the raw value, for values that did not decode and for
+	// dead letters (whose value is the original message's).
+	ValueBase64 string `json:"value_base64,omitempty"`
+	DecodeError string `json:"decode_error,omitempty"`
+}
+
+// Record decodes msg for printing, with its raw value when raw is set or
+// the value does not decode.
+func (t *Target) Record(ctx context.Context, msg kafka.Message, raw bool) Record {
+	r := Record{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Key: string(msg.Key)}
+	if !msg.Time.IsZero() {
+		r.Time = msg.Time.UTC().Format(time.RFC3339Nano)
+	}
+	if len(msg.Headers) > 0 {
+		r.Headers = make(map[string]string, len(msg.Headers))
+		for _, h := range msg.Headers {
+			r.Headers[h.Key] = string(h.Value)
+		}
+	}
+	ev, err := t.codec.Decode(ctx, msg.Value)
+	if err == nil {
+		if r.Event, err = schemas.ToJSON(ev); err == nil {
+			r.Type = ev.EventType()
+		}
+	}
+	if err != nil {
+		r.DecodeError = err.Error()
+		r.Type = r.Headers[schemas.HeaderEventType]
+		raw = true
+	}
+	if raw {
+		r.ValueBase64 = base64.StdEncoding.EncodeToString(msg.Value)
+	}
+	return r
+}
