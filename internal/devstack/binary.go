@@ -122,7 +122,7 @@ func lockFile(ctx context.Context, logger *slog.Logger, path string) (unlock fun
 		return nil, fmt.Errorf("devstack: lock %s: %w", path, err)
 	}
 
-	logger.Info("waiting for another process to finish building lakeFS", "lock", path)
+	orDiscard(logger).Info("waiting for another process to finish building lakeFS", "lock", path)
 	locked := make(chan error, 1)
 	go func() { locked <- syscall.Flock(fd, syscall.LOCK_EX) }()
 	select {
