@@ -711,19 +711,26 @@ func (r *Runner) execute(p *partition, run Run, e Effect, t *publishTicket) {
 			f(e.Kind.String(), outcome(in), time.Since(start))
 		}
 	}
-	if t != nil {
-		// A publish stays in flight until its outcome is applied: a
-		// transition in between (a result event confirmed sent) would
-		// otherwise queue the same publish a second time.
-		if in != nil && p.ctx.Err() == nil {
-			r.internal(p, run.Key(), in)
-		}
-		r.done(p, run.Key(), e.Kind)
-		return
-	}
-	r.done(p, run.Key(), e.Kind)
+	// An effect stays in flight until its outcome is applied: a transition
+	// in between (another input of the run) would otherwise start the same
+	// effect a second time (the same event sent twice, a second seal).
+	// What the outcome's transition could not start while this one was in
+	// flight (the next outbox entry, say) starts once it is done.
 	if in != nil && p.ctx.Err() == nil {
 		r.internal(p, run.Key(), in)
+	}
+	r.done(p, run.Key(), e.Kind)
+	if in != nil && p.ctx.Err() == nil && t == nil {
+		r.resume(p, run.Key())
+	}
+}
+
+// resume starts the run's pending effects that are not in flight.
+func (r *Runner) resume(p *partition, key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if run, ok := p.runs[key]; ok {
+		r.start(p, key, r.m.Pending(run, r.cfg.Now()))
 	}
 }
 
