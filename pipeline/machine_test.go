@@ -236,24 +236,7 @@ func TestTransitionScenarios(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var r Run
-			for i, s := range tc.steps {
-				before, _ := json.Marshal(r)
-				next, effects := m.Transition(r, s.in, t0.Add(s.at))
-				if after, _ := json.Marshal(r); !bytes.Equal(before, after) {
-					t.Fatalf("step %d: Transition mutated its input", i)
-				}
-				if next.State != s.state {
-					t.Fatalf("step %d (%T): state %q, want %q", i, s.in, next.State, s.state)
-				}
-				if s.effects != nil && !slices.Equal(kinds(effects), s.effects) {
-					t.Errorf("step %d (%T): effects %v, want %v", i, s.in, kinds(effects), s.effects)
-				}
-				if s.check != nil {
-					s.check(t, next)
-				}
-				r = next
-			}
+			runSteps(t, m, tc.steps)
 		})
 	}
 }
@@ -615,5 +598,30 @@ func TestFailsPredictsTransition(t *testing.T) {
 	r, _ = m.Transition(r, transient, t0)
 	if m.Fails(r, transient, t0.Add(30*time.Second)) || !m.Fails(r, transient, t0.Add(time.Minute)) {
 		t.Errorf("Fails of a second transient failure: want false inside the budget, true at its end")
+	}
+}
+
+// runSteps applies steps in order from an empty run, checking after each
+// that Transition left its input alone and gave the step's state, effects
+// and check.
+func runSteps(t *testing.T, m Machine, steps []step) {
+	t.Helper()
+	var r Run
+	for i, s := range steps {
+		before, _ := json.Marshal(r)
+		next, effects := m.Transition(r, s.in, t0.Add(s.at))
+		if after, _ := json.Marshal(r); !bytes.Equal(before, after) {
+			t.Fatalf("step %d: Transition mutated its input", i)
+		}
+		if next.State != s.state {
+			t.Fatalf("step %d (%T): state %q, want %q", i, s.in, next.State, s.state)
+		}
+		if s.effects != nil && !slices.Equal(kinds(effects), s.effects) {
+			t.Errorf("step %d (%T): effects %v, want %v", i, s.in, kinds(effects), s.effects)
+		}
+		if s.check != nil {
+			s.check(t, next)
+		}
+		r = next
 	}
 }

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -156,24 +155,7 @@ func TestOperatorRequests(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var r Run
-			for i, s := range tc.steps {
-				before, _ := json.Marshal(r)
-				next, effects := m.Transition(r, s.in, t0.Add(s.at))
-				if after, _ := json.Marshal(r); !bytes.Equal(before, after) {
-					t.Fatalf("step %d: Transition mutated its input", i)
-				}
-				if next.State != s.state {
-					t.Fatalf("step %d (%T): state %q, want %q", i, s.in, next.State, s.state)
-				}
-				if s.effects != nil && !slices.Equal(kinds(effects), s.effects) {
-					t.Errorf("step %d (%T): effects %v, want %v", i, s.in, kinds(effects), s.effects)
-				}
-				if s.check != nil {
-					s.check(t, next)
-				}
-				r = next
-			}
+			runSteps(t, m, tc.steps)
 		})
 	}
 }
