@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,7 +20,6 @@ import (
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
-	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -71,7 +71,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	ds, ok := cfg.Datasets[*dataset]
 	if !ok {
-		fmt.Fprintf(stderr, "lakewap audit: dataset %q is not in %s (it has %s)\n", *dataset, *path, strings.Join(datasetNames(cfg), ", "))
+		fmt.Fprintf(stderr, "lakewap audit: dataset %q is not in %s (it has %s)\n", *dataset, *path, strings.Join(slices.Sorted(maps.Keys(cfg.Datasets)), ", "))
 		return auditError
 	}
 	baseRef := ds.Target
@@ -81,46 +81,50 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	})
 	log := newLogger(stderr, cfg.Log.Format, "warn")
-	if *local != "" {
-		return auditLocal(ctx, cfg, ds, *local, pipeline.AuditRequest{Dataset: *dataset, Repository: ds.Repository,
-			Ref: *ref, BaseRef: baseRef, BatchTime: batchTime}, *asJSON, stdout, stderr, log)
-	}
-	lake, err := lakeClient(cfg, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
-		return auditError
-	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.Std())
 	defer cancel()
-	// The audit reads one commit: a branch that moves meanwhile does not
-	// mix two versions into one report.
-	head, err := lake.GetCommit(ctx, ds.Repository, *ref)
-	if err != nil {
-		if errors.Is(err, pipeline.ErrNotFound) {
-			fmt.Fprintf(stderr, "lakewap audit: ref %q not found in repository %s: %v\n", *ref, ds.Repository, err)
-		} else {
-			fmt.Fprintf(stderr, "lakewap audit: cannot read ref %q of %s: %v\n", *ref, ds.Repository, err)
+	req := pipeline.AuditRequest{Dataset: *dataset, Repository: ds.Repository, Ref: *ref, BaseRef: baseRef, BatchTime: batchTime}
+	var src audit.Source
+	if *local != "" {
+		src = audit.DirSource{Root: *local}
+		// -local: the suite over files on disk, laid out as DIR/<ref>/<table path>.
+		for _, r := range []string{req.Ref, req.BaseRef} {
+			if st, err := os.Stat(filepath.Join(*local, r)); r != "" && (err != nil || !st.IsDir() || strings.ContainsAny(r, `/\`)) {
+				fmt.Fprintf(stderr, "lakewap audit: -local: ref %q is not a directory in %s\n", r, *local)
+				return auditError
+			}
 		}
-		return auditError
-	}
-	if baseRef != "" {
-		if _, err := lake.GetCommit(ctx, ds.Repository, baseRef); err != nil {
-			fmt.Fprintf(stderr, "lakewap audit: base ref %q of %s: %v\n", baseRef, ds.Repository, err)
+	} else {
+		lake, err := lakeClient(cfg, log, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
 			return auditError
 		}
+		src = auditSource{lake}
+		// The audit reads one commit: a branch that moves meanwhile does not
+		// mix two versions into one report.
+		head, err := lake.GetCommit(ctx, ds.Repository, *ref)
+		if errors.Is(err, pipeline.ErrNotFound) {
+			fmt.Fprintf(stderr, "lakewap audit: ref %q not found in repository %s: %v\n", *ref, ds.Repository, err)
+			return auditError
+		} else if err != nil {
+			fmt.Fprintf(stderr, "lakewap audit: cannot read ref %q of %s: %v\n", *ref, ds.Repository, err)
+			return auditError
+		}
+		req.Ref = head.ID
+		if baseRef != "" {
+			if _, err := lake.GetCommit(ctx, ds.Repository, baseRef); err != nil {
+				fmt.Fprintf(stderr, "lakewap audit: base ref %q of %s: %v\n", baseRef, ds.Repository, err)
+				return auditError
+			}
+		}
 	}
-	rep, err := auditOnce(ctx, cfg, lake, ds, pipeline.AuditRequest{Dataset: *dataset, Repository: ds.Repository,
-		Ref: head.ID, BaseRef: baseRef, BatchTime: batchTime}, log)
+	rep, err := auditOnce(ctx, cfg, src, req, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
 		return auditError
 	}
-	return auditResult(rep, *asJSON, *ref, baseRef, stdout, stderr)
-}
-
-// auditResult prints a report and returns the command's exit code.
-func auditResult(rep schemas.AuditReport, asJSON bool, ref, baseRef string, stdout, stderr io.Writer) int {
-	if asJSON {
+	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
@@ -128,21 +132,12 @@ func auditResult(rep schemas.AuditReport, asJSON bool, ref, baseRef string, stdo
 			return auditError
 		}
 	} else {
-		printAuditTable(stdout, rep, ref, baseRef)
+		printAuditTable(stdout, rep, *ref, baseRef)
 	}
 	if !rep.Passed {
 		return auditFailed
 	}
 	return auditPassed
-}
-
-func datasetNames(cfg *config.Config) []string {
-	names := make([]string, 0, len(cfg.Datasets))
-	for n := range cfg.Datasets {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // printAuditTable is the report for people: one row per check, then the
@@ -195,43 +190,15 @@ func cell(s string) string {
 	return runs.Printable(runs.Dash(s))
 }
 
-// auditLocal runs lakewap audit -local: the suite over files on disk, laid
-// out as DIR/<ref>/<table path>; no lakeFS is involved.
-func auditLocal(ctx context.Context, cfg *config.Config, ds config.Dataset, dir string, req pipeline.AuditRequest, asJSON bool,
-	stdout, stderr io.Writer, log *slog.Logger) int {
-	for _, ref := range []string{req.Ref, req.BaseRef} {
-		if ref == "" {
-			continue
-		}
-		if st, err := os.Stat(filepath.Join(dir, ref)); err != nil || !st.IsDir() || strings.ContainsAny(ref, `/\`) {
-			fmt.Fprintf(stderr, "lakewap audit: -local: ref %q is not a directory in %s\n", ref, dir)
-			return auditError
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.Std())
-	defer cancel()
-	rep, err := auditOnceFrom(ctx, cfg, audit.DirSource{Root: dir}, ds, req, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
-		return auditError
-	}
-	return auditResult(rep, asJSON, req.Ref, req.BaseRef, stdout, stderr)
-}
-
-// auditOnce runs a dataset's suite with an engine of its own.
-func auditOnce(ctx context.Context, cfg *config.Config, lake *lakefs.Client, ds config.Dataset, req pipeline.AuditRequest, log *slog.Logger) (schemas.AuditReport, error) {
-	return auditOnceFrom(ctx, cfg, auditSource{lake}, ds, req, log)
-}
-
-// auditOnceFrom is auditOnce reading the table files from src.
-func auditOnceFrom(ctx context.Context, cfg *config.Config, src audit.Source, ds config.Dataset, req pipeline.AuditRequest, log *slog.Logger) (schemas.AuditReport, error) {
+// auditOnce runs a dataset's suite over the tables of src with an engine of its own.
+func auditOnce(ctx context.Context, cfg *config.Config, src audit.Source, req pipeline.AuditRequest, log *slog.Logger) (schemas.AuditReport, error) {
 	engine, err := audit.New(cfg.AuditOptions(src, log))
 	if err != nil {
 		return schemas.AuditReport{}, fmt.Errorf("audit: %w", err)
 	}
 	defer engine.Close()
 	svc, err := audit.NewService(audit.ServiceOptions{Engine: engine, Concurrency: 1, Budget: cfg.Runner.StepTimeout.Std(),
-		Datasets: map[string]audit.Dataset{req.Dataset: {Repository: ds.Repository, Target: ds.Target, Suite: ds.Suite}}})
+		Datasets: cfg.AuditDatasets()})
 	if err != nil {
 		return schemas.AuditReport{}, err
 	}

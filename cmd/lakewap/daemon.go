@@ -94,7 +94,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}()
 
 	var err error
-	d.lake, err = lakeClientWith(cfg, log, metrics.LakeFSClient(reg))
+	d.lake, err = lakeClient(cfg, log, metrics.LakeFSClient(reg))
 	if err != nil {
 		return nil, err
 	}
@@ -288,13 +288,16 @@ func (d *daemon) publishingBatchTime(repo, sealed string) (time.Time, bool) {
 // offsets are committed, then the rest closes.
 func (d *daemon) Run(ctx context.Context) error {
 	defer d.close()
-	stopJanitor := d.startJanitor(ctx)
-	defer stopJanitor()
-	err := d.consumer.Run(ctx)
-	if errors.Is(err, context.Canceled) {
-		err = nil
+	if j := d.cfg.Janitor; j.On() { // stopped, a sweep in progress awaited, before the rest closes
+		jctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); d.janitor.Run(jctx, j.Interval.Std(), j.DryRun) }()
+		defer func() { stop(); <-done }()
 	}
-	return err
+	if err := d.consumer.Run(ctx); !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
 func (d *daemon) close() {
@@ -351,7 +354,7 @@ func (d *daemon) serveHTTP(addr string) error {
 		fmt.Fprintln(w, "ready")
 	})
 	d.httpLn = ln
-	d.http = newHTTPServer(mux, defaultHTTPLimits(d.cfg.Runner.StepTimeout.Std()))
+	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.Std())
 	go func() { _ = d.http.Serve(ln) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
@@ -375,23 +378,11 @@ func failpointFromEnv(log *slog.Logger) func(string) {
 	}
 }
 
-// httpLimits bounds every phase of a request on the daemon's HTTP server.
-type httpLimits struct {
-	Header, Read, Write, Idle time.Duration
-	MaxHeaderBytes            int
-}
-
-// defaultHTTPLimits: writing may take as long as a pre-merge hook's audit
-// (a step), plus a margin.
-func defaultHTTPLimits(step time.Duration) httpLimits {
-	return httpLimits{Header: 5 * time.Second, Read: 30 * time.Second, Write: step + 30*time.Second,
-		Idle: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
-}
-
 // newHTTPServer bounds every phase of a request, so slow or idle clients
 // (a slowloris sending a header byte by byte, or nothing) cannot hold
-// connections forever.
-func newHTTPServer(h http.Handler, l httpLimits) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Read,
-		WriteTimeout: l.Write, IdleTimeout: l.Idle, MaxHeaderBytes: l.MaxHeaderBytes}
+// connections forever. Writing may take as long as a pre-merge hook's audit
+// (a step), plus a margin.
+func newHTTPServer(h http.Handler, step time.Duration) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: step + 30*time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 }

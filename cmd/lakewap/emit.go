@@ -136,8 +136,9 @@ func printRecord(w io.Writer, r opclient.Record) error {
 	return err
 }
 
+// splitList is the non-empty items of a comma-separated list; never nil.
 func splitList(s string) []string {
-	var out []string
+	out := []string{}
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
@@ -158,7 +159,7 @@ func eventFromFlags(args []string, o *emitOptions, now time.Time, stdout, stderr
 	fs.StringVar(&batch, "batch", "", "batch id (required)")
 	fs.StringVar(&dataset, "dataset", "", "dataset (required)")
 	fs.StringVar(&at, "at", "", "occurred_at, RFC 3339 (default now)")
-	var build func() (schemas.Event, error)
+	var build func(occurred time.Time) (schemas.Event, error)
 	switch kind {
 	case "landed", "batchlanded":
 		var writes, deadline, sourceRef, producer string
@@ -175,16 +176,9 @@ func eventFromFlags(args []string, o *emitOptions, now time.Time, stdout, stderr
 			attrs[k] = v
 			return nil
 		})
-		build = func() (schemas.Event, error) {
-			occurred, err := parseAt(at, now)
-			if err != nil {
-				return nil, err
-			}
+		build = func(occurred time.Time) (schemas.Event, error) {
 			ev := schemas.BatchLanded{BatchID: batch, Dataset: dataset, SourceRef: sourceRef, ExpectedWrites: splitList(writes),
 				Attributes: attrs, Producer: producer, OccurredAt: occurred}
-			if ev.ExpectedWrites == nil {
-				ev.ExpectedWrites = []string{}
-			}
 			if deadline != "" {
 				d, err := parseDeadline(deadline, occurred)
 				if err != nil {
@@ -200,15 +194,8 @@ func eventFromFlags(args []string, o *emitOptions, now time.Time, stdout, stderr
 		fs.StringVar(&write, "write", "", "name of the expected write that is complete (required)")
 		fs.StringVar(&paths, "paths", "", "comma-separated object paths written on the batch's branch")
 		fs.Int64Var(&rows, "rows", 0, "rows written (sent only when given)")
-		build = func() (schemas.Event, error) {
-			occurred, err := parseAt(at, now)
-			if err != nil {
-				return nil, err
-			}
+		build = func(occurred time.Time) (schemas.Event, error) {
 			ev := schemas.WriteComplete{BatchID: batch, Dataset: dataset, Write: write, Paths: splitList(paths), OccurredAt: occurred}
-			if ev.Paths == nil {
-				ev.Paths = []string{}
-			}
 			fs.Visit(func(f *flag.Flag) {
 				if f.Name == "rows" {
 					ev.RowCount = &rows
@@ -219,11 +206,7 @@ func eventFromFlags(args []string, o *emitOptions, now time.Time, stdout, stderr
 	case "cancel", "cancelled", "batchcancelled":
 		var reason string
 		fs.StringVar(&reason, "reason", "", "why the batch is cancelled")
-		build = func() (schemas.Event, error) {
-			occurred, err := parseAt(at, now)
-			if err != nil {
-				return nil, err
-			}
+		build = func(occurred time.Time) (schemas.Event, error) {
 			return schemas.BatchCancelled{BatchID: batch, Dataset: dataset, Reason: reason, OccurredAt: occurred}, nil
 		}
 	default:
@@ -241,7 +224,11 @@ func eventFromFlags(args []string, o *emitOptions, now time.Time, stdout, stderr
 		fmt.Fprintln(stderr, "lakewap emit: --json and an event on the command line exclude each other")
 		return nil, 2
 	}
-	ev, err := build()
+	occurred, err := parseAt(at, now)
+	var ev schemas.Event
+	if err == nil {
+		ev, err = build(occurred)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
 		return nil, 2

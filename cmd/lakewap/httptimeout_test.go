@@ -20,11 +20,10 @@ import (
 // server held the connection.
 func TestHTTPServerClosesSlowClients(t *testing.T) {
 	const header = 200 * time.Millisecond
-	limits := defaultHTTPLimits(5 * time.Minute)
-	limits.Header = header
 	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok")
-	}), limits)
+	}), 5*time.Minute)
+	srv.ReadHeaderTimeout = header
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -77,12 +76,12 @@ func TestHTTPServerClosesSlowClients(t *testing.T) {
 	}
 }
 
-// TestDefaultHTTPLimits: making the limits injectable left the daemon's
-// defaults as they were.
+// TestDefaultHTTPLimits: the daemon's server keeps its limits.
 func TestDefaultHTTPLimits(t *testing.T) {
-	got := defaultHTTPLimits(time.Minute)
-	want := httpLimits{Header: 5 * time.Second, Read: 30 * time.Second, Write: 90 * time.Second, Idle: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+	s := newHTTPServer(nil, time.Minute)
+	got := [5]any{s.ReadHeaderTimeout, s.ReadTimeout, s.WriteTimeout, s.IdleTimeout, s.MaxHeaderBytes}
+	want := [5]any{5 * time.Second, 30 * time.Second, 90 * time.Second, 2 * time.Minute, 64 << 10}
 	if got != want {
-		t.Errorf("defaultHTTPLimits = %+v, want %+v", got, want)
+		t.Errorf("server limits (header, read, write, idle, max header bytes) = %v, want %v", got, want)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -48,22 +47,6 @@ func newJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg p
 	return janitor.New(jc)
 }
 
-// startJanitor runs the janitor in the background when the config turns it
-// on; the returned function stops it and waits for a sweep in progress.
-func (d *daemon) startJanitor(ctx context.Context) (stop func()) {
-	if d.janitor == nil || !d.cfg.Janitor.On() {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		d.janitor.Run(ctx, d.cfg.Janitor.Interval.Std(), d.cfg.Janitor.DryRun)
-	}()
-	return func() { cancel(); wg.Wait() }
-}
-
 func cmdJanitor(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("janitor")
 	path := fs.String("config", "lakewap.yaml", "config file")
@@ -90,7 +73,7 @@ type janitorFlags struct{ DryRun, All, JSON bool }
 // sweepOnce is `lakewap janitor`: one sweep, a line per branch deleted (or
 // that would be, with -dry-run).
 func sweepOnce(ctx context.Context, cfg *config.Config, f janitorFlags, log *slog.Logger, w io.Writer) error {
-	lake, err := lakeClient(cfg, log)
+	lake, err := lakeClient(cfg, log, nil)
 	if err != nil {
 		return err
 	}
@@ -142,14 +125,9 @@ func sweepOnce(ctx context.Context, cfg *config.Config, f janitorFlags, log *slo
 	return sweepErr
 }
 
-// lakeClient is the lakeFS adapter of cfg, for the operator commands.
-func lakeClient(cfg *config.Config, log *slog.Logger) (*lakefs.Client, error) {
-	return lakeClientWith(cfg, log, nil)
-}
-
-// lakeClientWith is lakeClient making its calls through hc (nil: the
-// default client).
-func lakeClientWith(cfg *config.Config, log *slog.Logger, hc *http.Client) (*lakefs.Client, error) {
+// lakeClient is the lakeFS adapter of cfg, making its calls through hc
+// (nil: the default client).
+func lakeClient(cfg *config.Config, log *slog.Logger, hc *http.Client) (*lakefs.Client, error) {
 	secret, err := config.ReadSecret(cfg.LakeFS.SecretAccessKey, cfg.LakeFS.SecretAccessKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("lakefs.secret_access_key_file: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -37,15 +38,8 @@ const (
 	defaultAnswer = 5 * time.Minute
 )
 
-func operator(by string) string {
-	if by != "" {
-		return by
-	}
-	if u := os.Getenv("USER"); u != "" {
-		return u
-	}
-	return "unknown"
-}
+// operator is who asks: -by, else $USER.
+func operator(by string) string { return cmp.Or(by, os.Getenv("USER"), "unknown") }
 
 // requestFlags are the flags every operator command takes.
 type requestFlags struct {
@@ -114,7 +108,7 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 		return exitUsage
 	}
 	defer t.Close()
-	dataset, _, err := datasetOfBatch(ctx, cfg, f.batch, f.dataset)
+	dataset, err := datasetOfBatch(ctx, cfg, f.batch, f.dataset)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
 		return exitNotDone
@@ -189,7 +183,7 @@ func printAnswer(w io.Writer, req, ans schemas.Event) bool {
 
 // datasetOfBatch names the dataset a batch belongs to: the one given, the
 // only one configured, or the one its run in the state store has.
-func datasetOfBatch(ctx context.Context, cfg *config.Config, batch, dataset string) (string, config.Dataset, error) {
+func datasetOfBatch(ctx context.Context, cfg *config.Config, batch, dataset string) (string, error) {
 	if dataset == "" && len(cfg.Datasets) == 1 {
 		for n := range cfg.Datasets {
 			dataset = n
@@ -198,19 +192,18 @@ func datasetOfBatch(ctx context.Context, cfg *config.Config, batch, dataset stri
 	if dataset == "" {
 		store, err := runs.Open(cfg.Kafka)
 		if err != nil {
-			return "", config.Dataset{}, err
+			return "", err
 		}
 		r, err := store.Find(ctx, batch, "")
 		if err != nil {
-			return "", config.Dataset{}, fmt.Errorf("%w (or name the dataset with -dataset)", err)
+			return "", fmt.Errorf("%w (or name the dataset with -dataset)", err)
 		}
 		dataset = r.Dataset
 	}
-	ds, ok := cfg.Datasets[dataset]
-	if !ok {
-		return "", config.Dataset{}, fmt.Errorf("dataset %q is not in the config", dataset)
+	if _, ok := cfg.Datasets[dataset]; !ok {
+		return "", fmt.Errorf("dataset %q is not in the config", dataset)
 	}
-	return dataset, ds, nil
+	return dataset, nil
 }
 
 func printChecks(w io.Writer, rep schemas.AuditReport) {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/runs"
-	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -20,11 +22,8 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
-	switch pipeline.State(*state) {
-	case "", pipeline.StatePending, pipeline.StateLanded, pipeline.StateAwaitingWrites, pipeline.StateAuditing,
-		pipeline.StatePublishing, pipeline.StatePublished, pipeline.StateAborted, pipeline.StateFailed:
-	default:
-		fmt.Fprintf(stderr, "lakewap runs: -state %q is not a run state (pending, landed, awaiting_writes, auditing, publishing, published, aborted, failed)\n", *state)
+	if *state != "" && !slices.Contains(schemas.States(), *state) {
+		fmt.Fprintf(stderr, "lakewap runs: -state %q is not a run state (%s)\n", *state, strings.Join(schemas.States(), ", "))
 		return 2
 	}
 	cfg, ok := loadConfig(*path, stderr)
