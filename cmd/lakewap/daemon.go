@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -212,52 +213,11 @@ func (d *daemon) startAudits() (err error) {
 }
 
 // newDispatcher fans result events out to the Kafka results sink and the
-// configured console and Slack sinks, along notify.routes (by default every
-// outcome to every sink).
+// configured console and Slack sinks, along notify.routes.
 func newDispatcher(cfg *config.Config, results *notify.KafkaResults, console io.Writer, log *slog.Logger, reg prometheus.Registerer) (*notify.Dispatcher, error) {
-	sinks := []notify.Sink{results}
-	if cfg.Notify.Console {
-		out := console
-		if out == nil {
-			out = os.Stdout
-		}
-		c, err := notify.NewConsole(out, cfg.LakeFS.UIURL)
-		if err != nil {
-			return nil, fmt.Errorf("notify.console: %w", err)
-		}
-		sinks = append(sinks, c)
-	}
-	if s := cfg.Notify.Slack; s != nil {
-		token, err := config.ReadSecret(s.Token, s.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("notify.slack.token_file: %w", err)
-		}
-		hook, err := config.ReadSecret(s.WebhookURL, s.WebhookURLFile)
-		if err != nil {
-			return nil, fmt.Errorf("notify.slack.webhook_url_file: %w", err)
-		}
-		if token != "" {
-			sl, err := notify.NewSlack(notify.SlackConfig{Name: "slack", Token: token, Channel: s.Channel, LakeFSURL: cfg.LakeFS.UIURL, APIURL: s.APIURL})
-			if err != nil {
-				return nil, fmt.Errorf("notify.slack: %w", err)
-			}
-			sinks = append(sinks, sl)
-		} else {
-			wh, err := notify.NewSlackWebhook(notify.SlackWebhookConfig{Name: "slack", URL: hook, LakeFSURL: cfg.LakeFS.UIURL})
-			if err != nil {
-				return nil, fmt.Errorf("notify.slack: %w", err)
-			}
-			sinks = append(sinks, wh)
-		}
-	}
-	routes := make([]notify.Route, 0, len(cfg.Notify.Routes))
-	for _, r := range cfg.Notify.Routes {
-		routes = append(routes, notify.Route{Sink: r.Sink, Datasets: r.Datasets, On: r.On, Mention: r.Mention})
-	}
-	if len(routes) == 0 {
-		for _, s := range sinks[1:] {
-			routes = append(routes, notify.Route{Sink: s.Name()})
-		}
+	sinks, routes, err := cfg.Sinks(results, cmp.Or[io.Writer](console, os.Stdout))
+	if err != nil {
+		return nil, err
 	}
 	disp, err := notify.NewDispatcher(routes, sinks, notify.Options{Logger: log, Registerer: reg,
 		// Slack is a courtesy: a short budget keeps an outage from holding

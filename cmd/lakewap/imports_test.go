@@ -26,7 +26,7 @@ var allowedImports = map[string][]string{
 	"notify":              {"schemas", "internal/backoff", "internal/kafkalimit"},
 	"internal/config":     {"audit", "consumer", "internal/janitor", "notify", "pipeline", "schemas"},
 	"internal/janitor":    {"pipeline", "pipeline/lakefs", "schemas"},
-	"internal/devstack":   {"internal/kafkaready"},
+	"internal/devstack":   {"internal/kafkatest"},
 	"internal/metrics":    {"pipeline"},
 	"internal/runs":       {"consumer", "internal/config", "pipeline"},
 	"internal/opclient":   {"consumer", "internal/config", "schemas"},

@@ -2,9 +2,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -35,19 +36,10 @@ type ChecksFromList []ChecksFrom
 // UnmarshalYAML accepts a mapping or a sequence of mappings.
 func (l *ChecksFromList) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.MappingNode {
-		var one ChecksFrom
-		if err := n.Decode(&one); err != nil {
-			return err
-		}
-		*l = ChecksFromList{one}
-		return nil
+		*l = make(ChecksFromList, 1)
+		return n.Decode(&(*l)[0])
 	}
-	var many []ChecksFrom
-	if err := n.Decode(&many); err != nil {
-		return err
-	}
-	*l = many
-	return nil
+	return n.Decode((*[]ChecksFrom)(l))
 }
 
 // ImportChecks reads every dataset's checks_from files (relative to dir
@@ -57,12 +49,7 @@ func (l *ChecksFromList) UnmarshalYAML(n *yaml.Node) error {
 // skip_unsupported), a translated check that is not valid.
 func (c *Config) ImportChecks(dir string) error {
 	var errs Errors
-	names := make([]string, 0, len(c.Datasets))
-	for n := range c.Datasets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(c.Datasets)) {
 		d := c.Datasets[n]
 		for i, from := range d.ChecksFrom {
 			f := fmt.Sprintf("datasets.%s.checks_from[%d]", n, i)

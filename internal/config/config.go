@@ -14,13 +14,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -524,6 +524,51 @@ func (k Kafka) Topics() []consumer.TopicSpec {
 		{Name: k.DeadLetterTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor}, changelog}
 }
 
+// Sinks are the result sinks after results (the Kafka results sink): the
+// console sink writing to console and Slack, as notify.* configures them,
+// and the routes of notify.routes (by default every outcome to every sink
+// but results).
+func (c *Config) Sinks(results notify.Sink, console io.Writer) ([]notify.Sink, []notify.Route, error) {
+	sinks := []notify.Sink{results}
+	if c.Notify.Console {
+		con, err := notify.NewConsole(console, c.LakeFS.UIURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("notify.console: %w", err)
+		}
+		sinks = append(sinks, con)
+	}
+	if s := c.Notify.Slack; s != nil {
+		token, err := ReadSecret(s.Token, s.TokenFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("notify.slack.token_file: %w", err)
+		}
+		hook, err := ReadSecret(s.WebhookURL, s.WebhookURLFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("notify.slack.webhook_url_file: %w", err)
+		}
+		var sl notify.Sink
+		if token != "" {
+			sl, err = notify.NewSlack(notify.SlackConfig{Name: "slack", Token: token, Channel: s.Channel, LakeFSURL: c.LakeFS.UIURL, APIURL: s.APIURL})
+		} else {
+			sl, err = notify.NewSlackWebhook(notify.SlackWebhookConfig{Name: "slack", URL: hook, LakeFSURL: c.LakeFS.UIURL})
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("notify.slack: %w", err)
+		}
+		sinks = append(sinks, sl)
+	}
+	var routes []notify.Route
+	for _, r := range c.Notify.Routes {
+		routes = append(routes, notify.Route{Sink: r.Sink, Datasets: r.Datasets, On: r.On, Mention: r.Mention})
+	}
+	if len(routes) == 0 {
+		for _, s := range sinks[1:] {
+			routes = append(routes, notify.Route{Sink: s.Name()})
+		}
+	}
+	return sinks, routes, nil
+}
+
 // JanitorDatasets are the datasets as the janitor knows them, by name.
 func (c *Config) JanitorDatasets() []janitor.Dataset {
 	var out []janitor.Dataset
@@ -596,13 +641,9 @@ func (c *Config) Validate() error {
 	for field, t := range map[string]string{"kafka.input_topic": c.Kafka.InputTopic, "kafka.results_topic": c.Kafka.ResultsTopic,
 		"kafka.dead_letter_topic": c.Kafka.DeadLetterTopic, "kafka.changelog_topic": c.Kafka.ChangelogTopic} {
 		if other, dup := topics[t]; dup {
-			a, b := sorted2(field, other)
-			bad(b, "topic %q is also %s; every topic must be distinct", t, a)
+			bad(max(field, other), "topic %q is also %s; every topic must be distinct", t, min(field, other))
 		}
 		topics[t] = field
-	}
-	if c.Kafka.ResultsMaxMessageBytes < 0 {
-		bad("kafka.results_max_message_bytes", "must not be negative")
 	}
 	if c.Kafka.Partitions < 1 {
 		bad("kafka.partitions", "must be at least 1")
@@ -633,12 +674,6 @@ func (c *Config) Validate() error {
 	}
 	if c.LakeFS.SecretAccessKey == "" && c.LakeFS.SecretAccessKeyFile == "" {
 		bad("lakefs.secret_access_key", "required (or secret_access_key_file)")
-	}
-	if c.Audit.CacheMaxMB < 0 {
-		bad("audit.cache_max_mb", "must not be negative")
-	}
-	if c.Audit.MaxSampleValueBytes < 0 {
-		bad("audit.max_sample_value_bytes", "must not be negative")
 	}
 	if c.Audit.MaxReportBytes < 0 || 4*c.Audit.MaxReportBytes > c.Runner.MaxRunBytes {
 		bad("audit.max_report_bytes", "%d must be between 0 and a quarter of runner.max_run_bytes (a run stores its report up to three times)", c.Audit.MaxReportBytes)
@@ -674,9 +709,6 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if c.Runner.MaxInFlight < 0 {
-		bad("runner.max_in_flight", "must not be negative")
-	}
 	if c.Runner.MaxRunBytes < minRunBytes || c.Runner.MaxRunBytes > 900<<10 {
 		bad("runner.max_run_bytes", "%d is outside %d..%d (the changelog's and results topic's message size must hold a run)", c.Runner.MaxRunBytes, minRunBytes, 900<<10)
 	}
@@ -685,13 +717,15 @@ func (c *Config) Validate() error {
 	}
 	for _, d := range []struct {
 		field string
-		d     Duration
-	}{{"kafka.commit_interval", c.Kafka.CommitInterval}, {"kafka.session_timeout", c.Kafka.SessionTimeout},
-		{"lakefs.timeout", c.LakeFS.Timeout}, {"runner.step_timeout", c.Runner.StepTimeout},
-		{"runner.retry_budget", c.Runner.RetryBudget}, {"runner.pending_ttl", c.Runner.PendingTTL},
-		{"runner.shutdown_grace", c.Runner.Grace}, {"runner.terminal_retention", c.Runner.TerminalRetention},
-		{"runner.max_lag_wait", c.Runner.MaxLagWait}, {"runner.max_deadline_horizon", c.Runner.MaxDeadlineHorizon}} {
-		if d.d < 0 {
+		n     int64
+	}{{"kafka.commit_interval", int64(c.Kafka.CommitInterval)}, {"kafka.session_timeout", int64(c.Kafka.SessionTimeout)},
+		{"lakefs.timeout", int64(c.LakeFS.Timeout)}, {"runner.step_timeout", int64(c.Runner.StepTimeout)},
+		{"runner.retry_budget", int64(c.Runner.RetryBudget)}, {"runner.pending_ttl", int64(c.Runner.PendingTTL)},
+		{"runner.shutdown_grace", int64(c.Runner.Grace)}, {"runner.terminal_retention", int64(c.Runner.TerminalRetention)},
+		{"runner.max_lag_wait", int64(c.Runner.MaxLagWait)}, {"runner.max_deadline_horizon", int64(c.Runner.MaxDeadlineHorizon)},
+		{"kafka.results_max_message_bytes", int64(c.Kafka.ResultsMaxMessageBytes)}, {"audit.cache_max_mb", c.Audit.CacheMaxMB},
+		{"audit.max_sample_value_bytes", int64(c.Audit.MaxSampleValueBytes)}, {"runner.max_in_flight", int64(c.Runner.MaxInFlight)}} {
+		if d.n < 0 {
 			bad(d.field, "must not be negative")
 		}
 	}
@@ -742,12 +776,7 @@ func (c *Config) Validate() error {
 	if len(c.Datasets) == 0 {
 		bad("datasets", "at least one dataset is required")
 	}
-	names := make([]string, 0, len(c.Datasets))
-	for n := range c.Datasets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(c.Datasets)) {
 		d := c.Datasets[n]
 		f := "datasets." + n
 		if !datasetName.MatchString(n) {
@@ -783,13 +812,6 @@ func (c *Config) Validate() error {
 		return errs
 	}
 	return nil
-}
-
-func sorted2(a, b string) (string, string) {
-	if a < b {
-		return a, b
-	}
-	return b, a
 }
 
 // Defaults of the pre-merge webhook's audit timeout and of a lakeFS call.

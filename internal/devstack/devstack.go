@@ -1,9 +1,8 @@
 package devstack
 
 import (
+	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,13 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/lakewap/lakewap/internal/kafkaready"
+	"github.com/lakewap/lakewap/internal/kafkatest"
 	"github.com/treeverse/lakefs/pkg/api/apigen"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -28,11 +26,6 @@ const (
 	defaultPartitions = 3
 	defaultBranch     = "main"
 	callTimeout       = 30 * time.Second
-
-	// EnvKafkaBrokers names an external Kafka cluster ("host:port,...") that
-	// Start uses instead of kfake when Options.KafkaBrokers is empty: the test
-	// command sets it to run the same tests against real Apache Kafka.
-	EnvKafkaBrokers = "LAKEWAP_TEST_KAFKA_BROKERS"
 )
 
 // Options configures Start. The zero value starts Kafka with no topics and
@@ -71,9 +64,8 @@ type Stack struct {
 	KafkaBackend    string // "kfake" or "external", for test logs
 
 	logger     *slog.Logger
-	suffix     string // appended to topic and group names on an external cluster
 	partitions int
-	kafka      *kfake.Cluster
+	kafka      *kafkatest.Cluster // names topics and groups: with a suffix of the stack's on an external cluster
 	lakefs     *lakeFSServer
 	lakefsBin  string
 	lakefsCfg  lakeFSConfig
@@ -204,54 +196,35 @@ func (s *Stack) StartLakeFS(ctx context.Context) error {
 // brokers or by $LAKEWAP_TEST_KAFKA_BROKERS.
 func (s *Stack) startKafka(ctx context.Context, brokers []string) error {
 	if len(brokers) == 0 {
-		brokers = ExternalKafkaBrokers()
+		brokers = kafkatest.ExternalBrokers()
 	}
 	if len(brokers) == 0 {
-		var err error
-		s.kafka, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(s.partitions))
+		f, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(s.partitions))
 		if err != nil {
 			return fmt.Errorf("devstack: start kfake: %w", err)
 		}
-		s.KafkaBrokers = s.kafka.ListenAddrs()
-		s.KafkaBackend = "kfake"
+		s.kafka = &kafkatest.Cluster{Brokers: f.ListenAddrs(), Fake: f}
+		s.KafkaBrokers, s.KafkaBackend = s.kafka.Brokers, "kfake"
 		return nil
 	}
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		return fmt.Errorf("devstack: topic suffix: %w", err)
-	}
-	s.suffix = "-" + hex.EncodeToString(b)
-	s.KafkaBrokers = brokers
-	s.KafkaBackend = "external"
+	s.kafka = kafkatest.Shared(brokers)
+	s.KafkaBrokers, s.KafkaBackend = brokers, "external"
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: callTimeout, Transport: &kafka.Transport{}}
-	if _, err := client.Metadata(ctx, &kafka.MetadataRequest{}); err != nil {
+	if _, err := s.kafka.Client().Metadata(ctx, &kafka.MetadataRequest{}); err != nil {
 		return fmt.Errorf("devstack: external Kafka %v does not answer: %w", brokers, err)
 	}
-	s.logger.Info("devstack: using external Kafka", "brokers", brokers, "suffix", s.suffix)
+	s.logger.Info("devstack: using external Kafka", "brokers", brokers, "suffix", s.kafka.Topic(""))
 	return nil
-}
-
-// ExternalKafkaBrokers returns the brokers named by $LAKEWAP_TEST_KAFKA_BROKERS,
-// or nil when it is unset.
-func ExternalKafkaBrokers() []string {
-	var out []string
-	for _, b := range strings.Split(os.Getenv(EnvKafkaBrokers), ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // Topic returns the actual name of the stack's topic with base name name:
 // name itself on kfake, name plus the stack's suffix on an external
 // cluster, so that stacks sharing a cluster never see each other's events.
-func (s *Stack) Topic(name string) string { return name + s.suffix }
+func (s *Stack) Topic(name string) string { return s.kafka.Topic(name) }
 
 // GroupID returns the actual consumer group id for base id, like Topic.
-func (s *Stack) GroupID(id string) string { return id + s.suffix }
+func (s *Stack) GroupID(id string) string { return s.kafka.Group(id) }
 
 // LakeFSClient returns a typed lakeFS client authenticated as the admin.
 func (s *Stack) LakeFSClient() *apigen.ClientWithResponses { return s.client }
@@ -274,46 +247,22 @@ func (s *Stack) newClient() (*apigen.ClientWithResponses, error) {
 // leader. Topics must exist before the first produce because kafka-go
 // caches topic metadata for several seconds.
 func (s *Stack) CreateTopics(ctx context.Context, topics ...Topic) error {
-	if len(topics) == 0 {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	req := &kafka.CreateTopicsRequest{}
-	for _, t := range topics {
+	ts := make([]kafkatest.Topic, len(topics))
+	for i, t := range topics {
 		if t.Name == "" {
 			return errors.New("devstack: topic with empty name")
 		}
-		parts := t.Partitions
-		if parts <= 0 {
-			parts = s.partitions
-		}
-		tc := kafka.TopicConfig{Topic: s.Topic(t.Name), NumPartitions: parts, ReplicationFactor: 1}
+		ts[i] = kafkatest.Topic{Name: t.Name, Partitions: cmp.Or(max(t.Partitions, 0), s.partitions)}
 		if t.Compacted {
-			tc.ConfigEntries = []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}
-		}
-		req.Topics = append(req.Topics, tc)
-	}
-	// A fresh transport: the shared default one may hold stale metadata.
-	client := &kafka.Client{Addr: kafka.TCP(s.KafkaBrokers...), Timeout: callTimeout, Transport: &kafka.Transport{}}
-	resp, err := client.CreateTopics(ctx, req)
-	if err != nil {
-		return fmt.Errorf("devstack: create topics: %w", err)
-	}
-	var errs []error
-	for name, terr := range resp.Errors {
-		if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
-			errs = append(errs, fmt.Errorf("devstack: create topic %q: %w", name, terr))
+			ts[i].Configs = map[string]string{"cleanup.policy": "compact"}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return err
+	if err := s.kafka.CreateTopics(ctx, ts...); err != nil {
+		return fmt.Errorf("devstack: %w", err)
 	}
-	names := make([]string, len(req.Topics))
-	for i, tc := range req.Topics {
-		names[i] = tc.Topic
-	}
-	return kafkaready.Await(ctx, client, names...)
+	return nil
 }
 
 // CreateRepository creates a lakeFS repository with storage namespace
@@ -346,8 +295,8 @@ func (s *Stack) Close() error {
 		if s.lakefs != nil {
 			errs = append(errs, s.lakefs.stop())
 		}
-		if s.kafka != nil {
-			s.kafka.Close()
+		if s.kafka != nil && s.kafka.Fake != nil {
+			s.kafka.Fake.Close()
 		}
 		if s.WorkDir != "" {
 			errs = append(errs, os.RemoveAll(s.WorkDir))

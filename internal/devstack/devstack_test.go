@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/internal/kafkatest"
 )
 
 func TestStack(t *testing.T) {
@@ -259,16 +261,18 @@ func TestStartFailsFastWhenLakeFSExits(t *testing.T) {
 // TestTopicNames checks the names behind Stack.Topic: unchanged on kfake,
 // unique per stack on a shared external cluster.
 func TestTopicNames(t *testing.T) {
-	kf := &Stack{KafkaBackend: "kfake"}
-	if got := kf.Topic("wap.events"); got != "wap.events" {
+	t.Setenv(kafkatest.EnvBrokers, "")
+	kf := &Stack{}
+	if err := kf.startKafka(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	defer kf.Close()
+	if got := kf.Topic("wap.events"); kf.KafkaBackend != "kfake" || got != "wap.events" {
 		t.Errorf("kfake Topic(wap.events) = %q, want it unchanged", got)
 	}
 	a, b := &Stack{}, &Stack{}
 	for _, s := range []*Stack{a, b} {
-		t.Setenv(EnvKafkaBrokers, " 127.0.0.1:1 , 127.0.0.1:2,")
-		if got := ExternalKafkaBrokers(); !slices.Equal(got, []string{"127.0.0.1:1", "127.0.0.1:2"}) {
-			t.Fatalf("ExternalKafkaBrokers() = %q", got)
-		}
+		t.Setenv(kafkatest.EnvBrokers, " 127.0.0.1:1 , 127.0.0.1:2,")
 		// Nothing listens on port 1: the start fails after choosing a suffix.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err := s.startKafka(ctx, nil)

@@ -7,7 +7,8 @@
 // base names a test uses to names of its own (Topic, Group). On kfake the
 // names are unchanged.
 //
-// Only tests import it. It may import kfake and kafka-go.
+// Tests and the embedded stack (internal/devstack) import it. It may import
+// kfake and kafka-go.
 package kafkatest
 
 import (
@@ -68,7 +69,7 @@ func Start(t testing.TB, topics ...Topic) *Cluster {
 	t.Helper()
 	var c *Cluster
 	if brokers := ExternalBrokers(); len(brokers) > 0 {
-		c = shared(brokers)
+		c = Shared(brokers)
 	} else {
 		c = StartFake(t)
 	}
@@ -80,8 +81,8 @@ func Start(t testing.TB, topics ...Topic) *Cluster {
 	return c
 }
 
-// shared returns a view of an external cluster with names of its own.
-func shared(brokers []string) *Cluster {
+// Shared returns a view of an external cluster with names of its own.
+func Shared(brokers []string) *Cluster {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b) // never fails (crypto/rand)
 	return &Cluster{Brokers: brokers, suffix: "-" + hex.EncodeToString(b)}

@@ -49,7 +49,7 @@ func TestNamesAreUniquePerClusterOnlyWhenShared(t *testing.T) {
 	if got := ExternalBrokers(); len(got) != 2 || got[0] != "127.0.0.1:9092" || got[1] != "127.0.0.1:9093" {
 		t.Errorf("ExternalBrokers() = %q", got)
 	}
-	a, b := shared(ExternalBrokers()), shared(ExternalBrokers())
+	a, b := Shared(ExternalBrokers()), Shared(ExternalBrokers())
 	if a.Topic("in") == b.Topic("in") || a.Group("g") == b.Group("g") {
 		t.Errorf("two tests on one cluster share names: %q %q", a.Topic("in"), b.Topic("in"))
 	}
