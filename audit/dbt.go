@@ -1,9 +1,11 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -37,10 +39,6 @@ type dbtTest struct {
 	index string // where it is in the file, for messages
 }
 
-// dbtConfigs that do not change what a test checks.
-var dbtIgnored = map[string]bool{"tags": true, "store_failures": true, "store_failures_as": true,
-	"alias": true, "database": true, "schema": true, "description": true, "docs": true, "meta": true}
-
 // FromDBT translates the generic data tests of a dbt schema.yml into
 // checks: not_null, unique, accepted_values and relationships (a
 // cross_table check), with their where, severity and enabled configs. table
@@ -60,25 +58,27 @@ func FromDBT(data []byte, table func(model string) (string, bool)) (Imported, er
 	}
 	for mi, m := range s.Models {
 		var tests []dbtTest
-		for ti, n := range append(m.Tests, m.DTests...) {
-			t, err := parseDBTTest(&n)
-			if err != nil {
-				return Imported{}, fmt.Errorf("models[%d] %s tests[%d]: %w", mi, m.Name, ti, err)
-			}
-			t.index = fmt.Sprintf("models[%d] %s tests[%d]", mi, m.Name, ti)
-			tests = append(tests, t)
-		}
-		for ci, col := range m.Columns {
-			for ti, n := range append(col.Tests, col.DTests...) {
+		parse := func(index, column string, nodes []yaml.Node) error {
+			for ti, n := range nodes {
 				t, err := parseDBTTest(&n)
+				t.index = fmt.Sprintf("%s tests[%d]", index, ti)
 				if err != nil {
-					return Imported{}, fmt.Errorf("models[%d] %s columns[%d] %s tests[%d]: %w", mi, m.Name, ci, col.Name, ti, err)
+					return fmt.Errorf("%s: %w", t.index, err)
 				}
-				t.index = fmt.Sprintf("models[%d] %s columns[%d] %s tests[%d]", mi, m.Name, ci, col.Name, ti)
-				if _, ok := t.args["column_name"]; !ok {
-					t.args["column_name"] = col.Name
+				if _, ok := t.args["column_name"]; !ok && column != "" {
+					t.args["column_name"] = column
 				}
 				tests = append(tests, t)
+			}
+			return nil
+		}
+		index := fmt.Sprintf("models[%d] %s", mi, m.Name)
+		if err := parse(index, "", append(m.Tests, m.DTests...)); err != nil {
+			return Imported{}, err
+		}
+		for ci, col := range m.Columns {
+			if err := parse(fmt.Sprintf("%s columns[%d] %s", index, ci, col.Name), col.Name, append(col.Tests, col.DTests...)); err != nil {
+				return Imported{}, err
 			}
 		}
 		for _, t := range tests {
@@ -86,14 +86,13 @@ func FromDBT(data []byte, table func(model string) (string, bool)) (Imported, er
 				continue // dbt does not run it either
 			}
 			c, err := dbtCheck(m.Name, t, table)
-			name := c.Name
-			if names[name] {
-				return Imported{}, fmt.Errorf("%s: two tests named %s; give one a name", t.index, name)
+			if names[c.Name] {
+				return Imported{}, fmt.Errorf("%s: two tests named %s; give one a name", t.index, c.Name)
 			}
-			names[name] = true
+			names[c.Name] = true
 			if err != nil {
 				tbl, _ := table(m.Name)
-				out.Unsupported = append(out.Unsupported, Skipped{Name: name, Kind: "dbt " + t.kind, Table: tbl,
+				out.Unsupported = append(out.Unsupported, Skipped{Name: c.Name, Kind: "dbt " + t.kind, Table: tbl,
 					Reason: fmt.Sprintf("%s %s: %v", t.index, t.kind, err)})
 				continue
 			}
@@ -125,9 +124,7 @@ func parseDBTTest(n *yaml.Node) (dbtTest, error) {
 				if !ok && v != nil {
 					return t, fmt.Errorf("test %s: %s is not a mapping", t.kind, k)
 				}
-				for k2, v2 := range sub {
-					t.args[k2] = v2
-				}
+				maps.Copy(t.args, sub)
 			case "name":
 				t.name, _ = v.(string)
 			default:
@@ -148,19 +145,18 @@ var dbtConfigKeys = map[string]bool{"severity": true, "where": true, "enabled": 
 	"limit": true, "fail_calc": true, "tags": true, "meta": true, "store_failures": true, "store_failures_as": true,
 	"alias": true, "database": true, "schema": true, "description": true, "docs": true}
 
+// dbtArgs are the arguments of each supported test besides column_name.
+var dbtArgs = map[string][]string{"accepted_values": {"values", "quote"}, "relationships": {"to", "field"}}
+
 // dbtTestName is the name dbt gives a generic test (its full name, as in
 // the test's unique_id): test, model and the test's arguments in name
 // order, each made of word characters.
 func dbtTestName(kind, model string, args map[string]any) string {
-	var keys []string
-	for k := range args {
-		if !dbtConfigKeys[k] && k != "model" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		if dbtConfigKeys[k] || k == "model" {
+			continue
+		}
 		switch v := args[k].(type) {
 		case []any:
 			for _, x := range v {
@@ -168,12 +164,7 @@ func dbtTestName(kind, model string, args map[string]any) string {
 			}
 		case map[string]any:
 			// Python keeps a mapping's order; YAML's is not kept here.
-			ks := make([]string, 0, len(v))
-			for k2 := range v {
-				ks = append(ks, k2)
-			}
-			sort.Strings(ks)
-			for _, k2 := range ks {
+			for _, k2 := range slices.Sorted(maps.Keys(v)) {
 				parts = append(parts, pyStr(v[k2]))
 			}
 		default:
@@ -188,11 +179,10 @@ func dbtTestName(kind, model string, args map[string]any) string {
 
 // pyStr is Python's str() of a YAML value.
 func pyStr(v any) string {
-	switch x := v.(type) {
-	case bool:
-		if x {
-			return "True"
-		}
+	switch v {
+	case true:
+		return "True"
+	case false:
 		return "False"
 	case nil:
 		return "None"
@@ -204,10 +194,7 @@ func pyStr(v any) string {
 // carries the test's name.
 func dbtCheck(model string, t dbtTest, table func(string) (string, bool)) (Check, error) {
 	col, _ := t.args["column_name"].(string)
-	c := Check{Name: t.name}
-	if c.Name == "" {
-		c.Name = dbtTestName(t.kind, model, t.args)
-	}
+	c := Check{Name: cmp.Or(t.name, dbtTestName(t.kind, model, t.args))}
 	tbl, ok := table(model)
 	if !ok {
 		return c, fmt.Errorf("model %s is not a table of the dataset (map it under checks_from models:)", model)
@@ -219,22 +206,13 @@ func dbtCheck(model string, t dbtTest, table func(string) (string, bool)) (Check
 	if col == "" {
 		return c, fmt.Errorf("no column (column_name)")
 	}
-	known := map[string]bool{"column_name": true, "where": true, "severity": true, "enabled": true,
-		"error_if": true, "warn_if": true, "limit": true, "fail_calc": true}
-	switch t.kind {
-	case "accepted_values":
-		known["values"], known["quote"] = true, true
-	case "relationships":
-		known["to"], known["field"] = true, true
-	}
 	var unknown []string
-	for k := range t.args {
-		if !known[k] && !dbtIgnored[k] {
+	for _, k := range slices.Sorted(maps.Keys(t.args)) {
+		if !dbtConfigKeys[k] && k != "column_name" && !slices.Contains(dbtArgs[t.kind], k) {
 			unknown = append(unknown, k)
 		}
 	}
 	if len(unknown) > 0 {
-		sort.Strings(unknown)
 		return c, fmt.Errorf("setting %s not supported by lakewap", strings.Join(unknown, ", "))
 	}
 	if sev, ok := t.args["severity"]; ok {
@@ -260,13 +238,9 @@ func dbtCheck(model string, t dbtTest, table func(string) (string, bool)) (Check
 	if v, ok := t.args["fail_calc"]; ok && strings.ReplaceAll(fmt.Sprint(v), " ", "") != "count(*)" {
 		return c, fmt.Errorf("fail_calc %q is not supported", v)
 	}
-	where := ""
-	if w, ok := t.args["where"]; ok && w != nil {
-		s, ok := w.(string)
-		if !ok || strings.Contains(s, "{{") || strings.Contains(s, "{%") {
-			return c, fmt.Errorf("where %v is not plain SQL (Jinja is not rendered)", w)
-		}
-		where = s
+	where, isText := t.args["where"].(string)
+	if w := t.args["where"]; w != nil && (!isText || strings.Contains(where, "{{") || strings.Contains(where, "{%")) {
+		return c, fmt.Errorf("where %v is not plain SQL (Jinja is not rendered)", w)
 	}
 	switch t.kind {
 	case "not_null":
@@ -279,10 +253,8 @@ func dbtCheck(model string, t dbtTest, table func(string) (string, bool)) (Check
 		if !ok || len(vals) == 0 {
 			return c, fmt.Errorf("values is not a list")
 		}
-		quote := true
-		if q, ok := t.args["quote"].(bool); ok {
-			quote = q
-		}
+		quote, isBool := t.args["quote"].(bool)
+		quote = quote || !isBool // dbt's default
 		for _, v := range vals {
 			switch v.(type) {
 			case string:

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -39,82 +40,70 @@ type geExpectation struct {
 var geIgnored = map[string]bool{"result_format": true, "include_config": true, "catch_exceptions": true,
 	"batch_id": true, "meta": true}
 
-// geTranslations maps each supported expectation type to its translation
-// and the kwargs it understands (any other kwarg makes it unsupported, so
-// that no condition is silently dropped).
-var geTranslations = map[string]struct {
+// geTranslation is how an expectation type translates, with the kwargs
+// it understands (any other kwarg makes it unsupported, so that no
+// condition is silently dropped). Problems go to a.err.
+type geTranslation struct {
 	kwargs []string
-	fn     func(a geArgs, c *Check) error
-}{
-	"expect_column_values_to_not_be_null": {[]string{"column", "mostly"}, func(a geArgs, c *Check) error {
+	fn     func(a *geArgs, c *Check)
+}
+
+// geBetween are the kwargs of the *_to_be_between expectations of a column.
+var geBetween = []string{"column", "min_value", "max_value", "strict_min", "strict_max"}
+
+func geStat(stat string) geTranslation {
+	return geTranslation{geBetween, func(a *geArgs, c *Check) {
+		c.Kind, c.Stat, c.Column = KindStat, stat, a.str("column")
+		a.between(c)
+	}}
+}
+
+var geTranslations = map[string]geTranslation{
+	"expect_column_values_to_not_be_null": {[]string{"column", "mostly"}, func(a *geArgs, c *Check) {
 		c.Kind, c.Columns = KindNotNull, []string{a.str("column")}
-		return a.err
 	}},
-	"expect_column_values_to_be_unique": {[]string{"column", "mostly"}, func(a geArgs, c *Check) error {
+	"expect_column_values_to_be_unique": {[]string{"column", "mostly"}, func(a *geArgs, c *Check) {
 		c.Kind, c.Column = KindUnique, a.str("column")
-		return a.err
 	}},
-	"expect_column_values_to_be_in_set": {[]string{"column", "value_set", "mostly"}, func(a geArgs, c *Check) error {
+	"expect_column_values_to_be_in_set": {[]string{"column", "value_set", "mostly"}, func(a *geArgs, c *Check) {
 		c.Kind, c.Column, c.Values = KindAcceptedValues, a.str("column"), a.values("value_set")
-		return a.err
 	}},
-	"expect_column_values_to_be_between": {[]string{"column", "min_value", "max_value", "strict_min", "strict_max", "mostly"}, func(a geArgs, c *Check) error {
+	"expect_column_values_to_be_between": {append([]string{"mostly"}, geBetween...), func(a *geArgs, c *Check) {
 		c.Kind, c.Column = KindRange, a.str("column")
-		c.Min, c.Max, c.StrictMin, c.StrictMax = a.num("min_value"), a.num("max_value"), a.flag("strict_min"), a.flag("strict_max")
-		return a.bounds(c)
+		a.between(c)
 	}},
-	"expect_table_row_count_to_be_between": {[]string{"min_value", "max_value"}, func(a geArgs, c *Check) error {
+	"expect_column_max_to_be_between": geStat(StatMax),
+	"expect_column_min_to_be_between": geStat(StatMin),
+	"expect_table_row_count_to_be_between": {[]string{"min_value", "max_value"}, func(a *geArgs, c *Check) {
 		c.Kind, c.Min, c.Max = KindRowCount, a.num("min_value"), a.num("max_value")
-		return a.bounds(c)
+		a.bounds(c)
 	}},
-	"expect_table_row_count_to_equal": {[]string{"value"}, func(a geArgs, c *Check) error {
+	"expect_table_row_count_to_equal": {[]string{"value"}, func(a *geArgs, c *Check) {
 		c.Kind, c.Min = KindRowCount, a.num("value")
 		c.Max = c.Min
-		return a.bounds(c)
+		a.bounds(c)
 	}},
-	"expect_column_to_exist": {[]string{"column"}, func(a geArgs, c *Check) error {
+	"expect_column_to_exist": {[]string{"column"}, func(a *geArgs, c *Check) {
 		c.Kind, c.Columns, c.AllowExtra = KindColumns, []string{a.str("column")}, true
-		return a.err
 	}},
-	"expect_table_columns_to_match_set": {[]string{"column_set", "exact_match"}, func(a geArgs, c *Check) error {
+	"expect_table_columns_to_match_set": {[]string{"column_set", "exact_match"}, func(a *geArgs, c *Check) {
 		c.Kind, c.Columns = KindColumns, a.strs("column_set")
-		exact := true // GE's default
-		if _, ok := a.kw["exact_match"]; ok && string(a.kw["exact_match"]) != "null" {
-			exact = a.flag("exact_match")
-		}
-		c.AllowExtra = !exact
-		return a.err
+		_, given := a.given("exact_match")
+		c.AllowExtra = given && !a.flag("exact_match") // GE's default is exact
 	}},
-	"expect_table_columns_to_match_ordered_list": {[]string{"column_list"}, func(a geArgs, c *Check) error {
+	"expect_table_columns_to_match_ordered_list": {[]string{"column_list"}, func(a *geArgs, c *Check) {
 		c.Kind, c.Columns, c.Ordered = KindColumns, a.strs("column_list"), true
-		return a.err
 	}},
-	"expect_column_max_to_be_between": {[]string{"column", "min_value", "max_value", "strict_min", "strict_max"}, func(a geArgs, c *Check) error {
-		c.Kind, c.Stat, c.Column = KindStat, StatMax, a.str("column")
-		c.Min, c.Max, c.StrictMin, c.StrictMax = a.num("min_value"), a.num("max_value"), a.flag("strict_min"), a.flag("strict_max")
-		return a.bounds(c)
-	}},
-	"expect_column_min_to_be_between": {[]string{"column", "min_value", "max_value", "strict_min", "strict_max"}, func(a geArgs, c *Check) error {
-		c.Kind, c.Stat, c.Column = KindStat, StatMin, a.str("column")
-		c.Min, c.Max, c.StrictMin, c.StrictMax = a.num("min_value"), a.num("max_value"), a.flag("strict_min"), a.flag("strict_max")
-		return a.bounds(c)
-	}},
-	"expect_column_values_to_match_regex": {[]string{"column", "regex", "mostly"}, func(a geArgs, c *Check) error {
+	"expect_column_values_to_match_regex": {[]string{"column", "regex", "mostly"}, func(a *geArgs, c *Check) {
 		c.Kind, c.Column, c.Pattern = KindRegex, a.str("column"), a.str("regex")
-		if a.err == nil {
-			if _, err := regexp.Compile(c.Pattern); err != nil {
-				return fmt.Errorf("regex %q is not RE2 syntax, which lakewap (DuckDB) uses: %v", c.Pattern, err)
-			}
+		if _, err := regexp.Compile(c.Pattern); err != nil {
+			a.failf("regex %q is not RE2 syntax, which lakewap (DuckDB) uses: %v", c.Pattern, err)
 		}
-		return a.err
 	}},
-	"expect_compound_columns_to_be_unique": {[]string{"column_list", "mostly", "ignore_row_if"}, func(a geArgs, c *Check) error {
-		c.Kind, c.Columns = KindUnique, a.strs("column_list")
-		if a.err != nil {
-			return a.err
-		}
-		if len(c.Columns) < 2 {
-			return fmt.Errorf("column_list needs at least 2 columns")
+	"expect_compound_columns_to_be_unique": {[]string{"column_list", "mostly", "ignore_row_if"}, func(a *geArgs, c *Check) {
+		if c.Kind, c.Columns = KindUnique, a.strs("column_list"); a.err != nil || len(c.Columns) < 2 {
+			a.failf("column_list needs at least 2 columns")
+			return
 		}
 		// GE leaves out the rows it is told to ignore; lakewap compares
 		// every row (NULLs equal) unless a where condition says otherwise.
@@ -128,10 +117,9 @@ var geTranslations = map[string]struct {
 		case "any_value_is_missing":
 			c.Where = "NOT (" + strings.Join(nulls, " OR ") + ")"
 		case "never":
-		default:
-			return fmt.Errorf("ignore_row_if %q is not all_values_are_missing, any_value_is_missing or never", mode)
+		default: // also when ignore_row_if is not a string: this is the problem to report
+			a.err = fmt.Errorf("ignore_row_if %q is not all_values_are_missing, any_value_is_missing or never", mode)
 		}
-		return a.err
 	}},
 }
 
@@ -143,8 +131,7 @@ var geTranslations = map[string]struct {
 // as Unsupported, with the reason.
 func FromGreatExpectations(data []byte, table string) (Imported, error) {
 	var s geSuite
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&s); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&s); err != nil {
 		return Imported{}, fmt.Errorf("not a Great Expectations suite (JSON): %w", err)
 	}
 	if s.Expectations == nil {
@@ -153,10 +140,7 @@ func FromGreatExpectations(data []byte, table string) (Imported, error) {
 	var out Imported
 	names := map[string]int{}
 	for i, e := range s.Expectations {
-		typ := e.Type
-		if typ == "" {
-			typ = e.OldType
-		}
+		typ := cmp.Or(e.Type, e.OldType)
 		if typ == "" {
 			return Imported{}, fmt.Errorf("expectations[%d]: no type", i)
 		}
@@ -180,7 +164,8 @@ func FromGreatExpectations(data []byte, table string) (Imported, error) {
 			}
 		}
 		if len(unknown) > 0 {
-			skip("kwarg %s not supported by lakewap", strings.Join(sortedCopy(unknown), ", "))
+			slices.Sort(unknown)
+			skip("kwarg %s not supported by lakewap", strings.Join(unknown, ", "))
 			continue
 		}
 		c := Check{Name: name, Table: table, Meta: e.Meta}
@@ -197,11 +182,7 @@ func FromGreatExpectations(data []byte, table string) (Imported, error) {
 		}
 		a := geArgs{kw: e.Kwargs}
 		c.Mostly = a.num("mostly")
-		if err := tr.fn(a, &c); err != nil {
-			skip("%v", err)
-			continue
-		}
-		if a.err != nil {
+		if tr.fn(&a, &c); a.err != nil {
 			skip("%v", a.err)
 			continue
 		}
@@ -231,28 +212,32 @@ type geArgs struct {
 	err error
 }
 
-func (a *geArgs) fail(k, want string) {
+func (a *geArgs) failf(format string, args ...any) {
 	if a.err == nil {
-		a.err = fmt.Errorf("kwarg %s: %s is not %s", k, string(a.kw[k]), want)
+		a.err = fmt.Errorf(format, args...)
 	}
 }
 
+func (a *geArgs) fail(k, want string) { a.failf("kwarg %s: %s is not %s", k, a.kw[k], want) }
+
 func (a *geArgs) str(k string) string {
 	var s string
-	if err := json.Unmarshal(a.kw[k], &s); err != nil || s == "" {
-		if _, ok := a.kw[k]; !ok {
-			if a.err == nil {
-				a.err = fmt.Errorf("kwarg %s is missing", k)
-			}
-			return ""
-		}
+	if _, ok := a.kw[k]; !ok {
+		a.failf("kwarg %s is missing", k)
+	} else if err := json.Unmarshal(a.kw[k], &s); err != nil || s == "" {
 		a.fail(k, "a string")
 	}
 	return s
 }
 
+// given is kwarg k when it is there and not null.
+func (a *geArgs) given(k string) (json.RawMessage, bool) {
+	v, ok := a.kw[k]
+	return v, ok && string(v) != "null"
+}
+
 func (a *geArgs) strOr(k, def string) string {
-	if v, ok := a.kw[k]; !ok || string(v) == "null" {
+	if _, ok := a.given(k); !ok {
 		return def
 	}
 	return a.str(k)
@@ -295,8 +280,8 @@ func (a *geArgs) values(k string) []string {
 }
 
 func (a *geArgs) num(k string) *float64 {
-	v, ok := a.kw[k]
-	if !ok || string(v) == "null" {
+	v, ok := a.given(k)
+	if !ok {
 		return nil
 	}
 	var f float64
@@ -308,26 +293,22 @@ func (a *geArgs) num(k string) *float64 {
 }
 
 func (a *geArgs) flag(k string) bool {
-	v, ok := a.kw[k]
-	if !ok || string(v) == "null" {
-		return false
-	}
+	v, ok := a.given(k)
 	var b bool
-	if err := json.Unmarshal(v, &b); err != nil {
+	if ok && json.Unmarshal(v, &b) != nil {
 		a.fail(k, "true or false")
 	}
 	return b
 }
 
-func (a *geArgs) bounds(c *Check) error {
-	if a.err == nil && c.Min == nil && c.Max == nil {
-		return fmt.Errorf("min_value or max_value is required")
-	}
-	return a.err
+// between reads the bounds of a *_to_be_between expectation.
+func (a *geArgs) between(c *Check) {
+	c.Min, c.Max, c.StrictMin, c.StrictMax = a.num("min_value"), a.num("max_value"), a.flag("strict_min"), a.flag("strict_max")
+	a.bounds(c)
 }
 
-func sortedCopy(s []string) []string {
-	out := slices.Clone(s)
-	slices.Sort(out)
-	return out
+func (a *geArgs) bounds(c *Check) {
+	if c.Min == nil && c.Max == nil {
+		a.failf("min_value or max_value is required")
+	}
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -9,32 +10,27 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// HookEvent is the JSON body lakeFS posts to a webhook hook (lakeFS
-// v1.84.0, pkg/actions.EventInfo). For pre-merge, BranchID is the
-// destination, SourceRef the commit id being merged and MergeSource the
-// ref the user named (a branch, tag or commit); CommitMetadata is the
-// metadata of the merge commit about to be written, which anyone merging
-// can set, so it never decides anything here.
+// HookEvent is the part of the JSON body lakeFS posts to a webhook hook
+// (lakeFS v1.84.0, pkg/actions.EventInfo) that lakewap reads. For
+// pre-merge, BranchID is the destination, SourceRef the commit id being
+// merged and MergeSource the ref the user named (a branch, tag or commit).
+// The event's commit_metadata, which anyone merging can set, is not read:
+// it never decides anything here.
 type HookEvent struct {
-	EventType      string            `json:"event_type"`
-	EventTime      string            `json:"event_time"`
-	ActionName     string            `json:"action_name"`
-	HookID         string            `json:"hook_id"`
-	RepositoryID   string            `json:"repository_id"`
-	BranchID       string            `json:"branch_id,omitempty"`
-	SourceRef      string            `json:"source_ref,omitempty"`
-	TagID          string            `json:"tag_id,omitempty"`
-	CommitID       string            `json:"commit_id,omitempty"`
-	CommitMessage  string            `json:"commit_message,omitempty"`
-	Committer      string            `json:"committer,omitempty"`
-	CommitMetadata map[string]string `json:"commit_metadata,omitempty"`
-	MergeSource    string            `json:"merge_source,omitempty"`
+	EventType    string `json:"event_type"`
+	EventTime    string `json:"event_time"`
+	RepositoryID string `json:"repository_id"`
+	BranchID     string `json:"branch_id,omitempty"`
+	SourceRef    string `json:"source_ref,omitempty"`
+	Committer    string `json:"committer,omitempty"`
+	MergeSource  string `json:"merge_source,omitempty"`
 }
 
 // EventPreMerge is the lakeFS event type the pre-merge handler answers.
@@ -97,23 +93,16 @@ type PreMergeOptions struct {
 // (with the destination as base) and answers 200 to allow the merge, 412
 // with the reports to block it. An audit that cannot run answers 500, which
 // lakeFS also treats as a refusal: the hook fails closed.
-type PreMergeHandler struct {
-	opts PreMergeOptions
-	log  *slog.Logger
-}
+type PreMergeHandler struct{ opts PreMergeOptions }
 
 // NewPreMergeHandler returns the handler; Guards and Runner are required.
 func NewPreMergeHandler(opts PreMergeOptions) (*PreMergeHandler, error) {
 	if opts.Guards == nil || opts.Runner == nil {
 		return nil, errors.New("audit: PreMergeOptions.Guards and Runner are required")
 	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 25 * time.Second
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &PreMergeHandler{opts: opts, log: opts.Logger}, nil
+	opts.Timeout = cmp.Or(max(opts.Timeout, 0), 25*time.Second)
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	return &PreMergeHandler{opts}, nil
 }
 
 // PreMergeAnswer is the JSON body of every answer. lakeFS keeps it in the
@@ -171,7 +160,7 @@ func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case status != http.StatusOK:
 		decision = "block"
 	}
-	h.log.Info("pre-merge hook", "repository", ev.RepositoryID, "branch", ev.BranchID, "source_ref", ev.SourceRef,
+	h.opts.Logger.Info("pre-merge hook", "repository", ev.RepositoryID, "branch", ev.BranchID, "source_ref", ev.SourceRef,
 		"merge_source", ev.MergeSource, "committer", ev.Committer, "decision", decision, "via", via, "status", status)
 	h.answer(w, status, ans, decision, via)
 }
@@ -231,21 +220,18 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent) (int, PreMer
 		ans.Summary = []string{"lakewap allows the " + what + ": it touches no table of " + strings.Join(ans.Skipped, ", ")}
 		return http.StatusOK, ans, "untouched"
 	}
-	via := "audit"
 	var failed []string
 	for _, rep := range ans.Reports {
 		if !rep.Passed {
 			failed = append(failed, rep.Dataset)
 		}
 	}
-	ans.Allowed = len(failed) == 0
-	if ans.Allowed {
-		ans.Summary = append([]string{"lakewap allows the " + what + ": audits passed"}, reportLines(ans.Reports)...)
-		return http.StatusOK, ans, via
+	status, head := http.StatusOK, "lakewap allows the "+what+": audits passed"
+	if ans.Allowed = len(failed) == 0; !ans.Allowed {
+		status, head = http.StatusPreconditionFailed, fmt.Sprintf("lakewap blocks the %s: the audit of %s failed", what, strings.Join(failed, ", "))
 	}
-	ans.Summary = append([]string{fmt.Sprintf("lakewap blocks the %s: the audit of %s failed", what, strings.Join(failed, ", "))},
-		reportLines(ans.Reports)...)
-	return http.StatusPreconditionFailed, ans, via
+	ans.Summary = append([]string{head}, reportLines(ans.Reports)...)
+	return status, ans, "audit"
 }
 
 func (h *PreMergeHandler) touches(ctx context.Context, ev HookEvent, s Suite) (bool, error) {
@@ -289,20 +275,13 @@ func mergeName(ev HookEvent) string {
 	return shortRef(ev.SourceRef)
 }
 
+var longHex = regexp.MustCompile(`^[0-9a-f]{13,}$`)
+
 func shortRef(ref string) string {
-	if len(ref) > 12 && isHex(ref) {
+	if longHex.MatchString(ref) {
 		return ref[:12]
 	}
 	return ref
-}
-
-func isHex(s string) bool {
-	for _, c := range s {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return s != ""
 }
 
 // reportLines is one line per check that did not pass, or a count when
@@ -317,7 +296,7 @@ func reportLines(reps []schemas.AuditReport) []string {
 				continue
 			}
 			line := fmt.Sprintf("  %s %s (%s on %s): observed %s; threshold %s", strings.ToUpper(c.Status), c.Name, c.Kind,
-				orDash(c.Table), orDash(c.Observed), orDash(c.Threshold))
+				cmp.Or(c.Table, "-"), cmp.Or(c.Observed, "-"), cmp.Or(c.Threshold, "-"))
 			if c.Message != "" {
 				line += "; " + c.Message
 			}
@@ -328,11 +307,4 @@ func reportLines(reps []schemas.AuditReport) []string {
 		}
 	}
 	return out
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -51,7 +51,21 @@ func billingGuard() Guard {
 }
 
 func hookEvent(sourceRef string, meta map[string]string) string {
-	b, _ := json.Marshal(HookEvent{EventType: EventPreMerge, EventTime: "2025-06-01T12:00:00Z", ActionName: "lakewap audit",
+	// The whole event lakeFS sends (pkg/actions.EventInfo), with the fields
+	// HookEvent does not read.
+	b, _ := json.Marshal(struct {
+		EventType      string            `json:"event_type"`
+		EventTime      string            `json:"event_time"`
+		ActionName     string            `json:"action_name"`
+		HookID         string            `json:"hook_id"`
+		RepositoryID   string            `json:"repository_id"`
+		BranchID       string            `json:"branch_id,omitempty"`
+		SourceRef      string            `json:"source_ref,omitempty"`
+		CommitMessage  string            `json:"commit_message,omitempty"`
+		Committer      string            `json:"committer,omitempty"`
+		CommitMetadata map[string]string `json:"commit_metadata,omitempty"`
+		MergeSource    string            `json:"merge_source,omitempty"`
+	}{EventType: EventPreMerge, EventTime: "2025-06-01T12:00:00Z", ActionName: "lakewap audit",
 		HookID: "lakewap_audit", RepositoryID: "repo", BranchID: "main", SourceRef: sourceRef, MergeSource: "feature",
 		CommitMessage: "Merge", Committer: "alice", CommitMetadata: meta})
 	return string(b)
