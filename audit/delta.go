@@ -7,11 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -98,10 +99,7 @@ func splitDeltaLog(prefix string, objs []Object) deltaLog {
 	l := deltaLog{commits: map[int64]Object{}, checkpoints: map[int64][]Object{}, v2: map[int64]bool{}, objects: map[string]Object{}}
 	parts := map[int64]map[int]Object{}
 	partTotal := map[int64]int{}
-	logDir := strings.TrimSuffix(prefix, "/") + "/_delta_log/"
-	if prefix == "" {
-		logDir = "_delta_log/"
-	}
+	logDir := strings.TrimPrefix(strings.TrimSuffix(prefix, "/")+"/_delta_log/", "/")
 	for _, o := range objs {
 		l.objects[o.Path] = o
 		name, ok := strings.CutPrefix(o.Path, logDir)
@@ -124,16 +122,11 @@ func splitDeltaLog(prefix string, objs []Object) deltaLog {
 		}
 	}
 	for v, ps := range parts {
-		if len(ps) != partTotal[v] {
-			continue // an incomplete multi-part checkpoint is not usable
-		}
 		var objs []Object
-		for i := 1; i <= partTotal[v]; i++ {
-			if o, ok := ps[i]; ok {
-				objs = append(objs, o)
-			}
+		for i := 1; i <= partTotal[v] && ps[i].Path != ""; i++ {
+			objs = append(objs, ps[i])
 		}
-		if len(objs) == partTotal[v] {
+		if len(ps) == partTotal[v] && len(objs) == partTotal[v] { // an incomplete one is not usable
 			l.checkpoints[v] = objs
 		}
 	}
@@ -194,15 +187,15 @@ func (l deltaLog) plan() (checkpoint []Object, commits []int64, latest int64, er
 // problem; any other error is lakeFS or local I/O failing.
 func (r *run) deltaLoad(ctx context.Context, dl downloader, ref string, t Table) (*deltaSnapshot, error) {
 	key := ref + "\x00" + strings.ToLower(t.Name)
-	if s, ok := r.deltaSnaps[key]; ok {
-		return s.snap, s.err
+	s, ok := r.deltaSnaps[key]
+	if !ok {
+		s.snap, s.err = r.deltaRead(ctx, dl, ref, t)
+		if r.deltaSnaps == nil {
+			r.deltaSnaps = map[string]deltaResult{}
+		}
+		r.deltaSnaps[key] = s
 	}
-	snap, err := r.deltaRead(ctx, dl, ref, t)
-	if r.deltaSnaps == nil {
-		r.deltaSnaps = map[string]deltaResult{}
-	}
-	r.deltaSnaps[key] = deltaResult{snap, err}
-	return snap, err
+	return s.snap, s.err
 }
 
 type deltaResult struct {
@@ -265,18 +258,16 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 		if err != nil {
 			return nil, fmt.Errorf("delta log of %s: %w", t.Name, err)
 		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		sc.Buffer(make([]byte, 1<<20), 64<<20)
-		for sc.Scan() {
-			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+		for line := range bytes.Lines(b) {
+			if len(line) > 64<<20 {
+				return nil, tableErr("commit %d of %s: %v", v, t.Name, bufio.ErrTooLong)
+			}
+			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
-			if err := st.apply(sc.Bytes()); err != nil {
+			if err := st.apply(line); err != nil {
 				return nil, errDeltaTable{fmt.Errorf("commit %d: %w", v, err)}
 			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, tableErr("commit %d of %s: %v", v, t.Name, err)
 		}
 	}
 	if !st.sawProtocol || !st.sawMeta {
@@ -375,11 +366,7 @@ func (s *deltaState) objectPath(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("file path %q: %v", p, err)
 	}
-	root := strings.TrimSuffix(s.table.Path, "/")
-	if root == "" {
-		return path.Clean(dec), nil
-	}
-	return path.Clean(root + "/" + dec), nil
+	return path.Join(s.table.Path, dec), nil
 }
 
 // finish attaches each active file's object and the partition columns.
@@ -460,7 +447,7 @@ func (s *deltaSnapshot) select_(keep func(deltaFile) bool) []Object {
 			out = append(out, f.obj)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	slices.SortFunc(out, func(a, b Object) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 
@@ -472,8 +459,6 @@ func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, file
 		return viewSQL(schema, table, FormatParquet, files)
 	}
 	groups := map[string][]string{}
-	sel := map[string]string{}
-	var keys []string
 	for i, o := range objs {
 		f := snap.active[o.Path]
 		var cols []string
@@ -485,16 +470,11 @@ func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, file
 			cols = append(cols, fmt.Sprintf("CAST(%s AS %s) AS %s", v, pc.Type, quoteIdent(pc.Name)))
 		}
 		k := strings.Join(cols, ", ")
-		if _, ok := groups[k]; !ok {
-			keys = append(keys, k)
-			sel[k] = k
-		}
 		groups[k] = append(groups[k], files[i])
 	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("SELECT * , %s FROM read_parquet(%s, union_by_name = true)", sel[k], literalList(groups[k]))
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(groups)) {
+		parts = append(parts, fmt.Sprintf("SELECT * , %s FROM read_parquet(%s, union_by_name = true)", k, literalList(groups[k])))
 	}
 	return fmt.Sprintf("CREATE VIEW %s AS %s", qualified(schema, table), strings.Join(parts, " UNION ALL BY NAME "))
 }

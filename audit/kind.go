@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -75,7 +76,7 @@ func registerKind(k *checkKind) {
 		panic("audit: bad or duplicate check kind " + k.name)
 	}
 	for _, f := range k.fields {
-		if _, ok := checkFields[f]; !ok {
+		if !slices.ContainsFunc(checkFields, func(cf checkField) bool { return cf.name == f }) {
 			panic("audit: kind " + k.name + " names unknown field " + f)
 		}
 	}
@@ -87,45 +88,38 @@ func registerKind(k *checkKind) {
 func kindOf(c Check) *checkKind { return checkKinds[c.Kind] }
 
 // Kinds are the names of the check kinds, sorted.
-func Kinds() []string {
-	out := make([]string, 0, len(checkKinds))
-	for name := range checkKinds {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
-}
+func Kinds() []string { return slices.Sorted(maps.Keys(checkKinds)) }
 
 func (k *checkKind) reads(field string) bool { return slices.Contains(k.fields, field) }
 
 // aggregated kinds are answered by their table's one aggregate scan.
 func (k *checkKind) aggregated() bool { return k.agg != nil }
 
-// checkFieldOrder is the order in which problems with the kind-specific
-// fields of Check are reported.
-var checkFieldOrder = []string{"values", "min", "max", "strict_min", "strict_max", "pattern", "stat", "ordered",
-	"mostly", "where", "max_drop_pct", "max_growth_pct", "schema", "allow_extra", "max_age", "sql", "column"}
+// checkFields are the kind-specific fields of Check, in the order their
+// problems are reported, each with whether a check sets it.
+var checkFields = []checkField{
+	{"values", func(c Check) bool { return len(c.Values) > 0 }},
+	{"min", func(c Check) bool { return c.Min != nil }},
+	{"max", func(c Check) bool { return c.Max != nil }},
+	{"strict_min", func(c Check) bool { return c.StrictMin }},
+	{"strict_max", func(c Check) bool { return c.StrictMax }},
+	{"pattern", func(c Check) bool { return c.Pattern != "" }},
+	{"stat", func(c Check) bool { return c.Stat != "" }},
+	{"ordered", func(c Check) bool { return c.Ordered }},
+	{"mostly", func(c Check) bool { return c.Mostly != nil }},
+	{"where", func(c Check) bool { return strings.TrimSpace(c.Where) != "" }},
+	{"max_drop_pct", func(c Check) bool { return c.MaxDropPct != nil }},
+	{"max_growth_pct", func(c Check) bool { return c.MaxGrowthPct != nil }},
+	{"schema", func(c Check) bool { return len(c.Schema) > 0 }},
+	{"allow_extra", func(c Check) bool { return c.AllowExtra }},
+	{"max_age", func(c Check) bool { return c.MaxAge != "" }},
+	{"sql", func(c Check) bool { return c.SQL != "" }},
+	{"column", func(c Check) bool { return len(c.columns()) > 0 }},
+}
 
-// checkFields are the kind-specific fields of Check, each with whether a
-// check sets it.
-var checkFields = map[string]func(c Check) bool{
-	"values":         func(c Check) bool { return len(c.Values) > 0 },
-	"min":            func(c Check) bool { return c.Min != nil },
-	"max":            func(c Check) bool { return c.Max != nil },
-	"strict_min":     func(c Check) bool { return c.StrictMin },
-	"strict_max":     func(c Check) bool { return c.StrictMax },
-	"pattern":        func(c Check) bool { return c.Pattern != "" },
-	"stat":           func(c Check) bool { return c.Stat != "" },
-	"ordered":        func(c Check) bool { return c.Ordered },
-	"mostly":         func(c Check) bool { return c.Mostly != nil },
-	"where":          func(c Check) bool { return strings.TrimSpace(c.Where) != "" },
-	"max_drop_pct":   func(c Check) bool { return c.MaxDropPct != nil },
-	"max_growth_pct": func(c Check) bool { return c.MaxGrowthPct != nil },
-	"schema":         func(c Check) bool { return len(c.Schema) > 0 },
-	"allow_extra":    func(c Check) bool { return c.AllowExtra },
-	"max_age":        func(c Check) bool { return c.MaxAge != "" },
-	"sql":            func(c Check) bool { return c.SQL != "" },
-	"column":         func(c Check) bool { return len(c.columns()) > 0 },
+type checkField struct {
+	name string
+	set  func(c Check) bool
 }
 
 // needColumns reports a check of a kind that reads columns without any
@@ -163,13 +157,13 @@ func needBounds(c Check, add addFunc, nonNegative bool) {
 // validateCheck reports c's problems: the fields of other kinds, then the
 // kind's own.
 func (k *checkKind) validateCheck(c Check, add addFunc) {
-	for _, f := range checkFieldOrder {
+	for _, f := range checkFields {
 		switch {
-		case !checkFields[f](c):
-		case !k.reads(f):
-			add(f, "not used by %s checks", c.Kind)
-		case f == "mostly" && !(*c.Mostly >= 0 && *c.Mostly <= 1):
-			add(f, "must be between 0 and 1")
+		case !f.set(c):
+		case !k.reads(f.name):
+			add(f.name, "not used by %s checks", c.Kind)
+		case f.name == "mostly" && !(*c.Mostly >= 0 && *c.Mostly <= 1):
+			add(f.name, "must be between 0 and 1")
 		}
 	}
 	if k.validate != nil {

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -132,16 +133,11 @@ func (c Check) ID() string {
 	if c.Name != "" {
 		return c.Name
 	}
-	var b strings.Builder
-	b.WriteString(c.Kind)
-	b.WriteByte('(')
-	b.WriteString(c.Table)
+	id := c.Kind + "(" + c.Table
 	if cols := c.columns(); len(cols) > 0 {
-		b.WriteByte('.')
-		b.WriteString(strings.Join(cols, ","))
+		id += "." + strings.Join(cols, ",")
 	}
-	b.WriteByte(')')
-	return b.String()
+	return id + ")"
 }
 
 // columns is Column and Columns together, Column first.
@@ -152,26 +148,9 @@ func (c Check) columns() []string {
 	return append([]string{c.Column}, c.Columns...)
 }
 
-func (c Check) severity() string {
-	if c.Severity == "" {
-		return SeverityError
-	}
-	return c.Severity
-}
-
-func (c Check) scope() string {
-	if c.Scope == "" {
-		return ScopeTable
-	}
-	return c.Scope
-}
-
-func (t Table) format() string {
-	if t.Format == "" {
-		return FormatParquet
-	}
-	return t.Format
-}
+func (c Check) severity() string { return cmp.Or(c.Severity, SeverityError) }
+func (c Check) scope() string    { return cmp.Or(c.Scope, ScopeTable) }
+func (t Table) format() string   { return cmp.Or(t.Format, FormatParquet) }
 
 // tableName keeps names usable unquoted in custom SQL.
 var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -213,11 +192,10 @@ func (s Suite) Validate(path string) []error {
 	names := map[string]bool{}
 	for i, c := range s.Checks {
 		f := fmt.Sprintf("checks[%d]", i)
-		if id := c.ID(); names[id] {
-			add(f+".name", "duplicate check name %q", id)
-		} else {
-			names[id] = true
+		if names[c.ID()] {
+			add(f+".name", "duplicate check name %q", c.ID())
 		}
+		names[c.ID()] = true
 		kind := kindOf(c)
 		if kind == nil {
 			if c.Kind == "" {
@@ -260,14 +238,12 @@ func (s Suite) Validate(path string) []error {
 // parseAge reads a Go duration or a whole number of days ("2d").
 func parseAge(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(d)
-		if err != nil {
-			return 0, fmt.Errorf("bad duration %q (want e.g. 36h or 2d)", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
 	d, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		n, err = strconv.Atoi(days)
+		d = time.Duration(n) * 24 * time.Hour
+	}
 	if err != nil {
 		return 0, fmt.Errorf("bad duration %q (want e.g. 36h or 2d)", s)
 	}
