@@ -41,8 +41,11 @@ func clipReport(rep schemas.AuditReport, valueBytes, reportBytes int) schemas.Au
 	for i := len(rep.Checks) - 1; i >= 0 && size > reportBytes; i-- {
 		c := &rep.Checks[i]
 		if n := len(c.SampleRows); n > 0 {
-			c.SampleRows = nil
-			c.Message = joinMessage(c.Message, fmt.Sprintf("%d sample row(s) left out: the report is over its %d-byte budget", n, reportBytes))
+			note := fmt.Sprintf("%d sample row(s) left out: the report is over its %d-byte budget", n, reportBytes)
+			if c.Message != "" {
+				note = c.Message + "; " + note
+			}
+			c.SampleRows, c.Message = nil, note
 			size = reportSize(rep)
 		}
 	}
@@ -58,16 +61,11 @@ func clipReport(rep schemas.AuditReport, valueBytes, reportBytes int) schemas.Au
 			keep++
 		}
 		if keep < len(rep.Checks) {
-			dropped := rep.Checks[keep:]
-			failed := 0
+			dropped, failed, status := rep.Checks[keep:], 0, schemas.StatusPass
 			for _, c := range dropped {
 				if c.Status == schemas.StatusFail || c.Status == schemas.StatusError {
-					failed++
+					failed, status = failed+1, schemas.StatusFail
 				}
-			}
-			status := schemas.StatusPass
-			if failed > 0 {
-				status = schemas.StatusFail
 			}
 			rep.Checks = append(rep.Checks[:keep:keep], schemas.CheckResult{Name: "omitted_checks", Kind: "report_budget",
 				Severity: SeverityError, Status: status, Observed: fmt.Sprintf("%d more checks, %d failed", len(dropped), failed),
@@ -80,13 +78,6 @@ func clipReport(rep schemas.AuditReport, valueBytes, reportBytes int) schemas.Au
 func reportSize(rep schemas.AuditReport) int {
 	b, _ := json.Marshal(rep)
 	return len(b)
-}
-
-func joinMessage(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
 }
 
 // clipRow clips the string values of a JSON object row to valueBytes each,
@@ -115,13 +106,12 @@ func clipRow(row string, valueBytes int) string {
 		if err := dec.Decode(&v); err != nil {
 			return clipString(row, maxSampleRowBytes)
 		}
-		var s string
 		if len(v) > valueBytes {
-			if json.Unmarshal(v, &s) == nil {
-				v, _ = json.Marshal(clipString(s, valueBytes))
-			} else {
-				v, _ = json.Marshal(clipString(string(v), valueBytes)) // nested: as text
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				s = string(v) // nested: as text
 			}
+			v, _ = json.Marshal(clipString(s, valueBytes))
 		}
 		k, _ := json.Marshal(clipString(key, valueBytes))
 		if out.Len()+len(k)+len(v)+64 > maxSampleRowBytes {

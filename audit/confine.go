@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -52,43 +54,21 @@ func (r *run) confine(ctx context.Context, query string) error {
 		return fmt.Errorf("parse: %w", err)
 	}
 	ctes := map[string]bool{}
-	collectCTEs(tree, ctes)
-	return r.walkConfined(tree, ctes)
-}
-
-// collectCTEs gathers the names of every CTE defined anywhere in tree.
-func collectCTEs(n any, out map[string]bool) {
-	switch v := n.(type) {
-	case map[string]any:
-		if m, ok := v["cte_map"].(map[string]any); ok {
-			if entries, ok := m["map"].([]any); ok {
-				for _, e := range entries {
-					if em, ok := e.(map[string]any); ok {
-						if k, ok := em["key"].(string); ok {
-							out[strings.ToLower(k)] = true
-						}
-					}
-				}
+	walkJSON(tree, func(v map[string]any) error {
+		m, _ := v["cte_map"].(map[string]any)
+		entries, _ := m["map"].([]any)
+		for _, e := range entries {
+			em, _ := e.(map[string]any)
+			if k, ok := em["key"].(string); ok {
+				ctes[strings.ToLower(k)] = true
 			}
 		}
-		for _, c := range v {
-			collectCTEs(c, out)
-		}
-	case []any:
-		for _, c := range v {
-			collectCTEs(c, out)
-		}
-	}
-}
-
-func (r *run) walkConfined(n any, ctes map[string]bool) error {
-	switch v := n.(type) {
-	case map[string]any:
+		return nil
+	})
+	return walkJSON(tree, func(v map[string]any) error {
 		switch v["type"] {
 		case "BASE_TABLE":
-			if err := r.allowedTable(v, ctes); err != nil {
-				return err
-			}
+			return r.allowedTable(v, ctes)
 		case "TABLE_FUNCTION":
 			f, _ := v["function"].(map[string]any)
 			name, _ := f["function_name"].(string)
@@ -98,16 +78,26 @@ func (r *run) walkConfined(n any, ctes map[string]bool) error {
 				return fmt.Errorf("%w: table function %s is not allowed (allowed: range, generate_series, unnest)", ErrNotConfined, name)
 			}
 		}
-		for _, c := range v {
-			if err := r.walkConfined(c, ctes); err != nil {
-				return err
-			}
+		return nil
+	})
+}
+
+// walkJSON calls visit on every object of a decoded JSON tree, parents
+// first, and stops at the first error.
+func walkJSON(n any, visit func(map[string]any) error) error {
+	var children []any
+	switch v := n.(type) {
+	case map[string]any:
+		if err := visit(v); err != nil {
+			return err
 		}
+		children = slices.Collect(maps.Values(v))
 	case []any:
-		for _, c := range v {
-			if err := r.walkConfined(c, ctes); err != nil {
-				return err
-			}
+		children = v
+	}
+	for _, c := range children {
+		if err := walkJSON(c, visit); err != nil {
+			return err
 		}
 	}
 	return nil

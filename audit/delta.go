@@ -141,37 +141,23 @@ func atoi64(s string) int64 {
 // plan is which log files rebuild the latest version: all commits from 0,
 // or the newest complete checkpoint and the commits after it.
 func (l deltaLog) plan() (checkpoint []Object, commits []int64, latest int64, err error) {
-	latest = -1
-	for v := range l.commits {
-		latest = max(latest, v)
-	}
-	for v := range l.checkpoints {
-		latest = max(latest, v)
-	}
-	if latest < 0 {
+	cp := slices.Max(append(slices.Collect(maps.Keys(l.checkpoints)), -1))
+	if latest = max(cp, slices.Max(append(slices.Collect(maps.Keys(l.commits)), -1))); latest < 0 {
 		if len(l.v2) > 0 {
 			return nil, nil, -1, fmt.Errorf("%w: only V2 checkpoints (reader feature v2Checkpoint) and no JSON commits", ErrDeltaUnsupported)
 		}
 		return nil, nil, -1, nil
 	}
 	from := int64(0)
-	missing := int64(-1)
 	for v := int64(0); v <= latest; v++ {
-		if _, ok := l.commits[v]; !ok {
-			missing = v
+		if _, ok := l.commits[v]; !ok { // a gap: start from the newest checkpoint, after it
+			if cp < v {
+				return nil, nil, -1, fmt.Errorf("%w: the log is missing commit %d and has no usable checkpoint after it (cleaned up, or V2 checkpoints)",
+					ErrDeltaUnsupported, v)
+			}
+			checkpoint, from = l.checkpoints[cp], cp+1
 			break
 		}
-	}
-	if missing >= 0 {
-		cp := int64(-1)
-		for v := range l.checkpoints {
-			cp = max(cp, v)
-		}
-		if cp < missing {
-			return nil, nil, -1, fmt.Errorf("%w: the log is missing commit %d and has no usable checkpoint after it (cleaned up, or V2 checkpoints)",
-				ErrDeltaUnsupported, missing)
-		}
-		checkpoint, from = l.checkpoints[cp], cp+1
 	}
 	for v := from; v <= latest; v++ {
 		if _, ok := l.commits[v]; !ok {

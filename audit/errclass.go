@@ -2,6 +2,7 @@ package audit
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -22,33 +23,20 @@ var infraIO = []string{"No space left on device", "Too many open files", "Cannot
 
 // infrastructure reports whether err is a failure of the machine.
 func infrastructure(err error) bool {
-	var de *duckdb.Error
-	if errors.As(err, &de) {
+	if de, ok := errors.AsType[*duckdb.Error](err); ok {
 		switch de.Type {
 		case duckdb.ErrorTypeOutOfMemory, duckdb.ErrorTypeFatal, duckdb.ErrorTypeConnection,
 			duckdb.ErrorTypeNetwork, duckdb.ErrorTypeHTTP:
 			return true
-		case duckdb.ErrorTypeIO:
-			return ioInfra(de.Msg)
 		}
-		return false
+		return de.Type == duckdb.ErrorTypeIO && ioInfra(de.Msg)
 	}
 	// Errors that lost their type on the way keep DuckDB's prefix.
 	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "Out of Memory Error"), strings.Contains(msg, "FATAL Error"):
-		return true
-	case strings.Contains(msg, "IO Error"):
-		return ioInfra(msg)
-	}
-	return false
+	return strings.Contains(msg, "Out of Memory Error") || strings.Contains(msg, "FATAL Error") ||
+		strings.Contains(msg, "IO Error") && ioInfra(msg)
 }
 
 func ioInfra(msg string) bool {
-	for _, s := range infraIO {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(infraIO, func(s string) bool { return strings.Contains(msg, s) })
 }

@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,28 +47,12 @@ type Source interface {
 // _delta_log/ (skipped as Spark and Hive skip them), and lakeFS keeps
 // _lakefs_actions/ in the repository.
 func tableFiles(prefix string, objs []Object) []Object {
-	out := objs[:0:0]
-	for _, o := range objs {
-		if o.Size == 0 || hiddenUnder(prefix, o.Path) {
-			continue
-		}
-		out = append(out, o)
-	}
-	return out
-}
-
-// hiddenUnder reports whether a name of p below prefix starts with _ or .
-func hiddenUnder(prefix, p string) bool {
-	rel := strings.TrimPrefix(p, prefix)
-	if rel == "" || path.Base(rel) == "" {
-		return true
-	}
-	for _, part := range strings.Split(rel, "/") {
-		if part != "" && (part[0] == '_' || part[0] == '.') {
-			return true
-		}
-	}
-	return false
+	return slices.DeleteFunc(slices.Clone(objs), func(o Object) bool {
+		rel := strings.TrimPrefix(o.Path, prefix)
+		return o.Size == 0 || rel == "" || slices.ContainsFunc(strings.Split(rel, "/"), func(part string) bool {
+			return strings.HasPrefix(part, "_") || strings.HasPrefix(part, ".")
+		})
+	})
 }
 
 // fetch is one object to bring to a local file.
@@ -119,7 +104,7 @@ func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) 
 	defer cancel()
 	var (
 		wg       sync.WaitGroup
-		mu       sync.Mutex
+		mu       sync.Mutex // guards firstErr
 		firstErr error
 	)
 	sem := make(chan struct{}, max(d.parallel, 1))
@@ -131,9 +116,7 @@ func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) 
 		if ctx.Err() != nil {
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			local, err := d.fetch(ctx, i, f)
 			mu.Lock()
@@ -143,7 +126,7 @@ func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) 
 				cancel()
 			}
 			out[i] = local
-		}()
+		})
 	}
 	wg.Wait()
 	if firstErr == nil && ctx.Err() != nil {
