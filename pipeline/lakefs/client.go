@@ -1,6 +1,7 @@
 package lakefs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,13 +76,9 @@ func New(cfg Config) (*Client, error) {
 	if !strings.HasSuffix(server, "/api/v1") {
 		server += "/api/v1"
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
 	ak, sk := cfg.AccessKeyID, cfg.SecretAccessKey
 	api, err := apigen.NewClientWithResponses(server,
-		apigen.WithHTTPClient(hc),
+		apigen.WithHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{})),
 		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.SetBasicAuth(ak, sk)
 			return nil
@@ -90,16 +87,8 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
-	c := &Client{api: api, timeout: cfg.Timeout, transferTimeout: cfg.TransferTimeout, log: cfg.Logger}
-	if c.timeout == 0 {
-		c.timeout = defaultTimeout
-	}
-	if c.transferTimeout == 0 {
-		c.transferTimeout = defaultTransferTimeout
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
+	c := &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), transferTimeout: cmp.Or(cfg.TransferTimeout, defaultTransferTimeout),
+		log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
 	return c, nil
 }
 

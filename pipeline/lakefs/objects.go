@@ -124,35 +124,13 @@ func (m *readErrMarker) Read(p []byte) (int, error) {
 
 // List lists every object under prefix at ref, recursively.
 func (c *Client) List(ctx context.Context, repo, ref, prefix string) ([]Object, error) {
-	var out []Object
-	after := ""
-	for {
-		params := &apigen.ListObjectsParams{Amount: ptr(apigen.PaginationAmount(pageSize))}
-		if prefix != "" {
-			params.Prefix = ptr(apigen.PaginationPrefix(prefix))
-		}
-		if after != "" {
-			params.After = ptr(apigen.PaginationAfter(after))
-		}
-		var page apigen.ObjectStatsList
-		err := c.send(ctx, call{op: "list objects", repo: repo, ref: ref + ":" + prefix}, http.StatusOK, &page, func(ctx context.Context) (*http.Response, error) {
-			return c.api.ListObjects(ctx, repo, ref, params)
+	return list(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":" + prefix}, 0,
+		func(o apigen.ObjectStats) Object {
+			return Object{Path: o.Path, Checksum: o.Checksum, PhysicalAddress: o.PhysicalAddress, Mtime: time.Unix(o.Mtime, 0).UTC(), Size: deref(o.SizeBytes)}
+		},
+		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{Prefix: prefixParam(prefix), After: after, Amount: amount})
 		})
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range page.Results {
-			obj := Object{Path: o.Path, Checksum: o.Checksum, PhysicalAddress: o.PhysicalAddress, Mtime: time.Unix(o.Mtime, 0).UTC()}
-			if o.SizeBytes != nil {
-				obj.Size = *o.SizeBytes
-			}
-			out = append(out, obj)
-		}
-		if !page.Pagination.HasMore || page.Pagination.NextOffset == "" {
-			return out, nil
-		}
-		after = page.Pagination.NextOffset
-	}
 }
 
 // Diff lists the objects under prefix that right changed since its merge
@@ -179,60 +157,64 @@ func (c *Client) Diff(ctx context.Context, repo, left, right, prefix string) ([]
 }
 
 func (c *Client) diff(ctx context.Context, repo, left, right, prefix string) ([]Change, error) {
-	k := call{op: "diff", repo: repo, ref: left + "..." + right}
-	return c.diffPages(ctx, k, prefix, func(ctx context.Context, after *apigen.PaginationAfter, pre *apigen.PaginationPrefix) (*http.Response, error) {
-		return c.api.DiffRefs(ctx, repo, left, right, &apigen.DiffRefsParams{
-			After: after, Prefix: pre, Amount: ptr(apigen.PaginationAmount(pageSize)),
+	return list(ctx, c, call{op: "diff", repo: repo, ref: left + "..." + right}, 0, changeFrom,
+		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			return c.api.DiffRefs(ctx, repo, left, right, &apigen.DiffRefsParams{After: after, Prefix: prefixParam(prefix), Amount: amount})
 		})
-	})
 }
 
-// DiffBranch lists branch's uncommitted changes under prefix.
-func (c *Client) DiffBranch(ctx context.Context, repo, branch, prefix string) ([]Change, error) {
-	k := call{op: "diff branch", repo: repo, ref: branch}
-	return c.diffPages(ctx, k, prefix, func(ctx context.Context, after *apigen.PaginationAfter, pre *apigen.PaginationPrefix) (*http.Response, error) {
-		return c.api.DiffBranch(ctx, repo, branch, &apigen.DiffBranchParams{
-			After: after, Prefix: pre, Amount: ptr(apigen.PaginationAmount(pageSize)),
-		})
-	})
+func changeFrom(d apigen.Diff) Change {
+	return Change{Path: d.Path, Type: d.Type, Size: deref(d.SizeBytes)}
 }
 
-// diffPages collects the pages of a diff; limit > 0 stops after that many
-// changes.
-func (c *Client) diffPages(ctx context.Context, k call, prefix string,
-	do func(context.Context, *apigen.PaginationAfter, *apigen.PaginationPrefix) (*http.Response, error), limit ...int,
-) ([]Change, error) {
-	var pre *apigen.PaginationPrefix
-	if prefix != "" {
-		pre = ptr(apigen.PaginationPrefix(prefix))
-	}
-	var out []Change
-	after := ""
+// page is one page of any lakeFS listing.
+type page[R any] struct {
+	Pagination apigen.Pagination `json:"pagination"`
+	Results    []R               `json:"results"`
+}
+
+// list collects the pages of a listing as conv makes them, up to limit
+// items (0: all); get asks for up to amount items after the cursor.
+func list[R, T any](ctx context.Context, c *Client, k call, limit int, conv func(R) T,
+	get func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error),
+) ([]T, error) {
+	var out []T
+	var after *apigen.PaginationAfter
 	for {
-		var a *apigen.PaginationAfter
-		if after != "" {
-			a = ptr(apigen.PaginationAfter(after))
+		amount := apigen.PaginationAmount(pageSize)
+		if limit > 0 {
+			amount = apigen.PaginationAmount(min(pageSize, limit-len(out)))
 		}
-		var page apigen.DiffList
-		err := c.send(ctx, k, http.StatusOK, &page, func(ctx context.Context) (*http.Response, error) {
-			return do(ctx, a, pre)
+		var p page[R]
+		err := c.send(ctx, k, http.StatusOK, &p, func(ctx context.Context) (*http.Response, error) {
+			return get(ctx, after, &amount)
 		})
 		if err != nil {
 			return nil, err
 		}
-		for _, d := range page.Results {
-			ch := Change{Path: d.Path, Type: d.Type}
-			if d.SizeBytes != nil {
-				ch.Size = *d.SizeBytes
-			}
-			out = append(out, ch)
+		for _, r := range p.Results {
+			out = append(out, conv(r))
 		}
-		if len(limit) > 0 && len(out) >= limit[0] {
-			return out[:limit[0]], nil
+		if limit > 0 && len(out) >= limit {
+			return out[:limit], nil
 		}
-		if !page.Pagination.HasMore || page.Pagination.NextOffset == "" {
+		if !p.Pagination.HasMore || p.Pagination.NextOffset == "" || len(p.Results) == 0 {
 			return out, nil
 		}
-		after = page.Pagination.NextOffset
+		after = ptr(apigen.PaginationAfter(p.Pagination.NextOffset))
 	}
+}
+
+func prefixParam(prefix string) *apigen.PaginationPrefix {
+	if prefix == "" {
+		return nil
+	}
+	return ptr(apigen.PaginationPrefix(prefix))
+}
+
+func deref[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
+	}
+	return v
 }

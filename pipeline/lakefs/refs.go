@@ -47,9 +47,10 @@ func (c *Client) EnsureBranch(ctx context.Context, repo, branch, source string) 
 	if base != head.ID {
 		return false, fmt.Errorf("branch %s of %s: its head %s is not in the history of %s: %w", branch, repo, head.ID, source, pipeline.ErrBranchTaken)
 	}
-	staged, err := c.diffPages(ctx, call{op: "diff branch", repo: repo, ref: branch}, "", func(ctx context.Context, after *apigen.PaginationAfter, pre *apigen.PaginationPrefix) (*http.Response, error) {
-		return c.api.DiffBranch(ctx, repo, branch, &apigen.DiffBranchParams{Amount: ptr(apigen.PaginationAmount(1))})
-	}, 1)
+	staged, err := list(ctx, c, call{op: "diff branch", repo: repo, ref: branch}, 1, changeFrom,
+		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			return c.api.DiffBranch(ctx, repo, branch, &apigen.DiffBranchParams{After: after, Amount: amount})
+		})
 	if err != nil {
 		return false, err
 	}
@@ -88,48 +89,17 @@ func (c *Client) DeleteBranch(ctx context.Context, repo, branch string) error {
 
 // ListBranches lists the branches whose names start with prefix.
 func (c *Client) ListBranches(ctx context.Context, repo, prefix string) ([]Branch, error) {
-	var out []Branch
-	after := ""
-	for {
-		params := &apigen.ListBranchesParams{Amount: ptr(apigen.PaginationAmount(pageSize))}
-		if prefix != "" {
-			params.Prefix = ptr(apigen.PaginationPrefix(prefix))
-		}
-		if after != "" {
-			params.After = ptr(apigen.PaginationAfter(after))
-		}
-		var page apigen.RefList
-		err := c.send(ctx, call{op: "list branches", repo: repo, ref: prefix}, http.StatusOK, &page, func(ctx context.Context) (*http.Response, error) {
-			return c.api.ListBranches(ctx, repo, params)
+	return list(ctx, c, call{op: "list branches", repo: repo, ref: prefix}, 0,
+		func(r apigen.Ref) Branch { return Branch{Name: r.Id, CommitID: r.CommitId} },
+		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			return c.api.ListBranches(ctx, repo, &apigen.ListBranchesParams{Prefix: prefixParam(prefix), After: after, Amount: amount})
 		})
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range page.Results {
-			out = append(out, Branch{Name: r.Id, CommitID: r.CommitId})
-		}
-		if !page.Pagination.HasMore || page.Pagination.NextOffset == "" {
-			return out, nil
-		}
-		after = page.Pagination.NextOffset
-	}
 }
 
 // Commit commits branch's uncommitted changes with message and meta. A
 // branch without changes gives an error wrapping pipeline.ErrNoChanges.
 func (c *Client) Commit(ctx context.Context, repo, branch, message string, meta map[string]string) (string, error) {
-	body := apigen.CommitJSONRequestBody{Message: message}
-	if len(meta) > 0 {
-		body.Metadata = &apigen.CommitCreation_Metadata{AdditionalProperties: meta}
-	}
-	var out apigen.Commit
-	err := c.send(ctx, call{op: "commit", repo: repo, ref: branch}, http.StatusCreated, &out, func(ctx context.Context) (*http.Response, error) {
-		return c.api.Commit(ctx, repo, branch, &apigen.CommitParams{}, body)
-	})
-	if err != nil {
-		return "", err
-	}
-	return out.Id, nil
+	return c.commit(ctx, repo, branch, message, meta, false)
 }
 
 // Merge merges source (any ref) into branch dest and returns the merge
@@ -157,7 +127,14 @@ func (c *Client) Merge(ctx context.Context, repo, source, dest, message string, 
 // nothing is staged (allow_empty), so every seal is a commit of its own
 // that is not on any target until lakewap merges it.
 func (c *Client) Seal(ctx context.Context, repo, branch, message string, meta map[string]string) (string, error) {
-	body := apigen.CommitJSONRequestBody{Message: message, AllowEmpty: ptr(true)}
+	return c.commit(ctx, repo, branch, message, meta, true)
+}
+
+func (c *Client) commit(ctx context.Context, repo, branch, message string, meta map[string]string, allowEmpty bool) (string, error) {
+	body := apigen.CommitJSONRequestBody{Message: message}
+	if allowEmpty {
+		body.AllowEmpty = ptr(true)
+	}
 	if len(meta) > 0 {
 		body.Metadata = &apigen.CommitCreation_Metadata{AdditionalProperties: meta}
 	}
@@ -165,10 +142,7 @@ func (c *Client) Seal(ctx context.Context, repo, branch, message string, meta ma
 	err := c.send(ctx, call{op: "commit", repo: repo, ref: branch}, http.StatusCreated, &out, func(ctx context.Context) (*http.Response, error) {
 		return c.api.Commit(ctx, repo, branch, &apigen.CommitParams{}, body)
 	})
-	if err != nil {
-		return "", err
-	}
-	return out.Id, nil
+	return out.Id, err
 }
 
 // MergeBase returns lakeFS's merge-base of source (a commit id) and dest
@@ -243,16 +217,11 @@ func (c *Client) MergesOf(ctx context.Context, repo, target, sealed string, sinc
 }
 
 func (c *Client) firstParents(ctx context.Context, repo, ref string, since time.Time) ([]Commit, error) {
-	var out []Commit
-	var from *time.Time
+	params := apigen.LogCommitsParams{FirstParent: ptr(true)}
 	if !since.IsZero() {
-		from = ptr(since.Add(-clockSlack))
+		params.Since = ptr(since.Add(-clockSlack))
 	}
-	err := c.walkLog(ctx, repo, ref, publishedDepth, true, from, func(cm Commit) bool {
-		out = append(out, cm)
-		return true
-	})
-	return out, err
+	return c.commits(ctx, repo, ref, publishedDepth, params)
 }
 
 func mergesOf(commits []Commit, sealed string) []Commit {
@@ -267,54 +236,20 @@ func mergesOf(commits []Commit, sealed string) []Commit {
 
 // Log returns up to limit commits reachable from ref, newest first.
 func (c *Client) Log(ctx context.Context, repo, ref string, limit int) ([]Commit, error) {
-	var out []Commit
 	if limit <= 0 {
-		return out, nil
+		return nil, nil
 	}
-	err := c.walkLog(ctx, repo, ref, limit, false, nil, func(cm Commit) bool {
-		out = append(out, cm)
-		return true
-	})
-	return out, err
+	return c.commits(ctx, repo, ref, limit, apigen.LogCommitsParams{})
 }
 
-// walkLog calls fn for up to limit commits of ref's log until fn returns false.
-// since, when set, ends the walk at the first commit older than it.
-func (c *Client) walkLog(ctx context.Context, repo, ref string, limit int, firstParent bool, since *time.Time, fn func(Commit) bool) error {
-	seen := 0
-	after := ""
-	for seen < limit {
-		amount := min(pageSize, limit-seen)
-		params := &apigen.LogCommitsParams{Amount: ptr(apigen.PaginationAmount(amount))}
-		if firstParent {
-			params.FirstParent = ptr(true)
-		}
-		params.Since = since
-		if after != "" {
-			params.After = ptr(apigen.PaginationAfter(after))
-		}
-		var page apigen.CommitList
-		err := c.send(ctx, call{op: "log", repo: repo, ref: ref}, http.StatusOK, &page, func(ctx context.Context) (*http.Response, error) {
-			return c.api.LogCommits(ctx, repo, ref, params)
+// commits lists up to limit commits of ref's log (as params select them).
+func (c *Client) commits(ctx context.Context, repo, ref string, limit int, params apigen.LogCommitsParams) ([]Commit, error) {
+	return list(ctx, c, call{op: "log", repo: repo, ref: ref}, limit, commitFrom,
+		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			p := params
+			p.After, p.Amount = after, amount
+			return c.api.LogCommits(ctx, repo, ref, &p)
 		})
-		if err != nil {
-			return err
-		}
-		for _, cm := range page.Results {
-			if seen >= limit {
-				return nil
-			}
-			seen++
-			if !fn(commitFrom(cm)) {
-				return nil
-			}
-		}
-		if !page.Pagination.HasMore || page.Pagination.NextOffset == "" || len(page.Results) == 0 {
-			return nil
-		}
-		after = page.Pagination.NextOffset
-	}
-	return nil
 }
 
 // Head returns the id of the commit ref points at (pipeline.Lake).
