@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"maps"
 	"strings"
 	"time"
 
@@ -110,11 +111,6 @@ func (d Delivery) clone() Delivery {
 		ls := *d.LastSent
 		c.LastSent = &ls
 	}
-	if d.Receipts != nil {
-		c.Receipts = make(map[string]string, len(d.Receipts))
-		for k, v := range d.Receipts {
-			c.Receipts[k] = v
-		}
-	}
+	c.Receipts = maps.Clone(d.Receipts)
 	return c
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -48,15 +49,9 @@ func (s DatasetSpec) AllowsSource(ref string) bool {
 // table paths or allowed paths.
 func (s DatasetSpec) OutsideTables(paths []string) []string {
 	var out []string
+	prefixes := slices.Concat(s.TablePaths, s.AllowedPaths)
 	for _, p := range paths {
-		inside := false
-		for _, prefix := range slices.Concat(s.TablePaths, s.AllowedPaths) {
-			if prefix != "" && strings.HasPrefix(p, prefix) {
-				inside = true
-				break
-			}
-		}
-		if !inside {
+		if !slices.ContainsFunc(prefixes, func(prefix string) bool { return prefix != "" && strings.HasPrefix(p, prefix) }) {
 			out = append(out, p)
 		}
 	}
@@ -168,15 +163,8 @@ const (
 )
 
 func (c FailClass) String() string {
-	switch c {
-	case Transient:
-		return "transient"
-	case Permanent:
-		return "permanent"
-	case Conflict:
-		return "conflict"
-	case Rejected:
-		return "rejected"
+	if names := [...]string{"transient", "permanent", "conflict", "rejected"}; c >= 0 && int(c) < len(names) {
+		return names[c]
 	}
 	return fmt.Sprintf("FailClass(%d)", int(c))
 }
@@ -298,7 +286,9 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 			n.push(reverted(n))
 		}
 	case Invalid:
-		n = m.invalid(n, in, now)
+		if abortable(n.State) {
+			n = abortEarly(n, in.BatchID, in.Dataset, schemas.ReasonInvalid, in.Detail, now)
+		}
 	case Tick:
 		n = m.tick(n, in, now)
 	case BranchCreated:
@@ -439,11 +429,8 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 	n.Repository, n.Branch, n.Source, n.Target = spec.Repository, in.Branch, spec.Source, spec.Target
 	n.ExpectedWrites = append([]string(nil), ev.ExpectedWrites...)
 	n.Attributes = nil
-	for k, v := range ev.Attributes {
-		if n.Attributes == nil {
-			n.Attributes = map[string]string{}
-		}
-		n.Attributes[k] = v
+	if len(ev.Attributes) > 0 {
+		n.Attributes = maps.Clone(ev.Attributes)
 	}
 	for w := range n.Writes {
 		if !slices.Contains(n.ExpectedWrites, w) {
@@ -493,18 +480,11 @@ func (m Machine) writeDone(n Run, ev schemas.WriteComplete, now time.Time) Run {
 }
 
 func (m Machine) cancel(n Run, ev schemas.BatchCancelled, now time.Time) (Run, *Outgoing) {
-	switch n.State {
-	case "", StatePending:
-		// Remember the cancellation so a late BatchLanded is a no-op.
-		n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
-		n.KeepBranch = true // there is no branch yet
-		n.Request = cmp.Or(ev.RequestID, n.Request)
-		return abort(n, schemas.ReasonCancelled, ev.Reason, now), nil
-	case StateLanded, StateAwaitingWrites, StateAuditing:
+	if abortable(n.State) {
 		// An operator's cancel is answered by the abort; a plain one (the
 		// janitor's) answers whatever request the run was carrying out.
 		n.Request = cmp.Or(ev.RequestID, n.Request)
-		return abort(n, schemas.ReasonCancelled, ev.Reason, now), nil
+		return abortEarly(n, ev.BatchID, ev.Dataset, schemas.ReasonCancelled, ev.Reason, now), nil
 	}
 	// Publishing cannot be stopped halfway; terminal runs stay. Only an
 	// operator's request (with an id) is answered.
@@ -588,16 +568,20 @@ func parens(s string) string {
 	return " (" + s + ")"
 }
 
-func (m Machine) invalid(n Run, in Invalid, now time.Time) Run {
-	switch n.State {
-	case "", StatePending:
-		n.BatchID, n.Dataset = in.BatchID, in.Dataset
+// abortable reports whether a run in state s can still be aborted: it has
+// not started publishing (or has no run yet).
+func abortable(s State) bool {
+	return s == "" || s == StatePending || s == StateLanded || s == StateAwaitingWrites || s == StateAuditing
+}
+
+// abortEarly aborts a run that is abortable. One that has not landed is
+// remembered as aborted, so a late BatchLanded is a no-op; it has no branch.
+func abortEarly(n Run, batchID, dataset, reason, detail string, now time.Time) Run {
+	if n.State == "" || n.State == StatePending {
+		n.BatchID, n.Dataset = batchID, dataset
 		n.KeepBranch = true
-		return abort(n, schemas.ReasonInvalid, in.Detail, now)
-	case StateLanded, StateAwaitingWrites, StateAuditing:
-		return abort(n, schemas.ReasonInvalid, in.Detail, now)
 	}
-	return n
+	return abort(n, reason, detail, now)
 }
 
 func (m Machine) tick(n Run, in Tick, now time.Time) Run {
@@ -664,20 +648,29 @@ func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
 		}
 		return fail(n, in.Step, in.Err, n.Attempts+1, now)
 	}
+	if m.retryLater(&n, now) {
+		return n
+	}
+	if in.Step == StepCleanup {
+		n.CleanupPending = false
+		n.resetRetry()
+		return n
+	}
+	return fail(n, in.Step, in.Err, n.Attempts, now)
+}
+
+// retryLater counts a transient failure and, within the retry budget,
+// sets when the step runs again; false when the budget is spent.
+func (m Machine) retryLater(n *Run, now time.Time) bool {
 	n.Attempts++
 	if n.FirstFailure.IsZero() {
 		n.FirstFailure = now
 	}
 	if now.Sub(n.FirstFailure) >= m.p.RetryBudget {
-		if in.Step == StepCleanup {
-			n.CleanupPending = false
-			n.resetRetry()
-			return n
-		}
-		return fail(n, in.Step, in.Err, n.Attempts, now)
+		return false
 	}
-	n.RetryAt = now.Add(m.backoff(n.Attempts))
-	return n
+	n.RetryAt = now.Add(backoff.Policy{Min: m.p.MinBackoff, Max: m.p.MaxBackoff}.Delay(n.Attempts))
+	return true
 }
 
 // revertFailed retries a revert that failed transiently within the retry
@@ -689,15 +682,8 @@ func (m Machine) revertFailed(n Run, in StepFailed, now time.Time) Run {
 	}
 	in.Err = clip(in.Err, maxErrorBytes)
 	n.LastError = in.Err
-	if in.Class == Transient {
-		n.Attempts++
-		if n.FirstFailure.IsZero() {
-			n.FirstFailure = now
-		}
-		if now.Sub(n.FirstFailure) < m.p.RetryBudget {
-			n.RetryAt = now.Add(m.backoff(n.Attempts))
-			return n
-		}
+	if in.Class == Transient && m.retryLater(&n, now) {
+		return n
 	}
 	req := n.Revert
 	n.Revert = nil
@@ -705,10 +691,6 @@ func (m Machine) revertFailed(n Run, in StepFailed, now time.Time) Run {
 	n.push(*refused(n, req.RequestID, schemas.TypeRevertRequested, schemas.RefusedRevertFailed,
 		fmt.Sprintf("batch %s was not reverted: %s", n.BatchID, in.Err), now))
 	return n
-}
-
-func (m Machine) backoff(attempt int) time.Duration {
-	return backoff.Policy{Min: m.p.MinBackoff, Max: m.p.MaxBackoff}.Delay(attempt)
 }
 
 func (r *Run) setState(s State, now time.Time) {

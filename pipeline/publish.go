@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -152,7 +153,7 @@ func (r *Runner) publishTurn(t *publishTicket) Input {
 	defer cancel()
 	ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
 	start := time.Now()
-	in := r.safePublish(ctx, run, t.fresh)
+	in := r.guarded(run, StepPublish, func() Input { return r.publish(ctx, run, t.fresh) })
 	if sf, ok := in.(StepFailed); ok && r.m.Fails(current, sf, r.cfg.Now().Add(lookSlack)) {
 		in = r.lastLook(p, run, sf)
 	}
@@ -181,11 +182,7 @@ func (r *Runner) lastLook(p *partition, run Run, sf StepFailed) Input {
 	log := r.log.With("batch_id", run.BatchID, "dataset", r.label(run.Dataset), "sealed_commit", run.SealedCommit)
 	ctx, cancel := context.WithTimeout(p.ctx, r.cfg.LookTimeout)
 	defer cancel()
-	since := run.PublishSince
-	if since.IsZero() {
-		since = run.StateSince
-	}
-	pub, err := r.cfg.Lake.Published(ctx, run.Repository, run.Target, run.SealedCommit, since)
+	pub, err := r.cfg.Lake.Published(ctx, run.Repository, run.Target, run.SealedCommit, cmp.Or(run.PublishSince, run.StateSince))
 	if err != nil {
 		log.Warn("publish failed and the last look for the sealed commit on the target failed too; the run fails", "err", err)
 		return sf
@@ -206,12 +203,10 @@ func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 		// Unreachable through Transition; guard the promise anyway.
 		return StepFailed{Step: StepPublish, Err: "refusing to publish a batch without a passing audit", Class: Permanent}
 	}
-	since := run.PublishSince
-	if since.IsZero() {
-		since = run.StateSince // a run stored before PublishSince existed
-	}
-	res, err := Publish(ctx, lockRetrying{r: r, log: log}, PublishRequest{Repository: run.Repository, Target: run.Target,
-		Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
+	// A run stored before PublishSince existed has only StateSince.
+	since := cmp.Or(run.PublishSince, run.StateSince)
+	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, wait: r.cfg.LockWait, log: log}, PublishRequest{
+		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
 		Meta: publishMeta(run), Fresh: fresh}, r.failpoint)
 	if err != nil {
 		return failed(log, StepPublish, err)
@@ -225,35 +220,26 @@ func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 	return Merged{CommitID: res.CommitID, AlreadyPublished: res.AlreadyPublished}
 }
 
-// lockRetrying is the runner's lake whose merges retry while the target is
-// locked by another writer (mergeLocked).
+// lockRetrying is the runner's lake, whose merges retry while the target
+// is locked by someone outside this instance, with full-jitter exponential
+// backoff from first up to a second, for at most wait. A locked target
+// means the merge did not start, so it is retried without looking first.
 type lockRetrying struct {
-	r   *Runner
-	log *slog.Logger
+	Lake
+	first, wait time.Duration
+	log         *slog.Logger
 }
 
-func (l lockRetrying) Published(ctx context.Context, repo, target, sealed string, since time.Time) (Publication, error) {
-	return l.r.cfg.Lake.Published(ctx, repo, target, sealed, since)
-}
-
-func (l lockRetrying) Merge(ctx context.Context, repo, source, dest, message string, meta map[string]string) (string, error) {
-	return l.r.mergeLocked(ctx, l.log, repo, source, dest, message, meta)
-}
-
-// mergeLocked merges, retrying while the target is locked by someone
-// outside this instance, with full-jitter exponential backoff from
-// LockBackoff up to a second, for at most LockWait. A locked target means
-// the merge did not start, so it is retried without looking first.
-func (r *Runner) mergeLocked(ctx context.Context, log *slog.Logger, repo, source, dest, msg string, meta map[string]string) (string, error) {
-	deadline := time.Now().Add(r.cfg.LockWait)
-	b := backoff.Policy{Min: r.cfg.LockBackoff, Max: time.Second, Jitter: backoff.Full}.New()
+func (l lockRetrying) Merge(ctx context.Context, repo, source, dest, msg string, meta map[string]string) (string, error) {
+	deadline := time.Now().Add(l.wait)
+	b := backoff.Policy{Min: l.first, Max: time.Second, Jitter: backoff.Full}.New()
 	for {
-		id, err := r.cfg.Lake.Merge(ctx, repo, source, dest, msg, meta)
+		id, err := l.Lake.Merge(ctx, repo, source, dest, msg, meta)
 		if err == nil || !errors.Is(err, ErrBranchLocked) || time.Now().After(deadline) {
 			return id, err
 		}
 		wait := b.Next()
-		log.Debug("target locked by another writer, retrying merge", "attempt", b.Attempt(), "wait", wait)
+		l.log.Debug("target locked by another writer, retrying merge", "attempt", b.Attempt(), "wait", wait)
 		if !backoff.Sleep(ctx, wait) {
 			return "", err
 		}
@@ -265,14 +251,4 @@ func outcome(in Input) string {
 		return sf.Class.String()
 	}
 	return "ok"
-}
-
-// safePublish is publish with step's panic recovery.
-func (r *Runner) safePublish(ctx context.Context, run Run, fresh bool) (in Input) {
-	defer func() {
-		if v := recover(); v != nil {
-			in = r.panicked(run, StepPublish, v)
-		}
-	}()
-	return r.publish(ctx, run, fresh)
 }

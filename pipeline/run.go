@@ -3,6 +3,7 @@ package pipeline
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"strconv"
 	"time"
 
@@ -200,18 +201,7 @@ func (r Run) eventID(kind string) string {
 func (r Run) clone() Run {
 	c := r
 	c.ExpectedWrites = append([]string(nil), r.ExpectedWrites...)
-	if r.Attributes != nil {
-		c.Attributes = make(map[string]string, len(r.Attributes))
-		for k, v := range r.Attributes {
-			c.Attributes[k] = v
-		}
-	}
-	if r.Writes != nil {
-		c.Writes = make(map[string]time.Time, len(r.Writes))
-		for k, v := range r.Writes {
-			c.Writes[k] = v
-		}
-	}
+	c.Attributes, c.Writes = maps.Clone(r.Attributes), maps.Clone(r.Writes)
 	c.Delivery = r.Delivery.clone()
 	if r.Revert != nil {
 		rv := *r.Revert

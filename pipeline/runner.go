@@ -1,11 +1,13 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -173,17 +175,14 @@ type partition struct {
 
 // NewRunner checks cfg and returns a runner.
 func NewRunner(cfg Config) (*Runner, error) {
-	switch {
-	case cfg.Lake == nil:
-		return nil, errors.New("pipeline: Config.Lake is required")
-	case cfg.Auditor == nil:
-		return nil, errors.New("pipeline: Config.Auditor is required")
-	case cfg.Notifier == nil:
-		return nil, errors.New("pipeline: Config.Notifier is required")
-	case cfg.Store == nil:
-		return nil, errors.New("pipeline: Config.Store is required")
-	case cfg.Datasets == nil:
-		return nil, errors.New("pipeline: Config.Datasets is required")
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{{"Lake", cfg.Lake != nil}, {"Auditor", cfg.Auditor != nil}, {"Notifier", cfg.Notifier != nil},
+		{"Store", cfg.Store != nil}, {"Datasets", cfg.Datasets != nil}} {
+		if !c.ok {
+			return nil, fmt.Errorf("pipeline: Config.%s is required", c.name)
+		}
 	}
 	if cfg.Policy == (Policy{}) {
 		cfg.Policy = DefaultPolicy
@@ -191,27 +190,13 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err := cfg.Policy.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.MaxInFlight <= 0 {
-		cfg.MaxInFlight = DefaultMaxInFlight
-	}
-	if cfg.StepTimeout <= 0 {
-		cfg.StepTimeout = DefaultStepTimeout
-	}
-	if cfg.Grace <= 0 {
-		cfg.Grace = DefaultGrace
-	}
-	if cfg.LookTimeout <= 0 {
-		cfg.LookTimeout = min(DefaultLookTimeout, cfg.StepTimeout)
-	}
-	if cfg.LockBackoff <= 0 {
-		cfg.LockBackoff = 20 * time.Millisecond
-	}
-	if cfg.LockWait <= 0 {
-		cfg.LockWait = 30 * time.Second
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.MaxInFlight = positiveOr(cfg.MaxInFlight, DefaultMaxInFlight)
+	cfg.StepTimeout = positiveOr(cfg.StepTimeout, DefaultStepTimeout)
+	cfg.Grace = positiveOr(cfg.Grace, DefaultGrace)
+	cfg.LookTimeout = positiveOr(cfg.LookTimeout, min(DefaultLookTimeout, cfg.StepTimeout))
+	cfg.LockBackoff = positiveOr(cfg.LockBackoff, 20*time.Millisecond)
+	cfg.LockWait = positiveOr(cfg.LockWait, 30*time.Second)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -220,6 +205,14 @@ func NewRunner(cfg Config) (*Runner, error) {
 		sem: make(chan struct{}, cfg.MaxInFlight), parts: map[int]*partition{},
 		queues: map[targetKey]*publishQueue{},
 	}, nil
+}
+
+// positiveOr is v, or d when v is not positive.
+func positiveOr[T int | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
 }
 
 // Assigned restores a partition's runs from the store and resumes their
@@ -266,16 +259,12 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 	r.mu.Unlock()
 	now := r.cfg.Now()
 	p.mu.Lock()
-	keys := make([]string, 0, len(p.runs))
-	for k := range p.runs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(p.runs)) {
 		r.start(p, k, r.m.Pending(p.runs[k], now))
 	}
+	n := len(p.runs)
 	p.mu.Unlock()
-	r.log.Info("partition restored", "partition", id, "runs", len(keys))
+	r.log.Info("partition restored", "partition", id, "runs", n)
 	return nil
 }
 
@@ -331,8 +320,7 @@ func (r *Runner) Close() {
 	r.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, id := range ids {
-		wg.Add(1)
-		go func() { defer wg.Done(); r.Revoked(id) }()
+		wg.Go(func() { r.Revoked(id) })
 	}
 	wg.Wait()
 }
@@ -704,7 +692,7 @@ func (r *Runner) execute(p *partition, run Run, e Effect, t *publishTicket) {
 			ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
 		}
 		start := time.Now()
-		in = r.step(ctx, run, e.Kind)
+		in = r.guarded(run, stepOf(e.Kind), func() Input { return r.doStep(ctx, run, e.Kind) })
 		cancel()
 		<-r.sem
 		if f := r.Metrics.StepDuration; f != nil {
@@ -743,22 +731,18 @@ func (r *Runner) done(p *partition, batch string, k EffectKind) {
 	p.mu.Unlock()
 }
 
-// step runs one step. A panic in it (a bug meeting odd data, in lakewap or
-// a library) fails the run instead of the process: the goroutine is not
-// the consumer's, whose recovery would not see it.
-func (r *Runner) step(ctx context.Context, run Run, k EffectKind) (in Input) {
+// guarded runs step s of run. A panic in it (a bug meeting odd data, in
+// lakewap or a library) fails the run instead of the process: the goroutine
+// is not the consumer's, whose recovery would not see it.
+func (r *Runner) guarded(run Run, s Step, step func() Input) (in Input) {
 	defer func() {
 		if v := recover(); v != nil {
-			in = r.panicked(run, stepOf(k), v)
+			r.log.Error("step panicked; failing the run", "batch_id", run.BatchID, "dataset", r.label(run.Dataset),
+				"step", string(s), "panic", v, "stack", string(debug.Stack()))
+			in = StepFailed{Step: s, Err: fmt.Sprintf("panic: %v", v), Class: Permanent}
 		}
 	}()
-	return r.doStep(ctx, run, k)
-}
-
-func (r *Runner) panicked(run Run, s Step, v any) StepFailed {
-	r.log.Error("step panicked; failing the run", "batch_id", run.BatchID, "dataset", r.label(run.Dataset),
-		"step", string(s), "panic", v, "stack", string(debug.Stack()))
-	return StepFailed{Step: s, Err: fmt.Sprintf("panic: %v", v), Class: Permanent}
+	return step()
 }
 
 func stepOf(k EffectKind) Step {
@@ -879,8 +863,15 @@ func failed(log *slog.Logger, s Step, err error) StepFailed {
 	return StepFailed{Step: s, Err: err.Error(), Class: class}
 }
 
+// publishMeta is the publish commit's metadata: the batch's attributes
+// except the reserved "wap." keys (any case), which only lakewap writes.
 func publishMeta(run Run) map[string]string {
-	m := PublishMeta(run.Attributes)
+	m := make(map[string]string, len(run.Attributes)+4)
+	for k, v := range run.Attributes {
+		if !strings.HasPrefix(strings.ToLower(k), ReservedMetaPrefix) {
+			m[k] = v
+		}
+	}
 	m[MetaBatchID], m[MetaDataset], m["wap.sealed_commit"] = run.BatchID, run.Dataset, run.SealedCommit
 	if run.Report != nil {
 		pass, fail, warn := run.Report.Counts()
@@ -888,19 +879,6 @@ func publishMeta(run Run) map[string]string {
 	}
 	if run.Retries > 0 {
 		m[MetaRetriedBy] = run.RetriedBy
-	}
-	return m
-}
-
-// PublishMeta starts a publish commit's metadata from a batch's attributes:
-// every attribute except the reserved "wap." keys (any case), which only
-// lakewap writes.
-func PublishMeta(attributes map[string]string) map[string]string {
-	m := make(map[string]string, len(attributes)+4)
-	for k, v := range attributes {
-		if !strings.HasPrefix(strings.ToLower(k), ReservedMetaPrefix) {
-			m[k] = v
-		}
 	}
 	return m
 }
