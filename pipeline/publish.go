@@ -18,99 +18,92 @@ import (
 // the order their audits finished, with nothing slept between them. Branch
 // creation, seal commits and audits stay parallel. A lock held by someone
 // else (another instance, a person merging by hand) is retried by the
-// queue's worker with a short jittered backoff.
+// publish holding the turn with a short jittered backoff.
 
 type targetKey struct{ repo, target string }
 
-type ticketState int
-
-const (
-	ticketQueued ticketState = iota
-	ticketStarted
-	ticketDropped
-)
-
 // publishTicket is one run waiting for, or holding, its target's turn.
 type publishTicket struct {
-	p      *partition
 	run    Run
 	fresh  bool // this instance just audited the run: nothing can have merged it yet
 	queued time.Time
-	state  ticketState // guarded by Runner.qmu
-	result chan Input  // buffered: the worker never blocks on a waiter that left
+	turn   <-chan struct{} // closed when the publish queued before this one is done
+	done   chan struct{}   // closed when this one is done or given up (and its turn came)
 }
 
-// publishQueue is the FIFO of one target; a worker goroutine drains it
-// while it is not empty.
+// publishQueue is the line of one target while it is not empty.
 type publishQueue struct {
-	key     targetKey
-	tickets []*publishTicket
-	waiting int // tickets still queued (not dropped, not started)
+	last    chan struct{} // done of the ticket queued last
+	waiting int           // tickets whose turn has not come, nor been given up
 }
 
-// enqueue adds run's publish to its target's queue and starts the queue's
-// worker if it is idle. Called with p.mu held, right after the transition
-// that asked for the publish was persisted: that is the audit order.
-func (r *Runner) enqueue(p *partition, run Run, fresh bool) *publishTicket {
-	t := &publishTicket{p: p, run: run, fresh: fresh, queued: time.Now(), result: make(chan Input, 1)}
+// enqueue adds run's publish to its target's queue. Called with p.mu held,
+// right after the transition that asked for the publish was persisted: that
+// is the audit order.
+func (r *Runner) enqueue(run Run, fresh bool) *publishTicket {
 	k := targetKey{run.Repository, run.Target}
 	r.qmu.Lock()
 	defer r.qmu.Unlock()
 	q := r.queues[k]
 	if q == nil {
-		q = &publishQueue{key: k}
+		q = &publishQueue{last: make(chan struct{})}
+		close(q.last)
 		r.queues[k] = q
-		go r.drain(q)
 	}
-	q.tickets = append(q.tickets, t)
+	t := &publishTicket{run: run, fresh: fresh, queued: time.Now(), turn: q.last, done: make(chan struct{})}
+	q.last = t.done
 	q.waiting++
 	r.queueDepth(k, q.waiting)
 	return t
 }
 
-// drain runs the publishes of q one at a time until q is empty, then
-// removes q.
-func (r *Runner) drain(q *publishQueue) {
-	for {
-		r.qmu.Lock()
-		var t *publishTicket
-		for len(q.tickets) > 0 && t == nil {
-			t, q.tickets = q.tickets[0], q.tickets[1:]
-			if t.state == ticketDropped {
-				t = nil
-			}
-		}
-		if t == nil {
-			delete(r.queues, q.key)
-			r.qmu.Unlock()
-			return
-		}
-		t.state = ticketStarted
-		q.waiting--
-		r.queueDepth(q.key, q.waiting)
-		r.qmu.Unlock()
-		if f := r.Metrics.PublishWait; f != nil {
-			f(q.key.repo, q.key.target, time.Since(t.queued))
-		}
-		t.result <- r.publishTurn(t)
+// awaitPublish waits for t's turn and publishes. A revoked partition gives
+// up its tickets whose turn has not come (the next owner publishes them
+// from the stored state) and waits for a running one within the
+// revocation's grace; the turn passes on when the publish is done.
+func (r *Runner) awaitPublish(p *partition, t *publishTicket) Input {
+	k := targetKey{t.run.Repository, t.run.Target}
+	select {
+	case <-t.turn:
+	case <-p.stop:
+		r.left(k)
+		go func() { <-t.turn; r.pass(k, t) }()
+		return nil
+	}
+	r.left(k)
+	if f := r.Metrics.PublishWait; f != nil {
+		f(k.repo, k.target, time.Since(t.queued))
+	}
+	result := make(chan Input, 1) // buffered: the publish never blocks on a waiter that left
+	go func() {
+		defer r.pass(k, t)
+		result <- r.publishTurn(p, t)
+	}()
+	select {
+	case in := <-result:
+		return in
+	case <-p.ctx.Done():
+		return nil
 	}
 }
 
-// drop takes a ticket that has not started out of its queue; it reports
-// false when the publish is already running.
-func (r *Runner) drop(t *publishTicket) bool {
+// left takes a ticket out of its queue's waiting count.
+func (r *Runner) left(k targetKey) {
 	r.qmu.Lock()
 	defer r.qmu.Unlock()
-	if t.state != ticketQueued {
-		return t.state == ticketDropped
+	q := r.queues[k]
+	q.waiting--
+	r.queueDepth(k, q.waiting)
+}
+
+// pass hands the turn on from t; the queue goes when t was its last.
+func (r *Runner) pass(k targetKey, t *publishTicket) {
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	close(t.done)
+	if r.queues[k].last == t.done {
+		delete(r.queues, k)
 	}
-	t.state = ticketDropped
-	k := targetKey{t.run.Repository, t.run.Target}
-	if q := r.queues[k]; q != nil {
-		q.waiting--
-		r.queueDepth(k, q.waiting)
-	}
-	return true
 }
 
 func (r *Runner) queueDepth(k targetKey, n int) {
@@ -119,29 +112,9 @@ func (r *Runner) queueDepth(k targetKey, n int) {
 	}
 }
 
-// awaitPublish waits for t's publish. A revoked partition drops its
-// tickets that have not started (the next owner publishes them from the
-// stored state) and waits for a running one within the revocation's grace.
-func (r *Runner) awaitPublish(p *partition, t *publishTicket) Input {
-	select {
-	case in := <-t.result:
-		return in
-	case <-p.stop:
-	}
-	if r.drop(t) {
-		return nil
-	}
-	select {
-	case in := <-t.result:
-		return in
-	case <-p.ctx.Done():
-		return nil
-	}
-}
-
 // publishTurn runs one publish while it holds its target's turn.
-func (r *Runner) publishTurn(t *publishTicket) Input {
-	p, run := t.p, t.run
+func (r *Runner) publishTurn(p *partition, t *publishTicket) Input {
+	run := t.run
 	p.mu.Lock()
 	current := p.runs[run.Key()]
 	stop := p.closing

@@ -622,7 +622,7 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 		run := p.runs[batch].clone()
 		var t *publishTicket
 		if e.Kind == DoPublish {
-			t = r.enqueue(p, run, p.fresh[batch])
+			t = r.enqueue(run, p.fresh[batch])
 			delete(p.fresh, batch) // a second attempt looks first
 		}
 		p.wg.Add(1)
