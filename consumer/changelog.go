@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/internal/kafkaready"
 )
 
 // DefaultChangelogTopic is where run state lives unless configured otherwise.
@@ -36,13 +38,8 @@ type Changelog struct {
 
 // NewChangelog validates cfg; it does no I/O.
 func NewChangelog(cfg ChangelogConfig) (*Changelog, error) {
-	if len(cfg.Brokers) == 0 {
-		return nil, fmt.Errorf("%w: changelog Brokers is empty", errConfig)
-	}
-	for i, b := range cfg.Brokers {
-		if _, _, err := net.SplitHostPort(b); err != nil {
-			return nil, fmt.Errorf("%w: changelog Brokers[%d] %q is not host:port", errConfig, i, b)
-		}
+	if err := checkBrokers("changelog ", cfg.Brokers); err != nil {
+		return nil, err
 	}
 	if cfg.Topic == "" {
 		cfg.Topic = DefaultChangelogTopic
@@ -255,12 +252,7 @@ func EnsureTopics(ctx context.Context, brokers []string, transport kafka.RoundTr
 			rf = -1
 		}
 		tc := kafka.TopicConfig{Topic: t.Name, NumPartitions: parts, ReplicationFactor: rf}
-		keys := make([]string, 0, len(t.Configs))
-		for k := range t.Configs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
 			tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: t.Configs[k]})
 		}
 		res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
@@ -299,7 +291,12 @@ func EnsureTopics(ctx context.Context, brokers []string, transport kafka.RoundTr
 		}
 	}
 	if len(created) > 0 {
-		return awaitOnline(ctx, client, created)
+		// A restore right after creation would otherwise fail on Apache Kafka.
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := kafkaready.Await(ctx, client, created...); err != nil {
+			return fmt.Errorf("ensure topics: %w", err)
+		}
 	}
 	return nil
 }

@@ -50,16 +50,25 @@ func configError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errConfig, fmt.Sprintf(format, args...))
 }
 
+// checkBrokers checks there is a broker and each is host:port; what names
+// the field.
+func checkBrokers(what string, brokers []string) error {
+	if len(brokers) == 0 {
+		return configError("%sBrokers is empty", what)
+	}
+	for i, b := range brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return configError("%sBrokers[%d] %q is not host:port", what, i, b)
+		}
+	}
+	return nil
+}
+
 // withDefaults validates c and returns a copy with defaults filled in. Errors
 // name the offending field.
 func (c Config) withDefaults() (Config, error) {
-	if len(c.Brokers) == 0 {
-		return c, configError("Brokers is empty")
-	}
-	for i, b := range c.Brokers {
-		if _, _, err := net.SplitHostPort(b); err != nil {
-			return c, configError("Brokers[%d] %q is not host:port", i, b)
-		}
+	if err := checkBrokers("", c.Brokers); err != nil {
+		return c, err
 	}
 	if c.GroupID == "" {
 		return c, configError("GroupID is required")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -83,10 +84,7 @@ func deadLetter(msg kafka.Message, p *PoisonError, at time.Time) kafka.Message {
 // letter the topic refused as too large: the reason and the position of the
 // original (still in the input topic until retention) are what is left.
 func withoutOriginal(dl kafka.Message, original kafka.Message) kafka.Message {
-	out := kafka.Message{Key: dl.Key}
-	for _, h := range dl.Headers[len(original.Headers):] {
-		out.Headers = append(out.Headers, h)
-	}
+	out := kafka.Message{Key: dl.Key, Headers: slices.Clone(dl.Headers[len(original.Headers):])}
 	out.Headers = append(out.Headers, kafka.Header{Key: HeaderDLQDropped,
 		Value: []byte(fmt.Sprintf("value of %d bytes and %d headers: too large for the dead-letter topic", len(original.Value), len(original.Headers)))})
 	if len(out.Key) > 1024 {

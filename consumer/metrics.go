@@ -26,42 +26,26 @@ const (
 )
 
 func newMetrics(reg prometheus.Registerer, group, topic string) *metrics {
-	labels := prometheus.Labels{"group": group, "topic": topic}
+	opts := func(name, help string) prometheus.Opts {
+		return prometheus.Opts{Namespace: "lakewap", Subsystem: "consumer", Name: name, Help: help,
+			ConstLabels: prometheus.Labels{"group": group, "topic": topic}}
+	}
+	counter := func(name, help, label string) *prometheus.CounterVec {
+		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts(opts(name, help)), []string{label}))
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return register(reg, prometheus.NewGauge(prometheus.GaugeOpts(opts(name, help))))
+	}
 	m := &metrics{
-		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "lakewap", Subsystem: "consumer", Name: "messages_handled_total",
-			Help: "Messages whose Handle succeeded (effects durable, offset may be committed).", ConstLabels: labels,
-		}, []string{"partition"}),
-		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "lakewap", Subsystem: "consumer", Name: "dead_letters_total",
-			Help: "Messages written to the dead-letter topic.", ConstLabels: labels,
-		}, []string{"reason"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "lakewap", Subsystem: "consumer", Name: "retries_total",
-			Help: "Failed attempts that will be retried, by operation.", ConstLabels: labels,
-		}, []string{"operation"}),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "lakewap", Subsystem: "consumer", Name: "lag",
-			Help: "High watermark minus committed offset, per assigned partition.", ConstLabels: labels,
-		}, []string{"partition"}),
-		assigned: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "lakewap", Subsystem: "consumer", Name: "assigned_partitions",
-			Help: "Partitions assigned to this member in the current generation.", ConstLabels: labels,
-		}),
-		restored: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: "lakewap", Subsystem: "consumer", Name: "restored_partitions",
-			Help: "Assigned partitions whose runs have been restored (the member is ready when it equals assigned_partitions).", ConstLabels: labels,
-		}),
+		handled:     counter("messages_handled_total", "Messages whose Handle succeeded (effects durable, offset may be committed).", "partition"),
+		deadLetters: counter("dead_letters_total", "Messages written to the dead-letter topic.", "reason"),
+		retries:     counter("retries_total", "Failed attempts that will be retried, by operation.", "operation"),
+		lag: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("lag",
+			"High watermark minus committed offset, per assigned partition.")), []string{"partition"})),
+		assigned: gauge("assigned_partitions", "Partitions assigned to this member in the current generation."),
+		restored: gauge("restored_partitions",
+			"Assigned partitions whose runs have been restored (the member is ready when it equals assigned_partitions)."),
 	}
-	if reg == nil {
-		return m
-	}
-	m.handled = register(reg, m.handled)
-	m.deadLetters = register(reg, m.deadLetters)
-	m.retries = register(reg, m.retries)
-	m.lag = register(reg, m.lag)
-	m.assigned = register(reg, m.assigned)
-	m.restored = register(reg, m.restored)
 	for _, op := range []string{opHandle, opDeadLetter, opAssign, opFetch, opCommit} {
 		m.retries.WithLabelValues(op) // at 0 from the start, so that increase() sees the first retry
 	}
@@ -70,7 +54,11 @@ func newMetrics(reg prometheus.Registerer, group, topic string) *metrics {
 
 // register reuses an identical collector that is already registered, so two
 // consumers in one process (or a restarted one) share their series.
+// A nil reg registers nothing.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if reg == nil {
+		return c
+	}
 	if err := reg.Register(c); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {

@@ -115,10 +115,7 @@ func (s Security) parts() (*tls.Config, sasl.Mechanism, error) {
 		return nil, nil, err
 	}
 	m, err := s.mechanism()
-	if err != nil {
-		return nil, nil, err
-	}
-	return t, m, nil
+	return t, m, err
 }
 
 // Dialer builds the connection dialer used for group membership and fetches.

@@ -82,19 +82,15 @@ func Wrap(cfg Config, r Runner) consumer.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &stage{cfg: cfg, next: r}
+	return &stage{Runner: r, cfg: cfg}
 }
 
+// stage passes Assigned and Revoked on to its Runner; its Handle takes a
+// Kafka message where the Runner's takes an event.
 type stage struct {
-	cfg  Config
-	next Runner
+	Runner
+	cfg Config
 }
-
-func (s *stage) Assigned(ctx context.Context, partition int) error {
-	return s.next.Assigned(ctx, partition)
-}
-
-func (s *stage) Revoked(partition int) { s.next.Revoked(partition) }
 
 func (s *stage) Handle(ctx context.Context, msg kafka.Message) error {
 	ev, err := s.cfg.Codec.Decode(ctx, msg.Value)
@@ -112,13 +108,13 @@ func (s *stage) Handle(ctx context.Context, msg kafka.Message) error {
 	rules.Now = s.cfg.Now()
 	if problem := rules.Validate(ev); problem != nil {
 		if namesRun(ev, problem, rules.Known) {
-			if err := s.next.Invalid(ctx, msg.Partition, ev, problem); err != nil {
+			if err := s.Runner.Invalid(ctx, msg.Partition, ev, problem); err != nil {
 				return s.refused(ev, err)
 			}
 		}
 		return s.poison(ev.EventType(), problem, schemas.ReasonInvalid)
 	}
-	if err := s.next.Handle(ctx, msg.Partition, ev); err != nil {
+	if err := s.Runner.Handle(ctx, msg.Partition, ev); err != nil {
 		return s.refused(ev, err)
 	}
 	return nil

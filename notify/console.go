@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 )
 
 // Console writes what Slack would show, as plain text, to a writer: the
@@ -42,8 +44,24 @@ func (c *Console) Send(_ context.Context, n Notification) (string, bool, error) 
 	b.WriteString("\n")
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, err := io.WriteString(c.w, b.String()); err != nil {
+	if _, err := io.WriteString(c.w, printable(b.String())); err != nil {
 		return "", false, fmt.Errorf("console: %w", err)
 	}
 	return "", false, nil
+}
+
+// printable escapes, Go style, the runes of s a terminal would act on rather
+// than show (C0 and C1 controls but newlines, bidirectional overrides): event
+// data comes from producers, not from the person watching.
+func printable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '\n' || !unicode.IsControl(r) && !unicode.Is(unicode.Bidi_Control, r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -38,4 +39,28 @@ func TestNewConsoleRejectsBadUIURL(t *testing.T) {
 		err.Error() != `console: lakeFS UI URL "lakefs.test" is not an http(s) URL` {
 		t.Errorf("error %v", err)
 	}
+}
+
+// Event data reaches a terminal: what a terminal would act on rather than
+// show (escape sequences, carriage returns, bidirectional overrides) is
+// printed escaped, and the rest of the text is kept.
+func TestConsoleEscapesTerminalControls(t *testing.T) {
+	var out strings.Builder
+	c, err := NewConsole(&out, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := failedEvent()
+	ev.Error = "boom\x1b[2J\rfaked\u202eevil\x07"
+	ev.Dataset = "orders\x1b]0;title\x07"
+	if _, _, err := c.Send(context.Background(), note(ev, schemas.StateFailed)); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, r := range got {
+		if r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) {
+			t.Fatalf("console output holds the raw control %U:\n%q", r, got)
+		}
+	}
+	wantContains(t, "console", got, `boom\x1b[2J\rfaked\u202eevil\a`, `orders\x1b]0;title\a`)
 }

@@ -57,20 +57,6 @@ var ErrUndelivered = errors.New("notification not delivered")
 // notification's state. A later successful delivery removes it.
 func PendingKey(sink string) string { return schemas.PendingReceiptPrefix + sink }
 
-// Pending returns the sinks, sorted, that receipts say still owe a
-// notification: the caller notifies again (with the run's current state)
-// when it next can.
-func Pending(receipts map[string]string) []string {
-	var out []string
-	for k := range receipts {
-		if s, ok := strings.CutPrefix(k, schemas.PendingReceiptPrefix); ok {
-			out = append(out, s)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Options tune a Dispatcher. Zero values take the defaults.
 type Options struct {
 	Logger *slog.Logger
@@ -347,11 +333,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t target, n Notification) deli
 func (d *Dispatcher) setDown(name string, down bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if down {
-		d.down[name] = true
-	} else {
-		delete(d.down, name)
-	}
+	d.down[name] = down
 }
 
 // backoff is exponential with jitter in [d/2, d] so that sinks retrying

@@ -1,7 +1,9 @@
 package notify
 
 import (
+	"cmp"
 	"fmt"
+	"reflect"
 	"net/url"
 	"strings"
 	"time"
@@ -46,59 +48,37 @@ type run struct {
 func runOf(n Notification) run {
 	r := run{Dataset: n.Dataset, BatchID: n.BatchID, State: n.State, Repo: n.Repository,
 		Branch: n.Branch, EventID: EventID(n.Event), Mention: n.Mention}
-	set := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
-		}
-	}
-	since := func(t time.Time) {
-		if !n.LandedAt.IsZero() && t.After(n.LandedAt) {
-			r.Duration = t.Sub(n.LandedAt)
-		}
+	// The event's names, where it has them, win over the notification's.
+	where := func(dataset, batchID, repo, branch string) {
+		r.Dataset, r.BatchID = cmp.Or(dataset, r.Dataset), cmp.Or(batchID, r.BatchID)
+		r.Repo, r.Branch = cmp.Or(repo, r.Repo), cmp.Or(branch, r.Branch)
 	}
 	switch e := deref(n.Event).(type) {
 	case schemas.BranchReady:
-		set(&r.Dataset, e.Dataset)
-		set(&r.BatchID, e.BatchID)
-		set(&r.Repo, e.Repository)
-		set(&r.Branch, e.Branch)
+		where(e.Dataset, e.BatchID, e.Repository, e.Branch)
 		r.LakeFSURI, r.S3URI, r.ExpectedWrites, r.WriteDeadline = e.LakeFSURI, e.S3URI, e.ExpectedWrites, e.WriteDeadline
 	case schemas.BatchPublished:
-		set(&r.Dataset, e.Dataset)
-		set(&r.BatchID, e.BatchID)
-		set(&r.Repo, e.Repository)
-		set(&r.Branch, e.Branch)
+		where(e.Dataset, e.BatchID, e.Repository, e.Branch)
 		r.CommitID, r.TargetRef, r.Report = e.CommitID, e.TargetRef, &e.Report
 		r.Duration = time.Duration(e.DurationMs) * time.Millisecond
 	case schemas.BatchAborted:
-		set(&r.Dataset, e.Dataset)
-		set(&r.BatchID, e.BatchID)
-		set(&r.Repo, e.Repository)
-		set(&r.Branch, e.Branch)
+		where(e.Dataset, e.BatchID, e.Repository, e.Branch)
 		r.Reason, r.Detail, r.Report, r.BranchKept = e.Reason, e.Detail, e.Report, e.BranchKept
 		r.Duration = time.Duration(e.DurationMs) * time.Millisecond
 	case schemas.BatchFailed:
-		set(&r.Dataset, e.Dataset)
-		set(&r.BatchID, e.BatchID)
-		set(&r.Repo, e.Repository)
-		set(&r.Branch, e.Branch)
+		where(e.Dataset, e.BatchID, e.Repository, e.Branch)
 		r.Error, r.FailedIn, r.Attempts, r.BranchKept = e.Error, e.State, e.Attempts, e.BranchKept
-		since(e.OccurredAt)
+		if !n.LandedAt.IsZero() && e.OccurredAt.After(n.LandedAt) {
+			r.Duration = e.OccurredAt.Sub(n.LandedAt)
+		}
 	}
 	return r
 }
 
-// deref turns pointers to result events into values so one switch serves both.
+// deref turns a pointer to an event into the value so one switch serves both.
 func deref(ev schemas.Event) schemas.Event {
-	switch e := ev.(type) {
-	case *schemas.BranchReady:
-		return *e
-	case *schemas.BatchPublished:
-		return *e
-	case *schemas.BatchAborted:
-		return *e
-	case *schemas.BatchFailed:
-		return *e
+	if v := reflect.ValueOf(ev); v.Kind() == reflect.Pointer && !v.IsNil() {
+		ev, _ = v.Elem().Interface().(schemas.Event)
 	}
 	return ev
 }
@@ -107,17 +87,17 @@ func deref(ev schemas.Event) schemas.Event {
 type links struct{ base string }
 
 func (l links) branch(repo, branch string) string {
-	if l.base == "" || repo == "" || branch == "" {
-		return ""
-	}
-	return l.base + "/repositories/" + url.PathEscape(repo) + "/objects?ref=" + url.QueryEscape(branch)
+	return l.to(repo, branch, "/objects?ref="+url.QueryEscape(branch))
 }
 
-func (l links) commit(repo, id string) string {
+func (l links) commit(repo, id string) string { return l.to(repo, id, "/commits/"+url.PathEscape(id)) }
+
+// to is the address of path in repo, for a thing named id.
+func (l links) to(repo, id, path string) string {
 	if l.base == "" || repo == "" || id == "" {
 		return ""
 	}
-	return l.base + "/repositories/" + url.PathEscape(repo) + "/commits/" + url.PathEscape(id)
+	return l.base + "/repositories/" + url.PathEscape(repo) + path
 }
 
 // message is one Slack message: the fallback text (what notifications and
@@ -174,13 +154,11 @@ func mainMessage(r run, l links) message {
 	// The fallback text is mrkdwn too: escaped like the blocks, so event
 	// data cannot mention anyone. (The header block is plain text.)
 	text := esc(title)
-	if r.alarming() && r.Mention != "" {
-		text = r.Mention + " " + text
-	}
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, clip(emoji+" "+title, maxHeaderText), true, false)),
 	}
 	if r.alarming() && r.Mention != "" {
+		text = r.Mention + " " + text
 		blocks = append(blocks, section(r.Mention+" this batch needs a look."))
 	}
 
@@ -201,25 +179,14 @@ func mainMessage(r run, l links) message {
 		field("Checks", fmt.Sprintf("%d passed · %d failed · %d warned", p, f, w))
 	}
 	if r.Branch != "" {
-		b := code(r.Branch)
-		if u := l.branch(r.Repo, r.Branch); u != "" {
-			b = link(u, r.Branch)
-		}
+		b := linked(l.branch(r.Repo, r.Branch), r.Branch)
 		if (r.State == schemas.StateAborted || r.State == schemas.StateFailed) && !r.BranchKept {
 			b += " (deleted)"
 		}
 		field("Branch", b)
 	}
 	if r.CommitID != "" {
-		c := code(short(r.CommitID))
-		if u := l.commit(r.Repo, r.CommitID); u != "" {
-			c = link(u, short(r.CommitID))
-		}
-		target := r.TargetRef
-		if target == "" {
-			target = "main"
-		}
-		field("Commit on "+esc(target), c)
+		field("Commit on "+esc(cmp.Or(r.TargetRef, "main")), linked(l.commit(r.Repo, r.CommitID), short(r.CommitID)))
 	}
 	blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
 
@@ -302,10 +269,7 @@ func (r run) what() string {
 
 // next is the action a reader should take.
 func (r run) next(l links) string {
-	branch := code(r.Branch)
-	if u := l.branch(r.Repo, r.Branch); u != "" {
-		branch = link(u, r.Branch)
-	}
+	branch := linked(l.branch(r.Repo, r.Branch), r.Branch)
 	switch r.State {
 	case schemas.StateLanded, schemas.StateAwaitingWrites:
 		if r.LakeFSURI != "" {
@@ -441,7 +405,11 @@ func codeBlock(s string) string {
 	return "```\n" + esc(strings.ReplaceAll(s, "```", "'''")) + "\n```"
 }
 
-func link(u, label string) string {
+// linked is label linked to u, or as code when there is no u.
+func linked(u, label string) string {
+	if u == "" {
+		return code(label)
+	}
 	return "<" + u + "|" + strings.NewReplacer("|", "¦", ">", "&gt;", "<", "&lt;", "&", "&amp;").Replace(label) + ">"
 }
 

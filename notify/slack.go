@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,23 +47,16 @@ func NewSlack(cfg SlackConfig) (*Slack, error) {
 	if cfg.Channel == "" {
 		return nil, errors.New("slack: channel is empty")
 	}
-	if cfg.Name == "" {
-		cfg.Name = "slack"
-	}
 	base, err := uiBase(cfg.LakeFSURL)
 	if err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	opts := []slack.Option{slack.OptionHTTPClient(hc)}
+	opts := []slack.Option{slack.OptionHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{}))}
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}
 	return &Slack{
-		name:    cfg.Name,
+		name:    cmp.Or(cfg.Name, "slack"),
 		channel: cfg.Channel,
 		api:     slack.New(cfg.Token, opts...),
 		links:   links{base: base},
@@ -86,25 +80,15 @@ func (s *Slack) Name() string { return s.name }
 type slackReceipt struct{ channel, ts, reply string }
 
 func parseSlackReceipt(r string) slackReceipt {
-	parts := strings.SplitN(r, "/", 3)
-	var out slackReceipt
-	if len(parts) >= 2 {
-		out.channel, out.ts = parts[0], parts[1]
-	}
-	if len(parts) == 3 {
-		out.reply = parts[2]
-	}
-	return out
+	p := append(strings.SplitN(r, "/", 3), "", "")
+	return slackReceipt{channel: p[0], ts: p[1], reply: p[2]}
 }
 
 func (r slackReceipt) String() string {
 	if r.ts == "" {
 		return ""
 	}
-	if r.reply == "" {
-		return r.channel + "/" + r.ts
-	}
-	return r.channel + "/" + r.ts + "/" + r.reply
+	return strings.TrimSuffix(r.channel+"/"+r.ts+"/"+r.reply, "/")
 }
 
 // Send posts or updates the batch's message, then posts the failure
@@ -181,9 +165,7 @@ type SlackWebhook struct {
 
 // NewSlackWebhook checks cfg and returns the sink.
 func NewSlackWebhook(cfg SlackWebhookConfig) (*SlackWebhook, error) {
-	if cfg.Name == "" {
-		cfg.Name = "slack-webhook"
-	}
+	cfg.Name = cmp.Or(cfg.Name, "slack-webhook")
 	u, err := url.Parse(cfg.URL)
 	if cfg.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		// The URL is a secret: say what is wrong without echoing it.
@@ -193,11 +175,7 @@ func NewSlackWebhook(cfg SlackWebhookConfig) (*SlackWebhook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slack webhook %s: %w", cfg.Name, err)
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	return &SlackWebhook{name: cfg.Name, url: cfg.URL, hc: hc, links: links{base: base}}, nil
+	return &SlackWebhook{name: cfg.Name, url: cfg.URL, hc: cmp.Or(cfg.HTTPClient, &http.Client{}), links: links{base: base}}, nil
 }
 
 func (w *SlackWebhook) Name() string { return w.name }

@@ -118,7 +118,7 @@ func TestSlackMessageContent(t *testing.T) {
 			if receipts["slack"] != wantReceipt {
 				t.Errorf("receipt %q, want %q", receipts["slack"], wantReceipt)
 			}
-			if p := Pending(receipts); len(p) != 0 {
+			if p := pendingSinks(receipts); len(p) != 0 {
 				t.Errorf("pending %v after a delivery", p)
 			}
 		})
@@ -264,7 +264,7 @@ func TestSlackRateLimitedThenDelivered(t *testing.T) {
 	if len(top) != 1 || receipts["slack"] != "CWAP/"+top[0].TS {
 		t.Errorf("messages %d, receipt %q; want one message and its receipt", len(top), receipts["slack"])
 	}
-	if p := Pending(receipts); len(p) != 0 {
+	if p := pendingSinks(receipts); len(p) != 0 {
 		t.Errorf("pending %v after delivery", p)
 	}
 }

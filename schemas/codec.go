@@ -54,12 +54,7 @@ type DecodeError struct {
 	Err    error
 }
 
-func (e *DecodeError) Error() string {
-	if e.Err == nil {
-		return "decode event: " + e.Reason
-	}
-	return "decode event: " + e.Reason + ": " + e.Err.Error()
-}
+func (e *DecodeError) Error() string { return codecErrorText("decode", e.Reason, e.Err) }
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // Permanent reports whether retrying the same bytes can never succeed.
@@ -83,16 +78,18 @@ type EncodeError struct {
 	Err    error
 }
 
-func (e *EncodeError) Error() string {
-	if e.Err == nil {
-		return "encode event: " + e.Reason
-	}
-	return "encode event: " + e.Reason + ": " + e.Err.Error()
-}
+func (e *EncodeError) Error() string { return codecErrorText("encode", e.Reason, e.Err) }
 func (e *EncodeError) Unwrap() error { return e.Err }
 
 // Permanent reports whether retrying the same event can never succeed.
 func (e *EncodeError) Permanent() bool { return e.Reason != EncodeRegistryUnavailable }
+
+func codecErrorText(op, reason string, err error) string {
+	if err == nil {
+		return op + " event: " + reason
+	}
+	return op + " event: " + reason + ": " + err.Error()
+}
 
 // Options configure a Codec.
 type Options struct {
@@ -286,15 +283,14 @@ func (c *Codec) planByID(ctx context.Context, id int) (plan, error) {
 	defer cancel()
 	w, err := c.reg.GetSchema(ctx, id)
 	if err != nil {
+		reason := DecodeIncompatibleSchema // the registry answered, but with something that is not a schema
 		switch {
 		case registryNotFound(err):
-			return plan{}, &DecodeError{Reason: DecodeUnknownSchemaID, Err: fmt.Errorf("schema id %d: %w", id, err)}
+			reason = DecodeUnknownSchemaID
 		case registryUnreachable(err):
-			return plan{}, &DecodeError{Reason: DecodeRegistryUnavailable, Err: fmt.Errorf("schema id %d: %w", id, err)}
-		default:
-			// The registry answered, but with something that is not a schema.
-			return plan{}, &DecodeError{Reason: DecodeIncompatibleSchema, Err: fmt.Errorf("schema id %d: %w", id, err)}
+			reason = DecodeRegistryUnavailable
 		}
+		return plan{}, decodeErr(reason, "schema id %d: %w", id, err)
 	}
 	if w == nil {
 		return plan{}, decodeErr(DecodeIncompatibleSchema, "schema id %d: registry returned no schema", id)
@@ -302,7 +298,7 @@ func (c *Codec) planByID(ctx context.Context, id int) (plan, error) {
 	if known, ok := c.set.writers[Fingerprint(w)]; ok {
 		p = known
 	} else if p, err = c.set.planFor(w); err != nil {
-		return plan{}, &DecodeError{Reason: DecodeIncompatibleSchema, Err: fmt.Errorf("schema id %d: %w", id, err)}
+		return plan{}, decodeErr(DecodeIncompatibleSchema, "schema id %d: %w", id, err)
 	}
 	c.mu.Lock()
 	c.byID[id] = p
@@ -327,10 +323,11 @@ func (c *Codec) decodeBody(p plan, body []byte) (ev Event, err error) {
 	if r.Error != nil {
 		// hamba's Unmarshal treats running out of bytes as success; here it
 		// is an error.
+		reason := DecodeMalformed
 		if errors.Is(r.Error, io.EOF) || errors.Is(r.Error, io.ErrUnexpectedEOF) {
-			return nil, &DecodeError{Reason: DecodeTruncated, Err: fmt.Errorf("%s body: %w", p.kind.name, r.Error)}
+			reason = DecodeTruncated
 		}
-		return nil, &DecodeError{Reason: DecodeMalformed, Err: fmt.Errorf("%s body: %w", p.kind.name, r.Error)}
+		return nil, decodeErr(reason, "%s body: %w", p.kind.name, r.Error)
 	}
 	if r.Peek(); r.Error == nil {
 		return nil, decodeErr(DecodeMalformed, "%s body: trailing bytes after the record", p.kind.name)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -153,7 +154,7 @@ func TestRegistryOutages(t *testing.T) {
 		t.Fatal(err)
 	}
 	dec := registryCodec(t, reg)
-	reg.SetDown(true)
+	reg.FailWith(http.StatusServiceUnavailable)
 
 	_, err = dec.Decode(ctx, msg)
 	var de *DecodeError
@@ -167,7 +168,7 @@ func TestRegistryOutages(t *testing.T) {
 	}
 
 	// The failure must not be cached: once the registry is back it works.
-	reg.SetDown(false)
+	reg.FailWith(0)
 	if got, err := dec.Decode(ctx, msg); err != nil || !reflect.DeepEqual(got, sampleEvents()[1]) {
 		t.Fatalf("after recovery: %v %v", got, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"path"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -189,24 +188,6 @@ func readSchemaDocs(root fs.FS) (map[string]map[string]any, error) {
 	return docs, nil
 }
 
-// readHistory returns the texts of the writer schemas kept in dir of root.
-func readHistory(root fs.FS, dir string) ([]string, error) {
-	names, err := fs.Glob(root, dir+"/*.avsc")
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names)
-	var out []string
-	for _, name := range names {
-		b, err := fs.ReadFile(root, name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, string(b))
-	}
-	return out, nil
-}
-
 func fullName(doc map[string]any, enclosingNS string) string {
 	name, _ := doc["name"].(string)
 	if strings.Contains(name, ".") {
@@ -261,7 +242,8 @@ func inlineNamed(v any, defs map[string]map[string]any, ns string, defined map[s
 			defined[full] = true
 			ns = full[:max(strings.LastIndex(full, "."), 0)]
 		}
-		for _, key := range []string{"type", "items", "values"} {
+		// A field is an object whose type is inlined like any other.
+		for _, key := range []string{"type", "items", "values", "fields"} {
 			if e, ok := t[key]; ok {
 				r, err := inlineNamed(e, defs, ns, defined)
 				if err != nil {
@@ -269,21 +251,6 @@ func inlineNamed(v any, defs map[string]map[string]any, ns string, defined map[s
 				}
 				out[key] = r
 			}
-		}
-		if fields, ok := t["fields"].([]any); ok {
-			nf := make([]any, len(fields))
-			for i, f := range fields {
-				fm, ok := f.(map[string]any)
-				if !ok {
-					return nil, fmt.Errorf("field %d is not an object", i)
-				}
-				r, err := inlineNamed(fm, defs, ns, defined)
-				if err != nil {
-					return nil, err
-				}
-				nf[i] = r
-			}
-			out["fields"] = nf
 		}
 		return out, nil
 	default:
@@ -388,11 +355,20 @@ func SchemaText(eventType string) (string, error) {
 	return k.text, nil
 }
 
-// defaultSchemaSet loads the embedded schemas plus extra writer schemas.
+// defaultSchemaSet loads the embedded schemas plus the writer schemas kept
+// in history/ and extra ones.
 func defaultSchemaSet(extra []string) (*schemaSet, error) {
-	history, err := readHistory(files, "history")
+	names, err := fs.Glob(files, "history/*.avsc") // sorted
 	if err != nil {
 		return nil, err
+	}
+	var history []string
+	for _, name := range names {
+		b, err := fs.ReadFile(files, name)
+		if err != nil {
+			return nil, err
+		}
+		history = append(history, string(b))
 	}
 	return loadSchemaSet(files, currentKinds(), append(history, extra...))
 }

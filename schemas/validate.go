@@ -5,7 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -81,10 +82,6 @@ func text(s string, max int) string {
 	return ""
 }
 
-func isBatchIDChar(r rune) bool {
-	return r < unicode.MaxASCII && (isWordChar(r) || strings.ContainsRune("-.:+@", r))
-}
-
 func isWordChar(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_'
 }
@@ -99,7 +96,7 @@ func ValidateBatchID(id string) error {
 		return &ValidationError{Field: "batch_id", Problem: fmt.Sprintf("has %d characters, more than %d", len(id), MaxBatchIDLen)}
 	}
 	for _, r := range id {
-		if !isBatchIDChar(r) {
+		if r >= unicode.MaxASCII || !isWordChar(r) && !strings.ContainsRune("-.:+@", r) {
 			return &ValidationError{Field: "batch_id", Problem: fmt.Sprintf("contains %q; allowed are letters, digits and - _ . : + @", r)}
 		}
 	}
@@ -267,32 +264,29 @@ func Validate(ev Event, known func(dataset string) bool, now time.Time) error {
 // problems are listed, followed by a count of the others; every string is
 // bounded and must be valid UTF-8.
 func (rules Rules) Validate(ev Event) error {
-	known, now := rules.Known, rules.Now
+	known := rules.Known
 	if ev == nil {
 		return &ValidationError{Field: "event", Problem: "is missing"}
 	}
-	v := &validator{now: now, horizon: rules.MaxDeadlineHorizon}
+	v := &validator{now: rules.Now, horizon: rules.MaxDeadlineHorizon}
 	if v.horizon <= 0 {
 		v.horizon = DefaultMaxDeadlineHorizon
 	}
 	if err := ValidateBatchID(ev.Batch()); err != nil {
 		v.addErr(err)
 	}
-	dataset := func(d string) {
-		switch {
-		case d == "":
-			v.add("dataset", "is empty")
-		case len(d) > MaxDatasetLen:
-			v.add("dataset", fmt.Sprintf("has %d characters, more than %d", len(d), MaxDatasetLen))
-		case !utf8.ValidString(d):
-			v.add("dataset", "is not valid UTF-8")
-		case known != nil && !known(d):
-			v.add("dataset", fmt.Sprintf("%s is not a configured dataset", quote(d)))
-		}
+	switch d := ev.DatasetName(); {
+	case d == "":
+		v.add("dataset", "is empty")
+	case len(d) > MaxDatasetLen:
+		v.add("dataset", fmt.Sprintf("has %d characters, more than %d", len(d), MaxDatasetLen))
+	case !utf8.ValidString(d):
+		v.add("dataset", "is not valid UTF-8")
+	case known != nil && !known(d):
+		v.add("dataset", fmt.Sprintf("%s is not a configured dataset", quote(d)))
 	}
 	switch e := ev.(type) {
 	case BatchLanded:
-		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		v.writes("expected_writes", e.ExpectedWrites)
 		if p := text(e.SourceRef, MaxRefLen); p != "" {
@@ -307,12 +301,7 @@ func (rules Rules) Validate(ev Event) error {
 		if len(e.Attributes) > MaxAttributes {
 			v.add("attributes", fmt.Sprintf("has %d entries, more than %d", len(e.Attributes), MaxAttributes))
 		} else {
-			keys := make([]string, 0, len(e.Attributes))
-			for k := range e.Attributes {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys) // problems in a stable order
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(e.Attributes)) { // problems in a stable order
 				switch {
 				case k == "":
 					v.add("attributes", "has an empty key")
@@ -324,7 +313,6 @@ func (rules Rules) Validate(ev Event) error {
 			}
 		}
 	case WriteComplete:
-		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		v.add("write", validName(e.Write))
 		if len(e.Paths) > MaxPaths {
@@ -338,18 +326,15 @@ func (rules Rules) Validate(ev Event) error {
 			v.add("row_count", fmt.Sprintf("%d is negative", *e.RowCount))
 		}
 	case BatchCancelled:
-		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		v.add("reason", text(e.Reason, MaxTextLen))
 		if e.RequestID != "" || e.RequestedBy != "" {
 			v.request(e.RequestID, e.RequestedBy)
 		}
 	case RetryRequested:
-		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		v.request(e.RequestID, e.RequestedBy)
 	case RevertRequested:
-		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		v.request(e.RequestID, e.RequestedBy)
 		if strings.TrimSpace(e.Reason) == "" {
@@ -358,24 +343,20 @@ func (rules Rules) Validate(ev Event) error {
 			v.add("reason", text(e.Reason, MaxTextLen))
 		}
 	case RequestRefused:
-		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 	case BranchReady:
-		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		v.writes("expected_writes", e.ExpectedWrites)
 		if e.Branch == "" {
 			v.add("branch", "is empty")
 		}
 	case BatchPublished:
-		dataset(e.Dataset)
 		v.timestamp("landed_at", e.LandedAt)
 		v.timestamp("published_at", e.PublishedAt)
 		if e.CommitID == "" {
 			v.add("commit_id", "is empty")
 		}
 	case BatchAborted:
-		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		switch e.Reason {
 		case ReasonAuditFailed, ReasonWriteTimeout, ReasonCancelled, ReasonMergeConflict, ReasonInvalid, ReasonTooManyRuns:
@@ -383,10 +364,8 @@ func (rules Rules) Validate(ev Event) error {
 			v.add("reason", fmt.Sprintf("%s is not a known abort reason", quote(e.Reason)))
 		}
 	case BatchFailed:
-		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 	case BatchReverted:
-		dataset(e.Dataset)
 		v.timestamp("occurred_at", e.OccurredAt)
 		if e.PublishedCommitID == "" {
 			v.add("published_commit_id", "is empty")

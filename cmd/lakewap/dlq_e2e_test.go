@@ -264,7 +264,7 @@ func TestEndToEndSchemaRegistry(t *testing.T) {
 	must(t, err)
 	id := reg.Register("other-producer-value", text+" ")
 	lookups := proxy.watch(fmt.Sprintf("/schemas/ids/%d", id))
-	reg.SetDown(true)
+	reg.FailWith(http.StatusServiceUnavailable)
 	waiting := schemas.BatchLanded{BatchID: "reg-2", Dataset: "billing", ExpectedWrites: []string{"billing_fact"}, OccurredAt: now}
 	must(t, e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte("reg-2"), Value: frame(id, waiting)}))
 	for i := 0; i < 2; i++ { // asked, then asked again
@@ -274,7 +274,7 @@ func TestEndToEndSchemaRegistry(t *testing.T) {
 			t.Fatalf("the daemon did not look up schema %d twice while the registry was down", id)
 		}
 	}
-	reg.SetDown(false)
+	reg.FailWith(0)
 	// Handled, so not dead-lettered: the partition waited for the registry.
 	if _, err := e.Watcher.Await(ctx, "reg-2", schemas.TypeBranchReady); err != nil {
 		t.Fatalf("after the registry came back: %v", err)

@@ -7,8 +7,10 @@ package registrytest
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,17 +46,9 @@ func New(t TB) *Server {
 	return s
 }
 
-// SetDown makes the registry answer 503 (true) or work again (false).
-func (s *Server) SetDown(down bool) {
-	if down {
-		s.FailWith(http.StatusServiceUnavailable)
-	} else {
-		s.FailWith(0)
-	}
-}
-
 // FailWith makes the registry answer every request with an error of this
-// HTTP status (e.g. 409 for an incompatible schema); 0 makes it work again.
+// HTTP status (e.g. 503 for an outage, 409 for an incompatible schema); 0
+// makes it work again.
 func (s *Server) FailWith(status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,9 +67,9 @@ func (s *Server) Requests(kind string) int {
 func (s *Server) Subjects() map[string][]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := map[string][]int{}
-	for k, v := range s.subjects {
-		out[k] = append([]int(nil), v...)
+	out := maps.Clone(s.subjects)
+	for k, v := range out {
+		out[k] = slices.Clone(v)
 	}
 	return out
 }
@@ -95,12 +89,9 @@ func (s *Server) register(subject, schema string) int {
 		s.ids[schema] = id
 		s.schemas[id] = schema
 	}
-	for _, have := range s.subjects[subject] {
-		if have == id {
-			return id
-		}
+	if !slices.Contains(s.subjects[subject], id) {
+		s.subjects[subject] = append(s.subjects[subject], id)
 	}
-	s.subjects[subject] = append(s.subjects[subject], id)
 	return id
 }
 
