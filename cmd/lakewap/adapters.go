@@ -55,11 +55,8 @@ func (s auditSource) Changed(ctx context.Context, repo, base, ref, prefix string
 		byPath[o.Path] = o
 	}
 	var out []audit.Object
-	for _, c := range changes {
-		if c.Type == "removed" {
-			continue
-		}
-		if o, ok := byPath[c.Path]; ok {
+	for _, p := range paths {
+		if o, ok := byPath[p]; ok {
 			out = append(out, o)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lakewap/lakewap/audit"
@@ -132,62 +131,12 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return auditError
 		}
 	} else {
-		printAuditTable(stdout, rep, *ref, baseRef)
+		runs.WriteReport(stdout, rep, *ref, baseRef)
 	}
 	if !rep.Passed {
 		return auditFailed
 	}
 	return auditPassed
-}
-
-// printAuditTable is the report for people: one row per check, then the
-// sample rows of the checks that did not pass, then the verdict. Observed
-// values, messages and sample rows come from the audited data: they are
-// shown runs.Printable.
-func printAuditTable(w io.Writer, rep schemas.AuditReport, ref, base string) {
-	against := ""
-	if base != "" {
-		against = " against " + base
-	}
-	fmt.Fprintf(w, "audit of dataset %s at %s (commit %s)%s\n\n", rep.Dataset, ref, runs.Short(rep.Ref), against)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tTABLE\tSEVERITY\tSTATUS\tOBSERVED\tTHRESHOLD\tDURATION")
-	for _, c := range rep.Checks {
-		obs := c.Observed
-		if c.Status == schemas.StatusError && c.Message != "" {
-			obs = c.Message
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dms\n", c.Name, runs.Dash(c.Table), c.Severity, strings.ToUpper(c.Status),
-			cell(obs), cell(c.Threshold), c.DurationMs)
-	}
-	tw.Flush()
-	for _, c := range rep.Checks {
-		if c.Status == schemas.StatusPass || (len(c.SampleRows) == 0 && c.Message == "") {
-			continue
-		}
-		fmt.Fprintf(w, "\n%s %s:\n", strings.ToUpper(c.Status), c.Name)
-		if c.Message != "" {
-			fmt.Fprintf(w, "  %s\n", runs.Printable(c.Message))
-		}
-		for _, s := range c.SampleRows {
-			fmt.Fprintf(w, "  %s\n", runs.Printable(s))
-		}
-	}
-	p, f, wn := rep.Counts()
-	verdict := "PASSED"
-	if !rep.Passed {
-		verdict = "FAILED"
-	}
-	fmt.Fprintf(w, "\n%s: %d passed, %d failed, %d warned in %dms\n", verdict, p, f, wn, rep.DurationMs)
-}
-
-// cell keeps a table cell on one line, readable in width and printable.
-func cell(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 80 {
-		s = s[:77] + "..."
-	}
-	return runs.Printable(runs.Dash(s))
 }
 
 // auditOnce runs a dataset's suite over the tables of src with an engine of its own.

@@ -19,7 +19,6 @@ import (
 
 	"github.com/treeverse/lakefs/pkg/api/apigen"
 
-	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
@@ -39,7 +38,7 @@ type benchRig struct {
 // newBenchRig starts a rig; cleanup goes to parent so that the rig outlives
 // the sub-benchmark's first (b.N = 1) round.
 func newBenchRig(parent testing.TB, tmp string) (*benchRig, error) {
-	stack, err := devstack.Start(context.Background(), devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics(&config.Config{})})
+	stack, err := devstack.Start(context.Background(), devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics()})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/wait"
 
-	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
@@ -181,7 +180,7 @@ func TestContainersEndToEnd(t *testing.T) {
 		time.Since(started).Round(time.Millisecond))
 
 	var topics []devstack.Topic
-	for _, tp := range harness.StackTopics(&config.Config{}) {
+	for _, tp := range harness.StackTopics() {
 		tp.Partitions = 3
 		topics = append(topics, tp)
 	}

@@ -54,7 +54,7 @@ func lakewapBinary(t testing.TB) string {
 func procStack(t *testing.T, writeTimeout string) (*devstack.Stack, *harness.Env, string) {
 	t.Helper()
 	tmp := t.TempDir()
-	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics(&config.Config{})})
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics()})
 	cfg := harness.DemoConfig(stack, tmp)
 	cfgPath := writeCrashConfig(t, stack, cfg, writeTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -47,7 +47,7 @@ func startE2EWith(t *testing.T, mutate func(*config.Config), o daemonOptions) *e
 	t.Helper()
 	tmp := t.TempDir()
 	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake",
-		Topics: harness.StackTopics(&config.Config{})})
+		Topics: harness.StackTopics()})
 	cfg := harness.DemoConfig(stack, tmp)
 	if mutate != nil {
 		mutate(cfg)

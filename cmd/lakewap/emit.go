@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -9,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/opclient"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -76,7 +76,7 @@ func cmdEmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer t.Close()
-	topic := t.Topic(o.kafka.topic, func(k config.Kafka) string { return k.InputTopic })
+	topic := cmp.Or(o.kafka.topic, t.Config.Kafka.InputTopic)
 	if !o.noValidate {
 		if err := t.Check(events, topic, now); err != nil {
 			fmt.Fprintf(stderr, "lakewap emit: nothing sent: %v\n", err)

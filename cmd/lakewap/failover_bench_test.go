@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
@@ -61,7 +60,7 @@ datasets:
 func BenchmarkTwoInstancesFailover(b *testing.B) {
 	const batches, inflight = 500, 64
 	tmp := b.TempDir()
-	stack, err := devstack.Start(context.Background(), devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics(&config.Config{})})
+	stack, err := devstack.Start(context.Background(), devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics()})
 	must(b, err)
 	b.Cleanup(func() { _ = stack.Close() })
 	cfg := harness.DemoConfig(stack, tmp)

@@ -28,7 +28,7 @@ var allowedImports = map[string][]string{
 	"internal/janitor":    {"pipeline", "pipeline/lakefs", "schemas"},
 	"internal/devstack":   {"internal/kafkatest"},
 	"internal/metrics":    {"pipeline"},
-	"internal/runs":       {"consumer", "internal/config", "pipeline"},
+	"internal/runs":       {"consumer", "internal/config", "internal/janitor", "pipeline", "schemas"},
 	"internal/opclient":   {"consumer", "internal/config", "schemas"},
 	"internal/harness":    {"audit", "internal/config", "internal/devstack", "internal/runs", "pipeline", "pipeline/lakefs", "schemas"},
 }

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
@@ -110,7 +109,7 @@ func TestInteropForeignClients(t *testing.T) {
 		t.Skipf("interop test skipped: %v; scripts/pyenv.sh installs the pinned Python clients (./test.sh runs it)", err)
 	}
 	tmp := t.TempDir()
-	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics(&config.Config{})})
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics()})
 	cfg := harness.DemoConfig(stack, tmp)
 	startProc(t, stack, writeCrashConfig(t, stack, cfg, "5m"), "")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

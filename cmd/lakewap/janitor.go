@@ -1,13 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"text/tabwriter"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,7 +30,7 @@ func newJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg p
 		return nil, err
 	}
 	ds := cfg.JanitorDatasets()
-	jc := janitor.Config{Lake: lake, Runs: store, Datasets: ds,
+	jc := janitor.Config{Lake: lake, Runs: store.Runs, Datasets: ds,
 		AbandonedAfter: cfg.Janitor.AbandonedAfter.Std(), Logger: log,
 		MaxRunAge: cfg.MaxRunAge(), Cancel: func(ctx context.Context, run pipeline.Run, reason string) error {
 			return cancelRun(ctx, cfg, store, run, reason)
@@ -83,46 +83,11 @@ func sweepOnce(ctx context.Context, cfg *config.Config, f janitorFlags, log *slo
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	ds, sweepErr := j.Sweep(ctx, f.DryRun)
+	ds, err := j.Sweep(ctx, f.DryRun)
 	if f.JSON {
-		enc := json.NewEncoder(w)
-		for _, d := range ds {
-			if d.Delete || f.All {
-				if err := enc.Encode(d); err != nil {
-					return err
-				}
-			}
-		}
-		return sweepErr
+		return cmp.Or(runs.WriteJSON(w, slices.DeleteFunc(ds, func(d janitor.Decision) bool { return !d.Delete && !f.All })), err)
 	}
-	verb := "deleted"
-	if f.DryRun {
-		verb = "would delete"
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	n := 0
-	for _, d := range ds {
-		what := "keep"
-		switch {
-		case d.Delete && d.Err != "":
-			what = "FAILED to delete"
-		case d.Delete:
-			what = verb
-			n++
-		case !f.All:
-			continue
-		}
-		why := d.Why
-		if d.Err != "" {
-			why += ": " + d.Err
-		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", what, d.Repository, d.Branch, runs.Dash(d.BatchID), runs.Dash(string(d.State)), runs.Age(time.Now(), time.Now().Add(-d.Age)), why)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "%s %d of %d wap- branch(es)\n", verb, n, len(ds))
-	return sweepErr
+	return cmp.Or(runs.WriteDecisions(w, ds, f.DryRun, f.All, time.Now()), err)
 }
 
 // lakeClient is the lakeFS adapter of cfg, making its calls through hc

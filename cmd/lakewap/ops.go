@@ -131,7 +131,7 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 		}
 		return exitNotDone
 	}
-	if done := printAnswer(stdout, req, ans); !done {
+	if done := runs.WriteAnswer(stdout, req, ans); !done {
 		return exitNotDone
 	}
 	return exitDone
@@ -141,44 +141,6 @@ func newRequestID() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	return "req-" + hex.EncodeToString(b)
-}
-
-// printAnswer prints what the daemon answered, then the event as a JSON
-// line; it reports whether the request was carried out. The answer's texts
-// come from events, lakeFS and audited data: both reach the terminal
-// escaped (runs.Printable, runs.JSONTerminalSafe).
-func printAnswer(w io.Writer, req, ans schemas.Event) bool {
-	say := func(format string, args ...any) { fmt.Fprintln(w, runs.Printable(fmt.Sprintf(format, args...))) }
-	done := false
-	switch e := ans.(type) {
-	case schemas.BatchPublished:
-		printChecks(w, e.Report)
-		say("published batch %s (%s) on %s/%s as %s", e.BatchID, e.Dataset, e.Repository, e.TargetRef, runs.Short(e.CommitID))
-		done = true
-	case schemas.BatchAborted:
-		if e.Report != nil {
-			printChecks(w, *e.Report)
-		}
-		kept := "deleted"
-		if e.BranchKept {
-			kept = "kept"
-		}
-		say("batch %s (%s) is aborted (%s): %s; branch %s %s", e.BatchID, e.Dataset, e.Reason, e.Detail, e.Branch, kept)
-		_, cancel := req.(schemas.BatchCancelled)
-		done = cancel && e.Reason == schemas.ReasonCancelled
-	case schemas.BatchFailed:
-		say("batch %s (%s) failed in %s after %d attempt(s): %s", e.BatchID, e.Dataset, e.State, e.Attempts, e.Error)
-	case schemas.BatchReverted:
-		say("reverted batch %s (%s) on %s/%s: publish commit %s undone by %s (by %s: %s)",
-			e.BatchID, e.Dataset, e.Repository, e.TargetRef, runs.Short(e.PublishedCommitID), runs.Short(e.CommitID), e.RevertedBy, e.Reason)
-		done = true
-	case schemas.RequestRefused:
-		say("refused (%s): %s", e.Reason, e.Detail)
-	}
-	if line, err := schemas.ToJSON(ans); err == nil {
-		fmt.Fprintf(w, "%s %s\n", ans.EventType(), runs.JSONTerminalSafe(line))
-	}
-	return done
 }
 
 // datasetOfBatch names the dataset a batch belongs to: the one given, the
@@ -204,13 +166,4 @@ func datasetOfBatch(ctx context.Context, cfg *config.Config, batch, dataset stri
 		return "", fmt.Errorf("dataset %q is not in the config", dataset)
 	}
 	return dataset, nil
-}
-
-func printChecks(w io.Writer, rep schemas.AuditReport) {
-	for _, c := range rep.Checks {
-		fmt.Fprintln(w, runs.Printable(fmt.Sprintf("  %-5s %s (%s on %s): observed %s, threshold %s", c.Status, c.Name, c.Kind, c.Table,
-			runs.Dash(c.Observed), runs.Dash(c.Threshold))))
-	}
-	pass, fail, warn := rep.Counts()
-	fmt.Fprintf(w, "audit of %s: passed=%d failed=%d warned=%d\n", runs.Short(rep.Ref), pass, fail, warn)
 }

@@ -194,7 +194,7 @@ func TestPreMergeHookAfterRestart(t *testing.T) {
 	}
 	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "hook-secret-2")
 	tmp := t.TempDir()
-	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics(&config.Config{})})
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics()})
 	cfg := harness.DemoConfig(stack, tmp)
 	cfgPath := writeCrashConfig(t, stack, cfg, "5m")
 	// Both processes listen on the same port: the action names one URL.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/opclient"
 )
 
@@ -46,7 +45,7 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer t.Close()
-	topic := t.Topic(kf.topic, func(k config.Kafka) string { return k.ResultsTopic })
+	topic := cmp.Or(kf.topic, t.Config.Kafka.ResultsTopic)
 	printed := 0
 	var werr error
 	err = t.Tail(ctx, topic, fromBeginning, follow, func(r opclient.Record) bool {

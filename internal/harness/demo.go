@@ -122,7 +122,7 @@ func Demo(ctx context.Context, stdout, stderr io.Writer, verbose bool, start Sta
 	}
 	defer os.RemoveAll(tmp)
 	stack, err := devstack.Start(ctx, devstack.Options{WorkDir: tmp, Repository: "lake", Logger: progress,
-		Topics: []devstack.Topic{{Name: "wap.events"}, {Name: "wap.results"}, {Name: "wap.dlq"}, {Name: "wap.runs", Compacted: true}}})
+		Topics: StackTopics()})
 	if err != nil {
 		return fmt.Errorf("embedded stack: %w", err)
 	}

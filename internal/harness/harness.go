@@ -71,14 +71,10 @@ func DemoConfig(s *devstack.Stack, workDir string) *config.Config {
 	return cfg
 }
 
-// StackTopics lists cfg's topics by base name: devstack.Options.Topics maps
+// StackTopics are lakewap's topics by their default names: devstack maps
 // them to the stack's actual names.
-func StackTopics(cfg *config.Config) []devstack.Topic {
-	k := cfg.Kafka
-	if k.InputTopic == "" {
-		k.InputTopic, k.ResultsTopic, k.DeadLetterTopic, k.ChangelogTopic = "wap.events", "wap.results", "wap.dlq", "wap.runs"
-	}
-	return []devstack.Topic{{Name: k.InputTopic}, {Name: k.ResultsTopic}, {Name: k.DeadLetterTopic}, {Name: k.ChangelogTopic, Compacted: true}}
+func StackTopics() []devstack.Topic {
+	return []devstack.Topic{{Name: "wap.events"}, {Name: "wap.results"}, {Name: "wap.dlq"}, {Name: "wap.runs", Compacted: true}}
 }
 
 // New connects producer, writer and result watcher to a stack.

@@ -10,6 +10,7 @@
 package janitor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,18 +30,6 @@ type Lake interface {
 	DeleteBranch(ctx context.Context, repo, branch string) error
 }
 
-// RunSource returns every run the state store holds, across all partitions.
-// An error stops the sweep: without the runs, no branch can be judged.
-type RunSource interface {
-	Runs(ctx context.Context) ([]pipeline.Run, error)
-}
-
-// RunsFunc adapts a function to RunSource.
-type RunsFunc func(ctx context.Context) ([]pipeline.Run, error)
-
-// Runs calls f.
-func (f RunsFunc) Runs(ctx context.Context) ([]pipeline.Run, error) { return f(ctx) }
-
 // Dataset is what the janitor knows of a configured dataset.
 type Dataset struct {
 	Name       string
@@ -54,8 +43,10 @@ type Dataset struct {
 
 // Config wires a Janitor.
 type Config struct {
-	Lake     Lake
-	Runs     RunSource
+	Lake Lake
+	// Runs returns every run the state store holds, across all partitions.
+	// An error stops the sweep: without the runs, no branch can be judged.
+	Runs     func(ctx context.Context) ([]pipeline.Run, error)
 	Datasets []Dataset
 	// AbandonedAfter is how old the head commit of a branch without a live
 	// run must be before it is deleted; for a published run it is counted
@@ -127,20 +118,12 @@ func New(cfg Config) (*Janitor, error) {
 	case cfg.MaxRunAge > 0 && cfg.Cancel == nil:
 		return nil, errors.New("janitor: Config.Cancel is required with MaxRunAge")
 	}
-	if cfg.AbandonedAfter == 0 {
-		cfg.AbandonedAfter = DefaultAbandonedAfter
-	}
-	if cfg.Prefix == "" {
-		cfg.Prefix = schemas.BranchPrefix
-	}
+	cfg.AbandonedAfter = cmp.Or(cfg.AbandonedAfter, DefaultAbandonedAfter)
+	cfg.Prefix = cmp.Or(cfg.Prefix, schemas.BranchPrefix)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Janitor{cfg: cfg, log: log}, nil
+	return &Janitor{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
 }
 
 type branchKey struct{ repo, branch string }
@@ -155,22 +138,11 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 	var repos []string
 	seenRepo := map[string]bool{}
 	for _, d := range j.cfg.Datasets {
-		target := d.Target
-		if target == "" {
-			target = "main"
+		target := cmp.Or(d.Target, "main")
+		for _, b := range []string{target, cmp.Or(d.Source, target), "main"} {
+			protected[branchKey{d.Repository, b}] = true
 		}
-		source := d.Source
-		if source == "" {
-			source = target
-		}
-		protected[branchKey{d.Repository, target}] = true
-		protected[branchKey{d.Repository, source}] = true
-		protected[branchKey{d.Repository, "main"}] = true
-		r := d.AbortedRetention
-		if r <= 0 {
-			r = DefaultAbortedRetention
-		}
-		retention[d.Name] = r
+		retention[d.Name] = cmp.Or(max(d.AbortedRetention, 0), DefaultAbortedRetention)
 		if !seenRepo[d.Repository] {
 			seenRepo[d.Repository] = true
 			repos = append(repos, d.Repository)
@@ -189,7 +161,7 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 		}
 		branches[repo] = bs
 	}
-	runs, err := j.cfg.Runs.Runs(ctx)
+	runs, err := j.cfg.Runs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("janitor: load runs: %w", err)
 	}
@@ -269,10 +241,7 @@ func (j *Janitor) judgeRun(d *Decision, run pipeline.Run, retention map[string]t
 	d.Age = now.Sub(run.StateSince)
 	switch run.State {
 	case pipeline.StateAborted, pipeline.StateFailed:
-		keep, ok := retention[run.Dataset]
-		if !ok {
-			keep = DefaultAbortedRetention
-		}
+		keep := cmp.Or(retention[run.Dataset], DefaultAbortedRetention)
 		if d.Age >= keep {
 			d.Delete, d.Why = true, WhyAbortedExpired
 		} else {

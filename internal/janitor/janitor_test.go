@@ -62,7 +62,7 @@ func TestJanitorOnRealLakeFS(t *testing.T) {
 	var deletedMetric []string
 	j, err := janitor.New(janitor.Config{
 		Lake: lake,
-		Runs: janitor.RunsFunc(func(context.Context) ([]pipeline.Run, error) { return runs, nil }),
+		Runs: func(context.Context) ([]pipeline.Run, error) { return runs, nil },
 		Datasets: []janitor.Dataset{
 			{Name: "billing", Repository: "lake", Target: "main", AbortedRetention: 72 * time.Hour},
 			// A dataset publishing to a wap- branch: that branch is never a candidate.
@@ -116,7 +116,7 @@ func TestJanitorOnRealLakeFS(t *testing.T) {
 func TestSweepStopsWhenRunsCannotBeLoaded(t *testing.T) {
 	lake := &fakeLake{branches: []lakefs.Branch{{Name: "wap-billing-x", CommitID: "c1"}}}
 	j, err := janitor.New(janitor.Config{Lake: lake,
-		Runs:     janitor.RunsFunc(func(context.Context) ([]pipeline.Run, error) { return nil, errors.New("kafka down") }),
+		Runs:     func(context.Context) ([]pipeline.Run, error) { return nil, errors.New("kafka down") },
 		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}}})
 	must(t, err)
 	if _, err := j.Sweep(context.Background(), false); err == nil || !strings.Contains(err.Error(), "kafka down") {
@@ -134,7 +134,7 @@ func TestDeleteFailureIsReportedAndSweepGoesOn(t *testing.T) {
 		head:     old, failDelete: "wap-a",
 	}
 	j, err := janitor.New(janitor.Config{Lake: lake,
-		Runs:     janitor.RunsFunc(func(context.Context) ([]pipeline.Run, error) { return nil, nil }),
+		Runs:     func(context.Context) ([]pipeline.Run, error) { return nil, nil },
 		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}}})
 	must(t, err)
 	ds, err := j.Sweep(context.Background(), false)
@@ -220,7 +220,7 @@ func TestRunSweepsUntilCancelled(t *testing.T) {
 	lake := &fakeLake{branches: []lakefs.Branch{{Name: "wap-x", CommitID: "c"}}, head: time.Now().Add(-48 * time.Hour)}
 	swept := make(chan string, 16)
 	j, err := janitor.New(janitor.Config{Lake: lake,
-		Runs:     janitor.RunsFunc(func(context.Context) ([]pipeline.Run, error) { return nil, nil }),
+		Runs:     func(context.Context) ([]pipeline.Run, error) { return nil, nil },
 		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}},
 		Deleted:  func(repo, why string) { swept <- repo + ":" + why }})
 	must(t, err)
@@ -248,7 +248,7 @@ func TestOverdueRunsAreCancelled(t *testing.T) {
 	}
 	var cancelled []string
 	cfg := janitor.Config{Lake: lake, MaxRunAge: 8 * 24 * time.Hour,
-		Runs:     janitor.RunsFunc(func(context.Context) ([]pipeline.Run, error) { return runs, nil }),
+		Runs:     func(context.Context) ([]pipeline.Run, error) { return runs, nil },
 		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}},
 		Cancel: func(_ context.Context, r pipeline.Run, reason string) error {
 			cancelled = append(cancelled, r.BatchID+": "+reason)

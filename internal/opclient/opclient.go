@@ -3,7 +3,7 @@
 // janitor): it connects as a config (or flags) says, reads events from
 // JSON, checks and sends them as upstream does, reads topics, and asks the
 // daemon: it sends an operator request and waits for the result event that
-// carries the request's id. Printing is the commands' business.
+// carries the request's id. What the commands print is rendered by internal/runs.
 package opclient
 
 import (
@@ -71,11 +71,6 @@ func Of(cfg *config.Config, registry string) (*Target, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-// Topic is flagValue, else the config's topic.
-func (t *Target) Topic(flagValue string, fromConfig func(config.Kafka) string) string {
-	return cmp.Or(flagValue, fromConfig(t.Config.Kafka))
 }
 
 // Close closes the idle connections.

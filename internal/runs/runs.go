@@ -1,8 +1,9 @@
 // Package runs reads the run state store (the changelog topic) as a whole,
-// whoever owns its partitions, and renders runs for operators: the janitor
-// and the operator commands read runs here, and `lakewap runs` prints them.
-// Every text in a run comes from events and lakeFS, so what reaches a
-// terminal goes through Printable or WriteJSON.
+// whoever owns its partitions, and renders for operators what the commands
+// print: runs (`lakewap runs`), audit reports, the daemon's answers and the
+// janitor's decisions. The janitor and the operator commands read runs here.
+// Every text in them comes from events, lakeFS or audited data, so what
+// reaches a terminal goes through Printable or WriteJSON.
 package runs
 
 import (
@@ -140,9 +141,6 @@ func (s *Store) Find(ctx context.Context, batch, dataset string) (Stored, error)
 	return Stored{}, fmt.Errorf("batch %s has runs in %d datasets: name one with -dataset", batch, len(found))
 }
 
-// Topic is the changelog topic the store reads.
-func (s *Store) Topic() string { return s.topic }
-
 // Filter keeps the runs in state (any when empty) of dataset (any when
 // empty).
 func Filter(stored []Stored, state, dataset string) []Stored {
@@ -220,12 +218,12 @@ func OneLine(s string, n int) string {
 	return s
 }
 
-// WriteJSON prints one JSON object per run. encoding/json escapes only
+// WriteJSON prints one JSON object per value (a run, a janitor decision). encoding/json escapes only
 // C0 controls, so the encoded line goes through JSONTerminalSafe: a run's
 // reason and detail come from events and lakeFS, and a raw CSI (U+009B) or
 // NEL (U+0085) would reach the operator's terminal.
-func WriteJSON(w io.Writer, runs []Stored) error {
-	for _, r := range runs {
+func WriteJSON[T any](w io.Writer, vs []T) error {
+	for _, r := range vs {
 		b, err := json.Marshal(r)
 		if err != nil {
 			return err

@@ -1,4 +1,4 @@
-package main
+package runs_test
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ func TestAuditTableEscapesDataControls(t *testing.T) {
 		{Name: "sql", Table: "billing_fact", Severity: "error", Status: schemas.StatusError, Message: "bad value " + evil},
 	}}
 	var out bytes.Buffer
-	printAuditTable(&out, rep, "main", "")
+	runs.WriteReport(&out, rep, "main", "")
 	for _, r := range out.String() {
 		if r != '\n' && r != '\t' && runs.TerminalDangerous(r) {
 			t.Fatalf("raw %U in the audit table: %q", r, out.String())
@@ -44,7 +44,7 @@ func TestOperatorAnswerEscapesControls(t *testing.T) {
 		schemas.BatchFailed{EventID: "e3", BatchID: "b1", Dataset: "billing", Error: evil},
 	} {
 		var out bytes.Buffer
-		printAnswer(&out, req, ans)
+		runs.WriteAnswer(&out, req, ans)
 		for _, r := range out.String() {
 			if r != '\n' && runs.TerminalDangerous(r) {
 				t.Errorf("%s: raw %U in the printed answer: %q", ans.EventType(), r, out.String())

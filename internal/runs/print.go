@@ -1,0 +1,146 @@
+package runs
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// What the operator commands print: audit reports (lakewap audit), the
+// daemon's answers (retry, cancel, revert) and the janitor's decisions. Every
+// text in them comes from events, lakeFS or the audited data.
+
+// WriteReport prints an audit report of ref (against base) for people: one row per check, then the
+// sample rows of the checks that did not pass, then the verdict. Observed
+// values, messages and sample rows come from the audited data: they are
+// shown Printable.
+func WriteReport(w io.Writer, rep schemas.AuditReport, ref, base string) {
+	against := ""
+	if base != "" {
+		against = " against " + base
+	}
+	fmt.Fprintf(w, "audit of dataset %s at %s (commit %s)%s\n\n", rep.Dataset, ref, Short(rep.Ref), against)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tTABLE\tSEVERITY\tSTATUS\tOBSERVED\tTHRESHOLD\tDURATION")
+	for _, c := range rep.Checks {
+		obs := c.Observed
+		if c.Status == schemas.StatusError && c.Message != "" {
+			obs = c.Message
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dms\n", c.Name, Dash(c.Table), c.Severity, strings.ToUpper(c.Status),
+			cell(obs), cell(c.Threshold), c.DurationMs)
+	}
+	tw.Flush()
+	for _, c := range rep.Checks {
+		if c.Status == schemas.StatusPass || (len(c.SampleRows) == 0 && c.Message == "") {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s %s:\n", strings.ToUpper(c.Status), c.Name)
+		if c.Message != "" {
+			fmt.Fprintf(w, "  %s\n", Printable(c.Message))
+		}
+		for _, s := range c.SampleRows {
+			fmt.Fprintf(w, "  %s\n", Printable(s))
+		}
+	}
+	p, f, wn := rep.Counts()
+	verdict := "PASSED"
+	if !rep.Passed {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "\n%s: %d passed, %d failed, %d warned in %dms\n", verdict, p, f, wn, rep.DurationMs)
+}
+
+// cell keeps a table cell on one line, readable in width and printable.
+func cell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return Printable(Dash(s))
+}
+
+// WriteAnswer prints what the daemon answered, then the event as a JSON
+// line; it reports whether the request was carried out. The answer's texts
+// come from events, lakeFS and audited data: both reach the terminal
+// escaped (Printable, JSONTerminalSafe).
+func WriteAnswer(w io.Writer, req, ans schemas.Event) bool {
+	say := func(format string, args ...any) { fmt.Fprintln(w, Printable(fmt.Sprintf(format, args...))) }
+	done := false
+	switch e := ans.(type) {
+	case schemas.BatchPublished:
+		writeChecks(w, e.Report)
+		say("published batch %s (%s) on %s/%s as %s", e.BatchID, e.Dataset, e.Repository, e.TargetRef, Short(e.CommitID))
+		done = true
+	case schemas.BatchAborted:
+		if e.Report != nil {
+			writeChecks(w, *e.Report)
+		}
+		kept := "deleted"
+		if e.BranchKept {
+			kept = "kept"
+		}
+		say("batch %s (%s) is aborted (%s): %s; branch %s %s", e.BatchID, e.Dataset, e.Reason, e.Detail, e.Branch, kept)
+		_, cancel := req.(schemas.BatchCancelled)
+		done = cancel && e.Reason == schemas.ReasonCancelled
+	case schemas.BatchFailed:
+		say("batch %s (%s) failed in %s after %d attempt(s): %s", e.BatchID, e.Dataset, e.State, e.Attempts, e.Error)
+	case schemas.BatchReverted:
+		say("reverted batch %s (%s) on %s/%s: publish commit %s undone by %s (by %s: %s)",
+			e.BatchID, e.Dataset, e.Repository, e.TargetRef, Short(e.PublishedCommitID), Short(e.CommitID), e.RevertedBy, e.Reason)
+		done = true
+	case schemas.RequestRefused:
+		say("refused (%s): %s", e.Reason, e.Detail)
+	}
+	if line, err := schemas.ToJSON(ans); err == nil {
+		fmt.Fprintf(w, "%s %s\n", ans.EventType(), JSONTerminalSafe(line))
+	}
+	return done
+}
+
+func writeChecks(w io.Writer, rep schemas.AuditReport) {
+	for _, c := range rep.Checks {
+		fmt.Fprintln(w, Printable(fmt.Sprintf("  %-5s %s (%s on %s): observed %s, threshold %s", c.Status, c.Name, c.Kind, c.Table,
+			Dash(c.Observed), Dash(c.Threshold))))
+	}
+	pass, fail, warn := rep.Counts()
+	fmt.Fprintf(w, "audit of %s: passed=%d failed=%d warned=%d\n", Short(rep.Ref), pass, fail, warn)
+}
+
+// WriteDecisions prints the janitor's decisions, a row per branch deleted
+// (or that would be, with dryRun; every branch with all), then the count.
+func WriteDecisions(w io.Writer, ds []janitor.Decision, dryRun, all bool, now time.Time) error {
+	verb := "deleted"
+	if dryRun {
+		verb = "would delete"
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	n := 0
+	for _, d := range ds {
+		what := "keep"
+		switch {
+		case d.Delete && d.Err != "":
+			what = "FAILED to delete"
+		case d.Delete:
+			what = verb
+			n++
+		case !all:
+			continue
+		}
+		why := d.Why
+		if d.Err != "" {
+			why += ": " + d.Err
+		}
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", what, d.Repository, d.Branch, Dash(d.BatchID), Dash(string(d.State)), Age(now, now.Add(-d.Age)), why)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s %d of %d wap- branch(es)\n", verb, n, len(ds))
+	return err
+}
