@@ -255,28 +255,30 @@ func (r *run) sampleTogether(ctx context.Context, k scanKey, want []int, bad map
 }
 
 // fromStatistics settles the checks that the row count alone decides
-// (row_count, volume_change): DuckDB takes it from the files' row-group
-// metadata without reading the data, and a file whose metadata lies about
-// its row count does not decode. Nothing else is settled from statistics:
-// min, max and null counts in a Parquet footer are what the writer claims,
-// and a forged footer must not pass a check (TestForgedParquetStatistics).
-// It returns the settled checks (with no figures of their own) and the row
-// count.
+// (row_count, volume_change), when the scan holds nothing else: DuckDB
+// takes the count from the files' row-group metadata without reading the
+// data, and a file whose metadata lies about its row count does not
+// decode. With other checks the aggregate scan counts the rows anyway.
+// Nothing else is settled from statistics: min, max and null counts in a
+// Parquet footer are what the writer claims, and a forged footer must not
+// pass a check (TestForgedParquetStatistics). It returns the settled
+// checks (with no figures of their own) and the row count.
 func (r *run) fromStatistics(ctx context.Context, k scanKey, idxs []int) (map[int][]any, int64, bool) {
 	v := r.views[k.viewKey]
 	if k.where != "" || v == nil || v.synthetic || v.broken ||
 		(v.table.format() != FormatParquet && v.table.format() != FormatDelta) {
 		return nil, 0, false
 	}
+	out := map[int][]any{}
+	for _, i := range idxs {
+		if !kindOf(r.req.Suite.Checks[i]).countOnly {
+			return nil, 0, false
+		}
+		out[i] = nil
+	}
 	vals, err := r.queryRow(ctx, "SELECT count(*) FROM "+qualified(k.schema, v.table.Name), 1)
 	if err != nil {
 		return nil, 0, false // the scan reports it
-	}
-	out := map[int][]any{}
-	for _, i := range idxs {
-		if kindOf(r.req.Suite.Checks[i]).countOnly {
-			out[i] = nil
-		}
 	}
 	return out, asInt(vals[0]), true
 }

@@ -82,6 +82,9 @@ type Engine struct {
 	// smaller views count them in the aggregate scan (cheaper to plan) and
 	// scan again only for the sample of a failed check.
 	groupedUniqueBytes int64
+	// bitmapUniqueBytes: integer keys of smaller views are counted with
+	// count(DISTINCT), which costs less than reading the footers' bounds.
+	bitmapUniqueBytes int64
 }
 
 var memoryLimit = regexp.MustCompile(`(?i)^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)?\s*$`)
@@ -128,7 +131,7 @@ func New(opts Options) (*Engine, error) {
 		}
 		*d = abs
 	}
-	e := &Engine{opts: opts, log: opts.Logger, cache: newFileCache(opts.CacheDir, opts.CacheMaxBytes), groupedUniqueBytes: 16 << 20}
+	e := &Engine{opts: opts, log: opts.Logger, cache: newFileCache(opts.CacheDir, opts.CacheMaxBytes), groupedUniqueBytes: 16 << 20, bitmapUniqueBytes: 1 << 20}
 	var err error
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)

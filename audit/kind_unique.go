@@ -44,14 +44,20 @@ func init() {
 }
 
 // planUnique decides how a unique check is counted. An integer key in a
-// small range is counted with a bitmap in the table's one scan; the
+// small range, of a view of at least bitmapUniqueBytes, is counted with a
+// bitmap in the table's one scan; the
 // grouped scan of checkUnique runs only when that finds duplicates (for
 // their sample rows). Other keys of a large view are counted and sampled
 // by that grouped scan alone; of a small view, in the aggregate scan
 // (cheaper to plan), sampled again only when they fail.
 func (r *run) planUnique(ctx context.Context, k scanKey, i int, c Check) (schemas.CheckResult, bool) {
-	lo, hi, ok := r.integerBounds(ctx, k, c)
-	if !ok && r.viewBytes(k.viewKey) >= r.e.groupedUniqueBytes {
+	var lo, hi int64
+	size := r.viewBytes(k.viewKey)
+	ok := size >= r.e.bitmapUniqueBytes
+	if ok {
+		lo, hi, ok = r.integerBounds(ctx, k, c)
+	}
+	if !ok && size >= r.e.groupedUniqueBytes {
 		return r.checkUnique(ctx, k, c), true
 	}
 	if ok {

@@ -63,6 +63,13 @@ func (s auditSource) Changed(ctx context.Context, repo, base, ref, prefix string
 	return out, nil
 }
 
+// Touches reports whether merging ref into base brings any change under
+// prefix (lakeFS's three-dot diff, removals included).
+func (s auditSource) Touches(ctx context.Context, repo, base, ref, prefix string) (bool, error) {
+	changes, err := s.lake.Diff(ctx, repo, base, ref, prefix)
+	return len(changes) > 0, err
+}
+
 // commonFolder is the longest folder prefix ("a/b/") shared by paths, no
 // shorter than prefix.
 func commonFolder(prefix string, paths []string) string {

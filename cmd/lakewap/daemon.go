@@ -76,7 +76,6 @@ type daemon struct {
 	audits        *audit.Service // shared by the runner and the pre-merge webhook
 	runner        *pipeline.Runner
 	consumer      *consumer.Consumer
-	results       *notify.KafkaResults
 	resultsWriter *kafka.Writer
 	http          *http.Server
 	httpLn        net.Listener
@@ -85,7 +84,11 @@ type daemon struct {
 }
 
 func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemon, error) {
-	log, reg := o.logAndRegistry()
+	log, reg := cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
 	d := &daemon{cfg: cfg, log: log, reg: reg}
 	ok := false
 	defer func() {
@@ -109,11 +112,12 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}
 	k := cfg.Kafka
 	d.resultsWriter = notify.NewResultsWriter(k.Brokers, k.ResultsTopic, kp.transport)
-	if d.results, err = notify.NewKafkaResults(d.resultsWriter, kp.codec); err != nil {
+	results, err := notify.NewKafkaResults(d.resultsWriter, kp.codec)
+	if err != nil {
 		return nil, fmt.Errorf("results sink: %w", err)
 	}
-	d.results.MaxMessageBytes = k.ResultsMaxMessageBytes
-	disp, err := newDispatcher(cfg, d.results, o.Console, log, reg)
+	results.MaxMessageBytes = k.ResultsMaxMessageBytes
+	disp, err := newDispatcher(cfg, results, o.Console, log, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -149,20 +153,6 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}
 	ok = true
 	return d, nil
-}
-
-// logAndRegistry are the options' logger and metrics registry, or a
-// discarding logger and a registry with the Go and process collectors.
-func (o daemonOptions) logAndRegistry() (*slog.Logger, *prometheus.Registry) {
-	log, reg := o.Logger, o.Registry
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	}
-	return log, reg
 }
 
 // kafkaParts are the daemon's connection to Kafka.
@@ -318,6 +308,26 @@ func (d *daemon) serveHTTP(addr string) error {
 	go func() { _ = d.http.Serve(ln) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
+}
+
+// preMergePath is where the daemon's HTTP listener answers lakeFS's
+// pre-merge webhook.
+const preMergePath = "/webhooks/lakefs/pre-merge"
+
+// preMergeHandler is the webhook handler of the daemon's HTTP listener: the
+// audit service guards and audits, from its cache of passing reports when
+// it can.
+func (d *daemon) preMergeHandler() (http.Handler, error) {
+	token, err := d.cfg.HTTP.Token()
+	if err != nil {
+		return nil, err
+	}
+	return audit.NewPreMergeHandler(audit.PreMergeOptions{
+		Guards: d.audits, Runner: d.audits, Diff: auditSource{d.lake}, Token: token,
+		Timeout: d.cfg.HTTP.WebhookAuditTimeout.Std(),
+		Logger:  d.log.With(slog.String("component", "premerge")),
+		Observe: metrics.PreMergeHooks(d.reg),
+	})
 }
 
 // failpointFromEnv arms the crash tests' failpoint: LAKEWAP_FAILPOINT=name

@@ -3,9 +3,9 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/lakewap/lakewap/internal/runs"
 	"io"
 	"strings"
 	"time"
@@ -105,10 +105,7 @@ func (o *emitOptions) register(fs *flag.FlagSet) {
 	o.kafka.register(fs, "topic to send to (default: the config's input topic, else wap.events)")
 	fs.StringVar(&o.jsonPath, "json", o.jsonPath, "read events from `FILE` (- for stdin) instead of flags")
 	fs.BoolVar(&o.noValidate, "no-validate", o.noValidate, "send events that fail validation (to try dead letters)")
-	if o.timeout == 0 {
-		o.timeout = 30 * time.Second
-	}
-	fs.DurationVar(&o.timeout, "timeout", o.timeout, "give up sending after this long")
+	fs.DurationVar(&o.timeout, "timeout", cmp.Or(o.timeout, 30*time.Second), "give up sending after this long")
 }
 
 // kafkaFlags say where emit and tail connect: flags, else a lakewap config.
@@ -127,13 +124,9 @@ func (f kafkaFlags) connect() (*opclient.Target, error) {
 	return opclient.Connect(f.config, splitList(f.brokers), f.registry)
 }
 
-// printRecord prints r as a JSON line.
+// printRecord prints r as a JSON line, escaped for terminals like lakewap runs'.
 func printRecord(w io.Writer, r opclient.Record) error {
-	line, err := json.Marshal(r)
-	if err == nil {
-		_, err = fmt.Fprintf(w, "%s\n", line)
-	}
-	return err
+	return runs.WriteJSON(w, []opclient.Record{r})
 }
 
 // splitList is the non-empty items of a comma-separated list; never nil.

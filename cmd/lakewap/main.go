@@ -58,29 +58,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd, rest := args[0], args[1:]
+	commands := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
+		"run": cmdRun, "demo": cmdDemo, "audit": cmdAudit, "runs": cmdRuns, "janitor": cmdJanitor,
+		"emit": cmdEmit, "tail": cmdTail, "ready": cmdReady, "prepare": cmdPrepare, "validate": cmdValidate,
+	}
 	switch cmd {
-	case "run":
-		return cmdRun(ctx, rest, stdout, stderr)
-	case "demo":
-		return cmdDemo(ctx, rest, stdout, stderr)
-	case "validate":
-		return cmdValidate(rest, stdout, stderr)
-	case "audit":
-		return cmdAudit(ctx, rest, stdout, stderr)
-	case "runs":
-		return cmdRuns(ctx, rest, stdout, stderr)
-	case "janitor":
-		return cmdJanitor(ctx, rest, stdout, stderr)
 	case "retry", "cancel", "revert":
 		return cmdOperator(ctx, cmd, rest, stdout, stderr, nil)
-	case "emit":
-		return cmdEmit(ctx, rest, stdout, stderr)
-	case "tail":
-		return cmdTail(ctx, rest, stdout, stderr)
-	case "ready":
-		return cmdReady(ctx, rest, stdout, stderr)
-	case "prepare":
-		return cmdPrepare(ctx, rest, stdout, stderr)
 	case "version":
 		fs := newFlagSet("version")
 		if code, ok := parseFlags(fs, rest, stdout, stderr); !ok {
@@ -91,6 +75,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
+	}
+	if c, ok := commands[cmd]; ok {
+		return c(ctx, rest, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "lakewap: unknown command %q\n\n%s", cmd, usage)
 	return 2

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,7 +9,7 @@ import (
 	"github.com/lakewap/lakewap/internal/config"
 )
 
-func cmdValidate(args []string, stdout, stderr io.Writer) int {
+func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("validate")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code

@@ -91,17 +91,12 @@ func importOne(suite audit.Suite, from ChecksFrom, dir, f string) (audit.Importe
 		}
 		return "", false
 	}
-	var (
-		field, file string
-		imported    audit.Imported
-		err         error
-	)
+	field, file := "great_expectations", from.GreatExpectations
+	var translate func([]byte) (audit.Imported, error)
 	switch {
 	case (from.GreatExpectations == "") == (from.DBT == ""):
-		bad("great_expectations", "name exactly one of great_expectations or dbt")
-		return imported, errs
-	case from.GreatExpectations != "":
-		field, file = "great_expectations", from.GreatExpectations
+		bad(field, "name exactly one of great_expectations or dbt")
+	case file != "":
 		if len(from.Models) > 0 {
 			bad("models", "only for dbt")
 		}
@@ -118,13 +113,7 @@ func importOne(suite audit.Suite, from ChecksFrom, dir, f string) (audit.Importe
 				bad("table", "unknown table %q", from.Table)
 			}
 		}
-		if len(errs) > 0 {
-			return imported, errs
-		}
-		var b []byte
-		if b, err = readRel(dir, file); err == nil {
-			imported, err = audit.FromGreatExpectations(b, table)
-		}
+		translate = func(b []byte) (audit.Imported, error) { return audit.FromGreatExpectations(b, table) }
 	default:
 		field, file = "dbt", from.DBT
 		if from.Table != "" {
@@ -138,18 +127,22 @@ func importOne(suite audit.Suite, from ChecksFrom, dir, f string) (audit.Importe
 				bad("models."+m, "unknown table %q", t)
 			}
 		}
-		if len(errs) > 0 {
-			return imported, errs
-		}
-		var b []byte
-		if b, err = readRel(dir, file); err == nil {
-			imported, err = audit.FromDBT(b, func(model string) (string, bool) {
+		translate = func(b []byte) (audit.Imported, error) {
+			return audit.FromDBT(b, func(model string) (string, bool) {
 				if t, ok := models[strings.ToLower(model)]; ok {
 					return t, true
 				}
 				return tableOf(model)
 			})
 		}
+	}
+	var imported audit.Imported
+	if len(errs) > 0 {
+		return imported, errs
+	}
+	b, err := readRel(dir, file)
+	if err == nil {
+		imported, err = translate(b)
 	}
 	if err != nil {
 		bad(field, "%s: %v", file, err)

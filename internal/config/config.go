@@ -12,6 +12,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -202,12 +203,7 @@ const (
 )
 
 // WebhookMode is the effective HTTP.Webhook.
-func (h HTTP) WebhookMode() string {
-	if h.Webhook == "" {
-		return WebhookToken
-	}
-	return h.Webhook
-}
+func (h HTTP) WebhookMode() string { return cmp.Or(h.Webhook, WebhookToken) }
 
 // Token is the pre-merge webhook's token when http.webhook is token, read
 // from webhook_token_file when that is set, and "" in the other modes. An
@@ -281,11 +277,7 @@ type Dataset struct {
 func (d Dataset) TablePaths() []string {
 	out := make([]string, 0, len(d.Tables))
 	for _, t := range d.Tables {
-		p := t.Path
-		if !strings.HasSuffix(p, "/") {
-			p += "/"
-		}
-		out = append(out, p)
+		out = append(out, strings.TrimSuffix(t.Path, "/")+"/")
 	}
 	return out
 }

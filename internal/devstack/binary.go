@@ -72,15 +72,18 @@ func buildTool(ctx context.Context, logger *slog.Logger, name, bin string) error
 		return fmt.Errorf("devstack: building %s needs the go command: %w", name, err)
 	}
 	// We hold the lock, so any temp file left here is from a killed build.
-	if stale, _ := filepath.Glob(bin + ".tmp-*"); len(stale) > 0 {
-		for _, f := range stale {
-			_ = os.Remove(f)
-		}
+	stale, _ := filepath.Glob(bin + ".tmp-*")
+	for _, f := range stale {
+		_ = os.Remove(f)
 	}
 
 	tmp := fmt.Sprintf("%s.tmp-%d", bin, os.Getpid())
 	pkg := lakeFSModule + "/cmd/" + name
-	logger.Info(fmt.Sprintf("building %s %s (first run only, ~2 min)...", serverOrClient(name), LakeFSVersion),
+	what := "lakeFS " + name
+	if name == "lakefs" {
+		what = "lakeFS server"
+	}
+	logger.Info(fmt.Sprintf("building %s %s (first run only, ~2 min)...", what, LakeFSVersion),
 		"package", pkg, "dest", bin)
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, goTool, "build", "-C", tools, "-o", tmp, pkg)
@@ -98,13 +101,6 @@ func buildTool(ctx context.Context, logger *slog.Logger, name, bin string) error
 	}
 	logger.Info("built "+name, "path", bin, "took", time.Since(start).Round(time.Second))
 	return nil
-}
-
-func serverOrClient(name string) string {
-	if name == "lakefs" {
-		return "lakeFS server"
-	}
-	return "lakeFS " + name
 }
 
 // lockFile takes an exclusive flock so that parallel test binaries build a

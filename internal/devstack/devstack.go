@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -88,14 +86,8 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			return nil, err
 		}
 	}
-	repo := opts.Repository
-	if repo == "" {
-		repo = defaultRepository
-	}
-	s := &Stack{Repository: repo, logger: logger, partitions: opts.Partitions}
-	if s.partitions <= 0 {
-		s.partitions = defaultPartitions
-	}
+	s := &Stack{Repository: cmp.Or(opts.Repository, defaultRepository), logger: logger,
+		partitions: cmp.Or(max(opts.Partitions, 0), defaultPartitions)}
 	if err := s.start(ctx, opts, bin); err != nil {
 		if cerr := s.Close(); cerr != nil {
 			logger.Warn("devstack: cleanup after failed start", "err", cerr)
@@ -129,12 +121,7 @@ func (s *Stack) start(ctx context.Context, opts Options, bin string) error {
 		return err
 	}
 	s.lakefsBin = bin
-	s.lakefsCfg = lakeFSConfig{
-		dir:             dir,
-		accessKeyID:     s.AccessKeyID,
-		secretAccessKey: s.SecretAccessKey,
-		encryptKey:      encryptKey,
-	}
+	s.lakefsCfg = lakeFSConfig{dir: dir, accessKeyID: s.AccessKeyID, secretAccessKey: s.SecretAccessKey, encryptKey: encryptKey}
 	s.lakefs, err = startLakeFS(ctx, s.logger, bin, s.lakefsCfg)
 	if err != nil {
 		return err
@@ -169,22 +156,12 @@ func (s *Stack) StopLakeFS() error {
 func (s *Stack) StartLakeFS(ctx context.Context) error {
 	s.lakefsMu.Lock()
 	defer s.lakefsMu.Unlock()
-	if s.lakefs != nil {
-		select {
-		case <-s.lakefs.exited:
-		default:
-			return nil // still running
-		}
+	select {
+	case <-s.lakefs.exited:
+	default:
+		return nil // still running
 	}
-	u, err := url.Parse(s.LakeFSEndpoint)
-	if err != nil {
-		return fmt.Errorf("devstack: lakeFS endpoint: %w", err)
-	}
-	port, err := strconv.Atoi(u.Port())
-	if err != nil {
-		return fmt.Errorf("devstack: lakeFS port: %w", err)
-	}
-	srv, err := startLakeFSOnce(ctx, s.logger, s.lakefsBin, s.lakefsCfg, port)
+	srv, err := startLakeFSOnce(ctx, s.logger, s.lakefsBin, s.lakefsCfg, s.lakefs.port)
 	if err != nil {
 		return err
 	}

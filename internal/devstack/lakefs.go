@@ -30,6 +30,7 @@ var errPortTaken = errors.New("listen address already in use")
 // lakeFSServer is a running lakeFS child process.
 type lakeFSServer struct {
 	cmd      *exec.Cmd
+	port     int
 	endpoint string
 	logPath  string
 	exited   chan struct{} // closed when the process has been reaped
@@ -94,6 +95,7 @@ func startLakeFSOnce(ctx context.Context, logger *slog.Logger, bin string, cfg l
 	}
 	srv := &lakeFSServer{
 		cmd:      cmd,
+		port:     port,
 		endpoint: "http://" + addr,
 		logPath:  logPath,
 		exited:   make(chan struct{}),
@@ -125,13 +127,6 @@ func lakeFSEnv() []string {
 }
 
 func writeLakeFSConfig(cfg lakeFSConfig, addr string) (string, error) {
-	secret := cfg.encryptKey
-	if secret == "" {
-		var err error
-		if secret, err = randomString(32, alphaNum); err != nil {
-			return "", err
-		}
-	}
 	type m = map[string]any
 	// usage_report.enabled is not set: lakeFS v1.84 ignores it and warns.
 	// The version and audit checks stay off because a source build reports
@@ -145,7 +140,7 @@ func writeLakeFSConfig(cfg lakeFSConfig, addr string) (string, error) {
 			"dir":        filepath.Join(cfg.dir, "cache"),
 			"size_bytes": 256 << 20,
 		}},
-		"auth": m{"encrypt": m{"secret_key": secret}},
+		"auth": m{"encrypt": m{"secret_key": cfg.encryptKey}},
 		"installation": m{
 			"user_name":         lakeFSAdmin,
 			"access_key_id":     cfg.accessKeyID,

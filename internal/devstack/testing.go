@@ -3,7 +3,6 @@ package devstack
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 )
@@ -17,7 +16,7 @@ const startForTestTimeout = 15 * time.Minute
 func StartForTest(t testing.TB, opts Options) *Stack {
 	t.Helper()
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+		opts.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startForTestTimeout)
 	defer cancel()
@@ -34,12 +33,4 @@ func StartForTest(t testing.TB, opts Options) *Stack {
 		}
 	})
 	return s
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }

@@ -1,7 +1,7 @@
 package harness
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -49,10 +49,7 @@ func (d *demo) observe(before, after pipeline.Run) {
 	if ok {
 		el = fmt.Sprintf("+%4.2fs", time.Since(t0).Seconds())
 	}
-	from := string(before.State)
-	if from == "" {
-		from = "(new)"
-	}
+	from := cmp.Or(string(before.State), "(new)")
 	extra := ""
 	switch after.State {
 	case pipeline.StateLanded:
@@ -97,12 +94,7 @@ type prefixWriter struct {
 }
 
 func (p prefixWriter) Write(b []byte) (int, error) {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	var buf bytes.Buffer
-	for _, l := range lines {
-		buf.WriteString(p.prefix + l + "\n")
-	}
-	p.d.printf("%s", buf.String())
+	p.d.printf("%s%s\n", p.prefix, strings.ReplaceAll(strings.TrimRight(string(b), "\n"), "\n", "\n"+p.prefix))
 	return len(b), nil
 }
 
@@ -139,11 +131,7 @@ func Demo(ctx context.Context, stdout, stderr io.Writer, verbose bool, start Sta
 	ds := cfg.Datasets["billing"]
 	d.printf("Dataset billing → table billing_fact at gold/billing_fact/ (Parquet), audited by:\n")
 	for _, c := range ds.Checks {
-		sev := c.Severity
-		if sev == "" {
-			sev = "error"
-		}
-		d.printf("  - %-22s %-16s severity %s\n", c.Name, c.Kind, sev)
+		d.printf("  - %-22s %-16s severity %s\n", c.Name, c.Kind, cmp.Or(c.Severity, "error"))
 	}
 	d.printf("\n")
 

@@ -22,6 +22,7 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/opclient"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -93,7 +94,7 @@ func New(ctx context.Context, s *devstack.Stack, cfg *config.Config, tmp string)
 		// list for seconds, and a real broker outlives stacks (and topics).
 		Writer: &kafka.Writer{Addr: kafka.TCP(s.KafkaBrokers...), Topic: cfg.Kafka.InputTopic, Balancer: &kafka.Murmur2Balancer{},
 			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, Transport: &kafka.Transport{}}}
-	e.Watcher, err = WatchResults(ctx, s.KafkaBrokers, cfg.Kafka.ResultsTopic, codec)
+	e.Watcher, err = WatchResults(ctx, cfg, codec)
 	if err != nil {
 		return nil, err
 	}
@@ -189,50 +190,42 @@ func (e *Env) CountRows(ctx context.Context, ref, prefix, where string) (int64, 
 // Watcher reads every partition of the results topic from the start
 // and keeps what it decoded, like a downstream consumer.
 type Watcher struct {
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	cond    chan struct{}
-	events  []schemas.Event
-	readers []*kafka.Reader
+	stop   func()
+	mu     sync.Mutex
+	cond   chan struct{}
+	events []schemas.Event
 }
 
-func WatchResults(ctx context.Context, brokers []string, topic string, codec *schemas.Codec) (*Watcher, error) {
-	conn, err := kafka.DialContext(ctx, "tcp", brokers[0])
+// WatchResults watches the results topic of cfg, decoding with codec.
+func WatchResults(ctx context.Context, cfg *config.Config, codec *schemas.Codec) (*Watcher, error) {
+	t, err := opclient.Of(cfg, "")
 	if err != nil {
 		return nil, err
 	}
-	parts, err := conn.ReadPartitions(topic)
-	conn.Close()
+	first, _, err := t.Offsets(ctx, cfg.Kafka.ResultsTopic)
 	if err != nil {
-		return nil, fmt.Errorf("results topic %s: %w", topic, err)
+		t.Close()
+		return nil, fmt.Errorf("results topic: %w", err)
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &Watcher{cancel: cancel, cond: make(chan struct{})}
-	for _, p := range parts {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p.ID, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 50 * time.Millisecond})
-		w.readers = append(w.readers, r)
-		w.wg.Add(1)
-		go func() {
-			defer w.wg.Done()
-			for {
-				m, err := r.ReadMessage(wctx)
-				if err != nil {
-					return
-				}
-				ev, err := codec.Decode(wctx, m.Value)
-				if err != nil {
-					slog.Default().Warn("undecodable result event", "err", err)
-					continue
-				}
-				w.mu.Lock()
-				w.events = append(w.events, ev)
-				close(w.cond)
-				w.cond = make(chan struct{})
-				w.mu.Unlock()
+	done := make(chan struct{})
+	w := &Watcher{cond: make(chan struct{}), stop: func() { cancel(); <-done; t.Close() }}
+	go func() {
+		defer close(done)
+		_ = t.ReadPartitions(wctx, cfg.Kafka.ResultsTopic, first, nil, func(m kafka.Message) bool {
+			ev, err := codec.Decode(wctx, m.Value)
+			if err != nil {
+				slog.Default().Warn("undecodable result event", "err", err)
+				return false
 			}
-		}()
-	}
+			w.mu.Lock()
+			w.events = append(w.events, ev)
+			close(w.cond)
+			w.cond = make(chan struct{})
+			w.mu.Unlock()
+			return false
+		})
+	}()
 	return w, nil
 }
 
@@ -278,10 +271,5 @@ func (w *Watcher) All(batch string) []schemas.Event {
 	return out
 }
 
-func (w *Watcher) Close() {
-	w.cancel()
-	for _, r := range w.readers {
-		_ = r.Close()
-	}
-	w.wg.Wait()
-}
+// Close stops reading.
+func (w *Watcher) Close() { w.stop() }

@@ -15,7 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/lakewap/lakewap/pipeline"
@@ -135,25 +136,20 @@ type branchKey struct{ repo, branch string }
 func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 	protected := map[branchKey]bool{}
 	retention := map[string]time.Duration{}
-	var repos []string
-	seenRepo := map[string]bool{}
+	branches := map[string][]lakefs.Branch{} // of each repository
 	for _, d := range j.cfg.Datasets {
 		target := cmp.Or(d.Target, "main")
 		for _, b := range []string{target, cmp.Or(d.Source, target), "main"} {
 			protected[branchKey{d.Repository, b}] = true
 		}
 		retention[d.Name] = cmp.Or(max(d.AbortedRetention, 0), DefaultAbortedRetention)
-		if !seenRepo[d.Repository] {
-			seenRepo[d.Repository] = true
-			repos = append(repos, d.Repository)
-		}
+		branches[d.Repository] = nil
 	}
-	sort.Strings(repos)
+	repos := slices.Sorted(maps.Keys(branches))
 
 	// Branches first, runs second: the runner stores a run before it creates
 	// its branch, so every branch listed here has its run in what is loaded
 	// next, however recent the branch.
-	branches := map[string][]lakefs.Branch{}
 	for _, repo := range repos {
 		bs, err := j.cfg.Lake.ListBranches(ctx, repo, j.cfg.Prefix)
 		if err != nil {

@@ -41,9 +41,7 @@ func Runner(reg prometheus.Registerer) pipeline.Metrics {
 	reg.MustRegister(steps, inState, runs, held, inputs, queued, waited, calls)
 	return pipeline.Metrics{
 		PublishQueue: func(repo, target string, n int) { queued.WithLabelValues(repo, target).Set(float64(n)) },
-		PublishWait: func(repo, target string, d time.Duration) {
-			waited.WithLabelValues(repo, target).Observe(d.Seconds())
-		},
+		PublishWait:  func(repo, target string, d time.Duration) { waited.WithLabelValues(repo, target).Observe(d.Seconds()) },
 		LakeCalls:    func(ds string, n int64) { calls.WithLabelValues(ds).Observe(float64(n)) },
 		StepDuration: func(step, outcome string, d time.Duration) { steps.WithLabelValues(step, outcome).Observe(d.Seconds()) },
 		StateChange: func(ds string, from, _ pipeline.State, in time.Duration) {

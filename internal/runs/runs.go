@@ -7,6 +7,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -194,20 +195,10 @@ func Age(now, t time.Time) string {
 }
 
 // Short is a commit id cut to 12 characters, as lakeFS shows it.
-func Short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
+func Short(id string) string { return id[:min(len(id), 12)] }
 
 // Dash is s, or "-" when it is empty.
-func Dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func Dash(s string) string { return cmp.Or(s, "-") }
 
 // OneLine folds s onto one line of at most n bytes (and an ellipsis).
 func OneLine(s string, n int) string {
