@@ -108,7 +108,7 @@ func writeCrashConfig(t *testing.T, s *devstack.Stack, cfg *config.Config, write
 		s.LakeFSEndpoint, s.AccessKeyID, filepath.Join(dir, "audit"), filepath.Join(dir, "cache"), s.Repository, writeTimeout)
 	p := filepath.Join(dir, "lakewap.yaml")
 	must(t, os.WriteFile(p, []byte(y), 0o600))
-	if _, err := config.Parse([]byte(y), func(k string) (string, bool) { return "x", k == "TEST_LAKEFS_SECRET" }); err != nil {
+	if _, err := config.ParseIn([]byte(y), func(k string) (string, bool) { return "x", k == "TEST_LAKEFS_SECRET" }, ""); err != nil {
 		t.Fatalf("crash config does not load: %v", err)
 	}
 	return p

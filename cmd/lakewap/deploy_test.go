@@ -147,7 +147,7 @@ func TestComposeStackIsWiredTogether(t *testing.T) {
 	// points at the services above.
 	src, err := os.ReadFile("../../deploy/lakewap.yaml")
 	must(t, err)
-	cfg, err := config.Parse(src, func(k string) (string, bool) { v, ok := lw.Environment[k]; return v, ok })
+	cfg, err := config.ParseIn(src, func(k string) (string, bool) { v, ok := lw.Environment[k]; return v, ok }, "")
 	if err != nil {
 		t.Fatalf("deploy/lakewap.yaml with the lakewap service's environment: %v", err)
 	}

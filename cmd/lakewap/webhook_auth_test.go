@@ -37,7 +37,7 @@ http:
 			"http.webhook_audit_timeout: 55s is not below lakefs.timeout 30s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.Parse([]byte(base+tc.http), func(k string) (string, bool) { return tc.env, k == "HOOK_TOKEN" })
+			_, err := config.ParseIn([]byte(base+tc.http), func(k string) (string, bool) { return tc.env, k == "HOOK_TOKEN" }, "")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("config error %v, want %q", err, tc.want)
 			}
@@ -45,7 +45,7 @@ http:
 	}
 	for _, ok := range []string{"  listen: \"127.0.0.1:0\"\n  webhook: open\n", "  listen: \"127.0.0.1:0\"\n  webhook: off\n",
 		"  listen: \"127.0.0.1:0\"\n  webhook_token_file: /run/secrets/t\n"} {
-		if _, err := config.Parse([]byte(base+ok), func(string) (string, bool) { return "", false }); err != nil {
+		if _, err := config.ParseIn([]byte(base+ok), func(string) (string, bool) { return "", false }, ""); err != nil {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
@@ -53,7 +53,7 @@ http:
 	// An empty token file stops the daemon at start-up, naming the field.
 	empty := filepath.Join(t.TempDir(), "token")
 	must(t, os.WriteFile(empty, []byte(" \n"), 0o600))
-	cfg, err := config.Parse([]byte(base+"  listen: \"127.0.0.1:0\"\n  webhook_token_file: "+empty+"\n"), func(string) (string, bool) { return "", false })
+	cfg, err := config.ParseIn([]byte(base+"  listen: \"127.0.0.1:0\"\n  webhook_token_file: "+empty+"\n"), func(string) (string, bool) { return "", false }, "")
 	must(t, err)
 	cfg.Audit.WorkDir = t.TempDir()
 	d := &daemon{cfg: cfg, log: slog.New(slog.DiscardHandler), reg: prometheus.NewRegistry()}

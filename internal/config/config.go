@@ -3,7 +3,7 @@
 // field by its path. Defaults are applied once, when a config is loaded
 // (Defaults): every other package reads resolved values, and the builders
 // (RunnerConfig, Policy, DatasetSpec, AuditDatasets, AuditOptions, JanitorDatasets,
-// MaxRunAge, Kafka.Consumer, Kafka.Security, Kafka.Topics, Kafka.Codec) turn them into the parts' settings. It
+// MaxRunAge, Sinks, Kafka.Consumer, Kafka.Security, Kafka.Topics, Kafka.Codec) turn them into the parts' settings. It
 // may import audit (suite declarations), pipeline, schemas, consumer, notify
 // and internal/janitor (the
 // defaults they document and the settings built for them) and the standard
@@ -345,13 +345,8 @@ func Load(path string) (*Config, error) {
 	return ParseIn(b, os.LookupEnv, filepath.Dir(path))
 }
 
-// Parse is Load on bytes; lookup resolves ${ENV} references and
-// checks_from files are relative to the working directory.
-func Parse(src []byte, lookup func(string) (string, bool)) (*Config, error) {
-	return ParseIn(src, lookup, "")
-}
-
-// ParseIn is Parse with checks_from files relative to dir.
+// ParseIn is Load on bytes: lookup resolves ${ENV} references and
+// checks_from files are relative to dir.
 func ParseIn(src []byte, lookup func(string) (string, bool), dir string) (*Config, error) {
 	src, err := Expand(src, lookup)
 	if err != nil {
@@ -621,13 +616,14 @@ func (c *Config) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	if len(c.Kafka.Brokers) == 0 {
-		bad("kafka.brokers", "at least one broker (host:port) is required")
-	}
-	for i, b := range c.Kafka.Brokers {
-		if !strings.Contains(b, ":") {
-			bad(fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port", b)
+	badIf := func(cond bool, field, format string, args ...any) {
+		if cond {
+			bad(field, format, args...)
 		}
+	}
+	badIf(len(c.Kafka.Brokers) == 0, "kafka.brokers", "at least one broker (host:port) is required")
+	for i, b := range c.Kafka.Brokers {
+		badIf(!strings.Contains(b, ":"), fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port", b)
 	}
 	topics := map[string]string{}
 	for field, t := range map[string]string{"kafka.input_topic": c.Kafka.InputTopic, "kafka.results_topic": c.Kafka.ResultsTopic,
@@ -637,9 +633,7 @@ func (c *Config) Validate() error {
 		}
 		topics[t] = field
 	}
-	if c.Kafka.Partitions < 1 {
-		bad("kafka.partitions", "must be at least 1")
-	}
+	badIf(c.Kafka.Partitions < 1, "kafka.partitions", "must be at least 1")
 	if t := c.Kafka.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
 		bad("kafka.tls", "cert_file and key_file must be set together")
 	}
@@ -649,27 +643,17 @@ func (c *Config) Validate() error {
 		default:
 			bad("kafka.sasl.mechanism", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", s.Mechanism)
 		}
-		if s.Username == "" {
-			bad("kafka.sasl.username", "required with SASL")
-		}
-		if s.Password == "" && s.PasswordFile == "" {
-			bad("kafka.sasl.password", "required with SASL (or password_file)")
-		}
+		badIf(s.Username == "", "kafka.sasl.username", "required with SASL")
+		badIf(s.Password == "" && s.PasswordFile == "", "kafka.sasl.password", "required with SASL (or password_file)")
 	}
 	if c.LakeFS.Endpoint == "" {
 		bad("lakefs.endpoint", "required (e.g. http://lakefs:8000)")
 	} else if !strings.HasPrefix(c.LakeFS.Endpoint, "http://") && !strings.HasPrefix(c.LakeFS.Endpoint, "https://") {
 		bad("lakefs.endpoint", "%q must start with http:// or https://", c.LakeFS.Endpoint)
 	}
-	if c.LakeFS.AccessKeyID == "" {
-		bad("lakefs.access_key_id", "required")
-	}
-	if c.LakeFS.SecretAccessKey == "" && c.LakeFS.SecretAccessKeyFile == "" {
-		bad("lakefs.secret_access_key", "required (or secret_access_key_file)")
-	}
-	if c.Audit.MaxReportBytes < 0 || 4*c.Audit.MaxReportBytes > c.Runner.MaxRunBytes {
-		bad("audit.max_report_bytes", "%d must be between 0 and a quarter of runner.max_run_bytes (a run stores its report up to three times)", c.Audit.MaxReportBytes)
-	}
+	badIf(c.LakeFS.AccessKeyID == "", "lakefs.access_key_id", "required")
+	badIf(c.LakeFS.SecretAccessKey == "" && c.LakeFS.SecretAccessKeyFile == "", "lakefs.secret_access_key", "required (or secret_access_key_file)")
+	badIf(c.Audit.MaxReportBytes < 0 || 4*c.Audit.MaxReportBytes > c.Runner.MaxRunBytes, "audit.max_report_bytes", "%d must be between 0 and a quarter of runner.max_run_bytes (a run stores its report up to three times)", c.Audit.MaxReportBytes)
 	if c.HTTP.Listen != "" {
 		switch c.HTTP.WebhookMode() {
 		case WebhookToken:
@@ -682,15 +666,11 @@ func (c *Config) Validate() error {
 					"set http.webhook: off to serve only metrics and health, or http.webhook: open to serve it to anyone")
 			}
 		case WebhookOpen, WebhookOff:
-			if c.HTTP.WebhookToken != "" || c.HTTP.WebhookTokenFile != "" {
-				bad("http.webhook_token", "set, but http.webhook is %s", c.HTTP.Webhook)
-			}
+			badIf(c.HTTP.WebhookToken != "" || c.HTTP.WebhookTokenFile != "", "http.webhook_token", "set, but http.webhook is %s", c.HTTP.Webhook)
 		default:
 			bad("http.webhook", "%q is not token, open or off", c.HTTP.Webhook)
 		}
-		if c.HTTP.WebhookConcurrency < 0 {
-			bad("http.webhook_concurrency", "must not be negative")
-		}
+		badIf(c.HTTP.WebhookConcurrency < 0, "http.webhook_concurrency", "must not be negative")
 		if c.HTTP.WebhookAuditTimeout < 0 {
 			bad("http.webhook_audit_timeout", "must not be negative")
 		} else if c.HTTP.WebhookMode() != WebhookOff {
@@ -701,12 +681,8 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if c.Runner.MaxRunBytes < minRunBytes || c.Runner.MaxRunBytes > 900<<10 {
-		bad("runner.max_run_bytes", "%d is outside %d..%d (the changelog's and results topic's message size must hold a run)", c.Runner.MaxRunBytes, minRunBytes, 900<<10)
-	}
-	if c.Runner.MaxOpenRuns < -1 {
-		bad("runner.max_open_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxOpenRuns)
-	}
+	badIf(c.Runner.MaxRunBytes < minRunBytes || c.Runner.MaxRunBytes > 900<<10, "runner.max_run_bytes", "%d is outside %d..%d (the changelog's and results topic's message size must hold a run)", c.Runner.MaxRunBytes, minRunBytes, 900<<10)
+	badIf(c.Runner.MaxOpenRuns < -1, "runner.max_open_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxOpenRuns)
 	for _, d := range []struct {
 		field string
 		n     int64
@@ -717,9 +693,7 @@ func (c *Config) Validate() error {
 		{"runner.max_lag_wait", int64(c.Runner.MaxLagWait)}, {"runner.max_deadline_horizon", int64(c.Runner.MaxDeadlineHorizon)},
 		{"kafka.results_max_message_bytes", int64(c.Kafka.ResultsMaxMessageBytes)}, {"audit.cache_max_mb", c.Audit.CacheMaxMB},
 		{"audit.max_sample_value_bytes", int64(c.Audit.MaxSampleValueBytes)}, {"runner.max_in_flight", int64(c.Runner.MaxInFlight)}} {
-		if d.n < 0 {
-			bad(d.field, "must not be negative")
-		}
+		badIf(d.n < 0, d.field, "must not be negative")
 	}
 	switch c.Log.Format {
 	case "json", "text":
@@ -732,12 +706,8 @@ func (c *Config) Validate() error {
 		bad("log.level", "%q is not debug, info, warn or error", c.Log.Level)
 	}
 	if s := c.Notify.Slack; s != nil {
-		if s.Token == "" && s.TokenFile == "" && s.WebhookURL == "" && s.WebhookURLFile == "" {
-			bad("notify.slack", "needs token (or token_file) or webhook_url (or webhook_url_file)")
-		}
-		if (s.Token != "" || s.TokenFile != "") && s.Channel == "" {
-			bad("notify.slack.channel", "required with a bot token")
-		}
+		badIf(s.Token == "" && s.TokenFile == "" && s.WebhookURL == "" && s.WebhookURLFile == "", "notify.slack", "needs token (or token_file) or webhook_url (or webhook_url_file)")
+		badIf((s.Token != "" || s.TokenFile != "") && s.Channel == "", "notify.slack.channel", "required with a bot token")
 	}
 	for i, r := range c.Notify.Routes {
 		f := fmt.Sprintf("notify.routes[%d]", i)
@@ -749,9 +719,7 @@ func (c *Config) Validate() error {
 		// A pending run (writes before their BatchLanded) notifies no one.
 		routable := slices.DeleteFunc(schemas.States(), func(s string) bool { return s == schemas.StatePending })
 		for j, o := range r.On {
-			if !slices.Contains(routable, o) {
-				bad(fmt.Sprintf("%s.on[%d]", f, j), "%q is not one of %s", o, strings.Join(routable, ", "))
-			}
+			badIf(!slices.Contains(routable, o), fmt.Sprintf("%s.on[%d]", f, j), "%q is not one of %s", o, strings.Join(routable, ", "))
 		}
 		for j, d := range r.Datasets {
 			if _, ok := c.Datasets[d]; !ok {
@@ -759,42 +727,24 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	if c.Janitor.Interval < 0 || (c.Janitor.Interval > 0 && c.Janitor.Interval < Duration(time.Minute)) {
-		bad("janitor.interval", "must be at least 1m (it lists every repository's branches)")
-	}
-	if c.Janitor.AbandonedAfter < 0 {
-		bad("janitor.abandoned_after", "must not be negative")
-	}
-	if len(c.Datasets) == 0 {
-		bad("datasets", "at least one dataset is required")
-	}
+	badIf(c.Janitor.Interval < 0 || (c.Janitor.Interval > 0 && c.Janitor.Interval < Duration(time.Minute)), "janitor.interval", "must be at least 1m (it lists every repository's branches)")
+	badIf(c.Janitor.AbandonedAfter < 0, "janitor.abandoned_after", "must not be negative")
+	badIf(len(c.Datasets) == 0, "datasets", "at least one dataset is required")
 	for _, n := range slices.Sorted(maps.Keys(c.Datasets)) {
 		d := c.Datasets[n]
 		f := "datasets." + n
-		if !datasetName.MatchString(n) {
-			bad(f, "dataset name must match %s", datasetName)
-		}
-		if d.Repository == "" {
-			bad(f+".repository", "required")
-		}
-		if d.WriteTimeout < 0 {
-			bad(f+".write_timeout", "must not be negative")
-		}
+		badIf(!datasetName.MatchString(n), f, "dataset name must match %s", datasetName)
+		badIf(d.Repository == "", f+".repository", "required")
+		badIf(d.WriteTimeout < 0, f+".write_timeout", "must not be negative")
 		if h := c.Runner.MaxDeadlineHorizon.Std(); d.WriteTimeout.Std() > h {
 			bad(f+".write_timeout", "%s is longer than runner.max_deadline_horizon %s", time.Duration(d.WriteTimeout), h)
 		}
-		if d.AbortedRetention < 0 {
-			bad(f+".aborted_retention", "must not be negative")
-		}
+		badIf(d.AbortedRetention < 0, f+".aborted_retention", "must not be negative")
 		for i, p := range d.AllowedPaths {
-			if strings.TrimSpace(p) == "" || strings.HasPrefix(p, "/") {
-				bad(fmt.Sprintf("%s.allowed_paths[%d]", f, i), "%q must be a non-empty path prefix relative to the repository root", p)
-			}
+			badIf(strings.TrimSpace(p) == "" || strings.HasPrefix(p, "/"), fmt.Sprintf("%s.allowed_paths[%d]", f, i), "%q must be a non-empty path prefix relative to the repository root", p)
 		}
 		for i, r := range d.SourceRefs {
-			if strings.TrimSpace(r) == "" {
-				bad(fmt.Sprintf("%s.source_refs[%d]", f, i), "must not be empty")
-			}
+			badIf(strings.TrimSpace(r) == "", fmt.Sprintf("%s.source_refs[%d]", f, i), "must not be empty")
 		}
 		for _, err := range d.Suite.Validate(f) {
 			errs = append(errs, err)

@@ -35,7 +35,7 @@ func env(vars map[string]string) func(string) (string, bool) {
 }
 
 func TestGoodConfigLoads(t *testing.T) {
-	c, err := Parse([]byte(good), env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"}))
+	c, err := ParseIn([]byte(good), env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"}), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +52,8 @@ func TestGoodConfigLoads(t *testing.T) {
 
 // Defaults are resolved once, at load: what the parts read is the value.
 func TestLoadedConfigCarriesResolvedValues(t *testing.T) {
-	c, err := Parse([]byte(strings.Replace(good, "notify:", "runner: {retry_budget: 3m, max_open_runs: -1}\nnotify:", 1)),
-		env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"}))
+	c, err := ParseIn([]byte(strings.Replace(good, "notify:", "runner: {retry_budget: 3m, max_open_runs: -1}\nnotify:", 1)),
+		env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"}), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 			if src == good {
 				t.Fatalf("mutation %q not applied", tc.from)
 			}
-			_, err := Parse([]byte(src), vars)
+			_, err := ParseIn([]byte(src), vars, "")
 			if err == nil {
 				t.Fatal("config with a mistake loaded")
 			}
@@ -120,7 +120,7 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 
 func TestEveryErrorIsReported(t *testing.T) {
 	src := strings.NewReplacer(`brokers: ["127.0.0.1:9092"]`, `brokers: []`, "http://lakefs:8000", "lakefs:8000", "kind: not_null", "kind: nul").Replace(good)
-	_, err := Parse([]byte(src), env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"}))
+	_, err := ParseIn([]byte(src), env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"}), "")
 	errs, ok := err.(Errors)
 	if !ok || len(errs) != 3 {
 		t.Fatalf("got %v, want three errors", err)

@@ -14,7 +14,7 @@ datasets:
 `
 
 func TestJanitorDefaults(t *testing.T) {
-	c, err := Parse([]byte(janitorBase), func(string) (string, bool) { return "", false })
+	c, err := ParseIn([]byte(janitorBase), func(string) (string, bool) { return "", false }, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,13 +39,13 @@ func TestJanitorErrorsNameTheField(t *testing.T) {
 		{"janitor: {abandoned_after: -1h}", "janitor.abandoned_after"},
 		{"janitor: {intervall: 1h}", "intervall"},
 	} {
-		_, err := Parse([]byte(janitorBase+tc.yaml+"\n"), func(string) (string, bool) { return "", false })
+		_, err := ParseIn([]byte(janitorBase+tc.yaml+"\n"), func(string) (string, bool) { return "", false }, "")
 		if err == nil || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: error %v, want one naming %s", tc.yaml, err, tc.field)
 		}
 	}
 	bad := strings.Replace(janitorBase, "{repository: lake}", "{repository: lake, aborted_retention: -2h}", 1)
-	if _, err := Parse([]byte(bad), func(string) (string, bool) { return "", false }); err == nil ||
+	if _, err := ParseIn([]byte(bad), func(string) (string, bool) { return "", false }, ""); err == nil ||
 		!strings.Contains(err.Error(), "datasets.billing.aborted_retention") {
 		t.Errorf("negative retention: %v", err)
 	}
