@@ -155,17 +155,14 @@ func trimOutgoing(o Outgoing, samples bool) Outgoing {
 	return o
 }
 
-// clip shortens s to at most max bytes on a rune boundary, saying how much
+// clip shortens s to at most limit bytes on a rune boundary, saying how much
 // was cut.
-func clip(s string, max int) string {
-	if len(s) <= max {
+func clip(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	note := fmt.Sprintf("… (%d bytes clipped)", len(s)-max)
-	cut := max - len(note)
-	if cut < 0 {
-		cut = 0
-	}
+	note := fmt.Sprintf("… (%d bytes clipped)", len(s)-limit)
+	cut := max(limit-len(note), 0)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -38,11 +38,7 @@ func (s DatasetSpec) AllowsSource(ref string) bool {
 	if len(s.SourceRefs) > 0 {
 		return slices.Contains(s.SourceRefs, ref)
 	}
-	target := s.Target
-	if target == "" {
-		target = "main"
-	}
-	return ref == target || ref == s.Source
+	return ref == cmp.Or(s.Target, "main") || ref == s.Source
 }
 
 // OutsideTables returns the paths that are under none of the dataset's
@@ -416,15 +412,8 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 			fmt.Sprintf("%d runs are in progress on this instance, the limit (runner.max_open_runs) is %d", in.Open, m.p.MaxOpenRuns), now)
 	}
 	spec := in.Spec
-	if spec.Target == "" {
-		spec.Target = "main"
-	}
-	if spec.Source == "" {
-		spec.Source = spec.Target
-	}
-	if ev.SourceRef != "" {
-		spec.Source = ev.SourceRef
-	}
+	spec.Target = cmp.Or(spec.Target, "main")
+	spec.Source = cmp.Or(ev.SourceRef, spec.Source, spec.Target)
 	n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
 	n.Repository, n.Branch, n.Source, n.Target = spec.Repository, in.Branch, spec.Source, spec.Target
 	n.ExpectedWrites = append([]string(nil), ev.ExpectedWrites...)
@@ -706,7 +695,6 @@ func (r *Run) setState(s State, now time.Time) {
 	r.UpdatedAt = now
 }
 
-// push appends o to the outbox, answering the run's operator request.
 // push queues o as an answer to the run's current request.
 func (r *Run) push(o Outgoing) {
 	o.RequestID = r.Request

@@ -149,9 +149,13 @@ type Metrics struct {
 	LakeCalls func(dataset string, calls int64)
 }
 
-func (m Metrics) held(dataset string, state State, delta int) {
-	if m.Held != nil && state != "" {
-		m.Held(dataset, state, delta)
+// hold counts a run entering (+1) or leaving (-1) state on this instance.
+func (r *Runner) hold(dataset string, state State, delta int) {
+	if state.Open() {
+		r.open.Add(int64(delta))
+	}
+	if r.Metrics.Held != nil && state != "" {
+		r.Metrics.Held(r.label(dataset), state, delta)
 	}
 }
 
@@ -244,10 +248,7 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 			key = want
 		}
 		p.runs[key] = run
-		r.Metrics.held(r.label(run.Dataset), run.State, +1)
-		if run.State.Open() {
-			r.open.Add(1)
-		}
+		r.hold(run.Dataset, run.State, +1)
 	}
 	r.mu.Lock()
 	if old := r.parts[id]; old != nil {
@@ -291,10 +292,7 @@ func (r *Runner) Revoked(id int) {
 	defer func() {
 		p.mu.Lock()
 		for _, run := range p.runs {
-			r.Metrics.held(r.label(run.Dataset), run.State, -1)
-			if run.State.Open() {
-				r.open.Add(-1)
-			}
+			r.hold(run.Dataset, run.State, -1)
 		}
 		p.mu.Unlock()
 	}()
@@ -313,10 +311,7 @@ func (r *Runner) Revoked(id int) {
 // Close revokes every partition.
 func (r *Runner) Close() {
 	r.mu.Lock()
-	ids := make([]int, 0, len(r.parts))
-	for id := range r.parts {
-		ids = append(ids, id)
-	}
+	ids := slices.Collect(maps.Keys(r.parts))
 	r.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, id := range ids {
@@ -328,10 +323,7 @@ func (r *Runner) Close() {
 // Runs returns a snapshot of every run this instance holds.
 func (r *Runner) Runs() []Run {
 	r.mu.Lock()
-	parts := make([]*partition, 0, len(r.parts))
-	for _, p := range r.parts {
-		parts = append(parts, p)
-	}
+	parts := slices.Collect(maps.Values(r.parts))
 	r.mu.Unlock()
 	var out []Run
 	for _, p := range parts {
@@ -533,14 +525,8 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in Input) 
 		}
 	}
 	if before.State != after.State {
-		if before.State.Open() {
-			r.open.Add(-1)
-		}
-		if after.State.Open() {
-			r.open.Add(1)
-		}
-		r.Metrics.held(r.label(before.Dataset), before.State, -1)
-		r.Metrics.held(r.label(after.Dataset), after.State, +1)
+		r.hold(before.Dataset, before.State, -1)
+		r.hold(after.Dataset, after.State, +1)
 		r.log.Info("run state", "batch_id", after.BatchID, "dataset", after.Dataset, "branch", after.Branch,
 			"from", string(before.State), "state", string(after.State), "reason", after.Reason)
 		if f := r.Metrics.StateChange; f != nil && after.State != "" {

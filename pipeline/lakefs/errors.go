@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/lakewap/lakewap/pipeline"
@@ -45,21 +46,12 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() []error {
-	var errs []error
-	if e.Class != nil {
-		errs = append(errs, e.Class)
-	}
-	if e.Cause != nil {
-		errs = append(errs, e.Cause)
-	}
-	return errs
+	return slices.DeleteFunc([]error{e.Class, e.Cause}, func(err error) bool { return err == nil })
 }
 
-// Operation names. classify treats a 409 on a merge as a conflict even
+// opMerge names merges: classify treats a 409 on a merge as a conflict even
 // though lakeFS answers a real merge conflict without a message.
-const (
-	opMerge = "merge"
-)
+const opMerge = "merge"
 
 // classify decides once which pipeline class an HTTP answer belongs to;
 // nil means permanent.
@@ -78,11 +70,8 @@ func classify(op string, status int, msg string) error {
 		return pipeline.ErrMergeConflict
 	case status == http.StatusBadRequest && strings.Contains(lower, "no changes"):
 		return pipeline.ErrNoChanges
-	case status == http.StatusTooManyRequests,
-		status == http.StatusInternalServerError,
-		status == http.StatusBadGateway,
-		status == http.StatusServiceUnavailable,
-		status == http.StatusGatewayTimeout:
+	case slices.Contains([]int{http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout}, status):
 		return pipeline.ErrTransient
 	}
 	return nil
