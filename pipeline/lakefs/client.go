@@ -26,11 +26,9 @@ type Config struct {
 	AccessKeyID     string
 	SecretAccessKey string
 	// Timeout bounds each API call (default 30s); a shorter deadline on
-	// the caller's context wins.
+	// the caller's context wins. A whole Upload or Download, which streams
+	// an object's body, has transferTimeout.
 	Timeout time.Duration
-	// TransferTimeout bounds a whole Upload or Download, which stream
-	// object bodies and may take much longer than an API call (default 10m).
-	TransferTimeout time.Duration
 	// HTTPClient defaults to a client without its own timeout: deadlines
 	// come from the context.
 	HTTPClient *http.Client
@@ -38,8 +36,8 @@ type Config struct {
 }
 
 const (
-	defaultTimeout         = 30 * time.Second
-	defaultTransferTimeout = 10 * time.Minute
+	defaultTimeout  = 30 * time.Second
+	transferTimeout = 10 * time.Minute
 	// pageSize is what we ask per page; lakeFS caps it at 1000.
 	pageSize = 1000
 	// publishedDepth bounds how far back Published and MergesOf look on a
@@ -49,10 +47,9 @@ const (
 
 // Client talks to one lakeFS server. It is safe for concurrent use.
 type Client struct {
-	api             *apigen.ClientWithResponses
-	timeout         time.Duration
-	transferTimeout time.Duration
-	log             *slog.Logger
+	api     *apigen.ClientWithResponses
+	timeout time.Duration
+	log     *slog.Logger
 }
 
 var _ pipeline.Lake = (*Client)(nil)
@@ -69,7 +66,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.AccessKeyID == "" || cfg.SecretAccessKey == "" {
 		return nil, errors.New("lakefs: config: access key id and secret access key are required")
 	}
-	if cfg.Timeout < 0 || cfg.TransferTimeout < 0 {
+	if cfg.Timeout < 0 {
 		return nil, errors.New("lakefs: config: timeouts must not be negative")
 	}
 	server := strings.TrimRight(cfg.Endpoint, "/")
@@ -87,8 +84,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
-	c := &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), transferTimeout: cmp.Or(cfg.TransferTimeout, defaultTransferTimeout),
-		log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
+	c := &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
 	return c, nil
 }
 

@@ -34,7 +34,7 @@ type Change struct {
 // body is streamed, never held whole in memory.
 func (c *Client) Upload(ctx context.Context, repo, branch, p string, r io.Reader) error {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, c.transferTimeout)
+	ctx, cancel := context.WithTimeout(ctx, transferTimeout)
 	defer cancel()
 	k := call{op: "upload", repo: repo, ref: branch + ":" + p}
 	pr, pw := io.Pipe()
@@ -80,7 +80,7 @@ func (c *Client) Upload(ctx context.Context, repo, branch, p string, r io.Reader
 // Download streams the object at path on ref into w.
 func (c *Client) Download(ctx context.Context, repo, ref, p string, w io.Writer) error {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, c.transferTimeout)
+	ctx, cancel := context.WithTimeout(ctx, transferTimeout)
 	defer cancel()
 	k := call{op: "download", repo: repo, ref: ref + ":" + p}
 	start := time.Now()

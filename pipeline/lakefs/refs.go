@@ -22,12 +22,8 @@ type Branch struct {
 // Commit is one commit of a repository's history.
 type Commit = pipeline.Commit
 
-// EnsureBranch creates branch from source. A branch that is already there
-// is resumed (existed=true) only when it holds nothing of its own: its head
-// is in source's history and it has no uncommitted changes, which is all a
-// crashed earlier attempt of the same run can have left. Anything else (a
-// branch made from another ref, with commits or staged objects) gives an
-// error wrapping pipeline.ErrBranchTaken and is left as it is.
+// EnsureBranch creates branch from source or resumes it (pipeline.Lake); a
+// branch that is not the run's wraps pipeline.ErrBranchTaken and is left as it is.
 func (c *Client) EnsureBranch(ctx context.Context, repo, branch, source string) (bool, error) {
 	body := apigen.CreateBranchJSONRequestBody{Name: branch, Source: source}
 	err := c.send(ctx, call{op: "create branch", repo: repo, ref: branch}, http.StatusCreated, nil, func(ctx context.Context) (*http.Response, error) {
@@ -102,11 +98,9 @@ func (c *Client) Commit(ctx context.Context, repo, branch, message string, meta 
 	return c.commit(ctx, repo, branch, message, meta, false)
 }
 
-// Merge merges source (any ref) into branch dest and returns the merge
-// commit id. A conflict wraps pipeline.ErrMergeConflict; nothing to merge
-// (which includes a source already on dest) wraps pipeline.ErrNoChanges.
-// It never asks for allow_empty, so repeating a merge cannot leave a
-// second, empty merge commit on dest.
+// Merge merges source (any ref) into branch dest (pipeline.Lake). A conflict
+// wraps pipeline.ErrMergeConflict; nothing to merge (a source already on dest
+// included: it never asks for allow_empty) wraps pipeline.ErrNoChanges.
 func (c *Client) Merge(ctx context.Context, repo, source, dest, message string, meta map[string]string) (string, error) {
 	body := apigen.MergeIntoBranchJSONRequestBody{Message: &message}
 	if len(meta) > 0 {
@@ -122,10 +116,8 @@ func (c *Client) Merge(ctx context.Context, repo, source, dest, message string, 
 	return out.Reference, nil
 }
 
-// Seal commits branch's uncommitted changes and returns the new commit's
-// id: the exact data that is then audited and merged. It commits even when
-// nothing is staged (allow_empty), so every seal is a commit of its own
-// that is not on any target until lakewap merges it.
+// Seal is Commit with allow_empty (pipeline.Lake): every seal is a commit of
+// its own, not on any target until lakewap merges it.
 func (c *Client) Seal(ctx context.Context, repo, branch, message string, meta map[string]string) (string, error) {
 	return c.commit(ctx, repo, branch, message, meta, true)
 }
