@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,14 +34,12 @@ func (d *Delivery) add(o Outgoing) { d.Outbox = append(d.Outbox, o) }
 // again after p.NotifyRetry, at most p.NotifyRetries times.
 func (d Delivery) sent(in Sent, p Policy, now time.Time) Delivery {
 	d = d.clone()
-	for i, o := range d.Outbox {
-		if o.EventID == in.EventID {
-			d.Outbox = append(d.Outbox[:i:i], d.Outbox[i+1:]...)
-			d.Sent++
-			if o.Event() != nil && !o.ResultOnly() {
-				d.LastSent = &o
-			}
-			break
+	if i := slices.IndexFunc(d.Outbox, func(o Outgoing) bool { return o.EventID == in.EventID }); i >= 0 {
+		o := d.Outbox[i]
+		d.Outbox = append(d.Outbox[:i:i], d.Outbox[i+1:]...)
+		d.Sent++
+		if o.Event() != nil && !o.ResultOnly() {
+			d.LastSent = &o
 		}
 	}
 	if in.Receipts != nil {

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
-
-	"github.com/lakewap/lakewap/internal/backoff"
 )
 
 // Operator requests (lakewap retry, revert, cancel) are input events like
@@ -28,27 +25,6 @@ const (
 	// revertSearchDepth bounds the look for an earlier revert on the target.
 	revertSearchDepth = 1000
 )
-
-// reply sends the answer to an operator request that changed no run, to
-// the results topic only, retrying until it is delivered or the partition
-// is revoked. It is not stored: a daemon that stops before it is sent
-// leaves the operator's command to time out.
-func (r *Runner) reply(p *partition, o Outgoing) {
-	defer p.wg.Done()
-	b := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second, Jitter: backoff.Equal}.New()
-	for {
-		ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
-		_, err := r.cfg.Notifier.Notify(ctx, Notification{Event: o.Event(), State: o.State, RequestID: o.RequestID, ResultOnly: true})
-		cancel()
-		if err == nil {
-			return
-		}
-		r.log.Warn("sending an answer to an operator request failed, retrying", "batch_id", o.Event().Batch(), "event_id", o.EventID, "err", err)
-		if !b.Wait(p.ctx) {
-			return
-		}
-	}
-}
 
 // revert undoes the run's publish on its target: lakeFS's revert of the one
 // merge commit that brought the sealed commit in (relative to its first

@@ -44,7 +44,7 @@ type Publisher interface {
 // on the target is refused by lakeFS with "no changes" instead of leaving a
 // second, empty merge commit, whatever the order the attempts land in.
 //
-// failpoint (may be nil) is called as "before_merge" and "after_merge".
+// failpoint is called as "before_merge" and "after_merge".
 func Publish(ctx context.Context, lake Publisher, req PublishRequest, failpoint func(string)) (PublishResult, error) {
 	if !req.Fresh {
 		p, err := lake.Published(ctx, req.Repository, req.Target, req.Sealed, req.Since)
@@ -55,14 +55,10 @@ func Publish(ctx context.Context, lake Publisher, req PublishRequest, failpoint 
 			return PublishResult{CommitID: mergeOrHead(p), AlreadyPublished: true}, nil
 		}
 	}
-	if failpoint != nil {
-		failpoint("before_merge")
-	}
+	failpoint("before_merge")
 	id, err := lake.Merge(ctx, req.Repository, req.Sealed, req.Target, req.Message, req.Meta)
 	if err == nil {
-		if failpoint != nil {
-			failpoint("after_merge")
-		}
+		failpoint("after_merge")
 		return PublishResult{CommitID: id}, nil
 	}
 	if !errors.Is(err, ErrNoChanges) && !errors.Is(err, ErrTransient) {

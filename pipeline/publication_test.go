@@ -60,7 +60,7 @@ func TestPublish(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &scriptedLake{published: tt.published, mergeErr: tt.mergeErr}
-			got, err := Publish(context.Background(), l, PublishRequest{Sealed: "s", Fresh: tt.fresh}, nil)
+			got, err := Publish(context.Background(), l, PublishRequest{Sealed: "s", Fresh: tt.fresh}, func(string) {})
 			if got != tt.want || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) || l.merges != tt.merges {
 				t.Errorf("Publish = %+v, %v after %d merges; want %+v, %v after %d", got, err, l.merges, tt.want, tt.wantErr, tt.merges)
 			}

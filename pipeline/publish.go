@@ -136,16 +136,24 @@ func (r *Runner) publishTurn(p *partition, t *publishTicket) Input {
 	return in
 }
 
-// lookSlack widens "this failure ends the run" for the last look: the
-// failure is applied a moment after the runner asks, and a look too many
-// costs one call, a look too few a published batch reported as failed.
-const lookSlack = time.Second
+const (
+	// lookSlack widens "this failure ends the run" for the last look: the
+	// failure is applied a moment after the runner asks, and a look too many
+	// costs one call, a look too few a published batch reported as failed.
+	lookSlack = time.Second
+	// lookTimeout bounds the last look (at most the step timeout). It has
+	// its own deadline: the publish's own may be what ran out.
+	lookTimeout = 30 * time.Second
+	// lockWait bounds the retries of a merge into a locked target before
+	// the failure goes to the machine's own retry.
+	lockWait = 30 * time.Second
+)
 
 // lastLook is the look once more, before a failed publish ends its run,
 // whether the sealed commit is on the target after all: a merge whose
 // answer was lost or late (the step's deadline ran out while lakeFS carried
 // it out) made the batch public. Found, the run is published with that
-// merge (Merged); not found, or lakeFS does not answer within LookTimeout,
+// merge (Merged); not found, or lakeFS does not answer within lookTimeout,
 // the failure stands (an operator's retry looks first, so it settles a
 // merge that lands later still).
 func (r *Runner) lastLook(p *partition, run Run, sf StepFailed) Input {
@@ -153,7 +161,7 @@ func (r *Runner) lastLook(p *partition, run Run, sf StepFailed) Input {
 		return sf // revoked: the outcome is not applied, the next owner looks first
 	}
 	log := r.log.With("batch_id", run.BatchID, "dataset", r.label(run.Dataset), "sealed_commit", run.SealedCommit)
-	ctx, cancel := context.WithTimeout(p.ctx, r.cfg.LookTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, min(lookTimeout, r.cfg.StepTimeout))
 	defer cancel()
 	pub, err := r.cfg.Lake.Published(ctx, run.Repository, run.Target, run.SealedCommit, cmp.Or(run.PublishSince, run.StateSince))
 	if err != nil {
@@ -178,7 +186,7 @@ func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 	}
 	// A run stored before PublishSince existed has only StateSince.
 	since := cmp.Or(run.PublishSince, run.StateSince)
-	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, wait: r.cfg.LockWait, log: log}, PublishRequest{
+	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, log: log}, PublishRequest{
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
 		Meta: publishMeta(run), Fresh: fresh}, r.failpoint)
 	if err != nil {
@@ -195,16 +203,16 @@ func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 
 // lockRetrying is the runner's lake, whose merges retry while the target
 // is locked by someone outside this instance, with full-jitter exponential
-// backoff from first up to a second, for at most wait. A locked target
+// backoff from first up to a second, for at most lockWait. A locked target
 // means the merge did not start, so it is retried without looking first.
 type lockRetrying struct {
 	Lake
-	first, wait time.Duration
-	log         *slog.Logger
+	first time.Duration
+	log   *slog.Logger
 }
 
 func (l lockRetrying) Merge(ctx context.Context, repo, source, dest, msg string, meta map[string]string) (string, error) {
-	deadline := time.Now().Add(l.wait)
+	deadline := time.Now().Add(lockWait)
 	b := backoff.Policy{Min: l.first, Max: time.Second, Jitter: backoff.Full}.New()
 	for {
 		id, err := l.Lake.Merge(ctx, repo, source, dest, msg, meta)

@@ -68,7 +68,6 @@ const (
 	DefaultMaxInFlight = 16
 	DefaultStepTimeout = 5 * time.Minute
 	DefaultGrace       = 10 * time.Second
-	DefaultLookTimeout = 30 * time.Second
 )
 
 // Config wires a Runner.
@@ -90,16 +89,9 @@ type Config struct {
 	StepTimeout time.Duration // deadline of one step; default DefaultStepTimeout
 	Grace       time.Duration // how long revocation waits for in-flight steps; default DefaultGrace
 	// LockBackoff is the first backoff of a merge that found its target
-	// locked by another writer (default 20ms; doubled up to 1s, jittered);
-	// LockWait bounds those retries before the failure goes to the
-	// machine's own retry (default 30s).
+	// locked by another writer (default 20ms; doubled up to 1s, jittered,
+	// for at most lockWait).
 	LockBackoff time.Duration
-	LockWait    time.Duration
-	// LookTimeout bounds the last look, before a failed publish ends its
-	// run, for the sealed commit on the target (default DefaultLookTimeout,
-	// at most StepTimeout). It has its own deadline: the publish's own may
-	// be what ran out.
-	LookTimeout time.Duration
 	Logger      *slog.Logger
 	Now         func() time.Time
 	// Observe, if set, is called after every persisted change of a run.
@@ -159,13 +151,19 @@ func (r *Runner) hold(dataset string, state State, delta int) {
 	}
 }
 
+// effectOf names an effect of the run under a key.
+type effectOf struct {
+	key  string
+	kind EffectKind
+}
+
 type partition struct {
 	id       int
 	ctx      context.Context
 	cancel   context.CancelFunc
 	mu       sync.Mutex
 	runs     map[string]Run
-	inflight map[string]map[EffectKind]bool
+	inflight map[effectOf]bool
 	timers   map[string]*time.Timer
 	wg       sync.WaitGroup
 	closing  bool
@@ -197,9 +195,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	cfg.MaxInFlight = positiveOr(cfg.MaxInFlight, DefaultMaxInFlight)
 	cfg.StepTimeout = positiveOr(cfg.StepTimeout, DefaultStepTimeout)
 	cfg.Grace = positiveOr(cfg.Grace, DefaultGrace)
-	cfg.LookTimeout = positiveOr(cfg.LookTimeout, min(DefaultLookTimeout, cfg.StepTimeout))
 	cfg.LockBackoff = positiveOr(cfg.LockBackoff, 20*time.Millisecond)
-	cfg.LockWait = positiveOr(cfg.LockWait, 30*time.Second)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -228,7 +224,7 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &partition{id: id, ctx: pctx, cancel: cancel, runs: make(map[string]Run, len(raw)),
-		inflight: map[string]map[EffectKind]bool{}, timers: map[string]*time.Timer{},
+		inflight: map[effectOf]bool{}, timers: map[string]*time.Timer{},
 		stop: make(chan struct{}), fresh: map[string]bool{}, calls: map[string]*atomic.Int64{}}
 	for key, v := range raw {
 		var run Run
@@ -289,22 +285,15 @@ func (r *Runner) Revoked(id int) {
 		t.Stop()
 	}
 	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		for _, run := range p.runs {
-			r.hold(run.Dataset, run.State, -1)
-		}
-		p.mu.Unlock()
-	}()
-	done := make(chan struct{})
-	go func() { p.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(r.cfg.Grace):
-		p.cancel()
-		<-done
-	}
+	grace := time.AfterFunc(r.cfg.Grace, p.cancel)
+	p.wg.Wait()
+	grace.Stop()
 	p.cancel()
+	p.mu.Lock()
+	for _, run := range p.runs {
+		r.hold(run.Dataset, run.State, -1)
+	}
+	p.mu.Unlock()
 	r.log.Info("partition revoked", "partition", id)
 }
 
@@ -594,17 +583,17 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 			}
 			continue
 		case DoReply:
+			// The answer to an operator request that changed no run is not
+			// stored: a daemon that stops before it is sent leaves the
+			// operator's command to time out.
 			p.wg.Add(1)
-			go r.reply(p, e.Send)
+			go func() { defer p.wg.Done(); r.send(p, Run{}, e.Send) }()
 			continue
 		}
-		if p.inflight[batch][e.Kind] {
+		if p.inflight[effectOf{batch, e.Kind}] {
 			continue
 		}
-		if p.inflight[batch] == nil {
-			p.inflight[batch] = map[EffectKind]bool{}
-		}
-		p.inflight[batch][e.Kind] = true
+		p.inflight[effectOf{batch, e.Kind}] = true
 		run := p.runs[batch].clone()
 		var t *publishTicket
 		if e.Kind == DoPublish {
@@ -710,10 +699,7 @@ func (r *Runner) resume(p *partition, key string) {
 
 func (r *Runner) done(p *partition, batch string, k EffectKind) {
 	p.mu.Lock()
-	delete(p.inflight[batch], k)
-	if len(p.inflight[batch]) == 0 {
-		delete(p.inflight, batch)
-	}
+	delete(p.inflight, effectOf{batch, k})
 	p.mu.Unlock()
 }
 
@@ -805,12 +791,17 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 	return nil
 }
 
-// send delivers one outbox entry, retrying until it is delivered or the
-// partition is revoked (the entry stays in the stored outbox either way).
+// send delivers one outbox entry of run (or, without a run, the answer to
+// an operator request), retrying until it is delivered or the partition is
+// revoked (an outbox entry stays in the stored outbox either way).
 func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
 	b := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second, Jitter: backoff.Equal}.New()
 	if o.Published != nil {
 		r.failpoint("before_send")
+	}
+	batch := run.BatchID
+	if batch == "" {
+		batch = o.Event().Batch()
 	}
 	receipts := run.Receipts
 	for {
@@ -824,7 +815,7 @@ func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
 		if err == nil {
 			return Sent{EventID: o.EventID, Receipts: receipts}
 		}
-		r.log.Warn("sending result event failed, retrying", "batch_id", run.BatchID, "event_id", o.EventID, "err", err)
+		r.log.Warn("sending result event failed, retrying", "batch_id", batch, "event_id", o.EventID, "err", err)
 		if !b.Wait(p.ctx) {
 			return nil
 		}

@@ -31,6 +31,6 @@ func Publish(ctx context.Context, c *Client, repo, branch, target string, meta m
 		return "", err
 	}
 	res, err := pipeline.Publish(ctx, c, pipeline.PublishRequest{Repository: repo, Target: target, Sealed: sealed, Since: since,
-		Message: fmt.Sprintf("lakewap: publish %s into %s", label, target), Meta: meta}, nil)
+		Message: fmt.Sprintf("lakewap: publish %s into %s", label, target), Meta: meta}, func(string) {})
 	return res.CommitID, err
 }
