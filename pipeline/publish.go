@@ -175,9 +175,8 @@ func (r *Runner) lastLook(p *partition, run Run, sf StepFailed) Input {
 	return Merged{CommitID: mergeOrHead(pub), AlreadyPublished: true}
 }
 
-// publish brings the run's sealed commit into its target (Publish). fresh
-// skips the first look: the run's audit finished in this instance and no
-// merge was tried since, so the sealed commit cannot be on the target yet.
+// publish brings the run's sealed commit into its target (Publish; fresh is
+// PublishRequest.Fresh).
 func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
 	if run.Report == nil || !run.Report.Passed || run.SealedCommit == "" {

@@ -329,13 +329,10 @@ func (r *Runner) Runs() []Run {
 // tick is the clock input for the run under key: lagging when the
 // partition may still hold unread writes from before the run's deadline.
 func (r *Runner) tick(p *partition, key string) Tick {
-	if r.cfg.Behind == nil {
-		return Tick{}
-	}
 	p.mu.Lock()
 	run := p.runs[key]
 	p.mu.Unlock()
-	if run.State != StateAwaitingWrites || run.Deadline.IsZero() {
+	if r.cfg.Behind == nil || run.State != StateAwaitingWrites || run.Deadline.IsZero() {
 		return Tick{}
 	}
 	return Tick{Lagging: r.cfg.Behind(p.id, run.Deadline)}
@@ -476,12 +473,11 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in Input) 
 		r.start(p, key, effects)
 		return applied{}, nil
 	}
-	var out applied
 	after, over, err := r.persist(ctx, p.id, key, after, now)
 	if err != nil {
 		return applied{}, err
 	}
-	out.changed = true
+	out := applied{changed: true}
 	effects = append(r.m.Pending(after, now), replies...) // of the run as stored (maybe trimmed)
 	if over != "" {
 		out.refused = &Refusal{Reason: RefusedOverBudget, Detail: over}

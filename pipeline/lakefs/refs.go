@@ -110,10 +110,7 @@ func (c *Client) Merge(ctx context.Context, repo, source, dest, message string, 
 	err := c.send(ctx, call{op: opMerge, repo: repo, ref: source + "->" + dest}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
 		return c.api.MergeIntoBranch(ctx, repo, source, dest, body)
 	})
-	if err != nil {
-		return "", err
-	}
-	return out.Reference, nil
+	return out.Reference, err
 }
 
 // Seal is Commit with allow_empty (pipeline.Lake): every seal is a commit of
@@ -197,9 +194,8 @@ func (c *Client) Published(ctx context.Context, repo, target, sealed string, sin
 	return p, nil
 }
 
-// MergesOf lists target's first-parent commits made since since (less
-// clockSlack; zero: the last 1000) that merged sealed in, newest first.
-// More than one means the same commit was merged again (an empty merge).
+// MergesOf is pipeline.Reverter's: more than one means the same commit was
+// merged again (an empty merge).
 func (c *Client) MergesOf(ctx context.Context, repo, target, sealed string, since time.Time) ([]Commit, error) {
 	window, err := c.firstParents(ctx, repo, target, since)
 	if err != nil {
