@@ -421,11 +421,8 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 	if len(ev.Attributes) > 0 {
 		n.Attributes = maps.Clone(ev.Attributes)
 	}
-	for w := range n.Writes {
-		if !slices.Contains(n.ExpectedWrites, w) {
-			delete(n.Writes, w) // arrived before the batch, which does not expect it
-		}
-	}
+	// Writes that arrived before the batch, which does not expect them, go.
+	maps.DeleteFunc(n.Writes, func(w string, _ time.Time) bool { return !slices.Contains(n.ExpectedWrites, w) })
 	n.KeepBranch = spec.KeepBranch
 	n.LandedAt, n.BatchTime = now, ev.OccurredAt
 	switch {
