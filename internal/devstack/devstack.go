@@ -198,10 +198,20 @@ func (s *Stack) startKafka(ctx context.Context, brokers []string) error {
 // Topic returns the actual name of the stack's topic with base name name:
 // name itself on kfake, name plus the stack's suffix on an external
 // cluster, so that stacks sharing a cluster never see each other's events.
-func (s *Stack) Topic(name string) string { return s.kafka.Topic(name) }
+func (s *Stack) Topic(name string) string { return s.cluster().Topic(name) }
 
 // GroupID returns the actual consumer group id for base id, like Topic.
-func (s *Stack) GroupID(id string) string { return s.kafka.Group(id) }
+func (s *Stack) GroupID(id string) string { return s.cluster().Group(id) }
+
+// cluster is the Kafka the stack names its topics on. A Stack filled in by
+// hand (pointing at containers, as TestContainersEndToEnd does) has no
+// cluster of its own: its topics and groups carry no suffix on KafkaBrokers.
+func (s *Stack) cluster() *kafkatest.Cluster {
+	if s.kafka != nil {
+		return s.kafka
+	}
+	return &kafkatest.Cluster{Brokers: s.KafkaBrokers}
+}
 
 // LakeFSClient returns a typed lakeFS client authenticated as the admin.
 func (s *Stack) LakeFSClient() *apigen.ClientWithResponses { return s.client }
@@ -236,7 +246,7 @@ func (s *Stack) CreateTopics(ctx context.Context, topics ...Topic) error {
 			ts[i].Configs = map[string]string{"cleanup.policy": "compact"}
 		}
 	}
-	if err := s.kafka.CreateTopics(ctx, ts...); err != nil {
+	if err := s.cluster().CreateTopics(ctx, ts...); err != nil {
 		return fmt.Errorf("devstack: %w", err)
 	}
 	return nil

@@ -289,6 +289,34 @@ func TestTopicNames(t *testing.T) {
 	}
 }
 
+// TestHandFilledStackNamesTopics: a Stack filled in by hand, pointing at a
+// broker devstack did not start (TestContainersEndToEnd's containers), names
+// its topics unchanged and creates them there. It panicked on a nil cluster.
+func TestHandFilledStackNamesTopics(t *testing.T) {
+	broker := kafkatest.StartFake(t)
+	s := &Stack{KafkaBrokers: broker.Brokers}
+	if got := s.Topic("wap.events"); got != "wap.events" {
+		t.Errorf("Topic(wap.events) = %q, want it unchanged", got)
+	}
+	if got := s.GroupID("lakewap"); got != "lakewap" {
+		t.Errorf("GroupID(lakewap) = %q, want it unchanged", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.CreateTopics(ctx, Topic{Name: "wap.events", Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := kafka.DialContext(ctx, "tcp", broker.Brokers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer parts.Close()
+	ps, err := parts.ReadPartitions("wap.events")
+	if err != nil || len(ps) != 3 {
+		t.Fatalf("wap.events on the broker: %d partitions, err %v; want 3", len(ps), err)
+	}
+}
+
 func TestToolsModulePinsLakeFSVersion(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(repoRoot(), "tools", "lakefs", "go.mod"))
 	if err != nil {
