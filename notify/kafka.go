@@ -64,7 +64,9 @@ func NewResultsWriter(brokers []string, topic string, transport kafka.RoundTripp
 		Balancer:     &kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll,
 		MaxAttempts:  3, // the Dispatcher retries on top, within its budget
-		BatchTimeout: 5 * time.Millisecond,
+		// kafka-go holds a batch that is not full until BatchTimeout, and a
+		// result is usually sent alone: a 1 ms linger, not 5, per send.
+		BatchTimeout: time.Millisecond,
 		WriteTimeout: 10 * time.Second,
 		Transport:    transport,
 	}

@@ -93,7 +93,7 @@ func New(ctx context.Context, s *devstack.Stack, cfg *config.Config, tmp string)
 		// Its own transport: kafka-go's default one caches a broker's topic
 		// list for seconds, and a real broker outlives stacks (and topics).
 		Writer: &kafka.Writer{Addr: kafka.TCP(s.KafkaBrokers...), Topic: cfg.Kafka.InputTopic, Balancer: &kafka.Murmur2Balancer{},
-			RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, Transport: &kafka.Transport{}}}
+			RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}}}
 	e.Watcher, err = WatchResults(ctx, cfg, codec)
 	if err != nil {
 		return nil, err
