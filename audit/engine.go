@@ -585,7 +585,10 @@ func setupSQL(tempDir, memoryLimit string, threads int, allowed []string) []stri
 	s := []string{
 		"SET temp_directory = " + quoteLiteral(tempDir),
 		"SET GLOBAL TimeZone = 'UTC'",
-		"SET preserve_insertion_order = false",
+		// In file order a LIMITed sample query stops at the first failing
+		// rows; unordered, DuckDB scans every row group (issue 13). Audits
+		// write no tables, so the order costs their aggregates nothing.
+		"SET preserve_insertion_order = true",
 	}
 	if memoryLimit != "" {
 		s = append(s, "SET memory_limit = "+quoteLiteral(memoryLimit))

@@ -67,7 +67,7 @@ func TestGeneratedSQL(t *testing.T) {
 			"SELECT CAST(to_json(__lakewap_row) AS VARCHAR), count(*) OVER () FROM (\nSELECT 1 -- c\n) __lakewap_row LIMIT 2"},
 		{"setup", strings.Join(setupSQL("/w/tmp", "1GB", 2, []string{"/w/", "/c/"}), ";\n"), `SET temp_directory = '/w/tmp';
 SET GLOBAL TimeZone = 'UTC';
-SET preserve_insertion_order = false;
+SET preserve_insertion_order = true;
 SET memory_limit = '1GB';
 SET threads = 2;
 SET allowed_directories = ['/w/', '/c/'];
