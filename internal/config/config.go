@@ -1,13 +1,10 @@
 // Package config is lakewap's YAML configuration: ${ENV} expansion, strict
 // parsing (unknown keys are errors) and validation that names every bad
 // field by its path. Defaults are applied once, when a config is loaded
-// (Defaults): every other package reads resolved values, and the builders
-// (RunnerConfig, Policy, DatasetSpec, AuditDatasets, AuditOptions, JanitorDatasets,
-// MaxRunAge, Sinks, Kafka.Consumer, Kafka.Security, Kafka.Topics, Kafka.Codec) turn them into the parts' settings. It
-// may import audit (suite declarations), pipeline, schemas, consumer, notify
-// and internal/janitor (the
-// defaults they document and the settings built for them) and the standard
-// library.
+// (Defaults): every other package reads resolved values, which builders
+// (RunnerConfig, Policy, Sinks, Kafka.Consumer, ...) turn into the parts'
+// settings. It may import audit, pipeline, schemas, consumer, notify and
+// internal/janitor (the defaults they document and the settings built for them).
 package config
 
 import (
@@ -746,9 +743,7 @@ func (c *Config) Validate() error {
 		for i, r := range d.SourceRefs {
 			badIf(strings.TrimSpace(r) == "", fmt.Sprintf("%s.source_refs[%d]", f, i), "must not be empty")
 		}
-		for _, err := range d.Suite.Validate(f) {
-			errs = append(errs, err)
-		}
+		errs = append(errs, d.Suite.Validate(f)...)
 	}
 	if len(errs) > 0 {
 		return errs

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -86,7 +87,9 @@ func startLakeFSOnce(ctx context.Context, logger *slog.Logger, bin string, cfg l
 	// Not CommandContext: ctx bounds the start, not the server's life.
 	cmd := exec.Command(bin, "run", "--config", configPath)
 	cmd.Dir = cfg.dir
-	cmd.Env = lakeFSEnv()
+	// No LAKEFS_* variables: lakeFS reads them as config overrides, and a
+	// developer's own settings must not leak into the stack.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "LAKEFS_") })
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childProcAttr()
 	start := time.Now()
@@ -112,18 +115,6 @@ func startLakeFSOnce(ctx context.Context, logger *slog.Logger, bin string, cfg l
 	logger.Info("lakeFS ready", "endpoint", srv.endpoint, "pid", cmd.Process.Pid,
 		"took", time.Since(start).Round(time.Millisecond), "log", logPath)
 	return srv, nil
-}
-
-// lakeFSEnv drops LAKEFS_* variables: lakeFS reads them as config
-// overrides, and a developer's own settings must not leak into the stack.
-func lakeFSEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LAKEFS_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 func writeLakeFSConfig(cfg lakeFSConfig, addr string) (string, error) {

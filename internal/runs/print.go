@@ -11,10 +11,6 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// What the operator commands print: audit reports (lakewap audit), the
-// daemon's answers (retry, cancel, revert) and the janitor's decisions. Every
-// text in them comes from events, lakeFS or the audited data.
-
 // WriteReport prints an audit report of ref (against base) for people: one row per check, then the
 // sample rows of the checks that did not pass, then the verdict. Observed
 // values, messages and sample rows come from the audited data: they are

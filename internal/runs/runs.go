@@ -13,7 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -65,17 +65,12 @@ func (s *Store) partitions(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("metadata of %s: %w", s.topic, err)
 	}
-	for _, t := range md.Topics {
-		if t.Name != s.topic {
-			continue
-		}
-		if t.Error != nil {
-			return 0, fmt.Errorf("metadata of %s: %w", s.topic, t.Error)
-		}
-		if len(t.Partitions) == 0 {
-			break
-		}
-		return len(t.Partitions), nil
+	i := slices.IndexFunc(md.Topics, func(t kafka.Topic) bool { return t.Name == s.topic })
+	if i >= 0 && md.Topics[i].Error != nil {
+		return 0, fmt.Errorf("metadata of %s: %w", s.topic, md.Topics[i].Error)
+	}
+	if i >= 0 && len(md.Topics[i].Partitions) > 0 {
+		return len(md.Topics[i].Partitions), nil
 	}
 	return 0, fmt.Errorf("changelog topic %s does not exist", s.topic)
 }
@@ -101,7 +96,7 @@ func (s *Store) Load(ctx context.Context) ([]Stored, error) {
 			out = append(out, Stored{Partition: p, Run: r})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
+	slices.SortFunc(out, func(a, b Stored) int { return strings.Compare(a.BatchID, b.BatchID) })
 	return out, nil
 }
 
@@ -127,12 +122,7 @@ func (s *Store) Find(ctx context.Context, batch, dataset string) (Stored, error)
 	if err != nil {
 		return Stored{}, err
 	}
-	var found []Stored
-	for _, r := range stored {
-		if r.BatchID == batch && (dataset == "" || r.Dataset == dataset) {
-			found = append(found, r)
-		}
-	}
+	found := slices.DeleteFunc(Filter(stored, "", dataset), func(r Stored) bool { return r.BatchID != batch })
 	switch len(found) {
 	case 0:
 		return Stored{}, fmt.Errorf("batch %s: %w", batch, ErrNoSuchRun)
@@ -142,16 +132,12 @@ func (s *Store) Find(ctx context.Context, batch, dataset string) (Stored, error)
 	return Stored{}, fmt.Errorf("batch %s has runs in %d datasets: name one with -dataset", batch, len(found))
 }
 
-// Filter keeps the runs in state (any when empty) of dataset (any when
-// empty).
+// Filter keeps the runs of stored (reusing it) in state (any when empty)
+// of dataset (any when empty).
 func Filter(stored []Stored, state, dataset string) []Stored {
-	var out []Stored
-	for _, r := range stored {
-		if (state == "" || string(r.State) == state) && (dataset == "" || r.Dataset == dataset) {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(stored, func(r Stored) bool {
+		return (state != "" && string(r.State) != state) || (dataset != "" && r.Dataset != dataset)
+	})
 }
 
 // WriteTable prints runs for people: a row a run, ages against now, every
