@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -199,10 +200,7 @@ func isExecutable(path string) bool {
 }
 
 func orDiscard(logger *slog.Logger) *slog.Logger {
-	if logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return logger
+	return cmp.Or(logger, slog.New(slog.DiscardHandler))
 }
 
 // tail returns the last n bytes of b, starting at a line boundary.
