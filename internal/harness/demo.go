@@ -156,8 +156,7 @@ func Demo(ctx context.Context, stdout, stderr io.Writer, verbose bool, start Sta
 	defer env.Close()
 
 	batches := []struct {
-		id, title, query string
-		want             string
+		id, title, query, want string
 	}{
 		{"2026-11-29T02", "the nightly billing load", GoodBillingRows, schemas.TypeBatchPublished},
 		{"2026-11-29T03", "an upstream schema change now emits NULL billing_id for refunds", BadBillingRows, schemas.TypeBatchAborted},

@@ -40,8 +40,7 @@ type Env struct {
 
 // DemoConfig is the billing dataset of the demo and the tests, on stack.
 func DemoConfig(s *devstack.Stack, workDir string) *config.Config {
-	one, zero := 1.0, 0.0
-	no := false
+	one, zero, no := 1.0, 0.0, false
 	cfg := &config.Config{
 		Kafka: config.Kafka{Brokers: s.KafkaBrokers, CreateTopics: &no, Partitions: 3,
 			CommitInterval: config.Duration(200 * time.Millisecond)},

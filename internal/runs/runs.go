@@ -27,9 +27,8 @@ import (
 	"github.com/lakewap/lakewap/pipeline"
 )
 
-// Store reads the run state store (the changelog topic) as a whole: every
-// partition, whoever owns it. The daemon's runner only knows the partitions
-// assigned to it, so the janitor and the operator commands read from here.
+// Store is the run state store read as a whole; the daemon's runner only
+// knows the partitions assigned to it.
 type Store struct {
 	changelog *consumer.Changelog
 	client    *kafka.Client
@@ -195,10 +194,9 @@ func OneLine(s string, n int) string {
 	return s
 }
 
-// WriteJSON prints one JSON object per value (a run, a janitor decision). encoding/json escapes only
-// C0 controls, so the encoded line goes through JSONTerminalSafe: a run's
-// reason and detail come from events and lakeFS, and a raw CSI (U+009B) or
-// NEL (U+0085) would reach the operator's terminal.
+// WriteJSON prints one JSON object per value (a run, a janitor decision),
+// through JSONTerminalSafe: encoding/json escapes only C0 controls, and a raw
+// CSI (U+009B) or NEL (U+0085) from an event would reach the terminal.
 func WriteJSON[T any](w io.Writer, vs []T) error {
 	for _, r := range vs {
 		b, err := json.Marshal(r)
@@ -220,11 +218,9 @@ func TerminalDangerous(r rune) bool {
 }
 
 // JSONTerminalSafe rewrites every TerminalDangerous rune left raw in encoded
-// JSON as a \uXXXX escape. encoding/json already escapes C0 inside strings
-// and emits no whitespace between tokens, so only runes from DEL up are left;
-// outside strings JSON is ASCII, and these runes are all in the Basic
-// Multilingual Plane, so the result is valid JSON that decodes to the same
-// values.
+// JSON as a \uXXXX escape. encoding/json already escapes C0 and puts no
+// whitespace between tokens, so only runes from DEL up (all in the BMP, all
+// inside strings) are left: the result decodes to the same values.
 func JSONTerminalSafe(b []byte) []byte {
 	out := make([]byte, 0, len(b))
 	for len(b) > 0 {
