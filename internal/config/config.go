@@ -269,16 +269,6 @@ type Dataset struct {
 	audit.Suite `yaml:",inline"`
 }
 
-// TablePaths are the path prefixes of the dataset's tables, each ending in
-// "/" so that gold/t does not also cover gold/t_other/.
-func (d Dataset) TablePaths() []string {
-	out := make([]string, 0, len(d.Tables))
-	for _, t := range d.Tables {
-		out = append(out, strings.TrimSuffix(t.Path, "/")+"/")
-	}
-	return out
-}
-
 // Keep reports the effective keep-branch policy.
 func (d Dataset) Keep() bool { return d.KeepAbortedBranch == nil || *d.KeepAbortedBranch }
 
@@ -445,9 +435,14 @@ func (c *Config) DatasetSpec(name string) (pipeline.DatasetSpec, bool) {
 	if !ok {
 		return pipeline.DatasetSpec{}, false
 	}
+	// Each table's path ends in "/" so that gold/t does not also cover gold/t_other/.
+	tables := make([]string, 0, len(ds.Tables))
+	for _, t := range ds.Tables {
+		tables = append(tables, strings.TrimSuffix(t.Path, "/")+"/")
+	}
 	return pipeline.DatasetSpec{Repository: ds.Repository, Source: ds.Source, Target: ds.Target,
 		WriteTimeout: ds.WriteTimeout.Std(), KeepBranch: ds.Keep(),
-		TablePaths: ds.TablePaths(), AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs}, true
+		TablePaths: tables, AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs}, true
 }
 
 // Codec is the event codec: the Confluent wire format with the schema

@@ -51,23 +51,20 @@ type lakeFSConfig struct {
 // answers its health check. The free port is chosen before lakeFS binds it,
 // so another process can take it in between: then we retry on a new port.
 func startLakeFS(ctx context.Context, logger *slog.Logger, bin string, cfg lakeFSConfig) (*lakeFSServer, error) {
-	var lastErr error
-	for range lakeFSPortAttempts {
+	for attempt := 1; ; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
 		srv, err := startLakeFSOnce(ctx, logger, bin, cfg, port)
-		if err == nil {
-			return srv, nil
-		}
-		lastErr = err
-		if !errors.Is(err, errPortTaken) {
-			return nil, err
+		if err == nil || !errors.Is(err, errPortTaken) {
+			return srv, err
 		}
 		logger.Warn("lakeFS port taken, retrying on another", "port", port)
+		if attempt == lakeFSPortAttempts {
+			return nil, err
+		}
 	}
-	return nil, lastErr
 }
 
 func startLakeFSOnce(ctx context.Context, logger *slog.Logger, bin string, cfg lakeFSConfig, port int) (*lakeFSServer, error) {
