@@ -110,16 +110,9 @@ func (s *Stack) start(ctx context.Context, opts Options, bin string) error {
 		return err
 	}
 
-	s.AccessKeyID, s.SecretAccessKey, err = newCredentials()
-	if err != nil {
-		return err
-	}
-	encryptKey, err := randomString(32, alphaNum)
-	if err != nil {
-		return err
-	}
+	s.AccessKeyID, s.SecretAccessKey = newCredentials()
 	s.lakefsBin = bin
-	s.lakefsCfg = lakeFSConfig{dir: dir, accessKeyID: s.AccessKeyID, secretAccessKey: s.SecretAccessKey, encryptKey: encryptKey}
+	s.lakefsCfg = lakeFSConfig{dir: dir, accessKeyID: s.AccessKeyID, secretAccessKey: s.SecretAccessKey, encryptKey: randomString(32, alphaNum)}
 	s.lakefs, err = startLakeFS(ctx, s.logger, bin, s.lakefsCfg)
 	if err != nil {
 		return err
