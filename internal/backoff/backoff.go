@@ -43,13 +43,8 @@ func (p Policy) Delay(attempt int) time.Duration {
 		return 0
 	}
 	for i := 1; i < attempt && d < hi; i++ {
-		if d > hi/2 {
-			d = hi
-			break
-		}
-		d *= 2
+		d += min(d, hi-d) // doubled, capped at hi without overflowing
 	}
-	d = min(d, hi)
 	switch p.Jitter {
 	case Equal:
 		return d/2 + rand.N(d-d/2+1)

@@ -140,7 +140,11 @@ func importOne(suite audit.Suite, from ChecksFrom, dir, f string) (audit.Importe
 	if len(errs) > 0 {
 		return imported, errs
 	}
-	b, err := readRel(dir, file)
+	path := file
+	if !filepath.IsAbs(file) {
+		path = filepath.Join(dir, file)
+	}
+	b, err := os.ReadFile(path)
 	if err == nil {
 		imported, err = translate(b)
 	}
@@ -158,11 +162,4 @@ func importOne(suite audit.Suite, from ChecksFrom, dir, f string) (audit.Importe
 		errs = append(errs, fmt.Errorf("%s (from %s)", e, file))
 	}
 	return imported, errs
-}
-
-func readRel(dir, file string) ([]byte, error) {
-	if !filepath.IsAbs(file) && dir != "" {
-		file = filepath.Join(dir, file)
-	}
-	return os.ReadFile(file)
 }

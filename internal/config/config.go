@@ -1,13 +1,10 @@
 // Package config is lakewap's YAML configuration: ${ENV} expansion, strict
 // parsing (unknown keys are errors) and validation that names every bad
 // field by its path. Defaults are applied once, when a config is loaded
-// (Defaults): every other package reads resolved values, and the builders
-// (RunnerConfig, Policy, DatasetSpec, AuditDatasets, AuditOptions, JanitorDatasets,
-// MaxRunAge, Sinks, Kafka.Consumer, Kafka.Security, Kafka.Topics, Kafka.Codec) turn them into the parts' settings. It
-// may import audit (suite declarations), pipeline, schemas, consumer, notify
-// and internal/janitor (the
-// defaults they document and the settings built for them) and the standard
-// library.
+// (Defaults): every other package reads resolved values, which builders
+// (RunnerConfig, Policy, Sinks, Kafka.Consumer, ...) turn into the parts'
+// settings. It may import audit, pipeline, schemas, consumer, notify and
+// internal/janitor (the defaults they document and the settings built for them).
 package config
 
 import (
@@ -272,16 +269,6 @@ type Dataset struct {
 	audit.Suite `yaml:",inline"`
 }
 
-// TablePaths are the path prefixes of the dataset's tables, each ending in
-// "/" so that gold/t does not also cover gold/t_other/.
-func (d Dataset) TablePaths() []string {
-	out := make([]string, 0, len(d.Tables))
-	for _, t := range d.Tables {
-		out = append(out, strings.TrimSuffix(t.Path, "/")+"/")
-	}
-	return out
-}
-
 // Keep reports the effective keep-branch policy.
 func (d Dataset) Keep() bool { return d.KeepAbortedBranch == nil || *d.KeepAbortedBranch }
 
@@ -373,56 +360,41 @@ func ParseIn(src []byte, lookup func(string) (string, bool), dir string) (*Confi
 // Defaults fills every unset field with its documented default: the one
 // place a default is applied. A negative value is left for Validate.
 func (c *Config) Defaults() {
-	str := func(s *string, v string) {
-		if *s == "" {
-			*s = v
-		}
-	}
-	num := func(n *int, v int) {
-		if *n == 0 {
-			*n = v
-		}
-	}
-	dur := func(d *Duration, v time.Duration) {
-		if *d == 0 {
-			*d = Duration(v)
-		}
-	}
 	k := &c.Kafka
-	str(&k.GroupID, "lakewap")
-	str(&k.InputTopic, "wap.events")
-	str(&k.ResultsTopic, "wap.results")
-	str(&k.DeadLetterTopic, "wap.dlq")
-	str(&k.ChangelogTopic, "wap.runs")
-	num(&k.Partitions, 3)
-	num(&k.ReplicationFactor, 1)
-	num(&k.ResultsMaxMessageBytes, notify.DefaultMaxMessageBytes)
-	dur(&k.CommitInterval, time.Second)
-	dur(&c.LakeFS.Timeout, DefaultLakeFSTimeout)
+	k.GroupID = cmp.Or(k.GroupID, "lakewap")
+	k.InputTopic = cmp.Or(k.InputTopic, "wap.events")
+	k.ResultsTopic = cmp.Or(k.ResultsTopic, "wap.results")
+	k.DeadLetterTopic = cmp.Or(k.DeadLetterTopic, "wap.dlq")
+	k.ChangelogTopic = cmp.Or(k.ChangelogTopic, "wap.runs")
+	k.Partitions = cmp.Or(k.Partitions, 3)
+	k.ReplicationFactor = cmp.Or(k.ReplicationFactor, 1)
+	k.ResultsMaxMessageBytes = cmp.Or(k.ResultsMaxMessageBytes, notify.DefaultMaxMessageBytes)
+	k.CommitInterval = cmp.Or(k.CommitInterval, Duration(time.Second))
+	c.LakeFS.Timeout = cmp.Or(c.LakeFS.Timeout, Duration(DefaultLakeFSTimeout))
 	r, p := &c.Runner, pipeline.DefaultPolicy
-	num(&r.MaxInFlight, pipeline.DefaultMaxInFlight)
-	dur(&r.StepTimeout, pipeline.DefaultStepTimeout)
-	dur(&r.Grace, pipeline.DefaultGrace)
-	dur(&r.RetryBudget, p.RetryBudget)
-	dur(&r.PendingTTL, p.PendingTTL)
-	dur(&r.TerminalRetention, p.TerminalRetention)
-	num(&r.MaxRunBytes, p.MaxRunBytes)
-	dur(&r.MaxLagWait, p.MaxLagWait)
-	num(&r.MaxOpenRuns, p.MaxOpenRuns)
-	dur(&r.MaxDeadlineHorizon, schemas.DefaultMaxDeadlineHorizon)
-	num(&c.HTTP.WebhookConcurrency, 2)
-	dur(&c.HTTP.WebhookAuditTimeout, DefaultWebhookAuditTimeout)
-	str(&c.Audit.WorkDir, filepath.Join(os.TempDir(), "lakewap-audit"))
-	str(&c.Log.Format, "text")
-	str(&c.Log.Level, "info")
+	r.MaxInFlight = cmp.Or(r.MaxInFlight, pipeline.DefaultMaxInFlight)
+	r.StepTimeout = cmp.Or(r.StepTimeout, Duration(pipeline.DefaultStepTimeout))
+	r.Grace = cmp.Or(r.Grace, Duration(pipeline.DefaultGrace))
+	r.RetryBudget = cmp.Or(r.RetryBudget, Duration(p.RetryBudget))
+	r.PendingTTL = cmp.Or(r.PendingTTL, Duration(p.PendingTTL))
+	r.TerminalRetention = cmp.Or(r.TerminalRetention, Duration(p.TerminalRetention))
+	r.MaxRunBytes = cmp.Or(r.MaxRunBytes, p.MaxRunBytes)
+	r.MaxLagWait = cmp.Or(r.MaxLagWait, Duration(p.MaxLagWait))
+	r.MaxOpenRuns = cmp.Or(r.MaxOpenRuns, p.MaxOpenRuns)
+	r.MaxDeadlineHorizon = cmp.Or(r.MaxDeadlineHorizon, Duration(schemas.DefaultMaxDeadlineHorizon))
+	c.HTTP.WebhookConcurrency = cmp.Or(c.HTTP.WebhookConcurrency, 2)
+	c.HTTP.WebhookAuditTimeout = cmp.Or(c.HTTP.WebhookAuditTimeout, Duration(DefaultWebhookAuditTimeout))
+	c.Audit.WorkDir = cmp.Or(c.Audit.WorkDir, filepath.Join(os.TempDir(), "lakewap-audit"))
+	c.Log.Format = cmp.Or(c.Log.Format, "text")
+	c.Log.Level = cmp.Or(c.Log.Level, "info")
 	for name, d := range c.Datasets {
-		str(&d.Target, "main")
-		dur(&d.WriteTimeout, time.Hour)
-		dur(&d.AbortedRetention, janitor.DefaultAbortedRetention)
+		d.Target = cmp.Or(d.Target, "main")
+		d.WriteTimeout = cmp.Or(d.WriteTimeout, Duration(time.Hour))
+		d.AbortedRetention = cmp.Or(d.AbortedRetention, Duration(janitor.DefaultAbortedRetention))
 		c.Datasets[name] = d
 	}
-	dur(&c.Janitor.Interval, DefaultJanitorInterval)
-	dur(&c.Janitor.AbandonedAfter, janitor.DefaultAbandonedAfter)
+	c.Janitor.Interval = cmp.Or(c.Janitor.Interval, Duration(DefaultJanitorInterval))
+	c.Janitor.AbandonedAfter = cmp.Or(c.Janitor.AbandonedAfter, Duration(janitor.DefaultAbandonedAfter))
 }
 
 // RunnerConfig is the runner's settings from runner.* and datasets; the
@@ -463,9 +435,14 @@ func (c *Config) DatasetSpec(name string) (pipeline.DatasetSpec, bool) {
 	if !ok {
 		return pipeline.DatasetSpec{}, false
 	}
+	// Each table's path ends in "/" so that gold/t does not also cover gold/t_other/.
+	tables := make([]string, 0, len(ds.Tables))
+	for _, t := range ds.Tables {
+		tables = append(tables, strings.TrimSuffix(t.Path, "/")+"/")
+	}
 	return pipeline.DatasetSpec{Repository: ds.Repository, Source: ds.Source, Target: ds.Target,
 		WriteTimeout: ds.WriteTimeout.Std(), KeepBranch: ds.Keep(),
-		TablePaths: ds.TablePaths(), AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs}, true
+		TablePaths: tables, AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs}, true
 }
 
 // Codec is the event codec: the Confluent wire format with the schema
@@ -638,19 +615,15 @@ func (c *Config) Validate() error {
 		bad("kafka.tls", "cert_file and key_file must be set together")
 	}
 	if s := c.Kafka.SASL; s != nil {
-		switch strings.ToUpper(s.Mechanism) {
-		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
-		default:
-			bad("kafka.sasl.mechanism", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", s.Mechanism)
-		}
+		badIf(!slices.Contains([]string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}, strings.ToUpper(s.Mechanism)),
+			"kafka.sasl.mechanism", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", s.Mechanism)
 		badIf(s.Username == "", "kafka.sasl.username", "required with SASL")
 		badIf(s.Password == "" && s.PasswordFile == "", "kafka.sasl.password", "required with SASL (or password_file)")
 	}
-	if c.LakeFS.Endpoint == "" {
-		bad("lakefs.endpoint", "required (e.g. http://lakefs:8000)")
-	} else if !strings.HasPrefix(c.LakeFS.Endpoint, "http://") && !strings.HasPrefix(c.LakeFS.Endpoint, "https://") {
-		bad("lakefs.endpoint", "%q must start with http:// or https://", c.LakeFS.Endpoint)
-	}
+	endpoint := c.LakeFS.Endpoint
+	badIf(endpoint == "", "lakefs.endpoint", "required (e.g. http://lakefs:8000)")
+	badIf(endpoint != "" && !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://"),
+		"lakefs.endpoint", "%q must start with http:// or https://", endpoint)
 	badIf(c.LakeFS.AccessKeyID == "", "lakefs.access_key_id", "required")
 	badIf(c.LakeFS.SecretAccessKey == "" && c.LakeFS.SecretAccessKeyFile == "", "lakefs.secret_access_key", "required (or secret_access_key_file)")
 	badIf(c.Audit.MaxReportBytes < 0 || 4*c.Audit.MaxReportBytes > c.Runner.MaxRunBytes, "audit.max_report_bytes", "%d must be between 0 and a quarter of runner.max_run_bytes (a run stores its report up to three times)", c.Audit.MaxReportBytes)
@@ -671,15 +644,10 @@ func (c *Config) Validate() error {
 			bad("http.webhook", "%q is not token, open or off", c.HTTP.Webhook)
 		}
 		badIf(c.HTTP.WebhookConcurrency < 0, "http.webhook_concurrency", "must not be negative")
-		if c.HTTP.WebhookAuditTimeout < 0 {
-			bad("http.webhook_audit_timeout", "must not be negative")
-		} else if c.HTTP.WebhookMode() != WebhookOff {
-			hook, call := c.HTTP.WebhookAuditTimeout.Std(), c.LakeFS.Timeout.Std()
-			if hook >= call {
-				bad("http.webhook_audit_timeout", "%s is not below lakefs.timeout %s: lakewap's own merge call would give up "+
-					"while the hook it triggered still audits", hook, call)
-			}
-		}
+		hook, call := c.HTTP.WebhookAuditTimeout.Std(), c.LakeFS.Timeout.Std()
+		badIf(hook < 0, "http.webhook_audit_timeout", "must not be negative")
+		badIf(hook >= 0 && hook >= call && c.HTTP.WebhookMode() != WebhookOff, "http.webhook_audit_timeout",
+			"%s is not below lakefs.timeout %s: lakewap's own merge call would give up while the hook it triggered still audits", hook, call)
 	}
 	badIf(c.Runner.MaxRunBytes < minRunBytes || c.Runner.MaxRunBytes > 900<<10, "runner.max_run_bytes", "%d is outside %d..%d (the changelog's and results topic's message size must hold a run)", c.Runner.MaxRunBytes, minRunBytes, 900<<10)
 	badIf(c.Runner.MaxOpenRuns < -1, "runner.max_open_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxOpenRuns)
@@ -695,27 +663,15 @@ func (c *Config) Validate() error {
 		{"audit.max_sample_value_bytes", int64(c.Audit.MaxSampleValueBytes)}, {"runner.max_in_flight", int64(c.Runner.MaxInFlight)}} {
 		badIf(d.n < 0, d.field, "must not be negative")
 	}
-	switch c.Log.Format {
-	case "json", "text":
-	default:
-		bad("log.format", "%q is not json or text", c.Log.Format)
-	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		bad("log.level", "%q is not debug, info, warn or error", c.Log.Level)
-	}
+	badIf(!slices.Contains([]string{"json", "text"}, c.Log.Format), "log.format", "%q is not json or text", c.Log.Format)
+	badIf(!slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level), "log.level", "%q is not debug, info, warn or error", c.Log.Level)
 	if s := c.Notify.Slack; s != nil {
 		badIf(s.Token == "" && s.TokenFile == "" && s.WebhookURL == "" && s.WebhookURLFile == "", "notify.slack", "needs token (or token_file) or webhook_url (or webhook_url_file)")
 		badIf((s.Token != "" || s.TokenFile != "") && s.Channel == "", "notify.slack.channel", "required with a bot token")
 	}
 	for i, r := range c.Notify.Routes {
 		f := fmt.Sprintf("notify.routes[%d]", i)
-		switch r.Sink {
-		case "slack", "console", "kafka":
-		default:
-			bad(f+".sink", "%q is not slack, console or kafka", r.Sink)
-		}
+		badIf(!slices.Contains([]string{"slack", "console", "kafka"}, r.Sink), f+".sink", "%q is not slack, console or kafka", r.Sink)
 		// A pending run (writes before their BatchLanded) notifies no one.
 		routable := slices.DeleteFunc(schemas.States(), func(s string) bool { return s == schemas.StatePending })
 		for j, o := range r.On {
@@ -746,9 +702,7 @@ func (c *Config) Validate() error {
 		for i, r := range d.SourceRefs {
 			badIf(strings.TrimSpace(r) == "", fmt.Sprintf("%s.source_refs[%d]", f, i), "must not be empty")
 		}
-		for _, err := range d.Suite.Validate(f) {
-			errs = append(errs, err)
-		}
+		errs = append(errs, d.Suite.Validate(f)...)
 	}
 	if len(errs) > 0 {
 		return errs

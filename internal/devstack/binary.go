@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -111,28 +112,24 @@ func lockFile(ctx context.Context, logger *slog.Logger, path string) (unlock fun
 		return nil, fmt.Errorf("devstack: open lock: %w", err)
 	}
 	fd := int(f.Fd())
-	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err == nil {
-		return func() { _ = f.Close() }, nil
-	} else if !errors.Is(err, syscall.EWOULDBLOCK) {
+	err = syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		orDiscard(logger).Info("waiting for another process to finish building lakeFS", "lock", path)
+		locked := make(chan error, 1)
+		go func() { locked <- syscall.Flock(fd, syscall.LOCK_EX) }()
+		select {
+		case err = <-locked:
+		case <-ctx.Done():
+			// Closing the file releases the lock if the goroutine gets it later.
+			go func() { <-locked; _ = f.Close() }()
+			return nil, ctx.Err()
+		}
+	}
+	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("devstack: lock %s: %w", path, err)
 	}
-
-	orDiscard(logger).Info("waiting for another process to finish building lakeFS", "lock", path)
-	locked := make(chan error, 1)
-	go func() { locked <- syscall.Flock(fd, syscall.LOCK_EX) }()
-	select {
-	case err := <-locked:
-		if err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("devstack: lock %s: %w", path, err)
-		}
-		return func() { _ = f.Close() }, nil
-	case <-ctx.Done():
-		// Closing the file releases the lock if the goroutine gets it later.
-		go func() { <-locked; _ = f.Close() }()
-		return nil, ctx.Err()
-	}
+	return func() { _ = f.Close() }, nil
 }
 
 // repoRoot finds the lakewap checkout from this source file's location,
@@ -203,10 +200,7 @@ func isExecutable(path string) bool {
 }
 
 func orDiscard(logger *slog.Logger) *slog.Logger {
-	if logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return logger
+	return cmp.Or(logger, slog.New(slog.DiscardHandler))
 }
 
 // tail returns the last n bytes of b, starting at a line boundary.

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -57,7 +56,6 @@ type Stack struct {
 	SecretAccessKey string
 	Repository      string // created at start with default branch main
 	WorkDir         string // temp dir holding everything below; removed by Close
-	BlockstoreDir   string // lakeFS local blockstore root: local://<repo> lives in <dir>/<repo>
 	LakeFSLog       string // lakeFS server output
 	KafkaBackend    string // "kfake" or "external", for test logs
 
@@ -112,25 +110,22 @@ func (s *Stack) start(ctx context.Context, opts Options, bin string) error {
 		return err
 	}
 
-	s.AccessKeyID, s.SecretAccessKey, err = newCredentials()
-	if err != nil {
-		return err
-	}
-	encryptKey, err := randomString(32, alphaNum)
-	if err != nil {
-		return err
-	}
+	s.AccessKeyID, s.SecretAccessKey = newCredentials()
 	s.lakefsBin = bin
-	s.lakefsCfg = lakeFSConfig{dir: dir, accessKeyID: s.AccessKeyID, secretAccessKey: s.SecretAccessKey, encryptKey: encryptKey}
+	s.lakefsCfg = lakeFSConfig{dir: dir, accessKeyID: s.AccessKeyID, secretAccessKey: s.SecretAccessKey, encryptKey: randomString(32, alphaNum)}
 	s.lakefs, err = startLakeFS(ctx, s.logger, bin, s.lakefsCfg)
 	if err != nil {
 		return err
 	}
-	s.LakeFSEndpoint = s.lakefs.endpoint
-	s.LakeFSLog = s.lakefs.logPath
-	s.BlockstoreDir = filepath.Join(dir, "data")
-	if s.client, err = s.newClient(); err != nil {
-		return err
+	s.LakeFSEndpoint, s.LakeFSLog = s.lakefs.endpoint, s.lakefs.logPath
+	s.client, err = apigen.NewClientWithResponses(s.LakeFSEndpoint+"/api/v1",
+		apigen.WithHTTPClient(&http.Client{Timeout: callTimeout}),
+		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.SetBasicAuth(s.AccessKeyID, s.SecretAccessKey)
+			return nil
+		}))
+	if err != nil {
+		return fmt.Errorf("devstack: lakeFS client: %w", err)
 	}
 	if err := s.CreateRepository(ctx, s.Repository); err != nil {
 		return err
@@ -215,19 +210,6 @@ func (s *Stack) cluster() *kafkatest.Cluster {
 
 // LakeFSClient returns a typed lakeFS client authenticated as the admin.
 func (s *Stack) LakeFSClient() *apigen.ClientWithResponses { return s.client }
-
-func (s *Stack) newClient() (*apigen.ClientWithResponses, error) {
-	c, err := apigen.NewClientWithResponses(s.LakeFSEndpoint+"/api/v1",
-		apigen.WithHTTPClient(&http.Client{Timeout: callTimeout}),
-		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
-			req.SetBasicAuth(s.AccessKeyID, s.SecretAccessKey)
-			return nil
-		}))
-	if err != nil {
-		return nil, fmt.Errorf("devstack: lakeFS client: %w", err)
-	}
-	return c, nil
-}
 
 // CreateTopics creates Kafka topics named Topic(t.Name); a topic that
 // already exists is left as it is. It returns when every partition has a

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -50,23 +51,20 @@ type lakeFSConfig struct {
 // answers its health check. The free port is chosen before lakeFS binds it,
 // so another process can take it in between: then we retry on a new port.
 func startLakeFS(ctx context.Context, logger *slog.Logger, bin string, cfg lakeFSConfig) (*lakeFSServer, error) {
-	var lastErr error
-	for range lakeFSPortAttempts {
+	for attempt := 1; ; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
 		srv, err := startLakeFSOnce(ctx, logger, bin, cfg, port)
-		if err == nil {
-			return srv, nil
-		}
-		lastErr = err
-		if !errors.Is(err, errPortTaken) {
-			return nil, err
+		if err == nil || !errors.Is(err, errPortTaken) {
+			return srv, err
 		}
 		logger.Warn("lakeFS port taken, retrying on another", "port", port)
+		if attempt == lakeFSPortAttempts {
+			return nil, err
+		}
 	}
-	return nil, lastErr
 }
 
 func startLakeFSOnce(ctx context.Context, logger *slog.Logger, bin string, cfg lakeFSConfig, port int) (*lakeFSServer, error) {
@@ -86,7 +84,9 @@ func startLakeFSOnce(ctx context.Context, logger *slog.Logger, bin string, cfg l
 	// Not CommandContext: ctx bounds the start, not the server's life.
 	cmd := exec.Command(bin, "run", "--config", configPath)
 	cmd.Dir = cfg.dir
-	cmd.Env = lakeFSEnv()
+	// No LAKEFS_* variables: lakeFS reads them as config overrides, and a
+	// developer's own settings must not leak into the stack.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "LAKEFS_") })
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childProcAttr()
 	start := time.Now()
@@ -112,18 +112,6 @@ func startLakeFSOnce(ctx context.Context, logger *slog.Logger, bin string, cfg l
 	logger.Info("lakeFS ready", "endpoint", srv.endpoint, "pid", cmd.Process.Pid,
 		"took", time.Since(start).Round(time.Millisecond), "log", logPath)
 	return srv, nil
-}
-
-// lakeFSEnv drops LAKEFS_* variables: lakeFS reads them as config
-// overrides, and a developer's own settings must not leak into the stack.
-func lakeFSEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LAKEFS_") {
-			env = append(env, kv)
-		}
-	}
-	return env
 }
 
 func writeLakeFSConfig(cfg lakeFSConfig, addr string) (string, error) {
@@ -238,25 +226,15 @@ const (
 
 // newCredentials makes a fresh admin key pair shaped like lakeFS's own
 // (AKIAJ + 15 upper-case alphanumerics, 40-character secret).
-func newCredentials() (accessKeyID, secretAccessKey string, err error) {
-	id, err := randomString(15, alphaNum)
-	if err != nil {
-		return "", "", err
-	}
-	secret, err := randomString(40, secretSet)
-	if err != nil {
-		return "", "", err
-	}
-	return "AKIAJ" + id, secret, nil
+func newCredentials() (accessKeyID, secretAccessKey string) {
+	return "AKIAJ" + randomString(15, alphaNum), randomString(40, secretSet)
 }
 
-func randomString(n int, set string) (string, error) {
+func randomString(n int, set string) string {
 	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("devstack: random: %w", err)
-	}
+	_, _ = rand.Read(b) // never fails (crypto/rand)
 	for i := range b {
 		b[i] = set[int(b[i])%len(set)]
 	}
-	return string(b), nil
+	return string(b)
 }

@@ -78,10 +78,7 @@ func (d *demo) printReport(r schemas.AuditReport) {
 	for _, c := range r.Checks {
 		mark := map[string]string{schemas.StatusPass: "✓", schemas.StatusFail: "✗", schemas.StatusWarn: "!", schemas.StatusError: "✗"}[c.Status]
 		d.printf("             %s %-22s %-5s observed %s (threshold %s)\n", mark, c.Name, c.Status, c.Observed, c.Threshold)
-		for i, row := range c.SampleRows {
-			if i == 3 {
-				break
-			}
+		for _, row := range c.SampleRows[:min(len(c.SampleRows), 3)] {
 			d.printf("                 sample: %s\n", row)
 		}
 	}
@@ -159,8 +156,7 @@ func Demo(ctx context.Context, stdout, stderr io.Writer, verbose bool, start Sta
 	defer env.Close()
 
 	batches := []struct {
-		id, title, query string
-		want             string
+		id, title, query, want string
 	}{
 		{"2026-11-29T02", "the nightly billing load", GoodBillingRows, schemas.TypeBatchPublished},
 		{"2026-11-29T03", "an upstream schema change now emits NULL billing_id for refunds", BadBillingRows, schemas.TypeBatchAborted},

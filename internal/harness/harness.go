@@ -27,9 +27,7 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// Env is the embedded stack seen from outside lakewap: an upstream
-// producer, a writer and a downstream consumer of results. The demo and the
-// end-to-end tests use it to drive a daemon like users do.
+// Env is the embedded stack seen from outside lakewap (see the package doc).
 type Env struct {
 	Stack   *devstack.Stack
 	Cfg     *config.Config
@@ -42,8 +40,7 @@ type Env struct {
 
 // DemoConfig is the billing dataset of the demo and the tests, on stack.
 func DemoConfig(s *devstack.Stack, workDir string) *config.Config {
-	one, zero := 1.0, 0.0
-	no := false
+	one, zero, no := 1.0, 0.0, false
 	cfg := &config.Config{
 		Kafka: config.Kafka{Brokers: s.KafkaBrokers, CreateTopics: &no, Partitions: 3,
 			CommitInterval: config.Duration(200 * time.Millisecond)},
@@ -262,13 +259,7 @@ func (w *Watcher) AwaitFunc(ctx context.Context, match func(schemas.Event) bool)
 func (w *Watcher) All(batch string) []schemas.Event {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []schemas.Event
-	for _, ev := range w.events {
-		if ev.Batch() == batch {
-			out = append(out, ev)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(w.events), func(ev schemas.Event) bool { return ev.Batch() != batch })
 }
 
 // Close stops reading.

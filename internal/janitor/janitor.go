@@ -59,12 +59,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Deleted, if set, is called for every branch deleted (metrics).
 	Deleted func(repo, why string)
-	// MaxRunAge is how long a run may be in progress (since it landed) at
-	// most: the longest write deadline, the wait for a lagging partition
-	// and every step's retries. A run older than that is stuck (its
-	// partition has no owner, say): the janitor asks the daemon to cancel
-	// it through Cancel, and its branch is then an aborted run's branch.
-	// 0: never.
+	// MaxRunAge (0: never) is the longest a run may be in progress since it
+	// landed (config's MaxRunAge). An older run is stuck (its partition has
+	// no owner, say): Cancel asks the daemon to cancel it, and its branch is
+	// then an aborted run's branch.
 	MaxRunAge time.Duration
 	// Cancel asks the daemon to cancel run (a BatchCancelled on the input
 	// topic: one path per effect). Required with MaxRunAge.

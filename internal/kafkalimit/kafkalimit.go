@@ -6,6 +6,7 @@ package kafkalimit
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/segmentio/kafka-go"
 )
@@ -28,19 +29,6 @@ func TooLarge(err error) bool {
 		return true
 	}
 	var we kafka.WriteErrors
-	if errors.As(err, &we) {
-		// Only when every failure is about size: another one is retried.
-		n := 0
-		for _, e := range we {
-			if e == nil {
-				continue
-			}
-			if !TooLarge(e) {
-				return false
-			}
-			n++
-		}
-		return n > 0
-	}
-	return false
+	// Only when every failure is about size: another one is retried.
+	return errors.As(err, &we) && we.Count() > 0 && !slices.ContainsFunc(we, func(e error) bool { return e != nil && !TooLarge(e) })
 }

@@ -4,11 +4,8 @@
 // against Apache Kafka). One suite, two backends.
 //
 // A real cluster is shared by every test of a run, so each Cluster maps the
-// base names a test uses to names of its own (Topic, Group). On kfake the
-// names are unchanged.
-//
-// Tests and the embedded stack (internal/devstack) import it. It may import
-// kfake and kafka-go.
+// base names a test uses to names of its own (Topic, Group); on kfake they are
+// unchanged. Tests and internal/devstack import it; it imports kfake and kafka-go.
 package kafkatest
 
 import (
@@ -21,6 +18,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/segmentio/kafka-go"
 
@@ -51,15 +49,9 @@ type Cluster struct {
 }
 
 // ExternalBrokers returns the brokers named by $LAKEWAP_TEST_KAFKA_BROKERS,
-// or nil when it is unset.
+// none when it is unset.
 func ExternalBrokers() []string {
-	var out []string
-	for _, b := range strings.Split(os.Getenv(EnvBrokers), ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			out = append(out, b)
-		}
-	}
-	return out
+	return strings.FieldsFunc(os.Getenv(EnvBrokers), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 }
 
 // Start returns the test's cluster with topics created: the external one

@@ -1,9 +1,7 @@
-// Package opclient is the operator's client to lakewap's Kafka topics, for
-// the command-line tools (lakewap emit, tail, retry, cancel, revert,
-// janitor): it connects as a config (or flags) says, reads events from
-// JSON, checks and sends them as upstream does, reads topics, and asks the
-// daemon: it sends an operator request and waits for the result event that
-// carries the request's id. What the commands print is rendered by internal/runs.
+// Package opclient is the operator's client to lakewap's Kafka topics (lakewap
+// emit, tail, retry, cancel, revert, janitor): it connects as a config or flags
+// say, reads JSON events, checks and sends them as upstream does, reads topics,
+// and asks the daemon (a request, then the result event carrying its id).
 package opclient
 
 import (

@@ -15,13 +15,11 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// Tail hands the messages of every partition of topic to fn, from the
-// oldest retained one or (without fromBeginning) the next one, decoded
-// (dead letters, with a wap.dlq.reason header, with their raw value), until
-// fn says stop, ctx ends, or (without follow) every partition reached the
-// end it had when Tail started. Partitions are read concurrently, so
-// records of different partitions interleave; each partition's are in
-// order. The end of ctx is a normal end.
+// Tail hands the messages of every partition of topic to fn, decoded (dead
+// letters with their raw value), from the oldest retained one or (without
+// fromBeginning) the next one, until fn says stop, ctx ends (a normal end),
+// or (without follow) every partition reached the end it had at the start.
+// Partitions interleave; each partition's records are in order.
 func (t *Target) Tail(ctx context.Context, topic string, fromBeginning, follow bool, fn func(Record) (stop bool)) error {
 	first, next, err := t.Offsets(ctx, topic)
 	if err != nil {

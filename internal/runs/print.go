@@ -11,14 +11,9 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// What the operator commands print: audit reports (lakewap audit), the
-// daemon's answers (retry, cancel, revert) and the janitor's decisions. Every
-// text in them comes from events, lakeFS or the audited data.
-
-// WriteReport prints an audit report of ref (against base) for people: one row per check, then the
-// sample rows of the checks that did not pass, then the verdict. Observed
-// values, messages and sample rows come from the audited data: they are
-// shown Printable.
+// WriteReport prints an audit report of ref (against base) for people: a row
+// per check, the sample rows of the checks that did not pass, the verdict.
+// What comes from the audited data is shown Printable.
 func WriteReport(w io.Writer, rep schemas.AuditReport, ref, base string) {
 	against := ""
 	if base != "" {
@@ -66,9 +61,7 @@ func cell(s string) string {
 }
 
 // WriteAnswer prints what the daemon answered, then the event as a JSON
-// line; it reports whether the request was carried out. The answer's texts
-// come from events, lakeFS and audited data: both reach the terminal
-// escaped (Printable, JSONTerminalSafe).
+// line, both escaped; it reports whether the request was carried out.
 func WriteAnswer(w io.Writer, req, ans schemas.Event) bool {
 	say := func(format string, args ...any) { fmt.Fprintln(w, Printable(fmt.Sprintf(format, args...))) }
 	done := false

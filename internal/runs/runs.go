@@ -13,7 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,9 +27,8 @@ import (
 	"github.com/lakewap/lakewap/pipeline"
 )
 
-// Store reads the run state store (the changelog topic) as a whole: every
-// partition, whoever owns it. The daemon's runner only knows the partitions
-// assigned to it, so the janitor and the operator commands read from here.
+// Store is the run state store read as a whole; the daemon's runner only
+// knows the partitions assigned to it.
 type Store struct {
 	changelog *consumer.Changelog
 	client    *kafka.Client
@@ -65,17 +64,12 @@ func (s *Store) partitions(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("metadata of %s: %w", s.topic, err)
 	}
-	for _, t := range md.Topics {
-		if t.Name != s.topic {
-			continue
-		}
-		if t.Error != nil {
-			return 0, fmt.Errorf("metadata of %s: %w", s.topic, t.Error)
-		}
-		if len(t.Partitions) == 0 {
-			break
-		}
-		return len(t.Partitions), nil
+	i := slices.IndexFunc(md.Topics, func(t kafka.Topic) bool { return t.Name == s.topic })
+	if i >= 0 && md.Topics[i].Error != nil {
+		return 0, fmt.Errorf("metadata of %s: %w", s.topic, md.Topics[i].Error)
+	}
+	if i >= 0 && len(md.Topics[i].Partitions) > 0 {
+		return len(md.Topics[i].Partitions), nil
 	}
 	return 0, fmt.Errorf("changelog topic %s does not exist", s.topic)
 }
@@ -101,7 +95,7 @@ func (s *Store) Load(ctx context.Context) ([]Stored, error) {
 			out = append(out, Stored{Partition: p, Run: r})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
+	slices.SortFunc(out, func(a, b Stored) int { return strings.Compare(a.BatchID, b.BatchID) })
 	return out, nil
 }
 
@@ -127,12 +121,7 @@ func (s *Store) Find(ctx context.Context, batch, dataset string) (Stored, error)
 	if err != nil {
 		return Stored{}, err
 	}
-	var found []Stored
-	for _, r := range stored {
-		if r.BatchID == batch && (dataset == "" || r.Dataset == dataset) {
-			found = append(found, r)
-		}
-	}
+	found := slices.DeleteFunc(Filter(stored, "", dataset), func(r Stored) bool { return r.BatchID != batch })
 	switch len(found) {
 	case 0:
 		return Stored{}, fmt.Errorf("batch %s: %w", batch, ErrNoSuchRun)
@@ -142,16 +131,12 @@ func (s *Store) Find(ctx context.Context, batch, dataset string) (Stored, error)
 	return Stored{}, fmt.Errorf("batch %s has runs in %d datasets: name one with -dataset", batch, len(found))
 }
 
-// Filter keeps the runs in state (any when empty) of dataset (any when
-// empty).
+// Filter keeps the runs of stored (reusing it) in state (any when empty)
+// of dataset (any when empty).
 func Filter(stored []Stored, state, dataset string) []Stored {
-	var out []Stored
-	for _, r := range stored {
-		if (state == "" || string(r.State) == state) && (dataset == "" || r.Dataset == dataset) {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(stored, func(r Stored) bool {
+		return (state != "" && string(r.State) != state) || (dataset != "" && r.Dataset != dataset)
+	})
 }
 
 // WriteTable prints runs for people: a row a run, ages against now, every
@@ -209,10 +194,9 @@ func OneLine(s string, n int) string {
 	return s
 }
 
-// WriteJSON prints one JSON object per value (a run, a janitor decision). encoding/json escapes only
-// C0 controls, so the encoded line goes through JSONTerminalSafe: a run's
-// reason and detail come from events and lakeFS, and a raw CSI (U+009B) or
-// NEL (U+0085) would reach the operator's terminal.
+// WriteJSON prints one JSON object per value (a run, a janitor decision),
+// through JSONTerminalSafe: encoding/json escapes only C0 controls, and a raw
+// CSI (U+009B) or NEL (U+0085) from an event would reach the terminal.
 func WriteJSON[T any](w io.Writer, vs []T) error {
 	for _, r := range vs {
 		b, err := json.Marshal(r)
@@ -234,11 +218,9 @@ func TerminalDangerous(r rune) bool {
 }
 
 // JSONTerminalSafe rewrites every TerminalDangerous rune left raw in encoded
-// JSON as a \uXXXX escape. encoding/json already escapes C0 inside strings
-// and emits no whitespace between tokens, so only runes from DEL up are left;
-// outside strings JSON is ASCII, and these runes are all in the Basic
-// Multilingual Plane, so the result is valid JSON that decodes to the same
-// values.
+// JSON as a \uXXXX escape. encoding/json already escapes C0 and puts no
+// whitespace between tokens, so only runes from DEL up (all in the BMP, all
+// inside strings) are left: the result decodes to the same values.
 func JSONTerminalSafe(b []byte) []byte {
 	out := make([]byte, 0, len(b))
 	for len(b) > 0 {
