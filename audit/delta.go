@@ -264,26 +264,9 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 }
 
 // checkpointRows reads Parquet checkpoint parts as one JSON object per row.
+// It runs before the run's connection is opened, on one of the pool's.
 func (r *run) checkpointRows(ctx context.Context, files []string) ([][]byte, error) {
-	conn, err := r.e.db.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	rows, err := conn.QueryContext(ctx, "SELECT CAST(to_json(c) AS VARCHAR) FROM read_parquet("+literalList(files)+", union_by_name = true) c")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out [][]byte
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, []byte(s))
-	}
-	return out, rows.Err()
+	return firstColumn[[]byte](ctx, r.e.db, "SELECT CAST(to_json(c) AS VARCHAR) FROM read_parquet("+literalList(files)+", union_by_name = true) c")
 }
 
 // deltaState applies actions to a snapshot.

@@ -679,12 +679,8 @@ func (r *run) queryColumns(ctx context.Context, q string) ([]column, error) {
 	}
 	cols := []column{}
 	for rows.Next() {
-		vals := make([]any, len(names))
-		ptrs := make([]any, len(names))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := scanValues(rows.Scan, len(names))
+		if err != nil {
 			return nil, err
 		}
 		cols = append(cols, column{name: fmt.Sprint(vals[0]), typ: fmt.Sprint(vals[1])})

@@ -107,10 +107,7 @@ var geTranslations = map[string]geTranslation{
 		}
 		// GE leaves out the rows it is told to ignore; lakewap compares
 		// every row (NULLs equal) unless a where condition says otherwise.
-		var nulls []string
-		for _, col := range c.Columns {
-			nulls = append(nulls, quoteIdent(col)+" IS NULL")
-		}
+		nulls := each(c.Columns, isNull)
 		switch mode := a.strOr("ignore_row_if", "all_values_are_missing"); mode {
 		case "all_values_are_missing":
 			c.Where = "NOT (" + strings.Join(nulls, " AND ") + ")"

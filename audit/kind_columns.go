@@ -38,10 +38,7 @@ func (r *run) columnsCheck(ctx context.Context, c Check) schemas.CheckResult {
 		threshold += "; other columns allowed"
 	}
 	cols, _ := r.describe(ctx, schemaOf(c), c.Table) // preflight read them
-	names := make([]string, len(cols))
-	for i, col := range cols {
-		names[i] = col.name
-	}
+	names := columnNames(cols)
 	var problems []string
 	for _, w := range want {
 		if _, ok := findColumn(cols, w); !ok {

@@ -31,10 +31,5 @@ func init() {
 }
 
 func notNullFailing(c Check) string {
-	cols := c.columns()
-	parts := make([]string, len(cols))
-	for i, col := range cols {
-		parts[i] = quoteIdent(col) + " IS NULL"
-	}
-	return strings.Join(parts, " OR ")
+	return strings.Join(each(c.columns(), isNull), " OR ")
 }

@@ -106,7 +106,7 @@ func (r *run) sampleUnique(ctx context.Context, k scanKey, c Check, res schemas.
 	if lo, hi, ok := r.integerBounds(ctx, k, c); ok && res.Status != schemas.StatusError && hi < math.MaxInt64-sampleBucket(lo, hi) {
 		table, col, n := r.views[k.viewKey].table.Name, c.columns()[0], r.e.opts.SampleRows
 		w := sampleBucket(lo, hi)
-		buckets, err := firstColumn[int64](ctx, r, uniqueBucketsSQL(k.schema, table, col, lo, w, n))
+		buckets, err := firstColumn[int64](ctx, r.conn, uniqueBucketsSQL(k.schema, table, col, lo, w, n))
 		if err == nil && len(buckets) == 0 {
 			err = errors.New("no bucket holds duplicates")
 		}
@@ -181,19 +181,13 @@ func (r *run) integerBounds(ctx context.Context, k scanKey, c Check) (lo, hi int
 	var min, max sql.NullInt64
 	var missing, files int64
 	if err := r.conn.QueryRowContext(ctx, q).Scan(&min, &max, &missing, &files); err != nil ||
-		!min.Valid || !max.Valid || missing > 0 || files != int64(len(uniqueStrings(v.files))) {
+		!min.Valid || !max.Valid || missing > 0 || files != int64(len(slices.Compact(slices.Sorted(slices.Values(v.files))))) {
 		return 0, 0, false
 	}
 	if max.Int64 < min.Int64 || uint64(max.Int64-min.Int64) >= maxBitmapBits || max.Int64-min.Int64 < 0 {
 		return 0, 0, false
 	}
 	return min.Int64, max.Int64, true
-}
-
-func uniqueStrings(s []string) []string {
-	out := slices.Clone(s)
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // uniqueBitmapExpr counts the extra occurrences of an integer column's
@@ -211,12 +205,8 @@ func uniqueBitmapExpr(col string, lo, hi int64) string {
 // their duplicate_count as a JSON array, most duplicated first, then by key.
 func uniqueSQL(schema, table string, c Check, limit int) string {
 	cols := c.columns()
-	q := make([]string, len(cols))
-	fields := make([]string, len(cols))
-	for i, col := range cols {
-		q[i] = quoteIdent(col)
-		fields[i] = quoteLiteral(col) + ": " + q[i]
-	}
+	q := each(cols, quoteIdent)
+	fields := each(cols, func(col string) string { return quoteLiteral(col) + ": " + quoteIdent(col) })
 	keys := strings.Join(q, ", ")
 	counted, order := "true", "row("+keys+")"
 	if len(cols) == 1 {

@@ -20,14 +20,21 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 
 func quoteLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
 
+func isNull(col string) string { return quoteIdent(col) + " IS NULL" }
+
 func qualified(schema, table string) string { return quoteIdent(schema) + "." + quoteIdent(table) }
 
 func literalList(vals []string) string {
-	q := make([]string, len(vals))
+	return "[" + strings.Join(each(vals, quoteLiteral), ", ") + "]"
+}
+
+// each is f of every string of vals, in order.
+func each(vals []string, f func(string) string) []string {
+	out := make([]string, len(vals))
 	for i, v := range vals {
-		q[i] = quoteLiteral(v)
+		out[i] = f(v)
 	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return out
 }
 
 // viewSQL defines a table as a view over local files. union_by_name lets
@@ -110,40 +117,23 @@ func valueCount(c Check) string {
 // aggregate scan of its table; count(*) is always expression 0 and not
 // repeated here.
 func aggExprs(c Check) []string {
-	e := aggExprsOf(c)
+	var e []string
+	if k := kindOf(c); k != nil && k.agg != nil {
+		e = k.agg(c)
+	}
 	if c.Mostly != nil {
 		e = append(e, valueCount(c))
 	}
 	return e
 }
 
-func aggExprsOf(c Check) []string {
-	if k := kindOf(c); k != nil && k.agg != nil {
-		return k.agg(c)
-	}
-	return nil
-}
-
-func rowExpr(cols []string) string {
-	q := make([]string, len(cols))
-	for i, c := range cols {
-		q[i] = quoteIdent(c)
-	}
-	return "(" + strings.Join(q, ", ") + ")"
-}
+func rowExpr(cols []string) string { return "(" + strings.Join(each(cols, quoteIdent), ", ") + ")" }
 
 // aggregateSQL is the one scan of a table that serves all its checks (of
 // the same where condition).
 func aggregateSQL(schema, table string, exprs []string, where ...string) string {
-	var b strings.Builder
-	b.WriteString("SELECT count(*)")
-	for _, e := range exprs {
-		b.WriteString(", ")
-		b.WriteString(e)
-	}
-	b.WriteString(" FROM ")
-	b.WriteString(filtered(schema, table, strings.Join(where, "")))
-	return b.String()
+	return "SELECT " + strings.Join(append([]string{"count(*)"}, exprs...), ", ") + " FROM " +
+		filtered(schema, table, strings.Join(where, ""))
 }
 
 // sampleSQL selects up to limit failing rows of a failed check as JSON
@@ -162,12 +152,8 @@ func sampleSQL(schema string, c Check, limit int) string {
 // conditions of checks of one scan) as JSON objects, each with whether it
 // fails each of preds.
 func samplesSQL(schema, table, where string, preds []string, limit int) string {
-	flags := make([]string, len(preds))
-	ors := make([]string, len(preds))
-	for i, p := range preds {
-		flags[i] = "coalesce((" + p + "), false)"
-		ors[i] = "(" + p + ")"
-	}
+	flags := each(preds, func(p string) string { return "coalesce((" + p + "), false)" })
+	ors := each(preds, func(p string) string { return "(" + p + ")" })
 	return fmt.Sprintf("SELECT CAST(to_json(__lakewap_row) AS VARCHAR), %s FROM (SELECT * FROM %s WHERE %s LIMIT %d) __lakewap_row",
 		strings.Join(flags, ", "), filtered(schema, table, where), strings.Join(ors, " OR "), limit)
 }
