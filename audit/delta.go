@@ -176,9 +176,6 @@ func (r *run) deltaLoad(ctx context.Context, dl downloader, ref string, t Table)
 	s, ok := r.deltaSnaps[key]
 	if !ok {
 		s.snap, s.err = r.deltaRead(ctx, dl, ref, t)
-		if r.deltaSnaps == nil {
-			r.deltaSnaps = map[string]deltaResult{}
-		}
 		r.deltaSnaps[key] = s
 	}
 	return s.snap, s.err
@@ -453,11 +450,7 @@ func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, file
 // (batch). A log the reader does not understand breaks the view, and the
 // checks that use it report the error.
 func (r *run) deltaView(ctx context.Context, dl downloader, k viewKey, v *view) error {
-	ref := r.req.Ref
-	if k.schema == schemaBase {
-		ref = r.req.BaseRef
-		v.ref = ref
-	}
+	ref := v.ref
 	snap, err := r.deltaLoad(ctx, dl, ref, v.table)
 	if err == nil {
 		v.delta, v.objects = snap, snap.objects()

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -100,24 +101,12 @@ func New(opts Options) (*Engine, error) {
 	if opts.Threads < 0 || opts.DownloadParallelism < 0 || opts.SampleRows < 0 {
 		return nil, errors.New("audit: Threads, DownloadParallelism and SampleRows must not be negative")
 	}
-	if opts.DownloadParallelism == 0 {
-		opts.DownloadParallelism = 8
-	}
-	if opts.SampleRows == 0 {
-		opts.SampleRows = 5
-	}
-	if opts.MaxSampleValueBytes <= 0 {
-		opts.MaxSampleValueBytes = DefaultMaxSampleValueBytes
-	}
-	if opts.MaxReportBytes <= 0 {
-		opts.MaxReportBytes = DefaultMaxReportBytes
-	}
-	if opts.WorkDir == "" {
-		opts.WorkDir = os.TempDir()
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.DownloadParallelism = cmp.Or(opts.DownloadParallelism, 8)
+	opts.SampleRows = cmp.Or(opts.SampleRows, 5)
+	opts.MaxSampleValueBytes = cmp.Or(max(opts.MaxSampleValueBytes, 0), DefaultMaxSampleValueBytes)
+	opts.MaxReportBytes = cmp.Or(max(opts.MaxReportBytes, 0), DefaultMaxReportBytes)
+	opts.WorkDir = cmp.Or(opts.WorkDir, os.TempDir())
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	for _, d := range []*string{&opts.WorkDir, &opts.CacheDir} {
 		if *d == "" {
 			continue
@@ -246,8 +235,8 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	}
 	defer os.RemoveAll(dir)
 
-	r := &run{e: e, req: req, log: log, dir: dir, views: map[viewKey]*view{},
-		catalog: fmt.Sprintf("run_%d", e.seq.Add(1))}
+	r := &run{e: e, req: req, log: log, dir: dir, catalog: fmt.Sprintf("run_%d", e.seq.Add(1)),
+		views: map[viewKey]*view{}, types: map[string]string{}, deltaSnaps: map[string]deltaResult{}, planned: map[int]string{}}
 	defer func() {
 		e.cache.unpin(r.pinned)
 		if freed, err := e.cache.evict(); err != nil {
@@ -369,13 +358,10 @@ func (r *run) needed() map[viewKey]bool {
 		}
 	}
 	for _, c := range r.req.Suite.Checks {
-		schema := schemaMain
-		if c.scope() == ScopeBatch {
-			if !hasBase {
-				continue
-			}
-			schema = schemaBatch
+		if c.scope() == ScopeBatch && !hasBase {
+			continue
 		}
+		schema := schemaOf(c)
 		switch k := kindOf(c); {
 		case k.custom:
 			addAll(schema)
@@ -405,6 +391,9 @@ func (r *run) prepare(ctx context.Context) error {
 	for k := range r.needed() {
 		t := r.table(k.table)
 		v := &view{table: t, ref: req.Ref}
+		if k.schema == schemaBase {
+			v.ref = req.BaseRef
+		}
 		if t.format() == FormatDelta {
 			if err := r.deltaView(ctx, dl, k, v); err != nil {
 				return err
@@ -414,11 +403,8 @@ func (r *run) prepare(ctx context.Context) error {
 		}
 		var err error
 		switch k.schema {
-		case schemaMain:
-			v.objects, err = r.e.opts.Source.List(ctx, req.Repository, req.Ref, t.Path)
-		case schemaBase:
-			v.ref = req.BaseRef
-			v.objects, err = r.e.opts.Source.List(ctx, req.Repository, req.BaseRef, t.Path)
+		case schemaMain, schemaBase:
+			v.objects, err = r.e.opts.Source.List(ctx, req.Repository, v.ref, t.Path)
 		case schemaBatch:
 			v.objects, err = r.e.opts.Source.Changed(ctx, req.Repository, req.BaseRef, req.Ref, t.Path)
 		}
@@ -471,66 +457,68 @@ func (r *run) prepare(ctx context.Context) error {
 }
 
 // schemaFiles finds, for each view without files, a file of the same table
-// that gives it its columns: from another view, else the first file of the
-// table at the ref or the base ref. Tables with no file anywhere are left
-// out (their views are synthetic).
+// that gives it its columns (schemaFile). Tables with no file anywhere are
+// left out (their views are synthetic).
 func (r *run) schemaFiles(ctx context.Context, dl downloader) (map[viewKey]string, error) {
 	out := map[viewKey]string{}
+	byTable := map[string]string{} // views of the same table share one
 	for k, v := range r.views {
 		if len(v.files) > 0 {
 			continue
 		}
-		for _, s := range []string{schemaMain, schemaBatch, schemaBase} {
-			if o := r.views[viewKey{s, k.table}]; o != nil && len(o.files) > 0 {
-				out[k] = o.files[0]
-				break
+		f, ok := byTable[k.table]
+		if !ok {
+			var err error
+			if f, err = r.schemaFile(ctx, dl, k.table, v.table); err != nil {
+				return nil, err
 			}
+			byTable[k.table] = f
 		}
-		if out[k] != "" {
-			continue
-		}
-		for _, ref := range []string{r.req.Ref, r.req.BaseRef} {
-			if ref == "" {
-				continue
-			}
-			var objs []Object
-			if v.table.format() == FormatDelta {
-				if snap, err := r.deltaLoad(ctx, dl, ref, v.table); err == nil {
-					objs = snap.objects()
-				} else if !errors.As(err, new(errDeltaTable)) {
-					return nil, fmt.Errorf("audit: %w", err)
-				}
-			} else {
-				var err error
-				objs, err = r.e.opts.Source.List(ctx, r.req.Repository, ref, v.table.Path)
-				if err != nil {
-					return nil, fmt.Errorf("audit: list table %s at %s: %w", v.table.Name, ref, err)
-				}
-				objs = tableFiles(v.table.Path, objs)
-			}
-			if len(objs) == 0 {
-				continue
-			}
-			local, err := dl.fetchAll(ctx, []fetch{{ref: ref, obj: objs[0]}})
-			if err != nil {
-				return nil, fmt.Errorf("audit: %w", err)
-			}
-			out[k] = local[0]
-			break
-		}
-	}
-	// Views of the same table share what was found for one of them.
-	for k := range r.views {
-		if _, ok := out[k]; ok || len(r.views[k].files) > 0 {
-			continue
-		}
-		for k2, f := range out {
-			if k2.table == k.table {
-				out[k] = f
-			}
+		if f != "" {
+			out[k] = f
 		}
 	}
 	return out, nil
+}
+
+// schemaFile is a file of table t (key: its lower-case name): another
+// view's, else the first file of the table at the ref or the base ref; ""
+// when it has none.
+func (r *run) schemaFile(ctx context.Context, dl downloader, key string, t Table) (string, error) {
+	for _, s := range []string{schemaMain, schemaBatch, schemaBase} {
+		if o := r.views[viewKey{s, key}]; o != nil && len(o.files) > 0 {
+			return o.files[0], nil
+		}
+	}
+	for _, ref := range []string{r.req.Ref, r.req.BaseRef} {
+		if ref == "" {
+			continue
+		}
+		var objs []Object
+		if t.format() == FormatDelta {
+			if snap, err := r.deltaLoad(ctx, dl, ref, t); err == nil {
+				objs = snap.objects()
+			} else if !errors.As(err, new(errDeltaTable)) {
+				return "", fmt.Errorf("audit: %w", err)
+			}
+		} else {
+			var err error
+			objs, err = r.e.opts.Source.List(ctx, r.req.Repository, ref, t.Path)
+			if err != nil {
+				return "", fmt.Errorf("audit: list table %s at %s: %w", t.Name, ref, err)
+			}
+			objs = tableFiles(t.Path, objs)
+		}
+		if len(objs) == 0 {
+			continue
+		}
+		local, err := dl.fetchAll(ctx, []fetch{{ref: ref, obj: objs[0]}})
+		if err != nil {
+			return "", fmt.Errorf("audit: %w", err)
+		}
+		return local[0], nil
+	}
+	return "", nil
 }
 
 // openDB prepares the run's catalog in the engine's DuckDB and defines the
@@ -640,10 +628,7 @@ func (r *run) guessColumns(table string) []ColumnType {
 		if !strings.EqualFold(c.Table, table) {
 			continue
 		}
-		typ := kindOf(c).columnType
-		if typ == "" {
-			typ = "VARCHAR"
-		}
+		typ := cmp.Or(kindOf(c).columnType, "VARCHAR")
 		for _, col := range c.columns() {
 			add(col, typ)
 		}
@@ -691,9 +676,6 @@ func (r *run) queryColumns(ctx context.Context, q string) ([]column, error) {
 // canonicalType is DuckDB's own name for a type written in config.
 func (r *run) canonicalType(ctx context.Context, t string) (string, error) {
 	t = strings.TrimSpace(t)
-	if r.types == nil {
-		r.types = map[string]string{}
-	}
 	if c, ok := r.types[strings.ToUpper(t)]; ok {
 		return c, nil
 	}

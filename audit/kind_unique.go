@@ -61,9 +61,6 @@ func (r *run) planUnique(ctx context.Context, k scanKey, i int, c Check) (schema
 		return r.checkUnique(ctx, k, c), true
 	}
 	if ok {
-		if r.planned == nil {
-			r.planned = map[int]string{}
-		}
 		r.planned[i] = uniqueBitmapExpr(c.columns()[0], lo, hi)
 	}
 	return schemas.CheckResult{}, false
