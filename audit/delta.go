@@ -225,7 +225,10 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 	st := deltaState{snap: snap, table: t, objects: l.objects}
 	if len(checkpoint) > 0 {
 		v := latest - int64(len(commits))
-		rows, err := r.checkpointRows(ctx, local[:len(checkpoint)])
+		// A row of the checkpoint's parts as a JSON object, read on one of
+		// the pool's connections: the run's is not open yet.
+		rows, err := firstColumn[[]byte](ctx, r.e.db, "SELECT CAST(to_json(c) AS VARCHAR) FROM read_parquet("+
+			literalList(local[:len(checkpoint)])+", union_by_name = true) c")
 		if err != nil {
 			return nil, tableErr("checkpoint %d of %s: %v", v, t.Name, err)
 		}
@@ -258,12 +261,6 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 	}
 	snap.version = latest
 	return snap, st.finish()
-}
-
-// checkpointRows reads Parquet checkpoint parts as one JSON object per row.
-// It runs before the run's connection is opened, on one of the pool's.
-func (r *run) checkpointRows(ctx context.Context, files []string) ([][]byte, error) {
-	return firstColumn[[]byte](ctx, r.e.db, "SELECT CAST(to_json(c) AS VARCHAR) FROM read_parquet("+literalList(files)+", union_by_name = true) c")
 }
 
 // deltaState applies actions to a snapshot.

@@ -394,11 +394,11 @@ func (r *run) prepare(ctx context.Context) error {
 		if k.schema == schemaBase {
 			v.ref = req.BaseRef
 		}
+		r.views[k] = v
 		if t.format() == FormatDelta {
 			if err := r.deltaView(ctx, dl, k, v); err != nil {
 				return err
 			}
-			r.views[k] = v
 			continue
 		}
 		var err error
@@ -412,7 +412,6 @@ func (r *run) prepare(ctx context.Context) error {
 			return fmt.Errorf("audit: list %s of table %s at %s: %w", k.schema, t.Name, v.ref, err)
 		}
 		v.objects = tableFiles(t.Path, v.objects)
-		r.views[k] = v
 	}
 	// One download per distinct file: main and batch share the changed
 	// files, and with a cache main and base share the unchanged ones.
@@ -673,7 +672,7 @@ func (r *run) queryColumns(ctx context.Context, q string) ([]column, error) {
 	return cols, rows.Err()
 }
 
-// canonicalType is DuckDB's own name for a type written in config.
+// canonicalType is DuckDB's own name for a type written in config (INT -> INTEGER).
 func (r *run) canonicalType(ctx context.Context, t string) (string, error) {
 	t = strings.TrimSpace(t)
 	if c, ok := r.types[strings.ToUpper(t)]; ok {
@@ -683,7 +682,7 @@ func (r *run) canonicalType(ctx context.Context, t string) (string, error) {
 		return "", fmt.Errorf("%q is not a type name", t)
 	}
 	var c string
-	if err := r.conn.QueryRowContext(ctx, typeofSQL(t)).Scan(&c); err != nil {
+	if err := r.conn.QueryRowContext(ctx, "SELECT typeof(CAST(NULL AS "+t+"))").Scan(&c); err != nil {
 		return "", fmt.Errorf("unknown type %q: %w", t, err)
 	}
 	r.types[strings.ToUpper(t)] = c

@@ -166,7 +166,3 @@ func trimQuery(query string) string {
 	}
 	return q
 }
-
-// typeofSQL asks DuckDB for the canonical name of a type (INT -> INTEGER).
-// t must match typeName.
-func typeofSQL(t string) string { return fmt.Sprintf("SELECT typeof(CAST(NULL AS %s))", t) }
