@@ -53,7 +53,6 @@ var (
 
 // deltaSnapshot is a Delta table at a ref.
 type deltaSnapshot struct {
-	version   int64                // -1: no Delta log at the ref
 	active    map[string]deltaFile // by object path in the repository
 	partition []ColumnType         // partition columns, DuckDB types
 }
@@ -199,7 +198,7 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 	if err != nil {
 		return nil, fmt.Errorf("list table %s at %s: %w", t.Name, ref, err)
 	}
-	snap := &deltaSnapshot{version: -1, active: map[string]deltaFile{}}
+	snap := &deltaSnapshot{active: map[string]deltaFile{}}
 	if len(objs) == 0 {
 		return snap, nil // no table at this ref
 	}
@@ -259,7 +258,6 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 	if !st.sawProtocol || !st.sawMeta {
 		return nil, tableErr("the Delta log of %s has no protocol or metaData action", t.Name)
 	}
-	snap.version = latest
 	return snap, st.finish()
 }
 

@@ -68,7 +68,6 @@ type Options struct {
 // in-memory catalog in it (ATTACH ':memory:'), dropped when the run ends.
 type Engine struct {
 	opts Options
-	log  *slog.Logger
 	dir  string // the engine's directory under WorkDir
 	db   *sql.DB
 	seq  atomic.Int64
@@ -120,7 +119,7 @@ func New(opts Options) (*Engine, error) {
 		}
 		*d = abs
 	}
-	e := &Engine{opts: opts, log: opts.Logger, cache: newFileCache(opts.CacheDir, opts.CacheMaxBytes), groupedUniqueBytes: 16 << 20, bitmapUniqueBytes: 1 << 20}
+	e := &Engine{opts: opts, cache: newFileCache(opts.CacheDir, opts.CacheMaxBytes), groupedUniqueBytes: 16 << 20, bitmapUniqueBytes: 1 << 20}
 	var err error
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -228,7 +227,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	if req.BatchTime.IsZero() {
 		req.BatchTime = time.Now()
 	}
-	log := e.log.With("dataset", req.Dataset, "repository", req.Repository, "ref", req.Ref)
+	log := e.opts.Logger.With("dataset", req.Dataset, "repository", req.Repository, "ref", req.Ref)
 	dir, err := os.MkdirTemp(e.dir, "run-*")
 	if err != nil {
 		return report, fmt.Errorf("audit: work dir: %w", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -45,11 +44,10 @@ func init() {
 
 // planUnique decides how a unique check is counted. An integer key in a
 // small range, of a view of at least bitmapUniqueBytes, is counted with a
-// bitmap in the table's one scan; the
-// grouped scan of checkUnique runs only when that finds duplicates (for
-// their sample rows). Other keys of a large view are counted and sampled
-// by that grouped scan alone; of a small view, in the aggregate scan
-// (cheaper to plan), sampled again only when they fail.
+// bitmap in the table's one scan; the grouped scan of checkUnique runs only
+// when that finds duplicates (for their sample rows). Other keys of a large
+// view are counted and sampled by that grouped scan alone; of a small view,
+// in the aggregate scan (cheaper to plan), sampled again only when they fail.
 func (r *run) planUnique(ctx context.Context, k scanKey, i int, c Check) (schemas.CheckResult, bool) {
 	var lo, hi int64
 	size := r.viewBytes(k.viewKey)
@@ -104,15 +102,11 @@ func (r *run) sampleUnique(ctx context.Context, k scanKey, c Check, res schemas.
 		table, col, n := r.views[k.viewKey].table.Name, c.columns()[0], r.e.opts.SampleRows
 		w := sampleBucket(lo, hi)
 		buckets, err := firstColumn[int64](ctx, r.conn, uniqueBucketsSQL(k.schema, table, col, lo, w, n))
-		if err == nil && len(buckets) == 0 {
-			err = errors.New("no bucket holds duplicates")
-		}
-		if err == nil {
-			var s any
-			if err = r.conn.QueryRowContext(ctx, uniqueSampleSQL(k.schema, table, col, lo, w, buckets, n)).Scan(&s); err == nil {
-				if res.SampleRows, err = jsonRows(s); err == nil {
-					return res
-				}
+		var s any
+		if err == nil && len(buckets) > 0 && r.conn.QueryRowContext(ctx, uniqueSampleSQL(k.schema, table, col, lo, w, buckets, n)).Scan(&s) == nil {
+			if rows, err := jsonRows(s); err == nil {
+				res.SampleRows = rows
+				return res
 			}
 		}
 		if ctx.Err() != nil {
