@@ -108,7 +108,11 @@ var geTranslations = map[string]geTranslation{
 		// GE leaves out the rows it is told to ignore; lakewap compares
 		// every row (NULLs equal) unless a where condition says otherwise.
 		nulls := each(c.Columns, isNull)
-		switch mode := a.strOr("ignore_row_if", "all_values_are_missing"); mode {
+		mode := "all_values_are_missing"
+		if _, ok := a.given("ignore_row_if"); ok {
+			mode = a.str("ignore_row_if")
+		}
+		switch mode {
 		case "all_values_are_missing":
 			c.Where = "NOT (" + strings.Join(nulls, " AND ") + ")"
 		case "any_value_is_missing":
@@ -231,13 +235,6 @@ func (a *geArgs) str(k string) string {
 func (a *geArgs) given(k string) (json.RawMessage, bool) {
 	v, ok := a.kw[k]
 	return v, ok && string(v) != "null"
-}
-
-func (a *geArgs) strOr(k, def string) string {
-	if _, ok := a.given(k); !ok {
-		return def
-	}
-	return a.str(k)
 }
 
 func (a *geArgs) strs(k string) []string {

@@ -30,7 +30,7 @@ func init() {
 				col := quoteIdent(cols[0])
 				return []string{fmt.Sprintf("count(%s) - count(DISTINCT %s)", col, col)}
 			}
-			return []string{fmt.Sprintf("count(*) - count(DISTINCT %s)", rowExpr(cols))}
+			return []string{fmt.Sprintf("count(*) - count(DISTINCT (%s))", strings.Join(each(cols, quoteIdent), ", "))}
 		},
 		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
 			dup := asInt(v[0])

@@ -127,8 +127,6 @@ func aggExprs(c Check) []string {
 	return e
 }
 
-func rowExpr(cols []string) string { return "(" + strings.Join(each(cols, quoteIdent), ", ") + ")" }
-
 // aggregateSQL is the one scan of a table that serves all its checks (of
 // the same where condition).
 func aggregateSQL(schema, table string, exprs []string, where ...string) string {
