@@ -209,18 +209,14 @@ func (r *run) sampleTogether(ctx context.Context, k scanKey, want []int, bad map
 		if err == nil {
 			err = func() error {
 				defer rows.Close()
-				flags := make([]bool, len(want))
-				dest := []any{new(string)}
-				for j := range flags {
-					dest = append(dest, &flags[j])
-				}
 				for rows.Next() {
-					if err := rows.Scan(dest...); err != nil {
+					row, err := scanValues(rows.Scan, len(want)+1) // the row, then whether it fails each check
+					if err != nil {
 						return err
 					}
 					for j, i := range want {
-						if flags[j] && len(results[i].SampleRows) < need(i) {
-							results[i].SampleRows = append(results[i].SampleRows, *dest[0].(*string))
+						if row[j+1] == true && len(results[i].SampleRows) < need(i) {
+							results[i].SampleRows = append(results[i].SampleRows, row[0].(string))
 						}
 					}
 				}

@@ -34,9 +34,8 @@ type Options struct {
 	// directory per run (removed after the run) and DuckDB's spill files;
 	// default os.TempDir().
 	WorkDir string
-	// CacheDir keeps downloaded objects by checksum across runs, so the
-	// unchanged files of main are fetched once. Empty disables the cache.
-	// Nothing evicts old entries: point it at a directory that is cleaned.
+	// CacheDir keeps downloaded objects by physical address across runs, so
+	// the unchanged files of main are fetched once. Empty disables the cache.
 	CacheDir string
 	// CacheMaxBytes bounds CacheDir: after each run the least recently used
 	// files not in use by a run are removed until it fits. 0: unbounded.

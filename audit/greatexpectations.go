@@ -259,15 +259,11 @@ func (a *geArgs) values(k string) []string {
 		case string(r) == "null": // NULL passes anyway
 		case json.Unmarshal(r, &s) == nil:
 			out = append(out, s)
-		case string(r) == "true" || string(r) == "false":
+		case string(r) == "true" || string(r) == "false" || json.Unmarshal(r, new(float64)) == nil:
 			out = append(out, string(r))
 		default:
-			var f float64
-			if json.Unmarshal(r, &f) != nil {
-				a.fail(k, "a list of strings, numbers or booleans")
-				return nil
-			}
-			out = append(out, string(r))
+			a.fail(k, "a list of strings, numbers or booleans")
+			return nil
 		}
 	}
 	return out
