@@ -292,12 +292,11 @@ func (r *run) mostly(c Check, res schemas.CheckResult, bad, counted int64) schem
 	if counted > 0 {
 		frac = float64(counted-bad) / float64(counted)
 	}
-	out := r.judged(c, frac < *c.Mostly, fmt.Sprintf("%s (%.4g%% pass)", res.Observed, frac*100), "")
-	out.Threshold = fmt.Sprintf("%s for at least %s%% of rows", res.Threshold, num(*c.Mostly*100))
-	if out.Status == schemas.StatusPass {
-		return out
+	out := r.judged(c, frac < *c.Mostly, fmt.Sprintf("%s (%.4g%% pass)", res.Observed, frac*100),
+		fmt.Sprintf("%s for at least %s%% of rows", res.Threshold, num(*c.Mostly*100)))
+	if out.Status != schemas.StatusPass {
+		out.SampleRows, out.Message = res.SampleRows, res.Message
 	}
-	out.SampleRows, out.Message = res.SampleRows, res.Message
 	return out
 }
 

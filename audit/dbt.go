@@ -206,12 +206,9 @@ func dbtCheck(model string, t dbtTest, table func(string) (string, bool)) (Check
 	if col == "" {
 		return c, fmt.Errorf("no column (column_name)")
 	}
-	var unknown []string
-	for _, k := range slices.Sorted(maps.Keys(t.args)) {
-		if !dbtConfigKeys[k] && k != "column_name" && !slices.Contains(dbtArgs[t.kind], k) {
-			unknown = append(unknown, k)
-		}
-	}
+	unknown := slices.DeleteFunc(slices.Sorted(maps.Keys(t.args)), func(k string) bool {
+		return dbtConfigKeys[k] || k == "column_name" || slices.Contains(dbtArgs[t.kind], k)
+	})
 	if len(unknown) > 0 {
 		return c, fmt.Errorf("setting %s not supported by lakewap", strings.Join(unknown, ", "))
 	}

@@ -360,19 +360,16 @@ func (r *run) needed() map[viewKey]bool {
 			continue
 		}
 		schema := schemaOf(c)
-		switch k := kindOf(c); {
-		case k.custom:
+		if k := kindOf(c); k.custom {
 			addAll(schema)
 			if hasBase && mentionsBase.MatchString(c.SQL) {
 				addAll(schemaBase)
 			}
-		case k.compares:
-			need[viewKey{schemaMain, strings.ToLower(c.Table)}] = true
-			if hasBase {
+		} else {
+			need[viewKey{schema, strings.ToLower(c.Table)}] = true // main for a kind that compares (validated)
+			if k.compares && hasBase {
 				need[viewKey{schemaBase, strings.ToLower(c.Table)}] = true
 			}
-		default:
-			need[viewKey{schema, strings.ToLower(c.Table)}] = true
 		}
 	}
 	return need

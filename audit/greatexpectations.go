@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -158,14 +159,10 @@ func FromGreatExpectations(data []byte, table string) (Imported, error) {
 			skip("not supported by lakewap")
 			continue
 		}
-		var unknown []string
-		for k, v := range e.Kwargs {
-			if !geIgnored[k] && !slices.Contains(tr.kwargs, k) && string(v) != "null" {
-				unknown = append(unknown, k)
-			}
-		}
+		unknown := slices.DeleteFunc(slices.Sorted(maps.Keys(e.Kwargs)), func(k string) bool {
+			return geIgnored[k] || slices.Contains(tr.kwargs, k) || string(e.Kwargs[k]) == "null"
+		})
 		if len(unknown) > 0 {
-			slices.Sort(unknown)
 			skip("kwarg %s not supported by lakewap", strings.Join(unknown, ", "))
 			continue
 		}
