@@ -186,10 +186,9 @@ type deltaResult struct {
 }
 
 // errDeltaTable marks a problem of the table (its log), not of reaching it.
-type errDeltaTable struct{ err error }
+type errDeltaTable struct{ error }
 
-func (e errDeltaTable) Error() string { return e.err.Error() }
-func (e errDeltaTable) Unwrap() error { return e.err }
+func (e errDeltaTable) Unwrap() error { return e.error }
 
 func tableErr(format string, args ...any) error { return errDeltaTable{fmt.Errorf(format, args...)} }
 
@@ -233,7 +232,7 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 		}
 		for _, row := range rows {
 			if err := st.apply(row); err != nil {
-				return nil, errDeltaTable{fmt.Errorf("checkpoint %d: %w", v, err)}
+				return nil, tableErr("checkpoint %d: %w", v, err)
 			}
 		}
 		local = local[len(checkpoint):]
@@ -251,7 +250,7 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 				continue
 			}
 			if err := st.apply(line); err != nil {
-				return nil, errDeltaTable{fmt.Errorf("commit %d: %w", v, err)}
+				return nil, tableErr("commit %d: %w", v, err)
 			}
 		}
 	}

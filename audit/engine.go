@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -610,18 +611,13 @@ func (r *run) guessColumns(table string) []ColumnType {
 			cols = append(cols, ColumnType{Name: name, Type: typ})
 		}
 	}
-	for _, c := range r.req.Suite.Checks {
-		if !strings.EqualFold(c.Table, table) {
-			continue
-		}
+	checks := slices.DeleteFunc(slices.Clone(r.req.Suite.Checks), func(c Check) bool { return !strings.EqualFold(c.Table, table) })
+	for _, c := range checks { // the types a schema contract gives first
 		for _, ct := range c.Schema {
 			add(ct.Name, ct.Type)
 		}
 	}
-	for _, c := range r.req.Suite.Checks {
-		if !strings.EqualFold(c.Table, table) {
-			continue
-		}
+	for _, c := range checks {
 		typ := cmp.Or(kindOf(c).columnType, "VARCHAR")
 		for _, col := range c.columns() {
 			add(col, typ)
