@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -201,10 +202,7 @@ func (r *run) sampleTogether(ctx context.Context, k scanKey, want []int, bad map
 	table := r.views[k.viewKey].table.Name
 	need := func(i int) int { return int(min(int64(n), bad[i])) }
 	if len(want) > 1 {
-		preds := make([]string, len(want))
-		for j, i := range want {
-			preds[j] = failPredicate(r.req.Suite.Checks[i])
-		}
+		preds := each(want, func(i int) string { return failPredicate(r.req.Suite.Checks[i]) })
 		rows, err := r.conn.QueryContext(ctx, samplesSQL(k.schema, table, k.where, preds, n*len(want)))
 		if err == nil {
 			err = func() error {
@@ -338,13 +336,7 @@ func asFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-func columnNames(cols []column) []string {
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		names[i] = c.name
-	}
-	return names
-}
+func columnNames(cols []column) []string { return each(cols, func(c column) string { return c.name }) }
 
 func findColumn(cols []column, name string) (column, bool) {
 	for _, c := range cols {
@@ -487,9 +479,4 @@ func listed(items []string, n int) string {
 }
 
 // baseName is how reports name the base ref.
-func (r *run) baseName() string {
-	if r.req.BaseName != "" {
-		return r.req.BaseName
-	}
-	return r.req.BaseRef
-}
+func (r *run) baseName() string { return cmp.Or(r.req.BaseName, r.req.BaseRef) }

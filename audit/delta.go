@@ -209,14 +209,8 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 	if latest < 0 {
 		return nil, tableErr("not a Delta table: no _delta_log/ commits under %s", t.Path)
 	}
-	fetches := make([]fetch, 0, len(checkpoint)+len(commits))
-	for _, o := range checkpoint {
-		fetches = append(fetches, fetch{ref: ref, obj: o})
-	}
-	for _, v := range commits {
-		fetches = append(fetches, fetch{ref: ref, obj: l.commits[v]})
-	}
-	local, err := dl.fetchAll(ctx, fetches)
+	logFiles := append(slices.Clone(checkpoint), each(commits, func(v int64) Object { return l.commits[v] })...)
+	local, err := dl.fetchAll(ctx, each(logFiles, func(o Object) fetch { return fetch{ref: ref, obj: o} }))
 	if err != nil {
 		return nil, fmt.Errorf("delta log of %s at %s: %w", t.Name, ref, err)
 	}
@@ -421,14 +415,13 @@ func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, file
 	groups := map[string][]string{}
 	for i, o := range objs {
 		f := snap.active[o.Path]
-		var cols []string
-		for _, pc := range snap.partition {
+		cols := each(snap.partition, func(pc ColumnType) string {
 			v := "NULL"
 			if p := f.parts[pc.Name]; p != nil {
 				v = quoteLiteral(*p)
 			}
-			cols = append(cols, fmt.Sprintf("CAST(%s AS %s) AS %s", v, pc.Type, quoteIdent(pc.Name)))
-		}
+			return fmt.Sprintf("CAST(%s AS %s) AS %s", v, pc.Type, quoteIdent(pc.Name))
+		})
 		k := strings.Join(cols, ", ")
 		groups[k] = append(groups[k], files[i])
 	}

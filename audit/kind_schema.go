@@ -47,10 +47,7 @@ func (r *run) schemaContract(ctx context.Context, c Check) schemas.CheckResult {
 	if c.AllowExtra {
 		extra = "other columns allowed"
 	}
-	want := make([]string, len(c.Schema))
-	for i, ct := range c.Schema {
-		want[i] = ct.Name + " " + strings.ToUpper(strings.TrimSpace(ct.Type))
-	}
+	want := each(c.Schema, func(ct ColumnType) string { return ct.Name + " " + strings.ToUpper(strings.TrimSpace(ct.Type)) })
 	threshold := listed(want, 20) + "; " + extra
 	if r.views[viewKey{schema, strings.ToLower(c.Table)}].synthetic {
 		return r.judged(c, true, "table has no files", threshold)

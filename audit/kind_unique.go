@@ -242,10 +242,7 @@ func uniqueBucketsSQL(schema, table, col string, lo, w int64, limit int) string 
 // that are duplicated, not from the most duplicated of the whole table.
 func uniqueSampleSQL(schema, table, col string, lo, w int64, buckets []int64, limit int) string {
 	q := quoteIdent(col)
-	ranges := make([]string, len(buckets))
-	for i, b := range buckets {
-		ranges[i] = fmt.Sprintf("%s BETWEEN %d AND %d", q, lo+b*w, lo+(b+1)*w-1)
-	}
+	ranges := each(buckets, func(b int64) string { return fmt.Sprintf("%s BETWEEN %d AND %d", q, lo+b*w, lo+(b+1)*w-1) })
 	return fmt.Sprintf(`SELECT coalesce(CAST(to_json(min_by({%s: k, 'duplicate_count': n}, {'o': -n, 'k': k}, %d)) AS VARCHAR), '[]')
 		FROM (SELECT %s AS k, count(*) AS n FROM %s WHERE %s GROUP BY k HAVING count(*) > 1) g`,
 		quoteLiteral(col), limit, q, qualified(schema, table), strings.Join(ranges, " OR "))

@@ -28,9 +28,9 @@ func literalList(vals []string) string {
 	return "[" + strings.Join(each(vals, quoteLiteral), ", ") + "]"
 }
 
-// each is f of every string of vals, in order.
-func each(vals []string, f func(string) string) []string {
-	out := make([]string, len(vals))
+// each is f of every one of vals, in order.
+func each[T, U any](vals []T, f func(T) U) []U {
+	out := make([]U, len(vals))
 	for i, v := range vals {
 		out[i] = f(v)
 	}
@@ -71,10 +71,7 @@ func syntheticEmptyViewSQL(schema, table string, cols []ColumnType) string {
 	if len(cols) == 0 {
 		cols = []ColumnType{{Name: "__no_files", Type: "INTEGER"}}
 	}
-	sel := make([]string, len(cols))
-	for i, c := range cols {
-		sel[i] = fmt.Sprintf("CAST(NULL AS %s) AS %s", c.Type, quoteIdent(c.Name))
-	}
+	sel := each(cols, func(c ColumnType) string { return fmt.Sprintf("CAST(NULL AS %s) AS %s", c.Type, quoteIdent(c.Name)) })
 	return fmt.Sprintf("CREATE VIEW %s AS SELECT %s WHERE false", qualified(schema, table), strings.Join(sel, ", "))
 }
 
