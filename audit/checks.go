@@ -57,11 +57,10 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 	for _, k := range order {
 		r.checkGroup(ctx, k, groups[k], results)
 	}
-	for _, s := range r.req.Suite.Skipped {
-		results = append(results, schemas.CheckResult{Name: s.Name, Kind: s.Kind, Table: s.Table,
-			Severity: SeverityWarn, Status: schemas.StatusSkipped, Message: s.Reason})
-	}
-	return results
+	return append(results, each(r.req.Suite.Skipped, func(s Skipped) schemas.CheckResult {
+		return schemas.CheckResult{Name: s.Name, Kind: s.Kind, Table: s.Table, Severity: SeverityWarn,
+			Status: schemas.StatusSkipped, Message: s.Reason}
+	})...)
 }
 
 // scanKey is one aggregate scan: a view, filtered by a where condition.

@@ -425,10 +425,9 @@ func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, file
 		k := strings.Join(cols, ", ")
 		groups[k] = append(groups[k], files[i])
 	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(groups)) {
-		parts = append(parts, fmt.Sprintf("SELECT * , %s FROM read_parquet(%s, union_by_name = true)", k, literalList(groups[k])))
-	}
+	parts := each(slices.Sorted(maps.Keys(groups)), func(k string) string {
+		return fmt.Sprintf("SELECT * , %s FROM read_parquet(%s, union_by_name = true)", k, literalList(groups[k]))
+	})
 	return fmt.Sprintf("CREATE VIEW %s AS %s", qualified(schema, table), strings.Join(parts, " UNION ALL BY NAME "))
 }
 

@@ -173,12 +173,12 @@ func openDuckDB(dir string, opts Options) (*sql.DB, error) {
 // the database and the engine's directory.
 func (e *Engine) Close() error {
 	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil
-	}
+	closed := e.closed
 	e.closed = true
 	e.mu.Unlock()
+	if closed {
+		return nil
+	}
 	e.runs.Wait()
 	err := e.db.Close()
 	if rerr := os.RemoveAll(e.dir); err == nil {
@@ -437,9 +437,7 @@ func (r *run) prepare(ctx context.Context) error {
 		return fmt.Errorf("audit: %w", err)
 	}
 	for k, v := range r.views {
-		for _, i := range slots[k] {
-			v.files = append(v.files, local[i])
-		}
+		v.files = each(slots[k], func(i int) string { return local[i] })
 	}
 	r.log.Debug("audit files ready", "views", len(r.views), "files", len(fetches), "bytes", bytes,
 		"list_ms", dlStart.Sub(listStart).Milliseconds(), "download_ms", time.Since(dlStart).Milliseconds())

@@ -190,10 +190,9 @@ func uniqueBitmapExpr(col string, lo, hi int64) string {
 }
 
 // uniqueSQL is a unique check's one grouped scan. Its row: all rows, the
-// extra occurrences of keys (a single column ignores NULLs, they are
-// not_null's business; a combination counts every row, NULLs comparing
-// equal), the rows counted for mostly, and up to limit duplicated keys with
-// their duplicate_count as a JSON array, most duplicated first, then by key.
+// extra occurrences of keys (NULLs as KindUnique says), the rows counted for
+// mostly, and up to limit duplicated keys with their duplicate_count as a
+// JSON array, most duplicated first, then by key.
 func uniqueSQL(schema, table string, c Check, limit int) string {
 	cols := c.columns()
 	q := each(cols, quoteIdent)

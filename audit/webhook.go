@@ -298,10 +298,7 @@ func reportLines(reps []schemas.AuditReport) []string {
 			if c.Message != "" {
 				line += "; " + c.Message
 			}
-			out = append(out, line)
-			for _, s := range c.SampleRows {
-				out = append(out, "    "+s)
-			}
+			out = append(append(out, line), each(c.SampleRows, func(s string) string { return "    " + s })...)
 		}
 	}
 	return out
