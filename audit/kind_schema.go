@@ -43,10 +43,7 @@ func init() {
 
 func (r *run) schemaContract(ctx context.Context, c Check) schemas.CheckResult {
 	schema := schemaOf(c)
-	extra := "no other columns"
-	if c.AllowExtra {
-		extra = "other columns allowed"
-	}
+	extra := map[bool]string{false: "no other columns", true: "other columns allowed"}[c.AllowExtra]
 	want := each(c.Schema, func(ct ColumnType) string { return ct.Name + " " + strings.ToUpper(strings.TrimSpace(ct.Type)) })
 	threshold := listed(want, 20) + "; " + extra
 	if r.views[viewKey{schema, strings.ToLower(c.Table)}].synthetic {
