@@ -95,7 +95,7 @@ func clipRow(row string, valueBytes int) string {
 	}
 	var out bytes.Buffer
 	out.WriteByte('{')
-	n, left := 0, 0
+	left := 0
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
@@ -118,16 +118,15 @@ func clipRow(row string, valueBytes int) string {
 			left++
 			continue
 		}
-		if n > 0 {
+		if out.Len() > 1 { // past the '{'
 			out.WriteByte(',')
 		}
 		out.Write(k)
 		out.WriteByte(':')
 		out.Write(v)
-		n++
 	}
 	if left > 0 {
-		if n > 0 {
+		if out.Len() > 1 {
 			out.WriteByte(',')
 		}
 		fmt.Fprintf(&out, `"…":"%d more column(s)"`, left)

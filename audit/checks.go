@@ -1,11 +1,14 @@
 package audit
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -54,11 +57,10 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 	for _, k := range order {
 		r.checkGroup(ctx, k, groups[k], results)
 	}
-	for _, s := range r.req.Suite.Skipped {
-		results = append(results, schemas.CheckResult{Name: s.Name, Kind: s.Kind, Table: s.Table,
-			Severity: SeverityWarn, Status: schemas.StatusSkipped, Message: s.Reason})
-	}
-	return results
+	return append(results, each(r.req.Suite.Skipped, func(s Skipped) schemas.CheckResult {
+		return schemas.CheckResult{Name: s.Name, Kind: s.Kind, Table: s.Table, Severity: SeverityWarn,
+			Status: schemas.StatusSkipped, Message: s.Reason}
+	})...)
 }
 
 // scanKey is one aggregate scan: a view, filtered by a where condition.
@@ -107,16 +109,8 @@ func (r *run) preflight(ctx context.Context, c Check) error {
 		return nil // a missing column is what it reports
 	}
 	for _, want := range c.columns() {
-		found := false
-		for _, col := range cols {
-			found = found || strings.EqualFold(col.name, want)
-		}
-		if !found {
-			names := make([]string, len(cols))
-			for i, col := range cols {
-				names[i] = col.name
-			}
-			return fmt.Errorf("table %s has no column %q (columns: %s)", c.Table, want, strings.Join(names, ", "))
+		if _, ok := findColumn(cols, want); !ok {
+			return fmt.Errorf("table %s has no column %q (columns: %s)", c.Table, want, strings.Join(columnNames(cols), ", "))
 		}
 	}
 	return nil
@@ -128,22 +122,19 @@ func (r *run) preflight(ctx context.Context, c Check) error {
 func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []schemas.CheckResult) {
 	checks := r.req.Suite.Checks
 	start := time.Now()
-	settled, total, haveTotal := r.fromStatistics(ctx, k, idxs)
-	var exprs []string
-	offsets := map[int]int{}
-	for _, i := range idxs {
-		if _, ok := settled[i]; ok {
-			continue
-		}
-		offsets[i] = len(exprs) + 1
-		e := aggExprs(checks[i])
-		if o, ok := r.planned[i]; ok {
-			e[0] = o
-		}
-		exprs = append(exprs, e...)
-	}
+	total, settled := r.fromStatistics(ctx, k, idxs)
 	var vals []any
-	if len(offsets) > 0 || !haveTotal {
+	offsets := map[int]int{}
+	if !settled {
+		var exprs []string
+		for _, i := range idxs {
+			offsets[i] = len(exprs) + 1
+			e := aggExprs(checks[i])
+			if o, ok := r.planned[i]; ok {
+				e[0] = o
+			}
+			exprs = append(exprs, e...)
+		}
 		var err error
 		vals, err = r.queryRow(ctx, aggregateSQL(k.schema, r.views[k.viewKey].table.Name, exprs, k.where), len(exprs)+1)
 		if err != nil && ctx.Err() == nil && r.dropPlanned(idxs) {
@@ -171,8 +162,8 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 		c := checks[i]
 		n := len(aggExprs(c))
 		started := time.Now()
-		v, ok := settled[i]
-		if !ok {
+		var v []any // settled checks have no figures of their own
+		if !settled {
 			v = vals[offsets[i] : offsets[i]+n]
 		}
 		kind := kindOf(c)
@@ -210,26 +201,19 @@ func (r *run) sampleTogether(ctx context.Context, k scanKey, want []int, bad map
 	table := r.views[k.viewKey].table.Name
 	need := func(i int) int { return int(min(int64(n), bad[i])) }
 	if len(want) > 1 {
-		preds := make([]string, len(want))
-		for j, i := range want {
-			preds[j] = failPredicate(r.req.Suite.Checks[i])
-		}
+		preds := each(want, func(i int) string { return failPredicate(r.req.Suite.Checks[i]) })
 		rows, err := r.conn.QueryContext(ctx, samplesSQL(k.schema, table, k.where, preds, n*len(want)))
 		if err == nil {
 			err = func() error {
 				defer rows.Close()
-				flags := make([]bool, len(want))
-				dest := []any{new(string)}
-				for j := range flags {
-					dest = append(dest, &flags[j])
-				}
 				for rows.Next() {
-					if err := rows.Scan(dest...); err != nil {
+					row, err := scanValues(rows.Scan, len(want)+1) // the row, then whether it fails each check
+					if err != nil {
 						return err
 					}
 					for j, i := range want {
-						if flags[j] && len(results[i].SampleRows) < need(i) {
-							results[i].SampleRows = append(results[i].SampleRows, *dest[0].(*string))
+						if row[j+1] == true && len(results[i].SampleRows) < need(i) {
+							results[i].SampleRows = append(results[i].SampleRows, row[0].(string))
 						}
 					}
 				}
@@ -247,7 +231,7 @@ func (r *run) sampleTogether(ctx context.Context, k scanKey, want []int, bad map
 			continue
 		}
 		var err error
-		results[i].SampleRows, err = firstColumn[string](ctx, r, sampleSQL(k.schema, r.req.Suite.Checks[i], n))
+		results[i].SampleRows, err = firstColumn[string](ctx, r.conn, sampleSQL(k.schema, r.req.Suite.Checks[i], n))
 		if err != nil {
 			results[i].Message = "sample rows unavailable: " + err.Error()
 		}
@@ -261,39 +245,30 @@ func (r *run) sampleTogether(ctx context.Context, k scanKey, want []int, bad map
 // decode. With other checks the aggregate scan counts the rows anyway.
 // Nothing else is settled from statistics: min, max and null counts in a
 // Parquet footer are what the writer claims, and a forged footer must not
-// pass a check (TestForgedParquetStatistics). It returns the settled
-// checks (with no figures of their own) and the row count.
-func (r *run) fromStatistics(ctx context.Context, k scanKey, idxs []int) (map[int][]any, int64, bool) {
+// pass a check (TestForgedParquetStatistics). It returns the row count and
+// whether it settled the checks idxs (all of them, or none).
+func (r *run) fromStatistics(ctx context.Context, k scanKey, idxs []int) (int64, bool) {
 	v := r.views[k.viewKey]
 	if k.where != "" || v == nil || v.synthetic || v.broken ||
-		(v.table.format() != FormatParquet && v.table.format() != FormatDelta) {
-		return nil, 0, false
-	}
-	out := map[int][]any{}
-	for _, i := range idxs {
-		if !kindOf(r.req.Suite.Checks[i]).countOnly {
-			return nil, 0, false
-		}
-		out[i] = nil
+		(v.table.format() != FormatParquet && v.table.format() != FormatDelta) ||
+		slices.ContainsFunc(idxs, func(i int) bool { return !kindOf(r.req.Suite.Checks[i]).countOnly }) {
+		return 0, false
 	}
 	vals, err := r.queryRow(ctx, "SELECT count(*) FROM "+qualified(k.schema, v.table.Name), 1)
 	if err != nil {
-		return nil, 0, false // the scan reports it
+		return 0, false // the scan reports it
 	}
-	return out, asInt(vals[0]), true
+	return asInt(vals[0]), true
 }
 
 // dropPlanned drops the planned expressions of the checks idxs, and says
 // whether any had one.
 func (r *run) dropPlanned(idxs []int) bool {
-	dropped := false
+	n := len(r.planned)
 	for _, i := range idxs {
-		if _, ok := r.planned[i]; ok {
-			delete(r.planned, i)
-			dropped = true
-		}
+		delete(r.planned, i)
 	}
-	return dropped
+	return len(r.planned) < n
 }
 
 // viewBytes is the size of a view's files.
@@ -314,30 +289,23 @@ func (r *run) mostly(c Check, res schemas.CheckResult, bad, counted int64) schem
 	if counted > 0 {
 		frac = float64(counted-bad) / float64(counted)
 	}
-	out := r.judged(c, frac < *c.Mostly, fmt.Sprintf("%s (%.4g%% pass)", res.Observed, frac*100), "")
-	out.Threshold = fmt.Sprintf("%s for at least %s%% of rows", res.Threshold, num(*c.Mostly*100))
-	if out.Status == schemas.StatusPass {
-		return out
+	out := r.judged(c, frac < *c.Mostly, fmt.Sprintf("%s (%.4g%% pass)", res.Observed, frac*100),
+		fmt.Sprintf("%s for at least %s%% of rows", res.Threshold, num(*c.Mostly*100)))
+	if out.Status != schemas.StatusPass {
+		out.SampleRows, out.Message = res.SampleRows, res.Message
 	}
-	out.SampleRows, out.Message = res.SampleRows, res.Message
 	return out
 }
 
 func strictBounds(c Check) string {
-	lo, hi := "", ""
+	var parts []string
 	if c.Min != nil {
-		lo = map[bool]string{false: ">= ", true: "> "}[c.StrictMin] + num(*c.Min)
+		parts = append(parts, map[bool]string{false: ">= ", true: "> "}[c.StrictMin]+num(*c.Min))
 	}
 	if c.Max != nil {
-		hi = map[bool]string{false: "<= ", true: "< "}[c.StrictMax] + num(*c.Max)
+		parts = append(parts, map[bool]string{false: "<= ", true: "< "}[c.StrictMax]+num(*c.Max))
 	}
-	switch {
-	case lo != "" && hi != "":
-		return lo + " and " + hi
-	case lo != "":
-		return lo
-	}
-	return hi
+	return strings.Join(parts, " and ")
 }
 
 func asFloat(v any) (float64, bool) {
@@ -366,6 +334,8 @@ func asFloat(v any) (float64, bool) {
 	}
 	return 0, false
 }
+
+func columnNames(cols []column) []string { return each(cols, func(c column) string { return c.name }) }
 
 func findColumn(cols []column, name string) (column, bool) {
 	for _, c := range cols {
@@ -421,20 +391,27 @@ func (r *run) errored(c Check, err error, d time.Duration) schemas.CheckResult {
 }
 
 func (r *run) queryRow(ctx context.Context, q string, n int) ([]any, error) {
+	return scanValues(r.conn.QueryRowContext(ctx, q).Scan, n)
+}
+
+// scanValues scans a row of n columns as the driver gives them.
+func scanValues(scan func(...any) error, n int) ([]any, error) {
 	vals := make([]any, n)
 	ptrs := make([]any, n)
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}
-	if err := r.conn.QueryRowContext(ctx, q).Scan(ptrs...); err != nil {
-		return nil, err
-	}
-	return vals, nil
+	return vals, scan(ptrs...)
+}
+
+// querier is the run's connection or the engine's pool.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // firstColumn is the first column of q's rows.
-func firstColumn[T any](ctx context.Context, r *run, q string) ([]T, error) {
-	rows, err := r.conn.QueryContext(ctx, q)
+func firstColumn[T any](ctx context.Context, db querier, q string) ([]T, error) {
+	rows, err := db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -501,9 +478,4 @@ func listed(items []string, n int) string {
 }
 
 // baseName is how reports name the base ref.
-func (r *run) baseName() string {
-	if r.req.BaseName != "" {
-		return r.req.BaseName
-	}
-	return r.req.BaseRef
-}
+func (r *run) baseName() string { return cmp.Or(r.req.BaseName, r.req.BaseRef) }

@@ -109,13 +109,7 @@ func (r *run) allowedTable(ref map[string]any, ctes map[string]bool) error {
 	catalog, _ := ref["catalog_name"].(string)
 	schema, _ := ref["schema_name"].(string)
 	table, _ := ref["table_name"].(string)
-	name := table
-	if schema != "" {
-		name = schema + "." + name
-	}
-	if catalog != "" {
-		name = catalog + "." + name
-	}
+	name := strings.Join(slices.DeleteFunc([]string{catalog, schema, table}, func(s string) bool { return s == "" }), ".")
 	if catalog == "" && schema == "" && ctes[strings.ToLower(table)] {
 		return nil
 	}

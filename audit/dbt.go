@@ -159,22 +159,16 @@ func dbtTestName(kind, model string, args map[string]any) string {
 		}
 		switch v := args[k].(type) {
 		case []any:
-			for _, x := range v {
-				parts = append(parts, pyStr(x))
-			}
+			parts = append(parts, each(v, pyStr)...)
 		case map[string]any:
 			// Python keeps a mapping's order; YAML's is not kept here.
-			for _, k2 := range slices.Sorted(maps.Keys(v)) {
-				parts = append(parts, pyStr(v[k2]))
-			}
+			parts = append(parts, each(slices.Sorted(maps.Keys(v)), func(k2 string) string { return pyStr(v[k2]) })...)
 		default:
 			parts = append(parts, pyStr(v))
 		}
 	}
-	for i, p := range parts {
-		parts[i] = nonWord.ReplaceAllString(p, "_")
-	}
-	return strings.ReplaceAll(kind, ".", "_") + "_" + model + "_" + strings.Join(parts, "__")
+	words := each(parts, func(p string) string { return nonWord.ReplaceAllString(p, "_") })
+	return strings.ReplaceAll(kind, ".", "_") + "_" + model + "_" + strings.Join(words, "__")
 }
 
 // pyStr is Python's str() of a YAML value.
@@ -206,12 +200,9 @@ func dbtCheck(model string, t dbtTest, table func(string) (string, bool)) (Check
 	if col == "" {
 		return c, fmt.Errorf("no column (column_name)")
 	}
-	var unknown []string
-	for _, k := range slices.Sorted(maps.Keys(t.args)) {
-		if !dbtConfigKeys[k] && k != "column_name" && !slices.Contains(dbtArgs[t.kind], k) {
-			unknown = append(unknown, k)
-		}
-	}
+	unknown := slices.DeleteFunc(slices.Sorted(maps.Keys(t.args)), func(k string) bool {
+		return dbtConfigKeys[k] || k == "column_name" || slices.Contains(dbtArgs[t.kind], k)
+	})
 	if len(unknown) > 0 {
 		return c, fmt.Errorf("setting %s not supported by lakewap", strings.Join(unknown, ", "))
 	}

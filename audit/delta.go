@@ -53,7 +53,6 @@ var (
 
 // deltaSnapshot is a Delta table at a ref.
 type deltaSnapshot struct {
-	version   int64                // -1: no Delta log at the ref
 	active    map[string]deltaFile // by object path in the repository
 	partition []ColumnType         // partition columns, DuckDB types
 }
@@ -176,9 +175,6 @@ func (r *run) deltaLoad(ctx context.Context, dl downloader, ref string, t Table)
 	s, ok := r.deltaSnaps[key]
 	if !ok {
 		s.snap, s.err = r.deltaRead(ctx, dl, ref, t)
-		if r.deltaSnaps == nil {
-			r.deltaSnaps = map[string]deltaResult{}
-		}
 		r.deltaSnaps[key] = s
 	}
 	return s.snap, s.err
@@ -190,10 +186,9 @@ type deltaResult struct {
 }
 
 // errDeltaTable marks a problem of the table (its log), not of reaching it.
-type errDeltaTable struct{ err error }
+type errDeltaTable struct{ error }
 
-func (e errDeltaTable) Error() string { return e.err.Error() }
-func (e errDeltaTable) Unwrap() error { return e.err }
+func (e errDeltaTable) Unwrap() error { return e.error }
 
 func tableErr(format string, args ...any) error { return errDeltaTable{fmt.Errorf(format, args...)} }
 
@@ -202,7 +197,7 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 	if err != nil {
 		return nil, fmt.Errorf("list table %s at %s: %w", t.Name, ref, err)
 	}
-	snap := &deltaSnapshot{version: -1, active: map[string]deltaFile{}}
+	snap := &deltaSnapshot{active: map[string]deltaFile{}}
 	if len(objs) == 0 {
 		return snap, nil // no table at this ref
 	}
@@ -214,27 +209,24 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 	if latest < 0 {
 		return nil, tableErr("not a Delta table: no _delta_log/ commits under %s", t.Path)
 	}
-	fetches := make([]fetch, 0, len(checkpoint)+len(commits))
-	for _, o := range checkpoint {
-		fetches = append(fetches, fetch{ref: ref, obj: o})
-	}
-	for _, v := range commits {
-		fetches = append(fetches, fetch{ref: ref, obj: l.commits[v]})
-	}
-	local, err := dl.fetchAll(ctx, fetches)
+	logFiles := append(slices.Clone(checkpoint), each(commits, func(v int64) Object { return l.commits[v] })...)
+	local, err := dl.fetchAll(ctx, each(logFiles, func(o Object) fetch { return fetch{ref: ref, obj: o} }))
 	if err != nil {
 		return nil, fmt.Errorf("delta log of %s at %s: %w", t.Name, ref, err)
 	}
 	st := deltaState{snap: snap, table: t, objects: l.objects}
 	if len(checkpoint) > 0 {
 		v := latest - int64(len(commits))
-		rows, err := r.checkpointRows(ctx, local[:len(checkpoint)])
+		// A row of the checkpoint's parts as a JSON object, read on one of
+		// the pool's connections: the run's is not open yet.
+		rows, err := firstColumn[[]byte](ctx, r.e.db, "SELECT CAST(to_json(c) AS VARCHAR) FROM read_parquet("+
+			literalList(local[:len(checkpoint)])+", union_by_name = true) c")
 		if err != nil {
 			return nil, tableErr("checkpoint %d of %s: %v", v, t.Name, err)
 		}
 		for _, row := range rows {
 			if err := st.apply(row); err != nil {
-				return nil, errDeltaTable{fmt.Errorf("checkpoint %d: %w", v, err)}
+				return nil, tableErr("checkpoint %d: %w", v, err)
 			}
 		}
 		local = local[len(checkpoint):]
@@ -252,38 +244,14 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 				continue
 			}
 			if err := st.apply(line); err != nil {
-				return nil, errDeltaTable{fmt.Errorf("commit %d: %w", v, err)}
+				return nil, tableErr("commit %d: %w", v, err)
 			}
 		}
 	}
 	if !st.sawProtocol || !st.sawMeta {
 		return nil, tableErr("the Delta log of %s has no protocol or metaData action", t.Name)
 	}
-	snap.version = latest
 	return snap, st.finish()
-}
-
-// checkpointRows reads Parquet checkpoint parts as one JSON object per row.
-func (r *run) checkpointRows(ctx context.Context, files []string) ([][]byte, error) {
-	conn, err := r.e.db.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	rows, err := conn.QueryContext(ctx, "SELECT CAST(to_json(c) AS VARCHAR) FROM read_parquet("+literalList(files)+", union_by_name = true) c")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out [][]byte
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		out = append(out, []byte(s))
-	}
-	return out, rows.Err()
 }
 
 // deltaState applies actions to a snapshot.
@@ -447,21 +415,19 @@ func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, file
 	groups := map[string][]string{}
 	for i, o := range objs {
 		f := snap.active[o.Path]
-		var cols []string
-		for _, pc := range snap.partition {
+		cols := each(snap.partition, func(pc ColumnType) string {
 			v := "NULL"
 			if p := f.parts[pc.Name]; p != nil {
 				v = quoteLiteral(*p)
 			}
-			cols = append(cols, fmt.Sprintf("CAST(%s AS %s) AS %s", v, pc.Type, quoteIdent(pc.Name)))
-		}
+			return fmt.Sprintf("CAST(%s AS %s) AS %s", v, pc.Type, quoteIdent(pc.Name))
+		})
 		k := strings.Join(cols, ", ")
 		groups[k] = append(groups[k], files[i])
 	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(groups)) {
-		parts = append(parts, fmt.Sprintf("SELECT * , %s FROM read_parquet(%s, union_by_name = true)", k, literalList(groups[k])))
-	}
+	parts := each(slices.Sorted(maps.Keys(groups)), func(k string) string {
+		return fmt.Sprintf("SELECT * , %s FROM read_parquet(%s, union_by_name = true)", k, literalList(groups[k]))
+	})
 	return fmt.Sprintf("CREATE VIEW %s AS %s", qualified(schema, table), strings.Join(parts, " UNION ALL BY NAME "))
 }
 
@@ -470,11 +436,7 @@ func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, file
 // (batch). A log the reader does not understand breaks the view, and the
 // checks that use it report the error.
 func (r *run) deltaView(ctx context.Context, dl downloader, k viewKey, v *view) error {
-	ref := r.req.Ref
-	if k.schema == schemaBase {
-		ref = r.req.BaseRef
-		v.ref = ref
-	}
+	ref := v.ref
 	snap, err := r.deltaLoad(ctx, dl, ref, v.table)
 	if err == nil {
 		v.delta, v.objects = snap, snap.objects()

@@ -16,12 +16,10 @@
 // the base ref. Checks of one table and scope share one aggregate scan.
 //
 // Custom and cross-table SQL, and every where condition, must be exactly one
-// read-only query over the run's own tables: DuckDB's own parser decides
-// (json_serialize_sql serializes SELECT statements only), and the parse tree
-// may name only the run's views (in its own catalog) and CTEs, and call no
-// table function but range, generate_series and unnest (see confine). The
-// driver runs every statement of a query string, so a second statement
-// smuggled past the subquery lakewap wraps around custom SQL would run.
+// read-only query over the run's own tables, as DuckDB's own parser reads it
+// (see confine): the driver runs every statement of a query string, so a
+// second statement smuggled past the subquery lakewap wraps around custom
+// SQL would run.
 //
 // A suite in lakewap's config looks like:
 //

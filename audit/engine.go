@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,9 +35,8 @@ type Options struct {
 	// directory per run (removed after the run) and DuckDB's spill files;
 	// default os.TempDir().
 	WorkDir string
-	// CacheDir keeps downloaded objects by checksum across runs, so the
-	// unchanged files of main are fetched once. Empty disables the cache.
-	// Nothing evicts old entries: point it at a directory that is cleaned.
+	// CacheDir keeps downloaded objects by physical address across runs, so
+	// the unchanged files of main are fetched once. Empty disables the cache.
 	CacheDir string
 	// CacheMaxBytes bounds CacheDir: after each run the least recently used
 	// files not in use by a run are removed until it fits. 0: unbounded.
@@ -67,7 +68,6 @@ type Options struct {
 // in-memory catalog in it (ATTACH ':memory:'), dropped when the run ends.
 type Engine struct {
 	opts Options
-	log  *slog.Logger
 	dir  string // the engine's directory under WorkDir
 	db   *sql.DB
 	seq  atomic.Int64
@@ -100,24 +100,12 @@ func New(opts Options) (*Engine, error) {
 	if opts.Threads < 0 || opts.DownloadParallelism < 0 || opts.SampleRows < 0 {
 		return nil, errors.New("audit: Threads, DownloadParallelism and SampleRows must not be negative")
 	}
-	if opts.DownloadParallelism == 0 {
-		opts.DownloadParallelism = 8
-	}
-	if opts.SampleRows == 0 {
-		opts.SampleRows = 5
-	}
-	if opts.MaxSampleValueBytes <= 0 {
-		opts.MaxSampleValueBytes = DefaultMaxSampleValueBytes
-	}
-	if opts.MaxReportBytes <= 0 {
-		opts.MaxReportBytes = DefaultMaxReportBytes
-	}
-	if opts.WorkDir == "" {
-		opts.WorkDir = os.TempDir()
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.DownloadParallelism = cmp.Or(opts.DownloadParallelism, 8)
+	opts.SampleRows = cmp.Or(opts.SampleRows, 5)
+	opts.MaxSampleValueBytes = cmp.Or(max(opts.MaxSampleValueBytes, 0), DefaultMaxSampleValueBytes)
+	opts.MaxReportBytes = cmp.Or(max(opts.MaxReportBytes, 0), DefaultMaxReportBytes)
+	opts.WorkDir = cmp.Or(opts.WorkDir, os.TempDir())
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	for _, d := range []*string{&opts.WorkDir, &opts.CacheDir} {
 		if *d == "" {
 			continue
@@ -131,7 +119,7 @@ func New(opts Options) (*Engine, error) {
 		}
 		*d = abs
 	}
-	e := &Engine{opts: opts, log: opts.Logger, cache: newFileCache(opts.CacheDir, opts.CacheMaxBytes), groupedUniqueBytes: 16 << 20, bitmapUniqueBytes: 1 << 20}
+	e := &Engine{opts: opts, cache: newFileCache(opts.CacheDir, opts.CacheMaxBytes), groupedUniqueBytes: 16 << 20, bitmapUniqueBytes: 1 << 20}
 	var err error
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -185,12 +173,12 @@ func openDuckDB(dir string, opts Options) (*sql.DB, error) {
 // the database and the engine's directory.
 func (e *Engine) Close() error {
 	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil
-	}
+	closed := e.closed
 	e.closed = true
 	e.mu.Unlock()
+	if closed {
+		return nil
+	}
 	e.runs.Wait()
 	err := e.db.Close()
 	if rerr := os.RemoveAll(e.dir); err == nil {
@@ -239,15 +227,15 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	if req.BatchTime.IsZero() {
 		req.BatchTime = time.Now()
 	}
-	log := e.log.With("dataset", req.Dataset, "repository", req.Repository, "ref", req.Ref)
+	log := e.opts.Logger.With("dataset", req.Dataset, "repository", req.Repository, "ref", req.Ref)
 	dir, err := os.MkdirTemp(e.dir, "run-*")
 	if err != nil {
 		return report, fmt.Errorf("audit: work dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
 
-	r := &run{e: e, req: req, log: log, dir: dir, views: map[viewKey]*view{},
-		catalog: fmt.Sprintf("run_%d", e.seq.Add(1))}
+	r := &run{e: e, req: req, log: log, dir: dir, catalog: fmt.Sprintf("run_%d", e.seq.Add(1)),
+		views: map[viewKey]*view{}, types: map[string]string{}, deltaSnaps: map[string]deltaResult{}, planned: map[int]string{}}
 	defer func() {
 		e.cache.unpin(r.pinned)
 		if freed, err := e.cache.evict(); err != nil {
@@ -369,26 +357,20 @@ func (r *run) needed() map[viewKey]bool {
 		}
 	}
 	for _, c := range r.req.Suite.Checks {
-		schema := schemaMain
-		if c.scope() == ScopeBatch {
-			if !hasBase {
-				continue
-			}
-			schema = schemaBatch
+		if c.scope() == ScopeBatch && !hasBase {
+			continue
 		}
-		switch k := kindOf(c); {
-		case k.custom:
+		schema := schemaOf(c)
+		if k := kindOf(c); k.custom {
 			addAll(schema)
 			if hasBase && mentionsBase.MatchString(c.SQL) {
 				addAll(schemaBase)
 			}
-		case k.compares:
-			need[viewKey{schemaMain, strings.ToLower(c.Table)}] = true
-			if hasBase {
+		} else {
+			need[viewKey{schema, strings.ToLower(c.Table)}] = true // main for a kind that compares (validated)
+			if k.compares && hasBase {
 				need[viewKey{schemaBase, strings.ToLower(c.Table)}] = true
 			}
-		default:
-			need[viewKey{schema, strings.ToLower(c.Table)}] = true
 		}
 	}
 	return need
@@ -405,20 +387,20 @@ func (r *run) prepare(ctx context.Context) error {
 	for k := range r.needed() {
 		t := r.table(k.table)
 		v := &view{table: t, ref: req.Ref}
+		if k.schema == schemaBase {
+			v.ref = req.BaseRef
+		}
+		r.views[k] = v
 		if t.format() == FormatDelta {
 			if err := r.deltaView(ctx, dl, k, v); err != nil {
 				return err
 			}
-			r.views[k] = v
 			continue
 		}
 		var err error
 		switch k.schema {
-		case schemaMain:
-			v.objects, err = r.e.opts.Source.List(ctx, req.Repository, req.Ref, t.Path)
-		case schemaBase:
-			v.ref = req.BaseRef
-			v.objects, err = r.e.opts.Source.List(ctx, req.Repository, req.BaseRef, t.Path)
+		case schemaMain, schemaBase:
+			v.objects, err = r.e.opts.Source.List(ctx, req.Repository, v.ref, t.Path)
 		case schemaBatch:
 			v.objects, err = r.e.opts.Source.Changed(ctx, req.Repository, req.BaseRef, req.Ref, t.Path)
 		}
@@ -426,7 +408,6 @@ func (r *run) prepare(ctx context.Context) error {
 			return fmt.Errorf("audit: list %s of table %s at %s: %w", k.schema, t.Name, v.ref, err)
 		}
 		v.objects = tableFiles(t.Path, v.objects)
-		r.views[k] = v
 	}
 	// One download per distinct file: main and batch share the changed
 	// files, and with a cache main and base share the unchanged ones.
@@ -456,9 +437,7 @@ func (r *run) prepare(ctx context.Context) error {
 		return fmt.Errorf("audit: %w", err)
 	}
 	for k, v := range r.views {
-		for _, i := range slots[k] {
-			v.files = append(v.files, local[i])
-		}
+		v.files = each(slots[k], func(i int) string { return local[i] })
 	}
 	r.log.Debug("audit files ready", "views", len(r.views), "files", len(fetches), "bytes", bytes,
 		"list_ms", dlStart.Sub(listStart).Milliseconds(), "download_ms", time.Since(dlStart).Milliseconds())
@@ -471,66 +450,68 @@ func (r *run) prepare(ctx context.Context) error {
 }
 
 // schemaFiles finds, for each view without files, a file of the same table
-// that gives it its columns: from another view, else the first file of the
-// table at the ref or the base ref. Tables with no file anywhere are left
-// out (their views are synthetic).
+// that gives it its columns (schemaFile). Tables with no file anywhere are
+// left out (their views are synthetic).
 func (r *run) schemaFiles(ctx context.Context, dl downloader) (map[viewKey]string, error) {
 	out := map[viewKey]string{}
+	byTable := map[string]string{} // views of the same table share one
 	for k, v := range r.views {
 		if len(v.files) > 0 {
 			continue
 		}
-		for _, s := range []string{schemaMain, schemaBatch, schemaBase} {
-			if o := r.views[viewKey{s, k.table}]; o != nil && len(o.files) > 0 {
-				out[k] = o.files[0]
-				break
+		f, ok := byTable[k.table]
+		if !ok {
+			var err error
+			if f, err = r.schemaFile(ctx, dl, k.table, v.table); err != nil {
+				return nil, err
 			}
+			byTable[k.table] = f
 		}
-		if out[k] != "" {
-			continue
-		}
-		for _, ref := range []string{r.req.Ref, r.req.BaseRef} {
-			if ref == "" {
-				continue
-			}
-			var objs []Object
-			if v.table.format() == FormatDelta {
-				if snap, err := r.deltaLoad(ctx, dl, ref, v.table); err == nil {
-					objs = snap.objects()
-				} else if !errors.As(err, new(errDeltaTable)) {
-					return nil, fmt.Errorf("audit: %w", err)
-				}
-			} else {
-				var err error
-				objs, err = r.e.opts.Source.List(ctx, r.req.Repository, ref, v.table.Path)
-				if err != nil {
-					return nil, fmt.Errorf("audit: list table %s at %s: %w", v.table.Name, ref, err)
-				}
-				objs = tableFiles(v.table.Path, objs)
-			}
-			if len(objs) == 0 {
-				continue
-			}
-			local, err := dl.fetchAll(ctx, []fetch{{ref: ref, obj: objs[0]}})
-			if err != nil {
-				return nil, fmt.Errorf("audit: %w", err)
-			}
-			out[k] = local[0]
-			break
-		}
-	}
-	// Views of the same table share what was found for one of them.
-	for k := range r.views {
-		if _, ok := out[k]; ok || len(r.views[k].files) > 0 {
-			continue
-		}
-		for k2, f := range out {
-			if k2.table == k.table {
-				out[k] = f
-			}
+		if f != "" {
+			out[k] = f
 		}
 	}
 	return out, nil
+}
+
+// schemaFile is a file of table t (key: its lower-case name): another
+// view's, else the first file of the table at the ref or the base ref; ""
+// when it has none.
+func (r *run) schemaFile(ctx context.Context, dl downloader, key string, t Table) (string, error) {
+	for _, s := range []string{schemaMain, schemaBatch, schemaBase} {
+		if o := r.views[viewKey{s, key}]; o != nil && len(o.files) > 0 {
+			return o.files[0], nil
+		}
+	}
+	for _, ref := range []string{r.req.Ref, r.req.BaseRef} {
+		if ref == "" {
+			continue
+		}
+		var objs []Object
+		if t.format() == FormatDelta {
+			if snap, err := r.deltaLoad(ctx, dl, ref, t); err == nil {
+				objs = snap.objects()
+			} else if !errors.As(err, new(errDeltaTable)) {
+				return "", fmt.Errorf("audit: %w", err)
+			}
+		} else {
+			var err error
+			objs, err = r.e.opts.Source.List(ctx, r.req.Repository, ref, t.Path)
+			if err != nil {
+				return "", fmt.Errorf("audit: list table %s at %s: %w", t.Name, ref, err)
+			}
+			objs = tableFiles(t.Path, objs)
+		}
+		if len(objs) == 0 {
+			continue
+		}
+		local, err := dl.fetchAll(ctx, []fetch{{ref: ref, obj: objs[0]}})
+		if err != nil {
+			return "", fmt.Errorf("audit: %w", err)
+		}
+		return local[0], nil
+	}
+	return "", nil
 }
 
 // openDB prepares the run's catalog in the engine's DuckDB and defines the
@@ -631,22 +612,14 @@ func (r *run) guessColumns(table string) []ColumnType {
 			cols = append(cols, ColumnType{Name: name, Type: typ})
 		}
 	}
-	for _, c := range r.req.Suite.Checks {
-		if !strings.EqualFold(c.Table, table) {
-			continue
-		}
+	checks := slices.DeleteFunc(slices.Clone(r.req.Suite.Checks), func(c Check) bool { return !strings.EqualFold(c.Table, table) })
+	for _, c := range checks { // the types a schema contract gives first
 		for _, ct := range c.Schema {
 			add(ct.Name, ct.Type)
 		}
 	}
-	for _, c := range r.req.Suite.Checks {
-		if !strings.EqualFold(c.Table, table) {
-			continue
-		}
-		typ := kindOf(c).columnType
-		if typ == "" {
-			typ = "VARCHAR"
-		}
+	for _, c := range checks {
+		typ := cmp.Or(kindOf(c).columnType, "VARCHAR")
 		for _, col := range c.columns() {
 			add(col, typ)
 		}
@@ -682,12 +655,8 @@ func (r *run) queryColumns(ctx context.Context, q string) ([]column, error) {
 	}
 	cols := []column{}
 	for rows.Next() {
-		vals := make([]any, len(names))
-		ptrs := make([]any, len(names))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		vals, err := scanValues(rows.Scan, len(names))
+		if err != nil {
 			return nil, err
 		}
 		cols = append(cols, column{name: fmt.Sprint(vals[0]), typ: fmt.Sprint(vals[1])})
@@ -695,12 +664,9 @@ func (r *run) queryColumns(ctx context.Context, q string) ([]column, error) {
 	return cols, rows.Err()
 }
 
-// canonicalType is DuckDB's own name for a type written in config.
+// canonicalType is DuckDB's own name for a type written in config (INT -> INTEGER).
 func (r *run) canonicalType(ctx context.Context, t string) (string, error) {
 	t = strings.TrimSpace(t)
-	if r.types == nil {
-		r.types = map[string]string{}
-	}
 	if c, ok := r.types[strings.ToUpper(t)]; ok {
 		return c, nil
 	}
@@ -708,7 +674,7 @@ func (r *run) canonicalType(ctx context.Context, t string) (string, error) {
 		return "", fmt.Errorf("%q is not a type name", t)
 	}
 	var c string
-	if err := r.conn.QueryRowContext(ctx, typeofSQL(t)).Scan(&c); err != nil {
+	if err := r.conn.QueryRowContext(ctx, "SELECT typeof(CAST(NULL AS "+t+"))").Scan(&c); err != nil {
 		return "", fmt.Errorf("unknown type %q: %w", t, err)
 	}
 	r.types[strings.ToUpper(t)] = c

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -107,11 +108,12 @@ var geTranslations = map[string]geTranslation{
 		}
 		// GE leaves out the rows it is told to ignore; lakewap compares
 		// every row (NULLs equal) unless a where condition says otherwise.
-		var nulls []string
-		for _, col := range c.Columns {
-			nulls = append(nulls, quoteIdent(col)+" IS NULL")
+		nulls := each(c.Columns, isNull)
+		mode := "all_values_are_missing"
+		if _, ok := a.given("ignore_row_if"); ok {
+			mode = a.str("ignore_row_if")
 		}
-		switch mode := a.strOr("ignore_row_if", "all_values_are_missing"); mode {
+		switch mode {
 		case "all_values_are_missing":
 			c.Where = "NOT (" + strings.Join(nulls, " AND ") + ")"
 		case "any_value_is_missing":
@@ -157,14 +159,10 @@ func FromGreatExpectations(data []byte, table string) (Imported, error) {
 			skip("not supported by lakewap")
 			continue
 		}
-		var unknown []string
-		for k, v := range e.Kwargs {
-			if !geIgnored[k] && !slices.Contains(tr.kwargs, k) && string(v) != "null" {
-				unknown = append(unknown, k)
-			}
-		}
+		unknown := slices.DeleteFunc(slices.Sorted(maps.Keys(e.Kwargs)), func(k string) bool {
+			return geIgnored[k] || slices.Contains(tr.kwargs, k) || string(e.Kwargs[k]) == "null"
+		})
 		if len(unknown) > 0 {
-			slices.Sort(unknown)
 			skip("kwarg %s not supported by lakewap", strings.Join(unknown, ", "))
 			continue
 		}
@@ -236,13 +234,6 @@ func (a *geArgs) given(k string) (json.RawMessage, bool) {
 	return v, ok && string(v) != "null"
 }
 
-func (a *geArgs) strOr(k, def string) string {
-	if _, ok := a.given(k); !ok {
-		return def
-	}
-	return a.str(k)
-}
-
 func (a *geArgs) strs(k string) []string {
 	var s []string
 	if err := json.Unmarshal(a.kw[k], &s); err != nil || len(s) == 0 {
@@ -265,15 +256,11 @@ func (a *geArgs) values(k string) []string {
 		case string(r) == "null": // NULL passes anyway
 		case json.Unmarshal(r, &s) == nil:
 			out = append(out, s)
-		case string(r) == "true" || string(r) == "false":
+		case string(r) == "true" || string(r) == "false" || json.Unmarshal(r, new(float64)) == nil:
 			out = append(out, string(r))
 		default:
-			var f float64
-			if json.Unmarshal(r, &f) != nil {
-				a.fail(k, "a list of strings, numbers or booleans")
-				return nil
-			}
-			out = append(out, string(r))
+			a.fail(k, "a list of strings, numbers or booleans")
+			return nil
 		}
 	}
 	return out

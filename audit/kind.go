@@ -139,16 +139,15 @@ func needBounds(c Check, add addFunc, nonNegative bool) {
 	if c.Min == nil && c.Max == nil {
 		add("min", "min or max is required")
 	}
-	for _, b := range []struct {
-		field string
-		v     *float64
-	}{{"min", c.Min}, {"max", c.Max}} {
-		if b.v != nil && (math.IsNaN(*b.v) || math.IsInf(*b.v, 0)) {
-			add(b.field, "must be a finite number")
-		} else if b.v != nil && nonNegative && *b.v < 0 {
-			add(b.field, "must not be negative")
+	bound := func(field string, v *float64) {
+		if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
+			add(field, "must be a finite number")
+		} else if v != nil && nonNegative && *v < 0 {
+			add(field, "must not be negative")
 		}
 	}
+	bound("min", c.Min)
+	bound("max", c.Max)
 	if c.Min != nil && c.Max != nil && *c.Min > *c.Max {
 		add("min", "min %s is greater than max %s", num(*c.Min), num(*c.Max))
 	}

@@ -38,10 +38,6 @@ func (r *run) columnsCheck(ctx context.Context, c Check) schemas.CheckResult {
 		threshold += "; other columns allowed"
 	}
 	cols, _ := r.describe(ctx, schemaOf(c), c.Table) // preflight read them
-	names := make([]string, len(cols))
-	for i, col := range cols {
-		names[i] = col.name
-	}
 	var problems []string
 	for _, w := range want {
 		if _, ok := findColumn(cols, w); !ok {
@@ -55,13 +51,8 @@ func (r *run) columnsCheck(ctx context.Context, c Check) schemas.CheckResult {
 			}
 		}
 	}
-	if c.Ordered && len(problems) == 0 {
-		for i := range want {
-			if !strings.EqualFold(want[i], names[i]) {
-				problems = append(problems, "order is "+strings.Join(names, ", "))
-				break
-			}
-		}
+	if names := columnNames(cols); c.Ordered && len(problems) == 0 && !slices.EqualFunc(want, names, strings.EqualFold) {
+		problems = append(problems, "order is "+strings.Join(names, ", "))
 	}
 	if len(problems) == 0 {
 		return r.judged(c, false, fmt.Sprintf("%d columns as expected (%d in table)", len(want), len(cols)), threshold)

@@ -17,7 +17,7 @@ func init() {
 		fields:        []string{"column", "mostly", "where"},
 		validate:      func(c Check, add addFunc) { needColumns(c, add, false) },
 		agg:           countFailing,
-		failing:       notNullFailing,
+		failing:       func(c Check) string { return strings.Join(each(c.columns(), isNull), " OR ") },
 		mostlyOverAll: true,
 		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
 			bad := asInt(v[0])
@@ -28,13 +28,4 @@ func init() {
 			return r.judged(c, bad > 0, fmt.Sprintf("%d %s of %d", bad, what, total), "0 nulls")
 		},
 	})
-}
-
-func notNullFailing(c Check) string {
-	cols := c.columns()
-	parts := make([]string, len(cols))
-	for i, col := range cols {
-		parts[i] = quoteIdent(col) + " IS NULL"
-	}
-	return strings.Join(parts, " OR ")
 }

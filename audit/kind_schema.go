@@ -43,14 +43,8 @@ func init() {
 
 func (r *run) schemaContract(ctx context.Context, c Check) schemas.CheckResult {
 	schema := schemaOf(c)
-	extra := "no other columns"
-	if c.AllowExtra {
-		extra = "other columns allowed"
-	}
-	want := make([]string, len(c.Schema))
-	for i, ct := range c.Schema {
-		want[i] = ct.Name + " " + strings.ToUpper(strings.TrimSpace(ct.Type))
-	}
+	extra := map[bool]string{false: "no other columns", true: "other columns allowed"}[c.AllowExtra]
+	want := each(c.Schema, func(ct ColumnType) string { return ct.Name + " " + strings.ToUpper(strings.TrimSpace(ct.Type)) })
 	threshold := listed(want, 20) + "; " + extra
 	if r.views[viewKey{schema, strings.ToLower(c.Table)}].synthetic {
 		return r.judged(c, true, "table has no files", threshold)

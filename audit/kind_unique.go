@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -31,7 +30,7 @@ func init() {
 				col := quoteIdent(cols[0])
 				return []string{fmt.Sprintf("count(%s) - count(DISTINCT %s)", col, col)}
 			}
-			return []string{fmt.Sprintf("count(*) - count(DISTINCT %s)", rowExpr(cols))}
+			return []string{fmt.Sprintf("count(*) - count(DISTINCT (%s))", strings.Join(each(cols, quoteIdent), ", "))}
 		},
 		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
 			dup := asInt(v[0])
@@ -45,11 +44,10 @@ func init() {
 
 // planUnique decides how a unique check is counted. An integer key in a
 // small range, of a view of at least bitmapUniqueBytes, is counted with a
-// bitmap in the table's one scan; the
-// grouped scan of checkUnique runs only when that finds duplicates (for
-// their sample rows). Other keys of a large view are counted and sampled
-// by that grouped scan alone; of a small view, in the aggregate scan
-// (cheaper to plan), sampled again only when they fail.
+// bitmap in the table's one scan; the grouped scan of checkUnique runs only
+// when that finds duplicates (for their sample rows). Other keys of a large
+// view are counted and sampled by that grouped scan alone; of a small view,
+// in the aggregate scan (cheaper to plan), sampled again only when they fail.
 func (r *run) planUnique(ctx context.Context, k scanKey, i int, c Check) (schemas.CheckResult, bool) {
 	var lo, hi int64
 	size := r.viewBytes(k.viewKey)
@@ -61,9 +59,6 @@ func (r *run) planUnique(ctx context.Context, k scanKey, i int, c Check) (schema
 		return r.checkUnique(ctx, k, c), true
 	}
 	if ok {
-		if r.planned == nil {
-			r.planned = map[int]string{}
-		}
 		r.planned[i] = uniqueBitmapExpr(c.columns()[0], lo, hi)
 	}
 	return schemas.CheckResult{}, false
@@ -106,16 +101,12 @@ func (r *run) sampleUnique(ctx context.Context, k scanKey, c Check, res schemas.
 	if lo, hi, ok := r.integerBounds(ctx, k, c); ok && res.Status != schemas.StatusError && hi < math.MaxInt64-sampleBucket(lo, hi) {
 		table, col, n := r.views[k.viewKey].table.Name, c.columns()[0], r.e.opts.SampleRows
 		w := sampleBucket(lo, hi)
-		buckets, err := firstColumn[int64](ctx, r, uniqueBucketsSQL(k.schema, table, col, lo, w, n))
-		if err == nil && len(buckets) == 0 {
-			err = errors.New("no bucket holds duplicates")
-		}
-		if err == nil {
-			var s any
-			if err = r.conn.QueryRowContext(ctx, uniqueSampleSQL(k.schema, table, col, lo, w, buckets, n)).Scan(&s); err == nil {
-				if res.SampleRows, err = jsonRows(s); err == nil {
-					return res
-				}
+		buckets, err := firstColumn[int64](ctx, r.conn, uniqueBucketsSQL(k.schema, table, col, lo, w, n))
+		var s any
+		if err == nil && len(buckets) > 0 && r.conn.QueryRowContext(ctx, uniqueSampleSQL(k.schema, table, col, lo, w, buckets, n)).Scan(&s) == nil {
+			if rows, err := jsonRows(s); err == nil {
+				res.SampleRows = rows
+				return res
 			}
 		}
 		if ctx.Err() != nil {
@@ -181,19 +172,13 @@ func (r *run) integerBounds(ctx context.Context, k scanKey, c Check) (lo, hi int
 	var min, max sql.NullInt64
 	var missing, files int64
 	if err := r.conn.QueryRowContext(ctx, q).Scan(&min, &max, &missing, &files); err != nil ||
-		!min.Valid || !max.Valid || missing > 0 || files != int64(len(uniqueStrings(v.files))) {
+		!min.Valid || !max.Valid || missing > 0 || files != int64(len(slices.Compact(slices.Sorted(slices.Values(v.files))))) {
 		return 0, 0, false
 	}
 	if max.Int64 < min.Int64 || uint64(max.Int64-min.Int64) >= maxBitmapBits || max.Int64-min.Int64 < 0 {
 		return 0, 0, false
 	}
 	return min.Int64, max.Int64, true
-}
-
-func uniqueStrings(s []string) []string {
-	out := slices.Clone(s)
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // uniqueBitmapExpr counts the extra occurrences of an integer column's
@@ -205,18 +190,13 @@ func uniqueBitmapExpr(col string, lo, hi int64) string {
 }
 
 // uniqueSQL is a unique check's one grouped scan. Its row: all rows, the
-// extra occurrences of keys (a single column ignores NULLs, they are
-// not_null's business; a combination counts every row, NULLs comparing
-// equal), the rows counted for mostly, and up to limit duplicated keys with
-// their duplicate_count as a JSON array, most duplicated first, then by key.
+// extra occurrences of keys (NULLs as KindUnique says), the rows counted for
+// mostly, and up to limit duplicated keys with their duplicate_count as a
+// JSON array, most duplicated first, then by key.
 func uniqueSQL(schema, table string, c Check, limit int) string {
 	cols := c.columns()
-	q := make([]string, len(cols))
-	fields := make([]string, len(cols))
-	for i, col := range cols {
-		q[i] = quoteIdent(col)
-		fields[i] = quoteLiteral(col) + ": " + q[i]
-	}
+	q := each(cols, quoteIdent)
+	fields := each(cols, func(col string) string { return quoteLiteral(col) + ": " + quoteIdent(col) })
 	keys := strings.Join(q, ", ")
 	counted, order := "true", "row("+keys+")"
 	if len(cols) == 1 {
@@ -261,10 +241,7 @@ func uniqueBucketsSQL(schema, table, col string, lo, w int64, limit int) string 
 // that are duplicated, not from the most duplicated of the whole table.
 func uniqueSampleSQL(schema, table, col string, lo, w int64, buckets []int64, limit int) string {
 	q := quoteIdent(col)
-	ranges := make([]string, len(buckets))
-	for i, b := range buckets {
-		ranges[i] = fmt.Sprintf("%s BETWEEN %d AND %d", q, lo+b*w, lo+(b+1)*w-1)
-	}
+	ranges := each(buckets, func(b int64) string { return fmt.Sprintf("%s BETWEEN %d AND %d", q, lo+b*w, lo+(b+1)*w-1) })
 	return fmt.Sprintf(`SELECT coalesce(CAST(to_json(min_by({%s: k, 'duplicate_count': n}, {'o': -n, 'k': k}, %d)) AS VARCHAR), '[]')
 		FROM (SELECT %s AS k, count(*) AS n FROM %s WHERE %s GROUP BY k HAVING count(*) > 1) g`,
 		quoteLiteral(col), limit, q, qualified(schema, table), strings.Join(ranges, " OR "))

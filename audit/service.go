@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -149,10 +150,7 @@ func (s *Service) pinBase(ctx context.Context, req *Request) error {
 	if err != nil {
 		return fmt.Errorf("resolve base %s: %w", req.BaseRef, err)
 	}
-	if req.BaseName == "" {
-		req.BaseName = req.BaseRef
-	}
-	req.BaseRef = id
+	req.BaseName, req.BaseRef = cmp.Or(req.BaseName, req.BaseRef), id
 	return nil
 }
 

@@ -92,7 +92,7 @@ type downloader struct {
 	cacheDir string
 	workDir  string
 	parallel int
-	cache    *fileCache   // pins cache files in use; may be nil
+	cache    *fileCache   // pins cache files in use
 	pinned   func(string) // records a pinned file for the run to unpin
 }
 
@@ -142,16 +142,10 @@ func (d downloader) fetch(ctx context.Context, i int, f fetch) (string, error) {
 		return local, d.download(ctx, f, local)
 	}
 	local := filepath.Join(d.cacheDir, cacheName(d.repo, f.obj))
-	if d.cache != nil {
-		d.cache.pin(local) // before the stat: eviction must not race the use
-		if d.pinned != nil {
-			d.pinned(local)
-		}
-	}
+	d.cache.pin(local) // before the stat: eviction must not race the use
+	d.pinned(local)
 	if st, err := os.Stat(local); err == nil && st.Size() == f.obj.Size {
-		if d.cache != nil {
-			d.cache.touch(local)
-		}
+		d.cache.touch(local)
 		return local, nil
 	}
 	return local, d.download(ctx, f, local)

@@ -20,14 +20,21 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 
 func quoteLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
 
+func isNull(col string) string { return quoteIdent(col) + " IS NULL" }
+
 func qualified(schema, table string) string { return quoteIdent(schema) + "." + quoteIdent(table) }
 
 func literalList(vals []string) string {
-	q := make([]string, len(vals))
+	return "[" + strings.Join(each(vals, quoteLiteral), ", ") + "]"
+}
+
+// each is f of every one of vals, in order.
+func each[T, U any](vals []T, f func(T) U) []U {
+	out := make([]U, len(vals))
 	for i, v := range vals {
-		q[i] = quoteLiteral(v)
+		out[i] = f(v)
 	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return out
 }
 
 // viewSQL defines a table as a view over local files. union_by_name lets
@@ -64,10 +71,7 @@ func syntheticEmptyViewSQL(schema, table string, cols []ColumnType) string {
 	if len(cols) == 0 {
 		cols = []ColumnType{{Name: "__no_files", Type: "INTEGER"}}
 	}
-	sel := make([]string, len(cols))
-	for i, c := range cols {
-		sel[i] = fmt.Sprintf("CAST(NULL AS %s) AS %s", c.Type, quoteIdent(c.Name))
-	}
+	sel := each(cols, func(c ColumnType) string { return fmt.Sprintf("CAST(NULL AS %s) AS %s", c.Type, quoteIdent(c.Name)) })
 	return fmt.Sprintf("CREATE VIEW %s AS SELECT %s WHERE false", qualified(schema, table), strings.Join(sel, ", "))
 }
 
@@ -110,40 +114,21 @@ func valueCount(c Check) string {
 // aggregate scan of its table; count(*) is always expression 0 and not
 // repeated here.
 func aggExprs(c Check) []string {
-	e := aggExprsOf(c)
+	var e []string
+	if k := kindOf(c); k != nil && k.agg != nil {
+		e = k.agg(c)
+	}
 	if c.Mostly != nil {
 		e = append(e, valueCount(c))
 	}
 	return e
 }
 
-func aggExprsOf(c Check) []string {
-	if k := kindOf(c); k != nil && k.agg != nil {
-		return k.agg(c)
-	}
-	return nil
-}
-
-func rowExpr(cols []string) string {
-	q := make([]string, len(cols))
-	for i, c := range cols {
-		q[i] = quoteIdent(c)
-	}
-	return "(" + strings.Join(q, ", ") + ")"
-}
-
 // aggregateSQL is the one scan of a table that serves all its checks (of
 // the same where condition).
 func aggregateSQL(schema, table string, exprs []string, where ...string) string {
-	var b strings.Builder
-	b.WriteString("SELECT count(*)")
-	for _, e := range exprs {
-		b.WriteString(", ")
-		b.WriteString(e)
-	}
-	b.WriteString(" FROM ")
-	b.WriteString(filtered(schema, table, strings.Join(where, "")))
-	return b.String()
+	return "SELECT " + strings.Join(append([]string{"count(*)"}, exprs...), ", ") + " FROM " +
+		filtered(schema, table, strings.Join(where, ""))
 }
 
 // sampleSQL selects up to limit failing rows of a failed check as JSON
@@ -162,12 +147,8 @@ func sampleSQL(schema string, c Check, limit int) string {
 // conditions of checks of one scan) as JSON objects, each with whether it
 // fails each of preds.
 func samplesSQL(schema, table, where string, preds []string, limit int) string {
-	flags := make([]string, len(preds))
-	ors := make([]string, len(preds))
-	for i, p := range preds {
-		flags[i] = "coalesce((" + p + "), false)"
-		ors[i] = "(" + p + ")"
-	}
+	flags := each(preds, func(p string) string { return "coalesce((" + p + "), false)" })
+	ors := each(preds, func(p string) string { return "(" + p + ")" })
 	return fmt.Sprintf("SELECT CAST(to_json(__lakewap_row) AS VARCHAR), %s FROM (SELECT * FROM %s WHERE %s LIMIT %d) __lakewap_row",
 		strings.Join(flags, ", "), filtered(schema, table, where), strings.Join(ors, " OR "), limit)
 }
@@ -180,7 +161,3 @@ func trimQuery(query string) string {
 	}
 	return q
 }
-
-// typeofSQL asks DuckDB for the canonical name of a type (INT -> INTEGER).
-// t must match typeName.
-func typeofSQL(t string) string { return fmt.Sprintf("SELECT typeof(CAST(NULL AS %s))", t) }

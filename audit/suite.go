@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -183,9 +184,7 @@ func (s Suite) Validate(path string) []error {
 		} else if strings.HasPrefix(t.Path, "/") {
 			add(f+".path", "%q must be relative to the repository root", t.Path)
 		}
-		switch t.format() {
-		case FormatParquet, FormatCSV, FormatJSONL, FormatDelta:
-		default:
+		if !slices.Contains([]string{FormatParquet, FormatCSV, FormatJSONL, FormatDelta}, t.format()) {
 			add(f+".format", "unknown format %q (want parquet, csv, jsonl or delta)", t.Format)
 		}
 	}
@@ -211,19 +210,14 @@ func (s Suite) Validate(path string) []error {
 		case c.Table != "" && !tables[strings.ToLower(c.Table)]:
 			add(f+".table", "unknown table %q", c.Table)
 		}
-		switch c.severity() {
-		case SeverityError, SeverityWarn:
-		default:
+		if c.severity() != SeverityError && c.severity() != SeverityWarn {
 			add(f+".severity", "unknown severity %q (want error or warn)", c.Severity)
 		}
-		switch c.scope() {
-		case ScopeTable:
-		case ScopeBatch:
-			if kind.compares {
-				add(f+".scope", "%s compares whole tables: scope must be table", c.Kind)
-			}
-		default:
+		switch {
+		case c.scope() != ScopeTable && c.scope() != ScopeBatch:
 			add(f+".scope", "unknown scope %q (want table or batch)", c.Scope)
+		case c.scope() == ScopeBatch && kind.compares:
+			add(f+".scope", "%s compares whole tables: scope must be table", c.Kind)
 		}
 		for j, col := range c.Columns {
 			if col == "" {

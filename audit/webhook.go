@@ -197,6 +197,7 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent) (int, PreMer
 	if t, err := time.Parse(time.RFC3339, ev.EventTime); err == nil {
 		batchTime = t
 	}
+	var failed []string
 	for _, g := range guards {
 		if h.opts.Diff != nil {
 			touched, err := h.touches(ctx, ev, g.Suite)
@@ -214,17 +215,14 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent) (int, PreMer
 			return h.failed(ans, what, g.Dataset, err)
 		}
 		ans.Reports = append(ans.Reports, rep)
+		if !rep.Passed {
+			failed = append(failed, rep.Dataset)
+		}
 	}
 	if len(ans.Reports) == 0 {
 		ans.Allowed = true
 		ans.Summary = []string{"lakewap allows the " + what + ": it touches no table of " + strings.Join(ans.Skipped, ", ")}
 		return http.StatusOK, ans, "untouched"
-	}
-	var failed []string
-	for _, rep := range ans.Reports {
-		if !rep.Passed {
-			failed = append(failed, rep.Dataset)
-		}
 	}
 	status, head := http.StatusOK, "lakewap allows the "+what+": audits passed"
 	if ans.Allowed = len(failed) == 0; !ans.Allowed {
@@ -300,10 +298,7 @@ func reportLines(reps []schemas.AuditReport) []string {
 			if c.Message != "" {
 				line += "; " + c.Message
 			}
-			out = append(out, line)
-			for _, s := range c.SampleRows {
-				out = append(out, "    "+s)
-			}
+			out = append(append(out, line), each(c.SampleRows, func(s string) string { return "    " + s })...)
 		}
 	}
 	return out
