@@ -381,7 +381,7 @@ func (r *run) prepare(ctx context.Context) error {
 	req := r.req
 	var pinMu sync.Mutex
 	dl := downloader{src: r.e.opts.Source, repo: req.Repository, cacheDir: r.e.opts.CacheDir,
-		workDir: r.dir, parallel: r.e.opts.DownloadParallelism, cache: r.e.cache,
+		workDir: r.dir, parallel: r.e.opts.DownloadParallelism, cache: r.e.cache, files: new(atomic.Int64),
 		pinned: func(p string) { pinMu.Lock(); r.pinned = append(r.pinned, p); pinMu.Unlock() }}
 	listStart := time.Now()
 	for k := range r.needed() {

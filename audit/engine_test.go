@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -798,5 +799,37 @@ func testUniqueSampleRows(t *testing.T, grouped bool) {
 		if res.Observed != tc.observed || fmt.Sprint(res.SampleRows) != fmt.Sprint(tc.samples) {
 			t.Errorf("%s where %q: observed %q, samples %v; want %q, %v", res.Name, tc.check.Where, res.Observed, res.SampleRows, tc.observed, tc.samples)
 		}
+	}
+}
+
+// TestRunWorkDirFilesDoNotCollide: without a cache, downloads go to the
+// run's work dir. A batch-scope view with no changed file takes its columns
+// from a file of the table it downloads on its own; that download must not
+// land on the name of a file another view reads, or the batch's table is
+// audited over the other table's rows. Here the batch adds null billing ids
+// and leaves archive (same columns, clean rows) unchanged: before the fix
+// billing's batch view read archive's file and the null ids passed.
+func TestRunWorkDirFilesDoNotCollide(t *testing.T) {
+	src := fixture(t)
+	src.write(t, "main", "gold/archive/a.parquet", billingRows(1, 20))
+	src.branch(t, "main", "b2")
+	src.write(t, "b2", "gold/billing/part-2.parquet",
+		"SELECT * REPLACE (CASE WHEN id > 2005 THEN NULL ELSE id END AS id) FROM ("+billingRows(2001, 10)+")")
+	rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "billing", Repository: "repo", Ref: "b2", BaseRef: "main",
+		BatchTime: batchTime, Suite: Suite{Tables: append(slices.Clone(tables), Table{Name: "archive", Path: "gold/archive/"}), Checks: []Check{
+			{Kind: KindNotNull, Table: "billing", Column: "id", Scope: ScopeBatch},
+			{Kind: KindRowCount, Table: "archive", Max: f64(0), Scope: ScopeBatch},
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rep.Checks[0]; c.Status != schemas.StatusFail || c.Observed != "5 null rows of 10" {
+		t.Errorf("billing not_null over the batch: %s %q, want fail \"5 null rows of 10\" (%s)", c.Status, c.Observed, c.Message)
+	}
+	if c := rep.Checks[1]; c.Status != schemas.StatusPass || c.Observed != "0 rows" {
+		t.Errorf("archive row_count over the batch: %s %q, want pass \"0 rows\" (%s)", c.Status, c.Observed, c.Message)
+	}
+	if rep.Passed {
+		t.Error("the batch with null billing ids passed its audit")
 	}
 }

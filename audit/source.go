@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Object is a file in a lakeFS repository.
@@ -94,6 +95,9 @@ type downloader struct {
 	parallel int
 	cache    *fileCache   // pins cache files in use
 	pinned   func(string) // records a pinned file for the run to unpin
+	// files numbers the run's work-dir files across fetchAll calls: a
+	// name reused by a later call would replace a file a view reads.
+	files *atomic.Int64
 }
 
 // fetchAll downloads fs with at most d.parallel downloads at a time and
@@ -118,7 +122,7 @@ func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) 
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			local, err := d.fetch(ctx, i, f)
+			local, err := d.fetch(ctx, f)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
@@ -136,9 +140,9 @@ func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) 
 	return out, firstErr
 }
 
-func (d downloader) fetch(ctx context.Context, i int, f fetch) (string, error) {
+func (d downloader) fetch(ctx context.Context, f fetch) (string, error) {
 	if d.cacheDir == "" || f.obj.Address == "" {
-		local := filepath.Join(d.workDir, "files", strconv.Itoa(i)+localExt(f.obj.Path))
+		local := filepath.Join(d.workDir, "files", strconv.FormatInt(d.files.Add(1), 10)+localExt(f.obj.Path))
 		return local, d.download(ctx, f, local)
 	}
 	local := filepath.Join(d.cacheDir, cacheName(d.repo, f.obj))
