@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 )
 
 // Config configures a Consumer. Zero durations take the defaults named on
@@ -18,11 +17,7 @@ type Config struct {
 	Topic           string // input topic, e.g. wap.events
 	DeadLetterTopic string // e.g. wap.dlq; must differ from Topic
 
-	// Security builds the Dialer and Transport when those are nil; each of
-	// them, when set, replaces Security for its own connections only.
-	Security  Security
-	Dialer    *kafka.Dialer      // group membership and fetches
-	Transport kafka.RoundTripper // dead-letter produce
+	Security Security // TLS and SASL of every connection to the brokers
 
 	CommitInterval    time.Duration // how often handled offsets are committed; default 1s
 	SessionTimeout    time.Duration // default 30s
@@ -34,9 +29,6 @@ type Config struct {
 	MaxBackoff        time.Duration // cap of the doubling wait; default 30s
 	LagInterval       time.Duration // how often high watermarks are read for the lag gauge; default 10s
 
-	// StartFromLatest makes a partition with no committed offset start at its
-	// end instead of its beginning.
-	StartFromLatest bool
 	// MaxFetchBytes bounds one fetch response; default 10 MiB.
 	MaxFetchBytes int
 

@@ -46,8 +46,7 @@ type Consumer struct {
 	h      Handler
 	log    *slog.Logger
 	dialer *kafka.Dialer
-	dlq    messageWriter
-	closer func() error
+	dlq    *kafka.Writer
 	admin  *kafka.Client // high watermarks for the lag gauge
 	m      *metrics
 	runs   atomic.Bool
@@ -78,19 +77,13 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	dialer := cfg.Dialer
-	if dialer == nil {
-		if dialer, err = cfg.Security.Dialer(); err != nil {
-			return nil, fmt.Errorf("%w: %v", errConfig, err)
-		}
+	dialer, err := cfg.Security.Dialer()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errConfig, err)
 	}
-	transport := cfg.Transport
-	if transport == nil {
-		t, err := cfg.Security.Transport()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errConfig, err)
-		}
-		transport = t
+	transport, err := cfg.Security.Transport()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errConfig, err)
 	}
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(cfg.Brokers...),
@@ -109,7 +102,6 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 		log:        logger.With("group", cfg.GroupID, "topic", cfg.Topic),
 		dialer:     dialer,
 		dlq:        w,
-		closer:     w.Close,
 		admin:      &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport},
 		m:          newMetrics(cfg.Registerer, cfg.GroupID, cfg.Topic),
 		generation: -1,
@@ -156,14 +148,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	c.runCtx = ctx
 	defer func() {
-		if err := c.closer(); err != nil {
+		if err := c.dlq.Close(); err != nil {
 			c.log.Warn("closing dead-letter writer", "err", err)
 		}
 	}()
-	start := kafka.FirstOffset
-	if c.cfg.StartFromLatest {
-		start = kafka.LastOffset
-	}
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                c.cfg.GroupID,
 		Brokers:           c.cfg.Brokers,
@@ -176,7 +164,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		// Partitions added to the input topic get consumed after a rebalance
 		// instead of being ignored until a restart.
 		WatchPartitionChanges: true,
-		StartOffset:           start,
+		StartOffset:           kafka.FirstOffset, // a partition with no committed offset is read from its beginning
 		Logger:                kafkaLogger(c.log, slog.LevelDebug),
 		ErrorLogger:           kafkaLogger(c.log, slog.LevelWarn),
 	})

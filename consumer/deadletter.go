@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -56,12 +55,6 @@ func Poison(err error, reason string) error {
 		reason = "unknown"
 	}
 	return &PoisonError{Reason: reason, Err: err}
-}
-
-// messageWriter is the part of *kafka.Writer the consumer needs for dead
-// letters; tests substitute failing writers.
-type messageWriter interface {
-	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
 }
 
 // deadLetter builds the dead-letter record for msg: the original bytes plus

@@ -48,6 +48,9 @@ type RetryAfterError struct {
 func (e *RetryAfterError) Error() string { return e.Err.Error() }
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
+// attemptTimeout bounds one Send.
+const attemptTimeout = 10 * time.Second
+
 // ErrUndelivered is wrapped by Notify's error when a required sink could
 // not deliver within its budget.
 var ErrUndelivered = errors.New("notification not delivered")
@@ -67,8 +70,6 @@ type Options struct {
 	Budget time.Duration
 	// RequiredBudget is Budget for required sinks. Default 1m.
 	RequiredBudget time.Duration
-	// AttemptTimeout bounds one Send. Default 10s.
-	AttemptTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the exponential backoff between
 	// attempts (a Retry-After from the peer overrides it). Defaults 250ms, 10s.
 	MinBackoff, MaxBackoff time.Duration
@@ -82,7 +83,6 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.Budget, 20*time.Second)
 	def(&o.RequiredBudget, time.Minute)
-	def(&o.AttemptTimeout, 10*time.Second)
 	def(&o.MinBackoff, 250*time.Millisecond)
 	def(&o.MaxBackoff, 10*time.Second)
 	if o.Logger == nil {
@@ -293,7 +293,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t target, n Notification) deli
 		if receipt != "" {
 			sn.Receipts[name] = receipt
 		}
-		actx, acancel := context.WithTimeout(ctx, d.opts.AttemptTimeout)
+		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
 		r, retry, err := t.sink.Send(actx, sn)
 		acancel()
 		if r != "" {

@@ -3,8 +3,8 @@ package notify
 import (
 	"cmp"
 	"fmt"
-	"reflect"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"

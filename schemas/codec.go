@@ -108,9 +108,6 @@ type Options struct {
 	// fingerprint, so its writer schema must be known here, embedded (current
 	// or history/), or listed in this option.
 	WriterSchemas []string
-	// MaxMessageSize bounds the values Decode accepts; 0 means
-	// DefaultMaxMessageSize.
-	MaxMessageSize int
 	// RegistryTimeout bounds one registry call; 0 means 10s.
 	RegistryTimeout time.Duration
 }
@@ -121,7 +118,6 @@ type Codec struct {
 	set        *schemaSet
 	reg        RegistryClient
 	subject    func(topic, eventType string) string
-	maxSize    int
 	regTimeout time.Duration
 
 	mu   sync.Mutex
@@ -143,7 +139,6 @@ func newCodec(opts Options, set *schemaSet) *Codec {
 		set:        set,
 		reg:        opts.Registry,
 		subject:    opts.Subject,
-		maxSize:    opts.MaxMessageSize,
 		regTimeout: opts.RegistryTimeout,
 		ids:        map[string]int{},
 		byID:       map[int]plan{},
@@ -151,15 +146,12 @@ func newCodec(opts Options, set *schemaSet) *Codec {
 	if c.subject == nil {
 		c.subject = func(topic, eventType string) string { return topic + "-" + Namespace + "." + eventType }
 	}
-	if c.maxSize <= 0 {
-		c.maxSize = DefaultMaxMessageSize
-	}
 	if c.regTimeout <= 0 {
 		c.regTimeout = defaultRegistryTimeout
 	}
 	c.api = avro.Config{
 		TagKey:            "avro",
-		MaxByteSliceSize:  c.maxSize,
+		MaxByteSliceSize:  DefaultMaxMessageSize,
 		MaxSliceAllocSize: maxArrayItems,
 	}.Freeze()
 	return c
@@ -231,8 +223,8 @@ func (c *Codec) schemaID(ctx context.Context, topic string, k *kind) (int, error
 // decodes it with schema resolution into the current Go type, returned as a
 // value (BatchLanded, not *BatchLanded). Errors are *DecodeError.
 func (c *Codec) Decode(ctx context.Context, value []byte) (Event, error) {
-	if len(value) > c.maxSize {
-		return nil, decodeErr(DecodeMalformed, "value of %d bytes exceeds the %d-byte limit", len(value), c.maxSize)
+	if len(value) > DefaultMaxMessageSize {
+		return nil, decodeErr(DecodeMalformed, "value of %d bytes exceeds the %d-byte limit", len(value), DefaultMaxMessageSize)
 	}
 	if len(value) == 0 {
 		return nil, decodeErr(DecodeTruncated, "empty value")
