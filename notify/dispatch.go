@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -132,9 +131,8 @@ func NewDispatcher(routes []Route, sinks []Sink, opts Options) (*Dispatcher, err
 			return nil, fmt.Errorf("sinks[%d]: duplicate name %q", i, name)
 		}
 		d.sinks[name] = s
-		d.names = append(d.names, name)
 	}
-	sort.Strings(d.names)
+	d.names = slices.Sorted(maps.Keys(d.sinks))
 	for i, r := range routes {
 		if err := r.validate(i, d.sinks); err != nil {
 			return nil, err
@@ -280,24 +278,22 @@ func (d *Dispatcher) deliver(ctx context.Context, t target, n Notification) deli
 	once := !t.required && d.down[name]
 	d.mu.Unlock()
 
+	sn := n
+	sn.Mention = t.mention
+	sn.Receipts = maps.Clone(n.Receipts)
+	if sn.Receipts == nil {
+		sn.Receipts = map[string]string{}
+	}
 	receipt := n.Receipts[name]
 	log := d.log.With("sink", name, "batch_id", n.BatchID, "dataset", n.Dataset, "state", n.State)
 	var lastErr error
 	for attempt := 1; ; attempt++ {
-		sn := n
-		sn.Mention = t.mention
-		sn.Receipts = maps.Clone(n.Receipts)
-		if sn.Receipts == nil {
-			sn.Receipts = map[string]string{}
-		}
-		if receipt != "" {
-			sn.Receipts[name] = receipt
-		}
 		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
 		r, retry, err := t.sink.Send(actx, sn)
 		acancel()
 		if r != "" {
 			receipt = r
+			sn.Receipts[name] = r
 		}
 		if err == nil {
 			d.attempts.WithLabelValues(name, "ok").Inc()

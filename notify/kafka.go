@@ -113,20 +113,18 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 			err = k.w.WriteMessages(ctx, msg)
 			big = err != nil && kafkalimit.TooLarge(err) // the topic's limit is lower than ours
 		}
-		if big {
-			smaller, ok := shrink(ev, step)
-			if !ok {
-				return prev, false, fmt.Errorf("kafka results: %s %s has %d bytes, more than the results topic takes", ev.EventType(), id, kafkalimit.Size(msg))
+		if !big {
+			if err != nil {
+				return prev, kafkaRetryable(err), fmt.Errorf("kafka results: write %s %s to %s: %w", ev.EventType(), id, k.topic, err)
 			}
-			ev = smaller
-			continue
+			return id, false, nil
 		}
-		if err != nil {
-			return prev, kafkaRetryable(err), fmt.Errorf("kafka results: write %s %s to %s: %w", ev.EventType(), id, k.topic, err)
+		smaller, ok := shrink(ev, step)
+		if !ok {
+			return prev, false, fmt.Errorf("kafka results: %s %s has %d bytes, more than the results topic takes", ev.EventType(), id, kafkalimit.Size(msg))
 		}
-		break
+		ev = smaller
 	}
-	return id, false, nil
 }
 
 // message encodes ev as the Kafka message of event id.

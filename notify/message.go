@@ -107,6 +107,11 @@ type message struct {
 	Blocks []slack.Block
 }
 
+// options post or update m with the Web API.
+func (m message) options() []slack.MsgOption {
+	return []slack.MsgOption{slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...), slack.MsgOptionDisableLinkUnfurl()}
+}
+
 // outcome names what happened in a few words.
 func (r run) outcome() (emoji, words string) {
 	switch r.State {
@@ -413,12 +418,7 @@ func linked(u, label string) string {
 	return "<" + u + "|" + strings.NewReplacer("|", "¦", ">", "&gt;", "<", "&lt;", "&", "&amp;").Replace(label) + ">"
 }
 
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
-}
+func short(commit string) string { return commit[:min(len(commit), 12)] }
 
 // clip cuts s to at most n bytes on a rune boundary, marking the cut.
 func clip(s string, n int) string {

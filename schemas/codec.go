@@ -178,19 +178,15 @@ func (c *Codec) Encode(ctx context.Context, topic string, ev Event) ([]byte, err
 		return nil, &EncodeError{Reason: EncodeInvalidEvent, Err: err}
 	}
 	if c.reg == nil {
-		out := make([]byte, singleObjectHeader, singleObjectHeader+len(body))
-		out[0], out[1] = singleObjectMagic0, singleObjectMagic1
-		binary.LittleEndian.PutUint64(out[2:], k.fp)
-		return append(out, body...), nil
+		out := append(make([]byte, 0, singleObjectHeader+len(body)), singleObjectMagic0, singleObjectMagic1)
+		return append(binary.LittleEndian.AppendUint64(out, k.fp), body...), nil
 	}
 	id, err := c.schemaID(ctx, topic, k)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, confluentHeader, confluentHeader+len(body))
-	out[0] = confluentMagic
-	binary.BigEndian.PutUint32(out[1:], uint32(id))
-	return append(out, body...), nil
+	out := append(make([]byte, 0, confluentHeader+len(body)), confluentMagic)
+	return append(binary.BigEndian.AppendUint32(out, uint32(id)), body...), nil
 }
 
 func (c *Codec) schemaID(ctx context.Context, topic string, k *kind) (int, error) {
