@@ -139,16 +139,12 @@ func NewDispatcher(routes []Route, sinks []Sink, opts Options) (*Dispatcher, err
 		}
 	}
 	var err error
-	if d.attempts, err = registerCounter(d.opts.Registerer, prometheus.CounterOpts{
-		Name: "lakewap_notify_attempts_total",
-		Help: "Send attempts per sink, by result (ok, retry, error).",
-	}, "sink", "result"); err != nil {
+	if d.attempts, err = registerCounter(d.opts.Registerer, "lakewap_notify_attempts_total",
+		"Send attempts per sink, by result (ok, retry, error).", "sink", "result"); err != nil {
 		return nil, err
 	}
-	if d.undeliv, err = registerCounter(d.opts.Registerer, prometheus.CounterOpts{
-		Name: "lakewap_notify_undelivered_total",
-		Help: "Notifications a sink had not delivered when its budget ran out.",
-	}, "sink"); err != nil {
+	if d.undeliv, err = registerCounter(d.opts.Registerer, "lakewap_notify_undelivered_total",
+		"Notifications a sink had not delivered when its budget ran out.", "sink"); err != nil {
 		return nil, err
 	}
 	// Every sink's series exist from the start at 0, so that an alert on
@@ -162,8 +158,8 @@ func NewDispatcher(routes []Route, sinks []Sink, opts Options) (*Dispatcher, err
 	return d, nil
 }
 
-func registerCounter(reg prometheus.Registerer, o prometheus.CounterOpts, labels ...string) (*prometheus.CounterVec, error) {
-	c := prometheus.NewCounterVec(o, labels)
+func registerCounter(reg prometheus.Registerer, name, help string, labels ...string) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	if reg == nil {
 		return c, nil
 	}
@@ -174,7 +170,7 @@ func registerCounter(reg prometheus.Registerer, o prometheus.CounterOpts, labels
 				return existing, nil
 			}
 		}
-		return nil, fmt.Errorf("register %s: %w", o.Name, err)
+		return nil, fmt.Errorf("register %s: %w", name, err)
 	}
 	return c, nil
 }
@@ -235,10 +231,8 @@ func (d *Dispatcher) Notify(ctx context.Context, n Notification) (map[string]str
 	}
 	wg.Wait()
 
-	receipts := maps.Clone(n.Receipts)
-	if receipts == nil {
-		receipts = map[string]string{}
-	}
+	receipts := map[string]string{}
+	maps.Copy(receipts, n.Receipts)
 	var errs []error
 	for i, t := range ts {
 		name, r := t.sink.Name(), results[i]
@@ -280,10 +274,8 @@ func (d *Dispatcher) deliver(ctx context.Context, t target, n Notification) deli
 
 	sn := n
 	sn.Mention = t.mention
-	sn.Receipts = maps.Clone(n.Receipts)
-	if sn.Receipts == nil {
-		sn.Receipts = map[string]string{}
-	}
+	sn.Receipts = map[string]string{}
+	maps.Copy(sn.Receipts, n.Receipts)
 	receipt := n.Receipts[name]
 	log := d.log.With("sink", name, "batch_id", n.BatchID, "dataset", n.Dataset, "state", n.State)
 	var lastErr error

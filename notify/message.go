@@ -366,17 +366,14 @@ func checkText(c schemas.CheckResult) string {
 		b.WriteString("\n" + esc(clip(c.Message, 500)))
 	}
 	if len(c.SampleRows) > 0 {
-		rows := c.SampleRows
-		extra := ""
-		if len(rows) > maxSampleRows {
-			extra = fmt.Sprintf("\n…and %d more sample rows", len(rows)-maxSampleRows)
-			rows = rows[:maxSampleRows]
+		var rows []string
+		for _, row := range c.SampleRows[:min(len(c.SampleRows), maxSampleRows)] {
+			rows = append(rows, clip(row, maxSampleRow))
 		}
-		clipped := make([]string, len(rows))
-		for i, row := range rows {
-			clipped[i] = clip(row, maxSampleRow)
+		b.WriteString("\nSample rows:\n" + codeBlock(strings.Join(rows, "\n")))
+		if more := len(c.SampleRows) - len(rows); more > 0 {
+			fmt.Fprintf(&b, "\n…and %d more sample rows", more)
 		}
-		b.WriteString("\nSample rows:\n" + codeBlock(strings.Join(clipped, "\n")) + extra)
 	}
 	return clip(b.String(), maxSectionText)
 }
