@@ -340,10 +340,8 @@ func checkCleanupPolicy(ctx context.Context, client *kafka.Client, t TopicSpec) 
 			if e.ConfigName != "cleanup.policy" {
 				continue
 			}
-			for _, have := range strings.Split(e.ConfigValue, ",") {
-				if strings.TrimSpace(have) == want {
-					return nil
-				}
+			if slices.ContainsFunc(strings.Split(e.ConfigValue, ","), func(p string) bool { return strings.TrimSpace(p) == want }) {
+				return nil
 			}
 			return fmt.Errorf("ensure topics: %s has cleanup.policy=%s, want %s", t.Name, e.ConfigValue, want)
 		}

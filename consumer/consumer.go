@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -204,23 +206,20 @@ type partitionWork struct {
 func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
 	assignments := gen.Assignments[c.cfg.Topic]
 	log := c.log.With("generation", gen.ID)
-	parts := make([]int, 0, len(assignments))
 	work := make(map[int]*partitionWork, len(assignments))
+	restored := make(map[int]bool, len(assignments))
 	for _, a := range assignments {
-		parts = append(parts, a.ID)
 		work[a.ID] = &partitionWork{assignment: a, offsets: newOffsetTracker()}
+		restored[a.ID] = false
 	}
-	log.Info("partitions assigned", "partitions", parts)
+	log.Info("partitions assigned", "partitions", slices.Sorted(maps.Keys(work)))
 
 	c.mu.Lock()
 	c.generation = gen.ID
-	c.restored = make(map[int]bool, len(parts))
-	for _, p := range parts {
-		c.restored[p] = false
-	}
+	c.restored = restored
 	c.m.restored.Set(0)
 	c.mu.Unlock()
-	c.m.assigned.Set(float64(len(parts)))
+	c.m.assigned.Set(float64(len(work)))
 
 	// Handles outlive the generation by at most ShutdownGrace, so they get a
 	// context of their own rather than the generation's.
@@ -526,10 +525,8 @@ func (c *Consumer) setLag(p int, w *partitionWork) {
 	}
 }
 
-// newBackoff is the wait between retries of a failed Handle, dead-letter
-// write, Assigned or fetch: doubling from MinBackoff up to
-// MaxBackoff, jittered so that partitions failing together do not retry
-// in lockstep.
+// newBackoff is the wait between retries of a failed Handle, dead-letter write,
+// Assigned or fetch, jittered so that partitions failing together do not retry in lockstep.
 func (c *Consumer) newBackoff() *backoff.Backoff {
 	return backoff.Policy{Min: c.cfg.MinBackoff, Max: c.cfg.MaxBackoff, Jitter: backoff.Equal}.New()
 }
