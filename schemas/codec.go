@@ -54,7 +54,7 @@ type DecodeError struct {
 	Err    error
 }
 
-func (e *DecodeError) Error() string { return codecErrorText("decode", e.Reason, e.Err) }
+func (e *DecodeError) Error() string { return fmt.Sprintf("decode event: %s: %v", e.Reason, e.Err) }
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // Permanent reports whether retrying the same bytes can never succeed.
@@ -78,18 +78,11 @@ type EncodeError struct {
 	Err    error
 }
 
-func (e *EncodeError) Error() string { return codecErrorText("encode", e.Reason, e.Err) }
+func (e *EncodeError) Error() string { return fmt.Sprintf("encode event: %s: %v", e.Reason, e.Err) }
 func (e *EncodeError) Unwrap() error { return e.Err }
 
 // Permanent reports whether retrying the same event can never succeed.
 func (e *EncodeError) Permanent() bool { return e.Reason != EncodeRegistryUnavailable }
-
-func codecErrorText(op, reason string, err error) string {
-	if err == nil {
-		return op + " event: " + reason
-	}
-	return op + " event: " + reason + ": " + err.Error()
-}
 
 // Options configure a Codec.
 type Options struct {
