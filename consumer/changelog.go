@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,14 +42,8 @@ func NewChangelog(cfg ChangelogConfig) (*Changelog, error) {
 	if err := checkBrokers("changelog ", cfg.Brokers); err != nil {
 		return nil, err
 	}
-	if cfg.Topic == "" {
-		cfg.Topic = DefaultChangelogTopic
-	}
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("%w: changelog Timeout must not be negative", errConfig)
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 10 * time.Second
 	}
 	transport := cfg.Transport
 	if transport == nil {
@@ -59,8 +54,8 @@ func NewChangelog(cfg ChangelogConfig) (*Changelog, error) {
 		transport = t
 	}
 	return &Changelog{
-		client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.Timeout, Transport: transport},
-		topic:  cfg.Topic,
+		client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cmp.Or(cfg.Timeout, 10*time.Second), Transport: transport},
+		topic:  cmp.Or(cfg.Topic, DefaultChangelogTopic),
 	}, nil
 }
 
@@ -207,10 +202,7 @@ type TopicSpec struct {
 
 // ChangelogTopic is the spec of a compacted changelog partitioned like input.
 func ChangelogTopic(name, input string) TopicSpec {
-	if name == "" {
-		name = DefaultChangelogTopic
-	}
-	return TopicSpec{Name: name, Configs: map[string]string{"cleanup.policy": "compact"}, SamePartitionsAs: input}
+	return TopicSpec{Name: cmp.Or(name, DefaultChangelogTopic), Configs: map[string]string{"cleanup.policy": "compact"}, SamePartitionsAs: input}
 }
 
 // EnsureTopics creates the topics that do not exist yet, then checks that

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -197,9 +198,7 @@ func (d *Dispatcher) targets(n Notification) []target {
 		for _, r := range d.routes {
 			if r.Sink == name && r.matches(n) {
 				matched = true
-				if mention == "" {
-					mention = r.Mention
-				}
+				mention = cmp.Or(mention, r.Mention)
 			}
 		}
 		if matched {

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,12 +56,9 @@ type KafkaResults struct {
 // the topic must exist. transport may be nil for kafka-go's default (set it
 // for TLS or SASL).
 func NewResultsWriter(brokers []string, topic string, transport kafka.RoundTripper) *kafka.Writer {
-	if topic == "" {
-		topic = DefaultResultsTopic
-	}
 	return &kafka.Writer{
 		Addr:         kafka.TCP(brokers...),
-		Topic:        topic,
+		Topic:        cmp.Or(topic, DefaultResultsTopic),
 		Balancer:     &kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll,
 		MaxAttempts:  3, // the Dispatcher retries on top, within its budget
