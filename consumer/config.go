@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -96,9 +97,7 @@ func (c Config) withDefaults() (Config, error) {
 		if *f.d < 0 {
 			return c, configError("%s must not be negative, got %s", f.name, *f.d)
 		}
-		if *f.d == 0 {
-			*f.d = f.def
-		}
+		*f.d = cmp.Or(*f.d, f.def)
 	}
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return c, configError("HeartbeatInterval (%s) must be below SessionTimeout (%s)", c.HeartbeatInterval, c.SessionTimeout)
@@ -109,9 +108,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxFetchBytes < 0 {
 		return c, configError("MaxFetchBytes must not be negative, got %d", c.MaxFetchBytes)
 	}
-	if c.MaxFetchBytes == 0 {
-		c.MaxFetchBytes = 10 << 20
-	}
+	c.MaxFetchBytes = cmp.Or(c.MaxFetchBytes, 10<<20)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

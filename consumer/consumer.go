@@ -313,9 +313,7 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 			continue
 		}
 		b.Reset()
-		if msg.HighWaterMark > w.highWater.Load() {
-			w.highWater.Store(msg.HighWaterMark)
-		}
+		w.highWater.Store(max(w.highWater.Load(), msg.HighWaterMark))
 		w.offsets.fetched(msg.Offset)
 		if !c.process(gctx, handleCtx, msg, log) {
 			return // taken away before the message was done: its next owner gets it
@@ -501,9 +499,7 @@ func (c *Consumer) readHighWatermarks(gctx context.Context, work map[int]*partit
 		if !ok || po.Error != nil {
 			continue
 		}
-		if po.LastOffset > w.highWater.Load() {
-			w.highWater.Store(po.LastOffset)
-		}
+		w.highWater.Store(max(w.highWater.Load(), po.LastOffset))
 		c.commitMu.Lock()
 		c.setLag(po.Partition, w)
 		c.commitMu.Unlock()

@@ -50,11 +50,9 @@ type KafkaResults struct {
 	MaxMessageBytes int
 }
 
-// NewResultsWriter returns a writer for the results topic with the settings
-// KafkaResults expects: every in-sync replica acknowledges, batches leave at
-// once, the key (batch id) picks the partition the way Java clients do, and
-// the topic must exist. transport may be nil for kafka-go's default (set it
-// for TLS or SASL).
+// NewResultsWriter returns a writer for the results topic as KafkaResults
+// expects it (all in-sync replicas acknowledge, partitions picked by key as
+// Java clients do, the topic must exist); transport nil is kafka-go's default.
 func NewResultsWriter(brokers []string, topic string, transport kafka.RoundTripper) *kafka.Writer {
 	return &kafka.Writer{
 		Addr:         kafka.TCP(brokers...),

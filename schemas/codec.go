@@ -94,12 +94,10 @@ type Options struct {
 	// Subject names the registry subject of an event type on a topic. The
 	// default is TopicRecordNameStrategy: "<topic>-io.lakewap.events.<Type>".
 	Subject func(topic, eventType string) string
-	// WriterSchemas are extra self-contained writer schemas (Avro JSON) that
-	// Decode accepts in single-object encoding, e.g. the schema of a newer
-	// producer rolled out before this reader. Each must resolve into the
-	// current schema of its event type. A single-object value carries only a
-	// fingerprint, so its writer schema must be known here, embedded (current
-	// or history/), or listed in this option.
+	// WriterSchemas are extra self-contained writer schemas (Avro JSON), e.g.
+	// a newer producer's, that Decode accepts besides the embedded ones: a
+	// single-object value carries only a fingerprint. Each must resolve into
+	// the current schema of its event type.
 	WriterSchemas []string
 	// RegistryTimeout bounds one registry call; 0 means 10s.
 	RegistryTimeout time.Duration
