@@ -361,7 +361,8 @@ func checkText(c schemas.CheckResult) string {
 		fmt.Fprintf(&b, " on %s", code(c.Table))
 	}
 	fmt.Fprintf(&b, ", %s): %s\n", esc(c.Severity), esc(c.Status))
-	fmt.Fprintf(&b, "observed %s vs threshold %s", orNone(c.Observed), orNone(c.Threshold))
+	// A check that could not run observed nothing.
+	fmt.Fprintf(&b, "observed %s vs threshold %s", cmp.Or(code(c.Observed), "(none)"), cmp.Or(code(c.Threshold), "(none)"))
 	if c.Message != "" {
 		b.WriteString("\n" + esc(clip(c.Message, 500)))
 	}
@@ -376,15 +377,6 @@ func checkText(c schemas.CheckResult) string {
 		}
 	}
 	return clip(b.String(), maxSectionText)
-}
-
-// orNone shows a value as code, or says there is none (a check that could
-// not run observed nothing).
-func orNone(v string) string {
-	if v == "" {
-		return "(none)"
-	}
-	return code(v)
 }
 
 func section(mrkdwn string) *slack.SectionBlock {

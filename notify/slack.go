@@ -172,10 +172,7 @@ func (w *SlackWebhook) Send(ctx context.Context, n Notification) (string, bool, 
 	if !terminal(n.State) {
 		return prev, false, nil
 	}
-	key := EventID(n.Event)
-	if key == "" {
-		key = n.State
-	}
+	key := cmp.Or(EventID(n.Event), n.State)
 	if prev == key {
 		return prev, false, nil
 	}
