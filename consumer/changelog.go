@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,14 +42,8 @@ func NewChangelog(cfg ChangelogConfig) (*Changelog, error) {
 	if err := checkBrokers("changelog ", cfg.Brokers); err != nil {
 		return nil, err
 	}
-	if cfg.Topic == "" {
-		cfg.Topic = DefaultChangelogTopic
-	}
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("%w: changelog Timeout must not be negative", errConfig)
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = 10 * time.Second
 	}
 	transport := cfg.Transport
 	if transport == nil {
@@ -59,8 +54,8 @@ func NewChangelog(cfg ChangelogConfig) (*Changelog, error) {
 		transport = t
 	}
 	return &Changelog{
-		client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cfg.Timeout, Transport: transport},
-		topic:  cfg.Topic,
+		client: &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: cmp.Or(cfg.Timeout, 10*time.Second), Transport: transport},
+		topic:  cmp.Or(cfg.Topic, DefaultChangelogTopic),
 	}, nil
 }
 
@@ -140,10 +135,10 @@ func (c *Changelog) Load(ctx context.Context, partition int) (map[string][]byte,
 		if err == nil {
 			err = fr.Error
 		}
-		if err != nil {
-			return nil, fmt.Errorf("changelog: reading %s/%d at offset %d: %w", c.topic, partition, offset, err)
+		next := offset
+		if err == nil {
+			next, err = apply(state, fr.Records, offset, end)
 		}
-		next, err := apply(state, fr.Records, offset, end)
 		if err != nil {
 			return nil, fmt.Errorf("changelog: reading %s/%d at offset %d: %w", c.topic, partition, offset, err)
 		}
@@ -207,10 +202,7 @@ type TopicSpec struct {
 
 // ChangelogTopic is the spec of a compacted changelog partitioned like input.
 func ChangelogTopic(name, input string) TopicSpec {
-	if name == "" {
-		name = DefaultChangelogTopic
-	}
-	return TopicSpec{Name: name, Configs: map[string]string{"cleanup.policy": "compact"}, SamePartitionsAs: input}
+	return TopicSpec{Name: cmp.Or(name, DefaultChangelogTopic), Configs: map[string]string{"cleanup.policy": "compact"}, SamePartitionsAs: input}
 }
 
 // EnsureTopics creates the topics that do not exist yet, then checks that
@@ -234,47 +226,43 @@ func EnsureTopics(ctx context.Context, brokers []string, transport kafka.RoundTr
 		if t.Name == "" {
 			return errors.New("ensure topics: a topic has no name")
 		}
-		if _, ok := counts[t.Name]; ok {
-			if err := checkCleanupPolicy(ctx, client, t); err != nil {
-				return err
+		if _, ok := counts[t.Name]; !ok {
+			parts := t.Partitions
+			if parts == 0 && t.SamePartitionsAs != "" {
+				parts = counts[t.SamePartitionsAs]
 			}
-			continue
-		}
-		parts := t.Partitions
-		if parts == 0 && t.SamePartitionsAs != "" {
-			parts = counts[t.SamePartitionsAs]
-		}
-		if parts <= 0 {
-			return fmt.Errorf("ensure topics: cannot create %s: Partitions not set and %q does not exist to copy from", t.Name, t.SamePartitionsAs)
-		}
-		rf := t.ReplicationFactor
-		if rf == 0 {
-			rf = -1
-		}
-		tc := kafka.TopicConfig{Topic: t.Name, NumPartitions: parts, ReplicationFactor: rf}
-		for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
-			tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: t.Configs[k]})
-		}
-		res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
-		if err == nil {
-			err = res.Errors[t.Name]
-		}
-		switch {
-		case err == nil:
-			counts[t.Name] = parts
-			created = append(created, t.Name)
-		case errors.Is(err, kafka.TopicAlreadyExists):
+			if parts <= 0 {
+				return fmt.Errorf("ensure topics: cannot create %s: Partitions not set and %q does not exist to copy from", t.Name, t.SamePartitionsAs)
+			}
+			rf := t.ReplicationFactor
+			if rf == 0 {
+				rf = -1
+			}
+			tc := kafka.TopicConfig{Topic: t.Name, NumPartitions: parts, ReplicationFactor: rf}
+			for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
+				tc.ConfigEntries = append(tc.ConfigEntries, kafka.ConfigEntry{ConfigName: k, ConfigValue: t.Configs[k]})
+			}
+			res, err := client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{tc}})
+			if err == nil {
+				err = res.Errors[t.Name]
+			}
+			if err == nil {
+				counts[t.Name] = parts
+				created = append(created, t.Name)
+				continue
+			}
+			if !errors.Is(err, kafka.TopicAlreadyExists) {
+				return fmt.Errorf("ensure topics: creating %s: %w", t.Name, err)
+			}
 			// Someone else created it meanwhile; check it like an existing one.
 			fresh, err := partitionCounts(ctx, client, []string{t.Name})
 			if err != nil {
 				return err
 			}
 			counts[t.Name] = fresh[t.Name]
-			if err := checkCleanupPolicy(ctx, client, t); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("ensure topics: creating %s: %w", t.Name, err)
+		}
+		if err := checkCleanupPolicy(ctx, client, t); err != nil {
+			return err
 		}
 	}
 	for _, t := range topics {
@@ -344,10 +332,8 @@ func checkCleanupPolicy(ctx context.Context, client *kafka.Client, t TopicSpec) 
 			if e.ConfigName != "cleanup.policy" {
 				continue
 			}
-			for _, have := range strings.Split(e.ConfigValue, ",") {
-				if strings.TrimSpace(have) == want {
-					return nil
-				}
+			if slices.ContainsFunc(strings.Split(e.ConfigValue, ","), func(p string) bool { return strings.TrimSpace(p) == want }) {
+				return nil
 			}
 			return fmt.Errorf("ensure topics: %s has cleanup.policy=%s, want %s", t.Name, e.ConfigValue, want)
 		}

@@ -1,13 +1,13 @@
 package consumer
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
 )
 
 // Config configures a Consumer. Zero durations take the defaults named on
@@ -18,11 +18,7 @@ type Config struct {
 	Topic           string // input topic, e.g. wap.events
 	DeadLetterTopic string // e.g. wap.dlq; must differ from Topic
 
-	// Security builds the Dialer and Transport when those are nil; each of
-	// them, when set, replaces Security for its own connections only.
-	Security  Security
-	Dialer    *kafka.Dialer      // group membership and fetches
-	Transport kafka.RoundTripper // dead-letter produce
+	Security Security // TLS and SASL of every connection to the brokers
 
 	CommitInterval    time.Duration // how often handled offsets are committed; default 1s
 	SessionTimeout    time.Duration // default 30s
@@ -34,9 +30,6 @@ type Config struct {
 	MaxBackoff        time.Duration // cap of the doubling wait; default 30s
 	LagInterval       time.Duration // how often high watermarks are read for the lag gauge; default 10s
 
-	// StartFromLatest makes a partition with no committed offset start at its
-	// end instead of its beginning.
-	StartFromLatest bool
 	// MaxFetchBytes bounds one fetch response; default 10 MiB.
 	MaxFetchBytes int
 
@@ -104,9 +97,7 @@ func (c Config) withDefaults() (Config, error) {
 		if *f.d < 0 {
 			return c, configError("%s must not be negative, got %s", f.name, *f.d)
 		}
-		if *f.d == 0 {
-			*f.d = f.def
-		}
+		*f.d = cmp.Or(*f.d, f.def)
 	}
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return c, configError("HeartbeatInterval (%s) must be below SessionTimeout (%s)", c.HeartbeatInterval, c.SessionTimeout)
@@ -117,9 +108,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxFetchBytes < 0 {
 		return c, configError("MaxFetchBytes must not be negative, got %d", c.MaxFetchBytes)
 	}
-	if c.MaxFetchBytes == 0 {
-		c.MaxFetchBytes = 10 << 20
-	}
+	c.MaxFetchBytes = cmp.Or(c.MaxFetchBytes, 10<<20)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,8 +48,7 @@ type Consumer struct {
 	h      Handler
 	log    *slog.Logger
 	dialer *kafka.Dialer
-	dlq    messageWriter
-	closer func() error
+	dlq    *kafka.Writer
 	admin  *kafka.Client // high watermarks for the lag gauge
 	m      *metrics
 	runs   atomic.Bool
@@ -78,19 +79,13 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	dialer := cfg.Dialer
-	if dialer == nil {
-		if dialer, err = cfg.Security.Dialer(); err != nil {
-			return nil, fmt.Errorf("%w: %v", errConfig, err)
-		}
+	dialer, err := cfg.Security.Dialer()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errConfig, err)
 	}
-	transport := cfg.Transport
-	if transport == nil {
-		t, err := cfg.Security.Transport()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errConfig, err)
-		}
-		transport = t
+	transport, err := cfg.Security.Transport()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errConfig, err)
 	}
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(cfg.Brokers...),
@@ -109,7 +104,6 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 		log:        logger.With("group", cfg.GroupID, "topic", cfg.Topic),
 		dialer:     dialer,
 		dlq:        w,
-		closer:     w.Close,
 		admin:      &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport},
 		m:          newMetrics(cfg.Registerer, cfg.GroupID, cfg.Topic),
 		generation: -1,
@@ -156,14 +150,10 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	c.runCtx = ctx
 	defer func() {
-		if err := c.closer(); err != nil {
+		if err := c.dlq.Close(); err != nil {
 			c.log.Warn("closing dead-letter writer", "err", err)
 		}
 	}()
-	start := kafka.FirstOffset
-	if c.cfg.StartFromLatest {
-		start = kafka.LastOffset
-	}
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                c.cfg.GroupID,
 		Brokers:           c.cfg.Brokers,
@@ -176,7 +166,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		// Partitions added to the input topic get consumed after a rebalance
 		// instead of being ignored until a restart.
 		WatchPartitionChanges: true,
-		StartOffset:           start,
+		StartOffset:           kafka.FirstOffset, // a partition with no committed offset is read from its beginning
 		Logger:                kafkaLogger(c.log, slog.LevelDebug),
 		ErrorLogger:           kafkaLogger(c.log, slog.LevelWarn),
 	})
@@ -216,23 +206,20 @@ type partitionWork struct {
 func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
 	assignments := gen.Assignments[c.cfg.Topic]
 	log := c.log.With("generation", gen.ID)
-	parts := make([]int, 0, len(assignments))
 	work := make(map[int]*partitionWork, len(assignments))
+	restored := make(map[int]bool, len(assignments))
 	for _, a := range assignments {
-		parts = append(parts, a.ID)
 		work[a.ID] = &partitionWork{assignment: a, offsets: newOffsetTracker()}
+		restored[a.ID] = false
 	}
-	log.Info("partitions assigned", "partitions", parts)
+	log.Info("partitions assigned", "partitions", slices.Sorted(maps.Keys(work)))
 
 	c.mu.Lock()
 	c.generation = gen.ID
-	c.restored = make(map[int]bool, len(parts))
-	for _, p := range parts {
-		c.restored[p] = false
-	}
+	c.restored = restored
 	c.m.restored.Set(0)
 	c.mu.Unlock()
-	c.m.assigned.Set(float64(len(parts)))
+	c.m.assigned.Set(float64(len(work)))
 
 	// Handles outlive the generation by at most ShutdownGrace, so they get a
 	// context of their own rather than the generation's.
@@ -326,9 +313,7 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 			continue
 		}
 		b.Reset()
-		if msg.HighWaterMark > w.highWater.Load() {
-			w.highWater.Store(msg.HighWaterMark)
-		}
+		w.highWater.Store(max(w.highWater.Load(), msg.HighWaterMark))
 		w.offsets.fetched(msg.Offset)
 		if !c.process(gctx, handleCtx, msg, log) {
 			return // taken away before the message was done: its next owner gets it
@@ -514,9 +499,7 @@ func (c *Consumer) readHighWatermarks(gctx context.Context, work map[int]*partit
 		if !ok || po.Error != nil {
 			continue
 		}
-		if po.LastOffset > w.highWater.Load() {
-			w.highWater.Store(po.LastOffset)
-		}
+		w.highWater.Store(max(w.highWater.Load(), po.LastOffset))
 		c.commitMu.Lock()
 		c.setLag(po.Partition, w)
 		c.commitMu.Unlock()
@@ -538,10 +521,8 @@ func (c *Consumer) setLag(p int, w *partitionWork) {
 	}
 }
 
-// newBackoff is the wait between retries of a failed Handle, dead-letter
-// write, Assigned or fetch: doubling from MinBackoff up to
-// MaxBackoff, jittered so that partitions failing together do not retry
-// in lockstep.
+// newBackoff is the wait between retries of a failed Handle, dead-letter write,
+// Assigned or fetch, jittered so that partitions failing together do not retry in lockstep.
 func (c *Consumer) newBackoff() *backoff.Backoff {
 	return backoff.Policy{Min: c.cfg.MinBackoff, Max: c.cfg.MaxBackoff, Jitter: backoff.Equal}.New()
 }

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -58,17 +57,10 @@ func Poison(err error, reason string) error {
 	return &PoisonError{Reason: reason, Err: err}
 }
 
-// messageWriter is the part of *kafka.Writer the consumer needs for dead
-// letters; tests substitute failing writers.
-type messageWriter interface {
-	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
-}
-
 // deadLetter builds the dead-letter record for msg: the original bytes plus
 // headers saying why and where it came from.
 func deadLetter(msg kafka.Message, p *PoisonError, at time.Time) kafka.Message {
-	headers := make([]kafka.Header, 0, len(msg.Headers)+6)
-	headers = append(headers, msg.Headers...)
+	headers := append(make([]kafka.Header, 0, len(msg.Headers)+6), msg.Headers...)
 	headers = append(headers,
 		kafka.Header{Key: HeaderDLQError, Value: []byte(clipText(p.Err.Error(), MaxDLQErrorBytes))},
 		kafka.Header{Key: HeaderDLQReason, Value: []byte(p.Reason)},
@@ -84,12 +76,9 @@ func deadLetter(msg kafka.Message, p *PoisonError, at time.Time) kafka.Message {
 // letter the topic refused as too large: the reason and the position of the
 // original (still in the input topic until retention) are what is left.
 func withoutOriginal(dl kafka.Message, original kafka.Message) kafka.Message {
-	out := kafka.Message{Key: dl.Key, Headers: slices.Clone(dl.Headers[len(original.Headers):])}
+	out := kafka.Message{Key: dl.Key[:min(len(dl.Key), 1024)], Headers: slices.Clone(dl.Headers[len(original.Headers):])}
 	out.Headers = append(out.Headers, kafka.Header{Key: HeaderDLQDropped,
 		Value: []byte(fmt.Sprintf("value of %d bytes and %d headers: too large for the dead-letter topic", len(original.Value), len(original.Headers)))})
-	if len(out.Key) > 1024 {
-		out.Key = out.Key[:1024]
-	}
 	return out
 }
 

@@ -47,17 +47,11 @@ func (s Security) validate() error {
 	if s.TLS != nil && (s.TLS.CertFile == "") != (s.TLS.KeyFile == "") {
 		return errors.New("Security.TLS: CertFile and KeyFile must be set together")
 	}
-	if s.SASL != nil {
-		switch strings.ToUpper(s.SASL.Mechanism) {
-		case SASLPlain, SASLScramSHA256, SASLScramSHA512:
-		default:
-			return fmt.Errorf("Security.SASL.Mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", s.SASL.Mechanism)
-		}
-		if s.SASL.Username == "" {
-			return errors.New("Security.SASL.Username is required")
-		}
+	if s.SASL != nil && s.SASL.Username == "" {
+		return errors.New("Security.SASL.Username is required")
 	}
-	return nil
+	_, err := s.mechanism()
+	return err
 }
 
 func (s Security) tlsConfig() (*tls.Config, error) {
@@ -102,7 +96,7 @@ func (s Security) mechanism() (sasl.Mechanism, error) {
 	case SASLScramSHA512:
 		return scram.Mechanism(scram.SHA512, s.SASL.Username, s.SASL.Password)
 	}
-	return nil, fmt.Errorf("Security.SASL.Mechanism: %q is not supported", s.SASL.Mechanism)
+	return nil, fmt.Errorf("Security.SASL.Mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", s.SASL.Mechanism)
 }
 
 // parts checks s and builds what both the Dialer and the Transport carry.

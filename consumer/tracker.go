@@ -53,9 +53,7 @@ func (t *offsetTracker) toCommit() (int64, bool) {
 func (t *offsetTracker) setCommitted(offset int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if offset > t.committed {
-		t.committed = offset
-	}
+	t.committed = max(t.committed, offset)
 }
 
 // position returns where the group would resume: the commit position, or

@@ -95,11 +95,14 @@ type stage struct {
 func (s *stage) Handle(ctx context.Context, msg kafka.Message) error {
 	ev, err := s.cfg.Codec.Decode(ctx, msg.Value)
 	if err != nil {
-		var p schemas.PermanentError
-		if errors.As(err, &p) && !p.Permanent() {
+		var de *schemas.DecodeError
+		switch {
+		case errors.As(err, &de) && !de.Permanent():
 			return err // a schema registry out of reach: try again
+		case de != nil:
+			return s.poison("undecodable", err, de.Reason)
 		}
-		return s.poison("undecodable", err, decodeReason(err))
+		return s.poison("undecodable", err, schemas.DecodeMalformed)
 	}
 	if reason, err := check(ev, msg); err != nil {
 		return s.poison(ev.EventType(), err, reason)
@@ -173,12 +176,4 @@ func (s *stage) poison(eventType string, err error, reason string) error {
 		s.cfg.Counted(eventType, "dead_letter")
 	}
 	return consumer.Poison(err, reason)
-}
-
-func decodeReason(err error) string {
-	var de *schemas.DecodeError
-	if errors.As(err, &de) {
-		return de.Reason
-	}
-	return schemas.DecodeMalformed
 }

@@ -13,7 +13,6 @@ import (
 // Console writes what Slack would show, as plain text, to a writer: the
 // demo's notifier, and a way to read messages without a Slack workspace.
 type Console struct {
-	name  string
 	mu    sync.Mutex
 	w     io.Writer
 	links links
@@ -26,10 +25,10 @@ func NewConsole(w io.Writer, lakeFSURL string) (*Console, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
-	return &Console{name: "console", w: w, links: links{base: base}}, nil
+	return &Console{w: w, links: links{base: base}}, nil
 }
 
-func (c *Console) Name() string { return c.name }
+func (c *Console) Name() string { return "console" }
 
 // Send writes the message and, for a run that ended badly, its details.
 // A failed write is not retried: the console is for people watching now.

@@ -1,13 +1,13 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +48,9 @@ type RetryAfterError struct {
 func (e *RetryAfterError) Error() string { return e.Err.Error() }
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
+// attemptTimeout bounds one Send.
+const attemptTimeout = 10 * time.Second
+
 // ErrUndelivered is wrapped by Notify's error when a required sink could
 // not deliver within its budget.
 var ErrUndelivered = errors.New("notification not delivered")
@@ -67,8 +70,6 @@ type Options struct {
 	Budget time.Duration
 	// RequiredBudget is Budget for required sinks. Default 1m.
 	RequiredBudget time.Duration
-	// AttemptTimeout bounds one Send. Default 10s.
-	AttemptTimeout time.Duration
 	// MinBackoff and MaxBackoff bound the exponential backoff between
 	// attempts (a Retry-After from the peer overrides it). Defaults 250ms, 10s.
 	MinBackoff, MaxBackoff time.Duration
@@ -82,7 +83,6 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.Budget, 20*time.Second)
 	def(&o.RequiredBudget, time.Minute)
-	def(&o.AttemptTimeout, 10*time.Second)
 	def(&o.MinBackoff, 250*time.Millisecond)
 	def(&o.MaxBackoff, 10*time.Second)
 	if o.Logger == nil {
@@ -132,25 +132,20 @@ func NewDispatcher(routes []Route, sinks []Sink, opts Options) (*Dispatcher, err
 			return nil, fmt.Errorf("sinks[%d]: duplicate name %q", i, name)
 		}
 		d.sinks[name] = s
-		d.names = append(d.names, name)
 	}
-	sort.Strings(d.names)
+	d.names = slices.Sorted(maps.Keys(d.sinks))
 	for i, r := range routes {
 		if err := r.validate(i, d.sinks); err != nil {
 			return nil, err
 		}
 	}
 	var err error
-	if d.attempts, err = registerCounter(d.opts.Registerer, prometheus.CounterOpts{
-		Name: "lakewap_notify_attempts_total",
-		Help: "Send attempts per sink, by result (ok, retry, error).",
-	}, "sink", "result"); err != nil {
+	if d.attempts, err = registerCounter(d.opts.Registerer, "lakewap_notify_attempts_total",
+		"Send attempts per sink, by result (ok, retry, error).", "sink", "result"); err != nil {
 		return nil, err
 	}
-	if d.undeliv, err = registerCounter(d.opts.Registerer, prometheus.CounterOpts{
-		Name: "lakewap_notify_undelivered_total",
-		Help: "Notifications a sink had not delivered when its budget ran out.",
-	}, "sink"); err != nil {
+	if d.undeliv, err = registerCounter(d.opts.Registerer, "lakewap_notify_undelivered_total",
+		"Notifications a sink had not delivered when its budget ran out.", "sink"); err != nil {
 		return nil, err
 	}
 	// Every sink's series exist from the start at 0, so that an alert on
@@ -164,8 +159,8 @@ func NewDispatcher(routes []Route, sinks []Sink, opts Options) (*Dispatcher, err
 	return d, nil
 }
 
-func registerCounter(reg prometheus.Registerer, o prometheus.CounterOpts, labels ...string) (*prometheus.CounterVec, error) {
-	c := prometheus.NewCounterVec(o, labels)
+func registerCounter(reg prometheus.Registerer, name, help string, labels ...string) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	if reg == nil {
 		return c, nil
 	}
@@ -176,7 +171,7 @@ func registerCounter(reg prometheus.Registerer, o prometheus.CounterOpts, labels
 				return existing, nil
 			}
 		}
-		return nil, fmt.Errorf("register %s: %w", o.Name, err)
+		return nil, fmt.Errorf("register %s: %w", name, err)
 	}
 	return c, nil
 }
@@ -203,9 +198,7 @@ func (d *Dispatcher) targets(n Notification) []target {
 		for _, r := range d.routes {
 			if r.Sink == name && r.matches(n) {
 				matched = true
-				if mention == "" {
-					mention = r.Mention
-				}
+				mention = cmp.Or(mention, r.Mention)
 			}
 		}
 		if matched {
@@ -237,10 +230,8 @@ func (d *Dispatcher) Notify(ctx context.Context, n Notification) (map[string]str
 	}
 	wg.Wait()
 
-	receipts := maps.Clone(n.Receipts)
-	if receipts == nil {
-		receipts = map[string]string{}
-	}
+	receipts := map[string]string{}
+	maps.Copy(receipts, n.Receipts)
 	var errs []error
 	for i, t := range ts {
 		name, r := t.sink.Name(), results[i]
@@ -280,24 +271,20 @@ func (d *Dispatcher) deliver(ctx context.Context, t target, n Notification) deli
 	once := !t.required && d.down[name]
 	d.mu.Unlock()
 
+	sn := n
+	sn.Mention = t.mention
+	sn.Receipts = map[string]string{}
+	maps.Copy(sn.Receipts, n.Receipts)
 	receipt := n.Receipts[name]
 	log := d.log.With("sink", name, "batch_id", n.BatchID, "dataset", n.Dataset, "state", n.State)
 	var lastErr error
 	for attempt := 1; ; attempt++ {
-		sn := n
-		sn.Mention = t.mention
-		sn.Receipts = maps.Clone(n.Receipts)
-		if sn.Receipts == nil {
-			sn.Receipts = map[string]string{}
-		}
-		if receipt != "" {
-			sn.Receipts[name] = receipt
-		}
-		actx, acancel := context.WithTimeout(ctx, d.opts.AttemptTimeout)
+		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
 		r, retry, err := t.sink.Send(actx, sn)
 		acancel()
 		if r != "" {
 			receipt = r
+			sn.Receipts[name] = r
 		}
 		if err == nil {
 			d.attempts.WithLabelValues(name, "ok").Inc()

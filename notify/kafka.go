@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -49,18 +50,13 @@ type KafkaResults struct {
 	MaxMessageBytes int
 }
 
-// NewResultsWriter returns a writer for the results topic with the settings
-// KafkaResults expects: every in-sync replica acknowledges, batches leave at
-// once, the key (batch id) picks the partition the way Java clients do, and
-// the topic must exist. transport may be nil for kafka-go's default (set it
-// for TLS or SASL).
+// NewResultsWriter returns a writer for the results topic as KafkaResults
+// expects it (all in-sync replicas acknowledge, partitions picked by key as
+// Java clients do, the topic must exist); transport nil is kafka-go's default.
 func NewResultsWriter(brokers []string, topic string, transport kafka.RoundTripper) *kafka.Writer {
-	if topic == "" {
-		topic = DefaultResultsTopic
-	}
 	return &kafka.Writer{
 		Addr:         kafka.TCP(brokers...),
-		Topic:        topic,
+		Topic:        cmp.Or(topic, DefaultResultsTopic),
 		Balancer:     &kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll,
 		MaxAttempts:  3, // the Dispatcher retries on top, within its budget
@@ -115,20 +111,18 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 			err = k.w.WriteMessages(ctx, msg)
 			big = err != nil && kafkalimit.TooLarge(err) // the topic's limit is lower than ours
 		}
-		if big {
-			smaller, ok := shrink(ev, step)
-			if !ok {
-				return prev, false, fmt.Errorf("kafka results: %s %s has %d bytes, more than the results topic takes", ev.EventType(), id, kafkalimit.Size(msg))
+		if !big {
+			if err != nil {
+				return prev, kafkaRetryable(err), fmt.Errorf("kafka results: write %s %s to %s: %w", ev.EventType(), id, k.topic, err)
 			}
-			ev = smaller
-			continue
+			return id, false, nil
 		}
-		if err != nil {
-			return prev, kafkaRetryable(err), fmt.Errorf("kafka results: write %s %s to %s: %w", ev.EventType(), id, k.topic, err)
+		smaller, ok := shrink(ev, step)
+		if !ok {
+			return prev, false, fmt.Errorf("kafka results: %s %s has %d bytes, more than the results topic takes", ev.EventType(), id, kafkalimit.Size(msg))
 		}
-		break
+		ev = smaller
 	}
-	return id, false, nil
 }
 
 // message encodes ev as the Kafka message of event id.

@@ -3,8 +3,8 @@ package notify
 import (
 	"cmp"
 	"fmt"
-	"reflect"
 	"net/url"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -105,6 +105,11 @@ func (l links) to(repo, id, path string) string {
 type message struct {
 	Text   string
 	Blocks []slack.Block
+}
+
+// options post or update m with the Web API.
+func (m message) options() []slack.MsgOption {
+	return []slack.MsgOption{slack.MsgOptionText(m.Text, false), slack.MsgOptionBlocks(m.Blocks...), slack.MsgOptionDisableLinkUnfurl()}
 }
 
 // outcome names what happened in a few words.
@@ -356,33 +361,22 @@ func checkText(c schemas.CheckResult) string {
 		fmt.Fprintf(&b, " on %s", code(c.Table))
 	}
 	fmt.Fprintf(&b, ", %s): %s\n", esc(c.Severity), esc(c.Status))
-	fmt.Fprintf(&b, "observed %s vs threshold %s", orNone(c.Observed), orNone(c.Threshold))
+	// A check that could not run observed nothing.
+	fmt.Fprintf(&b, "observed %s vs threshold %s", cmp.Or(code(c.Observed), "(none)"), cmp.Or(code(c.Threshold), "(none)"))
 	if c.Message != "" {
 		b.WriteString("\n" + esc(clip(c.Message, 500)))
 	}
 	if len(c.SampleRows) > 0 {
-		rows := c.SampleRows
-		extra := ""
-		if len(rows) > maxSampleRows {
-			extra = fmt.Sprintf("\n…and %d more sample rows", len(rows)-maxSampleRows)
-			rows = rows[:maxSampleRows]
+		var rows []string
+		for _, row := range c.SampleRows[:min(len(c.SampleRows), maxSampleRows)] {
+			rows = append(rows, clip(row, maxSampleRow))
 		}
-		clipped := make([]string, len(rows))
-		for i, row := range rows {
-			clipped[i] = clip(row, maxSampleRow)
+		b.WriteString("\nSample rows:\n" + codeBlock(strings.Join(rows, "\n")))
+		if more := len(c.SampleRows) - len(rows); more > 0 {
+			fmt.Fprintf(&b, "\n…and %d more sample rows", more)
 		}
-		b.WriteString("\nSample rows:\n" + codeBlock(strings.Join(clipped, "\n")) + extra)
 	}
 	return clip(b.String(), maxSectionText)
-}
-
-// orNone shows a value as code, or says there is none (a check that could
-// not run observed nothing).
-func orNone(v string) string {
-	if v == "" {
-		return "(none)"
-	}
-	return code(v)
 }
 
 func section(mrkdwn string) *slack.SectionBlock {
@@ -413,12 +407,7 @@ func linked(u, label string) string {
 	return "<" + u + "|" + strings.NewReplacer("|", "¦", ">", "&gt;", "<", "&lt;", "&", "&amp;").Replace(label) + ">"
 }
 
-func short(commit string) string {
-	if len(commit) > 12 {
-		return commit[:12]
-	}
-	return commit
-}
+func short(commit string) string { return commit[:min(len(commit), 12)] }
 
 // clip cuts s to at most n bytes on a rune boundary, marking the cut.
 func clip(s string, n int) string {

@@ -24,8 +24,7 @@ type SlackConfig struct {
 	LakeFSURL string
 	// APIURL overrides Slack's Web API address (tests, proxies); it must end
 	// with a slash.
-	APIURL     string
-	HTTPClient *http.Client
+	APIURL string
 }
 
 // Slack posts one message per batch and edits it in place as the run moves
@@ -51,7 +50,7 @@ func NewSlack(cfg SlackConfig) (*Slack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
-	opts := []slack.Option{slack.OptionHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{}))}
+	var opts []slack.Option
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}
@@ -97,11 +96,7 @@ func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) 
 	r := runOf(n)
 	m := mainMessage(r, s.links)
 	rc := parseSlackReceipt(n.Receipts[s.name])
-	opts := []slack.MsgOption{
-		slack.MsgOptionText(m.Text, false),
-		slack.MsgOptionBlocks(m.Blocks...),
-		slack.MsgOptionDisableLinkUnfurl(),
-	}
+	opts := m.options()
 	if rc.ts != "" {
 		_, _, _, err := s.api.UpdateMessageContext(ctx, rc.channel, rc.ts, opts...)
 		var se slack.SlackErrorResponse
@@ -111,28 +106,24 @@ func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) 
 			// start a new one rather than go silent.
 			rc = slackReceipt{}
 		case err != nil:
-			retry, werr := s.fail("chat.update", err)
+			retry, werr := classifySlack("chat.update", s.name, err, s.secrets)
 			return rc.String(), retry, werr
 		}
 	}
 	if rc.ts == "" {
 		ch, ts, err := s.api.PostMessageContext(ctx, s.channel, opts...)
 		if err != nil {
-			retry, werr := s.fail("chat.postMessage", err)
+			retry, werr := classifySlack("chat.postMessage", s.name, err, s.secrets)
 			return "", retry, werr
 		}
 		rc = slackReceipt{channel: ch, ts: ts}
 	}
 	if th, ok := threadMessage(r); ok && rc.reply == "" {
-		_, ts, err := s.api.PostMessageContext(ctx, rc.channel,
-			slack.MsgOptionTS(rc.ts),
-			slack.MsgOptionText(th.Text, false),
-			slack.MsgOptionBlocks(th.Blocks...),
-			slack.MsgOptionDisableLinkUnfurl())
+		_, ts, err := s.api.PostMessageContext(ctx, rc.channel, append(th.options(), slack.MsgOptionTS(rc.ts))...)
 		if err != nil {
 			// The main message is right; the receipt says so, and the next
 			// attempt adds only the reply.
-			retry, werr := s.fail("chat.postMessage (thread)", err)
+			retry, werr := classifySlack("chat.postMessage (thread)", s.name, err, s.secrets)
 			return rc.String(), retry, werr
 		}
 		rc.reply = ts
@@ -140,17 +131,12 @@ func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) 
 	return rc.String(), false, nil
 }
 
-func (s *Slack) fail(op string, err error) (bool, error) {
-	return classifySlack(op, s.name, err, s.secrets)
-}
-
 // SlackWebhookConfig configures a Slack sink that posts to an incoming
 // webhook.
 type SlackWebhookConfig struct {
-	Name       string // default "slack-webhook"
-	URL        string // the webhook URL, a secret: loaded by the caller (config.ReadSecret)
-	LakeFSURL  string // lakeFS UI base URL for links
-	HTTPClient *http.Client
+	Name      string // default "slack-webhook"
+	URL       string // the webhook URL, a secret: loaded by the caller (config.ReadSecret)
+	LakeFSURL string // lakeFS UI base URL for links
 }
 
 // SlackWebhook posts to an incoming webhook. A webhook cannot edit what it
@@ -175,7 +161,7 @@ func NewSlackWebhook(cfg SlackWebhookConfig) (*SlackWebhook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slack webhook %s: %w", cfg.Name, err)
 	}
-	return &SlackWebhook{name: cfg.Name, url: cfg.URL, hc: cmp.Or(cfg.HTTPClient, &http.Client{}), links: links{base: base}}, nil
+	return &SlackWebhook{name: cfg.Name, url: cfg.URL, hc: &http.Client{}, links: links{base: base}}, nil
 }
 
 func (w *SlackWebhook) Name() string { return w.name }
@@ -186,10 +172,7 @@ func (w *SlackWebhook) Send(ctx context.Context, n Notification) (string, bool, 
 	if !terminal(n.State) {
 		return prev, false, nil
 	}
-	key := EventID(n.Event)
-	if key == "" {
-		key = n.State
-	}
+	key := cmp.Or(EventID(n.Event), n.State)
 	if prev == key {
 		return prev, false, nil
 	}

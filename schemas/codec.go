@@ -54,7 +54,7 @@ type DecodeError struct {
 	Err    error
 }
 
-func (e *DecodeError) Error() string { return codecErrorText("decode", e.Reason, e.Err) }
+func (e *DecodeError) Error() string { return fmt.Sprintf("decode event: %s: %v", e.Reason, e.Err) }
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // Permanent reports whether retrying the same bytes can never succeed.
@@ -78,18 +78,11 @@ type EncodeError struct {
 	Err    error
 }
 
-func (e *EncodeError) Error() string { return codecErrorText("encode", e.Reason, e.Err) }
+func (e *EncodeError) Error() string { return fmt.Sprintf("encode event: %s: %v", e.Reason, e.Err) }
 func (e *EncodeError) Unwrap() error { return e.Err }
 
 // Permanent reports whether retrying the same event can never succeed.
 func (e *EncodeError) Permanent() bool { return e.Reason != EncodeRegistryUnavailable }
-
-func codecErrorText(op, reason string, err error) string {
-	if err == nil {
-		return op + " event: " + reason
-	}
-	return op + " event: " + reason + ": " + err.Error()
-}
 
 // Options configure a Codec.
 type Options struct {
@@ -101,16 +94,11 @@ type Options struct {
 	// Subject names the registry subject of an event type on a topic. The
 	// default is TopicRecordNameStrategy: "<topic>-io.lakewap.events.<Type>".
 	Subject func(topic, eventType string) string
-	// WriterSchemas are extra self-contained writer schemas (Avro JSON) that
-	// Decode accepts in single-object encoding, e.g. the schema of a newer
-	// producer rolled out before this reader. Each must resolve into the
-	// current schema of its event type. A single-object value carries only a
-	// fingerprint, so its writer schema must be known here, embedded (current
-	// or history/), or listed in this option.
+	// WriterSchemas are extra self-contained writer schemas (Avro JSON), e.g.
+	// a newer producer's, that Decode accepts besides the embedded ones: a
+	// single-object value carries only a fingerprint. Each must resolve into
+	// the current schema of its event type.
 	WriterSchemas []string
-	// MaxMessageSize bounds the values Decode accepts; 0 means
-	// DefaultMaxMessageSize.
-	MaxMessageSize int
 	// RegistryTimeout bounds one registry call; 0 means 10s.
 	RegistryTimeout time.Duration
 }
@@ -121,7 +109,6 @@ type Codec struct {
 	set        *schemaSet
 	reg        RegistryClient
 	subject    func(topic, eventType string) string
-	maxSize    int
 	regTimeout time.Duration
 
 	mu   sync.Mutex
@@ -143,7 +130,6 @@ func newCodec(opts Options, set *schemaSet) *Codec {
 		set:        set,
 		reg:        opts.Registry,
 		subject:    opts.Subject,
-		maxSize:    opts.MaxMessageSize,
 		regTimeout: opts.RegistryTimeout,
 		ids:        map[string]int{},
 		byID:       map[int]plan{},
@@ -151,15 +137,12 @@ func newCodec(opts Options, set *schemaSet) *Codec {
 	if c.subject == nil {
 		c.subject = func(topic, eventType string) string { return topic + "-" + Namespace + "." + eventType }
 	}
-	if c.maxSize <= 0 {
-		c.maxSize = DefaultMaxMessageSize
-	}
 	if c.regTimeout <= 0 {
 		c.regTimeout = defaultRegistryTimeout
 	}
 	c.api = avro.Config{
 		TagKey:            "avro",
-		MaxByteSliceSize:  c.maxSize,
+		MaxByteSliceSize:  DefaultMaxMessageSize,
 		MaxSliceAllocSize: maxArrayItems,
 	}.Freeze()
 	return c
@@ -186,19 +169,15 @@ func (c *Codec) Encode(ctx context.Context, topic string, ev Event) ([]byte, err
 		return nil, &EncodeError{Reason: EncodeInvalidEvent, Err: err}
 	}
 	if c.reg == nil {
-		out := make([]byte, singleObjectHeader, singleObjectHeader+len(body))
-		out[0], out[1] = singleObjectMagic0, singleObjectMagic1
-		binary.LittleEndian.PutUint64(out[2:], k.fp)
-		return append(out, body...), nil
+		out := append(make([]byte, 0, singleObjectHeader+len(body)), singleObjectMagic0, singleObjectMagic1)
+		return append(binary.LittleEndian.AppendUint64(out, k.fp), body...), nil
 	}
 	id, err := c.schemaID(ctx, topic, k)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, confluentHeader, confluentHeader+len(body))
-	out[0] = confluentMagic
-	binary.BigEndian.PutUint32(out[1:], uint32(id))
-	return append(out, body...), nil
+	out := append(make([]byte, 0, confluentHeader+len(body)), confluentMagic)
+	return append(binary.BigEndian.AppendUint32(out, uint32(id)), body...), nil
 }
 
 func (c *Codec) schemaID(ctx context.Context, topic string, k *kind) (int, error) {
@@ -231,8 +210,8 @@ func (c *Codec) schemaID(ctx context.Context, topic string, k *kind) (int, error
 // decodes it with schema resolution into the current Go type, returned as a
 // value (BatchLanded, not *BatchLanded). Errors are *DecodeError.
 func (c *Codec) Decode(ctx context.Context, value []byte) (Event, error) {
-	if len(value) > c.maxSize {
-		return nil, decodeErr(DecodeMalformed, "value of %d bytes exceeds the %d-byte limit", len(value), c.maxSize)
+	if len(value) > DefaultMaxMessageSize {
+		return nil, decodeErr(DecodeMalformed, "value of %d bytes exceeds the %d-byte limit", len(value), DefaultMaxMessageSize)
 	}
 	if len(value) == 0 {
 		return nil, decodeErr(DecodeTruncated, "empty value")

@@ -68,14 +68,12 @@ func (e RequestRefused) Batch() string  { return e.BatchID }
 // MaxRequestIDLen bounds the request id of an operator's request.
 const MaxRequestIDLen = 128
 
-// validateRequest checks the fields every operator request has.
+// request checks the fields every operator request has.
 func (v *validator) request(id, by string) {
-	switch {
-	case id == "":
+	if id == "" {
 		v.add("request_id", "is empty")
-	default:
-		v.add("request_id", text(id, MaxRequestIDLen))
 	}
+	v.add("request_id", text(id, MaxRequestIDLen)) // "" for an empty id: adds nothing
 	v.add("requested_by", text(by, MaxTextLen))
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"reflect"
 	"strconv"
@@ -229,10 +230,7 @@ func inlineNamed(v any, defs map[string]map[string]any, ns string, defined map[s
 		}
 		return out, nil
 	case map[string]any:
-		out := make(map[string]any, len(t))
-		for k, e := range t {
-			out[k] = e
-		}
+		out := maps.Clone(t)
 		switch t["type"] {
 		case "record", "error", "enum", "fixed":
 			full := fullName(t, ns)

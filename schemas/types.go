@@ -193,13 +193,9 @@ func (r AuditReport) Counts() (passed, failed, warned int) {
 
 // Failed returns the checks that block publishing.
 func (r AuditReport) Failed() []CheckResult {
-	var out []CheckResult
-	for _, c := range r.Checks {
-		if c.Status == StatusFail || c.Status == StatusError {
-			out = append(out, c)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(r.Checks), func(c CheckResult) bool {
+		return c.Status != StatusFail && c.Status != StatusError
+	})
 }
 
 // BatchPublished says a batch passed its audits and is on main.

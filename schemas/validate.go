@@ -120,10 +120,8 @@ func validName(s string) string {
 			return fmt.Sprintf("%s contains %q; allowed are letters, digits and _ - . /", quote(s), r)
 		}
 	}
-	for _, seg := range strings.Split(s, "/") {
-		if seg == "" || seg == ".." {
-			return fmt.Sprintf("%s has an empty or \"..\" path segment", quote(s))
-		}
+	if segs := strings.Split(s, "/"); slices.Contains(segs, "") || slices.Contains(segs, "..") {
+		return fmt.Sprintf("%s has an empty or \"..\" path segment", quote(s))
 	}
 	return ""
 }
@@ -138,16 +136,10 @@ func validPath(p string) string {
 		return text(p, MaxPathLen)
 	case strings.HasPrefix(p, "/"):
 		return fmt.Sprintf("%s is absolute; paths are relative to the branch root", quote(p))
-	}
-	for _, r := range p {
-		if unicode.IsControl(r) {
-			return fmt.Sprintf("%s contains a control character", quote(p))
-		}
-	}
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." {
-			return fmt.Sprintf("%s has a \"..\" segment", quote(p))
-		}
+	case strings.IndexFunc(p, unicode.IsControl) >= 0:
+		return fmt.Sprintf("%s contains a control character", quote(p))
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return fmt.Sprintf("%s has a \"..\" segment", quote(p))
 	}
 	return ""
 }
@@ -358,9 +350,7 @@ func (rules Rules) Validate(ev Event) error {
 		}
 	case BatchAborted:
 		v.timestamp("occurred_at", e.OccurredAt)
-		switch e.Reason {
-		case ReasonAuditFailed, ReasonWriteTimeout, ReasonCancelled, ReasonMergeConflict, ReasonInvalid, ReasonTooManyRuns:
-		default:
+		if !slices.Contains([]string{ReasonAuditFailed, ReasonWriteTimeout, ReasonCancelled, ReasonMergeConflict, ReasonInvalid, ReasonTooManyRuns}, e.Reason) {
 			v.add("reason", fmt.Sprintf("%s is not a known abort reason", quote(e.Reason)))
 		}
 	case BatchFailed:

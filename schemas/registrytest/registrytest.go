@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 )
 
 const contentType = "application/vnd.schemaregistry.v1+json"
@@ -31,14 +32,8 @@ type Server struct {
 	requests map[string]int   // "METHOD path-kind" -> count
 }
 
-// TB is the part of testing.TB New needs.
-type TB interface {
-	Helper()
-	Cleanup(func())
-}
-
 // New starts a registry on a free 127.0.0.1 port.
-func New(t TB) *Server {
+func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{ids: map[string]int{}, schemas: map[int]string{}, subjects: map[string][]int{}, requests: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
