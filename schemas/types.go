@@ -86,6 +86,10 @@ const (
 	ReasonOutsideTables = "outside_tables"
 )
 
+// abortReasons are the reasons a valid BatchAborted may carry.
+var abortReasons = []string{ReasonAuditFailed, ReasonWriteTimeout, ReasonCancelled, ReasonMergeConflict,
+	ReasonInvalid, ReasonTooManyRuns, ReasonOutsideTables}
+
 // ---- inputs (topic wap.events) ----
 
 // BatchLanded announces a batch: lakewap opens a branch for it and waits for

@@ -350,7 +350,7 @@ func (rules Rules) Validate(ev Event) error {
 		}
 	case BatchAborted:
 		v.timestamp("occurred_at", e.OccurredAt)
-		if !slices.Contains([]string{ReasonAuditFailed, ReasonWriteTimeout, ReasonCancelled, ReasonMergeConflict, ReasonInvalid, ReasonTooManyRuns}, e.Reason) {
+		if !slices.Contains(abortReasons, e.Reason) {
 			v.add("reason", fmt.Sprintf("%s is not a known abort reason", quote(e.Reason)))
 		}
 	case BatchFailed:

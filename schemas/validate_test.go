@@ -70,6 +70,9 @@ func TestValidate(t *testing.T) {
 		{"valid cancel", BatchCancelled{BatchID: "b1", Dataset: "orders", OccurredAt: now}, ""},
 		{"cancel without time", BatchCancelled{BatchID: "b1", Dataset: "orders"}, "occurred_at"},
 		{"abort with unknown reason", BatchAborted{BatchID: "b1", Dataset: "orders", Reason: "bored", OccurredAt: now}, "reason"},
+		// The runner aborts a batch that strays from its tables with this reason.
+		{"abort outside tables", BatchAborted{BatchID: "b1", Dataset: "orders", Reason: ReasonOutsideTables, OccurredAt: now}, ""},
+		{"abort over too many runs", BatchAborted{BatchID: "b1", Dataset: "orders", Reason: ReasonTooManyRuns, OccurredAt: now}, ""},
 		{"published without commit", BatchPublished{BatchID: "b1", Dataset: "orders", LandedAt: now, PublishedAt: now}, "commit_id"},
 		{"nil event", nil, "event"},
 		// Bounds: nothing a producer sends may grow what lakewap stores.
