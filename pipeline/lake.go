@@ -54,10 +54,11 @@ type Publication struct {
 	// OnTarget: the sealed commit is an ancestor of (or is) the target head.
 	OnTarget bool
 	// Merge is the target commit that brought the sealed commit in; empty
-	// when OnTarget is false, or when no commit since the given time did.
+	// when OnTarget is false, or when no commit since the given time did
+	// (a merge older than the look, or one of a descendant made by hand):
+	// then Head, the target's head at the time of the look, is reported.
 	Merge string
-	// Head is the target's head commit at the time of the look.
-	Head string
+	Head  string
 }
 
 // Commit is one commit of a repository's history.

@@ -316,7 +316,6 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 		}
 	case Strayed:
 		if n.State == StateAuditing {
-			n.resetRetry()
 			n.SealedCommit = in.SealedCommit
 			detail := fmt.Sprintf("%d path(s) outside the dataset's tables: %s", in.Total, strings.Join(in.Paths, ", "))
 			if in.Total > len(in.Paths) {
@@ -403,9 +402,9 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 		return n // duplicate or late: the batch already has a run
 	}
 	ev := in.Event
+	n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
+	n.LandedAt, n.BatchTime = now, ev.OccurredAt
 	if m.p.MaxOpenRuns > 0 && in.Open >= m.p.MaxOpenRuns {
-		n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
-		n.LandedAt, n.BatchTime = now, ev.OccurredAt
 		n.Writes = nil
 		n.KeepBranch = true // there is no branch
 		return abort(n, schemas.ReasonTooManyRuns,
@@ -414,7 +413,6 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 	spec := in.Spec
 	spec.Target = cmp.Or(spec.Target, "main")
 	spec.Source = cmp.Or(ev.SourceRef, spec.Source, spec.Target)
-	n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
 	n.Repository, n.Branch, n.Source, n.Target = spec.Repository, in.Branch, spec.Source, spec.Target
 	n.ExpectedWrites = append([]string(nil), ev.ExpectedWrites...)
 	n.Attributes = nil
@@ -424,14 +422,9 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 	// Writes that arrived before the batch, which does not expect them, go.
 	maps.DeleteFunc(n.Writes, func(w string, _ time.Time) bool { return !slices.Contains(n.ExpectedWrites, w) })
 	n.KeepBranch = spec.KeepBranch
-	n.LandedAt, n.BatchTime = now, ev.OccurredAt
-	switch {
-	case ev.WriteDeadline != nil:
+	n.Deadline = now.Add(positiveOr(spec.WriteTimeout, time.Hour))
+	if ev.WriteDeadline != nil {
 		n.Deadline = *ev.WriteDeadline
-	case spec.WriteTimeout > 0:
-		n.Deadline = now.Add(spec.WriteTimeout)
-	default:
-		n.Deadline = now.Add(time.Hour)
 	}
 	n.setState(StateLanded, now)
 	return n
@@ -601,29 +594,23 @@ func (m Machine) Fails(n Run, in StepFailed, now time.Time) bool {
 }
 
 func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
+	in.Err = clip(in.Err, maxErrorBytes)
 	want := map[Step]State{StepBranch: StateLanded, StepAudit: StateAuditing, StepPublish: StatePublishing}[in.Step]
-	if in.Step == StepRevert {
+	switch {
+	case in.Step == StepRevert:
 		return m.revertFailed(n, in, now)
-	}
-	if in.Step == StepCleanup {
-		if !n.CleanupPending {
-			return n
-		}
-	} else if n.State != want {
+	case in.Step == StepCleanup && !n.CleanupPending, in.Step != StepCleanup && n.State != want:
 		return n // stale outcome of a step the run has moved past
 	}
-	in.Err = clip(in.Err, maxErrorBytes)
 	n.LastError = in.Err
 	switch in.Class {
 	case Conflict:
 		if in.Step == StepPublish {
-			n.resetRetry()
 			n.KeepBranch = true
 			return abort(n, schemas.ReasonMergeConflict, in.Err, now)
 		}
 	case Rejected:
 		if in.Step == StepBranch {
-			n.resetRetry()
 			n.KeepBranch = true // nothing was created
 			return abort(n, schemas.ReasonInvalid, in.Err, now)
 		}
@@ -666,7 +653,6 @@ func (m Machine) revertFailed(n Run, in StepFailed, now time.Time) Run {
 	if n.State != StatePublished || !n.revertPending() {
 		return n
 	}
-	in.Err = clip(in.Err, maxErrorBytes)
 	n.LastError = in.Err
 	if in.Class == Transient && m.retryLater(&n, now) {
 		return n

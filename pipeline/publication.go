@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -52,7 +53,7 @@ func Publish(ctx context.Context, lake Publisher, req PublishRequest, failpoint 
 			return PublishResult{}, err
 		}
 		if p.OnTarget {
-			return PublishResult{CommitID: mergeOrHead(p), AlreadyPublished: true}, nil
+			return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), AlreadyPublished: true}, nil
 		}
 	}
 	failpoint("before_merge")
@@ -72,21 +73,11 @@ func Publish(ctx context.Context, lake Publisher, req PublishRequest, failpoint 
 	}
 	switch {
 	case p.OnTarget:
-		return PublishResult{CommitID: mergeOrHead(p), AlreadyPublished: true}, nil
+		return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), AlreadyPublished: true}, nil
 	case errors.Is(err, ErrNoChanges):
 		// The sealed commit's data equals its merge-base with the target:
 		// the batch changed nothing, and the target already holds it.
 		return PublishResult{CommitID: p.Head, Empty: true}, nil
 	}
 	return PublishResult{}, err
-}
-
-// mergeOrHead is the commit to report for a sealed commit on the target:
-// the merge that brought it in, or the head when none was found (a merge
-// older than the look, or one of a descendant made by hand).
-func mergeOrHead(p Publication) string {
-	if p.Merge != "" {
-		return p.Merge
-	}
-	return p.Head
 }

@@ -171,8 +171,9 @@ func (r *Runner) lastLook(p *partition, run Run, sf StepFailed) Input {
 	if !pub.OnTarget {
 		return sf
 	}
-	log.Warn("publish failed, but the sealed commit is on the target: published", "commit_id", mergeOrHead(pub), "err", sf.Err)
-	return Merged{CommitID: mergeOrHead(pub), AlreadyPublished: true}
+	id := cmp.Or(pub.Merge, pub.Head)
+	log.Warn("publish failed, but the sealed commit is on the target: published", "commit_id", id, "err", sf.Err)
+	return Merged{CommitID: id, AlreadyPublished: true}
 }
 
 // publish brings the run's sealed commit into its target (Publish; fresh is

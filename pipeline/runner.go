@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,8 +231,7 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 			r.log.Error("skipping unreadable run in state store", "partition", id, "key", key, "err", err)
 			continue
 		}
-		if !isKeyOf(key, run) {
-			want := run.Key()
+		if want := run.Key(); key != want {
 			// Stored before runs were keyed by (dataset, batch id): move it.
 			if err := r.cfg.Store.Put(ctx, id, want, v); err != nil {
 				return fmt.Errorf("restore partition %d: re-key run %s: %w", id, key, err)
@@ -277,9 +275,7 @@ func (r *Runner) Revoked(id int) {
 		return
 	}
 	p.mu.Lock()
-	if !p.closing {
-		close(p.stop)
-	}
+	close(p.stop) // p left r.parts above: it is revoked once
 	p.closing = true
 	for _, t := range p.timers {
 		t.Stop()
@@ -322,7 +318,7 @@ func (r *Runner) Runs() []Run {
 		}
 		p.mu.Unlock()
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
+	slices.SortFunc(out, func(a, b Run) int { return cmp.Compare(a.BatchID, b.BatchID) })
 	return out
 }
 

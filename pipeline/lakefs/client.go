@@ -84,8 +84,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
-	c := &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
-	return c, nil
+	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
 }
 
 // call names one API call for errors and logs.

@@ -7,6 +7,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,13 +148,7 @@ func (c *Client) Diff(ctx context.Context, repo, left, right, prefix string) ([]
 	if err != nil || prefix == "" {
 		return all, err
 	}
-	var out []Change
-	for _, ch := range all {
-		if strings.HasPrefix(ch.Path, prefix) {
-			out = append(out, ch)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(slices.Clone(all), func(ch Change) bool { return !strings.HasPrefix(ch.Path, prefix) }), nil
 }
 
 func (c *Client) diff(ctx context.Context, repo, left, right, prefix string) ([]Change, error) {

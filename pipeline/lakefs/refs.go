@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -290,9 +291,7 @@ func commitFrom(cm apigen.Commit) Commit {
 		Parents:      cm.Parents,
 	}
 	if cm.Metadata != nil {
-		for k, v := range cm.Metadata.AdditionalProperties {
-			out.Metadata[k] = v
-		}
+		maps.Copy(out.Metadata, cm.Metadata.AdditionalProperties)
 	}
 	return out
 }
