@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -109,11 +110,7 @@ func (m Machine) OverBudget(r Run, size, budget int, now time.Time) Run {
 		}
 		return n
 	}
-	step := map[State]Step{StateLanded: StepBranch, StateAuditing: StepAudit, StatePublishing: StepPublish}[r.State]
-	if step == "" {
-		step = "store"
-	}
-	return fail(n, step, msg, r.Attempts, now)
+	return fail(n, cmp.Or(stateStep[r.State], "store"), msg, r.Attempts, now)
 }
 
 // bareReport copies rep without sample rows (samples) or without any check

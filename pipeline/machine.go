@@ -358,22 +358,16 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 		return []Effect{{Kind: DoForget}}
 	}
 	var out []Effect
-	var step EffectKind
+	step := map[State]EffectKind{StateLanded: DoCreateBranch, StateAuditing: DoAudit, StatePublishing: DoPublish}[r.State]
 	switch r.State {
 	case StatePending:
 		out = append(out, Effect{Kind: DoWake, At: r.Deadline})
-	case StateLanded:
-		step = DoCreateBranch
 	case StateAwaitingWrites:
 		wake := r.Deadline
 		if !now.Before(wake) {
 			wake = now.Add(m.p.LagRecheck) // past due and still waiting: the partition lags
 		}
 		out = append(out, Effect{Kind: DoWake, At: wake})
-	case StateAuditing:
-		step = DoAudit
-	case StatePublishing:
-		step = DoPublish
 	case StatePublished:
 		if r.revertPending() {
 			step = DoRevert
@@ -595,11 +589,10 @@ func (m Machine) Fails(n Run, in StepFailed, now time.Time) bool {
 
 func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
 	in.Err = clip(in.Err, maxErrorBytes)
-	want := map[Step]State{StepBranch: StateLanded, StepAudit: StateAuditing, StepPublish: StatePublishing}[in.Step]
 	switch {
 	case in.Step == StepRevert:
 		return m.revertFailed(n, in, now)
-	case in.Step == StepCleanup && !n.CleanupPending, in.Step != StepCleanup && n.State != want:
+	case in.Step == StepCleanup && !n.CleanupPending, in.Step != StepCleanup && stateStep[n.State] != in.Step:
 		return n // stale outcome of a step the run has moved past
 	}
 	n.LastError = in.Err

@@ -122,11 +122,8 @@ func (r *Runner) publishTurn(p *partition, t *publishTicket) Input {
 	if stop || current.State != StatePublishing || current.SealedCommit != run.SealedCommit {
 		return nil // revoked, or the run moved on while it waited
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
-	defer cancel()
-	ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
 	start := time.Now()
-	in := r.guarded(run, StepPublish, func() Input { return r.publish(ctx, run, t.fresh) })
+	in := r.step(p, run, DoPublish, func(ctx context.Context) Input { return r.publish(ctx, run, t.fresh) })
 	if sf, ok := in.(StepFailed); ok && r.m.Fails(current, sf, r.cfg.Now().Add(lookSlack)) {
 		in = r.lastLook(p, run, sf)
 	}

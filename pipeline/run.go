@@ -58,6 +58,9 @@ const (
 	StepRevert  Step = "revert"
 )
 
+// stateStep is the step a run in a state carries out.
+var stateStep = map[State]Step{StateLanded: StepBranch, StateAuditing: StepAudit, StatePublishing: StepPublish}
+
 // Run is the durable state of one batch. It is what the changelog stores, so
 // every field needed to resume after a crash lives here, deadlines included.
 type Run struct {

@@ -654,13 +654,8 @@ func (r *Runner) execute(p *partition, run Run, e Effect, t *publishTicket) {
 			r.done(p, run.Key(), e.Kind)
 			return
 		}
-		ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
-		if e.Kind != DoCleanup { // a finished run's counter is gone
-			ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
-		}
 		start := time.Now()
-		in = r.guarded(run, stepOf(e.Kind), func() Input { return r.doStep(ctx, run, e.Kind) })
-		cancel()
+		in = r.step(p, run, e.Kind, func(ctx context.Context) Input { return r.doStep(ctx, run, e.Kind) })
 		<-r.sem
 		if f := r.Metrics.StepDuration; f != nil {
 			f(e.Kind.String(), outcome(in), time.Since(start))
@@ -695,22 +690,25 @@ func (r *Runner) done(p *partition, batch string, k EffectKind) {
 	p.mu.Unlock()
 }
 
-// guarded runs step s of run. A panic in it (a bug meeting odd data, in
-// lakewap or a library) fails the run instead of the process: the goroutine
-// is not the consumer's, whose recovery would not see it.
-func (r *Runner) guarded(run Run, s Step, step func() Input) (in Input) {
+// step runs do, the step k of run, under the step timeout, counting its
+// lakeFS calls. A panic in it (a bug meeting odd data, in lakewap or a
+// library) fails the run instead of the process: the goroutine is not the
+// consumer's, whose recovery would not see it.
+func (r *Runner) step(p *partition, run Run, k EffectKind, do func(context.Context) Input) (in Input) {
+	ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
+	defer cancel()
+	if k != DoCleanup { // a finished run's counter is gone
+		ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
+	}
 	defer func() {
 		if v := recover(); v != nil {
+			s := map[EffectKind]Step{DoCreateBranch: StepBranch, DoAudit: StepAudit, DoPublish: StepPublish, DoCleanup: StepCleanup, DoRevert: StepRevert}[k]
 			r.log.Error("step panicked; failing the run", "batch_id", run.BatchID, "dataset", r.label(run.Dataset),
 				"step", string(s), "panic", v, "stack", string(debug.Stack()))
 			in = StepFailed{Step: s, Err: fmt.Sprintf("panic: %v", v), Class: Permanent}
 		}
 	}()
-	return step()
-}
-
-func stepOf(k EffectKind) Step {
-	return map[EffectKind]Step{DoCreateBranch: StepBranch, DoAudit: StepAudit, DoPublish: StepPublish, DoCleanup: StepCleanup, DoRevert: StepRevert}[k]
+	return do(ctx)
 }
 
 func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
@@ -718,20 +716,18 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 	switch k {
 	case DoCreateBranch:
 		existed, err := r.cfg.Lake.EnsureBranch(ctx, run.Repository, run.Branch, run.Source)
-		if errors.Is(err, ErrNotFound) {
+		switch {
+		case errors.Is(err, ErrNotFound):
 			// The batch names a source ref (or the dataset a repository)
 			// that does not exist: the event is wrong, not lakeFS.
 			log.Warn("branch source not found", "source", run.Source, "err", err)
 			return StepFailed{Step: StepBranch, Err: fmt.Sprintf("cannot branch from %q in repository %q: %v", run.Source, run.Repository, err), Class: Rejected}
-		}
-		if errors.Is(err, ErrBranchTaken) {
+		case errors.Is(err, ErrBranchTaken):
 			// Someone else's branch (or one with content of its own) under
-			// the run's name: auditing and merging it would publish what
-			// they put there. It is left alone.
+			// the run's name would publish what they put there: left alone.
 			log.Warn("branch with the run's name is not this run's", "err", err)
 			return StepFailed{Step: StepBranch, Err: err.Error(), Class: Rejected}
-		}
-		if err != nil {
+		case err != nil:
 			return failed(log, StepBranch, err)
 		}
 		r.failpoint("after_branch")
@@ -744,11 +740,9 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 			return failed(log, StepAudit, err)
 		}
 		r.failpoint("during_audit")
-		// The tables-only rule and the audit's batch scope ask for the same
-		// diff of the sealed commit against the target: ask lakeFS once,
-		// against the target's commit (the audit's cache key names it, and
-		// a diff against a fixed commit does not contend with merges into
-		// the branch).
+		// The tables-only rule and the audit's batch scope need the same diff:
+		// ask once, against the target's commit (the audit's cache key names
+		// it, and it does not contend with merges into the branch).
 		ctx := WithDiffMemo(ctx)
 		base, err := r.cfg.Lake.Head(ctx, run.Repository, run.Target)
 		if err != nil {
