@@ -60,14 +60,12 @@ func (m Machine) Refuse(r Run, in Input) *Refusal {
 		return nil
 	}
 	switch {
-	case r.State == "" || r.State == StatePending:
+	case (r.State == "" || r.State == StatePending) && len(r.Writes) >= schemas.MaxExpectedWrites:
 		// The batch has not landed: its expected writes are unknown. Keep
 		// at most as many as a batch may expect.
-		if len(r.Writes) >= schemas.MaxExpectedWrites {
-			return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
-				"write %q: batch %q of dataset %q has not landed and already has %d early writes, the most a batch may expect",
-				clip(w, 200), r.BatchID, r.Dataset, len(r.Writes))}
-		}
+		return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
+			"write %q: batch %q of dataset %q has not landed and already has %d early writes, the most a batch may expect",
+			clip(w, 200), r.BatchID, r.Dataset, len(r.Writes))}
 	case len(r.ExpectedWrites) > 0 && !slices.Contains(r.ExpectedWrites, w):
 		return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
 			"write %q is not one of the %d expected writes of batch %q of dataset %q",

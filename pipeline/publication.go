@@ -32,12 +32,6 @@ type PublishResult struct {
 	Empty bool
 }
 
-// Publisher is what Publish needs from the lake.
-type Publisher interface {
-	Published(ctx context.Context, repo, target, sealed string, since time.Time) (Publication, error)
-	Merge(ctx context.Context, repo, source, dest, message string, meta map[string]string) (string, error)
-}
-
 // Publish brings a sealed commit into its target exactly once. Whether it
 // is already there is decided by the commit graph (merge-base), not by
 // metadata, so a commit that only claims to be the publish is not taken for
@@ -46,7 +40,7 @@ type Publisher interface {
 // second, empty merge commit, whatever the order the attempts land in.
 //
 // failpoint is called as "before_merge" and "after_merge".
-func Publish(ctx context.Context, lake Publisher, req PublishRequest, failpoint func(string)) (PublishResult, error) {
+func Publish(ctx context.Context, lake Lake, req PublishRequest, failpoint func(string)) (PublishResult, error) {
 	if !req.Fresh {
 		p, err := lake.Published(ctx, req.Repository, req.Target, req.Sealed, req.Since)
 		if err != nil {

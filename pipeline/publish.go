@@ -213,7 +213,7 @@ func (l lockRetrying) Merge(ctx context.Context, repo, source, dest, msg string,
 	b := backoff.Policy{Min: l.first, Max: time.Second, Jitter: backoff.Full}.New()
 	for {
 		id, err := l.Lake.Merge(ctx, repo, source, dest, msg, meta)
-		if err == nil || !errors.Is(err, ErrBranchLocked) || time.Now().After(deadline) {
+		if !errors.Is(err, ErrBranchLocked) || time.Now().After(deadline) {
 			return id, err
 		}
 		wait := b.Next()

@@ -244,12 +244,8 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 		p.runs[key] = run
 		r.hold(run.Dataset, run.State, +1)
 	}
+	r.Revoked(id) // an earlier assignment of the partition, if any
 	r.mu.Lock()
-	if old := r.parts[id]; old != nil {
-		r.mu.Unlock()
-		r.Revoked(id)
-		r.mu.Lock()
-	}
 	r.parts[id] = p
 	r.mu.Unlock()
 	now := r.cfg.Now()
