@@ -478,13 +478,12 @@ func (m Machine) retry(n Run, ev schemas.RetryRequested, now time.Time) (Run, *O
 	refuse := func(reason, detail string) (Run, *Outgoing) {
 		return n, refused(n, ev.RequestID, schemas.TypeRetryRequested, reason, detail, now)
 	}
-	if n.State == "" || n.State == StatePending {
-		return n, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRetryRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s has no run: it never landed, or it ended longer ago than runs are kept",
-			ev.BatchID, ev.Dataset), now)
-	}
 	retryable := n.State == StateFailed ||
 		n.State == StateAborted && (n.Reason == schemas.ReasonAuditFailed || n.Reason == schemas.ReasonMergeConflict)
 	switch {
+	case n.State == "" || n.State == StatePending:
+		return n, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRetryRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s has no run: it never landed, or it ended longer ago than runs are kept",
+			ev.BatchID, ev.Dataset), now)
 	case !retryable:
 		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is %s%s: only failed runs, and aborted runs whose audit failed or whose merge conflicted, can be retried",
 			n.BatchID, n.State, parens(n.Reason)))

@@ -574,8 +574,7 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 			// The answer to an operator request that changed no run is not
 			// stored: a daemon that stops before it is sent leaves the
 			// operator's command to time out.
-			p.wg.Add(1)
-			go func() { defer p.wg.Done(); r.send(p, Run{}, e.Send) }()
+			p.wg.Go(func() { r.send(p, Run{}, e.Send) })
 			continue
 		}
 		if p.inflight[effectOf{batch, e.Kind}] {
@@ -588,8 +587,7 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 			t = r.enqueue(run, p.fresh[batch])
 			delete(p.fresh, batch) // a second attempt looks first
 		}
-		p.wg.Add(1)
-		go r.execute(p, run, e, t)
+		p.wg.Go(func() { r.execute(p, run, e, t) })
 	}
 	if !wake.IsZero() {
 		if t := p.timers[batch]; t != nil {
@@ -636,7 +634,6 @@ func (r *Runner) calls(p *partition, batch string) *atomic.Int64 {
 }
 
 func (r *Runner) execute(p *partition, run Run, e Effect, t *publishTicket) {
-	defer p.wg.Done()
 	var in Input
 	switch {
 	case e.Kind == DoSend:
