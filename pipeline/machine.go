@@ -89,7 +89,7 @@ type (
 	// yet (see Policy.MaxLagWait).
 	Tick struct{ Lagging bool }
 	// BranchCreated reports the batch branch exists.
-	BranchCreated struct{ Existed bool }
+	BranchCreated struct{}
 	// Audited reports the suite ran against SealedCommit.
 	Audited struct {
 		SealedCommit string
@@ -104,10 +104,7 @@ type (
 		Total        int
 	}
 	// Merged reports the batch is on the target as CommitID.
-	Merged struct {
-		CommitID         string
-		AlreadyPublished bool
-	}
+	Merged struct{ CommitID string }
 	// StepFailed reports a step that returned an error.
 	StepFailed struct {
 		Step  Step

@@ -170,7 +170,7 @@ func (r *Runner) lastLook(p *partition, run Run, sf StepFailed) Input {
 	}
 	id := cmp.Or(pub.Merge, pub.Head)
 	log.Warn("publish failed, but the sealed commit is on the target: published", "commit_id", id, "err", sf.Err)
-	return Merged{CommitID: id, AlreadyPublished: true}
+	return Merged{CommitID: id}
 }
 
 // publish brings the run's sealed commit into its target (Publish; fresh is
@@ -195,7 +195,7 @@ func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 	case res.Empty:
 		log.Info("batch changed nothing; the target already holds it", "commit_id", res.CommitID, "sealed_commit", run.SealedCommit)
 	}
-	return Merged{CommitID: res.CommitID, AlreadyPublished: res.AlreadyPublished}
+	return Merged{CommitID: res.CommitID}
 }
 
 // lockRetrying is the runner's lake, whose merges retry while the target

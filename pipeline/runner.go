@@ -708,7 +708,7 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
 	switch k {
 	case DoCreateBranch:
-		existed, err := r.cfg.Lake.EnsureBranch(ctx, run.Repository, run.Branch, run.Source)
+		_, err := r.cfg.Lake.EnsureBranch(ctx, run.Repository, run.Branch, run.Source)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			// The batch names a source ref (or the dataset a repository)
@@ -724,7 +724,7 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 			return failed(log, StepBranch, err)
 		}
 		r.failpoint("after_branch")
-		return BranchCreated{Existed: existed}
+		return BranchCreated{}
 	case DoAudit:
 		commit, err := r.cfg.Lake.Seal(ctx, run.Repository, run.Branch,
 			fmt.Sprintf("lakewap: seal batch %s for audit", run.BatchID),
