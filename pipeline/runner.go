@@ -644,7 +644,7 @@ func (r *Runner) execute(p *partition, run Run, e Effect, t *publishTicket) {
 		select {
 		case r.sem <- struct{}{}:
 		case <-p.ctx.Done():
-			r.done(p, run.Key(), e.Kind)
+			r.done(p, run.Key(), e.Kind, false)
 			return
 		}
 		start := time.Now()
@@ -662,25 +662,18 @@ func (r *Runner) execute(p *partition, run Run, e Effect, t *publishTicket) {
 	if in != nil && p.ctx.Err() == nil {
 		r.internal(p, run.Key(), in)
 	}
-	r.done(p, run.Key(), e.Kind)
-	if in != nil && p.ctx.Err() == nil && t == nil {
-		r.resume(p, run.Key())
-	}
+	r.done(p, run.Key(), e.Kind, in != nil && p.ctx.Err() == nil && t == nil)
 }
 
-// resume starts the run's pending effects that are not in flight.
-func (r *Runner) resume(p *partition, key string) {
+// done takes effect k of the run under key out of flight and, if resume,
+// starts the run's pending effects that are not in flight.
+func (r *Runner) done(p *partition, key string, k EffectKind, resume bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if run, ok := p.runs[key]; ok {
+	delete(p.inflight, effectOf{key, k})
+	if run, ok := p.runs[key]; ok && resume {
 		r.start(p, key, r.m.Pending(run, r.cfg.Now()))
 	}
-}
-
-func (r *Runner) done(p *partition, batch string, k EffectKind) {
-	p.mu.Lock()
-	delete(p.inflight, effectOf{batch, k})
-	p.mu.Unlock()
 }
 
 // step runs do, the step k of run, under the step timeout, counting its
@@ -823,11 +816,8 @@ func failed(log *slog.Logger, s Step, err error) StepFailed {
 // except the reserved "wap." keys (any case), which only lakewap writes.
 func publishMeta(run Run) map[string]string {
 	m := make(map[string]string, len(run.Attributes)+4)
-	for k, v := range run.Attributes {
-		if !strings.HasPrefix(strings.ToLower(k), ReservedMetaPrefix) {
-			m[k] = v
-		}
-	}
+	maps.Copy(m, run.Attributes)
+	maps.DeleteFunc(m, func(k, _ string) bool { return strings.HasPrefix(strings.ToLower(k), ReservedMetaPrefix) })
 	m[MetaBatchID], m[MetaDataset], m["wap.sealed_commit"] = run.BatchID, run.Dataset, run.SealedCommit
 	if run.Report != nil {
 		pass, fail, warn := run.Report.Counts()

@@ -214,13 +214,9 @@ func (c *Client) firstParents(ctx context.Context, repo, ref string, since time.
 }
 
 func mergesOf(commits []Commit, sealed string) []Commit {
-	var out []Commit
-	for _, cm := range commits {
-		if len(cm.Parents) > 1 && slices.Contains(cm.Parents[1:], sealed) {
-			out = append(out, cm)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(commits), func(cm Commit) bool {
+		return len(cm.Parents) < 2 || !slices.Contains(cm.Parents[1:], sealed)
+	})
 }
 
 // Log returns up to limit commits reachable from ref, newest first.
