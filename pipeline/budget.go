@@ -43,8 +43,6 @@ const (
 	// RefusedOverBudget: applying the input made the run record exceed its
 	// budget; the run was ended (BatchFailed) instead.
 	RefusedOverBudget = "over_budget"
-	// RefusedTooManyRuns: the open-run limit is reached.
-	RefusedTooManyRuns = "too_many_runs"
 )
 
 // Refuse says whether in must not be applied to r. Only inputs that would

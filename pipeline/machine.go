@@ -44,14 +44,10 @@ func (s DatasetSpec) AllowsSource(ref string) bool {
 // OutsideTables returns the paths that are under none of the dataset's
 // table paths or allowed paths.
 func (s DatasetSpec) OutsideTables(paths []string) []string {
-	var out []string
 	prefixes := slices.Concat(s.TablePaths, s.AllowedPaths)
-	for _, p := range paths {
-		if !slices.ContainsFunc(prefixes, func(prefix string) bool { return prefix != "" && strings.HasPrefix(p, prefix) }) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(paths), func(p string) bool {
+		return slices.ContainsFunc(prefixes, func(prefix string) bool { return prefix != "" && strings.HasPrefix(p, prefix) })
+	})
 }
 
 // Inputs from Kafka.

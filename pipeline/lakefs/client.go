@@ -76,11 +76,10 @@ func New(cfg Config) (*Client, error) {
 	if !strings.HasSuffix(server, "/api/v1") {
 		server += "/api/v1"
 	}
-	ak, sk := cfg.AccessKeyID, cfg.SecretAccessKey
 	api, err := apigen.NewClientWithResponses(server,
 		apigen.WithHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{})),
 		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
-			req.SetBasicAuth(ak, sk)
+			req.SetBasicAuth(cfg.AccessKeyID, cfg.SecretAccessKey)
 			return nil
 		}),
 	)

@@ -26,9 +26,8 @@ type Commit = pipeline.Commit
 // EnsureBranch creates branch from source or resumes it (pipeline.Lake); a
 // branch that is not the run's wraps pipeline.ErrBranchTaken and is left as it is.
 func (c *Client) EnsureBranch(ctx context.Context, repo, branch, source string) (bool, error) {
-	body := apigen.CreateBranchJSONRequestBody{Name: branch, Source: source}
 	err := c.send(ctx, call{op: "create branch", repo: repo, ref: branch}, http.StatusCreated, nil, func(ctx context.Context) (*http.Response, error) {
-		return c.api.CreateBranch(ctx, repo, body)
+		return c.api.CreateBranch(ctx, repo, apigen.CreateBranchJSONRequestBody{Name: branch, Source: source})
 	})
 	if status(err) != http.StatusConflict {
 		return false, err
