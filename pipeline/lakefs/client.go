@@ -126,7 +126,7 @@ func (c *Client) send(ctx context.Context, k call, want int, out any, do func(co
 		var re readErr
 		switch {
 		case errors.As(err, &re):
-			return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, re.err))
+			return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, re.error))
 		case err != nil: // the caller's writer failed
 			return c.logged(k, start, &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Message: "writing download", Cause: err})
 		}

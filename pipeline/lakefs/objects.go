@@ -68,13 +68,11 @@ func (c *Client) Download(ctx context.Context, repo, ref, p string, w io.Writer)
 	})
 }
 
-// readErrMarker tells a failure reading the response (transient) apart
-// from a failure of the caller's writer (not ours to retry).
+// readErrMarker tells a failure reading the response (transient), a
+// readErr, apart from a failure of the caller's writer (not ours to retry).
 type readErrMarker struct{ r io.Reader }
 
-type readErr struct{ err error }
-
-func (e readErr) Error() string { return e.err.Error() }
+type readErr struct{ error }
 
 func (m *readErrMarker) Read(p []byte) (int, error) {
 	n, err := m.r.Read(p)
