@@ -550,23 +550,18 @@ func abortEarly(n Run, batchID, dataset, reason, detail string, now time.Time) R
 }
 
 func (m Machine) tick(n Run, in Tick, now time.Time) Run {
-	if n.State.Terminal() && n.Delivery.idle() && !n.CleanupPending && !n.revertPending() &&
-		!now.Before(n.StateSince.Add(m.p.TerminalRetention)) {
+	waiting := n.State == StateAwaitingWrites
+	switch {
+	case n.State.Terminal() && n.Delivery.idle() && !n.CleanupPending && !n.revertPending() &&
+		!now.Before(n.StateSince.Add(m.p.TerminalRetention)):
 		return Run{} // retention over: forget the finished run
-	}
-	switch n.State {
-	case StatePending:
-		if !now.Before(n.Deadline) {
-			return Run{} // expired: its batch never landed
-		}
-	case StateAwaitingWrites:
-		if in.Lagging && now.Before(n.Deadline.Add(m.p.MaxLagWait)) {
-			return n // a write before the deadline may still be in the backlog
-		}
-		if !now.Before(n.Deadline) {
-			return abort(n, schemas.ReasonWriteTimeout,
-				fmt.Sprintf("writes missing at deadline %s: %v", n.Deadline.UTC().Format(time.RFC3339), n.missingWrites()), now)
-		}
+	case n.State == StatePending && !now.Before(n.Deadline):
+		return Run{} // expired: its batch never landed
+	case waiting && in.Lagging && now.Before(n.Deadline.Add(m.p.MaxLagWait)):
+		return n // a write before the deadline may still be in the backlog
+	case waiting && !now.Before(n.Deadline):
+		return abort(n, schemas.ReasonWriteTimeout,
+			fmt.Sprintf("writes missing at deadline %s: %v", n.Deadline.UTC().Format(time.RFC3339), n.missingWrites()), now)
 	}
 	return n
 }
@@ -588,22 +583,17 @@ func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
 		return n // stale outcome of a step the run has moved past
 	}
 	n.LastError = in.Err
-	switch in.Class {
-	case Conflict:
-		if in.Step == StepPublish {
-			n.KeepBranch = true
-			return abort(n, schemas.ReasonMergeConflict, in.Err, now)
-		}
-	case Rejected:
-		if in.Step == StepBranch {
-			n.KeepBranch = true // nothing was created
-			return abort(n, schemas.ReasonInvalid, in.Err, now)
-		}
-	case Permanent:
-		if in.Step == StepCleanup {
-			n.CleanupPending = false
-			return n
-		}
+	switch {
+	case in.Class == Conflict && in.Step == StepPublish:
+		n.KeepBranch = true
+		return abort(n, schemas.ReasonMergeConflict, in.Err, now)
+	case in.Class == Rejected && in.Step == StepBranch:
+		n.KeepBranch = true // nothing was created
+		return abort(n, schemas.ReasonInvalid, in.Err, now)
+	case in.Class == Permanent && in.Step == StepCleanup:
+		n.CleanupPending = false
+		return n
+	case in.Class == Permanent:
 		return fail(n, in.Step, in.Err, n.Attempts+1, now)
 	}
 	if m.retryLater(&n, now) {

@@ -198,10 +198,7 @@ func (c *Client) Published(ctx context.Context, repo, target, sealed string, sin
 // merged again (an empty merge).
 func (c *Client) MergesOf(ctx context.Context, repo, target, sealed string, since time.Time) ([]Commit, error) {
 	window, err := c.firstParents(ctx, repo, target, since)
-	if err != nil {
-		return nil, err
-	}
-	return mergesOf(window, sealed), nil
+	return mergesOf(window, sealed), err // a failed listing is nil, and so are its merges
 }
 
 func (c *Client) firstParents(ctx context.Context, repo, ref string, since time.Time) ([]Commit, error) {
