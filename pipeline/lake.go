@@ -75,7 +75,8 @@ type Commit struct {
 // Lake that is not also a Reverter cannot revert (the step fails).
 type Reverter interface {
 	// MergesOf lists target's first-parent commits made since since (less
-	// clock slack; zero: the last 1000) that merged sealed in, newest first.
+	// clock slack; zero: the last 1000) that merged sealed in (merge commits,
+	// sealed a parent after the first), newest first.
 	MergesOf(ctx context.Context, repo, target, sealed string, since time.Time) ([]Commit, error)
 	// Log returns up to limit commits reachable from ref, newest first.
 	Log(ctx context.Context, repo, ref string, limit int) ([]Commit, error)

@@ -369,12 +369,11 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 	if step == 0 && r.CleanupPending {
 		step = DoCleanup
 	}
-	if step != 0 {
-		if r.RetryAt.After(now) {
-			out = append(out, Effect{Kind: DoWake, At: r.RetryAt})
-		} else {
-			out = append(out, Effect{Kind: step})
-		}
+	switch {
+	case step != 0 && r.RetryAt.After(now):
+		out = append(out, Effect{Kind: DoWake, At: r.RetryAt})
+	case step != 0:
+		out = append(out, Effect{Kind: step})
 	}
 	if e, ok := r.Delivery.next(r.State, r.eventID("refresh"), now); ok {
 		out = append(out, e)
@@ -398,9 +397,8 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 			fmt.Sprintf("%d runs are in progress on this instance, the limit (runner.max_open_runs) is %d", in.Open, m.p.MaxOpenRuns), now)
 	}
 	spec := in.Spec
-	spec.Target = cmp.Or(spec.Target, "main")
-	spec.Source = cmp.Or(ev.SourceRef, spec.Source, spec.Target)
-	n.Repository, n.Branch, n.Source, n.Target = spec.Repository, in.Branch, spec.Source, spec.Target
+	n.Repository, n.Branch, n.Target = spec.Repository, in.Branch, cmp.Or(spec.Target, "main")
+	n.Source = cmp.Or(ev.SourceRef, spec.Source, n.Target)
 	n.ExpectedWrites = append([]string(nil), ev.ExpectedWrites...)
 	n.Attributes = nil
 	if len(ev.Attributes) > 0 {

@@ -185,7 +185,7 @@ func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 	since := cmp.Or(run.PublishSince, run.StateSince)
 	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, log: log}, PublishRequest{
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
-		Meta: publishMeta(run), Fresh: fresh}, r.failpoint)
+		Meta: publishMeta(run), Fresh: fresh}, r.cfg.Failpoint)
 	if err != nil {
 		return failed(log, StepPublish, err)
 	}

@@ -199,6 +199,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Failpoint == nil {
+		cfg.Failpoint = func(string) {}
+	}
 	return &Runner{
 		cfg: cfg, m: NewMachine(cfg.Policy), log: cfg.Logger,
 		sem: make(chan struct{}, cfg.MaxInFlight), parts: map[int]*partition{},
@@ -349,7 +352,7 @@ func (r *Runner) Handle(ctx context.Context, id int, ev schemas.Event) error {
 		return err
 	}
 	if _, ok := in.(WriteDone); ok {
-		r.failpoint("after_write") // persisted, offset not yet committed
+		r.cfg.Failpoint("after_write") // persisted, offset not yet committed
 	}
 	switch {
 	case outcome.refused != nil:
@@ -475,13 +478,12 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in Input) 
 		out.refused = &Refusal{Reason: RefusedOverBudget, Detail: over}
 		r.log.Error("run record over budget: run ended", "batch_id", after.BatchID, "dataset", r.label(after.Dataset), "detail", over)
 	}
-	if l, ok := in.(Landed); ok && before.State == StatePending {
-		if n := len(before.Writes) - len(after.Writes); n > 0 {
-			r.log.Warn("dropped early writes the batch does not expect", "batch_id", after.BatchID,
-				"dataset", r.label(after.Dataset), "dropped", n, "expected", len(l.Event.ExpectedWrites))
-			for i := 0; i < n; i++ {
-				r.counted(schemas.TypeWriteComplete, "dropped_unexpected")
-			}
+	if l, ok := in.(Landed); ok && before.State == StatePending && len(before.Writes) > len(after.Writes) {
+		n := len(before.Writes) - len(after.Writes)
+		r.log.Warn("dropped early writes the batch does not expect", "batch_id", after.BatchID,
+			"dataset", r.label(after.Dataset), "dropped", n, "expected", len(l.Event.ExpectedWrites))
+		for range n {
+			r.counted(schemas.TypeWriteComplete, "dropped_unexpected")
 		}
 	}
 	if after.State == "" {
@@ -494,12 +496,10 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in Input) 
 	}
 	if before.State != after.State && after.State.Terminal() || after.State == "" {
 		delete(p.fresh, key)
-		if n := p.calls[key]; n != nil {
-			if f := r.Metrics.LakeCalls; f != nil && after.State == StatePublished {
-				f(after.Dataset, n.Load())
-			}
-			delete(p.calls, key)
+		if n, f := p.calls[key], r.Metrics.LakeCalls; n != nil && f != nil && after.State == StatePublished {
+			f(after.Dataset, n.Load())
 		}
+		delete(p.calls, key)
 	}
 	if before.State != after.State {
 		r.hold(before.Dataset, before.State, -1)
@@ -716,7 +716,7 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 		case err != nil:
 			return failed(log, StepBranch, err)
 		}
-		r.failpoint("after_branch")
+		r.cfg.Failpoint("after_branch")
 		return BranchCreated{}
 	case DoAudit:
 		commit, err := r.cfg.Lake.Seal(ctx, run.Repository, run.Branch,
@@ -725,7 +725,7 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 		if err != nil {
 			return failed(log, StepAudit, err)
 		}
-		r.failpoint("during_audit")
+		r.cfg.Failpoint("during_audit")
 		// The tables-only rule and the audit's batch scope need the same diff:
 		// ask once, against the target's commit (the audit's cache key names
 		// it, and it does not contend with merges into the branch).
@@ -769,7 +769,7 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
 	b := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second, Jitter: backoff.Equal}.New()
 	if o.Published != nil {
-		r.failpoint("before_send")
+		r.cfg.Failpoint("before_send")
 	}
 	batch := run.BatchID
 	if batch == "" {
@@ -791,12 +791,6 @@ func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
 		if !b.Wait(p.ctx) {
 			return nil
 		}
-	}
-}
-
-func (r *Runner) failpoint(name string) {
-	if r.cfg.Failpoint != nil {
-		r.cfg.Failpoint(name)
 	}
 }
 
