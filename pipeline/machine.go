@@ -352,19 +352,13 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 	}
 	var out []Effect
 	step := map[State]EffectKind{StateLanded: DoCreateBranch, StateAuditing: DoAudit, StatePublishing: DoPublish}[r.State]
-	switch r.State {
-	case StatePending:
+	switch {
+	case r.State == StatePending, r.State == StateAwaitingWrites && now.Before(r.Deadline):
 		out = append(out, Effect{Kind: DoWake, At: r.Deadline})
-	case StateAwaitingWrites:
-		wake := r.Deadline
-		if !now.Before(wake) {
-			wake = now.Add(m.p.LagRecheck) // past due and still waiting: the partition lags
-		}
-		out = append(out, Effect{Kind: DoWake, At: wake})
-	case StatePublished:
-		if r.revertPending() {
-			step = DoRevert
-		}
+	case r.State == StateAwaitingWrites: // past due and still waiting: the partition lags
+		out = append(out, Effect{Kind: DoWake, At: now.Add(m.p.LagRecheck)})
+	case r.State == StatePublished && r.revertPending():
+		step = DoRevert
 	}
 	if step == 0 && r.CleanupPending {
 		step = DoCleanup
