@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -42,8 +43,6 @@ const (
 	// RefusedOverBudget: applying the input made the run record exceed its
 	// budget; the run was ended (BatchFailed) instead.
 	RefusedOverBudget = "over_budget"
-	// RefusedTooManyRuns: the open-run limit is reached.
-	RefusedTooManyRuns = "too_many_runs"
 )
 
 // Refuse says whether in must not be applied to r. Only inputs that would
@@ -59,14 +58,12 @@ func (m Machine) Refuse(r Run, in Input) *Refusal {
 		return nil
 	}
 	switch {
-	case r.State == "" || r.State == StatePending:
+	case (r.State == "" || r.State == StatePending) && len(r.Writes) >= schemas.MaxExpectedWrites:
 		// The batch has not landed: its expected writes are unknown. Keep
 		// at most as many as a batch may expect.
-		if len(r.Writes) >= schemas.MaxExpectedWrites {
-			return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
-				"write %q: batch %q of dataset %q has not landed and already has %d early writes, the most a batch may expect",
-				clip(w, 200), r.BatchID, r.Dataset, len(r.Writes))}
-		}
+		return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
+			"write %q: batch %q of dataset %q has not landed and already has %d early writes, the most a batch may expect",
+			clip(w, 200), r.BatchID, r.Dataset, len(r.Writes))}
 	case len(r.ExpectedWrites) > 0 && !slices.Contains(r.ExpectedWrites, w):
 		return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
 			"write %q is not one of the %d expected writes of batch %q of dataset %q",
@@ -109,11 +106,7 @@ func (m Machine) OverBudget(r Run, size, budget int, now time.Time) Run {
 		}
 		return n
 	}
-	step := map[State]Step{StateLanded: StepBranch, StateAuditing: StepAudit, StatePublishing: StepPublish}[r.State]
-	if step == "" {
-		step = "store"
-	}
-	return fail(n, step, msg, r.Attempts, now)
+	return fail(n, cmp.Or(stateStep[r.State], "store"), msg, r.Attempts, now)
 }
 
 // bareReport copies rep without sample rows (samples) or without any check

@@ -44,14 +44,10 @@ func (s DatasetSpec) AllowsSource(ref string) bool {
 // OutsideTables returns the paths that are under none of the dataset's
 // table paths or allowed paths.
 func (s DatasetSpec) OutsideTables(paths []string) []string {
-	var out []string
 	prefixes := slices.Concat(s.TablePaths, s.AllowedPaths)
-	for _, p := range paths {
-		if !slices.ContainsFunc(prefixes, func(prefix string) bool { return prefix != "" && strings.HasPrefix(p, prefix) }) {
-			out = append(out, p)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(paths), func(p string) bool {
+		return slices.ContainsFunc(prefixes, func(prefix string) bool { return prefix != "" && strings.HasPrefix(p, prefix) })
+	})
 }
 
 // Inputs from Kafka.
@@ -89,7 +85,7 @@ type (
 	// yet (see Policy.MaxLagWait).
 	Tick struct{ Lagging bool }
 	// BranchCreated reports the batch branch exists.
-	BranchCreated struct{ Existed bool }
+	BranchCreated struct{}
 	// Audited reports the suite ran against SealedCommit.
 	Audited struct {
 		SealedCommit string
@@ -104,10 +100,7 @@ type (
 		Total        int
 	}
 	// Merged reports the batch is on the target as CommitID.
-	Merged struct {
-		CommitID         string
-		AlreadyPublished bool
-	}
+	Merged struct{ CommitID string }
 	// StepFailed reports a step that returned an error.
 	StepFailed struct {
 		Step  Step
@@ -316,7 +309,6 @@ func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
 		}
 	case Strayed:
 		if n.State == StateAuditing {
-			n.resetRetry()
 			n.SealedCommit = in.SealedCommit
 			detail := fmt.Sprintf("%d path(s) outside the dataset's tables: %s", in.Total, strings.Join(in.Paths, ", "))
 			if in.Total > len(in.Paths) {
@@ -359,36 +351,23 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 		return []Effect{{Kind: DoForget}}
 	}
 	var out []Effect
-	var step EffectKind
-	switch r.State {
-	case StatePending:
+	step := map[State]EffectKind{StateLanded: DoCreateBranch, StateAuditing: DoAudit, StatePublishing: DoPublish}[r.State]
+	switch {
+	case r.State == StatePending, r.State == StateAwaitingWrites && now.Before(r.Deadline):
 		out = append(out, Effect{Kind: DoWake, At: r.Deadline})
-	case StateLanded:
-		step = DoCreateBranch
-	case StateAwaitingWrites:
-		wake := r.Deadline
-		if !now.Before(wake) {
-			wake = now.Add(m.p.LagRecheck) // past due and still waiting: the partition lags
-		}
-		out = append(out, Effect{Kind: DoWake, At: wake})
-	case StateAuditing:
-		step = DoAudit
-	case StatePublishing:
-		step = DoPublish
-	case StatePublished:
-		if r.revertPending() {
-			step = DoRevert
-		}
+	case r.State == StateAwaitingWrites: // past due and still waiting: the partition lags
+		out = append(out, Effect{Kind: DoWake, At: now.Add(m.p.LagRecheck)})
+	case r.State == StatePublished && r.revertPending():
+		step = DoRevert
 	}
 	if step == 0 && r.CleanupPending {
 		step = DoCleanup
 	}
-	if step != 0 {
-		if r.RetryAt.After(now) {
-			out = append(out, Effect{Kind: DoWake, At: r.RetryAt})
-		} else {
-			out = append(out, Effect{Kind: step})
-		}
+	switch {
+	case step != 0 && r.RetryAt.After(now):
+		out = append(out, Effect{Kind: DoWake, At: r.RetryAt})
+	case step != 0:
+		out = append(out, Effect{Kind: step})
 	}
 	if e, ok := r.Delivery.next(r.State, r.eventID("refresh"), now); ok {
 		out = append(out, e)
@@ -403,19 +382,17 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 		return n // duplicate or late: the batch already has a run
 	}
 	ev := in.Event
+	n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
+	n.LandedAt, n.BatchTime = now, ev.OccurredAt
 	if m.p.MaxOpenRuns > 0 && in.Open >= m.p.MaxOpenRuns {
-		n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
-		n.LandedAt, n.BatchTime = now, ev.OccurredAt
 		n.Writes = nil
 		n.KeepBranch = true // there is no branch
 		return abort(n, schemas.ReasonTooManyRuns,
 			fmt.Sprintf("%d runs are in progress on this instance, the limit (runner.max_open_runs) is %d", in.Open, m.p.MaxOpenRuns), now)
 	}
 	spec := in.Spec
-	spec.Target = cmp.Or(spec.Target, "main")
-	spec.Source = cmp.Or(ev.SourceRef, spec.Source, spec.Target)
-	n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
-	n.Repository, n.Branch, n.Source, n.Target = spec.Repository, in.Branch, spec.Source, spec.Target
+	n.Repository, n.Branch, n.Target = spec.Repository, in.Branch, cmp.Or(spec.Target, "main")
+	n.Source = cmp.Or(ev.SourceRef, spec.Source, n.Target)
 	n.ExpectedWrites = append([]string(nil), ev.ExpectedWrites...)
 	n.Attributes = nil
 	if len(ev.Attributes) > 0 {
@@ -424,14 +401,9 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 	// Writes that arrived before the batch, which does not expect them, go.
 	maps.DeleteFunc(n.Writes, func(w string, _ time.Time) bool { return !slices.Contains(n.ExpectedWrites, w) })
 	n.KeepBranch = spec.KeepBranch
-	n.LandedAt, n.BatchTime = now, ev.OccurredAt
-	switch {
-	case ev.WriteDeadline != nil:
+	n.Deadline = now.Add(positiveOr(spec.WriteTimeout, time.Hour))
+	if ev.WriteDeadline != nil {
 		n.Deadline = *ev.WriteDeadline
-	case spec.WriteTimeout > 0:
-		n.Deadline = now.Add(spec.WriteTimeout)
-	default:
-		n.Deadline = now.Add(time.Hour)
 	}
 	n.setState(StateLanded, now)
 	return n
@@ -491,13 +463,12 @@ func (m Machine) retry(n Run, ev schemas.RetryRequested, now time.Time) (Run, *O
 	refuse := func(reason, detail string) (Run, *Outgoing) {
 		return n, refused(n, ev.RequestID, schemas.TypeRetryRequested, reason, detail, now)
 	}
-	if n.State == "" || n.State == StatePending {
-		return n, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRetryRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s has no run: it never landed, or it ended longer ago than runs are kept",
-			ev.BatchID, ev.Dataset), now)
-	}
 	retryable := n.State == StateFailed ||
 		n.State == StateAborted && (n.Reason == schemas.ReasonAuditFailed || n.Reason == schemas.ReasonMergeConflict)
 	switch {
+	case n.State == "" || n.State == StatePending:
+		return n, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRetryRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s has no run: it never landed, or it ended longer ago than runs are kept",
+			ev.BatchID, ev.Dataset), now)
 	case !retryable:
 		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is %s%s: only failed runs, and aborted runs whose audit failed or whose merge conflicted, can be retried",
 			n.BatchID, n.State, parens(n.Reason)))
@@ -571,23 +542,18 @@ func abortEarly(n Run, batchID, dataset, reason, detail string, now time.Time) R
 }
 
 func (m Machine) tick(n Run, in Tick, now time.Time) Run {
-	if n.State.Terminal() && n.Delivery.idle() && !n.CleanupPending && !n.revertPending() &&
-		!now.Before(n.StateSince.Add(m.p.TerminalRetention)) {
+	waiting := n.State == StateAwaitingWrites
+	switch {
+	case n.State.Terminal() && n.Delivery.idle() && !n.CleanupPending && !n.revertPending() &&
+		!now.Before(n.StateSince.Add(m.p.TerminalRetention)):
 		return Run{} // retention over: forget the finished run
-	}
-	switch n.State {
-	case StatePending:
-		if !now.Before(n.Deadline) {
-			return Run{} // expired: its batch never landed
-		}
-	case StateAwaitingWrites:
-		if in.Lagging && now.Before(n.Deadline.Add(m.p.MaxLagWait)) {
-			return n // a write before the deadline may still be in the backlog
-		}
-		if !now.Before(n.Deadline) {
-			return abort(n, schemas.ReasonWriteTimeout,
-				fmt.Sprintf("writes missing at deadline %s: %v", n.Deadline.UTC().Format(time.RFC3339), n.missingWrites()), now)
-		}
+	case n.State == StatePending && !now.Before(n.Deadline):
+		return Run{} // expired: its batch never landed
+	case waiting && in.Lagging && now.Before(n.Deadline.Add(m.p.MaxLagWait)):
+		return n // a write before the deadline may still be in the backlog
+	case waiting && !now.Before(n.Deadline):
+		return abort(n, schemas.ReasonWriteTimeout,
+			fmt.Sprintf("writes missing at deadline %s: %v", n.Deadline.UTC().Format(time.RFC3339), n.missingWrites()), now)
 	}
 	return n
 }
@@ -601,37 +567,25 @@ func (m Machine) Fails(n Run, in StepFailed, now time.Time) bool {
 }
 
 func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
-	want := map[Step]State{StepBranch: StateLanded, StepAudit: StateAuditing, StepPublish: StatePublishing}[in.Step]
-	if in.Step == StepRevert {
+	in.Err = clip(in.Err, maxErrorBytes)
+	switch {
+	case in.Step == StepRevert:
 		return m.revertFailed(n, in, now)
-	}
-	if in.Step == StepCleanup {
-		if !n.CleanupPending {
-			return n
-		}
-	} else if n.State != want {
+	case in.Step == StepCleanup && !n.CleanupPending, in.Step != StepCleanup && stateStep[n.State] != in.Step:
 		return n // stale outcome of a step the run has moved past
 	}
-	in.Err = clip(in.Err, maxErrorBytes)
 	n.LastError = in.Err
-	switch in.Class {
-	case Conflict:
-		if in.Step == StepPublish {
-			n.resetRetry()
-			n.KeepBranch = true
-			return abort(n, schemas.ReasonMergeConflict, in.Err, now)
-		}
-	case Rejected:
-		if in.Step == StepBranch {
-			n.resetRetry()
-			n.KeepBranch = true // nothing was created
-			return abort(n, schemas.ReasonInvalid, in.Err, now)
-		}
-	case Permanent:
-		if in.Step == StepCleanup {
-			n.CleanupPending = false
-			return n
-		}
+	switch {
+	case in.Class == Conflict && in.Step == StepPublish:
+		n.KeepBranch = true
+		return abort(n, schemas.ReasonMergeConflict, in.Err, now)
+	case in.Class == Rejected && in.Step == StepBranch:
+		n.KeepBranch = true // nothing was created
+		return abort(n, schemas.ReasonInvalid, in.Err, now)
+	case in.Class == Permanent && in.Step == StepCleanup:
+		n.CleanupPending = false
+		return n
+	case in.Class == Permanent:
 		return fail(n, in.Step, in.Err, n.Attempts+1, now)
 	}
 	if m.retryLater(&n, now) {
@@ -666,7 +620,6 @@ func (m Machine) revertFailed(n Run, in StepFailed, now time.Time) Run {
 	if n.State != StatePublished || !n.revertPending() {
 		return n
 	}
-	in.Err = clip(in.Err, maxErrorBytes)
 	n.LastError = in.Err
 	if in.Class == Transient && m.retryLater(&n, now) {
 		return n

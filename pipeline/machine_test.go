@@ -162,7 +162,7 @@ func TestTransitionScenarios(t *testing.T) {
 			{in: Audited{SealedCommit: "c13", Report: report(true)}, state: StatePublishing},
 			{in: StepFailed{Step: StepPublish, Err: "timeout", Class: Transient}, state: StatePublishing},
 			{in: StepFailed{Step: StepPublish, Err: "timeout", Class: Transient}, at: time.Minute, state: StateFailed},
-			{in: Merged{CommitID: "m13", AlreadyPublished: true}, at: time.Minute, state: StatePublished, check: func(t *testing.T, r Run) {
+			{in: Merged{CommitID: "m13"}, at: time.Minute, state: StatePublished, check: func(t *testing.T, r Run) {
 				last := r.Outbox[len(r.Outbox)-1]
 				if last.Published == nil || last.Published.CommitID != "m13" {
 					t.Errorf("outbox ends with %+v, want BatchPublished m13", last)
@@ -384,7 +384,7 @@ func TestRandomInterleavings(t *testing.T) {
 				return Audited{SealedCommit: sealed, Report: report(pass)}
 			case DoPublish:
 				if w.merges[pe.batch] > 0 {
-					return Merged{CommitID: "m-" + pe.batch, AlreadyPublished: true}
+					return Merged{CommitID: "m-" + pe.batch}
 				}
 				if pe.run.Report == nil || !pe.run.Report.Passed || !w.passed[pe.run.SealedCommit] {
 					t.Fatalf("seed %d: publish effect for %s without a passing audit of %s", seed, pe.batch, pe.run.SealedCommit)
@@ -399,7 +399,7 @@ func TestRandomInterleavings(t *testing.T) {
 					}
 					if cur := stored[pe.batch]; cur.State == StatePublishing && m.Fails(cur, sf, now) && w.merges[pe.batch] > 0 {
 						// The runner's last look before the run fails finds it.
-						return Merged{CommitID: "m-" + pe.batch, AlreadyPublished: true}
+						return Merged{CommitID: "m-" + pe.batch}
 					}
 					return sf
 				}

@@ -66,14 +66,10 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run Run) Input {
 		return failed(log, StepRevert, err)
 	}
 	if done.ID == "" {
-		parent := 0 // a commit with one parent is reverted as it is
-		if len(merge.Parents) > 1 {
-			parent = 1
-		}
 		msg := fmt.Sprintf("lakewap: revert %s batch %s: %s", run.Dataset, run.BatchID, rv.Reason)
 		meta := map[string]string{MetaRevertedBatchID: run.BatchID, MetaRevertReason: rv.Reason, MetaRevertedBy: rv.By,
 			MetaDataset: run.Dataset, MetaRevertedCommit: merge.ID}
-		if err := lake.Revert(ctx, repo, target, merge.ID, parent, msg, meta); err != nil {
+		if err := lake.Revert(ctx, repo, target, merge.ID, 1, msg, meta); err != nil { // 1: the target's side
 			if errors.Is(err, ErrMergeConflict) {
 				return StepFailed{Step: StepRevert, Class: Permanent,
 					Err: fmt.Sprintf("later commits on %s change the same objects; revert them first or fix by hand: %v", target, err)}

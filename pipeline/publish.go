@@ -122,11 +122,8 @@ func (r *Runner) publishTurn(p *partition, t *publishTicket) Input {
 	if stop || current.State != StatePublishing || current.SealedCommit != run.SealedCommit {
 		return nil // revoked, or the run moved on while it waited
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
-	defer cancel()
-	ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
 	start := time.Now()
-	in := r.guarded(run, StepPublish, func() Input { return r.publish(ctx, run, t.fresh) })
+	in := r.step(p, run, DoPublish, func(ctx context.Context) Input { return r.publish(ctx, run, t.fresh) })
 	if sf, ok := in.(StepFailed); ok && r.m.Fails(current, sf, r.cfg.Now().Add(lookSlack)) {
 		in = r.lastLook(p, run, sf)
 	}
@@ -171,8 +168,9 @@ func (r *Runner) lastLook(p *partition, run Run, sf StepFailed) Input {
 	if !pub.OnTarget {
 		return sf
 	}
-	log.Warn("publish failed, but the sealed commit is on the target: published", "commit_id", mergeOrHead(pub), "err", sf.Err)
-	return Merged{CommitID: mergeOrHead(pub), AlreadyPublished: true}
+	id := cmp.Or(pub.Merge, pub.Head)
+	log.Warn("publish failed, but the sealed commit is on the target: published", "commit_id", id, "err", sf.Err)
+	return Merged{CommitID: id}
 }
 
 // publish brings the run's sealed commit into its target (Publish; fresh is
@@ -187,7 +185,7 @@ func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 	since := cmp.Or(run.PublishSince, run.StateSince)
 	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, log: log}, PublishRequest{
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
-		Meta: publishMeta(run), Fresh: fresh}, r.failpoint)
+		Meta: publishMeta(run), Fresh: fresh}, r.cfg.Failpoint)
 	if err != nil {
 		return failed(log, StepPublish, err)
 	}
@@ -197,7 +195,7 @@ func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 	case res.Empty:
 		log.Info("batch changed nothing; the target already holds it", "commit_id", res.CommitID, "sealed_commit", run.SealedCommit)
 	}
-	return Merged{CommitID: res.CommitID, AlreadyPublished: res.AlreadyPublished}
+	return Merged{CommitID: res.CommitID}
 }
 
 // lockRetrying is the runner's lake, whose merges retry while the target
@@ -215,7 +213,7 @@ func (l lockRetrying) Merge(ctx context.Context, repo, source, dest, msg string,
 	b := backoff.Policy{Min: l.first, Max: time.Second, Jitter: backoff.Full}.New()
 	for {
 		id, err := l.Lake.Merge(ctx, repo, source, dest, msg, meta)
-		if err == nil || !errors.Is(err, ErrBranchLocked) || time.Now().After(deadline) {
+		if !errors.Is(err, ErrBranchLocked) || time.Now().After(deadline) {
 			return id, err
 		}
 		wait := b.Next()
@@ -231,4 +229,73 @@ func outcome(in Input) string {
 		return sf.Class.String()
 	}
 	return "ok"
+}
+
+// PublishRequest names a sealed commit to bring into a target.
+type PublishRequest struct {
+	Repository, Target string
+	Sealed             string    // the audited commit
+	Since              time.Time // when publishing this commit started
+	Message            string
+	Meta               map[string]string
+	// Fresh skips the first look: the sealed commit was audited by this
+	// instance and no merge of it was tried since, so it is not on the
+	// target yet.
+	Fresh bool
+}
+
+// Publication outcomes of Publish.
+type PublishResult struct {
+	// CommitID is the target commit that holds the batch: the merge commit,
+	// or for a batch that changed nothing the target head it matched.
+	CommitID string
+	// AlreadyPublished: an earlier attempt (whose answer was lost, or that
+	// was still running) had merged the sealed commit.
+	AlreadyPublished bool
+	// Empty: the sealed commit brings no change, so nothing was merged.
+	Empty bool
+}
+
+// Publish brings a sealed commit into its target exactly once. Whether it
+// is already there is decided by the commit graph (merge-base), not by
+// metadata, so a commit that only claims to be the publish is not taken for
+// it. The merge never uses allow_empty: a second merge of a commit already
+// on the target is refused by lakeFS with "no changes" instead of leaving a
+// second, empty merge commit, whatever the order the attempts land in.
+//
+// failpoint is called as "before_merge" and "after_merge".
+func Publish(ctx context.Context, lake Lake, req PublishRequest, failpoint func(string)) (PublishResult, error) {
+	if !req.Fresh {
+		p, err := lake.Published(ctx, req.Repository, req.Target, req.Sealed, req.Since)
+		if err != nil {
+			return PublishResult{}, err
+		}
+		if p.OnTarget {
+			return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), AlreadyPublished: true}, nil
+		}
+	}
+	failpoint("before_merge")
+	id, err := lake.Merge(ctx, req.Repository, req.Sealed, req.Target, req.Message, req.Meta)
+	if err == nil {
+		failpoint("after_merge")
+		return PublishResult{CommitID: id}, nil
+	}
+	if !errors.Is(err, ErrNoChanges) && !errors.Is(err, ErrTransient) {
+		return PublishResult{}, err
+	}
+	// The merge may have happened anyway: a timed-out answer, or another
+	// attempt of the same commit that landed first ("no changes").
+	p, perr := lake.Published(ctx, req.Repository, req.Target, req.Sealed, req.Since)
+	if perr != nil {
+		return PublishResult{}, errors.Join(err, perr)
+	}
+	switch {
+	case p.OnTarget:
+		return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), AlreadyPublished: true}, nil
+	case errors.Is(err, ErrNoChanges):
+		// The sealed commit's data equals its merge-base with the target:
+		// the batch changed nothing, and the target already holds it.
+		return PublishResult{CommitID: p.Head, Empty: true}, nil
+	}
+	return PublishResult{}, err
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -56,6 +57,9 @@ const (
 	StepCleanup Step = "cleanup"
 	StepRevert  Step = "revert"
 )
+
+// stateStep is the step a run in a state carries out.
+var stateStep = map[State]Step{StateLanded: StepBranch, StateAuditing: StepAudit, StatePublishing: StepPublish}
 
 // Run is the durable state of one batch. It is what the changelog stores, so
 // every field needed to resume after a crash lives here, deadlines included.
@@ -180,12 +184,6 @@ func EventID(dataset, batchID, kind string) string {
 // Neither a batch id nor a dataset name can contain "/".
 func RunKey(dataset, batchID string) string { return dataset + "/" + batchID }
 
-// isKeyOf reports whether key is r's store key, without building it.
-func isKeyOf(key string, r Run) bool {
-	d := len(r.Dataset)
-	return len(key) == d+1+len(r.BatchID) && key[:d] == r.Dataset && key[d] == '/' && key[d+1:] == r.BatchID
-}
-
 // Key is the run's store key.
 func (r Run) Key() string { return RunKey(r.Dataset, r.BatchID) }
 
@@ -212,11 +210,8 @@ func (r Run) clone() Run {
 
 // missingWrites lists expected writes not yet complete, in declared order.
 func (r Run) missingWrites() []string {
-	var out []string
-	for _, w := range r.ExpectedWrites {
-		if _, ok := r.Writes[w]; !ok {
-			out = append(out, w)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(r.ExpectedWrites), func(w string) bool {
+		_, ok := r.Writes[w]
+		return ok
+	})
 }

@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -200,6 +199,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Failpoint == nil {
+		cfg.Failpoint = func(string) {}
+	}
 	return &Runner{
 		cfg: cfg, m: NewMachine(cfg.Policy), log: cfg.Logger,
 		sem: make(chan struct{}, cfg.MaxInFlight), parts: map[int]*partition{},
@@ -232,8 +234,7 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 			r.log.Error("skipping unreadable run in state store", "partition", id, "key", key, "err", err)
 			continue
 		}
-		if !isKeyOf(key, run) {
-			want := run.Key()
+		if want := run.Key(); key != want {
 			// Stored before runs were keyed by (dataset, batch id): move it.
 			if err := r.cfg.Store.Put(ctx, id, want, v); err != nil {
 				return fmt.Errorf("restore partition %d: re-key run %s: %w", id, key, err)
@@ -246,12 +247,8 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 		p.runs[key] = run
 		r.hold(run.Dataset, run.State, +1)
 	}
+	r.Revoked(id) // an earlier assignment of the partition, if any
 	r.mu.Lock()
-	if old := r.parts[id]; old != nil {
-		r.mu.Unlock()
-		r.Revoked(id)
-		r.mu.Lock()
-	}
 	r.parts[id] = p
 	r.mu.Unlock()
 	now := r.cfg.Now()
@@ -277,9 +274,7 @@ func (r *Runner) Revoked(id int) {
 		return
 	}
 	p.mu.Lock()
-	if !p.closing {
-		close(p.stop)
-	}
+	close(p.stop) // p left r.parts above: it is revoked once
 	p.closing = true
 	for _, t := range p.timers {
 		t.Stop()
@@ -322,7 +317,7 @@ func (r *Runner) Runs() []Run {
 		}
 		p.mu.Unlock()
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].BatchID < out[j].BatchID })
+	slices.SortFunc(out, func(a, b Run) int { return cmp.Compare(a.BatchID, b.BatchID) })
 	return out
 }
 
@@ -357,7 +352,7 @@ func (r *Runner) Handle(ctx context.Context, id int, ev schemas.Event) error {
 		return err
 	}
 	if _, ok := in.(WriteDone); ok {
-		r.failpoint("after_write") // persisted, offset not yet committed
+		r.cfg.Failpoint("after_write") // persisted, offset not yet committed
 	}
 	switch {
 	case outcome.refused != nil:
@@ -483,13 +478,12 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in Input) 
 		out.refused = &Refusal{Reason: RefusedOverBudget, Detail: over}
 		r.log.Error("run record over budget: run ended", "batch_id", after.BatchID, "dataset", r.label(after.Dataset), "detail", over)
 	}
-	if l, ok := in.(Landed); ok && before.State == StatePending {
-		if n := len(before.Writes) - len(after.Writes); n > 0 {
-			r.log.Warn("dropped early writes the batch does not expect", "batch_id", after.BatchID,
-				"dataset", r.label(after.Dataset), "dropped", n, "expected", len(l.Event.ExpectedWrites))
-			for i := 0; i < n; i++ {
-				r.counted(schemas.TypeWriteComplete, "dropped_unexpected")
-			}
+	if l, ok := in.(Landed); ok && before.State == StatePending && len(before.Writes) > len(after.Writes) {
+		n := len(before.Writes) - len(after.Writes)
+		r.log.Warn("dropped early writes the batch does not expect", "batch_id", after.BatchID,
+			"dataset", r.label(after.Dataset), "dropped", n, "expected", len(l.Event.ExpectedWrites))
+		for range n {
+			r.counted(schemas.TypeWriteComplete, "dropped_unexpected")
 		}
 	}
 	if after.State == "" {
@@ -502,12 +496,10 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in Input) 
 	}
 	if before.State != after.State && after.State.Terminal() || after.State == "" {
 		delete(p.fresh, key)
-		if n := p.calls[key]; n != nil {
-			if f := r.Metrics.LakeCalls; f != nil && after.State == StatePublished {
-				f(after.Dataset, n.Load())
-			}
-			delete(p.calls, key)
+		if n, f := p.calls[key], r.Metrics.LakeCalls; n != nil && f != nil && after.State == StatePublished {
+			f(after.Dataset, n.Load())
 		}
+		delete(p.calls, key)
 	}
 	if before.State != after.State {
 		r.hold(before.Dataset, before.State, -1)
@@ -582,8 +574,7 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 			// The answer to an operator request that changed no run is not
 			// stored: a daemon that stops before it is sent leaves the
 			// operator's command to time out.
-			p.wg.Add(1)
-			go func() { defer p.wg.Done(); r.send(p, Run{}, e.Send) }()
+			p.wg.Go(func() { r.send(p, Run{}, e.Send) })
 			continue
 		}
 		if p.inflight[effectOf{batch, e.Kind}] {
@@ -596,8 +587,7 @@ func (r *Runner) start(p *partition, batch string, effects []Effect) {
 			t = r.enqueue(run, p.fresh[batch])
 			delete(p.fresh, batch) // a second attempt looks first
 		}
-		p.wg.Add(1)
-		go r.execute(p, run, e, t)
+		p.wg.Go(func() { r.execute(p, run, e, t) })
 	}
 	if !wake.IsZero() {
 		if t := p.timers[batch]; t != nil {
@@ -644,7 +634,6 @@ func (r *Runner) calls(p *partition, batch string) *atomic.Int64 {
 }
 
 func (r *Runner) execute(p *partition, run Run, e Effect, t *publishTicket) {
-	defer p.wg.Done()
 	var in Input
 	switch {
 	case e.Kind == DoSend:
@@ -655,16 +644,11 @@ func (r *Runner) execute(p *partition, run Run, e Effect, t *publishTicket) {
 		select {
 		case r.sem <- struct{}{}:
 		case <-p.ctx.Done():
-			r.done(p, run.Key(), e.Kind)
+			r.done(p, run.Key(), e.Kind, false)
 			return
 		}
-		ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
-		if e.Kind != DoCleanup { // a finished run's counter is gone
-			ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
-		}
 		start := time.Now()
-		in = r.guarded(run, stepOf(e.Kind), func() Input { return r.doStep(ctx, run, e.Kind) })
-		cancel()
+		in = r.step(p, run, e.Kind, func(ctx context.Context) Input { return r.doStep(ctx, run, e.Kind) })
 		<-r.sem
 		if f := r.Metrics.StepDuration; f != nil {
 			f(e.Kind.String(), outcome(in), time.Since(start))
@@ -678,68 +662,62 @@ func (r *Runner) execute(p *partition, run Run, e Effect, t *publishTicket) {
 	if in != nil && p.ctx.Err() == nil {
 		r.internal(p, run.Key(), in)
 	}
-	r.done(p, run.Key(), e.Kind)
-	if in != nil && p.ctx.Err() == nil && t == nil {
-		r.resume(p, run.Key())
-	}
+	r.done(p, run.Key(), e.Kind, in != nil && p.ctx.Err() == nil && t == nil)
 }
 
-// resume starts the run's pending effects that are not in flight.
-func (r *Runner) resume(p *partition, key string) {
+// done takes effect k of the run under key out of flight and, if resume,
+// starts the run's pending effects that are not in flight.
+func (r *Runner) done(p *partition, key string, k EffectKind, resume bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if run, ok := p.runs[key]; ok {
+	delete(p.inflight, effectOf{key, k})
+	if run, ok := p.runs[key]; ok && resume {
 		r.start(p, key, r.m.Pending(run, r.cfg.Now()))
 	}
 }
 
-func (r *Runner) done(p *partition, batch string, k EffectKind) {
-	p.mu.Lock()
-	delete(p.inflight, effectOf{batch, k})
-	p.mu.Unlock()
-}
-
-// guarded runs step s of run. A panic in it (a bug meeting odd data, in
-// lakewap or a library) fails the run instead of the process: the goroutine
-// is not the consumer's, whose recovery would not see it.
-func (r *Runner) guarded(run Run, s Step, step func() Input) (in Input) {
+// step runs do, the step k of run, under the step timeout, counting its
+// lakeFS calls. A panic in it (a bug meeting odd data, in lakewap or a
+// library) fails the run instead of the process: the goroutine is not the
+// consumer's, whose recovery would not see it.
+func (r *Runner) step(p *partition, run Run, k EffectKind, do func(context.Context) Input) (in Input) {
+	ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
+	defer cancel()
+	if k != DoCleanup { // a finished run's counter is gone
+		ctx = WithCallCounter(ctx, r.calls(p, run.Key()))
+	}
 	defer func() {
 		if v := recover(); v != nil {
+			s := map[EffectKind]Step{DoCreateBranch: StepBranch, DoAudit: StepAudit, DoPublish: StepPublish, DoCleanup: StepCleanup, DoRevert: StepRevert}[k]
 			r.log.Error("step panicked; failing the run", "batch_id", run.BatchID, "dataset", r.label(run.Dataset),
 				"step", string(s), "panic", v, "stack", string(debug.Stack()))
 			in = StepFailed{Step: s, Err: fmt.Sprintf("panic: %v", v), Class: Permanent}
 		}
 	}()
-	return step()
-}
-
-func stepOf(k EffectKind) Step {
-	return map[EffectKind]Step{DoCreateBranch: StepBranch, DoAudit: StepAudit, DoPublish: StepPublish, DoCleanup: StepCleanup, DoRevert: StepRevert}[k]
+	return do(ctx)
 }
 
 func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
 	switch k {
 	case DoCreateBranch:
-		existed, err := r.cfg.Lake.EnsureBranch(ctx, run.Repository, run.Branch, run.Source)
-		if errors.Is(err, ErrNotFound) {
+		_, err := r.cfg.Lake.EnsureBranch(ctx, run.Repository, run.Branch, run.Source)
+		switch {
+		case errors.Is(err, ErrNotFound):
 			// The batch names a source ref (or the dataset a repository)
 			// that does not exist: the event is wrong, not lakeFS.
 			log.Warn("branch source not found", "source", run.Source, "err", err)
 			return StepFailed{Step: StepBranch, Err: fmt.Sprintf("cannot branch from %q in repository %q: %v", run.Source, run.Repository, err), Class: Rejected}
-		}
-		if errors.Is(err, ErrBranchTaken) {
+		case errors.Is(err, ErrBranchTaken):
 			// Someone else's branch (or one with content of its own) under
-			// the run's name: auditing and merging it would publish what
-			// they put there. It is left alone.
+			// the run's name would publish what they put there: left alone.
 			log.Warn("branch with the run's name is not this run's", "err", err)
 			return StepFailed{Step: StepBranch, Err: err.Error(), Class: Rejected}
-		}
-		if err != nil {
+		case err != nil:
 			return failed(log, StepBranch, err)
 		}
-		r.failpoint("after_branch")
-		return BranchCreated{Existed: existed}
+		r.cfg.Failpoint("after_branch")
+		return BranchCreated{}
 	case DoAudit:
 		commit, err := r.cfg.Lake.Seal(ctx, run.Repository, run.Branch,
 			fmt.Sprintf("lakewap: seal batch %s for audit", run.BatchID),
@@ -747,12 +725,10 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 		if err != nil {
 			return failed(log, StepAudit, err)
 		}
-		r.failpoint("during_audit")
-		// The tables-only rule and the audit's batch scope ask for the same
-		// diff of the sealed commit against the target: ask lakeFS once,
-		// against the target's commit (the audit's cache key names it, and
-		// a diff against a fixed commit does not contend with merges into
-		// the branch).
+		r.cfg.Failpoint("during_audit")
+		// The tables-only rule and the audit's batch scope need the same diff:
+		// ask once, against the target's commit (the audit's cache key names
+		// it, and it does not contend with merges into the branch).
 		ctx := WithDiffMemo(ctx)
 		base, err := r.cfg.Lake.Head(ctx, run.Repository, run.Target)
 		if err != nil {
@@ -793,7 +769,7 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
 	b := backoff.Policy{Min: 200 * time.Millisecond, Max: 10 * time.Second, Jitter: backoff.Equal}.New()
 	if o.Published != nil {
-		r.failpoint("before_send")
+		r.cfg.Failpoint("before_send")
 	}
 	batch := run.BatchID
 	if batch == "" {
@@ -818,12 +794,6 @@ func (r *Runner) send(p *partition, run Run, o Outgoing) Input {
 	}
 }
 
-func (r *Runner) failpoint(name string) {
-	if r.cfg.Failpoint != nil {
-		r.cfg.Failpoint(name)
-	}
-}
-
 func failed(log *slog.Logger, s Step, err error) StepFailed {
 	class := Permanent
 	switch {
@@ -840,11 +810,8 @@ func failed(log *slog.Logger, s Step, err error) StepFailed {
 // except the reserved "wap." keys (any case), which only lakewap writes.
 func publishMeta(run Run) map[string]string {
 	m := make(map[string]string, len(run.Attributes)+4)
-	for k, v := range run.Attributes {
-		if !strings.HasPrefix(strings.ToLower(k), ReservedMetaPrefix) {
-			m[k] = v
-		}
-	}
+	maps.Copy(m, run.Attributes)
+	maps.DeleteFunc(m, func(k, _ string) bool { return strings.HasPrefix(strings.ToLower(k), ReservedMetaPrefix) })
 	m[MetaBatchID], m[MetaDataset], m["wap.sealed_commit"] = run.BatchID, run.Dataset, run.SealedCommit
 	if run.Report != nil {
 		pass, fail, warn := run.Report.Counts()

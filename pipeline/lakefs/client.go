@@ -38,6 +38,9 @@ type Config struct {
 const (
 	defaultTimeout  = 30 * time.Second
 	transferTimeout = 10 * time.Minute
+	// maxErrorBody bounds what is read of an error answer (its message is
+	// all that is kept).
+	maxErrorBody = 64 << 10
 	// pageSize is what we ask per page; lakeFS caps it at 1000.
 	pageSize = 1000
 	// publishedDepth bounds how far back Published and MergesOf look on a
@@ -73,30 +76,36 @@ func New(cfg Config) (*Client, error) {
 	if !strings.HasSuffix(server, "/api/v1") {
 		server += "/api/v1"
 	}
-	ak, sk := cfg.AccessKeyID, cfg.SecretAccessKey
 	api, err := apigen.NewClientWithResponses(server,
 		apigen.WithHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{})),
 		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
-			req.SetBasicAuth(ak, sk)
+			req.SetBasicAuth(cfg.AccessKeyID, cfg.SecretAccessKey)
 			return nil
 		}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
-	c := &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}
-	return c, nil
+	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
 }
 
-// call names one API call for errors and logs.
+// call names one API call for errors and logs. A transfer (Upload,
+// Download) streams an object's body and has transferTimeout.
 type call struct {
 	op, repo, ref string
+	transfer      bool
 }
 
-// send runs one API call under the per-call deadline, checks its status
-// against want and decodes the JSON body into out (if out is not nil).
+// send runs one API call under its deadline and checks its status against
+// want. An answer of status want is copied into out when it is an
+// io.Writer, else decoded as JSON into out (if out is not nil); the body of
+// any other answer is read up to maxErrorBody.
 func (c *Client) send(ctx context.Context, k call, want int, out any, do func(context.Context) (*http.Response, error)) error {
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	timeout := c.timeout
+	if k.transfer {
+		timeout = transferTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pipeline.CountCall(ctx)
 	start := time.Now()
@@ -105,17 +114,32 @@ func (c *Client) send(ctx context.Context, k call, want int, out any, do func(co
 		return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, err))
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, err))
-	}
 	if resp.StatusCode != want {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		if err != nil {
+			return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, err))
+		}
 		return c.logged(k, start, statusError(k.op, k.repo, k.ref, resp.StatusCode, body))
 	}
-	if out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			return c.logged(k, start, &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Status: resp.StatusCode,
-				Message: "cannot decode response", Cause: err})
+	if w, ok := out.(io.Writer); ok {
+		_, err := io.Copy(w, &readErrMarker{r: resp.Body})
+		var re readErr
+		switch {
+		case errors.As(err, &re):
+			return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, re.error))
+		case err != nil: // the caller's writer failed
+			return c.logged(k, start, &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Message: "writing download", Cause: err})
+		}
+	} else {
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, err))
+		}
+		if out != nil {
+			if err := json.Unmarshal(body, out); err != nil {
+				return c.logged(k, start, &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Status: resp.StatusCode,
+					Message: "cannot decode response", Cause: err})
+			}
 		}
 	}
 	c.log.Debug("lakefs call", "op", k.op, "repo", k.repo, "ref", k.ref, "status", resp.StatusCode, "duration", time.Since(start))

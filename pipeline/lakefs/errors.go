@@ -26,23 +26,22 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "lakefs %s %s", e.Op, e.Repo)
+	s := "lakefs " + e.Op + " " + e.Repo
 	if e.Ref != "" {
-		fmt.Fprintf(&b, " %s", e.Ref)
+		s += " " + e.Ref
 	}
-	if e.Status != 0 {
-		fmt.Fprintf(&b, ": HTTP %d", e.Status)
-		if e.Message != "" {
-			fmt.Fprintf(&b, " %q", e.Message)
-		}
-	} else if e.Cause != nil {
-		fmt.Fprintf(&b, ": %v", e.Cause)
+	switch {
+	case e.Status != 0 && e.Message != "":
+		s += fmt.Sprintf(": HTTP %d %q", e.Status, e.Message)
+	case e.Status != 0:
+		s += fmt.Sprintf(": HTTP %d", e.Status)
+	case e.Cause != nil:
+		s += ": " + e.Cause.Error()
 	}
 	if e.Class != nil {
-		fmt.Fprintf(&b, " (%v)", e.Class)
+		s += " (" + e.Class.Error() + ")"
 	}
-	return b.String()
+	return s
 }
 
 func (e *Error) Unwrap() []error {

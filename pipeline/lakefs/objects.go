@@ -7,6 +7,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,10 +34,6 @@ type Change struct {
 // Upload writes r to path on branch (uncommitted until a commit). The
 // body is streamed, never held whole in memory.
 func (c *Client) Upload(ctx context.Context, repo, branch, p string, r io.Reader) error {
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, transferTimeout)
-	defer cancel()
-	k := call{op: "upload", repo: repo, ref: branch + ":" + p}
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	copied := make(chan error, 1)
@@ -51,68 +48,31 @@ func (c *Client) Upload(ctx context.Context, repo, branch, p string, r io.Reader
 		pw.CloseWithError(err)
 		copied <- err
 	}()
-	start := time.Now()
-	pipeline.CountCall(ctx)
-	resp, err := c.api.UploadObjectWithBody(ctx, repo, branch, &apigen.UploadObjectParams{Path: p}, mw.FormDataContentType(), pr)
-	// Unblocks the copier if the request ended before reading all of r.
-	pr.Close()
-	copyErr := <-copied
-	if copyErr != nil && !errors.Is(copyErr, io.ErrClosedPipe) {
+	k := call{op: "upload", repo: repo, ref: branch + ":" + p, transfer: true}
+	err := c.send(ctx, k, http.StatusCreated, nil, func(ctx context.Context) (*http.Response, error) {
+		resp, err := c.api.UploadObjectWithBody(ctx, repo, branch, &apigen.UploadObjectParams{Path: p}, mw.FormDataContentType(), pr)
+		pr.Close() // unblocks the copier if the request ended before reading all of r
+		return resp, err
+	})
+	if copyErr := <-copied; copyErr != nil && !errors.Is(copyErr, io.ErrClosedPipe) {
 		// The caller's reader failed: not lakeFS's fault, not ours to retry.
-		if resp != nil {
-			resp.Body.Close()
-		}
-		return c.logged(k, start, &Error{Op: k.op, Repo: repo, Ref: k.ref, Message: "reading upload body", Cause: copyErr})
+		return &Error{Op: k.op, Repo: repo, Ref: k.ref, Message: "reading upload body", Cause: copyErr}
 	}
-	if err != nil {
-		return c.logged(k, start, transportError(parent, k.op, repo, k.ref, err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return c.logged(k, start, statusError(k.op, repo, k.ref, resp.StatusCode, body))
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	c.log.Debug("lakefs call", "op", k.op, "repo", repo, "ref", k.ref, "status", resp.StatusCode, "duration", time.Since(start))
-	return nil
+	return err
 }
 
 // Download streams the object at path on ref into w.
 func (c *Client) Download(ctx context.Context, repo, ref, p string, w io.Writer) error {
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, transferTimeout)
-	defer cancel()
-	k := call{op: "download", repo: repo, ref: ref + ":" + p}
-	start := time.Now()
-	pipeline.CountCall(ctx)
-	resp, err := c.api.GetObject(ctx, repo, ref, &apigen.GetObjectParams{Path: p})
-	if err != nil {
-		return c.logged(k, start, transportError(parent, k.op, repo, k.ref, err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return c.logged(k, start, statusError(k.op, repo, k.ref, resp.StatusCode, body))
-	}
-	if _, err := io.Copy(w, &readErrMarker{r: resp.Body}); err != nil {
-		var re readErr
-		if errors.As(err, &re) {
-			return c.logged(k, start, transportError(parent, k.op, repo, k.ref, re.err))
-		}
-		// The caller's writer failed.
-		return c.logged(k, start, &Error{Op: k.op, Repo: repo, Ref: k.ref, Message: "writing download", Cause: err})
-	}
-	c.log.Debug("lakefs call", "op", k.op, "repo", repo, "ref", k.ref, "status", resp.StatusCode, "duration", time.Since(start))
-	return nil
+	return c.send(ctx, call{op: "download", repo: repo, ref: ref + ":" + p, transfer: true}, http.StatusOK, w, func(ctx context.Context) (*http.Response, error) {
+		return c.api.GetObject(ctx, repo, ref, &apigen.GetObjectParams{Path: p})
+	})
 }
 
-// readErrMarker tells a failure reading the response (transient) apart
-// from a failure of the caller's writer (not ours to retry).
+// readErrMarker tells a failure reading the response (transient), a
+// readErr, apart from a failure of the caller's writer (not ours to retry).
 type readErrMarker struct{ r io.Reader }
 
-type readErr struct{ err error }
-
-func (e readErr) Error() string { return e.err.Error() }
+type readErr struct{ error }
 
 func (m *readErrMarker) Read(p []byte) (int, error) {
 	n, err := m.r.Read(p)
@@ -147,13 +107,7 @@ func (c *Client) Diff(ctx context.Context, repo, left, right, prefix string) ([]
 	if err != nil || prefix == "" {
 		return all, err
 	}
-	var out []Change
-	for _, ch := range all {
-		if strings.HasPrefix(ch.Path, prefix) {
-			out = append(out, ch)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(slices.Clone(all), func(ch Change) bool { return !strings.HasPrefix(ch.Path, prefix) }), nil
 }
 
 func (c *Client) diff(ctx context.Context, repo, left, right, prefix string) ([]Change, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,9 +26,8 @@ type Commit = pipeline.Commit
 // EnsureBranch creates branch from source or resumes it (pipeline.Lake); a
 // branch that is not the run's wraps pipeline.ErrBranchTaken and is left as it is.
 func (c *Client) EnsureBranch(ctx context.Context, repo, branch, source string) (bool, error) {
-	body := apigen.CreateBranchJSONRequestBody{Name: branch, Source: source}
 	err := c.send(ctx, call{op: "create branch", repo: repo, ref: branch}, http.StatusCreated, nil, func(ctx context.Context) (*http.Response, error) {
-		return c.api.CreateBranch(ctx, repo, body)
+		return c.api.CreateBranch(ctx, repo, apigen.CreateBranchJSONRequestBody{Name: branch, Source: source})
 	})
 	if status(err) != http.StatusConflict {
 		return false, err
@@ -198,10 +198,7 @@ func (c *Client) Published(ctx context.Context, repo, target, sealed string, sin
 // merged again (an empty merge).
 func (c *Client) MergesOf(ctx context.Context, repo, target, sealed string, since time.Time) ([]Commit, error) {
 	window, err := c.firstParents(ctx, repo, target, since)
-	if err != nil {
-		return nil, err
-	}
-	return mergesOf(window, sealed), nil
+	return mergesOf(window, sealed), err // a failed listing is nil, and so are its merges
 }
 
 func (c *Client) firstParents(ctx context.Context, repo, ref string, since time.Time) ([]Commit, error) {
@@ -213,13 +210,9 @@ func (c *Client) firstParents(ctx context.Context, repo, ref string, since time.
 }
 
 func mergesOf(commits []Commit, sealed string) []Commit {
-	var out []Commit
-	for _, cm := range commits {
-		if len(cm.Parents) > 1 && slices.Contains(cm.Parents[1:], sealed) {
-			out = append(out, cm)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(commits), func(cm Commit) bool {
+		return len(cm.Parents) < 2 || !slices.Contains(cm.Parents[1:], sealed)
+	})
 }
 
 // Log returns up to limit commits reachable from ref, newest first.
@@ -290,9 +283,7 @@ func commitFrom(cm apigen.Commit) Commit {
 		Parents:      cm.Parents,
 	}
 	if cm.Metadata != nil {
-		for k, v := range cm.Metadata.AdditionalProperties {
-			out.Metadata[k] = v
-		}
+		maps.Copy(out.Metadata, cm.Metadata.AdditionalProperties)
 	}
 	return out
 }
