@@ -719,20 +719,36 @@ func (r *Runner) doStep(ctx context.Context, run Run, k EffectKind) Input {
 		r.cfg.Failpoint("after_branch")
 		return BranchCreated{}
 	case DoAudit:
+		// The tables-only rule and the audit's batch scope need the same diff:
+		// ask once, against the target's commit (the audit's cache key names
+		// it, and it does not contend with merges into the branch). That
+		// commit does not depend on the seal, so it is asked for meanwhile.
+		ctx := WithDiffMemo(ctx)
+		type head struct {
+			id  string
+			err error
+		}
+		heads := make(chan head, 1)
+		go func() {
+			defer func() {
+				if v := recover(); v != nil {
+					heads <- head{err: fmt.Errorf("panic: %v", v)}
+				}
+			}()
+			id, err := r.cfg.Lake.Head(ctx, run.Repository, run.Target)
+			heads <- head{id, err}
+		}()
 		commit, err := r.cfg.Lake.Seal(ctx, run.Repository, run.Branch,
 			fmt.Sprintf("lakewap: seal batch %s for audit", run.BatchID),
 			map[string]string{MetaSealedBatchID: run.BatchID, MetaDataset: run.Dataset})
+		h := <-heads
 		if err != nil {
 			return failed(log, StepAudit, err)
 		}
 		r.cfg.Failpoint("during_audit")
-		// The tables-only rule and the audit's batch scope need the same diff:
-		// ask once, against the target's commit (the audit's cache key names
-		// it, and it does not contend with merges into the branch).
-		ctx := WithDiffMemo(ctx)
-		base, err := r.cfg.Lake.Head(ctx, run.Repository, run.Target)
-		if err != nil {
-			return failed(log, StepAudit, err)
+		base := h.id
+		if h.err != nil {
+			return failed(log, StepAudit, h.err)
 		}
 		if spec, ok := r.cfg.Datasets(run.Dataset); ok && len(spec.TablePaths) > 0 {
 			// The merge takes everything the sealed commit changes; the
