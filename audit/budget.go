@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -32,7 +31,7 @@ const (
 func clipReport(rep schemas.AuditReport, valueBytes, reportBytes int) schemas.AuditReport {
 	for i := range rep.Checks {
 		c := &rep.Checks[i]
-		c.Observed, c.Message = clipString(c.Observed, maxCheckText), clipString(c.Message, maxCheckText)
+		c.Observed, c.Message = schemas.Clip(c.Observed, maxCheckText), schemas.Clip(c.Message, maxCheckText)
 		for j, row := range c.SampleRows {
 			c.SampleRows[j] = clipRow(row, valueBytes)
 		}
@@ -91,7 +90,7 @@ func clipRow(row string, valueBytes int) string {
 	dec := json.NewDecoder(bytes.NewReader([]byte(row)))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return clipString(row, maxSampleRowBytes)
+		return schemas.Clip(row, maxSampleRowBytes)
 	}
 	var out bytes.Buffer
 	out.WriteByte('{')
@@ -99,21 +98,21 @@ func clipRow(row string, valueBytes int) string {
 	for dec.More() {
 		kt, err := dec.Token()
 		if err != nil {
-			return clipString(row, maxSampleRowBytes)
+			return schemas.Clip(row, maxSampleRowBytes)
 		}
 		key, _ := kt.(string)
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return clipString(row, maxSampleRowBytes)
+			return schemas.Clip(row, maxSampleRowBytes)
 		}
 		if len(v) > valueBytes {
 			var s string
 			if json.Unmarshal(v, &s) != nil {
 				s = string(v) // nested: as text
 			}
-			v, _ = json.Marshal(clipString(s, valueBytes))
+			v, _ = json.Marshal(schemas.Clip(s, valueBytes))
 		}
-		k, _ := json.Marshal(clipString(key, valueBytes))
+		k, _ := json.Marshal(schemas.Clip(key, valueBytes))
 		if out.Len()+len(k)+len(v)+64 > maxSampleRowBytes {
 			left++
 			continue
@@ -133,18 +132,4 @@ func clipRow(row string, valueBytes int) string {
 	}
 	out.WriteByte('}')
 	return out.String()
-}
-
-// clipString shortens s to at most max bytes on a rune boundary, saying how
-// much was cut.
-func clipString(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	note := fmt.Sprintf("…(%d bytes clipped)", len(s)-limit)
-	cut := max(limit-len(note), 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + note
 }

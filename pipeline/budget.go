@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -63,11 +62,11 @@ func (m Machine) Refuse(r Run, in Input) *Refusal {
 		// at most as many as a batch may expect.
 		return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
 			"write %q: batch %q of dataset %q has not landed and already has %d early writes, the most a batch may expect",
-			clip(w, 200), r.BatchID, r.Dataset, len(r.Writes))}
+			schemas.Clip(w, 200), r.BatchID, r.Dataset, len(r.Writes))}
 	case len(r.ExpectedWrites) > 0 && !slices.Contains(r.ExpectedWrites, w):
 		return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
 			"write %q is not one of the %d expected writes of batch %q of dataset %q",
-			clip(w, 200), len(r.ExpectedWrites), r.BatchID, r.Dataset)}
+			schemas.Clip(w, 200), len(r.ExpectedWrites), r.BatchID, r.Dataset)}
 	}
 	return nil
 }
@@ -76,7 +75,7 @@ func (m Machine) Refuse(r Run, in Input) *Refusal {
 // sample rows of its audit reports, and long texts. The run goes on.
 func (m Machine) Trim(r Run) Run {
 	n := r.clone()
-	n.Detail, n.LastError = clip(n.Detail, maxDetailBytes), clip(n.LastError, maxErrorBytes)
+	n.Detail, n.LastError = schemas.Clip(n.Detail, maxDetailBytes), schemas.Clip(n.LastError, maxErrorBytes)
 	n.Report = bareReport(n.Report, true)
 	n.Delivery = n.Delivery.trim()
 	return n
@@ -92,10 +91,10 @@ func (m Machine) OverBudget(r Run, size, budget int, now time.Time) Run {
 		Source: r.Source, Target: r.Target, State: r.State, Deadline: r.Deadline, KeepBranch: true,
 		LandedAt: r.LandedAt, BatchTime: r.BatchTime, StateSince: r.StateSince, UpdatedAt: now,
 		SealedCommit: r.SealedCommit, CommitID: r.CommitID, Reason: r.Reason, FailedStep: r.FailedStep,
-		Detail: clip(r.Detail, 512), Delivery: Delivery{Sent: r.Sent}, Request: r.Request, Retries: r.Retries, RetriedBy: r.RetriedBy}
+		Detail: schemas.Clip(r.Detail, 512), Delivery: Delivery{Sent: r.Sent}, Request: r.Request, Retries: r.Retries, RetriedBy: r.RetriedBy}
 	if r.Revert != nil && !r.revertPending() {
 		rv := *r.Revert
-		rv.Reason, rv.By = clip(rv.Reason, 512), clip(rv.By, 512)
+		rv.Reason, rv.By = schemas.Clip(rv.Reason, 512), schemas.Clip(rv.By, 512)
 		n.Revert = &rv
 	}
 	if r.State.Terminal() {
@@ -123,8 +122,8 @@ func bareReport(rep *schemas.AuditReport, samples bool) *schemas.AuditReport {
 	c.Checks = slices.Clone(rep.Checks)
 	for i := range c.Checks {
 		c.Checks[i].SampleRows = nil
-		c.Checks[i].Message = clip(c.Checks[i].Message, 512)
-		c.Checks[i].Observed = clip(c.Checks[i].Observed, 512)
+		c.Checks[i].Message = schemas.Clip(c.Checks[i].Message, 512)
+		c.Checks[i].Observed = schemas.Clip(c.Checks[i].Observed, 512)
 	}
 	return &c
 }
@@ -138,26 +137,12 @@ func trimOutgoing(o Outgoing, samples bool) Outgoing {
 	case o.Aborted != nil:
 		ev := *o.Aborted
 		ev.Report = bareReport(ev.Report, samples)
-		ev.Detail = clip(ev.Detail, maxDetailBytes)
+		ev.Detail = schemas.Clip(ev.Detail, maxDetailBytes)
 		o.Aborted = &ev
 	case o.Failed != nil:
 		ev := *o.Failed
-		ev.Error = clip(ev.Error, maxErrorBytes)
+		ev.Error = schemas.Clip(ev.Error, maxErrorBytes)
 		o.Failed = &ev
 	}
 	return o
-}
-
-// clip shortens s to at most limit bytes on a rune boundary, saying how much
-// was cut.
-func clip(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	note := fmt.Sprintf("… (%d bytes clipped)", len(s)-limit)
-	cut := max(limit-len(note), 0)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + note
 }

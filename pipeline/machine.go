@@ -567,7 +567,7 @@ func (m Machine) Fails(n Run, in StepFailed, now time.Time) bool {
 }
 
 func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
-	in.Err = clip(in.Err, maxErrorBytes)
+	in.Err = schemas.Clip(in.Err, maxErrorBytes)
 	switch {
 	case in.Step == StepRevert:
 		return m.revertFailed(n, in, now)
@@ -656,7 +656,7 @@ func (r *Run) resetRetry() {
 }
 
 func abort(n Run, reason, detail string, now time.Time) Run {
-	detail = clip(detail, maxDetailBytes)
+	detail = schemas.Clip(detail, maxDetailBytes)
 	n.resetRetry()
 	n.Reason, n.Detail = reason, detail
 	n.setState(StateAborted, now)
@@ -672,7 +672,7 @@ func abort(n Run, reason, detail string, now time.Time) Run {
 }
 
 func fail(n Run, step Step, err string, attempts int, now time.Time) Run {
-	err = clip(err, maxErrorBytes)
+	err = schemas.Clip(err, maxErrorBytes)
 	prev := n.State
 	n.Reason, n.Detail, n.FailedStep = "failed", fmt.Sprintf("%s: %s", step, err), step
 	n.setState(StateFailed, now)
@@ -730,7 +730,7 @@ func reverted(n Run) Outgoing {
 func refused(n Run, requestID, requestType, reason, detail string, now time.Time) *Outgoing {
 	ev := schemas.RequestRefused{
 		EventID: EventID(n.Dataset, n.BatchID, "refused "+requestID), RequestID: requestID, RequestType: requestType,
-		BatchID: n.BatchID, Dataset: n.Dataset, State: string(n.State), Reason: reason, Detail: clip(detail, maxDetailBytes), OccurredAt: now,
+		BatchID: n.BatchID, Dataset: n.Dataset, State: string(n.State), Reason: reason, Detail: schemas.Clip(detail, maxDetailBytes), OccurredAt: now,
 	}
 	return &Outgoing{EventID: ev.EventID, State: n.State, Refused: &ev, RequestID: requestID}
 }

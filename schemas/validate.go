@@ -58,6 +58,20 @@ type ValidationError struct {
 
 func (e *ValidationError) Error() string { return "invalid event: " + e.Field + ": " + e.Problem }
 
+// Clip shortens s to at most limit bytes on a rune boundary, saying how
+// much was cut: the one way stored and sent texts are held to a budget.
+func Clip(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	note := fmt.Sprintf("… (%d bytes clipped)", len(s)-limit)
+	cut := max(limit-len(note), 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note
+}
+
 // quote is %q of s, clipped to maxQuoted bytes: a problem names the bad
 // value without repeating all of it.
 func quote(s string) string {
