@@ -72,6 +72,9 @@ func (r *run) checkUnique(ctx context.Context, k scanKey, c Check) schemas.Check
 	start := time.Now()
 	vals, err := r.queryRow(ctx, uniqueSQL(k.schema, r.views[k.viewKey].table.Name, c, r.e.opts.SampleRows), 4)
 	if err != nil {
+		if missing := r.missingColumn(ctx, c); missing != nil {
+			err = missing
+		}
 		return r.errored(c, err, time.Since(start))
 	}
 	v := []any{vals[1]} // as aggExprs(c) would give it
