@@ -41,6 +41,9 @@ const (
 	// maxErrorBody bounds what is read of an error answer (its message is
 	// all that is kept).
 	maxErrorBody = 64 << 10
+	// maxAnswerBody bounds a JSON answer: a page of 1000 entries with long
+	// paths and metadata is a few MB.
+	maxAnswerBody = 64 << 20
 	// pageSize is what we ask per page; lakeFS caps it at 1000.
 	pageSize = 1000
 	// publishedDepth bounds how far back Published and MergesOf look on a
@@ -131,9 +134,13 @@ func (c *Client) send(ctx context.Context, k call, want int, out any, do func(co
 			return c.logged(k, start, &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Message: "writing download", Cause: err})
 		}
 	} else {
-		body, err := io.ReadAll(resp.Body)
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBody+1))
 		if err != nil {
 			return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, err))
+		}
+		if len(body) > maxAnswerBody {
+			return c.logged(k, start, &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Status: resp.StatusCode,
+				Message: fmt.Sprintf("answer over %d bytes", maxAnswerBody)})
 		}
 		if out != nil {
 			if err := json.Unmarshal(body, out); err != nil {

@@ -487,3 +487,35 @@ func TestNewValidates(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerBodyIsBounded: a lakeFS (or a proxy in front of it) that
+// answers a JSON call with an endless body must not make the daemon read it
+// all into memory: the call fails, naming the limit, after reading a bound.
+func TestAnswerBodyIsBounded(t *testing.T) {
+	var sent int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		chunk := bytes.Repeat([]byte(" "), 1<<20)
+		_, _ = w.Write([]byte(`{"id":"`))
+		for sent < 4*maxAnswerBody {
+			n, err := w.Write(chunk)
+			sent += int64(n)
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c, err := New(Config{Endpoint: srv.URL, AccessKeyID: "AK", SecretAccessKey: "SK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Head(context.Background(), "repo", "main")
+	if err == nil || !strings.Contains(err.Error(), "answer over") {
+		t.Fatalf("Head over an endless answer: err = %v, want the answer-size limit named", err)
+	}
+	if errors.Is(err, pipeline.ErrTransient) {
+		t.Errorf("an oversized answer is retried: %v", err)
+	}
+}
