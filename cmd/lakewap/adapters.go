@@ -15,7 +15,12 @@ import (
 )
 
 // auditSource lets the audit engine read lakeFS through the adapter.
-type auditSource struct{ lake *lakefs.Client }
+type auditSource struct {
+	lake *lakefs.Client
+	// addresses: the engine keys its cache by physical address, which the
+	// diff does not give (Changed lists them).
+	addresses bool
+}
 
 func (s auditSource) List(ctx context.Context, repo, ref, prefix string) ([]audit.Object, error) {
 	objs, err := s.lake.List(ctx, repo, ref, prefix)
@@ -35,17 +40,19 @@ func (s auditSource) Changed(ctx context.Context, repo, base, ref, prefix string
 		return nil, err
 	}
 	var paths []string
+	var out []audit.Object
 	for _, c := range changes {
 		if c.Type != "removed" {
 			paths = append(paths, c.Path)
+			out = append(out, audit.Object{Path: c.Path, Size: c.Size})
 		}
 	}
-	if len(paths) == 0 {
-		return nil, nil
+	if len(paths) == 0 || !s.addresses {
+		return out, nil
 	}
-	// The diff has no checksums; list them once, under the deepest folder
-	// that holds every changed file (a batch's own folder, usually), so the
-	// listing does not grow with the table.
+	// The diff has no physical addresses; list them once, under the deepest
+	// folder that holds every changed file (a batch's own folder, usually),
+	// so the listing does not grow with the table.
 	objs, err := s.List(ctx, repo, ref, commonFolder(prefix, paths))
 	if err != nil {
 		return nil, err
@@ -54,7 +61,7 @@ func (s auditSource) Changed(ctx context.Context, repo, base, ref, prefix string
 	for _, o := range objs {
 		byPath[o.Path] = o
 	}
-	var out []audit.Object
+	out = out[:0]
 	for _, p := range paths {
 		if o, ok := byPath[p]; ok {
 			out = append(out, o)

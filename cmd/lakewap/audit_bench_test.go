@@ -127,7 +127,7 @@ func BenchmarkSuiteWithDownloadOverHand(b *testing.B) {
 			if warm {
 				cache = b.TempDir()
 			}
-			e, err := audit.New(audit.Options{Source: auditSource{lake}, WorkDir: b.TempDir(), CacheDir: cache})
+			e, err := audit.New(audit.Options{Source: auditSource{lake: lake, addresses: cache != ""}, WorkDir: b.TempDir(), CacheDir: cache})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -99,7 +99,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
 			return auditError
 		}
-		src = auditSource{lake}
+		src = auditSource{lake: lake, addresses: cfg.Audit.CacheDir != ""}
 		// The audit reads one commit: a branch that moves meanwhile does not
 		// mix two versions into one report.
 		head, err := lake.GetCommit(ctx, ds.Repository, *ref)

@@ -189,7 +189,7 @@ func connectKafka(ctx context.Context, k config.Kafka) (kp kafkaParts, err error
 // startAudits opens the audit engine over lakeFS and the audit service the
 // runner and the pre-merge webhook share.
 func (d *daemon) startAudits() (err error) {
-	if d.engine, err = audit.New(d.cfg.AuditOptions(auditSource{d.lake}, d.log)); err != nil {
+	if d.engine, err = audit.New(d.cfg.AuditOptions(auditSource{lake: d.lake, addresses: d.cfg.Audit.CacheDir != ""}, d.log)); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	d.audits, err = audit.NewService(audit.ServiceOptions{Engine: d.engine, Datasets: d.cfg.AuditDatasets(),
@@ -323,7 +323,7 @@ func (d *daemon) preMergeHandler() (http.Handler, error) {
 		return nil, err
 	}
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
-		Guards: d.audits, Runner: d.audits, Diff: auditSource{d.lake}, Token: token,
+		Guards: d.audits, Runner: d.audits, Diff: auditSource{lake: d.lake}, Token: token,
 		Timeout: d.cfg.HTTP.WebhookAuditTimeout.Std(),
 		Logger:  d.log.With(slog.String("component", "premerge")),
 		Observe: metrics.PreMergeHooks(d.reg),
