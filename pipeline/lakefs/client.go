@@ -29,8 +29,9 @@ type Config struct {
 	// the caller's context wins. A whole Upload or Download, which streams
 	// an object's body, has transferTimeout.
 	Timeout time.Duration
-	// HTTPClient defaults to a client without its own timeout: deadlines
-	// come from the context.
+	// HTTPClient defaults to a client without its own timeout (deadlines
+	// come from the context) that keeps up to maxIdleConns connections
+	// to the server between calls.
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 }
@@ -44,6 +45,11 @@ const (
 	// maxAnswerBody bounds a JSON answer: a page of 1000 entries with long
 	// paths and metadata is a few MB.
 	maxAnswerBody = 64 << 20
+	// maxIdleConns is how many connections to lakeFS are kept open between
+	// calls: Go's default of 2 per host made every burst of concurrent
+	// calls (steps, downloads) dial again and close the extra connections
+	// after them (TestConcurrentCallsKeepTheirConnections).
+	maxIdleConns = 128
 	// pageSize is what we ask per page; lakeFS caps it at 1000.
 	pageSize = 1000
 	// publishedDepth bounds how far back Published and MergesOf look on a
@@ -80,7 +86,7 @@ func New(cfg Config) (*Client, error) {
 		server += "/api/v1"
 	}
 	api, err := apigen.NewClientWithResponses(server,
-		apigen.WithHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{})),
+		apigen.WithHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{Transport: transport()})),
 		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.SetBasicAuth(cfg.AccessKeyID, cfg.SecretAccessKey)
 			return nil
@@ -90,6 +96,13 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
 	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
+}
+
+// transport is Go's default transport keeping maxIdleConns connections.
+func transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
+	return t
 }
 
 // call names one API call for errors and logs. A transfer (Upload,
