@@ -313,3 +313,43 @@ func BenchmarkDistrustOverTrust(b *testing.B) {
 	}
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkSmallBatchAudit is one whole Run of the demo's five checks
+// (scope batch) over a batch that adds one 100-row Parquet object, as each
+// batch of cmd/lakewap's BenchmarkWAPCycle is audited: the engine's fixed
+// cost per run (issue 13), with no download cache.
+func BenchmarkSmallBatchAudit(b *testing.B) {
+	src := &dirSource{root: b.TempDir(), downloads: map[string]int{}, sums: map[string]string{}}
+	src.write(b, "main", "gold/billing_fact/batch=0/part-0.parquet", smallBillingRows)
+	src.branch(b, "main", "batch")
+	src.write(b, "batch", "gold/billing_fact/batch=1/part-0.parquet", smallBillingRows)
+	e, err := New(Options{Source: src, WorkDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	zero, one := 0.0, 1.0
+	suite := Suite{Tables: []Table{{Name: "billing_fact", Path: "gold/billing_fact/"}}, Checks: []Check{
+		{Name: "billing_id_not_null", Kind: KindNotNull, Table: "billing_fact", Columns: []string{"billing_id", "customer_id"}, Scope: "batch"},
+		{Name: "billing_id_unique", Kind: KindUnique, Table: "billing_fact", Columns: []string{"billing_id"}, Scope: "batch"},
+		{Name: "amount_not_negative", Kind: KindRange, Table: "billing_fact", Column: "amount_cents", Min: &zero, Scope: "batch"},
+		{Name: "has_rows", Kind: KindRowCount, Table: "billing_fact", Min: &one, Scope: "batch"},
+		{Name: "known_currency", Kind: KindAcceptedValues, Table: "billing_fact", Column: "currency", Values: []string{"EUR", "USD", "GBP"}, Severity: "warn", Scope: "batch"},
+	}}
+	req := Request{Dataset: "billing", Repository: "r", Ref: "batch", BaseRef: "main", BatchTime: batchTime, Suite: suite}
+	ctx := context.Background()
+	for b.Loop() {
+		rep, err := e.Run(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !rep.Passed || rep.Checks[3].Observed != "100 rows" {
+			b.Fatalf("want a pass over the batch's 100 rows: %+v", rep.Checks)
+		}
+	}
+}
+
+// smallBillingRows are 100 rows of the demo's good billing table.
+const smallBillingRows = `SELECT 'INV-' || lpad(i::VARCHAR, 7, '0') AS billing_id, 'CUST-' || (i % 97)::VARCHAR AS customer_id,
+	(100 + i * 37 % 50000)::BIGINT AS amount_cents, ['EUR','USD','GBP'][1 + i % 3] AS currency
+	FROM range(100) t(i)`

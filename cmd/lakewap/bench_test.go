@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,10 +133,27 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
+// cpuUsed is the CPU time (user and system) this process and the stack's
+// lakeFS server have used so far.
+func cpuUsed(b *testing.B, s *devstack.Stack) (self, lakeFS time.Duration) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	lakeFS, err := s.LakeFSCPU()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), lakeFS
+}
+
 // drive runs b.N*inflight batches with inflight workers, each starting its
 // next batch as soon as its last one ended, and reports batches/s, p50-ms
-// and p99-ms of the per-batch latency.
-func drive(b *testing.B, inflight int, one func(ctx context.Context, id string) error) {
+// and p99-ms of the per-batch latency, and the CPU each batch cost this
+// process (cpu-ms: the daemon, kfake and the writers, or the raw
+// sequence) and the stack's lakeFS server (lakefs-cpu-ms). CPU per batch
+// varies less than throughput with other load on a shared machine.
+func drive(b *testing.B, inflight int, s *devstack.Stack, one func(ctx context.Context, id string) error) {
 	ctx := context.Background()
 	total := int64(b.N * inflight)
 	var next atomic.Int64
@@ -143,6 +161,7 @@ func drive(b *testing.B, inflight int, one func(ctx context.Context, id string) 
 	lat := make([]time.Duration, 0, total)
 	b.ResetTimer()
 	start := time.Now()
+	self0, lake0 := cpuUsed(b, s)
 	var wg sync.WaitGroup
 	for range inflight {
 		wg.Go(func() {
@@ -165,7 +184,11 @@ func drive(b *testing.B, inflight int, one func(ctx context.Context, id string) 
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	self1, lake1 := cpuUsed(b, s)
 	b.StopTimer()
+	perBatch := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(len(lat)) }
+	b.ReportMetric(perBatch(self1-self0), "cpu-ms")
+	b.ReportMetric(perBatch(lake1-lake0), "lakefs-cpu-ms")
 	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "batches/s")
@@ -267,7 +290,7 @@ func BenchmarkWAPCycle(b *testing.B) {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
 			rig := rs.get(b, "", nil)
 			before := publishSteps(b, rig.d)
-			drive(b, inflight, func(ctx context.Context, id string) error { return wapBatch(ctx, rig, "bench-"+id) })
+			drive(b, inflight, rig.env.Stack, func(ctx context.Context, id string) error { return wapBatch(ctx, rig, "bench-"+id) })
 			reportLakeCalls(b, rig.d)
 			reportMergeTime(b, rig.d, before)
 		})
@@ -362,7 +385,7 @@ func BenchmarkRawLakeFSSequence(b *testing.B) {
 				raws[b.Name()] = r
 			}
 			before, merging := r.calls.Load(), r.merging.Load()
-			drive(b, inflight, func(ctx context.Context, id string) error { return rawBatch(ctx, r, id) })
+			drive(b, inflight, rig.env.Stack, func(ctx context.Context, id string) error { return rawBatch(ctx, r, id) })
 			n := float64(b.N * inflight)
 			b.ReportMetric(float64(r.calls.Load()-before)/n, "lakefs-calls/batch")
 			b.ReportMetric(float64(r.merging.Load()-merging)/n/1e6, "merge-ms")

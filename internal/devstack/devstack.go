@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -273,4 +276,43 @@ func (s *Stack) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
+}
+
+// LakeFSCPU is the CPU time (user and system) the running lakeFS server
+// has used so far, from /proc: benchmarks report it per batch. Linux only.
+func (s *Stack) LakeFSCPU() (time.Duration, error) {
+	s.lakefsMu.Lock()
+	defer s.lakefsMu.Unlock()
+	if s.lakefs == nil {
+		return 0, errors.New("devstack: no lakeFS server of ours")
+	}
+	return processCPU(s.lakefs.cmd.Process.Pid)
+}
+
+// processCPU reads utime and stime of process pid from /proc/<pid>/stat.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("devstack: process CPU: %w", err)
+	}
+	// The command (field 2) is in parentheses and may hold spaces: the
+	// fields after it start at the last ')'. utime and stime are fields
+	// 14 and 15, in clock ticks (100 per second on Linux).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("devstack: process CPU: cannot parse /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("devstack: process CPU: cannot parse /proc/%d/stat", pid)
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("devstack: process CPU: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * (time.Second / 100), nil
 }
