@@ -39,20 +39,22 @@ func (s auditSource) Changed(ctx context.Context, repo, base, ref, prefix string
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
-	var out []audit.Object
+	var changed []audit.Object
 	for _, c := range changes {
 		if c.Type != "removed" {
-			paths = append(paths, c.Path)
-			out = append(out, audit.Object{Path: c.Path, Size: c.Size})
+			changed = append(changed, audit.Object{Path: c.Path, Size: c.Size})
 		}
 	}
-	if len(paths) == 0 || !s.addresses {
-		return out, nil
+	if len(changed) == 0 || !s.addresses {
+		return changed, nil
 	}
 	// The diff has no physical addresses; list them once, under the deepest
 	// folder that holds every changed file (a batch's own folder, usually),
 	// so the listing does not grow with the table.
+	paths := make([]string, len(changed))
+	for i, o := range changed {
+		paths[i] = o.Path
+	}
 	objs, err := s.List(ctx, repo, ref, commonFolder(prefix, paths))
 	if err != nil {
 		return nil, err
@@ -61,7 +63,7 @@ func (s auditSource) Changed(ctx context.Context, repo, base, ref, prefix string
 	for _, o := range objs {
 		byPath[o.Path] = o
 	}
-	out = out[:0]
+	var out []audit.Object
 	for _, p := range paths {
 		if o, ok := byPath[p]; ok {
 			out = append(out, o)
