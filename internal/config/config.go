@@ -105,7 +105,7 @@ type Runner struct {
 	// TerminalRetention keeps finished runs in the state store (default 7 days).
 	TerminalRetention Duration `yaml:"terminal_retention"`
 	// MaxRunBytes is the budget of one run record in the changelog
-	// (default 256 KiB); see the README's failure handling.
+	// (default 256 KiB); see docs/limits.md.
 	MaxRunBytes int `yaml:"max_run_bytes"`
 	// MaxDeadlineHorizon bounds how far ahead a batch's write deadline may
 	// be (default 7 days); a later one makes the event invalid.
@@ -132,7 +132,7 @@ type Audit struct {
 	DownloadParallelism int    `yaml:"download_parallelism"`
 	SampleRows          int    `yaml:"sample_rows"`
 	// MaxSampleValueBytes and MaxReportBytes bound sample values and whole
-	// reports (defaults 256 and 32 KiB); see the README's failure handling.
+	// reports (defaults 256 and 32 KiB); see docs/limits.md.
 	MaxSampleValueBytes int `yaml:"max_sample_value_bytes"`
 	MaxReportBytes      int `yaml:"max_report_bytes"`
 	// CacheMaxMB bounds cache_dir; least recently used files go first.
