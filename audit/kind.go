@@ -90,6 +90,27 @@ func kindOf(c Check) *checkKind { return checkKinds[c.Kind] }
 // Kinds are the names of the check kinds, sorted.
 func Kinds() []string { return slices.Sorted(maps.Keys(checkKinds)) }
 
+// KindFields are the fields a check of kind reads besides name, kind,
+// table, severity, scope and meta, by their YAML names ("column" stands for
+// column and columns); nil for an unknown kind. The generated reference
+// lists them.
+func KindFields(kind string) []string {
+	if k := checkKinds[kind]; k != nil {
+		return slices.Clone(k.fields)
+	}
+	return nil
+}
+
+// CheckFields are every kind-specific field's YAML name, in the order
+// Validate reports their problems.
+func CheckFields() []string {
+	names := make([]string, len(checkFields))
+	for i, f := range checkFields {
+		names[i] = f.name
+	}
+	return names
+}
+
 func (k *checkKind) reads(field string) bool { return slices.Contains(k.fields, field) }
 
 // aggregated kinds are answered by their table's one aggregate scan.

@@ -30,6 +30,7 @@ var allowedImports = map[string][]string{
 	"internal/metrics":    {"pipeline"},
 	"internal/runs":       {"consumer", "internal/config", "internal/janitor", "pipeline", "schemas"},
 	"internal/opclient":   {"consumer", "internal/config", "schemas"},
+	"internal/reference":  {"audit", "internal/config", "schemas"},
 	"internal/harness":    {"audit", "internal/config", "internal/devstack", "internal/opclient", "internal/runs", "pipeline", "pipeline/lakefs", "schemas"},
 }
 
