@@ -201,6 +201,10 @@ type Request struct {
 	BaseName string
 	// BatchTime is the reference for freshness; zero means now.
 	BatchTime time.Time
+	// Own marks a pre-merge hook's audit of a merge lakewap itself makes
+	// (verified with lakeFS): Service.Run runs it with the capacity kept for
+	// lakewap's publishes. The engine ignores it.
+	Own bool
 }
 
 // Run audits req.Ref. Failed checks are in the report; the error is for an

@@ -38,7 +38,9 @@ type ServiceOptions struct {
 	BatchTime func(repo, sealed string) (time.Time, bool)
 	// Concurrency bounds the webhook's audits running at once, and Budget
 	// bounds one (it goes on after the call that started it gave up). Both
-	// must be positive.
+	// must be positive. lakewap's own publishes (Request.Own, or a sealed
+	// commit BatchTime knows) have as many slots again of their own, so no
+	// other caller can hold their hook back.
 	Concurrency int
 	Budget      time.Duration
 	// Registerer, if set, gets the service's metrics.
@@ -68,7 +70,8 @@ type Service struct {
 	cache    *reportCache
 	lookups  *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	slots    chan struct{}
+	slots    chan struct{} // audits of other callers' merges
+	reserved chan struct{} // audits of lakewap's own publishes
 
 	mu       sync.Mutex
 	inflight map[reportKey]*flight
@@ -96,7 +99,7 @@ func NewService(o ServiceOptions) (*Service, error) {
 		return nil, fmt.Errorf("audit: ServiceOptions.Budget %s must be positive", o.Budget)
 	}
 	s := &Service{o: o, cache: newReportCache(reportCacheSize), inflight: map[reportKey]*flight{},
-		slots: make(chan struct{}, o.Concurrency),
+		slots: make(chan struct{}, o.Concurrency), reserved: make(chan struct{}, o.Concurrency),
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_audit_cache_lookups_total",
 			Help: "Pre-merge webhook audits answered from the cache of passing reports by commit (hit) or run (miss)."}, []string{"result"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_audit_duration_seconds",
@@ -161,7 +164,12 @@ func (s *Service) Run(ctx context.Context, req Request) (schemas.AuditReport, er
 	if s.o.BatchTime != nil {
 		if t, ok := s.o.BatchTime(req.Repository, req.Ref); ok {
 			req.BatchTime = t
+			req.Own = true
 		}
+	}
+	slots := s.slots
+	if req.Own {
+		slots = s.reserved
 	}
 	if err := s.pinBase(ctx, &req); err != nil {
 		return schemas.AuditReport{}, err
@@ -176,15 +184,15 @@ func (s *Service) Run(ctx context.Context, req Request) (schemas.AuditReport, er
 	f := s.inflight[k]
 	if f == nil {
 		select {
-		case s.slots <- struct{}{}:
+		case slots <- struct{}{}:
 		default:
 			s.mu.Unlock()
-			return schemas.AuditReport{}, fmt.Errorf("%d pre-merge audits are running (http.webhook_concurrency); try again", cap(s.slots))
+			return schemas.AuditReport{}, fmt.Errorf("%d pre-merge audits are running (http.webhook_concurrency); try again", cap(slots))
 		}
 		f = &flight{done: make(chan struct{})}
 		s.inflight[k] = f
 		go func() {
-			defer func() { <-s.slots }()
+			defer func() { <-slots }()
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.Budget)
 			defer cancel()
 			f.rep, f.err = s.run(actx, req)

@@ -31,6 +31,9 @@ type HookEvent struct {
 	SourceRef    string `json:"source_ref,omitempty"`
 	Committer    string `json:"committer,omitempty"`
 	MergeSource  string `json:"merge_source,omitempty"`
+	// CommitID is, for pre-merge, the merge commit lakeFS has written but
+	// not yet put on BranchID: what the call is checked against.
+	CommitID string `json:"commit_id,omitempty"`
 }
 
 // EventPreMerge is the lakeFS event type the pre-merge handler answers.
@@ -60,6 +63,28 @@ type MergeDiff interface {
 	Touches(ctx context.Context, repo, base, ref, prefix string) (bool, error)
 }
 
+// Merges is what the pre-merge handler asks lakeFS to check that a call
+// names a merge in progress: lakeFS writes the merge commit (parents: the
+// destination's head, then the source commit) before it calls the hook, and
+// moves the destination to it only after the hook allowed it.
+type Merges interface {
+	// Commit returns commit id of repo; ErrUnknownCommit when lakeFS has none.
+	Commit(ctx context.Context, repo, id string) (MergeCommit, error)
+	// Head returns the commit branch of repo points at.
+	Head(ctx context.Context, repo, branch string) (string, error)
+}
+
+// MergeCommit is what the handler reads of the commit a call names.
+type MergeCommit struct {
+	Parents []string
+	// Committer is who lakeFS says made the merge (the authenticated user's
+	// email, else name): not something the caller can choose.
+	Committer string
+}
+
+// ErrUnknownCommit is a Merges' answer for a commit lakeFS does not have.
+var ErrUnknownCommit = errors.New("no such commit")
+
 // TokenHeader carries the shared secret of pre-merge webhook calls.
 const TokenHeader = "X-Lakewap-Token"
 
@@ -68,11 +93,20 @@ type PreMergeOptions struct {
 	Guards Guards
 	Runner Runner
 	// Token, if set, must arrive in the TokenHeader of every call (compared
-	// in constant time; 401 otherwise): a hook call makes lakewap run an
-	// audit, which nobody else should be able to trigger. Empty serves
-	// anyone; lakewap's config refuses an empty token unless it says
-	// http.webhook: open.
+	// in constant time; 401 otherwise). lakeFS fills {{ ENV.LAKEFSACTION_* }}
+	// in every action file, a writer's on its own branch included, so the
+	// token keeps out only those who cannot write an action file: Merges is
+	// what a call is checked against.
 	Token string
+	// Merges, if set, is asked about every call: it must name a merge in
+	// progress (commit_id a merge commit lakeFS wrote, whose parents are the
+	// destination's current head and source_ref), else 403 and no audit.
+	// Nil checks nothing (tests and http.webhook: open).
+	Merges Merges
+	// OwnCommitter is lakewap's own lakeFS user as lakeFS names it in
+	// commits: a verified merge it made is lakewap's publish, audited (on a
+	// cache miss) with the capacity reserved for those.
+	OwnCommitter string
 	// Diff, if set, skips the suites of datasets none of whose tables the
 	// merge touches: a merge of one dataset's batch is not judged by
 	// another dataset's batch-scope checks. Nil runs every guarding suite.
@@ -114,11 +148,48 @@ type PreMergeAnswer struct {
 	Branch     string `json:"branch,omitempty"`
 	SourceRef  string `json:"source_ref,omitempty"`
 	// Summary is the human-readable verdict, one line per entry.
-	Summary []string              `json:"summary"`
-	Reports []schemas.AuditReport `json:"reports,omitempty"`
+	Summary []string `json:"summary"`
+	// Verdicts are the outcome of each dataset's audit: which checks did
+	// not pass, never what the data holds (no observed values, messages or
+	// sample rows), since the caller may be anyone who can write an action
+	// file. `lakewap audit` gives an operator the whole report.
+	Verdicts []Verdict `json:"verdicts,omitempty"`
 	// Skipped lists guarding datasets the merge does not touch.
 	Skipped []string `json:"skipped,omitempty"`
 	Error   string   `json:"error,omitempty"`
+}
+
+// Verdict is one dataset's audit as a hook answer tells it.
+type Verdict struct {
+	Dataset string `json:"dataset"`
+	Passed  bool   `json:"passed"`
+	// Counts of checks passed, failed (error severity, or could not run)
+	// and warned.
+	PassedChecks int `json:"passed_checks"`
+	FailedChecks int `json:"failed_checks"`
+	WarnedChecks int `json:"warned_checks"`
+	// Checks are the checks that did not pass.
+	Checks []CheckVerdict `json:"checks,omitempty"`
+}
+
+// CheckVerdict names a check that did not pass and how it ended.
+type CheckVerdict struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Table  string `json:"table,omitempty"`
+	Status string `json:"status"`
+}
+
+// verdictOf keeps of rep what a hook answer may carry.
+func verdictOf(rep schemas.AuditReport) Verdict {
+	v := Verdict{Dataset: rep.Dataset, Passed: rep.Passed}
+	v.PassedChecks, v.FailedChecks, v.WarnedChecks = rep.Counts()
+	for _, c := range rep.Checks {
+		if c.Status != schemas.StatusPass {
+			v.Checks = append(v.Checks, CheckVerdict{Name: c.Name, Kind: c.Kind, Table: c.Table, Status: c.Status})
+		}
+	}
+	return v
 }
 
 // maxHookBody bounds the request body; lakeFS's events are small.
@@ -152,7 +223,11 @@ func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
 	defer cancel()
-	status, ans, via := h.decide(ctx, ev)
+	own, status, ans := h.verify(ctx, ev)
+	via := "unverified"
+	if status == 0 {
+		status, ans, via = h.decide(ctx, ev, own)
+	}
 	decision := "allow"
 	switch {
 	case status >= 500:
@@ -182,9 +257,54 @@ func (ev HookEvent) validate() error {
 	return nil
 }
 
+// verify asks lakeFS whether ev names a merge in progress: commit_id is a
+// merge commit whose parents are branch_id's current head and source_ref
+// (lakeFS writes it before calling the hook and moves the branch only
+// after). It returns status 0 when the call may be decided, and whether the
+// merge is lakewap's own (made by OwnCommitter); otherwise the answer.
+func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own bool, status int, ans PreMergeAnswer) {
+	if h.opts.Merges == nil {
+		return false, 0, ans
+	}
+	ans = PreMergeAnswer{Repository: ev.RepositoryID, Branch: ev.BranchID, SourceRef: ev.SourceRef}
+	refuse := func(why string) (bool, int, PreMergeAnswer) {
+		ans.Error = why
+		ans.Summary = []string{"lakewap refuses this call: " + why}
+		return false, http.StatusForbidden, ans
+	}
+	if !IsCommitID(ev.CommitID) || !IsCommitID(ev.SourceRef) {
+		return refuse("commit_id and source_ref must be the commit ids lakeFS sends for a merge in progress")
+	}
+	c, err := h.opts.Merges.Commit(ctx, ev.RepositoryID, ev.CommitID)
+	if errors.Is(err, ErrUnknownCommit) {
+		return refuse(fmt.Sprintf("lakeFS has no commit %s in %s: no merge in progress", shortRef(ev.CommitID), ev.RepositoryID))
+	}
+	if err != nil {
+		ans.Error = err.Error()
+		ans.Summary = []string{"lakewap cannot check the call with lakeFS: " + err.Error()}
+		return false, http.StatusInternalServerError, ans
+	}
+	head, err := h.opts.Merges.Head(ctx, ev.RepositoryID, ev.BranchID)
+	if err != nil {
+		ans.Error = err.Error()
+		ans.Summary = []string{"lakewap cannot check the call with lakeFS: " + err.Error()}
+		return false, http.StatusInternalServerError, ans
+	}
+	// A merge commit has the destination's head first and the source second;
+	// a squash merge has the head only and is accepted on that alone.
+	switch {
+	case len(c.Parents) == 2 && c.Parents[0] == head && c.Parents[1] == ev.SourceRef:
+	case len(c.Parents) == 1 && c.Parents[0] == head:
+	default:
+		return refuse(fmt.Sprintf("commit %s is not a merge of %s onto the head of %s (%s): no such merge in progress",
+			shortRef(ev.CommitID), shortRef(ev.SourceRef), ev.BranchID, shortRef(head)))
+	}
+	return h.opts.OwnCommitter != "" && c.Committer == h.opts.OwnCommitter, 0, ans
+}
+
 // decide runs the guarding suites and returns the status, the answer and
-// how it was reached.
-func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent) (int, PreMergeAnswer, string) {
+// how it was reached. own is a verified merge lakewap itself makes.
+func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own bool) (int, PreMergeAnswer, string) {
 	ans := PreMergeAnswer{Repository: ev.RepositoryID, Branch: ev.BranchID, SourceRef: ev.SourceRef}
 	what := fmt.Sprintf("merge of %s into %s/%s", mergeName(ev), ev.RepositoryID, ev.BranchID)
 	guards := h.opts.Guards.Guarding(ev.RepositoryID, ev.BranchID)
@@ -210,16 +330,16 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent) (int, PreMer
 			}
 		}
 		rep, err := h.opts.Runner.Run(ctx, Request{Dataset: g.Dataset, Suite: g.Suite, Repository: ev.RepositoryID,
-			Ref: ev.SourceRef, BaseRef: ev.BranchID, BatchTime: batchTime})
+			Ref: ev.SourceRef, BaseRef: ev.BranchID, BatchTime: batchTime, Own: own})
 		if err != nil {
 			return h.failed(ans, what, g.Dataset, err)
 		}
-		ans.Reports = append(ans.Reports, rep)
+		ans.Verdicts = append(ans.Verdicts, verdictOf(rep))
 		if !rep.Passed {
 			failed = append(failed, rep.Dataset)
 		}
 	}
-	if len(ans.Reports) == 0 {
+	if len(ans.Verdicts) == 0 {
 		ans.Allowed = true
 		ans.Summary = []string{"lakewap allows the " + what + ": it touches no table of " + strings.Join(ans.Skipped, ", ")}
 		return http.StatusOK, ans, "untouched"
@@ -228,7 +348,7 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent) (int, PreMer
 	if ans.Allowed = len(failed) == 0; !ans.Allowed {
 		status, head = http.StatusPreconditionFailed, fmt.Sprintf("lakewap blocks the %s: the audit of %s failed", what, strings.Join(failed, ", "))
 	}
-	ans.Summary = append([]string{head}, reportLines(ans.Reports)...)
+	ans.Summary = append([]string{head}, verdictLines(ans.Verdicts)...)
 	return status, ans, "audit"
 }
 
@@ -282,23 +402,13 @@ func shortRef(ref string) string {
 	return ref
 }
 
-// reportLines is one line per check that did not pass, or a count when
-// all did.
-func reportLines(reps []schemas.AuditReport) []string {
+// verdictLines is one line per dataset and one per check that did not pass.
+func verdictLines(vs []Verdict) []string {
 	var out []string
-	for _, rep := range reps {
-		p, f, wn := rep.Counts()
-		out = append(out, fmt.Sprintf("%s: %d passed, %d failed, %d warned", rep.Dataset, p, f, wn))
-		for _, c := range rep.Checks {
-			if c.Status == schemas.StatusPass {
-				continue
-			}
-			line := fmt.Sprintf("  %s %s (%s on %s): observed %s; threshold %s", strings.ToUpper(c.Status), c.Name, c.Kind,
-				cmp.Or(c.Table, "-"), cmp.Or(c.Observed, "-"), cmp.Or(c.Threshold, "-"))
-			if c.Message != "" {
-				line += "; " + c.Message
-			}
-			out = append(append(out, line), each(c.SampleRows, func(s string) string { return "    " + s })...)
+	for _, v := range vs {
+		out = append(out, fmt.Sprintf("%s: %d passed, %d failed, %d warned", v.Dataset, v.PassedChecks, v.FailedChecks, v.WarnedChecks))
+		for _, c := range v.Checks {
+			out = append(out, fmt.Sprintf("  %s %s (%s on %s)", strings.ToUpper(c.Status), c.Name, c.Kind, cmp.Or(c.Table, "-")))
 		}
 	}
 	return out

@@ -123,3 +123,22 @@ func (n notifier) Notify(ctx context.Context, pn pipeline.Notification) (map[str
 		RequestID: pn.RequestID, ResultOnly: pn.ResultOnly,
 	})
 }
+
+// hookMerges lets the pre-merge handler check a call against lakeFS: the
+// merge commit it names, and the destination's head.
+type hookMerges struct{ lake *lakefs.Client }
+
+func (m hookMerges) Commit(ctx context.Context, repo, id string) (audit.MergeCommit, error) {
+	c, err := m.lake.GetCommit(ctx, repo, id)
+	if errors.Is(err, pipeline.ErrNotFound) {
+		return audit.MergeCommit{}, fmt.Errorf("%w: %w", audit.ErrUnknownCommit, err)
+	}
+	if err != nil {
+		return audit.MergeCommit{}, err
+	}
+	return audit.MergeCommit{Parents: c.Parents, Committer: c.Committer}, nil
+}
+
+func (m hookMerges) Head(ctx context.Context, repo, branch string) (string, error) {
+	return m.lake.Head(ctx, repo, branch)
+}

@@ -322,8 +322,17 @@ func (d *daemon) preMergeHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Who lakeFS says makes lakewap's merges: a verified merge of theirs
+	// gets the hook capacity kept for lakewap's publishes.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	own, err := d.lake.Committer(ctx)
+	if err != nil {
+		d.log.Warn("cannot ask lakeFS who lakewap is: only this instance's own publishes get the hook's reserved capacity", "err", err)
+	}
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
 		Guards: d.audits, Runner: d.audits, Diff: auditSource{lake: d.lake}, Token: token,
+		Merges: hookMerges{lake: d.lake}, OwnCommitter: own,
 		Timeout: d.cfg.HTTP.WebhookAuditTimeout.Std(),
 		Logger:  d.log.With(slog.String("component", "premerge")),
 		Observe: metrics.PreMergeHooks(d.reg),

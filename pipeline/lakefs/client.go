@@ -206,3 +206,20 @@ func status(err error) int {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Committer is how lakeFS names the user of this client in the commits and
+// merges it makes (its email, else its id): the pre-merge hook tells
+// lakewap's own merges by it.
+func (c *Client) Committer(ctx context.Context) (string, error) {
+	var out apigen.CurrentUser
+	err := c.send(ctx, call{op: "get current user"}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
+		return c.api.GetCurrentUser(ctx)
+	})
+	if err != nil {
+		return "", err
+	}
+	if out.User.Email != nil && *out.User.Email != "" {
+		return *out.User.Email, nil
+	}
+	return out.User.Id, nil
+}
