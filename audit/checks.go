@@ -194,6 +194,7 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 		if c.Mostly != nil && res.Status != schemas.StatusError {
 			res = r.mostly(c, res, asInt(v[0]), asInt(v[n-1]))
 		}
+		counted(&res, kind, total, v)
 		if kind.resample != nil && res.Status != schemas.StatusPass {
 			res = kind.resample(r, ctx, k, c, res)
 		} else if res.Status != schemas.StatusPass && res.Status != schemas.StatusError && kind.failing != nil {
@@ -367,6 +368,22 @@ func findColumn(cols []column, name string) (column, bool) {
 		}
 	}
 	return column{}, false
+}
+
+// counted gives a judged result of an aggregated check its counts as
+// numbers: the rows its scan read (after its where), and for the kinds that
+// judge rows one at a time the failing rows (the first figure of its scan).
+// A check settled from the row-group row counts (v nil) has its row count
+// only; one that could not run has no counts.
+func counted(res *schemas.CheckResult, kind *checkKind, total int64, v []any) {
+	if res.Status == schemas.StatusError || res.Status == schemas.StatusSkipped {
+		return
+	}
+	res.RowsChecked = &total
+	if kind.failing != nil && len(v) > 0 {
+		bad := asInt(v[0])
+		res.Failures = &bad
+	}
 }
 
 func (r *run) base(c Check) schemas.CheckResult {

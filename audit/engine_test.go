@@ -326,6 +326,8 @@ func TestRunCheckFailures(t *testing.T) {
 		check    Check
 		observed string
 		sample   string // a substring of the first sample row
+		// rows and failures are the result's numbers; nil: not counted.
+		rows, failures *int64
 	}{
 		{
 			name: "null ids injected",
@@ -336,7 +338,8 @@ func TestRunCheckFailures(t *testing.T) {
 			},
 			check:    Check{Kind: KindNotNull, Table: "billing", Column: "id"},
 			observed: "3 null rows of 1010",
-			sample:   `"id":null`,
+			rows:     i64(1010), failures: i64(3),
+			sample: `"id":null`,
 		},
 		{
 			name: "duplicate ids",
@@ -345,7 +348,8 @@ func TestRunCheckFailures(t *testing.T) {
 			},
 			check:    Check{Kind: KindUnique, Table: "billing", Column: "id"},
 			observed: "3 duplicate rows of 1005",
-			sample:   `"duplicate_count":2`,
+			rows:     i64(1005), failures: i64(3),
+			sample: `"duplicate_count":2`,
 		},
 		{
 			name: "status not accepted",
@@ -355,7 +359,8 @@ func TestRunCheckFailures(t *testing.T) {
 			},
 			check:    Check{Kind: KindAcceptedValues, Table: "billing", Column: "status", Values: []string{"open", "paid"}},
 			observed: "4 rows with other values of 1004",
-			sample:   `"status":"void"`,
+			rows:     i64(1004), failures: i64(4),
+			sample: `"status":"void"`,
 		},
 		{
 			name: "negative amount",
@@ -365,12 +370,14 @@ func TestRunCheckFailures(t *testing.T) {
 			},
 			check:    Check{Kind: KindRange, Table: "billing", Column: "amount", Min: f64(0)},
 			observed: "2 rows out of range of 1002 (min -5.5, max 99)",
-			sample:   `"amount":-5.5`,
+			rows:     i64(1002), failures: i64(2),
+			sample: `"amount":-5.5`,
 		},
 		{
 			name:     "too few rows",
 			check:    Check{Kind: KindRowCount, Table: "billing", Min: f64(5000)},
 			observed: "1000 rows",
+			rows:     i64(1000),
 		},
 		{
 			name: "90% fewer rows than base",
@@ -380,6 +387,7 @@ func TestRunCheckFailures(t *testing.T) {
 			},
 			check:    Check{Kind: KindVolumeChange, Table: "billing", MaxDropPct: f64(50)},
 			observed: "100 rows vs 1000 on main (-90.0%)",
+			rows:     i64(100),
 		},
 		{
 			name: "column type changed",
@@ -407,11 +415,13 @@ func TestRunCheckFailures(t *testing.T) {
 			name:     "stale data",
 			check:    Check{Kind: KindFreshness, Table: "billing", Column: "updated_at", MaxAge: "30s"},
 			observed: "newest 2025-06-01T11:59:00Z, 1m0s before batch time",
+			rows:     i64(1000),
 		},
 		{
 			name:     "custom sql returns rows",
 			check:    Check{Kind: KindSQL, Table: "billing", SQL: "SELECT id, amount FROM billing WHERE amount > 98 AND id < 100"},
 			observed: "1 rows returned",
+			failures: i64(1),
 			sample:   `{"id":99,"amount":99.0}`,
 		},
 		{
@@ -421,6 +431,7 @@ func TestRunCheckFailures(t *testing.T) {
 			},
 			check:    Check{Kind: KindCrossTable, SQL: "SELECT b.id FROM billing b ANTI JOIN customers c USING (customer_id) WHERE id < 100"},
 			observed: "2 rows returned",
+			failures: i64(2),
 			sample:   `{"id":49}`,
 		},
 	}
@@ -447,8 +458,22 @@ func TestRunCheckFailures(t *testing.T) {
 			if res.Threshold == "" {
 				t.Error("no threshold in result")
 			}
+			if !sameCount(res.RowsChecked, tt.rows) || !sameCount(res.Failures, tt.failures) {
+				t.Errorf("rows_checked %s, failures %s; want %s, %s", count(res.RowsChecked), count(res.Failures), count(tt.rows), count(tt.failures))
+			}
 		})
 	}
+}
+
+func i64(n int64) *int64 { return &n }
+
+func sameCount(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func count(n *int64) string {
+	if n == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*n)
 }
 
 func TestRunWarnSeverityDoesNotFail(t *testing.T) {

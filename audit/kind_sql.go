@@ -65,6 +65,7 @@ func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
 	}
 	res := r.judged(c, n > 0, fmt.Sprintf("%d rows returned", n), "0 rows")
 	res.SampleRows = samples
+	res.Failures = &n
 	return res
 }
 

@@ -34,8 +34,10 @@ func init() {
 		},
 		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
 			dup := asInt(v[0])
-			return r.judged(c, dup > 0, fmt.Sprintf("%d duplicate rows of %d", dup, total),
+			res := r.judged(c, dup > 0, fmt.Sprintf("%d duplicate rows of %d", dup, total),
 				"no duplicates of ("+strings.Join(c.columns(), ", ")+")")
+			res.RowsChecked, res.Failures = &total, &dup
+			return res
 		},
 		plan:     (*run).planUnique,
 		resample: (*run).sampleUnique,

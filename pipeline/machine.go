@@ -666,6 +666,7 @@ func abort(n Run, reason, detail string, now time.Time) Run {
 		EventID: n.eventID("aborted"), BatchID: n.BatchID, Dataset: n.Dataset,
 		Repository: n.Repository, Branch: n.Branch, Reason: reason, Detail: detail,
 		Report: n.Report, BranchKept: kept && n.Branch != "", OccurredAt: now, DurationMs: durMs(n, now),
+		TargetRef: n.Target,
 	}
 	n.push(Outgoing{EventID: ev.EventID, State: StateAborted, Aborted: &ev})
 	return n
@@ -680,7 +681,7 @@ func fail(n Run, step Step, err string, attempts int, now time.Time) Run {
 	ev := schemas.BatchFailed{
 		EventID: n.eventID("failed"), BatchID: n.BatchID, Dataset: n.Dataset,
 		Repository: n.Repository, Branch: n.Branch, State: string(prev), Error: err,
-		Attempts: attempts, BranchKept: n.Branch != "", OccurredAt: now,
+		Attempts: attempts, BranchKept: n.Branch != "", OccurredAt: now, TargetRef: n.Target,
 	}
 	n.push(Outgoing{EventID: ev.EventID, State: StateFailed, Failed: &ev})
 	return n

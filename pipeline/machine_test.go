@@ -91,7 +91,7 @@ func TestTransitionScenarios(t *testing.T) {
 			{in: write("b2", "fact"), state: StateAuditing},
 			{in: Audited{SealedCommit: "c2", Report: report(false)}, state: StateAborted, effects: []EffectKind{DoCleanup, DoSend}, check: func(t *testing.T, r Run) {
 				a := r.Outbox[len(r.Outbox)-1].Aborted
-				if a == nil || a.Reason != schemas.ReasonAuditFailed || a.Report == nil || len(a.Report.Failed()) != 1 || a.BranchKept {
+				if a == nil || a.Reason != schemas.ReasonAuditFailed || a.Report == nil || len(a.Report.Failed()) != 1 || a.BranchKept || a.TargetRef != "main" {
 					t.Errorf("aborted = %+v", a)
 				}
 			}},

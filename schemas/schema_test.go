@@ -33,7 +33,8 @@ func sampleReport() AuditReport {
 			{Name: "ids_not_null", Kind: "not_null", Table: "orders", Severity: "error", Status: StatusPass,
 				Observed: "0", Threshold: "0", SampleRows: []string{}, DurationMs: 12},
 			{Name: "amount_range", Kind: "range", Table: "orders", Severity: "error", Status: StatusFail,
-				Observed: "3", Threshold: "0", SampleRows: []string{`{"id":1,"amount":-5}`}, Message: "3 rows out of range", DurationMs: 40},
+				Observed: "3", Threshold: "0", SampleRows: []string{`{"id":1,"amount":-5}`}, Message: "3 rows out of range", DurationMs: 40,
+				RowsChecked: ptr(int64(1000)), Failures: ptr(int64(3))},
 		},
 	}
 }
@@ -61,9 +62,9 @@ func sampleEvents() []Event {
 			PublishedAt: ms("2024-05-01T00:20:00Z"), DurationMs: 1199000},
 		BatchAborted{EventID: "e-3", BatchID: "b1", Dataset: "orders", Repository: "lake", Branch: "wap-orders-b1",
 			Reason: ReasonAuditFailed, Detail: "amount_range failed", Report: &rep, BranchKept: true,
-			OccurredAt: ms("2024-05-01T00:20:00Z"), DurationMs: 5},
+			OccurredAt: ms("2024-05-01T00:20:00Z"), DurationMs: 5, TargetRef: "main"},
 		BatchFailed{EventID: "e-4", BatchID: "b1", Dataset: "orders", Repository: "lake", Branch: "wap-orders-b1",
-			State: "Publishing", Error: "lakefs: 503", Attempts: 7, BranchKept: true, OccurredAt: ms("2024-05-01T00:30:00Z")},
+			State: "Publishing", Error: "lakefs: 503", Attempts: 7, BranchKept: true, OccurredAt: ms("2024-05-01T00:30:00Z"), TargetRef: "main"},
 		BatchReverted{EventID: "e-5", BatchID: "b1", Dataset: "orders", Repository: "lake", TargetRef: "main",
 			PublishedCommitID: "c0ffee", CommitID: "decaf", Reason: "wrong currency", RevertedBy: "ana", OccurredAt: ms("2024-05-02T09:00:00Z")},
 		RequestRefused{EventID: "e-6", RequestID: "req-2", RequestType: TypeRetryRequested, BatchID: "b1", Dataset: "orders",

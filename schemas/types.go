@@ -155,6 +155,11 @@ type CheckResult struct {
 	SampleRows []string `avro:"sample_rows" json:"sample_rows,omitempty"` // JSON objects
 	Message    string   `avro:"message" json:"message,omitempty"`
 	DurationMs int64    `avro:"duration_ms" json:"duration_ms"`
+	// RowsChecked and Failures are the check's counts as numbers, for
+	// consumers that should not parse Observed; nil when the check does not
+	// count (schema, freshness, ...) or could not run.
+	RowsChecked *int64 `avro:"rows_checked" json:"rows_checked,omitempty"`
+	Failures    *int64 `avro:"failures" json:"failures,omitempty"`
 }
 
 // Check statuses.
@@ -230,6 +235,7 @@ type BatchAborted struct {
 	BranchKept bool         `avro:"branch_kept" json:"branch_kept"`
 	OccurredAt time.Time    `avro:"occurred_at" json:"occurred_at"`
 	DurationMs int64        `avro:"duration_ms" json:"duration_ms"`
+	TargetRef  string       `avro:"target_ref" json:"target_ref"` // the dataset's target
 }
 
 // BatchFailed says lakewap could not finish a batch because of an
@@ -245,6 +251,7 @@ type BatchFailed struct {
 	Attempts   int       `avro:"attempts" json:"attempts"`
 	BranchKept bool      `avro:"branch_kept" json:"branch_kept"`
 	OccurredAt time.Time `avro:"occurred_at" json:"occurred_at"`
+	TargetRef  string    `avro:"target_ref" json:"target_ref"` // the dataset's target
 }
 
 // BatchReverted says an operator reverted a published batch on its target:
