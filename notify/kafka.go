@@ -136,6 +136,7 @@ func (k *KafkaResults) message(ctx context.Context, ev schemas.Event, id, reques
 		return kafka.Message{}, retry, fmt.Errorf("kafka results: encode %s %s: %w", ev.EventType(), id, err)
 	}
 	hs := schemas.Headers(ev)
+	maps.Copy(hs, cloudEventHeaders(ev, id))
 	hs[HeaderEventID] = id
 	if request != "" {
 		hs[schemas.HeaderRequestID] = request

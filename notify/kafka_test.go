@@ -123,6 +123,22 @@ func TestKafkaResultsForEachOutcome(t *testing.T) {
 		if h := header(m, HeaderEventID); h != EventID(want) {
 			t.Errorf("message %d %s header %q, want %q", i, HeaderEventID, h, EventID(want))
 		}
+		ce := map[string]string{
+			HeaderCESpecVersion: "1.0",
+			HeaderCEID:          EventID(want),
+			HeaderCEType:        "io.lakewap.events." + want.EventType(),
+			HeaderCESource:      "/lakewap/" + want.DatasetName(),
+			HeaderCESubject:     want.DatasetName() + "/" + want.Batch(),
+			HeaderContentType:   "application/avro",
+		}
+		for k, v := range ce {
+			if h := header(m, k); h != v {
+				t.Errorf("message %d %s header %q, want %q", i, k, h, v)
+			}
+		}
+		if ts, err := time.Parse(time.RFC3339Nano, header(m, HeaderCETime)); err != nil || !ts.Equal(eventTime(want).Truncate(time.Millisecond)) || ts.IsZero() {
+			t.Errorf("message %d %s header %q (%v), want the event's time %v", i, HeaderCETime, header(m, HeaderCETime), err, eventTime(want))
+		}
 		dec, err := codec.Decode(ctx, m.Value)
 		if err != nil {
 			t.Fatalf("message %d does not decode with the published schemas: %v", i, err)

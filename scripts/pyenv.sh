@@ -25,7 +25,7 @@ venv=$cache/pyvenv-${want:0:12}
 stamp=$venv/.requirements.sha256
 # Reused only if it still imports (its interpreter may have moved or gone).
 if [[ -f $stamp && $(cat "$stamp") == "$want" ]] &&
-	"$venv/bin/python" -c 'import confluent_kafka, fastavro, lakefs_sdk, pyarrow, boto3, deltalake, great_expectations, dbt.cli.main, duckdb' 2>/dev/null; then
+	"$venv/bin/python" -c 'import cloudevents, confluent_kafka, fastavro, lakefs_sdk, pyarrow, boto3, deltalake, great_expectations, dbt.cli.main, duckdb' 2>/dev/null; then
 	echo "$(cd "$venv/bin" && pwd)/python"
 	exit 0
 fi

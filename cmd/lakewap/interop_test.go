@@ -73,6 +73,16 @@ type interopOutput struct {
 		Offset      int64          `json:"offset"`
 		Fingerprint string         `json:"fingerprint"` // the CRC-64-AVRO value, %016x
 		Record      map[string]any `json:"record"`
+		// CloudEvent is the message as the CloudEvents SDK's Kafka binding read it.
+		CloudEvent struct {
+			SpecVersion     string `json:"specversion"`
+			ID              string `json:"id"`
+			Type            string `json:"type"`
+			Source          string `json:"source"`
+			Subject         string `json:"subject"`
+			DataContentType string `json:"datacontenttype"`
+			Time            string `json:"time"`
+		} `json:"cloudevent"`
 	} `json:"results"`
 	Undecodable []map[string]any `json:"undecodable"`
 	Outcomes    map[string]struct {
@@ -171,6 +181,23 @@ func TestInteropForeignClients(t *testing.T) {
 	}
 	if int64(len(out.Results)) != total {
 		t.Errorf("the Python consumer decoded %d result events, the topic holds %d", len(out.Results), total)
+	}
+
+	// Every result is a CloudEvent in binary mode, its attributes those of
+	// the Avro record the SDK handed on as the event's data.
+	for _, r := range out.Results {
+		ce := r.CloudEvent
+		when := r.Record["occurred_at"]
+		if r.Type == schemas.TypeBatchPublished {
+			when = r.Record["published_at"]
+		}
+		ceTime, err := time.Parse(time.RFC3339Nano, ce.Time)
+		recTime, err2 := time.Parse(time.RFC3339Nano, fmt.Sprint(when))
+		if ce.SpecVersion != "1.0" || ce.ID != r.Record["event_id"] || ce.Type != "io.lakewap.events."+r.Type ||
+			ce.Source != "/lakewap/billing" || ce.Subject != "billing/"+r.BatchID || ce.DataContentType != "application/avro" ||
+			err != nil || err2 != nil || !ceTime.Equal(recTime) {
+			t.Errorf("%s of %s as a CloudEvent: %+v (time %v, record's %v %v)", r.Type, r.BatchID, ce, err, when, err2)
+		}
 	}
 
 	// The outcomes, as the foreign consumer read them.

@@ -38,6 +38,8 @@ import fastavro
 import lakefs_sdk
 import pyarrow
 import pyarrow.parquet as pq
+from cloudevents.core.bindings import kafka as cloudevents_kafka
+from cloudevents.core.formats.json import JSONFormat
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from fastavro.schema import expand_schema, fingerprint, to_parsing_canonical_form
 
@@ -280,7 +282,12 @@ def record_result(schemas, msg, out):
     where = {"partition": msg.partition(), "offset": msg.offset()}
     headers = dict(msg.headers() or [])
     try:
-        name, fp, rec = schemas.decode(msg.value())
+        ce = cloudevents_kafka.from_binary(
+            cloudevents_kafka.KafkaMessage(headers=headers, key=msg.key(), value=msg.value()), JSONFormat())
+        data = ce.get_data()
+        if not isinstance(data, bytes):
+            raise ValueError(f"CloudEvent data is {type(data).__name__}, want the Avro bytes")
+        name, fp, rec = schemas.decode(data)
         header_type = headers.get("wap.event_type", b"").decode()
         if header_type != name:
             raise ValueError(f"header wap.event_type {header_type!r}, value is {name}")
@@ -290,7 +297,11 @@ def record_result(schemas, msg, out):
         out["undecodable"].append({**where, "error": f"{type(e).__name__}: {e}"})
         return None
     ev = {**where, "type": name, "batch_id": rec["batch_id"], "fingerprint": f"{fp:016x}",
-          "record": jsonable(rec)}
+          "record": jsonable(rec),
+          "cloudevent": {"specversion": ce.get_specversion(), "id": ce.get_id(), "type": ce.get_type(),
+                         "source": ce.get_source(), "subject": ce.get_subject(),
+                         "datacontenttype": ce.get_datacontenttype(),
+                         "time": ce.get_time().isoformat() if ce.get_time() else None}}
     out["results"].append(ev)
     return ev
 
