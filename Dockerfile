@@ -20,6 +20,9 @@ ARG RUNTIME_IMAGE=debian:${DEBIAN_RELEASE}-slim
 
 FROM ${BUILD_IMAGE} AS build
 ARG GOPROXY
+# The version lakewap reports (lakewap version, lakewap_build_info); the
+# build context has no .git, so there is no VCS revision to take it from.
+ARG VERSION
 WORKDIR /src
 ENV CGO_ENABLED=1 GOFLAGS=-trimpath
 # Modules first: this layer is reused until go.mod or go.sum change.
@@ -27,7 +30,7 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    go build -ldflags="-s -w" -o /out/lakewap ./cmd/lakewap \
+    go build -ldflags="-s -w -X github.com/lakewap/lakewap/internal/buildinfo.version=${VERSION}" -o /out/lakewap ./cmd/lakewap \
  && /out/lakewap version
 
 FROM ${RUNTIME_IMAGE}

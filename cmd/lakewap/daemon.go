@@ -23,6 +23,7 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/ingest"
+	"github.com/lakewap/lakewap/internal/buildinfo"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/internal/metrics"
@@ -134,6 +135,8 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		return nil, err
 	}
 	d.runner.Metrics = metrics.Runner(reg)
+	build := buildinfo.Read()
+	metrics.BuildInfo(reg, build.Version, build.Revision, build.GoVersion)
 	reg.MustRegister(metrics.PastDeadline{Runs: d.runner.Runs, Datasets: slices.Collect(maps.Keys(cfg.Datasets)), Now: time.Now})
 	if d.janitor, err = newJanitor(cfg, d.lake, log, reg); err != nil {
 		return nil, fmt.Errorf("janitor: %w", err)

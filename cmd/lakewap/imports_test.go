@@ -16,6 +16,7 @@ import (
 var allowedImports = map[string][]string{
 	"schemas":             nil,
 	"internal/backoff":    nil,
+	"internal/buildinfo":  nil,
 	"internal/kafkalimit": nil,
 	"internal/kafkaready": nil,
 	"consumer":            {"internal/backoff", "internal/kafkalimit", "internal/kafkaready"},

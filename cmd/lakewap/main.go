@@ -15,6 +15,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/lakewap/lakewap/internal/buildinfo"
 )
 
 const usage = `lakewap: Write-Audit-Publish for lakeFS, driven by Kafka events.
@@ -44,7 +46,7 @@ Usage:
                                         exit 0 when the daemon's /readyz answers 200 (container health check)
   lakewap reference [-check]            write the reference pages (docs/reference/) from the code
   lakewap prepare                       build the embedded stack's lakeFS server (done on first use anyway)
-  lakewap version
+  lakewap version                       the build: module version or VCS revision (also --version)
 
 Run 'lakewap COMMAND -h' for a command's flags.
 `
@@ -72,7 +74,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if code, ok := parseFlags(fs, rest, stdout, stderr); !ok {
 			return code
 		}
-		fmt.Fprintln(stdout, "lakewap dev")
+		fmt.Fprintln(stdout, buildinfo.Read())
+		return 0
+	case "--version", "-version":
+		fmt.Fprintln(stdout, buildinfo.Read())
 		return 0
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
