@@ -101,10 +101,10 @@ func NewService(o ServiceOptions) (*Service, error) {
 	s := &Service{o: o, cache: newReportCache(reportCacheSize), inflight: map[reportKey]*flight{},
 		slots: make(chan struct{}, o.Concurrency), reserved: make(chan struct{}, o.Concurrency),
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_audit_cache_lookups_total",
-			Help: "Pre-merge webhook audits answered from the cache of passing reports by commit (hit) or run (miss)."}, []string{"result"}),
+			Help: "Pre-merge webhook audits answered from the cache of passing reports by commit (hit) or run (miss), by outcome."}, []string{"outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_audit_duration_seconds",
-			Help:    "Audits that ran (download, DuckDB checks, report), by dataset and result (passed, failed, error).",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"dataset", "result"})}
+			Help:    "Audits that ran (download, DuckDB checks, report), by dataset and outcome (passed, failed, error).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"dataset", "outcome"})}
 	if o.Registerer != nil {
 		if err := errors.Join(o.Registerer.Register(s.lookups), o.Registerer.Register(s.duration)); err != nil {
 			return nil, err

@@ -141,7 +141,7 @@ func NewDispatcher(routes []Route, sinks []Sink, opts Options) (*Dispatcher, err
 	}
 	var err error
 	if d.attempts, err = registerCounter(d.opts.Registerer, "lakewap_notify_attempts_total",
-		"Send attempts per sink, by result (ok, retry, error).", "sink", "result"); err != nil {
+		"Send attempts per sink, by outcome (ok, retry, error).", "sink", "outcome"); err != nil {
 		return nil, err
 	}
 	if d.undeliv, err = registerCounter(d.opts.Registerer, "lakewap_notify_undelivered_total",

@@ -250,14 +250,14 @@ func TestDeployKitNamesOnlyExportedMetrics(t *testing.T) {
 
 	url := "http://" + e.d.HTTPAddr() + "/metrics"
 	fams := scrape(t, url)
-	for (fams["lakewap_consumer_dead_letters_total"] == nil || fams["lakewap_consumer_lag"] == nil) && ctx.Err() == nil {
+	for (fams["lakewap_consumer_dead_letters_total"] == nil || fams["lakewap_consumer_lag_messages"] == nil) && ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
 		case <-time.After(20 * time.Millisecond):
 		}
 		fams = scrape(t, url)
 	}
-	if got := value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "slack", "result": "ok"}); got != 0 {
+	if got := value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "slack", "outcome": "ok"}); got != 0 {
 		t.Errorf("Slack is down but %v attempts succeeded", got)
 	}
 

@@ -49,7 +49,7 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 		// The Kafka sink counts a send after its write returns, so the
 		// watcher may have seen the last event first: wait for the count.
 		// The lag gauge is set on the consumer's next commit tick.
-		for (value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "kafka", "result": "ok"}) < 4 || fams["lakewap_consumer_lag"] == nil) && ctx.Err() == nil {
+		for (value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "kafka", "outcome": "ok"}) < 4 || fams["lakewap_consumer_lag_messages"] == nil) && ctx.Err() == nil {
 			select {
 			case <-ctx.Done():
 			case <-time.After(20 * time.Millisecond):
@@ -59,7 +59,7 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 		if got := value(t, fams, "lakewap_runs_total", map[string]string{"dataset": "billing", "outcome": "published"}); got != 2 {
 			t.Errorf("lakewap_runs_total{dataset=billing,outcome=published} = %v, want 2", got)
 		}
-		if n := histCount(fams, "lakewap_audit_duration_seconds", map[string]string{"dataset": "billing", "result": "passed"}); n != 2 {
+		if n := histCount(fams, "lakewap_audit_duration_seconds", map[string]string{"dataset": "billing", "outcome": "passed"}); n != 2 {
 			t.Errorf("lakewap_audit_duration_seconds{result=passed} count %d, want 2", n)
 		}
 		if n := histCount(fams, "lakewap_lakefs_request_duration_seconds", map[string]string{"method": "post", "code": "201"}); n < 2 {
@@ -105,17 +105,17 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 		if got := value(t, fams, "lakewap_consumer_messages_handled_total", nil); got != 4 {
 			t.Errorf("lakewap_consumer_messages_handled_total = %v, want 4", got)
 		}
-		if _, ok := fams["lakewap_consumer_lag"]; !ok {
-			t.Errorf("no lakewap_consumer_lag")
+		if _, ok := fams["lakewap_consumer_lag_messages"]; !ok {
+			t.Errorf("no lakewap_consumer_lag_messages")
 		}
 		// BranchReady and BatchPublished of each batch went to the Kafka
 		// sink without a failed attempt. (The counter counts attempts,
 		// including repeats the sink skips by receipt, so it is not exact.)
-		if got := value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "kafka", "result": "ok"}); got < 4 {
+		if got := value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "kafka", "outcome": "ok"}); got < 4 {
 			t.Errorf("lakewap_notify_attempts_total{sink=kafka,result=ok} = %v, want at least 4", got)
 		}
 		for _, res := range []string{"retry", "error"} {
-			if got := value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "kafka", "result": res}); got != 0 {
+			if got := value(t, fams, "lakewap_notify_attempts_total", map[string]string{"sink": "kafka", "outcome": res}); got != 0 {
 				t.Errorf("lakewap_notify_attempts_total{sink=kafka,result=%s} = %v, want 0", res, got)
 			}
 		}

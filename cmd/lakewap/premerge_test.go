@@ -131,7 +131,7 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 		if n, err := e.CountRows(ctx, "main", "gold/billing_fact/", "billing_id IS NULL"); err != nil || n != 0 {
 			t.Errorf("main has %d NULL billing ids (err %v)", n, err)
 		}
-		if got := metric("lakewap_premerge_hooks_total", map[string]string{"decision": "block", "via": "audit"}); got != 2 {
+		if got := metric("lakewap_premerge_hooks_total", map[string]string{"outcome": "block", "via": "audit"}); got != 2 {
 			t.Errorf("blocked hooks = %v, want 2", got)
 		}
 	})
@@ -150,7 +150,7 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 	})
 
 	t.Run("daemon publish answered from the cache", func(t *testing.T) {
-		hits := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "hit"})
+		hits := metric("lakewap_audit_cache_lookups_total", map[string]string{"outcome": "hit"})
 		ev := e.runBatch(t, "hooked-1", billingRows(600000, 0, 1000, "BIGINT"))
 		pub, ok := ev.(schemas.BatchPublished)
 		if !ok {
@@ -159,7 +159,7 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 		if head := mainHead(); head != pub.CommitID {
 			t.Errorf("main at %s, published %s", head, pub.CommitID)
 		}
-		if got := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "hit"}); got != hits+1 {
+		if got := metric("lakewap_audit_cache_lookups_total", map[string]string{"outcome": "hit"}); got != hits+1 {
 			t.Errorf("cache hits %v -> %v, want one more", hits, got)
 		}
 	})
@@ -167,7 +167,7 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 	t.Run("lakewap-shaped merge with a cold cache is audited", func(t *testing.T) {
 		// What a restarted daemon does: merge a sealed commit it audited
 		// before the restart; its cache is empty.
-		misses := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"})
+		misses := metric("lakewap_audit_cache_lookups_total", map[string]string{"outcome": "miss"})
 		sealed := branchWith(t, e.Env, "wap-billing-restarted", billingRows(700000, 0, 1000, "BIGINT"))
 		if !audit.IsCommitID(sealed) {
 			t.Errorf("commit id %q is not what the cache keys on", sealed)
@@ -175,7 +175,7 @@ func TestPreMergeWebhookOnRealLakeFS(t *testing.T) {
 		_, err := e.Lake.Merge(ctx, "lake", sealed, "main", "lakewap: publish billing batch restarted",
 			map[string]string{pipeline.MetaBatchID: "restarted", pipeline.MetaDataset: "billing", "wap.sealed_commit": sealed})
 		must(t, err)
-		if got := metric("lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"}); got != misses+1 {
+		if got := metric("lakewap_audit_cache_lookups_total", map[string]string{"outcome": "miss"}); got != misses+1 {
 			t.Errorf("cache misses %v -> %v, want the hook to audit once", misses, got)
 		}
 		if p, err := e.Lake.Published(ctx, "lake", "main", sealed, time.Now().Add(-time.Minute)); err != nil || !p.OnTarget || p.Merge == "" {
@@ -241,10 +241,10 @@ func TestPreMergeHookAfterRestart(t *testing.T) {
 		t.Errorf("%d publish commits of %s, want 1", n, batch)
 	}
 	fams := scrape(t, "http://"+addr+"/metrics")
-	if got := value(t, fams, "lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"}); got != 1 {
+	if got := value(t, fams, "lakewap_audit_cache_lookups_total", map[string]string{"outcome": "miss"}); got != 1 {
 		t.Errorf("restarted daemon's cache misses = %v, want 1 (the hook audited the sealed commit)", got)
 	}
-	if got := value(t, fams, "lakewap_premerge_hooks_total", map[string]string{"decision": "allow", "via": "audit"}); got != 1 {
+	if got := value(t, fams, "lakewap_premerge_hooks_total", map[string]string{"outcome": "allow", "via": "audit"}); got != 1 {
 		t.Errorf("restarted daemon's allowed hooks = %v, want 1", got)
 	}
 }

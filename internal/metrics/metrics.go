@@ -104,8 +104,8 @@ func LakeFSClient(reg prometheus.Registerer) *http.Client {
 // audit.PreMergeOptions.Observe.
 func PreMergeHooks(reg prometheus.Registerer) func(decision, via string) {
 	hooks := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_premerge_hooks_total",
-		Help: "lakeFS pre-merge webhook calls by decision (allow, block, error) and how it was reached (audit, unguarded, untouched)."},
-		[]string{"decision", "via"})
+		Help: "lakeFS pre-merge webhook calls by outcome, the decision (allow, block, error), and how it was reached (audit, unguarded, untouched)."},
+		[]string{"outcome", "via"})
 	reg.MustRegister(hooks)
 	for _, dv := range [][2]string{{"allow", "audit"}, {"block", "audit"}, {"error", "audit"}, {"allow", "unguarded"}, {"allow", "untouched"}} {
 		hooks.WithLabelValues(dv[0], dv[1]) // the decisions the handler makes, at 0 from the start
@@ -118,8 +118,8 @@ func PreMergeHooks(reg prometheus.Registerer) func(decision, via string) {
 // The result is janitor.Config.Deleted.
 func JanitorDeleted(reg prometheus.Registerer, repos []string, whys ...string) (func(repo, why string), error) {
 	deleted := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_janitor_branches_deleted_total",
-		Help: "Branches the janitor deleted, by repository and why (aborted_expired, published, abandoned)."},
-		[]string{"repository", "why"})
+		Help: "Branches the janitor deleted, by repository and reason (aborted_expired, published, abandoned)."},
+		[]string{"repository", "reason"})
 	if err := reg.Register(deleted); err != nil {
 		return nil, err
 	}
@@ -129,4 +129,15 @@ func JanitorDeleted(reg prometheus.Registerer, repos []string, whys ...string) (
 		}
 	}
 	return func(repo, why string) { deleted.WithLabelValues(repo, why).Inc() }, nil
+}
+
+// BuildInfo registers lakewap_build_info, always 1, whose labels say which
+// build runs (internal/buildinfo): join it to other series to see a
+// version roll out, or alert on two versions at once.
+func BuildInfo(reg prometheus.Registerer, version, revision, goVersion string) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_build_info",
+		Help: "The running build: version (module version, short VCS revision or dev), revision and Go version; always 1."},
+		[]string{"version", "revision", "goversion"})
+	reg.MustRegister(g)
+	g.WithLabelValues(version, revision, goVersion).Set(1)
 }

@@ -43,3 +43,24 @@ func TestRunsPastDeadlineCountsStuckRunsPerDataset(t *testing.T) {
 		t.Errorf("lakewap_runs_past_deadline = %v, want %v", got, want)
 	}
 }
+
+func TestBuildInfo(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	BuildInfo(reg, "v1.2.3", "0123abc", "go1.26.8")
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fams) != 1 || fams[0].GetName() != "lakewap_build_info" || len(fams[0].Metric) != 1 {
+		t.Fatalf("gathered %v, want lakewap_build_info alone", fams)
+	}
+	m := fams[0].Metric[0]
+	got := map[string]string{}
+	for _, l := range m.Label {
+		got[l.GetName()] = l.GetValue()
+	}
+	want := map[string]string{"version": "v1.2.3", "revision": "0123abc", "goversion": "go1.26.8"}
+	if !maps.Equal(got, want) || m.GetGauge().GetValue() != 1 {
+		t.Errorf("lakewap_build_info labels %v value %v, want %v and 1", got, m.GetGauge().GetValue(), want)
+	}
+}
