@@ -1,12 +1,13 @@
 package audit
 
 import (
-	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/url"
 	"os"
@@ -19,47 +20,64 @@ import (
 
 // Delta Lake tables. lakewap reads a table's _delta_log itself: the JSON
 // commits are decoded here and Parquet checkpoints are read by the engine's
-// DuckDB (as JSON rows, so both go through one decoder), and the actions
-// are applied in version order to find the table's active files at the
-// ref. No Go Delta library is used: the one lakeFS itself uses is a fork
-// that is not on the module proxy's checksum database and brings a storage
-// layer of its own, and DuckDB's delta extension cannot be installed
-// offline; what the audit needs — the active file set and the files each
-// commit added — is a small part of the protocol.
+// DuckDB (as JSON rows of the fields that decide the file set, so both go
+// through one decoder), and the actions are applied as the protocol and
+// delta-kernel apply them: from the newest complete checkpoint, then the
+// commits after it, one version at a time. No Go Delta library is used: the
+// one lakeFS itself uses is a fork that is not on the module proxy's
+// checksum database and brings a storage layer of its own, and DuckDB's
+// delta extension cannot be installed offline; what the audit needs — the
+// active file set and its partition values — is a small part of the
+// protocol.
 //
-// What the reader does not understand is an error of the table's checks
-// (status error), never a silent pass: a reader version above 3, a reader
-// feature other than those below, column mapping, deletion vectors on a
-// file, absolute file paths, a gap in the log that no checkpoint covers.
+// Where two valid readers could read different rows the table is refused
+// (its checks error, never pass): a checkpoint that disagrees with the
+// commits it sums up, a path added and removed (or added twice) in one
+// version, two spellings of one file, a remove or add with a deletion
+// vector, V2 checkpoints, sidecars and log compaction files, a
+// _last_checkpoint that names another checkpoint than the newest, a reader
+// version above 3 or a reader feature not listed below, column mapping,
+// absolute file paths, a gap in the log that no checkpoint covers.
 
 // deltaReaderFeatures are the table features (protocol reader version 3)
 // that do not change which rows the active Parquet files hold.
 var deltaReaderFeatures = map[string]bool{
 	"timestampNtz":         true, // a column type DuckDB reads
 	"vacuumProtocolCheck":  true, // only about vacuum
-	"v2Checkpoint":         true, // checkpoints of that form are refused below; JSON commits still work
+	"v2Checkpoint":         true, // V2 checkpoint files are refused where they appear; classic ones and JSON commits still work
 	"checkpointProtection": true, // only about log cleanup
 }
 
-// ErrDeltaUnsupported is a Delta log this reader does not understand.
+// ErrDeltaUnsupported is a Delta log this reader does not understand, or
+// one that two valid readers could read differently.
 var ErrDeltaUnsupported = errors.New("delta table not supported by lakewap's reader")
+
+// deltaMaxActionBytes bounds one action (a line of a commit, a row of a
+// checkpoint, without its statistics).
+const deltaMaxActionBytes = 1 << 20
 
 var (
 	deltaCommit       = regexp.MustCompile(`^(\d{20})\.json$`)
 	deltaCheckpoint   = regexp.MustCompile(`^(\d{20})\.checkpoint\.parquet$`)
 	deltaMultipart    = regexp.MustCompile(`^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$`)
 	deltaV2Checkpoint = regexp.MustCompile(`^(\d{20})\.checkpoint\.[0-9A-Fa-f-]{36}\.(json|parquet)$`)
+	deltaCompacted    = regexp.MustCompile(`^(\d{20})\.(\d{20})\.compacted\.json$`)
+	// deltaScheme is the start of an absolute URI (s3://..., file:...).
+	deltaScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 )
 
 // deltaSnapshot is a Delta table at a ref.
 type deltaSnapshot struct {
-	active    map[string]deltaFile // by object path in the repository
+	active    map[string]deltaFile // by the path the log names it with
 	partition []ColumnType         // partition columns, DuckDB types
+	schema    []ColumnType         // the table's top-level columns as the log declares them
 }
 
 type deltaFile struct {
 	obj   Object
 	parts map[string]*string
+	// lits are the partition values as SQL literals, in partition column order.
+	lits []string
 }
 
 // deltaAction is one line of a commit (or one row of a checkpoint).
@@ -70,66 +88,113 @@ type deltaAction struct {
 		DeletionVector  json.RawMessage    `json:"deletionVector"`
 	} `json:"add"`
 	Remove *struct {
-		Path string `json:"path"`
+		Path           string          `json:"path"`
+		DeletionVector json.RawMessage `json:"deletionVector"`
 	} `json:"remove"`
-	MetaData *struct {
-		Format struct {
-			Provider string `json:"provider"`
-		} `json:"format"`
-		SchemaString     string            `json:"schemaString"`
-		PartitionColumns []string          `json:"partitionColumns"`
-		Configuration    map[string]string `json:"configuration"`
-	} `json:"metaData"`
-	Protocol *struct {
-		MinReaderVersion int      `json:"minReaderVersion"`
-		ReaderFeatures   []string `json:"readerFeatures"`
-	} `json:"protocol"`
+	MetaData *deltaMetaData       `json:"metaData"`
+	Protocol *deltaProtocolAction `json:"protocol"`
+	// V2 checkpoint actions: lakewap does not read sidecars.
+	CheckpointMetadata json.RawMessage `json:"checkpointMetadata"`
+	Sidecar            json.RawMessage `json:"sidecar"`
+}
+
+type deltaMetaData struct {
+	Format struct {
+		Provider string `json:"provider"`
+	} `json:"format"`
+	SchemaString     string            `json:"schemaString"`
+	PartitionColumns []string          `json:"partitionColumns"`
+	Configuration    map[string]string `json:"configuration"`
+}
+
+type deltaProtocolAction struct {
+	MinReaderVersion int      `json:"minReaderVersion"`
+	ReaderFeatures   []string `json:"readerFeatures"`
+}
+
+func present(raw json.RawMessage) bool {
+	b := bytes.TrimSpace(raw)
+	return len(b) > 0 && string(b) != "null" && string(b) != "false"
 }
 
 // deltaLog is a table's listing split into log files and data objects.
 type deltaLog struct {
+	dir         string // the table's _delta_log/ prefix
 	commits     map[int64]Object
 	checkpoints map[int64][]Object // complete checkpoints only
-	v2          map[int64]bool
-	objects     map[string]Object // every object under the table path, by path
+	last        *Object            // _last_checkpoint
+	files       map[string]Object  // every object under _delta_log/
+	objects     map[string]Object  // every object under the table path, by path
+	unsupported []string           // log files lakewap does not read
+}
+
+// deltaLogDir is the _delta_log/ prefix of a table at prefix.
+func deltaLogDir(prefix string) string {
+	return strings.TrimPrefix(strings.TrimSuffix(prefix, "/")+"/_delta_log/", "/")
 }
 
 func splitDeltaLog(prefix string, objs []Object) deltaLog {
-	l := deltaLog{commits: map[int64]Object{}, checkpoints: map[int64][]Object{}, v2: map[int64]bool{}, objects: map[string]Object{}}
-	parts := map[int64]map[int]Object{}
-	partTotal := map[int64]int{}
-	logDir := strings.TrimPrefix(strings.TrimSuffix(prefix, "/")+"/_delta_log/", "/")
+	l := deltaLog{dir: deltaLogDir(prefix), commits: map[int64]Object{}, checkpoints: map[int64][]Object{},
+		files: map[string]Object{}, objects: map[string]Object{}}
+	type multipart struct{ version, total int64 }
+	parts := map[multipart]map[int64]Object{}
 	for _, o := range objs {
 		l.objects[o.Path] = o
-		name, ok := strings.CutPrefix(o.Path, logDir)
-		if !ok || strings.Contains(name, "/") {
+		name, ok := strings.CutPrefix(o.Path, l.dir)
+		if !ok {
+			continue
+		}
+		l.files[o.Path] = o
+		if strings.HasPrefix(name, "_sidecars/") {
+			l.unsupported = append(l.unsupported, "sidecar file "+name+" (V2 checkpoints)")
+			continue
+		}
+		if strings.Contains(name, "/") {
 			continue
 		}
 		if m := deltaCommit.FindStringSubmatch(name); m != nil {
 			l.commits[atoi64(m[1])] = o
 		} else if m := deltaCheckpoint.FindStringSubmatch(name); m != nil {
-			l.checkpoints[atoi64(m[1])] = []Object{o}
+			l.addCheckpoint(atoi64(m[1]), []Object{o})
 		} else if m := deltaMultipart.FindStringSubmatch(name); m != nil {
-			v := atoi64(m[1])
-			if parts[v] == nil {
-				parts[v] = map[int]Object{}
+			k := multipart{atoi64(m[1]), atoi64(m[3])}
+			if parts[k] == nil {
+				parts[k] = map[int64]Object{}
 			}
-			parts[v][int(atoi64(m[2]))] = o
-			partTotal[v] = int(atoi64(m[3]))
-		} else if m := deltaV2Checkpoint.FindStringSubmatch(name); m != nil {
-			l.v2[atoi64(m[1])] = true
+			parts[k][atoi64(m[2])] = o
+		} else if deltaV2Checkpoint.MatchString(name) {
+			l.unsupported = append(l.unsupported, "V2 checkpoint "+name)
+		} else if deltaCompacted.MatchString(name) {
+			l.unsupported = append(l.unsupported, "log compaction file "+name)
+		} else if name == "_last_checkpoint" {
+			l.last = &o
 		}
 	}
-	for v, ps := range parts {
+	for _, k := range slices.SortedFunc(maps.Keys(parts), func(a, b multipart) int { return int(a.total - b.total) }) {
 		var objs []Object
-		for i := 1; i <= partTotal[v] && ps[i].Path != ""; i++ {
-			objs = append(objs, ps[i])
+		for i := int64(1); i <= k.total; i++ {
+			o, ok := parts[k][i]
+			if !ok {
+				break // an incomplete checkpoint is not usable
+			}
+			objs = append(objs, o)
 		}
-		if len(ps) == partTotal[v] && len(objs) == partTotal[v] { // an incomplete one is not usable
-			l.checkpoints[v] = objs
+		if int64(len(objs)) == k.total && int64(len(parts[k])) == k.total {
+			l.addCheckpoint(k.version, objs)
 		}
 	}
+	slices.Sort(l.unsupported)
 	return l
+}
+
+// addCheckpoint records a complete checkpoint; a second one of the same
+// version is a reading lakewap cannot choose between.
+func (l *deltaLog) addCheckpoint(v int64, objs []Object) {
+	if _, ok := l.checkpoints[v]; ok {
+		l.unsupported = append(l.unsupported, fmt.Sprintf("two checkpoints of version %d", v))
+		return
+	}
+	l.checkpoints[v] = objs
 }
 
 func atoi64(s string) int64 {
@@ -137,34 +202,76 @@ func atoi64(s string) int64 {
 	return n
 }
 
-// plan is which log files rebuild the latest version: all commits from 0,
-// or the newest complete checkpoint and the commits after it.
-func (l deltaLog) plan() (checkpoint []Object, commits []int64, latest int64, err error) {
-	cp := slices.Max(append(slices.Collect(maps.Keys(l.checkpoints)), -1))
-	if latest = max(cp, slices.Max(append(slices.Collect(maps.Keys(l.commits)), -1))); latest < 0 {
-		if len(l.v2) > 0 {
-			return nil, nil, -1, fmt.Errorf("%w: only V2 checkpoints (reader feature v2Checkpoint) and no JSON commits", ErrDeltaUnsupported)
-		}
-		return nil, nil, -1, nil
+// deltaPlan is which log files rebuild the latest version: the newest
+// complete checkpoint (version -1: none) and the commits after it.
+type deltaPlan struct {
+	checkpoint int64
+	commits    []int64
+}
+
+func (p deltaPlan) version() int64 {
+	if len(p.commits) > 0 {
+		return p.commits[len(p.commits)-1]
 	}
-	from := int64(0)
-	for v := int64(0); v <= latest; v++ {
-		if _, ok := l.commits[v]; !ok { // a gap: start from the newest checkpoint, after it
-			if cp < v {
-				return nil, nil, -1, fmt.Errorf("%w: the log is missing commit %d and has no usable checkpoint after it (cleaned up, or V2 checkpoints)",
-					ErrDeltaUnsupported, v)
-			}
-			checkpoint, from = l.checkpoints[cp], cp+1
-			break
-		}
-	}
-	for v := from; v <= latest; v++ {
+	return p.checkpoint
+}
+
+// contiguous are the commits from..to, if the log has every one.
+func (l deltaLog) contiguous(from, to int64) ([]int64, bool) {
+	var out []int64
+	for v := from; v <= to; v++ {
 		if _, ok := l.commits[v]; !ok {
-			return nil, nil, -1, fmt.Errorf("%w: the log is missing commit %d (of %d)", ErrDeltaUnsupported, v, latest)
+			return nil, false
 		}
-		commits = append(commits, v)
+		out = append(out, v)
 	}
-	return checkpoint, commits, latest, nil
+	return out, true
+}
+
+// plan is how Delta readers rebuild the latest version: the newest complete
+// checkpoint, then the commits after it. verify, when the log allows it, is
+// a second reading of the checkpoint's version from older log files (the
+// checkpoint before it, or none, and the commits in between), which must
+// give the same table.
+func (l deltaLog) plan() (read deltaPlan, verify *deltaPlan, err error) {
+	read.checkpoint = -1
+	if len(l.unsupported) > 0 {
+		return read, nil, fmt.Errorf("%w: %s", ErrDeltaUnsupported, strings.Join(l.unsupported, "; "))
+	}
+	cps := slices.Sorted(maps.Keys(l.checkpoints))
+	cp := int64(-1)
+	if len(cps) > 0 {
+		cp = cps[len(cps)-1]
+	}
+	latest := max(cp, slices.Max(append(slices.Collect(maps.Keys(l.commits)), -1)))
+	if latest < 0 {
+		return read, nil, nil
+	}
+	commits, ok := l.contiguous(cp+1, latest)
+	if !ok {
+		missing := cp + 1
+		for ; l.commits[missing].Path != ""; missing++ {
+		}
+		if cp < 0 {
+			return read, nil, fmt.Errorf("%w: the log is missing commit %d (of %d) and has no checkpoint after it", ErrDeltaUnsupported, missing, latest)
+		}
+		return read, nil, fmt.Errorf("%w: the log is missing commit %d (of %d), after checkpoint %d", ErrDeltaUnsupported, missing, latest, cp)
+	}
+	read = deltaPlan{checkpoint: cp, commits: commits}
+	if cp < 0 {
+		return read, nil, nil
+	}
+	// The checkpoint before it (or none) and the commits up to it.
+	for i := len(cps) - 2; i >= -1; i-- {
+		from := int64(-1)
+		if i >= 0 {
+			from = cps[i]
+		}
+		if between, ok := l.contiguous(from+1, cp); ok {
+			return read, &deltaPlan{checkpoint: from, commits: between}, nil
+		}
+	}
+	return read, nil, nil
 }
 
 // deltaLoad reads the table's log at ref and returns its snapshot. An
@@ -175,6 +282,9 @@ func (r *run) deltaLoad(ctx context.Context, dl downloader, ref string, t Table)
 	s, ok := r.deltaSnaps[key]
 	if !ok {
 		s.snap, s.err = r.deltaRead(ctx, dl, ref, t)
+		if s.err == nil && ref == r.req.Ref && r.req.BaseRef != "" && r.req.BaseRef != ref {
+			s.err = r.deltaLogOnlyGrows(ctx, t)
+		}
 		r.deltaSnaps[key] = s
 	}
 	return s.snap, s.err
@@ -192,76 +302,361 @@ func (e errDeltaTable) Unwrap() error { return e.error }
 
 func tableErr(format string, args ...any) error { return errDeltaTable{fmt.Errorf(format, args...)} }
 
-func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table) (*deltaSnapshot, error) {
-	objs, err := r.e.opts.Source.List(ctx, r.req.Repository, ref, t.Path)
+// list lists prefix at ref within the listing budget: a listing over it is
+// the table's problem.
+func (r *run) list(ctx context.Context, ref, prefix string) ([]Object, error) {
+	objs, err := r.e.opts.Source.List(ctx, r.req.Repository, ref, prefix)
 	if err != nil {
+		return nil, err
+	}
+	if n := r.e.opts.MaxListObjects; len(objs) > n {
+		return nil, errOverBudget{fmt.Errorf("%w: %d objects under %s at %s, over the listing budget of %d (audit.max_list_objects)",
+			ErrOverBudget, len(objs), prefix, ref, n)}
+	}
+	return objs, nil
+}
+
+func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table) (*deltaSnapshot, error) {
+	objs, err := r.list(ctx, ref, t.Path)
+	if err != nil {
+		if errors.As(err, new(errOverBudget)) {
+			return nil, errDeltaTable{err}
+		}
 		return nil, fmt.Errorf("list table %s at %s: %w", t.Name, ref, err)
 	}
-	snap := &deltaSnapshot{active: map[string]deltaFile{}}
 	if len(objs) == 0 {
-		return snap, nil // no table at this ref
+		return &deltaSnapshot{active: map[string]deltaFile{}}, nil // no table at this ref
 	}
 	l := splitDeltaLog(t.Path, objs)
-	checkpoint, commits, latest, err := l.plan()
+	read, verify, err := l.plan()
 	if err != nil {
 		return nil, errDeltaTable{err}
 	}
-	if latest < 0 {
+	if read.version() < 0 {
 		return nil, tableErr("not a Delta table: no _delta_log/ commits under %s", t.Path)
 	}
-	logFiles := append(slices.Clone(checkpoint), each(commits, func(v int64) Object { return l.commits[v] })...)
-	local, err := dl.fetchAll(ctx, each(logFiles, func(o Object) fetch { return fetch{ref: ref, obj: o} }))
+	if err := r.deltaLastCheckpoint(ctx, dl, ref, l, read.checkpoint); err != nil {
+		return nil, err
+	}
+	st, err := r.deltaReplay(ctx, dl, ref, t, l, read)
 	if err != nil {
-		return nil, fmt.Errorf("delta log of %s at %s: %w", t.Name, ref, err)
+		return nil, err
 	}
-	st := deltaState{snap: snap, table: t, objects: l.objects}
-	if len(checkpoint) > 0 {
-		v := latest - int64(len(commits))
-		// A row of the checkpoint's parts as a JSON object, read on one of
-		// the pool's connections: the run's is not open yet.
-		rows, err := firstColumn[[]byte](ctx, r.e.db, "SELECT CAST(to_json(c) AS VARCHAR) FROM read_parquet("+
-			literalList(local[:len(checkpoint)])+", union_by_name = true) c")
+	if verify != nil {
+		other, err := r.deltaReplay(ctx, dl, ref, t, l, *verify)
 		if err != nil {
-			return nil, tableErr("checkpoint %d of %s: %v", v, t.Name, err)
+			return nil, err
 		}
-		for _, row := range rows {
-			if err := st.apply(row); err != nil {
-				return nil, tableErr("checkpoint %d: %w", v, err)
-			}
-		}
-		local = local[len(checkpoint):]
-	}
-	for i, v := range commits {
-		b, err := os.ReadFile(local[i])
+		at, err := r.deltaReplay(ctx, dl, ref, t, l, deltaPlan{checkpoint: read.checkpoint})
 		if err != nil {
-			return nil, fmt.Errorf("delta log of %s: %w", t.Name, err)
+			return nil, err
 		}
-		for line := range bytes.Lines(b) {
-			if len(line) > 64<<20 {
-				return nil, tableErr("commit %d of %s: %v", v, t.Name, bufio.ErrTooLong)
-			}
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			if err := st.apply(line); err != nil {
-				return nil, tableErr("commit %d: %w", v, err)
-			}
+		if diff := at.differs(other); diff != "" {
+			return nil, tableErr("%w: checkpoint %d disagrees with the log before it (%s): %s",
+				ErrDeltaUnsupported, read.checkpoint, verify, diff)
 		}
 	}
-	if !st.sawProtocol || !st.sawMeta {
-		return nil, tableErr("the Delta log of %s has no protocol or metaData action", t.Name)
-	}
-	return snap, st.finish()
+	return st.snapshot(l.objects)
 }
 
-// deltaState applies actions to a snapshot.
+func (p deltaPlan) String() string {
+	var from string
+	if p.checkpoint >= 0 {
+		from = fmt.Sprintf("checkpoint %d and ", p.checkpoint)
+	}
+	if len(p.commits) == 0 {
+		return strings.TrimSuffix(from, " and ")
+	}
+	return fmt.Sprintf("%scommits %d to %d", from, p.commits[0], p.commits[len(p.commits)-1])
+}
+
+// deltaLastCheckpoint: _last_checkpoint, when there is one, must name the
+// newest complete checkpoint. A reader that trusts it starts there, one
+// that lists the log starts from the newest; they must be the same.
+func (r *run) deltaLastCheckpoint(ctx context.Context, dl downloader, ref string, l deltaLog, cp int64) error {
+	if l.last == nil {
+		return nil
+	}
+	if l.last.Size > 1<<20 {
+		return tableErr("%w: _last_checkpoint of %d bytes", ErrDeltaUnsupported, l.last.Size)
+	}
+	local, err := dl.fetchAll(ctx, []fetch{{ref: ref, obj: *l.last}})
+	if err != nil {
+		return fmt.Errorf("delta log at %s: %w", ref, err)
+	}
+	b, err := os.ReadFile(local[0])
+	if err != nil {
+		return err
+	}
+	var last struct {
+		Version *int64 `json:"version"`
+	}
+	if err := json.Unmarshal(b, &last); err != nil || last.Version == nil {
+		return tableErr("%w: _last_checkpoint is not a JSON object with a version", ErrDeltaUnsupported)
+	}
+	if *last.Version != cp {
+		if cp < 0 {
+			return tableErr("%w: _last_checkpoint names checkpoint %d, and the log has no complete checkpoint", ErrDeltaUnsupported, *last.Version)
+		}
+		return tableErr("%w: _last_checkpoint names checkpoint %d, the newest complete checkpoint is %d", ErrDeltaUnsupported, *last.Version, cp)
+	}
+	return nil
+}
+
+// logFile downloads one log file within the budget of a log file's bytes.
+func (r *run) logFile(ctx context.Context, dl downloader, ref string, objs []Object) ([]string, error) {
+	for _, o := range objs {
+		if n := r.e.opts.MaxLogFileBytes; o.Size > n {
+			return nil, errDeltaTable{fmt.Errorf("%w: Delta log file %s is %d bytes, over the budget of %d (audit.max_log_file_bytes)",
+				ErrOverBudget, o.Path, o.Size, n)}
+		}
+	}
+	local, err := dl.fetchAll(ctx, each(objs, func(o Object) fetch { return fetch{ref: ref, obj: o} }))
+	if err != nil {
+		return nil, fmt.Errorf("delta log at %s: %w", ref, err)
+	}
+	return local, nil
+}
+
+// deltaReplay applies the plan's checkpoint and commits.
+func (r *run) deltaReplay(ctx context.Context, dl downloader, ref string, t Table, l deltaLog, p deltaPlan) (*deltaState, error) {
+	st := newDeltaState(t)
+	if p.checkpoint >= 0 {
+		local, err := r.logFile(ctx, dl, ref, l.checkpoints[p.checkpoint])
+		if err != nil {
+			return nil, err
+		}
+		st.begin(p.checkpoint)
+		if err := r.deltaCheckpointRows(ctx, local, st.apply); err != nil {
+			if errors.As(err, new(errDeltaTable)) {
+				return nil, tableErr("checkpoint %d of %s: %w", p.checkpoint, t.Name, err)
+			}
+			return nil, err
+		}
+	}
+	for _, v := range p.commits {
+		local, err := r.logFile(ctx, dl, ref, []Object{l.commits[v]})
+		if err != nil {
+			return nil, err
+		}
+		st.begin(v)
+		if err := r.deltaCommitLines(local[0], st.apply); err != nil {
+			if errors.As(err, new(errDeltaTable)) {
+				return nil, tableErr("commit %d of %s: %w", v, t.Name, err)
+			}
+			return nil, err
+		}
+	}
+	if st.protocol == nil || st.meta == nil {
+		return nil, tableErr("the Delta log of %s has no protocol or metaData action", t.Name)
+	}
+	return st, nil
+}
+
+// deltaCommitLines applies each action line of a commit file, streaming.
+func (r *run) deltaCommitLines(file string, apply func([]byte) error) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	rd := newLineReader(f, deltaMaxActionBytes)
+	for {
+		line, err := rd.next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return errDeltaTable{err}
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if err := apply(line); err != nil {
+			return errDeltaTable{err}
+		}
+	}
+}
+
+// lineReader reads lines of at most max bytes.
+type lineReader struct {
+	r   io.Reader
+	buf []byte
+	max int
+	eof bool
+}
+
+func newLineReader(r io.Reader, max int) *lineReader { return &lineReader{r: r, max: max} }
+
+func (l *lineReader) next() ([]byte, error) {
+	for {
+		if i := bytes.IndexByte(l.buf, '\n'); i >= 0 {
+			line := l.buf[:i]
+			l.buf = l.buf[i+1:]
+			return line, nil
+		}
+		if l.eof {
+			if len(l.buf) == 0 {
+				return nil, io.EOF
+			}
+			line := l.buf
+			l.buf = nil
+			return line, nil
+		}
+		if len(l.buf) > l.max {
+			return nil, fmt.Errorf("%w: an action of more than %d bytes", ErrDeltaUnsupported, l.max)
+		}
+		chunk := make([]byte, 64<<10)
+		n, err := l.r.Read(chunk)
+		l.buf = append(l.buf, chunk[:n]...)
+		if errors.Is(err, io.EOF) {
+			l.eof = true
+		} else if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// deltaCheckpointRows applies each action of a checkpoint's parts,
+// streaming: the rows come from DuckDB one vector at a time, with only
+// the fields that decide the file set (not the statistics), each row at
+// most deltaMaxActionBytes and all of them at most the log file budget.
+func (r *run) deltaCheckpointRows(ctx context.Context, files []string, apply func([]byte) error) error {
+	fields, err := r.parquetFields(ctx, files)
+	if err != nil {
+		return errDeltaTable{err}
+	}
+	q, err := checkpointSQL(files, fields)
+	if err != nil {
+		return errDeltaTable{err}
+	}
+	rows, err := r.e.db.QueryContext(ctx, q)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return errDeltaTable{err}
+	}
+	defer rows.Close()
+	var total int64
+	for rows.Next() {
+		var (
+			row  sql.RawBytes // valid until the next row: apply copies what it keeps
+			size int64
+		)
+		if err := rows.Scan(&row, &size); err != nil {
+			return errDeltaTable{err}
+		}
+		if size > deltaMaxActionBytes {
+			return errDeltaTable{fmt.Errorf("%w: an action of %d bytes (more than %d)", ErrDeltaUnsupported, size, deltaMaxActionBytes)}
+		}
+		if total += size; total > r.e.opts.MaxLogFileBytes {
+			return errDeltaTable{fmt.Errorf("%w: the checkpoint's actions are over %d bytes (audit.max_log_file_bytes)", ErrOverBudget, r.e.opts.MaxLogFileBytes)}
+		}
+		if err := apply(row); err != nil {
+			return errDeltaTable{err}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return errDeltaTable{err}
+	}
+	return nil
+}
+
+// parquetFields are the top-level columns of Parquet files and, for each,
+// its child fields, as the files' footers name them (union of the files).
+func (r *run) parquetFields(ctx context.Context, files []string) (map[string]map[string]bool, error) {
+	cols, err := r.parquetColumns(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]bool{}
+	for _, fc := range cols {
+		for _, c := range fc {
+			if out[c.name] == nil {
+				out[c.name] = map[string]bool{}
+			}
+			for _, ch := range c.children {
+				out[c.name][ch] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// checkpointSQL selects each checkpoint row's actions as one JSON object
+// of the fields lakewap reads, and its size.
+func checkpointSQL(files []string, fields map[string]map[string]bool) (string, error) {
+	for _, v2 := range []string{"checkpointMetadata", "sidecar"} {
+		if fields[v2] != nil {
+			return "", fmt.Errorf("%w: a V2 checkpoint (it has %s actions)", ErrDeltaUnsupported, v2)
+		}
+	}
+	var parts, nonNull []string
+	file := func(action string, want ...string) {
+		have := fields[action]
+		if have == nil {
+			return
+		}
+		col := "c." + quoteIdent(action)
+		nonNull = append(nonNull, col+" IS NOT NULL")
+		var kv []string
+		for _, f := range want {
+			if !have[f] {
+				continue
+			}
+			e := col + "." + quoteIdent(f)
+			if f == "deletionVector" {
+				e = e + " IS NOT NULL"
+			}
+			kv = append(kv, quoteLiteral(f)+": "+e)
+		}
+		if len(kv) == 0 {
+			kv = []string{"'path': NULL"}
+		}
+		parts = append(parts, fmt.Sprintf("%s: CASE WHEN %s IS NOT NULL THEN {%s} END", quoteLiteral(action), col, strings.Join(kv, ", ")))
+	}
+	file("add", "path", "partitionValues", "deletionVector")
+	file("remove", "path", "deletionVector")
+	for _, whole := range []string{"metaData", "protocol"} {
+		if fields[whole] != nil {
+			col := "c." + quoteIdent(whole)
+			nonNull = append(nonNull, col+" IS NOT NULL")
+			parts = append(parts, quoteLiteral(whole)+": "+col)
+		}
+	}
+	if len(parts) == 0 {
+		return "", fmt.Errorf("%w: a checkpoint with no add, remove, metaData or protocol column", ErrDeltaUnsupported)
+	}
+	return fmt.Sprintf(`SELECT j, strlen(j) FROM (
+		SELECT CAST(to_json({%s}) AS VARCHAR) AS j FROM read_parquet(%s, union_by_name = true) c WHERE %s)`,
+		strings.Join(parts, ", "), literalList(files), strings.Join(nonNull, " OR ")), nil
+}
+
+// deltaState applies actions, one version at a time.
 type deltaState struct {
-	snap                 *deltaSnapshot
-	table                Table
-	objects              map[string]Object
-	sawProtocol, sawMeta bool
-	schema               string
-	partCols             []string
+	table    Table
+	version  int64
+	added    map[string]bool // paths added in this version
+	removed  map[string]bool // paths removed in this version
+	active   map[string]deltaFile
+	byObject map[string]string // the object path of an active file -> the path the log names it with
+	protocol *deltaProtocolAction
+	meta     *deltaMetaData
+	// seen counts protocol and metaData actions of this version.
+	protocols, metas int
+}
+
+func newDeltaState(t Table) *deltaState {
+	return &deltaState{table: t, active: map[string]deltaFile{}, byObject: map[string]string{}}
+}
+
+// begin starts the actions of version v.
+func (s *deltaState) begin(v int64) {
+	s.version, s.added, s.removed, s.protocols, s.metas = v, map[string]bool{}, map[string]bool{}, 0, 0
 }
 
 func (s *deltaState) apply(line []byte) error {
@@ -269,8 +664,13 @@ func (s *deltaState) apply(line []byte) error {
 	if err := json.Unmarshal(line, &a); err != nil {
 		return fmt.Errorf("not a Delta action: %v", err)
 	}
+	if present(a.CheckpointMetadata) || present(a.Sidecar) {
+		return fmt.Errorf("%w: a V2 checkpoint action (checkpointMetadata or sidecar)", ErrDeltaUnsupported)
+	}
 	if p := a.Protocol; p != nil {
-		s.sawProtocol = true
+		if s.protocols++; s.protocols > 1 {
+			return fmt.Errorf("%w: two protocol actions in version %d", ErrDeltaUnsupported, s.version)
+		}
 		if p.MinReaderVersion > 3 {
 			return fmt.Errorf("%w: protocol reader version %d (lakewap reads up to 3)", ErrDeltaUnsupported, p.MinReaderVersion)
 		}
@@ -279,81 +679,248 @@ func (s *deltaState) apply(line []byte) error {
 				return fmt.Errorf("%w: reader feature %s", ErrDeltaUnsupported, f)
 			}
 		}
+		s.protocol = p
 	}
 	if m := a.MetaData; m != nil {
-		s.sawMeta = true
+		if s.metas++; s.metas > 1 {
+			return fmt.Errorf("%w: two metaData actions in version %d", ErrDeltaUnsupported, s.version)
+		}
 		if p := strings.ToLower(m.Format.Provider); p != "" && p != "parquet" {
 			return fmt.Errorf("%w: data files in format %s", ErrDeltaUnsupported, m.Format.Provider)
 		}
 		if mode := m.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
 			return fmt.Errorf("%w: column mapping mode %s", ErrDeltaUnsupported, mode)
 		}
-		s.schema, s.partCols = m.SchemaString, m.PartitionColumns
+		s.meta = m
 	}
 	if a.Add != nil {
-		if dv := bytes.TrimSpace(a.Add.DeletionVector); len(dv) > 0 && string(dv) != "null" {
-			return fmt.Errorf("%w: file %s has a deletion vector (reader feature deletionVectors)", ErrDeltaUnsupported, a.Add.Path)
-		}
-		p, err := s.objectPath(a.Add.Path)
-		if err != nil {
+		if err := s.add(a.Add.Path, a.Add.PartitionValues, a.Add.DeletionVector); err != nil {
 			return err
 		}
-		s.snap.active[p] = deltaFile{parts: a.Add.PartitionValues}
 	}
 	if a.Remove != nil {
-		p, err := s.objectPath(a.Remove.Path)
-		if err != nil {
+		if err := s.remove(a.Remove.Path, a.Remove.DeletionVector); err != nil {
 			return err
 		}
-		delete(s.snap.active, p)
+	}
+	return nil
+}
+
+// add applies an add action. The protocol allows one action per path and
+// version; readers differ on two (delta-kernel keeps a path added and
+// removed in one commit), so lakewap refuses them.
+func (s *deltaState) add(p string, parts map[string]*string, dv json.RawMessage) error {
+	if present(dv) {
+		return fmt.Errorf("%w: file %s has a deletion vector (reader feature deletionVectors)", ErrDeltaUnsupported, p)
+	}
+	switch {
+	case s.removed[p]:
+		return fmt.Errorf("%w: path %s is added and removed in version %d", ErrDeltaUnsupported, p, s.version)
+	case s.added[p]:
+		return fmt.Errorf("%w: path %s is added twice in version %d", ErrDeltaUnsupported, p, s.version)
+	}
+	obj, err := s.objectPath(p)
+	if err != nil {
+		return err
+	}
+	if other, ok := s.byObject[obj]; ok && other != p {
+		return fmt.Errorf("%w: the log names file %s as %s and as %s", ErrDeltaUnsupported, obj, other, p)
+	}
+	s.added[p] = true
+	s.active[p] = deltaFile{obj: Object{Path: obj}, parts: parts}
+	s.byObject[obj] = p
+	return nil
+}
+
+func (s *deltaState) remove(p string, dv json.RawMessage) error {
+	if present(dv) {
+		return fmt.Errorf("%w: a remove of %s with a deletion vector (reader feature deletionVectors)", ErrDeltaUnsupported, p)
+	}
+	if s.added[p] {
+		return fmt.Errorf("%w: path %s is added and removed in version %d", ErrDeltaUnsupported, p, s.version)
+	}
+	s.removed[p] = true
+	if f, ok := s.active[p]; ok {
+		delete(s.active, p)
+		delete(s.byObject, f.obj.Path)
+		return nil
+	}
+	// A tombstone of a file no longer active; one that names an active
+	// file in another spelling removes it for some readers only.
+	obj, err := s.objectPath(p)
+	if err != nil {
+		return err
+	}
+	if other, ok := s.byObject[obj]; ok {
+		return fmt.Errorf("%w: a remove of %s names active file %s, which the log adds as %s", ErrDeltaUnsupported, p, obj, other)
 	}
 	return nil
 }
 
 // objectPath is the repository path of a file named in the log: a path
-// relative to the table root, URL-encoded.
+// relative to the table root, URL-encoded. Paths that readers could resolve
+// differently (dot segments, empty segments) are refused.
 func (s *deltaState) objectPath(p string) (string, error) {
-	if strings.Contains(p, "://") || strings.HasPrefix(p, "/") {
+	if strings.HasPrefix(p, "/") || deltaScheme.MatchString(p) {
 		return "", fmt.Errorf("%w: absolute file path %s", ErrDeltaUnsupported, p)
 	}
 	dec, err := url.PathUnescape(p)
 	if err != nil {
 		return "", fmt.Errorf("file path %q: %v", p, err)
 	}
+	if dec == "" || slices.ContainsFunc(strings.Split(dec, "/"), func(seg string) bool { return seg == "" || seg == "." || seg == ".." }) {
+		return "", fmt.Errorf("%w: file path %q is not a plain relative path", ErrDeltaUnsupported, p)
+	}
 	return path.Join(s.table.Path, dec), nil
 }
 
-// finish attaches each active file's object and the partition columns.
-func (s *deltaState) finish() error {
-	for p, f := range s.snap.active {
-		o, ok := s.objects[p]
-		if !ok {
-			return tableErr("the Delta log names data file %s, which is not in the repository at this ref", p)
+// differs says how two readings of one version differ, or "".
+func (s *deltaState) differs(o *deltaState) string {
+	for p := range s.active {
+		if _, ok := o.active[p]; !ok {
+			return "the checkpoint has file " + p + " active, the commits do not"
 		}
-		f.obj = o
-		s.snap.active[p] = f
 	}
-	if len(s.partCols) == 0 {
-		return nil
-	}
-	types, err := deltaColumnTypes(s.schema)
-	if err != nil {
-		return tableErr("schema of %s: %v", s.table.Name, err)
-	}
-	for _, c := range s.partCols {
-		typ, ok := types[c]
+	for p, f := range o.active {
+		g, ok := s.active[p]
 		if !ok {
-			return tableErr("partition column %s is not in the schema, or of a type lakewap cannot read", c)
+			return "the commits have file " + p + " active, the checkpoint does not"
 		}
-		s.snap.partition = append(s.snap.partition, ColumnType{Name: c, Type: typ})
+		if !maps.EqualFunc(f.parts, g.parts, func(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }) {
+			return "file " + p + " has other partition values"
+		}
 	}
-	return nil
+	a, b := s.protocol, o.protocol
+	if a.MinReaderVersion != b.MinReaderVersion || !slices.Equal(slices.Sorted(slices.Values(a.ReaderFeatures)), slices.Sorted(slices.Values(b.ReaderFeatures))) {
+		return "the protocol differs"
+	}
+	m, n := s.meta, o.meta
+	if m.SchemaString != n.SchemaString || !slices.Equal(m.PartitionColumns, n.PartitionColumns) ||
+		!maps.Equal(m.Configuration, n.Configuration) || !strings.EqualFold(m.Format.Provider, n.Format.Provider) {
+		return "the table's metadata (schema, partition columns or configuration) differs"
+	}
+	return ""
 }
 
-var deltaDecimal = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
+// snapshot attaches each active file's object, reads the schema and checks
+// the partition values.
+func (s *deltaState) snapshot(objects map[string]Object) (*deltaSnapshot, error) {
+	snap := &deltaSnapshot{active: s.active}
+	fields, err := deltaColumnTypes(s.meta.SchemaString)
+	if err != nil {
+		return nil, tableErr("schema of %s: %v", s.table.Name, err)
+	}
+	snap.schema = fields
+	types := map[string]string{}
+	for _, f := range fields {
+		types[f.Name] = f.Type
+	}
+	for _, c := range s.meta.PartitionColumns {
+		typ, ok := types[c]
+		if !ok || typ == "" {
+			return nil, tableErr("partition column %s is not in the schema, or of a type lakewap cannot read", c)
+		}
+		snap.partition = append(snap.partition, ColumnType{Name: c, Type: typ})
+	}
+	for p, f := range s.active {
+		o, ok := objects[f.obj.Path]
+		if !ok {
+			return nil, tableErr("the Delta log names data file %s, which is not in the repository at this ref", f.obj.Path)
+		}
+		f.obj = o
+		for k := range f.parts {
+			if !slices.Contains(s.meta.PartitionColumns, k) {
+				return nil, tableErr("%w: file %s has a value for %s, which is not a partition column", ErrDeltaUnsupported, p, k)
+			}
+		}
+		f.lits = nil
+		for _, pc := range snap.partition {
+			v, ok := f.parts[pc.Name]
+			if !ok {
+				return nil, tableErr("%w: file %s has no value for partition column %s", ErrDeltaUnsupported, p, pc.Name)
+			}
+			lit, err := partitionLiteral(v, pc.Type)
+			if err != nil {
+				return nil, tableErr("%w: file %s: partition column %s: %v", ErrDeltaUnsupported, p, pc.Name, err)
+			}
+			f.lits = append(f.lits, lit)
+		}
+		s.active[p] = f
+	}
+	return snap, nil
+}
 
-// deltaColumnTypes maps the table's primitive columns to DuckDB types.
-func deltaColumnTypes(schema string) (map[string]string, error) {
+var (
+	deltaDecimal   = regexp.MustCompile(`^decimal\((\d+),\s*(\d+)\)$`)
+	partInteger    = regexp.MustCompile(`^-?[0-9]+$`)
+	partDecimal    = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
+	partDate       = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+	partTimestamp  = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?$`)
+	partTimestampZ = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?Z$`)
+)
+
+// partitionLiteral is a partition value as the protocol defines it, as a
+// SQL literal of the column's type. An empty string (and Hive's
+// __HIVE_DEFAULT_PARTITION__) is NULL for every type, as delta-kernel
+// reads it. A value that is not in the protocol's form for its type is
+// refused rather than left to DuckDB's more lenient casts.
+func partitionLiteral(v *string, typ string) (string, error) {
+	if v == nil || *v == "" || *v == "__HIVE_DEFAULT_PARTITION__" {
+		return "CAST(NULL AS " + typ + ")", nil
+	}
+	s := *v
+	bad := func() (string, error) { return "", fmt.Errorf("%q is not a %s partition value", s, typ) }
+	cast := func() (string, error) { return "CAST(" + quoteLiteral(s) + " AS " + typ + ")", nil }
+	switch {
+	case typ == "VARCHAR":
+		return quoteLiteral(s), nil
+	case typ == "BIGINT" || typ == "INTEGER" || typ == "SMALLINT" || typ == "TINYINT":
+		bits := map[string]int{"BIGINT": 64, "INTEGER": 32, "SMALLINT": 16, "TINYINT": 8}[typ]
+		if !partInteger.MatchString(s) {
+			return bad()
+		}
+		if _, err := strconv.ParseInt(s, 10, bits); err != nil {
+			return bad()
+		}
+		return cast()
+	case typ == "DOUBLE" || typ == "FLOAT":
+		if _, err := strconv.ParseFloat(s, 64); err != nil || strings.ContainsAny(s, "xXpP_") {
+			return bad()
+		}
+		return cast()
+	case typ == "BOOLEAN":
+		if s != "true" && s != "false" {
+			return bad()
+		}
+		return s, nil
+	case typ == "DATE":
+		if !partDate.MatchString(s) {
+			return bad()
+		}
+		return cast()
+	case typ == "TIMESTAMPTZ":
+		// The protocol's timestamps are UTC, in either form.
+		if !partTimestamp.MatchString(s) && !partTimestampZ.MatchString(s) {
+			return bad()
+		}
+		return "CAST(" + quoteLiteral(strings.TrimSuffix(strings.Replace(s, "T", " ", 1), "Z")+"+00") + " AS TIMESTAMPTZ)", nil
+	case typ == "TIMESTAMP":
+		if !partTimestamp.MatchString(s) {
+			return bad()
+		}
+		return cast()
+	case strings.HasPrefix(typ, "DECIMAL("):
+		if !partDecimal.MatchString(s) {
+			return bad()
+		}
+		return cast()
+	}
+	return "", fmt.Errorf("partition columns of type %s are not read by lakewap", typ)
+}
+
+// deltaColumnTypes maps the table's top-level columns to DuckDB types ("" for
+// a struct, array or map, and for a type lakewap does not map).
+func deltaColumnTypes(schema string) ([]ColumnType, error) {
 	var s struct {
 		Fields []struct {
 			Name string          `json:"name"`
@@ -365,44 +932,110 @@ func deltaColumnTypes(schema string) (map[string]string, error) {
 	}
 	prim := map[string]string{"string": "VARCHAR", "long": "BIGINT", "integer": "INTEGER", "short": "SMALLINT",
 		"byte": "TINYINT", "float": "FLOAT", "double": "DOUBLE", "boolean": "BOOLEAN", "date": "DATE",
-		"timestamp": "TIMESTAMPTZ", "timestamp_ntz": "TIMESTAMP", "binary": "BLOB"}
-	out := map[string]string{}
+		"timestamp": "TIMESTAMPTZ", "timestamp_ntz": "TIMESTAMP"}
+	var out []ColumnType
 	for _, f := range s.Fields {
 		var t string
-		if json.Unmarshal(f.Type, &t) != nil {
-			continue // a struct, array or map: never a partition column
+		c := ColumnType{Name: f.Name}
+		if json.Unmarshal(f.Type, &t) == nil {
+			if d, ok := prim[t]; ok {
+				c.Type = d
+			} else if m := deltaDecimal.FindStringSubmatch(t); m != nil {
+				c.Type = "DECIMAL(" + m[1] + "," + m[2] + ")"
+			}
 		}
-		if d, ok := prim[t]; ok {
-			out[f.Name] = d
-		} else if m := deltaDecimal.FindStringSubmatch(t); m != nil {
-			out[f.Name] = "DECIMAL(" + m[1] + "," + m[2] + ")"
-		}
+		out = append(out, c)
 	}
 	return out, nil
 }
 
 // objects are the active files, in path order.
 func (s *deltaSnapshot) objects() []Object {
-	return s.select_(func(deltaFile) bool { return true })
+	return s.select_(func(string, deltaFile) bool { return true })
 }
 
-// addedSince are the active files that base does not have: those the
-// commits after the base's version added and no later commit removed.
-// (Delta never reuses a data file's path, and a checkpoint does not say
-// which commit added a file, so this is a difference of the two sets.)
-func (s *deltaSnapshot) addedSince(base *deltaSnapshot) []Object {
-	return s.select_(func(f deltaFile) bool { _, had := base.active[f.obj.Path]; return !had })
+// changedSince are the active files whose rows base does not have: those
+// base has not active, and those whose bytes (physical address, checksum
+// or size) or partition values differ from base's file of the same path. A
+// file overwritten in place, with the log untouched, is one of them.
+func (s *deltaSnapshot) changedSince(base *deltaSnapshot) []Object {
+	return s.select_(func(p string, f deltaFile) bool {
+		b, had := base.active[p]
+		return !had || !sameObject(b.obj, f.obj) || !slices.Equal(b.lits, f.lits)
+	})
 }
 
-func (s *deltaSnapshot) select_(keep func(deltaFile) bool) []Object {
+// sameObject says whether two listings of an object name the same bytes.
+func sameObject(a, b Object) bool {
+	if a.Path != b.Path || a.Size != b.Size || a.Checksum != b.Checksum {
+		return false
+	}
+	return a.Address == b.Address
+}
+
+func (s *deltaSnapshot) select_(keep func(string, deltaFile) bool) []Object {
 	var out []Object
-	for _, f := range s.active {
-		if keep(f) {
+	for p, f := range s.active {
+		if keep(p, f) {
 			out = append(out, f.obj)
 		}
 	}
 	slices.SortFunc(out, func(a, b Object) int { return strings.Compare(a.Path, b.Path) })
 	return out
+}
+
+// deltaLogOnlyGrows: a batch may change a Delta table's log only by adding
+// versions. A reader that already read the base (a streaming reader, a
+// cache) reads only the versions after it: an older commit rewritten or
+// deleted, or a commit added at an old version, would give it other rows
+// than the audit read. New checkpoints and _last_checkpoint may come.
+func (r *run) deltaLogOnlyGrows(ctx context.Context, t Table) error {
+	dir := deltaLogDir(t.Path)
+	base, err := r.list(ctx, r.req.BaseRef, dir)
+	if err != nil {
+		if errors.As(err, new(errOverBudget)) {
+			return errDeltaTable{err}
+		}
+		return fmt.Errorf("list table %s at %s: %w", t.Name, r.req.BaseRef, err)
+	}
+	if len(base) == 0 {
+		return nil
+	}
+	cur, err := r.list(ctx, r.req.Ref, dir)
+	if err != nil {
+		if errors.As(err, new(errOverBudget)) {
+			return errDeltaTable{err}
+		}
+		return fmt.Errorf("list table %s at %s: %w", t.Name, r.req.Ref, err)
+	}
+	now := map[string]Object{}
+	for _, o := range cur {
+		now[o.Path] = o
+	}
+	latest := int64(-1)
+	for _, o := range base {
+		name := strings.TrimPrefix(o.Path, dir)
+		if m := deltaCommit.FindStringSubmatch(name); m != nil {
+			latest = max(latest, atoi64(m[1]))
+		}
+		if name == "_last_checkpoint" {
+			continue
+		}
+		n, ok := now[o.Path]
+		switch {
+		case !ok:
+			return tableErr("%w: the batch deletes %s from the Delta log (a batch may only add versions)", ErrDeltaUnsupported, o.Path)
+		case !sameObject(n, o):
+			return tableErr("%w: the batch rewrites %s in the Delta log (a batch may only add versions)", ErrDeltaUnsupported, o.Path)
+		}
+		delete(now, o.Path)
+	}
+	for p := range now {
+		if m := deltaCommit.FindStringSubmatch(strings.TrimPrefix(p, dir)); m != nil && atoi64(m[1]) <= latest {
+			return tableErr("%w: the batch adds commit %s at or below the base's version %d", ErrDeltaUnsupported, p, latest)
+		}
+	}
+	return nil
 }
 
 // deltaViewSQL defines a Delta table's view. Partition values live in the
@@ -412,16 +1045,17 @@ func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, file
 	if snap == nil || len(snap.partition) == 0 {
 		return viewSQL(schema, table, FormatParquet, files)
 	}
+	byObj := map[string]deltaFile{}
+	for _, f := range snap.active {
+		byObj[f.obj.Path] = f
+	}
 	groups := map[string][]string{}
 	for i, o := range objs {
-		f := snap.active[o.Path]
-		cols := each(snap.partition, func(pc ColumnType) string {
-			v := "NULL"
-			if p := f.parts[pc.Name]; p != nil {
-				v = quoteLiteral(*p)
-			}
-			return fmt.Sprintf("CAST(%s AS %s) AS %s", v, pc.Type, quoteIdent(pc.Name))
-		})
+		f := byObj[o.Path]
+		cols := make([]string, len(snap.partition))
+		for j, pc := range snap.partition {
+			cols[j] = fmt.Sprintf("%s AS %s", f.lits[j], quoteIdent(pc.Name))
+		}
 		k := strings.Join(cols, ", ")
 		groups[k] = append(groups[k], files[i])
 	}
@@ -432,9 +1066,9 @@ func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, file
 }
 
 // deltaView fills a view of a Delta table: the active files at the ref
-// (main, base) or those the commits after the base's version added
-// (batch). A log the reader does not understand breaks the view, and the
-// checks that use it report the error.
+// (main, base) or those whose rows the base does not have (batch). A log
+// the reader does not understand breaks the view, and the checks that use
+// it report the error.
 func (r *run) deltaView(ctx context.Context, dl downloader, k viewKey, v *view) error {
 	ref := v.ref
 	snap, err := r.deltaLoad(ctx, dl, ref, v.table)
@@ -443,7 +1077,7 @@ func (r *run) deltaView(ctx context.Context, dl downloader, k viewKey, v *view) 
 		if k.schema == schemaBatch {
 			var base *deltaSnapshot
 			if base, err = r.deltaLoad(ctx, dl, r.req.BaseRef, v.table); err == nil {
-				v.objects = snap.addedSince(base)
+				v.objects = snap.changedSince(base)
 			} else {
 				ref = r.req.BaseRef
 			}

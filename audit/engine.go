@@ -22,6 +22,25 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
+// Defaults of the audit's budgets (see Options).
+const (
+	DefaultMaxFiles        = 100_000
+	DefaultMaxBytes        = 256 << 30
+	DefaultMaxListObjects  = 1_000_000
+	DefaultMaxLogFileBytes = 64 << 20
+	DefaultClockSkew       = 5 * time.Minute
+	DefaultQueryTimeout    = 5 * time.Minute
+)
+
+// ErrOverBudget is an audit over one of its budgets: a check error of the
+// checks it concerns, not an infrastructure failure.
+var ErrOverBudget = errors.New("over the audit's budget")
+
+// errOverBudget marks a budget error on its way to a view.
+type errOverBudget struct{ error }
+
+func (e errOverBudget) Unwrap() error { return e.error }
+
 // Errors returned by Run.
 var (
 	ErrInvalidSuite = errors.New("invalid audit suite")
@@ -56,6 +75,25 @@ type Options struct {
 	MaxSampleValueBytes int
 	MaxReportBytes      int
 	Logger              *slog.Logger
+
+	// Budgets of one audit. Over one, the checks that need what is over
+	// it error (the batch is aborted) before anything is downloaded.
+	// MaxFiles and MaxBytes bound the data files one audit downloads
+	// (defaults DefaultMaxFiles, DefaultMaxBytes); MaxListObjects the
+	// objects one listing of a table may return (DefaultMaxListObjects);
+	// MaxLogFileBytes one Delta log file, as listed and as its actions
+	// decode (DefaultMaxLogFileBytes).
+	MaxFiles        int
+	MaxBytes        int64
+	MaxListObjects  int
+	MaxLogFileBytes int64
+	// ClockSkew is how far after now a freshness column's newest value may
+	// be (writers' clocks differ); later, the check fails. Default
+	// DefaultClockSkew.
+	ClockSkew time.Duration
+	// QueryTimeout bounds each custom query (sql, cross_table); default
+	// DefaultQueryTimeout.
+	QueryTimeout time.Duration
 
 	// trustStatistics leaves distrustedOptimizers on: only the benchmark
 	// that measures what distrust costs sets it (package-internal).
@@ -97,9 +135,16 @@ func New(opts Options) (*Engine, error) {
 	if opts.MemoryLimit != "" && !memoryLimit.MatchString(opts.MemoryLimit) {
 		return nil, fmt.Errorf("audit: bad memory limit %q (want e.g. 1GB)", opts.MemoryLimit)
 	}
-	if opts.Threads < 0 || opts.DownloadParallelism < 0 || opts.SampleRows < 0 {
-		return nil, errors.New("audit: Threads, DownloadParallelism and SampleRows must not be negative")
+	if opts.Threads < 0 || opts.DownloadParallelism < 0 || opts.SampleRows < 0 || opts.MaxFiles < 0 || opts.MaxBytes < 0 ||
+		opts.MaxListObjects < 0 || opts.MaxLogFileBytes < 0 || opts.ClockSkew < 0 || opts.QueryTimeout < 0 {
+		return nil, errors.New("audit: Threads, DownloadParallelism, SampleRows, budgets, ClockSkew and QueryTimeout must not be negative")
 	}
+	opts.MaxFiles = cmp.Or(opts.MaxFiles, DefaultMaxFiles)
+	opts.MaxBytes = cmp.Or(opts.MaxBytes, DefaultMaxBytes)
+	opts.MaxListObjects = cmp.Or(opts.MaxListObjects, DefaultMaxListObjects)
+	opts.MaxLogFileBytes = cmp.Or(opts.MaxLogFileBytes, DefaultMaxLogFileBytes)
+	opts.ClockSkew = cmp.Or(opts.ClockSkew, DefaultClockSkew)
+	opts.QueryTimeout = cmp.Or(opts.QueryTimeout, DefaultQueryTimeout)
 	opts.DownloadParallelism = cmp.Or(opts.DownloadParallelism, 8)
 	opts.SampleRows = cmp.Or(opts.SampleRows, 5)
 	opts.MaxSampleValueBytes = cmp.Or(max(opts.MaxSampleValueBytes, 0), DefaultMaxSampleValueBytes)
@@ -404,9 +449,17 @@ func (r *run) prepare(ctx context.Context) error {
 		var err error
 		switch k.schema {
 		case schemaMain, schemaBase:
-			v.objects, err = r.e.opts.Source.List(ctx, req.Repository, v.ref, t.Path)
+			v.objects, err = r.list(ctx, v.ref, t.Path)
 		case schemaBatch:
 			v.objects, err = r.e.opts.Source.Changed(ctx, req.Repository, req.BaseRef, req.Ref, t.Path)
+			if n := r.e.opts.MaxListObjects; err == nil && len(v.objects) > n {
+				err = errOverBudget{fmt.Errorf("%w: %d changed objects under %s, over the listing budget of %d (audit.max_list_objects)",
+					ErrOverBudget, len(v.objects), t.Path, n)}
+			}
+		}
+		if errors.As(err, new(errOverBudget)) {
+			v.broken, v.colsErr, v.objects = true, fmt.Errorf("table %s: %w", t.Name, err), nil
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("audit: list %s of table %s at %s: %w", k.schema, t.Name, v.ref, err)
@@ -435,6 +488,16 @@ func (r *run) prepare(ctx context.Context) error {
 			slots[k] = append(slots[k], i)
 		}
 	}
+	if n, b := r.e.opts.MaxFiles, r.e.opts.MaxBytes; len(fetches) > n || bytes > b {
+		// Nothing is downloaded: every check errors, naming the budget.
+		err := fmt.Errorf("%w: %d files of %d bytes, over the budget of %d files (audit.max_files) and %d bytes (audit.max_bytes)",
+			ErrOverBudget, len(fetches), bytes, n, b)
+		for _, v := range r.views {
+			v.broken, v.colsErr, v.objects = true, err, nil
+		}
+		r.log.Warn("audit over its budget", "err", err)
+		return r.openDB(ctx, nil)
+	}
 	dlStart := time.Now()
 	local, err := dl.fetchAll(ctx, fetches)
 	if err != nil {
@@ -460,7 +523,7 @@ func (r *run) schemaFiles(ctx context.Context, dl downloader) (map[viewKey]strin
 	out := map[viewKey]string{}
 	byTable := map[string]string{} // views of the same table share one
 	for k, v := range r.views {
-		if len(v.files) > 0 {
+		if len(v.files) > 0 || v.broken {
 			continue
 		}
 		f, ok := byTable[k.table]
@@ -538,6 +601,10 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 		if v.broken {
 			continue // its checks report why
 		}
+		if err := r.columnCollision(ctx, v); err != nil {
+			v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
+			continue
+		}
 		var s string
 		switch f := schemaFiles[k]; {
 		case len(v.files) > 0 && v.table.format() == FormatDelta:
@@ -561,6 +628,29 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 		}
 	}
 	return nil
+}
+
+// columnCollision is a column of a Parquet or Delta view's files whose
+// name collides with another when case is ignored (see caseCollision). A
+// footer DuckDB cannot read is left for the view to report.
+func (r *run) columnCollision(ctx context.Context, v *view) error {
+	if len(v.files) == 0 || (v.table.format() != FormatParquet && v.table.format() != FormatDelta) {
+		return nil
+	}
+	cols, err := r.parquetColumns(ctx, v.files)
+	if err != nil {
+		return nil
+	}
+	objPath := map[string]string{}
+	for i, f := range v.files {
+		objPath[f] = v.objects[i].Path
+	}
+	var table, parts []string
+	if v.delta != nil {
+		table = each(v.delta.schema, func(c ColumnType) string { return c.Name })
+		parts = each(v.delta.partition, func(c ColumnType) string { return c.Name })
+	}
+	return caseCollision(cols, v.files, objPath, table, parts)
 }
 
 // setupSQL configures the engine's DuckDB: resource limits first, then

@@ -167,7 +167,9 @@ func (d downloader) download(ctx context.Context, f fetch, dst string) error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // no-op after the rename
-	err = d.src.Download(ctx, d.repo, f.ref, f.obj.Path, tmp)
+	// No more bytes than listed: a download past its size is refused as
+	// it comes, not after it filled the disk.
+	err = d.src.Download(ctx, d.repo, f.ref, f.obj.Path, &limitedWriter{w: tmp, left: f.obj.Size})
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -176,10 +178,24 @@ func (d downloader) download(ctx context.Context, f fetch, dst string) error {
 	}
 	if st, err := os.Stat(tmp.Name()); err != nil {
 		return err
-	} else if f.obj.Size > 0 && st.Size() != f.obj.Size {
+	} else if st.Size() != f.obj.Size {
 		return fmt.Errorf("%w: got %d bytes, listed as %d", errShortDownload, st.Size(), f.obj.Size)
 	}
 	return os.Rename(tmp.Name(), dst)
 }
 
 var errShortDownload = errors.New("download size differs from listing")
+
+// limitedWriter fails a write past left bytes.
+type limitedWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > l.left {
+		return 0, fmt.Errorf("%w: more bytes than the listed size", errShortDownload)
+	}
+	l.left -= int64(len(p))
+	return l.w.Write(p)
+}

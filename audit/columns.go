@@ -1,0 +1,115 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Column names that differ only in case. DuckDB binds names without regard
+// to case and reads files together by name the same way, so billing_id in
+// one file and BILLING_ID in another are one column to the audit; pyarrow,
+// pandas, Polars and Delta readers keep them apart (the second file reads
+// NULL). lakewap refuses such a table instead of choosing one reading.
+
+// fileColumn is a top-level column of a Parquet file and its direct
+// children (the fields of a struct, the key and value of a map).
+type fileColumn struct {
+	name     string
+	children []string
+}
+
+// parquetColumns are the top-level columns of each file, as its footer
+// names them, in order.
+func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]fileColumn, error) {
+	rows, err := r.e.db.QueryContext(ctx, "SELECT file_name, name, coalesce(num_children, 0) FROM parquet_schema("+literalList(files)+")")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	type node struct {
+		name     string
+		children int64
+	}
+	byFile := map[string][]node{}
+	for rows.Next() {
+		var (
+			file string
+			n    node
+		)
+		if err := rows.Scan(&file, &n.name, &n.children); err != nil {
+			return nil, err
+		}
+		byFile[file] = append(byFile[file], n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := map[string][]fileColumn{}
+	for file, nodes := range byFile {
+		// The schema is a tree in depth-first order; its first node is the root.
+		i := 0
+		var skip func()
+		skip = func() {
+			n := nodes[i]
+			i++
+			for c := int64(0); c < n.children && i < len(nodes); c++ {
+				skip()
+			}
+		}
+		if len(nodes) == 0 {
+			continue
+		}
+		root := nodes[0]
+		i = 1
+		var cols []fileColumn
+		for c := int64(0); c < root.children && i < len(nodes); c++ {
+			col := fileColumn{name: nodes[i].name}
+			n := nodes[i].children
+			i++
+			for k := int64(0); k < n && i < len(nodes); k++ {
+				col.children = append(col.children, nodes[i].name)
+				skip()
+			}
+			cols = append(cols, col)
+		}
+		out[file] = cols
+	}
+	return out, nil
+}
+
+// caseCollision names the first column of a view's files whose name
+// collides, when case is ignored, with another column of the same file,
+// with the table's spelling of it (table: the names a Delta log declares,
+// else the spelling the first file uses), or with a partition column.
+func caseCollision(names map[string][]fileColumn, order []string, objPath map[string]string, table, partitions []string) error {
+	spelling := map[string]string{}
+	for _, n := range table {
+		spelling[strings.ToLower(n)] = n
+	}
+	parts := map[string]string{}
+	for _, p := range partitions {
+		parts[strings.ToLower(p)] = p
+	}
+	for _, f := range order {
+		seen := map[string]string{}
+		for _, c := range names[f] {
+			low := strings.ToLower(c.name)
+			if other, ok := seen[low]; ok {
+				return fmt.Errorf("file %s has columns %q and %q, which differ only in case: readers disagree on them", objPath[f], other, c.name)
+			}
+			seen[low] = c.name
+			if p, ok := parts[low]; ok {
+				return fmt.Errorf("file %s has a column %q, and %q is a partition column of the table: readers disagree on it", objPath[f], c.name, p)
+			}
+			want, ok := spelling[low]
+			switch {
+			case !ok:
+				spelling[low] = c.name
+			case want != c.name:
+				return fmt.Errorf("file %s has a column %q, which the table spells %q: readers disagree on it (DuckDB takes them as one column, pyarrow and Delta readers as two)", objPath[f], c.name, want)
+			}
+		}
+	}
+	return nil
+}
