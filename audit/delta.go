@@ -76,6 +76,8 @@ type deltaSnapshot struct {
 type deltaFile struct {
 	obj   Object
 	parts map[string]*string
+	// size is the file's size as the log states it, if it does.
+	size *int64
 	// lits are the partition values as SQL literals, in partition column order.
 	lits []string
 }
@@ -85,6 +87,7 @@ type deltaAction struct {
 	Add *struct {
 		Path            string             `json:"path"`
 		PartitionValues map[string]*string `json:"partitionValues"`
+		Size            *int64             `json:"size"`
 		DeletionVector  json.RawMessage    `json:"deletionVector"`
 	} `json:"add"`
 	Remove *struct {
@@ -619,7 +622,7 @@ func checkpointSQL(files []string, fields map[string]map[string]bool) (string, e
 		}
 		parts = append(parts, fmt.Sprintf("%s: CASE WHEN %s IS NOT NULL THEN {%s} END", quoteLiteral(action), col, strings.Join(kv, ", ")))
 	}
-	file("add", "path", "partitionValues", "deletionVector")
+	file("add", "path", "partitionValues", "size", "deletionVector")
 	file("remove", "path", "deletionVector")
 	for _, whole := range []string{"metaData", "protocol"} {
 		if fields[whole] != nil {
@@ -694,7 +697,7 @@ func (s *deltaState) apply(line []byte) error {
 		s.meta = m
 	}
 	if a.Add != nil {
-		if err := s.add(a.Add.Path, a.Add.PartitionValues, a.Add.DeletionVector); err != nil {
+		if err := s.add(a.Add.Path, a.Add.PartitionValues, a.Add.Size, a.Add.DeletionVector); err != nil {
 			return err
 		}
 	}
@@ -709,7 +712,7 @@ func (s *deltaState) apply(line []byte) error {
 // add applies an add action. The protocol allows one action per path and
 // version; readers differ on two (delta-kernel keeps a path added and
 // removed in one commit), so lakewap refuses them.
-func (s *deltaState) add(p string, parts map[string]*string, dv json.RawMessage) error {
+func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv json.RawMessage) error {
 	if present(dv) {
 		return fmt.Errorf("%w: file %s has a deletion vector (reader feature deletionVectors)", ErrDeltaUnsupported, p)
 	}
@@ -727,7 +730,7 @@ func (s *deltaState) add(p string, parts map[string]*string, dv json.RawMessage)
 		return fmt.Errorf("%w: the log names file %s as %s and as %s", ErrDeltaUnsupported, obj, other, p)
 	}
 	s.added[p] = true
-	s.active[p] = deltaFile{obj: Object{Path: obj}, parts: parts}
+	s.active[p] = deltaFile{obj: Object{Path: obj}, parts: parts, size: size}
 	s.byObject[obj] = p
 	return nil
 }
@@ -828,6 +831,10 @@ func (s *deltaState) snapshot(objects map[string]Object) (*deltaSnapshot, error)
 			return nil, tableErr("the Delta log names data file %s, which is not in the repository at this ref", f.obj.Path)
 		}
 		f.obj = o
+		if f.size != nil && *f.size != o.Size {
+			// delta-rs reads the footer where the log's size puts it.
+			return nil, tableErr("%w: the log says data file %s has %d bytes, the repository has %d", ErrDeltaUnsupported, o.Path, *f.size, o.Size)
+		}
 		for k := range f.parts {
 			if !slices.Contains(s.meta.PartitionColumns, k) {
 				return nil, tableErr("%w: file %s has a value for %s, which is not a partition column", ErrDeltaUnsupported, p, k)
@@ -860,13 +867,18 @@ var (
 )
 
 // partitionLiteral is a partition value as the protocol defines it, as a
-// SQL literal of the column's type. An empty string (and Hive's
-// __HIVE_DEFAULT_PARTITION__) is NULL for every type, as delta-kernel
-// reads it. A value that is not in the protocol's form for its type is
-// refused rather than left to DuckDB's more lenient casts.
+// SQL literal of the column's type. An empty string is NULL for every
+// type, as delta-kernel and delta-rs read it. Hive's
+// __HIVE_DEFAULT_PARTITION__ is NULL to Hive-style readers and the text
+// itself to delta-rs 1.6 (TestDeltaDifferentialAgainstDeltaRS): refused.
+// A value that is not in the protocol's form for its type is refused
+// rather than left to DuckDB's more lenient casts.
 func partitionLiteral(v *string, typ string) (string, error) {
-	if v == nil || *v == "" || *v == "__HIVE_DEFAULT_PARTITION__" {
+	if v == nil || *v == "" {
 		return "CAST(NULL AS " + typ + ")", nil
+	}
+	if *v == "__HIVE_DEFAULT_PARTITION__" {
+		return "", fmt.Errorf("%q is NULL to some readers and text to others", *v)
 	}
 	s := *v
 	bad := func() (string, error) { return "", fmt.Errorf("%q is not a %s partition value", s, typ) }

@@ -36,7 +36,7 @@ func writeCheckpoint(t testing.TB, src *dirSource, ref, prefix string, version i
 		parts = "['" + strings.Join(partitions, "','") + "']"
 	}
 	rows := []string{
-		`SELECT NULL::STRUCT(path VARCHAR, "partitionValues" MAP(VARCHAR, VARCHAR), size BIGINT, "dataChange" BOOLEAN) AS add,
+		`SELECT NULL::STRUCT(path VARCHAR, "partitionValues" MAP(VARCHAR, VARCHAR), "dataChange" BOOLEAN) AS add,
 		 NULL::STRUCT(path VARCHAR, "dataChange" BOOLEAN) AS remove,
 		 NULL::STRUCT(id VARCHAR, format STRUCT(provider VARCHAR), "schemaString" VARCHAR, "partitionColumns" VARCHAR[], configuration MAP(VARCHAR, VARCHAR)) AS "metaData",
 		 {'minReaderVersion': 1, 'minWriterVersion': 2}::STRUCT("minReaderVersion" INTEGER, "minWriterVersion" INTEGER) AS protocol`,
@@ -54,7 +54,7 @@ func writeCheckpoint(t testing.TB, src *dirSource, ref, prefix string, version i
 				}
 				pv = "MAP {" + strings.Join(kv, ", ") + "}"
 			}
-			rows = append(rows, fmt.Sprintf("SELECT {'path': %s, 'partitionValues': %s, 'size': 1, 'dataChange': true}, NULL, NULL, NULL", quoteLiteral(a.add), pv))
+			rows = append(rows, fmt.Sprintf("SELECT {'path': %s, 'partitionValues': %s, 'dataChange': true}, NULL, NULL, NULL", quoteLiteral(a.add), pv))
 		default:
 			rows = append(rows, fmt.Sprintf("SELECT NULL, {'path': %s, 'dataChange': true}, NULL, NULL", quoteLiteral(a.remove)))
 		}
@@ -194,6 +194,16 @@ func TestDeltaSeveralActionsOnOnePathAreRefused(t *testing.T) {
 	}
 }
 
+// Readers that trust the log's size read a file's footer where the size
+// puts it: a file whose bytes are not the size the log states is refused.
+func TestDeltaFileOfAnotherSizeThanTheLogSaysIsRefused(t *testing.T) {
+	src := newDirSource(t)
+	src.write(t, "main", "gold/events/clean.parquet", deltaRows(0, 10, false))
+	writeDeltaCommit(t, src, "main", "gold/events", 0, deltaProtocol(1), deltaMeta(),
+		`{"add":{"path":"clean.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}`)
+	wantRefused(t, deltaAudit(t, src, "main", FormatDelta, idsNotNull), "the log says data file gold/events/clean.parquet has 1 bytes")
+}
+
 // Log features lakewap does not read are refused where they appear.
 func TestDeltaUnsupportedLogFilesAreRefused(t *testing.T) {
 	tests := []struct{ name, file, content, want string }{
@@ -226,16 +236,16 @@ func TestDeltaFileOverwrittenInPlaceIsInTheBatch(t *testing.T) {
 	}
 }
 
-// Partition values as delta-kernel reads them: "" and
-// __HIVE_DEFAULT_PARTITION__ are NULL; other values in the protocol's form
-// for their type.
+// Partition values as delta-kernel and delta-rs read them: "" is NULL;
+// other values in the protocol's form for their type; Hive's
+// __HIVE_DEFAULT_PARTITION__, on which readers differ, is refused.
 func TestDeltaPartitionValuesAsTheProtocolReadsThem(t *testing.T) {
 	src := newDirSource(t)
 	for _, f := range []string{"a", "b", "c"} {
 		src.write(t, "main", "t/"+f+".parquet", deltaRows(0, 2, false))
 	}
 	writeDeltaCommit(t, src, "main", "t", 0, deltaProtocol(1), deltaMeta("region"),
-		deltaAdd("a.parquet", "region", "eu"), deltaAdd("b.parquet", "region", ""), deltaAdd("c.parquet", "region", "__HIVE_DEFAULT_PARTITION__"))
+		deltaAdd("a.parquet", "region", "eu"), deltaAdd("b.parquet", "region", ""), deltaAdd("c.parquet", "region", ""))
 	e := newEngine(t, src, "")
 	rep, err := e.Run(context.Background(), Request{Repository: "repo", Ref: "main", BatchTime: batchTime,
 		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatDelta}}, Checks: []Check{
@@ -262,6 +272,7 @@ func TestDeltaPartitionValuesAsTheProtocolReadsThem(t *testing.T) {
 		{"integer", "3000000000", "error"},
 		{"timestamp_ntz", "2024-01-02T03:04:05Z", "error"},
 		{"binary", "\\u0001", "error"},
+		{"string", "__HIVE_DEFAULT_PARTITION__", "error"},
 	}
 	for _, tt := range tests {
 		schema := fmt.Sprintf(`{"type":"struct","fields":[{"name":"p","type":%q,"nullable":true,"metadata":{}}]}`, tt.typ)

@@ -35,7 +35,7 @@ func deltaAdd(path string, parts ...string) string {
 	if len(parts) > 0 {
 		pv = `{"` + parts[0] + `":"` + parts[1] + `"}`
 	}
-	return fmt.Sprintf(`{"add":{"path":%q,"partitionValues":%s,"size":1,"modificationTime":1,"dataChange":true}}`, path, pv)
+	return fmt.Sprintf(`{"add":{"path":%q,"partitionValues":%s,"modificationTime":1,"dataChange":true}}`, path, pv)
 }
 
 func deltaRemove(path string) string {
@@ -146,7 +146,7 @@ func TestDeltaCheckpointAndPartitions(t *testing.T) {
 		UNION ALL SELECT {'path': 'region=us/p2.parquet', 'partitionValues': MAP {'region': 'us'}, 'deletionVector': NULL}, NULL, NULL, NULL
 		UNION ALL SELECT NULL, {'path': 'old.parquet'}, NULL, NULL
 	) TO %s (FORMAT parquet)`, quoteLiteral(deltaSchema), quoteLiteral(cp)))
-	writeDeltaCommit(t, src, "main", "t", 2, `{"add":{"path":"region=us/p3.parquet","partitionValues":{"region":"us"},"size":1,"modificationTime":1,"dataChange":true}}`)
+	writeDeltaCommit(t, src, "main", "t", 2, `{"add":{"path":"region=us/p3.parquet","partitionValues":{"region":"us"},"modificationTime":1,"dataChange":true}}`)
 	e := newEngine(t, src, "")
 	rep, err := e.Run(context.Background(), Request{Repository: "repo", Ref: "main", BatchTime: batchTime,
 		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatDelta}}, Checks: []Check{
