@@ -386,6 +386,16 @@ func counted(res *schemas.CheckResult, kind *checkKind, total int64, v []any) {
 	}
 }
 
+// findColumnExact finds a column by its exact name.
+func findColumnExact(cols []column, name string) (column, bool) {
+	for _, c := range cols {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return column{}, false
+}
+
 func (r *run) base(c Check) schemas.CheckResult {
 	return schemas.CheckResult{Name: c.ID(), Kind: c.Kind, Table: c.Table, Severity: c.severity()}
 }

@@ -284,7 +284,8 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	defer os.RemoveAll(dir)
 
 	r := &run{e: e, req: req, log: log, dir: dir, catalog: fmt.Sprintf("run_%d", e.seq.Add(1)),
-		views: map[viewKey]*view{}, types: map[string]string{}, deltaSnaps: map[string]deltaResult{}, planned: map[int]string{}}
+		views: map[viewKey]*view{}, types: map[string]string{}, deltaSnaps: map[string]deltaResult{}, planned: map[int]string{},
+		collisions: map[string]error{}}
 	defer func() {
 		e.cache.unpin(r.pinned)
 		if freed, err := e.cache.evict(); err != nil {
@@ -351,6 +352,8 @@ type run struct {
 	// instead of the first of its agg, e.g. unique's bitmap count; dropped
 	// when the scan fails, to count the plain way.
 	planned map[int]string
+	// collisions are the column-name collisions of each table (by lower-case name).
+	collisions map[string]error
 	// infra is the first check failure caused by the machine, not the
 	// data: the run returns it (wrapping ErrInfrastructure) to be retried.
 	infra error
@@ -601,7 +604,7 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 		if v.broken {
 			continue // its checks report why
 		}
-		if err := r.columnCollision(ctx, v); err != nil {
+		if err := r.columnCollision(ctx, k); err != nil {
 			v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
 			continue
 		}
@@ -630,27 +633,41 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 	return nil
 }
 
-// columnCollision is a column of a Parquet or Delta view's files whose
-// name collides with another when case is ignored (see caseCollision). A
-// footer DuckDB cannot read is left for the view to report.
-func (r *run) columnCollision(ctx context.Context, v *view) error {
-	if len(v.files) == 0 || (v.table.format() != FormatParquet && v.table.format() != FormatDelta) {
-		return nil
+// columnCollision is a column of a Parquet or Delta table's files (those
+// of all its views: the ref, the batch and the base) whose name collides
+// with another when case is ignored (see caseCollision). A footer DuckDB
+// cannot read is left for the view to report.
+func (r *run) columnCollision(ctx context.Context, k viewKey) error {
+	if err, ok := r.collisions[k.table]; ok {
+		return err
 	}
-	cols, err := r.parquetColumns(ctx, v.files)
-	if err != nil {
-		return nil
-	}
+	var files []string
 	objPath := map[string]string{}
-	for i, f := range v.files {
-		objPath[f] = v.objects[i].Path
-	}
 	var table, parts []string
-	if v.delta != nil {
-		table = each(v.delta.schema, func(c ColumnType) string { return c.Name })
-		parts = each(v.delta.partition, func(c ColumnType) string { return c.Name })
+	for _, s := range []string{schemaMain, schemaBase, schemaBatch} {
+		v := r.views[viewKey{s, k.table}]
+		if v == nil || (v.table.format() != FormatParquet && v.table.format() != FormatDelta) {
+			continue
+		}
+		for i, f := range v.files {
+			if _, ok := objPath[f]; !ok {
+				files = append(files, f)
+				objPath[f] = v.objects[i].Path
+			}
+		}
+		if v.delta != nil && table == nil {
+			table = each(v.delta.schema, func(c ColumnType) string { return c.Name })
+			parts = each(v.delta.partition, func(c ColumnType) string { return c.Name })
+		}
 	}
-	return caseCollision(cols, v.files, objPath, table, parts)
+	var err error
+	if len(files) > 0 {
+		if cols, qerr := r.parquetColumns(ctx, files); qerr == nil {
+			err = caseCollision(cols, files, objPath, table, parts)
+		}
+	}
+	r.collisions[k.table] = err
+	return err
 }
 
 // setupSQL configures the engine's DuckDB: resource limits first, then

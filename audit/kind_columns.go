@@ -25,7 +25,8 @@ func init() {
 }
 
 // columnsCheck: the table has the columns (in order with Ordered), and no
-// others unless AllowExtra. Names compare case-insensitively, as DuckDB's do.
+// others unless AllowExtra. Names compare exactly: DuckDB binds ID to id,
+// pyarrow, pandas and Polars do not.
 func (r *run) columnsCheck(ctx context.Context, c Check) schemas.CheckResult {
 	want := c.columns()
 	threshold := "columns " + listed(want, 20)
@@ -40,18 +41,18 @@ func (r *run) columnsCheck(ctx context.Context, c Check) schemas.CheckResult {
 	cols, _ := r.describe(ctx, schemaOf(c), c.Table) // preflight read them
 	var problems []string
 	for _, w := range want {
-		if _, ok := findColumn(cols, w); !ok {
+		if _, ok := findColumnExact(cols, w); !ok {
 			problems = append(problems, "missing "+w)
 		}
 	}
 	if !c.AllowExtra || c.Ordered {
 		for _, col := range cols {
-			if !slices.ContainsFunc(want, func(w string) bool { return strings.EqualFold(w, col.name) }) {
+			if !slices.Contains(want, col.name) {
 				problems = append(problems, "unexpected "+col.name)
 			}
 		}
 	}
-	if names := columnNames(cols); c.Ordered && len(problems) == 0 && !slices.EqualFunc(want, names, strings.EqualFold) {
+	if names := columnNames(cols); c.Ordered && len(problems) == 0 && !slices.Equal(want, names) {
 		problems = append(problems, "order is "+strings.Join(names, ", "))
 	}
 	if len(problems) == 0 {

@@ -10,7 +10,8 @@ import (
 
 // KindSchema: the table has the columns of schema with those types
 // (DuckDB's names; aliases such as INT or TEXT are accepted), and no other
-// columns unless allow_extra.
+// columns unless allow_extra. Names compare exactly: ID is not id to
+// pyarrow, pandas or Polars.
 const KindSchema = "schema"
 
 func init() {
@@ -53,12 +54,12 @@ func (r *run) schemaContract(ctx context.Context, c Check) schemas.CheckResult {
 	var problems []string
 	expected := map[string]bool{}
 	for _, ct := range c.Schema {
-		expected[strings.ToLower(ct.Name)] = true
+		expected[ct.Name] = true
 		typ, err := r.canonicalType(ctx, ct.Type)
 		if err != nil {
 			return r.errored(c, fmt.Errorf("schema column %s: %w", ct.Name, err), 0)
 		}
-		got, ok := findColumn(cols, ct.Name)
+		got, ok := findColumnExact(cols, ct.Name)
 		switch {
 		case !ok:
 			problems = append(problems, "missing "+ct.Name)
@@ -68,7 +69,7 @@ func (r *run) schemaContract(ctx context.Context, c Check) schemas.CheckResult {
 	}
 	if !c.AllowExtra {
 		for _, col := range cols {
-			if !expected[strings.ToLower(col.name)] {
+			if !expected[col.name] {
 				problems = append(problems, "unexpected "+col.name+" "+col.typ)
 			}
 		}

@@ -33,7 +33,7 @@ func (r *run) schemaDrift(ctx context.Context, c Check) schemas.CheckResult {
 	base, _ := r.describe(ctx, schemaBase, c.Table)
 	var problems []string
 	for _, b := range base {
-		got, ok := findColumn(cur, b.name)
+		got, ok := findColumnExact(cur, b.name)
 		switch {
 		case !ok:
 			problems = append(problems, "removed "+b.name+" "+b.typ)
@@ -43,7 +43,7 @@ func (r *run) schemaDrift(ctx context.Context, c Check) schemas.CheckResult {
 	}
 	var added []string
 	for _, col := range cur {
-		if _, ok := findColumn(base, col.name); !ok {
+		if _, ok := findColumnExact(base, col.name); !ok {
 			added = append(added, "added "+col.name+" "+col.typ)
 		}
 	}
