@@ -13,9 +13,15 @@ import (
 // Config configures a Consumer. Zero durations take the defaults named on
 // each field.
 type Config struct {
-	Brokers         []string // host:port of at least one broker
-	GroupID         string
-	Topic           string // input topic, e.g. wap.events
+	Brokers []string // host:port of at least one broker
+	GroupID string
+	Topic   string // input topic, e.g. wap.events
+	// RequestsTopic, if set, is consumed by the same group: operators'
+	// requests (e.g. wap.requests). It must have the input topic's partition
+	// count: the group's range assignment then gives partition n of both
+	// topics to one member, and a request of partition n is handled only
+	// once that member has restored input partition n (see Handler).
+	RequestsTopic   string
 	DeadLetterTopic string // e.g. wap.dlq; must differ from Topic
 
 	Security Security // TLS and SASL of every connection to the brokers
@@ -74,6 +80,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.DeadLetterTopic == c.Topic {
 		return c, configError("DeadLetterTopic must differ from Topic (%q)", c.Topic)
+	}
+	if c.RequestsTopic != "" && (c.RequestsTopic == c.Topic || c.RequestsTopic == c.DeadLetterTopic) {
+		return c, configError("RequestsTopic %q must differ from Topic and DeadLetterTopic", c.RequestsTopic)
 	}
 	if err := c.Security.validate(); err != nil {
 		return c, configError("%v", err)

@@ -21,7 +21,11 @@ import (
 // Handler does the work for the messages of the partitions assigned to this
 // member. For one partition, calls are sequential: Assigned, then Handle for
 // each message in offset order, then Revoked. Different partitions run
-// concurrently.
+// concurrently. With a RequestsTopic, the messages of its partition n are
+// handled (msg.Topic says which topic) after Assigned(n) succeeded and
+// before Revoked(n), concurrently with those of input partition n; a
+// member given request partition n without input partition n leaves those
+// requests to the next generation.
 type Handler interface {
 	// Assigned runs when a partition is assigned, before any of its messages
 	// is handled: restore state here. An error is retried with backoff; the
@@ -65,6 +69,14 @@ type Consumer struct {
 	mu         sync.Mutex
 	generation int32        // current generation, -1 between generations
 	restored   map[int]bool // partitions of the current generation -> Assigned succeeded
+}
+
+// topics are the topics the group consumes.
+func (c *Consumer) topics() []string {
+	if c.cfg.RequestsTopic != "" {
+		return []string{c.cfg.Topic, c.cfg.RequestsTopic}
+	}
+	return []string{c.cfg.Topic}
 }
 
 // New validates cfg and prepares a Consumer; it does no I/O.
@@ -155,10 +167,13 @@ func (c *Consumer) Run(ctx context.Context) error {
 		}
 	}()
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:                c.cfg.GroupID,
-		Brokers:           c.cfg.Brokers,
-		Dialer:            c.dialer,
-		Topics:            []string{c.cfg.Topic},
+		ID:      c.cfg.GroupID,
+		Brokers: c.cfg.Brokers,
+		Dialer:  c.dialer,
+		Topics:  c.topics(),
+		// Range alone: with the same members and partition counts it gives
+		// partition n of the input and the requests topic to one member.
+		GroupBalancers:    []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
 		HeartbeatInterval: c.cfg.HeartbeatInterval,
 		SessionTimeout:    c.cfg.SessionTimeout,
 		RebalanceTimeout:  c.cfg.RebalanceTimeout,
@@ -197,6 +212,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 
 // partitionWork is what one generation knows about one assigned partition.
 type partitionWork struct {
+	topic      string
 	assignment kafka.PartitionAssignment
 	offsets    *offsetTracker
 	highWater  atomic.Int64 // latest high watermark seen
@@ -208,11 +224,19 @@ func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
 	log := c.log.With("generation", gen.ID)
 	work := make(map[int]*partitionWork, len(assignments))
 	restored := make(map[int]bool, len(assignments))
+	ready := make(map[int]chan struct{}, len(assignments)) // closed once Assigned succeeded
 	for _, a := range assignments {
-		work[a.ID] = &partitionWork{assignment: a, offsets: newOffsetTracker()}
+		work[a.ID] = &partitionWork{topic: c.cfg.Topic, assignment: a, offsets: newOffsetTracker()}
 		restored[a.ID] = false
+		ready[a.ID] = make(chan struct{})
 	}
-	log.Info("partitions assigned", "partitions", slices.Sorted(maps.Keys(work)))
+	requests := map[int]*partitionWork{}
+	if c.cfg.RequestsTopic != "" {
+		for _, a := range gen.Assignments[c.cfg.RequestsTopic] {
+			requests[a.ID] = &partitionWork{topic: c.cfg.RequestsTopic, assignment: a, offsets: newOffsetTracker()}
+		}
+	}
+	log.Info("partitions assigned", "partitions", slices.Sorted(maps.Keys(work)), "request_partitions", slices.Sorted(maps.Keys(requests)))
 
 	c.mu.Lock()
 	c.generation = gen.ID
@@ -249,12 +273,36 @@ func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
 				return
 			case <-ticker.C:
 				c.commit(gen, work)
+				c.commit(gen, requests)
 			}
 		}
 	})
 	for _, w := range work {
 		gen.Start(func(gctx context.Context) {
-			c.consumePartition(gctx, handleCtx, gen, w, log.With("partition", w.assignment.ID))
+			c.consumePartition(gctx, handleCtx, gen, w, ready[w.assignment.ID], log.With("partition", w.assignment.ID))
+		})
+	}
+	for _, w := range requests {
+		gen.Start(func(gctx context.Context) {
+			plog := log.With("requests_partition", w.assignment.ID)
+			restored, ok := ready[w.assignment.ID]
+			if !ok {
+				// Partition counts differ, or a member that does not read
+				// requests is in the group: the owner of the batch's run is
+				// elsewhere, so these requests wait for the next generation.
+				plog.Error("request partition assigned without its input partition: its requests wait for a rebalance; give " +
+					c.cfg.RequestsTopic + " the partition count of " + c.cfg.Topic)
+				c.m.orphanRequests.Inc()
+				defer c.m.orphanRequests.Dec()
+				<-gctx.Done()
+				return
+			}
+			select {
+			case <-restored:
+			case <-gctx.Done():
+				return
+			}
+			c.consumeRequests(gctx, handleCtx, gen, w, plog)
 		})
 	}
 }
@@ -262,12 +310,13 @@ func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
 // consumePartition is the worker of one partition for one generation. It
 // returns only once the generation ends, because kafka-go ends the generation
 // when any started function returns.
-func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.Generation, w *partitionWork, log *slog.Logger) {
+func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.Generation, w *partitionWork, ready chan struct{}, log *slog.Logger) {
 	p := w.assignment.ID
 	c.marks.Delete(p)
 	if !c.assign(gctx, p, log) {
 		return
 	}
+	close(ready)
 	defer func() {
 		c.commit(gen, map[int]*partitionWork{p: w})
 		c.commitMu.Lock()
@@ -277,10 +326,29 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 		c.revoke(p, log)
 	}()
 
+	c.read(gctx, handleCtx, w, log, func(msg kafka.Message) {
+		if m, _ := c.marks.Load(p); m == nil || msg.Time.After(m.(time.Time)) {
+			c.marks.Store(p, msg.Time)
+		}
+	})
+}
+
+// consumeRequests is the worker of one request partition, started once the
+// input partition of the same number is restored; its offsets are committed
+// like the input's.
+func (c *Consumer) consumeRequests(gctx, handleCtx context.Context, gen *kafka.Generation, w *partitionWork, log *slog.Logger) {
+	defer c.commit(gen, map[int]*partitionWork{w.assignment.ID: w})
+	c.read(gctx, handleCtx, w, log, nil)
+}
+
+// read fetches w's partition from its assigned offset and processes each
+// message until the generation ends; done, if set, is told of each message
+// handled or dead-lettered.
+func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *slog.Logger, done func(kafka.Message)) {
 	reader := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:        c.cfg.Brokers,
-		Topic:          c.cfg.Topic,
-		Partition:      p,
+		Topic:          w.topic,
+		Partition:      w.assignment.ID,
 		Dialer:         c.dialer,
 		MinBytes:       1,
 		MaxBytes:       c.cfg.MaxFetchBytes,
@@ -319,8 +387,8 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 			return // taken away before the message was done: its next owner gets it
 		}
 		w.offsets.markDone(msg.Offset)
-		if m, _ := c.marks.Load(p); m == nil || msg.Time.After(m.(time.Time)) {
-			c.marks.Store(p, msg.Time)
+		if done != nil {
+			done(msg)
 		}
 	}
 }
@@ -455,13 +523,15 @@ func (c *Consumer) commit(gen *kafka.Generation, work map[int]*partitionWork) {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
 	offsets := map[int]int64{}
+	topic := c.cfg.Topic
 	for p, w := range work {
+		topic = w.topic // one topic per work map
 		if off, ok := w.offsets.toCommit(); ok {
 			offsets[p] = off
 		}
 	}
 	if len(offsets) > 0 {
-		if err := gen.CommitOffsets(map[string]map[int]int64{c.cfg.Topic: offsets}); err != nil {
+		if err := gen.CommitOffsets(map[string]map[int]int64{topic: offsets}); err != nil {
 			c.m.retries.WithLabelValues(opCommit).Inc()
 			c.log.Warn("committing offsets", "generation", gen.ID, "offsets", offsets, "err", err)
 			return
@@ -471,7 +541,9 @@ func (c *Consumer) commit(gen *kafka.Generation, work map[int]*partitionWork) {
 		}
 	}
 	for p, w := range work {
-		c.setLag(p, w)
+		if w.topic == c.cfg.Topic {
+			c.setLag(p, w)
+		}
 	}
 }
 

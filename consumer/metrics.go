@@ -14,6 +14,8 @@ type metrics struct {
 	lag         *prometheus.GaugeVec   // by partition: high watermark - committed
 	assigned    prometheus.Gauge
 	restored    prometheus.Gauge // assigned partitions whose Assigned succeeded
+	// orphanRequests: request partitions assigned without their input partition.
+	orphanRequests prometheus.Gauge
 }
 
 // Retry operations, the values of the "operation" label of retries_total.
@@ -45,6 +47,8 @@ func newMetrics(reg prometheus.Registerer, group, topic string) *metrics {
 		assigned: gauge("assigned_partitions", "Partitions assigned to this member in the current generation."),
 		restored: gauge("restored_partitions",
 			"Assigned partitions whose runs have been restored (the member is ready when it equals assigned_partitions)."),
+		orphanRequests: gauge("orphan_request_partitions",
+			"Partitions of the requests topic assigned to this member without the input partition of the same number: their requests wait (the two topics' partition counts differ, or a member reads only the input)."),
 	}
 	for _, op := range []string{opHandle, opDeadLetter, opAssign, opFetch, opCommit} {
 		m.retries.WithLabelValues(op) // at 0 from the start, so that increase() sees the first retry

@@ -38,6 +38,16 @@ const (
 	ReasonKeyMismatch = "key_mismatch"
 	// ReasonRefused: the runner refused the event without a reason of its own.
 	ReasonRefused = "refused"
+	// ReasonRequestOnInput: an operator's request (retry, revert, a
+	// cancellation with a request id or requester) on the input topic,
+	// which producers may write: only the requests topic carries requests.
+	ReasonRequestOnInput = "request_on_input_topic"
+	// ReasonNotARequest: an event on the requests topic that is not an
+	// operator's request.
+	ReasonNotARequest = "not_a_request"
+	// ReasonUnsigned: a request without a valid signature of a configured
+	// operator's key, when the config lists operators.
+	ReasonUnsigned = "unsigned_request"
 )
 
 // Runner is the pipeline's runner as the consumer sees it through this
@@ -68,6 +78,14 @@ type Config struct {
 	// Rules validate each event: Known datasets, SourceAllowed refs and
 	// MaxDeadlineHorizon; Now is set for each message.
 	Rules schemas.Rules
+	// RequestsTopic is the topic of operators' requests; requests arriving
+	// on any other topic are dead-lettered, and so is anything else arriving
+	// on it. Empty: requests are taken from the input topic (tests).
+	RequestsTopic string
+	// Operators, when not empty, are the keys requests must be signed with
+	// (by operator name): an unsigned or badly signed request is
+	// dead-lettered, a signed one names its key's operator as who asked.
+	Operators map[string][]byte
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Counted, if set, counts each message that leaves here as a dead
@@ -107,10 +125,17 @@ func (s *stage) Handle(ctx context.Context, msg kafka.Message) error {
 	if reason, err := check(ev, msg); err != nil {
 		return s.poison(ev.EventType(), err, reason)
 	}
+	onRequests := s.cfg.RequestsTopic != "" && msg.Topic == s.cfg.RequestsTopic
+	if s.cfg.RequestsTopic != "" {
+		var reason string
+		if ev, reason, err = s.channel(ev, msg, onRequests); err != nil {
+			return s.poison(ev.EventType(), err, reason)
+		}
+	}
 	rules := s.cfg.Rules
 	rules.Now = s.cfg.Now()
 	if problem := rules.Validate(ev); problem != nil {
-		if namesRun(ev, problem, rules.Known) {
+		if !onRequests && namesRun(ev, problem, rules.Known) {
 			if err := s.Runner.Invalid(ctx, msg.Partition, ev, problem); err != nil {
 				return s.refused(ev, err)
 			}
@@ -141,6 +166,46 @@ func check(ev schemas.Event, msg kafka.Message) (reason string, err error) {
 			msg.Key, ev.Batch())
 	}
 	return "", nil
+}
+
+// channel holds ev to the channel it came on: operators' requests on the
+// requests topic only (signed when operators are configured), nothing else
+// there. It returns the event to apply: a signed request names its key's
+// operator as who asked.
+func (s *stage) channel(ev schemas.Event, msg kafka.Message, onRequests bool) (schemas.Event, string, error) {
+	request := schemas.IsOperatorRequest(ev)
+	switch {
+	case request && !onRequests:
+		return ev, ReasonRequestOnInput, fmt.Errorf("operator request on %s: lakewap takes %s only from %s, which only operators may write (batch %q)",
+			msg.Topic, ev.EventType(), s.cfg.RequestsTopic, ev.Batch())
+	case !request && onRequests:
+		return ev, ReasonNotARequest, fmt.Errorf("%s on %s is not an operator's request (want RetryRequested, RevertRequested or BatchCancelled with a request_id; batch %q)",
+			ev.EventType(), msg.Topic, ev.Batch())
+	case !onRequests || len(s.cfg.Operators) == 0:
+		return ev, "", nil
+	}
+	var name, sig string
+	for _, h := range msg.Headers {
+		switch h.Key {
+		case schemas.HeaderOperator:
+			name = string(h.Value)
+		case schemas.HeaderSignature:
+			sig = string(h.Value)
+		}
+	}
+	key, known := s.cfg.Operators[name]
+	if !known || !schemas.VerifyRequest(key, string(msg.Key), msg.Value, sig) {
+		return ev, ReasonUnsigned, fmt.Errorf("%s of batch %q is not signed by a configured operator (headers %s %q and %s): requests must be signed with an operator's key",
+			ev.EventType(), ev.Batch(), schemas.HeaderOperator, clip(name, 64), schemas.HeaderSignature)
+	}
+	return schemas.WithRequestedBy(ev, name), "", nil
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }
 
 // namesRun reports whether an invalid event still names a batch whose run

@@ -170,3 +170,66 @@ func TestStageRetries(t *testing.T) {
 		t.Errorf("Handle = %v, want registry_unavailable, to be retried", err)
 	}
 }
+
+// Requests come from the requests topic only, and nothing else does; with
+// operators configured a request must be signed with one's key, and then
+// names that operator as who asked.
+func TestRequestChannel(t *testing.T) {
+	codec, err := schemas.NewCodec(schemas.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	encode := func(ev schemas.Event) []byte {
+		v, err := codec.Encode(context.Background(), "in", ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	key := []byte("alice-signing-key-0123")
+	revert := encode(schemas.RevertRequested{RequestID: "q", BatchID: "b", Dataset: "billing", Reason: "r", RequestedBy: "mallory", OccurredAt: now})
+	signed := func(name string, k []byte, value []byte) []kafka.Header {
+		return []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte(name)}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(k, "b", value))}}
+	}
+	for _, c := range []struct {
+		name, topic string
+		value       []byte
+		headers     []kafka.Header
+		operators   map[string][]byte
+		wantReason  string
+		wantBy      string
+	}{
+		{name: "revert on input", topic: "in", value: revert, wantReason: ReasonRequestOnInput},
+		{name: "retry on input", topic: "in", value: encode(schemas.RetryRequested{RequestID: "q", BatchID: "b", Dataset: "billing", OccurredAt: now}), wantReason: ReasonRequestOnInput},
+		{name: "operator cancel on input", topic: "in", value: encode(schemas.BatchCancelled{RequestID: "q", BatchID: "b", Dataset: "billing", OccurredAt: now}), wantReason: ReasonRequestOnInput},
+		{name: "requester's cancel on input", topic: "in", value: encode(schemas.BatchCancelled{BatchID: "b", Dataset: "billing", RequestedBy: "x", OccurredAt: now}), wantReason: ReasonRequestOnInput},
+		{name: "producer's cancel on input", topic: "in", value: encode(schemas.BatchCancelled{BatchID: "b", Dataset: "billing", OccurredAt: now})},
+		{name: "landed on requests", topic: "req", value: encode(schemas.BatchLanded{BatchID: "b", Dataset: "billing", ExpectedWrites: []string{"f"}, OccurredAt: now}), wantReason: ReasonNotARequest},
+		{name: "unsigned without operators", topic: "req", value: revert, wantBy: "mallory"},
+		{name: "unsigned", topic: "req", value: revert, operators: map[string][]byte{"alice": key}, wantReason: ReasonUnsigned},
+		{name: "other key", topic: "req", value: revert, headers: signed("alice", []byte("not-alices-key-01234"), revert), operators: map[string][]byte{"alice": key}, wantReason: ReasonUnsigned},
+		{name: "unknown operator", topic: "req", value: revert, headers: signed("bob", key, revert), operators: map[string][]byte{"alice": key}, wantReason: ReasonUnsigned},
+		{name: "signed", topic: "req", value: revert, headers: signed("alice", key, revert), operators: map[string][]byte{"alice": key}, wantBy: "alice"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := &runner{}
+			h := Wrap(Config{Codec: codec, RequestsTopic: "req", Operators: c.operators, Rules: schemas.Rules{}}, r)
+			err := h.Handle(context.Background(), kafka.Message{Topic: c.topic, Key: []byte("b"), Value: c.value, Headers: c.headers})
+			var p *consumer.PoisonError
+			switch {
+			case c.wantReason == "" && err != nil:
+				t.Fatalf("error %v, want it applied", err)
+			case c.wantReason != "" && (!errors.As(err, &p) || p.Reason != c.wantReason):
+				t.Fatalf("error %v, want dead letter %s", err, c.wantReason)
+			case c.wantReason != "" && len(r.handled) > 0:
+				t.Fatalf("dead-lettered and applied")
+			}
+			if c.wantBy != "" {
+				if len(r.handled) != 1 || r.handled[0].(schemas.RevertRequested).RequestedBy != c.wantBy {
+					t.Errorf("applied %+v, want requested_by %s", r.handled, c.wantBy)
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,11 @@
 package schemas
 
-import "time"
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
 
 // Operator requests: inputs an operator's command (lakewap retry, revert,
 // cancel) sends to the input topic, handled by the daemon that owns the
@@ -84,3 +89,54 @@ func (e RequestRefused) DatasetName() string  { return e.Dataset }
 func (RetryRequested) ID() string   { return "" }
 func (RevertRequested) ID() string  { return "" }
 func (e RequestRefused) ID() string { return e.EventID }
+
+// HeaderOperator names the operator whose key signed a request (see
+// HeaderSignature); the daemon records that name as who asked.
+const HeaderOperator = "wap.operator"
+
+// HeaderSignature is a request's signature: hex HMAC-SHA256, with the
+// operator's key, of SignedBytes(the message key, the value).
+const HeaderSignature = "wap.signature"
+
+// IsOperatorRequest reports whether ev is an operator's request: a retry, a
+// revert, or a cancellation naming a request id or who asked. Those come
+// from the requests topic only.
+func IsOperatorRequest(ev Event) bool {
+	if c, ok := ev.(BatchCancelled); ok {
+		return c.RequestID != "" || c.RequestedBy != ""
+	}
+	return IsRequest(ev)
+}
+
+// SignRequest is the signature of a request message with key and value
+// (HeaderSignature).
+func SignRequest(secret []byte, key string, value []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("lakewap request v1\n"))
+	m.Write([]byte(key))
+	m.Write([]byte{'\n'})
+	m.Write(value)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// VerifyRequest reports whether signature is secret's signature of the
+// message (constant time).
+func VerifyRequest(secret []byte, key string, value []byte, signature string) bool {
+	return hmac.Equal([]byte(SignRequest(secret, key, value)), []byte(signature))
+}
+
+// WithRequestedBy returns the request ev saying by asked.
+func WithRequestedBy(ev Event, by string) Event {
+	switch e := ev.(type) {
+	case RetryRequested:
+		e.RequestedBy = by
+		return e
+	case RevertRequested:
+		e.RequestedBy = by
+		return e
+	case BatchCancelled:
+		e.RequestedBy = by
+		return e
+	}
+	return ev
+}

@@ -144,7 +144,12 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 
 	cc := k.Consumer(kp.sec)
 	cc.Registerer = reg
-	in := ingest.Wrap(ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.Metrics.Input}, d.runner)
+	operators, err := cfg.OperatorKeys()
+	if err != nil {
+		return nil, err
+	}
+	in := ingest.Wrap(ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.Metrics.Input,
+		RequestsTopic: k.RequestsTopic, Operators: operators}, d.runner)
 	if d.consumer, err = consumer.New(cc, in, log); err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}

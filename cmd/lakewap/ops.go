@@ -108,6 +108,10 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 		return exitUsage
 	}
 	defer t.Close()
+	if f.by, err = signer(t, cfg, f.by); err != nil {
+		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
+		return exitUsage
+	}
 	dataset, err := datasetOfBatch(ctx, cfg, f.batch, f.dataset)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
@@ -122,7 +126,7 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 	}
 	ans, err := t.Ask(ctx, cfg.Kafka, req, id, f.timeout, func(sent kafka.Message) {
 		fmt.Fprintf(stdout, "%s %s sent to %s (partition %d, offset %d); waiting up to %s for the daemon's answer\n",
-			req.EventType(), id, cfg.Kafka.InputTopic, sent.Partition, sent.Offset, f.timeout)
+			req.EventType(), id, cfg.Kafka.RequestsTopic, sent.Partition, sent.Offset, f.timeout)
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
@@ -135,6 +139,26 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 		return exitNotDone
 	}
 	return exitDone
+}
+
+// signer makes t sign requests when cfg lists operators: as the operator
+// by names, or the only one listed. It returns who asks.
+func signer(t *opclient.Target, cfg *config.Config, by string) (string, error) {
+	keys, err := cfg.OperatorKeys()
+	if err != nil || len(keys) == 0 {
+		return by, err
+	}
+	name := by
+	if _, ok := keys[name]; !ok {
+		if len(keys) != 1 || by != "" {
+			return "", fmt.Errorf("the config lists operators: -by must name one of them (got %q)", by)
+		}
+		for n := range keys {
+			name = n
+		}
+	}
+	t.SignAs(name, keys[name])
+	return name, nil
 }
 
 func newRequestID() string {

@@ -34,25 +34,69 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Kafka    Kafka              `yaml:"kafka"`
-	LakeFS   LakeFS             `yaml:"lakefs"`
-	Runner   Runner             `yaml:"runner"`
-	Audit    Audit              `yaml:"audit"`
-	Notify   Notify             `yaml:"notify"`
-	HTTP     HTTP               `yaml:"http"`
-	Log      Log                `yaml:"log"`
-	Janitor  Janitor            `yaml:"janitor"`
-	Datasets map[string]Dataset `yaml:"datasets"`
+	Kafka   Kafka   `yaml:"kafka"`
+	LakeFS  LakeFS  `yaml:"lakefs"`
+	Runner  Runner  `yaml:"runner"`
+	Audit   Audit   `yaml:"audit"`
+	Notify  Notify  `yaml:"notify"`
+	HTTP    HTTP    `yaml:"http"`
+	Log     Log     `yaml:"log"`
+	Janitor Janitor `yaml:"janitor"`
+	// Operators, when any are listed, are the only ones whose requests
+	// (retry, cancel, revert) the daemon carries out: each request on the
+	// requests topic must be signed with one of their keys, and names the
+	// key's operator as who asked.
+	Operators []Operator         `yaml:"operators"`
+	Datasets  map[string]Dataset `yaml:"datasets"`
+}
+
+// Operator is one operator's request-signing key.
+type Operator struct {
+	// Name is who asked, as the run, its events and the revert commit say.
+	Name string `yaml:"name"`
+	// Key, or KeyFile holding it: at least 16 bytes, shared with the
+	// operator's lakewap command (its config lists the same operator).
+	Key     string `yaml:"key"`
+	KeyFile string `yaml:"key_file"`
+}
+
+// operatorName is what an operator may be called: it goes into headers,
+// events and commit metadata.
+var operatorName = regexp.MustCompile(`^[\w.@-]{1,128}$`)
+
+// OperatorKeys reads every operator's key: name -> key. Nil without
+// operators (requests are not signed).
+func (c *Config) OperatorKeys() (map[string][]byte, error) {
+	if len(c.Operators) == 0 {
+		return nil, nil
+	}
+	keys := make(map[string][]byte, len(c.Operators))
+	for i, o := range c.Operators {
+		k, err := ReadSecret(o.Key, o.KeyFile)
+		if err == nil && len(strings.TrimSpace(k)) < 16 {
+			err = errors.New("the key must be at least 16 bytes")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("operators[%d] (%s): %w", i, o.Name, err)
+		}
+		keys[o.Name] = []byte(strings.TrimSpace(k))
+	}
+	return keys, nil
 }
 
 // Kafka says where the topics are and how to reach them.
 type Kafka struct {
-	Brokers         []string `yaml:"brokers"`
-	GroupID         string   `yaml:"group_id"`
-	InputTopic      string   `yaml:"input_topic"`
-	ResultsTopic    string   `yaml:"results_topic"`
-	DeadLetterTopic string   `yaml:"dead_letter_topic"`
-	ChangelogTopic  string   `yaml:"changelog_topic"`
+	Brokers    []string `yaml:"brokers"`
+	GroupID    string   `yaml:"group_id"`
+	InputTopic string   `yaml:"input_topic"`
+	// RequestsTopic carries operators' requests (lakewap retry, cancel,
+	// revert), apart from producers' inputs so that its ACL can differ;
+	// requests on the input topic are dead-lettered. Same partitions as
+	// the input topic.
+	RequestsTopic   string `yaml:"requests_topic"`
+	ResultsTopic    string `yaml:"results_topic"`
+	DeadLetterTopic string `yaml:"dead_letter_topic"`
+	ChangelogTopic  string `yaml:"changelog_topic"`
 	// Partitions is used when lakewap creates missing topics.
 	Partitions        int      `yaml:"partitions"`
 	ReplicationFactor int      `yaml:"replication_factor"`
@@ -363,6 +407,7 @@ func (c *Config) Defaults() {
 	k := &c.Kafka
 	k.GroupID = cmp.Or(k.GroupID, "lakewap")
 	k.InputTopic = cmp.Or(k.InputTopic, "wap.events")
+	k.RequestsTopic = cmp.Or(k.RequestsTopic, "wap.requests")
 	k.ResultsTopic = cmp.Or(k.ResultsTopic, "wap.results")
 	k.DeadLetterTopic = cmp.Or(k.DeadLetterTopic, "wap.dlq")
 	k.ChangelogTopic = cmp.Or(k.ChangelogTopic, "wap.runs")
@@ -417,7 +462,7 @@ func (c *Config) InputRules() schemas.Rules {
 // Consumer is the input consumer's settings from kafka.*, reaching Kafka
 // with sec.
 func (k Kafka) Consumer(sec consumer.Security) consumer.Config {
-	return consumer.Config{Brokers: k.Brokers, GroupID: k.GroupID, Topic: k.InputTopic, DeadLetterTopic: k.DeadLetterTopic,
+	return consumer.Config{Brokers: k.Brokers, GroupID: k.GroupID, Topic: k.InputTopic, RequestsTopic: k.RequestsTopic, DeadLetterTopic: k.DeadLetterTopic,
 		Security: sec, CommitInterval: k.CommitInterval.Std(), SessionTimeout: k.SessionTimeout.Std()}
 }
 
@@ -484,6 +529,7 @@ func (k Kafka) Topics() []consumer.TopicSpec {
 	changelog := consumer.ChangelogTopic(k.ChangelogTopic, k.InputTopic)
 	changelog.ReplicationFactor = k.ReplicationFactor
 	return []consumer.TopicSpec{{Name: k.InputTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
+		{Name: k.RequestsTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
 		{Name: k.ResultsTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
 		{Name: k.DeadLetterTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor}, changelog}
 }
@@ -603,7 +649,7 @@ func (c *Config) Validate() error {
 		badIf(!strings.Contains(b, ":"), fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port", b)
 	}
 	topics := map[string]string{}
-	for field, t := range map[string]string{"kafka.input_topic": c.Kafka.InputTopic, "kafka.results_topic": c.Kafka.ResultsTopic,
+	for field, t := range map[string]string{"kafka.input_topic": c.Kafka.InputTopic, "kafka.requests_topic": c.Kafka.RequestsTopic, "kafka.results_topic": c.Kafka.ResultsTopic,
 		"kafka.dead_letter_topic": c.Kafka.DeadLetterTopic, "kafka.changelog_topic": c.Kafka.ChangelogTopic} {
 		if other, dup := topics[t]; dup {
 			bad(max(field, other), "topic %q is also %s; every topic must be distinct", t, min(field, other))
@@ -611,6 +657,21 @@ func (c *Config) Validate() error {
 		topics[t] = field
 	}
 	badIf(c.Kafka.Partitions < 1, "kafka.partitions", "must be at least 1")
+	names := map[string]bool{}
+	for i, o := range c.Operators {
+		field := fmt.Sprintf("operators[%d]", i)
+		switch {
+		case !operatorName.MatchString(o.Name):
+			bad(field+".name", "%q: want 1 to 128 letters, digits, _ . @ -", o.Name)
+		case names[o.Name]:
+			bad(field+".name", "%q is listed twice", o.Name)
+		case (o.Key == "") == (o.KeyFile == ""):
+			bad(field, "set key or key_file (one of them)")
+		case o.KeyFile == "" && len(strings.TrimSpace(o.Key)) < 16:
+			bad(field+".key", "must be at least 16 bytes")
+		}
+		names[o.Name] = true
+	}
 	if t := c.Kafka.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
 		bad("kafka.tls", "cert_file and key_file must be set together")
 	}

@@ -66,13 +66,14 @@ func DemoConfig(s *devstack.Stack, workDir string) *config.Config {
 	k := &cfg.Kafka
 	k.GroupID, k.InputTopic, k.ResultsTopic = s.GroupID(k.GroupID), s.Topic(k.InputTopic), s.Topic(k.ResultsTopic)
 	k.DeadLetterTopic, k.ChangelogTopic = s.Topic(k.DeadLetterTopic), s.Topic(k.ChangelogTopic)
+	k.RequestsTopic = s.Topic(k.RequestsTopic)
 	return cfg
 }
 
 // StackTopics are lakewap's topics by their default names: devstack maps
 // them to the stack's actual names.
 func StackTopics() []devstack.Topic {
-	return []devstack.Topic{{Name: "wap.events"}, {Name: "wap.results"}, {Name: "wap.dlq"}, {Name: "wap.runs", Compacted: true}}
+	return []devstack.Topic{{Name: "wap.events"}, {Name: "wap.requests"}, {Name: "wap.results"}, {Name: "wap.dlq"}, {Name: "wap.runs", Compacted: true}}
 }
 
 // New connects producer, writer and result watcher to a stack.

@@ -30,6 +30,18 @@ type Target struct {
 	transport *kafka.Transport
 	dialer    *kafka.Dialer
 	codec     *schemas.Codec
+	// signer signs the operator requests Send writes (SignAs).
+	signer struct {
+		name string
+		key  []byte
+	}
+}
+
+// SignAs makes Send sign operator requests with the key of operator name
+// (the wap.operator and wap.signature headers), as a daemon whose config
+// lists operators requires.
+func (t *Target) SignAs(name string, key []byte) {
+	t.signer.name, t.signer.key = name, key
 }
 
 // Connect connects as the config file at path says (when path is not
@@ -175,6 +187,10 @@ func (t *Target) Send(ctx context.Context, topic string, ev schemas.Event, parti
 	msg := kafka.Message{Key: []byte(ev.Batch()), Value: value}
 	for k, v := range schemas.Headers(ev) {
 		msg.Headers = append(msg.Headers, kafka.Header{Key: k, Value: []byte(v)})
+	}
+	if t.signer.key != nil && schemas.IsOperatorRequest(ev) {
+		msg.Headers = append(msg.Headers, kafka.Header{Key: schemas.HeaderOperator, Value: []byte(t.signer.name)},
+			kafka.Header{Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(t.signer.key, string(msg.Key), value))})
 	}
 	var balancer kafka.Balancer = &kafka.Murmur2Balancer{}
 	if partition >= 0 {

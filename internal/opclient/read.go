@@ -150,7 +150,7 @@ func HeaderValue(hs []kafka.Header, key string) (string, bool) {
 var ErrNoAnswer = errors.New("no lakewap daemon answered")
 
 // Ask sends the operator request req (whose wap.request_id is id) to the
-// input topic of k, calls sent with the message as written, and returns
+// requests topic of k (signed when SignAs named an operator), calls sent with the message as written, and returns
 // the first result event that answers it. The results topic is read from
 // the ends it had before the request was sent, so no earlier event is taken
 // for the answer.
@@ -159,7 +159,7 @@ func (t *Target) Ask(ctx context.Context, k config.Kafka, req schemas.Event, id 
 	if err != nil {
 		return nil, err
 	}
-	msg, err := t.Send(ctx, k.InputTopic, req, -1)
+	msg, err := t.Send(ctx, k.RequestsTopic, req, -1)
 	if err != nil {
 		return nil, fmt.Errorf("request not sent: %w", err)
 	}
@@ -183,7 +183,7 @@ func (t *Target) Ask(ctx context.Context, k config.Kafka, req schemas.Event, id 
 		return ans, nil
 	case wctx.Err() != nil && ctx.Err() == nil:
 		return nil, fmt.Errorf("%w request %s within %s. The request stays on %s (partition %d, offset %d): the daemon that owns that partition (consumer group %s) carries it out when it runs; see lakewap runs -batch %s",
-			ErrNoAnswer, id, timeout, k.InputTopic, msg.Partition, msg.Offset, k.GroupID, req.Batch())
+			ErrNoAnswer, id, timeout, k.RequestsTopic, msg.Partition, msg.Offset, k.GroupID, req.Batch())
 	}
 	return nil, cmp.Or(err, ctx.Err())
 }

@@ -15,7 +15,8 @@ type keyDoc struct {
 var keyDocs = map[string]keyDoc{
 	"kafka.brokers":                   {desc: "Bootstrap brokers, host:port.", def: "none (required)", example: `["kafka-1:9092", "kafka-2:9092"]`},
 	"kafka.group_id":                  {desc: "Consumer group of the daemon's instances; they share the input partitions."},
-	"kafka.input_topic":               {desc: "Topic of input events: BatchLanded, WriteComplete, BatchCancelled and operator requests."},
+	"kafka.input_topic":               {desc: "Topic of producers' input events: BatchLanded, WriteComplete, BatchCancelled."},
+	"kafka.requests_topic":            {desc: "Topic of operators' requests (lakewap retry, cancel, revert), apart from producers' inputs so that only operators may write it; requests on the input topic are dead-lettered. Same partition count as the input topic."},
 	"kafka.results_topic":             {desc: "Topic of result events: BranchReady, BatchPublished, BatchAborted, BatchFailed, BatchReverted, RequestRefused."},
 	"kafka.dead_letter_topic":         {desc: "Topic of the inputs that can never be handled, with the reason in headers."},
 	"kafka.changelog_topic":           {desc: "Compacted topic that stores run state, one record per run, same partitions as the input topic."},
@@ -90,6 +91,10 @@ var keyDocs = map[string]keyDoc{
 	"log.format": {desc: "json or text."},
 	"log.level":  {desc: "debug, info, warn or error."},
 
+	"operators":               {desc: "Operators whose requests the daemon carries out. When any are listed, every request must carry the wap.operator and wap.signature headers (HMAC-SHA256 of the value with the operator's key), and the operator's name replaces requested_by; unsigned or badly signed requests are dead-lettered.", def: "none (requests are not signed)", example: "[{name: alice, key_file: /run/secrets/lakewap_alice}]"},
+	"operators[].name":        {desc: "Who asks, as runs, result events and revert commits name them (letters, digits, _ . @ -).", def: "none (required)", example: "alice"},
+	"operators[].key":         {desc: "The operator's signing key, at least 16 bytes, usually `${ENV}`.", def: "none", example: "${LAKEWAP_OPERATOR_KEY}"},
+	"operators[].key_file":    {desc: "File holding the signing key (instead of key).", def: "none", example: "/run/secrets/lakewap_alice"},
 	"janitor.enabled":         {desc: "Run the janitor in the daemon.", def: "true", example: "false"},
 	"janitor.interval":        {desc: "Time between sweeps (at least 1m)."},
 	"janitor.abandoned_after": {desc: "Age after which branches of published runs, and wap- branches no run owns, are deleted."},
