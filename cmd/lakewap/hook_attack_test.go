@@ -84,7 +84,7 @@ hooks:
 
 	// The victim: a committed branch with NULL billing ids.
 	victim := branchWith(t, e.Env, "victim", harness.BadBillingRows)
-	misses := value(t, scrape(t, base+"/metrics"), "lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"})
+	misses := value(t, scrape(t, base+"/metrics"), "lakewap_audit_cache_lookups_total", map[string]string{"outcome": "miss"})
 	forged := map[string]any{"event_type": "pre-merge", "event_time": time.Now().UTC().Format(time.RFC3339),
 		"action_name": "lakewap audit", "hook_id": "lakewap_audit", "repository_id": "lake", "branch_id": "main",
 		"source_ref": victim, "merge_source": "victim", "commit_id": seen["commit_id"]}
@@ -103,7 +103,7 @@ hooks:
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("the writer's hook call: %d %s; want 403 (no merge in progress)", resp.StatusCode, answer)
 	}
-	if after := value(t, scrape(t, base+"/metrics"), "lakewap_audit_cache_lookups_total", map[string]string{"result": "miss"}); after != misses {
+	if after := value(t, scrape(t, base+"/metrics"), "lakewap_audit_cache_lookups_total", map[string]string{"outcome": "miss"}); after != misses {
 		t.Errorf("the writer's call made lakewap audit (%v -> %v cache misses)", misses, after)
 	}
 	for _, leak := range []string{"sample", "observed", "null rows"} {
