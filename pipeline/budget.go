@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -44,10 +45,10 @@ const (
 	RefusedOverBudget = "over_budget"
 )
 
-// Refuse says whether in must not be applied to r. Only inputs that would
+// refuse says whether in must not be applied to r. Only inputs that would
 // grow a run with names it never asked for are refused: everything else is
 // applied, or is a no-op duplicate.
-func (m Machine) Refuse(r Run, in Input) *Refusal {
+func refuse(r Run, in Input) *Refusal {
 	wd, ok := in.(WriteDone)
 	if !ok {
 		return nil
@@ -71,21 +72,53 @@ func (m Machine) Refuse(r Run, in Input) *Refusal {
 	return nil
 }
 
-// Trim drops what a run can live without when its record is over budget:
+// Fit is the budget of the run record o stores: it encodes o.Run and
+// returns the record to store (nil when the run is to be forgotten). A
+// record over Policy.MaxRunBytes is trimmed (sample rows, long texts) and
+// the run goes on; one still over it is ended with a BatchFailed saying so,
+// and the input refused (RefusedOverBudget), so the batch has a definite
+// outcome and the partition moves on. The outcome's effects are those of
+// the run as stored.
+func (m Machine) Fit(o Outcome, now time.Time) (Outcome, []byte, error) {
+	if o.Run.State == "" {
+		return o, nil, nil
+	}
+	budget := m.p.MaxRunBytes
+	b, err := json.Marshal(o.Run)
+	if err != nil || len(b) <= budget {
+		return o, b, err
+	}
+	run := trim(o.Run)
+	if b, err = json.Marshal(run); err != nil {
+		return o, nil, err
+	}
+	if size := len(b); size > budget {
+		run = overBudget(run, size, budget, now)
+		o.Refused = &Refusal{Reason: RefusedOverBudget, Detail: fmt.Sprintf("run record of %d bytes exceeds the budget of %d bytes", size, budget)}
+		if b, err = json.Marshal(run); err != nil {
+			return o, nil, err
+		}
+	}
+	replies := slices.DeleteFunc(slices.Clone(o.Effects), func(e Effect) bool { return e.Kind != DoReply })
+	o.Run = run
+	o.Effects = append(m.Pending(run, now), replies...)
+	return o, b, nil
+}
+
+// trim drops what a run can live without when its record is over budget:
 // sample rows of its audit reports, and long texts. The run goes on.
-func (m Machine) Trim(r Run) Run {
-	n := r.clone()
+func trim(r Run) Run {
+	n := r.Clone()
 	n.Detail, n.LastError = schemas.Clip(n.Detail, maxDetailBytes), schemas.Clip(n.LastError, maxErrorBytes)
 	n.Report = bareReport(n.Report, true)
 	n.Delivery = n.Delivery.trim()
 	return n
 }
 
-// OverBudget ends a run whose record is still over budget after Trim: it
-// keeps the run's identity and where it got to, and fails it with a
-// BatchFailed saying so, so the batch has a definite outcome and the
-// partition moves on. A run already finished keeps its outcome.
-func (m Machine) OverBudget(r Run, size, budget int, now time.Time) Run {
+// overBudget ends a run whose record is still over budget after trim: it
+// keeps the run's identity and where it got to, and fails it. A run already
+// finished keeps its outcome.
+func overBudget(r Run, size, budget int, now time.Time) Run {
 	msg := fmt.Sprintf("run record of %d bytes exceeds the budget of %d bytes", size, budget)
 	n := Run{BatchID: r.BatchID, Dataset: r.Dataset, Repository: r.Repository, Branch: r.Branch,
 		Source: r.Source, Target: r.Target, State: r.State, Deadline: r.Deadline, KeepBranch: true,
@@ -105,7 +138,7 @@ func (m Machine) OverBudget(r Run, size, budget int, now time.Time) Run {
 		}
 		return n
 	}
-	return fail(n, cmp.Or(stateStep[r.State], "store"), msg, r.Attempts, now)
+	return fail(n, cmp.Or(stateStep(r.State), "store"), msg, r.Attempts, now)
 }
 
 // bareReport copies rep without sample rows (samples) or without any check

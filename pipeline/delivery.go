@@ -31,10 +31,13 @@ func (d *Delivery) add(o Outgoing) { d.Outbox = append(d.Outbox, o) }
 
 // sent applies a confirmed delivery: the entry leaves the outbox, the
 // receipts are the notifier's, and a sink that still owes it is asked
-// again after p.NotifyRetry, at most p.NotifyRetries times.
-func (d Delivery) sent(in Sent, p Policy, now time.Time) Delivery {
+// again after p.NotifyRetry, at most p.NotifyRetries times. changed says
+// whether anything did (a second Sent of the same entry changes nothing).
+func (d Delivery) sent(in Sent, p Policy, now time.Time) (_ Delivery, changed bool) {
+	was := d
 	d = d.clone()
-	if i := slices.IndexFunc(d.Outbox, func(o Outgoing) bool { return o.EventID == in.EventID }); i >= 0 {
+	i := slices.IndexFunc(d.Outbox, func(o Outgoing) bool { return o.EventID == in.EventID })
+	if i >= 0 {
 		o := d.Outbox[i]
 		d.Outbox = append(d.Outbox[:i:i], d.Outbox[i+1:]...)
 		d.Sent++
@@ -53,7 +56,9 @@ func (d Delivery) sent(in Sent, p Policy, now time.Time) Delivery {
 	case !owed:
 		d.NotifyRetries = 0
 	}
-	return d
+	changed = i >= 0 || !maps.Equal(d.Receipts, was.Receipts) ||
+		!d.NotifyRetryAt.Equal(was.NotifyRetryAt) || d.NotifyRetries != was.NotifyRetries
+	return d, changed
 }
 
 // owed reports whether a sink has not delivered the latest notification.

@@ -21,10 +21,16 @@ func TestDeliveryBookkeeping(t *testing.T) {
 	if e, ok := d.next(StatePublished, "r", now); !ok || e.Kind != DoSend || e.Send.EventID != "s1" {
 		t.Fatalf("next = %+v %v, want the oldest entry", e, ok)
 	}
-	d = d.sent(Sent{EventID: "s1"}, p, now)
+	d, changed := d.sent(Sent{EventID: "s1"}, p, now)
+	if !changed {
+		t.Error("a confirmed outbox entry did not change the delivery")
+	}
+	if _, changed := d.sent(Sent{EventID: "s1"}, p, now); changed {
+		t.Error("a second Sent of the same entry changed the delivery")
+	}
 	owed := map[string]string{schemas.PendingReceiptPrefix + "slack": "published"}
 	before := d.clone()
-	d = d.sent(Sent{EventID: "e1", Receipts: owed}, p, now)
+	d, _ = d.sent(Sent{EventID: "e1", Receipts: owed}, p, now)
 	if len(before.Outbox) != 1 {
 		t.Fatal("sent changed the delivery it was called on")
 	}
@@ -46,9 +52,9 @@ func TestDeliveryBookkeeping(t *testing.T) {
 		if e, _ := d.next(StatePublished, "r", now); e.Kind != DoSend || e.Send.EventID != "e1" || e.Send.State != StatePublished {
 			t.Fatalf("retry %d at its time: %+v, want the last event again", i, e)
 		}
-		d = d.sent(Sent{EventID: "e1", Receipts: owed}, p, now)
+		d, _ = d.sent(Sent{EventID: "e1", Receipts: owed}, p, now)
 	}
-	d = d.sent(Sent{EventID: "e1", Receipts: map[string]string{"slack": "ts"}}, p, now)
+	d, _ = d.sent(Sent{EventID: "e1", Receipts: map[string]string{"slack": "ts"}}, p, now)
 	if !d.idle() || d.NotifyRetries != 0 {
 		t.Errorf("delivered: %+v, want idle with the retry count reset", d)
 	}

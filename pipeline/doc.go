@@ -1,8 +1,13 @@
-// Package pipeline is lakewap's Write-Audit-Publish state machine: a pure
-// transition function over Run states and a runner that executes the effects
-// it returns. It declares the small interfaces it needs from the outside
-// (Lake, Auditor, Notifier, Store); adapters implement them. Input events
-// arrive typed and validated from the ingest stage (Runner.Handle).
+// Package pipeline is lakewap's Write-Audit-Publish core: the pure state
+// machine over Run records and the small interfaces the runner needs from
+// the outside (Lake, Auditor, Notifier, Store), which adapters implement.
 //
-// It may import schemas, internal/backoff and the standard library only.
+// Machine.Apply is the one entry point: a run, an input (an event from
+// Kafka, the report of an executor, the clock) and now give an Outcome
+// (the run, the effects it asks for, whether it changed, a refusal).
+// Every decision is made there; package pipeline/runner carries out the
+// effects and reports what happened as the next input.
+//
+// It does no I/O: it may import schemas, internal/backoff and the standard
+// packages TestPackageMap lists (no os, net, io or log).
 package pipeline

@@ -19,6 +19,17 @@ const (
 	MetaAudit         = "wap.audit"
 )
 
+// Commit metadata of the revert commit on the target, and of a publish an
+// operator's retry made.
+const (
+	MetaRevertedBatchID = "wap.reverted_batch_id"
+	MetaRevertReason    = "wap.revert_reason"
+	MetaRevertedBy      = "wap.reverted_by"
+	// MetaRevertedCommit names, in a revert commit, the publish commit it undid.
+	MetaRevertedCommit = "wap.reverted_commit"
+	MetaRetriedBy      = "wap.retried_by"
+)
+
 // Lake is what the runner needs from lakeFS.
 type Lake interface {
 	// EnsureBranch creates branch from source unless it exists; existed

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -114,6 +113,13 @@ type (
 	}
 	// CleanedUp reports the aborted batch's branch was deleted.
 	CleanedUp struct{}
+	// Looked answers DoLook: whether the sealed commit of a publish that
+	// failed is on the target after all (CommitID the target commit that
+	// holds it). A look that could not be made reports OnTarget false.
+	Looked struct {
+		OnTarget bool
+		CommitID string
+	}
 	// Reverted reports the revert commit CommitID on the target undoes
 	// PublishCommit; Reason and By are what that commit records (an earlier
 	// revert found on the target is reported as it was made).
@@ -139,6 +145,7 @@ func (CleanedUp) input()     {}
 func (RetryRequest) input()  {}
 func (RevertRequest) input() {}
 func (Reverted) input()      {}
+func (Looked) input()        {}
 
 // FailClass says what a step failure means for the run.
 type FailClass int
@@ -174,11 +181,29 @@ const (
 	// DoReply sends Effect.Send once, to the results topic only: the answer
 	// to an operator request that changed nothing (it is not stored).
 	DoReply
+	// DoLook looks once more, before a failed publish ends its run, whether
+	// the sealed commit is on the target after all (answered by Looked).
+	DoLook
 )
 
 func (k EffectKind) String() string {
-	return [...]string{"none", "create_branch", "audit", "publish", "send", "cleanup", "wake", "forget", "revert", "reply"}[k]
+	return [...]string{"none", "create_branch", "audit", "publish", "send", "cleanup", "wake", "forget", "revert", "reply", "look"}[k]
 }
+
+// The one table of the run's steps: the effect a state asks for, and the
+// step each effect carries out (a failure names it in StepFailed).
+var (
+	stateEffect = map[State]EffectKind{StateLanded: DoCreateBranch, StateAuditing: DoAudit, StatePublishing: DoPublish}
+	effectStep  = map[EffectKind]Step{DoCreateBranch: StepBranch, DoAudit: StepAudit, DoPublish: StepPublish,
+		DoLook: StepPublish, DoCleanup: StepCleanup, DoRevert: StepRevert}
+)
+
+// Step is the step k carries out; "" for the runner's own work (send,
+// wake, forget, reply).
+func (k EffectKind) Step() Step { return effectStep[k] }
+
+// stateStep is the step a run in state s carries out ("" for none).
+func stateStep(s State) Step { return stateEffect[s].Step() }
 
 // Effect is one piece of work asked of the runner.
 type Effect struct {
@@ -247,116 +272,177 @@ type Machine struct{ p Policy }
 // NewMachine returns a machine with p, taken as it is (see DefaultPolicy).
 func NewMachine(p Policy) Machine { return Machine{p: p} }
 
-// Transition applies in to r at now and returns the new run and the work it
-// asks for. r with an empty State is "no run yet"; a returned run with an
-// empty State is to be forgotten. Transition never mutates r.
-func (m Machine) Transition(r Run, in Input, now time.Time) (Run, []Effect) {
-	n := r.clone()
-	var reply *Outgoing
+// Outcome is what Apply made of an input.
+type Outcome struct {
+	// Run is the run after the input; an empty State means it is to be
+	// forgotten. When Changed is false it is the run given.
+	Run Run
+	// Effects is the work the run asks for now (Pending), and the answer to
+	// an operator request that changed nothing (DoReply).
+	Effects []Effect
+	// Changed says Run differs from the run given, so it must be stored
+	// before its effects start; a no-op input (a duplicate, a tick before
+	// any deadline) writes nothing.
+	Changed bool
+	// Refused is an input the machine will not apply: it goes to the
+	// dead-letter topic and the run is left as it was. Fit also sets it
+	// when it had to end a run over its budget.
+	Refused *Refusal
+}
+
+// Apply is the one entry point of the machine: it applies in to r at now.
+// r with an empty State is "no run yet". Apply never mutates r.
+func (m Machine) Apply(r Run, in Input, now time.Time) Outcome {
+	if ref := refuse(r, in); ref != nil {
+		return Outcome{Run: r, Refused: ref}
+	}
+	n, changed, reply := m.transition(r.Clone(), in, now)
+	o := Outcome{Run: n, Changed: changed}
+	switch {
+	case n.State == "" && r.State == "":
+		o.Run, o.Changed = r, false // nothing to store, nor to forget
+	case !changed:
+		o.Run = r
+		o.Effects = m.Pending(r, now)
+	default:
+		if n.State != "" {
+			n.UpdatedAt = now
+			o.Run = n
+		}
+		o.Effects = m.Pending(n, now)
+	}
+	if reply != nil {
+		o.Effects = append(o.Effects, Effect{Kind: DoReply, Send: *reply})
+	}
+	return o
+}
+
+// transition applies in to n, a copy it may change, and reports whether
+// it did, with the answer to an operator request that changes nothing.
+func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoing) {
 	switch in := in.(type) {
 	case Landed:
-		n = m.landed(n, in, now)
+		return m.landed(n, in, now)
 	case WriteDone:
-		n = m.writeDone(n, in.Event, now)
+		n, changed := m.writeDone(n, in.Event, now)
+		return n, changed, nil
 	case Cancel:
-		n, reply = m.cancel(n, in.Event, now)
+		return m.cancel(n, in.Event, now)
 	case RetryRequest:
-		n, reply = m.retry(n, in.Event, now)
+		return m.retry(n, in.Event, now)
 	case RevertRequest:
-		n, reply = m.revert(n, in.Event, now)
+		return m.revert(n, in.Event, now)
 	case Reverted:
-		if n.State == StatePublished && n.revertPending() {
-			n.resetRetry()
-			rv := n.Revert
-			rv.PublishCommit, rv.Commit, rv.At = in.PublishCommit, in.CommitID, in.At
-			if in.Reason != "" || in.By != "" {
-				rv.Reason, rv.By = in.Reason, in.By
-			}
-			n.push(reverted(n))
+		if n.State != StatePublished || !n.revertPending() {
+			return n, false, nil
 		}
+		n.resetRetry()
+		rv := n.Revert
+		rv.PublishCommit, rv.Commit, rv.At = in.PublishCommit, in.CommitID, in.At
+		if in.Reason != "" || in.By != "" {
+			rv.Reason, rv.By = in.Reason, in.By
+		}
+		n.push(reverted(n))
 	case Invalid:
-		if abortable(n.State) {
-			n = abortEarly(n, in.BatchID, in.Dataset, schemas.ReasonInvalid, in.Detail, now)
+		if !abortable(n.State) {
+			return n, false, nil
 		}
+		n = abortEarly(n, in.BatchID, in.Dataset, schemas.ReasonInvalid, in.Detail, now)
 	case Tick:
-		n = m.tick(n, in, now)
+		n, changed := m.tick(n, in, now)
+		return n, changed, nil
 	case BranchCreated:
-		if n.State == StateLanded {
-			n.resetRetry()
-			n.push(branchReady(n, now))
-			n.setState(StateAwaitingWrites, now)
-			if len(n.missingWrites()) == 0 {
-				n.setState(StateAuditing, now)
-			}
+		if n.State != StateLanded {
+			return n, false, nil
+		}
+		n.resetRetry()
+		n.push(branchReady(n, now))
+		n.setState(StateAwaitingWrites, now)
+		if len(n.missingWrites()) == 0 {
+			n.setState(StateAuditing, now)
 		}
 	case Audited:
-		if n.State == StateAuditing {
-			n.resetRetry()
-			rep := in.Report
-			n.Report = &rep
-			n.SealedCommit = in.SealedCommit
-			if rep.Passed {
-				n.setState(StatePublishing, now)
-				n.PublishSince = now
-			} else {
-				failed := rep.Failed()
-				detail := fmt.Sprintf("%d check(s) failed", len(failed))
-				if len(failed) > 0 {
-					detail += ": " + failed[0].Name
-				}
-				n = abort(n, schemas.ReasonAuditFailed, detail, now)
-			}
+		if n.State != StateAuditing {
+			return n, false, nil
 		}
+		n.resetRetry()
+		rep := in.Report
+		n.Report = &rep
+		n.SealedCommit = in.SealedCommit
+		if rep.Passed {
+			n.setState(StatePublishing, now)
+			n.PublishSince = now
+			break
+		}
+		failed := rep.Failed()
+		detail := fmt.Sprintf("%d check(s) failed", len(failed))
+		if len(failed) > 0 {
+			detail += ": " + failed[0].Name
+		}
+		n = abort(n, schemas.ReasonAuditFailed, detail, now)
 	case Strayed:
-		if n.State == StateAuditing {
-			n.SealedCommit = in.SealedCommit
-			detail := fmt.Sprintf("%d path(s) outside the dataset's tables: %s", in.Total, strings.Join(in.Paths, ", "))
-			if in.Total > len(in.Paths) {
-				detail += ", ..."
-			}
-			n = abort(n, schemas.ReasonOutsideTables, detail, now)
+		if n.State != StateAuditing {
+			return n, false, nil
 		}
+		n.SealedCommit = in.SealedCommit
+		detail := fmt.Sprintf("%d path(s) outside the dataset's tables: %s", in.Total, strings.Join(in.Paths, ", "))
+		if in.Total > len(in.Paths) {
+			detail += ", ..."
+		}
+		n = abort(n, schemas.ReasonOutsideTables, detail, now)
 	case Merged:
 		// A merge that lands after its step was given up on (a timeout whose
 		// merge went through) still made the batch public: say so.
-		if n.State == StatePublishing || n.State == StateFailed && n.FailedStep == StepPublish {
-			n.resetRetry()
-			n.CommitID = in.CommitID
-			n.setState(StatePublished, now)
-			n.push(published(n, now))
+		if n.State != StatePublishing && (n.State != StateFailed || n.FailedStep != StepPublish) {
+			return n, false, nil
 		}
+		n = published(n, in.CommitID, now)
+	case Looked:
+		if n.State != StatePublishing || n.Looking == nil {
+			return n, false, nil
+		}
+		if in.OnTarget {
+			n = published(n, in.CommitID, now)
+			break
+		}
+		f := *n.Looking
+		n.Looking = nil
+		n = fail(n, StepPublish, f.Err, f.Attempts, now)
 	case StepFailed:
-		n = m.stepFailed(n, in, now)
+		n, changed := m.stepFailed(n, in, now)
+		return n, changed, nil
 	case Sent:
-		n.Delivery = n.Delivery.sent(in, m.p, now)
+		d, changed := n.Delivery.sent(in, m.p, now)
+		n.Delivery = d
+		return n, changed, nil
 	case CleanedUp:
+		if !n.CleanupPending {
+			return n, false, nil
+		}
 		n.CleanupPending = false
+	default:
+		return n, false, nil
 	}
-	if n.State != "" && !reflect.DeepEqual(n, r.clone()) {
-		n.UpdatedAt = now // only real changes: a no-op input leaves the run as stored
-	}
-	effects := m.Pending(n, now)
-	if reply != nil {
-		effects = append(effects, Effect{Kind: DoReply, Send: *reply})
-	}
-	return n, effects
+	return n, true, nil
 }
 
-// Pending returns the work a run asks for at now. The runner calls it after
-// every transition and for every run restored from the store, so a crash at
-// any point resumes with the same work (which is why every step must be
-// idempotent).
+// Pending returns the work a run asks for at now. Apply returns it with
+// every outcome, and the runner asks it for every run restored from the
+// store, so a crash at any point resumes with the same work (which is why
+// every step must be idempotent).
 func (m Machine) Pending(r Run, now time.Time) []Effect {
 	if r.State == "" {
 		return []Effect{{Kind: DoForget}}
 	}
 	var out []Effect
-	step := map[State]EffectKind{StateLanded: DoCreateBranch, StateAuditing: DoAudit, StatePublishing: DoPublish}[r.State]
+	step := stateEffect[r.State]
 	switch {
 	case r.State == StatePending, r.State == StateAwaitingWrites && now.Before(r.Deadline):
 		out = append(out, Effect{Kind: DoWake, At: r.Deadline})
 	case r.State == StateAwaitingWrites: // past due and still waiting: the partition lags
 		out = append(out, Effect{Kind: DoWake, At: now.Add(m.p.LagRecheck)})
+	case r.State == StatePublishing && r.Looking != nil:
+		step = DoLook
 	case r.State == StatePublished && r.revertPending():
 		step = DoRevert
 	}
@@ -377,9 +463,9 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 	return out
 }
 
-func (m Machine) landed(n Run, in Landed, now time.Time) Run {
+func (m Machine) landed(n Run, in Landed, now time.Time) (Run, bool, *Outgoing) {
 	if n.State != "" && n.State != StatePending {
-		return n // duplicate or late: the batch already has a run
+		return n, false, nil // duplicate or late: the batch already has a run
 	}
 	ev := in.Event
 	n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
@@ -388,7 +474,7 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 		n.Writes = nil
 		n.KeepBranch = true // there is no branch
 		return abort(n, schemas.ReasonTooManyRuns,
-			fmt.Sprintf("%d runs are in progress on this instance, the limit (runner.max_open_runs) is %d", in.Open, m.p.MaxOpenRuns), now)
+			fmt.Sprintf("%d runs are in progress on this instance, the limit (runner.max_open_runs) is %d", in.Open, m.p.MaxOpenRuns), now), true, nil
 	}
 	spec := in.Spec
 	n.Repository, n.Branch, n.Target = spec.Repository, in.Branch, cmp.Or(spec.Target, "main")
@@ -406,26 +492,26 @@ func (m Machine) landed(n Run, in Landed, now time.Time) Run {
 		n.Deadline = *ev.WriteDeadline
 	}
 	n.setState(StateLanded, now)
-	return n
+	return n, true, nil
 }
 
-func (m Machine) writeDone(n Run, ev schemas.WriteComplete, now time.Time) Run {
+func (m Machine) writeDone(n Run, ev schemas.WriteComplete, now time.Time) (Run, bool) {
 	switch n.State {
 	case "":
 		n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
 		n.Deadline = now.Add(m.p.PendingTTL)
 		n.setState(StatePending, now)
 	case StatePending, StateLanded, StateAwaitingWrites:
+		if _, dup := n.Writes[ev.Write]; dup {
+			return n, false
+		}
 	default:
-		return n // duplicate or late
-	}
-	if _, dup := n.Writes[ev.Write]; dup {
-		return n
+		return n, false // duplicate or late
 	}
 	if n.State != StatePending && !n.Deadline.IsZero() && ev.OccurredAt.After(n.Deadline) {
 		// Judged on event time: this write happened after the deadline.
 		return abort(n, schemas.ReasonWriteTimeout, fmt.Sprintf("write %q completed at %s, after the deadline %s; missing: %v",
-			ev.Write, ev.OccurredAt.UTC().Format(time.RFC3339), n.Deadline.UTC().Format(time.RFC3339), n.missingWrites()), now)
+			ev.Write, ev.OccurredAt.UTC().Format(time.RFC3339), n.Deadline.UTC().Format(time.RFC3339), n.missingWrites()), now), true
 	}
 	if n.Writes == nil {
 		n.Writes = map[string]time.Time{}
@@ -434,22 +520,22 @@ func (m Machine) writeDone(n Run, ev schemas.WriteComplete, now time.Time) Run {
 	if n.State == StateAwaitingWrites && len(n.missingWrites()) == 0 {
 		n.setState(StateAuditing, now)
 	}
-	return n
+	return n, true
 }
 
-func (m Machine) cancel(n Run, ev schemas.BatchCancelled, now time.Time) (Run, *Outgoing) {
+func (m Machine) cancel(n Run, ev schemas.BatchCancelled, now time.Time) (Run, bool, *Outgoing) {
 	if abortable(n.State) {
 		// An operator's cancel is answered by the abort; a plain one (the
 		// janitor's) answers whatever request the run was carrying out.
 		n.Request = cmp.Or(ev.RequestID, n.Request)
-		return abortEarly(n, ev.BatchID, ev.Dataset, schemas.ReasonCancelled, ev.Reason, now), nil
+		return abortEarly(n, ev.BatchID, ev.Dataset, schemas.ReasonCancelled, ev.Reason, now), true, nil
 	}
 	// Publishing cannot be stopped halfway; terminal runs stay. Only an
 	// operator's request (with an id) is answered.
 	if ev.RequestID == "" {
-		return n, nil
+		return n, false, nil
 	}
-	return n, refused(n, ev.RequestID, schemas.TypeBatchCancelled, schemas.RefusedWrongState,
+	return n, false, refused(n, ev.RequestID, schemas.TypeBatchCancelled, schemas.RefusedWrongState,
 		fmt.Sprintf("batch %s of dataset %s is %s: only a batch that has not finished its audit can be cancelled (a merge cannot be stopped halfway)",
 			n.BatchID, n.Dataset, n.State), now)
 }
@@ -459,15 +545,15 @@ func (m Machine) cancel(n Run, ev schemas.BatchCancelled, now time.Time) (Run, *
 // branch, its audit (a new seal of the branch, audited again), or the merge
 // of the sealed commit that passed its audit (looking first whether it is
 // already on the target).
-func (m Machine) retry(n Run, ev schemas.RetryRequested, now time.Time) (Run, *Outgoing) {
-	refuse := func(reason, detail string) (Run, *Outgoing) {
-		return n, refused(n, ev.RequestID, schemas.TypeRetryRequested, reason, detail, now)
+func (m Machine) retry(n Run, ev schemas.RetryRequested, now time.Time) (Run, bool, *Outgoing) {
+	refuse := func(reason, detail string) (Run, bool, *Outgoing) {
+		return n, false, refused(n, ev.RequestID, schemas.TypeRetryRequested, reason, detail, now)
 	}
 	retryable := n.State == StateFailed ||
 		n.State == StateAborted && (n.Reason == schemas.ReasonAuditFailed || n.Reason == schemas.ReasonMergeConflict)
 	switch {
 	case n.State == "" || n.State == StatePending:
-		return n, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRetryRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s has no run: it never landed, or it ended longer ago than runs are kept",
+		return n, false, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRetryRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s has no run: it never landed, or it ended longer ago than runs are kept",
 			ev.BatchID, ev.Dataset), now)
 	case !retryable:
 		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is %s%s: only failed runs, and aborted runs whose audit failed or whose merge conflicted, can be retried",
@@ -489,19 +575,19 @@ func (m Machine) retry(n Run, ev schemas.RetryRequested, now time.Time) (Run, *O
 	default:
 		n.setState(StateAuditing, now)
 	}
-	return n, nil
+	return n, true, nil
 }
 
 // revert asks for the revert of a published run's merge on its target.
 // Asking again for a revert that is done answers with the same
 // BatchReverted (same event id).
-func (m Machine) revert(n Run, ev schemas.RevertRequested, now time.Time) (Run, *Outgoing) {
-	refuse := func(reason, detail string) (Run, *Outgoing) {
-		return n, refused(n, ev.RequestID, schemas.TypeRevertRequested, reason, detail, now)
+func (m Machine) revert(n Run, ev schemas.RevertRequested, now time.Time) (Run, bool, *Outgoing) {
+	refuse := func(reason, detail string) (Run, bool, *Outgoing) {
+		return n, false, refused(n, ev.RequestID, schemas.TypeRevertRequested, reason, detail, now)
 	}
 	switch {
 	case n.State == "" || n.State == StatePending:
-		return n, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRevertRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s is not published: it has no run (it never landed, or it ended longer ago than runs are kept)",
+		return n, false, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRevertRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s is not published: it has no run (it never landed, or it ended longer ago than runs are kept)",
 			ev.BatchID, ev.Dataset), now)
 	case n.State != StatePublished:
 		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is %s%s, not published: only published batches can be reverted", n.BatchID, n.State, parens(n.Reason)))
@@ -510,12 +596,20 @@ func (m Machine) revert(n Run, ev schemas.RevertRequested, now time.Time) (Run, 
 	case n.Revert != nil:
 		o := reverted(n)
 		o.RequestID = ev.RequestID
-		return n, &o
+		return n, false, &o
 	}
 	n.Revert = &Revert{RequestID: ev.RequestID, By: ev.RequestedBy, Reason: ev.Reason, RequestedAt: now}
 	n.Request = ev.RequestID
 	n.resetRetry()
-	return n, nil
+	return n, true, nil
+}
+
+// positiveOr is v, or d when v is not positive.
+func positiveOr(v, d time.Duration) time.Duration {
+	if v <= 0 {
+		return d
+	}
+	return v
 }
 
 func parens(s string) string {
@@ -541,62 +635,70 @@ func abortEarly(n Run, batchID, dataset, reason, detail string, now time.Time) R
 	return abort(n, reason, detail, now)
 }
 
-func (m Machine) tick(n Run, in Tick, now time.Time) Run {
+func (m Machine) tick(n Run, in Tick, now time.Time) (Run, bool) {
 	waiting := n.State == StateAwaitingWrites
 	switch {
 	case n.State.Terminal() && n.Delivery.idle() && !n.CleanupPending && !n.revertPending() &&
 		!now.Before(n.StateSince.Add(m.p.TerminalRetention)):
-		return Run{} // retention over: forget the finished run
+		return Run{}, true // retention over: forget the finished run
 	case n.State == StatePending && !now.Before(n.Deadline):
-		return Run{} // expired: its batch never landed
+		return Run{}, true // expired: its batch never landed
 	case waiting && in.Lagging && now.Before(n.Deadline.Add(m.p.MaxLagWait)):
-		return n // a write before the deadline may still be in the backlog
+		return n, false // a write before the deadline may still be in the backlog
 	case waiting && !now.Before(n.Deadline):
 		return abort(n, schemas.ReasonWriteTimeout,
-			fmt.Sprintf("writes missing at deadline %s: %v", n.Deadline.UTC().Format(time.RFC3339), n.missingWrites()), now)
+			fmt.Sprintf("writes missing at deadline %s: %v", n.Deadline.UTC().Format(time.RFC3339), n.missingWrites()), now), true
 	}
-	return n
+	return n, false
 }
 
-// Fails reports whether the failed step in fails run n at now: a
-// permanent failure, or a transient one past the retry budget. The runner
-// asks it of a failed publish, to look once more for the sealed commit on
-// the target first (the look's outcome is the input it then applies).
-func (m Machine) Fails(n Run, in StepFailed, now time.Time) bool {
-	return n.State != StateFailed && m.stepFailed(n.clone(), in, now).State == StateFailed
-}
-
-func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) Run {
+func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) (Run, bool) {
 	in.Err = schemas.Clip(in.Err, maxErrorBytes)
 	switch {
 	case in.Step == StepRevert:
 		return m.revertFailed(n, in, now)
-	case in.Step == StepCleanup && !n.CleanupPending, in.Step != StepCleanup && stateStep[n.State] != in.Step:
-		return n // stale outcome of a step the run has moved past
+	case in.Step == StepCleanup && !n.CleanupPending, in.Step != StepCleanup && stateStep(n.State) != in.Step:
+		return n, false // stale outcome of a step the run has moved past
+	case n.Looking != nil:
+		return n, false // the last look decides
 	}
 	n.LastError = in.Err
 	switch {
 	case in.Class == Conflict && in.Step == StepPublish:
 		n.KeepBranch = true
-		return abort(n, schemas.ReasonMergeConflict, in.Err, now)
+		return abort(n, schemas.ReasonMergeConflict, in.Err, now), true
 	case in.Class == Rejected && in.Step == StepBranch:
 		n.KeepBranch = true // nothing was created
-		return abort(n, schemas.ReasonInvalid, in.Err, now)
+		return abort(n, schemas.ReasonInvalid, in.Err, now), true
 	case in.Class == Permanent && in.Step == StepCleanup:
 		n.CleanupPending = false
-		return n
+		return n, true
 	case in.Class == Permanent:
-		return fail(n, in.Step, in.Err, n.Attempts+1, now)
+		return m.failStep(n, in, n.Attempts+1, now), true
 	}
 	if m.retryLater(&n, now) {
-		return n
+		return n, true
 	}
 	if in.Step == StepCleanup {
 		n.CleanupPending = false
 		n.resetRetry()
+		return n, true
+	}
+	return m.failStep(n, in, n.Attempts, now), true
+}
+
+// failStep fails the run for the failure of its step. A publish that
+// fails is not failed yet: a merge whose answer was lost or late (the
+// step's deadline ran out while lakeFS carried it out) may have made the
+// batch public, so the run first asks for one more look (DoLook) and the
+// failure waits for its answer (Looked).
+func (m Machine) failStep(n Run, in StepFailed, attempts int, now time.Time) Run {
+	if in.Step == StepPublish && n.SealedCommit != "" && n.Report != nil && n.Report.Passed {
+		n.Looking = &Failure{Err: in.Err, Attempts: attempts}
+		n.RetryAt = time.Time{}
 		return n
 	}
-	return fail(n, in.Step, in.Err, n.Attempts, now)
+	return fail(n, in.Step, in.Err, attempts, now)
 }
 
 // retryLater counts a transient failure and, within the retry budget,
@@ -616,20 +718,20 @@ func (m Machine) retryLater(n *Run, now time.Time) bool {
 // revertFailed retries a revert that failed transiently within the retry
 // budget; otherwise the revert is given up and its request answered with
 // RequestRefused (revert_failed). The run stays published.
-func (m Machine) revertFailed(n Run, in StepFailed, now time.Time) Run {
+func (m Machine) revertFailed(n Run, in StepFailed, now time.Time) (Run, bool) {
 	if n.State != StatePublished || !n.revertPending() {
-		return n
+		return n, false
 	}
 	n.LastError = in.Err
 	if in.Class == Transient && m.retryLater(&n, now) {
-		return n
+		return n, true
 	}
 	req := n.Revert
 	n.Revert = nil
 	n.resetRetry()
 	n.push(*refused(n, req.RequestID, schemas.TypeRevertRequested, schemas.RefusedRevertFailed,
 		fmt.Sprintf("batch %s was not reverted: %s", n.BatchID, in.Err), now))
-	return n
+	return n, true
 }
 
 func (r *Run) setState(s State, now time.Time) {
@@ -703,7 +805,12 @@ func branchReady(n Run, now time.Time) Outgoing {
 	return Outgoing{EventID: ev.EventID, State: StateAwaitingWrites, BranchReady: &ev}
 }
 
-func published(n Run, now time.Time) Outgoing {
+// published moves n to published as commitID and queues BatchPublished.
+func published(n Run, commitID string, now time.Time) Run {
+	n.resetRetry()
+	n.Looking = nil
+	n.CommitID = commitID
+	n.setState(StatePublished, now)
 	ev := schemas.BatchPublished{
 		EventID: n.eventID("published"), BatchID: n.BatchID, Dataset: n.Dataset,
 		Repository: n.Repository, Branch: n.Branch, TargetRef: n.Target, CommitID: n.CommitID,
@@ -712,7 +819,8 @@ func published(n Run, now time.Time) Outgoing {
 	if n.Report != nil {
 		ev.Report = *n.Report
 	}
-	return Outgoing{EventID: ev.EventID, State: StatePublished, Published: &ev}
+	n.push(Outgoing{EventID: ev.EventID, State: StatePublished, Published: &ev})
+	return n
 }
 
 // reverted is the BatchReverted of a run whose revert is done. Its id

@@ -1,11 +1,11 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -161,7 +161,8 @@ func TestTransitionScenarios(t *testing.T) {
 			{in: write("b13", "fact"), state: StateAuditing},
 			{in: Audited{SealedCommit: "c13", Report: report(true)}, state: StatePublishing},
 			{in: StepFailed{Step: StepPublish, Err: "timeout", Class: Transient}, state: StatePublishing},
-			{in: StepFailed{Step: StepPublish, Err: "timeout", Class: Transient}, at: time.Minute, state: StateFailed},
+			{in: StepFailed{Step: StepPublish, Err: "timeout", Class: Transient}, at: time.Minute, state: StatePublishing, effects: []EffectKind{DoLook, DoSend}},
+			{in: Looked{}, at: time.Minute, state: StateFailed},
 			{in: Merged{CommitID: "m13"}, at: time.Minute, state: StatePublished, check: func(t *testing.T, r Run) {
 				last := r.Outbox[len(r.Outbox)-1]
 				if last.Published == nil || last.Published.CommitID != "m13" {
@@ -341,7 +342,7 @@ func TestRandomInterleavings(t *testing.T) {
 				w.fixed[batch] = true // the writer fixed the branch, then asked for the retry
 			}
 			before := stored[batch]
-			next, effs := m.Transition(before, in, now)
+			next, effs := transition(t, m, before, in, now)
 			if reply := replyOf(effs); reply != nil && (reply.Refused == nil && reply.Reverted == nil || marshal(t, next) != marshal(t, before)) {
 				t.Fatalf("seed %d: %T answered with %+v and changed the run", seed, in, reply)
 			}
@@ -397,14 +398,17 @@ func TestRandomInterleavings(t *testing.T) {
 						w.merges[pe.batch]++
 						sf.Err = "context deadline exceeded"
 					}
-					if cur := stored[pe.batch]; cur.State == StatePublishing && m.Fails(cur, sf, now) && w.merges[pe.batch] > 0 {
-						// The runner's last look before the run fails finds it.
-						return Merged{CommitID: "m-" + pe.batch}
-					}
 					return sf
 				}
 				w.merges[pe.batch]++
 				return Merged{CommitID: "m-" + pe.batch}
+			case DoLook:
+				// The last look before a failed publish ends the run finds
+				// a merge whose answer was lost.
+				if w.merges[pe.batch] > 0 {
+					return Looked{OnTarget: true, CommitID: "m-" + pe.batch}
+				}
+				return Looked{}
 			case DoSend:
 				return Sent{EventID: pe.e.Send.EventID}
 			case DoCleanup:
@@ -562,43 +566,102 @@ func BenchmarkTransition(b *testing.B) {
 	for b.Loop() {
 		var r Run
 		for _, in := range seq {
-			r, _ = m.Transition(r, in, t0)
+			r = m.Apply(r, in, t0).Run
 		}
 	}
 	b.ReportMetric(float64(len(seq)*b.N)/b.Elapsed().Seconds(), "transitions/s")
 }
 
-// Fails answers what Transition would do with a failed step, without
-// changing the run: a permanent failure or one past the retry budget fails
-// it; a first transient failure, a conflict, or a stale outcome do not.
-func TestFailsPredictsTransition(t *testing.T) {
+// A publish that fails for good (a permanent failure, or a transient one
+// past the retry budget) does not fail the run at once: the machine asks
+// for a last look (DoLook) and decides on its answer. Found, the run is
+// published; not found, it fails with the publish's own error and
+// attempts. A first transient failure, a conflict or a stale outcome ask
+// for no look.
+func TestFailedPublishLooksFirst(t *testing.T) {
 	m := NewMachine(policy(func(p *Policy) { p.RetryBudget = time.Minute }))
 	var r Run
 	for _, in := range []Input{landed("f1", "fact"), BranchCreated{}, write("f1", "fact"), Audited{SealedCommit: "c", Report: report(true)}} {
-		r, _ = m.Transition(r, in, t0)
+		r, _ = transition(t, m, r, in, t0)
 	}
 	transient := StepFailed{Step: StepPublish, Err: "timeout", Class: Transient}
 	for _, tt := range []struct {
-		in   StepFailed
-		at   time.Duration
-		want bool
+		in    StepFailed
+		at    time.Duration
+		look  bool
+		state State
 	}{
-		{transient, 0, false},
-		{StepFailed{Step: StepPublish, Err: "403", Class: Permanent}, 0, true},
-		{StepFailed{Step: StepPublish, Err: "conflict", Class: Conflict}, 0, false},
-		{StepFailed{Step: StepAudit, Err: "stale", Class: Permanent}, 0, false},
+		{transient, 0, false, StatePublishing},
+		{StepFailed{Step: StepPublish, Err: "403", Class: Permanent}, 0, true, StatePublishing},
+		{StepFailed{Step: StepPublish, Err: "conflict", Class: Conflict}, 0, false, StateAborted},
+		{StepFailed{Step: StepAudit, Err: "stale", Class: Permanent}, 0, false, StatePublishing},
 	} {
-		before := marshal(t, r)
-		got := m.Fails(r, tt.in, t0.Add(tt.at))
-		next, _ := m.Transition(r, tt.in, t0.Add(tt.at))
-		if got != tt.want || got != (next.State == StateFailed) || marshal(t, r) != before {
-			t.Errorf("Fails(%+v) = %v, Transition gives %s; want %v, run unchanged", tt.in, got, next.State, tt.want)
+		next, effects := transition(t, m, r, tt.in, t0.Add(tt.at))
+		if looks := slices.Contains(kinds(effects), DoLook); looks != tt.look || next.State != tt.state || looks != (next.Looking != nil) {
+			t.Errorf("%+v: state %s, effects %v, looking %+v; want state %s, look %v", tt.in, next.State, kinds(effects), next.Looking, tt.state, tt.look)
 		}
 	}
-	r, _ = m.Transition(r, transient, t0)
-	if m.Fails(r, transient, t0.Add(30*time.Second)) || !m.Fails(r, transient, t0.Add(time.Minute)) {
-		t.Errorf("Fails of a second transient failure: want false inside the budget, true at its end")
+	r, _ = transition(t, m, r, transient, t0)
+	if next, _ := transition(t, m, r, transient, t0.Add(30*time.Second)); next.Looking != nil || next.RetryAt.IsZero() {
+		t.Errorf("a second transient failure inside the budget: %+v, want a retry and no look", next)
 	}
+	looking, effects := transition(t, m, r, transient, t0.Add(time.Minute))
+	if !looksOnly(effects) || looking.Looking == nil || looking.Looking.Err != "timeout" || looking.Looking.Attempts != 2 {
+		t.Fatalf("transient failure at the end of the budget: effects %v, looking %+v; want one look holding the failure", kinds(effects), looking.Looking)
+	}
+	// A publish outcome that arrives while the look is pending changes nothing.
+	if _, effects := transition(t, m, looking, StepFailed{Step: StepPublish, Err: "late", Class: Permanent}, t0.Add(time.Minute)); !looksOnly(effects) {
+		t.Errorf("a publish failure while looking: effects %v, want the look alone", kinds(effects))
+	}
+	found, _ := transition(t, m, looking, Looked{OnTarget: true, CommitID: "m1"}, t0.Add(time.Minute))
+	if found.State != StatePublished || found.CommitID != "m1" || found.Looking != nil || len(found.Outbox) == 0 || found.Outbox[len(found.Outbox)-1].Published == nil {
+		t.Errorf("look found the merge: %s %q looking %+v, want published as m1 with BatchPublished", found.State, found.CommitID, found.Looking)
+	}
+	lost, _ := transition(t, m, looking, Looked{}, t0.Add(time.Minute))
+	if o := lost.Outbox[len(lost.Outbox)-1]; lost.State != StateFailed || lost.FailedStep != StepPublish || lost.Looking != nil ||
+		o.Failed == nil || o.Failed.Error != "timeout" || o.Failed.Attempts != 2 {
+		t.Errorf("look found nothing: %s (%s) looking %+v, last event %+v; want failed with the publish's error", lost.State, lost.FailedStep, lost.Looking, o.Failed)
+	}
+	// The pending look survives a restart: it is the stored run's work.
+	var restored Run
+	if err := json.Unmarshal([]byte(marshal(t, looking)), &restored); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Pending(restored, t0.Add(2*time.Minute)); !looksOnly(got) {
+		t.Errorf("restored run with a pending look asks for %v, want the look", kinds(got))
+	}
+}
+
+// looksOnly: the step asked for is the last look (and no publish); the
+// outbox may still be sending.
+func looksOnly(effects []Effect) bool {
+	k := kinds(effects)
+	return slices.Contains(k, DoLook) && !slices.Contains(k, DoPublish) && !slices.Contains(k, DoWake)
+}
+
+// transition is Apply as the tests use it: the run after the input and
+// its effects. It checks what the runner relies on: Apply leaves its input
+// alone, Changed says whether the run differs (but for UpdatedAt, which a
+// change sets to now), and a no-op hands back the run given.
+func transition(tb testing.TB, m Machine, r Run, in Input, now time.Time) (Run, []Effect) {
+	tb.Helper()
+	before := r.Clone()
+	o := m.Apply(r, in, now)
+	if !reflect.DeepEqual(before, r.Clone()) {
+		tb.Fatalf("Apply(%T) mutated its input", in)
+	}
+	if o.Refused != nil {
+		return o.Run, o.Effects
+	}
+	same := o.Run.Clone()
+	same.UpdatedAt = r.UpdatedAt
+	if changed := !reflect.DeepEqual(before, same); changed != o.Changed {
+		tb.Fatalf("Apply(%T) says Changed %v, the run says %v:\n%+v\n%+v", in, o.Changed, changed, before, same)
+	}
+	if o.Changed && o.Run.State != "" && !o.Run.UpdatedAt.Equal(now) {
+		tb.Fatalf("Apply(%T) changed the run but left UpdatedAt %v", in, o.Run.UpdatedAt)
+	}
+	return o.Run, o.Effects
 }
 
 // runSteps applies steps in order from an empty run, checking after each
@@ -608,11 +671,7 @@ func runSteps(t *testing.T, m Machine, steps []step) {
 	t.Helper()
 	var r Run
 	for i, s := range steps {
-		before, _ := json.Marshal(r)
-		next, effects := m.Transition(r, s.in, t0.Add(s.at))
-		if after, _ := json.Marshal(r); !bytes.Equal(before, after) {
-			t.Fatalf("step %d: Transition mutated its input", i)
-		}
+		next, effects := transition(t, m, r, s.in, t0.Add(s.at))
 		if next.State != s.state {
 			t.Fatalf("step %d (%T): state %q, want %q", i, s.in, next.State, s.state)
 		}

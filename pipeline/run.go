@@ -58,9 +58,6 @@ const (
 	StepRevert  Step = "revert"
 )
 
-// stateStep is the step a run in a state carries out.
-var stateStep = map[State]Step{StateLanded: StepBranch, StateAuditing: StepAudit, StatePublishing: StepPublish}
-
 // Run is the durable state of one batch. It is what the changelog stores, so
 // every field needed to resume after a crash lives here, deadlines included.
 type Run struct {
@@ -100,6 +97,9 @@ type Run struct {
 	FirstFailure time.Time `json:"first_failure,omitempty"`
 	RetryAt      time.Time `json:"retry_at,omitempty"`
 	LastError    string    `json:"last_error,omitempty"`
+	// Looking is the failure of a publish that ends the run once the last
+	// look (DoLook) does not find the sealed commit on the target.
+	Looking *Failure `json:"looking,omitempty"`
 
 	// CleanupPending: the branch is to be deleted (abort policy).
 	CleanupPending bool `json:"cleanup_pending,omitempty"`
@@ -129,6 +129,13 @@ type Revert struct {
 	PublishCommit string    `json:"publish_commit,omitempty"`
 	Commit        string    `json:"commit,omitempty"`
 	At            time.Time `json:"at,omitempty"`
+}
+
+// Failure is a step failure that waits for the last look before it fails
+// its run (see Run.Looking).
+type Failure struct {
+	Err      string `json:"error"`
+	Attempts int    `json:"attempts"`
 }
 
 // revertPending reports whether a revert was asked for and is not done.
@@ -196,7 +203,9 @@ func (r Run) eventID(kind string) string {
 	return EventID(r.Dataset, r.BatchID, kind)
 }
 
-func (r Run) clone() Run {
+// Clone returns a deep copy of r: what the caller changes in it leaves r
+// as it is.
+func (r Run) Clone() Run {
 	c := r
 	c.ExpectedWrites = append([]string(nil), r.ExpectedWrites...)
 	c.Attributes, c.Writes = maps.Clone(r.Attributes), maps.Clone(r.Writes)
@@ -204,6 +213,10 @@ func (r Run) clone() Run {
 	if r.Revert != nil {
 		rv := *r.Revert
 		c.Revert = &rv
+	}
+	if r.Looking != nil {
+		f := *r.Looking
+		c.Looking = &f
 	}
 	return c
 }

@@ -1,14 +1,8 @@
 package pipeline
 
 import (
-	"errors"
 	"slices"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/lakewap/lakewap/consumer"
-	"github.com/lakewap/lakewap/schemas"
 )
 
 func TestDatasetSpecScope(t *testing.T) {
@@ -25,90 +19,5 @@ func TestDatasetSpecScope(t *testing.T) {
 	s.SourceRefs = []string{"dev"}
 	if !s.AllowsSource("dev") || s.AllowsSource("main") {
 		t.Errorf("source_refs [dev]: dev %v, main %v", s.AllowsSource("dev"), s.AllowsSource("main"))
-	}
-}
-
-func scopedFixture(t *testing.T) *runnerFixture {
-	return newRunnerFixtureWith(t, func(c *Config) {
-		c.Datasets = func(n string) (DatasetSpec, bool) {
-			return DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: time.Hour, KeepBranch: true,
-				TablePaths: []string{"gold/fact/"}, AllowedPaths: []string{"manifests/"}}, n == "billing"
-		}
-	})
-}
-
-func lastEvent(f *runnerFixture) schemas.Event {
-	f.notes.mu.Lock()
-	defer f.notes.mu.Unlock()
-	return f.notes.events[len(f.notes.events)-1]
-}
-
-// A sealed commit that changes anything outside the tables and allowed
-// paths is not audited or merged: the batch aborts naming the paths.
-func TestChangesOutsideTablesAbort(t *testing.T) {
-	f := scopedFixture(t)
-	f.lake.changed = []string{"gold/fact/p.parquet", "manifests/m.json", "etc/passwd", "_lakefs_actions/lakewap.yaml"}
-	f.land(t, "stray-1")
-	f.await(t, "stray-1", schemas.TypeBatchAborted)
-	ab := lastEvent(f).(schemas.BatchAborted)
-	if ab.Reason != schemas.ReasonOutsideTables || !strings.Contains(ab.Detail, "etc/passwd") ||
-		!strings.Contains(ab.Detail, "_lakefs_actions/lakewap.yaml") || strings.Contains(ab.Detail, "manifests/") {
-		t.Errorf("aborted %+v; want outside_tables naming the two stray paths", ab)
-	}
-	f.lake.mu.Lock()
-	defer f.lake.mu.Unlock()
-	if f.lake.merges != 0 {
-		t.Errorf("%d merges", f.lake.merges)
-	}
-}
-
-// A branch with the run's name that the run did not create aborts the
-// batch (invalid) and is left alone.
-func TestBranchNotCreatedByRunIsNotResumed(t *testing.T) {
-	f := scopedFixture(t)
-	f.lake.taken = true
-	f.land(t, "taken-1")
-	f.await(t, "taken-1", schemas.TypeBatchAborted)
-	ab := lastEvent(f).(schemas.BatchAborted)
-	if ab.Reason != schemas.ReasonInvalid || !strings.Contains(ab.Detail, "not created by this run") || !ab.BranchKept {
-		t.Errorf("aborted %+v; want invalid, branch kept", ab)
-	}
-}
-
-// source_ref must be one of the refs the dataset allows.
-func TestSourceRefOutsideAllowedIsInvalid(t *testing.T) {
-	f := scopedFixture(t)
-	ev := schemas.BatchLanded{BatchID: "src-1", Dataset: "billing", SourceRef: "attacker-branch", ExpectedWrites: []string{"fact"},
-		Producer: "t", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
-	err := f.ingest(t, ev.BatchID, avro(t, ev), 0)
-	var p *consumer.PoisonError
-	if !errors.As(err, &p) || p.Reason != schemas.ReasonInvalid || !strings.Contains(p.Err.Error(), "source_ref") {
-		t.Fatalf("Handle = %v; want a dead letter naming source_ref", err)
-	}
-	f.await(t, "src-1", schemas.TypeBatchAborted)
-	if ab := lastEvent(f).(schemas.BatchAborted); ab.Reason != schemas.ReasonInvalid {
-		t.Errorf("aborted %+v", ab)
-	}
-	f.lake.mu.Lock()
-	defer f.lake.mu.Unlock()
-	if len(f.lake.branches) != 0 {
-		t.Errorf("branches made: %v", f.lake.branches)
-	}
-}
-
-// BatchLanded's attributes reach the publish commit's metadata; the
-// reserved wap. keys stay lakewap's.
-func TestAttributesInPublishMeta(t *testing.T) {
-	run := Run{BatchID: "b1", Dataset: "billing", SealedCommit: "s1",
-		Attributes: map[string]string{"source_system": "erp", "wap.batch_id": "forged", "WAP.Audit": "passed=99", "wap.sealed_commit": "x"}}
-	m := publishMeta(run)
-	want := map[string]string{"source_system": "erp", MetaBatchID: "b1", MetaDataset: "billing", "wap.sealed_commit": "s1"}
-	if len(m) != len(want) {
-		t.Errorf("meta = %v, want %v", m, want)
-	}
-	for k, v := range want {
-		if m[k] != v {
-			t.Errorf("meta[%s] = %q, want %q (all %v)", k, m[k], v, m)
-		}
 	}
 }

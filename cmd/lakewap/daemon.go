@@ -30,6 +30,7 @@ import (
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/pipeline/runner"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -75,7 +76,7 @@ type daemon struct {
 	lake          *lakefs.Client
 	engine        *audit.Engine
 	audits        *audit.Service // shared by the runner and the pre-merge webhook
-	runner        *pipeline.Runner
+	runner        *runner.Runner
 	consumer      *consumer.Consumer
 	resultsWriter *kafka.Writer
 	http          *http.Server
@@ -131,7 +132,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}
 	// The consumer exists once the runner does: ask it lazily.
 	rc.Behind = func(p int, t time.Time) bool { return d.consumer != nil && d.consumer.Behind(p, t) }
-	if d.runner, err = pipeline.NewRunner(rc); err != nil {
+	if d.runner, err = runner.New(rc); err != nil {
 		return nil, err
 	}
 	d.runner.Metrics = metrics.Runner(reg)

@@ -24,7 +24,7 @@ import (
 // Operator commands. lakewap retry, cancel and revert change nothing
 // themselves: each sends a request to the input topic, keyed by the batch
 // id like every input, and the daemon that owns the batch's partition
-// carries it out through its state machine (pipeline.Transition), so no
+// carries it out through its state machine (pipeline.Machine.Apply), so no
 // command writes the state store behind the daemon. The command then waits
 // on the results topic for the event that answers its request (the
 // wap.request_id header) and prints it.

@@ -29,6 +29,7 @@ import (
 	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/runner"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -417,9 +418,9 @@ func (c *Config) Defaults() {
 	k.CommitInterval = cmp.Or(k.CommitInterval, Duration(time.Second))
 	c.LakeFS.Timeout = cmp.Or(c.LakeFS.Timeout, Duration(DefaultLakeFSTimeout))
 	r, p := &c.Runner, pipeline.DefaultPolicy
-	r.MaxInFlight = cmp.Or(r.MaxInFlight, pipeline.DefaultMaxInFlight)
-	r.StepTimeout = cmp.Or(r.StepTimeout, Duration(pipeline.DefaultStepTimeout))
-	r.Grace = cmp.Or(r.Grace, Duration(pipeline.DefaultGrace))
+	r.MaxInFlight = cmp.Or(r.MaxInFlight, runner.DefaultMaxInFlight)
+	r.StepTimeout = cmp.Or(r.StepTimeout, Duration(runner.DefaultStepTimeout))
+	r.Grace = cmp.Or(r.Grace, Duration(runner.DefaultGrace))
 	r.RetryBudget = cmp.Or(r.RetryBudget, Duration(p.RetryBudget))
 	r.PendingTTL = cmp.Or(r.PendingTTL, Duration(p.PendingTTL))
 	r.TerminalRetention = cmp.Or(r.TerminalRetention, Duration(p.TerminalRetention))
@@ -444,9 +445,9 @@ func (c *Config) Defaults() {
 
 // RunnerConfig is the runner's settings from runner.* and datasets; the
 // caller adds the parts (Lake, Auditor, Notifier, Store) and hooks.
-func (c *Config) RunnerConfig() pipeline.Config {
+func (c *Config) RunnerConfig() runner.Config {
 	r := c.Runner
-	return pipeline.Config{Datasets: c.DatasetSpec, Policy: c.Policy(),
+	return runner.Config{Datasets: c.DatasetSpec, Policy: c.Policy(),
 		MaxInFlight: r.MaxInFlight, StepTimeout: r.StepTimeout.Std(), Grace: r.Grace.Std()}
 }
 

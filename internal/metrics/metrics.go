@@ -1,5 +1,5 @@
 // Package metrics is the daemon's Prometheus instrumentation of the parts
-// that take plain hooks (the runner's pipeline.Metrics, the janitor's and the
+// that take plain hooks (the runner's runner.Metrics, the janitor's and the
 // pre-merge webhook's observers, the lakeFS client's HTTP transport): every
 // metric name lakewap exports outside consumer, notify and audit is defined
 // here, once. deploy/ (alert rules, dashboard) is checked against them.
@@ -13,11 +13,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/runner"
 )
 
 // Runner registers the runner's metrics on reg and returns the hooks that
 // feed them.
-func Runner(reg prometheus.Registerer) pipeline.Metrics {
+func Runner(reg prometheus.Registerer) runner.Metrics {
 	steps := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_step_duration_seconds",
 		Help: "Duration of runner steps (create_branch, audit, publish, cleanup) by outcome.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 16)},
 		[]string{"step", "outcome"})
@@ -39,7 +40,7 @@ func Runner(reg prometheus.Registerer) pipeline.Metrics {
 		Help:    "lakeFS API calls this instance made for a batch it published (branch, seal, audit listings and downloads, merge).",
 		Buckets: []float64{2, 4, 6, 8, 10, 12, 16, 24, 32, 64, 128}}, []string{"dataset"})
 	reg.MustRegister(steps, inState, runs, held, inputs, queued, waited, calls)
-	return pipeline.Metrics{
+	return runner.Metrics{
 		PublishQueue: func(repo, target string, n int) { queued.WithLabelValues(repo, target).Set(float64(n)) },
 		PublishWait:  func(repo, target string, d time.Duration) { waited.WithLabelValues(repo, target).Observe(d.Seconds()) },
 		LakeCalls:    func(ds string, n int64) { calls.WithLabelValues(ds).Observe(float64(n)) },

@@ -13,6 +13,7 @@ import (
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/pipeline/runner"
 )
 
 // TestRealLakeFS runs the adapter against the real lakeFS server. Each
@@ -227,7 +228,7 @@ func TestRealLakeFS(t *testing.T) {
 		if _, err := c.Merge(ctx, repo, sealed.ID, "main", "again", map[string]string{pipeline.MetaBatchID: "42"}); !errors.Is(err, pipeline.ErrNoChanges) {
 			t.Errorf("second merge of a published sealed commit: %v; want ErrNoChanges", err)
 		}
-		res, err := pipeline.Publish(ctx, c, pipeline.PublishRequest{Repository: repo, Target: "main", Sealed: sealed.ID, Since: start,
+		res, err := runner.Publish(ctx, c, runner.PublishRequest{Repository: repo, Target: "main", Sealed: sealed.ID, Since: start,
 			Message: "again", Meta: meta}, nil)
 		if err != nil || res.CommitID != id || !res.AlreadyPublished {
 			t.Errorf("repeated publish = %+v, %v; want already published as %s", res, err, id)

@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	. "github.com/lakewap/lakewap/pipeline"
 
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/schemas"

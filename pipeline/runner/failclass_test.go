@@ -1,6 +1,10 @@
-package pipeline
+package runner
 
-import "testing"
+import (
+	"testing"
+
+	. "github.com/lakewap/lakewap/pipeline"
+)
 
 // Every failure class has a name, and the step metric's outcome label is
 // that name. The hand-indexed arrays that stood in for String had three

@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	. "github.com/lakewap/lakewap/pipeline"
 
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -116,7 +118,7 @@ func newQueueFixture(t *testing.T, grace time.Duration) *queueFixture {
 		}
 		return report(true), nil
 	})
-	r, err := NewRunner(Config{Lake: f.lake, Auditor: aud, Notifier: f.notes, Store: f.store,
+	r, err := New(Config{Lake: f.lake, Auditor: aud, Notifier: f.notes, Store: f.store,
 		MaxInFlight: 64, Grace: grace, LockBackoff: time.Millisecond,
 		Datasets: func(n string) (DatasetSpec, bool) {
 			target := map[string]string{"billing": "main", "other": "dev"}[n]

@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import (
 	"cmp"
@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/lakewap/lakewap/internal/backoff"
+	"github.com/lakewap/lakewap/pipeline"
 )
 
 // Publishing into one target is serial in lakeFS: a commit or merge holds
@@ -24,7 +27,7 @@ type targetKey struct{ repo, target string }
 
 // publishTicket is one run waiting for, or holding, its target's turn.
 type publishTicket struct {
-	run    Run
+	run    pipeline.Run
 	fresh  bool // this instance just audited the run: nothing can have merged it yet
 	queued time.Time
 	turn   <-chan struct{} // closed when the publish queued before this one is done
@@ -40,7 +43,7 @@ type publishQueue struct {
 // enqueue adds run's publish to its target's queue. Called with p.mu held,
 // right after the transition that asked for the publish was persisted: that
 // is the audit order.
-func (r *Runner) enqueue(run Run, fresh bool) *publishTicket {
+func (r *Runner) enqueue(run pipeline.Run, fresh bool) *publishTicket {
 	k := targetKey{run.Repository, run.Target}
 	r.qmu.Lock()
 	defer r.qmu.Unlock()
@@ -61,7 +64,7 @@ func (r *Runner) enqueue(run Run, fresh bool) *publishTicket {
 // up its tickets whose turn has not come (the next owner publishes them
 // from the stored state) and waits for a running one within the
 // revocation's grace; the turn passes on when the publish is done.
-func (r *Runner) awaitPublish(p *partition, t *publishTicket) Input {
+func (r *Runner) awaitPublish(p *partition, t *publishTicket) pipeline.Input {
 	k := targetKey{t.run.Repository, t.run.Target}
 	select {
 	case <-t.turn:
@@ -74,7 +77,7 @@ func (r *Runner) awaitPublish(p *partition, t *publishTicket) Input {
 	if f := r.Metrics.PublishWait; f != nil {
 		f(k.repo, k.target, time.Since(t.queued))
 	}
-	result := make(chan Input, 1) // buffered: the publish never blocks on a waiter that left
+	result := make(chan pipeline.Input, 1) // buffered: the publish never blocks on a waiter that left
 	go func() {
 		defer r.pass(k, t)
 		result <- r.publishTurn(p, t)
@@ -112,32 +115,29 @@ func (r *Runner) queueDepth(k targetKey, n int) {
 	}
 }
 
+// publishInTurn waits for the run's turn on its target and publishes
+// (DoPublish).
+func (r *Runner) publishInTurn(j job) pipeline.Input { return r.awaitPublish(j.p, j.ticket) }
+
 // publishTurn runs one publish while it holds its target's turn.
-func (r *Runner) publishTurn(p *partition, t *publishTicket) Input {
+func (r *Runner) publishTurn(p *partition, t *publishTicket) pipeline.Input {
 	run := t.run
 	p.mu.Lock()
 	current := p.runs[run.Key()]
 	stop := p.closing
 	p.mu.Unlock()
-	if stop || current.State != StatePublishing || current.SealedCommit != run.SealedCommit {
+	if stop || current.State != pipeline.StatePublishing || current.SealedCommit != run.SealedCommit {
 		return nil // revoked, or the run moved on while it waited
 	}
 	start := time.Now()
-	in := r.step(p, run, DoPublish, func(ctx context.Context) Input { return r.publish(ctx, run, t.fresh) })
-	if sf, ok := in.(StepFailed); ok && r.m.Fails(current, sf, r.cfg.Now().Add(lookSlack)) {
-		in = r.lastLook(p, run, sf)
-	}
+	in := r.step(p, run, pipeline.DoPublish, func(ctx context.Context) pipeline.Input { return r.publish(ctx, run, t.fresh) })
 	if f := r.Metrics.StepDuration; f != nil {
-		f(DoPublish.String(), outcome(in), time.Since(start))
+		f(pipeline.DoPublish.String(), outcome(in), time.Since(start))
 	}
 	return in
 }
 
 const (
-	// lookSlack widens "this failure ends the run" for the last look: the
-	// failure is applied a moment after the runner asks, and a look too many
-	// costs one call, a look too few a published batch reported as failed.
-	lookSlack = time.Second
 	// lookTimeout bounds the last look (at most the step timeout). It has
 	// its own deadline: the publish's own may be what ran out.
 	lookTimeout = 30 * time.Second
@@ -146,40 +146,37 @@ const (
 	lockWait = 30 * time.Second
 )
 
-// lastLook is the look once more, before a failed publish ends its run,
-// whether the sealed commit is on the target after all: a merge whose
-// answer was lost or late (the step's deadline ran out while lakeFS carried
-// it out) made the batch public. Found, the run is published with that
-// merge (Merged); not found, or lakeFS does not answer within lookTimeout,
-// the failure stands (an operator's retry looks first, so it settles a
-// merge that lands later still).
-func (r *Runner) lastLook(p *partition, run Run, sf StepFailed) Input {
-	if run.SealedCommit == "" || run.Report == nil || !run.Report.Passed || p.ctx.Err() != nil {
-		return sf // revoked: the outcome is not applied, the next owner looks first
-	}
-	log := r.log.With("batch_id", run.BatchID, "dataset", r.label(run.Dataset), "sealed_commit", run.SealedCommit)
-	ctx, cancel := context.WithTimeout(p.ctx, min(lookTimeout, r.cfg.StepTimeout))
+// look is the look once more, before a failed publish ends its run,
+// whether the sealed commit is on the target after all (DoLook): a merge
+// whose answer was lost or late (the step's deadline ran out while lakeFS
+// carried it out) made the batch public. The machine asks for it and
+// decides on the answer: found, the run is published with that merge; not
+// found, or lakeFS does not answer within lookTimeout, the failure stands
+// (an operator's retry looks first, so it settles a merge that lands later
+// still).
+func (r *Runner) look(ctx context.Context, log *slog.Logger, run pipeline.Run) pipeline.Input {
+	ctx, cancel := context.WithTimeout(ctx, lookTimeout)
 	defer cancel()
 	pub, err := r.cfg.Lake.Published(ctx, run.Repository, run.Target, run.SealedCommit, cmp.Or(run.PublishSince, run.StateSince))
 	if err != nil {
 		log.Warn("publish failed and the last look for the sealed commit on the target failed too; the run fails", "err", err)
-		return sf
+		return pipeline.Looked{}
 	}
 	if !pub.OnTarget {
-		return sf
+		return pipeline.Looked{}
 	}
 	id := cmp.Or(pub.Merge, pub.Head)
-	log.Warn("publish failed, but the sealed commit is on the target: published", "commit_id", id, "err", sf.Err)
-	return Merged{CommitID: id}
+	log.Warn("publish failed, but the sealed commit is on the target: published", "commit_id", id, "err", cmp.Or(run.Looking, &pipeline.Failure{}).Err)
+	return pipeline.Looked{OnTarget: true, CommitID: id}
 }
 
 // publish brings the run's sealed commit into its target (Publish; fresh is
 // PublishRequest.Fresh).
-func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
+func (r *Runner) publish(ctx context.Context, run pipeline.Run, fresh bool) pipeline.Input {
 	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
 	if run.Report == nil || !run.Report.Passed || run.SealedCommit == "" {
-		// Unreachable through Transition; guard the promise anyway.
-		return StepFailed{Step: StepPublish, Err: "refusing to publish a batch without a passing audit", Class: Permanent}
+		// Unreachable through Machine.Apply; guard the promise anyway.
+		return pipeline.StepFailed{Step: pipeline.StepPublish, Err: "refusing to publish a batch without a passing audit", Class: pipeline.Permanent}
 	}
 	// A run stored before PublishSince existed has only StateSince.
 	since := cmp.Or(run.PublishSince, run.StateSince)
@@ -187,7 +184,7 @@ func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
 		Meta: publishMeta(run), Fresh: fresh}, r.cfg.Failpoint)
 	if err != nil {
-		return failed(log, StepPublish, err)
+		return failed(log, pipeline.StepPublish, err)
 	}
 	switch {
 	case res.AlreadyPublished:
@@ -195,7 +192,7 @@ func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 	case res.Empty:
 		log.Info("batch changed nothing; the target already holds it", "commit_id", res.CommitID, "sealed_commit", run.SealedCommit)
 	}
-	return Merged{CommitID: res.CommitID}
+	return pipeline.Merged{CommitID: res.CommitID}
 }
 
 // lockRetrying is the runner's lake, whose merges retry while the target
@@ -203,7 +200,7 @@ func (r *Runner) publish(ctx context.Context, run Run, fresh bool) Input {
 // backoff from first up to a second, for at most lockWait. A locked target
 // means the merge did not start, so it is retried without looking first.
 type lockRetrying struct {
-	Lake
+	pipeline.Lake
 	first time.Duration
 	log   *slog.Logger
 }
@@ -213,7 +210,7 @@ func (l lockRetrying) Merge(ctx context.Context, repo, source, dest, msg string,
 	b := backoff.Policy{Min: l.first, Max: time.Second, Jitter: backoff.Full}.New()
 	for {
 		id, err := l.Lake.Merge(ctx, repo, source, dest, msg, meta)
-		if !errors.Is(err, ErrBranchLocked) || time.Now().After(deadline) {
+		if !errors.Is(err, pipeline.ErrBranchLocked) || time.Now().After(deadline) {
 			return id, err
 		}
 		wait := b.Next()
@@ -222,13 +219,6 @@ func (l lockRetrying) Merge(ctx context.Context, repo, source, dest, msg string,
 			return "", err
 		}
 	}
-}
-
-func outcome(in Input) string {
-	if sf, ok := in.(StepFailed); ok {
-		return sf.Class.String()
-	}
-	return "ok"
 }
 
 // PublishRequest names a sealed commit to bring into a target.
@@ -264,7 +254,7 @@ type PublishResult struct {
 // second, empty merge commit, whatever the order the attempts land in.
 //
 // failpoint is called as "before_merge" and "after_merge".
-func Publish(ctx context.Context, lake Lake, req PublishRequest, failpoint func(string)) (PublishResult, error) {
+func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpoint func(string)) (PublishResult, error) {
 	if !req.Fresh {
 		p, err := lake.Published(ctx, req.Repository, req.Target, req.Sealed, req.Since)
 		if err != nil {
@@ -280,7 +270,7 @@ func Publish(ctx context.Context, lake Lake, req PublishRequest, failpoint func(
 		failpoint("after_merge")
 		return PublishResult{CommitID: id}, nil
 	}
-	if !errors.Is(err, ErrNoChanges) && !errors.Is(err, ErrTransient) {
+	if !errors.Is(err, pipeline.ErrNoChanges) && !errors.Is(err, pipeline.ErrTransient) {
 		return PublishResult{}, err
 	}
 	// The merge may have happened anyway: a timed-out answer, or another
@@ -292,10 +282,30 @@ func Publish(ctx context.Context, lake Lake, req PublishRequest, failpoint func(
 	switch {
 	case p.OnTarget:
 		return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), AlreadyPublished: true}, nil
-	case errors.Is(err, ErrNoChanges):
+	case errors.Is(err, pipeline.ErrNoChanges):
 		// The sealed commit's data equals its merge-base with the target:
 		// the batch changed nothing, and the target already holds it.
 		return PublishResult{CommitID: p.Head, Empty: true}, nil
 	}
 	return PublishResult{}, err
 }
+
+// publishMeta is the publish commit's metadata: the batch's attributes
+// except the reserved "wap." keys (any case), which only lakewap writes.
+func publishMeta(run pipeline.Run) map[string]string {
+	m := make(map[string]string, len(run.Attributes)+4)
+	maps.Copy(m, run.Attributes)
+	maps.DeleteFunc(m, func(k, _ string) bool { return strings.HasPrefix(strings.ToLower(k), reservedMetaPrefix) })
+	m[pipeline.MetaBatchID], m[pipeline.MetaDataset], m["wap.sealed_commit"] = run.BatchID, run.Dataset, run.SealedCommit
+	if run.Report != nil {
+		pass, fail, warn := run.Report.Counts()
+		m[pipeline.MetaAudit] = fmt.Sprintf("passed=%d failed=%d warned=%d", pass, fail, warn)
+	}
+	if run.Retries > 0 {
+		m[pipeline.MetaRetriedBy] = run.RetriedBy
+	}
+	return m
+}
+
+// reservedMetaPrefix marks commit metadata keys that only lakewap writes.
+const reservedMetaPrefix = "wap."

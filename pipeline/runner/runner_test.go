@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	. "github.com/lakewap/lakewap/pipeline"
 
 	"github.com/segmentio/kafka-go"
 
@@ -234,7 +236,7 @@ func newRunnerFixtureWith(t *testing.T, mod func(*Config)) *runnerFixture {
 	if mod != nil {
 		mod(&cfg)
 	}
-	r, err := NewRunner(cfg)
+	r, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +325,7 @@ func TestMaxInFlightBoundsConcurrentSteps(t *testing.T) {
 		mu.Unlock()
 		return report(true), nil
 	})
-	r, err := NewRunner(Config{Lake: f.lake, Auditor: aud, Notifier: f.notes, Store: f.store, MaxInFlight: 2,
+	r, err := New(Config{Lake: f.lake, Auditor: aud, Notifier: f.notes, Store: f.store, MaxInFlight: 2,
 		Datasets: func(n string) (DatasetSpec, bool) { return DatasetSpec{Repository: "lake", Target: "main"}, true }})
 	if err != nil {
 		t.Fatal(err)
@@ -583,7 +585,7 @@ func TestLakeFSDownFailsAfterBudget(t *testing.T) {
 	f := &runnerFixture{lake: newFakeLake(), aud: &gateAuditor{gates: map[string]chan struct{}{}},
 		notes: &recordingNotifier{ch: make(chan schemas.Event, 100)}, store: &memStore{data: map[int]map[string][]byte{}}}
 	f.lake.down = true
-	r, err := NewRunner(Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store,
+	r, err := New(Config{Lake: f.lake, Auditor: f.aud, Notifier: f.notes, Store: f.store,
 		Datasets: func(n string) (DatasetSpec, bool) { return DatasetSpec{Repository: "lake", Target: "main"}, true },
 		Policy: policy(func(p *Policy) {
 			p.MinBackoff, p.MaxBackoff, p.RetryBudget = 5*time.Millisecond, 20*time.Millisecond, 200*time.Millisecond
@@ -616,7 +618,7 @@ func BenchmarkRestore10kRuns(b *testing.B) {
 		store.data[0][run.Key()] = v // as the runner stores it
 	}
 	for b.Loop() {
-		r, _ := NewRunner(Config{Lake: newFakeLake(), Auditor: &gateAuditor{}, Notifier: &recordingNotifier{ch: make(chan schemas.Event, 1)},
+		r, _ := New(Config{Lake: newFakeLake(), Auditor: &gateAuditor{}, Notifier: &recordingNotifier{ch: make(chan schemas.Event, 1)},
 			Store: store, Datasets: func(string) (DatasetSpec, bool) { return DatasetSpec{}, false }})
 		if err := r.Assigned(context.Background(), 0); err != nil {
 			b.Fatal(err)

@@ -1,4 +1,4 @@
-package pipeline
+package runner
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	. "github.com/lakewap/lakewap/pipeline"
 )
 
 // scriptedLake answers Published and Merge from a script.

@@ -1,0 +1,52 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// The runner's ports besides Lake: the adapters implement them.
+
+// Auditor runs a dataset's suite against a ref.
+type Auditor interface {
+	Audit(ctx context.Context, req AuditRequest) (schemas.AuditReport, error)
+}
+
+// AuditRequest names what to audit.
+type AuditRequest struct {
+	Dataset    string
+	Repository string
+	Ref        string // the sealed commit of the batch branch
+	BaseRef    string // the target's commit, for comparisons and batch scope
+	BaseName   string // how reports name the base: the target branch
+	BatchTime  time.Time
+}
+
+// Notifier delivers a result event (Kafka, Slack, console). It returns
+// receipts to remember (e.g. the Slack message to update in place) and an
+// error only when a required sink failed.
+type Notifier interface {
+	Notify(ctx context.Context, n Notification) (receipts map[string]string, err error)
+}
+
+// Notification is one result event of a run.
+type Notification struct {
+	Event    schemas.Event
+	State    State
+	Run      Run
+	Receipts map[string]string
+	// RequestID is the operator request the event answers, if any.
+	RequestID string
+	// ResultOnly: the event goes to the results topic only (answers to
+	// operator requests are not part of a run's Slack message).
+	ResultOnly bool
+}
+
+// Store keeps runs durably, keyed by batch id within an input partition.
+type Store interface {
+	Put(ctx context.Context, partition int, key string, value []byte) error
+	Delete(ctx context.Context, partition int, key string) error
+	Load(ctx context.Context, partition int) (map[string][]byte, error)
+}

@@ -1,0 +1,65 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/lakewap/lakewap/pipeline"
+)
+
+// maxStrayPaths bounds how many paths outside the tables an abort names.
+const maxStrayPaths = 10
+
+// audit seals the batch branch and audits the sealed commit (DoAudit).
+func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) pipeline.Input {
+	// The tables-only rule and the audit's batch scope need the same diff:
+	// ask once, against the target's commit (the audit's cache key names
+	// it, and it does not contend with merges into the branch). That
+	// commit does not depend on the seal, so it is asked for meanwhile.
+	ctx = pipeline.WithDiffMemo(ctx)
+	type head struct {
+		id  string
+		err error
+	}
+	heads := make(chan head, 1)
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				heads <- head{err: fmt.Errorf("panic: %v", v)}
+			}
+		}()
+		id, err := r.cfg.Lake.Head(ctx, run.Repository, run.Target)
+		heads <- head{id, err}
+	}()
+	commit, err := r.cfg.Lake.Seal(ctx, run.Repository, run.Branch,
+		fmt.Sprintf("lakewap: seal batch %s for audit", run.BatchID),
+		map[string]string{pipeline.MetaSealedBatchID: run.BatchID, pipeline.MetaDataset: run.Dataset})
+	h := <-heads
+	if err != nil {
+		return failed(log, pipeline.StepAudit, err)
+	}
+	r.cfg.Failpoint("during_audit")
+	base := h.id
+	if h.err != nil {
+		return failed(log, pipeline.StepAudit, h.err)
+	}
+	if spec, ok := r.cfg.Datasets(run.Dataset); ok && len(spec.TablePaths) > 0 {
+		// The merge takes everything the sealed commit changes; the
+		// audit reads only the tables. Anything else must be allowed.
+		changed, err := r.cfg.Lake.ChangedPaths(ctx, run.Repository, base, commit)
+		if err != nil {
+			return failed(log, pipeline.StepAudit, err)
+		}
+		if stray := spec.OutsideTables(changed); len(stray) > 0 {
+			log.Warn("batch changes paths outside its tables", "paths", len(stray), "first", stray[0])
+			return pipeline.Strayed{SealedCommit: commit, Paths: stray[:min(len(stray), maxStrayPaths)], Total: len(stray)}
+		}
+	}
+	rep, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
+		Ref: commit, BaseRef: base, BaseName: run.Target, BatchTime: run.BatchTime})
+	if err != nil {
+		return failed(log, pipeline.StepAudit, err)
+	}
+	return pipeline.Audited{SealedCommit: commit, Report: rep}
+}

@@ -1,0 +1,103 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/lakewap/lakewap/pipeline"
+)
+
+// job is one effect of a run handed to its executor: the run as it was
+// stored when the effect started, and for a publish its place in the
+// target's queue.
+type job struct {
+	p      *partition
+	run    pipeline.Run
+	effect pipeline.Effect
+	ticket *publishTicket
+}
+
+// executors is the one table from the effects the runner carries out to
+// the function that does it, one file each. An executor reports what
+// happened as the machine's input (nil: nothing to apply, the partition
+// was revoked); it decides nothing about the run.
+var executors = map[pipeline.EffectKind]func(*Runner, job) pipeline.Input{
+	pipeline.DoCreateBranch: stepped((*Runner).branch),  // branch.go
+	pipeline.DoAudit:        stepped((*Runner).audit),   // audit.go
+	pipeline.DoPublish:      (*Runner).publishInTurn,    // publish.go, with the queue
+	pipeline.DoLook:         stepped((*Runner).look),    // publish.go
+	pipeline.DoRevert:       stepped((*Runner).revert),  // revert.go
+	pipeline.DoCleanup:      stepped((*Runner).cleanup), // cleanup.go
+	pipeline.DoSend:         (*Runner).sendOutbox,       // send.go
+}
+
+// stepped runs a step that talks to lakeFS: one of MaxInFlight at a time,
+// under the step timeout, timed (Metrics.StepDuration).
+func stepped(do func(*Runner, context.Context, *slog.Logger, pipeline.Run) pipeline.Input) func(*Runner, job) pipeline.Input {
+	return func(r *Runner, j job) pipeline.Input {
+		select {
+		case r.sem <- struct{}{}:
+		case <-j.p.ctx.Done():
+			return nil
+		}
+		defer func() { <-r.sem }()
+		start := time.Now()
+		in := r.step(j.p, j.run, j.effect.Kind, func(ctx context.Context) pipeline.Input {
+			return do(r, ctx, r.stepLog(j.run), j.run)
+		})
+		if f := r.Metrics.StepDuration; f != nil {
+			f(j.effect.Kind.String(), outcome(in), time.Since(start))
+		}
+		return in
+	}
+}
+
+func (r *Runner) stepLog(run pipeline.Run) *slog.Logger {
+	return r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
+}
+
+// step runs do, the step k of run, under the step timeout, counting its
+// lakeFS calls. A panic in it (a bug meeting odd data, in lakewap or a
+// library) fails the run instead of the process: the goroutine is not the
+// consumer's, whose recovery would not see it.
+func (r *Runner) step(p *partition, run pipeline.Run, k pipeline.EffectKind, do func(context.Context) pipeline.Input) (in pipeline.Input) {
+	ctx, cancel := context.WithTimeout(p.ctx, r.cfg.StepTimeout)
+	defer cancel()
+	if k != pipeline.DoCleanup { // a finished run's counter is gone
+		ctx = pipeline.WithCallCounter(ctx, r.calls(p, run.Key()))
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			s := k.Step()
+			r.log.Error("step panicked; failing the run", "batch_id", run.BatchID, "dataset", r.label(run.Dataset),
+				"step", string(s), "panic", v, "stack", string(debug.Stack()))
+			in = pipeline.StepFailed{Step: s, Err: fmt.Sprintf("panic: %v", v), Class: pipeline.Permanent}
+		}
+	}()
+	return do(ctx)
+}
+
+// failed is the StepFailed of step s for err, classed by the error class
+// the adapter wrapped (pipeline.ErrTransient and the like).
+func failed(log *slog.Logger, s pipeline.Step, err error) pipeline.StepFailed {
+	class := pipeline.Permanent
+	switch {
+	case errors.Is(err, pipeline.ErrMergeConflict):
+		class = pipeline.Conflict
+	case errors.Is(err, pipeline.ErrTransient), errors.Is(err, context.DeadlineExceeded):
+		class = pipeline.Transient
+	}
+	log.Warn("step failed", "step", string(s), "class", class.String(), "err", err)
+	return pipeline.StepFailed{Step: s, Err: err.Error(), Class: class}
+}
+
+func outcome(in pipeline.Input) string {
+	if sf, ok := in.(pipeline.StepFailed); ok {
+		return sf.Class.String()
+	}
+	return "ok"
+}

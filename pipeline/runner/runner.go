@@ -1,0 +1,587 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lakewap/lakewap/internal/backoff"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Defaults of the runner's own settings (Config).
+const (
+	DefaultMaxInFlight = 16
+	DefaultStepTimeout = 5 * time.Minute
+	DefaultGrace       = 10 * time.Second
+)
+
+// Config wires a Runner.
+type Config struct {
+	Lake     pipeline.Lake
+	Auditor  pipeline.Auditor
+	Notifier pipeline.Notifier
+	Store    pipeline.Store
+	// Datasets resolves a dataset name from an event to its spec.
+	Datasets func(name string) (pipeline.DatasetSpec, bool)
+	// Policy is the machine's; the zero Policy means DefaultPolicy, any
+	// other must be whole (start from DefaultPolicy).
+	Policy pipeline.Policy
+	// Behind reports whether a partition may still hold unread input from
+	// before t (the consumer's lag and the time of the newest message it
+	// handled); nil means never. See Tick.Lagging.
+	Behind      func(partition int, t time.Time) bool
+	MaxInFlight int           // steps (branch, audit, publish) running at once; default DefaultMaxInFlight
+	StepTimeout time.Duration // deadline of one step; default DefaultStepTimeout
+	Grace       time.Duration // how long revocation waits for in-flight steps; default DefaultGrace
+	// LockBackoff is the first backoff of a merge that found its target
+	// locked by another writer (default 20ms; doubled up to 1s, jittered,
+	// for at most lockWait).
+	LockBackoff time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
+	// Observe, if set, is called after every persisted change of a run.
+	Observe func(before, after pipeline.Run)
+	// Failpoint, if set, is called at named points between a side effect
+	// and the persistence of its outcome; crash tests make it kill the
+	// process there. Names: after_write, after_branch, during_audit,
+	// before_merge, after_merge, before_send.
+	Failpoint func(name string)
+}
+
+// Runner executes the machine's effects for the runs of the partitions
+// assigned to this instance: it applies every input through
+// pipeline.Machine.Apply, stores what changed, and hands each effect to its
+// executor (executors, one file per step).
+type Runner struct {
+	cfg     Config
+	m       pipeline.Machine
+	log     *slog.Logger
+	sem     chan struct{}
+	mu      sync.Mutex
+	parts   map[int]*partition
+	open    atomic.Int64 // runs in an Open state across the assigned partitions
+	Metrics Metrics
+
+	qmu    sync.Mutex
+	queues map[targetKey]*publishQueue // publish queue per target, while not empty
+}
+
+// Metrics receives measurements from the runner; nil fields are skipped.
+type Metrics struct {
+	StepDuration func(step string, outcome string, d time.Duration)
+	StateChange  func(dataset string, from, to pipeline.State, inPrev time.Duration)
+	Terminal     func(dataset string, state pipeline.State, reason string)
+	// Held counts the runs this instance holds by dataset and state
+	// (delta +1 when a run enters a state here, -1 when it leaves).
+	Held func(dataset string, state pipeline.State, delta int)
+	// Input counts input events by type and outcome: applied, duplicate,
+	// dropped_unexpected (an early write its batch did not expect, dropped
+	// when the batch landed). The ingest stage counts the dead letters.
+	Input func(eventType, outcome string)
+	// PublishQueue is the number of publishes waiting for their target's
+	// turn; PublishWait how long one waited before its turn came.
+	PublishQueue func(repository, target string, depth int)
+	PublishWait  func(repository, target string, d time.Duration)
+	// LakeCalls is the number of lakeFS API calls this instance made for a
+	// batch it published (branch, seal, audit listings and downloads,
+	// publish); a run restored mid-way counts only what was made since.
+	LakeCalls func(dataset string, calls int64)
+}
+
+// hold counts a run entering (+1) or leaving (-1) state on this instance.
+func (r *Runner) hold(dataset string, state pipeline.State, delta int) {
+	if state.Open() {
+		r.open.Add(int64(delta))
+	}
+	if r.Metrics.Held != nil && state != "" {
+		r.Metrics.Held(r.label(dataset), state, delta)
+	}
+}
+
+// effectOf names an effect of the run under a key.
+type effectOf struct {
+	key  string
+	kind pipeline.EffectKind
+}
+
+type partition struct {
+	id       int
+	ctx      context.Context
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	runs     map[string]pipeline.Run
+	inflight map[effectOf]bool
+	timers   map[string]*time.Timer
+	wg       sync.WaitGroup
+	closing  bool
+	stop     chan struct{} // closed when the partition is revoked
+	// fresh: runs this instance moved from auditing to publishing and has
+	// not tried to merge yet (their publish needs no look at the target).
+	fresh map[string]bool
+	// calls counts the lakeFS API calls made for each run.
+	calls map[string]*atomic.Int64
+}
+
+// New checks cfg and returns a runner.
+func New(cfg Config) (*Runner, error) {
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{{"Lake", cfg.Lake != nil}, {"Auditor", cfg.Auditor != nil}, {"Notifier", cfg.Notifier != nil},
+		{"Store", cfg.Store != nil}, {"Datasets", cfg.Datasets != nil}} {
+		if !c.ok {
+			return nil, fmt.Errorf("pipeline: Config.%s is required", c.name)
+		}
+	}
+	if cfg.Policy == (pipeline.Policy{}) {
+		cfg.Policy = pipeline.DefaultPolicy
+	}
+	if err := cfg.Policy.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.MaxInFlight = positiveOr(cfg.MaxInFlight, DefaultMaxInFlight)
+	cfg.StepTimeout = positiveOr(cfg.StepTimeout, DefaultStepTimeout)
+	cfg.Grace = positiveOr(cfg.Grace, DefaultGrace)
+	cfg.LockBackoff = positiveOr(cfg.LockBackoff, 20*time.Millisecond)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Failpoint == nil {
+		cfg.Failpoint = func(string) {}
+	}
+	return &Runner{
+		cfg: cfg, m: pipeline.NewMachine(cfg.Policy), log: cfg.Logger,
+		sem: make(chan struct{}, cfg.MaxInFlight), parts: map[int]*partition{},
+		queues: map[targetKey]*publishQueue{},
+	}, nil
+}
+
+// positiveOr is v, or d when v is not positive.
+func positiveOr[T int | time.Duration](v, d T) T {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// Assigned restores a partition's runs from the store and resumes their
+// pending work. Messages of the partition are handled only after it returns.
+func (r *Runner) Assigned(ctx context.Context, id int) error {
+	raw, err := r.cfg.Store.Load(ctx, id)
+	if err != nil {
+		return fmt.Errorf("restore partition %d: %w", id, err)
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	p := &partition{id: id, ctx: pctx, cancel: cancel, runs: make(map[string]pipeline.Run, len(raw)),
+		inflight: map[effectOf]bool{}, timers: map[string]*time.Timer{},
+		stop: make(chan struct{}), fresh: map[string]bool{}, calls: map[string]*atomic.Int64{}}
+	for key, v := range raw {
+		var run pipeline.Run
+		if err := json.Unmarshal(v, &run); err != nil {
+			r.log.Error("skipping unreadable run in state store", "partition", id, "key", key, "err", err)
+			continue
+		}
+		if want := run.Key(); key != want {
+			// Stored before runs were keyed by (dataset, batch id): move it.
+			if err := r.cfg.Store.Put(ctx, id, want, v); err != nil {
+				return fmt.Errorf("restore partition %d: re-key run %s: %w", id, key, err)
+			}
+			if err := r.cfg.Store.Delete(ctx, id, key); err != nil {
+				return fmt.Errorf("restore partition %d: re-key run %s: %w", id, key, err)
+			}
+			key = want
+		}
+		p.runs[key] = run
+		r.hold(run.Dataset, run.State, +1)
+	}
+	r.Revoked(id) // an earlier assignment of the partition, if any
+	r.mu.Lock()
+	r.parts[id] = p
+	r.mu.Unlock()
+	now := r.cfg.Now()
+	p.mu.Lock()
+	for _, k := range slices.Sorted(maps.Keys(p.runs)) {
+		r.start(p, k, r.m.Pending(p.runs[k], now))
+	}
+	n := len(p.runs)
+	p.mu.Unlock()
+	r.log.Info("partition restored", "partition", id, "runs", n)
+	return nil
+}
+
+// Revoked stops a partition's work: steps in flight get Grace to finish and
+// persist their outcome, then are cancelled; whatever did not finish is
+// redone by the next owner from the stored state.
+func (r *Runner) Revoked(id int) {
+	r.mu.Lock()
+	p := r.parts[id]
+	delete(r.parts, id)
+	r.mu.Unlock()
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	close(p.stop) // p left r.parts above: it is revoked once
+	p.closing = true
+	for _, t := range p.timers {
+		t.Stop()
+	}
+	p.mu.Unlock()
+	grace := time.AfterFunc(r.cfg.Grace, p.cancel)
+	p.wg.Wait()
+	grace.Stop()
+	p.cancel()
+	p.mu.Lock()
+	for _, run := range p.runs {
+		r.hold(run.Dataset, run.State, -1)
+	}
+	p.mu.Unlock()
+	r.log.Info("partition revoked", "partition", id)
+}
+
+// Close revokes every partition.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	ids := slices.Collect(maps.Keys(r.parts))
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() { r.Revoked(id) })
+	}
+	wg.Wait()
+}
+
+// Runs returns a snapshot of every run this instance holds.
+func (r *Runner) Runs() []pipeline.Run {
+	r.mu.Lock()
+	parts := slices.Collect(maps.Values(r.parts))
+	r.mu.Unlock()
+	var out []pipeline.Run
+	for _, p := range parts {
+		p.mu.Lock()
+		for _, run := range p.runs {
+			out = append(out, run.Clone())
+		}
+		p.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b pipeline.Run) int { return cmp.Compare(a.BatchID, b.BatchID) })
+	return out
+}
+
+// tick is the clock input for the run under key: lagging when the
+// partition may still hold unread writes from before the run's deadline.
+func (r *Runner) tick(p *partition, key string) pipeline.Tick {
+	p.mu.Lock()
+	run := p.runs[key]
+	p.mu.Unlock()
+	if r.cfg.Behind == nil || run.State != pipeline.StateAwaitingWrites || run.Deadline.IsZero() {
+		return pipeline.Tick{}
+	}
+	return pipeline.Tick{Lagging: r.cfg.Behind(p.id, run.Deadline)}
+}
+
+// Handle applies one valid input event of a partition (the ingest stage
+// decoded and validated it). When it returns nil the event's effect on
+// state is durable, so its offset may be committed. A *Refusal means the
+// event was not applied and belongs in the dead-letter topic; any other
+// error means retry.
+func (r *Runner) Handle(ctx context.Context, id int, ev schemas.Event) error {
+	p := r.partition(id)
+	if p == nil {
+		return fmt.Errorf("partition %d is not assigned to this instance", id)
+	}
+	in, ref := r.input(ev)
+	if ref != nil {
+		return ref
+	}
+	o, err := r.apply(ctx, p, pipeline.RunKey(ev.DatasetName(), ev.Batch()), in)
+	if err != nil {
+		return err
+	}
+	if _, ok := in.(pipeline.WriteDone); ok {
+		r.cfg.Failpoint("after_write") // persisted, offset not yet committed
+	}
+	switch {
+	case o.Refused != nil:
+		r.log.Warn("input refused", "batch_id", ev.Batch(), "dataset", r.label(ev.DatasetName()),
+			"reason", o.Refused.Reason, "detail", o.Refused.Detail)
+		return o.Refused
+	case o.Changed:
+		r.counted(ev.EventType(), "applied")
+	default:
+		r.counted(ev.EventType(), "duplicate")
+	}
+	return nil
+}
+
+// Invalid ends the run of the batch an invalid event names (reason
+// invalid, problem its detail) before the event is dead-lettered. The
+// dataset must be configured: junk names never reach the state store.
+func (r *Runner) Invalid(ctx context.Context, id int, ev schemas.Event, problem error) error {
+	p := r.partition(id)
+	if p == nil {
+		return fmt.Errorf("partition %d is not assigned to this instance", id)
+	}
+	if _, ok := r.cfg.Datasets(ev.DatasetName()); !ok {
+		return &pipeline.Refusal{Reason: schemas.ReasonInvalid, Detail: problem.Error()}
+	}
+	o, err := r.apply(ctx, p, pipeline.RunKey(ev.DatasetName(), ev.Batch()),
+		pipeline.Invalid{BatchID: ev.Batch(), Dataset: ev.DatasetName(), Detail: problem.Error()})
+	if err == nil && o.Refused != nil {
+		return o.Refused
+	}
+	return err
+}
+
+// counted reports one input event and what became of it: applied,
+// duplicate (no change to any run) or dropped_unexpected.
+func (r *Runner) counted(eventType, outcome string) {
+	if f := r.Metrics.Input; f != nil {
+		f(eventType, outcome)
+	}
+}
+
+// label is a dataset name fit for a metric label: only configured datasets
+// are named, so junk in events cannot grow the label set.
+func (r *Runner) label(dataset string) string {
+	if _, ok := r.cfg.Datasets(dataset); ok {
+		return dataset
+	}
+	return UnknownDataset
+}
+
+// UnknownDataset is how a dataset that is not in the config is reported.
+const UnknownDataset = "unknown"
+
+// input maps a valid input event to a machine input. An event that is not
+// an input, or of a dataset that is not configured, is refused: the
+// ingest stage lets neither through.
+func (r *Runner) input(ev schemas.Event) (pipeline.Input, *pipeline.Refusal) {
+	spec, ok := r.cfg.Datasets(ev.DatasetName())
+	if !ok {
+		return nil, &pipeline.Refusal{Reason: schemas.ReasonInvalid, Detail: fmt.Sprintf("dataset %q is not configured", ev.DatasetName())}
+	}
+	switch e := ev.(type) {
+	case schemas.BatchLanded:
+		return pipeline.Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID), Open: int(r.open.Load())}, nil
+	case schemas.WriteComplete:
+		return pipeline.WriteDone{Event: e}, nil
+	case schemas.BatchCancelled:
+		return pipeline.Cancel{Event: e}, nil
+	case schemas.RetryRequested:
+		return pipeline.RetryRequest{Event: e}, nil
+	case schemas.RevertRequested:
+		return pipeline.RevertRequest{Event: e}, nil
+	}
+	return nil, &pipeline.Refusal{Reason: schemas.ReasonInvalid, Detail: fmt.Sprintf("%s is not an input event", ev.EventType())}
+}
+
+func (r *Runner) partition(id int) *partition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.parts[id]
+}
+
+// apply runs one input through the machine for the run under key, stores
+// the outcome, then starts the work it asks for. State is changed in
+// memory only after it is stored.
+func (r *Runner) apply(ctx context.Context, p *partition, key string, in pipeline.Input) (pipeline.Outcome, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	before := p.runs[key]
+	now := r.cfg.Now()
+	o := r.m.Apply(before, in, now)
+	if !o.Changed {
+		// Refused, or nothing changed (a duplicate, a tick before any
+		// deadline): no write, so a stale copy never overwrites what
+		// another writer (lakewap retry) stored since.
+		r.start(p, key, o.Effects)
+		return o, nil
+	}
+	o, err := r.persist(ctx, p.id, key, o, now)
+	if err != nil {
+		return o, err
+	}
+	after := o.Run
+	if o.Refused != nil {
+		r.log.Error("run record over budget: run ended", "batch_id", after.BatchID, "dataset", r.label(after.Dataset), "detail", o.Refused.Detail)
+	}
+	if l, ok := in.(pipeline.Landed); ok && before.State == pipeline.StatePending && len(before.Writes) > len(after.Writes) {
+		n := len(before.Writes) - len(after.Writes)
+		r.log.Warn("dropped early writes the batch does not expect", "batch_id", after.BatchID,
+			"dataset", r.label(after.Dataset), "dropped", n, "expected", len(l.Event.ExpectedWrites))
+		for range n {
+			r.counted(schemas.TypeWriteComplete, "dropped_unexpected")
+		}
+	}
+	if after.State == "" {
+		delete(p.runs, key)
+	} else {
+		p.runs[key] = after
+	}
+	if before.State == pipeline.StateAuditing && after.State == pipeline.StatePublishing {
+		p.fresh[key] = true
+	}
+	if before.State != after.State && after.State.Terminal() || after.State == "" {
+		delete(p.fresh, key)
+		if n, f := p.calls[key], r.Metrics.LakeCalls; n != nil && f != nil && after.State == pipeline.StatePublished {
+			f(after.Dataset, n.Load())
+		}
+		delete(p.calls, key)
+	}
+	if before.State != after.State {
+		r.hold(before.Dataset, before.State, -1)
+		r.hold(after.Dataset, after.State, +1)
+		r.log.Info("run state", "batch_id", after.BatchID, "dataset", after.Dataset, "branch", after.Branch,
+			"from", string(before.State), "state", string(after.State), "reason", after.Reason)
+		if f := r.Metrics.StateChange; f != nil && after.State != "" {
+			f(r.label(after.Dataset), before.State, after.State, now.Sub(before.StateSince))
+		}
+		if f := r.Metrics.Terminal; f != nil && after.State.Terminal() {
+			f(r.label(after.Dataset), after.State, after.Reason)
+		}
+	}
+	if r.cfg.Observe != nil {
+		r.cfg.Observe(before, after)
+	}
+	r.start(p, key, o.Effects)
+	return o, nil
+}
+
+// persist stores the outcome's run under key, fitted to its budget
+// (pipeline.Machine.Fit), and returns the outcome as stored.
+func (r *Runner) persist(ctx context.Context, id int, key string, o pipeline.Outcome, now time.Time) (pipeline.Outcome, error) {
+	o, record, err := r.m.Fit(o, now)
+	switch {
+	case err != nil:
+		return o, fmt.Errorf("encode run %s: %w", key, err)
+	case record == nil:
+		err = r.cfg.Store.Delete(ctx, id, key)
+	default:
+		err = r.cfg.Store.Put(ctx, id, key, record)
+	}
+	if err != nil {
+		return o, fmt.Errorf("persist run %s: %w", key, err)
+	}
+	return o, nil
+}
+
+// start launches effects not already in flight. Called with p.mu held.
+func (r *Runner) start(p *partition, batch string, effects []pipeline.Effect) {
+	if p.closing {
+		return
+	}
+	var wake time.Time
+	for _, e := range effects {
+		switch e.Kind {
+		case pipeline.DoForget:
+			if t := p.timers[batch]; t != nil {
+				t.Stop()
+				delete(p.timers, batch)
+			}
+			continue
+		case pipeline.DoWake:
+			if wake.IsZero() || e.At.Before(wake) {
+				wake = e.At // the earliest; its Tick re-arms the next
+			}
+			continue
+		case pipeline.DoReply:
+			// The answer to an operator request that changed no run is not
+			// stored: a daemon that stops before it is sent leaves the
+			// operator's command to time out.
+			p.wg.Go(func() { r.send(p, pipeline.Run{}, e.Send) })
+			continue
+		}
+		if p.inflight[effectOf{batch, e.Kind}] {
+			continue
+		}
+		p.inflight[effectOf{batch, e.Kind}] = true
+		j := job{p: p, run: p.runs[batch].Clone(), effect: e}
+		if e.Kind == pipeline.DoPublish {
+			j.ticket = r.enqueue(j.run, p.fresh[batch])
+			delete(p.fresh, batch) // a second attempt looks first
+		}
+		p.wg.Go(func() { r.execute(j) })
+	}
+	if !wake.IsZero() {
+		if t := p.timers[batch]; t != nil {
+			t.Stop()
+		}
+		d := max(wake.Sub(r.cfg.Now()), 0)
+		p.timers[batch] = time.AfterFunc(d, func() {
+			defer func() {
+				if v := recover(); v != nil { // a timer's goroutine has no one above it to recover
+					r.log.Error("timer panicked", "run", batch, "panic", v, "stack", string(debug.Stack()))
+				}
+			}()
+			r.internal(p, batch, r.tick(p, batch))
+		})
+	}
+}
+
+// internal applies a runner-generated input, retrying persistence until it
+// succeeds or the partition is revoked.
+func (r *Runner) internal(p *partition, batch string, in pipeline.Input) {
+	b := backoff.Policy{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: backoff.Equal}.New()
+	for {
+		_, err := r.apply(p.ctx, p, batch, in)
+		if err == nil || p.ctx.Err() != nil {
+			return
+		}
+		r.log.Warn("persisting run failed, retrying", "run", batch, "err", err)
+		if !b.Wait(p.ctx) {
+			return
+		}
+	}
+}
+
+// execute carries out one effect through its executor and applies the
+// outcome. An effect stays in flight until its outcome is applied: a
+// transition in between (another input of the run) would otherwise start
+// the same effect a second time (the same event sent twice, a second
+// seal). What the outcome's transition could not start while this one was
+// in flight (the next outbox entry, say) starts once it is done.
+func (r *Runner) execute(j job) {
+	in := executors[j.effect.Kind](r, j)
+	p, key := j.p, j.run.Key()
+	applied := in != nil && p.ctx.Err() == nil
+	if applied {
+		r.internal(p, key, in)
+	}
+	// A publish's outcome starts what follows itself (its ticket is gone).
+	r.done(p, key, j.effect.Kind, applied && j.ticket == nil)
+}
+
+// done takes effect k of the run under key out of flight and, if resume,
+// starts the run's pending effects that are not in flight.
+func (r *Runner) done(p *partition, key string, k pipeline.EffectKind, resume bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.inflight, effectOf{key, k})
+	if run, ok := p.runs[key]; ok && resume {
+		r.start(p, key, r.m.Pending(run, r.cfg.Now()))
+	}
+}
+
+// calls is the counter of lakeFS API calls of a run.
+func (r *Runner) calls(p *partition, batch string) *atomic.Int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.calls[batch]
+	if n == nil {
+		n = new(atomic.Int64)
+		p.calls[batch] = n
+	}
+	return n
+}
