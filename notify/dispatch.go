@@ -179,6 +179,7 @@ func registerCounter(reg prometheus.Registerer, name, help string, labels ...str
 type target struct {
 	sink     Sink
 	mention  string
+	channel  string
 	required bool
 }
 
@@ -194,15 +195,16 @@ func (d *Dispatcher) targets(n Notification) []target {
 		if n.ResultOnly {
 			continue
 		}
-		matched, mention := false, ""
+		matched, mention, channel := false, "", ""
 		for _, r := range d.routes {
 			if r.Sink == name && r.matches(n) {
 				matched = true
 				mention = cmp.Or(mention, r.Mention)
+				channel = cmp.Or(channel, r.Channel)
 			}
 		}
 		if matched {
-			out = append(out, target{sink: s, mention: mention})
+			out = append(out, target{sink: s, mention: mention, channel: channel})
 		}
 	}
 	return out
@@ -273,6 +275,7 @@ func (d *Dispatcher) deliver(ctx context.Context, t target, n Notification) deli
 
 	sn := n
 	sn.Mention = t.mention
+	sn.Channel = t.channel
 	sn.Receipts = map[string]string{}
 	maps.Copy(sn.Receipts, n.Receipts)
 	receipt := n.Receipts[name]

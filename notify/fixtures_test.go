@@ -68,10 +68,14 @@ func failingReport() *schemas.AuditReport {
 	}}
 }
 
+// testTarget is the datasets' target: not main, so that a message naming
+// main where it means the target shows.
+const testTarget = "release"
+
 func publishedEvent() schemas.BatchPublished {
 	return schemas.BatchPublished{
 		EventID: "ev-pub-b-42", BatchID: testBatch, Dataset: testDataset, Repository: testRepo, Branch: testBranch,
-		TargetRef: "main", CommitID: testCommit, Report: passingReport(), LandedAt: landedAt,
+		TargetRef: testTarget, CommitID: testCommit, Report: passingReport(), LandedAt: landedAt,
 		PublishedAt: landedAt.Add(83 * time.Second), DurationMs: 83_000,
 	}
 }
@@ -80,7 +84,7 @@ func abortedAuditEvent() schemas.BatchAborted {
 	return schemas.BatchAborted{
 		EventID: "ev-abort-b-42", BatchID: testBatch, Dataset: testDataset, Repository: testRepo, Branch: testBranch,
 		Reason: schemas.ReasonAuditFailed, Detail: "2 error checks failed", Report: failingReport(), BranchKept: true,
-		OccurredAt: landedAt.Add(2 * time.Minute), DurationMs: 120_000,
+		OccurredAt: landedAt.Add(2 * time.Minute), DurationMs: 120_000, TargetRef: testTarget,
 	}
 }
 
@@ -88,7 +92,7 @@ func timedOutEvent() schemas.BatchAborted {
 	return schemas.BatchAborted{
 		EventID: "ev-timeout-b-42", BatchID: testBatch, Dataset: testDataset, Repository: testRepo, Branch: testBranch,
 		Reason: schemas.ReasonWriteTimeout, Detail: "missing writes: order_items", BranchKept: true,
-		OccurredAt: landedAt.Add(30 * time.Minute), DurationMs: 1_800_000,
+		OccurredAt: landedAt.Add(30 * time.Minute), DurationMs: 1_800_000, TargetRef: testTarget,
 	}
 }
 
@@ -96,7 +100,7 @@ func failedEvent() schemas.BatchFailed {
 	return schemas.BatchFailed{
 		EventID: "ev-fail-b-42", BatchID: testBatch, Dataset: testDataset, Repository: testRepo, Branch: testBranch,
 		State: schemas.StatePublishing, Error: "merge: lakeFS answered 503 Service Unavailable", Attempts: 5, BranchKept: true,
-		OccurredAt: landedAt.Add(7 * time.Minute),
+		OccurredAt: landedAt.Add(7 * time.Minute), TargetRef: testTarget,
 	}
 }
 

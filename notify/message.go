@@ -64,10 +64,12 @@ func runOf(n Notification) run {
 	case schemas.BatchAborted:
 		where(e.Dataset, e.BatchID, e.Repository, e.Branch)
 		r.Reason, r.Detail, r.Report, r.BranchKept = e.Reason, e.Detail, e.Report, e.BranchKept
+		r.TargetRef = e.TargetRef
 		r.Duration = time.Duration(e.DurationMs) * time.Millisecond
 	case schemas.BatchFailed:
 		where(e.Dataset, e.BatchID, e.Repository, e.Branch)
 		r.Error, r.FailedIn, r.Attempts, r.BranchKept = e.Error, e.State, e.Attempts, e.BranchKept
+		r.TargetRef = e.TargetRef
 		if !n.LandedAt.IsZero() && e.OccurredAt.After(n.LandedAt) {
 			r.Duration = e.OccurredAt.Sub(n.LandedAt)
 		}
@@ -191,7 +193,7 @@ func mainMessage(r run, l links) message {
 		field("Branch", b)
 	}
 	if r.CommitID != "" {
-		field("Commit on "+esc(cmp.Or(r.TargetRef, "main")), linked(l.commit(r.Repo, r.CommitID), short(r.CommitID)))
+		field("Commit on "+esc(cmp.Or(r.TargetRef, "the target")), linked(l.commit(r.Repo, r.CommitID), short(r.CommitID)))
 	}
 	blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
 
@@ -212,21 +214,22 @@ func mainMessage(r run, l links) message {
 	return message{Text: text, Blocks: blocks}
 }
 
-// what says what happened, beyond the outcome, in a sentence or two.
+// target is the branch the batch publishes into, as the message names it;
+// events written before they carried it say "the target".
+func (r run) target() string {
+	if r.TargetRef == "" {
+		return "the target branch"
+	}
+	return code(r.TargetRef)
+}
+
+// what says what happened, beyond the outcome, in a sentence or two. The
+// failing checks are listed once, in the details (threadMessage).
 func (r run) what() string {
 	var b strings.Builder
 	switch r.State {
 	case schemas.StateAborted:
-		b.WriteString("`main` is untouched.")
-		if r.Report != nil {
-			if failed := r.Report.Failed(); len(failed) > 0 {
-				names := make([]string, 0, len(failed))
-				for _, c := range failed {
-					names = append(names, code(c.Name))
-				}
-				fmt.Fprintf(&b, " Failing checks: %s.", strings.Join(names, ", "))
-			}
-		}
+		b.WriteString(upper(r.target()) + " is untouched.")
 		if r.Detail != "" {
 			b.WriteString(" " + esc(r.Detail))
 		}
@@ -288,7 +291,7 @@ func (r run) next(l links) string {
 	case schemas.StateAuditing, schemas.StatePublishing:
 		return "nothing to do; this message will update."
 	case schemas.StatePublished:
-		return "nothing to do. If this batch is wrong, undo it with " + code("lakewap revert --batch "+r.BatchID) + "."
+		return "nothing to do. If this batch is wrong, undo it on " + r.target() + " with " + code(r.command("revert")+` -reason "..."`) + "."
 	case schemas.StateAborted:
 		kept := r.BranchKept && r.Branch != ""
 		switch r.Reason {
@@ -302,11 +305,14 @@ func (r run) next(l links) string {
 			return "nothing to do; the batch was cancelled on request."
 		case schemas.ReasonMergeConflict:
 			if kept {
-				return "branch " + branch + " conflicts with `main`; resolve the conflicting writes and send the batch again."
+				return "branch " + branch + " conflicts with " + r.target() + "; resolve the conflicting writes on it, then run " + code(r.command("retry")) + "."
 			}
-			return "the batch conflicts with `main`; resolve the conflicting writes and send the batch again."
+			return "the batch conflicts with " + r.target() + "; resolve the conflicting writes and send the batch again."
 		case schemas.ReasonInvalid:
 			return "fix the producer of this batch's events and send the batch again."
+		}
+		if kept && r.Reason == schemas.ReasonAuditFailed {
+			return "inspect branch " + branch + " (kept as it was audited), fix the data on it, then run " + code(r.command("retry")) + "."
 		}
 		if kept {
 			return "inspect branch " + branch + " (kept as it was audited), fix the data, then send the batch again."
@@ -317,7 +323,7 @@ func (r run) next(l links) string {
 		if r.BranchKept && r.Branch != "" {
 			s += ", inspect branch " + branch
 		}
-		return s + ", then send the batch again; " + code("main") + " has not changed unless a later event says it was published."
+		return s + ", then run " + code(r.command("retry")) + "; " + r.target() + " has not changed unless a later event says it was published."
 	}
 	return ""
 }
@@ -377,6 +383,32 @@ func checkText(c schemas.CheckResult) string {
 		}
 	}
 	return clip(b.String(), maxSectionText)
+}
+
+// command is the lakewap command line that acts on this batch (retry,
+// revert), with the dataset and batch id quoted for a POSIX shell.
+func (r run) command(verb string) string {
+	return "lakewap " + verb + " -dataset " + shellQuote(r.Dataset) + " -batch " + shellQuote(r.BatchID)
+}
+
+// shellQuote leaves plain words alone and single-quotes the rest.
+func shellQuote(s string) string {
+	plain := s != ""
+	for _, c := range s {
+		plain = plain && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_.:/=+@,", c))
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// upper capitalises a sentence's first letter (after a code span's `).
+func upper(s string) string {
+	if strings.HasPrefix(s, "the ") {
+		return "The " + s[len("the "):]
+	}
+	return s
 }
 
 func section(mrkdwn string) *slack.SectionBlock {

@@ -40,6 +40,9 @@ type Notification struct {
 	// Mention is set by the Dispatcher from the matching Route: who to ping
 	// when the run is aborted or failed (e.g. "<!subteam^S123>" or "<@U123>").
 	Mention string
+	// Channel is set by the Dispatcher from the matching Route: the Slack
+	// channel to post a new message in, instead of the sink's own.
+	Channel string
 
 	// RequestID names the operator request (lakewap retry, revert, cancel)
 	// the event answers; the Kafka sink puts it in the wap.request_id header.
@@ -66,6 +69,9 @@ type Route struct {
 	On       []string `yaml:"on" json:"on,omitempty"`             // run states; empty = every state
 	// Mention is added to the message when the run is aborted or failed.
 	Mention string `yaml:"mention" json:"mention,omitempty"`
+	// Channel, for a Slack bot sink, is where this route's batches are
+	// posted instead of the sink's channel.
+	Channel string `yaml:"channel" json:"channel,omitempty"`
 }
 
 func (r Route) matches(n Notification) bool {

@@ -111,7 +111,9 @@ func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) 
 		}
 	}
 	if rc.ts == "" {
-		ch, ts, err := s.api.PostMessageContext(ctx, s.channel, opts...)
+		// A route's channel wins; a message already posted is updated
+		// where it is (the receipt names its channel).
+		ch, ts, err := s.api.PostMessageContext(ctx, cmp.Or(n.Channel, s.channel), opts...)
 		if err != nil {
 			retry, werr := classifySlack("chat.postMessage", s.name, err, s.secrets)
 			return "", retry, werr

@@ -34,9 +34,9 @@ func TestSlackMessageContent(t *testing.T) {
 			"Dataset: orders", "Batch: `b-42`", "Outcome: published", "Duration: 1m23s",
 			"Checks: 3 passed · 0 failed · 1 warned",
 			"Branch: wap-orders-b-42 (http://lakefs.test:8000/repositories/lake/objects?ref=wap-orders-b-42)",
-			"Commit on main: c0ffee123456 (http://lakefs.test:8000/repositories/lake/commits/c0ffee1234567890abcdef)",
+			"Commit on release: c0ffee123456 (http://lakefs.test:8000/repositories/lake/commits/c0ffee1234567890abcdef)",
 			"Warnings: `volume_vs_main` (observed `+38%`, threshold `<= 25%`).",
-			"*Next:* nothing to do. If this batch is wrong, undo it with `lakewap revert --batch b-42`.",
+			"*Next:* nothing to do. If this batch is wrong, undo it on `release` with `lakewap revert -dataset orders -batch b-42 -reason \"...\"`.",
 			"event `ev-pub-b-42`",
 		},
 		lacksMain: []string{oncall, "(deleted)"},
@@ -47,10 +47,11 @@ func TestSlackMessageContent(t *testing.T) {
 			":no_entry: orders aborted: audit failed · batch b-42",
 			oncall + " this batch needs a look.",
 			"Duration: 2m0s", "Checks: 1 passed · 2 failed · 1 warned",
-			"`main` is untouched. Failing checks: `email_not_null`, `freshness`.",
-			"*Next:* inspect branch wap-orders-b-42 (http://lakefs.test:8000/repositories/lake/objects?ref=wap-orders-b-42) (kept as it was audited)",
+			"`release` is untouched.",
+			"*Next:* inspect branch wap-orders-b-42 (http://lakefs.test:8000/repositories/lake/objects?ref=wap-orders-b-42) (kept as it was audited), fix the data on it, then run `lakewap retry -dataset orders -batch b-42`.",
 		},
-		lacksMain: []string{"revert", "Commit on"},
+		// The failing checks are listed once: in the details.
+		lacksMain: []string{"revert", "Commit on", "main", "email_not_null", "freshness"},
 		wantThread: []string{
 			"*Failing checks* (2 of 4)",
 			"*email_not_null* (not_null on `customers`, error): fail",
@@ -65,10 +66,10 @@ func TestSlackMessageContent(t *testing.T) {
 		n:    note(timedOutEvent(), schemas.StateAborted),
 		wantMain: []string{
 			":hourglass: orders aborted: writes timed out · batch b-42", oncall,
-			"Duration: 30m0s", "`main` is untouched. missing writes: order_items",
+			"Duration: 30m0s", "`release` is untouched. missing writes: order_items",
 			"*Next:* find out why the expected writes did not arrive before the deadline (what did arrive is on branch wap-orders-b-42 (http://lakefs.test:8000/repositories/lake/objects?ref=wap-orders-b-42)), then send the batch again.",
 		},
-		lacksMain: []string{"Checks:", "audited"},
+		lacksMain: []string{"Checks:", "audited", "main"},
 	}, {
 		name: "failed",
 		n:    note(failedEvent(), schemas.StateFailed),
@@ -76,7 +77,9 @@ func TestSlackMessageContent(t *testing.T) {
 			":rotating_light: orders failed · batch b-42", oncall, "Duration: 7m0s",
 			"lakewap gave up after 5 attempts while publishing. Error: `merge: lakeFS answered 503 Service Unavailable`",
 			"*Next:* check lakeFS and Kafka health, inspect branch wap-orders-b-42",
+			"then run `lakewap retry -dataset orders -batch b-42`; `release` has not changed",
 		},
+		lacksMain: []string{"main"},
 		wantThread: []string{"*Error*", "```\nmerge: lakeFS answered 503 Service Unavailable\n```"},
 	}}
 	for _, tc := range cases {
@@ -429,7 +432,7 @@ func TestAbortReasonsSayWhatToDo(t *testing.T) {
 	}{
 		{schemas.ReasonAuditFailed, false, "aborted: audit failed", "*Next:* the branch was deleted; fix the source data and send the batch again.", true},
 		{schemas.ReasonCancelled, false, "aborted: cancelled", "*Next:* nothing to do; the batch was cancelled on request.", false},
-		{schemas.ReasonMergeConflict, true, "aborted: merge conflict", "*Next:* branch wap-orders-b-42 (http://lakefs.test:8000/repositories/lake/objects?ref=wap-orders-b-42) conflicts with `main`", true},
+		{schemas.ReasonMergeConflict, true, "aborted: merge conflict", "*Next:* branch wap-orders-b-42 (http://lakefs.test:8000/repositories/lake/objects?ref=wap-orders-b-42) conflicts with `release`; resolve the conflicting writes on it, then run `lakewap retry -dataset orders -batch b-42`.", true},
 		{schemas.ReasonInvalid, false, "aborted: invalid batch", "*Next:* fix the producer of this batch's events", true},
 	}
 	for _, tc := range cases {
@@ -447,6 +450,62 @@ func TestAbortReasonsSayWhatToDo(t *testing.T) {
 		}
 		if _, ok := threadMessage(runOf(n)); ok {
 			t.Errorf("%s: a thread reply with no checks and no error adds nothing", tc.reason)
+		}
+	}
+}
+
+// A route can name its own channel: its batches are posted there, later
+// states update the message where it is, and other routes' batches stay in
+// the sink's channel.
+func TestSlackRouteChannel(t *testing.T) {
+	ws := newWorkspace(t)
+	sink := newTestSlack(t, ws, "slack", "#wap-alerts")
+	routes := []Route{
+		{Sink: "slack", Datasets: []string{testDataset}, Channel: "#orders-alerts"},
+		{Sink: "slack", Datasets: []string{"billing"}},
+	}
+	d, _, _ := newTestDispatcher(t, routes, []Sink{sink}, Options{})
+	ctx := context.Background()
+	receipts, err := d.Notify(ctx, note(nil, schemas.StateAuditing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := note(abortedAuditEvent(), schemas.StateAborted)
+	n.Receipts = receipts
+	if _, err := d.Notify(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	other := note(nil, schemas.StateAuditing)
+	other.Dataset = "billing"
+	if _, err := d.Notify(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	top := ws.topLevel()
+	if len(top) != 2 {
+		t.Fatalf("%d top-level messages, want 2 (one per batch)", len(top))
+	}
+	byChannel := map[string]string{}
+	for _, m := range top {
+		byChannel[m.Channel] = m.text()
+	}
+	if got := byChannel["CORDERSALERTS"]; !strings.Contains(got, "orders aborted: audit failed") {
+		t.Errorf("orders' message in its route's channel is %q, want it updated to the abort", got)
+	}
+	if _, ok := byChannel["CWAPALERTS"]; !ok {
+		t.Errorf("billing's message is not in the sink's channel: %v", byChannel)
+	}
+}
+
+// The commands in "Next:" are ones a shell runs as written, whatever the
+// batch id holds.
+func TestNextCommandIsQuotedForTheShell(t *testing.T) {
+	for _, tc := range []struct{ batch, want string }{
+		{"2024-06-01", "lakewap retry -dataset orders -batch 2024-06-01"},
+		{"it's $(rm -rf)", `lakewap retry -dataset orders -batch 'it'\''s $(rm -rf)'`},
+	} {
+		r := run{Dataset: "orders", BatchID: tc.batch}
+		if got := r.command("retry"); got != tc.want {
+			t.Errorf("batch %q: %s, want %s", tc.batch, got, tc.want)
 		}
 	}
 }

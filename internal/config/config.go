@@ -208,6 +208,9 @@ type Route struct {
 	Datasets []string `yaml:"datasets"`
 	On       []string `yaml:"on"`
 	Mention  string   `yaml:"mention"`
+	// Channel posts this route's batches to another Slack channel than
+	// notify.slack.channel (a bot token sink only).
+	Channel string `yaml:"channel"`
 }
 
 // HTTP is the metrics, health and webhook listener.
@@ -570,7 +573,7 @@ func (c *Config) Sinks(results notify.Sink, console io.Writer) ([]notify.Sink, [
 	}
 	var routes []notify.Route
 	for _, r := range c.Notify.Routes {
-		routes = append(routes, notify.Route{Sink: r.Sink, Datasets: r.Datasets, On: r.On, Mention: r.Mention})
+		routes = append(routes, notify.Route{Sink: r.Sink, Datasets: r.Datasets, On: r.On, Mention: r.Mention, Channel: r.Channel})
 	}
 	if len(routes) == 0 {
 		for _, s := range sinks[1:] {
@@ -734,6 +737,11 @@ func (c *Config) Validate() error {
 	for i, r := range c.Notify.Routes {
 		f := fmt.Sprintf("notify.routes[%d]", i)
 		badIf(!slices.Contains([]string{"slack", "console", "kafka"}, r.Sink), f+".sink", "%q is not slack, console or kafka", r.Sink)
+		if r.Channel != "" {
+			s := c.Notify.Slack
+			badIf(r.Sink != "slack" || s == nil || (s.Token == "" && s.TokenFile == ""), f+".channel",
+				"a route's channel needs sink slack with a bot token (notify.slack.token): an incoming webhook posts to its own channel")
+		}
 		// A pending run (writes before their BatchLanded) notifies no one.
 		routable := slices.DeleteFunc(schemas.States(), func(s string) bool { return s == schemas.StatePending })
 		for j, o := range r.On {

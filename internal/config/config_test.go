@@ -92,6 +92,7 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"route to unknown sink", "sink: console", "sink: pager", `notify.routes[0].sink: "pager" is not`},
 		{"route on unknown state", "on: [aborted, failed]", "on: [aborted, exploded]", `notify.routes[0].on[1]: "exploded"`},
 		{"route for unknown dataset", "datasets: [billing]}", "datasets: [biling]}", `notify.routes[0].datasets[0]: unknown dataset "biling"`},
+		{"route channel without a slack bot", "datasets: [billing]}", "datasets: [billing], channel: C0BILLING}", `notify.routes[0].channel: a route's channel needs sink slack with a bot token`},
 		{"dataset without repository", "repository: lake", "repository: ''", "datasets.billing.repository: required"},
 		{"unknown check kind", "kind: not_null", "kind: nul", "datasets.billing.checks[0].kind"},
 		{"check on unknown table", "table: billing_fact, columns", "table: billing, columns", "datasets.billing.checks[0].table"},

@@ -79,6 +79,7 @@ var keyDocs = map[string]keyDoc{
 	"notify.routes[].sink":          {desc: "slack, console or kafka.", def: "none (required)", example: "slack"},
 	"notify.routes[].datasets":      {desc: "Datasets the route is for.", def: "every dataset", example: "[billing]"},
 	"notify.routes[].on":            {desc: "Run states the route sends: the states of a run but pending.", def: "every state", example: "[aborted, failed]"},
+	"notify.routes[].channel":       {def: "notify.slack.channel", example: "C0BILLING"},
 	"notify.routes[].mention":       {desc: "Text put at the start of the Slack message, such as a group mention.", def: "none", example: `"<!subteam^S0123>"`},
 
 	"http.listen":                {desc: "Address of /metrics, /healthz, /readyz and /webhooks/lakefs/pre-merge.", def: "none (no listener)", example: `":9090"`},
