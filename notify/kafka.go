@@ -102,7 +102,7 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 		max = DefaultMaxMessageBytes
 	}
 	for step := 1; ; step++ {
-		msg, retry, err := k.message(ctx, ev, id, n.RequestID)
+		msg, retry, err := k.message(ctx, ev, id, n.RequestID, n.Trace)
 		if err != nil {
 			return prev, retry, err
 		}
@@ -126,7 +126,7 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 }
 
 // message encodes ev as the Kafka message of event id.
-func (k *KafkaResults) message(ctx context.Context, ev schemas.Event, id, request string) (kafka.Message, bool, error) {
+func (k *KafkaResults) message(ctx context.Context, ev schemas.Event, id, request string, trace schemas.TraceContext) (kafka.Message, bool, error) {
 	value, err := k.enc.Encode(ctx, k.topic, ev)
 	if err != nil {
 		// An event the codec rejects will be rejected again; only a codec
@@ -140,6 +140,12 @@ func (k *KafkaResults) message(ctx context.Context, ev schemas.Event, id, reques
 	hs[HeaderEventID] = id
 	if request != "" {
 		hs[schemas.HeaderRequestID] = request
+	}
+	if !trace.IsZero() {
+		hs[schemas.HeaderTraceParent] = trace.Parent
+		if trace.State != "" {
+			hs[schemas.HeaderTraceState] = trace.State
+		}
 	}
 	keys := slices.Sorted(maps.Keys(hs))
 	headers := make([]kafka.Header, 0, len(keys))

@@ -91,8 +91,16 @@ func TestKafkaResultsForEachOutcome(t *testing.T) {
 	timedOut.BatchID = "b-43" // another batch: results are keyed by batch
 	sent := []schemas.Event{readyEvent(), publishedEvent(), abortedAuditEvent(), &timedOut, failedEvent()}
 	states := []string{schemas.StateAwaitingWrites, schemas.StatePublished, schemas.StateAborted, schemas.StateAborted, schemas.StateFailed}
+	// Every other batch came with a trace context from its producer.
+	trace := func(i int) schemas.TraceContext {
+		if i%2 == 1 {
+			return schemas.TraceContext{}
+		}
+		return schemas.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", State: "rojo=00f067aa0ba902b7"}
+	}
 	for i, ev := range sent {
 		n := note(ev, states[i])
+		n.Trace = trace(i)
 		receipts, err := d.Notify(ctx, n)
 		if err != nil {
 			t.Fatalf("Notify %s: %v", ev.EventType(), err)
@@ -122,6 +130,9 @@ func TestKafkaResultsForEachOutcome(t *testing.T) {
 		}
 		if h := header(m, HeaderEventID); h != EventID(want) {
 			t.Errorf("message %d %s header %q, want %q", i, HeaderEventID, h, EventID(want))
+		}
+		if tp, ts := header(m, "traceparent"), header(m, "tracestate"); tp != trace(i).Parent || ts != trace(i).State {
+			t.Errorf("message %d traceparent %q tracestate %q, want %+v", i, tp, ts, trace(i))
 		}
 		ce := map[string]string{
 			HeaderCESpecVersion: "1.0",

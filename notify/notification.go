@@ -50,6 +50,12 @@ type Notification struct {
 	// ResultOnly sends the event to the required sinks (the results topic)
 	// only: answers to operator requests are not part of a run's message.
 	ResultOnly bool
+
+	// Trace is the W3C trace context the batch's producer sent (or the
+	// span of lakewap's own that continues it); the Kafka sink puts it in
+	// the traceparent and tracestate headers, so writers and downstream
+	// consumers continue the same trace.
+	Trace schemas.TraceContext
 }
 
 // EventID returns the stable id of a result event, or "" for other events
