@@ -27,6 +27,7 @@ import (
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/internal/metrics"
+	"github.com/lakewap/lakewap/internal/status"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
@@ -295,6 +296,10 @@ func (d *daemon) serveHTTP(addr string) error {
 		}
 		mux.Handle(preMergePath, premerge)
 	}
+	if err := d.mountRuns(mux, ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
@@ -316,6 +321,31 @@ func (d *daemon) serveHTTP(addr string) error {
 	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.Std())
 	go func() { _ = d.http.Serve(ln) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// mountRuns serves the status page (internal/status) unless http.runs is
+// off. On loopback anyone local may read it; on any other address it takes
+// the webhook's token, and without one it is not served.
+func (d *daemon) mountRuns(mux *http.ServeMux, addr net.Addr) error {
+	if d.cfg.HTTP.Runs == "off" {
+		return nil
+	}
+	var token string
+	if tcp, ok := addr.(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		t, err := d.cfg.HTTP.Token()
+		if err != nil {
+			return err
+		}
+		if t == "" {
+			d.log.Warn("/runs is not served: the listener is not on loopback and http.webhook is " + d.cfg.HTTP.WebhookMode() +
+				", so there is no token to ask for (set http.webhook_token, or http.runs: off)")
+			return nil
+		}
+		token = t
+	}
+	mux.Handle(status.Path, status.Handler(status.Options{Runs: d.runner.Runs, LakeFSUI: d.cfg.LakeFS.UIURL,
+		ShowSamples: d.cfg.HTTP.RunsSamples, Token: token}))
 	return nil
 }
 

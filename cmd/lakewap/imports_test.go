@@ -29,6 +29,7 @@ var allowedImports = map[string][]string{
 	"internal/config":     {"audit", "consumer", "internal/janitor", "notify", "pipeline", "pipeline/runner", "schemas"},
 	"internal/janitor":    {"pipeline", "pipeline/lakefs", "schemas"},
 	"internal/devstack":   {"internal/kafkatest"},
+	"internal/status":     {"pipeline", "schemas"},
 	"internal/metrics":    {"pipeline", "pipeline/runner"},
 	"internal/runs":       {"consumer", "internal/config", "internal/janitor", "pipeline", "schemas"},
 	"internal/opclient":   {"consumer", "internal/config", "schemas"},

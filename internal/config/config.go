@@ -238,6 +238,14 @@ type HTTP struct {
 	// lakeFS, so it must stay below lakefs.timeout (checked at startup),
 	// and the action's timeout must be above it.
 	WebhookAuditTimeout Duration `yaml:"webhook_audit_timeout"`
+	// Runs is the read-only status page /runs: on (the default) or off.
+	// On a listener that is not on loopback it needs webhook_token (the same
+	// token as the webhook's callers) and is not served without one.
+	Runs string `yaml:"runs"`
+	// RunsSamples shows the sample rows of failed checks on /runs (default
+	// false: they are data, and whoever can read the page may not be allowed
+	// to read the data).
+	RunsSamples bool `yaml:"runs_samples"`
 }
 
 // Pre-merge webhook modes (HTTP.Webhook).
@@ -708,6 +716,7 @@ func (c *Config) Validate() error {
 		default:
 			bad("http.webhook", "%q is not token, open or off", c.HTTP.Webhook)
 		}
+		badIf(c.HTTP.Runs != "" && c.HTTP.Runs != "on" && c.HTTP.Runs != "off", "http.runs", "%q is not on or off", c.HTTP.Runs)
 		badIf(c.HTTP.WebhookConcurrency < 0, "http.webhook_concurrency", "must not be negative")
 		hook, call := c.HTTP.WebhookAuditTimeout.Std(), c.LakeFS.Timeout.Std()
 		badIf(hook < 0, "http.webhook_audit_timeout", "must not be negative")

@@ -82,12 +82,14 @@ var keyDocs = map[string]keyDoc{
 	"notify.routes[].channel":       {def: "notify.slack.channel", example: "C0BILLING"},
 	"notify.routes[].mention":       {desc: "Text put at the start of the Slack message, such as a group mention.", def: "none", example: `"<!subteam^S0123>"`},
 
-	"http.listen":                {desc: "Address of /metrics, /healthz, /readyz and /webhooks/lakefs/pre-merge.", def: "none (no listener)", example: `":9090"`},
+	"http.listen":                {desc: "Address of /metrics, /healthz, /readyz, /runs and /webhooks/lakefs/pre-merge.", def: "none (no listener)", example: `":9090"`},
 	"http.webhook_token":         {example: "${LAKEWAP_WEBHOOK_TOKEN}", def: "none (required with the webhook)"},
 	"http.webhook_token_file":    {desc: "File holding webhook_token.", def: "none", example: "/run/secrets/lakewap_hook_token"},
 	"http.webhook":               {def: "token", example: "off"},
 	"http.webhook_concurrency":   {},
 	"http.webhook_audit_timeout": {},
+	"http.runs":                  {def: "on", example: "off"},
+	"http.runs_samples":          {def: "false", example: "true"},
 
 	"log.format": {desc: "json or text."},
 	"log.level":  {desc: "debug, info, warn or error."},
