@@ -117,7 +117,7 @@ func (f *kafkaFlags) register(fs *flag.FlagSet, topicHelp string) {
 	fs.StringVar(&f.brokers, "brokers", f.brokers, "comma-separated Kafka `brokers` (default: the config's, else 127.0.0.1:9092)")
 	fs.StringVar(&f.topic, "topic", f.topic, topicHelp)
 	fs.StringVar(&f.registry, "registry", f.registry, "schema registry `URL` (default: the config's kafka.schema_registry_url)")
-	fs.StringVar(&f.config, "config", f.config, "lakewap config `FILE` to take brokers, security, topics, registry and datasets from")
+	fs.StringVar(&f.config, "config", f.config, "config `FILE` to take brokers, security, topics, registry and datasets from: the daemon's, or a client config with only a kafka section")
 }
 
 func (f kafkaFlags) connect() (*opclient.Target, error) {

@@ -48,7 +48,7 @@ type requestFlags struct {
 }
 
 func (f *requestFlags) register(fs *flag.FlagSet, batchHelp, reasonHelp string) {
-	fs.StringVar(&f.config, "config", "lakewap.yaml", "config file")
+	fs.StringVar(&f.config, "config", "lakewap.yaml", "config file: the daemon's, or a client config with only a kafka section")
 	fs.StringVar(&f.batch, "batch", "", batchHelp)
 	fs.StringVar(&f.dataset, "dataset", "", "dataset of the batch (default: the only one in the config, else from the state store)")
 	fs.StringVar(&f.by, "by", "", "who asks (default $USER)")
@@ -98,7 +98,7 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 	}
 	if cfg == nil {
 		var ok bool
-		if cfg, ok = loadConfig(f.config, stderr); !ok {
+		if cfg, ok = loadClientConfig(f.config, stderr); !ok {
 			return exitUsage
 		}
 	}
@@ -120,7 +120,11 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 	id := newRequestID()
 	req := c.build(f, id, dataset, time.Now().UTC().Truncate(time.Millisecond))
 	// What the daemon would dead-letter is refused here, not waited for.
-	if err := schemas.Validate(req, func(d string) bool { _, ok := cfg.Datasets[d]; return ok }, time.Now()); err != nil {
+	known := func(d string) bool { _, ok := cfg.Datasets[d]; return ok }
+	if cfg.IsClient() {
+		known = nil // a client config names no datasets: the daemon checks
+	}
+	if err := schemas.Validate(req, known, time.Now()); err != nil {
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
 		return exitUsage
 	}
@@ -186,7 +190,7 @@ func datasetOfBatch(ctx context.Context, cfg *config.Config, batch, dataset stri
 		}
 		dataset = r.Dataset
 	}
-	if _, ok := cfg.Datasets[dataset]; !ok {
+	if _, ok := cfg.Datasets[dataset]; !ok && !cfg.IsClient() {
 		return "", fmt.Errorf("dataset %q is not in the config", dataset)
 	}
 	return dataset, nil

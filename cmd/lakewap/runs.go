@@ -15,7 +15,7 @@ import (
 
 func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("runs")
-	path := fs.String("config", "lakewap.yaml", "config file")
+	path := fs.String("config", "lakewap.yaml", "config file: the daemon's, or a client config with only a kafka section")
 	state := fs.String("state", "", "only runs in this state (e.g. aborted, published, awaiting_writes)")
 	dataset := fs.String("dataset", "", "only runs of this dataset")
 	asJSON := fs.Bool("json", false, "print the stored runs as JSON, one per line")
@@ -26,7 +26,7 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lakewap runs: -state %q is not a run state (%s)\n", *state, strings.Join(schemas.States(), ", "))
 		return 2
 	}
-	cfg, ok := loadConfig(*path, stderr)
+	cfg, ok := loadClientConfig(*path, stderr)
 	if !ok {
 		return 2
 	}

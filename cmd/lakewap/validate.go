@@ -35,6 +35,18 @@ func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 	return 0
 }
 
+// loadClientConfig loads a config for a client command (runs, retry,
+// cancel, revert): a client config (only kafka, see config.LoadClient) or
+// the daemon's. On error it prints every problem.
+func loadClientConfig(path string, stderr io.Writer) (*config.Config, bool) {
+	cfg, err := config.LoadClient(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", path, err)
+		return nil, false
+	}
+	return cfg, true
+}
+
 // loadConfig loads a config for a command; on error it prints every problem
 // with the file's name and reports false (the command then exits).
 func loadConfig(path string, stderr io.Writer) (*config.Config, bool) {

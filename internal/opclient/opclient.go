@@ -45,12 +45,13 @@ func (t *Target) SignAs(name string, key []byte) {
 }
 
 // Connect connects as the config file at path says (when path is not
-// empty), with brokers and registry, when given, overriding it.
+// empty; a client config with only a kafka section will do, see
+// config.LoadClient), with brokers and registry, when given, overriding it.
 func Connect(path string, brokers []string, registry string) (*Target, error) {
 	cfg := &config.Config{}
 	if cfg.Defaults(); path != "" {
 		var err error
-		if cfg, err = config.Load(path); err != nil {
+		if cfg, err = config.LoadClient(path); err != nil {
 			return nil, fmt.Errorf("config %s:\n%w", path, err)
 		}
 	}
