@@ -31,6 +31,10 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 	var order []scanKey
 	groups := map[scanKey][]int{}
 	for i, c := range checks {
+		if res, ok := r.runIncremental(ctx, i, c); ok {
+			results[i] = res
+			continue
+		}
 		if err := r.preflight(ctx, c); err != nil {
 			results[i] = r.errored(c, err, 0)
 			continue
@@ -190,7 +194,12 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 			v = vals[offsets[i] : offsets[i]+n]
 		}
 		kind := kindOf(c)
-		res := kind.judge(r, ctx, c, total, v)
+		checkTotal, v, err := r.adjust(ctx, i, c, total, v)
+		if err != nil {
+			results[i] = r.errored(c, err, time.Since(start))
+			continue
+		}
+		res := kind.judge(r, ctx, c, checkTotal, v)
 		if c.Mostly != nil && res.Status != schemas.StatusError {
 			res = r.mostly(c, res, asInt(v[0]), asInt(v[n-1]))
 		}

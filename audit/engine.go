@@ -75,6 +75,20 @@ type Options struct {
 	MaxSampleValueBytes int
 	MaxReportBytes      int
 	Logger              *slog.Logger
+	// History, when set, lets audits be incremental (see increment):
+	// a batch whose foundation is an attested publish of the same suite
+	// reads only its own rows for most checks.
+	History History
+	// AttestationKey, when set, signs attestations (HMAC): one without a
+	// valid signature is not taken.
+	AttestationKey []byte
+	// StatsDir keeps lakewap's statistics of the files it audited across
+	// restarts; empty keeps them in memory (rebuilt from the data after a
+	// restart).
+	StatsDir string
+	// Failpoint, when set, is called at named points between a write and
+	// what depends on it (crash tests).
+	Failpoint func(name string)
 
 	// Budgets of one audit. Over one, the checks that need what is over
 	// it error (the batch is aborted) before anything is downloaded.
@@ -114,6 +128,7 @@ type Engine struct {
 	closed bool
 	runs   sync.WaitGroup
 	cache  *fileCache
+	stats  *StatsStore
 
 	// groupedUniqueBytes: unique checks over a view of at least this many
 	// bytes count duplicates and gather their sample in one grouped scan;
@@ -166,6 +181,10 @@ func New(opts Options) (*Engine, error) {
 	}
 	e := &Engine{opts: opts, cache: newFileCache(opts.CacheDir, opts.CacheMaxBytes), groupedUniqueBytes: 16 << 20, bitmapUniqueBytes: 1 << 20}
 	var err error
+	if e.stats, err = NewStatsStore(opts.StatsDir); err != nil {
+		return nil, err
+	}
+	e.stats.failpoint = opts.Failpoint
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
@@ -250,6 +269,13 @@ type Request struct {
 	// (verified with lakeFS): Service.Run runs it with the capacity kept for
 	// lakewap's publishes. The engine ignores it.
 	Own bool
+	// Full asks for a full audit even where it could be incremental.
+	Full bool
+	// Onto audits the table as merging Ref into BaseRef would leave it:
+	// BaseRef's files with the batch's changes (Ref's against its
+	// merge-base with BaseRef) applied. It is the check, before a merge, of
+	// a batch whose target moved since its audit (Service.Recheck).
+	Onto bool
 }
 
 // Run audits req.Ref. Failed checks are in the report; the error is for an
@@ -295,6 +321,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 		}
 	}()
 	defer r.close()
+	report.Mode, report.ModeReason = r.decide(ctx)
 	if err := r.prepare(ctx); err != nil {
 		return report, err
 	}
@@ -357,6 +384,10 @@ type run struct {
 	// infra is the first check failure caused by the machine, not the
 	// data: the run returns it (wrapping ErrInfrastructure) to be retried.
 	infra error
+	// inc is the run's incremental plan; nil for a full audit.
+	inc *increment
+	// dl brings the run's files to local files.
+	dl downloader
 }
 
 func (r *run) close() {
@@ -408,8 +439,12 @@ func (r *run) needed() map[viewKey]bool {
 			need[viewKey{schema, strings.ToLower(t.Name)}] = true
 		}
 	}
-	for _, c := range r.req.Suite.Checks {
+	for i, c := range r.req.Suite.Checks {
 		if c.scope() == ScopeBatch && !hasBase {
+			continue
+		}
+		if r.inc != nil && r.inc.planned[i] {
+			need[viewKey{schemaBatch, strings.ToLower(c.Table)}] = true
 			continue
 		}
 		schema := schemaOf(c)
@@ -435,6 +470,7 @@ func (r *run) prepare(ctx context.Context) error {
 	dl := downloader{src: r.e.opts.Source, repo: req.Repository, cacheDir: r.e.opts.CacheDir,
 		workDir: r.dir, parallel: r.e.opts.DownloadParallelism, cache: r.e.cache, files: new(atomic.Int64),
 		pinned: func(p string) { pinMu.Lock(); r.pinned = append(r.pinned, p); pinMu.Unlock() }}
+	r.dl = dl
 	listStart := time.Now()
 	for k := range r.needed() {
 		t := r.table(k.table)
@@ -452,6 +488,10 @@ func (r *run) prepare(ctx context.Context) error {
 		var err error
 		switch k.schema {
 		case schemaMain, schemaBase:
+			if k.schema == schemaMain && req.Onto {
+				v.objects, err = r.mergedObjects(ctx, t)
+				break
+			}
 			v.objects, err = r.list(ctx, v.ref, t.Path)
 		case schemaBatch:
 			v.objects, err = r.e.opts.Source.Changed(ctx, req.Repository, req.BaseRef, req.Ref, t.Path)
@@ -477,7 +517,7 @@ func (r *run) prepare(ctx context.Context) error {
 	var bytes int64
 	for k, v := range r.views {
 		for _, o := range v.objects {
-			key := v.ref + "\x00" + o.Path
+			key := cmp.Or(o.at, v.ref) + "\x00" + o.Path
 			if r.e.opts.CacheDir != "" && o.Address != "" {
 				key = cacheName(req.Repository, o)
 			}
@@ -485,7 +525,7 @@ func (r *run) prepare(ctx context.Context) error {
 			if !ok {
 				i = len(fetches)
 				index[key] = i
-				fetches = append(fetches, fetch{ref: v.ref, obj: o})
+				fetches = append(fetches, fetch{ref: cmp.Or(o.at, v.ref), obj: o})
 				bytes += o.Size
 			}
 			slots[k] = append(slots[k], i)

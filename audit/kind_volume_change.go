@@ -39,6 +39,15 @@ func init() {
 }
 
 func (r *run) volume(ctx context.Context, c Check, total int64) schemas.CheckResult {
+	vals, err := r.queryRow(ctx, aggregateSQL(schemaBase, r.table(c.Table).Name, nil), 1)
+	if err != nil {
+		return r.errored(c, err, 0)
+	}
+	return r.volumeJudged(c, total, asInt(vals[0]))
+}
+
+// volumeJudged judges the change from base rows to total.
+func (r *run) volumeJudged(c Check, total, base int64) schemas.CheckResult {
 	var parts []string
 	if c.MaxDropPct != nil {
 		parts = append(parts, "drop at most "+num(*c.MaxDropPct)+"%")
@@ -47,11 +56,6 @@ func (r *run) volume(ctx context.Context, c Check, total int64) schemas.CheckRes
 		parts = append(parts, "growth at most "+num(*c.MaxGrowthPct)+"%")
 	}
 	threshold := strings.Join(parts, ", ") + " vs " + r.baseName()
-	vals, err := r.queryRow(ctx, aggregateSQL(schemaBase, r.table(c.Table).Name, nil), 1)
-	if err != nil {
-		return r.errored(c, err, 0)
-	}
-	base := asInt(vals[0])
 	if base == 0 {
 		return r.judged(c, false, fmt.Sprintf("%d rows; %s has none to compare with", total, r.baseName()), threshold)
 	}

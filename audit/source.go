@@ -30,6 +30,9 @@ type Object struct {
 	// names the content in the download cache; empty disables caching.
 	Address string
 	Size    int64
+	// at is the ref to read the object at when it is not its view's (an
+	// audit onto the target reads the target's files and the batch's).
+	at string
 }
 
 // Source is what the engine needs from lakeFS.

@@ -181,6 +181,12 @@ type AuditReport struct {
 	Passed     bool          `avro:"passed" json:"passed"`
 	Checks     []CheckResult `avro:"checks" json:"checks"`
 	DurationMs int64         `avro:"duration_ms" json:"duration_ms"`
+	// Mode is how the audit read the table: full, or incremental (only the
+	// batch's rows, with lakewap's statistics of the unchanged files).
+	// ModeReason says why an audit that could have been incremental was
+	// full (a commit on the target lakewap did not attest, a changed suite).
+	Mode       string `avro:"mode" json:"mode,omitempty"`
+	ModeReason string `avro:"mode_reason" json:"mode_reason,omitempty"`
 }
 
 // Counts returns how many checks passed, failed (or errored) and warned;

@@ -1,0 +1,215 @@
+package audit
+
+import (
+	"cmp"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// MetaAttestation is the commit metadata key of lakewap's attestation on a
+// publish's merge commit: the suite that audited the merged state, and its
+// verdict (see Attestation).
+const MetaAttestation = "wap.attestation"
+
+// maxAttestationBytes is the byte budget of an attestation's text in commit
+// metadata; Encode refuses to make a longer one.
+const maxAttestationBytes = 1024
+
+// maxWarned bounds the checks an attestation names as not passing; with
+// more, it names none and says all ("*"), so that no check is incremental.
+const maxWarned = 64
+
+// Attestation is what lakewap records in the metadata of a publish's merge
+// commit: the dataset, the digest of the suite that audited the merged
+// state, the sealed commit merged, the target commit it was checked against
+// (the merge's first parent when nothing came in between), how it was
+// audited, and which checks did not pass (warned: a publish has no failed
+// ones). A commit carrying a valid attestation of the same suite is a state
+// of the table that passed every other check, so the next audit reads only
+// its batch for those (see Engine).
+//
+// Metadata can be written by anyone who can commit. So an attestation is
+// taken only when it matches the commit's graph (parents: Against, then
+// Sealed) and, with a key (audit.attestation_key), carries its HMAC: without
+// a key, it guards against accidents (manual merges, reverts, direct
+// commits carry none), not against someone forging one.
+type Attestation struct {
+	Dataset string
+	Suite   string // SuiteDigest of the suite
+	Sealed  string // the sealed commit merged
+	Against string // the target commit the merged state was checked against
+	Mode    string // full or incremental
+	// NotPassed are the suite indexes of the checks that did not pass (warned
+	// or skipped); AllNotPassed says more did than could be named.
+	NotPassed    []int
+	AllNotPassed bool
+}
+
+// Audit modes, as reports and attestations name them.
+const (
+	ModeFull        = "full"
+	ModeIncremental = "incremental"
+)
+
+// SuiteDigest is the digest of a suite's declaration: tables and checks as
+// configured (a change of any field is a change of the suite).
+func SuiteDigest(s Suite) string {
+	b, err := json.Marshal(struct {
+		Tables  []Table   `json:"tables"`
+		Checks  []Check   `json:"checks"`
+		Skipped []Skipped `json:"skipped"`
+	}{s.Tables, s.Checks, s.Skipped})
+	if err != nil { // only maps of unmarshalable meta values can fail
+		b = fmt.Appendf(nil, "%#v", s)
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:16])
+}
+
+// NewAttestation is the attestation of rep, a passing report of the suite
+// s over the state merging sealed onto against leaves.
+func NewAttestation(dataset string, s Suite, rep schemas.AuditReport, sealed, against string) Attestation {
+	a := Attestation{Dataset: dataset, Suite: SuiteDigest(s), Sealed: sealed, Against: against, Mode: cmp.Or(rep.Mode, ModeFull)}
+	for i := range s.Checks {
+		if i >= len(rep.Checks) || rep.Checks[i].Status != schemas.StatusPass {
+			a.NotPassed = append(a.NotPassed, i)
+		}
+	}
+	if len(a.NotPassed) > maxWarned {
+		a.NotPassed, a.AllNotPassed = nil, true
+	}
+	return a
+}
+
+var attestationFields = []string{"v", "dataset", "suite", "sealed", "against", "mode", "not_passed"}
+
+// body is the attestation's text without its signature.
+func (a Attestation) body() string {
+	np := strings.Join(each(a.NotPassed, strconv.Itoa), ",")
+	if a.AllNotPassed {
+		np = "*"
+	}
+	vals := []string{"1", a.Dataset, a.Suite, a.Sealed, a.Against, a.Mode, np}
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		parts[i] = attestationFields[i] + "=" + v
+	}
+	return strings.Join(parts, " ")
+}
+
+// Encode is the attestation's text for commit metadata, signed with key
+// when there is one.
+func (a Attestation) Encode(key []byte) (string, error) {
+	for _, v := range []string{a.Dataset, a.Suite, a.Sealed, a.Against, a.Mode} {
+		if v == "" || strings.ContainsAny(v, " =\n") {
+			return "", fmt.Errorf("attestation field %q is empty or holds a space, = or newline", v)
+		}
+	}
+	s := a.body()
+	if len(key) > 0 {
+		s += " sig=" + sign(key, s)
+	}
+	if len(s) > maxAttestationBytes {
+		return "", fmt.Errorf("attestation of %d bytes is over its budget of %d", len(s), maxAttestationBytes)
+	}
+	return s, nil
+}
+
+func sign(key []byte, s string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(s))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// ParseAttestation reads an attestation's text and checks its signature
+// when key is set (an unsigned one is then refused).
+func ParseAttestation(s string, key []byte) (Attestation, error) {
+	if len(s) > maxAttestationBytes {
+		return Attestation{}, errors.New("attestation over its byte budget")
+	}
+	body, sig, signed := strings.Cut(s, " sig=")
+	if len(key) > 0 {
+		if !signed {
+			return Attestation{}, errors.New("attestation is not signed")
+		}
+		if !hmac.Equal([]byte(sig), []byte(sign(key, body))) {
+			return Attestation{}, errors.New("attestation signature does not match")
+		}
+	}
+	parts := strings.Split(body, " ")
+	if len(parts) != len(attestationFields) {
+		return Attestation{}, errors.New("attestation has the wrong fields")
+	}
+	vals := make([]string, len(parts))
+	for i, p := range parts {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k != attestationFields[i] {
+			return Attestation{}, fmt.Errorf("attestation field %d is not %s", i, attestationFields[i])
+		}
+		vals[i] = v
+	}
+	if vals[0] != "1" {
+		return Attestation{}, fmt.Errorf("attestation version %q is not 1", vals[0])
+	}
+	a := Attestation{Dataset: vals[1], Suite: vals[2], Sealed: vals[3], Against: vals[4], Mode: vals[5]}
+	switch np := vals[6]; np {
+	case "":
+	case "*":
+		a.AllNotPassed = true
+	default:
+		for _, f := range strings.Split(np, ",") {
+			i, err := strconv.Atoi(f)
+			if err != nil || i < 0 {
+				return Attestation{}, fmt.Errorf("attestation not_passed %q is not a list of check indexes", np)
+			}
+			a.NotPassed = append(a.NotPassed, i)
+		}
+	}
+	return a, nil
+}
+
+// passed reports whether check i of the suite passed in the attested audit.
+func (a Attestation) passed(i int) bool { return !a.AllNotPassed && !slices.Contains(a.NotPassed, i) }
+
+// CommitInfo is a commit as incremental audits and verify read it.
+type CommitInfo struct {
+	ID        string
+	Parents   []string
+	Metadata  map[string]string
+	Message   string
+	Committer string
+}
+
+// Attested checks commit c's attestation for dataset and the suite digest
+// suite: it returns the attestation, or why c is not an attested publish of
+// that suite.
+func Attested(c CommitInfo, dataset, suite string, key []byte) (Attestation, error) {
+	text, ok := c.Metadata[MetaAttestation]
+	if !ok {
+		return Attestation{}, errors.New("no lakewap attestation (not a lakewap publish: a direct commit, a merge or revert made by hand)")
+	}
+	a, err := ParseAttestation(text, key)
+	switch {
+	case err != nil:
+		return a, err
+	case a.Dataset != dataset:
+		return a, fmt.Errorf("attested for dataset %s, not %s", a.Dataset, dataset)
+	case len(c.Parents) != 2 || c.Parents[0] != a.Against || c.Parents[1] != a.Sealed:
+		return a, fmt.Errorf("attested merge of %s checked against %s, but its parents are %s",
+			short(a.Sealed), short(a.Against), strings.Join(each(c.Parents, short), ", "))
+	case a.Suite != suite:
+		return a, fmt.Errorf("audited by another suite (digest %s; the configured suite is %s)", a.Suite, suite)
+	}
+	return a, nil
+}
+
+func short(id string) string { return id[:min(len(id), 12)] }

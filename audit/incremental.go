@@ -1,0 +1,615 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// History is what incremental audits need of lakeFS besides Source: the
+// commit a batch branch started from, and that commit's metadata (its
+// attestation).
+type History interface {
+	// MergeBase is lakeFS's merge-base of two refs.
+	MergeBase(ctx context.Context, repo, a, b string) (string, error)
+	// Commit is the commit ref points at.
+	Commit(ctx context.Context, repo, ref string) (CommitInfo, error)
+}
+
+// An incremental audit. A batch branch starts from a commit of the target,
+// its foundation (the merge-base of the sealed commit and the target). When
+// the foundation carries a valid attestation of the same dataset and suite
+// (Attested), the table at the foundation passed every check the
+// attestation does not name, and the audited table is that table with the
+// batch's files added, replaced or removed. Then, for the checks that
+// passed there:
+//   - row checks (not_null, accepted_values, range, regex without mostly,
+//     with or without a where condition that reads only the row) read the
+//     batch's files only: the unchanged rows passed them;
+//   - stat takes the unchanged files' min and max from lakewap's statistics;
+//   - unique reads the batch's keys and the key columns of the unchanged
+//     files whose key range (from the statistics) can hold one of them;
+//   - row_count and volume_change add up the files' row counts.
+//
+// The statistics are lakewap's own, computed from the data when an audit
+// read each file and kept by physical address (StatsStore); a file without
+// them is read once to compute them. Every other check, every check the
+// foundation did not pass, and every check of a table that is not Parquet
+// runs over the whole table as before. Anything the attestation does not
+// vouch for (no attestation, another suite, a graph that does not match)
+// makes the audit full, and the report says why (Mode, ModeReason). The
+// verdicts and counts are the full audit's (TestIncrementalEqualsFull).
+type increment struct {
+	att     Attestation
+	planned map[int]bool // checks (suite index) answered incrementally
+	rows    map[int]bool // of them, the row checks moved to the batch's rows
+	tables  map[string]*incTable
+}
+
+// incTable is one table of an incremental audit: the files of the audited
+// state, which of them are the batch's, and the unchanged files' statistics.
+type incTable struct {
+	done     bool
+	err      error
+	need     statsNeed
+	batch    []Object // the batch's files (their addresses from the listing)
+	old      []Object // the unchanged files
+	oldStats []fileStats
+}
+
+// volatile names SQL a where condition may use whose answer changes with
+// time or between runs: a row that did not meet it when its file was
+// audited could meet it later, so such checks stay full. A subquery reads
+// other rows, so it does too.
+var volatile = regexp.MustCompile(`(?i)\b(now|current_\w*|today|random|uuid|gen_random_uuid|setseed|nextval|currval|get_current_\w*|select|localtimestamp|localtime)\b`)
+
+// incrementalKind says how a check of kind k can be incremental: "row" (on
+// the batch's rows), "table" (a plan of its own) or "" (full).
+func incrementalKind(c Check) string {
+	k := kindOf(c)
+	if c.scope() != ScopeTable || c.Mostly != nil || volatile.MatchString(c.Where) {
+		return ""
+	}
+	switch {
+	case k.failing != nil && k.aggregated() && k.resample == nil && !k.compares:
+		return "row"
+	case c.Kind == KindStat, c.Kind == KindRowCount, c.Kind == KindVolumeChange:
+		return "table"
+	case c.Kind == KindUnique && strings.TrimSpace(c.Where) == "":
+		return "table"
+	}
+	return ""
+}
+
+// decide chooses the run's mode: incremental when the foundation is
+// attested for this suite, else full with the reason. It rewrites the run's
+// suite so that the row checks it moves read the batch scope.
+func (r *run) decide(ctx context.Context) (mode, reason string) {
+	e := r.e
+	req := r.req
+	switch {
+	case req.Full:
+		return ModeFull, "a full audit was asked for"
+	case e.opts.History == nil:
+		return ModeFull, ""
+	case req.BaseRef == "":
+		return ModeFull, "no base ref to compare with"
+	}
+	var foundation string
+	if req.Onto {
+		foundation = req.BaseRef
+	} else {
+		var err error
+		if foundation, err = e.opts.History.MergeBase(ctx, req.Repository, req.Ref, req.BaseRef); err != nil {
+			return ModeFull, "the batch's foundation could not be read: " + err.Error()
+		}
+	}
+	c, err := e.opts.History.Commit(ctx, req.Repository, foundation)
+	if err != nil {
+		return ModeFull, "the batch's foundation could not be read: " + err.Error()
+	}
+	att, err := Attested(c, req.Dataset, SuiteDigest(req.Suite), e.opts.AttestationKey)
+	if err != nil {
+		return ModeFull, fmt.Sprintf("commit %s on %s is not an attested publish of this suite: %v", short(c.ID), cmp.Or(req.BaseName, "the target"), err)
+	}
+	inc := &increment{att: att, planned: map[int]bool{}, rows: map[int]bool{}, tables: map[string]*incTable{}}
+	checks := slices.Clone(req.Suite.Checks)
+	for i, ch := range checks {
+		t := r.table(ch.Table)
+		if t.format() != FormatParquet || !att.passed(i) {
+			continue
+		}
+		how := incrementalKind(ch)
+		if how == "" {
+			continue
+		}
+		inc.planned[i] = true
+		it := inc.tables[strings.ToLower(ch.Table)]
+		if it == nil {
+			it = &incTable{}
+			inc.tables[strings.ToLower(ch.Table)] = it
+		}
+		if w := strings.TrimSpace(ch.Where); w != "" && !slices.Contains(it.need.wheres, w) {
+			it.need.wheres = append(it.need.wheres, w)
+		}
+		if col := statColumn(ch); col.name != "" && !slices.Contains(it.need.cols, col) {
+			it.need.cols = append(it.need.cols, col)
+		}
+		if how == "row" || ch.Kind == KindStat || ch.Kind == KindRowCount {
+			// Judged by the table's scan over the batch's rows, with the
+			// unchanged files' figures added (adjust).
+			inc.rows[i] = true
+			checks[i].Scope = ScopeBatch
+		}
+	}
+	if len(inc.planned) == 0 {
+		return ModeFull, "no check of this suite can be incremental"
+	}
+	r.req.Suite.Checks = checks
+	r.inc = inc
+	return ModeIncremental, ""
+}
+
+// statColumn is the column whose min and max a check's incremental plan
+// takes from the statistics, if any.
+func statColumn(c Check) colNeed {
+	switch c.Kind {
+	case KindRange, KindStat:
+		return colNeed{strings.ToLower(c.Column), strings.TrimSpace(c.Where)}
+	case KindUnique:
+		return colNeed{strings.ToLower(c.columns()[0]), ""}
+	}
+	return colNeed{}
+}
+
+// incTableOf prepares table name's unchanged files and their statistics,
+// once per run: the audited state's listing, the batch's files, the
+// statistics of every file (read from the store, or computed from the data
+// of the files without them, and stored).
+func (r *run) incTableOf(ctx context.Context, name string) (*incTable, error) {
+	it := r.inc.tables[strings.ToLower(name)]
+	if it == nil {
+		return nil, fmt.Errorf("table %s is not incremental", name)
+	}
+	if it.done {
+		return it, it.err
+	}
+	it.done = true
+	it.err = r.prepareIncTable(ctx, name, it)
+	return it, it.err
+}
+
+func (r *run) prepareIncTable(ctx context.Context, name string, it *incTable) error {
+	t := r.table(name)
+	bv := r.views[viewKey{schemaBatch, strings.ToLower(name)}]
+	if bv == nil {
+		return fmt.Errorf("table %s: batch not loaded", name)
+	}
+	if bv.colsErr != nil {
+		return bv.colsErr
+	}
+	all, err := r.stateObjects(ctx, t)
+	if err != nil {
+		return err
+	}
+	inBatch := map[string]bool{}
+	for _, o := range bv.objects {
+		inBatch[o.Path] = true
+	}
+	byPath := map[string]Object{}
+	for _, o := range all {
+		byPath[o.Path] = o
+		if !inBatch[o.Path] {
+			it.old = append(it.old, o)
+		}
+	}
+	// The batch's files, with the addresses the listing gives (a diff has none).
+	for _, o := range bv.objects {
+		if l, ok := byPath[o.Path]; ok && l.Size == o.Size {
+			o.Address = l.Address
+		}
+		it.batch = append(it.batch, o)
+	}
+	// The batch's own statistics, for the audits after it is published.
+	if len(bv.files) == len(it.batch) && len(it.batch) > 0 {
+		if sts, err := r.computeStats(ctx, t.format(), it.batch, bv.files, it.need); err == nil {
+			for i, o := range it.batch {
+				r.storeStats(o, sts[i])
+			}
+		} else {
+			r.log.Warn("audit: batch statistics not computed", "table", name, "err", err)
+		}
+	}
+	it.oldStats, err = r.statsOf(ctx, t, it.old, it.need)
+	return err
+}
+
+// stateObjects lists the files of table t in the audited state: at the ref,
+// or, for a request Onto its base, the base's files with the batch's
+// changes (the sealed commit's against the foundation) applied.
+func (r *run) stateObjects(ctx context.Context, t Table) ([]Object, error) {
+	if !r.req.Onto {
+		objs, err := r.list(ctx, r.req.Ref, t.Path)
+		if err != nil {
+			return nil, fmt.Errorf("audit: list table %s at %s: %w", t.Name, r.req.Ref, err)
+		}
+		return tableFiles(t.Path, objs), nil
+	}
+	return r.mergedObjects(ctx, t)
+}
+
+// mergedObjects is what merging the sealed commit (Ref) into the target
+// (BaseRef) leaves of table t: a path the batch changed against the
+// foundation has the batch's version (or is gone), any other the target's.
+// Objects keep the ref they are read at.
+func (r *run) mergedObjects(ctx context.Context, t Table) ([]Object, error) {
+	if r.e.opts.History == nil {
+		return nil, errors.New("audit: an audit onto the target needs History")
+	}
+	foundation, err := r.e.opts.History.MergeBase(ctx, r.req.Repository, r.req.Ref, r.req.BaseRef)
+	if err != nil {
+		return nil, fmt.Errorf("audit: merge-base of %s and %s: %w", r.req.Ref, r.req.BaseRef, err)
+	}
+	list := func(ref string) (map[string]Object, error) {
+		objs, err := r.list(ctx, ref, t.Path)
+		if err != nil {
+			return nil, fmt.Errorf("audit: list table %s at %s: %w", t.Name, ref, err)
+		}
+		m := map[string]Object{}
+		for _, o := range tableFiles(t.Path, objs) {
+			o.at = ref
+			m[o.Path] = o
+		}
+		return m, nil
+	}
+	f, err := list(foundation)
+	if err != nil {
+		return nil, err
+	}
+	s, err := list(r.req.Ref)
+	if err != nil {
+		return nil, err
+	}
+	tg, err := list(r.req.BaseRef)
+	if err != nil {
+		return nil, err
+	}
+	var out []Object
+	for p, o := range s {
+		if fo, ok := f[p]; !ok || fo.Address != o.Address || fo.Size != o.Size {
+			out = append(out, o) // the batch's
+		}
+	}
+	for p, o := range tg {
+		so, inS := s[p]
+		fo, inF := f[p]
+		batchChanged := inS != inF || (inS && (so.Address != fo.Address || so.Size != fo.Size))
+		if !batchChanged {
+			out = append(out, o)
+		}
+	}
+	slices.SortFunc(out, func(a, b Object) int { return strings.Compare(a.Path, b.Path) })
+	return out, nil
+}
+
+// statsOf returns the statistics of objs (files of table t), computing
+// those the store lacks from the files' data.
+func (r *run) statsOf(ctx context.Context, t Table, objs []Object, need statsNeed) ([]fileStats, error) {
+	out := make([]fileStats, len(objs))
+	var missing []int
+	for i, o := range objs {
+		if st, ok := r.e.stats.get(statsKey(r.req.Repository, o)); ok && st.has(need) {
+			out[i] = st
+			continue
+		}
+		missing = append(missing, i)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	objsMissing := each(missing, func(i int) Object { return objs[i] })
+	local, err := r.dl.fetchAll(ctx, each(objsMissing, func(o Object) fetch { return fetch{ref: cmp.Or(o.at, r.req.Ref), obj: o} }))
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	sts, err := r.computeStats(ctx, t.format(), objsMissing, local, need)
+	if err != nil {
+		return nil, fmt.Errorf("statistics of table %s: %w", t.Name, err)
+	}
+	for j, i := range missing {
+		out[i] = sts[j]
+		r.storeStats(objs[i], sts[j])
+	}
+	r.log.Debug("audit statistics computed from the data", "table", t.Name, "files", len(missing))
+	return out, nil
+}
+
+func (r *run) storeStats(o Object, st fileStats) {
+	if err := r.e.stats.put(statsKey(r.req.Repository, o), st); err != nil {
+		r.log.Warn("audit: statistics not stored", "path", o.Path, "err", err)
+	}
+}
+
+// oldRows is the unchanged files' rows (meeting where, if set).
+func (it *incTable) oldRows(where string) int64 {
+	var n int64
+	where = strings.TrimSpace(where)
+	for _, st := range it.oldStats {
+		if where == "" {
+			n += st.Rows
+		} else {
+			n += st.Counts[whereKey(where)]
+		}
+	}
+	return n
+}
+
+// adjust turns the figures of a check moved to the batch's rows into the
+// table's: the unchanged files' rows are added to the count, and their
+// min and max to the batch's (range, stat). The unchanged rows passed the
+// check, so its failing rows are the batch's.
+func (r *run) adjust(ctx context.Context, i int, c Check, total int64, v []any) (int64, []any, error) {
+	if r.inc == nil || !r.inc.rows[i] {
+		return total, v, nil
+	}
+	it, err := r.incTableOf(ctx, c.Table)
+	if err != nil {
+		return 0, nil, err
+	}
+	total += it.oldRows(c.Where)
+	switch c.Kind {
+	case KindRange:
+		lo, hi, err := r.combinedMinMax(ctx, it, c)
+		if err != nil {
+			return 0, nil, err
+		}
+		v = []any{v[0], lo, hi}
+	case KindStat:
+		lo, hi, err := r.combinedMinMax(ctx, it, c)
+		if err != nil {
+			return 0, nil, err
+		}
+		v = []any{map[string]any{StatMin: lo, StatMax: hi}[c.Stat]}
+	}
+	return total, v, nil
+}
+
+// combinedMinMax is the min and max of c's column over the batch's rows and
+// the unchanged files' statistics, typed as the scan would give them.
+func (r *run) combinedMinMax(ctx context.Context, it *incTable, c Check) (any, any, error) {
+	col := statColumn(c).key()
+	q := quoteIdent(c.Column)
+	parts := []string{fmt.Sprintf("SELECT min(%s) AS lo, max(%s) AS hi FROM %s", q, q, filtered(schemaBatch, r.table(c.Table).Name, c.Where))}
+	for _, st := range it.oldStats {
+		cs := st.Cols[col]
+		if cs.NonNull == 0 {
+			continue
+		}
+		if !typeName.MatchString(cs.Type) {
+			return nil, nil, fmt.Errorf("statistics of column %s name type %q", c.Column, cs.Type)
+		}
+		parts = append(parts, fmt.Sprintf("SELECT CAST(%s AS %s) AS lo, CAST(%s AS %s) AS hi", quoteLiteral(cs.Min), cs.Type, quoteLiteral(cs.Max), cs.Type))
+	}
+	vals, err := r.queryRow(ctx, "SELECT min(lo), max(hi) FROM ("+strings.Join(parts, " UNION ALL ")+")", 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	return vals[0], vals[1], nil
+}
+
+// runIncremental answers a planned table check that is not judged by the
+// batch's scan (unique, volume_change), or reports false.
+func (r *run) runIncremental(ctx context.Context, i int, c Check) (schemas.CheckResult, bool) {
+	if r.inc == nil || !r.inc.planned[i] || r.inc.rows[i] {
+		return schemas.CheckResult{}, false
+	}
+	start := time.Now()
+	if err := r.viewErr(schemaBatch, c.Table); err != nil {
+		return r.errored(c, err, time.Since(start)), true
+	}
+	it, err := r.incTableOf(ctx, c.Table)
+	if err != nil {
+		return r.errored(c, err, time.Since(start)), true
+	}
+	var res schemas.CheckResult
+	switch c.Kind {
+	case KindUnique:
+		res = r.uniqueIncremental(ctx, it, c)
+	case KindVolumeChange:
+		res = r.volumeIncremental(ctx, it, c)
+	default:
+		return r.errored(c, fmt.Errorf("no incremental plan for %s", c.Kind), 0), true
+	}
+	res.DurationMs = time.Since(start).Milliseconds()
+	return res, true
+}
+
+// volumeIncremental compares the state's row count (the unchanged files'
+// and the batch's) with the base's (its files' statistics).
+func (r *run) volumeIncremental(ctx context.Context, it *incTable, c Check) schemas.CheckResult {
+	t := r.table(c.Table)
+	vals, err := r.queryRow(ctx, aggregateSQL(schemaBatch, t.Name, nil), 1)
+	if err != nil {
+		return r.errored(c, err, 0)
+	}
+	total := it.oldRows("") + asInt(vals[0])
+	objs, err := r.list(ctx, r.req.BaseRef, t.Path)
+	if err != nil {
+		return r.errored(c, fmt.Errorf("list table %s at %s: %w", t.Name, r.req.BaseRef, err), 0)
+	}
+	objs = tableFiles(t.Path, objs)
+	for j := range objs {
+		objs[j].at = r.req.BaseRef
+	}
+	sts, err := r.statsOf(ctx, t, objs, statsNeed{})
+	if err != nil {
+		return r.errored(c, err, 0)
+	}
+	var base int64
+	for _, st := range sts {
+		base += st.Rows
+	}
+	return r.volumeJudged(c, total, base)
+}
+
+// uniqueIncremental counts a unique check's duplicates as the whole table
+// would: the unchanged files' keys are unique (they passed), so the extra
+// occurrences are the batch's among themselves plus its distinct keys that
+// an unchanged file already holds. Only the unchanged files whose key range
+// can hold a batch key are read, and only their key columns.
+func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) schemas.CheckResult {
+	t := r.table(c.Table)
+	cols := c.columns()
+	first := quoteIdent(cols[0])
+	keys := strings.Join(each(cols, quoteIdent), ", ")
+	inner := fmt.Sprintf("count(%s) - count(DISTINCT %s)", first, first)
+	if len(cols) > 1 {
+		inner = fmt.Sprintf("count(*) - count(DISTINCT (%s))", keys)
+	}
+	vals, err := r.queryRow(ctx, fmt.Sprintf("SELECT count(*), %s, count(%s), CAST(min(%s) AS VARCHAR), CAST(max(%s) AS VARCHAR), typeof(min(%s)) FROM %s",
+		inner, first, first, first, first, qualified(schemaBatch, t.Name)), 6)
+	if err != nil {
+		if missing := r.missingColumnIn(ctx, schemaBatch, c); missing != nil {
+			err = missing
+		}
+		return r.errored(c, err, 0)
+	}
+	batchRows, dup := asInt(vals[0]), asInt(vals[1])
+	batchNonNull := asInt(vals[2])
+	lo, _ := vals[3].(string)
+	hi, _ := vals[4].(string)
+	typ := fmt.Sprint(vals[5])
+	total := it.oldRows("") + batchRows
+	// The unchanged files that can hold a batch key.
+	var overlap []Object
+	col := statColumn(c).key()
+	batchNulls := batchRows > batchNonNull
+	for j, st := range it.oldStats {
+		cs := st.Cols[col]
+		canNull := len(cols) > 1 && batchNulls && cs.NonNull < st.Rows // NULLs compare equal in a combination
+		if canNull || (batchNonNull > 0 && cs.NonNull > 0 && rangesMeet(typ, lo, hi, cs)) {
+			overlap = append(overlap, it.old[j])
+		}
+	}
+	var collisions int64
+	var samples []string
+	if len(overlap) > 0 {
+		local, err := r.dl.fetchAll(ctx, each(overlap, func(o Object) fetch { return fetch{ref: cmp.Or(o.at, r.req.Ref), obj: o} }))
+		if err != nil {
+			return r.errored(c, fmt.Errorf("audit: %w", err), 0)
+		}
+		union := ""
+		if len(local) > 1 {
+			union = ", union_by_name = true"
+		}
+		old := fmt.Sprintf("(SELECT %s FROM read_parquet(%s%s))", keys, literalList(slices.Compact(slices.Sorted(slices.Values(local)))), union)
+		on := strings.Join(each(cols, func(k string) string {
+			return "b." + quoteIdent(k) + " IS NOT DISTINCT FROM o." + quoteIdent(k)
+		}), " AND ")
+		distinct := fmt.Sprintf("(SELECT DISTINCT %s FROM %s", keys, qualified(schemaBatch, t.Name))
+		if len(cols) == 1 {
+			distinct += " WHERE " + first + " IS NOT NULL"
+		}
+		distinct += ")"
+		vals, err := r.queryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s b SEMI JOIN %s o ON %s", distinct, old, on), 1)
+		if err != nil {
+			return r.errored(c, err, 0)
+		}
+		collisions = asInt(vals[0])
+		if dup+collisions > 0 {
+			samples = r.uniqueSamples(ctx, t, c, old, on)
+		}
+	} else if dup > 0 {
+		samples = r.uniqueSamples(ctx, t, c, "", "")
+	}
+	dup += collisions
+	res := checkKinds[KindUnique].judge(r, ctx, c, total, []any{dup})
+	if res.Status != schemas.StatusPass && res.Status != schemas.StatusError {
+		res.SampleRows = samples
+		if collisions > 0 {
+			res.Message = strings.TrimSpace(res.Message + fmt.Sprintf(" %d of the batch's keys are already in the table (in %s)",
+				collisions, listed(each(overlap, func(o Object) string { return o.Path }), 5)))
+		}
+	}
+	return res
+}
+
+// uniqueSamples are the most duplicated keys of the table, as uniqueSQL
+// gives them: only keys of the batch can be duplicated, so they are counted
+// over the batch's rows and the overlapping unchanged files (old).
+func (r *run) uniqueSamples(ctx context.Context, t Table, c Check, old, on string) []string {
+	cols := c.columns()
+	keys := strings.Join(each(cols, quoteIdent), ", ")
+	counted, order := "true", "row("+keys+")"
+	if len(cols) == 1 {
+		counted, order = quoteIdent(cols[0])+" IS NOT NULL", quoteIdent(cols[0])
+	}
+	rows := fmt.Sprintf("SELECT %s FROM %s", keys, qualified(schemaBatch, t.Name))
+	if old != "" {
+		rows += fmt.Sprintf(" UNION ALL BY NAME SELECT o.* FROM %s o SEMI JOIN (SELECT %s FROM %s) b ON %s", old, keys, qualified(schemaBatch, t.Name), on)
+	}
+	fields := each(cols, func(col string) string { return quoteLiteral(col) + ": " + quoteIdent(col) })
+	q := fmt.Sprintf("SELECT coalesce(CAST(to_json(min_by({%s, 'duplicate_count': n}, {'o': -n, 'k': %s}, %d)) AS VARCHAR), '[]') "+
+		"FROM (SELECT %s, count(*) AS n FROM (%s) GROUP BY %s) g WHERE n > 1 AND %s",
+		strings.Join(fields, ", "), order, r.e.opts.SampleRows, keys, rows, keys, counted)
+	var s any
+	if err := r.conn.QueryRowContext(ctx, q).Scan(&s); err != nil {
+		return nil
+	}
+	out, _ := jsonRows(s)
+	return out
+}
+
+// rangesMeet reports whether a file's key range can hold a key in [lo, hi]
+// (the batch's, of type typ). Ranges compare as integers or text; of any
+// other type, or when types differ in kind, they are taken to meet.
+func rangesMeet(typ, lo, hi string, cs colStats) bool {
+	if cs.Min == "" || cs.Max == "" || lo == "" || hi == "" {
+		return true
+	}
+	switch {
+	case integerType(typ) && integerType(cs.Type):
+		l, e1 := strconv.ParseInt(lo, 10, 64)
+		h, e2 := strconv.ParseInt(hi, 10, 64)
+		fl, e3 := strconv.ParseInt(cs.Min, 10, 64)
+		fh, e4 := strconv.ParseInt(cs.Max, 10, 64)
+		if err := errors.Join(e1, e2, e3, e4); err != nil {
+			return true
+		}
+		return fl <= h && l <= fh
+	case typ == "VARCHAR" && cs.Type == "VARCHAR":
+		return cs.Min <= hi && lo <= cs.Max
+	}
+	return true
+}
+
+func integerType(t string) bool {
+	switch strings.ToUpper(t) {
+	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "HUGEINT":
+		return true
+	}
+	return false
+}
+
+// missingColumnIn names a column check c reads that its table lacks in
+// schema, or nil.
+func (r *run) missingColumnIn(ctx context.Context, schema string, c Check) error {
+	cols, err := r.describe(ctx, schema, c.Table)
+	if err != nil {
+		return err
+	}
+	for _, want := range c.columns() {
+		if _, ok := findColumn(cols, want); !ok {
+			return fmt.Errorf("table %s has no column %q (columns: %s)", c.Table, want, strings.Join(columnNames(cols), ", "))
+		}
+	}
+	return nil
+}

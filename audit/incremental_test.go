@@ -1,0 +1,385 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// lakeSim is a lakeFS stand-in with a commit graph: every ref is a
+// directory of dirSource (a whole snapshot), and commits have parents and
+// metadata. Changed is lakeFS's three-dot diff: ref against its merge-base
+// with base.
+type lakeSim struct {
+	*dirSource
+	commits map[string]CommitInfo
+	n       int
+}
+
+func newLakeSim(t *testing.T) *lakeSim {
+	return &lakeSim{dirSource: newDirSource(t), commits: map[string]CommitInfo{}}
+}
+
+func (l *lakeSim) commit(ref string, parents []string, meta map[string]string) {
+	l.commits[ref] = CommitInfo{ID: ref, Parents: parents, Metadata: meta}
+}
+
+func (l *lakeSim) next(prefix string) string {
+	l.n++
+	return fmt.Sprintf("%s%03d", prefix, l.n)
+}
+
+func (l *lakeSim) ancestors(ref string) map[string]int {
+	depth := map[string]int{ref: 0}
+	queue := []string{ref}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		for _, p := range l.commits[c].Parents {
+			if _, ok := depth[p]; !ok {
+				depth[p] = depth[c] + 1
+				queue = append(queue, p)
+			}
+		}
+	}
+	return depth
+}
+
+func (l *lakeSim) MergeBase(_ context.Context, _, a, b string) (string, error) {
+	da, db := l.ancestors(a), l.ancestors(b)
+	best, bestDepth := "", -1
+	for c, d := range db {
+		if _, ok := da[c]; ok && (bestDepth < 0 || d < bestDepth) {
+			best, bestDepth = c, d
+		}
+	}
+	if best == "" {
+		return "", errors.New("no merge-base")
+	}
+	return best, nil
+}
+
+func (l *lakeSim) Commit(_ context.Context, _, ref string) (CommitInfo, error) {
+	c, ok := l.commits[ref]
+	if !ok {
+		return CommitInfo{}, fmt.Errorf("no commit %s", ref)
+	}
+	return c, nil
+}
+
+func (l *lakeSim) Changed(ctx context.Context, repo, base, ref, prefix string) ([]Object, error) {
+	mb, err := l.MergeBase(ctx, repo, ref, base)
+	if err != nil {
+		return nil, err
+	}
+	return l.dirSource.Changed(ctx, repo, mb, ref, prefix)
+}
+
+// mergeDirs makes dst what merging sealed (made from foundation) into
+// target leaves: the target's files with the sealed commit's changes.
+func (l *lakeSim) mergeDirs(t *testing.T, foundation, sealed, target, dst string) {
+	t.Helper()
+	l.branch(t, target, dst)
+	ctx := context.Background()
+	f, _ := l.dirSource.List(ctx, "r", foundation, "")
+	s, _ := l.dirSource.List(ctx, "r", sealed, "")
+	inS := map[string]Object{}
+	for _, o := range s {
+		inS[o.Path] = o
+	}
+	for _, o := range f {
+		if _, ok := inS[o.Path]; !ok {
+			os.Remove(filepath.Join(l.root, dst, filepath.FromSlash(o.Path)))
+		}
+	}
+	was := map[string]string{}
+	for _, o := range f {
+		was[o.Path] = o.Checksum
+	}
+	for _, o := range s {
+		if was[o.Path] != o.Checksum {
+			b, err := os.ReadFile(filepath.Join(l.root, sealed, filepath.FromSlash(o.Path)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(l.root, dst, filepath.FromSlash(o.Path))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func (l *lakeSim) files(t *testing.T, ref string) []string {
+	objs, err := l.dirSource.List(context.Background(), "r", ref, "data/t/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return each(objs, func(o Object) string { return o.Path })
+}
+
+// diffSuite is the differential test's suite: every kind with an
+// incremental plan, with and without where conditions, one that stays
+// full (custom SQL, a volatile where) and a warning.
+func diffSuite(variant int) Suite {
+	checks := []Check{
+		{Kind: KindNotNull, Table: "t", Column: "id"},
+		{Kind: KindUnique, Table: "t", Column: "id"},
+		{Name: "region_id_unique", Kind: KindUnique, Table: "t", Columns: []string{"region", "id"}},
+		{Kind: KindAcceptedValues, Table: "t", Column: "currency", Values: []string{"EUR", "USD"}, Severity: SeverityWarn},
+		{Kind: KindRange, Table: "t", Column: "amount", Min: f64(0), Max: f64(1000)},
+		{Name: "a_amount", Kind: KindRange, Table: "t", Column: "amount", Min: f64(1), Where: "region = 'a'", Severity: SeverityWarn},
+		{Name: "max_amount", Kind: KindStat, Table: "t", Column: "amount", Stat: StatMax, Max: f64(990)},
+		{Name: "min_amount", Kind: KindStat, Table: "t", Column: "amount", Stat: StatMin, Min: f64(0), Max: f64(400), Severity: SeverityWarn},
+		{Kind: KindRowCount, Table: "t", Min: f64(1)},
+		{Name: "b_rows", Kind: KindRowCount, Table: "t", Max: f64(5000), Where: "region = 'b'"},
+		{Kind: KindVolumeChange, Table: "t", MaxGrowthPct: f64(900), Severity: SeverityWarn},
+		{Kind: KindRegex, Table: "t", Column: "currency", Pattern: "^[A-Z]{3}$"},
+		{Name: "recent_not_null", Kind: KindNotNull, Table: "t", Column: "region", Where: "now() > TIMESTAMP '2000-01-01' AND id % 7 = 0", Severity: SeverityWarn},
+	}
+	switch variant % 3 {
+	case 1:
+		checks[4].Max = f64(995)
+		checks = append(checks, Check{Name: "no_huge", Kind: KindSQL, Table: "t", SQL: "SELECT * FROM t WHERE amount > 999"})
+	case 2:
+		checks = slices.Delete(checks, 3, 4)
+	}
+	return Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: checks}
+}
+
+type diffHistory struct {
+	t      *testing.T
+	lake   *lakeSim
+	rng    *rand.Rand
+	head   string
+	nextID int
+	liveID []int
+	suite  int
+	file   int
+}
+
+// rowsSQL is a file of n rows with new ids; sometimes (a file in four) one
+// row is bad: an id already in the table (a duplicate), a NULL id, a
+// negative or huge amount, a currency off the list.
+func (h *diffHistory) rowsSQL(n int) string {
+	var vals []string
+	flaw, at := h.rng.IntN(20), h.rng.IntN(n)
+	for i := range n {
+		id := fmt.Sprint(h.nextID)
+		h.liveID = append(h.liveID, h.nextID)
+		h.nextID++
+		amount := fmt.Sprintf("%d.5", 1+h.rng.IntN(980))
+		cur := []string{"'EUR'", "'USD'"}[h.rng.IntN(2)]
+		region := []string{"'a'", "'b'", "'c'", "NULL"}[h.rng.IntN(4)]
+		if i == at {
+			switch flaw {
+			case 0, 1:
+				id = fmt.Sprint(h.liveID[h.rng.IntN(len(h.liveID))])
+			case 2:
+				id = "NULL"
+			case 3:
+				amount = "-3.0"
+			case 4:
+				amount = "999.5"
+			case 5:
+				cur = "'GBP'"
+			case 6:
+				cur = "'eu'"
+			}
+		}
+		vals = append(vals, fmt.Sprintf("(%s::BIGINT, %s, %s, %s::DOUBLE)", id, region, cur, amount))
+	}
+	return "SELECT * FROM (VALUES " + strings.Join(vals, ", ") + ") v(id, region, currency, amount)"
+}
+
+func (h *diffHistory) newFile(ref string) {
+	h.file++
+	h.lake.write(h.t, ref, fmt.Sprintf("data/t/part-%04d.parquet", h.file), h.rowsSQL(1+h.rng.IntN(40)))
+}
+
+// batch makes a batch branch from the head: new files, and sometimes an
+// old file overwritten or deleted.
+func (h *diffHistory) batch() string {
+	s := h.lake.next("s")
+	h.lake.branch(h.t, h.head, s)
+	h.lake.commit(s, []string{h.head}, nil)
+	for range 1 + h.rng.IntN(2) {
+		h.newFile(s)
+	}
+	old := h.lake.files(h.t, h.head)
+	if len(old) > 0 && h.rng.IntN(5) == 0 {
+		p := old[h.rng.IntN(len(old))]
+		h.lake.write(h.t, s, p, h.rowsSQL(1+h.rng.IntN(20))) // overwritten
+	}
+	if len(old) > 1 && h.rng.IntN(6) == 0 {
+		h.lake.remove(h.t, s, old[h.rng.IntN(len(old))])
+	}
+	return s
+}
+
+// compare runs req full and as it comes, and fails the test when the
+// verdicts or figures differ. It returns the report of the latter.
+func (h *diffHistory) compare(e *Engine, req Request) schemas.AuditReport {
+	h.t.Helper()
+	ctx := context.Background()
+	inc, err := e.Run(ctx, req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	full := req
+	full.Full = true
+	want, err := e.Run(ctx, full)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if want.Mode != ModeFull {
+		h.t.Fatalf("a full audit ran %q", want.Mode)
+	}
+	if inc.Passed != want.Passed || len(inc.Checks) != len(want.Checks) {
+		h.t.Fatalf("%s onto=%v: incremental passed=%v, full passed=%v\n%+v\n%+v", req.Ref, req.Onto, inc.Passed, want.Passed, inc.Checks, want.Checks)
+	}
+	for i := range want.Checks {
+		a, b := inc.Checks[i], want.Checks[i]
+		if a.Status != b.Status || a.Observed != b.Observed || a.Threshold != b.Threshold {
+			h.t.Fatalf("%s (%s, onto=%v) check %s: incremental %s %q (%s), full %s %q (%s)\n%s", req.Ref, inc.Mode, req.Onto, b.Name,
+				a.Status, a.Observed, a.Message, b.Status, b.Observed, b.Message, h.lake.files(h.t, req.Ref))
+		}
+		if a.Status == schemas.StatusFail && b.Kind == KindUnique && !slices.Equal(a.SampleRows, b.SampleRows) {
+			h.t.Fatalf("check %s: incremental samples %v, full %v", b.Name, a.SampleRows, b.SampleRows)
+		}
+	}
+	return inc
+}
+
+// publish merges sealed (made from foundation) onto the head with the
+// attestation of rep.
+func (h *diffHistory) publish(foundation, sealed string, rep schemas.AuditReport) {
+	m := h.lake.next("c")
+	h.lake.mergeDirs(h.t, foundation, sealed, h.head, m)
+	text, err := NewAttestation("d", diffSuite(h.suite), rep, sealed, h.head).Encode(nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.lake.commit(m, []string{h.head, sealed}, map[string]string{MetaAttestation: text})
+	h.head = m
+}
+
+// TestIncrementalEqualsFull is the differential test of incremental audits:
+// on randomized histories of one table (batches adding files, overwriting
+// and deleting old ones; duplicates, NULLs and bad values in some batches;
+// targets that move between a batch's audit and its merge; direct commits
+// that plant duplicates or delete files, without an attestation or with one
+// copied from another commit; suite changes; an engine that starts with an
+// empty statistics store), every audit is run as it comes (incremental
+// when the foundation's attestation allows) and full, and every check's
+// status and figures must be the same.
+func TestIncrementalEqualsFull(t *testing.T) {
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			lake := newLakeSim(t)
+			h := &diffHistory{t: t, lake: lake, rng: rand.New(rand.NewPCG(seed, 21)), head: "c000", nextID: 1}
+			lake.commit("c000", nil, nil)
+			h.newFile("c000")
+			statsDir := t.TempDir()
+			engine := func() *Engine {
+				e, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake, StatsDir: statsDir})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { e.Close() })
+				return e
+			}
+			e := engine()
+			var incremental, full, onto, unattested, failing int
+			var planted []string
+			for step := range 36 {
+				if failing >= 3 {
+					// A person mends the table: the files planted by hand go.
+					c := lake.next("c")
+					lake.branch(t, h.head, c)
+					for _, p := range planted {
+						if slices.Contains(lake.files(t, c), p) {
+							lake.remove(t, c, p)
+						}
+					}
+					lake.commit(c, []string{h.head}, nil)
+					h.head, planted, failing = c, nil, 0
+					unattested++
+				}
+				switch x := h.rng.IntN(100); {
+				case x < 8: // a direct commit: no attestation, or a copied one
+					c := lake.next("c")
+					lake.branch(t, h.head, c)
+					meta := map[string]string{}
+					if x < 3 {
+						meta = lake.commits[h.head].Metadata
+					}
+					if old := lake.files(t, c); len(old) > 1 && h.rng.IntN(3) > 0 {
+						lake.remove(t, c, old[h.rng.IntN(len(old))])
+					} else {
+						h.newFile(c) // may hold an id already in the table
+						planted = append(planted, fmt.Sprintf("data/t/part-%04d.parquet", h.file))
+					}
+					lake.commit(c, []string{h.head}, meta)
+					h.head = c
+					unattested++
+					continue
+				case x < 13:
+					h.suite++
+					continue
+				case x < 16:
+					statsDir = t.TempDir() // another instance, without the statistics
+					e = engine()
+				}
+				s := h.batch()
+				foundation := h.head
+				if h.rng.IntN(4) == 0 {
+					// Another batch publishes first: the target moves.
+					p := h.batch()
+					rep := h.compare(e, Request{Dataset: "d", Suite: diffSuite(h.suite), Repository: "r", Ref: p, BaseRef: h.head, BaseName: "main", BatchTime: batchTime})
+					if rep.Passed {
+						h.publish(foundation, p, rep)
+					}
+				}
+				req := Request{Dataset: "d", Suite: diffSuite(h.suite), Repository: "r", Ref: s, BaseRef: h.head, BaseName: "main", BatchTime: batchTime}
+				rep := h.compare(e, req)
+				if rep.Mode == ModeIncremental {
+					incremental++
+				} else {
+					full++
+					if rep.ModeReason == "" {
+						t.Fatalf("step %d: a full audit without a reason", step)
+					}
+				}
+				if !rep.Passed {
+					failing++
+					continue
+				}
+				failing = 0
+				if foundation != h.head {
+					// The recheck against the moved target.
+					req.Onto = true
+					rep = h.compare(e, req)
+					onto++
+					if !rep.Passed {
+						continue
+					}
+				}
+				h.publish(foundation, s, rep)
+			}
+			t.Logf("%d incremental and %d full audits compared, %d of them onto a moved target; %d direct commits", incremental, full, onto, unattested)
+			if incremental < full/2 {
+				t.Fatalf("only %d of %d audits were incremental: the test compares too little", incremental, incremental+full)
+			}
+		})
+	}
+}

@@ -1,0 +1,344 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// fileStats are lakewap's own figures of one table file, computed from its
+// data by an audit that read the file; never from the file's footer, which
+// is the writer's claim. Incremental audits take the unchanged files'
+// row counts and key ranges from them instead of reading those files.
+type fileStats struct {
+	Rows int64 `json:"rows"`
+	// Counts are the rows meeting a check's where condition, by whereKey.
+	Counts map[string]int64 `json:"counts,omitempty"`
+	// Cols are the figures of the columns checks take a min or max of (a
+	// unique key's first column, range and stat columns), by lower-case name.
+	Cols map[string]colStats `json:"cols,omitempty"`
+}
+
+// colStats are one column's figures in one file. Min and Max are DuckDB's
+// text of the values (CAST AS VARCHAR), which casts back to Type exactly.
+type colStats struct {
+	Type    string `json:"type"`
+	NonNull int64  `json:"non_null"`
+	Min     string `json:"min,omitempty"`
+	Max     string `json:"max,omitempty"`
+}
+
+// maxStatValueBytes bounds a stored min or max: a longer one (a long text
+// key) is not stored, and the files whose figure it is are read instead.
+const maxStatValueBytes = 256
+
+// maxStatsRecordBytes is the byte budget of one stored record; a record
+// over it is not stored (its file is read again next time).
+const maxStatsRecordBytes = 16 << 10
+
+// statsNeed is what a suite's incremental plans need of each file.
+type statsNeed struct {
+	cols   []colNeed
+	wheres []string // where conditions
+}
+
+// colNeed is a column whose min and max a plan needs, over the rows that
+// meet where (all rows when empty).
+type colNeed struct{ name, where string }
+
+// key names the figures in fileStats.Cols: the lower-case column name, and
+// the where condition's key when there is one.
+func (c colNeed) key() string {
+	if strings.TrimSpace(c.where) == "" {
+		return strings.ToLower(c.name)
+	}
+	return strings.ToLower(c.name) + "@" + whereKey(c.where)
+}
+
+func (n statsNeed) empty() bool { return len(n.cols) == 0 && len(n.wheres) == 0 }
+
+// has reports whether s holds every figure n asks for, usable as stored.
+func (s fileStats) has(n statsNeed) bool {
+	for _, c := range n.cols {
+		cs, ok := s.Cols[c.key()]
+		if !ok || (cs.NonNull > 0 && (cs.Min == "" || cs.Max == "")) {
+			return false
+		}
+	}
+	for _, w := range n.wheres {
+		if _, ok := s.Counts[whereKey(w)]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// whereKey names a where condition in fileStats.Counts.
+func whereKey(where string) string {
+	h := sha256.Sum256([]byte(strings.TrimSpace(where)))
+	return hex.EncodeToString(h[:12])
+}
+
+// statsKey names a file's statistics: the repository and the physical
+// address (a new write gets a new address, so the figures of an address
+// never change) and the size. A file without an address has none.
+func statsKey(repo string, o Object) string {
+	if o.Address == "" {
+		return ""
+	}
+	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", repo, o.Address, o.Size))
+	return hex.EncodeToString(h[:])
+}
+
+// StatsStore keeps the statistics of the files audits have read: in memory
+// (bounded) and, with a directory, on disk, one small file per table file,
+// so that a restarted daemon uses them. A record is written to a temporary
+// file and renamed into place; one that does not parse, fails its checksum
+// or names another key is doubtful and is not used: its file is read and
+// the record written again. Losing the directory costs the next audit of
+// each table one read of its files, never a wrong verdict.
+type StatsStore struct {
+	dir string
+
+	mu    sync.Mutex
+	mem   map[string]fileStats
+	order []string
+	// Failpoint, when set, is called at named points of a write (tests).
+	failpoint func(name string)
+}
+
+// maxStatsInMemory bounds the records kept in memory.
+const maxStatsInMemory = 1 << 16
+
+// NewStatsStore returns a store; dir "" keeps the records in memory only.
+func NewStatsStore(dir string) (*StatsStore, error) {
+	if dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("audit: stats dir: %w", err)
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return nil, fmt.Errorf("audit: stats dir: %w", err)
+		}
+		dir = abs
+	}
+	return &StatsStore{dir: dir, mem: map[string]fileStats{}}, nil
+}
+
+// statsRecord is the stored form of one file's statistics.
+type statsRecord struct {
+	V     int             `json:"v"`
+	Key   string          `json:"key"`
+	Stats json.RawMessage `json:"stats"`
+	Sum   string          `json:"sum"` // sha256 of Stats
+}
+
+func (s *StatsStore) path(key string) string { return filepath.Join(s.dir, key[:2], key+".json") }
+
+// get returns the statistics stored under key, if they are whole.
+func (s *StatsStore) get(key string) (fileStats, bool) {
+	if key == "" {
+		return fileStats{}, false
+	}
+	s.mu.Lock()
+	st, ok := s.mem[key]
+	s.mu.Unlock()
+	if ok || s.dir == "" {
+		return st, ok
+	}
+	b, err := os.ReadFile(s.path(key))
+	if err != nil || len(b) > maxStatsRecordBytes {
+		return fileStats{}, false
+	}
+	st, err = decodeStats(key, b)
+	if err != nil {
+		return fileStats{}, false // doubtful: read the file again
+	}
+	s.remember(key, st)
+	return st, true
+}
+
+func decodeStats(key string, b []byte) (fileStats, error) {
+	var rec statsRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return fileStats{}, err
+	}
+	sum := sha256.Sum256(rec.Stats)
+	if rec.V != 1 || rec.Key != key || rec.Sum != hex.EncodeToString(sum[:]) {
+		return fileStats{}, errors.New("stats record is not this file's, or is damaged")
+	}
+	var st fileStats
+	if err := json.Unmarshal(rec.Stats, &st); err != nil {
+		return fileStats{}, err
+	}
+	if st.Rows < 0 {
+		return fileStats{}, errors.New("negative row count")
+	}
+	return st, nil
+}
+
+func (s *StatsStore) remember(key string, st fileStats) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.mem[key]; !ok {
+		s.order = append(s.order, key)
+	}
+	s.mem[key] = st
+	for len(s.order) > maxStatsInMemory {
+		delete(s.mem, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
+// put stores st under key (merged with the figures already stored).
+func (s *StatsStore) put(key string, st fileStats) error {
+	if key == "" {
+		return nil
+	}
+	if old, ok := s.get(key); ok {
+		st = mergeStats(old, st)
+	}
+	stats, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(stats)
+	b, err := json.Marshal(statsRecord{V: 1, Key: key, Stats: stats, Sum: hex.EncodeToString(sum[:])})
+	if err != nil {
+		return err
+	}
+	if len(b) > maxStatsRecordBytes {
+		return fmt.Errorf("statistics record of %d bytes is over its budget of %d", len(b), maxStatsRecordBytes)
+	}
+	s.remember(key, st)
+	if s.dir == "" {
+		return nil
+	}
+	p := s.path(key)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".part-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	half := len(b) / 2
+	_, err = tmp.Write(b[:half])
+	if s.failpoint != nil {
+		s.failpoint("stats_half_written")
+	}
+	if err == nil {
+		_, err = tmp.Write(b[half:])
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return err
+	}
+	if s.failpoint != nil {
+		s.failpoint("after_stats")
+	}
+	return nil
+}
+
+// mergeStats keeps the figures of both; b wins where both have one.
+func mergeStats(a, b fileStats) fileStats {
+	out := fileStats{Rows: b.Rows, Counts: map[string]int64{}, Cols: map[string]colStats{}}
+	for _, m := range []fileStats{a, b} {
+		for k, v := range m.Counts {
+			out.Counts[k] = v
+		}
+		for k, v := range m.Cols {
+			out.Cols[k] = v
+		}
+	}
+	return out
+}
+
+// computeStats reads files (local copies of the objects objs, in order)
+// and returns their statistics: one grouped scan of the files together.
+func (r *run) computeStats(ctx context.Context, format string, objs []Object, files []string, need statsNeed) ([]fileStats, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	exprs := []string{"count(*)"}
+	for _, w := range need.wheres {
+		exprs = append(exprs, "count(*) FILTER (WHERE (\n"+w+"\n))")
+	}
+	for _, c := range need.cols {
+		q := quoteIdent(c.name)
+		filter := ""
+		if w := strings.TrimSpace(c.where); w != "" {
+			filter = " FILTER (WHERE (\n" + w + "\n))"
+		}
+		exprs = append(exprs, "typeof(min("+q+"))", "count("+q+")"+filter, "CAST(min("+q+")"+filter+" AS VARCHAR)", "CAST(max("+q+")"+filter+" AS VARCHAR)")
+	}
+	union := ""
+	if len(files) > 1 {
+		union = ", union_by_name = true"
+	}
+	uniq := slices.Compact(slices.Sorted(slices.Values(files)))
+	q := fmt.Sprintf("SELECT __lakewap_file, %s FROM read_parquet(%s, filename = '__lakewap_file'%s) GROUP BY __lakewap_file",
+		strings.Join(exprs, ", "), literalList(uniq), union)
+	rows, err := r.conn.QueryContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byFile := map[string]fileStats{}
+	for rows.Next() {
+		vals, err := scanValues(rows.Scan, len(exprs)+1)
+		if err != nil {
+			return nil, err
+		}
+		st := fileStats{Rows: asInt(vals[1]), Counts: map[string]int64{}, Cols: map[string]colStats{}}
+		j := 2
+		for _, w := range need.wheres {
+			st.Counts[whereKey(w)] = asInt(vals[j])
+			j++
+		}
+		for _, c := range need.cols {
+			cs := colStats{Type: fmt.Sprint(vals[j]), NonNull: asInt(vals[j+1])}
+			if lo, ok := vals[j+2].(string); ok && len(lo) <= maxStatValueBytes {
+				cs.Min = lo
+			}
+			if hi, ok := vals[j+3].(string); ok && len(hi) <= maxStatValueBytes {
+				cs.Max = hi
+			}
+			st.Cols[c.key()] = cs
+			j += 4
+		}
+		byFile[fmt.Sprint(vals[0])] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]fileStats, len(files))
+	for i, f := range files {
+		st, ok := byFile[f]
+		if !ok { // a file without rows has no group
+			st = fileStats{Counts: map[string]int64{}, Cols: map[string]colStats{}}
+			for _, w := range need.wheres {
+				st.Counts[whereKey(w)] = 0
+			}
+			for _, c := range need.cols {
+				st.Cols[c.key()] = colStats{}
+			}
+		}
+		out[i] = st
+	}
+	return out, nil
+}
