@@ -499,6 +499,7 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 			overlap = append(overlap, it.old[j])
 		}
 	}
+	overlap = r.holdingKeys(ctx, t, c, typ, it, overlap, batchNulls && len(cols) > 1)
 	var collisions int64
 	var samples []string
 	if len(overlap) > 0 {
@@ -540,6 +541,40 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 		}
 	}
 	return res
+}
+
+// holdingKeys narrows files (unchanged files whose key range meets the
+// batch's) to those whose range holds one of the batch's keys: a range
+// join of the batch's distinct keys with the files' ranges. On any error
+// it keeps them all (they are read; nothing is skipped on a doubt). With
+// nulls (a combination key whose first column is NULL in the batch) a file
+// with NULLs is kept too.
+func (r *run) holdingKeys(ctx context.Context, t Table, c Check, typ string, it *incTable, files []Object, nulls bool) []Object {
+	if len(files) < 2 || !typeName.MatchString(typ) || nulls {
+		return files
+	}
+	idx := map[string]int{}
+	for j, o := range it.old {
+		idx[o.Path] = j
+	}
+	col := statColumn(c).key()
+	var ranges []string
+	for f, o := range files {
+		cs := it.oldStats[idx[o.Path]].Cols[col]
+		if cs.Min == "" || cs.Max == "" {
+			return files
+		}
+		ranges = append(ranges, fmt.Sprintf("(%d, CAST(%s AS %s), CAST(%s AS %s))", f, quoteLiteral(cs.Min), typ, quoteLiteral(cs.Max), typ))
+	}
+	k := quoteIdent(c.columns()[0])
+	q := fmt.Sprintf("SELECT DISTINCT f FROM (VALUES %s) r(f, lo, hi) JOIN (SELECT DISTINCT %s AS k FROM %s WHERE %s IS NOT NULL) b ON b.k BETWEEN r.lo AND r.hi ORDER BY f",
+		strings.Join(ranges, ", "), k, qualified(schemaBatch, t.Name), k)
+	hit, err := firstColumn[int64](ctx, r.conn, q)
+	if err != nil {
+		r.log.Debug("audit: key ranges not narrowed", "err", err)
+		return files
+	}
+	return each(hit, func(f int64) Object { return files[f] })
 }
 
 // uniqueSamples are the most duplicated keys of the table, as uniqueSQL

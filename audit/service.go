@@ -21,6 +21,9 @@ import (
 type Dataset struct {
 	Repository, Target string
 	Suite              Suite
+	// Full makes every audit of the dataset full (the config's
+	// audit_mode: full), never incremental.
+	Full bool
 }
 
 // ServiceOptions configure a Service.
@@ -124,10 +127,38 @@ func (s *Service) Audit(ctx context.Context, req Request) (schemas.AuditReport, 
 		return schemas.AuditReport{}, fmt.Errorf("dataset %q is not in the config", req.Dataset)
 	}
 	req.Suite = d.Suite
+	req.Full = req.Full || d.Full
 	if err := s.pinBase(ctx, &req); err != nil {
 		return schemas.AuditReport{}, fmt.Errorf("%w: %w", ErrInfrastructure, err)
 	}
 	return s.run(ctx, req)
+}
+
+// Recheck audits the batch req.Ref (a sealed commit) as merging it into
+// req.BaseRef (the target's head now, a commit id or a branch, which is
+// resolved first) would leave the table: the target's files with the
+// batch's changes applied (Request.Onto). It is the check of a batch whose
+// target moved since its audit: when the target's head is an attested
+// publish of the same suite, it reads only the batch and what can collide
+// with it (incremental); otherwise it reads the merged table whole. The
+// report's Ref stays the sealed commit; a unique check that fails names,
+// in its message, the files already holding the batch's keys. Reports of
+// rechecks are not cached.
+func (s *Service) Recheck(ctx context.Context, req Request) (schemas.AuditReport, error) {
+	d, ok := s.o.Datasets[req.Dataset]
+	if !ok {
+		return schemas.AuditReport{}, fmt.Errorf("dataset %q is not in the config", req.Dataset)
+	}
+	if req.BaseRef == "" {
+		return schemas.AuditReport{}, errors.New("audit: a recheck needs the target's head (BaseRef)")
+	}
+	req.Suite = d.Suite
+	req.Full = req.Full || d.Full
+	req.Onto = true
+	if err := s.pinBase(ctx, &req); err != nil {
+		return schemas.AuditReport{}, fmt.Errorf("%w: %w", ErrInfrastructure, err)
+	}
+	return s.o.Engine.Run(ctx, req)
 }
 
 // Guarding is the datasets publishing into branch of repo: the pre-merge
