@@ -203,7 +203,7 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 		if c.Mostly != nil && res.Status != schemas.StatusError {
 			res = r.mostly(c, res, asInt(v[0]), asInt(v[n-1]))
 		}
-		counted(&res, kind, total, v)
+		counted(&res, kind, checkTotal, v) // the table's rows, also when incremental
 		if kind.resample != nil && res.Status != schemas.StatusPass {
 			res = kind.resample(r, ctx, k, c, res)
 		} else if res.Status != schemas.StatusPass && res.Status != schemas.StatusError && kind.failing != nil {

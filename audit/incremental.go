@@ -457,7 +457,9 @@ func (r *run) volumeIncremental(ctx context.Context, it *incTable, c Check) sche
 	for _, st := range sts {
 		base += st.Rows
 	}
-	return r.volumeJudged(c, total, base)
+	res := r.volumeJudged(c, total, base)
+	counted(&res, kindOf(c), total, nil) // as the full audit's scan counts it
+	return res
 }
 
 // uniqueIncremental counts a unique check's duplicates as the whole table

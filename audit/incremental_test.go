@@ -249,15 +249,23 @@ func (h *diffHistory) compare(e *Engine, req Request) schemas.AuditReport {
 	}
 	for i := range want.Checks {
 		a, b := inc.Checks[i], want.Checks[i]
-		if a.Status != b.Status || a.Observed != b.Observed || a.Threshold != b.Threshold {
-			h.t.Fatalf("%s (%s, onto=%v) check %s: incremental %s %q (%s), full %s %q (%s)\n%s", req.Ref, inc.Mode, req.Onto, b.Name,
-				a.Status, a.Observed, a.Message, b.Status, b.Observed, b.Message, h.lake.files(h.t, req.Ref))
+		if a.Status != b.Status || a.Observed != b.Observed || a.Threshold != b.Threshold ||
+			fmt.Sprint(deref(a.RowsChecked)) != fmt.Sprint(deref(b.RowsChecked)) || fmt.Sprint(deref(a.Failures)) != fmt.Sprint(deref(b.Failures)) {
+			h.t.Fatalf("%s (%s, onto=%v) check %s: incremental %s %q (%s) rows %v failures %v, full %s %q (%s) rows %v failures %v\n%s", req.Ref, inc.Mode, req.Onto, b.Name,
+				a.Status, a.Observed, a.Message, deref(a.RowsChecked), deref(a.Failures), b.Status, b.Observed, b.Message, deref(b.RowsChecked), deref(b.Failures), h.lake.files(h.t, req.Ref))
 		}
 		if a.Status == schemas.StatusFail && b.Kind == KindUnique && !slices.Equal(a.SampleRows, b.SampleRows) {
 			h.t.Fatalf("check %s: incremental samples %v, full %v", b.Name, a.SampleRows, b.SampleRows)
 		}
 	}
 	return inc
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
 
 // publish merges sealed (made from foundation) onto the head with the
