@@ -63,8 +63,9 @@ type Consumer struct {
 
 	runCtx context.Context // Run's context, for its values
 
-	lags  sync.Map // partition -> int64 messages behind, as of the last high-watermark read
-	marks sync.Map // partition -> time.Time: the newest Kafka time of a message done since assigned
+	counts sync.Map // topic -> int partitions, read at each generation's start
+	lags   sync.Map // partition -> int64 messages behind, as of the last high-watermark read
+	marks  sync.Map // partition -> time.Time: the newest Kafka time of a message done since assigned
 
 	mu         sync.Mutex
 	generation int32        // current generation, -1 between generations
@@ -121,6 +122,34 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 		generation: -1,
 	}, nil
 }
+
+// Partitions is the partition count of topic (the input or requests topic)
+// when the current generation started; 0 when unknown.
+func (c *Consumer) Partitions(topic string) int {
+	n, _ := c.counts.Load(topic)
+	v, _ := n.(int)
+	return v
+}
+
+// readCounts refreshes Partitions; a failure keeps the counts known before.
+func (c *Consumer) readCounts(ctx context.Context, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	md, err := c.admin.Metadata(ctx, &kafka.MetadataRequest{Topics: c.topics()})
+	if err != nil {
+		log.Warn("reading partition counts", "err", err)
+		return
+	}
+	for _, t := range md.Topics {
+		if t.Error == nil && len(t.Partitions) > 0 {
+			c.counts.Store(t.Name, len(t.Partitions))
+		}
+	}
+}
+
+// MaxClockSkew is how far past the clock a message's Kafka timestamp may be
+// and still count for Behind; a later one is ignored there (and counted).
+const MaxClockSkew = time.Minute
 
 // Behind reports whether partition may still hold unread input from before
 // t: it had messages not yet handled at the last high-watermark read (every
@@ -216,6 +245,7 @@ type partitionWork struct {
 	assignment kafka.PartitionAssignment
 	offsets    *offsetTracker
 	highWater  atomic.Int64 // latest high watermark seen
+	stable     stableOffset // the last stable offset and since when it has not moved (lag reads only)
 	revoked    atomic.Bool  // the worker is gone: stop reporting lag
 }
 
@@ -237,6 +267,7 @@ func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
 		}
 	}
 	log.Info("partitions assigned", "partitions", slices.Sorted(maps.Keys(work)), "request_partitions", slices.Sorted(maps.Keys(requests)))
+	c.readCounts(ctx, log)
 
 	c.mu.Lock()
 	c.generation = gen.ID
@@ -322,11 +353,19 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 		c.commitMu.Lock()
 		w.revoked.Store(true)
 		c.m.lag.DeleteLabelValues(partitionLabel(p)) // the next owner reports it
+		c.m.stalled.DeleteLabelValues(partitionLabel(p))
 		c.commitMu.Unlock()
 		c.revoke(p, log)
 	}()
 
 	c.read(gctx, handleCtx, w, log, func(msg kafka.Message) {
+		// A stamp later than the clock (plus skew) says nothing about what
+		// the backlog holds: one message stamped in year 2100 would make the
+		// partition look caught up for every deadline until then.
+		if msg.Time.After(c.cfg.Now().Add(MaxClockSkew)) {
+			c.m.futureStamps.Inc()
+			return
+		}
 		if m, _ := c.marks.Load(p); m == nil || msg.Time.After(m.(time.Time)) {
 			c.marks.Store(p, msg.Time)
 		}
@@ -566,16 +605,55 @@ func (c *Consumer) readHighWatermarks(gctx context.Context, work map[int]*partit
 		}
 		return
 	}
+	hws := map[int]int64{}
 	for _, po := range res.Topics[c.cfg.Topic] {
 		w, ok := work[po.Partition]
 		if !ok || po.Error != nil {
 			continue
 		}
+		hws[po.Partition] = po.LastOffset
 		w.highWater.Store(max(w.highWater.Load(), po.LastOffset))
 		c.commitMu.Lock()
 		c.setLag(po.Partition, w)
 		c.commitMu.Unlock()
 	}
+	// The last stable offset: a read-committed reader gets nothing past it,
+	// and a transaction left open holds it while the high watermark grows.
+	res, err = c.admin.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{c.cfg.Topic: reqs},
+		IsolationLevel: kafka.ReadCommitted})
+	if err != nil {
+		return
+	}
+	now := c.cfg.Now()
+	for _, po := range res.Topics[c.cfg.Topic] {
+		w, ok := work[po.Partition]
+		hw, seen := hws[po.Partition]
+		if !ok || !seen || po.Error != nil || w.revoked.Load() {
+			continue
+		}
+		stalled := w.stable.observe(po.LastOffset, hw, now)
+		c.m.stalled.WithLabelValues(partitionLabel(po.Partition)).Set(stalled.Seconds())
+	}
+}
+
+// stableOffset follows a partition's last stable offset (LSO).
+type stableOffset struct {
+	offset int64
+	since  time.Time // when offset was first seen
+}
+
+// observe records the LSO and high watermark read at now and returns how
+// long the LSO has stayed below the high watermark without moving: the
+// time a read-committed consumer has been held by an open transaction.
+func (s *stableOffset) observe(lso, hw int64, now time.Time) time.Duration {
+	if s.since.IsZero() || lso != s.offset {
+		s.offset, s.since = lso, now
+	}
+	if lso >= hw {
+		s.since = now
+		return 0
+	}
+	return now.Sub(s.since)
 }
 
 func (c *Consumer) setLag(p int, w *partitionWork) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -325,7 +326,7 @@ func TestLagGrowsWhilePartitionIsStuck(t *testing.T) {
 // waits for its writes only while they may still be in the backlog.
 func TestBehindUntilAMessageAfterTheTimeIsDone(t *testing.T) {
 	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
-	t0 := time.Now().Truncate(time.Millisecond)
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond) // stamps in the past, as the producer's clock is right
 	at := func(v string, d time.Duration) kafka.Message { return kafka.Message{Value: []byte(v), Time: t0.Add(d)} }
 	produce(t, k, inTopic, 0, at("a", 0))
 	gates := map[string]chan struct{}{"a": make(chan struct{}), "c": make(chan struct{})}
@@ -356,6 +357,46 @@ func TestBehindUntilAMessageAfterTheTimeIsDone(t *testing.T) {
 		t.Error("behind for a time at or before a handled message's")
 	}
 	close(gates["c"])
+	eventually(t, "caught up", func() bool { return !c.Behind(0, t0.Add(time.Hour)) })
+	c.stop(t)
+}
+
+// One message stamped far in the future (year 2100) does not switch the
+// lag guard off: a stamp later than the clock says nothing about what the
+// backlog holds, so the partition stays behind for a deadline after the
+// last plausible stamp while its backlog is unread.
+func TestFutureTimestampDoesNotEndBehind(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	at := func(v string, ts time.Time) kafka.Message { return kafka.Message{Value: []byte(v), Time: ts} }
+	produce(t, k, inTopic, 0, at("a", t0))
+	gates := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
+	started := make(chan string, 5)
+	rec := newRecorder()
+	rec.onHandle = func(ctx context.Context, m kafka.Message) error {
+		started <- string(m.Value)
+		if g := gates[string(m.Value)]; g != nil {
+			<-g
+		}
+		return nil
+	}
+	cfg := testConfig(k, "future")
+	cfg.LagInterval = 20 * time.Millisecond
+	c := startConsumer(t, cfg, rec)
+	var once sync.Once
+	releaseB := func() { once.Do(func() { close(gates["b"]) }) }
+	t.Cleanup(releaseB) // a failed wait below must not leave the handler stuck
+	<-started           // stuck on a
+	produce(t, k, inTopic, 0, at("2100", time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)), at("b", t0.Add(time.Minute)), at("c", t0.Add(2*time.Minute)))
+	close(gates["a"])
+	for v := <-started; v != "b"; v = <-started {
+	}
+	// a and the 2100 message done, stuck on b with c behind it.
+	eventually(t, "behind while b and c wait", func() bool { return c.Behind(0, t0.Add(30*time.Second)) })
+	if got := value(t, c.m.futureStamps); got != 1 {
+		t.Errorf("future timestamps counted %v, want 1", got)
+	}
+	releaseB()
 	eventually(t, "caught up", func() bool { return !c.Behind(0, t0.Add(time.Hour)) })
 	c.stop(t)
 }

@@ -16,6 +16,10 @@ type metrics struct {
 	restored    prometheus.Gauge // assigned partitions whose Assigned succeeded
 	// orphanRequests: request partitions assigned without their input partition.
 	orphanRequests prometheus.Gauge
+	// futureStamps: messages stamped later than the clock allows, ignored by Behind.
+	futureStamps prometheus.Counter
+	// stalled: seconds the last stable offset has stayed below the high watermark, by partition.
+	stalled *prometheus.GaugeVec
 }
 
 // Retry operations, the values of the "operation" label of retries_total.
@@ -50,6 +54,11 @@ func newMetrics(reg prometheus.Registerer, group, topic string) *metrics {
 		orphanRequests: gauge("orphan_request_partitions",
 			"Partitions of the requests topic assigned to this member without the input partition of the same number: their requests wait (the two topics' partition counts differ, or a member reads only the input)."),
 	}
+	m.stalled = register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts(opts("stalled_seconds",
+		"Seconds the partition's last stable offset has stayed below its high watermark without moving: a transaction left open holds every later message from this read-committed consumer. 0 when it moves.")),
+		[]string{"partition"}))
+	m.futureStamps = register(reg, prometheus.NewCounter(prometheus.CounterOpts(opts("future_timestamps_total",
+		"Input messages stamped more than a minute past the clock: the lag guard does not take them as a sign that the partition caught up."))))
 	for _, op := range []string{opHandle, opDeadLetter, opAssign, opFetch, opCommit} {
 		m.retries.WithLabelValues(op) // at 0 from the start, so that increase() sees the first retry
 	}

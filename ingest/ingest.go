@@ -38,6 +38,11 @@ const (
 	ReasonKeyMismatch = "key_mismatch"
 	// ReasonRefused: the runner refused the event without a reason of its own.
 	ReasonRefused = "refused"
+	// ReasonWrongPartition: the event is not on the partition the Kafka
+	// default partitioner (murmur2 of the key, as Java's producer and
+	// librdkafka's murmur2_random) gives its key. The batch's run lives on
+	// that partition; another one would start a second run on its branch.
+	ReasonWrongPartition = "wrong_partition"
 	// ReasonRequestOnInput: an operator's request (retry, revert, a
 	// cancellation with a request id or requester) on the input topic,
 	// which producers may write: only the requests topic carries requests.
@@ -86,6 +91,10 @@ type Config struct {
 	// (by operator name): an unsigned or badly signed request is
 	// dead-lettered, a signed one names its key's operator as who asked.
 	Operators map[string][]byte
+	// Partitions, if set, gives a topic's partition count (0: unknown): an
+	// input event on another partition than murmur2(key) % count is
+	// dead-lettered.
+	Partitions func(topic string) int
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Counted, if set, counts each message that leaves here as a dead
@@ -126,6 +135,14 @@ func (s *stage) Handle(ctx context.Context, msg kafka.Message) error {
 		return s.poison(ev.EventType(), err, reason)
 	}
 	onRequests := s.cfg.RequestsTopic != "" && msg.Topic == s.cfg.RequestsTopic
+	if !onRequests && s.cfg.Partitions != nil {
+		if n := s.cfg.Partitions(msg.Topic); n > 0 {
+			if want := (kafka.Murmur2Balancer{}).Balance(kafka.Message{Key: msg.Key}, seq(n)...); want != msg.Partition {
+				return s.poison(ev.EventType(), fmt.Errorf("unusable event: batch %q is on partition %d of %s, its key's partition is %d: produce with the default partitioner (murmur2 of the key, as the Java client; librdkafka: partitioner=murmur2_random)",
+					ev.Batch(), msg.Partition, msg.Topic, want), ReasonWrongPartition)
+			}
+		}
+	}
 	if s.cfg.RequestsTopic != "" {
 		var reason string
 		if ev, reason, err = s.channel(ev, msg, onRequests); err != nil {
@@ -199,6 +216,15 @@ func (s *stage) channel(ev schemas.Event, msg kafka.Message, onRequests bool) (s
 			ev.EventType(), ev.Batch(), schemas.HeaderOperator, clip(name, 64), schemas.HeaderSignature)
 	}
 	return schemas.WithRequestedBy(ev, name), "", nil
+}
+
+// seq is 0, 1, ..., n-1.
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 func clip(s string, n int) string {

@@ -151,7 +151,14 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 		return nil, err
 	}
 	in := ingest.Wrap(ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.Metrics.Input,
-		RequestsTopic: k.RequestsTopic, Operators: operators}, d.runner)
+		RequestsTopic: k.RequestsTopic, Operators: operators,
+		// The consumer exists once the stage does: ask it lazily.
+		Partitions: func(topic string) int {
+			if d.consumer == nil {
+				return 0
+			}
+			return d.consumer.Partitions(topic)
+		}}, d.runner)
 	if d.consumer, err = consumer.New(cc, in, log); err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}

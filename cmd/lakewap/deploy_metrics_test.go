@@ -250,7 +250,8 @@ func TestDeployKitNamesOnlyExportedMetrics(t *testing.T) {
 
 	url := "http://" + e.d.HTTPAddr() + "/metrics"
 	fams := scrape(t, url)
-	for (fams["lakewap_consumer_dead_letters_total"] == nil || fams["lakewap_consumer_lag_messages"] == nil) && ctx.Err() == nil {
+	for (fams["lakewap_consumer_dead_letters_total"] == nil || fams["lakewap_consumer_lag_messages"] == nil ||
+		fams["lakewap_consumer_stalled_seconds"] == nil) && ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
 		case <-time.After(20 * time.Millisecond):

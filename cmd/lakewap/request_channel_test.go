@@ -17,10 +17,17 @@ import (
 func (e *e2e) awaitMetric(t *testing.T, ctx context.Context, name string, labels map[string]string, want float64) {
 	t.Helper()
 	url := "http://" + e.d.HTTPAddr() + "/metrics"
-	for value(t, scrape(t, url), name, labels) < want {
+	now := func() float64 { // 0 until the series exists
+		sum := 0.0
+		for _, m := range matching(scrape(t, url), name, labels) {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+		return sum
+	}
+	for now() < want {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s%v never reached %v (now %v)", name, labels, want, value(t, scrape(t, url), name, labels))
+			t.Fatalf("%s%v never reached %v (now %v)", name, labels, want, now())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -104,5 +111,43 @@ func TestProducerRequestsOnTheInputTopicChangeNothing(t *testing.T) {
 	}
 	if code, out := e.ask(t, "revert", "-batch", "chan-1", "-reason", "x", "-by", "mallory"); code != exitUsage || !strings.Contains(out, "must name one of them") {
 		t.Errorf("revert as an operator the config does not list exited %d:\n%s", code, out)
+	}
+}
+
+// TestEventOnTheWrongPartitionIsDeadLettered: a producer that does not use
+// the default partitioner (murmur2) puts a batch's WriteComplete on another
+// partition than its BatchLanded. That partition's owner would keep it as an
+// early write of a second run of the batch on the same branch; it is
+// dead-lettered instead (wrong_partition), and the write sent where the key
+// says completes the batch.
+func TestEventOnTheWrongPartitionIsDeadLettered(t *testing.T) {
+	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen, c.HTTP.WebhookToken = "127.0.0.1:0", "test-token" })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	op, err := opclient.Of(e.cfg, "")
+	must(t, err)
+	defer op.Close()
+	batch := "split-1"
+	landed, err := op.Send(ctx, e.cfg.Kafka.InputTopic, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}, -1)
+	must(t, err)
+	ready, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
+	must(t, err)
+	path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
+	must(t, e.WriteParquet(ctx, ready.(schemas.BranchReady).Branch, path, harness.GoodBillingRows))
+	write := schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact", Paths: []string{path},
+		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
+	wrong := (landed.Partition + 1) % e.cfg.Kafka.Partitions
+	_, err = op.Send(ctx, e.cfg.Kafka.InputTopic, write, wrong)
+	must(t, err)
+	e.awaitMetric(t, ctx, "lakewap_consumer_dead_letters_total", map[string]string{"reason": "wrong_partition"}, 1)
+	if runs := e.d.runner.Runs(); len(runs) != 1 {
+		t.Errorf("%d runs held, want the batch's one: %+v", len(runs), runs)
+	}
+	_, err = op.Send(ctx, e.cfg.Kafka.InputTopic, write, -1)
+	must(t, err)
+	if ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil ||
+		ev.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("batch ended with %+v (%v)", ev, err)
 	}
 }
