@@ -60,10 +60,11 @@ const (
 type Runner interface {
 	Assigned(ctx context.Context, partition int) error
 	Revoked(partition int)
-	// Handle applies a valid input event. nil means its effect is durable;
+	// Handle applies a valid input event, which came with the W3C trace
+	// context trace (zero without one). nil means its effect is durable;
 	// a Refused error means it was not applied and is dead-lettered; any
 	// other error is retried.
-	Handle(ctx context.Context, partition int, ev schemas.Event) error
+	Handle(ctx context.Context, partition int, ev schemas.Event, trace schemas.TraceContext) error
 	// Invalid ends the run of the configured batch that ev names (reason
 	// invalid), before ev is dead-lettered for problem.
 	Invalid(ctx context.Context, partition int, ev schemas.Event, problem error) error
@@ -159,7 +160,7 @@ func (s *stage) Handle(ctx context.Context, msg kafka.Message) error {
 		}
 		return s.poison(ev.EventType(), problem, schemas.ReasonInvalid)
 	}
-	if err := s.Runner.Handle(ctx, msg.Partition, ev); err != nil {
+	if err := s.Runner.Handle(ctx, msg.Partition, ev, traceContext(msg.Headers)); err != nil {
 		return s.refused(ev, err)
 	}
 	return nil
@@ -232,6 +233,22 @@ func clip(s string, n int) string {
 		return s[:n] + "..."
 	}
 	return s
+}
+
+// traceContext is the W3C trace context in a message's headers: the last
+// traceparent and tracestate, as a Kafka header may repeat; an invalid one
+// is no trace (the batch is handled all the same).
+func traceContext(headers []kafka.Header) schemas.TraceContext {
+	var parent, state string
+	for _, h := range headers {
+		switch strings.ToLower(h.Key) {
+		case schemas.HeaderTraceParent:
+			parent = string(h.Value)
+		case schemas.HeaderTraceState:
+			state = string(h.Value)
+		}
+	}
+	return schemas.ParseTraceContext(parent, state)
 }
 
 // namesRun reports whether an invalid event still names a batch whose run

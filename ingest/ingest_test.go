@@ -18,6 +18,7 @@ import (
 type runner struct {
 	mu       sync.Mutex
 	handled  []schemas.Event
+	traces   []schemas.TraceContext
 	invalid  []string // batch ids
 	handle   error
 	invalidE error
@@ -25,10 +26,11 @@ type runner struct {
 
 func (r *runner) Assigned(context.Context, int) error { return nil }
 func (r *runner) Revoked(int)                         {}
-func (r *runner) Handle(_ context.Context, _ int, ev schemas.Event) error {
+func (r *runner) Handle(_ context.Context, _ int, ev schemas.Event, trace schemas.TraceContext) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.handled = append(r.handled, ev)
+	r.traces = append(r.traces, trace)
 	return r.handle
 }
 func (r *runner) Invalid(_ context.Context, _ int, ev schemas.Event, problem error) error {
@@ -229,6 +231,43 @@ func TestRequestChannel(t *testing.T) {
 				if len(r.handled) != 1 || r.handled[0].(schemas.RevertRequested).RequestedBy != c.wantBy {
 					t.Errorf("applied %+v, want requested_by %s", r.handled, c.wantBy)
 				}
+			}
+		})
+	}
+}
+
+// The W3C trace context of a message reaches the runner with its event; an
+// invalid traceparent is no trace, and the event is handled all the same.
+func TestStagePassesTraceContext(t *testing.T) {
+	codec, err := schemas.NewCodec(schemas.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := codec.Encode(context.Background(), "wap.events", schemas.BatchLanded{BatchID: "b", Dataset: "billing", ExpectedWrites: []string{"x"}, Producer: "p", OccurredAt: time.Now().UTC()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	cases := []struct {
+		name    string
+		headers []kafka.Header
+		want    schemas.TraceContext
+	}{
+		{"none", nil, schemas.TraceContext{}},
+		{"traceparent and tracestate", []kafka.Header{{Key: "traceparent", Value: []byte(tp)}, {Key: "tracestate", Value: []byte("rojo=1")}},
+			schemas.TraceContext{Parent: tp, State: "rojo=1"}},
+		{"invalid traceparent", []kafka.Header{{Key: "traceparent", Value: []byte("00-zz-00f067aa0ba902b7-01")}, {Key: "tracestate", Value: []byte("rojo=1")}},
+			schemas.TraceContext{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := &runner{}
+			h := Wrap(Config{Codec: codec}, r)
+			if err := h.Handle(context.Background(), kafka.Message{Key: []byte("b"), Value: v, Headers: c.headers}); err != nil {
+				t.Fatal(err)
+			}
+			if len(r.traces) != 1 || r.traces[0] != c.want {
+				t.Errorf("runner got traces %+v, want %+v", r.traces, c.want)
 			}
 		})
 	}

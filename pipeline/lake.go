@@ -17,6 +17,10 @@ const (
 	MetaSealedBatchID = "wap.sealed_batch_id"
 	MetaDataset       = "wap.dataset"
 	MetaAudit         = "wap.audit"
+	// MetaTraceParent and MetaTraceState are the W3C trace context of the
+	// batch (its BatchLanded's), so a commit on the target leads to its trace.
+	MetaTraceParent = "wap.traceparent"
+	MetaTraceState  = "wap.tracestate"
 )
 
 // Commit metadata of the revert commit on the target, and of a publish an

@@ -58,6 +58,9 @@ type (
 		Spec   DatasetSpec
 		Branch string
 		Open   int
+		// Trace is the W3C trace context of the BatchLanded message: the run
+		// keeps it for its result events and merge commit.
+		Trace schemas.TraceContext
 	}
 	// WriteDone is a validated WriteComplete.
 	WriteDone struct{ Event schemas.WriteComplete }
@@ -470,6 +473,7 @@ func (m Machine) landed(n Run, in Landed, now time.Time) (Run, bool, *Outgoing) 
 	ev := in.Event
 	n.BatchID, n.Dataset = ev.BatchID, ev.Dataset
 	n.LandedAt, n.BatchTime = now, ev.OccurredAt
+	n.Trace = in.Trace
 	if m.p.MaxOpenRuns > 0 && in.Open >= m.p.MaxOpenRuns {
 		n.Writes = nil
 		n.KeepBranch = true // there is no branch

@@ -120,7 +120,7 @@ func (n notifier) Notify(ctx context.Context, pn pipeline.Notification) (map[str
 	return n.d.Notify(ctx, notify.Notification{
 		Event: pn.Event, State: string(pn.State), Dataset: pn.Run.Dataset, BatchID: pn.Run.BatchID,
 		Repository: pn.Run.Repository, Branch: pn.Run.Branch, LandedAt: pn.Run.LandedAt, Receipts: pn.Receipts,
-		RequestID: pn.RequestID, ResultOnly: pn.ResultOnly,
+		RequestID: pn.RequestID, ResultOnly: pn.ResultOnly, Trace: pn.Run.Trace,
 	})
 }
 

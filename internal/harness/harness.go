@@ -107,12 +107,20 @@ func (e *Env) Close() {
 
 // Produce sends an input event as upstream would: key = batch id.
 func (e *Env) Produce(ctx context.Context, ev schemas.Event) error {
+	return e.ProduceWithHeaders(ctx, ev, nil)
+}
+
+// ProduceWithHeaders is Produce with more headers (a traceparent, say).
+func (e *Env) ProduceWithHeaders(ctx context.Context, ev schemas.Event, extra map[string]string) error {
 	v, err := e.Codec.Encode(ctx, e.Cfg.Kafka.InputTopic, ev)
 	if err != nil {
 		return err
 	}
 	var hs []kafka.Header
 	for k, val := range schemas.Headers(ev) {
+		hs = append(hs, kafka.Header{Key: k, Value: []byte(val)})
+	}
+	for k, val := range extra {
 		hs = append(hs, kafka.Header{Key: k, Value: []byte(val)})
 	}
 	return e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte(ev.Batch()), Value: v, Headers: hs})

@@ -230,6 +230,7 @@ func (p page) view(r pipeline.Run, now time.Time) RunView {
 		SealedCommit: p.ui(r.Repository, "/commits/"+url.PathEscape(r.SealedCommit), r.SealedCommit),
 		Commit:       p.ui(r.Repository, "/commits/"+url.PathEscape(r.CommitID), r.CommitID)}
 	v.Commands = commands(r)
+	v.TraceID = r.Trace.TraceID()
 	return v
 }
 

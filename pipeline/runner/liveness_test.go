@@ -51,7 +51,7 @@ func (c *inputCounter) get(k string) int {
 
 func (f *runnerFixture) handle(t *testing.T, ev schemas.Event) error {
 	t.Helper()
-	return f.r.Handle(context.Background(), 0, ev)
+	return f.r.Handle(context.Background(), 0, ev, schemas.TraceContext{})
 }
 
 func (f *runnerFixture) run(dataset, batch string) (Run, bool) {
@@ -342,7 +342,7 @@ func TestRunnerWaitsForLaggingPartition(t *testing.T) {
 	deadline := now.Add(300 * time.Millisecond)
 	ctx := context.Background()
 	if err := f.r.Handle(ctx, 0, schemas.BatchLanded{BatchID: "lagged", Dataset: "billing", ExpectedWrites: []string{"fact"},
-		WriteDeadline: &deadline, OccurredAt: now}); err != nil {
+		WriteDeadline: &deadline, OccurredAt: now}, schemas.TraceContext{}); err != nil {
 		t.Fatal(err)
 	}
 	f.await(t, "lagged", schemas.TypeBranchReady)
@@ -357,7 +357,7 @@ func TestRunnerWaitsForLaggingPartition(t *testing.T) {
 		t.Error("the runner did not ask whether input from before the run's deadline may be unread")
 	}
 	if err := f.r.Handle(ctx, 0, schemas.WriteComplete{BatchID: "lagged", Dataset: "billing", Write: "fact",
-		OccurredAt: deadline.Add(-100 * time.Millisecond)}); err != nil {
+		OccurredAt: deadline.Add(-100 * time.Millisecond)}, schemas.TraceContext{}); err != nil {
 		t.Fatal(err)
 	}
 	f.await(t, "lagged", schemas.TypeBatchPublished)
@@ -366,7 +366,7 @@ func TestRunnerWaitsForLaggingPartition(t *testing.T) {
 	behind.Store(0, false)
 	d2 := time.Now().UTC().Truncate(time.Millisecond).Add(100 * time.Millisecond)
 	if err := f.r.Handle(ctx, 0, schemas.BatchLanded{BatchID: "on-time", Dataset: "billing", ExpectedWrites: []string{"fact"},
-		WriteDeadline: &d2, OccurredAt: now}); err != nil {
+		WriteDeadline: &d2, OccurredAt: now}, schemas.TraceContext{}); err != nil {
 		t.Fatal(err)
 	}
 	f.await(t, "on-time", schemas.TypeBatchAborted)

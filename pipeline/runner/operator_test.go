@@ -99,7 +99,7 @@ func TestOperatorRequestsThroughRunner(t *testing.T) {
 	}()
 	handle := func(ev schemas.Event) {
 		t.Helper()
-		if err := f.r.Handle(context.Background(), 0, ev); err != nil {
+		if err := f.r.Handle(context.Background(), 0, ev, schemas.TraceContext{}); err != nil {
 			t.Fatalf("handle %T: %v", ev, err)
 		}
 	}
@@ -190,7 +190,7 @@ func TestRevertFoundAfterACrash(t *testing.T) {
 	f.lake.mu.Unlock()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	if err := f.r.Handle(context.Background(), 0, schemas.RevertRequested{RequestID: "q1", BatchID: "b1", Dataset: "billing",
-		Reason: "second try", RequestedBy: "bob", OccurredAt: now}); err != nil {
+		Reason: "second try", RequestedBy: "bob", OccurredAt: now}, schemas.TraceContext{}); err != nil {
 		t.Fatal(err)
 	}
 	rv, ok := f.awaitAnswer(t, "b1", "q1").(schemas.BatchReverted)

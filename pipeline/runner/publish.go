@@ -304,6 +304,12 @@ func publishMeta(run pipeline.Run) map[string]string {
 	if run.Retries > 0 {
 		m[pipeline.MetaRetriedBy] = run.RetriedBy
 	}
+	if !run.Trace.IsZero() {
+		m[pipeline.MetaTraceParent] = run.Trace.Parent
+		if run.Trace.State != "" {
+			m[pipeline.MetaTraceState] = run.Trace.State
+		}
+	}
 	return m
 }
 

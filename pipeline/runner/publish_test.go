@@ -157,7 +157,7 @@ func (f *queueFixture) landIn(t *testing.T, part int, ds, batch string) {
 		schemas.BatchLanded{BatchID: batch, Dataset: ds, ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now},
 		schemas.WriteComplete{BatchID: batch, Dataset: ds, Write: "fact", OccurredAt: now},
 	} {
-		if err := f.r.Handle(context.Background(), part, ev); err != nil {
+		if err := f.r.Handle(context.Background(), part, ev, schemas.TraceContext{}); err != nil {
 			t.Fatalf("handle %T: %v", ev, err)
 		}
 	}

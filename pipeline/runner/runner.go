@@ -296,12 +296,12 @@ func (r *Runner) tick(p *partition, key string) pipeline.Tick {
 // state is durable, so its offset may be committed. A *Refusal means the
 // event was not applied and belongs in the dead-letter topic; any other
 // error means retry.
-func (r *Runner) Handle(ctx context.Context, id int, ev schemas.Event) error {
+func (r *Runner) Handle(ctx context.Context, id int, ev schemas.Event, trace schemas.TraceContext) error {
 	p := r.partition(id)
 	if p == nil {
 		return fmt.Errorf("partition %d is not assigned to this instance", id)
 	}
-	in, ref := r.input(ev)
+	in, ref := r.input(ev, trace)
 	if ref != nil {
 		return ref
 	}
@@ -367,14 +367,14 @@ const UnknownDataset = "unknown"
 // input maps a valid input event to a machine input. An event that is not
 // an input, or of a dataset that is not configured, is refused: the
 // ingest stage lets neither through.
-func (r *Runner) input(ev schemas.Event) (pipeline.Input, *pipeline.Refusal) {
+func (r *Runner) input(ev schemas.Event, trace schemas.TraceContext) (pipeline.Input, *pipeline.Refusal) {
 	spec, ok := r.cfg.Datasets(ev.DatasetName())
 	if !ok {
 		return nil, &pipeline.Refusal{Reason: schemas.ReasonInvalid, Detail: fmt.Sprintf("dataset %q is not configured", ev.DatasetName())}
 	}
 	switch e := ev.(type) {
 	case schemas.BatchLanded:
-		return pipeline.Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID), Open: int(r.open.Load())}, nil
+		return pipeline.Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID), Open: int(r.open.Load()), Trace: trace}, nil
 	case schemas.WriteComplete:
 		return pipeline.WriteDone{Event: e}, nil
 	case schemas.BatchCancelled:

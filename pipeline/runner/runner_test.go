@@ -255,7 +255,7 @@ func (f *runnerFixture) land(t *testing.T, batch string) {
 		schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now},
 		schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "fact", OccurredAt: now},
 	} {
-		if err := f.r.Handle(context.Background(), 0, ev); err != nil {
+		if err := f.r.Handle(context.Background(), 0, ev, schemas.TraceContext{}); err != nil {
 			t.Fatalf("handle %T: %v", ev, err)
 		}
 	}
@@ -373,7 +373,7 @@ func TestHandlePersistsBeforeReturning(t *testing.T) {
 	f := newRunnerFixture(t)
 	now := time.Now().UTC()
 	ev := schemas.BatchLanded{BatchID: "p1", Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now}
-	if err := f.r.Handle(context.Background(), 0, ev); err != nil {
+	if err := f.r.Handle(context.Background(), 0, ev, schemas.TraceContext{}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := f.store.Load(context.Background(), 0)
@@ -387,7 +387,7 @@ func TestHandlePersistsBeforeReturning(t *testing.T) {
 	f.store.fail = errors.New("broker down")
 	f.store.mu.Unlock()
 	ev2 := schemas.BatchLanded{BatchID: "p2", Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: now}
-	if err := f.r.Handle(context.Background(), 0, ev2); err == nil {
+	if err := f.r.Handle(context.Background(), 0, ev2, schemas.TraceContext{}); err == nil {
 		t.Fatal("Handle succeeded while the store fails")
 	}
 	for _, r := range f.r.Runs() {
@@ -406,7 +406,7 @@ func TestHandlePersistsBeforeReturning(t *testing.T) {
 func TestDuplicateEventWritesNothing(t *testing.T) {
 	f := newRunnerFixture(t)
 	ev := schemas.BatchLanded{BatchID: "dup-1", Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: time.Now().UTC()}
-	if err := f.r.Handle(context.Background(), 0, ev); err != nil {
+	if err := f.r.Handle(context.Background(), 0, ev, schemas.TraceContext{}); err != nil {
 		t.Fatal(err)
 	}
 	f.await(t, "dup-1", schemas.TypeBranchReady)
@@ -422,7 +422,7 @@ func TestDuplicateEventWritesNothing(t *testing.T) {
 	f.store.mu.Lock()
 	puts := f.store.puts
 	f.store.mu.Unlock()
-	if err := f.r.Handle(context.Background(), 0, ev); err != nil {
+	if err := f.r.Handle(context.Background(), 0, ev, schemas.TraceContext{}); err != nil {
 		t.Fatal(err)
 	}
 	f.store.mu.Lock()
@@ -439,7 +439,7 @@ func TestDuplicateEventWritesNothing(t *testing.T) {
 func TestInvalidAndUnknownDatasetEvents(t *testing.T) {
 	f := newRunnerFixture(t)
 	ev := schemas.BatchLanded{BatchID: "inv-1", Dataset: "no-such-dataset", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: time.Now().UTC()}
-	if err := f.r.Handle(context.Background(), 0, ev); !errors.As(err, new(*Refusal)) {
+	if err := f.r.Handle(context.Background(), 0, ev, schemas.TraceContext{}); !errors.As(err, new(*Refusal)) {
 		t.Fatalf("unknown dataset: %v, want a Refusal", err)
 	}
 	if err := f.r.Invalid(context.Background(), 0, ev, errors.New("bad")); !errors.As(err, new(*Refusal)) {

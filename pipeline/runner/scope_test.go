@@ -96,3 +96,20 @@ func TestAttributesInPublishMeta(t *testing.T) {
 		}
 	}
 }
+
+// A batch's trace context is in its merge commit's metadata; an attribute
+// cannot forge it (wap. keys are lakewap's).
+func TestTraceContextInPublishMeta(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	run := Run{BatchID: "b1", Dataset: "billing", SealedCommit: "s1", Trace: schemas.TraceContext{Parent: tp, State: "rojo=1"},
+		Attributes: map[string]string{"wap.traceparent": "forged", "wap.tracestate": "forged"}}
+	m := publishMeta(run)
+	if m[MetaTraceParent] != tp || m[MetaTraceState] != "rojo=1" {
+		t.Errorf("meta = %v, want the run's trace context", m)
+	}
+	run.Trace = schemas.TraceContext{}
+	m = publishMeta(run)
+	if _, ok := m[MetaTraceParent]; ok {
+		t.Errorf("meta of a run without a trace = %v", m)
+	}
+}
