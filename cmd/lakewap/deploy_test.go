@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -33,13 +34,20 @@ type composeService struct {
 	} `yaml:"depends_on"`
 }
 
-// loadCompose reads docker-compose.yml with its ${VAR:-default}s resolved
-// to their defaults, as `docker compose` does without a .env file.
+// composeSecrets are the variables docker-compose.yml requires (no
+// default), with the values a .env file would give them.
+var composeSecrets = map[string]string{"LAKEFS_ACCESS_KEY_ID": "AKIAEXAMPLE", "LAKEFS_SECRET_ACCESS_KEY": "lakefs-secret",
+	"LAKEFS_AUTH_ENCRYPT_SECRET_KEY": "encrypt-secret", "LAKEFS_DB_PASSWORD": "db-secret", "MINIO_ROOT_USER": "minio-user",
+	"MINIO_ROOT_PASSWORD": "minio-secret", "LAKEWAP_WEBHOOK_TOKEN": "hook-secret"}
+
+// loadCompose reads docker-compose.yml as `docker compose` does with a .env
+// file that sets the required secrets: the other ${VAR:-default}s resolve
+// to their defaults.
 func loadCompose(t *testing.T) composeFile {
 	t.Helper()
 	src, err := os.ReadFile("../../docker-compose.yml")
 	must(t, err)
-	src, err = config.Expand(src, func(string) (string, bool) { return "", false })
+	src, err = composeExpand(src, composeSecrets)
 	if err != nil {
 		t.Fatalf("docker-compose.yml: every variable needs a default: %v", err)
 	}
@@ -166,7 +174,7 @@ func TestComposeStackIsWiredTogether(t *testing.T) {
 		}
 	}
 	_, hport, _ := net.SplitHostPort(cfg.HTTP.Listen)
-	if !slices.Contains(lw.Ports, hport+":"+hport) {
+	if !slices.Contains(lw.Ports, "127.0.0.1:"+hport+":"+hport) {
 		t.Errorf("lakewap publishes %v, its metrics listen on %s", lw.Ports, cfg.HTTP.Listen)
 	}
 	for _, d := range []string{cfg.Audit.WorkDir, cfg.Audit.CacheDir} {
@@ -225,4 +233,53 @@ func TestDockerfileBuildsWithCgoAndRunsAsNonRoot(t *testing.T) {
 	if goVer == nil || want == nil || goVer[1] != string(want[1]) {
 		t.Errorf("Dockerfile GO_VERSION %v, go.mod says go %s", goVer, want[1])
 	}
+}
+
+// docker-compose.yml is closed by default: every secret must come from the
+// user (no default compose would fall back to), and every published port
+// listens on 127.0.0.1 unless HOST_BIND_ADDRESS says otherwise.
+func TestComposeIsClosedByDefault(t *testing.T) {
+	src, err := os.ReadFile("../../docker-compose.yml")
+	must(t, err)
+	secret := regexp.MustCompile(`(KEY|SECRET|PASSWORD|TOKEN|USER)`)
+	for _, ref := range regexp.MustCompile(`\$\{([A-Z0-9_]+)([^}]*)\}`).FindAllStringSubmatch(string(src), -1) {
+		if secret.MatchString(ref[1]) && !strings.HasPrefix(ref[2], ":?") {
+			t.Errorf("%s: a secret with a default (want ${%s:?...})", ref[0], ref[1])
+		}
+	}
+	c := loadCompose(t)
+	for name, svc := range c.Services {
+		for _, p := range svc.Ports {
+			if !strings.HasPrefix(p, "127.0.0.1:") {
+				t.Errorf("service %s publishes %s on every interface", name, p)
+			}
+		}
+	}
+	// Without the secrets, compose stops.
+	if _, err := composeExpand(src, nil); err == nil {
+		t.Errorf("docker-compose.yml expands without any secret set")
+	}
+}
+
+var composeRef = regexp.MustCompile(`\$\{([A-Z0-9_]+)(?:(:-|:\?)([^}]*))?\}`)
+
+// composeExpand resolves ${VAR}, ${VAR:-default} and ${VAR:?error} as
+// docker compose does, with env as the .env file.
+func composeExpand(src []byte, env map[string]string) ([]byte, error) {
+	var missing []string
+	out := composeRef.ReplaceAllStringFunc(string(src), func(m string) string {
+		g := composeRef.FindStringSubmatch(m)
+		if v, ok := env[g[1]]; ok && v != "" {
+			return v
+		}
+		if g[2] == ":-" {
+			return g[3]
+		}
+		missing = append(missing, g[1])
+		return m
+	})
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("not set: %s", strings.Join(missing, ", "))
+	}
+	return []byte(out), nil
 }
