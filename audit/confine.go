@@ -18,15 +18,95 @@ var ErrNotConfined = errors.New("not a single read-only query over the audit's t
 // make rows up and read nothing.
 var confinedFunctions = map[string]bool{"range": true, "generate_series": true, "unnest": true}
 
+// scalarFunctions are the functions (scalar, aggregate and window, and the
+// operators DuckDB's parser writes as functions) a custom query or a where
+// condition may call: functions of the values in its rows. Anything else —
+// functions that read settings, variables, the catalog, the environment or
+// files (current_setting, getvariable, duckdb_*, read_text) or that a later
+// DuckDB adds — is refused by name.
+var scalarFunctions = setOf(
+	// operators
+	"+", "-", "*", "/", "//", "%", "**", "^", "||", "&", "|", "<<", ">>", "~", "!", "@",
+	"~~", "!~~", "~~*", "!~~*", "~~~", "!~~~", "^@", "->", "->>", "@>", "<@", "&&",
+	// conditionals and comparison
+	"coalesce", "ifnull", "nullif", "greatest", "least", "if", "iff", "isnan", "isinf", "isfinite", "typeof",
+	// numbers
+	"abs", "round", "floor", "ceil", "ceiling", "trunc", "sign", "sqrt", "cbrt", "power", "pow", "exp", "ln", "log",
+	"log10", "log2", "mod", "even", "gcd", "lcm", "factorial", "pi", "degrees", "radians", "sin", "cos", "tan",
+	"asin", "acos", "atan", "atan2", "round_even", "bit_count", "xor", "add", "subtract", "multiply", "divide",
+	// text
+	"lower", "upper", "lcase", "ucase", "length", "len", "strlen", "char_length", "character_length",
+	"octet_length", "bit_length", "substr", "substring", "substring_grapheme", "trim", "ltrim", "rtrim",
+	"replace", "concat", "concat_ws", "starts_with", "ends_with", "suffix", "prefix", "contains", "strpos",
+	"instr", "position", "left", "right", "left_grapheme", "right_grapheme", "lpad", "rpad", "reverse",
+	"repeat", "split_part", "string_split", "str_split", "string_to_array", "regexp_matches",
+	"regexp_full_match", "regexp_replace", "regexp_extract", "regexp_extract_all", "regexp_split_to_array",
+	"like_escape", "ilike_escape", "not_like_escape", "md5", "sha1", "sha256", "hash", "format", "printf",
+	"ascii", "chr", "unicode", "ord", "translate", "initcap", "strip_accents", "nfc_normalize", "levenshtein",
+	"damerau_levenshtein", "hamming", "jaccard", "jaro_similarity", "jaro_winkler_similarity", "mismatches",
+	"editdist3", "to_base64", "from_base64", "base64", "hex", "unhex", "bin", "unbin", "encode", "decode",
+	"string_agg", "group_concat", "listagg", "array_to_string", "list_to_string", "formatReadableSize",
+	"format_bytes", "parse_path", "parse_filename", "parse_dirname", "parse_dirpath",
+	// dates and times
+	"date_trunc", "datetrunc", "date_part", "datepart", "extract", "date_diff", "datediff", "date_sub",
+	"datesub", "date_add", "age", "now", "current_date", "current_timestamp", "current_time",
+	"get_current_timestamp", "get_current_time", "today", "transaction_timestamp", "epoch", "epoch_ms",
+	"epoch_us", "epoch_ns", "make_date", "make_time", "make_timestamp", "make_timestamptz", "strftime",
+	"strptime", "try_strptime", "to_timestamp", "to_days", "to_hours", "to_minutes", "to_seconds",
+	"to_milliseconds", "to_microseconds", "to_weeks", "to_months", "to_years", "to_centuries", "to_decades",
+	"to_millennia", "year", "month", "day", "hour", "minute", "second", "millisecond", "microsecond",
+	"nanosecond", "week", "weekday", "weekofyear", "dayofweek", "dayofmonth", "dayofyear", "isodow",
+	"isoyear", "yearweek", "quarter", "decade", "century", "millennium", "era", "dayname", "monthname",
+	"last_day", "time_bucket", "timezone", "timezone_hour", "timezone_minute", "julian", "epoch_second",
+	// lists, structs, maps, JSON
+	"list_value", "list_pack", "struct_pack", "row", "map", "map_from_entries", "struct_extract",
+	"struct_extract_at", "list_extract", "list_element", "array_extract", "element_at", "map_extract",
+	"map_extract_value", "map_keys", "map_values", "map_contains", "cardinality", "list_contains",
+	"array_contains", "list_has", "array_has", "list_position", "array_position", "list_has_any",
+	"list_has_all", "array_length", "list_sort", "array_sort", "list_distinct", "array_distinct",
+	"list_unique", "array_unique", "list_slice", "array_slice", "list_concat", "array_concat", "list_cat",
+	"array_cat", "list_append", "array_append", "list_prepend", "array_prepend", "flatten", "list_transform",
+	"array_transform", "list_apply", "apply", "list_filter", "array_filter", "filter", "list_reduce",
+	"array_reduce", "reduce", "list_aggregate", "array_aggregate", "list_aggr", "list_min", "list_max",
+	"list_sum", "list_avg", "list_count", "list_reverse", "array_reverse", "generate_subscripts",
+	"struct_insert", "json_extract", "json_extract_string", "json_extract_path", "json_extract_path_text",
+	"json_value", "json_exists", "json_type", "json_valid", "json_array_length", "json_keys", "json_contains",
+	"json_structure", "json", "to_json", "json_object", "json_array", "json_quote", "array_to_json",
+	"row_to_json", "from_json", "json_transform",
+	// aggregates
+	"count", "count_star", "sum", "avg", "mean", "min", "max", "median", "mode", "quantile", "quantile_cont",
+	"quantile_disc", "approx_quantile", "approx_count_distinct", "stddev", "stddev_pop", "stddev_samp",
+	"var_pop", "var_samp", "variance", "corr", "covar_pop", "covar_samp", "regr_slope", "regr_intercept",
+	"regr_r2", "regr_count", "regr_avgx", "regr_avgy", "entropy", "kurtosis", "skewness", "mad",
+	"bool_and", "bool_or", "every", "any_value", "first", "last", "arbitrary", "arg_min", "arg_max", "argmin",
+	"argmax", "min_by", "max_by", "list", "array_agg", "histogram", "product", "fsum", "sumkahan", "kahan_sum",
+	"favg", "count_if", "countif", "bit_and", "bit_or", "bit_xor", "bitstring_agg", "string_agg", "sem",
+	// window functions
+	"row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lag", "lead", "first_value",
+	"last_value", "nth_value", "rank_dense",
+)
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[strings.ToLower(n)] = true
+	}
+	return m
+}
+
 // confine asks DuckDB's own parser (json_serialize_sql, which serializes
 // SELECT statements only) whether query is exactly one SELECT, and walks
 // the parse tree: every table it names must be one of the run's views (in
-// its own catalog, schema main, batch or base) or a CTE of the query, and
-// the only table functions allowed are confinedFunctions. That rules out a
-// second statement (the driver runs every statement of a query string),
-// DDL that replaces what later checks read, COPY or ATTACH, reading files
-// (read_parquet(...), 'file.csv' replacement scans), and reaching another
-// run's catalog in the shared database. Nothing is executed.
+// its own catalog, schema main, batch or base) or a CTE of the query that
+// is in scope where it is named (a CTE's own body and the CTEs before it
+// do not see it: there the name is DuckDB's to resolve, as a table, a file
+// or a system view); the only table functions allowed are
+// confinedFunctions, and other functions come from scalarFunctions. That
+// rules out a second statement (the driver runs every statement of a query
+// string), DDL that replaces what later checks read, COPY or ATTACH,
+// reading files (read_parquet(...), 'file.csv' replacement scans), the
+// system catalog, and reaching another run's catalog in the shared
+// database. Nothing is executed.
 func (r *run) confine(ctx context.Context, query string) error {
 	var js string
 	if err := r.conn.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", query).Scan(&js); err != nil {
@@ -53,64 +133,103 @@ func (r *run) confine(ctx context.Context, query string) error {
 	if err := json.Unmarshal(parsed.Statements[0], &tree); err != nil {
 		return fmt.Errorf("parse: %w", err)
 	}
-	ctes := map[string]bool{}
-	walkJSON(tree, func(v map[string]any) error {
-		m, _ := v["cte_map"].(map[string]any)
-		entries, _ := m["map"].([]any)
-		for _, e := range entries {
-			em, _ := e.(map[string]any)
-			if k, ok := em["key"].(string); ok {
-				ctes[strings.ToLower(k)] = true
-			}
-		}
-		return nil
-	})
-	return walkJSON(tree, func(v map[string]any) error {
-		switch v["type"] {
-		case "BASE_TABLE":
-			return r.allowedTable(v, ctes)
-		case "TABLE_FUNCTION":
-			f, _ := v["function"].(map[string]any)
-			name, _ := f["function_name"].(string)
-			schema, _ := f["schema"].(string)
-			catalog, _ := f["catalog"].(string)
-			if !confinedFunctions[strings.ToLower(name)] || schema != "" || catalog != "" {
-				return fmt.Errorf("%w: table function %s is not allowed (allowed: range, generate_series, unnest)", ErrNotConfined, name)
-			}
-		}
-		return nil
-	})
+	return r.walk(tree, nil)
 }
 
-// walkJSON calls visit on every object of a decoded JSON tree, parents
-// first, and stops at the first error.
-func walkJSON(n any, visit func(map[string]any) error) error {
-	var children []any
+// walk checks every node of a parse tree, with the CTE names in scope.
+func (r *run) walk(n any, scope []string) error {
 	switch v := n.(type) {
+	case []any:
+		for _, c := range v {
+			if err := r.walk(c, scope); err != nil {
+				return err
+			}
+		}
 	case map[string]any:
-		if err := visit(v); err != nil {
+		if err := r.visit(v, scope); err != nil {
 			return err
 		}
-		children = slices.Collect(maps.Values(v))
-	case []any:
-		children = v
-	}
-	for _, c := range children {
-		if err := walkJSON(c, visit); err != nil {
-			return err
+		inner := scope
+		if m, ok := v["cte_map"].(map[string]any); ok {
+			entries, _ := m["map"].([]any)
+			for _, e := range entries {
+				em, _ := e.(map[string]any)
+				name, _ := em["key"].(string)
+				// A CTE's body sees the CTEs before it, and itself only when
+				// it is recursive.
+				body := inner
+				if recursive(em["value"]) {
+					body = append(slices.Clip(inner), name)
+				}
+				if err := r.walk(em["value"], body); err != nil {
+					return err
+				}
+				inner = append(slices.Clip(inner), name)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			if k == "cte_map" {
+				continue
+			}
+			if err := r.walk(v[k], inner); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// allowedTable accepts a table reference to a CTE, or to one of the run's
-// views, unqualified or qualified by the run's own catalog and a schema.
-func (r *run) allowedTable(ref map[string]any, ctes map[string]bool) error {
+// recursive says whether a CTE map entry's value is a recursive CTE.
+func recursive(value any) bool {
+	v, _ := value.(map[string]any)
+	q, _ := v["query"].(map[string]any)
+	node, _ := q["node"].(map[string]any)
+	return node["type"] == "RECURSIVE_CTE_NODE"
+}
+
+// visit checks one node of the tree.
+func (r *run) visit(v map[string]any, scope []string) error {
+	if class, ok := v["class"].(string); ok {
+		// An expression.
+		if class != "FUNCTION" && class != "WINDOW" {
+			return nil
+		}
+		name, _ := v["function_name"].(string)
+		schema, _ := v["schema"].(string)
+		catalog, _ := v["catalog"].(string)
+		// range, generate_series and unnest are also scalar (list) functions,
+		// and a table function's call is itself a function node.
+		if !scalarFunctions[strings.ToLower(name)] && !confinedFunctions[strings.ToLower(name)] || catalog != "" || (schema != "" && schema != "main") {
+			return fmt.Errorf("%w: function %s is not allowed (only functions of the rows' values)", ErrNotConfined, name)
+		}
+		return nil
+	}
+	switch v["type"] {
+	case "BASE_TABLE":
+		return r.allowedTable(v, scope)
+	case "TABLE_FUNCTION":
+		f, _ := v["function"].(map[string]any)
+		name, _ := f["function_name"].(string)
+		schema, _ := f["schema"].(string)
+		catalog, _ := f["catalog"].(string)
+		if !confinedFunctions[strings.ToLower(name)] || schema != "" || catalog != "" {
+			return fmt.Errorf("%w: table function %s is not allowed (allowed: range, generate_series, unnest)", ErrNotConfined, name)
+		}
+	case "SHOW_REF", "COLUMN_DATA", "DELIM_GET", "BOUND_TABLE_REF":
+		return fmt.Errorf("%w: %s is not allowed", ErrNotConfined, strings.ToLower(v["type"].(string)))
+	}
+	return nil
+}
+
+// allowedTable accepts a table reference to a CTE in scope, or to one of
+// the run's views, unqualified or qualified by the run's own catalog and a
+// schema.
+func (r *run) allowedTable(ref map[string]any, scope []string) error {
 	catalog, _ := ref["catalog_name"].(string)
 	schema, _ := ref["schema_name"].(string)
 	table, _ := ref["table_name"].(string)
 	name := strings.Join(slices.DeleteFunc([]string{catalog, schema, table}, func(s string) bool { return s == "" }), ".")
-	if catalog == "" && schema == "" && ctes[strings.ToLower(table)] {
+	if catalog == "" && schema == "" && slices.ContainsFunc(scope, func(c string) bool { return strings.EqualFold(c, table) }) {
 		return nil
 	}
 	if catalog != "" && !strings.EqualFold(catalog, r.catalog) {

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -44,9 +45,19 @@ func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
 	if err := r.confine(ctx, q); err != nil { // what runs is one query too
 		return r.errored(c, err, 0)
 	}
-	rows, err := r.conn.QueryContext(ctx, q)
+	// A time bound of its own: a query that runs for ever (a cross join of
+	// generate_series) must not hold the audit until the step's deadline.
+	qctx, cancel := context.WithTimeout(ctx, r.e.opts.QueryTimeout)
+	defer cancel()
+	overTime := func(err error) error {
+		if ctx.Err() == nil && errors.Is(qctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("the query ran longer than its time bound of %s (audit.query_timeout)", r.e.opts.QueryTimeout)
+		}
+		return err
+	}
+	rows, err := r.conn.QueryContext(qctx, q)
 	if err != nil {
-		return r.errored(c, err, 0)
+		return r.errored(c, overTime(err), 0)
 	}
 	defer rows.Close()
 	var (
@@ -56,12 +67,12 @@ func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
 	for rows.Next() {
 		var s sql.NullString
 		if err := rows.Scan(&s, &n); err != nil {
-			return r.errored(c, err, 0)
+			return r.errored(c, overTime(err), 0)
 		}
 		samples = append(samples, s.String)
 	}
 	if err := rows.Err(); err != nil {
-		return r.errored(c, err, 0)
+		return r.errored(c, overTime(err), 0)
 	}
 	res := r.judged(c, n > 0, fmt.Sprintf("%d rows returned", n), "0 rows")
 	res.SampleRows = samples
