@@ -183,6 +183,22 @@ type Audit struct {
 	// CacheMaxMB bounds cache_dir; least recently used files go first.
 	// 0 keeps everything.
 	CacheMaxMB int64 `yaml:"cache_max_mb"`
+	// MaxFiles bounds the data files one audit downloads; over it, its
+	// checks error before anything is downloaded.
+	MaxFiles int `yaml:"max_files"`
+	// MaxBytes bounds the bytes of the data files one audit downloads; over
+	// it, its checks error before anything is downloaded.
+	MaxBytes int64 `yaml:"max_bytes"`
+	// MaxListObjects bounds the objects one listing of a table may return.
+	MaxListObjects int `yaml:"max_list_objects"`
+	// MaxLogFileBytes bounds one Delta log file (commit or checkpoint part),
+	// as listed and as its actions decode.
+	MaxLogFileBytes int64 `yaml:"max_log_file_bytes"`
+	// ClockSkew is how far after now a freshness column's newest value may
+	// be; a later one fails the check.
+	ClockSkew Duration `yaml:"clock_skew"`
+	// QueryTimeout bounds each custom query (sql and cross_table checks).
+	QueryTimeout Duration `yaml:"query_timeout"`
 }
 
 // Notify configures Slack, the console sink and routing.
@@ -442,6 +458,12 @@ func (c *Config) Defaults() {
 	c.HTTP.WebhookConcurrency = cmp.Or(c.HTTP.WebhookConcurrency, 2)
 	c.HTTP.WebhookAuditTimeout = cmp.Or(c.HTTP.WebhookAuditTimeout, Duration(DefaultWebhookAuditTimeout))
 	c.Audit.WorkDir = cmp.Or(c.Audit.WorkDir, filepath.Join(os.TempDir(), "lakewap-audit"))
+	c.Audit.MaxFiles = cmp.Or(c.Audit.MaxFiles, audit.DefaultMaxFiles)
+	c.Audit.MaxBytes = cmp.Or(c.Audit.MaxBytes, audit.DefaultMaxBytes)
+	c.Audit.MaxListObjects = cmp.Or(c.Audit.MaxListObjects, audit.DefaultMaxListObjects)
+	c.Audit.MaxLogFileBytes = cmp.Or(c.Audit.MaxLogFileBytes, audit.DefaultMaxLogFileBytes)
+	c.Audit.ClockSkew = cmp.Or(c.Audit.ClockSkew, Duration(audit.DefaultClockSkew))
+	c.Audit.QueryTimeout = cmp.Or(c.Audit.QueryTimeout, Duration(audit.DefaultQueryTimeout))
 	c.Log.Format = cmp.Or(c.Log.Format, "text")
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 	for name, d := range c.Datasets {
@@ -617,7 +639,9 @@ func (c *Config) AuditOptions(src audit.Source, log *slog.Logger) audit.Options 
 	a := c.Audit
 	return audit.Options{Source: src, WorkDir: a.WorkDir, CacheDir: a.CacheDir, CacheMaxBytes: a.CacheMaxMB << 20,
 		MemoryLimit: a.MemoryLimit, Threads: a.Threads, DownloadParallelism: a.DownloadParallelism,
-		SampleRows: a.SampleRows, MaxSampleValueBytes: a.MaxSampleValueBytes, MaxReportBytes: a.MaxReportBytes, Logger: log}
+		SampleRows: a.SampleRows, MaxSampleValueBytes: a.MaxSampleValueBytes, MaxReportBytes: a.MaxReportBytes, Logger: log,
+		MaxFiles: a.MaxFiles, MaxBytes: a.MaxBytes, MaxListObjects: a.MaxListObjects, MaxLogFileBytes: a.MaxLogFileBytes,
+		ClockSkew: a.ClockSkew.Std(), QueryTimeout: a.QueryTimeout.Std()}
 }
 
 // MaxRunAge is the longest a run can be in progress while its partition has
@@ -734,7 +758,10 @@ func (c *Config) Validate() error {
 		{"runner.shutdown_grace", int64(c.Runner.Grace)}, {"runner.terminal_retention", int64(c.Runner.TerminalRetention)},
 		{"runner.max_lag_wait", int64(c.Runner.MaxLagWait)}, {"runner.max_deadline_horizon", int64(c.Runner.MaxDeadlineHorizon)},
 		{"kafka.results_max_message_bytes", int64(c.Kafka.ResultsMaxMessageBytes)}, {"audit.cache_max_mb", c.Audit.CacheMaxMB},
-		{"audit.max_sample_value_bytes", int64(c.Audit.MaxSampleValueBytes)}, {"runner.max_in_flight", int64(c.Runner.MaxInFlight)}} {
+		{"audit.max_sample_value_bytes", int64(c.Audit.MaxSampleValueBytes)}, {"runner.max_in_flight", int64(c.Runner.MaxInFlight)},
+		{"audit.max_files", int64(c.Audit.MaxFiles)}, {"audit.max_bytes", c.Audit.MaxBytes},
+		{"audit.max_list_objects", int64(c.Audit.MaxListObjects)}, {"audit.max_log_file_bytes", c.Audit.MaxLogFileBytes},
+		{"audit.clock_skew", int64(c.Audit.ClockSkew)}, {"audit.query_timeout", int64(c.Audit.QueryTimeout)}} {
 		badIf(d.n < 0, d.field, "must not be negative")
 	}
 	badIf(!slices.Contains([]string{"json", "text"}, c.Log.Format), "log.format", "%q is not json or text", c.Log.Format)

@@ -66,6 +66,12 @@ var keyDocs = map[string]keyDoc{
 	"audit.max_sample_value_bytes": {def: "256", example: "512"},
 	"audit.max_report_bytes":       {desc: "Budget of one audit report; see docs/limits.md.", def: "32768", example: "65536"},
 	"audit.cache_max_mb":           {def: "0 (unbounded)", example: "10240"},
+	"audit.max_files":              {example: "20000"},
+	"audit.max_bytes":              {example: "107374182400"},
+	"audit.max_list_objects":       {example: "200000"},
+	"audit.max_log_file_bytes":     {example: "134217728"},
+	"audit.clock_skew":             {example: "1m"},
+	"audit.query_timeout":          {example: "30s"},
 
 	"notify.console":                {desc: "Print each outcome's message to standard output.", example: "true"},
 	"notify.slack":                  {desc: "Slack, by bot token (with channel) or incoming webhook.", def: "none", example: `{token: "${SLACK_BOT_TOKEN}", channel: C0123456}`},
