@@ -56,6 +56,12 @@ step "go test ./... [Kafka backend: kfake, in-process] (+ real lakeFS server + D
 status=0
 env -u LAKEWAP_TEST_KAFKA_BROKERS go test -count=1 -timeout 30m ./... "$@" || status=$?
 
+# The Helm chart (deploy/helm/lakewap): rendered with Helm's Go packages and
+# every manifest decoded strictly into the Kubernetes API types, in a module
+# of its own (tools/helmtest) so that Helm stays out of the product's go.mod.
+step "go test tools/helmtest [the Helm chart]"
+(cd tools/helmtest && go test -count=1 ./...) || status=$?
+
 # go test prints skips only with -v: say which tests skipped here and why
 # (testcontainers needs a Docker engine; the rest should not skip).
 if [[ -z "${DOCKER_HOST:-}" ]]; then
