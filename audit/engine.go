@@ -265,6 +265,10 @@ type Request struct {
 	BaseName string
 	// BatchTime is the reference for freshness; zero means now.
 	BatchTime time.Time
+	// Changes, when set, is what Ref changes against BaseRef as the caller
+	// already diffed it (the runner's audit step): the batch scope's files
+	// are taken from it. Nil: they are asked of Source.Changed per table.
+	Changes *Changes
 	// Own marks a pre-merge hook's audit of a merge lakewap itself makes
 	// (verified with lakeFS): Service.Run runs it with the capacity kept for
 	// lakewap's publishes. The engine ignores it.
@@ -276,6 +280,70 @@ type Request struct {
 	// merge-base with BaseRef) applied. It is the check, before a merge, of
 	// a batch whose target moved since its audit (Service.Recheck).
 	Onto bool
+}
+
+// Changes is what a ref changes against its base (lakeFS's three-dot
+// diff): the objects added or changed, removals left out.
+type Changes struct{ Objects []Object }
+
+// changed is what the batch adds or changes under prefix: from the request
+// when the caller diffed already, else from Source.Changed. With a cache
+// the files need their physical addresses, which a diff does not give:
+// they are listed once, under the deepest folder that holds every changed
+// file (the batch's own folder, usually), so the listing does not grow
+// with the table.
+func (r *run) changed(ctx context.Context, prefix string) ([]Object, error) {
+	req := r.req
+	var objs []Object
+	if req.Changes != nil {
+		for _, o := range req.Changes.Objects {
+			if strings.HasPrefix(o.Path, prefix) {
+				objs = append(objs, o)
+			}
+		}
+	} else {
+		var err error
+		if objs, err = r.e.opts.Source.Changed(ctx, req.Repository, req.BaseRef, req.Ref, prefix); err != nil {
+			return nil, err
+		}
+	}
+	if len(objs) == 0 || r.e.opts.CacheDir == "" {
+		return objs, nil
+	}
+	paths := make([]string, len(objs))
+	for i, o := range objs {
+		paths[i] = o.Path
+	}
+	listed, err := r.e.opts.Source.List(ctx, req.Repository, req.Ref, commonFolder(prefix, paths))
+	if err != nil {
+		return nil, err
+	}
+	byPath := make(map[string]Object, len(listed))
+	for _, o := range listed {
+		byPath[o.Path] = o
+	}
+	var out []Object
+	for _, p := range paths {
+		if o, ok := byPath[p]; ok {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// commonFolder is the longest folder prefix ("a/b/") shared by paths, no
+// shorter than prefix.
+func commonFolder(prefix string, paths []string) string {
+	common := paths[0][:strings.LastIndex(paths[0], "/")+1]
+	for _, p := range paths[1:] {
+		for !strings.HasPrefix(p, common) {
+			common = common[:strings.LastIndex(strings.TrimSuffix(common, "/"), "/")+1]
+		}
+	}
+	if len(common) < len(prefix) {
+		return prefix
+	}
+	return common
 }
 
 // Run audits req.Ref. Failed checks are in the report; the error is for an
@@ -494,7 +562,7 @@ func (r *run) prepare(ctx context.Context) error {
 			}
 			v.objects, err = r.list(ctx, v.ref, t.Path)
 		case schemaBatch:
-			v.objects, err = r.e.opts.Source.Changed(ctx, req.Repository, req.BaseRef, req.Ref, t.Path)
+			v.objects, err = r.changed(ctx, t.Path)
 			if n := r.e.opts.MaxListObjects; err == nil && len(v.objects) > n {
 				err = errOverBudget{fmt.Errorf("%w: %d changed objects under %s, over the listing budget of %d (audit.max_list_objects)",
 					ErrOverBudget, len(v.objects), t.Path, n)}

@@ -35,15 +35,10 @@ type ServiceOptions struct {
 	// Head, if set, resolves a ref to its commit id, so that a base given
 	// as a branch is audited, and cached, as the commit it points at.
 	Head func(ctx context.Context, repo, ref string) (string, error)
-	// BatchTime, if set, gives the batch time of a sealed commit the daemon
-	// is publishing: the hook of lakewap's own merge is judged as the run's
-	// audit was, not by the event time in the call.
-	BatchTime func(repo, sealed string) (time.Time, bool)
 	// Concurrency bounds the webhook's audits running at once, and Budget
 	// bounds one (it goes on after the call that started it gave up). Both
-	// must be positive. lakewap's own publishes (Request.Own, or a sealed
-	// commit BatchTime knows) have as many slots again of their own, so no
-	// other caller can hold their hook back.
+	// must be positive. lakewap's own publishes (Request.Own) have as many
+	// slots again of their own, so no other caller can hold their hook back.
 	Concurrency int
 	Budget      time.Duration
 	// Registerer, if set, gets the service's metrics.
@@ -192,12 +187,6 @@ func (s *Service) pinBase(ctx context.Context, req *Request) error {
 // commit, base commit and batch time answers it, else the suite runs (or
 // the run already in progress for the same key is awaited).
 func (s *Service) Run(ctx context.Context, req Request) (schemas.AuditReport, error) {
-	if s.o.BatchTime != nil {
-		if t, ok := s.o.BatchTime(req.Repository, req.Ref); ok {
-			req.BatchTime = t
-			req.Own = true
-		}
-	}
 	slots := s.slots
 	if req.Own {
 		slots = s.reserved

@@ -40,7 +40,8 @@ type Source interface {
 	// List returns the objects under prefix at ref.
 	List(ctx context.Context, repo, ref, prefix string) ([]Object, error)
 	// Changed returns the objects under prefix added or changed on ref
-	// against base (removed objects are not returned).
+	// against base (removed objects are not returned), with their paths
+	// and sizes; the engine lists the addresses it needs for its cache.
 	Changed(ctx context.Context, repo, base, ref, prefix string) ([]Object, error)
 	// Download writes the content of path at ref to w.
 	Download(ctx context.Context, repo, ref, path string, w io.Writer) error

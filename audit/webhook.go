@@ -80,6 +80,10 @@ type MergeCommit struct {
 	// Committer is who lakeFS says made the merge (the authenticated user's
 	// email, else name): not something the caller can choose.
 	Committer string
+	// Metadata is the merge commit's metadata. Anyone merging writes their
+	// own; only that of a merge whose Committer is lakewap's is read (its
+	// batch time, schemas.MetaBatchTime).
+	Metadata map[string]string
 }
 
 // ErrUnknownCommit is a Merges' answer for a commit lakeFS does not have.
@@ -262,15 +266,15 @@ func (ev HookEvent) validate() error {
 // (lakeFS writes it before calling the hook and moves the branch only
 // after). It returns status 0 when the call may be decided, and whether the
 // merge is lakewap's own (made by OwnCommitter); otherwise the answer.
-func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own bool, status int, ans PreMergeAnswer) {
+func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own ownMerge, status int, ans PreMergeAnswer) {
 	if h.opts.Merges == nil {
-		return false, 0, ans
+		return own, 0, ans
 	}
 	ans = PreMergeAnswer{Repository: ev.RepositoryID, Branch: ev.BranchID, SourceRef: ev.SourceRef}
-	refuse := func(why string) (bool, int, PreMergeAnswer) {
+	refuse := func(why string) (ownMerge, int, PreMergeAnswer) {
 		ans.Error = why
 		ans.Summary = []string{"lakewap refuses this call: " + why}
-		return false, http.StatusForbidden, ans
+		return own, http.StatusForbidden, ans
 	}
 	if !IsCommitID(ev.CommitID) || !IsCommitID(ev.SourceRef) {
 		return refuse("commit_id and source_ref must be the commit ids lakeFS sends for a merge in progress")
@@ -282,13 +286,13 @@ func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own bool, s
 	if err != nil {
 		ans.Error = err.Error()
 		ans.Summary = []string{"lakewap cannot check the call with lakeFS: " + err.Error()}
-		return false, http.StatusInternalServerError, ans
+		return own, http.StatusInternalServerError, ans
 	}
 	head, err := h.opts.Merges.Head(ctx, ev.RepositoryID, ev.BranchID)
 	if err != nil {
 		ans.Error = err.Error()
 		ans.Summary = []string{"lakewap cannot check the call with lakeFS: " + err.Error()}
-		return false, http.StatusInternalServerError, ans
+		return own, http.StatusInternalServerError, ans
 	}
 	// A merge commit has the destination's head first and the source second;
 	// a squash merge has the head only and is accepted on that alone.
@@ -299,12 +303,29 @@ func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own bool, s
 		return refuse(fmt.Sprintf("commit %s is not a merge of %s onto the head of %s (%s): no such merge in progress",
 			shortRef(ev.CommitID), shortRef(ev.SourceRef), ev.BranchID, shortRef(head)))
 	}
-	return h.opts.OwnCommitter != "" && c.Committer == h.opts.OwnCommitter, 0, ans
+	if h.opts.OwnCommitter == "" || c.Committer != h.opts.OwnCommitter {
+		return own, 0, ans
+	}
+	own.ok = true
+	if t, err := time.Parse(time.RFC3339Nano, c.Metadata[schemas.MetaBatchTime]); err == nil {
+		own.batchTime = t
+	}
+	return own, 0, ans
+}
+
+// ownMerge is what verify found of a merge lakewap itself makes (ok): the
+// batch time its publish recorded on the merge commit, which the run's
+// audit judged freshness against (zero when it recorded none). It is read
+// in O(1) from the commit verify fetched anyway, survives a restart, and
+// is trusted because lakeFS, not the caller, names the committer.
+type ownMerge struct {
+	ok        bool
+	batchTime time.Time
 }
 
 // decide runs the guarding suites and returns the status, the answer and
 // how it was reached. own is a verified merge lakewap itself makes.
-func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own bool) (int, PreMergeAnswer, string) {
+func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge) (int, PreMergeAnswer, string) {
 	ans := PreMergeAnswer{Repository: ev.RepositoryID, Branch: ev.BranchID, SourceRef: ev.SourceRef}
 	what := fmt.Sprintf("merge of %s into %s/%s", mergeName(ev), ev.RepositoryID, ev.BranchID)
 	guards := h.opts.Guards.Guarding(ev.RepositoryID, ev.BranchID)
@@ -316,6 +337,9 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own bool) (i
 	batchTime := time.Now()
 	if t, err := time.Parse(time.RFC3339, ev.EventTime); err == nil {
 		batchTime = t
+	}
+	if !own.batchTime.IsZero() {
+		batchTime = own.batchTime // judged as the run's audit was
 	}
 	var failed []string
 	for _, g := range guards {
@@ -330,7 +354,7 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own bool) (i
 			}
 		}
 		rep, err := h.opts.Runner.Run(ctx, Request{Dataset: g.Dataset, Suite: g.Suite, Repository: ev.RepositoryID,
-			Ref: ev.SourceRef, BaseRef: ev.BranchID, BatchTime: batchTime, Own: own})
+			Ref: ev.SourceRef, BaseRef: ev.BranchID, BatchTime: batchTime, Own: own.ok})
 		if err != nil {
 			return h.failed(ans, what, g.Dataset, err)
 		}

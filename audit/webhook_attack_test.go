@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // mergeBook is Merges over maps: commit id -> commit, branch -> head.
@@ -151,5 +153,43 @@ func TestOwnPublishesKeepTheirHookSlots(t *testing.T) {
 	defer b.mu.Unlock()
 	if b.runs != 3 {
 		t.Errorf("%d audits started, want 3 (two foreign, one own)", b.runs)
+	}
+}
+
+// The hook judges lakewap's own merge as the run's audit was: the batch
+// time comes from the merge commit's metadata, read from the commit the
+// call is verified against (no call back into the runner, and it survives
+// a restart). A merge by anyone else that writes the same key is judged by
+// the call's event time: metadata is only believed of lakewap's merges.
+func TestOwnMergeBatchTimeFromItsCommit(t *testing.T) {
+	hex := func(c string) string { return strings.Repeat(c, 64) }
+	head, src, own, forged := hex("1"), hex("2"), hex("3"), hex("4")
+	batchTime := time.Date(2026, 5, 1, 12, 30, 0, 123456789, time.UTC)
+	meta := map[string]string{schemas.MetaBatchTime: batchTime.Format(time.RFC3339Nano)}
+	book := mergeBook{heads: map[string]string{"main": head}, commits: map[string]MergeCommit{
+		own:    {Parents: []string{head, src}, Committer: "lakewap", Metadata: meta},
+		forged: {Parents: []string{head, src}, Committer: "mallory", Metadata: meta},
+	}}
+	runner := &countingRunner{Runner: passFunc(func() {})}
+	h, err := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{"repo/main": {billingGuard()}},
+		Runner: runner, Merges: book, OwnCommitter: "lakewap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, commit := range []string{own, forged} {
+		if status, _ := postHook(t, h, callFor(src, commit)); status != http.StatusOK {
+			t.Fatalf("status %d", status)
+		}
+	}
+	runner.mu.Lock()
+	defer runner.mu.Unlock()
+	if len(runner.reqs) != 2 {
+		t.Fatalf("%d audits, want 2", len(runner.reqs))
+	}
+	if r := runner.reqs[0]; !r.Own || !r.BatchTime.Equal(batchTime) {
+		t.Errorf("own merge audited with own=%v batch time %v, want own at %v", r.Own, r.BatchTime, batchTime)
+	}
+	if r := runner.reqs[1]; r.Own || r.BatchTime.Equal(batchTime) {
+		t.Errorf("foreign merge with the key audited with own=%v batch time %v, want the call's event time", r.Own, r.BatchTime)
 	}
 }

@@ -2,9 +2,10 @@ package pipeline
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // Commit metadata keys lakewap writes. They are labels for people and
@@ -21,6 +22,10 @@ const (
 	// batch (its BatchLanded's), so a commit on the target leads to its trace.
 	MetaTraceParent = "wap.traceparent"
 	MetaTraceState  = "wap.tracestate"
+	// MetaBatchTime, on the merge commit, is the batch time the run's audit
+	// judged freshness against (RFC 3339): the pre-merge hook of a merge
+	// lakeFS names lakewap's own judges it the same way.
+	MetaBatchTime = schemas.MetaBatchTime
 )
 
 // Commit metadata of the revert commit on the target, and of a publish an
@@ -59,9 +64,9 @@ type Lake interface {
 	Merge(ctx context.Context, repo, source, dest, message string, meta map[string]string) (commitID string, err error)
 	// Head returns the id of the commit ref points at now.
 	Head(ctx context.Context, repo, ref string) (commitID string, err error)
-	// ChangedPaths lists the paths ref changes (added, changed or removed)
-	// against its merge-base with base: what merging ref into base brings.
-	ChangedPaths(ctx context.Context, repo, base, ref string) ([]string, error)
+	// Changes lists what ref changes (adds, changes or removes) against
+	// its merge-base with base: what merging ref into base brings.
+	Changes(ctx context.Context, repo, base, ref string) ([]Change, error)
 	// DeleteBranch deletes branch; a missing branch is not an error.
 	DeleteBranch(ctx context.Context, repo, branch string) error
 }
@@ -76,6 +81,14 @@ type Publication struct {
 	// then Head, the target's head at the time of the look, is reported.
 	Merge string
 	Head  string
+}
+
+// Change is one path a commit changes against a base (lakeFS's three-dot
+// diff): Size is the object's size at the commit, 0 when Removed.
+type Change struct {
+	Path    string
+	Size    int64
+	Removed bool
 }
 
 // Commit is one commit of a repository's history.
@@ -116,47 +129,4 @@ func CountCall(ctx context.Context) {
 	if n, ok := ctx.Value(callCounterKey{}).(*atomic.Int64); ok {
 		n.Add(1)
 	}
-}
-
-// diffMemoKey carries a DiffMemo through the calls of one step.
-type diffMemoKey struct{}
-
-// DiffMemo lets the calls of one step share the answers of identical
-// lakeFS diffs: the audit step needs the sealed commit's three-dot diff
-// against the target twice (the tables-only rule and the audit's batch
-// scope), and diffing against a branch that is being merged into slows
-// those merges down (docs/benchmarks.md, issue 13).
-type DiffMemo struct {
-	mu sync.Mutex
-	m  map[string]any
-}
-
-// WithDiffMemo returns ctx with a fresh memo for the diffs made under it.
-func WithDiffMemo(ctx context.Context) context.Context {
-	return context.WithValue(ctx, diffMemoKey{}, &DiffMemo{m: map[string]any{}})
-}
-
-// Memoizing reports whether ctx carries a memo.
-func Memoizing(ctx context.Context) bool {
-	_, ok := ctx.Value(diffMemoKey{}).(*DiffMemo)
-	return ok
-}
-
-// Memoized returns the remembered answer for key under ctx's memo, or
-// calls fn and remembers a successful answer. Without a memo it calls fn.
-func Memoized[T any](ctx context.Context, key string, fn func() (T, error)) (T, error) {
-	m, ok := ctx.Value(diffMemoKey{}).(*DiffMemo)
-	if !ok {
-		return fn()
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock() // one at a time: the second caller waits for the first answer
-	if v, ok := m.m[key]; ok {
-		return v.(T), nil
-	}
-	v, err := fn()
-	if err == nil {
-		m.m[key] = v
-	}
-	return v, err
 }

@@ -22,6 +22,9 @@ type AuditRequest struct {
 	BaseRef    string // the target's commit, for comparisons and batch scope
 	BaseName   string // how reports name the base: the target branch
 	BatchTime  time.Time
+	// Changes is what Ref changes against BaseRef, as the audit step
+	// diffed it: the audit's batch scope is read from it, not diffed again.
+	Changes []Change
 }
 
 // Notifier delivers a result event (Kafka, Slack, console). It returns

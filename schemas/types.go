@@ -325,3 +325,9 @@ func IsInput(ev Event) bool { return slices.Contains(InputTypes(), ev.EventType(
 func IsRequest(ev Event) bool {
 	return ev.EventType() == TypeRetryRequested || ev.EventType() == TypeRevertRequested
 }
+
+// MetaBatchTime is the commit metadata key of the batch time on the merge
+// commit that publishes a batch (RFC 3339 with nanoseconds): the pipeline
+// writes it, and the pre-merge hook reads it from merges lakeFS names
+// lakewap's own, so that it judges freshness as the run's audit did.
+const MetaBatchTime = "wap.batch_time"

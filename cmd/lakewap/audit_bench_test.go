@@ -14,6 +14,7 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/pipeline/lakefs/auditsource"
 )
 
 // benchAuditRows is the size of the standard suite's benchmark table.
@@ -127,7 +128,7 @@ func BenchmarkSuiteWithDownloadOverHand(b *testing.B) {
 			if warm {
 				cache = b.TempDir()
 			}
-			e, err := audit.New(audit.Options{Source: auditSource{lake: lake, addresses: cache != ""}, WorkDir: b.TempDir(), CacheDir: cache})
+			e, err := audit.New(audit.Options{Source: auditsource.Source{Lake: lake}, WorkDir: b.TempDir(), CacheDir: cache})
 			if err != nil {
 				b.Fatal(err)
 			}

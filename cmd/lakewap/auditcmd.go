@@ -19,6 +19,7 @@ import (
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs/auditsource"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -99,7 +100,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
 			return auditError
 		}
-		src = auditSource{lake: lake, addresses: cfg.Audit.CacheDir != ""}
+		src = auditsource.Source{Lake: lake}
 		// The audit reads one commit: a branch that moves meanwhile does not
 		// mix two versions into one report.
 		head, err := lake.GetCommit(ctx, ds.Repository, *ref)

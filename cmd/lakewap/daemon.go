@@ -31,6 +31,7 @@ import (
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/pipeline/lakefs/auditsource"
 	"github.com/lakewap/lakewap/pipeline/runner"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -206,7 +207,7 @@ func connectKafka(ctx context.Context, k config.Kafka) (kp kafkaParts, err error
 // startAudits opens the audit engine over lakeFS and the audit service the
 // runner and the pre-merge webhook share.
 func (d *daemon) startAudits() (err error) {
-	if d.engine, err = audit.New(d.cfg.AuditOptions(auditSource{lake: d.lake, addresses: d.cfg.Audit.CacheDir != ""}, d.log)); err != nil {
+	if d.engine, err = audit.New(d.cfg.AuditOptions(auditsource.Source{Lake: d.lake}, d.log)); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	d.audits, err = audit.NewService(audit.ServiceOptions{Engine: d.engine, Datasets: d.cfg.AuditDatasets(),
@@ -214,7 +215,6 @@ func (d *daemon) startAudits() (err error) {
 			c, err := d.lake.GetCommit(ctx, repo, ref)
 			return c.ID, err
 		},
-		BatchTime:   d.publishingBatchTime,
 		Concurrency: d.cfg.HTTP.WebhookConcurrency, Budget: d.cfg.Runner.StepTimeout.Std(), Registerer: d.reg})
 	return err
 }
@@ -234,20 +234,6 @@ func newDispatcher(cfg *config.Config, results *notify.KafkaResults, console io.
 		return nil, fmt.Errorf("notify: %w", err)
 	}
 	return disp, nil
-}
-
-// publishingBatchTime is the batch time of a sealed commit this daemon is
-// publishing: the hook of its own merge is judged as the run's audit was.
-func (d *daemon) publishingBatchTime(repo, sealed string) (time.Time, bool) {
-	if d.runner == nil {
-		return time.Time{}, false
-	}
-	for _, r := range d.runner.Runs() {
-		if r.Repository == repo && r.SealedCommit == sealed && r.State == pipeline.StatePublishing {
-			return r.BatchTime, true
-		}
-	}
-	return time.Time{}, false
 }
 
 // Run consumes until ctx ends, then shuts down: the consumer stops fetching
@@ -377,8 +363,8 @@ func (d *daemon) preMergeHandler() (http.Handler, error) {
 		d.log.Warn("cannot ask lakeFS who lakewap is: only this instance's own publishes get the hook's reserved capacity", "err", err)
 	}
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
-		Guards: d.audits, Runner: d.audits, Diff: auditSource{lake: d.lake}, Token: token,
-		Merges: hookMerges{lake: d.lake}, OwnCommitter: own,
+		Guards: d.audits, Runner: d.audits, Diff: auditsource.Source{Lake: d.lake}, Token: token,
+		Merges: auditsource.Merges{Lake: d.lake}, OwnCommitter: own,
 		Timeout: d.cfg.HTTP.WebhookAuditTimeout.Std(),
 		Logger:  d.log.With(slog.String("component", "premerge")),
 		Observe: metrics.PreMergeHooks(d.reg),

@@ -5,10 +5,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/lakewap/lakewap/internal/runs"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/lakewap/lakewap/internal/runs"
 
 	"github.com/lakewap/lakewap/internal/opclient"
 	"github.com/lakewap/lakewap/schemas"

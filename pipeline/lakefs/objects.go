@@ -7,13 +7,9 @@ import (
 	"mime/multipart"
 	"net/http"
 	"path"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/treeverse/lakefs/pkg/api/apigen"
-
-	"github.com/lakewap/lakewap/pipeline"
 )
 
 // Object is one object at a ref.
@@ -97,20 +93,6 @@ func (c *Client) List(ctx context.Context, repo, ref, prefix string) ([]Object, 
 // base with left (lakeFS's default three-dot diff: what merging right into
 // left would bring).
 func (c *Client) Diff(ctx context.Context, repo, left, right, prefix string) ([]Change, error) {
-	if !pipeline.Memoizing(ctx) {
-		return c.diff(ctx, repo, left, right, prefix)
-	}
-	// Under a step's memo, one whole diff serves every prefix.
-	all, err := pipeline.Memoized(ctx, "diff\x00"+repo+"\x00"+left+"\x00"+right, func() ([]Change, error) {
-		return c.diff(ctx, repo, left, right, "")
-	})
-	if err != nil || prefix == "" {
-		return all, err
-	}
-	return slices.DeleteFunc(slices.Clone(all), func(ch Change) bool { return !strings.HasPrefix(ch.Path, prefix) }), nil
-}
-
-func (c *Client) diff(ctx context.Context, repo, left, right, prefix string) ([]Change, error) {
 	return list(ctx, c, call{op: "diff", repo: repo, ref: left + "..." + right}, 0, changeFrom,
 		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
 			return c.api.DiffRefs(ctx, repo, left, right, &apigen.DiffRefsParams{After: after, Prefix: prefixParam(prefix), Amount: amount})

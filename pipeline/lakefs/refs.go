@@ -56,16 +56,17 @@ func (c *Client) EnsureBranch(ctx context.Context, repo, branch, source string) 
 	return true, nil
 }
 
-// ChangedPaths lists the paths ref changes against its merge-base with
-// base (lakeFS's three-dot diff): what merging ref into base brings.
-func (c *Client) ChangedPaths(ctx context.Context, repo, base, ref string) ([]string, error) {
+// Changes lists what ref changes against its merge-base with base
+// (lakeFS's three-dot diff, pipeline.Lake): what merging ref into base
+// brings, in one listing.
+func (c *Client) Changes(ctx context.Context, repo, base, ref string) ([]pipeline.Change, error) {
 	changes, err := c.Diff(ctx, repo, base, ref, "")
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, len(changes))
+	out := make([]pipeline.Change, len(changes))
 	for i, ch := range changes {
-		out[i] = ch.Path
+		out[i] = pipeline.Change{Path: ch.Path, Size: ch.Size, Removed: ch.Type == "removed"}
 	}
 	return out, nil
 }

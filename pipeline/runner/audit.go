@@ -11,13 +11,13 @@ import (
 // maxStrayPaths bounds how many paths outside the tables an abort names.
 const maxStrayPaths = 10
 
-// audit seals the batch branch and audits the sealed commit (DoAudit).
+// audit seals the batch branch and audits the sealed commit (DoAudit), in
+// one line: seal, the one diff of the sealed commit against the target,
+// the tables-only rule on it, then the audit with the diff in its request.
 func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) pipeline.Input {
-	// The tables-only rule and the audit's batch scope need the same diff:
-	// ask once, against the target's commit (the audit's cache key names
+	// The diff is against the target's commit (the audit's cache key names
 	// it, and it does not contend with merges into the branch). That
 	// commit does not depend on the seal, so it is asked for meanwhile.
-	ctx = pipeline.WithDiffMemo(ctx)
 	type head struct {
 		id  string
 		err error
@@ -44,20 +44,24 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 	if h.err != nil {
 		return failed(log, pipeline.StepAudit, h.err)
 	}
+	changes, err := r.cfg.Lake.Changes(ctx, run.Repository, base, commit)
+	if err != nil {
+		return failed(log, pipeline.StepAudit, err)
+	}
 	if spec, ok := r.cfg.Datasets(run.Dataset); ok && len(spec.TablePaths) > 0 {
 		// The merge takes everything the sealed commit changes; the
 		// audit reads only the tables. Anything else must be allowed.
-		changed, err := r.cfg.Lake.ChangedPaths(ctx, run.Repository, base, commit)
-		if err != nil {
-			return failed(log, pipeline.StepAudit, err)
+		paths := make([]string, len(changes))
+		for i, c := range changes {
+			paths[i] = c.Path
 		}
-		if stray := spec.OutsideTables(changed); len(stray) > 0 {
+		if stray := spec.OutsideTables(paths); len(stray) > 0 {
 			log.Warn("batch changes paths outside its tables", "paths", len(stray), "first", stray[0])
 			return pipeline.Strayed{SealedCommit: commit, Paths: stray[:min(len(stray), maxStrayPaths)], Total: len(stray)}
 		}
 	}
 	rep, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
-		Ref: commit, BaseRef: base, BaseName: run.Target, BatchTime: run.BatchTime})
+		Ref: commit, BaseRef: base, BaseName: run.Target, BatchTime: run.BatchTime, Changes: changes})
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)
 	}

@@ -293,13 +293,16 @@ func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpo
 // publishMeta is the publish commit's metadata: the batch's attributes
 // except the reserved "wap." keys (any case), which only lakewap writes.
 func publishMeta(run pipeline.Run) map[string]string {
-	m := make(map[string]string, len(run.Attributes)+4)
+	m := make(map[string]string, len(run.Attributes)+6)
 	maps.Copy(m, run.Attributes)
 	maps.DeleteFunc(m, func(k, _ string) bool { return strings.HasPrefix(strings.ToLower(k), reservedMetaPrefix) })
 	m[pipeline.MetaBatchID], m[pipeline.MetaDataset], m["wap.sealed_commit"] = run.BatchID, run.Dataset, run.SealedCommit
 	if run.Report != nil {
 		pass, fail, warn := run.Report.Counts()
 		m[pipeline.MetaAudit] = fmt.Sprintf("passed=%d failed=%d warned=%d", pass, fail, warn)
+	}
+	if !run.BatchTime.IsZero() {
+		m[pipeline.MetaBatchTime] = run.BatchTime.UTC().Format(time.RFC3339Nano)
 	}
 	if run.Retries > 0 {
 		m[pipeline.MetaRetriedBy] = run.RetriedBy

@@ -34,7 +34,8 @@ type fakeLake struct {
 	lostAck  bool              // the next Merge happens but answers with a timeout
 	blind    int               // after a lost ack, this many Published calls time out too
 	merges   int
-	changed  []string // what every sealed commit changes (ChangedPaths)
+	changed  []string // what every sealed commit changes (Changes)
+	diffs    int      // Changes calls
 	taken    bool     // EnsureBranch finds a branch that is not the run's
 	log      []Commit // merge and revert commits on the target, oldest first
 	lastMeta map[string]string
@@ -110,10 +111,15 @@ func (l *fakeLake) Head(_ context.Context, _, ref string) (string, error) {
 	return "head-of-" + ref, nil
 }
 
-func (l *fakeLake) ChangedPaths(context.Context, string, string, string) ([]string, error) {
+func (l *fakeLake) Changes(context.Context, string, string, string) ([]Change, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.changed, nil
+	l.diffs++
+	out := make([]Change, len(l.changed))
+	for i, p := range l.changed {
+		out[i] = Change{Path: p, Size: int64(len(p))}
+	}
+	return out, nil
 }
 
 func (l *fakeLake) DeleteBranch(_ context.Context, _, branch string) error {

@@ -1,8 +1,11 @@
 package runner
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,5 +114,38 @@ func TestTraceContextInPublishMeta(t *testing.T) {
 	m = publishMeta(run)
 	if _, ok := m[MetaTraceParent]; ok {
 		t.Errorf("meta of a run without a trace = %v", m)
+	}
+}
+
+// The audit step diffs the sealed commit once, against the target's head,
+// and the audit gets that diff in its request: it does not diff again.
+func TestAuditStepDiffsOnceAndHandsTheChanges(t *testing.T) {
+	var mu sync.Mutex
+	var got []AuditRequest
+	f := newRunnerFixtureWith(t, func(c *Config) {
+		c.Datasets = func(n string) (DatasetSpec, bool) {
+			return DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: time.Hour,
+				TablePaths: []string{"gold/fact/"}, AllowedPaths: []string{"manifests/"}}, n == "billing"
+		}
+		c.Auditor = auditFunc(func(_ context.Context, req AuditRequest) (schemas.AuditReport, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			got = append(got, req)
+			return report(true), nil
+		})
+	})
+	f.lake.mu.Lock()
+	f.lake.changed = []string{"gold/fact/p.parquet", "manifests/m.json"}
+	f.lake.mu.Unlock()
+	f.land(t, "diff-1")
+	f.await(t, "diff-1", schemas.TypeBatchPublished)
+	f.lake.mu.Lock()
+	diffs := f.lake.diffs
+	f.lake.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	want := []Change{{Path: "gold/fact/p.parquet", Size: 19}, {Path: "manifests/m.json", Size: 16}}
+	if diffs != 1 || len(got) != 1 || !slices.Equal(got[0].Changes, want) || got[0].BaseRef != "head-of-main" {
+		t.Errorf("%d diffs, audit requests %+v; want one diff, handed to the one audit against head-of-main as %v", diffs, got, want)
 	}
 }

@@ -1,0 +1,104 @@
+// Package auditsource is the audit's view of lakeFS: the engine's Source
+// (listings, diffs, downloads) and the pre-merge hook's MergeDiff and
+// Merges, over the lakeFS client. It maps lakeFS's answers onto audit's
+// types and decides nothing.
+//
+// It may import audit, pipeline (the error classes) and pipeline/lakefs.
+package auditsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
+)
+
+// Source lets the audit engine read lakeFS (audit.Source), and the
+// pre-merge hook ask what a merge touches (audit.MergeDiff).
+type Source struct{ Lake *lakefs.Client }
+
+var (
+	_ audit.Source    = Source{}
+	_ audit.MergeDiff = Source{}
+	_ audit.Merges    = Merges{}
+)
+
+// List lists the objects under prefix at ref, with their physical
+// addresses (what the audit's cache keys files by).
+func (s Source) List(ctx context.Context, repo, ref, prefix string) ([]audit.Object, error) {
+	objs, err := s.Lake.List(ctx, repo, ref, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]audit.Object, len(objs))
+	for i, o := range objs {
+		out[i] = audit.Object{Path: o.Path, Checksum: o.Checksum, Address: o.PhysicalAddress, Size: o.Size}
+	}
+	return out, nil
+}
+
+// Changed lists the objects under prefix that ref adds or changes against
+// base (lakeFS's three-dot diff, one listing): paths and sizes.
+func (s Source) Changed(ctx context.Context, repo, base, ref, prefix string) ([]audit.Object, error) {
+	changes, err := s.Lake.Diff(ctx, repo, base, ref, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var changed []audit.Object
+	for _, c := range changes {
+		if c.Type != "removed" {
+			changed = append(changed, audit.Object{Path: c.Path, Size: c.Size})
+		}
+	}
+	return changed, nil
+}
+
+// Touches reports whether merging ref into base brings any change under
+// prefix (lakeFS's three-dot diff, removals included).
+func (s Source) Touches(ctx context.Context, repo, base, ref, prefix string) (bool, error) {
+	changes, err := s.Lake.Diff(ctx, repo, base, ref, prefix)
+	return len(changes) > 0, err
+}
+
+// Download writes the content of path at ref to w.
+func (s Source) Download(ctx context.Context, repo, ref, path string, w io.Writer) error {
+	return s.Lake.Download(ctx, repo, ref, path, w)
+}
+
+// Changes are the runner's diff of a sealed commit as the audit takes it
+// (Request.Changes): the objects added or changed, removals left out.
+func Changes(changes []pipeline.Change) *audit.Changes {
+	c := &audit.Changes{Objects: make([]audit.Object, 0, len(changes))}
+	for _, ch := range changes {
+		if !ch.Removed {
+			c.Objects = append(c.Objects, audit.Object{Path: ch.Path, Size: ch.Size})
+		}
+	}
+	return c
+}
+
+// Merges lets the pre-merge handler check a call against lakeFS: the
+// merge commit it names (parents, committer, metadata), and the
+// destination's head.
+type Merges struct{ Lake *lakefs.Client }
+
+// Commit returns commit id of repo; audit.ErrUnknownCommit when lakeFS has none.
+func (m Merges) Commit(ctx context.Context, repo, id string) (audit.MergeCommit, error) {
+	c, err := m.Lake.GetCommit(ctx, repo, id)
+	if errors.Is(err, pipeline.ErrNotFound) {
+		return audit.MergeCommit{}, fmt.Errorf("%w: %w", audit.ErrUnknownCommit, err)
+	}
+	if err != nil {
+		return audit.MergeCommit{}, err
+	}
+	return audit.MergeCommit{Parents: c.Parents, Committer: c.Committer, Metadata: c.Metadata}, nil
+}
+
+// Head returns the commit branch of repo points at.
+func (m Merges) Head(ctx context.Context, repo, branch string) (string, error) {
+	return m.Lake.Head(ctx, repo, branch)
+}
