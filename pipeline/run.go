@@ -77,14 +77,14 @@ type Run struct {
 	// commit's metadata (keys under "wap." are lakewap's and are dropped).
 	Attributes map[string]string `json:"attributes,omitempty"`
 
-	LandedAt   time.Time `json:"landed_at,omitempty"`
+	LandedAt time.Time `json:"landed_at,omitempty"`
 	// Trace is the W3C trace context the BatchLanded came with (at most
 	// 55 + schemas.MaxTraceStateBytes bytes): on every result event's
 	// message and in the merge commit's metadata.
-	Trace schemas.TraceContext `json:"trace,omitzero"`
-	BatchTime  time.Time `json:"batch_time,omitempty"` // occurred_at of BatchLanded, for freshness
-	StateSince time.Time `json:"state_since"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	Trace      schemas.TraceContext `json:"trace,omitzero"`
+	BatchTime  time.Time            `json:"batch_time,omitempty"` // occurred_at of BatchLanded, for freshness
+	StateSince time.Time            `json:"state_since"`
+	UpdatedAt  time.Time            `json:"updated_at"`
 
 	SealedCommit string `json:"sealed_commit,omitempty"` // commit audited and merged
 	// PublishSince is when publishing SealedCommit started: the merge that
