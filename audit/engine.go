@@ -129,6 +129,9 @@ type Engine struct {
 	runs   sync.WaitGroup
 	cache  *fileCache
 	stats  *StatsStore
+	// foundations are the foundations incremental decisions found, by
+	// repository and audited ref (Foundation).
+	foundations *boundedMap[string]
 
 	// groupedUniqueBytes: unique checks over a view of at least this many
 	// bytes count duplicates and gather their sample in one grouped scan;
@@ -185,6 +188,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.stats.failpoint = opts.Failpoint
+	e.foundations = newBoundedMap[string](reportCacheSize)
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lakewap/lakewap/schemas"
@@ -111,6 +112,7 @@ func (r *run) decide(ctx context.Context) (mode, reason string) {
 		if foundation, err = e.opts.History.MergeBase(ctx, req.Repository, req.Ref, req.BaseRef); err != nil {
 			return ModeFull, "the batch's foundation could not be read: " + err.Error()
 		}
+		e.foundations.put(req.Repository+"\x00"+req.Ref, foundation)
 	}
 	c, err := e.opts.History.Commit(ctx, req.Repository, foundation)
 	if err != nil {
@@ -156,6 +158,45 @@ func (r *run) decide(ctx context.Context) (mode, reason string) {
 	r.req.Suite.Checks = checks
 	r.inc = inc
 	return ModeIncremental, ""
+}
+
+// Foundation is the foundation an audit of ref found (the merge-base of
+// ref and its base), if one did lately: what a publish of ref attests it
+// was checked onto.
+func (e *Engine) Foundation(repo, ref string) (string, bool) {
+	return e.foundations.get(repo + "\x00" + ref)
+}
+
+// boundedMap keeps the last max entries put.
+type boundedMap[V any] struct {
+	mu    sync.Mutex
+	max   int
+	m     map[string]V
+	order []string
+}
+
+func newBoundedMap[V any](max int) *boundedMap[V] {
+	return &boundedMap[V]{max: max, m: map[string]V{}}
+}
+
+func (b *boundedMap[V]) get(k string) (V, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	v, ok := b.m[k]
+	return v, ok
+}
+
+func (b *boundedMap[V]) put(k string, v V) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.m[k]; !ok {
+		b.order = append(b.order, k)
+	}
+	b.m[k] = v
+	for len(b.order) > b.max {
+		delete(b.m, b.order[0])
+		b.order = b.order[1:]
+	}
 }
 
 // statColumn is the column whose min and max a check's incremental plan

@@ -184,6 +184,10 @@ func mainMessage(r run, l links) message {
 	if r.Report != nil {
 		p, f, w := r.Report.Counts()
 		field("Checks", fmt.Sprintf("%d passed · %d failed · %d warned", p, f, w))
+		if r.Report.ModeReason != "" {
+			// Announced: a commit lakewap did not attest, or a changed suite.
+			field("Full audit", esc(r.Report.ModeReason))
+		}
 	}
 	if r.Branch != "" {
 		b := linked(l.branch(r.Repo, r.Branch), r.Branch)

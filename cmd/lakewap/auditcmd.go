@@ -41,8 +41,9 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	at := fs.String("batch-time", "", "time freshness is measured at, RFC 3339 (default: now)")
 	asJSON := fs.Bool("json", false, "print the report as JSON (schemas.AuditReport)")
 	local := fs.String("local", "", "audit files on disk instead of lakeFS: a ref is the directory DIR/<ref> holding the tables' paths")
+	full := fs.Bool("full", false, "read the whole tables even where the audit could be incremental")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: lakewap audit -config FILE -dataset D -ref R [-base B] [-batch-time T] [-json] [-local DIR]")
+		fmt.Fprintln(fs.Output(), "usage: lakewap audit -config FILE -dataset D -ref R [-base B] [-batch-time T] [-json] [-local DIR] [-full]")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
@@ -85,6 +86,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer cancel()
 	req := pipeline.AuditRequest{Dataset: *dataset, Repository: ds.Repository, Ref: *ref, BaseRef: baseRef, BatchTime: batchTime}
 	var src audit.Source
+	var hist audit.History
 	if *local != "" {
 		src = audit.DirSource{Root: *local}
 		// -local: the suite over files on disk, laid out as DIR/<ref>/<table path>.
@@ -101,6 +103,9 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return auditError
 		}
 		src = auditsource.Source{Lake: lake}
+		if cfg.Audit.IncrementalOn() {
+			hist = auditHistory{lake}
+		}
 		// The audit reads one commit: a branch that moves meanwhile does not
 		// mix two versions into one report.
 		head, err := lake.GetCommit(ctx, ds.Repository, *ref)
@@ -119,7 +124,8 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}
 	}
-	rep, err := auditOnce(ctx, cfg, src, req, log)
+	rep, err := auditOnce(ctx, cfg, src, hist, audit.Request{Dataset: req.Dataset, Repository: req.Repository, Ref: req.Ref,
+		BaseRef: req.BaseRef, BaseName: req.BaseName, BatchTime: req.BatchTime, Full: *full}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
 		return auditError
@@ -141,8 +147,10 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // auditOnce runs a dataset's suite over the tables of src with an engine of its own.
-func auditOnce(ctx context.Context, cfg *config.Config, src audit.Source, req pipeline.AuditRequest, log *slog.Logger) (schemas.AuditReport, error) {
-	engine, err := audit.New(cfg.AuditOptions(src, log))
+func auditOnce(ctx context.Context, cfg *config.Config, src audit.Source, hist audit.History, req audit.Request, log *slog.Logger) (schemas.AuditReport, error) {
+	opts := cfg.AuditOptions(src, log)
+	opts.History = hist
+	engine, err := audit.New(opts)
 	if err != nil {
 		return schemas.AuditReport{}, fmt.Errorf("audit: %w", err)
 	}
@@ -152,5 +160,5 @@ func auditOnce(ctx context.Context, cfg *config.Config, src audit.Source, req pi
 	if err != nil {
 		return schemas.AuditReport{}, err
 	}
-	return auditor{svc}.Audit(ctx, req)
+	return svc.Audit(ctx, req)
 }

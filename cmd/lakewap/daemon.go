@@ -129,6 +129,7 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	rc := cfg.RunnerConfig()
 	rc.Lake, rc.Auditor, rc.Notifier, rc.Store = d.lake, auditor{d.audits}, notifier{disp}, kp.store
 	rc.Logger, rc.Observe, rc.Failpoint = log, o.Observe, failpointFromEnv(log)
+	rc.Attest = attester(cfg, d.engine, d.lake)
 	if o.NotifyRetry > 0 {
 		rc.Policy.NotifyRetry = o.NotifyRetry
 	}
@@ -207,7 +208,9 @@ func connectKafka(ctx context.Context, k config.Kafka) (kp kafkaParts, err error
 // startAudits opens the audit engine over lakeFS and the audit service the
 // runner and the pre-merge webhook share.
 func (d *daemon) startAudits() (err error) {
-	if d.engine, err = audit.New(d.cfg.AuditOptions(auditsource.Source{Lake: d.lake}, d.log)); err != nil {
+	opts := engineOptions(d.cfg, d.lake, auditsource.Source{Lake: d.lake}, d.log)
+	opts.Failpoint = failpointFromEnv(d.log) // after_stats, stats_half_written
+	if d.engine, err = audit.New(opts); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	d.audits, err = audit.NewService(audit.ServiceOptions{Engine: d.engine, Datasets: d.cfg.AuditDatasets(),

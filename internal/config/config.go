@@ -199,7 +199,20 @@ type Audit struct {
 	ClockSkew Duration `yaml:"clock_skew"`
 	// QueryTimeout bounds each custom query (sql and cross_table checks).
 	QueryTimeout Duration `yaml:"query_timeout"`
+	// Incremental lets audits read only the batch's rows where the target's
+	// last commit is an attested publish of the same suite (default true).
+	Incremental *bool `yaml:"incremental"`
+	// StatsDir keeps lakewap's statistics of the audited files across
+	// restarts (default: in memory, rebuilt from the data after a restart).
+	StatsDir string `yaml:"stats_dir"`
+	// AttestationKey signs the attestation of every publish (HMAC-SHA256);
+	// with it, an attestation without a valid signature is not taken.
+	AttestationKey     string `yaml:"attestation_key"`
+	AttestationKeyFile string `yaml:"attestation_key_file"`
 }
+
+// IncrementalOn reports whether audits may be incremental.
+func (a Audit) IncrementalOn() bool { return a.Incremental == nil || *a.Incremental }
 
 // Notify configures Slack, the console sink and routing.
 type Notify struct {
@@ -337,7 +350,10 @@ type Dataset struct {
 	// (default: the dataset's source and target).
 	SourceRefs []string `yaml:"source_refs"`
 	// ChecksFrom imports checks from other tools' files into the suite.
-	ChecksFrom  ChecksFromList `yaml:"checks_from"`
+	ChecksFrom ChecksFromList `yaml:"checks_from"`
+	// AuditMode is incremental (default: incremental where the target's
+	// history allows) or full (every audit reads the whole tables).
+	AuditMode   string `yaml:"audit_mode"`
 	audit.Suite `yaml:",inline"`
 }
 
@@ -628,7 +644,7 @@ func (c *Config) JanitorDatasets() []janitor.Dataset {
 func (c *Config) AuditDatasets() map[string]audit.Dataset {
 	out := make(map[string]audit.Dataset, len(c.Datasets))
 	for name, d := range c.Datasets {
-		out[name] = audit.Dataset{Repository: d.Repository, Target: d.Target, Suite: d.Suite}
+		out[name] = audit.Dataset{Repository: d.Repository, Target: d.Target, Suite: d.Suite, Full: d.AuditMode == AuditModeFull}
 	}
 	return out
 }
@@ -637,11 +653,13 @@ func (c *Config) AuditDatasets() map[string]audit.Dataset {
 // tables through src.
 func (c *Config) AuditOptions(src audit.Source, log *slog.Logger) audit.Options {
 	a := c.Audit
+	key, _ := c.AttestationKey() // validated at load
 	return audit.Options{Source: src, WorkDir: a.WorkDir, CacheDir: a.CacheDir, CacheMaxBytes: a.CacheMaxMB << 20,
 		MemoryLimit: a.MemoryLimit, Threads: a.Threads, DownloadParallelism: a.DownloadParallelism,
 		SampleRows: a.SampleRows, MaxSampleValueBytes: a.MaxSampleValueBytes, MaxReportBytes: a.MaxReportBytes, Logger: log,
 		MaxFiles: a.MaxFiles, MaxBytes: a.MaxBytes, MaxListObjects: a.MaxListObjects, MaxLogFileBytes: a.MaxLogFileBytes,
-		ClockSkew: a.ClockSkew.Std(), QueryTimeout: a.QueryTimeout.Std()}
+		ClockSkew: a.ClockSkew.Std(), QueryTimeout: a.QueryTimeout.Std(),
+		StatsDir: a.StatsDir, AttestationKey: key}
 }
 
 // MaxRunAge is the longest a run can be in progress while its partition has
@@ -791,6 +809,11 @@ func (c *Config) Validate() error {
 	}
 	badIf(c.Janitor.Interval < 0 || (c.Janitor.Interval > 0 && c.Janitor.Interval < Duration(time.Minute)), "janitor.interval", "must be at least 1m (it lists every repository's branches)")
 	badIf(c.Janitor.AbandonedAfter < 0, "janitor.abandoned_after", "must not be negative")
+	if k, err := c.AttestationKey(); err != nil {
+		bad("audit.attestation_key_file", "%v", err)
+	} else if k != nil && len(k) < 16 {
+		bad("audit.attestation_key", "must be at least 16 bytes")
+	}
 	badIf(len(c.Datasets) == 0, "datasets", "at least one dataset is required")
 	for _, n := range slices.Sorted(maps.Keys(c.Datasets)) {
 		d := c.Datasets[n]
@@ -808,12 +831,30 @@ func (c *Config) Validate() error {
 		for i, r := range d.SourceRefs {
 			badIf(strings.TrimSpace(r) == "", fmt.Sprintf("%s.source_refs[%d]", f, i), "must not be empty")
 		}
+		badIf(d.AuditMode != "" && d.AuditMode != AuditModeFull && d.AuditMode != AuditModeIncremental, f+".audit_mode",
+			"unknown audit mode %q (want incremental or full)", d.AuditMode)
 		errs = append(errs, d.Suite.Validate(f)...)
 	}
 	if len(errs) > 0 {
 		return errs
 	}
 	return nil
+}
+
+// Audit modes of a dataset (audit_mode).
+const (
+	AuditModeIncremental = "incremental"
+	AuditModeFull        = "full"
+)
+
+// AttestationKey is audit.attestation_key (or the content of
+// attestation_key_file); nil when neither is set.
+func (c *Config) AttestationKey() ([]byte, error) {
+	k, err := ReadSecret(c.Audit.AttestationKey, c.Audit.AttestationKeyFile)
+	if err != nil || k == "" {
+		return nil, err
+	}
+	return []byte(k), nil
 }
 
 // Defaults of the pre-merge webhook's audit timeout and of a lakeFS call.

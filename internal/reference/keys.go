@@ -72,6 +72,10 @@ var keyDocs = map[string]keyDoc{
 	"audit.max_log_file_bytes":     {example: "134217728"},
 	"audit.clock_skew":             {example: "1m"},
 	"audit.query_timeout":          {example: "30s"},
+	"audit.incremental":            {desc: "Let audits read only the batch's rows where the target's history is attested (see docs/audits.md).", def: "true", example: "false"},
+	"audit.stats_dir":              {desc: "Directory of lakewap's statistics of the audited files, kept across restarts.", def: "none (in memory; rebuilt from the data after a restart)", example: "/var/lib/lakewap/stats"},
+	"audit.attestation_key":        {desc: "Key (at least 16 bytes) signing each publish's attestation; unsigned ones are then not taken.", def: "none (attestations unsigned)", example: "${LAKEWAP_ATTESTATION_KEY}"},
+	"audit.attestation_key_file":   {desc: "File holding the attestation key (instead of attestation_key).", def: "none", example: "/run/secrets/lakewap_attestation"},
 
 	"notify.console":                {desc: "Print each outcome's message to standard output.", example: "true"},
 	"notify.slack":                  {desc: "Slack, by bot token (with channel) or incoming webhook.", def: "none", example: `{token: "${SLACK_BOT_TOKEN}", channel: C0123456}`},
@@ -116,6 +120,7 @@ var keyDocs = map[string]keyDoc{
 	"datasets.<name>.keep_aborted_branch":              {def: "true", example: "false"},
 	"datasets.<name>.aborted_retention":                {desc: "Age after which the janitor deletes an aborted or failed run's branch."},
 	"datasets.<name>.allowed_paths":                    {def: "none", example: "[manifests/]"},
+	"datasets.<name>.audit_mode":                       {desc: "incremental (read only the batch's rows where the history allows) or full (always the whole tables).", def: "incremental", example: "full"},
 	"datasets.<name>.source_refs":                      {def: "the source and the target", example: "[main, staging]"},
 	"datasets.<name>.checks_from":                      {def: "none", example: "[{dbt: dbt/models/schema.yml}]"},
 	"datasets.<name>.checks_from[].great_expectations": {def: "none", example: "ge/billing_suite.json"},

@@ -19,7 +19,14 @@ func WriteReport(w io.Writer, rep schemas.AuditReport, ref, base string) {
 	if base != "" {
 		against = " against " + base
 	}
-	fmt.Fprintf(w, "audit of dataset %s at %s (commit %s)%s\n\n", rep.Dataset, ref, Short(rep.Ref), against)
+	fmt.Fprintf(w, "audit of dataset %s at %s (commit %s)%s\n", rep.Dataset, ref, Short(rep.Ref), against)
+	switch {
+	case rep.Mode == "incremental":
+		fmt.Fprintf(w, "incremental: the batch's rows, with lakewap's statistics of the unchanged files\n")
+	case rep.ModeReason != "":
+		fmt.Fprintf(w, "full: %s\n", Printable(rep.ModeReason))
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tTABLE\tSEVERITY\tSTATUS\tOBSERVED\tTHRESHOLD\tDURATION")
 	for _, c := range rep.Checks {

@@ -180,9 +180,17 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, fresh bool) pipe
 	}
 	// A run stored before PublishSince existed has only StateSince.
 	since := cmp.Or(run.PublishSince, run.StateSince)
+	meta := publishMeta(run)
+	if r.cfg.Attest != nil {
+		att, err := r.cfg.Attest(ctx, run)
+		if err != nil {
+			log.Warn("publishing without an attestation: the next audit of the dataset is full", "err", err)
+		}
+		maps.Copy(meta, att)
+	}
 	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, log: log}, PublishRequest{
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
-		Meta: publishMeta(run), Fresh: fresh}, r.cfg.Failpoint)
+		Meta: meta, Fresh: fresh}, r.cfg.Failpoint)
 	if err != nil {
 		return failed(log, pipeline.StepPublish, err)
 	}

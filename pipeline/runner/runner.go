@@ -56,6 +56,11 @@ type Config struct {
 	// process there. Names: after_write, after_branch, during_audit,
 	// before_merge, after_merge, before_send.
 	Failpoint func(name string)
+	// Attest, if set, gives the metadata that attests a run's publish (the
+	// audit's suite and verdict, see audit.Attestation), added to the merge
+	// commit's. An error is logged and the batch is published without it:
+	// the next audit of the dataset is then full, never wrong.
+	Attest func(ctx context.Context, run pipeline.Run) (map[string]string, error)
 }
 
 // Runner executes the machine's effects for the runs of the partitions
