@@ -27,6 +27,7 @@ import (
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/internal/metrics"
+	"github.com/lakewap/lakewap/internal/runstore"
 	"github.com/lakewap/lakewap/internal/status"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
@@ -127,7 +128,19 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	}
 
 	rc := cfg.RunnerConfig()
-	rc.Lake, rc.Auditor, rc.Notifier, rc.Store = d.lake, auditor{d.audits}, notifier{disp}, kp.store
+	stateKey, err := cfg.StateKey()
+	if err != nil {
+		return nil, err
+	}
+	if stateKey == nil {
+		log.Warn("runner.state_key_file is not set: run records in the changelog are not authenticated, and anyone who can write " +
+			k.ChangelogTopic + " can steer lakewap")
+	}
+	store, err := runstore.New(runstore.Config{Inner: kp.store, Key: stateKey, Datasets: rc.Datasets, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	rc.Lake, rc.Auditor, rc.Notifier, rc.Store = d.lake, auditor{d.audits}, notifier{disp}, store
 	rc.Logger, rc.Observe, rc.Failpoint = log, o.Observe, failpointFromEnv(log)
 	rc.Attest = attester(cfg, d.engine, d.lake)
 	if o.NotifyRetry > 0 {

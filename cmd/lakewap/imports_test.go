@@ -32,6 +32,7 @@ var allowedImports = map[string][]string{
 	"internal/devstack":           {"internal/kafkatest"},
 	"internal/status":             {"pipeline", "schemas"},
 	"internal/metrics":            {"pipeline", "pipeline/runner"},
+	"internal/runstore":           {"pipeline", "schemas"},
 	"internal/runs":               {"consumer", "internal/config", "internal/janitor", "pipeline", "schemas"},
 	"internal/opclient":           {"consumer", "internal/config", "schemas"},
 	"internal/reference":          {"audit", "internal/config", "schemas"},

@@ -65,6 +65,21 @@ type Operator struct {
 // events and commit metadata.
 var operatorName = regexp.MustCompile(`^[\w.@-]{1,128}$`)
 
+// StateKey reads runner.state_key_file; nil without one.
+func (c *Config) StateKey() ([]byte, error) {
+	if c.Runner.StateKeyFile == "" {
+		return nil, nil
+	}
+	k, err := ReadSecret("", c.Runner.StateKeyFile)
+	if err == nil && len(strings.TrimSpace(k)) < 32 {
+		err = errors.New("the state key must be at least 32 bytes")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runner.state_key_file: %w", err)
+	}
+	return []byte(strings.TrimSpace(k)), nil
+}
+
 // OperatorKeys reads every operator's key: name -> key. Nil without
 // operators (requests are not signed).
 func (c *Config) OperatorKeys() (map[string][]byte, error) {
@@ -142,11 +157,16 @@ type LakeFS struct {
 
 // Runner tunes the state machine and its runner.
 type Runner struct {
-	MaxInFlight int      `yaml:"max_in_flight"`
-	StepTimeout Duration `yaml:"step_timeout"`
-	RetryBudget Duration `yaml:"retry_budget"`
-	PendingTTL  Duration `yaml:"pending_ttl"`
-	Grace       Duration `yaml:"shutdown_grace"`
+	// StateKeyFile holds the daemon's state key (at least 32 bytes): every
+	// run record lakewap writes to the changelog is sealed with it (HMAC),
+	// and a record without a valid seal is set aside at restore, never
+	// acted on. Without it records are not authenticated (a warning).
+	StateKeyFile string   `yaml:"state_key_file"`
+	MaxInFlight  int      `yaml:"max_in_flight"`
+	StepTimeout  Duration `yaml:"step_timeout"`
+	RetryBudget  Duration `yaml:"retry_budget"`
+	PendingTTL   Duration `yaml:"pending_ttl"`
+	Grace        Duration `yaml:"shutdown_grace"`
 	// TerminalRetention keeps finished runs in the state store (default 7 days).
 	TerminalRetention Duration `yaml:"terminal_retention"`
 	// MaxRunBytes is the budget of one run record in the changelog

@@ -1,0 +1,106 @@
+package runstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// mapStore is Inner over a map of one partition.
+type mapStore map[string][]byte
+
+func (m mapStore) Put(_ context.Context, _ int, k string, v []byte) error { m[k] = v; return nil }
+func (m mapStore) Delete(_ context.Context, _ int, k string) error       { delete(m, k); return nil }
+func (m mapStore) Load(context.Context, int) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for k, v := range m {
+		out[k] = bytes.Clone(v)
+	}
+	return out, nil
+}
+
+func specs(name string) (pipeline.DatasetSpec, bool) {
+	return pipeline.DatasetSpec{Repository: "lake", Target: "main"}, name == "billing"
+}
+
+func record(t *testing.T, mut func(*pipeline.Run)) (string, []byte) {
+	r := pipeline.Run{BatchID: "b1", Dataset: "billing", Repository: "lake", Branch: schemas.BranchName("billing", "b1"),
+		Source: "main", Target: "main", State: pipeline.StatePublishing, SealedCommit: strings.Repeat("a", 64)}
+	if mut != nil {
+		mut(&r)
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Key(), b
+}
+
+// Records lakewap sealed come back as they were written; records written
+// by anyone else, altered ones, and those the config does not allow are set
+// aside, left where they are, and counted by reason.
+func TestRecordsAreSealedAndChecked(t *testing.T) {
+	inner := mapStore{}
+	s, err := New(Config{Inner: inner, Key: bytes.Repeat([]byte("k"), 32), Datasets: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key, good := record(t, nil)
+	if err := s.Put(ctx, 0, key, good); err != nil {
+		t.Fatal(err)
+	}
+	var run pipeline.Run
+	if err := json.Unmarshal(inner[key], &run); err != nil || run.BatchID != "b1" {
+		t.Fatalf("a sealed record is not a run record to its readers: %v", err)
+	}
+	sealed := func(mut func(*pipeline.Run)) []byte { // a record lakewap itself sealed
+		k, v := record(t, mut)
+		if err := s.Put(ctx, 0, k, v); err != nil {
+			t.Fatal(err)
+		}
+		return inner[k]
+	}
+	altered := bytes.Replace(inner[key], []byte(`"publishing"`), []byte(`"published"`), 1)
+	other := sealed(func(r *pipeline.Run) { r.BatchID = "b2"; r.Branch = schemas.BranchName("billing", "b2") })
+	_, unsealed := record(t, func(r *pipeline.Run) { r.BatchID = "b3"; r.Branch = schemas.BranchName("billing", "b3") })
+	inner["billing/b4"] = altered
+	inner["billing/b5"] = unsealed
+	inner["billing/b6"] = other // moved under another key
+	_ = sealed(func(r *pipeline.Run) { r.BatchID = "b7"; r.Branch = "main"; r.Target = "main" })
+	_ = sealed(func(r *pipeline.Run) { r.BatchID = "b8"; r.Branch = schemas.BranchName("billing", "b8"); r.Repository = "other" })
+	_ = sealed(func(r *pipeline.Run) { r.BatchID = "b9"; r.Branch = schemas.BranchName("billing", "b9"); r.Target = "release" })
+	_ = sealed(func(r *pipeline.Run) { r.Dataset = "gone"; r.BatchID = "b10"; r.Branch = schemas.BranchName("gone", "b10") })
+	got, err := s.Load(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !bytes.Equal(got[key], good) || got["billing/b2"] == nil {
+		t.Errorf("restored %d records (%v), want b1 as written and b2", len(got), keys(got))
+	}
+	for reason, want := range map[string]float64{ReasonBadSeal: 2, ReasonUnsealed: 1, ReasonMismatch: 3, ReasonDataset: 1} {
+		var m dto.Metric
+		_ = s.setAside.WithLabelValues(reason).Write(&m)
+		if n := m.GetCounter().GetValue(); n != want {
+			t.Errorf("set aside for %s: %v, want %v", reason, n, want)
+		}
+	}
+	if len(inner) != 9 {
+		t.Errorf("the changelog holds %d records, want all 9 left for inspection", len(inner))
+	}
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
