@@ -213,3 +213,34 @@ func Attested(c CommitInfo, dataset, suite string, key []byte) (Attestation, err
 }
 
 func short(id string) string { return id[:min(len(id), 12)] }
+
+// Verdicts of Verify.
+const (
+	VerifyAttested   = "attested"
+	VerifyUnattested = "NOT ATTESTED"
+	VerifyRoot       = "root"
+)
+
+// Verify says whether commit c of dataset's target is lakewap's attested
+// publish: attested (of the configured suite or an older one, or a publish
+// of another dataset into the same target), the repository's first commit
+// (root), or not attested and why.
+func Verify(c CommitInfo, dataset, suite string, key []byte) (verdict, detail string) {
+	if len(c.Parents) == 0 {
+		return VerifyRoot, "the repository's first commit"
+	}
+	a, err := Attested(c, dataset, suite, key)
+	switch {
+	case err == nil:
+		return VerifyAttested, fmt.Sprintf("publish of %s (%s audit), suite %s", short(a.Sealed), a.Mode, a.Suite)
+	case a.Suite != "" && a.Dataset != dataset:
+		if _, err := Attested(c, a.Dataset, a.Suite, key); err == nil {
+			return VerifyAttested, fmt.Sprintf("publish of dataset %s (%s)", a.Dataset, short(a.Sealed))
+		}
+	case a.Suite != "" && a.Suite != suite:
+		if _, err := Attested(c, dataset, a.Suite, key); err == nil {
+			return VerifyAttested, fmt.Sprintf("publish of %s by an earlier suite %s (the configured one is %s)", short(a.Sealed), a.Suite, suite)
+		}
+	}
+	return VerifyUnattested, err.Error()
+}

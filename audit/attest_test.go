@@ -70,3 +70,33 @@ func TestAttestationIsTakenOnlyWhereItHolds(t *testing.T) {
 		t.Fatal("suite digest is not a function of the suite")
 	}
 }
+
+// TestVerifyNamesEachCommit: lakewap verify's verdict of each kind of commit.
+func TestVerifyNamesEachCommit(t *testing.T) {
+	suite := diffSuite(0)
+	digest := SuiteDigest(suite)
+	attest := func(dataset string, s Suite) string {
+		text, err := NewAttestation(dataset, s, schemas.AuditReport{}, "sealed1", "head0").Encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return text
+	}
+	for _, tc := range []struct {
+		name string
+		c    CommitInfo
+		want string
+	}{
+		{"root", CommitInfo{ID: "c0"}, VerifyRoot},
+		{"publish", CommitInfo{ID: "m", Parents: []string{"head0", "sealed1"}, Metadata: map[string]string{MetaAttestation: attest("d", suite)}}, VerifyAttested},
+		{"earlier suite", CommitInfo{ID: "m", Parents: []string{"head0", "sealed1"}, Metadata: map[string]string{MetaAttestation: attest("d", diffSuite(1))}}, VerifyAttested},
+		{"other dataset", CommitInfo{ID: "m", Parents: []string{"head0", "sealed1"}, Metadata: map[string]string{MetaAttestation: attest("orders", diffSuite(2))}}, VerifyAttested},
+		{"direct commit", CommitInfo{ID: "m", Parents: []string{"head0"}}, VerifyUnattested},
+		{"copied attestation", CommitInfo{ID: "m", Parents: []string{"head0"}, Metadata: map[string]string{MetaAttestation: attest("d", suite)}}, VerifyUnattested},
+		{"revert", CommitInfo{ID: "m", Parents: []string{"m0"}, Metadata: map[string]string{}}, VerifyUnattested},
+	} {
+		if got, detail := Verify(tc.c, "d", digest, nil); got != tc.want {
+			t.Errorf("%s: %s (%s), want %s", tc.name, got, detail, tc.want)
+		}
+	}
+}

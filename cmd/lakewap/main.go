@@ -25,9 +25,12 @@ Usage:
   lakewap run      -config FILE         run the daemon
   lakewap demo                          the embedded stack, a good and a bad batch
   lakewap validate FILE                 check a config file, naming every bad field
-  lakewap audit    -config FILE -dataset D -ref R [-base B] [-json]
+  lakewap audit    -config FILE -dataset D -ref R [-base B] [-json] [-full]
                                         run a dataset's suite against any ref, publish nothing
                                         (exit 0 passed, 1 failed, 2 could not run)
+  lakewap verify   -config FILE -dataset D [-since T]
+                                        list the target's commits as lakewap's attested publishes
+                                        or not (exit 0 all attested, 1 any not, 2 could not tell)
   lakewap runs     -config FILE         list runs from the state store [-state S] [-json]
   lakewap janitor  -config FILE         delete expired and abandoned wap- branches [-dry-run]
   lakewap retry    -config FILE -batch B [-by NAME] [-timeout D]
@@ -62,7 +65,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	cmd, rest := args[0], args[1:]
 	commands := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
-		"run": cmdRun, "demo": cmdDemo, "audit": cmdAudit, "runs": cmdRuns, "janitor": cmdJanitor,
+		"run": cmdRun, "demo": cmdDemo, "audit": cmdAudit, "verify": cmdVerify, "runs": cmdRuns, "janitor": cmdJanitor,
 		"emit": cmdEmit, "tail": cmdTail, "ready": cmdReady, "prepare": cmdPrepare, "validate": cmdValidate,
 		"reference": cmdReference,
 	}
