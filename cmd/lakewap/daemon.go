@@ -26,6 +26,7 @@ import (
 	"github.com/lakewap/lakewap/internal/buildinfo"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/internal/lineage"
 	"github.com/lakewap/lakewap/internal/metrics"
 	"github.com/lakewap/lakewap/internal/runstore"
 	"github.com/lakewap/lakewap/internal/status"
@@ -85,6 +86,7 @@ type daemon struct {
 	http          *http.Server
 	httpLn        net.Listener
 	janitor       *janitor.Janitor
+	lineage       *lineage.Emitter
 	reg           *prometheus.Registry
 }
 
@@ -143,6 +145,12 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 	rc.Lake, rc.Auditor, rc.Notifier, rc.Store = d.lake, auditor{d.audits}, notifier{disp}, store
 	rc.Logger, rc.Observe, rc.Failpoint = log, o.Observe, failpointFromEnv(log)
 	rc.Attest = attester(cfg, d.engine, d.lake)
+	if cfg.Lineage.URL != "" {
+		if d.lineage, err = newLineage(cfg, log, reg); err != nil {
+			return nil, err
+		}
+		rc.Observe = observeBoth(o.Observe, d.lineage.Observe)
+	}
 	if o.NotifyRetry > 0 {
 		rc.Policy.NotifyRetry = o.NotifyRetry
 	}
@@ -281,6 +289,9 @@ func (d *daemon) close() {
 	if d.resultsWriter != nil {
 		_ = d.resultsWriter.Close()
 	}
+	if d.lineage != nil {
+		d.lineage.Close() // after the runner: nothing observes any more
+	}
 	if d.engine != nil {
 		_ = d.engine.Close()
 	}
@@ -331,6 +342,30 @@ func (d *daemon) serveHTTP(addr string) error {
 	go func() { _ = d.http.Serve(ln) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
+}
+
+// newLineage starts the OpenLineage emitter of lineage.url: the jobs'
+// tables are the datasets' suite tables.
+func newLineage(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*lineage.Emitter, error) {
+	tables := map[string][]lineage.Table{}
+	for name, ds := range cfg.Datasets {
+		for _, t := range ds.Suite.Tables {
+			tables[name] = append(tables[name], lineage.Table{Name: t.Name, Path: t.Path})
+		}
+	}
+	return lineage.New(lineage.Options{URL: cfg.Lineage.URL, Namespace: cfg.Lineage.Namespace, Timeout: cfg.Lineage.Timeout.Std(),
+		Tables: func(ds string) []lineage.Table { return tables[ds] }, Logger: log.With(slog.String("component", "lineage")),
+		Dropped: metrics.LineageDropped(reg)})
+}
+
+// observeBoth calls a, if set, then b.
+func observeBoth(a, b func(before, after pipeline.Run)) func(before, after pipeline.Run) {
+	return func(before, after pipeline.Run) {
+		if a != nil {
+			a(before, after)
+		}
+		b(before, after)
+	}
 }
 
 // mountRuns serves the status page (internal/status) unless http.runs is

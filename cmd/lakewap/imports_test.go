@@ -30,6 +30,7 @@ var allowedImports = map[string][]string{
 	"internal/config":             {"audit", "consumer", "internal/janitor", "notify", "pipeline", "pipeline/runner", "schemas"},
 	"internal/janitor":            {"pipeline", "pipeline/lakefs", "schemas"},
 	"internal/devstack":           {"internal/kafkatest"},
+	"internal/lineage":            {"pipeline", "schemas"},
 	"internal/status":             {"pipeline", "schemas"},
 	"internal/metrics":            {"pipeline", "pipeline/runner"},
 	"internal/runstore":           {"pipeline", "schemas"},

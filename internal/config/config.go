@@ -35,11 +35,13 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Kafka   Kafka   `yaml:"kafka"`
-	LakeFS  LakeFS  `yaml:"lakefs"`
-	Runner  Runner  `yaml:"runner"`
-	Audit   Audit   `yaml:"audit"`
-	Notify  Notify  `yaml:"notify"`
+	Kafka  Kafka  `yaml:"kafka"`
+	LakeFS LakeFS `yaml:"lakefs"`
+	Runner Runner `yaml:"runner"`
+	Audit  Audit  `yaml:"audit"`
+	Notify Notify `yaml:"notify"`
+	// Lineage sends OpenLineage run events (off without lineage.url).
+	Lineage Lineage `yaml:"lineage"`
 	HTTP    HTTP    `yaml:"http"`
 	Log     Log     `yaml:"log"`
 	Janitor Janitor `yaml:"janitor"`
@@ -260,6 +262,17 @@ type Route struct {
 	// Channel posts this route's batches to another Slack channel than
 	// notify.slack.channel (a bot token sink only).
 	Channel string `yaml:"channel"`
+}
+
+// Lineage is where OpenLineage run events go.
+type Lineage struct {
+	// URL is an OpenLineage HTTP endpoint (Marquez: http://marquez:5000/api/v1/lineage);
+	// empty sends none.
+	URL string `yaml:"url"`
+	// Namespace is the OpenLineage namespace of the jobs (one job per dataset).
+	Namespace string `yaml:"namespace"`
+	// Timeout bounds one POST.
+	Timeout Duration `yaml:"timeout"`
 }
 
 // HTTP is the metrics, health and webhook listener.
@@ -762,6 +775,9 @@ func (c *Config) Validate() error {
 	badIf(c.LakeFS.AccessKeyID == "", "lakefs.access_key_id", "required")
 	badIf(c.LakeFS.SecretAccessKey == "" && c.LakeFS.SecretAccessKeyFile == "", "lakefs.secret_access_key", "required (or secret_access_key_file)")
 	badIf(c.Audit.MaxReportBytes < 0 || 4*c.Audit.MaxReportBytes > c.Runner.MaxRunBytes, "audit.max_report_bytes", "%d must be between 0 and a quarter of runner.max_run_bytes (a run stores its report up to three times)", c.Audit.MaxReportBytes)
+	badIf(c.Lineage.URL != "" && !strings.HasPrefix(c.Lineage.URL, "http://") && !strings.HasPrefix(c.Lineage.URL, "https://"),
+		"lineage.url", "%q must start with http:// or https://", c.Lineage.URL)
+	badIf(c.Lineage.Timeout.Std() < 0, "lineage.timeout", "must not be negative")
 	if c.HTTP.Listen != "" {
 		switch c.HTTP.WebhookMode() {
 		case WebhookToken:

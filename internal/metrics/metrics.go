@@ -142,3 +142,15 @@ func BuildInfo(reg prometheus.Registerer, version, revision, goVersion string) {
 	reg.MustRegister(g)
 	g.WithLabelValues(version, revision, goVersion).Set(1)
 }
+
+// LineageDropped counts OpenLineage events not delivered, by reason
+// (queue_full, undelivered), both at 0 from the start; the result is
+// lineage.Options.Dropped.
+func LineageDropped(reg prometheus.Registerer) func(reason string) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_lineage_events_dropped_total",
+		Help: "OpenLineage run events not delivered, by reason (queue_full, undelivered)."}, []string{"reason"})
+	reg.MustRegister(c)
+	c.WithLabelValues("queue_full")
+	c.WithLabelValues("undelivered")
+	return func(reason string) { c.WithLabelValues(reason).Inc() }
+}

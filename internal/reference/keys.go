@@ -100,6 +100,9 @@ var keyDocs = map[string]keyDoc{
 	"http.webhook_concurrency":   {},
 	"http.webhook_audit_timeout": {},
 	"http.runs":                  {def: "on", example: "off"},
+	"lineage.url":                {def: "none (no events)", example: "http://marquez:5000/api/v1/lineage"},
+	"lineage.namespace":          {def: "lakewap", example: "wap-prod"},
+	"lineage.timeout":            {def: "5s", example: "10s"},
 	"http.runs_samples":          {def: "false", example: "true"},
 
 	"log.format": {desc: "json or text."},
