@@ -15,8 +15,8 @@ import (
 // message size; everything a producer, lakeFS or an audit puts into it is
 // bounded here or at the edge (schemas.Rules).
 const (
-	// DefaultMaxRunBytes is the default budget of one run record (JSON).
-	DefaultMaxRunBytes = 256 << 10
+	// defaultMaxRunBytes is the default budget of one run record (JSON).
+	defaultMaxRunBytes = 256 << 10
 	// maxDetailBytes bounds Run.Detail and the Detail of BatchAborted.
 	maxDetailBytes = 4 << 10
 	// maxErrorBytes bounds Run.LastError and the Error of BatchFailed.
@@ -111,7 +111,7 @@ func trim(r Run) Run {
 	n := r.Clone()
 	n.Detail, n.LastError = schemas.Clip(n.Detail, maxDetailBytes), schemas.Clip(n.LastError, maxErrorBytes)
 	n.Report = bareReport(n.Report, true)
-	n.Delivery = n.Delivery.trim()
+	n.delivery = n.delivery.trim()
 	return n
 }
 
@@ -124,7 +124,7 @@ func overBudget(r Run, size, budget int, now time.Time) Run {
 		Source: r.Source, Target: r.Target, State: r.State, Deadline: r.Deadline, KeepBranch: true,
 		LandedAt: r.LandedAt, BatchTime: r.BatchTime, StateSince: r.StateSince, UpdatedAt: now,
 		SealedCommit: r.SealedCommit, CommitID: r.CommitID, Reason: r.Reason, FailedStep: r.FailedStep,
-		Detail: schemas.Clip(r.Detail, 512), Delivery: Delivery{Sent: r.Sent}, Request: r.Request, Retries: r.Retries, RetriedBy: r.RetriedBy}
+		Detail: schemas.Clip(r.Detail, 512), delivery: delivery{Sent: r.Sent}, Request: r.Request, Retries: r.Retries, RetriedBy: r.RetriedBy}
 	if r.Revert != nil && !r.revertPending() {
 		rv := *r.Revert
 		rv.Reason, rv.By = schemas.Clip(rv.Reason, 512), schemas.Clip(rv.By, 512)

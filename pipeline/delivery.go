@@ -9,12 +9,12 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// Delivery is a run's notification bookkeeping, apart from its WAP state:
+// delivery is a run's notification bookkeeping, apart from its WAP state:
 // the outbox of result events not yet confirmed sent, what the sinks left
 // as receipts, and the re-notification of a best-effort sink (Slack) that
 // still owes the last event. A transition only adds to the outbox; its
 // methods are pure. Run embeds it, so the stored record is unchanged.
-type Delivery struct {
+type delivery struct {
 	// Outbox holds result events not yet confirmed sent, oldest first.
 	Outbox   []Outgoing        `json:"outbox,omitempty"`
 	Receipts map[string]string `json:"receipts,omitempty"`
@@ -27,13 +27,13 @@ type Delivery struct {
 }
 
 // add queues o behind what is waiting.
-func (d *Delivery) add(o Outgoing) { d.Outbox = append(d.Outbox, o) }
+func (d *delivery) add(o Outgoing) { d.Outbox = append(d.Outbox, o) }
 
 // sent applies a confirmed delivery: the entry leaves the outbox, the
 // receipts are the notifier's, and a sink that still owes it is asked
 // again after p.NotifyRetry, at most p.NotifyRetries times. changed says
 // whether anything did (a second Sent of the same entry changes nothing).
-func (d Delivery) sent(in Sent, p Policy, now time.Time) (_ Delivery, changed bool) {
+func (d delivery) sent(in Sent, p Policy, now time.Time) (_ delivery, changed bool) {
 	was := d
 	d = d.clone()
 	i := slices.IndexFunc(d.Outbox, func(o Outgoing) bool { return o.EventID == in.EventID })
@@ -62,7 +62,7 @@ func (d Delivery) sent(in Sent, p Policy, now time.Time) (_ Delivery, changed bo
 }
 
 // owed reports whether a sink has not delivered the latest notification.
-func (d Delivery) owed() bool {
+func (d delivery) owed() bool {
 	for k := range d.Receipts {
 		if strings.HasPrefix(k, schemas.PendingReceiptPrefix) {
 			return true
@@ -72,13 +72,13 @@ func (d Delivery) owed() bool {
 }
 
 // idle reports whether nothing waits to be sent or sent again.
-func (d Delivery) idle() bool { return len(d.Outbox) == 0 && d.NotifyRetryAt.IsZero() }
+func (d delivery) idle() bool { return len(d.Outbox) == 0 && d.NotifyRetryAt.IsZero() }
 
 // next is the delivery work at now for a run in state: send the oldest
 // outbox entry, wake for a re-notification, or send the last event again
 // (sinks that delivered it skip it by their receipts; refreshID names a
 // state-only one). ok is false when the delivery is idle.
-func (d Delivery) next(state State, refreshID string, now time.Time) (e Effect, ok bool) {
+func (d delivery) next(state State, refreshID string, now time.Time) (e Effect, ok bool) {
 	switch {
 	case len(d.Outbox) > 0:
 		return Effect{Kind: DoSend, Send: d.Outbox[0]}, true
@@ -96,7 +96,7 @@ func (d Delivery) next(state State, refreshID string, now time.Time) (e Effect, 
 }
 
 // trim drops the sample rows of the events waiting or owed.
-func (d Delivery) trim() Delivery {
+func (d delivery) trim() delivery {
 	d = d.clone()
 	for i := range d.Outbox {
 		d.Outbox[i] = trimOutgoing(d.Outbox[i], true)
@@ -108,7 +108,7 @@ func (d Delivery) trim() Delivery {
 	return d
 }
 
-func (d Delivery) clone() Delivery {
+func (d delivery) clone() delivery {
 	c := d
 	c.Outbox = append([]Outgoing(nil), d.Outbox...)
 	if d.LastSent != nil {

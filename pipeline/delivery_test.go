@@ -8,14 +8,14 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// Delivery's methods alone: a confirmed entry leaves the outbox; a sink
+// delivery's methods alone: a confirmed entry leaves the outbox; a sink
 // that still owes it is asked again after NotifyRetry, NotifyRetries
 // times, and the count starts over once every sink delivered.
 func TestDeliveryBookkeeping(t *testing.T) {
 	p := Policy{NotifyRetry: time.Minute, NotifyRetries: 2}
 	now := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
 	pub := Outgoing{EventID: "e1", State: StatePublished, Published: &schemas.BatchPublished{EventID: "e1"}}
-	var d Delivery
+	var d delivery
 	d.add(Outgoing{EventID: "s1", State: StatePublishing})
 	d.add(pub)
 	if e, ok := d.next(StatePublished, "r", now); !ok || e.Kind != DoSend || e.Send.EventID != "s1" {
@@ -72,7 +72,7 @@ func TestDeliveryStoredInline(t *testing.T) {
 	}
 	if len(r.Outbox) != 1 || r.Receipts["pending:slack"] != "published" || r.Sent != 3 || r.LastSent.EventID != "e0" ||
 		r.NotifyRetryAt.IsZero() || r.NotifyRetries != 2 {
-		t.Fatalf("restored %+v", r.Delivery)
+		t.Fatalf("restored %+v", r.delivery)
 	}
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -249,7 +249,7 @@ type Policy struct {
 // change a field or two.
 var DefaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, MinBackoff: 500 * time.Millisecond,
 	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60, TerminalRetention: 7 * 24 * time.Hour,
-	MaxRunBytes: DefaultMaxRunBytes, MaxLagWait: time.Hour, LagRecheck: 10 * time.Second, MaxOpenRuns: 10000}
+	MaxRunBytes: defaultMaxRunBytes, MaxLagWait: time.Hour, LagRecheck: 10 * time.Second, MaxOpenRuns: 10000}
 
 // Validate names the first field of p that the machine cannot work with.
 func (p Policy) Validate() error {
@@ -415,8 +415,8 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		n, changed := m.stepFailed(n, in, now)
 		return n, changed, nil
 	case Sent:
-		d, changed := n.Delivery.sent(in, m.p, now)
-		n.Delivery = d
+		d, changed := n.delivery.sent(in, m.p, now)
+		n.delivery = d
 		return n, changed, nil
 	case CleanedUp:
 		if !n.CleanupPending {
@@ -458,7 +458,7 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 	case step != 0:
 		out = append(out, Effect{Kind: step})
 	}
-	if e, ok := r.Delivery.next(r.State, r.eventID("refresh"), now); ok {
+	if e, ok := r.delivery.next(r.State, r.eventID("refresh"), now); ok {
 		out = append(out, e)
 	} else if r.State.Terminal() && step == 0 {
 		out = append(out, Effect{Kind: DoWake, At: r.StateSince.Add(m.p.TerminalRetention)})
@@ -642,7 +642,7 @@ func abortEarly(n Run, batchID, dataset, reason, detail string, now time.Time) R
 func (m Machine) tick(n Run, in Tick, now time.Time) (Run, bool) {
 	waiting := n.State == StateAwaitingWrites
 	switch {
-	case n.State.Terminal() && n.Delivery.idle() && !n.CleanupPending && !n.revertPending() &&
+	case n.State.Terminal() && n.delivery.idle() && !n.CleanupPending && !n.revertPending() &&
 		!now.Before(n.StateSince.Add(m.p.TerminalRetention)):
 		return Run{}, true // retention over: forget the finished run
 	case n.State == StatePending && !now.Before(n.Deadline):

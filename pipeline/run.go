@@ -108,9 +108,9 @@ type Run struct {
 	// CleanupPending: the branch is to be deleted (abort policy).
 	CleanupPending bool `json:"cleanup_pending,omitempty"`
 
-	// Delivery is the outbox, receipts and re-notification; its fields are
+	// delivery is the outbox, receipts and re-notification; its fields are
 	// stored inline, as when they were the run's own.
-	Delivery
+	delivery
 
 	// Operator requests (lakewap retry, revert, cancel). Request is the id
 	// of the one the run's course now answers: its result events carry it.
@@ -213,7 +213,7 @@ func (r Run) Clone() Run {
 	c := r
 	c.ExpectedWrites = append([]string(nil), r.ExpectedWrites...)
 	c.Attributes, c.Writes = maps.Clone(r.Attributes), maps.Clone(r.Writes)
-	c.Delivery = r.Delivery.clone()
+	c.delivery = r.delivery.clone()
 	if r.Revert != nil {
 		rv := *r.Revert
 		c.Revert = &rv

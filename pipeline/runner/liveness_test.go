@@ -171,8 +171,8 @@ func TestRunRecordStaysWithinBudget(t *testing.T) {
 		}
 		f.store.mu.Lock()
 		defer f.store.mu.Unlock()
-		if f.store.largest > DefaultMaxRunBytes {
-			t.Errorf("largest stored run %d bytes, budget %d", f.store.largest, DefaultMaxRunBytes)
+		if f.store.largest > DefaultPolicy.MaxRunBytes {
+			t.Errorf("largest stored run %d bytes, budget %d", f.store.largest, DefaultPolicy.MaxRunBytes)
 		}
 	})
 	t.Run("run ended", func(t *testing.T) {
