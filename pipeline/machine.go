@@ -52,7 +52,8 @@ func (s DatasetSpec) OutsideTables(paths []string) []string {
 // Inputs from Kafka.
 type (
 	// Landed is a validated BatchLanded with its dataset resolved. Open is
-	// how many runs in progress the instance holds (Policy.MaxOpenRuns).
+	// how many runs of its dataset in progress the instance holds
+	// (Policy.MaxOpenRuns).
 	Landed struct {
 		Event  schemas.BatchLanded
 		Spec   DatasetSpec
@@ -238,9 +239,10 @@ type Policy struct {
 	// MaxLagWait after the deadline; then it is aborted anyway.
 	MaxLagWait time.Duration
 	LagRecheck time.Duration
-	// MaxOpenRuns bounds the runs in progress (landed to publishing) one
-	// instance holds; a batch landing beyond it is aborted at once with
-	// reason too_many_runs, before any branch is made. 0: no limit.
+	// MaxOpenRuns bounds the runs in progress (landed to publishing) of one
+	// dataset that one instance holds, so that a flood of one dataset's
+	// batches cannot starve another's; a batch landing beyond it is aborted
+	// at once with reason too_many_runs, before any branch is made. 0: no limit.
 	MaxOpenRuns int
 }
 
@@ -478,7 +480,7 @@ func (m Machine) landed(n Run, in Landed, now time.Time) (Run, bool, *Outgoing) 
 		n.Writes = nil
 		n.KeepBranch = true // there is no branch
 		return abort(n, schemas.ReasonTooManyRuns,
-			fmt.Sprintf("%d runs are in progress on this instance, the limit (runner.max_open_runs) is %d", in.Open, m.p.MaxOpenRuns), now), true, nil
+			fmt.Sprintf("%d runs of dataset %s are in progress on this instance, the limit (runner.max_open_runs) is %d per dataset", in.Open, ev.Dataset, m.p.MaxOpenRuns), now), true, nil
 	}
 	spec := in.Spec
 	n.Repository, n.Branch, n.Target = spec.Repository, in.Branch, cmp.Or(spec.Target, "main")

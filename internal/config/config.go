@@ -182,7 +182,8 @@ type Runner struct {
 	// at most this long after the deadline (default 1h).
 	MaxLagWait Duration `yaml:"max_lag_wait"`
 	// MaxOpenRuns bounds the runs in progress (landed to publishing) of one
-	// instance; a batch landing beyond it is aborted with reason
+	// dataset on one instance, so that one dataset's flood cannot starve
+	// another's; a batch landing beyond it is aborted with reason
 	// too_many_runs (default 10000; 0 keeps the default, -1 is no limit).
 	MaxOpenRuns int `yaml:"max_open_runs"`
 }

@@ -425,3 +425,31 @@ func TestPanickingStepFailsTheRunNotTheProcess(t *testing.T) {
 	f.land(t, "fine")
 	f.await(t, "fine", schemas.TypeBatchPublished)
 }
+
+// max_open_runs applies per dataset: a producer that fills it with one
+// dataset's batches (far deadlines, no writes) does not make another
+// dataset's batches abort too_many_runs.
+func TestOpenRunLimitIsPerDataset(t *testing.T) {
+	f := newRunnerFixtureWith(t, func(c *Config) {
+		c.Policy.MaxOpenRuns = 2
+		c.Datasets = func(n string) (DatasetSpec, bool) {
+			return DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: time.Hour}, n == "billing" || n == "orders"
+		}
+	})
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	land := func(dataset, b string) {
+		t.Helper()
+		if err := f.handle(t, schemas.BatchLanded{BatchID: b, Dataset: dataset, ExpectedWrites: []string{"fact"}, OccurredAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range []string{"flood-1", "flood-2", "flood-3"} {
+		land("billing", b)
+	}
+	f.await(t, "flood-3", schemas.TypeBatchAborted)
+	land("orders", "orders-1")
+	f.await(t, "orders-1", schemas.TypeBranchReady)
+	if r, _ := f.run("orders", "orders-1"); r.State != StateAwaitingWrites {
+		t.Errorf("orders-1 is %s (%s %q), want awaiting writes", r.State, r.Reason, r.Detail)
+	}
+}

@@ -75,6 +75,8 @@ type Runner struct {
 	mu      sync.Mutex
 	parts   map[int]*partition
 	open    atomic.Int64 // runs in an Open state across the assigned partitions
+	openMu  sync.Mutex
+	openBy  map[string]int // runs in an Open state by dataset: max_open_runs applies per dataset
 	Metrics Metrics
 
 	qmu    sync.Mutex
@@ -103,10 +105,25 @@ type Metrics struct {
 	LakeCalls func(dataset string, calls int64)
 }
 
+// openOf is how many runs of dataset this instance holds in progress.
+func (r *Runner) openOf(dataset string) int {
+	r.openMu.Lock()
+	defer r.openMu.Unlock()
+	return r.openBy[dataset]
+}
+
 // hold counts a run entering (+1) or leaving (-1) state on this instance.
 func (r *Runner) hold(dataset string, state pipeline.State, delta int) {
 	if state.Open() {
 		r.open.Add(int64(delta))
+		r.openMu.Lock()
+		if r.openBy == nil {
+			r.openBy = map[string]int{}
+		}
+		if r.openBy[dataset] += delta; r.openBy[dataset] <= 0 {
+			delete(r.openBy, dataset)
+		}
+		r.openMu.Unlock()
 	}
 	if r.Metrics.Held != nil && state != "" {
 		r.Metrics.Held(r.label(dataset), state, delta)
@@ -379,7 +396,7 @@ func (r *Runner) input(ev schemas.Event, trace schemas.TraceContext) (pipeline.I
 	}
 	switch e := ev.(type) {
 	case schemas.BatchLanded:
-		return pipeline.Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID), Open: int(r.open.Load()), Trace: trace}, nil
+		return pipeline.Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID), Open: r.openOf(e.Dataset), Trace: trace}, nil
 	case schemas.WriteComplete:
 		return pipeline.WriteDone{Event: e}, nil
 	case schemas.BatchCancelled:
