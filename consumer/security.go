@@ -54,6 +54,10 @@ func (s Security) validate() error {
 	return err
 }
 
+// Config is t as a crypto/tls config, for other TLS clients of the same
+// operators' files (the schema registry's).
+func (t *TLSConfig) Config() (*tls.Config, error) { return Security{TLS: t}.tlsConfig() }
+
 func (s Security) tlsConfig() (*tls.Config, error) {
 	if s.TLS == nil {
 		return nil, nil

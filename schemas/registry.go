@@ -3,6 +3,7 @@ package schemas
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -26,6 +27,50 @@ type RegistryClient interface {
 	CreateSchema(ctx context.Context, subject, schema string, refs ...registry.SchemaReference) (int, avro.Schema, error)
 	// GetSchema returns the schema with a global id (GET /schemas/ids/{id}).
 	GetSchema(ctx context.Context, id int) (avro.Schema, error)
+}
+
+// RegistryAdmin is what registering subjects ahead of time needs of a
+// registry; *registry.Client satisfies it.
+type RegistryAdmin interface {
+	CreateSchema(ctx context.Context, subject, schema string, refs ...registry.SchemaReference) (int, avro.Schema, error)
+	SetCompatibilityLevel(ctx context.Context, subject, level string) error
+}
+
+// Compatibility levels of a Confluent-compatible registry.
+var CompatibilityLevels = []string{"BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE", "NONE"}
+
+// Registered is one subject Register registered.
+type Registered struct {
+	Subject       string `json:"subject"`
+	EventType     string `json:"event_type"`
+	ID            int    `json:"id"`
+	Compatibility string `json:"compatibility,omitempty"`
+}
+
+// Register registers the current schema of each event type under its
+// subject on topic (the subject Encode uses: <topic>-<namespace>.<type>),
+// after setting the subject's compatibility level when level is not empty,
+// so that producers and consumers find them before lakewap's first send.
+func Register(ctx context.Context, rc RegistryAdmin, topic string, eventTypes []string, level string) ([]Registered, error) {
+	var out []Registered
+	for _, t := range eventTypes {
+		text, err := SchemaText(t)
+		if err != nil {
+			return out, err
+		}
+		subject := topic + "-" + Namespace + "." + t
+		if level != "" {
+			if err := rc.SetCompatibilityLevel(ctx, subject, level); err != nil {
+				return out, fmt.Errorf("set compatibility of %s: %w", subject, err)
+			}
+		}
+		id, _, err := rc.CreateSchema(ctx, subject, text)
+		if err != nil {
+			return out, fmt.Errorf("register %s: %w", subject, err)
+		}
+		out = append(out, Registered{Subject: subject, EventType: t, ID: id, Compatibility: level})
+	}
+	return out, nil
 }
 
 // NewRegistryClient returns hamba's registry client for baseURL. hc may be

@@ -47,6 +47,8 @@ Usage:
                                         print a topic's events (default: results) as JSON lines
   lakewap ready    [-config FILE | -url URL]
                                         exit 0 when the daemon's /readyz answers 200 (container health check)
+  lakewap registry -config FILE [-compatibility LEVEL] [-json]
+                                        register the schemas' subjects in the schema registry ahead of time
   lakewap reference [-check]            write the reference pages (docs/reference/) from the code
   lakewap prepare                       build the embedded stack's lakeFS server (done on first use anyway)
   lakewap version                       the build: module version or VCS revision (also --version)
@@ -67,7 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	commands := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
 		"run": cmdRun, "demo": cmdDemo, "audit": cmdAudit, "verify": cmdVerify, "runs": cmdRuns, "janitor": cmdJanitor,
 		"emit": cmdEmit, "tail": cmdTail, "ready": cmdReady, "prepare": cmdPrepare, "validate": cmdValidate,
-		"reference": cmdReference,
+		"reference": cmdReference, "registry": cmdRegistry,
 	}
 	switch cmd {
 	case "retry", "cancel", "revert":

@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hamba/avro/v2/registry"
 	"gopkg.in/yaml.v3"
 
 	"github.com/lakewap/lakewap/audit"
@@ -120,6 +122,11 @@ type Kafka struct {
 	ReplicationFactor int      `yaml:"replication_factor"`
 	CreateTopics      *bool    `yaml:"create_topics"`
 	SchemaRegistry    string   `yaml:"schema_registry_url"`
+	// SchemaRegistryAuth and SchemaRegistryTLS reach a registry behind
+	// HTTP basic authentication (Confluent Cloud's API key and secret) and
+	// a private CA or mutual TLS.
+	SchemaRegistryAuth *RegistryAuth `yaml:"schema_registry_auth"`
+	SchemaRegistryTLS  *TLS          `yaml:"schema_registry_tls"`
 	TLS               *TLS     `yaml:"tls"`
 	SASL              *SASL    `yaml:"sasl"`
 	CommitInterval    Duration `yaml:"commit_interval"`
@@ -128,6 +135,13 @@ type Kafka struct {
 	// (default 1000000): a result event over it is sent with less of its
 	// audit report.
 	ResultsMaxMessageBytes int `yaml:"results_max_message_bytes"`
+}
+
+// RegistryAuth is HTTP basic authentication to the schema registry.
+type RegistryAuth struct {
+	Username     string `yaml:"username"`
+	Password     string `yaml:"password"`
+	PasswordFile string `yaml:"password_file"`
 }
 
 // TLS for the Kafka connection.
@@ -580,13 +594,39 @@ func (c *Config) DatasetSpec(name string) (pipeline.DatasetSpec, bool) {
 func (k Kafka) Codec() (*schemas.Codec, error) {
 	var opts schemas.Options
 	if k.SchemaRegistry != "" {
-		rc, err := schemas.NewRegistryClient(k.SchemaRegistry, nil)
+		rc, err := k.RegistryClient()
 		if err != nil {
-			return nil, fmt.Errorf("kafka.schema_registry_url: %w", err)
+			return nil, err
 		}
 		opts.Registry = rc
 	}
 	return schemas.NewCodec(opts)
+}
+
+// RegistryClient is the client of the schema registry at
+// kafka.schema_registry_url, with its auth and TLS settings.
+func (k Kafka) RegistryClient() (*registry.Client, error) {
+	var hc *http.Client
+	if t := k.SchemaRegistryTLS; t != nil {
+		tc, err := (&consumer.TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}).Config()
+		if err != nil {
+			return nil, fmt.Errorf("kafka.schema_registry_tls: %w", err)
+		}
+		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment}}
+	}
+	var opts []registry.ClientFunc
+	if a := k.SchemaRegistryAuth; a != nil {
+		pw, err := ReadSecret(a.Password, a.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("kafka.schema_registry_auth.password_file: %w", err)
+		}
+		opts = append(opts, registry.WithBasicAuth(a.Username, pw))
+	}
+	rc, err := schemas.NewRegistryClient(k.SchemaRegistry, hc, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka.schema_registry_url: %w", err)
+	}
+	return rc, nil
 }
 
 // Security is how lakewap reaches Kafka: TLS and SASL from kafka.tls and
@@ -768,6 +808,15 @@ func (c *Config) Validate() error {
 			"kafka.sasl.mechanism", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", s.Mechanism)
 		badIf(s.Username == "", "kafka.sasl.username", "required with SASL")
 		badIf(s.Password == "" && s.PasswordFile == "", "kafka.sasl.password", "required with SASL (or password_file)")
+	}
+	if a := c.Kafka.SchemaRegistryAuth; a != nil {
+		badIf(c.Kafka.SchemaRegistry == "", "kafka.schema_registry_auth", "needs kafka.schema_registry_url")
+		badIf(a.Username == "", "kafka.schema_registry_auth.username", "required with schema_registry_auth")
+		badIf(a.Password == "" && a.PasswordFile == "", "kafka.schema_registry_auth.password", "required with schema_registry_auth (or password_file)")
+	}
+	if t := c.Kafka.SchemaRegistryTLS; t != nil {
+		badIf(c.Kafka.SchemaRegistry == "", "kafka.schema_registry_tls", "needs kafka.schema_registry_url")
+		badIf((t.CertFile == "") != (t.KeyFile == ""), "kafka.schema_registry_tls", "cert_file and key_file must be set together")
 	}
 	endpoint := c.LakeFS.Endpoint
 	badIf(endpoint == "", "lakefs.endpoint", "required (e.g. http://lakefs:8000)")

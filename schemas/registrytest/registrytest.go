@@ -30,12 +30,30 @@ type Server struct {
 	subjects map[string][]int // subject -> ids, in registration order
 	failWith int              // answer this status to every request; 0 = work
 	requests map[string]int   // "METHOD path-kind" -> count
+	compat   map[string]string // subject -> compatibility level (PUT /config/{subject})
+	user     string            // with RequireBasicAuth: the credentials every request needs
+	password string
+}
+
+// RequireBasicAuth makes every request need these HTTP basic credentials
+// (401 otherwise), as a registry behind authentication does.
+func (s *Server) RequireBasicAuth(user, password string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.user, s.password = user, password
+}
+
+// Compatibility is the level set for subject with PUT /config/{subject}.
+func (s *Server) Compatibility(subject string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.compat[subject]
 }
 
 // New starts a registry on a free 127.0.0.1 port.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{ids: map[string]int{}, schemas: map[int]string{}, subjects: map[string][]int{}, requests: map[string]int{}}
+	s := &Server{ids: map[string]int{}, schemas: map[int]string{}, subjects: map[string][]int{}, requests: map[string]int{}, compat: map[string]string{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -98,8 +116,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, s.failWith, s.failWith*100, "registrytest: failing with "+http.StatusText(s.failWith))
 		return
 	}
+	if u, p, _ := r.BasicAuth(); s.user != "" && (u != s.user || p != s.password) {
+		writeError(w, http.StatusUnauthorized, 40101, "Unauthorized")
+		return
+	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
+	case r.Method == http.MethodPut && len(parts) == 2 && parts[0] == "config":
+		var req struct {
+			Compatibility string `json:"compatibility"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Compatibility == "" {
+			writeError(w, http.StatusUnprocessableEntity, 42203, "invalid compatibility level")
+			return
+		}
+		s.compat[parts[1]] = req.Compatibility
+		_ = json.NewEncoder(w).Encode(req)
 	case r.Method == http.MethodPost && len(parts) == 3 && parts[0] == "subjects" && parts[2] == "versions":
 		s.requests["register"]++
 		var req struct {
