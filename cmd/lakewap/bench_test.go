@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,6 +57,13 @@ func newBenchRig(parent testing.TB, tmp string) (*benchRig, error) {
 	// No audit cache: every batch writes the same bytes, which the cache
 	// would serve without a download; the raw sequence downloads each one.
 	cfg.Audit.CacheDir = ""
+	// LAKEWAP_BENCH_LINEAGE=1 sends OpenLineage events to an in-process
+	// receiver, to measure what lineage costs per batch.
+	if os.Getenv("LAKEWAP_BENCH_LINEAGE") == "1" {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+		parent.Cleanup(srv.Close)
+		cfg.Lineage.URL = srv.URL
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d, err := newDaemon(ctx, cfg, daemonOptions{Logger: slog.New(slog.DiscardHandler), Console: io.Discard})
 	if err != nil {
