@@ -71,6 +71,7 @@ type deltaSnapshot struct {
 	active    map[string]deltaFile // by the path the log names it with
 	partition []ColumnType         // partition columns, DuckDB types
 	schema    []ColumnType         // the table's top-level columns as the log declares them
+	named     map[string]bool      // object paths the log names, active or removed
 }
 
 type deltaFile struct {
@@ -647,6 +648,7 @@ type deltaState struct {
 	removed  map[string]bool // paths removed in this version
 	active   map[string]deltaFile
 	byObject map[string]string // the object path of an active file -> the path the log names it with
+	named    map[string]bool   // every object path the replay named
 	protocol *deltaProtocolAction
 	meta     *deltaMetaData
 	// seen counts protocol and metaData actions of this version.
@@ -654,7 +656,7 @@ type deltaState struct {
 }
 
 func newDeltaState(t Table) *deltaState {
-	return &deltaState{table: t, active: map[string]deltaFile{}, byObject: map[string]string{}}
+	return &deltaState{table: t, active: map[string]deltaFile{}, byObject: map[string]string{}, named: map[string]bool{}}
 }
 
 // begin starts the actions of version v.
@@ -730,6 +732,7 @@ func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv jso
 		return fmt.Errorf("%w: the log names file %s as %s and as %s", ErrDeltaUnsupported, obj, other, p)
 	}
 	s.added[p] = true
+	s.named[obj] = true
 	s.active[p] = deltaFile{obj: Object{Path: obj}, parts: parts, size: size}
 	s.byObject[obj] = p
 	return nil
@@ -754,6 +757,7 @@ func (s *deltaState) remove(p string, dv json.RawMessage) error {
 	if err != nil {
 		return err
 	}
+	s.named[obj] = true
 	if other, ok := s.byObject[obj]; ok {
 		return fmt.Errorf("%w: a remove of %s names active file %s, which the log adds as %s", ErrDeltaUnsupported, p, obj, other)
 	}
@@ -808,7 +812,7 @@ func (s *deltaState) differs(o *deltaState) string {
 // snapshot attaches each active file's object, reads the schema and checks
 // the partition values.
 func (s *deltaState) snapshot(objects map[string]Object) (*deltaSnapshot, error) {
-	snap := &deltaSnapshot{active: s.active}
+	snap := &deltaSnapshot{active: s.active, named: s.named}
 	fields, err := deltaColumnTypes(s.meta.SchemaString)
 	if err != nil {
 		return nil, tableErr("schema of %s: %v", s.table.Name, err)

@@ -397,7 +397,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	if err := r.prepare(ctx); err != nil {
 		return report, err
 	}
-	report.Checks = r.checkAll(ctx)
+	report.Checks = append(r.checkAll(ctx), r.unaudited(ctx)...)
 	if err := ctx.Err(); err != nil {
 		return report, err
 	}

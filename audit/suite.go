@@ -60,6 +60,12 @@ type Table struct {
 	Path string `yaml:"path" json:"path"`
 	// Format is parquet (default), csv (with a header), jsonl or delta.
 	Format string `yaml:"format,omitempty" json:"format,omitempty"`
+	// Markers are patterns (path.Match, against the path under Path or its
+	// base name) of objects a batch may change under Path without the
+	// audit reading them; any other changed object the audit did not read
+	// fails unaudited_objects. Unset: DefaultMarkers (_SUCCESS,
+	// _committed_*, _started_*); a Delta table's _delta_log/ is read.
+	Markers []string `yaml:"markers,omitempty" json:"markers,omitempty"`
 }
 
 // Check is one audit check. Which fields apply depends on Kind.
@@ -183,6 +189,11 @@ func (s Suite) Validate(path string) []error {
 			add(f+".path", "missing")
 		} else if strings.HasPrefix(t.Path, "/") {
 			add(f+".path", "%q must be relative to the repository root", t.Path)
+		}
+		for j, m := range t.Markers {
+			if !validPattern(m) {
+				add(fmt.Sprintf("%s.markers[%d]", f, j), "%q is not a path pattern", m)
+			}
 		}
 		if !slices.Contains([]string{FormatParquet, FormatCSV, FormatJSONL, FormatDelta}, t.format()) {
 			add(f+".format", "unknown format %q (want parquet, csv, jsonl or delta)", t.Format)

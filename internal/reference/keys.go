@@ -146,5 +146,6 @@ var keyDocs = map[string]keyDoc{
 	"datasets.<name>.tables[].name":                    {def: "none (required)", example: "billing_fact"},
 	"datasets.<name>.tables[].path":                    {def: "none (required)", example: "gold/billing_fact/"},
 	"datasets.<name>.tables[].format":                  {def: "parquet", example: "delta"},
+	"datasets.<name>.tables[].markers":                 {def: "[_SUCCESS, _committed_*, _started_*]", example: "[_SUCCESS, _metadata]"},
 	"datasets.<name>.checks":                           {desc: "The dataset's checks: see the [check reference](checks.md).", def: "none", example: "[{kind: not_null, table: billing_fact, column: billing_id}]"},
 }

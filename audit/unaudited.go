@@ -1,0 +1,134 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// What is merged is what was audited. The merge takes every object a batch
+// changes under a table's path; the audit reads only the table's files
+// (not names starting with _ or ., not objects claiming size 0, for Delta
+// only the files the log names). DuckDB's globs and Polars read the rest,
+// so every changed object under an audited table's path must have been read
+// by the audit, or be a marker (Table.Markers). Anything else fails the
+// check unaudited_objects, which names the paths, and the batch is aborted.
+
+// KindUnaudited is the kind of the result that names unaudited objects.
+const KindUnaudited = "unaudited_objects"
+
+// DefaultMarkers are the writers' marker objects a table may have without
+// the audit reading them, when the table lists none: Spark's and Hadoop's
+// job markers. A Delta table's _delta_log/ is read by the log reader.
+var DefaultMarkers = []string{"_SUCCESS", "_committed_*", "_started_*"}
+
+// maxUnauditedPaths bounds how many paths the result names.
+const maxUnauditedPaths = 20
+
+// markers are the table's marker patterns.
+func (t Table) markers() []string {
+	if t.Markers == nil {
+		return DefaultMarkers
+	}
+	return t.Markers
+}
+
+func validPattern(p string) bool {
+	_, err := path.Match(p, "")
+	return p != "" && err == nil
+}
+
+// isMarker says whether rel (a path relative to the table) matches one of
+// the patterns, as a whole or by its base name.
+func isMarker(patterns []string, rel string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, rel); ok {
+			return true
+		}
+		if ok, _ := path.Match(p, path.Base(rel)); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// unaudited checks, for each table the audit read at the ref, that every
+// object the ref changes under its path against the base was read. It
+// needs a base; without one (an audit of a ref alone) there is no batch.
+func (r *run) unaudited(ctx context.Context) []schemas.CheckResult {
+	if r.req.BaseRef == "" || r.req.BaseRef == r.req.Ref {
+		return nil
+	}
+	var out []schemas.CheckResult
+	for _, t := range r.req.Suite.Tables {
+		key := strings.ToLower(t.Name)
+		var views []*view
+		for _, s := range []string{schemaMain, schemaBatch} {
+			if v := r.views[viewKey{s, key}]; v != nil {
+				views = append(views, v)
+			}
+		}
+		if len(views) == 0 || slices.ContainsFunc(views, func(v *view) bool { return v.broken }) {
+			continue // not audited, or its checks already error
+		}
+		read := map[string]bool{}
+		for _, v := range views {
+			for _, o := range v.objects {
+				read[o.Path] = true
+			}
+		}
+		changed, err := r.changed(ctx, t)
+		res := schemas.CheckResult{Name: KindUnaudited + "(" + t.Name + ")", Kind: KindUnaudited, Table: t.Name, Severity: SeverityError,
+			Threshold: "every changed object under " + t.Path + " read by the audit, or a marker (" + strings.Join(t.markers(), ", ") + ")"}
+		if err != nil {
+			res.Status, res.Message = schemas.StatusError, err.Error()
+			if r.infra == nil {
+				r.infra = fmt.Errorf("%w: %s: %w", ErrInfrastructure, res.Name, err)
+			}
+			out = append(out, res)
+			continue
+		}
+		var stray []string
+		logDir := deltaLogDir(t.Path)
+		for _, o := range changed {
+			rel := strings.TrimPrefix(strings.TrimPrefix(o.Path, strings.TrimSuffix(t.Path, "/")), "/")
+			switch {
+			case read[o.Path], isMarker(t.markers(), rel):
+			case t.format() == FormatDelta && (strings.HasPrefix(o.Path, logDir) || r.deltaNamed(t, o.Path)):
+				// The log reader read the log; files the log names as
+				// removed are not active for any Delta reader.
+			default:
+				stray = append(stray, o.Path)
+			}
+		}
+		if len(stray) == 0 {
+			continue // nothing to say: the report keeps its shape
+		}
+		slices.Sort(stray)
+		res.Status = schemas.StatusFail
+		res.Observed = fmt.Sprintf("%d changed objects not read by the audit: %s", len(stray), listed(stray, maxUnauditedPaths))
+		res.Message = "readers that list the table's path (DuckDB globs, Polars, Spark reading Parquet) would read them on the target"
+		out = append(out, res)
+	}
+	return out
+}
+
+// changed are the objects the ref changes under the table's path.
+func (r *run) changed(ctx context.Context, t Table) ([]Object, error) {
+	objs, err := r.e.opts.Source.Changed(ctx, r.req.Repository, r.req.BaseRef, r.req.Ref, t.Path)
+	if err != nil {
+		return nil, fmt.Errorf("list the changes under %s: %w", t.Path, err)
+	}
+	return objs, nil
+}
+
+// deltaNamed says whether the Delta log at the ref names obj (as active
+// or as removed).
+func (r *run) deltaNamed(t Table, obj string) bool {
+	s, ok := r.deltaSnaps[r.req.Ref+"\x00"+strings.ToLower(t.Name)]
+	return ok && s.snap != nil && s.snap.named[obj]
+}
