@@ -297,6 +297,21 @@ type Changes struct{ Objects []Object }
 // file (the batch's own folder, usually), so the listing does not grow
 // with the table.
 func (r *run) changed(ctx context.Context, prefix string) ([]Object, error) {
+	// The batch scope and the unaudited-objects rule ask for the same changes.
+	if objs, ok := r.changedMemo[prefix]; ok {
+		return slices.Clone(objs), nil
+	}
+	objs, err := r.changes(ctx, prefix)
+	if err == nil {
+		if r.changedMemo == nil {
+			r.changedMemo = map[string][]Object{}
+		}
+		r.changedMemo[prefix] = slices.Clone(objs)
+	}
+	return objs, err
+}
+
+func (r *run) changes(ctx context.Context, prefix string) ([]Object, error) {
 	req := r.req
 	var objs []Object
 	if req.Changes != nil {
@@ -451,6 +466,8 @@ type run struct {
 	// instead of the first of its agg, e.g. unique's bitmap count; dropped
 	// when the scan fails, to count the plain way.
 	planned map[int]string
+	// changedMemo are the changes under each table prefix, asked once.
+	changedMemo map[string][]Object
 	// collisions are the column-name collisions of each table (by lower-case name).
 	collisions map[string]error
 	// infra is the first check failure caused by the machine, not the

@@ -81,11 +81,11 @@ func (r *run) unaudited(ctx context.Context) []schemas.CheckResult {
 				read[o.Path] = true
 			}
 		}
-		changed, err := r.changed(ctx, t)
+		changed, err := r.changed(ctx, t.Path)
 		res := schemas.CheckResult{Name: KindUnaudited + "(" + t.Name + ")", Kind: KindUnaudited, Table: t.Name, Severity: SeverityError,
 			Threshold: "every changed object under " + t.Path + " read by the audit, or a marker (" + strings.Join(t.markers(), ", ") + ")"}
 		if err != nil {
-			res.Status, res.Message = schemas.StatusError, err.Error()
+			res.Status, res.Message = schemas.StatusError, "list the changes under "+t.Path+": "+err.Error()
 			if r.infra == nil {
 				r.infra = fmt.Errorf("%w: %s: %w", ErrInfrastructure, res.Name, err)
 			}
@@ -115,15 +115,6 @@ func (r *run) unaudited(ctx context.Context) []schemas.CheckResult {
 		out = append(out, res)
 	}
 	return out
-}
-
-// changed are the objects the ref changes under the table's path.
-func (r *run) changed(ctx context.Context, t Table) ([]Object, error) {
-	objs, err := r.e.opts.Source.Changed(ctx, r.req.Repository, r.req.BaseRef, r.req.Ref, t.Path)
-	if err != nil {
-		return nil, fmt.Errorf("list the changes under %s: %w", t.Path, err)
-	}
-	return objs, nil
 }
 
 // deltaNamed says whether the Delta log at the ref names obj (as active
