@@ -89,6 +89,12 @@ type MergeCommit struct {
 // ErrUnknownCommit is a Merges' answer for a commit lakeFS does not have.
 var ErrUnknownCommit = errors.New("no such commit")
 
+// Ancestry says whether branch's head is in ref's history: merging ref
+// into branch then leaves exactly ref's content.
+type Ancestry interface {
+	Holds(ctx context.Context, repo, ref, branch string) (bool, error)
+}
+
 // TokenHeader carries the shared secret of pre-merge webhook calls.
 const TokenHeader = "X-Lakewap-Token"
 
@@ -115,6 +121,14 @@ type PreMergeOptions struct {
 	// merge touches: a merge of one dataset's batch is not judged by
 	// another dataset's batch-scope checks. Nil runs every guarding suite.
 	Diff MergeDiff
+	// Ancestry, if set, makes the hook audit what the merge leaves on the
+	// destination: the source when the destination's head is in its
+	// history, else the merge commit of the event (the source's changes
+	// combined with commits the source has not seen). lakeFS v1.84.0 runs
+	// the hook inside the update of the destination, conditional on its
+	// head not having moved, and runs it again when it has, so the verdict
+	// is about the commit that lands. Nil audits the source.
+	Ancestry Ancestry
 	// Timeout bounds how long one request waits for its audits (default
 	// 25s, below lakeFS clients' usual 30s call timeout; the action's own
 	// timeout must be longer).
@@ -341,6 +355,13 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 	if !own.batchTime.IsZero() {
 		batchTime = own.batchTime // judged as the run's audit was
 	}
+	ref, err := h.mergeResult(ctx, ev)
+	if err != nil {
+		return h.failed(ans, what, guards[0].Dataset, err)
+	}
+	if ref != ev.SourceRef {
+		what += " (audited as the merge commit " + ref + ", which combines it with commits it has not seen)"
+	}
 	var failed []string
 	for _, g := range guards {
 		if h.opts.Diff != nil {
@@ -354,7 +375,7 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 			}
 		}
 		rep, err := h.opts.Runner.Run(ctx, Request{Dataset: g.Dataset, Suite: g.Suite, Repository: ev.RepositoryID,
-			Ref: ev.SourceRef, BaseRef: ev.BranchID, BatchTime: batchTime, Own: own.ok})
+			Ref: ref, BaseRef: ev.BranchID, BatchTime: batchTime, Own: own.ok})
 		if err != nil {
 			return h.failed(ans, what, g.Dataset, err)
 		}
@@ -374,6 +395,19 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 	}
 	ans.Summary = append([]string{head}, verdictLines(ans.Verdicts)...)
 	return status, ans, "audit"
+}
+
+// mergeResult is the ref that holds what the merge leaves on the
+// destination (see PreMergeOptions.Ancestry).
+func (h *PreMergeHandler) mergeResult(ctx context.Context, ev HookEvent) (string, error) {
+	if h.opts.Ancestry == nil || ev.CommitID == "" {
+		return ev.SourceRef, nil
+	}
+	holds, err := h.opts.Ancestry.Holds(ctx, ev.RepositoryID, ev.SourceRef, ev.BranchID)
+	if err != nil || holds {
+		return ev.SourceRef, err
+	}
+	return ev.CommitID, nil
 }
 
 func (h *PreMergeHandler) touches(ctx context.Context, ev HookEvent, s Suite) (bool, error) {

@@ -249,3 +249,54 @@ func (f passFunc) Run(_ context.Context, req Request) (schemas.AuditReport, erro
 	f()
 	return schemas.AuditReport{Dataset: req.Dataset, Ref: req.Ref, Passed: true}, nil
 }
+
+// ancestryFunc is Ancestry as a function.
+type ancestryFunc func(repo, ref, branch string) (bool, error)
+
+func (f ancestryFunc) Holds(_ context.Context, repo, ref, branch string) (bool, error) {
+	return f(repo, ref, branch)
+}
+
+// TestPreMergeHandlerAuditsWhatTheMergeLeaves: a source made from an older
+// head of the destination is audited as the merge commit lakeFS is about to
+// put there (its changes with the commits it has not seen: a duplicate of a
+// row main gained since is only visible there); a source the destination's
+// head is in the history of is audited itself (the cache of the daemon's
+// own publishes is keyed by it).
+func TestPreMergeHandlerAuditsWhatTheMergeLeaves(t *testing.T) {
+	merge := strings.Repeat("e", 64)
+	for _, tt := range []struct {
+		name     string
+		holds    bool
+		commitID string
+		want     string
+	}{
+		{"the destination did not move", true, merge, "b1"},
+		{"the destination moved", false, merge, merge},
+		{"an event without the merge commit", false, "", "b1"},
+	} {
+		runner := &countingRunner{Runner: passFunc(func() {})}
+		h, err := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{"repo/main": {billingGuard()}}, Runner: runner,
+			Ancestry: ancestryFunc(func(repo, ref, branch string) (bool, error) {
+				if repo != "repo" || ref != "b1" || branch != "main" {
+					t.Errorf("%s: Holds(%s, %s, %s)", tt.name, repo, ref, branch)
+				}
+				return tt.holds, nil
+			})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev map[string]any
+		_ = json.Unmarshal([]byte(hookEvent("b1", nil)), &ev)
+		if tt.commitID != "" {
+			ev["commit_id"] = tt.commitID
+		}
+		body, _ := json.Marshal(ev)
+		if code, ans := postHook(t, h, string(body)); code != http.StatusOK {
+			t.Errorf("%s: %d %v", tt.name, code, ans.Summary)
+		}
+		if len(runner.reqs) != 1 || runner.reqs[0].Ref != tt.want || runner.reqs[0].BaseRef != "main" {
+			t.Errorf("%s: audits %+v, want one of %s against main", tt.name, runner.reqs, tt.want)
+		}
+	}
+}

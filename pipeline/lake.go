@@ -41,12 +41,13 @@ const (
 
 // Lake is what the runner needs from lakeFS.
 type Lake interface {
-	// EnsureBranch creates branch from source unless it exists; existed
-	// reports whether it was already there (a resumed run). An existing
-	// branch is resumed only when it holds nothing of its own (its head is
-	// in source's history and nothing is uncommitted), which is what an
-	// earlier attempt of this run leaves; any other gives ErrBranchTaken.
-	EnsureBranch(ctx context.Context, repo, branch, source string) (existed bool, err error)
+	// EnsureBranch creates branch from from (the commit the run recorded
+	// before creating it) unless it exists; existed reports whether it was
+	// already there (a resumed run). An existing branch is resumed only when
+	// it is what this run made: its head is from's commit and nothing is
+	// uncommitted; any other (one made beforehand, from an older commit or
+	// with content of its own) gives ErrBranchTaken.
+	EnsureBranch(ctx context.Context, repo, branch, from string) (existed bool, err error)
 	// Seal commits branch's uncommitted changes, even when there are none,
 	// and returns the new commit's id: the exact data that is audited and
 	// merged. A new commit every time means a sealed commit is never on the
@@ -81,6 +82,13 @@ type Publication struct {
 	// then Head, the target's head at the time of the look, is reported.
 	Merge string
 	Head  string
+	// Base is the merge-base of the sealed commit and Head: the snapshot of
+	// the target the sealed commit holds. Base == Head means merging it
+	// leaves exactly what it holds.
+	Base string
+	// Source, when set, is the parent Merge merged in place of the sealed
+	// commit: a descendant of it (the batch audited on a newer head).
+	Source string
 }
 
 // Change is one path a commit changes against a base (lakeFS's three-dot
@@ -129,4 +137,12 @@ func CountCall(ctx context.Context) {
 	if n, ok := ctx.Value(callCounterKey{}).(*atomic.Int64); ok {
 		n.Add(1)
 	}
+}
+
+// Lister is what naming the commit a batch collides with needs from lakeFS
+// besides Lake. A Lake that is not also a Lister names the target's head.
+type Lister interface {
+	// FirstParentsAfter lists ref's first-parent commits after base (not
+	// included), oldest first, at most limit (the newest ones).
+	FirstParentsAfter(ctx context.Context, repo, ref, base string, limit int) ([]string, error)
 }

@@ -30,6 +30,10 @@ type DatasetSpec struct {
 	// SourceRefs are the refs a BatchLanded may name as source_ref; empty
 	// means the dataset's Source and Target.
 	SourceRefs []string
+	// BatchOnly: every check reads only the batch's own files, so what the
+	// target gained since the batch's snapshot cannot change a verdict and
+	// a publish onto a moved target is not audited again.
+	BatchOnly bool
 }
 
 // AllowsSource reports whether a batch may branch from ref.
@@ -87,6 +91,12 @@ type (
 	// may still be in that backlog, so the deadline does not end the run
 	// yet (see Policy.MaxLagWait).
 	Tick struct{ Lagging bool }
+	// BranchSource reports the commit the run's source ref points at: the
+	// branch is made from it, and an existing branch is resumed only when it
+	// points there (a branch made beforehand from an older commit is not
+	// the run's). Recorded before the branch is made, so that a crash in
+	// between still recognises the run's own branch.
+	BranchSource struct{ Commit string }
 	// BranchCreated reports the batch branch exists.
 	BranchCreated struct{}
 	// Audited reports the suite ran against SealedCommit.
@@ -102,8 +112,24 @@ type (
 		Paths        []string
 		Total        int
 	}
-	// Merged reports the batch is on the target as CommitID.
-	Merged struct{ CommitID string }
+	// Merged reports the batch is on the target as CommitID. SealedCommit,
+	// when set, is the commit merged in place of the run's sealed one: the
+	// batch audited again on the target's newer head (Report, when set, is
+	// that audit's), or such a commit an earlier attempt merged.
+	Merged struct {
+		CommitID     string
+		SealedCommit string
+		Report       *schemas.AuditReport
+	}
+	// Collided reports that the batch, audited again on the target's newer
+	// head before its merge (SealedCommit: its changes on Head), fails
+	// Checks: it collides with Commit, the first target commit since its
+	// snapshot it fails with.
+	Collided struct {
+		SealedCommit, Commit, Head string
+		Checks                     []string
+		Report                     schemas.AuditReport
+	}
 	// StepFailed reports a step that returned an error.
 	StepFailed struct {
 		Step  Step
@@ -123,6 +149,9 @@ type (
 	Looked struct {
 		OnTarget bool
 		CommitID string
+		// SealedCommit, when set, is the commit that merge brought in place
+		// of the run's sealed one (Merged.SealedCommit).
+		SealedCommit string
 	}
 	// Reverted reports the revert commit CommitID on the target undoes
 	// PublishCommit; Reason and By are what that commit records (an earlier
@@ -139,7 +168,9 @@ func (WriteDone) input()     {}
 func (Cancel) input()        {}
 func (Invalid) input()       {}
 func (Tick) input()          {}
+func (BranchSource) input()  {}
 func (BranchCreated) input() {}
+func (Collided) input()      {}
 func (Audited) input()       {}
 func (Merged) input()        {}
 func (Strayed) input()       {}
@@ -356,6 +387,12 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 	case Tick:
 		n, changed := m.tick(n, in, now)
 		return n, changed, nil
+	case BranchSource:
+		if n.State != StateLanded || n.BranchFrom != "" {
+			return n, false, nil
+		}
+		n.resetRetry()
+		n.BranchFrom = in.Commit
 	case BranchCreated:
 		if n.State != StateLanded {
 			return n, false, nil
@@ -386,7 +423,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		}
 		n = abort(n, schemas.ReasonAuditFailed, detail, now)
 	case Strayed:
-		if n.State != StateAuditing {
+		if n.State != StateAuditing && n.State != StatePublishing {
 			return n, false, nil
 		}
 		n.SealedCommit = in.SealedCommit
@@ -401,12 +438,24 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		if n.State != StatePublishing && (n.State != StateFailed || n.FailedStep != StepPublish) {
 			return n, false, nil
 		}
+		n = rechecked(n, in.SealedCommit, in.Report)
 		n = published(n, in.CommitID, now)
+	case Collided:
+		if n.State != StatePublishing {
+			return n, false, nil
+		}
+		rep := in.Report
+		n.Report = &rep
+		n.SealedCommit = in.SealedCommit
+		n.KeepBranch = true
+		n = abort(n, schemas.ReasonAuditFailed, fmt.Sprintf("the batch applied to %s at %s fails %s: it collides with commit %s",
+			n.Target, in.Head, strings.Join(in.Checks, ", "), in.Commit), now)
 	case Looked:
 		if n.State != StatePublishing || n.Looking == nil {
 			return n, false, nil
 		}
 		if in.OnTarget {
+			n = rechecked(n, in.SealedCommit, nil)
 			n = published(n, in.CommitID, now)
 			break
 		}
@@ -429,6 +478,19 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		return n, false, nil
 	}
 	return n, true, nil
+}
+
+// rechecked records the commit merged in place of the run's sealed one,
+// and its audit, when there was one.
+func rechecked(n Run, sealed string, rep *schemas.AuditReport) Run {
+	if sealed != "" {
+		n.SealedCommit = sealed
+	}
+	if rep != nil {
+		r := *rep
+		n.Report = &r
+	}
+	return n
 }
 
 // Pending returns the work a run asks for at now. Apply returns it with

@@ -66,6 +66,46 @@ func TestTransitionScenarios(t *testing.T) {
 		name  string
 		steps []step
 	}{
+		{"the branch's source commit is recorded before the branch is made", []step{
+			{in: landed("b21", "fact"), state: StateLanded, effects: []EffectKind{DoCreateBranch}},
+			{in: BranchSource{Commit: "c0"}, state: StateLanded, effects: []EffectKind{DoCreateBranch}, check: func(t *testing.T, r Run) {
+				if r.BranchFrom != "c0" {
+					t.Errorf("BranchFrom = %q, want c0", r.BranchFrom)
+				}
+			}},
+			{in: BranchSource{Commit: "c1"}, state: StateLanded, check: func(t *testing.T, r Run) {
+				if r.BranchFrom != "c0" {
+					t.Errorf("a second answer moved BranchFrom to %q; the first stays", r.BranchFrom)
+				}
+			}},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+		}},
+		{"a batch audited again on the target's newer head publishes that commit", []step{
+			{in: landed("b22", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b22", "fact"), state: StateAuditing},
+			{in: Audited{SealedCommit: "s1", Report: report(true)}, state: StatePublishing},
+			{in: Merged{CommitID: "m1", SealedCommit: "r1", Report: &schemas.AuditReport{Dataset: "billing", Ref: "r1", Passed: true}}, state: StatePublished, check: func(t *testing.T, r Run) {
+				if r.SealedCommit != "r1" || r.Report.Ref != "r1" || r.CommitID != "m1" {
+					t.Errorf("run = sealed %s, report of %s, commit %s; want r1, r1, m1", r.SealedCommit, r.Report.Ref, r.CommitID)
+				}
+			}},
+		}},
+		{"a batch that collides with the target's newer head aborts, branch kept", []step{
+			{in: landed("b23", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b23", "fact"), state: StateAuditing},
+			{in: Audited{SealedCommit: "s1", Report: report(true)}, state: StatePublishing},
+			{in: Collided{SealedCommit: "r1", Commit: "m0", Head: "h9", Checks: []string{"billing_id_unique"}, Report: report(false)}, state: StateAborted, check: func(t *testing.T, r Run) {
+				ab := r.Outbox[len(r.Outbox)-1].Aborted
+				if ab == nil || ab.Reason != schemas.ReasonAuditFailed || !ab.BranchKept || ab.Detail != "the batch applied to main at h9 fails billing_id_unique: it collides with commit m0" {
+					t.Errorf("abort = %+v", ab)
+				}
+				if r.SealedCommit != "r1" || r.CleanupPending {
+					t.Errorf("sealed %s, cleanup %v; want r1 and the branch kept", r.SealedCommit, r.CleanupPending)
+				}
+			}},
+		}},
 		{"happy path publishes", []step{
 			{in: landed("b1", "fact", "dim"), state: StateLanded, effects: []EffectKind{DoCreateBranch}},
 			{in: BranchCreated{}, state: StateAwaitingWrites, effects: []EffectKind{DoWake, DoSend}, check: func(t *testing.T, r Run) {

@@ -66,6 +66,10 @@ type Run struct {
 	Repository string `json:"repository,omitempty"`
 	Branch     string `json:"branch,omitempty"`
 	Source     string `json:"source,omitempty"` // ref the branch is created from
+	// BranchFrom is the commit Source pointed at when the run first asked,
+	// recorded before the branch is made from it: an existing branch is the
+	// run's only when it points there.
+	BranchFrom string `json:"branch_from,omitempty"`
 	Target     string `json:"target,omitempty"` // branch the batch is published to
 	State      State  `json:"state"`
 

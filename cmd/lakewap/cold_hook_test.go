@@ -48,12 +48,14 @@ func newGatedProxy(t *testing.T, lakeFSEndpoint string) *gatedProxy {
 }
 
 // TestColdHookAuditSlowerThanItsTimeout: lakewap's own publish meets a
-// pre-merge hook that cannot answer from its cache (main moved since the
-// run's audit) and whose audit takes longer than the hook's timeout
-// (http.webhook_audit_timeout, scaled down to 1s here from the old fixed
-// 55s). lakeFS refuses that merge with 412; lakewap retries it within its
-// retry budget, the audit has gone on in the background, and the next
-// attempt is answered from its report: the batch is published.
+// pre-merge hook that cannot answer from its cache (main moved after the
+// publish looked at it and before lakeFS made the merge, so the hook audits
+// the merge commit lakeFS is about to put on main) and whose audit takes
+// longer than the hook's timeout (http.webhook_audit_timeout, scaled down to
+// 1s here from the old fixed 55s). lakeFS refuses that merge with 412;
+// lakewap retries it within its retry budget, audits the batch again on
+// main's new head, and the hook answers that merge from the report: the
+// batch is published.
 func TestColdHookAuditSlowerThanItsTimeout(t *testing.T) {
 	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "cold-secret")
 	var proxy *gatedProxy
@@ -62,35 +64,34 @@ func TestColdHookAuditSlowerThanItsTimeout(t *testing.T) {
 	refused := make(chan struct{})
 	var refusedOnce, armOnce sync.Once
 	var env *e2e
-	e := startE2EObserved(t, func(c *config.Config) {
+	e := startE2EWith(t, func(c *config.Config) {
 		proxy = newGatedProxy(t, c.LakeFS.Endpoint)
 		c.LakeFS.Endpoint = proxy.URL
 		c.HTTP.Listen, c.HTTP.WebhookToken = "127.0.0.1:0", "cold-secret"
 		c.HTTP.WebhookAuditTimeout = config.Duration(time.Second)
 		c.Audit.CacheDir = "" // another replica's disk, say: nothing downloaded yet
-	}, func(before, after pipeline.Run) {
-		if after.BatchID != "cold-1" {
+	}, daemonOptions{Failpoint: func(name string) {
+		if name != "before_merge" {
 			return
 		}
-		if before.State == pipeline.StateAuditing && after.State == pipeline.StatePublishing {
-			armOnce.Do(func() {
-				mu.Lock()
-				defer mu.Unlock()
-				// main moves (so the hook's cache has no report for this
-				// base) and the blockstore turns slow for the batch's file.
-				ctx := context.Background()
-				must(t, env.Lake.Upload(ctx, "lake", "main", "notes/moved.txt", strings.NewReader("main moved\n")))
-				_, err := env.Lake.Commit(ctx, "lake", "main", "main moves while the batch publishes", nil)
-				must(t, err)
-				proxy.mu.Lock()
-				proxy.match, proxy.gate = "batch=cold-1/", release
-				proxy.mu.Unlock()
-			})
-		}
-		if after.State == pipeline.StatePublishing && strings.Contains(after.LastError, "412") {
+		armOnce.Do(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			// main moves (so the hook's cache has no report for the merge
+			// lakeFS makes) and the blockstore turns slow for the batch's file.
+			ctx := context.Background()
+			must(t, env.Lake.Upload(ctx, "lake", "main", "notes/moved.txt", strings.NewReader("main moved\n")))
+			_, err := env.Lake.Commit(ctx, "lake", "main", "main moves while the batch publishes", nil)
+			must(t, err)
+			proxy.mu.Lock()
+			proxy.match, proxy.gate = "batch=cold-1/", release
+			proxy.mu.Unlock()
+		})
+	}, Observe: func(before, after pipeline.Run) {
+		if after.BatchID == "cold-1" && after.State == pipeline.StatePublishing && strings.Contains(after.LastError, "412") {
 			refusedOnce.Do(func() { close(refused) })
 		}
-	})
+	}})
 	mu.Lock()
 	env = e
 	mu.Unlock()

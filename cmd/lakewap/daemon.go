@@ -71,6 +71,9 @@ type daemonOptions struct {
 	// NotifyRetry is how soon a sink that still owes a notification
 	// (Slack down) is notified again; 0 is the machine's default (1m).
 	NotifyRetry time.Duration
+	// Failpoint, if set, is the runner's (tests that stop a step at a named
+	// point); otherwise LAKEWAP_FAILPOINT arms the crash tests' one.
+	Failpoint func(name string)
 }
 
 // daemon is lakewap's running parts; stopped in reverse order of start.
@@ -150,6 +153,9 @@ func newDaemon(ctx context.Context, cfg *config.Config, o daemonOptions) (*daemo
 			return nil, err
 		}
 		rc.Observe = observeBoth(o.Observe, d.lineage.Observe)
+	}
+	if o.Failpoint != nil {
+		rc.Failpoint = o.Failpoint
 	}
 	if o.NotifyRetry > 0 {
 		rc.Policy.NotifyRetry = o.NotifyRetry
@@ -414,7 +420,7 @@ func (d *daemon) preMergeHandler() (http.Handler, error) {
 		d.log.Warn("cannot ask lakeFS who lakewap is: only this instance's own publishes get the hook's reserved capacity", "err", err)
 	}
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
-		Guards: d.audits, Runner: d.audits, Diff: auditsource.Source{Lake: d.lake}, Token: token,
+		Guards: d.audits, Runner: d.audits, Diff: auditsource.Source{Lake: d.lake}, Ancestry: auditsource.Source{Lake: d.lake}, Token: token,
 		Merges: auditsource.Merges{Lake: d.lake}, OwnCommitter: own,
 		Timeout: d.cfg.HTTP.WebhookAuditTimeout.Std(),
 		Logger:  d.log.With(slog.String("component", "premerge")),

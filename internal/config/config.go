@@ -585,7 +585,7 @@ func (c *Config) DatasetSpec(name string) (pipeline.DatasetSpec, bool) {
 	}
 	return pipeline.DatasetSpec{Repository: ds.Repository, Source: ds.Source, Target: ds.Target,
 		WriteTimeout: ds.WriteTimeout.Std(), KeepBranch: ds.Keep(),
-		TablePaths: tables, AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs}, true
+		TablePaths: tables, AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs, BatchOnly: ds.Suite.ReadsOnlyTheBatch()}, true
 }
 
 // Codec is the event codec: the Confluent wire format with the schema

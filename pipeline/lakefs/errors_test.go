@@ -156,36 +156,37 @@ func TestConflictErrorText(t *testing.T) {
 }
 
 func TestEnsureBranchExisting(t *testing.T) {
-	head := strings.Repeat("h", 64)
-	commit := answer{200, `{"id":"` + head + `","parents":[],"committer":"x","message":"m","creation_date":1,"meta_range_id":""}`}
-	inHistory := answer{200, `{"base_commit_id":"` + head + `","destination_commit_id":"` + head + `","source_commit_id":"m"}`}
+	commit := func(id string) answer {
+		return answer{200, `{"id":"` + id + `","parents":[],"committer":"x","message":"m","creation_date":1,"meta_range_id":""}`}
+	}
+	from, old := strings.Repeat("f", 64), strings.Repeat("0", 64)
 	clean := answer{200, `{"pagination":{"has_more":false},"results":[]}`}
 	for _, tt := range []struct {
 		name    string
 		status  int
-		base    answer
+		head    string
 		staged  answer
 		existed bool
 		taken   bool
 	}{
-		{"created", 201, inHistory, clean, false, false},
-		{"left by an earlier attempt", 409, inHistory, clean, true, false},
-		{"commits of its own", 409, answer{200, `{"base_commit_id":"other","destination_commit_id":"m","source_commit_id":"` + head + `"}`}, clean, false, true},
-		{"uncommitted objects", 409, inHistory, answer{200, `{"pagination":{"has_more":true,"next_offset":"x"},"results":[{"path":"gold/t/x.parquet","type":"added","path_type":"object"}]}`}, false, true},
+		{"created", 201, from, clean, false, false},
+		{"left by an earlier attempt", 409, from, clean, true, false},
+		{"made beforehand from an older commit", 409, old, clean, false, true},
+		{"uncommitted objects", 409, from, answer{200, `{"pagination":{"has_more":true,"next_offset":"x"},"results":[{"path":"gold/t/x.parquet","type":"added","path_type":"object"}]}`}, false, true},
 	} {
 		c, f := newFake(t, map[string]answer{
-			"POST /api/v1/repositories/lake/branches":                    {tt.status, msg("x")},
-			"GET /api/v1/repositories/lake/commits/wap-b1":               commit,
-			"GET /api/v1/repositories/lake/refs/" + head + "/merge/main": tt.base,
-			"GET /api/v1/repositories/lake/branches/wap-b1/diff":         tt.staged,
+			"POST /api/v1/repositories/lake/branches":            {tt.status, msg("x")},
+			"GET /api/v1/repositories/lake/commits/wap-b1":       commit(tt.head),
+			"GET /api/v1/repositories/lake/commits/" + from:      commit(from),
+			"GET /api/v1/repositories/lake/branches/wap-b1/diff": tt.staged,
 		})
-		existed, err := c.EnsureBranch(context.Background(), "lake", "wap-b1", "main")
+		existed, err := c.EnsureBranch(context.Background(), "lake", "wap-b1", from)
 		if existed != tt.existed || errors.Is(err, pipeline.ErrBranchTaken) != tt.taken || (err != nil) != tt.taken {
 			t.Errorf("%s: existed=%v err=%v, want existed=%v taken=%v", tt.name, existed, err, tt.existed, tt.taken)
 		}
 		var body struct{ Name, Source string }
 		_ = json.Unmarshal(f.bodies["POST /api/v1/repositories/lake/branches"], &body)
-		if body.Name != "wap-b1" || body.Source != "main" {
+		if body.Name != "wap-b1" || body.Source != from {
 			t.Errorf("request body = %+v", body)
 		}
 	}

@@ -96,6 +96,22 @@ func TestRealLakeFS(t *testing.T) {
 		if want := []lakefs.Branch{{Name: "wap-b1", CommitID: head.ID}}; !slices.Equal(branches, want) {
 			t.Errorf("ListBranches = %v, want %v", branches, want)
 		}
+		// A branch made beforehand from an older commit is not resumed
+		// once the source moved on, though its head is in the source's
+		// history (issue 21).
+		if err := c.Upload(ctx, repo, "main", "moved.txt", strings.NewReader("x")); err != nil {
+			t.Fatal(err)
+		}
+		moved, err := c.Commit(ctx, repo, "main", "main moves on", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.EnsureBranch(ctx, repo, "wap-b1", "main"); !errors.Is(err, pipeline.ErrBranchTaken) {
+			t.Errorf("EnsureBranch of a branch on %s from main at %s: %v, want ErrBranchTaken", head.ID, moved, err)
+		}
+		if existed, err := c.EnsureBranch(ctx, repo, "wap-b1", head.ID); err != nil || !existed {
+			t.Errorf("EnsureBranch from the commit the branch was made at: existed=%v err=%v", existed, err)
+		}
 		if err := c.DeleteBranch(ctx, repo, "wap-b1"); err != nil {
 			t.Fatalf("DeleteBranch: %v", err)
 		}

@@ -23,11 +23,15 @@ type Branch struct {
 // Commit is one commit of a repository's history.
 type Commit = pipeline.Commit
 
-// EnsureBranch creates branch from source or resumes it (pipeline.Lake); a
-// branch that is not the run's wraps pipeline.ErrBranchTaken and is left as it is.
-func (c *Client) EnsureBranch(ctx context.Context, repo, branch, source string) (bool, error) {
+// EnsureBranch creates branch from from (pipeline.Lake): the commit the run
+// recorded before creating it, or a ref. An existing branch is resumed only
+// when it is what creating it now would give: its head is from's commit and
+// nothing is uncommitted. Any other (a branch made beforehand from an older
+// commit, or with content of its own) wraps pipeline.ErrBranchTaken and is
+// left as it is.
+func (c *Client) EnsureBranch(ctx context.Context, repo, branch, from string) (bool, error) {
 	err := c.send(ctx, call{op: "create branch", repo: repo, ref: branch}, http.StatusCreated, nil, func(ctx context.Context) (*http.Response, error) {
-		return c.api.CreateBranch(ctx, repo, apigen.CreateBranchJSONRequestBody{Name: branch, Source: source})
+		return c.api.CreateBranch(ctx, repo, apigen.CreateBranchJSONRequestBody{Name: branch, Source: from})
 	})
 	if status(err) != http.StatusConflict {
 		return false, err
@@ -36,12 +40,12 @@ func (c *Client) EnsureBranch(ctx context.Context, repo, branch, source string) 
 	if err != nil {
 		return false, err
 	}
-	base, _, err := c.MergeBase(ctx, repo, head.ID, source)
+	want, err := c.GetCommit(ctx, repo, from)
 	if err != nil {
 		return false, err
 	}
-	if base != head.ID {
-		return false, fmt.Errorf("branch %s of %s: its head %s is not in the history of %s: %w", branch, repo, head.ID, source, pipeline.ErrBranchTaken)
+	if head.ID != want.ID {
+		return false, fmt.Errorf("branch %s of %s points at %s, not at %s, the commit this run branches from: %w", branch, repo, head.ID, want.ID, pipeline.ErrBranchTaken)
 	}
 	staged, err := list(ctx, c, call{op: "diff branch", repo: repo, ref: branch}, 1, changeFrom,
 		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
@@ -169,7 +173,7 @@ func (c *Client) Published(ctx context.Context, repo, target, sealed string, sin
 	if err != nil {
 		return pipeline.Publication{}, err
 	}
-	p := pipeline.Publication{Head: head}
+	p := pipeline.Publication{Head: head, Base: base}
 	if base != sealed {
 		return p, nil
 	}
@@ -189,10 +193,31 @@ func (c *Client) Published(ctx context.Context, repo, target, sealed string, sin
 		}
 		if b == sealed {
 			p.Merge = window[i].ID
+			if ps := window[i].Parents; len(ps) > 1 {
+				p.Source = ps[1] // a descendant of sealed: an audit of the batch on a newer head
+			}
 			break
 		}
 	}
 	return p, nil
+}
+
+// FirstParentsAfter lists ref's first-parent commits after base (not included),
+// oldest first: the newest limit of them (pipeline.Lister).
+func (c *Client) FirstParentsAfter(ctx context.Context, repo, ref, base string, limit int) ([]string, error) {
+	commits, err := c.commits(ctx, repo, ref, limit, apigen.LogCommitsParams{FirstParent: ptr(true), StopAt: ptr(base)})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, cm := range commits {
+		if cm.ID == base {
+			break
+		}
+		out = append(out, cm.ID)
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 // MergesOf is pipeline.Reverter's: more than one means the same commit was

@@ -16,6 +16,7 @@ type scriptedLake struct {
 	published []Publication
 	mergeErr  error
 	merges    int
+	sources   []string
 }
 
 func (l *scriptedLake) Published(context.Context, string, string, string, time.Time) (Publication, error) {
@@ -26,8 +27,9 @@ func (l *scriptedLake) Published(context.Context, string, string, string, time.T
 	return p, nil
 }
 
-func (l *scriptedLake) Merge(context.Context, string, string, string, string, map[string]string) (string, error) {
+func (l *scriptedLake) Merge(_ context.Context, _, source, _, _ string, _ map[string]string) (string, error) {
 	l.merges++
+	l.sources = append(l.sources, source)
 	if l.mergeErr != nil {
 		return "", l.mergeErr
 	}
@@ -41,31 +43,64 @@ func TestPublish(t *testing.T) {
 		name      string
 		published []Publication
 		mergeErr  error
-		fresh     bool
 		want      PublishResult
 		wantErr   error
 		merges    int
 	}{
-		{"new", []Publication{{Head: "h"}}, nil, false, PublishResult{CommitID: "m1"}, nil, 1},
-		// A fresh publish does not look first (the script would say "on target").
-		{"fresh", []Publication{{OnTarget: true, Merge: "m0"}}, nil, true, PublishResult{CommitID: "m1"}, nil, 1},
-		{"already on target", []Publication{{OnTarget: true, Merge: "m0", Head: "h"}}, nil, false, PublishResult{CommitID: "m0", AlreadyPublished: true}, nil, 0},
-		{"on target, merge not in the window", []Publication{{OnTarget: true, Head: "h"}}, nil, false, PublishResult{CommitID: "h", AlreadyPublished: true}, nil, 0},
-		{"an overlapping attempt landed first", []Publication{{Head: "h"}, {OnTarget: true, Merge: "m0", Head: "m0"}}, noChanges, false,
+		{"new", []Publication{{Head: "h"}}, nil, PublishResult{CommitID: "m1"}, nil, 1},
+		{"already on target", []Publication{{OnTarget: true, Merge: "m0", Head: "h"}}, nil, PublishResult{CommitID: "m0", AlreadyPublished: true}, nil, 0},
+		{"on target, merge not in the window", []Publication{{OnTarget: true, Head: "h"}}, nil, PublishResult{CommitID: "h", AlreadyPublished: true}, nil, 0},
+		{"an overlapping attempt landed first", []Publication{{Head: "h"}, {OnTarget: true, Merge: "m0", Head: "m0"}}, noChanges,
 			PublishResult{CommitID: "m0", AlreadyPublished: true}, nil, 1},
-		{"lost answer, merged", []Publication{{Head: "h"}, {OnTarget: true, Merge: "m0", Head: "m0"}}, timeout, false,
+		{"lost answer, merged", []Publication{{Head: "h"}, {OnTarget: true, Merge: "m0", Head: "m0"}}, timeout,
 			PublishResult{CommitID: "m0", AlreadyPublished: true}, nil, 1},
-		{"lost answer, not merged", []Publication{{Head: "h"}}, timeout, false, PublishResult{}, ErrTransient, 1},
-		{"empty batch", []Publication{{Head: "h"}}, noChanges, false, PublishResult{CommitID: "h", Empty: true}, nil, 1},
-		{"conflict", []Publication{{Head: "h"}}, fmt.Errorf("c: %w", ErrMergeConflict), false, PublishResult{}, ErrMergeConflict, 1},
+		{"lost answer, not merged", []Publication{{Head: "h"}}, timeout, PublishResult{}, ErrTransient, 1},
+		{"empty batch", []Publication{{Head: "h"}}, noChanges, PublishResult{CommitID: "h", Empty: true}, nil, 1},
+		{"conflict", []Publication{{Head: "h"}}, fmt.Errorf("c: %w", ErrMergeConflict), PublishResult{}, ErrMergeConflict, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &scriptedLake{published: tt.published, mergeErr: tt.mergeErr}
-			got, err := Publish(context.Background(), l, PublishRequest{Sealed: "s", Fresh: tt.fresh}, func(string) {})
+			got, err := Publish(context.Background(), l, PublishRequest{Sealed: "s"}, func(string) {})
 			if got != tt.want || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) || l.merges != tt.merges {
 				t.Errorf("Publish = %+v, %v after %d merges; want %+v, %v after %d", got, err, l.merges, tt.want, tt.wantErr, tt.merges)
 			}
 		})
+	}
+}
+
+// A target that moved since the sealed commit's snapshot is rechecked
+// before the merge, and the recheck's commit is what is merged; a recheck
+// that fails stops the publish with nothing merged. A target that did not
+// move is merged without a recheck.
+func TestPublishRechecksAMovedTarget(t *testing.T) {
+	collision := errors.New("collides")
+	for _, tt := range []struct {
+		name       string
+		pub        Publication
+		recheckErr error
+		rechecked  bool
+		merged     []string
+		want       PublishResult
+	}{
+		{"target did not move", Publication{Head: "h", Base: "h"}, nil, false, []string{"s"}, PublishResult{CommitID: "m1"}},
+		{"target moved", Publication{Head: "h2", Base: "h"}, nil, true, []string{"r"}, PublishResult{CommitID: "m1", Sealed: "r"}},
+		{"target moved, collision", Publication{Head: "h2", Base: "h"}, collision, true, nil, PublishResult{}},
+		{"merged by an earlier attempt's recheck", Publication{OnTarget: true, Merge: "m0", Head: "m0", Source: "r0"}, nil, false, nil,
+			PublishResult{CommitID: "m0", Sealed: "r0", AlreadyPublished: true}},
+	} {
+		l := &scriptedLake{published: []Publication{tt.pub}}
+		rechecked := false
+		got, err := Publish(context.Background(), l, PublishRequest{Sealed: "s", Recheck: func(_ context.Context, base, head string) (string, map[string]string, error) {
+			rechecked = true
+			if base != tt.pub.Base || head != tt.pub.Head {
+				t.Errorf("%s: Recheck(%s, %s)", tt.name, base, head)
+			}
+			return "r", nil, tt.recheckErr
+		}}, func(string) {})
+		if got != tt.want || !errors.Is(err, tt.recheckErr) || rechecked != tt.rechecked || fmt.Sprint(l.sources) != fmt.Sprint(tt.merged) {
+			t.Errorf("%s: Publish = %+v, %v (rechecked %v, merged %v); want %+v, %v (rechecked %v, merged %v)",
+				tt.name, got, err, rechecked, l.sources, tt.want, tt.recheckErr, tt.rechecked, tt.merged)
+		}
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/lakewap/lakewap/internal/backoff"
 	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // Publishing into one target is serial in lakeFS: a commit or merge holds
@@ -28,7 +30,6 @@ type targetKey struct{ repo, target string }
 // publishTicket is one run waiting for, or holding, its target's turn.
 type publishTicket struct {
 	run    pipeline.Run
-	fresh  bool // this instance just audited the run: nothing can have merged it yet
 	queued time.Time
 	turn   <-chan struct{} // closed when the publish queued before this one is done
 	done   chan struct{}   // closed when this one is done or given up (and its turn came)
@@ -43,7 +44,7 @@ type publishQueue struct {
 // enqueue adds run's publish to its target's queue. Called with p.mu held,
 // right after the transition that asked for the publish was persisted: that
 // is the audit order.
-func (r *Runner) enqueue(run pipeline.Run, fresh bool) *publishTicket {
+func (r *Runner) enqueue(run pipeline.Run) *publishTicket {
 	k := targetKey{run.Repository, run.Target}
 	r.qmu.Lock()
 	defer r.qmu.Unlock()
@@ -53,7 +54,7 @@ func (r *Runner) enqueue(run pipeline.Run, fresh bool) *publishTicket {
 		close(q.last)
 		r.queues[k] = q
 	}
-	t := &publishTicket{run: run, fresh: fresh, queued: time.Now(), turn: q.last, done: make(chan struct{})}
+	t := &publishTicket{run: run, queued: time.Now(), turn: q.last, done: make(chan struct{})}
 	q.last = t.done
 	q.waiting++
 	r.queueDepth(k, q.waiting)
@@ -130,7 +131,7 @@ func (r *Runner) publishTurn(p *partition, t *publishTicket) pipeline.Input {
 		return nil // revoked, or the run moved on while it waited
 	}
 	start := time.Now()
-	in := r.step(p, run, pipeline.DoPublish, func(ctx context.Context) pipeline.Input { return r.publish(ctx, run, t.fresh) })
+	in := r.step(p, run, pipeline.DoPublish, func(ctx context.Context) pipeline.Input { return r.publish(ctx, run) })
 	if f := r.Metrics.StepDuration; f != nil {
 		f(pipeline.DoPublish.String(), outcome(in), time.Since(start))
 	}
@@ -167,12 +168,14 @@ func (r *Runner) look(ctx context.Context, log *slog.Logger, run pipeline.Run) p
 	}
 	id := cmp.Or(pub.Merge, pub.Head)
 	log.Warn("publish failed, but the sealed commit is on the target: published", "commit_id", id, "err", cmp.Or(run.Looking, &pipeline.Failure{}).Err)
-	return pipeline.Looked{OnTarget: true, CommitID: id}
+	return pipeline.Looked{OnTarget: true, CommitID: id, SealedCommit: pub.Source}
 }
 
-// publish brings the run's sealed commit into its target (Publish; fresh is
-// PublishRequest.Fresh).
-func (r *Runner) publish(ctx context.Context, run pipeline.Run, fresh bool) pipeline.Input {
+// publish brings the run's sealed commit into its target (Publish). When
+// the target moved since the sealed commit's snapshot, the batch is
+// audited again as the merge will leave the target (recheck) and that
+// commit is merged instead; a violation aborts the batch (Collided).
+func (r *Runner) publish(ctx context.Context, run pipeline.Run) pipeline.Input {
 	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
 	if run.Report == nil || !run.Report.Passed || run.SealedCommit == "" {
 		// Unreachable through Machine.Apply; guard the promise anyway.
@@ -188,10 +191,42 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, fresh bool) pipe
 		}
 		maps.Copy(meta, att)
 	}
+	var rechecked *schemas.AuditReport
+	recheck := func(ctx context.Context, base, head string) (string, map[string]string, error) {
+		sealed, rep, err := r.recheck(ctx, log, run, base, head)
+		rechecked = rep
+		if err != nil {
+			return "", nil, err
+		}
+		// What is merged is the recheck's commit, attested with its audit.
+		again := run
+		again.SealedCommit, again.Report = sealed, rep
+		m := publishMeta(again)
+		if r.cfg.Attest != nil {
+			att, err := r.cfg.Attest(ctx, again)
+			if err != nil {
+				log.Warn("publishing without an attestation: the next audit of the dataset is full", "err", err)
+			}
+			maps.Copy(m, att)
+		}
+		return sealed, m, nil
+	}
+	if spec, ok := r.cfg.Datasets(run.Dataset); ok && spec.BatchOnly {
+		recheck = nil // nothing the target gained can change a verdict
+	}
 	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, log: log}, PublishRequest{
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
-		Meta: meta, Fresh: fresh}, r.cfg.Failpoint)
-	if err != nil {
+		Meta: meta, Recheck: recheck}, r.cfg.Failpoint)
+	var col *Collision
+	var stray *strayError
+	switch {
+	case errors.As(err, &col):
+		log.Warn("batch collides with the target as it is now", "commit", col.Commit, "head", col.Head, "checks", col.Checks)
+		return pipeline.Collided{SealedCommit: col.Sealed, Report: col.Report, Commit: col.Commit, Head: col.Head, Checks: col.Checks}
+	case errors.As(err, &stray):
+		log.Warn("batch branch changes paths outside its tables since its seal", "paths", stray.in.Total)
+		return stray.in
+	case err != nil:
 		return failed(log, pipeline.StepPublish, err)
 	}
 	switch {
@@ -200,7 +235,156 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, fresh bool) pipe
 	case res.Empty:
 		log.Info("batch changed nothing; the target already holds it", "commit_id", res.CommitID, "sealed_commit", run.SealedCommit)
 	}
-	return pipeline.Merged{CommitID: res.CommitID}
+	return pipeline.Merged{CommitID: res.CommitID, SealedCommit: res.Sealed, Report: rechecked}
+}
+
+// maxRecheckProbes bounds the audits that look for the commit a batch
+// collides with (a bisection of the target's commits since its base).
+const maxRecheckProbes = 8
+
+// maxCollisionWindow bounds the commits since the batch's base looked at
+// for the one it collides with.
+const maxCollisionWindow = 1000
+
+// recheck audits the batch as merging it leaves the target at head: the
+// target's head is merged into the batch branch (so the branch holds the
+// batch's changes on top of everything the target gained since base) and
+// that commit is audited against head. It returns the commit to merge in
+// place of the sealed one and its report. A failing report is a
+// *Collision naming the first commit since base the batch fails with.
+func (r *Runner) recheck(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string) (string, *schemas.AuditReport, error) {
+	log.Info("target moved since the batch's snapshot: auditing the batch as the merge will leave it", "base", base, "head", head)
+	merged, err := r.mergeInto(ctx, run, head, run.Branch)
+	if err != nil {
+		return "", nil, err
+	}
+	changes, err := r.cfg.Lake.Changes(ctx, run.Repository, head, merged)
+	if err != nil {
+		return "", nil, err
+	}
+	if spec, ok := r.cfg.Datasets(run.Dataset); ok && len(spec.TablePaths) > 0 {
+		// The batch branch may have gained commits since its seal: what is
+		// merged now is held to the tables-only rule again.
+		paths := make([]string, len(changes))
+		for i, c := range changes {
+			paths[i] = c.Path
+		}
+		if stray := spec.OutsideTables(paths); len(stray) > 0 {
+			return "", nil, &strayError{pipeline.Strayed{SealedCommit: merged, Paths: stray[:min(len(stray), maxStrayPaths)], Total: len(stray)}}
+		}
+	}
+	rep, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
+		Ref: merged, BaseRef: head, BaseName: run.Target, BatchTime: run.BatchTime, Changes: changes})
+	if err != nil {
+		return "", nil, err
+	}
+	if rep.Passed {
+		return merged, &rep, nil
+	}
+	var checks []string
+	for _, c := range rep.Failed() {
+		checks = append(checks, c.Name)
+	}
+	commit, err := r.collidesWith(ctx, log, run, base, head, checks)
+	if err != nil {
+		return "", nil, err
+	}
+	return "", nil, &Collision{Sealed: merged, Report: rep, Commit: commit, Head: head, Checks: checks}
+}
+
+// mergeInto merges ref into branch and returns the branch's new head; a
+// branch that already holds ref (an earlier attempt's merge) is returned
+// as it is.
+func (r *Runner) mergeInto(ctx context.Context, run pipeline.Run, ref, branch string) (string, error) {
+	id, err := r.cfg.Lake.Merge(ctx, run.Repository, ref, branch,
+		fmt.Sprintf("lakewap: audit batch %s as its merge leaves %s at %s", run.BatchID, run.Target, ref),
+		map[string]string{pipeline.MetaSealedBatchID: run.BatchID, pipeline.MetaDataset: run.Dataset})
+	if errors.Is(err, pipeline.ErrNoChanges) {
+		return r.cfg.Lake.Head(ctx, run.Repository, branch)
+	}
+	return id, err
+}
+
+// collidesWith finds the first of the target's first-parent commits after
+// base (up to head) with which the batch fails one of checks, bisecting with
+// probes: a branch from the sealed commit with the candidate merged in,
+// audited against it. Without a lakeFS that lists commits, or beyond the
+// probe budget, it names the newest candidate left.
+func (r *Runner) collidesWith(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string, checks []string) (string, error) {
+	lister, ok := r.cfg.Lake.(pipeline.Lister)
+	if !ok {
+		return head, nil
+	}
+	commits, err := lister.FirstParentsAfter(ctx, run.Repository, head, base, maxCollisionWindow)
+	if err != nil || len(commits) < 2 {
+		return head, err
+	}
+	// commits[hi] fails (head); find the first index that fails.
+	lo, hi := -1, len(commits)-1
+	for probe := 0; hi-lo > 1 && probe < maxRecheckProbes; probe++ {
+		mid := (lo + hi) / 2
+		fails, err := r.probe(ctx, run, commits[mid], checks, probe)
+		if err != nil {
+			log.Warn("probe for the colliding commit failed; naming the newest candidate", "commit", commits[hi], "err", err)
+			return commits[hi], nil
+		}
+		if fails {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return commits[hi], nil
+}
+
+// probe reports whether the batch, applied to the target at commit, fails
+// any of checks.
+func (r *Runner) probe(ctx context.Context, run pipeline.Run, commit string, checks []string, n int) (bool, error) {
+	branch := fmt.Sprintf("%s-probe-%d", run.Branch, n)
+	if _, err := r.cfg.Lake.EnsureBranch(ctx, run.Repository, branch, run.SealedCommit); err != nil {
+		return false, err
+	}
+	defer func() { _ = r.cfg.Lake.DeleteBranch(context.WithoutCancel(ctx), run.Repository, branch) }()
+	merged, err := r.mergeInto(ctx, run, commit, branch)
+	if err != nil {
+		return false, err
+	}
+	changes, err := r.cfg.Lake.Changes(ctx, run.Repository, commit, merged)
+	if err != nil {
+		return false, err
+	}
+	rep, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
+		Ref: merged, BaseRef: commit, BaseName: run.Target, BatchTime: run.BatchTime, Changes: changes})
+	if err != nil {
+		return false, err
+	}
+	for _, c := range rep.Failed() {
+		if slices.Contains(checks, c.Name) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Collision is a batch that passed its audit but fails, applied to the
+// target as it is now: Commit is the first target commit since the batch's
+// snapshot it fails with, Head the target's head it was audited against,
+// Sealed the audited commit (the batch's changes on Head).
+type Collision struct {
+	Sealed, Commit, Head string
+	Checks               []string
+	Report               schemas.AuditReport
+}
+
+func (c *Collision) Error() string {
+	return fmt.Sprintf("the batch fails %s applied to the target at %s: it collides with commit %s", strings.Join(c.Checks, ", "), c.Head, c.Commit)
+}
+
+// strayError carries a recheck's Strayed outcome out of Publish.
+type strayError struct{ in pipeline.Strayed }
+
+func (e *strayError) Error() string {
+	return fmt.Sprintf("%d path(s) outside the dataset's tables", e.in.Total)
 }
 
 // lockRetrying is the runner's lake, whose merges retry while the target
@@ -236,10 +420,15 @@ type PublishRequest struct {
 	Since              time.Time // when publishing this commit started
 	Message            string
 	Meta               map[string]string
-	// Fresh skips the first look: the sealed commit was audited by this
-	// instance and no merge of it was tried since, so it is not on the
-	// target yet.
-	Fresh bool
+	// Recheck, if set, is called when the target moved since the sealed
+	// commit's snapshot (the target's head is not their merge-base): merging
+	// the sealed commit would combine it with commits its audit did not
+	// see. It audits the batch as the merge will leave the target at head
+	// and returns the commit to merge instead (one whose history holds head,
+	// so merging it leaves exactly what it holds), or an error that stops the
+	// publish. The metadata it returns replaces Meta (it names and attests
+	// the commit merged). Nil merges the sealed commit as it is.
+	Recheck func(ctx context.Context, base, head string) (string, map[string]string, error)
 }
 
 // Publication outcomes of Publish.
@@ -247,6 +436,9 @@ type PublishResult struct {
 	// CommitID is the target commit that holds the batch: the merge commit,
 	// or for a batch that changed nothing the target head it matched.
 	CommitID string
+	// Sealed, when set, is the commit merged in place of the request's:
+	// Recheck's, or the one an earlier attempt merged (found on the target).
+	Sealed string
 	// AlreadyPublished: an earlier attempt (whose answer was lost, or that
 	// was still running) had merged the sealed commit.
 	AlreadyPublished bool
@@ -261,19 +453,41 @@ type PublishResult struct {
 // on the target is refused by lakeFS with "no changes" instead of leaving a
 // second, empty merge commit, whatever the order the attempts land in.
 //
+// The first look also says whether the target moved since the sealed
+// commit's snapshot; then Recheck decides what is merged. Within one
+// instance the runner's queue keeps the target still between that look and
+// the merge; across instances lakewap's pre-merge hook does (lakeFS runs
+// it on the merge commit, conditional on the target not having moved).
+//
 // failpoint is called as "before_merge" and "after_merge".
 func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpoint func(string)) (PublishResult, error) {
-	if !req.Fresh {
-		p, err := lake.Published(ctx, req.Repository, req.Target, req.Sealed, req.Since)
-		if err != nil {
+	p, err := lake.Published(ctx, req.Repository, req.Target, req.Sealed, req.Since)
+	if err != nil {
+		return PublishResult{}, err
+	}
+	if p.OnTarget {
+		return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), Sealed: p.Source, AlreadyPublished: true}, nil
+	}
+	sealed := req.Sealed
+	if req.Recheck != nil && p.Base != p.Head {
+		var meta map[string]string
+		if sealed, meta, err = req.Recheck(ctx, p.Base, p.Head); err != nil {
 			return PublishResult{}, err
 		}
-		if p.OnTarget {
-			return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), AlreadyPublished: true}, nil
+		if meta != nil {
+			req.Meta = meta
 		}
 	}
+	res, err := merge(ctx, lake, req, sealed, failpoint)
+	if err == nil && sealed != req.Sealed && res.Sealed == "" {
+		res.Sealed = sealed
+	}
+	return res, err
+}
+
+func merge(ctx context.Context, lake pipeline.Lake, req PublishRequest, sealed string, failpoint func(string)) (PublishResult, error) {
 	failpoint("before_merge")
-	id, err := lake.Merge(ctx, req.Repository, req.Sealed, req.Target, req.Message, req.Meta)
+	id, err := lake.Merge(ctx, req.Repository, sealed, req.Target, req.Message, req.Meta)
 	if err == nil {
 		failpoint("after_merge")
 		return PublishResult{CommitID: id}, nil
@@ -283,13 +497,13 @@ func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpo
 	}
 	// The merge may have happened anyway: a timed-out answer, or another
 	// attempt of the same commit that landed first ("no changes").
-	p, perr := lake.Published(ctx, req.Repository, req.Target, req.Sealed, req.Since)
+	p, perr := lake.Published(ctx, req.Repository, req.Target, sealed, req.Since)
 	if perr != nil {
 		return PublishResult{}, errors.Join(err, perr)
 	}
 	switch {
 	case p.OnTarget:
-		return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), AlreadyPublished: true}, nil
+		return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), Sealed: p.Source, AlreadyPublished: true}, nil
 	case errors.Is(err, pipeline.ErrNoChanges):
 		// The sealed commit's data equals its merge-base with the target:
 		// the batch changed nothing, and the target already holds it.

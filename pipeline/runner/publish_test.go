@@ -202,8 +202,9 @@ func (f *queueFixture) awaitPublished(t *testing.T, want ...string) {
 }
 
 // Publishes into one target run one at a time, in the order the audits
-// finished; another target's publishes do not wait for them; a batch this
-// instance audited is merged without a look at the target first.
+// finished; another target's publishes do not wait for them; each looks at
+// the target once (is it there already, did the target move since the
+// batch's snapshot) before it merges.
 func TestPublishQueueRunsInAuditOrderOneAtATime(t *testing.T) {
 	f := newQueueFixture(t, time.Second)
 	if err := f.r.Assigned(context.Background(), 0); err != nil {
@@ -243,18 +244,18 @@ func TestPublishQueueRunsInAuditOrderOneAtATime(t *testing.T) {
 	if f.lake.peak["main"] != 1 {
 		t.Errorf("%d merges into main ran at once, want 1", f.lake.peak["main"])
 	}
-	if f.lake.finds != 0 {
-		t.Errorf("%d looks at the target for batches audited here, want 0", f.lake.finds)
+	if f.lake.finds != 7 {
+		t.Errorf("%d looks at the target, want one per publish (7)", f.lake.finds)
 	}
 	f.gmu.Lock()
 	defer f.gmu.Unlock()
 	if f.depth["main"] < 5 || f.waits != 7 {
 		t.Errorf("queue depth peaked at %d (want 5), %d waits observed (want 7)", f.depth["main"], f.waits)
 	}
-	// Per batch: create branch, seal, merge (the fake auditor calls nothing).
+	// Per batch: create branch, seal, look, merge (the fake auditor calls nothing).
 	for _, n := range f.calls {
-		if n != 3 {
-			t.Errorf("counted %d lakeFS calls for a batch, want 3 (branch, seal, merge)", n)
+		if n != 4 {
+			t.Errorf("counted %d lakeFS calls for a batch, want 4 (branch, seal, look, merge)", n)
 		}
 	}
 	if len(f.calls) != 7 {
@@ -328,8 +329,8 @@ func TestPublishQueueRevokedWhileQueued(t *testing.T) {
 			t.Errorf("%s merged %d times, want 1", b, f.lake.perBatch[b])
 		}
 	}
-	if f.lake.finds != len(batches) {
-		t.Errorf("%d looks at the target after restore, want %d (restored runs look first)", f.lake.finds, len(batches))
+	if f.lake.finds != len(batches)+1 {
+		t.Errorf("%d looks at the target, want %d (the first before its cancelled merge, then each restored run)", f.lake.finds, len(batches)+1)
 	}
 }
 

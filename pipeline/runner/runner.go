@@ -147,9 +147,6 @@ type partition struct {
 	wg       sync.WaitGroup
 	closing  bool
 	stop     chan struct{} // closed when the partition is revoked
-	// fresh: runs this instance moved from auditing to publishing and has
-	// not tried to merge yet (their publish needs no look at the target).
-	fresh map[string]bool
 	// calls counts the lakeFS API calls made for each run.
 	calls map[string]*atomic.Int64
 }
@@ -207,7 +204,7 @@ func (r *Runner) Assigned(ctx context.Context, id int) error {
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &partition{id: id, ctx: pctx, cancel: cancel, runs: make(map[string]pipeline.Run, len(raw)),
 		inflight: map[effectOf]bool{}, timers: map[string]*time.Timer{},
-		stop: make(chan struct{}), fresh: map[string]bool{}, calls: map[string]*atomic.Int64{}}
+		stop: make(chan struct{}), calls: map[string]*atomic.Int64{}}
 	for key, v := range raw {
 		var run pipeline.Run
 		if err := json.Unmarshal(v, &run); err != nil {
@@ -452,11 +449,7 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in pipelin
 	} else {
 		p.runs[key] = after
 	}
-	if before.State == pipeline.StateAuditing && after.State == pipeline.StatePublishing {
-		p.fresh[key] = true
-	}
 	if before.State != after.State && after.State.Terminal() || after.State == "" {
-		delete(p.fresh, key)
 		if n, f := p.calls[key], r.Metrics.LakeCalls; n != nil && f != nil && after.State == pipeline.StatePublished {
 			f(after.Dataset, n.Load())
 		}
@@ -531,8 +524,7 @@ func (r *Runner) start(p *partition, batch string, effects []pipeline.Effect) {
 		p.inflight[effectOf{batch, e.Kind}] = true
 		j := job{p: p, run: p.runs[batch].Clone(), effect: e}
 		if e.Kind == pipeline.DoPublish {
-			j.ticket = r.enqueue(j.run, p.fresh[batch])
-			delete(p.fresh, batch) // a second attempt looks first
+			j.ticket = r.enqueue(j.run)
 		}
 		p.wg.Go(func() { r.execute(j) })
 	}

@@ -79,7 +79,7 @@ func (l *fakeLake) Published(_ context.Context, repo, _, sealed string, _ time.T
 		return Publication{}, fmt.Errorf("get ref: context deadline exceeded: %w", ErrTransient)
 	}
 	id, ok := l.merged[mergedKey(repo, sealed)]
-	return Publication{OnTarget: ok, Merge: id, Head: "head"}, nil
+	return Publication{OnTarget: ok, Merge: id, Head: "head", Base: "head"}, nil
 }
 
 func (l *fakeLake) Merge(_ context.Context, repo, source, _, _ string, meta map[string]string) (string, error) {

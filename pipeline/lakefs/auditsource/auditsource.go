@@ -25,7 +25,15 @@ var (
 	_ audit.Source    = Source{}
 	_ audit.MergeDiff = Source{}
 	_ audit.Merges    = Merges{}
+	_ audit.Ancestry  = Source{}
 )
+
+// Holds reports whether branch's head is in ref's history: merging ref
+// into branch then leaves exactly ref's content (audit.Ancestry).
+func (s Source) Holds(ctx context.Context, repo, ref, branch string) (bool, error) {
+	base, head, err := s.Lake.MergeBase(ctx, repo, ref, branch)
+	return err == nil && base == head, err
+}
 
 // List lists the objects under prefix at ref, with their physical
 // addresses (what the audit's cache keys files by).
