@@ -66,14 +66,14 @@ step "go test tools/helmtest [the Helm chart]"
 # (testcontainers needs a Docker engine; the rest should not skip).
 if [[ -z "${DOCKER_HOST:-}" ]]; then
 	step "skipped tests and their reasons (the testcontainers test skips where no Docker engine answers)"
-	env -u LAKEWAP_TEST_KAFKA_BROKERS go test -count=1 -v -run 'TestContainers' ./cmd/lakewap/ 2>&1 |
+	env -u LAKEWAP_TEST_KAFKA_BROKERS go test -count=1 -v -run 'TestContainers' ./tests/ 2>&1 |
 		grep -E -B1 -- '^--- SKIP' | grep -v -- '^--$' >&2 || echo "(no skips)" >&2
 fi
 
 # The Kafka-facing tests again, against Apache Kafka: a single-node KRaft
 # broker from Maven Central's jars on Java 17+ (scripts/kafka.sh). Skipped,
 # with the reason, where Java or Maven is missing; LAKEWAP_REAL_KAFKA=0 skips it too.
-kafka_pkgs=(./internal/kafkatest/ ./internal/devstack/ ./consumer/ ./notify/ ./cmd/lakewap/)
+kafka_pkgs=(./internal/kafkatest/ ./internal/devstack/ ./consumer/ ./notify/ ./tests/)
 if [[ "${LAKEWAP_REAL_KAFKA:-1}" == 0 ]]; then
 	step "SKIPPED the Apache Kafka run: LAKEWAP_REAL_KAFKA=0"
 	stop_containers

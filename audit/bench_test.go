@@ -316,7 +316,7 @@ func BenchmarkDistrustOverTrust(b *testing.B) {
 
 // BenchmarkSmallBatchAudit is one whole Run of the demo's five checks
 // (scope batch) over a batch that adds one 100-row Parquet object, as each
-// batch of cmd/lakewap's BenchmarkWAPCycle is audited: the engine's fixed
+// batch of tests/'s BenchmarkWAPCycle is audited: the engine's fixed
 // cost per run (issue 13), with no download cache.
 func BenchmarkSmallBatchAudit(b *testing.B) {
 	src := &dirSource{root: b.TempDir(), downloads: map[string]int{}, sums: map[string]string{}}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs/auditsource"
@@ -81,7 +82,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			baseRef = *base
 		}
 	})
-	log := newLogger(stderr, cfg.Log.Format, "warn")
+	log := daemon.NewLogger(stderr, cfg.Log.Format, "warn")
 	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.Std())
 	defer cancel()
 	req := pipeline.AuditRequest{Dataset: *dataset, Repository: ds.Repository, Ref: *ref, BaseRef: baseRef, BatchTime: batchTime}
@@ -97,14 +98,14 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			}
 		}
 	} else {
-		lake, err := lakeClient(cfg, log, nil)
+		lake, err := daemon.Lake(cfg, log, nil)
 		if err != nil {
 			fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
 			return auditError
 		}
 		src = auditsource.Source{Lake: lake}
 		if cfg.Audit.IncrementalOn() {
-			hist = auditHistory{lake}
+			hist = daemon.History(lake)
 		}
 		// The audit reads one commit: a branch that moves meanwhile does not
 		// mix two versions into one report.

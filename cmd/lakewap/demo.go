@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
@@ -23,7 +24,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	start := func(ctx context.Context, cfg *config.Config, log *slog.Logger, console io.Writer,
 		observe func(before, after pipeline.Run)) (func(context.Context) error, error) {
-		d, err := newDaemon(ctx, cfg, daemonOptions{Logger: log, Console: console, Observe: observe})
+		d, err := daemon.New(ctx, cfg, daemon.Options{Logger: log, Console: console, Observe: observe})
 		if err != nil {
 			return nil, err
 		}

@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -141,14 +140,4 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code
 		return 2, false
 	}
 	return 0, true
-}
-
-func newLogger(w io.Writer, format, level string) *slog.Logger {
-	var lv slog.Level
-	_ = lv.UnmarshalText([]byte(strings.ToUpper(level)))
-	opts := &slog.HandlerOptions{Level: lv}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -38,9 +34,6 @@ const (
 	defaultAnswer = 5 * time.Minute
 )
 
-// operator is who asks: -by, else $USER.
-func operator(by string) string { return cmp.Or(by, os.Getenv("USER"), "unknown") }
-
 // requestFlags are the flags every operator command takes.
 type requestFlags struct {
 	config, batch, dataset, by, reason string
@@ -58,33 +51,21 @@ func (f *requestFlags) register(fs *flag.FlagSet, batchHelp, reasonHelp string) 
 	fs.DurationVar(&f.timeout, "timeout", defaultAnswer, "how long to wait for the daemon's answer")
 }
 
-// operatorCommands builds each command's request.
-var operatorCommands = map[string]struct {
-	batchHelp, reasonHelp string
-	build                 func(f requestFlags, id, dataset string, now time.Time) schemas.Event
-}{
-	"retry": {"batch id of a failed run, or an aborted one whose branch was kept (required)", "",
-		func(f requestFlags, id, dataset string, now time.Time) schemas.Event {
-			return schemas.RetryRequested{RequestID: id, BatchID: f.batch, Dataset: dataset, RequestedBy: operator(f.by), OccurredAt: now}
-		}},
-	"cancel": {"batch id to cancel (required)", "why, recorded in BatchAborted",
-		func(f requestFlags, id, dataset string, now time.Time) schemas.Event {
-			return schemas.BatchCancelled{RequestID: id, BatchID: f.batch, Dataset: dataset, Reason: f.reason, RequestedBy: operator(f.by), OccurredAt: now}
-		}},
-	"revert": {"batch id to revert (required)", "why, recorded in the revert commit and the event (required)",
-		func(f requestFlags, id, dataset string, now time.Time) schemas.Event {
-			return schemas.RevertRequested{RequestID: id, BatchID: f.batch, Dataset: dataset, Reason: f.reason, RequestedBy: operator(f.by), OccurredAt: now}
-		}},
+// operatorHelp is each command's help of -batch and -reason ("": no -reason).
+var operatorHelp = map[string][2]string{
+	"retry":  {"batch id of a failed run, or an aborted one whose branch was kept (required)", ""},
+	"cancel": {"batch id to cancel (required)", "why, recorded in BatchAborted"},
+	"revert": {"batch id to revert (required)", "why, recorded in the revert commit and the event (required)"},
 }
 
 // cmdOperator runs lakewap retry, cancel or revert: it sends the request
 // and prints the daemon's answer. cfg, when not nil, is used instead of
 // the -config file (tests).
 func cmdOperator(ctx context.Context, command string, args []string, stdout, stderr io.Writer, cfg *config.Config) int {
-	c := operatorCommands[command]
+	help := operatorHelp[command]
 	fs := newFlagSet(command)
 	var f requestFlags
-	f.register(fs, c.batchHelp, c.reasonHelp)
+	f.register(fs, help[0], help[1])
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code // 0 after -h, else exitUsage
 	}
@@ -112,13 +93,17 @@ func cmdOperator(ctx context.Context, command string, args []string, stdout, std
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
 		return exitUsage
 	}
-	dataset, err := datasetOfBatch(ctx, cfg, f.batch, f.dataset)
+	dataset, err := runs.DatasetOf(ctx, cfg, f.batch, f.dataset)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
 		return exitNotDone
 	}
-	id := newRequestID()
-	req := c.build(f, id, dataset, time.Now().UTC().Truncate(time.Millisecond))
+	r := opclient.Request{Batch: f.batch, Dataset: dataset, Reason: f.reason, By: f.by}
+	req, id, err := opclient.NewRequest(command, r, time.Now().UTC().Truncate(time.Millisecond))
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap %s: %v\n", command, err)
+		return exitUsage
+	}
 	// What the daemon would dead-letter is refused here, not waited for.
 	known := func(d string) bool { _, ok := cfg.Datasets[d]; return ok }
 	if cfg.IsClient() {
@@ -163,35 +148,4 @@ func signer(t *opclient.Target, cfg *config.Config, by string) (string, error) {
 	}
 	t.SignAs(name, keys[name])
 	return name, nil
-}
-
-func newRequestID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return "req-" + hex.EncodeToString(b)
-}
-
-// datasetOfBatch names the dataset a batch belongs to: the one given, the
-// only one configured, or the one its run in the state store has.
-func datasetOfBatch(ctx context.Context, cfg *config.Config, batch, dataset string) (string, error) {
-	if dataset == "" && len(cfg.Datasets) == 1 {
-		for n := range cfg.Datasets {
-			dataset = n
-		}
-	}
-	if dataset == "" {
-		store, err := runs.Open(cfg.Kafka)
-		if err != nil {
-			return "", err
-		}
-		r, err := store.Find(ctx, batch, "")
-		if err != nil {
-			return "", fmt.Errorf("%w (or name the dataset with -dataset)", err)
-		}
-		dataset = r.Dataset
-	}
-	if _, ok := cfg.Datasets[dataset]; !ok && !cfg.IsClient() {
-		return "", fmt.Errorf("dataset %q is not in the config", dataset)
-	}
-	return dataset, nil
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/lakewap/lakewap/internal/daemon"
 )
 
 // cmdReady is the container health check: it asks a running daemon's
@@ -30,7 +31,7 @@ func cmdReady(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintf(stderr, "lakewap ready: %s sets no http.listen, so the daemon serves no /readyz\n", *path)
 			return 2
 		}
-		*url = "http://" + localAddr(cfg.HTTP.Listen) + "/readyz"
+		*url = daemon.ReadyURL(cfg.HTTP.Listen)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -52,17 +53,4 @@ func cmdReady(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintf(stdout, "%s: %s\n", *url, strings.TrimSpace(string(body)))
 	return 0
-}
-
-// localAddr turns a listen address into one to dial on this host: an
-// unspecified host (":9090", "0.0.0.0:9090", "[::]:9090") becomes 127.0.0.1.
-func localAddr(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return listen
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
 }

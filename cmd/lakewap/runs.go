@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -30,31 +29,15 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	if err := listRuns(ctx, cfg, runsFilter{State: *state, Dataset: *dataset, JSON: *asJSON}, time.Now(), stdout); err != nil {
+	stored, err := runs.List(ctx, cfg.Kafka, *state, *dataset)
+	if err == nil && *asJSON {
+		err = runs.WriteJSON(stdout, stored)
+	} else if err == nil {
+		err = runs.WriteTable(stdout, stored, time.Now())
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "lakewap runs: %v\n", err)
 		return 1
 	}
 	return 0
-}
-
-type runsFilter struct {
-	State, Dataset string
-	JSON           bool
-}
-
-func listRuns(ctx context.Context, cfg *config.Config, f runsFilter, now time.Time, w io.Writer) error {
-	store, err := runs.Open(cfg.Kafka)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	stored, err := store.Load(ctx)
-	if err != nil {
-		return err
-	}
-	if stored = runs.Filter(stored, f.State, f.Dataset); f.JSON {
-		return runs.WriteJSON(w, stored)
-	}
-	return runs.WriteTable(w, stored, now)
 }

@@ -23,12 +23,12 @@ Flags:
 `
 
 func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var kf kafkaFlags
+	var kf opclient.Flags
 	var fromBeginning, follow bool
 	var max int
 	fs := newFlagSet("tail")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), tailUsage); fs.PrintDefaults() }
-	kf.register(fs, "topic to read (default: the config's results topic, else wap.results)")
+	kf.Register(fs, "topic to read (default: the config's results topic, else wap.results)")
 	fs.BoolVar(&fromBeginning, "from-beginning", false, "start at the oldest retained event instead of the end")
 	fs.BoolVar(&follow, "follow", true, "keep waiting for new events; false stops at the end")
 	fs.IntVar(&max, "max", 0, "stop after printing this many events (0: no limit)")
@@ -39,13 +39,13 @@ func cmdTail(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lakewap tail: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	t, err := kf.connect()
+	t, err := kf.Connect()
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap tail: %v\n", err)
 		return 2
 	}
 	defer t.Close()
-	topic := cmp.Or(kf.topic, t.Config.Kafka.ResultsTopic)
+	topic := cmp.Or(kf.Topic, t.Config.Kafka.ResultsTopic)
 	printed := 0
 	var werr error
 	err = t.Tail(ctx, topic, fromBeginning, follow, func(r opclient.Record) bool {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/runs"
 )
 
@@ -63,8 +64,8 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "lakewap verify: %v\n", err)
 		return 2
 	}
-	log := newLogger(stderr, cfg.Log.Format, "warn")
-	lake, err := lakeClient(cfg, log, nil)
+	log := daemon.NewLogger(stderr, cfg.Log.Format, "warn")
+	lake, err := daemon.Lake(cfg, log, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap verify: %v\n", err)
 		return 2

@@ -425,6 +425,10 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// MarshalYAML writes d as UnmarshalYAML reads it, so a loaded config can be
+// written back (the system tests hand the commands their stack's config).
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
 // Std is d as a time.Duration.
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 

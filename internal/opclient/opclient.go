@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,6 +44,23 @@ type Target struct {
 func (t *Target) SignAs(name string, key []byte) {
 	t.signer.name, t.signer.key = name, key
 }
+
+// Flags say where a command connects (lakewap emit, tail): flags, else a
+// lakewap config.
+type Flags struct {
+	Brokers, Topic, Registry, Config string
+}
+
+// Register defines the flags on fs, with their values so far as defaults.
+func (f *Flags) Register(fs *flag.FlagSet, topicHelp string) {
+	fs.StringVar(&f.Brokers, "brokers", f.Brokers, "comma-separated Kafka `brokers` (default: the config's, else 127.0.0.1:9092)")
+	fs.StringVar(&f.Topic, "topic", f.Topic, topicHelp)
+	fs.StringVar(&f.Registry, "registry", f.Registry, "schema registry `URL` (default: the config's kafka.schema_registry_url)")
+	fs.StringVar(&f.Config, "config", f.Config, "config `FILE` to take brokers, security, topics, registry and datasets from: the daemon's, or a client config with only a kafka section")
+}
+
+// Connect connects as the flags say.
+func (f Flags) Connect() (*Target, error) { return Connect(f.Config, SplitList(f.Brokers), f.Registry) }
 
 // Connect connects as the config file at path says (when path is not
 // empty; a client config with only a kafka section will do, see

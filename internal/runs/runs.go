@@ -258,3 +258,41 @@ func Printable(s string) string {
 	}
 	return b.String()
 }
+
+// DatasetOf names the dataset a batch belongs to: the one given, the
+// only one configured, or the one its run in the state store has.
+func DatasetOf(ctx context.Context, cfg *config.Config, batch, dataset string) (string, error) {
+	if dataset == "" && len(cfg.Datasets) == 1 {
+		for n := range cfg.Datasets {
+			dataset = n
+		}
+	}
+	if dataset == "" {
+		store, err := Open(cfg.Kafka)
+		if err != nil {
+			return "", err
+		}
+		r, err := store.Find(ctx, batch, "")
+		if err != nil {
+			return "", fmt.Errorf("%w (or name the dataset with -dataset)", err)
+		}
+		dataset = r.Dataset
+	}
+	if _, ok := cfg.Datasets[dataset]; !ok && !cfg.IsClient() {
+		return "", fmt.Errorf("dataset %q is not in the config", dataset)
+	}
+	return dataset, nil
+}
+
+// List is the stored runs in state of dataset ("": any), read within two
+// minutes (lakewap runs).
+func List(ctx context.Context, k config.Kafka, state, dataset string) ([]Stored, error) {
+	store, err := Open(k)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	stored, err := store.Load(ctx)
+	return Filter(stored, state, dataset), err
+}

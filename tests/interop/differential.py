@@ -1,7 +1,7 @@
 """Runs a Great Expectations suite and a dbt schema.yml over the same Parquet
 files lakewap audits, with the real tools, and prints what each said as JSON.
 
-Used by cmd/lakewap/differential_test.go; the JSON goes to --out. For each data set (a directory with
+Used by tests/differential_test.go; the JSON goes to --out. For each data set (a directory with
 billing.parquet and customers.parquet; usually clean/ and dirty/):
 - Great Expectations (pandas engine) validates billing.parquet against the
   suite; per expectation: success, unexpected_count, observed_value.

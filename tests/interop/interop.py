@@ -18,7 +18,7 @@ with a NULL billing_id) should be aborted by the not_null audit. The script
 prints one JSON document on stdout (what it produced, wrote and decoded) and
 exits 0 once both batches have a final result event and every result event up
 to the topics' end has been read; it exits 1 on timeout or a client error.
-The Go test (cmd/lakewap/interop_test.go) judges the outcome.
+The Go test (tests/interop_test.go) judges the outcome.
 """
 
 import argparse

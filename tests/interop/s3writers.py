@@ -1,6 +1,6 @@
 """Writers that reach lakeFS through its S3 gateway, as users' jobs do.
 
-Used by cmd/lakewap/s3writers_test.go. Credentials come from the
+Used by tests/s3writers_test.go. Credentials come from the
 environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: the lakeFS key);
 --endpoint is the lakeFS server (its S3 gateway answers on the same port).
 

@@ -1,0 +1,43 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/notify"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs/auditsource"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// auditor is the runner's view of the audit service.
+type auditor struct{ s *audit.Service }
+
+func (a auditor) Audit(ctx context.Context, req pipeline.AuditRequest) (schemas.AuditReport, error) {
+	r := audit.Request{Dataset: req.Dataset, Repository: req.Repository,
+		Ref: req.Ref, BaseRef: req.BaseRef, BaseName: req.BaseName, BatchTime: req.BatchTime}
+	if req.Changes != nil {
+		r.Changes = auditsource.Changes(req.Changes) // the audit step's one diff
+	}
+	rep, err := a.s.Audit(ctx, r)
+	if errors.Is(err, audit.ErrInfrastructure) {
+		// Out of memory, a base that cannot be resolved and the like:
+		// retried within runner.retry_budget, then the batch fails (not
+		// aborted: its data was never judged).
+		err = fmt.Errorf("%w: %w", pipeline.ErrTransient, err)
+	}
+	return rep, err
+}
+
+// notifier maps a pipeline notification onto the dispatcher's.
+type notifier struct{ d *notify.Dispatcher }
+
+func (n notifier) Notify(ctx context.Context, pn pipeline.Notification) (map[string]string, error) {
+	return n.d.Notify(ctx, notify.Notification{
+		Event: pn.Event, State: string(pn.State), Dataset: pn.Run.Dataset, BatchID: pn.Run.BatchID,
+		Repository: pn.Run.Repository, Branch: pn.Run.Branch, LandedAt: pn.Run.LandedAt, Receipts: pn.Receipts,
+		RequestID: pn.RequestID, ResultOnly: pn.ResultOnly, Trace: pn.Run.Trace,
+	})
+}

@@ -1,0 +1,474 @@
+// Package daemon is lakewap's running daemon: it wires config, Kafka,
+// lakeFS, DuckDB and the notifiers together, serves the HTTP endpoints
+// (metrics, health, the pre-merge webhook) and shuts down in reverse order.
+// It is the only package that imports every part; cmd/lakewap parses
+// flags and calls it.
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/consumer"
+	"github.com/lakewap/lakewap/ingest"
+	"github.com/lakewap/lakewap/internal/buildinfo"
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/internal/lineage"
+	"github.com/lakewap/lakewap/internal/metrics"
+	"github.com/lakewap/lakewap/internal/runstore"
+	"github.com/lakewap/lakewap/internal/status"
+	"github.com/lakewap/lakewap/notify"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/pipeline/lakefs/auditsource"
+	"github.com/lakewap/lakewap/pipeline/runner"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Options are what a caller (lakewap run, the demo, tests) adds to the config.
+type Options struct {
+	Logger   *slog.Logger
+	Console  io.Writer // console sink output when notify.console is on
+	Registry *prometheus.Registry
+	// Observe is passed to the runner (the demo's timeline).
+	Observe func(before, after pipeline.Run)
+	// NotifyRetry is how soon a sink that still owes a notification
+	// (Slack down) is notified again; 0 is the machine's default (1m).
+	NotifyRetry time.Duration
+	// Failpoint, if set, is the runner's (tests that stop a step at a named
+	// point); otherwise LAKEWAP_FAILPOINT arms the crash tests' one.
+	Failpoint func(name string)
+}
+
+// Daemon is lakewap's running parts; stopped in reverse order of start.
+type Daemon struct {
+	cfg           *config.Config
+	log           *slog.Logger
+	lake          *lakefs.Client
+	engine        *audit.Engine
+	audits        *audit.Service // shared by the runner and the pre-merge webhook
+	runner        *runner.Runner
+	consumer      *consumer.Consumer
+	resultsWriter *kafka.Writer
+	http          *http.Server
+	httpLn        net.Listener
+	janitor       *janitor.Janitor
+	lineage       *lineage.Emitter
+	reg           *prometheus.Registry
+}
+
+// New connects to Kafka and lakeFS, builds the parts of cfg and serves its
+// HTTP listener; Run consumes.
+func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
+	log, reg := cmp.Or(o.Logger, slog.New(slog.DiscardHandler)), o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	d := &Daemon{cfg: cfg, log: log, reg: reg}
+	ok := false
+	defer func() {
+		if !ok {
+			d.close()
+		}
+	}()
+
+	var err error
+	d.lake, err = Lake(cfg, log, metrics.LakeFSClient(reg))
+	if err != nil {
+		return nil, err
+	}
+
+	kp, err := connectKafka(ctx, cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.startAudits(); err != nil {
+		return nil, err
+	}
+	k := cfg.Kafka
+	d.resultsWriter = notify.NewResultsWriter(k.Brokers, k.ResultsTopic, kp.transport)
+	results, err := notify.NewKafkaResults(d.resultsWriter, kp.codec)
+	if err != nil {
+		return nil, fmt.Errorf("results sink: %w", err)
+	}
+	results.MaxMessageBytes = k.ResultsMaxMessageBytes
+	disp, err := newDispatcher(cfg, results, o.Console, log, reg)
+	if err != nil {
+		return nil, err
+	}
+
+	rc := cfg.RunnerConfig()
+	stateKey, err := cfg.StateKey()
+	if err != nil {
+		return nil, err
+	}
+	if stateKey == nil {
+		log.Warn("runner.state_key_file is not set: run records in the changelog are not authenticated, and anyone who can write " +
+			k.ChangelogTopic + " can steer lakewap")
+	}
+	store, err := runstore.New(runstore.Config{Inner: kp.store, Key: stateKey, Datasets: rc.Datasets, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	rc.Lake, rc.Auditor, rc.Notifier, rc.Store = d.lake, auditor{d.audits}, notifier{disp}, store
+	rc.Logger, rc.Observe, rc.Failpoint = log, o.Observe, failpointFromEnv(log)
+	rc.Attest = attester(cfg, d.engine, d.lake)
+	if cfg.Lineage.URL != "" {
+		if d.lineage, err = newLineage(cfg, log, reg); err != nil {
+			return nil, err
+		}
+		rc.Observe = observeBoth(o.Observe, d.lineage.Observe)
+	}
+	if o.Failpoint != nil {
+		rc.Failpoint = o.Failpoint
+	}
+	if o.NotifyRetry > 0 {
+		rc.Policy.NotifyRetry = o.NotifyRetry
+	}
+	// The consumer exists once the runner does: ask it lazily.
+	rc.Behind = func(p int, t time.Time) bool { return d.consumer != nil && d.consumer.Behind(p, t) }
+	if d.runner, err = runner.New(rc); err != nil {
+		return nil, err
+	}
+	d.runner.Metrics = metrics.Runner(reg)
+	build := buildinfo.Read()
+	metrics.BuildInfo(reg, build.Version, build.Revision, build.GoVersion)
+	reg.MustRegister(metrics.PastDeadline{Runs: d.runner.Runs, Datasets: slices.Collect(maps.Keys(cfg.Datasets)), Now: time.Now})
+	if d.janitor, err = NewJanitor(cfg, d.lake, log, reg); err != nil {
+		return nil, fmt.Errorf("janitor: %w", err)
+	}
+
+	cc := k.Consumer(kp.sec)
+	cc.Registerer = reg
+	operators, err := cfg.OperatorKeys()
+	if err != nil {
+		return nil, err
+	}
+	in := ingest.Wrap(ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.Metrics.Input,
+		RequestsTopic: k.RequestsTopic, Operators: operators,
+		// The consumer exists once the stage does: ask it lazily.
+		Partitions: func(topic string) int {
+			if d.consumer == nil {
+				return 0
+			}
+			return d.consumer.Partitions(topic)
+		}}, d.runner)
+	if d.consumer, err = consumer.New(cc, in, log); err != nil {
+		return nil, fmt.Errorf("kafka consumer: %w", err)
+	}
+
+	if cfg.HTTP.Listen != "" {
+		if err := d.serveHTTP(cfg.HTTP.Listen); err != nil {
+			return nil, fmt.Errorf("http.listen: %w", err)
+		}
+	}
+	ok = true
+	return d, nil
+}
+
+// kafkaParts are the daemon's connection to Kafka.
+type kafkaParts struct {
+	sec       consumer.Security
+	transport *kafka.Transport
+	codec     *schemas.Codec
+	store     *consumer.Changelog
+}
+
+// connectKafka prepares k's security, transport and codec, creates the
+// topics unless kafka.create_topics is false, and opens the run changelog.
+func connectKafka(ctx context.Context, k config.Kafka) (kp kafkaParts, err error) {
+	if kp.sec, err = k.Security(); err != nil {
+		return kp, err
+	}
+	if kp.transport, err = kp.sec.Transport(); err != nil {
+		return kp, fmt.Errorf("kafka: %w", err)
+	}
+	if k.CreateTopics == nil || *k.CreateTopics {
+		if err := consumer.EnsureTopics(ctx, k.Brokers, kp.transport, k.Topics()...); err != nil {
+			return kp, fmt.Errorf("kafka topics: %w", err)
+		}
+	}
+	if kp.codec, err = k.Codec(); err != nil {
+		return kp, err
+	}
+	if kp.store, err = consumer.NewChangelog(consumer.ChangelogConfig{Brokers: k.Brokers, Topic: k.ChangelogTopic, Security: kp.sec}); err != nil {
+		return kp, fmt.Errorf("kafka changelog: %w", err)
+	}
+	return kp, nil
+}
+
+// startAudits opens the audit engine over lakeFS and the audit service the
+// runner and the pre-merge webhook share.
+func (d *Daemon) startAudits() (err error) {
+	opts := engineOptions(d.cfg, d.lake, auditsource.Source{Lake: d.lake}, d.log)
+	opts.Failpoint = failpointFromEnv(d.log) // after_stats, stats_half_written
+	if d.engine, err = audit.New(opts); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	d.audits, err = audit.NewService(audit.ServiceOptions{Engine: d.engine, Datasets: d.cfg.AuditDatasets(),
+		Head: func(ctx context.Context, repo, ref string) (string, error) {
+			c, err := d.lake.GetCommit(ctx, repo, ref)
+			return c.ID, err
+		},
+		Concurrency: d.cfg.HTTP.WebhookConcurrency, Budget: d.cfg.Runner.StepTimeout.Std(), Registerer: d.reg})
+	return err
+}
+
+// newDispatcher fans result events out to the Kafka results sink and the
+// configured console and Slack sinks, along notify.routes.
+func newDispatcher(cfg *config.Config, results *notify.KafkaResults, console io.Writer, log *slog.Logger, reg prometheus.Registerer) (*notify.Dispatcher, error) {
+	sinks, routes, err := cfg.Sinks(results, cmp.Or[io.Writer](console, os.Stdout))
+	if err != nil {
+		return nil, err
+	}
+	disp, err := notify.NewDispatcher(routes, sinks, notify.Options{Logger: log, Registerer: reg,
+		// Slack is a courtesy: a short budget keeps an outage from holding
+		// up the result events queued behind it; the run re-notifies later.
+		Budget: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("notify: %w", err)
+	}
+	return disp, nil
+}
+
+// Run consumes until ctx ends, then shuts down: the consumer stops fetching
+// and hands its partitions back (the runner gets Grace to finish steps),
+// offsets are committed, then the rest closes.
+func (d *Daemon) Run(ctx context.Context) error {
+	defer d.close()
+	if j := d.cfg.Janitor; j.On() { // stopped, a sweep in progress awaited, before the rest closes
+		jctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); d.janitor.Run(jctx, j.Interval.Std(), j.DryRun) }()
+		defer func() { stop(); <-done }()
+	}
+	if err := d.consumer.Run(ctx); !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// HTTPAddr is the address the HTTP listener serves (http.listen with its
+// port resolved), or "" without one.
+func (d *Daemon) HTTPAddr() string {
+	if d.httpLn == nil {
+		return ""
+	}
+	return d.httpLn.Addr().String()
+}
+
+// Engine is the daemon's audit engine (system tests run suites of their own
+// through it, over the daemon's view of lakeFS).
+func (d *Daemon) Engine() *audit.Engine { return d.engine }
+
+// Runs are the runs this instance holds (its partitions'), as /runs shows them.
+func (d *Daemon) Runs() []pipeline.Run { return d.runner.Runs() }
+
+// Assigned says whether the consumer holds its partitions, with their runs
+// restored (/readyz's Kafka half).
+func (d *Daemon) Assigned() bool { return d.consumer.Ready() }
+
+func (d *Daemon) close() {
+	if d.http != nil {
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = d.http.Shutdown(shut)
+		cancel()
+	}
+	if d.runner != nil {
+		d.runner.Close()
+	}
+	if d.resultsWriter != nil {
+		_ = d.resultsWriter.Close()
+	}
+	if d.lineage != nil {
+		d.lineage.Close() // after the runner: nothing observes any more
+	}
+	if d.engine != nil {
+		_ = d.engine.Close()
+	}
+}
+
+func (d *Daemon) serveHTTP(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	if mode := d.cfg.HTTP.WebhookMode(); mode != config.WebhookOff {
+		premerge, err := d.preMergeHandler()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		if mode == config.WebhookOpen {
+			d.log.Warn("the pre-merge webhook is served without a token (http.webhook: open): anyone who reaches " +
+				addr + " can make lakewap audit")
+		}
+		mux.Handle(PreMergePath, premerge)
+	}
+	if err := d.mountRuns(mux, ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		// The details (internal URLs, lakeFS's error text) go to the log,
+		// not to whoever can reach the port.
+		if err := d.lake.Healthy(ctx); err != nil {
+			d.log.Warn("not ready: lakeFS does not answer", "err", err)
+			http.Error(w, "lakefs: not reachable (details in the lakewap log)", http.StatusServiceUnavailable)
+			return
+		}
+		if !d.Assigned() {
+			http.Error(w, "kafka: partitions not assigned and restored yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	d.httpLn = ln
+	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.Std())
+	go func() { _ = d.http.Serve(ln) }()
+	d.log.Info("http listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// newLineage starts the OpenLineage emitter of lineage.url: the jobs'
+// tables are the datasets' suite tables.
+func newLineage(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*lineage.Emitter, error) {
+	tables := map[string][]lineage.Table{}
+	for name, ds := range cfg.Datasets {
+		for _, t := range ds.Suite.Tables {
+			tables[name] = append(tables[name], lineage.Table{Name: t.Name, Path: t.Path})
+		}
+	}
+	return lineage.New(lineage.Options{URL: cfg.Lineage.URL, Namespace: cfg.Lineage.Namespace, Timeout: cfg.Lineage.Timeout.Std(),
+		Tables: func(ds string) []lineage.Table { return tables[ds] }, Logger: log.With(slog.String("component", "lineage")),
+		Dropped: metrics.LineageDropped(reg)})
+}
+
+// observeBoth calls a, if set, then b.
+func observeBoth(a, b func(before, after pipeline.Run)) func(before, after pipeline.Run) {
+	return func(before, after pipeline.Run) {
+		if a != nil {
+			a(before, after)
+		}
+		b(before, after)
+	}
+}
+
+// mountRuns serves the status page (internal/status) unless http.runs is
+// off. On loopback anyone local may read it; on any other address it takes
+// the webhook's token, and without one it is not served.
+func (d *Daemon) mountRuns(mux *http.ServeMux, addr net.Addr) error {
+	if d.cfg.HTTP.Runs == "off" {
+		return nil
+	}
+	var token string
+	if tcp, ok := addr.(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
+		t, err := d.cfg.HTTP.Token()
+		if err != nil {
+			return err
+		}
+		if t == "" {
+			d.log.Warn("/runs is not served: the listener is not on loopback and http.webhook is " + d.cfg.HTTP.WebhookMode() +
+				", so there is no token to ask for (set http.webhook_token, or http.runs: off)")
+			return nil
+		}
+		token = t
+	}
+	mux.Handle(status.Path, status.Handler(status.Options{Runs: d.runner.Runs, LakeFSUI: d.cfg.LakeFS.UIURL,
+		ShowSamples: d.cfg.HTTP.RunsSamples, Token: token}))
+	return nil
+}
+
+// PreMergePath is where the daemon's HTTP listener answers lakeFS's
+// pre-merge webhook.
+const PreMergePath = "/webhooks/lakefs/pre-merge"
+
+// preMergeHandler is the webhook handler of the daemon's HTTP listener: the
+// audit service guards and audits, from its cache of passing reports when
+// it can.
+func (d *Daemon) preMergeHandler() (http.Handler, error) {
+	token, err := d.cfg.HTTP.Token()
+	if err != nil {
+		return nil, err
+	}
+	// Who lakeFS says makes lakewap's merges: a verified merge of theirs
+	// gets the hook capacity kept for lakewap's publishes.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	own, err := d.lake.Committer(ctx)
+	if err != nil {
+		d.log.Warn("cannot ask lakeFS who lakewap is: only this instance's own publishes get the hook's reserved capacity", "err", err)
+	}
+	return audit.NewPreMergeHandler(audit.PreMergeOptions{
+		Guards: d.audits, Runner: d.audits, Diff: auditsource.Source{Lake: d.lake}, Ancestry: auditsource.Source{Lake: d.lake}, Token: token,
+		Merges: auditsource.Merges{Lake: d.lake}, OwnCommitter: own,
+		Timeout: d.cfg.HTTP.WebhookAuditTimeout.Std(),
+		Logger:  d.log.With(slog.String("component", "premerge")),
+		Observe: metrics.PreMergeHooks(d.reg),
+	})
+}
+
+// failpointFromEnv arms the crash tests' failpoint: LAKEWAP_FAILPOINT=name
+// makes the process kill itself with SIGKILL when the runner reaches name,
+// the way a power cut or an OOM kill would stop it.
+func failpointFromEnv(log *slog.Logger) func(string) {
+	want := os.Getenv("LAKEWAP_FAILPOINT")
+	if want == "" {
+		return nil
+	}
+	log.Warn("failpoint armed: this process will SIGKILL itself", "failpoint", want)
+	return func(name string) {
+		if name == want {
+			log.Warn("failpoint reached: SIGKILL", "failpoint", name)
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
+}
+
+// newHTTPServer bounds every phase of a request, so slow or idle clients
+// (a slowloris sending a header byte by byte, or nothing) cannot hold
+// connections forever. Writing may take as long as a pre-merge hook's audit
+// (a step), plus a margin.
+func newHTTPServer(h http.Handler, step time.Duration) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: step + 30*time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+}
+
+// ReadyURL is the /readyz URL of a daemon listening on listen, to ask from
+// this host: an unspecified host (":9090", "0.0.0.0:9090", "[::]:9090")
+// becomes 127.0.0.1 (lakewap ready, the image's health check).
+func ReadyURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "http://" + listen + "/readyz"
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/readyz"
+}

@@ -1,0 +1,95 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/internal/metrics"
+	"github.com/lakewap/lakewap/internal/opclient"
+	"github.com/lakewap/lakewap/internal/runs"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// The parts the daemon shares with the one-shot commands (lakewap janitor,
+// lakewap audit): built here once, so a command does what the daemon does.
+
+// NewLogger is the log of format (text, json) from level (debug, info,
+// warn, error; else info) on w.
+func NewLogger(w io.Writer, format, level string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(strings.ToUpper(level)))
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// Lake is the lakeFS adapter of cfg, making its calls through hc (nil: the
+// default client).
+func Lake(cfg *config.Config, log *slog.Logger, hc *http.Client) (*lakefs.Client, error) {
+	secret, err := config.ReadSecret(cfg.LakeFS.SecretAccessKey, cfg.LakeFS.SecretAccessKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("lakefs.secret_access_key_file: %w", err)
+	}
+	lake, err := lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
+		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.Std(), Logger: log, HTTPClient: hc})
+	if err != nil {
+		return nil, fmt.Errorf("lakefs: %w", err)
+	}
+	return lake, nil
+}
+
+// NewJanitor builds the janitor of cfg's datasets over lake and the run
+// store; reg (may be nil) gets its deletion counter.
+func NewJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg prometheus.Registerer) (*janitor.Janitor, error) {
+	store, err := runs.Open(cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	ds := cfg.JanitorDatasets()
+	jc := janitor.Config{Lake: lake, Runs: store.Runs, Datasets: ds,
+		AbandonedAfter: cfg.Janitor.AbandonedAfter.Std(), Logger: log,
+		MaxRunAge: cfg.MaxRunAge(), Cancel: func(ctx context.Context, run pipeline.Run, reason string) error {
+			return CancelRun(ctx, cfg, store, run, reason)
+		}}
+	if reg != nil {
+		repos := make([]string, len(ds))
+		for i, d := range ds {
+			repos[i] = d.Repository
+		}
+		if jc.Deleted, err = metrics.JanitorDeleted(reg, repos, janitor.WhyAbortedExpired, janitor.WhyPublished, janitor.WhyAbandoned); err != nil {
+			return nil, err
+		}
+	}
+	return janitor.New(jc)
+}
+
+// CancelRun asks the daemon to cancel run: a BatchCancelled on the input
+// partition that holds the run (the changelog partition is the input
+// partition), so the runner aborts it the way it aborts any cancelled batch.
+func CancelRun(ctx context.Context, cfg *config.Config, store *runs.Store, run pipeline.Run, reason string) error {
+	sr, err := store.Find(ctx, run.BatchID, run.Dataset)
+	if err != nil {
+		return err
+	}
+	t, err := opclient.Of(cfg, "")
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	ev := schemas.BatchCancelled{BatchID: run.BatchID, Dataset: run.Dataset, Reason: reason, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}
+	_, err = t.Send(ctx, cfg.Kafka.InputTopic, ev, sr.Partition)
+	return err
+}

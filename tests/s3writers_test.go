@@ -1,0 +1,186 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// s3Writer runs tests/interop/s3writers.py: a user's job writing through
+// lakeFS's S3 gateway with the lakeFS key as its AWS credentials.
+func (e *e2e) s3Writer(t *testing.T, ctx context.Context, python string, args ...string) map[string]any {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join(repoDir, "tests", "interop", "s3writers.py"))
+	must(t, err)
+	cmd := exec.CommandContext(ctx, python, append([]string{script, args[0], "--endpoint", e.Stack.LakeFSEndpoint}, args[1:]...)...)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "AWS_ACCESS_KEY_ID="+e.Stack.AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY="+e.Stack.SecretAccessKey, "AWS_EC2_METADATA_DISABLED=true")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("s3writers.py %s: %v\n%s", strings.Join(args, " "), err, tail(stderr.String(), 30))
+	}
+	var out map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("s3writers.py output %q: %v", stdout.String(), err)
+	}
+	return out
+}
+
+// eventsDatasets adds the datasets the S3 writers write: events (Parquet
+// files) and events_delta (a Delta table).
+func eventsDatasets(cfg *config.Config) {
+	one := 1.0
+	for name, format := range map[string]string{"events": audit.FormatParquet, "events_delta": audit.FormatDelta} {
+		cfg.Datasets[name] = config.Dataset{Repository: "lake", Target: "main", WriteTimeout: config.Duration(5 * time.Minute),
+			AbortedRetention: config.Duration(time.Hour),
+			Suite: audit.Suite{
+				Tables: []audit.Table{{Name: "events", Path: "gold/" + name + "/", Format: format}},
+				Checks: []audit.Check{
+					{Name: "event_id_not_null", Kind: audit.KindNotNull, Table: "events", Column: "event_id"},
+					{Name: "all_rows", Kind: audit.KindRowCount, Table: "events", Min: &one},
+					{Name: "batch_rows", Kind: audit.KindRowCount, Table: "events", Min: &one, Scope: audit.ScopeBatch},
+				}}}
+	}
+}
+
+// landed lands a batch of dataset and returns where to write.
+func (e *e2e) landed(t *testing.T, ctx context.Context, dataset, batch string) schemas.BranchReady {
+	t.Helper()
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: dataset, ExpectedWrites: []string{"events"},
+		Producer: "s3-writer-test", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
+	must(t, err)
+	ready := ev.(schemas.BranchReady)
+	if want := "s3://lake/" + ready.Branch + "/"; ready.S3URI != want {
+		t.Fatalf("BranchReady s3_uri %q, want %q", ready.S3URI, want)
+	}
+	return ready
+}
+
+// completed says the write is done and returns the batch's outcome.
+func (e *e2e) completed(t *testing.T, ctx context.Context, dataset, batch string) schemas.Event {
+	t.Helper()
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: dataset, Write: "events",
+		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	final, err := e.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	return final
+}
+
+func checkByName(rep schemas.AuditReport, name string) schemas.CheckResult {
+	for _, c := range rep.Checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	return schemas.CheckResult{}
+}
+
+// TestS3GatewayBoto3Writer: a boto3 job writes Parquet (pyarrow) under the
+// s3_uri that BranchReady announced, through lakeFS's S3 gateway; lakewap
+// audits it and publishes it.
+func TestS3GatewayBoto3Writer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon and Python writers; skipped with -short")
+	}
+	python, err := interopPython()
+	if err != nil {
+		t.Skipf("S3 writer test skipped: %v; scripts/pyenv.sh installs boto3 (./test.sh runs it)", err)
+	}
+	e := startE2E(t, eventsDatasets)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ready := e.landed(t, ctx, "events", "boto-1")
+	out := e.s3Writer(t, ctx, python, "boto3", "--uri", ready.S3URI+"gold/events/part-0.parquet", "--start", "1", "--rows", "50")
+	t.Logf("boto3 wrote %v", out)
+	final := e.completed(t, ctx, "events", "boto-1")
+	pub, ok := final.(schemas.BatchPublished)
+	if !ok {
+		t.Fatalf("boto3 batch ended with %s: %+v", final.EventType(), final)
+	}
+	if c := checkByName(pub.Report, "batch_rows"); c.Observed != "50 rows" {
+		t.Errorf("batch_rows observed %q, want the 50 rows boto3 wrote", c.Observed)
+	}
+	rows, err := e.CountRows(ctx, "main", "gold/events/", "")
+	must(t, err)
+	if rows != 50 {
+		t.Errorf("main has %d rows under gold/events/, want 50", rows)
+	}
+}
+
+// TestDeltaTableEndToEnd: Python deltalake writes a Delta table on the batch
+// branch through the S3 gateway in two commits, the second of which removes
+// the first's file (which has NULL ids). lakewap audits only the active
+// files and publishes. A second batch appends rows with NULL ids: its audit
+// fails and it is aborted.
+func TestDeltaTableEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon and Python writers; skipped with -short")
+	}
+	python, err := interopPython()
+	if err != nil {
+		t.Skipf("Delta end-to-end test skipped: %v; scripts/pyenv.sh installs deltalake (./test.sh runs it)", err)
+	}
+	e := startE2E(t, eventsDatasets)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	ready := e.landed(t, ctx, "events_delta", "delta-1")
+	uri := ready.S3URI + "gold/events_delta"
+	v0 := e.s3Writer(t, ctx, python, "delta", "--uri", uri, "--mode", "append", "--start", "0", "--rows", "20", "--null-ids", "20")
+	v1 := e.s3Writer(t, ctx, python, "delta", "--uri", uri, "--mode", "overwrite", "--start", "100", "--rows", "30")
+	t.Logf("deltalake commits: %v then %v", v0, v1)
+	if v1["version"] != 1.0 {
+		t.Fatalf("second write is version %v, want 1", v1["version"])
+	}
+	final := e.completed(t, ctx, "events_delta", "delta-1")
+	pub, ok := final.(schemas.BatchPublished)
+	if !ok {
+		t.Fatalf("delta batch 1 ended with %s: %+v", final.EventType(), final)
+	}
+	for name, want := range map[string]string{"all_rows": "30 rows", "batch_rows": "30 rows", "event_id_not_null": "0 null rows of 30"} {
+		if c := checkByName(pub.Report, name); c.Observed != want || c.Status != schemas.StatusPass {
+			t.Errorf("%s: %s %q (%s), want pass %q", name, c.Status, c.Observed, c.Message, want)
+		}
+	}
+	// The removed file is still in the repository: read as plain Parquet the
+	// table would have 20 NULL ids.
+	nulls, err := e.CountRows(ctx, "main", "gold/events_delta/", "event_id IS NULL")
+	must(t, err)
+	if nulls != 20 {
+		t.Errorf("main holds %d NULL-id rows in Parquet files under the table, want the removed file's 20", nulls)
+	}
+
+	ready = e.landed(t, ctx, "events_delta", "delta-2")
+	v2 := e.s3Writer(t, ctx, python, "delta", "--uri", ready.S3URI+"gold/events_delta", "--mode", "append", "--start", "200", "--rows", "10", "--null-ids", "10")
+	if v2["version"] != 2.0 {
+		t.Fatalf("append is version %v, want 2", v2["version"])
+	}
+	final = e.completed(t, ctx, "events_delta", "delta-2")
+	ab, ok := final.(schemas.BatchAborted)
+	if !ok || ab.Report == nil {
+		t.Fatalf("delta batch 2 ended with %s: %+v", final.EventType(), final)
+	}
+	if c := checkByName(*ab.Report, "event_id_not_null"); c.Status != schemas.StatusFail || c.Observed != "10 null rows of 40" {
+		t.Errorf("event_id_not_null: %s %q, want fail with 10 null rows of 40", c.Status, c.Observed)
+	}
+	if c := checkByName(*ab.Report, "batch_rows"); c.Observed != "10 rows" {
+		t.Errorf("batch_rows observed %q, want the 10 rows the batch's commit added", c.Observed)
+	}
+	head, err := e.Lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	if head.ID != pub.CommitID {
+		t.Errorf("main moved to %s after the aborted batch; published commit was %s", head.ID, pub.CommitID)
+	}
+}
