@@ -7,15 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/lakewap/lakewap/internal/kafkatest"
+	"github.com/lakewap/lakewap/kafka"
+	"github.com/lakewap/lakewap/kafka/kafkatest"
 )
 
 // newTestChangelog opens k's changelog topic (base name DefaultChangelogTopic).
 func newTestChangelog(t testing.TB, k *kafkatest.Cluster) *Changelog {
 	t.Helper()
-	cl, err := NewChangelog(ChangelogConfig{Brokers: k.Brokers, Topic: k.Topic(DefaultChangelogTopic), Transport: &kafka.Transport{}})
+	cl, err := NewChangelog(ChangelogConfig{Brokers: k.Brokers, Topic: k.Topic(DefaultChangelogTopic), Transport: &kafkago.Transport{}})
 	if err != nil {
 		t.Fatalf("NewChangelog: %v", err)
 	}
@@ -24,7 +25,7 @@ func newTestChangelog(t testing.TB, k *kafkatest.Cluster) *Changelog {
 
 // changelogSpec is ChangelogTopic("", input) under k's names (the default
 // name itself on kfake).
-func changelogSpec(k *kafkatest.Cluster, input string) TopicSpec {
+func changelogSpec(k *kafkatest.Cluster, input string) kafka.TopicSpec {
 	spec := ChangelogTopic("", k.Topic(input))
 	spec.Name = k.Topic(spec.Name)
 	return spec
@@ -34,15 +35,15 @@ func TestEnsureTopicsCreatesCompactedChangelogLikeInput(t *testing.T) {
 	k := startKafka(t)
 	ctx := context.Background()
 	in, dlq, runs := k.Topic(inTopic), k.Topic(dlqTopic), k.Topic(DefaultChangelogTopic)
-	specs := []TopicSpec{
+	specs := []kafka.TopicSpec{
 		{Name: in, Partitions: 3},
 		{Name: dlq, Partitions: 1},
 		changelogSpec(k, inTopic),
 	}
-	if err := EnsureTopics(ctx, k.Brokers, nil, specs...); err != nil {
+	if err := ensureTopics(t, ctx, k.Brokers, kafka.Security{}, specs...); err != nil {
 		t.Fatalf("EnsureTopics: %v", err)
 	}
-	counts, err := partitionCounts(ctx, newClient(k.Brokers), []string{in, dlq, runs})
+	counts, err := partitionCounts(ctx, k.Brokers, in, dlq, runs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestEnsureTopicsCreatesCompactedChangelogLikeInput(t *testing.T) {
 		t.Errorf("partition counts %v, want %v", counts, want)
 	}
 	// Idempotent: a second run finds everything in place, compaction included.
-	if err := EnsureTopics(ctx, k.Brokers, nil, specs...); err != nil {
+	if err := ensureTopics(t, ctx, k.Brokers, kafka.Security{}, specs...); err != nil {
 		t.Errorf("second EnsureTopics: %v", err)
 	}
 }
@@ -76,7 +77,7 @@ func TestEnsureTopicsRejectsMismatchedChangelog(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			k := startKafka(t, topic(inTopic, 4), tc.runs)
 			want := fmt.Sprintf(tc.want, k.Topic("runs"), k.Topic(inTopic))
-			err := EnsureTopics(context.Background(), k.Brokers, nil, TopicSpec{Name: k.Topic(inTopic), Partitions: 4}, ChangelogTopic(k.Topic("runs"), k.Topic(inTopic)))
+			err := ensureTopics(t, context.Background(), k.Brokers, kafka.Security{}, kafka.TopicSpec{Name: k.Topic(inTopic), Partitions: 4}, ChangelogTopic(k.Topic("runs"), k.Topic(inTopic)))
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Fatalf("EnsureTopics error = %v, want one containing %q", err, want)
 			}
@@ -87,7 +88,7 @@ func TestEnsureTopicsRejectsMismatchedChangelog(t *testing.T) {
 func TestChangelogLastValueWinsTombstonesDeleteAndPartitionsAreIsolated(t *testing.T) {
 	k := startKafka(t)
 	ctx := context.Background()
-	if err := EnsureTopics(ctx, k.Brokers, nil, TopicSpec{Name: k.Topic(inTopic), Partitions: 2}, changelogSpec(k, inTopic)); err != nil {
+	if err := ensureTopics(t, ctx, k.Brokers, kafka.Security{}, kafka.TopicSpec{Name: k.Topic(inTopic), Partitions: 2}, changelogSpec(k, inTopic)); err != nil {
 		t.Fatal(err)
 	}
 	cl := newTestChangelog(t, k)
@@ -173,12 +174,12 @@ func compact(t *testing.T, k *kafkatest.Cluster, cl *Changelog, topic string, wr
 	// segments roll after 100ms and be cleanable at once, then keep appending
 	// a put that changes nothing (b3 is already "") until the cleaner has run.
 	ctx := context.Background()
-	res, err := k.Client().IncrementalAlterConfigs(ctx, &kafka.IncrementalAlterConfigsRequest{
-		Resources: []kafka.IncrementalAlterConfigsRequestResource{{
-			ResourceType: kafka.ResourceTypeTopic, ResourceName: k.Topic(topic),
-			Configs: []kafka.IncrementalAlterConfigsRequestConfig{
-				{Name: "segment.ms", Value: "100", ConfigOperation: kafka.ConfigOperationSet},
-				{Name: "min.cleanable.dirty.ratio", Value: "0.01", ConfigOperation: kafka.ConfigOperationSet},
+	res, err := k.Client().IncrementalAlterConfigs(ctx, &kafkago.IncrementalAlterConfigsRequest{
+		Resources: []kafkago.IncrementalAlterConfigsRequestResource{{
+			ResourceType: kafkago.ResourceTypeTopic, ResourceName: k.Topic(topic),
+			Configs: []kafkago.IncrementalAlterConfigsRequestConfig{
+				{Name: "segment.ms", Value: "100", ConfigOperation: kafkago.ConfigOperationSet},
+				{Name: "min.cleanable.dirty.ratio", Value: "0.01", ConfigOperation: kafkago.ConfigOperationSet},
 			},
 		}},
 	})
@@ -201,15 +202,15 @@ func compact(t *testing.T, k *kafkatest.Cluster, cl *Changelog, topic string, wr
 func BenchmarkChangelogLoad10k(b *testing.B) {
 	k := startKafka(b)
 	ctx := context.Background()
-	if err := EnsureTopics(ctx, k.Brokers, nil, TopicSpec{Name: k.Topic(inTopic), Partitions: 1}, changelogSpec(k, inTopic)); err != nil {
+	if err := ensureTopics(b, ctx, k.Brokers, kafka.Security{}, kafka.TopicSpec{Name: k.Topic(inTopic), Partitions: 1}, changelogSpec(k, inTopic)); err != nil {
 		b.Fatal(err)
 	}
 	value := []byte(strings.Repeat("x", 1024))
 	const runs = 10_000
 	for start := 0; start < runs; start += 500 {
-		var batch []kafka.Message
+		var batch []kafkago.Message
 		for i := start; i < start+500; i++ {
-			batch = append(batch, kafka.Message{Key: []byte(fmt.Sprintf("batch-%05d", i)), Value: value})
+			batch = append(batch, kafkago.Message{Key: []byte(fmt.Sprintf("batch-%05d", i)), Value: value})
 		}
 		produce(b, k, DefaultChangelogTopic, 0, batch...)
 	}
@@ -225,4 +226,31 @@ func BenchmarkChangelogLoad10k(b *testing.B) {
 			b.Fatalf("loaded %d runs, want %d", len(state), runs)
 		}
 	}
+}
+
+// ensureTopics is kafka's EnsureTopics over brokers with sec.
+func ensureTopics(t testing.TB, ctx context.Context, brokers []string, sec kafka.Security, topics ...kafka.TopicSpec) error {
+	t.Helper()
+	client, err := kafka.NewClient(brokers, sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	return client.EnsureTopics(ctx, topics...)
+}
+
+// partitionCounts is the partition count of each named topic.
+func partitionCounts(ctx context.Context, brokers []string, names ...string) (map[string]int, error) {
+	client, err := kafka.NewClient(brokers, kafka.Security{})
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	counts := map[string]int{}
+	for _, n := range names {
+		if counts[n], err = client.Partitions(ctx, n); err != nil {
+			return nil, err
+		}
+	}
+	return counts, nil
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lakewap/lakewap/kafka"
 )
 
 // Config configures a Consumer. Zero durations take the defaults named on
@@ -24,7 +26,7 @@ type Config struct {
 	RequestsTopic   string
 	DeadLetterTopic string // e.g. wap.dlq; must differ from Topic
 
-	Security Security // TLS and SASL of every connection to the brokers
+	Security kafka.Security // TLS and SASL of every connection to the brokers
 
 	CommitInterval    time.Duration // how often handled offsets are committed; default 1s
 	SessionTimeout    time.Duration // default 30s
@@ -84,7 +86,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RequestsTopic != "" && (c.RequestsTopic == c.Topic || c.RequestsTopic == c.DeadLetterTopic) {
 		return c, configError("RequestsTopic %q must differ from Topic and DeadLetterTopic", c.RequestsTopic)
 	}
-	if err := c.Security.validate(); err != nil {
+	if err := c.Security.Validate(); err != nil {
 		return c, configError("%v", err)
 	}
 	durations := []struct {

@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/lakewap/lakewap/internal/backoff"
-	"github.com/lakewap/lakewap/internal/kafkalimit"
+	"github.com/lakewap/lakewap/kafka"
 )
 
 // Handler does the work for the messages of the partitions assigned to this
@@ -51,9 +51,9 @@ type Consumer struct {
 	cfg    Config
 	h      Handler
 	log    *slog.Logger
-	dialer *kafka.Dialer
+	dialer *kafkago.Dialer
 	dlq    *kafka.Writer
-	admin  *kafka.Client // high watermarks for the lag gauge
+	admin  *kafkago.Client // high watermarks for the lag gauge
 	m      *metrics
 	runs   atomic.Bool
 
@@ -100,24 +100,20 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errConfig, err)
 	}
-	w := &kafka.Writer{
-		Addr:         kafka.TCP(cfg.Brokers...),
-		Topic:        cfg.DeadLetterTopic,
-		Balancer:     &kafka.Hash{},
-		RequiredAcks: kafka.RequireAll,
-		// One attempt and no batching: the consumer's own loop retries with
-		// backoff and metrics, and a dead letter must be written before moving on.
-		MaxAttempts: 1,
-		BatchSize:   1,
-		Transport:   transport,
+	client, err := kafka.NewClient(cfg.Brokers, cfg.Security)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errConfig, err)
 	}
+	// One attempt: the consumer's own loop retries with backoff and
+	// metrics, and a dead letter must be written before moving on.
+	w := client.Writer(kafka.WriterConfig{Topic: cfg.DeadLetterTopic, Attempts: 1})
 	return &Consumer{
 		cfg:        cfg,
 		h:          h,
 		log:        logger.With("group", cfg.GroupID, "topic", cfg.Topic),
 		dialer:     dialer,
 		dlq:        w,
-		admin:      &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport},
+		admin:      &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport},
 		m:          newMetrics(cfg.Registerer, cfg.GroupID, cfg.Topic),
 		generation: -1,
 	}, nil
@@ -135,7 +131,7 @@ func (c *Consumer) Partitions(topic string) int {
 func (c *Consumer) readCounts(ctx context.Context, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	md, err := c.admin.Metadata(ctx, &kafka.MetadataRequest{Topics: c.topics()})
+	md, err := c.admin.Metadata(ctx, &kafkago.MetadataRequest{Topics: c.topics()})
 	if err != nil {
 		log.Warn("reading partition counts", "err", err)
 		return
@@ -195,14 +191,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 			c.log.Warn("closing dead-letter writer", "err", err)
 		}
 	}()
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+	group, err := kafkago.NewConsumerGroup(kafkago.ConsumerGroupConfig{
 		ID:      c.cfg.GroupID,
 		Brokers: c.cfg.Brokers,
 		Dialer:  c.dialer,
 		Topics:  c.topics(),
 		// Range alone: with the same members and partition counts it gives
 		// partition n of the input and the requests topic to one member.
-		GroupBalancers:    []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
+		GroupBalancers:    []kafkago.GroupBalancer{kafkago.RangeGroupBalancer{}},
 		HeartbeatInterval: c.cfg.HeartbeatInterval,
 		SessionTimeout:    c.cfg.SessionTimeout,
 		RebalanceTimeout:  c.cfg.RebalanceTimeout,
@@ -210,7 +206,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		// Partitions added to the input topic get consumed after a rebalance
 		// instead of being ignored until a restart.
 		WatchPartitionChanges: true,
-		StartOffset:           kafka.FirstOffset, // a partition with no committed offset is read from its beginning
+		StartOffset:           kafkago.FirstOffset, // a partition with no committed offset is read from its beginning
 		Logger:                kafkaLogger(c.log, slog.LevelDebug),
 		ErrorLogger:           kafkaLogger(c.log, slog.LevelWarn),
 	})
@@ -242,14 +238,14 @@ func (c *Consumer) Run(ctx context.Context) error {
 // partitionWork is what one generation knows about one assigned partition.
 type partitionWork struct {
 	topic      string
-	assignment kafka.PartitionAssignment
+	assignment kafkago.PartitionAssignment
 	offsets    *offsetTracker
 	highWater  atomic.Int64 // latest high watermark seen
 	stable     stableOffset // the last stable offset and since when it has not moved (lag reads only)
 	revoked    atomic.Bool  // the worker is gone: stop reporting lag
 }
 
-func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
+func (c *Consumer) startGeneration(ctx context.Context, gen *kafkago.Generation) {
 	assignments := gen.Assignments[c.cfg.Topic]
 	log := c.log.With("generation", gen.ID)
 	work := make(map[int]*partitionWork, len(assignments))
@@ -341,7 +337,7 @@ func (c *Consumer) startGeneration(ctx context.Context, gen *kafka.Generation) {
 // consumePartition is the worker of one partition for one generation. It
 // returns only once the generation ends, because kafka-go ends the generation
 // when any started function returns.
-func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.Generation, w *partitionWork, ready chan struct{}, log *slog.Logger) {
+func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafkago.Generation, w *partitionWork, ready chan struct{}, log *slog.Logger) {
 	p := w.assignment.ID
 	c.marks.Delete(p)
 	if !c.assign(gctx, p, log) {
@@ -358,7 +354,7 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 		c.revoke(p, log)
 	}()
 
-	c.read(gctx, handleCtx, w, log, func(msg kafka.Message) {
+	c.read(gctx, handleCtx, w, log, func(msg kafkago.Message) {
 		// A stamp later than the clock (plus skew) says nothing about what
 		// the backlog holds: one message stamped in year 2100 would make the
 		// partition look caught up for every deadline until then.
@@ -375,7 +371,7 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafka.
 // consumeRequests is the worker of one request partition, started once the
 // input partition of the same number is restored; its offsets are committed
 // like the input's.
-func (c *Consumer) consumeRequests(gctx, handleCtx context.Context, gen *kafka.Generation, w *partitionWork, log *slog.Logger) {
+func (c *Consumer) consumeRequests(gctx, handleCtx context.Context, gen *kafkago.Generation, w *partitionWork, log *slog.Logger) {
 	defer c.commit(gen, map[int]*partitionWork{w.assignment.ID: w})
 	c.read(gctx, handleCtx, w, log, nil)
 }
@@ -383,8 +379,8 @@ func (c *Consumer) consumeRequests(gctx, handleCtx context.Context, gen *kafka.G
 // read fetches w's partition from its assigned offset and processes each
 // message until the generation ends; done, if set, is told of each message
 // handled or dead-lettered.
-func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *slog.Logger, done func(kafka.Message)) {
-	reader := kafka.NewReader(kafka.ReaderConfig{
+func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *slog.Logger, done func(kafkago.Message)) {
+	reader := kafkago.NewReader(kafkago.ReaderConfig{
 		Brokers:        c.cfg.Brokers,
 		Topic:          w.topic,
 		Partition:      w.assignment.ID,
@@ -392,7 +388,7 @@ func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *
 		MinBytes:       1,
 		MaxBytes:       c.cfg.MaxFetchBytes,
 		MaxWait:        500 * time.Millisecond,
-		IsolationLevel: kafka.ReadCommitted,
+		IsolationLevel: kafkago.ReadCommitted,
 		ErrorLogger:    kafkaLogger(log, slog.LevelWarn),
 	})
 	defer reader.Close()
@@ -490,7 +486,7 @@ func (c *Consumer) revoke(p int, log *slog.Logger) {
 
 // process handles msg until it is done (handled or dead-lettered), returning
 // true, or until the generation ends first, returning false.
-func (c *Consumer) process(gctx, handleCtx context.Context, msg kafka.Message, log *slog.Logger) bool {
+func (c *Consumer) process(gctx, handleCtx context.Context, msg kafkago.Message, log *slog.Logger) bool {
 	b := c.newBackoff()
 	for attempt := 1; ; attempt++ {
 		err := c.safeHandle(handleCtx, msg, log)
@@ -516,24 +512,25 @@ func (c *Consumer) process(gctx, handleCtx context.Context, msg kafka.Message, l
 
 // safeHandle turns a panic in Handle into a poison message: bad input must not
 // crash the daemon or block the partition.
-func (c *Consumer) safeHandle(ctx context.Context, msg kafka.Message, log *slog.Logger) (err error) {
+func (c *Consumer) safeHandle(ctx context.Context, msg kafkago.Message, log *slog.Logger) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("Handle panicked", "offset", msg.Offset, "panic", r, "stack", string(debug.Stack()))
 			err = Poison(fmt.Errorf("panic: %v", r), ReasonPanic)
 		}
 	}()
-	return c.h.Handle(ctx, msg)
+	return c.h.Handle(ctx, kafka.FromWire(msg))
 }
 
 // deadLetter writes msg to the dead-letter topic, retrying until it is
 // written (true) or the generation ends (false). The offset may move past
 // msg only after this returned true.
-func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafka.Message, p *PoisonError, log *slog.Logger) bool {
-	dl := deadLetter(msg, p, c.cfg.Now())
+func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafkago.Message, p *PoisonError, log *slog.Logger) bool {
+	original := kafka.FromWire(msg)
+	dl := deadLetter(original, p, c.cfg.Now())
 	b := c.newBackoff()
 	for {
-		err := c.dlq.WriteMessages(handleCtx, dl)
+		err := c.dlq.Write(handleCtx, dl)
 		if err == nil {
 			c.m.deadLetters.WithLabelValues(p.Reason).Inc()
 			log.Warn("message sent to dead-letter topic", "offset", msg.Offset, "reason", p.Reason, "err", p.Err, "dead_letter_topic", c.cfg.DeadLetterTopic)
@@ -542,10 +539,10 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafka.Message
 		if gctx.Err() != nil {
 			return false
 		}
-		if kafkalimit.TooLarge(err) && len(dl.Value) > 0 {
+		if kafka.TooLarge(err) && len(dl.Value) > 0 {
 			// Retrying the same bytes would stall the partition forever.
 			log.Error("dead letter too large for its topic; writing it without the original value", "offset", msg.Offset, "err", err)
-			dl = withoutOriginal(dl, msg)
+			dl = withoutOriginal(dl, original)
 			continue
 		}
 		c.m.retries.WithLabelValues(opDeadLetter).Inc()
@@ -558,7 +555,7 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafka.Message
 
 // commit commits the handled prefix of each partition in work that moved
 // since its last commit.
-func (c *Consumer) commit(gen *kafka.Generation, work map[int]*partitionWork) {
+func (c *Consumer) commit(gen *kafkago.Generation, work map[int]*partitionWork) {
 	c.commitMu.Lock()
 	defer c.commitMu.Unlock()
 	offsets := map[int]int64{}
@@ -592,13 +589,13 @@ func (c *Consumer) readHighWatermarks(gctx context.Context, work map[int]*partit
 	if len(work) == 0 {
 		return
 	}
-	reqs := make([]kafka.OffsetRequest, 0, len(work))
+	reqs := make([]kafkago.OffsetRequest, 0, len(work))
 	for p := range work {
-		reqs = append(reqs, kafka.LastOffsetOf(p))
+		reqs = append(reqs, kafkago.LastOffsetOf(p))
 	}
 	ctx, cancel := context.WithTimeout(gctx, 5*time.Second)
 	defer cancel()
-	res, err := c.admin.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{c.cfg.Topic: reqs}})
+	res, err := c.admin.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{c.cfg.Topic: reqs}})
 	if err != nil {
 		if gctx.Err() == nil {
 			log.Debug("reading high watermarks for lag", "err", err)
@@ -619,8 +616,8 @@ func (c *Consumer) readHighWatermarks(gctx context.Context, work map[int]*partit
 	}
 	// The last stable offset: a read-committed reader gets nothing past it,
 	// and a transaction left open holds it while the high watermark grows.
-	res, err = c.admin.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{c.cfg.Topic: reqs},
-		IsolationLevel: kafka.ReadCommitted})
+	res, err = c.admin.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{c.cfg.Topic: reqs},
+		IsolationLevel: kafkago.ReadCommitted})
 	if err != nil {
 		return
 	}
@@ -677,8 +674,8 @@ func (c *Consumer) newBackoff() *backoff.Backoff {
 	return backoff.Policy{Min: c.cfg.MinBackoff, Max: c.cfg.MaxBackoff, Jitter: backoff.Equal}.New()
 }
 
-func kafkaLogger(log *slog.Logger, level slog.Level) kafka.Logger {
-	return kafka.LoggerFunc(func(format string, args ...any) {
+func kafkaLogger(log *slog.Logger, level slog.Level) kafkago.Logger {
+	return kafkago.LoggerFunc(func(format string, args ...any) {
 		if log.Enabled(context.Background(), level) {
 			log.Log(context.Background(), level, fmt.Sprintf(format, args...), "source", "kafka-go")
 		}

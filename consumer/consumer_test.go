@@ -11,12 +11,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/lakewap/lakewap/internal/kafkatest"
+	"github.com/lakewap/lakewap/kafka"
+	"github.com/lakewap/lakewap/kafka/kafkatest"
 )
 
 func seq(from, to int64) []int64 {
@@ -81,7 +82,7 @@ func TestHandlesInOrderPerPartitionAndCommits(t *testing.T) {
 	}
 }
 
-func header(m kafka.Message, key string) (string, bool) {
+func header(m kafkago.Message, key string) (string, bool) {
 	for _, h := range m.Headers {
 		if h.Key == key {
 			return string(h.Value), true
@@ -93,7 +94,7 @@ func header(m kafka.Message, key string) (string, bool) {
 func TestPoisonMessageGoesToDeadLetterTopic(t *testing.T) {
 	k := startKafka(t, topic(inTopic, 2), topic(dlqTopic, 1))
 	msgs := values("ok-1", "poison", "ok-2", "panic", "ok-3")
-	msgs[1].Headers = []kafka.Header{{Key: "trace", Value: []byte("abc")}}
+	msgs[1].Headers = []kafkago.Header{{Key: "trace", Value: []byte("abc")}}
 	produce(t, k, inTopic, 1, msgs...)
 
 	reg := prometheus.NewRegistry()
@@ -327,7 +328,9 @@ func TestLagGrowsWhilePartitionIsStuck(t *testing.T) {
 func TestBehindUntilAMessageAfterTheTimeIsDone(t *testing.T) {
 	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond) // stamps in the past, as the producer's clock is right
-	at := func(v string, d time.Duration) kafka.Message { return kafka.Message{Value: []byte(v), Time: t0.Add(d)} }
+	at := func(v string, d time.Duration) kafkago.Message {
+		return kafkago.Message{Value: []byte(v), Time: t0.Add(d)}
+	}
 	produce(t, k, inTopic, 0, at("a", 0))
 	gates := map[string]chan struct{}{"a": make(chan struct{}), "c": make(chan struct{})}
 	started := make(chan string, 5)
@@ -369,7 +372,7 @@ func TestBehindUntilAMessageAfterTheTimeIsDone(t *testing.T) {
 func TestFutureTimestampDoesNotEndBehind(t *testing.T) {
 	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	at := func(v string, ts time.Time) kafka.Message { return kafka.Message{Value: []byte(v), Time: ts} }
+	at := func(v string, ts time.Time) kafkago.Message { return kafkago.Message{Value: []byte(v), Time: ts} }
 	produce(t, k, inTopic, 0, at("a", t0))
 	gates := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
 	started := make(chan string, 5)

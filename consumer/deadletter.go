@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/lakewap/lakewap/kafka"
 )
 
 // Headers added to a dead letter, next to the original key, value and headers.

@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/lakewap/lakewap/internal/kafkatest"
+	"github.com/lakewap/lakewap/kafka"
+	"github.com/lakewap/lakewap/kafka/kafkatest"
 )
 
 // A poison message whose error text grows with its input, and one whose
@@ -21,9 +22,9 @@ func TestDeadLetterStaysWithinTheTopicsLimits(t *testing.T) {
 		kafkatest.Topic{Name: dlqTopic, Partitions: 1, Configs: map[string]string{"max.message.bytes": "8192"}})
 	big := strings.Repeat("v", 7500) // fits the input topic, not with headers into the dead-letter topic
 	produce(t, k, inTopic, 0,
-		kafka.Message{Key: []byte("k-long-error"), Value: []byte("long-error")},
-		kafka.Message{Key: []byte("k-big"), Value: []byte(big), Headers: []kafka.Header{{Key: "h", Value: []byte(strings.Repeat("h", 1500))}}},
-		kafka.Message{Key: []byte("k-good"), Value: []byte("good")})
+		kafkago.Message{Key: []byte("k-long-error"), Value: []byte("long-error")},
+		kafkago.Message{Key: []byte("k-big"), Value: []byte(big), Headers: []kafkago.Header{{Key: "h", Value: []byte(strings.Repeat("h", 1500))}}},
+		kafkago.Message{Key: []byte("k-good"), Value: []byte("good")})
 	cfg := testConfig(k, "dlq-budget")
 	cfg.Registerer = prometheus.NewRegistry()
 	rec := newRecorder()

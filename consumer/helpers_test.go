@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/lakewap/lakewap/internal/kafkatest"
+	"github.com/lakewap/lakewap/kafka"
+	"github.com/lakewap/lakewap/kafka/kafkatest"
 )
 
 const (
@@ -61,22 +62,22 @@ func testConfig(k *kafkatest.Cluster, group string) Config {
 
 // newClient returns a client with its own transport, so no metadata is
 // cached across tests.
-func newClient(brokers []string) *kafka.Client {
-	return &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: &kafka.Transport{}}
+func newClient(brokers []string) *kafkago.Client {
+	return &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 10 * time.Second, Transport: &kafkago.Transport{}}
 }
 
 // produce appends messages to one partition of k's topic (base name) and
 // returns their offsets.
-func produce(t testing.TB, k *kafkatest.Cluster, topic string, partition int, msgs ...kafka.Message) []int64 {
+func produce(t testing.TB, k *kafkatest.Cluster, topic string, partition int, msgs ...kafkago.Message) []int64 {
 	t.Helper()
-	records := make([]kafka.Record, len(msgs))
+	records := make([]kafkago.Record, len(msgs))
 	for i, m := range msgs {
-		records[i] = kafka.Record{Key: kafka.NewBytes(m.Key), Value: kafka.NewBytes(m.Value), Headers: m.Headers, Time: m.Time}
+		records[i] = kafkago.Record{Key: kafkago.NewBytes(m.Key), Value: kafkago.NewBytes(m.Value), Headers: m.Headers, Time: m.Time}
 	}
 	topic = k.Topic(topic)
-	res, err := newClient(k.Brokers).Produce(context.Background(), &kafka.ProduceRequest{
-		Topic: topic, Partition: partition, RequiredAcks: kafka.RequireAll,
-		Records: kafka.NewRecordReader(records...),
+	res, err := newClient(k.Brokers).Produce(context.Background(), &kafkago.ProduceRequest{
+		Topic: topic, Partition: partition, RequiredAcks: kafkago.RequireAll,
+		Records: kafkago.NewRecordReader(records...),
 	})
 	if err == nil {
 		err = res.Error
@@ -91,10 +92,10 @@ func produce(t testing.TB, k *kafkatest.Cluster, topic string, partition int, ms
 	return offsets
 }
 
-func values(vs ...string) []kafka.Message {
-	msgs := make([]kafka.Message, len(vs))
+func values(vs ...string) []kafkago.Message {
+	msgs := make([]kafkago.Message, len(vs))
 	for i, v := range vs {
-		msgs[i] = kafka.Message{Key: []byte("k-" + v), Value: []byte(v)}
+		msgs[i] = kafkago.Message{Key: []byte("k-" + v), Value: []byte(v)}
 	}
 	return msgs
 }
@@ -108,13 +109,13 @@ func committed(t testing.TB, k *kafkatest.Cluster, group, topic string, partitio
 		ps[i] = i
 	}
 	group, topic = k.Group(group), k.Topic(topic)
-	res, err := newClient(k.Brokers).OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{
+	res, err := newClient(k.Brokers).OffsetFetch(context.Background(), &kafkago.OffsetFetchRequest{
 		GroupID: group, Topics: map[string][]int{topic: ps},
 	})
 	if err == nil {
 		err = res.Error
 	}
-	if errors.Is(err, kafka.GroupIdNotFound) {
+	if errors.Is(err, kafkago.GroupIdNotFound) {
 		return map[int]int64{} // the group has not joined yet: nothing committed
 	}
 	if err != nil {
@@ -131,19 +132,19 @@ func committed(t testing.TB, k *kafkatest.Cluster, group, topic string, partitio
 
 // readPartition returns every record of topic/partition (base name) below
 // its current high-water mark.
-func readPartition(t testing.TB, k *kafkatest.Cluster, topic string, partition int) []kafka.Message {
+func readPartition(t testing.TB, k *kafkatest.Cluster, topic string, partition int) []kafkago.Message {
 	t.Helper()
 	ctx := context.Background()
 	topic = k.Topic(topic)
 	client := newClient(k.Brokers)
-	lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.LastOffsetOf(partition)}}})
+	lo, err := client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: {kafkago.LastOffsetOf(partition)}}})
 	if err != nil {
 		t.Fatalf("listing offsets: %v", err)
 	}
 	end := lo.Topics[topic][0].LastOffset
-	var out []kafka.Message
-	for offset := kafka.FirstOffset; offset < end; {
-		fr, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: partition, Offset: offset, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: time.Second})
+	var out []kafkago.Message
+	for offset := kafkago.FirstOffset; offset < end; {
+		fr, err := client.Fetch(ctx, &kafkago.FetchRequest{Topic: topic, Partition: partition, Offset: offset, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: time.Second})
 		if err == nil {
 			err = fr.Error
 		}
@@ -162,12 +163,12 @@ func readPartition(t testing.TB, k *kafkatest.Cluster, topic string, partition i
 			if r.Offset < offset {
 				continue
 			}
-			m := kafka.Message{Topic: topic, Partition: partition, Offset: r.Offset, Headers: r.Headers}
+			m := kafkago.Message{Topic: topic, Partition: partition, Offset: r.Offset, Headers: r.Headers}
 			if r.Key != nil {
-				m.Key, _ = kafka.ReadAll(r.Key)
+				m.Key, _ = kafkago.ReadAll(r.Key)
 			}
 			if r.Value != nil {
-				m.Value, _ = kafka.ReadAll(r.Value)
+				m.Value, _ = kafkago.ReadAll(r.Value)
 			}
 			out = append(out, m)
 			offset = r.Offset + 1

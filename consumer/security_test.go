@@ -6,35 +6,32 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/lakewap/lakewap/internal/kafkatest"
+	"github.com/lakewap/lakewap/kafka"
+	"github.com/lakewap/lakewap/kafka/kafkatest"
 )
 
 func TestSASLMechanismsAgainstBroker(t *testing.T) {
 	// SASL users exist on kfake only: this test does not change backend.
 	k := kafkatest.StartFake(t,
 		kfake.EnableSASL(),
-		kfake.Superuser(SASLPlain, "plain-user", "pw-plain"),
-		kfake.Superuser(SASLScramSHA256, "scram256-user", "pw-256"),
-		kfake.Superuser(SASLScramSHA512, "scram512-user", "pw-512"),
+		kfake.Superuser(kafka.SASLPlain, "plain-user", "pw-plain"),
+		kfake.Superuser(kafka.SASLScramSHA256, "scram256-user", "pw-256"),
+		kfake.Superuser(kafka.SASLScramSHA512, "scram512-user", "pw-512"),
 	)
 	brokers := k.Brokers
 	ctx := context.Background()
 	users := map[string][2]string{
-		SASLPlain:       {"plain-user", "pw-plain"},
-		SASLScramSHA256: {"scram256-user", "pw-256"},
-		SASLScramSHA512: {"scram512-user", "pw-512"},
+		kafka.SASLPlain:       {"plain-user", "pw-plain"},
+		kafka.SASLScramSHA256: {"scram256-user", "pw-256"},
+		kafka.SASLScramSHA512: {"scram512-user", "pw-512"},
 	}
 	for mech, up := range users {
 		t.Run(mech, func(t *testing.T) {
-			sec := Security{SASL: &SASLConfig{Mechanism: mech, Username: up[0], Password: up[1]}}
-			transport, err := sec.Transport()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := EnsureTopics(ctx, brokers, transport, TopicSpec{Name: inTopic, Partitions: 1}, TopicSpec{Name: dlqTopic, Partitions: 1}, ChangelogTopic("", inTopic)); err != nil {
+			sec := kafka.Security{SASL: &kafka.SASLConfig{Mechanism: mech, Username: up[0], Password: up[1]}}
+			if err := ensureTopics(t, ctx, brokers, sec, kafka.TopicSpec{Name: inTopic, Partitions: 1}, kafka.TopicSpec{Name: dlqTopic, Partitions: 1}, ChangelogTopic("", inTopic)); err != nil {
 				t.Fatalf("EnsureTopics over %s: %v", mech, err)
 			}
 			cl, err := NewChangelog(ChangelogConfig{Brokers: brokers, Security: sec})
@@ -49,7 +46,7 @@ func TestSASLMechanismsAgainstBroker(t *testing.T) {
 				t.Fatalf("Load over %s = %v, %v", mech, state, err)
 			}
 
-			bad := Security{SASL: &SASLConfig{Mechanism: mech, Username: up[0], Password: "wrong"}}
+			bad := kafka.Security{SASL: &kafka.SASLConfig{Mechanism: mech, Username: up[0], Password: "wrong"}}
 			badCl, err := NewChangelog(ChangelogConfig{Brokers: brokers, Security: bad, Timeout: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
@@ -61,15 +58,15 @@ func TestSASLMechanismsAgainstBroker(t *testing.T) {
 	}
 
 	// The consumer's own paths (group membership, fetch, commit) over SCRAM.
-	sec := Security{SASL: &SASLConfig{Mechanism: SASLScramSHA512, Username: "scram512-user", Password: "pw-512"}}
+	sec := kafka.Security{SASL: &kafka.SASLConfig{Mechanism: kafka.SASLScramSHA512, Username: "scram512-user", Password: "pw-512"}}
 	transport, err := sec.Transport()
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: transport}
-	res, err := client.Produce(ctx, &kafka.ProduceRequest{
-		Topic: inTopic, Partition: 0, RequiredAcks: kafka.RequireAll,
-		Records: kafka.NewRecordReader(kafka.Record{Value: kafka.NewBytes([]byte("secured"))}),
+	client := &kafkago.Client{Addr: kafkago.TCP(brokers...), Timeout: 10 * time.Second, Transport: transport}
+	res, err := client.Produce(ctx, &kafkago.ProduceRequest{
+		Topic: inTopic, Partition: 0, RequiredAcks: kafkago.RequireAll,
+		Records: kafkago.NewRecordReader(kafkago.Record{Value: kafkago.NewBytes([]byte("secured"))}),
 	})
 	if err != nil || res.Error != nil {
 		t.Fatalf("producing over SCRAM: %v %v", err, res)
@@ -79,7 +76,7 @@ func TestSASLMechanismsAgainstBroker(t *testing.T) {
 	rec := newRecorder()
 	startConsumer(t, cfg, rec)
 	eventually(t, "message handled and committed over SCRAM", func() bool {
-		of, err := client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: "sasl", Topics: map[string][]int{inTopic: {0}}})
+		of, err := client.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: "sasl", Topics: map[string][]int{inTopic: {0}}})
 		return err == nil && len(of.Topics[inTopic]) == 1 && of.Topics[inTopic][0].CommittedOffset == 1
 	})
 	rec.mu.Lock()

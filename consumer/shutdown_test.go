@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/lakewap/lakewap/kafka"
 )
 
 func TestShutdownLetsRunningHandleFinishAndCommits(t *testing.T) {

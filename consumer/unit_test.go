@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakewap/lakewap/kafka"
 )
 
 func TestOffsetTrackerCommitsOnlyContiguousHandledPrefix(t *testing.T) {
@@ -62,10 +64,10 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"negative", func(c *Config) { c.CommitInterval = -time.Second }, "CommitInterval must not be negative"},
 		{"heartbeat", func(c *Config) { c.HeartbeatInterval = time.Minute }, "HeartbeatInterval (1m0s) must be below SessionTimeout (30s)"},
 		{"backoff", func(c *Config) { c.MinBackoff = time.Hour }, "MinBackoff (1h0m0s) must not exceed MaxBackoff (30s)"},
-		{"sasl mechanism", func(c *Config) { c.Security.SASL = &SASLConfig{Mechanism: "GSSAPI", Username: "u"} }, `Security.SASL.Mechanism: "GSSAPI"`},
-		{"sasl user", func(c *Config) { c.Security.SASL = &SASLConfig{Mechanism: "PLAIN"} }, "Security.SASL.Username is required"},
-		{"tls pair", func(c *Config) { c.Security.TLS = &TLSConfig{CertFile: "c.pem"} }, "CertFile and KeyFile must be set together"},
-		{"tls ca", func(c *Config) { c.Security.TLS = &TLSConfig{CAFile: "/nonexistent/ca.pem"} }, "Security.TLS.CAFile"},
+		{"sasl mechanism", func(c *Config) { c.Security.SASL = &kafka.SASLConfig{Mechanism: "GSSAPI", Username: "u"} }, `Security.SASL.Mechanism: "GSSAPI"`},
+		{"sasl user", func(c *Config) { c.Security.SASL = &kafka.SASLConfig{Mechanism: "PLAIN"} }, "Security.SASL.Username is required"},
+		{"tls pair", func(c *Config) { c.Security.TLS = &kafka.TLSConfig{CertFile: "c.pem"} }, "CertFile and KeyFile must be set together"},
+		{"tls ca", func(c *Config) { c.Security.TLS = &kafka.TLSConfig{CAFile: "/nonexistent/ca.pem"} }, "Security.TLS.CAFile"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/schemas"
@@ -138,7 +138,7 @@ func (s *stage) Handle(ctx context.Context, msg kafka.Message) error {
 	onRequests := s.cfg.RequestsTopic != "" && msg.Topic == s.cfg.RequestsTopic
 	if !onRequests && s.cfg.Partitions != nil {
 		if n := s.cfg.Partitions(msg.Topic); n > 0 {
-			if want := (kafka.Murmur2Balancer{}).Balance(kafka.Message{Key: msg.Key}, seq(n)...); want != msg.Partition {
+			if want := kafka.PartitionOf(msg.Key, n); want != msg.Partition {
 				return s.poison(ev.EventType(), fmt.Errorf("unusable event: batch %q is on partition %d of %s, its key's partition is %d: produce with the default partitioner (murmur2 of the key, as the Java client; librdkafka: partitioner=murmur2_random)",
 					ev.Batch(), msg.Partition, msg.Topic, want), ReasonWrongPartition)
 			}
@@ -220,14 +220,6 @@ func (s *stage) channel(ev schemas.Event, msg kafka.Message, onRequests bool) (s
 }
 
 // seq is 0, 1, ..., n-1.
-func seq(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
-
 func clip(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "..."

@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
-	"github.com/lakewap/lakewap/internal/kafkalimit"
-	"github.com/lakewap/lakewap/internal/kafkatest"
+	"github.com/lakewap/lakewap/kafka"
+	"github.com/lakewap/lakewap/kafka/kafkatest"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -57,7 +55,7 @@ func TestResultEventFitsTheResultsTopic(t *testing.T) {
 				t.Errorf("result %d check %s kept its sample rows", i, c.Name)
 			}
 		}
-		if n := kafkalimit.Size(kafka.Message{Key: m.Key, Value: m.Value, Headers: m.Headers}); n > 30000 {
+		if n := kafka.Size(kafka.FromWire(m)); n > 30000 {
 			t.Errorf("result %d is %d bytes", i, n)
 		}
 	}

@@ -1,19 +1,13 @@
 package notify
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"net"
 	"slices"
-	"time"
 
-	"github.com/segmentio/kafka-go"
-
-	"github.com/lakewap/lakewap/internal/kafkalimit"
+	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -32,7 +26,7 @@ type Encoder interface {
 
 // messageWriter is the part of *kafka.Writer the sink uses.
 type messageWriter interface {
-	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
+	Write(ctx context.Context, msgs ...kafka.Message) error
 }
 
 // KafkaResults writes result events to the results topic. It is the one
@@ -50,39 +44,20 @@ type KafkaResults struct {
 	MaxMessageBytes int
 }
 
-// NewResultsWriter returns a writer for the results topic as KafkaResults
-// expects it (all in-sync replicas acknowledge, partitions picked by key as
-// Java clients do, the topic must exist); transport nil is kafka-go's default.
-func NewResultsWriter(brokers []string, topic string, transport kafka.RoundTripper) *kafka.Writer {
-	return &kafka.Writer{
-		Addr:         kafka.TCP(brokers...),
-		Topic:        cmp.Or(topic, DefaultResultsTopic),
-		Balancer:     &kafka.Murmur2Balancer{},
-		RequiredAcks: kafka.RequireAll,
-		MaxAttempts:  3, // the Dispatcher retries on top, within its budget
-		// kafka-go holds a batch that is not full until BatchTimeout, and a
-		// result is usually sent alone: a 1 ms linger, not 5, per send.
-		BatchTimeout: time.Millisecond,
-		WriteTimeout: 10 * time.Second,
-		Transport:    transport,
-	}
-}
-
-// NewKafkaResults returns the results sink, named "kafka". w must have its
-// Topic set and require acks from all in-sync replicas (see
-// NewResultsWriter): a result acknowledged by one broker only can be lost.
+// NewKafkaResults returns the results sink, named "kafka", writing with w
+// (kafka.Client.Writer: every write acknowledged by all in-sync replicas,
+// since a result acknowledged by one broker only can be lost, and to the
+// partition of its batch id as Java clients pick it).
 func NewKafkaResults(w *kafka.Writer, enc Encoder) (*KafkaResults, error) {
 	switch {
 	case w == nil:
 		return nil, errors.New("kafka results: writer is nil")
 	case enc == nil:
 		return nil, errors.New("kafka results: encoder is nil")
-	case w.Topic == "":
+	case w.Topic() == "":
 		return nil, errors.New("kafka results: writer has no topic")
-	case w.RequiredAcks != kafka.RequireAll:
-		return nil, fmt.Errorf("kafka results: writer must require acks from all replicas (RequiredAcks=%d)", w.RequiredAcks)
 	}
-	return &KafkaResults{name: "kafka", topic: w.Topic, w: w, enc: enc, MaxMessageBytes: DefaultMaxMessageBytes}, nil
+	return &KafkaResults{name: "kafka", topic: w.Topic(), w: w, enc: enc, MaxMessageBytes: DefaultMaxMessageBytes}, nil
 }
 
 func (k *KafkaResults) Name() string   { return k.name }
@@ -106,20 +81,20 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 		if err != nil {
 			return prev, retry, err
 		}
-		big := kafkalimit.Size(msg) > max
+		big := kafka.Size(msg) > max
 		if !big {
-			err = k.w.WriteMessages(ctx, msg)
-			big = err != nil && kafkalimit.TooLarge(err) // the topic's limit is lower than ours
+			err = k.w.Write(ctx, msg)
+			big = err != nil && kafka.TooLarge(err) // the topic's limit is lower than ours
 		}
 		if !big {
 			if err != nil {
-				return prev, kafkaRetryable(err), fmt.Errorf("kafka results: write %s %s to %s: %w", ev.EventType(), id, k.topic, err)
+				return prev, kafka.Retryable(err), fmt.Errorf("kafka results: write %s %s to %s: %w", ev.EventType(), id, k.topic, err)
 			}
 			return id, false, nil
 		}
 		smaller, ok := shrink(ev, step)
 		if !ok {
-			return prev, false, fmt.Errorf("kafka results: %s %s has %d bytes, more than the results topic takes", ev.EventType(), id, kafkalimit.Size(msg))
+			return prev, false, fmt.Errorf("kafka results: %s %s has %d bytes, more than the results topic takes", ev.EventType(), id, kafka.Size(msg))
 		}
 		ev = smaller
 	}
@@ -153,33 +128,4 @@ func (k *KafkaResults) message(ctx context.Context, ev schemas.Event, id, reques
 		headers = append(headers, kafka.Header{Key: k, Value: []byte(hs[k])})
 	}
 	return kafka.Message{Key: []byte(ev.Batch()), Value: value, Headers: headers}, false, nil
-}
-
-// kafkaRetryable says whether a write error may pass: broker errors that
-// Kafka marks temporary, timeouts and network trouble. Errors kafka-go does
-// not classify are retried too; the Dispatcher's budget bounds them.
-func kafkaRetryable(err error) bool {
-	var we kafka.WriteErrors
-	if errors.As(err, &we) {
-		for _, e := range we {
-			if e != nil && kafkaRetryable(e) {
-				return true
-			}
-		}
-		return false
-	}
-	var ke kafka.Error
-	if errors.As(err, &ke) {
-		return ke.Temporary() || ke.Timeout()
-	}
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		return false
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne):
-		return true
-	case errors.Is(err, io.ErrClosedPipe): // the writer was closed: we are shutting down
-		return false
-	}
-	return true
 }

@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 
-	"github.com/lakewap/lakewap/internal/kafkatest"
+	"github.com/lakewap/lakewap/kafka"
+	"github.com/lakewap/lakewap/kafka/kafkatest"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -31,7 +32,12 @@ func newTestKafkaSink(t *testing.T, kc *kafkatest.Cluster) (*KafkaResults, *sche
 	}
 	// A private transport: the default one caches a broker's topics for
 	// seconds, longer than a test lasts on a shared broker.
-	w := NewResultsWriter(kc.Brokers, kc.Topic(DefaultResultsTopic), &kafka.Transport{})
+	client, err := kafka.NewClient(kc.Brokers, kafka.Security{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	w := client.Writer(kafka.WriterConfig{Topic: kc.Topic(DefaultResultsTopic), Attempts: 3})
 	t.Cleanup(func() { _ = w.Close() })
 	k, err := NewKafkaResults(w, codec)
 	if err != nil {
@@ -42,12 +48,12 @@ func newTestKafkaSink(t *testing.T, kc *kafkatest.Cluster) (*KafkaResults, *sche
 
 // readResults reads every message on the results topic, as a downstream
 // consumer would, and checks nothing follows them.
-func readResults(t *testing.T, k *kafkatest.Cluster, want int) []kafka.Message {
+func readResults(t *testing.T, k *kafkatest.Cluster, want int) []kafkago.Message {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	topic := k.Topic(DefaultResultsTopic)
-	conn, err := kafka.DialLeader(ctx, "tcp", k.Brokers[0], topic, 0)
+	conn, err := kafkago.DialLeader(ctx, "tcp", k.Brokers[0], topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,9 +65,9 @@ func readResults(t *testing.T, k *kafkatest.Cluster, want int) []kafka.Message {
 	if last != int64(want) {
 		t.Fatalf("results topic holds %d messages, want %d", last, want)
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: k.Brokers, Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
+	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: k.Brokers, Topic: topic, Partition: 0, MaxWait: 100 * time.Millisecond})
 	defer r.Close()
-	var out []kafka.Message
+	var out []kafkago.Message
 	for range want {
 		m, err := r.ReadMessage(ctx)
 		if err != nil {
@@ -72,7 +78,7 @@ func readResults(t *testing.T, k *kafkatest.Cluster, want int) []kafka.Message {
 	return out
 }
 
-func header(m kafka.Message, key string) string {
+func header(m kafkago.Message, key string) string {
 	for _, h := range m.Headers {
 		if h.Key == key {
 			return string(h.Value)
@@ -169,7 +175,7 @@ type failingWriter struct {
 	calls int
 }
 
-func (f *failingWriter) WriteMessages(context.Context, ...kafka.Message) error {
+func (f *failingWriter) Write(context.Context, ...kafka.Message) error {
 	f.calls++
 	return f.err
 }
@@ -184,12 +190,12 @@ func (e jsonlessEncoder) Encode(context.Context, string, schemas.Event) ([]byte,
 // still gets its message.
 func TestKafkaFailureFailsNotifyButNotSlack(t *testing.T) {
 	ws := newWorkspace(t)
-	fw := &failingWriter{err: kafka.LeaderNotAvailable}
+	fw := &failingWriter{err: kafkago.LeaderNotAvailable}
 	k := &KafkaResults{name: "kafka", topic: DefaultResultsTopic, w: fw, enc: jsonlessEncoder{}}
 	d, clock, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{k, newTestSlack(t, ws, "slack", "#wap")},
 		Options{RequiredBudget: 10 * time.Second, MinBackoff: time.Second, MaxBackoff: 4 * time.Second})
 	receipts, err := d.Notify(context.Background(), note(publishedEvent(), schemas.StatePublished))
-	if !errors.Is(err, ErrUndelivered) || !errors.Is(err, kafka.LeaderNotAvailable) {
+	if !errors.Is(err, ErrUndelivered) || !errors.Is(err, kafkago.LeaderNotAvailable) {
 		t.Fatalf("Notify error %v, want ErrUndelivered wrapping the broker error", err)
 	}
 	if fw.calls < 2 || clock.Waited() > 10*time.Second {
@@ -210,9 +216,9 @@ func TestKafkaErrorClasses(t *testing.T) {
 		encode    error
 		wantRetry bool
 	}{
-		{"temporary broker error", kafka.NotLeaderForPartition, nil, true},
-		{"message too large", kafka.MessageSizeTooLarge, nil, false},
-		{"write errors, one temporary", kafka.WriteErrors{kafka.MessageSizeTooLarge, kafka.RequestTimedOut}, nil, true},
+		{"temporary broker error", kafkago.NotLeaderForPartition, nil, true},
+		{"message too large", kafkago.MessageSizeTooLarge, nil, false},
+		{"write errors, one temporary", kafkago.WriteErrors{kafkago.MessageSizeTooLarge, kafkago.RequestTimedOut}, nil, true},
 		{"deadline", context.DeadlineExceeded, nil, true},
 		{"shutting down", context.Canceled, nil, false},
 		{"encoder rejects the event", nil, &schemas.EncodeError{Reason: "invalid", Err: errors.New("bad")}, false},
@@ -226,14 +232,5 @@ func TestKafkaErrorClasses(t *testing.T) {
 				t.Errorf("Send: err %v retry %v, want an error with retry %v", err, retry, tc.wantRetry)
 			}
 		})
-	}
-}
-
-func TestNewKafkaResultsRejectsWeakWriter(t *testing.T) {
-	w := NewResultsWriter([]string{"127.0.0.1:9"}, "", nil)
-	w.RequiredAcks = kafka.RequireOne
-	_, err := NewKafkaResults(w, jsonlessEncoder{})
-	if err == nil || err.Error() != "kafka results: writer must require acks from all replicas (RequiredAcks=1)" {
-		t.Errorf("error %v", err)
 	}
 }

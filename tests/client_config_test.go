@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/lakewap/lakewap/internal/kafkatest"
+	"github.com/lakewap/lakewap/kafka/kafkatest"
 	"github.com/lakewap/lakewap/schemas"
 )
 

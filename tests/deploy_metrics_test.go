@@ -15,8 +15,9 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/segmentio/kafka-go"
 	"gopkg.in/yaml.v3"
+
+	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/harness"
@@ -246,7 +247,7 @@ func TestDeployKitNamesOnlyExportedMetrics(t *testing.T) {
 	if ev := e.runBatch(t, "kit-bad-1", harness.BadBillingRows); ev.EventType() != schemas.TypeBatchAborted {
 		t.Fatalf("bad batch ended %s: %+v", ev.EventType(), ev)
 	}
-	must(t, e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte("kit-junk"), Value: []byte("not an event")}))
+	must(t, e.Writer.Write(ctx, kafka.Message{Key: []byte("kit-junk"), Value: []byte("not an event")}))
 
 	url := "http://" + e.d.HTTPAddr() + "/metrics"
 	fams := scrape(t, url)

@@ -15,13 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/ingest"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/harness"
-	"github.com/lakewap/lakewap/internal/opclient"
 	"github.com/lakewap/lakewap/schemas"
 	"github.com/lakewap/lakewap/schemas/registrytest"
 )
@@ -121,7 +122,7 @@ func TestEndToEndDeadLetters(t *testing.T) {
 	send := func(bad []badInput) {
 		t.Helper()
 		for _, b := range bad {
-			must(t, e.Writer.WriteMessages(ctx, b.message()))
+			must(t, e.Writer.Write(ctx, b.message()))
 		}
 	}
 
@@ -154,7 +155,7 @@ func TestEndToEndDeadLetters(t *testing.T) {
 	letters := readTopicUntil(ctx, t, e.Stack.KafkaBrokers, e.cfg.Kafka.DeadLetterTopic, len(all))
 	byCase := map[string]kafka.Message{}
 	for _, m := range letters {
-		name, _ := opclient.HeaderValue(m.Headers, headerTestCase)
+		name, _ := kafka.HeaderValue(m.Headers, headerTestCase)
 		if _, dup := byCase[name]; dup || name == "" {
 			t.Errorf("unexpected dead letter (case %q, key %q, reason %q)", name, m.Key, headerOf(m, consumer.HeaderDLQReason))
 		}
@@ -190,7 +191,7 @@ func TestEndToEndDeadLetters(t *testing.T) {
 			}
 			// The partition and offset point at the original message.
 			orig := readAt(ctx, t, e.Stack.KafkaBrokers, e.cfg.Kafka.InputTopic, p, off)
-			if name, _ := opclient.HeaderValue(orig.Headers, headerTestCase); name != b.name {
+			if name, _ := kafka.HeaderValue(orig.Headers, headerTestCase); name != b.name {
 				t.Errorf("input %d/%d is case %q, want %q", p, off, name, b.name)
 			}
 			if b.abortedDetail != "" {
@@ -252,7 +253,7 @@ func TestEndToEndSchemaRegistry(t *testing.T) {
 	}
 	// An id the registry never issued: a dead letter.
 	unknown := schemas.BatchLanded{BatchID: "reg-unknown", Dataset: "billing", ExpectedWrites: []string{"billing_fact"}, OccurredAt: now}
-	must(t, e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte("reg-unknown"), Value: frame(99999, unknown)}))
+	must(t, e.Writer.Write(ctx, kafka.Message{Key: []byte("reg-unknown"), Value: frame(99999, unknown)}))
 	dl := readTopicUntil(ctx, t, e.Stack.KafkaBrokers, e.cfg.Kafka.DeadLetterTopic, 1)
 	if len(dl) != 1 || string(dl[0].Key) != "reg-unknown" || headerOf(dl[0], consumer.HeaderDLQReason) != schemas.DecodeUnknownSchemaID {
 		t.Fatalf("dead letters %v, want reg-unknown with reason %s", dl, schemas.DecodeUnknownSchemaID)
@@ -266,7 +267,7 @@ func TestEndToEndSchemaRegistry(t *testing.T) {
 	lookups := proxy.watch(fmt.Sprintf("/schemas/ids/%d", id))
 	reg.FailWith(http.StatusServiceUnavailable)
 	waiting := schemas.BatchLanded{BatchID: "reg-2", Dataset: "billing", ExpectedWrites: []string{"billing_fact"}, OccurredAt: now}
-	must(t, e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte("reg-2"), Value: frame(id, waiting)}))
+	must(t, e.Writer.Write(ctx, kafka.Message{Key: []byte("reg-2"), Value: frame(id, waiting)}))
 	for i := 0; i < 2; i++ { // asked, then asked again
 		select {
 		case <-lookups:
@@ -320,7 +321,7 @@ func (p *requestTap) watch(path string) <-chan struct{} {
 }
 
 func headerOf(m kafka.Message, key string) string {
-	v, _ := opclient.HeaderValue(m.Headers, key)
+	v, _ := kafka.HeaderValue(m.Headers, key)
 	return v
 }
 
@@ -328,7 +329,7 @@ func headerOf(m kafka.Message, key string) string {
 // has n messages, and returns all it read by then.
 func readTopicUntil(ctx context.Context, t *testing.T, brokers []string, topic string, n int) []kafka.Message {
 	t.Helper()
-	conn, err := kafka.DialContext(ctx, "tcp", brokers[0])
+	conn, err := kafkago.DialContext(ctx, "tcp", brokers[0])
 	must(t, err)
 	parts, err := conn.ReadPartitions(topic)
 	conn.Close()
@@ -340,7 +341,7 @@ func readTopicUntil(ctx context.Context, t *testing.T, brokers []string, topic s
 	enough := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, p := range parts {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p.ID, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 50 * time.Millisecond})
+		r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p.ID, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 50 * time.Millisecond})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -351,7 +352,7 @@ func readTopicUntil(ctx context.Context, t *testing.T, brokers []string, topic s
 					return
 				}
 				mu.Lock()
-				if got = append(got, m); len(got) == n {
+				if got = append(got, kafka.FromWire(m)); len(got) == n {
 					close(enough)
 				}
 				mu.Unlock()
@@ -380,10 +381,10 @@ func readTopicUntil(ctx context.Context, t *testing.T, brokers []string, topic s
 // readAt reads the message at partition/offset of topic.
 func readAt(ctx context.Context, t *testing.T, brokers []string, topic string, partition int, offset int64) kafka.Message {
 	t.Helper()
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: partition, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 50 * time.Millisecond})
+	r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: brokers, Topic: topic, Partition: partition, MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 50 * time.Millisecond})
 	defer r.Close()
 	must(t, r.SetOffset(offset))
 	m, err := r.ReadMessage(ctx)
 	must(t, err)
-	return m
+	return kafka.FromWire(m)
 }

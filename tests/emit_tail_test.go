@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/harness"
@@ -68,7 +70,7 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 		}
 		// Partitioned by key like a Java producer: where upstream's own
 		// murmur2 writer puts cli-1 (3 partitions).
-		if want := (&kafka.Murmur2Balancer{}).Balance(kafka.Message{Key: []byte("cli-1")}, 0, 1, 2); rs[0].Partition != want {
+		if want := (&kafkago.Murmur2Balancer{}).Balance(kafkago.Message{Key: []byte("cli-1")}, 0, 1, 2); rs[0].Partition != want {
 			t.Errorf("cli-1 went to partition %d, murmur2 says %d", rs[0].Partition, want)
 		}
 		got := readAt(ctx, t, e.Stack.KafkaBrokers, k.InputTopic, rs[0].Partition, rs[0].Offset)
@@ -211,7 +213,7 @@ func TestEmitAndTailOnTheStack(t *testing.T) {
 
 	t.Run("tail dead letters", func(t *testing.T) {
 		garbage := []byte{0xC3, 0x01, 0xFF}
-		must(t, e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte("cli-junk"), Value: garbage}))
+		must(t, e.Writer.Write(ctx, kafka.Message{Key: []byte("cli-junk"), Value: garbage}))
 		// cli-5 (a write listed twice) and cli-junk end in the dead-letter topic.
 		readTopicUntil(ctx, t, e.Stack.KafkaBrokers, k.DeadLetterTopic, 2)
 		code, out, errOut := runCLI(t, "tail", "--brokers", brokers, "--topic", k.DeadLetterTopic, "--from-beginning", "--follow=false")

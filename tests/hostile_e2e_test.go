@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/consumer"
@@ -45,7 +47,7 @@ func TestEndToEndHostileInput(t *testing.T) {
 		t.Helper()
 		m := kafka.Message{Key: []byte(ev.Batch()), Value: encodeEvent(t, e.Codec, ev),
 			Headers: []kafka.Header{{Key: headerTestCase, Value: []byte(name)}}}
-		must(t, e.Writer.WriteMessages(ctx, m))
+		must(t, e.Writer.Write(ctx, m))
 	}
 	type wantLetter struct {
 		reason, errText string
@@ -221,11 +223,11 @@ func samePartitionBatch(key string, partitions int, prefix string) string {
 	for i := range parts {
 		parts[i] = i
 	}
-	b := &kafka.Murmur2Balancer{}
-	want := b.Balance(kafka.Message{Key: []byte(key)}, parts...)
+	b := &kafkago.Murmur2Balancer{}
+	want := b.Balance(kafkago.Message{Key: []byte(key)}, parts...)
 	for i := 0; ; i++ {
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		if b.Balance(kafka.Message{Key: []byte(id)}, parts...) == want {
+		if b.Balance(kafkago.Message{Key: []byte(id)}, parts...) == want {
 			return id
 		}
 	}

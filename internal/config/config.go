@@ -29,6 +29,7 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/runner"
@@ -563,7 +564,7 @@ func (c *Config) InputRules() schemas.Rules {
 
 // Consumer is the input consumer's settings from kafka.*, reaching Kafka
 // with sec.
-func (k Kafka) Consumer(sec consumer.Security) consumer.Config {
+func (k Kafka) Consumer(sec kafka.Security) consumer.Config {
 	return consumer.Config{Brokers: k.Brokers, GroupID: k.GroupID, Topic: k.InputTopic, RequestsTopic: k.RequestsTopic, DeadLetterTopic: k.DeadLetterTopic,
 		Security: sec, CommitInterval: k.CommitInterval.Std(), SessionTimeout: k.SessionTimeout.Std()}
 }
@@ -612,7 +613,7 @@ func (k Kafka) Codec() (*schemas.Codec, error) {
 func (k Kafka) RegistryClient() (*registry.Client, error) {
 	var hc *http.Client
 	if t := k.SchemaRegistryTLS; t != nil {
-		tc, err := (&consumer.TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}).Config()
+		tc, err := (&kafka.TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}).Config()
 		if err != nil {
 			return nil, fmt.Errorf("kafka.schema_registry_tls: %w", err)
 		}
@@ -635,17 +636,17 @@ func (k Kafka) RegistryClient() (*registry.Client, error) {
 
 // Security is how lakewap reaches Kafka: TLS and SASL from kafka.tls and
 // kafka.sasl, the password read from its file when it has one.
-func (k Kafka) Security() (consumer.Security, error) {
-	var s consumer.Security
+func (k Kafka) Security() (kafka.Security, error) {
+	var s kafka.Security
 	if t := k.TLS; t != nil {
-		s.TLS = &consumer.TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
+		s.TLS = &kafka.TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
 	}
 	if a := k.SASL; a != nil {
 		pw, err := ReadSecret(a.Password, a.PasswordFile)
 		if err != nil {
 			return s, fmt.Errorf("kafka.sasl.password_file: %w", err)
 		}
-		s.SASL = &consumer.SASLConfig{Mechanism: a.Mechanism, Username: a.Username, Password: pw}
+		s.SASL = &kafka.SASLConfig{Mechanism: a.Mechanism, Username: a.Username, Password: pw}
 	}
 	return s, nil
 }
@@ -653,10 +654,10 @@ func (k Kafka) Security() (consumer.Security, error) {
 // Topics are the topics lakewap creates when kafka.create_topics is not
 // false: input, results and dead letters with kafka.partitions, and the
 // compacted changelog.
-func (k Kafka) Topics() []consumer.TopicSpec {
+func (k Kafka) Topics() []kafka.TopicSpec {
 	changelog := consumer.ChangelogTopic(k.ChangelogTopic, k.InputTopic)
 	changelog.ReplicationFactor = k.ReplicationFactor
-	return []consumer.TopicSpec{{Name: k.InputTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
+	return []kafka.TopicSpec{{Name: k.InputTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
 		{Name: k.RequestsTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
 		{Name: k.ResultsTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
 		{Name: k.DeadLetterTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor}, changelog}

@@ -23,7 +23,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/consumer"
@@ -35,6 +34,7 @@ import (
 	"github.com/lakewap/lakewap/internal/metrics"
 	"github.com/lakewap/lakewap/internal/runstore"
 	"github.com/lakewap/lakewap/internal/status"
+	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
@@ -105,7 +105,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	k := cfg.Kafka
-	d.resultsWriter = notify.NewResultsWriter(k.Brokers, k.ResultsTopic, kp.transport)
+	// Three attempts: the Dispatcher retries on top, within its budget.
+	d.resultsWriter = kp.client.Writer(kafka.WriterConfig{Topic: cmp.Or(k.ResultsTopic, notify.DefaultResultsTopic), Attempts: 3})
 	results, err := notify.NewKafkaResults(d.resultsWriter, kp.codec)
 	if err != nil {
 		return nil, fmt.Errorf("results sink: %w", err)
@@ -187,10 +188,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 
 // kafkaParts are the daemon's connection to Kafka.
 type kafkaParts struct {
-	sec       consumer.Security
-	transport *kafka.Transport
-	codec     *schemas.Codec
-	store     *consumer.Changelog
+	sec    kafka.Security
+	client *kafka.Client
+	codec  *schemas.Codec
+	store  *consumer.Changelog
 }
 
 // connectKafka prepares k's security, transport and codec, creates the
@@ -199,11 +200,11 @@ func connectKafka(ctx context.Context, k config.Kafka) (kp kafkaParts, err error
 	if kp.sec, err = k.Security(); err != nil {
 		return kp, err
 	}
-	if kp.transport, err = kp.sec.Transport(); err != nil {
-		return kp, fmt.Errorf("kafka: %w", err)
+	if kp.client, err = kafka.NewClient(k.Brokers, kp.sec); err != nil {
+		return kp, err
 	}
 	if k.CreateTopics == nil || *k.CreateTopics {
-		if err := consumer.EnsureTopics(ctx, k.Brokers, kp.transport, k.Topics()...); err != nil {
+		if err := kp.client.EnsureTopics(ctx, k.Topics()...); err != nil {
 			return kp, fmt.Errorf("kafka topics: %w", err)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/lakewap/lakewap/internal/kafkatest"
+	"github.com/lakewap/lakewap/kafka/kafkatest"
 	"github.com/treeverse/lakefs/pkg/api/apigen"
 	"github.com/twmb/franz-go/pkg/kfake"
 )

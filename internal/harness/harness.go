@@ -17,7 +17,8 @@ import (
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2" // database/sql driver "duckdb"
-	"github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
@@ -33,9 +34,10 @@ type Env struct {
 	Cfg     *config.Config
 	Lake    *lakefs.Client
 	Codec   *schemas.Codec
-	Writer  *kafka.Writer
+	Writer  *kafka.Writer // to the input topic, as upstream writes
 	Watcher *Watcher
 	Tmp     string
+	kafka   *kafka.Client
 }
 
 // DemoConfig is the billing dataset of the demo and the tests, on stack.
@@ -87,11 +89,13 @@ func New(ctx context.Context, s *devstack.Stack, cfg *config.Config, tmp string)
 	if err != nil {
 		return nil, err
 	}
-	e := &Env{Stack: s, Cfg: cfg, Lake: lake, Codec: codec, Tmp: tmp,
-		// Its own transport: kafka-go's default one caches a broker's topic
-		// list for seconds, and a real broker outlives stacks (and topics).
-		Writer: &kafka.Writer{Addr: kafka.TCP(s.KafkaBrokers...), Topic: cfg.Kafka.InputTopic, Balancer: &kafka.Murmur2Balancer{},
-			RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, Transport: &kafka.Transport{}}}
+	// Its own client: a real broker outlives stacks (and topics).
+	client, err := kafka.NewClient(s.KafkaBrokers, kafka.Security{})
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Stack: s, Cfg: cfg, Lake: lake, Codec: codec, Tmp: tmp, kafka: client,
+		Writer: client.Writer(kafka.WriterConfig{Topic: cfg.Kafka.InputTopic, Attempts: 10})}
 	e.Watcher, err = WatchResults(ctx, cfg, codec)
 	if err != nil {
 		return nil, err
@@ -101,7 +105,7 @@ func New(ctx context.Context, s *devstack.Stack, cfg *config.Config, tmp string)
 
 func (e *Env) Close() {
 	_ = e.Writer.Close()
-	e.Writer.Transport.(*kafka.Transport).CloseIdleConnections()
+	e.kafka.Close()
 	e.Watcher.Close()
 }
 
@@ -123,7 +127,7 @@ func (e *Env) ProduceWithHeaders(ctx context.Context, ev schemas.Event, extra ma
 	for k, val := range extra {
 		hs = append(hs, kafka.Header{Key: k, Value: []byte(val)})
 	}
-	return e.Writer.WriteMessages(ctx, kafka.Message{Key: []byte(ev.Batch()), Value: v, Headers: hs})
+	return e.Writer.Write(ctx, kafka.Message{Key: []byte(ev.Batch()), Value: v, Headers: hs})
 }
 
 // WriteParquet plays the writer: query's rows become one Parquet object at

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/schemas"
@@ -26,11 +26,9 @@ import (
 
 // Target is a connection to Kafka (and maybe a schema registry).
 type Target struct {
-	Config    *config.Config // without a config file, the defaults and the brokers
-	brokers   []string
-	transport *kafka.Transport
-	dialer    *kafka.Dialer
-	codec     *schemas.Codec
+	Config *config.Config // without a config file, the defaults and the brokers
+	kafka  *kafka.Client
+	codec  *schemas.Codec
 	// signer signs the operator requests Send writes (SignAs).
 	signer struct {
 		name string
@@ -82,19 +80,17 @@ func Connect(path string, brokers []string, registry string) (*Target, error) {
 // Of connects to the Kafka (and registry, unless registry overrides it) of
 // cfg, with its security settings.
 func Of(cfg *config.Config, registry string) (*Target, error) {
-	t := &Target{Config: cfg, brokers: cfg.Kafka.Brokers}
-	if len(t.brokers) == 0 {
-		t.brokers = []string{"127.0.0.1:9092"}
+	t := &Target{Config: cfg}
+	brokers := cfg.Kafka.Brokers
+	if len(brokers) == 0 {
+		brokers = []string{"127.0.0.1:9092"}
 	}
 	s, err := cfg.Kafka.Security()
 	if err != nil {
 		return nil, err
 	}
-	if t.transport, err = s.Transport(); err != nil {
-		return nil, fmt.Errorf("kafka: %w", err)
-	}
-	if t.dialer, err = s.Dialer(); err != nil {
-		return nil, fmt.Errorf("kafka: %w", err)
+	if t.kafka, err = kafka.NewClient(brokers, s); err != nil {
+		return nil, err
 	}
 	if t.codec, err = (config.Kafka{SchemaRegistry: cmp.Or(registry, cfg.Kafka.SchemaRegistry)}).Codec(); err != nil {
 		return nil, err
@@ -103,7 +99,7 @@ func Of(cfg *config.Config, registry string) (*Target, error) {
 }
 
 // Close closes the idle connections.
-func (t *Target) Close() { t.transport.CloseIdleConnections() }
+func (t *Target) Close() { t.kafka.Close() }
 
 // ReadEventsFile reads the JSON events of path ("-" is stdin).
 func ReadEventsFile(path string, now time.Time) ([]schemas.Event, error) {
@@ -211,28 +207,7 @@ func (t *Target) Send(ctx context.Context, topic string, ev schemas.Event, parti
 		msg.Headers = append(msg.Headers, kafka.Header{Key: schemas.HeaderOperator, Value: []byte(t.signer.name)},
 			kafka.Header{Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(t.signer.key, string(msg.Key), value))})
 	}
-	var balancer kafka.Balancer = &kafka.Murmur2Balancer{}
-	if partition >= 0 {
-		balancer = kafka.BalancerFunc(func(kafka.Message, ...int) int { return partition })
-	}
-	done := make(chan kafka.Message, 1)
-	wr := &kafka.Writer{Addr: kafka.TCP(t.brokers...), Topic: topic, Balancer: balancer,
-		RequiredAcks: kafka.RequireAll, BatchSize: 1, Transport: t.transport,
-		Completion: func(msgs []kafka.Message, err error) {
-			if err == nil && len(msgs) > 0 {
-				done <- msgs[len(msgs)-1]
-			}
-		}}
-	defer wr.Close()
-	if err := wr.WriteMessages(ctx, msg); err != nil {
-		return kafka.Message{}, err
-	}
-	select {
-	case m := <-done:
-		return m, nil
-	default:
-		return msg, nil
-	}
+	return t.kafka.Send(ctx, topic, msg, partition)
 }
 
 // Record is one Kafka message as emit and tail print it.

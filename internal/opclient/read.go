@@ -5,10 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/config"
@@ -35,115 +34,21 @@ func (t *Target) Tail(ctx context.Context, topic string, fromBeginning, follow b
 	return t.ReadPartitions(ctx, topic, from, until, func(m kafka.Message) bool {
 		dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
 		defer dcancel()
-		_, isDeadLetter := HeaderValue(m.Headers, consumer.HeaderDLQReason)
+		_, isDeadLetter := kafka.HeaderValue(m.Headers, consumer.HeaderDLQReason)
 		return fn(t.Record(dctx, m, isDeadLetter))
 	})
 }
 
 // ReadPartitions reads every partition of topic in from, each from its
-// offset there, and hands the messages to fn one at a time, each
-// partition's in order, until fn says stop, ctx ends, or (with until) every
-// partition reached its offset in until. It returns the first read error;
-// the end of ctx is none.
+// offset there, and hands the messages to fn (kafka.Client.ReadPartitions).
 func (t *Target) ReadPartitions(ctx context.Context, topic string, from, until map[int]int64, fn func(kafka.Message) (stop bool)) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	msgs := make(chan kafka.Message)
-	errc := make(chan error, len(from))
-	var wg sync.WaitGroup
-	for partition, start := range from {
-		end, bounded := until[partition]
-		if until != nil && start >= end {
-			continue
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.brokers, Topic: topic, Partition: partition, Dialer: t.dialer,
-			MinBytes: 1, MaxBytes: 10 << 20, MaxWait: 250 * time.Millisecond})
-		if err := r.SetOffset(start); err != nil { // only fails on a reader in a group
-			_ = r.Close()
-			return err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer r.Close()
-			for {
-				m, err := r.ReadMessage(ctx)
-				if err != nil {
-					if ctx.Err() == nil {
-						errc <- fmt.Errorf("reading %s/%d: %w", topic, partition, err)
-						cancel()
-					}
-					return
-				}
-				select {
-				case msgs <- m:
-				case <-ctx.Done():
-					return
-				}
-				if bounded && m.Offset+1 >= end {
-					return
-				}
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(msgs) }()
-	for m := range msgs {
-		if fn(m) {
-			break
-		}
-	}
-	cancel()
-	for range msgs { // let the readers stop
-	}
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return nil
-	}
+	return t.kafka.ReadPartitions(ctx, topic, from, until, fn)
 }
 
 // Offsets returns the first offset of every partition of topic and the
 // offset its next message will have.
 func (t *Target) Offsets(ctx context.Context, topic string) (first, next map[int]int64, err error) {
-	client := &kafka.Client{Addr: kafka.TCP(t.brokers...), Transport: t.transport, Timeout: 10 * time.Second}
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-	if err != nil {
-		return nil, nil, fmt.Errorf("metadata of %s: %w", topic, err)
-	}
-	if len(md.Topics) != 1 || md.Topics[0].Error != nil || len(md.Topics[0].Partitions) == 0 {
-		var terr error
-		if len(md.Topics) == 1 {
-			terr = md.Topics[0].Error
-		}
-		return nil, nil, fmt.Errorf("topic %s: not found (%v)", topic, terr)
-	}
-	var reqs []kafka.OffsetRequest
-	for _, p := range md.Topics[0].Partitions {
-		reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
-	}
-	offs, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
-	if err != nil {
-		return nil, nil, fmt.Errorf("offsets of %s: %w", topic, err)
-	}
-	first, next = map[int]int64{}, map[int]int64{}
-	for _, po := range offs.Topics[topic] {
-		if po.Error != nil {
-			return nil, nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
-		}
-		first[po.Partition], next[po.Partition] = po.FirstOffset, po.LastOffset
-	}
-	return first, next, nil
-}
-
-// HeaderValue is the value of the header key and whether there is one.
-func HeaderValue(hs []kafka.Header, key string) (string, bool) {
-	for _, h := range hs {
-		if h.Key == key {
-			return string(h.Value), true
-		}
-	}
-	return "", false
+	return t.kafka.Offsets(ctx, topic)
 }
 
 // ErrNoAnswer is Ask's error when no daemon answered in time.
@@ -168,8 +73,8 @@ func (t *Target) Ask(ctx context.Context, k config.Kafka, req schemas.Event, id 
 	defer cancel()
 	var ans schemas.Event
 	err = t.ReadPartitions(wctx, k.ResultsTopic, ends, nil, func(m kafka.Message) bool {
-		request, _ := HeaderValue(m.Headers, schemas.HeaderRequestID)
-		typ, _ := HeaderValue(m.Headers, schemas.HeaderEventType)
+		request, _ := kafka.HeaderValue(m.Headers, schemas.HeaderRequestID)
+		typ, _ := kafka.HeaderValue(m.Headers, schemas.HeaderEventType)
 		if request != id || string(m.Key) != req.Batch() || !answers[typ] {
 			return false // another batch's, another request's, or on the way (BranchReady of a retried branch)
 		}

@@ -20,7 +20,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/config"
@@ -46,32 +46,24 @@ func Open(k config.Kafka) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	transport, err := sec.Transport()
+	client, err := kafka.NewClient(k.Brokers, sec)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: %w", err)
+		return nil, err
 	}
-	cl, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: k.Brokers, Topic: k.ChangelogTopic, Transport: transport})
+	cl, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: k.Brokers, Topic: k.ChangelogTopic, Security: sec})
 	if err != nil {
 		return nil, fmt.Errorf("kafka changelog: %w", err)
 	}
-	return &Store{changelog: cl, topic: cl.Topic(),
-		client: &kafka.Client{Addr: kafka.TCP(k.Brokers...), Timeout: 10 * time.Second, Transport: transport}}, nil
+	return &Store{changelog: cl, topic: cl.Topic(), client: client}, nil
 }
 
 // partitions asks Kafka how many partitions the changelog has.
 func (s *Store) partitions(ctx context.Context) (int, error) {
-	md, err := s.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{s.topic}})
+	n, err := s.client.Partitions(ctx, s.topic)
 	if err != nil {
-		return 0, fmt.Errorf("metadata of %s: %w", s.topic, err)
+		return 0, fmt.Errorf("changelog: %w", err)
 	}
-	i := slices.IndexFunc(md.Topics, func(t kafka.Topic) bool { return t.Name == s.topic })
-	if i >= 0 && md.Topics[i].Error != nil {
-		return 0, fmt.Errorf("metadata of %s: %w", s.topic, md.Topics[i].Error)
-	}
-	if i >= 0 && len(md.Topics[i].Partitions) > 0 {
-		return len(md.Topics[i].Partitions), nil
-	}
-	return 0, fmt.Errorf("changelog topic %s does not exist", s.topic)
+	return n, nil
 }
 
 // Load returns every run of every partition, sorted by batch id. A value

@@ -17,7 +17,7 @@ import (
 
 	. "github.com/lakewap/lakewap/pipeline"
 
-	"github.com/segmentio/kafka-go"
+	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/ingest"
 	"github.com/lakewap/lakewap/schemas"

@@ -1,4 +1,4 @@
-package consumer
+package kafka
 
 import (
 	"crypto/tls"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
@@ -43,7 +43,8 @@ type SASLConfig struct {
 	Username, Password string
 }
 
-func (s Security) validate() error {
+// Validate checks s, naming the field that is wrong.
+func (s Security) Validate() error {
 	if s.TLS != nil && (s.TLS.CertFile == "") != (s.TLS.KeyFile == "") {
 		return errors.New("Security.TLS: CertFile and KeyFile must be set together")
 	}
@@ -105,7 +106,7 @@ func (s Security) mechanism() (sasl.Mechanism, error) {
 
 // parts checks s and builds what both the Dialer and the Transport carry.
 func (s Security) parts() (*tls.Config, sasl.Mechanism, error) {
-	if err := s.validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		return nil, nil, err
 	}
 	t, err := s.tlsConfig()
@@ -117,12 +118,12 @@ func (s Security) parts() (*tls.Config, sasl.Mechanism, error) {
 }
 
 // Dialer builds the connection dialer used for group membership and fetches.
-func (s Security) Dialer() (*kafka.Dialer, error) {
+func (s Security) Dialer() (*kafkago.Dialer, error) {
 	t, m, err := s.parts()
 	if err != nil {
 		return nil, err
 	}
-	return &kafka.Dialer{
+	return &kafkago.Dialer{
 		ClientID:      "lakewap",
 		Timeout:       10 * time.Second,
 		DualStack:     true,
@@ -133,12 +134,12 @@ func (s Security) Dialer() (*kafka.Dialer, error) {
 
 // Transport builds the round tripper used for produce, list-offsets and admin
 // requests.
-func (s Security) Transport() (*kafka.Transport, error) {
+func (s Security) Transport() (*kafkago.Transport, error) {
 	t, m, err := s.parts()
 	if err != nil {
 		return nil, err
 	}
-	return &kafka.Transport{
+	return &kafkago.Transport{
 		ClientID:    "lakewap",
 		DialTimeout: 10 * time.Second,
 		TLS:         t,

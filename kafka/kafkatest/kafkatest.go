@@ -5,7 +5,8 @@
 //
 // A real cluster is shared by every test of a run, so each Cluster maps the
 // base names a test uses to names of its own (Topic, Group); on kfake they are
-// unchanged. Tests and internal/devstack import it; it imports kfake and kafka-go.
+// unchanged. Tests and internal/devstack import it; it imports kfake, kafka-go and
+// lakewap's kafka (its wait until topics are served).
 package kafkatest
 
 import (
@@ -22,7 +23,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/lakewap/lakewap/internal/kafkaready"
+	lakewapkafka "github.com/lakewap/lakewap/kafka"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -144,5 +145,5 @@ func (c *Cluster) CreateTopics(ctx context.Context, topics ...Topic) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return kafkaready.Await(ctx, client, names...)
+	return lakewapkafka.Await(ctx, client, names...)
 }

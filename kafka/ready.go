@@ -1,21 +1,21 @@
-// Package kafkaready waits until Kafka topics are really served. It is a
-// leaf shared by the consumer, the embedded stack and the test helpers; it
-// imports only kafka-go.
-package kafkaready
+package kafka
+
+// Waiting until Kafka topics are really served (topic admin, the consumer,
+// the test cluster).
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/segmentio/kafka-go"
+	kafkago "github.com/segmentio/kafka-go"
 )
 
 // Await polls until every partition of topics has a leader that serves it,
 // or ctx ends. Apache Kafka answers CreateTopics before the partitions are
 // online, and for a moment after metadata names a leader that broker still
 // answers NOT_LEADER_OR_FOLLOWER. There is no notification to wait on.
-func Await(ctx context.Context, client *kafka.Client, topics ...string) error {
+func Await(ctx context.Context, client *kafkago.Client, topics ...string) error {
 	for {
 		err := Served(ctx, client, topics...)
 		if err == nil {
@@ -31,15 +31,15 @@ func Await(ctx context.Context, client *kafka.Client, topics ...string) error {
 
 // Served returns nil when metadata names a leader for every partition of
 // topics and each leader answers ListOffsets for it.
-func Served(ctx context.Context, client *kafka.Client, topics ...string) error {
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+func Served(ctx context.Context, client *kafkago.Client, topics ...string) error {
+	md, err := client.Metadata(ctx, &kafkago.MetadataRequest{Topics: topics})
 	if err != nil {
 		return err
 	}
 	if len(md.Topics) != len(topics) {
 		return fmt.Errorf("metadata lists %d of %d topics", len(md.Topics), len(topics))
 	}
-	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
+	req := &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{}}
 	for _, t := range md.Topics {
 		if t.Error != nil {
 			return t.Error
@@ -54,7 +54,7 @@ func Served(ctx context.Context, client *kafka.Client, topics ...string) error {
 			if p.Leader.Host == "" {
 				return fmt.Errorf("%s/%d has no leader", t.Name, p.ID)
 			}
-			req.Topics[t.Name] = append(req.Topics[t.Name], kafka.LastOffsetOf(p.ID))
+			req.Topics[t.Name] = append(req.Topics[t.Name], kafkago.LastOffsetOf(p.ID))
 		}
 	}
 	res, err := client.ListOffsets(ctx, req)

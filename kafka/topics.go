@@ -1,0 +1,160 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// TopicSpec describes a topic EnsureTopics creates if it is missing.
+type TopicSpec struct {
+	Name              string
+	Partitions        int               // used when creating; 0 takes the count of SamePartitionsAs
+	ReplicationFactor int               // 0: broker default
+	Configs           map[string]string // used when creating; cleanup.policy is also checked on an existing topic
+	// SamePartitionsAs names a topic (listed earlier or existing) whose
+	// partition count this one must equal, as the changelog must the input.
+	SamePartitionsAs string
+}
+
+// EnsureTopics creates the topics that do not exist yet, then checks that
+// partition counts that must match do, and that existing topics have the
+// cleanup.policy their spec asks for.
+func (c *Client) EnsureTopics(ctx context.Context, topics ...TopicSpec) error {
+	client := c.admin
+	names := make([]string, 0, len(topics))
+	for _, t := range topics {
+		names = append(names, t.Name)
+		if t.SamePartitionsAs != "" {
+			names = append(names, t.SamePartitionsAs)
+		}
+	}
+	counts, err := partitionCounts(ctx, client, names)
+	if err != nil {
+		return err
+	}
+	var created []string
+	for _, t := range topics {
+		if t.Name == "" {
+			return errors.New("ensure topics: a topic has no name")
+		}
+		if _, ok := counts[t.Name]; !ok {
+			parts := t.Partitions
+			if parts == 0 && t.SamePartitionsAs != "" {
+				parts = counts[t.SamePartitionsAs]
+			}
+			if parts <= 0 {
+				return fmt.Errorf("ensure topics: cannot create %s: Partitions not set and %q does not exist to copy from", t.Name, t.SamePartitionsAs)
+			}
+			rf := t.ReplicationFactor
+			if rf == 0 {
+				rf = -1
+			}
+			tc := kafkago.TopicConfig{Topic: t.Name, NumPartitions: parts, ReplicationFactor: rf}
+			for _, k := range slices.Sorted(maps.Keys(t.Configs)) {
+				tc.ConfigEntries = append(tc.ConfigEntries, kafkago.ConfigEntry{ConfigName: k, ConfigValue: t.Configs[k]})
+			}
+			res, err := client.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{tc}})
+			if err == nil {
+				err = res.Errors[t.Name]
+			}
+			if err == nil {
+				counts[t.Name] = parts
+				created = append(created, t.Name)
+				continue
+			}
+			if !errors.Is(err, kafkago.TopicAlreadyExists) {
+				return fmt.Errorf("ensure topics: creating %s: %w", t.Name, err)
+			}
+			// Someone else created it meanwhile; check it like an existing one.
+			fresh, err := partitionCounts(ctx, client, []string{t.Name})
+			if err != nil {
+				return err
+			}
+			counts[t.Name] = fresh[t.Name]
+		}
+		if err := checkCleanupPolicy(ctx, client, t); err != nil {
+			return err
+		}
+	}
+	for _, t := range topics {
+		if t.SamePartitionsAs == "" {
+			continue
+		}
+		want, ok := counts[t.SamePartitionsAs]
+		if !ok {
+			return fmt.Errorf("ensure topics: %s must have as many partitions as %s, which does not exist", t.Name, t.SamePartitionsAs)
+		}
+		if got := counts[t.Name]; got != want {
+			return fmt.Errorf("ensure topics: %s has %d partitions but %s has %d: they must be equal, because the state of %s partition N lives in %s partition N (recreate %s with %d partitions)",
+				t.Name, got, t.SamePartitionsAs, want, t.SamePartitionsAs, t.Name, t.Name, want)
+		}
+	}
+	if len(created) > 0 {
+		// A restore right after creation would otherwise fail on Apache Kafka.
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := Await(ctx, client, created...); err != nil {
+			return fmt.Errorf("ensure topics: %w", err)
+		}
+	}
+	return nil
+}
+
+// partitionCounts returns the partition count of each named topic that exists.
+func partitionCounts(ctx context.Context, client *kafkago.Client, names []string) (map[string]int, error) {
+	md, err := client.Metadata(ctx, &kafkago.MetadataRequest{Topics: names})
+	if err != nil {
+		return nil, fmt.Errorf("ensure topics: reading metadata: %w", err)
+	}
+	counts := map[string]int{}
+	for _, t := range md.Topics {
+		switch {
+		case t.Error == nil:
+			counts[t.Name] = len(t.Partitions)
+		case errors.Is(t.Error, kafkago.UnknownTopicOrPartition):
+		default:
+			return nil, fmt.Errorf("ensure topics: metadata of %s: %w", t.Name, t.Error)
+		}
+	}
+	return counts, nil
+}
+
+// checkCleanupPolicy fails when an existing topic's cleanup.policy lacks what
+// its spec asks for: a changelog that is not compacted grows without bound and
+// its restores get slower forever.
+func checkCleanupPolicy(ctx context.Context, client *kafkago.Client, t TopicSpec) error {
+	want, ok := t.Configs["cleanup.policy"]
+	if !ok {
+		return nil
+	}
+	res, err := client.DescribeConfigs(ctx, &kafkago.DescribeConfigsRequest{
+		Resources: []kafkago.DescribeConfigRequestResource{{
+			ResourceType: kafkago.ResourceTypeTopic, ResourceName: t.Name, ConfigNames: []string{"cleanup.policy"},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("ensure topics: reading cleanup.policy of %s: %w", t.Name, err)
+	}
+	for _, r := range res.Resources {
+		if r.Error != nil {
+			return fmt.Errorf("ensure topics: reading cleanup.policy of %s: %w", t.Name, r.Error)
+		}
+		for _, e := range r.ConfigEntries {
+			if e.ConfigName != "cleanup.policy" {
+				continue
+			}
+			if slices.ContainsFunc(strings.Split(e.ConfigValue, ","), func(p string) bool { return strings.TrimSpace(p) == want }) {
+				return nil
+			}
+			return fmt.Errorf("ensure topics: %s has cleanup.policy=%s, want %s", t.Name, e.ConfigValue, want)
+		}
+	}
+	return fmt.Errorf("ensure topics: %s: broker did not report cleanup.policy", t.Name)
+}
