@@ -29,8 +29,10 @@ import (
 type Handler interface {
 	// Assigned runs when a partition is assigned, before any of its messages
 	// is handled: restore state here. An error is retried with backoff; the
-	// partition is not consumed until it succeeds.
-	Assigned(ctx context.Context, partition int) error
+	// partition is not consumed until it succeeds. behind is the partition's
+	// lag probe, good while the handler holds the partition: whether it may
+	// still hold unread input from before t (see Consumer.Behind).
+	Assigned(ctx context.Context, partition int, behind func(t time.Time) bool) error
 	// Handle processes one message. nil means its effects are durable and its
 	// offset may be committed. A *PoisonError (see Poison) sends the message
 	// to the dead-letter topic, then the partition moves on. Any other error
@@ -471,7 +473,7 @@ func (c *Consumer) safeAssigned(ctx context.Context, p int) (err error) {
 			err = fmt.Errorf("Assigned panicked: %v", r)
 		}
 	}()
-	return c.h.Assigned(ctx, p)
+	return c.h.Assigned(ctx, p, func(t time.Time) bool { return c.Behind(p, t) })
 }
 
 func (c *Consumer) revoke(p int, log *slog.Logger) {

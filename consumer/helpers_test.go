@@ -213,7 +213,7 @@ func newRecorder() *recorder {
 	return &recorder{calls: map[int][]int64{}, handled: map[int][]string{}, offsets: map[int][]int64{}, assigned: map[int]int{}, live: map[int]bool{}}
 }
 
-func (r *recorder) Assigned(ctx context.Context, p int) error {
+func (r *recorder) Assigned(ctx context.Context, p int, _ func(time.Time) bool) error {
 	if r.onAssigned != nil {
 		if err := r.onAssigned(ctx, p); err != nil {
 			return err

@@ -58,7 +58,7 @@ const (
 // Runner is the pipeline's runner as the consumer sees it through this
 // stage: it restores and drops partitions and applies typed input events.
 type Runner interface {
-	Assigned(ctx context.Context, partition int) error
+	Assigned(ctx context.Context, partition int, behind func(t time.Time) bool) error
 	Revoked(partition int)
 	// Handle applies a valid input event, which came with the W3C trace
 	// context trace (zero without one). nil means its effect is durable;

@@ -24,8 +24,8 @@ type runner struct {
 	invalidE error
 }
 
-func (r *runner) Assigned(context.Context, int) error { return nil }
-func (r *runner) Revoked(int)                         {}
+func (r *runner) Assigned(context.Context, int, func(time.Time) bool) error { return nil }
+func (r *runner) Revoked(int)                                               {}
 func (r *runner) Handle(_ context.Context, _ int, ev schemas.Event, trace schemas.TraceContext) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -145,8 +145,6 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if o.NotifyRetry > 0 {
 		rc.Policy.NotifyRetry = o.NotifyRetry
 	}
-	// The consumer exists once the runner does: ask it lazily.
-	rc.Behind = func(p int, t time.Time) bool { return d.consumer != nil && d.consumer.Behind(p, t) }
 	if d.runner, err = runner.New(rc); err != nil {
 		return nil, err
 	}

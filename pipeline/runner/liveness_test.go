@@ -330,17 +330,18 @@ func TestRunnerWaitsForLaggingPartition(t *testing.T) {
 	var behind sync.Map
 	behind.Store(0, true)
 	var asked sync.Map // deadlines the runner asked about
-	f := newRunnerFixtureWith(t, func(c *Config) {
-		c.Behind = func(p int, at time.Time) bool {
-			asked.Store(at.UnixMilli(), true)
-			v, _ := behind.Load(p)
-			return v == true
-		}
-		c.Policy.LagRecheck = 20 * time.Millisecond
-	})
+	f := newRunnerFixtureWith(t, func(c *Config) { c.Policy.LagRecheck = 20 * time.Millisecond })
+	ctx := context.Background()
+	// The consumer hands the probe over when it assigns the partition.
+	if err := f.r.Assigned(ctx, 0, func(at time.Time) bool {
+		asked.Store(at.UnixMilli(), true)
+		v, _ := behind.Load(0)
+		return v == true
+	}); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	deadline := now.Add(300 * time.Millisecond)
-	ctx := context.Background()
 	if err := f.r.Handle(ctx, 0, schemas.BatchLanded{BatchID: "lagged", Dataset: "billing", ExpectedWrites: []string{"fact"},
 		WriteDeadline: &deadline, OccurredAt: now}, schemas.TraceContext{}); err != nil {
 		t.Fatal(err)

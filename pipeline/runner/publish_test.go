@@ -207,10 +207,10 @@ func (f *queueFixture) awaitPublished(t *testing.T, want ...string) {
 // batch's snapshot) before it merges.
 func TestPublishQueueRunsInAuditOrderOneAtATime(t *testing.T) {
 	f := newQueueFixture(t, time.Second)
-	if err := f.r.Assigned(context.Background(), 0); err != nil {
+	if err := f.r.Assigned(context.Background(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.r.Assigned(context.Background(), 1); err != nil {
+	if err := f.r.Assigned(context.Background(), 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.lake.gate = make(chan struct{})
@@ -275,7 +275,7 @@ func TestPublishQueueRetriesForeignLock(t *testing.T) {
 		attempts = append(attempts, after.Attempts)
 		mu.Unlock()
 	}
-	if err := f.r.Assigned(context.Background(), 0); err != nil {
+	if err := f.r.Assigned(context.Background(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.lake.locked = 3
@@ -299,7 +299,7 @@ func TestPublishQueueRetriesForeignLock(t *testing.T) {
 // without merging; the next owner publishes each exactly once.
 func TestPublishQueueRevokedWhileQueued(t *testing.T) {
 	f := newQueueFixture(t, 50*time.Millisecond)
-	if err := f.r.Assigned(context.Background(), 0); err != nil {
+	if err := f.r.Assigned(context.Background(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.lake.gate = make(chan struct{})
@@ -318,7 +318,7 @@ func TestPublishQueueRevokedWhileQueued(t *testing.T) {
 		t.Fatalf("after revocation %d more merges started and %d finished, want none (first was %s)", n, merged, first)
 	}
 	close(f.lake.gate)
-	if err := f.r.Assigned(context.Background(), 0); err != nil {
+	if err := f.r.Assigned(context.Background(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.awaitPublished(t, batches...)
@@ -340,7 +340,7 @@ func TestPublishQueueRevokedWhileQueued(t *testing.T) {
 func TestPublishQueueNoLostOrDuplicatedPublish(t *testing.T) {
 	f := newQueueFixture(t, time.Second)
 	for p := range 4 {
-		if err := f.r.Assigned(context.Background(), p); err != nil {
+		if err := f.r.Assigned(context.Background(), p, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

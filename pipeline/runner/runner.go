@@ -35,11 +35,7 @@ type Config struct {
 	Datasets func(name string) (pipeline.DatasetSpec, bool)
 	// Policy is the machine's; the zero Policy means DefaultPolicy, any
 	// other must be whole (start from DefaultPolicy).
-	Policy pipeline.Policy
-	// Behind reports whether a partition may still hold unread input from
-	// before t (the consumer's lag and the time of the newest message it
-	// handled); nil means never. See Tick.Lagging.
-	Behind      func(partition int, t time.Time) bool
+	Policy      pipeline.Policy
 	MaxInFlight int           // steps (branch, audit, publish) running at once; default DefaultMaxInFlight
 	StepTimeout time.Duration // deadline of one step; default DefaultStepTimeout
 	Grace       time.Duration // how long revocation waits for in-flight steps; default DefaultGrace
@@ -138,6 +134,7 @@ type effectOf struct {
 
 type partition struct {
 	id       int
+	behind   func(t time.Time) bool // the consumer's lag probe; nil: never behind
 	ctx      context.Context
 	cancel   context.CancelFunc
 	mu       sync.Mutex
@@ -196,13 +193,16 @@ func positiveOr[T int | time.Duration](v, d T) T {
 
 // Assigned restores a partition's runs from the store and resumes their
 // pending work. Messages of the partition are handled only after it returns.
-func (r *Runner) Assigned(ctx context.Context, id int) error {
+// behind is the consumer's lag probe of the partition: whether it may still
+// hold unread input from before t (its lag and the time of the newest
+// message it handled); nil means never. See Tick.Lagging.
+func (r *Runner) Assigned(ctx context.Context, id int, behind func(t time.Time) bool) error {
 	raw, err := r.cfg.Store.Load(ctx, id)
 	if err != nil {
 		return fmt.Errorf("restore partition %d: %w", id, err)
 	}
 	pctx, cancel := context.WithCancel(context.Background())
-	p := &partition{id: id, ctx: pctx, cancel: cancel, runs: make(map[string]pipeline.Run, len(raw)),
+	p := &partition{id: id, behind: behind, ctx: pctx, cancel: cancel, runs: make(map[string]pipeline.Run, len(raw)),
 		inflight: map[effectOf]bool{}, timers: map[string]*time.Timer{},
 		stop: make(chan struct{}), calls: map[string]*atomic.Int64{}}
 	for key, v := range raw {
@@ -304,10 +304,10 @@ func (r *Runner) tick(p *partition, key string) pipeline.Tick {
 	p.mu.Lock()
 	run := p.runs[key]
 	p.mu.Unlock()
-	if r.cfg.Behind == nil || run.State != pipeline.StateAwaitingWrites || run.Deadline.IsZero() {
+	if p.behind == nil || run.State != pipeline.StateAwaitingWrites || run.Deadline.IsZero() {
 		return pipeline.Tick{}
 	}
-	return pipeline.Tick{Lagging: r.cfg.Behind(p.id, run.Deadline)}
+	return pipeline.Tick{Lagging: p.behind(run.Deadline)}
 }
 
 // Handle applies one valid input event of a partition (the ingest stage

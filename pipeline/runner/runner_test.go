@@ -248,7 +248,7 @@ func newRunnerFixtureWith(t *testing.T, mod func(*Config)) *runnerFixture {
 	}
 	f.r, f.cfg = r, cfg
 	t.Cleanup(r.Close)
-	if err := r.Assigned(context.Background(), 0); err != nil {
+	if err := r.Assigned(context.Background(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -338,7 +338,7 @@ func TestMaxInFlightBoundsConcurrentSteps(t *testing.T) {
 	}
 	f.r = r
 	t.Cleanup(r.Close)
-	if err := r.Assigned(context.Background(), 0); err != nil {
+	if err := r.Assigned(context.Background(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
@@ -576,7 +576,7 @@ func TestRestoreResumesWithoutRepublishing(t *testing.T) {
 	b, _ := json.Marshal(run)
 	_ = f.store.Put(context.Background(), 1, "r1", b)
 	f.lake.merged["sealed-wap-billing-r1"] = "merge-r1" // merged before the crash
-	if err := f.r.Assigned(context.Background(), 1); err != nil {
+	if err := f.r.Assigned(context.Background(), 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.await(t, "r1", schemas.TypeBatchPublished)
@@ -601,7 +601,7 @@ func TestLakeFSDownFailsAfterBudget(t *testing.T) {
 	}
 	f.r = r
 	t.Cleanup(r.Close)
-	if err := r.Assigned(context.Background(), 0); err != nil {
+	if err := r.Assigned(context.Background(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.land(t, "down-1")
@@ -626,7 +626,7 @@ func BenchmarkRestore10kRuns(b *testing.B) {
 	for b.Loop() {
 		r, _ := New(Config{Lake: newFakeLake(), Auditor: &gateAuditor{}, Notifier: &recordingNotifier{ch: make(chan schemas.Event, 1)},
 			Store: store, Datasets: func(string) (DatasetSpec, bool) { return DatasetSpec{}, false }})
-		if err := r.Assigned(context.Background(), 0); err != nil {
+		if err := r.Assigned(context.Background(), 0, nil); err != nil {
 			b.Fatal(err)
 		}
 		if len(r.Runs()) != 10000 {
