@@ -79,7 +79,7 @@ func TestSlackMessageContent(t *testing.T) {
 			"*Next:* check lakeFS and Kafka health, inspect branch wap-orders-b-42",
 			"then run `lakewap retry -dataset orders -batch b-42`; `release` has not changed",
 		},
-		lacksMain: []string{"main"},
+		lacksMain:  []string{"main"},
 		wantThread: []string{"*Error*", "```\nmerge: lakeFS answered 503 Service Unavailable\n```"},
 	}}
 	for _, tc := range cases {

@@ -119,19 +119,19 @@ type Kafka struct {
 	DeadLetterTopic string `yaml:"dead_letter_topic"`
 	ChangelogTopic  string `yaml:"changelog_topic"`
 	// Partitions is used when lakewap creates missing topics.
-	Partitions        int      `yaml:"partitions"`
-	ReplicationFactor int      `yaml:"replication_factor"`
-	CreateTopics      *bool    `yaml:"create_topics"`
-	SchemaRegistry    string   `yaml:"schema_registry_url"`
+	Partitions        int    `yaml:"partitions"`
+	ReplicationFactor int    `yaml:"replication_factor"`
+	CreateTopics      *bool  `yaml:"create_topics"`
+	SchemaRegistry    string `yaml:"schema_registry_url"`
 	// SchemaRegistryAuth and SchemaRegistryTLS reach a registry behind
 	// HTTP basic authentication (Confluent Cloud's API key and secret) and
 	// a private CA or mutual TLS.
 	SchemaRegistryAuth *RegistryAuth `yaml:"schema_registry_auth"`
 	SchemaRegistryTLS  *TLS          `yaml:"schema_registry_tls"`
-	TLS               *TLS     `yaml:"tls"`
-	SASL              *SASL    `yaml:"sasl"`
-	CommitInterval    Duration `yaml:"commit_interval"`
-	SessionTimeout    Duration `yaml:"session_timeout"`
+	TLS                *TLS          `yaml:"tls"`
+	SASL               *SASL         `yaml:"sasl"`
+	CommitInterval     Duration      `yaml:"commit_interval"`
+	SessionTimeout     Duration      `yaml:"session_timeout"`
 	// ResultsMaxMessageBytes is the results topic's max.message.bytes
 	// (default 1000000): a result event over it is sent with less of its
 	// audit report.

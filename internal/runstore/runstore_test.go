@@ -17,7 +17,7 @@ import (
 type mapStore map[string][]byte
 
 func (m mapStore) Put(_ context.Context, _ int, k string, v []byte) error { m[k] = v; return nil }
-func (m mapStore) Delete(_ context.Context, _ int, k string) error       { delete(m, k); return nil }
+func (m mapStore) Delete(_ context.Context, _ int, k string) error        { delete(m, k); return nil }
 func (m mapStore) Load(context.Context, int) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for k, v := range m {
@@ -75,9 +75,21 @@ func TestRecordsAreSealedAndChecked(t *testing.T) {
 	inner["billing/b5"] = unsealed
 	inner["billing/b6"] = other // moved under another key
 	_ = sealed(func(r *pipeline.Run) { r.BatchID = "b7"; r.Branch = "main"; r.Target = "main" })
-	_ = sealed(func(r *pipeline.Run) { r.BatchID = "b8"; r.Branch = schemas.BranchName("billing", "b8"); r.Repository = "other" })
-	_ = sealed(func(r *pipeline.Run) { r.BatchID = "b9"; r.Branch = schemas.BranchName("billing", "b9"); r.Target = "release" })
-	_ = sealed(func(r *pipeline.Run) { r.Dataset = "gone"; r.BatchID = "b10"; r.Branch = schemas.BranchName("gone", "b10") })
+	_ = sealed(func(r *pipeline.Run) {
+		r.BatchID = "b8"
+		r.Branch = schemas.BranchName("billing", "b8")
+		r.Repository = "other"
+	})
+	_ = sealed(func(r *pipeline.Run) {
+		r.BatchID = "b9"
+		r.Branch = schemas.BranchName("billing", "b9")
+		r.Target = "release"
+	})
+	_ = sealed(func(r *pipeline.Run) {
+		r.Dataset = "gone"
+		r.BatchID = "b10"
+		r.Branch = schemas.BranchName("gone", "b10")
+	})
 	got, err := s.Load(ctx, 0)
 	if err != nil {
 		t.Fatal(err)

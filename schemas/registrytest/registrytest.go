@@ -25,11 +25,11 @@ type Server struct {
 	*httptest.Server
 
 	mu       sync.Mutex
-	ids      map[string]int   // schema text -> id
-	schemas  map[int]string   // id -> schema text
-	subjects map[string][]int // subject -> ids, in registration order
-	failWith int              // answer this status to every request; 0 = work
-	requests map[string]int   // "METHOD path-kind" -> count
+	ids      map[string]int    // schema text -> id
+	schemas  map[int]string    // id -> schema text
+	subjects map[string][]int  // subject -> ids, in registration order
+	failWith int               // answer this status to every request; 0 = work
+	requests map[string]int    // "METHOD path-kind" -> count
 	compat   map[string]string // subject -> compatibility level (PUT /config/{subject})
 	user     string            // with RequireBasicAuth: the credentials every request needs
 	password string
