@@ -4,6 +4,7 @@ Each argument is a table directory; prints one JSON line per table:
 {"rows": [...]} (every row as a JSON object, in no order) or {"error": "..."}.
 """
 import json
+import os
 import sys
 import datetime
 import decimal
@@ -27,3 +28,9 @@ for path in sys.argv[1:]:
     except Exception as e:  # noqa: BLE001 - any failure to read is the answer
         out = {"error": f"{type(e).__name__}: {e}"[:500]}
     print(json.dumps(out), flush=True)
+
+# Skip the interpreter's teardown: delta-rs's runtime threads can abort the
+# process there ("terminate called without an active exception") after every
+# answer is printed.
+sys.stdout.flush()
+os._exit(0)
