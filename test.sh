@@ -73,7 +73,7 @@ fi
 # The Kafka-facing tests again, against Apache Kafka: a single-node KRaft
 # broker from Maven Central's jars on Java 17+ (scripts/kafka.sh). Skipped,
 # with the reason, where Java or Maven is missing; LAKEWAP_REAL_KAFKA=0 skips it too.
-kafka_pkgs=(./internal/kafkatest/ ./internal/devstack/ ./consumer/ ./notify/ ./tests/)
+kafka_pkgs=(./kafka/... ./internal/devstack/ ./consumer/ ./notify/ ./tests/)
 if [[ "${LAKEWAP_REAL_KAFKA:-1}" == 0 ]]; then
 	step "SKIPPED the Apache Kafka run: LAKEWAP_REAL_KAFKA=0"
 	stop_containers
