@@ -23,10 +23,25 @@ type TopicSpec struct {
 	SamePartitionsAs string
 }
 
+// MissingTopicError is CheckTopics' answer for a topic that does not exist.
+type MissingTopicError struct{ Topic string }
+
+func (e *MissingTopicError) Error() string { return "topic " + e.Topic + " does not exist" }
+
 // EnsureTopics creates the topics that do not exist yet, then checks that
 // partition counts that must match do, and that existing topics have the
 // cleanup.policy their spec asks for.
 func (c *Client) EnsureTopics(ctx context.Context, topics ...TopicSpec) error {
+	return c.ensureTopics(ctx, true, topics)
+}
+
+// CheckTopics checks topics as EnsureTopics does but creates none: a
+// missing one is a *MissingTopicError.
+func (c *Client) CheckTopics(ctx context.Context, topics ...TopicSpec) error {
+	return c.ensureTopics(ctx, false, topics)
+}
+
+func (c *Client) ensureTopics(ctx context.Context, create bool, topics []TopicSpec) error {
 	client := c.admin
 	names := make([]string, 0, len(topics))
 	for _, t := range topics {
@@ -44,7 +59,11 @@ func (c *Client) EnsureTopics(ctx context.Context, topics ...TopicSpec) error {
 		if t.Name == "" {
 			return errors.New("ensure topics: a topic has no name")
 		}
-		if _, ok := counts[t.Name]; !ok {
+		_, exists := counts[t.Name]
+		if !exists && !create {
+			return &MissingTopicError{Topic: t.Name}
+		}
+		if !exists {
 			parts := t.Partitions
 			if parts == 0 && t.SamePartitionsAs != "" {
 				parts = counts[t.SamePartitionsAs]

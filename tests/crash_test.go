@@ -44,17 +44,7 @@ type daemonProc struct {
 	err    error
 }
 
-const crashConfig = `kafka:
-  brokers: [%s]
-  group_id: %s
-  create_topics: false
-  session_timeout: 6s
-  commit_interval: 200ms
-  input_topic: %s
-  results_topic: %s
-  dead_letter_topic: %s
-  changelog_topic: %s
-lakefs:
+const crashConfig = `lakefs:
   endpoint: %s
   access_key_id: %s
   secret_access_key: ${TEST_LAKEFS_SECRET}
@@ -71,11 +61,29 @@ datasets:
       - {name: has_rows, kind: row_count, table: billing_fact, min: 1}
 `
 
+// procKafkaYAML is the kafka section of a daemon process's config on stack s:
+// every topic by its actual name (a real broker has no unsuffixed ones),
+// created by the stack, not by the daemon.
+func procKafkaYAML(s *devstack.Stack, cfg *config.Config) string {
+	k := cfg.Kafka
+	return fmt.Sprintf(`kafka:
+  brokers: [%s]
+  group_id: %s
+  create_topics: false
+  session_timeout: 6s
+  commit_interval: 200ms
+  input_topic: %s
+  requests_topic: %s
+  results_topic: %s
+  dead_letter_topic: %s
+  changelog_topic: %s
+`, strings.Join(s.KafkaBrokers, ", "), k.GroupID, k.InputTopic, k.RequestsTopic, k.ResultsTopic, k.DeadLetterTopic, k.ChangelogTopic)
+}
+
 func writeCrashConfig(t *testing.T, s *devstack.Stack, cfg *config.Config, writeTimeout string) string {
 	t.Helper()
 	dir := t.TempDir()
-	k := cfg.Kafka
-	y := fmt.Sprintf(crashConfig, strings.Join(s.KafkaBrokers, ", "), k.GroupID, k.InputTopic, k.ResultsTopic, k.DeadLetterTopic, k.ChangelogTopic,
+	y := procKafkaYAML(s, cfg) + fmt.Sprintf(crashConfig,
 		s.LakeFSEndpoint, s.AccessKeyID, filepath.Join(dir, "audit"), filepath.Join(dir, "cache"), s.Repository, writeTimeout)
 	p := filepath.Join(dir, "lakewap.yaml")
 	must(t, os.WriteFile(p, []byte(y), 0o600))

@@ -252,7 +252,9 @@ func writeStackConfig(t *testing.T, e *e2e) string {
 	k := e.cfg.Kafka
 	doc := fmt.Sprintf(`kafka:
   brokers: [%q]
+  group_id: %q
   input_topic: %q
+  requests_topic: %q
   results_topic: %q
   dead_letter_topic: %q
   changelog_topic: %q
@@ -266,7 +268,7 @@ datasets:
     target: main
     tables:
       - {name: billing_fact, path: gold/billing_fact/, format: parquet}
-`, k.Brokers[0], k.InputTopic, k.ResultsTopic, k.DeadLetterTopic, k.ChangelogTopic,
+`, k.Brokers[0], k.GroupID, k.InputTopic, k.RequestsTopic, k.ResultsTopic, k.DeadLetterTopic, k.ChangelogTopic,
 		e.cfg.LakeFS.Endpoint, e.cfg.LakeFS.AccessKeyID, e.cfg.LakeFS.SecretAccessKey)
 	f := filepath.Join(t.TempDir(), "lakewap.yaml")
 	must(t, os.WriteFile(f, []byte(doc), 0o600))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -20,17 +19,7 @@ import (
 
 // failoverConfig: two daemons in one group, 64 steps in flight each,
 // batch-scope checks (every batch is audited on its own files only).
-const failoverConfig = `kafka:
-  brokers: [%s]
-  group_id: %s
-  create_topics: false
-  session_timeout: 6s
-  commit_interval: 200ms
-  input_topic: %s
-  results_topic: %s
-  dead_letter_topic: %s
-  changelog_topic: %s
-lakefs:
+const failoverConfig = `lakefs:
   endpoint: %s
   access_key_id: %s
   secret_access_key: ${TEST_LAKEFS_SECRET}
@@ -64,8 +53,7 @@ func BenchmarkTwoInstancesFailover(b *testing.B) {
 	must(b, err)
 	b.Cleanup(func() { _ = stack.Close() })
 	cfg := harness.DemoConfig(stack, tmp)
-	k := cfg.Kafka
-	y := fmt.Sprintf(failoverConfig, strings.Join(stack.KafkaBrokers, ", "), k.GroupID, k.InputTopic, k.ResultsTopic, k.DeadLetterTopic, k.ChangelogTopic,
+	y := procKafkaYAML(stack, cfg) + fmt.Sprintf(failoverConfig,
 		stack.LakeFSEndpoint, stack.AccessKeyID, filepath.Join(tmp, "audit"), stack.Repository)
 	cfgPath := filepath.Join(tmp, "lakewap.yaml")
 	must(b, os.WriteFile(cfgPath, []byte(y), 0o600))

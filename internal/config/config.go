@@ -651,6 +651,23 @@ func (k Kafka) Security() (kafka.Security, error) {
 	return s, nil
 }
 
+// topicFields maps each topic setting to its topic.
+func (k Kafka) topicFields() map[string]string {
+	return map[string]string{"kafka.input_topic": k.InputTopic, "kafka.requests_topic": k.RequestsTopic, "kafka.results_topic": k.ResultsTopic,
+		"kafka.dead_letter_topic": k.DeadLetterTopic, "kafka.changelog_topic": k.ChangelogTopic}
+}
+
+// TopicField names the setting of topic name ("kafka.input_topic"), or
+// "kafka" when none has it.
+func (k Kafka) TopicField(name string) string {
+	for field, t := range k.topicFields() {
+		if t == name {
+			return field
+		}
+	}
+	return "kafka"
+}
+
 // Topics are the topics lakewap creates when kafka.create_topics is not
 // false: input, results and dead letters with kafka.partitions, and the
 // compacted changelog.
@@ -782,8 +799,7 @@ func (c *Config) Validate() error {
 		badIf(!strings.Contains(b, ":"), fmt.Sprintf("kafka.brokers[%d]", i), "%q is not host:port", b)
 	}
 	topics := map[string]string{}
-	for field, t := range map[string]string{"kafka.input_topic": c.Kafka.InputTopic, "kafka.requests_topic": c.Kafka.RequestsTopic, "kafka.results_topic": c.Kafka.ResultsTopic,
-		"kafka.dead_letter_topic": c.Kafka.DeadLetterTopic, "kafka.changelog_topic": c.Kafka.ChangelogTopic} {
+	for field, t := range c.Kafka.topicFields() {
 		if other, dup := topics[t]; dup {
 			bad(max(field, other), "topic %q is also %s; every topic must be distinct", t, min(field, other))
 		}

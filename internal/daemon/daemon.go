@@ -193,7 +193,8 @@ type kafkaParts struct {
 }
 
 // connectKafka prepares k's security, transport and codec, creates the
-// topics unless kafka.create_topics is false, and opens the run changelog.
+// topics unless kafka.create_topics is false (then checks they exist), and
+// opens the run changelog.
 func connectKafka(ctx context.Context, k config.Kafka) (kp kafkaParts, err error) {
 	if kp.sec, err = k.Security(); err != nil {
 		return kp, err
@@ -205,6 +206,15 @@ func connectKafka(ctx context.Context, k config.Kafka) (kp kafkaParts, err error
 		if err := kp.client.EnsureTopics(ctx, k.Topics()...); err != nil {
 			return kp, fmt.Errorf("kafka topics: %w", err)
 		}
+	} else if err := kp.client.CheckTopics(ctx, k.Topics()...); err != nil {
+		// A consumer group subscribed to a missing topic rejoins forever,
+		// assigned nothing: stop here instead, naming the field.
+		var missing *kafka.MissingTopicError
+		if errors.As(err, &missing) {
+			return kp, fmt.Errorf("%s: topic %q does not exist, and kafka.create_topics is false: create it, or let lakewap create it",
+				k.TopicField(missing.Topic), missing.Topic)
+		}
+		return kp, fmt.Errorf("kafka topics: %w", err)
 	}
 	if kp.codec, err = k.Codec(); err != nil {
 		return kp, err
