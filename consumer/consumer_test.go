@@ -322,6 +322,21 @@ func TestLagGrowsWhilePartitionIsStuck(t *testing.T) {
 	}
 }
 
+// gatedRecorder records messages, says on started which one it begins, and
+// holds a message whose value has a gate until the gate is closed.
+func gatedRecorder(gates map[string]chan struct{}) (*recorder, chan string) {
+	started := make(chan string, 5)
+	rec := newRecorder()
+	rec.onHandle = func(ctx context.Context, m kafka.Message) error {
+		started <- string(m.Value)
+		if g := gates[string(m.Value)]; g != nil {
+			<-g
+		}
+		return nil
+	}
+	return rec, started
+}
+
 // Behind(p, t): the partition has unread input and has handled no message
 // Kafka stamped at or after t. It judges deadlines on event time: a run
 // waits for its writes only while they may still be in the backlog.
@@ -333,15 +348,7 @@ func TestBehindUntilAMessageAfterTheTimeIsDone(t *testing.T) {
 	}
 	produce(t, k, inTopic, 0, at("a", 0))
 	gates := map[string]chan struct{}{"a": make(chan struct{}), "c": make(chan struct{})}
-	started := make(chan string, 5)
-	rec := newRecorder()
-	rec.onHandle = func(ctx context.Context, m kafka.Message) error {
-		started <- string(m.Value)
-		if g := gates[string(m.Value)]; g != nil {
-			<-g
-		}
-		return nil
-	}
+	rec, started := gatedRecorder(gates)
 	cfg := testConfig(k, "behind")
 	cfg.LagInterval = 20 * time.Millisecond
 	c := startConsumer(t, cfg, rec)
@@ -375,15 +382,7 @@ func TestFutureTimestampDoesNotEndBehind(t *testing.T) {
 	at := func(v string, ts time.Time) kafkago.Message { return kafkago.Message{Value: []byte(v), Time: ts} }
 	produce(t, k, inTopic, 0, at("a", t0))
 	gates := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
-	started := make(chan string, 5)
-	rec := newRecorder()
-	rec.onHandle = func(ctx context.Context, m kafka.Message) error {
-		started <- string(m.Value)
-		if g := gates[string(m.Value)]; g != nil {
-			<-g
-		}
-		return nil
-	}
+	rec, started := gatedRecorder(gates)
 	cfg := testConfig(k, "future")
 	cfg.LagInterval = 20 * time.Millisecond
 	c := startConsumer(t, cfg, rec)

@@ -45,22 +45,29 @@ type refusal struct{ reason string }
 func (r refusal) Error() string         { return "refused here" }
 func (r refusal) RefusedReason() string { return r.reason }
 
-// Each message reaches the runner as a typed event or leaves as a dead
-// letter with its reason and an error that says what is wrong and nothing
-// else; an invalid event of a configured batch ends its run first.
-func TestStage(t *testing.T) {
+// testEncoder is a codec without a registry and a function encoding with it
+// for topic "in".
+func testEncoder(t *testing.T) (*schemas.Codec, func(schemas.Event) []byte) {
+	t.Helper()
 	codec, err := schemas.NewCodec(schemas.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	encode := func(ev schemas.Event) []byte {
+	return codec, func(ev schemas.Event) []byte {
 		v, err := codec.Encode(context.Background(), "in", ev)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return v
 	}
+}
+
+// Each message reaches the runner as a typed event or leaves as a dead
+// letter with its reason and an error that says what is wrong and nothing
+// else; an invalid event of a configured batch ends its run first.
+func TestStage(t *testing.T) {
+	codec, encode := testEncoder(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
 	landed := schemas.BatchLanded{BatchID: "b", Dataset: "billing", ExpectedWrites: []string{"f"}, OccurredAt: now}
 	ready := schemas.BranchReady{BatchID: "b", Dataset: "billing", Branch: "x", ExpectedWrites: []string{"f"}, OccurredAt: now}
 	header := func(typ string) []kafka.Header {
@@ -177,18 +184,8 @@ func TestStageRetries(t *testing.T) {
 // operators configured a request must be signed with one's key, and then
 // names that operator as who asked.
 func TestRequestChannel(t *testing.T) {
-	codec, err := schemas.NewCodec(schemas.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	codec, encode := testEncoder(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	encode := func(ev schemas.Event) []byte {
-		v, err := codec.Encode(context.Background(), "in", ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 	key := []byte("alice-signing-key-0123")
 	revert := encode(schemas.RevertRequested{RequestID: "q", BatchID: "b", Dataset: "billing", Reason: "r", RequestedBy: "mallory", OccurredAt: now})
 	signed := func(name string, k []byte, value []byte) []kafka.Header {

@@ -266,7 +266,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 				if ids[ev.EventType()] == nil {
 					ids[ev.EventType()] = map[string]bool{}
 				}
-				ids[ev.EventType()][notifyEventID(ev)] = true
+				ids[ev.EventType()][ev.ID()] = true
 			}
 			for typ, set := range ids {
 				if len(set) != 1 {
@@ -275,20 +275,6 @@ func TestCrashAtEveryStep(t *testing.T) {
 			}
 		})
 	}
-}
-
-func notifyEventID(ev schemas.Event) string {
-	switch e := ev.(type) {
-	case schemas.BranchReady:
-		return e.EventID
-	case schemas.BatchPublished:
-		return e.EventID
-	case schemas.BatchAborted:
-		return e.EventID
-	case schemas.BatchFailed:
-		return e.EventID
-	}
-	return ""
 }
 
 // logHas reports whether the process log contains s.

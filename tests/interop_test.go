@@ -216,7 +216,7 @@ func TestInteropForeignClients(t *testing.T) {
 		must(t, err)
 		var goIDs, pyIDs []string
 		for _, ev := range env.Watcher.All(b) {
-			goIDs = append(goIDs, ev.EventType()+"/"+notifyEventID(ev))
+			goIDs = append(goIDs, ev.EventType()+"/"+ev.ID())
 			if br, ok := ev.(schemas.BranchReady); ok && !slices.ContainsFunc(out.Writes, func(w interopWrite) bool {
 				return w.BatchID == b && w.Branch == br.Branch
 			}) {

@@ -43,6 +43,17 @@ func (f *failingRuns) observe(_, after pipeline.Run) {
 	}
 }
 
+// landAndWrite lands batch of billing and writes its good rows to the
+// branch lakewap opened for it.
+func landAndWrite(ctx context.Context, t *testing.T, e *e2e, batch string) {
+	t.Helper()
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
+	must(t, err)
+	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+batch+"/part-0.parquet", harness.GoodBillingRows))
+}
+
 // lakeFS goes away after the writes and comes back: the run retries and
 // publishes once lakeFS answers again, exactly once.
 func TestEndToEndRidesOutLakeFSOutage(t *testing.T) {
@@ -51,11 +62,7 @@ func TestEndToEndRidesOutLakeFSOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const batch = "outage-1"
-	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
-		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
-	must(t, err)
-	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+batch+"/part-0.parquet", harness.GoodBillingRows))
+	landAndWrite(ctx, t, e, batch)
 
 	must(t, e.Stack.StopLakeFS())
 	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
@@ -84,11 +91,7 @@ func TestEndToEndLakeFSOutageBeyondBudgetFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const batch = "outage-2"
-	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
-		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
-	must(t, err)
-	must(t, e.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+batch+"/part-0.parquet", harness.GoodBillingRows))
+	landAndWrite(ctx, t, e, batch)
 	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 

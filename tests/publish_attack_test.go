@@ -15,6 +15,7 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -113,6 +114,23 @@ func newSlowHook(t *testing.T, first int) *slowHook {
 
 // mergesOfSealed lists the commits on main that have sealed as a merged
 // parent: what really brought the batch in, whatever the labels say.
+// sealedOf is the commit pub's merge brought into main: its second parent,
+// which must be batch's sealed commit.
+func sealedOf(ctx context.Context, t *testing.T, e *e2e, pub schemas.BatchPublished, batch string) lakefs.Commit {
+	t.Helper()
+	c, err := e.Lake.GetCommit(ctx, "lake", pub.CommitID)
+	must(t, err)
+	if len(c.Parents) != 2 {
+		t.Fatalf("published commit %s has parents %v; want the merge of the sealed commit", pub.CommitID, c.Parents)
+	}
+	sealed, err := e.Lake.GetCommit(ctx, "lake", c.Parents[1])
+	must(t, err)
+	if sealed.Metadata[pipeline.MetaSealedBatchID] != batch {
+		t.Fatalf("published merge brought in %s (%v), not the batch's sealed commit", sealed.ID, sealed.Metadata)
+	}
+	return sealed
+}
+
 func mergesOfSealed(t *testing.T, e *e2e, sealed string) []string {
 	t.Helper()
 	log, err := e.Lake.Log(context.Background(), "lake", "main", 1000)
@@ -200,16 +218,7 @@ func TestPublishIdentityAttacks(t *testing.T) {
 		if pub.CommitID == forged {
 			t.Fatalf("BatchPublished names the forged commit %s", forged)
 		}
-		c, err := e.Lake.GetCommit(ctx, "lake", pub.CommitID)
-		must(t, err)
-		if len(c.Parents) != 2 {
-			t.Fatalf("published commit %s has parents %v; want the merge of the sealed commit", pub.CommitID, c.Parents)
-		}
-		sealed, err := e.Lake.GetCommit(ctx, "lake", c.Parents[1])
-		must(t, err)
-		if sealed.Metadata[pipeline.MetaSealedBatchID] != "forged-1" {
-			t.Errorf("published merge brought in %s (%v), not the batch's sealed commit", sealed.ID, sealed.Metadata)
-		}
+		sealedOf(ctx, t, e, pub, "forged-1")
 		if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch=forged-1/", ""); err != nil || n != 1000 {
 			t.Errorf("main has %d rows of the batch (err %v), want 1000", n, err)
 		}

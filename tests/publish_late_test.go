@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/lakewap/lakewap/internal/config"
-	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -71,16 +70,7 @@ func TestPublishLateAnswerOnLastAttempt(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := e.Lake.GetCommit(ctx, "lake", pub.CommitID)
-	must(t, err)
-	if len(c.Parents) != 2 {
-		t.Fatalf("published commit %s has parents %v; want the merge of the sealed commit", pub.CommitID, c.Parents)
-	}
-	sealed, err := e.Lake.GetCommit(ctx, "lake", c.Parents[1])
-	must(t, err)
-	if sealed.Metadata[pipeline.MetaSealedBatchID] != "late-1" {
-		t.Fatalf("published merge brought in %s (%v), not the batch's sealed commit", sealed.ID, sealed.Metadata)
-	}
+	sealed := sealedOf(ctx, t, e, pub, "late-1")
 	if m := mergesOfSealed(t, e, sealed.ID); len(m) != 1 || m[0] != pub.CommitID {
 		t.Errorf("merges of the sealed commit on main: %v; want only %s", m, pub.CommitID)
 	}
