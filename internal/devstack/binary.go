@@ -34,6 +34,19 @@ func LakectlBinaryPath(ctx context.Context, logger *slog.Logger) (string, error)
 	return cachedTool(ctx, orDiscard(logger), "lakectl")
 }
 
+// ACLBinaryPath returns the path of the cached lakeFS ACL auth server
+// (contrib/auth/acl of the same module), building it on first use.
+func ACLBinaryPath(ctx context.Context, logger *slog.Logger) (string, error) {
+	return cachedTool(ctx, orDiscard(logger), "acl")
+}
+
+// toolPackages are the commands of the lakeFS module the tools module pins.
+var toolPackages = map[string]string{
+	"lakefs":  lakeFSModule + "/cmd/lakefs",
+	"lakectl": lakeFSModule + "/cmd/lakectl",
+	"acl":     lakeFSModule + "/contrib/auth/acl/cmd/acl",
+}
+
 func cachedTool(ctx context.Context, logger *slog.Logger, name string) (string, error) {
 	cache, err := cacheDir()
 	if err != nil {
@@ -79,7 +92,10 @@ func buildTool(ctx context.Context, logger *slog.Logger, name, bin string) error
 	}
 
 	tmp := fmt.Sprintf("%s.tmp-%d", bin, os.Getpid())
-	pkg := lakeFSModule + "/cmd/" + name
+	pkg, ok := toolPackages[name]
+	if !ok {
+		return fmt.Errorf("devstack: no lakeFS tool %q", name)
+	}
 	what := "lakeFS " + name
 	if name == "lakefs" {
 		what = "lakeFS server"

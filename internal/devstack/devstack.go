@@ -41,6 +41,10 @@ type Options struct {
 	// empty, $LAKEWAP_TEST_KAFKA_BROKERS is used when set. Many stacks may
 	// share one cluster: each stack's topics and groups get a unique suffix.
 	KafkaBrokers []string
+	// ACL runs lakeFS with its ACL auth server (simplified RBAC) instead of
+	// single-user basic auth, and creates users lakewap and writer in the
+	// Writers group (Stack.Lakewap, Stack.Writer). It costs one more process.
+	ACL bool
 }
 
 // Topic is a Kafka topic to create, by base name (see Stack.Topic).
@@ -61,11 +65,16 @@ type Stack struct {
 	WorkDir         string // temp dir holding everything below; removed by Close
 	LakeFSLog       string // lakeFS server output
 	KafkaBackend    string // "kfake" or "external", for test logs
+	// With Options.ACL: the ACL server and the keys of the non-admin users.
+	ACLEndpoint string
+	Lakewap     Credentials // user lakewap, group Writers
+	Writer      Credentials // user writer, group Writers
 
 	logger     *slog.Logger
 	partitions int
 	kafka      *kafkatest.Cluster // names topics and groups: with a suffix of the stack's on an external cluster
 	lakefs     *lakeFSServer
+	acl        *lakeFSServer
 	lakefsBin  string
 	lakefsCfg  lakeFSConfig
 	lakefsMu   sync.Mutex // guards lakefs across StopLakeFS/StartLakeFS/Close
@@ -116,6 +125,16 @@ func (s *Stack) start(ctx context.Context, opts Options, bin string) error {
 	s.AccessKeyID, s.SecretAccessKey = newCredentials()
 	s.lakefsBin = bin
 	s.lakefsCfg = lakeFSConfig{dir: dir, accessKeyID: s.AccessKeyID, secretAccessKey: s.SecretAccessKey, encryptKey: randomString(32, alphaNum)}
+	if opts.ACL {
+		aclBin, err := ACLBinaryPath(ctx, s.logger)
+		if err != nil {
+			return err
+		}
+		if s.acl, err = startACL(ctx, s.logger, aclBin, dir, s.lakefsCfg.encryptKey); err != nil {
+			return err
+		}
+		s.ACLEndpoint, s.lakefsCfg.aclEndpoint = s.acl.endpoint, s.acl.endpoint
+	}
 	s.lakefs, err = startLakeFS(ctx, s.logger, bin, s.lakefsCfg)
 	if err != nil {
 		return err
@@ -132,6 +151,14 @@ func (s *Stack) start(ctx context.Context, opts Options, bin string) error {
 	}
 	if err := s.CreateRepository(ctx, s.Repository); err != nil {
 		return err
+	}
+	if opts.ACL {
+		if s.Lakewap, err = s.CreateUser(ctx, LakewapUser, WritersGroup); err != nil {
+			return err
+		}
+		if s.Writer, err = s.CreateUser(ctx, WriterUser, WritersGroup); err != nil {
+			return err
+		}
 	}
 	s.logger.Info("devstack ready", "kafka", s.KafkaBrokers, "kafka_backend", s.KafkaBackend, "lakefs", s.LakeFSEndpoint,
 		"repository", s.Repository, "took", time.Since(started).Round(time.Millisecond))
@@ -266,6 +293,9 @@ func (s *Stack) Close() error {
 		defer s.lakefsMu.Unlock()
 		if s.lakefs != nil {
 			errs = append(errs, s.lakefs.stop())
+		}
+		if s.acl != nil {
+			errs = append(errs, s.acl.stop())
 		}
 		if s.kafka != nil && s.kafka.Fake != nil {
 			s.kafka.Fake.Close()

@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -36,6 +37,8 @@ type lakeFSServer struct {
 	logPath  string
 	exited   chan struct{} // closed when the process has been reaped
 	waitErr  error         // valid after exited is closed
+	// name and healthPath default to lakeFS's ("lakeFS", /api/v1/healthcheck).
+	name, healthPath string
 }
 
 type lakeFSConfig struct {
@@ -45,6 +48,9 @@ type lakeFSConfig struct {
 	// encryptKey encrypts the credentials lakeFS stores; a restarted server
 	// must get the same one or it cannot read them back.
 	encryptKey string
+	// aclEndpoint, when set, is the ACL auth server lakeFS asks
+	// (auth.api.endpoint, with auth.ui_config.rbac simplified).
+	aclEndpoint string
 }
 
 // startLakeFS starts the server on a free loopback port and waits until it
@@ -138,6 +144,13 @@ func writeLakeFSConfig(cfg lakeFSConfig, addr string) (string, error) {
 		"email_subscription": m{"enabled": false},
 		"security":           m{"check_latest_version": false},
 	}
+	if cfg.aclEndpoint != "" {
+		doc["auth"] = m{
+			"encrypt":   m{"secret_key": cfg.encryptKey},
+			"api":       m{"endpoint": cfg.aclEndpoint + "/api/v1"},
+			"ui_config": m{"rbac": "simplified"},
+		}
+	}
 	b, err := yaml.Marshal(doc)
 	if err != nil {
 		return "", fmt.Errorf("devstack: lakeFS config: %w", err)
@@ -155,7 +168,8 @@ func (s *lakeFSServer) waitHealthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, lakeFSHealthWait)
 	defer cancel()
 	client := &http.Client{Timeout: 2 * time.Second}
-	url := s.endpoint + "/api/v1/healthcheck"
+	url := s.endpoint + cmp.Or(s.healthPath, "/api/v1/healthcheck")
+	name := cmp.Or(s.name, "lakeFS")
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -172,13 +186,13 @@ func (s *lakeFSServer) waitHealthy(ctx context.Context) error {
 		select {
 		case <-s.exited:
 			logTail := fileTail(s.logPath, 4096)
-			err := fmt.Errorf("devstack: lakeFS exited during start (%v); log tail:\n%s", s.waitErr, logTail)
+			err := fmt.Errorf("devstack: %s exited during start (%v); log tail:\n%s", name, s.waitErr, logTail)
 			if strings.Contains(logTail, "address already in use") {
 				return fmt.Errorf("%w: %w", errPortTaken, err)
 			}
 			return err
 		case <-ctx.Done():
-			return fmt.Errorf("devstack: lakeFS not healthy at %s: %w; log tail:\n%s", url, ctx.Err(), fileTail(s.logPath, 4096))
+			return fmt.Errorf("devstack: %s not healthy at %s: %w; log tail:\n%s", name, url, ctx.Err(), fileTail(s.logPath, 4096))
 		case <-tick.C:
 		}
 	}

@@ -7,4 +7,5 @@ package tools
 import (
 	_ "github.com/treeverse/lakefs/cmd/lakectl"
 	_ "github.com/treeverse/lakefs/cmd/lakefs"
+	_ "github.com/treeverse/lakefs/contrib/auth/acl/cmd/acl"
 )
