@@ -47,12 +47,23 @@ func startE2EObserved(t *testing.T, mutate func(*config.Config), observe func(be
 // the test's).
 func startE2EWith(t *testing.T, mutate func(*config.Config), o daemon.Options) *e2e {
 	t.Helper()
+	return startE2EOn(t, devstack.Options{}, func(_ *devstack.Stack, cfg *config.Config) {
+		if mutate != nil {
+			mutate(cfg)
+		}
+	}, o)
+}
+
+// startE2EOn is startE2EWith on a stack started with so (work dir,
+// repository and topics are the e2e ones); mutate also sees the stack.
+func startE2EOn(t *testing.T, so devstack.Options, mutate func(*devstack.Stack, *config.Config), o daemon.Options) *e2e {
+	t.Helper()
 	tmp := t.TempDir()
-	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake",
-		Topics: harness.StackTopics()})
+	so.WorkDir, so.Repository, so.Topics = tmp, "lake", harness.StackTopics()
+	stack := devstack.StartForTest(t, so)
 	cfg := harness.DemoConfig(stack, tmp)
 	if mutate != nil {
-		mutate(cfg)
+		mutate(stack, cfg)
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
