@@ -412,15 +412,26 @@ func processAlive(pid int) bool {
 }
 
 // BenchmarkStartClose measures a warm start (cached lakeFS binary) plus Close.
+// BenchmarkStartClose/acl is the cost of Options.ACL: the ACL server's
+// start and the lakewap and writer users.
 func BenchmarkStartClose(b *testing.B) {
+	for _, acl := range []bool{false, true} {
+		b.Run(map[bool]string{false: "basic", true: "acl"}[acl], func(b *testing.B) { benchStartClose(b, acl) })
+	}
+}
+
+func benchStartClose(b *testing.B, acl bool) {
 	ctx := context.Background()
 	bin, err := LakeFSBinaryPath(ctx, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
+	if _, err := ACLBinaryPath(ctx, nil); err != nil {
+		b.Fatal(err)
+	}
 	topics := []Topic{{Name: "wap.events"}, {Name: "wap.runs", Compacted: true}}
 	for b.Loop() {
-		s, err := Start(ctx, Options{WorkDir: b.TempDir(), LakeFSBinary: bin, Topics: topics})
+		s, err := Start(ctx, Options{WorkDir: b.TempDir(), LakeFSBinary: bin, Topics: topics, ACL: acl})
 		if err != nil {
 			b.Fatal(err)
 		}
