@@ -50,7 +50,7 @@ func TestACLStackPermissions(t *testing.T) {
 	defer cancel()
 	repo := s.Repository
 	lw, wr := s.as(t, s.Lakewap), s.as(t, s.Writer)
-	status := func(what string, got int, err error, want int, body ...[]byte) {
+	status := func(t *testing.T, what string, got int, err error, want int, body ...[]byte) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
@@ -62,53 +62,53 @@ func TestACLStackPermissions(t *testing.T) {
 
 	t.Run("lakewap publishes", func(t *testing.T) {
 		b, err := lw.CreateBranchWithResponse(ctx, repo, apigen.CreateBranchJSONRequestBody{Name: "wap-a", Source: "main"})
-		status("create branch", b.StatusCode(), err, http.StatusCreated)
+		status(t, "create branch", b.StatusCode(), err, http.StatusCreated)
 		code, err := upload(ctx, wr, repo, "wap-a", "gold/t/a")
-		status("writer uploads to the batch branch", code, err, http.StatusCreated)
+		status(t, "writer uploads to the batch branch", code, err, http.StatusCreated)
 		meta := apigen.CommitCreation_Metadata{AdditionalProperties: map[string]string{"lakewap.batch_id": "a"}}
 		c, err := lw.CommitWithResponse(ctx, repo, "wap-a", &apigen.CommitParams{}, apigen.CommitJSONRequestBody{Message: "seal", Metadata: &meta})
-		status("seal commit", c.StatusCode(), err, http.StatusCreated)
+		status(t, "seal commit", c.StatusCode(), err, http.StatusCreated)
 		m, err := lw.MergeIntoBranchWithResponse(ctx, repo, "wap-a", "main", apigen.MergeIntoBranchJSONRequestBody{})
-		status("merge into main", m.StatusCode(), err, http.StatusOK)
+		status(t, "merge into main", m.StatusCode(), err, http.StatusOK)
 		r, err := lw.RevertBranchWithResponse(ctx, repo, "main", apigen.RevertBranchJSONRequestBody{Ref: "main", ParentNumber: 1})
-		status("revert on main", r.StatusCode(), err, http.StatusNoContent)
+		status(t, "revert on main", r.StatusCode(), err, http.StatusNoContent)
 		d, err := lw.DeleteBranchWithResponse(ctx, repo, "wap-a", &apigen.DeleteBranchParams{})
-		status("delete branch", d.StatusCode(), err, http.StatusNoContent)
+		status(t, "delete branch", d.StatusCode(), err, http.StatusNoContent)
 	})
 
 	t.Run("lakewap cannot administer", func(t *testing.T) {
 		branch := "main"
 		r, err := lw.CreateRepositoryWithResponse(ctx, &apigen.CreateRepositoryParams{}, apigen.CreateRepositoryJSONRequestBody{
 			Name: "other", StorageNamespace: "local://other", DefaultBranch: &branch})
-		status("create repository", r.StatusCode(), err, http.StatusUnauthorized)
+		status(t, "create repository", r.StatusCode(), err, http.StatusUnauthorized)
 		dr, err := lw.DeleteRepositoryWithResponse(ctx, repo, &apigen.DeleteRepositoryParams{})
-		status("delete repository", dr.StatusCode(), err, http.StatusUnauthorized)
+		status(t, "delete repository", dr.StatusCode(), err, http.StatusUnauthorized)
 		u, err := lw.CreateUserWithResponse(ctx, apigen.CreateUserJSONRequestBody{Id: "mallory"})
-		status("create user", u.StatusCode(), err, http.StatusUnauthorized)
+		status(t, "create user", u.StatusCode(), err, http.StatusUnauthorized)
 		g, err := lw.AddGroupMembershipWithResponse(ctx, "Admins", LakewapUser)
-		status("join Admins", g.StatusCode(), err, http.StatusUnauthorized)
+		status(t, "join Admins", g.StatusCode(), err, http.StatusUnauthorized)
 		lc, err := lw.ListUserCredentialsWithResponse(ctx, lakeFSAdmin, &apigen.ListUserCredentialsParams{})
-		status("list the admin's keys", lc.StatusCode(), err, http.StatusUnauthorized)
+		status(t, "list the admin's keys", lc.StatusCode(), err, http.StatusUnauthorized)
 		cc, err := lw.CreateCredentialsWithResponse(ctx, WriterUser)
-		status("make a key for writer", cc.StatusCode(), err, http.StatusUnauthorized)
+		status(t, "make a key for writer", cc.StatusCode(), err, http.StatusUnauthorized)
 		bp, err := lw.SetBranchProtectionRulesWithResponse(ctx, repo, &apigen.SetBranchProtectionRulesParams{}, apigen.SetBranchProtectionRulesJSONRequestBody{})
-		status("drop branch protection", bp.StatusCode(), err, http.StatusUnauthorized)
+		status(t, "drop branch protection", bp.StatusCode(), err, http.StatusUnauthorized)
 	})
 
 	t.Run("writer", func(t *testing.T) {
 		// The simplified ACL has no per-branch rule: a writer's key is as
 		// strong as lakewap's. Unprotected main takes a writer's commit...
 		code, err := upload(ctx, wr, repo, "main", "gold/t/direct")
-		status("writer uploads to unprotected main", code, err, http.StatusCreated)
+		status(t, "writer uploads to unprotected main", code, err, http.StatusCreated)
 		c, err := wr.CommitWithResponse(ctx, repo, "main", &apigen.CommitParams{}, apigen.CommitJSONRequestBody{Message: "direct"})
-		status("writer commits to unprotected main", c.StatusCode(), err, http.StatusCreated)
+		status(t, "writer commits to unprotected main", c.StatusCode(), err, http.StatusCreated)
 
 		// ...and branch protection (set by the admin) stops commits and
 		// uploads to main, for every key, but not merges.
 		adm := s.LakeFSClient()
 		bp, err := adm.SetBranchProtectionRulesWithResponse(ctx, repo, &apigen.SetBranchProtectionRulesParams{},
 			apigen.SetBranchProtectionRulesJSONRequestBody{{Pattern: "main"}})
-		status("admin protects main", bp.StatusCode(), err, http.StatusNoContent)
+		status(t, "admin protects main", bp.StatusCode(), err, http.StatusNoContent)
 		// lakeFS caches branch settings for up to 6s: await the rule with
 		// empty commits, which leave main clean when they still go through.
 		for code = http.StatusCreated; code == http.StatusCreated && ctx.Err() == nil; {
@@ -120,24 +120,33 @@ func TestACLStackPermissions(t *testing.T) {
 				time.Sleep(200 * time.Millisecond) // no event to await: lakeFS's cache expiry
 			}
 		}
-		status("writer commits to protected main", code, err, http.StatusForbidden, c.Body)
+		status(t, "writer commits to protected main", code, err, http.StatusForbidden, c.Body)
 		code, err = upload(ctx, wr, repo, "main", "gold/t/direct2")
-		status("writer uploads to protected main", code, err, http.StatusForbidden)
+		status(t, "writer uploads to protected main", code, err, http.StatusForbidden)
 
 		b, err := wr.CreateBranchWithResponse(ctx, repo, apigen.CreateBranchJSONRequestBody{Name: "own", Source: "main"})
-		status("writer creates a branch", b.StatusCode(), err, http.StatusCreated)
+		status(t, "writer creates a branch", b.StatusCode(), err, http.StatusCreated)
 		code, err = upload(ctx, wr, repo, "own", "gold/t/own")
-		status("writer uploads to own branch", code, err, http.StatusCreated)
+		status(t, "writer uploads to own branch", code, err, http.StatusCreated)
 		c, err = wr.CommitWithResponse(ctx, repo, "own", &apigen.CommitParams{}, apigen.CommitJSONRequestBody{Message: "own"})
-		status("writer commits to own branch", c.StatusCode(), err, http.StatusCreated)
+		status(t, "writer commits to own branch", c.StatusCode(), err, http.StatusCreated)
 		m, err := wr.MergeIntoBranchWithResponse(ctx, repo, "own", "main", apigen.MergeIntoBranchJSONRequestBody{})
-		status("writer merges into protected main (not expressible in simplified ACL)", m.StatusCode(), err, http.StatusOK, m.Body)
+		status(t, "writer merges into protected main (not expressible in simplified ACL)", m.StatusCode(), err, http.StatusOK, m.Body)
+
+		rv, err := wr.RevertBranchWithResponse(ctx, repo, "main", apigen.RevertBranchJSONRequestBody{Ref: "main", ParentNumber: 1})
+		// Branch protection does not cover reverts: a writer can take a
+		// publish off the target.
+		status(t, "writer reverts protected main", rv.StatusCode(), err, http.StatusNoContent, rv.Body)
+		lb, err := lw.CreateBranchWithResponse(ctx, repo, apigen.CreateBranchJSONRequestBody{Name: "wap-b", Source: "main"})
+		status(t, "lakewap creates a batch branch", lb.StatusCode(), err, http.StatusCreated)
+		d, err := wr.DeleteBranchWithResponse(ctx, repo, "wap-b", &apigen.DeleteBranchParams{})
+		status(t, "writer deletes lakewap's batch branch", d.StatusCode(), err, http.StatusNoContent, d.Body)
 
 		r, err := wr.CreateRepositoryWithResponse(ctx, &apigen.CreateRepositoryParams{}, apigen.CreateRepositoryJSONRequestBody{
 			Name: "wrepo", StorageNamespace: "local://wrepo", DefaultBranch: ptr("main")})
-		status("writer creates a repository", r.StatusCode(), err, http.StatusUnauthorized, r.Body)
+		status(t, "writer creates a repository", r.StatusCode(), err, http.StatusUnauthorized, r.Body)
 		u, err := wr.CreateUserWithResponse(ctx, apigen.CreateUserJSONRequestBody{Id: "mallory"})
-		status("writer creates a user", u.StatusCode(), err, http.StatusUnauthorized)
+		status(t, "writer creates a user", u.StatusCode(), err, http.StatusUnauthorized)
 	})
 }
 
