@@ -15,7 +15,9 @@ import (
 // publishes and a bad one aborts, so Write is enough for all lakewap does.
 func TestEndToEndAsNonAdminLakeFSUser(t *testing.T) {
 	e := startE2EOn(t, devstack.Options{ACL: true}, func(s *devstack.Stack, cfg *config.Config) {
-		cfg.LakeFS.AccessKeyID, cfg.LakeFS.SecretAccessKey = s.Lakewap.AccessKeyID, s.Lakewap.SecretAccessKey
+		if cfg.LakeFS.AccessKeyID != s.Lakewap.AccessKeyID || s.Lakewap.AccessKeyID == s.AccessKeyID {
+			t.Fatalf("DemoConfig signs in as %s, not the lakewap user", cfg.LakeFS.AccessKeyID)
+		}
 	}, daemon.Options{})
 
 	good := e.runBatch(t, "good-1", harness.GoodBillingRows)

@@ -41,12 +41,18 @@ type Env struct {
 }
 
 // DemoConfig is the billing dataset of the demo and the tests, on stack.
+// lakewap signs in as the stack's lakewap user where it has one (ACL), else
+// as the admin.
 func DemoConfig(s *devstack.Stack, workDir string) *config.Config {
 	one, zero, no := 1.0, 0.0, false
+	key := devstack.Credentials{AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey}
+	if s.Lakewap.AccessKeyID != "" {
+		key = s.Lakewap
+	}
 	cfg := &config.Config{
 		Kafka: config.Kafka{Brokers: s.KafkaBrokers, CreateTopics: &no, Partitions: 3,
 			CommitInterval: config.Duration(200 * time.Millisecond)},
-		LakeFS: config.LakeFS{Endpoint: s.LakeFSEndpoint, AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey,
+		LakeFS: config.LakeFS{Endpoint: s.LakeFSEndpoint, AccessKeyID: key.AccessKeyID, SecretAccessKey: key.SecretAccessKey,
 			UIURL: s.LakeFSEndpoint},
 		Audit: config.Audit{WorkDir: filepath.Join(workDir, "audit"), CacheDir: filepath.Join(workDir, "audit-cache"), MemoryLimit: "1GB", Threads: 2},
 		Datasets: map[string]config.Dataset{"billing": {Repository: s.Repository, Target: "main",
