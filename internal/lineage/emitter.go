@@ -11,17 +11,30 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/pipeline"
 )
 
 // QueueSize bounds the events waiting to be sent.
 const QueueSize = 1000
 
+// DefaultMaxEventBytes is the byte budget of one event when
+// Options.MaxEventBytes is not set: below Kafka's default message size
+// (1 MiB) with room for the record's key and headers.
+const DefaultMaxEventBytes = 512 << 10
+
 // Options configure an Emitter.
 type Options struct {
 	// URL is the OpenLineage HTTP endpoint events are POSTed to (Marquez:
-	// http://marquez:5000/api/v1/lineage).
+	// http://marquez:5000/api/v1/lineage). Either URL or Send is set.
 	URL string
+	// Send, if set, delivers one event instead of the HTTP POST: key is the
+	// event's Kafka message key (Key), body its JSON. The daemon sets it to
+	// write to lineage.kafka.topic.
+	Send func(ctx context.Context, key string, body []byte) error
+	// MaxEventBytes is the byte budget of one event's JSON (default
+	// DefaultMaxEventBytes); a larger event is dropped, counted too_large.
+	MaxEventBytes int
 	// Namespace is the jobs' namespace (default lakewap).
 	Namespace string
 	// Tables returns a dataset's tables.
@@ -48,8 +61,11 @@ type Emitter struct {
 
 // New starts an Emitter; Close stops it.
 func New(o Options) (*Emitter, error) {
-	if o.URL == "" {
-		return nil, fmt.Errorf("lineage: no URL")
+	if o.URL == "" && o.Send == nil {
+		return nil, fmt.Errorf("lineage: no URL and no Send")
+	}
+	if o.MaxEventBytes <= 0 {
+		o.MaxEventBytes = DefaultMaxEventBytes
 	}
 	if o.Namespace == "" {
 		o.Namespace = "lakewap"
@@ -99,7 +115,17 @@ func (e *Emitter) drop(reason string) {
 func (e *Emitter) loop() {
 	defer close(e.done)
 	for ev := range e.queue {
-		if err := e.post(ev); err != nil {
+		body, err := json.Marshal(ev)
+		if err == nil && len(body) > e.o.MaxEventBytes {
+			e.o.Logger.Warn("lineage event over its byte budget, not sent", "job", ev.Job.Name, "run_id", ev.Run.RunID,
+				"event_type", ev.EventType, "bytes", len(body), "max_bytes", e.o.MaxEventBytes)
+			e.drop("too_large")
+			continue
+		}
+		if err == nil {
+			err = e.send(ev, body)
+		}
+		if err != nil {
 			e.o.Logger.Warn("lineage event not delivered", "job", ev.Job.Name, "run_id", ev.Run.RunID, "event_type", ev.EventType, "err", err)
 			e.drop("undelivered")
 			continue
@@ -108,13 +134,17 @@ func (e *Emitter) loop() {
 	}
 }
 
-func (e *Emitter) post(ev RunEvent) error {
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
+// Key is the Kafka message key of a run event, as OpenLineage's own Kafka
+// transport makes it for a run without a parent: run:<namespace>/<name> of
+// its job, so a job's events stay in order on one partition.
+func Key(ev RunEvent) string { return "run:" + ev.Job.Namespace + "/" + ev.Job.Name }
+
+func (e *Emitter) send(ev RunEvent, body []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), e.o.Timeout)
 	defer cancel()
+	if e.o.Send != nil {
+		return e.o.Send(ctx, Key(ev), body)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.o.URL, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -140,4 +170,14 @@ func (e *Emitter) Close() {
 	}
 	e.mu.Unlock()
 	<-e.done
+}
+
+// ToKafka is an Options.Send that writes each event to w's topic as
+// OpenLineage's Kafka transport does: the JSON as the value, Key as the
+// key, with a content-type header.
+func ToKafka(w *kafka.Writer) func(ctx context.Context, key string, body []byte) error {
+	return func(ctx context.Context, key string, body []byte) error {
+		return w.Write(ctx, kafka.Message{Key: []byte(key), Value: body,
+			Headers: []kafka.Header{{Key: "content-type", Value: []byte("application/json")}}})
+	}
 }

@@ -6,11 +6,11 @@
 // the outputs are the target's tables at the merge commit.
 //
 // Lineage is best effort: events go through a bounded queue to an HTTP
-// endpoint (an OpenLineage server such as Marquez), and are dropped, and
-// counted, when it is full or the server does not answer. It never holds
-// a run back.
+// endpoint (an OpenLineage server such as Marquez) or a Kafka topic, and
+// are dropped, and counted, when it is full, an event is over its byte
+// budget, or the server does not answer. It never holds a run back.
 //
-// It imports pipeline and schemas.
+// It imports kafka, pipeline and schemas.
 package lineage
 
 import (
@@ -44,7 +44,12 @@ const (
 )
 
 // Table is one table of a dataset: its name in checks and its path.
-type Table struct{ Name, Path string }
+// Columns maps the name of a check of the table on one column (the
+// check's name in the report) to that column, the assertion's column.
+type Table struct {
+	Name, Path string
+	Columns    map[string]string
+}
 
 // RunEvent is an OpenLineage run event.
 type RunEvent struct {
@@ -121,7 +126,7 @@ func Of(before, after pipeline.Run, namespace string, tables []Table) (RunEvent,
 			in.Facets = map[string]any{"version": facet(versionURL, map[string]any{"datasetVersion": after.SealedCommit})}
 		}
 		if after.Report != nil && typ != Start {
-			assertions, rows := checksOf(after.Report, t.Name)
+			assertions, rows := checksOf(after.Report, t)
 			if len(assertions) > 0 {
 				in.Facets = withFacet(in.Facets, "dataQualityAssertions", facet(assertionsURL, map[string]any{"assertions": assertions}))
 			}
@@ -133,7 +138,7 @@ func Of(before, after pipeline.Run, namespace string, tables []Table) (RunEvent,
 		if typ == Complete && after.CommitID != "" {
 			out := Dataset{Namespace: repo, Name: after.Target + "/" + t.Path,
 				Facets: map[string]any{"version": facet(versionURL, map[string]any{"datasetVersion": after.CommitID})}}
-			if _, rows := checksOf(after.Report, t.Name); rows != nil {
+			if _, rows := checksOf(after.Report, t); rows != nil {
 				out.OutputFacets = map[string]any{"outputStatistics": facet(statsURL, map[string]any{"rowCount": *rows})}
 			}
 			ev.Outputs = append(ev.Outputs, out)
@@ -165,19 +170,23 @@ func outcome(r pipeline.Run) string {
 
 // checksOf returns the assertions of table's checks and the rows they
 // checked (the most any check counted), nil when none counted.
-func checksOf(rep *schemas.AuditReport, table string) ([]map[string]any, *int64) {
+func checksOf(rep *schemas.AuditReport, table Table) ([]map[string]any, *int64) {
 	if rep == nil {
 		return nil, nil
 	}
 	var out []map[string]any
 	var rows *int64
 	for _, c := range rep.Checks {
-		if c.Table != table || c.Status == schemas.StatusSkipped {
+		if c.Table != table.Name || c.Status == schemas.StatusSkipped {
 			continue
 		}
 		// A warn-severity check that failed did not succeed either; its
 		// severity says it did not block.
-		out = append(out, map[string]any{"assertion": c.Name, "success": c.Status == schemas.StatusPass, "severity": c.Severity})
+		a := map[string]any{"assertion": c.Name, "success": c.Status == schemas.StatusPass, "severity": c.Severity}
+		if col := table.Columns[c.Name]; col != "" {
+			a["column"] = col
+		}
+		out = append(out, a)
 		if c.RowsChecked != nil && (rows == nil || *c.RowsChecked > *rows) {
 			n := *c.RowsChecked
 			rows = &n

@@ -12,7 +12,7 @@ import (
 func TestEventsOfARun(t *testing.T) {
 	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
 	rows := int64(1000)
-	tables := []Table{{Name: "billing_fact", Path: "gold/billing_fact/"}}
+	tables := []Table{{Name: "billing_fact", Path: "gold/billing_fact/", Columns: map[string]string{"not_null": "id"}}}
 	landed := pipeline.Run{BatchID: "b1", Dataset: "billing", Repository: "lake", Branch: "wap-billing-b1", Target: "main",
 		State: pipeline.StateLanded, UpdatedAt: now}
 	published := landed
@@ -52,7 +52,8 @@ func TestEventsOfARun(t *testing.T) {
 		t.Fatalf("inputs %+v", ev.Inputs)
 	}
 	as := ev.Inputs[0].Facets["dataQualityAssertions"].(map[string]any)["assertions"].([]map[string]any)
-	if len(as) != 2 || as[0]["success"] != true || as[1]["success"] != false || as[1]["severity"] != "warn" {
+	if len(as) != 2 || as[0]["success"] != true || as[1]["success"] != false || as[1]["severity"] != "warn" ||
+		as[0]["column"] != "id" || as[1]["column"] != nil {
 		t.Errorf("assertions %v", as)
 	}
 	if ev.Inputs[0].InputFacets["dataQualityMetrics"].(map[string]any)["rowCount"] != int64(1000) {
