@@ -43,7 +43,8 @@ type Config struct {
 	Runner Runner `yaml:"runner"`
 	Audit  Audit  `yaml:"audit"`
 	Notify Notify `yaml:"notify"`
-	// Lineage sends OpenLineage run events (off without lineage.url).
+	// Lineage sends OpenLineage run events (off without lineage.url or
+	// lineage.kafka.topic).
 	Lineage Lineage `yaml:"lineage"`
 	HTTP    HTTP    `yaml:"http"`
 	Log     Log     `yaml:"log"`
@@ -287,9 +288,25 @@ type Lineage struct {
 	URL string `yaml:"url"`
 	// Namespace is the OpenLineage namespace of the jobs (one job per dataset).
 	Namespace string `yaml:"namespace"`
-	// Timeout bounds one POST.
+	// Timeout bounds one POST, or one write to lineage.kafka.topic.
 	Timeout Duration `yaml:"timeout"`
+	// Kafka sends the events to a topic of kafka.brokers instead of URL.
+	Kafka LineageKafka `yaml:"kafka"`
+	// MaxEventBytes is the byte budget of one event's JSON (0: 512 KiB); a
+	// larger event is dropped and counted.
+	MaxEventBytes int `yaml:"max_event_bytes"`
 }
+
+// LineageKafka is the Kafka transport of OpenLineage events: lakewap's own
+// Kafka connection (kafka.brokers, security), one topic.
+type LineageKafka struct {
+	// Topic gets the events, keyed run:<namespace>/<dataset>; created
+	// like lakewap's other topics unless kafka.create_topics is false.
+	Topic string `yaml:"topic"`
+}
+
+// On reports whether lineage events are sent.
+func (l Lineage) On() bool { return l.URL != "" || l.Kafka.Topic != "" }
 
 // HTTP is the metrics, health and webhook listener.
 type HTTP struct {
@@ -782,6 +799,9 @@ func (e Errors) Unwrap() []error { return e }
 
 var datasetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
+// kafkaTopicName is what Kafka accepts as a topic name.
+var kafkaTopicName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+
 // Validate checks every field of a config with its defaults applied and
 // returns Errors naming each bad one.
 func (c *Config) Validate() error {
@@ -849,6 +869,10 @@ func (c *Config) Validate() error {
 	badIf(c.Lineage.URL != "" && !strings.HasPrefix(c.Lineage.URL, "http://") && !strings.HasPrefix(c.Lineage.URL, "https://"),
 		"lineage.url", "%q must start with http:// or https://", c.Lineage.URL)
 	badIf(c.Lineage.Timeout.Std() < 0, "lineage.timeout", "must not be negative")
+	badIf(c.Lineage.URL != "" && c.Lineage.Kafka.Topic != "", "lineage.kafka.topic", "set lineage.url or lineage.kafka.topic, not both")
+	badIf(c.Lineage.Kafka.Topic != "" && !kafkaTopicName.MatchString(c.Lineage.Kafka.Topic), "lineage.kafka.topic",
+		"%q is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)", c.Lineage.Kafka.Topic)
+	badIf(c.Lineage.MaxEventBytes < 0 || c.Lineage.MaxEventBytes > 1<<20, "lineage.max_event_bytes", "%d must be between 0 and 1048576 (Kafka's default message size)", c.Lineage.MaxEventBytes)
 	if c.HTTP.Listen != "" {
 		switch c.HTTP.WebhookMode() {
 		case WebhookToken:

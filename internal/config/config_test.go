@@ -100,6 +100,9 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"empty source ref", "write_timeout: 2h", "write_timeout: 2h\n    source_refs: ['']", `datasets.billing.source_refs[0]: must not be empty`},
 		{"negative step timeout", "notify:", "runner: {step_timeout: -1m}\nnotify:", "runner.step_timeout: must not be negative"},
 		{"negative lakefs timeout", "  endpoint: http://lakefs:8000", "  endpoint: http://lakefs:8000\n  timeout: -5s", "lakefs.timeout: must not be negative"},
+		{"lineage on two transports", "notify:", "lineage: {url: http://marquez:5000/api/v1/lineage, kafka: {topic: openlineage}}\nnotify:", "lineage.kafka.topic: set lineage.url or lineage.kafka.topic, not both"},
+		{"lineage topic not a topic name", "notify:", "lineage: {kafka: {topic: 'open lineage'}}\nnotify:", `lineage.kafka.topic: "open lineage" is not a Kafka topic name`},
+		{"lineage event budget over a message", "notify:", "lineage: {kafka: {topic: openlineage}, max_event_bytes: 2000000}\nnotify:", "lineage.max_event_bytes: 2000000 must be between"},
 		{"slack token without channel", "  console: true", "  console: true\n  slack: {token: xoxb-1}", "notify.slack.channel: required"},
 	}
 	for _, tc := range tests {

@@ -133,8 +133,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	rc.Lake, rc.Auditor, rc.Notifier, rc.Store = d.lake, auditor{d.audits}, notifier{disp}, store
 	rc.Logger, rc.Observe, rc.Failpoint = log, o.Observe, failpointFromEnv(log)
 	rc.Attest = attester(cfg, d.engine, d.lake)
-	if cfg.Lineage.URL != "" {
-		if d.lineage, err = newLineage(cfg, log, reg); err != nil {
+	if cfg.Lineage.On() {
+		if d.lineage, err = newLineage(ctx, cfg, kp.client, log, reg); err != nil {
 			return nil, err
 		}
 		rc.Observe = observeBoth(o.Observe, d.lineage.Observe)
@@ -363,16 +363,38 @@ func (d *Daemon) serveHTTP(addr string) error {
 	return nil
 }
 
-// newLineage starts the OpenLineage emitter of lineage.url: the jobs'
-// tables are the datasets' suite tables.
-func newLineage(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*lineage.Emitter, error) {
+// newLineage starts the OpenLineage emitter of lineage.url or
+// lineage.kafka.topic (made or checked like the other topics): the jobs'
+// tables are the datasets' suite tables, an assertion's column the column
+// of a one-column check.
+func newLineage(ctx context.Context, cfg *config.Config, kc *kafka.Client, log *slog.Logger, reg prometheus.Registerer) (*lineage.Emitter, error) {
 	tables := map[string][]lineage.Table{}
 	for name, ds := range cfg.Datasets {
 		for _, t := range ds.Suite.Tables {
-			tables[name] = append(tables[name], lineage.Table{Name: t.Name, Path: t.Path})
+			cols := map[string]string{}
+			for _, c := range ds.Suite.Checks {
+				if c.Table == t.Name && c.Column != "" && len(c.Columns) == 0 {
+					cols[c.ID()] = c.Column
+				}
+			}
+			tables[name] = append(tables[name], lineage.Table{Name: t.Name, Path: t.Path, Columns: cols})
 		}
 	}
-	return lineage.New(lineage.Options{URL: cfg.Lineage.URL, Namespace: cfg.Lineage.Namespace, Timeout: cfg.Lineage.Timeout.Std(),
+	var send func(context.Context, string, []byte) error
+	if topic := cfg.Lineage.Kafka.Topic; topic != "" {
+		k := cfg.Kafka
+		spec := kafka.TopicSpec{Name: topic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor}
+		check := kc.EnsureTopics
+		if k.CreateTopics != nil && !*k.CreateTopics {
+			check = kc.CheckTopics
+		}
+		if err := check(ctx, spec); err != nil {
+			return nil, fmt.Errorf("lineage.kafka.topic: %w", err)
+		}
+		send = lineage.ToKafka(kc.Writer(kafka.WriterConfig{Topic: topic, Attempts: 3}))
+	}
+	return lineage.New(lineage.Options{URL: cfg.Lineage.URL, Send: send, MaxEventBytes: cfg.Lineage.MaxEventBytes,
+		Namespace: cfg.Lineage.Namespace, Timeout: cfg.Lineage.Timeout.Std(),
 		Tables: func(ds string) []lineage.Table { return tables[ds] }, Logger: log.With(slog.String("component", "lineage")),
 		Dropped: metrics.LineageDropped(reg)})
 }

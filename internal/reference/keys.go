@@ -113,6 +113,8 @@ var keyDocs = map[string]keyDoc{
 	"lineage.url":                {def: "none (no events)", example: "http://marquez:5000/api/v1/lineage"},
 	"lineage.namespace":          {def: "lakewap", example: "wap-prod"},
 	"lineage.timeout":            {def: "5s", example: "10s"},
+	"lineage.kafka.topic":        {def: "none (set lineage.url or this)", example: "openlineage"},
+	"lineage.max_event_bytes":    {def: "0 (512 KiB)", example: "262144"},
 	"http.runs_samples":          {def: "false", example: "true"},
 
 	"log.format": {desc: "json or text."},

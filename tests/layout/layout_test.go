@@ -40,7 +40,7 @@ var packageMap = []struct {
 	{"internal/config", []string{"audit", "consumer", "internal/janitor", "kafka", "notify", "pipeline", "pipeline/runner", "schemas"}, "the settings it builds for them"},
 	{"internal/janitor", []string{"pipeline", "pipeline/lakefs", "schemas"}, ""},
 	{"internal/devstack", []string{"kafka/kafkatest"}, "the Kafka half of the stack: kfake or a shared external cluster"},
-	{"internal/lineage", []string{"pipeline", "schemas"}, ""},
+	{"internal/lineage", []string{"kafka", "pipeline", "schemas"}, ""},
 	{"internal/status", []string{"pipeline", "schemas"}, ""},
 	{"internal/metrics", []string{"pipeline", "pipeline/runner"}, ""},
 	{"internal/runstore", []string{"pipeline", "schemas"}, ""},
