@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lakewap/lakewap/internal/cli"
 )
 
 // TestValidateCommandNamesEveryError: lakewap validate lists every
@@ -126,12 +127,12 @@ datasets:
 		code      int
 		want      string
 	}{
-		{"good", "bad", auditPassed, `"observed": "0 null rows of 100"`},
-		{"bad", "good", auditFailed, `"observed": "3 null rows of 100"`},
-		{"nope", "good", auditError, `ref "nope" is not a directory`},
+		{"good", "bad", cli.AuditPassed, `"observed": "0 null rows of 100"`},
+		{"bad", "good", cli.AuditFailed, `"observed": "3 null rows of 100"`},
+		{"nope", "good", cli.AuditError, `ref "nope" is not a directory`},
 	} {
 		var stdout, stderr bytes.Buffer
-		code := cmdAudit(context.Background(), []string{"-config", cfgFile, "-dataset", "d", "-ref", tt.ref, "-base", tt.base, "-local", dir, "-json"}, &stdout, &stderr)
+		code := run([]string{"audit", "-config", cfgFile, "-dataset", "d", "-ref", tt.ref, "-base", tt.base, "-local", dir, "-json"}, &stdout, &stderr)
 		if code != tt.code || !strings.Contains(stdout.String()+stderr.String(), tt.want) {
 			t.Errorf("%s: exit %d, want %d with %q\n%s%s", tt.ref, code, tt.code, tt.want, stdout.String(), stderr.String())
 		}
@@ -186,14 +187,14 @@ datasets:
       - {name: big, kind: sql, table: t, sql: "SELECT * FROM t WHERE x > 100"}
 `), 0o644))
 	var stdout, stderr bytes.Buffer
-	code := cmdAudit(context.Background(), []string{"-config", cfgFile, "-dataset", "d", "-ref", "b", "-local", dir, "-json"}, &stdout, &stderr)
+	code := run([]string{"audit", "-config", cfgFile, "-dataset", "d", "-ref", "b", "-local", dir, "-json"}, &stdout, &stderr)
 	out := stdout.String() + stderr.String()
 	for _, want := range []string{`"observed": "1 rows out of range of 11 (min 1, max 1000)"`, `"observed": "max 1000 of 11 rows"`, `"observed": "1 rows returned"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %s", want)
 		}
 	}
-	if code != auditFailed {
-		t.Errorf("exit %d, want %d (failed)\n%s", code, auditFailed, out)
+	if code != cli.AuditFailed {
+		t.Errorf("exit %d, want %d (failed)\n%s", code, cli.AuditFailed, out)
 	}
 }

@@ -1,47 +1,72 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/lakewap/lakewap/internal/runs"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lakewap/lakewap/internal/opclient"
+	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/schemas"
 )
 
-const emitUsage = `Usage:
-  lakewap emit [KAFKA FLAGS] landed --batch B --dataset D --writes a,b [--deadline 2h|RFC3339]
-               [--source-ref REF] [--producer NAME] [--attr k=v]... [--at RFC3339]
-  lakewap emit [KAFKA FLAGS] write  --batch B --dataset D --write W [--paths p1,p2] [--rows N] [--at RFC3339]
-  lakewap emit [KAFKA FLAGS] cancel --batch B --dataset D --reason TEXT [--at RFC3339]
-  lakewap emit [KAFKA FLAGS] --json FILE|-
-
-Produces input events to the input topic as upstream does: Avro (the Confluent
+const emitLong = `Produces input events to the input topic as upstream does: Avro (the Confluent
 wire format with a schema registry, single-object encoding without), key =
 batch id, wap.event_type and wap.batch_id headers, partitioned like the Java
 client (murmur2). Events are validated first (the dataset against the config
-with --config) and nothing is sent if one is invalid. Each sent event is
+with -config) and nothing is sent if one is invalid. Each sent event is
 printed as a JSON line, the way 'lakewap tail' prints it.
 
---json reads JSON documents, one per line or concatenated, each an event with
+  lakewap emit [KAFKA FLAGS] landed -batch B -dataset D -writes a,b [-deadline 2h|RFC3339]
+               [-source-ref REF] [-producer NAME] [-attr k=v]... [-at RFC3339]
+  lakewap emit [KAFKA FLAGS] write  -batch B -dataset D -write W [-paths p1,p2] [-rows N] [-at RFC3339]
+  lakewap emit [KAFKA FLAGS] cancel -batch B -dataset D -reason TEXT [-at RFC3339]
+  lakewap emit [KAFKA FLAGS] -json FILE|-
+
+-json reads JSON documents, one per line or concatenated, each an event with
 its snake_case fields and a "type" (BatchLanded, WriteComplete, BatchCancelled):
   {"type":"BatchLanded","batch_id":"2024-06-01","dataset":"billing","expected_writes":["billing_fact"]}
-A missing occurred_at is now.
+A missing occurred_at is now. 'lakewap emit EVENT -h' lists the event's flags.`
 
-Flags:
-`
-
-func cmdEmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// emitCommand parses its own flags: emit's flags may come before or after
+// the event's name, and each event has flags of its own.
+func emitCommand() *cobra.Command {
 	var o emitOptions
-	fs := newFlagSet("emit")
+	c := &cobra.Command{
+		Use:                "emit [-brokers B | -config FILE] landed|write|cancel FLAGS, or -json FILE",
+		Short:              "produce an input event as upstream would",
+		Long:               emitLong,
+		DisableFlagParsing: true,
+		RunE: func(c *cobra.Command, args []string) error {
+			return exit(cmdEmit(c, args, &o))
+		},
+	}
+	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
 	o.register(fs)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), emitUsage); fs.PrintDefaults() }
-	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+	c.Flags().AddGoFlagSet(fs) // for the help and completion
+	o.help = func(w io.Writer, event *flag.FlagSet) {
+		c.SetOut(w)
+		_ = c.Help()
+		if event != nil {
+			fmt.Fprintf(w, "\nFlags of %s:\n%s", event.Name(), goFlagUsages(event))
+		}
+	}
+	return c
+}
+
+func cmdEmit(c *cobra.Command, args []string, o *emitOptions) int {
+	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
+	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
+	o.register(fs)
+	if code, ok := parseFlags(fs, args, nil, o, stdout, stderr); !ok {
 		return code
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -57,10 +82,10 @@ func cmdEmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	case fs.NArg() == 0:
-		fs.Usage()
+		o.help(stderr, nil)
 		return 2
 	default:
-		ev, code := eventFromFlags(fs.Args(), &o, now, stdout, stderr)
+		ev, code := eventFromFlags(fs.Args(), o, now, stdout, stderr)
 		if ev == nil {
 			return code
 		}
@@ -83,7 +108,7 @@ func cmdEmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	ctx, cancel := context.WithTimeout(c.Context(), o.timeout)
 	defer cancel()
 	if err := t.Emit(ctx, topic, events, func(r opclient.Record) error { return printRecord(stdout, r) }); err != nil {
 		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
@@ -97,6 +122,8 @@ type emitOptions struct {
 	jsonPath   string
 	noValidate bool
 	timeout    time.Duration
+	// help prints emit's help, with an event's flags when not nil.
+	help func(w io.Writer, event *flag.FlagSet)
 }
 
 // register defines emit's own flags on fs, with the values parsed so far
@@ -116,16 +143,14 @@ func printRecord(w io.Writer, r opclient.Record) error {
 // eventFromFlags builds the event named by args[0] from the flags after it.
 // A nil event with code 0 is help, printed.
 func eventFromFlags(args []string, o *emitOptions, now time.Time, stdout, stderr io.Writer) (schemas.Event, int) {
-	fs := flag.NewFlagSet("emit "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), emitUsage); fs.PrintDefaults() }
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	o.register(fs)
 	build, err := opclient.EventFlags(args[0], fs)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
 		return nil, 2
 	}
-	if code, ok := parseFlags(fs, args[1:], stdout, stderr); !ok {
+	if code, ok := parseFlags(fs, args[1:], fs, o, stdout, stderr); !ok {
 		return nil, code
 	}
 	if fs.NArg() > 0 {
@@ -142,4 +167,35 @@ func eventFromFlags(args []string, o *emitOptions, now time.Time, stdout, stderr
 		return nil, 2
 	}
 	return ev, 0
+}
+
+// parseFlags parses emit's flags (and an event's, when event is not nil).
+// -h prints the help to stdout: exit 0. A bad flag prints the problem and
+// the help to stderr: exit 2. ok says whether to go on.
+func parseFlags(fs *flag.FlagSet, args []string, event *flag.FlagSet, o *emitOptions, stdout, stderr io.Writer) (code int, ok bool) {
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	help := o.help
+	if help == nil { // eventFromFlags called alone, in tests
+		help = func(w io.Writer, _ *flag.FlagSet) { _, _ = msg.WriteTo(w) }
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		help(stdout, event)
+		return 0, false
+	case err != nil:
+		fmt.Fprintf(stderr, "lakewap emit: %s\n\n", bytes.TrimSpace(msg.Bytes()))
+		help(stderr, event)
+		return 2, false
+	}
+	return 0, true
+}
+
+// goFlagUsages is a Go flag set's help in the format of every command's.
+func goFlagUsages(fs *flag.FlagSet) string {
+	pf := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
+	pf.AddGoFlagSet(fs)
+	return pf.FlagUsages()
 }

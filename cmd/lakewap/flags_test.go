@@ -2,11 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/lakewap/lakewap/internal/config"
 )
 
 func TestReadyCommandFindsTheListenerInTheConfig(t *testing.T) {
@@ -18,12 +17,11 @@ func TestReadyCommandFindsTheListenerInTheConfig(t *testing.T) {
 
 // A request the daemon would dead-letter is refused before it is sent.
 func TestOperatorRequestValidatedBeforeSending(t *testing.T) {
-	cfg := &config.Config{Datasets: map[string]config.Dataset{"billing": {}}}
-	cfg.Kafka.Brokers = []string{"127.0.0.1:1"} // never dialled
-	var out, errb bytes.Buffer
-	code := cmdOperator(context.Background(), "revert", []string{"-batch", "b 1", "-reason", strings.Repeat("r", 2000)}, &out, &errb, cfg)
-	if code != 2 || !strings.Contains(errb.String(), "batch_id") || !strings.Contains(errb.String(), "reason: has 2000 bytes") {
-		t.Errorf("exit %d, stderr %q", code, errb.String())
+	path := filepath.Join(t.TempDir(), "client.yaml")
+	must(t, os.WriteFile(path, []byte("kafka: {brokers: [\"127.0.0.1:1\"]}\n"), 0o600)) // never dialled
+	code, _, errb := runCLI("revert", "-config", path, "-dataset", "billing", "-batch", "b 1", "-reason", strings.Repeat("r", 2000))
+	if code != 2 || !strings.Contains(errb, "batch_id") || !strings.Contains(errb, "reason: has 2000 bytes") {
+		t.Errorf("exit %d, stderr %q", code, errb)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 // those the main usage lists, so a new one is covered by being documented.
 func TestHelpExitsZero(t *testing.T) {
 	var cmds []string
-	for _, m := range regexp.MustCompile(`(?m)^  lakewap (\w+)`).FindAllStringSubmatch(usage, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^  lakewap (\w+)`).FindAllStringSubmatch(usage(), -1) {
 		cmds = append(cmds, m[1])
 	}
 	if len(cmds) < 13 {

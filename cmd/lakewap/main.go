@@ -1,143 +1,177 @@
 // Command lakewap turns Kafka events into Write-Audit-Publish runs on
-// lakeFS. It is the only package that imports every other one: it wires
-// config, Kafka, lakeFS, DuckDB and the notifiers together.
+// lakeFS. This package is the command line: the command tree (cobra), each
+// command's flags, usage and exit codes. What a command does is in
+// internal/cli, internal/daemon, internal/opclient and internal/harness.
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 
 	"github.com/lakewap/lakewap/internal/buildinfo"
 )
 
-const usage = `lakewap: Write-Audit-Publish for lakeFS, driven by Kafka events.
-
-Usage:
-  lakewap run      -config FILE         run the daemon
-  lakewap demo                          the embedded stack, a good and a bad batch
-  lakewap validate FILE                 check a config file, naming every bad field
-  lakewap audit    -config FILE -dataset D -ref R [-base B] [-json] [-full]
-                                        run a dataset's suite against any ref, publish nothing
-                                        (exit 0 passed, 1 failed, 2 could not run)
-  lakewap verify   -config FILE -dataset D [-since T]
-                                        list the target's commits as lakewap's attested publishes
-                                        or not (exit 0 all attested, 1 any not, 2 could not tell)
-  lakewap runs     -config FILE         list runs from the state store [-state S] [-json]
-  lakewap janitor  -config FILE         delete expired and abandoned wap- branches [-dry-run]
-  lakewap retry    -config FILE -batch B [-by NAME] [-timeout D]
-                                        ask the daemon to run a failed batch (or one aborted by its audit
-                                        or a merge conflict, branch kept) again; print its outcome
-  lakewap cancel   -config FILE -batch B [-reason TEXT] [-by NAME] [-timeout D]
-                                        ask the daemon to abort a batch that has not finished its audit
-  lakewap revert   -config FILE -batch B -reason TEXT [-by NAME] [-timeout D]
-                                        ask the daemon to revert a published batch on its target
-                                        (operator commands: exit 0 done, 1 refused or not done, 3 no answer)
-  lakewap emit     [--brokers B | --config F] landed|write|cancel FLAGS, or --json FILE
-                                        produce an input event as upstream would
-  lakewap tail     [--brokers B | --config F] [--topic T] [--from-beginning] [--follow=false]
-                                        print a topic's events (default: results) as JSON lines
-  lakewap ready    [-config FILE | -url URL]
-                                        exit 0 when the daemon's /readyz answers 200 (container health check)
-  lakewap registry -config FILE [-compatibility LEVEL] [-json]
-                                        register the schemas' subjects in the schema registry ahead of time
-  lakewap reference [-check]            write the reference pages (docs/reference/) from the code
-  lakewap prepare                       build the embedded stack's lakeFS server (done on first use anyway)
-  lakewap version                       the build: module version or VCS revision (also --version)
-
-Run 'lakewap COMMAND -h' for a command's flags.
-`
-
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// exitCode is a command's exit status other than 0, passed through cobra
+// as an error; the command has printed why.
+type exitCode int
+
+func (c exitCode) Error() string { return "exit status " + strconv.Itoa(int(c)) }
+
+// exit turns a command's exit status into what its RunE returns.
+func exit(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return exitCode(code)
+}
+
+// usageError is a bad flag or argument: the command prints it with its
+// usage and exits 2, as the Go flag package did.
+type usageError struct{ error }
+
 func run(args []string, stdout, stderr io.Writer) int {
+	root := newRoot()
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, root.UsageString())
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmd, rest := args[0], args[1:]
-	commands := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
-		"run": cmdRun, "demo": cmdDemo, "audit": cmdAudit, "verify": cmdVerify, "runs": cmdRuns, "janitor": cmdJanitor,
-		"emit": cmdEmit, "tail": cmdTail, "ready": cmdReady, "prepare": cmdPrepare, "validate": cmdValidate,
-		"reference": cmdReference, "registry": cmdRegistry,
-	}
-	switch cmd {
-	case "retry", "cancel", "revert":
-		return cmdOperator(ctx, cmd, rest, stdout, stderr, nil)
-	case "version":
-		fs := newFlagSet("version")
-		if code, ok := parseFlags(fs, rest, stdout, stderr); !ok {
-			return code
-		}
-		fmt.Fprintln(stdout, buildinfo.Read())
-		return 0
-	case "--version", "-version":
-		fmt.Fprintln(stdout, buildinfo.Read())
-		return 0
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	if c, ok := commands[cmd]; ok {
-		return c(ctx, rest, stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "lakewap: unknown command %q\n\n%s", cmd, usage)
-	return 2
-}
-
-// newFlagSet is the flag set of command name; its usage is the command's
-// lines of the main usage, then its flags.
-func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage:\n%s\nFlags:\n", commandUsage(name))
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// commandUsage is the lines of usage about command name.
-func commandUsage(name string) string {
-	var b strings.Builder
-	in := false
-	for _, l := range strings.Split(usage, "\n") {
-		switch {
-		case strings.HasPrefix(l, "  lakewap "):
-			in = strings.HasPrefix(l, "  lakewap "+name+" ") || l == "  lakewap "+name
-		case !strings.HasPrefix(l, "    "):
-			in = false
-		}
-		if in {
-			b.WriteString(l + "\n")
-		}
-	}
-	return b.String()
-}
-
-// parseFlags parses a command's flags. -h or --help prints the command's
-// usage to stdout, and the command is done: exit 0. A bad flag prints the
-// problem and the usage to stderr: exit 2. ok says whether to go on.
-func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
-	var out bytes.Buffer
-	fs.SetOutput(&out)
-	err := fs.Parse(args)
-	fs.SetOutput(stderr)
+	root.SetArgs(normalizeArgs(args))
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	var code exitCode
+	var bad usageError
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		_, _ = out.WriteTo(stdout)
-		return 0, false
-	case err != nil:
-		_, _ = out.WriteTo(stderr)
-		return 2, false
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return int(code)
+	case errors.As(err, &bad):
+		fmt.Fprintf(stderr, "lakewap %s: %v\n\n%s", cmd.Name(), bad.error, cmd.UsageString())
+		return 2
+	default: // an unknown command
+		fmt.Fprintf(stderr, "lakewap: %v\n\n%s", err, root.UsageString())
+		return 2
 	}
-	return 0, true
 }
+
+// longFlag is a flag spelled with one dash, the Go flag package's way
+// (-config, -json=false), which lakewap's docs and scripts use.
+var longFlag = regexp.MustCompile(`^-[A-Za-z][A-Za-z0-9-]+(=.*)?$`)
+
+// normalizeArgs spells every single-dash long flag with two dashes, as
+// cobra's flags want them: -config FILE and --config FILE are one flag.
+// A value that itself looks like a flag (-reason -x) must be given as
+// -reason=-x. The arguments of cobra's completion requests are left alone.
+func normalizeArgs(args []string) []string {
+	if strings.HasPrefix(args[0], "__complete") {
+		return args
+	}
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if longFlag.MatchString(a) {
+			a = "-" + a
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// flagError speaks as the Go flag package did: scripts and tests match
+// "flag provided but not defined: -x".
+func flagError(_ *cobra.Command, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
+		msg = "flag provided but not defined: -" + name
+	}
+	return usageError{errors.New(msg)}
+}
+
+// noArgs refuses arguments after a command's flags.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", args[0])}
+	}
+	return nil
+}
+
+const rootUsage = `lakewap: Write-Audit-Publish for lakeFS, driven by Kafka events.
+
+Usage:{{range .Commands}}{{if and .IsAvailableCommand (ne .Name "help")}}
+  {{.UseLine}}
+      {{.Short}}{{end}}{{end}}
+
+Flags -config and --config are the same flag; every command prints its
+results as JSON with -json. Run 'lakewap COMMAND -h' for a command's flags.
+`
+
+// commandUsage is every command's usage: one format for all.
+const commandUsage = `Usage:
+  {{.UseLine}}{{if .HasAvailableSubCommands}}
+
+Commands:{{range .Commands}}{{if .IsAvailableCommand}}
+  {{rpad .Name .NamePadding}} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
+
+Global flags:
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}
+`
+
+// newRoot is the command tree.
+func newRoot() *cobra.Command {
+	cobra.EnableCommandSorting = false // the usage lists commands in the order below
+	root := &cobra.Command{
+		Use:           "lakewap",
+		Short:         "Write-Audit-Publish for lakeFS, driven by Kafka events",
+		Version:       buildinfo.Read().String(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(flagError)
+	root.SetHelpTemplate(`{{with .Long}}{{. | trimTrailingWhitespaces}}
+
+{{end}}{{.UsageString}}`)
+	root.AddCommand(runCommand(), demoCommand(), validateCommand(), auditCommand(), verifyCommand(), runsCommand(),
+		janitorCommand(), operatorCommand("retry"), operatorCommand("cancel"), operatorCommand("revert"),
+		emitCommand(), tailCommand(), readyCommand(), registryCommand(), referenceCommand(), prepareCommand(),
+		versionCommand())
+	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Use = "completion bash|zsh|fish|powershell"
+			c.Short = "print the shell completion script (e.g. source <(lakewap completion bash))"
+		}
+	}
+	for _, c := range root.Commands() {
+		for _, c := range append(c.Commands(), c) {
+			c.SetUsageTemplate(commandUsage)
+			c.DisableFlagsInUseLine = true
+		}
+	}
+	root.SetUsageTemplate(rootUsage)
+	return root
+}
+
+// usage is the main usage, as lakewap without a command prints it.
+func usage() string { return newRoot().UsageString() }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,7 @@ import (
 // check kind, field, event, header or flag added or changed without
 // regenerating them fails here.
 func TestReferenceIsCurrent(t *testing.T) {
-	pages, err := referencePages(context.Background(), "../..")
+	pages, err := referencePages("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +41,7 @@ func firstDiffLine(a, b []byte) int {
 
 // Every command of the main usage has its section in cli.md.
 func TestReferenceCLIHasEveryCommand(t *testing.T) {
-	page := string(cliPage(context.Background()))
+	page := string(cliPage())
 	for _, name := range []string{"run", "demo", "validate", "audit", "emit", "tail", "retry", "revert", "version"} {
 		if !strings.Contains(page, "\n## lakewap "+name+"\n") {
 			t.Errorf("cli.md has no section for %s", name)

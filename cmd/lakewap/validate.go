@@ -1,59 +1,34 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"io"
 
-	"github.com/lakewap/lakewap/internal/config"
+	"github.com/spf13/cobra"
+
+	"github.com/lakewap/lakewap/internal/cli"
 )
 
-func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("validate")
-	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
-		return code
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: lakewap validate CONFIG")
-		return 2
-	}
-	_, err := config.Load(fs.Arg(0))
-	if err != nil {
-		var errs config.Errors
-		if errors.As(err, &errs) {
-			fmt.Fprintf(stderr, "%s: %d error(s)\n", fs.Arg(0), len(errs))
-			for _, e := range errs {
-				fmt.Fprintf(stderr, "  %v\n", e)
+// validateCommand checks a config named by -config or as its argument.
+func validateCommand() *cobra.Command {
+	var path string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "validate [-config] FILE [-json]",
+		Short: "check a config file, naming every bad field (exit 0 valid, 1 not)",
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args)+len(path) == 0 || len(args) > 1 || (len(args) == 1 && c.Flags().Changed("config")) {
+				return usageError{errors.New("usage: lakewap validate CONFIG")}
 			}
-		} else {
-			fmt.Fprintf(stderr, "%s: %v\n", fs.Arg(0), err)
-		}
-		return 1
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				path = args[0]
+			}
+			return exit(cli.Validate(path, asJSON, c.OutOrStdout(), c.ErrOrStderr()))
+		},
 	}
-	fmt.Fprintf(stdout, "%s: ok\n", fs.Arg(0))
-	return 0
-}
-
-// loadClientConfig loads a config for a client command (runs, retry,
-// cancel, revert): a client config (only kafka, see config.LoadClient) or
-// the daemon's. On error it prints every problem.
-func loadClientConfig(path string, stderr io.Writer) (*config.Config, bool) {
-	cfg, err := config.LoadClient(path)
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", path, err)
-		return nil, false
-	}
-	return cfg, true
-}
-
-// loadConfig loads a config for a command; on error it prints every problem
-// with the file's name and reports false (the command then exits).
-func loadConfig(path string, stderr io.Writer) (*config.Config, bool) {
-	cfg, err := config.Load(path)
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap: config %s:\n%v\n", path, err)
-		return nil, false
-	}
-	return cfg, true
+	c.Flags().StringVar(&path, "config", "", "config file (or give it as the argument)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the file, whether it is valid and every error as JSON")
+	return c
 }

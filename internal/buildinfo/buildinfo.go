@@ -22,14 +22,14 @@ var version string
 type Build struct {
 	// Version is the module version, the short VCS revision (with "-dirty"
 	// for a tree with uncommitted changes) or "dev".
-	Version string
+	Version string `json:"version"`
 	// Revision is the full VCS revision, "" when the build has none.
-	Revision string
+	Revision string `json:"revision,omitempty"`
 	// Time is the revision's commit time, zero when unknown.
-	Time time.Time
+	Time time.Time `json:"time,omitzero"`
 	// Modified says the tree had uncommitted changes.
-	Modified  bool
-	GoVersion string
+	Modified  bool   `json:"modified"`
+	GoVersion string `json:"go_version"`
 }
 
 // Read returns this binary's build. Since Go 1.24 a build in a git

@@ -7,9 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
@@ -99,7 +102,7 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 // is published, the next one carries NULL billing ids from an upstream
 // change and is stopped before anyone reading main sees it. It starts an
 // embedded stack, the daemon (through start) and plays upstream and writer.
-func Demo(ctx context.Context, stdout, stderr io.Writer, verbose bool, start StartFunc) error {
+func Demo(ctx context.Context, stdout, stderr io.Writer, o DemoOptions, start StartFunc) error {
 	d := &demo{out: stdout, start: map[string]time.Time{}}
 	began := time.Now()
 	d.printf("lakewap demo: Write-Audit-Publish on lakeFS, driven by Kafka events\n\n")
@@ -135,7 +138,7 @@ func Demo(ctx context.Context, stdout, stderr io.Writer, verbose bool, start Sta
 	d.printf("\n")
 
 	log := slog.New(slog.DiscardHandler)
-	if verbose {
+	if o.Verbose {
 		log = slog.New(slog.NewTextHandler(stderr, nil))
 	}
 	dctx, stopDaemon := context.WithCancel(ctx)
@@ -206,11 +209,53 @@ func Demo(ctx context.Context, stdout, stderr io.Writer, verbose bool, start Sta
 	d.printf("  main @ %s   %d billing_fact rows, %d with NULL billing_id (batch %s only; published as %s)\n",
 		runs.Short(head.ID), mainRows, nulls, published.BatchID, runs.Short(published.CommitID))
 	d.printf("  %s   kept for inspection: %d rows with NULL billing_id never reached main\n", aborted.Branch, branchRows)
-	d.printf("    inspect: lakectl fs ls lakefs://%s/%s/gold/billing_fact/\n", stack.Repository, aborted.Branch)
-	d.printf("    or:      lakewap audit --dataset billing --ref %s\n", aborted.Branch)
+	if !o.Keep {
+		d.printf("    inspect: lakewap demo --keep leaves the stack running to look at it with lakectl and lakewap\n")
+	}
 	d.printf("\nDone in %.1fs. Every state above was persisted to the wap.runs changelog before its Kafka offset was committed.\n", time.Since(began).Seconds())
 	if mainRows == 0 || nulls != 0 || branchRows == 0 {
 		return fmt.Errorf("unexpected data: main rows %d, nulls on main %d, nulls on aborted branch %d", mainRows, nulls, branchRows)
+	}
+	if !o.Keep {
+		return nil
+	}
+	path := cmp.Or(o.ConfigPath, filepath.Join(tmp, "lakewap.yaml"))
+	if err := writeKeptConfig(path, cfg); err != nil {
+		return err
+	}
+	d.printf("\nThe stack keeps running (lakeFS %s, Kafka %s) with lakewap's daemon on it.\n", stack.LakeFSEndpoint, strings.Join(stack.KafkaBrokers, ","))
+	d.printf("config: %s\n", path)
+	d.printf("  export LAKECTL_SERVER_ENDPOINT_URL=%s LAKECTL_CREDENTIALS_ACCESS_KEY_ID=%s LAKECTL_CREDENTIALS_SECRET_ACCESS_KEY=%s\n",
+		stack.LakeFSEndpoint, stack.AccessKeyID, stack.SecretAccessKey)
+	d.printf("  lakectl fs ls lakefs://%s/%s/gold/billing_fact/\n", stack.Repository, aborted.Branch)
+	d.printf("  lakewap audit -config %s -dataset billing -ref %s\n", path, aborted.Branch)
+	d.printf("  lakewap runs -config %s\n", path)
+	d.printf("  lakewap tail -config %s -from-beginning\n", path)
+	d.printf("Press Ctrl-C to stop the stack.\n")
+	<-ctx.Done()
+	d.printf("Stopping the stack.\n")
+	return nil
+}
+
+// DemoOptions are lakewap demo's flags.
+type DemoOptions struct {
+	Verbose bool // show lakewap's own logs
+	// Keep leaves the stack and the daemon running after the story, with
+	// a config for them at ConfigPath (default: in the demo's directory),
+	// until ctx ends.
+	Keep       bool
+	ConfigPath string
+}
+
+// writeKeptConfig writes the demo's config for the commands run against
+// the kept stack. It holds the stack's lakeFS keys: only the user reads it.
+func writeKeptConfig(path string, cfg *config.Config) error {
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("demo config: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("demo config: %w", err)
 	}
 	return nil
 }

@@ -9,6 +9,9 @@ package reference
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -229,4 +232,35 @@ func checksPage(docs, consts map[string]string) ([]byte, error) {
 		fmt.Fprintf(&b, "%s.\n\n```yaml\nchecks:\n  - %s\n```\n", strings.Join(fields, ", "), kindExamples[k])
 	}
 	return b.Bytes(), nil
+}
+
+// Write writes pages into dir, naming each file written on stdout: exit
+// 0, or 2 when one cannot be written. With check it writes nothing and
+// names on stderr each page that differs from dir's: exit 1 when any does.
+func Write(dir string, pages map[string][]byte, check bool, stdout, stderr io.Writer) int {
+	stale := 0
+	for _, name := range slices.Sorted(maps.Keys(pages)) {
+		path := filepath.Join(dir, name)
+		if check {
+			old, err := os.ReadFile(path)
+			if err != nil || !bytes.Equal(old, pages[name]) {
+				fmt.Fprintf(stderr, "%s is stale: run go run ./cmd/lakewap reference\n", path)
+				stale++
+			}
+			continue
+		}
+		err := os.MkdirAll(dir, 0o755)
+		if err == nil {
+			err = os.WriteFile(path, pages[name], 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "lakewap reference: %v\n", err)
+			return 2
+		}
+		fmt.Fprintln(stdout, path)
+	}
+	if stale > 0 {
+		return 1
+	}
+	return 0
 }

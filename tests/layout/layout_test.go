@@ -51,8 +51,10 @@ var packageMap = []struct {
 		"its results watcher reads like `lakewap tail`"},
 	{"internal/daemon", []string{"audit", "consumer", "ingest", "internal/buildinfo", "internal/config", "internal/janitor", "internal/lineage", "internal/metrics", "internal/opclient",
 		"internal/runs", "internal/runstore", "internal/status", "kafka", "notify", "pipeline", "pipeline/lakefs", "pipeline/lakefs/auditsource", "pipeline/runner", "schemas"}, "it wires the parts; never a test stack"},
-	{"cmd/lakewap", []string{"audit", "internal/buildinfo", "internal/config", "internal/daemon", "internal/devstack", "internal/harness", "internal/janitor",
-		"internal/opclient", "internal/reference", "internal/runs", "kafka", "pipeline", "pipeline/lakefs/auditsource", "schemas"}, "flags, usage, exit codes; the stack only for `demo` and `prepare`"},
+	{"internal/cli", []string{"audit", "internal/config", "internal/daemon", "internal/janitor", "internal/opclient", "internal/runs", "kafka", "pipeline", "pipeline/lakefs/auditsource", "schemas"},
+		"what the commands do after their flags; never the embedded stack"},
+	{"cmd/lakewap", []string{"internal/buildinfo", "internal/cli", "internal/config", "internal/daemon", "internal/devstack", "internal/harness",
+		"internal/opclient", "internal/reference", "internal/runs", "pipeline", "schemas"}, "the command tree: flags, usage, exit codes; the stack only for `demo` and `prepare`"},
 }
 
 const module = "github.com/lakewap/lakewap/"

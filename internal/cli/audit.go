@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/internal/runs"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs/auditsource"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Exit codes of lakewap audit.
+const (
+	AuditPassed = 0
+	AuditFailed = 1
+	AuditError  = 2
+)
+
+// AuditOptions are lakewap audit's flags.
+type AuditOptions struct {
+	Config, Dataset, Ref string
+	// Base is the ref to compare with; nil: the dataset's target.
+	Base      *string
+	BatchTime string // RFC 3339; "": now
+	JSON      bool
+	Local     string // a directory of refs instead of lakeFS
+	Full      bool
+}
+
+// Audit runs a dataset's suite against any ref without publishing:
+// AuditPassed, AuditFailed when a check blocks, AuditError when it cannot run.
+func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
+	if o.Dataset == "" || o.Ref == "" {
+		fmt.Fprintln(stderr, "lakewap audit: -dataset and -ref are required")
+		return AuditError
+	}
+	batchTime := time.Now().UTC()
+	if o.BatchTime != "" {
+		t, err := time.Parse(time.RFC3339, o.BatchTime)
+		if err != nil {
+			fmt.Fprintf(stderr, "lakewap audit: -batch-time %q is not RFC 3339 (like 2026-11-29T02:00:00Z)\n", o.BatchTime)
+			return AuditError
+		}
+		batchTime = t
+	}
+	cfg, ok := LoadConfig(o.Config, stderr)
+	if !ok {
+		return AuditError
+	}
+	ds, ok := cfg.Datasets[o.Dataset]
+	if !ok {
+		fmt.Fprintf(stderr, "lakewap audit: dataset %q is not in %s (it has %s)\n", o.Dataset, o.Config, strings.Join(slices.Sorted(maps.Keys(cfg.Datasets)), ", "))
+		return AuditError
+	}
+	baseRef := ds.Target
+	if o.Base != nil {
+		baseRef = *o.Base
+	}
+	log := daemon.NewLogger(stderr, cfg.Log.Format, "warn")
+	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.Std())
+	defer cancel()
+	req := audit.Request{Dataset: o.Dataset, Repository: ds.Repository, Ref: o.Ref, BaseRef: baseRef, BatchTime: batchTime, Full: o.Full}
+	var src audit.Source
+	var hist audit.History
+	if o.Local != "" {
+		src = audit.DirSource{Root: o.Local}
+		// -local: the suite over files on disk, laid out as DIR/<ref>/<table path>.
+		for _, r := range []string{req.Ref, req.BaseRef} {
+			if st, err := os.Stat(filepath.Join(o.Local, r)); r != "" && (err != nil || !st.IsDir() || strings.ContainsAny(r, `/\`)) {
+				fmt.Fprintf(stderr, "lakewap audit: -local: ref %q is not a directory in %s\n", r, o.Local)
+				return AuditError
+			}
+		}
+	} else {
+		lake, err := daemon.Lake(cfg, log, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
+			return AuditError
+		}
+		src = auditsource.Source{Lake: lake}
+		if cfg.Audit.IncrementalOn() {
+			hist = daemon.History(lake)
+		}
+		// The audit reads one commit: a branch that moves meanwhile does not
+		// mix two versions into one report.
+		head, err := lake.GetCommit(ctx, ds.Repository, o.Ref)
+		if errors.Is(err, pipeline.ErrNotFound) {
+			fmt.Fprintf(stderr, "lakewap audit: ref %q not found in repository %s: %v\n", o.Ref, ds.Repository, err)
+			return AuditError
+		} else if err != nil {
+			fmt.Fprintf(stderr, "lakewap audit: cannot read ref %q of %s: %v\n", o.Ref, ds.Repository, err)
+			return AuditError
+		}
+		req.Ref = head.ID
+		if baseRef != "" {
+			if _, err := lake.GetCommit(ctx, ds.Repository, baseRef); err != nil {
+				fmt.Fprintf(stderr, "lakewap audit: base ref %q of %s: %v\n", baseRef, ds.Repository, err)
+				return AuditError
+			}
+		}
+	}
+	rep, err := auditOnce(ctx, cfg, src, hist, req, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
+		return AuditError
+	}
+	if o.JSON {
+		if err := writeIndented(stdout, rep); err != nil {
+			fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
+			return AuditError
+		}
+	} else {
+		runs.WriteReport(stdout, rep, o.Ref, baseRef)
+	}
+	if !rep.Passed {
+		return AuditFailed
+	}
+	return AuditPassed
+}
+
+// auditOnce runs a dataset's suite over the tables of src with an engine of its own.
+func auditOnce(ctx context.Context, cfg *config.Config, src audit.Source, hist audit.History, req audit.Request, log *slog.Logger) (schemas.AuditReport, error) {
+	opts := cfg.AuditOptions(src, log)
+	opts.History = hist
+	engine, err := audit.New(opts)
+	if err != nil {
+		return schemas.AuditReport{}, fmt.Errorf("audit: %w", err)
+	}
+	defer engine.Close()
+	svc, err := audit.NewService(audit.ServiceOptions{Engine: engine, Concurrency: 1, Budget: cfg.Runner.StepTimeout.Std(),
+		Datasets: cfg.AuditDatasets()})
+	if err != nil {
+		return schemas.AuditReport{}, err
+	}
+	return svc.Audit(ctx, req)
+}

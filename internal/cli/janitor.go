@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/internal/runs"
+)
+
+// JanitorOptions are lakewap janitor's flags.
+type JanitorOptions struct {
+	Config            string
+	DryRun, All, JSON bool
+}
+
+// Janitor deletes (or with DryRun lists) expired and abandoned wap-
+// branches: 0 done, 1 a sweep failed, 2 a bad config.
+func Janitor(ctx context.Context, o JanitorOptions, stdout, stderr io.Writer) int {
+	cfg, ok := LoadConfig(o.Config, stderr)
+	if !ok {
+		return 2
+	}
+	log := daemon.NewLogger(stderr, cfg.Log.Format, "warn")
+	lake, err := daemon.Lake(cfg, log, nil)
+	var j *janitor.Janitor
+	if err == nil {
+		j, err = daemon.NewJanitor(cfg, lake, log, nil)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap janitor: %v\n", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	ds, err := j.Sweep(ctx, o.DryRun)
+	if o.JSON {
+		shown := slices.DeleteFunc(ds, func(d janitor.Decision) bool { return !d.Delete && !o.All })
+		err = cmp.Or(runs.WriteJSON(stdout, shown), err)
+	} else {
+		err = cmp.Or(runs.WriteDecisions(stdout, ds, o.DryRun, o.All, time.Now()), err)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap janitor: %v\n", err)
+		return 1
+	}
+	return 0
+}

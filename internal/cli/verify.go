@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/internal/runs"
+)
+
+// verifyLimit bounds the commits lakewap verify lists.
+const verifyLimit = 10000
+
+// VerifyOptions are lakewap verify's flags.
+type VerifyOptions struct {
+	Config, Dataset string
+	Since           string // RFC 3339; "": all commits, up to verifyLimit
+	JSON            bool
+}
+
+// VerifiedCommit is one line of lakewap verify, as -json prints it.
+type VerifiedCommit struct {
+	Commit    string    `json:"commit"`
+	Date      time.Time `json:"date"`
+	Verdict   string    `json:"verdict"`
+	Detail    string    `json:"detail"`
+	Message   string    `json:"message"`
+	Committer string    `json:"committer"`
+}
+
+// Verify lists the commits of a dataset's target as lakewap's attested
+// publishes or not: exit 0 when every one is attested, 1 when any is not,
+// 2 when it cannot tell.
+func Verify(ctx context.Context, o VerifyOptions, stdout, stderr io.Writer) int {
+	if o.Dataset == "" {
+		fmt.Fprintln(stderr, "lakewap verify: -dataset is required")
+		return 2
+	}
+	var since time.Time
+	if o.Since != "" {
+		t, err := time.Parse(time.RFC3339, o.Since)
+		if err != nil {
+			fmt.Fprintf(stderr, "lakewap verify: -since %q is not RFC 3339 (like 2026-11-29T02:00:00Z)\n", o.Since)
+			return 2
+		}
+		since = t
+	}
+	cfg, ok := LoadConfig(o.Config, stderr)
+	if !ok {
+		return 2
+	}
+	ds, ok := cfg.Datasets[o.Dataset]
+	if !ok {
+		fmt.Fprintf(stderr, "lakewap verify: dataset %q is not in %s (it has %s)\n", o.Dataset, o.Config, strings.Join(slices.Sorted(maps.Keys(cfg.Datasets)), ", "))
+		return 2
+	}
+	key, err := cfg.AttestationKey()
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap verify: %v\n", err)
+		return 2
+	}
+	log := daemon.NewLogger(stderr, cfg.Log.Format, "warn")
+	lake, err := daemon.Lake(cfg, log, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap verify: %v\n", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.Std())
+	defer cancel()
+	commits, err := lake.FirstParents(ctx, ds.Repository, ds.Target, since, verifyLimit)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap verify: log of %s in %s: %v\n", ds.Target, ds.Repository, err)
+		return 2
+	}
+	digest := audit.SuiteDigest(ds.Suite)
+	var lines []VerifiedCommit
+	bad := 0
+	for _, c := range commits {
+		verdict, detail := audit.Verify(audit.CommitInfo{ID: c.ID, Parents: c.Parents, Metadata: c.Metadata}, o.Dataset, digest, key)
+		if verdict == audit.VerifyUnattested {
+			bad++
+		}
+		lines = append(lines, VerifiedCommit{Commit: c.ID, Date: c.CreationDate, Verdict: verdict, Detail: detail,
+			Message: c.Message, Committer: c.Committer})
+	}
+	if o.JSON {
+		if err := runs.WriteJSON(stdout, lines); err != nil {
+			fmt.Fprintf(stderr, "lakewap verify: %v\n", err)
+			return 2
+		}
+	} else {
+		writeVerified(stdout, lines)
+		fmt.Fprintf(stdout, "\n%d commits of %s in %s, %d not attested by lakewap\n", len(commits), ds.Target, ds.Repository, bad)
+	}
+	if bad > 0 {
+		return 1
+	}
+	return 0
+}
+
+// writeVerified prints the commits as a table; an unattested one names
+// its message and committer.
+func writeVerified(w io.Writer, lines []VerifiedCommit) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMMIT\tDATE\tVERDICT\tDETAIL")
+	for _, l := range lines {
+		detail := l.Detail
+		if l.Verdict == audit.VerifyUnattested {
+			detail = fmt.Sprintf("%s; %q by %s", detail, l.Message, l.Committer)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", runs.Short(l.Commit), l.Date.Format(time.RFC3339), l.Verdict, runs.Printable(detail))
+	}
+	tw.Flush()
+}
