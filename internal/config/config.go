@@ -29,6 +29,7 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/internal/tracing"
 	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
@@ -46,6 +47,8 @@ type Config struct {
 	// Lineage sends OpenLineage run events (off without lineage.url or
 	// lineage.kafka.topic).
 	Lineage Lineage `yaml:"lineage"`
+	// Tracing sends OpenTelemetry spans (off without tracing.otlp_endpoint).
+	Tracing Tracing `yaml:"tracing"`
 	HTTP    HTTP    `yaml:"http"`
 	Log     Log     `yaml:"log"`
 	Janitor Janitor `yaml:"janitor"`
@@ -295,6 +298,34 @@ type Lineage struct {
 	// MaxEventBytes is the byte budget of one event's JSON (0: 512 KiB); a
 	// larger event is dropped and counted.
 	MaxEventBytes int `yaml:"max_event_bytes"`
+}
+
+// Tracing is where OpenTelemetry spans go (internal/tracing).
+type Tracing struct {
+	// OTLPEndpoint is the OTLP receiver: host:port with protocol grpc, a URL
+	// (http://collector:4318/v1/traces) with protocol http; empty sends no spans.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// Protocol is grpc or http.
+	Protocol string `yaml:"protocol"`
+	// Insecure sends spans without TLS.
+	Insecure bool `yaml:"insecure"`
+	// Headers go with every export (an API key of a tracing service).
+	Headers map[string]string `yaml:"headers"`
+	// SampleRatio is the share of traces kept that no producer started (a
+	// producer's trace follows its sampled flag); unset keeps all.
+	SampleRatio *float64 `yaml:"sample_ratio"`
+}
+
+// TracingOptions are tracing.* as the tracer's options; version is the
+// build's.
+func (c *Config) TracingOptions(version string) tracing.Options {
+	t := c.Tracing
+	ratio := 1.0
+	if t.SampleRatio != nil {
+		ratio = *t.SampleRatio
+	}
+	return tracing.Options{Endpoint: t.OTLPEndpoint, Protocol: cmp.Or(t.Protocol, "grpc"), Insecure: t.Insecure, Headers: t.Headers,
+		SampleRatio: ratio, Version: version, Topic: c.Kafka.InputTopic, Group: c.Kafka.GroupID}
 }
 
 // LineageKafka is the Kafka transport of OpenLineage events: lakewap's own
@@ -869,6 +900,14 @@ func (c *Config) Validate() error {
 	badIf(c.Lineage.URL != "" && !strings.HasPrefix(c.Lineage.URL, "http://") && !strings.HasPrefix(c.Lineage.URL, "https://"),
 		"lineage.url", "%q must start with http:// or https://", c.Lineage.URL)
 	badIf(c.Lineage.Timeout.Std() < 0, "lineage.timeout", "must not be negative")
+	if c.Tracing.OTLPEndpoint != "" {
+		if field, msg := c.TracingOptions("").Validate(); field != "" {
+			badIf(true, "tracing."+field, "%s", msg)
+		}
+	} else {
+		badIf(c.Tracing.Protocol != "" || c.Tracing.Headers != nil || c.Tracing.SampleRatio != nil, "tracing.otlp_endpoint",
+			"required when other tracing keys are set (without it no spans are sent)")
+	}
 	badIf(c.Lineage.URL != "" && c.Lineage.Kafka.Topic != "", "lineage.kafka.topic", "set lineage.url or lineage.kafka.topic, not both")
 	badIf(c.Lineage.Kafka.Topic != "" && !kafkaTopicName.MatchString(c.Lineage.Kafka.Topic), "lineage.kafka.topic",
 		"%q is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)", c.Lineage.Kafka.Topic)

@@ -103,6 +103,10 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"lineage on two transports", "notify:", "lineage: {url: http://marquez:5000/api/v1/lineage, kafka: {topic: openlineage}}\nnotify:", "lineage.kafka.topic: set lineage.url or lineage.kafka.topic, not both"},
 		{"lineage topic not a topic name", "notify:", "lineage: {kafka: {topic: 'open lineage'}}\nnotify:", `lineage.kafka.topic: "open lineage" is not a Kafka topic name`},
 		{"lineage event budget over a message", "notify:", "lineage: {kafka: {topic: openlineage}, max_event_bytes: 2000000}\nnotify:", "lineage.max_event_bytes: 2000000 must be between"},
+		{"tracing protocol", "notify:", "tracing: {otlp_endpoint: 'collector:4317', protocol: thrift}\nnotify:", `tracing.protocol: "thrift" is not grpc or http`},
+		{"tracing sample ratio", "notify:", "tracing: {otlp_endpoint: 'collector:4317', sample_ratio: 1.5}\nnotify:", "tracing.sample_ratio: 1.5 must be between 0 and 1"},
+		{"tracing http endpoint not a URL", "notify:", "tracing: {otlp_endpoint: 'collector:4318', protocol: http}\nnotify:", `tracing.otlp_endpoint: "collector:4318" must be a URL`},
+		{"tracing keys without endpoint", "notify:", "tracing: {protocol: http}\nnotify:", "tracing.otlp_endpoint: required when other tracing keys are set"},
 		{"slack token without channel", "  console: true", "  console: true\n  slack: {token: xoxb-1}", "notify.slack.channel: required"},
 	}
 	for _, tc := range tests {

@@ -34,6 +34,7 @@ import (
 	"github.com/lakewap/lakewap/internal/metrics"
 	"github.com/lakewap/lakewap/internal/runstore"
 	"github.com/lakewap/lakewap/internal/status"
+	"github.com/lakewap/lakewap/internal/tracing"
 	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
@@ -72,6 +73,7 @@ type Daemon struct {
 	httpLn        net.Listener
 	janitor       *janitor.Janitor
 	lineage       *lineage.Emitter
+	tracer        *tracing.Tracer
 	reg           *prometheus.Registry
 }
 
@@ -92,7 +94,16 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	}()
 
 	var err error
-	d.lake, err = Lake(cfg, log, metrics.LakeFSClient(reg))
+	hc := metrics.LakeFSClient(reg)
+	if cfg.Tracing.OTLPEndpoint != "" {
+		if d.tracer, err = tracing.New(ctx, cfg.TracingOptions(buildinfo.Read().Version)); err != nil {
+			return nil, err
+		}
+		traced := *hc
+		traced.Transport = d.tracer.Transport(hc.Transport)
+		hc = &traced
+	}
+	d.lake, err = Lake(cfg, log, hc)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +149,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 			return nil, err
 		}
 		rc.Observe = observeBoth(o.Observe, d.lineage.Observe)
+	}
+	if d.tracer != nil {
+		rc.Tracer = d.tracer
+		rc.Observe = observeBoth(rc.Observe, d.tracer.Observe)
 	}
 	if o.Failpoint != nil {
 		rc.Failpoint = o.Failpoint
@@ -310,6 +325,11 @@ func (d *Daemon) close() {
 	}
 	if d.lineage != nil {
 		d.lineage.Close() // after the runner: nothing observes any more
+	}
+	if d.tracer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = d.tracer.Shutdown(ctx) // sends the spans still queued
+		cancel()
 	}
 	if d.engine != nil {
 		_ = d.engine.Close()

@@ -115,6 +115,11 @@ var keyDocs = map[string]keyDoc{
 	"lineage.timeout":            {def: "5s", example: "10s"},
 	"lineage.kafka.topic":        {def: "none (set lineage.url or this)", example: "openlineage"},
 	"lineage.max_event_bytes":    {def: "0 (512 KiB)", example: "262144"},
+	"tracing.otlp_endpoint":      {def: "none (no spans)", example: "otel-collector:4317"},
+	"tracing.protocol":           {def: "grpc", example: "http"},
+	"tracing.insecure":           {def: "false", example: "true"},
+	"tracing.headers":            {def: "none", example: "{x-honeycomb-team: ${HONEYCOMB_KEY}}"},
+	"tracing.sample_ratio":       {def: "1", example: "0.1"},
 	"http.runs_samples":          {def: "false", example: "true"},
 
 	"log.format": {desc: "json or text."},

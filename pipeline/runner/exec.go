@@ -70,6 +70,11 @@ func (r *Runner) step(p *partition, run pipeline.Run, k pipeline.EffectKind, do 
 	if k != pipeline.DoCleanup { // a finished run's counter is gone
 		ctx = pipeline.WithCallCounter(ctx, r.calls(p, run.Key()))
 	}
+	if t := r.cfg.Tracer; t != nil {
+		var end func(pipeline.Input)
+		ctx, end = t.Step(ctx, run, k)
+		defer func() { end(in) }() // after the recovery below has set in
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			s := k.Step()

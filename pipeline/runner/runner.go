@@ -47,6 +47,12 @@ type Config struct {
 	Now         func() time.Time
 	// Observe, if set, is called after every persisted change of a run.
 	Observe func(before, after pipeline.Run)
+	// Tracer, if set, spans each step that talks to lakeFS: Step returns
+	// the step's context and the function ending its span with the step's
+	// input (internal/tracing).
+	Tracer interface {
+		Step(ctx context.Context, run pipeline.Run, k pipeline.EffectKind) (context.Context, func(pipeline.Input))
+	}
 	// Failpoint, if set, is called at named points between a side effect
 	// and the persistence of its outcome; crash tests make it kill the
 	// process there. Names: after_write, after_branch, during_audit,

@@ -1,0 +1,164 @@
+package tracing
+
+import (
+	"context"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// receiver is an in-process OTLP/gRPC trace receiver that keeps what it
+// gets.
+type receiver struct {
+	collector.UnimplementedTraceServiceServer
+	mu    sync.Mutex
+	spans []*tracepb.Span
+}
+
+func (r *receiver) Export(_ context.Context, req *collector.ExportTraceServiceRequest) (*collector.ExportTraceServiceResponse, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			r.spans = append(r.spans, ss.Spans...)
+		}
+	}
+	return &collector.ExportTraceServiceResponse{}, nil
+}
+
+func startReceiver(t *testing.T) (*receiver, string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	r := &receiver{}
+	collector.RegisterTraceServiceServer(srv, r)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	return r, ln.Addr().String()
+}
+
+func attr(s *tracepb.Span, k string) string {
+	for _, a := range s.Attributes {
+		if a.Key == k {
+			return a.Value.GetStringValue()
+		}
+	}
+	return ""
+}
+
+// TestSpansOfABatchReachTheReceiver runs the hooks as the runner calls them
+// for a traced batch against an in-process OTLP receiver: every span has
+// the producer's trace id, the process, wait and branch spans are children
+// of the producer's span, a lakeFS call's client span is the branch span's
+// child (with the trace headers on the request), a check's span is the
+// audit span's child, and the failed check's span has error status.
+func TestSpansOfABatchReachTheReceiver(t *testing.T) {
+	rcv, addr := startReceiver(t)
+	tr, err := New(context.Background(), Options{Endpoint: addr, Insecure: true, SampleRatio: 1, Topic: "wap.batches", Group: "lakewap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const traceID, producerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	var gotHeader string
+	lake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gotHeader = r.Header.Get("traceparent") }))
+	defer lake.Close()
+	client := &http.Client{Transport: tr.Transport(nil)}
+
+	now := time.Now()
+	run := pipeline.Run{BatchID: "b1", Dataset: "billing", Branch: "wap-billing-b1", State: pipeline.StateLanded,
+		Trace: schemas.TraceContext{Parent: "00-" + traceID + "-" + producerSpan + "-01"}, StateSince: now}
+	tr.Observe(pipeline.Run{}, run)
+	ctx, end := tr.Step(context.Background(), run, pipeline.DoCreateBranch)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, lake.URL+"/api/v1/repositories/lake/branches", nil)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	end(pipeline.BranchCreated{})
+	waiting := run
+	waiting.State = pipeline.StateAwaitingWrites
+	auditing := waiting
+	auditing.State = pipeline.StateAuditing
+	tr.Observe(waiting, auditing)
+	_, end = tr.Step(context.Background(), auditing, pipeline.DoAudit)
+	end(pipeline.Audited{SealedCommit: "s1", Report: schemas.AuditReport{Checks: []schemas.CheckResult{
+		{Name: "not_null", Status: schemas.StatusPass, DurationMs: 3},
+		{Name: "amount_positive", Status: schemas.StatusFail, Observed: "2 rows", DurationMs: 5}}}})
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	byName := map[string]*tracepb.Span{}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	for _, s := range rcv.spans {
+		byName[s.Name] = s
+		if hex.EncodeToString(s.TraceId) != traceID {
+			t.Errorf("span %s has trace %x, want the producer's %s", s.Name, s.TraceId, traceID)
+		}
+	}
+	for _, n := range []string{"process wap.batches", "branch", "POST", "wait", "audit", "check not_null", "check amount_positive"} {
+		if byName[n] == nil {
+			t.Fatalf("no span %q among %d received", n, len(rcv.spans))
+		}
+	}
+	id := func(n string) string { return hex.EncodeToString(byName[n].SpanId) }
+	parentOf := func(n string) string { return hex.EncodeToString(byName[n].ParentSpanId) }
+	for _, n := range []string{"process wap.batches", "branch", "wait", "audit"} {
+		if parentOf(n) != producerSpan {
+			t.Errorf("span %s's parent is %s, want the producer's %s", n, parentOf(n), producerSpan)
+		}
+	}
+	if parentOf("POST") != id("branch") || gotHeader != "00-"+traceID+"-"+id("POST")+"-01" {
+		t.Errorf("lakeFS call: parent %s (branch %s), traceparent sent %q", parentOf("POST"), id("branch"), gotHeader)
+	}
+	if parentOf("check amount_positive") != id("audit") || parentOf("check not_null") != id("audit") {
+		t.Errorf("check spans not under audit")
+	}
+	if c := byName["check amount_positive"].Status; c == nil || c.Code != tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("failed check's status %v, want error", c)
+	}
+	if c := byName["check not_null"].Status; c != nil && c.Code == tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("passed check's status %v", c)
+	}
+	p := byName["process wap.batches"]
+	if attr(p, "messaging.system") != "kafka" || attr(p, "messaging.destination.name") != "wap.batches" ||
+		attr(p, "messaging.consumer.group.name") != "lakewap" || attr(p, "messaging.operation.name") != "process" ||
+		p.Kind != tracepb.Span_SPAN_KIND_CONSUMER {
+		t.Errorf("process span %v", p)
+	}
+}
+
+func TestBadOptionsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Endpoint: "collector:4317", Protocol: "udp"}, "protocol"},
+		{Options{Endpoint: "collector:4317", SampleRatio: 2}, "sample_ratio"},
+		{Options{Endpoint: "http://collector:4317"}, "otlp_endpoint"},
+		{Options{Endpoint: "collector:4318", Protocol: "http"}, "otlp_endpoint"},
+		{Options{Endpoint: "collector:4317", Headers: map[string]string{"bad name": "x"}}, "headers"},
+	} {
+		if f, _ := tc.o.Validate(); f != tc.want {
+			t.Errorf("%+v: field %q, want %q", tc.o, f, tc.want)
+		}
+	}
+	if f, m := (Options{Endpoint: "collector:4317", SampleRatio: 0.5}).Validate(); f != "" {
+		t.Errorf("good options refused: %s: %s", f, m)
+	}
+}
