@@ -10,7 +10,6 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/daemon"
-	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 )
@@ -49,27 +48,19 @@ func startDaemon(ctx context.Context, cfg *config.Config, log *slog.Logger, cons
 	return d.Run, nil
 }
 
-// prepareCommand builds what the embedded stack needs (the lakeFS server
-// and lakectl from the lakeFS Go module) so that the first demo or test
-// run does not spend its time on it silently.
+// prepareCommand builds what the embedded stack needs ahead of its first
+// use, so that the first demo or test run does not spend its time on it
+// silently.
 func prepareCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "prepare",
 		Short: "build the embedded stack's lakeFS server and lakectl (done on first use anyway)",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), nil))
-			server, err := devstack.LakeFSBinaryPath(c.Context(), log)
-			if err != nil {
-				fmt.Fprintf(c.ErrOrStderr(), "prepare: lakeFS server: %v\n", err)
+			if err := harness.Prepare(c.Context(), c.OutOrStdout(), c.ErrOrStderr()); err != nil {
+				fmt.Fprintf(c.ErrOrStderr(), "prepare: %v\n", err)
 				return exit(1)
 			}
-			ctl, err := devstack.LakectlBinaryPath(c.Context(), log)
-			if err != nil {
-				fmt.Fprintf(c.ErrOrStderr(), "prepare: lakectl: %v\n", err)
-				return exit(1)
-			}
-			fmt.Fprintf(c.OutOrStdout(), "lakeFS server: %s\nlakectl:       %s\n", server, ctl)
 			return nil
 		},
 	}

@@ -1,21 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"cmp"
-	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/lakewap/lakewap/internal/opclient"
-	"github.com/lakewap/lakewap/internal/runs"
-	"github.com/lakewap/lakewap/schemas"
+	"github.com/lakewap/lakewap/internal/cli"
 )
 
 const emitLong = `Produces input events to the input topic as upstream does: Avro (the Confluent
@@ -39,163 +30,22 @@ A missing occurred_at is now. 'lakewap emit EVENT -h' lists the event's flags.`
 // emitCommand parses its own flags: emit's flags may come before or after
 // the event's name, and each event has flags of its own.
 func emitCommand() *cobra.Command {
-	var o emitOptions
+	var o cli.Emit
 	c := &cobra.Command{
 		Use:                "emit [-brokers B | -config FILE] landed|write|cancel FLAGS, or -json FILE",
 		Short:              "produce an input event as upstream would",
 		Long:               emitLong,
 		DisableFlagParsing: true,
 		RunE: func(c *cobra.Command, args []string) error {
-			return exit(cmdEmit(c, args, &o))
+			return exit(o.Run(c.Context(), args, c.OutOrStdout(), c.ErrOrStderr()))
 		},
 	}
 	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
-	o.register(fs)
+	o.Register(fs)
 	c.Flags().AddGoFlagSet(fs) // for the help and completion
-	o.help = func(w io.Writer, event *flag.FlagSet) {
+	o.Help = func(w io.Writer) {
 		c.SetOut(w)
 		_ = c.Help()
-		if event != nil {
-			fmt.Fprintf(w, "\nFlags of %s:\n%s", event.Name(), goFlagUsages(event))
-		}
 	}
 	return c
-}
-
-func cmdEmit(c *cobra.Command, args []string, o *emitOptions) int {
-	stdout, stderr := c.OutOrStdout(), c.ErrOrStderr()
-	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
-	o.register(fs)
-	if code, ok := parseFlags(fs, args, nil, o, stdout, stderr); !ok {
-		return code
-	}
-	now := time.Now().UTC().Truncate(time.Millisecond)
-	var events []schemas.Event
-	switch {
-	case o.jsonPath != "" && fs.NArg() > 0:
-		fmt.Fprintf(stderr, "lakewap emit: --json and an event on the command line (%q) exclude each other\n", fs.Arg(0))
-		return 2
-	case o.jsonPath != "":
-		var err error
-		if events, err = opclient.ReadEventsFile(o.jsonPath, now); err != nil {
-			fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
-			return 2
-		}
-	case fs.NArg() == 0:
-		o.help(stderr, nil)
-		return 2
-	default:
-		ev, code := eventFromFlags(fs.Args(), o, now, stdout, stderr)
-		if ev == nil {
-			return code
-		}
-		events = []schemas.Event{ev}
-	}
-	if len(events) == 0 {
-		fmt.Fprintln(stderr, "lakewap emit: no events to send")
-		return 2
-	}
-	t, err := o.kafka.Connect()
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
-		return 2
-	}
-	defer t.Close()
-	topic := cmp.Or(o.kafka.Topic, t.Config.Kafka.InputTopic)
-	if !o.noValidate {
-		if err := t.Check(events, topic, now); err != nil {
-			fmt.Fprintf(stderr, "lakewap emit: nothing sent: %v\n", err)
-			return 1
-		}
-	}
-	ctx, cancel := context.WithTimeout(c.Context(), o.timeout)
-	defer cancel()
-	if err := t.Emit(ctx, topic, events, func(r opclient.Record) error { return printRecord(stdout, r) }); err != nil {
-		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-type emitOptions struct {
-	kafka      opclient.Flags
-	jsonPath   string
-	noValidate bool
-	timeout    time.Duration
-	// help prints emit's help, with an event's flags when not nil.
-	help func(w io.Writer, event *flag.FlagSet)
-}
-
-// register defines emit's own flags on fs, with the values parsed so far
-// as defaults, so they may come before or after the event name.
-func (o *emitOptions) register(fs *flag.FlagSet) {
-	o.kafka.Register(fs, "topic to send to (default: the config's input topic, else wap.events)")
-	fs.StringVar(&o.jsonPath, "json", o.jsonPath, "read events from `FILE` (- for stdin) instead of flags")
-	fs.BoolVar(&o.noValidate, "no-validate", o.noValidate, "send events that fail validation (to try dead letters)")
-	fs.DurationVar(&o.timeout, "timeout", cmp.Or(o.timeout, 30*time.Second), "give up sending after this long")
-}
-
-// printRecord prints r as a JSON line, escaped for terminals like lakewap runs'.
-func printRecord(w io.Writer, r opclient.Record) error {
-	return runs.WriteJSON(w, []opclient.Record{r})
-}
-
-// eventFromFlags builds the event named by args[0] from the flags after it.
-// A nil event with code 0 is help, printed.
-func eventFromFlags(args []string, o *emitOptions, now time.Time, stdout, stderr io.Writer) (schemas.Event, int) {
-	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
-	o.register(fs)
-	build, err := opclient.EventFlags(args[0], fs)
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
-		return nil, 2
-	}
-	if code, ok := parseFlags(fs, args[1:], fs, o, stdout, stderr); !ok {
-		return nil, code
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "lakewap emit: unexpected argument %q\n", fs.Arg(0))
-		return nil, 2
-	}
-	if o.jsonPath != "" {
-		fmt.Fprintln(stderr, "lakewap emit: --json and an event on the command line exclude each other")
-		return nil, 2
-	}
-	ev, err := build(now)
-	if err != nil {
-		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
-		return nil, 2
-	}
-	return ev, 0
-}
-
-// parseFlags parses emit's flags (and an event's, when event is not nil).
-// -h prints the help to stdout: exit 0. A bad flag prints the problem and
-// the help to stderr: exit 2. ok says whether to go on.
-func parseFlags(fs *flag.FlagSet, args []string, event *flag.FlagSet, o *emitOptions, stdout, stderr io.Writer) (code int, ok bool) {
-	var msg bytes.Buffer
-	fs.SetOutput(&msg)
-	fs.Usage = func() {}
-	err := fs.Parse(args)
-	help := o.help
-	if help == nil { // eventFromFlags called alone, in tests
-		help = func(w io.Writer, _ *flag.FlagSet) { _, _ = msg.WriteTo(w) }
-	}
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		help(stdout, event)
-		return 0, false
-	case err != nil:
-		fmt.Fprintf(stderr, "lakewap emit: %s\n\n", bytes.TrimSpace(msg.Bytes()))
-		help(stderr, event)
-		return 2, false
-	}
-	return 0, true
-}
-
-// goFlagUsages is a Go flag set's help in the format of every command's.
-func goFlagUsages(fs *flag.FlagSet) string {
-	pf := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
-	pf.AddGoFlagSet(fs)
-	return pf.FlagUsages()
 }

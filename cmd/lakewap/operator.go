@@ -1,15 +1,10 @@
 package main
 
 import (
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"github.com/lakewap/lakewap/internal/cli"
 )
-
-// defaultAnswer is how long an operator command waits for the daemon.
-const defaultAnswer = 5 * time.Minute
 
 // operatorUse is each operator command's usage line, summary, help of
 // -batch and of -reason ("": no -reason).
@@ -46,7 +41,7 @@ func operatorCommand(name string) *cobra.Command {
 	if use[3] != "" {
 		f.StringVar(&r.Reason, "reason", "", use[3])
 	}
-	f.DurationVar(&r.Timeout, "timeout", defaultAnswer, "how long to wait for the daemon's answer")
+	f.DurationVar(&r.Timeout, "timeout", cli.DefaultAnswer, "how long to wait for the daemon's answer")
 	f.BoolVar(&r.JSON, "json", false, "print the request and the daemon's answer as one JSON line")
 	return c
 }

@@ -11,24 +11,17 @@ import (
 	"github.com/lakewap/lakewap/internal/reference"
 )
 
-// referenceCommands are the commands cli.md documents, in the order of the
-// main usage.
-func referenceCommands() []string {
-	var names []string
-	for _, c := range newRoot().Commands() {
-		if c.IsAvailableCommand() && c.Name() != "help" {
-			names = append(names, c.Name())
-		}
-	}
-	return names
-}
-
-// cliPage is the main usage and every command's -h, as they print.
+// cliPage is the main usage and every command's -h, as they print, in
+// the order of the main usage.
 func cliPage() []byte {
 	var b bytes.Buffer
 	b.WriteString(reference.PageHeader)
 	b.WriteString("# Command-line reference\n\n```\n" + usage() + "```\n")
-	for _, name := range referenceCommands() {
+	for _, c := range newRoot().Commands() {
+		name := c.Name()
+		if !c.IsAvailableCommand() || name == "help" {
+			continue
+		}
 		var out, errOut bytes.Buffer
 		run([]string{name, "-h"}, &out, &errOut)
 		help := out.String() + errOut.String()

@@ -32,6 +32,9 @@ const (
 	ExitNoAnswer = 3 // no daemon answered within the timeout
 )
 
+// DefaultAnswer is how long an operator command waits for the daemon's answer.
+const DefaultAnswer = 5 * time.Minute
+
 // Request is an operator command's flags.
 type Request struct {
 	Command                            string // retry, cancel or revert

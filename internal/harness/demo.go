@@ -302,3 +302,20 @@ const BadBillingRows = `SELECT CASE WHEN i % 25 = 0 THEN NULL ELSE 'INV-' || lpa
   (100 + i * 37 % 50000)::BIGINT AS amount_cents, ['EUR','USD','GBP'][1 + i % 3] AS currency,
   TIMESTAMP '2026-11-29 03:00:00' + to_seconds(i) AS billed_at
 FROM range(1000) t(i)`
+
+// Prepare builds what the embedded stack needs (the lakeFS server and
+// lakectl from the lakeFS Go module), logging to stderr, and prints where
+// they are.
+func Prepare(ctx context.Context, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	server, err := devstack.LakeFSBinaryPath(ctx, log)
+	if err != nil {
+		return fmt.Errorf("lakeFS server: %w", err)
+	}
+	ctl, err := devstack.LakectlBinaryPath(ctx, log)
+	if err != nil {
+		return fmt.Errorf("lakectl: %w", err)
+	}
+	fmt.Fprintf(stdout, "lakeFS server: %s\nlakectl:       %s\n", server, ctl)
+	return nil
+}

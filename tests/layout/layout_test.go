@@ -54,8 +54,8 @@ var packageMap = []struct {
 		"internal/runs", "internal/runstore", "internal/status", "internal/tracing", "kafka", "notify", "pipeline", "pipeline/lakefs", "pipeline/lakefs/auditsource", "pipeline/runner", "schemas"}, "it wires the parts; never a test stack"},
 	{"internal/cli", []string{"audit", "internal/config", "internal/daemon", "internal/janitor", "internal/opclient", "internal/runs", "kafka", "pipeline", "pipeline/lakefs/auditsource", "schemas"},
 		"what the commands do after their flags; never the embedded stack"},
-	{"cmd/lakewap", []string{"internal/buildinfo", "internal/cli", "internal/config", "internal/daemon", "internal/devstack", "internal/harness",
-		"internal/opclient", "internal/reference", "internal/runs", "pipeline", "schemas"}, "the command tree: flags, usage, exit codes; the stack only for `demo` and `prepare`"},
+	{"cmd/lakewap", []string{"internal/buildinfo", "internal/cli", "internal/config", "internal/daemon", "internal/harness",
+		"internal/reference", "internal/runs", "pipeline", "schemas"}, "the command tree: flags, usage, exit codes; the stack only through `harness` (demo, prepare)"},
 }
 
 const module = "github.com/lakewap/lakewap/"

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func TestEventFromFlags(t *testing.T) {
 		{[]string{"cancel", "--batch", "b", "--dataset", "d", "--reason", "why"},
 			schemas.BatchCancelled{BatchID: "b", Dataset: "d", Reason: "why", OccurredAt: now}},
 	} {
-		var o emitOptions
+		var o Emit
 		var stderr bytes.Buffer
 		ev, code := eventFromFlags(c.args, &o, now, io.Discard, &stderr)
 		if code != 0 {
@@ -66,7 +66,7 @@ func TestEventFromFlags(t *testing.T) {
 		{[]string{"published"}, `unknown event "published"`},
 	} {
 		var stderr bytes.Buffer
-		if _, code := eventFromFlags(c.args, &emitOptions{}, now, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+		if _, code := eventFromFlags(c.args, &Emit{}, now, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 saying %q", c.args, code, stderr.String(), c.want)
 		}
 	}

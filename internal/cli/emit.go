@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lakewap/lakewap/internal/opclient"
+	"github.com/lakewap/lakewap/internal/runs"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Run parses emit's flags and args, builds or reads the events, checks
+// them and sends them, printing each sent one: 0 sent, 1 not sent, 2 bad
+// flags or events.
+func (o *Emit) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
+	o.Register(fs)
+	if code, ok := parseFlags(fs, args, nil, o, stdout, stderr); !ok {
+		return code
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	var events []schemas.Event
+	switch {
+	case o.jsonPath != "" && fs.NArg() > 0:
+		fmt.Fprintf(stderr, "lakewap emit: --json and an event on the command line (%q) exclude each other\n", fs.Arg(0))
+		return 2
+	case o.jsonPath != "":
+		var err error
+		if events, err = opclient.ReadEventsFile(o.jsonPath, now); err != nil {
+			fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+			return 2
+		}
+	case fs.NArg() == 0:
+		fmt.Fprintln(stderr, "lakewap emit: name an event (landed, write, cancel) or give -json FILE")
+		return 2
+	default:
+		ev, code := eventFromFlags(fs.Args(), o, now, stdout, stderr)
+		if ev == nil {
+			return code
+		}
+		events = []schemas.Event{ev}
+	}
+	if len(events) == 0 {
+		fmt.Fprintln(stderr, "lakewap emit: no events to send")
+		return 2
+	}
+	t, err := o.kafka.Connect()
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+		return 2
+	}
+	defer t.Close()
+	topic := cmp.Or(o.kafka.Topic, t.Config.Kafka.InputTopic)
+	if !o.noValidate {
+		if err := t.Check(events, topic, now); err != nil {
+			fmt.Fprintf(stderr, "lakewap emit: nothing sent: %v\n", err)
+			return 1
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := t.Emit(ctx, topic, events, func(r opclient.Record) error { return PrintRecord(stdout, r) }); err != nil {
+		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// Emit is lakewap emit: its flags and what it does.
+type Emit struct {
+	kafka      opclient.Flags
+	jsonPath   string
+	noValidate bool
+	timeout    time.Duration
+	// Help prints emit's help (the command's); nil: only the flags.
+	Help func(w io.Writer)
+}
+
+// register defines emit's own flags on fs, with the values parsed so far
+// as defaults, so they may come before or after the event name.
+func (o *Emit) Register(fs *flag.FlagSet) {
+	o.kafka.Register(fs, "topic to send to (default: the config's input topic, else wap.events)")
+	fs.StringVar(&o.jsonPath, "json", o.jsonPath, "read events from `FILE` (- for stdin) instead of flags")
+	fs.BoolVar(&o.noValidate, "no-validate", o.noValidate, "send events that fail validation (to try dead letters)")
+	fs.DurationVar(&o.timeout, "timeout", cmp.Or(o.timeout, 30*time.Second), "give up sending after this long")
+}
+
+// PrintRecord prints r as a JSON line, escaped for terminals like lakewap runs'.
+func PrintRecord(w io.Writer, r opclient.Record) error {
+	return runs.WriteJSON(w, []opclient.Record{r})
+}
+
+// eventFromFlags builds the event named by args[0] from the flags after it.
+// A nil event with code 0 is help, printed.
+func eventFromFlags(args []string, o *Emit, now time.Time, stdout, stderr io.Writer) (schemas.Event, int) {
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	o.Register(fs)
+	build, err := opclient.EventFlags(args[0], fs)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+		return nil, 2
+	}
+	if code, ok := parseFlags(fs, args[1:], fs, o, stdout, stderr); !ok {
+		return nil, code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "lakewap emit: unexpected argument %q\n", fs.Arg(0))
+		return nil, 2
+	}
+	if o.jsonPath != "" {
+		fmt.Fprintln(stderr, "lakewap emit: --json and an event on the command line exclude each other")
+		return nil, 2
+	}
+	ev, err := build(now)
+	if err != nil {
+		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+		return nil, 2
+	}
+	return ev, 0
+}
+
+// parseFlags parses emit's flags (and an event's, when event is not nil).
+// -h prints the help to stdout: exit 0. A bad flag prints the problem and
+// the help to stderr: exit 2. ok says whether to go on.
+func parseFlags(fs *flag.FlagSet, args []string, event *flag.FlagSet, o *Emit, stdout, stderr io.Writer) (code int, ok bool) {
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	help := func(w io.Writer, event *flag.FlagSet) {
+		if o.Help != nil {
+			o.Help(w)
+		} else { // eventFromFlags called alone, in tests
+			fmt.Fprintf(w, "Flags:\n%s", goFlagUsages(fs))
+		}
+		if event != nil {
+			fmt.Fprintf(w, "\nFlags of %s:\n%s", event.Name(), goFlagUsages(event))
+		}
+	}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		help(stdout, event)
+		return 0, false
+	case err != nil:
+		fmt.Fprintf(stderr, "lakewap emit: %s\n\n", bytes.TrimSpace(msg.Bytes()))
+		help(stderr, event)
+		return 2, false
+	}
+	return 0, true
+}
+
+// goFlagUsages is a Go flag set's help in the format of every command's
+// (cobra's).
+func goFlagUsages(fs *flag.FlagSet) string {
+	pf := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
+	pf.AddGoFlagSet(fs)
+	return pf.FlagUsages()
+}
