@@ -3,61 +3,18 @@ package tracing
 import (
 	"context"
 	"encoding/hex"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
-	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/grpc"
+
+	"github.com/lakewap/lakewap/internal/tracing/otlptest"
 
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
-
-// receiver is an in-process OTLP/gRPC trace receiver that keeps what it
-// gets.
-type receiver struct {
-	collector.UnimplementedTraceServiceServer
-	mu    sync.Mutex
-	spans []*tracepb.Span
-}
-
-func (r *receiver) Export(_ context.Context, req *collector.ExportTraceServiceRequest) (*collector.ExportTraceServiceResponse, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rs := range req.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			r.spans = append(r.spans, ss.Spans...)
-		}
-	}
-	return &collector.ExportTraceServiceResponse{}, nil
-}
-
-func startReceiver(t *testing.T) (*receiver, string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	r := &receiver{}
-	collector.RegisterTraceServiceServer(srv, r)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
-	return r, ln.Addr().String()
-}
-
-func attr(s *tracepb.Span, k string) string {
-	for _, a := range s.Attributes {
-		if a.Key == k {
-			return a.Value.GetStringValue()
-		}
-	}
-	return ""
-}
 
 // TestSpansOfABatchReachTheReceiver runs the hooks as the runner calls them
 // for a traced batch against an in-process OTLP receiver: every span has
@@ -66,8 +23,8 @@ func attr(s *tracepb.Span, k string) string {
 // child (with the trace headers on the request), a check's span is the
 // audit span's child, and the failed check's span has error status.
 func TestSpansOfABatchReachTheReceiver(t *testing.T) {
-	rcv, addr := startReceiver(t)
-	tr, err := New(context.Background(), Options{Endpoint: addr, Insecure: true, SampleRatio: 1, Topic: "wap.batches", Group: "lakewap"})
+	rcv := otlptest.Start(t)
+	tr, err := New(context.Background(), Options{Endpoint: rcv.Addr, Insecure: true, SampleRatio: 1, Topic: "wap.batches", Group: "lakewap"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,9 +60,8 @@ func TestSpansOfABatchReachTheReceiver(t *testing.T) {
 	}
 
 	byName := map[string]*tracepb.Span{}
-	rcv.mu.Lock()
-	defer rcv.mu.Unlock()
-	for _, s := range rcv.spans {
+	spans := rcv.Spans()
+	for _, s := range spans {
 		byName[s.Name] = s
 		if hex.EncodeToString(s.TraceId) != traceID {
 			t.Errorf("span %s has trace %x, want the producer's %s", s.Name, s.TraceId, traceID)
@@ -113,7 +69,7 @@ func TestSpansOfABatchReachTheReceiver(t *testing.T) {
 	}
 	for _, n := range []string{"process wap.batches", "branch", "POST", "wait", "audit", "check not_null", "check amount_positive"} {
 		if byName[n] == nil {
-			t.Fatalf("no span %q among %d received", n, len(rcv.spans))
+			t.Fatalf("no span %q among %d received", n, len(spans))
 		}
 	}
 	id := func(n string) string { return hex.EncodeToString(byName[n].SpanId) }
@@ -136,8 +92,8 @@ func TestSpansOfABatchReachTheReceiver(t *testing.T) {
 		t.Errorf("passed check's status %v", c)
 	}
 	p := byName["process wap.batches"]
-	if attr(p, "messaging.system") != "kafka" || attr(p, "messaging.destination.name") != "wap.batches" ||
-		attr(p, "messaging.consumer.group.name") != "lakewap" || attr(p, "messaging.operation.name") != "process" ||
+	if otlptest.Attr(p, "messaging.system") != "kafka" || otlptest.Attr(p, "messaging.destination.name") != "wap.batches" ||
+		otlptest.Attr(p, "messaging.consumer.group.name") != "lakewap" || otlptest.Attr(p, "messaging.operation.name") != "process" ||
 		p.Kind != tracepb.Span_SPAN_KIND_CONSUMER {
 		t.Errorf("process span %v", p)
 	}
