@@ -67,3 +67,18 @@ func must(t testing.TB, err error) {
 		t.Fatal(err)
 	}
 }
+
+// validate takes its file as -config like every command, or as its argument.
+func TestValidateTakesConfigFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	must(t, os.WriteFile(path, []byte("kafka: {brokers: []}\n"), 0o600))
+	for _, args := range [][]string{{"validate", "-config", path}, {"validate", "--config=" + path, "-json"}, {"validate", path}} {
+		code, out, errOut := runCLI(args...)
+		if code != 1 || !strings.Contains(out+errOut, "kafka.brokers") {
+			t.Errorf("%v: exit %d, %s%s; want 1 naming kafka.brokers", args, code, out, errOut)
+		}
+	}
+	if code, _, errOut := runCLI("validate", "-config", path, path); code != 2 {
+		t.Errorf("validate with -config and an argument: exit %d (%s), want 2", code, errOut)
+	}
+}

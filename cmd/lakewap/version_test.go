@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,5 +57,30 @@ func TestVersionFromLdflags(t *testing.T) {
 	v, dv := buildVersioned(t, "-ldflags=-X github.com/lakewap/lakewap/internal/buildinfo.version=v9.8.7")
 	if !strings.HasPrefix(v, "lakewap v9.8.7 ") || v != dv {
 		t.Errorf("lakewap version %q, --version %q; want both to start with \"lakewap v9.8.7 \"", v, dv)
+	}
+}
+
+// --version, -version and version print one text; version -json carries
+// the same version.
+func TestVersionSpellingsAgree(t *testing.T) {
+	_, want, _ := runCLI("version")
+	for _, args := range [][]string{{"--version"}, {"-version"}} {
+		if code, out, errOut := runCLI(args...); code != 0 || out != want {
+			t.Errorf("lakewap %v: exit %d, %q (%s); want %q", args, code, out, errOut, want)
+		}
+	}
+	_, out, _ := runCLI("version", "-json")
+	var b struct{ Version string }
+	if err := json.Unmarshal([]byte(out), &b); err != nil || b.Version == "" || !strings.HasPrefix(want, "lakewap "+b.Version+" ") {
+		t.Errorf("version -json %q (%v); want the version of %q", out, err, want)
+	}
+}
+
+// Single-dash long flags become cobra's double-dash ones; short flags,
+// values and what follows "--" are left alone.
+func TestNormalizeArgs(t *testing.T) {
+	got := strings.Join(normalizeArgs([]string{"tail", "-config", "c.yaml", "-follow=false", "-v", "--max", "2", "x", "--", "-keep"}), " ")
+	if want := "tail --config c.yaml --follow=false -v --max 2 x -- -keep"; got != want {
+		t.Errorf("normalizeArgs: %q, want %q", got, want)
 	}
 }
