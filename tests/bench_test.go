@@ -22,9 +22,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/treeverse/lakefs/pkg/api/apigen"
 
+	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/internal/tracing/otlptest"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -65,6 +67,11 @@ func newBenchRig(parent testing.TB, tmp string) (*benchRig, error) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
 		parent.Cleanup(srv.Close)
 		cfg.Lineage.URL = srv.URL
+	}
+	// LAKEWAP_BENCH_TRACING=1 sends OpenTelemetry spans to an in-process
+	// OTLP receiver, to measure what tracing costs per batch.
+	if os.Getenv("LAKEWAP_BENCH_TRACING") == "1" {
+		cfg.Tracing = config.Tracing{OTLPEndpoint: otlptest.Start(parent).Addr, Insecure: true}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	reg := prometheus.NewRegistry()
