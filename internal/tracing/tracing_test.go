@@ -118,3 +118,49 @@ func TestBadOptionsNameTheField(t *testing.T) {
 		t.Errorf("good options refused: %s: %s", f, m)
 	}
 }
+
+// BenchmarkSpansOfABatch is the tracing work of one traced batch as the
+// daemon does it: the process and wait spans, branch, audit with five
+// checks and publish, and ten lakeFS calls through Transport (to a
+// handler that answers at once), exported to an in-process receiver. Off,
+// the runner holds a nil hook and none of this runs.
+func BenchmarkSpansOfABatch(b *testing.B) {
+	rcv := otlptest.Start(b)
+	tr, err := New(context.Background(), Options{Endpoint: rcv.Addr, Insecure: true, SampleRatio: 1, Topic: "wap.batches", Group: "lakewap"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Shutdown(context.Background())
+	rt := tr.Transport(roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+	}))
+	checks := make([]schemas.CheckResult, 5)
+	for i := range checks {
+		checks[i] = schemas.CheckResult{Name: "c" + string(rune('a'+i)), Status: schemas.StatusPass, DurationMs: 1}
+	}
+	run := pipeline.Run{BatchID: "b1", Dataset: "billing", Branch: "wap-billing-b1", State: pipeline.StateLanded,
+		Trace: schemas.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}
+	waiting, auditing := run, run
+	waiting.State, auditing.State = pipeline.StateAwaitingWrites, pipeline.StateAuditing
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.Observe(pipeline.Run{}, run)
+		for _, k := range []pipeline.EffectKind{pipeline.DoCreateBranch, pipeline.DoAudit, pipeline.DoPublish} {
+			ctx, end := tr.Step(context.Background(), run, k)
+			for range 3 {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://lakefs:8000/api/v1/x", nil)
+				_, _ = rt.RoundTrip(req)
+			}
+			if k == pipeline.DoAudit {
+				end(pipeline.Audited{Report: schemas.AuditReport{Checks: checks}})
+			} else {
+				end(nil)
+			}
+		}
+		tr.Observe(waiting, auditing)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
