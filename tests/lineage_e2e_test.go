@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/harness"
+	lakewapkafka "github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -72,5 +74,57 @@ func TestLineageEventsReachTheServer(t *testing.T) {
 	as := in["facets"].(map[string]any)["dataQualityAssertions"].(map[string]any)["assertions"].([]any)
 	if len(as) != len(pub.Report.Checks) {
 		t.Errorf("assertions %v, the report has %d checks", as, len(pub.Report.Checks))
+	}
+}
+
+// TestLineageEventsOnAKafkaTopic is TestLineageEventsReachTheServer with
+// lineage.kafka.topic: the daemon makes the topic (kafka.create_topics) and writes START and
+// COMPLETE there, keyed run:<namespace>/<dataset>, and the COMPLETE's
+// assertions name the column of each one-column check.
+func TestLineageEventsOnAKafkaTopic(t *testing.T) {
+	var topic string
+	e := startE2E(t, func(c *config.Config) {
+		topic = c.Kafka.InputTopic + ".lineage"
+		c.Lineage = config.Lineage{Kafka: config.LineageKafka{Topic: topic}, Namespace: "wap-test"}
+		yes := true
+		c.Kafka.CreateTopics = &yes // the stack's config checks its topics; this one is new
+	})
+	if _, ok := e.runBatch(t, "lineage-k1", harness.GoodBillingRows).(schemas.BatchPublished); !ok {
+		t.Fatal("batch not published")
+	}
+	kc, err := lakewapkafka.NewClient(e.cfg.Kafka.Brokers, lakewapkafka.Security{})
+	must(t, err)
+	defer kc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, _, err := kc.Offsets(ctx, topic)
+	must(t, err)
+	var got []lakewapkafka.Message
+	must(t, kc.ReadPartitions(ctx, topic, first, nil, func(m lakewapkafka.Message) bool {
+		got = append(got, m)
+		return len(got) == 2
+	}))
+	if len(got) != 2 {
+		t.Fatalf("read %d lineage records, want START and COMPLETE", len(got))
+	}
+	var evs [2]map[string]any
+	for i, m := range got {
+		must(t, json.Unmarshal(m.Value, &evs[i]))
+		if string(m.Key) != "run:wap-test/billing" {
+			t.Errorf("record %d key %q", i, m.Key)
+		}
+	}
+	if evs[0]["eventType"] != "START" || evs[1]["eventType"] != "COMPLETE" {
+		t.Fatalf("event types %v, %v", evs[0]["eventType"], evs[1]["eventType"])
+	}
+	in := evs[1]["inputs"].([]any)[0].(map[string]any)
+	cols := 0
+	for _, a := range in["facets"].(map[string]any)["dataQualityAssertions"].(map[string]any)["assertions"].([]any) {
+		if c, _ := a.(map[string]any)["column"].(string); c != "" {
+			cols++
+		}
+	}
+	if cols == 0 {
+		t.Errorf("no assertion names a column: %v", in["facets"])
 	}
 }

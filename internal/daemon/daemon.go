@@ -409,6 +409,10 @@ func newLineage(ctx context.Context, cfg *config.Config, kc *kafka.Client, log *
 			check = kc.CheckTopics
 		}
 		if err := check(ctx, spec); err != nil {
+			var missing *kafka.MissingTopicError
+			if errors.As(err, &missing) {
+				return nil, fmt.Errorf("lineage.kafka.topic: topic %q does not exist, and kafka.create_topics is false: create it, or let lakewap create it", topic)
+			}
 			return nil, fmt.Errorf("lineage.kafka.topic: %w", err)
 		}
 		send = lineage.ToKafka(kc.Writer(kafka.WriterConfig{Topic: topic, Attempts: 3}))
