@@ -401,6 +401,7 @@ func newLineage(ctx context.Context, cfg *config.Config, kc *kafka.Client, log *
 		}
 	}
 	var send func(context.Context, string, []byte) error
+	closeWriter := func() {}
 	if topic := cfg.Lineage.Kafka.Topic; topic != "" {
 		k := cfg.Kafka
 		spec := kafka.TopicSpec{Name: topic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor}
@@ -415,12 +416,14 @@ func newLineage(ctx context.Context, cfg *config.Config, kc *kafka.Client, log *
 			}
 			return nil, fmt.Errorf("lineage.kafka.topic: %w", err)
 		}
-		send = lineage.ToKafka(kc.Writer(kafka.WriterConfig{Topic: topic, Attempts: 3}))
+		w := kc.Writer(kafka.WriterConfig{Topic: topic, Attempts: 3})
+		closeWriter = func() { _ = w.Close() }
+		send = lineage.ToKafka(w)
 	}
 	return lineage.New(lineage.Options{URL: cfg.Lineage.URL, Send: send, MaxEventBytes: cfg.Lineage.MaxEventBytes,
 		Namespace: cfg.Lineage.Namespace, Timeout: cfg.Lineage.Timeout.Std(),
 		Tables: func(ds string) []lineage.Table { return tables[ds] }, Logger: log.With(slog.String("component", "lineage")),
-		Dropped: metrics.LineageDropped(reg)})
+		Dropped: metrics.LineageDropped(reg), Closed: closeWriter})
 }
 
 // observeBoth calls a, if set, then b.

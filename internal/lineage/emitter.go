@@ -46,6 +46,9 @@ type Options struct {
 	// Dropped, if set, counts events not delivered (queue full, server
 	// error), by reason.
 	Dropped func(reason string)
+	// Closed, if set, is called once Close has sent what was queued (the
+	// daemon closes the Kafka writer there).
+	Closed func()
 }
 
 // Emitter sends the run events of observed run changes to Options.URL in
@@ -164,12 +167,16 @@ func (e *Emitter) send(ev RunEvent, body []byte) error {
 // Close sends what is queued (each within its timeout) and stops.
 func (e *Emitter) Close() {
 	e.mu.Lock()
-	if !e.closed {
+	first := !e.closed
+	if first {
 		e.closed = true
 		close(e.queue)
 	}
 	e.mu.Unlock()
 	<-e.done
+	if first && e.o.Closed != nil {
+		e.o.Closed()
+	}
 }
 
 // ToKafka is an Options.Send that writes each event to w's topic as
