@@ -16,6 +16,7 @@ step "building the lakeFS server for the embedded stack (first run only, about 2
 go run ./cmd/lakewap prepare
 
 LAKEWAP_INTEROP_PYTHON=$(scripts/pyenv.sh); export LAKEWAP_INTEROP_PYTHON  # the interop test's Python clients (.cache/pyvenv-<hash>, first run only)
+LAKEWAP_ASYNCAPI_NODE_DIR=$(scripts/nodeenv.sh); export LAKEWAP_ASYNCAPI_NODE_DIR  # the AsyncAPI parser (.cache/nodeenv-<hash>, first run only)
 
 step "go vet"
 go vet ./...

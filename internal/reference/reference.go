@@ -54,7 +54,11 @@ func Pages(root string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{"config.md": cfg, "checks.md": checks, "events.md": events}, nil
+	asyncapi, err := asyncapiDoc(root)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{"config.md": cfg, "checks.md": checks, "events.md": events, "asyncapi.yaml": asyncapi}, nil
 }
 
 // Entry is a config key as the reference shows it.
