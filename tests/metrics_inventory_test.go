@@ -1,14 +1,20 @@
 package tests
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/daemon"
@@ -21,7 +27,7 @@ var updateMetrics = flag.Bool("update-metrics", false, "rewrite testdata/metrics
 const metricsInventory = "testdata/metrics.txt"
 
 // TestMetricsInventory wires the daemon on the embedded stack, runs a good
-// and a bad batch, gathers its registry and compares every lakewap_ family
+// and a bad batch and a dead letter, gathers its registry and compares every lakewap_ family
 // (type, label names, help) with testdata/metrics.txt, so that moving
 // metrics between packages cannot drop, rename or relabel one unnoticed.
 func TestMetricsInventory(t *testing.T) {
@@ -35,8 +41,24 @@ func TestMetricsInventory(t *testing.T) {
 	if ev := e.runBatch(t, "inv-bad-1", harness.BadBillingRows); ev.EventType() != schemas.TypeBatchAborted {
 		t.Fatalf("bad batch ended %s", ev.EventType())
 	}
-	fams, err := reg.Gather()
-	must(t, err)
+	// A dead letter too (alert LakewapDeadLetters watches it): await its family.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	must(t, e.Writer.Write(ctx, kafka.Message{Key: []byte("inv-junk"), Value: []byte("not an event")}))
+	var fams []*dto.MetricFamily
+	for {
+		var err error
+		fams, err = reg.Gather()
+		must(t, err)
+		if slices.ContainsFunc(fams, func(f *dto.MetricFamily) bool { return f.GetName() == "lakewap_consumer_dead_letters_total" }) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no dead letter counted within 2m")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	var lines []string
 	for _, f := range fams {
 		if !strings.HasPrefix(f.GetName(), "lakewap_") {
