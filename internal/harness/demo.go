@@ -316,6 +316,10 @@ func Prepare(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("lakectl: %w", err)
 	}
-	fmt.Fprintf(stdout, "lakeFS server: %s\nlakectl:       %s\n", server, ctl)
+	acl, err := devstack.ACLBinaryPath(ctx, log)
+	if err != nil {
+		return fmt.Errorf("lakeFS ACL server: %w", err)
+	}
+	fmt.Fprintf(stdout, "lakeFS server: %s\nlakectl:       %s\nACL server:    %s\n", server, ctl, acl)
 	return nil
 }

@@ -113,6 +113,7 @@ var keyDocs = map[string]keyDoc{
 	"lineage.url":                {def: "none (no events)", example: "http://marquez:5000/api/v1/lineage"},
 	"lineage.namespace":          {def: "lakewap", example: "wap-prod"},
 	"lineage.timeout":            {def: "5s", example: "10s"},
+	"lineage.kafka":              {desc: "OpenLineage events on a Kafka topic instead of HTTP (lineage.url); key run:<namespace>/<job>.", def: "none", example: "{topic: openlineage}"},
 	"lineage.kafka.topic":        {def: "none (set lineage.url or this)", example: "openlineage"},
 	"lineage.max_event_bytes":    {def: "0 (512 KiB)", example: "262144"},
 	"tracing.otlp_endpoint":      {def: "none (no spans)", example: "otel-collector:4317"},
