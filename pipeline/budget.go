@@ -43,12 +43,15 @@ const (
 	// RefusedOverBudget: applying the input made the run record exceed its
 	// budget; the run was ended (BatchFailed) instead.
 	RefusedOverBudget = "over_budget"
+	// RefusedTooManyPending: a WriteComplete of a batch that has not landed
+	// would start one more pending run than Policy.MaxPendingRuns.
+	RefusedTooManyPending = "too_many_pending"
 )
 
 // refuse says whether in must not be applied to r. Only inputs that would
 // grow a run with names it never asked for are refused: everything else is
 // applied, or is a no-op duplicate.
-func refuse(r Run, in Input) *Refusal {
+func (m Machine) refuse(r Run, in Input) *Refusal {
 	wd, ok := in.(WriteDone)
 	if !ok {
 		return nil
@@ -58,6 +61,10 @@ func refuse(r Run, in Input) *Refusal {
 		return nil
 	}
 	switch {
+	case r.State == "" && m.p.MaxPendingRuns > 0 && wd.Pending >= m.p.MaxPendingRuns:
+		return &Refusal{Reason: RefusedTooManyPending, Detail: fmt.Sprintf(
+			"write %q of batch %q of dataset %q: the batch has not landed and the partition already holds %d runs of batches that have not landed, the limit (runner.max_pending_runs)",
+			schemas.Clip(w, 200), schemas.Clip(wd.Event.BatchID, 200), wd.Event.Dataset, wd.Pending)}
 	case (r.State == "" || r.State == StatePending) && len(r.Writes) >= schemas.MaxExpectedWrites:
 		// The batch has not landed: its expected writes are unknown. Keep
 		// at most as many as a batch may expect.

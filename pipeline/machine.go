@@ -34,6 +34,11 @@ type DatasetSpec struct {
 	// target gained since the batch's snapshot cannot change a verdict and
 	// a publish onto a moved target is not audited again.
 	BatchOnly bool
+	// MaxWriteTimeout caps a batch's write deadline at this long after it
+	// landed, whatever its BatchLanded asks: a producer's far deadline
+	// cannot keep a run open for longer (0: no cap beyond the validation's
+	// horizon).
+	MaxWriteTimeout time.Duration
 }
 
 // AllowsSource reports whether a batch may branch from ref.
@@ -67,8 +72,13 @@ type (
 		// keeps it for its result events and merge commit.
 		Trace schemas.TraceContext
 	}
-	// WriteDone is a validated WriteComplete.
-	WriteDone struct{ Event schemas.WriteComplete }
+	// WriteDone is a validated WriteComplete. Pending is how many runs of
+	// batches that have not landed yet the partition holds
+	// (Policy.MaxPendingRuns).
+	WriteDone struct {
+		Event   schemas.WriteComplete
+		Pending int
+	}
 	// Cancel is a BatchCancelled.
 	Cancel struct{ Event schemas.BatchCancelled }
 	// Invalid is an event that decoded but failed validation; it aborts the
@@ -90,7 +100,9 @@ type (
 	// write deadline: a WriteComplete that happened before the deadline
 	// may still be in that backlog, so the deadline does not end the run
 	// yet (see Policy.MaxLagWait).
-	Tick struct{ Lagging bool }
+	// Evict forgets a finished run whose events are all sent before its
+	// retention is over (Policy.MaxFinishedRuns).
+	Tick struct{ Lagging, Evict bool }
 	// BranchSource reports the commit the run's source ref points at: the
 	// branch is made from it, and an existing branch is resumed only when it
 	// points there (a branch made beforehand from an older commit is not
@@ -275,6 +287,19 @@ type Policy struct {
 	// batches cannot starve another's; a batch landing beyond it is aborted
 	// at once with reason too_many_runs, before any branch is made. 0: no limit.
 	MaxOpenRuns int
+	// MaxPendingRuns bounds the runs one partition holds for batches that
+	// have not landed (writes that came first): a WriteComplete that would
+	// start one more is refused (dead letter too_many_pending), so junk
+	// writes for batches that never land cannot grow the store. 0: no limit.
+	MaxPendingRuns int
+	// RejectedRetention is how long a run aborted before it began (reasons
+	// invalid and too_many_runs) is kept, in place of TerminalRetention: a
+	// producer's junk is answered, then forgotten soon.
+	RejectedRetention time.Duration
+	// MaxFinishedRuns bounds the finished runs of one dataset one partition
+	// keeps: beyond it the oldest finished run whose events are all sent is
+	// forgotten before its retention is over. 0: no limit.
+	MaxFinishedRuns int
 }
 
 // DefaultPolicy is the machine's documented policy. It is the one place
@@ -282,7 +307,8 @@ type Policy struct {
 // change a field or two.
 var DefaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, MinBackoff: 500 * time.Millisecond,
 	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60, TerminalRetention: 7 * 24 * time.Hour,
-	MaxRunBytes: defaultMaxRunBytes, MaxLagWait: time.Hour, LagRecheck: 10 * time.Second, MaxOpenRuns: 10000}
+	MaxRunBytes: defaultMaxRunBytes, MaxLagWait: time.Hour, LagRecheck: 10 * time.Second, MaxOpenRuns: 10000,
+	MaxPendingRuns: 10000, RejectedRetention: 10 * time.Minute, MaxFinishedRuns: 10000}
 
 // Validate names the first field of p that the machine cannot work with.
 func (p Policy) Validate() error {
@@ -294,6 +320,7 @@ func (p Policy) Validate() error {
 		{"MaxBackoff", p.MaxBackoff >= p.MinBackoff}, {"NotifyRetry", p.NotifyRetry > 0}, {"NotifyRetries", p.NotifyRetries >= 0},
 		{"TerminalRetention", p.TerminalRetention > 0}, {"MaxRunBytes", p.MaxRunBytes > 0}, {"MaxLagWait", p.MaxLagWait >= 0},
 		{"LagRecheck", p.LagRecheck > 0}, {"MaxOpenRuns", p.MaxOpenRuns >= 0},
+		{"MaxPendingRuns", p.MaxPendingRuns >= 0}, {"RejectedRetention", p.RejectedRetention > 0}, {"MaxFinishedRuns", p.MaxFinishedRuns >= 0},
 	} {
 		if !f.ok {
 			return fmt.Errorf("pipeline: Policy.%s is out of range (start from DefaultPolicy)", f.name)
@@ -329,7 +356,7 @@ type Outcome struct {
 // Apply is the one entry point of the machine: it applies in to r at now.
 // r with an empty State is "no run yet". Apply never mutates r.
 func (m Machine) Apply(r Run, in Input, now time.Time) Outcome {
-	if ref := refuse(r, in); ref != nil {
+	if ref := m.refuse(r, in); ref != nil {
 		return Outcome{Run: r, Refused: ref}
 	}
 	n, changed, reply := m.transition(r.Clone(), in, now)
@@ -525,9 +552,25 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 	if e, ok := r.delivery.next(r.State, r.eventID("refresh"), now); ok {
 		out = append(out, e)
 	} else if r.State.Terminal() && step == 0 {
-		out = append(out, Effect{Kind: DoWake, At: r.StateSince.Add(m.p.TerminalRetention)})
+		out = append(out, Effect{Kind: DoWake, At: r.StateSince.Add(m.retention(r))})
 	}
 	return out
+}
+
+// retention is how long the finished run r is kept: RejectedRetention for
+// a batch aborted before it began (a producer's junk or a flood over
+// max_open_runs), TerminalRetention for the others.
+func (m Machine) retention(r Run) time.Duration {
+	if r.State == StateAborted && (r.Reason == schemas.ReasonInvalid || r.Reason == schemas.ReasonTooManyRuns) {
+		return m.p.RejectedRetention
+	}
+	return m.p.TerminalRetention
+}
+
+// Evictable reports whether the finished run r may be forgotten before its
+// retention is over (Policy.MaxFinishedRuns): everything it owes is done.
+func Evictable(r Run) bool {
+	return r.State.Terminal() && r.delivery.idle() && !r.CleanupPending && !r.revertPending()
 }
 
 func (m Machine) landed(n Run, in Landed, now time.Time) (Run, bool, *Outgoing) {
@@ -558,6 +601,9 @@ func (m Machine) landed(n Run, in Landed, now time.Time) (Run, bool, *Outgoing) 
 	n.Deadline = now.Add(positiveOr(spec.WriteTimeout, time.Hour))
 	if ev.WriteDeadline != nil {
 		n.Deadline = *ev.WriteDeadline
+	}
+	if spec.MaxWriteTimeout > 0 && n.Deadline.After(now.Add(spec.MaxWriteTimeout)) {
+		n.Deadline = now.Add(spec.MaxWriteTimeout) // the dataset's cap, whatever the producer asks
 	}
 	n.setState(StateLanded, now)
 	return n, true, nil
@@ -706,9 +752,8 @@ func abortEarly(n Run, batchID, dataset, reason, detail string, now time.Time) R
 func (m Machine) tick(n Run, in Tick, now time.Time) (Run, bool) {
 	waiting := n.State == StateAwaitingWrites
 	switch {
-	case n.State.Terminal() && n.delivery.idle() && !n.CleanupPending && !n.revertPending() &&
-		!now.Before(n.StateSince.Add(m.p.TerminalRetention)):
-		return Run{}, true // retention over: forget the finished run
+	case Evictable(n) && (in.Evict || !now.Before(n.StateSince.Add(m.retention(n)))):
+		return Run{}, true // retention over, or evicted (MaxFinishedRuns): forget the finished run
 	case n.State == StatePending && !now.Before(n.Deadline):
 		return Run{}, true // expired: its batch never landed
 	case waiting && in.Lagging && now.Before(n.Deadline.Add(m.p.MaxLagWait)):

@@ -152,6 +152,24 @@ type partition struct {
 	stop     chan struct{} // closed when the partition is revoked
 	// calls counts the lakeFS API calls made for each run.
 	calls map[string]*atomic.Int64
+	// pending counts the runs of batches that have not landed
+	// (Policy.MaxPendingRuns), finished the finished runs by dataset
+	// (Policy.MaxFinishedRuns).
+	pending  int
+	finished map[string]int
+}
+
+// count adds delta to the partition's counts of the runs in state s.
+// Called with p.mu held.
+func (p *partition) count(dataset string, s pipeline.State, delta int) {
+	switch {
+	case s == pipeline.StatePending:
+		p.pending += delta
+	case s.Terminal():
+		if p.finished[dataset] += delta; p.finished[dataset] <= 0 {
+			delete(p.finished, dataset)
+		}
+	}
 }
 
 // New checks cfg and returns a runner.
@@ -210,7 +228,7 @@ func (r *Runner) Assigned(ctx context.Context, id int, behind func(t time.Time) 
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &partition{id: id, behind: behind, ctx: pctx, cancel: cancel, runs: make(map[string]pipeline.Run, len(raw)),
 		inflight: map[effectOf]bool{}, timers: map[string]*time.Timer{},
-		stop: make(chan struct{}), calls: map[string]*atomic.Int64{}}
+		stop: make(chan struct{}), calls: map[string]*atomic.Int64{}, finished: map[string]int{}}
 	for key, v := range raw {
 		var run pipeline.Run
 		if err := json.Unmarshal(v, &run); err != nil {
@@ -228,6 +246,7 @@ func (r *Runner) Assigned(ctx context.Context, id int, behind func(t time.Time) 
 			key = want
 		}
 		p.runs[key] = run
+		p.count(run.Dataset, run.State, +1)
 		r.hold(run.Dataset, run.State, +1)
 	}
 	r.Revoked(id) // an earlier assignment of the partition, if any
@@ -424,6 +443,43 @@ func (r *Runner) partition(id int) *partition {
 func (r *Runner) apply(ctx context.Context, p *partition, key string, in pipeline.Input) (pipeline.Outcome, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	o, err := r.applyLocked(ctx, p, key, in)
+	if err == nil && o.Changed {
+		r.evict(ctx, p, o.Run.Dataset)
+	}
+	return o, err
+}
+
+// evict forgets the oldest finished runs of dataset whose events are all
+// sent while the partition holds more than Policy.MaxFinishedRuns of them
+// (a flood's aborts must not outgrow the store). Called with p.mu held; a
+// run that cannot be forgotten now is tried again at the next change.
+func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
+	limit := r.cfg.Policy.MaxFinishedRuns
+	for limit > 0 && p.finished[dataset] > limit {
+		var oldest string
+		for k, run := range p.runs {
+			if run.Dataset == dataset && pipeline.Evictable(run) &&
+				(oldest == "" || run.StateSince.Before(p.runs[oldest].StateSince)) {
+				oldest = k
+			}
+		}
+		if oldest == "" {
+			return
+		}
+		if _, err := r.applyLocked(ctx, p, oldest, pipeline.Tick{Evict: true}); err != nil {
+			r.log.Warn("forgetting a finished run over runner.max_finished_runs failed", "dataset", r.label(dataset), "err", err)
+			return
+		}
+	}
+}
+
+// applyLocked is apply with p.mu held.
+func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in pipeline.Input) (pipeline.Outcome, error) {
+	if wd, ok := in.(pipeline.WriteDone); ok {
+		wd.Pending = p.pending
+		in = wd
+	}
 	before := p.runs[key]
 	now := r.cfg.Now()
 	o := r.m.Apply(before, in, now)
@@ -462,6 +518,8 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in pipelin
 		delete(p.calls, key)
 	}
 	if before.State != after.State {
+		p.count(before.Dataset, before.State, -1)
+		p.count(after.Dataset, after.State, +1)
 		r.hold(before.Dataset, before.State, -1)
 		r.hold(after.Dataset, after.State, +1)
 		r.log.Info("run state", "batch_id", after.BatchID, "dataset", after.Dataset, "branch", after.Branch,
