@@ -24,6 +24,8 @@ const KindUnaudited = "unaudited_objects"
 // DefaultMarkers are the writers' marker objects a table may have without
 // the audit reading them, when the table lists none: Spark's and Hadoop's
 // job markers. A Delta table's _delta_log/ is read by the log reader.
+// A default marker has no extension: a data file named like one
+// (_committed_x.parquet) is read by readers' globs and is not a marker.
 var DefaultMarkers = []string{"_SUCCESS", "_committed_*", "_started_*"}
 
 // maxUnauditedPaths bounds how many paths the result names.
@@ -97,7 +99,7 @@ func (r *run) unaudited(ctx context.Context) []schemas.CheckResult {
 		for _, o := range changed {
 			rel := strings.TrimPrefix(strings.TrimPrefix(o.Path, strings.TrimSuffix(t.Path, "/")), "/")
 			switch {
-			case read[o.Path], isMarker(t.markers(), rel):
+			case read[o.Path], isMarker(t.markers(), rel) && (t.Markers != nil || !strings.Contains(path.Base(rel), ".")):
 			case t.format() == FormatDelta && (strings.HasPrefix(o.Path, logDir) || r.deltaNamed(t, o.Path)):
 				// The log reader read the log; files the log names as
 				// removed are not active for any Delta reader.

@@ -41,6 +41,8 @@ func TestUnauditedObjectsFailTheAudit(t *testing.T) {
 	src.write(t, "b1", "gold/billing/_temporary/0/part-9.parquet", nulls)
 	src.write(t, "b1", "gold/billing/claims-zero.parquet", nulls)
 	src.write(t, "b1", "gold/billing/_SUCCESS", "SELECT 1 AS marker")
+	// Named like Spark's job marker, but a data file: globs read it.
+	src.write(t, "b1", "gold/billing/date=1/_committed_evil.parquet", nulls)
 	e := newEngine(t, zeroClaimSource{src}, "")
 	rep, err := e.Run(context.Background(), Request{Dataset: "billing", Repository: "repo", Ref: "b1", BaseRef: "main",
 		BatchTime: batchTime, Suite: Suite{Tables: tables, Checks: []Check{{Kind: KindNotNull, Table: "billing", Column: "id"}}}})
@@ -51,8 +53,8 @@ func TestUnauditedObjectsFailTheAudit(t *testing.T) {
 		t.Fatalf("passed with unaudited objects: %+v", rep.Checks)
 	}
 	c := rep.Checks[len(rep.Checks)-1]
-	want := "4 changed objects not read by the audit: gold/billing/.dot.parquet, gold/billing/_hidden.parquet, " +
-		"gold/billing/_temporary/0/part-9.parquet, gold/billing/claims-zero.parquet"
+	want := "5 changed objects not read by the audit: gold/billing/.dot.parquet, gold/billing/_hidden.parquet, " +
+		"gold/billing/_temporary/0/part-9.parquet, gold/billing/claims-zero.parquet, gold/billing/date=1/_committed_evil.parquet"
 	if c.Kind != KindUnaudited || c.Status != schemas.StatusFail || c.Observed != want {
 		t.Errorf("last check %s %s %q, want fail %q", c.Kind, c.Status, c.Observed, want)
 	}
@@ -67,7 +69,7 @@ func TestUnauditedObjectsFailTheAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := rep.Checks[len(rep.Checks)-1]; c.Kind != KindUnaudited || c.Observed != "1 changed objects not read by the audit: gold/billing/_SUCCESS" {
+	if c := rep.Checks[len(rep.Checks)-1]; c.Kind != KindUnaudited || c.Observed != "2 changed objects not read by the audit: gold/billing/_SUCCESS, gold/billing/date=1/_committed_evil.parquet" {
 		t.Errorf("with markers: %s %s %q", c.Kind, c.Status, c.Observed)
 	}
 }

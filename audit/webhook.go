@@ -308,12 +308,12 @@ func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own ownMerg
 		ans.Summary = []string{"lakewap cannot check the call with lakeFS: " + err.Error()}
 		return own, http.StatusInternalServerError, ans
 	}
-	// A merge commit has the destination's head first and the source second;
-	// a squash merge has the head only and is accepted on that alone.
-	switch {
-	case len(c.Parents) == 2 && c.Parents[0] == head && c.Parents[1] == ev.SourceRef:
-	case len(c.Parents) == 1 && c.Parents[0] == head:
-	default:
+	// A merge commit has the destination's head first and the source second.
+	// A one-parent commit (a squash merge) ties nothing to the source: any
+	// commit made from the head, lakewap's own seal commit among them, has
+	// that shape, so it is refused; squash merges onto a guarded target are
+	// not supported.
+	if len(c.Parents) != 2 || c.Parents[0] != head || c.Parents[1] != ev.SourceRef {
 		return refuse(fmt.Sprintf("commit %s is not a merge of %s onto the head of %s (%s): no such merge in progress",
 			shortRef(ev.CommitID), shortRef(ev.SourceRef), ev.BranchID, shortRef(head)))
 	}

@@ -51,10 +51,13 @@ func callFor(source, commit string) string {
 // an action file can send) is refused with 403 and runs no audit.
 func TestPreMergeHandlerChecksTheMergeWithLakeFS(t *testing.T) {
 	hex := func(c string) string { return strings.Repeat(c, 64) }
-	head, src, merge, stray := hex("1"), hex("2"), hex("3"), hex("4")
+	head, src, merge, stray, seal := hex("1"), hex("2"), hex("3"), hex("4"), hex("8")
 	book := mergeBook{heads: map[string]string{"main": head}, commits: map[string]MergeCommit{
 		merge: {Parents: []string{head, src}, Committer: "alice"},
 		stray: {Parents: []string{hex("5"), src}, Committer: "mallory"}, // a merge of src elsewhere
+		// One parent, main's head: a commit on any branch made from main,
+		// lakewap's own seal commit among them. It ties nothing to source.
+		seal: {Parents: []string{head}, Committer: "lakewap"},
 	}}
 	ran := 0
 	h, err := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{"repo/main": {billingGuard()}},
@@ -68,6 +71,7 @@ func TestPreMergeHandlerChecksTheMergeWithLakeFS(t *testing.T) {
 		"unknown commit":          callFor(src, hex("6")),
 		"merge onto another head": callFor(src, stray),
 		"another source":          callFor(hex("7"), merge),
+		"a one-parent commit":     callFor(src, seal),
 	} {
 		status, ans := postHook(t, h, body)
 		if status != http.StatusForbidden || ans.Allowed || ans.Error == "" || len(ans.Verdicts) != 0 {
