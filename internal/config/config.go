@@ -205,6 +205,17 @@ type Runner struct {
 	// another's; a batch landing beyond it is aborted with reason
 	// too_many_runs (default 10000; 0 keeps the default, -1 is no limit).
 	MaxOpenRuns int `yaml:"max_open_runs"`
+	// MaxPendingRuns bounds the runs one partition holds for batches that
+	// have not landed (a WriteComplete first); one more is dead-lettered
+	// too_many_pending (default 10000; 0 keeps the default, -1 is no limit).
+	MaxPendingRuns int `yaml:"max_pending_runs"`
+	// MaxFinishedRuns bounds the finished runs of one dataset one partition
+	// keeps before their retention is over (default 10000; 0 keeps the
+	// default, -1 is no limit).
+	MaxFinishedRuns int `yaml:"max_finished_runs"`
+	// RejectedRetention keeps a run aborted before it began (invalid,
+	// too_many_runs) this long instead of terminal_retention (default 10m).
+	RejectedRetention Duration `yaml:"rejected_retention"`
 }
 
 // minRunBytes leaves room for a run's identity and its final event.
@@ -435,6 +446,10 @@ type Dataset struct {
 	Target       string   `yaml:"target"`
 	Source       string   `yaml:"source"`
 	WriteTimeout Duration `yaml:"write_timeout"`
+	// MaxWriteTimeout caps a batch's write deadline at this long after it
+	// landed, whatever its BatchLanded asks (default: no cap beyond
+	// runner.max_deadline_horizon).
+	MaxWriteTimeout Duration `yaml:"max_write_timeout"`
 	// KeepAbortedBranch keeps an aborted batch's branch for inspection
 	// (default true); the janitor deletes it after AbortedRetention.
 	KeepAbortedBranch *bool    `yaml:"keep_aborted_branch"`
@@ -571,6 +586,9 @@ func (c *Config) Defaults() {
 	r.MaxRunBytes = cmp.Or(r.MaxRunBytes, p.MaxRunBytes)
 	r.MaxLagWait = cmp.Or(r.MaxLagWait, Duration(p.MaxLagWait))
 	r.MaxOpenRuns = cmp.Or(r.MaxOpenRuns, p.MaxOpenRuns)
+	r.MaxPendingRuns = cmp.Or(r.MaxPendingRuns, p.MaxPendingRuns)
+	r.MaxFinishedRuns = cmp.Or(r.MaxFinishedRuns, p.MaxFinishedRuns)
+	r.RejectedRetention = cmp.Or(r.RejectedRetention, Duration(p.RejectedRetention))
 	r.MaxDeadlineHorizon = cmp.Or(r.MaxDeadlineHorizon, Duration(schemas.DefaultMaxDeadlineHorizon))
 	c.HTTP.WebhookConcurrency = cmp.Or(c.HTTP.WebhookConcurrency, 2)
 	c.HTTP.WebhookAuditTimeout = cmp.Or(c.HTTP.WebhookAuditTimeout, Duration(DefaultWebhookAuditTimeout))
@@ -622,6 +640,7 @@ func (c *Config) Policy() pipeline.Policy {
 	r, p := c.Runner, pipeline.DefaultPolicy
 	p.RetryBudget, p.PendingTTL, p.TerminalRetention = r.RetryBudget.Std(), r.PendingTTL.Std(), r.TerminalRetention.Std()
 	p.MaxRunBytes, p.MaxLagWait, p.MaxOpenRuns = r.MaxRunBytes, r.MaxLagWait.Std(), max(r.MaxOpenRuns, 0) // -1: no limit
+	p.MaxPendingRuns, p.MaxFinishedRuns, p.RejectedRetention = max(r.MaxPendingRuns, 0), max(r.MaxFinishedRuns, 0), r.RejectedRetention.Std()
 	return p
 }
 
@@ -637,7 +656,7 @@ func (c *Config) DatasetSpec(name string) (pipeline.DatasetSpec, bool) {
 		tables = append(tables, strings.TrimSuffix(t.Path, "/")+"/")
 	}
 	return pipeline.DatasetSpec{Repository: ds.Repository, Source: ds.Source, Target: ds.Target,
-		WriteTimeout: ds.WriteTimeout.Std(), KeepBranch: ds.Keep(),
+		WriteTimeout: ds.WriteTimeout.Std(), MaxWriteTimeout: ds.MaxWriteTimeout.Std(), KeepBranch: ds.Keep(),
 		TablePaths: tables, AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs, BatchOnly: ds.Suite.ReadsOnlyTheBatch()}, true
 }
 
@@ -937,6 +956,8 @@ func (c *Config) Validate() error {
 	}
 	badIf(c.Runner.MaxRunBytes < minRunBytes || c.Runner.MaxRunBytes > 900<<10, "runner.max_run_bytes", "%d is outside %d..%d (the changelog's and results topic's message size must hold a run)", c.Runner.MaxRunBytes, minRunBytes, 900<<10)
 	badIf(c.Runner.MaxOpenRuns < -1, "runner.max_open_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxOpenRuns)
+	badIf(c.Runner.MaxPendingRuns < -1, "runner.max_pending_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxPendingRuns)
+	badIf(c.Runner.MaxFinishedRuns < -1, "runner.max_finished_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxFinishedRuns)
 	for _, d := range []struct {
 		field string
 		n     int64
@@ -945,6 +966,7 @@ func (c *Config) Validate() error {
 		{"runner.retry_budget", int64(c.Runner.RetryBudget)}, {"runner.pending_ttl", int64(c.Runner.PendingTTL)},
 		{"runner.shutdown_grace", int64(c.Runner.Grace)}, {"runner.terminal_retention", int64(c.Runner.TerminalRetention)},
 		{"runner.max_lag_wait", int64(c.Runner.MaxLagWait)}, {"runner.max_deadline_horizon", int64(c.Runner.MaxDeadlineHorizon)},
+		{"runner.rejected_retention", int64(c.Runner.RejectedRetention)},
 		{"kafka.results_max_message_bytes", int64(c.Kafka.ResultsMaxMessageBytes)}, {"audit.cache_max_mb", c.Audit.CacheMaxMB},
 		{"audit.max_sample_value_bytes", int64(c.Audit.MaxSampleValueBytes)}, {"runner.max_in_flight", int64(c.Runner.MaxInFlight)},
 		{"audit.max_files", int64(c.Audit.MaxFiles)}, {"audit.max_bytes", c.Audit.MaxBytes},
@@ -991,6 +1013,9 @@ func (c *Config) Validate() error {
 		badIf(!datasetName.MatchString(n), f, "dataset name must match %s", datasetName)
 		badIf(d.Repository == "", f+".repository", "required")
 		badIf(d.WriteTimeout < 0, f+".write_timeout", "must not be negative")
+		badIf(d.MaxWriteTimeout < 0, f+".max_write_timeout", "must not be negative")
+		badIf(d.MaxWriteTimeout > 0 && d.MaxWriteTimeout < d.WriteTimeout, f+".max_write_timeout",
+			"%s is shorter than write_timeout %s: every batch without a deadline of its own would be cut short", time.Duration(d.MaxWriteTimeout), time.Duration(d.WriteTimeout))
 		if h := c.Runner.MaxDeadlineHorizon.Std(); d.WriteTimeout.Std() > h {
 			bad(f+".write_timeout", "%s is longer than runner.max_deadline_horizon %s", time.Duration(d.WriteTimeout), h)
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakewap/lakewap/pipeline"
 )
 
 const good = `
@@ -67,8 +69,26 @@ func TestLoadedConfigCarriesResolvedValues(t *testing.T) {
 	if p.RetryBudget != 3*time.Minute || p.MaxOpenRuns != 0 || p.NotifyRetries != 60 || p.Validate() != nil {
 		t.Errorf("policy %+v (validate: %v): want the configured budget, no open-run limit, the rest default", p, p.Validate())
 	}
-	if s, ok := c.DatasetSpec("billing"); !ok || s.WriteTimeout != 2*time.Hour || s.Target != "main" || !s.KeepBranch {
+	if s, ok := c.DatasetSpec("billing"); !ok || s.WriteTimeout != 2*time.Hour || s.Target != "main" || !s.KeepBranch || s.MaxWriteTimeout != 0 {
 		t.Errorf("dataset spec %+v %v", s, ok)
+	}
+	if d := pipeline.DefaultPolicy; p.MaxPendingRuns != d.MaxPendingRuns || p.MaxFinishedRuns != d.MaxFinishedRuns || p.RejectedRetention != d.RejectedRetention {
+		t.Errorf("policy %+v: want the default bounds of what producers can make it store", p)
+	}
+	// The bounds of what producers can make lakewap store reach the policy
+	// and the dataset spec (a cap the daemon never hands on caps nothing).
+	bounded, err := ParseIn([]byte(strings.Replace(strings.Replace(good, "notify:",
+		"runner: {max_pending_runs: 7, max_finished_runs: -1, rejected_retention: 2m}\nnotify:", 1),
+		"write_timeout: 2h", "write_timeout: 2h\n    max_write_timeout: 6h", 1)),
+		env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"}), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := bounded.Policy(); p.MaxPendingRuns != 7 || p.MaxFinishedRuns != 0 || p.RejectedRetention != 2*time.Minute {
+		t.Errorf("bounded policy %+v: want 7 pending, no finished limit, 2m rejected retention", p)
+	}
+	if s, _ := bounded.DatasetSpec("billing"); s.MaxWriteTimeout != 6*time.Hour {
+		t.Errorf("dataset spec max write timeout %s, want 6h", s.MaxWriteTimeout)
 	}
 	if got, want := c.MaxRunAge(), 7*24*time.Hour+time.Hour+3*(3*time.Minute+5*time.Minute); got != want {
 		t.Errorf("max run age %s, want %s", got, want)
@@ -87,6 +107,8 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"same topic twice", "  brokers:", "  results_topic: wap.events\n  brokers:", "kafka.results_topic: topic \"wap.events\" is also kafka.input_topic"},
 		{"bad sasl mechanism", "SCRAM-SHA-512", "SCRAM-MD5", `kafka.sasl.mechanism: "SCRAM-MD5" is not one of`},
 		{"endpoint without scheme", "http://lakefs:8000", "lakefs:8000", `lakefs.endpoint: "lakefs:8000" must start with http://`},
+		{"write deadline cap below the timeout", "write_timeout: 2h", "write_timeout: 2h\n    max_write_timeout: 1h", "datasets.billing.max_write_timeout: 1h0m0s is shorter than write_timeout"},
+		{"pending bound", "notify:", "runner: {max_pending_runs: -2}\nnotify:", "runner.max_pending_runs: must be -1"},
 		{"bad duration", "write_timeout: 2h", "write_timeout: two hours", `"two hours" is not a duration`},
 		{"bad log format", "notify:", "log: {format: xml}\nnotify:", `log.format: "xml" is not json or text`},
 		{"route to unknown sink", "sink: console", "sink: pager", `notify.routes[0].sink: "pager" is not`},

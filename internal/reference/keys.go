@@ -66,6 +66,9 @@ var keyDocs = map[string]keyDoc{
 	"runner.max_deadline_horizon": {},
 	"runner.max_lag_wait":         {},
 	"runner.max_open_runs":        {},
+	"runner.max_pending_runs":     {},
+	"runner.max_finished_runs":    {},
+	"runner.rejected_retention":   {},
 	"runner.state_key_file":       {desc: "File holding the daemon's state key (at least 32 bytes, the same for every instance): run records in the changelog are sealed with it (HMAC-SHA256), and one without a valid seal (forged, altered, or written before the key was set) is set aside at restore: logged, counted in lakewap_state_records_set_aside_total, left in the changelog, never acted on.", def: "none (records are not authenticated; a warning at start)", example: "/run/secrets/lakewap_state_key"},
 
 	"audit.work_dir":               {desc: "Directory of the audits' downloads and DuckDB's spill files.", def: "$TMPDIR/lakewap-audit", example: "/var/lib/lakewap/audit"},
@@ -139,6 +142,7 @@ var keyDocs = map[string]keyDoc{
 	"datasets.<name>.target":                           {desc: "Branch the batches are published into."},
 	"datasets.<name>.source":                           {desc: "Ref a batch's branch is made from when its BatchLanded names none.", def: "the target", example: "main"},
 	"datasets.<name>.write_timeout":                    {desc: "How long after BatchLanded the writes may take, when the event sets no deadline."},
+	"datasets.<name>.max_write_timeout":                {desc: "Caps a batch's write deadline at this long after it landed, whatever its BatchLanded asks.", def: "none (runner.max_deadline_horizon only)", example: "24h"},
 	"datasets.<name>.keep_aborted_branch":              {def: "true", example: "false"},
 	"datasets.<name>.aborted_retention":                {desc: "Age after which the janitor deletes an aborted or failed run's branch."},
 	"datasets.<name>.allowed_paths":                    {def: "none", example: "[manifests/]"},
