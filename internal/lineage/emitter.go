@@ -49,6 +49,9 @@ type Options struct {
 	// Closed, if set, is called once Close has sent what was queued (the
 	// daemon closes the Kafka writer there).
 	Closed func()
+	// CloseWithin bounds how long Close keeps sending what is queued
+	// (default 10s); what is left then is dropped, counted shutdown.
+	CloseWithin time.Duration
 }
 
 // Emitter sends the run events of observed run changes to Options.URL in
@@ -60,6 +63,9 @@ type Emitter struct {
 	mu     sync.RWMutex // closed and the queue's closing
 	closed bool
 	sent   atomic.Int64
+	// stop ends the sending when Close has waited CloseWithin.
+	stop   context.Context
+	cancel context.CancelFunc
 }
 
 // New starts an Emitter; Close stops it.
@@ -76,6 +82,9 @@ func New(o Options) (*Emitter, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
 	}
+	if o.CloseWithin <= 0 {
+		o.CloseWithin = 10 * time.Second
+	}
 	if o.Client == nil {
 		o.Client = &http.Client{}
 	}
@@ -86,6 +95,7 @@ func New(o Options) (*Emitter, error) {
 		o.Tables = func(string) []Table { return nil }
 	}
 	e := &Emitter{o: o, queue: make(chan RunEvent, QueueSize), done: make(chan struct{})}
+	e.stop, e.cancel = context.WithCancel(context.Background())
 	go e.loop()
 	return e, nil
 }
@@ -118,6 +128,10 @@ func (e *Emitter) drop(reason string) {
 func (e *Emitter) loop() {
 	defer close(e.done)
 	for ev := range e.queue {
+		if e.stop.Err() != nil {
+			e.drop("shutdown")
+			continue
+		}
 		body, err := json.Marshal(ev)
 		if err == nil && len(body) > e.o.MaxEventBytes {
 			e.o.Logger.Warn("lineage event over its byte budget, not sent", "job", ev.Job.Name, "run_id", ev.Run.RunID,
@@ -127,6 +141,10 @@ func (e *Emitter) loop() {
 		}
 		if err == nil {
 			err = e.send(ev, body)
+		}
+		if err != nil && e.stop.Err() != nil {
+			e.drop("shutdown")
+			continue
 		}
 		if err != nil {
 			e.o.Logger.Warn("lineage event not delivered", "job", ev.Job.Name, "run_id", ev.Run.RunID, "event_type", ev.EventType, "err", err)
@@ -143,7 +161,7 @@ func (e *Emitter) loop() {
 func Key(ev RunEvent) string { return "run:" + ev.Job.Namespace + "/" + ev.Job.Name }
 
 func (e *Emitter) send(ev RunEvent, body []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), e.o.Timeout)
+	ctx, cancel := context.WithTimeout(e.stop, e.o.Timeout)
 	defer cancel()
 	if e.o.Send != nil {
 		return e.o.Send(ctx, Key(ev), body)
@@ -164,7 +182,8 @@ func (e *Emitter) send(ev RunEvent, body []byte) error {
 	return nil
 }
 
-// Close sends what is queued (each within its timeout) and stops.
+// Close sends what is queued (each within its timeout, all within
+// CloseWithin) and stops.
 func (e *Emitter) Close() {
 	e.mu.Lock()
 	first := !e.closed
@@ -173,7 +192,16 @@ func (e *Emitter) Close() {
 		close(e.queue)
 	}
 	e.mu.Unlock()
-	<-e.done
+	select {
+	case <-e.done:
+	case <-time.After(e.o.CloseWithin):
+		if n := len(e.queue); n > 0 {
+			e.o.Logger.Warn("lineage events not sent before shutdown", "events", n+1, "within", e.o.CloseWithin)
+		}
+		e.cancel()
+		<-e.done
+	}
+	e.cancel()
 	if first && e.o.Closed != nil {
 		e.o.Closed()
 	}
