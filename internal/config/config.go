@@ -376,9 +376,13 @@ type HTTP struct {
 	// and the action's timeout must be above it.
 	WebhookAuditTimeout Duration `yaml:"webhook_audit_timeout"`
 	// Runs is the read-only status page /runs: on (the default) or off.
-	// On a listener that is not on loopback it needs webhook_token (the same
-	// token as the webhook's callers) and is not served without one.
+	// On a listener that is not on loopback it needs runs_token and is not
+	// served without one. Never the webhook's token: lakeFS hands that to
+	// every action file, so every writer has it.
 	Runs string `yaml:"runs"`
+	// RunsToken (or RunsTokenFile) is the token /runs asks for off loopback.
+	RunsToken     string `yaml:"runs_token"`
+	RunsTokenFile string `yaml:"runs_token_file"`
 	// RunsSamples shows the sample rows of failed checks on /runs (default
 	// false: they are data, and whoever can read the page may not be allowed
 	// to read the data).
@@ -409,6 +413,26 @@ func (h HTTP) Token() (string, error) {
 	token, err := ReadSecret(h.WebhookToken, h.WebhookTokenFile)
 	if err == nil && strings.TrimSpace(token) == "" {
 		err = fmt.Errorf("%s is empty: the pre-merge webhook needs a token (or http.webhook: open or off)", what)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", field, err)
+	}
+	return token, nil
+}
+
+// RunsPageToken is the token of /runs, read from runs_token_file when that
+// is set; "" when none is set. A set but empty one is an error naming it.
+func (h HTTP) RunsPageToken() (string, error) {
+	if h.RunsToken == "" && h.RunsTokenFile == "" {
+		return "", nil
+	}
+	field := "http.runs_token"
+	if h.RunsTokenFile != "" {
+		field = "http.runs_token_file"
+	}
+	token, err := ReadSecret(h.RunsToken, h.RunsTokenFile)
+	if err == nil && strings.TrimSpace(token) == "" {
+		err = errors.New("is empty: /runs needs a token off loopback (or http.runs: off)")
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)
@@ -931,6 +955,9 @@ func (c *Config) Validate() error {
 	badIf(c.Lineage.Kafka.Topic != "" && !kafkaTopicName.MatchString(c.Lineage.Kafka.Topic), "lineage.kafka.topic",
 		"%q is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)", c.Lineage.Kafka.Topic)
 	badIf(c.Lineage.MaxEventBytes < 0 || c.Lineage.MaxEventBytes > 1<<20, "lineage.max_event_bytes", "%d must be between 0 and 1048576 (Kafka's default message size)", c.Lineage.MaxEventBytes)
+	badIf(c.HTTP.RunsToken != "" && c.HTTP.RunsTokenFile != "", "http.runs_token", "set runs_token or runs_token_file, not both")
+	badIf(c.HTTP.RunsToken != "" && c.HTTP.RunsToken == c.HTTP.WebhookToken, "http.runs_token",
+		"is the webhook's token, which lakeFS hands to every action file: give /runs a token of its own")
 	if c.HTTP.Listen != "" {
 		switch c.HTTP.WebhookMode() {
 		case WebhookToken:

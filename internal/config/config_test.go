@@ -108,6 +108,7 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"bad sasl mechanism", "SCRAM-SHA-512", "SCRAM-MD5", `kafka.sasl.mechanism: "SCRAM-MD5" is not one of`},
 		{"endpoint without scheme", "http://lakefs:8000", "lakefs:8000", `lakefs.endpoint: "lakefs:8000" must start with http://`},
 		{"write deadline cap below the timeout", "write_timeout: 2h", "write_timeout: 2h\n    max_write_timeout: 1h", "datasets.billing.max_write_timeout: 1h0m0s is shorter than write_timeout"},
+		{"runs token is the webhook's", "notify:", "http: {listen: \":9090\", webhook_token: same, runs_token: same}\nnotify:", "http.runs_token: is the webhook's token"},
 		{"pending bound", "notify:", "runner: {max_pending_runs: -2}\nnotify:", "runner.max_pending_runs: must be -1"},
 		{"bad duration", "write_timeout: 2h", "write_timeout: two hours", `"two hours" is not a duration`},
 		{"bad log format", "notify:", "log: {format: xml}\nnotify:", `log.format: "xml" is not json or text`},

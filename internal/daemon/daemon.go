@@ -445,13 +445,13 @@ func (d *Daemon) mountRuns(mux *http.ServeMux, addr net.Addr) error {
 	}
 	var token string
 	if tcp, ok := addr.(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
-		t, err := d.cfg.HTTP.Token()
+		t, err := d.cfg.HTTP.RunsPageToken()
 		if err != nil {
 			return err
 		}
 		if t == "" {
-			d.log.Warn("/runs is not served: the listener is not on loopback and http.webhook is " + d.cfg.HTTP.WebhookMode() +
-				", so there is no token to ask for (set http.webhook_token, or http.runs: off)")
+			d.log.Warn("/runs is not served: the listener is not on loopback and http.runs_token is not set " +
+				"(the webhook's token does not open it: every writer's action file can read that one)")
 			return nil
 		}
 		token = t

@@ -12,8 +12,10 @@ import (
 	"github.com/lakewap/lakewap/internal/config"
 )
 
-// Off loopback the page asks for the webhook's token; without a token to
-// ask for it is not served at all.
+// Off loopback the page asks for http.runs_token; without one it is not
+// served at all. The webhook's token never opens it: lakeFS hands that
+// token to every action file, so every writer has it (trust model), and
+// the page shows every dataset's observed values.
 func TestRunsPageNeedsTheTokenOffLoopback(t *testing.T) {
 	public := &net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 9090}
 	cases := []struct {
@@ -23,9 +25,10 @@ func TestRunsPageNeedsTheTokenOffLoopback(t *testing.T) {
 		auth   bool
 	}{
 		{"loopback, no token", config.HTTP{Webhook: config.WebhookOff}, true, false},
-		{"public, token", config.HTTP{WebhookToken: "s3cret"}, true, true},
+		{"public, runs token", config.HTTP{WebhookToken: "s3cret", RunsToken: "operators-only"}, true, true},
+		{"public, webhook token only", config.HTTP{WebhookToken: "s3cret"}, false, false},
 		{"public, webhook off", config.HTTP{Webhook: config.WebhookOff}, false, false},
-		{"public, runs off", config.HTTP{WebhookToken: "s3cret", Runs: "off"}, false, false},
+		{"public, runs off", config.HTTP{RunsToken: "operators-only", Runs: "off"}, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,6 +52,14 @@ func TestRunsPageNeedsTheTokenOffLoopback(t *testing.T) {
 			mux.ServeHTTP(rec, req)
 			if rec.Code != http.StatusUnauthorized {
 				t.Errorf("/runs without the token: %d, want 401", rec.Code)
+			}
+			// With the webhook's token: refused as well.
+			rec = httptest.NewRecorder()
+			withHook := httptest.NewRequest(http.MethodGet, "/runs", nil)
+			withHook.Header.Set("Authorization", "Bearer "+tc.http.WebhookToken)
+			mux.ServeHTTP(rec, withHook)
+			if rec.Code != http.StatusUnauthorized {
+				t.Errorf("/runs with the webhook's token: %d, want 401", rec.Code)
 			}
 		})
 	}

@@ -125,6 +125,8 @@ var keyDocs = map[string]keyDoc{
 	"tracing.headers":            {def: "none", example: "{x-honeycomb-team: ${HONEYCOMB_KEY}}"},
 	"tracing.sample_ratio":       {def: "1", example: "0.1"},
 	"http.runs_samples":          {def: "false", example: "true"},
+	"http.runs_token":            {desc: "The token /runs asks for on a listener that is not on loopback (never the webhook's token: every writer's action file can read that).", def: "none (/runs served on loopback only)", example: "${LAKEWAP_RUNS_TOKEN}"},
+	"http.runs_token_file":       {desc: "File holding http.runs_token.", def: "none", example: "/run/secrets/lakewap_runs_token"},
 
 	"log.format": {desc: "json or text."},
 	"log.level":  {desc: "debug, info, warn or error."},
