@@ -137,7 +137,14 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		log.Warn("runner.state_key_file is not set: run records in the changelog are not authenticated, and anyone who can write " +
 			k.ChangelogTopic + " can steer lakewap")
 	}
-	store, err := runstore.New(runstore.Config{Inner: kp.store, Key: stateKey, Datasets: rc.Datasets, Logger: log, Registerer: reg})
+	store, err := runstore.New(runstore.Config{Inner: kp.store, Key: stateKey, Datasets: rc.Datasets, Logger: log, Registerer: reg,
+		// Records are loaded at assignment, when the consumer exists.
+		Partitions: func() int {
+			if d.consumer == nil {
+				return 0
+			}
+			return d.consumer.Partitions(k.InputTopic)
+		}})
 	if err != nil {
 		return nil, err
 	}

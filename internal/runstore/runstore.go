@@ -7,7 +7,8 @@
 // run's key). Any other record is set aside: logged, counted, left in the
 // changelog for inspection, and never acted on.
 //
-// It imports pipeline (the run record and dataset specs) and schemas.
+// It imports pipeline (the run record and dataset specs), schemas and kafka
+// (the partition of a batch id).
 package runstore
 
 import (
@@ -24,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -41,7 +43,8 @@ const (
 	ReasonBadSeal    = "bad_seal"   // an authenticator that does not match: forged or altered
 	ReasonUnreadable = "unreadable" // not a run record
 	ReasonDataset    = "unknown_dataset"
-	ReasonMismatch   = "mismatch" // repository, target, source, branch or key not what the config gives
+	ReasonMismatch   = "mismatch"        // repository, target, source, branch or key not what the config gives
+	ReasonPartition  = "wrong_partition" // not the partition of its batch id: a copy would give the run a second owner
 )
 
 // Config wires a Store.
@@ -52,7 +55,11 @@ type Config struct {
 	Key []byte
 	// Datasets resolves a dataset name to its spec.
 	Datasets func(name string) (pipeline.DatasetSpec, bool)
-	Logger   *slog.Logger
+	// Partitions, if set, returns the input topic's partition count: a
+	// record is restored only from the partition of its batch id (0: not
+	// checked).
+	Partitions func() int
+	Logger     *slog.Logger
 	// Registerer, if set, gets lakewap_state_records_set_aside_total.
 	Registerer prometheus.Registerer
 }
@@ -77,7 +84,7 @@ func New(cfg Config) (*Store, error) {
 	s := &Store{cfg: cfg, setAside: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_state_records_set_aside_total",
 		Help: "Run records of the changelog not restored: unsealed, forged or altered (bad_seal), unreadable, of a dataset not in the config, or not matching it. They stay in the changelog and are never acted on."},
 		[]string{"reason"})}
-	for _, r := range []string{ReasonUnsealed, ReasonBadSeal, ReasonUnreadable, ReasonDataset, ReasonMismatch} {
+	for _, r := range []string{ReasonUnsealed, ReasonBadSeal, ReasonUnreadable, ReasonDataset, ReasonMismatch, ReasonPartition} {
 		s.setAside.WithLabelValues(r)
 	}
 	if cfg.Registerer != nil {
@@ -127,7 +134,7 @@ func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, err
 	}
 	out := make(map[string][]byte, len(raw))
 	for key, v := range raw {
-		value, reason, detail := s.check(key, v)
+		value, reason, detail := s.check(partition, key, v)
 		if reason != "" {
 			s.setAside.WithLabelValues(reason).Inc()
 			s.cfg.Logger.Error("run record set aside: not acted on, left in the changelog", "partition", partition, "key", schemas.Clip(key, 256),
@@ -140,7 +147,7 @@ func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, err
 }
 
 // check returns the record's run bytes, or why it is set aside.
-func (s *Store) check(key string, v []byte) (value []byte, reason, detail string) {
+func (s *Store) check(partition int, key string, v []byte) (value []byte, reason, detail string) {
 	value = v
 	if s.cfg.Key != nil {
 		m := sealSuffix.FindSubmatchIndex(v)
@@ -163,7 +170,19 @@ func (s *Store) check(key string, v []byte) (value []byte, reason, detail string
 	if problem := matches(key, run, spec); problem != "" {
 		return nil, ReasonMismatch, problem
 	}
+	if n := s.partitions(); n > 0 {
+		if home := kafka.PartitionOf([]byte(run.BatchID), n); home != partition {
+			return nil, ReasonPartition, fmt.Sprintf("batch %q belongs to partition %d of %d", schemas.Clip(run.BatchID, 256), home, n)
+		}
+	}
 	return value, "", ""
+}
+
+func (s *Store) partitions() int {
+	if s.cfg.Partitions == nil {
+		return 0
+	}
+	return s.cfg.Partitions()
 }
 
 // matches says what of run is not what the config and its batch id give.

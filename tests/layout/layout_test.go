@@ -44,7 +44,7 @@ var packageMap = []struct {
 	{"internal/status", []string{"pipeline", "schemas"}, ""},
 	{"internal/tracing", []string{"pipeline", "schemas"}, "the runner's hooks it implements"},
 	{"internal/metrics", []string{"pipeline", "pipeline/runner"}, ""},
-	{"internal/runstore", []string{"pipeline", "schemas"}, ""},
+	{"internal/runstore", []string{"kafka", "pipeline", "schemas"}, ""},
 	{"internal/runs", []string{"consumer", "internal/config", "internal/janitor", "kafka", "pipeline", "schemas"}, ""},
 	{"internal/opclient", []string{"consumer", "internal/config", "kafka", "schemas"}, ""},
 	{"internal/reference", []string{"audit", "internal/config", "schemas"}, "what it documents"},
