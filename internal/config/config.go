@@ -948,7 +948,7 @@ func (c *Config) Validate() error {
 			badIf(true, "tracing."+field, "%s", msg)
 		}
 	} else {
-		badIf(c.Tracing.Protocol != "" || c.Tracing.Headers != nil || c.Tracing.SampleRatio != nil, "tracing.otlp_endpoint",
+		badIf(c.Tracing.Protocol != "" || len(c.Tracing.Headers) > 0 || c.Tracing.SampleRatio != nil, "tracing.otlp_endpoint",
 			"required when other tracing keys are set (without it no spans are sent)")
 	}
 	badIf(c.Lineage.URL != "" && c.Lineage.Kafka.Topic != "", "lineage.kafka.topic", "set lineage.url or lineage.kafka.topic, not both")

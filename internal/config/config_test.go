@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/lakewap/lakewap/pipeline"
 )
 
@@ -185,5 +187,25 @@ func TestWebhookToken(t *testing.T) {
 		if got != c.want || (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%+v: %q, %v; want %q, %q", c.h, got, err, c.want, c.err)
 		}
+	}
+}
+
+// A loaded config written back as YAML (what lakewap demo -keep and the
+// tests write) loads again: a resolved empty value must not read as set.
+// tracing.headers written as {} failed with "tracing.otlp_endpoint:
+// required when other tracing keys are set".
+func TestLoadedConfigWrittenBackLoads(t *testing.T) {
+	vars := env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"})
+	c, err := ParseIn([]byte(good), vars, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Tracing.Headers = map[string]string{} // as a caller may leave it
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseIn(out, vars, ""); err != nil {
+		t.Errorf("the written config does not load: %v\n%s", err, out)
 	}
 }
