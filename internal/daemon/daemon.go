@@ -96,7 +96,14 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	var err error
 	hc := metrics.LakeFSClient(reg)
 	if cfg.Tracing.OTLPEndpoint != "" {
-		if d.tracer, err = tracing.New(ctx, cfg.TracingOptions(buildinfo.Read().Version)); err != nil {
+		to := cfg.TracingOptions(buildinfo.Read().Version)
+		to.Partitions = func() int { // batches land once the consumer exists
+			if d.consumer == nil {
+				return 0
+			}
+			return d.consumer.Partitions(cfg.Kafka.InputTopic)
+		}
+		if d.tracer, err = tracing.New(ctx, to); err != nil {
 			return nil, err
 		}
 		traced := *hc

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -53,6 +55,9 @@ type Options struct {
 	// Topic and Group are the input topic and consumer group, for the
 	// Kafka process span.
 	Topic, Group string
+	// Partitions, if set, returns the input topic's partition count: the
+	// process span names the partition of the batch's key.
+	Partitions func() int
 }
 
 // Validate returns the first wrong option as field: message, field named
@@ -198,7 +203,12 @@ func (t *Tracer) Observe(before, after pipeline.Run) {
 		attrs := append(runAttrs(after), attribute.String("messaging.system", "kafka"),
 			attribute.String("messaging.operation.name", "process"), attribute.String("messaging.operation.type", "process"),
 			attribute.String("messaging.destination.name", t.o.Topic), attribute.String("messaging.consumer.group.name", t.o.Group),
-			attribute.String("messaging.kafka.message.key", after.Dataset))
+			attribute.String("messaging.kafka.message.key", after.BatchID))
+		if t.o.Partitions != nil {
+			if n := t.o.Partitions(); n > 0 { // every input is on its key's partition (ingest dead-letters the rest)
+				attrs = append(attrs, attribute.String("messaging.destination.partition.id", strconv.Itoa(kafka.PartitionOf([]byte(after.BatchID), n))))
+			}
+		}
 		_, span := t.t.Start(parent(context.Background(), after), "process "+t.o.Topic, trace.WithSpanKind(trace.SpanKindConsumer),
 			trace.WithAttributes(attrs...))
 		span.End()

@@ -5,13 +5,14 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/lakewap/lakewap/internal/tracing/otlptest"
-
+	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -24,7 +25,8 @@ import (
 // audit span's child, and the failed check's span has error status.
 func TestSpansOfABatchReachTheReceiver(t *testing.T) {
 	rcv := otlptest.Start(t)
-	tr, err := New(context.Background(), Options{Endpoint: rcv.Addr, Insecure: true, SampleRatio: 1, Topic: "wap.batches", Group: "lakewap"})
+	tr, err := New(context.Background(), Options{Endpoint: rcv.Addr, Insecure: true, SampleRatio: 1, Topic: "wap.batches", Group: "lakewap",
+		Partitions: func() int { return 3 }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +97,11 @@ func TestSpansOfABatchReachTheReceiver(t *testing.T) {
 	if otlptest.Attr(p, "messaging.system") != "kafka" || otlptest.Attr(p, "messaging.destination.name") != "wap.batches" ||
 		otlptest.Attr(p, "messaging.consumer.group.name") != "lakewap" || otlptest.Attr(p, "messaging.operation.name") != "process" ||
 		p.Kind != tracepb.Span_SPAN_KIND_CONSUMER {
+		t.Errorf("process span %v", p)
+	}
+	// The message's key is the batch id, and its partition the key's.
+	if otlptest.Attr(p, "messaging.kafka.message.key") != "b1" ||
+		otlptest.Attr(p, "messaging.destination.partition.id") != strconv.Itoa(kafka.PartitionOf([]byte("b1"), 3)) {
 		t.Errorf("process span %v", p)
 	}
 }

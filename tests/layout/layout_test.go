@@ -42,7 +42,7 @@ var packageMap = []struct {
 	{"internal/devstack", []string{"kafka/kafkatest"}, "the Kafka half of the stack: kfake or a shared external cluster"},
 	{"internal/lineage", []string{"kafka", "pipeline", "schemas"}, ""},
 	{"internal/status", []string{"pipeline", "schemas"}, ""},
-	{"internal/tracing", []string{"pipeline", "schemas"}, "the runner's hooks it implements"},
+	{"internal/tracing", []string{"kafka", "pipeline", "schemas"}, "the runner's hooks it implements"},
 	{"internal/metrics", []string{"pipeline", "pipeline/runner"}, ""},
 	{"internal/runstore", []string{"kafka", "pipeline", "schemas"}, ""},
 	{"internal/runs", []string{"consumer", "internal/config", "internal/janitor", "kafka", "pipeline", "schemas"}, ""},
