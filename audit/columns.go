@@ -78,6 +78,28 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	return out, nil
 }
 
+// textColumns are the columns of each CSV or JSON file as DuckDB reads the
+// file alone (its header, its keys), in order: one query per file that
+// reads no rows past the sniffer's sample.
+func (r *run) textColumns(ctx context.Context, format string, files []string) (map[string][]fileColumn, error) {
+	out := map[string][]fileColumn{}
+	for _, f := range files {
+		rows, err := r.e.db.QueryContext(ctx, "SELECT * FROM "+readSQL(format, []string{f})+" LIMIT 0")
+		if err != nil {
+			return nil, err
+		}
+		names, err := rows.Columns()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			out[f] = append(out[f], fileColumn{name: n})
+		}
+	}
+	return out, nil
+}
+
 // caseCollision names the first column of a view's files whose name
 // collides, when case is ignored, with another column of the same file,
 // with the table's spelling of it (table: the names a Delta log declares,

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -44,5 +45,30 @@ func TestSchemaAndColumnsCompareNamesExactly(t *testing.T) {
 		if c.Status != want[i].status || c.Observed != want[i].observed {
 			t.Errorf("%s: %s %q %q, want %s %q", c.Name, c.Status, c.Observed, c.Message, want[i].status, want[i].observed)
 		}
+	}
+}
+
+// The same holds for CSV headers and JSON keys: DuckDB's union by name
+// makes billing_id and BILLING_ID one column; pandas (read_csv,
+// read_json) and pyarrow keep two, the second file's billing_id NULL.
+func TestTextColumnsDifferingOnlyInCaseAreRefused(t *testing.T) {
+	for _, format := range []string{FormatCSV, FormatJSONL} {
+		t.Run(format, func(t *testing.T) {
+			src := newDirSource(t)
+			ext := map[string]string{FormatCSV: ".csv", FormatJSONL: ".jsonl"}[format]
+			src.write(t, "main", "raw/billing/a"+ext, "SELECT 1::BIGINT AS billing_id")
+			src.branch(t, "main", "b1")
+			src.write(t, "b1", "raw/billing/b"+ext, `SELECT 2::BIGINT AS "BILLING_ID"`)
+			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "billing", Repository: "repo", Ref: "b1", BaseRef: "main",
+				BatchTime: batchTime, Suite: Suite{Tables: []Table{{Name: "billing", Path: "raw/billing/", Format: format}},
+					Checks: []Check{{Kind: KindNotNull, Table: "billing", Column: "billing_id"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := rep.Checks[0]
+			if c.Status != schemas.StatusError || !strings.Contains(c.Message, `has a column "BILLING_ID", which the table spells "billing_id"`) {
+				t.Errorf("not_null: %s %q %q, want an error naming the collision", c.Status, c.Observed, c.Message)
+			}
+		})
 	}
 }

@@ -762,10 +762,11 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 	return nil
 }
 
-// columnCollision is a column of a Parquet or Delta table's files (those
-// of all its views: the ref, the batch and the base) whose name collides
-// with another when case is ignored (see caseCollision). A footer DuckDB
-// cannot read is left for the view to report.
+// columnCollision is a column of a table's files (those of all its views:
+// the ref, the batch and the base) whose name collides with another when
+// case is ignored (see caseCollision): Parquet and Delta by their footers,
+// CSV and JSON as DuckDB reads each file alone. A file DuckDB cannot read
+// is left for the view to report.
 func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 	if err, ok := r.collisions[k.table]; ok {
 		return err
@@ -773,11 +774,13 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 	var files []string
 	objPath := map[string]string{}
 	var table, parts []string
+	format := ""
 	for _, s := range []string{schemaMain, schemaBase, schemaBatch} {
 		v := r.views[viewKey{s, k.table}]
-		if v == nil || (v.table.format() != FormatParquet && v.table.format() != FormatDelta) {
+		if v == nil {
 			continue
 		}
+		format = v.table.format()
 		for i, f := range v.files {
 			if _, ok := objPath[f]; !ok {
 				files = append(files, f)
@@ -791,7 +794,13 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 	}
 	var err error
 	if len(files) > 0 {
-		if cols, qerr := r.parquetColumns(ctx, files); qerr == nil {
+		columns := r.parquetColumns
+		if format == FormatCSV || format == FormatJSONL {
+			columns = func(ctx context.Context, files []string) (map[string][]fileColumn, error) {
+				return r.textColumns(ctx, format, files)
+			}
+		}
+		if cols, qerr := columns(ctx, files); qerr == nil {
 			err = caseCollision(cols, files, objPath, table, parts)
 		}
 	}

@@ -41,6 +41,11 @@ func each[T, U any](vals []T, f func(T) U) []U {
 // files written by different writer versions (a column added later) be read
 // together.
 func viewSQL(schema, table, format string, files []string) string {
+	return fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM %s", qualified(schema, table), readSQL(format, files))
+}
+
+// readSQL is the table function reading files of format.
+func readSQL(format string, files []string) string {
 	// A single file needs no union, and reading it plainly is measurably
 	// faster.
 	union := ""
@@ -56,7 +61,7 @@ func viewSQL(schema, table, format string, files []string) string {
 	default:
 		from = fmt.Sprintf("read_parquet(%s%s)", literalList(files), union)
 	}
-	return fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM %s", qualified(schema, table), from)
+	return from
 }
 
 // emptyViewSQL is a table without files that has the columns of a file of
