@@ -41,17 +41,25 @@ func landAll(t *testing.T, env *harness.Env, batches []serialBatch, jitter func(
 	defer cancel()
 	var wg sync.WaitGroup
 	for _, b := range batches {
-		wg.Go(func() {
-			must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: b.id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
-				Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+		wg.Go(func() { // t.Error, not must: FailNow only from the test's goroutine
+			if err := env.Produce(ctx, schemas.BatchLanded{BatchID: b.id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+				Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}); err != nil {
+				t.Errorf("landing %s: %v", b.id, err)
+				return
+			}
 			ev, err := env.Watcher.Await(ctx, b.id, schemas.TypeBranchReady, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
-			must(t, err)
+			if err != nil {
+				t.Errorf("awaiting %s's branch: %v", b.id, err)
+				return
+			}
 			ready, ok := ev.(schemas.BranchReady)
 			if !ok {
 				t.Errorf("batch %s ended before its branch: %+v", b.id, ev)
 				return
 			}
-			must(t, env.WriteParquet(ctx, ready.Branch, "gold/billing_fact/batch="+b.id+"/part-0.parquet", billingRows(b.first, 0, b.rows, "BIGINT")))
+			if err := env.WriteParquet(ctx, ready.Branch, "gold/billing_fact/batch="+b.id+"/part-0.parquet", billingRows(b.first, 0, b.rows, "BIGINT")); err != nil {
+				t.Errorf("writing %s: %v", b.id, err)
+			}
 		})
 	}
 	wg.Wait()
@@ -63,11 +71,16 @@ func landAll(t *testing.T, env *harness.Env, batches []serialBatch, jitter func(
 			if jitter != nil {
 				time.Sleep(jitter()) // the interleaving under test, not a wait for a condition
 			}
-			must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: b.id, Dataset: "billing", Write: "billing_fact",
-				Paths: []string{"gold/billing_fact/batch=" + b.id + "/part-0.parquet"}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+			if err := env.Produce(ctx, schemas.WriteComplete{BatchID: b.id, Dataset: "billing", Write: "billing_fact",
+				Paths: []string{"gold/billing_fact/batch=" + b.id + "/part-0.parquet"}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}); err != nil {
+				t.Errorf("completing %s: %v", b.id, err)
+			}
 		})
 	}
 	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
 	finals := map[string]schemas.Event{}
 	for _, b := range batches {
 		ev, err := env.Watcher.Await(ctx, b.id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
