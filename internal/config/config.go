@@ -282,6 +282,16 @@ type Slack struct {
 	WebhookURL     string `yaml:"webhook_url"`
 	WebhookURLFile string `yaml:"webhook_url_file"`
 	APIURL         string `yaml:"api_url"` // for tests against slacktest
+	// RateBurst new messages at most per RatePer for one dataset, state and
+	// reason (default 20 per 10m; -1: no limit): a flood of one kind does
+	// not flood the channel. Updates of posted messages are never held back.
+	RateBurst int      `yaml:"rate_burst"`
+	RatePer   Duration `yaml:"rate_per"`
+}
+
+// Limit is the Slack sink's rate limit as notify's options.
+func (s Slack) Limit() notify.LimitConfig {
+	return notify.LimitConfig{Burst: cmp.Or(s.RateBurst, 20), Per: cmp.Or(s.RatePer.Std(), 10*time.Minute)}
 }
 
 // Route sends some outcomes of some datasets to a sink.
@@ -775,7 +785,7 @@ func (k Kafka) Topics() []kafka.TopicSpec {
 // console sink writing to console and Slack, as notify.* configures them,
 // and the routes of notify.routes (by default every outcome to every sink
 // but results).
-func (c *Config) Sinks(results notify.Sink, console io.Writer) ([]notify.Sink, []notify.Route, error) {
+func (c *Config) Sinks(results notify.Sink, console io.Writer, suppressed func(kind string)) ([]notify.Sink, []notify.Route, error) {
 	sinks := []notify.Sink{results}
 	if c.Notify.Console {
 		con, err := notify.NewConsole(console, c.LakeFS.UIURL)
@@ -801,6 +811,11 @@ func (c *Config) Sinks(results notify.Sink, console io.Writer) ([]notify.Sink, [
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("notify.slack: %w", err)
+		}
+		if s.RateBurst >= 0 {
+			lc := s.Limit()
+			lc.Suppressed = suppressed
+			sl = notify.Limit(sl, lc)
 		}
 		sinks = append(sinks, sl)
 	}

@@ -274,7 +274,7 @@ func (d *Daemon) startAudits() (err error) {
 // newDispatcher fans result events out to the Kafka results sink and the
 // configured console and Slack sinks, along notify.routes.
 func newDispatcher(cfg *config.Config, results *notify.KafkaResults, console io.Writer, log *slog.Logger, reg prometheus.Registerer) (*notify.Dispatcher, error) {
-	sinks, routes, err := cfg.Sinks(results, cmp.Or[io.Writer](console, os.Stdout))
+	sinks, routes, err := cfg.Sinks(results, cmp.Or[io.Writer](console, os.Stdout), metrics.SlackSuppressed(reg, log))
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,9 @@
 package metrics
 
 import (
+	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -153,4 +155,26 @@ func LineageDropped(reg prometheus.Registerer) func(reason string) {
 	c.WithLabelValues("queue_full")
 	c.WithLabelValues("undelivered")
 	return func(reason string) { c.WithLabelValues(reason).Inc() }
+}
+
+// SlackSuppressed counts new Slack messages the rate limit held back
+// (notify.slack.rate_burst), and logs at most one line a minute about them;
+// the result is notify.LimitConfig.Suppressed.
+func SlackSuppressed(reg prometheus.Registerer, log *slog.Logger) func(kind string) {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "lakewap_slack_messages_suppressed_total",
+		Help: "New Slack messages not posted because one dataset, state and reason exceeded notify.slack.rate_burst per rate_per (the results topic still carries them)."})
+	reg.MustRegister(c)
+	var (
+		mu   sync.Mutex
+		last time.Time
+	)
+	return func(kind string) {
+		c.Inc()
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last) >= time.Minute {
+			last = time.Now()
+			log.Warn("Slack messages held back: one kind of outcome exceeds notify.slack.rate_burst", "kind", kind)
+		}
+	}
 }

@@ -1,0 +1,98 @@
+package notify
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// LimitConfig bounds how many new messages a sink posts for one kind of
+// outcome: at most Burst per Per for each dataset, state and reason.
+type LimitConfig struct {
+	Burst int
+	Per   time.Duration
+	// Suppressed, if set, is told the kind of each message held back.
+	Suppressed func(kind string)
+	Now        func() time.Time // default time.Now
+}
+
+// maxLimitKinds bounds the kinds the limiter remembers: datasets come from
+// events, so a flood of invented names must not grow it.
+const maxLimitKinds = 4096
+
+// Limit wraps a chat sink so that a flood of one kind (thousands of
+// batches of one dataset aborted too_many_runs) posts Burst messages per
+// window and no more; other datasets and outcomes, and updates of messages
+// already posted, go out as before. A held-back message is not an error
+// and is not retried: the results topic still carries every outcome.
+func Limit(s Sink, cfg LimitConfig) Sink {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &limited{Sink: s, cfg: cfg, windows: map[string]*window{}}
+}
+
+type window struct {
+	start time.Time
+	n     int
+}
+
+type limited struct {
+	Sink
+	cfg     LimitConfig
+	mu      sync.Mutex
+	windows map[string]*window
+}
+
+func (l *limited) Send(ctx context.Context, n Notification) (string, bool, error) {
+	if n.Receipts[l.Name()] == "" && !l.allow(kindOf(n)) {
+		return "", false, nil
+	}
+	return l.Sink.Send(ctx, n)
+}
+
+// kindOf is what a flood repeats: the dataset, the state and the reason.
+func kindOf(n Notification) string {
+	reason := ""
+	if a, ok := n.Event.(schemas.BatchAborted); ok {
+		reason = a.Reason
+	}
+	return schemas.Clip(n.Dataset, 256) + "/" + n.State + "/" + reason
+}
+
+func (l *limited) allow(kind string) bool {
+	now := l.cfg.Now()
+	l.mu.Lock()
+	w := l.windows[kind]
+	if w == nil {
+		if len(l.windows) >= maxLimitKinds {
+			for k, o := range l.windows {
+				if now.Sub(o.start) >= l.cfg.Per {
+					delete(l.windows, k)
+				}
+			}
+		}
+		if len(l.windows) >= maxLimitKinds {
+			kind = "other"
+			w = l.windows[kind]
+		}
+		if w == nil {
+			w = &window{start: now}
+			l.windows[kind] = w
+		}
+	}
+	if now.Sub(w.start) >= l.cfg.Per {
+		w.start, w.n = now, 0
+	}
+	ok := w.n < l.cfg.Burst
+	if ok {
+		w.n++
+	}
+	l.mu.Unlock()
+	if !ok && l.cfg.Suppressed != nil {
+		l.cfg.Suppressed(kind)
+	}
+	return ok
+}
