@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -86,22 +85,10 @@ func startACLOnce(ctx context.Context, logger *slog.Logger, bin, dir, encryptKey
 	})
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childProcAttr()
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("devstack: start ACL server: %w", err)
-	}
-	srv := &lakeFSServer{cmd: cmd, port: port, endpoint: "http://" + addr, logPath: logPath,
-		exited: make(chan struct{}), name: "ACL server", healthPath: "/_health"}
-	go func() {
-		srv.waitErr = cmd.Wait()
-		close(srv.exited)
-	}()
-	if err := srv.waitHealthy(ctx); err != nil {
-		_ = srv.stop()
+	srv := &lakeFSServer{cmd: cmd, port: port, endpoint: "http://" + addr, logPath: logPath, name: "ACL server", healthPath: "/_health"}
+	if err := srv.start(ctx, logger, "ACL server"); err != nil {
 		return nil, err
 	}
-	logger.Info("ACL server ready", "endpoint", srv.endpoint, "pid", cmd.Process.Pid,
-		"took", time.Since(start).Round(time.Millisecond), "log", logPath)
 	return srv, nil
 }
 

@@ -95,29 +95,32 @@ func startLakeFSOnce(ctx context.Context, logger *slog.Logger, bin string, cfg l
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "LAKEFS_") })
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childProcAttr()
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("devstack: start lakeFS: %w", err)
-	}
-	srv := &lakeFSServer{
-		cmd:      cmd,
-		port:     port,
-		endpoint: "http://" + addr,
-		logPath:  logPath,
-		exited:   make(chan struct{}),
-	}
-	go func() {
-		srv.waitErr = cmd.Wait()
-		close(srv.exited)
-	}()
-
-	if err := srv.waitHealthy(ctx); err != nil {
-		_ = srv.stop()
+	srv := &lakeFSServer{cmd: cmd, port: port, endpoint: "http://" + addr, logPath: logPath}
+	if err := srv.start(ctx, logger, "lakeFS"); err != nil {
 		return nil, err
 	}
-	logger.Info("lakeFS ready", "endpoint", srv.endpoint, "pid", cmd.Process.Pid,
-		"took", time.Since(start).Round(time.Millisecond), "log", logPath)
 	return srv, nil
+}
+
+// start starts srv's command, waits until it answers its health check and
+// logs that it is ready as what; on failure the process is stopped.
+func (srv *lakeFSServer) start(ctx context.Context, logger *slog.Logger, what string) error {
+	began := time.Now()
+	srv.exited = make(chan struct{})
+	if err := srv.cmd.Start(); err != nil {
+		return fmt.Errorf("devstack: start %s: %w", what, err)
+	}
+	go func() {
+		srv.waitErr = srv.cmd.Wait()
+		close(srv.exited)
+	}()
+	if err := srv.waitHealthy(ctx); err != nil {
+		_ = srv.stop()
+		return err
+	}
+	logger.Info(what+" ready", "endpoint", srv.endpoint, "pid", srv.cmd.Process.Pid,
+		"took", time.Since(began).Round(time.Millisecond), "log", srv.logPath)
+	return nil
 }
 
 func writeLakeFSConfig(cfg lakeFSConfig, addr string) (string, error) {
