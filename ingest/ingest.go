@@ -101,6 +101,11 @@ type Config struct {
 	// Counted, if set, counts each message that leaves here as a dead
 	// letter, by event type ("undecodable" when it did not decode).
 	Counted func(eventType, outcome string)
+	// Process, if set, is called for each valid event before it reaches
+	// the Runner, with its message and trace context; it returns the
+	// context to hand the event in and a function called with the Runner's
+	// answer (the Kafka process span: internal/tracing's Tracer.Process).
+	Process func(ctx context.Context, msg kafka.Message, ev schemas.Event, trace schemas.TraceContext) (context.Context, func(error))
 }
 
 // Wrap returns the consumer.Handler that runs the ingest stage in front of
@@ -160,7 +165,14 @@ func (s *stage) Handle(ctx context.Context, msg kafka.Message) error {
 		}
 		return s.poison(ev.EventType(), problem, schemas.ReasonInvalid)
 	}
-	if err := s.Runner.Handle(ctx, msg.Partition, ev, traceContext(msg.Headers)); err != nil {
+	tc := traceContext(msg.Headers)
+	done := func(error) {}
+	if s.cfg.Process != nil {
+		ctx, done = s.cfg.Process(ctx, msg, ev, tc)
+	}
+	err = s.Runner.Handle(ctx, msg.Partition, ev, tc)
+	done(err)
+	if err != nil {
 		return s.refused(ev, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +20,10 @@ import (
 // receiver: the good one is published, the bad one aborted by its audit.
 // Each batch's spans carry its producer's trace id, the step spans and the
 // Kafka process span are children of the producer's span, the lakeFS calls
-// children of a step, the checks children of audit, and the failing check's
-// span (bad batch only) has error status.
+// children of a step, the seal and the checks children of audit (the seal's
+// commit call its child), the process span names the BatchLanded's
+// partition and offset, and the failing check's span (bad batch only) has
+// error status.
 func TestSpansOfTracedBatches(t *testing.T) {
 	rcv := otlptest.Start(t)
 	var topic string
@@ -92,8 +95,12 @@ func TestSpansOfTracedBatches(t *testing.T) {
 		}
 		p := m[process][0]
 		if otlptest.Attr(p, "messaging.system") != "kafka" || otlptest.Attr(p, "messaging.destination.name") != topic || topic == "" ||
-			otlptest.Attr(p, "messaging.consumer.group.name") == "" || p.Kind != tracepb.Span_SPAN_KIND_CONSUMER {
+			otlptest.Attr(p, "messaging.consumer.group.name") == "" || p.Kind != tracepb.Span_SPAN_KIND_CONSUMER ||
+			otlptest.Attr(p, "messaging.destination.partition.id") == "" || otlptest.Attr(p, "messaging.kafka.offset") == "" {
 			t.Errorf("process span %v", p)
+		}
+		if len(m["seal"]) != 1 || hex.EncodeToString(m["seal"][0].ParentSpanId) != hex.EncodeToString(m["audit"][0].SpanId) {
+			t.Errorf("trace %s: seal spans %v, want one under audit", tc.trace, m["seal"])
 		}
 		ids := map[string]string{}
 		for n, ss := range m {
@@ -119,6 +126,9 @@ func TestSpansOfTracedBatches(t *testing.T) {
 					calls++
 					if parent == "" {
 						t.Errorf("lakeFS call %s %s under no step", s.Name, otlptest.Attr(s, "url.path"))
+					}
+					if strings.HasSuffix(otlptest.Attr(s, "url.path"), "/commits") && s.Name == "POST" && parent == "audit" {
+						t.Errorf("commit call %s under %s, want under seal", otlptest.Attr(s, "url.path"), parent)
 					}
 				}
 			}

@@ -346,7 +346,7 @@ func (c *Config) TracingOptions(version string) tracing.Options {
 		ratio = *t.SampleRatio
 	}
 	return tracing.Options{Endpoint: t.OTLPEndpoint, Protocol: cmp.Or(t.Protocol, "grpc"), Insecure: t.Insecure, Headers: t.Headers,
-		SampleRatio: ratio, Version: version, Topic: c.Kafka.InputTopic, Group: c.Kafka.GroupID}
+		SampleRatio: ratio, Version: version, Group: c.Kafka.GroupID}
 }
 
 // LineageKafka is the Kafka transport of OpenLineage events: lakewap's own

@@ -96,14 +96,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	var err error
 	hc := metrics.LakeFSClient(reg)
 	if cfg.Tracing.OTLPEndpoint != "" {
-		to := cfg.TracingOptions(buildinfo.Read().Version)
-		to.Partitions = func() int { // batches land once the consumer exists
-			if d.consumer == nil {
-				return 0
-			}
-			return d.consumer.Partitions(cfg.Kafka.InputTopic)
-		}
-		if d.tracer, err = tracing.New(ctx, to); err != nil {
+		if d.tracer, err = tracing.New(ctx, cfg.TracingOptions(buildinfo.Read().Version)); err != nil {
 			return nil, err
 		}
 		traced := *hc
@@ -191,7 +184,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	in := ingest.Wrap(ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.Metrics.Input,
+	ic := ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.Metrics.Input,
 		RequestsTopic: k.RequestsTopic, Operators: operators,
 		// The consumer exists once the stage does: ask it lazily.
 		Partitions: func(topic string) int {
@@ -199,7 +192,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 				return 0
 			}
 			return d.consumer.Partitions(topic)
-		}}, d.runner)
+		}}
+	if d.tracer != nil {
+		ic.Process = d.tracer.Process
+	}
+	in := ingest.Wrap(ic, d.runner)
 	if d.consumer, err = consumer.New(cc, in, log); err != nil {
 		return nil, fmt.Errorf("kafka consumer: %w", err)
 	}

@@ -4,12 +4,13 @@
 //
 // A batch is one trace: its spans are children of the producer's span when
 // its BatchLanded carried a traceparent (the run keeps it), else of a new
-// trace per step. The spans are a Kafka process span when the batch lands
-// (messaging semantic conventions), wait (landed to sealed), one per step
-// (branch, audit with a child span per check, publish, look, revert,
-// cleanup), and client spans on lakeFS calls (Transport).
+// trace per step. The spans are a Kafka process span per input message
+// that starts or joins a batch's trace (messaging semantic conventions,
+// Process), wait (landed to sealed), one per step (branch, audit with a
+// seal span and a child span per check, publish, look, revert, cleanup),
+// and client spans on lakeFS calls (Transport).
 //
-// It imports pipeline and schemas.
+// It imports kafka (lakewap's message type), pipeline and schemas.
 package tracing
 
 import (
@@ -52,12 +53,8 @@ type Options struct {
 	SampleRatio float64
 	// Version is the service.version of the spans.
 	Version string
-	// Topic and Group are the input topic and consumer group, for the
-	// Kafka process span.
-	Topic, Group string
-	// Partitions, if set, returns the input topic's partition count: the
-	// process span names the partition of the batch's key.
-	Partitions func() int
+	// Group is the consumer group, for the Kafka process span.
+	Group string
 }
 
 // Validate returns the first wrong option as field: message, field named
@@ -194,25 +191,55 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// Observe is the runner's Observe hook: a Kafka process span when a batch
-// lands (from its BatchLanded), and the wait span when it stops waiting
-// for writes (from when it started to).
-func (t *Tracer) Observe(before, after pipeline.Run) {
-	switch {
-	case after.State == pipeline.StateLanded && before.State == "":
-		attrs := append(runAttrs(after), attribute.String("messaging.system", "kafka"),
+// Process starts the Kafka process span of msg, an input event ev about to
+// reach the runner with the W3C trace context tc, and returns the context
+// to handle it in and the function that ends the span with the runner's
+// answer (an error status when it was refused or failed). A BatchLanded
+// always gets one: it starts the batch's trace, as a child of the
+// producer's span when tc has one. Other events get one only when they
+// carry a trace context (a writer that passed on BranchReady's), so
+// untraced writes make no root spans.
+func (t *Tracer) Process(ctx context.Context, msg kafka.Message, ev schemas.Event, tc schemas.TraceContext) (context.Context, func(error)) {
+	if ev.EventType() != schemas.TypeBatchLanded && tc.IsZero() {
+		return ctx, func(error) {}
+	}
+	ctx, span := t.t.Start(parent(ctx, pipeline.Run{Trace: tc}), "process "+msg.Topic, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "kafka"),
 			attribute.String("messaging.operation.name", "process"), attribute.String("messaging.operation.type", "process"),
-			attribute.String("messaging.destination.name", t.o.Topic), attribute.String("messaging.consumer.group.name", t.o.Group),
-			attribute.String("messaging.kafka.message.key", after.BatchID))
-		if t.o.Partitions != nil {
-			if n := t.o.Partitions(); n > 0 { // every input is on its key's partition (ingest dead-letters the rest)
-				attrs = append(attrs, attribute.String("messaging.destination.partition.id", strconv.Itoa(kafka.PartitionOf([]byte(after.BatchID), n))))
-			}
+			attribute.String("messaging.destination.name", msg.Topic), attribute.String("messaging.consumer.group.name", t.o.Group),
+			attribute.String("messaging.destination.partition.id", strconv.Itoa(msg.Partition)),
+			attribute.Int64("messaging.kafka.offset", msg.Offset),
+			attribute.String("messaging.kafka.message.key", schemas.Clip(string(msg.Key), 256)),
+			attribute.Int("messaging.message.body.size", len(msg.Value)),
+			attribute.String("lakewap.event_type", ev.EventType()),
+			attribute.String("lakewap.dataset", ev.DatasetName()), attribute.String("lakewap.batch_id", ev.Batch())))
+	return ctx, func(err error) {
+		if err != nil {
+			span.SetStatus(codes.Error, schemas.Clip(err.Error(), 1024))
+			span.SetAttributes(attribute.String("error.type", "refused"))
 		}
-		_, span := t.t.Start(parent(context.Background(), after), "process "+t.o.Topic, trace.WithSpanKind(trace.SpanKindConsumer),
-			trace.WithAttributes(attrs...))
 		span.End()
-	case before.State == pipeline.StateAwaitingWrites && after.State != pipeline.StateAwaitingWrites:
+	}
+}
+
+// Span starts a span named name under ctx (a step's context): a part of a
+// step, such as the seal of the audit step. The function it returns ends
+// it, with an error status for a non-nil error.
+func (t *Tracer) Span(ctx context.Context, name string) (context.Context, func(error)) {
+	ctx, span := t.t.Start(ctx, name)
+	return ctx, func(err error) {
+		if err != nil {
+			span.SetStatus(codes.Error, schemas.Clip(err.Error(), 1024))
+		}
+		span.End()
+	}
+}
+
+// Observe is the runner's Observe hook: the wait span when a batch stops
+// waiting for writes (from when it started to).
+func (t *Tracer) Observe(before, after pipeline.Run) {
+	if before.State == pipeline.StateAwaitingWrites && after.State != pipeline.StateAwaitingWrites {
 		_, span := t.t.Start(parent(context.Background(), after), "wait", trace.WithTimestamp(before.StateSince),
 			trace.WithAttributes(append(runAttrs(after), attribute.Int("lakewap.writes", len(after.Writes)))...))
 		span.End()

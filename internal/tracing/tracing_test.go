@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"testing"
 	"time"
 
@@ -17,16 +16,17 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// TestSpansOfABatchReachTheReceiver runs the hooks as the runner calls them
-// for a traced batch against an in-process OTLP receiver: every span has
-// the producer's trace id, the process, wait and branch spans are children
-// of the producer's span, a lakeFS call's client span is the branch span's
-// child (with the trace headers on the request), a check's span is the
-// audit span's child, and the failed check's span has error status.
+// TestSpansOfABatchReachTheReceiver runs the hooks as ingest and the runner
+// call them for a traced batch against an in-process OTLP receiver: every
+// span has the producer's trace id, the process, wait and branch spans are
+// children of the producer's span, a lakeFS call's client span is the
+// branch span's child (with the trace headers on the request), the seal
+// and check spans are the audit span's children, the failed check's span
+// has error status, and the process span carries the message's topic,
+// partition, offset and key. An untraced WriteComplete makes no span.
 func TestSpansOfABatchReachTheReceiver(t *testing.T) {
 	rcv := otlptest.Start(t)
-	tr, err := New(context.Background(), Options{Endpoint: rcv.Addr, Insecure: true, SampleRatio: 1, Topic: "wap.batches", Group: "lakewap",
-		Partitions: func() int { return 3 }})
+	tr, err := New(context.Background(), Options{Endpoint: rcv.Addr, Insecure: true, SampleRatio: 1, Group: "lakewap"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +39,13 @@ func TestSpansOfABatchReachTheReceiver(t *testing.T) {
 	now := time.Now()
 	run := pipeline.Run{BatchID: "b1", Dataset: "billing", Branch: "wap-billing-b1", State: pipeline.StateLanded,
 		Trace: schemas.TraceContext{Parent: "00-" + traceID + "-" + producerSpan + "-01"}, StateSince: now}
+	landed := schemas.BatchLanded{BatchID: "b1", Dataset: "billing"}
+	_, done := tr.Process(context.Background(), kafka.Message{Topic: "wap.batches", Partition: 2, Offset: 4711, Key: []byte("b1"), Value: []byte("avro")},
+		landed, run.Trace)
+	done(nil)
+	_, done = tr.Process(context.Background(), kafka.Message{Topic: "wap.batches", Partition: 2, Offset: 4712, Key: []byte("b1")},
+		schemas.WriteComplete{BatchID: "b1", Dataset: "billing"}, schemas.TraceContext{})
+	done(nil)
 	tr.Observe(pipeline.Run{}, run)
 	ctx, end := tr.Step(context.Background(), run, pipeline.DoCreateBranch)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, lake.URL+"/api/v1/repositories/lake/branches", nil)
@@ -53,7 +60,9 @@ func TestSpansOfABatchReachTheReceiver(t *testing.T) {
 	auditing := waiting
 	auditing.State = pipeline.StateAuditing
 	tr.Observe(waiting, auditing)
-	_, end = tr.Step(context.Background(), auditing, pipeline.DoAudit)
+	ctx, end = tr.Step(context.Background(), auditing, pipeline.DoAudit)
+	_, sealed := tr.Span(ctx, "seal")
+	sealed(nil)
 	end(pipeline.Audited{SealedCommit: "s1", Report: schemas.AuditReport{Checks: []schemas.CheckResult{
 		{Name: "not_null", Status: schemas.StatusPass, DurationMs: 3},
 		{Name: "amount_positive", Status: schemas.StatusFail, Observed: "2 rows", DurationMs: 5}}}})
@@ -64,12 +73,15 @@ func TestSpansOfABatchReachTheReceiver(t *testing.T) {
 	byName := map[string]*tracepb.Span{}
 	spans := rcv.Spans()
 	for _, s := range spans {
+		if byName[s.Name] != nil && s.Name != "POST" {
+			t.Errorf("two spans named %s", s.Name)
+		}
 		byName[s.Name] = s
 		if hex.EncodeToString(s.TraceId) != traceID {
 			t.Errorf("span %s has trace %x, want the producer's %s", s.Name, s.TraceId, traceID)
 		}
 	}
-	for _, n := range []string{"process wap.batches", "branch", "POST", "wait", "audit", "check not_null", "check amount_positive"} {
+	for _, n := range []string{"process wap.batches", "branch", "POST", "wait", "audit", "seal", "check not_null", "check amount_positive"} {
 		if byName[n] == nil {
 			t.Fatalf("no span %q among %d received", n, len(spans))
 		}
@@ -84,8 +96,8 @@ func TestSpansOfABatchReachTheReceiver(t *testing.T) {
 	if parentOf("POST") != id("branch") || gotHeader != "00-"+traceID+"-"+id("POST")+"-01" {
 		t.Errorf("lakeFS call: parent %s (branch %s), traceparent sent %q", parentOf("POST"), id("branch"), gotHeader)
 	}
-	if parentOf("check amount_positive") != id("audit") || parentOf("check not_null") != id("audit") {
-		t.Errorf("check spans not under audit")
+	if parentOf("check amount_positive") != id("audit") || parentOf("check not_null") != id("audit") || parentOf("seal") != id("audit") {
+		t.Errorf("seal and check spans not under audit")
 	}
 	if c := byName["check amount_positive"].Status; c == nil || c.Code != tracepb.Status_STATUS_CODE_ERROR {
 		t.Errorf("failed check's status %v, want error", c)
@@ -99,9 +111,9 @@ func TestSpansOfABatchReachTheReceiver(t *testing.T) {
 		p.Kind != tracepb.Span_SPAN_KIND_CONSUMER {
 		t.Errorf("process span %v", p)
 	}
-	// The message's key is the batch id, and its partition the key's.
-	if otlptest.Attr(p, "messaging.kafka.message.key") != "b1" ||
-		otlptest.Attr(p, "messaging.destination.partition.id") != strconv.Itoa(kafka.PartitionOf([]byte("b1"), 3)) {
+	// The message's key, partition and offset are the message's.
+	if otlptest.Attr(p, "messaging.kafka.message.key") != "b1" || otlptest.Attr(p, "messaging.destination.partition.id") != "2" ||
+		otlptest.Attr(p, "messaging.kafka.offset") != "4711" || otlptest.Attr(p, "lakewap.event_type") != "BatchLanded" {
 		t.Errorf("process span %v", p)
 	}
 }
@@ -133,7 +145,7 @@ func TestBadOptionsNameTheField(t *testing.T) {
 // the runner holds a nil hook and none of this runs.
 func BenchmarkSpansOfABatch(b *testing.B) {
 	rcv := otlptest.Start(b)
-	tr, err := New(context.Background(), Options{Endpoint: rcv.Addr, Insecure: true, SampleRatio: 1, Topic: "wap.batches", Group: "lakewap"})
+	tr, err := New(context.Background(), Options{Endpoint: rcv.Addr, Insecure: true, SampleRatio: 1, Group: "lakewap"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -149,9 +161,12 @@ func BenchmarkSpansOfABatch(b *testing.B) {
 		Trace: schemas.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}
 	waiting, auditing := run, run
 	waiting.State, auditing.State = pipeline.StateAwaitingWrites, pipeline.StateAuditing
+	msg := kafka.Message{Topic: "wap.batches", Partition: 1, Offset: 42, Key: []byte("b1")}
+	landed := schemas.BatchLanded{BatchID: "b1", Dataset: "billing"}
 	b.ReportAllocs()
 	for b.Loop() {
-		tr.Observe(pipeline.Run{}, run)
+		_, done := tr.Process(context.Background(), msg, landed, run.Trace)
+		done(nil)
 		for _, k := range []pipeline.EffectKind{pipeline.DoCreateBranch, pipeline.DoAudit, pipeline.DoPublish} {
 			ctx, end := tr.Step(context.Background(), run, k)
 			for range 3 {

@@ -32,9 +32,11 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 		id, err := r.cfg.Lake.Head(ctx, run.Repository, run.Target)
 		heads <- head{id, err}
 	}()
-	commit, err := r.cfg.Lake.Seal(ctx, run.Repository, run.Branch,
+	sctx, sealed := r.span(ctx, "seal")
+	commit, err := r.cfg.Lake.Seal(sctx, run.Repository, run.Branch,
 		fmt.Sprintf("lakewap: seal batch %s for audit", run.BatchID),
 		map[string]string{pipeline.MetaSealedBatchID: run.BatchID, pipeline.MetaDataset: run.Dataset})
+	sealed(err)
 	h := <-heads
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)

@@ -86,6 +86,15 @@ func (r *Runner) step(p *partition, run pipeline.Run, k pipeline.EffectKind, do 
 	return do(ctx)
 }
 
+// span starts the span of a part of a step (name) under the step's ctx; a
+// no-op without a Tracer.
+func (r *Runner) span(ctx context.Context, name string) (context.Context, func(error)) {
+	if r.cfg.Tracer == nil {
+		return ctx, func(error) {}
+	}
+	return r.cfg.Tracer.Span(ctx, name)
+}
+
 // failed is the StepFailed of step s for err, classed by the error class
 // the adapter wrapped (pipeline.ErrTransient and the like).
 func failed(log *slog.Logger, s pipeline.Step, err error) pipeline.StepFailed {

@@ -49,9 +49,11 @@ type Config struct {
 	Observe func(before, after pipeline.Run)
 	// Tracer, if set, spans each step that talks to lakeFS: Step returns
 	// the step's context and the function ending its span with the step's
-	// input (internal/tracing).
+	// input; Span does the same for a part of a step, such as the seal
+	// (internal/tracing).
 	Tracer interface {
 		Step(ctx context.Context, run pipeline.Run, k pipeline.EffectKind) (context.Context, func(pipeline.Input))
+		Span(ctx context.Context, name string) (context.Context, func(error))
 	}
 	// Failpoint, if set, is called at named points between a side effect
 	// and the persistence of its outcome; crash tests make it kill the

@@ -5,10 +5,12 @@ package otlptest
 import (
 	"context"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 
 	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
 )
@@ -76,10 +78,14 @@ func (r *Receiver) Await(ctx context.Context, until func([]*tracepb.Span) bool) 
 	}
 }
 
-// Attr is the string value of span attribute k, "" without it.
+// Attr is the value of span attribute k as a string (an integer in
+// decimal), "" without it.
 func Attr(s *tracepb.Span, k string) string {
 	for _, a := range s.Attributes {
 		if a.Key == k {
+			if v, ok := a.Value.GetValue().(*commonpb.AnyValue_IntValue); ok {
+				return strconv.FormatInt(v.IntValue, 10)
+			}
 			return a.Value.GetStringValue()
 		}
 	}
