@@ -124,19 +124,20 @@ type (
 		Paths        []string
 		Total        int
 	}
-	// Merged reports the batch is on the target as CommitID. SealedCommit,
-	// when set, is the commit merged in place of the run's sealed one: the
-	// batch audited again on the target's newer head (Report, when set, is
-	// that audit's), or such a commit an earlier attempt merged.
+	// Merged reports the batch is on the target as CommitID. Report, when
+	// set, is the recheck's: the sealed commit audited again onto the
+	// target's newer head. SealedCommit, when set, is a commit an earlier
+	// attempt of an older version merged in place of the run's sealed one
+	// (its recheck's descendant of it).
 	Merged struct {
 		CommitID     string
 		SealedCommit string
 		Report       *schemas.AuditReport
 	}
-	// Collided reports that the batch, audited again on the target's newer
-	// head before its merge (SealedCommit: its changes on Head), fails
-	// Checks: it collides with Commit, the first target commit since its
-	// snapshot it fails with.
+	// Collided reports that the batch's sealed commit (SealedCommit),
+	// audited again onto the target's newer head Head before its merge,
+	// fails Checks: it collides with Commit, the first target commit since
+	// its snapshot it fails with.
 	Collided struct {
 		SealedCommit, Commit, Head string
 		Checks                     []string

@@ -25,6 +25,11 @@ type AuditRequest struct {
 	// Changes is what Ref changes against BaseRef, as the audit step
 	// diffed it: the audit's batch scope is read from it, not diffed again.
 	Changes []Change
+	// Onto asks for the recheck of a sealed commit before its merge into a
+	// target that moved since its audit: the table as merging Ref into
+	// BaseRef (the target's head now) leaves it, the target's files with
+	// the batch's changes applied. Nothing is written to lakeFS for it.
+	Onto bool
 }
 
 // Notifier delivers a result event (Kafka, Slack, console). It returns

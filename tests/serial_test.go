@@ -19,6 +19,8 @@ import (
 	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -399,4 +401,98 @@ func TestPreMergeHookAuditsTheMergeResult(t *testing.T) {
 		t.Errorf("main moved from %s to %s (err %v)", before, after, err)
 	}
 	tableChecksHold(t, e.d.Engine(), e.cfg, before)
+}
+
+// landWritten lands batch id and writes its rows (billingRows's first id
+// and count) where BranchReady says, without completing it.
+func landWritten(t *testing.T, ctx context.Context, env *harness.Env, b serialBatch) {
+	t.Helper()
+	must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: b.id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := env.Watcher.Await(ctx, b.id, schemas.TypeBranchReady)
+	must(t, err)
+	must(t, env.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+b.id+"/part-0.parquet", billingRows(b.first, 0, b.rows, "BIGINT")))
+}
+
+// completeBatch completes batch id's one write and returns its final event.
+func completeBatch(t *testing.T, ctx context.Context, env *harness.Env, id string) schemas.Event {
+	t.Helper()
+	must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: id, Dataset: "billing", Write: "billing_fact",
+		Paths: []string{"gold/billing_fact/batch=" + id + "/part-0.parquet"}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := env.Watcher.Await(ctx, id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	return ev
+}
+
+// sealOf asserts commit is batch id's seal commit made on a branch from
+// from (one parent, lakewap's seal metadata): what was audited.
+func sealOf(t *testing.T, c lakefs.Commit, id, from string) {
+	t.Helper()
+	if len(c.Parents) != 1 || c.Parents[0] != from || c.Metadata[pipeline.MetaSealedBatchID] != id || !strings.HasPrefix(c.Message, "lakewap: seal batch") {
+		t.Errorf("commit %s (%q, parents %v, metadata %v) is not the seal of batch %s made from %s", c.ID, c.Message, c.Parents, c.Metadata, id, from)
+	}
+}
+
+// TestRecheckMergesTheSealedCommit (review finding 4): batches A, B and C
+// branch from the same commit of main; B has keys of its own, C A's keys.
+// A publishes first, so B and C meet a moved target and are rechecked. B
+// passes, and its merge commit's source parent is its sealed commit (the
+// commit its audit read), attested against A's publish. C collides with
+// A's publish, and its kept branch still ends at its sealed commit: the
+// recheck writes nothing to the batch branch.
+func TestRecheckMergesTheSealedCommit(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h0, err := e.Lake.Head(ctx, "lake", "main")
+	must(t, err)
+	run := time.Now().UnixNano()
+	a := serialBatch{id: fmt.Sprintf("rs-%d-a", run), first: 500000, rows: 20}
+	b := serialBatch{id: fmt.Sprintf("rs-%d-b", run), first: 600000, rows: 20}
+	c := serialBatch{id: fmt.Sprintf("rs-%d-c", run), first: 500000, rows: 20}
+	for _, x := range []serialBatch{a, b, c} {
+		landWritten(t, ctx, e.Env, x)
+	}
+	pa, ok := completeBatch(t, ctx, e.Env, a.id).(schemas.BatchPublished)
+	if !ok {
+		t.Fatal("batch A did not publish")
+	}
+
+	pb, ok := completeBatch(t, ctx, e.Env, b.id).(schemas.BatchPublished)
+	if !ok {
+		t.Fatal("batch B, with keys of its own, did not publish")
+	}
+	mb, err := e.Lake.GetCommit(ctx, "lake", pb.CommitID)
+	must(t, err)
+	if len(mb.Parents) != 2 || mb.Parents[0] != pa.CommitID {
+		t.Fatalf("B's merge commit has parents %v; want A's publish %s and B's sealed commit", mb.Parents, pa.CommitID)
+	}
+	sealB, err := e.Lake.GetCommit(ctx, "lake", mb.Parents[1])
+	must(t, err)
+	sealOf(t, sealB, b.id, h0)
+	if pb.Report.Ref != sealB.ID {
+		t.Errorf("B's report is of %s; want its sealed commit %s", pb.Report.Ref, sealB.ID)
+	}
+	key, err := e.cfg.AttestationKey()
+	must(t, err)
+	att, err := audit.Attested(audit.CommitInfo{ID: mb.ID, Parents: mb.Parents, Metadata: mb.Metadata}, "billing", audit.SuiteDigest(e.cfg.Datasets["billing"].Suite), key)
+	if err != nil || att.Against != pa.CommitID {
+		t.Errorf("B's merge commit: attestation %+v, %v; want one checked against A's publish %s", att, err, pa.CommitID)
+	}
+
+	ev := completeBatch(t, ctx, e.Env, c.id)
+	collided(t, ev, "billing_id_unique", pa.CommitID)
+	ab := ev.(schemas.BatchAborted)
+	head, err := e.Lake.GetCommit(ctx, "lake", ab.Branch)
+	must(t, err)
+	sealOf(t, head, c.id, h0)
+	if ab.Report != nil && ab.Report.Ref != head.ID {
+		t.Errorf("C's report is of %s; want its sealed commit %s, the kept branch's head", ab.Report.Ref, head.ID)
+	}
+	if branches, err := e.Lake.ListBranches(ctx, "lake", schemas.BranchName("billing", c.id)+"-probe"); err == nil && len(branches) > 0 {
+		t.Errorf("probe branches left: %v", branches)
+	}
+	now, err := e.Lake.Head(ctx, "lake", "main")
+	must(t, err)
+	tableChecksHold(t, e.d.Engine(), e.cfg, now)
 }

@@ -21,7 +21,11 @@ func (a auditor) Audit(ctx context.Context, req pipeline.AuditRequest) (schemas.
 	if req.Changes != nil {
 		r.Changes = auditsource.Changes(req.Changes) // the audit step's one diff
 	}
-	rep, err := a.s.Audit(ctx, r)
+	run := a.s.Audit
+	if req.Onto {
+		run = a.s.Recheck // the sealed commit as its merge into the moved target leaves the table
+	}
+	rep, err := run(ctx, r)
 	if errors.Is(err, audit.ErrInfrastructure) {
 		// Out of memory, a base that cannot be resolved and the like:
 		// retried within runner.retry_budget, then the batch fails (not

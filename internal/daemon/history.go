@@ -40,20 +40,24 @@ func engineOptions(cfg *config.Config, lake *lakefs.Client, src audit.Source, lo
 }
 
 // attester is the runner's Attest: the attestation of a run's publish, for
-// the merge commit's metadata. It names the batch's foundation (the commit
-// its branch started from, which the audit checked the batch onto) as the
-// commit the merged state was checked against: if the target moved since,
-// the merge's first parent is another commit and the next audit does not
-// take the attestation (it runs full).
-func attester(cfg *config.Config, engine *audit.Engine, lake *lakefs.Client) func(ctx context.Context, run pipeline.Run) (map[string]string, error) {
+// the merge commit's metadata. It names the commit the merged state was
+// checked against: the recheck's head (against), else the batch's
+// foundation (the commit its branch started from, which the audit checked
+// the batch onto). If the target moved since, the merge's first parent is
+// another commit and the next audit does not take the attestation (it runs
+// full).
+func attester(cfg *config.Config, engine *audit.Engine, lake *lakefs.Client) func(ctx context.Context, run pipeline.Run, against string) (map[string]string, error) {
 	key, _ := cfg.AttestationKey() // validated at load
-	return func(ctx context.Context, run pipeline.Run) (map[string]string, error) {
+	return func(ctx context.Context, run pipeline.Run, against string) (map[string]string, error) {
 		d, ok := cfg.Datasets[run.Dataset]
 		if !ok || run.Report == nil || run.SealedCommit == "" {
 			return nil, fmt.Errorf("no audit of dataset %q to attest", run.Dataset)
 		}
-		foundation, ok := engine.Foundation(run.Repository, run.SealedCommit)
-		if !ok {
+		foundation := against
+		if foundation == "" {
+			foundation, _ = engine.Foundation(run.Repository, run.SealedCommit)
+		}
+		if foundation == "" {
 			var err error
 			if foundation, _, err = lake.MergeBase(ctx, run.Repository, run.SealedCommit, run.Target); err != nil {
 				return nil, fmt.Errorf("foundation of %s: %w", run.SealedCommit, err)

@@ -17,6 +17,7 @@ type scriptedLake struct {
 	mergeErr  error
 	merges    int
 	sources   []string
+	meta      map[string]string // of the last merge
 }
 
 func (l *scriptedLake) Published(context.Context, string, string, string, time.Time) (Publication, error) {
@@ -27,8 +28,9 @@ func (l *scriptedLake) Published(context.Context, string, string, string, time.T
 	return p, nil
 }
 
-func (l *scriptedLake) Merge(_ context.Context, _, source, _, _ string, _ map[string]string) (string, error) {
+func (l *scriptedLake) Merge(_ context.Context, _, source, _, _ string, meta map[string]string) (string, error) {
 	l.merges++
+	l.meta = meta
 	l.sources = append(l.sources, source)
 	if l.mergeErr != nil {
 		return "", l.mergeErr
@@ -70,9 +72,9 @@ func TestPublish(t *testing.T) {
 }
 
 // A target that moved since the sealed commit's snapshot is rechecked
-// before the merge, and the recheck's commit is what is merged; a recheck
-// that fails stops the publish with nothing merged. A target that did not
-// move is merged without a recheck.
+// before the merge, and the sealed commit itself is what is merged, with the
+// recheck's metadata; a recheck that fails stops the publish with nothing
+// merged. A target that did not move is merged without a recheck.
 func TestPublishRechecksAMovedTarget(t *testing.T) {
 	collision := errors.New("collides")
 	for _, tt := range []struct {
@@ -81,26 +83,31 @@ func TestPublishRechecksAMovedTarget(t *testing.T) {
 		recheckErr error
 		rechecked  bool
 		merged     []string
+		meta       string
 		want       PublishResult
 	}{
-		{"target did not move", Publication{Head: "h", Base: "h"}, nil, false, []string{"s"}, PublishResult{CommitID: "m1"}},
-		{"target moved", Publication{Head: "h2", Base: "h"}, nil, true, []string{"r"}, PublishResult{CommitID: "m1", Sealed: "r"}},
-		{"target moved, collision", Publication{Head: "h2", Base: "h"}, collision, true, nil, PublishResult{}},
-		{"merged by an earlier attempt's recheck", Publication{OnTarget: true, Merge: "m0", Head: "m0", Source: "r0"}, nil, false, nil,
+		{"target did not move", Publication{Head: "h", Base: "h"}, nil, false, []string{"s"}, "audit", PublishResult{CommitID: "m1"}},
+		{"target moved", Publication{Head: "h2", Base: "h"}, nil, true, []string{"s"}, "recheck", PublishResult{CommitID: "m1"}},
+		{"target moved, collision", Publication{Head: "h2", Base: "h"}, collision, true, nil, "", PublishResult{}},
+		{"merged by an older version's recheck", Publication{OnTarget: true, Merge: "m0", Head: "m0", Source: "r0"}, nil, false, nil, "",
 			PublishResult{CommitID: "m0", Sealed: "r0", AlreadyPublished: true}},
 	} {
 		l := &scriptedLake{published: []Publication{tt.pub}}
 		rechecked := false
-		got, err := Publish(context.Background(), l, PublishRequest{Sealed: "s", Recheck: func(_ context.Context, base, head string) (string, map[string]string, error) {
-			rechecked = true
-			if base != tt.pub.Base || head != tt.pub.Head {
-				t.Errorf("%s: Recheck(%s, %s)", tt.name, base, head)
-			}
-			return "r", nil, tt.recheckErr
-		}}, func(string) {})
+		got, err := Publish(context.Background(), l, PublishRequest{Sealed: "s", Meta: map[string]string{"by": "audit"},
+			Recheck: func(_ context.Context, base, head string) (map[string]string, error) {
+				rechecked = true
+				if base != tt.pub.Base || head != tt.pub.Head {
+					t.Errorf("%s: Recheck(%s, %s)", tt.name, base, head)
+				}
+				return map[string]string{"by": "recheck"}, tt.recheckErr
+			}}, func(string) {})
 		if got != tt.want || !errors.Is(err, tt.recheckErr) || rechecked != tt.rechecked || fmt.Sprint(l.sources) != fmt.Sprint(tt.merged) {
 			t.Errorf("%s: Publish = %+v, %v (rechecked %v, merged %v); want %+v, %v (rechecked %v, merged %v)",
 				tt.name, got, err, rechecked, l.sources, tt.want, tt.recheckErr, tt.rechecked, tt.merged)
+		}
+		if l.merges > 0 && l.meta["by"] != tt.meta {
+			t.Errorf("%s: merged with metadata of the %s; want the %s's", tt.name, l.meta["by"], tt.meta)
 		}
 	}
 }

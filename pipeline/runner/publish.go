@@ -172,9 +172,10 @@ func (r *Runner) look(ctx context.Context, log *slog.Logger, run pipeline.Run) p
 }
 
 // publish brings the run's sealed commit into its target (Publish). When
-// the target moved since the sealed commit's snapshot, the batch is
-// audited again as the merge will leave the target (recheck) and that
-// commit is merged instead; a violation aborts the batch (Collided).
+// the target moved since the sealed commit's snapshot, the sealed commit is
+// audited again as merging it leaves the target now (recheck) and merged
+// with that audit's attestation; a violation aborts the batch (Collided).
+// The batch branch is never written to after its seal.
 func (r *Runner) publish(ctx context.Context, run pipeline.Run) pipeline.Input {
 	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
 	if run.Report == nil || !run.Report.Passed || run.SealedCommit == "" {
@@ -183,48 +184,33 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run) pipeline.Input {
 	}
 	// A run stored before PublishSince existed has only StateSince.
 	since := cmp.Or(run.PublishSince, run.StateSince)
-	meta := publishMeta(run)
-	if r.cfg.Attest != nil {
-		att, err := r.cfg.Attest(ctx, run)
-		if err != nil {
-			log.Warn("publishing without an attestation: the next audit of the dataset is full", "err", err)
-		}
-		maps.Copy(meta, att)
-	}
 	var rechecked *schemas.AuditReport
-	recheck := func(ctx context.Context, base, head string) (string, map[string]string, error) {
-		sealed, rep, err := r.recheck(ctx, log, run, base, head)
-		rechecked = rep
+	recheck := func(ctx context.Context, base, head string) (map[string]string, error) {
+		rep, err := r.recheck(ctx, log, run, base, head)
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
-		// What is merged is the recheck's commit, attested with its audit.
+		rechecked = rep
+		// The merge is attested with the recheck's verdict, checked against
+		// head: the merge commit's first parent when nothing comes between.
 		again := run
-		again.SealedCommit, again.Report = sealed, rep
-		m := publishMeta(again)
-		if r.cfg.Attest != nil {
-			att, err := r.cfg.Attest(ctx, again)
-			if err != nil {
-				log.Warn("publishing without an attestation: the next audit of the dataset is full", "err", err)
-			}
-			maps.Copy(m, att)
-		}
-		return sealed, m, nil
+		again.Report = rep
+		return r.meta(ctx, log, again, head), nil
 	}
 	if spec, ok := r.cfg.Datasets(run.Dataset); ok && spec.BatchOnly {
 		recheck = nil // nothing the target gained can change a verdict
 	}
 	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, log: log}, PublishRequest{
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
-		Meta: meta, Recheck: recheck}, r.cfg.Failpoint)
+		Meta: r.meta(ctx, log, run, ""), Recheck: recheck}, r.cfg.Failpoint)
 	var col *Collision
 	var stray *strayError
 	switch {
 	case errors.As(err, &col):
 		log.Warn("batch collides with the target as it is now", "commit", col.Commit, "head", col.Head, "checks", col.Checks)
-		return pipeline.Collided{SealedCommit: col.Sealed, Report: col.Report, Commit: col.Commit, Head: col.Head, Checks: col.Checks}
+		return pipeline.Collided{SealedCommit: run.SealedCommit, Report: col.Report, Commit: col.Commit, Head: col.Head, Checks: col.Checks}
 	case errors.As(err, &stray):
-		log.Warn("batch branch changes paths outside its tables since its seal", "paths", stray.in.Total)
+		log.Warn("sealed commit changes paths outside its tables against the target's head", "paths", stray.in.Total)
 		return stray.in
 	case err != nil:
 		return failed(log, pipeline.StepPublish, err)
@@ -238,6 +224,22 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run) pipeline.Input {
 	return pipeline.Merged{CommitID: res.CommitID, SealedCommit: res.Sealed, Report: rechecked}
 }
 
+// meta is the merge commit's metadata for run: the batch's labels and, with
+// Attest, the attestation of its report checked against against (empty:
+// the audit's own foundation).
+func (r *Runner) meta(ctx context.Context, log *slog.Logger, run pipeline.Run, against string) map[string]string {
+	m := publishMeta(run)
+	if r.cfg.Attest == nil {
+		return m
+	}
+	att, err := r.cfg.Attest(ctx, run, against)
+	if err != nil {
+		log.Warn("publishing without an attestation: the next audit of the dataset is full", "err", err)
+	}
+	maps.Copy(m, att)
+	return m
+}
+
 // maxRecheckProbes bounds the audits that look for the commit a batch
 // collides with (a bisection of the target's commits since its base).
 const maxRecheckProbes = 8
@@ -246,71 +248,60 @@ const maxRecheckProbes = 8
 // for the one it collides with.
 const maxCollisionWindow = 1000
 
-// recheck audits the batch as merging it leaves the target at head: the
-// target's head is merged into the batch branch (so the branch holds the
-// batch's changes on top of everything the target gained since base) and
-// that commit is audited against head. It returns the commit to merge in
-// place of the sealed one and its report. A failing report is a
-// *Collision naming the first commit since base the batch fails with.
-func (r *Runner) recheck(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string) (string, *schemas.AuditReport, error) {
-	log.Info("target moved since the batch's snapshot: auditing the batch as the merge will leave it", "base", base, "head", head)
-	merged, err := r.mergeInto(ctx, run, head, run.Branch)
+// recheck audits the sealed commit as merging it leaves the target at head
+// (an Onto audit: head's files with the batch's changes applied; nothing
+// is written to lakeFS, the batch branch stays at its seal) and returns the
+// report when it passes. What the merge brings is the sealed commit's diff
+// against its merge-base with head, held to the tables-only rule again. A
+// failing report is a *Collision naming the first commit since base the
+// batch fails with.
+func (r *Runner) recheck(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string) (*schemas.AuditReport, error) {
+	log.Info("target moved since the batch's snapshot: auditing the sealed commit as its merge will leave the target", "base", base, "head", head)
+	changes, err := r.cfg.Lake.Changes(ctx, run.Repository, head, run.SealedCommit)
 	if err != nil {
-		return "", nil, err
-	}
-	changes, err := r.cfg.Lake.Changes(ctx, run.Repository, head, merged)
-	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	if spec, ok := r.cfg.Datasets(run.Dataset); ok && len(spec.TablePaths) > 0 {
-		// The batch branch may have gained commits since its seal: what is
-		// merged now is held to the tables-only rule again.
 		paths := make([]string, len(changes))
 		for i, c := range changes {
 			paths[i] = c.Path
 		}
 		if stray := spec.OutsideTables(paths); len(stray) > 0 {
-			return "", nil, &strayError{pipeline.Strayed{SealedCommit: merged, Paths: stray[:min(len(stray), maxStrayPaths)], Total: len(stray)}}
+			return nil, &strayError{pipeline.Strayed{SealedCommit: run.SealedCommit, Paths: stray[:min(len(stray), maxStrayPaths)], Total: len(stray)}}
 		}
 	}
-	rep, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
-		Ref: merged, BaseRef: head, BaseName: run.Target, BatchTime: run.BatchTime, Changes: changes})
+	rep, err := r.auditOnto(ctx, run, head, changes)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	if rep.Passed {
-		return merged, &rep, nil
+		return &rep, nil
 	}
 	var checks []string
 	for _, c := range rep.Failed() {
 		checks = append(checks, c.Name)
 	}
-	commit, err := r.collidesWith(ctx, log, run, base, head, checks)
+	commit, err := r.collidesWith(ctx, log, run, base, head, checks, changes)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	return "", nil, &Collision{Sealed: merged, Report: rep, Commit: commit, Head: head, Checks: checks}
+	return nil, &Collision{Report: rep, Commit: commit, Head: head, Checks: checks}
 }
 
-// mergeInto merges ref into branch and returns the branch's new head; a
-// branch that already holds ref (an earlier attempt's merge) is returned
-// as it is.
-func (r *Runner) mergeInto(ctx context.Context, run pipeline.Run, ref, branch string) (string, error) {
-	id, err := r.cfg.Lake.Merge(ctx, run.Repository, ref, branch,
-		fmt.Sprintf("lakewap: audit batch %s as its merge leaves %s at %s", run.BatchID, run.Target, ref),
-		map[string]string{pipeline.MetaSealedBatchID: run.BatchID, pipeline.MetaDataset: run.Dataset})
-	if errors.Is(err, pipeline.ErrNoChanges) {
-		return r.cfg.Lake.Head(ctx, run.Repository, branch)
-	}
-	return id, err
+// auditOnto audits the run's sealed commit applied to the target at
+// commit; changes is the sealed commit's diff against its merge-base
+// with the target (the same for every commit since the batch's base).
+func (r *Runner) auditOnto(ctx context.Context, run pipeline.Run, commit string, changes []pipeline.Change) (schemas.AuditReport, error) {
+	return r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
+		Ref: run.SealedCommit, BaseRef: commit, BaseName: run.Target, BatchTime: run.BatchTime, Changes: changes, Onto: true})
 }
 
 // collidesWith finds the first of the target's first-parent commits after
 // base (up to head) with which the batch fails one of checks, bisecting with
-// probes: a branch from the sealed commit with the candidate merged in,
-// audited against it. Without a lakeFS that lists commits, or beyond the
-// probe budget, it names the newest candidate left.
-func (r *Runner) collidesWith(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string, checks []string) (string, error) {
+// probes: audits of the sealed commit onto the candidate. Without a lakeFS
+// that lists commits, or beyond the probe budget, it names the newest
+// candidate left.
+func (r *Runner) collidesWith(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string, checks []string, changes []pipeline.Change) (string, error) {
 	lister, ok := r.cfg.Lake.(pipeline.Lister)
 	if !ok {
 		return head, nil
@@ -323,7 +314,7 @@ func (r *Runner) collidesWith(ctx context.Context, log *slog.Logger, run pipelin
 	lo, hi := -1, len(commits)-1
 	for probe := 0; hi-lo > 1 && probe < maxRecheckProbes; probe++ {
 		mid := (lo + hi) / 2
-		fails, err := r.probe(ctx, run, commits[mid], checks, probe)
+		fails, err := r.probe(ctx, run, commits[mid], checks, changes)
 		if err != nil {
 			log.Warn("probe for the colliding commit failed; naming the newest candidate", "commit", commits[hi], "err", err)
 			return commits[hi], nil
@@ -339,22 +330,8 @@ func (r *Runner) collidesWith(ctx context.Context, log *slog.Logger, run pipelin
 
 // probe reports whether the batch, applied to the target at commit, fails
 // any of checks.
-func (r *Runner) probe(ctx context.Context, run pipeline.Run, commit string, checks []string, n int) (bool, error) {
-	branch := fmt.Sprintf("%s-probe-%d", run.Branch, n)
-	if _, err := r.cfg.Lake.EnsureBranch(ctx, run.Repository, branch, run.SealedCommit); err != nil {
-		return false, err
-	}
-	defer func() { _ = r.cfg.Lake.DeleteBranch(context.WithoutCancel(ctx), run.Repository, branch) }()
-	merged, err := r.mergeInto(ctx, run, commit, branch)
-	if err != nil {
-		return false, err
-	}
-	changes, err := r.cfg.Lake.Changes(ctx, run.Repository, commit, merged)
-	if err != nil {
-		return false, err
-	}
-	rep, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
-		Ref: merged, BaseRef: commit, BaseName: run.Target, BatchTime: run.BatchTime, Changes: changes})
+func (r *Runner) probe(ctx context.Context, run pipeline.Run, commit string, checks []string, changes []pipeline.Change) (bool, error) {
+	rep, err := r.auditOnto(ctx, run, commit, changes)
 	if err != nil {
 		return false, err
 	}
@@ -368,12 +345,11 @@ func (r *Runner) probe(ctx context.Context, run pipeline.Run, commit string, che
 
 // Collision is a batch that passed its audit but fails, applied to the
 // target as it is now: Commit is the first target commit since the batch's
-// snapshot it fails with, Head the target's head it was audited against,
-// Sealed the audited commit (the batch's changes on Head).
+// snapshot it fails with, Head the target's head it was audited against.
 type Collision struct {
-	Sealed, Commit, Head string
-	Checks               []string
-	Report               schemas.AuditReport
+	Commit, Head string
+	Checks       []string
+	Report       schemas.AuditReport
 }
 
 func (c *Collision) Error() string {
@@ -423,12 +399,11 @@ type PublishRequest struct {
 	// Recheck, if set, is called when the target moved since the sealed
 	// commit's snapshot (the target's head is not their merge-base): merging
 	// the sealed commit would combine it with commits its audit did not
-	// see. It audits the batch as the merge will leave the target at head
-	// and returns the commit to merge instead (one whose history holds head,
-	// so merging it leaves exactly what it holds), or an error that stops the
-	// publish. The metadata it returns replaces Meta (it names and attests
-	// the commit merged). Nil merges the sealed commit as it is.
-	Recheck func(ctx context.Context, base, head string) (string, map[string]string, error)
+	// see. It audits the sealed commit as the merge will leave the target at
+	// head, or returns an error that stops the publish. The sealed commit is
+	// what is merged either way; the metadata Recheck returns replaces Meta
+	// (it attests the recheck's verdict). Nil merges without a recheck.
+	Recheck func(ctx context.Context, base, head string) (map[string]string, error)
 }
 
 // Publication outcomes of Publish.
@@ -436,8 +411,9 @@ type PublishResult struct {
 	// CommitID is the target commit that holds the batch: the merge commit,
 	// or for a batch that changed nothing the target head it matched.
 	CommitID string
-	// Sealed, when set, is the commit merged in place of the request's:
-	// Recheck's, or the one an earlier attempt merged (found on the target).
+	// Sealed, when set, is the commit an earlier attempt merged in place of
+	// the request's (found on the target): a descendant of it that an older
+	// lakewap's recheck made on the batch branch.
 	Sealed string
 	// AlreadyPublished: an earlier attempt (whose answer was lost, or that
 	// was still running) had merged the sealed commit.
@@ -468,26 +444,21 @@ func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpo
 	if p.OnTarget {
 		return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), Sealed: p.Source, AlreadyPublished: true}, nil
 	}
-	sealed := req.Sealed
 	if req.Recheck != nil && p.Base != p.Head {
-		var meta map[string]string
-		if sealed, meta, err = req.Recheck(ctx, p.Base, p.Head); err != nil {
+		meta, err := req.Recheck(ctx, p.Base, p.Head)
+		if err != nil {
 			return PublishResult{}, err
 		}
 		if meta != nil {
 			req.Meta = meta
 		}
 	}
-	res, err := merge(ctx, lake, req, sealed, failpoint)
-	if err == nil && sealed != req.Sealed && res.Sealed == "" {
-		res.Sealed = sealed
-	}
-	return res, err
+	return merge(ctx, lake, req, failpoint)
 }
 
-func merge(ctx context.Context, lake pipeline.Lake, req PublishRequest, sealed string, failpoint func(string)) (PublishResult, error) {
+func merge(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpoint func(string)) (PublishResult, error) {
 	failpoint("before_merge")
-	id, err := lake.Merge(ctx, req.Repository, sealed, req.Target, req.Message, req.Meta)
+	id, err := lake.Merge(ctx, req.Repository, req.Sealed, req.Target, req.Message, req.Meta)
 	if err == nil {
 		failpoint("after_merge")
 		return PublishResult{CommitID: id}, nil
@@ -497,7 +468,7 @@ func merge(ctx context.Context, lake pipeline.Lake, req PublishRequest, sealed s
 	}
 	// The merge may have happened anyway: a timed-out answer, or another
 	// attempt of the same commit that landed first ("no changes").
-	p, perr := lake.Published(ctx, req.Repository, req.Target, sealed, req.Since)
+	p, perr := lake.Published(ctx, req.Repository, req.Target, req.Sealed, req.Since)
 	if perr != nil {
 		return PublishResult{}, errors.Join(err, perr)
 	}

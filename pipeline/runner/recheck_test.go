@@ -4,54 +4,57 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
 
 // historyLake is a target whose first-parent commits since a batch's
-// snapshot are c0..cN; a probe merges one of them into a branch made from
-// the sealed commit.
+// snapshot are c0..cN, the last one its head. It records every write: a
+// recheck writes nothing but the one merge of the sealed commit.
 type historyLake struct {
 	pipeline.Lake
 	mu       sync.Mutex
 	commits  []string
-	branches map[string]string // branch -> what it was made from, then the commit merged into it
-	deleted  []string
+	branches []string // branches made
+	merges   []string // "source->dest"
 }
 
 func (l *historyLake) FirstParentsAfter(_ context.Context, _, ref, base string, limit int) ([]string, error) {
 	return l.commits, nil
 }
 
+func (l *historyLake) Published(context.Context, string, string, string, time.Time) (pipeline.Publication, error) {
+	return pipeline.Publication{Head: l.commits[len(l.commits)-1], Base: "base"}, nil
+}
+
 func (l *historyLake) EnsureBranch(_ context.Context, _, branch, from string) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.branches[branch] = from
+	l.branches = append(l.branches, branch)
 	return false, nil
 }
 
 func (l *historyLake) Merge(_ context.Context, _, source, dest, _ string, _ map[string]string) (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return "batch-on-" + source, nil
+	l.merges = append(l.merges, source+"->"+dest)
+	return "merge-of-" + source, nil
 }
 
-func (l *historyLake) Changes(context.Context, string, string, string) ([]pipeline.Change, error) {
+func (l *historyLake) Changes(_ context.Context, _, base, ref string) ([]pipeline.Change, error) {
 	return []pipeline.Change{{Path: "gold/t/batch=b1/part-0.parquet", Size: 1}}, nil
 }
 
-func (l *historyLake) DeleteBranch(_ context.Context, _, branch string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.deleted = append(l.deleted, branch)
-	return nil
-}
+func (l *historyLake) DeleteBranch(context.Context, string, string) error { return nil }
 
-// firstFailing fails a batch applied to commit c<k> or later.
+// firstFailing fails the sealed commit s1 applied to commit c<k> or later;
+// it answers only audits onto a commit of the history.
 type firstFailing struct {
 	commits []string
 	k       int
@@ -60,46 +63,91 @@ type firstFailing struct {
 
 func (a *firstFailing) Audit(_ context.Context, req pipeline.AuditRequest) (schemas.AuditReport, error) {
 	a.audits++
-	on := strings.TrimPrefix(req.Ref, "batch-on-")
-	for i, c := range a.commits {
-		if c == on && req.BaseRef == c {
-			st := schemas.StatusPass
-			if i >= a.k {
-				st = schemas.StatusFail
-			}
-			return schemas.AuditReport{Passed: st == schemas.StatusPass, Checks: []schemas.CheckResult{{Name: "id_unique", Severity: "error", Status: st}}}, nil
-		}
+	if !req.Onto || req.Ref != "s1" || len(req.Changes) != 1 {
+		return schemas.AuditReport{}, fmt.Errorf("audit of %s (onto %v, %d changes): not the sealed commit onto a commit", req.Ref, req.Onto, len(req.Changes))
 	}
-	return schemas.AuditReport{}, fmt.Errorf("audit of %s against %s: not a probe of the history", req.Ref, req.BaseRef)
+	i := slices.Index(a.commits, req.BaseRef)
+	if i < 0 {
+		return schemas.AuditReport{}, fmt.Errorf("audit onto %s: not a commit of the history", req.BaseRef)
+	}
+	st := schemas.StatusPass
+	if i >= a.k {
+		st = schemas.StatusFail
+	}
+	return schemas.AuditReport{Ref: req.Ref, Passed: st == schemas.StatusPass, Checks: []schemas.CheckResult{{Name: "id_unique", Severity: "error", Status: st}}}, nil
+}
+
+func historyRun() pipeline.Run {
+	return pipeline.Run{BatchID: "b1", Dataset: "billing", Repository: "lake", Target: "main", Branch: "wap-billing-b1", State: pipeline.StatePublishing,
+		SealedCommit: "s1", Report: &schemas.AuditReport{Passed: true}}
+}
+
+func historyRunner(lake pipeline.Lake, aud pipeline.Auditor) *Runner {
+	return &Runner{log: slog.New(slog.DiscardHandler), cfg: Config{Lake: lake, Auditor: aud, Failpoint: func(string) {},
+		Datasets: func(string) (pipeline.DatasetSpec, bool) {
+			return pipeline.DatasetSpec{Repository: "lake", Target: "main", TablePaths: []string{"gold/t/"}}, true
+		}}}
 }
 
 // The commit a batch collides with is the first commit since its snapshot
 // it fails with, found by bisection within the probe budget; every probe
-// branch is made from the sealed commit and deleted.
+// is an audit of the sealed commit onto a candidate, and nothing is
+// written to lakeFS for it (no probe branch, no merge).
 func TestCollidesWithNamesTheFirstFailingCommit(t *testing.T) {
 	var commits []string
 	for i := range 40 {
 		commits = append(commits, fmt.Sprintf("c%02d", i))
 	}
 	for _, k := range []int{0, 1, 17, 38, 39} {
-		lake := &historyLake{commits: commits, branches: map[string]string{}}
+		lake := &historyLake{commits: commits}
 		aud := &firstFailing{commits: commits, k: k}
-		r := &Runner{cfg: Config{Lake: lake, Auditor: aud}}
-		run := pipeline.Run{BatchID: "b1", Dataset: "billing", Repository: "lake", Target: "main", Branch: "wap-billing-b1", SealedCommit: "s1"}
-		got, err := r.collidesWith(context.Background(), slog.New(slog.DiscardHandler), run, "base", commits[len(commits)-1], []string{"id_unique"})
+		r := historyRunner(lake, aud)
+		changes := []pipeline.Change{{Path: "gold/t/batch=b1/part-0.parquet", Size: 1}}
+		got, err := r.collidesWith(context.Background(), r.log, historyRun(), "base", commits[len(commits)-1], []string{"id_unique"}, changes)
 		if err != nil || got != commits[k] {
 			t.Errorf("k=%d: collidesWith = %s, %v; want %s", k, got, err, commits[k])
 		}
 		if aud.audits > maxRecheckProbes {
 			t.Errorf("k=%d: %d probes, want at most %d", k, aud.audits, maxRecheckProbes)
 		}
-		for b, from := range lake.branches {
-			if from != "s1" || !strings.HasPrefix(b, "wap-billing-b1-probe-") {
-				t.Errorf("k=%d: probe branch %s made from %s", k, b, from)
-			}
+		if len(lake.branches)+len(lake.merges) > 0 {
+			t.Errorf("k=%d: probes made branches %v and merges %v; want none", k, lake.branches, lake.merges)
 		}
-		if len(lake.deleted) != len(lake.branches) {
-			t.Errorf("k=%d: %d probe branches made, %d deleted", k, len(lake.branches), len(lake.deleted))
+	}
+}
+
+// A publish onto a moved target rechecks the sealed commit onto the head
+// and merges the sealed commit itself into the target; the batch branch is
+// not written to. A recheck that fails aborts with the colliding commit,
+// the branch still at its seal (review finding 4: the recheck used to merge
+// the target's head into the batch branch).
+func TestRecheckLeavesTheBatchBranchAtItsSeal(t *testing.T) {
+	commits := []string{"c0", "c1", "c2", "c3"}
+	for _, tt := range []struct {
+		name   string
+		k      int // first commit the batch fails with; len(commits): none
+		merges []string
+	}{
+		{"passes", len(commits), []string{"s1->main"}},
+		{"collides", 2, nil},
+	} {
+		lake := &historyLake{commits: commits}
+		r := historyRunner(lake, &firstFailing{commits: commits, k: tt.k})
+		in := r.publish(context.Background(), historyRun())
+		switch want := tt.k < len(commits); in := in.(type) {
+		case pipeline.Merged:
+			if want || in.CommitID != "merge-of-s1" || in.SealedCommit != "" || in.Report == nil || in.Report.Ref != "s1" {
+				t.Errorf("%s: %+v; want the sealed commit s1 merged with the recheck's report", tt.name, in)
+			}
+		case pipeline.Collided:
+			if !want || in.Commit != commits[tt.k] || in.SealedCommit != "s1" || !strings.Contains(strings.Join(in.Checks, ","), "id_unique") {
+				t.Errorf("%s: %+v; want a collision with %s of the sealed commit s1", tt.name, in, commits[tt.k])
+			}
+		default:
+			t.Errorf("%s: %T %+v", tt.name, in, in)
+		}
+		if fmt.Sprint(lake.merges) != fmt.Sprint(tt.merges) || len(lake.branches) > 0 {
+			t.Errorf("%s: merges %v, branches made %v; want merges %v and no branch", tt.name, lake.merges, lake.branches, tt.merges)
 		}
 	}
 }

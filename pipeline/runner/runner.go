@@ -62,9 +62,11 @@ type Config struct {
 	Failpoint func(name string)
 	// Attest, if set, gives the metadata that attests a run's publish (the
 	// audit's suite and verdict, see audit.Attestation), added to the merge
-	// commit's. An error is logged and the batch is published without it:
+	// commit's: against is the target commit the run's report checked the
+	// sealed commit onto (a recheck's head), empty for the audit's own
+	// foundation. An error is logged and the batch is published without it:
 	// the next audit of the dataset is then full, never wrong.
-	Attest func(ctx context.Context, run pipeline.Run) (map[string]string, error)
+	Attest func(ctx context.Context, run pipeline.Run, against string) (map[string]string, error)
 }
 
 // Runner executes the machine's effects for the runs of the partitions
