@@ -17,6 +17,16 @@ go run ./cmd/lakewap prepare
 
 LAKEWAP_INTEROP_PYTHON=$(scripts/pyenv.sh); export LAKEWAP_INTEROP_PYTHON  # the interop test's Python clients (.cache/pyvenv-<hash>, first run only)
 LAKEWAP_ASYNCAPI_NODE_DIR=$(scripts/nodeenv.sh); export LAKEWAP_ASYNCAPI_NODE_DIR  # the AsyncAPI parser (.cache/nodeenv-<hash>, first run only)
+# The Java example (examples/java), built with Maven (.cache/java-examples-<hash>, its jars in
+# .cache/m2; first run only, about a minute). Without a Java 17+ JDK or Maven (exit 3),
+# TestExamples skips its Java consumer, with the reason; a failed build fails here.
+java_rc=0
+LAKEWAP_EXAMPLES_JAVA_CP=$(scripts/javaenv.sh) || java_rc=$?
+case $java_rc in
+0) export LAKEWAP_EXAMPLES_JAVA_CP ;;
+3) step "SKIPPED building examples/java (reason above): TestExamples will skip its Java consumer" ;;
+*) exit "$java_rc" ;;
+esac
 
 step "go vet"
 go vet ./...

@@ -6,7 +6,7 @@
 # Avro and the pinned plugins come from Maven Central, first run only). Prints
 # the class path to run it with (java -cp ... io.lakewap.examples.ResultsConsumer)
 # on stdout, for LAKEWAP_EXAMPLES_JAVA_CP; everything else goes to stderr.
-# Exit status 3 means "cannot build here" (no Java 17+ or no Maven): the
+# Exit status 3 means "cannot build here" (no Java 17+ JDK or no Maven): the
 # examples test skips its Java part, with the reason; a failed build fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +21,7 @@ java=${JAVA_HOME:+$JAVA_HOME/bin/}java
 command -v "$java" >/dev/null 2>&1 || cannot "no Java runtime found (the Java example needs Java 17+)"
 v=$("$java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
 [[ ${v%%.*} =~ ^[0-9]+$ ]] && ((${v%%.*} >= 17)) || cannot "$java is Java ${v:-of unknown version}; the Java example needs 17+"
+command -v "${JAVA_HOME:+$JAVA_HOME/bin/}javac" >/dev/null 2>&1 || cannot "no javac: the Java example needs a JDK, not only a runtime"
 
 src=examples/java
 want=$(cd "$src" && find pom.xml src -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)

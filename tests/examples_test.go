@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hamba/avro/v2"
+
 	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -162,6 +166,13 @@ func TestExamples(t *testing.T) {
 		t.Errorf("main is at %s with %d rows; want BatchPublished's %s with the producer's 1000", head.ID, rows, pub.CommitID)
 	}
 
+	// An outcome as an older lakewap wrote it (BatchAborted of the shipped
+	// v1 schema, before target_ref), sent twice as after a crash: each
+	// consumer must read it into the current schema and print it once.
+	const old = "ex-old-1"
+	writeOldOutcome(t, ctx, e, schemas.BatchAborted{EventID: "old-outcome-1", BatchID: old, Dataset: "billing",
+		Reason: schemas.ReasonCancelled, Detail: "given up by its producer", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)})
+
 	// What each consumer must print, by subject and type: the good batch
 	// published at main's head, the bad one stopped by billing_id_not_null
 	// (40 NULL ids of 1,000 rows), its branch kept.
@@ -171,6 +182,7 @@ func TestExamples(t *testing.T) {
 		"billing/" + bad + " BranchReady":     {"branch": schemas.BranchName("billing", bad)},
 		"billing/" + bad + " BatchAborted": {"reason": schemas.ReasonAuditFailed, "failed": "billing_id_not_null:40/1000",
 			"branch": schemas.BranchName("billing", bad), "kept": "true"},
+		"billing/" + old + " BatchAborted": {"reason": schemas.ReasonCancelled, "branch": "", "kept": "false"},
 	}
 	check := func(t *testing.T, who, out string) {
 		got := map[string]map[string]string{}
@@ -205,7 +217,6 @@ func TestExamples(t *testing.T) {
 			t.Parallel()
 			out, err := run(ctx, "consumer.py", consumer("python", python, filepath.Join(examples, "python", "consumer.py"))...)
 			must(t, err)
-			t.Logf("consumer.py printed:\n%s", out)
 			check(t, "consumer.py", out)
 		})
 		t.Run("java", func(t *testing.T) {
@@ -222,8 +233,39 @@ func TestExamples(t *testing.T) {
 			out, err := run(ctx, "ResultsConsumer", consumer("java", javaBin, "-XX:TieredStopAtLevel=1", "-cp", b.cp,
 				"io.lakewap.examples.ResultsConsumer")...)
 			must(t, err)
-			t.Logf("ResultsConsumer printed:\n%s", out)
 			check(t, "ResultsConsumer", out)
 		})
 	})
+}
+
+// writeOldOutcome writes ev to the results topic twice, encoded with the
+// first shipped version of its schema (schemas/history/<type>.v1.avsc).
+func writeOldOutcome(t *testing.T, ctx context.Context, e *e2e, ev schemas.Event) {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join(repoDir, "schemas", "history", ev.EventType()+".v1.avsc"))
+	must(t, err)
+	v1, err := avro.ParseWithCache(string(text), "", &avro.SchemaCache{})
+	must(t, err)
+	body, err := avro.Marshal(v1, ev)
+	must(t, err)
+	value := append(binary.LittleEndian.AppendUint64([]byte{0xc3, 0x01}, schemas.Fingerprint(v1)), body...)
+	currentText, err := schemas.SchemaText(ev.EventType())
+	must(t, err)
+	current, err := avro.ParseWithCache(currentText, "", &avro.SchemaCache{})
+	must(t, err)
+	if schemas.Fingerprint(current) == schemas.Fingerprint(v1) {
+		t.Fatalf("%s v1 is the current schema: the test needs an older one", ev.EventType())
+	}
+	client, err := kafka.NewClient(e.Stack.KafkaBrokers, kafka.Security{})
+	must(t, err)
+	defer client.Close()
+	w := client.Writer(kafka.WriterConfig{Topic: e.cfg.Kafka.ResultsTopic, Attempts: 10})
+	defer w.Close()
+	var hs []kafka.Header
+	for k, v := range schemas.Headers(ev) {
+		hs = append(hs, kafka.Header{Key: k, Value: []byte(v)})
+	}
+	for range 2 {
+		must(t, w.Write(ctx, kafka.Message{Key: []byte(ev.Batch()), Value: value, Headers: hs}))
+	}
 }

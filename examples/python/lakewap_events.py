@@ -31,11 +31,19 @@ class Events:
         named = {}
         self._by_name, self._by_fingerprint = {}, {}
         for name in names:
-            with open(os.path.join(schema_dir, name + ".avsc")) as f:
-                schema = expand_schema(fastavro.parse_schema(json.load(f), named_schemas=named))
-            fp = bytes.fromhex(fingerprint(to_parsing_canonical_form(schema), "CRC-64-AVRO"))
+            schema = _load(os.path.join(schema_dir, name + ".avsc"), named)
+            fp = _fingerprint(schema)
             self._by_name[name] = (schema, fp)
-            self._by_fingerprint[fp] = (name, schema)
+            self._by_fingerprint[fp] = (name, schema, schema)
+        # Older versions (self-contained files) of the current schemas: events lakewap wrote before an
+        # upgrade still decode, read into the current schema (new fields at their defaults).
+        history = os.path.join(schema_dir, "history")
+        for f in sorted(os.listdir(history)) if os.path.isdir(history) else []:
+            if f.endswith(".avsc"):
+                writer = _load(os.path.join(history, f), {})
+                name = writer["name"].rsplit(".", 1)[-1]
+                if name in self._by_name:
+                    self._by_fingerprint[_fingerprint(writer)] = (name, writer, self._by_name[name][0])
 
     def encode(self, name, record):
         """The message value for an event named name (a dict with the schema's fields)."""
@@ -51,8 +59,17 @@ class Events:
         found = self._by_fingerprint.get(value[2:HEADER_LEN])
         if found is None:
             raise ValueError(f"unknown schema fingerprint {value[2:HEADER_LEN].hex()}: newer schemas?")
-        name, schema = found
-        return name, fastavro.schemaless_reader(io.BytesIO(value[HEADER_LEN:]), schema, schema)
+        name, writer, reader = found
+        return name, fastavro.schemaless_reader(io.BytesIO(value[HEADER_LEN:]), writer, reader)
+
+
+def _load(path, named):
+    with open(path) as f:
+        return expand_schema(fastavro.parse_schema(json.load(f), named_schemas=named))
+
+
+def _fingerprint(schema):
+    return bytes.fromhex(fingerprint(to_parsing_canonical_form(schema), "CRC-64-AVRO"))
 
 
 def headers(name, batch_id):

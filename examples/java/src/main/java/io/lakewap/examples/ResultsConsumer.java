@@ -163,7 +163,7 @@ public final class ResultsConsumer {
 
     /**
      * A decoder per event type. AuditReport is parsed first: BatchPublished and BatchAborted refer to
-     * it by name. Each decoder checks the message's fingerprint against its schema's.
+     * it by name. A decoder takes the messages whose fingerprint is of its schema or of an older version.
      */
     static Map<String, BinaryMessageDecoder<GenericRecord>> loadDecoders(File dir) throws Exception {
         File[] files = dir.listFiles((d, name) -> name.endsWith(".avsc"));
@@ -176,6 +176,15 @@ public final class ResultsConsumer {
         for (File f : files) {
             Schema s = parser.parse(f);
             decoders.put(s.getName(), new BinaryMessageDecoder<>(GenericData.get(), s));
+        }
+        // Older versions (self-contained files) of the current schemas: events lakewap wrote before an
+        // upgrade still decode, resolved into the current schema (new fields at their defaults).
+        File[] history = new File(dir, "history").listFiles((d, name) -> name.endsWith(".avsc"));
+        for (File f : history == null ? new File[0] : history) {
+            Schema old = new Schema.Parser().parse(f);
+            if (decoders.containsKey(old.getName())) {
+                decoders.get(old.getName()).addSchema(old);
+            }
         }
         return decoders;
     }
