@@ -133,6 +133,8 @@ func (r run) outcome() (emoji, words string) {
 			return ":warning:", "aborted: invalid batch"
 		case schemas.ReasonTooManyRuns:
 			return ":warning:", "aborted: too many runs in progress"
+		case schemas.ReasonAuditCrashed:
+			return ":boom:", "aborted: its audit took the process down"
 		}
 		return ":no_entry:", "aborted"
 	case schemas.StateFailed:
@@ -314,6 +316,12 @@ func (r run) next(l links) string {
 			return "the batch conflicts with " + r.target() + "; resolve the conflicting writes and send the batch again."
 		case schemas.ReasonInvalid:
 			return "fix the producer of this batch's events and send the batch again."
+		case schemas.ReasonAuditCrashed:
+			s := "find out what ended the process during the audit (out of memory: audit.memory_limit, the instance's memory; a crash inside DuckDB: the log)"
+			if kept {
+				s += ", inspect branch " + branch + ", then run " + code(r.command("retry"))
+			}
+			return s + "."
 		}
 		if kept && r.Reason == schemas.ReasonAuditFailed {
 			return "inspect branch " + branch + " (kept as it was audited), fix the data on it, then run " + code(r.command("retry")) + "."

@@ -111,6 +111,17 @@ type (
 	BranchSource struct{ Commit string }
 	// BranchCreated reports the batch branch exists.
 	BranchCreated struct{}
+	// AuditBegun answers DoBeginAudit: the attempt of the audit step about
+	// to start is recorded, so that a process that dies in it is known at
+	// the next restore.
+	AuditBegun struct{}
+	// AuditStopped reports that an audit begun was stopped before it
+	// reported because its partition was revoked (a rebalance, a shutdown):
+	// the attempt did not take the process down.
+	AuditStopped struct{}
+	// Restored is the first input of a run restored from the store (at a
+	// start, or when this instance takes the run's partition).
+	Restored struct{}
 	// Audited reports the suite ran against SealedCommit.
 	Audited struct {
 		SealedCommit string
@@ -183,6 +194,9 @@ func (Invalid) input()       {}
 func (Tick) input()          {}
 func (BranchSource) input()  {}
 func (BranchCreated) input() {}
+func (AuditBegun) input()    {}
+func (AuditStopped) input()  {}
+func (Restored) input()      {}
 func (Collided) input()      {}
 func (Audited) input()       {}
 func (Merged) input()        {}
@@ -232,10 +246,14 @@ const (
 	// DoLook looks once more, before a failed publish ends its run, whether
 	// the sealed commit is on the target after all (answered by Looked).
 	DoLook
+	// DoBeginAudit records that an audit attempt starts (answered by
+	// AuditBegun) before DoAudit runs it: the runner's own work, no I/O but
+	// the run's record.
+	DoBeginAudit
 )
 
 func (k EffectKind) String() string {
-	return [...]string{"none", "create_branch", "audit", "publish", "send", "cleanup", "wake", "forget", "revert", "reply", "look"}[k]
+	return [...]string{"none", "create_branch", "audit", "publish", "send", "cleanup", "wake", "forget", "revert", "reply", "look", "begin_audit"}[k]
 }
 
 // The one table of the run's steps: the effect a state asks for, and the
@@ -301,6 +319,10 @@ type Policy struct {
 	// keeps: beyond it the oldest finished run whose events are all sent is
 	// forgotten before its retention is over. 0: no limit.
 	MaxFinishedRuns int
+	// MaxAuditAttempts is how many attempts of a run's audit may end with
+	// their process (begun, never reported) before the run is aborted with
+	// reason audit_crashed, its branch kept (audit.max_attempts).
+	MaxAuditAttempts int
 }
 
 // DefaultPolicy is the machine's documented policy. It is the one place
@@ -309,7 +331,7 @@ type Policy struct {
 var DefaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, MinBackoff: 500 * time.Millisecond,
 	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60, TerminalRetention: 7 * 24 * time.Hour,
 	MaxRunBytes: defaultMaxRunBytes, MaxLagWait: time.Hour, LagRecheck: 10 * time.Second, MaxOpenRuns: 10000,
-	MaxPendingRuns: 10000, RejectedRetention: 10 * time.Minute, MaxFinishedRuns: 10000}
+	MaxPendingRuns: 10000, RejectedRetention: 10 * time.Minute, MaxFinishedRuns: 10000, MaxAuditAttempts: 3}
 
 // Validate names the first field of p that the machine cannot work with.
 func (p Policy) Validate() error {
@@ -322,6 +344,7 @@ func (p Policy) Validate() error {
 		{"TerminalRetention", p.TerminalRetention > 0}, {"MaxRunBytes", p.MaxRunBytes > 0}, {"MaxLagWait", p.MaxLagWait >= 0},
 		{"LagRecheck", p.LagRecheck > 0}, {"MaxOpenRuns", p.MaxOpenRuns >= 0},
 		{"MaxPendingRuns", p.MaxPendingRuns >= 0}, {"RejectedRetention", p.RejectedRetention > 0}, {"MaxFinishedRuns", p.MaxFinishedRuns >= 0},
+		{"MaxAuditAttempts", p.MaxAuditAttempts > 0},
 	} {
 		if !f.ok {
 			return fmt.Errorf("pipeline: Policy.%s is out of range (start from DefaultPolicy)", f.name)
@@ -431,11 +454,27 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		if len(n.missingWrites()) == 0 {
 			n.setState(StateAuditing, now)
 		}
+	case AuditBegun:
+		if n.State != StateAuditing || n.AuditOpen || n.RetryAt.After(now) {
+			return n, false, nil
+		}
+		n.AuditOpen = true
+	case AuditStopped:
+		if !n.AuditOpen {
+			return n, false, nil
+		}
+		n.AuditOpen = false
+	case Restored:
+		if n.State != StateAuditing || !n.AuditOpen {
+			return n, false, nil
+		}
+		n = m.auditLost(n, now)
 	case Audited:
 		if n.State != StateAuditing {
 			return n, false, nil
 		}
 		n.resetRetry()
+		n.AuditOpen = false
 		rep := in.Report
 		n.Report = &rep
 		n.SealedCommit = in.SealedCommit
@@ -455,6 +494,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 			return n, false, nil
 		}
 		n.SealedCommit = in.SealedCommit
+		n.AuditOpen = false
 		detail := fmt.Sprintf("%d path(s) outside the dataset's tables: %s", in.Total, strings.Join(in.Paths, ", "))
 		if in.Total > len(in.Paths) {
 			detail += ", ..."
@@ -508,6 +548,22 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 	return n, true, nil
 }
 
+// auditLost counts the begun audit attempt of n, restored, that never
+// reported: its process ended in it. MaxAuditAttempts of them abort the run
+// (audit_crashed) with its branch kept for inspection; otherwise the audit
+// is begun again.
+func (m Machine) auditLost(n Run, now time.Time) Run {
+	n.AuditOpen = false
+	n.AuditLost++
+	if n.AuditLost < m.p.MaxAuditAttempts {
+		return n
+	}
+	n.KeepBranch = true
+	return abort(n, schemas.ReasonAuditCrashed, fmt.Sprintf(
+		"%d audit attempt(s) never finished: the process ended during each (out of memory, a crash inside DuckDB, a kill), the limit (audit.max_attempts) is %d",
+		n.AuditLost, m.p.MaxAuditAttempts), now)
+}
+
 // rechecked records the commit merged in place of the run's sealed one,
 // and its audit, when there was one.
 func rechecked(n Run, sealed string, rep *schemas.AuditReport) Run {
@@ -540,6 +596,8 @@ func (m Machine) Pending(r Run, now time.Time) []Effect {
 		step = DoLook
 	case r.State == StatePublished && r.revertPending():
 		step = DoRevert
+	case r.State == StateAuditing && !r.AuditOpen:
+		step = DoBeginAudit // recorded before the audit runs
 	}
 	if step == 0 && r.CleanupPending {
 		step = DoCleanup
@@ -665,13 +723,13 @@ func (m Machine) retry(n Run, ev schemas.RetryRequested, now time.Time) (Run, bo
 		return n, false, refused(n, ev.RequestID, schemas.TypeRetryRequested, reason, detail, now)
 	}
 	retryable := n.State == StateFailed ||
-		n.State == StateAborted && (n.Reason == schemas.ReasonAuditFailed || n.Reason == schemas.ReasonMergeConflict)
+		n.State == StateAborted && (n.Reason == schemas.ReasonAuditFailed || n.Reason == schemas.ReasonMergeConflict || n.Reason == schemas.ReasonAuditCrashed)
 	switch {
 	case n.State == "" || n.State == StatePending:
 		return n, false, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRetryRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s has no run: it never landed, or it ended longer ago than runs are kept",
 			ev.BatchID, ev.Dataset), now)
 	case !retryable:
-		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is %s%s: only failed runs, and aborted runs whose audit failed or whose merge conflicted, can be retried",
+		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is %s%s: only failed runs, and aborted runs whose audit failed or crashed or whose merge conflicted, can be retried",
 			n.BatchID, n.State, parens(n.Reason)))
 	case n.State == StateAborted && !n.KeepBranch:
 		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is aborted (%s) and its branch %s was deleted (the dataset keeps no aborted branches): nothing to retry",
@@ -681,6 +739,7 @@ func (m Machine) retry(n Run, ev schemas.RetryRequested, now time.Time) (Run, bo
 	n.Retries++
 	n.Request, n.RetriedBy = ev.RequestID, ev.RequestedBy
 	n.Reason, n.Detail, n.FailedStep = "", "", ""
+	n.AuditLost = 0 // the operator gives the audit its attempts again
 	n.resetRetry()
 	switch {
 	case n.State == StateFailed && step == StepBranch:
@@ -776,6 +835,9 @@ func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) (Run, bool) {
 	case n.Looking != nil:
 		return n, false // the last look decides
 	}
+	if in.Step == StepAudit {
+		n.AuditOpen = false // the attempt reported: it did not take the process down
+	}
 	n.LastError = in.Err
 	switch {
 	case in.Class == Conflict && in.Step == StepPublish:
@@ -852,6 +914,7 @@ func (r *Run) setState(s State, now time.Time) {
 	if r.State != s {
 		r.State = s
 		r.StateSince = now
+		r.AuditOpen = false // an attempt belongs to its stay in auditing
 		if s == StateAuditing || s == StatePublishing {
 			// No result event for these; sinks that show progress (the
 			// Slack message updated in place) still hear of them.

@@ -115,7 +115,8 @@ func TestTransitionScenarios(t *testing.T) {
 			}},
 			{in: write("b1", "fact"), state: StateAwaitingWrites},
 			{in: write("b1", "fact"), state: StateAwaitingWrites}, // duplicate
-			{in: write("b1", "dim"), state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}},
+			{in: write("b1", "dim"), state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}},
+			{in: AuditBegun{}, state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}},
 			{in: Audited{SealedCommit: "c1", Report: report(true)}, state: StatePublishing, effects: []EffectKind{DoPublish, DoSend}},
 			{in: Merged{CommitID: "m1"}, state: StatePublished, check: func(t *testing.T, r Run) {
 				last := r.Outbox[len(r.Outbox)-1]
@@ -145,7 +146,46 @@ func TestTransitionScenarios(t *testing.T) {
 		{"writes before landing are kept", []step{
 			{in: write("b3", "fact"), state: StatePending, effects: []EffectKind{DoWake}},
 			{in: landed("b3", "fact"), state: StateLanded},
-			{in: BranchCreated{}, state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}},
+			{in: BranchCreated{}, state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}},
+		}},
+		{"an audit that takes its process down max_attempts times aborts audit_crashed, the branch kept", []step{
+			{in: landed("b30", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b30", "fact"), state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}},
+			{in: Restored{}, state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: lost(0)}, // nothing begun
+			{in: AuditBegun{}, state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}},
+			{in: AuditBegun{}, state: StateAuditing, check: lost(0)}, // a duplicate begins nothing more
+			{in: Restored{}, state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: lost(1)},
+			{in: AuditBegun{}, state: StateAuditing},
+			{in: Restored{}, state: StateAuditing, check: lost(2)},
+			{in: AuditBegun{}, state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}},
+			{in: Restored{}, state: StateAborted, effects: []EffectKind{DoSend}, check: func(t *testing.T, r Run) {
+				ab := r.Outbox[len(r.Outbox)-1].Aborted
+				want := "3 audit attempt(s) never finished: the process ended during each (out of memory, a crash inside DuckDB, a kill), the limit (audit.max_attempts) is 3"
+				if ab == nil || ab.Reason != schemas.ReasonAuditCrashed || !ab.BranchKept || ab.Detail != want || r.CleanupPending {
+					t.Errorf("abort = %+v, cleanup %v; want audit_crashed, %q, the branch kept", ab, r.CleanupPending, want)
+				}
+			}},
+			{in: retryReq("b30", "q1"), state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: lost(0)},
+		}},
+		{"an audit attempt that reports, or that a revocation stopped, is not lost", []step{
+			{in: landed("b31", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b31", "fact"), state: StateAuditing},
+			{in: AuditBegun{}, state: StateAuditing},
+			{in: StepFailed{Step: StepAudit, Err: "503", Class: Transient}, state: StateAuditing, effects: []EffectKind{DoWake, DoSend}},
+			{in: AuditBegun{}, state: StateAuditing, effects: []EffectKind{DoWake, DoSend}}, // not before its retry time
+			{in: Restored{}, at: 2 * time.Second, state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: lost(0)},
+			{in: AuditBegun{}, at: 2 * time.Second, state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}},
+			{in: AuditStopped{}, at: 3 * time.Second, state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}},
+			{in: Restored{}, at: 3 * time.Second, state: StateAuditing, check: lost(0)},
+			{in: AuditBegun{}, at: 4 * time.Second, state: StateAuditing},
+			{in: Audited{SealedCommit: "c31", Report: report(true)}, at: 5 * time.Second, state: StatePublishing, effects: []EffectKind{DoPublish, DoSend}},
+			{in: Restored{}, at: 6 * time.Second, state: StatePublishing, check: func(t *testing.T, r Run) {
+				if r.AuditOpen || r.AuditLost != 0 {
+					t.Errorf("audit open %v, lost %d after the audit reported; want neither", r.AuditOpen, r.AuditLost)
+				}
+			}},
 		}},
 		{"early writes expire", []step{
 			{in: write("b4", "fact"), state: StatePending},
@@ -414,6 +454,8 @@ func TestRandomInterleavings(t *testing.T) {
 					return StepFailed{Step: StepBranch, Class: Transient, Err: "503"}
 				}
 				return BranchCreated{}
+			case DoBeginAudit:
+				return AuditBegun{}
 			case DoAudit:
 				if transient {
 					return StepFailed{Step: StepAudit, Class: Transient, Err: "timeout"}
@@ -488,12 +530,7 @@ func TestRandomInterleavings(t *testing.T) {
 					// persisted: restore every run from the store.
 					effects = nil
 					for _, b := range slices.Sorted(maps.Keys(stored)) {
-						r := stored[b]
-						for _, e := range m.Pending(r, now) {
-							if e.Kind != DoWake && e.Kind != DoForget {
-								effects = append(effects, pendingEffect{b, e, r})
-							}
-						}
+						apply(b, Restored{}) // queues the run's pending work
 					}
 					continue
 				}
@@ -585,6 +622,16 @@ func TestRandomInterleavings(t *testing.T) {
 					t.Fatalf("seed %d: batch %s timed out %v after its deadline", seed, b, late)
 				}
 			}
+		}
+	}
+}
+
+// lost checks the audit attempts a run counts as lost.
+func lost(want int) func(*testing.T, Run) {
+	return func(t *testing.T, r Run) {
+		t.Helper()
+		if r.AuditLost != want {
+			t.Errorf("AuditLost = %d, want %d", r.AuditLost, want)
 		}
 	}
 }

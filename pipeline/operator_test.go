@@ -69,7 +69,7 @@ func TestOperatorRequests(t *testing.T) {
 		steps []step
 	}{
 		{"retry of an aborted run audits a new seal and publishes with new event ids", append(toAborted("r1"),
-			step{in: retryReq("r1", "q1"), state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}, check: func(t *testing.T, r Run) {
+			step{in: retryReq("r1", "q1"), state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: func(t *testing.T, r Run) {
 				last := r.Outbox[len(r.Outbox)-1]
 				if r.Retries != 1 || r.Request != "q1" || r.Reason != "" || last.RequestID != "q1" ||
 					last.EventID != EventID("billing", "r1", "state:auditing retry 1") {

@@ -100,6 +100,15 @@ type Run struct {
 	FailedStep   Step                 `json:"failed_step,omitempty"` // the step whose failure ended the run
 	Detail       string               `json:"detail,omitempty"`
 
+	// AuditOpen: an attempt of the audit step was recorded as begun
+	// (AuditBegun) and has not reported. A run restored with it set had
+	// that attempt end with its process (out of memory, a crash inside
+	// DuckDB); AuditLost counts such attempts, and Policy.MaxAuditAttempts
+	// of them abort the run (audit_crashed) instead of auditing it again at
+	// every restore, on every instance that takes its partition.
+	AuditOpen bool `json:"audit_open,omitempty"`
+	AuditLost int  `json:"audit_lost,omitempty"`
+
 	// Retry bookkeeping for the current step.
 	Attempts     int       `json:"attempts,omitempty"`
 	FirstFailure time.Time `json:"first_failure,omitempty"`

@@ -84,11 +84,15 @@ const (
 	// ReasonOutsideTables: the batch changed paths outside its dataset's
 	// tables (and allowed_paths); the detail names them.
 	ReasonOutsideTables = "outside_tables"
+	// ReasonAuditCrashed: audit.max_attempts attempts of the batch's audit
+	// ended with their process (out of memory, a crash inside DuckDB); it
+	// is not audited again. The branch is kept.
+	ReasonAuditCrashed = "audit_crashed"
 )
 
 // abortReasons are the reasons a valid BatchAborted may carry.
 var abortReasons = []string{ReasonAuditFailed, ReasonWriteTimeout, ReasonCancelled, ReasonMergeConflict,
-	ReasonInvalid, ReasonTooManyRuns, ReasonOutsideTables}
+	ReasonInvalid, ReasonTooManyRuns, ReasonOutsideTables, ReasonAuditCrashed}
 
 // ---- inputs (topic wap.events) ----
 

@@ -402,3 +402,56 @@ func branchReadies(env *harness.Env, batch string) []schemas.Event {
 	}
 	return out
 }
+
+// TestAuditThatKillsTheProcessIsAbortedAfterMaxAttempts: a batch whose
+// audit takes the process down (the failpoint SIGKILLs it inside the audit
+// step, as an out-of-memory kill or a crash inside DuckDB would) is audited
+// at most audit.max_attempts (3) times across restarts; the next process
+// aborts it audit_crashed, branch kept, instead of dying on it again.
+func TestAuditThatKillsTheProcessIsAbortedAfterMaxAttempts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash tests run the daemon as a process; skipped with -short")
+	}
+	stack, env, cfgPath := procStack(t, "5m")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const batch = "audit-kills"
+	current := startProc(t, stack, cfgPath, "during_audit")
+	must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "crash-test", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := env.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
+	must(t, err)
+	branch := ev.(schemas.BranchReady).Branch
+	path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
+	must(t, env.WriteParquet(ctx, branch, path, harness.GoodBillingRows))
+	must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
+		Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	deaths := 0
+	for {
+		final, died, err := awaitOrExit(ctx, env, current, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		must(t, err)
+		if !died {
+			ab, ok := final.(schemas.BatchAborted)
+			if !ok || ab.Reason != schemas.ReasonAuditCrashed || !ab.BranchKept || !strings.Contains(ab.Detail, "3 audit attempt(s) never finished") {
+				t.Fatalf("after %d deaths the batch ended with %+v; want aborted audit_crashed, branch kept", deaths, final)
+			}
+			break
+		}
+		if !current.killedBySIGKILL() {
+			t.Fatalf("daemon exited without reaching the failpoint: %v", current.err)
+		}
+		if deaths++; deaths > 3 {
+			t.Fatalf("the daemon died in the audit of %s %d times: the run is audited again at every restart", batch, deaths)
+		}
+		current = startProc(t, stack, cfgPath, "during_audit") // the audit would take this one down too
+	}
+	if deaths != 3 {
+		t.Errorf("the batch was aborted after %d deaths, want 3 (audit.max_attempts)", deaths)
+	}
+	if n := publishCommits(t, env, batch); n != 0 {
+		t.Errorf("%d publish commits of the aborted batch, want none", n)
+	}
+	if _, err := env.Lake.Head(ctx, stack.Repository, branch); err != nil {
+		t.Errorf("the branch %s of the aborted batch is gone (%v); it is kept for inspection", branch, err)
+	}
+}

@@ -252,6 +252,13 @@ type Audit struct {
 	ClockSkew Duration `yaml:"clock_skew"`
 	// QueryTimeout bounds each custom query (sql and cross_table checks).
 	QueryTimeout Duration `yaml:"query_timeout"`
+	// MaxAttempts is how many attempts of one batch's audit may end with
+	// the process (out of memory, a crash inside DuckDB: begun, never
+	// finished) before the batch is aborted with reason audit_crashed, its
+	// branch kept, instead of being audited again at every restore
+	// (default 3). Each attempt is recorded in the run's changelog record
+	// before it starts.
+	MaxAttempts int `yaml:"max_attempts"`
 	// Incremental lets audits read only the batch's rows where the target's
 	// last commit is an attested publish of the same suite (default true).
 	Incremental *bool `yaml:"incremental"`
@@ -633,6 +640,7 @@ func (c *Config) Defaults() {
 	c.Audit.MaxLogFileBytes = cmp.Or(c.Audit.MaxLogFileBytes, audit.DefaultMaxLogFileBytes)
 	c.Audit.ClockSkew = cmp.Or(c.Audit.ClockSkew, Duration(audit.DefaultClockSkew))
 	c.Audit.QueryTimeout = cmp.Or(c.Audit.QueryTimeout, Duration(audit.DefaultQueryTimeout))
+	c.Audit.MaxAttempts = cmp.Or(c.Audit.MaxAttempts, p.MaxAuditAttempts)
 	c.Log.Format = cmp.Or(c.Log.Format, "text")
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 	for name, d := range c.Datasets {
@@ -675,6 +683,7 @@ func (c *Config) Policy() pipeline.Policy {
 	p.RetryBudget, p.PendingTTL, p.TerminalRetention = r.RetryBudget.Std(), r.PendingTTL.Std(), r.TerminalRetention.Std()
 	p.MaxRunBytes, p.MaxLagWait, p.MaxOpenRuns = r.MaxRunBytes, r.MaxLagWait.Std(), max(r.MaxOpenRuns, 0) // -1: no limit
 	p.MaxPendingRuns, p.MaxFinishedRuns, p.RejectedRetention = max(r.MaxPendingRuns, 0), max(r.MaxFinishedRuns, 0), r.RejectedRetention.Std()
+	p.MaxAuditAttempts = c.Audit.MaxAttempts
 	return p
 }
 
@@ -954,6 +963,8 @@ func (c *Config) Validate() error {
 		"lakefs.endpoint", "%q must start with http:// or https://", endpoint)
 	badIf(c.LakeFS.AccessKeyID == "", "lakefs.access_key_id", "required")
 	badIf(c.LakeFS.SecretAccessKey == "" && c.LakeFS.SecretAccessKeyFile == "", "lakefs.secret_access_key", "required (or secret_access_key_file)")
+	badIf(c.Audit.MaxAttempts < 1, "audit.max_attempts", "%d must be at least 1 (0 keeps the default %d): the audits of a batch that may take the process down before it is aborted audit_crashed",
+		c.Audit.MaxAttempts, pipeline.DefaultPolicy.MaxAuditAttempts)
 	badIf(c.Audit.MaxReportBytes < 0 || 4*c.Audit.MaxReportBytes > c.Runner.MaxRunBytes, "audit.max_report_bytes", "%d must be between 0 and a quarter of runner.max_run_bytes (a run stores its report up to three times)", c.Audit.MaxReportBytes)
 	badIf(c.Lineage.URL != "" && !strings.HasPrefix(c.Lineage.URL, "http://") && !strings.HasPrefix(c.Lineage.URL, "https://"),
 		"lineage.url", "%q must start with http:// or https://", c.Lineage.URL)

@@ -74,20 +74,21 @@ func TestLoadedConfigCarriesResolvedValues(t *testing.T) {
 	if s, ok := c.DatasetSpec("billing"); !ok || s.WriteTimeout != 2*time.Hour || s.Target != "main" || !s.KeepBranch || s.MaxWriteTimeout != 0 {
 		t.Errorf("dataset spec %+v %v", s, ok)
 	}
-	if d := pipeline.DefaultPolicy; p.MaxPendingRuns != d.MaxPendingRuns || p.MaxFinishedRuns != d.MaxFinishedRuns || p.RejectedRetention != d.RejectedRetention {
+	if d := pipeline.DefaultPolicy; p.MaxPendingRuns != d.MaxPendingRuns || p.MaxFinishedRuns != d.MaxFinishedRuns || p.RejectedRetention != d.RejectedRetention ||
+		p.MaxAuditAttempts != 3 || c.Audit.MaxAttempts != 3 {
 		t.Errorf("policy %+v: want the default bounds of what producers can make it store", p)
 	}
 	// The bounds of what producers can make lakewap store reach the policy
 	// and the dataset spec (a cap the daemon never hands on caps nothing).
 	bounded, err := ParseIn([]byte(strings.Replace(strings.Replace(good, "notify:",
-		"runner: {max_pending_runs: 7, max_finished_runs: -1, rejected_retention: 2m}\nnotify:", 1),
+		"runner: {max_pending_runs: 7, max_finished_runs: -1, rejected_retention: 2m}\naudit: {max_attempts: 5}\nnotify:", 1),
 		"write_timeout: 2h", "write_timeout: 2h\n    max_write_timeout: 6h", 1)),
 		env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"}), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := bounded.Policy(); p.MaxPendingRuns != 7 || p.MaxFinishedRuns != 0 || p.RejectedRetention != 2*time.Minute {
-		t.Errorf("bounded policy %+v: want 7 pending, no finished limit, 2m rejected retention", p)
+	if p := bounded.Policy(); p.MaxPendingRuns != 7 || p.MaxFinishedRuns != 0 || p.RejectedRetention != 2*time.Minute || p.MaxAuditAttempts != 5 {
+		t.Errorf("bounded policy %+v: want 7 pending, no finished limit, 2m rejected retention, 5 audit attempts", p)
 	}
 	if s, _ := bounded.DatasetSpec("billing"); s.MaxWriteTimeout != 6*time.Hour {
 		t.Errorf("dataset spec max write timeout %s, want 6h", s.MaxWriteTimeout)
@@ -112,6 +113,7 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"write deadline cap below the timeout", "write_timeout: 2h", "write_timeout: 2h\n    max_write_timeout: 1h", "datasets.billing.max_write_timeout: 1h0m0s is shorter than write_timeout"},
 		{"runs token is the webhook's", "notify:", "http: {listen: \":9090\", webhook_token: same, runs_token: same}\nnotify:", "http.runs_token: is the webhook's token"},
 		{"pending bound", "notify:", "runner: {max_pending_runs: -2}\nnotify:", "runner.max_pending_runs: must be -1"},
+		{"no audit attempt", "notify:", "audit: {max_attempts: -1}\nnotify:", "audit.max_attempts: -1 must be at least 1 (0 keeps the default 3)"},
 		{"bad duration", "write_timeout: 2h", "write_timeout: two hours", `"two hours" is not a duration`},
 		{"bad log format", "notify:", "log: {format: xml}\nnotify:", `log.format: "xml" is not json or text`},
 		{"route to unknown sink", "sink: console", "sink: pager", `notify.routes[0].sink: "pager" is not`},

@@ -11,6 +11,11 @@ import (
 // maxStrayPaths bounds how many paths outside the tables an abort names.
 const maxStrayPaths = 10
 
+// beginAudit answers DoBeginAudit: execute stores the answer before the
+// audit starts, so an attempt that takes the process down is counted at the
+// next restore (pipeline.Policy.MaxAuditAttempts).
+func (r *Runner) beginAudit(job) pipeline.Input { return pipeline.AuditBegun{} }
+
 // audit seals the batch branch and audits the sealed commit (DoAudit), in
 // one line: seal, the one diff of the sealed commit against the target,
 // the tables-only rule on it, then the audit with the diff in its request.

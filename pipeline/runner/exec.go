@@ -27,6 +27,7 @@ type job struct {
 // was revoked); it decides nothing about the run.
 var executors = map[pipeline.EffectKind]func(*Runner, job) pipeline.Input{
 	pipeline.DoCreateBranch: stepped((*Runner).branch),  // branch.go
+	pipeline.DoBeginAudit:   (*Runner).beginAudit,       // audit.go
 	pipeline.DoAudit:        stepped((*Runner).audit),   // audit.go
 	pipeline.DoPublish:      (*Runner).publishInTurn,    // publish.go, with the queue
 	pipeline.DoLook:         stepped((*Runner).look),    // publish.go

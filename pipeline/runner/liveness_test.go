@@ -454,3 +454,54 @@ func TestOpenRunLimitIsPerDataset(t *testing.T) {
 		t.Errorf("orders-1 is %s (%s %q), want awaiting writes", r.State, r.Reason, r.Detail)
 	}
 }
+
+// An audit that takes its process down (out of memory, a crash inside
+// DuckDB) is not audited again at every restore: each "process" here is a
+// runner on the changelog as the dead one left it, and after
+// MaxAuditAttempts attempts the next one aborts the run audit_crashed
+// without auditing it. A revocation that stops an audit does not count.
+func TestAuditThatTakesItsProcessDownEndsTheRun(t *testing.T) {
+	type death struct{ changelog map[string][]byte }
+	deaths := make(chan death, 1)
+	var store *memStore
+	audits := 0
+	crashing := auditFunc(func(ctx context.Context, _ AuditRequest) (schemas.AuditReport, error) {
+		audits++ // one audit at a time: the process dies in it
+		snap, _ := store.Load(ctx, 0)
+		deaths <- death{snap} // the changelog as the process dies here
+		<-ctx.Done()
+		return schemas.AuditReport{}, ctx.Err()
+	})
+	process := func(changelog map[string][]byte) *runnerFixture {
+		store = &memStore{data: map[int]map[string][]byte{0: changelog}}
+		return newRunnerFixtureWith(t, func(c *Config) {
+			c.Auditor, c.Store = crashing, store
+			c.Grace = time.Millisecond
+		})
+	}
+	f := process(map[string][]byte{})
+	f.land(t, "oom")
+	for attempt := 1; attempt <= DefaultPolicy.MaxAuditAttempts; attempt++ {
+		d := <-deaths
+		f = process(d.changelog) // the dead runner is left as it is
+	}
+	f.await(t, "oom", schemas.TypeBatchAborted)
+	r, _ := f.run("billing", "oom")
+	if r.Reason != schemas.ReasonAuditCrashed || r.AuditLost != 3 || !r.KeepBranch || r.CleanupPending || audits != 3 {
+		t.Errorf("run %s (%s: %s), lost %d, keep %v, cleanup %v after %d audits; want aborted audit_crashed after 3, the branch kept",
+			r.State, r.Reason, r.Detail, r.AuditLost, r.KeepBranch, r.CleanupPending, audits)
+	}
+
+	// A revocation stops an audit: the attempt did not end the process.
+	f = process(map[string][]byte{})
+	f.land(t, "moved")
+	<-deaths
+	f.r.Revoked(0)
+	var stopped Run
+	if err := json.Unmarshal(store.data[0][RunKey("billing", "moved")], &stopped); err != nil {
+		t.Fatal(err)
+	}
+	if stopped.State != StateAuditing || stopped.AuditOpen || stopped.AuditLost != 0 {
+		t.Errorf("after a revocation: %s, audit open %v, lost %d; want auditing, nothing open or lost", stopped.State, stopped.AuditOpen, stopped.AuditLost)
+	}
+}

@@ -257,13 +257,22 @@ func (r *Runner) Assigned(ctx context.Context, id int, behind func(t time.Time) 
 	r.mu.Lock()
 	r.parts[id] = p
 	r.mu.Unlock()
-	now := r.cfg.Now()
 	p.mu.Lock()
+	var failed error
 	for _, k := range slices.Sorted(maps.Keys(p.runs)) {
-		r.start(p, k, r.m.Pending(p.runs[k], now))
+		// Restored first: an audit begun and never reported ended with
+		// its process, and is counted before the run's work resumes.
+		if _, err := r.applyLocked(ctx, p, k, pipeline.Restored{}); err != nil {
+			failed = fmt.Errorf("restore partition %d: %w", id, err)
+			break
+		}
 	}
 	n := len(p.runs)
 	p.mu.Unlock()
+	if failed != nil {
+		r.Revoked(id) // the consumer asks again
+		return failed
+	}
 	r.log.Info("partition restored", "partition", id, "runs", n)
 	return nil
 }
@@ -638,11 +647,27 @@ func (r *Runner) execute(j job) {
 	in := executors[j.effect.Kind](r, j)
 	p, key := j.p, j.run.Key()
 	applied := in != nil && p.ctx.Err() == nil
-	if applied {
+	switch {
+	case applied:
 		r.internal(p, key, in)
+	case j.effect.Kind == pipeline.DoAudit:
+		r.auditStopped(p, key)
 	}
 	// A publish's outcome starts what follows itself (its ticket is gone).
 	r.done(p, key, j.effect.Kind, applied && j.ticket == nil)
+}
+
+// auditStopped records that the audit of the run under key, begun, was
+// stopped by its partition's revocation (the step was cancelled, or never
+// started): not a lost attempt. The partition's context is done, so the
+// record gets a short one of its own; if it cannot be stored, the next
+// owner counts the attempt as lost.
+func (r *Runner) auditStopped(p *partition, key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Grace)
+	defer cancel()
+	if _, err := r.apply(ctx, p, key, pipeline.AuditStopped{}); err != nil {
+		r.log.Warn("recording a stopped audit failed: the next owner counts it as an attempt that never finished", "run", key, "err", err)
+	}
 }
 
 // done takes effect k of the run under key out of flight and, if resume,
