@@ -64,10 +64,9 @@ type ServiceOptions struct {
 // background, so that the next call for the same commit (lakeFS re-running
 // the hook, lakewap retrying its merge) gets its report.
 type Service struct {
-	o        ServiceOptions
-	cache    *reportCache
-	lookups  *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	o     ServiceOptions
+	cache *reportCache
+	*serviceMetrics
 	slots    chan struct{} // audits of other callers' merges
 	reserved chan struct{} // audits of lakewap's own publishes
 
@@ -96,21 +95,12 @@ func NewService(o ServiceOptions) (*Service, error) {
 	case o.Budget <= 0:
 		return nil, fmt.Errorf("audit: ServiceOptions.Budget %s must be positive", o.Budget)
 	}
-	s := &Service{o: o, cache: newReportCache(reportCacheSize), inflight: map[reportKey]*flight{},
-		slots: make(chan struct{}, o.Concurrency), reserved: make(chan struct{}, o.Concurrency),
-		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_audit_cache_lookups_total",
-			Help: "Pre-merge webhook audits answered from the cache of passing reports by commit (hit) or run (miss), by outcome."}, []string{"outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_audit_duration_seconds",
-			Help:    "Audits that ran (download, DuckDB checks, report), by dataset and outcome (passed, failed, error).",
-			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"dataset", "outcome"})}
-	if o.Registerer != nil {
-		if err := errors.Join(o.Registerer.Register(s.lookups), o.Registerer.Register(s.duration)); err != nil {
-			return nil, err
-		}
+	m, err := newServiceMetrics(o.Registerer)
+	if err != nil {
+		return nil, err
 	}
-	s.lookups.WithLabelValues("hit") // exported at 0 from the start, for rate() and alerts
-	s.lookups.WithLabelValues("miss")
-	return s, nil
+	return &Service{o: o, cache: newReportCache(reportCacheSize), inflight: map[reportKey]*flight{},
+		slots: make(chan struct{}, o.Concurrency), reserved: make(chan struct{}, o.Concurrency), serviceMetrics: m}, nil
 }
 
 // Audit runs the suite of req.Dataset (req.Suite is ignored) and remembers

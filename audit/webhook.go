@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -134,10 +136,11 @@ type PreMergeOptions struct {
 	// timeout must be longer).
 	Timeout time.Duration
 	Logger  *slog.Logger
-	// Observe, if set, is told how each request was decided: decision is
-	// allow, block or error; via is audit (the Runner was asked: it may
-	// have answered from a cache), unguarded or untouched.
-	Observe func(decision, via string)
+	// Registerer, if set, gets the handler's metrics (metrics.go): how each
+	// request was decided, allow, block or error, and via what: audit (the
+	// Runner was asked: it may have answered from a cache), unguarded or
+	// untouched.
+	Registerer prometheus.Registerer
 }
 
 // PreMergeHandler answers lakeFS pre-merge webhooks: it runs the suites of
@@ -145,7 +148,10 @@ type PreMergeOptions struct {
 // (with the destination as base) and answers 200 to allow the merge, 412
 // with the reports to block it. An audit that cannot run answers 500, which
 // lakeFS also treats as a refusal: the hook fails closed.
-type PreMergeHandler struct{ opts PreMergeOptions }
+type PreMergeHandler struct {
+	opts    PreMergeOptions
+	metrics *hookMetrics
+}
 
 // NewPreMergeHandler returns the handler; Guards and Runner are required.
 func NewPreMergeHandler(opts PreMergeOptions) (*PreMergeHandler, error) {
@@ -154,7 +160,11 @@ func NewPreMergeHandler(opts PreMergeOptions) (*PreMergeHandler, error) {
 	}
 	opts.Timeout = cmp.Or(max(opts.Timeout, 0), 25*time.Second)
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
-	return &PreMergeHandler{opts}, nil
+	m, err := newHookMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &PreMergeHandler{opts: opts, metrics: m}, nil
 }
 
 // PreMergeAnswer is the JSON body of every answer. lakeFS keeps it in the
@@ -427,9 +437,7 @@ func (h *PreMergeHandler) failed(ans PreMergeAnswer, what, dataset string, err e
 }
 
 func (h *PreMergeHandler) answer(w http.ResponseWriter, status int, ans PreMergeAnswer, decision, via string) {
-	if h.opts.Observe != nil {
-		h.opts.Observe(decision, via)
-	}
+	h.metrics.decided(decision, via)
 	if ans.Summary == nil {
 		ans.Summary = []string{}
 	}

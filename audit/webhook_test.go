@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -183,14 +186,12 @@ func TestPreMergeHandlerSkipsDatasetsTheMergeDoesNotTouch(t *testing.T) {
 		{Kind: KindRowCount, Table: "customers", Min: f64(1), Scope: ScopeBatch}}}}
 	runner := &countingRunner{Runner: newEngine(t, src, "")}
 	var asked []string
-	var observed []string
 	h, err := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{"repo/main": {billingGuard(), customers}}, Runner: runner,
 		Diff: diffFunc(func(repo, base, ref, prefix string) (bool, error) {
 			asked = append(asked, prefix)
 			changed, err := src.Changed(context.Background(), repo, base, ref, prefix)
 			return len(changed) > 0, err
-		}),
-		Observe: func(decision, via string) { observed = append(observed, decision+"/"+via) }})
+		})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,8 +208,10 @@ func TestPreMergeHandlerSkipsDatasetsTheMergeDoesNotTouch(t *testing.T) {
 	if status != http.StatusOK || !ans.Allowed || len(ans.Verdicts) != 0 || len(runner.reqs) != 1 {
 		t.Errorf("untouched merge: status %d, answer %+v, audits %d", status, ans, len(runner.reqs))
 	}
-	if strings.Join(observed, ",") != "allow/audit,allow/untouched" {
-		t.Errorf("observed %v", observed)
+	for _, dv := range [][3]string{{"allow", "audit", "1"}, {"allow", "untouched", "1"}, {"block", "audit", "0"}, {"allow", "unguarded", "0"}} {
+		if got := fmt.Sprint(testutil.ToFloat64(h.metrics.hooks.WithLabelValues(dv[0], dv[1]))); got != dv[2] {
+			t.Errorf("lakewap_premerge_hooks_total{outcome=%s,via=%s} = %s, want %s", dv[0], dv[1], got, dv[2])
+		}
 	}
 }
 

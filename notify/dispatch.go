@@ -98,8 +98,7 @@ type Dispatcher struct {
 	names    []string // sorted, for a stable fan-out order
 	opts     Options
 	log      *slog.Logger
-	attempts *prometheus.CounterVec
-	undeliv  *prometheus.CounterVec
+	*dispatchMetrics
 
 	// sleep waits d or until ctx ends; tests replace it to observe waits
 	// instead of spending them.
@@ -140,40 +139,10 @@ func NewDispatcher(routes []Route, sinks []Sink, opts Options) (*Dispatcher, err
 		}
 	}
 	var err error
-	if d.attempts, err = registerCounter(d.opts.Registerer, "lakewap_notify_attempts_total",
-		"Send attempts per sink, by outcome (ok, retry, error).", "sink", "outcome"); err != nil {
+	if d.dispatchMetrics, err = newDispatchMetrics(d.opts.Registerer, d.names); err != nil {
 		return nil, err
-	}
-	if d.undeliv, err = registerCounter(d.opts.Registerer, "lakewap_notify_undelivered_total",
-		"Notifications a sink had not delivered when its budget ran out.", "sink"); err != nil {
-		return nil, err
-	}
-	// Every sink's series exist from the start at 0, so that an alert on
-	// their increase sees the first failure.
-	for _, name := range d.names {
-		for _, result := range []string{"ok", "retry", "error"} {
-			d.attempts.WithLabelValues(name, result)
-		}
-		d.undeliv.WithLabelValues(name)
 	}
 	return d, nil
-}
-
-func registerCounter(reg prometheus.Registerer, name, help string, labels ...string) (*prometheus.CounterVec, error) {
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	if reg == nil {
-		return c, nil
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing, nil
-			}
-		}
-		return nil, fmt.Errorf("register %s: %w", name, err)
-	}
-	return c, nil
 }
 
 type target struct {

@@ -1,9 +1,13 @@
 package notify
 
 import (
+	"cmp"
 	"context"
+	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -13,8 +17,10 @@ import (
 type LimitConfig struct {
 	Burst int
 	Per   time.Duration
-	// Suppressed, if set, is told the kind of each message held back.
-	Suppressed func(kind string)
+	// Registerer, if set, gets the limit's metric (metrics.go): the new
+	// messages held back; Logger gets a line a minute about them.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
 	Now        func() time.Time // default time.Now
 }
 
@@ -31,7 +37,8 @@ func Limit(s Sink, cfg LimitConfig) Sink {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &limited{Sink: s, cfg: cfg, windows: map[string]*window{}}
+	m := newLimitMetrics(cfg.Registerer, cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)))
+	return &limited{Sink: s, cfg: cfg, windows: map[string]*window{}, metrics: m}
 }
 
 type window struct {
@@ -42,6 +49,7 @@ type window struct {
 type limited struct {
 	Sink
 	cfg     LimitConfig
+	metrics *limitMetrics
 	mu      sync.Mutex
 	windows map[string]*window
 }
@@ -91,8 +99,8 @@ func (l *limited) allow(kind string) bool {
 		w.n++
 	}
 	l.mu.Unlock()
-	if !ok && l.cfg.Suppressed != nil {
-		l.cfg.Suppressed(kind)
+	if !ok {
+		l.metrics.held(kind, now)
 	}
 	return ok
 }

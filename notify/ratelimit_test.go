@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -25,8 +27,8 @@ func (c *countingSink) Send(_ context.Context, n Notification) (string, bool, er
 func TestSlackFloodOfOneKindIsLimited(t *testing.T) {
 	inner := &countingSink{}
 	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	suppressed := 0
-	s := Limit(inner, LimitConfig{Burst: 5, Per: time.Minute, Now: func() time.Time { return now }, Suppressed: func(string) { suppressed++ }})
+	s := Limit(inner, LimitConfig{Burst: 5, Per: time.Minute, Now: func() time.Time { return now }})
+	suppressed := func() int { return int(testutil.ToFloat64(s.(*limited).metrics.suppressed)) }
 	flood := func(dataset, reason string, n int) {
 		for i := range n {
 			ev := schemas.BatchAborted{BatchID: dataset + "-" + reason + "-" + string(rune('a'+i%26)) + time.Duration(i).String(), Dataset: dataset, Reason: reason}
@@ -38,8 +40,8 @@ func TestSlackFloodOfOneKindIsLimited(t *testing.T) {
 		}
 	}
 	flood("billing", schemas.ReasonTooManyRuns, 10000)
-	if inner.posts != 5 || suppressed != 9995 {
-		t.Fatalf("flood of one kind: %d posts, %d suppressed; want 5 and 9995", inner.posts, suppressed)
+	if inner.posts != 5 || suppressed() != 9995 {
+		t.Fatalf("flood of one kind: %d posts, %d suppressed; want 5 and 9995", inner.posts, suppressed())
 	}
 	flood("orders", schemas.ReasonTooManyRuns, 1)
 	flood("billing", schemas.ReasonAuditFailed, 1)

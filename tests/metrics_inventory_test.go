@@ -26,14 +26,17 @@ var updateMetrics = flag.Bool("update-metrics", false, "rewrite testdata/metrics
 
 const metricsInventory = "testdata/metrics.txt"
 
-// TestMetricsInventory wires the daemon on the embedded stack, runs a good
+// TestMetricsInventory wires the daemon on the embedded stack (with a Slack
+// sink), runs a good
 // and a bad batch and a dead letter, gathers its registry and compares every lakewap_ family
 // (type, label names, help) with testdata/metrics.txt, so that moving
 // metrics between packages cannot drop, rename or relabel one unnoticed.
 func TestMetricsInventory(t *testing.T) {
 	reg := prometheus.NewRegistry()
+	slackSrv := newSlackAPI(t) // the Slack sink's metrics exist only with one
 	e := startE2EWith(t, func(c *config.Config) {
 		c.HTTP.Listen, c.HTTP.WebhookToken = "127.0.0.1:0", "test-token"
+		c.Notify.Slack = &config.Slack{Token: "xoxb-e2e-secret", Channel: "C0WAP", APIURL: slackSrv.GetAPIURL()}
 	}, daemon.Options{Registry: reg})
 	if ev := e.runBatch(t, "inv-good-1", harness.GoodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("good batch ended %s", ev.EventType())

@@ -85,7 +85,7 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 			}
 		}
 	} else {
-		lake, err := daemon.Lake(cfg, log, nil)
+		lake, err := daemon.Lake(cfg, log, nil, nil)
 		if err != nil {
 			fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
 			return AuditError

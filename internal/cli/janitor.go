@@ -27,7 +27,7 @@ func Janitor(ctx context.Context, o JanitorOptions, stdout, stderr io.Writer) in
 		return 2
 	}
 	log := daemon.NewLogger(stderr, cfg.Log.Format, "warn")
-	lake, err := daemon.Lake(cfg, log, nil)
+	lake, err := daemon.Lake(cfg, log, nil, nil)
 	var j *janitor.Janitor
 	if err == nil {
 		j, err = daemon.NewJanitor(cfg, lake, log, nil)

@@ -67,7 +67,7 @@ func Verify(ctx context.Context, o VerifyOptions, stdout, stderr io.Writer) int 
 		return 2
 	}
 	log := daemon.NewLogger(stderr, cfg.Log.Format, "warn")
-	lake, err := daemon.Lake(cfg, log, nil)
+	lake, err := daemon.Lake(cfg, log, nil, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap verify: %v\n", err)
 		return 2

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hamba/avro/v2/registry"
+	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
 	"github.com/lakewap/lakewap/audit"
@@ -794,7 +795,7 @@ func (k Kafka) Topics() []kafka.TopicSpec {
 // console sink writing to console and Slack, as notify.* configures them,
 // and the routes of notify.routes (by default every outcome to every sink
 // but results).
-func (c *Config) Sinks(results notify.Sink, console io.Writer, suppressed func(kind string)) ([]notify.Sink, []notify.Route, error) {
+func (c *Config) Sinks(results notify.Sink, console io.Writer, reg prometheus.Registerer, log *slog.Logger) ([]notify.Sink, []notify.Route, error) {
 	sinks := []notify.Sink{results}
 	if c.Notify.Console {
 		con, err := notify.NewConsole(console, c.LakeFS.UIURL)
@@ -823,7 +824,7 @@ func (c *Config) Sinks(results notify.Sink, console io.Writer, suppressed func(k
 		}
 		if s.RateBurst >= 0 {
 			lc := s.Limit()
-			lc.Suppressed = suppressed
+			lc.Registerer, lc.Logger = reg, log
 			sl = notify.Limit(sl, lc)
 		}
 		sinks = append(sinks, sl)

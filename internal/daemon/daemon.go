@@ -31,7 +31,6 @@ import (
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/internal/lineage"
-	"github.com/lakewap/lakewap/internal/metrics"
 	"github.com/lakewap/lakewap/internal/runstore"
 	"github.com/lakewap/lakewap/internal/status"
 	"github.com/lakewap/lakewap/internal/tracing"
@@ -94,16 +93,14 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	}()
 
 	var err error
-	hc := metrics.LakeFSClient(reg)
+	var wrap func(http.RoundTripper) http.RoundTripper
 	if cfg.Tracing.OTLPEndpoint != "" {
 		if d.tracer, err = tracing.New(ctx, cfg.TracingOptions(buildinfo.Read().Version)); err != nil {
 			return nil, err
 		}
-		traced := *hc
-		traced.Transport = d.tracer.Transport(hc.Transport)
-		hc = &traced
+		wrap = d.tracer.Transport
 	}
-	d.lake, err = Lake(cfg, log, hc)
+	d.lake, err = Lake(cfg, log, reg, wrap)
 	if err != nil {
 		return nil, err
 	}
@@ -167,13 +164,14 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if o.NotifyRetry > 0 {
 		rc.Policy.NotifyRetry = o.NotifyRetry
 	}
+	rc.Registerer, rc.DatasetNames = reg, slices.Sorted(maps.Keys(cfg.Datasets))
 	if d.runner, err = runner.New(rc); err != nil {
 		return nil, err
 	}
-	d.runner.Metrics = metrics.Runner(reg)
 	build := buildinfo.Read()
-	metrics.BuildInfo(reg, build.Version, build.Revision, build.GoVersion)
-	reg.MustRegister(metrics.PastDeadline{Runs: d.runner.Runs, Datasets: slices.Collect(maps.Keys(cfg.Datasets)), Now: time.Now})
+	if err := build.Register(reg); err != nil {
+		return nil, err
+	}
 	if d.janitor, err = NewJanitor(cfg, d.lake, log, reg); err != nil {
 		return nil, fmt.Errorf("janitor: %w", err)
 	}
@@ -184,7 +182,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	ic := ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.Metrics.Input,
+	ic := ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.CountInput,
 		RequestsTopic: k.RequestsTopic, Operators: operators,
 		// The consumer exists once the stage does: ask it lazily.
 		Partitions: func(topic string) int {
@@ -271,7 +269,7 @@ func (d *Daemon) startAudits() (err error) {
 // newDispatcher fans result events out to the Kafka results sink and the
 // configured console and Slack sinks, along notify.routes.
 func newDispatcher(cfg *config.Config, results *notify.KafkaResults, console io.Writer, log *slog.Logger, reg prometheus.Registerer) (*notify.Dispatcher, error) {
-	sinks, routes, err := cfg.Sinks(results, cmp.Or[io.Writer](console, os.Stdout), metrics.SlackSuppressed(reg, log))
+	sinks, routes, err := cfg.Sinks(results, cmp.Or[io.Writer](console, os.Stdout), reg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +432,7 @@ func newLineage(ctx context.Context, cfg *config.Config, kc *kafka.Client, log *
 	return lineage.New(lineage.Options{URL: cfg.Lineage.URL, Send: send, MaxEventBytes: cfg.Lineage.MaxEventBytes,
 		Namespace: cfg.Lineage.Namespace, Timeout: cfg.Lineage.Timeout.Std(),
 		Tables: func(ds string) []lineage.Table { return tables[ds] }, Logger: log.With(slog.String("component", "lineage")),
-		Dropped: metrics.LineageDropped(reg), Closed: closeWriter})
+		Registerer: reg, Closed: closeWriter})
 }
 
 // observeBoth calls a, if set, then b.
@@ -495,9 +493,9 @@ func (d *Daemon) preMergeHandler() (http.Handler, error) {
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
 		Guards: d.audits, Runner: d.audits, Diff: auditsource.Source{Lake: d.lake}, Ancestry: auditsource.Source{Lake: d.lake}, Token: token,
 		Merges: auditsource.Merges{Lake: d.lake}, OwnCommitter: own,
-		Timeout: d.cfg.HTTP.WebhookAuditTimeout.Std(),
-		Logger:  d.log.With(slog.String("component", "premerge")),
-		Observe: metrics.PreMergeHooks(d.reg),
+		Timeout:    d.cfg.HTTP.WebhookAuditTimeout.Std(),
+		Logger:     d.log.With(slog.String("component", "premerge")),
+		Registerer: d.reg,
 	})
 }
 

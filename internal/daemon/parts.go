@@ -13,7 +13,6 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/janitor"
-	"github.com/lakewap/lakewap/internal/metrics"
 	"github.com/lakewap/lakewap/internal/opclient"
 	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
@@ -38,13 +37,13 @@ func NewLogger(w io.Writer, format, level string) *slog.Logger {
 
 // Lake is the lakeFS adapter of cfg, making its calls through hc (nil: the
 // default client).
-func Lake(cfg *config.Config, log *slog.Logger, hc *http.Client) (*lakefs.Client, error) {
+func Lake(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer, wrap func(http.RoundTripper) http.RoundTripper) (*lakefs.Client, error) {
 	secret, err := config.ReadSecret(cfg.LakeFS.SecretAccessKey, cfg.LakeFS.SecretAccessKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("lakefs.secret_access_key_file: %w", err)
 	}
 	lake, err := lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
-		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.Std(), Logger: log, HTTPClient: hc})
+		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.Std(), Logger: log, Registerer: reg, Wrap: wrap})
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
@@ -64,15 +63,7 @@ func NewJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg p
 		MaxRunAge: cfg.MaxRunAge(), Cancel: func(ctx context.Context, run pipeline.Run, reason string) error {
 			return CancelRun(ctx, cfg, store, run, reason)
 		}}
-	if reg != nil {
-		repos := make([]string, len(ds))
-		for i, d := range ds {
-			repos[i] = d.Repository
-		}
-		if jc.Deleted, err = metrics.JanitorDeleted(reg, repos, janitor.WhyAbortedExpired, janitor.WhyPublished, janitor.WhyAbandoned); err != nil {
-			return nil, err
-		}
-	}
+	jc.Registerer = reg
 	return janitor.New(jc)
 }
 

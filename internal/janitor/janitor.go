@@ -19,6 +19,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
@@ -57,8 +59,9 @@ type Config struct {
 	Prefix string
 	Now    func() time.Time
 	Logger *slog.Logger
-	// Deleted, if set, is called for every branch deleted (metrics).
-	Deleted func(repo, why string)
+	// Registerer, if set, gets the janitor's metrics (metrics.go): the
+	// branches deleted, by repository and why.
+	Registerer prometheus.Registerer
 	// MaxRunAge (0: never) is the longest a run may be in progress since it
 	// landed (config's MaxRunAge). An older run is stuck (its partition has
 	// no owner, say): Cancel asks the daemon to cancel it, and its branch is
@@ -101,8 +104,9 @@ type Decision struct {
 
 // Janitor decides and deletes.
 type Janitor struct {
-	cfg Config
-	log *slog.Logger
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
 }
 
 // New checks cfg and fills its defaults.
@@ -122,7 +126,11 @@ func New(cfg Config) (*Janitor, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Janitor{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
+	m, err := newMetrics(cfg.Registerer, cfg.Datasets)
+	if err != nil {
+		return nil, fmt.Errorf("janitor: metrics: %w", err)
+	}
+	return &Janitor{cfg: cfg, log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)), metrics: m}, nil
 }
 
 type branchKey struct{ repo, branch string }
@@ -215,9 +223,7 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 					errs = append(errs, fmt.Errorf("janitor: delete %s/%s: %w", repo, b.Name, err))
 				} else {
 					d.Deleted = true
-					if j.cfg.Deleted != nil {
-						j.cfg.Deleted(repo, d.Why)
-					}
+					j.metrics.deleted.WithLabelValues(repo, d.Why).Inc()
 				}
 			}
 			if d.Delete {

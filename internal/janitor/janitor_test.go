@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/pipeline"
@@ -59,7 +61,7 @@ func TestJanitorOnRealLakeFS(t *testing.T) {
 	_, err = lake.Commit(ctx, "lake", "wap-billing-old", "bad batch", nil)
 	must(t, err)
 
-	var deletedMetric []string
+	reg := prometheus.NewRegistry()
 	j, err := janitor.New(janitor.Config{
 		Lake: lake,
 		Runs: func(context.Context) ([]pipeline.Run, error) { return runs, nil },
@@ -70,7 +72,7 @@ func TestJanitorOnRealLakeFS(t *testing.T) {
 		},
 		AbandonedAfter: 24 * time.Hour,
 		Now:            func() time.Time { return now },
-		Deleted:        func(repo, why string) { deletedMetric = append(deletedMetric, repo+":"+why) },
+		Registerer:     reg,
 	})
 	must(t, err)
 
@@ -89,8 +91,8 @@ func TestJanitorOnRealLakeFS(t *testing.T) {
 	if got := branchNames(t, ctx, lake); !slices.Equal(got, sorted(append(slices.Clone(branches), "main"))) {
 		t.Fatalf("after the dry run branches are %v, want all of them", got)
 	}
-	if len(deletedMetric) != 0 {
-		t.Errorf("dry run reported deletions %v", deletedMetric)
+	if n := deleted(t, reg); n != 0 {
+		t.Errorf("dry run counted %v deletions", n)
 	}
 
 	ds, err := j.Sweep(ctx, false)
@@ -99,8 +101,8 @@ func TestJanitorOnRealLakeFS(t *testing.T) {
 	if got := branchNames(t, ctx, lake); !slices.Equal(got, sorted(keep)) {
 		t.Errorf("after the sweep branches are %v, want %v", got, sorted(keep))
 	}
-	if len(deletedMetric) != len(want) {
-		t.Errorf("Deleted called %d times (%v), want %d", len(deletedMetric), deletedMetric, len(want))
+	if n := deleted(t, reg); n != float64(len(want)) {
+		t.Errorf("lakewap_janitor_branches_deleted_total sums to %v, want %d", n, len(want))
 	}
 
 	// Nothing left to do: a second sweep deletes nothing.
@@ -218,17 +220,22 @@ func must(t *testing.T, err error) {
 
 func TestRunSweepsUntilCancelled(t *testing.T) {
 	lake := &fakeLake{branches: []lakefs.Branch{{Name: "wap-x", CommitID: "c"}}, head: time.Now().Add(-48 * time.Hour)}
-	swept := make(chan string, 16)
+	reg := prometheus.NewRegistry()
 	j, err := janitor.New(janitor.Config{Lake: lake,
-		Runs:     func(context.Context) ([]pipeline.Run, error) { return nil, nil },
-		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}},
-		Deleted:  func(repo, why string) { swept <- repo + ":" + why }})
+		Runs:       func(context.Context) ([]pipeline.Run, error) { return nil, nil },
+		Datasets:   []janitor.Dataset{{Name: "billing", Repository: "lake"}},
+		Registerer: reg})
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { j.Run(ctx, time.Millisecond, false); close(done) }()
-	if got := <-swept; got != "lake:"+janitor.WhyAbandoned {
-		t.Errorf("first deletion %q", got)
+	for deadline := time.Now().Add(30 * time.Second); deleted(t, reg) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no deletion counted by Run")
+		}
+	}
+	if n := deletedBy(t, reg, "lake", janitor.WhyAbandoned); n != 1 {
+		t.Errorf("lake/%s deletions %v, want 1", janitor.WhyAbandoned, n)
 	}
 	cancel()
 	<-done
@@ -282,4 +289,33 @@ func TestOverdueRunsAreCancelled(t *testing.T) {
 	if len(lake.deleted) != 0 {
 		t.Errorf("deleted %v", lake.deleted)
 	}
+}
+
+// deleted sums lakewap_janitor_branches_deleted_total in reg.
+func deleted(t *testing.T, reg *prometheus.Registry) float64 { return deletedBy(t, reg, "", "") }
+
+// deletedBy sums lakewap_janitor_branches_deleted_total in reg for repo
+// and why ("" for any).
+func deletedBy(t *testing.T, reg *prometheus.Registry, repo, why string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	must(t, err)
+	n := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != "lakewap_janitor_branches_deleted_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			ok := true
+			for _, l := range m.GetLabel() {
+				if (l.GetName() == "repository" && repo != "" && l.GetValue() != repo) || (l.GetName() == "reason" && why != "" && l.GetValue() != why) {
+					ok = false
+				}
+			}
+			if ok {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
 }

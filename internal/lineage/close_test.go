@@ -2,9 +2,10 @@ package lineage
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/lakewap/lakewap/pipeline"
 )
@@ -16,8 +17,6 @@ import (
 func TestCloseDoesNotWaitOutADeadEndpoint(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	var mu sync.Mutex
-	dropped := map[string]int{}
 	e, err := New(Options{Send: func(ctx context.Context, key string, body []byte) error {
 		select { // an endpoint that hangs until the request's own timeout
 		case <-ctx.Done():
@@ -25,7 +24,7 @@ func TestCloseDoesNotWaitOutADeadEndpoint(t *testing.T) {
 		case <-release:
 			return nil
 		}
-	}, Timeout: time.Hour, CloseWithin: 50 * time.Millisecond, Dropped: func(r string) { mu.Lock(); dropped[r]++; mu.Unlock() }})
+	}, Timeout: time.Hour, CloseWithin: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,9 +39,13 @@ func TestCloseDoesNotWaitOutADeadEndpoint(t *testing.T) {
 	case <-time.After(time.Minute): // the old Close: n hours
 		t.Fatal("Close still waits on the dead endpoint after a minute")
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if dropped["shutdown"] == 0 || dropped["shutdown"]+dropped["undelivered"] != n {
-		t.Errorf("dropped %v, want all %d events counted, the queued ones as shutdown", dropped, n)
+	shutdown, undelivered := dropped(e, "shutdown"), dropped(e, "undelivered")
+	if shutdown == 0 || shutdown+undelivered != n {
+		t.Errorf("dropped %d shutdown and %d undelivered, want all %d events counted, the queued ones as shutdown", shutdown, undelivered, n)
 	}
+}
+
+// dropped is lakewap_lineage_events_dropped_total{reason} of e.
+func dropped(e *Emitter, reason string) int {
+	return int(testutil.ToFloat64(e.metrics.dropped.WithLabelValues(reason)))
 }

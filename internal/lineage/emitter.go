@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/pipeline"
 )
@@ -43,9 +45,10 @@ type Options struct {
 	Timeout time.Duration
 	Client  *http.Client
 	Logger  *slog.Logger
-	// Dropped, if set, counts events not delivered (queue full, server
-	// error), by reason.
-	Dropped func(reason string)
+	// Registerer, if set, gets the emitter's metrics (metrics.go): events
+	// not delivered (queue full, server error, too large, shutdown), by
+	// reason.
+	Registerer prometheus.Registerer
 	// Closed, if set, is called once Close has sent what was queued (the
 	// daemon closes the Kafka writer there).
 	Closed func()
@@ -57,12 +60,13 @@ type Options struct {
 // Emitter sends the run events of observed run changes to Options.URL in
 // the background.
 type Emitter struct {
-	o      Options
-	queue  chan RunEvent
-	done   chan struct{}
-	mu     sync.RWMutex // closed and the queue's closing
-	closed bool
-	sent   atomic.Int64
+	o       Options
+	metrics *metrics
+	queue   chan RunEvent
+	done    chan struct{}
+	mu      sync.RWMutex // closed and the queue's closing
+	closed  bool
+	sent    atomic.Int64
 	// stop ends the sending when Close has waited CloseWithin.
 	stop   context.Context
 	cancel context.CancelFunc
@@ -94,7 +98,11 @@ func New(o Options) (*Emitter, error) {
 	if o.Tables == nil {
 		o.Tables = func(string) []Table { return nil }
 	}
-	e := &Emitter{o: o, queue: make(chan RunEvent, QueueSize), done: make(chan struct{})}
+	m, err := newMetrics(o.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("lineage: metrics: %w", err)
+	}
+	e := &Emitter{o: o, queue: make(chan RunEvent, QueueSize), done: make(chan struct{}), metrics: m}
 	e.stop, e.cancel = context.WithCancel(context.Background())
 	go e.loop()
 	return e, nil
@@ -119,11 +127,7 @@ func (e *Emitter) Observe(before, after pipeline.Run) {
 	}
 }
 
-func (e *Emitter) drop(reason string) {
-	if e.o.Dropped != nil {
-		e.o.Dropped(reason)
-	}
-}
+func (e *Emitter) drop(reason string) { e.metrics.dropped.WithLabelValues(reason).Inc() }
 
 func (e *Emitter) loop() {
 	defer close(e.done)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/treeverse/lakefs/pkg/api/apigen"
 
 	"github.com/lakewap/lakewap/pipeline"
@@ -34,6 +35,12 @@ type Config struct {
 	// to the server between calls.
 	HTTPClient *http.Client
 	Logger     *slog.Logger
+	// Registerer, if set, gets the client's metrics (metrics.go): every
+	// call timed by method and status code. Not with HTTPClient.
+	Registerer prometheus.Registerer
+	// Wrap, if set, wraps the client's transport, outside the metrics (the
+	// tracing's client spans). Not with HTTPClient.
+	Wrap func(http.RoundTripper) http.RoundTripper
 }
 
 const (
@@ -85,8 +92,22 @@ func New(cfg Config) (*Client, error) {
 	if !strings.HasSuffix(server, "/api/v1") {
 		server += "/api/v1"
 	}
-	api, err := apigen.NewClientWithResponses(server,
-		apigen.WithHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{Transport: transport()})),
+	hc := cfg.HTTPClient
+	if hc == nil {
+		var rt http.RoundTripper = transport()
+		if cfg.Registerer != nil {
+			if rt, err = instrumented(cfg.Registerer, rt); err != nil {
+				return nil, fmt.Errorf("lakefs: metrics: %w", err)
+			}
+		}
+		if cfg.Wrap != nil {
+			rt = cfg.Wrap(rt)
+		}
+		hc = &http.Client{Transport: rt}
+	} else if cfg.Registerer != nil || cfg.Wrap != nil {
+		return nil, errors.New("lakefs: config: Registerer and Wrap apply to the client's own transport, not to HTTPClient")
+	}
+	api, err := apigen.NewClientWithResponses(server, apigen.WithHTTPClient(hc),
 		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.SetBasicAuth(cfg.AccessKeyID, cfg.SecretAccessKey)
 			return nil

@@ -50,9 +50,7 @@ func stepped(do func(*Runner, context.Context, *slog.Logger, pipeline.Run) pipel
 		in := r.step(j.p, j.run, j.effect.Kind, func(ctx context.Context) pipeline.Input {
 			return do(r, ctx, r.stepLog(j.run), j.run)
 		})
-		if f := r.Metrics.StepDuration; f != nil {
-			f(j.effect.Kind.String(), outcome(in), time.Since(start))
-		}
+		r.metrics.stepDuration(j.effect.Kind, in, time.Since(start))
 		return in
 	}
 }

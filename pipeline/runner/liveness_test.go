@@ -10,43 +10,41 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
 	. "github.com/lakewap/lakewap/pipeline"
 
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// inputCounter records Metrics.Input.
-type inputCounter struct {
-	mu sync.Mutex
-	n  map[string]int // "type/outcome"
-}
-
-func (c *inputCounter) metrics() Metrics {
-	c.n = map[string]int{}
-	return Metrics{Input: func(typ, outcome string) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.n[typ+"/"+outcome]++
-	}}
-}
+// inputCounter reads lakewap_inputs_total of runner r.
+type inputCounter struct{ r *Runner }
 
 // total sums the counts of outcome over every event type.
 func (c *inputCounter) total(outcome string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	ch := make(chan prometheus.Metric, 64)
+	go func() { c.r.metrics.inputs.Collect(ch); close(ch) }()
 	n := 0
-	for k, v := range c.n {
-		if strings.HasSuffix(k, "/"+outcome) {
-			n += v
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			panic(err)
+		}
+		for _, l := range d.GetLabel() {
+			if l.GetName() == "outcome" && l.GetValue() == outcome {
+				n += int(d.GetCounter().GetValue())
+			}
 		}
 	}
 	return n
 }
 
+// get is the count of "type/outcome".
 func (c *inputCounter) get(k string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n[k]
+	typ, outcome, _ := strings.Cut(k, "/")
+	return int(testutil.ToFloat64(c.r.metrics.inputs.WithLabelValues(typ, outcome)))
 }
 
 func (f *runnerFixture) handle(t *testing.T, ev schemas.Event) error {
@@ -69,9 +67,8 @@ func (f *runnerFixture) run(dataset, batch string) (Run, bool) {
 // MaxExpectedWrites early writes are kept, and those the batch does not
 // expect are dropped (and counted) when it lands.
 func TestUnexpectedWritesAreRefused(t *testing.T) {
-	var count inputCounter
 	f := newRunnerFixtureWith(t, nil)
-	f.r.Metrics = count.metrics()
+	count := inputCounter{f.r}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	must := func(err error) {
 		t.Helper()

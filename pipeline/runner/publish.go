@@ -75,9 +75,7 @@ func (r *Runner) awaitPublish(p *partition, t *publishTicket) pipeline.Input {
 		return nil
 	}
 	r.left(k)
-	if f := r.Metrics.PublishWait; f != nil {
-		f(k.repo, k.target, time.Since(t.queued))
-	}
+	r.metrics.publishWait(k.repo, k.target, time.Since(t.queued))
 	result := make(chan pipeline.Input, 1) // buffered: the publish never blocks on a waiter that left
 	go func() {
 		defer r.pass(k, t)
@@ -111,9 +109,7 @@ func (r *Runner) pass(k targetKey, t *publishTicket) {
 }
 
 func (r *Runner) queueDepth(k targetKey, n int) {
-	if f := r.Metrics.PublishQueue; f != nil {
-		f(k.repo, k.target, n)
-	}
+	r.metrics.publishQueue(k.repo, k.target, n)
 }
 
 // publishInTurn waits for the run's turn on its target and publishes
@@ -132,9 +128,7 @@ func (r *Runner) publishTurn(p *partition, t *publishTicket) pipeline.Input {
 	}
 	start := time.Now()
 	in := r.step(p, run, pipeline.DoPublish, func(ctx context.Context) pipeline.Input { return r.publish(ctx, run) })
-	if f := r.Metrics.StepDuration; f != nil {
-		f(pipeline.DoPublish.String(), outcome(in), time.Since(start))
-	}
+	r.metrics.stepDuration(pipeline.DoPublish, in, time.Since(start))
 	return in
 }
 

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
 	. "github.com/lakewap/lakewap/pipeline"
 
 	"github.com/lakewap/lakewap/schemas"
@@ -93,16 +97,13 @@ type queueFixture struct {
 	lake    *queueLake
 	release map[string]chan struct{} // audit gates by batch
 	gmu     sync.Mutex
-	depth   map[string]int
-	waits   int
-	calls   []int64
 }
 
 // newQueueFixture: dataset "billing" publishes to main, "other" to dev;
 // every audit waits for its batch's gate when one is set.
 func newQueueFixture(t *testing.T, grace time.Duration) *queueFixture {
 	t.Helper()
-	f := &queueFixture{lake: newQueueLake(), release: map[string]chan struct{}{}, depth: map[string]int{}}
+	f := &queueFixture{lake: newQueueLake(), release: map[string]chan struct{}{}}
 	f.notes = &recordingNotifier{ch: make(chan schemas.Event, 10000)}
 	f.store = &memStore{data: map[int]map[string][]byte{}}
 	aud := auditFunc(func(ctx context.Context, req AuditRequest) (schemas.AuditReport, error) {
@@ -130,14 +131,19 @@ func newQueueFixture(t *testing.T, grace time.Duration) *queueFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Metrics = Metrics{
-		PublishQueue: func(_, target string, n int) { f.gmu.Lock(); f.depth[target] = max(f.depth[target], n); f.gmu.Unlock() },
-		PublishWait:  func(_, _ string, _ time.Duration) { f.gmu.Lock(); f.waits++; f.gmu.Unlock() },
-		LakeCalls:    func(_ string, n int64) { f.gmu.Lock(); f.calls = append(f.calls, n); f.gmu.Unlock() },
-	}
 	f.r = r
 	t.Cleanup(r.Close)
 	return f
+}
+
+// histogram is the histogram of vec with labels.
+func histogram(t *testing.T, vec *prometheus.HistogramVec, labels ...string) *dto.Histogram {
+	t.Helper()
+	var m dto.Metric
+	if err := vec.WithLabelValues(labels...).(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram()
 }
 
 // gate makes the audit of batch (of dataset ds) wait until the returned
@@ -230,6 +236,13 @@ func TestPublishQueueRunsInAuditOrderOneAtATime(t *testing.T) {
 	if got := <-f.lake.started; got != "q3" {
 		t.Fatalf("first merge %s, want q3", got)
 	}
+	// The other five wait in main's queue, and the gauge says so.
+	depth := f.r.metrics.queued.WithLabelValues("lake", "main")
+	for deadline := time.Now().Add(30 * time.Second); testutil.ToFloat64(depth) != 5; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lakewap_publish_queue_depth{target=main} is %v, want the 5 publishes behind q3", testutil.ToFloat64(depth))
+		}
+	}
 	// While main is held, dev publishes.
 	f.landIn(t, 0, "other", "d0")
 	f.awaitPublished(t, "d0")
@@ -247,19 +260,24 @@ func TestPublishQueueRunsInAuditOrderOneAtATime(t *testing.T) {
 	if f.lake.finds != 7 {
 		t.Errorf("%d looks at the target, want one per publish (7)", f.lake.finds)
 	}
-	f.gmu.Lock()
-	defer f.gmu.Unlock()
-	if f.depth["main"] < 5 || f.waits != 7 {
-		t.Errorf("queue depth peaked at %d (want 5), %d waits observed (want 7)", f.depth["main"], f.waits)
+	if waits := histogram(t, f.r.metrics.waited, "lake", "main").GetSampleCount() + histogram(t, f.r.metrics.waited, "lake", "dev").GetSampleCount(); waits != 7 {
+		t.Errorf("%d queue waits observed, want 7", waits)
 	}
-	// Per batch: create branch, seal, look, merge (the fake auditor calls nothing).
-	for _, n := range f.calls {
-		if n != 4 {
-			t.Errorf("counted %d lakeFS calls for a batch, want 4 (branch, seal, look, merge)", n)
+	// Per batch: create branch, seal, look, merge (the fake auditor calls
+	// nothing): 7 samples, all in (2, 4], summing to 28, are all 4.
+	calls := histogram(t, f.r.metrics.calls, "billing")
+	other := histogram(t, f.r.metrics.calls, "other")
+	n, sum := calls.GetSampleCount()+other.GetSampleCount(), calls.GetSampleSum()+other.GetSampleSum()
+	le := func(h *dto.Histogram, bound float64) (c uint64) {
+		for _, b := range h.GetBucket() {
+			if b.GetUpperBound() == bound {
+				c = b.GetCumulativeCount()
+			}
 		}
+		return c
 	}
-	if len(f.calls) != 7 {
-		t.Errorf("%d call counts observed, want one per published batch (7)", len(f.calls))
+	if n != 7 || sum != 28 || le(calls, 2)+le(other, 2) != 0 || le(calls, 4)+le(other, 4) != 7 {
+		t.Errorf("lakewap_lakefs_calls_per_batch: %d samples summing to %v (want 7 of 4 each: branch, seal, look, merge)", n, sum)
 	}
 }
 

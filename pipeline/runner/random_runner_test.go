@@ -56,7 +56,7 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 					return report(true), nil
 				})
 			})
-			f.r.Metrics = count.metrics()
+			count.r = f.r
 			// The notifier's channel is drained in the background.
 			go func() {
 				for range f.notes.ch {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lakewap/lakewap/internal/backoff"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
@@ -47,6 +49,11 @@ type Config struct {
 	Now         func() time.Time
 	// Observe, if set, is called after every persisted change of a run.
 	Observe func(before, after pipeline.Run)
+	// Registerer, if set, gets the runner's metrics (metrics.go);
+	// DatasetNames are the datasets whose past-deadline series exist from
+	// the start.
+	Registerer   prometheus.Registerer
+	DatasetNames []string
 	// Tracer, if set, spans each step that talks to lakeFS: Step returns
 	// the step's context and the function ending its span with the step's
 	// input; Span does the same for a part of a step, such as the seal
@@ -83,32 +90,10 @@ type Runner struct {
 	open    atomic.Int64 // runs in an Open state across the assigned partitions
 	openMu  sync.Mutex
 	openBy  map[string]int // runs in an Open state by dataset: max_open_runs applies per dataset
-	Metrics Metrics
+	metrics *metrics
 
 	qmu    sync.Mutex
 	queues map[targetKey]*publishQueue // publish queue per target, while not empty
-}
-
-// Metrics receives measurements from the runner; nil fields are skipped.
-type Metrics struct {
-	StepDuration func(step string, outcome string, d time.Duration)
-	StateChange  func(dataset string, from, to pipeline.State, inPrev time.Duration)
-	Terminal     func(dataset string, state pipeline.State, reason string)
-	// Held counts the runs this instance holds by dataset and state
-	// (delta +1 when a run enters a state here, -1 when it leaves).
-	Held func(dataset string, state pipeline.State, delta int)
-	// Input counts input events by type and outcome: applied, duplicate,
-	// dropped_unexpected (an early write its batch did not expect, dropped
-	// when the batch landed). The ingest stage counts the dead letters.
-	Input func(eventType, outcome string)
-	// PublishQueue is the number of publishes waiting for their target's
-	// turn; PublishWait how long one waited before its turn came.
-	PublishQueue func(repository, target string, depth int)
-	PublishWait  func(repository, target string, d time.Duration)
-	// LakeCalls is the number of lakeFS API calls this instance made for a
-	// batch it published (branch, seal, audit listings and downloads,
-	// publish); a run restored mid-way counts only what was made since.
-	LakeCalls func(dataset string, calls int64)
 }
 
 // openOf is how many runs of dataset this instance holds in progress.
@@ -131,8 +116,8 @@ func (r *Runner) hold(dataset string, state pipeline.State, delta int) {
 		}
 		r.openMu.Unlock()
 	}
-	if r.Metrics.Held != nil && state != "" {
-		r.Metrics.Held(r.label(dataset), state, delta)
+	if state != "" {
+		r.metrics.hold(r.label(dataset), state, delta)
 	}
 }
 
@@ -204,12 +189,22 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Failpoint == nil {
 		cfg.Failpoint = func(string) {}
 	}
-	return &Runner{
+	r := &Runner{
 		cfg: cfg, m: pipeline.NewMachine(cfg.Policy), log: cfg.Logger,
 		sem: make(chan struct{}, cfg.MaxInFlight), parts: map[int]*partition{},
 		queues: map[targetKey]*publishQueue{},
-	}, nil
+	}
+	var err error
+	if r.metrics, err = newMetrics(cfg.Registerer, cfg.DatasetNames, r.Runs, cfg.Now); err != nil {
+		return nil, fmt.Errorf("runner metrics: %w", err)
+	}
+	return r, nil
 }
+
+// CountInput counts an input event by type and outcome in
+// lakewap_inputs_total: the ingest stage's dead letters
+// (ingest.Config.Counted).
+func (r *Runner) CountInput(eventType, outcome string) { r.metrics.input(eventType, outcome) }
 
 // positiveOr is v, or d when v is not positive.
 func positiveOr[T int | time.Duration](v, d T) T {
@@ -404,9 +399,7 @@ func (r *Runner) Invalid(ctx context.Context, id int, ev schemas.Event, problem 
 // counted reports one input event and what became of it: applied,
 // duplicate (no change to any run) or dropped_unexpected.
 func (r *Runner) counted(eventType, outcome string) {
-	if f := r.Metrics.Input; f != nil {
-		f(eventType, outcome)
-	}
+	r.metrics.input(eventType, outcome)
 }
 
 // label is a dataset name fit for a metric label: only configured datasets
@@ -525,8 +518,8 @@ func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in p
 		p.runs[key] = after
 	}
 	if before.State != after.State && after.State.Terminal() || after.State == "" {
-		if n, f := p.calls[key], r.Metrics.LakeCalls; n != nil && f != nil && after.State == pipeline.StatePublished {
-			f(after.Dataset, n.Load())
+		if n := p.calls[key]; n != nil && after.State == pipeline.StatePublished {
+			r.metrics.lakeCalls(after.Dataset, n.Load())
 		}
 		delete(p.calls, key)
 	}
@@ -537,11 +530,11 @@ func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in p
 		r.hold(after.Dataset, after.State, +1)
 		r.log.Info("run state", "batch_id", after.BatchID, "dataset", after.Dataset, "branch", after.Branch,
 			"from", string(before.State), "state", string(after.State), "reason", after.Reason)
-		if f := r.Metrics.StateChange; f != nil && after.State != "" {
-			f(r.label(after.Dataset), before.State, after.State, now.Sub(before.StateSince))
+		if after.State != "" {
+			r.metrics.stateChange(r.label(after.Dataset), before.State, now.Sub(before.StateSince))
 		}
-		if f := r.Metrics.Terminal; f != nil && after.State.Terminal() {
-			f(r.label(after.Dataset), after.State, after.Reason)
+		if after.State.Terminal() {
+			r.metrics.terminal(r.label(after.Dataset), after.State, after.Reason)
 		}
 	}
 	if r.cfg.Observe != nil {

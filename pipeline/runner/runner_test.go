@@ -671,7 +671,7 @@ var testCodec = func() *schemas.Codec {
 // fixture's datasets (MaxDeadlineHorizon horizon).
 func (f *runnerFixture) ingest(t *testing.T, key string, value []byte, horizon time.Duration) error {
 	t.Helper()
-	h := ingest.Wrap(ingest.Config{Codec: testCodec, Counted: f.r.Metrics.Input, Rules: schemas.Rules{
+	h := ingest.Wrap(ingest.Config{Codec: testCodec, Counted: f.r.CountInput, Rules: schemas.Rules{
 		Known:              func(n string) bool { _, ok := f.cfg.Datasets(n); return ok },
 		SourceAllowed:      func(n, ref string) bool { s, _ := f.cfg.Datasets(n); return s.AllowsSource(ref) },
 		MaxDeadlineHorizon: horizon,

@@ -1,4 +1,4 @@
-package metrics
+package runner
 
 import (
 	"maps"
@@ -24,16 +24,19 @@ func TestRunsPastDeadlineCountsStuckRunsPerDataset(t *testing.T) {
 		{BatchID: "e", Dataset: "orders", State: pipeline.StatePublishing},
 		{BatchID: "f", Dataset: "orders", State: pipeline.StatePending, Deadline: now},
 	}
-	c := PastDeadline{Runs: func() []pipeline.Run { return runs }, Datasets: []string{"billing", "orders", "events"},
-		Now: func() time.Time { return now }}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(c)
+	if _, err := newMetrics(reg, []string{"billing", "orders", "events"}, func() []pipeline.Run { return runs }, func() time.Time { return now }); err != nil {
+		t.Fatal(err)
+	}
 	fams, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]float64{}
 	for _, f := range fams {
+		if f.GetName() != "lakewap_runs_past_deadline" {
+			continue
+		}
 		for _, m := range f.Metric {
 			got[m.Label[0].GetValue()] = m.GetGauge().GetValue()
 		}
@@ -44,23 +47,3 @@ func TestRunsPastDeadlineCountsStuckRunsPerDataset(t *testing.T) {
 	}
 }
 
-func TestBuildInfo(t *testing.T) {
-	reg := prometheus.NewPedanticRegistry()
-	BuildInfo(reg, "v1.2.3", "0123abc", "go1.26.8")
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(fams) != 1 || fams[0].GetName() != "lakewap_build_info" || len(fams[0].Metric) != 1 {
-		t.Fatalf("gathered %v, want lakewap_build_info alone", fams)
-	}
-	m := fams[0].Metric[0]
-	got := map[string]string{}
-	for _, l := range m.Label {
-		got[l.GetName()] = l.GetValue()
-	}
-	want := map[string]string{"version": "v1.2.3", "revision": "0123abc", "goversion": "go1.26.8"}
-	if !maps.Equal(got, want) || m.GetGauge().GetValue() != 1 {
-		t.Errorf("lakewap_build_info labels %v value %v, want %v and 1", got, m.GetGauge().GetValue(), want)
-	}
-}

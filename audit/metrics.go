@@ -1,0 +1,57 @@
+package audit
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// serviceMetrics is Service's instrumentation, registered on
+// ServiceOptions.Registerer (nil: kept, not exported).
+type serviceMetrics struct {
+	lookups  *prometheus.CounterVec   // by outcome (hit, miss)
+	duration *prometheus.HistogramVec // by dataset, outcome
+}
+
+func newServiceMetrics(reg prometheus.Registerer) (*serviceMetrics, error) {
+	m := &serviceMetrics{
+		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_audit_cache_lookups_total",
+			Help: "Pre-merge webhook audits answered from the cache of passing reports by commit (hit) or run (miss), by outcome."}, []string{"outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_audit_duration_seconds",
+			Help:    "Audits that ran (download, DuckDB checks, report), by dataset and outcome (passed, failed, error).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"dataset", "outcome"}),
+	}
+	if reg != nil {
+		if err := errors.Join(reg.Register(m.lookups), reg.Register(m.duration)); err != nil {
+			return nil, err
+		}
+	}
+	m.lookups.WithLabelValues("hit") // exported at 0 from the start, for rate() and alerts
+	m.lookups.WithLabelValues("miss")
+	return m, nil
+}
+
+// hookMetrics is PreMergeHandler's instrumentation, registered on
+// PreMergeOptions.Registerer (nil: kept, not exported).
+type hookMetrics struct {
+	hooks *prometheus.CounterVec // by decision, via
+}
+
+func newHookMetrics(reg prometheus.Registerer) (*hookMetrics, error) {
+	m := &hookMetrics{hooks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_premerge_hooks_total",
+		Help: "lakeFS pre-merge webhook calls by outcome, the decision (allow, block, error), and how it was reached (audit, unguarded, untouched)."},
+		[]string{"outcome", "via"})}
+	if reg != nil {
+		if err := reg.Register(m.hooks); err != nil {
+			return nil, err
+		}
+	}
+	for _, dv := range [][2]string{{"allow", "audit"}, {"block", "audit"}, {"error", "audit"}, {"allow", "unguarded"}, {"allow", "untouched"}} {
+		m.hooks.WithLabelValues(dv[0], dv[1]) // the decisions the handler makes, at 0 from the start
+	}
+	return m, nil
+}
+
+// decided counts a request decided decision (allow, block, error), via
+// audit, unguarded or untouched.
+func (m *hookMetrics) decided(decision, via string) { m.hooks.WithLabelValues(decision, via).Inc() }
