@@ -93,11 +93,11 @@ func (o Options) withDefaults() Options {
 
 // Dispatcher fans notifications out to sinks along routes.
 type Dispatcher struct {
-	routes   []Route
-	sinks    map[string]Sink
-	names    []string // sorted, for a stable fan-out order
-	opts     Options
-	log      *slog.Logger
+	routes []Route
+	sinks  map[string]Sink
+	names  []string // sorted, for a stable fan-out order
+	opts   Options
+	log    *slog.Logger
 	*dispatchMetrics
 
 	// sleep waits d or until ctx ends; tests replace it to observe waits

@@ -46,4 +46,3 @@ func TestRunsPastDeadlineCountsStuckRunsPerDataset(t *testing.T) {
 		t.Errorf("lakewap_runs_past_deadline = %v, want %v", got, want)
 	}
 }
-
