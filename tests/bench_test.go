@@ -37,8 +37,18 @@ import (
 type benchRig struct {
 	env *harness.Env
 	reg *prometheus.Registry // the daemon's metrics
-	obj []byte
+	obj []byte               // the failover benchmark's one object
 	tmp string
+
+	// Every batch writes rows of its own (objects): billing ids no earlier
+	// batch of the rig used, so the demo's table-wide unique check passes
+	// on a table that grows with every round.
+	db   *sql.DB
+	seq  atomic.Int64
+	pool chan []byte
+	// failing makes every object fail billing_id_not_null (ids ending in 0
+	// are NULL), and every batch end aborted.
+	failing bool
 }
 
 // newBenchRig starts a rig; cleanup goes to parent so that the rig outlives
@@ -51,15 +61,13 @@ func newBenchRig(parent testing.TB, tmp string) (*benchRig, error) {
 	parent.Cleanup(func() { _ = stack.Close() })
 	cfg := harness.DemoConfig(stack, tmp)
 	cfg.Runner.MaxInFlight = 64
-	// Batch scope: every benchmarked batch writes the same rows, and a
-	// whole-table audit would grow with each iteration.
-	ds := cfg.Datasets["billing"]
-	for i := range ds.Checks {
-		ds.Checks[i].Scope = "batch"
-	}
-	cfg.Datasets["billing"] = ds
-	// No audit cache: every batch writes the same bytes, which the cache
-	// would serve without a download; the raw sequence downloads each one.
+	// The demo's checks at their own scopes: unique, not_null, range and
+	// accepted_values over the whole table (incremental: the batch's rows,
+	// and for unique the keys of the files whose key ranges can overlap
+	// the batch's), has_rows over the batch. Every batch writes rows of its
+	// own (benchRig.object), as upstream batches do.
+	//
+	// No audit cache: the raw sequence downloads each object.
 	cfg.Audit.CacheDir = ""
 	// LAKEWAP_BENCH_LINEAGE=1 sends OpenLineage events to an in-process
 	// receiver, to measure what lineage costs per batch.
@@ -88,11 +96,61 @@ func newBenchRig(parent testing.TB, tmp string) (*benchRig, error) {
 		return nil, err
 	}
 	parent.Cleanup(env.Close)
-	obj, err := smallParquet(tmp)
+	db, err := sql.Open("duckdb", "?autoinstall_known_extensions=false&autoload_known_extensions=false")
 	if err != nil {
 		return nil, err
 	}
-	return &benchRig{env: env, reg: reg, obj: obj, tmp: tmp}, nil
+	parent.Cleanup(func() { _ = db.Close() })
+	return &benchRig{env: env, reg: reg, tmp: tmp, db: db}, nil
+}
+
+// rowsPerObject is the rows of each benchmarked batch's one object.
+const rowsPerObject = 100
+
+// distinctRows is harness.GoodBillingRows for rows [from, from+100):
+// billing ids INV-<10 digits of i>, unique across the rig's objects.
+const distinctRows = `SELECT 'INV-' || lpad(i::VARCHAR, 10, '0') AS billing_id, 'CUST-' || (i %% 97)::VARCHAR AS customer_id,
+  (100 + i * 37 %% 50000)::BIGINT AS amount_cents, ['EUR','USD','GBP'][1 + i %% 3] AS currency,
+  TIMESTAMP '2026-11-29 02:00:00' + to_seconds(i %% 86400) AS billed_at
+FROM range(%d, %d) t(i)`
+
+// object is the next batch's object: from the pool made before the timed
+// part (prefill), or made now when it is empty.
+func (r *benchRig) object() ([]byte, error) {
+	select {
+	case obj := <-r.pool:
+		return obj, nil
+	default:
+	}
+	if r.db == nil {
+		return r.obj, nil
+	}
+	from := r.seq.Add(1) * rowsPerObject
+	f := filepath.Join(r.tmp, fmt.Sprintf("rows-%d.parquet", from))
+	rows := fmt.Sprintf(distinctRows, from, from+rowsPerObject)
+	if r.failing {
+		rows = "SELECT * REPLACE (CASE WHEN billing_id LIKE '%0' THEN NULL ELSE billing_id END AS billing_id) FROM (" + rows + ")"
+	}
+	if _, err := r.db.Exec(fmt.Sprintf("COPY (%s) TO '%s' (FORMAT parquet)", rows, f)); err != nil {
+		return nil, err
+	}
+	defer os.Remove(f)
+	return os.ReadFile(f)
+}
+
+// prefill makes the objects of the next n batches, outside the timer.
+func (r *benchRig) prefill(b *testing.B, n int) {
+	b.StopTimer()
+	defer b.StartTimer()
+	pool := make(chan []byte, n)
+	for range n {
+		obj, err := r.object()
+		if err != nil {
+			b.Fatal(err)
+		}
+		pool <- obj
+	}
+	r.pool = pool
 }
 
 // rigs hands each sub-benchmark its rig, started on first use.
@@ -227,7 +285,11 @@ func wapBatch(ctx context.Context, rig *benchRig, id string) error {
 		return err
 	}
 	path := "gold/billing_fact/batch=" + id + "/part-0.parquet"
-	if err := env.Lake.Upload(ctx, "lake", ev.(schemas.BranchReady).Branch, path, bytes.NewReader(rig.obj)); err != nil {
+	obj, err := rig.object()
+	if err != nil {
+		return err
+	}
+	if err := env.Lake.Upload(ctx, "lake", ev.(schemas.BranchReady).Branch, path, bytes.NewReader(obj)); err != nil {
 		return err
 	}
 	if err := env.Produce(ctx, schemas.WriteComplete{BatchID: id, Dataset: "billing", Write: "billing_fact", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}); err != nil {
@@ -237,8 +299,12 @@ func wapBatch(ctx context.Context, rig *benchRig, id string) error {
 	if err != nil {
 		return err
 	}
-	if ev.EventType() != schemas.TypeBatchPublished {
-		return fmt.Errorf("batch %s: %+v", id, ev)
+	want := schemas.TypeBatchPublished
+	if rig.failing {
+		want = schemas.TypeBatchAborted
+	}
+	if ev.EventType() != want {
+		return fmt.Errorf("batch %s: %+v, want %s", id, ev, want)
 	}
 	return nil
 }
@@ -301,16 +367,33 @@ func publishSteps(b *testing.B, reg prometheus.Gatherer) [2]float64 {
 // BenchmarkWAPCycle measures lakewap end to end, from BatchLanded produced
 // to BatchPublished consumed, including the writer's upload after
 // BranchReady, with 1, 8 and 64 batches in flight. Each batch writes one
-// 100-row Parquet object and is audited by the demo's five checks.
+// 100-row Parquet object of rows no other batch has and is audited by the
+// demo's five checks at their own scopes (four over the whole table).
 func BenchmarkWAPCycle(b *testing.B) {
 	rs := newRigs(b)
 	for _, inflight := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
 			rig := rs.get(b, "", nil)
+			rig.prefill(b, b.N*inflight)
 			before := publishSteps(b, rig.reg)
 			drive(b, inflight, rig.env.Stack, func(ctx context.Context, id string) error { return wapBatch(ctx, rig, "bench-"+id) })
 			reportLakeCalls(b, rig.reg)
 			reportMergeTime(b, rig.reg, before)
+		})
+	}
+}
+
+// BenchmarkWAPCycleAuditFails is BenchmarkWAPCycle with every batch's
+// object failing billing_id_not_null: each batch ends aborted, its branch
+// kept. A failing audit's p50 and CPU per batch compare with a passing
+// one's (BenchmarkWAPCycle, same inflight).
+func BenchmarkWAPCycleAuditFails(b *testing.B) {
+	rs := newRigs(b)
+	for _, inflight := range []int{1, 8} {
+		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+			rig := rs.get(b, "", func(r *benchRig) error { r.failing = true; return nil })
+			rig.prefill(b, b.N*inflight)
+			drive(b, inflight, rig.env.Stack, func(ctx context.Context, id string) error { return wapBatch(ctx, rig, "fail-"+id) })
 		})
 	}
 }
@@ -346,7 +429,11 @@ func rawBatch(ctx context.Context, r *rawRig, id string) error {
 	if _, err := l.EnsureBranch(ctx, "lake", branch, "main"); err != nil {
 		return err
 	}
-	if err := l.Upload(ctx, "lake", branch, path, bytes.NewReader(r.obj)); err != nil {
+	obj, err := r.object()
+	if err != nil {
+		return err
+	}
+	if err := l.Upload(ctx, "lake", branch, path, bytes.NewReader(obj)); err != nil {
 		return err
 	}
 	commit, err := l.Commit(ctx, "lake", branch, "raw", nil)
@@ -402,6 +489,7 @@ func BenchmarkRawLakeFSSequence(b *testing.B) {
 				r = &rawRig{benchRig: rig, db: db}
 				raws[b.Name()] = r
 			}
+			rig.prefill(b, b.N*inflight)
 			before, merging := r.calls.Load(), r.merging.Load()
 			drive(b, inflight, rig.env.Stack, func(ctx context.Context, id string) error { return rawBatch(ctx, r, id) })
 			n := float64(b.N * inflight)
