@@ -53,4 +53,61 @@ __start_lakewap lakewap; printf '%s\n' "${COMPREPLY[@]}"`
 	if got := complete("audit", "--da"); strings.Join(got, " ") != "--dataset" {
 		t.Errorf("lakewap audit --da<TAB> offers %q, want --dataset", got)
 	}
+	// emit parses its own flags: its events and their flags come from it.
+	if got := complete("emit", "la"); strings.Join(got, " ") != "landed" {
+		t.Errorf("lakewap emit la<TAB> offers %q, want landed", got)
+	}
+	if got := complete("emit", "-brokers", "b:9092", "landed", "--wr"); strings.Join(got, " ") != "--writes" {
+		t.Errorf("lakewap emit -brokers b:9092 landed --wr<TAB> offers %q, want --writes", got)
+	}
+}
+
+// emit parses its own flags (they may come before or after the event), so
+// cobra knows only emit's: the event names, each event's flags and the
+// values of FILE flags are completed by emit, in cobra's protocol (what the
+// shells' scripts ask the binary: candidates, then ":directive").
+func TestCompletionEmitEventsAndTheirFlags(t *testing.T) {
+	complete := func(words ...string) (names []string, directive string) {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"__complete", "emit"}, words...)...)
+		if code != 0 {
+			t.Fatalf("__complete emit %q: exit %d: %s", words, code, errOut)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if strings.HasPrefix(l, ":") {
+				directive = l
+				continue
+			}
+			name, _, _ := strings.Cut(l, "\t")
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return names, directive
+	}
+	const files, noFiles = ":0", ":4" // cobra's ShellCompDirectiveDefault, ShellCompDirectiveNoFileComp
+	for _, c := range []struct {
+		words     []string
+		want      string
+		directive string
+	}{
+		{[]string{""}, "cancel landed write", noFiles},
+		{[]string{"-config", "c.yaml", "w"}, "write", noFiles},
+		{[]string{"landed", "--"}, "--at --batch --brokers --config --dataset --deadline --json --no-validate --producer --registry --source-ref --timeout --topic --writes --attr", noFiles},
+		{[]string{"write", "-batch", "b1", "--"}, "--at --batch --brokers --config --dataset --json --no-validate --paths --registry --rows --timeout --topic --write", noFiles},
+		{[]string{"cancel", "--re"}, "--reason --registry", noFiles},
+		{[]string{"--bro"}, "--brokers", noFiles},
+		{[]string{"landed", "--batch", ""}, "", noFiles},             // a value: nothing to offer
+		{[]string{"landed", "--batch", "b1", ""}, "", noFiles},       // one event per command
+		{[]string{"--json", ""}, "", files},                          // FILE
+		{[]string{"write", "-batch", "b", "-config", ""}, "", files}, // FILE, after the event too
+		{[]string{"--no-validate", "la"}, "landed", noFiles},         // a bool flag takes no value
+		{[]string{"bogus", "--"}, "--brokers --config --json --no-validate --registry --timeout --topic", noFiles},
+	} {
+		names, directive := complete(c.words...)
+		want := strings.Fields(c.want)
+		slices.Sort(want)
+		if !slices.Equal(names, want) || directive != c.directive {
+			t.Errorf("lakewap emit %s<TAB>: %q %s, want %q %s", strings.Join(c.words, " "), names, directive, want, c.directive)
+		}
+	}
 }

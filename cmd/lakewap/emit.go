@@ -39,6 +39,15 @@ func emitCommand() *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			return exit(o.Run(c.Context(), args, c.OutOrStdout(), c.ErrOrStderr()))
 		},
+		// Cobra offers emit's own flags (below); the events and their flags
+		// only emit's parser knows.
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			candidates, files := cli.CompleteEmit(args, toComplete)
+			if files {
+				return nil, cobra.ShellCompDirectiveDefault
+			}
+			return candidates, cobra.ShellCompDirectiveNoFileComp
+		},
 	}
 	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
 	o.Register(fs)

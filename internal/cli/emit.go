@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -163,4 +164,78 @@ func goFlagUsages(fs *flag.FlagSet) string {
 	pf := pflag.NewFlagSet(fs.Name(), pflag.ContinueOnError)
 	pf.AddGoFlagSet(fs)
 	return pf.FlagUsages()
+}
+
+// EmitEvents are the event names emit takes, for completion.
+var EmitEvents = []struct{ Name, Help string }{
+	{"landed", "BatchLanded: a batch landed, with its expected writes"},
+	{"write", "WriteComplete: one expected write is done"},
+	{"cancel", "BatchCancelled: give a batch up"},
+}
+
+// CompleteEmit completes emit's command line as emit parses it: args are
+// the words before the one being completed, toComplete that word. It offers
+// the event names until one is given, and the event's own flags after it
+// (emit's, cobra knows and offers), each "name\thelp"; nothing for a flag's
+// value, except that files says a FILE flag's value is a file name.
+func CompleteEmit(args []string, toComplete string) (candidates []string, files bool) {
+	var o Emit
+	fs := flag.NewFlagSet("emit", flag.ContinueOnError)
+	o.Register(fs)
+	own := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { own[f.Name] = true })
+	event := ""
+	var value *flag.Flag // the flag whose value comes next
+	for _, a := range args {
+		if value != nil {
+			value = nil
+			continue
+		}
+		if !strings.HasPrefix(a, "-") {
+			if event == "" {
+				event = a
+				if _, err := opclient.EventFlags(event, fs); err != nil {
+					return nil, false
+				}
+			}
+			continue
+		}
+		// -name or --name; -name=value carries its value.
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if name == "" || strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil && !isBoolFlag(f) {
+			value = f
+		}
+	}
+	if value != nil {
+		kind, _ := flag.UnquoteUsage(value)
+		return nil, kind == "FILE"
+	}
+	if strings.HasPrefix(toComplete, "-") {
+		if event == "" {
+			return nil, false
+		}
+		fs.VisitAll(func(f *flag.Flag) {
+			if !own[f.Name] && strings.HasPrefix("--"+f.Name, toComplete) {
+				_, help := flag.UnquoteUsage(f)
+				candidates = append(candidates, "--"+f.Name+"\t"+help)
+			}
+		})
+		return candidates, false
+	}
+	if event == "" {
+		for _, e := range EmitEvents {
+			if strings.HasPrefix(e.Name, toComplete) {
+				candidates = append(candidates, e.Name+"\t"+e.Help)
+			}
+		}
+	}
+	return candidates, false
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
