@@ -100,28 +100,45 @@ func (c *Changelog) produce(ctx context.Context, partition int, key string, valu
 // latest record is a tombstone are absent. Records written during Load may or
 // may not be included.
 func (c *Changelog) Load(ctx context.Context, partition int) (map[string][]byte, error) {
+	state := map[string][]byte{}
+	err := c.Scan(ctx, partition, func(key string, value []byte) {
+		if value == nil {
+			delete(state, key)
+			return
+		}
+		state[key] = value
+	})
+	if err != nil {
+		return nil, err
+	}
+	return state, nil
+}
+
+// Scan hands fn every record of partition in offset order, from its
+// earliest offset up to the high-water mark taken when Scan starts: what
+// compaction has left of the partition's history. A tombstone comes as a
+// nil value, a record's empty value as an empty one.
+func (c *Changelog) Scan(ctx context.Context, partition int, fn func(key string, value []byte)) error {
 	res, err := c.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{
 		Topics: map[string][]kafkago.OffsetRequest{c.topic: {kafkago.LastOffsetOf(partition)}},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("changelog: high-water mark of %s/%d: %w", c.topic, partition, err)
+		return fmt.Errorf("changelog: high-water mark of %s/%d: %w", c.topic, partition, err)
 	}
 	end := int64(-1)
 	for _, p := range res.Topics[c.topic] {
 		if p.Partition == partition {
 			if p.Error != nil {
-				return nil, fmt.Errorf("changelog: high-water mark of %s/%d: %w", c.topic, partition, p.Error)
+				return fmt.Errorf("changelog: high-water mark of %s/%d: %w", c.topic, partition, p.Error)
 			}
 			end = p.LastOffset
 		}
 	}
 	if end < 0 {
-		return nil, fmt.Errorf("changelog: no offsets for %s/%d in the answer", c.topic, partition)
+		return fmt.Errorf("changelog: no offsets for %s/%d in the answer", c.topic, partition)
 	}
-
-	state := map[string][]byte{}
 	if end == 0 {
-		return state, nil // never written: skip a fetch that would wait for data
+		return nil // never written: skip a fetch that would wait for data
 	}
 	offset := kafkago.FirstOffset
 	for offset < end {
@@ -134,10 +151,10 @@ func (c *Changelog) Load(ctx context.Context, partition int) (map[string][]byte,
 		}
 		next := offset
 		if err == nil {
-			next, err = apply(state, fr.Records, offset, end)
+			next, err = apply(fn, fr.Records, offset, end)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("changelog: reading %s/%d at offset %d: %w", c.topic, partition, offset, err)
+			return fmt.Errorf("changelog: reading %s/%d at offset %d: %w", c.topic, partition, offset, err)
 		}
 		if next <= offset {
 			// Nothing at or after offset below end: the tail was compacted away.
@@ -145,12 +162,12 @@ func (c *Changelog) Load(ctx context.Context, partition int) (map[string][]byte,
 		}
 		offset = next
 	}
-	return state, nil
+	return nil
 }
 
-// apply folds the records in [from, end) into state and returns the offset to
+// apply hands fn the records in [from, end) and returns the offset to
 // fetch next (from itself if there were none).
-func apply(state map[string][]byte, records kafkago.RecordReader, from, end int64) (int64, error) {
+func apply(fn func(key string, value []byte), records kafkago.RecordReader, from, end int64) (int64, error) {
 	if records == nil {
 		return from, nil
 	}
@@ -175,14 +192,17 @@ func apply(state map[string][]byte, records kafkago.RecordReader, from, end int6
 			return next, err
 		}
 		if r.Value == nil {
-			delete(state, string(key))
+			fn(string(key), nil)
 			continue
 		}
 		value, err := kafkago.ReadAll(r.Value)
 		if err != nil {
 			return next, err
 		}
-		state[string(key)] = value
+		if value == nil {
+			value = []byte{}
+		}
+		fn(string(key), value)
 	}
 }
 

@@ -143,6 +143,19 @@ func TestChangelogLastValueWinsTombstonesDeleteAndPartitionsAreIsolated(t *testi
 		}
 	}
 	check("before compaction")
+	var history []string
+	if err := cl.Scan(ctx, 0, func(key string, v []byte) {
+		if v == nil {
+			history = append(history, key+"=-")
+			return
+		}
+		history = append(history, key+"="+string(v))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Join(history, " "), "b1=landed b2=landed b1=auditing b2=- b3= b1=published"; got != want {
+		t.Errorf("Scan(0) = %s, want every record in order: %s", got, want)
+	}
 	if n := len(readPartition(t, k, DefaultChangelogTopic, 0)); n != 6 {
 		t.Fatalf("partition 0 holds %d records before compaction, want 6", n)
 	}

@@ -180,9 +180,10 @@ type LakeFS struct {
 // Runner tunes the state machine and its runner.
 type Runner struct {
 	// StateKeyFile holds the daemon's state key (at least 32 bytes): every
-	// run record lakewap writes to the changelog is sealed with it (HMAC),
-	// and a record without a valid seal is set aside at restore, never
-	// acted on. Without it records are not authenticated (a warning).
+	// run record lakewap writes to the changelog is numbered and sealed with
+	// it (HMAC), and a record without a valid seal, or an older one written
+	// again, is set aside at restore, never acted on. Without it records
+	// are not authenticated (a warning).
 	StateKeyFile string   `yaml:"state_key_file"`
 	MaxInFlight  int      `yaml:"max_in_flight"`
 	StepTimeout  Duration `yaml:"step_timeout"`

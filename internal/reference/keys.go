@@ -69,7 +69,7 @@ var keyDocs = map[string]keyDoc{
 	"runner.max_pending_runs":     {},
 	"runner.max_finished_runs":    {},
 	"runner.rejected_retention":   {},
-	"runner.state_key_file":       {desc: "File holding the daemon's state key (at least 32 bytes, the same for every instance): run records in the changelog are sealed with it (HMAC-SHA256), and one without a valid seal (forged, altered, or written before the key was set) is set aside at restore: logged, counted in lakewap_state_records_set_aside_total, left in the changelog, never acted on.", def: "none (records are not authenticated; a warning at start)", example: "/run/secrets/lakewap_state_key"},
+	"runner.state_key_file":       {desc: "File holding the daemon's state key (at least 32 bytes, the same for every instance): run records in the changelog are sealed with it (HMAC-SHA256), and one without a valid seal (forged, altered, or written before the key was set), or an older record of lakewap's written again (each carries its partition's sequence number under the seal), is set aside at restore: logged, counted in lakewap_state_records_set_aside_total, left in the changelog, never acted on.", def: "none (records are not authenticated; a warning at start)", example: "/run/secrets/lakewap_state_key"},
 
 	"audit.work_dir":               {desc: "Directory of the audits' downloads and DuckDB's spill files.", def: "$TMPDIR/lakewap-audit", example: "/var/lib/lakewap/audit"},
 	"audit.cache_dir":              {desc: "Download cache shared by runs, keyed by each object's physical address.", def: "none (no cache)", example: "/var/lib/lakewap/cache"},

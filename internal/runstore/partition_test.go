@@ -10,27 +10,13 @@ import (
 	"github.com/lakewap/lakewap/kafka"
 )
 
-// partStore is Inner with partitions.
-type partStore map[int]mapStore
-
-func (p partStore) Put(ctx context.Context, n int, k string, v []byte) error {
-	if p[n] == nil {
-		p[n] = mapStore{}
-	}
-	return p[n].Put(ctx, n, k, v)
-}
-func (p partStore) Delete(ctx context.Context, n int, k string) error { return p[n].Delete(ctx, n, k) }
-func (p partStore) Load(ctx context.Context, n int) (map[string][]byte, error) {
-	return p[n].Load(ctx, n)
-}
-
 // A record lakewap sealed, copied to another partition of the changelog,
 // is set aside there: the run of a batch lives in the partition of its
 // batch id (murmur2, as its input events), and a copy elsewhere would give
 // the run a second owner, on another instance.
 func TestSealedRecordOnAnotherPartitionIsSetAside(t *testing.T) {
 	const partitions = 3
-	inner := partStore{}
+	inner := logStore{}
 	s, err := New(Config{Inner: inner, Key: bytes.Repeat([]byte("k"), 32), Datasets: specs, Partitions: func() int { return partitions }})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +28,7 @@ func TestSealedRecordOnAnotherPartitionIsSetAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	elsewhere := (home + 1) % partitions
-	inner[elsewhere] = mapStore{key: bytes.Clone(inner[home][key])} // the attacker's copy
+	must(t, inner.Put(ctx, elsewhere, key, inner.latest(home)[key])) // the attacker's copy
 	if got, err := s.Load(ctx, elsewhere); err != nil || len(got) != 0 {
 		t.Errorf("partition %d restored %v (err %v), want the copy set aside", elsewhere, keys(got), err)
 	}

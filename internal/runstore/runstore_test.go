@@ -13,17 +13,58 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// mapStore is Inner over a map of one partition.
-type mapStore map[string][]byte
+// logStore is Inner over an in-memory log per partition, as the changelog
+// topic before compaction: every record appended, read back in order.
+type logStore map[int][]entry
 
-func (m mapStore) Put(_ context.Context, _ int, k string, v []byte) error { m[k] = v; return nil }
-func (m mapStore) Delete(_ context.Context, _ int, k string) error        { delete(m, k); return nil }
-func (m mapStore) Load(context.Context, int) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	for k, v := range m {
-		out[k] = bytes.Clone(v)
+type entry struct {
+	key   string
+	value []byte // nil: a tombstone
+}
+
+func (l logStore) Put(_ context.Context, p int, k string, v []byte) error {
+	l[p] = append(l[p], entry{k, bytes.Clone(v)})
+	return nil
+}
+func (l logStore) Delete(_ context.Context, p int, k string) error {
+	l[p] = append(l[p], entry{k, nil})
+	return nil
+}
+func (l logStore) Scan(_ context.Context, p int, fn func(string, []byte)) error {
+	for _, e := range l[p] {
+		fn(e.key, bytes.Clone(e.value))
 	}
-	return out, nil
+	return nil
+}
+
+// latest is the partition's latest value of each key, as a reader of the
+// compacted topic sees it.
+func (l logStore) latest(p int) map[string][]byte {
+	out := map[string][]byte{}
+	for _, e := range l[p] {
+		if e.value == nil {
+			delete(out, e.key)
+			continue
+		}
+		out[e.key] = e.value
+	}
+	return out
+}
+
+// compact drops every record but the latest of each key (tombstones too),
+// as Kafka's log cleaner does in its own time.
+func (l logStore) compact(p int) {
+	last := map[string]int{}
+	for i, e := range l[p] {
+		last[e.key] = i
+	}
+	var kept []entry
+	for i, e := range l[p] {
+		if last[e.key] == i && e.value != nil {
+			kept = append(kept, e)
+		}
+	}
+	l[p] = kept
 }
 
 func specs(name string) (pipeline.DatasetSpec, bool) {
@@ -47,7 +88,7 @@ func record(t *testing.T, mut func(*pipeline.Run)) (string, []byte) {
 // by anyone else, altered ones, and those the config does not allow are set
 // aside, left where they are, and counted by reason.
 func TestRecordsAreSealedAndChecked(t *testing.T) {
-	inner := mapStore{}
+	inner := logStore{}
 	s, err := New(Config{Inner: inner, Key: bytes.Repeat([]byte("k"), 32), Datasets: specs})
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +99,7 @@ func TestRecordsAreSealedAndChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	var run pipeline.Run
-	if err := json.Unmarshal(inner[key], &run); err != nil || run.BatchID != "b1" {
+	if err := json.Unmarshal(inner.latest(0)[key], &run); err != nil || run.BatchID != "b1" {
 		t.Fatalf("a sealed record is not a run record to its readers: %v", err)
 	}
 	sealed := func(mut func(*pipeline.Run)) []byte { // a record lakewap itself sealed
@@ -66,14 +107,14 @@ func TestRecordsAreSealedAndChecked(t *testing.T) {
 		if err := s.Put(ctx, 0, k, v); err != nil {
 			t.Fatal(err)
 		}
-		return inner[k]
+		return inner.latest(0)[k]
 	}
-	altered := bytes.Replace(inner[key], []byte(`"publishing"`), []byte(`"published"`), 1)
+	altered := bytes.Replace(inner.latest(0)[key], []byte(`"publishing"`), []byte(`"published"`), 1)
 	other := sealed(func(r *pipeline.Run) { r.BatchID = "b2"; r.Branch = schemas.BranchName("billing", "b2") })
 	_, unsealed := record(t, func(r *pipeline.Run) { r.BatchID = "b3"; r.Branch = schemas.BranchName("billing", "b3") })
-	inner["billing/b4"] = altered
-	inner["billing/b5"] = unsealed
-	inner["billing/b6"] = other // moved under another key
+	must(t, inner.Put(ctx, 0, "billing/b4", altered))
+	must(t, inner.Put(ctx, 0, "billing/b5", unsealed))
+	must(t, inner.Put(ctx, 0, "billing/b6", other)) // moved under another key
 	_ = sealed(func(r *pipeline.Run) { r.BatchID = "b7"; r.Branch = "main"; r.Target = "main" })
 	_ = sealed(func(r *pipeline.Run) {
 		r.BatchID = "b8"
@@ -104,8 +145,15 @@ func TestRecordsAreSealedAndChecked(t *testing.T) {
 			t.Errorf("set aside for %s: %v, want %v", reason, n, want)
 		}
 	}
-	if len(inner) != 9 {
-		t.Errorf("the changelog holds %d records, want all 9 left for inspection", len(inner))
+	if n := len(inner.latest(0)); n != 9 {
+		t.Errorf("the changelog holds %d records, want all 9 left for inspection", n)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
