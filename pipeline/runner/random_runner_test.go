@@ -1,30 +1,50 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	. "github.com/lakewap/lakewap/pipeline"
 
 	"github.com/lakewap/lakewap/consumer"
+	"github.com/lakewap/lakewap/ingest"
+	"github.com/lakewap/lakewap/internal/runstore"
+	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/schemas"
 )
 
 // TestRandomHostileInputThroughRunner drives the real runner (with fakes
-// for lakeFS, the store and the notifier), behind the real ingest stage
-// decoding Avro, with random event sequences that
-// mix good batches with oversized and odd fields, repeated and unexpected
-// writes, batch ids shared across datasets, junk datasets, undecodable
-// bytes and audits with huge sample rows or infrastructure errors. It
-// asserts that every stored run is within its budget, that every run ends
-// (or waits with a deadline inside the horizon), and that every input is
-// applied, counted as a duplicate, or dead-lettered.
+// for lakeFS and the notifier, and the real sealed store, internal/runstore,
+// over an in-memory changelog), behind the real ingest stage decoding Avro
+// with a requests topic and an operator's key, with random event sequences
+// that mix good batches with oversized and odd fields, repeated and
+// unexpected writes, batch ids shared across datasets, junk datasets,
+// undecodable bytes, audits with huge sample rows or infrastructure errors,
+// operator requests (retry, revert, cancel) from producers on the input
+// topic and unsigned or wrongly signed ones on the requests topic, and
+// restarts of the partition after forged, altered, moved and replayed
+// records were written to the changelog. It asserts that every stored run
+// is within its budget, that every run ends (or waits with a deadline
+// inside the horizon), that every input is applied, counted as a
+// duplicate, or dead-lettered (a request from anyone but the operator for
+// the reason that says so), that a restart restores exactly the records
+// lakewap wrote last, that only commits whose audit passed are merged, that
+// no batch is published twice and none lost (every merge has its
+// BatchPublished and the other way round), and that only the operator's
+// requests revert. The inputs are the seed's; the runner's timing is not.
 func TestRandomHostileInputThroughRunner(t *testing.T) {
 	const budget = 24 << 10
 	horizon := time.Hour
@@ -37,7 +57,19 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(seed), 11))
 			var count inputCounter
 			var audits auditSeq
+			changelog := &changelogLog{}
+			reg := prometheus.NewRegistry()
+			store, err := runstore.New(runstore.Config{Inner: changelog, Key: []byte(strings.Repeat("s", 32)), Registerer: reg,
+				Datasets: func(n string) (DatasetSpec, bool) {
+					return DatasetSpec{Repository: "lake", Target: "main"}, n == "billing" || n == "orders"
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			restored := &restoreRecorder{Store: store}
+			lake := &auditedLake{fakeLake: newFakeLake(), passed: map[string]bool{}}
 			f := newRunnerFixtureWith(t, func(c *Config) {
+				c.Lake, c.Store = lake, restored
 				c.Datasets = func(n string) (DatasetSpec, bool) {
 					return DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: 300 * time.Millisecond}, n == "billing" || n == "orders"
 				}
@@ -53,6 +85,7 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 					case 1, 2:
 						return failingReport(1+r%7, 1<<(6+r%12)), nil // up to 128 KB per sample row
 					}
+					lake.pass(req.Ref)
 					return report(true), nil
 				})
 			})
@@ -73,20 +106,70 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 				}
 				return out
 			}
-			handled := 0
+			operatorKey := []byte("alice-signing-key-0123456789")
+			stage := ingest.Wrap(ingest.Config{Codec: testCodec, Counted: f.r.CountInput, RequestsTopic: requestsTopic,
+				Operators: map[string][]byte{"alice": operatorKey}, Rules: schemas.Rules{
+					Known:              func(n string) bool { _, ok := f.cfg.Datasets(n); return ok },
+					SourceAllowed:      func(n, ref string) bool { s, _ := f.cfg.Datasets(n); return s.AllowsSource(ref) },
+					MaxDeadlineHorizon: horizon,
+				}}, f.r)
+			// A request comes from the operator (signed, on the requests
+			// topic) or from someone else: a producer on the input topic, or
+			// on the requests topic without the operator's signature.
+			var hostile []string // the dead-letter reason each hostile request must get
+			request := func(id string, value []byte) kafka.Message {
+				msg := kafka.Message{Topic: requestsTopic, Key: []byte(id), Value: value}
+				sign := func(name string, key []byte) {
+					msg.Headers = []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte(name)},
+						{Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, id, value))}}
+				}
+				switch rng.IntN(5) {
+				case 0:
+					msg.Topic = inputTopic
+					hostile = append(hostile, ingest.ReasonRequestOnInput)
+				case 1:
+					hostile = append(hostile, ingest.ReasonUnsigned)
+				case 2:
+					sign("alice", []byte("mallory-guessed-key-0123456789"))
+					hostile = append(hostile, ingest.ReasonUnsigned)
+				case 3:
+					sign("mallory", operatorKey) // a name with no key configured
+					hostile = append(hostile, ingest.ReasonUnsigned)
+				default:
+					sign("alice", operatorKey)
+					return msg
+				}
+				return msg
+			}
+			handled, restarts := 0, 0
 			// Every operator request that is not a dead letter is answered:
 			// by RequestRefused when it changed nothing, else by the outcome
 			// of what it started, unless a later operator request took over
 			// the run (answered in its place).
-			type request struct {
+			type operatorRequest struct {
 				key, id string
 				applied bool
 			}
-			var requests []request
+			var requests []operatorRequest
 			for range 60 + rng.IntN(60) {
 				id, ds := pick(ids), pick(datasets)
 				var value []byte
-				switch k := rng.IntN(12); {
+				wasHostile := len(hostile)
+				msg := func() kafka.Message { return kafka.Message{Topic: inputTopic, Key: []byte(id), Value: value} }
+				switch k := rng.IntN(15); {
+				case k >= 12:
+					// A good batch: it lands here, its one write is this
+					// iteration's input, and its id joins the pool.
+					id = fmt.Sprint("g", handled)
+					ids = append(ids, id)
+					ds = datasets[rng.IntN(2)]
+					landed := kafka.Message{Topic: inputTopic, Key: []byte(id), Value: avro(t, schemas.BatchLanded{BatchID: id, Dataset: ds,
+						ExpectedWrites: []string{"w0"}, OccurredAt: now, Producer: "p"})}
+					if err := stage.Handle(context.Background(), landed); err != nil {
+						t.Fatalf("a good BatchLanded: %v", err)
+					}
+					handled++
+					value = avro(t, schemas.WriteComplete{BatchID: id, Dataset: ds, Write: "w0", OccurredAt: now})
 				case k == 0:
 					value = []byte("garbage \xff")
 				case k < 4:
@@ -116,6 +199,10 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 					ev := schemas.BatchCancelled{BatchID: id, Dataset: ds, OccurredAt: now, Reason: strings.Repeat("r", rng.IntN(1200))}
 					if rng.IntN(2) == 0 { // an operator's cancel, answered even when refused
 						ev.RequestID, ev.RequestedBy = fmt.Sprint("c", handled), strings.Repeat("o", rng.IntN(1100))
+						value = avro(t, ev)
+						m := request(id, value)
+						msg = func() kafka.Message { return m }
+						break
 					}
 					value = avro(t, ev)
 				default:
@@ -131,17 +218,29 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 						value = avro(t, schemas.RevertRequested{RequestID: req, BatchID: id, Dataset: ds, RequestedBy: by, OccurredAt: now,
 							Reason: strings.Repeat("r", rng.IntN(1200))})
 					}
+					m := request(id, value)
+					msg = func() kafka.Message { return m }
 				}
 				before := count.total("applied")
-				err := f.ingest(t, id, value, horizon)
-				if err != nil && !errors.As(err, new(*consumer.PoisonError)) {
+				err := stage.Handle(context.Background(), msg())
+				var poison *consumer.PoisonError
+				if err != nil && !errors.As(err, &poison) {
 					t.Fatalf("Handle: %v (neither applied nor a dead letter)", err)
 				}
-				if req := requestOf(t, value); req != "" && err == nil {
-					requests = append(requests, request{key: ds + "/" + id, id: req, applied: count.total("applied") > before})
+				if len(hostile) > wasHostile {
+					if want := hostile[len(hostile)-1]; poison == nil || poison.Reason != want || count.total("applied") != before {
+						t.Fatalf("a request not from the operator (want dead letter %s) was taken: error %v", want, err)
+					}
+				} else if req := requestOf(t, value); req != "" && err == nil {
+					requests = append(requests, operatorRequest{key: ds + "/" + id, id: req, applied: count.total("applied") > before})
 				}
 				handled++
+				if restarts < 3 && rng.IntN(30) == 0 {
+					restarts++
+					restart(t, f.r, changelog, restored, rng)
+				}
 			}
+			restart(t, f.r, changelog, restored, rng)
 			var applied, dups, dead int
 			for _, typ := range []string{"BatchLanded", "WriteComplete", "BatchCancelled", "RetryRequested", "RevertRequested"} {
 				applied += count.get(typ + "/applied")
@@ -200,19 +299,252 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 					}
 				}
 			}
-			f.store.mu.Lock()
-			defer f.store.mu.Unlock()
-			if f.store.largest > budget {
-				t.Errorf("a run record of %d bytes was stored; budget %d", f.store.largest, budget)
+			changelog.mu.Lock()
+			largest, latest := changelog.largest, maps.Clone(changelog.truth)
+			changelog.mu.Unlock()
+			if largest > budget+runstore.Overhead {
+				t.Errorf("a run record of %d bytes was stored; budget %d and the seal's %d", largest, budget, runstore.Overhead)
 			}
-			for _, part := range f.store.data {
-				for k := range part {
-					if ds, _, _ := strings.Cut(k, "/"); ds != "billing" && ds != "orders" {
-						t.Errorf("stored run %q of a dataset not in the config", k)
-					}
+			for k := range latest {
+				if ds, _, _ := strings.Cut(k, "/"); ds != "billing" && ds != "orders" {
+					t.Errorf("stored run %q of a dataset not in the config", k)
 				}
 			}
+			lake.check(t, f.notes)
+			lake.mu.Lock()
+			merged := len(lake.merged)
+			lake.mu.Unlock()
+			t.Logf("%d inputs, %d requests not from the operator, %d restarts, %d records set aside, %d merges", handled, len(hostile), restarts+1,
+				setAsideCount(t, reg), merged)
 		})
+	}
+}
+
+// setAsideCount sums lakewap_state_records_set_aside_total.
+func setAsideCount(t *testing.T, reg *prometheus.Registry) int {
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0.0
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			n += m.GetCounter().GetValue()
+		}
+	}
+	return int(n)
+}
+
+const (
+	inputTopic    = "wap.events"
+	requestsTopic = "wap.requests"
+)
+
+// changelogLog is the changelog topic before compaction: every record in
+// order. truth is what lakewap itself (through the store) wrote last for
+// each key; inject writes as anyone else with access to the topic.
+type changelogLog struct {
+	mu      sync.Mutex
+	log     []logRecord
+	truth   map[string][]byte
+	largest int
+}
+
+type logRecord struct {
+	key   string
+	value []byte // nil: a tombstone
+	ours  bool   // written by lakewap
+}
+
+func (c *changelogLog) Put(_ context.Context, _ int, k string, v []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.truth == nil {
+		c.truth = map[string][]byte{}
+	}
+	c.log = append(c.log, logRecord{k, bytes.Clone(v), true})
+	c.truth[k] = bytes.Clone(v)
+	c.largest = max(c.largest, len(v))
+	return nil
+}
+
+func (c *changelogLog) Delete(_ context.Context, _ int, k string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, logRecord{key: k, ours: true})
+	delete(c.truth, k)
+	return nil
+}
+
+func (c *changelogLog) Scan(_ context.Context, _ int, fn func(string, []byte)) error {
+	c.mu.Lock()
+	log := slices.Clone(c.log)
+	c.mu.Unlock()
+	for _, r := range log {
+		fn(r.key, bytes.Clone(r.value))
+	}
+	return nil
+}
+
+func (c *changelogLog) inject(k string, v []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, logRecord{key: k, value: bytes.Clone(v)})
+}
+
+// restoreRecorder keeps what the store restored last.
+type restoreRecorder struct {
+	*runstore.Store
+	mu   sync.Mutex
+	last map[string][]byte
+}
+
+func (r *restoreRecorder) Load(ctx context.Context, p int) (map[string][]byte, error) {
+	m, err := r.Store.Load(ctx, p)
+	r.mu.Lock()
+	r.last = maps.Clone(m)
+	r.mu.Unlock()
+	return m, err
+}
+
+var sealOf = regexp.MustCompile(`,"wap_seq":[0-9]+,"wap_seal":"[0-9a-f]{64}"\}$`)
+
+// restart revokes the partition, writes one to four hostile records to the
+// changelog (a forged run publishing an unaudited commit, an altered
+// record, one moved to another key, an older record of lakewap's written
+// again), assigns the partition again, and asserts that the store restored
+// exactly what lakewap had written last for each key.
+func restart(t *testing.T, r *Runner, c *changelogLog, rec *restoreRecorder, rng *rand.Rand) {
+	t.Helper()
+	r.Revoked(0)
+	c.mu.Lock()
+	want := map[string][]byte{}
+	for k, v := range c.truth {
+		want[k] = sealOf.ReplaceAll(v, []byte("}"))
+	}
+	var ours []logRecord
+	for _, l := range c.log {
+		if l.ours && l.value != nil {
+			ours = append(ours, l)
+		}
+	}
+	c.mu.Unlock()
+	now := time.Now().UTC()
+	for n := 1 + rng.IntN(4); n > 0; n-- {
+		switch k := rng.IntN(4); {
+		case k == 0 || len(ours) == 0:
+			id := fmt.Sprint("forged-", rng.IntN(1000))
+			run := Run{BatchID: id, Dataset: "billing", Repository: "lake", Branch: schemas.BranchName("billing", id), Source: "main",
+				Target: "main", State: StatePublishing, SealedCommit: "unaudited-" + id, PublishSince: now, StateSince: now, UpdatedAt: now,
+				Report: &schemas.AuditReport{Dataset: "billing", Passed: true}}
+			b, err := json.Marshal(run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.inject(RunKey("billing", id), b)
+		case k == 1:
+			l := ours[rng.IntN(len(ours))]
+			c.inject(l.key, regexp.MustCompile(`"state":"[a-z_]+"`).ReplaceAll(l.value, []byte(`"state":"publishing"`)))
+		case k == 2:
+			l, other := ours[rng.IntN(len(ours))], ours[rng.IntN(len(ours))]
+			if l.key != other.key {
+				c.inject(other.key, l.value)
+			}
+		default:
+			l := ours[rng.IntN(len(ours))]
+			c.inject(l.key, l.value) // lakewap's own, maybe long superseded or deleted since
+		}
+	}
+	if err := r.Assigned(context.Background(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	got := rec.last
+	rec.mu.Unlock()
+	if len(got) != len(want) {
+		t.Errorf("restart restored %d runs, lakewap had %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if !bytes.Equal(got[k], v) {
+			t.Errorf("restart restored %s as %.300s, lakewap last wrote %.300s", k, got[k], v)
+		}
+	}
+}
+
+// auditedLake is the fake lake that knows which sealed commits passed
+// their audit: merging any other is publishing unaudited data.
+type auditedLake struct {
+	*fakeLake
+	pmu      sync.Mutex
+	passed   map[string]bool
+	unaudits []string
+}
+
+func (l *auditedLake) pass(ref string) {
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	l.passed[ref] = true
+}
+
+func (l *auditedLake) Merge(ctx context.Context, repo, source, dest, msg string, meta map[string]string) (string, error) {
+	l.pmu.Lock()
+	if !l.passed[source] {
+		l.unaudits = append(l.unaudits, source)
+	}
+	l.pmu.Unlock()
+	return l.fakeLake.Merge(ctx, repo, source, dest, msg, meta)
+}
+
+// check asserts what reached the target: only audited commits, no batch
+// merged or announced published twice, every merge announced and every
+// announcement merged, and reverts asked for by the operator only.
+func (l *auditedLake) check(t *testing.T, notes *recordingNotifier) {
+	t.Helper()
+	l.pmu.Lock()
+	for _, s := range l.unaudits {
+		t.Errorf("merged %s, which passed no audit", s)
+	}
+	l.pmu.Unlock()
+	l.mu.Lock()
+	merges := map[string]int{}
+	for _, c := range l.log {
+		switch {
+		case c.Metadata[MetaRevertedBatchID] != "":
+			if by := c.Metadata[MetaRevertedBy]; by != "alice" {
+				t.Errorf("revert %s of batch %s asked for by %q, not the operator", c.ID, c.Metadata[MetaRevertedBatchID], by)
+			}
+		case len(c.Parents) > 1:
+			merges[c.Metadata[MetaDataset]+"/"+c.Metadata[MetaBatchID]]++
+		}
+	}
+	l.mu.Unlock()
+	notes.mu.Lock()
+	published := map[string]map[string]bool{} // run key -> event ids
+	for _, ev := range notes.events {
+		if p, ok := ev.(schemas.BatchPublished); ok {
+			k := p.Dataset + "/" + p.BatchID
+			if published[k] == nil {
+				published[k] = map[string]bool{}
+			}
+			published[k][p.EventID] = true
+		}
+	}
+	notes.mu.Unlock()
+	for k, n := range merges {
+		if n > 1 {
+			t.Errorf("%s merged %d times", k, n)
+		}
+		if len(published[k]) == 0 {
+			t.Errorf("%s merged and never announced published: lost", k)
+		}
+	}
+	for k, ids := range published {
+		if len(ids) > 1 {
+			t.Errorf("%s announced published %d times (event ids %v)", k, len(ids), slices.Collect(maps.Keys(ids)))
+		}
+		if merges[k] == 0 {
+			t.Errorf("%s announced published, never merged", k)
+		}
 	}
 }
 
