@@ -259,14 +259,26 @@ func (r *run) prepareIncTable(ctx context.Context, name string, it *incTable) er
 		}
 		it.batch = append(it.batch, o)
 	}
-	// The batch's own statistics, for the audits after it is published.
+	// The batch's own statistics, for the audits after it is published:
+	// computed from its files (already local) unless the store has them
+	// (a recheck of the same sealed commit, the review's finding 7).
 	if len(bv.files) == len(it.batch) && len(it.batch) > 0 {
-		if sts, err := r.computeStats(ctx, t.format(), it.batch, bv.files, it.need); err == nil {
-			for i, o := range it.batch {
-				r.storeStats(o, sts[i])
+		var objs []Object
+		var files []string
+		for i, o := range it.batch {
+			if st, ok := r.e.stats.get(statsKey(r.req.Repository, o)); ok && st.has(it.need) {
+				continue
 			}
-		} else {
-			r.log.Warn("audit: batch statistics not computed", "table", name, "err", err)
+			objs, files = append(objs, o), append(files, bv.files[i])
+		}
+		if len(objs) > 0 {
+			if sts, err := r.computeStats(ctx, t.format(), objs, files, it.need); err == nil {
+				for i, o := range objs {
+					r.storeStats(o, sts[i])
+				}
+			} else {
+				r.log.Warn("audit: batch statistics not computed", "table", name, "err", err)
+			}
 		}
 	}
 	it.oldStats, err = r.statsOf(ctx, t, it.old, it.need)
