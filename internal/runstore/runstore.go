@@ -117,17 +117,11 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Store{cfg: cfg, parts: map[int]*sequence{}, setAside: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_state_records_set_aside_total",
-		Help: "Run records of the changelog not restored: unsealed, forged or altered (bad_seal), replayed (an authentic record older than one before it), unreadable, of a dataset not in the config, or not matching it. They stay in the changelog and are never acted on."},
-		[]string{"reason"})}
-	for _, r := range []string{ReasonUnsealed, ReasonBadSeal, ReasonUnreadable, ReasonDataset, ReasonMismatch, ReasonPartition, ReasonReplayed} {
-		s.setAside.WithLabelValues(r)
+	setAside, err := newSetAside(cfg.Registerer)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(s.setAside); err != nil {
-			return nil, err
-		}
-	}
+	s := &Store{cfg: cfg, parts: map[int]*sequence{}, setAside: setAside}
 	return s, nil
 }
 
