@@ -208,7 +208,7 @@ func TestExamples(t *testing.T) {
 	}
 	consumer := func(name string, cmd ...string) []string {
 		return append(cmd, "--brokers", brokers, "--topic", e.cfg.Kafka.ResultsTopic, "--from-beginning", "--exit-at-end",
-			"--group", "examples-"+name)
+			"--group", stack.GroupID("examples-"+name))
 	}
 
 	// A group, so that the consumers run side by side before ctx ends.

@@ -98,9 +98,12 @@ def main():
     consumer.subscribe([args.topic])
     seen = collections.OrderedDict()  # the last 10000 event ids
     try:
-        while not (args.exit_at_end and at_end(consumer)):
+        while True:
             msg = consumer.poll(0.5)
             if msg is None:
+                # Nothing new for now: the moment to see whether the end is reached.
+                if args.exit_at_end and at_end(consumer):
+                    break
                 continue
             if msg.error():
                 raise KafkaException(msg.error())
