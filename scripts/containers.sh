@@ -7,6 +7,7 @@
 #   scripts/containers.sh engine     podman configured, its Docker API socket started; prints DOCKER_HOST
 #   scripts/containers.sh images     base images and stand-ins (needs the engine)
 #   scripts/containers.sh lakewap    build the lakewap image (lakewap:local) from the Dockerfile
+#   scripts/containers.sh acl        build lakeFS's ACL server image (deploy/lakefs-acl/Dockerfile)
 #   scripts/containers.sh env        print the shell exports: DOCKER_HOST, base image build args
 #   scripts/containers.sh stop       stop the Docker API service this script started
 #
@@ -528,6 +529,37 @@ lakewap_image() {
 	fi
 }
 
+# acl_image builds deploy/lakefs-acl/Dockerfile (lakeFS's ACL server from
+# the lakeFS Go module that tools/lakefs/go.mod pins) as the image
+# docker-compose.yml names, the way lakewap_image builds lakewap:local. The
+# image is always built here: lakeFS publishes none of the ACL server.
+acl_image() {
+	local image v pinned args=()
+	image="$(compose_image lakewap-lakefs-acl)"
+	[[ -n "$image" ]] || die "docker-compose.yml names no lakewap-lakefs-acl image"
+	v="${image##*:}"
+	pinned="$(sed -n 's/^require github.com\/treeverse\/lakefs \(v[^ ]*\)$/\1/p' "$ROOT/tools/lakefs/go.mod")"
+	[[ "v$v" == "$pinned" ]] || die "$image: tools/lakefs/go.mod pins lakeFS $pinned, not v$v"
+	if have_image "$image"; then return 0; fi
+	if ! can_pull "golang:1.26-$SUITE"; then
+		golang_image
+		args+=(--build-arg "BUILD_IMAGE=$GO_BASE")
+	fi
+	if ! can_pull "debian:$SUITE-slim"; then
+		base_image
+		args+=(--build-arg "RUNTIME_IMAGE=$BASE")
+	fi
+	local modcache
+	modcache="$(go env GOMODCACHE 2>/dev/null)/cache/download"
+	if is_podman "$DOCKER_HOST" && [[ -d "$modcache" ]]; then
+		(cd "$ROOT/tools/lakefs" && GOWORK=off go mod download)
+		podman build --format docker -t "$image" "${args[@]}" -v "$modcache:/goproxy:ro" \
+			--build-arg "GOPROXY=file:///goproxy" -f "$ROOT/deploy/lakefs-acl/Dockerfile" "$ROOT" >&2
+	else
+		docker build -t "$image" "${args[@]}" -f "$ROOT/deploy/lakefs-acl/Dockerfile" "$ROOT" >&2
+	fi
+}
+
 case "${1:-}" in
 engine) cmd_engine ;;
 stop) cmd_stop ;;
@@ -559,6 +591,11 @@ up)
 env)
 	use_engine
 	echo "export DOCKER_HOST=$DOCKER_HOST"
+	;;
+acl)
+	use_engine
+	mkdir -p "$CACHE"
+	timed "image $(compose_image lakewap-lakefs-acl)" acl_image
 	;;
 lakewap)
 	use_engine
