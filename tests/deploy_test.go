@@ -20,15 +20,39 @@ import (
 type composeFile struct {
 	Services map[string]composeService `yaml:"services"`
 	Volumes  map[string]any            `yaml:"volumes"`
+	Networks map[string]struct {
+		Internal bool `yaml:"internal"`
+	} `yaml:"networks"`
+}
+
+// networks are the networks the service joins ("default" when it names none).
+func (s composeService) networks() []string {
+	switch n := s.Networks.(type) {
+	case []any:
+		var out []string
+		for _, v := range n {
+			out = append(out, fmt.Sprint(v))
+		}
+		return out
+	case map[string]any:
+		var out []string
+		for k := range n {
+			out = append(out, k)
+		}
+		return out
+	}
+	return []string{"default"}
 }
 
 type composeService struct {
 	Image       string            `yaml:"image"`
 	Build       any               `yaml:"build"`
 	Command     []string          `yaml:"command"`
+	Entrypoint  []string          `yaml:"entrypoint"`
 	Environment map[string]string `yaml:"environment"`
 	Volumes     []string          `yaml:"volumes"`
 	Ports       []string          `yaml:"ports"`
+	Networks    any               `yaml:"networks"` // a list of names or a map by name
 	DependsOn   map[string]struct {
 		Condition string `yaml:"condition"`
 	} `yaml:"depends_on"`
@@ -38,7 +62,9 @@ type composeService struct {
 // default), with the values a .env file would give them.
 var composeSecrets = map[string]string{"LAKEFS_ACCESS_KEY_ID": "AKIAEXAMPLE", "LAKEFS_SECRET_ACCESS_KEY": "lakefs-secret",
 	"LAKEFS_AUTH_ENCRYPT_SECRET_KEY": "encrypt-secret", "LAKEFS_DB_PASSWORD": "db-secret", "MINIO_ROOT_USER": "minio-user",
-	"MINIO_ROOT_PASSWORD": "minio-secret", "LAKEWAP_WEBHOOK_TOKEN": "hook-secret"}
+	"MINIO_ROOT_PASSWORD": "minio-secret", "LAKEWAP_WEBHOOK_TOKEN": "hook-secret",
+	"LAKEWAP_LAKEFS_ACCESS_KEY_ID": "AKIALAKEWAP", "LAKEWAP_LAKEFS_SECRET_ACCESS_KEY": "lakewap-secret",
+	"LAKEWAP_STATE_KEY": "state-key-of-at-least-32-characters"}
 
 // loadCompose reads docker-compose.yml as `docker compose` does with a .env
 // file that sets the required secrets: the other ${VAR:-default}s resolve
@@ -61,7 +87,7 @@ func loadCompose(t *testing.T) composeFile {
 // each one points at the others with matching names, ports and secrets.
 func TestComposeStackIsWiredTogether(t *testing.T) {
 	c := loadCompose(t)
-	for _, s := range []string{"kafka", "postgres", "minio", "minio-setup", "lakefs", "lakefs-setup", "lakewap"} {
+	for _, s := range []string{"kafka", "postgres", "minio", "minio-setup", "lakefs-acl", "lakefs", "lakefs-setup", "lakewap"} {
 		if _, ok := c.Services[s]; !ok {
 			t.Errorf("no %s service", s)
 		}
@@ -146,9 +172,9 @@ func TestComposeStackIsWiredTogether(t *testing.T) {
 	if lw.DependsOn["kafka"].Condition != "service_healthy" || lw.DependsOn["lakefs-setup"].Condition != "service_completed_successfully" {
 		t.Errorf("lakewap must wait for a healthy Kafka and for the repository: %+v", lw.DependsOn)
 	}
-	if lw.Environment["LAKEFS_ACCESS_KEY_ID"] != se["LAKEFS_ACCESS_KEY_ID"] ||
-		lw.Environment["LAKEFS_SECRET_ACCESS_KEY"] != se["LAKEFS_SECRET_ACCESS_KEY"] {
-		t.Errorf("lakewap's lakeFS key pair is not the one lakefs-setup creates")
+	if lw.Environment["LAKEFS_ACCESS_KEY_ID"] != se["LAKEWAP_LAKEFS_ACCESS_KEY_ID"] ||
+		lw.Environment["LAKEFS_SECRET_ACCESS_KEY"] != se["LAKEWAP_LAKEFS_SECRET_ACCESS_KEY"] {
+		t.Errorf("lakewap's lakeFS key pair is not the one lakefs-setup creates for user lakewap")
 	}
 
 	// The mounted config loads with the lakewap service's environment and
@@ -255,6 +281,18 @@ func TestComposeIsClosedByDefault(t *testing.T) {
 			}
 		}
 	}
+	// lakewap seals its run records: runner.state_key_file is written by the
+	// entry point from a required variable, before lakewap starts.
+	cfgSrc, err := os.ReadFile("../deploy/lakewap.yaml")
+	must(t, err)
+	lw := c.Services["lakewap"]
+	cfg, err := config.ParseIn(cfgSrc, func(k string) (string, bool) { v, ok := lw.Environment[k]; return v, ok }, "")
+	must(t, err)
+	ep := strings.Join(lw.Entrypoint, " ")
+	if cfg.Runner.StateKeyFile == "" || lw.Environment["LAKEWAP_STATE_KEY"] == "" ||
+		!strings.Contains(ep, `printf '%s' "$$LAKEWAP_STATE_KEY" >`+cfg.Runner.StateKeyFile) || !strings.Contains(ep, "exec /usr/local/bin/lakewap") {
+		t.Errorf("lakewap runs without a state key (runner.state_key_file %q, entry point %q)", cfg.Runner.StateKeyFile, ep)
+	}
 	// Without the secrets, compose stops.
 	if _, err := composeExpand(src, nil); err == nil {
 		t.Errorf("docker-compose.yml expands without any secret set")
@@ -297,6 +335,78 @@ func TestComposeHasNoDefaultWebhookToken(t *testing.T) {
 	for _, r := range refs {
 		if !strings.HasPrefix(r, "${LAKEWAP_WEBHOOK_TOKEN:?") {
 			t.Errorf("%s: want ${LAKEWAP_WEBHOOK_TOKEN:?...} (no default, fail when unset)", r)
+		}
+	}
+}
+
+// TestComposeLakewapIsNotTheLakeFSAdmin: lakeFS asks its ACL server (built
+// from the lakeFS module the tools module pins), lakefs-setup makes user
+// lakewap in group Writers with lakewap's own key, lakewap runs with that
+// key and never sees the admin's, and the ACL server (no authentication of
+// its own) is on a network lakewap is not on, with no published port.
+// scripts/compose-smoke.sh checks the same on a running stack.
+func TestComposeLakewapIsNotTheLakeFSAdmin(t *testing.T) {
+	c := loadCompose(t)
+	acl, lakefs, setup, lw := c.Services["lakefs-acl"], c.Services["lakefs"], c.Services["lakefs-setup"], c.Services["lakewap"]
+	if acl.Build == nil || !strings.HasPrefix(acl.Image, "lakewap-lakefs-acl:") {
+		t.Errorf("lakefs-acl must be built (lakeFS publishes no ACL server image), image %q", acl.Image)
+	}
+	mod, err := os.ReadFile("../tools/lakefs/go.mod")
+	must(t, err)
+	pinned := regexp.MustCompile(`(?m)^require github.com/treeverse/lakefs (v\S+)$`).FindSubmatch(mod)
+	if pinned == nil || "v"+strings.TrimPrefix(acl.Image, "lakewap-lakefs-acl:") != string(pinned[1]) ||
+		"v"+strings.TrimPrefix(lakefs.Image, "treeverse/lakefs:") != string(pinned[1]) {
+		t.Errorf("images %s and %s, tools/lakefs pins lakeFS %s", acl.Image, lakefs.Image, pinned)
+	}
+	df, err := os.ReadFile("../deploy/lakefs-acl/Dockerfile")
+	must(t, err)
+	if !strings.Contains(string(df), "COPY tools/lakefs/go.mod tools/lakefs/go.sum") ||
+		!strings.Contains(string(df), "go build -ldflags=\"-s -w\" -o /out/acl github.com/treeverse/lakefs/contrib/auth/acl/cmd/acl") {
+		t.Errorf("deploy/lakefs-acl/Dockerfile must build contrib/auth/acl from the module tools/lakefs pins")
+	}
+	if acl.Environment["ACLSERVER_ENCRYPT_SECRET_KEY"] == "" {
+		t.Errorf("the ACL server needs encrypt.secret_key")
+	}
+	_, aport, _ := net.SplitHostPort(acl.Environment["ACLSERVER_LISTEN_ADDRESS"])
+	if lakefs.Environment["LAKEFS_AUTH_API_ENDPOINT"] != "http://lakefs-acl:"+aport+"/api/v1" || lakefs.Environment["LAKEFS_AUTH_UI_CONFIG_RBAC"] != "simplified" {
+		t.Errorf("lakeFS must ask the lakefs-acl service (auth.api.endpoint, simplified RBAC): %v", lakefs.Environment)
+	}
+	if lakefs.DependsOn["lakefs-acl"].Condition != "service_healthy" {
+		t.Errorf("lakeFS must wait for a healthy ACL server: %+v", lakefs.DependsOn)
+	}
+	if len(acl.Ports) > 0 {
+		t.Errorf("lakefs-acl publishes %v: it has no authentication", acl.Ports)
+	}
+	if n := acl.networks(); len(n) != 1 || !c.Networks[n[0]].Internal {
+		t.Errorf("lakefs-acl joins %v, want one internal network", n)
+	} else {
+		for name, svc := range c.Services {
+			on := slices.Contains(svc.networks(), n[0])
+			if want := name == "lakefs-acl" || name == "lakefs" || name == "lakefs-setup"; on != want {
+				t.Errorf("service %s on the ACL server's network %s: %v, want %v", name, n[0], on, want)
+			}
+		}
+	}
+
+	cmd := strings.Join(setup.Command, " ")
+	for _, want := range []string{`-d '{"id":"lakewap"}' http://lakefs:8000/api/v1/auth/users`,
+		"-X PUT http://lakefs:8000/api/v1/auth/groups/Writers/members/lakewap",
+		`--data-urlencode "access_key=$$LAKEWAP_LAKEFS_ACCESS_KEY_ID"`, `--data-urlencode "secret_key=$$LAKEWAP_LAKEFS_SECRET_ACCESS_KEY"`,
+		"http://lakefs-acl:" + aport + "/api/v1/auth/users/lakewap/credentials"} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("lakefs-setup does not %s: %s", want, cmd)
+		}
+	}
+	if strings.Contains(cmd, "Admins") || strings.Contains(cmd, "Supers") {
+		t.Errorf("lakefs-setup puts lakewap in a group above Writers: %s", cmd)
+	}
+	if lw.Environment["LAKEFS_ACCESS_KEY_ID"] == setup.Environment["LAKEFS_ACCESS_KEY_ID"] ||
+		lw.Environment["LAKEFS_SECRET_ACCESS_KEY"] == setup.Environment["LAKEFS_SECRET_ACCESS_KEY"] {
+		t.Errorf("lakewap runs with the lakeFS admin's key")
+	}
+	for k, v := range lw.Environment {
+		if v == setup.Environment["LAKEFS_SECRET_ACCESS_KEY"] {
+			t.Errorf("lakewap's %s is the lakeFS admin's secret", k)
 		}
 	}
 }
