@@ -403,7 +403,8 @@ cd "$QS"
 while IFS=$'\t' read -r n lang line directives; do
 	[[ -n "$n" ]] || continue
 	first="$(grep -m1 -v '^\s*\(#.*\)\?$' "$BLOCKS/$n.block" | cut -c1-60)"
-	step "quickstart block $n (docs/quickstart.md:$line): $first"
+	step "quickstart block $n (docs/quickstart.md:$line)"
+	say "   \$ $first"
 	file="" checks=() befores=() ports=0
 	IFS=';' read -ra ds <<<"$directives"
 	for d in "${ds[@]}"; do
