@@ -45,8 +45,10 @@ PUMP_PID=""
 BLOCK_OUT=""
 
 say() { printf 'compose-smoke: %s\n' "$*" >&2; }
+FAILED=0
 fail() {
 	say "FAILED at step \"$STEP\": $*"
+	FAILED=1
 	exit 1
 }
 step() {
@@ -70,6 +72,8 @@ compose() { docker-compose -p "$PROJECT" --project-directory "$QS" -f "$QS/docke
 
 teardown() {
 	local rc=$?
+	# A command that failed under set -e (in a quickstart block, say).
+	((rc == 0 || FAILED)) || say "FAILED at step \"$STEP\": a command exited $rc"
 	[[ -n "$PUMP_PID" ]] && kill "$PUMP_PID" 2>/dev/null || true
 	if ((rc != 0)) && [[ -n "$BLOCK_OUT" && -s "$BLOCK_OUT" ]]; then
 		say "output of the quickstart block ($BLOCK_OUT):"
@@ -325,7 +329,7 @@ check_aborted() {
 check_slack() {
 	local msg
 	msg="$(compose logs --no-color --no-log-prefix lakewap 2>/dev/null | grep -v '^{' | grep -A 20 'batch 2024-06-02')"
-	for want in 'billing_id_not_null' 'lakewap retry' '2024-06-02'; do
+	for want in 'billing_id_not_null' 'lakewap retry -dataset billing -batch 2024-06-02' 'billing aborted'; do
 		grep -qF -- "$want" <<<"$msg" || fail "the console message of 2024-06-02 has no \"$want\": ${msg:0:600}"
 	done
 }
