@@ -292,6 +292,11 @@ check_stack() {
 	fi
 	say "   lakewap cannot reach the ACL server (lakefs-acl:8001, $acl_ip:8001)"
 	curl -fsS "$LAKEWAP/readyz" >/dev/null || fail "lakewap's /readyz from the host"
+	# Its run records are sealed (runner.state_key_file from LAKEWAP_STATE_KEY).
+	if docker logs "$id" 2>&1 | grep -q 'state_key_file is not set'; then
+		fail "lakewap runs without a state key: its changelog records are not sealed"
+	fi
+	say "   lakewap's run records are sealed (runner.state_key_file)"
 }
 
 check_branch_ready() {
