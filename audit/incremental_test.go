@@ -286,8 +286,10 @@ func (h *diffHistory) publish(foundation, sealed string, rep schemas.AuditReport
 // and deleting old ones; duplicates, NULLs and bad values in some batches;
 // targets that move between a batch's audit and its merge; direct commits
 // that plant duplicates or delete files, without an attestation or with one
-// copied from another commit; suite changes; an engine that starts with an
-// empty statistics store), every audit is run as it comes (incremental
+// copied from another commit; other datasets' attested publishes into the
+// same target, some of which also wrote this dataset's table; suite
+// changes; an engine that starts with an empty statistics store), every
+// audit is run as it comes (incremental
 // when the foundation's attestation allows) and full, and every check's
 // status and figures must be the same.
 func TestIncrementalEqualsFull(t *testing.T) {
@@ -307,7 +309,8 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				return e
 			}
 			e := engine()
-			var incremental, full, onto, unattested, failing int
+			var incremental, full, onto, unattested, failing, afterForeign int
+			foreign := map[string]bool{} // other datasets' publishes
 			var planted []string
 			for step := range 36 {
 				if failing >= 3 {
@@ -341,10 +344,31 @@ func TestIncrementalEqualsFull(t *testing.T) {
 					h.head = c
 					unattested++
 					continue
-				case x < 13:
+				case x < 16: // another dataset publishes into the same target
+					sealed := lake.next("s")
+					lake.branch(t, h.head, sealed)
+					lake.commit(sealed, []string{h.head}, nil)
+					lake.write(t, sealed, fmt.Sprintf("data/u/part-%04d.parquet", step), "SELECT 1::BIGINT AS id")
+					if x < 10 {
+						// ... and its batch also wrote into this dataset's table
+						h.newFile(sealed)
+						planted = append(planted, fmt.Sprintf("data/t/part-%04d.parquet", h.file))
+					}
+					other := Suite{Tables: []Table{{Name: "u", Path: "data/u/"}}, Checks: []Check{{Kind: KindRowCount, Table: "u", Min: f64(1)}}}
+					text, err := NewAttestation("e", other, schemas.AuditReport{Passed: true}, sealed, h.head).Encode(nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					c := lake.next("c")
+					lake.mergeDirs(t, h.head, sealed, h.head, c)
+					lake.commit(c, []string{h.head, sealed}, map[string]string{MetaAttestation: text})
+					h.head = c
+					foreign[c] = true
+					continue
+				case x < 21:
 					h.suite++
 					continue
-				case x < 16:
+				case x < 24:
 					statsDir = t.TempDir() // another instance, without the statistics
 					e = engine()
 				}
@@ -362,6 +386,9 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				rep := h.compare(e, req)
 				if rep.Mode == ModeIncremental {
 					incremental++
+					if foreign[req.BaseRef] {
+						afterForeign++
+					}
 				} else {
 					full++
 					if rep.ModeReason == "" {
@@ -384,7 +411,11 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				}
 				h.publish(foundation, s, rep)
 			}
-			t.Logf("%d incremental and %d full audits compared, %d of them onto a moved target; %d direct commits", incremental, full, onto, unattested)
+			t.Logf("%d incremental and %d full audits compared, %d of them onto a moved target, %d onto another dataset's publish; %d direct commits",
+				incremental, full, onto, afterForeign, unattested)
+			if afterForeign == 0 {
+				t.Fatal("no audit onto another dataset's publish was incremental: two datasets sharing a target would make every audit full")
+			}
 			if incremental < full/2 {
 				t.Fatalf("only %d of %d audits were incremental: the test compares too little", incremental, incremental+full)
 			}
