@@ -70,7 +70,9 @@ func TestBatchScopeFromTheRequestsChanges(t *testing.T) {
 		}
 		diffed, diffs, _ := run(nil)
 		given, givenDiffs, lists := run(&Changes{Objects: []Object{{Path: "gold/billing/batch=7/part-2.parquet", Size: info.Size()}}})
-		if diffs != 1 || givenDiffs != 0 || given != diffed || diffed == "pass " {
+		// Diffing itself, it asks once per table: the unaudited-objects
+		// rule also looks under customers, which no check reads.
+		if diffs != len(tables) || givenDiffs != 0 || given != diffed || diffed == "pass " {
 			t.Errorf("cache %q: diffing itself %q after %d diffs; given the changes %q after %d; want the same failing verdict, the second without a diff",
 				cache, diffed, diffs, given, givenDiffs)
 		}

@@ -240,6 +240,27 @@ func (s Suite) Validate(path string) []error {
 	return errs
 }
 
+// Unread lists the tables of s (their indices) that no check reads: no
+// check names them and no custom query (which may name any table) runs.
+// Nothing under such a table's path is audited, so every object a batch
+// changes there is unaudited (see unaudited).
+func (s Suite) Unread() []int {
+	read := map[string]bool{}
+	for _, c := range s.Checks {
+		if k := kindOf(c); k != nil && k.custom {
+			return nil
+		}
+		read[strings.ToLower(c.Table)] = true
+	}
+	var out []int
+	for i, t := range s.Tables {
+		if !read[strings.ToLower(t.Name)] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // parseAge reads a Go duration or a whole number of days ("2d").
 func parseAge(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)

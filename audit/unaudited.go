@@ -19,7 +19,7 @@ import (
 // check unaudited_objects, which names the paths, and the batch is aborted.
 
 // KindUnaudited is the kind of the result that names unaudited objects.
-const KindUnaudited = "unaudited_objects"
+const KindUnaudited = schemas.KindUnauditedObjects
 
 // DefaultMarkers are the writers' marker objects a table may have without
 // the audit reading them, when the table lists none: Spark's and Hadoop's
@@ -58,8 +58,9 @@ func isMarker(patterns []string, rel string) bool {
 	return false
 }
 
-// unaudited checks, for each table the audit read at the ref, that every
-// object the ref changes under its path against the base was read. It
+// unaudited checks, for each table of the suite, that every object the ref
+// changes under its path against the base was read (for a table no check
+// reads, none was). It
 // needs a base; without one (an audit of a ref alone) there is no batch.
 func (r *run) unaudited(ctx context.Context) []schemas.CheckResult {
 	if r.req.BaseRef == "" || r.req.BaseRef == r.req.Ref {
@@ -74,9 +75,11 @@ func (r *run) unaudited(ctx context.Context) []schemas.CheckResult {
 				views = append(views, v)
 			}
 		}
-		if len(views) == 0 || slices.ContainsFunc(views, func(v *view) bool { return v.broken }) {
-			continue // not audited, or its checks already error
+		if slices.ContainsFunc(views, func(v *view) bool { return v.broken }) {
+			continue // its checks already error
 		}
+		// A table no check reads (no view) had nothing read: every object
+		// the batch changed under it is unaudited.
 		read := map[string]bool{}
 		for _, v := range views {
 			for _, o := range v.objects {
@@ -114,6 +117,9 @@ func (r *run) unaudited(ctx context.Context) []schemas.CheckResult {
 		res.Status = schemas.StatusFail
 		res.Observed = fmt.Sprintf("%d changed objects not read by the audit: %s", len(stray), listed(stray, maxUnauditedPaths))
 		res.Message = "readers that list the table's path (DuckDB globs, Polars, Spark reading Parquet) would read them on the target"
+		if len(views) == 0 {
+			res.Message = "no check of the suite reads table " + t.Name + ", so nothing under its path was audited; " + res.Message
+		}
 		out = append(out, res)
 	}
 	return out

@@ -93,3 +93,34 @@ func TestUnauditedDeltaFilesFailTheAudit(t *testing.T) {
 		t.Errorf("without the stowaway: %+v", rep.Checks)
 	}
 }
+
+// A table that no check reads was not audited at all, and objects a batch
+// changed under its path were merged unread. Each is now an unaudited
+// object; the config refuses such a table (internal/config), and the
+// engine holds to the rule for every other caller.
+func TestObjectsOfATableNoCheckReadsAreUnaudited(t *testing.T) {
+	src := fixture(t)
+	src.write(t, "b1", "gold/customers/c2.parquet", "SELECT NULL::INTEGER AS customer_id, 'x' AS name")
+	e := newEngine(t, src, "")
+	checks := []Check{{Kind: KindNotNull, Table: "billing", Column: "id"}}
+	rep, err := e.Run(context.Background(), Request{Dataset: "billing", Repository: "repo", Ref: "b1", BaseRef: "main",
+		BatchTime: batchTime, Suite: Suite{Tables: tables, Checks: checks}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Checks[len(rep.Checks)-1]
+	if rep.Passed || c.Kind != KindUnaudited || c.Table != "customers" || c.Status != schemas.StatusFail ||
+		c.Observed != "1 changed objects not read by the audit: gold/customers/c2.parquet" || !strings.Contains(c.Message, "no check of the suite reads table customers") {
+		t.Errorf("passed %v, last check %+v; want unaudited_objects(customers) naming c2.parquet", rep.Passed, c)
+	}
+	// Custom SQL may name any table: it reads them all.
+	checks = append(checks, Check{Name: "no_orphans", Kind: KindCrossTable, SQL: "SELECT * FROM customers WHERE customer_id IS NULL AND false"})
+	rep, err = e.Run(context.Background(), Request{Dataset: "billing", Repository: "repo", Ref: "b1", BaseRef: "main",
+		BatchTime: batchTime, Suite: Suite{Tables: tables, Checks: checks}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed || len(rep.Checks) != 2 {
+		t.Errorf("with a custom query over the tables: %+v", rep.Checks)
+	}
+}

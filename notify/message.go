@@ -135,6 +135,8 @@ func (r run) outcome() (emoji, words string) {
 			return ":warning:", "aborted: too many runs in progress"
 		case schemas.ReasonAuditCrashed:
 			return ":boom:", "aborted: its audit took the process down"
+		case schemas.ReasonUnauditedObjects:
+			return ":no_entry:", "aborted: objects the audit did not read"
 		}
 		return ":no_entry:", "aborted"
 	case schemas.StateFailed:
@@ -316,6 +318,12 @@ func (r run) next(l links) string {
 			return "the batch conflicts with " + r.target() + "; resolve the conflicting writes and send the batch again."
 		case schemas.ReasonInvalid:
 			return "fix the producer of this batch's events and send the batch again."
+		case schemas.ReasonUnauditedObjects:
+			s := "the batch wrote objects under a table's path that the audit does not read (hidden names, empty objects, files a Delta log does not name) and readers of " + r.target() + " would; "
+			if kept {
+				return s + "remove them from branch " + branch + " (or list real markers in the table's markers), then run " + code(r.command("retry")) + "."
+			}
+			return s + "stop the writer from leaving them (or list real markers in the table's markers) and send the batch again."
 		case schemas.ReasonAuditCrashed:
 			s := "find out what ended the process during the audit (out of memory: audit.memory_limit, the instance's memory; a crash inside DuckDB: the log)"
 			if kept {

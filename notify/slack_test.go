@@ -434,6 +434,7 @@ func TestAbortReasonsSayWhatToDo(t *testing.T) {
 		{schemas.ReasonCancelled, false, "aborted: cancelled", "*Next:* nothing to do; the batch was cancelled on request.", false},
 		{schemas.ReasonMergeConflict, true, "aborted: merge conflict", "*Next:* branch wap-orders-b-42 (http://lakefs.test:8000/repositories/lake/objects?ref=wap-orders-b-42) conflicts with `release`; resolve the conflicting writes on it, then run `lakewap retry -dataset orders -batch b-42`.", true},
 		{schemas.ReasonInvalid, false, "aborted: invalid batch", "*Next:* fix the producer of this batch's events", true},
+		{schemas.ReasonUnauditedObjects, false, "aborted: objects the audit did not read", "*Next:* the batch wrote objects under a table's path that the audit does not read (hidden names, empty objects, files a Delta log does not name) and readers of `release` would; stop the writer from leaving them (or list real markers in the table's markers) and send the batch again.", true},
 		{schemas.ReasonAuditCrashed, true, "aborted: its audit took the process down", "*Next:* find out what ended the process during the audit (out of memory: audit.memory_limit, the instance's memory; a crash inside DuckDB: the log), inspect branch wap-orders-b-42 (http://lakefs.test:8000/repositories/lake/objects?ref=wap-orders-b-42), then run `lakewap retry -dataset orders -batch b-42`.", true},
 	}
 	for _, tc := range cases {

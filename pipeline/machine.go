@@ -483,12 +483,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 			n.PublishSince = now
 			break
 		}
-		failed := rep.Failed()
-		detail := fmt.Sprintf("%d check(s) failed", len(failed))
-		if len(failed) > 0 {
-			detail += ": " + failed[0].Name
-		}
-		n = abort(n, schemas.ReasonAuditFailed, detail, now)
+		n = abort(n, auditAbort(rep), auditDetail(rep), now)
 	case Strayed:
 		if n.State != StateAuditing && n.State != StatePublishing {
 			return n, false, nil
@@ -546,6 +541,45 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		return n, false, nil
 	}
 	return n, true, nil
+}
+
+// auditAbort is the reason of an abort for the failing report rep:
+// unaudited_objects when the batch changed objects the audit did not read
+// (whatever else failed: the verdict did not cover what would be merged),
+// audit_failed for checks failing on the data.
+func auditAbort(rep schemas.AuditReport) string {
+	if _, ok := unaudited(rep); ok {
+		return schemas.ReasonUnauditedObjects
+	}
+	return schemas.ReasonAuditFailed
+}
+
+// unaudited is rep's first failed unaudited_objects result.
+func unaudited(rep schemas.AuditReport) (schemas.CheckResult, bool) {
+	for _, c := range rep.Checks {
+		if c.Kind == schemas.KindUnauditedObjects && c.Status == schemas.StatusFail {
+			return c, true
+		}
+	}
+	return schemas.CheckResult{}, false
+}
+
+// auditDetail says what failed in rep: the objects not read, or the count
+// and first name of the failed checks.
+func auditDetail(rep schemas.AuditReport) string {
+	failed := rep.Failed()
+	if c, ok := unaudited(rep); ok {
+		others := slices.DeleteFunc(failed, func(f schemas.CheckResult) bool { return f.Kind == schemas.KindUnauditedObjects })
+		if len(others) == 0 {
+			return c.Observed
+		}
+		return fmt.Sprintf("%s (and %d other check(s) failed: %s)", c.Observed, len(others), others[0].Name)
+	}
+	detail := fmt.Sprintf("%d check(s) failed", len(failed))
+	if len(failed) > 0 {
+		detail += ": " + failed[0].Name
+	}
+	return detail
 }
 
 // auditLost counts the begun audit attempt of n, restored, that never
@@ -723,13 +757,14 @@ func (m Machine) retry(n Run, ev schemas.RetryRequested, now time.Time) (Run, bo
 		return n, false, refused(n, ev.RequestID, schemas.TypeRetryRequested, reason, detail, now)
 	}
 	retryable := n.State == StateFailed ||
-		n.State == StateAborted && (n.Reason == schemas.ReasonAuditFailed || n.Reason == schemas.ReasonMergeConflict || n.Reason == schemas.ReasonAuditCrashed)
+		n.State == StateAborted && (n.Reason == schemas.ReasonAuditFailed || n.Reason == schemas.ReasonMergeConflict ||
+			n.Reason == schemas.ReasonAuditCrashed || n.Reason == schemas.ReasonUnauditedObjects)
 	switch {
 	case n.State == "" || n.State == StatePending:
 		return n, false, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRetryRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s has no run: it never landed, or it ended longer ago than runs are kept",
 			ev.BatchID, ev.Dataset), now)
 	case !retryable:
-		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is %s%s: only failed runs, and aborted runs whose audit failed or crashed or whose merge conflicted, can be retried",
+		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is %s%s: only failed runs, and aborted runs whose audit failed, crashed or found objects it did not read, or whose merge conflicted, can be retried",
 			n.BatchID, n.State, parens(n.Reason)))
 	case n.State == StateAborted && !n.KeepBranch:
 		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is aborted (%s) and its branch %s was deleted (the dataset keeps no aborted branches): nothing to retry",

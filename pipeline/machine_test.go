@@ -168,6 +168,22 @@ func TestTransitionScenarios(t *testing.T) {
 			}},
 			{in: retryReq("b30", "q1"), state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: lost(0)},
 		}},
+		{"objects the audit did not read abort unaudited_objects, not audit_failed", []step{
+			{in: landed("b32", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b32", "fact"), state: StateAuditing},
+			{in: Audited{SealedCommit: "c32", Report: schemas.AuditReport{Dataset: "billing", Checks: []schemas.CheckResult{
+				{Name: "billing_id_not_null", Kind: "not_null", Severity: "error", Status: schemas.StatusFail},
+				{Name: "unaudited_objects(fact)", Kind: schemas.KindUnauditedObjects, Severity: "error", Status: schemas.StatusFail,
+					Observed: "1 changed objects not read by the audit: gold/fact/_hidden.parquet"}}}},
+				state: StateAborted, check: func(t *testing.T, r Run) {
+					ab := r.Outbox[len(r.Outbox)-1].Aborted
+					want := "1 changed objects not read by the audit: gold/fact/_hidden.parquet (and 1 other check(s) failed: billing_id_not_null)"
+					if ab == nil || ab.Reason != schemas.ReasonUnauditedObjects || ab.Detail != want || ab.Report == nil {
+						t.Errorf("abort = %+v; want unaudited_objects, %q, with the report", ab, want)
+					}
+				}},
+		}},
 		{"an audit attempt that reports, or that a revocation stopped, is not lost", []step{
 			{in: landed("b31", "fact"), state: StateLanded},
 			{in: BranchCreated{}, state: StateAwaitingWrites},

@@ -88,11 +88,21 @@ const (
 	// ended with their process (out of memory, a crash inside DuckDB); it
 	// is not audited again. The branch is kept.
 	ReasonAuditCrashed = "audit_crashed"
+	// ReasonUnauditedObjects: the batch changed objects under a table's
+	// path that the audit did not read (the report's failed
+	// unaudited_objects check names them): readers listing the path would
+	// read them on the target. Told apart from audit_failed, a check
+	// failing on the data.
+	ReasonUnauditedObjects = "unaudited_objects"
 )
+
+// KindUnauditedObjects is the kind of the audit's result naming the
+// changed objects it did not read (audit.KindUnaudited).
+const KindUnauditedObjects = "unaudited_objects"
 
 // abortReasons are the reasons a valid BatchAborted may carry.
 var abortReasons = []string{ReasonAuditFailed, ReasonWriteTimeout, ReasonCancelled, ReasonMergeConflict,
-	ReasonInvalid, ReasonTooManyRuns, ReasonOutsideTables, ReasonAuditCrashed}
+	ReasonInvalid, ReasonTooManyRuns, ReasonOutsideTables, ReasonAuditCrashed, ReasonUnauditedObjects}
 
 // ---- inputs (topic wap.events) ----
 

@@ -268,6 +268,7 @@ datasets:
     target: main
     tables:
       - {name: billing_fact, path: gold/billing_fact/, format: parquet}
+    checks: [{kind: row_count, table: billing_fact, min: 1}]
 `, k.Brokers[0], k.GroupID, k.InputTopic, k.RequestsTopic, k.ResultsTopic, k.DeadLetterTopic, k.ChangelogTopic,
 		e.cfg.LakeFS.Endpoint, e.cfg.LakeFS.AccessKeyID, e.cfg.LakeFS.SecretAccessKey)
 	f := filepath.Join(t.TempDir(), "lakewap.yaml")

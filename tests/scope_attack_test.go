@@ -63,6 +63,24 @@ func TestBatchPublishesOnlyItsTables(t *testing.T) {
 		}
 	})
 
+	t.Run("hidden object under the table", func(t *testing.T) {
+		land("hidden-1", "")
+		ev, err := e.Watcher.Await(ctx, "hidden-1", schemas.TypeBranchReady)
+		must(t, err)
+		branch := ev.(schemas.BranchReady).Branch
+		must(t, e.WriteParquet(ctx, branch, "gold/billing_fact/batch=hidden-1/part-0.parquet", good(850000)))
+		// The audit skips names starting with _, DuckDB's globs and Polars read them.
+		must(t, e.WriteParquet(ctx, branch, "gold/billing_fact/batch=hidden-1/_part-1.parquet", good(860000)))
+		final := complete("hidden-1")
+		ab, ok := final.(schemas.BatchAborted)
+		if !ok || ab.Reason != schemas.ReasonUnauditedObjects || ab.Detail != "1 changed objects not read by the audit: gold/billing_fact/batch=hidden-1/_part-1.parquet" {
+			t.Fatalf("batch ended with %+v; want aborted unaudited_objects naming _part-1.parquet", final)
+		}
+		if got := mainHas("gold/billing_fact/batch=hidden-1/"); len(got) != 0 {
+			t.Errorf("main has %v", got)
+		}
+	})
+
 	t.Run("branch with the run's name made beforehand", func(t *testing.T) {
 		branch := schemas.BranchName("billing", "pre-1")
 		_, err := e.Lake.EnsureBranch(ctx, "lake", branch, "main")

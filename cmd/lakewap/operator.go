@@ -10,7 +10,7 @@ import (
 // -batch and of -reason ("": no -reason).
 var operatorUse = map[string][4]string{
 	"retry": {"retry -config FILE -batch B [-by NAME] [-timeout D] [-json]",
-		"ask the daemon to run a failed batch (or one aborted by its audit, failed or crashed, or a merge conflict, branch kept) again; print its outcome",
+		"ask the daemon to run a failed batch (or one aborted by its audit, failed, crashed or with unaudited objects, or a merge conflict, branch kept) again; print its outcome",
 		"batch id of a failed run, or an aborted one whose branch was kept (required)", ""},
 	"cancel": {"cancel -config FILE -batch B [-reason TEXT] [-by NAME] [-timeout D] [-json]",
 		"ask the daemon to abort a batch that has not finished its audit",

@@ -601,7 +601,29 @@ func ParseIn(src []byte, lookup func(string) (string, bool), dir string) (*Confi
 	if err := c.ImportChecks(dir); err != nil {
 		return nil, err
 	}
+	if err := c.validateReads(); err != nil {
+		return nil, err
+	}
 	return &c, nil
+}
+
+// validateReads refuses a table no check reads, the imported checks
+// included: nothing under its path would be audited, yet the merge takes
+// it (the audit would abort every batch that writes there, unaudited_objects).
+func (c *Config) validateReads() error {
+	var errs Errors
+	for _, n := range slices.Sorted(maps.Keys(c.Datasets)) {
+		d := c.Datasets[n]
+		for _, i := range d.Suite.Unread() {
+			t := d.Suite.Tables[i]
+			errs = append(errs, fmt.Errorf("datasets.%s.tables[%d]: no check reads table %q, so nothing a batch writes under %s would be audited: give it a check, or list the path in allowed_paths to publish it unaudited",
+				n, i, t.Name, t.Path))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
 }
 
 // Defaults fills every unset field with its documented default: the one

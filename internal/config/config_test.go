@@ -113,6 +113,8 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"write deadline cap below the timeout", "write_timeout: 2h", "write_timeout: 2h\n    max_write_timeout: 1h", "datasets.billing.max_write_timeout: 1h0m0s is shorter than write_timeout"},
 		{"runs token is the webhook's", "notify:", "http: {listen: \":9090\", webhook_token: same, runs_token: same}\nnotify:", "http.runs_token: is the webhook's token"},
 		{"pending bound", "notify:", "runner: {max_pending_runs: -2}\nnotify:", "runner.max_pending_runs: must be -1"},
+		{"table no check reads", "      - {name: billing_fact, path: gold/billing_fact/}", "      - {name: billing_fact, path: gold/billing_fact/}\n      - {name: billing_dim, path: gold/billing_dim/}",
+			`datasets.billing.tables[1]: no check reads table "billing_dim", so nothing a batch writes under gold/billing_dim/ would be audited`},
 		{"no audit attempt", "notify:", "audit: {max_attempts: -1}\nnotify:", "audit.max_attempts: -1 must be at least 1 (0 keeps the default 3)"},
 		{"bad duration", "write_timeout: 2h", "write_timeout: two hours", `"two hours" is not a duration`},
 		{"bad log format", "notify:", "log: {format: xml}\nnotify:", `log.format: "xml" is not json or text`},

@@ -250,7 +250,8 @@ func commands(r pipeline.Run) []string {
 	case pipeline.StateFailed:
 		out = append(out, "lakewap retry -config F -batch "+b)
 	case pipeline.StateAborted:
-		if r.Reason == schemas.ReasonAuditFailed || r.Reason == schemas.ReasonMergeConflict || r.Reason == schemas.ReasonAuditCrashed {
+		if r.Reason == schemas.ReasonAuditFailed || r.Reason == schemas.ReasonMergeConflict || r.Reason == schemas.ReasonAuditCrashed ||
+			r.Reason == schemas.ReasonUnauditedObjects {
 			out = append(out, "lakewap retry -config F -batch "+b)
 		}
 	case pipeline.StatePublished:
