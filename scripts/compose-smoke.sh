@@ -280,6 +280,11 @@ check_stack() {
 		-H 'Content-Type: application/json' -d '{"id":"smoke-not-allowed"}' "$LAKEFS/api/v1/auth/users")"
 	say "   lakewap's key creating a user: HTTP $code"
 	[[ "$code" == 401 || "$code" == 403 ]] || fail "lakewap's key creating a user got HTTP $code, not 401/403"
+	# main is branch-protected: not even the admin uploads to it directly.
+	code="$(curl -s -o "$WORK/upload-main.json" -w '%{http_code}' -u "$(qs_env LAKEFS_ACCESS_KEY_ID):$(qs_env LAKEFS_SECRET_ACCESS_KEY)" \
+		-H 'Content-Type: application/octet-stream' --data-binary 'x' "$LAKEFS/api/v1/repositories/lake/branches/main/objects?path=gold/billing_fact/direct/x")"
+	say "   the admin's upload to main: HTTP $code $(head -c 120 "$WORK/upload-main.json")"
+	[[ "$code" == 403 ]] || fail "an upload to main with the admin's key got HTTP $code, not 403 (branch protection)"
 	# The ACL server (no authentication of its own) is not reachable from lakewap.
 	docker exec "$id" bash -c true || fail "no bash in the lakewap container to try a connection with"
 	if docker exec "$id" bash -c 'exec 3<>/dev/tcp/lakefs-acl/8001' 2>/dev/null; then

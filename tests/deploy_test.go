@@ -397,6 +397,19 @@ func TestComposeLakewapIsNotTheLakeFSAdmin(t *testing.T) {
 			t.Errorf("lakefs-setup does not %s: %s", want, cmd)
 		}
 	}
+	// The datasets' target is branch-protected: lakeFS then refuses uploads
+	// and commits to it for every key (Writers may write any branch), while
+	// merges and reverts go through.
+	cfgSrc, err := os.ReadFile("../deploy/lakewap.yaml")
+	must(t, err)
+	cfg, err := config.ParseIn(cfgSrc, func(k string) (string, bool) { v, ok := lw.Environment[k]; return v, ok }, "")
+	must(t, err)
+	for name, ds := range cfg.Datasets {
+		rule := fmt.Sprintf(`-d '[{"pattern":"%s"}]' http://lakefs:8000/api/v1/repositories/%s/settings/branch_protection`, ds.Target, ds.Repository)
+		if !strings.Contains(cmd, rule) {
+			t.Errorf("lakefs-setup does not branch-protect dataset %s's target %s/%s: %s", name, ds.Repository, ds.Target, cmd)
+		}
+	}
 	if strings.Contains(cmd, "Admins") || strings.Contains(cmd, "Supers") {
 		t.Errorf("lakefs-setup puts lakewap in a group above Writers: %s", cmd)
 	}
