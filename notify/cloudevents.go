@@ -71,6 +71,8 @@ func eventTime(ev schemas.Event) time.Time {
 		return e.OccurredAt
 	case schemas.RequestRefused:
 		return e.OccurredAt
+	case schemas.UnattestedChange:
+		return e.OccurredAt
 	}
 	return time.Time{}
 }

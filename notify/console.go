@@ -35,10 +35,14 @@ func (c *Console) Name() string { return "console" }
 func (c *Console) Send(_ context.Context, n Notification) (string, bool, error) {
 	r := runOf(n)
 	var b strings.Builder
-	b.WriteString(renderText(mainMessage(r, c.links).Blocks, ""))
-	if th, ok := threadMessage(r); ok {
-		b.WriteString("  ↳ thread:\n")
-		b.WriteString(renderText(th.Blocks, "    "))
+	if a, ok := announcement(n); ok {
+		b.WriteString(renderText(announcementMessage(a, "", c.links).Blocks, ""))
+	} else {
+		b.WriteString(renderText(mainMessage(r, c.links).Blocks, ""))
+		if th, ok := threadMessage(r); ok {
+			b.WriteString("  ↳ thread:\n")
+			b.WriteString(renderText(th.Blocks, "    "))
+		}
 	}
 	b.WriteString("\n")
 	c.mu.Lock()

@@ -203,9 +203,23 @@ func (d *Dispatcher) Notify(ctx context.Context, n Notification) (map[string]str
 
 	receipts := map[string]string{}
 	maps.Copy(receipts, n.Receipts)
+	_, announces := announcement(n)
 	var errs []error
 	for i, t := range ts {
 		name, r := t.sink.Name(), results[i]
+		if announces {
+			// The run's receipts stay as they are: an announcement is not
+			// the run's message, and a sink that missed it is not asked again.
+			if r.err != nil {
+				d.undeliv.WithLabelValues(name).Inc()
+				if t.required {
+					errs = append(errs, fmt.Errorf("%w to %s: %w", ErrUndelivered, name, r.err))
+				} else {
+					d.log.Warn("announcement not delivered", "sink", name, "batch_id", n.BatchID, "dataset", n.Dataset, "error", r.err.Error())
+				}
+			}
+			continue
+		}
 		if r.receipt != "" {
 			receipts[name] = r.receipt
 		}

@@ -84,6 +84,9 @@ func (r Route) matches(n Notification) bool {
 	if len(r.Datasets) > 0 && !slices.Contains(r.Datasets, n.Dataset) {
 		return false
 	}
+	if _, ok := announcement(n); ok {
+		return true // about the target, not a state of the run
+	}
 	return len(r.On) == 0 || slices.Contains(r.On, n.State)
 }
 

@@ -67,6 +67,9 @@ func kindOf(n Notification) string {
 	if a, ok := n.Event.(schemas.BatchAborted); ok {
 		reason = a.Reason
 	}
+	if c, ok := announcement(n); ok {
+		reason = c.Kind
+	}
 	return schemas.Clip(n.Dataset, 256) + "/" + n.State + "/" + reason
 }
 

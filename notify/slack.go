@@ -93,6 +93,15 @@ func (r slackReceipt) String() string {
 // Send posts or updates the batch's message, then posts the failure
 // details once.
 func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) {
+	if c, ok := announcement(n); ok {
+		// A message of its own, posted once (the Dispatcher keeps the run's receipts).
+		_, _, err := s.api.PostMessageContext(ctx, cmp.Or(n.Channel, s.channel), announcementMessage(c, n.Mention, s.links).options()...)
+		if err != nil {
+			retry, werr := classifySlack("chat.postMessage", s.name, err, s.secrets)
+			return "", retry, werr
+		}
+		return "", false, nil
+	}
 	r := runOf(n)
 	m := mainMessage(r, s.links)
 	rc := parseSlackReceipt(n.Receipts[s.name])
@@ -171,6 +180,15 @@ func (w *SlackWebhook) Name() string { return w.name }
 // Send posts n if it ends the run and was not posted before.
 func (w *SlackWebhook) Send(ctx context.Context, n Notification) (string, bool, error) {
 	prev := n.Receipts[w.name]
+	if c, ok := announcement(n); ok {
+		m := announcementMessage(c, n.Mention, w.links)
+		err := slack.PostWebhookCustomHTTPContext(ctx, w.url, w.hc, &slack.WebhookMessage{Text: m.Text, Blocks: &slack.Blocks{BlockSet: m.Blocks}})
+		if err != nil {
+			retry, werr := classifySlack("webhook", w.name, err, w.secrets())
+			return prev, retry, werr
+		}
+		return prev, false, nil
+	}
 	if !terminal(n.State) {
 		return prev, false, nil
 	}

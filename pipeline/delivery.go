@@ -41,7 +41,7 @@ func (d delivery) sent(in Sent, p Policy, now time.Time) (_ delivery, changed bo
 		o := d.Outbox[i]
 		d.Outbox = append(d.Outbox[:i:i], d.Outbox[i+1:]...)
 		d.Sent++
-		if o.Event() != nil && !o.ResultOnly() {
+		if o.RunEvent() {
 			d.LastSent = &o
 		}
 	}

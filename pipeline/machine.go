@@ -144,6 +144,10 @@ type (
 		CommitID     string
 		SealedCommit string
 		Report       *schemas.AuditReport
+		// Changes announce what the merge landed on that lakewap did not
+		// attest (commits, a suite change); the machine queues at most
+		// MaxChanges of them after BatchPublished.
+		Changes []schemas.UnattestedChange
 	}
 	// Collided reports that the batch's sealed commit (SealedCommit),
 	// audited again onto the target's newer head Head before its merge,
@@ -176,6 +180,7 @@ type (
 		// SealedCommit, when set, is the commit that merge brought in place
 		// of the run's sealed one (Merged.SealedCommit).
 		SealedCommit string
+		Changes      []schemas.UnattestedChange // as Merged.Changes
 	}
 	// Reverted reports the revert commit CommitID on the target undoes
 	// PublishCommit; Reason and By are what that commit records (an earlier
@@ -503,6 +508,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		}
 		n = rechecked(n, in.SealedCommit, in.Report)
 		n = published(n, in.CommitID, now)
+		n = announced(n, in.Changes)
 	case Collided:
 		if n.State != StatePublishing {
 			return n, false, nil
@@ -520,6 +526,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		if in.OnTarget {
 			n = rechecked(n, in.SealedCommit, nil)
 			n = published(n, in.CommitID, now)
+			n = announced(n, in.Changes)
 			break
 		}
 		f := *n.Looking
@@ -1032,6 +1039,23 @@ func published(n Run, commitID string, now time.Time) Run {
 		ev.Report = *n.Report
 	}
 	n.push(Outgoing{EventID: ev.EventID, State: StatePublished, Published: &ev})
+	return n
+}
+
+// MaxChanges bounds the announcements one publish queues (each at most
+// schemas.MaxUnattestedChangeBytes); the finder names the newest commits.
+const MaxChanges = 8
+
+// announced queues the announcements of what n's publish landed on, each
+// once: an id already queued is not queued again.
+func announced(n Run, changes []schemas.UnattestedChange) Run {
+	for _, c := range changes[:min(len(changes), MaxChanges)] {
+		if slices.ContainsFunc(n.Outbox, func(o Outgoing) bool { return o.EventID == c.EventID }) {
+			continue
+		}
+		c = c.Clip()
+		n.push(Outgoing{EventID: c.EventID, State: n.State, Change: &c})
+	}
 	return n
 }
 

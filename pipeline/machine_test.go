@@ -80,7 +80,7 @@ func TestTransitionScenarios(t *testing.T) {
 			}},
 			{in: BranchCreated{}, state: StateAwaitingWrites},
 		}},
-		{"a batch audited again on the target's newer head publishes that commit", []step{
+		{"a merge of an older version's recheck (a descendant of the seal) is recorded as the sealed commit", []step{
 			{in: landed("b22", "fact"), state: StateLanded},
 			{in: BranchCreated{}, state: StateAwaitingWrites},
 			{in: write("b22", "fact"), state: StateAuditing},
@@ -105,6 +105,27 @@ func TestTransitionScenarios(t *testing.T) {
 					t.Errorf("sealed %s, cleanup %v; want r1 and the branch kept", r.SealedCommit, r.CleanupPending)
 				}
 			}},
+		}},
+		{"a publish announces what it landed on, each once, after BatchPublished, never sent again as the run's last event", []step{
+			{in: landed("b24", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b24", "fact"), state: StateAuditing},
+			{in: Audited{SealedCommit: "s1", Report: report(true)}, state: StatePublishing},
+			{in: Merged{CommitID: "m1", Changes: []schemas.UnattestedChange{{EventID: "a1", Kind: schemas.ChangeUnattestedCommit, CommitID: "d1"},
+				{EventID: "a1", Kind: schemas.ChangeUnattestedCommit, CommitID: "d1"}, {EventID: "a2", Kind: schemas.ChangeSuiteChanged, CommitID: "p0"}}},
+				state: StatePublished, check: func(t *testing.T, r Run) {
+					var ids []string
+					for _, o := range r.Outbox[len(r.Outbox)-3:] {
+						ids = append(ids, o.EventID)
+					}
+					if ids[0] != EventID("billing", "b24", "published") || ids[1] != "a1" || ids[2] != "a2" || r.Outbox[len(r.Outbox)-1].Change == nil {
+						t.Errorf("outbox ends %v; want BatchPublished, then a1 and a2 once each", ids)
+					}
+					d, _ := r.delivery.sent(Sent{EventID: "a2"}, DefaultPolicy, time.Now())
+					if d.LastSent != nil && d.LastSent.Change != nil {
+						t.Errorf("an announcement became the run's last event, which a re-notification sends again")
+					}
+				}},
 		}},
 		{"happy path publishes", []step{
 			{in: landed("b1", "fact", "dim"), state: StateLanded, effects: []EffectKind{DoCreateBranch}},

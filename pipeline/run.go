@@ -169,6 +169,9 @@ type Outgoing struct {
 	Failed      *schemas.BatchFailed    `json:"failed,omitempty"`
 	Reverted    *schemas.BatchReverted  `json:"reverted,omitempty"`
 	Refused     *schemas.RequestRefused `json:"refused,omitempty"`
+	// Change announces a commit on the target lakewap did not attest, or a
+	// suite change, that the run's publish landed on.
+	Change *schemas.UnattestedChange `json:"change,omitempty"`
 	// RequestID is the operator request the event answers, if any.
 	RequestID string `json:"request_id,omitempty"`
 }
@@ -192,9 +195,16 @@ func (o Outgoing) Event() schemas.Event {
 		return *o.Reverted
 	case o.Refused != nil:
 		return *o.Refused
+	case o.Change != nil:
+		return *o.Change
 	}
 	return nil
 }
+
+// RunEvent reports whether o tells of the run itself (what Slack's message
+// of the run shows and a re-notification sends again): not an answer to
+// an operator, nor an announcement about the target.
+func (o Outgoing) RunEvent() bool { return o.Event() != nil && !o.ResultOnly() && o.Change == nil }
 
 // EventID is stable for a (dataset, batch, kind) triple, so a result re-sent
 // after a crash carries the same id and downstream consumers can drop

@@ -53,6 +53,7 @@ func currentKinds() []kindSpec {
 		kindOf[BatchFailed](TypeBatchFailed),
 		kindOf[BatchReverted](TypeBatchReverted),
 		kindOf[RequestRefused](TypeRequestRefused),
+		kindOf[UnattestedChange](TypeUnattestedChange),
 	}
 }
 

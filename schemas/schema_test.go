@@ -69,6 +69,9 @@ func sampleEvents() []Event {
 			PublishedCommitID: "c0ffee", CommitID: "decaf", Reason: "wrong currency", RevertedBy: "ana", OccurredAt: ms("2024-05-02T09:00:00Z")},
 		RequestRefused{EventID: "e-6", RequestID: "req-2", RequestType: TypeRetryRequested, BatchID: "b1", Dataset: "orders",
 			State: "published", Reason: RefusedWrongState, Detail: "batch b1 is published", OccurredAt: ms("2024-05-02T09:01:00Z")},
+		UnattestedChange{EventID: "e-7", Kind: ChangeUnattestedCommit, BatchID: "b2", Dataset: "orders", Repository: "lake", TargetRef: "main",
+			CommitID: "d1rec7", Committer: "ana", Message: "fix by hand", Detail: "no lakewap attestation", Suite: "5a1e",
+			PublishedCommitID: "c0ffee2", OccurredAt: ms("2024-05-02T09:02:00Z")},
 	}
 }
 
@@ -88,6 +91,7 @@ func minimalEvents() []Event {
 		RetryRequested{BatchID: "b", Dataset: "d", OccurredAt: t0},
 		RevertRequested{BatchID: "b", Dataset: "d", OccurredAt: t0},
 		RequestRefused{BatchID: "b", Dataset: "d", OccurredAt: t0},
+		UnattestedChange{BatchID: "b", Dataset: "d", OccurredAt: t0},
 	}
 }
 

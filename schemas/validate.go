@@ -369,6 +369,14 @@ func (rules Rules) Validate(ev Event) error {
 		}
 	case BatchFailed:
 		v.timestamp("occurred_at", e.OccurredAt)
+	case UnattestedChange:
+		v.timestamp("occurred_at", e.OccurredAt)
+		if e.Kind != ChangeUnattestedCommit && e.Kind != ChangeSuiteChanged {
+			v.add("kind", fmt.Sprintf("%s is not a known kind", quote(e.Kind)))
+		}
+		if e.CommitID == "" {
+			v.add("commit_id", "is empty")
+		}
 	case BatchReverted:
 		v.timestamp("occurred_at", e.OccurredAt)
 		if e.PublishedCommitID == "" {

@@ -286,6 +286,7 @@ func TestEventIDAndDataset(t *testing.T) {
 		BranchReady{EventID: "e", BatchID: "b", Dataset: "d"}, BatchPublished{EventID: "e", BatchID: "b", Dataset: "d"},
 		BatchAborted{EventID: "e", BatchID: "b", Dataset: "d"}, BatchFailed{EventID: "e", BatchID: "b", Dataset: "d"},
 		BatchReverted{EventID: "e", BatchID: "b", Dataset: "d"}, RequestRefused{EventID: "e", RequestID: "r", BatchID: "b", Dataset: "d"},
+		UnattestedChange{EventID: "e", BatchID: "b", Dataset: "d"},
 	} {
 		wantID := "e"
 		if strings.HasSuffix(ev.EventType(), "Requested") || IsInput(ev) {
@@ -295,7 +296,7 @@ func TestEventIDAndDataset(t *testing.T) {
 			t.Errorf("%s: batch %q dataset %q id %q", ev.EventType(), ev.Batch(), ev.DatasetName(), ev.ID())
 		}
 	}
-	if n := len(EventTypes()); n != 11 {
+	if n := len(EventTypes()); n != 12 {
 		t.Errorf("%d event types: add the new ones here", n)
 	}
 }

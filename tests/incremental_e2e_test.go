@@ -3,10 +3,14 @@ package tests
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -65,5 +69,72 @@ func TestEndToEndIncrementalAfterAttestedPublish(t *testing.T) {
 	after, ok := e.runBatch(t, "inc-4", rowsFrom("9000")).(schemas.BatchPublished)
 	if !ok || after.Report.Mode != audit.ModeFull || !strings.Contains(after.Report.ModeReason, "not an attested publish") {
 		t.Fatalf("after a direct commit: %+v", after.Report)
+	}
+}
+
+// TestUnattestedCommitIsAnnouncedOnce (real lakeFS, slacktest): a direct
+// commit on main makes the next audit full, and it is announced once, by
+// the publish that lands on it: one UnattestedChange on the results topic
+// naming it and one Slack message of its own. The batches after it, whose
+// audits are incremental again, announce nothing.
+func TestUnattestedCommitIsAnnouncedOnce(t *testing.T) {
+	slackSrv := newSlackAPI(t)
+	var mu sync.Mutex
+	idle := map[string]bool{} // batch -> published with nothing left to send
+	e := startE2EWith(t, func(c *config.Config) {
+		c.Notify.Slack = &config.Slack{Token: "xoxb-e2e-secret", Channel: "C0WAP", APIURL: slackSrv.GetAPIURL()}
+	}, daemon.Options{Observe: func(_, after pipeline.Run) {
+		mu.Lock()
+		defer mu.Unlock()
+		idle[after.BatchID] = after.State == pipeline.StatePublished && len(after.Outbox) == 0
+	}})
+	ctx := context.Background()
+	batches := []string{"ann-1", "ann-2", "ann-3"}
+	if _, ok := e.runBatch(t, batches[0], harness.GoodBillingRows).(schemas.BatchPublished); !ok {
+		t.Fatal("first batch not published")
+	}
+	must(t, e.Lake.Upload(ctx, "lake", "main", "notes/readme.txt", strings.NewReader("by hand")))
+	direct, err := e.Lake.Commit(ctx, "lake", "main", "a change by hand", nil)
+	must(t, err)
+	second, ok := e.runBatch(t, batches[1], rowsFrom("5000")).(schemas.BatchPublished)
+	if !ok || second.Report.Mode != audit.ModeFull || !strings.Contains(second.Report.ModeReason, "not an attested publish") {
+		t.Fatalf("the batch after a direct commit: %+v; want published after a full audit saying why", second.Report)
+	}
+	third, ok := e.runBatch(t, batches[2], rowsFrom("9000")).(schemas.BatchPublished)
+	if !ok || third.Report.Mode != audit.ModeIncremental {
+		t.Fatalf("the batch after that: %+v; want published after an incremental audit", third.Report)
+	}
+	waitFor(t, func() bool { // every event of the three runs sent
+		mu.Lock()
+		defer mu.Unlock()
+		return idle[batches[0]] && idle[batches[1]] && idle[batches[2]]
+	})
+
+	var changes []schemas.UnattestedChange
+	for _, b := range batches {
+		for _, ev := range e.Watcher.All(b) {
+			if c, ok := ev.(schemas.UnattestedChange); ok {
+				changes = append(changes, c)
+			}
+		}
+	}
+	if len(changes) != 1 {
+		t.Fatalf("%d announcements on the results topic, want 1: %+v", len(changes), changes)
+	}
+	c := changes[0]
+	if c.Kind != schemas.ChangeUnattestedCommit || c.CommitID != direct || c.BatchID != batches[1] || c.Message != "a change by hand" ||
+		c.PublishedCommitID != second.CommitID || c.TargetRef != "main" {
+		t.Errorf("announcement %+v; want the direct commit %s, found by %s's publish %s", c, direct, batches[1], second.CommitID)
+	}
+	slackSrv.mu.Lock()
+	defer slackSrv.mu.Unlock()
+	said := 0
+	for _, txt := range slackSrv.texts {
+		if strings.Contains(txt, "did not attest") {
+			said++
+		}
+	}
+	if said != 1 || slackSrv.posts != len(batches)+1 {
+		t.Errorf("slack: %d messages about a commit lakewap did not attest, %d posts; want 1, and one message per batch besides", said, slackSrv.posts)
 	}
 }

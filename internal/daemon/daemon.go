@@ -148,6 +148,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	rc.Lake, rc.Auditor, rc.Notifier, rc.Store = d.lake, auditor{d.audits}, notifier{disp}, store
 	rc.Logger, rc.Observe, rc.Failpoint = log, o.Observe, failpointFromEnv(log)
 	rc.Attest = attester(cfg, d.engine, d.lake)
+	if cfg.Audit.IncrementalOn() {
+		// What makes the next audit full is announced; with every audit
+		// full there is nothing to say.
+		rc.Unattested = unattestedFinder(cfg, d.lake)
+	}
 	if cfg.Lineage.On() {
 		if d.lineage, err = newLineage(ctx, cfg, kp.client, log, reg); err != nil {
 			return nil, err

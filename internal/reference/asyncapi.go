@@ -47,7 +47,7 @@ func asyncChannels() []asyncChannel {
 		{id: "results", configKey: "kafka.results_topic", action: "send",
 			description: "lakewap's outcomes. Every event has a stable event_id (also in the wap.event_id and ce_id headers): the same outcome sent again has the same id, so consumers drop duplicates by it.",
 			events: []string{schemas.TypeBranchReady, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed,
-				schemas.TypeBatchReverted, schemas.TypeRequestRefused},
+				schemas.TypeBatchReverted, schemas.TypeRequestRefused, schemas.TypeUnattestedChange},
 			headers: append([]string{"ce_id", "ce_source", "ce_specversion", "ce_subject", "ce_time", "ce_type", "content-type",
 				"wap.event_id", schemas.HeaderEventType, schemas.HeaderBatchID, schemas.HeaderRequestID}, trace...),
 			key: "The batch id."},

@@ -17,7 +17,7 @@ var keyDocs = map[string]keyDoc{
 	"kafka.group_id":                                 {desc: "Consumer group of the daemon's instances; they share the input partitions."},
 	"kafka.input_topic":                              {desc: "Topic of producers' input events: BatchLanded, WriteComplete, BatchCancelled."},
 	"kafka.requests_topic":                           {desc: "Topic of operators' requests (lakewap retry, cancel, revert), apart from producers' inputs so that only operators may write it; requests on the input topic are dead-lettered. Same partition count as the input topic."},
-	"kafka.results_topic":                            {desc: "Topic of result events: BranchReady, BatchPublished, BatchAborted, BatchFailed, BatchReverted, RequestRefused."},
+	"kafka.results_topic":                            {desc: "Topic of result events: BranchReady, BatchPublished, BatchAborted, BatchFailed, BatchReverted, RequestRefused, UnattestedChange."},
 	"kafka.dead_letter_topic":                        {desc: "Topic of the inputs that can never be handled, with the reason in headers."},
 	"kafka.changelog_topic":                          {desc: "Compacted topic that stores run state, one record per run, same partitions as the input topic."},
 	"kafka.partitions":                               {desc: "Partitions of the topics lakewap creates when they are missing."},

@@ -162,7 +162,24 @@ func (r *Runner) look(ctx context.Context, log *slog.Logger, run pipeline.Run) p
 	}
 	id := cmp.Or(pub.Merge, pub.Head)
 	log.Warn("publish failed, but the sealed commit is on the target: published", "commit_id", id, "err", cmp.Or(run.Looking, &pipeline.Failure{}).Err)
-	return pipeline.Looked{OnTarget: true, CommitID: id, SealedCommit: pub.Source}
+	return pipeline.Looked{OnTarget: true, CommitID: id, SealedCommit: pub.Source, Changes: r.unattested(ctx, log, run, pub.Merge)}
+}
+
+// unattested is what the publish merge landed on that lakewap did not
+// attest (Config.Unattested); nothing without a merge commit.
+func (r *Runner) unattested(ctx context.Context, log *slog.Logger, run pipeline.Run, merge string) []schemas.UnattestedChange {
+	if r.cfg.Unattested == nil || merge == "" {
+		return nil
+	}
+	changes, err := r.cfg.Unattested(ctx, run, merge)
+	if err != nil {
+		log.Warn("could not look for unattested commits under the publish; none is announced", "commit_id", merge, "err", err)
+		return nil
+	}
+	for _, c := range changes {
+		log.Warn("the publish landed on a change lakewap did not attest", "kind", c.Kind, "commit", c.CommitID, "detail", c.Detail)
+	}
+	return changes
 }
 
 // publish brings the run's sealed commit into its target (Publish). When
@@ -215,7 +232,15 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run) pipeline.Input {
 	case res.Empty:
 		log.Info("batch changed nothing; the target already holds it", "commit_id", res.CommitID, "sealed_commit", run.SealedCommit)
 	}
-	return pipeline.Merged{CommitID: res.CommitID, SealedCommit: res.Sealed, Report: rechecked}
+	in := pipeline.Merged{CommitID: res.CommitID, SealedCommit: res.Sealed, Report: rechecked}
+	if !res.Empty {
+		judged := run
+		if rechecked != nil {
+			judged.Report = rechecked
+		}
+		in.Changes = r.unattested(ctx, log, judged, res.CommitID)
+	}
+	return in
 }
 
 // meta is the merge commit's metadata for run: the batch's labels and, with

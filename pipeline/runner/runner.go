@@ -74,6 +74,12 @@ type Config struct {
 	// foundation. An error is logged and the batch is published without it:
 	// the next audit of the dataset is then full, never wrong.
 	Attest func(ctx context.Context, run pipeline.Run, against string) (map[string]string, error)
+	// Unattested, if set, finds what the run's publish, the merge commit
+	// merge on its target, landed on that lakewap did not attest: commits
+	// since lakewap's last publish there, and a change of the dataset's
+	// suite since its last publish. They are announced with the publish.
+	// An error is logged and nothing is announced.
+	Unattested func(ctx context.Context, run pipeline.Run, merge string) ([]schemas.UnattestedChange, error)
 }
 
 // Runner executes the machine's effects for the runs of the partitions
