@@ -43,7 +43,9 @@ func TestUnattestedUnder(t *testing.T) {
 	pub := func(dataset, digest string) func(string) lakefs.Commit {
 		return func(p string) lakefs.Commit { return publish(dataset, digest, p) }
 	}
-	hand := func(msg string) func(string) lakefs.Commit { return func(p string) lakefs.Commit { return direct(p, msg) } }
+	hand := func(msg string) func(string) lakefs.Commit {
+		return func(p string) lakefs.Commit { return direct(p, msg) }
+	}
 	run := pipeline.Run{BatchID: "b9", Dataset: "billing", Repository: "lake", Target: "main"}
 	for _, tt := range []struct {
 		name    string
