@@ -107,7 +107,7 @@ func TestAsyncAPIDocumentParses(t *testing.T) {
 	}{
 		"input":       {k.InputTopic, "receive", []string{"BatchLanded", "WriteComplete", "BatchCancelled"}},
 		"requests":    {k.RequestsTopic, "receive", []string{"RetryRequested", "RevertRequested", "BatchCancelled"}},
-		"results":     {k.ResultsTopic, "send", []string{"BranchReady", "BatchPublished", "BatchAborted", "BatchFailed", "BatchReverted", "RequestRefused"}},
+		"results":     {k.ResultsTopic, "send", []string{"BranchReady", "BatchPublished", "BatchAborted", "BatchFailed", "BatchReverted", "RequestRefused", "UnattestedChange"}},
 		"deadLetters": {k.DeadLetterTopic, "send", []string{"DeadLetter"}},
 		"changelog":   {k.ChangelogTopic, "send", []string{"RunState"}},
 	}
