@@ -2,13 +2,19 @@ package tests
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
@@ -138,3 +144,90 @@ func TestUnattestedCommitIsAnnouncedOnce(t *testing.T) {
 		t.Errorf("slack: %d messages about a commit lakewap did not attest, %d posts; want 1, and one message per batch besides", said, slackSrv.posts)
 	}
 }
+
+// TestSuiteChangeIsAnnouncedOnce (real lakeFS): a daemon restarted with one
+// more check in the dataset's suite audits the next batch full, and its
+// publish announces the suite change once (UnattestedChange kind
+// suite_changed naming the last publish under the old suite and both
+// digests); the batch after it is incremental and announces nothing.
+func TestSuiteChangeIsAnnouncedOnce(t *testing.T) {
+	tmp := t.TempDir()
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics()})
+	cfg := harness.DemoConfig(stack, tmp)
+	must(t, cfg.Validate())
+	envCtx, envCancel := context.WithCancel(context.Background())
+	defer envCancel()
+	start := func(cfg *config.Config, observe func(_, after pipeline.Run)) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		d, err := daemon.New(ctx, cfg, daemon.Options{Logger: slog.New(slog.DiscardHandler), Console: io.Discard, Observe: observe})
+		must(t, err)
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		return func() {
+			cancel()
+			select {
+			case err := <-done:
+				must(t, err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("daemon did not stop")
+			}
+		}
+	}
+	stop := start(cfg, nil)
+	env, err := harness.New(envCtx, stack, cfg, tmp)
+	must(t, err)
+	t.Cleanup(env.Close)
+	e := &e2e{Env: env, cfg: cfg}
+	old, ok := e.runBatch(t, "suite-1", harness.GoodBillingRows).(schemas.BatchPublished)
+	if !ok {
+		t.Fatal("first batch not published")
+	}
+	stop()
+
+	changed := *cfg
+	changed.Datasets = maps.Clone(cfg.Datasets)
+	ds := changed.Datasets["billing"]
+	ds.Suite.Checks = append(slices.Clone(ds.Suite.Checks), audit.Check{Name: "fact_not_empty", Kind: "row_count", Table: "billing_fact", Min: ptrTo(1.0)})
+	changed.Datasets["billing"] = ds
+	must(t, changed.Validate())
+	var mu sync.Mutex
+	idle := map[string]bool{}
+	stop = start(&changed, func(_, after pipeline.Run) {
+		mu.Lock()
+		defer mu.Unlock()
+		idle[after.BatchID] = after.State == pipeline.StatePublished && len(after.Outbox) == 0
+	})
+	defer stop()
+	second, ok := e.runBatch(t, "suite-2", rowsFrom("5000")).(schemas.BatchPublished)
+	if !ok || second.Report.Mode != audit.ModeFull || !strings.Contains(second.Report.ModeReason, "another suite") {
+		t.Fatalf("the batch after the suite changed: %+v; want published after a full audit saying why", second.Report)
+	}
+	third, ok := e.runBatch(t, "suite-3", rowsFrom("9000")).(schemas.BatchPublished)
+	if !ok || third.Report.Mode != audit.ModeIncremental {
+		t.Fatalf("the batch after that: %+v; want incremental", third.Report)
+	}
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return idle["suite-2"] && idle["suite-3"]
+	})
+	var changes []schemas.UnattestedChange
+	for _, b := range []string{"suite-1", "suite-2", "suite-3"} {
+		for _, ev := range env.Watcher.All(b) {
+			if c, ok := ev.(schemas.UnattestedChange); ok {
+				changes = append(changes, c)
+			}
+		}
+	}
+	want := schemas.UnattestedChange{Kind: schemas.ChangeSuiteChanged, BatchID: "suite-2", CommitID: old.CommitID,
+		Suite: audit.SuiteDigest(ds.Suite), PreviousSuite: audit.SuiteDigest(cfg.Datasets["billing"].Suite)}
+	if len(changes) != 1 {
+		t.Fatalf("%d announcements, want 1: %+v", len(changes), changes)
+	}
+	c := changes[0]
+	if c.Kind != want.Kind || c.BatchID != want.BatchID || c.CommitID != want.CommitID || c.Suite != want.Suite || c.PreviousSuite != want.PreviousSuite {
+		t.Errorf("announcement %+v; want %+v", c, want)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
