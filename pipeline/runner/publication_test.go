@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // scriptedLake answers Published and Merge from a script.
@@ -108,6 +109,34 @@ func TestPublishRechecksAMovedTarget(t *testing.T) {
 		}
 		if l.merges > 0 && l.meta["by"] != tt.meta {
 			t.Errorf("%s: merged with metadata of the %s; want the %s's", tt.name, l.meta["by"], tt.meta)
+		}
+	}
+}
+
+// A publish asks what its merge landed on (Config.Unattested) for a new
+// merge and for one an earlier attempt made (a restart after the merge:
+// the announcement is not lost), never for a batch that merged nothing.
+func TestPublishAnnouncesWhatItsMergeLandedOn(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		pub      Publication
+		mergeErr error
+		asked    string // the merge commit Unattested is asked about; "" not asked
+	}{
+		{"new merge", Publication{Head: "h", Base: "h"}, nil, "m1"},
+		{"merged before a crash", Publication{OnTarget: true, Merge: "m0", Head: "m0"}, nil, "m0"},
+		{"nothing to merge", Publication{Head: "h", Base: "h"}, fmt.Errorf("no changes: %w", ErrNoChanges), ""},
+	} {
+		l := &scriptedLake{published: []Publication{tt.pub}, mergeErr: tt.mergeErr}
+		asked := ""
+		r := historyRunner(l, nil)
+		r.cfg.Unattested = func(_ context.Context, run Run, merge string) ([]schemas.UnattestedChange, error) {
+			asked = merge
+			return []schemas.UnattestedChange{{EventID: "a1", Kind: schemas.ChangeUnattestedCommit, CommitID: "d1"}}, nil
+		}
+		in, ok := r.publish(context.Background(), historyRun()).(Merged)
+		if !ok || asked != tt.asked || (tt.asked != "") != (len(in.Changes) == 1) {
+			t.Errorf("%s: %+v, asked about %q; want asked about %q and its answer in Merged", tt.name, in, asked, tt.asked)
 		}
 	}
 }
