@@ -132,6 +132,9 @@ type Engine struct {
 	// foundations are the foundations incremental decisions found, by
 	// repository and audited ref (Foundation).
 	foundations *boundedMap[string]
+	// dataPrefixes are the repositories' data prefixes (Namespaced), by
+	// repository.
+	dataPrefixes *boundedMap[string]
 
 	// groupedUniqueBytes: unique checks over a view of at least this many
 	// bytes count duplicates and gather their sample in one grouped scan;
@@ -189,6 +192,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.stats.failpoint = opts.Failpoint
 	e.foundations = newBoundedMap[string](reportCacheSize)
+	e.dataPrefixes = newBoundedMap[string](1024)
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
@@ -413,6 +417,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 		return report, err
 	}
 	report.Checks = append(r.checkAll(ctx), r.unaudited(ctx)...)
+	report.Checks = append(report.Checks, r.foreignAddresses(ctx)...)
 	if err := ctx.Err(); err != nil {
 		return report, err
 	}

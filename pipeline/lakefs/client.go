@@ -217,6 +217,32 @@ func (c *Client) CreateRepository(ctx context.Context, name, storageNamespace, d
 	return err
 }
 
+// DataPrefix is where lakeFS puts the objects written into repo: the
+// repository's storage namespace as its blockstore qualifies it
+// (local://<root>/<namespace>/, s3://bucket/prefix/), taken from the
+// physical address lakeFS hands a writer of branch for a new object (the
+// call creates no object). Objects staged at other addresses (another
+// repository's, a bucket the writer owns) are not lakeFS's own.
+func (c *Client) DataPrefix(ctx context.Context, repo, branch string) (string, error) {
+	var out apigen.StagingLocation
+	presign := false
+	err := c.send(ctx, call{op: "get physical address", repo: repo, ref: branch}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
+		return c.api.GetPhysicalAddress(ctx, repo, branch, &apigen.GetPhysicalAddressParams{Path: "lakewap/namespace-probe", Presign: &presign})
+	})
+	if err != nil {
+		return "", err
+	}
+	addr := ""
+	if out.PhysicalAddress != nil {
+		addr = *out.PhysicalAddress
+	}
+	i := strings.LastIndex(addr, "/data/")
+	if i <= 0 {
+		return "", fmt.Errorf("lakefs: the address lakeFS gives a new object of %s/%s, %q, has no /data/ under its namespace", repo, branch, addr)
+	}
+	return addr[:i+1], nil
+}
+
 // status is the HTTP status of a failed call, or 0.
 func status(err error) int {
 	var e *Error

@@ -22,10 +22,11 @@ import (
 type Source struct{ Lake *lakefs.Client }
 
 var (
-	_ audit.Source    = Source{}
-	_ audit.MergeDiff = Source{}
-	_ audit.Merges    = Merges{}
-	_ audit.Ancestry  = Source{}
+	_ audit.Source     = Source{}
+	_ audit.MergeDiff  = Source{}
+	_ audit.Merges     = Merges{}
+	_ audit.Ancestry   = Source{}
+	_ audit.Namespaced = Source{}
 )
 
 // Holds reports whether branch's head is in ref's history: merging ref
@@ -47,6 +48,12 @@ func (s Source) List(ctx context.Context, repo, ref, prefix string) ([]audit.Obj
 		out[i] = audit.Object{Path: o.Path, Checksum: o.Checksum, Address: o.PhysicalAddress, Size: o.Size}
 	}
 	return out, nil
+}
+
+// DataPrefix is where lakeFS puts the objects written into repo
+// (audit.Namespaced): its storage namespace as the blockstore names it.
+func (s Source) DataPrefix(ctx context.Context, repo, branch string) (string, error) {
+	return s.Lake.DataPrefix(ctx, repo, branch)
 }
 
 // Changed lists the objects under prefix that ref adds or changes against

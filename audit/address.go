@@ -1,0 +1,106 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// What is merged lives where lakeFS put it. A writer may stage an object
+// at any physical address (stageObject, linkPhysicalAddress): a file of
+// another repository, or, on an object store, a key in a bucket the writer
+// owns and can rewrite after the publish. The audit reads those bytes as
+// readers would today, but main would hold data lakewap does not own. So
+// every object a batch changes under a table's path must lie under the
+// repository's data prefix (its storage namespace as the blockstore names
+// it); anything else fails the check foreign_addresses, which names the
+// paths, and the batch is aborted.
+//
+// Whether an object's claimed size is its stored size cannot be asked of
+// lakeFS's API (it serves the claimed size); see docs/trust-model.md.
+
+// KindForeignAddress is the kind of the result that names objects staged
+// outside the repository's storage namespace.
+const KindForeignAddress = "foreign_addresses"
+
+// Namespaced is a Source that knows where lakeFS puts a repository's
+// objects: DataPrefix is the storage namespace as the blockstore qualifies
+// it (local://<root>/<namespace>/, s3://bucket/prefix/), learnt through
+// branch. Without it the check does not run.
+type Namespaced interface {
+	DataPrefix(ctx context.Context, repo, branch string) (string, error)
+}
+
+// foreignAddresses checks, for each table the audit read, that the objects
+// the ref changes under its path (against the base) that the audit read
+// lie under the repository's data prefix. Objects it did not read are
+// unaudited's.
+func (r *run) foreignAddresses(ctx context.Context) []schemas.CheckResult {
+	ns, ok := r.e.opts.Source.(Namespaced)
+	if !ok || r.req.BaseRef == "" || r.req.BaseRef == r.req.Ref || r.req.BaseName == "" {
+		return nil
+	}
+	var out []schemas.CheckResult
+	prefix := ""
+	for _, t := range r.req.Suite.Tables {
+		key := strings.ToLower(t.Name)
+		addr := map[string]string{}
+		for _, s := range []string{schemaMain, schemaBatch} {
+			if v := r.views[viewKey{s, key}]; v != nil && !v.broken {
+				for _, o := range v.objects {
+					if o.Address != "" && (o.at == "" || o.at == r.req.Ref) {
+						addr[o.Path] = o.Address
+					}
+				}
+			}
+		}
+		if len(addr) == 0 {
+			continue
+		}
+		res := schemas.CheckResult{Name: KindForeignAddress + "(" + t.Name + ")", Kind: KindForeignAddress, Table: t.Name, Severity: SeverityError,
+			Threshold: "every changed object under " + t.Path + " stored under the repository's storage namespace"}
+		changed, err := r.changed(ctx, t.Path)
+		if err == nil && prefix == "" {
+			prefix, err = r.dataPrefix(ctx, ns)
+		}
+		if err != nil {
+			res.Status, res.Message = schemas.StatusError, "where lakeFS stores the objects of "+r.req.Repository+": "+err.Error()
+			if r.infra == nil {
+				r.infra = fmt.Errorf("%w: %s: %w", ErrInfrastructure, res.Name, err)
+			}
+			out = append(out, res)
+			continue
+		}
+		var foreign []string
+		for _, o := range changed {
+			if a, ok := addr[o.Path]; ok && !strings.HasPrefix(a, prefix) {
+				foreign = append(foreign, o.Path)
+			}
+		}
+		if len(foreign) == 0 {
+			continue
+		}
+		slices.Sort(foreign)
+		res.Status = schemas.StatusFail
+		res.Observed = fmt.Sprintf("%d changed objects stored outside %s: %s", len(foreign), schemas.Clip(prefix, 256), listed(foreign, maxUnauditedPaths))
+		res.Message = "staged at a physical address lakeFS did not give: another repository's data, or bytes their owner can change after the publish"
+		out = append(out, res)
+	}
+	return out
+}
+
+// dataPrefix is the repository's data prefix, asked once per engine.
+func (r *run) dataPrefix(ctx context.Context, ns Namespaced) (string, error) {
+	if p, ok := r.e.dataPrefixes.get(r.req.Repository); ok {
+		return p, nil
+	}
+	p, err := ns.DataPrefix(ctx, r.req.Repository, r.req.BaseName)
+	if err != nil {
+		return "", err
+	}
+	r.e.dataPrefixes.put(r.req.Repository, p)
+	return p, nil
+}
