@@ -83,10 +83,9 @@ func TestEndToEndJunkFloodLeavesOtherDatasetsPublishing(t *testing.T) {
 	}
 
 	parts := e.cfg.Kafka.Partitions
-	// max_open_runs is checked when a partition's worker takes a landing
-	// and counted once the run is stored, so landings on the other
-	// partitions at the same moment can each pass it: up to parts-1 more.
-	allowed := parts*maxPending + maxOpen + (parts - 1) + parts*maxFinished + 1 // + ledger's
+	// max_open_runs holds exactly: a dataset's landings are taken one at a
+	// time across partitions (it was passed by up to parts-1 runs).
+	allowed := parts*maxPending + maxOpen + parts*maxFinished + 1 // + ledger's
 	for deadline := time.Now().Add(time.Minute); len(e.d.Runs()) > allowed; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			states := map[string]int{}

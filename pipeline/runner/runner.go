@@ -96,10 +96,30 @@ type Runner struct {
 	open    atomic.Int64 // runs in an Open state across the assigned partitions
 	openMu  sync.Mutex
 	openBy  map[string]int // runs in an Open state by dataset: max_open_runs applies per dataset
+	// landing serialises the landings of one dataset across partitions,
+	// from reading its open count to storing the run, so that landings
+	// taken at the same moment cannot each pass max_open_runs.
+	landing map[string]*sync.Mutex
 	metrics *metrics
 
 	qmu    sync.Mutex
 	queues map[targetKey]*publishQueue // publish queue per target, while not empty
+}
+
+// landingLock is the lock of dataset's landings (a configured dataset:
+// the map is bounded by the config).
+func (r *Runner) landingLock(dataset string) *sync.Mutex {
+	r.openMu.Lock()
+	defer r.openMu.Unlock()
+	if r.landing == nil {
+		r.landing = map[string]*sync.Mutex{}
+	}
+	mu := r.landing[dataset]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		r.landing[dataset] = mu
+	}
+	return mu
 }
 
 // openOf is how many runs of dataset this instance holds in progress.
@@ -358,6 +378,13 @@ func (r *Runner) Handle(ctx context.Context, id int, ev schemas.Event, trace sch
 	p := r.partition(id)
 	if p == nil {
 		return fmt.Errorf("partition %d is not assigned to this instance", id)
+	}
+	if _, ok := ev.(schemas.BatchLanded); ok {
+		if _, known := r.cfg.Datasets(ev.DatasetName()); known {
+			mu := r.landingLock(ev.DatasetName())
+			mu.Lock()
+			defer mu.Unlock()
+		}
 	}
 	in, ref := r.input(ev, trace)
 	if ref != nil {
