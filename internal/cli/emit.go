@@ -18,6 +18,25 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
+// EmitLong is emit's help: its events and their flags.
+const EmitLong = `Produces input events to the input topic as upstream does: Avro (the Confluent
+wire format with a schema registry, single-object encoding without), key =
+batch id, wap.event_type and wap.batch_id headers, partitioned like the Java
+client (murmur2). Events are validated first (the dataset against the config
+with -config) and nothing is sent if one is invalid. Each sent event is
+printed as a JSON line, the way 'lakewap tail' prints it.
+
+  lakewap emit [KAFKA FLAGS] landed -batch B -dataset D -writes a,b [-deadline 2h|RFC3339]
+               [-source-ref REF] [-producer NAME] [-attr k=v]... [-at RFC3339]
+  lakewap emit [KAFKA FLAGS] write  -batch B -dataset D -write W [-paths p1,p2] [-rows N] [-at RFC3339]
+  lakewap emit [KAFKA FLAGS] cancel -batch B -dataset D -reason TEXT [-at RFC3339]
+  lakewap emit [KAFKA FLAGS] -json FILE|-
+
+-json reads JSON documents, one per line or concatenated, each an event with
+its snake_case fields and a "type" (BatchLanded, WriteComplete, BatchCancelled):
+  {"type":"BatchLanded","batch_id":"2024-06-01","dataset":"billing","expected_writes":["billing_fact"]}
+A missing occurred_at is now. 'lakewap emit EVENT -h' lists the event's flags.`
+
 // Run parses emit's flags and args, builds or reads the events, checks
 // them and sends them, printing each sent one: 0 sent, 1 not sent, 2 bad
 // flags or events.
