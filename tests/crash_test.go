@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
@@ -453,5 +454,106 @@ func TestAuditThatKillsTheProcessIsAbortedAfterMaxAttempts(t *testing.T) {
 	}
 	if _, err := env.Lake.Head(ctx, stack.Repository, branch); err != nil {
 		t.Errorf("the branch %s of the aborted batch is gone (%v); it is kept for inspection", branch, err)
+	}
+}
+
+// TestCrashAfterAttestedMerge (issue 21): the attestation is written with
+// the merge, in the merge commit. A daemon SIGKILLed after the merge of a
+// batch that lands on a commit lakewap did not attest, before the run
+// records the publish, leaves main holding the attested merge; the daemon
+// after it finds that merge (no second one), publishes the batch once,
+// announces the commit lakewap did not attest once, and the next batch's
+// audit trusts the attestation (incremental).
+func TestCrashAfterAttestedMerge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash tests run the daemon as a process; skipped with -short")
+	}
+	stack, env, cfgPath := procStack(t, "5m")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	src, err := os.ReadFile(cfgPath)
+	must(t, err)
+	cfg, err := config.ParseIn(src, func(k string) (string, bool) { return "x", k == "TEST_LAKEFS_SECRET" }, "")
+	must(t, err)
+	digest := audit.SuiteDigest(cfg.Datasets["billing"].Suite)
+	// batch lands, is written and completed; it returns the final event, or
+	// died when p exited first.
+	batch := func(p *daemonProc, id, query string) (schemas.Event, bool) {
+		t.Helper()
+		must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+			Producer: "crash-test", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+		ev, err := env.Watcher.Await(ctx, id, schemas.TypeBranchReady)
+		must(t, err)
+		path := "gold/billing_fact/batch=" + id + "/part-0.parquet"
+		must(t, env.WriteParquet(ctx, ev.(schemas.BranchReady).Branch, path, query))
+		must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: id, Dataset: "billing", Write: "billing_fact",
+			Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+		final, died, err := awaitOrExit(ctx, env, p, id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		must(t, err)
+		return final, died
+	}
+
+	p0 := startProc(t, stack, cfgPath, "")
+	if ev, died := batch(p0, "att-1", harness.GoodBillingRows); died || ev.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("first batch: %+v (daemon died %v)", ev, died)
+	}
+	_ = p0.cmd.Process.Signal(syscall.SIGTERM)
+	<-p0.exited
+	must(t, env.Lake.Upload(ctx, "lake", "main", "notes/readme.txt", strings.NewReader("by hand")))
+	direct, err := env.Lake.Commit(ctx, "lake", "main", "a change by hand", nil)
+	must(t, err)
+
+	p1 := startProc(t, stack, cfgPath, "after_merge")
+	if ev, died := batch(p1, "att-2", rowsFrom("5000")); !died || !p1.killedBySIGKILL() {
+		t.Fatalf("the daemon did not die at after_merge: %+v, %v", ev, p1.err)
+	}
+	merge, err := env.Lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	if merge.Metadata[pipeline.MetaBatchID] != "att-2" || len(merge.Parents) != 2 || merge.Parents[0] != direct {
+		t.Fatalf("main's head %s (%v, parents %v) is not att-2's merge onto the direct commit %s", merge.ID, merge.Metadata, merge.Parents, direct)
+	}
+	if _, err := audit.Attested(audit.CommitInfo{ID: merge.ID, Parents: merge.Parents, Metadata: merge.Metadata}, "billing", digest, nil); err != nil {
+		t.Fatalf("the merge left by the killed daemon is not attested: %v", err)
+	}
+
+	p2 := startProc(t, stack, cfgPath, "")
+	ev, err := env.Watcher.Await(ctx, "att-2", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	if pub, ok := ev.(schemas.BatchPublished); !ok || pub.CommitID != merge.ID {
+		t.Fatalf("after the restart att-2 ended %+v; want published as the merge %s", ev, merge.ID)
+	}
+	third, died := batch(p2, "att-3", rowsFrom("9000"))
+	if pub, ok := third.(schemas.BatchPublished); died || !ok || pub.Report.Mode != audit.ModeIncremental {
+		t.Fatalf("the batch after the restart: %+v; want published after an incremental audit (the attestation taken)", third)
+	}
+	if n := publishCommits(t, env, "att-2"); n != 1 {
+		t.Errorf("%d publish commits of att-2 on main, want 1", n)
+	}
+	if rows, err := env.CountRows(ctx, "main", "gold/billing_fact/", ""); err != nil || rows != 3000 {
+		t.Errorf("main holds %d rows (err %v), want 3000", rows, err)
+	}
+	// att-2's announcement comes after its BatchPublished: awaited. (That
+	// att-3 announces nothing is TestUnattestedCommitIsAnnouncedOnce's.)
+	ann, err := env.Watcher.Await(ctx, "att-2", schemas.TypeUnattestedChange)
+	must(t, err)
+	if c := ann.(schemas.UnattestedChange); c.CommitID != direct || c.PublishedCommitID != merge.ID {
+		t.Errorf("announcement %+v; want the direct commit %s under %s", c, direct, merge.ID)
+	}
+	for _, b := range []string{"att-1", "att-2", "att-3"} {
+		ids := map[string]map[string]bool{}
+		for _, ev := range env.Watcher.All(b) {
+			if ids[ev.EventType()] == nil {
+				ids[ev.EventType()] = map[string]bool{}
+			}
+			ids[ev.EventType()][ev.ID()] = true
+		}
+		for typ, set := range ids {
+			if len(set) != 1 {
+				t.Errorf("%s of %s emitted with %d different event ids, want 1", typ, b, len(set))
+			}
+		}
+		if _, ok := ids[schemas.TypeUnattestedChange]; ok && b == "att-1" {
+			t.Errorf("att-1 announced %v; the history before lakewap's first publish is not announced", ids[schemas.TypeUnattestedChange])
+		}
 	}
 }
