@@ -2,6 +2,8 @@ package audit
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -76,6 +78,63 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		out[file] = cols
 	}
 	return out, nil
+}
+
+// hiveCollision names the first file that sits under a key=value directory
+// (below the table's path) whose key is also a column of the file: pyarrow
+// and pandas read such a table with hive partitioning and take the
+// directory's value for every row, DuckDB (as lakewap reads the table)
+// the file's (found by TestTextAndParquetDifferentialAgainstPyArrow).
+func hiveCollision(names map[string][]fileColumn, order []string, objPath map[string]string, tablePath string) error {
+	for _, f := range order {
+		rel := strings.TrimPrefix(objPath[f], tablePath)
+		dirs := strings.Split(rel, "/")
+		for _, seg := range dirs[:len(dirs)-1] {
+			key, value, ok := strings.Cut(seg, "=")
+			if !ok || key == "" {
+				continue
+			}
+			for _, c := range names[f] {
+				if strings.EqualFold(c.name, key) {
+					return fmt.Errorf("file %s has a column %q and sits under the partition directory %q: readers disagree on it (pyarrow and pandas read %q for every row, DuckDB the file's values)",
+						objPath[f], c.name, seg, value)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// nullSpellings are the texts pandas (read_csv's default na_values) and
+// pyarrow (ConvertOptions.null_values, in columns it infers as not text)
+// read as NULL in a CSV file, where DuckDB reads a value (text, or NaN in
+// a DOUBLE column). The empty field, NULL for DuckDB and pandas, is left
+// out: it is how CSV writes NULL.
+var nullSpellings = []string{"-1.#IND", "1.#QNAN", "1.#IND", "-1.#QNAN", "#N/A N/A", "#N/A", "N/A", "n/a", "NA", "<NA>",
+	"#NA", "NULL", "null", "NaN", "-NaN", "nan", "-nan", "None"}
+
+// nullSpelling names the first field of the CSV files that is one of
+// nullSpellings: a not_null check would pass on it while pandas and
+// pyarrow readers read NULL (found by TestTextAndParquetDifferentialAgainstPyArrow).
+// One scan of each file, every column as text. A file DuckDB cannot read
+// is left for the view to report.
+func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[string]string) error {
+	for _, f := range files {
+		q := fmt.Sprintf("SELECT name, value FROM (SELECT * FROM read_csv(%s, header = true, all_varchar = true)) "+
+			"UNPIVOT (value FOR name IN (COLUMNS(*))) WHERE list_contains(%s, value) LIMIT 1", literalList([]string{f}), literalList(nullSpellings))
+		var name, value string
+		switch err := r.e.db.QueryRowContext(ctx, q).Scan(&name, &value); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		default:
+			return fmt.Errorf("file %s has the value %q in column %q, which pandas and pyarrow read as NULL and DuckDB as a value: readers disagree on it (write NULL as an empty field)",
+				objPath[f], value, name)
+		}
+	}
+	return nil
 }
 
 // textColumns are the columns of each CSV or JSON file as DuckDB reads the

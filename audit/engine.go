@@ -779,13 +779,13 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 	var files []string
 	objPath := map[string]string{}
 	var table, parts []string
-	format := ""
+	format, tablePath := "", ""
 	for _, s := range []string{schemaMain, schemaBase, schemaBatch} {
 		v := r.views[viewKey{s, k.table}]
 		if v == nil {
 			continue
 		}
-		format = v.table.format()
+		format, tablePath = v.table.format(), v.table.Path
 		for i, f := range v.files {
 			if _, ok := objPath[f]; !ok {
 				files = append(files, f)
@@ -807,6 +807,12 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 		}
 		if cols, qerr := columns(ctx, files); qerr == nil {
 			err = caseCollision(cols, files, objPath, table, parts)
+			if err == nil && format != FormatDelta {
+				err = hiveCollision(cols, files, objPath, tablePath)
+			}
+		}
+		if err == nil && format == FormatCSV {
+			err = r.nullSpelling(ctx, files, objPath)
 		}
 	}
 	r.collisions[k.table] = err
