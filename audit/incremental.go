@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"regexp"
 	"slices"
 	"strconv"
@@ -486,6 +488,7 @@ func (r *run) combinedMinMax(ctx context.Context, it *incTable, c Check) (any, a
 	col := statColumn(c).key()
 	q := quoteIdent(c.Column)
 	parts := []string{fmt.Sprintf("SELECT min(%s) AS lo, max(%s) AS hi FROM %s", q, q, filtered(schemaBatch, r.table(c.Table).Name, c.Where))}
+	olds := make([]colStats, 0, len(it.oldStats))
 	for _, st := range it.oldStats {
 		cs := st.Cols[col]
 		if cs.NonNull == 0 {
@@ -494,6 +497,15 @@ func (r *run) combinedMinMax(ctx context.Context, it *incTable, c Check) (any, a
 		if !typeName.MatchString(cs.Type) {
 			return nil, nil, fmt.Errorf("statistics of column %s name type %q", c.Column, cs.Type)
 		}
+		olds = append(olds, cs)
+	}
+	// One row per unchanged file made the query grow with the table; where
+	// the files' type has an order Go knows, their overall min and max are
+	// picked here and the query gets one row.
+	if lo, hi, ok := reduceMinMax(olds); ok {
+		olds = []colStats{{Type: lo.Type, Min: lo.Min, Max: hi.Max}}
+	}
+	for _, cs := range olds {
 		parts = append(parts, fmt.Sprintf("SELECT CAST(%s AS %s) AS lo, CAST(%s AS %s) AS hi", quoteLiteral(cs.Min), cs.Type, quoteLiteral(cs.Max), cs.Type))
 	}
 	vals, err := r.queryRow(ctx, "SELECT min(lo), max(hi) FROM ("+strings.Join(parts, " UNION ALL ")+")", 2)
@@ -501,6 +513,82 @@ func (r *run) combinedMinMax(ctx context.Context, it *incTable, c Check) (any, a
 		return nil, nil, err
 	}
 	return vals[0], vals[1], nil
+}
+
+// reduceMinMax picks, among files' statistics of one column, the one with
+// the least min and the one with the greatest max, when every file has the
+// same type and it is one whose order Go reproduces exactly: DuckDB's
+// integers (compared as integers), DECIMALs (as exact rationals), DOUBLE
+// and FLOAT without NaN, and VARCHAR (byte order). Otherwise it reports
+// false and the query compares them.
+func reduceMinMax(olds []colStats) (lo, hi colStats, ok bool) {
+	if len(olds) < 2 {
+		return lo, hi, false
+	}
+	typ := strings.ToUpper(strings.TrimSpace(olds[0].Type))
+	var cmp func(a, b string) (int, bool)
+	switch {
+	case slices.Contains([]string{"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}, typ),
+		strings.HasPrefix(typ, "DECIMAL("):
+		cmp = func(a, b string) (int, bool) {
+			x, okx := new(big.Rat).SetString(a)
+			y, oky := new(big.Rat).SetString(b)
+			if !okx || !oky {
+				return 0, false
+			}
+			return x.Cmp(y), true
+		}
+	case typ == "DOUBLE" || typ == "FLOAT":
+		cmp = func(a, b string) (int, bool) {
+			x, errx := strconv.ParseFloat(a, 64)
+			y, erry := strconv.ParseFloat(b, 64)
+			if errx != nil || erry != nil || math.IsNaN(x) || math.IsNaN(y) {
+				return 0, false
+			}
+			return compareFloat(x, y), true
+		}
+	case typ == "VARCHAR":
+		cmp = func(a, b string) (int, bool) { return strings.Compare(a, b), true }
+	default:
+		return lo, hi, false
+	}
+	lo, hi = olds[0], olds[0]
+	for _, cs := range olds {
+		if strings.ToUpper(strings.TrimSpace(cs.Type)) != typ {
+			return lo, hi, false
+		}
+		c, ok := cmp(cs.Min, lo.Min)
+		if !ok {
+			return lo, hi, false
+		}
+		if c < 0 {
+			lo = cs
+		}
+		if c, ok = cmp(cs.Max, hi.Max); !ok {
+			return lo, hi, false
+		}
+		if c > 0 {
+			hi = cs
+		}
+	}
+	// Each file's own min and max must parse too (its max is compared
+	// only when it may win; make sure none is unreadable).
+	for _, cs := range olds {
+		if _, ok := cmp(cs.Min, cs.Max); !ok {
+			return lo, hi, false
+		}
+	}
+	return lo, hi, true
+}
+
+func compareFloat(x, y float64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
 }
 
 // runIncremental answers a planned table check that is not judged by the

@@ -422,3 +422,38 @@ func TestIncrementalEqualsFull(t *testing.T) {
 		})
 	}
 }
+
+// TestReduceMinMaxOrdersAsDuckDB: the unchanged files' min and max picked
+// in Go are the ones DuckDB's min() and max() would give over their
+// statistics; types Go cannot order exactly, NaN and a mix of types are
+// left to the query.
+func TestReduceMinMaxOrdersAsDuckDB(t *testing.T) {
+	cs := func(typ string, mm ...string) []colStats {
+		var out []colStats
+		for i := 0; i < len(mm); i += 2 {
+			out = append(out, colStats{Type: typ, NonNull: 1, Min: mm[i], Max: mm[i+1]})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		in     []colStats
+		lo, hi string
+		ok     bool
+	}{
+		{"bigint", cs("BIGINT", "10", "99", "-5", "7", "100", "100"), "-5", "100", true},
+		{"hugeint past int64", cs("HUGEINT", "170141183460469231731687303715884105727", "170141183460469231731687303715884105727", "9", "9223372036854775808"), "9", "170141183460469231731687303715884105727", true},
+		{"decimal", cs("DECIMAL(18,3)", "1.250", "9.100", "1.025", "10.000"), "1.025", "10.000", true},
+		{"double, not lexical", cs("DOUBLE", "9.5", "10.5", "100.25", "2e3"), "9.5", "2e3", true},
+		{"varchar bytes", cs("VARCHAR", "b", "zz", "B", "c"), "B", "zz", true},
+		{"NaN", cs("DOUBLE", "1.0", "nan", "0.5", "2.0"), "", "", false},
+		{"timestamp", cs("TIMESTAMP", "2026-01-01 00:00:00", "2026-01-02 00:00:00", "2025-12-31 00:00:00", "2026-01-01 00:00:00"), "", "", false},
+		{"mixed", append(cs("INTEGER", "1", "2"), cs("BIGINT", "0", "5")...), "", "", false},
+		{"one file", cs("BIGINT", "1", "2"), "", "", false},
+	} {
+		lo, hi, ok := reduceMinMax(tc.in)
+		if ok != tc.ok || (ok && (lo.Min != tc.lo || hi.Max != tc.hi)) {
+			t.Errorf("%s: %q %q %v, want %q %q %v", tc.name, lo.Min, hi.Max, ok, tc.lo, tc.hi, tc.ok)
+		}
+	}
+}
