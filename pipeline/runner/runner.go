@@ -87,15 +87,15 @@ type Config struct {
 // pipeline.Machine.Apply, stores what changed, and hands each effect to its
 // executor (executors, one file per step).
 type Runner struct {
-	cfg     Config
-	m       pipeline.Machine
-	log     *slog.Logger
-	sem     chan struct{}
-	mu      sync.Mutex
-	parts   map[int]*partition
-	open    atomic.Int64 // runs in an Open state across the assigned partitions
-	openMu  sync.Mutex
-	openBy  map[string]int // runs in an Open state by dataset: max_open_runs applies per dataset
+	cfg    Config
+	m      pipeline.Machine
+	log    *slog.Logger
+	sem    chan struct{}
+	mu     sync.Mutex
+	parts  map[int]*partition
+	open   atomic.Int64 // runs in an Open state across the assigned partitions
+	openMu sync.Mutex
+	openBy map[string]int // runs in an Open state by dataset: max_open_runs applies per dataset
 	// landing serialises the landings of one dataset across partitions,
 	// from reading its open count to storing the run, so that landings
 	// taken at the same moment cannot each pass max_open_runs.
