@@ -309,7 +309,13 @@ func tableErr(format string, args ...any) error { return errDeltaTable{fmt.Error
 // list lists prefix at ref within the listing budget: a listing over it is
 // the table's problem.
 func (r *run) list(ctx context.Context, ref, prefix string) ([]Object, error) {
-	objs, err := r.e.opts.Source.List(ctx, r.req.Repository, ref, prefix)
+	list := func(ctx context.Context, ref, prefix string) ([]Object, error) {
+		return r.e.opts.Source.List(ctx, r.req.Repository, ref, prefix)
+	}
+	if IsCommitID(ref) {
+		list = r.listCommit // a commit's listing never changes (listcache.go)
+	}
+	objs, err := list(ctx, ref, prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -135,6 +135,8 @@ type Engine struct {
 	// dataPrefixes are the repositories' data prefixes (Namespaced), by
 	// repository.
 	dataPrefixes *boundedMap[string]
+	// listings are the listings of commits made lately (listcache.go).
+	listings *listingCache
 
 	// groupedUniqueBytes: unique checks over a view of at least this many
 	// bytes count duplicates and gather their sample in one grouped scan;
@@ -193,6 +195,7 @@ func New(opts Options) (*Engine, error) {
 	e.stats.failpoint = opts.Failpoint
 	e.foundations = newBoundedMap[string](reportCacheSize)
 	e.dataPrefixes = newBoundedMap[string](1024)
+	e.listings = newListingCache(listingCacheObjects)
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}

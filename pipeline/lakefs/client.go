@@ -69,6 +69,7 @@ type Client struct {
 	api     *apigen.ClientWithResponses
 	timeout time.Duration
 	log     *slog.Logger
+	bases   *mergeBases
 }
 
 var _ pipeline.Lake = (*Client)(nil)
@@ -116,7 +117,8 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
-	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))}, nil
+	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		bases: &mergeBases{m: map[[3]string]string{}}}, nil
 }
 
 // transport is Go's default transport keeping maxIdleConns connections.

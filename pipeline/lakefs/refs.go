@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/treeverse/lakefs/pkg/api/apigen"
@@ -141,7 +143,13 @@ func (c *Client) commit(ctx context.Context, repo, branch, message string, meta 
 
 // MergeBase returns lakeFS's merge-base of source (a commit id) and dest
 // (any ref), and the commit dest resolved to.
+//
+// The merge-base of two commit ids never changes: the answers for them are
+// kept (mergeBases) and given again without asking.
 func (c *Client) MergeBase(ctx context.Context, repo, source, dest string) (base, destCommit string, err error) {
+	if b, ok := c.bases.get(repo, source, dest); ok {
+		return b, dest, nil
+	}
 	var out apigen.FindMergeBaseResult
 	err = c.send(ctx, call{op: "merge base", repo: repo, ref: source + "..." + dest}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
 		return c.api.FindMergeBase(ctx, repo, source, dest)
@@ -155,7 +163,49 @@ func (c *Client) MergeBase(ctx context.Context, repo, source, dest string) (base
 	if destCommit == source {
 		destCommit = out.SourceCommitId
 	}
+	c.bases.put(repo, source, destCommit, out.BaseCommitId)
 	return out.BaseCommitId, destCommit, nil
+}
+
+// mergeBases keeps the merge-bases of pairs of commit ids lately found,
+// the oldest going first beyond maxMergeBases.
+type mergeBases struct {
+	mu    sync.Mutex
+	m     map[[3]string]string
+	order [][3]string
+}
+
+const maxMergeBases = 4096
+
+// commitID matches lakeFS commit ids (not branch or tag names, whose
+// commits move).
+var commitID = regexp.MustCompile(`^[0-9a-f]{40,64}$`)
+
+func (b *mergeBases) get(repo, source, dest string) (string, bool) {
+	if b == nil || !commitID.MatchString(source) || !commitID.MatchString(dest) {
+		return "", false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	base, ok := b.m[[3]string{repo, source, dest}]
+	return base, ok
+}
+
+func (b *mergeBases) put(repo, source, dest, base string) {
+	if b == nil || base == "" || !commitID.MatchString(source) || !commitID.MatchString(dest) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := [3]string{repo, source, dest}
+	if _, ok := b.m[k]; !ok {
+		b.order = append(b.order, k)
+	}
+	b.m[k] = base
+	for len(b.order) > maxMergeBases {
+		delete(b.m, b.order[0])
+		b.order = b.order[1:]
+	}
 }
 
 // clockSlack widens a look back by time: commit dates come from the lakeFS
