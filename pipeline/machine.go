@@ -111,14 +111,23 @@ type (
 	BranchSource struct{ Commit string }
 	// BranchCreated reports the batch branch exists.
 	BranchCreated struct{}
-	// AuditBegun answers DoBeginAudit: the attempt of the audit step about
-	// to start is recorded, so that a process that dies in it is known at
-	// the next restore.
-	AuditBegun struct{}
+	// AuditBegun answers DoBeginAudit, and begins the recheck of a
+	// publish (the audit onto the target's newer head, with its bisection
+	// probes): the attempt about to start is recorded, so that a process
+	// that dies in it is known at the next restore. Solo says the runner
+	// runs it as the only audit in its process (Run.AuditSuspect asks for
+	// that), so that a death in it is the attempt's own. Recheck says it
+	// begins a publish's recheck (in publishing), not an audit step.
+	AuditBegun struct{ Solo, Recheck bool }
 	// AuditStopped reports that an audit begun was stopped before it
 	// reported because its partition was revoked (a rebalance, a shutdown):
 	// the attempt did not take the process down.
 	AuditStopped struct{}
+	// AuditEnded reports that a recheck begun (AuditBegun in publishing)
+	// returned: it did not take the process down. Stored before the merge
+	// it allows, so that a process ending after that merge is never taken
+	// for a lost recheck.
+	AuditEnded struct{}
 	// Restored is the first input of a run restored from the store (at a
 	// start, or when this instance takes the run's partition).
 	Restored struct{}
@@ -201,6 +210,7 @@ func (BranchSource) input()  {}
 func (BranchCreated) input() {}
 func (AuditBegun) input()    {}
 func (AuditStopped) input()  {}
+func (AuditEnded) input()    {}
 func (Restored) input()      {}
 func (Collided) input()      {}
 func (Audited) input()       {}
@@ -460,17 +470,18 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 			n.setState(StateAuditing, now)
 		}
 	case AuditBegun:
-		if n.State != StateAuditing || n.AuditOpen || n.RetryAt.After(now) {
+		auditing := n.State == StateAuditing && !n.RetryAt.After(now) && !in.Recheck
+		if !auditing && (n.State != StatePublishing || !in.Recheck) || n.AuditOpen {
 			return n, false, nil
 		}
-		n.AuditOpen = true
-	case AuditStopped:
+		n.AuditOpen, n.AuditSolo = true, in.Solo
+	case AuditStopped, AuditEnded:
 		if !n.AuditOpen {
 			return n, false, nil
 		}
-		n.AuditOpen = false
+		n.AuditOpen, n.AuditSolo = false, false
 	case Restored:
-		if n.State != StateAuditing || !n.AuditOpen {
+		if n.State != StateAuditing && n.State != StatePublishing || !n.AuditOpen {
 			return n, false, nil
 		}
 		n = m.auditLost(n, now)
@@ -479,7 +490,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 			return n, false, nil
 		}
 		n.resetRetry()
-		n.AuditOpen = false
+		n.AuditOpen, n.AuditSolo = false, false
 		rep := in.Report
 		n.Report = &rep
 		n.SealedCommit = in.SealedCommit
@@ -494,7 +505,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 			return n, false, nil
 		}
 		n.SealedCommit = in.SealedCommit
-		n.AuditOpen = false
+		n.AuditOpen, n.AuditSolo = false, false
 		detail := fmt.Sprintf("%d path(s) outside the dataset's tables: %s", in.Total, strings.Join(in.Paths, ", "))
 		if in.Total > len(in.Paths) {
 			detail += ", ..."
@@ -589,19 +600,29 @@ func auditDetail(rep schemas.AuditReport) string {
 	return detail
 }
 
-// auditLost counts the begun audit attempt of n, restored, that never
-// reported: its process ended in it. MaxAuditAttempts of them abort the run
-// (audit_crashed) with its branch kept for inspection; otherwise the audit
-// is begun again.
+// auditLost counts the begun attempt of n (its audit, or its publish's
+// recheck), restored, that never reported: its process ended in it. An
+// attempt that ran beside other audits cannot be told from them (any of
+// those may have taken the process down): it makes the run suspect, audited
+// alone from then on, and never ends the run. A lost attempt that ran alone
+// was the process's end; one that brings the count to MaxAuditAttempts
+// aborts the run (audit_crashed) with its branch kept for inspection, and
+// its publish turn, if it had one, goes to the next batch. Otherwise the
+// attempt is begun again.
 func (m Machine) auditLost(n Run, now time.Time) Run {
-	n.AuditOpen = false
+	solo := n.AuditSolo
+	n.AuditOpen, n.AuditSolo = false, false
 	n.AuditLost++
+	if !solo {
+		n.AuditSuspect = true
+		return n
+	}
 	if n.AuditLost < m.p.MaxAuditAttempts {
 		return n
 	}
 	n.KeepBranch = true
 	return abort(n, schemas.ReasonAuditCrashed, fmt.Sprintf(
-		"%d audit attempt(s) never finished: the process ended during each (out of memory, a crash inside DuckDB, a kill), the limit (audit.max_attempts) is %d",
+		"%d audit attempt(s) never finished: the process ended during each (out of memory, a crash inside DuckDB, a kill), the last while it was the only audit in its process; the limit (audit.max_attempts) is %d",
 		n.AuditLost, m.p.MaxAuditAttempts), now)
 }
 
@@ -877,8 +898,10 @@ func (m Machine) stepFailed(n Run, in StepFailed, now time.Time) (Run, bool) {
 	case n.Looking != nil:
 		return n, false // the last look decides
 	}
-	if in.Step == StepAudit {
-		n.AuditOpen = false // the attempt reported: it did not take the process down
+	if in.Step == StepAudit || in.Step == StepPublish {
+		// The attempt (an audit, a publish's recheck) reported: it did not
+		// take the process down.
+		n.AuditOpen, n.AuditSolo = false, false
 	}
 	n.LastError = in.Err
 	switch {
@@ -956,7 +979,7 @@ func (r *Run) setState(s State, now time.Time) {
 	if r.State != s {
 		r.State = s
 		r.StateSince = now
-		r.AuditOpen = false // an attempt belongs to its stay in auditing
+		r.AuditOpen, r.AuditSolo = false, false // an attempt belongs to its stay in its state
 		if s == StateAuditing || s == StatePublishing {
 			// No result event for these; sinks that show progress (the
 			// Slack message updated in place) still hear of them.

@@ -175,19 +175,56 @@ func TestTransitionScenarios(t *testing.T) {
 			{in: write("b30", "fact"), state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}},
 			{in: Restored{}, state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: lost(0)}, // nothing begun
 			{in: AuditBegun{}, state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}},
-			{in: AuditBegun{}, state: StateAuditing, check: lost(0)}, // a duplicate begins nothing more
-			{in: Restored{}, state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: lost(1)},
-			{in: AuditBegun{}, state: StateAuditing},
-			{in: Restored{}, state: StateAuditing, check: lost(2)},
-			{in: AuditBegun{}, state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}},
+			{in: AuditBegun{}, state: StateAuditing, check: lost(0)},                                                     // a duplicate begins nothing more
+			{in: Restored{}, state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: suspect(1, true)}, // lost beside others: nobody's yet
+			{in: AuditBegun{Solo: true}, state: StateAuditing},
+			{in: Restored{}, state: StateAuditing, check: suspect(2, true)},
+			{in: AuditBegun{Solo: true}, state: StateAuditing, effects: []EffectKind{DoAudit, DoSend}},
 			{in: Restored{}, state: StateAborted, effects: []EffectKind{DoSend}, check: func(t *testing.T, r Run) {
 				ab := r.Outbox[len(r.Outbox)-1].Aborted
-				want := "3 audit attempt(s) never finished: the process ended during each (out of memory, a crash inside DuckDB, a kill), the limit (audit.max_attempts) is 3"
+				want := "3 audit attempt(s) never finished: the process ended during each (out of memory, a crash inside DuckDB, a kill), the last while it was the only audit in its process; the limit (audit.max_attempts) is 3"
 				if ab == nil || ab.Reason != schemas.ReasonAuditCrashed || !ab.BranchKept || ab.Detail != want || r.CleanupPending {
 					t.Errorf("abort = %+v, cleanup %v; want audit_crashed, %q, the branch kept", ab, r.CleanupPending, want)
 				}
 			}},
 			{in: retryReq("b30", "q1"), state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: lost(0)},
+		}},
+		{"attempts lost beside other audits never end the run; only one lost alone does", []step{
+			{in: landed("b33", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b33", "fact"), state: StateAuditing},
+			{in: AuditBegun{}, state: StateAuditing},
+			{in: Restored{}, state: StateAuditing, check: suspect(1, true)},
+			{in: AuditBegun{}, state: StateAuditing},
+			{in: Restored{}, state: StateAuditing, check: suspect(2, true)},
+			{in: AuditBegun{}, state: StateAuditing},
+			{in: Restored{}, state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: suspect(3, true)},
+			{in: AuditBegun{Solo: true}, state: StateAuditing},
+			{in: Restored{}, state: StateAborted, effects: []EffectKind{DoSend}},
+		}},
+		{"a recheck is an attempt: begun and ended around it, lost with its process, and the limit ends the run in publishing", []step{
+			{in: landed("b34", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b34", "fact"), state: StateAuditing},
+			{in: AuditBegun{}, state: StateAuditing},
+			{in: Audited{SealedCommit: "c34", Report: report(true)}, state: StatePublishing, effects: []EffectKind{DoPublish, DoSend}},
+			{in: AuditBegun{}, state: StatePublishing, check: suspect(0, false)}, // an audit step's begin, late: not a recheck
+			{in: AuditBegun{Recheck: true}, state: StatePublishing, effects: []EffectKind{DoPublish, DoSend}},
+			{in: AuditEnded{}, state: StatePublishing, check: suspect(0, false)},
+			{in: Restored{}, state: StatePublishing, check: suspect(0, false)}, // ended before the merge: not lost
+			{in: AuditBegun{Recheck: true}, state: StatePublishing},
+			{in: Restored{}, state: StatePublishing, effects: []EffectKind{DoPublish, DoSend}, check: suspect(1, true)},
+			{in: AuditBegun{Solo: true, Recheck: true}, state: StatePublishing},
+			{in: StepFailed{Step: StepPublish, Err: "503", Class: Transient}, state: StatePublishing, check: suspect(1, true)}, // reported
+			{in: Restored{}, state: StatePublishing, check: suspect(1, true)},
+			{in: AuditBegun{Solo: true, Recheck: true}, at: time.Minute, state: StatePublishing},
+			{in: Restored{}, at: time.Minute, state: StatePublishing, check: suspect(2, true)},
+			{in: AuditBegun{Solo: true, Recheck: true}, at: time.Minute, state: StatePublishing},
+			{in: Restored{}, at: time.Minute, state: StateAborted, effects: []EffectKind{DoSend}, check: func(t *testing.T, r Run) {
+				if r.Reason != schemas.ReasonAuditCrashed || !r.KeepBranch || r.CleanupPending {
+					t.Errorf("run %s (%s), keep %v, cleanup %v; want aborted audit_crashed, the branch kept", r.State, r.Reason, r.KeepBranch, r.CleanupPending)
+				}
+			}},
 		}},
 		{"objects the audit did not read abort unaudited_objects, not audit_failed", []step{
 			{in: landed("b32", "fact"), state: StateLanded},
@@ -659,6 +696,17 @@ func TestRandomInterleavings(t *testing.T) {
 					t.Fatalf("seed %d: batch %s timed out %v after its deadline", seed, b, late)
 				}
 			}
+		}
+	}
+}
+
+// suspect checks the attempts a run counts as lost, and whether its
+// attempts must run alone.
+func suspect(lost int, alone bool) func(*testing.T, Run) {
+	return func(t *testing.T, r Run) {
+		t.Helper()
+		if r.AuditLost != lost || r.AuditSuspect != alone || r.AuditOpen {
+			t.Errorf("AuditLost = %d, AuditSuspect = %v, AuditOpen = %v; want %d, %v, nothing open", r.AuditLost, r.AuditSuspect, r.AuditOpen, lost, alone)
 		}
 	}
 }

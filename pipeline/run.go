@@ -100,14 +100,21 @@ type Run struct {
 	FailedStep   Step                 `json:"failed_step,omitempty"` // the step whose failure ended the run
 	Detail       string               `json:"detail,omitempty"`
 
-	// AuditOpen: an attempt of the audit step was recorded as begun
-	// (AuditBegun) and has not reported. A run restored with it set had
-	// that attempt end with its process (out of memory, a crash inside
-	// DuckDB); AuditLost counts such attempts, and Policy.MaxAuditAttempts
-	// of them abort the run (audit_crashed) instead of auditing it again at
-	// every restore, on every instance that takes its partition.
-	AuditOpen bool `json:"audit_open,omitempty"`
-	AuditLost int  `json:"audit_lost,omitempty"`
+	// AuditOpen: an attempt of the audit step, or of a publish's recheck,
+	// was recorded as begun (AuditBegun) and has not reported. A run
+	// restored with it set had that attempt end with its process (out of
+	// memory, a crash inside DuckDB); AuditLost counts such attempts.
+	// AuditSolo: the open attempt runs as the only audit in its process, so
+	// its loss is its own. A loss beside other audits makes the run
+	// AuditSuspect: its attempts run alone from then on, and only a loss
+	// alone that brings AuditLost to Policy.MaxAuditAttempts aborts the run
+	// (audit_crashed), instead of auditing it again at every restore, on
+	// every instance that takes its partition. A hostile batch's deaths are
+	// thus not counted against the batches audited beside it.
+	AuditOpen    bool `json:"audit_open,omitempty"`
+	AuditSolo    bool `json:"audit_solo,omitempty"`
+	AuditSuspect bool `json:"audit_suspect,omitempty"`
+	AuditLost    int  `json:"audit_lost,omitempty"`
 
 	// Retry bookkeeping for the current step.
 	Attempts     int       `json:"attempts,omitempty"`

@@ -258,8 +258,10 @@ type Audit struct {
 	// the process (out of memory, a crash inside DuckDB: begun, never
 	// finished) before the batch is aborted with reason audit_crashed, its
 	// branch kept, instead of being audited again at every restore
-	// (default 3). Each attempt is recorded in the run's changelog record
-	// before it starts.
+	// (default 3). Each attempt (a recheck onto a moved target included) is
+	// recorded in the run's changelog record before it starts; a death
+	// shared by several audits ends none of their batches, which are then
+	// audited alone: only a death alone counts to the end.
 	MaxAttempts int `yaml:"max_attempts"`
 	// Incremental lets audits read only the batch's rows where the target's
 	// last commit is an attested publish of the same suite (default true).

@@ -11,10 +11,21 @@ import (
 // maxStrayPaths bounds how many paths outside the tables an abort names.
 const maxStrayPaths = 10
 
-// beginAudit answers DoBeginAudit: execute stores the answer before the
-// audit starts, so an attempt that takes the process down is counted at the
-// next restore (pipeline.Policy.MaxAuditAttempts).
-func (r *Runner) beginAudit(job) pipeline.Input { return pipeline.AuditBegun{} }
+// beginAudit answers DoBeginAudit once the gate admits the attempt (alone
+// for a suspect run): execute stores the answer before the audit starts, so
+// an attempt that takes the process down is counted at the next restore
+// (pipeline.Policy.MaxAuditAttempts), and whether it ran alone with it.
+func (r *Runner) beginAudit(j job) pipeline.Input {
+	alone := j.run.AuditSuspect
+	if alone {
+		r.stepLog(j.run).Info("auditing alone: an earlier attempt ended with its process beside other audits",
+			"lost_attempts", j.run.AuditLost)
+	}
+	if err := r.gate.acquire(j.p.ctx, j.run.Key(), alone); err != nil {
+		return nil // revoked
+	}
+	return pipeline.AuditBegun{Solo: alone}
+}
 
 // audit seals the batch branch and audits the sealed commit (DoAudit), in
 // one line: seal, the one diff of the sealed commit against the target,

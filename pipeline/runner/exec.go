@@ -24,16 +24,22 @@ type job struct {
 // executors is the one table from the effects the runner carries out to
 // the function that does it, one file each. An executor reports what
 // happened as the machine's input (nil: nothing to apply, the partition
-// was revoked); it decides nothing about the run.
-var executors = map[pipeline.EffectKind]func(*Runner, job) pipeline.Input{
-	pipeline.DoCreateBranch: stepped((*Runner).branch),  // branch.go
-	pipeline.DoBeginAudit:   (*Runner).beginAudit,       // audit.go
-	pipeline.DoAudit:        stepped((*Runner).audit),   // audit.go
-	pipeline.DoPublish:      (*Runner).publishInTurn,    // publish.go, with the queue
-	pipeline.DoLook:         stepped((*Runner).look),    // publish.go
-	pipeline.DoRevert:       stepped((*Runner).revert),  // revert.go
-	pipeline.DoCleanup:      stepped((*Runner).cleanup), // cleanup.go
-	pipeline.DoSend:         (*Runner).sendOutbox,       // send.go
+// was revoked); it decides nothing about the run. The publish's recheck
+// stores its attempt as begun through apply, which starts executors: the
+// table is filled in init, as an initializer may not refer to itself.
+var executors map[pipeline.EffectKind]func(*Runner, job) pipeline.Input
+
+func init() {
+	executors = map[pipeline.EffectKind]func(*Runner, job) pipeline.Input{
+		pipeline.DoCreateBranch: stepped((*Runner).branch),  // branch.go
+		pipeline.DoBeginAudit:   (*Runner).beginAudit,       // audit.go
+		pipeline.DoAudit:        stepped((*Runner).audit),   // audit.go
+		pipeline.DoPublish:      (*Runner).publishInTurn,    // publish.go, with the queue
+		pipeline.DoLook:         stepped((*Runner).look),    // publish.go
+		pipeline.DoRevert:       stepped((*Runner).revert),  // revert.go
+		pipeline.DoCleanup:      stepped((*Runner).cleanup), // cleanup.go
+		pipeline.DoSend:         (*Runner).sendOutbox,       // send.go
+	}
 }
 
 // stepped runs a step that talks to lakeFS: one of MaxInFlight at a time,

@@ -134,7 +134,7 @@ func TestPublishAnnouncesWhatItsMergeLandedOn(t *testing.T) {
 			asked = merge
 			return []schemas.UnattestedChange{{EventID: "a1", Kind: schemas.ChangeUnattestedCommit, CommitID: "d1"}}, nil
 		}
-		in, ok := r.publish(context.Background(), historyRun()).(Merged)
+		in, ok := r.publish(context.Background(), historyRun(), nil).(Merged)
 		if !ok || asked != tt.asked || (tt.asked != "") != (len(in.Changes) == 1) {
 			t.Errorf("%s: %+v, asked about %q; want asked about %q and its answer in Merged", tt.name, in, asked, tt.asked)
 		}

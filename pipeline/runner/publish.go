@@ -127,7 +127,7 @@ func (r *Runner) publishTurn(p *partition, t *publishTicket) pipeline.Input {
 		return nil // revoked, or the run moved on while it waited
 	}
 	start := time.Now()
-	in := r.step(p, run, pipeline.DoPublish, func(ctx context.Context) pipeline.Input { return r.publish(ctx, run) })
+	in := r.step(p, run, pipeline.DoPublish, func(ctx context.Context) pipeline.Input { return r.publish(ctx, run, r.recheckAttempt(p, run.Key())) })
 	r.metrics.stepDuration(pipeline.DoPublish, in, time.Since(start))
 	return in
 }
@@ -187,7 +187,10 @@ func (r *Runner) unattested(ctx context.Context, log *slog.Logger, run pipeline.
 // audited again as merging it leaves the target now (recheck) and merged
 // with that audit's attestation; a violation aborts the batch (Collided).
 // The batch branch is never written to after its seal.
-func (r *Runner) publish(ctx context.Context, run pipeline.Run) pipeline.Input {
+//
+// begin, if set, records the recheck's attempt as begun before it runs and
+// returns what records it ended (see recheckAttempt); nil records nothing.
+func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(context.Context) (func() error, error)) pipeline.Input {
 	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
 	if run.Report == nil || !run.Report.Passed || run.SealedCommit == "" {
 		// Unreachable through Machine.Apply; guard the promise anyway.
@@ -197,7 +200,7 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run) pipeline.Input {
 	since := cmp.Or(run.PublishSince, run.StateSince)
 	var rechecked *schemas.AuditReport
 	recheck := func(ctx context.Context, base, head string) (map[string]string, error) {
-		rep, err := r.recheck(ctx, log, run, base, head)
+		rep, err := r.recordedRecheck(ctx, log, run, base, head, begin)
 		if err != nil {
 			return nil, err
 		}
@@ -257,6 +260,60 @@ func (r *Runner) meta(ctx context.Context, log *slog.Logger, run pipeline.Run, a
 	}
 	maps.Copy(m, att)
 	return m
+}
+
+// recordedRecheck is recheck, its attempt (the recheck and its bisection
+// probes) recorded by begin when set.
+func (r *Runner) recordedRecheck(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string,
+	begin func(context.Context) (func() error, error)) (*schemas.AuditReport, error) {
+	if begin == nil {
+		return r.recheck(ctx, log, run, base, head)
+	}
+	ended, err := begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := r.recheck(ctx, log, run, base, head)
+	// Merged only once the recheck is stored as ended: a process that
+	// ends after the merge must not take it for a lost attempt.
+	if eerr := ended(); err == nil && eerr != nil {
+		return nil, eerr
+	}
+	return rep, err
+}
+
+// recheckAttempt records the attempts of the recheck of the run under key
+// (publish's begin): once the gate admits it (alone for a suspect run) it
+// is stored as begun (AuditBegun), and the function returned stores it
+// ended (AuditEnded), which releases the gate. An attempt whose end cannot
+// be stored is counted as lost by the next owner, as a stopped audit's.
+func (r *Runner) recheckAttempt(p *partition, key string) func(context.Context) (func() error, error) {
+	return func(ctx context.Context) (func() error, error) {
+		p.mu.Lock()
+		alone := p.runs[key].AuditSuspect
+		p.mu.Unlock()
+		if err := r.gate.acquire(ctx, key, alone); err != nil {
+			return nil, err
+		}
+		o, err := r.apply(ctx, p, key, pipeline.AuditBegun{Solo: alone, Recheck: true})
+		if err == nil && !o.Changed {
+			err = fmt.Errorf("recheck of %s not begun: the run is %s: %w", key, o.Run.State, pipeline.ErrTransient)
+		}
+		if err != nil {
+			r.gate.release(key)
+			return nil, err
+		}
+		return func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Grace)
+			defer cancel()
+			_, err := r.apply(ctx, p, key, pipeline.AuditEnded{})
+			if err != nil {
+				r.gate.release(key)
+				return fmt.Errorf("recording the end of the recheck: %w", err)
+			}
+			return nil
+		}, nil
+	}
 }
 
 // maxRecheckProbes bounds the audits that look for the commit a batch

@@ -133,7 +133,7 @@ func TestRecheckLeavesTheBatchBranchAtItsSeal(t *testing.T) {
 	} {
 		lake := &historyLake{commits: commits}
 		r := historyRunner(lake, &firstFailing{commits: commits, k: tt.k})
-		in := r.publish(context.Background(), historyRun())
+		in := r.publish(context.Background(), historyRun(), nil)
 		switch want := tt.k < len(commits); in := in.(type) {
 		case pipeline.Merged:
 			if want || in.CommitID != "merge-of-s1" || in.SealedCommit != "" || in.Report == nil || in.Report.Ref != "s1" {

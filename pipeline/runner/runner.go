@@ -101,6 +101,8 @@ type Runner struct {
 	// taken at the same moment cannot each pass max_open_runs.
 	landing map[string]*sync.Mutex
 	metrics *metrics
+	// gate runs the audit attempts of suspect runs alone (alone.go).
+	gate *auditGate
 
 	qmu    sync.Mutex
 	queues map[targetKey]*publishQueue // publish queue per target, while not empty
@@ -218,7 +220,7 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{
 		cfg: cfg, m: pipeline.NewMachine(cfg.Policy), log: cfg.Logger,
 		sem: make(chan struct{}, cfg.MaxInFlight), parts: map[int]*partition{},
-		queues: map[targetKey]*publishQueue{},
+		queues: map[targetKey]*publishQueue{}, gate: newAuditGate(),
 	}
 	var err error
 	if r.metrics, err = newMetrics(cfg.Registerer, cfg.DatasetNames, r.Runs, cfg.Now); err != nil {
@@ -321,8 +323,9 @@ func (r *Runner) Revoked(id int) {
 	grace.Stop()
 	p.cancel()
 	p.mu.Lock()
-	for _, run := range p.runs {
+	for key, run := range p.runs {
 		r.hold(run.Dataset, run.State, -1)
+		r.gate.release(key) // an attempt whose stop could not be stored
 	}
 	p.mu.Unlock()
 	r.log.Info("partition revoked", "partition", id)
@@ -550,6 +553,9 @@ func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in p
 	} else {
 		p.runs[key] = after
 	}
+	if before.AuditOpen && !after.AuditOpen {
+		r.gate.release(key) // the attempt reported, or was stopped
+	}
 	if before.State != after.State && after.State.Terminal() || after.State == "" {
 		if n := p.calls[key]; n != nil && after.State == pipeline.StatePublished {
 			r.metrics.lakeCalls(after.Dataset, n.Load())
@@ -648,17 +654,21 @@ func (r *Runner) start(p *partition, batch string, effects []pipeline.Effect) {
 }
 
 // internal applies a runner-generated input, retrying persistence until it
-// succeeds or the partition is revoked.
-func (r *Runner) internal(p *partition, batch string, in pipeline.Input) {
+// succeeds or the partition is revoked; it reports whether the input
+// changed the run (stored).
+func (r *Runner) internal(p *partition, batch string, in pipeline.Input) (changed bool) {
 	b := backoff.Policy{Min: 100 * time.Millisecond, Max: 5 * time.Second, Jitter: backoff.Equal}.New()
 	for {
-		_, err := r.apply(p.ctx, p, batch, in)
-		if err == nil || p.ctx.Err() != nil {
-			return
+		o, err := r.apply(p.ctx, p, batch, in)
+		if err == nil {
+			return o.Changed
+		}
+		if p.ctx.Err() != nil {
+			return false
 		}
 		r.log.Warn("persisting run failed, retrying", "run", batch, "err", err)
 		if !b.Wait(p.ctx) {
-			return
+			return false
 		}
 	}
 }
@@ -673,11 +683,17 @@ func (r *Runner) execute(j job) {
 	in := executors[j.effect.Kind](r, j)
 	p, key := j.p, j.run.Key()
 	applied := in != nil && p.ctx.Err() == nil
+	changed := false
 	switch {
 	case applied:
-		r.internal(p, key, in)
+		changed = r.internal(p, key, in)
 	case j.effect.Kind == pipeline.DoAudit:
 		r.auditStopped(p, key)
+	}
+	if j.effect.Kind == pipeline.DoBeginAudit && !changed {
+		// The attempt was not stored as begun (the partition was revoked,
+		// or the run moved on meanwhile): the gate beginAudit took goes.
+		r.gate.release(key)
 	}
 	// A publish's outcome starts what follows itself (its ticket is gone).
 	r.done(p, key, j.effect.Kind, applied && j.ticket == nil)
