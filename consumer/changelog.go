@@ -65,32 +65,52 @@ func (c *Changelog) Put(ctx context.Context, partition int, key string, value []
 	if value == nil {
 		value = []byte{}
 	}
-	return c.produce(ctx, partition, key, value)
+	return c.produce(ctx, partition, ChangelogRecord{Key: key, Value: value})
 }
 
 // Delete writes a tombstone for key in partition.
 func (c *Changelog) Delete(ctx context.Context, partition int, key string) error {
-	return c.produce(ctx, partition, key, nil)
+	return c.produce(ctx, partition, ChangelogRecord{Key: key})
 }
 
-func (c *Changelog) produce(ctx context.Context, partition int, key string, value []byte) error {
-	if key == "" {
-		return errors.New("changelog: empty key (compacted topics need keys)")
+// ChangelogRecord is one record of a Write: a nil Value is a tombstone.
+type ChangelogRecord struct {
+	Key   string
+	Value []byte
+}
+
+// Write appends records to partition in one record batch, in their order:
+// the broker appends a batch whole or not at all, so a reader sees all of
+// them or none.
+func (c *Changelog) Write(ctx context.Context, partition int, records ...ChangelogRecord) error {
+	return c.produce(ctx, partition, records...)
+}
+
+func (c *Changelog) produce(ctx context.Context, partition int, records ...ChangelogRecord) error {
+	if len(records) == 0 {
+		return nil
 	}
 	if partition < 0 {
 		return fmt.Errorf("changelog: negative partition %d", partition)
+	}
+	batch := make([]kafkago.Record, len(records))
+	for i, r := range records {
+		if r.Key == "" {
+			return errors.New("changelog: empty key (compacted topics need keys)")
+		}
+		batch[i] = kafkago.Record{Key: kafkago.NewBytes([]byte(r.Key)), Value: kafkago.NewBytes(r.Value)}
 	}
 	res, err := c.client.Produce(ctx, &kafkago.ProduceRequest{
 		Topic:        c.topic,
 		Partition:    partition,
 		RequiredAcks: kafkago.RequireAll,
-		Records:      kafkago.NewRecordReader(kafkago.Record{Key: kafkago.NewBytes([]byte(key)), Value: kafkago.NewBytes(value)}),
+		Records:      kafkago.NewRecordReader(batch...),
 	})
 	if err == nil && res != nil {
 		err = res.Error
 	}
 	if err != nil {
-		return fmt.Errorf("changelog: writing %s/%d key %q: %w", c.topic, partition, key, err)
+		return fmt.Errorf("changelog: writing %s/%d key %q: %w", c.topic, partition, records[0].Key, err)
 	}
 	return nil
 }

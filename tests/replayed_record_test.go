@@ -16,6 +16,7 @@ import (
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -144,4 +145,17 @@ func TestReplayedChangelogRecordIsSetAside(t *testing.T) {
 		t.Errorf("the cancelled batch's kept branch %s: %d branches, want it still there", branch, len(branches))
 	}
 	e.awaitMetric(t, ctx, "lakewap_state_records_set_aside_total", map[string]string{"reason": "replayed"}, float64(len(replay)))
+	// Operators read the same changelog, its partitions' marks beside the
+	// runs: lakewap runs lists runs only.
+	store, err := runs.Open(e.cfg.Kafka)
+	must(t, err)
+	stored, err := store.Load(ctx)
+	must(t, err)
+	listed := map[string]bool{}
+	for _, r := range stored {
+		listed[r.BatchID] = true
+	}
+	if len(stored) != 3 || !listed[batch] || !listed["real-1"] || !listed["real-2"] {
+		t.Errorf("lakewap runs lists %d runs (%v), want %s, real-1 and real-2", len(stored), listed, batch)
+	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/runstore"
 	"github.com/lakewap/lakewap/pipeline"
 )
 
@@ -80,6 +81,9 @@ func (s *Store) Load(ctx context.Context) ([]Stored, error) {
 			return nil, err
 		}
 		for key, v := range raw {
+			if runstore.IsMark(key) {
+				continue // the partition's place in lakewap's order, not a run
+			}
 			var r pipeline.Run
 			if err := json.Unmarshal(v, &r); err != nil {
 				return nil, fmt.Errorf("run %q in %s/%d: %w", key, s.topic, p, err)

@@ -24,6 +24,8 @@ func TestSealedRecordOnAnotherPartitionIsSetAside(t *testing.T) {
 	ctx := context.Background()
 	key, good := record(t, nil)
 	home := kafka.PartitionOf([]byte("b1"), partitions)
+	_, err = s.Load(ctx, home)
+	must(t, err)
 	if err := s.Put(ctx, home, key, good); err != nil {
 		t.Fatal(err)
 	}

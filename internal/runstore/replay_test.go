@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
@@ -41,6 +41,8 @@ func TestReplayedRecordIsSetAside(t *testing.T) {
 	inner := logStore{}
 	s, err := New(Config{Inner: inner, Key: key, Datasets: specs})
 	must(t, err)
+	_, err = s.Load(ctx, 0)
+	must(t, err)
 	put := func(mut func(*pipeline.Run)) []byte {
 		k, v := record(t, mut)
 		must(t, s.Put(ctx, 0, k, v))
@@ -62,27 +64,20 @@ func TestReplayedRecordIsSetAside(t *testing.T) {
 	must(t, inner.Put(ctx, 0, pipeline.RunKey("billing", "b1"), history[0]))
 	must(t, inner.Put(ctx, 0, pipeline.RunKey("billing", "b2"), gone))
 
-	restarted := func() *Store {
+	restarted := func(inner logStore) *Store {
 		s, err := New(Config{Inner: inner, Key: key, Datasets: specs})
 		must(t, err)
 		return s
 	}
-	s = restarted()
-	got, err := s.Load(ctx, 0)
-	must(t, err)
-	if st := stateOf(t, got[pipeline.RunKey("billing", "b1")]); st != pipeline.StateAborted || len(got) != 2 {
-		t.Errorf("restored %v with b1 %s, want b1 aborted as lakewap left it, and b4", keys(got), st)
-	}
-	if n := setAside(t, s, ReasonReplayed); n != 3 {
-		t.Errorf("set aside as replayed: %v, want 3", n)
-	}
 
-	// After compaction the replays are the keys' latest records and
-	// lakewap's are gone; records lakewap wrote before the replays still
-	// date them. (A key with no record left is forgotten, never revived.)
-	inner.compact(0)
-	s = restarted()
-	got, err = s.Load(ctx, 0)
+	// Compaction before any restore: the replays are the keys' latest
+	// records and lakewap's are gone; the marks and records lakewap wrote
+	// before the replays date them. (A key with no record left is
+	// forgotten, never revived.)
+	early := logStore{0: slices.Clone(inner[0])}
+	early.compact(0)
+	s = restarted(early)
+	got, err := s.Load(ctx, 0)
 	must(t, err)
 	if _, ok := got[pipeline.RunKey("billing", "b2")]; ok {
 		t.Errorf("b2, deleted by lakewap, came back after compaction")
@@ -93,22 +88,46 @@ func TestReplayedRecordIsSetAside(t *testing.T) {
 	if !bytes.Equal(got[k4], live4) {
 		t.Errorf("b4 not restored as lakewap wrote it")
 	}
+
+	// A restore before compaction keeps b1's record, and writes it again
+	// after the replays: compaction then removes the replays, not it.
+	s = restarted(inner)
+	got, err = s.Load(ctx, 0)
+	must(t, err)
+	if st := stateOf(t, got[pipeline.RunKey("billing", "b1")]); st != pipeline.StateAborted || len(got) != 2 {
+		t.Errorf("restored %v with b1 %s, want b1 aborted as lakewap left it, and b4", keys(got), st)
+	}
+	if n := setAside(t, s, ReasonReplayed); n != 3 {
+		t.Errorf("set aside as replayed: %v, want 3", n)
+	}
+	inner.compact(0)
+	s = restarted(inner)
+	got, err = s.Load(ctx, 0)
+	must(t, err)
+	if st := stateOf(t, got[pipeline.RunKey("billing", "b1")]); st != pipeline.StateAborted || len(got) != 2 || !bytes.Equal(got[k4], live4) {
+		t.Errorf("after compaction restored %v with b1 %s, want b1 aborted and b4 as lakewap wrote them", keys(got), st)
+	}
+	if n := setAside(t, s, ReasonReplayed); n != 0 {
+		t.Errorf("after compaction %v records set aside as replayed, want the replays gone", n)
+	}
 }
 
-// A store numbers on from the newest record it loaded, whatever its clock
-// says, so a restarted daemon's records are not taken for replays; and a
-// forged record over a live run leaves the run its authentic record.
+// A store places its records after the newest it loaded (in the next
+// epoch), so a restarted daemon's records are not taken for replays; and a
+// forged record over a live run leaves the run its authentic record, which
+// the restore writes again so that compaction keeps it.
 func TestRestartedStoreNumbersOnAndForgeriesKeepTheRun(t *testing.T) {
 	key := bytes.Repeat([]byte("k"), 32)
 	ctx := context.Background()
 	inner := logStore{}
 	s, err := New(Config{Inner: inner, Key: key, Datasets: specs})
 	must(t, err)
+	_, err = s.Load(ctx, 0)
+	must(t, err)
 	k, v := record(t, nil)
 	must(t, s.Put(ctx, 0, k, v))
 
-	past := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC) // a clock far behind
-	s, err = New(Config{Inner: inner, Key: key, Datasets: specs, Now: func() time.Time { return past }})
+	s, err = New(Config{Inner: inner, Key: key, Datasets: specs})
 	must(t, err)
 	if _, err := s.Load(ctx, 0); err != nil {
 		t.Fatal(err)
@@ -129,6 +148,16 @@ func TestRestartedStoreNumbersOnAndForgeriesKeepTheRun(t *testing.T) {
 	}
 	if n, r := setAside(t, s, ReasonBadSeal), setAside(t, s, ReasonReplayed); n != 1 || r != 0 {
 		t.Errorf("set aside %v bad_seal and %v replayed, want 1 and 0", n, r)
+	}
+	// The restore wrote b1's record again after the forgery: compaction
+	// leaves the run its record.
+	inner.compact(0)
+	s, err = New(Config{Inner: inner, Key: key, Datasets: specs})
+	must(t, err)
+	got, err = s.Load(ctx, 0)
+	must(t, err)
+	if len(got) != 2 || !bytes.Equal(got[k], v1) || !bytes.Equal(got[k2], v2) {
+		t.Errorf("after compaction restored %v, want b1 published and b2 as written", keys(got))
 	}
 	if len(inner.latest(0)[k]) > len(v1)+Overhead {
 		t.Errorf("a sealed record of %d bytes, the run's %d plus Overhead %d", len(inner.latest(0)[k]), len(v1), Overhead)

@@ -1,16 +1,21 @@
 // Package runstore is the run changelog as the runner may trust it: every
-// record lakewap writes carries a sequence number of its partition and an
-// authenticator (HMAC-SHA256 with the daemon's state key over the record's
-// key and bytes, the sequence included), and a restored record is handed to
-// the runner only when it is authentic, not older than a record lakewap
-// wrote before it in the partition (a replay), and describes a run the
-// config allows (its dataset exists; repository, target, source and branch
-// are what the config and the batch id give; its key is the run's key). Any
-// other record is set aside: logged, counted, left in the changelog for
-// inspection, and never acted on; the run keeps its newest authentic record.
+// record lakewap writes carries its place in the partition's order, an
+// (epoch, sequence) pair, and an authenticator (HMAC-SHA256 with the
+// daemon's state key over the record's key and bytes, the pair included).
+// A store that loads a partition takes the next epoch and writes it down
+// in a sealed mark (a reserved key, never a run's), and rewrites the mark
+// with each record, so the partition's newest mark is at or above every
+// record lakewap wrote before it. A restored record is handed to the runner
+// only when it is authentic, not below a record or mark lakewap wrote
+// before it in the partition (a replay, or an old owner still writing after
+// a handover), and describes a run the config allows (its dataset exists;
+// repository, target, source and branch are what the config and the batch
+// id give; its key is the run's key). Any other record is set aside:
+// logged, counted, left in the changelog for inspection, and never acted
+// on; the run keeps its newest authentic record.
 //
-// It imports pipeline (the run record and dataset specs), schemas and kafka
-// (the partition of a batch id).
+// It imports pipeline (the run record and dataset specs), schemas, kafka
+// (the partition of a batch id) and consumer (the changelog's record).
 package runstore
 
 import (
@@ -23,13 +28,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
@@ -37,8 +45,9 @@ import (
 
 // Inner is the store underneath (the Kafka changelog).
 type Inner interface {
-	Put(ctx context.Context, partition int, key string, value []byte) error
-	Delete(ctx context.Context, partition int, key string) error
+	// Write appends records to the partition in their order, all or none
+	// (a nil value is a tombstone).
+	Write(ctx context.Context, partition int, records ...consumer.ChangelogRecord) error
 	// Scan hands fn the partition's records in the order they were
 	// written (a tombstone as a nil value).
 	Scan(ctx context.Context, partition int, fn func(key string, value []byte)) error
@@ -58,10 +67,35 @@ const (
 	ReasonReplayed = "replayed"
 )
 
-// Overhead is what sealing adds to a run record: its sequence and its
+// Overhead is what sealing adds to a run record: its epoch, sequence and
 // authenticator (the changelog's message size must hold the run budget plus
 // this).
-const Overhead = len(`,"wap_seq":18446744073709551615,"wap_seal":""`) + 64
+const Overhead = len(`,"wap_epoch":18446744073709551615,"wap_seq":18446744073709551615,"wap_seal":""`) + 64
+
+// The keys of a partition's marks start with "#": no run key can (a
+// dataset name and a batch id start with a letter, digit or one of
+// _ - . : + @), so readers of runs skip them. The epoch mark is written
+// once, when a store loads the partition, and stays where it is: it dates
+// every record of an older epoch written after it (an old owner's, a
+// replay). The last mark is written again with each record: it dates a
+// replay written after lakewap's last record, whatever compaction removed.
+const (
+	EpochMarkPrefix = "#wap.epoch/"
+	LastMarkPrefix  = "#wap.mark/"
+)
+
+// markBody is a mark's value before sealing.
+const markBody = `{"wap_mark":true}`
+
+// MaxMarkBytes is the most a mark record (key and value) takes.
+const MaxMarkBytes = len(EpochMarkPrefix+"18446744073709551615") + len(markBody) + Overhead
+
+// maxWriteBytes bounds one write of Load (marks, and records written
+// again), well under the changelog's message size.
+const maxWriteBytes = 512 << 10
+
+// IsMark says whether key is a mark's, not a run's.
+func IsMark(key string) bool { return strings.HasPrefix(key, "#") }
 
 // maxLogged bounds the set-aside records one Load logs one by one; the rest
 // are counted and summed up in one line.
@@ -82,8 +116,6 @@ type Config struct {
 	Logger     *slog.Logger
 	// Registerer, if set, gets lakewap_state_records_set_aside_total.
 	Registerer prometheus.Registerer
-	// Now is the clock the sequence numbers start from (default time.Now).
-	Now func() time.Time
 }
 
 // Store is a pipeline runner's Store.
@@ -95,13 +127,31 @@ type Store struct {
 	parts map[int]*sequence
 }
 
-// sequence numbers the records of one partition. Its lock is held from
-// numbering a record to its write acknowledged, so numbers rise with the
-// records' offsets.
+// sequence places the records of one partition: its epoch is taken at
+// Load, above every epoch the partition holds, and its number rises with
+// each record. Its lock is held from numbering a record to its write
+// acknowledged, so places rise with the records' offsets.
 type sequence struct {
-	mu   sync.Mutex
-	last uint64
+	mu     sync.Mutex
+	loaded bool
+	last   place
 }
+
+// place orders lakewap's records in a partition: by epoch, then by
+// sequence number. Records written before epochs were are epoch 0.
+type place struct {
+	epoch, seq uint64
+}
+
+func (p place) less(q place) bool {
+	return p.epoch < q.epoch || p.epoch == q.epoch && p.seq < q.seq
+}
+
+func (p place) String() string { return fmt.Sprintf("(epoch %d, sequence %d)", p.epoch, p.seq) }
+
+// ErrNotLoaded: a sealed record is written only to a partition the store
+// loaded (its epoch is taken there).
+var ErrNotLoaded = errors.New("runstore: partition not loaded")
 
 // New returns the store; Inner and Datasets are required.
 func New(cfg Config) (*Store, error) {
@@ -114,9 +164,6 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	setAside, err := newSetAside(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -125,10 +172,10 @@ func New(cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// sealSuffix ends a sealed record: the run's JSON object with two more
+// sealSuffix ends a sealed record: the run's JSON object with more
 // members, which readers of the run (lakewap runs) ignore. The seal covers
-// the sequence.
-var sealSuffix = regexp.MustCompile(`,"wap_seq":([0-9]{1,20}),"wap_seal":"([0-9a-f]{64})"\}$`)
+// the place. Records written before epochs were have no "wap_epoch".
+var sealSuffix = regexp.MustCompile(`(?:,"wap_epoch":([0-9]{1,20}))?,"wap_seq":([0-9]{1,20}),"wap_seal":"([0-9a-f]{64})"\}$`)
 
 func (s *Store) seal(key string, value []byte) string {
 	m := hmac.New(sha256.New, s.cfg.Key)
@@ -150,13 +197,15 @@ func (s *Store) sequence(partition int) *sequence {
 	return q
 }
 
-// Put stores value (a run's JSON object) under key, numbered and sealed.
-// A number is one more than the partition's last, and at least the clock's
-// microseconds: a store that did not load the partition first still numbers
-// after what an earlier process wrote.
+// Put stores value (a run's JSON object) under key, placed after the
+// partition's last record and sealed, with the partition's last mark in the
+// same write.
 func (s *Store) Put(ctx context.Context, partition int, key string, value []byte) error {
 	if s.cfg.Key == nil {
-		return s.cfg.Inner.Put(ctx, partition, key, value)
+		return s.cfg.Inner.Write(ctx, partition, consumer.ChangelogRecord{Key: key, Value: value})
+	}
+	if IsMark(key) {
+		return fmt.Errorf("runstore: key %q is reserved for marks", schemas.Clip(key, 256))
 	}
 	v := bytes.TrimRight(value, " \n")
 	if len(v) < 2 || v[len(v)-1] != '}' {
@@ -165,28 +214,54 @@ func (s *Store) Put(ctx context.Context, partition int, key string, value []byte
 	q := s.sequence(partition)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.last = max(q.last+1, uint64(max(s.cfg.Now().UnixMicro(), 0)))
-	numbered := fmt.Appendf(bytes.Clone(v[:len(v)-1]), `,"wap_seq":%d}`, q.last)
-	sealed := fmt.Appendf(numbered[:len(numbered)-1], `,"wap_seal":"%s"}`, s.seal(key, numbered))
-	return s.cfg.Inner.Put(ctx, partition, key, sealed)
+	if !q.loaded {
+		return fmt.Errorf("%w: writing %s to partition %d", ErrNotLoaded, schemas.Clip(key, 256), partition)
+	}
+	q.last.seq++
+	return s.cfg.Inner.Write(ctx, partition, consumer.ChangelogRecord{Key: key, Value: s.sealed(key, v, q.last)}, s.mark(LastMarkPrefix, q.last))
 }
 
-// Delete deletes key.
+// Delete deletes key: a tombstone, then the partition's last mark with the
+// next place, so that a copy of the key's last record written later is below it.
 func (s *Store) Delete(ctx context.Context, partition int, key string) error {
+	tombstone := consumer.ChangelogRecord{Key: key}
 	if s.cfg.Key == nil {
-		return s.cfg.Inner.Delete(ctx, partition, key)
+		return s.cfg.Inner.Write(ctx, partition, tombstone)
 	}
 	q := s.sequence(partition)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return s.cfg.Inner.Delete(ctx, partition, key)
+	if !q.loaded {
+		return fmt.Errorf("%w: deleting %s in partition %d", ErrNotLoaded, schemas.Clip(key, 256), partition)
+	}
+	q.last.seq++
+	return s.cfg.Inner.Write(ctx, partition, tombstone, s.mark(LastMarkPrefix, q.last))
+}
+
+// sealed is v (a JSON object without trailing space) with at's place and
+// the seal over key and both.
+func (s *Store) sealed(key string, v []byte, at place) []byte {
+	placed := fmt.Appendf(bytes.Clone(v[:len(v)-1]), `,"wap_epoch":%d,"wap_seq":%d}`, at.epoch, at.seq)
+	return fmt.Appendf(placed[:len(placed)-1], `,"wap_seal":"%s"}`, s.seal(key, placed))
+}
+
+// mark is the partition's mark of prefix at place at: one key per epoch,
+// so an old owner that still writes its own epoch's marks does not replace
+// the new owner's.
+func (s *Store) mark(prefix string, at place) consumer.ChangelogRecord {
+	key := prefix + strconv.FormatUint(at.epoch, 10)
+	return consumer.ChangelogRecord{Key: key, Value: s.sealed(key, []byte(markBody), at)}
 }
 
 // Load returns the partition's records that are authentic, not replayed,
 // and match the config, as they were before sealing; the others are set
 // aside. It reads the partition's history: a key whose latest record is set
-// aside for its seal or as a replay keeps the newest record lakewap wrote
-// for it, if compaction has left that one.
+// aside keeps the newest record lakewap wrote for it, if compaction has left
+// that one. With a state key it then makes the outcome durable before it
+// returns (takeEpoch): it takes the partition's next epoch, writes again
+// the record of each run whose latest record was set aside, deletes the
+// keys that hold only lakewap's own older records written again, and
+// deletes the marks of older epochs.
 func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, error) {
 	logged := 0
 	aside := func(key string, v []byte, reason, detail string) {
@@ -200,8 +275,31 @@ func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, err
 		raw, value []byte
 	}
 	state := map[string]current{}
-	var newest uint64
+	var newest place
+	var epoch uint64              // the highest among authentic records, replayed or not
+	marks := map[string]bool{}    // keys of authentic marks
+	latest := map[string]string{} // why a key's latest record was set aside ("" when it was not)
 	err := s.cfg.Inner.Scan(ctx, partition, func(key string, v []byte) {
+		if IsMark(key) {
+			if v == nil || s.cfg.Key == nil {
+				return
+			}
+			body, at, reason, detail := s.open(key, v)
+			switch {
+			case reason != "":
+				aside(key, v, reason, detail)
+			case string(body) != markBody || !isMarkOf(key, at.epoch):
+				aside(key, v, ReasonUnreadable, "a sealed record under a mark's key that is not that mark")
+			default:
+				marks[key] = true
+				epoch = max(epoch, at.epoch)
+				if newest.less(at) {
+					newest = at
+				}
+			}
+			return
+		}
+		latest[key] = ""
 		if v == nil {
 			delete(state, key)
 			return
@@ -210,29 +308,29 @@ func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, err
 			state[key] = current{raw: v, value: v}
 			return
 		}
-		value, seq, reason, detail := s.open(key, v)
+		value, at, reason, detail := s.open(key, v)
+		if reason == "" {
+			epoch = max(epoch, at.epoch)
+		}
 		switch {
 		case reason != "":
 			aside(key, v, reason, detail)
-		case seq < newest:
-			aside(key, v, ReasonReplayed, fmt.Sprintf("sequence %d, older than %d written before it in the partition: an old record of lakewap's written again", seq, newest))
-		case seq == newest && !bytes.Equal(state[key].raw, v):
-			// The same number twice is one record delivered twice; as
+			latest[key] = reason
+		case at.less(newest):
+			aside(key, v, ReasonReplayed, fmt.Sprintf("place %s, below %s written before it in the partition: an old record of lakewap's written again, or an old owner's after a handover", at, newest))
+			latest[key] = ReasonReplayed
+		case at == newest && !bytes.Equal(state[key].raw, v):
+			// The same place twice is one record delivered twice; as
 			// another record, or after its run was deleted, it is a replay.
-			aside(key, v, ReasonReplayed, fmt.Sprintf("sequence %d again, after lakewap wrote or deleted %s", seq, schemas.Clip(key, 256)))
+			aside(key, v, ReasonReplayed, fmt.Sprintf("place %s again, after lakewap wrote or deleted %s", at, schemas.Clip(key, 256)))
+			latest[key] = ReasonReplayed
 		default:
-			newest = seq
+			newest = at
 			state[key] = current{raw: v, value: value}
 		}
 	})
 	if err != nil {
 		return nil, err
-	}
-	if s.cfg.Key != nil {
-		q := s.sequence(partition)
-		q.mu.Lock()
-		q.last = max(q.last, newest)
-		q.mu.Unlock()
 	}
 	out := make(map[string][]byte, len(state))
 	for key, c := range state {
@@ -245,25 +343,96 @@ func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, err
 	if logged > maxLogged {
 		s.cfg.Logger.Error("run records set aside, not logged one by one", "partition", partition, "records", logged-maxLogged)
 	}
+	if s.cfg.Key != nil {
+		var again, gone []string
+		for key, reason := range latest {
+			_, kept := state[key]
+			switch {
+			case reason == "":
+			case out[key] != nil:
+				again = append(again, key)
+			case reason == ReasonReplayed && !kept:
+				gone = append(gone, key)
+			}
+		}
+		if err := s.takeEpoch(ctx, partition, epoch, newest, out, again, gone, marks); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 
-// open checks a record's seal and returns its run bytes and sequence, or
-// why it is set aside.
-func (s *Store) open(key string, v []byte) (value []byte, seq uint64, reason, detail string) {
+// isMarkOf says whether key is a mark's key of epoch.
+func isMarkOf(key string, epoch uint64) bool {
+	e := strconv.FormatUint(epoch, 10)
+	return key == EpochMarkPrefix+e || key == LastMarkPrefix+e
+}
+
+// takeEpoch makes the store the partition's writer from the epoch after
+// highest (and after its own, when it loaded the partition before), its
+// numbers going on from newest. In order: the epoch's mark; the records of
+// runs (again) whose latest record was set aside, and tombstones for keys
+// (gone) that held only a replayed record, so that compaction removes
+// what was set aside, not lakewap's record, and nothing set aside needs
+// an old mark before it any more; then tombstones for the older marks.
+func (s *Store) takeEpoch(ctx context.Context, partition int, highest uint64, newest place, runs map[string][]byte, again, gone []string, marks map[string]bool) error {
+	q := s.sequence(partition)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	next := place{epoch: max(highest, q.last.epoch) + 1, seq: max(newest.seq, q.last.seq)}
+	records := []consumer.ChangelogRecord{s.mark(EpochMarkPrefix, next)}
+	slices.Sort(again)
+	for _, key := range again {
+		next.seq++
+		records = append(records, consumer.ChangelogRecord{Key: key, Value: s.sealed(key, bytes.TrimRight(runs[key], " \n"), next)})
+	}
+	slices.Sort(gone)
+	for _, key := range gone {
+		records = append(records, consumer.ChangelogRecord{Key: key})
+	}
+	if len(again)+len(gone) > 0 {
+		next.seq++
+		records = append(records, s.mark(LastMarkPrefix, next))
+	}
+	for _, key := range slices.Sorted(maps.Keys(marks)) {
+		records = append(records, consumer.ChangelogRecord{Key: key})
+	}
+	for len(records) > 0 {
+		n, size := 0, 0
+		for n < len(records) && (n == 0 || size+len(records[n].Key)+len(records[n].Value) <= maxWriteBytes) {
+			size += len(records[n].Key) + len(records[n].Value)
+			n++
+		}
+		if err := s.cfg.Inner.Write(ctx, partition, records[:n]...); err != nil {
+			return fmt.Errorf("runstore: taking epoch %d of partition %d: %w", next.epoch, partition, err)
+		}
+		records = records[n:]
+	}
+	q.last, q.loaded = next, true
+	return nil
+}
+
+// open checks a record's seal and returns its bytes before sealing and its
+// place, or why it is set aside.
+func (s *Store) open(key string, v []byte) (value []byte, at place, reason, detail string) {
 	m := sealSuffix.FindSubmatchIndex(v)
 	if m == nil {
-		return nil, 0, ReasonUnsealed, "the record carries no numbered seal of the state key"
+		return nil, place{}, ReasonUnsealed, "the record carries no placed seal of the state key"
 	}
-	numbered := append(bytes.Clone(v[:m[4]-len(`,"wap_seal":"`)]), '}')
-	if !hmac.Equal([]byte(s.seal(key, numbered)), v[m[4]:m[5]]) {
-		return nil, 0, ReasonBadSeal, "the seal does not match the record: forged or altered"
+	placed := append(bytes.Clone(v[:m[6]-len(`,"wap_seal":"`)]), '}')
+	if !hmac.Equal([]byte(s.seal(key, placed)), v[m[6]:m[7]]) {
+		return nil, place{}, ReasonBadSeal, "the seal does not match the record: forged or altered"
 	}
-	seq, err := strconv.ParseUint(string(v[m[2]:m[3]]), 10, 64)
-	if err != nil {
-		return nil, 0, ReasonBadSeal, err.Error()
+	var err error
+	if m[2] >= 0 {
+		if at.epoch, err = strconv.ParseUint(string(v[m[2]:m[3]]), 10, 64); err != nil {
+			return nil, place{}, ReasonBadSeal, err.Error()
+		}
 	}
-	return append(bytes.Clone(v[:m[0]]), '}'), seq, "", ""
+	if at.seq, err = strconv.ParseUint(string(v[m[4]:m[5]]), 10, 64); err != nil {
+		return nil, place{}, ReasonBadSeal, err.Error()
+	}
+	return append(bytes.Clone(v[:m[0]]), '}'), at, "", ""
 }
 
 // check says why a record's run bytes are set aside, if they are.

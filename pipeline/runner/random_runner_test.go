@@ -36,7 +36,9 @@ import (
 // operator requests (retry, revert, cancel) from producers on the input
 // topic and unsigned or wrongly signed ones on the requests topic, and
 // restarts of the partition after forged, altered, moved and replayed
-// records were written to the changelog. It asserts that every stored run
+// records were written to the changelog, after compaction, and with an old
+// owner of the partition (a zombie, with the state key) still writing
+// sealed records after the handover. It asserts that every stored run
 // is within its budget, that every run ends (or waits with a deadline
 // inside the horizon), that every input is applied, counted as a
 // duplicate, or dead-lettered (a request from anyone but the operator for
@@ -59,13 +61,7 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 			var audits auditSeq
 			changelog := &changelogLog{}
 			reg := prometheus.NewRegistry()
-			store, err := runstore.New(runstore.Config{Inner: changelog, Key: []byte(strings.Repeat("s", 32)), Registerer: reg,
-				Datasets: func(n string) (DatasetSpec, bool) {
-					return DatasetSpec{Repository: "lake", Target: "main"}, n == "billing" || n == "orders"
-				}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			store := sealedStore(t, changelog, reg)
 			restored := &restoreRecorder{Store: store}
 			lake := &auditedLake{fakeLake: newFakeLake(), passed: map[string]bool{}}
 			f := newRunnerFixtureWith(t, func(c *Config) {
@@ -306,7 +302,7 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 				t.Errorf("a run record of %d bytes was stored; budget %d and the seal's %d", largest, budget, runstore.Overhead)
 			}
 			for k := range latest {
-				if ds, _, _ := strings.Cut(k, "/"); ds != "billing" && ds != "orders" {
+				if ds, _, _ := strings.Cut(k, "/"); ds != "billing" && ds != "orders" && !runstore.IsMark(k) {
 					t.Errorf("stored run %q of a dataset not in the config", k)
 				}
 			}
@@ -356,23 +352,21 @@ type logRecord struct {
 	ours  bool   // written by lakewap
 }
 
-func (c *changelogLog) Put(_ context.Context, _ int, k string, v []byte) error {
+func (c *changelogLog) Write(_ context.Context, _ int, records ...consumer.ChangelogRecord) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.truth == nil {
 		c.truth = map[string][]byte{}
 	}
-	c.log = append(c.log, logRecord{k, bytes.Clone(v), true})
-	c.truth[k] = bytes.Clone(v)
-	c.largest = max(c.largest, len(v))
-	return nil
-}
-
-func (c *changelogLog) Delete(_ context.Context, _ int, k string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.log = append(c.log, logRecord{key: k, ours: true})
-	delete(c.truth, k)
+	for _, r := range records {
+		c.log = append(c.log, logRecord{r.Key, bytes.Clone(r.Value), true})
+		if r.Value == nil {
+			delete(c.truth, r.Key)
+			continue
+		}
+		c.truth[r.Key] = bytes.Clone(r.Value)
+		c.largest = max(c.largest, len(r.Value))
+	}
 	return nil
 }
 
@@ -382,6 +376,57 @@ func (c *changelogLog) Scan(_ context.Context, _ int, fn func(string, []byte)) e
 	c.mu.Unlock()
 	for _, r := range log {
 		fn(r.key, bytes.Clone(r.value))
+	}
+	return nil
+}
+
+// sealedStore is a store with lakewap's state key over inner.
+func sealedStore(t *testing.T, inner runstore.Inner, reg prometheus.Registerer) *runstore.Store {
+	t.Helper()
+	store, err := runstore.New(runstore.Config{Inner: inner, Key: []byte(strings.Repeat("s", 32)), Registerer: reg,
+		Datasets: func(n string) (DatasetSpec, bool) {
+			return DatasetSpec{Repository: "lake", Target: "main"}, n == "billing" || n == "orders"
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+// compact drops every record but the latest of each key, tombstones too,
+// as Kafka's log cleaner does, unless the latest record of a run lakewap
+// holds is someone else's: compaction would remove lakewap's own (a
+// deletion, which a writer of the topic can always do).
+func (c *changelogLog) compact() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last := map[string]int{}
+	for i, l := range c.log {
+		last[l.key] = i
+	}
+	for k := range c.truth {
+		if !c.log[last[k]].ours {
+			return false
+		}
+	}
+	var kept []logRecord
+	for i, l := range c.log {
+		if last[l.key] == i && l.value != nil {
+			kept = append(kept, l)
+		}
+	}
+	c.log = kept
+	return true
+}
+
+// zombieLog is the changelog as an old owner of the partition writes it:
+// not lakewap's records as far as the test is concerned (they are not the
+// truth), though sealed with its key.
+type zombieLog struct{ *changelogLog }
+
+func (z zombieLog) Write(_ context.Context, _ int, records ...consumer.ChangelogRecord) error {
+	for _, r := range records {
+		z.inject(r.Key, r.Value)
 	}
 	return nil
 }
@@ -407,7 +452,7 @@ func (r *restoreRecorder) Load(ctx context.Context, p int) (map[string][]byte, e
 	return m, err
 }
 
-var sealOf = regexp.MustCompile(`,"wap_seq":[0-9]+,"wap_seal":"[0-9a-f]{64}"\}$`)
+var sealOf = regexp.MustCompile(`(,"wap_epoch":[0-9]+)?,"wap_seq":[0-9]+,"wap_seal":"[0-9a-f]{64}"\}$`)
 
 // restart revokes the partition, writes one to four hostile records to the
 // changelog (a forged run publishing an unaudited commit, an altered
@@ -420,7 +465,9 @@ func restart(t *testing.T, r *Runner, c *changelogLog, rec *restoreRecorder, rng
 	c.mu.Lock()
 	want := map[string][]byte{}
 	for k, v := range c.truth {
-		want[k] = sealOf.ReplaceAll(v, []byte("}"))
+		if !runstore.IsMark(k) {
+			want[k] = sealOf.ReplaceAll(v, []byte("}"))
+		}
 	}
 	var ours []logRecord
 	for _, l := range c.log {
@@ -455,8 +502,45 @@ func restart(t *testing.T, r *Runner, c *changelogLog, rec *restoreRecorder, rng
 			c.inject(l.key, l.value) // lakewap's own, maybe long superseded or deleted since
 		}
 	}
+	if rng.IntN(3) == 0 {
+		c.compact()
+	}
+	// An old owner that loaded the partition before this assignment and
+	// writes on after it, sealed with the state key: a forged run
+	// publishing an unaudited commit, and older records of lakewap's
+	// written again as its own. The next restart sets them aside.
+	var zombie *runstore.Store
+	if rng.IntN(2) == 0 {
+		zombie = sealedStore(t, zombieLog{c}, nil)
+		if _, err := zombie.Load(context.Background(), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := r.Assigned(context.Background(), 0, nil); err != nil {
 		t.Fatal(err)
+	}
+	for n := rng.IntN(4); zombie != nil && n >= 0; n-- {
+		var key string
+		var value []byte
+		if len(ours) > 0 && rng.IntN(2) == 0 {
+			if l := ours[rng.IntN(len(ours))]; !runstore.IsMark(l.key) {
+				key, value = l.key, sealOf.ReplaceAll(l.value, []byte("}"))
+			}
+		}
+		if key == "" {
+			id := fmt.Sprint("zombie-", rng.IntN(1000))
+			key = RunKey("billing", id)
+			var err error
+			value, err = json.Marshal(Run{BatchID: id, Dataset: "billing", Repository: "lake", Branch: schemas.BranchName("billing", id),
+				Source: "main", Target: "main", State: StatePublishing, SealedCommit: "unaudited-" + id, PublishSince: now, StateSince: now,
+				UpdatedAt: now, Report: &schemas.AuditReport{Dataset: "billing", Passed: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := zombie.Put(context.Background(), 0, key, value); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rec.mu.Lock()
 	got := rec.last
