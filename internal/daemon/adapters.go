@@ -8,7 +8,9 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/notify"
 	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/pipeline/lakefs/auditsource"
+	"github.com/lakewap/lakewap/pipeline/runner"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -45,3 +47,7 @@ func (n notifier) Notify(ctx context.Context, pn pipeline.Notification) (map[str
 		RequestID: pn.RequestID, ResultOnly: pn.ResultOnly, Trace: pn.Run.Trace,
 	})
 }
+
+// The runner takes a waiting publish's diff ahead of its turn only with a
+// Lake that finds merge-bases.
+var _ runner.MergeBaser = (*lakefs.Client)(nil)

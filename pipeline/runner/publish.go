@@ -69,10 +69,18 @@ func (r *Runner) awaitPublish(p *partition, t *publishTicket) pipeline.Input {
 	k := targetKey{t.run.Repository, t.run.Target}
 	select {
 	case <-t.turn:
-	case <-p.stop:
-		r.left(k)
-		go func() { <-t.turn; r.pass(k, t) }()
-		return nil
+	default:
+		// The turn is taken: the sealed commit's diff, which a recheck in
+		// the turn needs, is taken meanwhile.
+		r.prepareDiff(pipeline.WithCallCounter(p.ctx, r.calls(p, t.run.Key())), t.run)
+		select {
+		case <-t.turn:
+		case <-p.stop:
+			r.dropDiff(t.run)
+			r.left(k)
+			go func() { <-t.turn; r.pass(k, t) }()
+			return nil
+		}
 	}
 	r.left(k)
 	r.metrics.publishWait(k.repo, k.target, time.Since(t.queued))
@@ -126,6 +134,7 @@ func (r *Runner) publishTurn(p *partition, t *publishTicket) pipeline.Input {
 	if stop || current.State != pipeline.StatePublishing || current.SealedCommit != run.SealedCommit {
 		return nil // revoked, or the run moved on while it waited
 	}
+	defer r.dropDiff(run)
 	start := time.Now()
 	in := r.step(p, run, pipeline.DoPublish, func(ctx context.Context) pipeline.Input { return r.publish(ctx, run, r.recheckAttempt(p, run.Key())) })
 	r.metrics.stepDuration(pipeline.DoPublish, in, time.Since(start))
@@ -333,9 +342,12 @@ const maxCollisionWindow = 1000
 // batch fails with.
 func (r *Runner) recheck(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string) (*schemas.AuditReport, error) {
 	log.Info("target moved since the batch's snapshot: auditing the sealed commit as its merge will leave the target", "base", base, "head", head)
-	changes, err := r.cfg.Lake.Changes(ctx, run.Repository, head, run.SealedCommit)
-	if err != nil {
-		return nil, err
+	changes, ok := r.preparedDiff(run, base)
+	if !ok {
+		var err error
+		if changes, err = r.cfg.Lake.Changes(ctx, run.Repository, head, run.SealedCommit); err != nil {
+			return nil, err
+		}
 	}
 	if spec, ok := r.cfg.Datasets(run.Dataset); ok && len(spec.TablePaths) > 0 {
 		paths := make([]string, len(changes))
@@ -362,6 +374,93 @@ func (r *Runner) recheck(ctx context.Context, log *slog.Logger, run pipeline.Run
 		return nil, err
 	}
 	return nil, &Collision{Report: rep, Commit: commit, Head: head, Checks: checks}
+}
+
+// What merging a sealed commit brings is its diff against its merge-base
+// with the target (the three-dot diff of head and seal). That merge-base is
+// the batch's foundation whatever the target gained since, as long as the
+// target did not take in the batch's own history, so the diff is the same
+// for every head: a publish waiting for its turn takes it meanwhile
+// (prepareDiff: the foundation, the merge-base of seal and target, then the
+// three-dot diff of foundation and seal, the same diff), and the
+// recheck in the turn uses it when the look in the turn finds the same
+// foundation (preparedDiff), so the turn does not wait for a diff.
+
+// MergeBaser is a Lake that finds the merge-base of a commit and a ref
+// (lakeFS's), and the commit the ref resolved to. Without it a publish does
+// not take its diff while it waits.
+type MergeBaser interface {
+	MergeBase(ctx context.Context, repo, source, dest string) (base, destCommit string, err error)
+}
+
+// diffFlight is a sealed commit's diff against base, being taken or taken.
+type diffFlight struct {
+	done    chan struct{}
+	base    string
+	changes []pipeline.Change
+	err     error
+}
+
+// maxPreparedDiffs bounds the diffs kept for publishes waiting their turn.
+const maxPreparedDiffs = 4096
+
+func diffKey(run pipeline.Run) string { return run.Repository + "\x00" + run.SealedCommit }
+
+// prepareDiff starts taking run's diff in the background.
+func (r *Runner) prepareDiff(ctx context.Context, run pipeline.Run) {
+	mb, ok := r.cfg.Lake.(MergeBaser)
+	if !ok {
+		return
+	}
+	if spec, ok := r.cfg.Datasets(run.Dataset); ok && spec.BatchOnly {
+		return // no recheck
+	}
+	r.dmu.Lock()
+	defer r.dmu.Unlock()
+	if r.diffs == nil {
+		r.diffs = map[string]*diffFlight{}
+	}
+	if _, ok := r.diffs[diffKey(run)]; ok || len(r.diffs) >= maxPreparedDiffs {
+		return
+	}
+	f := &diffFlight{done: make(chan struct{})}
+	r.diffs[diffKey(run)] = f
+	go func() {
+		defer close(f.done)
+		ctx, cancel := context.WithTimeout(ctx, lookTimeout)
+		defer cancel()
+		base, _, err := mb.MergeBase(ctx, run.Repository, run.SealedCommit, run.Target)
+		if err != nil || base == "" || base == run.SealedCommit {
+			f.err = cmp.Or(err, errors.New("no foundation"))
+			return
+		}
+		f.base = base
+		f.changes, f.err = r.cfg.Lake.Changes(ctx, run.Repository, base, run.SealedCommit)
+	}()
+}
+
+// preparedDiff is run's diff taken while it waited, if it is done and was
+// taken against base.
+func (r *Runner) preparedDiff(run pipeline.Run, base string) ([]pipeline.Change, bool) {
+	r.dmu.Lock()
+	f := r.diffs[diffKey(run)]
+	r.dmu.Unlock()
+	if f == nil {
+		return nil, false
+	}
+	select {
+	case <-f.done:
+		return f.changes, f.err == nil && f.base == base
+	default:
+		return nil, false // still being taken: the turn takes its own
+	}
+}
+
+// dropDiff forgets run's prepared diff.
+func (r *Runner) dropDiff(run pipeline.Run) {
+	r.dmu.Lock()
+	defer r.dmu.Unlock()
+	delete(r.diffs, diffKey(run))
 }
 
 // auditOnto audits the run's sealed commit applied to the target at

@@ -151,3 +151,77 @@ func TestRecheckLeavesTheBatchBranchAtItsSeal(t *testing.T) {
 		}
 	}
 }
+
+// prepLake finds the foundation f1 (MergeBase), answers Published from a
+// script and Changes with a change that names the refs it was asked for.
+type prepLake struct {
+	pipeline.Lake
+	mu        sync.Mutex
+	published []pipeline.Publication
+	asked     []string // "base...ref" of each Changes
+}
+
+func (l *prepLake) MergeBase(_ context.Context, _, source, dest string) (string, string, error) {
+	return "f1", "h1", nil
+}
+
+func (l *prepLake) Published(context.Context, string, string, string, time.Time) (pipeline.Publication, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.published[0]
+	if len(l.published) > 1 {
+		l.published = l.published[1:]
+	}
+	return p, nil
+}
+
+func (l *prepLake) Changes(_ context.Context, _, base, ref string) ([]pipeline.Change, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.asked = append(l.asked, base+"..."+ref)
+	return []pipeline.Change{{Path: "gold/t/" + base + "/part-0.parquet", Size: 1}}, nil
+}
+
+func (l *prepLake) Merge(context.Context, string, string, string, string, map[string]string) (string, error) {
+	return "m1", nil
+}
+
+// changesOf records the changes each audit onto a commit was given.
+type changesOf struct{ got []string }
+
+func (a *changesOf) Audit(_ context.Context, req pipeline.AuditRequest) (schemas.AuditReport, error) {
+	for _, c := range req.Changes {
+		a.got = append(a.got, c.Path)
+	}
+	return schemas.AuditReport{Ref: req.Ref, Passed: true}, nil
+}
+
+// A publish that waited for its turn took its sealed commit's diff against
+// its foundation meanwhile (prepareDiff); the recheck in the turn uses it
+// only when the look in the turn finds the same foundation, and otherwise
+// takes the diff of head and seal itself.
+func TestPreparedDiffOnlyForTheSameFoundation(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		turnBase   string // the foundation the look in the turn finds
+		wantAsked  string
+		wantChange string
+	}{
+		{"same foundation", "f1", "f1...s1", "gold/t/f1/part-0.parquet"},
+		{"foundation moved", "f2", "f1...s1 h2...s1", "gold/t/h2/part-0.parquet"},
+	} {
+		l := &prepLake{published: []pipeline.Publication{{Head: "h2", Base: tt.turnBase}}}
+		aud := &changesOf{}
+		r := historyRunner(l, aud)
+		run := historyRun()
+		r.prepareDiff(context.Background(), run)
+		r.dmu.Lock()
+		f := r.diffs[diffKey(run)]
+		r.dmu.Unlock()
+		<-f.done
+		in, ok := r.publish(context.Background(), run).(pipeline.Merged)
+		if !ok || strings.Join(l.asked, " ") != tt.wantAsked || strings.Join(aud.got, " ") != tt.wantChange {
+			t.Errorf("%s: %+v; diffs asked %v, recheck given %v; want %s and %s", tt.name, in, l.asked, aud.got, tt.wantAsked, tt.wantChange)
+		}
+	}
+}

@@ -106,6 +106,9 @@ type Runner struct {
 
 	qmu    sync.Mutex
 	queues map[targetKey]*publishQueue // publish queue per target, while not empty
+
+	dmu   sync.Mutex
+	diffs map[string]*diffFlight // sealed commits' diffs taken while their publish waits (publish.go)
 }
 
 // landingLock is the lock of dataset's landings (a configured dataset:
