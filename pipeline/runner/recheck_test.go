@@ -219,7 +219,7 @@ func TestPreparedDiffOnlyForTheSameFoundation(t *testing.T) {
 		f := r.diffs[diffKey(run)]
 		r.dmu.Unlock()
 		<-f.done
-		in, ok := r.publish(context.Background(), run).(pipeline.Merged)
+		in, ok := r.publish(context.Background(), run, nil).(pipeline.Merged)
 		if !ok || strings.Join(l.asked, " ") != tt.wantAsked || strings.Join(aud.got, " ") != tt.wantChange {
 			t.Errorf("%s: %+v; diffs asked %v, recheck given %v; want %s and %s", tt.name, in, l.asked, aud.got, tt.wantAsked, tt.wantChange)
 		}
