@@ -20,7 +20,8 @@ import (
 // paths, and the batch is aborted.
 //
 // Whether an object's claimed size is its stored size cannot be asked of
-// lakeFS's API (it serves the claimed size); see docs/trust-model.md.
+// lakeFS's API (it serves the claimed size): the check stored_sizes asks
+// the blockstore (storedsize.go).
 
 // KindForeignAddress is the kind of the result that names objects staged
 // outside the repository's storage namespace.
@@ -78,6 +79,10 @@ func (r *run) foreignAddresses(ctx context.Context) []schemas.CheckResult {
 		for _, o := range changed {
 			if a, ok := addr[o.Path]; ok && !strings.HasPrefix(a, prefix) {
 				foreign = append(foreign, o.Path)
+				if r.foreign == nil {
+					r.foreign = map[string]bool{}
+				}
+				r.foreign[o.Path] = true
 			}
 		}
 		if len(foreign) == 0 {

@@ -108,6 +108,12 @@ type Options struct {
 	// QueryTimeout bounds each custom query (sql, cross_table); default
 	// DefaultQueryTimeout.
 	QueryTimeout time.Duration
+	// Blockstore, when set, reads the stored size of each object a batch
+	// changes under a table's path (check stored_sizes), each call within
+	// StatTimeout (default DefaultStatTimeout); without it the check does
+	// not run.
+	Blockstore  Blockstore
+	StatTimeout time.Duration
 
 	// trustStatistics leaves distrustedOptimizers on: only the benchmark
 	// that measures what distrust costs sets it (package-internal).
@@ -159,8 +165,8 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("audit: bad memory limit %q (want e.g. 1GB)", opts.MemoryLimit)
 	}
 	if opts.Threads < 0 || opts.DownloadParallelism < 0 || opts.SampleRows < 0 || opts.MaxFiles < 0 || opts.MaxBytes < 0 ||
-		opts.MaxListObjects < 0 || opts.MaxLogFileBytes < 0 || opts.ClockSkew < 0 || opts.QueryTimeout < 0 {
-		return nil, errors.New("audit: Threads, DownloadParallelism, SampleRows, budgets, ClockSkew and QueryTimeout must not be negative")
+		opts.MaxListObjects < 0 || opts.MaxLogFileBytes < 0 || opts.ClockSkew < 0 || opts.QueryTimeout < 0 || opts.StatTimeout < 0 {
+		return nil, errors.New("audit: Threads, DownloadParallelism, SampleRows, budgets, ClockSkew, QueryTimeout and StatTimeout must not be negative")
 	}
 	opts.MaxFiles = cmp.Or(opts.MaxFiles, DefaultMaxFiles)
 	opts.MaxBytes = cmp.Or(opts.MaxBytes, DefaultMaxBytes)
@@ -168,6 +174,7 @@ func New(opts Options) (*Engine, error) {
 	opts.MaxLogFileBytes = cmp.Or(opts.MaxLogFileBytes, DefaultMaxLogFileBytes)
 	opts.ClockSkew = cmp.Or(opts.ClockSkew, DefaultClockSkew)
 	opts.QueryTimeout = cmp.Or(opts.QueryTimeout, DefaultQueryTimeout)
+	opts.StatTimeout = cmp.Or(opts.StatTimeout, DefaultStatTimeout)
 	opts.DownloadParallelism = cmp.Or(opts.DownloadParallelism, 8)
 	opts.SampleRows = cmp.Or(opts.SampleRows, 5)
 	opts.MaxSampleValueBytes = cmp.Or(max(opts.MaxSampleValueBytes, 0), DefaultMaxSampleValueBytes)
@@ -421,6 +428,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	}
 	report.Checks = append(r.checkAll(ctx), r.unaudited(ctx)...)
 	report.Checks = append(report.Checks, r.foreignAddresses(ctx)...)
+	report.Checks = append(report.Checks, r.storedSizes(ctx)...)
 	if err := ctx.Err(); err != nil {
 		return report, err
 	}
@@ -478,6 +486,8 @@ type run struct {
 	changedMemo map[string][]Object
 	// collisions are the column-name collisions of each table (by lower-case name).
 	collisions map[string]error
+	// foreign are the paths foreign_addresses refused.
+	foreign map[string]bool
 	// infra is the first check failure caused by the machine, not the
 	// data: the run returns it (wrapping ErrInfrastructure) to be retried.
 	infra error

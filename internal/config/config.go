@@ -28,6 +28,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/audit/blockstore"
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/internal/tracing"
@@ -273,6 +274,21 @@ type Audit struct {
 	// with it, an attestation without a valid signature is not taken.
 	AttestationKey     string `yaml:"attestation_key"`
 	AttestationKeyFile string `yaml:"attestation_key_file"`
+	// Blockstore lets the audit read lakeFS's blockstore itself, to compare
+	// the stored size of each object a batch changes with the size lakeFS
+	// lists (check stored_sizes). Without it the check does not run.
+	Blockstore *Blockstore `yaml:"blockstore"`
+}
+
+// Blockstore is how lakewap reads lakeFS's blockstore (audit.blockstore).
+type Blockstore struct {
+	// Type is the blockstore's type: local.
+	Type string `yaml:"type"`
+	// Path is lakeFS's blockstore.local.path, readable by lakewap (type
+	// local).
+	Path string `yaml:"path"`
+	// Timeout bounds each request for a stored size (default 10s).
+	Timeout Duration `yaml:"timeout"`
 }
 
 // IncrementalOn reports whether audits may be incremental.
@@ -891,12 +907,54 @@ func (c *Config) AuditDatasets() map[string]audit.Dataset {
 func (c *Config) AuditOptions(src audit.Source, log *slog.Logger) audit.Options {
 	a := c.Audit
 	key, _ := c.AttestationKey() // validated at load
-	return audit.Options{Source: src, WorkDir: a.WorkDir, CacheDir: a.CacheDir, CacheMaxBytes: a.CacheMaxMB << 20,
+	o := audit.Options{Source: src, WorkDir: a.WorkDir, CacheDir: a.CacheDir, CacheMaxBytes: a.CacheMaxMB << 20,
 		MemoryLimit: a.MemoryLimit, Threads: a.Threads, DownloadParallelism: a.DownloadParallelism,
 		SampleRows: a.SampleRows, MaxSampleValueBytes: a.MaxSampleValueBytes, MaxReportBytes: a.MaxReportBytes, Logger: log,
 		MaxFiles: a.MaxFiles, MaxBytes: a.MaxBytes, MaxListObjects: a.MaxListObjects, MaxLogFileBytes: a.MaxLogFileBytes,
 		ClockSkew: a.ClockSkew.Std(), QueryTimeout: a.QueryTimeout.Std(),
-		StatsDir: a.StatsDir, AttestationKey: key}
+		StatsDir: a.StatsDir, AttestationKey: key, Blockstore: c.Blockstore()}
+	if a.Blockstore != nil {
+		o.StatTimeout = a.Blockstore.Timeout.Std()
+	}
+	return o
+}
+
+// Blockstore reads lakeFS's blockstore as audit.blockstore says; nil
+// without it.
+func (c *Config) Blockstore() audit.Blockstore {
+	b := c.Audit.Blockstore
+	if b == nil {
+		return nil
+	}
+	switch b.Type {
+	case BlockstoreLocal:
+		return blockstore.Local{Root: b.Path}
+	}
+	return nil // refused at load
+}
+
+// Blockstore types (audit.blockstore.type).
+const BlockstoreLocal = "local"
+
+// validate checks audit.blockstore.
+func (b *Blockstore) validate(bad func(field, format string, args ...any)) {
+	if b == nil {
+		return
+	}
+	const f = "audit.blockstore"
+	switch b.Type {
+	case BlockstoreLocal:
+		if b.Path == "" || !filepath.IsAbs(b.Path) {
+			bad(f+".path", "%q must be lakeFS's blockstore.local.path, an absolute path", b.Path)
+		} else if st, err := os.Stat(b.Path); err != nil || !st.IsDir() {
+			bad(f+".path", "%s is not a directory lakewap can read (lakeFS's blockstore.local.path)", b.Path)
+		}
+	default:
+		bad(f+".type", "%q is not local", b.Type)
+	}
+	if b.Timeout.Std() < 0 {
+		bad(f+".timeout", "must not be negative")
+	}
 }
 
 // MaxRunAge is the longest a run can be in progress while its partition has
@@ -991,6 +1049,7 @@ func (c *Config) Validate() error {
 	badIf(c.LakeFS.SecretAccessKey == "" && c.LakeFS.SecretAccessKeyFile == "", "lakefs.secret_access_key", "required (or secret_access_key_file)")
 	badIf(c.Audit.MaxAttempts < 1, "audit.max_attempts", "%d must be at least 1 (0 keeps the default %d): the audits of a batch that may take the process down before it is aborted audit_crashed",
 		c.Audit.MaxAttempts, pipeline.DefaultPolicy.MaxAuditAttempts)
+	c.Audit.Blockstore.validate(bad)
 	badIf(c.Audit.MaxReportBytes < 0 || 4*c.Audit.MaxReportBytes > c.Runner.MaxRunBytes, "audit.max_report_bytes", "%d must be between 0 and a quarter of runner.max_run_bytes (a run stores its report up to three times)", c.Audit.MaxReportBytes)
 	badIf(c.Lineage.URL != "" && !strings.HasPrefix(c.Lineage.URL, "http://") && !strings.HasPrefix(c.Lineage.URL, "https://"),
 		"lineage.url", "%q must start with http:// or https://", c.Lineage.URL)

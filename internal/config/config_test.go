@@ -8,6 +8,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/lakewap/lakewap/audit/blockstore"
 	"github.com/lakewap/lakewap/pipeline"
 )
 
@@ -136,6 +137,11 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"tracing sample ratio", "notify:", "tracing: {otlp_endpoint: 'collector:4317', sample_ratio: 1.5}\nnotify:", "tracing.sample_ratio: 1.5 must be between 0 and 1"},
 		{"tracing http endpoint not a URL", "notify:", "tracing: {otlp_endpoint: 'collector:4318', protocol: http}\nnotify:", `tracing.otlp_endpoint: "collector:4318" must be a URL`},
 		{"tracing keys without endpoint", "notify:", "tracing: {protocol: http}\nnotify:", "tracing.otlp_endpoint: required when other tracing keys are set"},
+		{"blockstore of unknown type", "notify:", "audit: {blockstore: {type: ftp, path: /tmp}}\nnotify:", `audit.blockstore.type: "ftp" is not local`},
+		{"local blockstore without path", "notify:", "audit: {blockstore: {type: local}}\nnotify:", `audit.blockstore.path: "" must be lakeFS's blockstore.local.path, an absolute path`},
+		{"local blockstore path relative", "notify:", "audit: {blockstore: {type: local, path: data/lakefs}}\nnotify:", `audit.blockstore.path: "data/lakefs" must be lakeFS's blockstore.local.path, an absolute path`},
+		{"local blockstore path missing", "notify:", "audit: {blockstore: {type: local, path: /nonexistent/lakefs}}\nnotify:", "audit.blockstore.path: /nonexistent/lakefs is not a directory lakewap can read"},
+		{"blockstore timeout negative", "notify:", "audit: {blockstore: {type: local, path: /tmp, timeout: -1s}}\nnotify:", "audit.blockstore.timeout: must not be negative"},
 		{"slack token without channel", "  console: true", "  console: true\n  slack: {token: xoxb-1}", "notify.slack.channel: required"},
 	}
 	for _, tc := range tests {
@@ -152,6 +158,28 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 				t.Errorf("error %q does not contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// audit.blockstore reaches the audit engine as a reader of the stored
+// sizes, with its timeout; without it the engine has none.
+func TestBlockstoreReachesTheAudit(t *testing.T) {
+	vars := env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"})
+	dir := t.TempDir()
+	c, err := ParseIn([]byte(strings.Replace(good, "notify:", "audit: {blockstore: {type: local, path: "+dir+", timeout: 3s}}\nnotify:", 1)), vars, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := c.AuditOptions(nil, nil)
+	if o.Blockstore != (blockstore.Local{Root: dir}) || o.StatTimeout != 3*time.Second {
+		t.Errorf("audit options: blockstore %#v, stat timeout %s; want the local blockstore at %s and 3s", o.Blockstore, o.StatTimeout, dir)
+	}
+	c, err = ParseIn([]byte(good), vars, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.AuditOptions(nil, nil); o.Blockstore != nil {
+		t.Errorf("without audit.blockstore the audit has blockstore %#v", o.Blockstore)
 	}
 }
 

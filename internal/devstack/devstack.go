@@ -63,8 +63,11 @@ type Stack struct {
 	SecretAccessKey string
 	Repository      string // created at start with default branch main
 	WorkDir         string // temp dir holding everything below; removed by Close
-	LakeFSLog       string // lakeFS server output
-	KafkaBackend    string // "kfake" or "external", for test logs
+	// BlockstorePath is lakeFS's local blockstore (blockstore.local.path):
+	// a repository's objects are under BlockstorePath/<namespace>/data/.
+	BlockstorePath string
+	LakeFSLog      string // lakeFS server output
+	KafkaBackend   string // "kfake" or "external", for test logs
 	// With Options.ACL: the ACL server and the keys of the non-admin users.
 	ACLEndpoint string
 	Lakewap     Credentials // user lakewap, group Writers
@@ -124,6 +127,7 @@ func (s *Stack) start(ctx context.Context, opts Options, bin string) error {
 
 	s.AccessKeyID, s.SecretAccessKey = newCredentials()
 	s.lakefsBin = bin
+	s.BlockstorePath = blockstorePath(dir)
 	s.lakefsCfg = lakeFSConfig{dir: dir, accessKeyID: s.AccessKeyID, secretAccessKey: s.SecretAccessKey, encryptKey: randomString(32, alphaNum)}
 	if opts.ACL {
 		aclBin, err := ACLBinaryPath(ctx, s.logger)

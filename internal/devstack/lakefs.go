@@ -123,6 +123,9 @@ func (srv *lakeFSServer) start(ctx context.Context, logger *slog.Logger, what st
 	return nil
 }
 
+// blockstorePath is lakeFS's local blockstore under the stack's directory.
+func blockstorePath(dir string) string { return filepath.Join(dir, "data") }
+
 func writeLakeFSConfig(cfg lakeFSConfig, addr string) (string, error) {
 	type m = map[string]any
 	// usage_report.enabled is not set: lakeFS v1.84 ignores it and warns.
@@ -132,7 +135,7 @@ func writeLakeFSConfig(cfg lakeFSConfig, addr string) (string, error) {
 		"listen_address": addr,
 		"logging":        m{"format": "text", "level": "INFO", "output": "-"},
 		"database":       m{"type": "local", "local": m{"path": filepath.Join(cfg.dir, "metadata")}},
-		"blockstore":     m{"type": "local", "local": m{"path": filepath.Join(cfg.dir, "data")}},
+		"blockstore":     m{"type": "local", "local": m{"path": blockstorePath(cfg.dir)}},
 		"committed": m{"local_cache": m{
 			"dir":        filepath.Join(cfg.dir, "cache"),
 			"size_bytes": 256 << 20,

@@ -89,6 +89,10 @@ var keyDocs = map[string]keyDoc{
 	"audit.incremental":            {desc: "Let audits read only the batch's rows where the target's history is attested (see docs/audits.md).", def: "true", example: "false"},
 	"audit.stats_dir":              {desc: "Directory of lakewap's statistics of the audited files, kept across restarts.", def: "none (in memory; rebuilt from the data after a restart)", example: "/var/lib/lakewap/stats"},
 	"audit.attestation_key":        {desc: "Key (at least 16 bytes) signing each publish's attestation; unsigned ones are then not taken.", def: "none (attestations unsigned)", example: "${LAKEWAP_ATTESTATION_KEY}"},
+	"audit.blockstore":             {desc: "lakeFS's blockstore as lakewap reads it itself, to compare the stored size of each object a batch changes under a table's path with the size lakeFS lists (check `stored_sizes`); lakeFS's API serves only the claimed size.", def: "none (stored sizes are not checked)", example: "{type: local, path: /var/lib/lakefs/data}"},
+	"audit.blockstore.type":        {desc: "The blockstore's type: `local` (lakeFS's `blockstore.type: local`).", def: "none (required with audit.blockstore)", example: "local"},
+	"audit.blockstore.path":        {desc: "lakeFS's `blockstore.local.path`, readable by lakewap (type local): an absolute directory that must exist at load.", def: "none (required with type local)", example: "/var/lib/lakefs/data"},
+	"audit.blockstore.timeout":     {desc: "Bound of each request for a stored size; a request over it makes the check error and the batch is not published.", def: "10s", example: "5s"},
 	"audit.attestation_key_file":   {desc: "File holding the attestation key (instead of attestation_key).", def: "none", example: "/run/secrets/lakewap_attestation"},
 
 	"notify.console":                {desc: "Print each outcome's message to standard output.", example: "true"},
