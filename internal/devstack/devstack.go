@@ -198,6 +198,17 @@ func (s *Stack) StartLakeFS(ctx context.Context) error {
 	return nil
 }
 
+// CompactKafka makes kfake compact its compacted topics now (each key's
+// latest record kept), as Kafka's log cleaner does in its own time; false
+// on an external cluster, whose cleaner the stack does not drive.
+func (s *Stack) CompactKafka() bool {
+	if s.kafka.Fake == nil {
+		return false
+	}
+	s.kafka.Fake.Compact()
+	return true
+}
+
 // startKafka starts kfake, or connects to the external cluster named by
 // brokers or by $LAKEWAP_TEST_KAFKA_BROKERS.
 func (s *Stack) startKafka(ctx context.Context, brokers []string) error {
