@@ -47,17 +47,7 @@ func (r *run) foreignAddresses(ctx context.Context) []schemas.CheckResult {
 	var out []schemas.CheckResult
 	prefix := ""
 	for _, t := range r.req.Suite.Tables {
-		key := strings.ToLower(t.Name)
-		addr := map[string]string{}
-		for _, s := range []string{schemaMain, schemaBatch} {
-			if v := r.views[viewKey{s, key}]; v != nil && !v.broken {
-				for _, o := range v.objects {
-					if o.Address != "" && (o.at == "" || o.at == r.req.Ref) {
-						addr[o.Path] = o.Address
-					}
-				}
-			}
-		}
+		addr := r.readAtRef(t)
 		if len(addr) == 0 {
 			continue
 		}
@@ -77,7 +67,7 @@ func (r *run) foreignAddresses(ctx context.Context) []schemas.CheckResult {
 		}
 		var foreign []string
 		for _, o := range changed {
-			if a, ok := addr[o.Path]; ok && !strings.HasPrefix(a, prefix) {
+			if a, ok := addr[o.Path]; ok && !strings.HasPrefix(a.Address, prefix) {
 				foreign = append(foreign, o.Path)
 				if r.foreign == nil {
 					r.foreign = map[string]bool{}
@@ -95,6 +85,30 @@ func (r *run) foreignAddresses(ctx context.Context) []schemas.CheckResult {
 		out = append(out, res)
 	}
 	return out
+}
+
+// readAtRef are the objects of table t the audit read at the ref, with
+// their physical addresses, by path: the files of its views and, for a
+// Delta table, its log.
+func (r *run) readAtRef(t Table) map[string]Object {
+	key := strings.ToLower(t.Name)
+	read := map[string]Object{}
+	for _, s := range []string{schemaMain, schemaBatch} {
+		v := r.views[viewKey{s, key}]
+		if v == nil || v.broken {
+			continue
+		}
+		objs := v.objects
+		if v.delta != nil && v.ref == r.req.Ref {
+			objs = append(slices.Clone(objs), v.delta.log...)
+		}
+		for _, o := range objs {
+			if o.Address != "" && (o.at == "" || o.at == r.req.Ref) {
+				read[o.Path] = o
+			}
+		}
+	}
+	return read
 }
 
 // dataPrefix is the repository's data prefix, asked once per engine.

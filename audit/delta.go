@@ -72,6 +72,7 @@ type deltaSnapshot struct {
 	partition []ColumnType         // partition columns, DuckDB types
 	schema    []ColumnType         // the table's top-level columns as the log declares them
 	named     map[string]bool      // object paths the log names, active or removed
+	log       []Object             // the objects under _delta_log/, as listed
 }
 
 type deltaFile struct {
@@ -366,7 +367,11 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 				ErrDeltaUnsupported, read.checkpoint, verify, diff)
 		}
 	}
-	return st.snapshot(l.objects)
+	snap, err := st.snapshot(l.objects)
+	if err == nil {
+		snap.log = slices.Collect(maps.Values(l.files))
+	}
+	return snap, err
 }
 
 func (p deltaPlan) String() string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -54,17 +53,7 @@ func (r *run) storedSizes(ctx context.Context) []schemas.CheckResult {
 	}
 	var out []schemas.CheckResult
 	for _, t := range r.req.Suite.Tables {
-		key := strings.ToLower(t.Name)
-		read := map[string]Object{}
-		for _, s := range []string{schemaMain, schemaBatch} {
-			if v := r.views[viewKey{s, key}]; v != nil && !v.broken {
-				for _, o := range v.objects {
-					if o.Address != "" && (o.at == "" || o.at == r.req.Ref) {
-						read[o.Path] = o
-					}
-				}
-			}
-		}
+		read := r.readAtRef(t)
 		if len(read) == 0 {
 			continue
 		}

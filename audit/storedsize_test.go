@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +16,9 @@ import (
 // fakeBlockstore answers StoredSize by address: the claimed size plus
 // extra, or err; it records the addresses asked.
 type fakeBlockstore struct {
-	extra int64
-	err   error
+	extra   int64
+	extraAt map[string]int64 // by address, on top of extra
+	err     error
 	sizes map[string]int64 // address -> stored size (the truth)
 
 	mu    sync.Mutex
@@ -30,7 +32,7 @@ func (b *fakeBlockstore) StoredSize(_ context.Context, address string) (int64, e
 	if b.err != nil {
 		return 0, b.err
 	}
-	return b.sizes[address] + b.extra, nil
+	return b.sizes[address] + b.extra + b.extraAt[address], nil
 }
 
 // A writer can stage an object claiming fewer bytes than are stored at its
@@ -117,5 +119,46 @@ func TestStoredSizesAreTheClaimedSizes(t *testing.T) {
 				t.Errorf("asked the blockstore for %v, want only the changed object's %s", tc.bs.asked, part2.Address)
 			}
 		})
+	}
+}
+
+// A Delta table's log is read through lakeFS too: a commit claiming a
+// prefix of what is stored hides actions from lakewap that Delta readers
+// of the blockstore replay. The batch's new log files are compared like
+// its data files.
+func TestStoredSizesOfADeltaLog(t *testing.T) {
+	src := deltaFixture(t)
+	src.write(t, "b1", "gold/events/part-c.parquet", deltaRows(200, 7, false))
+	writeDeltaCommit(t, src, "b1", "gold/events", 2, deltaAdd("part-c.parquet"))
+	objs, err := src.List(context.Background(), "repo", "b1", "gold/events/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int64{}
+	byPath := map[string]Object{}
+	for _, o := range objs {
+		sizes[o.Address] = o.Size
+		byPath[o.Path] = o
+	}
+	commit := byPath["gold/events/_delta_log/00000000000000000002.json"]
+	bs := &fakeBlockstore{sizes: sizes, extraAt: map[string]int64{commit.Address: 40}}
+	e, err := New(Options{Source: src, WorkDir: t.TempDir(), MemoryLimit: "512MB", Threads: 2, Blockstore: bs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rep, err := e.Run(context.Background(), Request{Dataset: "events", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "events", Path: "gold/events/", Format: FormatDelta}}, Checks: []Check{idsNotNull}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Checks[len(rep.Checks)-1]
+	want := fmt.Sprintf("1 changed objects not stored with their claimed size: %s (claimed %d bytes, stored %d)", commit.Path, commit.Size, commit.Size+40)
+	if rep.Passed || c.Kind != KindStoredSize || c.Status != schemas.StatusFail || c.Observed != want {
+		t.Errorf("passed %v, last check %s %s %q; want fail %q", rep.Passed, c.Kind, c.Status, c.Observed, want)
+	}
+	asked := slices.Sorted(slices.Values(bs.asked))
+	if wantAsked := slices.Sorted(slices.Values([]string{commit.Address, byPath["gold/events/part-c.parquet"].Address})); !slices.Equal(asked, wantAsked) {
+		t.Errorf("asked the blockstore for %v, want the new commit and data file %v", asked, wantAsked)
 	}
 }

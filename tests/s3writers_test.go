@@ -13,6 +13,8 @@ import (
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -123,7 +125,9 @@ func TestS3GatewayBoto3Writer(t *testing.T) {
 // branch through the S3 gateway in two commits, the second of which removes
 // the first's file (which has NULL ids). lakewap audits only the active
 // files and publishes. A second batch appends rows with NULL ids: its audit
-// fails and it is aborted.
+// fails and it is aborted. audit.blockstore is set: the sizes lakeFS lists
+// for what deltalake wrote through the gateway, log included, are the
+// stored ones (stored_sizes says nothing).
 func TestDeltaTableEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon and Python writers; skipped with -short")
@@ -132,7 +136,10 @@ func TestDeltaTableEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Skipf("Delta end-to-end test skipped: %v; scripts/pyenv.sh installs deltalake (./test.sh runs it)", err)
 	}
-	e := startE2E(t, eventsDatasets)
+	e := startE2EOn(t, devstack.Options{}, func(s *devstack.Stack, cfg *config.Config) {
+		eventsDatasets(cfg)
+		cfg.Audit.Blockstore = &config.Blockstore{Type: "local", Path: s.BlockstorePath}
+	}, daemon.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -177,6 +184,11 @@ func TestDeltaTableEndToEnd(t *testing.T) {
 	}
 	if c := checkByName(*ab.Report, "batch_rows"); c.Observed != "10 rows" {
 		t.Errorf("batch_rows observed %q, want the 10 rows the batch's commit added", c.Observed)
+	}
+	for _, c := range ab.Report.Checks {
+		if c.Kind == "stored_sizes" || c.Kind == "foreign_addresses" {
+			t.Errorf("%s on what deltalake wrote through the gateway: %s %q", c.Name, c.Status, c.Observed)
+		}
 	}
 	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)

@@ -282,11 +282,20 @@ type Audit struct {
 
 // Blockstore is how lakewap reads lakeFS's blockstore (audit.blockstore).
 type Blockstore struct {
-	// Type is the blockstore's type: local.
+	// Type is the blockstore's type: local or s3.
 	Type string `yaml:"type"`
 	// Path is lakeFS's blockstore.local.path, readable by lakewap (type
 	// local).
 	Path string `yaml:"path"`
+	// Type s3: the service (default AWS's in region), the region, a key
+	// that may read the objects (s3:GetObject), and path-style addressing
+	// (MinIO and the like).
+	Endpoint            string `yaml:"endpoint"`
+	Region              string `yaml:"region"`
+	AccessKeyID         string `yaml:"access_key_id"`
+	SecretAccessKey     string `yaml:"secret_access_key"`
+	SecretAccessKeyFile string `yaml:"secret_access_key_file"`
+	ForcePathStyle      bool   `yaml:"force_path_style"`
 	// Timeout bounds each request for a stored size (default 10s).
 	Timeout Duration `yaml:"timeout"`
 }
@@ -929,12 +938,19 @@ func (c *Config) Blockstore() audit.Blockstore {
 	switch b.Type {
 	case BlockstoreLocal:
 		return blockstore.Local{Root: b.Path}
+	case BlockstoreS3:
+		secret, _ := ReadSecret(b.SecretAccessKey, b.SecretAccessKeyFile) // validated at load
+		return blockstore.S3{Endpoint: b.Endpoint, Region: b.Region, AccessKeyID: b.AccessKeyID, SecretAccessKey: secret,
+			PathStyle: b.ForcePathStyle, Client: &http.Client{}}
 	}
 	return nil // refused at load
 }
 
 // Blockstore types (audit.blockstore.type).
-const BlockstoreLocal = "local"
+const (
+	BlockstoreLocal = "local"
+	BlockstoreS3    = "s3"
+)
 
 // validate checks audit.blockstore.
 func (b *Blockstore) validate(bad func(field, format string, args ...any)) {
@@ -949,8 +965,29 @@ func (b *Blockstore) validate(bad func(field, format string, args ...any)) {
 		} else if st, err := os.Stat(b.Path); err != nil || !st.IsDir() {
 			bad(f+".path", "%s is not a directory lakewap can read (lakeFS's blockstore.local.path)", b.Path)
 		}
+	case BlockstoreS3:
+		if b.Region == "" {
+			bad(f+".region", "required with type s3 (the bucket's region, e.g. eu-west-1)")
+		}
+		if e := b.Endpoint; e != "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+			bad(f+".endpoint", "%q must start with http:// or https://", e)
+		}
+		if b.AccessKeyID == "" {
+			bad(f+".access_key_id", "required with type s3")
+		}
+		if secret, err := ReadSecret(b.SecretAccessKey, b.SecretAccessKeyFile); err != nil {
+			bad(f+".secret_access_key_file", "%v", err)
+		} else if secret == "" {
+			bad(f+".secret_access_key", "required with type s3 (or secret_access_key_file)")
+		}
 	default:
-		bad(f+".type", "%q is not local", b.Type)
+		bad(f+".type", "%q is not local or s3", b.Type)
+	}
+	if b.Type != BlockstoreLocal && b.Path != "" {
+		bad(f+".path", "is for type local")
+	}
+	if b.Type != BlockstoreS3 && (b.Endpoint != "" || b.Region != "" || b.AccessKeyID != "" || b.SecretAccessKey != "" || b.SecretAccessKeyFile != "" || b.ForcePathStyle) {
+		bad(f+".type", "endpoint, region, access_key_id, secret_access_key(_file) and force_path_style are for type s3")
 	}
 	if b.Timeout.Std() < 0 {
 		bad(f+".timeout", "must not be negative")

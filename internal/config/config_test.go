@@ -137,7 +137,13 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"tracing sample ratio", "notify:", "tracing: {otlp_endpoint: 'collector:4317', sample_ratio: 1.5}\nnotify:", "tracing.sample_ratio: 1.5 must be between 0 and 1"},
 		{"tracing http endpoint not a URL", "notify:", "tracing: {otlp_endpoint: 'collector:4318', protocol: http}\nnotify:", `tracing.otlp_endpoint: "collector:4318" must be a URL`},
 		{"tracing keys without endpoint", "notify:", "tracing: {protocol: http}\nnotify:", "tracing.otlp_endpoint: required when other tracing keys are set"},
-		{"blockstore of unknown type", "notify:", "audit: {blockstore: {type: ftp, path: /tmp}}\nnotify:", `audit.blockstore.type: "ftp" is not local`},
+		{"blockstore of unknown type", "notify:", "audit: {blockstore: {type: ftp, path: /tmp}}\nnotify:", `audit.blockstore.type: "ftp" is not local or s3`},
+		{"s3 blockstore without region", "notify:", "audit: {blockstore: {type: s3, access_key_id: AKID, secret_access_key: s}}\nnotify:", "audit.blockstore.region: required with type s3"},
+		{"s3 blockstore without secret", "notify:", "audit: {blockstore: {type: s3, region: eu-west-1, access_key_id: AKID}}\nnotify:", "audit.blockstore.secret_access_key: required with type s3"},
+		{"s3 blockstore secret file missing", "notify:", "audit: {blockstore: {type: s3, region: eu-west-1, access_key_id: AKID, secret_access_key_file: /nonexistent/s}}\nnotify:", "audit.blockstore.secret_access_key_file: reading secret file /nonexistent/s"},
+		{"s3 blockstore endpoint without scheme", "notify:", "audit: {blockstore: {type: s3, endpoint: 'minio:9000', region: us-east-1, access_key_id: AKID, secret_access_key: s}}\nnotify:", `audit.blockstore.endpoint: "minio:9000" must start with http://`},
+		{"s3 blockstore with a path", "notify:", "audit: {blockstore: {type: s3, path: /data, region: us-east-1, access_key_id: AKID, secret_access_key: s}}\nnotify:", "audit.blockstore.path: is for type local"},
+		{"local blockstore with a region", "notify:", "audit: {blockstore: {type: local, path: /tmp, region: us-east-1}}\nnotify:", "audit.blockstore.type: endpoint, region, access_key_id, secret_access_key(_file) and force_path_style are for type s3"},
 		{"local blockstore without path", "notify:", "audit: {blockstore: {type: local}}\nnotify:", `audit.blockstore.path: "" must be lakeFS's blockstore.local.path, an absolute path`},
 		{"local blockstore path relative", "notify:", "audit: {blockstore: {type: local, path: data/lakefs}}\nnotify:", `audit.blockstore.path: "data/lakefs" must be lakeFS's blockstore.local.path, an absolute path`},
 		{"local blockstore path missing", "notify:", "audit: {blockstore: {type: local, path: /nonexistent/lakefs}}\nnotify:", "audit.blockstore.path: /nonexistent/lakefs is not a directory lakewap can read"},
@@ -173,6 +179,15 @@ func TestBlockstoreReachesTheAudit(t *testing.T) {
 	o := c.AuditOptions(nil, nil)
 	if o.Blockstore != (blockstore.Local{Root: dir}) || o.StatTimeout != 3*time.Second {
 		t.Errorf("audit options: blockstore %#v, stat timeout %s; want the local blockstore at %s and 3s", o.Blockstore, o.StatTimeout, dir)
+	}
+	c, err = ParseIn([]byte(strings.Replace(good, "notify:", "audit: {blockstore: {type: s3, endpoint: 'http://minio:9000', region: us-east-1, access_key_id: AKID, secret_access_key: s, force_path_style: true}}\nnotify:", 1)), vars, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o = c.AuditOptions(nil, nil)
+	if s3, ok := o.Blockstore.(blockstore.S3); !ok || s3.Endpoint != "http://minio:9000" || s3.Region != "us-east-1" || s3.AccessKeyID != "AKID" ||
+		s3.SecretAccessKey != "s" || !s3.PathStyle || o.StatTimeout != 0 {
+		t.Errorf("audit options: blockstore %#v, stat timeout %s; want the s3 blockstore as configured and the engine's default timeout", o.Blockstore, o.StatTimeout)
 	}
 	c, err = ParseIn([]byte(good), vars, "")
 	if err != nil {
