@@ -19,7 +19,7 @@ type fakeBlockstore struct {
 	extra   int64
 	extraAt map[string]int64 // by address, on top of extra
 	err     error
-	sizes map[string]int64 // address -> stored size (the truth)
+	sizes   map[string]int64 // address -> stored size (the truth)
 
 	mu    sync.Mutex
 	asked []string
