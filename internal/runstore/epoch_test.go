@@ -192,3 +192,46 @@ func TestOlderRecordsMarksAndUnsealedStores(t *testing.T) {
 	}
 	must(t, open.Put(ctx, 3, k, v)) // nothing to load first without a key
 }
+
+// A rolling upgrade: an owner of the version before epochs (its records
+// numbered by its clock, without an epoch) takes the partition after one
+// of this version and writes; the next owner of this version keeps its
+// records, and a replay of one of them, after that owner's load, is set
+// aside.
+func TestOwnerOfTheVersionBeforeEpochsWritesAfterThisVersion(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	ctx := context.Background()
+	inner := logStore{}
+	s, err := New(Config{Inner: inner, Key: key, Datasets: specs})
+	must(t, err)
+	_, err = s.Load(ctx, 0)
+	must(t, err)
+	k, v := record(t, func(r *pipeline.Run) { r.State = pipeline.StateAwaitingWrites })
+	must(t, s.Put(ctx, 0, k, v))
+
+	legacy := func(v []byte) []byte { // as the version before epochs sealed it
+		numbered := fmt.Appendf(bytes.Clone(v[:len(v)-1]), `,"wap_seq":%d}`, time.Now().UnixMicro())
+		return fmt.Appendf(numbered[:len(numbered)-1], `,"wap_seal":"%s"}`, s.seal(k, numbered))
+	}
+	_, auditing := record(t, func(r *pipeline.Run) { r.State = pipeline.StateAuditing })
+	old := legacy(auditing)
+	must(t, inner.Put(ctx, 0, k, old))
+	_, aborted := record(t, func(r *pipeline.Run) { r.State, r.Reason = pipeline.StateAborted, schemas.ReasonCancelled })
+	must(t, inner.Put(ctx, 0, k, legacy(aborted)))
+
+	s, err = New(Config{Inner: inner, Key: key, Datasets: specs})
+	must(t, err)
+	got, err := s.Load(ctx, 0)
+	must(t, err)
+	if st := stateOf(t, got[k]); st != pipeline.StateAborted || setAside(t, s, ReasonReplayed) != 0 {
+		t.Errorf("restored %s (%v replayed), want aborted as the older version's owner left it", st, setAside(t, s, ReasonReplayed))
+	}
+	must(t, inner.Put(ctx, 0, k, old)) // the replay
+	s, err = New(Config{Inner: inner, Key: key, Datasets: specs})
+	must(t, err)
+	got, err = s.Load(ctx, 0)
+	must(t, err)
+	if st := stateOf(t, got[k]); st != pipeline.StateAborted || setAside(t, s, ReasonReplayed) != 1 {
+		t.Errorf("after the replay restored %s (%v replayed), want aborted and the replay set aside", st, setAside(t, s, ReasonReplayed))
+	}
+}

@@ -143,7 +143,15 @@ type place struct {
 	epoch, seq uint64
 }
 
+// less orders places by epoch, then sequence; a record sealed before
+// epochs (epoch 0) is ordered by its sequence alone, as the version that
+// wrote it ordered it: in a rolling upgrade an owner of that version may
+// write after one of this version (whose numbers go on from the newest
+// loaded, so they never fall back).
 func (p place) less(q place) bool {
+	if p.epoch == 0 || q.epoch == 0 {
+		return p.seq < q.seq
+	}
 	return p.epoch < q.epoch || p.epoch == q.epoch && p.seq < q.seq
 }
 
@@ -319,7 +327,7 @@ func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, err
 		case at.less(newest):
 			aside(key, v, ReasonReplayed, fmt.Sprintf("place %s, below %s written before it in the partition: an old record of lakewap's written again, or an old owner's after a handover", at, newest))
 			latest[key] = ReasonReplayed
-		case at == newest && !bytes.Equal(state[key].raw, v):
+		case !newest.less(at) && !bytes.Equal(state[key].raw, v):
 			// The same place twice is one record delivered twice; as
 			// another record, or after its run was deleted, it is a replay.
 			aside(key, v, ReasonReplayed, fmt.Sprintf("place %s again, after lakewap wrote or deleted %s", at, schemas.Clip(key, 256)))
