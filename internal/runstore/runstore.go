@@ -61,9 +61,10 @@ const (
 	ReasonDataset    = "unknown_dataset"
 	ReasonMismatch   = "mismatch"        // repository, target, source, branch or key not what the config gives
 	ReasonPartition  = "wrong_partition" // not the partition of its batch id: a copy would give the run a second owner
-	// ReasonReplayed: an authentic record older than one lakewap wrote
-	// before it in the partition, or a copy of a run's record after lakewap
-	// deleted the run: lakewap's own record written again by someone else.
+	// ReasonReplayed: an authentic record placed below a record or mark
+	// lakewap wrote before it in the partition, or a copy of a run's record
+	// after lakewap deleted the run: lakewap's own record written again by
+	// someone else, or an old owner's written after a handover.
 	ReasonReplayed = "replayed"
 )
 
@@ -210,6 +211,9 @@ func (s *Store) sequence(partition int) *sequence {
 // same write.
 func (s *Store) Put(ctx context.Context, partition int, key string, value []byte) error {
 	if s.cfg.Key == nil {
+		if value == nil {
+			value = []byte{} // a value, not a tombstone
+		}
 		return s.cfg.Inner.Write(ctx, partition, consumer.ChangelogRecord{Key: key, Value: value})
 	}
 	if IsMark(key) {
