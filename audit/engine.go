@@ -291,6 +291,11 @@ type Request struct {
 	// (verified with lakeFS): Service.Run runs it with the capacity kept for
 	// lakewap's publishes. The engine ignores it.
 	Own bool
+	// MergeOf, on the hook's audit of lakewap's own merge commit (Own),
+	// names that commit's parents as lakeFS gave them: the target's head
+	// and the commit merged. A passing recheck of that commit onto that
+	// head (Service.Recheck) answers it. The engine ignores it.
+	MergeOf [2]string
 	// Full asks for a full audit even where it could be incremental.
 	Full bool
 	// Onto audits the table as merging Ref into BaseRef would leave it:

@@ -127,8 +127,11 @@ func (s *Service) Audit(ctx context.Context, req Request) (schemas.AuditReport, 
 // publish of the same suite, it reads only the batch and what can collide
 // with it (incremental); otherwise it reads the merged table whole. The
 // report's Ref stays the sealed commit; a unique check that fails names,
-// in its message, the files already holding the batch's keys. Reports of
-// rechecks are not cached.
+// in its message, the files already holding the batch's keys. A passing
+// recheck answers the pre-merge hook's audit of lakewap's own merge of
+// the sealed commit onto that head (Request.MergeOf), whose table is the
+// one the recheck audited: lakewap merges without a strategy, so the
+// merge commit holds the head's files with the batch's changes applied.
 func (s *Service) Recheck(ctx context.Context, req Request) (schemas.AuditReport, error) {
 	d, ok := s.o.Datasets[req.Dataset]
 	if !ok {
@@ -143,7 +146,16 @@ func (s *Service) Recheck(ctx context.Context, req Request) (schemas.AuditReport
 	if err := s.pinBase(ctx, &req); err != nil {
 		return schemas.AuditReport{}, fmt.Errorf("%w: %w", ErrInfrastructure, err)
 	}
-	return s.o.Engine.Run(ctx, req)
+	rep, err := s.o.Engine.Run(ctx, req)
+	if err == nil && rep.Passed && IsCommitID(req.Ref) && IsCommitID(req.BaseRef) && !req.BatchTime.IsZero() {
+		s.cache.put(ontoKey(req.Repository, req.Dataset, req.Ref, req.BaseRef, req.BatchTime), rep)
+	}
+	return rep, err
+}
+
+// ontoKey is the cache key of a passing recheck of sealed onto head.
+func ontoKey(repo, dataset, sealed, head string, batchTime time.Time) reportKey {
+	return reportKey{repo: repo, dataset: dataset, ref: "onto:" + sealed, base: head, batchTime: batchTime.UnixNano()}
 }
 
 // Guarding is the datasets publishing into branch of repo: the pre-merge
@@ -188,6 +200,12 @@ func (s *Service) Run(ctx context.Context, req Request) (schemas.AuditReport, er
 	if rep, ok := s.cache.get(k); ok {
 		s.lookups.WithLabelValues("hit").Inc()
 		return rep, nil
+	}
+	if head, sealed := req.MergeOf[0], req.MergeOf[1]; req.Own && head != "" && sealed != "" {
+		if rep, ok := s.cache.get(ontoKey(req.Repository, req.Dataset, sealed, head, req.BatchTime)); ok {
+			s.lookups.WithLabelValues("hit").Inc()
+			return rep, nil
+		}
 	}
 	s.lookups.WithLabelValues("miss").Inc()
 	s.mu.Lock()

@@ -156,3 +156,57 @@ func TestServiceAuditFeedsTheHook(t *testing.T) {
 		t.Error("a service without webhook concurrency started")
 	}
 }
+
+// verdictRunner passes or fails every audit, as told.
+type verdictRunner struct {
+	runs int
+	pass bool
+}
+
+func (v *verdictRunner) Run(_ context.Context, req Request) (schemas.AuditReport, error) {
+	v.runs++
+	return schemas.AuditReport{Dataset: req.Dataset, Ref: req.Ref, Passed: v.pass}, nil
+}
+
+// A passing recheck of a sealed commit onto a head answers the pre-merge
+// hook's audit of lakewap's own merge commit of that commit onto that head
+// (the same table), for the same batch time; nothing else does: a merge
+// not lakewap's own, another head or source, another batch time, or a
+// recheck that failed makes the hook audit.
+func TestRecheckAnswersTheHookForItsOwnMerge(t *testing.T) {
+	sealed, head, other, merge := strings.Repeat("a", 64), strings.Repeat("b", 64), strings.Repeat("c", 64), strings.Repeat("d", 64)
+	at := time.Unix(100, 0)
+	suite := Suite{Checks: []Check{{Name: "configured"}}}
+	for _, tt := range []struct {
+		name      string
+		pass      bool
+		own       bool
+		mergeOf   [2]string
+		batchTime time.Time
+		hookRuns  int // audits the hook's call ran
+	}{
+		{"own merge of the rechecked commit onto its head", true, true, [2]string{head, sealed}, at, 0},
+		{"not lakewap's merge", true, false, [2]string{head, sealed}, at, 1},
+		{"another head", true, true, [2]string{other, sealed}, at, 1},
+		{"another source", true, true, [2]string{head, other}, at, 1},
+		{"another batch time", true, true, [2]string{head, sealed}, at.Add(time.Second), 1},
+		{"the recheck failed", false, true, [2]string{head, sealed}, at, 1},
+	} {
+		eng := &verdictRunner{pass: tt.pass}
+		s, err := NewService(ServiceOptions{Engine: eng, Concurrency: 1, Budget: time.Minute,
+			Datasets: map[string]Dataset{"billing": {Repository: "lake", Target: "main", Suite: suite}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Recheck(context.Background(), Request{Dataset: "billing", Repository: "lake", Ref: sealed, BaseRef: head, BatchTime: at}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Run(context.Background(), Request{Dataset: "billing", Repository: "lake", Ref: merge, BaseRef: head, BatchTime: tt.batchTime,
+			Suite: suite, Own: tt.own, MergeOf: tt.mergeOf}); err != nil {
+			t.Fatal(err)
+		}
+		if got := eng.runs - 1; got != tt.hookRuns {
+			t.Errorf("%s: the hook's call ran %d audits, want %d", tt.name, got, tt.hookRuns)
+		}
+	}
+}

@@ -330,7 +330,7 @@ func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own ownMerg
 	if h.opts.OwnCommitter == "" || c.Committer != h.opts.OwnCommitter {
 		return own, 0, ans
 	}
-	own.ok = true
+	own.ok, own.parents = true, [2]string{head, ev.SourceRef}
 	if t, err := time.Parse(time.RFC3339Nano, c.Metadata[schemas.MetaBatchTime]); err == nil {
 		own.batchTime = t
 	}
@@ -345,6 +345,7 @@ func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own ownMerg
 type ownMerge struct {
 	ok        bool
 	batchTime time.Time
+	parents   [2]string // the target's head and the merged commit
 }
 
 // decide runs the guarding suites and returns the status, the answer and
@@ -384,8 +385,12 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 				continue
 			}
 		}
-		rep, err := h.opts.Runner.Run(ctx, Request{Dataset: g.Dataset, Suite: g.Suite, Repository: ev.RepositoryID,
-			Ref: ref, BaseRef: ev.BranchID, BatchTime: batchTime, Own: own.ok})
+		req := Request{Dataset: g.Dataset, Suite: g.Suite, Repository: ev.RepositoryID,
+			Ref: ref, BaseRef: ev.BranchID, BatchTime: batchTime, Own: own.ok}
+		if own.ok && ref == ev.CommitID {
+			req.MergeOf = own.parents // the merge commit: lakewap's recheck of the source onto the head answers
+		}
+		rep, err := h.opts.Runner.Run(ctx, req)
 		if err != nil {
 			return h.failed(ans, what, g.Dataset, err)
 		}

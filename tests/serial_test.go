@@ -403,6 +403,45 @@ func TestPreMergeHookAuditsTheMergeResult(t *testing.T) {
 	tableChecksHold(t, e.d.Engine(), e.cfg, before)
 }
 
+// TestRecheckedMergeIsNotAuditedAgainByTheHook: with lakewap's pre-merge
+// action installed, batches A and B branch from the same commit of main
+// with keys of their own; A publishes first, so B is rechecked onto A's
+// publish before its merge. The hook lakeFS runs on each merge answers
+// from lakewap's reports: A's merge from its audit, B's merge commit (which
+// combines B with A's publish) from B's passing recheck onto that head. No
+// audit runs in the hook (it ran one for B's merge before).
+func TestRecheckedMergeIsNotAuditedAgainByTheHook(t *testing.T) {
+	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "hook-secret-21b")
+	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0"; c.HTTP.WebhookToken = "hook-secret-21b" })
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	base := "http://" + e.d.HTTPAddr()
+	installAction(t, e.Env, base+daemon.PreMergePath)
+	run := time.Now().UnixNano()
+	a := serialBatch{id: fmt.Sprintf("hr-%d-a", run), first: 700000, rows: 20}
+	b := serialBatch{id: fmt.Sprintf("hr-%d-b", run), first: 710000, rows: 20}
+	for _, x := range []serialBatch{a, b} {
+		landWritten(t, ctx, e.Env, x)
+	}
+	for _, x := range []serialBatch{a, b} {
+		if ev := completeBatch(t, ctx, e.Env, x.id); ev.EventType() != schemas.TypeBatchPublished {
+			t.Fatalf("batch %s: %+v", x.id, ev)
+		}
+	}
+	pb, err := e.Lake.Log(ctx, "lake", "main", 1)
+	must(t, err)
+	if len(pb) != 1 || len(pb[0].Parents) != 2 || pb[0].Metadata[pipeline.MetaBatchID] != b.id {
+		t.Fatalf("main's head %+v is not B's publish", pb)
+	}
+	fams := scrape(t, base+"/metrics")
+	if got := value(t, fams, "lakewap_premerge_hooks_total", map[string]string{"outcome": "allow", "via": "audit"}); got != 2 {
+		t.Fatalf("hooks allowed by audit: %v, want 2 (the action ran on both merges)", got)
+	}
+	if got := value(t, fams, "lakewap_audit_cache_lookups_total", map[string]string{"outcome": "miss"}); got != 0 {
+		t.Errorf("the hook audited %v merge(s) again; want none (A's from its audit, B's from its recheck)", got)
+	}
+}
+
 // landWritten lands batch id and writes its rows (billingRows's first id
 // and count) where BranchReady says, without completing it.
 func landWritten(t *testing.T, ctx context.Context, env *harness.Env, b serialBatch) {
