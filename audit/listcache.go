@@ -43,6 +43,9 @@ const (
 	// all (an object's entry shares its strings with the listing it was
 	// derived from: about 100 bytes each).
 	listingCacheObjects = 400_000
+	// maxListings bounds the listings kept (each use moves one in a list
+	// of them).
+	maxListings = 4096
 	// maxDerivedChanges bounds the diff a listing is derived from.
 	maxDerivedChanges = 1000
 	// maxDerivedFolders bounds the folders listed for the addresses of a
@@ -112,7 +115,7 @@ func (c *listingCache) put(repo, commit, prefix string, objs []Object) {
 	c.objects += len(objs)
 	c.touch(k)
 	c.last[repo+"\x00"+prefix] = commit
-	for c.objects > c.max && len(c.order) > 0 {
+	for (c.objects > c.max || len(c.order) > maxListings) && len(c.order) > 0 {
 		old := c.order[0]
 		c.order = c.order[1:]
 		c.objects -= len(c.m[old])
