@@ -127,6 +127,7 @@ func (r *Runner) publishInTurn(j job) pipeline.Input { return r.awaitPublish(j.p
 // publishTurn runs one publish while it holds its target's turn.
 func (r *Runner) publishTurn(p *partition, t *publishTicket) pipeline.Input {
 	run := t.run
+	defer r.dropDiff(run) // the diff taken while it waited, used or not
 	p.mu.Lock()
 	current := p.runs[run.Key()]
 	stop := p.closing
@@ -134,7 +135,6 @@ func (r *Runner) publishTurn(p *partition, t *publishTicket) pipeline.Input {
 	if stop || current.State != pipeline.StatePublishing || current.SealedCommit != run.SealedCommit {
 		return nil // revoked, or the run moved on while it waited
 	}
-	defer r.dropDiff(run)
 	start := time.Now()
 	in := r.step(p, run, pipeline.DoPublish, func(ctx context.Context) pipeline.Input { return r.publish(ctx, run, r.recheckAttempt(p, run.Key())) })
 	r.metrics.stepDuration(pipeline.DoPublish, in, time.Since(start))

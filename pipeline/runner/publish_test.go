@@ -48,6 +48,16 @@ func (l *queueLake) Seal(ctx context.Context, repo, branch, msg string, meta map
 	return l.fakeLake.Seal(ctx, repo, branch, msg, meta)
 }
 
+// basedQueueLake is a queueLake that finds merge-bases, so that a publish
+// waiting for its turn takes its diff (prepareDiff).
+type basedQueueLake struct{ *queueLake }
+
+func (l basedQueueLake) MergeBase(ctx context.Context, repo, source, dest string) (string, string, error) {
+	CountCall(ctx)
+	p, err := l.fakeLake.Published(ctx, repo, dest, source, time.Time{})
+	return p.Base, p.Head, err
+}
+
 func (l *queueLake) Published(ctx context.Context, repo, target, sealed string, since time.Time) (Publication, error) {
 	CountCall(ctx)
 	l.mu2.Lock()
@@ -317,6 +327,7 @@ func TestPublishQueueRetriesForeignLock(t *testing.T) {
 // without merging; the next owner publishes each exactly once.
 func TestPublishQueueRevokedWhileQueued(t *testing.T) {
 	f := newQueueFixture(t, 50*time.Millisecond)
+	f.r.cfg.Lake = basedQueueLake{f.lake} // the waiting publishes take their diffs, which must not outlive them
 	if err := f.r.Assigned(context.Background(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -340,6 +351,11 @@ func TestPublishQueueRevokedWhileQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.awaitPublished(t, batches...)
+	f.r.dmu.Lock()
+	if n := len(f.r.diffs); n != 0 {
+		t.Errorf("%d diffs taken while waiting are still kept after every publish", n)
+	}
+	f.r.dmu.Unlock()
 	f.lake.mu2.Lock()
 	defer f.lake.mu2.Unlock()
 	for _, b := range batches {
