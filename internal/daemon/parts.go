@@ -51,9 +51,11 @@ func Lake(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer, wrap 
 }
 
 // NewJanitor builds the janitor of cfg's datasets over lake and the run
-// store; reg (may be nil) gets its deletion counter.
+// store, read as the runner restores it (runs.OpenChecked: a record the
+// runner would set aside is never acted on); reg (may be nil) gets its
+// deletion counter.
 func NewJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg prometheus.Registerer) (*janitor.Janitor, error) {
-	store, err := runs.Open(cfg.Kafka)
+	store, err := runs.OpenChecked(cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +72,8 @@ func NewJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg p
 // CancelRun asks the daemon to cancel run: a BatchCancelled on the input
 // partition that holds the run (the changelog partition is the input
 // partition), so the runner aborts it the way it aborts any cancelled batch.
+// The partition is the one store holds the run in (the janitor's store is
+// checked: only a run the runner would restore is found).
 func CancelRun(ctx context.Context, cfg *config.Config, store *runs.Store, run pipeline.Run, reason string) error {
 	sr, err := store.Find(ctx, run.BatchID, run.Dataset)
 	if err != nil {

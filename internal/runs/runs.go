@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 	"unicode"
@@ -26,6 +28,7 @@ import (
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/runstore"
 	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // Store is the run state store read as a whole; the daemon's runner only
@@ -34,11 +37,21 @@ type Store struct {
 	changelog *consumer.Changelog
 	client    *kafka.Client
 	topic     string
+	// checked, when set, reads each partition as its owner restores it
+	// (OpenChecked).
+	checked *runstore.Store
+	input   string       // the input topic, whose partition count checked needs
+	parts   atomic.Int64 // that count, asked at each Load
+	log     *slog.Logger
 }
 
-// Stored is a run with the changelog partition that holds it.
+// Stored is a run with the changelog partition that holds it. A record
+// that does not decode as a run (read without checks) is Unreadable: why,
+// under its Key, with no run.
 type Stored struct {
-	Partition int `json:"partition"`
+	Partition  int    `json:"partition"`
+	Key        string `json:"key,omitempty"`
+	Unreadable string `json:"unreadable,omitempty"`
 	pipeline.Run
 }
 
@@ -58,6 +71,29 @@ func Open(k config.Kafka) (*Store, error) {
 	return &Store{changelog: cl, topic: cl.Topic(), client: client}, nil
 }
 
+// OpenChecked opens the store for a reader that acts on runs (the
+// janitor): it reads only the records the runner itself would restore
+// (runstore: authentic under cfg's state key, not replayed, matching the
+// config), without taking any partition. The others are skipped, and their
+// number logged on log at each Load.
+func OpenChecked(cfg *config.Config, log *slog.Logger) (*Store, error) {
+	key, err := cfg.StateKey()
+	if err != nil {
+		return nil, err
+	}
+	s, err := Open(cfg.Kafka)
+	if err != nil {
+		return nil, err
+	}
+	s.input, s.log = cfg.Kafka.InputTopic, cmp.Or(log, slog.New(slog.DiscardHandler))
+	s.checked, err = runstore.New(runstore.Config{Inner: s.changelog, Key: key, Datasets: cfg.DatasetSpec,
+		Partitions: func() int { return int(s.parts.Load()) }})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // partitions asks Kafka how many partitions the changelog has.
 func (s *Store) partitions(ctx context.Context) (int, error) {
 	n, err := s.client.Partitions(ctx, s.topic)
@@ -67,16 +103,32 @@ func (s *Store) partitions(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Load returns every run of every partition, sorted by batch id. A value
-// that does not decode is an error: callers decide on all runs or none.
+// Load returns every run of every partition, sorted by batch id. Read
+// without checks, a value that does not decode is a Stored that says so;
+// read checked, only the runs the runner would restore are returned.
 func (s *Store) Load(ctx context.Context) ([]Stored, error) {
 	n, err := s.partitions(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if s.checked != nil {
+		in, err := s.client.Partitions(ctx, s.input)
+		if err != nil {
+			return nil, fmt.Errorf("input topic: %w", err)
+		}
+		s.parts.Store(int64(in))
+	}
 	var out []Stored
+	aside := 0
 	for p := range n {
-		raw, err := s.changelog.Load(ctx, p)
+		var raw map[string][]byte
+		if s.checked != nil {
+			var skipped int
+			raw, skipped, err = s.checked.Read(ctx, p)
+			aside += skipped
+		} else {
+			raw, err = s.changelog.Load(ctx, p)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -86,12 +138,19 @@ func (s *Store) Load(ctx context.Context) ([]Stored, error) {
 			}
 			var r pipeline.Run
 			if err := json.Unmarshal(v, &r); err != nil {
-				return nil, fmt.Errorf("run %q in %s/%d: %w", key, s.topic, p, err)
+				out = append(out, Stored{Partition: p, Key: schemas.Clip(key, 256), Unreadable: schemas.Clip(err.Error(), 256)})
+				continue
 			}
 			out = append(out, Stored{Partition: p, Run: r})
 		}
 	}
-	slices.SortFunc(out, func(a, b Stored) int { return strings.Compare(a.BatchID, b.BatchID) })
+	if aside > 0 {
+		s.log.Warn("run records the runner would set aside are skipped (forged, altered, replayed, or not what the config gives)",
+			"topic", s.topic, "records", aside)
+	}
+	slices.SortFunc(out, func(a, b Stored) int {
+		return cmp.Or(strings.Compare(a.BatchID, b.BatchID), strings.Compare(a.Key, b.Key))
+	})
 	return out, nil
 }
 
@@ -101,9 +160,11 @@ func (s *Store) Runs(ctx context.Context) ([]pipeline.Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]pipeline.Run, len(stored))
-	for i, r := range stored {
-		out[i] = r.Run
+	out := make([]pipeline.Run, 0, len(stored))
+	for _, r := range stored {
+		if r.Unreadable == "" {
+			out = append(out, r.Run)
+		}
 	}
 	return out, nil
 }
@@ -117,7 +178,7 @@ func (s *Store) Find(ctx context.Context, batch, dataset string) (Stored, error)
 	if err != nil {
 		return Stored{}, err
 	}
-	found := slices.DeleteFunc(Filter(stored, "", dataset), func(r Stored) bool { return r.BatchID != batch })
+	found := slices.DeleteFunc(Filter(stored, "", dataset), func(r Stored) bool { return r.BatchID != batch || r.Unreadable != "" })
 	switch len(found) {
 	case 0:
 		return Stored{}, fmt.Errorf("batch %s: %w", batch, ErrNoSuchRun)
@@ -141,6 +202,10 @@ func WriteTable(w io.Writer, runs []Stored, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BATCH\tDATASET\tSTATE\tAGE\tIN STATE\tBRANCH\tREASON")
 	for _, r := range runs {
+		if r.Unreadable != "" {
+			fmt.Fprintf(tw, "-\t-\tunreadable\t-\t-\t-\t%s\n", Printable("record "+r.Key+": "+r.Unreadable))
+			continue
+		}
 		since := r.LandedAt
 		if since.IsZero() {
 			since = r.StateSince

@@ -163,3 +163,46 @@ func TestRestartedStoreNumbersOnAndForgeriesKeepTheRun(t *testing.T) {
 		t.Errorf("a sealed record of %d bytes, the run's %d plus Overhead %d", len(inner.latest(0)[k]), len(v1), Overhead)
 	}
 }
+
+// Read (the janitor's) judges a partition as Load does, its replays and
+// forgeries set aside and counted, and writes nothing: a reader that is
+// not the owner never takes the partition's epoch.
+func TestReadJudgesAsLoadWithoutWriting(t *testing.T) {
+	key := bytes.Repeat([]byte("k"), 32)
+	ctx := context.Background()
+	inner := logStore{}
+	s, err := New(Config{Inner: inner, Key: key, Datasets: specs})
+	must(t, err)
+	_, err = s.Load(ctx, 0)
+	must(t, err)
+	k, old := record(t, func(r *pipeline.Run) { r.State = pipeline.StateAwaitingWrites })
+	must(t, s.Put(ctx, 0, k, old))
+	replay := inner.latest(0)[k]
+	_, v := record(t, func(r *pipeline.Run) { r.State = pipeline.StateAuditing })
+	must(t, s.Put(ctx, 0, k, v))
+	must(t, inner.Put(ctx, 0, k, replay))
+	forged, _ := json.Marshal(pipeline.Run{BatchID: "x", Dataset: "billing", State: pipeline.StateAborted})
+	must(t, inner.Put(ctx, 0, "billing/x", forged))
+	must(t, inner.Put(ctx, 0, "billing/y", []byte("not a run")))
+
+	before := len(inner[0])
+	reader, err := New(Config{Inner: inner, Key: key, Datasets: specs})
+	must(t, err)
+	got, aside, err := reader.Read(ctx, 0)
+	must(t, err)
+	if len(inner[0]) != before {
+		t.Errorf("Read wrote %d records", len(inner[0])-before)
+	}
+	if len(got) != 1 || stateOf(t, got[k]) != pipeline.StateAuditing {
+		t.Errorf("Read gave %q, want only %s auditing", got, k)
+	}
+	if aside != 3 {
+		t.Errorf("Read set aside %d records, want 3 (the replay, the unsealed and the unreadable one)", aside)
+	}
+	if _, err := reader.Load(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := setAside(t, reader, ReasonReplayed) + setAside(t, reader, ReasonUnsealed); n != 3 {
+		t.Errorf("Load set aside %v replayed and unsealed records, want 3 (Read counts none)", n)
+	}
+}

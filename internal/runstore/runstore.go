@@ -276,21 +276,73 @@ func (s *Store) mark(prefix string, at place) consumer.ChangelogRecord {
 // deletes the marks of older epochs.
 func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, error) {
 	logged := 0
-	aside := func(key string, v []byte, reason, detail string) {
+	r, err := s.restore(ctx, partition, func(key string, v []byte, reason, detail string) {
 		s.setAside.WithLabelValues(reason).Inc()
 		if logged++; logged <= maxLogged {
 			s.cfg.Logger.Error("run record set aside: not acted on, left in the changelog", "partition", partition, "key", schemas.Clip(key, 256),
 				"reason", reason, "detail", detail, "record", schemas.Clip(string(v), 2048))
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
-	type current struct {
-		raw, value []byte
+	if logged > maxLogged {
+		s.cfg.Logger.Error("run records set aside, not logged one by one", "partition", partition, "records", logged-maxLogged)
 	}
+	if s.cfg.Key != nil {
+		var again, gone []string
+		for key, reason := range r.latest {
+			_, kept := r.state[key]
+			switch {
+			case reason == "":
+			case r.out[key] != nil:
+				again = append(again, key)
+			case reason == ReasonReplayed && !kept:
+				gone = append(gone, key)
+			}
+		}
+		if err := s.takeEpoch(ctx, partition, r.epoch, r.newest, r.out, again, gone, r.marks); err != nil {
+			return nil, err
+		}
+	}
+	return r.out, nil
+}
+
+// Read returns what Load would, and how many records it would set aside,
+// without writing anything or taking the partition: for a reader that is
+// not the partition's owner (the janitor), which must act only on what the
+// owner would act on. It logs nothing and counts nothing in the metric.
+func (s *Store) Read(ctx context.Context, partition int) (runs map[string][]byte, setAside int, err error) {
+	r, err := s.restore(ctx, partition, func(string, []byte, string, string) { setAside++ })
+	if err != nil {
+		return nil, 0, err
+	}
+	return r.out, setAside, nil
+}
+
+// restored is a partition's history as restore judged it.
+type restored struct {
+	out    map[string][]byte // the runs handed on, by key
+	state  map[string]current
+	latest map[string]string // why a key's latest record was set aside ("" when it was not)
+	epoch  uint64            // the highest among authentic records, replayed or not
+	newest place
+	marks  map[string]bool // keys of authentic marks
+}
+
+// current is a key's newest accepted record, as stored and before sealing.
+type current struct {
+	raw, value []byte
+}
+
+// restore reads the partition's history and judges every record, handing
+// each one set aside to aside.
+func (s *Store) restore(ctx context.Context, partition int, aside func(key string, v []byte, reason, detail string)) (restored, error) {
 	state := map[string]current{}
 	var newest place
-	var epoch uint64              // the highest among authentic records, replayed or not
-	marks := map[string]bool{}    // keys of authentic marks
-	latest := map[string]string{} // why a key's latest record was set aside ("" when it was not)
+	var epoch uint64
+	marks := map[string]bool{}
+	latest := map[string]string{}
 	err := s.cfg.Inner.Scan(ctx, partition, func(key string, v []byte) {
 		if IsMark(key) {
 			if v == nil || s.cfg.Key == nil {
@@ -342,7 +394,7 @@ func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, err
 		}
 	})
 	if err != nil {
-		return nil, err
+		return restored{}, err
 	}
 	out := make(map[string][]byte, len(state))
 	for key, c := range state {
@@ -352,26 +404,7 @@ func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, err
 		}
 		out[key] = c.value
 	}
-	if logged > maxLogged {
-		s.cfg.Logger.Error("run records set aside, not logged one by one", "partition", partition, "records", logged-maxLogged)
-	}
-	if s.cfg.Key != nil {
-		var again, gone []string
-		for key, reason := range latest {
-			_, kept := state[key]
-			switch {
-			case reason == "":
-			case out[key] != nil:
-				again = append(again, key)
-			case reason == ReasonReplayed && !kept:
-				gone = append(gone, key)
-			}
-		}
-		if err := s.takeEpoch(ctx, partition, epoch, newest, out, again, gone, marks); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return restored{out: out, state: state, latest: latest, epoch: epoch, newest: newest, marks: marks}, nil
 }
 
 // isMarkOf says whether key is a mark's key of epoch.
