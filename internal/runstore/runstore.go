@@ -20,8 +20,10 @@ package runstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -71,7 +73,7 @@ const (
 // Overhead is what sealing adds to a run record: its epoch, sequence and
 // authenticator (the changelog's message size must hold the run budget plus
 // this).
-const Overhead = len(`,"wap_epoch":18446744073709551615,"wap_seq":18446744073709551615,"wap_seal":""`) + 64
+const Overhead = len(`,"wap_epoch":18446744073709551615,"wap_owner":"0123456789abcdef","wap_seq":18446744073709551615,"wap_seal":""`) + 64
 
 // The keys of a partition's marks start with "#": no run key can (a
 // dataset name and a batch id start with a letter, digit or one of
@@ -89,7 +91,7 @@ const (
 const markBody = `{"wap_mark":true}`
 
 // MaxMarkBytes is the most a mark record (key and value) takes.
-const MaxMarkBytes = len(EpochMarkPrefix+"18446744073709551615") + len(markBody) + Overhead
+const MaxMarkBytes = len(EpochMarkPrefix+"18446744073709551615.0123456789abcdef") + len(markBody) + Overhead
 
 // maxWriteBytes bounds one write of Load (marks, and records written
 // again), well under the changelog's message size.
@@ -129,8 +131,9 @@ type Store struct {
 }
 
 // sequence places the records of one partition: its epoch is taken at
-// Load, above every epoch the partition holds, and its number rises with
-// each record. Its lock is held from numbering a record to its write
+// Load, above every epoch the partition holds, with an owner id of its own
+// (two stores that load at once may take the same epoch), and its number
+// rises with each record. Its lock is held from numbering a record to its write
 // acknowledged, so places rise with the records' offsets.
 type sequence struct {
 	mu     sync.Mutex
@@ -138,25 +141,87 @@ type sequence struct {
 	last   place
 }
 
-// place orders lakewap's records in a partition: by epoch, then by
-// sequence number. Records written before epochs were are epoch 0.
+// place orders lakewap's records in a partition: by epoch, then, within
+// one owner of the epoch, by sequence number. Records written before
+// epochs were are epoch 0; records written before owner ids were have
+// owner "".
 type place struct {
-	epoch, seq uint64
+	epoch uint64
+	owner string // 16 hex digits, drawn when the epoch is taken
+	seq   uint64
 }
 
-// less orders places by epoch, then sequence; a record sealed before
-// epochs (epoch 0) is ordered by its sequence alone, as the version that
-// wrote it ordered it: in a rolling upgrade an owner of that version may
-// write after one of this version (whose numbers go on from the newest
-// loaded, so they never fall back).
-func (p place) less(q place) bool {
-	if p.epoch == 0 || q.epoch == 0 {
-		return p.seq < q.seq
+// unordered is what compare says of two owners' places in one epoch.
+const unordered = 2
+
+// compare orders places: -1 when p is before q, 0 the same place, 1 after,
+// unordered for two owners of the same epoch (two stores that loaded the
+// partition at once: neither can tell which one Kafka gave it to last, so
+// neither sets aside the other's records). A record sealed before epochs
+// (epoch 0) is ordered by its sequence alone, as the version that wrote it
+// ordered it: in a rolling upgrade an owner of that version may write after
+// one of this version (whose numbers go on from the highest loaded, so they
+// never fall back).
+func (p place) compare(q place) int {
+	switch {
+	case p.epoch == 0 || q.epoch == 0:
+		return cmp.Compare(p.seq, q.seq)
+	case p.epoch != q.epoch:
+		return cmp.Compare(p.epoch, q.epoch)
+	case p.owner != q.owner:
+		return unordered
 	}
-	return p.epoch < q.epoch || p.epoch == q.epoch && p.seq < q.seq
+	return cmp.Compare(p.seq, q.seq)
 }
 
-func (p place) String() string { return fmt.Sprintf("(epoch %d, sequence %d)", p.epoch, p.seq) }
+func (p place) String() string {
+	return fmt.Sprintf("(epoch %d, owner %q, sequence %d)", p.epoch, p.owner, p.seq)
+}
+
+// frontier is the newest places read so far: one, or one for each owner of
+// the highest epoch.
+type frontier []place
+
+// of says how at compares with the frontier: -1 below one of its places
+// (an older record), 0 at one of them, else after or beside them.
+func (f frontier) of(at place) int {
+	same := false
+	for _, p := range f {
+		switch at.compare(p) {
+		case -1:
+			return -1
+		case 0:
+			same = true
+		}
+	}
+	if same {
+		return 0
+	}
+	return 1
+}
+
+// advance moves the frontier to at, which is not below it.
+func (f frontier) advance(at place) frontier {
+	f = slices.DeleteFunc(f, func(p place) bool { c := p.compare(at); return c == -1 || c == 0 })
+	return append(f, at)
+}
+
+// seq is the highest sequence number on the frontier.
+func (f frontier) seq() uint64 {
+	var n uint64
+	for _, p := range f {
+		n = max(n, p.seq)
+	}
+	return n
+}
+
+func (f frontier) String() string {
+	parts := make([]string, len(f))
+	for i, p := range f {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, " and ")
+}
 
 // ErrNotLoaded: a sealed record is written only to a partition the store
 // loaded (its epoch is taken there).
@@ -184,7 +249,7 @@ func New(cfg Config) (*Store, error) {
 // sealSuffix ends a sealed record: the run's JSON object with more
 // members, which readers of the run (lakewap runs) ignore. The seal covers
 // the place. Records written before epochs were have no "wap_epoch".
-var sealSuffix = regexp.MustCompile(`(?:,"wap_epoch":([0-9]{1,20}))?,"wap_seq":([0-9]{1,20}),"wap_seal":"([0-9a-f]{64})"\}$`)
+var sealSuffix = regexp.MustCompile(`(?:,"wap_epoch":([0-9]{1,20})(?:,"wap_owner":"([0-9a-f]{16})")?)?,"wap_seq":([0-9]{1,20}),"wap_seal":"([0-9a-f]{64})"\}$`)
 
 func (s *Store) seal(key string, value []byte) string {
 	m := hmac.New(sha256.New, s.cfg.Key)
@@ -253,15 +318,15 @@ func (s *Store) Delete(ctx context.Context, partition int, key string) error {
 // sealed is v (a JSON object without trailing space) with at's place and
 // the seal over key and both.
 func (s *Store) sealed(key string, v []byte, at place) []byte {
-	placed := fmt.Appendf(bytes.Clone(v[:len(v)-1]), `,"wap_epoch":%d,"wap_seq":%d}`, at.epoch, at.seq)
+	placed := fmt.Appendf(bytes.Clone(v[:len(v)-1]), `,"wap_epoch":%d,"wap_owner":"%s","wap_seq":%d}`, at.epoch, at.owner, at.seq)
 	return fmt.Appendf(placed[:len(placed)-1], `,"wap_seal":"%s"}`, s.seal(key, placed))
 }
 
-// mark is the partition's mark of prefix at place at: one key per epoch,
-// so an old owner that still writes its own epoch's marks does not replace
-// the new owner's.
+// mark is the partition's mark of prefix at place at: one key per epoch
+// and owner, so an old owner that still writes its own epoch's marks does
+// not replace the new owner's.
 func (s *Store) mark(prefix string, at place) consumer.ChangelogRecord {
-	key := prefix + strconv.FormatUint(at.epoch, 10)
+	key := prefix + markSuffix(at)
 	return consumer.ChangelogRecord{Key: key, Value: s.sealed(key, []byte(markBody), at)}
 }
 
@@ -326,7 +391,7 @@ type restored struct {
 	state  map[string]current
 	latest map[string]string // why a key's latest record was set aside ("" when it was not)
 	epoch  uint64            // the highest among authentic records, replayed or not
-	newest place
+	newest frontier
 	marks  map[string]bool // keys of authentic marks
 }
 
@@ -339,7 +404,7 @@ type current struct {
 // each one set aside to aside.
 func (s *Store) restore(ctx context.Context, partition int, aside func(key string, v []byte, reason, detail string)) (restored, error) {
 	state := map[string]current{}
-	var newest place
+	var newest frontier
 	var epoch uint64
 	marks := map[string]bool{}
 	latest := map[string]string{}
@@ -352,13 +417,13 @@ func (s *Store) restore(ctx context.Context, partition int, aside func(key strin
 			switch {
 			case reason != "":
 				aside(key, v, reason, detail)
-			case string(body) != markBody || !isMarkOf(key, at.epoch):
+			case string(body) != markBody || !isMarkOf(key, at):
 				aside(key, v, ReasonUnreadable, "a sealed record under a mark's key that is not that mark")
 			default:
 				marks[key] = true
 				epoch = max(epoch, at.epoch)
-				if newest.less(at) {
-					newest = at
+				if newest.of(at) > 0 {
+					newest = newest.advance(at)
 				}
 			}
 			return
@@ -380,16 +445,16 @@ func (s *Store) restore(ctx context.Context, partition int, aside func(key strin
 		case reason != "":
 			aside(key, v, reason, detail)
 			latest[key] = reason
-		case at.less(newest):
+		case newest.of(at) < 0:
 			aside(key, v, ReasonReplayed, fmt.Sprintf("place %s, below %s written before it in the partition: an old record of lakewap's written again, or an old owner's after a handover", at, newest))
 			latest[key] = ReasonReplayed
-		case !newest.less(at) && !bytes.Equal(state[key].raw, v):
+		case newest.of(at) == 0 && !bytes.Equal(state[key].raw, v):
 			// The same place twice is one record delivered twice; as
 			// another record, or after its run was deleted, it is a replay.
 			aside(key, v, ReasonReplayed, fmt.Sprintf("place %s again, after lakewap wrote or deleted %s", at, schemas.Clip(key, 256)))
 			latest[key] = ReasonReplayed
 		default:
-			newest = at
+			newest = newest.advance(at)
 			state[key] = current{raw: v, value: value}
 		}
 	})
@@ -407,10 +472,19 @@ func (s *Store) restore(ctx context.Context, partition int, aside func(key strin
 	return restored{out: out, state: state, latest: latest, epoch: epoch, newest: newest, marks: marks}, nil
 }
 
-// isMarkOf says whether key is a mark's key of epoch.
-func isMarkOf(key string, epoch uint64) bool {
-	e := strconv.FormatUint(epoch, 10)
+// isMarkOf says whether key is a mark's key of at's epoch and owner.
+func isMarkOf(key string, at place) bool {
+	e := markSuffix(at)
 	return key == EpochMarkPrefix+e || key == LastMarkPrefix+e
+}
+
+// markSuffix ends the keys of the marks of at's epoch and owner.
+func markSuffix(at place) string {
+	e := strconv.FormatUint(at.epoch, 10)
+	if at.owner != "" {
+		e += "." + at.owner
+	}
+	return e
 }
 
 // takeEpoch makes the store the partition's writer from the epoch after
@@ -420,11 +494,13 @@ func isMarkOf(key string, epoch uint64) bool {
 // (gone) that held only a replayed record, so that compaction removes
 // what was set aside, not lakewap's record, and nothing set aside needs
 // an old mark before it any more; then tombstones for the older marks.
-func (s *Store) takeEpoch(ctx context.Context, partition int, highest uint64, newest place, runs map[string][]byte, again, gone []string, marks map[string]bool) error {
+func (s *Store) takeEpoch(ctx context.Context, partition int, highest uint64, newest frontier, runs map[string][]byte, again, gone []string, marks map[string]bool) error {
 	q := s.sequence(partition)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	next := place{epoch: max(highest, q.last.epoch) + 1, seq: max(newest.seq, q.last.seq)}
+	var id [8]byte
+	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
+	next := place{epoch: max(highest, q.last.epoch) + 1, owner: hex.EncodeToString(id[:]), seq: max(newest.seq(), q.last.seq)}
 	records := []consumer.ChangelogRecord{s.mark(EpochMarkPrefix, next)}
 	slices.Sort(again)
 	for _, key := range again {
@@ -472,8 +548,8 @@ func (s *Store) open(key string, v []byte) (value []byte, at place, reason, deta
 			m[i] += from
 		}
 	}
-	placed := append(bytes.Clone(v[:m[6]-len(`,"wap_seal":"`)]), '}')
-	if !hmac.Equal([]byte(s.seal(key, placed)), v[m[6]:m[7]]) {
+	placed := append(bytes.Clone(v[:m[8]-len(`,"wap_seal":"`)]), '}')
+	if !hmac.Equal([]byte(s.seal(key, placed)), v[m[8]:m[9]]) {
 		return nil, place{}, ReasonBadSeal, "the seal does not match the record: forged or altered"
 	}
 	var err error
@@ -482,7 +558,10 @@ func (s *Store) open(key string, v []byte) (value []byte, at place, reason, deta
 			return nil, place{}, ReasonBadSeal, err.Error()
 		}
 	}
-	if at.seq, err = strconv.ParseUint(string(v[m[4]:m[5]]), 10, 64); err != nil {
+	if m[4] >= 0 {
+		at.owner = string(v[m[4]:m[5]])
+	}
+	if at.seq, err = strconv.ParseUint(string(v[m[6]:m[7]]), 10, 64); err != nil {
 		return nil, place{}, ReasonBadSeal, err.Error()
 	}
 	return append(bytes.Clone(v[:m[0]]), '}'), at, "", ""

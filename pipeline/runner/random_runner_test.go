@@ -452,7 +452,7 @@ func (r *restoreRecorder) Load(ctx context.Context, p int) (map[string][]byte, e
 	return m, err
 }
 
-var sealOf = regexp.MustCompile(`(,"wap_epoch":[0-9]+)?,"wap_seq":[0-9]+,"wap_seal":"[0-9a-f]{64}"\}$`)
+var sealOf = regexp.MustCompile(`(,"wap_epoch":[0-9]+(,"wap_owner":"[0-9a-f]{16}")?)?,"wap_seq":[0-9]+,"wap_seal":"[0-9a-f]{64}"\}$`)
 
 // restart revokes the partition, writes one to four hostile records to the
 // changelog (a forged run publishing an unaudited commit, an altered
