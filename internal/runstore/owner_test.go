@@ -57,13 +57,28 @@ func TestTwoOwnersOfOneEpochKeepEachOthersRecords(t *testing.T) {
 	})
 	must(t, b.Put(ctx, 0, k2, v2))
 
+	// Each owner's own records keep their order: B moves b2 on, and its
+	// older record written again is set aside.
+	older := inner.latest(0)[k2]
+	_, v2 = record(t, func(r *pipeline.Run) {
+		r.BatchID, r.Branch, r.State = "b2", schemas.BranchName("billing", "b2"), pipeline.StateAuditing
+	})
+	must(t, b.Put(ctx, 0, k2, v2))
+	must(t, inner.Put(ctx, 0, k2, older))
+
 	for i := range 2 {
 		c, err := New(Config{Inner: inner, Key: key, Datasets: specs})
 		must(t, err)
 		got, err := c.Load(ctx, 0)
 		must(t, err)
-		if _, ok := got[k2]; !ok {
-			t.Errorf("load %d: the new owner's run b2 is not restored (set aside replayed: %v)", i, setAside(t, c, ReasonReplayed))
+		if v, ok := got[k2]; !ok || stateOf(t, v) != pipeline.StateAuditing {
+			t.Errorf("load %d: the new owner's run b2 is not restored auditing (%q, set aside replayed: %v)", i, v, setAside(t, c, ReasonReplayed))
+		}
+		if _, ok := got[k0]; !ok {
+			t.Errorf("load %d: b1 is not restored", i)
+		}
+		if n := setAside(t, c, ReasonReplayed); n != 1 {
+			t.Errorf("load %d: %v set aside as replayed, want 1 (the copy of b2's older record)", i, n)
 		}
 	}
 	if _, ok := inner.latest(0)[k2]; !ok {
