@@ -1,0 +1,258 @@
+package auditsource
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/treeverse/lakefs/pkg/api/apigen"
+
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Attacks on the engine's kept listings of commits (audit/listcache.go)
+// by a writer that links a path to new bytes claiming an old object's
+// checksum and size. lakeFS compares entries by identity (size, checksum,
+// metadata, content type), so its diffs do not name such a path, while
+// the path's physical address, and its bytes, are new. An audit reads the
+// bytes at the address its listing gives (from its download cache when it
+// read that address before), so a listing carried over from another
+// commit by a diff would read the old, audited bytes while the merge
+// publishes the new ones. The engine that audited the old bytes must judge
+// the new ones as a fresh engine does.
+
+// relinkStack is a devstack with a lakewap client and a raw API client
+// (for linkPhysicalAddress, which lakewap's client does not call).
+type relinkStack struct {
+	lake *lakefs.Client
+	api  *apigen.ClientWithResponses
+	src  Source
+}
+
+func startRelinkStack(t *testing.T) relinkStack {
+	t.Helper()
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: t.TempDir(), Repository: "lake"})
+	lake, err := lakefs.New(lakefs.Config{Endpoint: stack.LakeFSEndpoint, AccessKeyID: stack.AccessKeyID, SecretAccessKey: stack.SecretAccessKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := apigen.NewClientWithResponses(strings.TrimRight(stack.LakeFSEndpoint, "/")+"/api/v1",
+		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.SetBasicAuth(stack.AccessKeyID, stack.SecretAccessKey)
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return relinkStack{lake: lake, api: api, src: Source{Lake: lake}}
+}
+
+// relink writes content at a fresh physical address of the repository's
+// storage (the local blockstore's files) and links path on branch to it,
+// claiming checksum and size.
+func (s relinkStack) relink(t *testing.T, branch, path, content, checksum string, size int64) {
+	t.Helper()
+	ctx := context.Background()
+	no := false
+	loc, err := s.api.GetPhysicalAddressWithResponse(ctx, "lake", branch, &apigen.GetPhysicalAddressParams{Path: path, Presign: &no})
+	if err != nil || loc.JSON200 == nil || loc.JSON200.PhysicalAddress == nil {
+		t.Fatalf("physical address: %v %s", err, loc.Body)
+	}
+	full := *loc.JSON200.PhysicalAddress
+	file := strings.TrimPrefix(full, "local://")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(full, "/lake/data/")
+	if i < 0 {
+		t.Fatalf("physical address %s is not under the repository's storage", full)
+	}
+	addr := "local://lake/" + full[i+len("/lake/"):]
+	link, err := s.api.LinkPhysicalAddressWithResponse(ctx, "lake", branch, &apigen.LinkPhysicalAddressParams{Path: path},
+		apigen.LinkPhysicalAddressJSONRequestBody{Staging: apigen.StagingLocation{PhysicalAddress: &addr}, Checksum: checksum, SizeBytes: size})
+	if err != nil || link.StatusCode() != http.StatusOK {
+		t.Fatalf("link %s: %v HTTP %d %s", path, err, link.StatusCode(), link.Body)
+	}
+}
+
+func (s relinkStack) commit(t *testing.T, branch, msg string) string {
+	t.Helper()
+	c, err := s.lake.Commit(context.Background(), "lake", branch, msg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+const relinkPrefix = "gold/t/"
+
+var relinkSuite = audit.Suite{Tables: []audit.Table{{Name: "t", Path: relinkPrefix, Format: "csv"}}, Checks: []audit.Check{
+	{Kind: audit.KindNotNull, Table: "t", Column: "id"}, // scope table: the whole table at the ref
+}}
+
+// newRelinkEngine is an engine with a download cache, as deploy/lakewap.yaml
+// runs it.
+func newRelinkEngine(t *testing.T, src Source) *audit.Engine {
+	t.Helper()
+	tmp := t.TempDir()
+	e, err := audit.New(audit.Options{Source: src, WorkDir: tmp, CacheDir: filepath.Join(tmp, "cache"), Threads: 1, MemoryLimit: "512MB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+func relinkAudit(t *testing.T, e *audit.Engine, ref, base string) schemas.AuditReport {
+	t.Helper()
+	rep, err := e.Run(context.Background(), audit.Request{Dataset: "d", Suite: relinkSuite, Repository: "lake", Ref: ref, BaseRef: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func notNullStatus(rep schemas.AuditReport) string {
+	for _, c := range rep.Checks {
+		if c.Kind == audit.KindNotNull {
+			return c.Status + " " + c.Observed
+		}
+	}
+	return "missing"
+}
+
+const (
+	relinkGood = "id,x\n1,a\n2,b\n"
+	relinkBad  = "id,x\n,aa\n,bb\n" // same size, NULL ids
+)
+
+// Batch 1 writes good rows at P and is audited (not merged). Batch 2, on a
+// branch of main without P, links P to NULL ids claiming batch 1's
+// checksum and size: the audit of batch 2 by the engine that audited
+// batch 1 fails not_null, as a fresh engine's does. (Before the fix the
+// engine derived batch 2's listing from batch 1's by the two-dot diff,
+// which does not name P, kept batch 1's address and read its cached good
+// rows: not_null passed, and the merge published the NULL ids.)
+func TestAuditReadsARelinkedPathOfAnotherBranchAtItsOwnAddress(t *testing.T) {
+	ctx := context.Background()
+	s := startRelinkStack(t)
+	if err := s.lake.Upload(ctx, "lake", "main", "other/seed", strings.NewReader("z")); err != nil {
+		t.Fatal(err)
+	}
+	mainHead := s.commit(t, "main", "seed")
+	p := relinkPrefix + "batch=1/part-0.csv"
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "a", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.lake.Upload(ctx, "lake", "a", p, strings.NewReader(relinkGood)); err != nil {
+		t.Fatal(err)
+	}
+	s1 := s.commit(t, "a", "batch 1")
+	l1, err := s.src.List(ctx, "lake", s1, relinkPrefix)
+	if err != nil || len(l1) != 1 {
+		t.Fatalf("list batch 1: %v %+v", err, l1)
+	}
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "b", "main"); err != nil {
+		t.Fatal(err)
+	}
+	s.relink(t, "b", p, relinkBad, l1[0].Checksum, l1[0].Size)
+	s2 := s.commit(t, "b", "batch 2")
+
+	e := newRelinkEngine(t, s.src)
+	if rep := relinkAudit(t, e, s1, mainHead); !rep.Passed {
+		t.Fatalf("batch 1 (good rows) failed: not_null %s", notNullStatus(rep))
+	}
+	warm := relinkAudit(t, e, s2, mainHead)
+	fresh := relinkAudit(t, newRelinkEngine(t, s.src), s2, mainHead)
+	if fresh.Passed {
+		t.Fatalf("a fresh engine passed batch 2 (NULL ids at %s): not_null %s", p, notNullStatus(fresh))
+	}
+	if warm.Passed {
+		t.Errorf("batch 2 links %s to NULL ids claiming batch 1's checksum: the engine that audited batch 1 passed it (not_null %s), a fresh engine failed it (not_null %s)",
+			p, notNullStatus(warm), notNullStatus(fresh))
+	}
+}
+
+// Batch 1 writes good rows at P and is merged into main; the engine audits
+// main's head. A writer's branch x, made from main before P, links P to
+// NULL ids claiming batch 1's checksum and size; batch 2's writer merges x
+// into batch 2's branch. lakeFS's merge takes x's P (same identity: the
+// source's entry), so batch 2's commit has P at the new address while no
+// diff of lakeFS names P, and merging batch 2 publishes the NULL ids. The
+// table-wide not_null of batch 2 fails on the engine that listed main's
+// head, as on a fresh one. (Before the fix the engine derived batch 2's
+// listing from main's by the two-dot diff and read main's good rows.)
+func TestAuditReadsAPathRelinkedByAMergeAtItsOwnAddress(t *testing.T) {
+	ctx := context.Background()
+	s := startRelinkStack(t)
+	if err := s.lake.Upload(ctx, "lake", "main", "other/seed", strings.NewReader("z")); err != nil {
+		t.Fatal(err)
+	}
+	s.commit(t, "main", "seed")
+	p := relinkPrefix + "batch=1/part-0.csv"
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "a", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.lake.Upload(ctx, "lake", "a", p, strings.NewReader(relinkGood)); err != nil {
+		t.Fatal(err)
+	}
+	s1 := s.commit(t, "a", "batch 1")
+	l1, err := s.src.List(ctx, "lake", s1, relinkPrefix)
+	if err != nil || len(l1) != 1 {
+		t.Fatalf("list batch 1: %v %+v", err, l1)
+	}
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "x", "main"); err != nil {
+		t.Fatal(err)
+	}
+	s.relink(t, "x", p, relinkBad, l1[0].Checksum, l1[0].Size)
+	s.commit(t, "x", "the writer's other branch")
+	head, err := s.lake.Merge(ctx, "lake", s1, "main", "publish batch 1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newRelinkEngine(t, s.src)
+	if rep := relinkAudit(t, e, head, ""); !rep.Passed {
+		t.Fatalf("main's head (good rows) failed: not_null %s", notNullStatus(rep))
+	}
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "b", head); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := s.lake.Merge(ctx, "lake", "x", "b", "batch 2 takes x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := s.src.List(ctx, "lake", s2, relinkPrefix)
+	if err != nil || len(l2) != 1 || l2[0].Address == l1[0].Address {
+		t.Fatalf("batch 2 should hold %s at x's address: %v %+v", p, err, l2)
+	}
+
+	warm := relinkAudit(t, e, s2, head)
+	fresh := relinkAudit(t, newRelinkEngine(t, s.src), s2, head)
+	if fresh.Passed {
+		t.Fatalf("a fresh engine passed batch 2 (NULL ids at %s): not_null %s", p, notNullStatus(fresh))
+	}
+	if warm.Passed {
+		t.Errorf("batch 2 merges in %s at NULL ids claiming main's checksum: the engine that audited main passed it (not_null %s), a fresh engine failed it (not_null %s)",
+			p, notNullStatus(warm), notNullStatus(fresh))
+	}
+	// What is at stake: merging batch 2 publishes x's bytes.
+	if _, err := s.lake.Merge(ctx, "lake", s2, "main", "publish batch 2", nil); err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if err := s.lake.Download(ctx, "lake", "main", p, &sb); err != nil {
+		t.Fatal(err)
+	}
+	if sb.String() != relinkBad {
+		t.Logf("main serves %q after merging batch 2 (not x's bytes: the stake is smaller than this test assumes)", sb.String())
+	}
+}
