@@ -115,7 +115,7 @@ func TestCacheIgnoresClaimedChecksum(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("main", "id,v\n0,a\n")
+	write("main", "id,v\n10,a\n") // another size: not relinked by the batches (relinked_objects)
 	write("good", "id,v\n1,a\n")
 	write("bad", "id,v\n,aa\n") // same size, a NULL id
 	e := newEngine(t, src, t.TempDir())

@@ -434,6 +434,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	report.Checks = append(r.checkAll(ctx), r.unaudited(ctx)...)
 	report.Checks = append(report.Checks, r.foreignAddresses(ctx)...)
 	report.Checks = append(report.Checks, r.storedSizes(ctx)...)
+	report.Checks = append(report.Checks, r.relinked(ctx)...)
 	if err := ctx.Err(); err != nil {
 		return report, err
 	}

@@ -349,7 +349,11 @@ func (r *run) stateObjects(ctx context.Context, t Table) ([]Object, error) {
 // mergedObjects is what merging the sealed commit (Ref) into the target
 // (BaseRef) leaves of table t: a path the batch changed against the
 // foundation has the batch's version (or is gone), any other the target's.
-// Objects keep the ref they are read at.
+// Changed is as lakeFS's merge sees it: by claimed checksum and size, not
+// by address (a path the batch holds at a new address claiming the same
+// checksum and size is unchanged to lakeFS, which keeps the target's
+// entry; relinked_objects refuses such a path unless its bytes are the
+// target's). Objects keep the ref they are read at.
 func (r *run) mergedObjects(ctx context.Context, t Table) ([]Object, error) {
 	if r.e.opts.History == nil {
 		return nil, errors.New("audit: an audit onto the target needs History")
@@ -384,20 +388,27 @@ func (r *run) mergedObjects(ctx context.Context, t Table) ([]Object, error) {
 	}
 	var out []Object
 	for p, o := range s {
-		if fo, ok := f[p]; !ok || fo.Address != o.Address || fo.Size != o.Size {
+		if fo, ok := f[p]; !ok || !sameIdentity(fo, o) {
 			out = append(out, o) // the batch's
 		}
 	}
 	for p, o := range tg {
 		so, inS := s[p]
 		fo, inF := f[p]
-		batchChanged := inS != inF || (inS && (so.Address != fo.Address || so.Size != fo.Size))
+		batchChanged := inS != inF || (inS && !sameIdentity(so, fo))
 		if !batchChanged {
 			out = append(out, o)
 		}
 	}
 	slices.SortFunc(out, func(a, b Object) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
+}
+
+// sameIdentity says whether lakeFS's diff takes a and b (one path at two
+// commits) as the same object, as far as a listing shows: the same address,
+// or the same claimed checksum and size.
+func sameIdentity(a, b Object) bool {
+	return a.Address == b.Address || (a.Checksum == b.Checksum && a.Size == b.Size)
 }
 
 // statsOf returns the statistics of objs (files of table t), computing

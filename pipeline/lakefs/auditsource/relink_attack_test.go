@@ -256,3 +256,130 @@ func TestAuditReadsAPathRelinkedByAMergeAtItsOwnAddress(t *testing.T) {
 		t.Logf("main serves %q after merging batch 2 (not x's bytes: the stake is smaller than this test assumes)", sb.String())
 	}
 }
+
+// relinkedResult is rep's relinked_objects result, if any.
+func relinkedResult(rep schemas.AuditReport) (schemas.CheckResult, bool) {
+	for _, c := range rep.Checks {
+		if c.Kind == audit.KindRelinked {
+			return c, true
+		}
+	}
+	return schemas.CheckResult{}, false
+}
+
+// The batch's own checks (scope: batch, the unaudited-objects rule) see
+// what lakeFS's diff of the sealed commit against main names. A writer
+// that merges into the batch's branch a branch linking P (on main, good
+// rows) to NULL ids claiming main's checksum and size changes P's bytes
+// with no diff naming P, and merging the batch publishes them. The audit
+// must refuse such a relinked object, naming it (check relinked_objects),
+// with only batch-scope checks as with the default scope; an honest
+// re-upload of the same bytes at P (a new address, the same bytes) still
+// passes. (Before the fix the batch-scope suite passed the batch.)
+func TestRelinkedObjectIsRefusedUnlessItsBytesAreTheSame(t *testing.T) {
+	ctx := context.Background()
+	s := startRelinkStack(t)
+	if err := s.lake.Upload(ctx, "lake", "main", "other/seed", strings.NewReader("z")); err != nil {
+		t.Fatal(err)
+	}
+	s.commit(t, "main", "seed")
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "x", "main"); err != nil {
+		t.Fatal(err)
+	}
+	p := relinkPrefix + "batch=1/part-0.csv"
+	if err := s.lake.Upload(ctx, "lake", "main", p, strings.NewReader(relinkGood)); err != nil {
+		t.Fatal(err)
+	}
+	head := s.commit(t, "main", "batch 1")
+	l1, err := s.src.List(ctx, "lake", head, relinkPrefix)
+	if err != nil || len(l1) != 1 {
+		t.Fatalf("list main: %v %+v", err, l1)
+	}
+	s.relink(t, "x", p, relinkBad, l1[0].Checksum, l1[0].Size)
+	s.commit(t, "x", "the writer's other branch")
+
+	// Batch 2 (bad): its own rows elsewhere, and x merged in.
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "b", head); err != nil {
+		t.Fatal(err)
+	}
+	own := relinkPrefix + "batch=2/part-0.csv"
+	if err := s.lake.Upload(ctx, "lake", "b", own, strings.NewReader("id,x\n3,c\n")); err != nil {
+		t.Fatal(err)
+	}
+	s.commit(t, "b", "batch 2's own rows")
+	bad, err := s.lake.Merge(ctx, "lake", "x", "b", "batch 2 takes x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batch 3 (honest): P linked again to the same bytes at a new address,
+	// by the same merge. Batch 4 (honest): the same bytes uploaded again
+	// at P (lakeFS may keep main's entry: the identity is the same).
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "y", "x~1"); err != nil {
+		t.Fatal(err)
+	}
+	s.relink(t, "y", p, relinkGood, l1[0].Checksum, l1[0].Size)
+	s.commit(t, "y", "the same bytes at a new address")
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "c", head); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.lake.Upload(ctx, "lake", "c", relinkPrefix+"batch=3/part-0.csv", strings.NewReader("id,x\n4,d\n")); err != nil {
+		t.Fatal(err)
+	}
+	s.commit(t, "c", "batch 3's own rows")
+	relinkedSame, err := s.lake.Merge(ctx, "lake", "y", "c", "batch 3 takes y", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l3, err := s.src.List(ctx, "lake", relinkedSame, relinkPrefix+"batch=1/"); err != nil || len(l3) != 1 || l3[0].Address == l1[0].Address {
+		t.Fatalf("batch 3 should hold %s at y's address: %v %+v", p, err, l3)
+	}
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "d", head); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.lake.Upload(ctx, "lake", "d", p, strings.NewReader(relinkGood)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.lake.Upload(ctx, "lake", "d", relinkPrefix+"batch=4/part-0.csv", strings.NewReader("id,x\n5,e\n")); err != nil {
+		t.Fatal(err)
+	}
+	reuploaded := s.commit(t, "d", "batch 4")
+
+	scopes := map[string]audit.Suite{
+		"batch": {Tables: relinkSuite.Tables, Checks: []audit.Check{{Kind: audit.KindNotNull, Table: "t", Column: "id", Scope: audit.ScopeBatch}}},
+		"table": relinkSuite,
+	}
+	for name, suite := range scopes {
+		t.Run(name, func(t *testing.T) {
+			e := newRelinkEngine(t, s.src)
+			run := func(ref string) schemas.AuditReport {
+				rep, err := e.Run(ctx, audit.Request{Dataset: "d", Suite: suite, Repository: "lake", Ref: ref, BaseRef: head, BaseName: "main"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return rep
+			}
+			rep := run(bad)
+			res, ok := relinkedResult(rep)
+			if rep.Passed || !ok || res.Status != schemas.StatusFail || !strings.Contains(res.Observed, p) {
+				t.Errorf("batch 2 relinks %s to NULL ids claiming main's checksum: passed=%v relinked_objects=%+v (present %v), not_null %s",
+					p, rep.Passed, res, ok, notNullStatus(rep))
+			}
+			for name, ref := range map[string]string{"batch 3 (linked again to main's bytes)": relinkedSame, "batch 4 (uploaded main's bytes again)": reuploaded} {
+				if rep := run(ref); !rep.Passed {
+					t.Errorf("%s at %s: failed %+v", name, p, rep.Failed())
+				}
+			}
+		})
+	}
+	// What is at stake: merging batch 2 publishes x's bytes.
+	if _, err := s.lake.Merge(ctx, "lake", bad, "main", "publish batch 2", nil); err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if err := s.lake.Download(ctx, "lake", "main", p, &sb); err != nil {
+		t.Fatal(err)
+	}
+	if sb.String() != relinkBad {
+		t.Logf("main serves %q after merging batch 2 (not x's bytes)", sb.String())
+	}
+}
