@@ -194,23 +194,21 @@ func TestOlderRecordsMarksAndUnsealedStores(t *testing.T) {
 	must(t, open.Put(ctx, 3, k, v)) // nothing to load first without a key
 }
 
-// A rolling upgrade: an owner of the version before epochs (its records
-// numbered by its clock, without an epoch) takes the partition after one
-// of this version and writes; the next owner of this version keeps its
-// records, and a replay of one of them, after that owner's load, is set
-// aside.
-func TestOwnerOfTheVersionBeforeEpochsWritesAfterThisVersion(t *testing.T) {
+// Records of the build before epochs (numbered by its writer's clock,
+// without an epoch; never released) restore as that build left them, and
+// rank below every epoch: one written after a load of this version (an
+// old-version owner still writing, or a replay) is set aside, and this
+// version's owner's runs written after it are kept (second review: with
+// epoch-0 records ranked by sequence across epochs, such a zombie's clock
+// numbers set aside the current owner's new run and the Load deleted it).
+func TestRecordsOfTheVersionBeforeEpochsRankBelowEveryEpoch(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
 	ctx := context.Background()
 	inner := logStore{}
 	s, err := New(Config{Inner: inner, Key: key, Datasets: specs})
 	must(t, err)
-	_, err = s.Load(ctx, 0)
-	must(t, err)
-	k, v := record(t, func(r *pipeline.Run) { r.State = pipeline.StateAwaitingWrites })
-	must(t, s.Put(ctx, 0, k, v))
-
-	legacy := func(v []byte) []byte { // as the version before epochs sealed it
+	k, _ := record(t, nil)
+	legacy := func(v []byte) []byte { // as the build before epochs sealed it
 		numbered := fmt.Appendf(bytes.Clone(v[:len(v)-1]), `,"wap_seq":%d}`, time.Now().UnixMicro())
 		return fmt.Appendf(numbered[:len(numbered)-1], `,"wap_seal":"%s"}`, s.seal(k, numbered))
 	}
@@ -220,19 +218,32 @@ func TestOwnerOfTheVersionBeforeEpochsWritesAfterThisVersion(t *testing.T) {
 	_, aborted := record(t, func(r *pipeline.Run) { r.State, r.Reason = pipeline.StateAborted, schemas.ReasonCancelled })
 	must(t, inner.Put(ctx, 0, k, legacy(aborted)))
 
-	s, err = New(Config{Inner: inner, Key: key, Datasets: specs})
-	must(t, err)
 	got, err := s.Load(ctx, 0)
 	must(t, err)
 	if st := stateOf(t, got[k]); st != pipeline.StateAborted || setAside(t, s, ReasonReplayed) != 0 {
-		t.Errorf("restored %s (%v replayed), want aborted as the older version's owner left it", st, setAside(t, s, ReasonReplayed))
+		t.Errorf("restored %s (%v replayed), want aborted as the older build left it", st, setAside(t, s, ReasonReplayed))
 	}
-	must(t, inner.Put(ctx, 0, k, old)) // the replay
-	s, err = New(Config{Inner: inner, Key: key, Datasets: specs})
+
+	must(t, inner.Put(ctx, 0, k, legacy(auditing))) // an old-build owner still writing after this load
+	k2, v2 := record(t, func(r *pipeline.Run) {
+		r.BatchID, r.Branch, r.State = "b2", schemas.BranchName("billing", "b2"), pipeline.StateAwaitingWrites
+	})
+	must(t, s.Put(ctx, 0, k2, v2)) // this version's owner's new run
+
+	next, err := New(Config{Inner: inner, Key: key, Datasets: specs})
 	must(t, err)
-	got, err = s.Load(ctx, 0)
+	got, err = next.Load(ctx, 0)
 	must(t, err)
-	if st := stateOf(t, got[k]); st != pipeline.StateAborted || setAside(t, s, ReasonReplayed) != 1 {
-		t.Errorf("after the replay restored %s (%v replayed), want aborted and the replay set aside", st, setAside(t, s, ReasonReplayed))
+	if st := stateOf(t, got[k]); st != pipeline.StateAborted {
+		t.Errorf("b1 restored %s, want aborted: the old build's record after this version's load ranks below it", st)
+	}
+	if _, ok := got[k2]; !ok {
+		t.Errorf("this version's new run b2 is not restored (%v replayed)", setAside(t, next, ReasonReplayed))
+	}
+	if _, ok := inner.latest(0)[k2]; !ok {
+		t.Errorf("b2's record was deleted from the changelog by the Load")
+	}
+	if setAside(t, next, ReasonReplayed) == 0 {
+		t.Errorf("the old build's record written after this version's load was not set aside")
 	}
 }

@@ -158,14 +158,14 @@ const unordered = 2
 // unordered for two owners of the same epoch (two stores that loaded the
 // partition at once: neither can tell which one Kafka gave it to last, so
 // neither sets aside the other's records). A record sealed before epochs
-// (epoch 0) is ordered by its sequence alone, as the version that wrote it
-// ordered it: in a rolling upgrade an owner of that version may write after
-// one of this version (whose numbers go on from the highest loaded, so they
-// never fall back).
+// (epoch 0, numbered by its writer's clock: a build after 0.9.0 that was
+// never released) ranks below every epoch: read by sequence among its
+// kind, so a log of such records restores as it did, but one written after
+// a load of this version is an old owner's or a replay. Ranking them by
+// sequence across epochs let an old-version zombie's clock numbers overtake
+// the current owner for good.
 func (p place) compare(q place) int {
 	switch {
-	case p.epoch == 0 || q.epoch == 0:
-		return cmp.Compare(p.seq, q.seq)
 	case p.epoch != q.epoch:
 		return cmp.Compare(p.epoch, q.epoch)
 	case p.owner != q.owner:
