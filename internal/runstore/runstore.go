@@ -117,6 +117,13 @@ type Config struct {
 	// checked).
 	Partitions func() int
 	Logger     *slog.Logger
+	// Fence, if set, says whether this instance still owns the partition
+	// in the consumer group's current generation (nil: it does). Load asks
+	// it after reading the partition and before writing anything: an old
+	// owner whose Load starts after the new owner's must not take the
+	// partition's next epoch, or the new owner's later records are set
+	// aside. Without it (unit tests, lakewap runs) Load writes as before.
+	Fence func(ctx context.Context, partition int) error
 	// Registerer, if set, gets lakewap_state_records_set_aside_total.
 	Registerer prometheus.Registerer
 }
@@ -226,6 +233,10 @@ func (f frontier) String() string {
 // ErrNotLoaded: a sealed record is written only to a partition the store
 // loaded (its epoch is taken there).
 var ErrNotLoaded = errors.New("runstore: partition not loaded")
+
+// ErrFenced: Load did not take the partition, its fence said this instance
+// no longer owns it (the group rebalanced since it was assigned).
+var ErrFenced = errors.New("runstore: partition no longer this instance's")
 
 // New returns the store; Inner and Datasets are required.
 func New(cfg Config) (*Store, error) {
@@ -338,7 +349,8 @@ func (s *Store) mark(prefix string, at place) consumer.ChangelogRecord {
 // returns (takeEpoch): it takes the partition's next epoch, writes again
 // the record of each run whose latest record was set aside, deletes the
 // keys that hold only lakewap's own older records written again, and
-// deletes the marks of older epochs.
+// deletes the marks of older epochs. With a Fence, it asks it before any
+// of that, and fails with ErrFenced, writing nothing, if the fence fails.
 func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, error) {
 	logged := 0
 	r, err := s.restore(ctx, partition, func(key string, v []byte, reason, detail string) {
@@ -353,6 +365,13 @@ func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, err
 	}
 	if logged > maxLogged {
 		s.cfg.Logger.Error("run records set aside, not logged one by one", "partition", partition, "records", logged-maxLogged)
+	}
+	if s.cfg.Fence != nil {
+		// After the scan (which may take long, or be where a paused
+		// process was) and before the first write.
+		if err := s.cfg.Fence(ctx, partition); err != nil {
+			return nil, fmt.Errorf("%w: partition %d not taken: %w", ErrFenced, partition, err)
+		}
 	}
 	if s.cfg.Key != nil {
 		var again, gone []string
