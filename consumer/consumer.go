@@ -68,6 +68,7 @@ type Consumer struct {
 	counts sync.Map // topic -> int partitions, read at each generation's start
 	lags   sync.Map // partition -> int64 messages behind, as of the last high-watermark read
 	marks  sync.Map // partition -> time.Time: the newest Kafka time of a message done since assigned
+	held   sync.Map // input partition -> *heldPartition, while its worker runs
 
 	mu         sync.Mutex
 	generation int32        // current generation, -1 between generations
@@ -247,6 +248,71 @@ type partitionWork struct {
 	revoked    atomic.Bool  // the worker is gone: stop reporting lag
 }
 
+// heldPartition is an input partition as its worker holds it: the
+// generation it was assigned in, for Fence.
+type heldPartition struct {
+	gen *kafkago.Generation
+	w   *partitionWork
+}
+
+// Fence says whether this member still owns input partition p in the
+// generation it was assigned in: it commits the partition's committed
+// offset again (or, with none, its first offset, where the group starts it)
+// with that generation's id and member id, which the group coordinator
+// refuses once the group has rebalanced (ILLEGAL_GENERATION,
+// UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS). An empty commit would check
+// nothing. The offset does not move, so it is harmless for the owner. For
+// the runner's store: an old owner paused inside its assignment must not
+// take the partition from the member Kafka gave it to.
+func (c *Consumer) Fence(ctx context.Context, p int) error {
+	v, ok := c.held.Load(p)
+	if !ok {
+		return fmt.Errorf("consumer: partition %d is not assigned to this member", p)
+	}
+	h := v.(*heldPartition)
+	off := h.w.offsets.committedOffset()
+	if off < 0 {
+		off = h.w.assignment.Offset
+	}
+	if off < 0 {
+		// No offset committed yet: the group starts the partition at its
+		// first offset, so committing it changes nothing.
+		first, err := c.firstOffset(ctx, p)
+		if err != nil {
+			return fmt.Errorf("consumer: fencing partition %d: %w", p, err)
+		}
+		off = first
+	}
+	c.commitMu.Lock()
+	defer c.commitMu.Unlock()
+	if now := h.w.offsets.committedOffset(); now >= 0 {
+		off = now // committed meanwhile: never move it back
+	}
+	if err := h.gen.CommitOffsets(map[string]map[int]int64{h.w.topic: {p: off}}); err != nil {
+		return fmt.Errorf("consumer: partition %d is no longer this member's in generation %d (committing offset %d with it: %w)", p, h.gen.ID, off, err)
+	}
+	return nil
+}
+
+// firstOffset is the first offset of input partition p.
+func (c *Consumer) firstOffset(ctx context.Context, p int) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := c.admin.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{c.cfg.Topic: {kafkago.FirstOffsetOf(p)}}})
+	if err != nil {
+		return 0, fmt.Errorf("reading its first offset: %w", err)
+	}
+	for _, po := range res.Topics[c.cfg.Topic] {
+		if po.Partition == p {
+			if po.Error != nil {
+				return 0, fmt.Errorf("reading its first offset: %w", po.Error)
+			}
+			return po.FirstOffset, nil
+		}
+	}
+	return 0, errors.New("reading its first offset: no answer for the partition")
+}
+
 func (c *Consumer) startGeneration(ctx context.Context, gen *kafkago.Generation) {
 	assignments := gen.Assignments[c.cfg.Topic]
 	log := c.log.With("generation", gen.ID)
@@ -342,6 +408,9 @@ func (c *Consumer) startGeneration(ctx context.Context, gen *kafkago.Generation)
 func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafkago.Generation, w *partitionWork, ready chan struct{}, log *slog.Logger) {
 	p := w.assignment.ID
 	c.marks.Delete(p)
+	held := &heldPartition{gen: gen, w: w}
+	c.held.Store(p, held)
+	defer c.held.CompareAndDelete(p, held)
 	if !c.assign(gctx, p, log) {
 		return
 	}

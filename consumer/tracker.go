@@ -56,6 +56,13 @@ func (t *offsetTracker) setCommitted(offset int64) {
 	t.committed = max(t.committed, offset)
 }
 
+// committedOffset is the last offset committed to the group by us, -1 if none.
+func (t *offsetTracker) committedOffset() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.committed
+}
+
 // position returns where the group would resume: the commit position, or
 // the first fetched message if none is handled yet (-1 if nothing fetched).
 func (t *offsetTracker) position() int64 {

@@ -141,6 +141,14 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 				return 0
 			}
 			return d.consumer.Partitions(k.InputTopic)
+		},
+		// A Load takes the partition only while this member still owns it
+		// in the group generation it was assigned in.
+		Fence: func(ctx context.Context, partition int) error {
+			if d.consumer == nil {
+				return errors.New("no consumer: the partition is assigned by none")
+			}
+			return d.consumer.Fence(ctx, partition)
 		}})
 	if err != nil {
 		return nil, err
