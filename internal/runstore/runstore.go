@@ -5,7 +5,10 @@
 // A store that loads a partition takes the next epoch and writes it down
 // in a sealed mark (a reserved key, never a run's), and rewrites the mark
 // with each record, so the partition's newest mark is at or above every
-// record lakewap wrote before it. A restored record is handed to the runner
+// record lakewap wrote before it. With a fence (Config.Fence), a store takes
+// the epoch only once the consumer group confirmed that it still owns the
+// partition, so an old owner whose load starts after the new owner's does
+// not take the epoch above it. A restored record is handed to the runner
 // only when it is authentic, not below a record or mark lakewap wrote
 // before it in the partition (a replay, or an old owner still writing after
 // a handover), and describes a run the config allows (its dataset exists;
