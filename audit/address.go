@@ -58,10 +58,7 @@ func (r *run) foreignAddresses(ctx context.Context) []schemas.CheckResult {
 			prefix, err = r.dataPrefix(ctx, ns)
 		}
 		if err != nil {
-			res.Status, res.Message = schemas.StatusError, "where lakeFS stores the objects of "+r.req.Repository+": "+err.Error()
-			if r.infra == nil {
-				r.infra = fmt.Errorf("%w: %s: %w", ErrInfrastructure, res.Name, err)
-			}
+			r.failedToRead(&res, "where lakeFS stores the objects of "+r.req.Repository, err)
 			out = append(out, res)
 			continue
 		}

@@ -69,10 +69,7 @@ func (r *run) relinked(ctx context.Context) []schemas.CheckResult {
 			bytes += 2 * o.Size
 			same, err := r.sameBytes(ctx, o, b)
 			if err != nil {
-				res.Status, res.Message = schemas.StatusError, "compare the bytes of "+o.Path+" at the audited commit and at "+r.baseName()+": "+err.Error()
-				if r.infra == nil {
-					r.infra = fmt.Errorf("%w: %s: %w", ErrInfrastructure, res.Name, err)
-				}
+				r.failedToRead(&res, "compare the bytes of "+o.Path+" at the audited commit and at "+r.baseName(), err)
 				break
 			}
 			if !same {

@@ -61,10 +61,7 @@ func (r *run) storedSizes(ctx context.Context) []schemas.CheckResult {
 			Threshold: "every changed object under " + t.Path + " stored with the size lakeFS lists for it"}
 		changed, err := r.changed(ctx, t.Path)
 		if err != nil {
-			res.Status, res.Message = schemas.StatusError, "list the changes under "+t.Path+": "+err.Error()
-			if r.infra == nil {
-				r.infra = fmt.Errorf("%w: %s: %w", ErrInfrastructure, res.Name, err)
-			}
+			r.failedToRead(&res, "list the changes under "+t.Path, err)
 			out = append(out, res)
 			continue
 		}

@@ -90,10 +90,7 @@ func (r *run) unaudited(ctx context.Context) []schemas.CheckResult {
 		res := schemas.CheckResult{Name: KindUnaudited + "(" + t.Name + ")", Kind: KindUnaudited, Table: t.Name, Severity: SeverityError,
 			Threshold: "every changed object under " + t.Path + " read by the audit, or a marker (" + strings.Join(t.markers(), ", ") + ")"}
 		if err != nil {
-			res.Status, res.Message = schemas.StatusError, "list the changes under "+t.Path+": "+err.Error()
-			if r.infra == nil {
-				r.infra = fmt.Errorf("%w: %s: %w", ErrInfrastructure, res.Name, err)
-			}
+			r.failedToRead(&res, "list the changes under "+t.Path, err)
 			out = append(out, res)
 			continue
 		}
@@ -130,4 +127,13 @@ func (r *run) unaudited(ctx context.Context) []schemas.CheckResult {
 func (r *run) deltaNamed(t Table, obj string) bool {
 	s, ok := r.deltaSnaps[r.req.Ref+"\x00"+strings.ToLower(t.Name)]
 	return ok && s.snap != nil && s.snap.named[obj]
+}
+
+// failedToRead makes res an error result saying what could not be read,
+// and the audit's infrastructure error (retried, never published).
+func (r *run) failedToRead(res *schemas.CheckResult, what string, err error) {
+	res.Status, res.Message = schemas.StatusError, what+": "+err.Error()
+	if r.infra == nil {
+		r.infra = fmt.Errorf("%w: %s: %w", ErrInfrastructure, res.Name, err)
+	}
 }
