@@ -130,6 +130,30 @@ func notNullStatus(rep schemas.AuditReport) string {
 	return "missing"
 }
 
+// batchOne seeds main and commits batch 1's good rows at relinkPrefix on
+// branch a: main's head, batch 1's commit, and its listing (one object).
+func (s relinkStack) batchOne(t *testing.T) (mainHead, s1 string, l1 []audit.Object) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.lake.Upload(ctx, "lake", "main", "other/seed", strings.NewReader("z")); err != nil {
+		t.Fatal(err)
+	}
+	mainHead = s.commit(t, "main", "seed")
+	p := relinkPrefix + "batch=1/part-0.csv"
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "a", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.lake.Upload(ctx, "lake", "a", p, strings.NewReader(relinkGood)); err != nil {
+		t.Fatal(err)
+	}
+	s1 = s.commit(t, "a", "batch 1")
+	l1, err := s.src.List(ctx, "lake", s1, relinkPrefix)
+	if err != nil || len(l1) != 1 {
+		t.Fatalf("list batch 1: %v %+v", err, l1)
+	}
+	return mainHead, s1, l1
+}
+
 const (
 	relinkGood = "id,x\n1,a\n2,b\n"
 	relinkBad  = "id,x\n,aa\n,bb\n" // same size, NULL ids
@@ -145,22 +169,8 @@ const (
 func TestAuditReadsARelinkedPathOfAnotherBranchAtItsOwnAddress(t *testing.T) {
 	ctx := context.Background()
 	s := startRelinkStack(t)
-	if err := s.lake.Upload(ctx, "lake", "main", "other/seed", strings.NewReader("z")); err != nil {
-		t.Fatal(err)
-	}
-	mainHead := s.commit(t, "main", "seed")
-	p := relinkPrefix + "batch=1/part-0.csv"
-	if _, err := s.lake.EnsureBranch(ctx, "lake", "a", "main"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.lake.Upload(ctx, "lake", "a", p, strings.NewReader(relinkGood)); err != nil {
-		t.Fatal(err)
-	}
-	s1 := s.commit(t, "a", "batch 1")
-	l1, err := s.src.List(ctx, "lake", s1, relinkPrefix)
-	if err != nil || len(l1) != 1 {
-		t.Fatalf("list batch 1: %v %+v", err, l1)
-	}
+	mainHead, s1, l1 := s.batchOne(t)
+	p := l1[0].Path
 	if _, err := s.lake.EnsureBranch(ctx, "lake", "b", "main"); err != nil {
 		t.Fatal(err)
 	}
@@ -194,22 +204,8 @@ func TestAuditReadsARelinkedPathOfAnotherBranchAtItsOwnAddress(t *testing.T) {
 func TestAuditReadsAPathRelinkedByAMergeAtItsOwnAddress(t *testing.T) {
 	ctx := context.Background()
 	s := startRelinkStack(t)
-	if err := s.lake.Upload(ctx, "lake", "main", "other/seed", strings.NewReader("z")); err != nil {
-		t.Fatal(err)
-	}
-	s.commit(t, "main", "seed")
-	p := relinkPrefix + "batch=1/part-0.csv"
-	if _, err := s.lake.EnsureBranch(ctx, "lake", "a", "main"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.lake.Upload(ctx, "lake", "a", p, strings.NewReader(relinkGood)); err != nil {
-		t.Fatal(err)
-	}
-	s1 := s.commit(t, "a", "batch 1")
-	l1, err := s.src.List(ctx, "lake", s1, relinkPrefix)
-	if err != nil || len(l1) != 1 {
-		t.Fatalf("list batch 1: %v %+v", err, l1)
-	}
+	_, s1, l1 := s.batchOne(t)
+	p := l1[0].Path
 	if _, err := s.lake.EnsureBranch(ctx, "lake", "x", "main"); err != nil {
 		t.Fatal(err)
 	}
