@@ -53,7 +53,7 @@ func (r *run) foreignAddresses(ctx context.Context) []schemas.CheckResult {
 		}
 		res := schemas.CheckResult{Name: KindForeignAddress + "(" + t.Name + ")", Kind: KindForeignAddress, Table: t.Name, Severity: SeverityError,
 			Threshold: "every changed object under " + t.Path + " stored under the repository's storage namespace"}
-		changed, err := r.changed(ctx, t.Path)
+		changed, err := r.changedRead(ctx, t.Path, addr)
 		if err == nil && prefix == "" {
 			prefix, err = r.dataPrefix(ctx, ns)
 		}
@@ -64,7 +64,7 @@ func (r *run) foreignAddresses(ctx context.Context) []schemas.CheckResult {
 		}
 		var foreign []string
 		for _, o := range changed {
-			if a, ok := addr[o.Path]; ok && !strings.HasPrefix(a.Address, prefix) {
+			if !strings.HasPrefix(o.Address, prefix) {
 				foreign = append(foreign, o.Path)
 				if r.foreign == nil {
 					r.foreign = map[string]bool{}
@@ -82,6 +82,22 @@ func (r *run) foreignAddresses(ctx context.Context) []schemas.CheckResult {
 		out = append(out, res)
 	}
 	return out
+}
+
+// changedRead are the objects the ref changes under prefix (against the
+// base) that the audit read there (read: readAtRef), with their addresses.
+func (r *run) changedRead(ctx context.Context, prefix string, read map[string]Object) ([]Object, error) {
+	changed, err := r.changed(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []Object
+	for _, c := range changed {
+		if o, ok := read[c.Path]; ok {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // readAtRef are the objects of table t the audit read at the ref, with

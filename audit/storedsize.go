@@ -59,18 +59,13 @@ func (r *run) storedSizes(ctx context.Context) []schemas.CheckResult {
 		}
 		res := schemas.CheckResult{Name: KindStoredSize + "(" + t.Name + ")", Kind: KindStoredSize, Table: t.Name, Severity: SeverityError,
 			Threshold: "every changed object under " + t.Path + " stored with the size lakeFS lists for it"}
-		changed, err := r.changed(ctx, t.Path)
+		changed, err := r.changedRead(ctx, t.Path, read)
 		if err != nil {
 			r.failedToRead(&res, "list the changes under "+t.Path, err)
 			out = append(out, res)
 			continue
 		}
-		var objs []Object
-		for _, c := range changed {
-			if o, ok := read[c.Path]; ok && !r.foreign[c.Path] {
-				objs = append(objs, o)
-			}
-		}
+		objs := slices.DeleteFunc(changed, func(o Object) bool { return r.foreign[o.Path] })
 		stored, errs := r.statAll(ctx, bs, objs)
 		var differ, unreadable []string
 		var firstErr error
