@@ -66,6 +66,7 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)
 	}
+	r.audited.put(run.Repository, commit, base, changes)
 	if spec, ok := r.cfg.Datasets(run.Dataset); ok && len(spec.TablePaths) > 0 {
 		// The merge takes everything the sealed commit changes; the
 		// audit reads only the tables. Anything else must be allowed.

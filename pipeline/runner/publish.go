@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lakewap/lakewap/internal/backoff"
@@ -429,6 +430,17 @@ func (r *Runner) prepareDiff(ctx context.Context, run pipeline.Run) {
 		defer close(f.done)
 		ctx, cancel := context.WithTimeout(ctx, lookTimeout)
 		defer cancel()
+		if against, changes, ok := r.audited.take(run.Repository, run.SealedCommit); ok {
+			// The audit step's diff is lakeFS's three-dot diff of the
+			// target's commit it audited against and the seal: the seal's
+			// changes since their merge-base, which the audit's engine
+			// asked for too (the lake keeps merge-bases of commit ids).
+			base, _, err := mb.MergeBase(ctx, run.Repository, run.SealedCommit, against)
+			if err == nil && base != "" && base != run.SealedCommit {
+				f.base, f.changes = base, changes
+				return
+			}
+		}
 		base, _, err := mb.MergeBase(ctx, run.Repository, run.SealedCommit, run.Target)
 		if err != nil || base == "" || base == run.SealedCommit {
 			f.err = cmp.Or(err, errors.New("no foundation"))
@@ -437,6 +449,68 @@ func (r *Runner) prepareDiff(ctx context.Context, run pipeline.Run) {
 		f.base = base
 		f.changes, f.err = r.cfg.Lake.Changes(ctx, run.Repository, base, run.SealedCommit)
 	}()
+}
+
+// auditedDiffs keeps the audit step's diffs of sealed commits (lakeFS's
+// three-dot diff of the target's commit audited against and the seal) for
+// their publishes: the same diff the publish would otherwise ask for while
+// it waits (prepareDiff), one diff and one merge-base call less per batch.
+// A run that never publishes leaves its diff until newer ones push it out:
+// at most maxAuditedDiffs diffs, of maxAuditedChanges changes in all.
+type auditedDiffs struct {
+	mu      sync.Mutex
+	m       map[string]auditedDiff
+	order   []string // oldest first
+	changes int
+}
+
+type auditedDiff struct {
+	against string
+	changes []pipeline.Change
+}
+
+const (
+	maxAuditedDiffs   = 1024
+	maxAuditedChanges = 200_000 // about 100 bytes each
+)
+
+func (a *auditedDiffs) put(repo, sealed, against string, changes []pipeline.Change) {
+	if len(changes) > maxAuditedChanges {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[string]auditedDiff{}
+	}
+	k := repo + "\x00" + sealed
+	a.forget(k)
+	for len(a.order) > 0 && (len(a.order) >= maxAuditedDiffs || a.changes+len(changes) > maxAuditedChanges) {
+		a.forget(a.order[0])
+	}
+	a.m[k] = auditedDiff{against: against, changes: changes}
+	a.order = append(a.order, k)
+	a.changes += len(changes)
+}
+
+// take returns and forgets sealed's diff and the commit it was taken against.
+func (a *auditedDiffs) take(repo, sealed string) (against string, changes []pipeline.Change, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k := repo + "\x00" + sealed
+	d, ok := a.m[k]
+	a.forget(k)
+	return d.against, d.changes, ok
+}
+
+func (a *auditedDiffs) forget(k string) {
+	d, ok := a.m[k]
+	if !ok {
+		return
+	}
+	delete(a.m, k)
+	a.changes -= len(d.changes)
+	a.order = slices.DeleteFunc(a.order, func(o string) bool { return o == k })
 }
 
 // preparedDiff is run's diff taken while it waited, if it is done and was

@@ -225,3 +225,61 @@ func TestPreparedDiffOnlyForTheSameFoundation(t *testing.T) {
 		}
 	}
 }
+
+// The audit step's diff of the seal (three-dot, against the target's
+// commit it audited onto) is the diff a waiting publish would take: the
+// publish takes it instead of asking lakeFS again, and still only when the
+// look in the turn finds the foundation that diff was taken from.
+func TestPreparedDiffIsTheAuditsDiff(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		turnBase   string
+		wantAsked  string
+		wantChange string
+	}{
+		{"same foundation", "f1", "", "gold/t/audited/part-0.parquet"},
+		{"foundation moved", "f2", "h2...s1", "gold/t/h2/part-0.parquet"},
+	} {
+		l := &prepLake{published: []pipeline.Publication{{Head: "h2", Base: tt.turnBase}}}
+		aud := &changesOf{}
+		r := historyRunner(l, aud)
+		run := historyRun()
+		r.audited.put(run.Repository, run.SealedCommit, "h0", []pipeline.Change{{Path: "gold/t/audited/part-0.parquet", Size: 1}})
+		r.prepareDiff(context.Background(), run)
+		r.dmu.Lock()
+		f := r.diffs[diffKey(run)]
+		r.dmu.Unlock()
+		<-f.done
+		in, ok := r.publish(context.Background(), run, nil).(pipeline.Merged)
+		if !ok || strings.Join(l.asked, " ") != tt.wantAsked || strings.Join(aud.got, " ") != tt.wantChange {
+			t.Errorf("%s: %+v; diffs asked %q, recheck given %v; want %q and %s", tt.name, in, l.asked, aud.got, tt.wantAsked, tt.wantChange)
+		}
+		if _, _, kept := r.audited.take(run.Repository, run.SealedCommit); kept {
+			t.Errorf("%s: the audit's diff is kept after its publish took it", tt.name)
+		}
+	}
+}
+
+// The audit step's diffs are bounded in count and in changes, the oldest
+// going first.
+func TestAuditedDiffsAreBounded(t *testing.T) {
+	var a auditedDiffs
+	one := []pipeline.Change{{Path: "p"}}
+	for i := range maxAuditedDiffs + 10 {
+		a.put("lake", fmt.Sprint("s", i), "h", one)
+	}
+	if len(a.m) != maxAuditedDiffs || a.changes != maxAuditedDiffs {
+		t.Fatalf("%d diffs of %d changes kept, want %d", len(a.m), a.changes, maxAuditedDiffs)
+	}
+	if _, _, ok := a.take("lake", "s0"); ok {
+		t.Error("the oldest diff was kept past the bound")
+	}
+	big := make([]pipeline.Change, maxAuditedChanges-5)
+	a.put("lake", "big", "h", big)
+	if a.changes > maxAuditedChanges || len(a.m) != 1+5 {
+		t.Errorf("after a large diff: %d diffs of %d changes, want at most %d changes and the 5 newest small ones", len(a.m), a.changes, maxAuditedChanges)
+	}
+	if _, ch, ok := a.take("lake", "big"); !ok || len(ch) != len(big) {
+		t.Error("the large diff was not kept")
+	}
+}

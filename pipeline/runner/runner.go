@@ -109,6 +109,9 @@ type Runner struct {
 
 	dmu   sync.Mutex
 	diffs map[string]*diffFlight // sealed commits' diffs taken while their publish waits (publish.go)
+	// audited are the audit step's diffs of sealed commits, for their
+	// publishes to take instead of asking lakeFS again (publish.go).
+	audited auditedDiffs
 }
 
 // landingLock is the lock of dataset's landings (a configured dataset:
