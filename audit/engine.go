@@ -143,6 +143,8 @@ type Engine struct {
 	dataPrefixes *boundedMap[string]
 	// listings are the listings of commits made lately (listcache.go).
 	listings *listingCache
+	// derived is what derives listings of lakewap's own merges (derive.go).
+	derived *derivations
 
 	// groupedUniqueBytes: unique checks over a view of at least this many
 	// bytes count duplicates and gather their sample in one grouped scan;
@@ -203,6 +205,7 @@ func New(opts Options) (*Engine, error) {
 	e.foundations = newBoundedMap[string](reportCacheSize)
 	e.dataPrefixes = newBoundedMap[string](1024)
 	e.listings = newListingCache(listingCacheObjects)
+	e.derived = newDerivations()
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}

@@ -93,11 +93,15 @@ func (c *listingCache) put(repo, commit, prefix string, objs []Object) {
 	}
 }
 
-// listCommit lists prefix at commit (a commit id): from the cache, or by
-// lakeFS.
+// listCommit lists prefix at commit (a commit id): from the cache,
+// derived (a merge lakewap made, derive.go), or by lakeFS.
 func (r *run) listCommit(ctx context.Context, commit, prefix string) ([]Object, error) {
 	repo := r.req.Repository
 	if objs, ok := r.e.listings.get(repo, commit, prefix); ok {
+		return objs, nil
+	}
+	if objs, ok := r.derive(ctx, commit, prefix); ok {
+		r.e.listings.put(repo, commit, prefix, objs)
 		return objs, nil
 	}
 	objs, err := r.e.opts.Source.List(ctx, repo, commit, prefix)

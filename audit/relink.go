@@ -43,6 +43,10 @@ func (r *run) relinked(ctx context.Context) []schemas.CheckResult {
 		return nil
 	}
 	var out []schemas.CheckResult
+	var cleared []string
+	// The tables cleared let listings of the merge of the ref onto the
+	// base be derived (derive.go).
+	defer func() { r.e.derived.clear(r.req.Repository, r.req.Ref, r.req.BaseRef, cleared) }()
 	compared, bytes := 0, int64(0)
 	for _, t := range r.req.Suite.Tables {
 		res := schemas.CheckResult{Name: KindRelinked + "(" + t.Name + ")", Kind: KindRelinked, Table: t.Name, Severity: SeverityError,
@@ -81,6 +85,7 @@ func (r *run) relinked(ctx context.Context) []schemas.CheckResult {
 			continue
 		}
 		if len(differ) == 0 {
+			cleared = append(cleared, t.Path)
 			continue // nothing to say: the report keeps its shape
 		}
 		slices.Sort(differ)

@@ -153,6 +153,16 @@ func (s *Service) Recheck(ctx context.Context, req Request) (schemas.AuditReport
 	return rep, err
 }
 
+// Merged tells the engine that lakewap merged sealed and lakeFS answered
+// with commit (Engine.RecordMerge), when the engine derives listings.
+func (s *Service) Merged(repo, commit, sealed string) {
+	if e, ok := s.o.Engine.(interface {
+		RecordMerge(repo, merge, sealed string)
+	}); ok {
+		e.RecordMerge(repo, commit, sealed)
+	}
+}
+
 // ontoKey is the cache key of a passing recheck of sealed onto head.
 func ontoKey(repo, dataset, sealed, head string, batchTime time.Time) reportKey {
 	return reportKey{repo: repo, dataset: dataset, ref: "onto:" + sealed, base: head, batchTime: batchTime.UnixNano()}

@@ -37,6 +37,10 @@ func (a auditor) Audit(ctx context.Context, req pipeline.AuditRequest) (schemas.
 	return rep, err
 }
 
+// Merged tells the audit engine of a merge the runner made
+// (runner.MergeRecorder).
+func (a auditor) Merged(repo, commit, sealed string) { a.s.Merged(repo, commit, sealed) }
+
 // notifier maps a pipeline notification onto the dispatcher's.
 type notifier struct{ d *notify.Dispatcher }
 
@@ -47,6 +51,8 @@ func (n notifier) Notify(ctx context.Context, pn pipeline.Notification) (map[str
 		RequestID: pn.RequestID, ResultOnly: pn.ResultOnly, Trace: pn.Run.Trace,
 	})
 }
+
+var _ runner.MergeRecorder = auditor{}
 
 // The runner takes a waiting publish's diff ahead of its turn only with a
 // Lake that finds merge-bases.

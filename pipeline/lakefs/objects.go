@@ -99,6 +99,22 @@ func (c *Client) Diff(ctx context.Context, repo, left, right, prefix string) ([]
 		})
 }
 
+// Differences lists the objects under prefix whose entries differ between
+// the commits from and to (lakeFS's two-dot diff: a comparison of the two
+// trees by identity, whatever their ancestry): added, changed and removed,
+// with paths and sizes, at most limit of them (more: truncated is true).
+func (c *Client) Differences(ctx context.Context, repo, from, to, prefix string, limit int) (changes []Change, truncated bool, err error) {
+	twoDot := "two_dot"
+	changes, err = list(ctx, c, call{op: "diff", repo: repo, ref: from + ".." + to}, limit+1, changeFrom,
+		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			return c.api.DiffRefs(ctx, repo, from, to, &apigen.DiffRefsParams{After: after, Prefix: prefixParam(prefix), Amount: amount, Type: &twoDot})
+		})
+	if len(changes) > limit {
+		return changes[:limit], true, err
+	}
+	return changes, false, err
+}
+
 func changeFrom(d apigen.Diff) Change {
 	return Change{Path: d.Path, Type: d.Type, Size: deref(d.SizeBytes)}
 }

@@ -245,6 +245,9 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 	case res.Empty:
 		log.Info("batch changed nothing; the target already holds it", "commit_id", res.CommitID, "sealed_commit", run.SealedCommit)
 	}
+	if rec, ok := r.cfg.Auditor.(MergeRecorder); ok && !res.AlreadyPublished && !res.Empty {
+		rec.Merged(run.Repository, res.CommitID, run.SealedCommit)
+	}
 	in := pipeline.Merged{CommitID: res.CommitID, SealedCommit: res.Sealed, Report: rechecked}
 	if !res.Empty {
 		judged := run
@@ -254,6 +257,15 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 		in.Changes = r.unattested(ctx, log, judged, res.CommitID)
 	}
 	return in
+}
+
+// MergeRecorder is an Auditor told of each merge this runner made itself
+// (lakeFS answered the merge with commit): the audits may then derive
+// that commit's listings instead of listing its tables whole (see
+// audit/derive.go). A merge found on the target after a lost answer is
+// not told: another instance, or a person, may have made it.
+type MergeRecorder interface {
+	Merged(repo, commit, sealed string)
 }
 
 // meta is the merge commit's metadata for run: the batch's labels and, with

@@ -27,6 +27,7 @@ var (
 	_ audit.Merges     = Merges{}
 	_ audit.Ancestry   = Source{}
 	_ audit.Namespaced = Source{}
+	_ audit.Differ     = Source{}
 )
 
 // Holds reports whether branch's head is in ref's history: merging ref
@@ -70,6 +71,20 @@ func (s Source) Changed(ctx context.Context, repo, base, ref, prefix string) ([]
 		}
 	}
 	return changed, nil
+}
+
+// Differences lists what differs under prefix between the commits from
+// and to (audit.Differ): lakeFS's two-dot diff, removals included.
+func (s Source) Differences(ctx context.Context, repo, from, to, prefix string, limit int) ([]audit.Difference, bool, error) {
+	changes, truncated, err := s.Lake.Differences(ctx, repo, from, to, prefix, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]audit.Difference, len(changes))
+	for i, c := range changes {
+		out[i] = audit.Difference{Path: c.Path, Removed: c.Type == "removed"}
+	}
+	return out, truncated, nil
 }
 
 // Touches reports whether merging ref into base brings any change under

@@ -1,0 +1,248 @@
+package audit
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Listings of lakewap's own merges, derived. Each publish makes a new head
+// of the target (its merge commit M of the sealed commit S onto the head
+// H), and the next batch's recheck lists its tables at M: whole, that
+// grows with the table. The engine derives that listing instead, when all
+// of these hold, and lists whole otherwise:
+//   - the runner made M itself by lakeFS's merge of S (RecordMerge; a merge
+//     by anyone else, or one made before a restart, is not recorded: a
+//     commit with any parents can be written by other means);
+//   - M's parents are [H, S] (lakeFS's commit; commits are immutable);
+//   - relinked_objects compared S with H under a table path holding the
+//     prefix and found no relinked object whose bytes differ (relinked);
+//   - the listings of H and S under the prefix are held (listcache.go).
+//
+// Then listing(M) is listing(H) with each path of lakeFS's two-dot diff of
+// H and M removed, or taken from listing(S). Why it holds: lakeFS's merger
+// writes only entries (or whole ranges) of its source or its destination,
+// so M holds at each path H's entry, S's, or nothing. A path the diff of H
+// and M names has, in M, an entry of another identity than H's or none: S's
+// entry, or nothing. A path it does not name has in M an entry of H's
+// identity: H's own, or S's with the same claimed checksum and size at
+// another address, whose bytes relinked_objects compared with H's (it
+// downloads both by ref and path, so a derived listing of H does not fool
+// it) and found equal. So every derived entry is M's, or one with M's
+// path, checksum and size and the same bytes; by induction the same holds
+// for listings derived from derived ones.
+//
+// The diff of H and M, not the batch's own diff (of its foundation and S)
+// applied to H: lakeFS v1.84.0's merge compares an entry with the next
+// entry of the merge-base, whatever its key, and drops an added path whose
+// identity equals that of the next base path the other side deleted
+// (TestMergeDropsAnAddedPathTheBatchesDiffNames), so "H with the batch's
+// changes" is not always what lakeFS merged.
+
+// Difference is one path whose entries differ between two commits.
+type Difference struct {
+	Path    string
+	Removed bool
+}
+
+// Differ is a Source that compares two commits as trees (lakeFS's two-dot
+// diff), removals included: at most limit differences, truncated past it.
+type Differ interface {
+	Differences(ctx context.Context, repo, from, to, prefix string, limit int) (diffs []Difference, truncated bool, err error)
+}
+
+const (
+	// maxDerivationRecords bounds each kind of record the derivation keeps
+	// (own merges, cleared comparisons, commits' parents); the oldest goes
+	// first.
+	maxDerivationRecords = 4096
+	// maxDerivationRecordBytes bounds one record (its repository, commit
+	// ids and table paths); a larger one is not kept.
+	maxDerivationRecordBytes = 1024
+)
+
+// derivations is what the engine keeps to derive listings of own merges.
+type derivations struct {
+	merges   *boundedMap[string]   // repo \x00 M -> S
+	cleared  *boundedMap[[]string] // repo \x00 S \x00 H -> table paths relinked_objects cleared
+	parents  *boundedMap[[]string] // repo \x00 commit -> its parents
+	mu       sync.Mutex
+	derived  int // listings derived, for tests and logs
+	declined int
+}
+
+func newDerivations() *derivations {
+	return &derivations{merges: newBoundedMap[string](maxDerivationRecords), cleared: newBoundedMap[[]string](maxDerivationRecords),
+		parents: newBoundedMap[[]string](maxDerivationRecords)}
+}
+
+// RecordMerge tells the engine that lakewap itself merged the sealed
+// commit into a target and lakeFS answered with the merge commit: the
+// listings of that commit may be derived (see derive.go). Only commit ids
+// are kept.
+func (e *Engine) RecordMerge(repo, merge, sealed string) {
+	if !IsCommitID(merge) || !IsCommitID(sealed) || len(repo)+len(merge)+len(sealed) > maxDerivationRecordBytes {
+		return
+	}
+	e.derived.merges.put(repo+"\x00"+merge, sealed)
+}
+
+// clear records that relinked_objects compared ref with base under paths
+// and found nothing to refuse.
+func (d *derivations) clear(repo, ref, base string, paths []string) {
+	n := len(repo) + len(ref) + len(base)
+	for _, p := range paths {
+		n += len(p)
+	}
+	if len(paths) == 0 || !IsCommitID(ref) || !IsCommitID(base) || n > maxDerivationRecordBytes {
+		return
+	}
+	k := repo + "\x00" + ref + "\x00" + base
+	old, _ := d.cleared.get(k)
+	merged := slices.Clone(old)
+	for _, p := range paths {
+		if !slices.Contains(merged, p) {
+			merged = append(merged, p)
+		}
+	}
+	d.cleared.put(k, merged)
+}
+
+// covers says whether relinked_objects cleared ref against base under a
+// table path holding prefix.
+func (d *derivations) covers(repo, ref, base, prefix string) bool {
+	paths, _ := d.cleared.get(repo + "\x00" + ref + "\x00" + base)
+	return slices.ContainsFunc(paths, func(p string) bool { return strings.HasPrefix(prefix, p) })
+}
+
+// parentsOf is commit's parents, from lakeFS once.
+func (d *derivations) parentsOf(ctx context.Context, h History, repo, commit string) ([]string, error) {
+	k := repo + "\x00" + commit
+	if p, ok := d.parents.get(k); ok {
+		return p, nil
+	}
+	c, err := h.Commit(ctx, repo, commit)
+	if err != nil {
+		return nil, err
+	}
+	if c.ID == commit && len(repo)+len(commit)*(1+len(c.Parents)) <= maxDerivationRecordBytes {
+		d.parents.put(k, slices.Clone(c.Parents))
+	}
+	return c.Parents, nil
+}
+
+func (d *derivations) count(ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ok {
+		d.derived++
+	} else {
+		d.declined++
+	}
+}
+
+// DerivedListings is how many listings of own merges the engine derived,
+// and how many recorded merges it listed whole instead (tests, logs).
+func (e *Engine) DerivedListings() (derived, declined int) {
+	e.derived.mu.Lock()
+	defer e.derived.mu.Unlock()
+	return e.derived.derived, e.derived.declined
+}
+
+// derive is the listing of prefix at commit when commit is a recorded own
+// merge and everything the derivation needs holds (derive.go), else false.
+func (r *run) derive(ctx context.Context, commit, prefix string) ([]Object, bool) {
+	e, repo := r.e, r.req.Repository
+	sealed, ok := e.derived.merges.get(repo + "\x00" + commit)
+	if !ok {
+		return nil, false
+	}
+	objs, why := r.deriveOwnMerge(ctx, commit, sealed, prefix)
+	e.derived.count(why == "")
+	if why != "" {
+		r.log.Debug("audit: listing of an own merge made whole", "commit", commit, "prefix", prefix, "why", why)
+		return nil, false
+	}
+	return objs, true
+}
+
+func (r *run) deriveOwnMerge(ctx context.Context, commit, sealed, prefix string) ([]Object, string) {
+	e, repo := r.e, r.req.Repository
+	differ, ok := e.opts.Source.(Differ)
+	if !ok || e.opts.History == nil {
+		return nil, "no two-dot diff or commit graph"
+	}
+	parents, err := e.derived.parentsOf(ctx, e.opts.History, repo, commit)
+	if err != nil {
+		return nil, "commit: " + err.Error()
+	}
+	if len(parents) != 2 || parents[1] != sealed {
+		return nil, "parents are not [head, sealed commit]"
+	}
+	head := parents[0]
+	if !e.derived.covers(repo, sealed, head, prefix) {
+		return nil, "relinked_objects did not clear the sealed commit against the head under the prefix"
+	}
+	lh, ok := e.listings.get(repo, head, prefix)
+	if !ok {
+		return nil, "head's listing not held"
+	}
+	ls, ok := e.listings.get(repo, sealed, prefix)
+	if !ok {
+		return nil, "sealed commit's listing not held"
+	}
+	diffs, truncated, err := differ.Differences(ctx, repo, head, commit, prefix, e.opts.MaxListObjects)
+	switch {
+	case err != nil:
+		return nil, "diff: " + err.Error()
+	case truncated:
+		return nil, "diff over the listing budget"
+	}
+	objs, ok := applyDifferences(lh, ls, diffs)
+	if !ok {
+		return nil, "the diff names a path the listings do not hold"
+	}
+	return objs, ""
+}
+
+// applyDifferences is head's listing with each difference removed, or
+// taken from sealed's listing, in path order; false when a difference
+// names an entry that is not there.
+func applyDifferences(head, sealed []Object, diffs []Difference) ([]Object, bool) {
+	byPath := make(map[string]Object, len(head))
+	for _, o := range head {
+		byPath[o.Path] = o
+	}
+	fromSealed := make(map[string]Object, len(diffs))
+	for _, o := range sealed {
+		fromSealed[o.Path] = o
+	}
+	for _, d := range diffs {
+		if d.Removed {
+			if _, ok := byPath[d.Path]; !ok {
+				return nil, false
+			}
+			delete(byPath, d.Path)
+			continue
+		}
+		o, ok := fromSealed[d.Path]
+		if !ok {
+			return nil, false
+		}
+		byPath[d.Path] = o
+	}
+	out := make([]Object, 0, len(byPath))
+	for _, o := range byPath {
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b Object) int { return strings.Compare(a.Path, b.Path) })
+	return out, true
+}
+
+// Listing is the listing of prefix at commit as an audit of repo reads it:
+// kept, derived (an own merge) or listed by lakeFS, and then kept.
+func (e *Engine) Listing(ctx context.Context, repo, commit, prefix string) ([]Object, error) {
+	r := &run{e: e, req: Request{Repository: repo}, log: e.opts.Logger}
+	return r.listCommit(ctx, commit, prefix)
+}
