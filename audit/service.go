@@ -156,11 +156,14 @@ func (s *Service) Recheck(ctx context.Context, req Request) (schemas.AuditReport
 // Merged tells the engine that lakewap merged sealed and lakeFS answered
 // with commit (Engine.RecordMerge), when the engine derives listings.
 func (s *Service) Merged(repo, commit, sealed string) {
-	if e, ok := s.o.Engine.(interface {
-		RecordMerge(repo, merge, sealed string)
-	}); ok {
+	if e, ok := s.o.Engine.(mergeRecorder); ok {
 		e.RecordMerge(repo, commit, sealed)
 	}
+}
+
+// mergeRecorder is an engine that derives listings of own merges (*Engine).
+type mergeRecorder interface {
+	RecordMerge(repo, merge, sealed string)
 }
 
 // ontoKey is the cache key of a passing recheck of sealed onto head.

@@ -283,3 +283,45 @@ func TestAuditedDiffsAreBounded(t *testing.T) {
 		t.Error("the large diff was not kept")
 	}
 }
+
+// recordingAuditor is firstFailing that is told of the runner's merges.
+type recordingAuditor struct {
+	*firstFailing
+	merged []string // "repo commit sealed"
+}
+
+func (a *recordingAuditor) Merged(repo, commit, sealed string) {
+	a.merged = append(a.merged, repo+" "+commit+" "+sealed)
+}
+
+// onTargetLake finds the sealed commit already merged (by an earlier
+// attempt, another instance or a person).
+type onTargetLake struct{ *historyLake }
+
+func (l onTargetLake) Published(context.Context, string, string, string, time.Time) (pipeline.Publication, error) {
+	return pipeline.Publication{OnTarget: true, Merge: "m0", Head: "m0", Base: "s1"}, nil
+}
+
+// The auditor is told of the merges the runner made itself (the audits
+// derive their listings, audit/derive.go), and of no other: not of a
+// batch that collided, nor of a merge found on the target.
+func TestOnlyOwnMergesAreToldToTheAuditor(t *testing.T) {
+	commits := []string{"c0", "c1"}
+	for _, tt := range []struct {
+		name   string
+		lake   func(*historyLake) pipeline.Lake
+		k      int
+		merged []string
+	}{
+		{"merged", func(l *historyLake) pipeline.Lake { return l }, len(commits), []string{"lake merge-of-s1 s1"}},
+		{"collided", func(l *historyLake) pipeline.Lake { return l }, 1, nil},
+		{"found on the target", func(l *historyLake) pipeline.Lake { return onTargetLake{l} }, len(commits), nil},
+	} {
+		aud := &recordingAuditor{firstFailing: &firstFailing{commits: commits, k: tt.k}}
+		r := historyRunner(tt.lake(&historyLake{commits: commits}), aud)
+		r.publish(context.Background(), historyRun(), nil)
+		if fmt.Sprint(aud.merged) != fmt.Sprint(tt.merged) {
+			t.Errorf("%s: told %v, want %v", tt.name, aud.merged, tt.merged)
+		}
+	}
+}
