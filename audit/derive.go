@@ -54,7 +54,7 @@ type Differ interface {
 
 const (
 	// maxDerivationRecords bounds each kind of record the derivation keeps
-	// (own merges, cleared comparisons, commits' parents); the oldest goes
+	// (own merges, cleared comparisons, commits read); the oldest goes
 	// first.
 	maxDerivationRecords = 4096
 	// maxDerivationRecordBytes bounds one record (its repository, commit
@@ -66,15 +66,13 @@ const (
 type derivations struct {
 	merges   *boundedMap[string]   // repo \x00 M -> S
 	cleared  *boundedMap[[]string] // repo \x00 S \x00 H -> table paths relinked_objects cleared
-	parents  *boundedMap[[]string] // repo \x00 commit -> its parents
 	mu       sync.Mutex
 	derived  int // listings derived, for tests and logs
 	declined int
 }
 
 func newDerivations() *derivations {
-	return &derivations{merges: newBoundedMap[string](maxDerivationRecords), cleared: newBoundedMap[[]string](maxDerivationRecords),
-		parents: newBoundedMap[[]string](maxDerivationRecords)}
+	return &derivations{merges: newBoundedMap[string](maxDerivationRecords), cleared: newBoundedMap[[]string](maxDerivationRecords)}
 }
 
 // RecordMerge tells the engine that lakewap itself merged the sealed
@@ -116,20 +114,53 @@ func (d *derivations) covers(repo, ref, base, prefix string) bool {
 	return slices.ContainsFunc(paths, func(p string) bool { return strings.HasPrefix(prefix, p) })
 }
 
-// parentsOf is commit's parents, from lakeFS once.
-func (d *derivations) parentsOf(ctx context.Context, h History, repo, commit string) ([]string, error) {
-	k := repo + "\x00" + commit
-	if p, ok := d.parents.get(k); ok {
-		return p, nil
+// commitsKept is History with the commits it read by id kept (a commit id
+// names an immutable commit): the incremental audit's look at a foundation
+// and the derivation's at a merge's parents read a commit once.
+type commitsKept struct {
+	History
+	kept *boundedMap[CommitInfo] // repo \x00 id
+}
+
+const (
+	// maxKeptCommits bounds the commits kept, maxKeptCommitBytes one of
+	// them (ids, parents, metadata, message, committer): a larger one is
+	// read again when asked for.
+	maxKeptCommits     = 1024
+	maxKeptCommitBytes = 4096
+)
+
+func (h commitsKept) Commit(ctx context.Context, repo, ref string) (CommitInfo, error) {
+	k := repo + "\x00" + ref
+	if c, ok := h.kept.get(k); ok {
+		return c, nil
 	}
-	c, err := h.Commit(ctx, repo, commit)
-	if err != nil {
-		return nil, err
+	c, err := h.History.Commit(ctx, repo, ref)
+	if err != nil || !IsCommitID(ref) || c.ID != ref || commitBytes(repo, c) > maxKeptCommitBytes {
+		return c, err
 	}
-	if c.ID == commit && len(repo)+len(commit)*(1+len(c.Parents)) <= maxDerivationRecordBytes {
-		d.parents.put(k, slices.Clone(c.Parents))
+	c.Parents = slices.Clone(c.Parents)
+	h.kept.put(k, c)
+	return c, nil
+}
+
+func commitBytes(repo string, c CommitInfo) int {
+	n := len(repo) + len(c.ID) + len(c.Message) + len(c.Committer)
+	for _, p := range c.Parents {
+		n += len(p)
 	}
-	return c.Parents, nil
+	for k, v := range c.Metadata {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// keepCommits wraps h (nil stays nil).
+func keepCommits(h History) History {
+	if h == nil {
+		return nil
+	}
+	return commitsKept{History: h, kept: newBoundedMap[CommitInfo](maxKeptCommits)}
 }
 
 func (d *derivations) count(ok bool) {
@@ -173,11 +204,12 @@ func (r *run) deriveOwnMerge(ctx context.Context, commit, sealed, prefix string)
 	if !ok || e.opts.History == nil {
 		return nil, "no two-dot diff or commit graph"
 	}
-	parents, err := e.derived.parentsOf(ctx, e.opts.History, repo, commit)
+	c, err := e.opts.History.Commit(ctx, repo, commit)
 	if err != nil {
 		return nil, "commit: " + err.Error()
 	}
-	if len(parents) != 2 || parents[1] != sealed {
+	parents := c.Parents
+	if c.ID != commit || len(parents) != 2 || parents[1] != sealed {
 		return nil, "parents are not [head, sealed commit]"
 	}
 	head := parents[0]

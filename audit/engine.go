@@ -196,6 +196,7 @@ func New(opts Options) (*Engine, error) {
 		}
 		*d = abs
 	}
+	opts.History = keepCommits(opts.History) // commits are immutable: read each once (derive.go)
 	e := &Engine{opts: opts, cache: newFileCache(opts.CacheDir, opts.CacheMaxBytes), groupedUniqueBytes: 16 << 20, bitmapUniqueBytes: 1 << 20}
 	var err error
 	if e.stats, err = NewStatsStore(opts.StatsDir); err != nil {
