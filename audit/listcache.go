@@ -13,20 +13,24 @@ import (
 // audits of batches in flight onto the same head of the target, list a
 // table once per commit.
 //
-// A listing of a commit it has not listed is made whole, by lakeFS. It is
-// not derived from another commit's listing and lakeFS's diff of the two
-// commits (what 4dfe245 did, 65 -> 23 ms of lakeFS's CPU per batch at 64
-// in flight): lakeFS's diffs, and its merges, compare entries by identity
-// (size, checksum, user metadata, content type), not by physical address,
-// and a writer claims the checksum (linkPhysicalAddress). A path linked to
-// new bytes claiming an old object's checksum and size is named by no diff,
-// so a derived listing kept the old address and the audit read the old,
-// audited bytes (from its download cache) while the merge published the
-// new ones (pipeline/lakefs/auditsource/relink_attack_test.go). Checking
-// the bytes' MD5 when they are downloaded does not close it: such an
-// object can reach a batch by a merge into its branch (same identity: the
-// merge takes the source's entry) without any diff naming it, so nothing
-// ever downloads it. Only a listing gives the address a commit holds.
+// A listing of a commit it has not listed is made whole, by lakeFS, or,
+// for lakewap's own merge of a sealed commit onto the target's head, derived
+// from the head's and the sealed commit's listings under conditions that
+// make it sound (derive.go). It is not derived from just any other commit's
+// listing and lakeFS's diff of the two commits (what 4dfe245 did, 65 -> 23
+// ms of lakeFS's CPU per batch at 64 in flight): lakeFS's diffs, and its
+// merges, compare entries by identity (size, checksum, user metadata,
+// content type), not by physical address, and a writer claims the checksum
+// (linkPhysicalAddress). A path linked to new bytes claiming an old object's
+// checksum and size is named by no diff, so a derived listing kept the old
+// address and the audit read the old, audited bytes (from its download
+// cache) while the merge published the new ones
+// (pipeline/lakefs/auditsource/relink_attack_test.go). Checking the bytes'
+// MD5 when they are downloaded does not close it: such an object can reach
+// a batch by a merge into its branch (same identity: the merge takes the
+// source's entry) without any diff naming it, so nothing ever downloads it.
+// An own merge's derivation closes it with relinked_objects, which compared
+// the bytes of every such path of the sealed commit with the head's.
 
 const (
 	// listingCacheObjects bounds the objects the kept listings hold in
