@@ -160,7 +160,12 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 			exprs = append(exprs, e...)
 		}
 		var err error
-		vals, err = r.queryRow(ctx, aggregateSQL(k.schema, r.views[k.viewKey].table.Name, exprs, k.where), len(exprs)+1)
+		q := aggregateSQL(k.schema, r.views[k.viewKey].table.Name, exprs, k.where)
+		if memoWhere(k.where) {
+			vals, err = r.memoRow(ctx, q, len(exprs)+1, k.viewKey)
+		} else {
+			vals, err = r.queryRow(ctx, q, len(exprs)+1)
+		}
 		if err != nil && ctx.Err() == nil && r.dropPlanned(idxs) {
 			// A planned shortcut failed (say, a value outside the bounds a
 			// footer claimed): count those checks their plain way.
@@ -287,7 +292,7 @@ func (r *run) fromStatistics(ctx context.Context, k scanKey, idxs []int) (int64,
 		slices.ContainsFunc(idxs, func(i int) bool { return !kindOf(r.req.Suite.Checks[i]).countOnly }) {
 		return 0, false
 	}
-	vals, err := r.queryRow(ctx, "SELECT count(*) FROM "+qualified(k.schema, v.table.Name), 1)
+	vals, err := r.memoRow(ctx, "SELECT count(*) FROM "+qualified(k.schema, v.table.Name), 1, k.viewKey)
 	if err != nil {
 		return 0, false // the scan reports it
 	}

@@ -145,6 +145,9 @@ type Engine struct {
 	listings *listingCache
 	// derived is what derives listings of lakewap's own merges (derive.go).
 	derived *derivations
+	// memo keeps answers of queries over files known by physical address
+	// (memo.go); nil turns it off.
+	memo *queryMemo
 
 	// groupedUniqueBytes: unique checks over a view of at least this many
 	// bytes count duplicates and gather their sample in one grouped scan;
@@ -207,6 +210,7 @@ func New(opts Options) (*Engine, error) {
 	e.dataPrefixes = newBoundedMap[string](1024)
 	e.listings = newListingCache(listingCacheObjects)
 	e.derived = newDerivations()
+	e.memo = newQueryMemo(memoMaxEntries, memoMaxBytes)
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}

@@ -519,7 +519,15 @@ func (r *run) combinedMinMax(ctx context.Context, it *incTable, c Check) (any, a
 	for _, cs := range olds {
 		parts = append(parts, fmt.Sprintf("SELECT CAST(%s AS %s) AS lo, CAST(%s AS %s) AS hi", quoteLiteral(cs.Min), cs.Type, quoteLiteral(cs.Max), cs.Type))
 	}
-	vals, err := r.queryRow(ctx, "SELECT min(lo), max(hi) FROM ("+strings.Join(parts, " UNION ALL ")+")", 2)
+	query := "SELECT min(lo), max(hi) FROM (" + strings.Join(parts, " UNION ALL ") + ")"
+	var vals []any
+	var err error
+	if memoWhere(c.Where) {
+		// The statistics' min and max are literals of the text.
+		vals, err = r.memoRow(ctx, query, 2, viewKey{schemaBatch, strings.ToLower(c.Table)})
+	} else {
+		vals, err = r.queryRow(ctx, query, 2)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -633,7 +641,7 @@ func (r *run) runIncremental(ctx context.Context, i int, c Check) (schemas.Check
 // and the batch's) with the base's (its files' statistics).
 func (r *run) volumeIncremental(ctx context.Context, it *incTable, c Check) schemas.CheckResult {
 	t := r.table(c.Table)
-	vals, err := r.queryRow(ctx, aggregateSQL(schemaBatch, t.Name, nil), 1)
+	vals, err := r.memoRow(ctx, aggregateSQL(schemaBatch, t.Name, nil), 1, viewKey{schemaBatch, strings.ToLower(t.Name)})
 	if err != nil {
 		return r.errored(c, err, 0)
 	}
@@ -673,8 +681,9 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 	if len(cols) > 1 {
 		inner = fmt.Sprintf("count(*) - count(DISTINCT (%s))", keys)
 	}
-	vals, err := r.queryRow(ctx, fmt.Sprintf("SELECT count(*), %s, count(%s), CAST(min(%s) AS VARCHAR), CAST(max(%s) AS VARCHAR), typeof(min(%s)) FROM %s",
-		inner, first, first, first, first, qualified(schemaBatch, t.Name)), 6)
+	batch := viewKey{schemaBatch, strings.ToLower(t.Name)}
+	vals, err := r.memoRow(ctx, fmt.Sprintf("SELECT count(*), %s, count(%s), CAST(min(%s) AS VARCHAR), CAST(max(%s) AS VARCHAR), typeof(min(%s)) FROM %s",
+		inner, first, first, first, first, qualified(schemaBatch, t.Name)), 6, batch)
 	if err != nil {
 		if missing := r.missingColumnIn(ctx, schemaBatch, c); missing != nil {
 			err = missing
@@ -719,7 +728,14 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 			distinct += " WHERE " + first + " IS NOT NULL"
 		}
 		distinct += ")"
-		vals, err := r.queryRow(ctx, fmt.Sprintf("SELECT count(*) FROM %s b SEMI JOIN %s o ON %s", distinct, old, on), 1)
+		q := fmt.Sprintf("SELECT count(*) FROM %s b SEMI JOIN %s o ON %s", distinct, old, on)
+		var vals []any
+		if r.memoFiles(overlap, local) {
+			// The unchanged files are named in q by their cache names.
+			vals, err = r.memoRow(ctx, q, 1, batch)
+		} else {
+			vals, err = r.queryRow(ctx, q, 1)
+		}
 		if err != nil {
 			return r.errored(c, err, 0)
 		}

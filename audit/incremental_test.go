@@ -165,6 +165,10 @@ type diffHistory struct {
 	liveID []int
 	suite  int
 	file   int
+	// plain, when set, is an engine without the query memo: compare also
+	// runs every audit on it and wants the same report, every figure,
+	// message and sample, as the engine with the memo.
+	plain *Engine
 }
 
 // rowsSQL is a file of n rows with new ids; sometimes (a file in four) one
@@ -241,6 +245,16 @@ func (h *diffHistory) compare(e *Engine, req Request) schemas.AuditReport {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	if h.plain != nil {
+		for _, pair := range [][2]Request{{req, req}, {full, full}} {
+			memo := map[bool]schemas.AuditReport{false: inc, true: want}[pair[0].Full]
+			plain, err := h.plain.Run(ctx, pair[1])
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			sameReport(h.t, fmt.Sprintf("%s onto=%v full=%v", req.Ref, req.Onto, pair[0].Full), memo, plain)
+		}
+	}
 	if want.Mode != ModeFull {
 		h.t.Fatalf("a full audit ran %q", want.Mode)
 	}
@@ -259,6 +273,28 @@ func (h *diffHistory) compare(e *Engine, req Request) schemas.AuditReport {
 		}
 	}
 	return inc
+}
+
+// sameReport fails the test unless the memoized engine's report a is the
+// plain engine's b: mode, verdict, and every check's status, figures,
+// message and sample rows.
+func sameReport(t *testing.T, what string, a, b schemas.AuditReport) {
+	t.Helper()
+	if a.Mode != b.Mode || a.ModeReason != b.ModeReason || a.Passed != b.Passed || len(a.Checks) != len(b.Checks) {
+		t.Fatalf("%s: with the memo %s %q passed=%v %d checks, without %s %q passed=%v %d checks", what,
+			a.Mode, a.ModeReason, a.Passed, len(a.Checks), b.Mode, b.ModeReason, b.Passed, len(b.Checks))
+	}
+	for i := range a.Checks {
+		x, y := a.Checks[i], b.Checks[i]
+		show := func(c schemas.CheckResult) string {
+			rows, failures := deref(c.RowsChecked), deref(c.Failures)
+			c.DurationMs, c.RowsChecked, c.Failures = 0, nil, nil
+			return fmt.Sprintf("%+v rows %v failures %v", c, rows, failures)
+		}
+		if show(x) != show(y) {
+			t.Fatalf("%s: check %s with the memo %s, without %s", what, x.Name, show(x), show(y))
+		}
+	}
 }
 
 func deref(p *int64) any {
@@ -309,6 +345,16 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				return e
 			}
 			e := engine()
+			// The reference: an engine without the query memo, with its
+			// own statistics.
+			plain, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake, StatsDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { plain.Close() })
+			plain.memo = nil
+			h.plain = plain
+			var hits int64
 			var incremental, full, onto, unattested, failing, afterForeign int
 			foreign := map[string]bool{} // other datasets' publishes
 			var planted []string
@@ -370,6 +416,8 @@ func TestIncrementalEqualsFull(t *testing.T) {
 					continue
 				case x < 24:
 					statsDir = t.TempDir() // another instance, without the statistics
+					n, _ := e.memo.stats()
+					hits += n
 					e = engine()
 				}
 				s := h.batch()
@@ -411,8 +459,13 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				}
 				h.publish(foundation, s, rep)
 			}
-			t.Logf("%d incremental and %d full audits compared, %d of them onto a moved target, %d onto another dataset's publish; %d direct commits",
-				incremental, full, onto, afterForeign, unattested)
+			n, misses := e.memo.stats()
+			hits += n
+			t.Logf("%d incremental and %d full audits compared, %d of them onto a moved target, %d onto another dataset's publish; %d direct commits; %d answers from the memo (%d misses on the last engine)",
+				incremental, full, onto, afterForeign, unattested, hits, misses)
+			if hits == 0 {
+				t.Fatal("no answer came from the query memo: the test compares nothing it memoized")
+			}
 			if afterForeign == 0 {
 				t.Fatal("no audit onto another dataset's publish was incremental: two datasets sharing a target would make every audit full")
 			}

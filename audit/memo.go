@@ -1,0 +1,251 @@
+package audit
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math/big"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+// The query memo. Between a batch's audit and its recheck onto a moved
+// target (Request.Onto) the batch's files do not change: the same sealed
+// commit, the same physical addresses, the same suite. The queries of an
+// incremental audit that read only those files (the row checks' scan of the
+// batch view, unique's batch keys, row counts) give the same answer, so the
+// engine keeps their answers (queryMemo) and the recheck reuses them.
+//
+// A memoized answer is exactly what running the query would give, because
+// its key holds everything the query reads:
+//   - the query's text, byte for byte: the generated SQL spells out every
+//     check's figures (columns, values, patterns, bounds, a where
+//     condition, a planned expression) and the literals it compares with
+//     (the unchanged files' key ranges, min and max);
+//   - for every view the query names, the view's definition (viewSQL): the
+//     table's name, format and its files in order, each by the local name
+//     the cache gives it, which is made of the repository, the physical
+//     address and the size (cacheName). The content at a physical address
+//     does not change: the download cache and the statistics rely on the
+//     same fact (a path written again gets a new address). Files named in
+//     the query itself (read_parquet over the unchanged files) are cache
+//     names too.
+//
+// What else an answer could depend on is the same for every query of the
+// engine: its DuckDB's settings are set once when it opens and locked
+// (setupSQL: TimeZone UTC, insertion order kept, the distrusted optimizers
+// off), and the memo is the engine's. The file names outside the cache
+// name (CacheDir) are the engine's too, so DuckDB's hive partitioning sees
+// the same directories for a file whatever run reads it.
+//
+// Anything that cannot be keyed so is not memoized (memoView says no):
+// a view whose files are not in the cache by address (no CacheDir, an
+// object without an address), a view with no files (its columns come from
+// another file, or from the checks), Delta tables (the log decides what is
+// read), CSV and JSON (read with DuckDB's sniffing), custom SQL (it may
+// name any table, in the main or base schema too), and a where condition
+// that reads other rows (a subquery, FROM) or whose answer changes with
+// time (volatile: now(), random(), ...). Only answers are kept, never
+// errors: a query that failed runs again.
+//
+// Per-file facts are kept too: the columns a Parquet file's footer names
+// (parquetColumns, for columnCollision), by its cache name.
+
+// The memo's bounds: at most memoMaxEntries answers of at most
+// memoMaxBytes together (as estimated by memoSize); the least recently
+// used goes first. An answer is one row of a few figures (a few hundred
+// bytes); a file's columns take about 40 bytes a column. 8 MiB holds the
+// answers of thousands of batches' audits, more than the batches in flight
+// between an audit and its recheck.
+const (
+	memoMaxEntries = 16_384
+	memoMaxBytes   = 8 << 20
+	// memoMaxValueBytes bounds one answer: larger ones are not kept.
+	memoMaxValueBytes = 64 << 10
+)
+
+// queryMemo is the engine's bounded memo of query answers (see above).
+type queryMemo struct {
+	mu         sync.Mutex
+	maxEntries int
+	maxBytes   int64
+	bytes      int64
+	lru        *list.List // of *memoEntry, most recently used first
+	m          map[[32]byte]*list.Element
+	hits       int64
+	misses     int64
+}
+
+type memoEntry struct {
+	key  [32]byte
+	val  any
+	size int64
+}
+
+func newQueryMemo(maxEntries int, maxBytes int64) *queryMemo {
+	return &queryMemo{maxEntries: maxEntries, maxBytes: maxBytes, lru: list.New(), m: map[[32]byte]*list.Element{}}
+}
+
+// memoKey hashes the parts of a key, each prefixed with its length, so
+// that no two lists of parts give the same bytes.
+func memoKey(parts ...string) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+func (m *queryMemo) get(k [32]byte) (any, bool) {
+	if m == nil {
+		return nil, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	el, ok := m.m[k]
+	if !ok {
+		m.misses++
+		return nil, false
+	}
+	m.hits++
+	m.lru.MoveToFront(el)
+	return el.Value.(*memoEntry).val, true
+}
+
+func (m *queryMemo) put(k [32]byte, v any, size int64) {
+	if m == nil || size > memoMaxValueBytes {
+		return
+	}
+	size += 32 + 64 // the key and the entry's bookkeeping
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if el, ok := m.m[k]; ok {
+		e := el.Value.(*memoEntry)
+		m.bytes += size - e.size
+		e.val, e.size = v, size
+		m.lru.MoveToFront(el)
+	} else {
+		m.m[k] = m.lru.PushFront(&memoEntry{key: k, val: v, size: size})
+		m.bytes += size
+	}
+	for m.lru.Len() > m.maxEntries || (m.bytes > m.maxBytes && m.lru.Len() > 0) {
+		el := m.lru.Back()
+		e := el.Value.(*memoEntry)
+		m.lru.Remove(el)
+		delete(m.m, e.key)
+		m.bytes -= e.size
+	}
+}
+
+// stats are the memo's hits and misses so far (tests).
+func (m *queryMemo) stats() (hits, misses int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hits, m.misses
+}
+
+// memoSize estimates the bytes a row of values holds.
+func memoSize(vals []any) int64 {
+	n := int64(24 + 16*len(vals))
+	for _, v := range vals {
+		switch x := v.(type) {
+		case nil, bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, time.Time:
+			n += 24
+		case string:
+			n += int64(len(x))
+		case []byte:
+			n += int64(len(x))
+		case *big.Int:
+			n += int64(len(x.Bits())*8) + 32
+		case duckdb.Decimal:
+			n += 64
+		default:
+			// Maps, lists, intervals and the like: their printed size is
+			// close enough to what they hold.
+			n += int64(len(fmt.Sprint(x))) + 64
+		}
+	}
+	return n
+}
+
+// otherRows matches a where condition that reads rows other than the one
+// it is evaluated on: a subquery (SELECT, or DuckDB's FROM-first form), a
+// table function. Such a condition's answer depends on tables the memo's
+// key does not name.
+var otherRows = regexp.MustCompile(`(?i)\b(select|from|table|query|query_table|read_\w+|parquet_\w+|glob|getvariable|duckdb_\w+)\b`)
+
+// memoWhere says whether a scan filtered by where can be memoized: the
+// condition reads only the row (no subquery, no table function) and
+// answers the same every time (not volatile).
+func memoWhere(where string) bool {
+	return strings.TrimSpace(where) == "" || (!volatile.MatchString(where) && !otherRows.MatchString(where))
+}
+
+// memoView is the definition that identifies view k's answers (see the
+// memo's comment), or false when its answers cannot be memoized: its
+// files must all be Parquet files in the cache, named by their physical
+// address.
+func (r *run) memoView(k viewKey) (string, bool) {
+	v := r.views[k]
+	if r.e.memo == nil || v == nil || v.broken || v.colsErr != nil || v.synthetic || v.delta != nil ||
+		v.table.format() != FormatParquet || len(v.files) == 0 || len(v.files) != len(v.objects) {
+		return "", false
+	}
+	if !r.memoFiles(v.objects, v.files) {
+		return "", false
+	}
+	return viewSQL(k.schema, v.table.Name, v.table.format(), v.files), true
+}
+
+// memoFiles says whether local files (the local copies of objs) are each
+// the cache's copy of its object's physical address.
+func (r *run) memoFiles(objs []Object, files []string) bool {
+	dir := r.e.opts.CacheDir
+	if dir == "" || len(objs) != len(files) {
+		return false
+	}
+	for i, o := range objs {
+		if o.Address == "" || files[i] != filepath.Join(dir, cacheName(r.req.Repository, o)) {
+			return false
+		}
+	}
+	return true
+}
+
+// memoRow is queryRow with the engine's memo: q reads the views vs and no
+// other table; files named in q itself must be cache names (the caller
+// checks with memoFiles). When a view cannot be memoized, q just runs.
+func (r *run) memoRow(ctx context.Context, q string, n int, vs ...viewKey) ([]any, error) {
+	parts := []string{"row", q}
+	for _, k := range vs {
+		def, ok := r.memoView(k)
+		if !ok {
+			return r.queryRow(ctx, q, n)
+		}
+		parts = append(parts, def)
+	}
+	key := memoKey(parts...)
+	if v, ok := r.e.memo.get(key); ok {
+		vals := v.([]any)
+		if len(vals) == n {
+			return append([]any(nil), vals...), nil
+		}
+	}
+	vals, err := r.queryRow(ctx, q, n)
+	if err == nil {
+		r.e.memo.put(key, append([]any(nil), vals...), memoSize(vals))
+	}
+	return vals, err
+}
