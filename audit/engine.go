@@ -482,9 +482,10 @@ type run struct {
 	log *slog.Logger
 	dir string
 	// catalog is the run's in-memory database inside the engine's DuckDB;
-	// conn uses it (USE) and is the run's only connection.
+	// conn uses it (USE) and is the run's only connection, opened when a
+	// query first needs it (lazyConn).
 	catalog string
-	conn    *sql.Conn
+	conn    *lazyConn
 	views   map[viewKey]*view
 	// types caches DuckDB's canonical type names.
 	types map[string]string
@@ -512,7 +513,7 @@ type run struct {
 }
 
 func (r *run) close() {
-	if r.conn == nil {
+	if r.conn == nil || r.conn.conn == nil {
 		return
 	}
 	// Cleanup runs even when the run's context has ended.
@@ -522,11 +523,11 @@ func (r *run) close() {
 		if _, err := r.conn.ExecContext(ctx, s); err != nil {
 			r.log.Warn("audit cleanup failed", "sql", s, "err", err)
 			// A connection in an unknown state must not go back to the pool.
-			r.conn.Raw(func(any) error { return driver.ErrBadConn })
+			r.conn.conn.Raw(func(any) error { return driver.ErrBadConn })
 			break
 		}
 	}
-	r.conn.Close()
+	r.conn.conn.Close()
 }
 
 func (r *run) table(name string) Table {
@@ -747,20 +748,12 @@ func (r *run) schemaFile(ctx context.Context, dl downloader, key string, t Table
 
 // openDB prepares the run's catalog in the engine's DuckDB and defines the
 // views of the run's files in it.
+//
+// The connection opens when a query first needs it (lazyConn): a view whose
+// definition DuckDB took before over the same files (goodView) waits for
+// it; any other is created now, which opens it.
 func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error {
-	conn, err := r.e.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("audit: duckdb connection: %w", err)
-	}
-	r.conn = conn
-	for _, s := range runSQL(r.catalog) {
-		if _, err := r.conn.ExecContext(ctx, s); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("audit: duckdb setup %q: %w", s, err)
-		}
-	}
+	r.conn = &lazyConn{r: r}
 	for k, v := range r.views {
 		if v.broken {
 			continue // its checks report why
@@ -781,6 +774,14 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 			v.synthetic = true
 			s = syntheticEmptyViewSQL(k.schema, v.table.Name, r.guessColumns(v.table.Name))
 		}
+		good, memo := r.goodView(k, s)
+		if _, ok := r.e.memo.get(good); memo && ok && r.conn.conn == nil {
+			r.conn.deferred = append(r.conn.deferred, s)
+			continue
+		}
+		if err := r.conn.open(ctx); err != nil {
+			return err
+		}
 		// A view over files DuckDB cannot read fails here; its checks report
 		// the error and the others still run.
 		if _, err := r.conn.ExecContext(ctx, s); err != nil {
@@ -789,6 +790,8 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 			}
 			v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
 			r.log.Warn("audit view failed", "schema", k.schema, "table", v.table.Name, "err", err)
+		} else if memo {
+			r.e.memo.put(good, true, int64(len(s)))
 		}
 	}
 	return nil
@@ -826,7 +829,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 	}
 	var err error
 	if len(files) > 0 {
-		columns := r.parquetColumns
+		columns := r.parquetColumnsMemo
 		if format == FormatCSV || format == FormatJSONL {
 			columns = func(ctx context.Context, files []string) (map[string][]fileColumn, error) {
 				return r.textColumns(ctx, format, files)

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"math/big"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
@@ -81,6 +83,8 @@ type queryMemo struct {
 	m          map[[32]byte]*list.Element
 	hits       int64
 	misses     int64
+	// conns counts the runs' connections opened (lazyConn), for tests.
+	conns atomic.Int64
 }
 
 type memoEntry struct {
@@ -248,4 +252,129 @@ func (r *run) memoRow(ctx context.Context, q string, n int, vs ...viewKey) ([]an
 		r.e.memo.put(key, append([]any(nil), vals...), memoSize(vals))
 	}
 	return vals, err
+}
+
+// lazyConn is a run's connection, opened when a query first needs it: a
+// run whose every query is answered by the memo opens none, and creates
+// no catalog and no view in DuckDB. Views whose definitions DuckDB took
+// before (memoView's definition, kept in the memo as a good view) wait in
+// deferred and are created when the connection opens; a view DuckDB may
+// refuse is created at once (openDB), so that its checks report why.
+type lazyConn struct {
+	r        *run
+	conn     *sql.Conn
+	err      error    // a failed open: every use fails with it
+	deferred []string // views to create when it opens
+}
+
+// open opens the connection, makes the run's catalog and creates the
+// deferred views. A failure is the machine's, not the data's (the views
+// were created before over the same files): the run is retried.
+func (c *lazyConn) open(ctx context.Context) error {
+	if c.conn != nil || c.err != nil {
+		return c.err
+	}
+	conn, err := c.r.e.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("audit: duckdb connection: %w", err)
+	}
+	c.conn = conn
+	if c.r.e.memo != nil {
+		c.r.e.memo.conns.Add(1)
+	}
+	for _, s := range append(runSQL(c.r.catalog), c.deferred...) {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err() // not kept: close tears down what was made
+			}
+			c.err = fmt.Errorf("audit: duckdb setup %q: %w", s, err)
+			if c.r.infra == nil {
+				c.r.infra = fmt.Errorf("%w: %w", ErrInfrastructure, c.err)
+			}
+			return c.err
+		}
+	}
+	c.deferred = nil
+	return nil
+}
+
+func (c *lazyConn) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	return c.conn.QueryContext(ctx, q, args...)
+}
+
+func (c *lazyConn) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	return c.conn.ExecContext(ctx, q, args...)
+}
+
+// lazyRow is a row of a lazyConn: the row, or why the connection did not open.
+type lazyRow struct {
+	row *sql.Row
+	err error
+}
+
+func (r lazyRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	return r.row.Scan(dest...)
+}
+
+func (c *lazyConn) QueryRowContext(ctx context.Context, q string, args ...any) lazyRow {
+	if err := c.open(ctx); err != nil {
+		return lazyRow{err: err}
+	}
+	return lazyRow{row: c.conn.QueryRowContext(ctx, q, args...)}
+}
+
+// goodView is the memo's key for a view definition DuckDB took, when the
+// view's files are all in the cache by address (memoView).
+func (r *run) goodView(k viewKey, def string) ([32]byte, bool) {
+	if _, ok := r.memoView(k); !ok {
+		return [32]byte{}, false
+	}
+	return memoKey("view", def), true
+}
+
+// parquetColumnsMemo is parquetColumns with each file's columns kept in the
+// memo, by its cache name (a file outside the cache is read every time).
+func (r *run) parquetColumnsMemo(ctx context.Context, files []string) (map[string][]fileColumn, error) {
+	out := map[string][]fileColumn{}
+	var missing []string
+	dir := r.e.opts.CacheDir + string(filepath.Separator)
+	for _, f := range files {
+		if r.e.opts.CacheDir != "" && strings.HasPrefix(f, dir) {
+			if v, ok := r.e.memo.get(memoKey("columns", f)); ok {
+				out[f] = v.([]fileColumn)
+				continue
+			}
+		}
+		missing = append(missing, f)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	got, err := r.parquetColumns(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for f, cols := range got {
+		out[f] = cols
+		if r.e.opts.CacheDir != "" && strings.HasPrefix(f, dir) {
+			size := int64(len(f))
+			for _, c := range cols {
+				size += int64(len(c.name)) + 40
+				for _, ch := range c.children {
+					size += int64(len(ch)) + 16
+				}
+			}
+			r.e.memo.put(memoKey("columns", f), cols, size)
+		}
+	}
+	return out, nil
 }

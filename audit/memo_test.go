@@ -148,13 +148,18 @@ func TestMemoSamePathNewAddress(t *testing.T) {
 	if c := check(rep, KindNotNull); rep.Passed || c.Status != schemas.StatusFail {
 		t.Fatalf("second batch, same path, a NULL id: passed %v, not_null %s %q", rep.Passed, c.Status, c.Observed)
 	}
-	// The first batch again: its answers come from the memo, unchanged.
+	// The first batch again: its answers come from the memo, unchanged,
+	// and the run opens no connection (nothing in DuckDB).
 	hits, _ := r.memo.memo.stats()
+	conns := r.memo.memo.conns.Load()
 	if rep = r.audit(Request{Ref: "s1", BaseRef: "c001"}); !rep.Passed {
 		t.Fatalf("first batch audited again: %+v", rep.Checks)
 	}
 	if after, _ := r.memo.memo.stats(); after == hits {
 		t.Fatal("the same audit again took nothing from the memo")
+	}
+	if n := r.memo.memo.conns.Load() - conns; n != 0 {
+		t.Fatalf("the same audit again opened %d connections", n)
 	}
 }
 
