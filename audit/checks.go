@@ -162,7 +162,7 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 		var err error
 		q := aggregateSQL(k.schema, r.views[k.viewKey].table.Name, exprs, k.where)
 		if memoWhere(k.where) {
-			vals, err = r.memoRow(ctx, q, len(exprs)+1, k.viewKey)
+			vals, err = r.memoRow(ctx, q, q, len(exprs)+1, k.viewKey)
 		} else {
 			vals, err = r.queryRow(ctx, q, len(exprs)+1)
 		}
@@ -292,7 +292,8 @@ func (r *run) fromStatistics(ctx context.Context, k scanKey, idxs []int) (int64,
 		slices.ContainsFunc(idxs, func(i int) bool { return !kindOf(r.req.Suite.Checks[i]).countOnly }) {
 		return 0, false
 	}
-	vals, err := r.memoRow(ctx, "SELECT count(*) FROM "+qualified(k.schema, v.table.Name), 1, k.viewKey)
+	q := "SELECT count(*) FROM " + qualified(k.schema, v.table.Name)
+	vals, err := r.memoRow(ctx, q, q, 1, k.viewKey)
 	if err != nil {
 		return 0, false // the scan reports it
 	}

@@ -501,6 +501,9 @@ type run struct {
 	changedMemo map[string][]Object
 	// collisions are the column-name collisions of each table (by lower-case name).
 	collisions map[string]error
+	// viewIDs are the views' definitions by their files' identities, for
+	// the memo (memoView); "" for a view without.
+	viewIDs map[viewKey]string
 	// foreign are the paths foreign_addresses refused.
 	foreign map[string]bool
 	// infra is the first check failure caused by the machine, not the
@@ -774,8 +777,8 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 			v.synthetic = true
 			s = syntheticEmptyViewSQL(k.schema, v.table.Name, r.guessColumns(v.table.Name))
 		}
-		good, memo := r.goodView(k, s)
-		if _, ok := r.e.memo.get(good); memo && ok && r.conn.conn == nil {
+		good, memo := r.goodView(ctx, k)
+		if memo && r.conn.conn == nil && r.e.memo.has(good) {
 			r.conn.deferred = append(r.conn.deferred, s)
 			continue
 		}
@@ -808,6 +811,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 	}
 	var files []string
 	objPath := map[string]string{}
+	ids := map[string]string{} // the files' identities, for the memo
 	var table, parts []string
 	format, tablePath := "", ""
 	for _, s := range []string{schemaMain, schemaBase, schemaBatch} {
@@ -816,10 +820,17 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			continue
 		}
 		format, tablePath = v.table.format(), v.table.Path
+		objs := v.objects
+		if r.e.memo != nil && len(objs) == len(v.files) {
+			objs = r.addressed(ctx, v)
+		}
 		for i, f := range v.files {
 			if _, ok := objPath[f]; !ok {
 				files = append(files, f)
-				objPath[f] = v.objects[i].Path
+				objPath[f] = objs[i].Path
+				if id, ok := r.fileIdentity(objs[i], cmp.Or(objs[i].at, v.ref), f); ok && r.e.memo != nil {
+					ids[f] = id
+				}
 			}
 		}
 		if v.delta != nil && table == nil {
@@ -829,7 +840,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 	}
 	var err error
 	if len(files) > 0 {
-		columns := r.parquetColumnsMemo
+		columns := func(ctx context.Context, files []string) (map[string][]fileColumn, error) {
+			return r.parquetColumnsMemo(ctx, files, ids)
+		}
 		if format == FormatCSV || format == FormatJSONL {
 			columns = func(ctx context.Context, files []string) (map[string][]fileColumn, error) {
 				return r.textColumns(ctx, format, files)

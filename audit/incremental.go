@@ -524,7 +524,7 @@ func (r *run) combinedMinMax(ctx context.Context, it *incTable, c Check) (any, a
 	var err error
 	if memoWhere(c.Where) {
 		// The statistics' min and max are literals of the text.
-		vals, err = r.memoRow(ctx, query, 2, viewKey{schemaBatch, strings.ToLower(c.Table)})
+		vals, err = r.memoRow(ctx, query, query, 2, viewKey{schemaBatch, strings.ToLower(c.Table)})
 	} else {
 		vals, err = r.queryRow(ctx, query, 2)
 	}
@@ -641,7 +641,8 @@ func (r *run) runIncremental(ctx context.Context, i int, c Check) (schemas.Check
 // and the batch's) with the base's (its files' statistics).
 func (r *run) volumeIncremental(ctx context.Context, it *incTable, c Check) schemas.CheckResult {
 	t := r.table(c.Table)
-	vals, err := r.memoRow(ctx, aggregateSQL(schemaBatch, t.Name, nil), 1, viewKey{schemaBatch, strings.ToLower(t.Name)})
+	q := aggregateSQL(schemaBatch, t.Name, nil)
+	vals, err := r.memoRow(ctx, q, q, 1, viewKey{schemaBatch, strings.ToLower(t.Name)})
 	if err != nil {
 		return r.errored(c, err, 0)
 	}
@@ -682,8 +683,9 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 		inner = fmt.Sprintf("count(*) - count(DISTINCT (%s))", keys)
 	}
 	batch := viewKey{schemaBatch, strings.ToLower(t.Name)}
-	vals, err := r.memoRow(ctx, fmt.Sprintf("SELECT count(*), %s, count(%s), CAST(min(%s) AS VARCHAR), CAST(max(%s) AS VARCHAR), typeof(min(%s)) FROM %s",
-		inner, first, first, first, first, qualified(schemaBatch, t.Name)), 6, batch)
+	q := fmt.Sprintf("SELECT count(*), %s, count(%s), CAST(min(%s) AS VARCHAR), CAST(max(%s) AS VARCHAR), typeof(min(%s)) FROM %s",
+		inner, first, first, first, first, qualified(schemaBatch, t.Name))
+	vals, err := r.memoRow(ctx, q, q, 6, batch)
 	if err != nil {
 		if missing := r.missingColumnIn(ctx, schemaBatch, c); missing != nil {
 			err = missing
@@ -729,13 +731,9 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 		}
 		distinct += ")"
 		q := fmt.Sprintf("SELECT count(*) FROM %s b SEMI JOIN %s o ON %s", distinct, old, on)
-		var vals []any
-		if r.memoFiles(overlap, local) {
-			// The unchanged files are named in q by their cache names.
-			vals, err = r.memoRow(ctx, q, 1, batch)
-		} else {
-			vals, err = r.queryRow(ctx, q, 1)
-		}
+		// The unchanged files are named in q: the key names their identities.
+		keyText, _ := r.memoIDs(q, overlap, local)
+		vals, err := r.memoRow(ctx, q, keyText, 1, batch)
 		if err != nil {
 			return r.errored(c, err, 0)
 		}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"crypto/sha256"
@@ -10,6 +11,7 @@ import (
 	"math/big"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,34 +33,46 @@ import (
 //     check's figures (columns, values, patterns, bounds, a where
 //     condition, a planned expression) and the literals it compares with
 //     (the unchanged files' key ranges, min and max);
-//   - for every view the query names, the view's definition (viewSQL): the
-//     table's name, format and its files in order, each by the local name
-//     the cache gives it, which is made of the repository, the physical
-//     address and the size (cacheName). The content at a physical address
-//     does not change: the download cache and the statistics rely on the
-//     same fact (a path written again gets a new address). Files named in
-//     the query itself (read_parquet over the unchanged files) are cache
-//     names too.
+//   - for every view the query names, the view's definition (viewSQL: the
+//     table's name, its format, its files in order) with each file by its
+//     identity (fileIdentity): the repository, the physical address and
+//     the size of the object the local file is a copy of. Files named in
+//     the query's own text (read_parquet over the unchanged files) are
+//     replaced by their identities in the key the same way (memoIDs).
+//
+// The content at a physical address does not change (a path written again
+// gets a new address): the download cache and the statistics rely on the
+// same fact. A local file is the copy of that address when it is the
+// cache's file for it (named by repository, address and size), or, without
+// a cache, when it was downloaded at a commit whose listing gave that
+// address: a commit's entry for a path never changes. A file downloaded at
+// a branch (which can move between the listing and the download) has no
+// identity. A diff gives no addresses: the batch's files then take theirs
+// from the listing of the commit they were read at (addressed), which the
+// engine keeps anyway.
 //
 // What else an answer could depend on is the same for every query of the
 // engine: its DuckDB's settings are set once when it opens and locked
 // (setupSQL: TimeZone UTC, insertion order kept, the distrusted optimizers
-// off), and the memo is the engine's. The file names outside the cache
-// name (CacheDir) are the engine's too, so DuckDB's hive partitioning sees
-// the same directories for a file whatever run reads it.
+// off), and the memo is the engine's. The local files' directories are the
+// engine's cache directory or a run directory (run-<digits>/files/<n>), so
+// DuckDB's hive partitioning sees the same key=value directories (none of
+// its own) for a file whatever run reads it. BatchTime and now() reach no
+// memoized query: freshness's scan reads max(column) and judges it in Go.
 //
 // Anything that cannot be keyed so is not memoized (memoView says no):
-// a view whose files are not in the cache by address (no CacheDir, an
-// object without an address), a view with no files (its columns come from
+// a file without an identity, a view with no files (its columns come from
 // another file, or from the checks), Delta tables (the log decides what is
 // read), CSV and JSON (read with DuckDB's sniffing), custom SQL (it may
 // name any table, in the main or base schema too), and a where condition
-// that reads other rows (a subquery, FROM) or whose answer changes with
-// time (volatile: now(), random(), ...). Only answers are kept, never
-// errors: a query that failed runs again.
+// that reads other rows (a subquery, FROM, a table function) or whose
+// answer changes with time (volatile: now(), random(), ...). Only answers
+// are kept, never errors: a query that failed runs again.
 //
 // Per-file facts are kept too: the columns a Parquet file's footer names
-// (parquetColumns, for columnCollision), by its cache name.
+// (parquetColumns, for columnCollision), by the file's identity; and that
+// DuckDB took a view's definition (goodView), so that a run whose queries
+// all hit opens no connection (lazyConn).
 
 // The memo's bounds: at most memoMaxEntries answers of at most
 // memoMaxBytes together (as estimated by memoSize); the least recently
@@ -126,6 +140,11 @@ func (m *queryMemo) get(k [32]byte) (any, bool) {
 	m.hits++
 	m.lru.MoveToFront(el)
 	return el.Value.(*memoEntry).val, true
+}
+
+func (m *queryMemo) has(k [32]byte) bool {
+	_, ok := m.get(k)
+	return ok
 }
 
 func (m *queryMemo) put(k [32]byte, v any, size int64) {
@@ -198,43 +217,112 @@ func memoWhere(where string) bool {
 }
 
 // memoView is the definition that identifies view k's answers (see the
-// memo's comment), or false when its answers cannot be memoized: its
-// files must all be Parquet files in the cache, named by their physical
-// address.
-func (r *run) memoView(k viewKey) (string, bool) {
+// memo's comment): the view's definition with each file by its identity
+// (fileIdentity), or false when its answers cannot be memoized.
+func (r *run) memoView(ctx context.Context, k viewKey) (string, bool) {
 	v := r.views[k]
 	if r.e.memo == nil || v == nil || v.broken || v.colsErr != nil || v.synthetic || v.delta != nil ||
 		v.table.format() != FormatParquet || len(v.files) == 0 || len(v.files) != len(v.objects) {
 		return "", false
 	}
-	if !r.memoFiles(v.objects, v.files) {
-		return "", false
+	if id, ok := r.viewIDs[k]; ok {
+		return id, id != ""
 	}
-	return viewSQL(k.schema, v.table.Name, v.table.format(), v.files), true
+	if r.viewIDs == nil {
+		r.viewIDs = map[viewKey]string{}
+	}
+	objs := r.addressed(ctx, v)
+	ids := make([]string, len(objs))
+	for i, o := range objs {
+		id, ok := r.fileIdentity(o, cmp.Or(o.at, v.ref), v.files[i])
+		if !ok {
+			r.viewIDs[k] = ""
+			return "", false
+		}
+		ids[i] = id
+	}
+	def := viewSQL(k.schema, v.table.Name, v.table.format(), ids)
+	r.viewIDs[k] = def
+	return def, true
 }
 
-// memoFiles says whether local files (the local copies of objs) are each
-// the cache's copy of its object's physical address.
-func (r *run) memoFiles(objs []Object, files []string) bool {
-	dir := r.e.opts.CacheDir
-	if dir == "" || len(objs) != len(files) {
-		return false
+// fileIdentity names the content of local file f, the copy of object o
+// read at ref: its repository, physical address and size, when f is the
+// cache's copy of that address, or when it was downloaded at a commit (a
+// commit's entry for a path never changes, and the listing of that commit
+// gave o's address). Anything else has no identity: a ref that can move
+// between the listing and the download, an object without an address.
+func (r *run) fileIdentity(o Object, ref, f string) (string, bool) {
+	if o.Address == "" {
+		return "", false
 	}
+	cached := r.e.opts.CacheDir != "" && f == filepath.Join(r.e.opts.CacheDir, cacheName(r.req.Repository, o))
+	if !cached && !IsCommitID(ref) {
+		return "", false
+	}
+	return "lakewap-object:" + statsKey(r.req.Repository, o), true
+}
+
+// addressed is a view's objects with their physical addresses: a diff
+// (the batch's changes without a cache) gives none, so they are taken from
+// the listing of the commit the files were read at (kept by the engine),
+// for a path of the same size. An object left without one has no identity.
+func (r *run) addressed(ctx context.Context, v *view) []Object {
+	objs := slices.Clone(v.objects)
+	byRef := map[string]map[string]Object{}
 	for i, o := range objs {
-		if o.Address == "" || files[i] != filepath.Join(dir, cacheName(r.req.Repository, o)) {
-			return false
+		ref := cmp.Or(o.at, v.ref)
+		if o.Address != "" || !IsCommitID(ref) {
+			continue
+		}
+		listed, ok := byRef[ref]
+		if !ok {
+			l, err := r.list(ctx, ref, v.table.Path)
+			if err != nil {
+				r.log.Debug("audit: no addresses for the memo", "ref", ref, "err", err)
+			}
+			listed = map[string]Object{}
+			for _, lo := range l {
+				listed[lo.Path] = lo
+			}
+			byRef[ref] = listed
+		}
+		if lo, ok := listed[o.Path]; ok && lo.Size == o.Size {
+			objs[i].Address = lo.Address
 		}
 	}
-	return true
+	return objs
+}
+
+// memoIDs is q with each of the local files named in it (the copies of
+// objs, read at their ref or the request's) replaced by its identity, or
+// false when one has none.
+func (r *run) memoIDs(q string, objs []Object, files []string) (string, bool) {
+	if r.e.memo == nil || len(objs) != len(files) {
+		return "", false
+	}
+	for i, o := range objs {
+		id, ok := r.fileIdentity(o, cmp.Or(o.at, r.req.Ref), files[i])
+		if !ok {
+			return "", false
+		}
+		q = strings.ReplaceAll(q, quoteLiteral(files[i]), quoteLiteral(id))
+	}
+	return q, true
 }
 
 // memoRow is queryRow with the engine's memo: q reads the views vs and no
-// other table; files named in q itself must be cache names (the caller
-// checks with memoFiles). When a view cannot be memoized, q just runs.
-func (r *run) memoRow(ctx context.Context, q string, n int, vs ...viewKey) ([]any, error) {
-	parts := []string{"row", q}
+// other table. keyText is q as the key names it: q itself, or q with the
+// local files it names replaced by their identities (memoIDs); "" when
+// they have none, and then q just runs, as it does when a view cannot be
+// memoized.
+func (r *run) memoRow(ctx context.Context, q, keyText string, n int, vs ...viewKey) ([]any, error) {
+	if keyText == "" || r.e.memo == nil {
+		return r.queryRow(ctx, q, n)
+	}
+	parts := []string{"row", keyText}
 	for _, k := range vs {
-		def, ok := r.memoView(k)
+		def, ok := r.memoView(ctx, k)
 		if !ok {
 			return r.queryRow(ctx, q, n)
 		}
@@ -333,23 +421,24 @@ func (c *lazyConn) QueryRowContext(ctx context.Context, q string, args ...any) l
 }
 
 // goodView is the memo's key for a view definition DuckDB took, when the
-// view's files are all in the cache by address (memoView).
-func (r *run) goodView(k viewKey, def string) ([32]byte, bool) {
-	if _, ok := r.memoView(k); !ok {
+// view's files all have identities (memoView).
+func (r *run) goodView(ctx context.Context, k viewKey) ([32]byte, bool) {
+	def, ok := r.memoView(ctx, k)
+	if !ok {
 		return [32]byte{}, false
 	}
 	return memoKey("view", def), true
 }
 
 // parquetColumnsMemo is parquetColumns with each file's columns kept in the
-// memo, by its cache name (a file outside the cache is read every time).
-func (r *run) parquetColumnsMemo(ctx context.Context, files []string) (map[string][]fileColumn, error) {
+// memo by its identity (ids: by local file, "" for none; a file without
+// one is read every time).
+func (r *run) parquetColumnsMemo(ctx context.Context, files []string, ids map[string]string) (map[string][]fileColumn, error) {
 	out := map[string][]fileColumn{}
 	var missing []string
-	dir := r.e.opts.CacheDir + string(filepath.Separator)
 	for _, f := range files {
-		if r.e.opts.CacheDir != "" && strings.HasPrefix(f, dir) {
-			if v, ok := r.e.memo.get(memoKey("columns", f)); ok {
+		if id := ids[f]; id != "" {
+			if v, ok := r.e.memo.get(memoKey("columns", id)); ok {
 				out[f] = v.([]fileColumn)
 				continue
 			}
@@ -365,15 +454,15 @@ func (r *run) parquetColumnsMemo(ctx context.Context, files []string) (map[strin
 	}
 	for f, cols := range got {
 		out[f] = cols
-		if r.e.opts.CacheDir != "" && strings.HasPrefix(f, dir) {
-			size := int64(len(f))
+		if id := ids[f]; id != "" {
+			size := int64(len(id))
 			for _, c := range cols {
 				size += int64(len(c.name)) + 40
 				for _, ch := range c.children {
 					size += int64(len(ch)) + 16
 				}
 			}
-			r.e.memo.put(memoKey("columns", f), cols, size)
+			r.e.memo.put(memoKey("columns", id), cols, size)
 		}
 	}
 	return out, nil

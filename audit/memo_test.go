@@ -2,6 +2,8 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
@@ -21,24 +23,36 @@ func idsSQL(ids ...string) string {
 	return "SELECT * FROM (VALUES " + strings.Join(each(ids, func(id string) string { return "(" + id + "::BIGINT)" }), ", ") + ") v(id)"
 }
 
+// cid is a commit id for a name: the engine keys files read at a commit
+// by the address its listing gives (without a cache, only at a commit).
+func cid(name string) string {
+	h := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(h[:20])
+}
+
 // memoRig is a target (c001, an attested publish of memoSuite) and two
-// engines over it: one with the query memo, one without.
+// engines over it: one with the query memo, one without; with a download
+// cache or without.
 type memoRig struct {
 	t           *testing.T
 	lake        *lakeSim
 	memo, plain *Engine
 }
 
-func newMemoRig(t *testing.T, old map[string][]string) *memoRig {
+func newMemoRig(t *testing.T, cache bool, old map[string][]string) *memoRig {
 	lake := newLakeSim(t)
-	lake.commit("c000", nil, nil)
+	lake.commit(cid("c000"), nil, nil)
 	for p, ids := range old {
-		lake.write(t, "c000", p, idsSQL(ids...))
+		lake.write(t, cid("c000"), p, idsSQL(ids...))
 	}
 	r := &memoRig{t: t, lake: lake}
 	for _, e := range []**Engine{&r.memo, &r.plain} {
+		opts := Options{Source: lake, WorkDir: t.TempDir(), History: lake}
+		if cache {
+			opts.CacheDir = t.TempDir()
+		}
 		var err error
-		if *e, err = New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake}); err != nil {
+		if *e, err = New(opts); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { (*e).Close() })
@@ -46,20 +60,32 @@ func newMemoRig(t *testing.T, old map[string][]string) *memoRig {
 	r.plain.memo = nil
 	// c001: an attested publish, so that the audits below are incremental.
 	s := r.batch("c000", "s0", "data/t/s0/part-0.parquet", "3000")
-	rep := r.audit(Request{Ref: s, BaseRef: "c000", Full: true})
-	r.publish("c000", s, "c000", "c001", rep)
+	rep := r.audit(Request{Ref: s, BaseRef: cid("c000"), Full: true})
+	r.publish("c000", "s0", "c000", "c001", rep)
 	return r
 }
 
+// eachCache runs f with a download cache and without.
+func eachCache(t *testing.T, f func(t *testing.T, cache bool)) {
+	for _, cache := range []bool{true, false} {
+		t.Run(fmt.Sprint("cache=", cache), func(t *testing.T) { f(t, cache) })
+	}
+}
+
+// batch makes commit name (its id) from commit from, writing path.
 func (r *memoRig) batch(from, name, path string, ids ...string) string {
+	from, name = cid(from), cid(name)
 	r.lake.branch(r.t, from, name)
 	r.lake.commit(name, []string{from}, nil)
 	r.lake.write(r.t, name, path, idsSQL(ids...))
 	return name
 }
 
+// publish merges sealed (made from foundation) onto target as dst, with
+// the attestation of rep (all commits by name).
 func (r *memoRig) publish(foundation, sealed, target, dst string, rep schemas.AuditReport) {
 	r.t.Helper()
+	foundation, sealed, target, dst = cid(foundation), cid(sealed), cid(target), cid(dst)
 	if !rep.Passed {
 		r.t.Fatalf("publishing %s, whose audit failed: %+v", sealed, rep.Checks)
 	}
@@ -106,22 +132,24 @@ func check(rep schemas.AuditReport, kind string) schemas.CheckResult {
 // the batch's view but not the files the query reads itself would answer
 // 0 collisions again (checked by dropping the files from the key: the
 // recheck then passed).
-func TestMemoRecheckSeesWhatTheTargetGained(t *testing.T) {
-	r := newMemoRig(t, map[string][]string{"data/t/d.parquet": {"50", "150"}, "data/t/d2.parquet": {"60", "140"}, "data/t/e.parquet": {"1000", "2000"}})
+func TestMemoRecheckSeesWhatTheTargetGained(t *testing.T) { eachCache(t, testMemoRecheck) }
+
+func testMemoRecheck(t *testing.T, cache bool) {
+	r := newMemoRig(t, cache, map[string][]string{"data/t/d.parquet": {"50", "150"}, "data/t/d2.parquet": {"60", "140"}, "data/t/e.parquet": {"1000", "2000"}})
 	ids := make([]string, 10)
 	for i := range ids {
 		ids[i] = fmt.Sprint(100 + i)
 	}
 	s := r.batch("c001", "s1", "data/t/s1/part-0.parquet", ids...)
-	rep := r.audit(Request{Ref: s, BaseRef: "c001"})
+	rep := r.audit(Request{Ref: s, BaseRef: cid("c001")})
 	if rep.Mode != ModeIncremental || !rep.Passed {
 		t.Fatalf("audit of S: mode %s (%s), passed %v: %+v", rep.Mode, rep.ModeReason, rep.Passed, rep.Checks)
 	}
 	p := r.batch("c001", "p1", "data/t/p1/part-0.parquet", "105")
-	r.publish("c001", p, "c001", "c002", r.audit(Request{Ref: p, BaseRef: "c001"}))
+	r.publish("c001", "p1", "c001", "c002", r.audit(Request{Ref: p, BaseRef: cid("c001")}))
 
 	hits, _ := r.memo.memo.stats()
-	rep = r.audit(Request{Ref: s, BaseRef: "c002", Onto: true})
+	rep = r.audit(Request{Ref: s, BaseRef: cid("c002"), Onto: true})
 	after, _ := r.memo.memo.stats()
 	if after == hits {
 		t.Fatal("the recheck took nothing from the memo: the test shows nothing")
@@ -137,14 +165,16 @@ func TestMemoRecheckSeesWhatTheTargetGained(t *testing.T) {
 // scan must not be the first one's answer: its NULL id fails not_null. A
 // key made of the files' paths instead of their addresses would pass it
 // (checked: it did).
-func TestMemoSamePathNewAddress(t *testing.T) {
-	r := newMemoRig(t, map[string][]string{"data/t/e.parquet": {"1000", "2000"}})
+func TestMemoSamePathNewAddress(t *testing.T) { eachCache(t, testMemoSamePath) }
+
+func testMemoSamePath(t *testing.T, cache bool) {
+	r := newMemoRig(t, cache, map[string][]string{"data/t/e.parquet": {"1000", "2000"}})
 	const path = "data/t/batch/part-0.parquet"
-	rep := r.audit(Request{Ref: r.batch("c001", "s1", path, "10", "11"), BaseRef: "c001"})
+	rep := r.audit(Request{Ref: r.batch("c001", "s1", path, "10", "11"), BaseRef: cid("c001")})
 	if rep.Mode != ModeIncremental || !rep.Passed {
 		t.Fatalf("first batch: mode %s (%s), passed %v: %+v", rep.Mode, rep.ModeReason, rep.Passed, rep.Checks)
 	}
-	rep = r.audit(Request{Ref: r.batch("c001", "s2", path, "12", "NULL"), BaseRef: "c001"})
+	rep = r.audit(Request{Ref: r.batch("c001", "s2", path, "12", "NULL"), BaseRef: cid("c001")})
 	if c := check(rep, KindNotNull); rep.Passed || c.Status != schemas.StatusFail {
 		t.Fatalf("second batch, same path, a NULL id: passed %v, not_null %s %q", rep.Passed, c.Status, c.Observed)
 	}
@@ -152,7 +182,7 @@ func TestMemoSamePathNewAddress(t *testing.T) {
 	// and the run opens no connection (nothing in DuckDB).
 	hits, _ := r.memo.memo.stats()
 	conns := r.memo.memo.conns.Load()
-	if rep = r.audit(Request{Ref: "s1", BaseRef: "c001"}); !rep.Passed {
+	if rep = r.audit(Request{Ref: cid("s1"), BaseRef: cid("c001")}); !rep.Passed {
 		t.Fatalf("first batch audited again: %+v", rep.Checks)
 	}
 	if after, _ := r.memo.memo.stats(); after == hits {
@@ -197,5 +227,25 @@ func TestQueryMemoBounds(t *testing.T) {
 	}
 	if memoKey("a", "bc") == memoKey("ab", "c") {
 		t.Fatal("two lists of parts gave one key")
+	}
+}
+
+// TestMemoLeavesABranchWithoutCache: without a download cache a file is
+// read by its path at the ref; at a branch, which can move between the
+// listing and the download, it has no identity and nothing is memoized.
+func TestMemoLeavesABranchWithoutCache(t *testing.T) {
+	r := newMemoRig(t, false, map[string][]string{"data/t/e.parquet": {"1000", "2000"}})
+	const branch = "batch-branch"
+	r.lake.branch(t, cid("c001"), branch)
+	r.lake.commit(branch, []string{cid("c001")}, nil)
+	r.lake.write(t, branch, "data/t/b/part-0.parquet", idsSQL("7"))
+	hits, misses := r.memo.memo.stats()
+	for range 2 {
+		if rep := r.audit(Request{Ref: branch, BaseRef: cid("c001")}); !rep.Passed {
+			t.Fatalf("audit of the branch: %+v", rep.Checks)
+		}
+	}
+	if h, m := r.memo.memo.stats(); h != hits || m != misses {
+		t.Fatalf("audits of a branch without a cache used the memo: %d hits, %d misses", h-hits, m-misses)
 	}
 }
