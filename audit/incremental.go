@@ -516,6 +516,9 @@ func (r *run) combinedMinMax(ctx context.Context, it *incTable, c Check) (any, a
 	if lo, hi, ok := reduceMinMax(olds); ok {
 		olds = []colStats{{Type: lo.Type, Min: lo.Min, Max: hi.Max}}
 	}
+	if lo, hi, ok := r.batchMinMax(ctx, c, olds); ok {
+		return lo, hi, nil
+	}
 	for _, cs := range olds {
 		parts = append(parts, fmt.Sprintf("SELECT CAST(%s AS %s) AS lo, CAST(%s AS %s) AS hi", quoteLiteral(cs.Min), cs.Type, quoteLiteral(cs.Max), cs.Type))
 	}
@@ -545,30 +548,8 @@ func reduceMinMax(olds []colStats) (lo, hi colStats, ok bool) {
 		return lo, hi, false
 	}
 	typ := strings.ToUpper(strings.TrimSpace(olds[0].Type))
-	var cmp func(a, b string) (int, bool)
-	switch {
-	case slices.Contains([]string{"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}, typ),
-		strings.HasPrefix(typ, "DECIMAL("):
-		cmp = func(a, b string) (int, bool) {
-			x, okx := new(big.Rat).SetString(a)
-			y, oky := new(big.Rat).SetString(b)
-			if !okx || !oky {
-				return 0, false
-			}
-			return x.Cmp(y), true
-		}
-	case typ == "DOUBLE" || typ == "FLOAT":
-		cmp = func(a, b string) (int, bool) {
-			x, errx := strconv.ParseFloat(a, 64)
-			y, erry := strconv.ParseFloat(b, 64)
-			if errx != nil || erry != nil || math.IsNaN(x) || math.IsNaN(y) {
-				return 0, false
-			}
-			return compareFloat(x, y), true
-		}
-	case typ == "VARCHAR":
-		cmp = func(a, b string) (int, bool) { return strings.Compare(a, b), true }
-	default:
+	cmp := minMaxOrder(typ)
+	if cmp == nil {
 		return lo, hi, false
 	}
 	lo, hi = olds[0], olds[0]
@@ -598,6 +579,123 @@ func reduceMinMax(olds []colStats) (lo, hi colStats, ok bool) {
 		}
 	}
 	return lo, hi, true
+}
+
+// minMaxOrder is the order of DuckDB's values of type typ (upper case)
+// given as text, where Go reproduces it exactly: integers (compared as
+// integers), DECIMALs (as exact rationals), DOUBLE and FLOAT without NaN,
+// and VARCHAR (byte order); nil for any other type. It reports false for
+// a text it cannot read (or NaN).
+func minMaxOrder(typ string) func(a, b string) (int, bool) {
+	switch {
+	case slices.Contains([]string{"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}, typ),
+		strings.HasPrefix(typ, "DECIMAL("):
+		return func(a, b string) (int, bool) {
+			x, okx := new(big.Rat).SetString(a)
+			y, oky := new(big.Rat).SetString(b)
+			if !okx || !oky {
+				return 0, false
+			}
+			return x.Cmp(y), true
+		}
+	case typ == "DOUBLE" || typ == "FLOAT":
+		return func(a, b string) (int, bool) {
+			x, errx := strconv.ParseFloat(a, 64)
+			y, erry := strconv.ParseFloat(b, 64)
+			if errx != nil || erry != nil || math.IsNaN(x) || math.IsNaN(y) {
+				return 0, false
+			}
+			return compareFloat(x, y), true
+		}
+	case typ == "VARCHAR":
+		return func(a, b string) (int, bool) { return strings.Compare(a, b), true }
+	}
+	return nil
+}
+
+// batchMinMax answers combinedMinMax from the batch's own min and max and
+// the unchanged files' (olds, reduced to one), where that gives exactly
+// the combined query's answer: the batch's figures depend on its files
+// only, so they come from the memo once its audit ran; the unchanged
+// files' min and max change as the target gains files, and a query with
+// them as literals would miss the memo whenever they do. Which wins is
+// decided in Go (minMaxOrder) when the batch's column has the statistics'
+// type; a winner from the statistics is typed by DuckDB (CAST of the
+// literal, on the engine's pool: it reads no table; memoized by its text).
+// Equal values spelled differently (0 and -0) and anything Go does not
+// order leave it to the query (ok false).
+func (r *run) batchMinMax(ctx context.Context, c Check, olds []colStats) (lo, hi any, ok bool) {
+	bk := viewKey{schemaBatch, strings.ToLower(c.Table)}
+	if len(olds) > 1 || !memoWhere(c.Where) {
+		return nil, nil, false
+	}
+	if _, ok := r.memoView(ctx, bk); !ok {
+		return nil, nil, false
+	}
+	col := quoteIdent(c.Column)
+	q := fmt.Sprintf("SELECT min(%s), max(%s), CAST(min(%s) AS VARCHAR), CAST(max(%s) AS VARCHAR), typeof(min(%s)) FROM %s",
+		col, col, col, col, col, filtered(schemaBatch, r.table(c.Table).Name, c.Where))
+	vals, err := r.memoRow(ctx, q, q, 5, bk)
+	if err != nil {
+		return nil, nil, false // the combined query reports it
+	}
+	if len(olds) == 0 {
+		return vals[0], vals[1], true
+	}
+	typ := strings.ToUpper(strings.TrimSpace(fmt.Sprint(vals[4])))
+	old := olds[0]
+	order := minMaxOrder(typ)
+	if order == nil || strings.ToUpper(strings.TrimSpace(old.Type)) != typ {
+		return nil, nil, false
+	}
+	// batchWins: the batch's value v (text t) is the answer against the
+	// statistics' text o; sign -1 for the min, 1 for the max.
+	batchWins := func(v, t any, o string, sign int) (bool, bool) {
+		text, isText := t.(string)
+		if v == nil || !isText {
+			return false, true // the batch has no value: the statistics' is the answer
+		}
+		c, ok := order(text, o)
+		if !ok || (c == 0 && text != o) {
+			return false, false
+		}
+		return c*sign >= 0, true
+	}
+	loBatch, ok1 := batchWins(vals[0], vals[2], old.Min, -1)
+	hiBatch, ok2 := batchWins(vals[1], vals[3], old.Max, 1)
+	if !ok1 || !ok2 {
+		return nil, nil, false
+	}
+	lo, hi = vals[0], vals[1]
+	if !loBatch || !hiBatch {
+		typed, err := r.literalRow(ctx, fmt.Sprintf("SELECT CAST(%s AS %s), CAST(%s AS %s)", quoteLiteral(old.Min), old.Type, quoteLiteral(old.Max), old.Type), 2)
+		if err != nil {
+			return nil, nil, false
+		}
+		if !loBatch {
+			lo = typed[0]
+		}
+		if !hiBatch {
+			hi = typed[1]
+		}
+	}
+	return lo, hi, true
+}
+
+// literalRow runs q, a query that reads no table, on the engine's pool,
+// its answer memoized by its text.
+func (r *run) literalRow(ctx context.Context, q string, n int) ([]any, error) {
+	key := memoKey("literal", q)
+	if v, ok := r.e.memo.get(key); ok {
+		if vals := v.([]any); len(vals) == n {
+			return append([]any(nil), vals...), nil
+		}
+	}
+	vals, err := scanValues(r.e.db.QueryRowContext(ctx, q).Scan, n)
+	if err == nil {
+		r.e.memo.put(key, append([]any(nil), vals...), memoSize(vals))
+	}
+	return vals, err
 }
 
 func compareFloat(x, y float64) int {
