@@ -312,7 +312,8 @@ func (r *run) memoIDs(q string, objs []Object, files []string) (string, bool) {
 }
 
 // memoRow is queryRow with the engine's memo: q reads the views vs and no
-// other table. keyText is q as the key names it: q itself, or q with the
+// other table. The row is a copy, but its values (a *big.Int, a map) are
+// shared with later runs: callers read them and never change them. keyText is q as the key names it: q itself, or q with the
 // local files it names replaced by their identities (memoIDs); "" when
 // they have none, and then q just runs, as it does when a view cannot be
 // memoized.
