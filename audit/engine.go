@@ -138,6 +138,8 @@ type Engine struct {
 	// foundations are the foundations incremental decisions found, by
 	// repository and audited ref (Foundation).
 	foundations *boundedMap[string]
+	// beyond are foundations' first paths after a table's (mergehazard.go).
+	beyond *boundedMap[beyondPath]
 	// dataPrefixes are the repositories' data prefixes (Namespaced), by
 	// repository.
 	dataPrefixes *boundedMap[string]
@@ -207,6 +209,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.stats.failpoint = opts.Failpoint
 	e.foundations = newBoundedMap[string](reportCacheSize)
+	e.beyond = newBoundedMap[beyondPath](reportCacheSize)
 	e.dataPrefixes = newBoundedMap[string](1024)
 	e.listings = newListingCache(listingCacheObjects)
 	e.derived = newDerivations()
@@ -443,6 +446,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	report.Checks = append(report.Checks, r.foreignAddresses(ctx)...)
 	report.Checks = append(report.Checks, r.storedSizes(ctx)...)
 	report.Checks = append(report.Checks, r.relinked(ctx)...)
+	report.Checks = append(report.Checks, r.mergeHazards(ctx)...)
 	if err := ctx.Err(); err != nil {
 		return report, err
 	}

@@ -170,3 +170,19 @@ func deref[T any](p *T) (v T) {
 	}
 	return v
 }
+
+// After is the first object of ref whose path sorts after the given one
+// (any prefix), and false when none does: one call, one object.
+func (c *Client) After(ctx context.Context, repo, ref, after string) (Object, bool, error) {
+	objs, err := list(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":>" + after}, 1,
+		func(o apigen.ObjectStats) Object {
+			return Object{Path: o.Path, Checksum: o.Checksum, PhysicalAddress: o.PhysicalAddress, Mtime: time.Unix(o.Mtime, 0).UTC(), Size: deref(o.SizeBytes)}
+		},
+		func(ctx context.Context, _ *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{After: ptr(apigen.PaginationAfter(after)), Amount: amount})
+		})
+	if err != nil || len(objs) == 0 {
+		return Object{}, false, err
+	}
+	return objs[0], true, nil
+}

@@ -28,6 +28,7 @@ var (
 	_ audit.Ancestry   = Source{}
 	_ audit.Namespaced = Source{}
 	_ audit.Differ     = Source{}
+	_ audit.Successor  = Source{}
 )
 
 // Holds reports whether branch's head is in ref's history: merging ref
@@ -92,6 +93,16 @@ func (s Source) Differences(ctx context.Context, repo, from, to, prefix string, 
 func (s Source) Touches(ctx context.Context, repo, base, ref, prefix string) (bool, error) {
 	changes, err := s.Lake.Diff(ctx, repo, base, ref, prefix)
 	return len(changes) > 0, err
+}
+
+// After is the first object of ref whose path sorts after the given one,
+// whatever its prefix (audit.Successor).
+func (s Source) After(ctx context.Context, repo, ref, after string) (audit.Object, bool, error) {
+	o, ok, err := s.Lake.After(ctx, repo, ref, after)
+	if err != nil || !ok {
+		return audit.Object{}, false, err
+	}
+	return audit.Object{Path: o.Path, Checksum: o.Checksum, Address: o.PhysicalAddress, Size: o.Size}, true, nil
 }
 
 // Download writes the content of path at ref to w.

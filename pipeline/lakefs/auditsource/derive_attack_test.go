@@ -280,7 +280,8 @@ func TestDerivedListingOfAMergeWhereBothSidesChangedAPathAlike(t *testing.T) {
 // though no side deleted it. The batch's own diff (foundation to sealed
 // commit) names M as added, so "the head with the batch's changes" is not
 // what lakeFS merged; the listing the engine derives from the diff of the
-// head and the merge commit is lakeFS's.
+// head and the merge commit is lakeFS's. The recheck refuses such a batch
+// (merge_hazard); the test merges it anyway.
 func TestMergeDropsAnAddedPathTheBatchesDiffNames(t *testing.T) {
 	ctx := context.Background()
 	s := startRelinkStack(t)
@@ -311,9 +312,14 @@ func TestMergeDropsAnAddedPathTheBatchesDiffNames(t *testing.T) {
 	if _, err := e.Listing(ctx, "lake", h, relinkPrefix); err != nil {
 		t.Fatal(err)
 	}
-	if rep, m := s.publish(t, e, sealed, h, true, false); m == "" {
-		t.Fatalf("recheck refused: %+v", rep.Failed())
+	// The recheck refuses it (merge_hazard, audit/mergehazard.go); merged
+	// anyway, the listing the engine derives is still lakeFS's.
+	if rep, m := s.publish(t, e, sealed, h, true, true); m == "" {
+		t.Fatalf("not merged: %+v", rep.Failed())
 	} else {
+		if f := rep.Failed(); rep.Passed || len(f) != 1 || f[0].Kind != audit.KindMergeHazard || !strings.Contains(f[0].Observed, relinkPrefix+"m.csv") {
+			t.Errorf("the recheck: passed=%v, failed %+v; want it refused by merge_hazard naming m.csv", rep.Passed, f)
+		}
 		want, err := s.src.List(ctx, "lake", m, relinkPrefix)
 		if err != nil {
 			t.Fatal(err)

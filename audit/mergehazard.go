@@ -1,0 +1,194 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// lakeFS's merge (v1.84.0, pkg/graveler/committed/merge.go) can leave the
+// target without a path neither side deleted. When one side has no entries
+// left (handleAll), it writes each remaining entry of the other side unless
+// the merge-base's next entry from that key on has the same identity, and
+// it does not check that this base entry has the same key. A path one side
+// added, whose claimed checksum and size are those of the next path the
+// merge-base holds, which the other side deleted, is dropped: a batch that
+// deletes a file can take away a file an earlier publish brought, and main
+// then holds neither what that publish audited nor what the recheck of this
+// one audited (the recheck's model of the merge, mergedObjects, keeps the
+// path). When both sides added a path with different identities, the same
+// comparison makes the merge keep one of them where it should report a
+// conflict. Neither can be told from lakeFS's answer, so the recheck
+// refuses a batch whose merge could meet either: merge_hazard, one result
+// per table, failing with the paths.
+
+// KindMergeHazard is the kind of the result that names paths lakeFS's
+// merge could drop or resolve against the recheck's model of it.
+const KindMergeHazard = "merge_hazard"
+
+// Successor is a Source that finds the first object of a ref after a path,
+// whatever its prefix: the merge-base's next path beyond a table's.
+type Successor interface {
+	After(ctx context.Context, repo, ref, after string) (Object, bool, error)
+}
+
+// mergeHazards checks, for an audit onto the target (a recheck), each
+// table's paths for the merge's hazard above: a path one side (the sealed
+// commit or the target's head) holds and the foundation does not, whose
+// claimed checksum and size are those of the foundation's next path after
+// it, while the other side holds no path from it on under the table (it may
+// have run out there) or holds it with another checksum or size. The check
+// is wider than the merge's condition (the other side may still hold paths
+// beyond the table): it refuses some batches the merge would have taken
+// whole, never one it would not.
+func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
+	if !r.req.Onto || r.e.opts.History == nil || r.req.BaseRef == "" {
+		return nil
+	}
+	repo := r.req.Repository
+	foundation, ferr := r.e.opts.History.MergeBase(ctx, repo, r.req.Ref, r.req.BaseRef)
+	var out []schemas.CheckResult
+	for _, t := range r.req.Suite.Tables {
+		res := schemas.CheckResult{Name: KindMergeHazard + "(" + t.Name + ")", Kind: KindMergeHazard, Table: t.Name, Severity: SeverityError,
+			Threshold: "no path under " + t.Path + " that lakeFS's merge could drop or keep against the model the recheck audited"}
+		if ferr != nil {
+			r.failedToRead(&res, "the merge-base of the audited commit and "+r.baseName(), ferr)
+			out = append(out, res)
+			continue
+		}
+		var lists [3][]Object
+		var err error
+		for i, ref := range []string{foundation, r.req.Ref, r.req.BaseRef} {
+			if lists[i], err = r.list(ctx, ref, t.Path); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			res.Status, res.Message = schemas.StatusError, "list "+t.Path+" at the foundation, the audited commit and "+r.baseName()+": "+err.Error()
+			if r.infra == nil && !errors.As(err, new(errOverBudget)) {
+				r.infra = fmt.Errorf("%w: %s: %w", ErrInfrastructure, res.Name, err)
+			}
+			out = append(out, res)
+			continue
+		}
+		beyond := func() (Object, bool, error) { return r.baseBeyond(ctx, foundation, t.Path, lists[0]) }
+		paths, err := mergeHazardPaths(lists[0], lists[1], lists[2], beyond)
+		if err != nil {
+			r.failedToRead(&res, "the foundation's first path after "+t.Path, err)
+			out = append(out, res)
+			continue
+		}
+		if len(paths) == 0 {
+			continue // nothing to say: the report keeps its shape
+		}
+		res.Status = schemas.StatusFail
+		res.Observed = fmt.Sprintf("%d paths lakeFS's merge could drop or keep against the audited model: %s", len(paths), listed(paths, maxUnauditedPaths))
+		res.Message = "each was added on one side with the claimed checksum and size of the foundation's next path, and lakeFS's merge compares " +
+			"such an entry with that path without comparing their names: it can drop the added path, or keep one side's where it should conflict, " +
+			"so main would not hold what the recheck audited"
+		out = append(out, res)
+	}
+	return out
+}
+
+// mergeHazardPaths are the hazardous paths of one table given its listings
+// at the foundation (f), the sealed commit (s) and the target's head (h);
+// beyond is the foundation's first path after the table's.
+func mergeHazardPaths(f, s, h []Object, beyond func() (Object, bool, error)) ([]string, error) {
+	byPath := func(objs []Object) ([]string, map[string]Object) {
+		m := make(map[string]Object, len(objs))
+		paths := make([]string, 0, len(objs))
+		for _, o := range objs {
+			m[o.Path] = o
+			paths = append(paths, o.Path)
+		}
+		slices.Sort(paths)
+		return paths, m
+	}
+	fp, fm := byPath(f)
+	sp, sm := byPath(s)
+	hp, hm := byPath(h)
+	var out []string
+	var next *Object // beyond's answer, asked once
+	var none bool
+	side := func(xp []string, xm map[string]Object, yp []string, ym map[string]Object) error {
+		for _, p := range xp {
+			if _, inF := fm[p]; inF {
+				continue // a changed path meets the base's entry of its own name
+			}
+			o := xm[p]
+			yo, inY := ym[p]
+			i, _ := slices.BinarySearch(yp, p)
+			ranOut := i == len(yp) // the other side holds no path from p on here
+			if !ranOut && !(inY && (yo.Checksum != o.Checksum || yo.Size != o.Size)) {
+				continue
+			}
+			var q Object
+			if j, _ := slices.BinarySearch(fp, p); j < len(fp) {
+				q = fm[fp[j]]
+			} else {
+				if next == nil && !none {
+					n, ok, err := beyond()
+					if err != nil {
+						return err
+					}
+					next, none = &n, !ok
+				}
+				if none {
+					continue
+				}
+				q = *next
+			}
+			if q.Checksum == o.Checksum && q.Size == o.Size {
+				out = append(out, p)
+			}
+		}
+		return nil
+	}
+	if err := side(sp, sm, hp, hm); err != nil {
+		return nil, err
+	}
+	if err := side(hp, hm, sp, sm); err != nil {
+		return nil, err
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// baseBeyond is the foundation's first path after those under prefix
+// (objs, its listing there), found once per foundation and prefix.
+func (r *run) baseBeyond(ctx context.Context, foundation, prefix string, objs []Object) (Object, bool, error) {
+	succ, ok := r.e.opts.Source.(Successor)
+	if !ok {
+		return Object{}, false, nil // a Source that cannot tell: nothing to compare with
+	}
+	k := r.req.Repository + "\x00" + foundation + "\x00" + prefix
+	if b, ok := r.e.beyond.get(k); ok {
+		return b.obj, b.ok, nil
+	}
+	after := prefix
+	for _, o := range objs {
+		if o.Path > after {
+			after = o.Path
+		}
+	}
+	o, found, err := succ.After(ctx, r.req.Repository, foundation, after)
+	if err != nil {
+		return Object{}, false, err
+	}
+	if found && strings.HasPrefix(o.Path, prefix) {
+		return Object{}, false, fmt.Errorf("the first path after %s at %s is %s, under the table: the listing was short", after, foundation, o.Path)
+	}
+	r.e.beyond.put(k, beyondPath{o, found})
+	return o, found, nil
+}
+
+// beyondPath is a foundation's first path after a table's.
+type beyondPath struct {
+	obj Object
+	ok  bool
+}
