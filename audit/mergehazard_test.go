@@ -13,7 +13,9 @@ import (
 // refused. The same with m's bytes not z's, or with the batch still holding
 // a path after m, is not.
 func TestMergeHazardPaths(t *testing.T) {
-	obj := func(p, sum string, size int64) Object { return Object{Path: p, Checksum: sum, Size: size, Address: "addr-" + p} }
+	obj := func(p, sum string, size int64) Object {
+		return Object{Path: p, Checksum: sum, Size: size, Address: "addr-" + p}
+	}
 	a, z := obj("t/a.csv", "ca", 8), obj("t/z.csv", "cz", 8)
 	noBeyond := func() (Object, bool, error) { return Object{}, false, nil }
 	for _, tt := range []struct {
