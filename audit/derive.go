@@ -65,6 +65,7 @@ const (
 // derivations is what the engine keeps to derive listings of own merges.
 type derivations struct {
 	merges   *boundedMap[string]   // repo \x00 M -> S
+	seals    *boundedMap[bool]     // repo \x00 S: lakewap's own seals
 	cleared  *boundedMap[[]string] // repo \x00 S \x00 H -> table paths relinked_objects cleared
 	mu       sync.Mutex
 	derived  int // listings derived, for tests and logs
@@ -72,7 +73,8 @@ type derivations struct {
 }
 
 func newDerivations() *derivations {
-	return &derivations{merges: newBoundedMap[string](maxDerivationRecords), cleared: newBoundedMap[[]string](maxDerivationRecords)}
+	return &derivations{merges: newBoundedMap[string](maxDerivationRecords), seals: newBoundedMap[bool](maxDerivationRecords),
+		cleared: newBoundedMap[[]string](maxDerivationRecords)}
 }
 
 // RecordMerge tells the engine that lakewap itself merged the sealed
@@ -181,15 +183,30 @@ func (e *Engine) DerivedListings() (derived, declined int) {
 	return e.derived.derived, e.derived.declined
 }
 
+// RecordSeal tells the engine that lakewap itself committed a batch's
+// branch (its seal) and lakeFS answered with commit: its listings may be
+// derived from its parent's (see derive.go).
+func (e *Engine) RecordSeal(repo, commit string) {
+	if !IsCommitID(commit) || len(repo)+len(commit) > maxDerivationRecordBytes {
+		return
+	}
+	e.derived.seals.put(repo+"\x00"+commit, true)
+}
+
 // derive is the listing of prefix at commit when commit is a recorded own
-// merge and everything the derivation needs holds (derive.go), else false.
+// merge or seal and everything the derivation needs holds (derive.go),
+// else false.
 func (r *run) derive(ctx context.Context, commit, prefix string) ([]Object, bool) {
 	e, repo := r.e, r.req.Repository
-	sealed, ok := e.derived.merges.get(repo + "\x00" + commit)
-	if !ok {
+	var objs []Object
+	var why string
+	if sealed, ok := e.derived.merges.get(repo + "\x00" + commit); ok {
+		objs, why = r.deriveOwnMerge(ctx, commit, sealed, prefix)
+	} else if _, ok := e.derived.seals.get(repo + "\x00" + commit); ok {
+		objs, why = r.deriveOwnSeal(ctx, commit, prefix)
+	} else {
 		return nil, false
 	}
-	objs, why := r.deriveOwnMerge(ctx, commit, sealed, prefix)
 	e.derived.count(why == "")
 	if why != "" {
 		r.log.Debug("audit: listing of an own merge made whole", "commit", commit, "prefix", prefix, "why", why)
@@ -232,6 +249,65 @@ func (r *run) deriveOwnMerge(ctx context.Context, commit, sealed, prefix string)
 		return nil, "diff over the listing budget"
 	}
 	objs, ok := applyDifferences(lh, ls, diffs)
+	if !ok {
+		return nil, "the diff names a path the listings do not hold"
+	}
+	return objs, ""
+}
+
+// deriveOwnSeal derives the listing of lakewap's own commit of a batch's
+// branch: lakeFS's commit writes the parent's entries with the staged ones
+// applied, keeping the parent's entry (its address) for a staged entry of
+// the same identity (applyNextKey, pkg/graveler/committed/commit.go), so
+// the commit differs from its one parent exactly at the paths their
+// two-dot diff names. Those are taken from a listing of the commit under
+// the deepest folder holding them all (the batch's own, usually).
+func (r *run) deriveOwnSeal(ctx context.Context, commit, prefix string) ([]Object, string) {
+	e, repo := r.e, r.req.Repository
+	differ, ok := e.opts.Source.(Differ)
+	if !ok || e.opts.History == nil {
+		return nil, "no two-dot diff or commit graph"
+	}
+	c, err := e.opts.History.Commit(ctx, repo, commit)
+	if err != nil {
+		return nil, "commit: " + err.Error()
+	}
+	if c.ID != commit || len(c.Parents) != 1 {
+		return nil, "not one parent"
+	}
+	parent := c.Parents[0]
+	lp, ok := e.listings.get(repo, parent, prefix)
+	if !ok {
+		return nil, "parent's listing not held"
+	}
+	diffs, truncated, err := differ.Differences(ctx, repo, parent, commit, prefix, e.opts.MaxListObjects)
+	switch {
+	case err != nil:
+		return nil, "diff: " + err.Error()
+	case truncated:
+		return nil, "diff over the listing budget"
+	}
+	var paths []string
+	for _, d := range diffs {
+		if !d.Removed {
+			paths = append(paths, d.Path)
+		}
+	}
+	var changed []Object
+	if len(paths) > 0 {
+		folder := commonFolder(prefix, paths)
+		if folder == prefix {
+			return nil, "the changes are spread over the whole prefix"
+		}
+		var ok bool
+		if changed, ok = e.listings.get(repo, commit, folder); !ok {
+			if changed, err = e.opts.Source.List(ctx, repo, commit, folder); err != nil {
+				return nil, "list " + folder + ": " + err.Error()
+			}
+			e.listings.put(repo, commit, folder, changed)
+		}
+	}
+	objs, ok := applyDifferences(lp, changed, diffs)
 	if !ok {
 		return nil, "the diff names a path the listings do not hold"
 	}

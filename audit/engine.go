@@ -363,7 +363,7 @@ func (r *run) changes(ctx context.Context, prefix string) ([]Object, error) {
 	for i, o := range objs {
 		paths[i] = o.Path
 	}
-	listed, err := r.e.opts.Source.List(ctx, req.Repository, req.Ref, commonFolder(prefix, paths))
+	listed, err := r.list(ctx, req.Ref, commonFolder(prefix, paths)) // kept per commit: a derived listing of the seal made it (derive.go)
 	if err != nil {
 		return nil, err
 	}

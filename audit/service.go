@@ -161,9 +161,19 @@ func (s *Service) Merged(repo, commit, sealed string) {
 	}
 }
 
-// mergeRecorder is an engine that derives listings of own merges (*Engine).
+// Sealed tells the engine that lakewap committed a batch's branch and
+// lakeFS answered with commit (Engine.RecordSeal).
+func (s *Service) Sealed(repo, commit string) {
+	if e, ok := s.o.Engine.(mergeRecorder); ok {
+		e.RecordSeal(repo, commit)
+	}
+}
+
+// mergeRecorder is an engine that derives listings of own merges and
+// seals (*Engine).
 type mergeRecorder interface {
 	RecordMerge(repo, merge, sealed string)
+	RecordSeal(repo, commit string)
 }
 
 // ontoKey is the cache key of a passing recheck of sealed onto head.

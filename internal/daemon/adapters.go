@@ -41,6 +41,10 @@ func (a auditor) Audit(ctx context.Context, req pipeline.AuditRequest) (schemas.
 // (runner.MergeRecorder).
 func (a auditor) Merged(repo, commit, sealed string) { a.s.Merged(repo, commit, sealed) }
 
+// Sealed tells the audit engine of a seal the runner made
+// (runner.MergeRecorder).
+func (a auditor) Sealed(repo, commit string) { a.s.Sealed(repo, commit) }
+
 // notifier maps a pipeline notification onto the dispatcher's.
 type notifier struct{ d *notify.Dispatcher }
 

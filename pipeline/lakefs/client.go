@@ -70,6 +70,7 @@ type Client struct {
 	timeout time.Duration
 	log     *slog.Logger
 	bases   *mergeBases
+	made    *madeCommits
 }
 
 var _ pipeline.Lake = (*Client)(nil)
@@ -118,7 +119,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
 	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		bases: &mergeBases{m: map[[3]string]string{}}}, nil
+		bases: &mergeBases{m: map[[3]string]string{}}, made: &madeCommits{m: map[string]Commit{}}}, nil
 }
 
 // transport is Go's default transport keeping maxIdleConns connections.

@@ -138,6 +138,9 @@ func (c *Client) commit(ctx context.Context, repo, branch, message string, meta 
 	err := c.send(ctx, call{op: "commit", repo: repo, ref: branch}, http.StatusCreated, &out, func(ctx context.Context) (*http.Response, error) {
 		return c.api.Commit(ctx, repo, branch, &apigen.CommitParams{}, body)
 	})
+	if err == nil {
+		c.made.put(repo, commitFrom(out))
+	}
 	return out.Id, err
 }
 
@@ -205,6 +208,60 @@ func (b *mergeBases) put(repo, source, dest, base string) {
 	for len(b.order) > maxMergeBases {
 		delete(b.m, b.order[0])
 		b.order = b.order[1:]
+	}
+}
+
+// madeCommits keeps the commits this client made, as lakeFS answered
+// their creation (a commit id names an immutable commit): the audit's look
+// at a seal's parents asks lakeFS nothing. At most maxMadeCommits, each
+// at most maxMadeCommitBytes (ids, parents, metadata, message); the oldest
+// goes first.
+type madeCommits struct {
+	mu    sync.Mutex
+	m     map[string]Commit // repo \x00 id
+	order []string
+}
+
+const (
+	maxMadeCommits     = 1024
+	maxMadeCommitBytes = 4096
+)
+
+func (mc *madeCommits) get(repo, id string) (Commit, bool) {
+	if mc == nil || !commitID.MatchString(id) {
+		return Commit{}, false
+	}
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	cm, ok := mc.m[repo+"\x00"+id]
+	if ok {
+		cm.Parents = slices.Clone(cm.Parents)
+		cm.Metadata = maps.Clone(cm.Metadata)
+	}
+	return cm, ok
+}
+
+func (mc *madeCommits) put(repo string, cm Commit) {
+	n := len(repo) + len(cm.ID) + len(cm.Message) + len(cm.Committer)
+	for _, p := range cm.Parents {
+		n += len(p)
+	}
+	for k, v := range cm.Metadata {
+		n += len(k) + len(v)
+	}
+	if mc == nil || !commitID.MatchString(cm.ID) || n > maxMadeCommitBytes {
+		return
+	}
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	k := repo + "\x00" + cm.ID
+	if _, ok := mc.m[k]; !ok {
+		mc.order = append(mc.order, k)
+	}
+	mc.m[k] = cm
+	for len(mc.order) > maxMadeCommits {
+		delete(mc.m, mc.order[0])
+		mc.order = mc.order[1:]
 	}
 }
 
@@ -318,6 +375,9 @@ func (c *Client) Head(ctx context.Context, repo, ref string) (string, error) {
 // GetCommit returns the commit ref points at; ref may be a branch, a tag
 // or a commit id.
 func (c *Client) GetCommit(ctx context.Context, repo, ref string) (Commit, error) {
+	if cm, ok := c.made.get(repo, ref); ok {
+		return cm, nil
+	}
 	var out apigen.Commit
 	err := c.send(ctx, call{op: "get commit", repo: repo, ref: ref}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
 		return c.api.GetCommit(ctx, repo, ref)

@@ -57,6 +57,9 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)
 	}
+	if rec, ok := r.cfg.Auditor.(MergeRecorder); ok {
+		rec.Sealed(run.Repository, commit)
+	}
 	r.cfg.Failpoint("during_audit")
 	base := h.id
 	if h.err != nil {

@@ -259,13 +259,16 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 	return in
 }
 
-// MergeRecorder is an Auditor told of each merge this runner made itself
+// MergeRecorder is an Auditor told of each merge and seal this runner made itself
 // (lakeFS answered the merge with commit): the audits may then derive
 // that commit's listings instead of listing its tables whole (see
 // audit/derive.go). A merge found on the target after a lost answer is
 // not told: another instance, or a person, may have made it.
 type MergeRecorder interface {
 	Merged(repo, commit, sealed string)
+	// Sealed: the runner committed a batch's branch (its seal) and lakeFS
+	// answered with commit.
+	Sealed(repo, commit string)
 }
 
 // meta is the merge commit's metadata for run: the batch's labels and, with

@@ -294,6 +294,8 @@ func (a *recordingAuditor) Merged(repo, commit, sealed string) {
 	a.merged = append(a.merged, repo+" "+commit+" "+sealed)
 }
 
+func (a *recordingAuditor) Sealed(string, string) {}
+
 // onTargetLake finds the sealed commit already merged (by an earlier
 // attempt, another instance or a person).
 type onTargetLake struct{ *historyLake }

@@ -71,8 +71,8 @@ func (s relinkStack) publish(t *testing.T, e *audit.Engine, sealed, head string,
 		return rep, ""
 	}
 	m, err := s.lake.Merge(ctx, "lake", sealed, "main", "publish", nil)
-	if errors.Is(err, pipeline.ErrMergeConflict) {
-		t.Logf("%s conflicts with main", sealed[:8])
+	if errors.Is(err, pipeline.ErrMergeConflict) || errors.Is(err, pipeline.ErrNoChanges) {
+		t.Logf("%s not merged: %v", sealed[:8], err)
 		return rep, ""
 	}
 	if err != nil {
@@ -483,4 +483,181 @@ func byBatchesDiff(t *testing.T, s relinkStack, head, sealed string) []audit.Obj
 // sameObjects compares paths, checksums and sizes.
 func sameObjects(a, b []audit.Object) bool {
 	return slices.EqualFunc(a, b, func(x, y audit.Object) bool { return x.Path == y.Path && x.Checksum == y.Checksum && x.Size == y.Size })
+}
+
+// seal commits branch as the runner's seal does and tells the engine.
+func (s relinkStack) seal(t *testing.T, e *audit.Engine, branch string) string {
+	t.Helper()
+	c, err := s.lake.Seal(context.Background(), "lake", branch, "seal", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.RecordSeal("lake", c)
+	return c
+}
+
+// The listing of lakewap's own seal is derived from its one parent's when
+// that is held: lakeFS's commit keeps the parent's entry for a staged one
+// of the same identity, so the seal differs from its parent where their
+// diff says. A path linked on the batch's branch to other bytes claiming
+// its committed identity is dropped by the commit (the seal holds the
+// parent's entry, which the derived listing has). A relinked path merged
+// into the batch's branch makes the seal's parent the merge commit: listed
+// whole when the engine does not hold that commit's listing, and derived
+// from it when it does; either way the audit's relinked_objects refuses
+// the path, and the listing is lakeFS's.
+func TestDerivedListingOfAnOwnSeal(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		byMerge    bool
+		holdMerged bool
+	}{
+		{"staged on the batch's branch", false, false},
+		{"merged into the batch's branch", true, false},
+		{"merged into the batch's branch, its merge commit listed", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := startRelinkStack(t)
+			seed, s1, l1 := s.batchOne(t)
+			e := newDeriveEngine(t, s)
+			_, m1 := s.publish(t, e, s1, seed, false, false)
+			if m1 == "" {
+				t.Fatal("batch 1 refused")
+			}
+			p := l1[0].Path
+			if _, err := e.Listing(ctx, "lake", m1, relinkPrefix); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.lake.EnsureBranch(ctx, "lake", "b", m1); err != nil {
+				t.Fatal(err)
+			}
+			if tc.byMerge {
+				if _, err := s.lake.EnsureBranch(ctx, "lake", "x", seed); err != nil {
+					t.Fatal(err)
+				}
+				s.relink(t, "x", p, relinkBad, l1[0].Checksum, l1[0].Size)
+				s.commit(t, "x", "the writer's other branch")
+				merged, err := s.lake.Merge(ctx, "lake", "x", "b", "batch 2 takes x", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.holdMerged {
+					if _, err := e.Listing(ctx, "lake", merged, relinkPrefix); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else {
+				s.relink(t, "b", p, relinkBad, l1[0].Checksum, l1[0].Size)
+			}
+			if err := s.lake.Upload(ctx, "lake", "b", relinkPrefix+"batch=2/part-0.csv", strings.NewReader("id,x\n3,c\n")); err != nil {
+				t.Fatal(err)
+			}
+			d0, _ := e.DerivedListings()
+			s2 := s.seal(t, e, "b")
+			got, err := e.Listing(ctx, "lake", s2, relinkPrefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := s.src.List(ctx, "lake", s2, relinkPrefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := sameListing(t, got, want); !ok {
+				t.Fatal("the engine's listing of the seal is not lakeFS's")
+			}
+			d1, _ := e.DerivedListings()
+			if derived := d1 > d0; derived == (tc.byMerge && !tc.holdMerged) {
+				t.Errorf("derived=%v", derived)
+			}
+			rep := relinkAudit(t, e, s2, m1)
+			res, ok := relinkedResult(rep)
+			if refused := ok && res.Status == schemas.StatusFail; refused != tc.byMerge || rep.Passed == tc.byMerge {
+				t.Errorf("audit of the seal against main: passed=%v relinked_objects %+v (present %v); want refused=%v", rep.Passed, res, ok, tc.byMerge)
+			}
+		})
+	}
+}
+
+// Differential: random staged writes on batch branches of main (added,
+// rewritten with bytes other paths hold, deleted, linked again to the
+// same bytes or to other bytes claiming the same identity), each sealed
+// and, when its audit passes, merged; the engine's listings of the seals
+// and the merges, derived, are lakeFS's.
+func TestDerivedListingsOfOwnSealsEqualLakeFSListings(t *testing.T) {
+	ctx := context.Background()
+	s := startRelinkStack(t)
+	rnd := rand.New(rand.NewPCG(5, 21))
+	e := newDeriveEngine(t, s)
+	contents := []string{"id,x\n1,a\n", "id,x\n2,b\n", "id,x\n3,c\n"}
+	paths := []string{"a.csv", "batch=1/c.csv", "batch=1/d.csv", "batch=2/e.csv", "batch=2/f/g.csv"}
+	for _, p := range paths[:3] {
+		if err := s.lake.Upload(ctx, "lake", "main", relinkPrefix+p, strings.NewReader(contents[rnd.IntN(len(contents))])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.commit(t, "main", "seed")
+	seals := 0
+	for round := range 16 {
+		head := l1HeadOf(t, s)
+		if _, err := e.Listing(ctx, "lake", head, relinkPrefix); err != nil {
+			t.Fatal(err)
+		}
+		branch := fmt.Sprintf("r%d", round)
+		if _, err := s.lake.EnsureBranch(ctx, "lake", branch, head); err != nil {
+			t.Fatal(err)
+		}
+		listed, err := s.src.List(ctx, "lake", branch, relinkPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 1 + rnd.IntN(3) {
+			switch op := rnd.IntN(5); {
+			case op == 0 && len(listed) > 1:
+				o := listed[rnd.IntN(len(listed))]
+				if resp, err := s.api.DeleteObjectWithResponse(ctx, "lake", branch, &apigen.DeleteObjectParams{Path: o.Path}); err != nil || resp.StatusCode() != http.StatusNoContent {
+					t.Fatalf("delete %s: %v", o.Path, err)
+				}
+			case op == 1 && len(listed) > 0: // the same identity at a new address (same or other bytes)
+				o := listed[rnd.IntN(len(listed))]
+				s.relink(t, branch, o.Path, contents[rnd.IntN(len(contents))], o.Checksum, o.Size)
+			default:
+				p := relinkPrefix + paths[rnd.IntN(len(paths))]
+				if err := s.lake.Upload(ctx, "lake", branch, p, strings.NewReader(contents[rnd.IntN(len(contents))])); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		sealed := s.seal(t, e, branch)
+		seals++
+		got, err := e.Listing(ctx, "lake", sealed, relinkPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := s.src.List(ctx, "lake", sealed, relinkPrefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := sameListing(t, got, want); !ok {
+			t.Fatalf("round %d: the engine's listing of seal %s is not lakeFS's", round, sealed[:8])
+		}
+		if _, m := s.publish(t, e, sealed, head, false, false); m != "" {
+			got, err := e.Listing(ctx, "lake", m, relinkPrefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := s.src.List(ctx, "lake", m, relinkPrefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := sameListing(t, got, want); !ok {
+				t.Fatalf("round %d: the engine's listing of merge %s is not lakeFS's", round, m[:8])
+			}
+		}
+	}
+	derived, declined := e.DerivedListings()
+	t.Logf("%d seals, %d listings derived, %d declined", seals, derived, declined)
+	if derived < seals {
+		t.Errorf("%d listings derived over %d seals and their merges: want most seals derived", derived, seals)
+	}
 }
