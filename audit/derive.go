@@ -7,7 +7,8 @@ import (
 	"sync"
 )
 
-// Listings of lakewap's own merges, derived. Each publish makes a new head
+// Listings of lakewap's own merges and seals, derived (the seals' at
+// deriveOwnSeal). Each publish makes a new head
 // of the target (its merge commit M of the sealed commit S onto the head
 // H), and the next batch's recheck lists its tables at M: whole, that
 // grows with the table. The engine derives that listing instead, when all

@@ -14,9 +14,9 @@ import (
 // table once per commit.
 //
 // A listing of a commit it has not listed is made whole, by lakeFS, or,
-// for lakewap's own merge of a sealed commit onto the target's head, derived
-// from the head's and the sealed commit's listings under conditions that
-// make it sound (derive.go). It is not derived from just any other commit's
+// for lakewap's own merge of a sealed commit onto the target's head and for
+// lakewap's own seal of a batch's branch, derived from the listings of the
+// commits it was made of, under conditions that make it sound (derive.go). It is not derived from just any other commit's
 // listing and lakeFS's diff of the two commits (what 4dfe245 did, 65 -> 23
 // ms of lakeFS's CPU per batch at 64 in flight): lakeFS's diffs, and its
 // merges, compare entries by identity (size, checksum, user metadata,
