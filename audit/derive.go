@@ -68,8 +68,8 @@ type derivations struct {
 	merges   *boundedMap[string]   // repo \x00 M -> S
 	seals    *boundedMap[bool]     // repo \x00 S: lakewap's own seals
 	cleared  *boundedMap[[]string] // repo \x00 S \x00 H -> table paths relinked_objects cleared
-	mu       sync.Mutex
-	derived  int // listings derived, for tests and logs
+	mu       sync.Mutex            // guards derived, declined and each update of cleared
+	derived  int                   // listings derived, for tests and logs
 	declined int
 }
 
@@ -90,15 +90,16 @@ func (e *Engine) RecordMerge(repo, merge, sealed string) {
 }
 
 // clear records that relinked_objects compared ref with base under paths
-// and found nothing to refuse.
+// and found nothing to refuse, merged with what earlier calls recorded for
+// the same comparison. A merged record over maxDerivationRecordBytes is
+// not kept: the record stays as it was. The record is read and written
+// under d.mu, so concurrent clears of one comparison lose no path.
 func (d *derivations) clear(repo, ref, base string, paths []string) {
-	n := len(repo) + len(ref) + len(base)
-	for _, p := range paths {
-		n += len(p)
-	}
-	if len(paths) == 0 || !IsCommitID(ref) || !IsCommitID(base) || n > maxDerivationRecordBytes {
+	if len(paths) == 0 || !IsCommitID(ref) || !IsCommitID(base) {
 		return
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	k := repo + "\x00" + ref + "\x00" + base
 	old, _ := d.cleared.get(k)
 	merged := slices.Clone(old)
@@ -106,6 +107,13 @@ func (d *derivations) clear(repo, ref, base string, paths []string) {
 		if !slices.Contains(merged, p) {
 			merged = append(merged, p)
 		}
+	}
+	n := len(repo) + len(ref) + len(base)
+	for _, p := range merged {
+		n += len(p)
+	}
+	if len(merged) == len(old) || n > maxDerivationRecordBytes {
+		return
 	}
 	d.cleared.put(k, merged)
 }

@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -69,5 +70,63 @@ func TestDerivationRecords(t *testing.T) {
 	}
 	if n := len(d.merges.m); n > maxDerivationRecords {
 		t.Errorf("%d merges kept, over %d", n, maxDerivationRecords)
+	}
+}
+
+// A cleared record within budget stays so when later calls add paths: the
+// budget measures the merged record, and a call that would take it over
+// leaves the record as it was. (Before, each call measured only its own
+// paths, and eight calls of 500-byte paths kept a record of over 4 KiB.)
+func TestClearedRecordStaysWithinItsBudget(t *testing.T) {
+	d := newDerivations()
+	id := func(i int) string { return fmt.Sprintf("%064x", i) }
+	path := func(i int) string { return fmt.Sprintf("gold/%03d/", i) + strings.Repeat("p", 490) + "/" }
+	for i := range 8 {
+		d.clear("lake", id(1), id(2), []string{path(i)})
+	}
+	paths, _ := d.cleared.get("lake\x00" + id(1) + "\x00" + id(2))
+	n := len("lake") + 2*64
+	for _, p := range paths {
+		n += len(p)
+	}
+	if n > maxDerivationRecordBytes {
+		t.Fatalf("a cleared record of %d bytes (%d paths) kept, over %d", n, len(paths), maxDerivationRecordBytes)
+	}
+	if !d.covers("lake", id(1), id(2), path(0)) {
+		t.Error("the first path, within budget, is no longer covered")
+	}
+	if d.covers("lake", id(1), id(2), path(7)) {
+		t.Error("a path over the budget is covered")
+	}
+}
+
+// Concurrent clears of the same comparison keep every path: the record is
+// read and written under one lock. (Before, two clears could both read the
+// old record and the second's write drop the first's path.)
+func TestConcurrentClearsKeepEveryPath(t *testing.T) {
+	d := newDerivations()
+	id := func(i int) string { return fmt.Sprintf("%064x", i) }
+	const keys, each = 500, 4
+	var wg sync.WaitGroup
+	for k := range keys {
+		for p := range each {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d.clear("lake", id(k), id(keys+k), []string{fmt.Sprintf("gold/t%d/", p)})
+			}()
+		}
+	}
+	wg.Wait()
+	lost := 0
+	for k := range keys {
+		for p := range each {
+			if !d.covers("lake", id(k), id(keys+k), fmt.Sprintf("gold/t%d/", p)) {
+				lost++
+			}
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d cleared paths lost by concurrent clears", lost, keys*each)
 	}
 }
