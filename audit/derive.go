@@ -18,7 +18,8 @@ import (
 //     commit with any parents can be written by other means);
 //   - M's parents are [H, S] (lakeFS's commit; commits are immutable);
 //   - relinked_objects compared S with H under a table path holding the
-//     prefix and found no relinked object whose bytes differ (relinked);
+//     prefix and found no relinked object whose bytes differ or that lies
+//     outside the repository's data prefix (relinked);
 //   - the listings of H and S under the prefix are held (listcache.go).
 //
 // Then listing(M) is listing(H) with each path of lakeFS's two-dot diff of

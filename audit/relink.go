@@ -23,8 +23,13 @@ import (
 // branch brings it; merging the batch publishes it when the target did not
 // touch that range) and readers get its bytes. Such a relinked object
 // fails the check relinked_objects, which names the paths, unless its
-// bytes are the base's (both are downloaded and compared): then it is an
-// honest re-upload, and which entry lakeFS keeps does not matter.
+// bytes are the base's (both are downloaded and compared) and it lies
+// under the repository's data prefix (address.go): then it is an honest
+// re-upload, and which entry lakeFS keeps does not matter. Outside the
+// prefix (another repository's data, a bucket the writer can rewrite after
+// the publish) equal bytes today prove nothing: the download cache, the
+// statistics, the query memo and the derived listings (derive.go) take an
+// address's bytes as fixed, so such an object fails whatever its bytes.
 
 // KindRelinked is the kind of the result that names relinked objects.
 const KindRelinked = "relinked_objects"
@@ -48,6 +53,7 @@ func (r *run) relinked(ctx context.Context) []schemas.CheckResult {
 	// base be derived (derive.go).
 	defer func() { r.e.derived.clear(r.req.Repository, r.req.Ref, r.req.BaseRef, cleared) }()
 	compared, bytes := 0, int64(0)
+	prefix := "" // the repository's data prefix, once learnt
 	for _, t := range r.req.Suite.Tables {
 		res := schemas.CheckResult{Name: KindRelinked + "(" + t.Name + ")", Kind: KindRelinked, Table: t.Name, Severity: SeverityError,
 			Threshold: "no object under " + t.Path + " at another physical address than on " + r.baseName() + " with the same claimed checksum and size, unless its bytes are the same"}
@@ -60,10 +66,23 @@ func (r *run) relinked(ctx context.Context) []schemas.CheckResult {
 			out = append(out, res)
 			continue
 		}
-		var differ []string
+		var differ, outside []string
 		uncompared := 0
+		namespaced := false // each candidate's address was checked against the data prefix
+		if len(cands) > 0 {
+			namespaced, err = r.relinkedPrefix(ctx, &prefix)
+			if err != nil {
+				r.failedToRead(&res, "where lakeFS stores the objects of "+r.req.Repository, err)
+				out = append(out, res)
+				continue
+			}
+		}
 		for _, c := range cands {
 			o, b := c[0], c[1]
+			if prefix != "" && !strings.HasPrefix(o.Address, prefix) {
+				outside = append(outside, o.Path)
+				continue
+			}
 			if compared >= maxRelinkedCompared || bytes+2*o.Size > r.e.opts.MaxBytes {
 				differ = append(differ, o.Path)
 				uncompared++
@@ -84,20 +103,53 @@ func (r *run) relinked(ctx context.Context) []schemas.CheckResult {
 			out = append(out, res)
 			continue
 		}
-		if len(differ) == 0 {
-			cleared = append(cleared, t.Path)
+		if len(differ) == 0 && len(outside) == 0 {
+			if namespaced || len(cands) == 0 {
+				cleared = append(cleared, t.Path)
+			}
 			continue // nothing to say: the report keeps its shape
 		}
-		slices.Sort(differ)
 		res.Status = schemas.StatusFail
-		res.Observed = fmt.Sprintf("%d objects at new bytes claiming %s's checksum and size: %s", len(differ), r.baseName(), listed(differ, maxUnauditedPaths))
-		res.Message = "lakeFS compares objects by the checksum a writer claims: it takes these as unchanged, so the batch's changes do not name them, while merging the batch can publish their new bytes"
-		if uncompared > 0 {
-			res.Message += fmt.Sprintf(" (%d not compared: over %d objects or audit.max_bytes)", uncompared, maxRelinkedCompared)
+		var observed, message []string
+		if len(differ) > 0 {
+			slices.Sort(differ)
+			observed = append(observed, fmt.Sprintf("%d objects at new bytes claiming %s's checksum and size: %s", len(differ), r.baseName(), listed(differ, maxUnauditedPaths)))
+			m := "lakeFS compares objects by the checksum a writer claims: it takes these as unchanged, so the batch's changes do not name them, while merging the batch can publish their new bytes"
+			if uncompared > 0 {
+				m += fmt.Sprintf(" (%d not compared: over %d objects or audit.max_bytes)", uncompared, maxRelinkedCompared)
+			}
+			message = append(message, m)
 		}
+		if len(outside) > 0 {
+			slices.Sort(outside)
+			observed = append(observed, fmt.Sprintf("%d objects claiming %s's checksum and size stored outside %s: %s", len(outside), r.baseName(), schemas.Clip(prefix, 256), listed(outside, maxUnauditedPaths)))
+			message = append(message, "stored outside the repository's storage namespace, at a physical address lakeFS did not give: whatever their bytes now, their owner can change them after the publish, while the audit's kept readings take an address's bytes as fixed")
+		}
+		res.Observed, res.Message = strings.Join(observed, "; "), strings.Join(message, "; ")
 		out = append(out, res)
 	}
 	return out
+}
+
+// relinkedPrefix learns the repository's data prefix into *prefix when
+// the Source is Namespaced and the base has a name to ask through (as
+// foreign_addresses does), and says whether candidates can be checked
+// against it. Without it they are compared by bytes only, and the table is
+// not cleared for derived listings (derive.go).
+func (r *run) relinkedPrefix(ctx context.Context, prefix *string) (bool, error) {
+	if *prefix != "" {
+		return true, nil
+	}
+	ns, ok := r.e.opts.Source.(Namespaced)
+	if !ok || r.req.BaseName == "" {
+		return false, nil
+	}
+	p, err := r.dataPrefix(ctx, ns)
+	if err != nil {
+		return false, err
+	}
+	*prefix = p
+	return p != "", nil
 }
 
 // relinkCandidates are the objects under t's path that the ref holds at
