@@ -661,3 +661,61 @@ func TestDerivedListingsOfOwnSealsEqualLakeFSListings(t *testing.T) {
 		t.Errorf("%d listings derived over %d seals and their merges: want most seals derived", derived, seals)
 	}
 }
+
+// Only lakewap's own seals are derived from their one parent: lakeFS's
+// commit of staged changes keeps the parent's entry for a staged one of the
+// same identity, but a writer's cherry-pick onto the batch branch (so a
+// revert, or a commit from a metarange) is a one-parent commit that holds a
+// path at other bytes claiming the parent's identity, with an empty
+// two-dot diff. The engine lists such a commit whole; deriving every
+// one-parent commit (a mutation of derive's seal record) reads main's good
+// bytes where lakeFS holds the NULL ids, and fails here.
+func TestAWritersOneParentCommitIsNotDerivedAsASeal(t *testing.T) {
+	ctx := context.Background()
+	s := startRelinkStack(t)
+	seed, s1, l1 := s.batchOne(t)
+	e := newDeriveEngine(t, s)
+	_, m1 := s.publish(t, e, s1, seed, false, false)
+	if m1 == "" {
+		t.Fatal("batch 1 refused")
+	}
+	p := l1[0].Path
+	if _, err := e.Listing(ctx, "lake", m1, relinkPrefix); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "x", seed); err != nil {
+		t.Fatal(err)
+	}
+	s.relink(t, "x", p, relinkBad, l1[0].Checksum, l1[0].Size)
+	cx := s.commit(t, "x", "the writer's commit")
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "b", m1); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := s.api.CherryPickWithResponse(ctx, "lake", "b", apigen.CherryPickJSONRequestBody{Ref: cx})
+	if err != nil || cp.JSON201 == nil {
+		t.Fatalf("cherry-pick: %v %d %s", err, cp.StatusCode(), cp.Body)
+	}
+	c := cp.JSON201.Id
+	t.Logf("cherry-pick %s parents %v", c[:8], cp.JSON201.Parents)
+	want, err := s.src.List(ctx, "lake", c, relinkPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs, _, err := s.src.Differences(ctx, "lake", m1, c, relinkPrefix, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lakeFS lists %+v; diff of parent and cherry-pick %+v; main's P at %s", want, diffs, l1[0].Address)
+	if len(diffs) != 0 || len(want) != 1 || want[0].Address == l1[0].Address {
+		t.Fatalf("this lakeFS's cherry-pick no longer relinks P unnamed by the diff; the probe needs another setup")
+	}
+	// Not recorded: the engine lists it whole (a mutation deriving every
+	// one-parent commit fails here).
+	got, err := e.Listing(ctx, "lake", c, relinkPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sameListing(t, got, want); !ok {
+		t.Error("the engine's listing of a writer's cherry-pick is not lakeFS's")
+	}
+}
