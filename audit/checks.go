@@ -161,7 +161,7 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 		}
 		var err error
 		q := aggregateSQL(k.schema, r.views[k.viewKey].table.Name, exprs, k.where)
-		if memoWhere(k.where) {
+		if r.e.rowOnly(ctx, k.where) {
 			vals, err = r.memoRow(ctx, q, q, len(exprs)+1, k.viewKey)
 		} else {
 			vals, err = r.queryRow(ctx, q, len(exprs)+1)

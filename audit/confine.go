@@ -247,3 +247,173 @@ func (r *run) allowedTable(ref map[string]any, scope []string) error {
 	}
 	return fmt.Errorf("%w: %s is not a table of the audit", ErrNotConfined, name)
 }
+
+// timeFunctions are the functions of scalarFunctions whose answer depends
+// on when the query runs: DuckDB marks them CONSISTENT_WITHIN_QUERY, except
+// age, which it marks CONSISTENT although age of one argument counts from
+// the current date (TestRowOnlyFunctionsAgreeWithDuckDB checks the rest of
+// scalarFunctions against duckdb_functions()).
+var timeFunctions = setOf("age", "now", "current_date", "current_time", "current_timestamp", "get_current_time",
+	"get_current_timestamp", "today", "transaction_timestamp")
+
+// rowOnlyClasses are the expression classes a where condition of the row's
+// values is made of. A subquery (SUBQUERY, which is also how PIVOT and
+// UNPIVOT in an expression parse), a window, a star or a parameter is not.
+var rowOnlyClasses = setOf("CONSTANT", "COLUMN_REF", "FUNCTION", "OPERATOR", "COMPARISON", "CONJUNCTION", "CASE",
+	"CAST", "BETWEEN", "LAMBDA", "COLLATE")
+
+// rowOnly says whether a where condition's answer for a row depends only on
+// that row's values: the same every time, whatever else the tables hold.
+// Only then may a scan it filters be memoized (memo.go) or a check it
+// belongs to be incremental (the unchanged files' counts for it are kept).
+// DuckDB's parser decides (json_serialize_sql, on the engine's pool; nothing
+// is executed), as confine does: the statement must be exactly
+// SELECT 1 WHERE (condition), and the condition's tree must hold only the
+// expressions of rowOnlyClasses, functions of scalarFunctions but not
+// timeFunctions, and no column named as DuckDB's clock and session
+// keywords (current_date, localtimestamp, user, ...: a column reference
+// until bound). Anything else, a parse that fails included, is not
+// row-only. Answers are kept by the condition's text.
+func (e *Engine) rowOnly(ctx context.Context, where string) bool {
+	if strings.TrimSpace(where) == "" {
+		return true
+	}
+	if ok, found := e.rowOnlyWheres.get(where); found {
+		return ok
+	}
+	var js string
+	if err := e.db.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", "SELECT 1 WHERE (\n"+where+"\n)").Scan(&js); err != nil {
+		return false // not kept: it may be the context's
+	}
+	ok := rowOnlyStatement(js)
+	e.rowOnlyWheres.put(where, ok)
+	return ok
+}
+
+// rowOnlyStatement says whether a json_serialize_sql answer is one
+// SELECT 1 WHERE (condition) with a row-only condition (rowOnly).
+func rowOnlyStatement(js string) bool {
+	var parsed struct {
+		Error      bool             `json:"error"`
+		Statements []map[string]any `json:"statements"`
+	}
+	if err := json.Unmarshal([]byte(js), &parsed); err != nil || parsed.Error || len(parsed.Statements) != 1 {
+		return false
+	}
+	stmt := parsed.Statements[0]
+	node, _ := stmt["node"].(map[string]any)
+	if node == nil || node["type"] != "SELECT_NODE" || node["where_clause"] == nil {
+		return false
+	}
+	for k, v := range stmt {
+		if k != "node" && !(k == "named_param_map" && empty(v)) {
+			return false
+		}
+	}
+	// Every part of the SELECT but its condition is as in SELECT 1: a
+	// condition that closes the parenthesis and adds a GROUP BY, a HAVING,
+	// a UNION or a FROM is not one condition.
+	for k, v := range node {
+		var ok bool
+		switch k {
+		case "type", "where_clause":
+			ok = true
+		case "aggregate_handling":
+			ok = v == "STANDARD_HANDLING"
+		case "modifiers", "group_expressions", "group_sets":
+			ok = empty(v)
+		case "cte_map":
+			m, _ := v.(map[string]any)
+			ok = m != nil && len(m) == 1 && empty(m["map"])
+		case "having", "sample", "qualify":
+			ok = v == nil
+		case "from_table":
+			m, _ := v.(map[string]any)
+			ok = m != nil && m["type"] == "EMPTY"
+		case "select_list":
+			l, _ := v.([]any)
+			c, _ := func() (map[string]any, bool) {
+				if len(l) != 1 {
+					return nil, false
+				}
+				m, ok := l[0].(map[string]any)
+				return m, ok
+			}()
+			ok = c != nil && c["class"] == "CONSTANT"
+		}
+		if !ok {
+			return false
+		}
+	}
+	return rowOnlyExpr(node["where_clause"])
+}
+
+// empty says whether a parse tree's list is empty.
+func empty(v any) bool {
+	l, ok := v.([]any)
+	return ok && len(l) == 0
+}
+
+// queryNodeTypes are the parse tree's query and table nodes: none belongs
+// in a row-only condition (they sit under a SUBQUERY expression, refused
+// already; this is the second lock).
+var queryNodeTypes = setOf("SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE", "CTE_NODE", "BASE_TABLE",
+	"JOIN", "SUBQUERY", "TABLE_FUNCTION", "EXPRESSION_LIST", "PIVOT", "EMPTY", "SHOW_REF", "COLUMN_DATA",
+	"DELIM_GET", "BOUND_TABLE_REF")
+
+// rowOnlyExpr walks a condition's tree (rowOnly).
+func rowOnlyExpr(n any) bool {
+	switch v := n.(type) {
+	case []any:
+		for _, c := range v {
+			if !rowOnlyExpr(c) {
+				return false
+			}
+		}
+	case map[string]any:
+		if class, ok := v["class"].(string); ok {
+			if !rowOnlyClasses[strings.ToLower(class)] {
+				return false
+			}
+			switch class {
+			case "FUNCTION":
+				name, _ := v["function_name"].(string)
+				schema, _ := v["schema"].(string)
+				catalog, _ := v["catalog"].(string)
+				name = strings.ToLower(name)
+				if !scalarFunctions[name] || timeFunctions[name] || catalog != "" || (schema != "" && schema != "main") {
+					return false
+				}
+			case "COLUMN_REF":
+				names, _ := v["column_names"].([]any)
+				for _, c := range names {
+					s, _ := c.(string)
+					if sessionKeyword(s) {
+						return false
+					}
+				}
+			}
+		} else if t, ok := v["type"].(string); ok && (queryNodeTypes[strings.ToLower(t)] || strings.HasSuffix(t, "_NODE")) {
+			return false
+		}
+		for k, c := range v {
+			if k == "subquery" || k == "node" || k == "from_table" {
+				return false
+			}
+			if !rowOnlyExpr(c) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sessionKeyword says whether a column name is one DuckDB binds, when the
+// table has no such column, to the clock or the session (current_date,
+// current_timestamp, localtime, localtimestamp, user, ...). A table's own
+// column of that name is refused too: it only costs the memo.
+func sessionKeyword(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasPrefix(n, "current_") || strings.HasPrefix(n, "local") || strings.HasPrefix(n, "session_") ||
+		n == "user" || n == "current_user"
+}

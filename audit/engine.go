@@ -150,6 +150,8 @@ type Engine struct {
 	// memo keeps answers of queries over files known by physical address
 	// (memo.go); nil turns it off.
 	memo *queryMemo
+	// rowOnlyWheres are rowOnly's answers, by where condition.
+	rowOnlyWheres *boundedMap[bool]
 
 	// groupedUniqueBytes: unique checks over a view of at least this many
 	// bytes count duplicates and gather their sample in one grouped scan;
@@ -211,6 +213,7 @@ func New(opts Options) (*Engine, error) {
 	e.foundations = newBoundedMap[string](reportCacheSize)
 	e.beyond = newBoundedMap[beyondPath](reportCacheSize)
 	e.dataPrefixes = newBoundedMap[string](1024)
+	e.rowOnlyWheres = newBoundedMap[bool](1024)
 	e.listings = newListingCache(listingCacheObjects)
 	e.derived = newDerivations()
 	e.memo = newQueryMemo(memoMaxEntries, memoMaxBytes)

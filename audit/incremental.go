@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,17 +67,11 @@ type incTable struct {
 	oldStats []fileStats
 }
 
-// volatile names SQL a where condition may use whose answer changes with
-// time or between runs: a row that did not meet it when its file was
-// audited could meet it later, so such checks stay full. A subquery reads
-// other rows, so it does too.
-var volatile = regexp.MustCompile(`(?i)\b(now|current_\w*|today|random|uuid|gen_random_uuid|setseed|nextval|currval|get_current_\w*|select|localtimestamp|localtime)\b`)
-
 // incrementalKind says how a check of kind k can be incremental: "row" (on
 // the batch's rows), "table" (a plan of its own) or "" (full).
 func incrementalKind(c Check) string {
 	k := kindOf(c)
-	if c.scope() != ScopeTable || c.Mostly != nil || volatile.MatchString(c.Where) {
+	if c.scope() != ScopeTable || c.Mostly != nil {
 		return ""
 	}
 	switch {
@@ -135,7 +128,7 @@ func (r *run) decide(ctx context.Context) (mode, reason string) {
 			continue
 		}
 		how := incrementalKind(ch)
-		if how == "" {
+		if how == "" || !e.rowOnly(ctx, ch.Where) {
 			continue
 		}
 		inc.planned[i] = true
@@ -525,7 +518,7 @@ func (r *run) combinedMinMax(ctx context.Context, it *incTable, c Check) (any, a
 	query := "SELECT min(lo), max(hi) FROM (" + strings.Join(parts, " UNION ALL ") + ")"
 	var vals []any
 	var err error
-	if memoWhere(c.Where) {
+	if r.e.rowOnly(ctx, c.Where) {
 		// The statistics' min and max are literals of the text.
 		vals, err = r.memoRow(ctx, query, query, 2, viewKey{schemaBatch, strings.ToLower(c.Table)})
 	} else {
@@ -626,7 +619,7 @@ func minMaxOrder(typ string) func(a, b string) (int, bool) {
 // order leave it to the query (ok false).
 func (r *run) batchMinMax(ctx context.Context, c Check, olds []colStats) (lo, hi any, ok bool) {
 	bk := viewKey{schemaBatch, strings.ToLower(c.Table)}
-	if len(olds) > 1 || !memoWhere(c.Where) {
+	if len(olds) > 1 || !r.e.rowOnly(ctx, c.Where) {
 		return nil, nil, false
 	}
 	if _, ok := r.memoView(ctx, bk); !ok {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math/big"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -65,8 +64,9 @@ import (
 // another file, or from the checks), Delta tables (the log decides what is
 // read), CSV and JSON (read with DuckDB's sniffing), custom SQL (it may
 // name any table, in the main or base schema too), and a where condition
-// that reads other rows (a subquery, FROM, a table function) or whose
-// answer changes with time (volatile: now(), random(), ...). Only answers
+// that is not row-only (rowOnly: one that reads other rows, through a
+// subquery, PIVOT or UNPIVOT, or whose answer changes with time or between
+// runs, now(), transaction_timestamp(), random(), ...). Only answers
 // are kept, never errors: a query that failed runs again.
 //
 // Per-file facts are kept too: the columns a Parquet file's footer names
@@ -201,19 +201,6 @@ func memoSize(vals []any) int64 {
 		}
 	}
 	return n
-}
-
-// otherRows matches a where condition that reads rows other than the one
-// it is evaluated on: a subquery (SELECT, or DuckDB's FROM-first form), a
-// table function. Such a condition's answer depends on tables the memo's
-// key does not name.
-var otherRows = regexp.MustCompile(`(?i)\b(select|from|table|query|query_table|read_\w+|parquet_\w+|glob|getvariable|duckdb_\w+)\b`)
-
-// memoWhere says whether a scan filtered by where can be memoized: the
-// condition reads only the row (no subquery, no table function) and
-// answers the same every time (not volatile).
-func memoWhere(where string) bool {
-	return strings.TrimSpace(where) == "" || (!volatile.MatchString(where) && !otherRows.MatchString(where))
 }
 
 // memoView is the definition that identifies view k's answers (see the
