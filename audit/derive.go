@@ -2,9 +2,12 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // Listings of lakewap's own merges and seals, derived (the seals' at
@@ -359,8 +362,14 @@ func applyDifferences(head, sealed []Object, diffs []Difference) ([]Object, bool
 }
 
 // Listing is the listing of prefix at commit as an audit of repo reads it:
-// kept, derived (an own merge) or listed by lakeFS, and then kept.
+// kept, derived (an own merge or seal) or listed by lakeFS, and then kept,
+// within the listing budget (audit.max_list_objects: ErrOverBudget past
+// it). Only a commit id is taken: a branch's listing changes, and is not
+// kept.
 func (e *Engine) Listing(ctx context.Context, repo, commit, prefix string) ([]Object, error) {
+	if !IsCommitID(commit) {
+		return nil, fmt.Errorf("audit: listing of %q: not a commit id (40 to 64 lowercase hex digits)", schemas.Clip(commit, 80))
+	}
 	r := &run{e: e, req: Request{Repository: repo}, log: e.opts.Logger}
-	return r.listCommit(ctx, commit, prefix)
+	return r.list(ctx, commit, prefix)
 }

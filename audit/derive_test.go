@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -128,5 +130,29 @@ func TestConcurrentClearsKeepEveryPath(t *testing.T) {
 	}
 	if lost > 0 {
 		t.Errorf("%d of %d cleared paths lost by concurrent clears", lost, keys*each)
+	}
+}
+
+// Engine.Listing lists commits only, within the listing budget: a branch's
+// listing changes, so it is refused and not kept as if it were a commit's.
+// (Before, it went to listCommit directly: a branch's listing was kept, and
+// a listing over audit.max_list_objects was returned.)
+func TestListingTakesCommitIDsWithinTheBudget(t *testing.T) {
+	id := fmt.Sprintf("%064x", 1)
+	objs := []Object{{Path: "gold/t/a", Address: "a", Checksum: "a", Size: 1}, {Path: "gold/t/b", Address: "b", Checksum: "b", Size: 1}}
+	e, err := New(Options{Source: mapSource{"main": objs, id: objs}, WorkDir: t.TempDir(), MaxListObjects: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	if got, err := e.Listing(ctx, "lake", "main", "gold/t/"); err == nil || !strings.Contains(err.Error(), "commit id") {
+		t.Errorf("a branch's listing: %v %v, want an error naming the commit id", got, err)
+	}
+	if _, ok := e.listings.get("lake", "main", "gold/t/"); ok {
+		t.Error("a branch's listing is kept as a commit's")
+	}
+	if got, err := e.Listing(ctx, "lake", id, "gold/t/"); !errors.Is(err, ErrOverBudget) {
+		t.Errorf("a listing of 2 objects over a budget of 1: %v %v, want ErrOverBudget", got, err)
 	}
 }
