@@ -379,3 +379,74 @@ func TestRelinkedObjectIsRefusedUnlessItsBytesAreTheSame(t *testing.T) {
 		t.Logf("main serves %q after merging batch 2 (not x's bytes)", sb.String())
 	}
 }
+
+// A writer's branch stages main's path P at an object of another
+// repository (outside this one's storage namespace) holding the same bytes
+// and claiming main's checksum and size; a batch merges that branch in. P
+// is in no diff, so foreign_addresses does not see it, and its bytes equal
+// main's today, but their owner can change them after the publish while
+// the engine's download cache, statistics, query memo and derived listings
+// take an address's bytes as fixed. relinked_objects must refuse it,
+// naming P and saying it lies outside the storage namespace. (Before the
+// fix the batch passed: equal bytes passed wherever they lay.)
+func TestRelinkedObjectOfTheSameBytesOutsideTheNamespaceIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s := startRelinkStack(t)
+	if err := s.lake.CreateRepository(ctx, "other", "local://other", "main"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.lake.Upload(ctx, "other", "main", "private/part-0.csv", strings.NewReader(relinkGood)); err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := s.lake.List(ctx, "other", "main", "private/")
+	if err != nil || len(theirs) != 1 || !strings.Contains(theirs[0].PhysicalAddress, "/other/data/") {
+		t.Fatalf("the other repository's object: %v %+v", err, theirs)
+	}
+	if err := s.lake.Upload(ctx, "lake", "main", "other/seed", strings.NewReader("z")); err != nil {
+		t.Fatal(err)
+	}
+	s.commit(t, "main", "seed")
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "x", "main"); err != nil {
+		t.Fatal(err)
+	}
+	p := relinkPrefix + "batch=1/part-0.csv"
+	if err := s.lake.Upload(ctx, "lake", "main", p, strings.NewReader(relinkGood)); err != nil {
+		t.Fatal(err)
+	}
+	head := s.commit(t, "main", "batch 1")
+	l1, err := s.src.List(ctx, "lake", head, relinkPrefix)
+	if err != nil || len(l1) != 1 {
+		t.Fatalf("list main: %v %+v", err, l1)
+	}
+	resp, err := s.api.StageObjectWithResponse(ctx, "lake", "x", &apigen.StageObjectParams{Path: p},
+		apigen.StageObjectJSONRequestBody{PhysicalAddress: theirs[0].PhysicalAddress, Checksum: l1[0].Checksum, SizeBytes: l1[0].Size})
+	if err != nil || resp.StatusCode() != http.StatusCreated {
+		t.Fatalf("stage %s at %s: %v HTTP %d %s", p, theirs[0].PhysicalAddress, err, resp.StatusCode(), resp.Body)
+	}
+	s.commit(t, "x", "the writer's other branch")
+	if _, err := s.lake.EnsureBranch(ctx, "lake", "b", head); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.lake.Upload(ctx, "lake", "b", relinkPrefix+"batch=2/part-0.csv", strings.NewReader("id,x\n3,c\n")); err != nil {
+		t.Fatal(err)
+	}
+	s.commit(t, "b", "batch 2's own rows")
+	bad, err := s.lake.Merge(ctx, "lake", "x", "b", "batch 2 takes x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := s.src.List(ctx, "lake", bad, relinkPrefix+"batch=1/")
+	if err != nil || len(l2) != 1 || l2[0].Address == l1[0].Address {
+		t.Fatalf("batch 2 should hold %s at the other repository's address: %v %+v", p, err, l2)
+	}
+	e := newRelinkEngine(t, s.src)
+	rep, err := e.Run(ctx, audit.Request{Dataset: "d", Suite: relinkSuite, Repository: "lake", Ref: bad, BaseRef: head, BaseName: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, ok := relinkedResult(rep)
+	if rep.Passed || !ok || res.Status != schemas.StatusFail || !strings.Contains(res.Observed, p) || !strings.Contains(res.Message, "storage namespace") {
+		t.Errorf("batch 2 holds %s at %s (another repository's, the same bytes as main's): passed=%v relinked_objects=%+v (present %v)",
+			p, l2[0].Address, rep.Passed, res, ok)
+	}
+}
