@@ -120,8 +120,8 @@ var nullSpellings = []string{"-1.#IND", "1.#QNAN", "1.#IND", "-1.#QNAN", "#N/A N
 // is left for the view to report.
 func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[string]string) error {
 	for _, f := range files {
-		q := fmt.Sprintf("SELECT name, value FROM (SELECT * FROM read_csv(%s, header = true, all_varchar = true)) "+
-			"UNPIVOT (value FOR name IN (COLUMNS(*))) WHERE list_contains(%s, value) LIMIT 1", literalList([]string{f}), literalList(nullSpellings))
+		q := fmt.Sprintf("SELECT name, value FROM (SELECT * FROM read_csv(%s, header = true, all_varchar = true%s)) "+
+			"UNPIVOT (value FOR name IN (COLUMNS(*))) WHERE list_contains(%s, value) LIMIT 1", literalList([]string{f}), noHive, literalList(nullSpellings))
 		var name, value string
 		switch err := r.e.db.QueryRowContext(ctx, q).Scan(&name, &value); {
 		case errors.Is(err, sql.ErrNoRows):

@@ -647,8 +647,8 @@ func checkpointSQL(files []string, fields map[string]map[string]bool) (string, e
 		return "", fmt.Errorf("%w: a checkpoint with no add, remove, metaData or protocol column", ErrDeltaUnsupported)
 	}
 	return fmt.Sprintf(`SELECT j, strlen(j) FROM (
-		SELECT CAST(to_json({%s}) AS VARCHAR) AS j FROM read_parquet(%s, union_by_name = true) c WHERE %s)`,
-		strings.Join(parts, ", "), literalList(files), strings.Join(nonNull, " OR ")), nil
+		SELECT CAST(to_json({%s}) AS VARCHAR) AS j FROM read_parquet(%s, union_by_name = true%s) c WHERE %s)`,
+		strings.Join(parts, ", "), literalList(files), noHive, strings.Join(nonNull, " OR ")), nil
 }
 
 // deltaState applies actions, one version at a time.
@@ -1087,7 +1087,7 @@ func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, file
 		groups[k] = append(groups[k], files[i])
 	}
 	parts := each(slices.Sorted(maps.Keys(groups)), func(k string) string {
-		return fmt.Sprintf("SELECT * , %s FROM read_parquet(%s, union_by_name = true)", k, literalList(groups[k]))
+		return fmt.Sprintf("SELECT * , %s FROM read_parquet(%s, union_by_name = true%s)", k, literalList(groups[k]), noHive)
 	})
 	return fmt.Sprintf("CREATE VIEW %s AS %s", qualified(schema, table), strings.Join(parts, " UNION ALL BY NAME "))
 }

@@ -808,9 +808,9 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 		if err != nil {
 			return r.errored(c, fmt.Errorf("audit: %w", err), 0)
 		}
-		union := ""
+		union := noHive
 		if len(local) > 1 {
-			union = ", union_by_name = true"
+			union += ", union_by_name = true"
 		}
 		old := fmt.Sprintf("(SELECT %s FROM read_parquet(%s%s))", keys, literalList(slices.Compact(slices.Sorted(slices.Values(local)))), union)
 		on := strings.Join(each(cols, func(k string) string {

@@ -54,9 +54,9 @@ import (
 // engine: its DuckDB's settings are set once when it opens and locked
 // (setupSQL: TimeZone UTC, insertion order kept, the distrusted optimizers
 // off), and the memo is the engine's. The local files' directories are the
-// engine's cache directory or a run directory (run-<digits>/files/<n>), so
-// DuckDB's hive partitioning sees the same key=value directories (none of
-// its own) for a file whatever run reads it. BatchTime and now() reach no
+// engine's cache directory or a run directory (run-<digits>/files/<n>),
+// and every read_* call turns DuckDB's hive partitioning off (noHive), so
+// no directory of a local path adds a column. BatchTime and now() reach no
 // memoized query: freshness's scan reads max(column) and judges it in Go.
 //
 // Anything that cannot be keyed so is not memoized (memoView says no):

@@ -44,13 +44,21 @@ func viewSQL(schema, table, format string, files []string) string {
 	return fmt.Sprintf("CREATE VIEW %s AS SELECT * FROM %s", qualified(schema, table), readSQL(format, files))
 }
 
+// noHive is every read_* call's option turning off DuckDB's guess of hive
+// partitions from the files' paths. The engine reads local copies (under
+// WorkDir or CacheDir), whose directories are the engine's, not the
+// table's: an operator's directory named "env=prod" added a column env to
+// every view of two or more files. lakewap adds no hive partition columns
+// (DESIGN.md); a Delta table's partition values come from its log.
+const noHive = ", hive_partitioning = false"
+
 // readSQL is the table function reading files of format.
 func readSQL(format string, files []string) string {
 	// A single file needs no union, and reading it plainly is measurably
 	// faster.
-	union := ""
+	union := noHive
 	if len(files) > 1 {
-		union = ", union_by_name = true"
+		union += ", union_by_name = true"
 	}
 	var from string
 	switch format {

@@ -32,13 +32,13 @@ func TestGeneratedSQL(t *testing.T) {
 		want string
 	}{
 		{"parquet view", viewSQL("main", "billing", FormatParquet, []string{"/w/a.parquet", "/w/it's.parquet"}),
-			`CREATE VIEW "main"."billing" AS SELECT * FROM read_parquet(['/w/a.parquet', '/w/it''s.parquet'], union_by_name = true)`},
+			`CREATE VIEW "main"."billing" AS SELECT * FROM read_parquet(['/w/a.parquet', '/w/it''s.parquet'], hive_partitioning = false, union_by_name = true)`},
 		{"csv view", viewSQL("batch", "ev", FormatCSV, []string{"/w/a"}),
-			`CREATE VIEW "batch"."ev" AS SELECT * FROM read_csv(['/w/a'], header = true)`},
+			`CREATE VIEW "batch"."ev" AS SELECT * FROM read_csv(['/w/a'], header = true, hive_partitioning = false)`},
 		{"jsonl view", viewSQL("base", "ev", FormatJSONL, []string{"/w/a", "/w/b"}),
-			`CREATE VIEW "base"."ev" AS SELECT * FROM read_json(['/w/a', '/w/b'], format = 'newline_delimited', union_by_name = true)`},
+			`CREATE VIEW "base"."ev" AS SELECT * FROM read_json(['/w/a', '/w/b'], format = 'newline_delimited', hive_partitioning = false, union_by_name = true)`},
 		{"empty view", emptyViewSQL("batch", "ev", FormatParquet, "/c/x"),
-			`CREATE VIEW "batch"."ev" AS SELECT * FROM read_parquet(['/c/x']) LIMIT 0`},
+			`CREATE VIEW "batch"."ev" AS SELECT * FROM read_parquet(['/c/x'], hive_partitioning = false) LIMIT 0`},
 		{"synthetic view", syntheticEmptyViewSQL("main", "r", []ColumnType{{"id", "VARCHAR"}, {"a b", "DOUBLE"}}),
 			`CREATE VIEW "main"."r" AS SELECT CAST(NULL AS VARCHAR) AS "id", CAST(NULL AS DOUBLE) AS "a b" WHERE false`},
 		{"not_null predicate", failPredicate(Check{Kind: KindNotNull, Column: "id", Columns: []string{`x"y`}}),

@@ -286,9 +286,9 @@ func (r *run) computeStats(ctx context.Context, format string, objs []Object, fi
 		}
 		exprs = append(exprs, "typeof(min("+q+"))", "count("+q+")"+filter, "CAST(min("+q+")"+filter+" AS VARCHAR)", "CAST(max("+q+")"+filter+" AS VARCHAR)")
 	}
-	union := ""
+	union := noHive
 	if len(files) > 1 {
-		union = ", union_by_name = true"
+		union += ", union_by_name = true"
 	}
 	uniq := slices.Compact(slices.Sorted(slices.Values(files)))
 	q := fmt.Sprintf("SELECT __lakewap_file, %s FROM read_parquet(%s, filename = '__lakewap_file'%s) GROUP BY __lakewap_file",
