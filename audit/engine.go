@@ -835,7 +835,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			if _, ok := objPath[f]; !ok {
 				files = append(files, f)
 				objPath[f] = objs[i].Path
-				if id, ok := r.fileIdentity(objs[i], cmp.Or(objs[i].at, v.ref), f); ok && r.e.memo != nil {
+				if id, ok := r.fileIdentity(objs[i], cmp.Or(objs[i].at, v.ref)); ok && r.e.memo != nil {
 					ids[f] = id
 				}
 			}

@@ -334,17 +334,17 @@ func (h *diffHistory) publish(foundation, sealed string, rep schemas.AuditReport
 // when the foundation's attestation allows) and full, and every check's
 // status and figures must be the same.
 //
-// Seed 3 runs without a download cache, its commits named by commit ids:
-// the memo then keys the files read at a commit by the addresses its
-// listing gives.
+// Commits are named by commit ids: the memo keys only files read at a
+// commit. Seed 3 runs without a download cache: the memo then keys the
+// files read at a commit by the addresses its listing gives.
 func TestIncrementalEqualsFull(t *testing.T) {
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			lake := newLakeSim(t)
 			cacheDir := func() string { return t.TempDir() }
-			root := "c000"
+			lake.ids = true
+			root := cid("c000")
 			if seed == 3 {
-				lake.ids, root = true, cid("c000")
 				cacheDir = func() string { return "" }
 			}
 			h := &diffHistory{t: t, lake: lake, rng: rand.New(rand.NewPCG(seed, 21)), head: root, nextID: 1}

@@ -196,7 +196,7 @@ func testMemoSamePath(t *testing.T, cache bool) {
 // TestQueryMemoBounds: the memo keeps at most its entries and bytes,
 // dropping the least recently used first.
 func TestQueryMemoBounds(t *testing.T) {
-	m := newQueryMemo(3, 1000)
+	m := newQueryMemo(3, 1000+3*memoEntryOverhead)
 	k := func(i int) [32]byte { return memoKey("row", fmt.Sprint(i)) }
 	for i := range 4 {
 		m.put(k(i), []any{int64(i)}, 10)
@@ -215,8 +215,8 @@ func TestQueryMemoBounds(t *testing.T) {
 		}
 	}
 	m.put(k(5), []any{"y"}, 700) // over the bytes: the oldest go
-	if m.bytes > 1000 || m.lru.Len() != len(m.m) {
-		t.Fatalf("memo holds %d bytes in %d entries (%d keys), over its 1000 bytes", m.bytes, m.lru.Len(), len(m.m))
+	if m.bytes > m.maxBytes || m.lru.Len() != len(m.m) {
+		t.Fatalf("memo holds %d bytes in %d entries (%d keys), over its %d bytes", m.bytes, m.lru.Len(), len(m.m), m.maxBytes)
 	}
 	if _, ok := m.get(k(5)); !ok {
 		t.Fatal("the newest entry went")
@@ -230,11 +230,16 @@ func TestQueryMemoBounds(t *testing.T) {
 	}
 }
 
-// TestMemoLeavesABranchWithoutCache: without a download cache a file is
-// read by its path at the ref; at a branch, which can move between the
-// listing and the download, it has no identity and nothing is memoized.
-func TestMemoLeavesABranchWithoutCache(t *testing.T) {
-	r := newMemoRig(t, false, map[string][]string{"data/t/e.parquet": {"1000", "2000"}})
+// TestMemoLeavesABranch: a file is downloaded by its path at
+// the ref, into the cache under the address the listing gave; at a branch,
+// which can move between the listing and the download, that may be the
+// bytes of another address, so it has no identity and nothing is
+// memoized, with a download cache or without (with one, the cache's copy
+// had an identity before the fix: this test failed).
+func TestMemoLeavesABranch(t *testing.T) { eachCache(t, testMemoLeavesABranch) }
+
+func testMemoLeavesABranch(t *testing.T, cache bool) {
+	r := newMemoRig(t, cache, map[string][]string{"data/t/e.parquet": {"1000", "2000"}})
 	const branch = "batch-branch"
 	r.lake.branch(t, cid("c001"), branch)
 	r.lake.commit(branch, []string{cid("c001")}, nil)
@@ -246,6 +251,6 @@ func TestMemoLeavesABranchWithoutCache(t *testing.T) {
 		}
 	}
 	if h, m := r.memo.memo.stats(); h != hits || m != misses {
-		t.Fatalf("audits of a branch without a cache used the memo: %d hits, %d misses", h-hits, m-misses)
+		t.Fatalf("audits of a branch used the memo: %d hits, %d misses", h-hits, m-misses)
 	}
 }
