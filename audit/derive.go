@@ -222,7 +222,7 @@ func (r *run) derive(ctx context.Context, commit, prefix string) ([]Object, bool
 	}
 	e.derived.count(why == "")
 	if why != "" {
-		r.log.Debug("audit: listing of an own merge made whole", "commit", commit, "prefix", prefix, "why", why)
+		r.log.Debug("audit: listing of an own merge or seal made whole", "commit", commit, "prefix", prefix, "why", why)
 		return nil, false
 	}
 	return objs, true
@@ -230,13 +230,9 @@ func (r *run) derive(ctx context.Context, commit, prefix string) ([]Object, bool
 
 func (r *run) deriveOwnMerge(ctx context.Context, commit, sealed, prefix string) ([]Object, string) {
 	e, repo := r.e, r.req.Repository
-	differ, ok := e.opts.Source.(Differ)
-	if !ok || e.opts.History == nil {
-		return nil, "no two-dot diff or commit graph"
-	}
-	c, err := e.opts.History.Commit(ctx, repo, commit)
-	if err != nil {
-		return nil, "commit: " + err.Error()
+	c, differ, why := r.commitToDerive(ctx, commit)
+	if why != "" {
+		return nil, why
 	}
 	parents := c.Parents
 	if c.ID != commit || len(parents) != 2 || parents[1] != sealed {
@@ -254,12 +250,9 @@ func (r *run) deriveOwnMerge(ctx context.Context, commit, sealed, prefix string)
 	if !ok {
 		return nil, "sealed commit's listing not held"
 	}
-	diffs, truncated, err := differ.Differences(ctx, repo, head, commit, prefix, e.opts.MaxListObjects)
-	switch {
-	case err != nil:
-		return nil, "diff: " + err.Error()
-	case truncated:
-		return nil, "diff over the listing budget"
+	diffs, why := r.differences(ctx, differ, head, commit, prefix)
+	if why != "" {
+		return nil, why
 	}
 	objs, ok := applyDifferences(lh, ls, diffs)
 	if !ok {
@@ -277,13 +270,9 @@ func (r *run) deriveOwnMerge(ctx context.Context, commit, sealed, prefix string)
 // the deepest folder holding them all (the batch's own, usually).
 func (r *run) deriveOwnSeal(ctx context.Context, commit, prefix string) ([]Object, string) {
 	e, repo := r.e, r.req.Repository
-	differ, ok := e.opts.Source.(Differ)
-	if !ok || e.opts.History == nil {
-		return nil, "no two-dot diff or commit graph"
-	}
-	c, err := e.opts.History.Commit(ctx, repo, commit)
-	if err != nil {
-		return nil, "commit: " + err.Error()
+	c, differ, why := r.commitToDerive(ctx, commit)
+	if why != "" {
+		return nil, why
 	}
 	if c.ID != commit || len(c.Parents) != 1 {
 		return nil, "not one parent"
@@ -293,12 +282,9 @@ func (r *run) deriveOwnSeal(ctx context.Context, commit, prefix string) ([]Objec
 	if !ok {
 		return nil, "parent's listing not held"
 	}
-	diffs, truncated, err := differ.Differences(ctx, repo, parent, commit, prefix, e.opts.MaxListObjects)
-	switch {
-	case err != nil:
-		return nil, "diff: " + err.Error()
-	case truncated:
-		return nil, "diff over the listing budget"
+	diffs, why := r.differences(ctx, differ, parent, commit, prefix)
+	if why != "" {
+		return nil, why
 	}
 	var paths []string
 	for _, d := range diffs {
@@ -314,6 +300,7 @@ func (r *run) deriveOwnSeal(ctx context.Context, commit, prefix string) ([]Objec
 		}
 		var ok bool
 		if changed, ok = e.listings.get(repo, commit, folder); !ok {
+			var err error
 			if changed, err = e.opts.Source.List(ctx, repo, commit, folder); err != nil {
 				return nil, "list " + folder + ": " + err.Error()
 			}
@@ -325,6 +312,33 @@ func (r *run) deriveOwnSeal(ctx context.Context, commit, prefix string) ([]Objec
 		return nil, "the diff names a path the listings do not hold"
 	}
 	return objs, ""
+}
+
+// commitToDerive is commit's information and the Source's two-dot diff,
+// or why a listing of it cannot be derived.
+func (r *run) commitToDerive(ctx context.Context, commit string) (CommitInfo, Differ, string) {
+	differ, ok := r.e.opts.Source.(Differ)
+	if !ok || r.e.opts.History == nil {
+		return CommitInfo{}, nil, "no two-dot diff or commit graph"
+	}
+	c, err := r.e.opts.History.Commit(ctx, r.req.Repository, commit)
+	if err != nil {
+		return CommitInfo{}, nil, "commit: " + err.Error()
+	}
+	return c, differ, ""
+}
+
+// differences is lakeFS's two-dot diff of from and to under prefix, within
+// the listing budget, or why not.
+func (r *run) differences(ctx context.Context, differ Differ, from, to, prefix string) ([]Difference, string) {
+	diffs, truncated, err := differ.Differences(ctx, r.req.Repository, from, to, prefix, r.e.opts.MaxListObjects)
+	switch {
+	case err != nil:
+		return nil, "diff: " + err.Error()
+	case truncated:
+		return nil, "diff over the listing budget"
+	}
+	return diffs, ""
 }
 
 // applyDifferences is head's listing with each difference removed, or
