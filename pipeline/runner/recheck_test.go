@@ -214,16 +214,23 @@ func TestPreparedDiffOnlyForTheSameFoundation(t *testing.T) {
 		aud := &changesOf{}
 		r := historyRunner(l, aud)
 		run := historyRun()
-		r.prepareDiff(context.Background(), run)
-		r.dmu.Lock()
-		f := r.diffs[diffKey(run)]
-		r.dmu.Unlock()
-		<-f.done
-		in, ok := r.publish(context.Background(), run, nil).(pipeline.Merged)
+		in, ok := publishWithPreparedDiff(r, run)
 		if !ok || strings.Join(l.asked, " ") != tt.wantAsked || strings.Join(aud.got, " ") != tt.wantChange {
 			t.Errorf("%s: %+v; diffs asked %v, recheck given %v; want %s and %s", tt.name, in, l.asked, aud.got, tt.wantAsked, tt.wantChange)
 		}
 	}
+}
+
+// publishWithPreparedDiff takes run's diff as a waiting publish does,
+// waits for it, then publishes.
+func publishWithPreparedDiff(r *Runner, run pipeline.Run) (pipeline.Merged, bool) {
+	r.prepareDiff(context.Background(), run)
+	r.dmu.Lock()
+	f := r.diffs[diffKey(run)]
+	r.dmu.Unlock()
+	<-f.done
+	in, ok := r.publish(context.Background(), run, nil).(pipeline.Merged)
+	return in, ok
 }
 
 // The audit step's diff of the seal (three-dot, against the target's
@@ -245,12 +252,7 @@ func TestPreparedDiffIsTheAuditsDiff(t *testing.T) {
 		r := historyRunner(l, aud)
 		run := historyRun()
 		r.audited.put(run.Repository, run.SealedCommit, "h0", []pipeline.Change{{Path: "gold/t/audited/part-0.parquet", Size: 1}})
-		r.prepareDiff(context.Background(), run)
-		r.dmu.Lock()
-		f := r.diffs[diffKey(run)]
-		r.dmu.Unlock()
-		<-f.done
-		in, ok := r.publish(context.Background(), run, nil).(pipeline.Merged)
+		in, ok := publishWithPreparedDiff(r, run)
 		if !ok || strings.Join(l.asked, " ") != tt.wantAsked || strings.Join(aud.got, " ") != tt.wantChange {
 			t.Errorf("%s: %+v; diffs asked %q, recheck given %v; want %q and %s", tt.name, in, l.asked, aud.got, tt.wantAsked, tt.wantChange)
 		}
