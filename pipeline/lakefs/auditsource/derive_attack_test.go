@@ -82,6 +82,20 @@ func (s relinkStack) publish(t *testing.T, e *audit.Engine, sealed, head string,
 	return rep, m
 }
 
+// publishedBatchOne is batch 1 (batchOne) published by a derive engine:
+// main's head before it, its sealed commit and listing, the engine and the
+// merge commit.
+func (s relinkStack) publishedBatchOne(t *testing.T) (seed, s1 string, l1 []audit.Object, e *audit.Engine, m1 string) {
+	t.Helper()
+	seed, s1, l1 = s.batchOne(t)
+	e = newDeriveEngine(t, s)
+	first, m1 := s.publish(t, e, s1, seed, false, false)
+	if m1 == "" {
+		t.Fatalf("batch 1 refused: %+v", first.Failed())
+	}
+	return seed, s1, l1, e, m1
+}
+
 // sameListing says whether got (the engine's listing of commit) is
 // lakeFS's listing want, object for object, except that an object may be
 // at another address holding the same bytes (the local blockstore's
@@ -154,12 +168,7 @@ func TestDerivedListingOfAMergeTakingARelinkedPath(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := startRelinkStack(t)
-			seed, s1, l1 := s.batchOne(t)
-			e := newDeriveEngine(t, s)
-			first, m1 := s.publish(t, e, s1, seed, false, false)
-			if m1 == "" {
-				t.Fatalf("batch 1 refused: %+v", first.Failed())
-			}
+			seed, _, l1, e, m1 := s.publishedBatchOne(t)
 			p := l1[0].Path
 			b := "b"
 			// lakeFS drops a staged entry of a committed path's identity at
@@ -238,11 +247,7 @@ func TestDerivedListingOfAMergeWhereBothSidesChangedAPathAlike(t *testing.T) {
 		t.Run(fmt.Sprintf("bad=%v", bad), func(t *testing.T) {
 			ctx := context.Background()
 			s := startRelinkStack(t)
-			seed, s1, l1 := s.batchOne(t)
-			e := newDeriveEngine(t, s)
-			if _, m1 := s.publish(t, e, s1, seed, false, false); m1 == "" {
-				t.Fatal("batch 1 refused")
-			}
+			_, _, l1, e, _ := s.publishedBatchOne(t)
 			p := l1[0].Path
 			foundation := l1HeadOf(t, s)
 			if err := s.lake.Upload(ctx, "lake", "main", p, strings.NewReader(newGood)); err != nil {
@@ -519,12 +524,7 @@ func TestDerivedListingOfAnOwnSeal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := startRelinkStack(t)
-			seed, s1, l1 := s.batchOne(t)
-			e := newDeriveEngine(t, s)
-			_, m1 := s.publish(t, e, s1, seed, false, false)
-			if m1 == "" {
-				t.Fatal("batch 1 refused")
-			}
+			seed, _, l1, e, m1 := s.publishedBatchOne(t)
 			p := l1[0].Path
 			if _, err := e.Listing(ctx, "lake", m1, relinkPrefix); err != nil {
 				t.Fatal(err)
@@ -673,12 +673,7 @@ func TestDerivedListingsOfOwnSealsEqualLakeFSListings(t *testing.T) {
 func TestAWritersOneParentCommitIsNotDerivedAsASeal(t *testing.T) {
 	ctx := context.Background()
 	s := startRelinkStack(t)
-	seed, s1, l1 := s.batchOne(t)
-	e := newDeriveEngine(t, s)
-	_, m1 := s.publish(t, e, s1, seed, false, false)
-	if m1 == "" {
-		t.Fatal("batch 1 refused")
-	}
+	seed, _, l1, e, m1 := s.publishedBatchOne(t)
 	p := l1[0].Path
 	if _, err := e.Listing(ctx, "lake", m1, relinkPrefix); err != nil {
 		t.Fatal(err)
