@@ -154,6 +154,31 @@ func (s relinkStack) batchOne(t *testing.T) (mainHead, s1 string, l1 []audit.Obj
 	return mainHead, s1, l1
 }
 
+// batchOneOnMain seeds main, branches branch from the seed (a writer's
+// other branch) and commits batch 1's good rows on main: the path, main's
+// head and its listing (one object).
+func (s relinkStack) batchOneOnMain(t *testing.T, branch string) (p, head string, l1 []audit.Object) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.lake.Upload(ctx, "lake", "main", "other/seed", strings.NewReader("z")); err != nil {
+		t.Fatal(err)
+	}
+	s.commit(t, "main", "seed")
+	if _, err := s.lake.EnsureBranch(ctx, "lake", branch, "main"); err != nil {
+		t.Fatal(err)
+	}
+	p = relinkPrefix + "batch=1/part-0.csv"
+	if err := s.lake.Upload(ctx, "lake", "main", p, strings.NewReader(relinkGood)); err != nil {
+		t.Fatal(err)
+	}
+	head = s.commit(t, "main", "batch 1")
+	l1, err := s.src.List(ctx, "lake", head, relinkPrefix)
+	if err != nil || len(l1) != 1 {
+		t.Fatalf("list main: %v %+v", err, l1)
+	}
+	return p, head, l1
+}
+
 const (
 	relinkGood = "id,x\n1,a\n2,b\n"
 	relinkBad  = "id,x\n,aa\n,bb\n" // same size, NULL ids
@@ -275,22 +300,7 @@ func relinkedResult(rep schemas.AuditReport) (schemas.CheckResult, bool) {
 func TestRelinkedObjectIsRefusedUnlessItsBytesAreTheSame(t *testing.T) {
 	ctx := context.Background()
 	s := startRelinkStack(t)
-	if err := s.lake.Upload(ctx, "lake", "main", "other/seed", strings.NewReader("z")); err != nil {
-		t.Fatal(err)
-	}
-	s.commit(t, "main", "seed")
-	if _, err := s.lake.EnsureBranch(ctx, "lake", "x", "main"); err != nil {
-		t.Fatal(err)
-	}
-	p := relinkPrefix + "batch=1/part-0.csv"
-	if err := s.lake.Upload(ctx, "lake", "main", p, strings.NewReader(relinkGood)); err != nil {
-		t.Fatal(err)
-	}
-	head := s.commit(t, "main", "batch 1")
-	l1, err := s.src.List(ctx, "lake", head, relinkPrefix)
-	if err != nil || len(l1) != 1 {
-		t.Fatalf("list main: %v %+v", err, l1)
-	}
+	p, head, l1 := s.batchOneOnMain(t, "x")
 	s.relink(t, "x", p, relinkBad, l1[0].Checksum, l1[0].Size)
 	s.commit(t, "x", "the writer's other branch")
 
@@ -402,22 +412,7 @@ func TestRelinkedObjectOfTheSameBytesOutsideTheNamespaceIsRefused(t *testing.T) 
 	if err != nil || len(theirs) != 1 || !strings.Contains(theirs[0].PhysicalAddress, "/other/data/") {
 		t.Fatalf("the other repository's object: %v %+v", err, theirs)
 	}
-	if err := s.lake.Upload(ctx, "lake", "main", "other/seed", strings.NewReader("z")); err != nil {
-		t.Fatal(err)
-	}
-	s.commit(t, "main", "seed")
-	if _, err := s.lake.EnsureBranch(ctx, "lake", "x", "main"); err != nil {
-		t.Fatal(err)
-	}
-	p := relinkPrefix + "batch=1/part-0.csv"
-	if err := s.lake.Upload(ctx, "lake", "main", p, strings.NewReader(relinkGood)); err != nil {
-		t.Fatal(err)
-	}
-	head := s.commit(t, "main", "batch 1")
-	l1, err := s.src.List(ctx, "lake", head, relinkPrefix)
-	if err != nil || len(l1) != 1 {
-		t.Fatalf("list main: %v %+v", err, l1)
-	}
+	p, head, l1 := s.batchOneOnMain(t, "x")
 	resp, err := s.api.StageObjectWithResponse(ctx, "lake", "x", &apigen.StageObjectParams{Path: p},
 		apigen.StageObjectJSONRequestBody{PhysicalAddress: theirs[0].PhysicalAddress, Checksum: l1[0].Checksum, SizeBytes: l1[0].Size})
 	if err != nil || resp.StatusCode() != http.StatusCreated {
