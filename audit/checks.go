@@ -30,6 +30,7 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 	results := make([]schemas.CheckResult, len(checks))
 	var order []scanKey
 	groups := map[scanKey][]int{}
+	r.planFusion(ctx)
 	for i, c := range checks {
 		if res, ok := r.runIncremental(ctx, i, c); ok {
 			results[i] = res
@@ -148,17 +149,10 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 	start := time.Now()
 	total, settled := r.fromStatistics(ctx, k, idxs)
 	var vals []any
-	offsets := map[int]int{}
+	var offsets map[int]int
 	if !settled {
 		var exprs []string
-		for _, i := range idxs {
-			offsets[i] = len(exprs) + 1
-			e := aggExprs(checks[i])
-			if o, ok := r.planned[i]; ok {
-				e[0] = o
-			}
-			exprs = append(exprs, e...)
-		}
+		exprs, offsets = r.scanExprs(idxs)
 		var err error
 		q := aggregateSQL(k.schema, r.views[k.viewKey].table.Name, exprs, k.where)
 		if r.e.rowOnly(ctx, k.where) {
@@ -227,6 +221,23 @@ func (r *run) checkGroup(ctx context.Context, k scanKey, idxs []int, results []s
 			results[i].DurationMs += time.Since(started).Milliseconds()
 		}
 	}
+}
+
+// scanExprs are the expressions of the aggregate scan of checks idxs (a
+// planned expression in place of its check's first), after count(*), and
+// where each check's figures start in the scan's row.
+func (r *run) scanExprs(idxs []int) ([]string, map[int]int) {
+	var exprs []string
+	offsets := map[int]int{}
+	for _, i := range idxs {
+		offsets[i] = len(exprs) + 1
+		e := aggExprs(r.req.Suite.Checks[i])
+		if o, ok := r.planned[i]; ok {
+			e[0] = o
+		}
+		exprs = append(exprs, e...)
+	}
+	return exprs, offsets
 }
 
 // sampleTogether gives the failed row-level checks want of one scan their
@@ -456,6 +467,9 @@ func (r *run) errored(c Check, err error, d time.Duration) schemas.CheckResult {
 }
 
 func (r *run) queryRow(ctx context.Context, q string, n int) ([]any, error) {
+	if vals, ok := r.prefetched(ctx, q, n); ok {
+		return vals, nil
+	}
 	return scanValues(r.conn.QueryRowContext(ctx, q).Scan, n)
 }
 

@@ -161,6 +161,13 @@ type Engine struct {
 	// bitmapUniqueBytes: integer keys of smaller views are counted with
 	// count(DISTINCT), which costs less than reading the footers' bounds.
 	bitmapUniqueBytes int64
+
+	// onStatement, when set, is called with each statement run on a run's
+	// connection (tests).
+	onStatement func(q string)
+	// unfused turns off fusing the batch's aggregates (fuse.go), for tests
+	// and benchmarks that compare.
+	unfused bool
 }
 
 var memoryLimit = regexp.MustCompile(`(?i)^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)?\s*$`)
@@ -520,6 +527,9 @@ type run struct {
 	inc *increment
 	// dl brings the run's files to local files.
 	dl downloader
+	// fused are the aggregates of batch views fetched together, by the
+	// text of each query (fuse.go).
+	fused map[string]*fusion
 }
 
 func (r *run) close() {

@@ -625,9 +625,7 @@ func (r *run) batchMinMax(ctx context.Context, c Check, olds []colStats) (lo, hi
 	if _, ok := r.memoView(ctx, bk); !ok {
 		return nil, nil, false
 	}
-	col := quoteIdent(c.Column)
-	q := fmt.Sprintf("SELECT min(%s), max(%s), CAST(min(%s) AS VARCHAR), CAST(max(%s) AS VARCHAR), typeof(min(%s)) FROM %s",
-		col, col, col, col, col, filtered(schemaBatch, r.table(c.Table).Name, c.Where))
+	q := batchMinMaxSQL(r.table(c.Table).Name, c)
 	vals, err := r.memoRow(ctx, q, q, 5, bk)
 	if err != nil {
 		return nil, nil, false // the combined query reports it
@@ -673,6 +671,15 @@ func (r *run) batchMinMax(ctx context.Context, c Check, olds []colStats) (lo, hi
 		}
 	}
 	return lo, hi, true
+}
+
+// batchMinMaxSQL is batchMinMax's query: the min and max of c's column
+// over the batch's rows (meeting its where), as values and as text, and
+// their type.
+func batchMinMaxSQL(table string, c Check) string {
+	col := quoteIdent(c.Column)
+	return fmt.Sprintf("SELECT min(%s), max(%s), CAST(min(%s) AS VARCHAR), CAST(max(%s) AS VARCHAR), typeof(min(%s)) FROM %s",
+		col, col, col, col, col, filtered(schemaBatch, table, c.Where))
 }
 
 // literalRow runs q, a query that reads no table, on the engine's pool,
@@ -769,13 +776,8 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 	cols := c.columns()
 	first := quoteIdent(cols[0])
 	keys := strings.Join(each(cols, quoteIdent), ", ")
-	inner := fmt.Sprintf("count(%s) - count(DISTINCT %s)", first, first)
-	if len(cols) > 1 {
-		inner = fmt.Sprintf("count(*) - count(DISTINCT (%s))", keys)
-	}
 	batch := viewKey{schemaBatch, strings.ToLower(t.Name)}
-	q := fmt.Sprintf("SELECT count(*), %s, count(%s), CAST(min(%s) AS VARCHAR), CAST(max(%s) AS VARCHAR), typeof(min(%s)) FROM %s",
-		inner, first, first, first, first, qualified(schemaBatch, t.Name))
+	q := uniqueBatchSQL(t.Name, c)
 	vals, err := r.memoRow(ctx, q, q, 6, batch)
 	if err != nil {
 		if missing := r.missingColumnIn(ctx, schemaBatch, c); missing != nil {
@@ -845,6 +847,20 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 		}
 	}
 	return res
+}
+
+// uniqueBatchSQL is uniqueIncremental's query over the batch's rows: its
+// rows, the extra occurrences of its keys, the rows with a first key
+// column, that column's min and max as text, and its type.
+func uniqueBatchSQL(table string, c Check) string {
+	cols := c.columns()
+	first := quoteIdent(cols[0])
+	inner := fmt.Sprintf("count(%s) - count(DISTINCT %s)", first, first)
+	if len(cols) > 1 {
+		inner = fmt.Sprintf("count(*) - count(DISTINCT (%s))", strings.Join(each(cols, quoteIdent), ", "))
+	}
+	return fmt.Sprintf("SELECT count(*), %s, count(%s), CAST(min(%s) AS VARCHAR), CAST(max(%s) AS VARCHAR), typeof(min(%s)) FROM %s",
+		inner, first, first, first, first, qualified(schemaBatch, table))
 }
 
 // holdingKeys narrows files (unchanged files whose key range meets the

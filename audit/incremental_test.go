@@ -361,13 +361,13 @@ func TestIncrementalEqualsFull(t *testing.T) {
 			}
 			e := engine()
 			// The reference: an engine without the query memo, with its
-			// own statistics.
+			// own statistics, asking each aggregate alone (unfused).
 			plain, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: cacheDir(), History: lake, StatsDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { plain.Close() })
-			plain.memo = nil
+			plain.memo, plain.unfused = nil, true
 			h.plain = plain
 			var hits int64
 			var incremental, full, onto, unattested, failing, afterForeign int

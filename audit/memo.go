@@ -152,6 +152,18 @@ func (m *queryMemo) has(k [32]byte) bool {
 	return ok
 }
 
+// holds says whether k has an answer, without counting a hit or a miss
+// or making it the most recently used.
+func (m *queryMemo) holds(k [32]byte) bool {
+	if m == nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.m[k]
+	return ok
+}
+
 func (m *queryMemo) put(k [32]byte, v any, size int64) {
 	if m == nil || size > memoMaxValueBytes {
 		return
@@ -362,6 +374,7 @@ func (c *lazyConn) open(ctx context.Context) error {
 		c.r.e.memo.conns.Add(1)
 	}
 	for _, s := range append(runSQL(c.r.catalog), c.deferred...) {
+		c.r.e.statement(s)
 		if _, err := conn.ExecContext(ctx, s); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err() // not kept: close tears down what was made
@@ -381,6 +394,7 @@ func (c *lazyConn) QueryContext(ctx context.Context, q string, args ...any) (*sq
 	if err := c.open(ctx); err != nil {
 		return nil, err
 	}
+	c.r.e.statement(q)
 	return c.conn.QueryContext(ctx, q, args...)
 }
 
@@ -388,6 +402,7 @@ func (c *lazyConn) ExecContext(ctx context.Context, q string, args ...any) (sql.
 	if err := c.open(ctx); err != nil {
 		return nil, err
 	}
+	c.r.e.statement(q)
 	return c.conn.ExecContext(ctx, q, args...)
 }
 
@@ -408,7 +423,16 @@ func (c *lazyConn) QueryRowContext(ctx context.Context, q string, args ...any) l
 	if err := c.open(ctx); err != nil {
 		return lazyRow{err: err}
 	}
+	c.r.e.statement(q)
 	return lazyRow{row: c.conn.QueryRowContext(ctx, q, args...)}
+}
+
+// statement notes a statement about to run on a run's connection: tests
+// count them (onStatement).
+func (e *Engine) statement(q string) {
+	if e.onStatement != nil {
+		e.onStatement(q)
+	}
 }
 
 // goodView is the memo's key for a view definition DuckDB took, when the

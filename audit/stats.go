@@ -274,18 +274,10 @@ func (r *run) computeStats(ctx context.Context, format string, objs []Object, fi
 	if len(files) == 0 {
 		return nil, nil
 	}
-	exprs := []string{"count(*)"}
-	for _, w := range need.wheres {
-		exprs = append(exprs, "count(*) FILTER (WHERE (\n"+w+"\n))")
+	if st, ok := r.batchFileStats(ctx, format, files, need); ok {
+		return []fileStats{st}, nil
 	}
-	for _, c := range need.cols {
-		q := quoteIdent(c.name)
-		filter := ""
-		if w := strings.TrimSpace(c.where); w != "" {
-			filter = " FILTER (WHERE (\n" + w + "\n))"
-		}
-		exprs = append(exprs, "typeof(min("+q+"))", "count("+q+")"+filter, "CAST(min("+q+")"+filter+" AS VARCHAR)", "CAST(max("+q+")"+filter+" AS VARCHAR)")
-	}
+	exprs := statsExprs(need)
 	union := noHive
 	if len(files) > 1 {
 		union += ", union_by_name = true"
@@ -304,24 +296,7 @@ func (r *run) computeStats(ctx context.Context, format string, objs []Object, fi
 		if err != nil {
 			return nil, err
 		}
-		st := fileStats{Rows: asInt(vals[1]), Counts: map[string]int64{}, Cols: map[string]colStats{}}
-		j := 2
-		for _, w := range need.wheres {
-			st.Counts[whereKey(w)] = asInt(vals[j])
-			j++
-		}
-		for _, c := range need.cols {
-			cs := colStats{Type: fmt.Sprint(vals[j]), NonNull: asInt(vals[j+1])}
-			if lo, ok := vals[j+2].(string); ok && len(lo) <= maxStatValueBytes {
-				cs.Min = lo
-			}
-			if hi, ok := vals[j+3].(string); ok && len(hi) <= maxStatValueBytes {
-				cs.Max = hi
-			}
-			st.Cols[c.key()] = cs
-			j += 4
-		}
-		byFile[fmt.Sprint(vals[0])] = st
+		byFile[fmt.Sprint(vals[0])] = statsOfRow(vals[1:], need)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -330,15 +305,62 @@ func (r *run) computeStats(ctx context.Context, format string, objs []Object, fi
 	for i, f := range files {
 		st, ok := byFile[f]
 		if !ok { // a file without rows has no group
-			st = fileStats{Counts: map[string]int64{}, Cols: map[string]colStats{}}
-			for _, w := range need.wheres {
-				st.Counts[whereKey(w)] = 0
-			}
-			for _, c := range need.cols {
-				st.Cols[c.key()] = colStats{}
-			}
+			st = emptyStats(need)
 		}
 		out[i] = st
 	}
 	return out, nil
+}
+
+// statsExprs are the figures of a file's statistics (need), as
+// aggregates over its rows: its rows, the rows meeting each where, and
+// each column's type, values, min and max as text.
+func statsExprs(need statsNeed) []string {
+	exprs := []string{"count(*)"}
+	for _, w := range need.wheres {
+		exprs = append(exprs, "count(*) FILTER (WHERE (\n"+w+"\n))")
+	}
+	for _, c := range need.cols {
+		q := quoteIdent(c.name)
+		filter := ""
+		if w := strings.TrimSpace(c.where); w != "" {
+			filter = " FILTER (WHERE (\n" + w + "\n))"
+		}
+		exprs = append(exprs, "typeof(min("+q+"))", "count("+q+")"+filter, "CAST(min("+q+")"+filter+" AS VARCHAR)", "CAST(max("+q+")"+filter+" AS VARCHAR)")
+	}
+	return exprs
+}
+
+// statsOfRow reads the figures of statsExprs(need), in order.
+func statsOfRow(vals []any, need statsNeed) fileStats {
+	st := fileStats{Rows: asInt(vals[0]), Counts: map[string]int64{}, Cols: map[string]colStats{}}
+	j := 1
+	for _, w := range need.wheres {
+		st.Counts[whereKey(w)] = asInt(vals[j])
+		j++
+	}
+	for _, c := range need.cols {
+		cs := colStats{Type: fmt.Sprint(vals[j]), NonNull: asInt(vals[j+1])}
+		if lo, ok := vals[j+2].(string); ok && len(lo) <= maxStatValueBytes {
+			cs.Min = lo
+		}
+		if hi, ok := vals[j+3].(string); ok && len(hi) <= maxStatValueBytes {
+			cs.Max = hi
+		}
+		st.Cols[c.key()] = cs
+		j += 4
+	}
+	return st
+}
+
+// emptyStats are the statistics of a file without rows.
+func emptyStats(need statsNeed) fileStats {
+	st := fileStats{Counts: map[string]int64{}, Cols: map[string]colStats{}}
+	for _, w := range need.wheres {
+		st.Counts[whereKey(w)] = 0
+	}
+	for _, c := range need.cols {
+		st.Cols[c.key()] = colStats{}
+	}
+	return st
 }

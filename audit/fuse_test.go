@@ -1,0 +1,252 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// fuseSuite is the demo's suite at its own scopes (four checks over the
+// whole table, row_count over the batch), as BenchmarkWAPCycle audits it.
+func fuseSuite() Suite {
+	zero, one := 0.0, 1.0
+	return Suite{Tables: []Table{{Name: "billing_fact", Path: "gold/billing_fact/"}}, Checks: []Check{
+		{Name: "billing_id_not_null", Kind: KindNotNull, Table: "billing_fact", Columns: []string{"billing_id", "customer_id"}},
+		{Name: "billing_id_unique", Kind: KindUnique, Table: "billing_fact", Columns: []string{"billing_id"}},
+		{Name: "amount_not_negative", Kind: KindRange, Table: "billing_fact", Column: "amount_cents", Min: &zero},
+		{Name: "has_rows", Kind: KindRowCount, Table: "billing_fact", Min: &one, Scope: "batch"},
+		{Name: "known_currency", Kind: KindAcceptedValues, Table: "billing_fact", Column: "currency", Values: []string{"EUR", "USD", "GBP"}, Severity: "warn"},
+	}}
+}
+
+// demoRows are 100 rows of the demo's billing table, ids from `from`.
+func demoRows(from int) string {
+	return fmt.Sprintf(`SELECT 'INV-' || lpad(i::VARCHAR, 7, '0') AS billing_id, 'CUST-' || (i %% 97)::VARCHAR AS customer_id,
+	(100 + i * 37 %% 50000)::BIGINT AS amount_cents, ['EUR','USD','GBP'][1 + i %% 3] AS currency
+	FROM range(%d, %d) t(i)`, from, from+100)
+}
+
+// fuseRig is a target c001, an attested publish of fuseSuite holding two
+// 100-row files, and two engines over it: one that fuses the batch's
+// aggregates and one that does not (unfused). Each records the statements
+// its runs' connections run.
+type fuseRig struct {
+	t             *testing.T
+	lake          *lakeSim
+	fused, single *Engine
+	mu            sync.Mutex
+	stmts         map[*Engine][]string
+}
+
+func newFuseRig(t *testing.T) *fuseRig {
+	r := &fuseRig{t: t, lake: newLakeSim(t), stmts: map[*Engine][]string{}}
+	for _, e := range []**Engine{&r.fused, &r.single} {
+		var err error
+		if *e, err = New(Options{Source: r.lake, WorkDir: t.TempDir(), History: r.lake}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*e).Close() })
+		eng := *e
+		eng.onStatement = func(q string) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.stmts[eng] = append(r.stmts[eng], q)
+		}
+	}
+	r.single.unfused = true
+	c0, s0, c1 := cid("c000"), cid("s0"), cid("c001")
+	r.lake.commit(c0, nil, nil)
+	r.lake.write(t, c0, "gold/billing_fact/batch=0/part-0.parquet", demoRows(0))
+	r.lake.branch(t, c0, s0)
+	r.lake.commit(s0, []string{c0}, nil)
+	r.lake.write(t, s0, "gold/billing_fact/batch=1/part-0.parquet", demoRows(100))
+	rep, err := r.fused.Run(context.Background(), r.request(s0, c0, true))
+	if err != nil || !rep.Passed {
+		t.Fatalf("the first batch's full audit: %v %+v", err, rep.Checks)
+	}
+	r.lake.mergeDirs(t, c0, s0, c0, c1)
+	text, err := NewAttestation("billing", fuseSuite(), rep, s0, c0).Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.lake.commit(c1, []string{c0, s0}, map[string]string{MetaAttestation: text})
+	return r
+}
+
+func (r *fuseRig) request(ref, base string, full bool) Request {
+	return Request{Dataset: "billing", Repository: "r", Ref: ref, BaseRef: base, BaseName: "main", BatchTime: batchTime,
+		Suite: fuseSuite(), Full: full}
+}
+
+// batch makes a batch branch of c001 (commit name) adding one file of rows.
+func (r *fuseRig) batch(name, rows string) string {
+	s := cid(name)
+	r.lake.branch(r.t, cid("c001"), s)
+	r.lake.commit(s, []string{cid("c001")}, nil)
+	r.lake.write(r.t, s, "gold/billing_fact/"+name+"/part-0.parquet", rows)
+	return s
+}
+
+// audit runs the first audit of batch s on both engines, wants the same
+// report of both, and returns it with the statements each ran.
+func (r *fuseRig) audit(s string) (rep schemas.AuditReport, fused, single []string) {
+	r.t.Helper()
+	ctx := context.Background()
+	var got [2]schemas.AuditReport
+	var ran [2][]string
+	for i, e := range []*Engine{r.fused, r.single} {
+		r.mu.Lock()
+		r.stmts[e] = nil
+		r.mu.Unlock()
+		var err error
+		if got[i], err = e.Run(ctx, r.request(s, cid("c001"), false)); err != nil {
+			r.t.Fatal(err)
+		}
+		r.mu.Lock()
+		ran[i] = r.stmts[e]
+		r.mu.Unlock()
+	}
+	sameReport(r.t, "fused and not", got[0], got[1])
+	if got[0].Mode != ModeIncremental {
+		r.t.Fatalf("audit of %s is %s: %s", s, got[0].Mode, got[0].ModeReason)
+	}
+	return got[0], ran[0], ran[1]
+}
+
+// batchScans are the statements that read the batch's rows: aggregates of
+// the batch's view, and the statistics' scan of its files.
+func batchScans(stmts []string) []string {
+	var out []string
+	for _, q := range stmts {
+		if strings.Contains(q, `FROM "batch"."billing_fact"`) || strings.Contains(q, "__lakewap_file") {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// TestFusedFirstAuditStatements: the first (incremental) audit of a batch
+// of one 100-row file, with the demo's suite at its own scopes, asks
+// DuckDB for the figures of the batch's rows in one statement: the
+// statistics of its file, unique's batch keys, the row checks' scan and
+// range's min and max, which used to take one statement each (four; the
+// test failed so before the fusion). The report is the one the engine
+// that runs them one at a time gives, and the recheck onto a moved target
+// still answers them all from the memo (no statement over the batch).
+func TestFusedFirstAuditStatements(t *testing.T) {
+	r := newFuseRig(t)
+	// A first batch: its audit computes the statistics of the target's
+	// files, as the audits that published them would have.
+	r.audit(r.batch("b0", demoRows(200)))
+	rep, fused, single := r.audit(r.batch("b1", demoRows(300)))
+	if !rep.Passed {
+		t.Fatalf("want a pass: %+v", rep.Checks)
+	}
+	if got := batchScans(fused); len(got) != 1 {
+		t.Fatalf("the first audit read the batch's rows in %d statements, want 1:\n%s", len(got), strings.Join(got, "\n"))
+	}
+	if got := batchScans(single); len(got) != 4 {
+		t.Fatalf("unfused, the first audit read the batch's rows in %d statements, want 4:\n%s", len(got), strings.Join(got, "\n"))
+	}
+	if len(fused) != len(single)-3 {
+		t.Fatalf("the first audit ran %d statements, unfused %d: want 3 fewer", len(fused), len(single))
+	}
+	t.Logf("statements on the run's connection: %d fused, %d unfused", len(fused), len(single))
+	// The recheck onto the target: the batch's figures come from the memo.
+	r.mu.Lock()
+	r.stmts[r.fused] = nil
+	r.mu.Unlock()
+	req := r.request(cid("b1"), cid("c001"), false)
+	req.Onto = true
+	again, err := r.fused.Run(context.Background(), req)
+	if err != nil || !again.Passed || again.Mode != ModeIncremental {
+		t.Fatalf("recheck: %v %s %+v", err, again.Mode, again.Checks)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if got := batchScans(r.stmts[r.fused]); len(got) != 0 {
+		t.Fatalf("the recheck read the batch's rows again:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+// TestFusedComponentErrors: when one of the fused figures cannot be
+// computed (the batch's file lacks unique's and not_null's column; its
+// amount is text that does not read as a number), the fused statement
+// fails and each consumer asks its own: each check reports its own error,
+// as without the fusion, and the others their verdicts.
+func TestFusedComponentErrors(t *testing.T) {
+	r := newFuseRig(t)
+	cases := []struct {
+		name, rows string
+		errored    []string
+	}{
+		{"missing_column", `SELECT 'CUST-1' AS customer_id, 100::BIGINT AS amount_cents, 'EUR' AS currency FROM range(100)`,
+			[]string{"billing_id_not_null", "billing_id_unique"}},
+		{"text_amount", strings.Replace(demoRows(400), "(100 + i * 37 % 50000)::BIGINT", "'x' || i::VARCHAR", 1),
+			[]string{"amount_not_negative"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r.t = t
+			rep, fused, _ := r.audit(r.batch(tc.name, tc.rows))
+			for _, c := range rep.Checks {
+				want := schemas.StatusPass
+				for _, e := range tc.errored {
+					if c.Name == e {
+						want = schemas.StatusError
+					}
+				}
+				if c.Status != want {
+					t.Errorf("check %s: %s (%s), want %s", c.Name, c.Status, c.Message, want)
+				}
+				if want == schemas.StatusError && tc.name == "missing_column" && !strings.Contains(c.Message, `no column "billing_id"`) {
+					t.Errorf("check %s: message %q does not name the missing column", c.Name, c.Message)
+				}
+			}
+			// The fused statement was tried (it names unique's and the
+			// scan's figures together), then the consumers' own.
+			scans := batchScans(fused)
+			if len(scans) < 2 || !strings.Contains(scans[0], "count(DISTINCT") || !strings.Contains(scans[0], "FILTER") {
+				t.Fatalf("the fused statement was not tried first, or the consumers did not ask their own:\n%s", strings.Join(scans, "\n"))
+			}
+		})
+	}
+}
+
+// TestFusedBatchStatistics: the statistics a batch of one file leaves in
+// the store, taken from the fused statement over the batch's view, are the
+// ones computeStats's grouped scan of the file gives (the unfused engine):
+// a file of rows, one whose key column is all NULL, one without rows.
+func TestFusedBatchStatistics(t *testing.T) {
+	r := newFuseRig(t)
+	r.audit(r.batch("b0", demoRows(200))) // the target's files' statistics
+	for name, rows := range map[string]string{
+		"rows":  demoRows(300),
+		"nulls": strings.Replace(demoRows(400), "'INV-' || lpad(i::VARCHAR, 7, '0')", "CAST(NULL AS VARCHAR)", 1),
+		"empty": demoRows(500) + " LIMIT 0",
+	} {
+		t.Run(name, func(t *testing.T) {
+			r.t = t
+			s := r.batch(name, rows)
+			_, fused, _ := r.audit(s)
+			if name != "nulls" && len(batchScans(fused)) != 1 {
+				t.Fatalf("the batch's rows read in %d statements:\n%s", len(batchScans(fused)), strings.Join(batchScans(fused), "\n"))
+			}
+			objs, err := r.lake.List(context.Background(), "r", s, "gold/billing_fact/"+name+"/")
+			if err != nil || len(objs) != 1 {
+				t.Fatal(err, objs)
+			}
+			key := statsKey("r", objs[0])
+			got, ok1 := r.fused.stats.get(key)
+			want, ok2 := r.single.stats.get(key)
+			if !ok1 || !ok2 || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+				t.Fatalf("statistics of the batch's file: fused %v %+v, unfused %v %+v", ok1, got, ok2, want)
+			}
+			t.Logf("%+v", got)
+		})
+	}
+}
