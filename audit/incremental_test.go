@@ -90,7 +90,7 @@ func (l *lakeSim) Changed(ctx context.Context, repo, base, ref, prefix string) (
 
 // mergeDirs makes dst what merging sealed (made from foundation) into
 // target leaves: the target's files with the sealed commit's changes.
-func (l *lakeSim) mergeDirs(t *testing.T, foundation, sealed, target, dst string) {
+func (l *lakeSim) mergeDirs(t testing.TB, foundation, sealed, target, dst string) {
 	t.Helper()
 	l.branch(t, target, dst)
 	ctx := context.Background()
@@ -283,7 +283,7 @@ func (h *diffHistory) compare(e *Engine, req Request) schemas.AuditReport {
 // sameReport fails the test unless the memoized engine's report a is the
 // plain engine's b: mode, verdict, and every check's status, figures,
 // message and sample rows.
-func sameReport(t *testing.T, what string, a, b schemas.AuditReport) {
+func sameReport(t testing.TB, what string, a, b schemas.AuditReport) {
 	t.Helper()
 	if a.Mode != b.Mode || a.ModeReason != b.ModeReason || a.Passed != b.Passed || len(a.Checks) != len(b.Checks) {
 		t.Fatalf("%s: with the memo %s %q passed=%v %d checks, without %s %q passed=%v %d checks", what,
