@@ -44,7 +44,7 @@ func TestConcurrentCallsKeepTheirConnections(t *testing.T) {
 		var wg sync.WaitGroup
 		for range calls {
 			wg.Go(func() {
-				if _, err := c.Head(context.Background(), "repo", "main"); err != nil {
+				if _, err := c.GetCommit(context.Background(), "repo", "main"); err != nil {
 					t.Error(err)
 				}
 			})

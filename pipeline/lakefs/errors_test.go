@@ -208,7 +208,8 @@ func TestPublishSealsAndMergesWithoutAllowEmpty(t *testing.T) {
 	sealed := strings.Repeat("a", 64)
 	c, f := newFake(t, map[string]answer{
 		"POST /api/v1/repositories/lake/branches/b1/commits":            {201, `{"id":"` + sealed + `","parents":["p"],"committer":"x","message":"m","creation_date":1,"meta_range_id":""}`},
-		"GET /api/v1/repositories/lake/refs/" + sealed + "/merge/main":  {200, `{"base_commit_id":"p","destination_commit_id":"h","source_commit_id":"` + sealed + `"}`},
+		"GET /api/v1/repositories/lake/branches":                        {200, `{"pagination":{"has_more":false},"results":[{"id":"main","commit_id":"h"}]}`},
+		"GET /api/v1/repositories/lake/refs/" + sealed + "/merge/h":     {200, `{"base_commit_id":"p","destination_commit_id":"h","source_commit_id":"` + sealed + `"}`},
 		"POST /api/v1/repositories/lake/refs/" + sealed + "/merge/main": {200, `{"reference":"m1"}`},
 	})
 	id, err := Publish(context.Background(), c, "lake", "b1", "main", map[string]string{pipeline.MetaBatchID: "42", "k": "v"})
@@ -236,7 +237,8 @@ func TestPublishSealsAndMergesWithoutAllowEmpty(t *testing.T) {
 func TestPublishedByMergeBaseNotByLabel(t *testing.T) {
 	sealed := strings.Repeat("b", 64)
 	c, f := newFake(t, map[string]answer{
-		"GET /api/v1/repositories/lake/refs/" + sealed + "/merge/main": {200, `{"base_commit_id":"` + sealed + `","destination_commit_id":"c4","source_commit_id":"` + sealed + `"}`},
+		"GET /api/v1/repositories/lake/branches":                     {200, `{"pagination":{"has_more":false},"results":[{"id":"main","commit_id":"c4"}]}`},
+		"GET /api/v1/repositories/lake/refs/" + sealed + "/merge/c4": {200, `{"base_commit_id":"` + sealed + `","destination_commit_id":"c4","source_commit_id":"` + sealed + `"}`},
 		"GET /api/v1/repositories/lake/refs/c4/commits": {200, `{"pagination":{"has_more":false},"results":[
 			{"id":"c4","parents":["c3"],"metadata":{"wap.batch_id":"42"}},
 			{"id":"c3","parents":["c2","` + sealed + `"],"metadata":{}},
@@ -255,7 +257,8 @@ func TestPublishedByMergeBaseNotByLabel(t *testing.T) {
 	}
 	other := strings.Repeat("c", 64)
 	c2, _ := newFake(t, map[string]answer{
-		"GET /api/v1/repositories/lake/refs/" + other + "/merge/main": {200, `{"base_commit_id":"c1","destination_commit_id":"c4","source_commit_id":"` + other + `"}`},
+		"GET /api/v1/repositories/lake/branches":                    {200, `{"pagination":{"has_more":false},"results":[{"id":"main","commit_id":"c4"}]}`},
+		"GET /api/v1/repositories/lake/refs/" + other + "/merge/c4": {200, `{"base_commit_id":"c1","destination_commit_id":"c4","source_commit_id":"` + other + `"}`},
 	})
 	if p, err := c2.Published(context.Background(), "lake", "main", other, since); err != nil || p.OnTarget || p.Head != "c4" {
 		t.Errorf("Published of a commit not on main = %+v, %v", p, err)
@@ -268,7 +271,11 @@ func TestPublishedLookIsBounded(t *testing.T) {
 	var amounts []string
 	sealed := strings.Repeat("d", 64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/merge/main") {
+		if strings.HasSuffix(r.URL.Path, "/branches") {
+			_, _ = io.WriteString(w, `{"pagination":{"has_more":false},"results":[{"id":"main","commit_id":"h"}]}`)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/merge/h") {
 			_, _ = io.WriteString(w, `{"base_commit_id":"`+sealed+`","destination_commit_id":"h","source_commit_id":"`+sealed+`"}`)
 			return
 		}

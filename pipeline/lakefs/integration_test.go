@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,6 +125,90 @@ func TestRealLakeFS(t *testing.T) {
 		}
 		if branches, _ := c.ListBranches(ctx, repo, "wap-"); len(branches) != 0 {
 			t.Errorf("after delete ListBranches = %v", branches)
+		}
+	})
+
+	t.Run("branch heads are listed", func(t *testing.T) {
+		// A head or merge-base named by a branch reads the branch from
+		// lakeFS's branch listing, never through a call that names the
+		// branch (lakeFS batches those reads and makes each wait up to
+		// graveler.max_batch_delay); anything that is not plainly a branch
+		// is left to lakeFS's own resolution, with the same answers.
+		repo := newRepo(t, "heads")
+		var mu sync.Mutex
+		var asked []string
+		rc, err := lakefs.New(lakefs.Config{Endpoint: stack.LakeFSEndpoint, AccessKeyID: stack.AccessKeyID, SecretAccessKey: stack.SecretAccessKey,
+			Wrap: func(rt http.RoundTripper) http.RoundTripper {
+				return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					mu.Lock()
+					asked = append(asked, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+					mu.Unlock()
+					return rt.RoundTrip(r)
+				})
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		take := func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			out := asked
+			asked = nil
+			return out
+		}
+		upload(t, repo, "main", "a.txt", "a")
+		first, err := c.Commit(ctx, repo, "main", "first", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range []string{"main-a", "mai"} {
+			if _, err := c.EnsureBranch(ctx, repo, b, "main"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		upload(t, repo, "main-a", "b.txt", "b")
+		sealed, err := c.Commit(ctx, repo, "main-a", "on main-a", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		upload(t, repo, "main", "c.txt", "c")
+		second, err := c.Commit(ctx, repo, "main", "second", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		take()
+		for ref, want := range map[string]string{"main": second, "main-a": sealed, "mai": first} {
+			if got, err := rc.Head(ctx, repo, ref); err != nil || got != want {
+				t.Errorf("Head(%s) = %s, %v; want %s", ref, got, err, want)
+			}
+		}
+		base, head, err := rc.MergeBase(ctx, repo, sealed, "main")
+		if err != nil || base != first || head != second {
+			t.Errorf("MergeBase(sealed, main) = %s, %s, %v; want %s, %s", base, head, err, first, second)
+		}
+		p, err := rc.Published(ctx, repo, "main", sealed, time.Time{})
+		if err != nil || p.OnTarget || p.Head != second || p.Base != first {
+			t.Errorf("Published(sealed) = %+v, %v; want head %s base %s, not on main", p, err, second, first)
+		}
+		for _, a := range take() {
+			for _, b := range []string{"/main", "/main-a", "/mai"} {
+				if strings.HasSuffix(strings.SplitN(a, "?", 2)[0], b) {
+					t.Errorf("asked lakeFS %q, a call naming branch %s", a, b[1:])
+				}
+			}
+		}
+		// Not plainly a branch: lakeFS resolves it, as before.
+		if got, err := rc.Head(ctx, repo, "main~1"); err != nil || got != first {
+			t.Errorf("Head(main~1) = %s, %v; want %s", got, err, first)
+		}
+		if got, err := rc.Head(ctx, repo, second); err != nil || got != second {
+			t.Errorf("Head(commit id) = %s, %v; want %s", got, err, second)
+		}
+		if _, err := rc.Head(ctx, repo, "ma"); !errors.Is(err, pipeline.ErrNotFound) {
+			t.Errorf("Head(ma), a prefix of branches but none: %v, want ErrNotFound", err)
+		}
+		if _, _, err := rc.MergeBase(ctx, "no-such-repo", sealed, "main"); !errors.Is(err, pipeline.ErrNotFound) {
+			t.Errorf("MergeBase in a missing repository: %v, want ErrNotFound", err)
 		}
 	})
 
@@ -408,3 +494,7 @@ func TestRealLakeFS(t *testing.T) {
 		}
 	})
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
