@@ -150,6 +150,9 @@ type Engine struct {
 	// memo keeps answers of queries over files known by physical address
 	// (memo.go); nil turns it off.
 	memo *queryMemo
+	// summaries are the last summaries of unchanged files (summary.go);
+	// nil turns them off.
+	summaries *summaryCache
 	// rowOnlyWheres are rowOnly's answers, by where condition.
 	rowOnlyWheres *boundedMap[bool]
 
@@ -224,6 +227,7 @@ func New(opts Options) (*Engine, error) {
 	e.listings = newListingCache(listingCacheObjects)
 	e.derived = newDerivations()
 	e.memo = newQueryMemo(memoMaxEntries, memoMaxBytes)
+	e.summaries = newSummaryCache(summaryMaxEntries, summaryMaxBytes)
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}

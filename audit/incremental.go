@@ -65,6 +65,7 @@ type incTable struct {
 	batch    []Object // the batch's files (their addresses from the listing)
 	old      []Object // the unchanged files
 	oldStats []fileStats
+	sum      *fileSummary // of old, when they could be keyed (summary.go)
 }
 
 // incrementalKind says how a check of kind k can be incremental: "row" (on
@@ -321,8 +322,7 @@ func (r *run) prepareIncTable(ctx context.Context, name string, it *incTable) er
 			}
 		}
 	}
-	it.oldStats, err = r.statsOf(ctx, t, it.old, it.need)
-	return err
+	return r.unchangedStats(ctx, t, it)
 }
 
 // stateObjects lists the files of table t in the audited state: at the ref,
@@ -446,6 +446,14 @@ func (r *run) storeStats(o Object, st fileStats) {
 func (it *incTable) oldRows(where string) int64 {
 	var n int64
 	where = strings.TrimSpace(where)
+	if it.sum != nil {
+		if where == "" {
+			return it.sum.rows
+		}
+		if n, ok := it.sum.counts[whereKey(where)]; ok {
+			return n
+		}
+	}
 	for _, st := range it.oldStats {
 		if where == "" {
 			n += st.Rows
@@ -489,25 +497,11 @@ func (r *run) adjust(ctx context.Context, i int, c Check, total int64, v []any) 
 // combinedMinMax is the min and max of c's column over the batch's rows and
 // the unchanged files' statistics, typed as the scan would give them.
 func (r *run) combinedMinMax(ctx context.Context, it *incTable, c Check) (any, any, error) {
-	col := statColumn(c).key()
 	q := quoteIdent(c.Column)
 	parts := []string{fmt.Sprintf("SELECT min(%s) AS lo, max(%s) AS hi FROM %s", q, q, filtered(schemaBatch, r.table(c.Table).Name, c.Where))}
-	olds := make([]colStats, 0, len(it.oldStats))
-	for _, st := range it.oldStats {
-		cs := st.Cols[col]
-		if cs.NonNull == 0 {
-			continue
-		}
-		if !typeName.MatchString(cs.Type) {
-			return nil, nil, fmt.Errorf("statistics of column %s name type %q", c.Column, cs.Type)
-		}
-		olds = append(olds, cs)
-	}
-	// One row per unchanged file made the query grow with the table; where
-	// the files' type has an order Go knows, their overall min and max are
-	// picked here and the query gets one row.
-	if lo, hi, ok := reduceMinMax(olds); ok {
-		olds = []colStats{{Type: lo.Type, Min: lo.Min, Max: hi.Max}}
+	olds, err := oldMinMax(it, c)
+	if err != nil {
+		return nil, nil, err
 	}
 	if lo, hi, ok := r.batchMinMax(ctx, c, olds); ok {
 		return lo, hi, nil
@@ -517,7 +511,6 @@ func (r *run) combinedMinMax(ctx context.Context, it *incTable, c Check) (any, a
 	}
 	query := "SELECT min(lo), max(hi) FROM (" + strings.Join(parts, " UNION ALL ") + ")"
 	var vals []any
-	var err error
 	if r.e.rowOnly(ctx, c.Where) {
 		// The statistics' min and max are literals of the text.
 		vals, err = r.memoRow(ctx, query, query, 2, viewKey{schemaBatch, strings.ToLower(c.Table)})
@@ -528,6 +521,38 @@ func (r *run) combinedMinMax(ctx context.Context, it *incTable, c Check) (any, a
 		return nil, nil, err
 	}
 	return vals[0], vals[1], nil
+}
+
+// oldMinMax is the unchanged files' min and max of c's column as the
+// combined query takes them: from their summary where it has them, else
+// from each file's statistics, reduced to one where Go orders them.
+func oldMinMax(it *incTable, c Check) ([]colStats, error) {
+	col := statColumn(c).key()
+	if it.sum != nil {
+		if f, ok := it.sum.cols[col]; ok || len(it.oldStats) == 0 {
+			if olds, ok := f.olds(); ok {
+				return olds, nil
+			}
+		}
+	}
+	olds := make([]colStats, 0, len(it.oldStats))
+	for _, st := range it.oldStats {
+		cs := st.Cols[col]
+		if cs.NonNull == 0 {
+			continue
+		}
+		if !typeName.MatchString(cs.Type) {
+			return nil, fmt.Errorf("statistics of column %s name type %q", c.Column, cs.Type)
+		}
+		olds = append(olds, cs)
+	}
+	// One row per unchanged file made the query grow with the table; where
+	// the files' type has an order Go knows, their overall min and max are
+	// picked here and the query gets one row.
+	if lo, hi, ok := reduceMinMax(olds); ok {
+		olds = []colStats{{Type: lo.Type, Min: lo.Min, Max: hi.Max}}
+	}
+	return olds, nil
 }
 
 // reduceMinMax picks, among files' statistics of one column, the one with

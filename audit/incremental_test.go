@@ -367,7 +367,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { plain.Close() })
-			plain.memo, plain.unfused = nil, true
+			plain.memo, plain.unfused, plain.summaries = nil, true, nil
 			h.plain = plain
 			var hits int64
 			var incremental, full, onto, unattested, failing, afterForeign int

@@ -57,7 +57,7 @@ func newMemoRig(t *testing.T, cache bool, old map[string][]string) *memoRig {
 		}
 		t.Cleanup(func() { (*e).Close() })
 	}
-	r.plain.memo = nil
+	r.plain.memo, r.plain.summaries = nil, nil
 	// c001: an attested publish, so that the audits below are incremental.
 	s := r.batch("c000", "s0", "data/t/s0/part-0.parquet", "3000")
 	rep := r.audit(Request{Ref: s, BaseRef: cid("c000"), Full: true})

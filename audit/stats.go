@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // fileStats are lakewap's own figures of one table file, computed from its
@@ -113,6 +114,8 @@ type StatsStore struct {
 	order []string
 	// Failpoint, when set, is called at named points of a write (tests).
 	failpoint func(name string)
+	// lookups counts the records looked up (get), for tests.
+	lookups atomic.Int64
 }
 
 // maxStatsInMemory bounds the records kept in memory.
@@ -148,6 +151,7 @@ func (s *StatsStore) get(key string) (fileStats, bool) {
 	if key == "" {
 		return fileStats{}, false
 	}
+	s.lookups.Add(1)
 	s.mu.Lock()
 	st, ok := s.mem[key]
 	s.mu.Unlock()

@@ -1,0 +1,316 @@
+package audit
+
+import (
+	"container/list"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Summaries of unchanged files. An incremental audit takes the unchanged
+// files' row counts and min and max from their statistics; over a table of
+// thousands of files that made every recheck at the publish turn look up
+// every file's statistics (a key hashed per file) and reduce every file's
+// min and max again (reduceMinMax, a parse of each figure), although the
+// target had gained only the files of the batches published since the last
+// audit, whose statistics their own audits had stored. The engine now keeps
+// the last few summaries of such a file set (summaryCache): the files (path,
+// physical address, size, in path order), their statistics, and what the
+// checks take of them all (the rows, the rows meeting each where condition,
+// each column's reduced min and max). An audit whose unchanged files hold a
+// kept set whole takes the kept set's statistics and figures, looks up the
+// statistics of the other files only (the gained ones), and folds them in.
+//
+// A summary is reused only for files with the same path, physical address
+// and size (the statistics' own key: the bytes at an address never change),
+// under the same repository, table path, format and statistics asked for
+// (summaryKey); a set it does not hold whole (a file removed or rewritten)
+// is summed up again from every file. The figures are exactly those of the
+// files one by one: row counts add up; a min and max folds in only where
+// the order decides alone (minMaxFold), else the audit reduces the files'
+// figures as before.
+
+// summaryCache bounds: at most summaryMaxEntries summaries of at most
+// summaryMaxBytes together (summaryBytes); the least recently used goes
+// first. A summary of a table of 10,000 files takes about 5 MiB.
+const (
+	summaryMaxEntries = 8
+	summaryMaxBytes   = 32 << 20
+)
+
+// summaryFile is a file of a summary: what its statistics are keyed by.
+type summaryFile struct {
+	path, address string
+	size          int64
+}
+
+// fileSummary is what the checks of an incremental audit take from a set
+// of unchanged files.
+type fileSummary struct {
+	files  []summaryFile // in path order
+	stats  []fileStats   // the files' statistics, in the same order
+	rows   int64
+	counts map[string]int64      // rows meeting each where condition, by whereKey
+	cols   map[string]minMaxFold // by colNeed.key()
+	bytes  int64
+}
+
+// minMaxFold is one column's min and max over files' statistics, as
+// combinedMinMax takes them: n files with a non-NULL value; with one, its
+// figures (lo); with more, the file of the least min (lo) and of the
+// greatest max (hi), as reduceMinMax picks them in path order. exact is
+// false when that is not known (a type whose order Go does not reproduce,
+// types that differ, a tie between two spellings of one value, a figure
+// that does not parse, a type name the statistics should not hold): the
+// audit then reduces the files' figures as before.
+type minMaxFold struct {
+	n      int
+	lo, hi colStats
+	exact  bool
+}
+
+// add folds one file's figures of the column in.
+func (f minMaxFold) add(cs colStats) minMaxFold {
+	if cs.NonNull == 0 {
+		return f
+	}
+	if !typeName.MatchString(cs.Type) {
+		return minMaxFold{n: f.n + 1}
+	}
+	if f.n == 0 {
+		return minMaxFold{n: 1, lo: cs, hi: cs, exact: true}
+	}
+	f.n++
+	if !f.exact || cs.Type != f.lo.Type || cs.Type != f.hi.Type {
+		f.exact = false
+		return f
+	}
+	order := minMaxOrder(strings.ToUpper(strings.TrimSpace(cs.Type)))
+	if order == nil {
+		f.exact = false
+		return f
+	}
+	cLo, ok1 := order(cs.Min, f.lo.Min)
+	cHi, ok2 := order(cs.Max, f.hi.Max)
+	_, ok3 := order(cs.Min, cs.Max)
+	if !ok1 || !ok2 || !ok3 || (cLo == 0 && cs.Min != f.lo.Min) || (cHi == 0 && cs.Max != f.hi.Max) {
+		// reduceMinMax keeps the first of equal values in path order:
+		// which spelling that is depends on where the file falls.
+		f.exact = false
+		return f
+	}
+	if cLo < 0 {
+		f.lo = cs
+	}
+	if cHi > 0 {
+		f.hi = cs
+	}
+	return f
+}
+
+// olds is the column's figures as combinedMinMax queries them (reduced to
+// one when there are several), or false when they must be reduced from the
+// files' statistics.
+func (f minMaxFold) olds() ([]colStats, bool) {
+	switch {
+	case f.n == 0:
+		return []colStats{}, true
+	case !f.exact:
+		return nil, false
+	case f.n == 1:
+		return []colStats{f.lo}, true
+	}
+	return []colStats{{Type: f.lo.Type, Min: f.lo.Min, Max: f.hi.Max}}, true
+}
+
+// fold adds files' statistics to s's figures (need: what they hold).
+func (s *fileSummary) fold(need statsNeed, sts []fileStats) {
+	for _, st := range sts {
+		s.rows += st.Rows
+		for _, w := range need.wheres {
+			s.counts[whereKey(w)] += st.Counts[whereKey(w)]
+		}
+		for _, c := range need.cols {
+			s.cols[c.key()] = s.cols[c.key()].add(st.Cols[c.key()])
+		}
+	}
+}
+
+// summaryKey names the summaries an audit of table t may use: the
+// repository, the table's path and format, and the statistics asked for.
+func summaryKey(repo string, t Table, need statsNeed) string {
+	parts := []string{repo, t.Path, t.format()}
+	for _, c := range need.cols {
+		parts = append(parts, "col:"+c.key())
+	}
+	for _, w := range need.wheres {
+		parts = append(parts, "where:"+whereKey(w))
+	}
+	slices.Sort(parts[3:])
+	k := memoKey(parts...)
+	return string(k[:])
+}
+
+// summaryCache keeps the last summaries (see above).
+type summaryCache struct {
+	mu         sync.Mutex
+	maxEntries int
+	maxBytes   int64
+	bytes      int64
+	lru        *list.List // of *summaryEntry, most recently used first
+}
+
+type summaryEntry struct {
+	key string
+	s   *fileSummary
+}
+
+func newSummaryCache(maxEntries int, maxBytes int64) *summaryCache {
+	return &summaryCache{maxEntries: maxEntries, maxBytes: maxBytes, lru: list.New()}
+}
+
+// largestWithin is the kept summary under key with the most files that
+// files (in path order) hold whole, and which of files it holds (held[i]:
+// files[i] is one of its files, in order), or nil.
+func (c *summaryCache) largestWithin(key string, files []summaryFile) (*fileSummary, []bool) {
+	c.mu.Lock()
+	var cands []*list.Element
+	for el := c.lru.Front(); el != nil; el = el.Next() {
+		if e := el.Value.(*summaryEntry); e.key == key && len(e.s.files) <= len(files) {
+			cands = append(cands, el)
+		}
+	}
+	c.mu.Unlock()
+	slices.SortStableFunc(cands, func(a, b *list.Element) int {
+		return len(b.Value.(*summaryEntry).s.files) - len(a.Value.(*summaryEntry).s.files)
+	})
+	for _, el := range cands {
+		s := el.Value.(*summaryEntry).s
+		if held, ok := within(s.files, files); ok {
+			c.mu.Lock()
+			c.lru.MoveToFront(el) // no-op if it went meanwhile
+			c.mu.Unlock()
+			return s, held
+		}
+	}
+	return nil, nil
+}
+
+// within reports whether files (in path order) hold every one of kept (in
+// path order) with the same path, address and size, and which they are.
+func within(kept, files []summaryFile) ([]bool, bool) {
+	held := make([]bool, len(files))
+	j := 0
+	for i, f := range files {
+		if j == len(kept) {
+			break
+		}
+		if k := kept[j]; f.path == k.path {
+			if f.address != k.address || f.size != k.size {
+				return nil, false
+			}
+			held[i] = true
+			j++
+		} else if k.path < f.path {
+			return nil, false // kept[j] is not among files
+		}
+	}
+	return held, j == len(kept)
+}
+
+func (c *summaryCache) put(key string, s *fileSummary) {
+	if s.bytes > c.maxBytes {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.PushFront(&summaryEntry{key: key, s: s})
+	c.bytes += s.bytes
+	for c.lru.Len() > c.maxEntries || c.bytes > c.maxBytes {
+		el := c.lru.Back()
+		c.lru.Remove(el)
+		c.bytes -= el.Value.(*summaryEntry).s.bytes
+	}
+}
+
+// summaryBytes estimates what a summary of files holds: each file's path
+// and address, its record (about 40 bytes) and its statistics' slot and
+// maps (shared with the statistics store, counted anyway: about 100 bytes
+// a figure).
+func summaryBytes(files []summaryFile, need statsNeed) int64 {
+	per := int64(40 + 24 + 100*(1+len(need.cols)+len(need.wheres)))
+	n := int64(256)
+	for _, f := range files {
+		n += int64(len(f.path)+len(f.address)) + per
+	}
+	return n
+}
+
+// unchangedStats sets it.oldStats, the statistics of it.old, and it.sum,
+// their summary: from the largest kept summary that it.old holds whole,
+// with the other files' statistics looked up (or computed) and folded in;
+// else from every file's. A set of files it cannot key (one without an
+// address, not in path order) gets no summary.
+func (r *run) unchangedStats(ctx context.Context, t Table, it *incTable) error {
+	files := make([]summaryFile, len(it.old))
+	keyed := r.e.summaries != nil
+	for i, o := range it.old {
+		files[i] = summaryFile{path: o.Path, address: o.Address, size: o.Size}
+		keyed = keyed && o.Address != "" && (i == 0 || files[i-1].path < o.Path)
+	}
+	if !keyed {
+		var err error
+		it.oldStats, err = r.statsOf(ctx, t, it.old, it.need)
+		return err
+	}
+	key := summaryKey(r.req.Repository, t, it.need)
+	prev, held := r.e.summaries.largestWithin(key, files)
+	if prev != nil && len(prev.files) == len(files) {
+		it.oldStats, it.sum = prev.stats, prev // the same files
+		return nil
+	}
+	s := &fileSummary{files: files, counts: map[string]int64{}, cols: map[string]minMaxFold{}, bytes: summaryBytes(files, it.need)}
+	var gained []int
+	if prev == nil {
+		gained = make([]int, len(files))
+		for i := range gained {
+			gained[i] = i
+		}
+	} else {
+		s.rows = prev.rows
+		for k, v := range prev.counts {
+			s.counts[k] = v
+		}
+		for k, v := range prev.cols {
+			s.cols[k] = v
+		}
+		for i, h := range held {
+			if !h {
+				gained = append(gained, i)
+			}
+		}
+	}
+	sts, err := r.statsOf(ctx, t, each(gained, func(i int) Object { return it.old[i] }), it.need)
+	if err != nil {
+		return err
+	}
+	// The folds go in path order only without a kept summary: with one, a
+	// gained file may sort before kept ones, which minMaxFold allows for.
+	s.fold(it.need, sts)
+	s.stats = make([]fileStats, len(files))
+	j, g := 0, 0
+	for i := range files {
+		if g < len(gained) && gained[g] == i {
+			s.stats[i] = sts[g]
+			g++
+			continue
+		}
+		s.stats[i] = prev.stats[j]
+		j++
+	}
+	r.e.summaries.put(key, s)
+	it.oldStats, it.sum = s.stats, s
+	r.log.Debug("audit unchanged files summed up", "table", t.Name, "files", len(files), "gained", len(gained), "kept", prev != nil)
+	return nil
+}
