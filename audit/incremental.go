@@ -355,17 +355,16 @@ func (r *run) mergedObjects(ctx context.Context, t Table) ([]Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: merge-base of %s and %s: %w", r.req.Ref, r.req.BaseRef, err)
 	}
-	list := func(ref string) (map[string]Object, error) {
+	list := func(ref string) ([]Object, error) {
 		objs, err := r.list(ctx, ref, t.Path)
 		if err != nil {
 			return nil, fmt.Errorf("audit: list table %s at %s: %w", t.Name, ref, err)
 		}
-		m := map[string]Object{}
-		for _, o := range tableFiles(t.Path, objs) {
-			o.at = ref
-			m[o.Path] = o
+		objs = tableFiles(t.Path, objs)
+		for i := range objs {
+			objs[i].at = ref
 		}
-		return m, nil
+		return objs, nil
 	}
 	f, err := list(foundation)
 	if err != nil {
@@ -379,22 +378,88 @@ func (r *run) mergedObjects(ctx context.Context, t Table) ([]Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	if out, ok := mergeSorted(f, s, tg); ok {
+		return out, nil
+	}
+	return mergeByPath(f, s, tg), nil
+}
+
+// mergeByPath is mergeSorted for listings in any order.
+func mergeByPath(f, s, tg []Object) []Object {
+	byPath := func(objs []Object) map[string]Object {
+		m := make(map[string]Object, len(objs))
+		for _, o := range objs {
+			m[o.Path] = o
+		}
+		return m
+	}
+	fm, sm, tm := byPath(f), byPath(s), byPath(tg)
 	var out []Object
-	for p, o := range s {
-		if fo, ok := f[p]; !ok || !sameIdentity(fo, o) {
+	for p, o := range sm {
+		if fo, ok := fm[p]; !ok || !sameIdentity(fo, o) {
 			out = append(out, o) // the batch's
 		}
 	}
-	for p, o := range tg {
-		so, inS := s[p]
-		fo, inF := f[p]
+	for p, o := range tm {
+		so, inS := sm[p]
+		fo, inF := fm[p]
 		batchChanged := inS != inF || (inS && !sameIdentity(so, fo))
 		if !batchChanged {
 			out = append(out, o)
 		}
 	}
 	slices.SortFunc(out, func(a, b Object) int { return strings.Compare(a.Path, b.Path) })
-	return out, nil
+	return out
+}
+
+// mergeSorted is mergedObjects' table from the foundation's, the sealed
+// commit's and the target's files when each listing is in strict path
+// order (as lakeFS and the derived listings give them): one walk of the
+// three, without a map of each. It reports false for a listing out of
+// order.
+func mergeSorted(f, s, tg []Object) ([]Object, bool) {
+	for _, l := range [][]Object{f, s, tg} {
+		for i := 1; i < len(l); i++ {
+			if l[i-1].Path >= l[i].Path {
+				return nil, false
+			}
+		}
+	}
+	out := make([]Object, 0, len(tg)+len(s))
+	i, j, k := 0, 0, 0
+	for i < len(f) || j < len(s) || k < len(tg) {
+		p := ""
+		first := true
+		for _, c := range []struct {
+			l []Object
+			n int
+		}{{f, i}, {s, j}, {tg, k}} {
+			if c.n < len(c.l) && (first || c.l[c.n].Path < p) {
+				p, first = c.l[c.n].Path, false
+			}
+		}
+		var fo, so, to Object
+		inF := i < len(f) && f[i].Path == p
+		inS := j < len(s) && s[j].Path == p
+		inT := k < len(tg) && tg[k].Path == p
+		if inF {
+			fo, i = f[i], i+1
+		}
+		if inS {
+			so, j = s[j], j+1
+		}
+		if inT {
+			to, k = tg[k], k+1
+		}
+		batchChanged := inS != inF || (inS && !sameIdentity(so, fo))
+		switch {
+		case inS && batchChanged:
+			out = append(out, so) // the batch's
+		case inT && !batchChanged:
+			out = append(out, to)
+		}
+	}
+	return out, true
 }
 
 // sameIdentity says whether lakeFS's diff takes a and b (one path at two

@@ -102,3 +102,44 @@ func TestMinMaxFoldIsReduceMinMax(t *testing.T) {
 		t.Fatalf("%d exact folds, %d not: the test shows little", exact, inexact)
 	}
 }
+
+// TestMergeSortedIsMergeByPath: the walk of three listings in path order
+// gives mergedObjects' table as the maps gave it, on random listings where
+// paths are added, removed, rewritten and relinked (a new address claiming
+// the same checksum and size) on either side; out of order, it declines.
+func TestMergeSortedIsMergeByPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	obj := func(p string, v int) Object {
+		return Object{Path: p, Address: fmt.Sprintf("addr-%s-%d", p, v), Checksum: fmt.Sprintf("sum-%d", v/2), Size: int64(v / 2)}
+	}
+	for range 5000 {
+		var f, s, tg []Object
+		for i := range rng.IntN(12) {
+			p := fmt.Sprintf("data/t/p%02d.parquet", i)
+			v := rng.IntN(4)
+			if rng.IntN(4) > 0 {
+				f = append(f, obj(p, v))
+			}
+			if x := rng.IntN(6); x > 0 {
+				s = append(s, obj(p, map[bool]int{true: v, false: rng.IntN(4)}[x > 2]))
+			}
+			if x := rng.IntN(6); x > 0 {
+				tg = append(tg, obj(p, map[bool]int{true: v, false: rng.IntN(4)}[x > 2]))
+			}
+		}
+		got, ok := mergeSorted(f, s, tg)
+		if !ok {
+			t.Fatalf("listings in order declined: %v %v %v", f, s, tg)
+		}
+		if want := mergeByPath(f, s, tg); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+			t.Fatalf("f %v\ns %v\ntg %v\nwalk %v\nmaps %v", f, s, tg, got, want)
+		}
+	}
+	a, b := obj("data/t/a", 1), obj("data/t/b", 1)
+	if _, ok := mergeSorted(nil, []Object{b, a}, nil); ok {
+		t.Fatal("a listing out of order was walked")
+	}
+	if _, ok := mergeSorted([]Object{a, a}, nil, nil); ok {
+		t.Fatal("a listing with a path twice was walked")
+	}
+}
