@@ -47,12 +47,17 @@ func (r *run) foreignAddresses(ctx context.Context) []schemas.CheckResult {
 	var out []schemas.CheckResult
 	prefix := ""
 	for _, t := range r.req.Suite.Tables {
-		addr := r.readAtRef(t)
+		res := schemas.CheckResult{Name: KindForeignAddress + "(" + t.Name + ")", Kind: KindForeignAddress, Table: t.Name, Severity: SeverityError,
+			Threshold: "every changed object under " + t.Path + " stored under the repository's storage namespace"}
+		addr, err := r.readAtRef(ctx, t)
+		if err != nil {
+			r.failedToRead(&res, "the addresses of the objects read under "+t.Path, err)
+			out = append(out, res)
+			continue
+		}
 		if len(addr) == 0 {
 			continue
 		}
-		res := schemas.CheckResult{Name: KindForeignAddress + "(" + t.Name + ")", Kind: KindForeignAddress, Table: t.Name, Severity: SeverityError,
-			Threshold: "every changed object under " + t.Path + " stored under the repository's storage namespace"}
 		changed, err := r.changedRead(ctx, t.Path, addr)
 		if err == nil && prefix == "" {
 			prefix, err = r.dataPrefix(ctx, ns)
@@ -102,10 +107,15 @@ func (r *run) changedRead(ctx context.Context, prefix string, read map[string]Ob
 
 // readAtRef are the objects of table t the audit read at the ref, with
 // their physical addresses, by path: the files of its views and, for a
-// Delta table, its log.
-func (r *run) readAtRef(t Table) map[string]Object {
+// Delta table, its log. A file read from the batch's changes without a
+// download cache has no address (a diff gives none): it takes the one the
+// ref's listing gives the same path and size (the listing the query memo
+// takes them from too, kept per commit). Before, such a file was left out,
+// and an incremental audit without a cache judged no address at all.
+func (r *run) readAtRef(ctx context.Context, t Table) (map[string]Object, error) {
 	key := strings.ToLower(t.Name)
 	read := map[string]Object{}
+	var listed map[string]Object
 	for _, s := range []string{schemaMain, schemaBatch} {
 		v := r.views[viewKey{s, key}]
 		if v == nil || v.broken {
@@ -116,12 +126,30 @@ func (r *run) readAtRef(t Table) map[string]Object {
 			objs = append(slices.Clone(objs), v.delta.log...)
 		}
 		for _, o := range objs {
-			if o.Address != "" && (o.at == "" || o.at == r.req.Ref) {
+			if o.at != "" && o.at != r.req.Ref {
+				continue
+			}
+			if o.Address == "" {
+				if listed == nil {
+					l, err := r.list(ctx, r.req.Ref, t.Path)
+					if err != nil {
+						return nil, fmt.Errorf("list table %s at %s: %w", t.Name, r.req.Ref, err)
+					}
+					listed = make(map[string]Object, len(l))
+					for _, lo := range l {
+						listed[lo.Path] = lo
+					}
+				}
+				if lo, ok := listed[o.Path]; ok && lo.Size == o.Size {
+					o.Address = lo.Address
+				}
+			}
+			if o.Address != "" {
 				read[o.Path] = o
 			}
 		}
 	}
-	return read
+	return read, nil
 }
 
 // dataPrefix is the repository's data prefix, asked once per engine.

@@ -53,12 +53,17 @@ func (r *run) storedSizes(ctx context.Context) []schemas.CheckResult {
 	}
 	var out []schemas.CheckResult
 	for _, t := range r.req.Suite.Tables {
-		read := r.readAtRef(t)
+		res := schemas.CheckResult{Name: KindStoredSize + "(" + t.Name + ")", Kind: KindStoredSize, Table: t.Name, Severity: SeverityError,
+			Threshold: "every changed object under " + t.Path + " stored with the size lakeFS lists for it"}
+		read, err := r.readAtRef(ctx, t)
+		if err != nil {
+			r.failedToRead(&res, "the addresses of the objects read under "+t.Path, err)
+			out = append(out, res)
+			continue
+		}
 		if len(read) == 0 {
 			continue
 		}
-		res := schemas.CheckResult{Name: KindStoredSize + "(" + t.Name + ")", Kind: KindStoredSize, Table: t.Name, Severity: SeverityError,
-			Threshold: "every changed object under " + t.Path + " stored with the size lakeFS lists for it"}
 		changed, err := r.changedRead(ctx, t.Path, read)
 		if err != nil {
 			r.failedToRead(&res, "list the changes under "+t.Path, err)
