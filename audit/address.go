@@ -115,7 +115,7 @@ func (r *run) changedRead(ctx context.Context, prefix string, read map[string]Ob
 func (r *run) readAtRef(ctx context.Context, t Table) (map[string]Object, error) {
 	key := strings.ToLower(t.Name)
 	read := map[string]Object{}
-	var listed map[string]Object
+	var listed *pathIndex
 	for _, s := range []string{schemaMain, schemaBatch} {
 		v := r.views[viewKey{s, key}]
 		if v == nil || v.broken {
@@ -131,16 +131,14 @@ func (r *run) readAtRef(ctx context.Context, t Table) (map[string]Object, error)
 			}
 			if o.Address == "" {
 				if listed == nil {
-					l, err := r.list(ctx, r.req.Ref, t.Path)
+					l, err := r.listRead(ctx, r.req.Ref, t.Path)
 					if err != nil {
 						return nil, fmt.Errorf("list table %s at %s: %w", t.Name, r.req.Ref, err)
 					}
-					listed = make(map[string]Object, len(l))
-					for _, lo := range l {
-						listed[lo.Path] = lo
-					}
+					x := indexPaths(l)
+					listed = &x
 				}
-				if lo, ok := listed[o.Path]; ok && lo.Size == o.Size {
+				if lo, ok := listed.get(o.Path); ok && lo.Size == o.Size {
 					o.Address = lo.Address
 				}
 			}

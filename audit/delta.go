@@ -327,6 +327,55 @@ func (r *run) list(ctx context.Context, ref, prefix string) ([]Object, error) {
 	return objs, nil
 }
 
+// listRead is list for a caller that only reads the listing (changes no
+// object in it, appends nothing): a kept listing of a commit is not copied.
+func (r *run) listRead(ctx context.Context, ref, prefix string) ([]Object, error) {
+	if IsCommitID(ref) {
+		if objs, ok := r.e.listings.shared(r.req.Repository, ref, prefix); ok {
+			if n := r.e.opts.MaxListObjects; len(objs) > n {
+				return nil, errOverBudget{fmt.Errorf("%w: %d objects under %s at %s, over the listing budget of %d (audit.max_list_objects)",
+					ErrOverBudget, len(objs), prefix, ref, n)}
+			}
+			return objs, nil
+		}
+	}
+	return r.list(ctx, ref, prefix)
+}
+
+// pathIndex finds objects of a listing by path: by binary search when the
+// listing is in strict path order (as lakeFS and the derived listings give
+// it), else through a map (the last of a path twice, as a map built from
+// it keeps).
+type pathIndex struct {
+	objs []Object
+	m    map[string]Object
+}
+
+func indexPaths(objs []Object) pathIndex {
+	for i := 1; i < len(objs); i++ {
+		if objs[i-1].Path >= objs[i].Path {
+			m := make(map[string]Object, len(objs))
+			for _, o := range objs {
+				m[o.Path] = o
+			}
+			return pathIndex{m: m}
+		}
+	}
+	return pathIndex{objs: objs}
+}
+
+func (x pathIndex) get(p string) (Object, bool) {
+	if x.m != nil {
+		o, ok := x.m[p]
+		return o, ok
+	}
+	i, ok := slices.BinarySearchFunc(x.objs, p, func(o Object, p string) int { return strings.Compare(o.Path, p) })
+	if !ok {
+		return Object{}, false
+	}
+	return x.objs[i], true
+}
+
 func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table) (*deltaSnapshot, error) {
 	objs, err := r.list(ctx, ref, t.Path)
 	if err != nil {

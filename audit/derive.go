@@ -242,11 +242,11 @@ func (r *run) deriveOwnMerge(ctx context.Context, commit, sealed, prefix string)
 	if !e.derived.covers(repo, sealed, head, prefix) {
 		return nil, "relinked_objects did not clear the sealed commit against the head under the prefix"
 	}
-	lh, ok := e.listings.get(repo, head, prefix)
+	lh, ok := e.listings.shared(repo, head, prefix) // applyDifferences only reads them
 	if !ok {
 		return nil, "head's listing not held"
 	}
-	ls, ok := e.listings.get(repo, sealed, prefix)
+	ls, ok := e.listings.shared(repo, sealed, prefix)
 	if !ok {
 		return nil, "sealed commit's listing not held"
 	}
@@ -278,7 +278,7 @@ func (r *run) deriveOwnSeal(ctx context.Context, commit, prefix string) ([]Objec
 		return nil, "not one parent"
 	}
 	parent := c.Parents[0]
-	lp, ok := e.listings.get(repo, parent, prefix)
+	lp, ok := e.listings.shared(repo, parent, prefix) // applyDifferences only reads it
 	if !ok {
 		return nil, "parent's listing not held"
 	}
@@ -345,6 +345,59 @@ func (r *run) differences(ctx context.Context, differ Differ, from, to, prefix s
 // taken from sealed's listing, in path order; false when a difference
 // names an entry that is not there.
 func applyDifferences(head, sealed []Object, diffs []Difference) ([]Object, bool) {
+	if out, ok, walked := applySorted(head, sealed, diffs); walked {
+		return out, ok
+	}
+	return applyByPath(head, sealed, diffs)
+}
+
+// applySorted is applyDifferences in one walk of head's listing and the
+// differences in path order, with sealed's entries found by binary search
+// (no map of the head's listing, which grows with the table); walked is
+// false, and the maps decide, when head's listing is not in strict path
+// order or a path differs twice.
+func applySorted(head, sealed []Object, diffs []Difference) (out []Object, ok, walked bool) {
+	for i := 1; i < len(head); i++ {
+		if head[i-1].Path >= head[i].Path {
+			return nil, false, false
+		}
+	}
+	ds := slices.Clone(diffs)
+	slices.SortStableFunc(ds, func(a, b Difference) int { return strings.Compare(a.Path, b.Path) })
+	for i := 1; i < len(ds); i++ {
+		if ds[i-1].Path == ds[i].Path {
+			return nil, false, false
+		}
+	}
+	from := indexPaths(sealed)
+	out = make([]Object, 0, len(head)+len(ds))
+	i := 0
+	for _, d := range ds {
+		for i < len(head) && head[i].Path < d.Path {
+			out = append(out, head[i])
+			i++
+		}
+		inHead := i < len(head) && head[i].Path == d.Path
+		if inHead {
+			i++
+		}
+		if d.Removed {
+			if !inHead {
+				return nil, false, true
+			}
+			continue
+		}
+		o, found := from.get(d.Path)
+		if !found {
+			return nil, false, true
+		}
+		out = append(out, o)
+	}
+	return append(out, head[i:]...), true, true
+}
+
+// applyByPath is applyDifferences through maps, for listings in any order.
+func applyByPath(head, sealed []Object, diffs []Difference) ([]Object, bool) {
 	byPath := make(map[string]Object, len(head))
 	for _, o := range head {
 		byPath[o.Path] = o

@@ -356,7 +356,7 @@ func (r *run) mergedObjects(ctx context.Context, t Table) ([]Object, error) {
 		return nil, fmt.Errorf("audit: merge-base of %s and %s: %w", r.req.Ref, r.req.BaseRef, err)
 	}
 	list := func(ref string) ([]Object, error) {
-		objs, err := r.list(ctx, ref, t.Path)
+		objs, err := r.listRead(ctx, ref, t.Path) // tableFiles copies it
 		if err != nil {
 			return nil, fmt.Errorf("audit: list table %s at %s: %w", t.Name, ref, err)
 		}

@@ -69,6 +69,18 @@ func (c *listingCache) get(repo, commit, prefix string) ([]Object, bool) {
 	return slices.Clone(objs), true
 }
 
+// shared is get without the copy: the caller only reads it.
+func (c *listingCache) shared(repo, commit, prefix string) ([]Object, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := listingKey(repo, commit, prefix)
+	objs, ok := c.m[k]
+	if ok {
+		c.touch(k)
+	}
+	return objs, ok
+}
+
 func (c *listingCache) touch(k string) {
 	if i := slices.Index(c.order, k); i >= 0 {
 		c.order = append(c.order[:i], c.order[i+1:]...)

@@ -271,7 +271,7 @@ func (r *run) fileIdentity(o Object, ref string) (string, bool) {
 // for a path of the same size. An object left without one has no identity.
 func (r *run) addressed(ctx context.Context, v *view) []Object {
 	objs := slices.Clone(v.objects)
-	byRef := map[string]map[string]Object{}
+	byRef := map[string]pathIndex{}
 	for i, o := range objs {
 		ref := cmp.Or(o.at, v.ref)
 		if o.Address != "" || !IsCommitID(ref) {
@@ -279,17 +279,14 @@ func (r *run) addressed(ctx context.Context, v *view) []Object {
 		}
 		listed, ok := byRef[ref]
 		if !ok {
-			l, err := r.list(ctx, ref, v.table.Path)
+			l, err := r.listRead(ctx, ref, v.table.Path)
 			if err != nil {
 				r.log.Debug("audit: no addresses for the memo", "ref", ref, "err", err)
 			}
-			listed = map[string]Object{}
-			for _, lo := range l {
-				listed[lo.Path] = lo
-			}
+			listed = indexPaths(l)
 			byRef[ref] = listed
 		}
-		if lo, ok := listed[o.Path]; ok && lo.Size == o.Size {
+		if lo, ok := listed.get(o.Path); ok && lo.Size == o.Size {
 			objs[i].Address = lo.Address
 		}
 	}

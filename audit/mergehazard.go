@@ -63,7 +63,7 @@ func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 		var lists [3][]Object
 		var err error
 		for i, ref := range []string{foundation, r.req.Ref, r.req.BaseRef} {
-			if lists[i], err = r.list(ctx, ref, t.Path); err != nil {
+			if lists[i], err = r.listRead(ctx, ref, t.Path); err != nil { // read only
 				break
 			}
 		}

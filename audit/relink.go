@@ -156,21 +156,18 @@ func (r *run) relinkedPrefix(ctx context.Context, prefix *string) (bool, error) 
 // another address than the base with the same claimed checksum and size,
 // each with the base's, by path.
 func (r *run) relinkCandidates(ctx context.Context, t Table) ([][2]Object, error) {
-	at, err := r.list(ctx, r.req.Ref, t.Path)
+	at, err := r.listRead(ctx, r.req.Ref, t.Path)
 	if err != nil {
 		return nil, err
 	}
-	base, err := r.list(ctx, r.req.BaseRef, t.Path)
+	base, err := r.listRead(ctx, r.req.BaseRef, t.Path)
 	if err != nil {
 		return nil, err
 	}
-	byPath := make(map[string]Object, len(base))
-	for _, o := range base {
-		byPath[o.Path] = o
-	}
+	byPath := indexPaths(base)
 	var out [][2]Object
 	for _, o := range at {
-		b, ok := byPath[o.Path]
+		b, ok := byPath.get(o.Path)
 		if ok && b.Address != o.Address && b.Checksum == o.Checksum && b.Size == o.Size {
 			out = append(out, [2]Object{o, b})
 		}

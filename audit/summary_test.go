@@ -143,3 +143,70 @@ func TestMergeSortedIsMergeByPath(t *testing.T) {
 		t.Fatal("a listing with a path twice was walked")
 	}
 }
+
+// TestPathIndexFindsAsAMapDoes: a listing in path order is searched, any
+// other through a map; both find what a map of the listing finds.
+func TestPathIndexFindsAsAMapDoes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for range 2000 {
+		var objs []Object
+		for i := range rng.IntN(10) {
+			if rng.IntN(3) > 0 {
+				objs = append(objs, Object{Path: fmt.Sprintf("p%02d", i), Address: fmt.Sprint(rng.IntN(100))})
+			}
+		}
+		if rng.IntN(3) == 0 && len(objs) > 1 {
+			objs = append(objs, objs[rng.IntN(len(objs))]) // out of order, or a path twice
+			objs[len(objs)-1].Address = "again"
+		}
+		m := map[string]Object{}
+		for _, o := range objs {
+			m[o.Path] = o
+		}
+		x := indexPaths(objs)
+		for i := range 11 {
+			p := fmt.Sprintf("p%02d", i)
+			got, ok := x.get(p)
+			want, wantOK := m[p]
+			if ok != wantOK || got != want {
+				t.Fatalf("%v: %s gives %+v %v, want %+v %v", objs, p, got, ok, want, wantOK)
+			}
+		}
+	}
+}
+
+// TestApplySortedIsApplyByPath: the walk derives the listing the maps
+// derive, or declines where they decline, on random listings and
+// differences (changed, added, removed, naming what is not there).
+func TestApplySortedIsApplyByPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for range 5000 {
+		var head, sealed []Object
+		var diffs []Difference
+		for i := range 10 {
+			p := fmt.Sprintf("t/p%02d", i)
+			if rng.IntN(2) == 0 {
+				head = append(head, Object{Path: p, Address: "h" + p})
+			}
+			if rng.IntN(2) == 0 {
+				sealed = append(sealed, Object{Path: p, Address: "s" + p})
+			}
+			if rng.IntN(3) == 0 {
+				diffs = append(diffs, Difference{Path: p, Removed: rng.IntN(3) == 0})
+			}
+		}
+		rng.Shuffle(len(diffs), func(i, j int) { diffs[i], diffs[j] = diffs[j], diffs[i] })
+		got, ok, walked := applySorted(head, sealed, diffs)
+		want, wantOK := applyByPath(head, sealed, diffs)
+		if !walked || ok != wantOK || (ok && !slices.Equal(got, want)) {
+			t.Fatalf("head %v\nsealed %v\ndiffs %v\nwalk %v %v %v\nmaps %v %v", head, sealed, diffs, got, ok, walked, want, wantOK)
+		}
+	}
+	a, b := Object{Path: "t/a"}, Object{Path: "t/b"}
+	if _, _, walked := applySorted([]Object{b, a}, nil, nil); walked {
+		t.Fatal("a head's listing out of order was walked")
+	}
+	if _, _, walked := applySorted(nil, []Object{a}, []Difference{{Path: "t/a"}, {Path: "t/a", Removed: true}}); walked {
+		t.Fatal("a path differing twice was walked")
+	}
+}
