@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"container/list"
 	"context"
 	"slices"
 	"sync"
@@ -46,12 +47,17 @@ type listingCache struct {
 	mu      sync.Mutex
 	max     int
 	objects int
-	m       map[string][]Object // repo \x00 commit \x00 prefix
-	order   []string            // least recently used first
+	m       map[string]*list.Element // repo \x00 commit \x00 prefix
+	order   *list.List               // of *keptListing, least recently used first
+}
+
+type keptListing struct {
+	key  string
+	objs []Object
 }
 
 func newListingCache(max int) *listingCache {
-	return &listingCache{max: max, m: map[string][]Object{}}
+	return &listingCache{max: max, m: map[string]*list.Element{}, order: list.New()}
 }
 
 func listingKey(repo, commit, prefix string) string { return repo + "\x00" + commit + "\x00" + prefix }
@@ -60,32 +66,24 @@ func listingKey(repo, commit, prefix string) string { return repo + "\x00" + com
 func (c *listingCache) get(repo, commit, prefix string) ([]Object, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := listingKey(repo, commit, prefix)
-	objs, ok := c.m[k]
+	el, ok := c.m[listingKey(repo, commit, prefix)]
 	if !ok {
 		return nil, false
 	}
-	c.touch(k)
-	return slices.Clone(objs), true
+	c.order.MoveToBack(el)
+	return slices.Clone(el.Value.(*keptListing).objs), true
 }
 
 // shared is get without the copy: the caller only reads it.
 func (c *listingCache) shared(repo, commit, prefix string) ([]Object, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := listingKey(repo, commit, prefix)
-	objs, ok := c.m[k]
-	if ok {
-		c.touch(k)
+	el, ok := c.m[listingKey(repo, commit, prefix)]
+	if !ok {
+		return nil, false
 	}
-	return objs, ok
-}
-
-func (c *listingCache) touch(k string) {
-	if i := slices.Index(c.order, k); i >= 0 {
-		c.order = append(c.order[:i], c.order[i+1:]...)
-	}
-	c.order = append(c.order, k)
+	c.order.MoveToBack(el)
+	return el.Value.(*keptListing).objs, true
 }
 
 func (c *listingCache) put(repo, commit, prefix string, objs []Object) {
@@ -95,17 +93,16 @@ func (c *listingCache) put(repo, commit, prefix string, objs []Object) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	k := listingKey(repo, commit, prefix)
-	if old, ok := c.m[k]; ok {
-		c.objects -= len(old)
+	if el, ok := c.m[k]; ok {
+		c.objects -= len(el.Value.(*keptListing).objs)
+		c.order.Remove(el)
 	}
-	c.m[k] = slices.Clone(objs)
+	c.m[k] = c.order.PushBack(&keptListing{key: k, objs: slices.Clone(objs)})
 	c.objects += len(objs)
-	c.touch(k)
-	for (c.objects > c.max || len(c.order) > maxListings) && len(c.order) > 0 {
-		old := c.order[0]
-		c.order = c.order[1:]
-		c.objects -= len(c.m[old])
-		delete(c.m, old)
+	for (c.objects > c.max || c.order.Len() > maxListings) && c.order.Len() > 0 {
+		old := c.order.Remove(c.order.Front()).(*keptListing)
+		c.objects -= len(old.objs)
+		delete(c.m, old.key)
 	}
 }
 

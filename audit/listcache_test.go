@@ -42,7 +42,7 @@ func TestListingCacheBounds(t *testing.T) {
 	for i := range maxListings + 10 {
 		many.put("r", fmt.Sprint("c", i), "t/", objs(1))
 	}
-	if len(many.order) != maxListings || len(many.m) != maxListings {
+	if many.order.Len() != maxListings || len(many.m) != maxListings {
 		t.Errorf("%d listings kept, want at most %d", len(many.m), maxListings)
 	}
 }

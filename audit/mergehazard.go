@@ -99,15 +99,15 @@ func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 // at the foundation (f), the sealed commit (s) and the target's head (h);
 // beyond is the foundation's first path after the table's.
 func mergeHazardPaths(f, s, h []Object, beyond func() (Object, bool, error)) ([]string, error) {
-	byPath := func(objs []Object) ([]string, map[string]Object) {
-		m := make(map[string]Object, len(objs))
+	byPath := func(objs []Object) ([]string, pathIndex) {
 		paths := make([]string, 0, len(objs))
 		for _, o := range objs {
-			m[o.Path] = o
 			paths = append(paths, o.Path)
 		}
-		slices.Sort(paths)
-		return paths, m
+		if !slices.IsSorted(paths) {
+			slices.Sort(paths)
+		}
+		return paths, indexPaths(objs)
 	}
 	fp, fm := byPath(f)
 	sp, sm := byPath(s)
@@ -115,13 +115,13 @@ func mergeHazardPaths(f, s, h []Object, beyond func() (Object, bool, error)) ([]
 	var out []string
 	var next *Object // beyond's answer, asked once
 	var none bool
-	side := func(xp []string, xm map[string]Object, yp []string, ym map[string]Object) error {
+	side := func(xp []string, xm pathIndex, yp []string, ym pathIndex) error {
 		for _, p := range xp {
-			if _, inF := fm[p]; inF {
+			if _, inF := fm.get(p); inF {
 				continue // a changed path meets the base's entry of its own name
 			}
-			o := xm[p]
-			yo, inY := ym[p]
+			o, _ := xm.get(p)
+			yo, inY := ym.get(p)
 			i, _ := slices.BinarySearch(yp, p)
 			ranOut := i == len(yp) // the other side holds no path from p on here
 			if !ranOut && !(inY && (yo.Checksum != o.Checksum || yo.Size != o.Size)) {
@@ -129,7 +129,7 @@ func mergeHazardPaths(f, s, h []Object, beyond func() (Object, bool, error)) ([]
 			}
 			var q Object
 			if j, _ := slices.BinarySearch(fp, p); j < len(fp) {
-				q = fm[fp[j]]
+				q, _ = fm.get(fp[j])
 			} else {
 				if next == nil && !none {
 					n, ok, err := beyond()
