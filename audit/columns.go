@@ -22,22 +22,38 @@ type fileColumn struct {
 }
 
 // parquetColumns are the top-level columns of each file, as its footer
-// names them, in order.
+// names them, in order: read in Go (footerSchema), else, for the files it
+// gives up on, with DuckDB's parquet_schema, which fails as it always did
+// on a file it cannot read.
 func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]fileColumn, error) {
-	rows, err := r.e.db.QueryContext(ctx, "SELECT file_name, name, coalesce(num_children, 0) FROM parquet_schema("+literalList(files)+")")
+	out := map[string][]fileColumn{}
+	var rest []string
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		nodes, err := footerSchema(f)
+		if err != nil {
+			rest = append(rest, f)
+			continue
+		}
+		out[f] = schemaColumns(nodes)
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	q := "SELECT file_name, name, coalesce(num_children, 0) FROM parquet_schema(" + literalList(rest) + ")"
+	r.e.statement(q) // on the engine's pool, but tests count it with the run's (onStatement)
+	rows, err := r.e.db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	type node struct {
-		name     string
-		children int64
-	}
-	byFile := map[string][]node{}
+	byFile := map[string][]schemaNode{}
 	for rows.Next() {
 		var (
 			file string
-			n    node
+			n    schemaNode
 		)
 		if err := rows.Scan(&file, &n.name, &n.children); err != nil {
 			return nil, err
@@ -47,37 +63,40 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	out := map[string][]fileColumn{}
 	for file, nodes := range byFile {
-		// The schema is a tree in depth-first order; its first node is the root.
-		i := 0
-		var skip func()
-		skip = func() {
-			n := nodes[i]
-			i++
-			for c := int64(0); c < n.children && i < len(nodes); c++ {
-				skip()
-			}
+		if len(nodes) > 0 {
+			out[file] = schemaColumns(nodes)
 		}
-		if len(nodes) == 0 {
-			continue
-		}
-		root := nodes[0]
-		i = 1
-		var cols []fileColumn
-		for c := int64(0); c < root.children && i < len(nodes); c++ {
-			col := fileColumn{name: nodes[i].name}
-			n := nodes[i].children
-			i++
-			for k := int64(0); k < n && i < len(nodes); k++ {
-				col.children = append(col.children, nodes[i].name)
-				skip()
-			}
-			cols = append(cols, col)
-		}
-		out[file] = cols
 	}
 	return out, nil
+}
+
+// schemaColumns are the top-level columns of a schema tree in depth-first
+// order whose first node is the root, with their direct children.
+func schemaColumns(nodes []schemaNode) []fileColumn {
+	i := 0
+	var skip func()
+	skip = func() {
+		n := nodes[i]
+		i++
+		for c := int64(0); c < n.children && i < len(nodes); c++ {
+			skip()
+		}
+	}
+	root := nodes[0]
+	i = 1
+	var cols []fileColumn
+	for c := int64(0); c < root.children && i < len(nodes); c++ {
+		col := fileColumn{name: nodes[i].name}
+		n := nodes[i].children
+		i++
+		for k := int64(0); k < n && i < len(nodes); k++ {
+			col.children = append(col.children, nodes[i].name)
+			skip()
+		}
+		cols = append(cols, col)
+	}
+	return cols
 }
 
 // hiveCollision names the first file that sits under a key=value directory
