@@ -31,6 +31,7 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 	var order []scanKey
 	groups := map[scanKey][]int{}
 	r.planFusion(ctx)
+	defer func() { r.fused = nil }() // answers no check asked for go with the checks
 	for i, c := range checks {
 		if res, ok := r.runIncremental(ctx, i, c); ok {
 			results[i] = res

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,8 +289,12 @@ func (r *run) computeStats(ctx context.Context, format string, objs []Object, fi
 		union += ", union_by_name = true"
 	}
 	uniq := slices.Compact(slices.Sorted(slices.Values(files)))
-	q := fmt.Sprintf("SELECT __lakewap_file, %s FROM read_parquet(%s, filename = '__lakewap_file'%s) GROUP BY __lakewap_file",
-		strings.Join(exprs, ", "), literalList(uniq), union)
+	// The file name's column gets a name no file can be counted on to
+	// lack otherwise: DuckDB refuses a filename column whose name the
+	// file has (TestStatsOfFileWithLakewapFileColumn).
+	fc := "__lakewap_file_" + strconv.FormatUint(rand.Uint64(), 36)
+	q := fmt.Sprintf("SELECT %s, %s FROM read_parquet(%s, filename = %s%s) GROUP BY %s",
+		quoteIdent(fc), strings.Join(exprs, ", "), literalList(uniq), quoteLiteral(fc), union, quoteIdent(fc))
 	rows, err := r.conn.QueryContext(ctx, q)
 	if err != nil {
 		return nil, err

@@ -153,9 +153,11 @@ func (c *Client) MergeBase(ctx context.Context, repo, source, dest string) (base
 	if b, ok := c.bases.get(repo, source, dest); ok {
 		return b, dest, nil
 	}
-	if head, ok, err := c.branchHead(ctx, repo, dest); err != nil {
+	head, resolved, err := c.branchHead(ctx, repo, dest)
+	if err != nil {
 		return "", "", err
-	} else if ok {
+	}
+	if resolved {
 		// The merge-base of source and the branch is that of source and
 		// the commit the branch points at now, which is kept.
 		dest = head
@@ -175,6 +177,9 @@ func (c *Client) MergeBase(ctx context.Context, repo, source, dest string) (base
 	destCommit = out.DestinationCommitId
 	if destCommit == source {
 		destCommit = out.SourceCommitId
+	}
+	if resolved {
+		destCommit = head // asked by its id: nothing to tell apart
 	}
 	c.bases.put(repo, source, destCommit, out.BaseCommitId)
 	return out.BaseCommitId, destCommit, nil
