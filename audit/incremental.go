@@ -835,7 +835,7 @@ func (r *run) volumeIncremental(ctx context.Context, it *incTable, c Check) sche
 		return r.errored(c, err, 0)
 	}
 	total := it.oldRows("") + asInt(vals[0])
-	objs, err := r.list(ctx, r.req.BaseRef, t.Path)
+	objs, err := r.listRead(ctx, r.req.BaseRef, t.Path) // tableFiles copies it
 	if err != nil {
 		return r.errored(c, fmt.Errorf("list table %s at %s: %w", t.Name, r.req.BaseRef, err), 0)
 	}
@@ -843,13 +843,19 @@ func (r *run) volumeIncremental(ctx context.Context, it *incTable, c Check) sche
 	for j := range objs {
 		objs[j].at = r.req.BaseRef
 	}
-	sts, err := r.statsOf(ctx, t, objs, statsNeed{})
+	// The base's files are summed up as the unchanged ones are: a kept
+	// summary of them, or of all but those gained since, answers.
+	sum, sts, err := r.summarize(ctx, t, objs, statsNeed{})
 	if err != nil {
 		return r.errored(c, err, 0)
 	}
 	var base int64
-	for _, st := range sts {
-		base += st.Rows
+	if sum != nil {
+		base = sum.rows
+	} else {
+		for _, st := range sts {
+			base += st.Rows
+		}
 	}
 	res := r.volumeJudged(c, total, base)
 	counted(&res, kindOf(c), total, nil) // as the full audit's scan counts it

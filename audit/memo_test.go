@@ -37,15 +37,21 @@ type memoRig struct {
 	t           *testing.T
 	lake        *lakeSim
 	memo, plain *Engine
+	suite       Suite
 }
 
 func newMemoRig(t *testing.T, cache bool, old map[string][]string) *memoRig {
+	return newMemoRigOf(t, cache, old, memoSuite())
+}
+
+// newMemoRigOf is newMemoRig with another suite.
+func newMemoRigOf(t *testing.T, cache bool, old map[string][]string, suite Suite) *memoRig {
 	lake := newLakeSim(t)
 	lake.commit(cid("c000"), nil, nil)
 	for p, ids := range old {
 		lake.write(t, cid("c000"), p, idsSQL(ids...))
 	}
-	r := &memoRig{t: t, lake: lake}
+	r := &memoRig{t: t, lake: lake, suite: suite}
 	for _, e := range []**Engine{&r.memo, &r.plain} {
 		opts := Options{Source: lake, WorkDir: t.TempDir(), History: lake}
 		if cache {
@@ -90,7 +96,7 @@ func (r *memoRig) publish(foundation, sealed, target, dst string, rep schemas.Au
 		r.t.Fatalf("publishing %s, whose audit failed: %+v", sealed, rep.Checks)
 	}
 	r.lake.mergeDirs(r.t, foundation, sealed, target, dst)
-	text, err := NewAttestation("d", memoSuite(), rep, sealed, target).Encode(nil)
+	text, err := NewAttestation("d", r.suite, rep, sealed, target).Encode(nil)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -100,7 +106,7 @@ func (r *memoRig) publish(foundation, sealed, target, dst string, rep schemas.Au
 // audit runs req on both engines and wants the same report of both.
 func (r *memoRig) audit(req Request) schemas.AuditReport {
 	r.t.Helper()
-	req.Dataset, req.Suite, req.Repository, req.BatchTime = "d", memoSuite(), "r", batchTime
+	req.Dataset, req.Suite, req.Repository, req.BatchTime = "d", r.suite, "r", batchTime
 	ctx := context.Background()
 	got, err := r.memo.Run(ctx, req)
 	if err != nil {

@@ -35,7 +35,7 @@ import (
 // summaryMaxBytes together (summaryBytes); the least recently used goes
 // first. A summary of a table of 10,000 files takes about 5 MiB.
 const (
-	summaryMaxEntries = 8
+	summaryMaxEntries = 16
 	summaryMaxBytes   = 32 << 20
 )
 
@@ -248,29 +248,36 @@ func summaryBytes(files []summaryFile, need statsNeed) int64 {
 }
 
 // unchangedStats sets it.oldStats, the statistics of it.old, and it.sum,
-// their summary: from the largest kept summary that it.old holds whole,
-// with the other files' statistics looked up (or computed) and folded in;
-// else from every file's. A set of files it cannot key (one without an
-// address, not in path order) gets no summary.
+// their summary (summarize).
 func (r *run) unchangedStats(ctx context.Context, t Table, it *incTable) error {
-	files := make([]summaryFile, len(it.old))
+	var err error
+	it.sum, it.oldStats, err = r.summarize(ctx, t, it.old, it.need)
+	return err
+}
+
+// summarize is the summary of objs (files of table t, with the figures
+// need asks for) and their statistics: from the largest kept summary that
+// objs hold whole, with the other files' statistics looked up (or
+// computed) and folded in; else from every file's. A set of files it
+// cannot key (one without an address, not in path order) gets no summary,
+// only the statistics.
+func (r *run) summarize(ctx context.Context, t Table, objs []Object, need statsNeed) (*fileSummary, []fileStats, error) {
+	files := make([]summaryFile, len(objs))
 	keyed := r.e.summaries != nil
-	for i, o := range it.old {
+	for i, o := range objs {
 		files[i] = summaryFile{path: o.Path, address: o.Address, size: o.Size}
 		keyed = keyed && o.Address != "" && (i == 0 || files[i-1].path < o.Path)
 	}
 	if !keyed {
-		var err error
-		it.oldStats, err = r.statsOf(ctx, t, it.old, it.need)
-		return err
+		sts, err := r.statsOf(ctx, t, objs, need)
+		return nil, sts, err
 	}
-	key := summaryKey(r.req.Repository, t, it.need)
+	key := summaryKey(r.req.Repository, t, need)
 	prev, held := r.e.summaries.largestWithin(key, files)
 	if prev != nil && len(prev.files) == len(files) {
-		it.oldStats, it.sum = prev.stats, prev // the same files
-		return nil
+		return prev, prev.stats, nil // the same files
 	}
-	s := &fileSummary{files: files, counts: map[string]int64{}, cols: map[string]minMaxFold{}, bytes: summaryBytes(files, it.need)}
+	s := &fileSummary{files: files, counts: map[string]int64{}, cols: map[string]minMaxFold{}, bytes: summaryBytes(files, need)}
 	var gained []int
 	if prev == nil {
 		gained = make([]int, len(files))
@@ -291,13 +298,13 @@ func (r *run) unchangedStats(ctx context.Context, t Table, it *incTable) error {
 			}
 		}
 	}
-	sts, err := r.statsOf(ctx, t, each(gained, func(i int) Object { return it.old[i] }), it.need)
+	sts, err := r.statsOf(ctx, t, each(gained, func(i int) Object { return objs[i] }), need)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	// The folds go in path order only without a kept summary: with one, a
 	// gained file may sort before kept ones, which minMaxFold allows for.
-	s.fold(it.need, sts)
+	s.fold(need, sts)
 	s.stats = make([]fileStats, len(files))
 	j, g := 0, 0
 	for i := range files {
@@ -310,7 +317,6 @@ func (r *run) unchangedStats(ctx context.Context, t Table, it *incTable) error {
 		j++
 	}
 	r.e.summaries.put(key, s)
-	it.oldStats, it.sum = s.stats, s
-	r.log.Debug("audit unchanged files summed up", "table", t.Name, "files", len(files), "gained", len(gained), "kept", prev != nil)
-	return nil
+	r.log.Debug("audit files summed up", "table", t.Name, "files", len(files), "gained", len(gained), "kept", prev != nil)
+	return s, s.stats, nil
 }

@@ -13,15 +13,27 @@ import (
 // S's own file and of Q's only: the rest were summed up by Q's audit (it
 // looked up all ten before, and reduced every file's min and max again).
 // It runs nothing in DuckDB (no key range meets S's), and its report is
-// the one of an engine without summaries (memoRig.audit).
-func TestRecheckLooksUpOnlyTheGainedFiles(t *testing.T) { eachCache(t, testRecheckGained) }
+// the one of an engine without summaries (memoRig.audit). With a
+// volume_change check, the base's files (the target's head) are summed up
+// the same way: Q's file is the one they gained (it looked up all nine).
+func TestRecheckLooksUpOnlyTheGainedFiles(t *testing.T) {
+	for _, volume := range []bool{false, true} {
+		t.Run(fmt.Sprint("volume_change=", volume), func(t *testing.T) {
+			eachCache(t, func(t *testing.T, cache bool) { testRecheckGained(t, cache, volume) })
+		})
+	}
+}
 
-func testRecheckGained(t *testing.T, cache bool) {
+func testRecheckGained(t *testing.T, cache, volume bool) {
 	old := map[string][]string{}
 	for i := range 7 {
 		old[fmt.Sprintf("data/t/d%d.parquet", i)] = []string{fmt.Sprint(1000 + 10*i), fmt.Sprint(1005 + 10*i)}
 	}
-	r := newMemoRig(t, cache, old)
+	suite := memoSuite()
+	if volume {
+		suite.Checks = append(suite.Checks, Check{Kind: KindVolumeChange, Table: "t", MaxGrowthPct: f64(900)})
+	}
+	r := newMemoRigOf(t, cache, old, suite)
 	s := r.batch("c001", "s1", "data/t/s1/part-0.parquet", "100", "101")
 	if rep := r.audit(Request{Ref: s, BaseRef: cid("c001")}); rep.Mode != ModeIncremental || !rep.Passed {
 		t.Fatalf("audit of S: mode %s (%s), passed %v: %+v", rep.Mode, rep.ModeReason, rep.Passed, rep.Checks)
@@ -36,8 +48,12 @@ func testRecheckGained(t *testing.T, cache bool) {
 	if rep.Mode != ModeIncremental || !rep.Passed {
 		t.Fatalf("recheck of S: mode %s (%s), passed %v: %+v", rep.Mode, rep.ModeReason, rep.Passed, rep.Checks)
 	}
-	if n := r.memo.stats.lookups.Load() - lookups; n != 2 {
-		t.Errorf("the recheck looked up the statistics of %d files, want 2 (S's and Q's)", n)
+	want := int64(2)
+	if volume {
+		want = 3 // and Q's as a file of the base
+	}
+	if n := r.memo.stats.lookups.Load() - lookups; n != want {
+		t.Errorf("the recheck looked up the statistics of %d files, want %d (S's and Q's)", n, want)
 	}
 	if n := r.memo.memo.conns.Load() - conns; n != 0 {
 		t.Errorf("the recheck opened %d DuckDB connections", n)
