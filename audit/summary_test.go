@@ -226,3 +226,44 @@ func TestApplySortedIsApplyByPath(t *testing.T) {
 		t.Fatal("a path differing twice was walked")
 	}
 }
+
+// TestSummaryCacheBounds: the kept summaries stay within their count and
+// bytes, the least recently used going first; one over the whole budget
+// is not kept; a summary is found only for a set holding its files whole,
+// each at the same address and size.
+func TestSummaryCacheBounds(t *testing.T) {
+	sum := func(bytes int64, paths ...string) *fileSummary {
+		s := &fileSummary{bytes: bytes}
+		for _, p := range paths {
+			s.files = append(s.files, summaryFile{path: p, address: "a-" + p, size: 1})
+		}
+		return s
+	}
+	files := func(paths ...string) []summaryFile { return sum(0, paths...).files }
+	c := newSummaryCache(2, 1000)
+	c.put("k", sum(100, "a"))
+	c.put("k", sum(100, "a", "b"))
+	if s, held := c.largestWithin("k", files("a", "b", "c")); s == nil || len(s.files) != 2 || !slices.Equal(held, []bool{true, true, false}) {
+		t.Fatalf("largest kept within a, b, c: %+v %v", s, held)
+	}
+	if s, _ := c.largestWithin("other", files("a", "b")); s != nil {
+		t.Fatal("a summary found under another key")
+	}
+	moved := files("a", "b")
+	moved[1].address = "elsewhere"
+	if s, _ := c.largestWithin("k", moved); s == nil || len(s.files) != 1 {
+		t.Fatalf("b at another address: found %+v, want the summary of a alone", s)
+	}
+	c.put("k", sum(100, "c")) // a was used last: a, b goes
+	if s, _ := c.largestWithin("k", files("a", "b")); s == nil || len(s.files) != 1 {
+		t.Fatalf("three summaries kept, over the bound of two: found %+v for a, b", s)
+	}
+	c.put("k", sum(950, "d")) // over the bytes with any other: the rest go
+	if c.lru.Len() != 1 || c.bytes > c.maxBytes {
+		t.Fatalf("%d summaries of %d bytes kept, over %d bytes", c.lru.Len(), c.bytes, c.maxBytes)
+	}
+	c.put("k", sum(1001, "e"))
+	if s, _ := c.largestWithin("k", files("e")); s != nil {
+		t.Fatal("a summary over the whole budget was kept")
+	}
+}
