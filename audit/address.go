@@ -138,9 +138,13 @@ func (r *run) readAtRef(ctx context.Context, t Table) (map[string]Object, error)
 					x := indexPaths(l)
 					listed = &x
 				}
-				if lo, ok := listed.get(o.Path); ok && lo.Size == o.Size {
-					o.Address = lo.Address
+				lo, ok := listed.get(o.Path)
+				if !ok || lo.Size != o.Size {
+					// Fail closed: a file read that the listing of the same
+					// commit does not hold as read has no address to judge.
+					return nil, fmt.Errorf("table %s: %s read at %s (%d bytes) is not in the listing of that commit as read", t.Name, o.Path, r.req.Ref, o.Size)
 				}
+				o.Address = lo.Address
 			}
 			if o.Address != "" {
 				read[o.Path] = o
