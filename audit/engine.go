@@ -869,7 +869,11 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 				return r.textColumns(ctx, format, files)
 			}
 		}
-		if cols, qerr := columns(ctx, files); qerr == nil {
+		cols, qerr := columns(ctx, files)
+		if unlisted := (errUnlisted{}); errors.As(qerr, &unlisted) {
+			err = fmt.Errorf("file %s: DuckDB reads it but cannot list its columns (%v): readers may disagree on them", objPath[unlisted.file], unlisted.err)
+		}
+		if qerr == nil {
 			err = caseCollision(cols, files, objPath, table, parts)
 			if err == nil && format != FormatDelta {
 				err = hiveCollision(cols, files, objPath, tablePath)

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,7 +81,7 @@ func footerSchema(path string) ([]schemaNode, error) {
 		return nil, fmt.Errorf("%w: footer length %d", errFooter, n)
 	}
 	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, size-8-n); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := f.ReadAt(buf, size-8-n); err != nil { // a short read too (the file shrank)
 		return nil, fmt.Errorf("%w: %v", errFooter, err)
 	}
 	return decodeFooterSchema(buf)
