@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,7 +220,10 @@ func must(t *testing.T, err error) {
 }
 
 func TestRunSweepsUntilCancelled(t *testing.T) {
-	lake := &fakeLake{branches: []lakefs.Branch{{Name: "wap-x", CommitID: "c"}}, head: time.Now().Add(-48 * time.Hour)}
+	// A lake that forgets a branch once deleted, as lakeFS does: a sweep
+	// after the first finds nothing to delete (the plain fake kept the
+	// branch, so a second sweep before the count was read made it 2).
+	lake := &forgettingLake{fakeLake: &fakeLake{branches: []lakefs.Branch{{Name: "wap-x", CommitID: "c"}}, head: time.Now().Add(-48 * time.Hour)}}
 	reg := prometheus.NewRegistry()
 	j, err := janitor.New(janitor.Config{Lake: lake,
 		Runs:       func(context.Context) ([]pipeline.Run, error) { return nil, nil },
@@ -239,6 +243,29 @@ func TestRunSweepsUntilCancelled(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// forgettingLake is fakeLake whose deleted branches are gone, safe for
+// a sweeping goroutine.
+type forgettingLake struct {
+	*fakeLake
+	mu sync.Mutex
+}
+
+func (f *forgettingLake) ListBranches(ctx context.Context, repo, prefix string) ([]lakefs.Branch, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.branches), nil
+}
+
+func (f *forgettingLake) DeleteBranch(ctx context.Context, repo, b string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.fakeLake.DeleteBranch(ctx, repo, b); err != nil {
+		return err
+	}
+	f.branches = slices.DeleteFunc(f.branches, func(x lakefs.Branch) bool { return x.Name == b })
+	return nil
 }
 
 // A run in progress for longer than MaxRunAge is stuck: the janitor asks
