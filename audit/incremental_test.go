@@ -369,7 +369,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 			t.Cleanup(func() { plain.Close() })
 			plain.memo, plain.unfused, plain.summaries = nil, true, nil
 			h.plain = plain
-			var hits int64
+			var hits, folded int64
 			var incremental, full, onto, unattested, failing, afterForeign int
 			foreign := map[string]bool{} // other datasets' publishes
 			var planted []string
@@ -433,6 +433,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 					statsDir = t.TempDir() // another instance, without the statistics
 					n, _ := e.memo.stats()
 					hits += n
+					folded += e.foldedSummaries()
 					e = engine()
 				}
 				s := h.batch()
@@ -476,10 +477,14 @@ func TestIncrementalEqualsFull(t *testing.T) {
 			}
 			n, misses := e.memo.stats()
 			hits += n
-			t.Logf("%d incremental and %d full audits compared, %d of them onto a moved target, %d onto another dataset's publish; %d direct commits; %d answers from the memo (%d misses on the last engine)",
-				incremental, full, onto, afterForeign, unattested, hits, misses)
+			folded += e.foldedSummaries()
+			t.Logf("%d incremental and %d full audits compared, %d of them onto a moved target, %d onto another dataset's publish; %d direct commits; %d answers from the memo (%d misses on the last engine); %d summaries folded onto a kept one",
+				incremental, full, onto, afterForeign, unattested, hits, misses, folded)
 			if hits == 0 {
 				t.Fatal("no answer came from the query memo: the test compares nothing it memoized")
+			}
+			if folded == 0 {
+				t.Fatal("no summary was folded onto a kept one: the test compares no summary it kept")
 			}
 			if afterForeign == 0 {
 				t.Fatal("no audit onto another dataset's publish was incremental: two datasets sharing a target would make every audit full")
