@@ -64,14 +64,8 @@ func listingKey(repo, commit, prefix string) string { return repo + "\x00" + com
 
 // get returns a copy of the listing of prefix at commit.
 func (c *listingCache) get(repo, commit, prefix string) ([]Object, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.m[listingKey(repo, commit, prefix)]
-	if !ok {
-		return nil, false
-	}
-	c.order.MoveToBack(el)
-	return slices.Clone(el.Value.(*keptListing).objs), true
+	objs, ok := c.shared(repo, commit, prefix)
+	return slices.Clone(objs), ok
 }
 
 // shared is get without the copy: the caller only reads it.
