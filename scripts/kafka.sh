@@ -93,8 +93,12 @@ free_port() {
 }
 
 # cluster_id prints a random Kafka cluster id (16 random bytes, URL-safe base64).
+# Not one that starts with '-', which kafka-storage's argument parser takes
+# for an option (1 in 64 ids; Kafka's own random-uuid skips them too).
 cluster_id() {
-	head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
+	local id
+	while id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')" && [[ $id == -* ]]; do :; done
+	printf '%s' "$id"
 }
 
 write_config() {
