@@ -152,6 +152,9 @@ var nullSpellings = []string{"-1.#IND", "1.#QNAN", "1.#IND", "-1.#QNAN", "#N/A N
 // One scan of each file, every column as text. A file DuckDB cannot read
 // is left for the view to report.
 func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[string]string) error {
+	if err := r.ready(ctx); err != nil {
+		return err
+	}
 	for _, f := range files {
 		q := fmt.Sprintf("SELECT name, value FROM (SELECT * FROM read_csv(%s, header = true, all_varchar = true%s)) "+
 			"UNPIVOT (value FOR name IN (COLUMNS(*))) WHERE list_contains(%s, value) LIMIT 1", literalList([]string{f}), noHive, literalList(nullSpellings))
@@ -174,6 +177,9 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 // file alone (its header, its keys), in order: one query per file that
 // reads no rows past the sniffer's sample.
 func (r *run) textColumns(ctx context.Context, format string, files []string) (map[string][]fileColumn, error) {
+	if err := r.ready(ctx); err != nil {
+		return nil, err
+	}
 	out := map[string][]fileColumn{}
 	for _, f := range files {
 		rows, err := r.e.db.QueryContext(ctx, "SELECT * FROM "+readSQL(format, []string{f})+" LIMIT 0")

@@ -434,13 +434,13 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 		req.BatchTime = time.Now()
 	}
 	log := e.opts.Logger.With("dataset", req.Dataset, "repository", req.Repository, "ref", req.Ref)
-	dir, err := os.MkdirTemp(e.dir, "run-*")
-	if err != nil {
-		return report, fmt.Errorf("audit: work dir: %w", err)
-	}
+	// The run's directory is made by its first download (ready): a run
+	// answered by the memo and the statistics makes none.
+	seq := e.seq.Add(1)
+	dir := filepath.Join(e.dir, "run-"+strconv.FormatInt(seq, 10))
 	defer os.RemoveAll(dir)
 
-	r := &run{e: e, req: req, log: log, dir: dir, catalog: fmt.Sprintf("run_%d", e.seq.Add(1)),
+	r := &run{e: e, req: req, log: log, dir: dir, catalog: fmt.Sprintf("run_%d", seq),
 		views: map[viewKey]*view{}, types: map[string]string{}, deltaSnaps: map[string]deltaResult{}, planned: map[int]string{},
 		collisions: map[string]error{}}
 	defer func() {
@@ -498,6 +498,7 @@ type run struct {
 	e   *Engine
 	req Request
 	log *slog.Logger
+	// dir is the run's directory (for its downloads), made by the first.
 	dir string
 	// catalog is the run's in-memory database inside the engine's DuckDB;
 	// conn uses it (USE) and is the run's only connection, opened when a
@@ -531,6 +532,11 @@ type run struct {
 	inc *increment
 	// dl brings the run's files to local files.
 	dl downloader
+	// toGet are the files named (plan) and not downloaded yet, with their
+	// local names; getErr is why a download failed (ready).
+	toGet      []fetch
+	toGetLocal []string
+	getErr     error
 	// fused are the aggregates of batch views fetched together, by the
 	// text of each query (fuse.go).
 	fused map[string]*fusion
@@ -687,16 +693,12 @@ func (r *run) prepare(ctx context.Context) error {
 		r.log.Warn("audit over its budget", "err", err)
 		return r.openDB(ctx, nil)
 	}
-	dlStart := time.Now()
-	local, err := dl.fetchAll(ctx, fetches)
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
+	local := r.plan(fetches)
 	for k, v := range r.views {
 		v.files = each(slots[k], func(i int) string { return local[i] })
 	}
-	r.log.Debug("audit files ready", "views", len(r.views), "files", len(fetches), "bytes", bytes,
-		"list_ms", dlStart.Sub(listStart).Milliseconds(), "download_ms", time.Since(dlStart).Milliseconds())
+	r.log.Debug("audit files listed", "views", len(r.views), "files", len(fetches), "bytes", bytes,
+		"list_ms", time.Since(listStart).Milliseconds())
 
 	schemaFiles, err := r.schemaFiles(ctx, dl)
 	if err != nil {
@@ -761,13 +763,40 @@ func (r *run) schemaFile(ctx context.Context, dl downloader, key string, t Table
 		if len(objs) == 0 {
 			continue
 		}
-		local, err := dl.fetchAll(ctx, []fetch{{ref: ref, obj: objs[0]}})
-		if err != nil {
-			return "", fmt.Errorf("audit: %w", err)
-		}
-		return local[0], nil
+		return r.plan([]fetch{{ref: ref, obj: objs[0]}})[0], nil
 	}
 	return "", nil
+}
+
+// plan names the local files of fs; they are downloaded when something
+// first reads a local file (ready), so that a run whose checks the memo
+// and the statistics answer downloads nothing (issue 21).
+func (r *run) plan(fs []fetch) []string {
+	local := each(fs, r.dl.local)
+	r.toGet = append(r.toGet, fs...)
+	r.toGetLocal = append(r.toGetLocal, local...)
+	return local
+}
+
+// ready downloads the files planned so far, before anything reads a local
+// file: DuckDB (lazyConn) and the footers' columns (columnCollision). A
+// failed download is the machine's or lakeFS's, not the data's: the run
+// errors with it (ErrInfrastructure, retried), whichever check asked.
+func (r *run) ready(ctx context.Context) error {
+	if r.getErr != nil || len(r.toGet) == 0 {
+		return r.getErr
+	}
+	start := time.Now()
+	if err := r.dl.getAll(ctx, r.toGet, r.toGetLocal); err != nil {
+		r.getErr = fmt.Errorf("%w: audit: %w", ErrInfrastructure, err)
+		if r.infra == nil {
+			r.infra = r.getErr
+		}
+		return r.getErr
+	}
+	r.log.Debug("audit files downloaded", "files", len(r.toGet), "download_ms", time.Since(start).Milliseconds())
+	r.toGet, r.toGetLocal = nil, nil
+	return nil
 }
 
 // openDB prepares the run's catalog in the engine's DuckDB and defines the

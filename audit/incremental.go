@@ -485,10 +485,7 @@ func (r *run) statsOf(ctx context.Context, t Table, objs []Object, need statsNee
 		return out, nil
 	}
 	objsMissing := each(missing, func(i int) Object { return objs[i] })
-	local, err := r.dl.fetchAll(ctx, each(objsMissing, func(o Object) fetch { return fetch{ref: cmp.Or(o.at, r.req.Ref), obj: o} }))
-	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
-	}
+	local := r.plan(each(objsMissing, func(o Object) fetch { return fetch{ref: cmp.Or(o.at, r.req.Ref), obj: o} }))
 	sts, err := r.computeStats(ctx, t.format(), objsMissing, local, need)
 	if err != nil {
 		return nil, fmt.Errorf("statistics of table %s: %w", t.Name, err)
@@ -902,10 +899,8 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 	var collisions int64
 	var samples []string
 	if len(overlap) > 0 {
-		local, err := r.dl.fetchAll(ctx, each(overlap, func(o Object) fetch { return fetch{ref: cmp.Or(o.at, r.req.Ref), obj: o} }))
-		if err != nil {
-			return r.errored(c, fmt.Errorf("audit: %w", err), 0)
-		}
+		// Downloaded if the memo does not answer (plan).
+		local := r.plan(each(overlap, func(o Object) fetch { return fetch{ref: cmp.Or(o.at, r.req.Ref), obj: o} }))
 		union := noHive
 		if len(local) > 1 {
 			union += ", union_by_name = true"

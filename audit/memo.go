@@ -359,6 +359,9 @@ type lazyConn struct {
 // deferred views. A failure is the machine's, not the data's (the views
 // were created before over the same files): the run is retried.
 func (c *lazyConn) open(ctx context.Context) error {
+	if err := c.r.ready(ctx); err != nil { // the files the views and the query read
+		return err
+	}
 	if c.conn != nil || c.err != nil {
 		return c.err
 	}
@@ -459,6 +462,9 @@ func (r *run) parquetColumnsMemo(ctx context.Context, files []string, ids map[st
 	}
 	if len(missing) == 0 {
 		return out, nil
+	}
+	if err := r.ready(ctx); err != nil {
+		return nil, err
 	}
 	got, err := r.parquetColumns(ctx, missing)
 	if err != nil {

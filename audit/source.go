@@ -107,7 +107,22 @@ type downloader struct {
 // fetchAll downloads fs with at most d.parallel downloads at a time and
 // returns the local file of each, in order. The first error cancels the rest.
 func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) {
-	out := make([]string, len(fs))
+	local := each(fs, d.local)
+	return local, d.getAll(ctx, fs, local)
+}
+
+// local names the local copy of f: the cache's file of its address, or a
+// new file of the run's directory. Nothing is downloaded (getAll).
+func (d downloader) local(f fetch) string {
+	if d.cacheDir == "" || f.obj.Address == "" {
+		return filepath.Join(d.workDir, "files", strconv.FormatInt(d.files.Add(1), 10)+localExt(f.obj.Path))
+	}
+	return filepath.Join(d.cacheDir, cacheName(d.repo, f.obj))
+}
+
+// getAll downloads each of fs to its local file (named by local), with at
+// most d.parallel downloads at a time. The first error cancels the rest.
+func (d downloader) getAll(ctx context.Context, fs []fetch, local []string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -126,14 +141,13 @@ func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) 
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			local, err := d.fetch(ctx, f)
+			err := d.get(ctx, f, local[i])
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
 				firstErr = fmt.Errorf("download %s@%s: %w", f.obj.Path, f.ref, err)
 				cancel()
 			}
-			out[i] = local
 		})
 	}
 	wg.Wait()
@@ -141,29 +155,29 @@ func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) 
 		// The caller's context ended before any download failed.
 		firstErr = ctx.Err()
 	}
-	return out, firstErr
+	return firstErr
 }
 
-func (d downloader) fetch(ctx context.Context, f fetch) (string, error) {
+// get brings f to local: a cache file already there (whole) is used as it
+// is, and kept from eviction until the run ends.
+func (d downloader) get(ctx context.Context, f fetch, local string) error {
 	if d.cacheDir == "" || f.obj.Address == "" {
-		local := filepath.Join(d.workDir, "files", strconv.FormatInt(d.files.Add(1), 10)+localExt(f.obj.Path))
-		return local, d.download(ctx, f, local)
+		return d.download(ctx, f, local)
 	}
-	local := filepath.Join(d.cacheDir, cacheName(d.repo, f.obj))
 	d.cache.pin(local) // before the stat: eviction must not race the use
 	d.pinned(local)
 	if st, err := os.Stat(local); err == nil && st.Size() == f.obj.Size {
 		d.cache.touch(local)
-		return local, nil
+		return nil
 	}
-	return local, d.download(ctx, f, local)
+	return d.download(ctx, f, local)
 }
 
 // download streams the object into a temporary file beside dst and renames
 // it into place, so a reader never sees a partial file and two runs that
 // fetch the same object at once both end with a whole one.
 func (d downloader) download(ctx context.Context, f fetch, dst string) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".part-*")

@@ -25,6 +25,28 @@ func TestRecheckLooksUpOnlyTheGainedFiles(t *testing.T) {
 }
 
 func testRecheckGained(t *testing.T, cache, volume bool) {
+	r, s := gainedRig(t, cache, volume)
+	lookups, conns := r.memo.stats.lookups.Load(), r.memo.memo.conns.Load()
+	rep := r.audit(Request{Ref: s, BaseRef: cid("c003"), Onto: true})
+	if rep.Mode != ModeIncremental || !rep.Passed {
+		t.Fatalf("recheck of S: mode %s (%s), passed %v: %+v", rep.Mode, rep.ModeReason, rep.Passed, rep.Checks)
+	}
+	want := int64(2)
+	if volume {
+		want = 3 // and Q's as a file of the base
+	}
+	if n := r.memo.stats.lookups.Load() - lookups; n != want {
+		t.Errorf("the recheck looked up the statistics of %d files, want %d (S's and Q's)", n, want)
+	}
+	if n := r.memo.memo.conns.Load() - conns; n != 0 {
+		t.Errorf("the recheck opened %d DuckDB connections", n)
+	}
+}
+
+// gainedRig is TestRecheckLooksUpOnlyTheGainedFiles's lake: batch S
+// (returned) passed its audit against c001 (eight files), then P and Q
+// published (c002, c003).
+func gainedRig(t *testing.T, cache, volume bool) (*memoRig, string) {
 	old := map[string][]string{}
 	for i := range 7 {
 		old[fmt.Sprintf("data/t/d%d.parquet", i)] = []string{fmt.Sprint(1000 + 10*i), fmt.Sprint(1005 + 10*i)}
@@ -42,22 +64,7 @@ func testRecheckGained(t *testing.T, cache, volume bool) {
 	r.publish("c001", "p1", "c001", "c002", r.audit(Request{Ref: p, BaseRef: cid("c001")}))
 	q := r.batch("c002", "q1", "data/t/q1/part-0.parquet", "6000", "6005")
 	r.publish("c002", "q1", "c002", "c003", r.audit(Request{Ref: q, BaseRef: cid("c002")}))
-
-	lookups, conns := r.memo.stats.lookups.Load(), r.memo.memo.conns.Load()
-	rep := r.audit(Request{Ref: s, BaseRef: cid("c003"), Onto: true})
-	if rep.Mode != ModeIncremental || !rep.Passed {
-		t.Fatalf("recheck of S: mode %s (%s), passed %v: %+v", rep.Mode, rep.ModeReason, rep.Passed, rep.Checks)
-	}
-	want := int64(2)
-	if volume {
-		want = 3 // and Q's as a file of the base
-	}
-	if n := r.memo.stats.lookups.Load() - lookups; n != want {
-		t.Errorf("the recheck looked up the statistics of %d files, want %d (S's and Q's)", n, want)
-	}
-	if n := r.memo.memo.conns.Load() - conns; n != 0 {
-		t.Errorf("the recheck opened %d DuckDB connections", n)
-	}
+	return r, s
 }
 
 // TestMinMaxFoldIsReduceMinMax: folding files' figures in any order gives,
