@@ -51,8 +51,9 @@ var (
 type Options struct {
 	Source Source
 	// WorkDir holds the engine's directory (removed by Close), with a
-	// directory per run (removed after the run) and DuckDB's spill files;
-	// default os.TempDir().
+	// directory per run that downloads (made by its first download,
+	// removed after the run) and DuckDB's spill files; default
+	// os.TempDir().
 	WorkDir string
 	// CacheDir keeps downloaded objects by physical address across runs, so
 	// the unchanged files of main are fetched once. Empty disables the cache.
@@ -525,8 +526,9 @@ type run struct {
 	viewIDs map[viewKey]string
 	// foreign are the paths foreign_addresses refused.
 	foreign map[string]bool
-	// infra is the first check failure caused by the machine, not the
-	// data: the run returns it (wrapping ErrInfrastructure) to be retried.
+	// infra is the first failure caused by the machine or lakeFS, not the
+	// data: a check's (wrapping ErrInfrastructure) or a download's (ready).
+	// The run returns it, to be retried.
 	infra error
 	// inc is the run's incremental plan; nil for a full audit.
 	inc *increment
@@ -780,15 +782,16 @@ func (r *run) plan(fs []fetch) []string {
 
 // ready downloads the files planned so far, before anything reads a local
 // file: DuckDB (lazyConn) and the footers' columns (columnCollision). A
-// failed download is the machine's or lakeFS's, not the data's: the run
-// errors with it (ErrInfrastructure, retried), whichever check asked.
+// failed download is not the data's verdict: the run errors with it,
+// whichever check asked, as it did when it downloaded before the checks
+// (the error keeps the class the Source gave it).
 func (r *run) ready(ctx context.Context) error {
 	if r.getErr != nil || len(r.toGet) == 0 {
 		return r.getErr
 	}
 	start := time.Now()
 	if err := r.dl.getAll(ctx, r.toGet, r.toGetLocal); err != nil {
-		r.getErr = fmt.Errorf("%w: audit: %w", ErrInfrastructure, err)
+		r.getErr = fmt.Errorf("audit: %w", err)
 		if r.infra == nil {
 			r.infra = r.getErr
 		}

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -75,8 +74,8 @@ func (r *memoRig) emptyCache() {
 // downloaded the batch's file into a run directory it removed unread:
 // this test failed). Without the memo's answers it reads the batch's file:
 // it downloads it and reports what an engine without a memo reports; and
-// when that download fails, the recheck errors (infrastructure) and
-// passes nothing.
+// when that download fails, the recheck errors with the download's error,
+// as when it downloaded before the checks, and passes nothing.
 func TestRecheckDownloadsOnlyWhatItReads(t *testing.T) { eachCache(t, testRecheckDownloads) }
 
 func testRecheckDownloads(t *testing.T, cache bool) {
@@ -94,7 +93,7 @@ func testRecheckDownloads(t *testing.T, cache bool) {
 	r.emptyCache()
 	r.lake.failPath = "data/t/s1/part-0.parquet"
 	rep, err, downloads, _ = r.watched(req)
-	if !errors.Is(err, ErrInfrastructure) || !strings.Contains(err.Error(), "injected download failure") || rep.Passed || downloads == 0 {
+	if err == nil || !strings.Contains(err.Error(), "injected download failure") || rep.Passed || downloads == 0 {
 		t.Fatalf("recheck without the memo, the batch's download failing: err %v, passed %v, %d downloads", err, rep.Passed, downloads)
 	}
 	r.lake.failPath = ""
@@ -118,10 +117,10 @@ func testRecheckDownloads(t *testing.T, cache bool) {
 // TestRecheckLateDownloadFailureErrors: the recheck of
 // TestMemoRecheckSeesWhatTheTargetGained takes the batch's scans from the
 // memo and reads the target's new file (P's) for the unique check; when
-// that download fails, the recheck errors as infrastructure: nothing
-// passes, and the batch is not failed for it either (before, the unique
-// check reported status error: the batch would have been aborted for a
-// failed download).
+// that download fails, the recheck errors with it (the run could not
+// read what it audits): nothing passes, and the batch is not judged on it
+// either (before, the unique check reported status error, which aborts
+// the batch, for a failed download: this test failed).
 func TestRecheckLateDownloadFailureErrors(t *testing.T) { eachCache(t, testRecheckLateFailure) }
 
 func testRecheckLateFailure(t *testing.T, cache bool) {
@@ -140,7 +139,7 @@ func testRecheckLateFailure(t *testing.T, cache bool) {
 	if after, _ := r.memo.memo.stats(); after == hits {
 		t.Fatal("the recheck took nothing from the memo: the test shows nothing")
 	}
-	if !errors.Is(err, ErrInfrastructure) || !strings.Contains(err.Error(), "injected download failure") || rep.Passed || downloads == 0 {
+	if err == nil || !strings.Contains(err.Error(), "injected download failure") || rep.Passed || downloads == 0 {
 		t.Fatalf("recheck, P's download failing: err %v, passed %v, %d downloads: %+v", err, rep.Passed, downloads, rep.Checks)
 	}
 	r.lake.failPath = ""
