@@ -80,8 +80,12 @@ func TestColdHookAuditSlowerThanItsTimeout(t *testing.T) {
 			defer mu.Unlock()
 			// main moves (so the hook's cache has no report for the merge
 			// lakeFS makes) and the blockstore turns slow for the batch's file.
+			// main gains a file of the table, so that the hook's audit reads
+			// the table, the batch's file with it: the engine's query memo
+			// answers a table it read before without reading (or downloading)
+			// a file, as a replica with an empty memo would not.
 			ctx := context.Background()
-			must(t, env.Lake.Upload(ctx, "lake", "main", "notes/moved.txt", strings.NewReader("main moved\n")))
+			must(t, env.WriteParquet(ctx, "main", "gold/billing_fact/batch=direct/part-0.parquet", billingRows(880000, 0, 10, "BIGINT")))
 			_, err := env.Lake.Commit(ctx, "lake", "main", "main moves while the batch publishes", nil)
 			must(t, err)
 			proxy.mu.Lock()
