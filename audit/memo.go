@@ -343,8 +343,8 @@ func (r *run) memoRow(ctx context.Context, q, keyText string, n int, vs ...viewK
 }
 
 // lazyConn is a run's connection, opened when a query first needs it: a
-// run whose every query is answered by the memo opens none, and creates
-// no catalog and no view in DuckDB. Views whose definitions DuckDB took
+// run whose every query is answered by the memo opens none, creates no
+// catalog and no view in DuckDB, and downloads none of its files (ready). Views whose definitions DuckDB took
 // before (memoView's definition, kept in the memo as a good view) wait in
 // deferred and are created when the connection opens; a view DuckDB may
 // refuse is created at once (openDB), so that its checks report why.
