@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -91,7 +92,77 @@ func (e *Engine) RecordMerge(repo, merge, sealed string) {
 		return
 	}
 	e.derived.merges.put(repo+"\x00"+merge, sealed)
+	e.deriveAhead(repo, merge, sealed)
 }
+
+const (
+	// maxDerivingAhead bounds the own merges whose listings are derived
+	// ahead at once; a merge recorded beyond it is derived when a run
+	// needs it, as before.
+	maxDerivingAhead = 2
+	// aheadTimeout bounds one merge's derivation ahead.
+	aheadTimeout = 30 * time.Second
+)
+
+// deriveAhead derives, in the background, the listings of lakewap's own
+// merge of sealed that a recheck onto it will read: the tables
+// relinked_objects cleared sealed against the merge's first parent. The
+// next publish into the target rechecks its batch onto that merge inside
+// its turn; derived ahead, its lakeFS reads (the merge commit, the
+// two-dot diff of the head and the merge) overlap the turn's look at the
+// target instead of following it. The derivation is derive's, with its
+// conditions; one that does not hold leaves the listing to the run that
+// needs it.
+func (e *Engine) deriveAhead(repo, merge, sealed string) {
+	if e.ahead == nil || e.opts.History == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	select {
+	case e.ahead <- struct{}{}:
+	default:
+		return
+	}
+	e.aheads.Add(1)
+	go func() {
+		defer e.aheads.Done()
+		defer func() { <-e.ahead }()
+		defer func() {
+			if v := recover(); v != nil {
+				e.opts.Logger.Error("audit: deriving the listings of an own merge panicked", "commit", merge, "panic", v)
+			}
+		}()
+		ctx, cancel := context.WithTimeout(e.bg, aheadTimeout)
+		defer cancel()
+		c, err := e.opts.History.Commit(ctx, repo, merge)
+		if err != nil || c.ID != merge || len(c.Parents) != 2 || c.Parents[1] != sealed {
+			return
+		}
+		paths, _ := e.derived.cleared.get(repo + "\x00" + sealed + "\x00" + c.Parents[0])
+		r := &run{e: e, req: Request{Repository: repo}, log: e.opts.Logger}
+		for _, p := range paths {
+			if _, ok := e.listings.shared(repo, merge, p); ok {
+				continue
+			}
+			fl, lead := e.flights.lead(repo, merge, p)
+			if !lead {
+				continue // a run makes it now
+			}
+			if objs, ok := r.derive(ctx, merge, p); ok {
+				e.listings.put(repo, merge, p, objs)
+			}
+			fl.end()
+		}
+	}()
+}
+
+// WaitDerivingAhead waits for the listings being derived ahead
+// (deriveAhead) to be done: for tests.
+func (e *Engine) WaitDerivingAhead() { e.aheads.Wait() }
 
 // clear records that relinked_objects compared ref with base under paths
 // and found nothing to refuse, merged with what earlier calls recorded for

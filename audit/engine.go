@@ -146,8 +146,17 @@ type Engine struct {
 	dataPrefixes *boundedMap[string]
 	// listings are the listings of commits made lately (listcache.go).
 	listings *listingCache
+	// flights are the listings of commits being made (listcache.go).
+	flights *listFlights
 	// derived is what derives listings of lakewap's own merges (derive.go).
 	derived *derivations
+	// ahead bounds the own merges whose listings are being derived in the
+	// background (deriveAhead), aheads waits for them, and bg is their
+	// context, cancelled by Close.
+	ahead  chan struct{}
+	aheads sync.WaitGroup
+	bg     context.Context
+	stopBG context.CancelFunc
 	// memo keeps answers of queries over files known by physical address
 	// (memo.go); nil turns it off.
 	memo *queryMemo
@@ -226,7 +235,10 @@ func New(opts Options) (*Engine, error) {
 	e.dataPrefixes = newBoundedMap[string](1024)
 	e.rowOnlyWheres = newBoundedMap[bool](1024)
 	e.listings = newListingCache(listingCacheObjects)
+	e.flights = &listFlights{m: map[string]chan struct{}{}}
 	e.derived = newDerivations()
+	e.ahead = make(chan struct{}, maxDerivingAhead)
+	e.bg, e.stopBG = context.WithCancel(context.Background())
 	e.memo = newQueryMemo(memoMaxEntries, memoMaxBytes)
 	e.summaries = newSummaryCache(summaryMaxEntries, summaryMaxBytes)
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
@@ -287,6 +299,10 @@ func (e *Engine) Close() error {
 	if closed {
 		return nil
 	}
+	if e.stopBG != nil {
+		e.stopBG()
+	}
+	e.aheads.Wait()
 	e.runs.Wait()
 	err := e.db.Close()
 	if rerr := os.RemoveAll(e.dir); err == nil {

@@ -104,8 +104,20 @@ func (c *listingCache) put(repo, commit, prefix string, objs []Object) {
 // derived (a merge lakewap made, derive.go), or by lakeFS.
 func (r *run) listCommit(ctx context.Context, commit, prefix string) ([]Object, error) {
 	repo := r.req.Repository
-	if objs, ok := r.e.listings.get(repo, commit, prefix); ok {
-		return objs, nil
+	for {
+		if objs, ok := r.e.listings.get(repo, commit, prefix); ok {
+			return objs, nil
+		}
+		fl, lead := r.e.flights.lead(repo, commit, prefix)
+		if lead {
+			defer fl.end()
+			break
+		}
+		select {
+		case <-fl.ended:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	if objs, ok := r.derive(ctx, commit, prefix); ok {
 		r.e.listings.put(repo, commit, prefix, objs)
@@ -117,4 +129,48 @@ func (r *run) listCommit(ctx context.Context, commit, prefix string) ([]Object, 
 	}
 	r.e.listings.put(repo, commit, prefix, objs)
 	return objs, nil
+}
+
+// listFlights are the listings of commits being made, so that a listing
+// derived ahead (deriveAhead) and a run that needs it meanwhile make it
+// once: the run waits for the one being made, and makes it itself when
+// that one ends without it.
+type listFlights struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// listFlight is one listing being made: ended is closed when its maker ends it.
+type listFlight struct {
+	f     *listFlights
+	k     string
+	ended chan struct{}
+}
+
+// lead makes the caller the maker of the listing of prefix at commit (lead
+// true: it calls end when done), or returns the flight of the one making
+// it now (lead false).
+func (f *listFlights) lead(repo, commit, prefix string) (fl listFlight, lead bool) {
+	if f == nil {
+		return listFlight{}, true
+	}
+	k := listingKey(repo, commit, prefix)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ch, ok := f.m[k]; ok {
+		return listFlight{ended: ch}, false
+	}
+	fl = listFlight{f: f, k: k, ended: make(chan struct{})}
+	f.m[k] = fl.ended
+	return fl, true
+}
+
+func (fl listFlight) end() {
+	if fl.f == nil {
+		return
+	}
+	fl.f.mu.Lock()
+	delete(fl.f.m, fl.k)
+	fl.f.mu.Unlock()
+	close(fl.ended)
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/treeverse/lakefs/pkg/api/apigen"
@@ -713,4 +714,33 @@ func TestAWritersOneParentCommitIsNotDerivedAsASeal(t *testing.T) {
 	if _, ok := sameListing(t, got, want); !ok {
 		t.Error("the engine's listing of a writer's cherry-pick is not lakeFS's")
 	}
+}
+
+// The listings of lakewap's own merge are derived when the merge is
+// recorded, in the background, not by the run that reads them next: the
+// next batch's recheck onto the merge, inside its publish turn, asks
+// lakeFS nothing for them. Before, the first listing of the merge read the
+// merge commit and the two-dot diff of the head and the merge (2 calls).
+func TestOwnMergeListingsAreDerivedAhead(t *testing.T) {
+	s := startRelinkStack(t)
+	_, _, _, e, m1 := s.publishedBatchOne(t)
+	e.WaitDerivingAhead()
+	derived, _ := e.DerivedListings()
+	var calls atomic.Int64
+	ctx := context.Background()
+	got, err := e.Listing(pipeline.WithCallCounter(ctx, &calls), "lake", m1, relinkPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the listing of the merge asked lakeFS %d times after the merge was recorded, want 0 (derived ahead)", n)
+	}
+	if derived == 0 {
+		t.Error("nothing was derived ahead")
+	}
+	want, err := s.src.List(ctx, "lake", m1, relinkPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameListing(t, got, want)
 }
