@@ -71,6 +71,7 @@ type Client struct {
 	log     *slog.Logger
 	bases   *mergeBases
 	made    *madeCommits
+	tips    *mergeTips
 }
 
 var _ pipeline.Lake = (*Client)(nil)
@@ -119,7 +120,8 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
 	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		bases: &mergeBases{m: map[[3]string]string{}}, made: &madeCommits{m: map[string]Commit{}}}, nil
+		bases: &mergeBases{m: map[[3]string]string{}}, made: &madeCommits{m: map[string]Commit{}},
+		tips: &mergeTips{m: map[string]string{}}}, nil
 }
 
 // transport is Go's default transport keeping maxIdleConns connections.

@@ -117,6 +117,9 @@ func (c *Client) Merge(ctx context.Context, repo, source, dest, message string, 
 	err := c.send(ctx, call{op: opMerge, repo: repo, ref: source + "->" + dest}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
 		return c.api.MergeIntoBranch(ctx, repo, source, dest, body)
 	})
+	if err == nil {
+		c.tips.put(repo, dest, out.Reference)
+	}
 	return out.Reference, err
 }
 
@@ -153,6 +156,27 @@ func (c *Client) MergeBase(ctx context.Context, repo, source, dest string) (base
 	if b, ok := c.bases.get(repo, source, dest); ok {
 		return b, dest, nil
 	}
+	// A branch this client merged into last most likely still points at
+	// that merge: the merge-base with it is asked for while the branch is
+	// listed (one round trip instead of two in the publish turn's look),
+	// and used when the listing finds the branch there.
+	tip, guessed := c.tips.get(repo, dest)
+	var guess chan mergeBaseAnswer
+	if guessed && commitID.MatchString(source) {
+		if _, known := c.bases.get(repo, source, tip); !known {
+			// A guess the listing proves wrong is not waited for; its
+			// answer is kept all the same (a fact about two commit ids).
+			guess = make(chan mergeBaseAnswer, 1)
+			go func() {
+				var a mergeBaseAnswer
+				a.base, _, a.err = c.findMergeBase(ctx, repo, source, tip)
+				if a.err == nil {
+					c.bases.put(repo, source, tip, a.base)
+				}
+				guess <- a
+			}()
+		}
+	}
 	head, resolved, err := c.branchHead(ctx, repo, dest)
 	if err != nil {
 		return "", "", err
@@ -164,7 +188,31 @@ func (c *Client) MergeBase(ctx context.Context, repo, source, dest string) (base
 		if b, ok := c.bases.get(repo, source, dest); ok {
 			return b, dest, nil
 		}
+		if guess != nil && head == tip {
+			if a := <-guess; a.err == nil && a.base != "" {
+				return a.base, head, nil
+			}
+		}
 	}
+	base, destCommit, err = c.findMergeBase(ctx, repo, source, dest)
+	if err != nil {
+		return "", "", err
+	}
+	if resolved {
+		destCommit = head // asked by its id: nothing to tell apart
+	}
+	c.bases.put(repo, source, destCommit, base)
+	return base, destCommit, nil
+}
+
+type mergeBaseAnswer struct {
+	base string
+	err  error
+}
+
+// findMergeBase asks lakeFS for the merge-base of source and dest, and
+// the commit dest resolved to.
+func (c *Client) findMergeBase(ctx context.Context, repo, source, dest string) (base, destCommit string, err error) {
 	var out apigen.FindMergeBaseResult
 	err = c.send(ctx, call{op: "merge base", repo: repo, ref: source + "..." + dest}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
 		return c.api.FindMergeBase(ctx, repo, source, dest)
@@ -178,11 +226,45 @@ func (c *Client) MergeBase(ctx context.Context, repo, source, dest string) (base
 	if destCommit == source {
 		destCommit = out.SourceCommitId
 	}
-	if resolved {
-		destCommit = head // asked by its id: nothing to tell apart
-	}
-	c.bases.put(repo, source, destCommit, out.BaseCommitId)
 	return out.BaseCommitId, destCommit, nil
+}
+
+// mergeTips keeps, per branch, the commit this client's last merge into
+// it made (lakeFS's answer): the branch's head until someone else moves
+// it. At most maxMergeTips branches, the oldest going first.
+type mergeTips struct {
+	mu    sync.Mutex
+	m     map[string]string // repo \x00 branch -> commit id
+	order []string
+}
+
+const maxMergeTips = 1024
+
+func (t *mergeTips) get(repo, branch string) (string, bool) {
+	if t == nil {
+		return "", false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id, ok := t.m[repo+"\x00"+branch]
+	return id, ok
+}
+
+func (t *mergeTips) put(repo, branch, commit string) {
+	if t == nil || !commitID.MatchString(commit) || len(repo)+len(branch) > maxMadeCommitBytes {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := repo + "\x00" + branch
+	if _, ok := t.m[k]; !ok {
+		t.order = append(t.order, k)
+	}
+	t.m[k] = commit
+	for len(t.order) > maxMergeTips {
+		delete(t.m, t.order[0])
+		t.order = t.order[1:]
+	}
 }
 
 // mergeBases keeps the merge-bases of pairs of commit ids lately found,
