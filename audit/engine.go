@@ -345,6 +345,15 @@ type Request struct {
 	// merge-base with BaseRef) applied. It is the check, before a merge, of
 	// a batch whose target moved since its audit (Service.Recheck).
 	Onto bool
+	// BeforeRead, when set, is called once, before the run first reads a
+	// byte of the batch or of a table (a download, a Delta log, a footer)
+	// or opens its DuckDB connection; a run that the memo and the stored
+	// statistics answer never calls it. Before that point the run reads
+	// only lakewap's own records (memo, statistics, derived listings) and
+	// lakeFS's listings, commits and stored sizes. Its error fails the run
+	// (ErrInfrastructure): nothing is read and nothing passes. The runner
+	// records a recheck's attempt there (issue 21).
+	BeforeRead func(context.Context) error
 }
 
 // Changes is what a ref changes against its base (lakeFS's three-dot
@@ -558,6 +567,9 @@ type run struct {
 	// fused are the aggregates of batch views fetched together, by the
 	// text of each query (fuse.go).
 	fused map[string]*fusion
+	// readOnce calls Request.BeforeRead (reading); readErr is its error.
+	readOnce sync.Once
+	readErr  error
 }
 
 func (r *run) close() {
@@ -639,7 +651,7 @@ func (r *run) prepare(ctx context.Context) error {
 	var pinMu sync.Mutex
 	dl := downloader{src: r.e.opts.Source, repo: req.Repository, cacheDir: r.e.opts.CacheDir,
 		workDir: r.dir, parallel: r.e.opts.DownloadParallelism, cache: r.e.cache, files: new(atomic.Int64),
-		pinned: func(p string) { pinMu.Lock(); r.pinned = append(r.pinned, p); pinMu.Unlock() }}
+		pinned: func(p string) { pinMu.Lock(); r.pinned = append(r.pinned, p); pinMu.Unlock() }, before: r.reading}
 	r.dl = dl
 	listStart := time.Now()
 	for k := range r.needed() {
@@ -802,6 +814,9 @@ func (r *run) plan(fs []fetch) []string {
 // whichever check asked, as it did when it downloaded before the checks
 // (the error keeps the class the Source gave it).
 func (r *run) ready(ctx context.Context) error {
+	if err := r.reading(ctx); err != nil {
+		return err
+	}
 	if r.getErr != nil || len(r.toGet) == 0 {
 		return r.getErr
 	}
@@ -816,6 +831,25 @@ func (r *run) ready(ctx context.Context) error {
 	r.log.Debug("audit files downloaded", "files", len(r.toGet), "download_ms", time.Since(start).Milliseconds())
 	r.toGet, r.toGetLocal = nil, nil
 	return nil
+}
+
+// reading is called before the run first reads a byte of the batch or of
+// a table (ready, every download, relink's comparisons): the first call
+// calls Request.BeforeRead, and every call returns its error, which is
+// also the run's (infra).
+func (r *run) reading(ctx context.Context) error {
+	r.readOnce.Do(func() {
+		if r.req.BeforeRead == nil {
+			return
+		}
+		if err := r.req.BeforeRead(ctx); err != nil {
+			r.readErr = fmt.Errorf("%w: audit: before reading: %w", ErrInfrastructure, err)
+		}
+	})
+	if r.readErr != nil && r.infra == nil {
+		r.infra = r.readErr
+	}
+	return r.readErr
 }
 
 // openDB prepares the run's catalog in the engine's DuckDB and defines the

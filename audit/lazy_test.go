@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -146,5 +147,60 @@ func testRecheckLateFailure(t *testing.T, cache bool) {
 	rep, err, _, _ = r.watched(Request{Ref: s, BaseRef: cid("c002"), Onto: true})
 	if u := check(rep, KindUnique); err != nil || rep.Passed || u.Status != schemas.StatusFail || !strings.Contains(u.Message, "data/t/p1/part-0.parquet") {
 		t.Fatalf("recheck of S onto P's publish: err %v, passed %v, unique %s %q", err, rep.Passed, u.Status, u.Message)
+	}
+}
+
+// TestBeforeReadPrecedesTheFirstRead: Request.BeforeRead (the runner
+// records a recheck's attempt there, issue 21) is not called for the
+// recheck of TestRecheckDownloadsOnlyWhatItReads that the memo and the
+// statistics answer; without the memo's answers it is called once, before
+// the first download and the first DuckDB statement of the run; and its
+// error fails the run, with nothing downloaded, no connection opened and
+// nothing passed.
+func TestBeforeReadPrecedesTheFirstRead(t *testing.T) { eachCache(t, testBeforeRead) }
+
+func testBeforeRead(t *testing.T, cache bool) {
+	r, s := gainedRig(t, cache, true)
+	var statements atomic.Int64
+	r.memo.onStatement = func(string) { statements.Add(1) }
+	defer func() { r.memo.onStatement = nil }()
+	type call struct{ downloads, statements, conns int64 }
+	var calls []call
+	var fail error
+	req := Request{Ref: s, BaseRef: cid("c003"), Onto: true, BeforeRead: func(context.Context) error {
+		calls = append(calls, call{int64(r.lake.totalDownloads()), statements.Load(), r.memo.memo.conns.Load()})
+		return fail
+	}}
+	rep, err, downloads, _ := r.watched(req)
+	if err != nil || !rep.Passed || downloads != 0 {
+		t.Fatalf("recheck answered by the memo: err %v, passed %v, %d downloads", err, rep.Passed, downloads)
+	}
+	if len(calls) != 0 {
+		t.Errorf("BeforeRead called %d times for a recheck that read nothing, want 0", len(calls))
+	}
+
+	r.memo.memo = newQueryMemo(memoMaxEntries, memoMaxBytes)
+	r.emptyCache()
+	before, stmts, conns := int64(r.lake.totalDownloads()), statements.Load(), r.memo.memo.conns.Load()
+	rep, err, downloads, _ = r.watched(req)
+	if err != nil || !rep.Passed || downloads == 0 {
+		t.Fatalf("recheck without the memo: err %v, passed %v, %d downloads", err, rep.Passed, downloads)
+	}
+	if want := []call{{before, stmts, conns}}; len(calls) != 1 || calls[0] != want[0] {
+		t.Errorf("BeforeRead calls (downloads, statements, connections so far) %v, want %v: once, before the first", calls, want)
+	}
+
+	calls = nil
+	fail = errors.New("injected begin failure")
+	r.memo.memo = newQueryMemo(memoMaxEntries, memoMaxBytes)
+	r.emptyCache()
+	stmts, conns = statements.Load(), r.memo.memo.conns.Load()
+	rep, err, downloads, _ = r.watched(req)
+	if err == nil || !errors.Is(err, fail) || !errors.Is(err, ErrInfrastructure) || rep.Passed {
+		t.Fatalf("recheck whose BeforeRead fails: err %v, passed %v", err, rep.Passed)
+	}
+	if downloads != 0 || statements.Load() != stmts || r.memo.memo.conns.Load() != conns || len(calls) != 1 {
+		t.Errorf("recheck whose BeforeRead fails: %d downloads, %d statements, %d connections, BeforeRead called %d times; want none read, called once",
+			downloads, statements.Load()-stmts, r.memo.memo.conns.Load()-conns, len(calls))
 	}
 }

@@ -179,6 +179,9 @@ func (r *run) relinkCandidates(ctx context.Context, t Table) ([][2]Object, error
 // sameBytes downloads o at the ref and b at the base and says whether
 // their bytes are the same; more bytes than the claimed size are not.
 func (r *run) sameBytes(ctx context.Context, o, b Object) (bool, error) {
+	if err := r.reading(ctx); err != nil {
+		return false, err
+	}
 	sum := func(ref string, obj Object) ([]byte, bool, error) {
 		w := &cappedHash{h: sha256.New(), left: obj.Size}
 		err := r.e.opts.Source.Download(ctx, r.req.Repository, ref, obj.Path, w)

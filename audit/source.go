@@ -102,6 +102,8 @@ type downloader struct {
 	// files numbers the run's work-dir files across fetchAll calls: a
 	// name reused by a later call would replace a file a view reads.
 	files *atomic.Int64
+	// before, when set, is called before any download (run.reading).
+	before func(context.Context) error
 }
 
 // fetchAll downloads fs with at most d.parallel downloads at a time and
@@ -123,6 +125,11 @@ func (d downloader) local(f fetch) string {
 // getAll downloads each of fs to its local file (named by local), with at
 // most d.parallel downloads at a time. The first error cancels the rest.
 func (d downloader) getAll(ctx context.Context, fs []fetch, local []string) error {
+	if d.before != nil && len(fs) > 0 {
+		if err := d.before(ctx); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (

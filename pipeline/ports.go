@@ -30,6 +30,12 @@ type AuditRequest struct {
 	// BaseRef (the target's head now) leaves it, the target's files with
 	// the batch's changes applied. Nothing is written to lakeFS for it.
 	Onto bool
+	// BeforeRead, with Onto, is called once before the recheck first reads
+	// a byte of the batch or of a table, or opens DuckDB; a recheck that
+	// lakewap's own records answer never calls it. Its error ends the
+	// recheck with that error, nothing read. The runner records the
+	// recheck's attempt there (AuditBegun), taking the audit gate.
+	BeforeRead func(context.Context) error
 }
 
 // Notifier delivers a result event (Kafka, Slack, console). It returns

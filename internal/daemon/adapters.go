@@ -26,6 +26,7 @@ func (a auditor) Audit(ctx context.Context, req pipeline.AuditRequest) (schemas.
 	run := a.s.Audit
 	if req.Onto {
 		run = a.s.Recheck // the sealed commit as its merge into the moved target leaves the table
+		r.BeforeRead = req.BeforeRead
 	}
 	rep, err := run(ctx, r)
 	if errors.Is(err, audit.ErrInfrastructure) {

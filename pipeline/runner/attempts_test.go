@@ -158,6 +158,11 @@ func TestRecheckThatTakesItsProcessDownEndsTheRun(t *testing.T) {
 			mu.Lock()
 			rechecks++
 			mu.Unlock()
+			// It dies reading the batch: its attempt is recorded when it
+			// first reads (a recheck that reads nothing records none).
+			if err := req.BeforeRead(ctx); err != nil {
+				return schemas.AuditReport{}, err
+			}
 			return rig.die(ctx, store)
 		}
 	}

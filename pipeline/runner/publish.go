@@ -198,8 +198,9 @@ func (r *Runner) unattested(ctx context.Context, log *slog.Logger, run pipeline.
 // with that audit's attestation; a violation aborts the batch (Collided).
 // The batch branch is never written to after its seal.
 //
-// begin, if set, records the recheck's attempt as begun before it runs and
-// returns what records it ended (see recheckAttempt); nil records nothing.
+// begin, if set, records the recheck's attempt as begun when the recheck
+// first reads bytes and returns what records it ended (see
+// recheckAttempt, recordedRecheck); nil records nothing.
 func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(context.Context) (func() error, error)) pipeline.Input {
 	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
 	if run.Report == nil || !run.Report.Passed || run.SealedCommit == "" {
@@ -288,29 +289,71 @@ func (r *Runner) meta(ctx context.Context, log *slog.Logger, run pipeline.Run, a
 }
 
 // recordedRecheck is recheck, its attempt (the recheck and its bisection
-// probes) recorded by begin when set.
+// probes) recorded by begin when set: lazily, when the recheck or a probe
+// first reads the batch's or a table's bytes (AuditRequest.BeforeRead),
+// at most once. A recheck that lakewap's own records answer reads nothing
+// that could take the process down, and records nothing (issue 21).
 func (r *Runner) recordedRecheck(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string,
 	begin func(context.Context) (func() error, error)) (*schemas.AuditReport, error) {
 	if begin == nil {
-		return r.recheck(ctx, log, run, base, head)
+		return r.recheck(ctx, log, run, base, head, nil)
 	}
-	ended, err := begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rep, err := r.recheck(ctx, log, run, base, head)
+	a := &lazyAttempt{begin: begin}
+	rep, err := r.recheck(ctx, log, run, base, head, a.beforeRead)
 	// Merged only once the recheck is stored as ended: a process that
 	// ends after the merge must not take it for a lost attempt.
-	if eerr := ended(); err == nil && eerr != nil {
+	if eerr := a.end(); err == nil && eerr != nil {
 		return nil, eerr
+	}
+	if berr := a.failed(); berr != nil {
+		// A probe that could not record its attempt named no commit: the
+		// publish fails, to be retried, as when the recheck could not.
+		return nil, berr
 	}
 	return rep, err
 }
 
+// lazyAttempt is a recheck's attempt, begun (begin) when the recheck or
+// one of its probes first reads bytes (beforeRead) and ended (end) only if
+// it was begun; a failed begin is remembered: nothing reads after it.
+type lazyAttempt struct {
+	begin func(context.Context) (func() error, error)
+	mu    sync.Mutex
+	ended func() error // set once begun
+	err   error        // why it could not begin
+}
+
+func (a *lazyAttempt) beforeRead(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ended != nil || a.err != nil {
+		return a.err
+	}
+	a.ended, a.err = a.begin(ctx)
+	return a.err
+}
+
+// end stores the attempt as ended, if it was begun.
+func (a *lazyAttempt) end() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ended == nil {
+		return nil
+	}
+	return a.ended()
+}
+
+func (a *lazyAttempt) failed() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
 // recheckAttempt records the attempts of the recheck of the run under key
-// (publish's begin): once the gate admits it (alone for a suspect run) it
-// is stored as begun (AuditBegun), and the function returned stores it
-// ended (AuditEnded), which releases the gate. An attempt whose end cannot
+// (publish's begin, called when the recheck first reads bytes): once the
+// gate admits it (alone for a suspect run) it is stored as begun
+// (AuditBegun), and the function returned stores it ended (AuditEnded),
+// which releases the gate. An attempt whose end cannot
 // be stored is counted as lost by the next owner, as a stopped audit's.
 func (r *Runner) recheckAttempt(p *partition, key string) func(context.Context) (func() error, error) {
 	return func(ctx context.Context) (func() error, error) {
@@ -355,8 +398,9 @@ const maxCollisionWindow = 1000
 // report when it passes. What the merge brings is the sealed commit's diff
 // against its merge-base with head, held to the tables-only rule again. A
 // failing report is a *Collision naming the first commit since base the
-// batch fails with.
-func (r *Runner) recheck(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string) (*schemas.AuditReport, error) {
+// batch fails with. before is called before the recheck or a probe first
+// reads bytes (AuditRequest.BeforeRead).
+func (r *Runner) recheck(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string, before func(context.Context) error) (*schemas.AuditReport, error) {
 	log.Info("target moved since the batch's snapshot: auditing the sealed commit as its merge will leave the target", "base", base, "head", head)
 	changes, ok := r.preparedDiff(run, base)
 	if !ok {
@@ -374,7 +418,7 @@ func (r *Runner) recheck(ctx context.Context, log *slog.Logger, run pipeline.Run
 			return nil, &strayError{pipeline.Strayed{SealedCommit: run.SealedCommit, Paths: stray[:min(len(stray), maxStrayPaths)], Total: len(stray)}}
 		}
 	}
-	rep, err := r.auditOnto(ctx, run, head, changes)
+	rep, err := r.auditOnto(ctx, run, head, changes, before)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +429,7 @@ func (r *Runner) recheck(ctx context.Context, log *slog.Logger, run pipeline.Run
 	for _, c := range rep.Failed() {
 		checks = append(checks, c.Name)
 	}
-	commit, err := r.collidesWith(ctx, log, run, base, head, checks, changes)
+	commit, err := r.collidesWith(ctx, log, run, base, head, checks, changes, before)
 	if err != nil {
 		return nil, err
 	}
@@ -554,10 +598,11 @@ func (r *Runner) dropDiff(run pipeline.Run) {
 
 // auditOnto audits the run's sealed commit applied to the target at
 // commit; changes is the sealed commit's diff against its merge-base
-// with the target (the same for every commit since the batch's base).
-func (r *Runner) auditOnto(ctx context.Context, run pipeline.Run, commit string, changes []pipeline.Change) (schemas.AuditReport, error) {
+// with the target (the same for every commit since the batch's base);
+// before is the audit's BeforeRead.
+func (r *Runner) auditOnto(ctx context.Context, run pipeline.Run, commit string, changes []pipeline.Change, before func(context.Context) error) (schemas.AuditReport, error) {
 	return r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
-		Ref: run.SealedCommit, BaseRef: commit, BaseName: run.Target, BatchTime: run.BatchTime, Changes: changes, Onto: true})
+		Ref: run.SealedCommit, BaseRef: commit, BaseName: run.Target, BatchTime: run.BatchTime, Changes: changes, Onto: true, BeforeRead: before})
 }
 
 // collidesWith finds the first of the target's first-parent commits after
@@ -565,7 +610,8 @@ func (r *Runner) auditOnto(ctx context.Context, run pipeline.Run, commit string,
 // probes: audits of the sealed commit onto the candidate. Without a lakeFS
 // that lists commits, or beyond the probe budget, it names the newest
 // candidate left.
-func (r *Runner) collidesWith(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string, checks []string, changes []pipeline.Change) (string, error) {
+func (r *Runner) collidesWith(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string, checks []string, changes []pipeline.Change,
+	before func(context.Context) error) (string, error) {
 	lister, ok := r.cfg.Lake.(pipeline.Lister)
 	if !ok {
 		return head, nil
@@ -578,7 +624,7 @@ func (r *Runner) collidesWith(ctx context.Context, log *slog.Logger, run pipelin
 	lo, hi := -1, len(commits)-1
 	for probe := 0; hi-lo > 1 && probe < maxRecheckProbes; probe++ {
 		mid := (lo + hi) / 2
-		fails, err := r.probe(ctx, run, commits[mid], checks, changes)
+		fails, err := r.probe(ctx, run, commits[mid], checks, changes, before)
 		if err != nil {
 			log.Warn("probe for the colliding commit failed; naming the newest candidate", "commit", commits[hi], "err", err)
 			return commits[hi], nil
@@ -594,8 +640,9 @@ func (r *Runner) collidesWith(ctx context.Context, log *slog.Logger, run pipelin
 
 // probe reports whether the batch, applied to the target at commit, fails
 // any of checks.
-func (r *Runner) probe(ctx context.Context, run pipeline.Run, commit string, checks []string, changes []pipeline.Change) (bool, error) {
-	rep, err := r.auditOnto(ctx, run, commit, changes)
+func (r *Runner) probe(ctx context.Context, run pipeline.Run, commit string, checks []string, changes []pipeline.Change,
+	before func(context.Context) error) (bool, error) {
+	rep, err := r.auditOnto(ctx, run, commit, changes, before)
 	if err != nil {
 		return false, err
 	}

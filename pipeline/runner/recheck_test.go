@@ -103,7 +103,7 @@ func TestCollidesWithNamesTheFirstFailingCommit(t *testing.T) {
 		aud := &firstFailing{commits: commits, k: k}
 		r := historyRunner(lake, aud)
 		changes := []pipeline.Change{{Path: "gold/t/batch=b1/part-0.parquet", Size: 1}}
-		got, err := r.collidesWith(context.Background(), r.log, historyRun(), "base", commits[len(commits)-1], []string{"id_unique"}, changes)
+		got, err := r.collidesWith(context.Background(), r.log, historyRun(), "base", commits[len(commits)-1], []string{"id_unique"}, changes, nil)
 		if err != nil || got != commits[k] {
 			t.Errorf("k=%d: collidesWith = %s, %v; want %s", k, got, err, commits[k])
 		}
