@@ -27,6 +27,7 @@ import (
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/internal/tracing/otlptest"
+	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -49,6 +50,8 @@ type benchRig struct {
 	// failing makes every object fail billing_id_not_null (ids ending in 0
 	// are NULL), and every batch end aborted.
 	failing bool
+	// changelog is the daemon's changelog topic (changelogWrites).
+	changelog string
 }
 
 // newBenchRig starts a rig; cleanup goes to parent so that the rig outlives
@@ -101,7 +104,26 @@ func newBenchRig(parent testing.TB, tmp string) (*benchRig, error) {
 		return nil, err
 	}
 	parent.Cleanup(func() { _ = db.Close() })
-	return &benchRig{env: env, reg: reg, tmp: tmp, db: db}, nil
+	return &benchRig{env: env, reg: reg, tmp: tmp, db: db, changelog: cfg.Kafka.ChangelogTopic}, nil
+}
+
+// changelogWrites is how many records the daemon has written to its
+// changelog so far (the next offsets of its partitions, summed).
+func changelogWrites(b *testing.B, rig *benchRig) int64 {
+	c, err := kafka.NewClient(rig.env.Stack.KafkaBrokers, kafka.Security{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	_, next, err := c.Offsets(context.Background(), rig.changelog)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, o := range next {
+		n += o
+	}
+	return n
 }
 
 // rowsPerObject is the rows of each benchmarked batch's one object.
@@ -375,8 +397,9 @@ func BenchmarkWAPCycle(b *testing.B) {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
 			rig := rs.get(b, "", nil)
 			rig.prefill(b, b.N*inflight)
-			before := publishSteps(b, rig.reg)
+			before, writes := publishSteps(b, rig.reg), changelogWrites(b, rig)
 			drive(b, inflight, rig.env.Stack, func(ctx context.Context, id string) error { return wapBatch(ctx, rig, "bench-"+id) })
+			b.ReportMetric(float64(changelogWrites(b, rig)-writes)/float64(b.N*inflight), "changelog-writes/batch")
 			reportLakeCalls(b, rig.reg)
 			reportMergeTime(b, rig.reg, before)
 		})
