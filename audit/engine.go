@@ -146,6 +146,8 @@ type Engine struct {
 	dataPrefixes *boundedMap[string]
 	// listings are the listings of commits made lately (listcache.go).
 	listings *listingCache
+	// catalogs are emptied run catalogs for the next runs (runCatalogs).
+	catalogs *runCatalogs
 	// flights are the listings of commits being made (listcache.go).
 	flights *listFlights
 	// derived is what derives listings of lakewap's own merges (derive.go).
@@ -235,6 +237,7 @@ func New(opts Options) (*Engine, error) {
 	e.dataPrefixes = newBoundedMap[string](1024)
 	e.rowOnlyWheres = newBoundedMap[bool](1024)
 	e.listings = newListingCache(listingCacheObjects)
+	e.catalogs = newRunCatalogs()
 	e.flights = &listFlights{m: map[string]chan struct{}{}}
 	e.derived = newDerivations()
 	e.ahead = make(chan struct{}, maxDerivingAhead)
@@ -304,6 +307,7 @@ func (e *Engine) Close() error {
 	}
 	e.aheads.Wait()
 	e.runs.Wait()
+	e.catalogs.close()
 	err := e.db.Close()
 	if rerr := os.RemoveAll(e.dir); err == nil {
 		err = rerr
@@ -579,6 +583,9 @@ func (r *run) close() {
 	// Cleanup runs even when the run's context has ended.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if r.emptyCatalog(ctx) && r.e.catalogs.put(pooledCatalog{conn: r.conn.conn, name: r.catalog}) {
+		return
+	}
 	for _, s := range teardownSQL(r.catalog) {
 		if _, err := r.conn.ExecContext(ctx, s); err != nil {
 			r.log.Warn("audit cleanup failed", "sql", s, "err", err)
@@ -588,6 +595,86 @@ func (r *run) close() {
 		}
 	}
 	r.conn.conn.Close()
+}
+
+// emptyCatalog drops the views the run made in its catalog, leaving it as
+// runSQL made it, for the next run (runCatalogs); false when a drop failed
+// or a statement changed the connection's search path.
+func (r *run) emptyCatalog(ctx context.Context) bool {
+	if r.conn.searchPath {
+		return false
+	}
+	for _, v := range r.conn.views {
+		if _, err := r.conn.conn.ExecContext(ctx, "DROP VIEW IF EXISTS "+v); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// runCatalogs are run catalogs made by runSQL and emptied by the runs
+// that used them, each on its connection: a run takes one instead of
+// attaching and tearing down its own (ATTACH, two CREATE SCHEMA, two USE
+// and DETACH cost about 0.9 ms of CPU per run against 0.2 for dropping its
+// one view, TestRunCatalogsAreReused). At most maxRunCatalogs are kept.
+type runCatalogs struct {
+	ch chan pooledCatalog
+}
+
+type pooledCatalog struct {
+	conn *sql.Conn
+	name string
+}
+
+const maxRunCatalogs = 16
+
+func newRunCatalogs() *runCatalogs { return &runCatalogs{ch: make(chan pooledCatalog, maxRunCatalogs)} }
+
+func (p *runCatalogs) take() (pooledCatalog, bool) {
+	if p == nil {
+		return pooledCatalog{}, false
+	}
+	select {
+	case pc := <-p.ch:
+		return pc, true
+	default:
+		return pooledCatalog{}, false
+	}
+}
+
+// put keeps pc for a later run; false when the pool is full.
+func (p *runCatalogs) put(pc pooledCatalog) bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case p.ch <- pc:
+		return true
+	default:
+		return false
+	}
+}
+
+// close tears down the kept catalogs and closes their connections.
+func (p *runCatalogs) close() {
+	if p == nil {
+		return
+	}
+	for {
+		select {
+		case pc := <-p.ch:
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			for _, s := range teardownSQL(pc.name) {
+				if _, err := pc.conn.ExecContext(ctx, s); err != nil {
+					break
+				}
+			}
+			cancel()
+			pc.conn.Close()
+		default:
+			return
+		}
+	}
 }
 
 func (r *run) table(name string) Table {

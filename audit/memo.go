@@ -353,6 +353,11 @@ type lazyConn struct {
 	conn     *sql.Conn
 	err      error    // a failed open: every use fails with it
 	deferred []string // views to create when it opens
+	views    []string // the views asked for on the connection (qualified), to drop
+	pooled   bool     // the catalog came from the engine's pool (runCatalogs)
+	// searchPath: a statement changed the connection's search path (a
+	// custom SQL check); its catalog is not pooled again.
+	searchPath bool
 }
 
 // open opens the connection, makes the run's catalog and creates the
@@ -365,16 +370,24 @@ func (c *lazyConn) open(ctx context.Context) error {
 	if c.conn != nil || c.err != nil {
 		return c.err
 	}
-	conn, err := c.r.e.db.Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("audit: duckdb connection: %w", err)
+	setup := c.deferred
+	if pc, ok := c.r.e.catalogs.take(); ok {
+		c.conn, c.r.catalog, c.pooled = pc.conn, pc.name, true
+	} else {
+		conn, err := c.r.e.db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("audit: duckdb connection: %w", err)
+		}
+		c.conn = conn
+		setup = append(runSQL(c.r.catalog), setup...)
 	}
-	c.conn = conn
+	conn := c.conn
 	if c.r.e.memo != nil {
 		c.r.e.memo.conns.Add(1)
 	}
-	for _, s := range append(runSQL(c.r.catalog), c.deferred...) {
+	for _, s := range setup {
 		c.r.e.statement(s)
+		c.created(s)
 		if _, err := conn.ExecContext(ctx, s); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err() // not kept: close tears down what was made
@@ -403,7 +416,21 @@ func (c *lazyConn) ExecContext(ctx context.Context, q string, args ...any) (sql.
 		return nil, err
 	}
 	c.r.e.statement(q)
+	c.created(q)
 	return c.conn.ExecContext(ctx, q, args...)
+}
+
+// created notes the view a statement creates, and a statement that
+// changes the search path, for the run's cleanup (run.close).
+func (c *lazyConn) created(q string) {
+	if name, ok := strings.CutPrefix(q, "CREATE VIEW "); ok {
+		if i := strings.Index(name, " AS "); i > 0 {
+			c.views = append(c.views, name[:i])
+		}
+	}
+	if strings.HasPrefix(q, "SET search_path") {
+		c.searchPath = true
+	}
 }
 
 // lazyRow is a row of a lazyConn: the row, or why the connection did not open.

@@ -1,0 +1,72 @@
+package audit
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A run takes the catalog an earlier run emptied, on its connection,
+// instead of attaching and tearing down its own: the second first audit on
+// an engine runs no ATTACH, CREATE SCHEMA or USE, and gives the report the
+// first run's engine gives it alone. The catalog goes back to the pool
+// holding none of the run's views. (Before, every run that opened DuckDB
+// attached its catalog, made two schemas, and detached it at its end.)
+func TestRunCatalogsAreReused(t *testing.T) {
+	r := newFuseRig(t)
+	first, _, _ := r.audit(r.batch("b1", demoRows(200)))
+	if !first.Passed {
+		t.Fatalf("first batch: %+v", first.Failed())
+	}
+	rep, fused, single := r.audit(r.batch("b2", demoRows(300)))
+	if !rep.Passed {
+		t.Fatalf("second batch: %+v", rep.Failed())
+	}
+	setup := func(stmts []string) []string {
+		return slices.DeleteFunc(slices.Clone(stmts), func(q string) bool {
+			return !strings.HasPrefix(q, "ATTACH") && !strings.HasPrefix(q, "CREATE SCHEMA") && !strings.HasPrefix(q, "USE")
+		})
+	}
+	for name, stmts := range map[string][]string{"fused": fused, "unfused": single} {
+		if len(stmts) == 0 {
+			t.Errorf("%s engine: the second audit ran no statement", name)
+		}
+		if s := setup(stmts); len(s) > 0 {
+			t.Errorf("%s engine: the second audit set up a catalog again: %q", name, s)
+		}
+	}
+	// The kept catalogs hold no view of the runs that used them.
+	for _, e := range []*Engine{r.fused, r.single} {
+		pc, ok := e.catalogs.take()
+		if !ok {
+			t.Fatal("no catalog kept for the next run")
+		}
+		var n int
+		if err := pc.conn.QueryRowContext(context.Background(),
+			"SELECT count(*) FROM duckdb_views() WHERE database_name = $1 AND NOT internal", pc.name).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("catalog %s kept with %d views", pc.name, n)
+		}
+		e.catalogs.put(pc)
+	}
+}
+
+// A run whose custom SQL check over the batch set the connection's search path tears its
+// catalog down instead of keeping it: a kept catalog is as runSQL made it.
+func TestRunCatalogWithAChangedSearchPathIsNotKept(t *testing.T) {
+	e := newEngine(t, fixture(t), "")
+	rep := audit(t, e, "b1", Check{Name: "custom", Kind: KindSQL, Table: "billing", Scope: ScopeBatch, SQL: "SELECT * FROM billing WHERE id IS NULL"})
+	if len(rep.Checks) == 0 || rep.Checks[0].Status == "error" {
+		t.Fatalf("custom check: %+v", rep.Checks)
+	}
+	if pc, ok := e.catalogs.take(); ok {
+		t.Errorf("catalog %s kept after a custom SQL check", pc.name)
+	}
+	audit(t, e, "b1", Check{Name: "rows", Kind: KindRowCount, Table: "billing", Min: f64(1)})
+	if _, ok := e.catalogs.take(); !ok {
+		t.Error("the catalog of a run without custom SQL was not kept")
+	}
+}
