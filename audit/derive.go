@@ -73,6 +73,7 @@ type derivations struct {
 	merges   *boundedMap[string]   // repo \x00 M -> S
 	seals    *boundedMap[bool]     // repo \x00 S: lakewap's own seals
 	cleared  *boundedMap[[]string] // repo \x00 S \x00 H -> table paths relinked_objects cleared
+	against  *boundedMap[string]   // repo \x00 S -> the H relinked_objects last cleared S against
 	mu       sync.Mutex            // guards derived, declined and each update of cleared
 	derived  int                   // listings derived, for tests and logs
 	declined int
@@ -80,7 +81,7 @@ type derivations struct {
 
 func newDerivations() *derivations {
 	return &derivations{merges: newBoundedMap[string](maxDerivationRecords), seals: newBoundedMap[bool](maxDerivationRecords),
-		cleared: newBoundedMap[[]string](maxDerivationRecords)}
+		cleared: newBoundedMap[[]string](maxDerivationRecords), against: newBoundedMap[string](maxDerivationRecords)}
 }
 
 // RecordMerge tells the engine that lakewap itself merged the sealed
@@ -127,10 +128,35 @@ func (e *Engine) deriveAhead(repo, merge, sealed string) {
 	default:
 		return
 	}
+	// The flights of the tables the recheck of sealed cleared against the
+	// head it was checked against are taken now, before the merge commit
+	// is read: the next recheck, onto this merge, waits for them instead of
+	// deriving them beside this.
+	head, _ := e.derived.against.get(repo + "\x00" + sealed)
+	paths, _ := e.derived.cleared.get(repo + "\x00" + sealed + "\x00" + head)
+	var flights []listFlight
+	var led []string
+	for _, p := range paths {
+		if _, ok := e.listings.shared(repo, merge, p); ok {
+			continue
+		}
+		if fl, lead := e.flights.lead(repo, merge, p); lead {
+			flights, led = append(flights, fl), append(led, p)
+		}
+	}
+	if len(led) == 0 {
+		<-e.ahead
+		return
+	}
 	e.aheads.Add(1)
 	go func() {
 		defer e.aheads.Done()
 		defer func() { <-e.ahead }()
+		defer func() {
+			for _, fl := range flights {
+				fl.end()
+			}
+		}()
 		defer func() {
 			if v := recover(); v != nil {
 				e.opts.Logger.Error("audit: deriving the listings of an own merge panicked", "commit", merge, "panic", v)
@@ -139,23 +165,14 @@ func (e *Engine) deriveAhead(repo, merge, sealed string) {
 		ctx, cancel := context.WithTimeout(e.bg, aheadTimeout)
 		defer cancel()
 		c, err := e.opts.History.Commit(ctx, repo, merge)
-		if err != nil || c.ID != merge || len(c.Parents) != 2 || c.Parents[1] != sealed {
-			return
+		if err != nil || c.ID != merge || len(c.Parents) != 2 || c.Parents[0] != head || c.Parents[1] != sealed {
+			return // made on another head: the run that needs its listings derives them
 		}
-		paths, _ := e.derived.cleared.get(repo + "\x00" + sealed + "\x00" + c.Parents[0])
 		r := &run{e: e, req: Request{Repository: repo}, log: e.opts.Logger}
-		for _, p := range paths {
-			if _, ok := e.listings.shared(repo, merge, p); ok {
-				continue
-			}
-			fl, lead := e.flights.lead(repo, merge, p)
-			if !lead {
-				continue // a run makes it now
-			}
+		for _, p := range led {
 			if objs, ok := r.derive(ctx, merge, p); ok {
 				e.listings.put(repo, merge, p, objs)
 			}
-			fl.end()
 		}
 	}()
 }
@@ -191,6 +208,7 @@ func (d *derivations) clear(repo, ref, base string, paths []string) {
 		return
 	}
 	d.cleared.put(k, merged)
+	d.against.put(repo+"\x00"+ref, base)
 }
 
 // covers says whether relinked_objects cleared ref against base under a

@@ -744,3 +744,27 @@ func TestOwnMergeListingsAreDerivedAhead(t *testing.T) {
 	}
 	sameListing(t, got, want)
 }
+
+// A run that needs the listing of an own merge right after the merge is
+// recorded waits for its derivation ahead, whose flights are taken when
+// the merge is recorded, instead of deriving it beside it (the next
+// publish's recheck, whose turn comes right after the merge). Before, the
+// background derivation read the merge commit before taking its flights,
+// and a listing asked for meanwhile read the commit and the diff again.
+func TestListingOfAnOwnMergeWaitsForItsDerivationAhead(t *testing.T) {
+	s := startRelinkStack(t)
+	_, _, _, e, m1 := s.publishedBatchOne(t) // records the merge last
+	var calls atomic.Int64
+	got, err := e.Listing(pipeline.WithCallCounter(context.Background(), &calls), "lake", m1, relinkPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the listing of the merge, asked for right after the merge was recorded, asked lakeFS %d times, want 0 (it waits for the derivation ahead)", n)
+	}
+	want, err := s.src.List(context.Background(), "lake", m1, relinkPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameListing(t, got, want)
+}
