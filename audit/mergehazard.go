@@ -116,8 +116,14 @@ func mergeHazardPaths(f, s, h []Object, beyond func() (Object, bool, error)) ([]
 	var next *Object // beyond's answer, asked once
 	var none bool
 	side := func(xp []string, xm pathIndex, yp []string, ym pathIndex) error {
+		// xp and fp are in order: one walk finds each path's place among
+		// the foundation's (most of a table's paths are the foundation's).
+		j := 0
 		for _, p := range xp {
-			if _, inF := fm.get(p); inF {
+			for j < len(fp) && fp[j] < p {
+				j++
+			}
+			if j < len(fp) && fp[j] == p {
 				continue // a changed path meets the base's entry of its own name
 			}
 			o, _ := xm.get(p)
@@ -128,7 +134,7 @@ func mergeHazardPaths(f, s, h []Object, beyond func() (Object, bool, error)) ([]
 				continue
 			}
 			var q Object
-			if j, _ := slices.BinarySearch(fp, p); j < len(fp) {
+			if j < len(fp) { // the foundation's next path after p
 				q, _ = fm.get(fp[j])
 			} else {
 				if next == nil && !none {
