@@ -598,10 +598,11 @@ func (r *run) close() {
 }
 
 // emptyCatalog drops the views the run made in its catalog, leaving it as
-// runSQL made it, for the next run (runCatalogs); false when a drop failed
-// or a statement changed the connection's search path.
+// runSQL made it, for the next run (runCatalogs); false when runSQL did not
+// finish making it, a drop failed or a statement changed the connection's
+// search path.
 func (r *run) emptyCatalog(ctx context.Context) bool {
-	if r.conn.searchPath {
+	if !r.conn.made || r.conn.searchPath {
 		return false
 	}
 	for _, v := range r.conn.views {

@@ -355,6 +355,9 @@ type lazyConn struct {
 	deferred []string // views to create when it opens
 	views    []string // the views asked for on the connection (qualified), to drop
 	pooled   bool     // the catalog came from the engine's pool (runCatalogs)
+	// made: the catalog is as runSQL makes it (taken from the pool, or
+	// every statement of runSQL ran); only then may it go to the pool.
+	made bool
 	// searchPath: a statement changed the connection's search path (a
 	// custom SQL check); its catalog is not pooled again.
 	searchPath bool
@@ -370,33 +373,37 @@ func (c *lazyConn) open(ctx context.Context) error {
 	if c.conn != nil || c.err != nil {
 		return c.err
 	}
-	setup := c.deferred
+	setup, making := c.deferred, 0
 	if pc, ok := c.r.e.catalogs.take(); ok {
-		c.conn, c.r.catalog, c.pooled = pc.conn, pc.name, true
+		c.conn, c.r.catalog, c.pooled, c.made = pc.conn, pc.name, true, true
 	} else {
 		conn, err := c.r.e.db.Conn(ctx)
 		if err != nil {
 			return fmt.Errorf("audit: duckdb connection: %w", err)
 		}
 		c.conn = conn
+		making = len(runSQL(c.r.catalog))
 		setup = append(runSQL(c.r.catalog), setup...)
 	}
 	conn := c.conn
 	if c.r.e.memo != nil {
 		c.r.e.memo.conns.Add(1)
 	}
-	for _, s := range setup {
+	for i, s := range setup {
 		c.r.e.statement(s)
 		c.created(s)
 		if _, err := conn.ExecContext(ctx, s); err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err() // not kept: close tears down what was made
+				return ctx.Err() // not kept unless made: close tears down what was made
 			}
 			c.err = fmt.Errorf("audit: duckdb setup %q: %w", s, err)
 			if c.r.infra == nil {
 				c.r.infra = fmt.Errorf("%w: %w", ErrInfrastructure, c.err)
 			}
 			return c.err
+		}
+		if i+1 == making {
+			c.made = true
 		}
 	}
 	c.deferred = nil

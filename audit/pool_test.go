@@ -70,3 +70,64 @@ func TestRunCatalogWithAChangedSearchPathIsNotKept(t *testing.T) {
 		t.Error("the catalog of a run without custom SQL was not kept")
 	}
 }
+
+// A run whose context ends while its fresh catalog is being made (between
+// ATTACH and USE) must not put that half-made catalog in the pool: the
+// next run that took it would create its views in the shared "memory"
+// catalog (its connection was never switched to its catalog), where every
+// other such run's views are too. Before, emptyCatalog found no view to
+// drop and the catalog went back to the pool as if runSQL had made it.
+func TestRunCatalogWhoseSetupWasInterruptedIsNotKept(t *testing.T) {
+	e := newEngine(t, fixture(t), "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.onStatement = func(q string) {
+		if strings.HasPrefix(q, "USE ") {
+			cancel() // the run's context ends before its catalog is made current
+		}
+	}
+	_, err := e.Run(ctx, Request{Dataset: "billing", Repository: "repo", Ref: "b1", BaseRef: "main",
+		BatchTime: batchTime, Suite: Suite{Tables: tables, Checks: []Check{{Name: "rows", Kind: KindRowCount, Table: "billing", Min: f64(1)}}}})
+	if err == nil {
+		t.Fatal("the interrupted run returned no error")
+	}
+	e.onStatement = nil
+	var kept []pooledCatalog
+	for {
+		pc, ok := e.catalogs.take()
+		if !ok {
+			break
+		}
+		kept = append(kept, pc)
+		var current string
+		var schemas int
+		if err := pc.conn.QueryRowContext(context.Background(), "SELECT current_database()").Scan(&current); err != nil {
+			t.Fatal(err)
+		}
+		if err := pc.conn.QueryRowContext(context.Background(),
+			"SELECT count(*) FROM duckdb_schemas() WHERE database_name = $1 AND schema_name IN ('batch', 'base')", pc.name).Scan(&schemas); err != nil {
+			t.Fatal(err)
+		}
+		if current != pc.name || schemas != 2 {
+			t.Errorf("catalog %s kept half made: the connection's catalog is %q, %d of its 2 schemas exist", pc.name, current, schemas)
+		}
+	}
+	for _, pc := range kept {
+		e.catalogs.put(pc)
+	}
+	// The next run (which takes what was kept) audits the batch as an
+	// engine of its own would.
+	rep := audit(t, e, "b1", Check{Name: "rows", Kind: KindRowCount, Table: "billing", Min: f64(1)},
+		Check{Name: "batch rows", Kind: KindRowCount, Table: "billing", Scope: ScopeBatch, Max: f64(0)})
+	if !rep.Passed {
+		t.Fatalf("the next run: %+v", rep.Checks)
+	}
+	var inMemory int
+	if err := e.db.QueryRowContext(context.Background(),
+		"SELECT count(*) FROM duckdb_views() WHERE database_name = 'memory' AND NOT internal").Scan(&inMemory); err != nil {
+		t.Fatal(err)
+	}
+	if inMemory != 0 {
+		t.Errorf("%d views of runs in the shared memory catalog", inMemory)
+	}
+}
