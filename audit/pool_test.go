@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // A run takes the catalog an earlier run emptied, on its connection,
@@ -121,6 +124,46 @@ func TestRunCatalogWhoseSetupWasInterruptedIsNotKept(t *testing.T) {
 		Check{Name: "batch rows", Kind: KindRowCount, Table: "billing", Scope: ScopeBatch, Max: f64(0)})
 	if !rep.Passed {
 		t.Fatalf("the next run: %+v", rep.Checks)
+	}
+	var inMemory int
+	if err := e.db.QueryRowContext(context.Background(),
+		"SELECT count(*) FROM duckdb_views() WHERE database_name = 'memory' AND NOT internal").Scan(&inMemory); err != nil {
+		t.Fatal(err)
+	}
+	if inMemory != 0 {
+		t.Errorf("%d views of runs in the shared memory catalog", inMemory)
+	}
+}
+
+// A run whose custom query DuckDB interrupted at its time bound keeps its
+// catalog only if the connection still works: the next run, which takes it, audits as a fresh engine would, its
+// views in its own catalog.
+func TestRunCatalogAfterAnInterruptedQueryServesTheNextRun(t *testing.T) {
+	e, err := New(Options{Source: fixture(t), WorkDir: t.TempDir(), Threads: 2, QueryTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	forever := Check{Name: "forever", Kind: KindCrossTable, SQL: "SELECT count(*) FROM range(1000000) a, range(1000000) b HAVING count(*) < 0"}
+	req := func(checks ...Check) Request {
+		return Request{Dataset: "billing", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: tables, Checks: checks}}
+	}
+	rep, err := e.Run(context.Background(), req(forever))
+	if err != nil || rep.Checks[0].Status != schemas.StatusError {
+		t.Fatalf("the query at its time bound: %v %+v", err, rep.Checks)
+	}
+	if len(e.catalogs.ch) != 1 {
+		t.Fatalf("%d catalogs kept after the interrupted query, want its run's", len(e.catalogs.ch))
+	}
+	for i := range 3 { // each takes a kept catalog, if any
+		rep, err := e.Run(context.Background(), req(
+			Check{Name: "ids", Kind: KindNotNull, Table: "billing", Column: "id"},
+			Check{Name: "custom", Kind: KindSQL, Table: "billing", SQL: "SELECT * FROM billing WHERE id IS NULL"},
+			Check{Name: "batch rows", Kind: KindRowCount, Table: "billing", Scope: ScopeBatch, Max: f64(0)}))
+		if err != nil || !rep.Passed {
+			t.Fatalf("run %d after the interrupted ones: %v %+v", i, err, rep.Checks)
+		}
 	}
 	var inMemory int
 	if err := e.db.QueryRowContext(context.Background(),
