@@ -13,16 +13,35 @@ import (
 // fileCache bounds the download cache: files in use by a run are pinned,
 // a hit refreshes a file's time, and after each run the least recently
 // used unpinned files go until the cache fits in max bytes.
+//
+// The cache's size is known from its last walk plus the bytes downloaded
+// into it since (added): a run after which the cache still fits walks
+// nothing, so the end of a run does not cost time that grows with the
+// cache (a recheck in the publish turn ends with it). Bytes added while a
+// walk runs may be counted twice, never missed: an early walk, not an
+// overfull cache.
 type fileCache struct {
 	dir string
 	max int64 // 0: unbounded
 
 	mu    sync.Mutex
 	inUse map[string]int
+	known bool  // size was measured by a walk
+	size  int64 // bytes in the cache: the last walk's, less what it freed, plus added since
+	adds  int64 // bytes added in all (added)
+	walks int   // walks of the directory, for tests
 }
 
 func newFileCache(dir string, max int64) *fileCache {
 	return &fileCache{dir: dir, max: max, inUse: map[string]int{}}
+}
+
+// added counts n bytes downloaded into the cache.
+func (c *fileCache) added(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.size += n
+	c.adds += n
 }
 
 // pin keeps path from eviction until unpin; it is called before the file is
@@ -56,13 +75,27 @@ func (c *fileCache) evict() (freed int64, err error) {
 	if c.max <= 0 || c.dir == "" {
 		return 0, nil
 	}
+	c.mu.Lock()
+	fits, before := c.known && c.size <= c.max, c.adds
+	if !fits {
+		c.walks++
+	}
+	c.mu.Unlock()
+	if fits {
+		return 0, nil
+	}
+	var total int64
+	defer func() { // total is what the walk found, less what was removed
+		c.mu.Lock()
+		c.known, c.size = err == nil, total+(c.adds-before)
+		c.mu.Unlock()
+	}()
 	type entry struct {
 		path string
 		size int64
 		mod  time.Time
 	}
 	var files []entry
-	var total int64
 	err = filepath.WalkDir(c.dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".part-") {
 			return nil // a download in progress is not cache yet

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -133,5 +134,59 @@ func TestCacheIgnoresClaimedChecksum(t *testing.T) {
 	}
 	if c := run("bad"); c.Status != schemas.StatusFail {
 		t.Errorf("bad rows claiming the good object's checksum and size: %s %s; want fail", c.Status, c.Observed)
+	}
+}
+
+// The end of a run walks the cache only when it may not fit: after a walk
+// that found it within its bound, runs that download nothing into it, or
+// less than the room left, walk nothing; one that takes it over walks it
+// and evicts. Before, every run's end walked the whole directory, a cost
+// that grew with the cache (a recheck in the publish turn ends with it).
+func TestCacheWalkedOnlyWhenItMayNotFit(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 50 {
+		writeAged(t, dir, fmt.Sprintf("f%02d.parquet", i), 10, time.Duration(50-i)*time.Minute)
+	}
+	c := newFileCache(dir, 1000) // 500 bytes in it
+	for range 3 {
+		if freed, err := c.evict(); err != nil || freed != 0 {
+			t.Fatalf("evict: %d %v", freed, err)
+		}
+	}
+	c.added(400) // 900: still fits
+	if _, err := c.evict(); err != nil {
+		t.Fatal(err)
+	}
+	if c.walks != 1 {
+		t.Errorf("%d walks of a cache that fits and gained 400 of its 500 bytes of room, want 1", c.walks)
+	}
+	writeAged(t, dir, "big.parquet", 600, 0) // as a download does it: file, then added
+	c.added(600)
+	freed, err := c.evict()
+	if err != nil || c.walks != 2 || freed != 100 || exists(filepath.Join(dir, "big.parquet")) == false {
+		t.Errorf("after going over: walks %d, freed %d, err %v; want a walk freeing the oldest 100 bytes", c.walks, freed, err)
+	}
+	if exists(filepath.Join(dir, "f00.parquet")) {
+		t.Error("the least recently used file is still there")
+	}
+	if _, err := c.evict(); err != nil || c.walks != 2 {
+		t.Errorf("walks %d after an eviction left it fitting, want 2", c.walks)
+	}
+}
+
+// BenchmarkRunEndWithACache is the end of a run that downloaded nothing
+// into a cache of 10,000 files that fits its bound (the eviction pass).
+func BenchmarkRunEndWithACache(b *testing.B) {
+	dir := b.TempDir()
+	for i := range 10_000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%05d.parquet", i)), make([]byte, 100), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c := newFileCache(dir, 1<<30)
+	for b.Loop() {
+		if _, err := c.evict(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -177,7 +177,11 @@ func (d downloader) get(ctx context.Context, f fetch, local string) error {
 		d.cache.touch(local)
 		return nil
 	}
-	return d.download(ctx, f, local)
+	if err := d.download(ctx, f, local); err != nil {
+		return err
+	}
+	d.cache.added(f.obj.Size)
+	return nil
 }
 
 // download streams the object into a temporary file beside dst and renames
