@@ -204,11 +204,13 @@ func (d *derivations) clear(repo, ref, base string, paths []string) {
 	for _, p := range merged {
 		n += len(p)
 	}
-	if len(merged) == len(old) || n > maxDerivationRecordBytes {
-		return
+	if len(merged) > len(old) && n <= maxDerivationRecordBytes {
+		d.cleared.put(k, merged)
+		old = merged
 	}
-	d.cleared.put(k, merged)
-	d.against.put(repo+"\x00"+ref, base)
+	if len(old) > 0 {
+		d.against.put(repo+"\x00"+ref, base) // the head ref was cleared against last
+	}
 }
 
 // covers says whether relinked_objects cleared ref against base under a

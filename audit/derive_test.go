@@ -67,6 +67,14 @@ func TestDerivationRecords(t *testing.T) {
 	if d.covers("lake", id(7), id(6), "gold/t/") {
 		t.Error("a comparison covers the other way round")
 	}
+	// The head a sealed commit was cleared against last is the one a
+	// derivation ahead takes its flights for, also when that comparison
+	// was recorded before with the same paths.
+	d.clear("lake", id(6), id(8), []string{"gold/t/"})
+	d.clear("lake", id(6), id(7), []string{"gold/t/"})
+	if h, _ := d.against.get("lake\x00" + id(6)); h != id(7) {
+		t.Errorf("cleared against ...%s last, recorded %q", id(7)[60:], h)
+	}
 	for i := range maxDerivationRecords + 10 {
 		e.RecordMerge("lake", id(100+i), id(1))
 	}
