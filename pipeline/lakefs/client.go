@@ -120,8 +120,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
 	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		bases: &mergeBases{m: map[[3]string]string{}}, made: &madeCommits{m: map[string]Commit{}},
-		tips: &mergeTips{m: map[string]string{}}}, nil
+		bases: &mergeBases{}, made: &madeCommits{m: map[string]Commit{}}, tips: &mergeTips{}}, nil
 }
 
 // transport is Go's default transport keeping maxIdleConns connections.

@@ -232,11 +232,7 @@ func (c *Client) findMergeBase(ctx context.Context, repo, source, dest string) (
 // mergeTips keeps, per branch, the commit this client's last merge into
 // it made (lakeFS's answer): the branch's head until someone else moves
 // it. At most maxMergeTips branches, the oldest going first.
-type mergeTips struct {
-	mu    sync.Mutex
-	m     map[string]string // repo \x00 branch -> commit id
-	order []string
-}
+type mergeTips struct{ fifo[[2]string, string] }
 
 const maxMergeTips = 1024
 
@@ -244,36 +240,19 @@ func (t *mergeTips) get(repo, branch string) (string, bool) {
 	if t == nil {
 		return "", false
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	id, ok := t.m[repo+"\x00"+branch]
-	return id, ok
+	return t.fifo.get([2]string{repo, branch})
 }
 
 func (t *mergeTips) put(repo, branch, commit string) {
 	if t == nil || !commitID.MatchString(commit) || len(repo)+len(branch) > maxMadeCommitBytes {
 		return
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k := repo + "\x00" + branch
-	if _, ok := t.m[k]; !ok {
-		t.order = append(t.order, k)
-	}
-	t.m[k] = commit
-	for len(t.order) > maxMergeTips {
-		delete(t.m, t.order[0])
-		t.order = t.order[1:]
-	}
+	t.fifo.put([2]string{repo, branch}, commit, maxMergeTips)
 }
 
 // mergeBases keeps the merge-bases of pairs of commit ids lately found,
 // the oldest going first beyond maxMergeBases.
-type mergeBases struct {
-	mu    sync.Mutex
-	m     map[[3]string]string
-	order [][3]string
-}
+type mergeBases struct{ fifo[[3]string, string] }
 
 const maxMergeBases = 4096
 
@@ -285,26 +264,45 @@ func (b *mergeBases) get(repo, source, dest string) (string, bool) {
 	if b == nil || !commitID.MatchString(source) || !commitID.MatchString(dest) {
 		return "", false
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	base, ok := b.m[[3]string{repo, source, dest}]
-	return base, ok
+	return b.fifo.get([3]string{repo, source, dest})
 }
 
 func (b *mergeBases) put(repo, source, dest, base string) {
 	if b == nil || base == "" || !commitID.MatchString(source) || !commitID.MatchString(dest) {
 		return
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	k := [3]string{repo, source, dest}
-	if _, ok := b.m[k]; !ok {
-		b.order = append(b.order, k)
+	b.fifo.put([3]string{repo, source, dest}, base, maxMergeBases)
+}
+
+// fifo is a map that keeps its keys in the order they came, the oldest
+// going first beyond a bound.
+type fifo[K comparable, V any] struct {
+	mu    sync.Mutex
+	m     map[K]V
+	order []K
+}
+
+func (f *fifo[K, V]) get(k K) (V, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.m[k]
+	return v, ok
+}
+
+// put sets k to v and drops the oldest keys beyond max.
+func (f *fifo[K, V]) put(k K, v V, max int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[K]V{}
 	}
-	b.m[k] = base
-	for len(b.order) > maxMergeBases {
-		delete(b.m, b.order[0])
-		b.order = b.order[1:]
+	if _, ok := f.m[k]; !ok {
+		f.order = append(f.order, k)
+	}
+	f.m[k] = v
+	for len(f.order) > max {
+		delete(f.m, f.order[0])
+		f.order = f.order[1:]
 	}
 }
 
