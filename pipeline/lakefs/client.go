@@ -120,7 +120,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
 	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		bases: &mergeBases{}, made: &madeCommits{m: map[string]Commit{}}, tips: &mergeTips{}}, nil
+		bases: &mergeBases{}, made: &madeCommits{}, tips: &mergeTips{}}, nil
 }
 
 // transport is Go's default transport keeping maxIdleConns connections.

@@ -311,11 +311,7 @@ func (f *fifo[K, V]) put(k K, v V, max int) {
 // at a seal's parents asks lakeFS nothing. At most maxMadeCommits, each
 // at most maxMadeCommitBytes (ids, parents, metadata, message); the oldest
 // goes first.
-type madeCommits struct {
-	mu    sync.Mutex
-	m     map[string]Commit // repo \x00 id
-	order []string
-}
+type madeCommits struct{ fifo[string, Commit] } // repo \x00 id
 
 const (
 	maxMadeCommits     = 1024
@@ -326,9 +322,7 @@ func (mc *madeCommits) get(repo, id string) (Commit, bool) {
 	if mc == nil || !commitID.MatchString(id) {
 		return Commit{}, false
 	}
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	cm, ok := mc.m[repo+"\x00"+id]
+	cm, ok := mc.fifo.get(repo + "\x00" + id)
 	if ok {
 		cm.Parents = slices.Clone(cm.Parents)
 		cm.Metadata = maps.Clone(cm.Metadata)
@@ -347,17 +341,7 @@ func (mc *madeCommits) put(repo string, cm Commit) {
 	if mc == nil || !commitID.MatchString(cm.ID) || n > maxMadeCommitBytes {
 		return
 	}
-	mc.mu.Lock()
-	defer mc.mu.Unlock()
-	k := repo + "\x00" + cm.ID
-	if _, ok := mc.m[k]; !ok {
-		mc.order = append(mc.order, k)
-	}
-	mc.m[k] = cm
-	for len(mc.order) > maxMadeCommits {
-		delete(mc.m, mc.order[0])
-		mc.order = mc.order[1:]
-	}
+	mc.fifo.put(repo+"\x00"+cm.ID, cm, maxMadeCommits)
 }
 
 // clockSlack widens a look back by time: commit dates come from the lakeFS
