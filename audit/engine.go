@@ -968,6 +968,8 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 			v.synthetic = true
 			s = syntheticEmptyViewSQL(k.schema, v.table.Name, r.guessColumns(v.table.Name))
 		}
+		// Made now or when the connection opens: dropped at the run's end.
+		r.conn.views = append(r.conn.views, qualified(k.schema, v.table.Name))
 		good, memo := r.goodView(ctx, k)
 		if memo && r.conn.conn == nil && r.e.memo.has(good) {
 			r.conn.deferred = append(r.conn.deferred, s)

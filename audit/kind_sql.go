@@ -35,6 +35,7 @@ func needSQL(c Check, add addFunc) {
 // failure. Plain table names resolve to the check's scope.
 func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
 	if schema := schemaOf(c); schema != schemaMain {
+		r.conn.searchPath = true // the catalog is not kept for another run (run.close)
 		if _, err := r.conn.ExecContext(ctx, "SET search_path = "+quoteLiteral(r.catalog+"."+schema)); err != nil {
 			return r.errored(c, err, 0)
 		}

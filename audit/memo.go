@@ -391,7 +391,6 @@ func (c *lazyConn) open(ctx context.Context) error {
 	}
 	for i, s := range setup {
 		c.r.e.statement(s)
-		c.created(s)
 		if _, err := conn.ExecContext(ctx, s); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err() // not kept unless made: close tears down what was made
@@ -423,21 +422,7 @@ func (c *lazyConn) ExecContext(ctx context.Context, q string, args ...any) (sql.
 		return nil, err
 	}
 	c.r.e.statement(q)
-	c.created(q)
 	return c.conn.ExecContext(ctx, q, args...)
-}
-
-// created notes the view a statement creates, and a statement that
-// changes the search path, for the run's cleanup (run.close).
-func (c *lazyConn) created(q string) {
-	if name, ok := strings.CutPrefix(q, "CREATE VIEW "); ok {
-		if i := strings.Index(name, " AS "); i > 0 {
-			c.views = append(c.views, name[:i])
-		}
-	}
-	if strings.HasPrefix(q, "SET search_path") {
-		c.searchPath = true
-	}
 }
 
 // lazyRow is a row of a lazyConn: the row, or why the connection did not open.
