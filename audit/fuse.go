@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"slices"
 	"strings"
 )
 
@@ -24,7 +25,13 @@ import (
 // and its row is split into each query's answer, by its columns. An
 // aggregate without GROUP BY or where over the same rows is the same value
 // of the same type in any select list, so each answer is what its own
-// query gives. Each is used once, by the query of that exact text; a
+// query gives. The lists repeat expressions (count(*) in each, the
+// statistics' min and max of a column in unique's and range's), and
+// DuckDB's cost over a small batch grows with the select list, so the
+// statement selects each distinct expression once and every query's
+// column maps to it (fusedList). A list split with any doubt (a comment,
+// a dollar or escape string, a star, counts that differ) keeps its
+// columns as they are (splitList). Each is used once, by the query of that exact text; a
 // prediction that turns out wrong (a plan chose another expression, a
 // check did not reach its scan) is a few wasted columns, and its consumer
 // runs what it runs as before. Queries whose answers the memo holds are
@@ -164,29 +171,164 @@ func (r *run) prefetched(ctx context.Context, q string, n int) ([]any, bool) {
 func (f *fusion) fetch(ctx context.Context, r *run, asking string) {
 	def, memo := r.memoView(ctx, f.view)
 	var parts []fusedPart
-	total := 0
 	for _, p := range f.parts {
 		if p.text != asking && (r.fused[p.text] != f || (memo && r.e.memo.holds(memoKey("row", p.text, def)))) {
 			continue
 		}
 		parts = append(parts, p)
-		total += p.n
 	}
 	if len(parts) < 2 {
 		return
 	}
-	q := "SELECT " + strings.Join(each(parts, func(p fusedPart) string { return p.list }), ", ") + " FROM " + f.from
-	vals, err := r.queryRow(ctx, q, total)
+	list, cols, width := fusedList(parts)
+	vals, err := r.queryRow(ctx, "SELECT "+strings.Join(list, ", ")+" FROM "+f.from, width)
 	if err != nil {
 		r.log.Debug("audit: the fused scan failed; its queries run one by one", "view", f.from, "err", err)
 		return
 	}
 	f.rows = map[string][]any{}
-	j := 0
-	for _, p := range parts {
-		f.rows[p.text] = vals[j : j+p.n : j+p.n]
-		j += p.n
+	for i, p := range parts {
+		f.rows[p.text] = each(cols[i], func(j int) any { return vals[j] })
 	}
+}
+
+// fusedList is the select list of the fused statement of parts, each
+// distinct expression once; the columns of its row each part's answer is
+// made of, in order; and the row's width. A part whose list splitList
+// cannot split into its n expressions keeps its list whole as one entry,
+// its n columns its own.
+func fusedList(parts []fusedPart) (list []string, cols [][]int, width int) {
+	at := map[string]int{} // an expression's column
+	for _, p := range parts {
+		exprs, ok := splitList(p.list)
+		var mine []int
+		if !ok || len(exprs) != p.n {
+			list = append(list, p.list)
+			for k := range p.n {
+				mine = append(mine, width+k)
+			}
+			width += p.n
+			cols = append(cols, mine)
+			continue
+		}
+		for _, e := range exprs {
+			j, seen := at[e]
+			if !seen {
+				j = width
+				at[e] = j
+				list = append(list, e)
+				width++
+			}
+			mine = append(mine, j)
+		}
+		cols = append(cols, mine)
+	}
+	return list, cols, width
+}
+
+// splitList splits a select list at its top-level commas (outside
+// parentheses, brackets, braces and quotes), each expression trimmed.
+// ok is false where the split could be wrong or an expression might not
+// be one column: a comment, a dollar-quoted or prefixed string (E'..',
+// U&".."), a parameter, a statement separator, unbalanced brackets or
+// quotes, an empty expression, a star or COLUMNS/UNPACK expansion
+// (count(*) and a product are none).
+func splitList(list string) (exprs []string, ok bool) {
+	var stack []byte
+	start := 0
+	for i := 0; i < len(list); i++ {
+		c := list[i]
+		switch c {
+		case '\'', '"':
+			if i > 0 && identByte(list[i-1]) || i > 0 && list[i-1] == '&' {
+				return nil, false // a prefixed string or identifier: E'\'', U&"..."
+			}
+			end := closingQuote(list, i)
+			if end < 0 {
+				return nil, false
+			}
+			i = end
+		case '(', '[', '{':
+			if c == '(' && expands(list[start:i]) {
+				return nil, false
+			}
+			stack = append(stack, c)
+		case ')', ']', '}':
+			if len(stack) == 0 || stack[len(stack)-1] != map[byte]byte{')': '(', ']': '[', '}': '{'}[c] {
+				return nil, false
+			}
+			stack = stack[:len(stack)-1]
+		case '-', '/':
+			if i+1 < len(list) && (list[i+1] == '-' && c == '-' || list[i+1] == '*' && c == '/') {
+				return nil, false // a comment
+			}
+		case '$', '?', ';':
+			return nil, false
+		case '*':
+			if i == 0 || list[i-1] != '(' || i+1 >= len(list) || list[i+1] != ')' {
+				if !multiplies(list[start:i]) {
+					return nil, false
+				}
+			}
+		case ',':
+			if len(stack) == 0 {
+				exprs = append(exprs, strings.TrimSpace(list[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	if len(stack) > 0 {
+		return nil, false
+	}
+	exprs = append(exprs, strings.TrimSpace(list[start:]))
+	if slices.Contains(exprs, "") {
+		return nil, false
+	}
+	return exprs, true
+}
+
+// expands: a parenthesis after before (the expression so far) calls
+// COLUMNS or UNPACK, which expand to any number of columns.
+func expands(before string) bool {
+	b := strings.TrimRight(before, " \t\n\r")
+	k := len(b)
+	for k > 0 && identByte(b[k-1]) {
+		k--
+	}
+	w := strings.ToLower(b[k:])
+	return w == "columns" || w == "unpack"
+}
+
+// closingQuote is the index of the quote closing the one at list[i] (a
+// doubled quote is one of its characters), or -1.
+func closingQuote(list string, i int) int {
+	q := list[i]
+	for j := i + 1; j < len(list); j++ {
+		if list[j] != q {
+			continue
+		}
+		if j+1 < len(list) && list[j+1] == q {
+			j++
+			continue
+		}
+		return j
+	}
+	return -1
+}
+
+// multiplies: a star after before (the expression so far) is a product:
+// it follows an operand (a name, a number, a closing bracket or quote).
+func multiplies(before string) bool {
+	b := strings.TrimRight(before, " \t\n\r")
+	if b == "" {
+		return false
+	}
+	c := b[len(b)-1]
+	return identByte(c) || c == ')' || c == ']' || c == '}' || c == '"' || c == '\''
+}
+
+func identByte(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c >= 0x80
 }
 
 // incTable is the incremental plan of table (lower case), if any.

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -309,4 +310,190 @@ func BenchmarkFirstIncrementalAudit(b *testing.B) {
 		b.ReportMetric(med(sd.cp), name+"-cpu-ms")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// TestFusedExpressionsOnce: the fused statement of the demo suite's first
+// audit selects each expression once (count(*) was in each of its four
+// lists, the statistics' min and max of a column in unique's and range's
+// too: 26 columns for 15 expressions; the test failed so before fusedList).
+func TestFusedExpressionsOnce(t *testing.T) {
+	r := newFuseRig(t)
+	r.audit(r.batch("b0", demoRows(200)))
+	_, fused, _ := r.audit(r.batch("b1", demoRows(300)))
+	scans := batchScans(fused)
+	if len(scans) != 1 {
+		t.Fatalf("the batch's rows read in %d statements:\n%s", len(scans), strings.Join(scans, "\n"))
+	}
+	q := scans[0]
+	if n := strings.Count(q, "count(*)") - strings.Count(q, "count(*) FILTER"); n != 1 {
+		t.Errorf("count(*) is selected %d times:\n%s", n, q)
+	}
+	list := strings.TrimSuffix(strings.TrimPrefix(q, "SELECT "), ` FROM "batch"."billing_fact"`)
+	exprs, ok := splitList(list)
+	if !ok {
+		t.Fatalf("the fused list does not split: %s", q)
+	}
+	seen := map[string]bool{}
+	for _, e := range exprs {
+		if seen[e] {
+			t.Errorf("%s is selected twice:\n%s", e, q)
+		}
+		seen[e] = true
+	}
+	t.Logf("%d expressions: %s", len(exprs), q)
+}
+
+func TestSplitList(t *testing.T) {
+	tests := []struct {
+		list string
+		want []string // nil: not split
+	}{
+		{`count(*)`, []string{`count(*)`}},
+		{`count(*), min("a")`, []string{`count(*)`, `min("a")`}},
+		{` count(*) ,min("a")  `, []string{`count(*)`, `min("a")`}},
+		{`count(*) FILTER (WHERE "a" IS NULL OR "b" IS NULL), max("a")`, []string{`count(*) FILTER (WHERE "a" IS NULL OR "b" IS NULL)`, `max("a")`}},
+		{`count(*) FILTER (WHERE CAST("c" AS VARCHAR) NOT IN ('E,UR', 'U)SD')), 1`, []string{`count(*) FILTER (WHERE CAST("c" AS VARCHAR) NOT IN ('E,UR', 'U)SD'))`, `1`}},
+		{`min("we"",ird("), 'it''s, (x', "a""""b"`, []string{`min("we"",ird(")`, `'it''s, (x'`, `"a""""b"`}},
+		{`count(*) - count(DISTINCT ("a", "b")), [1, 2][1], {'k': 1, 'j': 2}`, []string{`count(*) - count(DISTINCT ("a", "b"))`, `[1, 2][1]`, `{'k': 1, 'j': 2}`}},
+		{`sum("a") * 2, count(*) * count("b"), "x" * 'y'`, []string{`sum("a") * 2`, `count(*) * count("b")`, `"x" * 'y'`}},
+		{`min("columns"), "unpack"`, []string{`min("columns")`, `"unpack"`}},
+		{`list_transform([1, 2], x -> x + 1), a->>'$.b'`, []string{`list_transform([1, 2], x -> x + 1)`, `a->>'$.b'`}},
+		// What splitList leaves whole.
+		{`count(*), min("a") -- a, b`, nil},
+		{`count(*), min("a") /* a, b */`, nil},
+		{`min("s") <> E'\'', max("s") <> E'\'', min("i")::VARCHAR <> E'\'a, b\''`, nil}, // cut by the quotes alone: 3 wrong expressions
+		{`U&"d\0061t\+000061", 1`, nil},
+		{`$$a, b$$, 1`, nil},
+		{`$1, 2`, nil},
+		{`?, 2`, nil},
+		{`1; DROP TABLE t`, nil},
+		{`count(*), (min("a")`, nil},
+		{`count(*)), min("a")`, nil},
+		{`[1, 2)`, nil},
+		{`'abc, 1`, nil},
+		{`"abc, 1`, nil},
+		{`count(*),`, nil},
+		{`, count(*)`, nil},
+		{`count(*),, 1`, nil},
+		{``, nil},
+		{`*`, nil},
+		{`count(*), *`, nil},
+		{`"t".*, 1`, nil},
+		{`* EXCLUDE ("a")`, nil},
+		{`min(COLUMNS(*)), 1`, nil},
+		{`max(columns ('a|b'))`, nil},
+		{`UNPACK("s"), 1`, nil},
+		{`*COLUMNS('a')`, nil},
+	}
+	for _, tt := range tests {
+		got, ok := splitList(tt.list)
+		if ok != (tt.want != nil) || !slices.Equal(got, tt.want) {
+			t.Errorf("splitList(%s) = %q %v, want %q", tt.list, got, ok, tt.want)
+		}
+	}
+}
+
+// TestSplitListRandom: lists of random expressions (quoted names and
+// strings holding commas, brackets and quotes, nested calls, FILTER
+// clauses, lists, structs, products) split into those expressions; with
+// one of them made doubtful (a comment, a dollar or escape string, a star,
+// an unbalanced bracket or quote) they are left whole.
+func TestSplitListRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	tricky := []string{",", "(", ")", "[", "]", "{", "}", "'", `"`, " ", "a", "*", "-", "/", "$", "é"}
+	text := func(q string) string {
+		var b strings.Builder
+		for range rng.IntN(6) {
+			b.WriteString(tricky[rng.IntN(len(tricky))])
+		}
+		return q + strings.ReplaceAll(b.String(), q, q+q) + q
+	}
+	names := []string{"a", "b_1", "amount", "x"}
+	var expr func(depth int) string
+	expr = func(depth int) string {
+		k := rng.IntN(12)
+		if depth > 3 {
+			k = rng.IntN(4)
+		}
+		switch k {
+		case 0:
+			return text(`"`)
+		case 1:
+			return text(`'`)
+		case 2:
+			return names[rng.IntN(len(names))]
+		case 3:
+			return fmt.Sprint(rng.IntN(1000))
+		case 4:
+			return "count(*)"
+		case 5:
+			args := []string{expr(depth + 1)}
+			for range rng.IntN(3) {
+				args = append(args, expr(depth+1))
+			}
+			return []string{"min", "coalesce", "f_2", "list_value"}[rng.IntN(4)] + "(" + strings.Join(args, ", ") + ")"
+		case 6:
+			return "count(*) FILTER (WHERE " + expr(depth+1) + " IS NULL OR " + expr(depth+1) + " IN (" + text(`'`) + ", " + text(`'`) + "))"
+		case 7:
+			return "CAST(" + expr(depth+1) + " AS VARCHAR)"
+		case 8:
+			return "[" + expr(depth+1) + ", " + expr(depth+1) + "]"
+		case 9:
+			return "{" + text(`'`) + ": " + expr(depth+1) + ", 'k': " + expr(depth+1) + "}"
+		case 10:
+			return expr(depth+1) + []string{" * ", "*", " - ", " / ", " || "}[rng.IntN(5)] + expr(depth+1)
+		default:
+			return "count(DISTINCT (" + expr(depth+1) + ", " + expr(depth+1) + "))"
+		}
+	}
+	// Doubts after an expression, and (alone) in place of one.
+	doubts := []string{"/* a, b */", "-- a, b", "E'\\', '", "$$a, b$$", "$1", `"t".*`, "(", ")", "]", "'", `"`, "?", ";"}
+	alone := []string{"*", "* EXCLUDE (a)", "COLUMNS('a')", "unpack(s)", "*columns(x)", "", "E'a', '"}
+	for range 3000 {
+		var exprs []string
+		for range 1 + rng.IntN(6) {
+			exprs = append(exprs, expr(0))
+		}
+		var b strings.Builder
+		for i, e := range exprs {
+			if i > 0 {
+				b.WriteString([]string{", ", ",", " , ", ",\n\t"}[rng.IntN(4)])
+			}
+			b.WriteString(e)
+		}
+		list := b.String()
+		got, ok := splitList(list)
+		if !ok || !slices.Equal(got, exprs) {
+			t.Fatalf("splitList(%s) = %q %v, want %q", list, got, ok, exprs)
+		}
+		i := rng.IntN(len(exprs))
+		bad := slices.Clone(exprs)
+		if k := rng.IntN(len(doubts) + len(alone)); k < len(doubts) {
+			bad[i] = []string{bad[i] + " ", ""}[rng.IntN(2)] + doubts[k]
+		} else {
+			bad[i] = alone[k-len(doubts)]
+		}
+		list = strings.Join(bad, ", ")
+		if got, ok := splitList(list); ok {
+			t.Fatalf("splitList(%s) = %q, want it left whole", list, got)
+		}
+	}
+}
+
+// TestFusedListFallsBack: a part whose list splitList leaves whole, or
+// splits into another number of expressions than its columns, keeps its
+// columns as they are; the others still share theirs.
+func TestFusedListFallsBack(t *testing.T) {
+	parts := []fusedPart{
+		{list: `count(*), min("a")`, n: 2},
+		{list: `count(*), min("a") /* , */`, n: 2},
+		{list: `count(*), max("a")`, n: 2},
+		{list: `count(*), max("a")`, n: 3}, // one of them is not one column
+	}
+	list, cols, width := fusedList(parts)
+	wantList := []string{`count(*)`, `min("a")`, `count(*), min("a") /* , */`, `max("a")`, `count(*), max("a")`}
+	wantCols := [][]int{{0, 1}, {2, 3}, {0, 4}, {5, 6, 7}}
+	if !slices.Equal(list, wantList) || fmt.Sprint(cols) != fmt.Sprint(wantCols) || width != 8 {
+		t.Fatalf("fusedList = %q %v %d, want %q %v 8", list, cols, width, wantList, wantCols)
+	}
 }
