@@ -178,7 +178,8 @@ type Engine struct {
 	bitmapUniqueBytes int64
 
 	// onStatement, when set, is called with each statement run on a run's
-	// connection (tests).
+	// connection, and with a run's queries of no table on the engine's pool
+	// (literalRow) (tests).
 	onStatement func(q string)
 	// unfused turns off fusing the batch's aggregates (fuse.go), for tests
 	// and benchmarks that compare.

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -700,8 +702,9 @@ func minMaxOrder(typ string) func(a, b string) (int, bool) {
 // files' min and max change as the target gains files, and a query with
 // them as literals would miss the memo whenever they do. Which wins is
 // decided in Go (minMaxOrder) when the batch's column has the statistics'
-// type; a winner from the statistics is typed by DuckDB (CAST of the
-// literal, on the engine's pool: it reads no table; memoized by its text).
+// type; a winner from the statistics is typed in Go where Go reads its
+// text as DuckDB does (typedLiterals), else by DuckDB (CAST of the literal,
+// on the engine's pool: it reads no table; memoized by its text).
 // Equal values spelled differently (0 and -0) and anything Go does not
 // order leave it to the query (ok false).
 func (r *run) batchMinMax(ctx context.Context, c Check, olds []colStats) (lo, hi any, ok bool) {
@@ -746,9 +749,13 @@ func (r *run) batchMinMax(ctx context.Context, c Check, olds []colStats) (lo, hi
 	}
 	lo, hi = vals[0], vals[1]
 	if !loBatch || !hiBatch {
-		typed, err := r.literalRow(ctx, fmt.Sprintf("SELECT CAST(%s AS %s), CAST(%s AS %s)", quoteLiteral(old.Min), old.Type, quoteLiteral(old.Max), old.Type), 2)
-		if err != nil {
-			return nil, nil, false
+		typed, ok := typedLiterals(typ, old.Min, old.Max)
+		if !ok {
+			var err error
+			typed, err = r.literalRow(ctx, fmt.Sprintf("SELECT CAST(%s AS %s), CAST(%s AS %s)", quoteLiteral(old.Min), old.Type, quoteLiteral(old.Max), old.Type), 2)
+			if err != nil {
+				return nil, nil, false
+			}
 		}
 		if !loBatch {
 			lo = typed[0]
@@ -769,6 +776,62 @@ func batchMinMaxSQL(table string, c Check) string {
 		col, col, col, col, col, filtered(schemaBatch, table, c.Where))
 }
 
+// typedLiterals is CAST(text AS typ) of each of texts as the driver scans
+// it, where Go reads the text exactly as DuckDB's CAST does: the integer
+// types up to BIGINT and UBIGINT in plain decimal, VARCHAR that is valid
+// UTF-8 without NUL, DOUBLE in the decimal or exponent form DuckDB prints
+// (Go's and DuckDB's parsing both round correctly). ok is false for the
+// rest, which literalRow asks DuckDB (TestTypedLiteralsEqualDuckDB).
+func typedLiterals(typ string, texts ...string) ([]any, bool) {
+	out := make([]any, len(texts))
+	for i, text := range texts {
+		v, ok := typedLiteral(typ, text)
+		if !ok {
+			return nil, false
+		}
+		out[i] = v
+	}
+	return out, true
+}
+
+func typedLiteral(typ, text string) (any, bool) {
+	if typ == "VARCHAR" {
+		return text, utf8.ValidString(text) && !strings.ContainsRune(text, 0)
+	}
+	if typ == "DOUBLE" {
+		if !plainDouble.MatchString(text) {
+			return nil, false
+		}
+		f, err := strconv.ParseFloat(text, 64)
+		return f, err == nil
+	}
+	if !plainInteger.MatchString(text) {
+		return nil, false
+	}
+	signed := map[string]int{"TINYINT": 8, "SMALLINT": 16, "INTEGER": 32, "BIGINT": 64}
+	unsigned := map[string]int{"UTINYINT": 8, "USMALLINT": 16, "UINTEGER": 32, "UBIGINT": 64}
+	if bits, ok := signed[typ]; ok {
+		n, err := strconv.ParseInt(text, 10, bits)
+		if err != nil {
+			return nil, false
+		}
+		return map[int]any{8: int8(n), 16: int16(n), 32: int32(n), 64: n}[bits], true
+	}
+	if bits, ok := unsigned[typ]; ok {
+		n, err := strconv.ParseUint(text, 10, bits)
+		if err != nil {
+			return nil, false
+		}
+		return map[int]any{8: uint8(n), 16: uint16(n), 32: uint32(n), 64: n}[bits], true
+	}
+	return nil, false
+}
+
+var (
+	plainInteger = regexp.MustCompile(`^-?[0-9]{1,20}$`)
+	plainDouble  = regexp.MustCompile(`^-?(inf|[0-9]{1,400}(\.[0-9]{1,400})?(e[-+]?[0-9]{1,3})?)$`)
+)
+
 // literalRow runs q, a query that reads no table, on the engine's pool,
 // its answer memoized by its text.
 func (r *run) literalRow(ctx context.Context, q string, n int) ([]any, error) {
@@ -778,6 +841,7 @@ func (r *run) literalRow(ctx context.Context, q string, n int) ([]any, error) {
 			return append([]any(nil), vals...), nil
 		}
 	}
+	r.e.statement(q)
 	vals, err := scanValues(r.e.db.QueryRowContext(ctx, q).Scan, n)
 	if err == nil {
 		r.e.memo.put(key, append([]any(nil), vals...), memoSize(vals))
