@@ -1023,7 +1023,11 @@ func uniqueBatchSQL(table string, c Check) string {
 // join of the batch's distinct keys with the files' ranges. On any error
 // it keeps them all (they are read; nothing is skipped on a doubt). With
 // nulls (a combination key whose first column is NULL in the batch) a file
-// with NULLs is kept too.
+// with NULLs is kept too. A file whose statistics are of another type than
+// the batch's keys (sameKeyOrder) is kept: its range, cast to the batch's
+// type, need not hold its keys in that type's order (BIGINT 9 to 10 is
+// the text '9' to '10', which does not hold '10'), while read whole the
+// table compares them in the type of the union.
 func (r *run) holdingKeys(ctx context.Context, t Table, c Check, typ string, it *incTable, files []Object, nulls bool) []Object {
 	if len(files) < 2 || !typeName.MatchString(typ) || nulls {
 		return files
@@ -1034,12 +1038,20 @@ func (r *run) holdingKeys(ctx context.Context, t Table, c Check, typ string, it 
 	}
 	col := statColumn(c).key()
 	var ranges []string
+	kept := make([]bool, len(files))
 	for f, o := range files {
 		cs := it.oldStats[idx[o.Path]].Cols[col]
 		if cs.Min == "" || cs.Max == "" {
 			return files
 		}
+		if !sameKeyOrder(typ, cs.Type) {
+			kept[f] = true
+			continue
+		}
 		ranges = append(ranges, fmt.Sprintf("(%d, CAST(%s AS %s), CAST(%s AS %s))", f, quoteLiteral(cs.Min), typ, quoteLiteral(cs.Max), typ))
+	}
+	if len(ranges) == 0 {
+		return files
 	}
 	k := quoteIdent(c.columns()[0])
 	q := fmt.Sprintf("SELECT DISTINCT f FROM (VALUES %s) r(f, lo, hi) JOIN (SELECT DISTINCT %s AS k FROM %s WHERE %s IS NOT NULL) b ON b.k BETWEEN r.lo AND r.hi ORDER BY f",
@@ -1049,7 +1061,26 @@ func (r *run) holdingKeys(ctx context.Context, t Table, c Check, typ string, it 
 		r.log.Debug("audit: key ranges not narrowed", "err", err)
 		return files
 	}
-	return each(hit, func(f int64) Object { return files[f] })
+	for _, f := range hit {
+		kept[f] = true
+	}
+	var out []Object
+	for f, o := range files {
+		if kept[f] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// sameKeyOrder says whether a file's key range, stored as text of type
+// ftyp, keeps its order and equalities cast to the batch's key type typ:
+// the same type, or integers both. Statistics take the type of the scan
+// that computed them, which a file of another type in that scan widens
+// (union by name), so a file's type is not known to be its own.
+func sameKeyOrder(typ, ftyp string) bool {
+	typ, ftyp = strings.ToUpper(strings.TrimSpace(typ)), strings.ToUpper(strings.TrimSpace(ftyp))
+	return typ == ftyp || integerType(typ) && integerType(ftyp)
 }
 
 // uniqueSamples are the most duplicated keys of the table, as uniqueSQL
