@@ -345,6 +345,8 @@ type Request struct {
 	MergeOf [2]string
 	// Full asks for a full audit even where it could be incremental.
 	Full bool
+	// fullBecause is why Engine.Run runs the audit full again (errRefull).
+	fullBecause string
 	// Onto audits the table as merging Ref into BaseRef would leave it:
 	// BaseRef's files with the batch's changes (Ref's against its
 	// merge-base with BaseRef) applied. It is the check, before a merge, of
@@ -464,6 +466,18 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	if req.BatchTime.IsZero() {
 		req.BatchTime = time.Now()
 	}
+	report, err := e.run(ctx, req, start)
+	if rf := (errRefull{}); errors.As(err, &rf) {
+		e.opts.Logger.Info("audit: incremental audit given up, auditing full", "dataset", req.Dataset, "ref", req.Ref, "why", rf.reason)
+		req.Full, req.fullBecause = true, rf.reason
+		report, err = e.run(ctx, req, start)
+	}
+	return report, err
+}
+
+// run is one run of Run's audit.
+func (e *Engine) run(ctx context.Context, req Request, start time.Time) (schemas.AuditReport, error) {
+	report := schemas.AuditReport{Dataset: req.Dataset, Ref: req.Ref}
 	log := e.opts.Logger.With("dataset", req.Dataset, "repository", req.Repository, "ref", req.Ref)
 	// The run's directory is made by its first download (ready): a run
 	// answered by the memo and the statistics makes none.
@@ -487,7 +501,17 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	if err := r.prepare(ctx); err != nil {
 		return report, err
 	}
-	report.Checks = append(r.checkAll(ctx), r.unaudited(ctx)...)
+	checks := r.checkAll(ctx)
+	if r.inc != nil && ctx.Err() == nil && r.infra == nil {
+		why, err := r.schemaDisagreement(ctx)
+		switch {
+		case err != nil && r.infra == nil:
+			r.infra = fmt.Errorf("%w: %w", ErrInfrastructure, err)
+		case why != "":
+			return report, errRefull{why}
+		}
+	}
+	report.Checks = append(checks, r.unaudited(ctx)...)
 	report.Checks = append(report.Checks, r.foreignAddresses(ctx)...)
 	report.Checks = append(report.Checks, r.storedSizes(ctx)...)
 	report.Checks = append(report.Checks, r.relinked(ctx)...)

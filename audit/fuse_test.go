@@ -179,24 +179,38 @@ func TestFusedFirstAuditStatements(t *testing.T) {
 }
 
 // TestFusedComponentErrors: when one of the fused figures cannot be
-// computed (the batch's file lacks unique's and not_null's column; its
-// amount is text that does not read as a number), the fused statement
-// fails and each consumer asks its own: each check reports its own error,
-// as without the fusion, and the others their verdicts.
+// computed (the batch's file lacks unique's and not_null's column), the
+// fused statement fails and each consumer asks its own: each check reports
+// its own error, as without the fusion, and the others their verdicts. A
+// batch whose amount is text (not the table's type) is audited full
+// (schemaDisagreement), where its range check errors too.
 func TestFusedComponentErrors(t *testing.T) {
 	r := newFuseRig(t)
 	cases := []struct {
 		name, rows string
 		errored    []string
+		full       bool
 	}{
 		{"missing_column", `SELECT 'CUST-1' AS customer_id, 100::BIGINT AS amount_cents, 'EUR' AS currency FROM range(100)`,
-			[]string{"billing_id_not_null", "billing_id_unique"}},
+			[]string{"billing_id_not_null", "billing_id_unique"}, false},
 		{"text_amount", strings.Replace(demoRows(400), "(100 + i * 37 % 50000)::BIGINT", "'x' || i::VARCHAR", 1),
-			[]string{"amount_not_negative"}},
+			[]string{"amount_not_negative"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r.t = t
+			if tc.full {
+				rep, err := r.fused.Run(context.Background(), r.request(r.batch(tc.name, tc.rows), cid("c001"), false))
+				if err != nil || rep.Mode != ModeFull || !strings.Contains(rep.ModeReason, `"amount_cents" is VARCHAR`) {
+					t.Fatalf("audit: %v %s %q", err, rep.Mode, rep.ModeReason)
+				}
+				for _, c := range rep.Checks {
+					if (c.Status == schemas.StatusError) != slices.Contains(tc.errored, c.Name) {
+						t.Errorf("check %s: %s (%s)", c.Name, c.Status, c.Message)
+					}
+				}
+				return
+			}
 			rep, fused, _ := r.audit(r.batch(tc.name, tc.rows))
 			for _, c := range rep.Checks {
 				want := schemas.StatusPass

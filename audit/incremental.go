@@ -52,22 +52,26 @@ type History interface {
 // makes the audit full, and the report says why (Mode, ModeReason). The
 // verdicts and counts are the full audit's (TestIncrementalEqualsFull).
 type increment struct {
-	att     Attestation
-	planned map[int]bool // checks (suite index) answered incrementally
-	rows    map[int]bool // of them, the row checks moved to the batch's rows
-	tables  map[string]*incTable
+	att        Attestation
+	foundation string       // the commit whose table the attestation covers
+	planned    map[int]bool // checks (suite index) answered incrementally
+	rows       map[int]bool // of them, the row checks moved to the batch's rows
+	tables     map[string]*incTable
 }
 
 // incTable is one table of an incremental audit: the files of the audited
 // state, which of them are the batch's, and the unchanged files' statistics.
 type incTable struct {
-	done     bool
-	err      error
-	need     statsNeed
-	batch    []Object // the batch's files (their addresses from the listing)
-	old      []Object // the unchanged files
-	oldStats []fileStats
-	sum      *fileSummary // of old, when they could be keyed (summary.go)
+	done  bool
+	err   error
+	need  statsNeed
+	batch []Object // the batch's files (their addresses from the listing)
+	// batchStats are the batch's files' statistics (nil when not all
+	// known), in batch's order.
+	batchStats []fileStats
+	old        []Object // the unchanged files
+	oldStats   []fileStats
+	sum        *fileSummary // of old, when they could be keyed (summary.go)
 }
 
 // incrementalKind says how a check of kind k can be incremental: "row" (on
@@ -95,6 +99,8 @@ func (r *run) decide(ctx context.Context) (mode, reason string) {
 	e := r.e
 	req := r.req
 	switch {
+	case req.fullBecause != "":
+		return ModeFull, req.fullBecause
 	case req.Full:
 		return ModeFull, "a full audit was asked for"
 	case e.opts.History == nil:
@@ -123,7 +129,7 @@ func (r *run) decide(ctx context.Context) (mode, reason string) {
 			return ModeFull, fmt.Sprintf("commit %s on %s is not an attested publish of this suite: %v", short(c.ID), cmp.Or(req.BaseName, "the target"), err)
 		}
 	}
-	inc := &increment{att: att, planned: map[int]bool{}, rows: map[int]bool{}, tables: map[string]*incTable{}}
+	inc := &increment{att: att, foundation: foundation, planned: map[int]bool{}, rows: map[int]bool{}, tables: map[string]*incTable{}}
 	checks := slices.Clone(req.Suite.Checks)
 	for i, ch := range checks {
 		t := r.table(ch.Table)
@@ -308,18 +314,24 @@ func (r *run) prepareIncTable(ctx context.Context, name string, it *incTable) er
 	if len(bv.files) == len(it.batch) && len(it.batch) > 0 {
 		var objs []Object
 		var files []string
+		var at []int
+		known := make([]fileStats, len(it.batch))
 		for i, o := range it.batch {
 			if st, ok := r.e.stats.get(statsKey(r.req.Repository, o)); ok && st.has(it.need) {
+				known[i] = st
 				continue
 			}
-			objs, files = append(objs, o), append(files, bv.files[i])
+			objs, files, at = append(objs, o), append(files, bv.files[i]), append(at, i)
 		}
+		it.batchStats = known
 		if len(objs) > 0 {
 			if sts, err := r.computeStats(ctx, t.format(), objs, files, it.need); err == nil {
 				for i, o := range objs {
 					r.storeStats(o, sts[i])
+					known[at[i]] = sts[i]
 				}
 			} else {
+				it.batchStats = nil
 				r.log.Warn("audit: batch statistics not computed", "table", name, "err", err)
 			}
 		}

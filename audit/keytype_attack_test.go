@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lakewap/lakewap/schemas"
@@ -11,31 +12,33 @@ func uniqueSuite() Suite {
 	return Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindUnique, Table: "t", Column: "id"}}}
 }
 
-// wantUniqueFails audits s onto base full and as it comes (incremental),
-// and wants both to fail unique.
-func wantUniqueFails(t *testing.T, r *memoRig, s, base string) {
+// wantFailsAsFull audits s onto base full and as it comes, and wants both
+// to fail, and the latter in mode (incremental, or full with a reason
+// holding why).
+func wantFailsAsFull(t *testing.T, r *memoRig, s, base, mode, why string) schemas.AuditReport {
 	t.Helper()
 	if full := r.audit(Request{Ref: s, BaseRef: base, Full: true}); full.Passed {
 		t.Fatalf("the full audit passed: the test shows nothing: %+v", full.Checks)
 	}
 	rep := r.audit(Request{Ref: s, BaseRef: base})
-	u := check(rep, KindUnique)
-	if rep.Mode != ModeIncremental {
-		t.Fatalf("the audit was not incremental (%s %q): the test shows nothing", rep.Mode, rep.ModeReason)
+	if rep.Passed {
+		t.Fatalf("the audit (%s %q) passed; the full audit fails: %+v", rep.Mode, rep.ModeReason, rep.Checks)
 	}
-	if rep.Passed || u.Status != schemas.StatusFail {
-		t.Fatalf("incremental audit: passed %v, unique %s %q %q; the full audit fails it", rep.Passed, u.Status, u.Observed, u.Message)
+	if rep.Mode != mode || !strings.Contains(rep.ModeReason, why) {
+		t.Fatalf("the audit ran %s (%q), want %s (%q)", rep.Mode, rep.ModeReason, mode, why)
 	}
+	return rep
 }
 
 // TestUniqueKeyOfAnotherTypeIsNotNarrowedAway: the table's key column is
 // BIGINT (files d: 9 and 10, e: 20 and 30, an attested publish on top); a
 // writer's batch spells the key as VARCHAR '10'. Read whole (union by
 // name) the column is VARCHAR and '10' is there twice: the full audit
-// fails unique. The incremental plan must not let it pass by comparing the
-// files' BIGINT key ranges as text ('10' is not between '9' and '10').
-// Before the fix it passed (holdingKeys cast the files' ranges to the
-// batch's type).
+// fails unique. Before the fix the incremental audit passed it: it cast
+// the files' BIGINT key ranges to VARCHAR to pick those that can hold a
+// batch key, and '10' is not between '9' and '10'. Now a range of another
+// type does not narrow, and the batch brings a type no file of the table
+// has, so the audit runs full (schemaDisagreement).
 func TestUniqueKeyOfAnotherTypeIsNotNarrowedAway(t *testing.T) {
 	eachCache(t, func(t *testing.T, cache bool) {
 		r := newMemoRigOf(t, cache, map[string][]string{"data/t/d.parquet": {"9", "10"}, "data/t/e.parquet": {"20", "30"}}, uniqueSuite())
@@ -43,33 +46,83 @@ func TestUniqueKeyOfAnotherTypeIsNotNarrowedAway(t *testing.T) {
 		r.lake.branch(t, cid("c001"), s)
 		r.lake.commit(s, []string{cid("c001")}, nil)
 		r.lake.write(t, s, "data/t/s1/part-0.parquet", "SELECT '10'::VARCHAR AS id")
-		wantUniqueFails(t, r, s, cid("c001"))
+		wantFailsAsFull(t, r, s, cid("c001"), ModeFull, `column "id" is VARCHAR in data/t/s1/part-0.parquet, which no file of the table at`)
 	})
 }
 
 // TestStatisticsOfAMixedScanDoNotNarrowAway: the statistics of files
-// computed in one scan take the scan's type: with a VARCHAR file v ('7') beside
-// BIGINT files d (9 and 10) and e (20 and 30), d's key range is stored as
-// the text '10' to '9'. Once a batch deletes v the table is BIGINT again,
-// and a batch with the BIGINT key 10 duplicates d's. Before the fix the
-// incremental audit cast d's stored text range to BIGINT (10 to 9, empty),
-// read neither file and passed.
+// computed in one scan take the scan's type: with a VARCHAR file v ('7')
+// beside BIGINT files d (9 and 10) and e (20 and 30), d's key range is
+// stored as the text '10' to '9'. Batch s1 (BIGINT, a type the table
+// has) is audited incrementally and stores those figures; s2 deletes v
+// (audited full: no other file is VARCHAR, so the unchanged rows read
+// otherwise) and publishes, so the table is BIGINT again and s3's audit is
+// incremental. s3's key 10 is
+// d's. Before the fix the audit cast d's stored text range to BIGINT (10
+// to 9, empty), read neither file and passed; now a range of another type
+// than the batch's key does not narrow.
 func TestStatisticsOfAMixedScanDoNotNarrowAway(t *testing.T) {
 	eachCache(t, func(t *testing.T, cache bool) {
 		r := newMemoRigOf(t, cache, map[string][]string{"data/t/d.parquet": {"9", "10"}, "data/t/e.parquet": {"20", "30"}}, uniqueSuite())
 		r.lake.write(t, cid("c000"), "data/t/v.parquet", "SELECT '7'::VARCHAR AS id")
 		r.lake.write(t, cid("c001"), "data/t/v.parquet", "SELECT '7'::VARCHAR AS id")
-		// s1 adds 500 and is audited incrementally: the unchanged files'
-		// statistics are computed in one scan, d's and e's as VARCHAR.
 		s1 := r.batch("c001", "s1", "data/t/s1/part-0.parquet", "500")
 		rep := r.audit(Request{Ref: s1, BaseRef: cid("c001")})
 		if rep.Mode != ModeIncremental || !rep.Passed {
 			t.Fatalf("audit of s1: %s %q passed %v %+v", rep.Mode, rep.ModeReason, rep.Passed, rep.Checks)
 		}
 		r.publish("c001", "s1", "c001", "c002", rep)
-		// s2 deletes v and adds 10.
-		s2 := r.batch("c002", "s2", "data/t/s2/part-0.parquet", "10")
+		s2 := r.batch("c002", "s2", "data/t/s2/part-0.parquet", "600")
 		r.lake.remove(t, s2, "data/t/v.parquet")
-		wantUniqueFails(t, r, s2, cid("c002"))
+		rep = r.audit(Request{Ref: s2, BaseRef: cid("c002")})
+		if rep.Mode != ModeFull || !strings.Contains(rep.ModeReason, "in data/t/v.parquet, which the batch removes") || !rep.Passed {
+			t.Fatalf("audit of s2: %s %q passed %v %+v", rep.Mode, rep.ModeReason, rep.Passed, rep.Checks)
+		}
+		r.publish("c002", "s2", "c002", "c003", rep)
+		s3 := r.batch("c003", "s3", "data/t/s3/part-0.parquet", "10")
+		wantFailsAsFull(t, r, s3, cid("c003"), ModeIncremental, "")
+	})
+}
+
+// TestBatchWideningAColumnIsAuditedWhole: the table's column id is BIGINT
+// (9 and 10, and 3000 from the attested publish c001); a batch writes id
+// as DOUBLE (5.5). Read whole, union by name makes the column DOUBLE, so
+// the unchanged rows read as 9.0, 10.0 and 3000.0 and fail regex
+// ^[0-9]+(\.5)?$: the full audit fails. Before the fix the incremental
+// audit moved regex to the batch's rows (the unchanged rows passed it, as
+// BIGINT) and passed; published, main held a table whose whole audit
+// fails. Now it runs full, naming the column.
+func TestBatchWideningAColumnIsAuditedWhole(t *testing.T) {
+	eachCache(t, func(t *testing.T, cache bool) {
+		suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindRegex, Table: "t", Column: "id", Pattern: `^[0-9]+(\.5)?$`}}}
+		r := newMemoRigOf(t, cache, map[string][]string{"data/t/d.parquet": {"9", "10"}}, suite)
+		s := cid("s1")
+		r.lake.branch(t, cid("c001"), s)
+		r.lake.commit(s, []string{cid("c001")}, nil)
+		r.lake.write(t, s, "data/t/s1/part-0.parquet", "SELECT 5.5::DOUBLE AS id")
+		wantFailsAsFull(t, r, s, cid("c001"), ModeFull, `column "id" is DOUBLE in data/t/s1/part-0.parquet`)
+	})
+}
+
+// TestBatchSpellingAColumnOtherwiseIsAuditedWhole: the table's files
+// spell the column id; a batch spells it ID. DuckDB reads one column,
+// pyarrow two (the batch's rows have no id), and the full audit refuses
+// the table naming the file. Before the fix the incremental audit read
+// the batch's files alone, found no collision among them, and passed.
+func TestBatchSpellingAColumnOtherwiseIsAuditedWhole(t *testing.T) {
+	eachCache(t, func(t *testing.T, cache bool) {
+		suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{
+			{Kind: KindUnique, Table: "t", Column: "id"},
+			{Kind: KindNotNull, Table: "t", Column: "id"},
+		}}
+		r := newMemoRigOf(t, cache, map[string][]string{"data/t/d.parquet": {"9", "10"}}, suite)
+		s := cid("s1")
+		r.lake.branch(t, cid("c001"), s)
+		r.lake.commit(s, []string{cid("c001")}, nil)
+		r.lake.write(t, s, "data/t/s1/part-0.parquet", `SELECT 11::BIGINT AS "ID"`)
+		rep := wantFailsAsFull(t, r, s, cid("c001"), ModeFull, `is "ID" in data/t/s1/part-0.parquet`)
+		if c := check(rep, KindNotNull); c.Status != schemas.StatusError || !strings.Contains(c.Message, `which the table spells "id"`) {
+			t.Fatalf("not_null: %s %q", c.Status, c.Message)
+		}
 	})
 }

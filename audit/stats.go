@@ -28,6 +28,13 @@ type fileStats struct {
 	// Cols are the figures of the columns checks take a min or max of (a
 	// unique key's first column, range and stat columns), by lower-case name.
 	Cols map[string]colStats `json:"cols,omitempty"`
+	// Schema is each column of the file as DuckDB reads the file alone:
+	// its name as the file spells it, and its type. Cols take the type of
+	// the scan that computed them, which a file of another type beside it
+	// widens; an incremental audit compares the batch's files' schemas with
+	// the unchanged files' (schemaDisagreement). A record without one is
+	// computed again.
+	Schema [][2]string `json:"schema,omitempty"`
 }
 
 // colStats are one column's figures in one file. Min and Max are DuckDB's
@@ -68,8 +75,12 @@ func (c colNeed) key() string {
 
 func (n statsNeed) empty() bool { return len(n.cols) == 0 && len(n.wheres) == 0 }
 
-// has reports whether s holds every figure n asks for, usable as stored.
+// has reports whether s holds every figure n asks for, usable as stored,
+// and the file's schema.
 func (s fileStats) has(n statsNeed) bool {
+	if len(s.Schema) == 0 {
+		return false
+	}
 	for _, c := range n.cols {
 		cs, ok := s.Cols[c.key()]
 		if !ok || (cs.NonNull > 0 && (cs.Min == "" || cs.Max == "")) {
@@ -262,7 +273,10 @@ func (s *StatsStore) put(key string, st fileStats) error {
 
 // mergeStats keeps the figures of both; b wins where both have one.
 func mergeStats(a, b fileStats) fileStats {
-	out := fileStats{Rows: b.Rows, Counts: map[string]int64{}, Cols: map[string]colStats{}}
+	out := fileStats{Rows: b.Rows, Counts: map[string]int64{}, Cols: map[string]colStats{}, Schema: b.Schema}
+	if len(out.Schema) == 0 {
+		out.Schema = a.Schema
+	}
 	for _, m := range []fileStats{a, b} {
 		for k, v := range m.Counts {
 			out.Counts[k] = v
@@ -280,6 +294,34 @@ func (r *run) computeStats(ctx context.Context, format string, objs []Object, fi
 	if len(files) == 0 {
 		return nil, nil
 	}
+	out, err := r.computeFigures(ctx, format, files, need)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range files {
+		if out[i].Schema, err = r.fileSchema(ctx, f); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// fileSchema is the columns of the local Parquet file f as DuckDB reads
+// it alone: names as the file spells them, and types.
+func (r *run) fileSchema(ctx context.Context, f string) ([][2]string, error) {
+	cols, err := r.queryColumns(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f}))
+	if err != nil {
+		return nil, err
+	}
+	out := make([][2]string, len(cols))
+	for i, c := range cols {
+		out[i] = [2]string{c.name, c.typ}
+	}
+	return out, nil
+}
+
+// computeFigures is computeStats's figures, without the files' schemas.
+func (r *run) computeFigures(ctx context.Context, format string, files []string, need statsNeed) ([]fileStats, error) {
 	if st, ok := r.batchFileStats(ctx, format, files, need); ok {
 		return []fileStats{st}, nil
 	}

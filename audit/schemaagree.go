@@ -1,0 +1,200 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// An incremental audit takes the unchanged rows as they passed the checks
+// at the foundation. That holds only if they read the same now: Parquet
+// files are read together by column name (union by name), so a column
+// whose files differ in type is read in the type of their union (BIGINT
+// beside DOUBLE is DOUBLE, beside VARCHAR is VARCHAR), and a batch that
+// writes a column in another type, or removes the only file of a wider
+// type, changes how every unchanged row reads: a BIGINT 10 read as DOUBLE
+// is "10.0" to a regex. Names too: a batch spelling a column "ID" where the
+// table's files spell it "id" is one column to DuckDB and two to pyarrow,
+// which the full audit refuses (columnCollision) while the incremental
+// one, reading only the batch's files, did not see the table's names.
+//
+// So every file of the foundation's table and of the audited one (the
+// unchanged files, the batch's, and the foundation's files the batch
+// removed or replaced) must spell each column alike and give it one type,
+// by each file's own schema as its statistics record it (fileStats.Schema,
+// read from the file alone when they were computed). Otherwise, or when a
+// file's schema is not known, the audit runs again, full
+// (schemaDisagreement; Engine.Run), with the disagreement as its reason.
+
+// errRefull asks Engine.Run to run the audit again, full, for reason.
+type errRefull struct{ reason string }
+
+func (e errRefull) Error() string { return "audit: to be run full: " + e.reason }
+
+// schemaDisagreement is why the incremental audit's tables do not read as
+// at the foundation ("" when they do); err is a failure to find out (a
+// listing or a download), which the run reports as its own.
+func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
+	names := make([]string, 0, len(r.inc.tables))
+	for name := range r.inc.tables {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		it, err := r.incTableOf(ctx, name)
+		if err != nil {
+			continue // its checks errored, naming why
+		}
+		t := r.table(name)
+		batchStats := it.batchStats
+		if len(it.batch) > 0 && len(batchStats) != len(it.batch) {
+			// Their figures could not be computed (a column a check
+			// needs is missing): their schemas alone.
+			if batchStats, err = r.batchSchemas(ctx, name, it); err != nil {
+				return "", err
+			}
+		}
+		removed, err := r.removedFiles(ctx, t, it)
+		if err != nil {
+			return "", err
+		}
+		removedStats, err := r.statsOf(ctx, t, removed, it.need)
+		if err != nil {
+			return "", err
+		}
+		// Per column (by lower-case name): its spelling in the audited
+		// files, and the types the foundation's files and the audited
+		// files give it, with a file of each.
+		spelled := map[string][2]string{}                // name, path
+		types := [2]map[string]map[string]string{{}, {}} // [foundation, audited] column -> type -> path
+		var why string
+		add := func(o Object, st fileStats, in ...int) bool {
+			if len(st.Schema) == 0 {
+				why = fmt.Sprintf("the columns of %s are not known", o.Path)
+				return false
+			}
+			for _, c := range st.Schema {
+				k := strings.ToLower(c[0])
+				for _, side := range in {
+					if types[side][k] == nil {
+						types[side][k] = map[string]string{}
+					}
+					if _, ok := types[side][k][typeFamily(c[1])]; !ok {
+						types[side][k][typeFamily(c[1])] = o.Path
+					}
+				}
+				if !slices.Contains(in, 1) {
+					continue
+				}
+				if s, ok := spelled[k]; !ok {
+					spelled[k] = [2]string{c[0], o.Path}
+				} else if s[0] != c[0] {
+					why = fmt.Sprintf("table %s's column %q in %s is %q in %s: one column to DuckDB, two to pyarrow", t.Name, s[0], s[1], c[0], o.Path)
+					return false
+				}
+			}
+			return true
+		}
+		for i, o := range it.old {
+			if !add(o, it.oldStats[i], 0, 1) {
+				return why, nil
+			}
+		}
+		for i, o := range removed {
+			if !add(o, removedStats[i], 0) {
+				return why, nil
+			}
+		}
+		for i, o := range it.batch {
+			if !add(o, batchStats[i], 1) {
+				return why, nil
+			}
+		}
+		// The same types on both sides, the same union: the unchanged rows
+		// read as they did.
+		cols := slices.Sorted(maps.Keys(types[1]))
+		for _, k := range slices.Sorted(maps.Keys(types[0])) {
+			if !slices.Contains(cols, k) {
+				cols = append(cols, k)
+			}
+		}
+		for _, k := range cols {
+			f, a := types[0][k], types[1][k]
+			for typ, p := range a {
+				if _, ok := f[typ]; !ok && len(f) > 0 {
+					return fmt.Sprintf("table %s's column %q is %s in %s, which no file of the table at %s gives it (%s): the batch changes how the table's unchanged rows read",
+						t.Name, k, typ, p, short(r.inc.foundation), strings.Join(slices.Sorted(maps.Keys(f)), ", ")), nil
+				}
+			}
+			for typ, p := range f {
+				if _, ok := a[typ]; !ok && len(a) > 0 {
+					return fmt.Sprintf("table %s's column %q is %s in %s, which the batch removes, and no other file gives it that type: the batch changes how the table's unchanged rows read",
+						t.Name, k, typ, p), nil
+				}
+			}
+		}
+	}
+	return "", nil
+}
+
+// removedFiles are the files of t at the foundation that the audited
+// state does not hold (by path and physical address): removed or
+// replaced by the batch, or, onto a head, by what the merge leaves.
+func (r *run) removedFiles(ctx context.Context, t Table, it *incTable) ([]Object, error) {
+	f := r.inc.foundation
+	objs, err := r.list(ctx, f, t.Path)
+	if err != nil {
+		return nil, fmt.Errorf("audit: list table %s at %s: %w", t.Name, f, err)
+	}
+	held := map[[2]string]bool{}
+	for _, part := range [][]Object{it.old, it.batch} {
+		for _, o := range part {
+			held[[2]string{o.Path, o.Address}] = true
+		}
+	}
+	var out []Object
+	for _, o := range tableFiles(t.Path, objs) {
+		if !held[[2]string{o.Path, o.Address}] {
+			o.at = f
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// batchSchemas are the schemas of the batch's files of table name, as
+// statistics holding only them.
+func (r *run) batchSchemas(ctx context.Context, name string, it *incTable) ([]fileStats, error) {
+	bv := r.views[viewKey{schemaBatch, strings.ToLower(name)}]
+	out := make([]fileStats, len(it.batch))
+	if bv == nil || len(bv.files) != len(it.batch) {
+		return out, nil // not known: the disagreement says so
+	}
+	if err := r.ready(ctx); err != nil {
+		return nil, err
+	}
+	for i, f := range bv.files {
+		s, err := r.fileSchema(ctx, f)
+		if err != nil {
+			return out, nil // DuckDB cannot read it alone: not known
+		}
+		out[i].Schema = s
+	}
+	return out, nil
+}
+
+// typeFamily is typ, with the signed integers as one, and the unsigned as
+// another: a union of them is an integer type that holds every value,
+// spelled the same. Any other change of type changes a value's text,
+// order or equality (DOUBLE 10.0, VARCHAR '10').
+func typeFamily(typ string) string {
+	switch typ {
+	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT":
+		return "a signed integer"
+	case "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT":
+		return "an unsigned integer"
+	}
+	return typ
+}
