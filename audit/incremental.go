@@ -513,6 +513,9 @@ func (r *run) statsOf(ctx context.Context, t Table, objs []Object, need statsNee
 }
 
 func (r *run) storeStats(o Object, st fileStats) {
+	if st.mixed {
+		return // in another type than the file's own (schemaagree.go)
+	}
 	if err := r.e.stats.put(statsKey(r.req.Repository, o), st); err != nil {
 		r.log.Warn("audit: statistics not stored", "path", o.Path, "err", err)
 	}

@@ -20,13 +20,19 @@ import (
 // which the full audit refuses (columnCollision) while the incremental
 // one, reading only the batch's files, did not see the table's names.
 //
-// So every file of the foundation's table and of the audited one (the
-// unchanged files, the batch's, and the foundation's files the batch
-// removed or replaced) must spell each column alike and give it one type,
-// by each file's own schema as its statistics record it (fileStats.Schema,
-// read from the file alone when they were computed). Otherwise, or when a
-// file's schema is not known, the audit runs again, full
-// (schemaDisagreement; Engine.Run), with the disagreement as its reason.
+// And a column whose files give it several types reads in their union's
+// type in the table, but in the batch's own in the batch's view, which
+// the row checks of an incremental audit read. So every file of the
+// foundation's table and of the audited one (the unchanged files, the
+// batch's, and the foundation's files the batch removed or replaced) must
+// give each column one type (integers of one signedness count as one), and
+// the audited ones spell it alike, by each file's own schema as its
+// statistics record it (fileStats.Schema, read from the file alone when
+// they were computed). Otherwise, or when a file's schema is not known,
+// the audit runs again, full (schemaDisagreement; Engine.Run), with the
+// disagreement as its reason. Figures computed in one scan of files of
+// several types are in the type of their union, not each file's; they are
+// not stored (computeStats).
 
 // errRefull asks Engine.Run to run the audit again, full, for reason.
 type errRefull struct{ reason string }
@@ -112,26 +118,27 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 				return why, nil
 			}
 		}
-		// The same types on both sides, the same union: the unchanged rows
-		// read as they did.
-		cols := slices.Sorted(maps.Keys(types[1]))
-		for _, k := range slices.Sorted(maps.Keys(types[0])) {
-			if !slices.Contains(cols, k) {
-				cols = append(cols, k)
+		// One type per column over all of them: then the batch's view
+		// reads its rows in the table's type, and the unchanged rows read
+		// as they did.
+		for _, side := range types {
+			for _, k := range slices.Sorted(maps.Keys(side)) {
+				if len(side[k]) == 1 {
+					continue
+				}
+				var ts []string
+				for _, typ := range slices.Sorted(maps.Keys(side[k])) {
+					ts = append(ts, typ+" in "+side[k][typ])
+				}
+				return fmt.Sprintf("table %s's column %q is %s: read together, every file's values take the type of their union", t.Name, k, strings.Join(ts, " and ")), nil
 			}
 		}
-		for _, k := range cols {
-			f, a := types[0][k], types[1][k]
-			for typ, p := range a {
-				if _, ok := f[typ]; !ok && len(f) > 0 {
-					return fmt.Sprintf("table %s's column %q is %s in %s, which no file of the table at %s gives it (%s): the batch changes how the table's unchanged rows read",
-						t.Name, k, typ, p, short(r.inc.foundation), strings.Join(slices.Sorted(maps.Keys(f)), ", ")), nil
-				}
-			}
-			for typ, p := range f {
-				if _, ok := a[typ]; !ok && len(a) > 0 {
-					return fmt.Sprintf("table %s's column %q is %s in %s, which the batch removes, and no other file gives it that type: the batch changes how the table's unchanged rows read",
-						t.Name, k, typ, p), nil
+		for _, k := range slices.Sorted(maps.Keys(types[1])) {
+			for typ, p := range types[1][k] {
+				for ft, fp := range types[0][k] {
+					if ft != typ {
+						return fmt.Sprintf("table %s's column %q is %s in %s and %s in %s: read together, every file's values take the type of their union", t.Name, k, typ, p, ft, fp), nil
+					}
 				}
 			}
 		}

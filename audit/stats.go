@@ -35,6 +35,10 @@ type fileStats struct {
 	// the unchanged files' (schemaDisagreement). A record without one is
 	// computed again.
 	Schema [][2]string `json:"schema,omitempty"`
+	// mixed: computed in one scan with files that give a column another
+	// type, so in the type of their union, not the file's own. Not stored
+	// (schemaagree.go).
+	mixed bool
 }
 
 // colStats are one column's figures in one file. Min and Max are DuckDB's
@@ -298,10 +302,22 @@ func (r *run) computeStats(ctx context.Context, format string, objs []Object, fi
 	if err != nil {
 		return nil, err
 	}
+	types := map[string]string{} // lower-case column -> type family
+	mixed := false
 	for i, f := range files {
 		if out[i].Schema, err = r.fileSchema(ctx, f); err != nil {
 			return nil, err
 		}
+		for _, c := range out[i].Schema {
+			k := strings.ToLower(c[0])
+			if t, ok := types[k]; ok && t != typeFamily(c[1]) {
+				mixed = true
+			}
+			types[k] = typeFamily(c[1])
+		}
+	}
+	for i := range out {
+		out[i].mixed = mixed
 	}
 	return out, nil
 }

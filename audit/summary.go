@@ -330,7 +330,9 @@ func (r *run) summarize(ctx context.Context, t Table, objs []Object, need statsN
 		j++
 	}
 	s.bytes = summaryBytes(files, s.stats)
-	r.e.summaries.put(key, s)
+	if !slices.ContainsFunc(sts, func(st fileStats) bool { return st.mixed }) {
+		r.e.summaries.put(key, s) // figures of a mixed scan are not kept (schemaagree.go)
+	}
 	r.log.Debug("audit files summed up", "table", t.Name, "files", len(files), "gained", len(gained), "kept", prev != nil)
 	return s, s.stats, nil
 }
