@@ -176,8 +176,8 @@ const maxForeignPublishes = 16
 // below top, up to maxForeignPublishes of them, are all lakewap's attested
 // publishes of other datasets, down to this dataset's attested publish of
 // this suite, and nothing under this suite's tables changed between that
-// publish and top (one diff per table). Then the tables at top are the ones
-// that publish attested. A commit on the way that is not an attested
+// publish and top (one diff per table, removals included: changedBetween).
+// Then the tables at top are the ones that publish attested. A commit on the way that is not an attested
 // publish (a direct commit, a merge or revert by hand), or a change under
 // this suite's tables, and the audit is full.
 func (r *run) attestedBeneath(ctx context.Context, top CommitInfo) (Attestation, bool) {
@@ -199,14 +199,27 @@ func (r *run) attestedBeneath(ctx context.Context, top CommitInfo) (Attestation,
 			continue
 		}
 		for _, t := range req.Suite.Tables {
-			changed, err := e.opts.Source.Changed(ctx, req.Repository, below.ID, top.ID, t.Path)
-			if err != nil || len(changed) > 0 {
+			if changed, err := r.changedBetween(ctx, below.ID, top.ID, t.Path); err != nil || changed {
 				return Attestation{}, false
 			}
 		}
 		return a, true
 	}
 	return Attestation{}, false
+}
+
+// changedBetween says whether anything under prefix differs between the
+// commits from and to, removals included: lakeFS's two-dot diff (Differ)
+// where the Source has it, else its changes (Changed), which leave out
+// removals. A file another dataset's publish removed from this suite's
+// table can change how the table's other rows read (schemaagree.go).
+func (r *run) changedBetween(ctx context.Context, from, to, prefix string) (bool, error) {
+	if d, ok := r.e.opts.Source.(Differ); ok {
+		diffs, truncated, err := d.Differences(ctx, r.req.Repository, from, to, prefix, 1)
+		return truncated || len(diffs) > 0, err
+	}
+	changed, err := r.e.opts.Source.Changed(ctx, r.req.Repository, from, to, prefix)
+	return len(changed) > 0, err
 }
 
 // Foundation is the foundation an audit of ref found (the merge-base of

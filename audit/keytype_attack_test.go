@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -148,4 +149,107 @@ func TestBatchOfATypeTheMixedTableHasIsAuditedWhole(t *testing.T) {
 		s := r.batch("c001", "s1", "data/t/s1/part-0.parquet", "50", "150")
 		wantFailsAsFull(t, r, s, cid("c001"), ModeFull, `column "id" is DOUBLE in data/t/v.parquet and a signed integer in`)
 	})
+}
+
+// removalsSim is lakeSim with lakeFS's two-dot diff (Differ), removals
+// included, as the lakeFS Source has it.
+type removalsSim struct{ *lakeSim }
+
+func (l removalsSim) Differences(ctx context.Context, repo, from, to, prefix string, limit int) ([]Difference, bool, error) {
+	a, err := l.dirSource.List(ctx, repo, from, prefix)
+	if err != nil {
+		return nil, false, err
+	}
+	b, err := l.dirSource.List(ctx, repo, to, prefix)
+	if err != nil {
+		return nil, false, err
+	}
+	was := indexPaths(a)
+	var out []Difference
+	for _, o := range b {
+		if p, ok := was.get(o.Path); !ok || p.Checksum != o.Checksum {
+			out = append(out, Difference{Path: o.Path})
+		}
+	}
+	now := indexPaths(b)
+	for _, o := range a {
+		if _, ok := now.get(o.Path); !ok {
+			out = append(out, Difference{Path: o.Path, Removed: true})
+		}
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// TestAnotherDatasetsRemovalUnderTheTableIsNotTakenAsUnchanged: this
+// dataset's attested publish c001 holds id as BIGINT (10, and 3000) and
+// DOUBLE (1.5), so its rows passed regex \.[05]$ (where id < 1000) read as
+// DOUBLE: 10.0 and 1.5. Another dataset's attested publish c002 on top
+// removes the DOUBLE file from this table (its allowed paths overlap).
+// The table is BIGINT now, and 10 fails the regex: the full audit of a
+// batch adding 5000 fails. attestedBeneath took c001's attestation when
+// lakeFS's diff of c001 and c002 named no added or changed path under the
+// table, removals unseen: the audit was incremental and passed, the
+// batch's rows meeting no where. Removals now count as changes.
+func TestAnotherDatasetsRemovalUnderTheTableIsNotTakenAsUnchanged(t *testing.T) {
+	lake := newLakeSim(t)
+	lake.ids = true
+	src := removalsSim{lake}
+	suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{
+		{Kind: KindRegex, Table: "t", Column: "id", Pattern: `\.[05]$`, Where: "id < 1000"},
+	}}
+	e, err := New(Options{Source: src, WorkDir: t.TempDir(), History: lake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ctx := context.Background()
+	run := func(ref, base string, full bool) schemas.AuditReport {
+		rep, err := e.Run(ctx, Request{Dataset: "d", Suite: suite, Repository: "r", Ref: ref, BaseRef: base, BatchTime: batchTime, Full: full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	c0, s0, c1, se, c2, s1 := cid("c000"), cid("s0"), cid("c001"), cid("se"), cid("c002"), cid("s1")
+	lake.commit(c0, nil, nil)
+	lake.write(t, c0, "data/t/a.parquet", idsSQL("10"))
+	lake.write(t, c0, "data/t/v.parquet", "SELECT 1.5::DOUBLE AS id")
+	lake.branch(t, c0, s0)
+	lake.commit(s0, []string{c0}, nil)
+	lake.write(t, s0, "data/t/s0.parquet", idsSQL("3000"))
+	rep := run(s0, c0, true)
+	if !rep.Passed {
+		t.Fatalf("audit of s0: %+v", rep.Checks)
+	}
+	lake.mergeDirs(t, c0, s0, c0, c1)
+	text, err := NewAttestation("d", suite, rep, s0, c0).Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lake.commit(c1, []string{c0, s0}, map[string]string{MetaAttestation: text})
+	// Another dataset's publish removes v.
+	lake.branch(t, c1, se)
+	lake.commit(se, []string{c1}, nil)
+	lake.write(t, se, "data/u/part-0.parquet", "SELECT 1::BIGINT AS id")
+	lake.remove(t, se, "data/t/v.parquet")
+	other := Suite{Tables: []Table{{Name: "u", Path: "data/u/"}}, Checks: []Check{{Kind: KindRowCount, Table: "u", Min: f64(1)}}}
+	text, err = NewAttestation("e", other, schemas.AuditReport{Passed: true}, se, c1).Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lake.mergeDirs(t, c1, se, c1, c2)
+	lake.commit(c2, []string{c1, se}, map[string]string{MetaAttestation: text})
+	// This dataset's batch adds 5000.
+	lake.branch(t, c2, s1)
+	lake.commit(s1, []string{c2}, nil)
+	lake.write(t, s1, "data/t/s1.parquet", idsSQL("5000"))
+	if full := run(s1, c2, true); full.Passed {
+		t.Fatalf("the full audit passed: the test shows nothing: %+v", full.Checks)
+	}
+	if rep := run(s1, c2, false); rep.Passed {
+		t.Fatalf("the %s audit passed (%q); the full audit fails: %+v", rep.Mode, rep.ModeReason, rep.Checks)
+	}
 }
