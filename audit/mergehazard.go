@@ -97,45 +97,36 @@ func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 
 // mergeHazardPaths are the hazardous paths of one table given its listings
 // at the foundation (f), the sealed commit (s) and the target's head (h);
-// beyond is the foundation's first path after the table's.
+// beyond is the foundation's first path after the table's. The listings
+// are walked side by side, in path order (lakeFS lists in that order), so
+// the check costs a few comparisons per file and allocates nothing; it is
+// in the publish turn.
 func mergeHazardPaths(f, s, h []Object, beyond func() (Object, bool, error)) ([]string, error) {
-	byPath := func(objs []Object) ([]string, pathIndex) {
-		paths := make([]string, 0, len(objs))
-		for _, o := range objs {
-			paths = append(paths, o.Path)
-		}
-		if !slices.IsSorted(paths) {
-			slices.Sort(paths)
-		}
-		return paths, indexPaths(objs)
-	}
-	fp, fm := byPath(f)
-	sp, sm := byPath(s)
-	hp, hm := byPath(h)
+	f, s, h = byPathOrder(f), byPathOrder(s), byPathOrder(h)
 	var out []string
 	var next *Object // beyond's answer, asked once
 	var none bool
-	side := func(xp []string, xm pathIndex, yp []string, ym pathIndex) error {
-		// xp and fp are in order: one walk finds each path's place among
-		// the foundation's (most of a table's paths are the foundation's).
-		j := 0
-		for _, p := range xp {
-			for j < len(fp) && fp[j] < p {
+	side := func(x, y []Object) error {
+		j, k := 0, 0 // f's and y's first paths not before x's path
+		for _, o := range x {
+			p := o.Path
+			for j < len(f) && f[j].Path < p {
 				j++
 			}
-			if j < len(fp) && fp[j] == p {
+			if j < len(f) && f[j].Path == p {
 				continue // a changed path meets the base's entry of its own name
 			}
-			o, _ := xm.get(p)
-			yo, inY := ym.get(p)
-			i, _ := slices.BinarySearch(yp, p)
-			ranOut := i == len(yp) // the other side holds no path from p on here
-			if !ranOut && !(inY && (yo.Checksum != o.Checksum || yo.Size != o.Size)) {
+			for k < len(y) && y[k].Path < p {
+				k++
+			}
+			ranOut := k == len(y) // the other side holds no path from p on here
+			inY := !ranOut && y[k].Path == p
+			if !ranOut && !(inY && (y[k].Checksum != o.Checksum || y[k].Size != o.Size)) {
 				continue
 			}
 			var q Object
-			if j < len(fp) { // the foundation's next path after p
-				q, _ = fm.get(fp[j])
+			if j < len(f) { // the foundation's next path after p
+				q = f[j]
 			} else {
 				if next == nil && !none {
 					n, ok, err := beyond()
@@ -155,14 +146,38 @@ func mergeHazardPaths(f, s, h []Object, beyond func() (Object, bool, error)) ([]
 		}
 		return nil
 	}
-	if err := side(sp, sm, hp, hm); err != nil {
+	if err := side(s, h); err != nil {
 		return nil, err
 	}
-	if err := side(hp, hm, sp, sm); err != nil {
+	if err := side(h, s); err != nil {
 		return nil, err
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// byPathOrder is objs in ascending path order, one entry per path (the
+// last of a path's, as a map by path keeps): objs itself when it is so
+// already, as lakeFS lists, else a sorted copy.
+func byPathOrder(objs []Object) []Object {
+	ordered := true
+	for i := 1; i < len(objs) && ordered; i++ {
+		ordered = objs[i-1].Path < objs[i].Path
+	}
+	if ordered {
+		return objs
+	}
+	out := slices.Clone(objs)
+	slices.SortStableFunc(out, func(a, b Object) int { return strings.Compare(a.Path, b.Path) })
+	w := 0
+	for i := range out {
+		if i+1 < len(out) && out[i+1].Path == out[i].Path {
+			continue // a later entry of the same path follows
+		}
+		out[w] = out[i]
+		w++
+	}
+	return out[:w]
 }
 
 // baseBeyond is the foundation's first path after those under prefix
