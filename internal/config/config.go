@@ -1018,6 +1018,13 @@ func (e Errors) Unwrap() []error { return e }
 
 var datasetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
+// branchName is lakeFS's rule for branch names; hexName is a name lakewap
+// takes for a commit id (40 to 64 hex digits).
+var (
+	branchName = regexp.MustCompile(`^\w[-\w]*$`)
+	hexName    = regexp.MustCompile(`^[0-9a-fA-F]{40,64}$`)
+)
+
 // kafkaTopicName is what Kafka accepts as a topic name.
 var kafkaTopicName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 
@@ -1187,6 +1194,14 @@ func (c *Config) Validate() error {
 		f := "datasets." + n
 		badIf(!datasetName.MatchString(n), f, "dataset name must match %s", datasetName)
 		badIf(d.Repository == "", f+".repository", "required")
+		switch {
+		case !branchName.MatchString(d.Target):
+			bad(f+".target", "%q is not a lakeFS branch name (%s): lakewap merges into a branch", d.Target, branchName)
+		case hexName.MatchString(d.Target):
+			// lakewap takes such a name for a commit id, whose listings and
+			// merge-bases never change, so it would not see the branch move.
+			bad(f+".target", "%q is %d hex digits, which lakewap would take for a commit id: name the target branch otherwise", d.Target, len(d.Target))
+		}
 		badIf(d.WriteTimeout < 0, f+".write_timeout", "must not be negative")
 		badIf(d.MaxWriteTimeout < 0, f+".max_write_timeout", "must not be negative")
 		badIf(d.MaxWriteTimeout > 0 && d.MaxWriteTimeout < d.WriteTimeout, f+".max_write_timeout",

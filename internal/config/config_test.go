@@ -127,6 +127,8 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"unknown check kind", "kind: not_null", "kind: nul", "datasets.billing.checks[0].kind"},
 		{"check on unknown table", "table: billing_fact, columns", "table: billing, columns", "datasets.billing.checks[0].table"},
 		{"absolute allowed path", "write_timeout: 2h", "write_timeout: 2h\n    allowed_paths: [/etc/]", `datasets.billing.allowed_paths[0]: "/etc/" must be a non-empty path prefix`},
+		{"target named like a commit id", "write_timeout: 2h", "write_timeout: 2h\n    target: " + strings.Repeat("ab", 32), `datasets.billing.target: "` + strings.Repeat("ab", 32) + `" is 64 hex digits`},
+		{"target not a branch name", "write_timeout: 2h", "write_timeout: 2h\n    target: main~1", `datasets.billing.target: "main~1" is not a lakeFS branch name`},
 		{"empty source ref", "write_timeout: 2h", "write_timeout: 2h\n    source_refs: ['']", `datasets.billing.source_refs[0]: must not be empty`},
 		{"negative step timeout", "notify:", "runner: {step_timeout: -1m}\nnotify:", "runner.step_timeout: must not be negative"},
 		{"negative lakefs timeout", "  endpoint: http://lakefs:8000", "  endpoint: http://lakefs:8000\n  timeout: -5s", "lakefs.timeout: must not be negative"},
