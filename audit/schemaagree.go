@@ -103,20 +103,23 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 			}
 			return true
 		}
-		for i, o := range it.old {
-			if !add(o, it.oldStats[i], 0, 1) {
-				return why, nil
+		// A file whose schema is the one added just before (most of a
+		// table's files) adds nothing: add records first occurrences only.
+		each := func(objs []Object, sts []fileStats, in ...int) bool {
+			var last [][2]string
+			for i, o := range objs {
+				if len(sts[i].Schema) > 0 && slices.Equal(sts[i].Schema, last) {
+					continue
+				}
+				if !add(o, sts[i], in...) {
+					return false
+				}
+				last = sts[i].Schema
 			}
+			return true
 		}
-		for i, o := range removed {
-			if !add(o, removedStats[i], 0) {
-				return why, nil
-			}
-		}
-		for i, o := range it.batch {
-			if !add(o, batchStats[i], 1) {
-				return why, nil
-			}
+		if !each(it.old, it.oldStats, 0, 1) || !each(removed, removedStats, 0) || !each(it.batch, batchStats, 1) {
+			return why, nil
 		}
 		// One type per column over all of them: then the batch's view
 		// reads its rows in the table's type, and the unchanged rows read
@@ -155,20 +158,51 @@ func (r *run) removedFiles(ctx context.Context, t Table, it *incTable) ([]Object
 	if err != nil {
 		return nil, fmt.Errorf("audit: list table %s at %s: %w", t.Name, f, err)
 	}
+	found := tableFiles(t.Path, objs)
+	var out []Object
+	if pathOrdered(found) && pathOrdered(it.old) {
+		// Both in path order, as listed: one walk, no index of the
+		// table's files (this runs at every audit).
+		batch := map[[2]string]bool{}
+		for _, o := range it.batch {
+			batch[[2]string{o.Path, o.Address}] = true
+		}
+		j := 0
+		for _, o := range found {
+			for j < len(it.old) && it.old[j].Path < o.Path {
+				j++
+			}
+			if j < len(it.old) && it.old[j].Path == o.Path && it.old[j].Address == o.Address || batch[[2]string{o.Path, o.Address}] {
+				continue
+			}
+			o.at = f
+			out = append(out, o)
+		}
+		return out, nil
+	}
 	held := map[[2]string]bool{}
 	for _, part := range [][]Object{it.old, it.batch} {
 		for _, o := range part {
 			held[[2]string{o.Path, o.Address}] = true
 		}
 	}
-	var out []Object
-	for _, o := range tableFiles(t.Path, objs) {
+	for _, o := range found {
 		if !held[[2]string{o.Path, o.Address}] {
 			o.at = f
 			out = append(out, o)
 		}
 	}
 	return out, nil
+}
+
+// pathOrdered: objs's paths ascend strictly (a listing's order).
+func pathOrdered(objs []Object) bool {
+	for i := 1; i < len(objs); i++ {
+		if objs[i-1].Path >= objs[i].Path {
+			return false
+		}
+	}
+	return true
 }
 
 // batchSchemas are the schemas of the batch's files of table name, as
