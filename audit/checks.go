@@ -373,6 +373,10 @@ func asFloat(v any) (float64, bool) {
 		return float64(n), true
 	case uint32:
 		return float64(n), true
+	case uint16:
+		return float64(n), true
+	case uint8:
+		return float64(n), true
 	case float64:
 		return n, true
 	case float32:
