@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -575,6 +576,10 @@ type run struct {
 	changedMemo map[string][]Object
 	// collisions are the column-name collisions of each table (by lower-case name).
 	collisions map[string]error
+	// footerCols are the top-level columns of each local Parquet file
+	// as its footer names them, once columnCollision found them unique
+	// (fileSchema takes a batch file's types from the fused statement).
+	footerCols map[string][]fileColumn
 	// viewIDs are the views' definitions by their files' identities, for
 	// the memo (memoView); "" for a view without.
 	viewIDs map[viewKey]string
@@ -1072,6 +1077,12 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 		}
 		if qerr == nil {
 			err = caseCollision(cols, files, objPath, table, parts)
+			if err == nil && format == FormatParquet {
+				if r.footerCols == nil {
+					r.footerCols = map[string][]fileColumn{}
+				}
+				maps.Copy(r.footerCols, cols)
+			}
 			if err == nil && format != FormatDelta {
 				err = hiveCollision(cols, files, objPath, tablePath)
 			}

@@ -94,6 +94,9 @@ func (r *run) planFusion(ctx context.Context) {
 			continue
 		}
 		f := &fusion{view: bk, from: qualified(schemaBatch, v.table.Name)}
+		if q, n, ok := r.batchSchemaSQL(v.files); ok {
+			f.add(q, n) // the statistics' schema of the batch's one file (fileSchema)
+		}
 		if it := r.incTable(bk.table); it != nil && !it.done && it.need.plain() && r.batchOfOne(v) {
 			f.add(batchStatsSQL(v.table.Name, it.need), len(statsExprs(it.need)))
 		}
@@ -383,4 +386,27 @@ func (r *run) batchFileStats(ctx context.Context, format string, files []string,
 		return statsOfRow(vals, need), true
 	}
 	return fileStats{}, false
+}
+
+// batchSchemaSQL is the query of the types of the columns of files, a
+// batch view's one Parquet file, as its footer names them (typeof of any
+// value of each: a column's type, rows or none), with the number of its
+// columns; ok is false for any other view. Over the view, which reads
+// that file alone as fileSchema's DESCRIBE does, it gives DESCRIBE's
+// types (TestFusedFirstAuditReadsTheBatchSchema).
+func (r *run) batchSchemaSQL(files []string) (q string, n int, ok bool) {
+	if len(files) != 1 {
+		return "", 0, false
+	}
+	cols, ok := r.footerCols[files[0]]
+	if !ok || len(cols) == 0 {
+		return "", 0, false
+	}
+	for k, v := range r.views {
+		if k.schema == schemaBatch && v.table.format() == FormatParquet && v.delta == nil && len(v.files) == 1 && v.files[0] == files[0] {
+			exprs := each(cols, func(c fileColumn) string { return "typeof(any_value(" + quoteIdent(c.name) + "))" })
+			return "SELECT " + strings.Join(exprs, ", ") + " FROM " + qualified(schemaBatch, v.table.Name), len(cols), true
+		}
+	}
+	return "", 0, false
 }

@@ -325,6 +325,22 @@ func (r *run) computeStats(ctx context.Context, format string, objs []Object, fi
 // fileSchema is the columns of the local Parquet file f as DuckDB reads
 // it alone: names as the file spells them, and types.
 func (r *run) fileSchema(ctx context.Context, f string) ([][2]string, error) {
+	if q, n, ok := r.batchSchemaSQL([]string{f}); ok {
+		if vals, ok := r.prefetched(ctx, q, n); ok {
+			out := make([][2]string, n)
+			for i, c := range r.footerCols[f] {
+				typ, _ := vals[i].(string)
+				if typ == "" {
+					out = nil
+					break
+				}
+				out[i] = [2]string{c.name, typ}
+			}
+			if out != nil {
+				return out, nil
+			}
+		}
+	}
 	cols, err := r.queryColumns(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f}))
 	if err != nil {
 		return nil, err
