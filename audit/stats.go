@@ -275,8 +275,15 @@ func (s *StatsStore) put(key string, st fileStats) error {
 	return nil
 }
 
-// mergeStats keeps the figures of both; b wins where both have one.
+// mergeStats keeps the figures of both; b wins where both have one. A
+// record without the file's columns (a without Schema) was written before
+// records held them, when figures of a scan of files of several types
+// were stored in their union's type (schemaagree.go): none of its figures
+// is kept, or completing it with other figures would make them usable.
 func mergeStats(a, b fileStats) fileStats {
+	if len(a.Schema) == 0 {
+		a = fileStats{}
+	}
 	out := fileStats{Rows: b.Rows, Counts: map[string]int64{}, Cols: map[string]colStats{}, Schema: b.Schema}
 	if len(out.Schema) == 0 {
 		out.Schema = a.Schema
