@@ -147,7 +147,7 @@ func TestBatchOfATypeTheMixedTableHasIsAuditedWhole(t *testing.T) {
 			r.lake.write(t, cid(c), "data/t/v.parquet", "SELECT 1.5::DOUBLE AS id")
 		}
 		s := r.batch("c001", "s1", "data/t/s1/part-0.parquet", "50", "150")
-		wantFailsAsFull(t, r, s, cid("c001"), ModeFull, `column "id" is DOUBLE in data/t/v.parquet and a signed integer in`)
+		wantFailsAsFull(t, r, s, cid("c001"), ModeFull, `column "id" is BIGINT in data/t/a.parquet and DOUBLE in data/t/v.parquet`)
 	})
 }
 

@@ -25,7 +25,8 @@ import (
 // the row checks of an incremental audit read. So every file of the
 // foundation's table and of the audited one (the unchanged files, the
 // batch's, and the foundation's files the batch removed or replaced) must
-// give each column one type (integers of one signedness count as one), and
+// give each column one type (integers of one signedness count as one,
+// unless a where condition, which can tell them apart, is in play), and
 // the audited ones spell it alike, by each file's own schema as its
 // statistics record it (fileStats.Schema, read from the file alone when
 // they were computed). Otherwise, or when a file's schema is not known,
@@ -73,6 +74,9 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 		// Per column (by lower-case name): its spelling in the audited
 		// files, and the types the foundation's files and the audited
 		// files give it, with a file of each.
+		// A where condition can tell integer widths apart (typeof, hex
+		// or bit_count of a negative value): then each type counts.
+		exact := !it.need.plain()
 		spelled := map[string][2]string{}                // name, path
 		types := [2]map[string]map[string]string{{}, {}} // [foundation, audited] column -> type -> path
 		var why string
@@ -87,8 +91,8 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 					if types[side][k] == nil {
 						types[side][k] = map[string]string{}
 					}
-					if _, ok := types[side][k][typeFamily(c[1])]; !ok {
-						types[side][k][typeFamily(c[1])] = o.Path
+					if _, ok := types[side][k][typeFamily(c[1], exact)]; !ok {
+						types[side][k][typeFamily(c[1], exact)] = o.Path
 					}
 				}
 				if !slices.Contains(in, 1) {
@@ -228,9 +232,14 @@ func (r *run) batchSchemas(ctx context.Context, name string, it *incTable) ([]fi
 
 // typeFamily is typ, with the signed integers as one, and the unsigned as
 // another: a union of them is an integer type that holds every value,
-// spelled the same. Any other change of type changes a value's text,
-// order or equality (DOUBLE 10.0, VARCHAR '10').
-func typeFamily(typ string) string {
+// spelled the same, to the checks' own expressions. Any other change of
+// type changes a value's text, order or equality (DOUBLE 10.0, VARCHAR
+// '10'). exact (the figures or checks have a where condition, the user's
+// SQL, which can tell widths apart: typeof(id) = 'BIGINT') keeps typ.
+func typeFamily(typ string, exact bool) string {
+	if exact {
+		return typ
+	}
 	switch typ {
 	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT":
 		return "a signed integer"

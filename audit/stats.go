@@ -317,10 +317,11 @@ func (r *run) computeStats(ctx context.Context, format string, objs []Object, fi
 		}
 		for _, c := range out[i].Schema {
 			k := strings.ToLower(c[0])
-			if t, ok := types[k]; ok && t != typeFamily(c[1]) {
+			fam := typeFamily(c[1], !need.plain())
+			if t, ok := types[k]; ok && t != fam {
 				mixed = true
 			}
-			types[k] = typeFamily(c[1])
+			types[k] = fam
 		}
 	}
 	for i := range out {
