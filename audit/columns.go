@@ -156,8 +156,8 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 		return err
 	}
 	for _, f := range files {
-		q := fmt.Sprintf("SELECT name, value FROM (SELECT * FROM read_csv(%s, header = true, all_varchar = true%s)) "+
-			"UNPIVOT (value FOR name IN (COLUMNS(*))) WHERE list_contains(%s, value) LIMIT 1", literalList([]string{f}), noHive, literalList(nullSpellings))
+		q := fmt.Sprintf("SELECT name, value FROM (SELECT * FROM read_csv(%s, header = true, all_varchar = true%s%s)) "+
+			"UNPIVOT (value FOR name IN (COLUMNS(*))) WHERE list_contains(%s, value) LIMIT 1", literalList([]string{f}), csvDialect, noHive, literalList(nullSpellings))
 		var name, value string
 		switch err := r.e.db.QueryRowContext(ctx, q).Scan(&name, &value); {
 		case errors.Is(err, sql.ErrNoRows):

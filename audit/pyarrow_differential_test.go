@@ -68,6 +68,8 @@ var pyarrowCases = []pyarrowCase{
 		"b.csv": "SELECT CASE WHEN i = 6 THEN NULL ELSE i END::BIGINT AS id, 'm' AS name FROM range(5, 10) r(i)"}},
 	{name: "csv_null_spellings", format: FormatCSV, columns: []string{"id", "name"}, raw: map[string]string{
 		"a.csv": "id,name\n1,a\n2,NULL\nNULL,c\nNA,d\n,\nnull,N/A\n"}},
+	{name: "csv_dialect", format: FormatCSV, columns: []string{"id", "v"}, raw: map[string]string{
+		"a.csv": "id,v\n1,a\n#2,b\n3,c\n"}},
 	{name: "csv_case_differing", format: FormatCSV, columns: []string{"billing_id"}, raw: map[string]string{
 		"a.csv": "billing_id\n1\n2\n", "b.csv": "BILLING_ID\n3\n4\n"}},
 	{name: "csv_hive_partitions", format: FormatCSV, columns: []string{"id", "region"}, raw: map[string]string{

@@ -52,6 +52,17 @@ func viewSQL(schema, table, format string, files []string) string {
 // (DESIGN.md); a Delta table's partition values come from its log.
 const noHive = ", hive_partitioning = false"
 
+// csvDialect is every read_csv call's dialect: the one pandas, pyarrow
+// and Spark read a CSV file in (comma-separated, quoted with a double
+// quote and escaped by doubling it, no comment lines, no lines skipped
+// before the header), instead of DuckDB's guess of it from the file. A
+// writer could shape a file DuckDB guesses otherwise (a ';' that makes
+// more columns, a line starting with '#' taken for a comment, a first line
+// skipped, ' as the quote), so that the audit read other rows and values
+// than those readers (TestCSVDialectIsNotSniffed). A file not in this
+// dialect reads in other columns, or fails with DuckDB's error naming it.
+const csvDialect = `, delim = ',', quote = '"', escape = '"', comment = '', skip = 0`
+
 // readSQL is the table function reading files of format.
 func readSQL(format string, files []string) string {
 	// A single file needs no union, and reading it plainly is measurably
@@ -63,7 +74,7 @@ func readSQL(format string, files []string) string {
 	var from string
 	switch format {
 	case FormatCSV:
-		from = fmt.Sprintf("read_csv(%s, header = true%s)", literalList(files), union)
+		from = fmt.Sprintf("read_csv(%s, header = true%s%s)", literalList(files), csvDialect, union)
 	case FormatJSONL:
 		from = fmt.Sprintf("read_json(%s, format = 'newline_delimited'%s)", literalList(files), union)
 	default:

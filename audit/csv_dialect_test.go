@@ -1,0 +1,66 @@
+package audit
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestCSVDialectIsNotSniffed (review 5): pandas, pyarrow and Spark read a
+// CSV file as comma-separated, quoted with ", with no comment lines and no
+// rows skipped before the header. DuckDB's read_csv guesses all of these
+// from the file. Each table below is one a writer can shape so that
+// DuckDB's guess reads values that pass the check while pandas and pyarrow
+// (checked with both, 26.0.1 and 3.1.1) read values that fail it; the
+// audit must not pass any of them.
+func TestCSVDialectIsNotSniffed(t *testing.T) {
+	zero := 0.0
+	cases := []struct {
+		name, csv string
+		check     Check
+		pandas    string // what pandas and pyarrow read
+	}{
+		{name: "semicolons_make_more_columns", csv: "id,q;id;r\n1,x;5;z\n1,y;6;z\n1,w;7;z\n",
+			check:  Check{Name: "c", Kind: KindUnique, Table: "t", Column: "id"},
+			pandas: "columns id and q;id;r, id 1, 1, 1: three duplicate rows (DuckDB sniffs ';': id 5, 6, 7)"},
+		{name: "hash_line_read_as_a_comment", csv: "id,v\n1,a\n#2,\n3,c\n",
+			check:  Check{Name: "c", Kind: KindNotNull, Table: "t", Column: "v"},
+			pandas: "three rows, v NULL in the second (DuckDB sniffs '#' as a comment and reads two rows)"},
+		{name: "hash_line_hides_a_row", csv: "id,v\n1,a\n#2,b\n3,c\n",
+			check:  Check{Name: "c", Kind: KindRowCount, Table: "t", Min: &zero, Max: new(float64(2))},
+			pandas: "three rows (DuckDB: two)"},
+		{name: "rows_above_the_header_skipped", csv: "v\nid,v\n1,a\n2,b\n",
+			check:  Check{Name: "c", Kind: KindAcceptedValues, Table: "t", Column: "v", Values: []string{"a", "b"}},
+			pandas: "one column v: id, a, b; 'id' is not accepted (DuckDB skips the first line: v a, b)"},
+		{name: "single_quotes", csv: "id,v\n'1,2',a\n'1,3',b\n",
+			check:  Check{Name: "c", Kind: KindUnique, Table: "t", Column: "id"},
+			pandas: "three fields in a row of two columns (pyarrow: an error; DuckDB sniffs ' as the quote: 1,2 and 1,3)"},
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		dst := filepath.Join(src.root, "b1", c.name, "a.csv")
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, []byte(c.csv), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEngine(t, src, "")
+	for _, c := range cases {
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatCSV}}, Checks: []Check{c.check}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Passed {
+			t.Errorf("%s: lakewap passes %s (%s) while pandas reads %s", c.name, c.check.Kind, rep.Checks[0].Observed, c.pandas)
+			continue
+		}
+		t.Logf("%s: refused: %s", c.name, refusal(rep))
+	}
+}
