@@ -34,7 +34,7 @@ func TestGeneratedSQL(t *testing.T) {
 		{"parquet view", viewSQL("main", "billing", FormatParquet, []string{"/w/a.parquet", "/w/it's.parquet"}),
 			`CREATE VIEW "main"."billing" AS SELECT * FROM read_parquet(['/w/a.parquet', '/w/it''s.parquet'], hive_partitioning = false, union_by_name = true)`},
 		{"csv view", viewSQL("batch", "ev", FormatCSV, []string{"/w/a"}),
-			`CREATE VIEW "batch"."ev" AS SELECT * FROM read_csv(['/w/a'], header = true, hive_partitioning = false)`},
+			`CREATE VIEW "batch"."ev" AS SELECT * FROM read_csv(['/w/a'], header = true, delim = ',', quote = '"', escape = '"', comment = '', skip = 0, hive_partitioning = false)`},
 		{"jsonl view", viewSQL("base", "ev", FormatJSONL, []string{"/w/a", "/w/b"}),
 			`CREATE VIEW "base"."ev" AS SELECT * FROM read_json(['/w/a', '/w/b'], format = 'newline_delimited', hive_partitioning = false, union_by_name = true)`},
 		{"empty view", emptyViewSQL("batch", "ev", FormatParquet, "/c/x"),
