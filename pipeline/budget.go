@@ -131,7 +131,7 @@ func overBudget(r Run, size, budget int, now time.Time) Run {
 		Source: r.Source, Target: r.Target, State: r.State, Deadline: r.Deadline, KeepBranch: true,
 		LandedAt: r.LandedAt, BatchTime: r.BatchTime, StateSince: r.StateSince, UpdatedAt: now,
 		SealedCommit: r.SealedCommit, CommitID: r.CommitID, Reason: r.Reason, FailedStep: r.FailedStep,
-		Detail: schemas.Clip(r.Detail, 512), delivery: delivery{Sent: r.Sent}, Request: r.Request, Retries: r.Retries, RetriedBy: r.RetriedBy}
+		Detail: schemas.Clip(r.Detail, 512), delivery: delivery{Sent: r.Sent}, Request: r.Request, Retries: r.Retries, RetriedBy: r.RetriedBy, RetryAsked: r.RetryAsked}
 	if r.Revert != nil && !r.revertPending() {
 		rv := *r.Revert
 		rv.Reason, rv.By = schemas.Clip(rv.Reason, 512), schemas.Clip(rv.By, 512)

@@ -797,10 +797,15 @@ func (m Machine) retry(n Run, ev schemas.RetryRequested, now time.Time) (Run, bo
 	case n.State == StateAborted && !n.KeepBranch:
 		return refuse(schemas.RefusedWrongState, fmt.Sprintf("batch %s is aborted (%s) and its branch %s was deleted (the dataset keeps no aborted branches): nothing to retry",
 			n.BatchID, n.Reason, n.Branch))
+	case n.Retries > 0 && !ev.OccurredAt.After(n.RetryAsked):
+		return refuse(schemas.RefusedStale, fmt.Sprintf("retry %s of batch %s, asked for at %s, is not newer than retry %d, asked for at %s (older than the last retry carried out: a copy of an earlier request); ask again",
+			ev.RequestID, n.BatchID, stamp(ev.OccurredAt), n.Retries, stamp(n.RetryAsked)))
+	case stale(ev.OccurredAt, n.StateSince):
+		return refuse(schemas.RefusedStale, staleDetail("retry", ev.RequestID, ev.OccurredAt, n))
 	}
 	step := n.FailedStep
 	n.Retries++
-	n.Request, n.RetriedBy = ev.RequestID, ev.RequestedBy
+	n.Request, n.RetriedBy, n.RetryAsked = ev.RequestID, ev.RequestedBy, ev.OccurredAt
 	n.Reason, n.Detail, n.FailedStep = "", "", ""
 	n.AuditLost = 0 // the operator gives the audit its attempts again
 	n.resetRetry()
@@ -834,12 +839,34 @@ func (m Machine) revert(n Run, ev schemas.RevertRequested, now time.Time) (Run, 
 		o := reverted(n)
 		o.RequestID = ev.RequestID
 		return n, false, &o
+	case stale(ev.OccurredAt, n.StateSince):
+		return refuse(schemas.RefusedStale, staleDetail("revert", ev.RequestID, ev.OccurredAt, n))
 	}
 	n.Revert = &Revert{RequestID: ev.RequestID, By: ev.RequestedBy, Reason: ev.Reason, RequestedAt: now}
 	n.Request = ev.RequestID
 	n.resetRetry()
 	return n, true, nil
 }
+
+// RequestSkew is how much earlier than the outcome it acts on (the run's
+// state since, on lakewap's clock) an operator's retry or revert may be
+// stamped, for the operator's clock running behind. An older request was
+// asked about something else (an earlier failure, or an earlier run of the
+// batch id): a copy of it put back on the requests topic is refused.
+const RequestSkew = 5 * time.Minute
+
+// stale reports whether a request asked for at asked predates, beyond
+// RequestSkew, the state since which it applies.
+func stale(asked, since time.Time) bool {
+	return asked.Before(since.Add(-RequestSkew))
+}
+
+func staleDetail(kind, id string, asked time.Time, n Run) string {
+	return fmt.Sprintf("%s %s of batch %s, asked for at %s, is older than the run's state %s (since %s, less %s for clock skew): it was asked about an earlier outcome or run of the batch id; ask again",
+		kind, id, n.BatchID, stamp(asked), n.State, stamp(n.StateSince), RequestSkew)
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // positiveOr is v, or d when v is not positive.
 func positiveOr(v, d time.Duration) time.Duration {

@@ -224,3 +224,67 @@ func marshal(t *testing.T, r Run) string {
 }
 
 // The fake lake as a Reverter.
+
+// TestCopiedRequestsAreRefused: a signed request copied back onto the
+// requests topic (by whoever can write it, without an operator's key) is
+// not carried out again. A retry carried out is not carried out a second
+// time when its retried audit fails again, however soon; a retry or revert
+// stamped before the outcome it would act on (a request about an earlier
+// run of the batch id, or an earlier failure) is refused as stale.
+func TestCopiedRequestsAreRefused(t *testing.T) {
+	m := NewMachine(DefaultPolicy)
+	at := func(in Input, d time.Duration) Input {
+		switch in := in.(type) {
+		case RetryRequest:
+			in.Event.OccurredAt = t0.Add(d)
+			return in
+		case RevertRequest:
+			in.Event.OccurredAt = t0.Add(d)
+			return in
+		}
+		return in
+	}
+	run := func(steps []step, d time.Duration) Run {
+		var r Run
+		for _, s := range steps {
+			r, _ = transition(t, m, r, s.in, t0.Add(d))
+		}
+		return r
+	}
+	aborted := run(toAborted("a"), 0)
+	retried, _ := transition(t, m, aborted, at(retryReq("a", "q1"), time.Minute), t0.Add(time.Minute))
+	again, _ := transition(t, m, retried, Audited{SealedCommit: "c2-a", Report: report(false)}, t0.Add(2*time.Minute))
+	if again.State != StateAborted || again.Retries != 1 {
+		t.Fatalf("retried run is %s after %d retries, want aborted after 1", again.State, again.Retries)
+	}
+	// A later run of a batch id whose earlier run was reverted and forgotten.
+	relanded := run(toPublished("p"), 8*24*time.Hour)
+
+	for _, tc := range []struct {
+		name string
+		run  Run
+		in   Input
+		now  time.Duration
+	}{
+		{"the retry carried out, copied after the retried audit failed again", again, at(retryReq("a", "q1"), time.Minute), 3 * time.Minute},
+		{"an older retry, never carried out", again, at(retryReq("a", "q0"), 30*time.Second), 3 * time.Minute},
+		{"a retry from before the run failed", aborted, at(retryReq("a", "q0"), -time.Hour), time.Minute},
+		{"a revert from before the batch id's run published", relanded, at(revertReq("p", "q0"), 0), 8*24*time.Hour + time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next, effects := transition(t, m, tc.run, tc.in, t0.Add(tc.now))
+			if a, b := marshal(t, next), marshal(t, tc.run); a != b {
+				t.Errorf("the run changed:\n%s\n%s", b, a)
+			}
+			o := replyOf(effects)
+			if o == nil || o.Refused == nil || o.Refused.Reason != schemas.RefusedStale || !strings.Contains(o.Refused.Detail, "older than") {
+				t.Fatalf("reply = %+v, want RequestRefused %s", o, schemas.RefusedStale)
+			}
+		})
+	}
+	// The operator's next retry is carried out.
+	next, _ := transition(t, m, again, at(retryReq("a", "q2"), 3*time.Minute), t0.Add(3*time.Minute))
+	if next.State != StateAuditing || next.Retries != 2 || next.Request != "q2" {
+		t.Errorf("a new retry left the run %s after %d retries (request %q)", next.State, next.Retries, next.Request)
+	}
+}

@@ -135,10 +135,13 @@ type Run struct {
 	// Operator requests (lakewap retry, revert, cancel). Request is the id
 	// of the one the run's course now answers: its result events carry it.
 	// Retries counts the retries, which give later events ids of their own.
-	Request   string  `json:"request,omitempty"`
-	Retries   int     `json:"retries,omitempty"`
-	RetriedBy string  `json:"retried_by,omitempty"`
-	Revert    *Revert `json:"revert,omitempty"`
+	// RetryAsked is when the last retry carried out was asked for (its
+	// occurred_at): a retry asked for no later is a copy, refused.
+	Request    string    `json:"request,omitempty"`
+	Retries    int       `json:"retries,omitempty"`
+	RetriedBy  string    `json:"retried_by,omitempty"`
+	RetryAsked time.Time `json:"retry_asked,omitzero"`
+	Revert     *Revert   `json:"revert,omitempty"`
 }
 
 // Revert is an operator's revert of a published run: asked for (Commit
