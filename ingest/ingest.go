@@ -38,10 +38,10 @@ const (
 	ReasonKeyMismatch = "key_mismatch"
 	// ReasonRefused: the runner refused the event without a reason of its own.
 	ReasonRefused = "refused"
-	// ReasonWrongPartition: the event is not on the partition the Kafka
-	// default partitioner (murmur2 of the key, as Java's producer and
-	// librdkafka's murmur2_random) gives its key. The batch's run lives on
-	// that partition; another one would start a second run on its branch.
+	// ReasonWrongPartition: the event (or request) is not on the partition
+	// the Kafka default partitioner (murmur2 of the key, as Java's producer
+	// and librdkafka's murmur2_random) gives its key. The batch's run lives
+	// on that partition; another one would start a second run on its branch.
 	ReasonWrongPartition = "wrong_partition"
 	// ReasonRequestOnInput: an operator's request (retry, revert, a
 	// cancellation with a request id or requester) on the input topic,
@@ -93,8 +93,8 @@ type Config struct {
 	// dead-lettered, a signed one names its key's operator as who asked.
 	Operators map[string][]byte
 	// Partitions, if set, gives a topic's partition count (0: unknown): an
-	// input event on another partition than murmur2(key) % count is
-	// dead-lettered.
+	// event or request on another partition of its topic than
+	// murmur2(key) % count is dead-lettered.
 	Partitions func(topic string) int
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -141,7 +141,11 @@ func (s *stage) Handle(ctx context.Context, msg kafka.Message) error {
 		return s.poison(ev.EventType(), err, reason)
 	}
 	onRequests := s.cfg.RequestsTopic != "" && msg.Topic == s.cfg.RequestsTopic
-	if !onRequests && s.cfg.Partitions != nil {
+	// On the requests topic too: its partition n is handled by the owner of
+	// input partition n, so a request elsewhere (a signed one copied to
+	// another partition) reaches a runner without the batch's run, where a
+	// cancel would remember the batch as cancelled and announce it aborted.
+	if s.cfg.Partitions != nil {
 		if n := s.cfg.Partitions(msg.Topic); n > 0 {
 			if want := kafka.PartitionOf(msg.Key, n); want != msg.Partition {
 				return s.poison(ev.EventType(), fmt.Errorf("unusable event: batch %q is on partition %d of %s, its key's partition is %d: produce with the default partitioner (murmur2 of the key, as the Java client; librdkafka: partitioner=murmur2_random)",

@@ -269,3 +269,34 @@ func TestStagePassesTraceContext(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestOnAnotherPartitionIsDeadLettered: requests partition n is
+// handled by the owner of input partition n, so a request on another
+// partition than its key's reaches a runner that does not hold the batch's
+// run. A signed cancel copied there (the signature covers key and value, not
+// the partition) made that runner remember the batch as cancelled and send
+// BatchAborted for it, while its run went on and could publish. It is
+// dead-lettered (wrong_partition), as on the input topic; on its key's
+// partition it is applied.
+func TestRequestOnAnotherPartitionIsDeadLettered(t *testing.T) {
+	codec, encode := testEncoder(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	key := []byte("alice-signing-key-0123")
+	cancel := encode(schemas.BatchCancelled{RequestID: "q", BatchID: "b", Dataset: "billing", Reason: "stop", RequestedBy: "alice", OccurredAt: now})
+	headers := []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte("alice")}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, "b", cancel))}}
+	const count = 4
+	own := kafka.PartitionOf([]byte("b"), count)
+	for _, p := range []int{own, (own + 1) % count} {
+		r := &runner{}
+		h := Wrap(Config{Codec: codec, RequestsTopic: "req", Operators: map[string][]byte{"alice": key}, Rules: schemas.Rules{},
+			Partitions: func(string) int { return count }}, r)
+		err := h.Handle(context.Background(), kafka.Message{Topic: "req", Partition: p, Key: []byte("b"), Value: cancel, Headers: headers})
+		var poison *consumer.PoisonError
+		switch {
+		case p == own && (err != nil || len(r.handled) != 1):
+			t.Errorf("on its key's partition %d: error %v, %d applied; want it applied", p, err, len(r.handled))
+		case p != own && (!errors.As(err, &poison) || poison.Reason != ReasonWrongPartition || len(r.handled) > 0):
+			t.Errorf("on partition %d, its key's is %d: error %v, %d applied; want dead letter %s", p, own, err, len(r.handled), ReasonWrongPartition)
+		}
+	}
+}
