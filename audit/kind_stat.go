@@ -3,11 +3,12 @@ package audit
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// KindStat: the column's min or max (stat) is between min and max.
+// KindStat: the column's min or max (stat) is between min and max (NaN is not).
 // Great Expectations' expect_column_min/max_to_be_between.
 const KindStat = "stat"
 
@@ -39,7 +40,9 @@ func init() {
 			if !ok {
 				return r.errored(c, fmt.Errorf("%s of column %q is not a number (got %T)", c.Stat, c.Column, v[0]), 0)
 			}
-			failed := (c.Min != nil && (x < *c.Min || c.StrictMin && x == *c.Min)) ||
+			// A NaN min or max is within no bounds (every comparison
+			// with it is false: TestNaNIsInNoRange).
+			failed := math.IsNaN(x) || (c.Min != nil && (x < *c.Min || c.StrictMin && x == *c.Min)) ||
 				(c.Max != nil && (x > *c.Max || c.StrictMax && x == *c.Max))
 			return r.judged(c, failed, fmt.Sprintf("%s %s of %d rows", c.Stat, show(v[0]), total), threshold)
 		},

@@ -53,7 +53,7 @@ func TestGeneratedSQL(t *testing.T) {
 			aggExprs(Check{Kind: KindUnique, Columns: []string{"a", "b"}})...),
 			aggExprs(Check{Kind: KindRange, Column: "amt", Min: f64(0)})...)),
 			`SELECT count(*), count("id") - count(DISTINCT "id"), count(*) - count(DISTINCT ("a", "b")), ` +
-				`count(*) FILTER (WHERE "amt" < 0), min("amt"), max("amt") FROM "main"."billing"`},
+				`count(*) FILTER (WHERE "amt" < 0 OR "amt" > 'inf'::DOUBLE), min("amt"), max("amt") FROM "main"."billing"`},
 		{"row_count needs only count(*)", aggregateSQL("main", "t", aggExprs(Check{Kind: KindRowCount})),
 			`SELECT count(*) FROM "main"."t"`},
 		{"row sample", sampleSQL("batch", Check{Kind: KindNotNull, Table: "t", Column: "id"}, 5),
