@@ -279,11 +279,31 @@ func (ev HookEvent) validate() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("missing %s", strings.Join(missing, ", "))
 	}
+	// Each field is logged and may be sent back in the answer (and the
+	// names go to lakeFS): bounded, so a caller with the token every action
+	// file has cannot make either as large as the body.
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{{"event_type", ev.EventType, maxHookRef}, {"event_time", ev.EventTime, 64}, {"repository_id", ev.RepositoryID, maxHookRef},
+		{"branch_id", ev.BranchID, maxHookRef}, {"source_ref", ev.SourceRef, maxHookRef}, {"merge_source", ev.MergeSource, maxHookRef},
+		{"commit_id", ev.CommitID, maxHookRef}, {"committer", ev.Committer, maxHookCommitter}} {
+		if len(f.v) > f.max {
+			return fmt.Errorf("%s of %d bytes: at most %d", f.name, len(f.v), f.max)
+		}
+	}
 	if ev.EventType != EventPreMerge {
 		return fmt.Errorf("event_type %q: this endpoint answers %s only", ev.EventType, EventPreMerge)
 	}
 	return nil
 }
+
+// Bounds of a hook event's fields: names of repositories, branches and
+// refs (lakeFS's own are shorter), and the committer (a user id).
+const (
+	maxHookRef       = 256
+	maxHookCommitter = 1024
+)
 
 // verify asks lakeFS whether ev names a merge in progress: commit_id is a
 // merge commit whose parents are branch_id's current head and source_ref
