@@ -173,6 +173,63 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 	return nil
 }
 
+// typedSpelling names the first field of the CSV files that DuckDB reads
+// in a type pandas and pyarrow do not infer from it (BOOLEAN, DATE, TIME,
+// and BIGINT from text such as 0x10), where the value's text is not the
+// field's: they read the field as text, and a check comparing text
+// (accepted_values, regex) would judge DuckDB's rendering (t as true,
+// 2024/01/02 as 2024-01-02; TestCSVFieldsDuckDBTypesAreTheirText). One
+// LIMIT 0 query per file for its types, and one scan of a file that has a
+// column of such a type. A file DuckDB cannot read is left for the view.
+func (r *run) typedSpelling(ctx context.Context, files []string, objPath map[string]string) error {
+	for _, f := range files {
+		rows, err := r.e.db.QueryContext(ctx, "SELECT * FROM "+readSQL(FormatCSV, []string{f})+" LIMIT 0")
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			continue
+		}
+		types, err := rows.ColumnTypes()
+		rows.Close()
+		if err != nil {
+			return err
+		}
+		var conds []string
+		for _, ct := range types {
+			col := quoteIdent(ct.Name())
+			switch typ := ct.DatabaseTypeName(); typ {
+			case "BOOLEAN": // as pandas and pyarrow infer booleans
+				conds = append(conds, fmt.Sprintf("SELECT %s AS name, %s AS value, 'BOOLEAN' AS typ FROM raw WHERE %s NOT IN ('true', 'True', 'TRUE', 'false', 'False', 'FALSE')",
+					quoteLiteral(ct.Name()), col, col))
+			case "DATE", "TIME":
+				conds = append(conds, fmt.Sprintf("SELECT %s AS name, %s AS value, '%s' AS typ FROM raw WHERE %s IS DISTINCT FROM CAST(TRY_CAST(%s AS %s) AS VARCHAR)",
+					quoteLiteral(ct.Name()), col, typ, col, col, typ))
+			case "BIGINT":
+				conds = append(conds, fmt.Sprintf(`SELECT %s AS name, %s AS value, 'BIGINT' AS typ FROM raw WHERE NOT regexp_full_match(%s, '\s*[+-]?[0-9]+\s*')`,
+					quoteLiteral(ct.Name()), col, col))
+			}
+		}
+		if len(conds) == 0 {
+			continue
+		}
+		q := fmt.Sprintf("WITH raw AS (SELECT * FROM read_csv(%s, header = true, all_varchar = true%s%s)) %s LIMIT 1",
+			literalList([]string{f}), csvDialect, noHive, strings.Join(conds, " UNION ALL "))
+		var name, value, typ string
+		switch err := r.e.db.QueryRowContext(ctx, q).Scan(&name, &value, &typ); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		default:
+			return fmt.Errorf("file %s has the field %q in column %q, which DuckDB reads as a %s of another text and pandas and pyarrow as this text: readers disagree on it (write the value as DuckDB renders it, or the column as text no type takes)",
+				objPath[f], value, name, typ)
+		}
+	}
+	return nil
+}
+
 // textColumns are the columns of each CSV or JSON file as DuckDB reads the
 // file alone (its header, its keys), in order: one query per file that
 // reads no rows past the sniffer's sample.

@@ -64,3 +64,56 @@ func TestCSVDialectIsNotSniffed(t *testing.T) {
 		t.Logf("%s: refused: %s", c.name, refusal(rep))
 	}
 }
+
+// TestCSVFieldsDuckDBTypesAreTheirText (review 5): DuckDB types a CSV
+// column from its fields (BOOLEAN, DATE, TIME, BIGINT) where pandas and
+// pyarrow (checked: 3.1.1, 26.0.1) keep text, and a check comparing text
+// (accepted_values, regex) then reads DuckDB's rendering of the value:
+// t and f as true and false, 2024/01/02 as 2024-01-02, 1:02:03 as
+// 01:02:03, 0x10 as 16. The audit must not pass a field a text check
+// reads otherwise than those readers; fields written as DuckDB renders
+// their value (and numbers pandas reads as numbers) pass.
+func TestCSVFieldsDuckDBTypesAreTheirText(t *testing.T) {
+	cases := []struct {
+		name, csv string
+		check     Check
+		passes    bool
+	}{
+		{"boolean_letters", "v\nt\nf\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"true", "false"}}, false},
+		{"date_slashes", "v\n2024/01/02\n2024/01/03\n", Check{Kind: KindRegex, Column: "v", Pattern: `^\d{4}-\d{2}-\d{2}$`}, false},
+		{"date_unpadded", "v\n2024-1-2\n2024-01-03\n", Check{Kind: KindRegex, Column: "v", Pattern: `^\d{4}-\d{2}-\d{2}$`}, false},
+		{"time_unpadded", "v\n1:02:03\n01:02:04\n", Check{Kind: KindRegex, Column: "v", Pattern: `^\d{2}:`}, false},
+		{"hex_integer", "v\n0x10\n17\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"16", "17"}}, false},
+		{"iso_dates", "v\n2024-01-02\n2024-01-03\n", Check{Kind: KindRegex, Column: "v", Pattern: `^\d{4}-\d{2}-\d{2}$`}, true},
+		{"booleans", "v\ntrue\nFalse\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"true", "false"}}, true},
+		{"pandas_booleans", "v\nTrue\nFALSE\n", Check{Kind: KindNotNull, Column: "v"}, true},
+		{"integers", "v\n5\n-7\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"5", "-7"}}, true},
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		dst := filepath.Join(src.root, "b1", c.name, "a.csv")
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, []byte(c.csv), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEngine(t, src, "")
+	for _, c := range cases {
+		c.check.Name, c.check.Table = "c", "t"
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatCSV}}, Checks: []Check{c.check}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Checks[0]; rep.Passed != c.passes {
+			t.Errorf("%s: passed %v (%s %s), want %v", c.name, rep.Passed, got.Observed, got.Message, c.passes)
+		} else {
+			t.Logf("%s: passed %v (%s %s)", c.name, rep.Passed, got.Observed, got.Message)
+		}
+	}
+}

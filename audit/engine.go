@@ -1090,6 +1090,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 		if err == nil && format == FormatCSV {
 			err = r.nullSpelling(ctx, files, objPath)
 		}
+		if err == nil && format == FormatCSV {
+			err = r.typedSpelling(ctx, files, objPath)
+		}
 	}
 	r.collisions[k.table] = err
 	return err
