@@ -44,7 +44,8 @@ const (
 	// budget; the run was ended (BatchFailed) instead.
 	RefusedOverBudget = "over_budget"
 	// RefusedTooManyPending: a WriteComplete of a batch that has not landed
-	// would start one more pending run than Policy.MaxPendingRuns.
+	// would start one more pending run than Policy.MaxPendingRuns, or give
+	// the pending runs more than twice that many writes together.
 	RefusedTooManyPending = "too_many_pending"
 )
 
@@ -65,6 +66,12 @@ func (m Machine) refuse(r Run, in Input) *Refusal {
 		return &Refusal{Reason: RefusedTooManyPending, Detail: fmt.Sprintf(
 			"write %q of batch %q of dataset %q: the batch has not landed and the partition already holds %d runs of batches that have not landed, the limit (runner.max_pending_runs)",
 			schemas.Clip(w, 200), schemas.Clip(wd.Event.BatchID, 200), wd.Event.Dataset, wd.Pending)}
+	case (r.State == "" || r.State == StatePending) && m.p.MaxPendingRuns > 0 && wd.EarlyWrites >= 2*m.p.MaxPendingRuns:
+		// Each pending run may keep up to MaxExpectedWrites names: bounded
+		// per run only, the partition could hold that many times more.
+		return &Refusal{Reason: RefusedTooManyPending, Detail: fmt.Sprintf(
+			"write %q of batch %q of dataset %q: the batch has not landed and the partition's runs of batches that have not landed already hold %d writes, twice runner.max_pending_runs",
+			schemas.Clip(w, 200), schemas.Clip(wd.Event.BatchID, 200), wd.Event.Dataset, wd.EarlyWrites)}
 	case (r.State == "" || r.State == StatePending) && len(r.Writes) >= schemas.MaxExpectedWrites:
 		// The batch has not landed: its expected writes are unknown. Keep
 		// at most as many as a batch may expect.

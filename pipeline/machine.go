@@ -74,10 +74,12 @@ type (
 	}
 	// WriteDone is a validated WriteComplete. Pending is how many runs of
 	// batches that have not landed yet the partition holds
-	// (Policy.MaxPendingRuns).
+	// (Policy.MaxPendingRuns), EarlyWrites how many writes those runs hold
+	// together (at most twice Policy.MaxPendingRuns).
 	WriteDone struct {
-		Event   schemas.WriteComplete
-		Pending int
+		Event       schemas.WriteComplete
+		Pending     int
+		EarlyWrites int
 	}
 	// Cancel is a BatchCancelled.
 	Cancel struct{ Event schemas.BatchCancelled }

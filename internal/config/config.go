@@ -209,8 +209,9 @@ type Runner struct {
 	// too_many_runs (default 10000; 0 keeps the default, -1 is no limit).
 	MaxOpenRuns int `yaml:"max_open_runs"`
 	// MaxPendingRuns bounds the runs one partition holds for batches that
-	// have not landed (a WriteComplete first); one more is dead-lettered
-	// too_many_pending (default 10000; 0 keeps the default, -1 is no limit).
+	// have not landed (a WriteComplete first), and their writes together to
+	// twice as many; one more is dead-lettered too_many_pending (default
+	// 10000; 0 keeps the default, -1 is no limit).
 	MaxPendingRuns int `yaml:"max_pending_runs"`
 	// MaxFinishedRuns bounds the finished runs of one dataset one partition
 	// keeps before their retention is over (default 10000; 0 keeps the

@@ -184,3 +184,40 @@ func (c *countingNotifier) count(typ string) int {
 	defer c.mu.Unlock()
 	return c.n[typ]
 }
+
+// Early writes (WriteComplete of batches that have not landed) are bounded
+// per partition, not only per pending run: with MaxPendingRuns pending runs
+// of MaxExpectedWrites early writes each (names of 128 bytes), a producer
+// kept about 41 KB per pending run, 400 MB per partition at the default
+// bound, in memory and in the state store. A partition holds at most twice
+// MaxPendingRuns early writes; the rest are refused (too_many_pending).
+func TestJunkEarlyWritesAreBoundedPerPartition(t *testing.T) {
+	const bound = 4
+	f := newRunnerFixtureWith(t, func(c *Config) { c.Policy.MaxPendingRuns = bound })
+	now := time.Now().UTC()
+	refused := 0
+	for b := range bound {
+		for w := range schemas.MaxExpectedWrites {
+			err := f.handle(t, schemas.WriteComplete{BatchID: fmt.Sprintf("junk-%d", b), Dataset: "billing",
+				Write: fmt.Sprintf("%0128d", w), OccurredAt: now})
+			var ref *Refusal
+			switch {
+			case errors.As(err, &ref) && ref.Reason == RefusedTooManyPending:
+				refused++
+			case err != nil:
+				t.Fatalf("junk-%d write %d: %v", b, w, err)
+			}
+		}
+	}
+	held := 0
+	for _, r := range f.r.Runs() {
+		held += len(r.Writes)
+	}
+	if held > 2*bound || refused != bound*schemas.MaxExpectedWrites-held {
+		t.Fatalf("%d early writes held, %d refused too_many_pending, of %d; want at most %d held, the rest refused",
+			held, refused, bound*schemas.MaxExpectedWrites, 2*bound)
+	}
+	// A batch that lands still runs.
+	f.land(t, "junk-0")
+	f.await(t, "junk-0", schemas.TypeBatchPublished)
+}

@@ -180,6 +180,18 @@ type partition struct {
 	// (Policy.MaxFinishedRuns).
 	pending  int
 	finished map[string]int
+	// early counts the writes the pending runs hold
+	// (Policy.MaxPendingRuns bounds them to twice its value).
+	early int
+}
+
+// earlyWrites is how many early writes r holds toward the partition's
+// bound: its writes while its batch has not landed.
+func earlyWrites(r pipeline.Run) int {
+	if r.State != pipeline.StatePending {
+		return 0
+	}
+	return len(r.Writes)
 }
 
 // count adds delta to the partition's counts of the runs in state s.
@@ -280,6 +292,7 @@ func (r *Runner) Assigned(ctx context.Context, id int, behind func(t time.Time) 
 		}
 		p.runs[key] = run
 		p.count(run.Dataset, run.State, +1)
+		p.early += earlyWrites(run)
 		r.hold(run.Dataset, run.State, +1)
 	}
 	r.Revoked(id) // an earlier assignment of the partition, if any
@@ -525,7 +538,7 @@ func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
 // applyLocked is apply with p.mu held.
 func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in pipeline.Input) (pipeline.Outcome, error) {
 	if wd, ok := in.(pipeline.WriteDone); ok {
-		wd.Pending = p.pending
+		wd.Pending, wd.EarlyWrites = p.pending, p.early
 		in = wd
 	}
 	before := p.runs[key]
@@ -559,6 +572,7 @@ func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in p
 	} else {
 		p.runs[key] = after
 	}
+	p.early += earlyWrites(after) - earlyWrites(before)
 	if before.AuditOpen && !after.AuditOpen {
 		r.gate.release(key) // the attempt reported, or was stopped
 	}
