@@ -181,7 +181,14 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 // 2024/01/02 as 2024-01-02; TestCSVFieldsDuckDBTypesAreTheirText). One
 // LIMIT 0 query per file for its types, and one scan of a file that has a
 // column of such a type. A file DuckDB cannot read is left for the view.
-func (r *run) typedSpelling(ctx context.Context, files []string, objPath map[string]string) error {
+//
+// textChecked are the columns (lower case) an accepted_values, regex or
+// unique check reads: there an empty field in a column of text, NULL to
+// DuckDB and pandas and the empty text to pyarrow (in a file where the
+// column is not empty in every row), is refused too: those checks pass
+// NULL, or do not count it, while ” is outside the values, does not
+// match, or is a duplicate (TestCSVEmptyTextFieldsUnderTextChecks).
+func (r *run) typedSpelling(ctx context.Context, files []string, objPath map[string]string, textChecked map[string]bool) error {
 	for _, f := range files {
 		rows, err := r.e.db.QueryContext(ctx, "SELECT * FROM "+readSQL(FormatCSV, []string{f})+" LIMIT 0")
 		if err != nil {
@@ -208,6 +215,11 @@ func (r *run) typedSpelling(ctx context.Context, files []string, objPath map[str
 			case "BIGINT":
 				conds = append(conds, fmt.Sprintf(`SELECT %s AS name, %s AS value, 'BIGINT' AS typ FROM raw WHERE NOT regexp_full_match(%s, '\s*[+-]?[0-9]+\s*')`,
 					quoteLiteral(ct.Name()), col, col))
+			case "VARCHAR":
+				if textChecked[strings.ToLower(ct.Name())] {
+					conds = append(conds, fmt.Sprintf("SELECT %s AS name, '' AS value, 'VARCHAR' AS typ FROM (SELECT count(%s) AS n, count(*) - count(%s) AS empty FROM raw) WHERE n > 0 AND empty > 0",
+						quoteLiteral(ct.Name()), col, col))
+				}
 			}
 		}
 		if len(conds) == 0 {
@@ -222,6 +234,9 @@ func (r *run) typedSpelling(ctx context.Context, files []string, objPath map[str
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+		case typ == "VARCHAR":
+			return fmt.Errorf("file %s has an empty field in column %q of text, which DuckDB and pandas read as NULL and pyarrow as the empty text, and an accepted_values, regex or unique check reads the column: readers disagree on it (write the column without empty fields, or check it otherwise)",
+				objPath[f], name)
 		default:
 			return fmt.Errorf("file %s has the field %q in column %q, which DuckDB reads as a %s of another text and pandas and pyarrow as this text: readers disagree on it (write the value as DuckDB renders it, or the column as text no type takes)",
 				objPath[f], value, name, typ)

@@ -117,3 +117,56 @@ func TestCSVFieldsDuckDBTypesAreTheirText(t *testing.T) {
 		}
 	}
 }
+
+// TestCSVEmptyTextFieldsUnderTextChecks (review 5): an empty CSV field
+// in a column of text is NULL to DuckDB and pandas, and the empty text to
+// pyarrow (checked: pyarrow.dataset, 26.0.1; a column empty in every row
+// of a file is NULL to it too). accepted_values and regex pass NULL, and
+// unique does not count it, while pyarrow's readers read ” outside the
+// accepted values, not matching the pattern, or twice. The audit must
+// refuse such a field where one of those checks reads its column; an
+// empty field elsewhere (a number column, a column empty in every row, a
+// column only not_null reads) is read alike.
+func TestCSVEmptyTextFieldsUnderTextChecks(t *testing.T) {
+	cases := []struct {
+		name, csv string
+		check     Check
+		passes    bool
+	}{
+		{"accepted_values", "id,v\n1,\n2,a\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"a"}}, false},
+		{"quoted_empty", "id,v\n1,\"\"\n2,a\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"a"}}, false},
+		{"regex", "id,v\n1,\n2,a\n", Check{Kind: KindRegex, Column: "v", Pattern: "^a$"}, false},
+		{"unique", "id,v\n1,\n2,\n3,a\n", Check{Kind: KindUnique, Column: "v"}, false},
+		{"unique_pair", "id,v\n1,\n1,\n3,a\n", Check{Kind: KindUnique, Columns: []string{"id", "v"}}, false},
+		{"number_column", "id,v\n,a\n2,a\n", Check{Kind: KindAcceptedValues, Column: "id", Values: []string{"2"}}, true},
+		{"empty_column", "id,v\n1,\n2,\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"a"}}, true},
+		{"other_column", "id,v\n1,\n2,a\n", Check{Kind: KindAcceptedValues, Column: "id", Values: []string{"1", "2"}}, true},
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		dst := filepath.Join(src.root, "b1", c.name, "a.csv")
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, []byte(c.csv), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEngine(t, src, "")
+	for _, c := range cases {
+		c.check.Name, c.check.Table = "c", "t"
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatCSV}}, Checks: []Check{c.check}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Checks[0]; rep.Passed != c.passes {
+			t.Errorf("%s: passed %v (%s %s), want %v", c.name, rep.Passed, got.Observed, got.Message, c.passes)
+		} else {
+			t.Logf("%s: passed %v (%s %s)", c.name, rep.Passed, got.Observed, got.Message)
+		}
+	}
+}

@@ -1091,7 +1091,15 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			err = r.nullSpelling(ctx, files, objPath)
 		}
 		if err == nil && format == FormatCSV {
-			err = r.typedSpelling(ctx, files, objPath)
+			textChecked := map[string]bool{}
+			for _, c := range r.req.Suite.Checks {
+				if strings.EqualFold(c.Table, k.table) && (c.Kind == KindAcceptedValues || c.Kind == KindRegex || c.Kind == KindUnique) {
+					for _, col := range c.columns() {
+						textChecked[strings.ToLower(col)] = true
+					}
+				}
+			}
+			err = r.typedSpelling(ctx, files, objPath, textChecked)
 		}
 	}
 	r.collisions[k.table] = err
