@@ -1001,7 +1001,8 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 		// Made now or when the connection opens: dropped at the run's end.
 		r.conn.views = append(r.conn.views, qualified(k.schema, v.table.Name))
 		good, memo := r.goodView(ctx, k)
-		if memo && r.conn.conn == nil && r.e.memo.has(good) {
+		// A Delta view is made now: its types are compared with the log's.
+		if memo && r.conn.conn == nil && r.e.memo.has(good) && v.delta == nil {
 			r.conn.deferred = append(r.conn.deferred, s)
 			continue
 		}
@@ -1016,6 +1017,11 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 			}
 			v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
 			r.log.Warn("audit view failed", "schema", k.schema, "table", v.table.Name, "err", err)
+		} else if err := r.deltaTypeDisagreement(ctx, k, v); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
 		} else if memo {
 			r.e.memo.put(good, true, int64(len(s)))
 		}
