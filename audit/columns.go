@@ -188,9 +188,14 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 // column is not empty in every row), is refused too: those checks pass
 // NULL, or do not count it, while ” is outside the values, does not
 // match, or is a duplicate (TestCSVEmptyTextFieldsUnderTextChecks).
-func (r *run) typedSpelling(ctx context.Context, files []string, objPath map[string]string, textChecked map[string]bool) error {
+//
+// JSON lines files (format FormatJSONL) are looked at the same way for the
+// types DuckDB takes from JSON strings (DATE, TIME, UUID: 2024-1-2 is
+// 2024-01-02 to it, a string to pandas and pyarrow); their empty strings
+// are strings to every reader.
+func (r *run) typedSpelling(ctx context.Context, format string, files []string, objPath map[string]string, textChecked map[string]bool) error {
 	for _, f := range files {
-		rows, err := r.e.db.QueryContext(ctx, "SELECT * FROM "+readSQL(FormatCSV, []string{f})+" LIMIT 0")
+		rows, err := r.e.db.QueryContext(ctx, "SELECT * FROM "+readSQL(format, []string{f})+" LIMIT 0")
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -202,14 +207,19 @@ func (r *run) typedSpelling(ctx context.Context, files []string, objPath map[str
 		if err != nil {
 			return err
 		}
-		var conds []string
+		var conds, asText []string
 		for _, ct := range types {
 			col := quoteIdent(ct.Name())
-			switch typ := ct.DatabaseTypeName(); typ {
+			asText = append(asText, quoteLiteral(ct.Name())+": 'VARCHAR'")
+			typ := ct.DatabaseTypeName()
+			if format == FormatJSONL && typ != "DATE" && typ != "TIME" && typ != "UUID" {
+				continue // the others are JSON's own numbers, booleans and strings
+			}
+			switch typ {
 			case "BOOLEAN": // as pandas and pyarrow infer booleans
 				conds = append(conds, fmt.Sprintf("SELECT %s AS name, %s AS value, 'BOOLEAN' AS typ FROM raw WHERE %s NOT IN ('true', 'True', 'TRUE', 'false', 'False', 'FALSE')",
 					quoteLiteral(ct.Name()), col, col))
-			case "DATE", "TIME":
+			case "DATE", "TIME", "UUID":
 				conds = append(conds, fmt.Sprintf("SELECT %s AS name, %s AS value, '%s' AS typ FROM raw WHERE %s IS DISTINCT FROM CAST(TRY_CAST(%s AS %s) AS VARCHAR)",
 					quoteLiteral(ct.Name()), col, typ, col, col, typ))
 			case "BIGINT":
@@ -225,8 +235,11 @@ func (r *run) typedSpelling(ctx context.Context, files []string, objPath map[str
 		if len(conds) == 0 {
 			continue
 		}
-		q := fmt.Sprintf("WITH raw AS (SELECT * FROM read_csv(%s, header = true, all_varchar = true%s%s)) %s LIMIT 1",
-			literalList([]string{f}), csvDialect, noHive, strings.Join(conds, " UNION ALL "))
+		raw := fmt.Sprintf("read_csv(%s, header = true, all_varchar = true%s%s)", literalList([]string{f}), csvDialect, noHive)
+		if format == FormatJSONL {
+			raw = fmt.Sprintf("read_json(%s, format = 'newline_delimited', columns = {%s}%s)", literalList([]string{f}), strings.Join(asText, ", "), noHive)
+		}
+		q := fmt.Sprintf("WITH raw AS (SELECT * FROM %s) %s LIMIT 1", raw, strings.Join(conds, " UNION ALL "))
 		var name, value, typ string
 		switch err := r.e.db.QueryRowContext(ctx, q).Scan(&name, &value, &typ); {
 		case errors.Is(err, sql.ErrNoRows):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -160,6 +161,54 @@ func TestCSVEmptyTextFieldsUnderTextChecks(t *testing.T) {
 		c.check.Name, c.check.Table = "c", "t"
 		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
 			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatCSV}}, Checks: []Check{c.check}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rep.Checks[0]; rep.Passed != c.passes {
+			t.Errorf("%s: passed %v (%s %s), want %v", c.name, rep.Passed, got.Observed, got.Message, c.passes)
+		} else {
+			t.Logf("%s: passed %v (%s %s)", c.name, rep.Passed, got.Observed, got.Message)
+		}
+	}
+}
+
+// TestJSONStringsDuckDBTypesAreTheirText (review 5): DuckDB's read_json
+// types JSON strings as DATE, TIME or UUID where pandas and pyarrow
+// (checked: 3.1.1, 26.0.1) keep the string, and text checks then judged
+// DuckDB's rendering: "2024-1-2" as 2024-01-02, an upper-case UUID in
+// lower case. Strings written as DuckDB renders them pass.
+func TestJSONStringsDuckDBTypesAreTheirText(t *testing.T) {
+	uuid := "6ba7b810-9dad-11d1-80b4-00c04fd430c8"
+	cases := []struct {
+		name, jsonl string
+		check       Check
+		passes      bool
+	}{
+		{"date_unpadded", "{\"v\": \"2024-1-2\"}\n{\"v\": \"2024-01-03\"}\n", Check{Kind: KindRegex, Column: "v", Pattern: `^\d{4}-\d{2}-\d{2}$`}, false},
+		{"uuid_upper_case", "{\"v\": \"" + strings.ToUpper(uuid) + "\"}\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{uuid}}, false},
+		{"time_unpadded", "{\"v\": \"1:02:03\"}\n{\"v\": \"01:02:04\"}\n", Check{Kind: KindRegex, Column: "v", Pattern: `^\d{2}:`}, false},
+		{"iso_dates", "{\"v\": \"2024-01-02\", \"n\": 5}\n{\"v\": \"2024-01-03\", \"n\": null}\n", Check{Kind: KindRegex, Column: "v", Pattern: `^\d{4}-\d{2}-\d{2}$`}, true},
+		{"uuid", "{\"v\": \"" + uuid + "\"}\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{uuid}}, true},
+		{"empty_strings", "{\"v\": \"\"}\n{\"v\": \"a\"}\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"", "a"}}, true},
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		dst := filepath.Join(src.root, "b1", c.name, "a.jsonl")
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, []byte(c.jsonl), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := newEngine(t, src, "")
+	for _, c := range cases {
+		c.check.Name, c.check.Table = "c", "t"
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatJSONL}}, Checks: []Check{c.check}}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1096,7 +1096,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 		if err == nil && format == FormatCSV {
 			err = r.nullSpelling(ctx, files, objPath)
 		}
-		if err == nil && format == FormatCSV {
+		if err == nil && (format == FormatCSV || format == FormatJSONL) {
 			textChecked := map[string]bool{}
 			for _, c := range r.req.Suite.Checks {
 				if strings.EqualFold(c.Table, k.table) && (c.Kind == KindAcceptedValues || c.Kind == KindRegex || c.Kind == KindUnique) {
@@ -1105,7 +1105,10 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 					}
 				}
 			}
-			err = r.typedSpelling(ctx, files, objPath, textChecked)
+			if format == FormatJSONL {
+				textChecked = nil
+			}
+			err = r.typedSpelling(ctx, format, files, objPath, textChecked)
 		}
 	}
 	r.collisions[k.table] = err
