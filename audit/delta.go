@@ -82,6 +82,9 @@ type deltaFile struct {
 	size *int64
 	// lits are the partition values as SQL literals, in partition column order.
 	lits []string
+	// records is the file's row count as the log's stats state it
+	// (numRecords), if they do: delta-rs answers count(*) from it.
+	records *int64
 }
 
 // deltaAction is one line of a commit (or one row of a checkpoint).
@@ -91,6 +94,7 @@ type deltaAction struct {
 		PartitionValues map[string]*string `json:"partitionValues"`
 		Size            *int64             `json:"size"`
 		DeletionVector  json.RawMessage    `json:"deletionVector"`
+		Stats           *string            `json:"stats"`
 	} `json:"add"`
 	Remove *struct {
 		Path           string          `json:"path"`
@@ -683,7 +687,7 @@ func checkpointSQL(files []string, fields map[string]map[string]bool) (string, e
 		}
 		parts = append(parts, fmt.Sprintf("%s: CASE WHEN %s IS NOT NULL THEN {%s} END", quoteLiteral(action), col, strings.Join(kv, ", ")))
 	}
-	file("add", "path", "partitionValues", "size", "deletionVector")
+	file("add", "path", "partitionValues", "size", "deletionVector", "stats")
 	file("remove", "path", "deletionVector")
 	for _, whole := range []string{"metaData", "protocol"} {
 		if fields[whole] != nil {
@@ -759,7 +763,7 @@ func (s *deltaState) apply(line []byte) error {
 		s.meta = m
 	}
 	if a.Add != nil {
-		if err := s.add(a.Add.Path, a.Add.PartitionValues, a.Add.Size, a.Add.DeletionVector); err != nil {
+		if err := s.add(a.Add.Path, a.Add.PartitionValues, a.Add.Size, a.Add.DeletionVector, a.Add.Stats); err != nil {
 			return err
 		}
 	}
@@ -774,9 +778,19 @@ func (s *deltaState) apply(line []byte) error {
 // add applies an add action. The protocol allows one action per path and
 // version; readers differ on two (delta-kernel keeps a path added and
 // removed in one commit), so lakewap refuses them.
-func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv json.RawMessage) error {
+func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv json.RawMessage, stats *string) error {
 	if present(dv) {
 		return fmt.Errorf("%w: file %s has a deletion vector (reader feature deletionVectors)", ErrDeltaUnsupported, p)
+	}
+	var records *int64
+	if stats != nil && *stats != "" {
+		var st struct {
+			NumRecords *int64 `json:"numRecords"`
+		}
+		if err := json.Unmarshal([]byte(*stats), &st); err != nil {
+			return fmt.Errorf("%w: the stats of file %s are not a JSON object: %v", ErrDeltaUnsupported, p, err)
+		}
+		records = st.NumRecords
 	}
 	switch {
 	case s.removed[p]:
@@ -793,7 +807,7 @@ func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv jso
 	}
 	s.added[p] = true
 	s.named[obj] = true
-	s.active[p] = deltaFile{obj: Object{Path: obj}, parts: parts, size: size}
+	s.active[p] = deltaFile{obj: Object{Path: obj}, parts: parts, size: size, records: records}
 	s.byObject[obj] = p
 	return nil
 }
@@ -855,6 +869,18 @@ func (s *deltaState) differs(o *deltaState) string {
 		}
 		if !maps.EqualFunc(f.parts, g.parts, func(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }) {
 			return "file " + p + " has other partition values"
+		}
+		// A count stated on one side only is the file's count for both:
+		// the reader that uses it answers count(*) from it.
+		switch {
+		case f.records != nil && g.records != nil && *f.records != *g.records:
+			return "file " + p + " has another numRecords"
+		case f.records == nil && g.records != nil:
+			f.records = g.records
+			o.active[p] = f
+		case g.records == nil && f.records != nil:
+			g.records = f.records
+			s.active[p] = g
 		}
 	}
 	a, b := s.protocol, o.protocol
