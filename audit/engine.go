@@ -1092,6 +1092,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			if err == nil && format != FormatDelta {
 				err = hiveCollision(cols, files, objPath, tablePath)
 			}
+			if err == nil && (format == FormatParquet || format == FormatDelta) {
+				err = r.int96Range(ctx, cols, files, objPath, ids)
+			}
 		}
 		if err == nil && format == FormatCSV {
 			err = r.nullSpelling(ctx, files, objPath)

@@ -44,6 +44,7 @@ var errFooter = errors.New("parquet footer not read in Go")
 type schemaNode struct {
 	name     string
 	children int64
+	int96    bool // a leaf of physical type INT96 (TestInt96OutsidePandasRangeIsRefused)
 }
 
 // footerSchema is the schema of the Parquet file at path, as DuckDB's
@@ -432,6 +433,7 @@ func (d *compactReader) schemaElement() (schemaNode, error) {
 	if err != nil {
 		return n, err
 	}
+	n.int96 = n.children == 0 && typ == 3 // parquet.thrift's Type INT96
 	// Converted types MAP, MAP_KEY_VALUE and LIST are of groups only.
 	group := converted >= 1 && converted <= 3
 	switch {

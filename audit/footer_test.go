@@ -52,7 +52,7 @@ func footerEngine(t *testing.T) *Engine {
 // duckSchema is parquet_schema's listing of each of files, as
 // parquetColumns asks it.
 func duckSchema(db *sql.DB, files []string) (map[string][]schemaNode, error) {
-	rows, err := db.Query("SELECT file_name, name, coalesce(num_children, 0) FROM parquet_schema(" + literalList(files) + ")")
+	rows, err := db.Query("SELECT file_name, name, coalesce(num_children, 0), coalesce(num_children, 0) = 0 AND coalesce(type = 'INT96', false) FROM parquet_schema(" + literalList(files) + ")")
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func duckSchema(db *sql.DB, files []string) (map[string][]schemaNode, error) {
 	for rows.Next() {
 		var f string
 		var n schemaNode
-		if err := rows.Scan(&f, &n.name, &n.children); err != nil {
+		if err := rows.Scan(&f, &n.name, &n.children, &n.int96); err != nil {
 			return nil, err
 		}
 		out[f] = append(out[f], n)
