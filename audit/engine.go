@@ -525,6 +525,7 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (schemas
 		return report, r.infra
 	}
 	report.Passed = len(report.Failed()) == 0
+	finiteSamples(report.Checks)
 	report = clipReport(report, e.opts.MaxSampleValueBytes, e.opts.MaxReportBytes)
 	report.DurationMs = time.Since(start).Milliseconds()
 	p, f, w := report.Counts()

@@ -127,7 +127,12 @@ func jsonRows(v any) ([]string, error) {
 	var rows []json.RawMessage
 	if s, ok := v.(string); ok {
 		if err := json.Unmarshal([]byte(s), &rows); err != nil {
-			return nil, err
+			// DuckDB's to_json writes NaN and the infinities bare, which
+			// JSON has no word for: they are given as strings.
+			q, changed := quoteNonFinite(s)
+			if !changed || json.Unmarshal([]byte(q), &rows) != nil {
+				return nil, err
+			}
 		}
 	}
 	var out []string
@@ -135,6 +140,61 @@ func jsonRows(v any) ([]string, error) {
 		out = append(out, string(row))
 	}
 	return out, nil
+}
+
+// finiteSamples rewrites each sample row that is not JSON because DuckDB's
+// to_json wrote a NaN or an infinity bare (quoteNonFinite).
+func finiteSamples(checks []schemas.CheckResult) {
+	for i := range checks {
+		for j, row := range checks[i].SampleRows {
+			if json.Valid([]byte(row)) {
+				continue
+			}
+			if q, changed := quoteNonFinite(row); changed && json.Valid([]byte(q)) {
+				checks[i].SampleRows[j] = q
+			}
+		}
+	}
+}
+
+// quoteNonFinite is s (DuckDB's to_json text) with each bare NaN,
+// Infinity and -Infinity outside strings written as a JSON string, and
+// whether there was one.
+func quoteNonFinite(s string) (string, bool) {
+	var b strings.Builder
+	changed, inString := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inString {
+			b.WriteByte(c)
+			switch c {
+			case '\\':
+				if i+1 < len(s) {
+					i++
+					b.WriteByte(s[i])
+				}
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+		}
+		matched := false
+		for _, w := range []string{"NaN", "Infinity", "-Infinity"} {
+			if strings.HasPrefix(s[i:], w) {
+				b.WriteString(`"` + w + `"`)
+				i += len(w) - 1
+				changed, matched = true, true
+				break
+			}
+		}
+		if !matched {
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), changed
 }
 
 // maxBitmapBits bounds the bitmap a unique check may count distinct values
