@@ -356,16 +356,14 @@ type pathIndex struct {
 }
 
 func indexPaths(objs []Object) pathIndex {
-	for i := 1; i < len(objs); i++ {
-		if objs[i-1].Path >= objs[i].Path {
-			m := make(map[string]Object, len(objs))
-			for _, o := range objs {
-				m[o.Path] = o
-			}
-			return pathIndex{m: m}
-		}
+	if pathOrdered(objs) {
+		return pathIndex{objs: objs}
 	}
-	return pathIndex{objs: objs}
+	m := make(map[string]Object, len(objs))
+	for _, o := range objs {
+		m[o.Path] = o
+	}
+	return pathIndex{m: m}
 }
 
 func (x pathIndex) get(p string) (Object, bool) {

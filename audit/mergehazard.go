@@ -160,11 +160,7 @@ func mergeHazardPaths(f, s, h []Object, beyond func() (Object, bool, error)) ([]
 // last of a path's, as a map by path keeps): objs itself when it is so
 // already, as lakeFS lists, else a sorted copy.
 func byPathOrder(objs []Object) []Object {
-	ordered := true
-	for i := 1; i < len(objs) && ordered; i++ {
-		ordered = objs[i-1].Path < objs[i].Path
-	}
-	if ordered {
+	if pathOrdered(objs) {
 		return objs
 	}
 	out := slices.Clone(objs)
