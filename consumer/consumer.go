@@ -529,7 +529,7 @@ func (c *Consumer) assign(gctx context.Context, p int, log *slog.Logger) bool {
 			return false
 		}
 		c.m.retries.WithLabelValues(opAssign).Inc()
-		log.Warn("restoring partition", "err", err)
+		log.Warn("restoring partition", "err", logText(err))
 		if !b.Wait(gctx) {
 			return false
 		}
@@ -570,11 +570,11 @@ func (c *Consumer) process(gctx, handleCtx context.Context, msg kafkago.Message,
 			return c.deadLetter(gctx, handleCtx, msg, poison, log)
 		}
 		if gctx.Err() != nil {
-			log.Info("partition taken away while handling failed; leaving message to its next owner", "offset", msg.Offset, "err", err)
+			log.Info("partition taken away while handling failed; leaving message to its next owner", "offset", msg.Offset, "err", logText(err))
 			return false
 		}
 		c.m.retries.WithLabelValues(opHandle).Inc()
-		log.Warn("handling message failed; retrying", "offset", msg.Offset, "attempt", attempt, "err", err)
+		log.Warn("handling message failed; retrying", "offset", msg.Offset, "attempt", attempt, "err", logText(err))
 		if !b.Wait(gctx) {
 			return false
 		}
@@ -586,7 +586,7 @@ func (c *Consumer) process(gctx, handleCtx context.Context, msg kafkago.Message,
 func (c *Consumer) safeHandle(ctx context.Context, msg kafkago.Message, log *slog.Logger) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			log.Error("Handle panicked", "offset", msg.Offset, "panic", r, "stack", string(debug.Stack()))
+			log.Error("Handle panicked", "offset", msg.Offset, "panic", clipText(fmt.Sprint(r), MaxDLQErrorBytes), "stack", string(debug.Stack()))
 			err = Poison(fmt.Errorf("panic: %v", r), ReasonPanic)
 		}
 	}()
@@ -604,7 +604,7 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafkago.Messa
 		err := c.dlq.Write(handleCtx, dl)
 		if err == nil {
 			c.m.deadLetters.WithLabelValues(p.Reason).Inc()
-			log.Warn("message sent to dead-letter topic", "offset", msg.Offset, "reason", p.Reason, "err", p.Err, "dead_letter_topic", c.cfg.DeadLetterTopic)
+			log.Warn("message sent to dead-letter topic", "offset", msg.Offset, "reason", p.Reason, "err", logText(p.Err), "dead_letter_topic", c.cfg.DeadLetterTopic)
 			return true
 		}
 		if gctx.Err() != nil {

@@ -82,6 +82,16 @@ func withoutOriginal(dl kafka.Message, original kafka.Message) kafka.Message {
 	return out
 }
 
+// logText is err's text as the consumer logs it: clipped like the
+// wap.dlq.error header, since a handler's error may quote its input (a
+// message's key, a value), which can be as large as the message.
+func logText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return clipText(err.Error(), MaxDLQErrorBytes)
+}
+
 // clipText shortens s to at most max bytes on a rune boundary, saying how
 // much was cut.
 func clipText(s string, limit int) string {

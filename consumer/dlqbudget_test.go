@@ -3,7 +3,10 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,5 +68,60 @@ func TestDeadLetterStaysWithinTheTopicsLimits(t *testing.T) {
 	}
 	if got := rec.handledOffsets(0); len(got) != 1 || got[0] != 2 {
 		t.Errorf("handled offsets %v, want [2]", got)
+	}
+}
+
+// lineSizes is a log writer that keeps the size of the largest line (one
+// record of a JSON handler) and counts the lines.
+type lineSizes struct {
+	mu      sync.Mutex
+	largest int
+	lines   int
+}
+
+func (l *lineSizes) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.largest = max(l.largest, len(p))
+	l.lines++
+	return len(p), nil
+}
+
+func (l *lineSizes) max() (int, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.largest, l.lines
+}
+
+// A poison message whose error quotes its input (ingest quotes a message's
+// key when it is not the batch id; a key may be as large as the message)
+// is logged within the same budget as its wap.dlq.error header: a log line
+// of half a megabyte breaks log shippers and floods the log.
+func TestDeadLetterLogLineIsBounded(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	key := strings.Repeat("k", 512<<10)
+	produce(t, k, inTopic, 0,
+		kafkago.Message{Key: []byte(key), Value: []byte("v")},
+		kafkago.Message{Key: []byte("k-good"), Value: []byte("good")})
+	cfg := testConfig(k, "dlq-log-budget")
+	cfg.Registerer = prometheus.NewRegistry()
+	rec := newRecorder()
+	rec.onHandle = func(_ context.Context, m kafka.Message) error {
+		if string(m.Key) == "k-good" {
+			return nil
+		}
+		return Poison(fmt.Errorf("unusable event: message key %q is not the batch id %q", m.Key, "b1"), "key_mismatch")
+	}
+	sizes := &lineSizes{}
+	startConsumerLogging(t, cfg, rec, slog.New(slog.NewJSONHandler(sizes, nil)))
+	eventually(t, "offset past both messages committed", func() bool {
+		return committed(t, k, "dlq-log-budget", inTopic, 1)[0] == 2
+	})
+	largest, lines := sizes.max()
+	if lines == 0 {
+		t.Fatal("nothing logged")
+	}
+	if largest > MaxDLQErrorBytes+1024 {
+		t.Errorf("largest log line has %d bytes, more than the dead letter's error (%d) and 1 KiB", largest, MaxDLQErrorBytes)
 	}
 }

@@ -320,7 +320,13 @@ func (r *running) stop(t testing.TB) {
 
 func startConsumer(t testing.TB, cfg Config, h Handler) *running {
 	t.Helper()
-	c, err := New(cfg, h, testLogger(t))
+	return startConsumerLogging(t, cfg, h, testLogger(t))
+}
+
+// startConsumerLogging is startConsumer with the consumer's logger.
+func startConsumerLogging(t testing.TB, cfg Config, h Handler, log *slog.Logger) *running {
+	t.Helper()
+	c, err := New(cfg, h, log)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
