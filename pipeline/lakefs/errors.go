@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // Error is a failed lakeFS call. It unwraps to its class (one of the
@@ -76,10 +77,13 @@ func classify(op string, status int, msg string) error {
 	return nil
 }
 
-// maxMessage bounds how much of a non-JSON error body goes into an error.
+// maxMessage bounds how much of an error answer's message (lakeFS's
+// {"message": ...}, or the body) goes into an error: it reaches logs, the
+// run's last error and events, and whatever answers may echo a long request.
 const maxMessage = 512
 
-// message extracts lakeFS's {"message": ...} or falls back to the body.
+// message extracts lakeFS's {"message": ...} or falls back to the body,
+// whole: statusError classifies it, then clips it.
 func message(body []byte) string {
 	var e struct {
 		Message string `json:"message"`
@@ -87,11 +91,7 @@ func message(body []byte) string {
 	if json.Unmarshal(body, &e) == nil && e.Message != "" {
 		return e.Message
 	}
-	s := strings.TrimSpace(string(body))
-	if len(s) > maxMessage {
-		s = s[:maxMessage] + "..."
-	}
-	return s
+	return strings.TrimSpace(string(body))
 }
 
 // statusError builds the error for a response with an unexpected status.
@@ -102,7 +102,7 @@ func statusError(op, repo, ref string, status int, body []byte) *Error {
 		// lakeFS answers a merge conflict with {"reference":""} and no message.
 		msg = "conflict found"
 	}
-	return &Error{Op: op, Repo: repo, Ref: ref, Status: status, Message: msg, Class: class}
+	return &Error{Op: op, Repo: repo, Ref: ref, Status: status, Message: schemas.Clip(msg, maxMessage), Class: class}
 }
 
 // transportError builds the error for a call that got no response. Network

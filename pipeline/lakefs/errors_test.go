@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lakewap/lakewap/pipeline"
 )
@@ -525,5 +526,32 @@ func TestAnswerBodyIsBounded(t *testing.T) {
 	}
 	if errors.Is(err, pipeline.ErrTransient) {
 		t.Errorf("an oversized answer is retried: %v", err)
+	}
+}
+
+// An error answer's JSON message is held to the same budget as a body that
+// is not JSON: lakeFS (or whatever answers at its address) may echo a long
+// request, and the error goes into logs, the run's last error and events.
+// The class is still judged on the whole message.
+func TestErrorMessageIsBounded(t *testing.T) {
+	long := strings.Repeat("é", 30000) // 60,000 bytes, two per rune
+	c, _ := newFake(t, map[string]answer{
+		"GET /api/v1/repositories/lake/commits/c1":          {500, msg(long)},
+		"POST /api/v1/repositories/lake/refs/b1/merge/main": {503, msg(long + " branch is currently locked")},
+	})
+	_, err := c.GetCommit(context.Background(), "lake", "c1")
+	var le *Error
+	if !errors.As(err, &le) {
+		t.Fatalf("GetCommit: %v, want a *lakefs.Error", err)
+	}
+	if n := len(le.Message); n > maxMessage+64 {
+		t.Errorf("message of %d bytes kept, want at most %d and a note", n, maxMessage+64)
+	}
+	if !utf8.ValidString(le.Message) || !strings.Contains(le.Message, "clipped") {
+		t.Errorf("message %.80q… is not valid UTF-8 or does not say it was clipped", le.Message)
+	}
+	_, err = c.Merge(context.Background(), "lake", "b1", "main", "m", nil)
+	if !errors.Is(err, pipeline.ErrTransient) {
+		t.Errorf("a locked branch's long message: %v is not transient", err)
 	}
 }
