@@ -8,7 +8,8 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// KindNotNull: each of the columns has a value in every row.
+// KindNotNull: each of the columns has a value in every row. A NaN in a
+// FLOAT or DOUBLE column counts as missing, as pandas reads it.
 const KindNotNull = "not_null"
 
 func init() {
@@ -17,7 +18,7 @@ func init() {
 		fields:        []string{"column", "mostly", "where"},
 		validate:      func(c Check, add addFunc) { needColumns(c, add, false) },
 		agg:           countFailing,
-		failing:       func(c Check) string { return strings.Join(each(c.columns(), isNull), " OR ") },
+		failing:       func(c Check) string { return strings.Join(each(c.columns(), isMissing), " OR ") },
 		mostlyOverAll: true,
 		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
 			bad := asInt(v[0])

@@ -22,6 +22,17 @@ func quoteLiteral(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''
 
 func isNull(col string) string { return quoteIdent(col) + " IS NULL" }
 
+// isMissing is the condition of a row lacking col's value as any reader of
+// main reads it: NULL, or NaN in a FLOAT or DOUBLE column, which pandas
+// reads as missing (isna) where DuckDB, pyarrow and Spark read a value
+// (TestNotNullFailsNaN). DuckDB folds typeof of a column to a constant, so
+// a column of another type costs nothing more than IS NULL, and TRY_CAST
+// binds for every type.
+func isMissing(col string) string {
+	q := quoteIdent(col)
+	return fmt.Sprintf("(%s IS NULL OR (typeof(%s) IN ('FLOAT', 'DOUBLE') AND isnan(TRY_CAST(%s AS DOUBLE))))", q, q, q)
+}
+
 func qualified(schema, table string) string { return quoteIdent(schema) + "." + quoteIdent(table) }
 
 func literalList(vals []string) string {

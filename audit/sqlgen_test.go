@@ -42,7 +42,7 @@ func TestGeneratedSQL(t *testing.T) {
 		{"synthetic view", syntheticEmptyViewSQL("main", "r", []ColumnType{{"id", "VARCHAR"}, {"a b", "DOUBLE"}}),
 			`CREATE VIEW "main"."r" AS SELECT CAST(NULL AS VARCHAR) AS "id", CAST(NULL AS DOUBLE) AS "a b" WHERE false`},
 		{"not_null predicate", failPredicate(Check{Kind: KindNotNull, Column: "id", Columns: []string{`x"y`}}),
-			`"id" IS NULL OR "x""y" IS NULL`},
+			`("id" IS NULL OR (typeof("id") IN ('FLOAT', 'DOUBLE') AND isnan(TRY_CAST("id" AS DOUBLE)))) OR ("x""y" IS NULL OR (typeof("x""y") IN ('FLOAT', 'DOUBLE') AND isnan(TRY_CAST("x""y" AS DOUBLE))))`},
 		{"accepted_values predicate", failPredicate(Check{Kind: KindAcceptedValues, Column: "s", Values: []string{"a", "b'c"}}),
 			`"s" IS NOT NULL AND CAST("s" AS VARCHAR) NOT IN ('a', 'b''c')`},
 		{"range predicate", failPredicate(Check{Kind: KindRange, Column: "amt", Min: f64(-1.5), Max: f64(1e6)}),
@@ -57,7 +57,7 @@ func TestGeneratedSQL(t *testing.T) {
 		{"row_count needs only count(*)", aggregateSQL("main", "t", aggExprs(Check{Kind: KindRowCount})),
 			`SELECT count(*) FROM "main"."t"`},
 		{"row sample", sampleSQL("batch", Check{Kind: KindNotNull, Table: "t", Column: "id"}, 5),
-			`SELECT CAST(to_json(__lakewap_row) AS VARCHAR) FROM (SELECT * FROM "batch"."t" WHERE "id" IS NULL LIMIT 5) __lakewap_row`},
+			`SELECT CAST(to_json(__lakewap_row) AS VARCHAR) FROM (SELECT * FROM "batch"."t" WHERE ("id" IS NULL OR (typeof("id") IN ('FLOAT', 'DOUBLE') AND isnan(TRY_CAST("id" AS DOUBLE)))) LIMIT 5) __lakewap_row`},
 		{"unique: count and sample in one grouped scan", uniqueSQL("main", "t", Check{Kind: KindUnique, Table: "t", Column: "id"}, 3),
 			`SELECT CAST(coalesce(sum(n), 0) AS BIGINT), CAST(coalesce(sum(n - 1) FILTER (WHERE "id" IS NOT NULL), 0) AS BIGINT), ` +
 				`CAST(coalesce(sum(n) FILTER (WHERE "id" IS NOT NULL), 0) AS BIGINT), ` +
