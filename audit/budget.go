@@ -25,10 +25,12 @@ const (
 )
 
 // clipReport bounds rep: every sample value to valueBytes, every sample row
-// to maxSampleRowBytes, observed values and messages to maxCheckText; then,
+// to maxSampleRowBytes, observed values, messages and the mode reason to
+// maxCheckText; then,
 // while the report is over reportBytes, it drops sample rows (last checks
 // first) and finally check results beyond the budget, saying how many.
 func clipReport(rep schemas.AuditReport, valueBytes, reportBytes int) schemas.AuditReport {
+	rep.ModeReason = schemas.Clip(rep.ModeReason, maxCheckText)
 	for i := range rep.Checks {
 		c := &rep.Checks[i]
 		c.Observed, c.Message = schemas.Clip(c.Observed, maxCheckText), schemas.Clip(c.Message, maxCheckText)

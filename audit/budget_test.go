@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -76,5 +77,16 @@ func TestClipReportBudget(t *testing.T) {
 	// Rows that are not JSON objects are clipped as text.
 	if r := clipRow(strings.Repeat("z", 5000), 64); len(r) > maxSampleRowBytes {
 		t.Errorf("non-object row kept %d bytes", len(r))
+	}
+}
+
+// The report's mode reason is held to a check's text budget: it quotes
+// errors and commits (why an audit that could have been incremental was
+// full), and the results sink can drop checks, not it.
+func TestClipReportBoundsModeReason(t *testing.T) {
+	rep := schemas.AuditReport{Dataset: "d", Mode: ModeFull, ModeReason: "the batch's foundation could not be read: " + strings.Repeat("é", 20000)}
+	got := clipReport(rep, 64, DefaultMaxReportBytes)
+	if n := len(got.ModeReason); n > maxCheckText || !strings.Contains(got.ModeReason, "clipped") || !utf8.ValidString(got.ModeReason) {
+		t.Errorf("mode reason of %d bytes: %.60q…", n, got.ModeReason)
 	}
 }

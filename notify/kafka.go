@@ -81,10 +81,13 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 		if err != nil {
 			return prev, retry, err
 		}
-		big := kafka.Size(msg) > max
+		size := kafka.Size(msg)
+		big := size > max
+		why := fmt.Sprintf("the result event is over the results topic's %d-byte limit", max)
 		if !big {
 			err = k.w.Write(ctx, msg)
 			big = err != nil && kafka.TooLarge(err) // the topic's limit is lower than ours
+			why = fmt.Sprintf("the results topic refused the result event of %d bytes as too large", size)
 		}
 		if !big {
 			if err != nil {
@@ -92,7 +95,7 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 			}
 			return id, false, nil
 		}
-		smaller, ok := shrink(ev, step)
+		smaller, ok := shrink(ev, step, why)
 		if !ok {
 			return prev, false, fmt.Errorf("kafka results: %s %s has %d bytes, more than the results topic takes", ev.EventType(), id, kafka.Size(msg))
 		}

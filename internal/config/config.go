@@ -139,8 +139,8 @@ type Kafka struct {
 	CommitInterval     Duration      `yaml:"commit_interval"`
 	SessionTimeout     Duration      `yaml:"session_timeout"`
 	// ResultsMaxMessageBytes is the results topic's max.message.bytes
-	// (default 1000000): a result event over it is sent with less of its
-	// audit report.
+	// (default 1000000, at least notify.MinMaxMessageBytes): a result event
+	// over it is sent with less of its audit report.
 	ResultsMaxMessageBytes int `yaml:"results_max_message_bytes"`
 }
 
@@ -1138,6 +1138,8 @@ func (c *Config) Validate() error {
 			"%s is not below lakefs.timeout %s: lakewap's own merge call would give up while the hook it triggered still audits", hook, call)
 	}
 	badIf(c.Runner.MaxRunBytes < minRunBytes || c.Runner.MaxRunBytes > 900<<10, "runner.max_run_bytes", "%d is outside %d..%d (the changelog's and results topic's message size must hold a run)", c.Runner.MaxRunBytes, minRunBytes, 900<<10)
+	badIf(c.Kafka.ResultsMaxMessageBytes > 0 && c.Kafka.ResultsMaxMessageBytes < notify.MinMaxMessageBytes, "kafka.results_max_message_bytes",
+		"%d is less than %d: a result event that cannot be made smaller (a BranchReady naming 256 expected writes is about 35 KB) would be refused for ever", c.Kafka.ResultsMaxMessageBytes, notify.MinMaxMessageBytes)
 	badIf(c.Runner.MaxOpenRuns < -1, "runner.max_open_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxOpenRuns)
 	badIf(c.Runner.MaxPendingRuns < -1, "runner.max_pending_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxPendingRuns)
 	badIf(c.Runner.MaxFinishedRuns < -1, "runner.max_finished_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxFinishedRuns)

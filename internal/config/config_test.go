@@ -113,6 +113,7 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"endpoint without scheme", "http://lakefs:8000", "lakefs:8000", `lakefs.endpoint: "lakefs:8000" must start with http://`},
 		{"write deadline cap below the timeout", "write_timeout: 2h", "write_timeout: 2h\n    max_write_timeout: 1h", "datasets.billing.max_write_timeout: 1h0m0s is shorter than write_timeout"},
 		{"runs token is the webhook's", "notify:", "http: {listen: \":9090\", webhook_token: same, runs_token: same}\nnotify:", "http.runs_token: is the webhook's token"},
+		{"results message size below an unshrinkable event", "  brokers:", "  results_max_message_bytes: 16384\n  brokers:", "kafka.results_max_message_bytes: 16384 is less than 65536"},
 		{"pending bound", "notify:", "runner: {max_pending_runs: -2}\nnotify:", "runner.max_pending_runs: must be -1"},
 		{"table no check reads", "      - {name: billing_fact, path: gold/billing_fact/}", "      - {name: billing_fact, path: gold/billing_fact/}\n      - {name: billing_dim, path: gold/billing_dim/}",
 			`datasets.billing.tables[1]: no check reads table "billing_dim", so nothing a batch writes under gold/billing_dim/ would be audited`},
