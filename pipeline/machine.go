@@ -444,7 +444,9 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		rv := n.Revert
 		rv.PublishCommit, rv.Commit, rv.At = in.PublishCommit, in.CommitID, in.At
 		if in.Reason != "" || in.By != "" {
-			rv.Reason, rv.By = in.Reason, in.By
+			// Read back from the revert commit's metadata, which whoever
+			// commits on the target can write: held to the request's bounds.
+			rv.Reason, rv.By = schemas.Clip(in.Reason, schemas.MaxTextLen), schemas.Clip(in.By, schemas.MaxTextLen)
 		}
 		n.push(reverted(n))
 	case Invalid:

@@ -288,3 +288,39 @@ func TestCopiedRequestsAreRefused(t *testing.T) {
 		t.Errorf("a new retry left the run %s after %d retries (request %q)", next.State, next.Retries, next.Request)
 	}
 }
+
+// The reason and who of a done revert come from the revert commit's
+// metadata, which whoever can commit on the target can write: a commit
+// naming the batch with a reason of 300 KB must not make the run record and
+// the BatchReverted that large. They are held to the request's own bounds
+// (schemas.MaxTextLen), saying so.
+func TestRevertReadFromACommitIsBounded(t *testing.T) {
+	m := NewMachine(DefaultPolicy)
+	var published Run
+	for _, s := range toPublished("p") {
+		published, _ = transition(t, m, published, s.in, t0)
+	}
+	reverting, _ := transition(t, m, published, revertReq("p", "q1"), t0)
+	huge := strings.Repeat("é", 150000)
+	o := m.Apply(reverting, Reverted{PublishCommit: "m-p", CommitID: "r-p", At: t0, Reason: huge, By: huge}, t0)
+	o, _, err := m.Fit(o, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Refused != nil || o.Run.State != StatePublished {
+		t.Fatalf("run %s, refused %+v; want it published and reverted", o.Run.State, o.Refused)
+	}
+	rv := o.Run.Revert
+	if rv == nil || rv.Commit != "r-p" || len(rv.Reason) > schemas.MaxTextLen || len(rv.By) > schemas.MaxTextLen || !strings.Contains(rv.Reason, "clipped") {
+		t.Fatalf("revert %.200v", rv)
+	}
+	var ev *schemas.BatchReverted
+	for _, out := range o.Run.Outbox {
+		if out.Reverted != nil {
+			ev = out.Reverted
+		}
+	}
+	if ev == nil || len(ev.Reason) > schemas.MaxTextLen || len(ev.RevertedBy) > schemas.MaxTextLen {
+		t.Errorf("BatchReverted %.200v", ev)
+	}
+}
