@@ -526,6 +526,7 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (schemas
 	}
 	report.Passed = len(report.Failed()) == 0
 	finiteSamples(report.Checks)
+	r.nameObjects(report.Checks)
 	report = clipReport(report, e.opts.MaxSampleValueBytes, e.opts.MaxReportBytes)
 	report.DurationMs = time.Since(start).Milliseconds()
 	p, f, w := report.Counts()
@@ -1015,6 +1016,9 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 		if _, err := r.conn.ExecContext(ctx, s); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if f := r.unreadableFile(ctx, v); f != "" {
+				err = fmt.Errorf("%s cannot be read: %w", f, err)
 			}
 			v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
 			r.log.Warn("audit view failed", "schema", k.schema, "table", v.table.Name, "err", err)
