@@ -1,11 +1,13 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +23,26 @@ type TopicSpec struct {
 	// SamePartitionsAs names a topic (listed earlier or existing) whose
 	// partition count this one must equal, as the changelog must the input.
 	SamePartitionsAs string
+	// MinMessageBytes is the largest record batch lakewap writes to the
+	// topic (0: not checked). A topic whose max.message.bytes, as the
+	// broker reports it, is less would refuse such a write on every
+	// attempt, so it is a *SmallTopicError; Need says what must fit.
+	MinMessageBytes int
+	Need            string
+}
+
+// SmallTopicError is EnsureTopics' and CheckTopics' answer for a topic
+// that takes smaller messages than TopicSpec.MinMessageBytes.
+type SmallTopicError struct {
+	Topic           string
+	MaxMessageBytes int    // the topic's max.message.bytes
+	MinMessageBytes int    // what lakewap needs
+	Need            string // what must fit, from the spec
+}
+
+func (e *SmallTopicError) Error() string {
+	return fmt.Sprintf("topic %s takes messages of at most %d bytes (max.message.bytes), less than the %d bytes %s: raise its max.message.bytes",
+		e.Topic, e.MaxMessageBytes, e.MinMessageBytes, cmp.Or(e.Need, "lakewap writes there"))
 }
 
 // MissingTopicError is CheckTopics' answer for a topic that does not exist.
@@ -121,6 +143,48 @@ func (c *Client) ensureTopics(ctx context.Context, create bool, topics []TopicSp
 		defer cancel()
 		if err := Await(ctx, client, created...); err != nil {
 			return fmt.Errorf("ensure topics: %w", err)
+		}
+	}
+	return checkMessageBytes(ctx, client, topics)
+}
+
+// checkMessageBytes fails with a *SmallTopicError when a topic takes
+// smaller messages than its spec's MinMessageBytes (a topic lakewap made
+// has the broker's default, which may be lower too). A broker that does not
+// report max.message.bytes is taken at its word.
+func checkMessageBytes(ctx context.Context, client *kafkago.Client, topics []TopicSpec) error {
+	req := &kafkago.DescribeConfigsRequest{}
+	want := map[string]TopicSpec{}
+	for _, t := range topics {
+		if t.MinMessageBytes > 0 {
+			want[t.Name] = t
+			req.Resources = append(req.Resources, kafkago.DescribeConfigRequestResource{
+				ResourceType: kafkago.ResourceTypeTopic, ResourceName: t.Name, ConfigNames: []string{"max.message.bytes"}})
+		}
+	}
+	if len(req.Resources) == 0 {
+		return nil
+	}
+	res, err := client.DescribeConfigs(ctx, req)
+	if err != nil {
+		return fmt.Errorf("ensure topics: reading max.message.bytes: %w", err)
+	}
+	for _, r := range res.Resources {
+		if r.Error != nil {
+			return fmt.Errorf("ensure topics: reading max.message.bytes of %s: %w", r.ResourceName, r.Error)
+		}
+		t, ok := want[r.ResourceName]
+		if !ok {
+			continue
+		}
+		for _, e := range r.ConfigEntries {
+			n, err := strconv.Atoi(e.ConfigValue)
+			if e.ConfigName != "max.message.bytes" || err != nil {
+				continue
+			}
+			if n < t.MinMessageBytes {
+				return &SmallTopicError{Topic: t.Name, MaxMessageBytes: n, MinMessageBytes: t.MinMessageBytes, Need: t.Need}
+			}
 		}
 	}
 	return nil

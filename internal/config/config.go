@@ -842,6 +842,41 @@ func (k Kafka) Topics() []kafka.TopicSpec {
 		{Name: k.DeadLetterTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor}, changelog}
 }
 
+// TopicSpecs are the topics of Kafka.Topics, each with the largest record
+// batch lakewap writes to it, which its max.message.bytes must take
+// (kafka.TopicSpec.MinMessageBytes): a run record (runner.max_run_bytes,
+// with its key, seal and mark), the largest result event that cannot be
+// made smaller (notify.MinMaxMessageBytes), a dead letter without its
+// original (its key cut to 1 KiB, wap.dlq.error to 2 KiB).
+func (c *Config) TopicSpecs() []kafka.TopicSpec {
+	specs := c.Kafka.Topics()
+	changelog := consumer.ChangelogTopic(c.Kafka.ChangelogTopic, c.Kafka.InputTopic).Name
+	for i := range specs {
+		switch specs[i].Name {
+		case changelog:
+			specs[i].MinMessageBytes = c.Runner.MaxRunBytes + changelogSlack
+			specs[i].Need = fmt.Sprintf("a run record may take (runner.max_run_bytes %d, with its key, seal and mark)", c.Runner.MaxRunBytes)
+		case c.Kafka.ResultsTopic:
+			specs[i].MinMessageBytes = notify.MinMaxMessageBytes
+			specs[i].Need = "the largest result event that cannot be made smaller takes (a BranchReady naming 256 expected writes)"
+		case c.Kafka.DeadLetterTopic:
+			specs[i].MinMessageBytes = minDeadLetterBytes
+			specs[i].Need = "a dead letter without its original value takes (its key, wap.dlq.error and the other wap.dlq headers)"
+		}
+	}
+	return specs
+}
+
+// changelogSlack is what a run record's write takes beyond the record's
+// budget: its key (at most 329 bytes), runstore's seal (173) and the last
+// mark written with it (238), and the record batch's framing.
+const changelogSlack = 4 << 10
+
+// minDeadLetterBytes holds a dead letter written without its original:
+// its key cut to 1 KiB, wap.dlq.error (consumer.MaxDLQErrorBytes) and the
+// other wap.dlq headers, in a record batch.
+const minDeadLetterBytes = 8 << 10
+
 // Sinks are the result sinks after results (the Kafka results sink): the
 // console sink writing to console and Slack, as notify.* configures them,
 // and the routes of notify.routes (by default every outcome to every sink

@@ -105,7 +105,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		return nil, err
 	}
 
-	kp, err := connectKafka(ctx, cfg.Kafka)
+	kp, err := connectKafka(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +232,8 @@ type kafkaParts struct {
 // connectKafka prepares k's security, transport and codec, creates the
 // topics unless kafka.create_topics is false (then checks they exist), and
 // opens the run changelog.
-func connectKafka(ctx context.Context, k config.Kafka) (kp kafkaParts, err error) {
+func connectKafka(ctx context.Context, cfg *config.Config) (kp kafkaParts, err error) {
+	k := cfg.Kafka
 	if kp.sec, err = k.Security(); err != nil {
 		return kp, err
 	}
@@ -240,17 +241,23 @@ func connectKafka(ctx context.Context, k config.Kafka) (kp kafkaParts, err error
 		return kp, err
 	}
 	if k.CreateTopics == nil || *k.CreateTopics {
-		if err := kp.client.EnsureTopics(ctx, k.Topics()...); err != nil {
-			return kp, fmt.Errorf("kafka topics: %w", err)
-		}
-	} else if err := kp.client.CheckTopics(ctx, k.Topics()...); err != nil {
+		err = kp.client.EnsureTopics(ctx, cfg.TopicSpecs()...)
+	} else {
+		err = kp.client.CheckTopics(ctx, cfg.TopicSpecs()...)
+	}
+	var missing *kafka.MissingTopicError
+	var small *kafka.SmallTopicError
+	switch {
+	case errors.As(err, &missing):
 		// A consumer group subscribed to a missing topic rejoins forever,
 		// assigned nothing: stop here instead, naming the field.
-		var missing *kafka.MissingTopicError
-		if errors.As(err, &missing) {
-			return kp, fmt.Errorf("%s: topic %q does not exist, and kafka.create_topics is false: create it, or let lakewap create it",
-				k.TopicField(missing.Topic), missing.Topic)
-		}
+		return kp, fmt.Errorf("%s: topic %q does not exist, and kafka.create_topics is false: create it, or let lakewap create it",
+			k.TopicField(missing.Topic), missing.Topic)
+	case errors.As(err, &small):
+		// Each write over it would be refused on every attempt, and the
+		// partition that made it would wait for ever.
+		return kp, fmt.Errorf("%s: %w", k.TopicField(small.Topic), small)
+	case err != nil:
 		return kp, fmt.Errorf("kafka topics: %w", err)
 	}
 	if kp.codec, err = k.Codec(); err != nil {

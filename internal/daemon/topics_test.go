@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func TestMissingTopicStopsStartUpNamingTheField(t *testing.T) {
 	cfg.Defaults()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	kp, err := connectKafka(ctx, cfg.Kafka)
+	kp, err := connectKafka(ctx, &cfg)
 	if err == nil {
 		kp.client.Close()
 		t.Fatal("connectKafka with a missing requests topic and create_topics false: no error")
@@ -40,9 +41,57 @@ func TestMissingTopicStopsStartUpNamingTheField(t *testing.T) {
 	if err := c.CreateTopics(ctx, kafkatest.Topic{Name: "requests", Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
-	kp, err = connectKafka(ctx, cfg.Kafka)
+	kp, err = connectKafka(ctx, &cfg)
 	if err != nil {
 		t.Fatalf("connectKafka with every topic: %v", err)
 	}
 	kp.client.Close()
+}
+
+// A topic that takes smaller messages than lakewap writes there stops
+// start-up, naming the field, the topic's max.message.bytes and what must
+// fit. Before, the daemon started on a changelog taking 64 KiB with
+// runner.max_run_bytes at 256 KiB: the first run record over 64 KiB was
+// refused on every attempt, and its partition waited for ever; a results
+// topic below the largest BranchReady, or a dead-letter topic below a dead
+// letter without its original, wedged the same way.
+func TestTopicTakingSmallerMessagesStopsStartUp(t *testing.T) {
+	for _, tc := range []struct {
+		name, topic, field string
+		max                int
+		want               []string
+	}{
+		{"changelog", "runs", "kafka.changelog_topic", 65536, []string{"65536", "runner.max_run_bytes"}},
+		{"results", "out", "kafka.results_topic", 16384, []string{"16384", "65536"}},
+		{"dead letters", "dlq", "kafka.dead_letter_topic", 2048, []string{"2048", "8192"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			configs := func(name string, cfg map[string]string) map[string]string {
+				if name == tc.topic {
+					cfg["max.message.bytes"] = strconv.Itoa(tc.max)
+				}
+				return cfg
+			}
+			c := kafkatest.Start(t, kafkatest.Topic{Name: "in", Partitions: 2}, kafkatest.Topic{Name: "requests", Partitions: 2},
+				kafkatest.Topic{Name: "out", Partitions: 2, Configs: configs("out", map[string]string{})},
+				kafkatest.Topic{Name: "dlq", Partitions: 2, Configs: configs("dlq", map[string]string{})},
+				kafkatest.Topic{Name: "runs", Partitions: 2, Configs: configs("runs", map[string]string{"cleanup.policy": "compact"})})
+			k := config.Kafka{Brokers: c.Brokers, InputTopic: c.Topic("in"), ResultsTopic: c.Topic("out"),
+				DeadLetterTopic: c.Topic("dlq"), ChangelogTopic: c.Topic("runs"), RequestsTopic: c.Topic("requests")}
+			cfg := config.Config{Kafka: k}
+			cfg.Defaults()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			kp, err := connectKafka(ctx, &cfg)
+			if err == nil {
+				kp.client.Close()
+				t.Fatalf("connectKafka with %s taking %d-byte messages: no error", tc.topic, tc.max)
+			}
+			for _, want := range append([]string{tc.field, c.Topic(tc.topic), "max.message.bytes"}, tc.want...) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
+			}
+		})
+	}
 }
