@@ -1113,9 +1113,6 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 					}
 				}
 			}
-			if format == FormatJSONL {
-				textChecked = nil
-			}
 			err = r.typedSpelling(ctx, format, files, objPath, textChecked)
 		}
 	}
