@@ -31,6 +31,7 @@ import (
 	"github.com/lakewap/lakewap/audit/blockstore"
 	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/internal/runstore"
 	"github.com/lakewap/lakewap/internal/tracing"
 	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/notify"
@@ -847,7 +848,9 @@ func (k Kafka) Topics() []kafka.TopicSpec {
 // (kafka.TopicSpec.MinMessageBytes): a run record (runner.max_run_bytes,
 // with its key, seal and mark), the largest result event that cannot be
 // made smaller (notify.MinMaxMessageBytes), a dead letter without its
-// original (its key cut to 1 KiB, wap.dlq.error to 2 KiB).
+// original (its key cut to 1 KiB, wap.dlq.error to 2 KiB). With
+// runner.state_key_file the changelog also takes a restore's writes
+// (runstore.MaxWriteBytes).
 func (c *Config) TopicSpecs() []kafka.TopicSpec {
 	specs := c.Kafka.Topics()
 	changelog := consumer.ChangelogTopic(c.Kafka.ChangelogTopic, c.Kafka.InputTopic).Name
@@ -856,6 +859,10 @@ func (c *Config) TopicSpecs() []kafka.TopicSpec {
 		case changelog:
 			specs[i].MinMessageBytes = c.Runner.MaxRunBytes + changelogSlack
 			specs[i].Need = fmt.Sprintf("a run record may take (runner.max_run_bytes %d, with its key, seal and mark)", c.Runner.MaxRunBytes)
+			if c.Runner.StateKeyFile != "" && runstore.MaxWriteBytes > specs[i].MinMessageBytes {
+				specs[i].MinMessageBytes = runstore.MaxWriteBytes
+				specs[i].Need = "a restore's writes take with runner.state_key_file (marks, records written again, tombstones)"
+			}
 		case c.Kafka.ResultsTopic:
 			specs[i].MinMessageBytes = notify.MinMaxMessageBytes
 			specs[i].Need = "the largest result event that cannot be made smaller takes (a BranchReady naming 256 expected writes)"

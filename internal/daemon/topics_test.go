@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,14 +58,20 @@ func TestMissingTopicStopsStartUpNamingTheField(t *testing.T) {
 // topic below the largest BranchReady, or a dead-letter topic below a dead
 // letter without its original, wedged the same way.
 func TestTopicTakingSmallerMessagesStopsStartUp(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "state.key")
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("k", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, topic, field string
 		max                int
+		keyed              bool // runner.state_key_file: a restore writes up to 512 KiB at once
 		want               []string
 	}{
-		{"changelog", "runs", "kafka.changelog_topic", 65536, []string{"65536", "runner.max_run_bytes"}},
-		{"results", "out", "kafka.results_topic", 16384, []string{"16384", "65536"}},
-		{"dead letters", "dlq", "kafka.dead_letter_topic", 2048, []string{"2048", "8192"}},
+		{"changelog", "runs", "kafka.changelog_topic", 65536, false, []string{"65536", "runner.max_run_bytes"}},
+		{"changelog of a keyed store", "runs", "kafka.changelog_topic", 300000, true, []string{"300000", "524288", "runner.state_key_file"}},
+		{"results", "out", "kafka.results_topic", 16384, false, []string{"16384", "65536"}},
+		{"dead letters", "dlq", "kafka.dead_letter_topic", 2048, false, []string{"2048", "8192"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			configs := func(name string, cfg map[string]string) map[string]string {
@@ -82,6 +90,15 @@ func TestTopicTakingSmallerMessagesStopsStartUp(t *testing.T) {
 			cfg.Defaults()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			if tc.keyed {
+				// Without the key, a run record fits 300000 bytes.
+				kp, err := connectKafka(ctx, &cfg)
+				if err != nil {
+					t.Fatalf("connectKafka with a changelog of 300000 bytes, no state key: %v", err)
+				}
+				kp.client.Close()
+				cfg.Runner.StateKeyFile = keyFile
+			}
 			kp, err := connectKafka(ctx, &cfg)
 			if err == nil {
 				kp.client.Close()

@@ -96,9 +96,19 @@ const markBody = `{"wap_mark":true}`
 // MaxMarkBytes is the most a mark record (key and value) takes.
 const MaxMarkBytes = len(EpochMarkPrefix+"18446744073709551615.0123456789abcdef") + len(markBody) + Overhead
 
-// maxWriteBytes bounds one write of Load (marks, and records written
-// again), well under the changelog's message size.
-const maxWriteBytes = 512 << 10
+// MaxWriteBytes bounds one write of Load (marks, and records written
+// again, tombstones) as the broker counts it against the changelog's
+// max.message.bytes: a Kafka record batch, framing included (one record
+// larger than it is written alone).
+const MaxWriteBytes = 512 << 10
+
+// Kafka's framing of a record batch (v2, uncompressed): its header, and at
+// most this much per record besides its key and value (length, attributes,
+// timestamp and offset deltas, key and value lengths, header count).
+const (
+	batchFraming  = 61
+	recordFraming = 5 + 1 + 10 + 5 + 5 + 5 + 1
+)
 
 // IsMark says whether key is a mark's, not a run's.
 func IsMark(key string) bool { return strings.HasPrefix(key, "#") }
@@ -541,9 +551,9 @@ func (s *Store) takeEpoch(ctx context.Context, partition int, highest uint64, ne
 		records = append(records, consumer.ChangelogRecord{Key: key})
 	}
 	for len(records) > 0 {
-		n, size := 0, 0
-		for n < len(records) && (n == 0 || size+len(records[n].Key)+len(records[n].Value) <= maxWriteBytes) {
-			size += len(records[n].Key) + len(records[n].Value)
+		n, size := 0, batchFraming
+		for n < len(records) && (n == 0 || size+recordFraming+len(records[n].Key)+len(records[n].Value) <= MaxWriteBytes) {
+			size += recordFraming + len(records[n].Key) + len(records[n].Value)
 			n++
 		}
 		if err := s.cfg.Inner.Write(ctx, partition, records[:n]...); err != nil {
