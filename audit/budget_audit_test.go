@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -54,5 +55,36 @@ func TestAuditBudgetsErrorBeforeDownloading(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// stoppingSource is a Source whose listings stop over a limit, as the
+// lakeFS client's do (lakefs.Config.MaxListEntries, through auditsource).
+type stoppingSource struct{ *dirSource }
+
+func (s stoppingSource) List(ctx context.Context, repo, ref, prefix string) ([]Object, error) {
+	return nil, fmt.Errorf("%w: lakefs list objects %s %s:%s: listing over its limit", ErrOverBudget, repo, ref, prefix)
+}
+
+// A listing the Source stops over its limit (the lakeFS client does, past
+// audit.max_list_objects, rather than hold every entry) errors the table's
+// checks, as a listing the audit counts over the budget itself does: the
+// batch is aborted, not retried as an infrastructure failure.
+func TestListingStoppedBySourceErrorsTheChecks(t *testing.T) {
+	src := fixture(t)
+	e, err := New(Options{Source: stoppingSource{src}, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rep, err := e.Run(context.Background(), Request{Dataset: "billing", Repository: "repo", Ref: "b1", BaseRef: "main",
+		BatchTime: batchTime, Suite: Suite{Tables: tables, Checks: []Check{{Kind: KindNotNull, Table: "billing", Column: "id"}}}})
+	if err != nil {
+		t.Fatalf("Run: %v, want the checks to error", err)
+	}
+	for _, c := range rep.Checks {
+		if c.Status != schemas.StatusError || !strings.Contains(c.Message, "listing over its limit") {
+			t.Errorf("%s: %s %q, want an error naming the stopped listing", c.Name, c.Status, c.Message)
+		}
 	}
 }

@@ -321,6 +321,9 @@ func (r *run) list(ctx context.Context, ref, prefix string) ([]Object, error) {
 		list = r.listCommit // a commit's listing never changes (listcache.go)
 	}
 	objs, err := list(ctx, ref, prefix)
+	if errors.Is(err, ErrOverBudget) {
+		return nil, errOverBudget{err} // the Source stopped a listing over its limit
+	}
 	if err != nil {
 		return nil, err
 	}

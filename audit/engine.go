@@ -400,7 +400,9 @@ func (r *run) changes(ctx context.Context, prefix string) ([]Object, error) {
 		}
 	} else {
 		var err error
-		if objs, err = r.e.opts.Source.Changed(ctx, req.Repository, req.BaseRef, req.Ref, prefix); err != nil {
+		if objs, err = r.e.opts.Source.Changed(ctx, req.Repository, req.BaseRef, req.Ref, prefix); errors.Is(err, ErrOverBudget) {
+			return nil, errOverBudget{err} // the Source stopped a listing over its limit
+		} else if err != nil {
 			return nil, err
 		}
 	}

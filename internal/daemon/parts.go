@@ -43,7 +43,8 @@ func Lake(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer, wrap 
 		return nil, fmt.Errorf("lakefs.secret_access_key_file: %w", err)
 	}
 	lake, err := lakefs.New(lakefs.Config{Endpoint: cfg.LakeFS.Endpoint, AccessKeyID: cfg.LakeFS.AccessKeyID,
-		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.Std(), Logger: log, Registerer: reg, Wrap: wrap})
+		SecretAccessKey: secret, Timeout: cfg.LakeFS.Timeout.Std(), Logger: log, Registerer: reg, Wrap: wrap,
+		MaxListEntries: cfg.Audit.MaxListObjects})
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}

@@ -41,7 +41,16 @@ type Config struct {
 	// Wrap, if set, wraps the client's transport, outside the metrics (the
 	// tracing's client spans). Not with HTTPClient.
 	Wrap func(http.RoundTripper) http.RoundTripper
+	// MaxListEntries bounds a listing taken whole (List, Diff, Changes,
+	// ListBranches; default DefaultMaxListEntries): past it the listing
+	// stops, an error wrapping ErrListOverLimit, instead of holding every
+	// entry first. The daemon sets audit.max_list_objects.
+	MaxListEntries int
 }
+
+// DefaultMaxListEntries is Config.MaxListEntries unless set (the audit's
+// default listing budget).
+const DefaultMaxListEntries = 1_000_000
 
 const (
 	defaultTimeout  = 30 * time.Second
@@ -68,6 +77,7 @@ const (
 type Client struct {
 	api     *apigen.ClientWithResponses
 	timeout time.Duration
+	maxList int // Config.MaxListEntries
 	log     *slog.Logger
 	bases   *mergeBases
 	made    *madeCommits
@@ -90,6 +100,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.Timeout < 0 {
 		return nil, errors.New("lakefs: config: timeouts must not be negative")
+	}
+	if cfg.MaxListEntries < 0 {
+		return nil, errors.New("lakefs: config: MaxListEntries must not be negative")
 	}
 	server := strings.TrimRight(cfg.Endpoint, "/")
 	if !strings.HasSuffix(server, "/api/v1") {
@@ -119,7 +132,8 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
-	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), log: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), maxList: cmp.Or(cfg.MaxListEntries, DefaultMaxListEntries),
+		log:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		bases: &mergeBases{}, made: &madeCommits{}, tips: &mergeTips{}}, nil
 }
 

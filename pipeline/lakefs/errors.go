@@ -77,6 +77,10 @@ func classify(op string, status int, msg string) error {
 	return nil
 }
 
+// ErrListOverLimit is the cause of a listing that stopped past
+// Config.MaxListEntries. It is permanent: the listing is that long.
+var ErrListOverLimit = errors.New("listing over its limit")
+
 // maxMessage bounds how much of an error answer's message (lakeFS's
 // {"message": ...}, or the body) goes into an error: it reaches logs, the
 // run's last error and events, and whatever answers may echo a long request.

@@ -3,6 +3,7 @@ package lakefs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -99,6 +100,17 @@ func (c *Client) Diff(ctx context.Context, repo, left, right, prefix string) ([]
 		})
 }
 
+// Touches reports whether right brings any change under prefix against
+// its merge-base with left (the three-dot diff of Diff), asking for one
+// entry.
+func (c *Client) Touches(ctx context.Context, repo, left, right, prefix string) (bool, error) {
+	changes, err := list(ctx, c, call{op: "diff", repo: repo, ref: left + "..." + right}, 1, changeFrom,
+		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			return c.api.DiffRefs(ctx, repo, left, right, &apigen.DiffRefsParams{After: after, Prefix: prefixParam(prefix), Amount: amount})
+		})
+	return len(changes) > 0, err
+}
+
 // Differences lists the objects under prefix whose entries differ between
 // the commits from and to (lakeFS's two-dot diff: a comparison of the two
 // trees by identity, whatever their ancestry): added, changed and removed,
@@ -126,13 +138,18 @@ type page[R any] struct {
 }
 
 // list collects the pages of a listing as conv makes them, up to limit
-// items (0: all); get asks for up to amount items after the cursor.
+// items (0: all of them, at most c.maxList, else an error wrapping
+// ErrListOverLimit); get asks for up to amount items after the cursor.
 func list[R, T any](ctx context.Context, c *Client, k call, limit int, conv func(R) T,
 	get func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error),
 ) ([]T, error) {
 	var out []T
 	var after *apigen.PaginationAfter
 	for {
+		if limit == 0 && len(out) > c.maxList {
+			return nil, c.logged(k, time.Now(), &Error{Op: k.op, Repo: k.repo, Ref: k.ref,
+				Cause: fmt.Errorf("%w: more than %d entries, the most one may hold (audit.max_list_objects)", ErrListOverLimit, c.maxList)})
+		}
 		amount := apigen.PaginationAmount(pageSize)
 		if limit > 0 {
 			amount = apigen.PaginationAmount(min(pageSize, limit-len(out)))

@@ -43,7 +43,7 @@ func (s Source) Holds(ctx context.Context, repo, ref, branch string) (bool, erro
 func (s Source) List(ctx context.Context, repo, ref, prefix string) ([]audit.Object, error) {
 	objs, err := s.Lake.List(ctx, repo, ref, prefix)
 	if err != nil {
-		return nil, err
+		return nil, overBudget(err)
 	}
 	out := make([]audit.Object, len(objs))
 	for i, o := range objs {
@@ -63,7 +63,7 @@ func (s Source) DataPrefix(ctx context.Context, repo, branch string) (string, er
 func (s Source) Changed(ctx context.Context, repo, base, ref, prefix string) ([]audit.Object, error) {
 	changes, err := s.Lake.Diff(ctx, repo, base, ref, prefix)
 	if err != nil {
-		return nil, err
+		return nil, overBudget(err)
 	}
 	var changed []audit.Object
 	for _, c := range changes {
@@ -89,10 +89,19 @@ func (s Source) Differences(ctx context.Context, repo, from, to, prefix string, 
 }
 
 // Touches reports whether merging ref into base brings any change under
-// prefix (lakeFS's three-dot diff, removals included).
+// prefix (lakeFS's three-dot diff, removals included): one entry asked.
 func (s Source) Touches(ctx context.Context, repo, base, ref, prefix string) (bool, error) {
-	changes, err := s.Lake.Diff(ctx, repo, base, ref, prefix)
-	return len(changes) > 0, err
+	return s.Lake.Touches(ctx, repo, base, ref, prefix)
+}
+
+// overBudget is err, as the audit's budget error when the listing was over
+// the client's limit (audit.max_list_objects): the table's checks error,
+// as for a listing the audit counts over it itself.
+func overBudget(err error) error {
+	if errors.Is(err, lakefs.ErrListOverLimit) {
+		return fmt.Errorf("%w: %w", audit.ErrOverBudget, err)
+	}
+	return err
 }
 
 // After is the first object of ref whose path sorts after the given one,
