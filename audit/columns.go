@@ -33,12 +33,16 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		nodes, err := footerSchema(f)
+		ft, err := readFooter(f)
 		if err != nil {
 			rest = append(rest, f)
 			continue
 		}
-		out[f] = schemaColumns(nodes)
+		out[f] = schemaColumns(ft.nodes)
+		if r.footers == nil {
+			r.footers = map[string]parquetFooter{}
+		}
+		r.footers[f] = parquetFooter{chunks: ft.chunks} // for readerIndexes
 	}
 	if len(rest) == 0 {
 		return out, nil

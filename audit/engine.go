@@ -584,6 +584,9 @@ type run struct {
 	// as its footer names them, once columnCollision found them unique
 	// (fileSchema takes a batch file's types from the fused statement).
 	footerCols map[string][]fileColumn
+	// footers are the column chunks of the local Parquet files whose
+	// footers parquetColumns read in Go, for readerIndexes.
+	footers map[string]parquetFooter
 	// viewIDs are the views' definitions by their files' identities, for
 	// the memo (memoView); "" for a view without.
 	viewIDs map[viewKey]string
@@ -1101,6 +1104,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			}
 			if err == nil && (format == FormatParquet || format == FormatDelta) {
 				err = r.int96Range(ctx, cols, files, objPath, ids)
+			}
+			if err == nil && (format == FormatParquet || format == FormatDelta) {
+				err = r.readerIndexes(ctx, files, objPath, ids)
 			}
 		}
 		if err == nil && format == FormatCSV {

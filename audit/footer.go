@@ -47,50 +47,81 @@ type schemaNode struct {
 	int96    bool // a leaf of physical type INT96 (TestInt96OutsidePandasRangeIsRefused)
 }
 
+// nodeTypes are what the readers' indexes (readerindex.go) need of a
+// schema element besides its schemaNode: its physical type (-1 for a
+// group), FIXED_LEN_BYTE_ARRAY's type_length, its repetition (0 REQUIRED,
+// 1 OPTIONAL, 2 REPEATED; -1 unset).
+type nodeTypes struct {
+	physical, typeLength, repetition int32
+}
+
+// parquetFooter is what the Go reading of a Parquet footer keeps: the schema and,
+// when a column chunk has a bloom filter or a page index, every chunk
+// (readerindex.go).
+type parquetFooter struct {
+	nodes  []schemaNode
+	chunks []chunkMeta // nil when no chunk has a bloom filter or a page index
+}
+
 // footerSchema is the schema of the Parquet file at path, as DuckDB's
 // parquet_schema would list it, or an error wrapping errFooter.
 func footerSchema(path string) ([]schemaNode, error) {
+	ft, err := readFooter(path)
+	return ft.nodes, err
+}
+
+// readFooter reads the footer of the Parquet file at path in Go, or
+// returns an error wrapping errFooter.
+func readFooter(path string) (parquetFooter, error) {
 	// DuckDB globs a path with wildcards and expands a leading ~.
 	if !filepath.IsAbs(path) || strings.ContainsAny(path, "*?[{") {
-		return nil, fmt.Errorf("%w: path %q", errFooter, path)
+		return parquetFooter{}, fmt.Errorf("%w: path %q", errFooter, path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errFooter, err)
+		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errFooter, err)
+		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
 	}
 	size := info.Size()
 	if !info.Mode().IsRegular() || size < 12 {
-		return nil, fmt.Errorf("%w: not a regular file of 12 bytes or more", errFooter)
+		return parquetFooter{}, fmt.Errorf("%w: not a regular file of 12 bytes or more", errFooter)
 	}
 	var head, tail [8]byte
 	if _, err := f.ReadAt(head[:4], 0); err != nil {
-		return nil, fmt.Errorf("%w: %v", errFooter, err)
+		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
 	}
 	if _, err := f.ReadAt(tail[:], size-8); err != nil {
-		return nil, fmt.Errorf("%w: %v", errFooter, err)
+		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
 	}
 	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" { // PARE: an encrypted footer
-		return nil, fmt.Errorf("%w: no PAR1 magic", errFooter)
+		return parquetFooter{}, fmt.Errorf("%w: no PAR1 magic", errFooter)
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[:4]))
 	if n == 0 || n > footerMaxBytes || n > size-12 {
-		return nil, fmt.Errorf("%w: footer length %d", errFooter, n)
+		return parquetFooter{}, fmt.Errorf("%w: footer length %d", errFooter, n)
 	}
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, size-8-n); err != nil { // a short read too (the file shrank)
-		return nil, fmt.Errorf("%w: %v", errFooter, err)
+		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
 	}
-	return decodeFooterSchema(buf)
+	return decodeFooter(buf)
 }
 
 // decodeFooterSchema is the schema of a Thrift compact FileMetaData that
 // fills buf exactly.
 func decodeFooterSchema(buf []byte) ([]schemaNode, error) {
+	ft, err := decodeFooter(buf)
+	return ft.nodes, err
+}
+
+// decodeFooter reads a Thrift compact FileMetaData that fills buf
+// exactly: its schema, and its column chunks when one has a bloom filter
+// or a page index.
+func decodeFooter(buf []byte) (parquetFooter, error) {
 	d := &compactReader{b: buf}
 	nodes, err := d.fileMetaData()
 	if err == nil && d.i != len(d.b) {
@@ -99,10 +130,14 @@ func decodeFooterSchema(buf []byte) ([]schemaNode, error) {
 	if err == nil {
 		err = checkSchemaTree(nodes)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errFooter, err)
+	var chunks []chunkMeta
+	if err == nil && d.indexed {
+		chunks, err = footerChunks(buf, nodes, d.types)
 	}
-	return nodes, nil
+	if err != nil {
+		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
+	}
+	return parquetFooter{nodes: nodes, chunks: chunks}, nil
 }
 
 // checkSchemaTree: the elements form one tree, depth first, exactly (a
@@ -166,6 +201,10 @@ type compactReader struct {
 	b     []byte
 	i     int
 	depth int
+	// indexed: a field marked index was read (a bloom filter's or a page
+	// index's offset).
+	indexed bool
+	types   []nodeTypes // of the schema's elements, in order
 }
 
 var errShort = errors.New("footer ends early")
@@ -399,10 +438,11 @@ func (d *compactReader) fileMetaData() ([]schemaNode, error) {
 // as DuckDB's reader does before it lists the schema.
 func (d *compactReader) schemaElement() (schemaNode, error) {
 	var n schemaNode
+	nt := nodeTypes{repetition: -1}
 	typ, converted := int32(-1), int32(-1)
 	err := d.structOf(thriftSchemaElement, func(id int16) error {
 		switch id {
-		case 1, 5, 6:
+		case 1, 2, 3, 5, 6:
 			v, err := d.i32()
 			if err != nil {
 				return err
@@ -410,6 +450,13 @@ func (d *compactReader) schemaElement() (schemaNode, error) {
 			switch id {
 			case 1:
 				typ = v
+			case 2:
+				nt.typeLength = v
+			case 3:
+				if v < 0 || v > tRepetition.enum {
+					return fmt.Errorf("enum value %d", v)
+				}
+				nt.repetition = v
 			case 5:
 				if v < 0 || v > footerMaxElements {
 					return fmt.Errorf("num_children %d", v)
@@ -434,6 +481,8 @@ func (d *compactReader) schemaElement() (schemaNode, error) {
 		return n, err
 	}
 	n.int96 = n.children == 0 && typ == 3 // parquet.thrift's Type INT96
+	nt.physical = typ
+	d.types = append(d.types, nt)
 	// Converted types MAP, MAP_KEY_VALUE and LIST are of groups only.
 	group := converted >= 1 && converted <= 3
 	switch {
@@ -464,6 +513,7 @@ type thriftField struct {
 	required bool
 	refuse   bool // encryption: the Go reader gives up
 	read     bool // structOf's caller reads the value
+	index    bool // a bloom filter's or a page index's offset: sets indexed
 }
 
 // structOf reads a struct of type s; read reads the fields s marks read.
@@ -500,6 +550,7 @@ func (d *compactReader) structOf(s *thriftStruct, read func(id int16) error) err
 			return fmt.Errorf("%s field %d of type %d, or twice", s.name, id, t)
 		}
 		seen = append(seen, id)
+		d.indexed = d.indexed || f.index
 		switch {
 		case f.read:
 			err = read(id)
@@ -598,7 +649,7 @@ var (
 		18: opt(tStruct(&thriftStruct{name: "GeographyType", fields: map[int16]thriftField{1: opt(tBinary), 2: opt(tEdge)}})),
 	}})
 	thriftSchemaElement = &thriftStruct{name: "SchemaElement", fields: map[int16]thriftField{
-		1: got(tI32), 2: opt(tI32), 3: opt(tRepetition), 4: {t: tBinary, required: true, read: true}, 5: got(tI32),
+		1: got(tI32), 2: got(tI32), 3: got(tI32), 4: {t: tBinary, required: true, read: true}, 5: got(tI32),
 		6: got(tI32), 7: opt(tI32), 8: opt(tI32), 9: opt(tI32), 10: opt(tLogical),
 	}}
 	tKeyValue   = tStruct(&thriftStruct{name: "KeyValue", fields: map[int16]thriftField{1: req(tBinary), 2: opt(tBinary)}})
@@ -614,10 +665,10 @@ var (
 	tColumnMetaData       = tStruct(&thriftStruct{name: "ColumnMetaData", fields: map[int16]thriftField{
 		1: req(tType), 2: req(tList(tEncoding)), 3: req(tList(tBinary)), 4: req(tCodec), 5: req(tI64), 6: req(tI64), 7: req(tI64),
 		8: opt(tList(tKeyValue)), 9: req(tI64), 10: opt(tI64), 11: opt(tI64), 12: opt(tStatistics), 13: opt(tList(tPageEncodingStats)),
-		14: opt(tI64), 15: opt(tI32), 16: opt(tSizeStatistics), 17: opt(tGeospatialStatistics),
+		14: {t: tI64, index: true}, 15: opt(tI32), 16: opt(tSizeStatistics), 17: opt(tGeospatialStatistics),
 	}})
 	tColumnChunk = tStruct(&thriftStruct{name: "ColumnChunk", fields: map[int16]thriftField{
-		1: opt(tBinary), 2: req(tI64), 3: opt(tColumnMetaData), 4: opt(tI64), 5: opt(tI32), 6: opt(tI64), 7: opt(tI32),
+		1: opt(tBinary), 2: req(tI64), 3: opt(tColumnMetaData), 4: {t: tI64, index: true}, 5: opt(tI32), 6: {t: tI64, index: true}, 7: opt(tI32),
 		8: {refuse: true}, 9: {refuse: true},
 	}})
 	tSortingColumn = tStruct(&thriftStruct{name: "SortingColumn", fields: map[int16]thriftField{1: req(tI32), 2: req(tBool), 3: req(tBool)}})

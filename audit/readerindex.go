@@ -1,0 +1,820 @@
+package audit
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/andybalholm/brotli"
+	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+)
+
+// What readers of main skip by, besides a file's row-group statistics.
+//
+// DuckDB (1.5 and 2.0) skips a row group whose split-block bloom filter
+// says an equality's constant is absent (WHERE s = 'v7'); Spark's
+// parquet-mr does so when asked. The audit reads every row, so a file
+// whose bloom filter excludes a value its rows hold passes checks that a
+// reader of main, filtering on that value, reads other rows for
+// (TestForgedBloomFilterIsRefused). readerIndexes checks each bloom filter
+// against the values of its column chunk, as the Parquet format defines
+// the filter (the xxhash64 of each value's plain encoding, set in one
+// block of the bitset), and refuses the file where a value is excluded or
+// where it cannot tell (an encoding, a codec or a layout it does not read).
+//
+// Only a chunk's dictionary page and its PLAIN data pages are read: a
+// data page encoded by the dictionary holds indexes into it, and every
+// dictionary value is checked. DuckDB writes a bloom filter for each
+// dictionary-encoded chunk only, so a DuckDB file costs the reading of its
+// page headers and dictionaries.
+
+// chunkMeta is one column chunk of a row group, as the footer describes
+// it: what the readers' indexes need.
+type chunkMeta struct {
+	rowGroup, column int   // the row group's and the leaf's index
+	rows             int64 // the row group's num_rows
+	path             string
+	physical         int32 // Type; -1 unknown
+	typeLength       int32
+	maxDef, maxRep   int
+	hasMeta          bool // meta_data was given
+	codec            int32
+	numValues        int64
+	dataOffset       int64
+	dictOffset       int64 // 0 when unset
+	totalCompressed  int64
+	bloomOffset      int64 // -1 when unset
+	bloomLength      int64 // -1 when unset
+	colIdxOffset     int64 // -1 when unset
+	colIdxLength     int64
+	offIdxOffset     int64 // -1 when unset
+	offIdxLength     int64
+}
+
+// Bounds of the readers' indexes' reading (past them, the file is refused:
+// honest writers stay far below).
+const (
+	bloomMaxBytes    = 128 << 20 // a bitset: the Parquet format's maximum
+	pageMaxBytes     = 256 << 20 // a page, compressed or not
+	pageHeaderMax    = 16 << 20  // a page header (statistics included)
+	chunkMaxPages    = 1 << 20   // pages of a column chunk
+	chunkValueRender = 40        // bytes of a value named in a refusal
+)
+
+// leafLevels are the leaves of a schema tree (depth first, the root
+// first) with their maximum definition and repetition levels.
+type leafInfo struct {
+	path           string
+	types          nodeTypes
+	maxDef, maxRep int
+}
+
+func schemaLeaves(nodes []schemaNode, types []nodeTypes) []leafInfo {
+	var out []leafInfo
+	i := 1
+	var walk func(prefix string, def, rep int)
+	walk = func(prefix string, def, rep int) {
+		n, nt := nodes[i], types[i]
+		i++
+		p := n.name
+		if prefix != "" {
+			p = prefix + "." + n.name
+		}
+		d, r := def, rep
+		switch nt.repetition {
+		case 1:
+			d++
+		case 2:
+			d++
+			r++
+		}
+		if n.children == 0 {
+			out = append(out, leafInfo{path: p, types: nt, maxDef: d, maxRep: r})
+			return
+		}
+		for c := int64(0); c < n.children && i < len(nodes); c++ {
+			walk(p, d, r)
+		}
+	}
+	for c := int64(0); c < nodes[0].children && i < len(nodes); c++ {
+		walk("", 0, 0)
+	}
+	return out
+}
+
+// i64 reads a zigzag varint of up to 64 bits.
+func (d *compactReader) i64() (int64, error) {
+	u, err := d.uvarint(10)
+	if err != nil {
+		return 0, err
+	}
+	return int64(u>>1) ^ -int64(u&1), nil
+}
+
+// footerChunks are the column chunks of a FileMetaData that the strict
+// reading (fileMetaData) took, read again for the fields the readers'
+// indexes need.
+func footerChunks(buf []byte, nodes []schemaNode, types []nodeTypes) ([]chunkMeta, error) {
+	if len(types) != len(nodes) {
+		return nil, errors.New("schema elements without types")
+	}
+	leaves := schemaLeaves(nodes, types)
+	d := &compactReader{b: buf}
+	var out []chunkMeta
+	err := d.fields(func(id int16, t byte) (bool, error) {
+		if id != 4 || t != ctList {
+			return false, nil
+		}
+		_, n, err := d.list()
+		if err != nil {
+			return true, err
+		}
+		for rg := 0; rg < n; rg++ {
+			var cs []chunkMeta
+			var rows int64
+			err := d.fields(func(id int16, t byte) (bool, error) {
+				switch {
+				case id == 3 && t == ctI64:
+					v, err := d.i64()
+					rows = v
+					return true, err
+				case id == 1 && t == ctList:
+					_, m, err := d.list()
+					if err != nil {
+						return true, err
+					}
+					if m != len(leaves) {
+						return true, fmt.Errorf("row group %d of %d column chunks for %d leaves", rg, m, len(leaves))
+					}
+					for c := 0; c < m; c++ {
+						ch, err := d.columnChunk()
+						if err != nil {
+							return true, err
+						}
+						l := leaves[c]
+						ch.rowGroup, ch.column, ch.path = rg, c, l.path
+						ch.typeLength, ch.maxDef, ch.maxRep = l.types.typeLength, l.maxDef, l.maxRep
+						if ch.physical != l.types.physical {
+							ch.physical = -1 // DuckDB reads the schema's; the audit does not guess
+						}
+						cs = append(cs, ch)
+					}
+					return true, nil
+				}
+				return false, nil
+			})
+			if err != nil {
+				return true, err
+			}
+			for i := range cs {
+				cs[i].rows = rows
+			}
+			out = append(out, cs...)
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+// fields reads a struct's fields: read takes the ones it wants (true),
+// the others are skipped.
+func (d *compactReader) fields(read func(id int16, t byte) (bool, error)) error {
+	if d.depth++; d.depth > footerMaxDepth {
+		return errors.New("nested too deep")
+	}
+	defer func() { d.depth-- }()
+	var last int16
+	for {
+		t, id, err := d.field(last)
+		if err != nil {
+			return err
+		}
+		if t == ctStop {
+			return nil
+		}
+		last = id
+		took, err := read(id, t)
+		if err != nil {
+			return err
+		}
+		if !took {
+			if err := d.skip(t); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// columnChunk reads a ColumnChunk's page index offsets and its
+// ColumnMetaData's fields.
+func (d *compactReader) columnChunk() (chunkMeta, error) {
+	c := chunkMeta{physical: -1, bloomOffset: -1, bloomLength: -1, colIdxOffset: -1, offIdxOffset: -1}
+	err := d.fields(func(id int16, t byte) (bool, error) {
+		var err error
+		switch {
+		case id == 4 && t == ctI64:
+			c.offIdxOffset, err = d.i64()
+		case id == 5 && t == ctI32:
+			var v int32
+			v, err = d.i32()
+			c.offIdxLength = int64(v)
+		case id == 6 && t == ctI64:
+			c.colIdxOffset, err = d.i64()
+		case id == 7 && t == ctI32:
+			var v int32
+			v, err = d.i32()
+			c.colIdxLength = int64(v)
+		case id == 3 && t == ctStruct:
+			c.hasMeta = true
+			err = d.fields(func(id int16, t byte) (bool, error) {
+				var err error
+				switch {
+				case id == 1 && t == ctI32:
+					c.physical, err = d.i32()
+				case id == 4 && t == ctI32:
+					c.codec, err = d.i32()
+				case id == 5 && t == ctI64:
+					c.numValues, err = d.i64()
+				case id == 7 && t == ctI64:
+					c.totalCompressed, err = d.i64()
+				case id == 9 && t == ctI64:
+					c.dataOffset, err = d.i64()
+				case id == 11 && t == ctI64:
+					c.dictOffset, err = d.i64()
+				case id == 14 && t == ctI64:
+					c.bloomOffset, err = d.i64()
+				case id == 15 && t == ctI32:
+					var v int32
+					v, err = d.i32()
+					c.bloomLength = int64(v)
+				default:
+					return false, nil
+				}
+				return true, err
+			})
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	return c, err
+}
+
+// errUnverifiable is an index the audit cannot check: the file is refused.
+type errUnverifiable struct{ why string }
+
+func (e errUnverifiable) Error() string { return e.why }
+
+func unverifiable(format string, a ...any) error {
+	return errUnverifiable{why: fmt.Sprintf(format, a...)}
+}
+
+// readerIndexes names the first file of a Parquet (or Delta) table whose
+// bloom filter excludes a value of its column chunk, or that the audit
+// cannot check. A file that passed is kept in the memo by its identity;
+// the footers come from parquetColumns (r.footers) or are read again.
+func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids map[string]string) error {
+	for _, f := range files {
+		var key [32]byte
+		keyed := false
+		if id := ids[f]; id != "" && r.e.memo != nil {
+			key, keyed = memoKey("readerindex", id), true
+			if _, ok := r.e.memo.get(key); ok {
+				continue
+			}
+		}
+		ft, known := r.footers[f]
+		if !known {
+			if err := r.ready(ctx); err != nil {
+				return err
+			}
+			var err error
+			ft, err = readFooter(f)
+			if err != nil {
+				// DuckDB reads the footer (parquet_schema did): a bloom
+				// filter there is not checked, and the file is refused.
+				var n int64
+				q := "SELECT count(*) FROM parquet_metadata(" + literalList([]string{f}) + ") WHERE bloom_filter_offset IS NOT NULL"
+				if qerr := r.e.db.QueryRowContext(ctx, q).Scan(&n); qerr != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					continue // a file DuckDB cannot read is left for the view
+				}
+				if n > 0 {
+					return fmt.Errorf("file %s has bloom filters, which readers skip row groups by, in a footer the audit does not read (%v): it cannot check them", objPath[f], err)
+				}
+				if keyed {
+					r.e.memo.put(key, true, 48)
+				}
+				continue
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := checkReaderIndexes(f, ft.chunks); err != nil {
+			return fmt.Errorf("file %s: %w", objPath[f], err)
+		}
+		if keyed {
+			r.e.memo.put(key, true, 48)
+		}
+	}
+	return nil
+}
+
+// checkReaderIndexes checks the bloom filters of the chunks of the
+// Parquet file at path.
+func checkReaderIndexes(path string, chunks []chunkMeta) error {
+	var file *os.File
+	defer func() {
+		if file != nil {
+			file.Close()
+		}
+	}()
+	var size int64
+	var zd *zstd.Decoder
+	defer func() {
+		if zd != nil {
+			zd.Close()
+		}
+	}()
+	for _, c := range chunks {
+		if c.bloomOffset < 0 {
+			continue
+		}
+		if file == nil {
+			var err error
+			if file, err = os.Open(path); err != nil {
+				return err
+			}
+			info, err := file.Stat()
+			if err != nil {
+				return err
+			}
+			size = info.Size()
+		}
+		where := fmt.Sprintf("row group %d, column %q", c.rowGroup, c.path)
+		err := checkBloom(file, size, c, &zd)
+		var unv errUnverifiable
+		switch {
+		case errors.As(err, &unv):
+			return fmt.Errorf("%s has a bloom filter, which readers (DuckDB, Spark) skip the row group by, that the audit cannot check (%s): refused rather than read otherwise than they may", where, unv.why)
+		case err != nil:
+			return fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	return nil
+}
+
+// bloomSalt are the split-block bloom filter's eight salts, as the Parquet
+// format's BloomFilter.md gives them.
+var bloomSalt = [8]uint32{0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d, 0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31}
+
+// bloomHas: the split-block bitset holds hash h.
+func bloomHas(bitset []byte, h uint64) bool {
+	blocks := uint64(len(bitset) / 32)
+	b := ((h >> 32) * blocks) >> 32
+	key := uint32(h)
+	blk := bitset[b*32 : b*32+32]
+	for i, s := range bloomSalt {
+		w := binary.LittleEndian.Uint32(blk[4*i:])
+		if w&(1<<((key*s)>>27)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// readBloom reads the BloomFilterHeader at c.bloomOffset and its bitset.
+func readBloom(f *os.File, size int64, c chunkMeta) ([]byte, error) {
+	if c.bloomOffset < 4 || c.bloomOffset >= size {
+		return nil, unverifiable("its offset %d is outside the file", c.bloomOffset)
+	}
+	hb := make([]byte, min(64, size-c.bloomOffset))
+	if _, err := f.ReadAt(hb, c.bloomOffset); err != nil {
+		return nil, err
+	}
+	d := &compactReader{b: hb}
+	var numBytes int32
+	var algo, hash, comp bool
+	// BloomFilterHeader: numBytes, then the unions algorithm (BLOCK),
+	// hash (XXHASH) and compression (UNCOMPRESSED), each of one empty struct.
+	union := func(want int16, ok *bool) error {
+		n := 0
+		err := d.fields(func(id int16, t byte) (bool, error) {
+			n++
+			if id != want || t != ctStruct {
+				return false, nil
+			}
+			*ok = true
+			return false, nil // the empty struct is skipped
+		})
+		if n != 1 {
+			*ok = false
+		}
+		return err
+	}
+	err := d.fields(func(id int16, t byte) (bool, error) {
+		var err error
+		switch {
+		case id == 1 && t == ctI32:
+			numBytes, err = d.i32()
+		case id == 2 && t == ctStruct:
+			err = union(1, &algo)
+		case id == 3 && t == ctStruct:
+			err = union(1, &hash)
+		case id == 4 && t == ctStruct:
+			err = union(1, &comp)
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	if err != nil {
+		return nil, unverifiable("its header: %v", err)
+	}
+	if !algo || !hash || !comp {
+		return nil, unverifiable("not a split-block, xxhash, uncompressed filter")
+	}
+	if numBytes < 32 || numBytes > bloomMaxBytes || bits.OnesCount32(uint32(numBytes)) != 1 {
+		return nil, unverifiable("a bitset of %d bytes", numBytes)
+	}
+	start := c.bloomOffset + int64(d.i)
+	if start+int64(numBytes) > size || (c.bloomLength >= 0 && int64(d.i)+int64(numBytes) != c.bloomLength) {
+		return nil, unverifiable("a bitset of %d bytes after a header of %d does not fill its length %d in the file", numBytes, d.i, c.bloomLength)
+	}
+	bitset := make([]byte, numBytes)
+	if _, err := f.ReadAt(bitset, start); err != nil {
+		return nil, err
+	}
+	return bitset, nil
+}
+
+// pageHeader is what the indexes' checks keep of a PageHeader.
+type pageHeader struct {
+	typ                  int32
+	uncompressed         int32
+	compressed           int32
+	numValues            int32
+	encoding             int32
+	defEnc, repEnc       int32
+	defBytes, repBytes   int32 // V2
+	compressedV2         bool  // V2's is_compressed (true unless said)
+	hasData, hasDict, v2 bool
+}
+
+// readPageHeader reads the PageHeader at off, before end.
+func readPageHeader(f *os.File, off, end int64) (pageHeader, int, error) {
+	for n := int64(4 << 10); ; n *= 8 {
+		n = min(n, end-off, pageHeaderMax)
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, off); err != nil {
+			return pageHeader{}, 0, err
+		}
+		d := &compactReader{b: buf}
+		h, err := d.pageHeader()
+		if errors.Is(err, errShort) && n < min(end-off, pageHeaderMax) {
+			continue
+		}
+		if err != nil {
+			return h, 0, unverifiable("the page header at %d: %v", off, err)
+		}
+		return h, d.i, nil
+	}
+}
+
+func (d *compactReader) pageHeader() (pageHeader, error) {
+	h := pageHeader{typ: -1, compressedV2: true}
+	i32 := func(p *int32) error {
+		v, err := d.i32()
+		*p = v
+		return err
+	}
+	err := d.fields(func(id int16, t byte) (bool, error) {
+		switch {
+		case id == 1 && t == ctI32:
+			return true, i32(&h.typ)
+		case id == 2 && t == ctI32:
+			return true, i32(&h.uncompressed)
+		case id == 3 && t == ctI32:
+			return true, i32(&h.compressed)
+		case id == 5 && t == ctStruct:
+			h.hasData = true
+			return true, d.fields(func(id int16, t byte) (bool, error) {
+				switch {
+				case id == 1 && t == ctI32:
+					return true, i32(&h.numValues)
+				case id == 2 && t == ctI32:
+					return true, i32(&h.encoding)
+				case id == 3 && t == ctI32:
+					return true, i32(&h.defEnc)
+				case id == 4 && t == ctI32:
+					return true, i32(&h.repEnc)
+				}
+				return false, nil
+			})
+		case id == 7 && t == ctStruct:
+			h.hasDict = true
+			return true, d.fields(func(id int16, t byte) (bool, error) {
+				switch {
+				case id == 1 && t == ctI32:
+					return true, i32(&h.numValues)
+				case id == 2 && t == ctI32:
+					return true, i32(&h.encoding)
+				}
+				return false, nil
+			})
+		case id == 8 && t == ctStruct:
+			h.v2 = true
+			return true, d.fields(func(id int16, t byte) (bool, error) {
+				switch {
+				case id == 1 && t == ctI32:
+					return true, i32(&h.numValues)
+				case id == 4 && t == ctI32:
+					return true, i32(&h.encoding)
+				case id == 5 && t == ctI32:
+					return true, i32(&h.defBytes)
+				case id == 6 && t == ctI32:
+					return true, i32(&h.repBytes)
+				case id == 7 && (t == ctTrue || t == ctFalse):
+					h.compressedV2 = t == ctTrue
+					return true, nil
+				}
+				return false, nil
+			})
+		}
+		return false, nil
+	})
+	return h, err
+}
+
+// decompress uncompresses a page's body by the chunk's codec.
+func decompress(codec int32, src []byte, size int, zd **zstd.Decoder) ([]byte, error) {
+	if size < 0 || size > pageMaxBytes {
+		return nil, unverifiable("a page of %d bytes uncompressed", size)
+	}
+	var out []byte
+	var err error
+	switch codec {
+	case 0: // UNCOMPRESSED
+		out = src
+	case 1: // SNAPPY
+		var n int
+		if n, err = snappy.DecodedLen(src); err == nil && n != size {
+			return nil, unverifiable("a snappy page of %d bytes, its header says %d", n, size)
+		}
+		out, err = snappy.DecodeStrict(make([]byte, size), src)
+	case 2: // GZIP
+		var zr *gzip.Reader
+		if zr, err = gzip.NewReader(bytes.NewReader(src)); err == nil {
+			out, err = io.ReadAll(io.LimitReader(zr, int64(size)+1))
+		}
+	case 4: // BROTLI
+		out, err = io.ReadAll(io.LimitReader(brotli.NewReader(bytes.NewReader(src)), int64(size)+1))
+	case 6: // ZSTD
+		if *zd == nil {
+			if *zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(pageMaxBytes)); err != nil {
+				return nil, err
+			}
+		}
+		out, err = (*zd).DecodeAll(src, make([]byte, 0, size))
+	case 7: // LZ4_RAW
+		out = make([]byte, size)
+		var n int
+		n, err = lz4.UncompressBlock(src, out)
+		out = out[:max(n, 0)]
+	default:
+		return nil, unverifiable("compression codec %d", codec)
+	}
+	if err != nil {
+		return nil, unverifiable("a page that does not decompress: %v", err)
+	}
+	if len(out) != size {
+		return nil, unverifiable("a page of %d bytes uncompressed, its header says %d", len(out), size)
+	}
+	return out, nil
+}
+
+// checkBloom checks c's bloom filter against the chunk's values: those of
+// its dictionary page and of its PLAIN data pages.
+func checkBloom(f *os.File, size int64, c chunkMeta, zd **zstd.Decoder) error {
+	if !c.hasMeta {
+		return unverifiable("a chunk without metadata")
+	}
+	width := 0
+	switch c.physical {
+	case 1, 4: // INT32, FLOAT
+		width = 4
+	case 2, 5: // INT64, DOUBLE
+		width = 8
+	case 3: // INT96
+		width = 12
+	case 6: // BYTE_ARRAY
+	case 7: // FIXED_LEN_BYTE_ARRAY
+		if c.typeLength <= 0 {
+			return unverifiable("a fixed length of %d", c.typeLength)
+		}
+		width = int(c.typeLength)
+	default:
+		return unverifiable("physical type %d", c.physical)
+	}
+	bitset, err := readBloom(f, size, c)
+	if err != nil {
+		return err
+	}
+	start := c.dataOffset
+	if c.dictOffset > 0 {
+		start = min(start, c.dictOffset)
+	}
+	end := start + c.totalCompressed
+	if start < 4 || c.totalCompressed <= 0 || end > size || end < start {
+		return unverifiable("pages at %d..%d outside the file", start, end)
+	}
+	check := func(vals []byte) error {
+		return plainValues(vals, width, func(v []byte) error {
+			if !bloomHas(bitset, xxhash.Sum64(v)) {
+				return fmt.Errorf("its bloom filter excludes %s, a value its rows hold: a reader that skips row groups by it (DuckDB, Spark) reads other rows than the audit read for WHERE %s = that value", renderValue(c.physical, v), quoteIdent(c.path))
+			}
+			return nil
+		})
+	}
+	var values int64
+	dict := false
+	pages := 0
+	for off := start; off < end; {
+		if pages++; pages > chunkMaxPages {
+			return unverifiable("more than %d pages", chunkMaxPages)
+		}
+		h, n, err := readPageHeader(f, off, end)
+		if err != nil {
+			return err
+		}
+		body := off + int64(n)
+		if h.compressed < 0 || h.uncompressed < 0 || h.compressed > pageMaxBytes || body+int64(h.compressed) > end {
+			return unverifiable("a page of %d bytes at %d past its chunk", h.compressed, off)
+		}
+		next := body + int64(h.compressed)
+		switch {
+		case h.typ == 2 && h.hasDict: // DICTIONARY_PAGE
+			if dict || off != start || (h.encoding != 0 && h.encoding != 2) {
+				return unverifiable("a dictionary page at %d of encoding %d", off, h.encoding)
+			}
+			dict = true
+			raw := make([]byte, h.compressed)
+			if _, err := f.ReadAt(raw, body); err != nil {
+				return err
+			}
+			vals, err := decompress(c.codec, raw, int(h.uncompressed), zd)
+			if err != nil {
+				return err
+			}
+			if err := check(vals); err != nil {
+				return err
+			}
+		case (h.typ == 0 && h.hasData) || (h.typ == 3 && h.v2): // DATA_PAGE, DATA_PAGE_V2
+			if h.numValues < 0 {
+				return unverifiable("a page of %d values", h.numValues)
+			}
+			values += int64(h.numValues)
+			switch h.encoding {
+			case 2, 8: // PLAIN_DICTIONARY, RLE_DICTIONARY: indexes into the dictionary
+				if !dict {
+					return unverifiable("a dictionary-encoded page without a dictionary")
+				}
+				off = next
+				continue
+			case 0: // PLAIN
+			default:
+				return unverifiable("a data page of encoding %d", h.encoding)
+			}
+			raw := make([]byte, h.compressed)
+			if _, err := f.ReadAt(raw, body); err != nil {
+				return err
+			}
+			vals, err := pageValues(c, h, raw, zd)
+			if err != nil {
+				return err
+			}
+			if err := check(vals); err != nil {
+				return err
+			}
+		default:
+			return unverifiable("a page of type %d at %d", h.typ, off)
+		}
+		off = next
+	}
+	if values != c.numValues {
+		return unverifiable("pages of %d values, its metadata says %d", values, c.numValues)
+	}
+	return nil
+}
+
+// pageValues are the PLAIN-encoded values of a data page, its levels
+// skipped.
+func pageValues(c chunkMeta, h pageHeader, raw []byte, zd **zstd.Decoder) ([]byte, error) {
+	if h.v2 {
+		lv := int(h.defBytes) + int(h.repBytes)
+		if h.defBytes < 0 || h.repBytes < 0 || lv > len(raw) || lv > int(h.uncompressed) {
+			return nil, unverifiable("a V2 page's levels of %d bytes", lv)
+		}
+		if !h.compressedV2 {
+			if len(raw) != int(h.uncompressed) {
+				return nil, unverifiable("an uncompressed V2 page of %d bytes, its header says %d", len(raw), h.uncompressed)
+			}
+			return raw[lv:], nil
+		}
+		return decompress(c.codec, raw[lv:], int(h.uncompressed)-lv, zd)
+	}
+	b, err := decompress(c.codec, raw, int(h.uncompressed), zd)
+	if err != nil {
+		return nil, err
+	}
+	skip := func(enc int32) error {
+		if enc != 3 { // RLE, length-prefixed; BIT_PACKED is not
+			return unverifiable("levels of encoding %d", enc)
+		}
+		if len(b) < 4 {
+			return unverifiable("a page ends in its levels")
+		}
+		n := binary.LittleEndian.Uint32(b)
+		if uint64(n) > uint64(len(b)-4) {
+			return unverifiable("levels of %d bytes past the page", n)
+		}
+		b = b[4+n:]
+		return nil
+	}
+	if c.maxRep > 0 {
+		if err := skip(h.repEnc); err != nil {
+			return nil, err
+		}
+	}
+	if c.maxDef > 0 {
+		if err := skip(h.defEnc); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// plainValues calls fn with each value of PLAIN-encoded b: width bytes
+// each, or (width 0) BYTE_ARRAYs, each after its 4-byte length.
+func plainValues(b []byte, width int, fn func([]byte) error) error {
+	if width > 0 {
+		if len(b)%width != 0 {
+			return unverifiable("%d bytes of values of %d", len(b), width)
+		}
+		for i := 0; i < len(b); i += width {
+			if err := fn(b[i : i+width]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return unverifiable("a value's length cut")
+		}
+		n := binary.LittleEndian.Uint32(b)
+		if uint64(n) > uint64(len(b)-4) {
+			return unverifiable("a value of %d bytes past the page", n)
+		}
+		if err := fn(b[4 : 4+n]); err != nil {
+			return err
+		}
+		b = b[4+n:]
+	}
+	return nil
+}
+
+// renderValue is a value of a refusal: an integer in decimal, text
+// quoted, anything else in hex, cut at chunkValueRender bytes.
+func renderValue(physical int32, v []byte) string {
+	switch {
+	case physical == 1 && len(v) == 4:
+		return strconv.FormatInt(int64(int32(binary.LittleEndian.Uint32(v))), 10)
+	case physical == 2 && len(v) == 8:
+		return strconv.FormatInt(int64(binary.LittleEndian.Uint64(v)), 10)
+	}
+	cut := ""
+	if len(v) > chunkValueRender {
+		v, cut = v[:chunkValueRender], "..."
+	}
+	if physical == 6 && utf8.Valid(v) {
+		return strconv.Quote(string(v)) + cut
+	}
+	return "0x" + strings.ToUpper(hex.EncodeToString(v)) + cut
+}
