@@ -53,6 +53,12 @@ type schemaNode struct {
 // 1 OPTIONAL, 2 REPEATED; -1 unset).
 type nodeTypes struct {
 	physical, typeLength, repetition int32
+	converted, scale                 int32 // ConvertedType (-1 unset), DECIMAL's scale
+	logical                          int16 // LogicalType's member (0 unset): 1 STRING, 5 DECIMAL, 8 TIMESTAMP...
+	logicalScale                     int32 // DecimalType's scale
+	unit                             int16 // TimeType's and TimestampType's TimeUnit: 1 MILLIS, 2 MICROS, 3 NANOS
+	unsigned                         bool  // IntType's isSigned false
+	utc                              bool  // TimeType's and TimestampType's isAdjustedToUTC
 }
 
 // parquetFooter is what the Go reading of a Parquet footer keeps: the schema and,
@@ -442,7 +448,14 @@ func (d *compactReader) schemaElement() (schemaNode, error) {
 	typ, converted := int32(-1), int32(-1)
 	err := d.structOf(thriftSchemaElement, func(id int16) error {
 		switch id {
-		case 1, 2, 3, 5, 6:
+		case 10:
+			start := d.i
+			if err := d.value(tLogical); err != nil {
+				return err
+			}
+			logicalType(d.b[start:d.i], &nt)
+			return nil
+		case 1, 2, 3, 5, 6, 7:
 			v, err := d.i32()
 			if err != nil {
 				return err
@@ -462,6 +475,8 @@ func (d *compactReader) schemaElement() (schemaNode, error) {
 					return fmt.Errorf("num_children %d", v)
 				}
 				n.children = int64(v)
+			case 7:
+				nt.scale = v
 			default:
 				converted = v
 			}
@@ -481,7 +496,7 @@ func (d *compactReader) schemaElement() (schemaNode, error) {
 		return n, err
 	}
 	n.int96 = n.children == 0 && typ == 3 // parquet.thrift's Type INT96
-	nt.physical = typ
+	nt.physical, nt.converted = typ, converted
 	d.types = append(d.types, nt)
 	// Converted types MAP, MAP_KEY_VALUE and LIST are of groups only.
 	group := converted >= 1 && converted <= 3
@@ -650,7 +665,7 @@ var (
 	}})
 	thriftSchemaElement = &thriftStruct{name: "SchemaElement", fields: map[int16]thriftField{
 		1: got(tI32), 2: got(tI32), 3: got(tI32), 4: {t: tBinary, required: true, read: true}, 5: got(tI32),
-		6: got(tI32), 7: opt(tI32), 8: opt(tI32), 9: opt(tI32), 10: opt(tLogical),
+		6: got(tI32), 7: got(tI32), 8: opt(tI32), 9: opt(tI32), 10: {t: tLogical, read: true},
 	}}
 	tKeyValue   = tStruct(&thriftStruct{name: "KeyValue", fields: map[int16]thriftField{1: req(tBinary), 2: opt(tBinary)}})
 	tStatistics = tStruct(&thriftStruct{name: "Statistics", fields: map[int16]thriftField{

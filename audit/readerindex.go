@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/binary"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"math/bits"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -44,9 +46,11 @@ import (
 // chunkMeta is one column chunk of a row group, as the footer describes
 // it: what the readers' indexes need.
 type chunkMeta struct {
-	rowGroup, column int   // the row group's and the leaf's index
-	rows             int64 // the row group's num_rows
-	path             string
+	rowGroup, column int      // the row group's and the leaf's index
+	rows             int64    // the row group's num_rows
+	path             string   // the leaf's path, dotted
+	parts            []string // the leaf's path
+	types            nodeTypes
 	physical         int32 // Type; -1 unknown
 	typeLength       int32
 	maxDef, maxRep   int
@@ -78,6 +82,7 @@ const (
 // first) with their maximum definition and repetition levels.
 type leafInfo struct {
 	path           string
+	parts          []string
 	types          nodeTypes
 	maxDef, maxRep int
 }
@@ -85,14 +90,11 @@ type leafInfo struct {
 func schemaLeaves(nodes []schemaNode, types []nodeTypes) []leafInfo {
 	var out []leafInfo
 	i := 1
-	var walk func(prefix string, def, rep int)
-	walk = func(prefix string, def, rep int) {
+	var walk func(prefix []string, def, rep int)
+	walk = func(prefix []string, def, rep int) {
 		n, nt := nodes[i], types[i]
 		i++
-		p := n.name
-		if prefix != "" {
-			p = prefix + "." + n.name
-		}
+		p := append(slices.Clone(prefix), n.name)
 		d, r := def, rep
 		switch nt.repetition {
 		case 1:
@@ -102,7 +104,7 @@ func schemaLeaves(nodes []schemaNode, types []nodeTypes) []leafInfo {
 			r++
 		}
 		if n.children == 0 {
-			out = append(out, leafInfo{path: p, types: nt, maxDef: d, maxRep: r})
+			out = append(out, leafInfo{path: strings.Join(p, "."), parts: p, types: nt, maxDef: d, maxRep: r})
 			return
 		}
 		for c := int64(0); c < n.children && i < len(nodes); c++ {
@@ -110,7 +112,7 @@ func schemaLeaves(nodes []schemaNode, types []nodeTypes) []leafInfo {
 		}
 	}
 	for c := int64(0); c < nodes[0].children && i < len(nodes); c++ {
-		walk("", 0, 0)
+		walk(nil, 0, 0)
 	}
 	return out
 }
@@ -165,7 +167,7 @@ func footerChunks(buf []byte, nodes []schemaNode, types []nodeTypes) ([]chunkMet
 							return true, err
 						}
 						l := leaves[c]
-						ch.rowGroup, ch.column, ch.path = rg, c, l.path
+						ch.rowGroup, ch.column, ch.path, ch.parts, ch.types = rg, c, l.path, l.parts, l.types
 						ch.typeLength, ch.maxDef, ch.maxRep = l.types.typeLength, l.maxDef, l.maxRep
 						if ch.physical != l.types.physical {
 							ch.physical = -1 // DuckDB reads the schema's; the audit does not guess
@@ -326,7 +328,18 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := checkReaderIndexes(f, ft.chunks); err != nil {
+		claims, err := checkReaderIndexes(f, ft.chunks)
+		if err == nil {
+			err = r.columnIndexDisagreement(ctx, f, ft.chunks, claims)
+		}
+		var unv errUnverifiable
+		switch {
+		case errors.As(err, &unv):
+			return fmt.Errorf("file %s has a page index, which readers (DuckDB 2.0, Spark) skip pages by, that the audit cannot check (%s): refused rather than read otherwise than they may", objPath[f], unv.why)
+		case err != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return fmt.Errorf("file %s: %w", objPath[f], err)
 		}
 		if keyed {
@@ -336,9 +349,10 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 	return nil
 }
 
-// checkReaderIndexes checks the bloom filters of the chunks of the
-// Parquet file at path.
-func checkReaderIndexes(path string, chunks []chunkMeta) error {
+// checkReaderIndexes checks the bloom filters and the OffsetIndexes of
+// the chunks of the Parquet file at path, and returns the claims of its
+// ColumnIndexes, for columnIndexDisagreement to compare with the data.
+func checkReaderIndexes(path string, chunks []chunkMeta) ([]pageClaim, error) {
 	var file *os.File
 	defer func() {
 		if file != nil {
@@ -352,32 +366,52 @@ func checkReaderIndexes(path string, chunks []chunkMeta) error {
 			zd.Close()
 		}
 	}()
-	for _, c := range chunks {
-		if c.bloomOffset < 0 {
+	var claims []pageClaim
+	rowBase, lastGroup := int64(0), 0
+	for i, c := range chunks {
+		if c.rowGroup != lastGroup {
+			rowBase += chunks[i-1].rows
+			lastGroup = c.rowGroup
+		}
+		if c.bloomOffset < 0 && c.colIdxOffset < 0 && c.offIdxOffset < 0 {
 			continue
 		}
 		if file == nil {
 			var err error
 			if file, err = os.Open(path); err != nil {
-				return err
+				return nil, err
 			}
 			info, err := file.Stat()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			size = info.Size()
 		}
+		what := "a bloom filter, which readers (DuckDB, Spark) skip the row group by,"
+		pages, err := walkPages(file, size, c)
+		if err == nil && c.bloomOffset >= 0 {
+			err = checkBloom(file, size, c, pages, &zd)
+		}
+		if err == nil && (c.colIdxOffset >= 0 || c.offIdxOffset >= 0) {
+			what = "a page index, which readers (DuckDB 2.0, Spark) skip pages by,"
+			var cl []pageClaim
+			cl, err = checkPageIndex(file, size, c, i, pages, rowBase, &zd)
+			claims = append(claims, cl...)
+		}
 		where := fmt.Sprintf("row group %d, column %q", c.rowGroup, c.path)
-		err := checkBloom(file, size, c, &zd)
 		var unv errUnverifiable
 		switch {
 		case errors.As(err, &unv):
-			return fmt.Errorf("%s has a bloom filter, which readers (DuckDB, Spark) skip the row group by, that the audit cannot check (%s): refused rather than read otherwise than they may", where, unv.why)
+			return nil, fmt.Errorf("%s has %s that the audit cannot check (%s): refused rather than read otherwise than they may", where, what, unv.why)
 		case err != nil:
-			return fmt.Errorf("%s: %w", where, err)
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 	}
-	return nil
+	// One pass over each column's rows: its pages in file order.
+	slices.SortStableFunc(claims, func(a, b pageClaim) int {
+		return cmp.Or(cmp.Compare(chunks[a.chunk].column, chunks[b.chunk].column), cmp.Compare(a.lo, b.lo))
+	})
+	return claims, nil
 }
 
 // bloomSalt are the split-block bloom filter's eight salts, as the Parquet
@@ -473,6 +507,7 @@ type pageHeader struct {
 	encoding             int32
 	defEnc, repEnc       int32
 	defBytes, repBytes   int32 // V2
+	numRows              int32 // V2
 	compressedV2         bool  // V2's is_compressed (true unless said)
 	hasData, hasDict, v2 bool
 }
@@ -544,6 +579,8 @@ func (d *compactReader) pageHeader() (pageHeader, error) {
 				switch {
 				case id == 1 && t == ctI32:
 					return true, i32(&h.numValues)
+				case id == 3 && t == ctI32:
+					return true, i32(&h.numRows)
 				case id == 4 && t == ctI32:
 					return true, i32(&h.encoding)
 				case id == 5 && t == ctI32:
@@ -609,12 +646,90 @@ func decompress(codec int32, src []byte, size int, zd **zstd.Decoder) ([]byte, e
 	return out, nil
 }
 
+// pageInfo is a page of a column chunk as walkPages found it.
+type pageInfo struct {
+	offset    int64 // of its header
+	headerLen int
+	h         pageHeader
+	firstRow  int64 // of a data page: its first row in the row group (pageRows)
+}
+
+func (p pageInfo) body() int64 { return p.offset + int64(p.headerLen) }
+func (p pageInfo) end() int64  { return p.body() + int64(p.h.compressed) }
+func (p pageInfo) data() bool  { return (p.h.typ == 0 && p.h.hasData) || (p.h.typ == 3 && p.h.v2) }
+
+// chunkStart is where a chunk's pages begin, as DuckDB reads it: its
+// dictionary page if it names one before its first data page.
+func chunkStart(c chunkMeta) int64 {
+	if c.dictOffset > 0 {
+		return min(c.dataOffset, c.dictOffset)
+	}
+	return c.dataOffset
+}
+
+// walkPages reads the page headers of chunk c, from its start to its end
+// exactly: at most one dictionary page, first, then data pages whose
+// values add up to the chunk's.
+func walkPages(f *os.File, size int64, c chunkMeta) ([]pageInfo, error) {
+	if !c.hasMeta {
+		return nil, unverifiable("a chunk without metadata")
+	}
+	start := chunkStart(c)
+	end := start + c.totalCompressed
+	if start < 4 || c.totalCompressed <= 0 || end > size || end < start {
+		return nil, unverifiable("pages at %d..%d outside the file", start, end)
+	}
+	var pages []pageInfo
+	var values int64
+	for off := start; off < end; {
+		if len(pages) >= chunkMaxPages {
+			return nil, unverifiable("more than %d pages", chunkMaxPages)
+		}
+		h, n, err := readPageHeader(f, off, end)
+		if err != nil {
+			return nil, err
+		}
+		p := pageInfo{offset: off, headerLen: n, h: h}
+		if h.compressed < 0 || h.uncompressed < 0 || h.compressed > pageMaxBytes || p.end() > end {
+			return nil, unverifiable("a page of %d bytes at %d past its chunk", h.compressed, off)
+		}
+		switch {
+		case h.typ == 2 && h.hasDict: // DICTIONARY_PAGE
+			if off != start || (h.encoding != 0 && h.encoding != 2) {
+				return nil, unverifiable("a dictionary page at %d of encoding %d", off, h.encoding)
+			}
+		case p.data():
+			if h.numValues < 0 {
+				return nil, unverifiable("a page of %d values", h.numValues)
+			}
+			values += int64(h.numValues)
+		default:
+			return nil, unverifiable("a page of type %d at %d", h.typ, off)
+		}
+		pages = append(pages, p)
+		off = p.end()
+	}
+	if values != c.numValues {
+		return nil, unverifiable("pages of %d values, its metadata says %d", values, c.numValues)
+	}
+	return pages, nil
+}
+
+// readBody reads and uncompresses a page's body.
+func readBody(f *os.File, c chunkMeta, p pageInfo, zd **zstd.Decoder) ([]byte, error) {
+	raw := make([]byte, p.h.compressed)
+	if _, err := f.ReadAt(raw, p.body()); err != nil {
+		return nil, err
+	}
+	if p.h.v2 {
+		return raw, nil // pageValues and pageRows uncompress the parts they read
+	}
+	return decompress(c.codec, raw, int(p.h.uncompressed), zd)
+}
+
 // checkBloom checks c's bloom filter against the chunk's values: those of
 // its dictionary page and of its PLAIN data pages.
-func checkBloom(f *os.File, size int64, c chunkMeta, zd **zstd.Decoder) error {
-	if !c.hasMeta {
-		return unverifiable("a chunk without metadata")
-	}
+func checkBloom(f *os.File, size int64, c chunkMeta, pages []pageInfo, zd **zstd.Decoder) error {
 	width := 0
 	switch c.physical {
 	case 1, 4: // INT32, FLOAT
@@ -636,14 +751,6 @@ func checkBloom(f *os.File, size int64, c chunkMeta, zd **zstd.Decoder) error {
 	if err != nil {
 		return err
 	}
-	start := c.dataOffset
-	if c.dictOffset > 0 {
-		start = min(start, c.dictOffset)
-	}
-	end := start + c.totalCompressed
-	if start < 4 || c.totalCompressed <= 0 || end > size || end < start {
-		return unverifiable("pages at %d..%d outside the file", start, end)
-	}
 	check := func(vals []byte) error {
 		return plainValues(vals, width, func(v []byte) error {
 			if !bloomHas(bitset, xxhash.Sum64(v)) {
@@ -652,122 +759,86 @@ func checkBloom(f *os.File, size int64, c chunkMeta, zd **zstd.Decoder) error {
 			return nil
 		})
 	}
-	var values int64
 	dict := false
-	pages := 0
-	for off := start; off < end; {
-		if pages++; pages > chunkMaxPages {
-			return unverifiable("more than %d pages", chunkMaxPages)
-		}
-		h, n, err := readPageHeader(f, off, end)
-		if err != nil {
-			return err
-		}
-		body := off + int64(n)
-		if h.compressed < 0 || h.uncompressed < 0 || h.compressed > pageMaxBytes || body+int64(h.compressed) > end {
-			return unverifiable("a page of %d bytes at %d past its chunk", h.compressed, off)
-		}
-		next := body + int64(h.compressed)
-		switch {
-		case h.typ == 2 && h.hasDict: // DICTIONARY_PAGE
-			if dict || off != start || (h.encoding != 0 && h.encoding != 2) {
-				return unverifiable("a dictionary page at %d of encoding %d", off, h.encoding)
-			}
-			dict = true
-			raw := make([]byte, h.compressed)
-			if _, err := f.ReadAt(raw, body); err != nil {
-				return err
-			}
-			vals, err := decompress(c.codec, raw, int(h.uncompressed), zd)
-			if err != nil {
-				return err
-			}
-			if err := check(vals); err != nil {
-				return err
-			}
-		case (h.typ == 0 && h.hasData) || (h.typ == 3 && h.v2): // DATA_PAGE, DATA_PAGE_V2
-			if h.numValues < 0 {
-				return unverifiable("a page of %d values", h.numValues)
-			}
-			values += int64(h.numValues)
-			switch h.encoding {
+	for _, p := range pages {
+		if p.data() {
+			switch p.h.encoding {
 			case 2, 8: // PLAIN_DICTIONARY, RLE_DICTIONARY: indexes into the dictionary
 				if !dict {
 					return unverifiable("a dictionary-encoded page without a dictionary")
 				}
-				off = next
 				continue
 			case 0: // PLAIN
 			default:
-				return unverifiable("a data page of encoding %d", h.encoding)
+				return unverifiable("a data page of encoding %d", p.h.encoding)
 			}
-			raw := make([]byte, h.compressed)
-			if _, err := f.ReadAt(raw, body); err != nil {
-				return err
-			}
-			vals, err := pageValues(c, h, raw, zd)
-			if err != nil {
-				return err
-			}
-			if err := check(vals); err != nil {
-				return err
-			}
-		default:
-			return unverifiable("a page of type %d at %d", h.typ, off)
 		}
-		off = next
-	}
-	if values != c.numValues {
-		return unverifiable("pages of %d values, its metadata says %d", values, c.numValues)
+		b, err := readBody(f, c, p, zd)
+		if err != nil {
+			return err
+		}
+		if !p.data() {
+			dict = true
+		} else if b, err = pageValues(c, p.h, b, zd); err != nil {
+			return err
+		}
+		if err := check(b); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// pageValues are the PLAIN-encoded values of a data page, its levels
-// skipped.
-func pageValues(c chunkMeta, h pageHeader, raw []byte, zd **zstd.Decoder) ([]byte, error) {
+// pageValues are the PLAIN-encoded values of a data page whose body is b
+// (readBody), its levels skipped.
+func pageValues(c chunkMeta, h pageHeader, b []byte, zd **zstd.Decoder) ([]byte, error) {
 	if h.v2 {
 		lv := int(h.defBytes) + int(h.repBytes)
-		if h.defBytes < 0 || h.repBytes < 0 || lv > len(raw) || lv > int(h.uncompressed) {
+		if h.defBytes < 0 || h.repBytes < 0 || lv > len(b) || lv > int(h.uncompressed) {
 			return nil, unverifiable("a V2 page's levels of %d bytes", lv)
 		}
 		if !h.compressedV2 {
-			if len(raw) != int(h.uncompressed) {
-				return nil, unverifiable("an uncompressed V2 page of %d bytes, its header says %d", len(raw), h.uncompressed)
+			if len(b) != int(h.uncompressed) {
+				return nil, unverifiable("an uncompressed V2 page of %d bytes, its header says %d", len(b), h.uncompressed)
 			}
-			return raw[lv:], nil
+			return b[lv:], nil
 		}
-		return decompress(c.codec, raw[lv:], int(h.uncompressed)-lv, zd)
+		return decompress(c.codec, b[lv:], int(h.uncompressed)-lv, zd)
 	}
-	b, err := decompress(c.codec, raw, int(h.uncompressed), zd)
-	if err != nil {
-		return nil, err
-	}
-	skip := func(enc int32) error {
+	_, b, err := v1Levels(c, h, b)
+	return b, err
+}
+
+// v1Levels splits the uncompressed body of a V1 data page: its
+// repetition levels (RLE, without their length) and what follows its
+// definition levels.
+func v1Levels(c chunkMeta, h pageHeader, b []byte) (rep, rest []byte, err error) {
+	skip := func(enc int32) ([]byte, error) {
 		if enc != 3 { // RLE, length-prefixed; BIT_PACKED is not
-			return unverifiable("levels of encoding %d", enc)
+			return nil, unverifiable("levels of encoding %d", enc)
 		}
 		if len(b) < 4 {
-			return unverifiable("a page ends in its levels")
+			return nil, unverifiable("a page ends in its levels")
 		}
 		n := binary.LittleEndian.Uint32(b)
 		if uint64(n) > uint64(len(b)-4) {
-			return unverifiable("levels of %d bytes past the page", n)
+			return nil, unverifiable("levels of %d bytes past the page", n)
 		}
+		lv := b[4 : 4+n]
 		b = b[4+n:]
-		return nil
+		return lv, nil
 	}
 	if c.maxRep > 0 {
-		if err := skip(h.repEnc); err != nil {
-			return nil, err
+		if rep, err = skip(h.repEnc); err != nil {
+			return nil, nil, err
 		}
 	}
 	if c.maxDef > 0 {
-		if err := skip(h.defEnc); err != nil {
-			return nil, err
+		if _, err = skip(h.defEnc); err != nil {
+			return nil, nil, err
 		}
 	}
-	return b, nil
+	return rep, b, nil
 }
 
 // plainValues calls fn with each value of PLAIN-encoded b: width bytes

@@ -26,24 +26,28 @@ const duckdbIndexedRows = `SELECT i::BIGINT AS id, (i % 300 - 150)::INTEGER AS i
 	i % 3 = 0 AS flag, (i % 17)::VARCHAR::ENUM('0','1','2','3','4','5','6','7','8','9','10','11','12','13','14','15','16') AS en
 	FROM range(0, 10000) r(i)`
 
-// honestBlooms checks the bloom filters of the Parquet file f and returns
-// how many it checked.
-func honestBlooms(t *testing.T, f string) int {
+// honestIndexes checks the bloom filters and page indexes of the Parquet
+// file f and returns how many bloom filters it checked and how many pages
+// it compared with their ColumnIndex.
+func honestIndexes(t *testing.T, e *Engine, f string) (blooms, pages int) {
 	t.Helper()
 	ft, err := readFooter(f)
 	if err != nil {
 		t.Fatalf("%s: %v", f, err)
 	}
-	n := 0
 	for _, c := range ft.chunks {
 		if c.bloomOffset >= 0 {
-			n++
+			blooms++
 		}
 	}
-	if err := checkReaderIndexes(f, ft.chunks); err != nil {
+	claims, err := checkReaderIndexes(f, ft.chunks)
+	if err == nil {
+		err = (&run{e: e}).columnIndexDisagreement(context.Background(), f, ft.chunks, claims)
+	}
+	if err != nil {
 		t.Errorf("%s: an honest file refused: %v", filepath.Base(f), err)
 	}
-	return n
+	return blooms, len(claims)
 }
 
 // TestHonestBloomFiltersPass: the bloom filters DuckDB writes (each
@@ -54,6 +58,7 @@ func TestHonestBloomFiltersPass(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	e := newEngine(t, src, "")
 	for _, codec := range []string{"snappy", "zstd", "gzip", "uncompressed", "lz4", "brotli"} {
 		for _, v := range []string{"V1", "V2"} {
 			name := fmt.Sprintf("t/%s_%s.parquet", codec, v)
@@ -62,12 +67,11 @@ func TestHonestBloomFiltersPass(t *testing.T) {
 				t.Fatal(err)
 			}
 			copySQL(t, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet, COMPRESSION %s, PARQUET_VERSION %s, ROW_GROUP_SIZE 3000)", duckdbIndexedRows, quoteLiteral(dst), codec, v))
-			if n := honestBlooms(t, dst); n < 3*11 { // three row groups, eleven dictionary-encoded leaves or more
+			if n, _ := honestIndexes(t, e, dst); n < 3*11 { // three row groups, eleven dictionary-encoded leaves or more
 				t.Errorf("%s: %d bloom filters checked", name, n)
 			}
 		}
 	}
-	e := newEngine(t, src, "")
 	rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
 		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{
 			{Name: "rows", Kind: KindRowCount, Table: "t", Min: f64(1)},
@@ -89,7 +93,11 @@ func TestHonestPyArrowBloomFiltersPass(t *testing.T) {
 	if err != nil {
 		t.Skipf("skipped: %v; scripts/pyenv.sh installs pyarrow (./test.sh runs it)", err)
 	}
-	dir := t.TempDir()
+	e := newEngine(t, newDirSource(t), "")
+	dir := filepath.Join(e.dir, "pyarrow") // where the engine's DuckDB reads
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, filepath.Join("testdata", "pyarrow_indexes.py"), dir)
@@ -104,8 +112,14 @@ func TestHonestPyArrowBloomFiltersPass(t *testing.T) {
 	for _, f := range files {
 		// Three row groups of twelve columns with a bloom filter (all but
 		// the BOOLEAN one).
-		if n := honestBlooms(t, f); n != 3*12 {
-			t.Errorf("%s: %d bloom filters checked, want 36", strings.TrimSuffix(filepath.Base(f), ".parquet"), n)
+		name := strings.TrimSuffix(filepath.Base(f), ".parquet")
+		n, pages := honestIndexes(t, e, f)
+		if n != 3*12 {
+			t.Errorf("%s: %d bloom filters checked, want 36", name, n)
 		}
+		if strings.HasPrefix(name, "page_index") && pages < 3*17 { // every leaf but the list's, each page
+			t.Errorf("%s: %d pages compared with their column index", name, pages)
+		}
+		t.Logf("%s: %d bloom filters, %d pages compared", name, n, pages)
 	}
 }

@@ -30,9 +30,14 @@ table = pa.table({
     "dec": pa.array(col(lambda i: decimal.Decimal(i % 2000) / 100), pa.decimal128(10, 2)),
     "bin": pa.array(col(lambda i: bytes([i % 256, (i * 3) % 256])), pa.binary()),
     "fsb": pa.array(col(lambda i: i.to_bytes(16, "little")), pa.binary(16)),
+    "tm": pa.array(col(lambda i: datetime.time(i % 24, i % 60, i % 60, i * 1000 % 1000000)), pa.time32("ms")),
+    "tu": pa.array(col(lambda i: datetime.time(i % 24, i % 60, i % 60, i * 7 % 1000000)), pa.time64("us")),
     "flag": pa.array(col(lambda i: i % 3 == 0), pa.bool_()),
+    "st": pa.array(col(lambda i: {"x": None if i % 5 == 0 else i % 77, "y": "y%d" % (i % 9)}),
+                   pa.struct([("x", pa.int64()), ("y", pa.string())])),
+    "li": pa.array(col(lambda i: [i % 10, None, i % 4] if i % 6 else []), pa.list_(pa.int64())),
 })
-bloom = {c: {"ndv": n, "fpp": 0.05} for c in table.column_names if c != "flag"}
+bloom = {c: {"ndv": n, "fpp": 0.05} for c in table.column_names if c not in ("flag", "st", "li", "tm", "tu")}
 variants = {
     "snappy": {},
     "zstd": {"compression": "zstd"},

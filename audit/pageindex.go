@@ -1,0 +1,702 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"math/bits"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// The page index: readers skip pages by it. A ColumnIndex gives each data
+// page of a column chunk its min, max, null count and whether it holds
+// only NULLs; an OffsetIndex gives each page's place and first row.
+// DuckDB 2.0 (not 1.5, the engine's) skips pages by the ColumnIndex for a
+// filter on the column (WHERE id = 7 read 0 rows of a pyarrow file whose
+// first page's bounds were forged, and 1 in a full scan), as Spark's
+// parquet-mr does; those readers then read the pages of the other columns
+// by their OffsetIndex. So readerIndexes checks both against the file:
+// the OffsetIndex against the pages' headers (place, size, first row,
+// counted from the values, or from the repetition levels of a repeated
+// column), the ColumnIndex against the data DuckDB reads, page by page by
+// file_row_number, in one statement per file. A ColumnIndex of a type the
+// audit does not compare (INT96, TIME, FLOAT16, INTERVAL) is refused; the
+// bounds of a repeated column's leaf are not compared (no reader here
+// pushes a filter into a list's elements), its OffsetIndex is.
+
+// Bounds of the page index's reading.
+const pageIndexMaxBytes = 16 << 20 // a ColumnIndex or an OffsetIndex
+
+// logicalType reads the LogicalType union in b (checked by structOf)
+// into nt.
+func logicalType(b []byte, nt *nodeTypes) {
+	d := &compactReader{b: b}
+	_ = d.fields(func(id int16, t byte) (bool, error) {
+		if t != ctStruct {
+			return false, nil
+		}
+		nt.logical = id
+		switch id {
+		case 5: // DecimalType: scale, precision
+			return true, d.fields(func(id int16, t byte) (bool, error) {
+				if id == 1 && t == ctI32 {
+					v, err := d.i32()
+					nt.logicalScale = v
+					return true, err
+				}
+				return false, nil
+			})
+		case 7, 8: // TimeType, TimestampType: isAdjustedToUTC, unit
+			return true, d.fields(func(id int16, t byte) (bool, error) {
+				if id == 1 && (t == ctTrue || t == ctFalse) {
+					nt.utc = t == ctTrue
+					return true, nil
+				}
+				if id == 2 && t == ctStruct {
+					return true, d.fields(func(id int16, t byte) (bool, error) {
+						if t == ctStruct {
+							nt.unit = id
+						}
+						return false, nil
+					})
+				}
+				return false, nil
+			})
+		case 10: // IntType: bitWidth, isSigned
+			return true, d.fields(func(id int16, t byte) (bool, error) {
+				if id == 2 && (t == ctTrue || t == ctFalse) {
+					nt.unsigned = t == ctFalse
+					return true, nil
+				}
+				return false, nil
+			})
+		}
+		return false, nil
+	})
+}
+
+// pageRows sets each data page's first row (in its row group) and checks
+// that they add up to the row group's rows.
+func pageRows(f *os.File, c chunkMeta, pages []pageInfo, zd **zstd.Decoder) error {
+	var row int64
+	for i := range pages {
+		p := &pages[i]
+		if !p.data() {
+			continue
+		}
+		p.firstRow = row
+		var n int64
+		switch {
+		case c.maxRep == 0:
+			n = int64(p.h.numValues)
+		case p.h.v2:
+			n = int64(p.h.numRows)
+		default:
+			b, err := readBody(f, c, *p, zd)
+			if err != nil {
+				return err
+			}
+			rep, _, err := v1Levels(c, p.h, b)
+			if err != nil {
+				return err
+			}
+			z, first, err := rleZeros(rep, bits.Len(uint(c.maxRep)), int(p.h.numValues))
+			if err != nil {
+				return err
+			}
+			if !first {
+				return unverifiable("a page at %d that begins inside a row", p.offset)
+			}
+			n = int64(z)
+		}
+		if n <= 0 {
+			return unverifiable("a data page at %d of %d rows", p.offset, n)
+		}
+		row += n
+	}
+	if row != c.rows {
+		return unverifiable("pages of %d rows in a row group of %d", row, c.rows)
+	}
+	return nil
+}
+
+// rleZeros counts the zeros among the first n levels of RLE/bit-packed
+// hybrid b of bit width bw, and says whether the first is zero.
+func rleZeros(b []byte, bw, n int) (int, bool, error) {
+	zeros, got := 0, 0
+	first := false
+	per := (bw + 7) / 8
+	for got < n {
+		h, k := binary.Uvarint(b)
+		if k <= 0 {
+			return 0, false, unverifiable("repetition levels cut")
+		}
+		b = b[k:]
+		if h&1 == 0 { // a run of one value
+			cnt := h >> 1
+			if cnt == 0 || len(b) < per {
+				return 0, false, unverifiable("a repetition level run cut")
+			}
+			var v uint64
+			for i := range per {
+				v |= uint64(b[i]) << (8 * i)
+			}
+			b = b[per:]
+			m := int(min(cnt, uint64(n-got)))
+			if got == 0 {
+				first = v == 0
+			}
+			if v == 0 {
+				zeros += m
+			}
+			got += m
+			continue
+		}
+		groups := h >> 1 // of 8 values, bit-packed
+		if groups == 0 || groups > uint64(len(b)) || groups*uint64(bw) > uint64(len(b)) {
+			return 0, false, unverifiable("bit-packed repetition levels cut")
+		}
+		vals := int(groups) * 8
+		for i := 0; i < vals && got < n; i++ {
+			var v uint
+			for j := range bw {
+				bit := i*bw + j
+				v |= uint(b[bit/8]>>(bit%8)&1) << j
+			}
+			if got == 0 {
+				first = v == 0
+			}
+			if v == 0 {
+				zeros++
+			}
+			got++
+		}
+		b = b[int(groups)*bw:]
+	}
+	return zeros, first, nil
+}
+
+// readIndex reads the n bytes of a page index structure at off.
+func readIndex(f *os.File, size, off, n int64) ([]byte, error) {
+	if off < 4 || n <= 0 || n > pageIndexMaxBytes || off+n > size {
+		return nil, unverifiable("%d bytes at %d", n, off)
+	}
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+type pageLocation struct {
+	offset   int64
+	size     int32
+	firstRow int64
+}
+
+// offsetIndex reads an OffsetIndex: its page locations.
+func offsetIndex(b []byte) ([]pageLocation, error) {
+	d := &compactReader{b: b}
+	var locs []pageLocation
+	seen := false
+	err := d.fields(func(id int16, t byte) (bool, error) {
+		if id != 1 || t != ctList {
+			return false, nil
+		}
+		seen = true
+		et, n, err := d.list()
+		if err != nil || et != ctStruct {
+			return true, errOr(err, unverifiable("page locations of type %d", et))
+		}
+		for range n {
+			var l pageLocation
+			var got [3]bool
+			err := d.fields(func(id int16, t byte) (bool, error) {
+				var err error
+				switch {
+				case id == 1 && t == ctI64:
+					l.offset, err = d.i64()
+				case id == 2 && t == ctI32:
+					l.size, err = d.i32()
+				case id == 3 && t == ctI64:
+					l.firstRow, err = d.i64()
+				default:
+					return false, nil
+				}
+				got[id-1] = true
+				return true, err
+			})
+			if err != nil {
+				return true, err
+			}
+			if got != [3]bool{true, true, true} {
+				return true, unverifiable("a page location without a field")
+			}
+			locs = append(locs, l)
+		}
+		return true, nil
+	})
+	if err == nil && !seen {
+		err = unverifiable("no page locations")
+	}
+	return locs, err
+}
+
+func errOr(err, or error) error {
+	if err != nil {
+		return err
+	}
+	return or
+}
+
+type columnIndexClaims struct {
+	nullPages  []bool
+	mins, maxs [][]byte
+	order      int32 // 0 UNORDERED, 1 ASCENDING, 2 DESCENDING
+	nullCounts []int64
+}
+
+// columnIndex reads a ColumnIndex.
+func columnIndex(b []byte) (columnIndexClaims, error) {
+	d := &compactReader{b: b}
+	var ci columnIndexClaims
+	ci.order = -1
+	var seen [4]bool
+	binaries := func() ([][]byte, error) {
+		et, n, err := d.list()
+		if err != nil || et != ctBinary {
+			return nil, errOr(err, unverifiable("bounds of type %d", et))
+		}
+		out := make([][]byte, 0, n)
+		for range n {
+			v, err := d.binary(len(d.b))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	err := d.fields(func(id int16, t byte) (bool, error) {
+		var err error
+		switch {
+		case id == 1 && t == ctList:
+			var et byte
+			var n int
+			if et, n, err = d.list(); err == nil && et != ctTrue && et != ctFalse {
+				err = unverifiable("null_pages of type %d", et)
+			}
+			for k := 0; k < n && err == nil; k++ {
+				var c byte
+				c, err = d.byte()
+				ci.nullPages = append(ci.nullPages, c == ctTrue) // as Thrift reads a bool of a list
+			}
+		case id == 2 && t == ctList:
+			ci.mins, err = binaries()
+		case id == 3 && t == ctList:
+			ci.maxs, err = binaries()
+		case id == 4 && t == ctI32:
+			ci.order, err = d.i32()
+		case id == 5 && t == ctList:
+			var et byte
+			var n int
+			if et, n, err = d.list(); err == nil && et != ctI64 {
+				err = unverifiable("null_counts of type %d", et)
+			}
+			ci.nullCounts = []int64{}
+			for k := 0; k < n && err == nil; k++ {
+				var v int64
+				v, err = d.i64()
+				ci.nullCounts = append(ci.nullCounts, v)
+			}
+		default:
+			return false, nil
+		}
+		if id <= 4 {
+			seen[id-1] = true
+		}
+		return true, err
+	})
+	if err != nil {
+		return ci, err
+	}
+	if seen != [4]bool{true, true, true, true} || ci.order < 0 || ci.order > 2 {
+		return ci, unverifiable("a column index without a required field")
+	}
+	return ci, nil
+}
+
+// A domain is how a column's bounds and its data compare: the bounds
+// decoded from their plain encoding into integers, floats or bytes, and
+// the data as DuckDB reads it made into the same (a date its days, a
+// timestamp its units since the epoch, text its UTF-8 bytes), in the
+// order the Parquet format gives the column's logical type.
+type domain struct {
+	kind    byte   // 'i' integer (big.Int), 'f' float, 'b' bytes
+	sqlType string // of the bounds' literals and the data's expression
+	expr    string // the data's, with %s for the column
+	decode  func([]byte) (bound, error)
+	scale   int32 // of a DECIMAL
+}
+
+type bound struct {
+	i *big.Int
+	f float64
+	b []byte
+}
+
+func chunkDomain(c chunkMeta) (domain, error) {
+	t := c.types
+	decimal := t.converted == 5 || t.logical == 5
+	scale := t.scale
+	if t.logical == 5 {
+		scale = t.logicalScale
+	}
+	le := func(signed bool) func([]byte) (bound, error) {
+		return func(v []byte) (bound, error) {
+			switch {
+			case len(v) == 4 && signed:
+				return bound{i: big.NewInt(int64(int32(binary.LittleEndian.Uint32(v))))}, nil
+			case len(v) == 4:
+				return bound{i: new(big.Int).SetUint64(uint64(binary.LittleEndian.Uint32(v)))}, nil
+			case len(v) == 8 && signed:
+				return bound{i: big.NewInt(int64(binary.LittleEndian.Uint64(v)))}, nil
+			case len(v) == 8:
+				return bound{i: new(big.Int).SetUint64(binary.LittleEndian.Uint64(v))}, nil
+			}
+			return bound{}, unverifiable("a bound of %d bytes", len(v))
+		}
+	}
+	bigEndian := func(v []byte) (bound, error) {
+		if len(v) == 0 || len(v) > 32 {
+			return bound{}, unverifiable("a decimal bound of %d bytes", len(v))
+		}
+		i := new(big.Int).SetBytes(v)
+		if v[0]&0x80 != 0 {
+			i.Sub(i, new(big.Int).Lsh(big.NewInt(1), uint(8*len(v))))
+		}
+		return bound{i: i}, nil
+	}
+	raw := func(v []byte) (bound, error) { return bound{b: v}, nil }
+	scaled := func(dec func([]byte) (bound, error), m int64) func([]byte) (bound, error) {
+		return func(v []byte) (bound, error) {
+			b, err := dec(v)
+			if err == nil {
+				b.i.Mul(b.i, big.NewInt(m))
+			}
+			return b, err
+		}
+	}
+	ints := domain{kind: 'i', sqlType: "HUGEINT", expr: "CAST(%s AS HUGEINT)", decode: le(true)}
+	switch c.physical {
+	case 0: // BOOLEAN
+		return domain{kind: 'i', sqlType: "HUGEINT", expr: "CAST(CAST(%s AS INTEGER) AS HUGEINT)", decode: func(v []byte) (bound, error) {
+			if len(v) != 1 || v[0] > 1 {
+				return bound{}, unverifiable("a boolean bound %x", v)
+			}
+			return bound{i: big.NewInt(int64(v[0]))}, nil
+		}}, nil
+	case 1, 2: // INT32, INT64
+		switch {
+		case decimal:
+			if scale < 0 || scale > 38 {
+				return domain{}, unverifiable("a decimal of scale %d", scale)
+			}
+			d := ints
+			d.sqlType, d.expr, d.scale = fmt.Sprintf("DECIMAL(38, %d)", scale), fmt.Sprintf("CAST(%%s AS DECIMAL(38, %d))", scale), scale
+			return d, nil
+		case t.converted == 6 || t.logical == 6: // DATE
+			ints.expr = "CAST(%s - DATE '1970-01-01' AS HUGEINT)"
+			return ints, nil
+		case t.converted == 9 || (t.logical == 8 && t.unit == 1): // TIMESTAMP_MILLIS
+			ints.expr = "CAST(epoch_ms(%s) AS HUGEINT)"
+			return ints, nil
+		case t.converted == 10 || (t.logical == 8 && t.unit == 2):
+			ints.expr = "CAST(epoch_us(%s) AS HUGEINT)"
+			return ints, nil
+		case t.logical == 8 && t.unit == 3:
+			ints.expr = "CAST(epoch_ns(%s) AS HUGEINT)"
+			return ints, nil
+		case (t.converted == 7 && t.logical == 0) || (t.logical == 7 && t.unit == 1 && !t.utc): // TIME_MILLIS
+			ints.expr, ints.decode = "CAST(epoch_us(DATE '1970-01-01' + %s) AS HUGEINT)", scaled(le(true), 1000)
+			return ints, nil
+		case (t.converted == 8 && t.logical == 0) || (t.logical == 7 && t.unit == 2 && !t.utc): // TIME_MICROS
+			ints.expr = "CAST(epoch_us(DATE '1970-01-01' + %s) AS HUGEINT)"
+			return ints, nil
+		case t.logical == 8, t.logical == 7, t.converted == 7, t.converted == 8:
+			return domain{}, unverifiable("a time column of unit %d, adjusted to UTC %v", t.unit, t.utc)
+		case (t.converted >= 11 && t.converted <= 14) || (t.logical == 10 && t.unsigned):
+			ints.decode = le(false)
+			return ints, nil
+		case t.logical != 0 && t.logical != 10 && t.logical != 11:
+			return domain{}, unverifiable("an integer of logical type %d", t.logical)
+		}
+		return ints, nil
+	case 4, 5: // FLOAT, DOUBLE
+		return domain{kind: 'f', sqlType: "DOUBLE", expr: "CASE WHEN isnan(%[1]s) THEN NULL ELSE CAST(%[1]s AS DOUBLE) END", decode: func(v []byte) (bound, error) {
+			var f float64
+			switch {
+			case len(v) == 4 && c.physical == 4:
+				f = float64(math.Float32frombits(binary.LittleEndian.Uint32(v)))
+			case len(v) == 8 && c.physical == 5:
+				f = math.Float64frombits(binary.LittleEndian.Uint64(v))
+			default:
+				return bound{}, unverifiable("a float bound of %d bytes", len(v))
+			}
+			if math.IsNaN(f) {
+				return bound{}, unverifiable("a NaN bound")
+			}
+			return bound{f: f}, nil
+		}}, nil
+	case 6, 7: // BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY
+		switch {
+		case decimal:
+			if scale < 0 || scale > 38 {
+				return domain{}, unverifiable("a decimal of scale %d", scale)
+			}
+			return domain{kind: 'i', sqlType: fmt.Sprintf("DECIMAL(38, %d)", scale), expr: fmt.Sprintf("CAST(%%s AS DECIMAL(38, %d))", scale), decode: bigEndian, scale: scale}, nil
+		case c.physical == 6 && (t.converted == 0 || t.converted == 4 || t.converted == 19 || t.logical == 1 || t.logical == 4 || t.logical == 12):
+			return domain{kind: 'b', sqlType: "BLOB", expr: "encode(CAST(%s AS VARCHAR))", decode: raw}, nil
+		case c.physical == 7 && t.logical == 14: // UUID
+			return domain{kind: 'b', sqlType: "BLOB", expr: "from_hex(replace(CAST(%s AS VARCHAR), '-', ''))", decode: raw}, nil
+		case t.converted == 21 || t.logical == 15: // INTERVAL, FLOAT16
+			return domain{}, unverifiable("an interval or float16 column")
+		case t.logical != 0 && t.logical != 13 && t.logical != 11: // not BSON, UNKNOWN
+			return domain{}, unverifiable("a binary column of logical type %d", t.logical)
+		}
+		return domain{kind: 'b', sqlType: "BLOB", expr: "CAST(%s AS BLOB)", decode: raw}, nil
+	}
+	return domain{}, unverifiable("physical type %d", c.physical)
+}
+
+func (d domain) cmp(a, b bound) int {
+	switch d.kind {
+	case 'i':
+		return a.i.Cmp(b.i)
+	case 'f':
+		switch {
+		case a.f < b.f:
+			return -1
+		case a.f > b.f:
+			return 1
+		}
+		return 0
+	}
+	return bytes.Compare(a.b, b.b)
+}
+
+func (d domain) literal(v bound) string {
+	switch d.kind {
+	case 'i':
+		s := v.i.String()
+		if d.scale > 0 {
+			neg := strings.HasPrefix(s, "-")
+			s = strings.TrimPrefix(s, "-")
+			for len(s) <= int(d.scale) {
+				s = "0" + s
+			}
+			s = s[:len(s)-int(d.scale)] + "." + s[len(s)-int(d.scale):]
+			if neg {
+				s = "-" + s
+			}
+		}
+		return fmt.Sprintf("CAST('%s' AS %s)", s, d.sqlType)
+	case 'f':
+		return fmt.Sprintf("CAST('%s' AS DOUBLE)", strconv.FormatFloat(v.f, 'g', -1, 64))
+	}
+	return fmt.Sprintf("from_hex('%s')", hex.EncodeToString(v.b))
+}
+
+// render is a bound in a refusal.
+func (d domain) render(v bound) string {
+	switch d.kind {
+	case 'i', 'f':
+		return strings.SplitN(d.literal(v), "'", 3)[1]
+	}
+	return renderValue(6, v.b)
+}
+
+// pageClaim is what a ColumnIndex says of one data page.
+type pageClaim struct {
+	chunk            int // index in the file's chunks
+	page             int // among the chunk's data pages
+	lo, hi           int64
+	nullPage         bool
+	min, max         bound
+	nulls            int64 // -1: not given
+	domain           domain
+	rowGroup         int
+	path, minS, maxS string
+}
+
+// checkPageIndex checks chunk c's OffsetIndex against its pages, and
+// returns the claims of its ColumnIndex for the data to be compared with
+// (none for a repeated column's leaf). rowBase is the row group's first
+// row in the file.
+func checkPageIndex(f *os.File, size int64, c chunkMeta, ci int, pages []pageInfo, rowBase int64, zd **zstd.Decoder) ([]pageClaim, error) {
+	if err := pageRows(f, c, pages, zd); err != nil {
+		return nil, err
+	}
+	var data []pageInfo
+	for _, p := range pages {
+		if p.data() {
+			data = append(data, p)
+		}
+	}
+	if c.offIdxOffset >= 0 {
+		b, err := readIndex(f, size, c.offIdxOffset, c.offIdxLength)
+		if err != nil {
+			return nil, err
+		}
+		locs, err := offsetIndex(b)
+		if err != nil {
+			return nil, unverifiable("its offset index: %v", err)
+		}
+		if len(locs) != len(data) {
+			return nil, fmt.Errorf("its offset index lists %d pages, the chunk has %d: a reader that skips pages by the page index (DuckDB 2.0, Spark) reads other rows than the audit read", len(locs), len(data))
+		}
+		for i, l := range locs {
+			p := data[i]
+			if l.offset != p.offset || int64(l.size) != p.end()-p.offset || l.firstRow != p.firstRow {
+				return nil, fmt.Errorf("its offset index places page %d at %d (%d bytes, first row %d), the page is at %d (%d bytes, first row %d): a reader that skips pages by the page index (DuckDB 2.0, Spark) reads other rows than the audit read",
+					i, l.offset, l.size, l.firstRow, p.offset, p.end()-p.offset, p.firstRow)
+			}
+		}
+	}
+	if c.colIdxOffset < 0 {
+		return nil, nil
+	}
+	b, err := readIndex(f, size, c.colIdxOffset, c.colIdxLength)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := columnIndex(b)
+	if err != nil {
+		return nil, unverifiable("its column index: %v", err)
+	}
+	n := len(data)
+	if len(idx.nullPages) != n || len(idx.mins) != n || len(idx.maxs) != n || (idx.nullCounts != nil && len(idx.nullCounts) != n) {
+		return nil, fmt.Errorf("its column index describes %d pages, the chunk has %d: a reader that skips pages by it (DuckDB 2.0, Spark) reads other rows than the audit read", len(idx.nullPages), n)
+	}
+	if c.maxRep > 0 {
+		return nil, nil
+	}
+	dom, err := chunkDomain(c)
+	if err != nil {
+		return nil, err
+	}
+	var claims []pageClaim
+	var prev *pageClaim
+	for i, p := range data {
+		hi := rowBase + c.rows
+		if i+1 < n {
+			hi = rowBase + data[i+1].firstRow
+		}
+		pc := pageClaim{chunk: ci, page: i, lo: rowBase + p.firstRow, hi: hi, nullPage: idx.nullPages[i], nulls: -1, domain: dom, rowGroup: c.rowGroup, path: c.path}
+		if idx.nullCounts != nil {
+			pc.nulls = idx.nullCounts[i]
+		}
+		if !pc.nullPage {
+			if pc.min, err = dom.decode(idx.mins[i]); err != nil {
+				return nil, err
+			}
+			if pc.max, err = dom.decode(idx.maxs[i]); err != nil {
+				return nil, err
+			}
+			pc.minS, pc.maxS = dom.render(pc.min), dom.render(pc.max)
+			if dom.cmp(pc.min, pc.max) > 0 {
+				return nil, fmt.Errorf("its column index gives page %d a min %s above its max %s", i, pc.minS, pc.maxS)
+			}
+			// Readers search ordered bounds by bisection.
+			if prev != nil && ((idx.order == 1 && (dom.cmp(prev.min, pc.min) > 0 || dom.cmp(prev.max, pc.max) > 0)) ||
+				(idx.order == 2 && (dom.cmp(prev.min, pc.min) < 0 || dom.cmp(prev.max, pc.max) < 0))) {
+				return nil, fmt.Errorf("its column index says its pages' bounds are ordered (boundary order %d), and pages %d and %d are not: a reader that bisects them (Spark) skips pages", idx.order, prev.page, i)
+			}
+			prev = &pc
+		}
+		claims = append(claims, pc)
+	}
+	return claims, nil
+}
+
+// columnIndexDisagreement compares the ColumnIndex claims of the Parquet
+// file at path with its data, as DuckDB reads it: one statement, a union
+// over the columns, each page's rows found by file_row_number. It returns
+// the first page whose data a claim does not hold, described.
+func (r *run) columnIndexDisagreement(ctx context.Context, path string, chunks []chunkMeta, claims []pageClaim) error {
+	if len(claims) == 0 {
+		return nil
+	}
+	var parts []string
+	k := 0
+	for k < len(claims) {
+		j := k
+		column := chunks[claims[k].chunk].column
+		for j < len(claims) && chunks[claims[j].chunk].column == column {
+			j++
+		}
+		dom := claims[k].domain
+		col := quotePath(chunks[claims[k].chunk].parts)
+		var vals []string
+		for i := k; i < j; i++ {
+			c := claims[i]
+			mn, mx := "CAST(NULL AS "+dom.sqlType+")", "CAST(NULL AS "+dom.sqlType+")"
+			if !c.nullPage {
+				mn, mx = dom.literal(c.min), dom.literal(c.max)
+			}
+			vals = append(vals, fmt.Sprintf("(%d, %d, %s, %s, %d, %t)", i, c.lo, mn, mx, c.nulls, c.nullPage))
+		}
+		parts = append(parts, fmt.Sprintf(`SELECT p.k, CAST(min(d.v) AS VARCHAR), CAST(max(d.v) AS VARCHAR), count(*) FILTER (WHERE d.n), count(*)
+FROM (SELECT file_row_number AS rn, %s AS v, %s IS NULL AS n FROM read_parquet(%s%s, file_row_number = true)) d
+ASOF JOIN (VALUES %s) p(k, lo, mn, mx, nulls, nullpage) ON d.rn >= p.lo
+GROUP BY p.k, p.mn, p.mx, p.nulls, p.nullpage
+HAVING min(d.v) < p.mn OR max(d.v) > p.mx OR (p.nulls >= 0 AND count(*) FILTER (WHERE d.n) <> p.nulls) OR (p.nullpage AND count(*) FILTER (WHERE NOT d.n) > 0)`,
+			fmt.Sprintf(dom.expr, col), col, literalList([]string{path}), noHive, strings.Join(vals, ", ")))
+		k = j
+	}
+	q := "SELECT * FROM (" + strings.Join(parts, "\nUNION ALL\n") + ") ORDER BY 1 LIMIT 1"
+	var (
+		i              int
+		mn, mx         *string
+		nulls, rowsGot int64
+	)
+	err := r.e.db.QueryRowContext(ctx, q).Scan(&i, &mn, &mx, &nulls, &rowsGot)
+	switch {
+	case err == nil:
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	default:
+		return unverifiable("its data read page by page: %v", err)
+	}
+	c := claims[i]
+	claim := fmt.Sprintf("values from %s to %s", c.minS, c.maxS)
+	if c.nullPage {
+		claim = "only NULLs"
+	}
+	if c.nulls >= 0 {
+		claim += fmt.Sprintf(", %d NULLs", c.nulls)
+	}
+	got := fmt.Sprintf("%d NULLs", nulls)
+	if mn != nil && mx != nil {
+		got = fmt.Sprintf("values from %s to %s, %d NULLs", *mn, *mx, nulls)
+	}
+	return fmt.Errorf("row group %d, column %q: its column index says page %d (rows %d to %d of the file) holds %s; it holds %s: a reader that skips pages by it (DuckDB 2.0, Spark) reads other rows than the audit read",
+		c.rowGroup, c.path, c.page, c.lo, c.hi-1, claim, got)
+}
+
+// quotePath is a leaf's path as a DuckDB expression: "a"."b".
+func quotePath(parts []string) string {
+	return strings.Join(each(parts, quoteIdent), ".")
+}
