@@ -36,6 +36,11 @@ const Path = "/runs"
 // counted.
 const MaxRuns = 500
 
+// MaxAnswerBytes is the byte budget of the runs one answer shows, as JSON
+// and as HTML (each run counted as the larger): runs past it are counted
+// as omitted, like those past MaxRuns.
+const MaxAnswerBytes = 4 << 20
+
 // Options configure the page.
 type Options struct {
 	// Runs returns the runs this instance holds.
@@ -74,7 +79,7 @@ type Page struct {
 	Datasets []string  `json:"datasets"`
 	States   []string  `json:"states"`
 	Runs     []RunView `json:"runs"`
-	// Omitted counts the matching runs beyond MaxRuns.
+	// Omitted counts the matching runs beyond MaxRuns or MaxAnswerBytes.
 	Omitted int `json:"omitted,omitempty"`
 }
 
@@ -196,10 +201,38 @@ func (p page) build(dataset, state string) Page {
 		pg.Omitted = len(runs) - MaxRuns
 		runs = runs[:MaxRuns]
 	}
-	for _, r := range runs {
-		pg.Runs = append(pg.Runs, p.view(r, now))
+	used := 0
+	for i, r := range runs {
+		v := p.view(r, now)
+		used += viewBytes(v)
+		if used > MaxAnswerBytes && i > 0 {
+			pg.Omitted += len(runs) - i
+			break
+		}
+		pg.Runs = append(pg.Runs, v)
 	}
 	return pg
+}
+
+// viewBytes is what v takes of an answer: the larger of its JSON (as
+// ServeHTTP indents it) and its HTML row.
+func viewBytes(v RunView) int {
+	var c byteCount
+	enc := json.NewEncoder(&c)
+	enc.SetIndent("  ", " ")
+	_ = enc.Encode(v)
+	asJSON := int(c)
+	c = 0
+	_ = pageTemplate.ExecuteTemplate(&c, "run", v)
+	return max(asJSON, int(c))
+}
+
+// byteCount is a writer that counts what it is given.
+type byteCount int
+
+func (c *byteCount) Write(p []byte) (int, error) {
+	*c += byteCount(len(p))
+	return len(p), nil
 }
 
 func (p page) view(r pipeline.Run, now time.Time) RunView {
