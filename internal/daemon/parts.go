@@ -23,16 +23,47 @@ import (
 // The parts the daemon shares with the one-shot commands (lakewap janitor,
 // lakewap audit): built here once, so a command does what the daemon does.
 
+// MaxLogValueBytes bounds each value of a log line (a string, an error's
+// text, anything else as it prints).
+const MaxLogValueBytes = 4 << 10
+
 // NewLogger is the log of format (text, json) from level (debug, info,
 // warn, error; else info) on w.
 func NewLogger(w io.Writer, format, level string) *slog.Logger {
 	var lv slog.Level
 	_ = lv.UnmarshalText([]byte(strings.ToUpper(level)))
-	opts := &slog.HandlerOptions{Level: lv}
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: clipAttr}
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// clipAttr clips a's value to MaxLogValueBytes as text, saying how much
+// was cut: what is logged may quote data (an error of DuckDB or lakeFS, a
+// key). Numbers, times and the like are left as they are.
+func clipAttr(_ []string, a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		if len(v.String()) > MaxLogValueBytes {
+			a.Value = slog.StringValue(schemas.Clip(v.String(), MaxLogValueBytes))
+		}
+	case slog.KindAny:
+		var text string
+		switch x := v.Any().(type) {
+		case error:
+			text = x.Error()
+		case fmt.Stringer:
+			text = x.String()
+		default:
+			text = fmt.Sprint(x) // a map or slice stays as the handler writes it unless over the budget
+		}
+		if len(text) > MaxLogValueBytes {
+			a.Value = slog.StringValue(schemas.Clip(text, MaxLogValueBytes))
+		}
+	}
+	return a
 }
 
 // Lake is the lakeFS adapter of cfg, making its calls through hc (nil: the
