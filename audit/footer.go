@@ -79,42 +79,52 @@ func footerSchema(path string) ([]schemaNode, error) {
 // readFooter reads the footer of the Parquet file at path in Go, or
 // returns an error wrapping errFooter.
 func readFooter(path string) (parquetFooter, error) {
+	buf, err := footerBytes(path)
+	if err != nil {
+		return parquetFooter{}, err
+	}
+	return decodeFooter(buf)
+}
+
+// footerBytes is the FileMetaData of the Parquet file at path, or an error
+// wrapping errFooter.
+func footerBytes(path string) ([]byte, error) {
 	// DuckDB globs a path with wildcards and expands a leading ~.
 	if !filepath.IsAbs(path) || strings.ContainsAny(path, "*?[{") {
-		return parquetFooter{}, fmt.Errorf("%w: path %q", errFooter, path)
+		return nil, fmt.Errorf("%w: path %q", errFooter, path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
+		return nil, fmt.Errorf("%w: %v", errFooter, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
+		return nil, fmt.Errorf("%w: %v", errFooter, err)
 	}
 	size := info.Size()
 	if !info.Mode().IsRegular() || size < 12 {
-		return parquetFooter{}, fmt.Errorf("%w: not a regular file of 12 bytes or more", errFooter)
+		return nil, fmt.Errorf("%w: not a regular file of 12 bytes or more", errFooter)
 	}
 	var head, tail [8]byte
 	if _, err := f.ReadAt(head[:4], 0); err != nil {
-		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
+		return nil, fmt.Errorf("%w: %v", errFooter, err)
 	}
 	if _, err := f.ReadAt(tail[:], size-8); err != nil {
-		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
+		return nil, fmt.Errorf("%w: %v", errFooter, err)
 	}
 	if string(head[:4]) != "PAR1" || string(tail[4:]) != "PAR1" { // PARE: an encrypted footer
-		return parquetFooter{}, fmt.Errorf("%w: no PAR1 magic", errFooter)
+		return nil, fmt.Errorf("%w: no PAR1 magic", errFooter)
 	}
 	n := int64(binary.LittleEndian.Uint32(tail[:4]))
 	if n == 0 || n > footerMaxBytes || n > size-12 {
-		return parquetFooter{}, fmt.Errorf("%w: footer length %d", errFooter, n)
+		return nil, fmt.Errorf("%w: footer length %d", errFooter, n)
 	}
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, size-8-n); err != nil { // a short read too (the file shrank)
-		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
+		return nil, fmt.Errorf("%w: %v", errFooter, err)
 	}
-	return decodeFooter(buf)
+	return buf, nil
 }
 
 // decodeFooterSchema is the schema of a Thrift compact FileMetaData that

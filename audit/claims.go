@@ -1,0 +1,517 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Row-group statistics are the writer's claim, and the readers of main
+// believe it: DuckDB with its default settings, Spark, pyarrow.dataset and
+// delta-rs skip a row group whose claimed min, max or null count excludes
+// a predicate. The audit reads the data (distrustedOptimizers), so a footer
+// claiming max 50 over a row holding 1000, or no nulls over a NULL, made a
+// reader's WHERE x = 1000 or WHERE y IS NULL on main read other rows than
+// the audit did (TestRowGroupStatisticsThatLieAreRefused). So every
+// Parquet file a run reads (as int96Range: the batch's and those the memo
+// has not seen) is refused when one of its row groups' claims does not hold
+// for that row group's data:
+//   - the claimed min and max (min_value/max_value and the deprecated
+//     min/max, each read in the column's order) must hold every non-null
+//     value (a wider claim skips nothing a reader needs);
+//   - the claimed null_count must be the data's;
+//   - a float row group holding NaN must claim no min or max (DuckDB and
+//     Spark order NaN above every number, so WHERE x > 5 skips a row group
+//     whose max leaves the NaN out, as pyarrow writes it; DuckDB writes no
+//     min or max there);
+//   - a min or max claimed for a leaf lakewap does not order (INT96,
+//     INTERVAL, FLOAT16, ...) is refused: readers that know the type may
+//     skip by it.
+//
+// Leaves under a list or a map are not compared (their counts are per
+// element, and no reader of main skips row groups by them). One DuckDB
+// scan per file, grouped by row group (file_row_number against the
+// footer's row counts); a file that passed is kept in the memo by its
+// identity.
+
+// claimsHold checks the row-group claims of each Parquet file of files.
+func (r *run) claimsHold(ctx context.Context, files []string, objPath, ids map[string]string) error {
+	for _, f := range files {
+		var key [32]byte
+		keyed := false
+		if id := ids[f]; id != "" && r.e.memo != nil {
+			key, keyed = memoKey("claims", id), true
+			if _, ok := r.e.memo.get(key); ok {
+				continue
+			}
+		}
+		if err := r.ready(ctx); err != nil {
+			return err
+		}
+		if err := r.fileClaimsHold(ctx, f, objPath[f]); err != nil {
+			return err
+		}
+		if keyed {
+			r.e.memo.put(key, true, 48)
+		}
+	}
+	return nil
+}
+
+// fileClaimsHold checks the local Parquet file f (name is its path in
+// the repository, for messages).
+func (r *run) fileClaimsHold(ctx context.Context, f, name string) error {
+	buf, err := footerBytes(f)
+	var leaves []leafColumn
+	var groups []rowGroupClaims
+	if err == nil {
+		_, err = decodeFooterSchema(buf)
+	}
+	if err == nil {
+		leaves, groups, err = decodeFooterClaims(buf)
+	}
+	if err != nil {
+		return r.unreadClaims(ctx, f, name, err)
+	}
+	var checked []int // leaves with a claim to compare with the data
+	for k, l := range leaves {
+		if l.repeated {
+			continue
+		}
+		claims, minMax := false, false
+		for _, g := range groups {
+			c := g.chunks[k]
+			claims = claims || c.hasNullCount || c.min != nil || c.max != nil || c.minValue != nil || c.maxValue != nil
+			minMax = minMax || c.min != nil || c.max != nil || c.minValue != nil || c.maxValue != nil
+		}
+		if minMax && l.kind == claimUnchecked {
+			return fmt.Errorf("file %s, column %q: its footer claims a min or max for a type lakewap does not order (physical type %d): readers that skip row groups by it may read other rows than a full scan (write it without statistics)",
+				name, l.name(), l.physical)
+		}
+		if claims {
+			checked = append(checked, k)
+		}
+	}
+	if len(checked) == 0 {
+		return nil
+	}
+	var exprs []string
+	for _, k := range checked {
+		exprs = append(exprs, dataExprs(leaves[k])...)
+	}
+	group := rowGroupExpr(groups)
+	q := "SELECT " + group + " AS g, " + strings.Join(exprs, ", ") + " FROM read_parquet(" + quoteLiteral(f) + ", file_row_number = true" + noHive + ")"
+	if len(groups) > 1 {
+		q += " GROUP BY g"
+	}
+	rows, err := r.e.db.QueryContext(ctx, q)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("file %s: its row groups' statistics cannot be compared with its data (%v): readers that skip row groups by them may read other rows than a full scan", name, err)
+	}
+	defer rows.Close()
+	data := make([][]any, len(groups))
+	for rows.Next() {
+		vals := make([]any, 1+len(exprs))
+		ptrs := make([]any, len(vals))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		g, ok := vals[0].(int64)
+		if !ok || g < 0 || g >= int64(len(groups)) {
+			return fmt.Errorf("file %s: rows outside its row groups (%v)", name, vals[0])
+		}
+		data[g] = vals[1:]
+	}
+	if err := rows.Err(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("file %s: its row groups' statistics cannot be compared with its data (%v): readers that skip row groups by them may read other rows than a full scan", name, err)
+	}
+	for g, grp := range groups {
+		at := 0
+		for _, k := range checked {
+			l := leaves[k]
+			n := len(dataExprs(l))
+			var vals []any
+			if data[g] != nil {
+				vals = data[g][at : at+n]
+			}
+			at += n
+			if err := chunkHolds(l, grp.chunks[k], vals); err != nil {
+				return fmt.Errorf("file %s, row group %d, column %q: %w: readers that skip row groups by it (DuckDB, Spark, pyarrow, delta-rs) read other rows than a full scan (readers disagree)",
+					name, g, l.name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// unreadClaims: the Go reader could not read f's footer (why). When
+// DuckDB finds no statistics in it, there is nothing to check; when it
+// finds some, they cannot be checked and the file is refused; when it
+// cannot read the footer either, the view reports the file.
+func (r *run) unreadClaims(ctx context.Context, f, name string, why error) error {
+	var n int64
+	err := r.e.db.QueryRowContext(ctx, "SELECT count(*) FROM parquet_metadata("+quoteLiteral(f)+
+		") WHERE stats_min IS NOT NULL OR stats_max IS NOT NULL OR stats_min_value IS NOT NULL OR stats_max_value IS NOT NULL OR stats_null_count IS NOT NULL").Scan(&n)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil || n == 0:
+		return nil
+	}
+	return fmt.Errorf("file %s: its footer holds statistics lakewap cannot read (%v): readers that skip row groups by them may read other rows than a full scan", name, why)
+}
+
+// leafExpr is the leaf l as a DuckDB expression over the file's columns.
+func leafExpr(l leafColumn) string {
+	e := quoteIdent(l.path[0])
+	for _, p := range l.path[1:] {
+		e = "struct_extract(" + e + ", " + quoteLiteral(p) + ")"
+	}
+	return e
+}
+
+// dataExprs are the aggregates of l compared with its claims: its null
+// count, and its min and max in the claims' terms (and, for a float, its
+// NaN count, the min and max leaving NaN out).
+func dataExprs(l leafColumn) []string {
+	e := leafExpr(l)
+	nulls := "count(*) - count(" + e + ")"
+	agg := func(f string) string { return f + "(" + e + ")" }
+	switch l.kind {
+	case claimBool:
+		return []string{nulls, agg("min"), agg("max")}
+	case claimInt:
+		return []string{nulls, "CAST(" + agg("min") + " AS BIGINT)", "CAST(" + agg("max") + " AS BIGINT)"}
+	case claimUint:
+		return []string{nulls, "CAST(" + agg("min") + " AS UBIGINT)", "CAST(" + agg("max") + " AS UBIGINT)"}
+	case claimFloat, claimDouble:
+		num := " FILTER (WHERE NOT isnan(" + e + "))"
+		return []string{nulls, "CAST(" + agg("min") + num + " AS DOUBLE)", "CAST(" + agg("max") + num + " AS DOUBLE)",
+			"count(*) FILTER (WHERE isnan(" + e + "))"}
+	case claimBytes:
+		if l.text {
+			return []string{nulls, "encode(" + agg("min") + "::VARCHAR)", "encode(" + agg("max") + "::VARCHAR)"}
+		}
+		return []string{nulls, agg("min"), agg("max")}
+	case claimUUID, claimDecimal:
+		return []string{nulls, "CAST(" + agg("min") + " AS VARCHAR)", "CAST(" + agg("max") + " AS VARCHAR)"}
+	case claimDate:
+		return []string{nulls, "date_diff('day', DATE '1970-01-01', " + agg("min") + ")", "date_diff('day', DATE '1970-01-01', " + agg("max") + ")"}
+	case claimTimestamp:
+		f := []string{"", "epoch_ms", "epoch_us", "epoch_ns"}[l.unit]
+		return []string{nulls, f + "(" + agg("min") + ")", f + "(" + agg("max") + ")"}
+	case claimTime:
+		us := func(a string) string { return "date_diff('microsecond', TIME '00:00:00', CAST(" + a + " AS TIME))" }
+		return []string{nulls, us(agg("min")), us(agg("max"))}
+	}
+	return []string{nulls}
+}
+
+// rowGroupExpr is each row's row group (from 0) by its file_row_number and
+// the row groups' row counts: a division where the groups but the last are
+// of one size, a binary search of the groups' first rows otherwise.
+func rowGroupExpr(groups []rowGroupClaims) string {
+	if len(groups) <= 1 {
+		return "0::BIGINT"
+	}
+	n := groups[0].rows
+	even := n > 0
+	for _, g := range groups[1 : len(groups)-1] {
+		even = even && g.rows == n
+	}
+	if even {
+		return fmt.Sprintf("least(file_row_number // %d, %d)::BIGINT", n, len(groups)-1)
+	}
+	first := make([]int64, len(groups)) // each group's first row
+	for i := 1; i < len(groups); i++ {
+		first[i] = first[i-1] + groups[i-1].rows
+	}
+	var search func(lo, hi int) string // the group among lo..hi
+	search = func(lo, hi int) string {
+		if lo == hi {
+			return strconv.Itoa(lo)
+		}
+		mid := (lo + hi + 1) / 2
+		return fmt.Sprintf("CASE WHEN file_row_number < %d THEN %s ELSE %s END", first[mid], search(lo, mid-1), search(mid, hi))
+	}
+	return "(" + search(0, len(groups)-1) + ")::BIGINT"
+}
+
+// chunkHolds compares one chunk's claims with its data's aggregates (vals,
+// nil for a row group without rows).
+func chunkHolds(l leafColumn, c chunkClaims, vals []any) error {
+	var nulls int64
+	if vals != nil {
+		n, ok := vals[0].(int64)
+		if !ok {
+			return fmt.Errorf("its null count reads as %T", vals[0])
+		}
+		nulls = n
+	}
+	if c.hasNullCount && c.nullCount != nulls {
+		return fmt.Errorf("its footer claims a null_count of %d, the data holds %d nulls", c.nullCount, nulls)
+	}
+	if l.kind == claimUnchecked || len(vals) < 3 {
+		return nil
+	}
+	type claim struct {
+		name string
+		b    []byte
+		max  bool
+	}
+	var claims []claim
+	for _, cl := range []claim{{"min_value", c.minValue, false}, {"max_value", c.maxValue, true}, {"min", c.min, false}, {"max", c.max, true}} {
+		if cl.b != nil {
+			claims = append(claims, cl)
+		}
+	}
+	if len(claims) == 0 {
+		return nil
+	}
+	if (l.kind == claimFloat || l.kind == claimDouble) && len(vals) == 4 {
+		if nan, _ := vals[3].(int64); nan > 0 {
+			return fmt.Errorf("its footer claims a %s, the data holds %d NaN: DuckDB and Spark order NaN above every number and skip the row group for x > c or x = 'NaN' (write NaN as NULL, or the column without statistics)", claims[0].name, nan)
+		}
+	}
+	lo, err := dataValue(l, vals[1])
+	if err != nil {
+		return err
+	}
+	hi, err := dataValue(l, vals[2])
+	if err != nil {
+		return err
+	}
+	if lo == nil || hi == nil {
+		return nil // no value but nulls (and NaN): a claimed min or max skips nothing that matches
+	}
+	for _, cl := range claims {
+		v, err := claimValue(l, cl.b, cl.max)
+		if err != nil {
+			return fmt.Errorf("its footer claims a %s of %d bytes lakewap cannot read: %v", cl.name, len(cl.b), err)
+		}
+		if cl.max && compareValues(v, hi) < 0 {
+			return fmt.Errorf("its footer claims a %s of %s, the data's greatest value is %s", cl.name, showValue(l, v), showValue(l, hi))
+		}
+		if !cl.max && compareValues(v, lo) > 0 {
+			return fmt.Errorf("its footer claims a %s of %s, the data's least value is %s", cl.name, showValue(l, v), showValue(l, lo))
+		}
+	}
+	return nil
+}
+
+// A value in a leaf's order: *big.Int (integers, decimals unscaled, dates,
+// times, timestamps, booleans), float64 or []byte (unsigned bytewise).
+
+// claimValue reads a claim's bytes (PLAIN encoded, a decimal's big-endian
+// for the byte array types) in l's order; max: a max claim, rounded up
+// where the data is read rounded.
+func claimValue(l leafColumn, b []byte, max bool) (any, error) {
+	le := func(n int) (int64, error) {
+		if len(b) != n {
+			return 0, fmt.Errorf("%d bytes, want %d", len(b), n)
+		}
+		if n == 4 {
+			return int64(int32(binary.LittleEndian.Uint32(b))), nil
+		}
+		return int64(binary.LittleEndian.Uint64(b)), nil
+	}
+	width := 8
+	if l.physical == ptInt32 {
+		width = 4
+	}
+	switch l.kind {
+	case claimBool:
+		if len(b) != 1 || b[0] > 1 {
+			return nil, errors.New("not a PLAIN boolean")
+		}
+		return big.NewInt(int64(b[0])), nil
+	case claimInt, claimDate, claimTimestamp:
+		v, err := le(width)
+		return big.NewInt(v), err
+	case claimUint:
+		if len(b) != width {
+			return nil, fmt.Errorf("%d bytes, want %d", len(b), width)
+		}
+		if width == 4 {
+			return new(big.Int).SetUint64(uint64(binary.LittleEndian.Uint32(b))), nil
+		}
+		return new(big.Int).SetUint64(binary.LittleEndian.Uint64(b)), nil
+	case claimTime: // in microseconds, as DuckDB reads a time
+		v, err := le(width)
+		switch l.unit {
+		case 1:
+			v *= 1000
+		case 3: // DuckDB reads nanoseconds rounded to the microsecond
+			v /= 1000
+			if max {
+				v++
+			}
+		}
+		return big.NewInt(v), err
+	case claimFloat, claimDouble:
+		var f float64
+		switch {
+		case l.kind == claimFloat && len(b) == 4:
+			f = float64(math.Float32frombits(binary.LittleEndian.Uint32(b)))
+		case l.kind == claimDouble && len(b) == 8:
+			f = math.Float64frombits(binary.LittleEndian.Uint64(b))
+		default:
+			return nil, fmt.Errorf("%d bytes for a float", len(b))
+		}
+		if math.IsNaN(f) {
+			return nil, errors.New("NaN")
+		}
+		return f, nil
+	case claimBytes:
+		return b, nil
+	case claimUUID:
+		if len(b) != 16 {
+			return nil, errors.New("not 16 bytes")
+		}
+		return b, nil
+	case claimDecimal:
+		if l.physical == ptInt32 || l.physical == ptInt64 {
+			v, err := le(width)
+			return big.NewInt(v), err
+		}
+		if len(b) == 0 || len(b) > 32 {
+			return nil, errors.New("not a decimal's bytes")
+		}
+		v := new(big.Int).SetBytes(b)
+		if b[0]&0x80 != 0 { // two's complement
+			v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+		}
+		return v, nil
+	}
+	return nil, errors.New("no order")
+}
+
+// dataValue is an aggregate of dataExprs in l's order, nil for NULL.
+func dataValue(l leafColumn, v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return big.NewInt(1), nil
+		}
+		return big.NewInt(0), nil
+	case int64:
+		return big.NewInt(x), nil
+	case uint64:
+		return new(big.Int).SetUint64(x), nil
+	case float64:
+		return x, nil
+	case []byte:
+		return x, nil
+	case string:
+		switch l.kind {
+		case claimUUID:
+			b, err := hex.DecodeString(strings.ReplaceAll(x, "-", ""))
+			if err != nil || len(b) != 16 {
+				return nil, fmt.Errorf("its data's UUID %q unread", x)
+			}
+			return b, nil
+		case claimDecimal:
+			r, ok := new(big.Rat).SetString(x)
+			if !ok {
+				return nil, fmt.Errorf("its data's decimal %q unread", x)
+			}
+			r.Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(l.scale)), nil)))
+			if !r.IsInt() {
+				return nil, fmt.Errorf("its data's decimal %q has more than %d decimals", x, l.scale)
+			}
+			return r.Num(), nil
+		}
+	}
+	return nil, fmt.Errorf("its data reads as %T", v)
+}
+
+// compareValues orders two values of one leaf (of the same Go type).
+func compareValues(a, b any) int {
+	switch x := a.(type) {
+	case *big.Int:
+		y, _ := b.(*big.Int)
+		if y == nil {
+			return 0
+		}
+		return x.Cmp(y)
+	case float64:
+		y, _ := b.(float64)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0 // -0 and +0 are one value to every reader
+	case []byte:
+		y, _ := b.([]byte)
+		return bytes.Compare(x, y)
+	}
+	return 0
+}
+
+// showValue is v as a message shows it.
+func showValue(l leafColumn, v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case []byte:
+		if l.kind == claimUUID {
+			return hex.EncodeToString(x)
+		}
+		if len(x) > 64 {
+			return strconv.Quote(string(x[:64])) + "..."
+		}
+		return strconv.Quote(string(x))
+	case *big.Int:
+		switch l.kind {
+		case claimDecimal:
+			r := new(big.Rat).SetFrac(x, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(l.scale)), nil))
+			return r.FloatString(int(l.scale))
+		case claimDate:
+			if x.IsInt64() && x.Int64() > -1e8 && x.Int64() < 1e8 {
+				return time.Unix(x.Int64()*86400, 0).UTC().Format(time.DateOnly)
+			}
+		case claimTimestamp:
+			if x.IsInt64() {
+				n := x.Int64()
+				var t time.Time
+				switch l.unit {
+				case 1:
+					t = time.UnixMilli(n)
+				case 2:
+					t = time.UnixMicro(n)
+				default:
+					t = time.Unix(0, n)
+				}
+				return t.UTC().Format(time.RFC3339Nano)
+			}
+		case claimTime:
+			return x.String() + " µs after midnight"
+		case claimBool:
+			return strconv.FormatBool(x.Sign() != 0)
+		}
+		return x.String()
+	}
+	return fmt.Sprint(v)
+}
