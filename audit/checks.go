@@ -32,6 +32,7 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 	groups := map[scanKey][]int{}
 	r.planFusion(ctx)
 	defer func() { r.fused = nil }() // answers no check asked for go with the checks
+	r.compareLaterClaims(ctx)
 	for i, c := range checks {
 		if res, ok := r.runIncremental(ctx, i, c); ok {
 			results[i] = res

@@ -42,8 +42,11 @@ import (
 // footer's row counts); a file that passed is kept in the memo by its
 // identity.
 
-// claimsHold checks the row-group claims of each Parquet file of files.
-func (r *run) claimsHold(ctx context.Context, files []string, objPath, ids map[string]string) error {
+// claimsHold checks the row-group claims of each Parquet file of files,
+// the files of table. The claims of the batch's one file, when it has one
+// row group, are compared after the fused statement fetched its figures
+// (laterClaims): the batch's first audit reads its rows once.
+func (r *run) claimsHold(ctx context.Context, table string, files []string, objPath, ids map[string]string) error {
 	for _, f := range files {
 		var key [32]byte
 		keyed := false
@@ -56,8 +59,24 @@ func (r *run) claimsHold(ctx context.Context, files []string, objPath, ids map[s
 		if err := r.ready(ctx); err != nil {
 			return err
 		}
-		if err := r.fileClaimsHold(ctx, f, objPath[f]); err != nil {
+		p, err := r.footerClaims(ctx, f, objPath[f])
+		if err != nil {
 			return err
+		}
+		if p != nil && len(p.groups) == 1 && !r.e.unfused {
+			if v := r.views[viewKey{schemaBatch, table}]; v != nil && len(v.files) == 1 && v.files[0] == f && r.batchOfOne(v) {
+				p.key, p.keyed = key, keyed
+				if r.laterClaims == nil {
+					r.laterClaims = map[string]*claimsPlan{}
+				}
+				r.laterClaims[table] = p
+				continue
+			}
+		}
+		if p != nil {
+			if err := r.fileClaimsHold(ctx, f, p); err != nil {
+				return err
+			}
 		}
 		if keyed {
 			r.e.memo.put(key, true, 48)
@@ -66,99 +85,164 @@ func (r *run) claimsHold(ctx context.Context, files []string, objPath, ids map[s
 	return nil
 }
 
-// fileClaimsHold checks the local Parquet file f (name is its path in
-// the repository, for messages).
-func (r *run) fileClaimsHold(ctx context.Context, f, name string) error {
+// claimsPlan is what a file's footer claims and the aggregates of its data
+// they are compared with.
+type claimsPlan struct {
+	name    string // the file's path in the repository
+	leaves  []leafColumn
+	groups  []rowGroupClaims
+	checked []int    // the leaves with a claim to compare
+	exprs   []string // their dataExprs, in order
+	key     [32]byte // the memo's, when keyed
+	keyed   bool
+}
+
+// footerClaims reads the claims of the local Parquet file f (name is its
+// path in the repository), refusing the ones no data can settle; nil when
+// it claims nothing to compare.
+func (r *run) footerClaims(ctx context.Context, f, name string) (*claimsPlan, error) {
 	buf, err := footerBytes(f)
-	var leaves []leafColumn
-	var groups []rowGroupClaims
+	p := &claimsPlan{name: name}
 	if err == nil {
 		_, err = decodeFooterSchema(buf)
 	}
 	if err == nil {
-		leaves, groups, err = decodeFooterClaims(buf)
+		p.leaves, p.groups, err = decodeFooterClaims(buf)
 	}
 	if err != nil {
-		return r.unreadClaims(ctx, f, name, err)
+		return nil, r.unreadClaims(ctx, f, name, err)
 	}
-	var checked []int // leaves with a claim to compare with the data
-	for k, l := range leaves {
+	for k, l := range p.leaves {
 		if l.repeated {
 			continue
 		}
 		claims, minMax := false, false
-		for _, g := range groups {
+		for _, g := range p.groups {
 			c := g.chunks[k]
 			claims = claims || c.hasNullCount || c.min != nil || c.max != nil || c.minValue != nil || c.maxValue != nil
 			minMax = minMax || c.min != nil || c.max != nil || c.minValue != nil || c.maxValue != nil
 		}
 		if minMax && l.kind == claimUnchecked {
-			return fmt.Errorf("file %s, column %q: its footer claims a min or max for a type lakewap does not order (physical type %d): readers that skip row groups by it may read other rows than a full scan (write it without statistics)",
+			return nil, fmt.Errorf("file %s, column %q: its footer claims a min or max for a type lakewap does not order (physical type %d): readers that skip row groups by it may read other rows than a full scan (write it without statistics)",
 				name, l.name(), l.physical)
 		}
 		if claims {
-			checked = append(checked, k)
+			p.checked = append(p.checked, k)
+			p.exprs = append(p.exprs, dataExprs(l)...)
 		}
 	}
-	if len(checked) == 0 {
-		return nil
+	if len(p.checked) == 0 {
+		return nil, nil
 	}
-	var exprs []string
-	for _, k := range checked {
-		exprs = append(exprs, dataExprs(leaves[k])...)
-	}
-	group := rowGroupExpr(groups)
-	q := "SELECT " + group + " AS g, " + strings.Join(exprs, ", ") + " FROM read_parquet(" + quoteLiteral(f) + ", file_row_number = true" + noHive + ")"
-	if len(groups) > 1 {
+	p.exprs = append([]string{"count(*)"}, p.exprs...)
+	return p, nil
+}
+
+// fileClaimsHold compares p's claims with the data of the local file f:
+// one scan, grouped by row group.
+func (r *run) fileClaimsHold(ctx context.Context, f string, p *claimsPlan) error {
+	q := "SELECT " + rowGroupExpr(p.groups) + " AS g, " + strings.Join(p.exprs, ", ") + " FROM read_parquet(" + quoteLiteral(f) + ", file_row_number = true" + noHive + ")"
+	if len(p.groups) > 1 {
 		q += " GROUP BY g"
 	}
-	rows, err := r.e.db.QueryContext(ctx, q)
-	if err != nil {
+	uncompared := func(err error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("file %s: its row groups' statistics cannot be compared with its data (%v): readers that skip row groups by them may read other rows than a full scan", name, err)
+		return fmt.Errorf("file %s: its row groups' statistics cannot be compared with its data (%v): readers that skip row groups by them may read other rows than a full scan", p.name, err)
+	}
+	rows, err := r.e.db.QueryContext(ctx, q)
+	if err != nil {
+		return uncompared(err)
 	}
 	defer rows.Close()
-	data := make([][]any, len(groups))
+	data := make([][]any, len(p.groups))
 	for rows.Next() {
-		vals := make([]any, 1+len(exprs))
-		ptrs := make([]any, len(vals))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			return err
+		vals, err := scanValues(rows.Scan, 1+len(p.exprs))
+		if err != nil {
+			return uncompared(err)
 		}
 		g, ok := vals[0].(int64)
-		if !ok || g < 0 || g >= int64(len(groups)) {
-			return fmt.Errorf("file %s: rows outside its row groups (%v)", name, vals[0])
+		if !ok || g < 0 || g >= int64(len(p.groups)) {
+			return fmt.Errorf("file %s: rows outside its row groups (%v)", p.name, vals[0])
 		}
 		data[g] = vals[1:]
 	}
 	if err := rows.Err(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("file %s: its row groups' statistics cannot be compared with its data (%v): readers that skip row groups by them may read other rows than a full scan", name, err)
+		return uncompared(err)
 	}
-	for g, grp := range groups {
-		at := 0
-		for _, k := range checked {
-			l := leaves[k]
+	return p.compare(data)
+}
+
+// compare compares the claims with data, each row group's aggregates (nil
+// for a row group without rows).
+func (p *claimsPlan) compare(data [][]any) error {
+	for g, grp := range p.groups {
+		at := 1 // after count(*)
+		var rows int64
+		if data[g] != nil {
+			n, ok := data[g][0].(int64)
+			if !ok {
+				return fmt.Errorf("file %s: its row count reads as %T", p.name, data[g][0])
+			}
+			rows = n
+		}
+		for _, k := range p.checked {
+			l := p.leaves[k]
 			n := len(dataExprs(l))
 			var vals []any
 			if data[g] != nil {
 				vals = data[g][at : at+n]
 			}
 			at += n
-			if err := chunkHolds(l, grp.chunks[k], vals); err != nil {
+			if err := chunkHolds(l, grp.chunks[k], rows, vals); err != nil {
 				return fmt.Errorf("file %s, row group %d, column %q: %w: readers that skip row groups by it (DuckDB, Spark, pyarrow, delta-rs) read other rows than a full scan (readers disagree)",
-					name, g, l.name(), err)
+					p.name, g, l.name(), err)
 			}
 		}
 	}
 	return nil
+}
+
+// laterClaimsSQL is the query of the aggregates of p, the claims of the
+// one file of table's batch view, over that view.
+func laterClaimsSQL(table string, p *claimsPlan) string {
+	return "SELECT " + strings.Join(p.exprs, ", ") + " FROM " + qualified(schemaBatch, table)
+}
+
+// compareLaterClaims compares the claims claimsHold left for the fused
+// statement (planFusion asks their aggregates with the others; without a
+// fusion they are asked alone, over the batch view). A table whose claims
+// do not hold is refused as columnCollision refuses one.
+func (r *run) compareLaterClaims(ctx context.Context) {
+	for table, p := range r.laterClaims {
+		v := r.views[viewKey{schemaBatch, table}]
+		if v == nil || v.colsErr != nil {
+			continue
+		}
+		vals, err := r.queryRow(ctx, laterClaimsSQL(v.table.Name, p), len(p.exprs))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			err = fmt.Errorf("file %s: its row groups' statistics cannot be compared with its data (%v): readers that skip row groups by them may read other rows than a full scan", p.name, err)
+		} else {
+			err = p.compare([][]any{vals})
+		}
+		if err != nil {
+			r.collisions[table] = err
+			for _, s := range []string{schemaMain, schemaBase, schemaBatch} {
+				if w := r.views[viewKey{s, table}]; w != nil && w.colsErr == nil {
+					w.colsErr = fmt.Errorf("cannot read table %s (%s): %w", w.table.Name, w.ref, err)
+				}
+			}
+			continue
+		}
+		if p.keyed {
+			r.e.memo.put(p.key, true, 48)
+		}
+	}
+	r.laterClaims = nil
 }
 
 // unreadClaims: the Go reader could not read f's footer (why). When
@@ -187,41 +271,39 @@ func leafExpr(l leafColumn) string {
 	return e
 }
 
-// dataExprs are the aggregates of l compared with its claims: its null
-// count, and its min and max in the claims' terms (and, for a float, its
-// NaN count, the min and max leaving NaN out).
+// dataExprs are the aggregates of l compared with its claims: its count
+// of values (the row count, asked once per file, less it is its null
+// count), and its min and max in the claims' terms (and, for a float, its
+// NaN count, the min and max leaving NaN out). Where text serves, they are
+// the texts the statistics and the checks select (CAST(min(c) AS
+// VARCHAR)), which the fused statement then selects once.
 func dataExprs(l leafColumn) []string {
 	e := leafExpr(l)
-	nulls := "count(*) - count(" + e + ")"
+	values := "count(" + e + ")"
 	agg := func(f string) string { return f + "(" + e + ")" }
+	text := func(f string) string { return "CAST(" + agg(f) + " AS VARCHAR)" }
 	switch l.kind {
-	case claimBool:
-		return []string{nulls, agg("min"), agg("max")}
-	case claimInt:
-		return []string{nulls, "CAST(" + agg("min") + " AS BIGINT)", "CAST(" + agg("max") + " AS BIGINT)"}
-	case claimUint:
-		return []string{nulls, "CAST(" + agg("min") + " AS UBIGINT)", "CAST(" + agg("max") + " AS UBIGINT)"}
-	case claimFloat, claimDouble:
-		num := " FILTER (WHERE NOT isnan(" + e + "))"
-		return []string{nulls, "CAST(" + agg("min") + num + " AS DOUBLE)", "CAST(" + agg("max") + num + " AS DOUBLE)",
-			"count(*) FILTER (WHERE isnan(" + e + "))"}
+	case claimBool, claimInt, claimUint, claimUUID, claimDecimal:
+		return []string{values, text("min"), text("max")}
 	case claimBytes:
 		if l.text {
-			return []string{nulls, "encode(" + agg("min") + "::VARCHAR)", "encode(" + agg("max") + "::VARCHAR)"}
+			return []string{values, text("min"), text("max")}
 		}
-		return []string{nulls, agg("min"), agg("max")}
-	case claimUUID, claimDecimal:
-		return []string{nulls, "CAST(" + agg("min") + " AS VARCHAR)", "CAST(" + agg("max") + " AS VARCHAR)"}
+		return []string{values, agg("min"), agg("max")}
+	case claimFloat, claimDouble:
+		num := " FILTER (WHERE NOT isnan(" + e + "))"
+		return []string{values, "CAST(" + agg("min") + num + " AS DOUBLE)", "CAST(" + agg("max") + num + " AS DOUBLE)",
+			"count(*) FILTER (WHERE isnan(" + e + "))"}
 	case claimDate:
-		return []string{nulls, "date_diff('day', DATE '1970-01-01', " + agg("min") + ")", "date_diff('day', DATE '1970-01-01', " + agg("max") + ")"}
+		return []string{values, "date_diff('day', DATE '1970-01-01', " + agg("min") + ")", "date_diff('day', DATE '1970-01-01', " + agg("max") + ")"}
 	case claimTimestamp:
 		f := []string{"", "epoch_ms", "epoch_us", "epoch_ns"}[l.unit]
-		return []string{nulls, f + "(" + agg("min") + ")", f + "(" + agg("max") + ")"}
+		return []string{values, f + "(" + agg("min") + ")", f + "(" + agg("max") + ")"}
 	case claimTime:
 		us := func(a string) string { return "date_diff('microsecond', TIME '00:00:00', CAST(" + a + " AS TIME))" }
-		return []string{nulls, us(agg("min")), us(agg("max"))}
+		return []string{values, us(agg("min")), us(agg("max"))}
 	}
-	return []string{nulls}
+	return []string{values}
 }
 
 // rowGroupExpr is each row's row group (from 0) by its file_row_number and
@@ -254,16 +336,17 @@ func rowGroupExpr(groups []rowGroupClaims) string {
 	return "(" + search(0, len(groups)-1) + ")::BIGINT"
 }
 
-// chunkHolds compares one chunk's claims with its data's aggregates (vals,
-// nil for a row group without rows).
-func chunkHolds(l leafColumn, c chunkClaims, vals []any) error {
+// chunkHolds compares one chunk's claims with its data's aggregates: the
+// row group's rows and the leaf's dataExprs (vals, nil for a row group
+// without rows).
+func chunkHolds(l leafColumn, c chunkClaims, rows int64, vals []any) error {
 	var nulls int64
 	if vals != nil {
 		n, ok := vals[0].(int64)
 		if !ok {
-			return fmt.Errorf("its null count reads as %T", vals[0])
+			return fmt.Errorf("its count of values reads as %T", vals[0])
 		}
-		nulls = n
+		nulls = rows - n
 	}
 	if c.hasNullCount && c.nullCount != nulls {
 		return fmt.Errorf("its footer claims a null_count of %d, the data holds %d nulls", c.nullCount, nulls)
@@ -424,6 +507,19 @@ func dataValue(l leafColumn, v any) (any, error) {
 		return x, nil
 	case string:
 		switch l.kind {
+		case claimBool:
+			switch x {
+			case "false":
+				return big.NewInt(0), nil
+			case "true":
+				return big.NewInt(1), nil
+			}
+		case claimInt, claimUint:
+			if v, ok := new(big.Int).SetString(x, 10); ok {
+				return v, nil
+			}
+		case claimBytes:
+			return []byte(x), nil
 		case claimUUID:
 			b, err := hex.DecodeString(strings.ReplaceAll(x, "-", ""))
 			if err != nil || len(b) != 16 {

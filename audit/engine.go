@@ -584,6 +584,9 @@ type run struct {
 	changedMemo map[string][]Object
 	// collisions are the column-name collisions of each table (by lower-case name).
 	collisions map[string]error
+	// laterClaims are the row-group claims of the batch's one file of each
+	// table (by lower-case name) that the fused statement settles (claims.go).
+	laterClaims map[string]*claimsPlan
 	// footerCols are the top-level columns of each local Parquet file
 	// as its footer names them, once columnCollision found them unique
 	// (fileSchema takes a batch file's types from the fused statement).
@@ -1113,7 +1116,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 				err = r.readerIndexes(ctx, files, objPath, ids)
 			}
 			if err == nil && (format == FormatParquet || format == FormatDelta) && !r.e.claimsUnchecked {
-				err = r.claimsHold(ctx, files, objPath, ids)
+				err = r.claimsHold(ctx, k.table, files, objPath, ids)
 			}
 		}
 		if err == nil && format == FormatCSV {

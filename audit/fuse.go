@@ -97,6 +97,9 @@ func (r *run) planFusion(ctx context.Context) {
 		if q, n, ok := r.batchSchemaSQL(v.files); ok {
 			f.add(q, n) // the statistics' schema of the batch's one file (fileSchema)
 		}
+		if p := r.laterClaims[bk.table]; p != nil {
+			f.add(laterClaimsSQL(v.table.Name, p), len(p.exprs)) // its row-group claims' figures (compareLaterClaims)
+		}
 		if it := r.incTable(bk.table); it != nil && !it.done && it.need.plain() && r.batchOfOne(v) {
 			f.add(batchStatsSQL(v.table.Name, it.need), len(statsExprs(it.need)))
 		}
