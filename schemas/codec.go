@@ -44,7 +44,16 @@ const (
 	// DecodeIncompatibleSchema: the writer schema is known but is not a
 	// lakewap event or cannot be resolved into the current reader schema.
 	DecodeIncompatibleSchema = "incompatible_schema"
+	// DecodeTooManySchemas: the value names a schema id past the most a
+	// codec resolves (maxSchemaIDs).
+	DecodeTooManySchemas = "too_many_schemas"
 )
+
+// maxSchemaIDs bounds the schema ids a Codec resolves with the registry
+// in its life, readable or not: each one is kept (its plan, the registry
+// client's copy, the Avro parser's named types), and a producer that may
+// register schemas could make one per message.
+const maxSchemaIDs = 1024
 
 // DecodeError says why a value could not be decoded. Only
 // registry_unavailable is transient: the consumer retries the message rather
@@ -111,9 +120,10 @@ type Codec struct {
 	subject    func(topic, eventType string) string
 	regTimeout time.Duration
 
-	mu   sync.Mutex
-	ids  map[string]int // subject -> schema id of the current schema, from Encode
-	byID map[int]plan   // schema id -> decoding plan
+	mu    sync.Mutex
+	ids   map[string]int // subject -> schema id of the current schema, from Encode
+	byID  map[int]plan   // schema id -> decoding plan
+	badID map[int]error  // schema id the registry gave a schema for that cannot be read -> its error
 }
 
 // NewCodec returns a Codec over the embedded schemas.
@@ -133,6 +143,7 @@ func newCodec(opts Options, set *schemaSet) *Codec {
 		regTimeout: opts.RegistryTimeout,
 		ids:        map[string]int{},
 		byID:       map[int]plan{},
+		badID:      map[int]error{},
 	}
 	if c.subject == nil {
 		c.subject = func(topic, eventType string) string { return topic + "-" + Namespace + "." + eventType }
@@ -251,12 +262,18 @@ func (c *Codec) Decode(ctx context.Context, value []byte) (Event, error) {
 func (c *Codec) planByID(ctx context.Context, id int) (plan, error) {
 	c.mu.Lock()
 	p, ok := c.byID[id]
+	bad := c.badID[id]
+	full := len(c.byID)+len(c.badID) >= maxSchemaIDs
 	c.mu.Unlock()
-	if ok {
+	switch {
+	case ok:
 		return p, nil
-	}
-	if c.reg == nil {
+	case bad != nil:
+		return plan{}, bad
+	case c.reg == nil:
 		return plan{}, decodeErr(DecodeUnknownSchemaID, "schema id %d: no schema registry configured", id)
+	case full:
+		return plan{}, decodeErr(DecodeTooManySchemas, "schema id %d: this process has resolved %d schema ids, the most it takes (a producer registering a schema per message?)", id, maxSchemaIDs)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.regTimeout)
 	defer cancel()
@@ -277,7 +294,12 @@ func (c *Codec) planByID(ctx context.Context, id int) (plan, error) {
 	if known, ok := c.set.writers[Fingerprint(w)]; ok {
 		p = known
 	} else if p, err = c.set.planFor(w); err != nil {
-		return plan{}, decodeErr(DecodeIncompatibleSchema, "schema id %d: %w", id, err)
+		// The registry's answer for an id does not change: not asked again.
+		bad := decodeErr(DecodeIncompatibleSchema, "schema id %d: %w", id, err)
+		c.mu.Lock()
+		c.badID[id] = bad
+		c.mu.Unlock()
+		return plan{}, bad
 	}
 	c.mu.Lock()
 	c.byID[id] = p
