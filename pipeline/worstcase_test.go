@@ -1,0 +1,80 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// bigReport is a report near the audit's budget (audit.max_report_bytes,
+// 32 KiB), of checks that fail or pass as passed says.
+func bigReport(passed bool) *schemas.AuditReport {
+	rep := &schemas.AuditReport{Dataset: "billing", Ref: strings.Repeat("c", 64), Passed: passed, ModeReason: strings.Repeat("m", 1024)}
+	status := schemas.StatusPass
+	if !passed {
+		status = schemas.StatusFail
+	}
+	for i := 0; ; i++ {
+		c := schemas.CheckResult{Name: fmt.Sprintf("check_%03d", i), Kind: "sql", Table: "fact", Severity: "error", Status: status,
+			Observed: strings.Repeat("o", 1000), Message: strings.Repeat("g", 1000)}
+		rep.Checks = append(rep.Checks, c)
+		if b, _ := json.Marshal(rep); len(b) > 30<<10 {
+			return rep
+		}
+	}
+}
+
+// A batch at the bounds of every input (64 attributes of 1 KiB, 256
+// expected writes of 128 bytes, producer and source ref at their bounds),
+// audited with reports at the audit's budget (the audit's and the
+// recheck's) and publishing onto 8 commits lakewap did not attest, fits
+// its run record: the publish is recorded as published, not refused over
+// the budget, and the record is within runner.max_run_bytes.
+func TestLargestPublishedRunFitsItsBudget(t *testing.T) {
+	m := NewMachine(DefaultPolicy)
+	attrs := map[string]string{}
+	for i := range schemas.MaxAttributes {
+		attrs[fmt.Sprintf("%03d", i)+strings.Repeat("k", schemas.MaxWriteNameLen-3)] = strings.Repeat("v", schemas.MaxTextLen)
+	}
+	var writes []string
+	for i := range schemas.MaxExpectedWrites {
+		writes = append(writes, fmt.Sprintf("%03d", i)+strings.Repeat("w", schemas.MaxWriteNameLen-3))
+	}
+	batch := strings.Repeat("b", schemas.MaxBatchIDLen)
+	l := Landed{Event: schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: writes, Attributes: attrs,
+		Producer: strings.Repeat("p", schemas.MaxTextLen), SourceRef: strings.Repeat("s", schemas.MaxRefLen), OccurredAt: t0},
+		Spec: DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: 600e9}, Branch: schemas.BranchName("billing", batch)}
+	var changes []schemas.UnattestedChange
+	for i := range 2 * MaxChanges {
+		changes = append(changes, schemas.UnattestedChange{EventID: fmt.Sprintf("%032d", i), Kind: schemas.ChangeUnattestedCommit,
+			BatchID: batch, Dataset: "billing", Repository: "lake", TargetRef: "main", CommitID: strings.Repeat("f", 64),
+			Committer: strings.Repeat("c", 600), Message: strings.Repeat("m", 600), Detail: strings.Repeat("d", 900),
+			Suite: strings.Repeat("s", 32), PublishedCommitID: strings.Repeat("e", 64), OccurredAt: t0})
+	}
+	inputs := []Input{l, BranchCreated{}}
+	for _, w := range writes {
+		inputs = append(inputs, WriteDone{Event: schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: w, OccurredAt: t0}})
+	}
+	inputs = append(inputs, Audited{SealedCommit: strings.Repeat("a", 64), Report: *bigReport(true)},
+		Merged{CommitID: strings.Repeat("9", 64), Report: bigReport(true), Changes: changes})
+	var r Run
+	var size int
+	for i, in := range inputs {
+		o := m.Apply(r, in, t0)
+		o, b, err := m.Fit(o, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Refused != nil {
+			t.Fatalf("input %d (%T) refused: %s", i, in, o.Refused.Detail)
+		}
+		r, size = o.Run, len(b)
+	}
+	if r.State != StatePublished || size > DefaultPolicy.MaxRunBytes {
+		t.Errorf("run %s, record of %d bytes; want published within %d", r.State, size, DefaultPolicy.MaxRunBytes)
+	}
+	t.Logf("run record of %d bytes", size)
+}
