@@ -76,11 +76,18 @@ func deadLetter(msg kafka.Message, p *PoisonError, at time.Time) kafka.Message {
 // letter the topic refused as too large: the reason and the position of the
 // original (still in the input topic until retention) are what is left.
 func withoutOriginal(dl kafka.Message, original kafka.Message) kafka.Message {
-	out := kafka.Message{Key: dl.Key[:min(len(dl.Key), 1024)], Headers: slices.Clone(dl.Headers[len(original.Headers):])}
-	out.Headers = append(out.Headers, kafka.Header{Key: HeaderDLQDropped,
-		Value: []byte(fmt.Sprintf("value of %d bytes and %d headers: too large for the dead-letter topic", len(original.Value), len(original.Headers)))})
+	out := kafka.Message{Key: dl.Key[:min(len(dl.Key), maxDroppedKeyBytes)], Headers: slices.Clone(dl.Headers[len(original.Headers):])}
+	note := fmt.Sprintf("value of %d bytes and %d headers", len(original.Value), len(original.Headers))
+	if len(dl.Key) > maxDroppedKeyBytes {
+		note += fmt.Sprintf(", key of %d bytes cut to its first %d", len(dl.Key), maxDroppedKeyBytes)
+	}
+	out.Headers = append(out.Headers, kafka.Header{Key: HeaderDLQDropped, Value: []byte(note + ": too large for the dead-letter topic")})
 	return out
 }
+
+// maxDroppedKeyBytes is how much of its key a dead letter written without
+// its original keeps.
+const maxDroppedKeyBytes = 1024
 
 // logText is err's text as the consumer logs it: clipped like the
 // wap.dlq.error header, since a handler's error may quote its input (a

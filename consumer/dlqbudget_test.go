@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	kafkago "github.com/segmentio/kafka-go"
@@ -124,4 +125,28 @@ func TestDeadLetterLogLineIsBounded(t *testing.T) {
 	if largest > MaxDLQErrorBytes+1024 {
 		t.Errorf("largest log line has %d bytes, more than the dead letter's error (%d) and 1 KiB", largest, MaxDLQErrorBytes)
 	}
+}
+
+// A dead letter written without its original says what it left out, the
+// key included: the key is cut to its first KiB (Kafka keys may be as
+// large as the message), and the note says so and how long it was.
+func TestDeadLetterWithoutOriginalSaysTheKeyWasCut(t *testing.T) {
+	original := kafka.Message{Topic: "in", Key: []byte(strings.Repeat("k", 5000)), Value: []byte("v"),
+		Headers: []kafka.Header{{Key: "h", Value: []byte("x")}}}
+	dl := withoutOriginal(deadLetter(original, &PoisonError{Reason: "key_mismatch", Err: errors.New("bad key")}, time.Unix(0, 0)), original)
+	if len(dl.Key) != 1024 || string(dl.Key) != strings.Repeat("k", 1024) {
+		t.Errorf("key of %d bytes kept", len(dl.Key))
+	}
+	note, _ := header(kafkago.Message{Headers: each(dl.Headers)}, HeaderDLQDropped)
+	if !strings.Contains(note, "key of 5000 bytes cut to its first 1024") || !strings.Contains(note, "value of 1 bytes and 1 headers") {
+		t.Errorf("%s = %q", HeaderDLQDropped, note)
+	}
+}
+
+func each(hs []kafka.Header) []kafkago.Header {
+	out := make([]kafkago.Header, len(hs))
+	for i, h := range hs {
+		out[i] = kafkago.Header{Key: h.Key, Value: h.Value}
+	}
+	return out
 }
