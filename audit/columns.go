@@ -39,10 +39,6 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 			continue
 		}
 		out[f] = schemaColumns(ft.nodes)
-		if r.footers == nil {
-			r.footers = map[string]parquetFooter{}
-		}
-		r.footers[f] = parquetFooter{chunks: ft.chunks} // for readerIndexes
 	}
 	if len(rest) == 0 {
 		return out, nil

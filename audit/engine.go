@@ -591,9 +591,6 @@ type run struct {
 	// as its footer names them, once columnCollision found them unique
 	// (fileSchema takes a batch file's types from the fused statement).
 	footerCols map[string][]fileColumn
-	// footers are the column chunks of the local Parquet files whose
-	// footers parquetColumns read in Go, for readerIndexes.
-	footers map[string]parquetFooter
 	// viewIDs are the views' definitions by their files' identities, for
 	// the memo (memoView); "" for a view without.
 	viewIDs map[viewKey]string

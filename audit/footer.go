@@ -61,12 +61,11 @@ type nodeTypes struct {
 	utc                              bool  // TimeType's and TimestampType's isAdjustedToUTC
 }
 
-// parquetFooter is what the Go reading of a Parquet footer keeps: the schema and,
-// when a column chunk has a bloom filter or a page index, every chunk
-// (readerindex.go).
+// parquetFooter is what the Go reading of a Parquet footer keeps: the
+// schema and the column chunks (readerindex.go).
 type parquetFooter struct {
 	nodes  []schemaNode
-	chunks []chunkMeta // nil when no chunk has a bloom filter or a page index
+	chunks []chunkMeta
 }
 
 // footerSchema is the schema of the Parquet file at path, as DuckDB's
@@ -135,8 +134,7 @@ func decodeFooterSchema(buf []byte) ([]schemaNode, error) {
 }
 
 // decodeFooter reads a Thrift compact FileMetaData that fills buf
-// exactly: its schema, and its column chunks when one has a bloom filter
-// or a page index.
+// exactly: its schema and its column chunks.
 func decodeFooter(buf []byte) (parquetFooter, error) {
 	d := &compactReader{b: buf}
 	nodes, err := d.fileMetaData()
@@ -147,7 +145,7 @@ func decodeFooter(buf []byte) (parquetFooter, error) {
 		err = checkSchemaTree(nodes)
 	}
 	var chunks []chunkMeta
-	if err == nil && d.indexed {
+	if err == nil {
 		chunks, err = footerChunks(buf, nodes, d.types)
 	}
 	if err != nil {
@@ -217,10 +215,7 @@ type compactReader struct {
 	b     []byte
 	i     int
 	depth int
-	// indexed: a field marked index was read (a bloom filter's or a page
-	// index's offset).
-	indexed bool
-	types   []nodeTypes // of the schema's elements, in order
+	types []nodeTypes // of the schema's elements, in order
 }
 
 var errShort = errors.New("footer ends early")
@@ -538,7 +533,6 @@ type thriftField struct {
 	required bool
 	refuse   bool // encryption: the Go reader gives up
 	read     bool // structOf's caller reads the value
-	index    bool // a bloom filter's or a page index's offset: sets indexed
 }
 
 // structOf reads a struct of type s; read reads the fields s marks read.
@@ -575,7 +569,6 @@ func (d *compactReader) structOf(s *thriftStruct, read func(id int16) error) err
 			return fmt.Errorf("%s field %d of type %d, or twice", s.name, id, t)
 		}
 		seen = append(seen, id)
-		d.indexed = d.indexed || f.index
 		switch {
 		case f.read:
 			err = read(id)
@@ -690,10 +683,10 @@ var (
 	tColumnMetaData       = tStruct(&thriftStruct{name: "ColumnMetaData", fields: map[int16]thriftField{
 		1: req(tType), 2: req(tList(tEncoding)), 3: req(tList(tBinary)), 4: req(tCodec), 5: req(tI64), 6: req(tI64), 7: req(tI64),
 		8: opt(tList(tKeyValue)), 9: req(tI64), 10: opt(tI64), 11: opt(tI64), 12: opt(tStatistics), 13: opt(tList(tPageEncodingStats)),
-		14: {t: tI64, index: true}, 15: opt(tI32), 16: opt(tSizeStatistics), 17: opt(tGeospatialStatistics),
+		14: opt(tI64), 15: opt(tI32), 16: opt(tSizeStatistics), 17: opt(tGeospatialStatistics),
 	}})
 	tColumnChunk = tStruct(&thriftStruct{name: "ColumnChunk", fields: map[int16]thriftField{
-		1: opt(tBinary), 2: req(tI64), 3: opt(tColumnMetaData), 4: {t: tI64, index: true}, 5: opt(tI32), 6: {t: tI64, index: true}, 7: opt(tI32),
+		1: opt(tBinary), 2: req(tI64), 3: opt(tColumnMetaData), 4: opt(tI64), 5: opt(tI32), 6: opt(tI64), 7: opt(tI32),
 		8: {refuse: true}, 9: {refuse: true},
 	}})
 	tSortingColumn = tStruct(&thriftStruct{name: "SortingColumn", fields: map[int16]thriftField{1: req(tI32), 2: req(tBool), 3: req(tBool)}})

@@ -30,9 +30,13 @@ import (
 // counted from the values, or from the repetition levels of a repeated
 // column), the ColumnIndex against the data DuckDB reads, page by page by
 // file_row_number, in one statement per file. A ColumnIndex of a type the
-// audit does not compare (INT96, TIME, FLOAT16, INTERVAL) is refused; the
-// bounds of a repeated column's leaf are not compared (no reader here
-// pushes a filter into a list's elements), its OffsetIndex is.
+// audit does not compare (INT96, FLOAT16, INTERVAL, a UTC-adjusted TIME)
+// is refused; the bounds of a repeated column's leaf are not compared (no
+// reader here pushes a filter into a list's elements), its OffsetIndex is.
+//
+// DuckDB 2.0 also skips a PLAIN page by the Statistics in its header,
+// which pyarrow writes by default (a forged min: WHERE id = 7 read 0 rows,
+// 1 in a full scan): headerClaims compares them with the data alike.
 
 // Bounds of the page index's reading.
 const pageIndexMaxBytes = 16 << 20 // a ColumnIndex or an OffsetIndex
@@ -343,6 +347,7 @@ func columnIndex(b []byte) (columnIndexClaims, error) {
 // order the Parquet format gives the column's logical type.
 type domain struct {
 	kind    byte   // 'i' integer (big.Int), 'f' float, 'b' bytes
+	signed  bool   // its order is the physical type's signed one (a page header's legacy min and max hold)
 	sqlType string // of the bounds' literals and the data's expression
 	expr    string // the data's, with %s for the column
 	decode  func([]byte) (bound, error)
@@ -350,12 +355,27 @@ type domain struct {
 }
 
 type bound struct {
-	i *big.Int
-	f float64
-	b []byte
+	i  *big.Int
+	f  float64
+	b  []byte
+	ok bool // decoded
 }
 
+func (b bound) set() bool { return b.ok }
+
 func chunkDomain(c chunkMeta) (domain, error) {
+	d, err := chunkDomainOf(c)
+	if dec := d.decode; err == nil && dec != nil {
+		d.decode = func(v []byte) (bound, error) {
+			b, err := dec(v)
+			b.ok = err == nil
+			return b, err
+		}
+	}
+	return d, err
+}
+
+func chunkDomainOf(c chunkMeta) (domain, error) {
 	t := c.types
 	decimal := t.converted == 5 || t.logical == 5
 	scale := t.scale
@@ -397,10 +417,10 @@ func chunkDomain(c chunkMeta) (domain, error) {
 			return b, err
 		}
 	}
-	ints := domain{kind: 'i', sqlType: "HUGEINT", expr: "CAST(%s AS HUGEINT)", decode: le(true)}
+	ints := domain{kind: 'i', signed: true, sqlType: "HUGEINT", expr: "CAST(%s AS HUGEINT)", decode: le(true)}
 	switch c.physical {
 	case 0: // BOOLEAN
-		return domain{kind: 'i', sqlType: "HUGEINT", expr: "CAST(CAST(%s AS INTEGER) AS HUGEINT)", decode: func(v []byte) (bound, error) {
+		return domain{kind: 'i', signed: true, sqlType: "HUGEINT", expr: "CAST(CAST(%s AS INTEGER) AS HUGEINT)", decode: func(v []byte) (bound, error) {
 			if len(v) != 1 || v[0] > 1 {
 				return bound{}, unverifiable("a boolean bound %x", v)
 			}
@@ -436,14 +456,17 @@ func chunkDomain(c chunkMeta) (domain, error) {
 		case t.logical == 8, t.logical == 7, t.converted == 7, t.converted == 8:
 			return domain{}, unverifiable("a time column of unit %d, adjusted to UTC %v", t.unit, t.utc)
 		case (t.converted >= 11 && t.converted <= 14) || (t.logical == 10 && t.unsigned):
-			ints.decode = le(false)
+			ints.decode, ints.signed = le(false), false
 			return ints, nil
 		case t.logical != 0 && t.logical != 10 && t.logical != 11:
 			return domain{}, unverifiable("an integer of logical type %d", t.logical)
 		}
 		return ints, nil
 	case 4, 5: // FLOAT, DOUBLE
-		return domain{kind: 'f', sqlType: "DOUBLE", expr: "CASE WHEN isnan(%[1]s) THEN NULL ELSE CAST(%[1]s AS DOUBLE) END", decode: func(v []byte) (bound, error) {
+		// NaN stays: DuckDB orders it above every number, so a page holding
+		// NaN under bounds that leave it out is refused, as claimsHold
+		// refuses such a row group (readers skip it for x > c).
+		return domain{kind: 'f', signed: true, sqlType: "DOUBLE", expr: "CAST(%s AS DOUBLE)", decode: func(v []byte) (bound, error) {
 			var f float64
 			switch {
 			case len(v) == 4 && c.physical == 4:
@@ -526,10 +549,12 @@ func (d domain) render(v bound) string {
 	return renderValue(6, v.b)
 }
 
-// pageClaim is what a ColumnIndex says of one data page.
+// pageClaim is what a ColumnIndex, or a page's header, says of one data
+// page.
 type pageClaim struct {
-	chunk            int // index in the file's chunks
-	page             int // among the chunk's data pages
+	source           string // "column index", "page header"
+	chunk            int    // index in the file's chunks
+	page             int    // among the chunk's data pages
 	lo, hi           int64
 	nullPage         bool
 	min, max         bound
@@ -602,7 +627,7 @@ func checkPageIndex(f *os.File, size int64, c chunkMeta, ci int, pages []pageInf
 		if i+1 < n {
 			hi = rowBase + data[i+1].firstRow
 		}
-		pc := pageClaim{chunk: ci, page: i, lo: rowBase + p.firstRow, hi: hi, nullPage: idx.nullPages[i], nulls: -1, domain: dom, rowGroup: c.rowGroup, path: c.path}
+		pc := pageClaim{source: "column index", chunk: ci, page: i, lo: rowBase + p.firstRow, hi: hi, nullPage: idx.nullPages[i], nulls: -1, domain: dom, rowGroup: c.rowGroup, path: c.path}
 		if idx.nullCounts != nil {
 			pc.nulls = idx.nullCounts[i]
 		}
@@ -641,8 +666,8 @@ func (r *run) columnIndexDisagreement(ctx context.Context, path string, chunks [
 	k := 0
 	for k < len(claims) {
 		j := k
-		column := chunks[claims[k].chunk].column
-		for j < len(claims) && chunks[claims[j].chunk].column == column {
+		column, source := chunks[claims[k].chunk].column, claims[k].source
+		for j < len(claims) && chunks[claims[j].chunk].column == column && claims[j].source == source {
 			j++
 		}
 		dom := claims[k].domain
@@ -651,7 +676,7 @@ func (r *run) columnIndexDisagreement(ctx context.Context, path string, chunks [
 		for i := k; i < j; i++ {
 			c := claims[i]
 			mn, mx := "CAST(NULL AS "+dom.sqlType+")", "CAST(NULL AS "+dom.sqlType+")"
-			if !c.nullPage {
+			if !c.nullPage && c.min.set() {
 				mn, mx = dom.literal(c.min), dom.literal(c.max)
 			}
 			vals = append(vals, fmt.Sprintf("(%d, %d, %s, %s, %d, %t)", i, c.lo, mn, mx, c.nulls, c.nullPage))
@@ -682,8 +707,11 @@ HAVING min(d.v) < p.mn OR max(d.v) > p.mx OR (p.nulls >= 0 AND count(*) FILTER (
 	}
 	c := claims[i]
 	claim := fmt.Sprintf("values from %s to %s", c.minS, c.maxS)
-	if c.nullPage {
+	switch {
+	case c.nullPage:
 		claim = "only NULLs"
+	case c.minS == "":
+		claim = "no bounds"
 	}
 	if c.nulls >= 0 {
 		claim += fmt.Sprintf(", %d NULLs", c.nulls)
@@ -692,6 +720,10 @@ HAVING min(d.v) < p.mn OR max(d.v) > p.mx OR (p.nulls >= 0 AND count(*) FILTER (
 	if mn != nil && mx != nil {
 		got = fmt.Sprintf("values from %s to %s, %d NULLs", *mn, *mx, nulls)
 	}
+	if strings.HasPrefix(c.source, "page header") {
+		return fmt.Errorf("row group %d, column %q: the statistics in the header of its data page %d (rows %d to %d of the file) say it holds %s; it holds %s: a reader that skips pages by them (DuckDB 2.0) reads other rows than the audit read",
+			c.rowGroup, c.path, c.page, c.lo, c.hi-1, claim, got)
+	}
 	return fmt.Errorf("row group %d, column %q: its column index says page %d (rows %d to %d of the file) holds %s; it holds %s: a reader that skips pages by it (DuckDB 2.0, Spark) reads other rows than the audit read",
 		c.rowGroup, c.path, c.page, c.lo, c.hi-1, claim, got)
 }
@@ -699,4 +731,110 @@ HAVING min(d.v) < p.mn OR max(d.v) > p.mx OR (p.nulls >= 0 AND count(*) FILTER (
 // quotePath is a leaf's path as a DuckDB expression: "a"."b".
 func quotePath(parts []string) string {
 	return strings.Join(each(parts, quoteIdent), ".")
+}
+
+// pageStats are the Statistics of a data page's header: the bounds (nil
+// when not given), the legacy ones, the null count (-1 when not given).
+type pageStats struct {
+	min, max, legacyMin, legacyMax []byte
+	nulls                          int64
+}
+
+func (d *compactReader) pageStatistics() (*pageStats, error) {
+	st := &pageStats{nulls: -1}
+	err := d.fields(func(id int16, t byte) (bool, error) {
+		var err error
+		switch {
+		case id == 1 && t == ctBinary:
+			st.legacyMax, err = d.binary(len(d.b))
+		case id == 2 && t == ctBinary:
+			st.legacyMin, err = d.binary(len(d.b))
+		case id == 3 && t == ctI64:
+			st.nulls, err = d.i64()
+		case id == 5 && t == ctBinary:
+			st.max, err = d.binary(len(d.b))
+		case id == 6 && t == ctBinary:
+			st.min, err = d.binary(len(d.b))
+		default:
+			return false, nil
+		}
+		return true, err
+	})
+	return st, err
+}
+
+// headerClaims are the claims of the statistics in chunk c's data page
+// headers (none for a repeated leaf's pages): min_value and max_value,
+// the legacy min and max where the column's order is the signed one the
+// legacy fields were written in, the null count.
+func headerClaims(f *os.File, c chunkMeta, ci int, pages []pageInfo, rowBase int64, zd **zstd.Decoder) ([]pageClaim, error) {
+	if c.maxRep > 0 {
+		return nil, nil
+	}
+	if err := pageRows(f, c, pages, zd); err != nil {
+		return nil, err
+	}
+	var data []pageInfo
+	for _, p := range pages {
+		if p.data() {
+			data = append(data, p)
+		}
+	}
+	var dom domain
+	var domErr error
+	domDone := false
+	var claims []pageClaim
+	for i, p := range data {
+		st := p.h.stats
+		if st == nil {
+			continue
+		}
+		hi := rowBase + c.rows
+		if i+1 < len(data) {
+			hi = rowBase + data[i+1].firstRow
+		}
+		pairs := [][2][]byte{}
+		if st.min != nil && st.max != nil {
+			pairs = append(pairs, [2][]byte{st.min, st.max})
+		}
+		if st.legacyMin != nil && st.legacyMax != nil {
+			pairs = append(pairs, [2][]byte{st.legacyMin, st.legacyMax})
+		}
+		base := pageClaim{source: "page header", chunk: ci, page: i, lo: rowBase + p.firstRow, hi: hi, nulls: st.nulls, rowGroup: c.rowGroup, path: c.path}
+		if len(pairs) > 0 && !domDone {
+			dom, domErr = chunkDomain(c)
+			domDone = true
+		}
+		if len(pairs) > 0 && domErr != nil {
+			return nil, domErr
+		}
+		base.domain = dom
+		if len(pairs) == 0 {
+			if st.nulls >= 0 {
+				base.domain = domain{kind: 'i', sqlType: "HUGEINT", expr: "CAST(CASE WHEN %s IS NULL THEN NULL ELSE 0 END AS HUGEINT)"}
+				base.source = "page header nulls" // a statement of their own: their domain is another
+				claims = append(claims, base)
+			}
+			continue
+		}
+		for k, pr := range pairs {
+			if k == 1 && !dom.signed {
+				continue // legacy bounds in another order than the column's: readers do not take them
+			}
+			pc := base
+			var err error
+			if pc.min, err = dom.decode(pr[0]); err != nil {
+				return nil, err
+			}
+			if pc.max, err = dom.decode(pr[1]); err != nil {
+				return nil, err
+			}
+			pc.minS, pc.maxS = dom.render(pc.min), dom.render(pc.max)
+			if k == 1 {
+				pc.source = "page header legacy" // a statement of its own: one claim per page in each
+			}
+			claims = append(claims, pc)
+		}
+	}
+	return claims, nil
 }

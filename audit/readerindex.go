@@ -298,32 +298,29 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 				continue
 			}
 		}
-		ft, known := r.footers[f]
-		if !known {
-			if err := r.ready(ctx); err != nil {
-				return err
+		if err := r.ready(ctx); err != nil {
+			return err
+		}
+		ft, err := readFooter(f)
+		if err != nil {
+			// DuckDB reads the footer (parquet_schema did): a bloom filter
+			// there is not checked, and the file is refused. Its pages'
+			// indexes and statistics are left (docs/limits.md).
+			var n int64
+			q := "SELECT count(*) FROM parquet_metadata(" + literalList([]string{f}) + ") WHERE bloom_filter_offset IS NOT NULL"
+			if qerr := r.e.db.QueryRowContext(ctx, q).Scan(&n); qerr != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				continue // a file DuckDB cannot read is left for the view
 			}
-			var err error
-			ft, err = readFooter(f)
-			if err != nil {
-				// DuckDB reads the footer (parquet_schema did): a bloom
-				// filter there is not checked, and the file is refused.
-				var n int64
-				q := "SELECT count(*) FROM parquet_metadata(" + literalList([]string{f}) + ") WHERE bloom_filter_offset IS NOT NULL"
-				if qerr := r.e.db.QueryRowContext(ctx, q).Scan(&n); qerr != nil {
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					continue // a file DuckDB cannot read is left for the view
-				}
-				if n > 0 {
-					return fmt.Errorf("file %s has bloom filters, which readers skip row groups by, in a footer the audit does not read (%v): it cannot check them", objPath[f], err)
-				}
-				if keyed {
-					r.e.memo.put(key, true, 48)
-				}
-				continue
+			if n > 0 {
+				return fmt.Errorf("file %s has bloom filters, which readers skip row groups by, in a footer the audit does not read (%v): it cannot check them", objPath[f], err)
 			}
+			if keyed {
+				r.e.memo.put(key, true, 48)
+			}
+			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -335,7 +332,7 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 		var unv errUnverifiable
 		switch {
 		case errors.As(err, &unv):
-			return fmt.Errorf("file %s has a page index, which readers (DuckDB 2.0, Spark) skip pages by, that the audit cannot check (%s): refused rather than read otherwise than they may", objPath[f], unv.why)
+			return fmt.Errorf("file %s has page statistics or a page index, which readers (DuckDB 2.0, Spark) skip pages by, that the audit cannot check (%s): refused rather than read otherwise than they may", objPath[f], unv.why)
 		case err != nil:
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -373,9 +370,7 @@ func checkReaderIndexes(path string, chunks []chunkMeta) ([]pageClaim, error) {
 			rowBase += chunks[i-1].rows
 			lastGroup = c.rowGroup
 		}
-		if c.bloomOffset < 0 && c.colIdxOffset < 0 && c.offIdxOffset < 0 {
-			continue
-		}
+		indexed := c.bloomOffset >= 0 || c.colIdxOffset >= 0 || c.offIdxOffset >= 0
 		if file == nil {
 			var err error
 			if file, err = os.Open(path); err != nil {
@@ -389,6 +384,13 @@ func checkReaderIndexes(path string, chunks []chunkMeta) ([]pageClaim, error) {
 		}
 		what := "a bloom filter, which readers (DuckDB, Spark) skip the row group by,"
 		pages, err := walkPages(file, size, c)
+		stats := slices.ContainsFunc(pages, func(p pageInfo) bool { return p.h.stats != nil })
+		if err != nil && !indexed && !stats {
+			continue // no index, no page statistics before what the walk cannot read
+		}
+		if !indexed {
+			what = "page statistics, which readers (DuckDB 2.0) skip pages by,"
+		}
 		if err == nil && c.bloomOffset >= 0 {
 			err = checkBloom(file, size, c, pages, &zd)
 		}
@@ -396,6 +398,12 @@ func checkReaderIndexes(path string, chunks []chunkMeta) ([]pageClaim, error) {
 			what = "a page index, which readers (DuckDB 2.0, Spark) skip pages by,"
 			var cl []pageClaim
 			cl, err = checkPageIndex(file, size, c, i, pages, rowBase, &zd)
+			claims = append(claims, cl...)
+		}
+		if err == nil && stats {
+			what = "page statistics, which readers (DuckDB 2.0) skip pages by,"
+			var cl []pageClaim
+			cl, err = headerClaims(file, c, i, pages, rowBase, &zd)
 			claims = append(claims, cl...)
 		}
 		where := fmt.Sprintf("row group %d, column %q", c.rowGroup, c.path)
@@ -409,7 +417,7 @@ func checkReaderIndexes(path string, chunks []chunkMeta) ([]pageClaim, error) {
 	}
 	// One pass over each column's rows: its pages in file order.
 	slices.SortStableFunc(claims, func(a, b pageClaim) int {
-		return cmp.Or(cmp.Compare(chunks[a.chunk].column, chunks[b.chunk].column), cmp.Compare(a.lo, b.lo))
+		return cmp.Or(cmp.Compare(chunks[a.chunk].column, chunks[b.chunk].column), strings.Compare(a.source, b.source), cmp.Compare(a.lo, b.lo))
 	})
 	return claims, nil
 }
@@ -509,6 +517,7 @@ type pageHeader struct {
 	defBytes, repBytes   int32 // V2
 	numRows              int32 // V2
 	compressedV2         bool  // V2's is_compressed (true unless said)
+	stats                *pageStats
 	hasData, hasDict, v2 bool
 }
 
@@ -559,6 +568,10 @@ func (d *compactReader) pageHeader() (pageHeader, error) {
 					return true, i32(&h.defEnc)
 				case id == 4 && t == ctI32:
 					return true, i32(&h.repEnc)
+				case id == 5 && t == ctStruct:
+					st, err := d.pageStatistics()
+					h.stats = st
+					return true, err
 				}
 				return false, nil
 			})
@@ -590,6 +603,10 @@ func (d *compactReader) pageHeader() (pageHeader, error) {
 				case id == 7 && (t == ctTrue || t == ctFalse):
 					h.compressedV2 = t == ctTrue
 					return true, nil
+				case id == 8 && t == ctStruct:
+					st, err := d.pageStatistics()
+					h.stats = st
+					return true, err
 				}
 				return false, nil
 			})
@@ -687,30 +704,30 @@ func walkPages(f *os.File, size int64, c chunkMeta) ([]pageInfo, error) {
 		}
 		h, n, err := readPageHeader(f, off, end)
 		if err != nil {
-			return nil, err
+			return pages, err
 		}
 		p := pageInfo{offset: off, headerLen: n, h: h}
+		pages = append(pages, p) // for the caller to see, whatever follows
 		if h.compressed < 0 || h.uncompressed < 0 || h.compressed > pageMaxBytes || p.end() > end {
-			return nil, unverifiable("a page of %d bytes at %d past its chunk", h.compressed, off)
+			return pages, unverifiable("a page of %d bytes at %d past its chunk", h.compressed, off)
 		}
 		switch {
 		case h.typ == 2 && h.hasDict: // DICTIONARY_PAGE
 			if off != start || (h.encoding != 0 && h.encoding != 2) {
-				return nil, unverifiable("a dictionary page at %d of encoding %d", off, h.encoding)
+				return pages, unverifiable("a dictionary page at %d of encoding %d", off, h.encoding)
 			}
 		case p.data():
 			if h.numValues < 0 {
-				return nil, unverifiable("a page of %d values", h.numValues)
+				return pages, unverifiable("a page of %d values", h.numValues)
 			}
 			values += int64(h.numValues)
 		default:
-			return nil, unverifiable("a page of type %d at %d", h.typ, off)
+			return pages, unverifiable("a page of type %d at %d", h.typ, off)
 		}
-		pages = append(pages, p)
 		off = p.end()
 	}
 	if values != c.numValues {
-		return nil, unverifiable("pages of %d values, its metadata says %d", values, c.numValues)
+		return pages, unverifiable("pages of %d values, its metadata says %d", values, c.numValues)
 	}
 	return pages, nil
 }

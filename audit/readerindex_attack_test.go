@@ -303,3 +303,89 @@ func TestForgedPageIndexIsRefused(t *testing.T) {
 		t.Logf("%s: %v", c.name, err)
 	}
 }
+
+// TestForgedPageStatisticsAreRefused: DuckDB 2.0 also skips a PLAIN page
+// by the statistics in its header, which pyarrow writes by default
+// (testdata/page_stats.parquet: pyarrow 26.0.1, PLAIN pages of about 1
+// KiB, no page index; id 0..2999 in two row groups, s text with NULLs). A
+// file whose first page of id claims min 8 is refused; the honest one
+// passes.
+func TestForgedPageStatisticsAreRefused(t *testing.T) {
+	honest, err := os.ReadFile(filepath.Join("testdata", "page_stats.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := bytes.Clone(honest)
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var off int64
+	if err := db.QueryRow("SELECT data_page_offset FROM parquet_metadata(?) WHERE path_in_schema = 'id' AND row_group_id = 0", filepath.Join("testdata", "page_stats.parquet")).Scan(&off); err != nil {
+		t.Fatal(err)
+	}
+	// The first page's header: its min_value and legacy min, 0 as 8 bytes
+	// after their length, become 8.
+	patched := 0
+	h := forged[off : off+64]
+	zero := append([]byte{8}, make([]byte, 8)...)
+	for i := bytes.Index(h, zero); i >= 0; i = bytes.Index(h, zero) {
+		h[i+1] = 8
+		patched++
+	}
+	if patched == 0 {
+		t.Fatal("no min 0 in the first page's header")
+	}
+	if python, err := testPython(); err == nil && !testing.Short() {
+		f := filepath.Join(t.TempDir(), "forged.parquet")
+		if err := os.WriteFile(f, forged, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		q := fmt.Sprintf("import duckdb; print(duckdb.sql(\"SELECT count(*) FILTER (WHERE id = 7) FROM '%[1]s'\").fetchall()[0][0], duckdb.sql(\"SELECT count(*) FROM '%[1]s' WHERE id = 7\").fetchall()[0][0], duckdb.__version__)", f)
+		out, err := exec.Command(python, "-c", q).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		t.Logf("Python DuckDB: a full scan, WHERE id = 7, version: %s", out)
+		if fields := strings.Fields(string(out)); len(fields) != 3 || fields[0] != "1" || (fields[1] != "0" && strings.HasPrefix(fields[2], "2.")) {
+			t.Errorf("Python DuckDB: %s; want 1 row in a full scan and 0 WHERE id = 7 (DuckDB 2)", out)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		b     []byte
+		fails bool
+	}{{"honest", honest, false}, {"forged", forged, true}} {
+		src := newDirSource(t)
+		if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(src.root, "b1", "t", "part-0.parquet")
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, c.b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, cache := range []string{"", filepath.Join(t.TempDir(), "cache")} {
+			e := newEngine(t, src, cache)
+			for range 2 {
+				rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+					Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{
+						{Name: "rows", Kind: KindRowCount, Table: "t", Min: f64(1)},
+						{Name: "nn", Kind: KindNotNull, Table: "t", Column: "id"}}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				msg := checkMessages(rep)
+				if c.fails && (rep.Passed || !strings.Contains(msg, "t/part-0.parquet") || !strings.Contains(msg, "row group 0") || !strings.Contains(msg, `column "id"`) || !strings.Contains(msg, "header of its data page 0")) {
+					t.Errorf("%s, cache %v: passed %v (%s), want refused naming the file, row group 0, column id and its page 0's header", c.name, cache != "", rep.Passed, msg)
+				}
+				if !c.fails && !rep.Passed {
+					t.Errorf("%s, cache %v: refused: %s", c.name, cache != "", msg)
+				}
+			}
+		}
+	}
+}
