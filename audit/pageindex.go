@@ -30,7 +30,7 @@ import (
 // counted from the values, or from the repetition levels of a repeated
 // column), the ColumnIndex against the data DuckDB reads, page by page by
 // file_row_number, in one statement per file. A ColumnIndex of a type the
-// audit does not compare (INT96, FLOAT16, INTERVAL, a UTC-adjusted TIME)
+// audit does not compare (INT96, FLOAT16, INTERVAL)
 // is refused; the bounds of a repeated column's leaf are not compared (no
 // reader here pushes a filter into a list's elements), its OffsetIndex is.
 //
@@ -348,6 +348,7 @@ func columnIndex(b []byte) (columnIndexClaims, error) {
 type domain struct {
 	kind    byte   // 'i' integer (big.Int), 'f' float, 'b' bytes
 	signed  bool   // its order is the physical type's signed one (a page header's legacy min and max hold)
+	nanos   bool   // a time in nanoseconds, which DuckDB reads rounded to the microsecond
 	sqlType string // of the bounds' literals and the data's expression
 	expr    string // the data's, with %s for the column
 	decode  func([]byte) (bound, error)
@@ -408,7 +409,7 @@ func chunkDomainOf(c chunkMeta) (domain, error) {
 		return bound{i: i}, nil
 	}
 	raw := func(v []byte) (bound, error) { return bound{b: v}, nil }
-	scaled := func(dec func([]byte) (bound, error), m int64) func([]byte) (bound, error) {
+	scaled := func(dec func([]byte) (bound, error), m int64) func([]byte) (bound, error) { // a unit's multiple
 		return func(v []byte) (bound, error) {
 			b, err := dec(v)
 			if err == nil {
@@ -447,14 +448,17 @@ func chunkDomainOf(c chunkMeta) (domain, error) {
 		case t.logical == 8 && t.unit == 3:
 			ints.expr = "CAST(epoch_ns(%s) AS HUGEINT)"
 			return ints, nil
-		case (t.converted == 7 && t.logical == 0) || (t.logical == 7 && t.unit == 1 && !t.utc): // TIME_MILLIS
-			ints.expr, ints.decode = "CAST(epoch_us(DATE '1970-01-01' + %s) AS HUGEINT)", scaled(le(true), 1000)
+		case t.converted == 7 || t.converted == 8 || t.logical == 7: // TIME, in microseconds as DuckDB reads it
+			ints.expr = "CAST(date_diff('microsecond', TIME '00:00:00', CAST(%s AS TIME)) AS HUGEINT)"
+			switch {
+			case t.converted == 7 || (t.logical == 7 && t.unit == 1):
+				ints.decode = scaled(le(true), 1000)
+			case t.logical == 7 && t.unit == 3:
+				ints.nanos = true // read rounded to the microsecond
+			}
 			return ints, nil
-		case (t.converted == 8 && t.logical == 0) || (t.logical == 7 && t.unit == 2 && !t.utc): // TIME_MICROS
-			ints.expr = "CAST(epoch_us(DATE '1970-01-01' + %s) AS HUGEINT)"
-			return ints, nil
-		case t.logical == 8, t.logical == 7, t.converted == 7, t.converted == 8:
-			return domain{}, unverifiable("a time column of unit %d, adjusted to UTC %v", t.unit, t.utc)
+		case t.logical == 8:
+			return domain{}, unverifiable("a timestamp of unit %d", t.unit)
 		case (t.converted >= 11 && t.converted <= 14) || (t.logical == 10 && t.unsigned):
 			ints.decode, ints.signed = le(false), false
 			return ints, nil
@@ -632,10 +636,7 @@ func checkPageIndex(f *os.File, size int64, c chunkMeta, ci int, pages []pageInf
 			pc.nulls = idx.nullCounts[i]
 		}
 		if !pc.nullPage {
-			if pc.min, err = dom.decode(idx.mins[i]); err != nil {
-				return nil, err
-			}
-			if pc.max, err = dom.decode(idx.maxs[i]); err != nil {
+			if pc.min, pc.max, err = dom.bounds(idx.mins[i], idx.maxs[i]); err != nil {
 				return nil, err
 			}
 			pc.minS, pc.maxS = dom.render(pc.min), dom.render(pc.max)
@@ -679,11 +680,12 @@ func (r *run) columnIndexDisagreement(ctx context.Context, path string, chunks [
 			if !c.nullPage && c.min.set() {
 				mn, mx = dom.literal(c.min), dom.literal(c.max)
 			}
-			vals = append(vals, fmt.Sprintf("(%d, %d, %s, %s, %d, %t)", i, c.lo, mn, mx, c.nulls, c.nullPage))
+			vals = append(vals, fmt.Sprintf("(%d, %d, %d, %s, %s, %d, %t)", i, c.lo, c.hi, mn, mx, c.nulls, c.nullPage))
 		}
 		parts = append(parts, fmt.Sprintf(`SELECT p.k, CAST(min(d.v) AS VARCHAR), CAST(max(d.v) AS VARCHAR), count(*) FILTER (WHERE d.n), count(*)
 FROM (SELECT file_row_number AS rn, %s AS v, %s IS NULL AS n FROM read_parquet(%s%s, file_row_number = true)) d
-ASOF JOIN (VALUES %s) p(k, lo, mn, mx, nulls, nullpage) ON d.rn >= p.lo
+ASOF JOIN (VALUES %s) p(k, lo, hi, mn, mx, nulls, nullpage) ON d.rn >= p.lo
+WHERE d.rn < p.hi
 GROUP BY p.k, p.mn, p.mx, p.nulls, p.nullpage
 HAVING min(d.v) < p.mn OR max(d.v) > p.mx OR (p.nulls >= 0 AND count(*) FILTER (WHERE d.n) <> p.nulls) OR (p.nullpage AND count(*) FILTER (WHERE NOT d.n) > 0)`,
 			fmt.Sprintf(dom.expr, col), col, literalList([]string{path}), noHive, strings.Join(vals, ", ")))
@@ -823,10 +825,7 @@ func headerClaims(f *os.File, c chunkMeta, ci int, pages []pageInfo, rowBase int
 			}
 			pc := base
 			var err error
-			if pc.min, err = dom.decode(pr[0]); err != nil {
-				return nil, err
-			}
-			if pc.max, err = dom.decode(pr[1]); err != nil {
+			if pc.min, pc.max, err = dom.bounds(pr[0], pr[1]); err != nil {
 				return nil, err
 			}
 			pc.minS, pc.maxS = dom.render(pc.min), dom.render(pc.max)
@@ -837,4 +836,26 @@ func headerClaims(f *os.File, c chunkMeta, ci int, pages []pageInfo, rowBase int
 		}
 	}
 	return claims, nil
+}
+
+// bounds decodes a min and a max claim; a time in nanoseconds, which
+// DuckDB reads rounded to the microsecond, is compared in microseconds,
+// the min rounded down and the max up (a wider claim refuses nothing a
+// reader needs).
+func (d domain) bounds(mn, mx []byte) (bound, bound, error) {
+	lo, err := d.decode(mn)
+	if err != nil {
+		return lo, lo, err
+	}
+	hi, err := d.decode(mx)
+	if err != nil {
+		return lo, hi, err
+	}
+	if d.nanos {
+		k := big.NewInt(1000)
+		lo.i.Div(lo.i, k)
+		hi.i.Div(hi.i, k)
+		hi.i.Add(hi.i, big.NewInt(1))
+	}
+	return lo, hi, nil
 }
