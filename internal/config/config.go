@@ -355,7 +355,9 @@ type Lineage struct {
 	// Kafka sends the events to a topic of kafka.brokers instead of URL.
 	Kafka LineageKafka `yaml:"kafka"`
 	// MaxEventBytes is the byte budget of one event's JSON (0: 512 KiB); a
-	// larger event is dropped and counted.
+	// larger event is sent without its succeeded assertions, then without
+	// any (the run facet lakewap_budget says how many), and dropped and
+	// counted only if still larger.
 	MaxEventBytes int `yaml:"max_event_bytes"`
 }
 

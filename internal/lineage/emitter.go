@@ -35,7 +35,9 @@ type Options struct {
 	// write to lineage.kafka.topic.
 	Send func(ctx context.Context, key string, body []byte) error
 	// MaxEventBytes is the byte budget of one event's JSON (default
-	// DefaultMaxEventBytes); a larger event is dropped, counted too_large.
+	// DefaultMaxEventBytes); a larger event is sent with less of its
+	// assertions (leaveOutAssertions), and dropped, counted too_large, only
+	// if still larger.
 	MaxEventBytes int
 	// Namespace is the jobs' namespace (default lakewap).
 	Namespace string
@@ -137,6 +139,12 @@ func (e *Emitter) loop() {
 			continue
 		}
 		body, err := json.Marshal(ev)
+		for step := 1; err == nil && len(body) > e.o.MaxEventBytes && step <= 2; step++ {
+			// Less of its assertions rather than no event: the run's
+			// outcome is what the lineage backend must see.
+			ev = leaveOutAssertions(ev, step, e.o.MaxEventBytes)
+			body, err = json.Marshal(ev)
+		}
 		if err == nil && len(body) > e.o.MaxEventBytes {
 			e.o.Logger.Warn("lineage event over its byte budget, not sent", "job", ev.Job.Name, "run_id", ev.Run.RunID,
 				"event_type", ev.EventType, "bytes", len(body), "max_bytes", e.o.MaxEventBytes)

@@ -3,6 +3,7 @@ package lineage
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +17,9 @@ import (
 // TestKafkaTransport sends a run's START and COMPLETE through lakewap's
 // Kafka writer (kfake, or Apache Kafka with LAKEWAP_TEST_KAFKA_BROKERS) and
 // reads them back: OpenLineage's key run:<namespace>/<job>, JSON with the
-// column of a one-column check, and an event over the byte budget dropped
-// and counted, not sent.
+// column of a one-column check, and an event over the byte budget sent
+// with less of its assertions, saying so (review 7: it was dropped, and the
+// batch's outcome never reached the lineage backend).
 func TestKafkaTransport(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Topic{Name: "openlineage", Partitions: 3})
 	topic := c.Topic("openlineage")
@@ -52,9 +54,8 @@ func TestKafkaTransport(t *testing.T) {
 	em.Observe(landed, published)
 	em.Observe(landed, huge)
 	em.Close()
-	if dropped(em, "too_large") != 1 || dropped(em, "queue_full")+dropped(em, "undelivered")+dropped(em, "shutdown") != 0 {
-		t.Errorf("dropped %d too_large, %d other, want one too_large", dropped(em, "too_large"),
-			dropped(em, "queue_full")+dropped(em, "undelivered")+dropped(em, "shutdown"))
+	if n := dropped(em, "too_large") + dropped(em, "queue_full") + dropped(em, "undelivered") + dropped(em, "shutdown"); n != 0 {
+		t.Errorf("dropped %d events, want none", n)
 	}
 
 	first, _, err := kc.Offsets(context.Background(), topic)
@@ -66,12 +67,22 @@ func TestKafkaTransport(t *testing.T) {
 	var got []kafka.Message
 	if err := kc.ReadPartitions(ctx, topic, first, nil, func(m kafka.Message) bool {
 		got = append(got, m)
-		return len(got) == 2
+		return len(got) == 3
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].Partition != got[1].Partition {
-		t.Fatalf("read %d messages (%+v), want 2 on one partition", len(got), got)
+	if len(got) != 3 || got[0].Partition != got[1].Partition {
+		t.Fatalf("read %d messages (%+v), want 3 on one partition", len(got), got)
+	}
+	// The huge one: its outcome, without its assertions, saying so.
+	var small RunEvent
+	if err := json.Unmarshal(got[2].Value, &small); err != nil || len(got[2].Value) > 4096 {
+		t.Fatalf("third message of %d bytes: %v", len(got[2].Value), err)
+	}
+	budget, _ := small.Run.Facets["lakewap_budget"].(map[string]any)
+	if small.EventType != Complete || small.Inputs[0].Facets["dataQualityAssertions"] != nil ||
+		budget["assertionsLeftOut"] != float64(200) || !strings.Contains(fmt.Sprint(budget["reason"]), "4096") {
+		t.Errorf("event over its budget sent as %s, run facets %v, input facets %v", small.EventType, small.Run.Facets, small.Inputs[0].Facets)
 	}
 	for i, want := range []string{Start, Complete} {
 		m := got[i]
@@ -88,5 +99,22 @@ func TestKafkaTransport(t *testing.T) {
 	as, _ := ev.Inputs[0].Facets["dataQualityAssertions"].(map[string]any)["assertions"].([]any)
 	if len(as) != 1 || as[0].(map[string]any)["column"] != "amount" {
 		t.Errorf("assertions %v", as)
+	}
+}
+
+// An event over its byte budget even without assertions is not sent,
+// and counted too_large.
+func TestEventOverItsBudgetWithoutAssertionsIsDropped(t *testing.T) {
+	var sent int
+	em, err := New(Options{Send: func(context.Context, string, []byte) error { sent++; return nil }, MaxEventBytes: 300,
+		Tables: func(string) []Table { return []Table{{Name: "t", Path: "gold/t/"}} }, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	em.Observe(pipeline.Run{}, pipeline.Run{BatchID: "b1", Dataset: "billing", Repository: "lake", Branch: "wap-billing-b1",
+		State: pipeline.StateLanded, UpdatedAt: time.Now()})
+	em.Close()
+	if sent != 0 || dropped(em, "too_large") != 1 {
+		t.Errorf("sent %d, dropped %d too_large; want none sent, one dropped", sent, dropped(em, "too_large"))
 	}
 }

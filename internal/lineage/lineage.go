@@ -16,6 +16,7 @@ package lineage
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -145,6 +146,49 @@ func Of(before, after pipeline.Run, namespace string, tables []Table) (RunEvent,
 		}
 	}
 	return ev, true
+}
+
+// budgetURL is the schema of the run facet lakewap_budget, which says
+// what an event over its byte budget left out.
+const budgetURL = Producer + "/blob/main/docs/integrations.md"
+
+// leaveOutAssertions is ev with less of its data-quality assertions, for
+// an event over its byte budget of max bytes: at step 1 those that
+// succeeded, at step 2 all. The run facet lakewap_budget counts what was
+// left out and says why.
+func leaveOutAssertions(ev RunEvent, step, max int) RunEvent {
+	left := 0
+	if b, ok := ev.Run.Facets["lakewap_budget"].(map[string]any); ok {
+		left, _ = b["assertionsLeftOut"].(int)
+	}
+	inputs := make([]Dataset, len(ev.Inputs))
+	for i, in := range ev.Inputs {
+		inputs[i] = in
+		f, ok := in.Facets["dataQualityAssertions"].(map[string]any)
+		if !ok {
+			continue
+		}
+		as, _ := f["assertions"].([]map[string]any)
+		var kept []map[string]any
+		for _, a := range as {
+			if step == 1 && a["success"] == false {
+				kept = append(kept, a)
+			}
+		}
+		left += len(as) - len(kept)
+		facets := maps.Clone(in.Facets)
+		if len(kept) > 0 {
+			facets["dataQualityAssertions"] = facet(assertionsURL, map[string]any{"assertions": kept})
+		} else {
+			delete(facets, "dataQualityAssertions")
+		}
+		inputs[i].Facets = facets
+	}
+	ev.Inputs = inputs
+	ev.Run.Facets = withFacet(maps.Clone(ev.Run.Facets), "lakewap_budget", facet(budgetURL, map[string]any{
+		"assertionsLeftOut": left,
+		"reason":            fmt.Sprintf("the event is over its %d-byte budget (lineage.max_event_bytes)", max)}))
+	return ev
 }
 
 func withFacet(m map[string]any, k string, v any) map[string]any {
