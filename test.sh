@@ -16,6 +16,9 @@ step "building the lakeFS server for the embedded stack (first run only, about 2
 go run ./cmd/lakewap prepare
 
 LAKEWAP_INTEROP_PYTHON=$(scripts/pyenv.sh); export LAKEWAP_INTEROP_PYTHON  # the interop test's Python clients (.cache/pyvenv-<hash>, first run only)
+# PySpark for the audit package's Spark differential test, in a venv of its own
+# (.cache/sparkvenv-<hash>, first run only, about a minute; needs Java 17+, else the test skips).
+LAKEWAP_SPARK_PYTHON=$(scripts/sparkenv.sh); export LAKEWAP_SPARK_PYTHON
 LAKEWAP_ASYNCAPI_NODE_DIR=$(scripts/nodeenv.sh); export LAKEWAP_ASYNCAPI_NODE_DIR  # the AsyncAPI parser (.cache/nodeenv-<hash>, first run only)
 # The Java example (examples/java), built with Maven (.cache/java-examples-<hash>, its jars in
 # .cache/m2; first run only, about a minute). Without a Java 17+ JDK or Maven (exit 3),

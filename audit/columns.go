@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // Column names that differ only in case. DuckDB binds names without regard
@@ -114,6 +116,60 @@ func schemaColumns(nodes []schemaNode) []fileColumn {
 	return cols
 }
 
+// partitionLayout names two files of a table under key=value directories
+// of different keys (none for one of them, say): Spark's partition
+// discovery reads such a table otherwise than DuckDB (4.3.0 left out the
+// files outside the partition directories and read the others; it fails
+// on other layouts), while lakewap, which adds no partition columns,
+// reads every file (TestTablesSparkReadsOtherwiseAreRefused).
+func partitionLayout(order []string, objPath map[string]string, tablePath string) error {
+	first, firstKeys := "", ""
+	for i, f := range order {
+		rel := strings.TrimPrefix(objPath[f], tablePath)
+		dirs := strings.Split(rel, "/")
+		var keys []string
+		for _, seg := range dirs[:len(dirs)-1] {
+			if key, _, ok := strings.Cut(seg, "="); ok && key != "" {
+				keys = append(keys, key)
+			}
+		}
+		k := strings.Join(keys, "/")
+		if i == 0 {
+			first, firstKeys = f, k
+			continue
+		}
+		if k != firstKeys {
+			return fmt.Errorf("file %s sits under partition directories of keys [%s] and file %s under [%s]: Spark's partition discovery reads such a table otherwise than DuckDB (it leaves out files, or fails): readers disagree on it (partition every file alike, or none)",
+				objPath[first], firstKeys, objPath[f], k)
+		}
+	}
+	return nil
+}
+
+// csvHeaders names two CSV files of a table whose headers put different
+// columns at one position: Spark (header = true) reads every file's fields
+// by position under one file's header, DuckDB (union_by_name) and pandas
+// by name, so a column's values came from another column
+// (TestTablesSparkReadsOtherwiseAreRefused). Headers that are prefixes of
+// one another (a file without the last columns) read alike.
+func csvHeaders(names map[string][]fileColumn, order []string, objPath map[string]string) error {
+	longest := ""
+	for _, f := range order {
+		if len(names[f]) > len(names[longest]) {
+			longest = f
+		}
+	}
+	for _, f := range order {
+		for i, c := range names[f] {
+			if want := names[longest][i].name; c.name != want {
+				return fmt.Errorf("file %s has column %q at position %d of its header, where file %s has %q: Spark reads a CSV file's fields by position under one file's header, DuckDB and pandas by name: readers disagree on it (write every file's columns in one order)",
+					objPath[f], c.name, i+1, objPath[longest], want)
+			}
+		}
+	}
+	return nil
+}
+
 // hiveCollision names the first file that sits under a key=value directory
 // (below the table's path) whose key is also a column of the file: pyarrow
 // and pandas read such a table with hive partitioning and take the
@@ -157,15 +213,27 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 		return err
 	}
 	for _, f := range files {
-		q := fmt.Sprintf("SELECT name, value FROM (SELECT * FROM read_csv(%s, header = true, all_varchar = true%s%s)) "+
-			"UNPIVOT (value FOR name IN (COLUMNS(*))) WHERE list_contains(%s, value) LIMIT 1", literalList([]string{f}), csvDialect, noHive, literalList(nullSpellings))
-		var name, value string
-		switch err := r.e.db.QueryRowContext(ctx, q).Scan(&name, &value); {
+		q := fmt.Sprintf("SELECT name, value, CASE WHEN list_contains(%[4]s, value) THEN 'null' WHEN regexp_matches(value, '[\r\n]') THEN 'newline' "+
+			`WHEN contains(value, '"') THEN 'quote' ELSE 'backslash' END AS why `+
+			"FROM (SELECT * FROM read_csv(%[1]s, header = true, all_varchar = true%[2]s%[3]s)) "+
+			`UNPIVOT (value FOR name IN (COLUMNS(*))) WHERE list_contains(%[4]s, value) OR regexp_matches(value, '[\r\n"]') OR ends_with(value, '\') LIMIT 1`,
+			literalList([]string{f}), csvDialect, noHive, literalList(nullSpellings))
+		var name, value, why string
+		switch err := r.e.db.QueryRowContext(ctx, q).Scan(&name, &value, &why); {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+		case why == "newline":
+			return fmt.Errorf("file %s has a line break in a field of column %q: Spark (whose multiLine is off by default) reads the line break as the end of a record, DuckDB and pandas as part of the field: readers disagree on it (write fields without line breaks)",
+				objPath[f], name)
+		case why == "quote":
+			return fmt.Errorf("file %s has a quote in a field of column %q (%q): Spark escapes a quote with a backslash and reads a doubled quote otherwise than DuckDB and pandas: readers disagree on it (write fields without quotes)",
+				objPath[f], name, schemas.Clip(value, 64))
+		case why == "backslash":
+			return fmt.Errorf("file %s has a field of column %q ending in a backslash (%q): Spark reads a backslash before a closing quote as an escaped quote, DuckDB and pandas as the end of the field: readers disagree on it (write fields without a trailing backslash)",
+				objPath[f], name, schemas.Clip(value, 64))
 		default:
 			return fmt.Errorf("file %s has the value %q in column %q, which pandas and pyarrow read as NULL and DuckDB as a value: readers disagree on it (write NULL as an empty field)",
 				objPath[f], value, name)
@@ -218,6 +286,10 @@ func (r *run) typedSpelling(ctx context.Context, format string, files []string, 
 			col := quoteIdent(ct.Name())
 			asText = append(asText, quoteLiteral(ct.Name())+": 'VARCHAR'")
 			typ := ct.DatabaseTypeName()
+			if format == FormatJSONL && typ == "JSON" && textChecked[strings.ToLower(ct.Name())] {
+				return fmt.Errorf("file %s has values of more than one JSON type (text and numbers, say) in column %q, which DuckDB reads as JSON (text with its quotes) and Spark as text (without them), and an accepted_values, regex or unique check reads the column: readers disagree on it (write the column's values in one JSON type)",
+					objPath[f], ct.Name())
+			}
 			// A timestamp is typed by pyarrow too, so its rendering matters
 			// only where a check compares text (TestTimestampTextUnderTextChecks).
 			stamp := strings.HasPrefix(typ, "TIMESTAMP") && textChecked[strings.ToLower(ct.Name())]
@@ -243,6 +315,10 @@ func (r *run) typedSpelling(ctx context.Context, format string, files []string, 
 				if textChecked[strings.ToLower(ct.Name())] {
 					conds = append(conds, fmt.Sprintf("SELECT %s AS name, '' AS value, 'VARCHAR' AS typ FROM (SELECT count(%s) AS n, count(*) - count(%s) AS empty FROM raw) WHERE n > 0 AND empty > 0",
 						quoteLiteral(ct.Name()), col, col))
+					// Spark (inferSchema) and pandas read these as a
+					// float's infinity: Inf and Infinity are one value.
+					conds = append(conds, fmt.Sprintf(`SELECT %s AS name, %s AS value, 'INFINITY' AS typ FROM raw WHERE regexp_full_match(%s, '\s*[+-]?inf(inity)?\s*', 'i')`,
+						quoteLiteral(ct.Name()), col, col))
 				}
 			}
 		}
@@ -251,7 +327,7 @@ func (r *run) typedSpelling(ctx context.Context, format string, files []string, 
 		}
 		raw := fmt.Sprintf("read_csv(%s, header = true, all_varchar = true%s%s)", literalList([]string{f}), csvDialect, noHive)
 		if format == FormatJSONL {
-			raw = fmt.Sprintf("read_json(%s, format = 'newline_delimited', columns = {%s}%s)", literalList([]string{f}), strings.Join(asText, ", "), noHive)
+			raw = fmt.Sprintf("read_json(%s, format = 'newline_delimited', columns = {%s}%s%s)", literalList([]string{f}), strings.Join(asText, ", "), jsonRecords, noHive)
 		}
 		q := fmt.Sprintf("WITH raw AS (SELECT * FROM %s) %s LIMIT 1", raw, strings.Join(conds, " UNION ALL "))
 		var name, value, typ string
@@ -261,6 +337,9 @@ func (r *run) typedSpelling(ctx context.Context, format string, files []string, 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+		case typ == "INFINITY":
+			return fmt.Errorf("file %s has the field %q in column %q of text, which Spark (inferSchema) and pandas read as a float's infinity, and an accepted_values, regex or unique check reads the column: readers disagree on it (write the column as numbers, or without infinity's spellings)",
+				objPath[f], value, name)
 		case typ == "VARCHAR":
 			return fmt.Errorf("file %s has an empty field in column %q of text, which DuckDB and pandas read as NULL and pyarrow as the empty text, and an accepted_values, regex or unique check reads the column: readers disagree on it (write the column without empty fields, or check it otherwise)",
 				objPath[f], name)

@@ -1106,6 +1106,12 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			if err == nil && format != FormatDelta {
 				err = hiveCollision(cols, files, objPath, tablePath)
 			}
+			if err == nil && format != FormatDelta {
+				err = partitionLayout(files, objPath, tablePath)
+			}
+			if err == nil && format == FormatCSV {
+				err = csvHeaders(cols, files, objPath)
+			}
 			if err == nil && (format == FormatParquet || format == FormatDelta) {
 				err = r.int96Range(ctx, cols, files, objPath, ids)
 			}

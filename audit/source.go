@@ -50,11 +50,13 @@ type Source interface {
 // tableFiles keeps the objects under prefix that are table data: writers
 // leave markers such as _SUCCESS and directories such as _temporary/ or
 // _delta_log/ (skipped as Spark and Hive skip them), and lakeFS keeps
-// _lakefs_actions/ in the repository.
+// _lakefs_actions/ in the repository. Spark also skips names ending in
+// ._COPYING_ (a copy in progress): read, its rows were audited and not
+// what Spark users read; skipped, it is an unaudited object.
 func tableFiles(prefix string, objs []Object) []Object {
 	return slices.DeleteFunc(slices.Clone(objs), func(o Object) bool {
 		rel := strings.TrimPrefix(o.Path, prefix)
-		return o.Size == 0 || rel == "" || slices.ContainsFunc(strings.Split(rel, "/"), func(part string) bool {
+		return o.Size == 0 || rel == "" || strings.HasSuffix(rel, "._COPYING_") || slices.ContainsFunc(strings.Split(rel, "/"), func(part string) bool {
 			return strings.HasPrefix(part, "_") || strings.HasPrefix(part, ".")
 		})
 	})

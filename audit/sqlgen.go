@@ -63,16 +63,25 @@ func viewSQL(schema, table, format string, files []string) string {
 // (DESIGN.md); a Delta table's partition values come from its log.
 const noHive = ", hive_partitioning = false"
 
-// csvDialect is every read_csv call's dialect: the one pandas, pyarrow
-// and Spark read a CSV file in (comma-separated, quoted with a double
-// quote and escaped by doubling it, no comment lines, no lines skipped
-// before the header), instead of DuckDB's guess of it from the file. A
+// csvDialect is every read_csv call's dialect: the one pandas and pyarrow
+// read a CSV file in (comma-separated, quoted with a double quote and
+// escaped by doubling it, no comment lines, no lines skipped before the
+// header), and Spark too but for its escape, a backslash (fields with a
+// quote or a trailing backslash are refused: nullSpelling), instead of
+// DuckDB's guess of it from the file. A
 // writer could shape a file DuckDB guesses otherwise (a ';' that makes
 // more columns, a line starting with '#' taken for a comment, a first line
 // skipped, ' as the quote), so that the audit read other rows and values
 // than those readers (TestCSVDialectIsNotSniffed). A file not in this
 // dialect reads in other columns, or fails with DuckDB's error naming it.
 const csvDialect = `, delim = ',', quote = '"', escape = '"', comment = '', skip = 0`
+
+// jsonRecords makes every read_json read each line as one record: a line
+// that is not an object (an array, a number) fails the read. By default
+// DuckDB then read the whole table as one column named json, and a row
+// count passed on it where Spark reads an array's objects as rows
+// (TestTablesSparkReadsOtherwiseAreRefused).
+const jsonRecords = ", records = true"
 
 // readSQL is the table function reading files of format.
 func readSQL(format string, files []string) string {
@@ -87,7 +96,7 @@ func readSQL(format string, files []string) string {
 	case FormatCSV:
 		from = fmt.Sprintf("read_csv(%s, header = true%s%s)", literalList(files), csvDialect, union)
 	case FormatJSONL:
-		from = fmt.Sprintf("read_json(%s, format = 'newline_delimited'%s)", literalList(files), union)
+		from = fmt.Sprintf("read_json(%s, format = 'newline_delimited'%s%s)", literalList(files), jsonRecords, union)
 	default:
 		from = fmt.Sprintf("read_parquet(%s%s)", literalList(files), union)
 	}

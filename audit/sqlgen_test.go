@@ -36,7 +36,7 @@ func TestGeneratedSQL(t *testing.T) {
 		{"csv view", viewSQL("batch", "ev", FormatCSV, []string{"/w/a"}),
 			`CREATE VIEW "batch"."ev" AS SELECT * FROM read_csv(['/w/a'], header = true, delim = ',', quote = '"', escape = '"', comment = '', skip = 0, hive_partitioning = false)`},
 		{"jsonl view", viewSQL("base", "ev", FormatJSONL, []string{"/w/a", "/w/b"}),
-			`CREATE VIEW "base"."ev" AS SELECT * FROM read_json(['/w/a', '/w/b'], format = 'newline_delimited', hive_partitioning = false, union_by_name = true)`},
+			`CREATE VIEW "base"."ev" AS SELECT * FROM read_json(['/w/a', '/w/b'], format = 'newline_delimited', records = true, hive_partitioning = false, union_by_name = true)`},
 		{"empty view", emptyViewSQL("batch", "ev", FormatParquet, "/c/x"),
 			`CREATE VIEW "batch"."ev" AS SELECT * FROM read_parquet(['/c/x'], hive_partitioning = false) LIMIT 0`},
 		{"synthetic view", syntheticEmptyViewSQL("main", "r", []ColumnType{{"id", "VARCHAR"}, {"a b", "DOUBLE"}}),
