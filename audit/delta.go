@@ -3,7 +3,9 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,6 +87,19 @@ type deltaFile struct {
 	// records is the file's row count as the log's stats state it
 	// (numRecords), if they do: delta-rs answers count(*) from it.
 	records *int64
+	// claims are the stats' minValues, maxValues and nullCount, which
+	// readers skip the file by (deltaClaimsDisagreement); kept from
+	// commits only, a checkpoint's by their digest alone (claimsSum, ""
+	// without claims), so that the heap does not grow with a checkpoint.
+	claims    *deltaClaims
+	claimsSum string
+}
+
+// deltaClaims are what an add action's stats claim of its file's columns.
+type deltaClaims struct {
+	Min   map[string]json.RawMessage `json:"minValues"`
+	Max   map[string]json.RawMessage `json:"maxValues"`
+	Nulls map[string]json.RawMessage `json:"nullCount"`
 }
 
 // deltaAction is one line of a commit (or one row of a checkpoint).
@@ -496,7 +511,10 @@ func (r *run) deltaReplay(ctx context.Context, dl downloader, ref string, t Tabl
 			return nil, err
 		}
 		st.begin(p.checkpoint)
-		if err := r.deltaCheckpointRows(ctx, local, st.apply); err != nil {
+		st.inCheckpoint = true
+		err = r.deltaCheckpointRows(ctx, local, st.apply)
+		st.inCheckpoint = false
+		if err != nil {
 			if errors.As(err, new(errDeltaTable)) {
 				return nil, tableErr("checkpoint %d of %s: %w", p.checkpoint, t.Name, err)
 			}
@@ -718,6 +736,8 @@ type deltaState struct {
 	meta     *deltaMetaData
 	// seen counts protocol and metaData actions of this version.
 	protocols, metas int
+	// inCheckpoint: the actions come from a checkpoint (deltaFile.claims).
+	inCheckpoint bool
 }
 
 func newDeltaState(t Table) *deltaState {
@@ -784,14 +804,25 @@ func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv jso
 		return fmt.Errorf("%w: file %s has a deletion vector (reader feature deletionVectors)", ErrDeltaUnsupported, p)
 	}
 	var records *int64
+	var claims *deltaClaims
+	sum := ""
 	if stats != nil && *stats != "" {
 		var st struct {
 			NumRecords *int64 `json:"numRecords"`
+			deltaClaims
 		}
 		if err := json.Unmarshal([]byte(*stats), &st); err != nil {
 			return fmt.Errorf("%w: the stats of file %s are not a JSON object: %v", ErrDeltaUnsupported, p, err)
 		}
 		records = st.NumRecords
+		if len(st.Min)+len(st.Max)+len(st.Nulls) > 0 {
+			b, _ := json.Marshal(st.deltaClaims) // maps marshal in key order
+			h := sha256.Sum256(b)
+			sum = hex.EncodeToString(h[:])
+			if !s.inCheckpoint {
+				claims = &st.deltaClaims
+			}
+		}
 	}
 	switch {
 	case s.removed[p]:
@@ -808,7 +839,7 @@ func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv jso
 	}
 	s.added[p] = true
 	s.named[obj] = true
-	s.active[p] = deltaFile{obj: Object{Path: obj}, parts: parts, size: size, records: records}
+	s.active[p] = deltaFile{obj: Object{Path: obj}, parts: parts, size: size, records: records, claims: claims, claimsSum: sum}
 	s.byObject[obj] = p
 	return nil
 }
@@ -881,6 +912,23 @@ func (s *deltaState) differs(o *deltaState) string {
 			o.active[p] = f
 		case g.records == nil && f.records != nil:
 			g.records = f.records
+			s.active[p] = g
+		}
+		// Claims likewise; those a checkpoint holds are known by digest.
+		switch {
+		case f.claimsSum != "" && g.claimsSum != "" && f.claimsSum != g.claimsSum:
+			return "file " + p + " has other stats (minValues, maxValues or nullCount)"
+		case f.claimsSum == "" && g.claimsSum != "":
+			f.claims, f.claimsSum = g.claims, g.claimsSum
+			o.active[p] = f
+		case g.claimsSum == "" && f.claimsSum != "":
+			g.claims, g.claimsSum = f.claims, f.claimsSum
+			s.active[p] = g
+		case f.claims == nil && g.claims != nil:
+			f.claims = g.claims
+			o.active[p] = f
+		case g.claims == nil && f.claims != nil:
+			g.claims = f.claims
 			s.active[p] = g
 		}
 	}

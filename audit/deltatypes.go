@@ -1,8 +1,15 @@
 package audit
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -128,4 +135,171 @@ func (r *run) deltaRecordDisagreement(ctx context.Context, v *view) error {
 		}
 	}
 	return nil
+}
+
+// deltaClaimsDisagreement is the first of the Delta view's files whose
+// data the log's stats claims do not hold for. Delta readers skip a whole
+// file whose minValues, maxValues or nullCount exclude a predicate
+// (delta-rs's filters, Spark's data skipping), so a log claiming max 3
+// over a file holding 4 made delta-rs's WHERE id = 4 read no row of it
+// (TestDeltaStatsThatLieAreRefused). Each claim of a column of the log's
+// schema of a primitive type is compared with the file's data, one scan
+// per file: the min claimed must be at most the data's, the max at least
+// (a timestamp's to the millisecond, as Spark truncates them), and those
+// of numbers and dates the data's exactly (Spark answers min and max of
+// them from the stats); the null count equal. Claims of nested columns are not compared, nor the claims
+// of a file only a checkpoint adds (known by digest: see deltaFile). A
+// file that passed is kept in the memo by its identity and its claims.
+func (r *run) deltaClaimsDisagreement(ctx context.Context, v *view) error {
+	if v.delta == nil {
+		return nil
+	}
+	types := map[string]ColumnType{}
+	for _, c := range v.delta.schema {
+		if c.Type != "" {
+			types[c.Name] = c
+		}
+	}
+	byObject := map[string]deltaFile{}
+	for _, f := range v.delta.active {
+		if f.claims != nil {
+			byObject[f.obj.Path] = f
+		}
+	}
+	for i, o := range v.objects {
+		df, ok := byObject[o.Path]
+		if !ok || i >= len(v.files) {
+			continue
+		}
+		var key [32]byte
+		keyed := false
+		if id, ok := r.fileIdentity(o, cmp.Or(o.at, v.ref)); ok && r.e.memo != nil {
+			key, keyed = memoKey("deltaclaims", id, df.claimsSum), true
+			if _, ok := r.e.memo.get(key); ok {
+				continue
+			}
+		}
+		if err := r.fileDeltaClaims(ctx, v.files[i], o.Path, df.claims, types); err != nil {
+			return err
+		}
+		if keyed {
+			r.e.memo.put(key, true, 48)
+		}
+	}
+	return nil
+}
+
+// deltaClaim is one claim of a file's stats and the data's figure it is
+// compared with.
+type deltaClaim struct {
+	column, stat, claim string
+	figure, broken      string // the data's figure; a boolean, true when the claim does not hold
+}
+
+// fileDeltaClaims compares claims with the local data file f (name is its
+// path in the repository).
+func (r *run) fileDeltaClaims(ctx context.Context, f, name string, claims *deltaClaims, types map[string]ColumnType) error {
+	var list []deltaClaim
+	for _, col := range slices.Sorted(maps.Keys(types)) {
+		ct := types[col]
+		e := quoteIdent(ct.Name)
+		if raw, ok := claims.Nulls[col]; ok {
+			var n int64
+			if err := json.Unmarshal(raw, &n); err == nil {
+				list = append(list, deltaClaim{col, "nullCount", strconv.FormatInt(n, 10), "CAST(count(*) - count(" + e + ") AS VARCHAR)",
+					"count(*) - count(" + e + ") <> " + strconv.FormatInt(n, 10)})
+			}
+		}
+		for _, stat := range []string{"minValues", "maxValues"} {
+			m := claims.Min
+			if stat == "maxValues" {
+				m = claims.Max
+			}
+			lit, ok := deltaLiteral(m[col], ct.Type)
+			if !ok {
+				continue
+			}
+			agg := "min(" + e + ")"
+			broken := agg + " < " + lit
+			if stat == "maxValues" {
+				agg = "max(" + e + ")"
+				broken = agg + " > " + lit
+				if strings.HasPrefix(ct.Type, "TIMESTAMP") { // Spark truncates to the millisecond
+					broken = "date_trunc('millisecond', " + agg + ") > " + lit
+				}
+			}
+			if deltaExactStats(ct.Type) {
+				broken = agg + " IS DISTINCT FROM " + lit
+			}
+			list = append(list, deltaClaim{col, stat, string(m[col]), "CAST(" + agg + " AS VARCHAR)", "coalesce(" + broken + ", false)"})
+		}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	var exprs []string
+	for _, c := range list {
+		exprs = append(exprs, c.figure, c.broken)
+	}
+	if err := r.conn.open(ctx); err != nil {
+		return err
+	}
+	vals, err := scanValues(r.conn.QueryRowContext(ctx, "SELECT "+strings.Join(exprs, ", ")+" FROM "+readSQL(FormatParquet, []string{f})).Scan, len(exprs))
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w: the log's stats of data file %s cannot be compared with its data (%v): Delta readers skip files by them (readers may disagree)", ErrDeltaUnsupported, name, err)
+	}
+	for i, c := range list {
+		if broken, _ := vals[2*i+1].(bool); !broken {
+			continue
+		}
+		figure := "NULL"
+		if s, ok := vals[2*i].(string); ok {
+			figure = s
+		}
+		what := map[string]string{"minValues": "the file's min is ", "maxValues": "the file's max is ", "nullCount": "the file holds "}[c.stat]
+		return fmt.Errorf("%w: data file %s, column %q: the log's stats claim %s %s, %s%s: Delta readers (delta-rs, Spark) skip the file by it and read other rows than a full scan (readers disagree)",
+			ErrDeltaUnsupported, name, c.column, c.stat, c.claim, what, figure)
+	}
+	return nil
+}
+
+// deltaExactStats: Spark answers min and max of a column of DuckDB type
+// typ from the stats (its metadata-only query, for numbers and dates,
+// whose stats writers do not truncate), so they must be the data's.
+func deltaExactStats(typ string) bool {
+	switch typ {
+	case "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "FLOAT", "DOUBLE", "DATE":
+		return true
+	}
+	return strings.HasPrefix(typ, "DECIMAL")
+}
+
+// deltaLiteral is the SQL literal of a stats claim raw for a column of
+// DuckDB type typ, ok false for none (absent, null, nested). A number is
+// left to DuckDB's exact comparison of numbers; text is cast to the type.
+func deltaLiteral(raw json.RawMessage, typ string) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return "", false
+	}
+	switch x := v.(type) {
+	case json.Number:
+		if _, err := strconv.ParseFloat(x.String(), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+			return "", false
+		}
+		return x.String(), true
+	case string:
+		return "CAST(" + quoteLiteral(x) + " AS " + typ + ")", true
+	case bool:
+		return strconv.FormatBool(x), true
+	}
+	return "", false
 }

@@ -1,0 +1,178 @@
+package audit
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestDeltaStatsThatLieAreRefused: an add action's stats claim the file's
+// min, max and null counts, and Delta readers skip whole files by them
+// (delta-rs, Spark's data skipping). A log claiming maxValues id 3 over a
+// file holding 4, minValues 4 over 3, or nullCount 0 over a NULL made a
+// reader's WHERE id = 4 (= 3, amount IS NULL) skip the file the audit
+// read; Spark answers max(id) from the stats, so a wider claim of a number
+// is a disagreement too. The audit must refuse the table, naming the file,
+// the column and the claim; honest stats pass.
+func TestDeltaStatsThatLieAreRefused(t *testing.T) {
+	add := func(src *dirSource, ref, path, stats string) string {
+		info, err := os.Stat(filepath.Join(src.root, ref, "gold", "events", path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf(`{"add":{"path":%q,"partitionValues":{},"size":%d,"modificationTime":1,"dataChange":true,"stats":%q}}`, path, info.Size(), stats)
+	}
+	for _, c := range []struct {
+		name, stats string
+		filter      string // delta-rs's filter that skips the file by the lie, or ""
+		refusal     string
+	}{
+		{"narrower_max", `{"numRecords":2,"minValues":{"id":3,"amount":1.0},"maxValues":{"id":3,"amount":1.0},"nullCount":{"id":0,"amount":1}}`,
+			`[("id", "=", 4)]`, `column "id": the log's stats claim maxValues 3, the file's max is 4`},
+		{"narrower_min", `{"numRecords":2,"minValues":{"id":4,"amount":1.0},"maxValues":{"id":4,"amount":1.0},"nullCount":{"id":0,"amount":1}}`,
+			`[("id", "=", 3)]`, `column "id": the log's stats claim minValues 4, the file's min is 3`},
+		{"no_nulls_claimed", `{"numRecords":2,"minValues":{"id":3,"amount":1.0},"maxValues":{"id":4,"amount":1.0},"nullCount":{"id":0,"amount":0}}`,
+			`[("amount", "=", None)]`, `column "amount": the log's stats claim nullCount 0, the file holds 1`},
+		{"honest", `{"numRecords":2,"minValues":{"id":3,"amount":1.0},"maxValues":{"id":4,"amount":1.0},"nullCount":{"id":0,"amount":1}}`, "", ""},
+		// Spark answers max(id) from the stats: a wider claim of a number is refused too.
+		{"wider_number", `{"numRecords":2,"minValues":{"id":3,"amount":1.0},"maxValues":{"id":40},"nullCount":{"id":0}}`,
+			"", `column "id": the log's stats claim maxValues 40, the file's max is 4`},
+		{"some_claims", `{"numRecords":2,"minValues":{"id":3},"nullCount":{"amount":1}}`, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := newDirSource(t)
+			src.write(t, "main", "gold/events/part-a.parquet", "SELECT * FROM (VALUES (1::BIGINT, 1.0::DOUBLE), (2, 2.0)) v(id, amount)")
+			writeDeltaCommit(t, src, "main", "gold/events", 0, deltaProtocol(1), deltaMeta(), add(src, "main", "part-a.parquet", `{"numRecords":2}`))
+			src.branch(t, "main", "b1")
+			src.write(t, "b1", "gold/events/part-b.parquet", "SELECT * FROM (VALUES (3::BIGINT, 1.0::DOUBLE), (4, NULL)) v(id, amount)")
+			writeDeltaCommit(t, src, "b1", "gold/events", 1, add(src, "b1", "part-b.parquet", c.stats))
+			if c.filter != "" {
+				deltaRSSkips(t, filepath.Join(src.root, "b1", "gold", "events"), c.filter)
+			}
+			rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Max: f64(10)})
+			got := rep.Checks[0]
+			if c.refusal == "" && !rep.Passed {
+				t.Errorf("honest stats: passed %v (%s %s), want pass", rep.Passed, got.Observed, got.Message)
+			}
+			if c.refusal != "" && (rep.Passed || !strings.Contains(got.Message, "part-b.parquet") || !strings.Contains(got.Message, c.refusal)) {
+				t.Errorf("passed %v (%s %s), want refused naming part-b.parquet and: %s", rep.Passed, got.Observed, got.Message, c.refusal)
+			}
+		})
+	}
+}
+
+// deltaRSSkips shows, with the interop Python's deltalake, that delta-rs
+// reading the table at dir with filter reads no row where its full scan
+// reads one (the disagreement the lie makes). Skipped without it.
+func deltaRSSkips(t *testing.T, dir, filter string) {
+	t.Helper()
+	python, err := testPython()
+	if err != nil {
+		t.Logf("delta-rs not shown: %v", err)
+		return
+	}
+	script := fmt.Sprintf(`
+import os, sys, deltalake, pyarrow.compute as pc
+dt = deltalake.DeltaTable(sys.argv[1])
+f = %s
+full = dt.to_pyarrow_table()
+col, op, val = f[0]
+want = full.filter(pc.is_null(full[col]) if val is None else pc.equal(full[col], val)).num_rows
+got = dt.to_pyarrow_table(filters=f).num_rows
+print(got, want, flush=True)
+os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
+`, filter)
+	out, err := exec.Command(python, "-c", script, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("deltalake: %v\n%s", err, out)
+	}
+	var got, want int
+	if _, err := fmt.Sscan(string(out), &got, &want); err != nil || want != 1 || got == want {
+		t.Fatalf("delta-rs with filter %s reads %d rows, its full scan %d (%s): want them to differ (the attack)", filter, got, want, out)
+	}
+	t.Logf("delta-rs with filter %s reads %d rows, its full scan %d", filter, got, want)
+}
+
+const honestDeltaRS = `
+import os, sys, decimal, datetime
+import pyarrow as pa
+from deltalake import write_deltalake
+out = sys.argv[1]
+def rows(lo, hi):
+    r = range(lo, hi)
+    return pa.table({
+        "id": pa.array([i - 50 for i in r], pa.int64()),
+        "small": pa.array([i % 100 for i in r], pa.int16()),
+        "f32": pa.array([i / 3 for i in r], pa.float32()),
+        "f64": pa.array([-0.0 if i % 7 == 0 else i / 7 - 3 for i in r], pa.float64()),
+        "s": pa.array([None if i % 5 == 0 else ("" if i % 5 == 1 else "é😀 a long text of more than thirty-two characters " + str(i)) for i in r], pa.string()),
+        "d": pa.array([decimal.Decimal(i - 50) / 100 for i in r], pa.decimal128(9, 2)),
+        "day": pa.array([datetime.date(1960, 1, 1) + datetime.timedelta(days=i * 37) for i in r], pa.date32()),
+        "ts": pa.array([datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(microseconds=i * 1234567) for i in r], pa.timestamp("us", tz="UTC")),
+        "ntz": pa.array([datetime.datetime(1969, 12, 31) + datetime.timedelta(microseconds=i * 7654321) for i in r], pa.timestamp("us")),
+        "b": pa.array([i % 2 == 0 for i in r], pa.bool_()),
+        "allnull": pa.array([None for i in r], pa.int32()),
+        "st": pa.array([{"a": i, "t": "x" + str(i)} for i in r], pa.struct([("a", pa.int64()), ("t", pa.string())])),
+    })
+write_deltalake(out, rows(0, 40))
+write_deltalake(out, rows(40, 100), mode="append")
+write_deltalake(out, rows(100, 130), mode="append")
+os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
+`
+
+// TestHonestDeltaStatsPass: a table delta-rs writes (three commits; its
+// checkpoints carry sidecar columns, which lakewap refuses; every
+// primitive type, long unicode text, -0.0, nulls,
+// microsecond timestamps, a struct) passes the comparison of its stats.
+func TestHonestDeltaStatsPass(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(src.root, "b1", "gold", "events")
+	if out, err := exec.Command(python, "-c", honestDeltaRS, dir).CombinedOutput(); err != nil {
+		t.Fatalf("deltalake: %v\n%s", err, out)
+	}
+	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(130), Max: f64(130)})
+	if got := rep.Checks[0]; !rep.Passed {
+		t.Errorf("a table delta-rs wrote: passed %v (%s %s), want pass", rep.Passed, got.Observed, got.Message)
+	}
+	// Each column's maxValues in the last commit, one step narrower, is
+	// refused (the comparison is not vacuous).
+	commit := filepath.Join(dir, "_delta_log", fmt.Sprintf("%020d.json", 2))
+	honest, err := os.ReadFile(commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for col, step := range map[string][2]string{
+		"id": {`79`, `78`}, "small": {`29`, `28`}, "f32": {`43.0`, `42.99`}, "f64": {`15.428571428571427`, `15.428571428571426`},
+		"d": {`0.79`, `0.785`}, "day": {`\"1973-01-25`, `\"1973-01-24`}, "ts": {`\"2024-01-01T00:02:39.259Z`, `\"2024-01-01T00:02:39.258Z`},
+		"ntz": {`\"1969-12-31 00:16:27.407`, `\"1969-12-31 00:16:27.406`}, "b": {`true`, `false`},
+		"s": {`\"é😀 a long text of more than thirty-two characters 129`, `\"é😀 a long text of more than thirty-two characters 128`},
+	} {
+		key := `\"` + col + `\":`
+		at := bytes.Index(honest, []byte(`\"maxValues\":{`))
+		from := bytes.Index(honest[at:], []byte(key+step[0]))
+		if at < 0 || from < 0 {
+			t.Fatalf("no maxValues %s%s in %s", key, step[0], honest)
+		}
+		forged := slices.Concat(honest[:at+from], []byte(key+step[1]), honest[at+from+len(key)+len(step[0]):])
+		if err := os.WriteFile(commit, forged, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(130), Max: f64(130)})
+		want := fmt.Sprintf("column %q: the log's stats claim maxValues", col)
+		if got := rep.Checks[0]; rep.Passed || !strings.Contains(got.Message, want) {
+			t.Errorf("maxValues of %s forged to %s: passed %v (%s), want refused: %s", col, step[1], rep.Passed, got.Message, want)
+		}
+	}
+}
