@@ -435,6 +435,14 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 			return nil, tableErr("%w: checkpoint %d disagrees with the log before it (%s): %s",
 				ErrDeltaUnsupported, read.checkpoint, verify, diff)
 		}
+		// The claims of the checkpoint's files, known there by digest, as
+		// the commits before it state them (deltaClaimsDisagreement).
+		for p, f := range st.active {
+			if g, ok := other.active[p]; ok && f.claims == nil && g.claims != nil && f.claimsSum == g.claimsSum {
+				f.claims = g.claims
+				st.active[p] = f
+			}
+		}
 	}
 	snap, err := st.snapshot(l.objects)
 	if err == nil {

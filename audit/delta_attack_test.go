@@ -21,6 +21,7 @@ import (
 type cpAction struct {
 	add, remove string
 	parts       map[string]string
+	stats       string // the add's, "" for none
 }
 
 // writeCheckpoint writes a classic checkpoint of version at ref: the
@@ -36,7 +37,7 @@ func writeCheckpoint(t testing.TB, src *dirSource, ref, prefix string, version i
 		parts = "['" + strings.Join(partitions, "','") + "']"
 	}
 	rows := []string{
-		`SELECT NULL::STRUCT(path VARCHAR, "partitionValues" MAP(VARCHAR, VARCHAR), "dataChange" BOOLEAN) AS add,
+		`SELECT NULL::STRUCT(path VARCHAR, "partitionValues" MAP(VARCHAR, VARCHAR), "dataChange" BOOLEAN, stats VARCHAR) AS add,
 		 NULL::STRUCT(path VARCHAR, "dataChange" BOOLEAN) AS remove,
 		 NULL::STRUCT(id VARCHAR, format STRUCT(provider VARCHAR), "schemaString" VARCHAR, "partitionColumns" VARCHAR[], configuration MAP(VARCHAR, VARCHAR)) AS "metaData",
 		 {'minReaderVersion': 1, 'minWriterVersion': 2}::STRUCT("minReaderVersion" INTEGER, "minWriterVersion" INTEGER) AS protocol`,
@@ -54,7 +55,11 @@ func writeCheckpoint(t testing.TB, src *dirSource, ref, prefix string, version i
 				}
 				pv = "MAP {" + strings.Join(kv, ", ") + "}"
 			}
-			rows = append(rows, fmt.Sprintf("SELECT {'path': %s, 'partitionValues': %s, 'dataChange': true}, NULL, NULL, NULL", quoteLiteral(a.add), pv))
+			stats := "NULL"
+			if a.stats != "" {
+				stats = quoteLiteral(a.stats)
+			}
+			rows = append(rows, fmt.Sprintf("SELECT {'path': %s, 'partitionValues': %s, 'dataChange': true, 'stats': %s}, NULL, NULL, NULL", quoteLiteral(a.add), pv, stats))
 		default:
 			rows = append(rows, fmt.Sprintf("SELECT NULL, {'path': %s, 'dataChange': true}, NULL, NULL", quoteLiteral(a.remove)))
 		}

@@ -176,3 +176,39 @@ func TestHonestDeltaStatsPass(t *testing.T) {
 		}
 	}
 }
+
+// TestDeltaCheckpointStatsAreCompared: a checkpoint's claims are kept by
+// digest and taken from the commits it is verified with, so a batch that
+// writes its lie into a checkpoint too is refused as in a commit; a
+// checkpoint claiming other stats than its commit is another reading of
+// the log and refused; honest stats in both pass.
+func TestDeltaCheckpointStatsAreCompared(t *testing.T) {
+	honest := `{"numRecords":2,"minValues":{"id":3},"maxValues":{"id":4},"nullCount":{"id":0}}`
+	lie := `{"numRecords":2,"minValues":{"id":3},"maxValues":{"id":3},"nullCount":{"id":0}}`
+	for _, c := range []struct {
+		name, commit, checkpoint, refusal string
+	}{
+		{"lie_in_both", lie, lie, `column "id": the log's stats claim maxValues 3, the file's max is 4`},
+		{"checkpoint_other_stats", honest, lie, "has other stats"},
+		{"honest", honest, honest, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := newDirSource(t)
+			src.write(t, "main", "gold/events/part-a.parquet", "SELECT * FROM (VALUES (1::BIGINT, 1.0::DOUBLE), (2, 2.0)) v(id, amount)")
+			writeDeltaCommit(t, src, "main", "gold/events", 0, deltaProtocol(1), deltaMeta(), deltaAdd("part-a.parquet"))
+			src.branch(t, "main", "b1")
+			src.write(t, "b1", "gold/events/part-b.parquet", "SELECT * FROM (VALUES (3::BIGINT, 1.0::DOUBLE), (4, 2.0)) v(id, amount)")
+			writeDeltaCommit(t, src, "b1", "gold/events", 1,
+				fmt.Sprintf(`{"add":{"path":"part-b.parquet","partitionValues":{},"modificationTime":1,"dataChange":true,"stats":%q}}`, c.commit))
+			writeCheckpoint(t, src, "b1", "gold/events", 1, nil, cpAction{add: "part-a.parquet"}, cpAction{add: "part-b.parquet", stats: c.checkpoint})
+			rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Max: f64(10)})
+			got := rep.Checks[0]
+			if c.refusal == "" && !rep.Passed {
+				t.Errorf("passed %v (%s %s), want pass", rep.Passed, got.Observed, got.Message)
+			}
+			if c.refusal != "" && (rep.Passed || !strings.Contains(got.Message, c.refusal)) {
+				t.Errorf("passed %v (%s %s), want refused: %s", rep.Passed, got.Observed, got.Message, c.refusal)
+			}
+		})
+	}
+}

@@ -147,10 +147,13 @@ func (r *run) deltaRecordDisagreement(ctx context.Context, v *view) error {
 // per file: the min claimed must be at most the data's, the max at least
 // (a timestamp's to the millisecond, as Spark truncates them), and those
 // of numbers and dates the data's exactly (Spark answers min and max of
-// them from the stats); the null count equal. Claims of nested columns are not compared, nor the claims
-// of a file only a checkpoint adds (known by digest: see deltaFile). A
-// file that passed is kept in the memo by its identity and its claims.
-func (r *run) deltaClaimsDisagreement(ctx context.Context, v *view) error {
+// them from the stats); the null count equal. Claims of nested columns
+// are not compared. A checkpoint's claims are known by digest (deltaFile)
+// and taken from the commits before it that the replay verifies it with:
+// a batch's file whose claims only a checkpoint states is refused, a
+// published one left. A file that passed is kept in the memo by its
+// identity and its claims.
+func (r *run) deltaClaimsDisagreement(ctx context.Context, k viewKey, v *view) error {
 	if v.delta == nil {
 		return nil
 	}
@@ -162,7 +165,7 @@ func (r *run) deltaClaimsDisagreement(ctx context.Context, v *view) error {
 	}
 	byObject := map[string]deltaFile{}
 	for _, f := range v.delta.active {
-		if f.claims != nil {
+		if f.claimsSum != "" {
 			byObject[f.obj.Path] = f
 		}
 	}
@@ -178,6 +181,16 @@ func (r *run) deltaClaimsDisagreement(ctx context.Context, v *view) error {
 			if _, ok := r.e.memo.get(key); ok {
 				continue
 			}
+		}
+		if df.claims == nil {
+			// Only a checkpoint states them, and no commit read: a
+			// batch's file is refused, a published one left (it was
+			// compared as a batch's).
+			if k.schema == schemaBatch {
+				return fmt.Errorf("%w: data file %s: the log states its stats in a checkpoint only, with no commit to read them from: they cannot be compared with its data, and Delta readers skip files by them",
+					ErrDeltaUnsupported, o.Path)
+			}
+			continue
 		}
 		if err := r.fileDeltaClaims(ctx, v.files[i], o.Path, df.claims, types); err != nil {
 			return err

@@ -1031,7 +1031,7 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 			}
 			v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
 			r.log.Warn("audit view failed", "schema", k.schema, "table", v.table.Name, "err", err)
-		} else if err := cmp.Or(r.deltaTypeDisagreement(ctx, k, v), r.deltaRecordDisagreement(ctx, v), r.deltaClaimsDisagreement(ctx, v)); err != nil {
+		} else if err := cmp.Or(r.deltaTypeDisagreement(ctx, k, v), r.deltaRecordDisagreement(ctx, v), r.deltaClaimsDisagreement(ctx, k, v)); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
