@@ -66,6 +66,17 @@ type chunkMeta struct {
 	colIdxLength     int64
 	offIdxOffset     int64 // -1 when unset
 	offIdxLength     int64
+	// The run's, set by checkReaderIndexes: its pages are read until it
+	// ends (a file may hold 1,048,576 pages per chunk, each 256 MiB).
+	ctx context.Context
+}
+
+// ended is the error of c's run when it has ended.
+func (c chunkMeta) ended() error {
+	if c.ctx == nil {
+		return nil
+	}
+	return c.ctx.Err()
 }
 
 // Bounds of the readers' indexes' reading (past them, the file is refused:
@@ -325,7 +336,7 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		claims, err := checkReaderIndexes(f, ft.chunks)
+		claims, err := checkReaderIndexes(ctx, f, ft.chunks)
 		if err == nil {
 			err = r.columnIndexDisagreement(ctx, f, ft.chunks, claims)
 		}
@@ -349,7 +360,7 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 // checkReaderIndexes checks the bloom filters and the OffsetIndexes of
 // the chunks of the Parquet file at path, and returns the claims of its
 // ColumnIndexes, for columnIndexDisagreement to compare with the data.
-func checkReaderIndexes(path string, chunks []chunkMeta) ([]pageClaim, error) {
+func checkReaderIndexes(ctx context.Context, path string, chunks []chunkMeta) ([]pageClaim, error) {
 	var file *os.File
 	defer func() {
 		if file != nil {
@@ -371,6 +382,10 @@ func checkReaderIndexes(path string, chunks []chunkMeta) ([]pageClaim, error) {
 			lastGroup = c.rowGroup
 		}
 		indexed := c.bloomOffset >= 0 || c.colIdxOffset >= 0 || c.offIdxOffset >= 0
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c.ctx = ctx
 		if file == nil {
 			var err error
 			if file, err = os.Open(path); err != nil {
@@ -414,6 +429,9 @@ func checkReaderIndexes(path string, chunks []chunkMeta) ([]pageClaim, error) {
 		case err != nil:
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // a walk it stopped is no check
 	}
 	// One pass over each column's rows: its pages in file order.
 	slices.SortStableFunc(claims, func(a, b pageClaim) int {
@@ -702,6 +720,9 @@ func walkPages(f *os.File, size int64, c chunkMeta) ([]pageInfo, error) {
 		if len(pages) >= chunkMaxPages {
 			return nil, unverifiable("more than %d pages", chunkMaxPages)
 		}
+		if err := c.ended(); err != nil {
+			return nil, err
+		}
 		h, n, err := readPageHeader(f, off, end)
 		if err != nil {
 			return pages, err
@@ -734,6 +755,9 @@ func walkPages(f *os.File, size int64, c chunkMeta) ([]pageInfo, error) {
 
 // readBody reads and uncompresses a page's body.
 func readBody(f *os.File, c chunkMeta, p pageInfo, zd **zstd.Decoder) ([]byte, error) {
+	if err := c.ended(); err != nil {
+		return nil, err
+	}
 	raw := make([]byte, p.h.compressed)
 	if _, err := f.ReadAt(raw, p.body()); err != nil {
 		return nil, err

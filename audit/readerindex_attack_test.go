@@ -293,7 +293,7 @@ func TestForgedPageIndexIsRefused(t *testing.T) {
 		if err := os.WriteFile(f, forged, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		claims, err := checkReaderIndexes(f, ft.chunks)
+		claims, err := checkReaderIndexes(context.Background(), f, ft.chunks)
 		if err == nil {
 			err = (&run{e: e}).columnIndexDisagreement(context.Background(), f, ft.chunks, claims)
 		}

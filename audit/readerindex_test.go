@@ -40,7 +40,7 @@ func honestIndexes(t *testing.T, e *Engine, f string) (blooms, pages int) {
 			blooms++
 		}
 	}
-	claims, err := checkReaderIndexes(f, ft.chunks)
+	claims, err := checkReaderIndexes(context.Background(), f, ft.chunks)
 	if err == nil {
 		err = (&run{e: e}).columnIndexDisagreement(context.Background(), f, ft.chunks, claims)
 	}
