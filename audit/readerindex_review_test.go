@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -40,5 +41,55 @@ func TestReaderIndexesStopWhenTheRunEnds(t *testing.T) {
 	ctx.n.Store(1) // the run ends once its file's reading began
 	if err := r.readerIndexes(ctx, []string{f}, map[string]string{f: "p.parquet"}, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the run ended while its file was read: %v, want the reading stopped (context canceled)", err)
+	}
+}
+
+// TestSparkBooleanBloomFilterPasses: Spark with
+// parquet.bloom.filter.enabled writes a bloom filter for every chunk it
+// does not dictionary-encode, a BOOLEAN one too
+// (testdata/spark_bloom_bool.parquet: Spark 4.3.0, parquet-mr 1.17.0, 300
+// rows; b is id % 3 = 0). The format hashes no BOOLEAN value, and no
+// reader skips by it (DuckDB 1.5 here; DuckDB 2.0 and Spark measured by
+// hand: WHERE b = true and b = false read every matching row), so the
+// file passes. Before, it was refused as unverifiable (physical type 0).
+func TestSparkBooleanBloomFilterPasses(t *testing.T) {
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(src.root, "b", "t", "part-0.parquet")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "spark_bloom_bool.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ft, err := readFooter(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	boolBloom := false
+	for _, c := range ft.chunks {
+		boolBloom = boolBloom || (c.physical == ptBoolean && c.bloomOffset >= 0)
+	}
+	if !boolBloom {
+		t.Fatal("no BOOLEAN chunk with a bloom filter: not Spark's file")
+	}
+	for q, want := range map[string]int64{"b = true": 100, "b = false": 200, "b": 100, "NOT b": 200} {
+		query := "SELECT count(*) FROM FILE WHERE " + q
+		if pruned, scanned := readerCount(t, dst, query, true), readerCount(t, dst, query, false); pruned != want || scanned != want {
+			t.Fatalf("%s: DuckDB with default settings counts %d, the full scan %d, want %d: a reader skips by the BOOLEAN filter", query, pruned, scanned, want)
+		}
+	}
+	e := newEngine(t, src, "")
+	rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "r", Ref: "b", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{
+			{Name: "rows", Kind: KindRowCount, Table: "t", Min: f64(300), Max: f64(300)}}}})
+	if err != nil || !rep.Passed {
+		t.Fatalf("Spark's honest file: %v %s", err, checkMessages(rep))
 	}
 }
