@@ -50,14 +50,15 @@ func TestRowGroupStatisticsThatLieAreRefused(t *testing.T) {
 		name   string
 		forge  func(t *testing.T, b []byte, dst string) []byte
 		query  string // a reader's count over the file: pruned differs from the scan
+		filter string // the same as a pyarrow.dataset filter
 		column string // the row group and column the refusal names
 	}{
 		{"narrower_max", func(t *testing.T, b []byte, dst string) []byte { return forgeMax(t, b, 1_000_000, 5000, dst) },
-			"SELECT count(*) FROM FILE WHERE x = 1000000", `row group 2, column "x"`},
+			"SELECT count(*) FROM FILE WHERE x = 1000000", "pc.field('x') == 1000000", `row group 2, column "x"`},
 		{"narrower_min", func(t *testing.T, b []byte, dst string) []byte { return forgeMax(t, b, 1, 3, dst) },
-			"SELECT count(*) FROM FILE WHERE x = 1", `row group 0, column "x"`},
+			"SELECT count(*) FROM FILE WHERE x = 1", "pc.field('x') == 1", `row group 0, column "x"`},
 		{"no_nulls_claimed", func(t *testing.T, b []byte, dst string) []byte { return forgeNullCount(t, b, "y", dst) },
-			"SELECT count(*) FROM FILE WHERE y IS NULL", `row group 0, column "y"`},
+			"SELECT count(*) FROM FILE WHERE y IS NULL", "pc.field('y').is_null()", `row group 0, column "y"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := newDirSource(t)
@@ -83,6 +84,7 @@ func TestRowGroupStatisticsThatLieAreRefused(t *testing.T) {
 			if pruned == scanned || scanned != 1 {
 				t.Fatalf("%s: DuckDB with default settings counts %d, the full scan %d: want them to differ (the attack)", c.query, pruned, scanned)
 			}
+			pyarrowSkips(t, dst, c.filter)
 			for _, cache := range []string{"", filepath.Join(t.TempDir(), "cache")} {
 				e := newEngine(t, src, cache)
 				for range 2 { // the second run of an engine with a cache may take the memo
@@ -337,4 +339,116 @@ func TestEveryTypesNarrowerMaxIsRefused(t *testing.T) {
 		}
 	}
 	t.Logf("%d forged claims refused", n)
+}
+
+// TestUnreadFooterClaimsAreRefused: a footer the Go reader gives up on (4
+// MiB of key-value metadata here) whose statistics DuckDB finds cannot be
+// compared: the file is refused, naming it.
+func TestUnreadFooterClaimsAreRefused(t *testing.T) {
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(src.root, "b", "t", "a.parquet")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copySQL(t, "COPY (SELECT i::BIGINT AS x FROM range(10) r(i)) TO "+quoteLiteral(dst)+
+		" (FORMAT parquet, KV_METADATA {pad: repeat('x', 5000000)})")
+	b, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi := footer(t, b); hi-lo <= footerMaxBytes {
+		t.Fatalf("footer of %d bytes, want over %d", hi-lo, footerMaxBytes)
+	}
+	e := newEngine(t, src, "")
+	rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "r", Ref: "b", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{{Name: "rows", Kind: KindRowCount, Table: "t", Min: f64(1)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Checks[0]; rep.Passed || !strings.Contains(got.Message, "file t/a.parquet: its footer holds statistics lakewap cannot read") {
+		t.Errorf("passed %v (%s %s), want refused: statistics lakewap cannot read", rep.Passed, got.Observed, got.Message)
+	}
+}
+
+// pyarrowSkips shows, with the interop Python, that pyarrow.dataset
+// reading file with filter counts no row where filtering its full read
+// counts one. Skipped without it.
+func pyarrowSkips(t *testing.T, file, filter string) {
+	t.Helper()
+	python, err := testPython()
+	if err != nil {
+		t.Logf("pyarrow not shown: %v", err)
+		return
+	}
+	script := fmt.Sprintf(`
+import sys, pyarrow.dataset as ds, pyarrow.compute as pc
+f = %s
+d = ds.dataset(sys.argv[1])
+print(d.to_table(filter=f).num_rows, d.to_table().filter(f).num_rows)
+`, filter)
+	out, err := exec.Command(python, "-c", script, file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pyarrow: %v\n%s", err, out)
+	}
+	var got, want int
+	if _, err := fmt.Sscan(string(out), &got, &want); err != nil || want != 1 || got == want {
+		t.Fatalf("pyarrow.dataset with filter %s reads %d rows, filtering its full read %d (%s): want them to differ", filter, got, want, out)
+	}
+	t.Logf("pyarrow.dataset with filter %s reads %d rows, filtering its full read %d", filter, got, want)
+}
+
+// TestNaNUnderAMinMaxClaimIsRefused: pyarrow writes a float row group's
+// min and max leaving NaN out; DuckDB orders NaN above every number, so
+// with its default settings WHERE x > 5 skips the row group and misses
+// the NaN row its full scan reads. Such a file is refused, naming the
+// NaN; DuckDB's own writer claims no min or max there (TestHonestStatisticsPass).
+func TestNaNUnderAMinMaxClaimIsRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("pyarrow not at hand: %v", err)
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(src.root, "b", "t", "a.parquet")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import sys, pyarrow as pa, pyarrow.parquet as pq
+pq.write_table(pa.table({"x": pa.array([1.0, float("nan"), 2.0])}), sys.argv[1])
+`
+	if out, err := exec.Command(python, "-c", script, dst).CombinedOutput(); err != nil {
+		t.Fatalf("pyarrow: %v\n%s", err, out)
+	}
+	q := "SELECT count(*) FROM FILE WHERE x > 5"
+	if pruned, scanned := readerCount(t, dst, q, true), readerCount(t, dst, q, false); pruned == scanned {
+		t.Fatalf("%s: DuckDB with default settings counts %d, the full scan %d: want them to differ", q, pruned, scanned)
+	}
+	e := newEngine(t, src, "")
+	rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "r", Ref: "b", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{{Name: "rows", Kind: KindRowCount, Table: "t", Min: f64(1)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The page headers' statistics (readerIndexes) are checked first and
+	// claim the same; either refusal names the NaN.
+	if got := rep.Checks[0]; rep.Passed || !strings.Contains(strings.ToLower(got.Message), "nan") {
+		t.Errorf("passed %v (%s %s), want refused naming the NaN", rep.Passed, got.Observed, got.Message)
+	}
+	// The row group's claim alone, as claimsHold compares it.
+	var b8 [8]byte
+	binary.LittleEndian.PutUint64(b8[:], math.Float64bits(2))
+	leaf := leafColumn{path: []string{"x"}, kind: claimDouble, physical: ptDouble}
+	err = chunkHolds(leaf, chunkClaims{maxValue: b8[:], nullCount: 0, hasNullCount: true}, 3, []any{int64(3), 1.0, 2.0, int64(1)})
+	if err == nil || !strings.Contains(err.Error(), "its footer claims a max_value, the data holds 1 NaN") {
+		t.Errorf("a max claim over a NaN: %v, want refused naming the NaN", err)
+	}
+	if err := chunkHolds(leaf, chunkClaims{nullCount: 0, hasNullCount: true}, 3, []any{int64(3), 1.0, 2.0, int64(1)}); err != nil {
+		t.Errorf("no min or max claimed over a NaN: %v, want it to hold", err)
+	}
 }
