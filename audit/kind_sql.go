@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -58,7 +59,7 @@ func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
 	}
 	rows, err := r.conn.QueryContext(qctx, q)
 	if err != nil {
-		return r.errored(c, overTime(err), 0)
+		return r.errored(c, cmp.Or(r.refusedTable(c, err), overTime(err)), 0)
 	}
 	defer rows.Close()
 	var (
@@ -79,6 +80,28 @@ func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
 	res.SampleRows = samples
 	res.Failures = &n
 	return res
+}
+
+// refusedTable is why a table the query names could not be read, when the
+// query failed for want of it: a table the audit refused (its files' names
+// collide, its claims do not hold for its data, ...) has no view, and
+// DuckDB's "Table with name t does not exist" would hide the reason.
+func (r *run) refusedTable(c Check, err error) error {
+	msg := err.Error()
+	i := strings.Index(msg, "Table with name ")
+	if i < 0 {
+		return nil
+	}
+	name, _, ok := strings.Cut(msg[i+len("Table with name "):], " does not exist")
+	if !ok {
+		return nil
+	}
+	for _, schema := range []string{schemaOf(c), schemaMain, schemaBase} {
+		if v := r.views[viewKey{schema, strings.ToLower(name)}]; v != nil && v.colsErr != nil {
+			return v.colsErr
+		}
+	}
+	return nil
 }
 
 // customSQL runs a user query as a subquery, which admits a single query
