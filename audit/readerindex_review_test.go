@@ -93,3 +93,33 @@ func TestSparkBooleanBloomFilterPasses(t *testing.T) {
 		t.Fatalf("Spark's honest file: %v %s", err, checkMessages(rep))
 	}
 }
+
+// FuzzReaderIndexes: no file makes the Go readers of a footer's claims
+// and of its pages' indexes and statistics panic or allocate past their
+// limits (docs/limits.md); a file they take is checked or refused.
+func FuzzReaderIndexes(f *testing.F) {
+	for _, name := range []string{"page_index.parquet", "page_stats.parquet", "spark_bloom_bool.parquet"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, file []byte) {
+		p := filepath.Join(dir, "f.parquet")
+		if err := os.WriteFile(p, file, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if buf, err := footerBytes(p); err == nil {
+			if _, err := decodeFooterSchema(buf); err == nil {
+				_, _, _ = decodeFooterClaims(buf)
+			}
+		}
+		ft, err := readFooter(p)
+		if err != nil {
+			return
+		}
+		_, _ = checkReaderIndexes(context.Background(), p, ft.chunks)
+	})
+}
