@@ -1,5 +1,6 @@
-"""Writes honest Parquet files with bloom filters and page indexes, as
-pyarrow writes them when asked, into the directory given: several row
+"""Writes honest Parquet files with bloom filters, page indexes and page
+statistics, as pyarrow writes them when asked (and by default, for page
+statistics), into the directory given: several row
 groups and pages, dictionary and PLAIN pages, V1 and V2 pages, every codec
 pyarrow has, NULLs, and most physical types (readerindex_test.go)."""
 import datetime
@@ -55,3 +56,6 @@ variants = {
 for name, kw in variants.items():
     pq.write_table(table, "%s/%s.parquet" % (out, name), row_group_size=2500, data_page_size=4096,
                    bloom_filter_options=bloom, **kw)
+# pyarrow's defaults: no bloom filter, no page index, statistics in each
+# page's header.
+pq.write_table(table, "%s/defaults.parquet" % out, row_group_size=2500, data_page_size=4096)
