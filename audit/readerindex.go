@@ -541,7 +541,7 @@ type pageHeader struct {
 
 // readPageHeader reads the PageHeader at off, before end.
 func readPageHeader(f *os.File, off, end int64) (pageHeader, int, error) {
-	for n := int64(4 << 10); ; n *= 8 {
+	for n := int64(512); ; n *= 8 { // a header is tens of bytes, more with long bounds
 		n = min(n, end-off, pageHeaderMax)
 		buf := make([]byte, n)
 		if _, err := f.ReadAt(buf, off); err != nil {
