@@ -397,6 +397,16 @@ func caseCollision(names map[string][]fileColumn, order []string, objPath map[st
 				return fmt.Errorf("file %s has columns %q and %q, which differ only in case: readers disagree on them", objPath[f], other, c.name)
 			}
 			seen[low] = c.name
+			// DuckDB reads a struct's fields s.a and s.A as s.a and s.A_1
+			// and binds s.A to s.a: the claims of one would be compared
+			// with the other's data.
+			fields := map[string]string{}
+			for _, ch := range c.children {
+				if other, ok := fields[strings.ToLower(ch)]; ok {
+					return fmt.Errorf("file %s has fields %q and %q of column %q, which differ only in case: readers disagree on them (DuckDB reads the second as %s_1)", objPath[f], other, ch, c.name, ch)
+				}
+				fields[strings.ToLower(ch)] = ch
+			}
 			if p, ok := parts[low]; ok {
 				return fmt.Errorf("file %s has a column %q, and %q is a partition column of the table: readers disagree on it", objPath[f], c.name, p)
 			}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -122,4 +124,41 @@ func FuzzReaderIndexes(f *testing.F) {
 		}
 		_, _ = checkReaderIndexes(context.Background(), p, ft.chunks)
 	})
+}
+
+// TestStructFieldsDifferingInCaseAreRefused: DuckDB reads a struct whose
+// fields differ only in case (pyarrow writes one: s.a and s.A) as s.a and
+// s.A_1, and binds s.A to s.a, so every claim of s.A (row-group and page
+// statistics, page index) was compared with s.a's data: this honest file
+// was refused for s.A's true statistics, and a file forging s.A's within
+// s.a's values passed while a reader of s.A_1 skipped by them. Such a file
+// is refused as one with top-level columns differing in case is, naming
+// the fields.
+func TestStructFieldsDifferingInCaseAreRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("skipped: %v; scripts/pyenv.sh installs pyarrow (./test.sh runs it)", err)
+	}
+	src := newDirSource(t)
+	for _, d := range []string{"main", filepath.Join("b", "t")} {
+		if err := os.MkdirAll(filepath.Join(src.root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := filepath.Join(src.root, "b", "t", "a.parquet")
+	script := `import sys, pyarrow as pa, pyarrow.parquet as pq
+st = pa.StructArray.from_arrays([pa.array([1, 2, 3]), pa.array([2, 3, 1000])], names=["a", "A"])
+pq.write_table(pa.table({"s": st}), sys.argv[1])`
+	if out, err := exec.Command(python, "-c", script, dst).CombinedOutput(); err != nil {
+		t.Fatalf("pyarrow: %v\n%s", err, out)
+	}
+	e := newEngine(t, src, "")
+	rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "r", Ref: "b", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{{Name: "rows", Kind: KindRowCount, Table: "t", Min: f64(0)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := checkMessages(rep); rep.Passed || !strings.Contains(msg, `fields "a" and "A" of column "s"`) {
+		t.Fatalf("passed %v: %s; want refused naming the fields of s that differ only in case", rep.Passed, msg)
+	}
 }
