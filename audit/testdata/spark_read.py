@@ -9,8 +9,8 @@ with _ or . skipped):
   csv_infer  spark.read.option("header", "true").option("inferSchema", "true").csv(DIR)
   json       spark.read.json(DIR)                                    (JSON lines)
 Prints one JSON line per table: {"rows": N, "columns": [...], "types": {...}, "stats": {col:
-{"nulls": n, "nans": n, "distinct": n, "min": x, "max": x} or null when the column is absent}}, min and
-max only for numeric columns, or {"error": "..."} when Spark cannot read the table.
+{"nulls": n, "nans": n, "distinct": n, "min": x, "max": x, "values": [...]} or null when the column is absent}}, min and
+max only for numeric columns, values (the first 65 distinct, sorted) only for text columns, or {"error": "..."} when Spark cannot read the table.
 """
 import json
 import math
@@ -18,7 +18,7 @@ import sys
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, FloatType, NumericType
+from pyspark.sql.types import DoubleType, FloatType, NumericType, StringType
 
 # Local mode on loopback, small, no UI: a reader, not a cluster.
 spark = (
@@ -28,8 +28,11 @@ spark = (
     .config("spark.driver.bindAddress", "127.0.0.1")
     .config("spark.ui.enabled", "false")
     .config("spark.driver.memory", "512m")
-    .config("spark.sql.shuffle.partitions", "2")
+    .config("spark.sql.shuffle.partitions", "1")
     .config("spark.sql.session.timeZone", "UTC")
+    # Tiny tables: re-planning and compiling each query cost more than they save.
+    .config("spark.sql.adaptive.enabled", "false")
+    .config("spark.sql.codegen.wholeStage", "false")
     .getOrCreate()
 )
 spark.sparkContext.setLogLevel("ERROR")
@@ -71,6 +74,8 @@ for arg in sys.argv[1:]:
             aggs += [F.count(col).alias(f"n{i}"), F.count_distinct(col).alias(f"d{i}")]
             if isinstance(f.dataType, NumericType):
                 aggs += [F.min(col).alias(f"lo{i}"), F.max(col).alias(f"hi{i}")]
+            if isinstance(f.dataType, StringType):
+                aggs.append(F.slice(F.sort_array(F.collect_set(col)), 1, 65).alias(f"v{i}"))
             if isinstance(f.dataType, (DoubleType, FloatType)):
                 aggs.append(F.count(F.when(F.isnan(col), 1)).alias(f"nan{i}"))
         row = df.agg(*aggs).collect()[0]
@@ -79,6 +84,8 @@ for arg in sys.argv[1:]:
             s = {"nulls": row["rows"] - row[f"n{i}"], "distinct": row[f"d{i}"], "nans": 0}
             if f"nan{i}" in row.asDict():
                 s["nans"] = row[f"nan{i}"]
+            if f"v{i}" in row.asDict():
+                s["values"] = row[f"v{i}"]
             if numeric:
                 s["min"] = number(row[f"lo{i}"])
                 s["max"] = number(row[f"hi{i}"])
