@@ -125,8 +125,8 @@ write_deltalake(out, rows(100, 130), mode="append")
 os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 `
 
-// TestHonestDeltaStatsPass: a table delta-rs writes (three commits; its
-// checkpoints carry sidecar columns, which lakewap refuses; every
+// TestHonestDeltaStatsPass: a table delta-rs writes (three commits, no
+// checkpoint: TestDeltaRSCheckpointPasses reads one; every
 // primitive type, long unicode text, -0.0, nulls,
 // microsecond timestamps, a struct) passes the comparison of its stats.
 func TestHonestDeltaStatsPass(t *testing.T) {
