@@ -251,8 +251,8 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 // LIMIT 0 query per file for its types, and one scan of a file that has a
 // column of such a type. A file DuckDB cannot read is left for the view.
 //
-// Under those checks a BIGINT or DOUBLE field must be DuckDB's rendering
-// of its value too (" 2" is 2, "1.50" is 1.5): Spark reads a CSV column as
+// Under those checks a BOOLEAN, BIGINT or DOUBLE field must be DuckDB's rendering
+// of its value too (TRUE is true, " 2" is 2, "1.50" is 1.5): Spark reads a CSV column as
 // text unless told to infer (TestTablesSparkReadsOtherwiseAreRefused).
 //
 // textChecked are the columns (lower case) an accepted_values, regex or
@@ -309,6 +309,11 @@ func (r *run) typedSpelling(ctx context.Context, format string, files []string, 
 			case "BOOLEAN": // as pandas and pyarrow infer booleans
 				conds = append(conds, fmt.Sprintf("SELECT %s AS name, %s AS value, 'BOOLEAN' AS typ FROM raw WHERE %s NOT IN ('true', 'True', 'TRUE', 'false', 'False', 'FALSE')",
 					quoteLiteral(ct.Name()), col, col))
+				if textChecked[strings.ToLower(ct.Name())] {
+					// Spark reads CSV as text by default: TRUE is not true to it.
+					conds = append(conds, fmt.Sprintf("SELECT %s AS name, %s AS value, 'text BOOLEAN' AS typ FROM raw WHERE %s NOT IN ('true', 'false')",
+						quoteLiteral(ct.Name()), col, col))
+				}
 			case "DATE", "TIME", "UUID":
 				conds = append(conds, fmt.Sprintf("SELECT %s AS name, %s AS value, '%s' AS typ FROM raw WHERE %s IS DISTINCT FROM CAST(TRY_CAST(%s AS %s) AS VARCHAR)",
 					quoteLiteral(ct.Name()), col, typ, col, col, typ))

@@ -83,6 +83,32 @@ var sparkCases = []pyarrowCase{
 		"a.csv": "id,v\n1,1e3\n2,1.50\n3,+4\n4,9223372036854775808\n"}},
 	{name: "csv_number_spellings", format: FormatCSV, columns: []string{"id", "v"}, raw: map[string]string{
 		"a.csv": "id,v\n1,007\n2,7\n3,1.0\n4,1\n"}},
+	{name: "csv_cr_line_ends", format: FormatCSV, columns: []string{"id", "v"}, raw: map[string]string{
+		"a.csv": "id,v\r1,2\r3,4\r"}},
+	{name: "csv_duplicate_header", format: FormatCSV, columns: []string{"id", "v"}, raw: map[string]string{
+		"a.csv": "id,id,v\n1,2,3\n4,5,6\n"}},
+	{name: "csv_header_only_file", format: FormatCSV, columns: []string{"id", "v"}, raw: map[string]string{
+		"a.csv": "id,v\n", "b.csv": "id,v\n1,2\n"}},
+	{name: "csv_quoted_header", format: FormatCSV, columns: []string{"id", "v"}, raw: map[string]string{
+		"a.csv": "\"id\",\"v\"\n1,\"x\"\n2,y\n"}},
+	{name: "csv_booleans", format: FormatCSV, columns: []string{"id", "b"}, raw: map[string]string{
+		"a.csv": "id,b\n1,true\n2,False\n3,TRUE\n4,\n"}},
+	{name: "csv_dates_and_times", format: FormatCSV, columns: []string{"d", "ts"}, raw: map[string]string{
+		"a.csv": "d,ts\n2024-01-02,2024-01-02 03:04:05\n2024-01-03,2024-01-02 03:04:06\n"}},
+	{name: "json_bool_and_number", format: FormatJSONL, columns: []string{"id"}, raw: map[string]string{
+		"a.jsonl": "{\"id\": true}\n{\"id\": 1}\n"}},
+	{name: "json_object_and_string", format: FormatJSONL, columns: []string{"s"}, raw: map[string]string{
+		"a.jsonl": "{\"s\": {\"a\": 1}}\n{\"s\": \"x\"}\n"}},
+	{name: "json_float_and_int", format: FormatJSONL, columns: []string{"x"}, raw: map[string]string{
+		"a.jsonl": "{\"x\": 1.0}\n{\"x\": 1}\n{\"x\": 2.5}\n"}},
+	{name: "json_strings", format: FormatJSONL, columns: []string{"s"}, raw: map[string]string{
+		"a.jsonl": "{\"s\": \"a\\u0000b\"}\n{\"s\": \" x \"}\n{\"s\": \"\"}\n{\"s\": \"2024-01-02\"}\n"}},
+	{name: "spark_blob_and_map", format: FormatParquet, columns: []string{"b", "m"}, files: map[string]string{
+		"a.parquet": "SELECT CASE WHEN i = 1 THEN NULL ELSE ('x' || i)::BLOB END AS b, MAP {'k': i} AS m FROM range(0, 3) r(i)"}},
+	{name: "spark_dotted_name", format: FormatParquet, columns: []string{"a.b"}, files: map[string]string{
+		"a.parquet": "SELECT i AS \"a.b\" FROM range(0, 3) r(i)"}},
+	{name: "spark_empty_file", format: FormatParquet, columns: []string{"x"}, files: map[string]string{
+		"a.parquet": "SELECT 1::BIGINT AS x WHERE false", "b.parquet": "SELECT i::BIGINT AS x FROM range(0, 3) r(i)"}},
 	{name: "json_duplicate_keys", format: FormatJSONL, columns: []string{"id"}, raw: map[string]string{
 		"a.jsonl": "{\"id\": 1, \"id\": null}\n{\"id\": 2}\n"}},
 	{name: "json_array_line", format: FormatJSONL, columns: []string{"id"}, raw: map[string]string{
