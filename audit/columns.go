@@ -1,10 +1,13 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/lakewap/lakewap/schemas"
@@ -213,6 +216,13 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 		return err
 	}
 	for _, f := range files {
+		switch blank, err := blankFirstLine(f); {
+		case err != nil:
+			return err
+		case blank:
+			return fmt.Errorf("file %s starts with an empty line: Spark skips empty lines and takes the next for the header, DuckDB takes the empty line: readers disagree on it (start the file with its header)",
+				objPath[f])
+		}
 		q := fmt.Sprintf("SELECT name, value, CASE WHEN list_contains(%[4]s, value) THEN 'null' WHEN regexp_matches(value, '[\r\n]') THEN 'newline' "+
 			`WHEN contains(value, '"') THEN 'quote' ELSE 'backslash' END AS why `+
 			"FROM (SELECT * FROM read_csv(%[1]s, header = true, all_varchar = true%[2]s%[3]s)) "+
@@ -240,6 +250,25 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 		}
 	}
 	return nil
+}
+
+// blankFirstLine tells whether the local file f's first line (after a
+// byte order mark) is empty or only spaces: Spark skips such lines before
+// the header, DuckDB (skip = 0) reads the first line as the header
+// (TestTablesSparkReadsOtherwiseAreRefused). At most 64 KiB are read.
+func blankFirstLine(f string) (bool, error) {
+	file, err := os.Open(f)
+	if err != nil {
+		return false, err
+	}
+	defer file.Close()
+	head := make([]byte, 64<<10)
+	n, err := io.ReadFull(file, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	line, _, _ := bytes.Cut(bytes.TrimPrefix(head[:n], []byte("\ufeff")), []byte("\n"))
+	return len(bytes.TrimSpace(line)) == 0, nil
 }
 
 // typedSpelling names the first field of the CSV files that DuckDB reads

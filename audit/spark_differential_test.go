@@ -109,6 +109,20 @@ var sparkCases = []pyarrowCase{
 		"a.parquet": "SELECT i AS \"a.b\" FROM range(0, 3) r(i)"}},
 	{name: "spark_empty_file", format: FormatParquet, columns: []string{"x"}, files: map[string]string{
 		"a.parquet": "SELECT 1::BIGINT AS x WHERE false", "b.parquet": "SELECT i::BIGINT AS x FROM range(0, 3) r(i)"}},
+	{name: "csv_empty_lines", format: FormatCSV, columns: []string{"id", "v"}, raw: map[string]string{
+		"a.csv": "id,v\n1,2\n\n3,4\n   \n5,6\n"}},
+	{name: "csv_leading_empty_lines", format: FormatCSV, columns: []string{"id", "v"}, raw: map[string]string{
+		"a.csv": "\n\nid,v\n1,2\n"}},
+	{name: "csv_trailing_comma", format: FormatCSV, columns: []string{"id", "v"}, raw: map[string]string{
+		"a.csv": "id,v\n1,2,\n3,4,\n"}},
+	{name: "json_truncated_line", format: FormatJSONL, columns: []string{"id"}, raw: map[string]string{
+		"a.jsonl": "{\"id\": 1}\n{\"id\": 2\n"}},
+	{name: "json_leading_zero", format: FormatJSONL, columns: []string{"id"}, raw: map[string]string{
+		"a.jsonl": "{\"id\": 01}\n{\"id\": 2}\n"}},
+	{name: "json_single_quotes", format: FormatJSONL, columns: []string{"id"}, raw: map[string]string{
+		"a.jsonl": "{'id': 1}\n{\"id\": 2}\n"}},
+	{name: "json_trailing_text", format: FormatJSONL, columns: []string{"id"}, raw: map[string]string{
+		"a.jsonl": "{\"id\": 1} {\"id\": 5}\n{\"id\": 2}\n"}},
 	{name: "json_duplicate_keys", format: FormatJSONL, columns: []string{"id"}, raw: map[string]string{
 		"a.jsonl": "{\"id\": 1, \"id\": null}\n{\"id\": 2}\n"}},
 	{name: "json_array_line", format: FormatJSONL, columns: []string{"id"}, raw: map[string]string{
