@@ -74,7 +74,7 @@ func decodeFooterClaims(buf []byte) ([]leafColumn, []rowGroupClaims, error) {
 	d := &compactReader{b: buf}
 	var elems []schemaElem
 	var groups []rowGroupClaims
-	err := d.eachField(func(typ byte, id int16) (bool, error) {
+	err := d.fields(func(id int16, typ byte) (bool, error) {
 		switch {
 		case id == 2 && typ == ctList:
 			_, n, err := d.list()
@@ -120,38 +120,9 @@ func decodeFooterClaims(buf []byte) ([]leafColumn, []rowGroupClaims, error) {
 	return leaves, groups, nil
 }
 
-// eachField reads a struct's fields, giving each to read; a field read does
-// not take is skipped.
-func (d *compactReader) eachField(read func(typ byte, id int16) (bool, error)) error {
-	if d.depth++; d.depth > footerMaxDepth {
-		return errors.New("nested too deep")
-	}
-	defer func() { d.depth-- }()
-	var last int16
-	for {
-		t, id, err := d.field(last)
-		if err != nil {
-			return err
-		}
-		if t == ctStop {
-			return nil
-		}
-		last = id
-		done, err := read(t, id)
-		if err != nil {
-			return err
-		}
-		if !done {
-			if err := d.skip(t); err != nil {
-				return err
-			}
-		}
-	}
-}
-
 func (d *compactReader) claimSchemaElement() (schemaElem, error) {
 	e := schemaElem{physical: -1, converted: -1, repetition: -1}
-	err := d.eachField(func(typ byte, id int16) (bool, error) {
+	err := d.fields(func(id int16, typ byte) (bool, error) {
 		switch {
 		case typ == ctI32 && (id == 1 || id == 3 || id == 5 || id == 6 || id == 7 || id == 8):
 			v, err := d.i32()
@@ -185,12 +156,12 @@ func (d *compactReader) claimSchemaElement() (schemaElem, error) {
 // logicalType reads a LogicalType union into e: which member is set and,
 // for a decimal, time, timestamp or integer, its parameters.
 func (d *compactReader) logicalType(e *schemaElem) error {
-	return d.eachField(func(typ byte, id int16) (bool, error) {
+	return d.fields(func(id int16, typ byte) (bool, error) {
 		if typ != ctStruct {
 			return false, nil
 		}
 		e.logical = id
-		return true, d.eachField(func(typ byte, f int16) (bool, error) {
+		return true, d.fields(func(f int16, typ byte) (bool, error) {
 			switch {
 			case id == 5 && (f == 1 || f == 2) && typ == ctI32: // DecimalType.scale, precision
 				v, err := d.i32()
@@ -201,7 +172,7 @@ func (d *compactReader) logicalType(e *schemaElem) error {
 				}
 				return true, err
 			case (id == 7 || id == 8) && f == 2 && typ == ctStruct: // TimeUnit
-				return true, d.eachField(func(typ byte, u int16) (bool, error) {
+				return true, d.fields(func(u int16, typ byte) (bool, error) {
 					e.logicalUnit = int32(u)
 					return false, nil
 				})
@@ -216,7 +187,7 @@ func (d *compactReader) logicalType(e *schemaElem) error {
 
 func (d *compactReader) rowGroupClaims() (rowGroupClaims, error) {
 	var g rowGroupClaims
-	err := d.eachField(func(typ byte, id int16) (bool, error) {
+	err := d.fields(func(id int16, typ byte) (bool, error) {
 		switch {
 		case id == 1 && typ == ctList:
 			_, n, err := d.list()
@@ -225,11 +196,11 @@ func (d *compactReader) rowGroupClaims() (rowGroupClaims, error) {
 			}
 			for range n {
 				var c chunkClaims
-				err := d.eachField(func(typ byte, id int16) (bool, error) {
+				err := d.fields(func(id int16, typ byte) (bool, error) {
 					if id != 3 || typ != ctStruct { // ColumnChunk.meta_data
 						return false, nil
 					}
-					return true, d.eachField(func(typ byte, id int16) (bool, error) {
+					return true, d.fields(func(id int16, typ byte) (bool, error) {
 						if id != 12 || typ != ctStruct { // ColumnMetaData.statistics
 							return false, nil
 						}
@@ -253,7 +224,7 @@ func (d *compactReader) rowGroupClaims() (rowGroupClaims, error) {
 }
 
 func (d *compactReader) statistics(c *chunkClaims) error {
-	return d.eachField(func(typ byte, id int16) (bool, error) {
+	return d.fields(func(id int16, typ byte) (bool, error) {
 		switch {
 		case typ == ctBinary && (id == 1 || id == 2 || id == 5 || id == 6):
 			b, err := d.binary(len(d.b))
