@@ -26,27 +26,36 @@ import (
 // venv under $LAKEWAP_CACHE_DIR (default .cache) for the current
 // tests/interop/requirements.txt, else a reason to skip.
 func testPython() (string, error) {
-	if p := os.Getenv("LAKEWAP_INTEROP_PYTHON"); p != "" {
+	return venvPython("LAKEWAP_INTEROP_PYTHON", "pyvenv-", filepath.Join("tests", "interop", "requirements.txt"), "Python")
+}
+
+// venvPython is $env, else the interpreter of the venv a script of
+// scripts/ fills under $LAKEWAP_CACHE_DIR (default .cache), named prefix
+// and the first 12 hex digits of the sha256 of requirements (a path from
+// the repository's root), when its stamp is that digest; else a reason to
+// skip naming what (the venv's contents).
+func venvPython(env, prefix, requirements, what string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
 	cache := os.Getenv("LAKEWAP_CACHE_DIR")
 	if cache == "" {
 		cache = filepath.Join("..", ".cache")
 	}
-	req, err := os.ReadFile(filepath.Join("..", "tests", "interop", "requirements.txt"))
+	req, err := os.ReadFile(filepath.Join("..", requirements))
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(req)
-	venv := filepath.Join(cache, "pyvenv-"+hex.EncodeToString(sum[:])[:12])
+	venv := filepath.Join(cache, prefix+hex.EncodeToString(sum[:])[:12])
 	stamp, err := os.ReadFile(filepath.Join(venv, ".requirements.sha256"))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("no Python venv at %s", venv)
+		return "", fmt.Errorf("no %s venv at %s", what, venv)
 	case err != nil:
 		return "", err
 	case strings.TrimSpace(string(stamp)) != hex.EncodeToString(sum[:]):
-		return "", fmt.Errorf("the Python venv at %s predates tests/interop/requirements.txt", venv)
+		return "", fmt.Errorf("the %s venv at %s predates %s", what, venv, filepath.ToSlash(requirements))
 	}
 	return filepath.Abs(filepath.Join(venv, "bin", "python"))
 }

@@ -4,10 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -173,29 +170,7 @@ type sparkAnswer struct {
 
 // sparkPython is the interpreter of scripts/sparkenv.sh's venv.
 func sparkPython() (string, error) {
-	if p := os.Getenv("LAKEWAP_SPARK_PYTHON"); p != "" {
-		return p, nil
-	}
-	cache := os.Getenv("LAKEWAP_CACHE_DIR")
-	if cache == "" {
-		cache = filepath.Join("..", ".cache")
-	}
-	req, err := os.ReadFile(filepath.Join("..", "tests", "spark", "requirements.txt"))
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(req)
-	venv := filepath.Join(cache, "sparkvenv-"+hex.EncodeToString(sum[:])[:12])
-	stamp, err := os.ReadFile(filepath.Join(venv, ".requirements.sha256"))
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("no PySpark venv at %s", venv)
-	case err != nil:
-		return "", err
-	case strings.TrimSpace(string(stamp)) != hex.EncodeToString(sum[:]):
-		return "", fmt.Errorf("the PySpark venv at %s predates tests/spark/requirements.txt", venv)
-	}
-	return filepath.Abs(filepath.Join(venv, "bin", "python"))
+	return venvPython("LAKEWAP_SPARK_PYTHON", "sparkvenv-", filepath.Join("tests", "spark", "requirements.txt"), "PySpark")
 }
 
 // sparkReading is lakewap's reading of one column, from the checks that passed.
