@@ -63,6 +63,9 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 				return "", err
 			}
 		}
+		if why := layoutDisagreement(t, it.old, it.batch); why != "" {
+			return why, nil
+		}
 		removed, err := r.removedFiles(ctx, t, it)
 		if err != nil {
 			return "", err
@@ -247,4 +250,43 @@ func typeFamily(typ string, exact bool) string {
 		return "an unsigned integer"
 	}
 	return typ
+}
+
+// layoutDisagreement is why the audited state's files of t (old, the
+// unchanged ones, and batch) cannot be judged by the batch's files alone
+// against how Spark reads the table as a whole: files under key=value
+// directories of other keys than the others' (partitionLayout). The full
+// audit that follows refuses the table, naming both files; read alone, the
+// batch's files agreed with one another
+// (TestIncrementalAuditSeesTheTablesLayout). Each directory is looked at
+// once. (CSV tables, whose headers Spark reads by position, are audited
+// full: csvHeaders sees every file.)
+func layoutDisagreement(t Table, old, batch []Object) string {
+	if t.format() == FormatDelta {
+		return ""
+	}
+	first, firstKeys, lastDir := "", "", "\x00"
+	for _, part := range [][]Object{old, batch} {
+		for _, o := range part {
+			rel := strings.TrimPrefix(o.Path, t.Path)
+			dir := rel[:strings.LastIndex(rel, "/")+1]
+			if dir == lastDir {
+				continue
+			}
+			lastDir = dir
+			var keys []string
+			for _, seg := range strings.Split(strings.TrimSuffix(dir, "/"), "/") {
+				if key, _, ok := strings.Cut(seg, "="); ok && key != "" {
+					keys = append(keys, key)
+				}
+			}
+			k := strings.Join(keys, "/")
+			if first == "" {
+				first, firstKeys = o.Path, k
+			} else if k != firstKeys {
+				return fmt.Sprintf("table %s's file %s sits under partition directories of keys [%s] and %s under [%s]", t.Name, first, firstKeys, o.Path, k)
+			}
+		}
+	}
+	return ""
 }
