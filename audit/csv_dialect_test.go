@@ -43,13 +43,7 @@ func TestCSVDialectIsNotSniffed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		dst := filepath.Join(src.root, "b1", c.name, "a.csv")
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, []byte(c.csv), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		src.writeRaw(t, "b1", c.name+"/a.csv", c.csv)
 	}
 	e := newEngine(t, src, "")
 	for _, c := range cases {
@@ -98,22 +92,11 @@ func TestCSVFieldsDuckDBTypesAreTheirText(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		dst := filepath.Join(src.root, "b1", c.name, "a.csv")
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, []byte(c.csv), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		src.writeRaw(t, "b1", c.name+"/a.csv", c.csv)
 	}
 	e := newEngine(t, src, "")
 	for _, c := range cases {
-		c.check.Name, c.check.Table = "c", "t"
-		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatCSV}}, Checks: []Check{c.check}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := auditTableAt(t, e, c.name+"/", FormatCSV, c.check)
 		if got := rep.Checks[0]; rep.Passed != c.passes {
 			t.Errorf("%s: passed %v (%s %s), want %v", c.name, rep.Passed, got.Observed, got.Message, c.passes)
 		} else {
@@ -151,22 +134,11 @@ func TestCSVEmptyTextFieldsUnderTextChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		dst := filepath.Join(src.root, "b1", c.name, "a.csv")
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, []byte(c.csv), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		src.writeRaw(t, "b1", c.name+"/a.csv", c.csv)
 	}
 	e := newEngine(t, src, "")
 	for _, c := range cases {
-		c.check.Name, c.check.Table = "c", "t"
-		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatCSV}}, Checks: []Check{c.check}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := auditTableAt(t, e, c.name+"/", FormatCSV, c.check)
 		if got := rep.Checks[0]; rep.Passed != c.passes {
 			t.Errorf("%s: passed %v (%s %s), want %v", c.name, rep.Passed, got.Observed, got.Message, c.passes)
 		} else {

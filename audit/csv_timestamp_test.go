@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,26 +36,15 @@ func TestTimestampTextUnderTextChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		dst := filepath.Join(src.root, "b1", c.name, c.file)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, []byte(c.text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		src.writeRaw(t, "b1", c.name+"/"+c.file, c.text)
 	}
 	e := newEngine(t, src, "")
 	for _, c := range cases {
-		c.check.Name, c.check.Table = "c", "t"
 		format := FormatCSV
 		if filepath.Ext(c.file) == ".jsonl" {
 			format = FormatJSONL
 		}
-		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: format}}, Checks: []Check{c.check}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := auditTableAt(t, e, c.name+"/", format, c.check)
 		if got := rep.Checks[0]; rep.Passed != c.passes {
 			t.Errorf("%s: passed %v (%s %s), want %v", c.name, rep.Passed, got.Observed, got.Message, c.passes)
 		}

@@ -858,3 +858,28 @@ func TestRunWorkDirFilesDoNotCollide(t *testing.T) {
 		t.Error("the batch with null billing ids passed its audit")
 	}
 }
+
+// writeRaw writes text, as it is, to path on ref.
+func (s *dirSource) writeRaw(t testing.TB, ref, path, text string) {
+	t.Helper()
+	dst := filepath.Join(s.root, ref, filepath.FromSlash(path))
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// auditTableAt audits ref b1 against main with one table t, under path
+// and in format, and check c (named "c", of table t).
+func auditTableAt(t testing.TB, e *Engine, path, format string, c Check) schemas.AuditReport {
+	t.Helper()
+	c.Name, c.Table = "c", "t"
+	rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: path, Format: format}}, Checks: []Check{c}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,12 +44,7 @@ func TestNotNullFailsNaN(t *testing.T) {
 	for _, cache := range []string{"", filepath.Join(t.TempDir(), "cache")} {
 		e := newEngine(t, src, cache)
 		for _, c := range cases {
-			c.check.Name, c.check.Table = "c", "t"
-			rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-				Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatParquet}}, Checks: []Check{c.check}}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep := auditTableAt(t, e, c.name+"/", FormatParquet, c.check)
 			got := rep.Checks[0]
 			if rep.Passed != c.passes {
 				t.Errorf("cache %v, %s: passed %v (%s %s), want %v", cache != "", c.name, rep.Passed, got.Observed, got.Message, c.passes)
