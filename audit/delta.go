@@ -110,6 +110,9 @@ type deltaAction struct {
 		Size            *int64             `json:"size"`
 		DeletionVector  json.RawMessage    `json:"deletionVector"`
 		Stats           *string            `json:"stats"`
+		// StatsParsed is a checkpoint's add.stats_parsed where it differs
+		// from its JSON stats (checkpointSQL).
+		StatsParsed json.RawMessage `json:"statsParsed"`
 	} `json:"add"`
 	Remove *struct {
 		Path           string          `json:"path"`
@@ -621,7 +624,16 @@ func (r *run) deltaCheckpointRows(ctx context.Context, files []string, apply fun
 	if err != nil {
 		return errDeltaTable{err}
 	}
-	q, err := checkpointSQL(files, fields)
+	var parsed string
+	if fields["add"]["stats_parsed"] {
+		if parsed, err = r.statsParsedStructure(ctx, files); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return errDeltaTable{err}
+		}
+	}
+	q, err := checkpointSQL(files, fields, parsed)
 	if err != nil {
 		return errDeltaTable{err}
 	}
@@ -682,14 +694,137 @@ func (r *run) parquetFields(ctx context.Context, files []string) (map[string]map
 	return out, nil
 }
 
-// checkpointSQL selects each checkpoint row's actions as one JSON object
-// of the fields lakewap reads, and its size.
-func checkpointSQL(files []string, fields map[string]map[string]bool) (string, error) {
-	// delta-rs reads add.stats_parsed before the JSON stats, which are
-	// the ones compared with the data (TestDeltaCheckpointStatsParsedIsRefused).
-	if fields["add"]["stats_parsed"] {
-		return "", fmt.Errorf("%w: a checkpoint whose add actions carry stats_parsed, which delta-rs skips files by and lakewap does not compare with their data", ErrDeltaUnsupported)
+// statsParsedStructure is the type of the checkpoint's add.stats_parsed
+// as a JSON structure of DuckDB's from_json (duckdbStructure).
+func (r *run) statsParsedStructure(ctx context.Context, files []string) (string, error) {
+	var typ string
+	err := r.e.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT typeof(c."add".stats_parsed) FROM read_parquet(%s, union_by_name = true%s) c LIMIT 1`,
+		literalList(files), noHive)).Scan(&typ)
+	if err != nil {
+		return "", err
 	}
+	st, err := duckdbStructure(typ)
+	if err != nil {
+		return "", fmt.Errorf("%w: the checkpoint's stats_parsed of type %.200s: %v", ErrDeltaUnsupported, typ, err)
+	}
+	return st, nil
+}
+
+// duckdbStructure turns a DuckDB STRUCT type, as typeof spells it, into
+// the JSON structure from_json reads JSON into: an object per STRUCT, the
+// type's name at each other field.
+func duckdbStructure(typ string) (string, error) {
+	v, rest, err := parseStructType(typ)
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(rest) != "" {
+		return "", fmt.Errorf("unexpected %.40q after the type", rest)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return "", errors.New("not a STRUCT")
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// parseStructType reads one type from the start of s: a STRUCT as a map
+// of its fields, any other type (a list of STRUCT too) as its text.
+func parseStructType(s string) (any, string, error) {
+	s = strings.TrimLeft(s, " ")
+	if rest, ok := strings.CutPrefix(s, "STRUCT("); ok {
+		fields := map[string]any{}
+		for {
+			rest = strings.TrimLeft(rest, " ")
+			var name string
+			if strings.HasPrefix(rest, `"`) {
+				var b strings.Builder
+				i := 1
+				for ; i < len(rest); i++ {
+					if rest[i] == '"' {
+						if i+1 < len(rest) && rest[i+1] == '"' {
+							b.WriteByte('"')
+							i++
+							continue
+						}
+						break
+					}
+					b.WriteByte(rest[i])
+				}
+				if i >= len(rest) {
+					return nil, "", errors.New("unterminated field name")
+				}
+				name, rest = b.String(), rest[i+1:]
+			} else {
+				i := strings.IndexByte(rest, ' ')
+				if i <= 0 {
+					return nil, "", errors.New("a STRUCT field without a type")
+				}
+				name, rest = rest[:i], rest[i:]
+			}
+			t, r, err := parseStructType(rest)
+			if err != nil {
+				return nil, "", err
+			}
+			if _, dup := fields[name]; dup {
+				return nil, "", fmt.Errorf("field %q twice", name)
+			}
+			fields[name] = t
+			r = strings.TrimLeft(r, " ")
+			switch {
+			case strings.HasPrefix(r, ","):
+				rest = r[1:]
+				continue
+			case strings.HasPrefix(r, ")"):
+				r = r[1:]
+				if !strings.HasPrefix(r, "[") {
+					return fields, r, nil
+				}
+				for strings.HasPrefix(r, "[") { // a list of STRUCT: its text
+					j := strings.IndexByte(r, ']')
+					if j < 0 {
+						return nil, "", errors.New("unterminated list type")
+					}
+					r = r[j+1:]
+				}
+				return s[:len(s)-len(r)], r, nil
+			}
+			return nil, "", errors.New("unterminated STRUCT")
+		}
+	}
+	// Any other type: up to the next comma or closing parenthesis outside
+	// parentheses and quotes.
+	depth, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case depth == 0 && (c == ')' || c == ','):
+			if strings.TrimSpace(s[:i]) == "" {
+				return nil, "", errors.New("an empty type")
+			}
+			return strings.TrimSpace(s[:i]), s[i:], nil
+		case c == ')':
+			depth--
+		}
+	}
+	if strings.TrimSpace(s) == "" {
+		return nil, "", errors.New("an empty type")
+	}
+	return strings.TrimSpace(s), "", nil
+}
+
+// checkpointSQL selects each checkpoint row's actions as one JSON object
+// of the fields lakewap reads, and its size. An add's stats_parsed
+// (parsed: its from_json structure, "" for none), which delta-rs reads
+// before the JSON stats, stands for the JSON stats where they are absent;
+// where both are there and they differ (the JSON read into stats_parsed's
+// types), the row carries the stats_parsed as statsParsed, which apply
+// refuses (TestDeltaCheckpointStatsParsed).
+func checkpointSQL(files []string, fields map[string]map[string]bool, parsed string) (string, error) {
 	var parts, nonNull []string
 	file := func(action string, want ...string) {
 		have := fields[action]
@@ -708,6 +843,19 @@ func checkpointSQL(files []string, fields map[string]map[string]bool) (string, e
 				e = e + " IS NOT NULL"
 			}
 			kv = append(kv, quoteLiteral(f)+": "+e)
+		}
+		if action == "add" && parsed != "" && have["stats_parsed"] {
+			sp := col + ".stats_parsed"
+			js := "CAST(to_json(" + sp + ") AS VARCHAR)"
+			if have["stats"] {
+				st := col + ".stats"
+				kv = slices.DeleteFunc(kv, func(e string) bool { return strings.HasPrefix(e, "'stats': ") })
+				kv = append(kv, "'stats': coalesce("+st+", "+js+")",
+					fmt.Sprintf("'statsParsed': CASE WHEN %s IS NOT NULL AND %s IS NOT NULL AND json_valid(%s) AND from_json(%s, %s) IS DISTINCT FROM %s THEN to_json(%s) END",
+						st, sp, st, st, quoteLiteral(parsed), sp, sp))
+			} else {
+				kv = append(kv, "'stats': "+js)
+			}
 		}
 		if len(kv) == 0 {
 			kv = []string{"'path': NULL"}
@@ -794,6 +942,14 @@ func (s *deltaState) apply(line []byte) error {
 		s.meta = m
 	}
 	if a.Add != nil {
+		if present(a.Add.StatsParsed) {
+			var js string
+			if a.Add.Stats != nil {
+				js = *a.Add.Stats
+			}
+			return fmt.Errorf("%w: file %s: its stats_parsed %s and its stats %s differ: delta-rs skips files by the first, other readers by the second (readers disagree)",
+				ErrDeltaUnsupported, a.Add.Path, clip(string(a.Add.StatsParsed), 300), clip(js, 300))
+		}
 		if err := s.add(a.Add.Path, a.Add.PartitionValues, a.Add.Size, a.Add.DeletionVector, a.Add.Stats); err != nil {
 			return err
 		}
@@ -825,6 +981,11 @@ func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv jso
 			return fmt.Errorf("%w: the stats of file %s are not a JSON object: %v", ErrDeltaUnsupported, p, err)
 		}
 		records = st.NumRecords
+		// A null is no claim: a stats_parsed holds one for each column
+		// the JSON stats leave out.
+		for _, m := range []map[string]json.RawMessage{st.Min, st.Max, st.Nulls} {
+			dropNulls(m)
+		}
 		if len(st.Min)+len(st.Max)+len(st.Nulls) > 0 {
 			b, _ := json.Marshal(st.deltaClaims) // maps marshal in key order
 			h := sha256.Sum256(b)
@@ -878,6 +1039,30 @@ func (s *deltaState) remove(p string, dv json.RawMessage) error {
 		return fmt.Errorf("%w: a remove of %s names active file %s, which the log adds as %s", ErrDeltaUnsupported, p, obj, other)
 	}
 	return nil
+}
+
+// dropNulls deletes the null claims of m, and of the objects in it (a
+// nested column's), which are rewritten in key order.
+func dropNulls(m map[string]json.RawMessage) {
+	for k, v := range m {
+		v = bytes.TrimSpace(v)
+		switch {
+		case string(v) == "null":
+			delete(m, k)
+		case len(v) > 0 && v[0] == '{':
+			var sub map[string]json.RawMessage
+			if json.Unmarshal(v, &sub) != nil {
+				continue
+			}
+			dropNulls(sub)
+			if len(sub) == 0 {
+				delete(m, k)
+				continue
+			}
+			b, _ := json.Marshal(sub)
+			m[k] = b
+		}
+	}
 }
 
 // objectPath is the repository path of a file named in the log: a path
