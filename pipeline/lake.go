@@ -74,7 +74,8 @@ type Lake interface {
 
 // Publication is what Lake.Published found on a target.
 type Publication struct {
-	// OnTarget: the sealed commit is an ancestor of (or is) the target head.
+	// OnTarget: the sealed commit is an ancestor of (or is) the target head,
+	// brought in by a merge of it (not Absorbed).
 	OnTarget bool
 	// Merge is the target commit that brought the sealed commit in; empty
 	// when OnTarget is false, or when no commit since the given time did
@@ -89,6 +90,12 @@ type Publication struct {
 	// Source, when set, is the parent Merge merged in place of the sealed
 	// commit: a descendant of it (the batch audited on a newer head).
 	Source string
+	// Absorbed, when set, is the target commit that brought the sealed
+	// commit into the target's history without merging it (another batch
+	// whose branch took it in, and may have changed or deleted its files
+	// since): the sealed commit is not on the target as published (OnTarget
+	// is false), and merging it again changes nothing.
+	Absorbed string
 }
 
 // Change is one path a commit changes against a base (lakeFS's three-dot

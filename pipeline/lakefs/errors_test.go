@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net"
@@ -553,5 +554,51 @@ func TestErrorMessageIsBounded(t *testing.T) {
 	_, err = c.Merge(context.Background(), "lake", "b1", "main", "m", nil)
 	if !errors.Is(err, pipeline.ErrTransient) {
 		t.Errorf("a locked branch's long message: %v is not transient", err)
+	}
+}
+
+// A sealed commit in main's history that no first-parent commit merged
+// (another batch's branch took it in: review 9) is not on the target but
+// Absorbed by the commit that brought it in; an older build's publish of a
+// descendant of it (its recheck's merge of main's head into the batch
+// branch) is still its publish; and when the window is cut by its bound it
+// is not known, so the sealed commit counts as on the target, as before.
+func TestPublishedTellsAbsorbedFromMerged(t *testing.T) {
+	id := func(c byte) string { return strings.Repeat(string(c), 64) }
+	sealed, c1, c2, c3, c4, x, d := id('a'), id('1'), id('2'), id('3'), id('4'), id('e'), id('d')
+	since := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
+	mergeBase := func(dest, base string) (string, answer) {
+		return "GET /api/v1/repositories/lake/refs/" + sealed + "/merge/" + dest,
+			answer{200, `{"base_commit_id":"` + base + `","destination_commit_id":"` + dest + `","source_commit_id":"` + sealed + `"}`}
+	}
+	fake := func(bringerParents string, more map[string]answer) *Client {
+		answers := map[string]answer{
+			"GET /api/v1/repositories/lake/branches": {200, `{"pagination":{"has_more":false},"results":[{"id":"main","commit_id":"` + c4 + `"}]}`},
+			"GET /api/v1/repositories/lake/refs/" + c4 + "/commits": {200, `{"pagination":{"has_more":false},"results":[
+				{"id":"` + c4 + `","parents":["` + c3 + `"]},
+				{"id":"` + c3 + `","parents":` + bringerParents + `},
+				{"id":"` + c2 + `","parents":["` + c1 + `"]}]}`},
+		}
+		for _, dest := range []struct{ id, base string }{{c4, sealed}, {c3, sealed}, {c2, c1}} {
+			k, a := mergeBase(dest.id, dest.base)
+			answers[k] = a
+		}
+		maps.Copy(answers, more)
+		c, _ := newFake(t, answers)
+		return c
+	}
+	// B's publish c3 merged B's seal x, whose history holds sealed.
+	c := fake(`["`+c2+`","`+x+`"]`, map[string]answer{
+		"GET /api/v1/repositories/lake/commits/" + x: {200, `{"id":"` + x + `","parents":["` + c2 + `"]}`}})
+	p, err := c.Published(context.Background(), "lake", "main", sealed, since)
+	if err != nil || p.OnTarget || p.Absorbed != c3 || p.Head != c4 {
+		t.Errorf("Published of a seal another batch took in = %+v, %v; want not on target, absorbed by %s", p, err, c3)
+	}
+	// An older build merged d, its recheck's merge of main's head into the seal.
+	c = fake(`["`+c2+`","`+d+`"]`, map[string]answer{
+		"GET /api/v1/repositories/lake/commits/" + d: {200, `{"id":"` + d + `","parents":["` + sealed + `","` + c2 + `"]}`}})
+	p, err = c.Published(context.Background(), "lake", "main", sealed, since)
+	if err != nil || !p.OnTarget || p.Merge != c3 || p.Source != d || p.Absorbed != "" {
+		t.Errorf("Published of a seal an older build published by a descendant = %+v, %v; want on target by %s from %s", p, err, c3, d)
 	}
 }

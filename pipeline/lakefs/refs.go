@@ -349,11 +349,23 @@ func (mc *madeCommits) put(repo string, cm Commit) {
 const clockSlack = 5 * time.Minute
 
 // Published reports whether sealed is on target by the commit graph: the
-// merge-base of sealed and target is sealed itself. It then names the
-// oldest first-parent commit of target made since since (less clockSlack)
-// that has sealed as a merged parent; failing that, the oldest one whose
-// history holds sealed (a merge of a descendant of sealed). A zero since
-// looks at target's last 1000 first-parent commits.
+// merge-base of sealed and target is sealed itself, and a commit merged it
+// in. It then names the oldest first-parent commit of target made since
+// since (less clockSlack) that has sealed as a merged parent, or, failing
+// that, one that merged an older lakewap's descendant of it (a commit whose
+// first parent is sealed and that merged a target head into it).
+//
+// Being in the target's history is not enough: a writer can merge a sealed
+// commit into another batch's branch and change or delete its files there,
+// and that batch's publish then brings sealed into the target's history
+// without its changes (review 9). The first-parent commit that brought sealed
+// in is then named as Absorbed, and OnTarget is false. When that commit is
+// older than the window (since less clockSlack) it cannot be the run's own
+// merge, which is made after since: Absorbed names the oldest commit of the
+// window. Only when the window is cut by its bound (publishedDepth) and its
+// oldest commit already holds sealed is it unknown; then sealed counts as
+// on the target, as before. A zero since looks at target's last 1000
+// first-parent commits.
 func (c *Client) Published(ctx context.Context, repo, target, sealed string, since time.Time) (pipeline.Publication, error) {
 	base, head, err := c.MergeBase(ctx, repo, sealed, target)
 	if err != nil {
@@ -363,29 +375,67 @@ func (c *Client) Published(ctx context.Context, repo, target, sealed string, sin
 	if base != sealed {
 		return p, nil
 	}
-	p.OnTarget = true
 	window, err := c.firstParents(ctx, repo, head, since)
 	if err != nil {
 		return p, err
 	}
 	if merges := mergesOf(window, sealed); len(merges) > 0 {
-		p.Merge = merges[len(merges)-1].ID
+		p.OnTarget, p.Merge = true, merges[len(merges)-1].ID
 		return p, nil
 	}
+	oldest := -1 // the oldest commit of the window whose history holds sealed
 	for i := len(window) - 1; i >= 0; i-- {
 		b, _, err := c.MergeBase(ctx, repo, sealed, window[i].ID)
 		if err != nil {
 			return p, err
 		}
 		if b == sealed {
-			p.Merge = window[i].ID
-			if ps := window[i].Parents; len(ps) > 1 {
-				p.Source = ps[1] // a descendant of sealed: an audit of the batch on a newer head
-			}
+			oldest = i
 			break
 		}
 	}
+	cut := len(window) >= publishedDepth
+	switch {
+	case oldest >= 0 && (oldest < len(window)-1 || !cut):
+		// window[oldest] brought sealed in, or (the window reaches back to
+		// since) a commit older than any merge of this publish did.
+		bringer := window[oldest]
+		d, ok, err := c.olderRecheck(ctx, repo, bringer, sealed)
+		if err != nil {
+			return p, err
+		}
+		if ok {
+			p.OnTarget, p.Merge, p.Source = true, bringer.ID, d
+			return p, nil
+		}
+		p.Absorbed = bringer.ID
+	case oldest < 0 && !cut:
+		p.Absorbed = head // brought in before the window: no merge of this publish
+	default:
+		p.OnTarget = true // the window is cut: not known which commit brought it in
+		if oldest >= 0 {
+			p.Merge = window[oldest].ID
+			if ps := window[oldest].Parents; len(ps) > 1 {
+				p.Source = ps[1]
+			}
+		}
+	}
 	return p, nil
+}
+
+// olderRecheck says whether merge is the publish of sealed by a build that
+// rechecked a batch by merging the target's head into its branch and
+// merging that commit (before review finding 4): merge's merged parent is a
+// commit of two parents whose first is sealed. It returns that commit.
+func (c *Client) olderRecheck(ctx context.Context, repo string, merge Commit, sealed string) (string, bool, error) {
+	if len(merge.Parents) != 2 {
+		return "", false, nil
+	}
+	d, err := c.GetCommit(ctx, repo, merge.Parents[1])
+	if err != nil {
+		return "", false, err
+	}
+	return d.ID, len(d.Parents) == 2 && d.Parents[0] == sealed, nil
 }
 
 // FirstParentsAfter lists ref's first-parent commits after base (not included),

@@ -755,6 +755,9 @@ func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpo
 	if p.OnTarget {
 		return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), Sealed: p.Source, AlreadyPublished: true}, nil
 	}
+	if p.Absorbed != "" {
+		return PublishResult{}, absorbed(req, p)
+	}
 	if req.Recheck != nil && p.Base != p.Head {
 		meta, err := req.Recheck(ctx, p.Base, p.Head)
 		if err != nil {
@@ -786,12 +789,25 @@ func merge(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpoin
 	switch {
 	case p.OnTarget:
 		return PublishResult{CommitID: cmp.Or(p.Merge, p.Head), Sealed: p.Source, AlreadyPublished: true}, nil
+	case p.Absorbed != "":
+		return PublishResult{}, absorbed(req, p)
 	case errors.Is(err, pipeline.ErrNoChanges):
 		// The sealed commit's data equals its merge-base with the target:
 		// the batch changed nothing, and the target already holds it.
 		return PublishResult{CommitID: p.Head, Empty: true}, nil
 	}
 	return PublishResult{}, err
+}
+
+// absorbed is the conflict of a sealed commit that reached the target
+// inside another commit (Publication.Absorbed), not by a merge of it: a
+// writer merged it into another batch's branch, whose publish brought it
+// in, with whatever that branch made of its files. Merging it again changes
+// nothing, and announcing the batch published would tell downstream its
+// rows are on the target when they need not be; the batch is aborted
+// (merge_conflict, its branch kept) naming that commit.
+func absorbed(req PublishRequest, p pipeline.Publication) error {
+	return fmt.Errorf("%w: sealed commit %s reached %s inside commit %s, not by a merge of it (another branch took it in and may have changed its files); it is not published", pipeline.ErrMergeConflict, req.Sealed, req.Target, p.Absorbed)
 }
 
 // publishMeta is the publish commit's metadata: the batch's attributes

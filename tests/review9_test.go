@@ -1,0 +1,133 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/treeverse/lakefs/pkg/api/apigen"
+
+	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Review 9: adversarial probes of "the merge, not the snapshot" on the real
+// lakeFS server.
+
+// holdAudit is a runner failpoint that, once armed, holds the first audit
+// to reach "during_audit" (after its seal, before its diff) until released.
+type holdAudit struct {
+	mu      sync.Mutex
+	armed   bool
+	arrived chan struct{}
+	release chan struct{}
+}
+
+func newHoldAudit() *holdAudit {
+	return &holdAudit{arrived: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *holdAudit) arm() { h.mu.Lock(); h.armed = true; h.mu.Unlock() }
+
+func (h *holdAudit) failpoint(name string) {
+	if name != "during_audit" {
+		return
+	}
+	h.mu.Lock()
+	hold := h.armed
+	h.armed = false
+	h.mu.Unlock()
+	if !hold {
+		return
+	}
+	close(h.arrived)
+	select {
+	case <-h.release:
+	case <-time.After(3 * time.Minute):
+	}
+}
+
+// TestReview9SealSmuggledIntoAnotherBatchIsNotAnnouncedPublished: batch A
+// is sealed and being audited. The writer of batch B (write access to its
+// own branch: commit and merge there, as lakeFS's simplified ACL allows)
+// merges A's sealed commit into B's branch, deletes A's file there, and
+// completes B, which passes and publishes first. A's sealed commit is now
+// in main's history, but none of A's rows is on main. A must not be
+// announced published (BatchPublished tells downstream its rows are on
+// main); and whatever A's run records as its publish must not be B's merge,
+// which a later `lakewap revert` of A would take off main with B's rows.
+// Before the fix A was announced published by B's merge with none of its
+// rows on main; now it is aborted merge_conflict naming that merge.
+func TestReview9SealSmuggledIntoAnotherBatchIsNotAnnouncedPublished(t *testing.T) {
+	hold := newHoldAudit()
+	e := startE2EWith(t, nil, daemon.Options{Failpoint: hold.failpoint})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
+		return nil
+	}))
+	must(t, err)
+	run := time.Now().UnixNano()
+	a := serialBatch{id: fmt.Sprintf("smug-%d-a", run), first: 840000, rows: 20}
+	b := serialBatch{id: fmt.Sprintf("smug-%d-b", run), first: 850000, rows: 20}
+	for _, x := range []serialBatch{a, b} {
+		landWritten(t, ctx, e.Env, x)
+	}
+	branchA, branchB := schemas.BranchName("billing", a.id), schemas.BranchName("billing", b.id)
+	fileA := "gold/billing_fact/batch=" + a.id + "/part-0.parquet"
+
+	hold.arm()
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: a.id, Dataset: "billing", Write: "billing_fact",
+		Paths: []string{fileA}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	select {
+	case <-hold.arrived:
+	case <-ctx.Done():
+		t.Fatal("A's audit never started")
+	}
+	sealA, err := e.Lake.Head(ctx, "lake", branchA)
+	must(t, err)
+
+	// B's writer: commit B's branch, merge A's seal into it, delete A's file.
+	_, err = e.Lake.Commit(ctx, "lake", branchB, "writer: B's rows", nil)
+	must(t, err)
+	_, err = e.Lake.Merge(ctx, "lake", sealA, branchB, "writer: take A's seal", nil)
+	must(t, err)
+	del, err := api.DeleteObjectWithResponse(ctx, "lake", branchB, &apigen.DeleteObjectParams{Path: fileA})
+	must(t, err)
+	if del.StatusCode() != http.StatusNoContent {
+		t.Fatalf("delete A's file on B's branch: %d %s", del.StatusCode(), del.Body)
+	}
+	pb, ok := completeBatch(t, ctx, e.Env, b.id).(schemas.BatchPublished)
+	if !ok {
+		t.Fatal("batch B did not publish")
+	}
+	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch="+a.id+"/", ""); err != nil || n != 0 {
+		t.Fatalf("main has %d of A's rows after B's publish (err %v); the attack needs none", n, err)
+	}
+
+	close(hold.release)
+	ev, err := e.Watcher.Await(ctx, a.id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch="+a.id+"/", "")
+	must(t, err)
+	if pa, ok := ev.(schemas.BatchPublished); ok {
+		if n != int64(a.rows) {
+			t.Errorf("A announced published at %s, but main holds %d of its %d rows", pa.CommitID, n, a.rows)
+		}
+		if pa.CommitID == pb.CommitID {
+			t.Errorf("A announced published by B's merge %s: a revert of A would revert B", pb.CommitID)
+		}
+	}
+	ab, ok := ev.(schemas.BatchAborted)
+	if !ok || ab.Reason != schemas.ReasonMergeConflict || !ab.BranchKept || !strings.Contains(ab.Detail, pb.CommitID) {
+		t.Errorf("A ended %s %+v; want aborted merge_conflict, branch kept, naming B's merge %s that took in its sealed commit", ev.EventType(), ev, pb.CommitID)
+	}
+	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch="+b.id+"/", ""); err != nil || n != int64(b.rows) {
+		t.Errorf("main holds %d of B's %d rows (err %v)", n, b.rows, err)
+	}
+}
