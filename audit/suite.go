@@ -278,26 +278,3 @@ func parseAge(s string) (time.Duration, error) {
 
 // num formats a threshold the way it was most likely written.
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
-// batchOnlyKinds read, at scope batch, nothing but the batch's own files.
-var batchOnlyKinds = []string{KindNotNull, KindUnique, KindAcceptedValues, KindRange, KindRegex, KindStat,
-	KindRowCount, KindColumns, KindSchema, KindFreshness}
-
-// ReadsOnlyTheBatch reports whether every check of s reads only the
-// batch's own files (scope batch, a kind that compares with nothing else, a
-// table that is not Delta, whose log is the table's): then no commit the
-// target gains can change a verdict, and a publish onto a moved target
-// needs no second audit.
-func (s Suite) ReadsOnlyTheBatch() bool {
-	for _, t := range s.Tables {
-		if t.Format == "delta" {
-			return false
-		}
-	}
-	for _, c := range s.Checks {
-		if c.Scope != ScopeBatch || !slices.Contains(batchOnlyKinds, c.Kind) {
-			return false
-		}
-	}
-	return len(s.Checks) > 0
-}

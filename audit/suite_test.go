@@ -148,27 +148,3 @@ checks:
 		t.Errorf("misspelt key: err = %v", err)
 	}
 }
-
-// A suite whose every check reads only the batch needs no second audit on
-// a moved target; one table-wide check, a comparison with the base or a
-// Delta table (whose log is the table's) does.
-func TestSuiteReadsOnlyTheBatch(t *testing.T) {
-	tbl := []Table{{Name: "t", Path: "gold/t/"}}
-	batch := func(kind string) Check { return Check{Name: kind, Kind: kind, Table: "t", Scope: ScopeBatch} }
-	for _, tt := range []struct {
-		name  string
-		suite Suite
-		want  bool
-	}{
-		{"all batch-scope row checks", Suite{Tables: tbl, Checks: []Check{batch(KindNotNull), batch(KindUnique), batch(KindRowCount)}}, true},
-		{"a table-scope unique", Suite{Tables: tbl, Checks: []Check{batch(KindNotNull), {Name: "u", Kind: KindUnique, Table: "t"}}}, false},
-		{"volume change against the base", Suite{Tables: tbl, Checks: []Check{batch(KindVolumeChange)}}, false},
-		{"custom SQL", Suite{Tables: tbl, Checks: []Check{batch(KindSQL)}}, false},
-		{"a Delta table", Suite{Tables: []Table{{Name: "t", Path: "gold/t/", Format: "delta"}}, Checks: []Check{batch(KindNotNull)}}, false},
-		{"no checks", Suite{Tables: tbl}, false},
-	} {
-		if got := tt.suite.ReadsOnlyTheBatch(); got != tt.want {
-			t.Errorf("%s: ReadsOnlyTheBatch = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}

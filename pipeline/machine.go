@@ -30,10 +30,6 @@ type DatasetSpec struct {
 	// SourceRefs are the refs a BatchLanded may name as source_ref; empty
 	// means the dataset's Source and Target.
 	SourceRefs []string
-	// BatchOnly: every check reads only the batch's own files, so what the
-	// target gained since the batch's snapshot cannot change a verdict and
-	// a publish onto a moved target is not audited again.
-	BatchOnly bool
 	// MaxWriteTimeout caps a batch's write deadline at this long after it
 	// landed, whatever its BatchLanded asks: a producer's far deadline
 	// cannot keep a run open for longer (0: no cap beyond the validation's

@@ -11,6 +11,8 @@ import (
 
 	"github.com/treeverse/lakefs/pkg/api/apigen"
 
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -129,5 +131,77 @@ func TestReview9SealSmuggledIntoAnotherBatchIsNotAnnouncedPublished(t *testing.T
 	}
 	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch="+b.id+"/", ""); err != nil || n != int64(b.rows) {
 		t.Errorf("main holds %d of B's %d rows (err %v)", n, b.rows, err)
+	}
+}
+
+// TestReview9BatchOnlyPublishIsNotDroppedByLakeFSMerge: a dataset whose
+// checks all read only the batch published without a recheck, so nothing
+// looked at lakeFS's merge (v1.84.0) dropping a path one side added whose
+// claimed identity equals the merge-base's next path, which the other side
+// deleted (audit/mergehazard.go). Batch Z published a file; batches D and A
+// branch after it; D deletes Z's file (and adds one of its own) and
+// publishes; A adds, just before Z's path, a file of the same bytes (an
+// upstream re-send of Z's rows under a new batch id). lakeFS's merge of A
+// then drops A's file: A must not be announced published without its rows
+// on main. Before the fix it was (published, none of its rows on main);
+// now every publish onto a moved target is rechecked, and merge_hazard
+// aborts A naming its file.
+func TestReview9BatchOnlyPublishIsNotDroppedByLakeFSMerge(t *testing.T) {
+	e := startE2E(t, func(c *config.Config) {
+		ds := c.Datasets["billing"]
+		for i := range ds.Suite.Checks {
+			ds.Suite.Checks[i].Scope = audit.ScopeBatch
+		}
+		c.Datasets["billing"] = ds
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	run := time.Now().UnixNano()
+	z := serialBatch{id: fmt.Sprintf("zz-%d", run), first: 860000, rows: 20}
+	d := serialBatch{id: fmt.Sprintf("r9d-%d", run), first: 870000, rows: 20}
+	a := serialBatch{id: fmt.Sprintf("zy-%d", run), first: 860000, rows: 20} // Z's rows again
+	landWritten(t, ctx, e.Env, z)
+	if ev := completeBatch(t, ctx, e.Env, z.id); ev.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("batch Z: %+v", ev)
+	}
+	landWritten(t, ctx, e.Env, d)
+	landWritten(t, ctx, e.Env, a)
+	fileZ, fileA := "gold/billing_fact/batch="+z.id+"/part-0.parquet", "gold/billing_fact/batch="+a.id+"/part-0.parquet"
+	onMain, err := e.Lake.List(ctx, "lake", "main", fileZ)
+	must(t, err)
+	onA, err := e.Lake.List(ctx, "lake", schemas.BranchName("billing", a.id), fileA)
+	must(t, err)
+	if len(onMain) != 1 || len(onA) != 1 || onMain[0].Checksum != onA[0].Checksum || onMain[0].Size != onA[0].Size {
+		t.Fatalf("A's file %+v is not Z's bytes %+v: the writer is not deterministic", onA, onMain)
+	}
+	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
+		return nil
+	}))
+	must(t, err)
+	del, err := api.DeleteObjectWithResponse(ctx, "lake", schemas.BranchName("billing", d.id), &apigen.DeleteObjectParams{Path: fileZ})
+	must(t, err)
+	if del.StatusCode() != http.StatusNoContent {
+		t.Fatalf("delete Z's file on D's branch: %d %s", del.StatusCode(), del.Body)
+	}
+	if ev := completeBatch(t, ctx, e.Env, d.id); ev.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("batch D: %+v", ev)
+	}
+	ev := completeBatch(t, ctx, e.Env, a.id)
+	n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch="+a.id+"/", "")
+	must(t, err)
+	if pa, ok := ev.(schemas.BatchPublished); ok && n != int64(a.rows) {
+		t.Errorf("A announced published at %s, but main holds %d of its %d rows", pa.CommitID, n, a.rows)
+	}
+	ab, ok := ev.(schemas.BatchAborted)
+	if !ok || ab.Reason != schemas.ReasonAuditFailed || ab.Report == nil {
+		t.Fatalf("A ended %s %+v; want aborted audit_failed by its recheck", ev.EventType(), ev)
+	}
+	var named bool
+	for _, c := range ab.Report.Failed() {
+		named = named || (c.Kind == audit.KindMergeHazard && strings.Contains(c.Observed, fileA))
+	}
+	if !named {
+		t.Errorf("no failed merge_hazard naming %s: %+v", fileA, ab.Report.Failed())
 	}
 }

@@ -755,7 +755,7 @@ func (c *Config) DatasetSpec(name string) (pipeline.DatasetSpec, bool) {
 	}
 	return pipeline.DatasetSpec{Repository: ds.Repository, Source: ds.Source, Target: ds.Target,
 		WriteTimeout: ds.WriteTimeout.Std(), MaxWriteTimeout: ds.MaxWriteTimeout.Std(), KeepBranch: ds.Keep(),
-		TablePaths: tables, AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs, BatchOnly: ds.Suite.ReadsOnlyTheBatch()}, true
+		TablePaths: tables, AllowedPaths: ds.AllowedPaths, SourceRefs: ds.SourceRefs}, true
 }
 
 // Codec is the event codec: the Confluent wire format with the schema

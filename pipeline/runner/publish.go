@@ -222,9 +222,6 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 		again.Report = rep
 		return r.meta(ctx, log, again, head), nil
 	}
-	if spec, ok := r.cfg.Datasets(run.Dataset); ok && spec.BatchOnly {
-		recheck = nil // nothing the target gained can change a verdict
-	}
 	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, log: log}, PublishRequest{
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
 		Meta: r.meta(ctx, log, run, ""), Recheck: recheck}, r.cfg.Failpoint)
@@ -471,9 +468,6 @@ func (r *Runner) prepareDiff(ctx context.Context, run pipeline.Run) {
 	mb, ok := r.cfg.Lake.(MergeBaser)
 	if !ok {
 		return
-	}
-	if spec, ok := r.cfg.Datasets(run.Dataset); ok && spec.BatchOnly {
-		return // no recheck
 	}
 	r.dmu.Lock()
 	defer r.dmu.Unlock()
