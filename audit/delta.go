@@ -73,8 +73,11 @@ type deltaSnapshot struct {
 	active    map[string]deltaFile // by the path the log names it with
 	partition []ColumnType         // partition columns, DuckDB types
 	schema    []ColumnType         // the table's top-level columns as the log declares them
-	named     map[string]bool      // object paths the log names, active or removed
-	log       []Object             // the objects under _delta_log/, as listed
+	// materialized are the (lower-case) names of the row tracking columns
+	// writers may keep in data files beside the schema's.
+	materialized map[string]bool
+	named        map[string]bool // object paths the log names, active or removed
+	log          []Object        // the objects under _delta_log/, as listed
 }
 
 type deltaFile struct {
@@ -1142,7 +1145,12 @@ func (s *deltaState) differs(o *deltaState) string {
 // snapshot attaches each active file's object, reads the schema and checks
 // the partition values.
 func (s *deltaState) snapshot(objects map[string]Object) (*deltaSnapshot, error) {
-	snap := &deltaSnapshot{active: s.active, named: s.named}
+	snap := &deltaSnapshot{active: s.active, named: s.named, materialized: map[string]bool{}}
+	for _, k := range []string{"delta.rowTracking.materializedRowIdColumnName", "delta.rowTracking.materializedRowCommitVersionColumnName"} {
+		if c := s.meta.Configuration[k]; c != "" {
+			snap.materialized[strings.ToLower(c)] = true
+		}
+	}
 	fields, err := deltaColumnTypes(s.meta.SchemaString)
 	if err != nil {
 		return nil, tableErr("schema of %s: %v", s.table.Name, err)
@@ -1389,6 +1397,9 @@ func (r *run) deltaLogOnlyGrows(ctx context.Context, t Table) error {
 // with those values added as columns.
 func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, files []string) string {
 	if snap == nil || len(snap.partition) == 0 {
+		if snap != nil && len(snap.materialized) > 0 {
+			return fmt.Sprintf("CREATE VIEW %s AS %s", qualified(schema, table), snap.hideMaterialized("SELECT * FROM "+readSQL(FormatParquet, files)))
+		}
 		return viewSQL(schema, table, FormatParquet, files)
 	}
 	byObj := map[string]deltaFile{}
@@ -1408,7 +1419,17 @@ func deltaViewSQL(schema, table string, snap *deltaSnapshot, objs []Object, file
 	parts := each(slices.Sorted(maps.Keys(groups)), func(k string) string {
 		return fmt.Sprintf("SELECT * , %s FROM read_parquet(%s, union_by_name = true%s)", k, literalList(groups[k]), noHive)
 	})
-	return fmt.Sprintf("CREATE VIEW %s AS %s", qualified(schema, table), strings.Join(parts, " UNION ALL BY NAME "))
+	return fmt.Sprintf("CREATE VIEW %s AS %s", qualified(schema, table), snap.hideMaterialized(strings.Join(parts, " UNION ALL BY NAME ")))
+}
+
+// hideMaterialized leaves the row tracking columns writers keep in data
+// files out of the rows of q, as Delta readers do (they read the schema's
+// columns only; any other column is refused: deltaTypeDisagreement).
+func (s *deltaSnapshot) hideMaterialized(q string) string {
+	if len(s.materialized) == 0 {
+		return q
+	}
+	return fmt.Sprintf("SELECT COLUMNS(lambda c: NOT list_contains(%s, lower(c))) FROM (%s)", literalList(slices.Sorted(maps.Keys(s.materialized))), q)
 }
 
 // deltaView fills a view of a Delta table: the active files at the ref

@@ -41,26 +41,44 @@ func deltaTypeAgrees(want, got string) bool {
 }
 
 // deltaTypeDisagreement is the first column of the Delta view k (made)
-// that DuckDB reads in another type than the log's schema gives it, with
-// the first of the view's files that holds it so, or nil.
+// that DuckDB reads in another type than the log's schema gives it, or
+// that the schema does not have (delta-rs leaves such a column of a file
+// out, DuckDB reads it: TestDeltaProtocolFeaturesAsDeltaRSReadsThem;
+// row tracking's materialized columns are left out of the view, as
+// readers do: hideMaterialized), with the first of the view's files that
+// holds it so, or nil.
 func (r *run) deltaTypeDisagreement(ctx context.Context, k viewKey, v *view) error {
 	if v.delta == nil || len(v.files) == 0 {
 		return nil
 	}
-	want := map[string]string{}
+	want, declared := map[string]string{}, map[string]bool{}
 	for _, c := range v.delta.schema {
+		declared[strings.ToLower(c.Name)] = true
 		if c.Type != "" {
 			want[strings.ToLower(c.Name)] = c.Type
 		}
-	}
-	if len(want) == 0 {
-		return nil
 	}
 	got, err := r.describe(ctx, k.schema, v.table.Name)
 	if err != nil {
 		return err
 	}
 	for _, c := range got {
+		if !declared[strings.ToLower(c.name)] {
+			// Delta readers read the log's columns only (delta-rs leaves a
+			// file's other columns out); DuckDB and Parquet readers of the
+			// files read them too.
+			for i, f := range v.files {
+				cols, err := r.queryColumns(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f}))
+				if err != nil {
+					return err
+				}
+				if slices.ContainsFunc(cols, func(fc column) bool { return strings.EqualFold(fc.name, c.name) }) {
+					return fmt.Errorf("%w: data file %s holds column %q, which is not in the log's schema: Delta readers do not read it, Parquet readers of the file do (readers disagree)",
+						ErrDeltaUnsupported, v.objects[i].Path, c.name)
+				}
+			}
+			return fmt.Errorf("%w: column %q is not in the log's schema: Delta readers do not read it (readers disagree)", ErrDeltaUnsupported, c.name)
+		}
 		w, ok := want[strings.ToLower(c.name)]
 		if !ok || deltaTypeAgrees(w, c.typ) {
 			continue

@@ -1036,6 +1036,12 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 				return ctx.Err()
 			}
 			v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
+			// A refused table has no view, as one columnCollision refuses:
+			// custom SQL naming it errs with the refusal (refusedTable)
+			// instead of reading it (TestDeltaRefusedTableErrsCustomSQL).
+			if _, err := r.conn.ExecContext(ctx, "DROP VIEW "+qualified(k.schema, v.table.Name)); err != nil {
+				return fmt.Errorf("audit: drop the view of refused table %s: %w", v.table.Name, err)
+			}
 		} else if memo {
 			r.e.memo.put(good, true, int64(len(s)))
 		}
