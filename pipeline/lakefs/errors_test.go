@@ -601,4 +601,25 @@ func TestPublishedTellsAbsorbedFromMerged(t *testing.T) {
 	if err != nil || !p.OnTarget || p.Merge != c3 || p.Source != d || p.Absorbed != "" {
 		t.Errorf("Published of a seal an older build published by a descendant = %+v, %v; want on target by %s from %s", p, err, c3, d)
 	}
+	// The merge of sealed is older than the window (lakeFS's clock behind
+	// lakewap's by more than the slack): the look goes on beyond it and
+	// finds it, instead of taking the window's oldest commit for its bringer.
+	answers := map[string]answer{
+		"GET /api/v1/repositories/lake/branches": {200, `{"pagination":{"has_more":false},"results":[{"id":"main","commit_id":"` + c4 + `"}]}`},
+		"GET /api/v1/repositories/lake/refs/" + c4 + "/commits": {200, `{"pagination":{"has_more":false},"results":[
+			{"id":"` + c4 + `","parents":["` + c3 + `"]},
+			{"id":"` + c3 + `","parents":["` + c2 + `"]}]}`},
+		"GET /api/v1/repositories/lake/refs/" + c2 + "/commits": {200, `{"pagination":{"has_more":false},"results":[
+			{"id":"` + c2 + `","parents":["` + c1 + `","` + sealed + `"]},
+			{"id":"` + c1 + `","parents":[]}]}`},
+	}
+	for _, dest := range []struct{ id, base string }{{c4, sealed}, {c3, sealed}, {c2, sealed}, {c1, c1}} {
+		k, a := mergeBase(dest.id, dest.base)
+		answers[k] = a
+	}
+	c, _ = newFake(t, answers)
+	p, err = c.Published(context.Background(), "lake", "main", sealed, since)
+	if err != nil || !p.OnTarget || p.Merge != c2 || p.Absorbed != "" {
+		t.Errorf("Published of a seal merged before the window = %+v, %v; want on target, merged by %s", p, err, c2)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -351,21 +352,21 @@ const clockSlack = 5 * time.Minute
 // Published reports whether sealed is on target by the commit graph: the
 // merge-base of sealed and target is sealed itself, and a commit merged it
 // in. It then names the oldest first-parent commit of target made since
-// since (less clockSlack) that has sealed as a merged parent, or, failing
-// that, one that merged an older lakewap's descendant of it (a commit whose
-// first parent is sealed and that merged a target head into it).
+// since (less clockSlack) that has sealed as a merged parent.
 //
 // Being in the target's history is not enough: a writer can merge a sealed
 // commit into another batch's branch and change or delete its files there,
 // and that batch's publish then brings sealed into the target's history
-// without its changes (review 9). The first-parent commit that brought sealed
-// in is then named as Absorbed, and OnTarget is false. When that commit is
-// older than the window (since less clockSlack) it cannot be the run's own
-// merge, which is made after since: Absorbed names the oldest commit of the
-// window. Only when the window is cut by its bound (publishedDepth) and its
-// oldest commit already holds sealed is it unknown; then sealed counts as
-// on the target, as before. A zero since looks at target's last 1000
-// first-parent commits.
+// without its changes (review 9). So when no commit of that window merged
+// sealed, Published finds the first-parent commit that brought sealed in
+// (the oldest whose history holds it: holding it is monotone along the
+// first parents, so it bisects, looking up to publishedDepth commits beyond
+// the window too) and takes it as the publish only when it merged sealed
+// (a merge older than the window, when the clocks disagree by more than
+// clockSlack) or an older build's descendant of it (olderRecheck); any
+// other commit is Absorbed, and OnTarget is false. When that commit is not
+// found within those bounds, sealed counts as on the target with no Merge,
+// as before. A zero since looks at target's last 1000 first-parent commits.
 func (c *Client) Published(ctx context.Context, repo, target, sealed string, since time.Time) (pipeline.Publication, error) {
 	base, head, err := c.MergeBase(ctx, repo, sealed, target)
 	if err != nil {
@@ -383,44 +384,85 @@ func (c *Client) Published(ctx context.Context, repo, target, sealed string, sin
 		p.OnTarget, p.Merge = true, merges[len(merges)-1].ID
 		return p, nil
 	}
-	oldest := -1 // the oldest commit of the window whose history holds sealed
-	for i := len(window) - 1; i >= 0; i-- {
-		b, _, err := c.MergeBase(ctx, repo, sealed, window[i].ID)
-		if err != nil {
-			return p, err
-		}
-		if b == sealed {
-			oldest = i
-			break
-		}
-	}
-	cut := len(window) >= publishedDepth
+	bringer, found, err := c.bringer(ctx, repo, head, window, sealed)
 	switch {
-	case oldest >= 0 && (oldest < len(window)-1 || !cut):
-		// window[oldest] brought sealed in, or (the window reaches back to
-		// since) a commit older than any merge of this publish did.
-		bringer := window[oldest]
-		d, ok, err := c.olderRecheck(ctx, repo, bringer, sealed)
-		if err != nil {
-			return p, err
-		}
-		if ok {
-			p.OnTarget, p.Merge, p.Source = true, bringer.ID, d
-			return p, nil
-		}
-		p.Absorbed = bringer.ID
-	case oldest < 0 && !cut:
-		p.Absorbed = head // brought in before the window: no merge of this publish
-	default:
-		p.OnTarget = true // the window is cut: not known which commit brought it in
-		if oldest >= 0 {
-			p.Merge = window[oldest].ID
-			if ps := window[oldest].Parents; len(ps) > 1 {
-				p.Source = ps[1]
-			}
-		}
+	case err != nil:
+		return p, err
+	case !found:
+		p.OnTarget = true // not known which commit brought it in
+		return p, nil
+	case slices.Contains(bringer.Parents[min(1, len(bringer.Parents)):], sealed):
+		p.OnTarget, p.Merge = true, bringer.ID
+		return p, nil
 	}
+	d, older, err := c.olderRecheck(ctx, repo, bringer, sealed)
+	if err != nil {
+		return p, err
+	}
+	if older {
+		p.OnTarget, p.Merge, p.Source = true, bringer.ID, d
+		return p, nil
+	}
+	p.Absorbed = bringer.ID
 	return p, nil
+}
+
+// bringer finds the first-parent commit of head that brought sealed (which
+// head's history holds) in: the oldest whose history holds it, in window
+// (head's first parents, newest first) or, when the window's oldest commit
+// (or head, for an empty window) already holds it, among up to
+// publishedDepth first parents beyond. found is false when it lies beyond
+// those.
+func (c *Client) bringer(ctx context.Context, repo, head string, window []Commit, sealed string) (Commit, bool, error) {
+	i, err := c.oldestHolding(ctx, repo, window, sealed)
+	switch {
+	case err != nil:
+		return Commit{}, false, err
+	case i < 0 && len(window) > 0:
+		return Commit{}, false, nil // the window's newest does not hold it: head moved since
+	case i >= 0 && i < len(window)-1:
+		return window[i], true, nil
+	}
+	from := head
+	if i >= 0 {
+		if len(window[i].Parents) == 0 {
+			return window[i], true, nil
+		}
+		from = window[i].Parents[0]
+	}
+	more, err := c.commits(ctx, repo, from, publishedDepth, apigen.LogCommitsParams{FirstParent: ptr(true)})
+	if err != nil {
+		return Commit{}, false, err
+	}
+	j, err := c.oldestHolding(ctx, repo, more, sealed)
+	switch {
+	case err != nil:
+		return Commit{}, false, err
+	case j < 0 && i >= 0:
+		return window[i], true, nil
+	case j < 0, j == len(more)-1 && len(more) >= publishedDepth && len(more[j].Parents) > 0:
+		return Commit{}, false, nil
+	}
+	return more[j], true, nil
+}
+
+// oldestHolding is the index of the oldest commit of chain (first parents,
+// newest first) whose history holds sealed, or -1: holding it is monotone
+// along the chain, so it bisects (one merge-base per probe).
+func (c *Client) oldestHolding(ctx context.Context, repo string, chain []Commit, sealed string) (int, error) {
+	var ferr error
+	n := sort.Search(len(chain), func(i int) bool {
+		if ferr != nil {
+			return true
+		}
+		b, _, err := c.MergeBase(ctx, repo, sealed, chain[i].ID)
+		if err != nil {
+			ferr = err
+			return true
+		}
+		return b != sealed
+	})
+	return n - 1, ferr
 }
 
 // olderRecheck says whether merge is the publish of sealed by a build that
