@@ -205,3 +205,74 @@ func TestReview9BatchOnlyPublishIsNotDroppedByLakeFSMerge(t *testing.T) {
 		t.Errorf("no failed merge_hazard naming %s: %+v", fileA, ab.Report.Failed())
 	}
 }
+
+// TestReview9ForgedFoundationDoesNotReachMain (a probe that held, kept as a
+// guard): without audit.attestation_key, a writer who may commit and merge
+// on its batch branches forges lakewap's attestation on a merge commit F of
+// its own (parents as the attestation names them, the suite's digest as
+// main's publishes show it), in batch W's branch over a file duplicating
+// W's keys, then deletes that file and publishes W: main's history holds F,
+// main does not hold the file. It then makes batch V's branch again from F,
+// so V's foundation is F and V's first audit is incremental over a table
+// that fails unique. The publish's recheck onto main's head (lakewap's own
+// attested publish) and lakeFS's three-way merge (the file, deleted on
+// main since F, stays deleted) keep main clean.
+func TestReview9ForgedFoundationDoesNotReachMain(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
+		return nil
+	}))
+	must(t, err)
+	run := time.Now().UnixNano()
+	w := serialBatch{id: fmt.Sprintf("forge-%d-w", run), first: 880000, rows: 20}
+	v := serialBatch{id: fmt.Sprintf("forge-%d-v", run), first: 890000, rows: 20}
+	landWritten(t, ctx, e.Env, w)
+	branchW := schemas.BranchName("billing", w.id)
+	bad := "gold/billing_fact/batch=" + w.id + "/dup.parquet"
+	must(t, e.WriteParquet(ctx, branchW, bad, billingRows(w.first, 0, w.rows, "BIGINT")))
+	c1, err := e.Lake.Commit(ctx, "lake", branchW, "writer: rows and their duplicates", nil)
+	must(t, err)
+	_, err = e.Lake.EnsureBranch(ctx, "lake", "forge-side-"+fmt.Sprint(run), c1)
+	must(t, err)
+	must(t, e.WriteParquet(ctx, "forge-side-"+fmt.Sprint(run), "gold/billing_fact/batch="+w.id+"/part-1.parquet", billingRows(w.first+100, 0, 5, "BIGINT")))
+	x, err := e.Lake.Commit(ctx, "lake", "forge-side-"+fmt.Sprint(run), "writer: side", nil)
+	must(t, err)
+	forged, err := audit.Attestation{Dataset: "billing", Suite: audit.SuiteDigest(e.cfg.Datasets["billing"].Suite), Sealed: x, Against: c1, Mode: audit.ModeFull}.Encode(nil)
+	must(t, err)
+	f, err := e.Lake.Merge(ctx, "lake", x, branchW, "writer: forged publish", map[string]string{audit.MetaAttestation: forged})
+	must(t, err)
+	fc, err := e.Lake.GetCommit(ctx, "lake", f)
+	must(t, err)
+	if _, err := audit.Attested(audit.CommitInfo{ID: fc.ID, Parents: fc.Parents, Metadata: fc.Metadata}, "billing", audit.SuiteDigest(e.cfg.Datasets["billing"].Suite), nil); err != nil {
+		t.Fatalf("the forged attestation on %s is not taken: %v (the probe needs it to be)", f, err)
+	}
+	del, err := api.DeleteObjectWithResponse(ctx, "lake", branchW, &apigen.DeleteObjectParams{Path: bad})
+	must(t, err)
+	if del.StatusCode() != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", del.StatusCode(), del.Body)
+	}
+	if ev := completeBatch(t, ctx, e.Env, w.id); ev.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("batch W: %+v", ev)
+	}
+
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: v.id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	_, err = e.Watcher.Await(ctx, v.id, schemas.TypeBranchReady)
+	must(t, err)
+	branchV := schemas.BranchName("billing", v.id)
+	must(t, e.Lake.DeleteBranch(ctx, "lake", branchV))
+	_, err = e.Lake.EnsureBranch(ctx, "lake", branchV, f)
+	must(t, err)
+	must(t, e.WriteParquet(ctx, branchV, "gold/billing_fact/batch="+v.id+"/part-0.parquet", billingRows(v.first, 0, v.rows, "BIGINT")))
+	ev := completeBatch(t, ctx, e.Env, v.id)
+	t.Logf("V ended %s", ev.EventType())
+	if n, err := e.CountRows(ctx, "main", bad, ""); err != nil || n != 0 {
+		t.Errorf("main holds %d rows of the deleted duplicate file (err %v)", n, err)
+	}
+	head, err := e.Lake.Head(ctx, "lake", "main")
+	must(t, err)
+	tableChecksHold(t, e.d.Engine(), e.cfg, head)
+}
