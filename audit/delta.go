@@ -14,10 +14,12 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Delta Lake tables. lakewap reads a table's _delta_log itself: the JSON
@@ -915,6 +917,13 @@ func (s *deltaState) apply(line []byte) error {
 	if err := json.Unmarshal(line, &a); err != nil {
 		return fmt.Errorf("not a Delta action: %v", err)
 	}
+	// A checkpoint's rows are the keys checkpointSQL spells, but for the
+	// metaData and protocol it selects whole.
+	if !s.inCheckpoint || a.MetaData != nil || a.Protocol != nil {
+		if err := exactCase(line, reflect.TypeOf(a)); err != nil {
+			return fmt.Errorf("%w: in version %d: %v", ErrDeltaUnsupported, s.version, err)
+		}
+	}
 	if present(a.CheckpointMetadata) || present(a.Sidecar) {
 		return fmt.Errorf("%w: a V2 checkpoint action (checkpointMetadata or sidecar)", ErrDeltaUnsupported)
 	}
@@ -983,6 +992,9 @@ func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv jso
 		if err := json.Unmarshal([]byte(*stats), &st); err != nil {
 			return fmt.Errorf("%w: the stats of file %s are not a JSON object: %v", ErrDeltaUnsupported, p, err)
 		}
+		if err := exactCase([]byte(*stats), reflect.TypeOf(st)); err != nil {
+			return fmt.Errorf("%w: the stats of file %s: %v", ErrDeltaUnsupported, p, err)
+		}
 		records = st.NumRecords
 		// A null is no claim: a stats_parsed holds one for each column
 		// the JSON stats leave out.
@@ -1042,6 +1054,82 @@ func (s *deltaState) remove(p string, dv json.RawMessage) error {
 		return fmt.Errorf("%w: a remove of %s names active file %s, which the log adds as %s", ErrDeltaUnsupported, p, obj, other)
 	}
 	return nil
+}
+
+// exactCase: every key of the JSON object raw that names a field of the
+// struct type t (by its json tag, in any case, as encoding/json matches
+// them) names it in the tag's case, in the objects of t's struct fields
+// too. delta-rs (serde) and Spark (Jackson) match keys in one case and
+// ignore the others: a commit's "Remove" action was a remove to lakewap
+// and nothing to delta-rs, which read the file lakewap left out
+// (TestDeltaProtocolFeaturesAsDeltaRSReadsThem). Not an object: nothing
+// to check (Unmarshal reports it).
+func exactCase(raw []byte, t reflect.Type) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Slice {
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			return nil
+		}
+		for _, it := range items {
+			if err := exactCase(it, t.Elem()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return nil
+	}
+	fields := jsonFields(t)
+	for k, v := range obj {
+		if ft, ok := fields[k]; ok {
+			if err := exactCase(v, ft); err != nil {
+				return err
+			}
+			continue
+		}
+		for name := range fields {
+			if strings.EqualFold(k, name) {
+				return fmt.Errorf("key %q is %q in another case: delta-rs and Spark ignore it, a case-blind reader takes it for %s (readers disagree)", k, name, name)
+			}
+		}
+	}
+	return nil
+}
+
+var jsonFieldsOf sync.Map // reflect.Type -> map[string]reflect.Type
+
+// jsonFields are the fields of struct type t by their json names, those of
+// embedded structs without a name among them.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := jsonFieldsOf.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	fields := map[string]reflect.Type{}
+	var collect func(reflect.Type)
+	collect = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if f.Anonymous && name == "" {
+				collect(f.Type)
+				continue
+			}
+			if name != "" && name != "-" {
+				fields[name] = f.Type
+			}
+		}
+	}
+	collect(t)
+	jsonFieldsOf.Store(t, fields)
+	return fields
 }
 
 // dropNulls deletes the null claims of m, and of the objects in it (a
@@ -1282,6 +1370,9 @@ func deltaColumnTypes(schema string) ([]ColumnType, error) {
 		} `json:"fields"`
 	}
 	if err := json.Unmarshal([]byte(schema), &s); err != nil {
+		return nil, err
+	}
+	if err := exactCase([]byte(schema), reflect.TypeOf(s)); err != nil {
 		return nil, err
 	}
 	prim := map[string]string{"string": "VARCHAR", "long": "BIGINT", "integer": "INTEGER", "short": "SMALLINT",

@@ -310,6 +310,37 @@ fields = [forged if n == "partitionValues_parsed" else add.field(j) for j, n in 
 pq.write_table(t.set_column(t.schema.get_field_index("add"), "add", pa.StructArray.from_arrays(fields, names=names, mask=add.is_null())), cp)
 `)
 		}},
+		{name: "action_name_in_other_case", build: func(t *testing.T, p *probeTable) {
+			// Go's encoding/json matches keys in any case, serde (delta-rs)
+			// in one: "Remove" is an unknown action to delta-rs.
+			p.file(t, "a.parquet", ids)
+			p.file(t, "b.parquet", "SELECT NULL::BIGINT AS id")
+			p.commit(t, 0, deltaProtocol(1), probeMeta(probeIDRegion[:1], nil, nil),
+				p.add(t, "a.parquet", "a.parquet", nil, nil), p.add(t, "b.parquet", "b.parquet", nil, nil))
+			p.commit(t, 1, `{"Remove":{"path":"b.parquet","deletionTimestamp":2,"dataChange":true}}`)
+		}, refusal: `key "Remove" is "remove" in another case`},
+		{name: "field_name_in_other_case", build: func(t *testing.T, p *probeTable) {
+			p.file(t, "a.parquet", ids)
+			p.file(t, "b.parquet", "SELECT NULL::BIGINT AS id")
+			p.commit(t, 0, deltaProtocol(1), probeMeta(probeIDRegion[:1], nil, nil),
+				p.add(t, "a.parquet", "a.parquet", nil, nil), p.add(t, "b.parquet", "b.parquet", nil, nil))
+			p.commit(t, 1, `{"remove":{"path":"a.parquet","PATH":"b.parquet","deletionTimestamp":2,"dataChange":true}}`)
+		}, refusal: `key "PATH" is "path" in another case`},
+		{name: "stats_key_in_other_case", build: func(t *testing.T, p *probeTable) {
+			// delta-rs skips the file by maxValues 3 (filter id = 4), a
+			// case-blind reader takes the later MaxValues 4.
+			p.file(t, "a.parquet", "SELECT * FROM (VALUES (3::BIGINT), (4)) v(id)")
+			p.commit(t, 0, deltaProtocol(1), probeMeta(probeIDRegion[:1], nil, nil),
+				p.add(t, "a.parquet", "a.parquet", nil, map[string]any{"stats": `{"numRecords":2,"maxValues":{"id":3},"MaxValues":{"id":4}}`}))
+			deltaRSSkips(t, p.dir(), `[("id", "=", 4)]`)
+		}, refusal: `key "MaxValues" is "maxValues" in another case`},
+		{name: "duplicate_key", build: func(t *testing.T, p *probeTable) {
+			p.file(t, "a.parquet", ids)
+			p.file(t, "b.parquet", "SELECT NULL::BIGINT AS id")
+			p.commit(t, 0, deltaProtocol(1), probeMeta(probeIDRegion[:1], nil, nil),
+				p.add(t, "a.parquet", "a.parquet", nil, nil), p.add(t, "b.parquet", "b.parquet", nil, nil))
+			p.commit(t, 1, `{"remove":{"path":"a.parquet","path":"b.parquet","deletionTimestamp":2,"dataChange":true}}`)
+		}},
 		{name: "reader_version_3_unknown_feature", build: func(t *testing.T, p *probeTable) {
 			p.file(t, "a.parquet", ids)
 			p.commit(t, 0, deltaProtocol(3, "someFutureFeature"), probeMeta(probeIDRegion[:1], nil, nil), p.add(t, "a.parquet", "a.parquet", nil, nil))
@@ -360,5 +391,17 @@ func TestDeltaRefusedTableErrsCustomSQL(t *testing.T) {
 				Check{Name: "cross", Kind: KindCrossTable, SQL: "SELECT * FROM events WHERE id < 0"},
 				Check{Name: "rows", Kind: KindRowCount, Table: "events", Max: f64(10)}), c.refusal)
 		})
+	}
+}
+
+// TestDeltaSchemaKeysInOtherCase: a schemaString field spelled "NAME"
+// beside "name" is another column to a case-blind reader than to delta-rs
+// and Spark: refused.
+func TestDeltaSchemaKeysInOtherCase(t *testing.T) {
+	if _, err := deltaColumnTypes(`{"type":"struct","fields":[{"name":"id","NAME":"x","type":"long"}]}`); err == nil || !strings.Contains(err.Error(), `key "NAME" is "name" in another case`) {
+		t.Errorf("err %v, want the key in another case named", err)
+	}
+	if _, err := deltaColumnTypes(`{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{"Name":"x"}}]}`); err != nil {
+		t.Errorf("metadata is not read: %v", err)
 	}
 }
