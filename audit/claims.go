@@ -37,7 +37,9 @@ import (
 //     skip by it.
 //
 // Leaves under a list or a map are not compared (their counts are per
-// element, and no reader of main skips row groups by them). One DuckDB
+// element, and no reader of main skips row groups by them). A leaf whose
+// pages the Go reader reads is compared from them first (claimsgo.go);
+// the others, and every leaf whose claims do not hold so, in one DuckDB
 // scan per file, grouped by row group (file_row_number against the
 // footer's row counts); a file that passed is kept in the memo by its
 // identity.
@@ -103,8 +105,9 @@ type claimsPlan struct {
 func (r *run) footerClaims(ctx context.Context, f, name string) (*claimsPlan, error) {
 	buf, err := footerBytes(f)
 	p := &claimsPlan{name: name}
+	var ft parquetFooter
 	if err == nil {
-		_, err = decodeFooterSchema(buf)
+		ft, err = decodeFooter(buf)
 	}
 	if err == nil {
 		p.leaves, p.groups, err = decodeFooterClaims(buf)
@@ -112,6 +115,9 @@ func (r *run) footerClaims(ctx context.Context, f, name string) (*claimsPlan, er
 	if err != nil {
 		return nil, r.unreadClaims(ctx, f, name, err)
 	}
+	inGo := newGoClaims(ctx, f, ft.chunks)
+	defer inGo.close()
+	inGo.failed = r.e.claimsNotInGo
 	for k, l := range p.leaves {
 		if l.repeated {
 			continue
@@ -126,7 +132,7 @@ func (r *run) footerClaims(ctx context.Context, f, name string) (*claimsPlan, er
 			return nil, fmt.Errorf("file %s, column %q: its footer claims a min or max for a type lakewap does not order (physical type %d): readers that skip row groups by it may read other rows than a full scan (write it without statistics)",
 				name, l.name(), l.physical)
 		}
-		if claims {
+		if claims && !inGo.settled(p.leaves, k, p.groups) {
 			p.checked = append(p.checked, k)
 			p.exprs = append(p.exprs, dataExprs(l)...)
 		}

@@ -189,6 +189,9 @@ type Engine struct {
 	// do not hold (claims.go), for the tests of the audit's own reading
 	// of such a file
 	claimsUnchecked bool
+	// claimsNotInGo leaves every claim to DuckDB (claimsgo.go), for the
+	// benchmark that compares.
+	claimsNotInGo bool
 }
 
 var memoryLimit = regexp.MustCompile(`(?i)^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)?\s*$`)

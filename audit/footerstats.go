@@ -22,6 +22,9 @@ type leafColumn struct {
 	text     bool  // a byte array DuckDB reads as VARCHAR
 	scale    int32 // of a decimal
 	unit     int   // of a time or timestamp: 1 millis, 2 micros, 3 nanos
+	// fullWidth: an integer of its physical type's width (no 8 or 16
+	// bit annotation), read by DuckDB as its plain value (claimsgo.go).
+	fullWidth bool
 }
 
 // claimKind is how a leaf's min and max claims are read and ordered.
@@ -66,6 +69,7 @@ type schemaElem struct {
 	logicalScale, logicalUnit int32
 	logicalPrecision          int32
 	intSigned                 bool
+	intBits                   int8 // IntType's bitWidth
 }
 
 // decodeFooterClaims is the leaves and the row groups' claims of the
@@ -176,6 +180,10 @@ func (d *compactReader) logicalType(e *schemaElem) error {
 					e.logicalUnit = int32(u)
 					return false, nil
 				})
+			case id == 10 && f == 1 && typ == ctByte: // IntType.bitWidth
+				v, err := d.byte()
+				e.intBits = int8(v)
+				return true, err
 			case id == 10 && f == 2: // IntType.isSigned
 				e.intSigned = typ == ctTrue
 				return false, nil
@@ -294,6 +302,7 @@ const (
 
 	cvUTF8, cvEnum, cvDecimal, cvDate, cvTimeMillis, cvTimeMicros, cvTimestampMillis, cvTimestampMicros = 0, 4, 5, 6, 7, 8, 9, 10
 	cvUint8, cvUint64, cvInt8, cvInt64, cvJSON, cvBSON, cvInterval                                      = 11, 14, 15, 18, 19, 20, 21
+	cvUint32, cvInt32                                                                                   = 13, 17
 
 	ltString, ltEnum, ltDecimal, ltDate, ltTime, ltTimestamp, ltInteger, ltJSON, ltBSON, ltUUID = 1, 4, 5, 6, 7, 8, 10, 12, 13, 14
 )
@@ -348,6 +357,11 @@ func leafOf(e schemaElem, path []string, repeated bool) leafColumn {
 			l.kind = claimUint
 		case lt == ltInteger, lt == 0 && (cv == -1 || cv >= cvInt8 && cv <= cvInt64):
 			l.kind = claimInt
+		}
+		if l.kind == claimInt || l.kind == claimUint {
+			bits := map[int32]int8{ptInt32: 32, ptInt64: 64}[e.physical]
+			full := map[int32]int8{cvUint32: 32, cvUint64: 64, cvInt32: 32, cvInt64: 64}
+			l.fullWidth = (lt == 0 || e.intBits == bits) && (cv == -1 || full[cv] == bits)
 		}
 	case ptFloat:
 		if lt == 0 && cv == -1 {

@@ -540,7 +540,7 @@ type pageHeader struct {
 }
 
 // readPageHeader reads the PageHeader at off, before end.
-func readPageHeader(f *os.File, off, end int64) (pageHeader, int, error) {
+func readPageHeader(f io.ReaderAt, off, end int64) (pageHeader, int, error) {
 	for n := int64(512); ; n *= 8 { // a header is tens of bytes, more with long bounds
 		n = min(n, end-off, pageHeaderMax)
 		buf := make([]byte, n)
@@ -705,7 +705,7 @@ func chunkStart(c chunkMeta) int64 {
 // walkPages reads the page headers of chunk c, from its start to its end
 // exactly: at most one dictionary page, first, then data pages whose
 // values add up to the chunk's.
-func walkPages(f *os.File, size int64, c chunkMeta) ([]pageInfo, error) {
+func walkPages(f io.ReaderAt, size int64, c chunkMeta) ([]pageInfo, error) {
 	if !c.hasMeta {
 		return nil, unverifiable("a chunk without metadata")
 	}
@@ -754,7 +754,7 @@ func walkPages(f *os.File, size int64, c chunkMeta) ([]pageInfo, error) {
 }
 
 // readBody reads and uncompresses a page's body.
-func readBody(f *os.File, c chunkMeta, p pageInfo, zd **zstd.Decoder) ([]byte, error) {
+func readBody(f io.ReaderAt, c chunkMeta, p pageInfo, zd **zstd.Decoder) ([]byte, error) {
 	if err := c.ended(); err != nil {
 		return nil, err
 	}
