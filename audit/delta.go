@@ -1244,6 +1244,10 @@ func (s *deltaState) snapshot(objects map[string]Object) (*deltaSnapshot, error)
 		return nil, tableErr("schema of %s: %v", s.table.Name, err)
 	}
 	snap.schema = fields
+	if schemaHasType(s.meta.SchemaString, "timestamp_ntz") && !slices.Contains(s.protocol.ReaderFeatures, "timestampNtz") {
+		// delta-rs refuses to read such a table; Spark too.
+		return nil, tableErr("%w: the schema has a timestamp_ntz column and the protocol lacks reader feature timestampNtz", ErrDeltaUnsupported)
+	}
 	types := map[string]string{}
 	for _, f := range fields {
 		types[f.Name] = f.Type
@@ -1355,9 +1359,46 @@ func partitionLiteral(v *string, typ string) (string, error) {
 		if !partDecimal.MatchString(s) {
 			return bad()
 		}
+		// delta-rs 1.6.6 reads a decimal partition value only with as
+		// many fraction digits as the scale, and none negative with a
+		// fraction ("-1.50" fails as "-1.-50"); it fails to read the
+		// table where Spark reads it (TestDeltaProtocolFeaturesAsDeltaRSReadsThem).
+		var prec, scale int
+		fmt.Sscanf(typ, "DECIMAL(%d,%d)", &prec, &scale)
+		whole, frac, _ := strings.Cut(s, ".")
+		if len(frac) != scale || scale > 0 && strings.HasPrefix(whole, "-") {
+			return "", fmt.Errorf("%q is not read by delta-rs as a %s partition value (it reads %d fraction digits, none negative): readers disagree", s, typ, scale)
+		}
 		return cast()
 	}
 	return "", fmt.Errorf("partition columns of type %s are not read by lakewap", typ)
+}
+
+// schemaHasType says whether a Delta schema has a field, an array's
+// element or a map's key or value of primitive type typ, at any depth.
+func schemaHasType(schema, typ string) bool {
+	var v any
+	if json.Unmarshal([]byte(schema), &v) != nil {
+		return false
+	}
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				if t, ok := c.(string); ok && t == typ && (k == "type" || k == "elementType" || k == "keyType" || k == "valueType") {
+					return true
+				}
+				if walk(c) {
+					return true
+				}
+			}
+		case []any:
+			return slices.ContainsFunc(x, walk)
+		}
+		return false
+	}
+	return walk(v)
 }
 
 // deltaColumnTypes maps the table's top-level columns to DuckDB types ("" for
