@@ -366,6 +366,12 @@ pq.write_table(t.set_column(t.schema.get_field_index("add"), "add", pa.StructArr
 				p.add(t, "a.parquet", "a.parquet", nil, map[string]any{"stats": `{"numRecords":2,"maxValues":{"id":3},"MaxValues":{"id":4}}`}))
 			deltaRSSkips(t, p.dir(), `[("id", "=", 4)]`)
 		}, refusal: `key "MaxValues" is "maxValues" in another case`},
+		{name: "stats_column_in_other_case", build: func(t *testing.T, p *probeTable) {
+			p.file(t, "a.parquet", "SELECT * FROM (VALUES (3::BIGINT), (4)) v(id)")
+			p.commit(t, 0, deltaProtocol(1), probeMeta(probeIDRegion[:1], nil, nil),
+				p.add(t, "a.parquet", "a.parquet", nil, map[string]any{"stats": `{"numRecords":2,"maxValues":{"ID":3}}`}))
+			deltaRSSkips(t, p.dir(), `[("id", "=", 4)]`)
+		}, refusal: `the log's stats claim maxValues of "ID", which is column "id" in another case`},
 		{name: "duplicate_key", build: func(t *testing.T, p *probeTable) {
 			p.file(t, "a.parquet", ids)
 			p.file(t, "b.parquet", "SELECT NULL::BIGINT AS id")

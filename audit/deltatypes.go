@@ -230,6 +230,21 @@ type deltaClaim struct {
 // fileDeltaClaims compares claims with the local data file f (name is its
 // path in the repository).
 func (r *run) fileDeltaClaims(ctx context.Context, f, name string, claims *deltaClaims, types map[string]ColumnType) error {
+	// delta-rs takes a claim of "ID" for column id (it skipped a file
+	// holding 4 by maxValues {"ID": 3}); only exact names are compared.
+	for stat, m := range map[string]map[string]json.RawMessage{"minValues": claims.Min, "maxValues": claims.Max, "nullCount": claims.Nulls} {
+		for k := range m {
+			if _, ok := types[k]; ok {
+				continue
+			}
+			for col := range types {
+				if strings.EqualFold(k, col) {
+					return fmt.Errorf("%w: data file %s: the log's stats claim %s of %q, which is column %q in another case: delta-rs skips the file by it (readers disagree)",
+						ErrDeltaUnsupported, name, stat, k, col)
+				}
+			}
+		}
+	}
 	var list []deltaClaim
 	for _, col := range slices.Sorted(maps.Keys(types)) {
 		ct := types[col]
