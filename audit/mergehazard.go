@@ -82,6 +82,20 @@ func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 			out = append(out, res)
 			continue
 		}
+		before, unchecked, err := r.hazardsBefore(ctx, foundation, t.Path, lists[0], lists[1])
+		if err != nil {
+			r.failedToRead(&res, "the target's paths before "+t.Path, err)
+			out = append(out, res)
+			continue
+		}
+		if unchecked != "" {
+			res.Status, res.Observed = schemas.StatusFail, unchecked
+			res.Message = "the batch empties the table and holds nothing after it, so lakeFS's merge could drop a path the target added before it; " +
+				"too many changes to look at them all"
+			out = append(out, res)
+			continue
+		}
+		paths = append(paths, before...)
 		if len(paths) == 0 {
 			continue // nothing to say: the report keeps its shape
 		}
@@ -174,6 +188,90 @@ func byPathOrder(objs []Object) []Object {
 		w++
 	}
 	return out[:w]
+}
+
+// maxHazardDiffs bounds the target's changes since the foundation read to
+// look for paths before a table that a batch emptying it could make
+// lakeFS's merge drop (hazardsBefore); with more, the check fails.
+const maxHazardDiffs = 10000
+
+// hazardsBefore are the paths before the table under prefix that lakeFS's
+// merge could drop when the audited commit (s, its listing of the table)
+// empties the table the foundation held (f) and holds nothing after it:
+// then the merge runs out of the audited commit's entries at such a path,
+// and a path the target added there, with the claimed checksum and size of
+// the foundation's next path (the table's first, which the batch deleted),
+// is dropped as if the batch had deleted it: another dataset's published
+// file just before this table (review 9). Every path the target changed
+// since the foundation (lakeFS's two-dot diff) is looked at, at most
+// maxHazardDiffs. Like mergeHazardPaths it is wider than the merge's
+// condition: it refuses some merges lakeFS would have made whole.
+func (r *run) hazardsBefore(ctx context.Context, foundation, prefix string, f, s []Object) (paths []string, unchecked string, err error) {
+	succ, ok := r.e.opts.Source.(Successor)
+	d, ok2 := r.e.opts.Source.(Differ)
+	if len(s) > 0 || len(f) == 0 || !ok || !ok2 {
+		return nil, "", nil
+	}
+	repo, sealed, head := r.req.Repository, r.req.Ref, r.req.BaseRef
+	if _, found, err := succ.After(ctx, repo, sealed, prefix); err != nil || found {
+		return nil, "", err // the audited commit holds paths after the table: the merge does not run out before it
+	}
+	diffs, truncated, err := d.Differences(ctx, repo, foundation, head, "", maxHazardDiffs)
+	if err != nil {
+		return nil, "", err
+	}
+	if truncated {
+		return nil, fmt.Sprintf("more than %d changes on %s since the foundation %s: the paths before %s could not be checked", maxHazardDiffs, r.baseName(), short(foundation), prefix), nil
+	}
+	first := byPathOrder(f)[0]
+	var out []string
+	for _, df := range diffs {
+		if df.Removed || df.Path >= prefix {
+			continue
+		}
+		at := func(ref string) (Object, bool, error) {
+			objs, err := r.e.opts.Source.List(ctx, repo, ref, df.Path)
+			i := slices.IndexFunc(objs, func(o Object) bool { return o.Path == df.Path })
+			if err != nil || i < 0 {
+				return Object{}, false, err
+			}
+			return objs[i], true, nil
+		}
+		o, ok, err := at(head)
+		if err != nil {
+			return nil, "", err
+		}
+		if !ok || o.Checksum != first.Checksum || o.Size != first.Size {
+			continue
+		}
+		// The merge runs out of the audited commit at o: it holds neither o
+		// nor anything after it.
+		if _, held, err := at(sealed); err != nil || held {
+			if err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		if _, found, err := succ.After(ctx, repo, sealed, o.Path); err != nil || found {
+			if err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		// The foundation's next path from o on is the table's first.
+		if _, held, err := at(foundation); err != nil || held {
+			if err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		if q, found, err := succ.After(ctx, repo, foundation, o.Path); err != nil {
+			return nil, "", err
+		} else if found && q.Path == first.Path {
+			out = append(out, o.Path)
+		}
+	}
+	return out, "", nil
 }
 
 // baseBeyond is the foundation's first path after those under prefix

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -275,4 +276,94 @@ func TestReview9ForgedFoundationDoesNotReachMain(t *testing.T) {
 	head, err := e.Lake.Head(ctx, "lake", "main")
 	must(t, err)
 	tableChecksHold(t, e.d.Engine(), e.cfg, head)
+}
+
+// TestReview9TruncateDoesNotDropAnotherDatasetsFile: lakeFS's merge drops a
+// path the target added when the merged commit holds no path from it on and
+// the merge-base's next path, which the merged commit deleted, has the same
+// claimed checksum and size (audit/mergehazard.go). merge_hazard looked only
+// under the suite's tables, so the path of another dataset's table just
+// before this one's was not looked at: dataset ledger (gold/billing_a/)
+// publishes a file of the same bytes as billing's first file after a billing
+// batch that deletes every billing file branched, and that batch's merge
+// drops the ledger file, announced published, from main. Before the fix the
+// truncating batch published and main held none of the ledger batch's rows;
+// now merge_hazard looks at the target's paths before the table too.
+func TestReview9TruncateDoesNotDropAnotherDatasetsFile(t *testing.T) {
+	one := 1.0
+	e := startE2E(t, func(c *config.Config) {
+		ds := c.Datasets["billing"]
+		ds.Suite.Checks = slices.DeleteFunc(slices.Clone(ds.Suite.Checks), func(c audit.Check) bool { return c.Kind == audit.KindRowCount })
+		c.Datasets["billing"] = ds
+		ledger := ds
+		ledger.Suite = audit.Suite{Tables: []audit.Table{{Name: "ledger_fact", Path: "gold/billing_a/", Format: "parquet"}},
+			Checks: []audit.Check{{Name: "ledger_rows", Kind: audit.KindRowCount, Table: "ledger_fact", Min: &one, Scope: audit.ScopeBatch}}}
+		c.Datasets["ledger"] = ledger
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	run := time.Now().UnixNano()
+	z := serialBatch{id: fmt.Sprintf("a-%d-z", run), first: 900000, rows: 20}
+	landWritten(t, ctx, e.Env, z)
+	if ev := completeBatch(t, ctx, e.Env, z.id); ev.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("batch Z: %+v", ev)
+	}
+	fileZ := "gold/billing_fact/batch=" + z.id + "/part-0.parquet"
+	tr := serialBatch{id: fmt.Sprintf("t-%d", run)}
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: tr.id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	_, err := e.Watcher.Await(ctx, tr.id, schemas.TypeBranchReady)
+	must(t, err)
+
+	// The ledger batch: the same bytes as Z's file, at the last path before billing's table.
+	l := fmt.Sprintf("l-%d", run)
+	fileL := "gold/billing_a/batch=" + l + "/part-0.parquet"
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: l, Dataset: "ledger", ExpectedWrites: []string{"w"},
+		Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ready, err := e.Watcher.Await(ctx, l, schemas.TypeBranchReady)
+	must(t, err)
+	must(t, e.WriteParquet(ctx, ready.(schemas.BranchReady).Branch, fileL, billingRows(z.first, 0, z.rows, "BIGINT")))
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: l, Dataset: "ledger", Write: "w", Paths: []string{fileL},
+		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	pl, err := e.Watcher.Await(ctx, l, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	if pl.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("ledger batch: %+v", pl)
+	}
+	zs, err := e.Lake.List(ctx, "lake", "main", fileZ)
+	must(t, err)
+	ls, err := e.Lake.List(ctx, "lake", "main", fileL)
+	must(t, err)
+	if len(zs) != 1 || len(ls) != 1 || zs[0].Checksum != ls[0].Checksum || zs[0].Size != ls[0].Size {
+		t.Fatalf("the ledger file %+v is not Z's bytes %+v", ls, zs)
+	}
+
+	// The billing batch deletes every billing file.
+	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
+		return nil
+	}))
+	must(t, err)
+	all, err := e.Lake.List(ctx, "lake", schemas.BranchName("billing", tr.id), "gold/billing_fact/")
+	must(t, err)
+	for _, o := range all {
+		del, err := api.DeleteObjectWithResponse(ctx, "lake", schemas.BranchName("billing", tr.id), &apigen.DeleteObjectParams{Path: o.Path})
+		must(t, err)
+		if del.StatusCode() != http.StatusNoContent {
+			t.Fatalf("delete %s: %d %s", o.Path, del.StatusCode(), del.Body)
+		}
+	}
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: tr.id, Dataset: "billing", Write: "billing_fact", Paths: []string{fileZ},
+		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := e.Watcher.Await(ctx, tr.id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	if ab, ok := ev.(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonAuditFailed || ab.Report == nil ||
+		!slices.ContainsFunc(ab.Report.Failed(), func(c schemas.CheckResult) bool {
+			return c.Kind == audit.KindMergeHazard && strings.Contains(c.Observed, fileL)
+		}) {
+		t.Errorf("the truncating batch ended %s %+v; want aborted audit_failed by merge_hazard naming %s", ev.EventType(), ev, fileL)
+	}
+	if n, err := e.CountRows(ctx, "main", "gold/billing_a/", ""); err != nil || n != int64(z.rows) {
+		t.Errorf("main holds %d of the published ledger batch's %d rows (err %v)", n, z.rows, err)
+	}
 }
