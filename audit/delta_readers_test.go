@@ -415,6 +415,12 @@ pq.write_table(t.set_column(t.schema.get_field_index("add"), "add", pa.StructArr
 			p.commit(t, 0, deltaProtocol(1), probeMeta([]string{probeField("id", "long"), probeField("ntz", "timestamp_ntz")}, nil, nil),
 				p.add(t, "a.parquet", "a.parquet", nil, nil))
 		}, refusal: "lacks reader feature timestampNtz"},
+		{name: "multipart_checkpoint", build: func(t *testing.T, p *probeTable) {
+			multipartProbe(t, p, 2, 2)
+		}},
+		{name: "multipart_checkpoint_incomplete", build: func(t *testing.T, p *probeTable) {
+			multipartProbe(t, p, 2, 1)
+		}},
 		{name: "reader_version_3_unknown_feature", build: func(t *testing.T, p *probeTable) {
 			p.file(t, "a.parquet", ids)
 			p.commit(t, 0, deltaProtocol(3, "someFutureFeature"), probeMeta(probeIDRegion[:1], nil, nil), p.add(t, "a.parquet", "a.parquet", nil, nil))
@@ -478,4 +484,27 @@ func TestDeltaSchemaKeysInOtherCase(t *testing.T) {
 	if _, err := deltaColumnTypes(`{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{"Name":"x"}}]}`); err != nil {
 		t.Errorf("metadata is not read: %v", err)
 	}
+}
+
+// multipartProbe: deltalake writes three commits (the second an
+// overwrite) and a checkpoint of version 2, split here into parts parts of
+// which the first keep are kept; then a fourth commit.
+func multipartProbe(t *testing.T, p *probeTable, parts, keep int) {
+	deltaRSWrites(t, p.dir(), fmt.Sprintf(`
+parts, keep = %d, %d
+write_deltalake(out, pa.table({"id": pa.array([1, 2], pa.int64())}))
+write_deltalake(out, pa.table({"id": pa.array([3], pa.int64())}), mode="overwrite")
+write_deltalake(out, pa.table({"id": pa.array([4, 5], pa.int64())}), mode="append")
+DeltaTable(out).create_checkpoint()
+single = os.path.join(out, "_delta_log", "%%020d.checkpoint.parquet" %% 2)
+t = pq.read_table(single)
+for i in range(1, keep + 1):
+    pq.write_table(t.take([j for j in range(t.num_rows) if j %% parts == i - 1]),
+        os.path.join(out, "_delta_log", "%%020d.checkpoint.%%010d.%%010d.parquet" %% (2, i, parts)))
+os.remove(single)
+last = os.path.join(out, "_delta_log", "_last_checkpoint")
+if os.path.exists(last):
+    os.remove(last)
+write_deltalake(out, pa.table({"id": pa.array([6], pa.int64())}), mode="append")
+`, parts, keep))
 }
