@@ -21,35 +21,37 @@ import (
 // Review 9: adversarial probes of "the merge, not the snapshot" on the real
 // lakeFS server.
 
-// holdAudit is a runner failpoint that, once armed, holds the first audit
+// holdAudit is a runner failpoint that, once armed, holds the next audit
 // to reach "during_audit" (after its seal, before its diff) until released.
 type holdAudit struct {
 	mu      sync.Mutex
-	armed   bool
-	arrived chan struct{}
+	arrived chan struct{} // nil: not armed
 	release chan struct{}
 }
 
-func newHoldAudit() *holdAudit {
-	return &holdAudit{arrived: make(chan struct{}), release: make(chan struct{})}
+// arm holds the next audit: arrived is closed when it is held, and closing
+// release lets it go on.
+func (h *holdAudit) arm() (arrived, release chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.arrived, h.release = make(chan struct{}), make(chan struct{})
+	return h.arrived, h.release
 }
-
-func (h *holdAudit) arm() { h.mu.Lock(); h.armed = true; h.mu.Unlock() }
 
 func (h *holdAudit) failpoint(name string) {
 	if name != "during_audit" {
 		return
 	}
 	h.mu.Lock()
-	hold := h.armed
-	h.armed = false
+	arrived, release := h.arrived, h.release
+	h.arrived = nil
 	h.mu.Unlock()
-	if !hold {
+	if arrived == nil {
 		return
 	}
-	close(h.arrived)
+	close(arrived)
 	select {
-	case <-h.release:
+	case <-release:
 	case <-time.After(3 * time.Minute):
 	}
 }
@@ -64,74 +66,75 @@ func (h *holdAudit) failpoint(name string) {
 // main); and whatever A's run records as its publish must not be B's merge,
 // which a later `lakewap revert` of A would take off main with B's rows.
 // Before the fix A was announced published by B's merge with none of its
-// rows on main; now it is aborted merge_conflict naming that merge.
+// rows on main; now it is aborted merge_conflict naming that merge. When
+// B's branch keeps A's file as A sealed it, A's rows are on main by B's
+// merge, and A is published by it.
 func TestReview9SealSmuggledIntoAnotherBatchIsNotAnnouncedPublished(t *testing.T) {
-	hold := newHoldAudit()
+	hold := &holdAudit{}
 	e := startE2EWith(t, nil, daemon.Options{Failpoint: hold.failpoint})
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
 	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
 		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
 		return nil
 	}))
 	must(t, err)
-	run := time.Now().UnixNano()
-	a := serialBatch{id: fmt.Sprintf("smug-%d-a", run), first: 840000, rows: 20}
-	b := serialBatch{id: fmt.Sprintf("smug-%d-b", run), first: 850000, rows: 20}
-	for _, x := range []serialBatch{a, b} {
-		landWritten(t, ctx, e.Env, x)
-	}
-	branchA, branchB := schemas.BranchName("billing", a.id), schemas.BranchName("billing", b.id)
-	fileA := "gold/billing_fact/batch=" + a.id + "/part-0.parquet"
-
-	hold.arm()
-	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: a.id, Dataset: "billing", Write: "billing_fact",
-		Paths: []string{fileA}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	select {
-	case <-hold.arrived:
-	case <-ctx.Done():
-		t.Fatal("A's audit never started")
-	}
-	sealA, err := e.Lake.Head(ctx, "lake", branchA)
-	must(t, err)
-
-	// B's writer: commit B's branch, merge A's seal into it, delete A's file.
-	_, err = e.Lake.Commit(ctx, "lake", branchB, "writer: B's rows", nil)
-	must(t, err)
-	_, err = e.Lake.Merge(ctx, "lake", sealA, branchB, "writer: take A's seal", nil)
-	must(t, err)
-	del, err := api.DeleteObjectWithResponse(ctx, "lake", branchB, &apigen.DeleteObjectParams{Path: fileA})
-	must(t, err)
-	if del.StatusCode() != http.StatusNoContent {
-		t.Fatalf("delete A's file on B's branch: %d %s", del.StatusCode(), del.Body)
-	}
-	pb, ok := completeBatch(t, ctx, e.Env, b.id).(schemas.BatchPublished)
-	if !ok {
-		t.Fatal("batch B did not publish")
-	}
-	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch="+a.id+"/", ""); err != nil || n != 0 {
-		t.Fatalf("main has %d of A's rows after B's publish (err %v); the attack needs none", n, err)
-	}
-
-	close(hold.release)
-	ev, err := e.Watcher.Await(ctx, a.id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
-	must(t, err)
-	n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch="+a.id+"/", "")
-	must(t, err)
-	if pa, ok := ev.(schemas.BatchPublished); ok {
-		if n != int64(a.rows) {
-			t.Errorf("A announced published at %s, but main holds %d of its %d rows", pa.CommitID, n, a.rows)
+	for i, drop := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		run := time.Now().UnixNano()
+		a := serialBatch{id: fmt.Sprintf("smug-%d-a", run), first: 840000 + 1000*i, rows: 20}
+		b := serialBatch{id: fmt.Sprintf("smug-%d-b", run), first: 850000 + 1000*i, rows: 20}
+		for _, x := range []serialBatch{a, b} {
+			landWritten(t, ctx, e.Env, x)
 		}
-		if pa.CommitID == pb.CommitID {
-			t.Errorf("A announced published by B's merge %s: a revert of A would revert B", pb.CommitID)
+		branchA, branchB := schemas.BranchName("billing", a.id), schemas.BranchName("billing", b.id)
+		fileA := "gold/billing_fact/batch=" + a.id + "/part-0.parquet"
+
+		arrived, release := hold.arm()
+		must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: a.id, Dataset: "billing", Write: "billing_fact",
+			Paths: []string{fileA}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			t.Fatal("A's audit never started")
 		}
-	}
-	ab, ok := ev.(schemas.BatchAborted)
-	if !ok || ab.Reason != schemas.ReasonMergeConflict || !ab.BranchKept || !strings.Contains(ab.Detail, pb.CommitID) {
-		t.Errorf("A ended %s %+v; want aborted merge_conflict, branch kept, naming B's merge %s that took in its sealed commit", ev.EventType(), ev, pb.CommitID)
-	}
-	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch="+b.id+"/", ""); err != nil || n != int64(b.rows) {
-		t.Errorf("main holds %d of B's %d rows (err %v)", n, b.rows, err)
+		sealA, err := e.Lake.Head(ctx, "lake", branchA)
+		must(t, err)
+
+		// B's writer: commit B's branch, merge A's seal into it, maybe delete A's file.
+		_, err = e.Lake.Commit(ctx, "lake", branchB, "writer: B's rows", nil)
+		must(t, err)
+		_, err = e.Lake.Merge(ctx, "lake", sealA, branchB, "writer: take A's seal", nil)
+		must(t, err)
+		if drop {
+			del, err := api.DeleteObjectWithResponse(ctx, "lake", branchB, &apigen.DeleteObjectParams{Path: fileA})
+			must(t, err)
+			if del.StatusCode() != http.StatusNoContent {
+				t.Fatalf("delete A's file on B's branch: %d %s", del.StatusCode(), del.Body)
+			}
+		}
+		pb, ok := completeBatch(t, ctx, e.Env, b.id).(schemas.BatchPublished)
+		if !ok {
+			t.Fatal("batch B did not publish")
+		}
+		close(release)
+		ev, err := e.Watcher.Await(ctx, a.id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		must(t, err)
+		n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch="+a.id+"/", "")
+		must(t, err)
+		if drop {
+			if n != 0 {
+				t.Fatalf("main has %d of A's rows after B's publish; the attack needs none", n)
+			}
+			ab, ok := ev.(schemas.BatchAborted)
+			if !ok || ab.Reason != schemas.ReasonMergeConflict || !ab.BranchKept || !strings.Contains(ab.Detail, pb.CommitID) {
+				t.Errorf("A, whose file B's branch dropped, ended %s %+v; want aborted merge_conflict, branch kept, naming B's merge %s", ev.EventType(), ev, pb.CommitID)
+			}
+		} else if pa, ok := ev.(schemas.BatchPublished); !ok || pa.CommitID != pb.CommitID || n != int64(a.rows) {
+			t.Errorf("A, which B's branch took in unchanged, ended %s %+v with %d of its rows on main; want published by B's merge %s with all %d", ev.EventType(), ev, n, pb.CommitID, a.rows)
+		}
+		if n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch="+b.id+"/", ""); err != nil || n != int64(b.rows) {
+			t.Errorf("main holds %d of B's %d rows (err %v)", n, b.rows, err)
+		}
 	}
 }
 

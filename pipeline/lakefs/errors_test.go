@@ -587,12 +587,41 @@ func TestPublishedTellsAbsorbedFromMerged(t *testing.T) {
 		c, _ := newFake(t, answers)
 		return c
 	}
-	// B's publish c3 merged B's seal x, whose history holds sealed.
-	c := fake(`["`+c2+`","`+x+`"]`, map[string]answer{
-		"GET /api/v1/repositories/lake/commits/" + x: {200, `{"id":"` + x + `","parents":["` + c2 + `"]}`}})
+	// B's publish c3 merged B's seal x, whose history holds sealed, and
+	// does not hold sealed's file (B's branch deleted it).
+	object := func(addr string) string {
+		return `{"path":"t/a","checksum":"k","physical_address":"` + addr + `","size_bytes":1,"path_type":"object","mtime":0}`
+	}
+	ls := func(ref string, objs ...string) (string, answer) {
+		return "GET /api/v1/repositories/lake/refs/" + ref + "/objects/ls", answer{200, `{"pagination":{"has_more":false},"results":[` + strings.Join(objs, ",") + `]}`}
+	}
+	absorbed := map[string]answer{
+		"GET /api/v1/repositories/lake/commits/" + x:                   {200, `{"id":"` + x + `","parents":["` + c2 + `"]}`},
+		"GET /api/v1/repositories/lake/refs/" + c2 + "/diff/" + sealed: {200, `{"pagination":{"has_more":false},"results":[{"path":"t/a","type":"added","path_type":"object","size_bytes":1}]}`},
+	}
+	k, a := ls(sealed, object("s://a"))
+	absorbed[k] = a
+	k, a = ls(c3)
+	absorbed[k] = a
+	c := fake(`["`+c2+`","`+x+`"]`, absorbed)
 	p, err := c.Published(context.Background(), "lake", "main", sealed, since)
 	if err != nil || p.OnTarget || p.Absorbed != c3 || p.Head != c4 {
 		t.Errorf("Published of a seal another batch took in = %+v, %v; want not on target, absorbed by %s", p, err, c3)
+	}
+	// The same, but c3 holds sealed's file as sealed does: published by c3.
+	k, a = ls(c3, object("s://a"))
+	absorbed[k] = a
+	c = fake(`["`+c2+`","`+x+`"]`, absorbed)
+	p, err = c.Published(context.Background(), "lake", "main", sealed, since)
+	if err != nil || !p.OnTarget || p.Merge != c3 || p.Absorbed != "" {
+		t.Errorf("Published of a seal another batch took in unchanged = %+v, %v; want on target, by %s", p, err, c3)
+	}
+	// At another address with the same claimed checksum and size: not the batch's bytes.
+	k, a = ls(c3, object("s://other"))
+	absorbed[k] = a
+	c = fake(`["`+c2+`","`+x+`"]`, absorbed)
+	if p, err = c.Published(context.Background(), "lake", "main", sealed, since); err != nil || p.OnTarget || p.Absorbed != c3 {
+		t.Errorf("Published of a seal another batch took in relinked = %+v, %v; want absorbed by %s", p, err, c3)
 	}
 	// An older build merged d, its recheck's merge of main's head into the seal.
 	c = fake(`["`+c2+`","`+d+`"]`, map[string]answer{

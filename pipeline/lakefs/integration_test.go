@@ -369,9 +369,9 @@ func TestRealLakeFS(t *testing.T) {
 		}
 		// Publish sealed again: the merged commit is that second seal, and
 		// the first one is brought in by the same merge, as an ancestor,
-		// without being merged: it is absorbed, not published (a writer can
-		// take another batch's seal into its branch and drop its files
-		// before its publish brings it in: review 9).
+		// without being merged; the merge holds its file as it does, so it
+		// is published by that merge (had the second seal dropped the file,
+		// it would be absorbed: review 9).
 		m43, err := c.GetCommit(ctx, repo, id43)
 		if err != nil {
 			t.Fatal(err)
@@ -379,8 +379,8 @@ func TestRealLakeFS(t *testing.T) {
 		if m, err := c.MergesOf(ctx, repo, "main", m43.Parents[1], start); err != nil || len(m) != 1 || m[0].ID != id43 {
 			t.Errorf("MergesOf(second seal of 43) = %+v, %v; want only %s", m, err, id43)
 		}
-		if p, err := c.Published(ctx, repo, "main", sealed43, start); err != nil || p.OnTarget || p.Absorbed != id43 {
-			t.Errorf("Published(first seal of 43) = %+v, %v; want not on main, absorbed by %s", p, err, id43)
+		if p, err := c.Published(ctx, repo, "main", sealed43, start); err != nil || !p.OnTarget || p.Merge != id43 {
+			t.Errorf("Published(first seal of 43) = %+v, %v; want merged by %s", p, err, id43)
 		}
 
 		// A batch that brings nothing is not merged: the target already

@@ -403,8 +403,67 @@ func (c *Client) Published(ctx context.Context, repo, target, sealed string, sin
 		p.OnTarget, p.Merge, p.Source = true, bringer.ID, d
 		return p, nil
 	}
+	intact, err := c.holdsUnchanged(ctx, repo, bringer, sealed)
+	if err != nil {
+		return p, err
+	}
+	if intact {
+		p.OnTarget, p.Merge = true, bringer.ID // published by it, unchanged
+		return p, nil
+	}
 	p.Absorbed = bringer.ID
 	return p, nil
+}
+
+// maxAbsorbedChanges bounds the changes of a sealed commit compared with
+// the commit that took it into the target (holdsUnchanged); a sealed commit
+// with more is taken as absorbed.
+const maxAbsorbedChanges = 100
+
+// holdsUnchanged says whether commit, which brought sealed into its target
+// without merging it, holds each path sealed changes against commit's first
+// parent (lakeFS's three-dot diff: what merging sealed there would bring)
+// as sealed holds it: the same physical address, checksum and size, or
+// absent where sealed removed it. Then the batch's changes are on the
+// target, published by commit, and it is not aborted for another branch
+// having taken its sealed commit in unchanged.
+func (c *Client) holdsUnchanged(ctx context.Context, repo string, commit Commit, sealed string) (bool, error) {
+	if len(commit.Parents) == 0 {
+		return false, nil
+	}
+	base := commit.Parents[0]
+	changes, err := list(ctx, c, call{op: "diff", repo: repo, ref: base + "..." + sealed}, maxAbsorbedChanges+1, changeFrom,
+		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			return c.api.DiffRefs(ctx, repo, base, sealed, &apigen.DiffRefsParams{After: after, Amount: amount})
+		})
+	if err != nil || len(changes) > maxAbsorbedChanges {
+		return false, err
+	}
+	at := func(ref, path string) (Object, bool, error) {
+		objs, err := c.List(ctx, repo, ref, path)
+		i := slices.IndexFunc(objs, func(o Object) bool { return o.Path == path })
+		if err != nil || i < 0 {
+			return Object{}, false, err
+		}
+		return objs[i], true, nil
+	}
+	for _, ch := range changes {
+		o, held, err := at(commit.ID, ch.Path)
+		if err != nil {
+			return false, err
+		}
+		if ch.Type == "removed" {
+			if held {
+				return false, nil
+			}
+			continue
+		}
+		s, ok, err := at(sealed, ch.Path)
+		if err != nil || !ok || !held || o.PhysicalAddress != s.PhysicalAddress || o.Checksum != s.Checksum || o.Size != s.Size {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // bringer finds the first-parent commit of head that brought sealed (which
