@@ -78,8 +78,11 @@ type deltaSnapshot struct {
 	// materialized are the (lower-case) names of the row tracking columns
 	// writers may keep in data files beside the schema's.
 	materialized map[string]bool
-	named        map[string]bool // object paths the log names, active or removed
-	log          []Object        // the objects under _delta_log/, as listed
+	// leaves are the schema's columns of primitive types and the fields
+	// of its structs, at any depth, whose stats are compared.
+	leaves []deltaLeaf
+	named  map[string]bool // object paths the log names, active or removed
+	log    []Object        // the objects under _delta_log/, as listed
 }
 
 type deltaFile struct {
@@ -1244,6 +1247,7 @@ func (s *deltaState) snapshot(objects map[string]Object) (*deltaSnapshot, error)
 		return nil, tableErr("schema of %s: %v", s.table.Name, err)
 	}
 	snap.schema = fields
+	snap.leaves = deltaLeaves(s.meta.SchemaString)
 	if schemaHasType(s.meta.SchemaString, "timestamp_ntz") && !slices.Contains(s.protocol.ReaderFeatures, "timestampNtz") {
 		// delta-rs refuses to read such a table; Spark too.
 		return nil, tableErr("%w: the schema has a timestamp_ntz column and the protocol lacks reader feature timestampNtz", ErrDeltaUnsupported)
@@ -1401,6 +1405,67 @@ func schemaHasType(schema, typ string) bool {
 	return walk(v)
 }
 
+// deltaLeaf is a primitive column or struct field of a Delta schema: its
+// path (column, then fields) and DuckDB type.
+type deltaLeaf struct {
+	path []string
+	typ  string
+}
+
+// deltaLeaves are the leaves of a Delta schema of a type lakewap maps,
+// through structs (not arrays or maps: writers keep no stats of them).
+func deltaLeaves(schema string) []deltaLeaf {
+	type field struct {
+		Name string          `json:"name"`
+		Type json.RawMessage `json:"type"`
+	}
+	var out []deltaLeaf
+	var walk func(prefix []string, fields []field)
+	walk = func(prefix []string, fields []field) {
+		for _, f := range fields {
+			path := append(slices.Clone(prefix), f.Name)
+			var st struct {
+				Type   string  `json:"type"`
+				Fields []field `json:"fields"`
+			}
+			if json.Unmarshal(f.Type, &st) == nil && st.Type == "struct" {
+				walk(path, st.Fields)
+				continue
+			}
+			if t := deltaPrimitive(f.Type); t != "" {
+				out = append(out, deltaLeaf{path, t})
+			}
+		}
+	}
+	var s struct {
+		Fields []field `json:"fields"`
+	}
+	if json.Unmarshal([]byte(schema), &s) == nil {
+		walk(nil, s.Fields)
+	}
+	return out
+}
+
+var deltaPrimitives = map[string]string{"string": "VARCHAR", "long": "BIGINT", "integer": "INTEGER", "short": "SMALLINT",
+	"byte": "TINYINT", "float": "FLOAT", "double": "DOUBLE", "boolean": "BOOLEAN", "date": "DATE",
+	"timestamp": "TIMESTAMPTZ", "timestamp_ntz": "TIMESTAMP"}
+
+// deltaPrimitive is the DuckDB type of a Delta primitive type, "" for any
+// other.
+func deltaPrimitive(raw json.RawMessage) string {
+	var t string
+	if json.Unmarshal(raw, &t) != nil {
+		return ""
+	}
+	if d, ok := deltaPrimitives[t]; ok {
+		return d
+	}
+	if m := deltaDecimal.FindStringSubmatch(t); m != nil {
+		return "DECIMAL(" + m[1] + "," + m[2] + ")"
+	}
+	return ""
+}
+
 // deltaColumnTypes maps the table's top-level columns to DuckDB types ("" for
 // a struct, array or map, and for a type lakewap does not map).
 func deltaColumnTypes(schema string) ([]ColumnType, error) {
@@ -1416,21 +1481,9 @@ func deltaColumnTypes(schema string) ([]ColumnType, error) {
 	if err := exactCase([]byte(schema), reflect.TypeOf(s)); err != nil {
 		return nil, err
 	}
-	prim := map[string]string{"string": "VARCHAR", "long": "BIGINT", "integer": "INTEGER", "short": "SMALLINT",
-		"byte": "TINYINT", "float": "FLOAT", "double": "DOUBLE", "boolean": "BOOLEAN", "date": "DATE",
-		"timestamp": "TIMESTAMPTZ", "timestamp_ntz": "TIMESTAMP"}
 	var out []ColumnType
 	for _, f := range s.Fields {
-		var t string
-		c := ColumnType{Name: f.Name}
-		if json.Unmarshal(f.Type, &t) == nil {
-			if d, ok := prim[t]; ok {
-				c.Type = d
-			} else if m := deltaDecimal.FindStringSubmatch(t); m != nil {
-				c.Type = "DECIMAL(" + m[1] + "," + m[2] + ")"
-			}
-		}
-		out = append(out, c)
+		out = append(out, ColumnType{Name: f.Name, Type: deltaPrimitive(f.Type)})
 	}
 	return out, nil
 }

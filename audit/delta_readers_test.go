@@ -428,6 +428,21 @@ pq.write_table(t.set_column(t.schema.get_field_index("add"), "add", pa.StructArr
 	})
 }
 
+// deltaRSRun runs script as deltaRSWrites does and returns its output.
+func deltaRSRun(t *testing.T, out, script string) string {
+	t.Helper()
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	prelude := "import sys, os, glob\nimport pyarrow as pa, pyarrow.parquet as pq\nfrom deltalake import DeltaTable, write_deltalake\nout = sys.argv[1]\n"
+	b, err := exec.Command(python, "-c", prelude+script+"\nos._exit(0)\n", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("deltalake: %v\n%s", err, b)
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // deltaRSWrites runs script with deltalake, pyarrow and the table's
 // directory as out.
 func deltaRSWrites(t *testing.T, out, script string) {
