@@ -41,7 +41,9 @@ import (
 // vector, V2 checkpoints, sidecars and log compaction files, a
 // _last_checkpoint that names another checkpoint than the newest, a reader
 // version above 3 or a reader feature not listed below, column mapping,
-// absolute file paths, a gap in the log that no checkpoint covers.
+// absolute file paths, a gap in the log that no checkpoint covers, a key in
+// another case than the protocol's (exactCase), partition values delta-rs
+// cannot parse, a checkpoint's stats_parsed that is not its JSON stats.
 
 // deltaReaderFeatures are the table features (protocol reader version 3)
 // that do not change which rows the active Parquet files hold.
