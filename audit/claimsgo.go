@@ -35,6 +35,11 @@ import (
 // not hold and that it reports held (TestGoSettledClaimsThatLieAreRefused
 // plants one in each way it reads).
 //
+// A page's claims (its column index, its header's statistics) are
+// settled alike from that page's figures (settlePageClaims), which
+// columnIndexDisagreement compared in a statement binding every page's
+// bounds as literals (about 0.1 ms a page and column).
+//
 // Types taken: byte arrays (strings, enums, JSON, binary), INT32 and
 // INT64 signed or unsigned at their full width, FLOAT, DOUBLE and DATE,
 // each read by DuckDB as the plain value's bytes. Leaves under a
@@ -71,7 +76,7 @@ func (g *goClaims) close() {
 // pages read in Go show; false when they do not or it cannot tell.
 func (g *goClaims) settled(leaves []leafColumn, k int, groups []rowGroupClaims) bool {
 	l := leaves[k]
-	width, ok := goClaimWidth(l)
+	gl, ok := goLeafOf(l)
 	if !ok || g.failed {
 		return false
 	}
@@ -81,45 +86,133 @@ func (g *goClaims) settled(leaves []leafColumn, k int, groups []rowGroupClaims) 
 			return false
 		}
 		c := g.chunks[i]
-		c.ctx = g.ctx
 		if c.rowGroup != gi || c.column != k || !slices.Equal(c.parts, l.path) || c.maxRep != 0 ||
 			c.physical != l.physical || c.numValues != grp.rows || grp.rows <= 0 {
 			return false
 		}
-		if g.budget -= c.totalCompressed; g.budget < 0 {
-			return false
-		}
-		vals, ok := g.chunkFigures(l, c, width)
-		if !ok || chunkHolds(l, grp.chunks[k], grp.rows, vals) != nil {
+		pages, ok := g.pageFigures(gl, c)
+		if !ok || chunkHolds(l, grp.chunks[k], grp.rows, chunkFigures(gl, pages)) != nil {
 			return false
 		}
 	}
 	return true
 }
 
-// goClaimWidth is the width of l's plain values (0 for a byte array),
-// when the Go reading takes l's type.
-func goClaimWidth(l leafColumn) (int, bool) {
+// goLeaf is a leaf as the Go reading takes its plain values: their
+// order (claimBytes, claimInt, claimUint, claimFloat, claimDouble or
+// claimDate), whether DuckDB reads them as text, their width (0 for a
+// byte array).
+type goLeaf struct {
+	kind  claimKind
+	text  bool
+	width int
+}
+
+// goLeafOf is l as the Go reading takes it, if it does.
+func goLeafOf(l leafColumn) (goLeaf, bool) {
 	if l.repeated {
-		return 0, false
+		return goLeaf{}, false
 	}
 	switch {
 	case l.kind == claimBytes && l.physical == ptByteArray:
-		return 0, true
+		return goLeaf{kind: claimBytes, text: l.text}, true
 	case (l.kind == claimInt || l.kind == claimUint) && l.fullWidth && l.physical == ptInt32,
 		l.kind == claimDate && l.physical == ptInt32, l.kind == claimFloat && l.physical == ptFloat:
-		return 4, true
+		return goLeaf{kind: l.kind, width: 4}, true
 	case (l.kind == claimInt || l.kind == claimUint) && l.fullWidth && l.physical == ptInt64,
 		l.kind == claimDouble && l.physical == ptDouble:
-		return 8, true
+		return goLeaf{kind: l.kind, width: 8}, true
 	}
-	return 0, false
+	return goLeaf{}, false
 }
 
-// chunkFigures are the aggregates dataExprs asks of chunk c of leaf l
-// (its count of values, its min and max, and a float's NaN count: none,
-// or the chunk is left to DuckDB), read from its pages.
-func (g *goClaims) chunkFigures(l leafColumn, c chunkMeta, width int) ([]any, bool) {
+// goLeafOfChunk is the leaf of chunk c as the Go reading takes it, for
+// its page claims (chunkDomain's domain of it is then the plain value's).
+func goLeafOfChunk(c chunkMeta) (goLeaf, bool) {
+	t := c.types
+	if c.maxRep != 0 || t.converted == cvDecimal || t.logical == ltDecimal {
+		return goLeaf{}, false
+	}
+	switch c.physical {
+	case ptByteArray:
+		switch {
+		case t.converted == cvUTF8 || t.converted == cvEnum || t.converted == cvJSON || t.logical == ltString || t.logical == ltEnum || t.logical == ltJSON:
+			return goLeaf{kind: claimBytes, text: true}, true
+		case (t.converted == -1 || t.converted == cvBSON) && (t.logical == 0 || t.logical == ltBSON):
+			return goLeaf{kind: claimBytes}, true
+		}
+	case ptInt32, ptInt64:
+		width := map[int32]int{ptInt32: 4, ptInt64: 8}[c.physical]
+		bits := int8(8 * width)
+		conv := map[int32]int8{cvInt32: 32, cvInt64: 64, cvUint32: 32, cvUint64: 64}
+		unsignedConv := t.converted == cvUint32 || t.converted == cvUint64
+		switch {
+		case c.physical == ptInt32 && (t.converted == cvDate || t.logical == ltDate) && (t.converted == -1 || t.converted == cvDate) && (t.logical == 0 || t.logical == ltDate):
+			return goLeaf{kind: claimDate, width: 4}, true
+		case t.logical == 0 && t.converted == -1,
+			t.logical == 0 && conv[t.converted] == bits && !unsignedConv,
+			t.logical == ltInteger && t.intBits == bits && !t.unsigned && (t.converted == -1 || conv[t.converted] == bits && !unsignedConv):
+			return goLeaf{kind: claimInt, width: width}, true
+		case t.logical == 0 && conv[t.converted] == bits && unsignedConv,
+			t.logical == ltInteger && t.intBits == bits && t.unsigned && (t.converted == -1 || conv[t.converted] == bits && unsignedConv):
+			return goLeaf{kind: claimUint, width: width}, true
+		}
+	case ptFloat, ptDouble:
+		if t.converted == -1 && t.logical == 0 {
+			return goLeaf{kind: map[int32]claimKind{ptFloat: claimFloat, ptDouble: claimDouble}[c.physical], width: map[int32]int{ptFloat: 4, ptDouble: 8}[c.physical]}, true
+		}
+	}
+	return goLeaf{}, false
+}
+
+// pageFig is what a data page's values and levels show: its levels (its
+// rows, in a leaf of no repetition), its values (levels of the maximum
+// definition level), the least and the greatest of them (plain, nil
+// without values).
+type pageFig struct {
+	levels, values int64
+	lo, hi         []byte
+}
+
+// chunkFigures are the aggregates dataExprs asks of a chunk whose data
+// pages are pages (its count of values, its min and max, and a float's
+// NaN count: none, or pageFigures left the chunk to DuckDB).
+func chunkFigures(l goLeaf, pages []pageFig) []any {
+	var count int64
+	var lo, hi []byte
+	for _, p := range pages {
+		count += p.values
+		if p.lo == nil {
+			continue
+		}
+		if lo == nil || plainCompare(l, p.lo, lo) < 0 {
+			lo = p.lo
+		}
+		if hi == nil || plainCompare(l, p.hi, hi) > 0 {
+			hi = p.hi
+		}
+	}
+	out := []any{count, nil, nil}
+	if lo != nil {
+		out[1], out[2] = plainAggregate(l, lo), plainAggregate(l, hi)
+	}
+	if l.kind == claimFloat || l.kind == claimDouble {
+		out = append(out, int64(0))
+	}
+	return out
+}
+
+// pageFigures are the figures of chunk c's data pages, in order, read
+// from the pages; ok is false where the Go reading cannot tell (see
+// above), or past the file's budget.
+func (g *goClaims) pageFigures(l goLeaf, c chunkMeta) ([]pageFig, bool) {
+	if g.failed {
+		return nil, false
+	}
+	if g.budget -= c.totalCompressed; g.budget < 0 {
+		return nil, false
+	}
+	c.ctx = g.ctx
 	if g.f == nil {
 		// The file in one read: its chunks are at most goClaimsMaxBytes.
 		b, err := readAtMost(g.path, goClaimsMaxBytes+footerMaxBytes+12)
@@ -134,26 +227,10 @@ func (g *goClaims) chunkFigures(l leafColumn, c chunkMeta, width int) ([]any, bo
 		return nil, false
 	}
 	var (
-		dict   [][]byte
-		count  int64
-		lo, hi []byte
-		bad    bool
+		dict [][]byte
+		figs []pageFig
+		bad  bool
 	)
-	see := func(v []byte) {
-		if bad {
-			return
-		}
-		if !goReadable(l, v) {
-			bad = true
-			return
-		}
-		if lo == nil || plainCompare(l, v, lo) < 0 {
-			lo = v
-		}
-		if hi == nil || plainCompare(l, v, hi) > 0 {
-			hi = v
-		}
-	}
 	for i, p := range pages {
 		b, err := readBody(g.f, c, p, &g.zd)
 		if err != nil {
@@ -164,7 +241,7 @@ func (g *goClaims) chunkFigures(l leafColumn, c chunkMeta, width int) ([]any, bo
 				return nil, false
 			}
 			dict = [][]byte{}
-			if plainValues(b, width, func(v []byte) error { dict = append(dict, v); return nil }) != nil || len(dict) != int(p.h.numValues) ||
+			if plainValues(b, l.width, func(v []byte) error { dict = append(dict, v); return nil }) != nil || len(dict) != int(p.h.numValues) ||
 				slices.ContainsFunc(dict, func(v []byte) bool { return !goReadable(l, v) }) {
 				return nil, false
 			}
@@ -175,56 +252,140 @@ func (g *goClaims) chunkFigures(l leafColumn, c chunkMeta, width int) ([]any, bo
 			return nil, false
 		}
 		n := int(p.h.numValues)
-		values := n
+		fig := pageFig{levels: int64(n), values: int64(n)}
 		if c.maxDef > 0 {
-			values = 0
+			fig.values = 0
 			if rleEach(defs, bits.Len(uint(c.maxDef)), n, func(v uint64) bool {
 				if v == uint64(c.maxDef) {
-					values++
+					fig.values++
 				}
 				return v <= uint64(c.maxDef)
 			}) != nil {
 				return nil, false
 			}
 		}
-		count += int64(values)
-		if values == 0 {
-			continue
+		see := func(v []byte) {
+			if bad {
+				return
+			}
+			if !goReadable(l, v) {
+				bad = true
+				return
+			}
+			if fig.lo == nil || plainCompare(l, v, fig.lo) < 0 {
+				fig.lo = v
+			}
+			if fig.hi == nil || plainCompare(l, v, fig.hi) > 0 {
+				fig.hi = v
+			}
 		}
-		switch p.h.encoding {
-		case 0: // PLAIN
-			m := 0
-			if plainValues(vals, width, func(v []byte) error { m++; see(v); return nil }) != nil || m != values {
-				return nil, false
-			}
-		case 2, 8: // PLAIN_DICTIONARY, RLE_DICTIONARY
-			if len(dict) == 0 || len(vals) < 1 || vals[0] > 32 {
-				return nil, false
-			}
-			if rleEach(vals[1:], int(vals[0]), values, func(ix uint64) bool {
-				if ix >= uint64(len(dict)) {
-					return false
+		if fig.values > 0 {
+			switch p.h.encoding {
+			case 0: // PLAIN
+				m := int64(0)
+				if plainValues(vals, l.width, func(v []byte) error { m++; see(v); return nil }) != nil || m != fig.values {
+					return nil, false
 				}
-				see(dict[ix])
-				return true
-			}) != nil {
+			case 2, 8: // PLAIN_DICTIONARY, RLE_DICTIONARY
+				if len(dict) == 0 || len(vals) < 1 || vals[0] > 32 {
+					return nil, false
+				}
+				if rleEach(vals[1:], int(vals[0]), int(fig.values), func(ix uint64) bool {
+					if ix >= uint64(len(dict)) {
+						return false
+					}
+					see(dict[ix])
+					return true
+				}) != nil {
+					return nil, false
+				}
+			default:
 				return nil, false
 			}
-		default:
-			return nil, false
 		}
 		if bad {
 			return nil, false
 		}
+		figs = append(figs, fig)
 	}
-	out := []any{count, nil, nil}
-	if lo != nil {
-		out[1], out[2] = plainAggregate(l, lo), plainAggregate(l, hi)
+	return figs, true
+}
+
+// settlePageClaims is claims (of the Parquet file at path, whose chunks
+// are chunks) without those its pages read in Go show to hold. A
+// column's claims of one source are all taken out or all left:
+// columnIndexDisagreement places each row in a page by the claims' rows.
+func settlePageClaims(ctx context.Context, path string, chunks []chunkMeta, claims []pageClaim) []pageClaim {
+	if len(claims) == 0 {
+		return claims
 	}
-	if l.kind == claimFloat || l.kind == claimDouble {
-		out = append(out, int64(0))
+	g := newGoClaims(ctx, path, chunks)
+	defer g.close()
+	type span struct {
+		column int
+		source string
 	}
-	return out, true
+	holds := map[span]bool{}
+	figs := map[int][]pageFig{} // by chunk, nil where not read
+	for _, cl := range claims {
+		if cl.chunk < 0 || cl.chunk >= len(chunks) {
+			return claims
+		}
+		c := chunks[cl.chunk]
+		k := span{c.column, cl.source}
+		if h, seen := holds[k]; seen && !h {
+			continue
+		}
+		f, read := figs[cl.chunk]
+		if !read {
+			if l, ok := goLeafOfChunk(c); ok {
+				if f, ok = g.pageFigures(l, c); !ok {
+					f = nil
+				}
+			}
+			figs[cl.chunk] = f
+		}
+		holds[k] = cl.page >= 0 && cl.page < len(f) && pageClaimHolds(cl, f[cl.page])
+	}
+	var out []pageClaim
+	for _, cl := range claims {
+		if !holds[span{chunks[cl.chunk].column, cl.source}] {
+			out = append(out, cl)
+		}
+	}
+	return out
+}
+
+// pageClaimHolds: claim cl holds for its page's figures f, as
+// columnIndexDisagreement's comparison finds (a bound, null count or
+// null page of the claim's that the data contradicts).
+func pageClaimHolds(cl pageClaim, f pageFig) bool {
+	if cl.hi-cl.lo != f.levels {
+		return false // not the rows DuckDB would place in the page
+	}
+	if cl.nulls >= 0 && cl.nulls != f.levels-f.values {
+		return false
+	}
+	if f.values == 0 {
+		return true
+	}
+	if cl.nullPage || cl.domain.decode == nil {
+		return false
+	}
+	lo, err := cl.domain.decode(f.lo)
+	if err != nil {
+		return false
+	}
+	hi, err := cl.domain.decode(f.hi)
+	if err != nil {
+		return false
+	}
+	for _, b := range [][2]bound{{cl.min, cl.max}, {cl.lmin, cl.lmax}} {
+		if b[0].set() && cl.domain.cmp(lo, b[0]) < 0 || b[1].set() && cl.domain.cmp(hi, b[1]) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // readAtMost reads the file at path, of at most max bytes.
@@ -252,7 +413,7 @@ func readAtMost(path string, max int64) ([]byte, error) {
 // chunkHolds's rules ask nothing more of it. Text that is not UTF-8 is
 // DuckDB's error to report (the refusal), a NaN its rule to apply, and a
 // DATE of the infinities' days is read as infinity.
-func goReadable(l leafColumn, v []byte) bool {
+func goReadable(l goLeaf, v []byte) bool {
 	switch l.kind {
 	case claimBytes:
 		return !l.text || utf8.Valid(v)
@@ -363,7 +524,7 @@ func plainInt(v []byte) (int64, uint64) {
 }
 
 // plainCompare orders two plain values of l (goClaimWidth's types).
-func plainCompare(l leafColumn, a, b []byte) int {
+func plainCompare(l goLeaf, a, b []byte) int {
 	switch l.kind {
 	case claimBytes:
 		return bytes.Compare(a, b)
@@ -400,7 +561,7 @@ func plainCompare(l leafColumn, a, b []byte) int {
 
 // plainAggregate is plain value v of l as dataValue reads DuckDB's
 // aggregate of it.
-func plainAggregate(l leafColumn, v []byte) any {
+func plainAggregate(l goLeaf, v []byte) any {
 	switch l.kind {
 	case claimBytes:
 		return v

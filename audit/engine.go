@@ -189,8 +189,8 @@ type Engine struct {
 	// do not hold (claims.go), for the tests of the audit's own reading
 	// of such a file
 	claimsUnchecked bool
-	// claimsNotInGo leaves every claim to DuckDB (claimsgo.go), for the
-	// benchmark that compares.
+	// claimsNotInGo leaves every claim, a row group's or a page's, to
+	// DuckDB (claimsgo.go), for the tests and benchmarks that compare.
 	claimsNotInGo bool
 }
 

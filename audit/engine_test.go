@@ -32,7 +32,7 @@ type dirSource struct {
 	failPath  string            // Download of this path fails
 }
 
-func newDirSource(t *testing.T) *dirSource {
+func newDirSource(t testing.TB) *dirSource {
 	return &dirSource{root: t.TempDir(), downloads: map[string]int{}, sums: map[string]string{}}
 }
 
@@ -234,7 +234,7 @@ var tables = []Table{
 	{Name: "customers", Path: "gold/customers/"},
 }
 
-func newEngine(t *testing.T, src Source, cache string) *Engine {
+func newEngine(t testing.TB, src Source, cache string) *Engine {
 	t.Helper()
 	e, err := New(Options{Source: src, WorkDir: t.TempDir(), CacheDir: cache, MemoryLimit: "512MB", Threads: 2, SampleRows: 3})
 	if err != nil {

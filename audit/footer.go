@@ -58,6 +58,7 @@ type nodeTypes struct {
 	logicalScale                     int32 // DecimalType's scale
 	unit                             int16 // TimeType's and TimestampType's TimeUnit: 1 MILLIS, 2 MICROS, 3 NANOS
 	unsigned                         bool  // IntType's isSigned false
+	intBits                          int8  // IntType's bitWidth
 	utc                              bool  // TimeType's and TimestampType's isAdjustedToUTC
 }
 

@@ -83,6 +83,11 @@ func logicalType(b []byte, nt *nodeTypes) {
 					nt.unsigned = t == ctFalse
 					return true, nil
 				}
+				if id == 1 && t == ctByte {
+					v, err := d.byte()
+					nt.intBits = int8(v)
+					return true, err
+				}
 				return false, nil
 			})
 		}

@@ -337,6 +337,9 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 			return err
 		}
 		claims, err := checkReaderIndexes(ctx, f, ft.chunks)
+		if err == nil && !r.e.claimsNotInGo {
+			claims = settlePageClaims(ctx, f, ft.chunks, claims) // the rest to DuckDB
+		}
 		if err == nil {
 			err = r.columnIndexDisagreement(ctx, f, ft.chunks, claims)
 		}

@@ -97,7 +97,8 @@ func TestSparkBooleanBloomFilterPasses(t *testing.T) {
 }
 
 // FuzzReaderIndexes: no file makes the Go readers of a footer's claims
-// and of its pages' indexes and statistics panic or allocate past their
+// and of its pages' indexes and statistics (and their Go comparison,
+// claimsgo.go) panic or allocate past their
 // limits (docs/limits.md); a file they take is checked or refused.
 func FuzzReaderIndexes(f *testing.F) {
 	for _, name := range []string{"page_index.parquet", "page_stats.parquet", "spark_bloom_bool.parquet"} {
@@ -114,15 +115,24 @@ func FuzzReaderIndexes(f *testing.F) {
 			t.Fatal(err)
 		}
 		if buf, err := footerBytes(p); err == nil {
-			if _, err := decodeFooterSchema(buf); err == nil {
-				_, _, _ = decodeFooterClaims(buf)
+			if ft, err := decodeFooter(buf); err == nil {
+				if leaves, groups, err := decodeFooterClaims(buf); err == nil {
+					g := newGoClaims(context.Background(), p, ft.chunks) // claimsgo.go's reading
+					for k := range leaves {
+						g.settled(leaves, k, groups)
+					}
+					g.close()
+				}
 			}
 		}
 		ft, err := readFooter(p)
 		if err != nil {
 			return
 		}
-		_, _ = checkReaderIndexes(context.Background(), p, ft.chunks)
+		claims, err := checkReaderIndexes(context.Background(), p, ft.chunks)
+		if err == nil {
+			settlePageClaims(context.Background(), p, ft.chunks, claims)
+		}
 	})
 }
 
