@@ -358,6 +358,13 @@ pq.write_table(t.set_column(t.schema.get_field_index("add"), "add", pa.StructArr
 				p.add(t, "a.parquet", "a.parquet", nil, nil), p.add(t, "b.parquet", "b.parquet", nil, nil))
 			p.commit(t, 1, `{"remove":{"path":"a.parquet","PATH":"b.parquet","deletionTimestamp":2,"dataChange":true}}`)
 		}, refusal: `key "PATH" is "path" in another case`},
+		{name: "duplicate_action_key", build: func(t *testing.T, p *probeTable) {
+			p.file(t, "a.parquet", ids)
+			p.file(t, "b.parquet", "SELECT NULL::BIGINT AS id")
+			a, b := p.add(t, "a.parquet", "a.parquet", nil, nil), p.add(t, "b.parquet", "b.parquet", nil, nil)
+			p.commit(t, 0, deltaProtocol(1), probeMeta(probeIDRegion[:1], nil, nil),
+				`{"add":`+strings.TrimSuffix(strings.TrimPrefix(b, `{"add":`), "}")+`,"add":`+strings.TrimPrefix(a, `{"add":`))
+		}},
 		{name: "stats_key_in_other_case", build: func(t *testing.T, p *probeTable) {
 			// delta-rs skips the file by maxValues 3 (filter id = 4), a
 			// case-blind reader takes the later MaxValues 4.
