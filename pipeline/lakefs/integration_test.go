@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -426,6 +427,22 @@ func TestRealLakeFS(t *testing.T) {
 		cm, err := c.GetCommit(ctx, repo, "b")
 		if err != nil || cm.ID != id || id == base.ID || cm.Message != "sealed" || cm.Metadata[pipeline.MetaSealedBatchID] != "7" {
 			t.Errorf("after Seal head = %+v, %v; want new commit %s", cm, err, id)
+		}
+		// The seal's merge-base with its one parent is known from lakeFS's
+		// answer to the commit, without a call, and is what lakeFS answers.
+		var calls atomic.Int64
+		parent := cm.Parents[0]
+		mb, _, err := c.MergeBase(pipeline.WithCallCounter(ctx, &calls), repo, id, parent)
+		if err != nil || mb != parent || calls.Load() != 0 {
+			t.Errorf("MergeBase(seal, parent) = %s, %v in %d calls; want the parent %s in none", mb, err, calls.Load(), parent)
+		}
+		fresh, err := lakefs.New(lakefs.Config{Endpoint: stack.LakeFSEndpoint, AccessKeyID: stack.AccessKeyID, SecretAccessKey: stack.SecretAccessKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		asked, _, err := fresh.MergeBase(pipeline.WithCallCounter(ctx, &calls), repo, id, parent)
+		if err != nil || asked != parent || calls.Load() != 1 {
+			t.Errorf("lakeFS's merge-base of the seal and its parent = %s, %v (%d calls); want the parent %s", asked, err, calls.Load(), parent)
 		}
 	})
 

@@ -144,6 +144,13 @@ func (c *Client) commit(ctx context.Context, repo, branch, message string, meta 
 	})
 	if err == nil {
 		c.made.put(repo, commitFrom(out))
+		if len(out.Parents) == 1 {
+			// A commit's merge-base with its only parent is that parent
+			// (lakeFS's FindMergeBase reaches it from both sides first):
+			// an audit of a seal against the commit its branch was made
+			// from asks lakeFS nothing for it.
+			c.bases.put(repo, out.Id, out.Parents[0], out.Parents[0])
+		}
 	}
 	return out.Id, err
 }

@@ -31,23 +31,36 @@ func (r *Runner) beginAudit(j job) pipeline.Input {
 // one line: seal, the one diff of the sealed commit against the target,
 // the tables-only rule on it, then the audit with the diff in its request.
 func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) pipeline.Input {
-	// The diff is against the target's commit (the audit's cache key names
-	// it, and it does not contend with merges into the branch). That
-	// commit does not depend on the seal, so it is asked for meanwhile.
+	// The diff is against a commit of the target (the audit's cache key
+	// names it, and it does not contend with merges into the branch): the
+	// one the branch was made from when the branch's source is the
+	// target, else the target's head, which does not depend on the seal
+	// and is asked for meanwhile.
 	type head struct {
 		id  string
 		err error
 	}
 	heads := make(chan head, 1)
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				heads <- head{err: fmt.Errorf("panic: %v", v)}
-			}
+	if run.BranchFrom != "" && run.Source == run.Target {
+		// The commit the branch was made from, on the target: the audit
+		// reads the table as of the batch's own snapshot (its seal's
+		// merge-base with it is that commit, known from the seal's
+		// parents, and the diff is the seal's own changes). What the
+		// target gained since is judged by the publish's recheck, which
+		// runs whenever the target's head is not that merge-base, as it
+		// would after an audit against a newer head.
+		heads <- head{id: run.BranchFrom}
+	} else {
+		go func() {
+			defer func() {
+				if v := recover(); v != nil {
+					heads <- head{err: fmt.Errorf("panic: %v", v)}
+				}
+			}()
+			id, err := r.cfg.Lake.Head(ctx, run.Repository, run.Target)
+			heads <- head{id, err}
 		}()
-		id, err := r.cfg.Lake.Head(ctx, run.Repository, run.Target)
-		heads <- head{id, err}
-	}()
+	}
 	sctx, sealed := r.span(ctx, "seal")
 	commit, err := r.cfg.Lake.Seal(sctx, run.Repository, run.Branch,
 		fmt.Sprintf("lakewap: seal batch %s for audit", run.BatchID),
