@@ -373,9 +373,11 @@ func (r *run) deriveOwnSeal(ctx context.Context, commit, prefix string) ([]Objec
 	if !ok {
 		return nil, "parent's listing not held"
 	}
-	diffs, why := r.differences(ctx, differ, parent, commit, prefix)
-	if why != "" {
-		return nil, why
+	diffs, ok := r.requestDifferences(commit, parent, prefix)
+	if !ok {
+		if diffs, why = r.differences(ctx, differ, parent, commit, prefix); why != "" {
+			return nil, why
+		}
 	}
 	var paths []string
 	for _, d := range diffs {
@@ -403,6 +405,39 @@ func (r *run) deriveOwnSeal(ctx context.Context, commit, prefix string) ([]Objec
 		return nil, "the diff names a path the listings do not hold"
 	}
 	return objs, ""
+}
+
+// requestDifferences is the two-dot diff of parent and commit under
+// prefix as the request's changes give it, when they are that diff: the
+// run audits commit against parent itself (not Onto), and the changes are
+// the caller's whole three-dot diff of them (removals included). parent is
+// then their merge-base, so lakeFS's three-dot diff compares commit with
+// a destination that is the base itself, where it names exactly what the
+// two-dot diff names (pkg/graveler/committed/compare_iterator.go: with
+// the destination at the base nothing is skipped or in conflict). The
+// runner's audit of a seal against the commit its branch was made from
+// needs no second diff.
+func (r *run) requestDifferences(commit, parent, prefix string) ([]Difference, bool) {
+	c := r.req.Changes
+	if c == nil || !c.Removals || r.req.Onto || r.req.Ref != commit || r.req.BaseRef != parent {
+		return nil, false
+	}
+	var diffs []Difference
+	for _, o := range c.Objects {
+		if strings.HasPrefix(o.Path, prefix) {
+			diffs = append(diffs, Difference{Path: o.Path})
+		}
+	}
+	for _, p := range c.Removed {
+		if strings.HasPrefix(p, prefix) {
+			diffs = append(diffs, Difference{Path: p, Removed: true})
+		}
+	}
+	if len(diffs) > r.e.opts.MaxListObjects {
+		return nil, false // as over the budget as lakeFS's would be: asked, and declined there
+	}
+	slices.SortFunc(diffs, func(a, b Difference) int { return strings.Compare(a.Path, b.Path) })
+	return diffs, true
 }
 
 // commitToDerive is commit's information and the Source's two-dot diff,

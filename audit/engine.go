@@ -372,8 +372,13 @@ type Request struct {
 }
 
 // Changes is what a ref changes against its base (lakeFS's three-dot
-// diff): the objects added or changed, removals left out.
-type Changes struct{ Objects []Object }
+// diff): the objects added or changed, and, when Removals is set, the
+// paths it removes (then the changes are the whole diff).
+type Changes struct {
+	Objects  []Object
+	Removed  []string
+	Removals bool
+}
 
 // changed is what the batch adds or changes under prefix: from the request
 // when the caller diffed already, else from Source.Changed. With a cache

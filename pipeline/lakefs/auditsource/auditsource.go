@@ -120,11 +120,13 @@ func (s Source) Download(ctx context.Context, repo, ref, path string, w io.Write
 }
 
 // Changes are the runner's diff of a sealed commit as the audit takes it
-// (Request.Changes): the objects added or changed, removals left out.
+// (Request.Changes): the objects added or changed, and the paths removed.
 func Changes(changes []pipeline.Change) *audit.Changes {
-	c := &audit.Changes{Objects: make([]audit.Object, 0, len(changes))}
+	c := &audit.Changes{Objects: make([]audit.Object, 0, len(changes)), Removals: true}
 	for _, ch := range changes {
-		if !ch.Removed {
+		if ch.Removed {
+			c.Removed = append(c.Removed, ch.Path)
+		} else {
 			c.Objects = append(c.Objects, audit.Object{Path: ch.Path, Size: ch.Size})
 		}
 	}
