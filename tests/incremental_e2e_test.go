@@ -231,3 +231,45 @@ func TestSuiteChangeIsAnnouncedOnce(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestCommitAfterTheBranchIsJudgedByTheRecheck (real lakeFS): the audit
+// step's base is the commit the batch's branch was made from, and the audit
+// reads the table at the seal; a direct commit on main after the branch was
+// made, adding a file with the batch's ids, is not in what that audit
+// reads, and the publish's recheck against main's head refuses the batch
+// naming billing_id_unique and that commit; nothing is merged. A guard (it
+// passed with the audit step's base read from main's head too: the audit's
+// foundation was the branch's commit then as well).
+func TestCommitAfterTheBranchIsJudgedByTheRecheck(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, ok := e.runBatch(t, "snap-1", rowsFrom("5000")).(schemas.BatchPublished); !ok {
+		t.Fatal("first batch not published")
+	}
+	const batch = "snap-2"
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
+	must(t, err)
+	branch := ev.(schemas.BranchReady).Branch
+	must(t, e.WriteParquet(ctx, "main", "gold/billing_fact/batch=by-hand/part-0.parquet", harness.GoodBillingRows))
+	direct, err := e.Lake.Commit(ctx, "lake", "main", "the batch's ids, by hand", nil)
+	must(t, err)
+	path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
+	must(t, e.WriteParquet(ctx, branch, path, harness.GoodBillingRows))
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
+		Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	final, err := e.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	ab, ok := final.(schemas.BatchAborted)
+	if !ok || ab.Reason != schemas.ReasonAuditFailed || !strings.Contains(ab.Detail, "billing_id_unique") ||
+		!strings.Contains(ab.Detail, "collides with commit "+direct) {
+		t.Fatalf("batch after a direct commit with its ids: %s %+v; want aborted audit_failed naming billing_id_unique and commit %s", final.EventType(), final, direct)
+	}
+	head, err := e.Lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	if head.ID != direct {
+		t.Errorf("main at %s, want the direct commit %s: nothing merged", head.ID, direct)
+	}
+}
