@@ -75,7 +75,10 @@ func (r *run) claimsHold(ctx context.Context, table string, files []string, objP
 				continue
 			}
 		}
-		if p != nil {
+		if p != nil && !r.e.claimsNotInGo {
+			p.settleInGo(ctx, nil, math.MaxInt64) // a statement of its own spared where all settle
+		}
+		if p != nil && len(p.checked) > 0 {
 			if err := r.fileClaimsHold(ctx, f, p); err != nil {
 				return err
 			}
@@ -97,6 +100,39 @@ type claimsPlan struct {
 	exprs   []string // their dataExprs, in order
 	key     [32]byte // the memo's, when keyed
 	keyed   bool
+	file    string      // the local file
+	chunks  []chunkMeta // its column chunks (the Go reading's)
+}
+
+// settleInGo takes out of p the leaves whose claims its pages, read in
+// Go, show to hold (claimsgo.go), but those whose aggregates are all in
+// free (another query of the statement asks them) and, when maxRows is
+// below the file's rows, every leaf: over a large file DuckDB's
+// aggregates in a statement that scans it anyway cost less.
+func (p *claimsPlan) settleInGo(ctx context.Context, free map[string]bool, maxRows int64) {
+	var rows int64
+	for _, g := range p.groups {
+		rows += g.rows
+	}
+	if rows > maxRows {
+		return
+	}
+	inGo := newGoClaims(ctx, p.file, p.chunks)
+	defer inGo.close()
+	var checked []int
+	exprs := []string{"count(*)"}
+	for _, k := range p.checked {
+		l := p.leaves[k]
+		shared := free != nil
+		for _, e := range dataExprs(l) {
+			shared = shared && free[e]
+		}
+		if shared || !inGo.settled(p.leaves, k, p.groups) {
+			checked = append(checked, k)
+			exprs = append(exprs, dataExprs(l)...)
+		}
+	}
+	p.checked, p.exprs = checked, exprs
 }
 
 // footerClaims reads the claims of the local Parquet file f (name is its
@@ -115,9 +151,7 @@ func (r *run) footerClaims(ctx context.Context, f, name string) (*claimsPlan, er
 	if err != nil {
 		return nil, r.unreadClaims(ctx, f, name, err)
 	}
-	inGo := newGoClaims(ctx, f, ft.chunks)
-	defer inGo.close()
-	inGo.failed = r.e.claimsNotInGo
+	p.file, p.chunks = f, ft.chunks
 	for k, l := range p.leaves {
 		if l.repeated {
 			continue
@@ -132,7 +166,7 @@ func (r *run) footerClaims(ctx context.Context, f, name string) (*claimsPlan, er
 			return nil, fmt.Errorf("file %s, column %q: its footer claims a min or max for a type lakewap does not order (physical type %d): readers that skip row groups by it may read other rows than a full scan (write it without statistics)",
 				name, l.name(), l.physical)
 		}
-		if claims && !inGo.settled(p.leaves, k, p.groups) {
+		if claims {
 			p.checked = append(p.checked, k)
 			p.exprs = append(p.exprs, dataExprs(l)...)
 		}
@@ -224,6 +258,12 @@ func (r *run) compareLaterClaims(ctx context.Context) {
 	for table, p := range r.laterClaims {
 		v := r.views[viewKey{schemaBatch, table}]
 		if v == nil || v.colsErr != nil {
+			continue
+		}
+		if len(p.checked) == 0 { // all settled in Go (planFusion)
+			if p.keyed {
+				r.e.memo.put(p.key, true, 48)
+			}
 			continue
 		}
 		vals, err := r.queryRow(ctx, laterClaimsSQL(v.table.Name, p), len(p.exprs))

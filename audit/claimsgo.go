@@ -47,8 +47,16 @@ import (
 
 // goClaimsMaxBytes bounds the compressed bytes of a file's column chunks
 // read in Go for its claims: past it, DuckDB's scan, vectorized, is left
-// the whole file.
-const goClaimsMaxBytes = 4 << 20
+// the whole file (a file of 1.8 MB, 200,000 rows of 4 columns: 27 ms in
+// Go, 28 ms of wall time for DuckDB's scan on 2 threads).
+const goClaimsMaxBytes = 2 << 20
+
+// goClaimsFusedRows bounds the rows of a batch's file whose claims are
+// read in Go when the fused statement, which scans the file anyway, would
+// compute their aggregates: DuckDB's were the cheaper past about a
+// thousand rows (a column of 1,000 values: about 50 µs in Go, 35 µs of
+// DuckDB's three aggregates in that statement).
+const goClaimsFusedRows = 512
 
 // goClaims reads the pages of one Parquet file for its claims.
 type goClaims struct {

@@ -97,9 +97,6 @@ func (r *run) planFusion(ctx context.Context) {
 		if q, n, ok := r.batchSchemaSQL(v.files); ok {
 			f.add(q, n) // the statistics' schema of the batch's one file (fileSchema)
 		}
-		if p := r.laterClaims[bk.table]; p != nil {
-			f.add(laterClaimsSQL(v.table.Name, p), len(p.exprs)) // its row-group claims' figures (compareLaterClaims)
-		}
 		if it := r.incTable(bk.table); it != nil && !it.done && it.need.plain() && r.batchOfOne(v) {
 			f.add(batchStatsSQL(v.table.Name, it.need), len(statsExprs(it.need)))
 		}
@@ -142,6 +139,25 @@ func (r *run) planFusion(ctx context.Context) {
 		if predicted && len(idxs) > 0 {
 			exprs, _ := r.scanExprs(idxs)
 			f.add(aggregateSQL(schemaBatch, v.table.Name, exprs), len(exprs)+1)
+		}
+		// The row-group claims' figures of its file (compareLaterClaims),
+		// last: a leaf whose figures no other query asks is compared in Go
+		// where the file is small (settleInGo), the others are free here.
+		if p := r.laterClaims[bk.table]; p != nil {
+			if !r.e.claimsNotInGo {
+				free := map[string]bool{}
+				for _, part := range f.parts {
+					if exprs, ok := splitList(part.list); ok && len(exprs) == part.n {
+						for _, e := range exprs {
+							free[e] = true
+						}
+					}
+				}
+				p.settleInGo(ctx, free, goClaimsFusedRows)
+			}
+			if len(p.checked) > 0 {
+				f.add(laterClaimsSQL(v.table.Name, p), len(p.exprs))
+			}
 		}
 		if len(f.parts) < 2 {
 			continue
