@@ -1021,7 +1021,34 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 		samples = r.uniqueSamples(ctx, t, c, "", "")
 	}
 	dup += collisions
-	res := checkKinds[KindUnique].judge(r, ctx, c, total, []any{dup})
+	v := []any{dup}
+	if len(cols) == 1 {
+		// pandas' reading of the whole column (pandasfloat.go), from the
+		// unchanged files' statistics and the batch's figures.
+		nonNull, in, wide := batchNonNull, intRange{}, typ
+		if integerType(typ) {
+			in.add(lo, hi)
+		}
+		for _, st := range it.oldStats {
+			cs := st.Cols[col]
+			nonNull += cs.NonNull
+			if integerType(cs.Type) {
+				in.add(cs.Min, cs.Max)
+				wide = cs.Type
+			}
+		}
+		if integerType(typ) {
+			wide = typ
+		}
+		text := func(b *big.Int) any {
+			if b == nil {
+				return nil
+			}
+			return b.String()
+		}
+		v = append(v, nonNull, text(in.lo), text(in.hi), wide)
+	}
+	res := checkKinds[KindUnique].judge(r, ctx, c, total, v)
 	if res.Status != schemas.StatusPass && res.Status != schemas.StatusError {
 		res.SampleRows = samples
 		if collisions > 0 {

@@ -15,7 +15,9 @@ import (
 
 // KindUnique: the columns' combination is unique. A single column ignores
 // NULLs (they are not_null's business); a combination counts every row,
-// NULLs comparing equal.
+// NULLs comparing equal. A single 64-bit integer column that holds a NULL
+// and a value beyond ±2^53 is refused: pandas reads it as float64, where
+// ids 1 apart can read as one (readers disagree).
 const KindUnique = "unique"
 
 func init() {
@@ -28,12 +30,20 @@ func init() {
 			cols := c.columns()
 			if len(cols) == 1 {
 				col := quoteIdent(cols[0])
-				return []string{fmt.Sprintf("count(%s) - count(DISTINCT %s)", col, col)}
+				return append([]string{fmt.Sprintf("count(%s) - count(DISTINCT %s)", col, col)}, uniqueFigures(cols[0])...)
 			}
 			return []string{fmt.Sprintf("count(*) - count(DISTINCT (%s))", strings.Join(each(cols, quoteIdent), ", "))}
 		},
 		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
 			dup := asInt(v[0])
+			if cols := c.columns(); len(cols) == 1 && dup == 0 && len(v) >= 5 {
+				// The figures of uniqueFigures: pandas' reading (pandasfloat.go).
+				var in intRange
+				in.add(fmt.Sprint(v[2]), fmt.Sprint(v[3]))
+				if err := pandasFloat(c.Table, cols[0], fmt.Sprint(v[4]), total-asInt(v[1]), total, in); err != nil {
+					return r.errored(c, err, 0)
+				}
+			}
 			res := r.judged(c, dup > 0, fmt.Sprintf("%d duplicate rows of %d", dup, total),
 				"no duplicates of ("+strings.Join(c.columns(), ", ")+")")
 			res.RowsChecked, res.Failures = &total, &dup
@@ -72,7 +82,7 @@ func (r *run) planUnique(ctx context.Context, k scanKey, i int, c Check) (schema
 // for its sample rows.
 func (r *run) checkUnique(ctx context.Context, k scanKey, c Check) schemas.CheckResult {
 	start := time.Now()
-	vals, err := r.queryRow(ctx, uniqueSQL(k.schema, r.views[k.viewKey].table.Name, c, r.e.opts.SampleRows), 4)
+	vals, err := r.queryRow(ctx, uniqueSQL(k.schema, r.views[k.viewKey].table.Name, c, r.e.opts.SampleRows), 7)
 	if err != nil {
 		if missing := r.missingColumn(ctx, c); missing != nil {
 			err = missing
@@ -80,12 +90,15 @@ func (r *run) checkUnique(ctx context.Context, k scanKey, c Check) schemas.Check
 		return r.errored(c, err, time.Since(start))
 	}
 	v := []any{vals[1]} // as aggExprs(c) would give it
+	if len(c.columns()) == 1 {
+		v = append(v, vals[2], vals[4], vals[5], vals[6])
+	}
 	if c.Mostly != nil {
 		v = append(v, vals[2])
 	}
 	res := checkKinds[KindUnique].judge(r, ctx, c, asInt(vals[0]), v)
 	if c.Mostly != nil && res.Status != schemas.StatusError {
-		res = r.mostly(c, res, asInt(v[0]), asInt(v[1]))
+		res = r.mostly(c, res, asInt(v[0]), asInt(v[len(v)-1]))
 	}
 	if res.Status != schemas.StatusPass && res.Status != schemas.StatusError {
 		var err error
@@ -257,7 +270,8 @@ func uniqueBitmapExpr(col string, lo, hi int64) string {
 // uniqueSQL is a unique check's one grouped scan. Its row: all rows, the
 // extra occurrences of keys (NULLs as KindUnique says), the rows counted for
 // mostly, and up to limit duplicated keys with their duplicate_count as a
-// JSON array, most duplicated first, then by key.
+// JSON array, most duplicated first, then by key; then the first column's
+// min and max as text, and its type (uniqueFigures).
 func uniqueSQL(schema, table string, c Check, limit int) string {
 	cols := c.columns()
 	q := each(cols, quoteIdent)
@@ -270,9 +284,10 @@ func uniqueSQL(schema, table string, c Check, limit int) string {
 	sample := fmt.Sprintf("{%s, 'duplicate_count': n}", strings.Join(fields, ", "))
 	return fmt.Sprintf("SELECT CAST(coalesce(sum(n), 0) AS BIGINT), CAST(coalesce(sum(n - 1) FILTER (WHERE %s), 0) AS BIGINT), "+
 		"CAST(coalesce(sum(n) FILTER (WHERE %s), 0) AS BIGINT), "+
-		"coalesce(CAST(to_json(min_by(%s, {'o': -n, 'k': %s}, %d) FILTER (WHERE n > 1 AND %s)) AS VARCHAR), '[]') "+
+		"coalesce(CAST(to_json(min_by(%s, {'o': -n, 'k': %s}, %d) FILTER (WHERE n > 1 AND %s)) AS VARCHAR), '[]'), "+
+		"CAST(min(%s) AS VARCHAR), CAST(max(%s) AS VARCHAR), typeof(min(%s)) "+
 		"FROM (SELECT %s, count(*) AS n FROM %s GROUP BY %s) g",
-		counted, counted, sample, order, limit, counted, keys, filtered(schema, table, c.Where), keys)
+		counted, counted, sample, order, limit, counted, q[0], q[0], q[0], keys, filtered(schema, table, c.Where), keys)
 }
 
 // minSampleBucket is the narrowest key range the sample of a unique check

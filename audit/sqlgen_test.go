@@ -52,7 +52,7 @@ func TestGeneratedSQL(t *testing.T) {
 			aggExprs(Check{Kind: KindUnique, Column: "id"}),
 			aggExprs(Check{Kind: KindUnique, Columns: []string{"a", "b"}})...),
 			aggExprs(Check{Kind: KindRange, Column: "amt", Min: f64(0)})...)),
-			`SELECT count(*), count("id") - count(DISTINCT "id"), count(*) - count(DISTINCT ("a", "b")), ` +
+			`SELECT count(*), count("id") - count(DISTINCT "id"), count("id"), CAST(min("id") AS VARCHAR), CAST(max("id") AS VARCHAR), typeof(min("id")), count(*) - count(DISTINCT ("a", "b")), ` +
 				`count(*) FILTER (WHERE "amt" < 0 OR "amt" > 'inf'::DOUBLE), min("amt"), max("amt") FROM "main"."billing"`},
 		{"row_count needs only count(*)", aggregateSQL("main", "t", aggExprs(Check{Kind: KindRowCount})),
 			`SELECT count(*) FROM "main"."t"`},
@@ -61,7 +61,8 @@ func TestGeneratedSQL(t *testing.T) {
 		{"unique: count and sample in one grouped scan", uniqueSQL("main", "t", Check{Kind: KindUnique, Table: "t", Column: "id"}, 3),
 			`SELECT CAST(coalesce(sum(n), 0) AS BIGINT), CAST(coalesce(sum(n - 1) FILTER (WHERE "id" IS NOT NULL), 0) AS BIGINT), ` +
 				`CAST(coalesce(sum(n) FILTER (WHERE "id" IS NOT NULL), 0) AS BIGINT), ` +
-				`coalesce(CAST(to_json(min_by({'id': "id", 'duplicate_count': n}, {'o': -n, 'k': "id"}, 3) FILTER (WHERE n > 1 AND "id" IS NOT NULL)) AS VARCHAR), '[]') ` +
+				`coalesce(CAST(to_json(min_by({'id': "id", 'duplicate_count': n}, {'o': -n, 'k': "id"}, 3) FILTER (WHERE n > 1 AND "id" IS NOT NULL)) AS VARCHAR), '[]'), ` +
+				`CAST(min("id") AS VARCHAR), CAST(max("id") AS VARCHAR), typeof(min("id")) ` +
 				`FROM (SELECT "id", count(*) AS n FROM "main"."t" GROUP BY "id") g`},
 		{"custom sql", customSQL("SELECT 1 -- c\n ; ", 2),
 			"SELECT CAST(to_json(__lakewap_row) AS VARCHAR), count(*) OVER () FROM (\nSELECT 1 -- c\n) __lakewap_row LIMIT 2"},
