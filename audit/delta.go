@@ -533,7 +533,7 @@ func (r *run) deltaReplay(ctx context.Context, dl downloader, ref string, t Tabl
 		}
 		st.begin(p.checkpoint)
 		st.inCheckpoint = true
-		err = r.deltaCheckpointRows(ctx, local, st.apply)
+		st.statsParsed, err = r.deltaCheckpointRows(ctx, local, st.apply)
 		st.inCheckpoint = false
 		if err != nil {
 			if errors.As(err, new(errDeltaTable)) {
@@ -557,6 +557,11 @@ func (r *run) deltaReplay(ctx context.Context, dl downloader, ref string, t Tabl
 	}
 	if st.protocol == nil || st.meta == nil {
 		return nil, tableErr("the Delta log of %s has no protocol or metaData action", t.Name)
+	}
+	if st.statsParsed != "" {
+		if err := statsParsedTypes(st.statsParsed, deltaLeaves(st.meta.SchemaString)); err != nil {
+			return nil, tableErr("checkpoint %d of %s: %w", p.checkpoint, t.Name, err)
+		}
 	}
 	return st, nil
 }
@@ -629,30 +634,31 @@ func (l *lineReader) next() ([]byte, error) {
 // streaming: the rows come from DuckDB one vector at a time, with only
 // the fields that decide the file set (not the statistics), each row at
 // most deltaMaxActionBytes and all of them at most the log file budget.
-func (r *run) deltaCheckpointRows(ctx context.Context, files []string, apply func([]byte) error) error {
+// parsed is the structure of the checkpoint's add.stats_parsed, "" for
+// none (statsParsedTypes checks it against the schema).
+func (r *run) deltaCheckpointRows(ctx context.Context, files []string, apply func([]byte) error) (parsed string, err error) {
 	fields, err := r.parquetFields(ctx, files)
 	if err != nil {
-		return errDeltaTable{err}
+		return "", errDeltaTable{err}
 	}
-	var parsed string
 	if fields["add"]["stats_parsed"] {
 		if parsed, err = r.statsParsedStructure(ctx, files); err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return parsed, ctx.Err()
 			}
-			return errDeltaTable{err}
+			return parsed, errDeltaTable{err}
 		}
 	}
 	q, err := checkpointSQL(files, fields, parsed)
 	if err != nil {
-		return errDeltaTable{err}
+		return parsed, errDeltaTable{err}
 	}
 	rows, err := r.e.db.QueryContext(ctx, q)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return parsed, ctx.Err()
 		}
-		return errDeltaTable{err}
+		return parsed, errDeltaTable{err}
 	}
 	defer rows.Close()
 	var total int64
@@ -662,25 +668,25 @@ func (r *run) deltaCheckpointRows(ctx context.Context, files []string, apply fun
 			size int64
 		)
 		if err := rows.Scan(&row, &size); err != nil {
-			return errDeltaTable{err}
+			return parsed, errDeltaTable{err}
 		}
 		if size > deltaMaxActionBytes {
-			return errDeltaTable{fmt.Errorf("%w: an action of %d bytes (more than %d)", ErrDeltaUnsupported, size, deltaMaxActionBytes)}
+			return parsed, errDeltaTable{fmt.Errorf("%w: an action of %d bytes (more than %d)", ErrDeltaUnsupported, size, deltaMaxActionBytes)}
 		}
 		if total += size; total > r.e.opts.MaxLogFileBytes {
-			return errDeltaTable{fmt.Errorf("%w: the checkpoint's actions are over %d bytes (audit.max_log_file_bytes)", ErrOverBudget, r.e.opts.MaxLogFileBytes)}
+			return parsed, errDeltaTable{fmt.Errorf("%w: the checkpoint's actions are over %d bytes (audit.max_log_file_bytes)", ErrOverBudget, r.e.opts.MaxLogFileBytes)}
 		}
 		if err := apply(row); err != nil {
-			return errDeltaTable{err}
+			return parsed, errDeltaTable{err}
 		}
 	}
 	if err := rows.Err(); err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return parsed, ctx.Err()
 		}
-		return errDeltaTable{err}
+		return parsed, errDeltaTable{err}
 	}
-	return nil
+	return parsed, nil
 }
 
 // parquetFields are the top-level columns of Parquet files and, for each,
@@ -906,6 +912,9 @@ type deltaState struct {
 	protocols, metas int
 	// inCheckpoint: the actions come from a checkpoint (deltaFile.claims).
 	inCheckpoint bool
+	// statsParsed is the checkpoint's add.stats_parsed as from_json's
+	// structure (statsParsedStructure), "" for none.
+	statsParsed string
 }
 
 func newDeltaState(t Table) *deltaState {
@@ -1647,4 +1656,71 @@ func (r *run) deltaView(ctx context.Context, dl downloader, k viewKey, v *view) 
 		return nil
 	}
 	return fmt.Errorf("audit: %w", err)
+}
+
+// statsParsedTypes refuses a checkpoint's stats_parsed (its from_json
+// structure) that claims a column's minValues or maxValues in another
+// type than the schema's. checkpointSQL compares the JSON stats read into
+// the stats_parsed's own types, and a narrower type makes them equal
+// where the values differ: a DOUBLE column's JSON max 3.00000001 is the
+// FLOAT 3.0, by which delta-rs skips the file for x = 3.00000001
+// (TestReview10StatsParsedOfANarrowerTypeIsRefused). A claim of a
+// field the schema does not have is left: no reader skips by it.
+func statsParsedTypes(structure string, leaves []deltaLeaf) error {
+	var st map[string]any
+	if err := json.Unmarshal([]byte(structure), &st); err != nil {
+		return fmt.Errorf("%w: the checkpoint's stats_parsed structure: %v", ErrDeltaUnsupported, err)
+	}
+	want := map[string]string{}
+	top := map[string]bool{}
+	for _, l := range leaves {
+		want[strings.Join(l.path, "\x00")] = l.typ
+		top[l.path[0]] = true
+	}
+	norm := func(t string) string {
+		t = strings.ToUpper(strings.ReplaceAll(t, " ", ""))
+		if t == "TIMESTAMPWITHTIMEZONE" {
+			t = "TIMESTAMPTZ"
+		}
+		if t == "TIMESTAMPTZ" {
+			t = "TIMESTAMP" // microseconds either way, as delta-rs writes both
+		}
+		return t
+	}
+	for _, stat := range []string{"minValues", "maxValues"} {
+		m, ok := st[stat].(map[string]any)
+		if !ok {
+			continue
+		}
+		var walk func(path []string, v any) error
+		walk = func(path []string, v any) error {
+			if o, ok := v.(map[string]any); ok {
+				for k, c := range o {
+					if err := walk(append(slices.Clone(path), k), c); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			typ, _ := v.(string)
+			w, ok := want[strings.Join(path, "\x00")]
+			if !ok || norm(w) != norm(typ) {
+				if !ok {
+					w = "no primitive type"
+				}
+				return fmt.Errorf("%w: the checkpoint's stats_parsed claims %s of %s as %s, where the schema gives it %s: delta-rs skips files by it read as the column's type, its JSON stats read as its own equal it (readers disagree)",
+					ErrDeltaUnsupported, stat, strings.Join(path, "."), typ, w)
+			}
+			return nil
+		}
+		for k, v := range m {
+			if !top[k] {
+				continue
+			}
+			if err := walk([]string{k}, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

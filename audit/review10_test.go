@@ -1,0 +1,61 @@
+package audit
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// deltaRSNarrowStatsParsed writes a Delta table with delta-rs (x a DOUBLE
+// holding 3.00000001 in the first file) and its checkpoint of version 1,
+// then gives every add of the checkpoint a stats_parsed whose minValues
+// and maxValues are of a narrower type than the column, FLOAT, the JSON
+// stats kept as delta-rs wrote them. The JSON read into FLOAT is the
+// stats_parsed (3.00000001 rounds to 3.0), but delta-rs skips the file by
+// the FLOAT's 3.0 for x = 3.00000001.
+const deltaRSNarrowStatsParsed = `
+import sys, os, glob, json
+import pyarrow as pa, pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+out = sys.argv[1]
+write_deltalake(out, pa.table({"x": pa.array([1.0, 2.0, 3.00000001])}))
+write_deltalake(out, pa.table({"x": pa.array([1.5])}), mode="append")
+DeltaTable(out).create_checkpoint()
+cp = glob.glob(os.path.join(out, "_delta_log", "*.checkpoint.parquet"))[0]
+t = pq.read_table(cp)
+add = t.column("add").combine_chunks()
+sp = [None if r is None else json.loads(r["stats"]) for r in add.to_pylist()]
+st = pa.struct([("numRecords", pa.int64()), ("minValues", pa.struct([("x", pa.float32())])),
+                ("maxValues", pa.struct([("x", pa.float32())])), ("nullCount", pa.struct([("x", pa.int64())]))])
+names = [add.type.field(i).name for i in range(add.type.num_fields)]
+fields = [add.field(i) for i in range(len(names))]
+t = t.set_column(t.schema.get_field_index("add"), "add",
+    pa.StructArray.from_arrays(fields + [pa.array(sp, st)], names=names + ["stats_parsed"], mask=add.is_null()))
+pq.write_table(t, cp)
+os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
+`
+
+// TestReview10StatsParsedOfANarrowerTypeIsRefused: a checkpoint's
+// stats_parsed whose claims are of a narrower type than the column (FLOAT
+// for a DOUBLE) equals the JSON stats read into its own types, since the
+// JSON's 3.00000001 rounds to the FLOAT 3.0; delta-rs skips the file
+// holding 3.00000001 for x = 3.00000001 by it. lakewap compared the JSON
+// with the stats_parsed in the stats_parsed's types and passed the table.
+func TestReview10StatsParsedOfANarrowerTypeIsRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(src.root, "b1", "gold", "events")
+	if out, err := exec.Command(python, "-c", deltaRSNarrowStatsParsed, dir).CombinedOutput(); err != nil {
+		t.Fatalf("deltalake: %v\n%s", err, out)
+	}
+	deltaRSSkips(t, dir, `[("x", "=", 3.00000001)]`)
+	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(4), Max: f64(4)})
+	wantRefused(t, rep, "stats_parsed")
+}
