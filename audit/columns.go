@@ -216,12 +216,18 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 		return err
 	}
 	for _, f := range files {
-		switch blank, err := blankFirstLine(f); {
+		switch b, err := blankLines(f); {
 		case err != nil:
 			return err
-		case blank:
+		case b.line == 1:
 			return fmt.Errorf("file %s starts with an empty line: Spark skips empty lines and takes the next for the header, DuckDB takes the empty line: readers disagree on it (start the file with its header)",
 				objPath[f])
+		case b.line > 0 && b.spaces:
+			return fmt.Errorf("file %s has a line of only spaces (line %d): pandas and Spark skip it, DuckDB and pyarrow read it as a row (or fail): readers disagree on it (write no blank lines)",
+				objPath[f], b.line)
+		case b.line > 0:
+			return fmt.Errorf("file %s has an empty line (line %d) in a file of one column: pandas, pyarrow and Spark skip it, DuckDB reads it as a row whose value is NULL: readers disagree on it (write NULL as \"\", or no empty lines)",
+				objPath[f], b.line)
 		}
 		q := fmt.Sprintf("SELECT name, value, CASE WHEN list_contains(%[4]s, value) THEN 'null' WHEN regexp_matches(value, '[\r\n]') THEN 'newline' "+
 			`WHEN contains(value, '"') THEN 'quote' ELSE 'backslash' END AS why `+
@@ -252,23 +258,89 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 	return nil
 }
 
-// blankFirstLine tells whether the local file f's first line (after a
-// byte order mark) is empty or only spaces: Spark skips such lines before
-// the header, DuckDB (skip = 0) reads the first line as the header
-// (TestTablesSparkReadsOtherwiseAreRefused). At most 64 KiB are read.
-func blankFirstLine(f string) (bool, error) {
+// blank is the first blank line of a CSV file that readers read
+// otherwise (line 0: none).
+type blank struct {
+	line   int  // 1-based, the header's line being 1
+	spaces bool // only spaces or tabs, not empty
+}
+
+// blankLines finds the first line of the local CSV file f, outside quoted
+// fields, that readers disagree on (TestCSVDialectIsNotSniffed):
+//   - an empty or blank first line (after a byte order mark): Spark skips
+//     such lines before the header, DuckDB (skip = 0) reads it as the
+//     header (TestTablesSparkReadsOtherwiseAreRefused);
+//   - a line of only spaces or tabs: pandas and Spark skip it, pyarrow
+//     reads it as a row (of one column) or fails (of several), DuckDB
+//     reads it as a row;
+//   - an empty line in a file whose header names one column: pandas,
+//     pyarrow and Spark skip it, DuckDB reads a row whose value is NULL
+//     (in a file of several columns all of them skip it).
+//
+// The empty lines that end the file count too. The whole file is read, in
+// one pass over its bytes.
+func blankLines(f string) (blank, error) {
 	file, err := os.Open(f)
 	if err != nil {
-		return false, err
+		return blank{}, err
 	}
 	defer file.Close()
-	head := make([]byte, 64<<10)
-	n, err := io.ReadFull(file, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return false, err
+	var (
+		buf        = make([]byte, 64<<10)
+		quoted     bool
+		line       = 1
+		fields     = 1 // of the header
+		lineStart  = true
+		onlySpaces = true // the line so far holds only spaces or tabs
+		nonEmpty   bool   // and at least one
+		first      = true
+		start      = true
+	)
+	for {
+		n, err := file.Read(buf)
+		chunk := buf[:n]
+		if start && n > 0 {
+			chunk, start = bytes.TrimPrefix(chunk, []byte("\ufeff")), false
+		}
+		for _, c := range chunk {
+			switch {
+			case c == '"':
+				quoted = !quoted
+				onlySpaces, lineStart = false, false
+			case quoted:
+			case c == '\n':
+				switch {
+				case first && onlySpaces:
+					return blank{line: 1}, nil
+				case onlySpaces && nonEmpty:
+					return blank{line: line, spaces: true}, nil
+				case onlySpaces && fields == 1 && !first:
+					return blank{line: line}, nil
+				}
+				first = false
+				line++
+				lineStart, onlySpaces, nonEmpty = true, true, false
+			case c == '\r':
+				// part of the line break that follows, or of the line's text
+			case c == ' ' || c == '\t':
+				nonEmpty, lineStart = true, false
+			default:
+				if c == ',' && first {
+					fields++
+				}
+				onlySpaces, lineStart = false, false
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			if !lineStart && onlySpaces && nonEmpty && !quoted {
+				return blank{line: line, spaces: true}, nil
+			}
+			return blank{}, nil
+		case err != nil:
+			return blank{}, err
+		}
 	}
-	line, _, _ := bytes.Cut(bytes.TrimPrefix(head[:n], []byte("\ufeff")), []byte("\n"))
-	return len(bytes.TrimSpace(line)) == 0, nil
 }
 
 // typedSpelling names the first field of the CSV files that DuckDB reads

@@ -37,6 +37,15 @@ func TestCSVDialectIsNotSniffed(t *testing.T) {
 		{name: "single_quotes", csv: "id,v\n'1,2',a\n'1,3',b\n",
 			check:  Check{Name: "c", Kind: KindUnique, Table: "t", Column: "id"},
 			pandas: "three fields in a row of two columns (pyarrow: an error; DuckDB sniffs ' as the quote: 1,2 and 1,3)"},
+		{name: "empty_line_in_a_file_of_one_column", csv: "id\n1\n\n2\n",
+			check:  Check{Name: "c", Kind: KindRowCount, Table: "t", Min: new(float64(3))},
+			pandas: "two rows: pandas, pyarrow and Spark skip an empty line (DuckDB reads a row whose id is NULL: three)"},
+		{name: "empty_last_lines_in_a_file_of_one_column", csv: "id\n1\n2\n\n\n",
+			check:  Check{Name: "c", Kind: KindRowCount, Table: "t", Min: new(float64(3))},
+			pandas: "two rows (DuckDB: a row whose id is NULL per empty line but the last)"},
+		{name: "blank_line_of_spaces_in_a_file_of_one_column", csv: "id\n1\n  \n2\n",
+			check:  Check{Name: "c", Kind: KindRowCount, Table: "t", Min: new(float64(3))},
+			pandas: "two rows (pandas skips a line of spaces too)"},
 	}
 	src := newDirSource(t)
 	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
