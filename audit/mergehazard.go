@@ -52,7 +52,7 @@ func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 	repo := r.req.Repository
 	foundation, ferr := r.e.opts.History.MergeBase(ctx, repo, r.req.Ref, r.req.BaseRef)
 	var out []schemas.CheckResult
-	for _, t := range r.req.Suite.Tables {
+	for i, t := range r.req.Suite.Tables {
 		res := schemas.CheckResult{Name: KindMergeHazard + "(" + t.Name + ")", Kind: KindMergeHazard, Table: t.Name, Severity: SeverityError,
 			Threshold: "no path under " + t.Path + " that lakeFS's merge could drop or keep against the model the recheck audited"}
 		if ferr != nil {
@@ -96,6 +96,26 @@ func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 			continue
 		}
 		paths = append(paths, before...)
+		if i == 0 {
+			// Paths the merge could drop before the allowed paths the batch
+			// deletes, reported with the first table.
+			outside, unchecked, err := r.hazardsBeforeRemovals(ctx, foundation)
+			if err != nil {
+				r.failedToRead(&res, "the target's paths before the batch's deleted paths", err)
+				out = append(out, res)
+				continue
+			}
+			if unchecked != "" {
+				res.Status, res.Observed = schemas.StatusFail, unchecked
+				res.Message = "the batch deletes paths outside its tables and holds nothing after them, so lakeFS's merge could drop a path the target added before them; " +
+					"too many changes to look at them all"
+				out = append(out, res)
+				continue
+			}
+			paths = append(paths, outside...)
+			slices.Sort(paths)
+			paths = slices.Compact(paths)
+		}
 		if len(paths) == 0 {
 			continue // nothing to say: the report keeps its shape
 		}
@@ -306,4 +326,96 @@ func (r *run) baseBeyond(ctx context.Context, foundation, prefix string, objs []
 type beyondPath struct {
 	obj Object
 	ok  bool
+}
+
+// hazardsBeforeRemovals are the paths lakeFS's merge could drop before the
+// paths outside the suite's tables that the audited commit deletes (an
+// allowed_paths marker) when it holds nothing after the last of them: the
+// merge then runs out of its entries there, and a path the target added
+// since the foundation whose claimed checksum and size are those of the
+// foundation's next path, one the audited commit deleted, is dropped as
+// if the batch had deleted it (review 10:
+// TestReview10DeletedAllowedPathDoesNotDropAnotherDatasetsFile, where
+// another dataset's published file was lost). It needs the request's
+// whole diff (Changes with Removals); with no such deletion, or a path the
+// audited commit holds after the last one (one lakeFS call), nothing more
+// is read; else, as hazardsBefore, the target's changes since the
+// foundation, at most maxHazardDiffs.
+func (r *run) hazardsBeforeRemovals(ctx context.Context, foundation string) (paths []string, unchecked string, err error) {
+	c := r.req.Changes
+	succ, ok := r.e.opts.Source.(Successor)
+	d, ok2 := r.e.opts.Source.(Differ)
+	if c == nil || !c.Removals || !ok || !ok2 {
+		return nil, "", nil
+	}
+	var last string
+	for _, p := range c.Removed {
+		if p > last && !slices.ContainsFunc(r.req.Suite.Tables, func(t Table) bool { return strings.HasPrefix(p, t.Path) }) {
+			last = p // the tables' own are mergeHazardPaths' and hazardsBefore's
+		}
+	}
+	if last == "" {
+		return nil, "", nil
+	}
+	repo, sealed, head := r.req.Repository, r.req.Ref, r.req.BaseRef
+	if _, found, err := succ.After(ctx, repo, sealed, last); err != nil || found {
+		return nil, "", err // the merge does not run out before the deleted paths
+	}
+	diffs, truncated, err := d.Differences(ctx, repo, foundation, head, "", maxHazardDiffs)
+	if err != nil {
+		return nil, "", err
+	}
+	if truncated {
+		return nil, fmt.Sprintf("more than %d changes on %s since the foundation %s: the paths before %s could not be checked", maxHazardDiffs, r.baseName(), short(foundation), last), nil
+	}
+	at := func(ref, path string) (Object, bool, error) {
+		objs, err := r.e.opts.Source.List(ctx, repo, ref, path)
+		i := slices.IndexFunc(objs, func(o Object) bool { return o.Path == path })
+		if err != nil || i < 0 {
+			return Object{}, false, err
+		}
+		return objs[i], true, nil
+	}
+	for _, df := range diffs {
+		if df.Removed || df.Path >= last {
+			continue
+		}
+		o, ok, err := at(head, df.Path)
+		if err != nil {
+			return nil, "", err
+		}
+		if !ok {
+			continue
+		}
+		// The merge runs out of the audited commit at o: it holds neither o
+		// nor anything after it, and the foundation does not hold o.
+		if _, held, err := at(sealed, o.Path); err != nil || held {
+			if err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		if _, found, err := succ.After(ctx, repo, sealed, o.Path); err != nil || found {
+			if err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		if _, held, err := at(foundation, o.Path); err != nil || held {
+			if err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		// The foundation's next path, which the audited commit deleted (it
+		// holds nothing from o on), claims o's identity.
+		q, found, err := succ.After(ctx, repo, foundation, o.Path)
+		if err != nil {
+			return nil, "", err
+		}
+		if found && q.Checksum == o.Checksum && q.Size == o.Size {
+			paths = append(paths, o.Path)
+		}
+	}
+	return paths, "", nil
 }

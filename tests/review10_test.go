@@ -1,0 +1,105 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/treeverse/lakefs/pkg/api/apigen"
+
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// TestReview10DeletedAllowedPathDoesNotDropAnotherDatasetsFile: lakeFS's
+// merge runs out of the sealed commit's entries when the batch deletes the
+// repository's last paths, and drops a path the target added before them
+// whose claimed checksum and size are those of the foundation's next path.
+// merge_hazard looked for that before a table the batch empties, not before
+// an allowed path it deletes. Billing's batch Z publishes a marker under
+// its allowed path zzzz/billing/ (the last prefix of the repository);
+// batch T branches; dataset ledger publishes a file of the same bytes under
+// its allowed path zzzz/a/ (just before); T deletes billing's marker and
+// publishes: the merge leaves main without ledger's published file.
+func TestReview10DeletedAllowedPathDoesNotDropAnotherDatasetsFile(t *testing.T) {
+	one := 1.0
+	e := startE2E(t, func(c *config.Config) {
+		ds := c.Datasets["billing"]
+		ds.AllowedPaths = []string{"zzzz/billing/"}
+		c.Datasets["billing"] = ds
+		ledger := ds
+		ledger.AllowedPaths = []string{"zzzz/a/"}
+		ledger.Suite = audit.Suite{Tables: []audit.Table{{Name: "ledger_fact", Path: "gold/ledger/", Format: "parquet"}},
+			Checks: []audit.Check{{Name: "ledger_rows", Kind: audit.KindRowCount, Table: "ledger_fact", Min: &one, Scope: audit.ScopeBatch}}}
+		c.Datasets["ledger"] = ledger
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	run := time.Now().UnixNano()
+	marker := "zzzz/billing/_marker.parquet"
+	z := serialBatch{id: fmt.Sprintf("a-%d-z", run), first: 900000, rows: 20}
+	landWritten(t, ctx, e.Env, z)
+	must(t, e.WriteParquet(ctx, schemas.BranchName("billing", z.id), marker, billingRows(z.first, 0, z.rows, "BIGINT")))
+	if ev := completeBatch(t, ctx, e.Env, z.id); ev.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("batch Z: %+v", ev)
+	}
+	tr := serialBatch{id: fmt.Sprintf("t-%d", run), first: 800000, rows: 5}
+	landWritten(t, ctx, e.Env, tr)
+
+	// The ledger batch: a file of its own, and the marker's bytes under its allowed path.
+	l := fmt.Sprintf("l-%d", run)
+	fileL := "gold/ledger/batch=" + l + "/part-0.parquet"
+	lost := "zzzz/a/_marker.parquet"
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: l, Dataset: "ledger", ExpectedWrites: []string{"w"},
+		Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ready, err := e.Watcher.Await(ctx, l, schemas.TypeBranchReady)
+	must(t, err)
+	must(t, e.WriteParquet(ctx, ready.(schemas.BranchReady).Branch, fileL, billingRows(700000, 0, 3, "BIGINT")))
+	must(t, e.WriteParquet(ctx, ready.(schemas.BranchReady).Branch, lost, billingRows(z.first, 0, z.rows, "BIGINT")))
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: l, Dataset: "ledger", Write: "w", Paths: []string{fileL, lost},
+		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	pl, err := e.Watcher.Await(ctx, l, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	if pl.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("ledger batch: %+v", pl)
+	}
+	ms, err := e.Lake.List(ctx, "lake", "main", marker)
+	must(t, err)
+	ls, err := e.Lake.List(ctx, "lake", "main", lost)
+	must(t, err)
+	if len(ms) != 1 || len(ls) != 1 || ms[0].Checksum != ls[0].Checksum || ms[0].Size != ls[0].Size {
+		t.Fatalf("the ledger's file %+v is not the marker's bytes %+v", ls, ms)
+	}
+	if after, err := e.Lake.List(ctx, "lake", "main", "zzzz/billing/_marker.parquet~"); err == nil && len(after) > 0 {
+		t.Fatalf("main holds paths after the marker: %+v", after)
+	}
+
+	// T deletes billing's marker.
+	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
+		return nil
+	}))
+	must(t, err)
+	del, err := api.DeleteObjectWithResponse(ctx, "lake", schemas.BranchName("billing", tr.id), &apigen.DeleteObjectParams{Path: marker})
+	must(t, err)
+	if del.StatusCode() != http.StatusNoContent {
+		t.Fatalf("delete %s: %d %s", marker, del.StatusCode(), del.Body)
+	}
+	ev := completeBatch(t, ctx, e.Env, tr.id)
+	ls, err = e.Lake.List(ctx, "lake", "main", lost)
+	must(t, err)
+	if ev.EventType() == schemas.TypeBatchPublished && len(ls) != 1 {
+		t.Fatalf("batch T published and main lost the ledger's published %s", lost)
+	}
+	if ab, ok := ev.(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonAuditFailed || ab.Report == nil ||
+		!slices.ContainsFunc(ab.Report.Failed(), func(c schemas.CheckResult) bool {
+			return c.Kind == audit.KindMergeHazard && strings.Contains(c.Observed, lost)
+		}) {
+		t.Errorf("batch T ended %s %+v; want aborted audit_failed by merge_hazard naming %s", ev.EventType(), ev, lost)
+	}
+}
