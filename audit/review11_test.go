@@ -1,0 +1,183 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A Thrift compact writer for hand-made Parquet files (review 11's
+// attacks): tf is a field, tstruct a struct of fields in order.
+type tf struct {
+	id   int16
+	typ  byte
+	body []byte
+}
+
+func tstruct(fs ...tf) []byte {
+	var out []byte
+	last := int16(0)
+	for _, f := range fs {
+		if d := f.id - last; d > 0 && d <= 15 {
+			out = append(out, byte(d)<<4|f.typ)
+		} else {
+			out = append(out, f.typ)
+			out = binary.AppendVarint(out, int64(f.id))
+		}
+		out = append(out, f.body...)
+		last = f.id
+	}
+	return append(out, 0)
+}
+
+func ti32(id int16, v int32) tf { return tf{id, 5, binary.AppendVarint(nil, int64(v))} }
+func ti64(id int16, v int64) tf { return tf{id, 6, binary.AppendVarint(nil, v)} }
+func tbin(id int16, b []byte) tf {
+	return tf{id, 8, append(binary.AppendUvarint(nil, uint64(len(b))), b...)}
+}
+func tbool(id int16, v bool) tf {
+	if v {
+		return tf{id, 1, nil}
+	}
+	return tf{id, 2, nil}
+}
+func tst(id int16, fs ...tf) tf { return tf{id, 12, tstruct(fs...)} }
+
+// tlist is a list field of elements of compact type et, each encoded.
+func tlist(id int16, et byte, elems ...[]byte) tf {
+	var b []byte
+	if len(elems) < 15 {
+		b = append(b, byte(len(elems))<<4|et)
+	} else {
+		b = append(b, 0xf0|et)
+		b = binary.AppendUvarint(b, uint64(len(elems)))
+	}
+	for _, e := range elems {
+		b = append(b, e...)
+	}
+	return tf{id, 9, b}
+}
+
+func tElemI32(v int32) []byte  { return binary.AppendVarint(nil, int64(v)) }
+func tElemStr(s string) []byte { return append(binary.AppendUvarint(nil, uint64(len(s))), s...) }
+
+func le32(v int32) []byte { return binary.LittleEndian.AppendUint32(nil, uint32(v)) }
+
+// handParquet is a Parquet file of one required INT32 column x, one row
+// group of rows rows, uncompressed, whose chunk is pages (headers and
+// bodies, a dictionary page first when dict), claiming min and max
+// (min_value, max_value) and no nulls.
+func handParquet(rows int64, pages [][2][]byte, dict bool, min, max int32) []byte {
+	f := []byte("PAR1")
+	start := int64(len(f))
+	var size int64
+	for _, p := range pages {
+		f = append(f, p[0]...)
+		f = append(f, p[1]...)
+		size += int64(len(p[0]) + len(p[1]))
+	}
+	dataOff := start
+	if dict {
+		dataOff += int64(len(pages[0][0]) + len(pages[0][1]))
+	}
+	meta := []tf{ti32(1, 1), tlist(2, 5, tElemI32(0), tElemI32(8)), tlist(3, 8, tElemStr("x")), ti32(4, 0),
+		ti64(5, rows), ti64(6, size), ti64(7, size), ti64(9, dataOff)}
+	if dict {
+		meta = append(meta, ti64(11, start))
+	}
+	meta = append(meta, tst(12, ti64(3, 0), tbin(5, le32(max)), tbin(6, le32(min))))
+	md := tstruct(
+		ti32(1, 1),
+		tlist(2, 12, tstruct(tbin(4, []byte("schema")), ti32(5, 1)), tstruct(ti32(1, 1), ti32(3, 0), tbin(4, []byte("x")))),
+		ti64(3, rows),
+		tlist(4, 12, tstruct(tlist(1, 12, tstruct(ti64(2, start), tst(3, meta...))), ti64(2, size), ti64(3, rows))),
+	)
+	f = append(f, md...)
+	f = binary.LittleEndian.AppendUint32(f, uint32(len(md)))
+	return append(f, "PAR1"...)
+}
+
+// review11Audit audits the Parquet file b as table t's one file of a
+// batch, with a row count check only (x is read for its claims alone),
+// on a fused and an unfused engine; it returns each report's messages and
+// whether it passed.
+func review11Audit(t *testing.T, b []byte) (msgs []string, passed []bool) {
+	t.Helper()
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(src.root, "b1", "t", "part-0.parquet")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, unfused := range []bool{false, true} {
+		e := newEngine(t, src, "")
+		e.unfused = unfused
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{{Name: "rows", Kind: KindRowCount, Table: "t", Min: f64(1)}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, passed = append(msgs, checkMessages(rep)), append(passed, rep.Passed)
+	}
+	return msgs, passed
+}
+
+// duckdbReads is what the engine's DuckDB reads of the file b: its
+// count of rows WHERE cond in a scan that skips by the claims, and in one
+// that reads every row.
+func duckdbReads(t *testing.T, b []byte, cond string) (skipping, full int) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "f.parquet")
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow("SELECT count(*) FROM read_parquet(?) WHERE "+cond, f).Scan(&skipping); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow("SELECT count(*) FILTER (WHERE "+cond+") FROM read_parquet(?)", f).Scan(&full); err != nil {
+		t.Fatal(err)
+	}
+	return skipping, full
+}
+
+// TestReview11APageOfBothHeaderKindsIsNotSettledInGo: a DATA_PAGE whose
+// header also carries a data_page_header_v2 (whose fields, later in the
+// header, overwrote the V1 header's as the Go reader parsed it). DuckDB
+// reads the page by its type, as V1: RLE_DICTIONARY indexes into the
+// dictionary {10, 1000}, the one row 1000. The V2 struct says PLAIN,
+// uncompressed: the Go reading took the same 4 bytes as the INT32 66049
+// and settled the footer's claim min = max = 66049, so DuckDB's WHERE
+// x = 1000 skipped the row group (0 rows of 1) and the audit passed.
+func TestReview11APageOfBothHeaderKindsIsNotSettledInGo(t *testing.T) {
+	body := []byte{1, 0x02, 0x01, 0x00} // bit width 1, a run of 1 of index 1; as PLAIN: 66049
+	plain := int32(binary.LittleEndian.Uint32(body))
+	dict := append(le32(10), le32(1000)...)
+	dictHeader := tstruct(ti32(1, 2), ti32(2, int32(len(dict))), ti32(3, int32(len(dict))), tst(7, ti32(1, 2), ti32(2, 0)))
+	dataHeader := tstruct(ti32(1, 0), ti32(2, int32(len(body))), ti32(3, int32(len(body))),
+		tst(5, ti32(1, 1), ti32(2, 8), ti32(3, 3), ti32(4, 3)),
+		tst(8, ti32(1, 1), ti32(2, 0), ti32(3, 1), ti32(4, 0), ti32(5, 0), ti32(6, 0), tbool(7, false)))
+	b := handParquet(1, [][2][]byte{{dictHeader, dict}, {dataHeader, body}}, true, plain, plain)
+	if skipping, full := duckdbReads(t, b, "x = 1000"); skipping != 0 || full != 1 {
+		t.Fatalf("DuckDB reads %d rows WHERE x = 1000 by the claims, %d in a full scan; want 0 and 1", skipping, full)
+	}
+	msgs, passed := review11Audit(t, b)
+	for i, m := range msgs {
+		if passed[i] || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, `column "x"`) {
+			t.Errorf("unfused %v: passed %v (%s), want refused naming the file and column x", i == 1, passed[i], m)
+		}
+	}
+}
