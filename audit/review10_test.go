@@ -59,3 +59,74 @@ func TestReview10StatsParsedOfANarrowerTypeIsRefused(t *testing.T) {
 	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(4), Max: f64(4)})
 	wantRefused(t, rep, "stats_parsed")
 }
+
+// deltaRSOffsetStatsParsed writes a Delta table with delta-rs (t a UTC
+// timestamp holding 15:00Z in the first file), whose first commit states
+// that file's max as the same instant at -05:00 ("10:00:00.000-05:00"),
+// and its checkpoint of version 1 with a stats_parsed of TIMESTAMP
+// (without time zone) claiming the wall-clock time 10:00 (DuckDB's
+// from_json reads the JSON so, dropping the offset).
+const deltaRSOffsetStatsParsed = `import sys, os, glob, json, shutil, datetime
+import pyarrow as pa, pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+out = sys.argv[1]
+U = datetime.timezone.utc
+ts = lambda h: datetime.datetime(2024, 1, 1, h, tzinfo=U)
+write_deltalake(out, pa.table({"t": pa.array([ts(1), ts(15)], pa.timestamp("us", "UTC"))}))
+write_deltalake(out, pa.table({"t": pa.array([ts(2)], pa.timestamp("us", "UTC"))}), mode="append")
+# commit 0: rewrite the max as the same instant at -05:00
+c0 = os.path.join(out, "_delta_log", "00000000000000000000.json")
+lines = open(c0).read().splitlines()
+new = []
+for ln in lines:
+    a = json.loads(ln)
+    if "add" in a:
+        s = json.loads(a["add"]["stats"])
+        s["maxValues"]["t"] = "2024-01-01T10:00:00.000-05:00"
+        a["add"]["stats"] = json.dumps(s)
+    new.append(json.dumps(a))
+open(c0, "w").write("\n".join(new) + "\n")
+DeltaTable(out).create_checkpoint()
+cp = glob.glob(os.path.join(out, "_delta_log", "*.checkpoint.parquet"))[0]
+t = pq.read_table(cp)
+add = t.column("add").combine_chunks()
+def naive(v):
+    d = datetime.datetime.fromisoformat(v.replace("Z", "+00:00"))
+    return d.replace(tzinfo=None)  # drops the offset, as DuckDB's from_json into TIMESTAMP does
+sp = []
+for r in add.to_pylist():
+    if r is None: sp.append(None); continue
+    s = json.loads(r["stats"])
+    sp.append({"numRecords": s["numRecords"], "minValues": {"t": naive(s["minValues"]["t"])}, "maxValues": {"t": naive(s["maxValues"]["t"])}, "nullCount": s["nullCount"]})
+st = pa.struct([("numRecords", pa.int64()), ("minValues", pa.struct([("t", pa.timestamp("us"))])),
+                ("maxValues", pa.struct([("t", pa.timestamp("us"))])), ("nullCount", pa.struct([("t", pa.int64())]))])
+names = [add.type.field(i).name for i in range(add.type.num_fields)]
+fields = [add.field(i) for i in range(len(names))]
+t = t.set_column(t.schema.get_field_index("add"), "add",
+    pa.StructArray.from_arrays(fields + [pa.array(sp, st)], names=names + ["stats_parsed"], mask=add.is_null()))
+pq.write_table(t, cp)
+os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
+`
+
+// TestReview10StatsParsedTimestampWithoutZoneIsRefused: a stats_parsed of
+// TIMESTAMP for a UTC timestamp column equals the JSON stats read into it
+// where the JSON names an offset (from_json drops it: 10:00-05:00 reads
+// 10:00), and delta-rs casts it to UTC and skips the file holding 15:00Z
+// for t = 15:00Z. statsParsedTypes took TIMESTAMP and TIMESTAMPTZ alike.
+func TestReview10StatsParsedTimestampWithoutZoneIsRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(src.root, "b1", "gold", "events")
+	if out, err := exec.Command(python, "-c", deltaRSOffsetStatsParsed, dir).CombinedOutput(); err != nil {
+		t.Fatalf("deltalake: %v\n%s", err, out)
+	}
+	deltaRSSkips(t, dir, `[("t", "=", __import__("datetime").datetime(2024, 1, 1, 15, tzinfo=__import__("datetime").timezone.utc))]`)
+	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(3), Max: f64(3)})
+	wantRefused(t, rep, "stats_parsed")
+}
