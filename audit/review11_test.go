@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,29 +73,33 @@ func le32(v int32) []byte { return binary.LittleEndian.AppendUint32(nil, uint32(
 // bodies, a dictionary page first when dict), claiming min and max
 // (min_value, max_value) and no nulls.
 func handParquet(rows int64, pages [][2][]byte, dict bool, min, max int32) []byte {
-	f := []byte("PAR1")
-	start := int64(len(f))
-	var size int64
+	var chunk []byte
 	for _, p := range pages {
-		f = append(f, p[0]...)
-		f = append(f, p[1]...)
-		size += int64(len(p[0]) + len(p[1]))
+		chunk = append(append(chunk, p[0]...), p[1]...)
 	}
-	dataOff := start
+	dataOff, dictOff := int64(4), int64(0)
 	if dict {
-		dataOff += int64(len(pages[0][0]) + len(pages[0][1]))
+		dictOff, dataOff = 4, 4+int64(len(pages[0][0])+len(pages[0][1]))
 	}
+	return handParquetAt(rows, chunk, dataOff, dictOff, int64(len(chunk)), min, max)
+}
+
+// handParquetAt is handParquet of the bytes chunk (at offset 4), whose
+// metadata names data_page_offset dataOff, dictionary_page_offset dictOff
+// (none where 0) and total_compressed_size size.
+func handParquetAt(rows int64, chunk []byte, dataOff, dictOff, size int64, min, max int32) []byte {
+	f := append([]byte("PAR1"), chunk...)
 	meta := []tf{ti32(1, 1), tlist(2, 5, tElemI32(0), tElemI32(8)), tlist(3, 8, tElemStr("x")), ti32(4, 0),
 		ti64(5, rows), ti64(6, size), ti64(7, size), ti64(9, dataOff)}
-	if dict {
-		meta = append(meta, ti64(11, start))
+	if dictOff != 0 {
+		meta = append(meta, ti64(11, dictOff))
 	}
 	meta = append(meta, tst(12, ti64(3, 0), tbin(5, le32(max)), tbin(6, le32(min))))
 	md := tstruct(
 		ti32(1, 1),
 		tlist(2, 12, tstruct(tbin(4, []byte("schema")), ti32(5, 1)), tstruct(ti32(1, 1), ti32(3, 0), tbin(4, []byte("x")))),
 		ti64(3, rows),
-		tlist(4, 12, tstruct(tlist(1, 12, tstruct(ti64(2, start), tst(3, meta...))), ti64(2, size), ti64(3, rows))),
+		tlist(4, 12, tstruct(tlist(1, 12, tstruct(ti64(2, 4), tst(3, meta...))), ti64(2, size), ti64(3, rows))),
 	)
 	f = append(f, md...)
 	f = binary.LittleEndian.AppendUint32(f, uint32(len(md)))
@@ -175,6 +180,50 @@ func TestReview11APageOfBothHeaderKindsIsNotSettledInGo(t *testing.T) {
 		t.Fatalf("DuckDB reads %d rows WHERE x = 1000 by the claims, %d in a full scan; want 0 and 1", skipping, full)
 	}
 	msgs, passed := review11Audit(t, b)
+	for i, m := range msgs {
+		if passed[i] || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, `column "x"`) {
+			t.Errorf("unfused %v: passed %v (%s), want refused naming the file and column x", i == 1, passed[i], m)
+		}
+	}
+}
+
+// TestReview11ADictionaryOffsetAfterTheDataIsNotSettledInGo: a chunk
+// whose dictionary_page_offset names a page after its data_page_offset.
+// DuckDB starts the chunk at the dictionary_page_offset it names, Go
+// started at the lesser offset: two PLAIN data pages of one value each,
+// 66049 then 1000, total_compressed_size one page's, so Go read 66049
+// and settled the claim min = max = 66049, DuckDB read 1000.
+func TestReview11ADictionaryOffsetAfterTheDataIsNotSettledInGo(t *testing.T) {
+	page := func(v int32) []byte {
+		body := le32(v)
+		return append(tstruct(ti32(1, 0), ti32(2, 4), ti32(3, 4), tst(5, ti32(1, 1), ti32(2, 0), ti32(3, 3), ti32(4, 3))), body...)
+	}
+	first, second := page(66049), page(1000)
+	chunk := append(append([]byte(nil), first...), second...)
+	b := handParquetAt(1, chunk, 4, 4+int64(len(first)), int64(len(second)), 66049, 66049)
+	// The same claiming DuckDB's 1000: pyarrow reads 66049 where the audit
+	// read 1000, whatever the claims.
+	asDuckDB := handParquetAt(1, chunk, 4, 4+int64(len(first)), int64(len(second)), 1000, 1000)
+	msgs, passed := review11Audit(t, asDuckDB)
+	for i, m := range msgs {
+		if passed[i] || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, `column "x" names its dictionary page`) {
+			t.Errorf("claims of 1000, unfused %v: passed %v (%s), want refused naming the file, column x and its dictionary page", i == 1, passed[i], m)
+		}
+	}
+	skipping, full := duckdbReads(t, b, "x = 1000")
+	t.Logf("DuckDB reads %d rows WHERE x = 1000 by the claims, %d in a full scan", skipping, full)
+	if skipping != 0 || full != 1 {
+		t.Skipf("DuckDB does not read the chunk from its dictionary_page_offset")
+	}
+	if python, err := testPython(); err == nil {
+		f := filepath.Join(t.TempDir(), "f.parquet")
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(python, "-c", "import sys, pyarrow.parquet as pq; print(pq.read_table(sys.argv[1]).column('x').to_pylist())", f).CombinedOutput()
+		t.Logf("pyarrow reads x as %s (%v)", strings.TrimSpace(string(out)), err)
+	}
+	msgs, passed = review11Audit(t, b)
 	for i, m := range msgs {
 		if passed[i] || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, `column "x"`) {
 			t.Errorf("unfused %v: passed %v (%s), want refused naming the file and column x", i == 1, passed[i], m)
