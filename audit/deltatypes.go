@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -264,6 +265,9 @@ func (r *run) fileDeltaClaims(ctx context.Context, f, name string, claims *delta
 				m = claims.Max
 			}
 			raw, _ := claimAt(m, l.path)
+			if err := ntzClaimForm(raw, l.typ); err != nil {
+				return fmt.Errorf("%w: data file %s, column %q: the log's stats claim %s %s: %v (readers disagree)", ErrDeltaUnsupported, name, col, stat, clip(string(raw), 100), err)
+			}
 			lit, ok := deltaLiteral(raw, l.typ)
 			if !ok {
 				continue
@@ -368,4 +372,25 @@ func deltaLiteral(raw json.RawMessage, typ string) (string, bool) {
 		return strconv.FormatBool(x), true
 	}
 	return "", false
+}
+
+// ntzPlain is a timestamp_ntz stats claim's form that delta-rs and DuckDB
+// read as the same wall-clock time: a date, a time, a fraction, no offset
+// or zone (a trailing Z, UTC, changes nothing).
+var ntzPlain = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?Z?$`)
+
+// ntzClaimForm refuses a stats claim of a timestamp_ntz column (DuckDB
+// type typ TIMESTAMP) that names an offset or a zone: DuckDB's CAST drops
+// it ("01:00:00.000-05:00" is 01:00), delta-rs converts it (06:00), and
+// skipped a file holding 01:00 for t = 01:00 by it
+// (TestReview10NtzStatsNamingAnOffsetAreRefused).
+func ntzClaimForm(raw json.RawMessage, typ string) error {
+	if typ != "TIMESTAMP" || len(raw) == 0 || raw[0] != '"' {
+		return nil
+	}
+	var v string
+	if json.Unmarshal(raw, &v) != nil || ntzPlain.MatchString(v) {
+		return nil
+	}
+	return errors.New("a timestamp_ntz claim naming an offset or a zone, which DuckDB drops and delta-rs converts")
 }

@@ -130,3 +130,51 @@ func TestReview10StatsParsedTimestampWithoutZoneIsRefused(t *testing.T) {
 	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(3), Max: f64(3)})
 	wantRefused(t, rep, "stats_parsed")
 }
+
+// deltaRSNtzOffsetStats writes a Delta table with delta-rs (t a
+// timestamp_ntz holding 01:00 and 15:00 in its first file, 02:00 in its
+// second) whose first commit claims that file's min as
+// "2024-01-01T01:00:00.000-05:00".
+const deltaRSNtzOffsetStats = `
+import sys, os, json, datetime
+import pyarrow as pa
+from deltalake import write_deltalake
+out = sys.argv[1]
+ts = lambda h: datetime.datetime(2024, 1, 1, h)
+write_deltalake(out, pa.table({"t": pa.array([ts(1), ts(15)], pa.timestamp("us"))}))
+write_deltalake(out, pa.table({"t": pa.array([ts(2)], pa.timestamp("us"))}), mode="append")
+c0 = os.path.join(out, "_delta_log", "00000000000000000000.json")
+lines = []
+for ln in open(c0).read().splitlines():
+    a = json.loads(ln)
+    if "add" in a:
+        s = json.loads(a["add"]["stats"])
+        s["minValues"]["t"] = "2024-01-01T01:00:00.000-05:00"
+        a["add"]["stats"] = json.dumps(s)
+    lines.append(json.dumps(a))
+open(c0, "w").write("\n".join(lines) + "\n")
+os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
+`
+
+// TestReview10NtzStatsNamingAnOffsetAreRefused: a timestamp_ntz column's
+// stats claim naming an offset is read by DuckDB as the wall-clock time
+// (the offset dropped: 01:00, which the data holds) and by delta-rs
+// converted (06:00), by which it skips the file holding 01:00 for
+// t = 01:00. lakewap compared DuckDB's reading and passed the table.
+func TestReview10NtzStatsNamingAnOffsetAreRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(src.root, "b1", "gold", "events")
+	if out, err := exec.Command(python, "-c", deltaRSNtzOffsetStats, dir).CombinedOutput(); err != nil {
+		t.Fatalf("deltalake: %v\n%s", err, out)
+	}
+	deltaRSSkips(t, dir, `[("t", "=", __import__("datetime").datetime(2024, 1, 1, 1))]`)
+	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(3), Max: f64(3)})
+	wantRefused(t, rep, "offset")
+}
