@@ -66,6 +66,9 @@ type chunkMeta struct {
 	colIdxLength     int64
 	offIdxOffset     int64 // -1 when unset
 	offIdxLength     int64
+	encodings        []int32 // ColumnMetaData's encodings
+	dataEncodings    []int32 // its encoding_stats' of data pages
+	encodingStats    bool    // encoding_stats was given
 	// The run's, set by checkReaderIndexes: its pages are read until it
 	// ends (a file may hold 1,048,576 pages per chunk, each 256 MiB).
 	ctx context.Context
@@ -267,6 +270,41 @@ func (d *compactReader) columnChunk() (chunkMeta, error) {
 					c.dataOffset, err = d.i64()
 				case id == 11 && t == ctI64:
 					c.dictOffset, err = d.i64()
+				case id == 2 && t == ctList:
+					err = d.each(func(et byte) error {
+						if et != ctI32 {
+							return d.skip(et)
+						}
+						v, err := d.i32()
+						c.encodings = append(c.encodings, v)
+						return err
+					})
+				case id == 13 && t == ctList:
+					c.encodingStats = true
+					err = d.each(func(et byte) error {
+						if et != ctStruct {
+							return d.skip(et)
+						}
+						typ, enc := int32(-1), int32(-1)
+						if err := d.fields(func(id int16, t byte) (bool, error) {
+							var err error
+							switch {
+							case id == 1 && t == ctI32:
+								typ, err = d.i32()
+							case id == 2 && t == ctI32:
+								enc, err = d.i32()
+							default:
+								return false, nil
+							}
+							return true, err
+						}); err != nil {
+							return err
+						}
+						if typ == 0 || typ == 3 { // DATA_PAGE, DATA_PAGE_V2
+							c.dataEncodings = append(c.dataEncodings, enc)
+						}
+						return nil
+					})
 				case id == 14 && t == ctI64:
 					c.bloomOffset, err = d.i64()
 				case id == 15 && t == ctI32:
@@ -284,6 +322,31 @@ func (d *compactReader) columnChunk() (chunkMeta, error) {
 		return true, err
 	})
 	return c, err
+}
+
+// each calls fn with the element type of the list at d, once an element.
+func (d *compactReader) each(fn func(et byte) error) error {
+	et, n, err := d.list()
+	for ; err == nil && n > 0; n-- {
+		err = fn(et)
+	}
+	return err
+}
+
+// dictionaryOnly: c's metadata says every data page of it is
+// dictionary-encoded, as parquet-mr's dictionary filter reads it (Spark
+// then skips the row group when the dictionary lacks an equality's
+// constant): its encoding_stats name data pages of the dictionary
+// encodings only, or without them, its encodings are PLAIN_DICTIONARY
+// and levels' (RLE, BIT_PACKED). Where parquet-mr reads no such claim
+// (encoding_stats of both dictionary encodings), this one may: it only
+// asks the pages to be so.
+func (c chunkMeta) dictionaryOnly() bool {
+	dict := func(e int32) bool { return e == 2 || e == 8 } // PLAIN_DICTIONARY, RLE_DICTIONARY
+	if c.encodingStats {
+		return len(c.dataEncodings) > 0 && !slices.ContainsFunc(c.dataEncodings, func(e int32) bool { return !dict(e) })
+	}
+	return slices.Contains(c.encodings, 2) && !slices.ContainsFunc(c.encodings, func(e int32) bool { return e != 2 && e != 3 && e != 4 })
 }
 
 // errUnverifiable is an index the audit cannot check: the file is refused.
@@ -405,6 +468,18 @@ func checkReaderIndexes(ctx context.Context, path string, chunks []chunkMeta) ([
 		}
 		what := "a bloom filter, which readers (DuckDB, Spark) skip the row group by,"
 		pages, err := walkPages(file, size, c)
+		if c.dictionaryOnly() {
+			// Spark's dictionary filter skips by the claim
+			// (TestReview11DictionaryOnlyClaimsAreCompared).
+			if err != nil {
+				return nil, fmt.Errorf("row group %d, column %q says its data pages are all dictionary-encoded, which Spark skips row groups by (its dictionary lacking a constant), and its pages cannot be read to check it (%v): refused rather than read otherwise than Spark may", c.rowGroup, c.path, err)
+			}
+			for i, p := range slices.DeleteFunc(slices.Clone(pages), func(p pageInfo) bool { return !p.data() }) {
+				if p.h.encoding != 2 && p.h.encoding != 8 {
+					return nil, fmt.Errorf("row group %d, column %q says its data pages are all dictionary-encoded, and its data page %d is of encoding %d: Spark, which skips a row group whose dictionary lacks an equality's constant, reads other rows than the audit read", c.rowGroup, c.path, i, p.h.encoding)
+				}
+			}
+		}
 		stats := slices.ContainsFunc(pages, func(p pageInfo) bool { return p.h.stats != nil })
 		if err != nil && !indexed && !stats {
 			continue // no index, no page statistics before what the walk cannot read

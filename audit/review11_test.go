@@ -94,17 +94,33 @@ func handParquetAt(rows int64, chunk []byte, dataOff, dictOff, size int64, min, 
 // handParquetCol is handParquetAt of a required column x of physical type
 // physical and converted type converted (none where -1), claiming min and
 // max as these bytes.
-func handParquetCol(rows int64, chunk []byte, dataOff, dictOff, size int64, physical, converted int32, min, max []byte) []byte {
+func handParquetCol(rows int64, chunk []byte, dataOff, dictOff, size int64, physical, converted int32, min, max []byte, logical ...tf) []byte {
+	return handParquetMeta(rows, chunk, dataOff, dictOff, size, physical, converted, min, max, []int32{0, 8}, nil, logical...)
+}
+
+// handParquetMeta is handParquetCol whose chunk's metadata lists
+// encodings and, unless nil, encoding_stats.
+func handParquetMeta(rows int64, chunk []byte, dataOff, dictOff, size int64, physical, converted int32, min, max []byte, encodings []int32, encodingStats [][]byte, logical ...tf) []byte {
 	f := append([]byte("PAR1"), chunk...)
-	meta := []tf{ti32(1, physical), tlist(2, 5, tElemI32(0), tElemI32(8)), tlist(3, 8, tElemStr("x")), ti32(4, 0),
+	var encs [][]byte
+	for _, e := range encodings {
+		encs = append(encs, tElemI32(e))
+	}
+	meta := []tf{ti32(1, physical), tlist(2, 5, encs...), tlist(3, 8, tElemStr("x")), ti32(4, 0),
 		ti64(5, rows), ti64(6, size), ti64(7, size), ti64(9, dataOff)}
 	if dictOff != 0 {
 		meta = append(meta, ti64(11, dictOff))
 	}
 	meta = append(meta, tst(12, ti64(3, 0), tbin(5, max), tbin(6, min)))
+	if encodingStats != nil {
+		meta = append(meta, tlist(13, 12, encodingStats...))
+	}
 	leaf := []tf{ti32(1, physical), ti32(3, 0), tbin(4, []byte("x"))}
 	if converted >= 0 {
 		leaf = append(leaf, ti32(6, converted))
+	}
+	if logical != nil {
+		leaf = append(leaf, tst(10, logical...))
 	}
 	md := tstruct(
 		ti32(1, 1),
@@ -295,6 +311,79 @@ func TestReview11LegacyPageBoundsOfTextAreCompared(t *testing.T) {
 	for i, m := range msgs {
 		if !passed[i] {
 			t.Errorf("honest legacy bounds, unfused %v: refused: %s", i == 1, m)
+		}
+	}
+}
+
+// dictionaryFallbackFiles are files of a required INT32 x of one row group
+// of three rows: a dictionary {10, 20}, a data page of its indexes (10,
+// 20) and a PLAIN data page (1000), as a writer falling back from the
+// dictionary writes them. "honest" says so in its encoding_stats;
+// "encodings" lists only PLAIN_DICTIONARY and RLE, which parquet-mr takes
+// for a chunk of dictionary-encoded pages only; "encoding stats" claims
+// its two data pages RLE_DICTIONARY.
+func dictionaryFallbackFiles() map[string][]byte {
+	dict := append(le32(10), le32(20)...)
+	dictPage := append(tstruct(ti32(1, 2), ti32(2, int32(len(dict))), ti32(3, int32(len(dict))), tst(7, ti32(1, 2), ti32(2, 2))), dict...)
+	idx := []byte{1, 0x03, 0x02} // bit width 1, a bit-packed group: 0 1 (then padding)
+	idxPage := append(tstruct(ti32(1, 0), ti32(2, int32(len(idx))), ti32(3, int32(len(idx))), tst(5, ti32(1, 2), ti32(2, 8), ti32(3, 3), ti32(4, 3))), idx...)
+	plainPage := append(tstruct(ti32(1, 0), ti32(2, 4), ti32(3, 4), tst(5, ti32(1, 1), ti32(2, 0), ti32(3, 3), ti32(4, 3))), le32(1000)...)
+	chunk := append(append(append([]byte(nil), dictPage...), idxPage...), plainPage...)
+	dataOff, size := 4+int64(len(dictPage)), int64(len(chunk))
+	stat := func(typ, enc, n int32) []byte { return tstruct(ti32(1, typ), ti32(2, enc), ti32(3, n)) }
+	return map[string][]byte{
+		"honest": handParquetMeta(3, chunk, dataOff, 4, size, ptInt32, -1, le32(10), le32(1000), []int32{0, 2, 3, 8},
+			[][]byte{stat(2, 2, 1), stat(0, 8, 1), stat(0, 0, 1)}),
+		"encodings": handParquetMeta(3, chunk, dataOff, 4, size, ptInt32, -1, le32(10), le32(1000), []int32{2, 3}, nil),
+		"encoding stats": handParquetMeta(3, chunk, dataOff, 4, size, ptInt32, -1, le32(10), le32(1000), []int32{0, 2, 3, 8},
+			[][]byte{stat(2, 2, 1), stat(0, 8, 2)}),
+	}
+}
+
+// TestReview11DictionaryOnlyClaimsAreCompared: a chunk's metadata saying
+// every data page is dictionary-encoded (its encodings, or its
+// encoding_stats) is a claim Spark skips row groups by: parquet-mr's
+// dictionary filter reads the dictionary and skips the row group when it
+// lacks an equality's constant. Spark 4.3.0 read 0 rows WHERE x = 1000 of
+// either forged file, 1 of the honest one; the audit passed all three.
+func TestReview11DictionaryOnlyClaimsAreCompared(t *testing.T) {
+	files := dictionaryFallbackFiles()
+	if python, err := sparkPython(); err == nil && !testing.Short() {
+		dir := t.TempDir()
+		for name, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".parquet"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		script := `import sys, glob, os
+from pyspark.sql import SparkSession
+s = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1").getOrCreate()
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.parquet"))):
+    df = s.read.parquet(f)
+    print(os.path.basename(f), df.filter("x = 1000").count(), sum(1 for r in df.collect() if r.x == 1000))
+s.stop()`
+		out, err := exec.Command(python, "-c", script, dir).Output()
+		if err != nil {
+			t.Fatalf("Spark: %v: %s", err, out)
+		}
+		t.Logf("Spark: file, rows WHERE x = 1000, in a full read:\n%s", out)
+		want := "encoding_stats.parquet 0 1\nencodings.parquet 0 1\nhonest.parquet 1 1\n"
+		if string(out) != want {
+			t.Errorf("Spark read:\n%s\nwant\n%s", out, want)
+		}
+	}
+	for name, b := range files {
+		msgs, passed := review11Audit(t, b)
+		for i, m := range msgs {
+			if name == "honest" {
+				if !passed[i] {
+					t.Errorf("%s, unfused %v: refused: %s", name, i == 1, m)
+				}
+				continue
+			}
+			if passed[i] || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, `row group 0, column "x"`) || !strings.Contains(m, "dictionary-encoded") {
+				t.Errorf("%s, unfused %v: passed %v (%s), want refused naming the file, row group 0, column x and its dictionary-encoded claim", name, i == 1, passed[i], m)
+			}
 		}
 	}
 }
