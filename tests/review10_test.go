@@ -103,3 +103,57 @@ func TestReview10DeletedAllowedPathDoesNotDropAnotherDatasetsFile(t *testing.T) 
 		t.Errorf("batch T ended %s %+v; want aborted audit_failed by merge_hazard naming %s", ev.EventType(), ev, lost)
 	}
 }
+
+// TestReview10WriterMergingTheTargetIntoItsBranchPublishes: a writer
+// merges main into its batch branch (after another dataset published) and
+// then writes its batch. Its changes against its merge-base with main are
+// its table's file alone; the audit must not take the other dataset's
+// published file, which main already holds, for a change of the batch
+// outside its tables.
+func TestReview10WriterMergingTheTargetIntoItsBranchPublishes(t *testing.T) {
+	one := 1.0
+	e := startE2E(t, func(c *config.Config) {
+		ds := c.Datasets["billing"]
+		ledger := ds
+		ledger.Suite = audit.Suite{Tables: []audit.Table{{Name: "ledger_fact", Path: "gold/ledger/", Format: "parquet"}},
+			Checks: []audit.Check{{Name: "ledger_rows", Kind: audit.KindRowCount, Table: "ledger_fact", Min: &one, Scope: audit.ScopeBatch}}}
+		c.Datasets["ledger"] = ledger
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	run := time.Now().UnixNano()
+	tr := serialBatch{id: fmt.Sprintf("t-%d", run), first: 800000, rows: 5}
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: tr.id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	_, err := e.Watcher.Await(ctx, tr.id, schemas.TypeBranchReady)
+	must(t, err)
+
+	l := fmt.Sprintf("l-%d", run)
+	fileL := "gold/ledger/batch=" + l + "/part-0.parquet"
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: l, Dataset: "ledger", ExpectedWrites: []string{"w"},
+		Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ready, err := e.Watcher.Await(ctx, l, schemas.TypeBranchReady)
+	must(t, err)
+	must(t, e.WriteParquet(ctx, ready.(schemas.BranchReady).Branch, fileL, billingRows(700000, 0, 3, "BIGINT")))
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: l, Dataset: "ledger", Write: "w", Paths: []string{fileL},
+		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	if pl, err := e.Watcher.Await(ctx, l, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || pl.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("ledger batch: %+v %v", pl, err)
+	}
+
+	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
+		return nil
+	}))
+	must(t, err)
+	branch := schemas.BranchName("billing", tr.id)
+	m, err := api.MergeIntoBranchWithResponse(ctx, "lake", "main", branch, apigen.MergeIntoBranchJSONRequestBody{})
+	must(t, err)
+	if m.StatusCode() != http.StatusOK {
+		t.Fatalf("merge main into %s: %d %s", branch, m.StatusCode(), m.Body)
+	}
+	must(t, e.WriteParquet(ctx, branch, "gold/billing_fact/batch="+tr.id+"/part-0.parquet", billingRows(tr.first, 0, tr.rows, "BIGINT")))
+	if ev := completeBatch(t, ctx, e.Env, tr.id); ev.EventType() != schemas.TypeBatchPublished {
+		t.Errorf("batch T, whose writer merged main into its branch: %s %+v; want published", ev.EventType(), ev)
+	}
+}

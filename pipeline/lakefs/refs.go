@@ -612,6 +612,13 @@ func (c *Client) Head(ctx context.Context, repo, ref string) (string, error) {
 	return cm.ID, err
 }
 
+// MadeParents are the parents of a commit this client made (a seal), if
+// it still holds it; lakeFS is not asked (runner.SealParenter).
+func (c *Client) MadeParents(repo, commit string) ([]string, bool) {
+	cm, ok := c.made.get(repo, commit)
+	return cm.Parents, ok
+}
+
 // GetCommit returns the commit ref points at; ref may be a branch, a tag
 // or a commit id.
 func (c *Client) GetCommit(ctx context.Context, repo, ref string) (Commit, error) {

@@ -41,7 +41,8 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 		err error
 	}
 	heads := make(chan head, 1)
-	if run.BranchFrom != "" && run.Source == run.Target {
+	fromBranchPoint := run.BranchFrom != "" && run.Source == run.Target
+	if fromBranchPoint {
 		// The commit the branch was made from, on the target: the audit
 		// reads the table as of the batch's own snapshot (its seal's
 		// merge-base with it is that commit, known from the seal's
@@ -78,6 +79,17 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 	if h.err != nil {
 		return failed(log, pipeline.StepAudit, h.err)
 	}
+	if fromBranchPoint && !r.sealedOn(run.Repository, commit, run.BranchFrom) {
+		// The branch holds commits of its own before the seal (a writer's
+		// merge of the target into it): its merge-base with the target may
+		// be newer than the branch point, and the diff against that point
+		// would name what the target gained since as the batch's changes
+		// (TestReview10WriterMergingTheTargetIntoItsBranchPublishes). The
+		// target's head, as before the branch point was used.
+		if base, err = r.cfg.Lake.Head(ctx, run.Repository, run.Target); err != nil {
+			return failed(log, pipeline.StepAudit, err)
+		}
+	}
 	changes, err := r.cfg.Lake.Changes(ctx, run.Repository, base, commit)
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)
@@ -101,4 +113,22 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 		return failed(log, pipeline.StepAudit, err)
 	}
 	return pipeline.Audited{SealedCommit: commit, Report: rep}
+}
+
+// SealParenter is a Lake that knows the parents of a commit it made
+// (without asking lakeFS): the audit step takes the branch point as its
+// base only when the seal's one parent is that point.
+type SealParenter interface {
+	MadeParents(repo, commit string) (parents []string, ok bool)
+}
+
+// sealedOn: sealed's one parent is from, or the Lake cannot tell (a Lake
+// without SealParenter: the branch point is taken, as before).
+func (r *Runner) sealedOn(repo, sealed, from string) bool {
+	sp, ok := r.cfg.Lake.(SealParenter)
+	if !ok {
+		return true
+	}
+	ps, ok := sp.MadeParents(repo, sealed)
+	return ok && len(ps) == 1 && ps[0] == from
 }
