@@ -480,6 +480,21 @@ func checkReaderIndexes(ctx context.Context, path string, chunks []chunkMeta) ([
 				}
 			}
 		}
+		if c.hasMeta && c.maxRep == 0 {
+			// DuckDB counts rows by num_rows without reading the pages,
+			// pyarrow and pandas read the pages
+			// (TestReview11RowCountsThePagesDoNotHoldAreRefused).
+			var values int64
+			for _, p := range pages {
+				if p.data() {
+					values += int64(p.h.numValues)
+				}
+			}
+			whole := len(pages) > 0 && pages[len(pages)-1].end() == chunkStart(c)+c.totalCompressed
+			if c.numValues != c.rows || (err != nil && whole && values != c.numValues) {
+				return nil, fmt.Errorf("row group %d, column %q: its metadata says %d values in %d rows, its pages hold %d: DuckDB counts the rows the metadata says without reading them, pyarrow and pandas read the pages", c.rowGroup, c.path, c.numValues, c.rows, values)
+			}
+		}
 		stats := slices.ContainsFunc(pages, func(p pageInfo) bool { return p.h.stats != nil })
 		if err != nil && !indexed && !stats {
 			continue // no index, no page statistics before what the walk cannot read

@@ -111,7 +111,9 @@ func handParquetMeta(rows int64, chunk []byte, dataOff, dictOff, size int64, phy
 	if dictOff != 0 {
 		meta = append(meta, ti64(11, dictOff))
 	}
-	meta = append(meta, tst(12, ti64(3, 0), tbin(5, max), tbin(6, min)))
+	if min != nil {
+		meta = append(meta, tst(12, ti64(3, 0), tbin(5, max), tbin(6, min)))
+	}
 	if encodingStats != nil {
 		meta = append(meta, tlist(13, 12, encodingStats...))
 	}
@@ -384,6 +386,52 @@ s.stop()`
 			if passed[i] || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, `row group 0, column "x"`) || !strings.Contains(m, "dictionary-encoded") {
 				t.Errorf("%s, unfused %v: passed %v (%s), want refused naming the file, row group 0, column x and its dictionary-encoded claim", name, i == 1, passed[i], m)
 			}
+		}
+	}
+}
+
+// TestReview11RowCountsThePagesDoNotHoldAreRefused: a row group's
+// num_rows (and its chunk's num_values) is a claim DuckDB counts by
+// without reading the pages: a file of one page of 3 values (1, 2, 3)
+// claiming 5 rows, without statistics, counted 5 in the audit's DuckDB
+// (count(*)), so row_count >= 4 passed, where pyarrow and pandas read 3
+// rows (and DuckDB's scan fails).
+func TestReview11RowCountsThePagesDoNotHoldAreRefused(t *testing.T) {
+	body := append(append(le32(1), le32(2)...), le32(3)...)
+	pg := append(tstruct(ti32(1, 0), ti32(2, int32(len(body))), ti32(3, int32(len(body))), tst(5, ti32(1, 3), ti32(2, 0), ti32(3, 3), ti32(4, 3))), body...)
+	b := handParquetCol(5, pg, 4, 0, int64(len(pg)), ptInt32, -1, nil, nil)
+	if python, err := testPython(); err == nil {
+		f := filepath.Join(t.TempDir(), "f.parquet")
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(python, "-c", "import sys, pyarrow.parquet as pq, pandas as pd; print(pq.read_table(sys.argv[1]).num_rows, len(pd.read_parquet(sys.argv[1])))", f).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "3 3" {
+			t.Errorf("pyarrow and pandas read %s rows (%v), want 3 3", out, err)
+		}
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(src.root, "b1", "t", "part-0.parquet")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, unfused := range []bool{false, true} {
+		e := newEngine(t, src, "")
+		e.unfused = unfused
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{{Name: "rows", Kind: KindRowCount, Table: "t", Min: f64(4)}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := checkMessages(rep)
+		if rep.Passed || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, `row group 0, column "x"`) {
+			t.Errorf("unfused %v: passed %v (%s), want refused naming the file, row group 0 and column x", unfused, rep.Passed, m)
 		}
 	}
 }
