@@ -376,20 +376,35 @@ func deltaLiteral(raw json.RawMessage, typ string) (string, bool) {
 
 // ntzPlain is a timestamp_ntz stats claim's form that delta-rs and DuckDB
 // read as the same wall-clock time: a date, a time, a fraction, no offset
-// or zone (a trailing Z, UTC, changes nothing).
-var ntzPlain = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?Z?$`)
+// or zone (a trailing Z, UTC, changes nothing); datePlain a date's.
+var (
+	ntzPlain  = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?Z?$`)
+	datePlain = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+)
 
 // ntzClaimForm refuses a stats claim of a timestamp_ntz column (DuckDB
 // type typ TIMESTAMP) that names an offset or a zone: DuckDB's CAST drops
 // it ("01:00:00.000-05:00" is 01:00), delta-rs converts it (06:00), and
 // skipped a file holding 01:00 for t = 01:00 by it
-// (TestReview10NtzStatsNamingAnOffsetAreRefused).
+// (TestReview10NtzStatsNamingAnOffsetAreRefused). A date column's claim
+// must be a date alone: DuckDB's CAST drops a time
+// ("2024-01-02T23:00:00-05:00" is 2024-01-02), delta-rs took a later day
+// (TestReview10DateStatsWithATimeAreRefused).
 func ntzClaimForm(raw json.RawMessage, typ string) error {
-	if typ != "TIMESTAMP" || len(raw) == 0 || raw[0] != '"' {
+	if typ != "TIMESTAMP" && typ != "DATE" || len(raw) == 0 || raw[0] != '"' {
 		return nil
 	}
 	var v string
-	if json.Unmarshal(raw, &v) != nil || ntzPlain.MatchString(v) {
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	if typ == "DATE" {
+		if datePlain.MatchString(v) {
+			return nil
+		}
+		return errors.New("a date claim that is not a date alone (yyyy-mm-dd), which DuckDB and delta-rs read as different days")
+	}
+	if ntzPlain.MatchString(v) {
 		return nil
 	}
 	return errors.New("a timestamp_ntz claim naming an offset or a zone, which DuckDB drops and delta-rs converts")

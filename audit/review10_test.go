@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -177,4 +178,28 @@ func TestReview10NtzStatsNamingAnOffsetAreRefused(t *testing.T) {
 	deltaRSSkips(t, dir, `[("t", "=", __import__("datetime").datetime(2024, 1, 1, 1))]`)
 	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(3), Max: f64(3)})
 	wantRefused(t, rep, "offset")
+}
+
+// TestReview10DateStatsWithATimeAreRefused: a date column's stats claim
+// with a time and an offset ("2024-01-02T23:00:00-05:00") is the date
+// 2024-01-02 to DuckDB's CAST, which the data holds, and a later day to
+// delta-rs, which skipped the file holding 2024-01-02 for t = 2024-01-02.
+func TestReview10DateStatsWithATimeAreRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(src.root, "b1", "gold", "events")
+	script := strings.NewReplacer(`ts = lambda h: datetime.datetime(2024, 1, 1, h)`, `ts = lambda h: datetime.date(2024, 1, h)`,
+		`pa.timestamp("us")`, `pa.date32()`, `[ts(1), ts(15)]`, `[ts(2), ts(5)]`, `[ts(2)]`, `[ts(3)]`, `"2024-01-01T01:00:00.000-05:00"`, `"2024-01-02T23:00:00-05:00"`).Replace(deltaRSNtzOffsetStats)
+	if out, err := exec.Command(python, "-c", script, dir).CombinedOutput(); err != nil {
+		t.Fatalf("deltalake: %v\n%s", err, out)
+	}
+	deltaRSSkips(t, dir, `[("t", "=", __import__("datetime").date(2024, 1, 2))]`)
+	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(3), Max: f64(3)})
+	wantRefused(t, rep, "date")
 }
