@@ -374,38 +374,40 @@ func deltaLiteral(raw json.RawMessage, typ string) (string, bool) {
 	return "", false
 }
 
-// ntzPlain is a timestamp_ntz stats claim's form that delta-rs and DuckDB
-// read as the same wall-clock time: a date, a time, a fraction, no offset
-// or zone (a trailing Z, UTC, changes nothing); datePlain a date's.
+// The forms of a stats claim of a timestamp_ntz (ntzPlain), a timestamp
+// (tsPlain) and a date (datePlain) column that delta-rs and DuckDB read as
+// the same value: a date, a time with its seconds, a fraction, and for a
+// timestamp an offset (for timestamp_ntz a trailing Z alone, UTC, which
+// changes nothing).
 var (
-	ntzPlain  = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?)?Z?$`)
+	ntzPlain  = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z?)?$`)
+	tsPlain   = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}(:?\d{2})?)?)?$`)
 	datePlain = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 )
 
-// ntzClaimForm refuses a stats claim of a timestamp_ntz column (DuckDB
-// type typ TIMESTAMP) that names an offset or a zone: DuckDB's CAST drops
-// it ("01:00:00.000-05:00" is 01:00), delta-rs converts it (06:00), and
-// skipped a file holding 01:00 for t = 01:00 by it
-// (TestReview10NtzStatsNamingAnOffsetAreRefused). A date column's claim
-// must be a date alone: DuckDB's CAST drops a time
-// ("2024-01-02T23:00:00-05:00" is 2024-01-02), delta-rs took a later day
-// (TestReview10DateStatsWithATimeAreRefused).
+// ntzClaimForm refuses a stats claim of a timestamp_ntz, timestamp or
+// date column (DuckDB type typ TIMESTAMP, TIMESTAMPTZ or DATE) in another
+// form than those: DuckDB's CAST drops a timestamp_ntz's offset
+// ("01:00:00.000-05:00" is 01:00) where delta-rs converts it (06:00)
+// (TestReview10NtzStatsNamingAnOffsetAreRefused), drops a date's time
+// ("2024-01-02T23:00:00-05:00" is 2024-01-02) where delta-rs took a later
+// day (TestReview10DateStatsWithATimeAreRefused), and reads a time
+// without seconds ("2024-01-01T01:00") by which delta-rs skipped the file
+// holding it (TestReview10TimestampStatsWithoutSecondsAreRefused).
 func ntzClaimForm(raw json.RawMessage, typ string) error {
-	if typ != "TIMESTAMP" && typ != "DATE" || len(raw) == 0 || raw[0] != '"' {
+	re := map[string]*regexp.Regexp{"TIMESTAMP": ntzPlain, "TIMESTAMPTZ": tsPlain, "DATE": datePlain}[typ]
+	if re == nil || len(raw) == 0 || raw[0] != '"' {
 		return nil
 	}
 	var v string
-	if json.Unmarshal(raw, &v) != nil {
+	if json.Unmarshal(raw, &v) != nil || re.MatchString(v) {
 		return nil
 	}
-	if typ == "DATE" {
-		if datePlain.MatchString(v) {
-			return nil
-		}
+	switch typ {
+	case "DATE":
 		return errors.New("a date claim that is not a date alone (yyyy-mm-dd), which DuckDB and delta-rs read as different days")
+	case "TIMESTAMP":
+		return errors.New("a timestamp_ntz claim not of the form yyyy-mm-dd hh:mm:ss[.fraction]: naming an offset or a zone, or a time without seconds, which DuckDB and delta-rs read otherwise")
 	}
-	if ntzPlain.MatchString(v) {
-		return nil
-	}
-	return errors.New("a timestamp_ntz claim naming an offset or a zone, which DuckDB drops and delta-rs converts")
+	return errors.New("a timestamp claim not of the form yyyy-mm-dd hh:mm:ss[.fraction][offset]: a time without seconds or a zone name, which DuckDB and delta-rs read otherwise")
 }

@@ -203,3 +203,34 @@ func TestReview10DateStatsWithATimeAreRefused(t *testing.T) {
 	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(3), Max: f64(3)})
 	wantRefused(t, rep, "date")
 }
+
+// TestReview10TimestampStatsWithoutSecondsAreRefused: a timestamp
+// column's stats claim of a time without seconds ("2024-01-01T01:00") is
+// 01:00 to DuckDB's CAST, which the data holds, and delta-rs skipped the
+// file holding 01:00 for t = 01:00 by it, UTC or timestamp_ntz alike.
+func TestReview10TimestampStatsWithoutSecondsAreRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	for _, c := range []struct{ name, arrow, tz, claim string }{
+		{"utc", `pa.timestamp("us", "UTC")`, ", tzinfo=__import__(\"datetime\").timezone.utc", "2024-01-01T01:00"},
+		{"ntz", `pa.timestamp("us")`, "", "2024-01-01T01:00"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := newDirSource(t)
+			if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(src.root, "b1", "gold", "events")
+			script := strings.NewReplacer(`datetime.datetime(2024, 1, 1, h)`, `datetime.datetime(2024, 1, 1, h`+c.tz+`)`,
+				`pa.timestamp("us")`, c.arrow, `"2024-01-01T01:00:00.000-05:00"`, `"`+c.claim+`"`).Replace(deltaRSNtzOffsetStats)
+			if out, err := exec.Command(python, "-c", script, dir).CombinedOutput(); err != nil {
+				t.Fatalf("deltalake: %v\n%s", err, out)
+			}
+			deltaRSSkips(t, dir, `[("t", "=", __import__("datetime").datetime(2024, 1, 1, 1`+c.tz+`))]`)
+			rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(3), Max: f64(3)})
+			wantRefused(t, rep, "seconds")
+		})
+	}
+}
