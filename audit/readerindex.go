@@ -69,6 +69,8 @@ type chunkMeta struct {
 	encodings        []int32 // ColumnMetaData's encodings
 	dataEncodings    []int32 // its encoding_stats' of data pages
 	encodingStats    bool    // encoding_stats was given
+	groupCompressed  int64   // its RowGroup's total_compressed_size
+	groupSized       bool    // groupCompressed was given
 	// The run's, set by checkReaderIndexes: its pages are read until it
 	// ends (a file may hold 1,048,576 pages per chunk, each 256 MiB).
 	ctx context.Context
@@ -161,11 +163,16 @@ func footerChunks(buf []byte, nodes []schemaNode, types []nodeTypes) ([]chunkMet
 		for rg := 0; rg < n; rg++ {
 			var cs []chunkMeta
 			var rows int64
+			compressed, sized := int64(0), false
 			err := d.fields(func(id int16, t byte) (bool, error) {
 				switch {
 				case id == 3 && t == ctI64:
 					v, err := d.i64()
 					rows = v
+					return true, err
+				case id == 6 && t == ctI64:
+					v, err := d.i64()
+					compressed, sized = v, true
 					return true, err
 				case id == 1 && t == ctList:
 					_, m, err := d.list()
@@ -196,7 +203,7 @@ func footerChunks(buf []byte, nodes []schemaNode, types []nodeTypes) ([]chunkMet
 				return true, err
 			}
 			for i := range cs {
-				cs[i].rows = rows
+				cs[i].rows, cs[i].groupCompressed, cs[i].groupSized = rows, compressed, sized
 			}
 			out = append(out, cs...)
 		}
@@ -349,6 +356,36 @@ func (c chunkMeta) dictionaryOnly() bool {
 	return slices.Contains(c.encodings, 2) && !slices.ContainsFunc(c.encodings, func(e int32) bool { return e != 2 && e != 3 && e != 4 })
 }
 
+// groupInFile: the row group whose first chunk is chunks[i] has its
+// midpoint in the file of size bytes. parquet-mr (Spark) reads a row group
+// in the split of the file holding it: its first chunk's start plus half
+// its total_compressed_size (or its chunks' sizes); past the file, or
+// before it, no split does and Spark reads none of its rows
+// (TestReview11RowGroupSizesOutsideTheFileAreRefused).
+func groupInFile(chunks []chunkMeta, i int, size int64) error {
+	c := chunks[i]
+	if !c.hasMeta {
+		return nil
+	}
+	total := c.groupCompressed
+	if !c.groupSized {
+		for _, o := range chunks[i:] {
+			if o.rowGroup != c.rowGroup {
+				break
+			}
+			total += o.totalCompressed
+		}
+	}
+	start := c.dataOffset
+	if c.dictOffset > 0 && start > c.dictOffset {
+		start = c.dictOffset
+	}
+	if start < 0 || start >= size || total/2 < -start || total/2 >= size-start {
+		return fmt.Errorf("row group %d claims a total_compressed_size of %d from offset %d, which puts its midpoint outside the file of %d bytes: Spark reads a row group in the split holding its midpoint, so none of its rows", c.rowGroup, total, start, size)
+	}
+	return nil
+}
+
 // errUnverifiable is an index the audit cannot check: the file is refused.
 type errUnverifiable struct{ why string }
 
@@ -465,6 +502,11 @@ func checkReaderIndexes(ctx context.Context, path string, chunks []chunkMeta) ([
 				return nil, err
 			}
 			size = info.Size()
+		}
+		if c.column == 0 {
+			if err := groupInFile(chunks, i, size); err != nil {
+				return nil, err
+			}
 		}
 		what := "a bloom filter, which readers (DuckDB, Spark) skip the row group by,"
 		pages, err := walkPages(file, size, c)

@@ -98,6 +98,9 @@ func handParquetCol(rows int64, chunk []byte, dataOff, dictOff, size int64, phys
 	return handParquetMeta(rows, chunk, dataOff, dictOff, size, physical, converted, min, max, []int32{0, 8}, nil, logical...)
 }
 
+// handRowGroupExtra are fields handParquetMeta adds to its row group.
+var handRowGroupExtra []tf
+
 // handParquetMeta is handParquetCol whose chunk's metadata lists
 // encodings and, unless nil, encoding_stats.
 func handParquetMeta(rows int64, chunk []byte, dataOff, dictOff, size int64, physical, converted int32, min, max []byte, encodings []int32, encodingStats [][]byte, logical ...tf) []byte {
@@ -128,7 +131,7 @@ func handParquetMeta(rows int64, chunk []byte, dataOff, dictOff, size int64, phy
 		ti32(1, 1),
 		tlist(2, 12, tstruct(tbin(4, []byte("schema")), ti32(5, 1)), tstruct(leaf...)),
 		ti64(3, rows),
-		tlist(4, 12, tstruct(tlist(1, 12, tstruct(ti64(2, 4), tst(3, meta...))), ti64(2, size), ti64(3, rows))),
+		tlist(4, 12, tstruct(append([]tf{tlist(1, 12, tstruct(ti64(2, 4), tst(3, meta...))), ti64(2, size), ti64(3, rows)}, handRowGroupExtra...)...)),
 	)
 	f = append(f, md...)
 	f = binary.LittleEndian.AppendUint32(f, uint32(len(md)))
@@ -432,6 +435,61 @@ func TestReview11RowCountsThePagesDoNotHoldAreRefused(t *testing.T) {
 		m := checkMessages(rep)
 		if rep.Passed || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, `row group 0, column "x"`) {
 			t.Errorf("unfused %v: passed %v (%s), want refused naming the file, row group 0 and column x", unfused, rep.Passed, m)
+		}
+	}
+}
+
+// TestReview11RowGroupSizesOutsideTheFileAreRefused: Spark (parquet-mr)
+// reads a row group in the split holding its midpoint, the first chunk's
+// start plus half the RowGroup's total_compressed_size: a file of 3 rows
+// whose row group claims a total_compressed_size of 1 GiB read 0 rows in
+// Spark 4.3.0 (its midpoint past the file, in no split), 3 in DuckDB and
+// pyarrow, and the audit passed row_count >= 3. Its file_offset, which
+// parquet-mr does not read for it, passes.
+func TestReview11RowGroupSizesOutsideTheFileAreRefused(t *testing.T) {
+	body := append(append(le32(1), le32(2)...), le32(3)...)
+	pg := append(tstruct(ti32(1, 0), ti32(2, int32(len(body))), ti32(3, int32(len(body))), tst(5, ti32(1, 3), ti32(2, 0), ti32(3, 3), ti32(4, 3))), body...)
+	file := func(extra ...tf) []byte {
+		handRowGroupExtra = extra
+		defer func() { handRowGroupExtra = nil }()
+		return handParquetCol(3, pg, 4, 0, int64(len(pg)), ptInt32, -1, le32(1), le32(3))
+	}
+	files := map[string][]byte{"honest": file(ti64(6, int64(len(pg)))), "file_offset": file(ti64(5, 1<<30)), "total": file(ti64(6, 1<<30)), "negative": file(ti64(6, -1<<20))}
+	if python, err := sparkPython(); err == nil && !testing.Short() {
+		dir := t.TempDir()
+		for name, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, name+".parquet"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		script := `import sys, glob, os
+from pyspark.sql import SparkSession
+s = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").config("spark.driver.bindAddress", "127.0.0.1").getOrCreate()
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.parquet"))):
+    print(os.path.basename(f), s.read.parquet(f).count(), len(s.read.parquet(f).collect()))
+s.stop()`
+		out, err := exec.Command(python, "-c", script, dir).Output()
+		if err != nil {
+			t.Fatalf("Spark: %v: %s", err, out)
+		}
+		t.Logf("Spark: file, count(), rows read:\n%s", out)
+		want := "file_offset.parquet 3 3\nhonest.parquet 3 3\nnegative.parquet 0 0\ntotal.parquet 0 0\n"
+		if string(out) != want {
+			t.Errorf("Spark read:\n%s\nwant\n%s", out, want)
+		}
+	}
+	for name, b := range files {
+		msgs, passed := review11Audit(t, b)
+		for i, m := range msgs {
+			if name == "honest" || name == "file_offset" {
+				if !passed[i] {
+					t.Errorf("%s, unfused %v: refused: %s", name, i == 1, m)
+				}
+				continue
+			}
+			if passed[i] || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, "row group 0") || !strings.Contains(m, "total_compressed_size") {
+				t.Errorf("%s, unfused %v: passed %v (%s), want refused naming the file, row group 0 and its total_compressed_size", name, i == 1, passed[i], m)
+			}
 		}
 	}
 }
