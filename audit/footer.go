@@ -67,6 +67,7 @@ type nodeTypes struct {
 type parquetFooter struct {
 	nodes  []schemaNode
 	chunks []chunkMeta
+	rows   int64 // FileMetaData's num_rows, -1 without
 }
 
 // footerSchema is the schema of the Parquet file at path, as DuckDB's
@@ -146,13 +147,14 @@ func decodeFooter(buf []byte) (parquetFooter, error) {
 		err = checkSchemaTree(nodes)
 	}
 	var chunks []chunkMeta
+	var rows int64
 	if err == nil {
-		chunks, err = footerChunks(buf, nodes, d.types)
+		chunks, rows, err = footerChunks(buf, nodes, d.types)
 	}
 	if err != nil {
 		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
 	}
-	return parquetFooter{nodes: nodes, chunks: chunks}, nil
+	return parquetFooter{nodes: nodes, chunks: chunks, rows: rows}, nil
 }
 
 // checkSchemaTree: the elements form one tree, depth first, exactly (a

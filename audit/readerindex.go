@@ -145,14 +145,20 @@ func (d *compactReader) i64() (int64, error) {
 // footerChunks are the column chunks of a FileMetaData that the strict
 // reading (fileMetaData) took, read again for the fields the readers'
 // indexes need.
-func footerChunks(buf []byte, nodes []schemaNode, types []nodeTypes) ([]chunkMeta, error) {
+func footerChunks(buf []byte, nodes []schemaNode, types []nodeTypes) ([]chunkMeta, int64, error) {
 	if len(types) != len(nodes) {
-		return nil, errors.New("schema elements without types")
+		return nil, 0, errors.New("schema elements without types")
 	}
 	leaves := schemaLeaves(nodes, types)
 	d := &compactReader{b: buf}
 	var out []chunkMeta
+	numRows := int64(-1)
 	err := d.fields(func(id int16, t byte) (bool, error) {
+		if id == 3 && t == ctI64 {
+			v, err := d.i64()
+			numRows = v
+			return true, err
+		}
 		if id != 4 || t != ctList {
 			return false, nil
 		}
@@ -209,7 +215,7 @@ func footerChunks(buf []byte, nodes []schemaNode, types []nodeTypes) ([]chunkMet
 		}
 		return true, nil
 	})
-	return out, err
+	return out, numRows, err
 }
 
 // fields reads a struct's fields: read takes the ones it wants (true),
@@ -435,6 +441,17 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		var rows int64
+		for i, c := range ft.chunks {
+			if i == 0 || c.rowGroup != ft.chunks[i-1].rowGroup {
+				rows += c.rows
+			}
+		}
+		if ft.rows != rows {
+			// pyarrow's dataset counts rows by it
+			// (TestReview11FileRowCountsOtherThanTheRowGroupsAreRefused).
+			return fmt.Errorf("file %s claims num_rows %d, its row groups hold %d: pyarrow's dataset counts the file's rows by the claim (count_rows), DuckDB and Spark by the row groups", objPath[f], ft.rows, rows)
 		}
 		claims, err := checkReaderIndexes(ctx, f, ft.chunks)
 		if err == nil && !r.e.claimsNotInGo {

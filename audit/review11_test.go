@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,8 +99,13 @@ func handParquetCol(rows int64, chunk []byte, dataOff, dictOff, size int64, phys
 	return handParquetMeta(rows, chunk, dataOff, dictOff, size, physical, converted, min, max, []int32{0, 8}, nil, logical...)
 }
 
-// handRowGroupExtra are fields handParquetMeta adds to its row group.
-var handRowGroupExtra []tf
+// handRowGroupExtra are fields handParquetMeta adds to its row group;
+// handFileRowsExtra, rows its FileMetaData's num_rows claims beyond the
+// row group's.
+var (
+	handRowGroupExtra []tf
+	handFileRowsExtra int64
+)
 
 // handParquetMeta is handParquetCol whose chunk's metadata lists
 // encodings and, unless nil, encoding_stats.
@@ -130,7 +136,7 @@ func handParquetMeta(rows int64, chunk []byte, dataOff, dictOff, size int64, phy
 	md := tstruct(
 		ti32(1, 1),
 		tlist(2, 12, tstruct(tbin(4, []byte("schema")), ti32(5, 1)), tstruct(leaf...)),
-		ti64(3, rows),
+		ti64(3, rows+handFileRowsExtra),
 		tlist(4, 12, tstruct(append([]tf{tlist(1, 12, tstruct(ti64(2, 4), tst(3, meta...))), ti64(2, size), ti64(3, rows)}, handRowGroupExtra...)...)),
 	)
 	f = append(f, md...)
@@ -489,6 +495,44 @@ s.stop()`
 			}
 			if passed[i] || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, "row group 0") || !strings.Contains(m, "total_compressed_size") {
 				t.Errorf("%s, unfused %v: passed %v (%s), want refused naming the file, row group 0 and its total_compressed_size", name, i == 1, passed[i], m)
+			}
+		}
+	}
+}
+
+// TestReview11FileRowCountsOtherThanTheRowGroupsAreRefused: pyarrow's
+// dataset counts a file's rows by its FileMetaData's num_rows
+// (count_rows()), which the other readers and the audit do not read: a
+// file of one row group of 3 rows claiming 5 (or 1) counted 5 (or 1) in
+// pyarrow 26.0.1, 3 in DuckDB, Spark and pyarrow's read_table, and the
+// audit passed it.
+func TestReview11FileRowCountsOtherThanTheRowGroupsAreRefused(t *testing.T) {
+	body := append(append(le32(1), le32(2)...), le32(3)...)
+	pg := append(tstruct(ti32(1, 0), ti32(2, int32(len(body))), ti32(3, int32(len(body))), tst(5, ti32(1, 3), ti32(2, 0), ti32(3, 3), ti32(4, 3))), body...)
+	for _, extra := range []int64{0, 2, -2} {
+		handFileRowsExtra = extra
+		b := handParquetCol(3, pg, 4, 0, int64(len(pg)), ptInt32, -1, le32(1), le32(3))
+		handFileRowsExtra = 0
+		if python, err := testPython(); err == nil {
+			f := filepath.Join(t.TempDir(), "f.parquet")
+			if err := os.WriteFile(f, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(python, "-c", "import sys, pyarrow.parquet as pq, pyarrow.dataset as ds; print(ds.dataset(sys.argv[1]).count_rows(), pq.read_table(sys.argv[1]).num_rows)", f).CombinedOutput()
+			if want := fmt.Sprintf("%d 3", 3+extra); err != nil || strings.TrimSpace(string(out)) != want {
+				t.Errorf("num_rows %d: pyarrow count_rows, read_table: %s (%v), want %s", 3+extra, out, err, want)
+			}
+		}
+		msgs, passed := review11Audit(t, b)
+		for i, m := range msgs {
+			if extra == 0 {
+				if !passed[i] {
+					t.Errorf("honest, unfused %v: refused: %s", i == 1, m)
+				}
+				continue
+			}
+			if passed[i] || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, "num_rows") {
+				t.Errorf("num_rows %d, unfused %v: passed %v (%s), want refused naming the file and its num_rows", 3+extra, i == 1, passed[i], m)
 			}
 		}
 	}
