@@ -420,9 +420,8 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 		}
 		ft, err := readFooter(f)
 		if err != nil {
-			// DuckDB reads the footer (parquet_schema did): a bloom filter
-			// there is not checked, and the file is refused. Its pages'
-			// indexes and statistics are left (docs/limits.md).
+			// DuckDB reads the footer (parquet_schema did): nothing in it is
+			// checked, and the file is refused.
 			var n int64
 			q := "SELECT count(*) FROM parquet_metadata(" + literalList([]string{f}) + ") WHERE bloom_filter_offset IS NOT NULL"
 			if qerr := r.e.db.QueryRowContext(ctx, q).Scan(&n); qerr != nil {
@@ -434,10 +433,9 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 			if n > 0 {
 				return fmt.Errorf("file %s has bloom filters, which readers skip row groups by, in a footer the audit does not read (%v): it cannot check them", objPath[f], err)
 			}
-			if keyed {
-				r.e.memo.put(key, true, 48)
-			}
-			continue
+			// Its row counts and sizes too, which readers count and
+			// split by (TestReview11FootersTheGoReaderGivesUpOnAreRefused).
+			return fmt.Errorf("file %s has a footer the audit does not read (%v), whose row counts and sizes readers count and split the file by (pyarrow's count_rows, Spark): it cannot check them", objPath[f], err)
 		}
 		if err := ctx.Err(); err != nil {
 			return err

@@ -537,3 +537,41 @@ func TestReview11FileRowCountsOtherThanTheRowGroupsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestReview11FootersTheGoReaderGivesUpOnAreRefused: a footer the Go
+// reader does not decode (a byte after its FileMetaData, which DuckDB,
+// pyarrow and Spark ignore) skipped every check of readerIndexes: a file
+// of 3 rows, without statistics, whose row group claims a
+// total_compressed_size of 1 GiB (Spark reads 0 rows of it) passed.
+func TestReview11FootersTheGoReaderGivesUpOnAreRefused(t *testing.T) {
+	body := append(append(le32(1), le32(2)...), le32(3)...)
+	pg := append(tstruct(ti32(1, 0), ti32(2, int32(len(body))), ti32(3, int32(len(body))), tst(5, ti32(1, 3), ti32(2, 0), ti32(3, 3), ti32(4, 3))), body...)
+	handRowGroupExtra = []tf{ti64(6, 1<<30)}
+	b := handParquetCol(3, pg, 4, 0, int64(len(pg)), ptInt32, -1, nil, nil)
+	handRowGroupExtra = nil
+	// One byte more inside the footer's length, after the FileMetaData.
+	n := binary.LittleEndian.Uint32(b[len(b)-8:])
+	b = append(append(b[:len(b)-8:len(b)-8], 0), binary.LittleEndian.AppendUint32(nil, n+1)...)
+	b = append(b, "PAR1"...)
+	if s, full := duckdbReads(t, b, "x = 2"); s != 1 || full != 1 {
+		t.Fatalf("DuckDB reads %d and %d rows of x = 2, want 1", s, full)
+	}
+	if _, err := readFooter(writeTemp(t, b)); err == nil {
+		t.Fatal("the Go reader decodes the footer")
+	}
+	msgs, passed := review11Audit(t, b)
+	for i, m := range msgs {
+		if passed[i] || !strings.Contains(m, "t/part-0.parquet") {
+			t.Errorf("unfused %v: passed %v (%s), want refused naming the file", i == 1, passed[i], m)
+		}
+	}
+}
+
+func writeTemp(t *testing.T, b []byte) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "f.parquet")
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
