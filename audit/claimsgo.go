@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -548,23 +549,11 @@ func plainCompare(l goLeaf, a, b []byte) int {
 	case claimUint:
 		_, x := plainInt(a)
 		_, y := plainInt(b)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
+		return cmp.Compare(x, y)
 	}
 	x, _ := plainInt(a)
 	y, _ := plainInt(b)
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
+	return cmp.Compare(x, y)
 }
 
 // plainAggregate is plain value v of l as dataValue reads DuckDB's
