@@ -50,7 +50,10 @@ if mode:
 os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 `
 
-func deltaRSCheckpointTable(t *testing.T, mode string) *dirSource {
+// deltaRSTable runs script with the interop Python's deltalake, its
+// arguments the directory of table events on branch b1 of a new
+// dirSource (returned with it) and then args. Skipped without delta-rs.
+func deltaRSTable(t *testing.T, script string, args ...string) (*dirSource, string) {
 	t.Helper()
 	python, err := testPython()
 	if err != nil {
@@ -60,14 +63,11 @@ func deltaRSCheckpointTable(t *testing.T, mode string) *dirSource {
 	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"-c", deltaRSCheckpoint, filepath.Join(src.root, "b1", "gold", "events")}
-	if mode != "" {
-		args = append(args, mode)
-	}
-	if out, err := exec.Command(python, args...).CombinedOutput(); err != nil {
+	dir := filepath.Join(src.root, "b1", "gold", "events")
+	if out, err := exec.Command(python, append([]string{"-c", script, dir}, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("deltalake: %v\n%s", err, out)
 	}
-	return src
+	return src, dir
 }
 
 // TestDeltaRSCheckpointPasses: delta-rs 1.6.6's create_checkpoint writes
@@ -76,7 +76,7 @@ func deltaRSCheckpointTable(t *testing.T, mode string) *dirSource {
 // blocking every batch of a table delta-rs had checkpointed; a row with a
 // sidecar action is still refused.
 func TestDeltaRSCheckpointPasses(t *testing.T) {
-	src := deltaRSCheckpointTable(t, "")
+	src, _ := deltaRSTable(t, deltaRSCheckpoint)
 	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(5), Max: f64(5)})
 	if !rep.Passed {
 		t.Fatalf("delta-rs's checkpointed table: %s", checkMessages(rep))
@@ -101,8 +101,7 @@ func TestDeltaCheckpointStatsParsed(t *testing.T) {
 		{"parsed_only_forge", "has other stats"},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
-			src := deltaRSCheckpointTable(t, c.mode)
-			dir := filepath.Join(src.root, "b1", "gold", "events")
+			src, dir := deltaRSTable(t, deltaRSCheckpoint, c.mode)
 			if strings.Contains(c.mode, "forge") {
 				deltaRSSkips(t, dir, `[("x", "=", 1000)]`)
 			}
@@ -123,21 +122,10 @@ func TestDeltaCheckpointStatsParsed(t *testing.T) {
 // microsecond timestamps, NULLs) and checkpoints passes: its stats_parsed
 // agree with its JSON stats. It was refused before ("carry stats_parsed").
 func TestDeltaRSStatsParsedPasses(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(src.root, "b1", "gold", "events")
 	script := strings.Replace(honestDeltaRS, "write_deltalake(out, rows(0, 40))",
 		`write_deltalake(out, rows(0, 40), configuration={"delta.checkpoint.writeStatsAsStruct": "true"})`, 1)
 	script = strings.Replace(script, "os._exit(0)", "from deltalake import DeltaTable\nDeltaTable(out).create_checkpoint()\nos._exit(0)", 1)
-	if out, err := exec.Command(python, "-c", script, dir).CombinedOutput(); err != nil {
-		t.Fatalf("deltalake: %v\n%s", err, out)
-	}
+	src, dir := deltaRSTable(t, script)
 	cps, _ := filepath.Glob(filepath.Join(dir, "_delta_log", "*.checkpoint.parquet"))
 	if len(cps) != 1 {
 		t.Fatalf("checkpoints: %v", cps)

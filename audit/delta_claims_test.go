@@ -130,18 +130,7 @@ os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 // primitive type, long unicode text, -0.0, nulls,
 // microsecond timestamps, a struct) passes the comparison of its stats.
 func TestHonestDeltaStatsPass(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(src.root, "b1", "gold", "events")
-	if out, err := exec.Command(python, "-c", honestDeltaRS, dir).CombinedOutput(); err != nil {
-		t.Fatalf("deltalake: %v\n%s", err, out)
-	}
+	src, dir := deltaRSTable(t, honestDeltaRS)
 	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(130), Max: f64(130)})
 	if got := rep.Checks[0]; !rep.Passed {
 		t.Errorf("a table delta-rs wrote: passed %v (%s %s), want pass", rep.Passed, got.Observed, got.Message)

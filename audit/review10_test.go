@@ -1,9 +1,6 @@
 package audit
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -44,18 +41,7 @@ os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 // holding 3.00000001 for x = 3.00000001 by it. lakewap compared the JSON
 // with the stats_parsed in the stats_parsed's types and passed the table.
 func TestReview10StatsParsedOfANarrowerTypeIsRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(src.root, "b1", "gold", "events")
-	if out, err := exec.Command(python, "-c", deltaRSNarrowStatsParsed, dir).CombinedOutput(); err != nil {
-		t.Fatalf("deltalake: %v\n%s", err, out)
-	}
+	src, dir := deltaRSTable(t, deltaRSNarrowStatsParsed)
 	deltaRSSkips(t, dir, `[("x", "=", 3.00000001)]`)
 	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(4), Max: f64(4)})
 	wantRefused(t, rep, "stats_parsed")
@@ -115,18 +101,7 @@ os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 // 10:00), and delta-rs casts it to UTC and skips the file holding 15:00Z
 // for t = 15:00Z. statsParsedTypes took TIMESTAMP and TIMESTAMPTZ alike.
 func TestReview10StatsParsedTimestampWithoutZoneIsRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(src.root, "b1", "gold", "events")
-	if out, err := exec.Command(python, "-c", deltaRSOffsetStatsParsed, dir).CombinedOutput(); err != nil {
-		t.Fatalf("deltalake: %v\n%s", err, out)
-	}
+	src, dir := deltaRSTable(t, deltaRSOffsetStatsParsed)
 	deltaRSSkips(t, dir, `[("t", "=", __import__("datetime").datetime(2024, 1, 1, 15, tzinfo=__import__("datetime").timezone.utc))]`)
 	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(3), Max: f64(3)})
 	wantRefused(t, rep, "stats_parsed")
@@ -163,18 +138,7 @@ os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 // converted (06:00), by which it skips the file holding 01:00 for
 // t = 01:00. lakewap compared DuckDB's reading and passed the table.
 func TestReview10NtzStatsNamingAnOffsetAreRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(src.root, "b1", "gold", "events")
-	if out, err := exec.Command(python, "-c", deltaRSNtzOffsetStats, dir).CombinedOutput(); err != nil {
-		t.Fatalf("deltalake: %v\n%s", err, out)
-	}
+	src, dir := deltaRSTable(t, deltaRSNtzOffsetStats)
 	deltaRSSkips(t, dir, `[("t", "=", __import__("datetime").datetime(2024, 1, 1, 1))]`)
 	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(3), Max: f64(3)})
 	wantRefused(t, rep, "offset")
@@ -185,20 +149,9 @@ func TestReview10NtzStatsNamingAnOffsetAreRefused(t *testing.T) {
 // 2024-01-02 to DuckDB's CAST, which the data holds, and a later day to
 // delta-rs, which skipped the file holding 2024-01-02 for t = 2024-01-02.
 func TestReview10DateStatsWithATimeAreRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(src.root, "b1", "gold", "events")
 	script := strings.NewReplacer(`ts = lambda h: datetime.datetime(2024, 1, 1, h)`, `ts = lambda h: datetime.date(2024, 1, h)`,
 		`pa.timestamp("us")`, `pa.date32()`, `[ts(1), ts(15)]`, `[ts(2), ts(5)]`, `[ts(2)]`, `[ts(3)]`, `"2024-01-01T01:00:00.000-05:00"`, `"2024-01-02T23:00:00-05:00"`).Replace(deltaRSNtzOffsetStats)
-	if out, err := exec.Command(python, "-c", script, dir).CombinedOutput(); err != nil {
-		t.Fatalf("deltalake: %v\n%s", err, out)
-	}
+	src, dir := deltaRSTable(t, script)
 	deltaRSSkips(t, dir, `[("t", "=", __import__("datetime").date(2024, 1, 2))]`)
 	rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(3), Max: f64(3)})
 	wantRefused(t, rep, "date")
@@ -209,25 +162,14 @@ func TestReview10DateStatsWithATimeAreRefused(t *testing.T) {
 // 01:00 to DuckDB's CAST, which the data holds, and delta-rs skipped the
 // file holding 01:00 for t = 01:00 by it, UTC or timestamp_ntz alike.
 func TestReview10TimestampStatsWithoutSecondsAreRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
 	for _, c := range []struct{ name, arrow, tz, claim string }{
 		{"utc", `pa.timestamp("us", "UTC")`, ", tzinfo=__import__(\"datetime\").timezone.utc", "2024-01-01T01:00"},
 		{"ntz", `pa.timestamp("us")`, "", "2024-01-01T01:00"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			src := newDirSource(t)
-			if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			dir := filepath.Join(src.root, "b1", "gold", "events")
 			script := strings.NewReplacer(`datetime.datetime(2024, 1, 1, h)`, `datetime.datetime(2024, 1, 1, h`+c.tz+`)`,
 				`pa.timestamp("us")`, c.arrow, `"2024-01-01T01:00:00.000-05:00"`, `"`+c.claim+`"`).Replace(deltaRSNtzOffsetStats)
-			if out, err := exec.Command(python, "-c", script, dir).CombinedOutput(); err != nil {
-				t.Fatalf("deltalake: %v\n%s", err, out)
-			}
+			src, dir := deltaRSTable(t, script)
 			deltaRSSkips(t, dir, `[("t", "=", __import__("datetime").datetime(2024, 1, 1, 1`+c.tz+`))]`)
 			rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(3), Max: f64(3)})
 			wantRefused(t, rep, "seconds")
