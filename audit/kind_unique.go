@@ -36,8 +36,10 @@ func init() {
 		},
 		judge: func(r *run, _ context.Context, c Check, total int64, v []any) schemas.CheckResult {
 			dup := asInt(v[0])
-			if cols := c.columns(); len(cols) == 1 && dup == 0 && len(v) >= 5 {
+			if cols := c.columns(); len(cols) == 1 && (dup == 0 || c.Mostly != nil) && len(v) >= 5 {
 				// The figures of uniqueFigures: pandas' reading (pandasfloat.go).
+				// With mostly a check with duplicates can pass, so pandas'
+				// reading matters then too (TestReview12MostlyUniqueOverPandasFloatIsRefused).
 				var in intRange
 				in.add(fmt.Sprint(v[2]), fmt.Sprint(v[3]))
 				if err := pandasFloat(c.Table, cols[0], fmt.Sprint(v[4]), total-asInt(v[1]), total, in); err != nil {
