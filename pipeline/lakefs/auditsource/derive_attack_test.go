@@ -344,6 +344,71 @@ func TestMergeDropsAnAddedPathTheBatchesDiffNames(t *testing.T) {
 	}
 }
 
+// randomWrites stages random writes under relinkPrefix for the
+// differential tests of derived listings, each draw from rnd: a write
+// goes to one of paths and holds one of contents.
+type randomWrites struct {
+	s        relinkStack
+	rnd      *rand.Rand
+	paths    []string
+	contents []string
+	// choices: of so many draws, one deletes, one relinks, the rest write.
+	choices int
+	// sameBytes relinks an object to its own bytes, else to one of contents.
+	sameBytes bool
+}
+
+// seed writes the first three paths on main and commits them.
+func (w randomWrites) seed(t *testing.T) {
+	t.Helper()
+	for _, p := range w.paths[:3] {
+		w.upload(t, "main", p)
+	}
+	w.s.commit(t, "main", "seed")
+}
+
+func (w randomWrites) upload(t *testing.T, branch, path string) {
+	t.Helper()
+	if err := w.s.lake.Upload(context.Background(), "lake", branch, relinkPrefix+path, strings.NewReader(w.contents[w.rnd.IntN(len(w.contents))])); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stage makes 1 to 3 random writes on branch: an object deleted, linked
+// again at a new address, or a path written.
+func (w randomWrites) stage(t *testing.T, branch string) {
+	t.Helper()
+	ctx := context.Background()
+	listed, err := w.s.src.List(ctx, "lake", branch, relinkPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 1 + w.rnd.IntN(3) {
+		switch op := w.rnd.IntN(w.choices); {
+		case op == 0 && len(listed) > 1:
+			o := listed[w.rnd.IntN(len(listed))]
+			if resp, err := w.s.api.DeleteObjectWithResponse(ctx, "lake", branch, &apigen.DeleteObjectParams{Path: o.Path}); err != nil || resp.StatusCode() != http.StatusNoContent {
+				t.Fatalf("delete %s: %v", o.Path, err)
+			}
+		case op == 1 && len(listed) > 0:
+			o := listed[w.rnd.IntN(len(listed))]
+			var content string
+			if w.sameBytes {
+				b, err := os.ReadFile(strings.TrimPrefix(o.Address, "local://"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				content = string(b)
+			} else {
+				content = w.contents[w.rnd.IntN(len(w.contents))]
+			}
+			w.s.relink(t, branch, o.Path, content, o.Checksum, o.Size)
+		default:
+			w.upload(t, branch, w.paths[w.rnd.IntN(len(w.paths))])
+		}
+	}
+}
+
 // Differential: over random sequences of lakewap's publishes on the real
 // lakeFS server (two batches from one foundation per round, the second
 // rechecked onto the first's merge; files added, rewritten with bytes
@@ -357,14 +422,10 @@ func TestDerivedListingsOfOwnMergesEqualLakeFSListings(t *testing.T) {
 	s := startRelinkStack(t)
 	rnd := rand.New(rand.NewPCG(21, 5))
 	e := newDeriveEngine(t, s)
-	contents := []string{"id,x\n1,a\n", "id,x\n2,b\n", "id,x\n3,c\n", "id,x\n4,dd\n"}
-	paths := []string{"a.csv", "b/c.csv", "b/d.csv", "e.csv", "f/g/h.csv", "z.csv"}
-	for _, p := range paths[:3] {
-		if err := s.lake.Upload(ctx, "lake", "main", relinkPrefix+p, strings.NewReader(contents[rnd.IntN(len(contents))])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.commit(t, "main", "seed")
+	w := randomWrites{s: s, rnd: rnd, choices: 4, sameBytes: true,
+		contents: []string{"id,x\n1,a\n", "id,x\n2,b\n", "id,x\n3,c\n", "id,x\n4,dd\n"},
+		paths:    []string{"a.csv", "b/c.csv", "b/d.csv", "e.csv", "f/g/h.csv", "z.csv"}}
+	w.seed(t)
 	merges, substitutes, byBatchDiff := 0, 0, 0
 	for round := range 16 {
 		foundation := l1HeadOf(t, s)
@@ -374,31 +435,7 @@ func TestDerivedListingsOfOwnMergesEqualLakeFSListings(t *testing.T) {
 			if _, err := s.lake.EnsureBranch(ctx, "lake", branch, foundation); err != nil {
 				t.Fatal(err)
 			}
-			listed, err := s.src.List(ctx, "lake", branch, relinkPrefix)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for range 1 + rnd.IntN(3) {
-				switch op := rnd.IntN(4); {
-				case op == 0 && len(listed) > 1:
-					o := listed[rnd.IntN(len(listed))]
-					if resp, err := s.api.DeleteObjectWithResponse(ctx, "lake", branch, &apigen.DeleteObjectParams{Path: o.Path}); err != nil || resp.StatusCode() != http.StatusNoContent {
-						t.Fatalf("delete %s: %v", o.Path, err)
-					}
-				case op == 1 && len(listed) > 0: // linked again to the same bytes at a new address
-					o := listed[rnd.IntN(len(listed))]
-					b, err := os.ReadFile(strings.TrimPrefix(o.Address, "local://"))
-					if err != nil {
-						t.Fatal(err)
-					}
-					s.relink(t, branch, o.Path, string(b), o.Checksum, o.Size)
-				default: // written, with bytes other paths may hold
-					p := relinkPrefix + paths[rnd.IntN(len(paths))]
-					if err := s.lake.Upload(ctx, "lake", branch, p, strings.NewReader(contents[rnd.IntN(len(contents))])); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			w.stage(t, branch)
 			if err := s.lake.Upload(ctx, "lake", branch, fmt.Sprintf("other/%s", branch), strings.NewReader("z")); err != nil {
 				t.Fatal(err)
 			}
@@ -590,16 +627,11 @@ func TestDerivedListingsOfOwnSealsEqualLakeFSListings(t *testing.T) {
 	s := startRelinkStack(t)
 	rnd := rand.New(rand.NewPCG(5, 21))
 	e := newDeriveEngine(t, s)
-	contents := []string{"id,x\n1,a\n", "id,x\n2,b\n", "id,x\n3,c\n"}
-	// Not under key=value folders beside a.csv: such a mixed layout is
-	// refused (Spark reads only the partitioned files), and nothing merges.
-	paths := []string{"a.csv", "b1/c.csv", "b1/d.csv", "b2/e.csv", "b2/f/g.csv"}
-	for _, p := range paths[:3] {
-		if err := s.lake.Upload(ctx, "lake", "main", relinkPrefix+p, strings.NewReader(contents[rnd.IntN(len(contents))])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.commit(t, "main", "seed")
+	w := randomWrites{s: s, rnd: rnd, choices: 5, contents: []string{"id,x\n1,a\n", "id,x\n2,b\n", "id,x\n3,c\n"},
+		// Not under key=value folders beside a.csv: such a mixed layout is
+		// refused (Spark reads only the partitioned files), and nothing merges.
+		paths: []string{"a.csv", "b1/c.csv", "b1/d.csv", "b2/e.csv", "b2/f/g.csv"}}
+	w.seed(t)
 	seals := 0
 	for round := range 16 {
 		head := l1HeadOf(t, s)
@@ -610,27 +642,7 @@ func TestDerivedListingsOfOwnSealsEqualLakeFSListings(t *testing.T) {
 		if _, err := s.lake.EnsureBranch(ctx, "lake", branch, head); err != nil {
 			t.Fatal(err)
 		}
-		listed, err := s.src.List(ctx, "lake", branch, relinkPrefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 1 + rnd.IntN(3) {
-			switch op := rnd.IntN(5); {
-			case op == 0 && len(listed) > 1:
-				o := listed[rnd.IntN(len(listed))]
-				if resp, err := s.api.DeleteObjectWithResponse(ctx, "lake", branch, &apigen.DeleteObjectParams{Path: o.Path}); err != nil || resp.StatusCode() != http.StatusNoContent {
-					t.Fatalf("delete %s: %v", o.Path, err)
-				}
-			case op == 1 && len(listed) > 0: // the same identity at a new address (same or other bytes)
-				o := listed[rnd.IntN(len(listed))]
-				s.relink(t, branch, o.Path, contents[rnd.IntN(len(contents))], o.Checksum, o.Size)
-			default:
-				p := relinkPrefix + paths[rnd.IntN(len(paths))]
-				if err := s.lake.Upload(ctx, "lake", branch, p, strings.NewReader(contents[rnd.IntN(len(contents))])); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
+		w.stage(t, branch)
 		sealed := s.seal(t, e, branch)
 		seals++
 		got, err := e.Listing(ctx, "lake", sealed, relinkPrefix)

@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/lakewap/lakewap/audit"
-	"github.com/treeverse/lakefs/pkg/api/apigen"
 )
 
 // sealDiffCounter is the Source counting the two-dot diffs asked of
@@ -53,14 +50,9 @@ func TestOwnSealListingTakesTheAuditsDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	contents := []string{"id,x\n1,a\n", "id,x\n2,b\n", "id,x\n3,c\n"}
-	paths := []string{"a.csv", "b1/c.csv", "b1/d.csv", "b2/e.csv", "b2/f/g.csv"}
-	for _, p := range paths[:3] {
-		if err := s.lake.Upload(ctx, "lake", "main", relinkPrefix+p, strings.NewReader(contents[rnd.IntN(len(contents))])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.commit(t, "main", "seed")
+	w := randomWrites{s: s, rnd: rnd, choices: 5, contents: []string{"id,x\n1,a\n", "id,x\n2,b\n", "id,x\n3,c\n"},
+		paths: []string{"a.csv", "b1/c.csv", "b1/d.csv", "b2/e.csv", "b2/f/g.csv"}}
+	w.seed(t)
 	taken, writers := 0, 0
 	for round := range 16 {
 		head = l1HeadOf(t, s)
@@ -73,27 +65,7 @@ func TestOwnSealListingTakesTheAuditsDiff(t *testing.T) {
 		}
 		writer := round%4 == 3
 		for step := range 2 {
-			listed, err := s.src.List(ctx, "lake", branch, relinkPrefix)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for range 1 + rnd.IntN(3) {
-				switch op := rnd.IntN(5); {
-				case op == 0 && len(listed) > 1:
-					o := listed[rnd.IntN(len(listed))]
-					if resp, err := s.api.DeleteObjectWithResponse(ctx, "lake", branch, &apigen.DeleteObjectParams{Path: o.Path}); err != nil || resp.StatusCode() != http.StatusNoContent {
-						t.Fatalf("delete %s: %v", o.Path, err)
-					}
-				case op == 1 && len(listed) > 0:
-					o := listed[rnd.IntN(len(listed))]
-					s.relink(t, branch, o.Path, contents[rnd.IntN(len(contents))], o.Checksum, o.Size)
-				default:
-					p := relinkPrefix + paths[rnd.IntN(len(paths))]
-					if err := s.lake.Upload(ctx, "lake", branch, p, strings.NewReader(contents[rnd.IntN(len(contents))])); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			w.stage(t, branch)
 			if step == 0 && writer {
 				s.commit(t, branch, "the writer's own commit")
 				writers++
