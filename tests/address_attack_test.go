@@ -36,11 +36,7 @@ func TestStagedObjectOutsideTheStorageNamespaceIsRefused(t *testing.T) {
 		t.Fatalf("the other repository's object: %+v", theirs)
 	}
 
-	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
-		return nil
-	}))
-	must(t, err)
+	api := e.lakeFSAPI(t)
 	// main protected, as users keep it: lakewap learns its data prefix anyway.
 	bp, err := api.SetBranchProtectionRulesWithResponse(ctx, "lake", &apigen.SetBranchProtectionRulesParams{},
 		apigen.SetBranchProtectionRulesJSONRequestBody{{Pattern: "main"}})

@@ -59,11 +59,7 @@ func TestStagedObjectClaimingAuditedChecksum(t *testing.T) {
 		t.Fatalf("staged objects: %+v", staged)
 	}
 	// Re-stage the same bytes, claiming the audited object's checksum and size.
-	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
-		return nil
-	}))
-	must(t, err)
+	api := e.lakeFSAPI(t)
 	resp, err := api.StageObjectWithResponse(ctx, "lake", branch, &apigen.StageObjectParams{Path: path},
 		apigen.StageObjectJSONRequestBody{PhysicalAddress: staged[0].PhysicalAddress, Checksum: good.Checksum, SizeBytes: good.Size})
 	must(t, err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slack-go/slack/slacktest"
+	"github.com/treeverse/lakefs/pkg/api/apigen"
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/daemon"
@@ -128,6 +129,18 @@ func (e *e2e) runBatch(t *testing.T, batch, query string) schemas.Event {
 	final, err := e.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
 	must(t, err)
 	return final
+}
+
+// lakeFSAPI is a client of the stack's lakeFS API as its admin, for what
+// a writer does that lakewap's client does not (delete, merge, stage).
+func (e *e2e) lakeFSAPI(t *testing.T) *apigen.ClientWithResponses {
+	t.Helper()
+	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
+		return nil
+	}))
+	must(t, err)
+	return api
 }
 
 func must(t testing.TB, err error) {

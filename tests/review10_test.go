@@ -55,17 +55,8 @@ func TestReview10DeletedAllowedPathDoesNotDropAnotherDatasetsFile(t *testing.T) 
 	l := fmt.Sprintf("l-%d", run)
 	fileL := "gold/ledger/batch=" + l + "/part-0.parquet"
 	lost := "zzzz/a/_marker.parquet"
-	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: l, Dataset: "ledger", ExpectedWrites: []string{"w"},
-		Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ready, err := e.Watcher.Await(ctx, l, schemas.TypeBranchReady)
-	must(t, err)
-	must(t, e.WriteParquet(ctx, ready.(schemas.BranchReady).Branch, fileL, billingRows(700000, 0, 3, "BIGINT")))
-	must(t, e.WriteParquet(ctx, ready.(schemas.BranchReady).Branch, lost, billingRows(z.first, 0, z.rows, "BIGINT")))
-	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: l, Dataset: "ledger", Write: "w", Paths: []string{fileL, lost},
-		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	pl, err := e.Watcher.Await(ctx, l, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
-	must(t, err)
-	if pl.EventType() != schemas.TypeBatchPublished {
+	ledgerWrites := []tableWrite{{"w", fileL, billingRows(700000, 0, 3, "BIGINT")}, {"marker", lost, billingRows(z.first, 0, z.rows, "BIGINT")}}
+	if pl := e.landBatch(t, "ledger", l, ledgerWrites); pl.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("ledger batch: %+v", pl)
 	}
 	ms, err := e.Lake.List(ctx, "lake", "main", marker)
@@ -80,11 +71,7 @@ func TestReview10DeletedAllowedPathDoesNotDropAnotherDatasetsFile(t *testing.T) 
 	}
 
 	// T deletes billing's marker.
-	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
-		return nil
-	}))
-	must(t, err)
+	api := e.lakeFSAPI(t)
 	del, err := api.DeleteObjectWithResponse(ctx, "lake", schemas.BranchName("billing", tr.id), &apigen.DeleteObjectParams{Path: marker})
 	must(t, err)
 	if del.StatusCode() != http.StatusNoContent {
@@ -130,22 +117,11 @@ func TestReview10WriterMergingTheTargetIntoItsBranchPublishes(t *testing.T) {
 
 	l := fmt.Sprintf("l-%d", run)
 	fileL := "gold/ledger/batch=" + l + "/part-0.parquet"
-	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: l, Dataset: "ledger", ExpectedWrites: []string{"w"},
-		Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ready, err := e.Watcher.Await(ctx, l, schemas.TypeBranchReady)
-	must(t, err)
-	must(t, e.WriteParquet(ctx, ready.(schemas.BranchReady).Branch, fileL, billingRows(700000, 0, 3, "BIGINT")))
-	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: l, Dataset: "ledger", Write: "w", Paths: []string{fileL},
-		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	if pl, err := e.Watcher.Await(ctx, l, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || pl.EventType() != schemas.TypeBatchPublished {
-		t.Fatalf("ledger batch: %+v %v", pl, err)
+	if pl := e.landBatch(t, "ledger", l, []tableWrite{{"w", fileL, billingRows(700000, 0, 3, "BIGINT")}}); pl.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("ledger batch: %+v", pl)
 	}
 
-	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
-		return nil
-	}))
-	must(t, err)
+	api := e.lakeFSAPI(t)
 	branch := schemas.BranchName("billing", tr.id)
 	m, err := api.MergeIntoBranchWithResponse(ctx, "lake", "main", branch, apigen.MergeIntoBranchJSONRequestBody{})
 	must(t, err)

@@ -72,11 +72,7 @@ func (h *holdAudit) failpoint(name string) {
 func TestReview9SealSmuggledIntoAnotherBatchIsNotAnnouncedPublished(t *testing.T) {
 	hold := &holdAudit{}
 	e := startE2EWith(t, nil, daemon.Options{Failpoint: hold.failpoint})
-	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
-		return nil
-	}))
-	must(t, err)
+	api := e.lakeFSAPI(t)
 	for i, drop := range []bool{true, false} {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
@@ -178,11 +174,7 @@ func TestReview9BatchOnlyPublishIsNotDroppedByLakeFSMerge(t *testing.T) {
 	if len(onMain) != 1 || len(onA) != 1 || onMain[0].Checksum != onA[0].Checksum || onMain[0].Size != onA[0].Size {
 		t.Fatalf("A's file %+v is not Z's bytes %+v: the writer is not deterministic", onA, onMain)
 	}
-	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
-		return nil
-	}))
-	must(t, err)
+	api := e.lakeFSAPI(t)
 	del, err := api.DeleteObjectWithResponse(ctx, "lake", schemas.BranchName("billing", d.id), &apigen.DeleteObjectParams{Path: fileZ})
 	must(t, err)
 	if del.StatusCode() != http.StatusNoContent {
@@ -225,11 +217,7 @@ func TestReview9ForgedFoundationDoesNotReachMain(t *testing.T) {
 	e := startE2E(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
-		return nil
-	}))
-	must(t, err)
+	api := e.lakeFSAPI(t)
 	run := time.Now().UnixNano()
 	w := serialBatch{id: fmt.Sprintf("forge-%d-w", run), first: 880000, rows: 20}
 	v := serialBatch{id: fmt.Sprintf("forge-%d-v", run), first: 890000, rows: 20}
@@ -321,16 +309,7 @@ func TestReview9TruncateDoesNotDropAnotherDatasetsFile(t *testing.T) {
 	// The ledger batch: the same bytes as Z's file, at the last path before billing's table.
 	l := fmt.Sprintf("l-%d", run)
 	fileL := "gold/billing_a/batch=" + l + "/part-0.parquet"
-	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: l, Dataset: "ledger", ExpectedWrites: []string{"w"},
-		Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	ready, err := e.Watcher.Await(ctx, l, schemas.TypeBranchReady)
-	must(t, err)
-	must(t, e.WriteParquet(ctx, ready.(schemas.BranchReady).Branch, fileL, billingRows(z.first, 0, z.rows, "BIGINT")))
-	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: l, Dataset: "ledger", Write: "w", Paths: []string{fileL},
-		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
-	pl, err := e.Watcher.Await(ctx, l, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
-	must(t, err)
-	if pl.EventType() != schemas.TypeBatchPublished {
+	if pl := e.landBatch(t, "ledger", l, []tableWrite{{"w", fileL, billingRows(z.first, 0, z.rows, "BIGINT")}}); pl.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("ledger batch: %+v", pl)
 	}
 	zs, err := e.Lake.List(ctx, "lake", "main", fileZ)
@@ -342,11 +321,7 @@ func TestReview9TruncateDoesNotDropAnotherDatasetsFile(t *testing.T) {
 	}
 
 	// The billing batch deletes every billing file.
-	api, err := apigen.NewClientWithResponses(e.Stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-		r.SetBasicAuth(e.Stack.AccessKeyID, e.Stack.SecretAccessKey)
-		return nil
-	}))
-	must(t, err)
+	api := e.lakeFSAPI(t)
 	all, err := e.Lake.List(ctx, "lake", schemas.BranchName("billing", tr.id), "gold/billing_fact/")
 	must(t, err)
 	for _, o := range all {
