@@ -22,21 +22,11 @@ func TestInt96OutsidePandasRangeIsRefused(t *testing.T) {
 		file   string
 		passes bool
 	}{{"int96_wraps.parquet", false}, {"int96_in_range.parquet", true}} {
-		src := newDirSource(t)
-		if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-			t.Fatal(err)
-		}
 		b, err := os.ReadFile(filepath.Join("testdata", c.file))
 		if err != nil {
 			t.Fatal(err)
 		}
-		dst := filepath.Join(src.root, "b1", "t", "part-0.parquet")
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		src := oneFileBatch(t, b)
 		for _, cache := range []string{"", filepath.Join(t.TempDir(), "cache")} {
 			e := newEngine(t, src, cache)
 			for range 2 { // the second run of an engine with a cache may take the memo

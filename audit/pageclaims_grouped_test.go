@@ -67,17 +67,7 @@ pq.write_table(pa.table({f"c{j}": pa.array([i * 1000 + j for i in range(n)], pa.
 		b     []byte
 		fails bool
 	}{{"honest", honest, false}, {"forged", forged, true}} {
-		src := newDirSource(t)
-		if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		dst := filepath.Join(src.root, "b1", "t", "part-0.parquet")
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, c.b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		src := oneFileBatch(t, c.b)
 		e := newEngine(t, src, "")
 		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
 			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{{Name: "c", Kind: KindNotNull, Table: "t", Column: "c0"}}}})

@@ -168,17 +168,7 @@ func TestForgedColumnIndexIsRefused(t *testing.T) {
 		b     []byte
 		fails bool
 	}{{"honest", honest, false}, {"forged", forged, true}} {
-		src := newDirSource(t)
-		if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		dst := filepath.Join(src.root, "b1", "t", "part-0.parquet")
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, c.b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		src := oneFileBatch(t, c.b)
 		for _, cache := range []string{"", filepath.Join(t.TempDir(), "cache")} {
 			e := newEngine(t, src, cache)
 			for range 2 {
@@ -357,17 +347,7 @@ func TestForgedPageStatisticsAreRefused(t *testing.T) {
 		b     []byte
 		fails bool
 	}{{"honest", honest, false}, {"forged", forged, true}} {
-		src := newDirSource(t)
-		if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		dst := filepath.Join(src.root, "b1", "t", "part-0.parquet")
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, c.b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		src := oneFileBatch(t, c.b)
 		for _, cache := range []string{"", filepath.Join(t.TempDir(), "cache")} {
 			e := newEngine(t, src, cache)
 			for range 2 {

@@ -150,17 +150,7 @@ func handParquetMeta(rows int64, chunk []byte, dataOff, dictOff, size int64, phy
 // whether it passed.
 func review11Audit(t *testing.T, b []byte) (msgs []string, passed []bool) {
 	t.Helper()
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(src.root, "b1", "t", "part-0.parquet")
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	src := oneFileBatch(t, b)
 	for _, unfused := range []bool{false, true} {
 		e := newEngine(t, src, "")
 		e.unfused = unfused
@@ -419,17 +409,7 @@ func TestReview11RowCountsThePagesDoNotHoldAreRefused(t *testing.T) {
 			t.Errorf("pyarrow and pandas read %s rows (%v), want 3 3", out, err)
 		}
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(src.root, "b1", "t", "part-0.parquet")
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	src := oneFileBatch(t, b)
 	for _, unfused := range []bool{false, true} {
 		e := newEngine(t, src, "")
 		e.unfused = unfused
