@@ -7,9 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -120,11 +118,6 @@ func BenchmarkClaimsInGo(b *testing.B) {
 	key := statsKey("r", objs[0])
 	req := r.request(s, cid("c001"), false)
 	ctx := context.Background()
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
 	e := r.fused
 	ways := []struct {
 		name               string
@@ -140,23 +133,18 @@ func BenchmarkClaimsInGo(b *testing.B) {
 			e.stats.mu.Lock()
 			delete(e.stats.mem, key)
 			e.stats.mu.Unlock()
-			start, c0 := time.Now(), cpu()
+			start, c0 := time.Now(), processCPU()
 			rep, err := e.Run(ctx, req)
-			w.wall, w.cp = append(w.wall, time.Since(start)), append(w.cp, cpu()-c0)
+			w.wall, w.cp = append(w.wall, time.Since(start)), append(w.cp, processCPU()-c0)
 			if err != nil || !rep.Passed || rep.Mode != ModeIncremental {
 				b.Fatal(err, rep.Mode, rep.Checks)
 			}
 		}
 	}
 	e.claimsNotInGo, e.claimsUnchecked = false, false
-	med := func(d []time.Duration) float64 {
-		s := slices.Clone(d)
-		slices.Sort(s)
-		return float64(s[len(s)/2].Microseconds()) / 1000
-	}
 	for _, w := range ways {
-		b.ReportMetric(med(w.cp), w.name+"-cpu-ms")
-		b.ReportMetric(med(w.wall), w.name+"-ms")
+		b.ReportMetric(medianMs(w.cp), w.name+"-cpu-ms")
+		b.ReportMetric(medianMs(w.wall), w.name+"-ms")
 	}
 	b.ReportMetric(0, "ns/op")
 }
@@ -189,11 +177,6 @@ pq.write_table(pa.table({f"c{j}": pa.array([i * 1000 + j for i in range(n)], pa.
 	e := newEngine(b, src, "")
 	req := Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
 		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{{Name: "c", Kind: KindNotNull, Table: "t", Column: "c0"}}}}
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
 	ways := []struct {
 		name     string
 		notInGo  bool
@@ -207,23 +190,18 @@ pq.write_table(pa.table({f"c{j}": pa.array([i * 1000 + j for i in range(n)], pa.
 			if e.memo != nil {
 				e.memo = newQueryMemo(memoMaxEntries, memoMaxBytes)
 			}
-			start, c0 := time.Now(), cpu()
+			start, c0 := time.Now(), processCPU()
 			rep, err := e.Run(context.Background(), req)
-			w.wall, w.cp = append(w.wall, time.Since(start)), append(w.cp, cpu()-c0)
+			w.wall, w.cp = append(w.wall, time.Since(start)), append(w.cp, processCPU()-c0)
 			if err != nil || !rep.Passed {
 				b.Fatal(err, rep.Checks)
 			}
 		}
 	}
 	e.claimsNotInGo = false
-	med := func(d []time.Duration) float64 {
-		s := slices.Clone(d)
-		slices.Sort(s)
-		return float64(s[len(s)/2].Microseconds()) / 1000
-	}
 	for _, w := range ways {
-		b.ReportMetric(med(w.cp), w.name+"-cpu-ms")
-		b.ReportMetric(med(w.wall), w.name+"-ms")
+		b.ReportMetric(medianMs(w.cp), w.name+"-cpu-ms")
+		b.ReportMetric(medianMs(w.wall), w.name+"-ms")
 	}
 	b.ReportMetric(0, "ns/op")
 }

@@ -2,8 +2,6 @@ package audit
 
 import (
 	"context"
-	"slices"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -30,30 +28,20 @@ func BenchmarkRecheck(b *testing.B) {
 	req := r.request(s, c2, false)
 	req.Onto = true
 	ctx := context.Background()
-	cpu := func() time.Duration {
-		var ru syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
 	var wall, cp []time.Duration
 	downloads := r.lake.totalDownloads()
 	n := 0
 	for b.Loop() {
-		start, c0 := time.Now(), cpu()
+		start, c0 := time.Now(), processCPU()
 		rep, err := r.fused.Run(ctx, req)
-		wall, cp = append(wall, time.Since(start)), append(cp, cpu()-c0)
+		wall, cp = append(wall, time.Since(start)), append(cp, processCPU()-c0)
 		if err != nil || !rep.Passed || rep.Mode != ModeIncremental {
 			b.Fatal(err, rep.Mode, rep.ModeReason, rep.Checks)
 		}
 		n++
 	}
-	med := func(d []time.Duration) float64 {
-		s := slices.Clone(d)
-		slices.Sort(s)
-		return float64(s[len(s)/2].Microseconds()) / 1000
-	}
-	b.ReportMetric(med(wall), "recheck-ms")
-	b.ReportMetric(med(cp), "cpu-ms")
+	b.ReportMetric(medianMs(wall), "recheck-ms")
+	b.ReportMetric(medianMs(cp), "cpu-ms")
 	b.ReportMetric(float64(r.lake.totalDownloads()-downloads)/float64(n), "downloads/op")
 	b.ReportMetric(0, "ns/op")
 }
