@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -218,7 +221,7 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 	for _, f := range files {
 		switch b, err := blankLines(f); {
 		case err != nil:
-			return err
+			return fmt.Errorf("file %s: %w", objPath[f], err)
 		case b.line == 1:
 			return fmt.Errorf("file %s starts with an empty line: Spark skips empty lines and takes the next for the header, DuckDB takes the empty line: readers disagree on it (start the file with its header)",
 				objPath[f])
@@ -278,13 +281,34 @@ type blank struct {
 //     (in a file of several columns all of them skip it).
 //
 // The empty lines that end the file count too. The whole file is read, in
-// one pass over its bytes.
+// one pass over its bytes, decompressed when DuckDB reads it so (.gz,
+// .zst); lines end at \n, \r\n or a lone \r.
 func blankLines(f string) (blank, error) {
 	file, err := os.Open(f)
 	if err != nil {
 		return blank{}, err
 	}
 	defer file.Close()
+	var in io.Reader = file
+	// DuckDB reads a .gz or .zst file decompressed (compression from the
+	// extension, as pandas, pyarrow and Spark do): so are its lines here
+	// (TestReview12GzippedCSVBlankLinesAreReadDecompressed).
+	switch strings.ToLower(filepath.Ext(f)) {
+	case ".gz":
+		zr, err := gzip.NewReader(file)
+		if err != nil {
+			return blank{}, fmt.Errorf("gzip: %w", err)
+		}
+		defer zr.Close()
+		in = zr
+	case ".zst":
+		zr, err := zstd.NewReader(file, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return blank{}, fmt.Errorf("zstd: %w", err)
+		}
+		defer zr.Close()
+		in = zr
+	}
 	var (
 		buf        = make([]byte, 64<<10)
 		quoted     bool
@@ -295,20 +319,29 @@ func blankLines(f string) (blank, error) {
 		nonEmpty   bool   // and at least one
 		first      = true
 		start      = true
+		cr         bool // the last byte ended a line at \r
 	)
 	for {
-		n, err := file.Read(buf)
+		n, err := in.Read(buf)
 		chunk := buf[:n]
 		if start && n > 0 {
 			chunk, start = bytes.TrimPrefix(chunk, []byte("\ufeff")), false
 		}
 		for _, c := range chunk {
+			if c == '\n' && cr && !quoted {
+				cr = false // the second half of \r\n: the line ended at \r
+				continue
+			}
+			cr = false
 			switch {
 			case c == '"':
 				quoted = !quoted
 				onlySpaces, lineStart = false, false
 			case quoted:
-			case c == '\n':
+			case c == '\n' || c == '\r':
+				// A lone \r ends a line too, to DuckDB, pandas and pyarrow
+				// (TestReview12LoneCRLineEndsEndLines).
+				cr = c == '\r'
 				switch {
 				case first && onlySpaces:
 					return blank{line: 1}, nil
@@ -320,8 +353,6 @@ func blankLines(f string) (blank, error) {
 				first = false
 				line++
 				lineStart, onlySpaces, nonEmpty = true, true, false
-			case c == '\r':
-				// part of the line break that follows, or of the line's text
 			case c == ' ' || c == '\t':
 				nonEmpty, lineStart = true, false
 			default:

@@ -1,8 +1,12 @@
 package audit
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -41,6 +45,114 @@ func TestReview12MostlyUniqueOverPandasFloatIsRefused(t *testing.T) {
 		res := rep.Checks[0]
 		if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "pandas reads") {
 			t.Errorf("%s: unique(id, mostly 0.9) %s %q; pandas counts 100 duplicates of 102: want it refused", name, res.Status, res.Message)
+		}
+	}
+}
+
+// gzipped is text compressed with gzip at level.
+func gzipped(t *testing.T, text string, level int) string {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := gzip.NewWriterLevel(&b, level)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte(text)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestReview12GzippedCSVBlankLinesAreReadDecompressed: DuckDB (like
+// pandas, pyarrow and Spark) reads a .csv.gz file decompressed, and
+// blankLines scanned its compressed bytes. An empty line in a gzipped
+// file of one column (DuckDB: a row whose id is NULL; pandas 3.1.1 and
+// pyarrow 26.0.1: skipped) passed row_count >= 3; and an honest file of
+// one column whose compressed bytes hold two line feeds in a row (here a
+// stored block of 2570 = 0x0a0a bytes, whose length field is "\n\n") was
+// refused as having an empty line. Both failed before.
+func TestReview12GzippedCSVBlankLinesAreReadDecompressed(t *testing.T) {
+	honest := "id\n"
+	for i := 1; len(honest) < 2570; i++ {
+		honest += strconv.Itoa(100000+i) + "\n"
+	}
+	honest = honest[:2570-len("\n")]
+	honest = honest[:strings.LastIndexByte(honest, '\n')+1]
+	honest += strings.Repeat("9", 2570-len(honest)-1) + "\n"
+	if len(honest) != 2570 {
+		t.Fatalf("honest text is %d bytes", len(honest))
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src.writeRaw(t, "b1", "blank/a.csv.gz", gzipped(t, "id\n1\n\n2\n", gzip.DefaultCompression))
+	stored := gzipped(t, honest, gzip.NoCompression)
+	if !strings.Contains(stored, "\n\n") {
+		t.Fatalf("the stored block's length is not two line feeds: %q", stored[:20])
+	}
+	src.writeRaw(t, "b1", "honest/a.csv.gz", stored)
+	e := newEngine(t, src, "")
+	rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "blank/", Format: FormatCSV}},
+			Checks: []Check{{Kind: KindRowCount, Table: "t", Min: new(float64(3))}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed || !strings.Contains(refusal(rep), "empty line") {
+		t.Errorf("gzipped empty line: passed %v (%s %q); pandas and pyarrow read 2 rows: want it refused", rep.Passed, rep.Checks[0].Observed, refusal(rep))
+	}
+	rows := float64(strings.Count(honest, "\n") - 1)
+	rep, err = e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "honest/", Format: FormatCSV}},
+			Checks: []Check{{Kind: KindRowCount, Table: "t", Min: &rows, Max: &rows}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed {
+		t.Errorf("honest gzipped file of %v rows refused: %s %q", rows, rep.Checks[0].Observed, refusal(rep))
+	}
+}
+
+// TestReview12LoneCRLineEndsEndLines: DuckDB, pandas and pyarrow take a
+// lone \r for a line end, and blankLines took it for part of a line: an
+// empty line, or one of only spaces, in a file of one column with \r
+// line ends (pandas 3.1.1 and pyarrow 26.0.1 read 2 rows, DuckDB 3)
+// passed row_count >= 3. Both failed before; the same file without the
+// blank line passes.
+func TestReview12LoneCRLineEndsEndLines(t *testing.T) {
+	cases := []struct {
+		name, csv string
+		rows      float64
+		passes    bool
+	}{
+		{"empty_line", "id\r1\r\r2\r", 3, false},
+		{"line_of_spaces", "id\r1\r  \r2\r", 3, false},
+		{"crlf_empty_line", "id\r\n1\r\n\r\n2\r\n", 3, false},
+		{"honest", "id\r1\r2\r", 2, true},
+		{"honest_crlf", "id\r\n1\r\n2\r\n", 2, true},
+		{"honest_two_columns_empty_line", "a,b\r1,2\r\r3,4\r", 2, true},
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		src.writeRaw(t, "b1", c.name+"/a.csv", c.csv)
+	}
+	e := newEngine(t, src, "")
+	for _, c := range cases {
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatCSV}},
+				Checks: []Check{{Kind: KindRowCount, Table: "t", Min: &c.rows}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Passed != c.passes {
+			t.Errorf("%s: passed %v (%s %q), want %v", c.name, rep.Passed, rep.Checks[0].Observed, refusal(rep), c.passes)
 		}
 	}
 }
