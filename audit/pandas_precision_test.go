@@ -1,12 +1,7 @@
 package audit
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,29 +130,5 @@ func runPandas(t *testing.T, python string, args []string) []pandasAnswer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	script, err := filepath.Abs(filepath.Join("testdata", "pandas_unique.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, python, append([]string{script}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pandas_unique.py: %v\n%s", err, stderr.String())
-	}
-	var answers []pandasAnswer
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var a pandasAnswer
-		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
-			t.Fatal(err)
-		}
-		answers = append(answers, a)
-	}
-	if len(answers) != len(args) {
-		t.Fatalf("%d answers for %d tables", len(answers), len(args))
-	}
-	return answers
+	return scriptAnswers[pandasAnswer](t, ctx, python, "pandas_unique.py", args)
 }

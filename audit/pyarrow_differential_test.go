@@ -129,30 +129,7 @@ func TestTextAndParquetDifferentialAgainstPyArrow(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	script, err := filepath.Abs(filepath.Join("testdata", "pyarrow_read.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, python, append([]string{script}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pyarrow_read.py: %v\n%s", err, stderr.String())
-	}
-	var answers []pyarrowAnswer
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var a pyarrowAnswer
-		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
-			t.Fatal(err)
-		}
-		answers = append(answers, a)
-	}
-	if len(answers) != len(pyarrowCases) {
-		t.Fatalf("%d answers for %d tables", len(answers), len(pyarrowCases))
-	}
+	answers := scriptAnswers[pyarrowAnswer](t, ctx, python, "pyarrow_read.py", args)
 	for _, cache := range []string{"", filepath.Join(t.TempDir(), "cache")} {
 		e := newEngine(t, src, cache)
 		var agreed, refused, unreadable int
@@ -237,4 +214,35 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// scriptAnswers runs the script testdata/name with python over args and
+// decodes its answers, one JSON line for each of args.
+func scriptAnswers[A any](t *testing.T, ctx context.Context, python, name string, args []string) []A {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, python, append([]string{script}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, stderr.String())
+	}
+	var answers []A
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var a A
+		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
+			t.Fatal(err)
+		}
+		answers = append(answers, a)
+	}
+	if len(answers) != len(args) {
+		t.Fatalf("%d answers for %d tables", len(answers), len(args))
+	}
+	return answers
 }
