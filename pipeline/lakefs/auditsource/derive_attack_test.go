@@ -127,21 +127,28 @@ func sameListing(t *testing.T, got, want []audit.Object) (substitutes int, ok bo
 	return substitutes, true
 }
 
+// engineListsAsLakeFS compares the engine's listing of ref with lakeFS's
+// (sameListing: substitutes counted, differences reported).
+func (s relinkStack) engineListsAsLakeFS(t *testing.T, e *audit.Engine, ref string) (substitutes int, ok bool) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := e.Listing(ctx, "lake", ref, relinkPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.src.List(ctx, "lake", ref, relinkPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sameListing(t, got, want)
+}
+
 // checkMergeListing compares the engine's listing of the merge commit m
 // with lakeFS's and audits m's table on the engine, as the next batch's
 // recheck reads it: not_null must see the bytes main holds (want passed).
 func (s relinkStack) checkMergeListing(t *testing.T, e *audit.Engine, m string, wantPassed bool) {
 	t.Helper()
-	ctx := context.Background()
-	got, err := e.Listing(ctx, "lake", m, relinkPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := s.src.List(ctx, "lake", m, relinkPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameListing(t, got, want)
+	s.engineListsAsLakeFS(t, e, m)
 	if rep := relinkAudit(t, e, m, ""); rep.Passed != wantPassed {
 		t.Errorf("audit of main's head %s: passed=%v, want %v (not_null %s)", m[:8], rep.Passed, wantPassed, notNullStatus(rep))
 	}
@@ -593,15 +600,7 @@ func TestDerivedListingOfAnOwnSeal(t *testing.T) {
 			}
 			d0, _ := e.DerivedListings()
 			s2 := s.seal(t, e, "b")
-			got, err := e.Listing(ctx, "lake", s2, relinkPrefix)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := s.src.List(ctx, "lake", s2, relinkPrefix)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, ok := sameListing(t, got, want); !ok {
+			if _, ok := s.engineListsAsLakeFS(t, e, s2); !ok {
 				t.Fatal("the engine's listing of the seal is not lakeFS's")
 			}
 			d1, _ := e.DerivedListings()
@@ -645,27 +644,11 @@ func TestDerivedListingsOfOwnSealsEqualLakeFSListings(t *testing.T) {
 		w.stage(t, branch)
 		sealed := s.seal(t, e, branch)
 		seals++
-		got, err := e.Listing(ctx, "lake", sealed, relinkPrefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := s.src.List(ctx, "lake", sealed, relinkPrefix)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := sameListing(t, got, want); !ok {
+		if _, ok := s.engineListsAsLakeFS(t, e, sealed); !ok {
 			t.Fatalf("round %d: the engine's listing of seal %s is not lakeFS's", round, sealed[:8])
 		}
 		if _, m := s.publish(t, e, sealed, head, false, false); m != "" {
-			got, err := e.Listing(ctx, "lake", m, relinkPrefix)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := s.src.List(ctx, "lake", m, relinkPrefix)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, ok := sameListing(t, got, want); !ok {
+			if _, ok := s.engineListsAsLakeFS(t, e, m); !ok {
 				t.Fatalf("round %d: the engine's listing of merge %s is not lakeFS's", round, m[:8])
 			}
 		}
