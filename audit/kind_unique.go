@@ -45,6 +45,11 @@ func init() {
 				if err := pandasFloat(c.Table, cols[0], fmt.Sprint(v[4]), total-asInt(v[1]), total, in); err != nil {
 					return r.errored(c, err, 0)
 				}
+				if r.table(c.Table).format() == FormatJSONL {
+					if err := pyarrowJSONDouble(c.Table, cols[0], fmt.Sprint(v[4]), in); err != nil {
+						return r.errored(c, err, 0)
+					}
+				}
 			}
 			res := r.judged(c, dup > 0, fmt.Sprintf("%d duplicate rows of %d", dup, total),
 				"no duplicates of ("+strings.Join(c.columns(), ", ")+")")

@@ -156,3 +156,42 @@ func TestReview12LoneCRLineEndsEndLines(t *testing.T) {
 		}
 	}
 }
+
+// TestReview12JSONIdsBeyondInt64AreRefusedUnderUnique: pyarrow (26.0.1,
+// pyarrow.json and the dataset's json format) reads a JSON integer beyond
+// the int64 range as a double, with or without a NULL, where DuckDB reads
+// UBIGINT: the ids 2^63 and 2^63+1 are two values to DuckDB and one
+// (9223372036854775808.0) to pyarrow, and unique(id) passed. Failed
+// before; ids within int64 pass.
+func TestReview12JSONIdsBeyondInt64AreRefusedUnderUnique(t *testing.T) {
+	cases := []struct {
+		name, json string
+		refused    bool
+	}{
+		{"beyond_int64", "{\"id\": 9223372036854775808}\n{\"id\": 9223372036854775809}\n", true},
+		{"within_int64", "{\"id\": 9223372036854775806}\n{\"id\": 9223372036854775807}\n", false},
+	}
+	src := newDirSource(t)
+	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		src.writeRaw(t, "b1", c.name+"/a.jsonl", c.json)
+	}
+	e := newEngine(t, src, "")
+	for _, c := range cases {
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatJSONL}},
+				Checks: []Check{{Kind: KindUnique, Table: "t", Column: "id"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := rep.Checks[0]
+		if c.refused && (rep.Passed || !strings.Contains(res.Message, "pyarrow reads")) {
+			t.Errorf("%s: unique(id) %s %q; pyarrow reads one id twice: want it refused naming pyarrow", c.name, res.Status, res.Message)
+		}
+		if !c.refused && !rep.Passed {
+			t.Errorf("%s: refused: %s %q", c.name, res.Status, res.Message)
+		}
+	}
+}
