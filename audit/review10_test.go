@@ -5,6 +5,27 @@ import (
 	"testing"
 )
 
+// deltaRSStatsParsed is the head of a delta-rs script whose
+// stats_parsed(out, parse, st) checkpoints the table at out and gives
+// every add of the checkpoint the stats_parsed parse(its JSON stats), of
+// type st, the JSON stats kept as delta-rs wrote them.
+const deltaRSStatsParsed = `
+import sys, os, glob, json
+import pyarrow as pa, pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+def stats_parsed(out, parse, st):
+    DeltaTable(out).create_checkpoint()
+    cp = glob.glob(os.path.join(out, "_delta_log", "*.checkpoint.parquet"))[0]
+    t = pq.read_table(cp)
+    add = t.column("add").combine_chunks()
+    sp = [None if r is None else parse(json.loads(r["stats"])) for r in add.to_pylist()]
+    names = [add.type.field(i).name for i in range(add.type.num_fields)]
+    fields = [add.field(i) for i in range(len(names))]
+    t = t.set_column(t.schema.get_field_index("add"), "add",
+        pa.StructArray.from_arrays(fields + [pa.array(sp, st)], names=names + ["stats_parsed"], mask=add.is_null()))
+    pq.write_table(t, cp)
+`
+
 // deltaRSNarrowStatsParsed writes a Delta table with delta-rs (x a DOUBLE
 // holding 3.00000001 in the first file) and its checkpoint of version 1,
 // then gives every add of the checkpoint a stats_parsed whose minValues
@@ -12,25 +33,13 @@ import (
 // stats kept as delta-rs wrote them. The JSON read into FLOAT is the
 // stats_parsed (3.00000001 rounds to 3.0), but delta-rs skips the file by
 // the FLOAT's 3.0 for x = 3.00000001.
-const deltaRSNarrowStatsParsed = `
-import sys, os, glob, json
-import pyarrow as pa, pyarrow.parquet as pq
-from deltalake import DeltaTable, write_deltalake
+const deltaRSNarrowStatsParsed = deltaRSStatsParsed + `
 out = sys.argv[1]
 write_deltalake(out, pa.table({"x": pa.array([1.0, 2.0, 3.00000001])}))
 write_deltalake(out, pa.table({"x": pa.array([1.5])}), mode="append")
-DeltaTable(out).create_checkpoint()
-cp = glob.glob(os.path.join(out, "_delta_log", "*.checkpoint.parquet"))[0]
-t = pq.read_table(cp)
-add = t.column("add").combine_chunks()
-sp = [None if r is None else json.loads(r["stats"]) for r in add.to_pylist()]
 st = pa.struct([("numRecords", pa.int64()), ("minValues", pa.struct([("x", pa.float32())])),
                 ("maxValues", pa.struct([("x", pa.float32())])), ("nullCount", pa.struct([("x", pa.int64())]))])
-names = [add.type.field(i).name for i in range(add.type.num_fields)]
-fields = [add.field(i) for i in range(len(names))]
-t = t.set_column(t.schema.get_field_index("add"), "add",
-    pa.StructArray.from_arrays(fields + [pa.array(sp, st)], names=names + ["stats_parsed"], mask=add.is_null()))
-pq.write_table(t, cp)
+stats_parsed(out, lambda s: s, st)
 os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 `
 
@@ -53,9 +62,8 @@ func TestReview10StatsParsedOfANarrowerTypeIsRefused(t *testing.T) {
 // and its checkpoint of version 1 with a stats_parsed of TIMESTAMP
 // (without time zone) claiming the wall-clock time 10:00 (DuckDB's
 // from_json reads the JSON so, dropping the offset).
-const deltaRSOffsetStatsParsed = `import sys, os, glob, json, shutil, datetime
-import pyarrow as pa, pyarrow.parquet as pq
-from deltalake import DeltaTable, write_deltalake
+const deltaRSOffsetStatsParsed = deltaRSStatsParsed + `
+import datetime
 out = sys.argv[1]
 U = datetime.timezone.utc
 ts = lambda h: datetime.datetime(2024, 1, 1, h, tzinfo=U)
@@ -73,25 +81,12 @@ for ln in lines:
         a["add"]["stats"] = json.dumps(s)
     new.append(json.dumps(a))
 open(c0, "w").write("\n".join(new) + "\n")
-DeltaTable(out).create_checkpoint()
-cp = glob.glob(os.path.join(out, "_delta_log", "*.checkpoint.parquet"))[0]
-t = pq.read_table(cp)
-add = t.column("add").combine_chunks()
 def naive(v):
     d = datetime.datetime.fromisoformat(v.replace("Z", "+00:00"))
     return d.replace(tzinfo=None)  # drops the offset, as DuckDB's from_json into TIMESTAMP does
-sp = []
-for r in add.to_pylist():
-    if r is None: sp.append(None); continue
-    s = json.loads(r["stats"])
-    sp.append({"numRecords": s["numRecords"], "minValues": {"t": naive(s["minValues"]["t"])}, "maxValues": {"t": naive(s["maxValues"]["t"])}, "nullCount": s["nullCount"]})
 st = pa.struct([("numRecords", pa.int64()), ("minValues", pa.struct([("t", pa.timestamp("us"))])),
                 ("maxValues", pa.struct([("t", pa.timestamp("us"))])), ("nullCount", pa.struct([("t", pa.int64())]))])
-names = [add.type.field(i).name for i in range(add.type.num_fields)]
-fields = [add.field(i) for i in range(len(names))]
-t = t.set_column(t.schema.get_field_index("add"), "add",
-    pa.StructArray.from_arrays(fields + [pa.array(sp, st)], names=names + ["stats_parsed"], mask=add.is_null()))
-pq.write_table(t, cp)
+stats_parsed(out, lambda s: {"numRecords": s["numRecords"], "minValues": {"t": naive(s["minValues"]["t"])}, "maxValues": {"t": naive(s["maxValues"]["t"])}, "nullCount": s["nullCount"]}, st)
 os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 `
 
