@@ -27,15 +27,12 @@ import (
 // its allowed path zzzz/a/ (just before); T deletes billing's marker and
 // publishes: the merge leaves main without ledger's published file.
 func TestReview10DeletedAllowedPathDoesNotDropAnotherDatasetsFile(t *testing.T) {
-	one := 1.0
 	e := startE2E(t, func(c *config.Config) {
 		ds := c.Datasets["billing"]
 		ds.AllowedPaths = []string{"zzzz/billing/"}
 		c.Datasets["billing"] = ds
-		ledger := ds
+		ledger := ledgerDataset(ds, "gold/ledger/")
 		ledger.AllowedPaths = []string{"zzzz/a/"}
-		ledger.Suite = audit.Suite{Tables: []audit.Table{{Name: "ledger_fact", Path: "gold/ledger/", Format: "parquet"}},
-			Checks: []audit.Check{{Name: "ledger_rows", Kind: audit.KindRowCount, Table: "ledger_fact", Min: &one, Scope: audit.ScopeBatch}}}
 		c.Datasets["ledger"] = ledger
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -98,13 +95,9 @@ func TestReview10DeletedAllowedPathDoesNotDropAnotherDatasetsFile(t *testing.T) 
 // published file, which main already holds, for a change of the batch
 // outside its tables.
 func TestReview10WriterMergingTheTargetIntoItsBranchPublishes(t *testing.T) {
-	one := 1.0
 	e := startE2E(t, func(c *config.Config) {
 		ds := c.Datasets["billing"]
-		ledger := ds
-		ledger.Suite = audit.Suite{Tables: []audit.Table{{Name: "ledger_fact", Path: "gold/ledger/", Format: "parquet"}},
-			Checks: []audit.Check{{Name: "ledger_rows", Kind: audit.KindRowCount, Table: "ledger_fact", Min: &one, Scope: audit.ScopeBatch}}}
-		c.Datasets["ledger"] = ledger
+		c.Datasets["ledger"] = ledgerDataset(ds, "gold/ledger/")
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -281,15 +281,11 @@ func TestReview9ForgedFoundationDoesNotReachMain(t *testing.T) {
 // truncating batch published and main held none of the ledger batch's rows;
 // now merge_hazard looks at the target's paths before the table too.
 func TestReview9TruncateDoesNotDropAnotherDatasetsFile(t *testing.T) {
-	one := 1.0
 	e := startE2E(t, func(c *config.Config) {
 		ds := c.Datasets["billing"]
 		ds.Suite.Checks = slices.DeleteFunc(slices.Clone(ds.Suite.Checks), func(c audit.Check) bool { return c.Kind == audit.KindRowCount })
 		c.Datasets["billing"] = ds
-		ledger := ds
-		ledger.Suite = audit.Suite{Tables: []audit.Table{{Name: "ledger_fact", Path: "gold/billing_a/", Format: "parquet"}},
-			Checks: []audit.Check{{Name: "ledger_rows", Kind: audit.KindRowCount, Table: "ledger_fact", Min: &one, Scope: audit.ScopeBatch}}}
-		c.Datasets["ledger"] = ledger
+		c.Datasets["ledger"] = ledgerDataset(ds, "gold/billing_a/")
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -344,4 +340,13 @@ func TestReview9TruncateDoesNotDropAnotherDatasetsFile(t *testing.T) {
 	if n, err := e.CountRows(ctx, "main", "gold/billing_a/", ""); err != nil || n != int64(z.rows) {
 		t.Errorf("main holds %d of the published ledger batch's %d rows (err %v)", n, z.rows, err)
 	}
+}
+
+// ledgerDataset is dataset ds's settings for dataset ledger, whose one
+// table ledger_fact at path must gain rows in each batch.
+func ledgerDataset(ds config.Dataset, path string) config.Dataset {
+	one := 1.0
+	ds.Suite = audit.Suite{Tables: []audit.Table{{Name: "ledger_fact", Path: path, Format: "parquet"}},
+		Checks: []audit.Check{{Name: "ledger_rows", Kind: audit.KindRowCount, Table: "ledger_fact", Min: &one, Scope: audit.ScopeBatch}}}
+	return ds
 }
