@@ -108,15 +108,7 @@ func forgeBytes(t *testing.T, honest []byte, from, to, dst string) []byte {
 // the medians of each way's process CPU (DuckDB's threads included) and
 // wall time per audit.
 func BenchmarkClaimsInGo(b *testing.B) {
-	r := newFuseRig(b)
-	r.audit(r.batch("b0", demoRows(200))) // the target's files' statistics
-	s := r.batch("b1", demoRows(300))
-	objs, err := r.lake.List(context.Background(), "r", s, "gold/billing_fact/b1/")
-	if err != nil || len(objs) != 1 {
-		b.Fatal(err, objs)
-	}
-	key := statsKey("r", objs[0])
-	req := r.request(s, cid("c001"), false)
+	r, key, req := firstIncrementalAudit(b)
 	ctx := context.Background()
 	e := r.fused
 	ways := []struct {

@@ -290,6 +290,21 @@ func medianMs(d []time.Duration) float64 {
 	return float64(s[len(s)/2].Microseconds()) / 1000
 }
 
+// firstIncrementalAudit is the rig of BenchmarkFirstIncrementalAudit's
+// audit: a target whose files' statistics are stored, a batch of one
+// file onto it, that file's statistics key and the audit's request.
+func firstIncrementalAudit(b *testing.B) (r *fuseRig, key string, req Request) {
+	b.Helper()
+	r = newFuseRig(b)
+	r.audit(r.batch("b0", demoRows(200))) // the target's files' statistics
+	s := r.batch("b1", demoRows(300))
+	objs, err := r.lake.List(context.Background(), "r", s, "gold/billing_fact/b1/")
+	if err != nil || len(objs) != 1 {
+		b.Fatal(err, objs)
+	}
+	return r, statsKey("r", objs[0]), r.request(s, cid("c001"), false)
+}
+
 // BenchmarkFirstIncrementalAudit is the first audit of a batch as each of
 // BenchmarkWAPCycle's is: one 100-row Parquet file onto a target that is an
 // attested publish of the demo's suite at its own scopes, the target's
@@ -299,15 +314,7 @@ func medianMs(d []time.Duration) float64 {
 // alternately, and reports the medians of wall time and of the process's
 // CPU time (user and system, DuckDB's threads included) of each.
 func BenchmarkFirstIncrementalAudit(b *testing.B) {
-	r := newFuseRig(b)
-	r.audit(r.batch("b0", demoRows(200))) // the target's files' statistics
-	s := r.batch("b1", demoRows(300))
-	objs, err := r.lake.List(context.Background(), "r", s, "gold/billing_fact/b1/")
-	if err != nil || len(objs) != 1 {
-		b.Fatal(err, objs)
-	}
-	key := statsKey("r", objs[0])
-	req := r.request(s, cid("c001"), false)
+	r, key, req := firstIncrementalAudit(b)
 	ctx := context.Background()
 	type side struct {
 		e        *Engine
