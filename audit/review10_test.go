@@ -8,11 +8,24 @@ import (
 // deltaRSStatsParsed is the head of a delta-rs script whose
 // stats_parsed(out, parse, st) checkpoints the table at out and gives
 // every add of the checkpoint the stats_parsed parse(its JSON stats), of
-// type st, the JSON stats kept as delta-rs wrote them.
+// type st, the JSON stats kept as delta-rs wrote them, and whose
+// claim(out, bound, value) makes the adds of the table's first commit
+// claim value as column t's bound ("minValues" or "maxValues").
 const deltaRSStatsParsed = `
 import sys, os, glob, json
 import pyarrow as pa, pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
+def claim(out, bound, value):
+    c0 = os.path.join(out, "_delta_log", "00000000000000000000.json")
+    lines = []
+    for ln in open(c0).read().splitlines():
+        a = json.loads(ln)
+        if "add" in a:
+            s = json.loads(a["add"]["stats"])
+            s[bound]["t"] = value
+            a["add"]["stats"] = json.dumps(s)
+        lines.append(json.dumps(a))
+    open(c0, "w").write("\n".join(lines) + "\n")
 def stats_parsed(out, parse, st):
     DeltaTable(out).create_checkpoint()
     cp = glob.glob(os.path.join(out, "_delta_log", "*.checkpoint.parquet"))[0]
@@ -69,18 +82,7 @@ U = datetime.timezone.utc
 ts = lambda h: datetime.datetime(2024, 1, 1, h, tzinfo=U)
 write_deltalake(out, pa.table({"t": pa.array([ts(1), ts(15)], pa.timestamp("us", "UTC"))}))
 write_deltalake(out, pa.table({"t": pa.array([ts(2)], pa.timestamp("us", "UTC"))}), mode="append")
-# commit 0: rewrite the max as the same instant at -05:00
-c0 = os.path.join(out, "_delta_log", "00000000000000000000.json")
-lines = open(c0).read().splitlines()
-new = []
-for ln in lines:
-    a = json.loads(ln)
-    if "add" in a:
-        s = json.loads(a["add"]["stats"])
-        s["maxValues"]["t"] = "2024-01-01T10:00:00.000-05:00"
-        a["add"]["stats"] = json.dumps(s)
-    new.append(json.dumps(a))
-open(c0, "w").write("\n".join(new) + "\n")
+claim(out, "maxValues", "2024-01-01T10:00:00.000-05:00")  # the same instant as 15:00Z
 def naive(v):
     d = datetime.datetime.fromisoformat(v.replace("Z", "+00:00"))
     return d.replace(tzinfo=None)  # drops the offset, as DuckDB's from_json into TIMESTAMP does
@@ -106,24 +108,13 @@ func TestReview10StatsParsedTimestampWithoutZoneIsRefused(t *testing.T) {
 // timestamp_ntz holding 01:00 and 15:00 in its first file, 02:00 in its
 // second) whose first commit claims that file's min as
 // "2024-01-01T01:00:00.000-05:00".
-const deltaRSNtzOffsetStats = `
-import sys, os, json, datetime
-import pyarrow as pa
-from deltalake import write_deltalake
+const deltaRSNtzOffsetStats = deltaRSStatsParsed + `
+import datetime
 out = sys.argv[1]
 ts = lambda h: datetime.datetime(2024, 1, 1, h)
 write_deltalake(out, pa.table({"t": pa.array([ts(1), ts(15)], pa.timestamp("us"))}))
 write_deltalake(out, pa.table({"t": pa.array([ts(2)], pa.timestamp("us"))}), mode="append")
-c0 = os.path.join(out, "_delta_log", "00000000000000000000.json")
-lines = []
-for ln in open(c0).read().splitlines():
-    a = json.loads(ln)
-    if "add" in a:
-        s = json.loads(a["add"]["stats"])
-        s["minValues"]["t"] = "2024-01-01T01:00:00.000-05:00"
-        a["add"]["stats"] = json.dumps(s)
-    lines.append(json.dumps(a))
-open(c0, "w").write("\n".join(lines) + "\n")
+claim(out, "minValues", "2024-01-01T01:00:00.000-05:00")
 os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 `
 
