@@ -1,8 +1,6 @@
 package audit
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -101,33 +99,12 @@ func runDeltaProbes(t *testing.T, probes []deltaProbe) {
 		pr.build(t, p)
 		dirs = append(dirs, p.dir())
 	}
-	script, err := filepath.Abs(filepath.Join("testdata", "deltars_rows.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(python, append([]string{script}, dirs...)...).Output()
-	if err != nil {
-		t.Fatalf("deltars_rows.py: %v", err)
-	}
-	var answers []struct {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	answers := scriptAnswers[struct {
 		Rows  []map[string]any `json:"rows"`
 		Error string           `json:"error"`
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var a struct {
-			Rows  []map[string]any `json:"rows"`
-			Error string           `json:"error"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
-			t.Fatal(err)
-		}
-		answers = append(answers, a)
-	}
-	if len(answers) != len(probes) {
-		t.Fatalf("%d answers of delta-rs for %d tables", len(answers), len(probes))
-	}
+	}](t, ctx, python, "deltars_rows.py", dirs)
 	for i, pr := range probes {
 		t.Run(pr.name, func(t *testing.T) {
 			name := "p_" + pr.name

@@ -234,6 +234,7 @@ func scriptAnswers[A any](t *testing.T, ctx context.Context, python, name string
 	}
 	var answers []A
 	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 64<<20) // an answer may hold a table's rows
 	for sc.Scan() {
 		var a A
 		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
