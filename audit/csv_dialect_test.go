@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,11 +55,7 @@ func TestCSVDialectIsNotSniffed(t *testing.T) {
 	}
 	e := newEngine(t, src, "")
 	for _, c := range cases {
-		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatCSV}}, Checks: []Check{c.check}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := auditTableAt(t, e, c.name+"/", FormatCSV, c.check)
 		if rep.Passed {
 			t.Errorf("%s: lakewap passes %s (%s) while pandas reads %s", c.name, c.check.Kind, rep.Checks[0].Observed, c.pandas)
 			continue
@@ -190,12 +185,7 @@ func TestJSONStringsDuckDBTypesAreTheirText(t *testing.T) {
 	}
 	e := newEngine(t, src, "")
 	for _, c := range cases {
-		c.check.Name, c.check.Table = "c", "t"
-		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatJSONL}}, Checks: []Check{c.check}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := auditTableAt(t, e, c.name+"/", FormatJSONL, c.check)
 		if got := rep.Checks[0]; rep.Passed != c.passes {
 			t.Errorf("%s: passed %v (%s %s), want %v", c.name, rep.Passed, got.Observed, got.Message, c.passes)
 		} else {

@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,12 +35,7 @@ func TestReview12MostlyUniqueOverPandasFloatIsRefused(t *testing.T) {
 	hashed.bitmapUniqueBytes = 1 << 62
 	grouped.bitmapUniqueBytes, grouped.groupedUniqueBytes = 1<<62, 0
 	for name, e := range map[string]*Engine{"bitmap": bitmap, "hashed": hashed, "grouped": grouped} {
-		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}},
-				Checks: []Check{{Kind: KindUnique, Table: "t", Column: "id", Mostly: &mostly}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := auditTableAt(t, e, "t/", FormatParquet, Check{Kind: KindUnique, Column: "id", Mostly: &mostly})
 		res := rep.Checks[0]
 		if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "pandas reads") {
 			t.Errorf("%s: unique(id, mostly 0.9) %s %q; pandas counts 100 duplicates of 102: want it refused", name, res.Status, res.Message)
@@ -96,22 +90,12 @@ func TestReview12GzippedCSVBlankLinesAreReadDecompressed(t *testing.T) {
 	}
 	src.writeRaw(t, "b1", "honest/a.csv.gz", stored)
 	e := newEngine(t, src, "")
-	rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-		Suite: Suite{Tables: []Table{{Name: "t", Path: "blank/", Format: FormatCSV}},
-			Checks: []Check{{Kind: KindRowCount, Table: "t", Min: new(float64(3))}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := auditTableAt(t, e, "blank/", FormatCSV, Check{Kind: KindRowCount, Min: new(float64(3))})
 	if rep.Passed || !strings.Contains(refusal(rep), "empty line") {
 		t.Errorf("gzipped empty line: passed %v (%s %q); pandas and pyarrow read 2 rows: want it refused", rep.Passed, rep.Checks[0].Observed, refusal(rep))
 	}
 	rows := float64(strings.Count(honest, "\n") - 1)
-	rep, err = e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-		Suite: Suite{Tables: []Table{{Name: "t", Path: "honest/", Format: FormatCSV}},
-			Checks: []Check{{Kind: KindRowCount, Table: "t", Min: &rows, Max: &rows}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep = auditTableAt(t, e, "honest/", FormatCSV, Check{Kind: KindRowCount, Min: &rows, Max: &rows})
 	if !rep.Passed {
 		t.Errorf("honest gzipped file of %v rows refused: %s %q", rows, rep.Checks[0].Observed, refusal(rep))
 	}
@@ -145,12 +129,7 @@ func TestReview12LoneCRLineEndsEndLines(t *testing.T) {
 	}
 	e := newEngine(t, src, "")
 	for _, c := range cases {
-		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatCSV}},
-				Checks: []Check{{Kind: KindRowCount, Table: "t", Min: &c.rows}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := auditTableAt(t, e, c.name+"/", FormatCSV, Check{Kind: KindRowCount, Min: &c.rows})
 		if rep.Passed != c.passes {
 			t.Errorf("%s: passed %v (%s %q), want %v", c.name, rep.Passed, rep.Checks[0].Observed, refusal(rep), c.passes)
 		}
@@ -180,12 +159,7 @@ func TestReview12JSONIdsBeyondInt64AreRefusedUnderUnique(t *testing.T) {
 	}
 	e := newEngine(t, src, "")
 	for _, c := range cases {
-		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatJSONL}},
-				Checks: []Check{{Kind: KindUnique, Table: "t", Column: "id"}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := auditTableAt(t, e, c.name+"/", FormatJSONL, Check{Kind: KindUnique, Column: "id"})
 		res := rep.Checks[0]
 		if c.refused && (rep.Passed || !strings.Contains(res.Message, "pyarrow reads")) {
 			t.Errorf("%s: unique(id) %s %q; pyarrow reads one id twice: want it refused naming pyarrow", c.name, res.Status, res.Message)
