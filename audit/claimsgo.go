@@ -538,14 +538,7 @@ func plainCompare(l goLeaf, a, b []byte) int {
 	case claimBytes:
 		return bytes.Compare(a, b)
 	case claimFloat, claimDouble:
-		x, y := plainFloat(a), plainFloat(b)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
+		return compareFloat(plainFloat(a), plainFloat(b))
 	case claimUint:
 		_, x := plainInt(a)
 		_, y := plainInt(b)
