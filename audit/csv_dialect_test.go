@@ -46,10 +46,7 @@ func TestCSVDialectIsNotSniffed(t *testing.T) {
 			check:  Check{Name: "c", Kind: KindRowCount, Table: "t", Min: new(float64(3))},
 			pandas: "two rows (pandas skips a line of spaces too)"},
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	for _, c := range cases {
 		src.writeRaw(t, "b1", c.name+"/a.csv", c.csv)
 	}
@@ -91,10 +88,7 @@ func TestCSVFieldsDuckDBTypesAreTheirText(t *testing.T) {
 		{"pandas_booleans", "v\nTrue\nFALSE\n", Check{Kind: KindNotNull, Column: "v"}, true},
 		{"integers", "v\n5\n-7\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"5", "-7"}}, true},
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	for _, c := range cases {
 		src.writeRaw(t, "b1", c.name+"/a.csv", c.csv)
 	}
@@ -133,10 +127,7 @@ func TestCSVEmptyTextFieldsUnderTextChecks(t *testing.T) {
 		{"empty_column", "id,v\n1,\n2,\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"a"}}, true},
 		{"other_column", "id,v\n1,\n2,a\n", Check{Kind: KindAcceptedValues, Column: "id", Values: []string{"1", "2"}}, true},
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	for _, c := range cases {
 		src.writeRaw(t, "b1", c.name+"/a.csv", c.csv)
 	}
@@ -170,10 +161,7 @@ func TestJSONStringsDuckDBTypesAreTheirText(t *testing.T) {
 		{"uuid", "{\"v\": \"" + uuid + "\"}\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{uuid}}, true},
 		{"empty_strings", "{\"v\": \"\"}\n{\"v\": \"a\"}\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"", "a"}}, true},
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	for _, c := range cases {
 		dst := filepath.Join(src.root, "b1", c.name, "a.jsonl")
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {

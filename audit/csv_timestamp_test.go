@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -31,10 +30,7 @@ func TestTimestampTextUnderTextChecks(t *testing.T) {
 		{"csv_T_other_column", "a.csv", "id,v\n1,2024-01-02T03:04:05\n", Check{Kind: KindAcceptedValues, Column: "id", Values: []string{"1"}}, true},
 		{"json_T_not_null", "a.jsonl", "{\"v\": \"2024-01-02T03:04:05\"}\n", Check{Kind: KindNotNull, Column: "v"}, true},
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	for _, c := range cases {
 		src.writeRaw(t, "b1", c.name+"/"+c.file, c.text)
 	}

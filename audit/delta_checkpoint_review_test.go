@@ -59,10 +59,7 @@ func deltaRSTable(t *testing.T, script string, args ...string) (*dirSource, stri
 	if err != nil {
 		t.Skipf("delta-rs not at hand: %v", err)
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	dir := filepath.Join(src.root, "b1", "gold", "events")
 	if out, err := exec.Command(python, append([]string{"-c", script, dir}, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("deltalake: %v\n%s", err, out)

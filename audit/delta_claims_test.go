@@ -211,10 +211,7 @@ func TestDeltaCheckpointStatsAreCompared(t *testing.T) {
 func TestDeltaNestedStatsAreCompared(t *testing.T) {
 	for _, forge := range []bool{false, true} {
 		t.Run(fmt.Sprintf("forged_%v", forge), func(t *testing.T) {
-			src := newDirSource(t)
-			if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			src := newBatchSource(t)
 			dir := filepath.Join(src.root, "b1", "gold", "events")
 			script := `
 import json

@@ -36,14 +36,22 @@ func newDirSource(t testing.TB) *dirSource {
 	return &dirSource{root: t.TempDir(), downloads: map[string]int{}, sums: map[string]string{}}
 }
 
-// oneFileBatch is a dirSource whose branch b1 holds b as table t's one
-// file, t/part-0.parquet, over an empty main.
-func oneFileBatch(t testing.TB, b []byte) *dirSource {
+// newBatchSource is a dirSource with an empty main, for a test that
+// writes branch b1's files itself.
+func newBatchSource(t testing.TB) *dirSource {
 	t.Helper()
 	src := newDirSource(t)
 	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return src
+}
+
+// oneFileBatch is a dirSource whose branch b1 holds b as table t's one
+// file, t/part-0.parquet, over an empty main.
+func oneFileBatch(t testing.TB, b []byte) *dirSource {
+	t.Helper()
+	src := newBatchSource(t)
 	dst := filepath.Join(src.root, "b1", "t", "part-0.parquet")
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		t.Fatal(err)

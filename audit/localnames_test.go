@@ -18,10 +18,7 @@ import (
 // nothing and is not theirs to read. The local directories appear nowhere
 // in the report.
 func TestUnreadableFileIsNamedByItsPath(t *testing.T) {
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	files := map[string]string{
 		"csv/part-0.csv":     "id,v\n1,a\n2,b,c,d\n",
 		"json/part-0.jsonl":  "{\"id\": 1}\n{id\n",

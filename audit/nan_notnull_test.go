@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -34,10 +33,7 @@ func TestNotNullFailsNaN(t *testing.T) {
 		{"bigint", "SELECT i AS x FROM range(3) r(i)", Check{Kind: KindNotNull, Column: "x"}, true},
 		{"decimal", "SELECT 1.5::DECIMAL(4,1) AS x", Check{Kind: KindNotNull, Column: "x"}, true},
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	for _, c := range cases {
 		src.write(t, "b1", c.name+"/a.parquet", c.q)
 	}

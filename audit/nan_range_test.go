@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -34,10 +33,7 @@ func TestNaNIsInNoRange(t *testing.T) {
 		{"range_decimal_min", "SELECT 1.5::DECIMAL(4,1) AS x", Check{Kind: KindRange, Column: "x", Min: &zero}, true},
 		{"stat_min_beside_nan", withNaN, Check{Kind: KindStat, Column: "x", Stat: StatMin, Min: &zero, Max: &ten}, true},
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	for _, c := range cases {
 		src.write(t, "b1", c.name+"/a.parquet", c.q)
 	}

@@ -3,8 +3,6 @@ package audit
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,10 +11,7 @@ import (
 // to_json writes them bare, which is not JSON) are given, each such value
 // as a JSON string, instead of "sample rows unavailable".
 func TestSampleRowsWithNaNAreGiven(t *testing.T) {
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	src.write(t, "b1", "t/a.parquet", `SELECT * FROM (VALUES ('nan'::DOUBLE, 'NaN text'), ('nan'::DOUBLE, 'b'), ('inf'::DOUBLE, 'c'), ('inf'::DOUBLE, 'd'), ('-inf'::DOUBLE, NULL), ('-inf'::DOUBLE, 'e')) v(x, y)`)
 	e := newEngine(t, src, "")
 	for _, c := range []Check{

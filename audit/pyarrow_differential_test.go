@@ -106,10 +106,7 @@ func TestTextAndParquetDifferentialAgainstPyArrow(t *testing.T) {
 	if err != nil {
 		t.Skipf("differential test skipped: %v; scripts/pyenv.sh installs pyarrow (./test.sh runs it)", err)
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	var args []string
 	for _, c := range pyarrowCases {
 		for p, q := range c.files {

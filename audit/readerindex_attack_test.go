@@ -72,10 +72,7 @@ func writeForgedBloom(t *testing.T, src *dirSource, ref, path, col string) strin
 // column; the checks read it whole and pass it otherwise.
 func TestForgedBloomFilterIsRefused(t *testing.T) {
 	for _, col := range []string{"s", "k"} {
-		src := newDirSource(t)
-		if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		src := newBatchSource(t)
 		writeForgedBloom(t, src, "b1", "t/part-0.parquet", col)
 		for _, cache := range []string{"", filepath.Join(t.TempDir(), "cache")} {
 			e := newEngine(t, src, cache)

@@ -55,10 +55,7 @@ func TestReaderIndexesStopWhenTheRunEnds(t *testing.T) {
 // hand: WHERE b = true and b = false read every matching row), so the
 // file passes. Before, it was refused as unverifiable (physical type 0).
 func TestSparkBooleanBloomFilterPasses(t *testing.T) {
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	dst := filepath.Join(src.root, "b", "t", "part-0.parquet")
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		t.Fatal(err)

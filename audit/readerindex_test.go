@@ -54,10 +54,7 @@ func honestIndexes(t *testing.T, e *Engine, f string) (blooms, pages int) {
 // dictionary-encoded chunk, every codec, V1 and V2 pages, nested leaves)
 // pass readerIndexes, and a table of them passes an audit.
 func TestHonestBloomFiltersPass(t *testing.T) {
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	e := newEngine(t, src, "")
 	for _, codec := range []string{"snappy", "zstd", "gzip", "uncompressed", "lz4", "brotli"} {
 		for _, v := range []string{"V1", "V2"} {

@@ -2,8 +2,6 @@ package audit
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,10 +15,7 @@ import (
 // with name t does not exist", which names no cause; a sql check over
 // another table still runs.
 func TestCustomSQLOverARefusedTableSaysWhy(t *testing.T) {
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	src.write(t, "b1", "t/a.parquet", "SELECT 1 AS id")
 	src.write(t, "b1", "t/b.parquet", "SELECT 2 AS \"ID\"")
 	src.write(t, "b1", "k/a.parquet", "SELECT 1 AS k")

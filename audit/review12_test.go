@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"compress/gzip"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -79,10 +78,7 @@ func TestReview12GzippedCSVBlankLinesAreReadDecompressed(t *testing.T) {
 	if len(honest) != 2570 {
 		t.Fatalf("honest text is %d bytes", len(honest))
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	src.writeRaw(t, "b1", "blank/a.csv.gz", gzipped(t, "id\n1\n\n2\n", gzip.DefaultCompression))
 	stored := gzipped(t, honest, gzip.NoCompression)
 	if !strings.Contains(stored, "\n\n") {
@@ -120,10 +116,7 @@ func TestReview12LoneCRLineEndsEndLines(t *testing.T) {
 		{"honest_crlf", "id\r\n1\r\n2\r\n", 2, true},
 		{"honest_two_columns_empty_line", "a,b\r1,2\r\r3,4\r", 2, true},
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	for _, c := range cases {
 		src.writeRaw(t, "b1", c.name+"/a.csv", c.csv)
 	}
@@ -150,10 +143,7 @@ func TestReview12JSONIdsBeyondInt64AreRefusedUnderUnique(t *testing.T) {
 		{"beyond_int64", "{\"id\": 9223372036854775808}\n{\"id\": 9223372036854775809}\n", true},
 		{"within_int64", "{\"id\": 9223372036854775806}\n{\"id\": 9223372036854775807}\n", false},
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	for _, c := range cases {
 		src.writeRaw(t, "b1", c.name+"/a.jsonl", c.json)
 	}

@@ -285,10 +285,7 @@ func TestEveryTypesNarrowerMaxIsRefused(t *testing.T) {
 			t.Fatalf("pyarrow: %v\n%s", err, out)
 		}
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	e := newEngine(t, src, "")
 	n := 0
 	for name, f := range files {
@@ -345,10 +342,7 @@ func TestEveryTypesNarrowerMaxIsRefused(t *testing.T) {
 // MiB of key-value metadata here) whose statistics DuckDB finds cannot be
 // compared: the file is refused, naming it.
 func TestUnreadFooterClaimsAreRefused(t *testing.T) {
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	dst := filepath.Join(src.root, "b", "t", "a.parquet")
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		t.Fatal(err)
@@ -413,10 +407,7 @@ func TestNaNUnderAMinMaxClaimIsRefused(t *testing.T) {
 	if err != nil {
 		t.Skipf("pyarrow not at hand: %v", err)
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	dst := filepath.Join(src.root, "b", "t", "a.parquet")
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		t.Fatal(err)

@@ -107,10 +107,7 @@ func TestTablesSparkReadsOtherwiseAreRefused(t *testing.T) {
 			files: map[string]string{"region=eu/a.parquet": "SELECT 1::BIGINT AS x", "region=us/b.parquet": "SELECT 2::BIGINT AS x"},
 			check: Check{Kind: KindNotNull, Table: "t", Column: "x"}},
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	write := func(name string, files map[string]string) {
 		for p, b := range files {
 			if strings.Contains(p, ".parquet") {

@@ -204,10 +204,7 @@ func TestDifferentialAgainstSpark(t *testing.T) {
 		}
 		cases = append(cases, pyarrowCase{name: "spark_" + name, format: FormatParquet, columns: []string{"id", "ts"}, raw: map[string]string{"a.parquet": string(b)}})
 	}
-	src := newDirSource(t)
-	if err := os.MkdirAll(filepath.Join(src.root, "main"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	src := newBatchSource(t)
 	type read struct {
 		c      pyarrowCase
 		reader string
