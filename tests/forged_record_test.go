@@ -24,7 +24,7 @@ import (
 // server: a record of a run "publishing" a commit full of NULL billing ids
 // nobody audited, and one pointing a run at another branch of the
 // repository. After a restart the daemon restores its partitions: both are
-// set aside (counted, logged, left in the topic) and nothing is merged;
+// set aside (counted, logged, then deleted from the topic) and nothing is merged;
 // main stays as it was, and a real batch still publishes.
 func TestForgedChangelogRecordIsSetAside(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "state.key")

@@ -394,7 +394,10 @@ func (s *Store) Load(ctx context.Context, partition int) (map[string][]byte, err
 			case reason == "":
 			case r.out[key] != nil:
 				again = append(again, key)
-			case reason == ReasonReplayed && !kept:
+			case !kept:
+				// Nothing of lakewap's under the key (unsealed, a bad
+				// seal, a replay of a deleted run): deleted, so that
+				// compaction removes it instead of every load reading it.
 				gone = append(gone, key)
 			}
 		}
@@ -424,7 +427,7 @@ type restored struct {
 	latest map[string]string // why a key's latest record was set aside ("" when it was not)
 	epoch  uint64            // the highest among authentic records, replayed or not
 	newest frontier
-	marks  map[string]bool // keys of authentic marks
+	marks  map[string]bool // keys of marks, and of records set aside under a mark's key
 }
 
 // current is a key's newest accepted record, as stored and before sealing.
@@ -449,8 +452,10 @@ func (s *Store) restore(ctx context.Context, partition int, aside func(key strin
 			switch {
 			case reason != "":
 				aside(key, v, reason, detail)
+				marks[key] = true // deleted by the load, as every mark it reads
 			case string(body) != markBody || !isMarkOf(key, at):
 				aside(key, v, ReasonUnreadable, "a sealed record under a mark's key that is not that mark")
+				marks[key] = true
 			default:
 				marks[key] = true
 				epoch = max(epoch, at.epoch)
