@@ -456,10 +456,26 @@ type diffFlight struct {
 	base    string
 	changes []pipeline.Change
 	err     error
+	kept    int // the changes counted in Runner.diffChanges
 }
 
-// maxPreparedDiffs bounds the diffs kept for publishes waiting their turn.
-const maxPreparedDiffs = 4096
+const (
+	// maxPreparedDiffs bounds the diffs kept for publishes waiting their
+	// turn, maxPreparedChanges their changes in all (about 100 bytes
+	// each): a diff past it is not kept, and its turn takes its own.
+	// Bounding the count alone let 4096 waiting publishes of 200,000
+	// changes each keep 819,200,000 changes.
+	maxPreparedDiffs   = 4096
+	maxPreparedChanges = 200_000
+	// maxDiffTakings bounds the diffs taken from lakeFS at once for
+	// waiting publishes (each up to a listing's limit until it is
+	// counted); the others wait for a slot, or for their turn.
+	maxDiffTakings = 4
+)
+
+// errDiffOverBudget: the diff was taken, but keeping it would pass
+// maxPreparedChanges.
+var errDiffOverBudget = errors.New("prepared diffs over their budget of changes")
 
 func diffKey(run pipeline.Run) string { return run.Repository + "\x00" + run.SealedCommit }
 
@@ -477,31 +493,73 @@ func (r *Runner) prepareDiff(ctx context.Context, run pipeline.Run) {
 	if _, ok := r.diffs[diffKey(run)]; ok || len(r.diffs) >= maxPreparedDiffs {
 		return
 	}
+	if r.diffSlots == nil {
+		r.diffSlots = make(chan struct{}, maxDiffTakings)
+	}
+	k := diffKey(run)
 	f := &diffFlight{done: make(chan struct{})}
-	r.diffs[diffKey(run)] = f
+	r.diffs[k] = f
 	go func() {
 		defer close(f.done)
-		ctx, cancel := context.WithTimeout(ctx, lookTimeout)
-		defer cancel()
 		if against, changes, ok := r.audited.take(run.Repository, run.SealedCommit); ok {
 			// The audit step's diff is lakeFS's three-dot diff of the
 			// target's commit it audited against and the seal: the seal's
 			// changes since their merge-base, which the audit's engine
 			// asked for too (the lake keeps merge-bases of commit ids).
+			ctx, cancel := context.WithTimeout(ctx, lookTimeout)
 			base, _, err := mb.MergeBase(ctx, run.Repository, run.SealedCommit, against)
+			cancel()
 			if err == nil && base != "" && base != run.SealedCommit {
-				f.base, f.changes = base, changes
+				f.base = base
+				r.keepDiff(k, f, changes)
 				return
 			}
 		}
+		select {
+		case r.diffSlots <- struct{}{}:
+			defer func() { <-r.diffSlots }()
+		case <-ctx.Done():
+			f.err = ctx.Err()
+			return
+		}
+		r.dmu.Lock()
+		dropped := r.diffs[k] != f
+		r.dmu.Unlock()
+		if dropped {
+			f.err = errors.New("dropped while waiting to be taken")
+			return
+		}
+		ctx, cancel := context.WithTimeout(ctx, lookTimeout)
+		defer cancel()
 		base, _, err := mb.MergeBase(ctx, run.Repository, run.SealedCommit, run.Target)
 		if err != nil || base == "" || base == run.SealedCommit {
 			f.err = cmp.Or(err, errors.New("no foundation"))
 			return
 		}
 		f.base = base
-		f.changes, f.err = r.cfg.Lake.Changes(ctx, run.Repository, base, run.SealedCommit)
+		changes, err := r.cfg.Lake.Changes(ctx, run.Repository, base, run.SealedCommit)
+		if err != nil {
+			f.err = err
+			return
+		}
+		r.keepDiff(k, f, changes)
 	}()
+}
+
+// keepDiff keeps changes as f's diff if f is still k's flight and they fit
+// within maxPreparedChanges with the diffs kept; else f ends without one.
+func (r *Runner) keepDiff(k string, f *diffFlight, changes []pipeline.Change) {
+	r.dmu.Lock()
+	defer r.dmu.Unlock()
+	switch {
+	case r.diffs[k] != f:
+		f.err = errors.New("dropped while being taken")
+	case r.diffChanges+len(changes) > maxPreparedChanges:
+		f.err = errDiffOverBudget
+	default:
+		f.changes, f.kept = changes, len(changes)
+		r.diffChanges += f.kept
+	}
 }
 
 // auditedDiffs keeps the audit step's diffs of sealed commits (lakeFS's
@@ -587,7 +645,11 @@ func (r *Runner) preparedDiff(run pipeline.Run, base string) ([]pipeline.Change,
 func (r *Runner) dropDiff(run pipeline.Run) {
 	r.dmu.Lock()
 	defer r.dmu.Unlock()
-	delete(r.diffs, diffKey(run))
+	if f := r.diffs[diffKey(run)]; f != nil {
+		r.diffChanges -= f.kept
+		f.kept = 0
+		delete(r.diffs, diffKey(run))
+	}
 }
 
 // auditOnto audits the run's sealed commit applied to the target at

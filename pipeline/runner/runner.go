@@ -109,6 +109,10 @@ type Runner struct {
 
 	dmu   sync.Mutex
 	diffs map[string]*diffFlight // sealed commits' diffs taken while their publish waits (publish.go)
+	// diffChanges are the changes the diffs hold in all (at most
+	// maxPreparedChanges); diffSlots the diffs being taken from lakeFS.
+	diffChanges int
+	diffSlots   chan struct{}
 	// audited are the audit step's diffs of sealed commits, for their
 	// publishes to take instead of asking lakeFS again (publish.go).
 	audited auditedDiffs
