@@ -35,7 +35,7 @@ func TestPreparedDiffsAreBoundedByTheirChanges(t *testing.T) {
 		runs[i].BatchID, runs[i].SealedCommit = fmt.Sprint("b", i), fmt.Sprint("s", i)
 		r.prepareDiff(context.Background(), runs[i])
 	}
-	kept, ready := 0, 0
+	kept, ready := 0, []pipeline.Run{}
 	for _, run := range runs {
 		r.dmu.Lock()
 		f := r.diffs[diffKey(run)]
@@ -43,15 +43,15 @@ func TestPreparedDiffsAreBoundedByTheirChanges(t *testing.T) {
 		<-f.done
 		if ch, ok := r.preparedDiff(run, "f1"); ok {
 			kept += len(ch)
-			ready++
+			ready = append(ready, run)
 		}
 	}
-	if kept > maxPreparedChanges || ready != 3 {
-		t.Errorf("%d prepared diffs kept, of %d changes in all; want the 3 that fit, at most %d changes", ready, kept, maxPreparedChanges)
+	if kept > maxPreparedChanges || len(ready) != 3 {
+		t.Fatalf("%d prepared diffs kept, of %d changes in all; want the 3 that fit, at most %d changes", len(ready), kept, maxPreparedChanges)
 	}
 	// A dropped diff gives its room back.
-	r.dropDiff(runs[0])
-	r.dropDiff(runs[1])
+	r.dropDiff(ready[0])
+	r.dropDiff(ready[1])
 	late := historyRun()
 	late.BatchID, late.SealedCommit = "late", "s-late"
 	r.prepareDiff(context.Background(), late)
