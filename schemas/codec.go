@@ -1,12 +1,14 @@
 package schemas
 
 import (
+	"container/list"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hamba/avro/v2"
@@ -44,15 +46,17 @@ const (
 	// DecodeIncompatibleSchema: the writer schema is known but is not a
 	// lakewap event or cannot be resolved into the current reader schema.
 	DecodeIncompatibleSchema = "incompatible_schema"
-	// DecodeTooManySchemas: the value names a schema id past the most a
-	// codec resolves (maxSchemaIDs).
+	// DecodeTooManySchemas is no longer given (a Codec keeps the schema
+	// ids it used last, and lets go of the others); kept for readers of
+	// older dead letters.
 	DecodeTooManySchemas = "too_many_schemas"
 )
 
-// maxSchemaIDs bounds the schema ids a Codec resolves with the registry
-// in its life, readable or not: each one is kept (its plan, the registry
-// client's copy, the Avro parser's named types), and a producer that may
-// register schemas could make one per message.
+// maxSchemaIDs bounds the schema ids a Codec keeps, readable or not, the
+// most recently used: a producer that may register schemas could make one
+// per message. An id let go is asked of the registry again when a message
+// names it. It also bounds the decoders the Avro API keeps for writer
+// schemas resolved since it was made (Codec.fresh).
 const maxSchemaIDs = 1024
 
 // DecodeError says why a value could not be decoded. Only
@@ -114,16 +118,71 @@ type Options struct {
 
 // Codec encodes and decodes lakewap events. It is safe for concurrent use.
 type Codec struct {
-	api        avro.API
+	// api is the Avro configuration; it keeps a decoder per writer schema
+	// it read, so it is made again after maxSchemaIDs new ones (fresh).
+	api        atomic.Pointer[frozenAPI]
 	set        *schemaSet
 	reg        RegistryClient
 	subject    func(topic, eventType string) string
 	regTimeout time.Duration
 
-	mu    sync.Mutex
-	ids   map[string]int // subject -> schema id of the current schema, from Encode
-	byID  map[int]plan   // schema id -> decoding plan
-	badID map[int]error  // schema id the registry gave a schema for that cannot be read -> its error
+	mu       sync.Mutex
+	ids      map[string]int // subject -> schema id of the current schema, from Encode
+	resolved *idCache       // schema id -> decoding plan, or why it cannot be read
+	fresh    int            // writer schemas resolved since api was made
+}
+
+type frozenAPI struct{ avro.API }
+
+func newAPI() *frozenAPI {
+	return &frozenAPI{avro.Config{
+		TagKey:            "avro",
+		MaxByteSliceSize:  DefaultMaxMessageSize,
+		MaxSliceAllocSize: maxArrayItems,
+	}.Freeze()}
+}
+
+// idCache holds the schema ids used last: at most max, the one used
+// longest ago let go first.
+type idCache struct {
+	max   int
+	m     map[int]*list.Element
+	order *list.List // of *idEntry, most recently used first
+}
+
+type idEntry struct {
+	id  int
+	p   plan
+	err error // the registry's schema for id cannot be read
+}
+
+func newIDCache(max int) *idCache {
+	return &idCache{max: max, m: map[int]*list.Element{}, order: list.New()}
+}
+
+func (c *idCache) Len() int { return len(c.m) }
+
+func (c *idCache) get(id int) (*idEntry, bool) {
+	e, ok := c.m[id]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*idEntry), true
+}
+
+func (c *idCache) put(x *idEntry) {
+	if e, ok := c.m[x.id]; ok {
+		e.Value = x
+		c.order.MoveToFront(e)
+		return
+	}
+	c.m[x.id] = c.order.PushFront(x)
+	for len(c.m) > c.max {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.m, last.Value.(*idEntry).id)
+	}
 }
 
 // NewCodec returns a Codec over the embedded schemas.
@@ -142,8 +201,7 @@ func newCodec(opts Options, set *schemaSet) *Codec {
 		subject:    opts.Subject,
 		regTimeout: opts.RegistryTimeout,
 		ids:        map[string]int{},
-		byID:       map[int]plan{},
-		badID:      map[int]error{},
+		resolved:   newIDCache(maxSchemaIDs),
 	}
 	if c.subject == nil {
 		c.subject = func(topic, eventType string) string { return topic + "-" + Namespace + "." + eventType }
@@ -151,11 +209,7 @@ func newCodec(opts Options, set *schemaSet) *Codec {
 	if c.regTimeout <= 0 {
 		c.regTimeout = defaultRegistryTimeout
 	}
-	c.api = avro.Config{
-		TagKey:            "avro",
-		MaxByteSliceSize:  DefaultMaxMessageSize,
-		MaxSliceAllocSize: maxArrayItems,
-	}.Freeze()
+	c.api.Store(newAPI())
 	return c
 }
 
@@ -175,7 +229,7 @@ func (c *Codec) Encode(ctx context.Context, topic string, ev Event) ([]byte, err
 	if !ok {
 		return nil, &EncodeError{Reason: EncodeInvalidEvent, Err: fmt.Errorf("unknown event type %q", ev.EventType())}
 	}
-	body, err := c.api.Marshal(k.schema, ev)
+	body, err := c.api.Load().Marshal(k.schema, ev)
 	if err != nil {
 		return nil, &EncodeError{Reason: EncodeInvalidEvent, Err: err}
 	}
@@ -211,7 +265,7 @@ func (c *Codec) schemaID(ctx context.Context, topic string, k *kind) (int, error
 	}
 	c.mu.Lock()
 	c.ids[subject] = id
-	c.byID[id] = plan{kind: k, schema: k.schema}
+	c.resolved.put(&idEntry{id: id, p: plan{kind: k, schema: k.schema}})
 	c.mu.Unlock()
 	return id, nil
 }
@@ -261,50 +315,59 @@ func (c *Codec) Decode(ctx context.Context, value []byte) (Event, error) {
 
 func (c *Codec) planByID(ctx context.Context, id int) (plan, error) {
 	c.mu.Lock()
-	p, ok := c.byID[id]
-	bad := c.badID[id]
-	full := len(c.byID)+len(c.badID) >= maxSchemaIDs
+	e, ok := c.resolved.get(id)
 	c.mu.Unlock()
 	switch {
+	case ok && e.err != nil:
+		return plan{}, e.err
 	case ok:
-		return p, nil
-	case bad != nil:
-		return plan{}, bad
+		return e.p, nil
 	case c.reg == nil:
 		return plan{}, decodeErr(DecodeUnknownSchemaID, "schema id %d: no schema registry configured", id)
-	case full:
-		return plan{}, decodeErr(DecodeTooManySchemas, "schema id %d: this process has resolved %d schema ids, the most it takes (a producer registering a schema per message?)", id, maxSchemaIDs)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.regTimeout)
 	defer cancel()
 	w, err := c.reg.GetSchema(ctx, id)
 	if err != nil {
-		reason := DecodeIncompatibleSchema // the registry answered, but with something that is not a schema
 		switch {
 		case registryNotFound(err):
-			reason = DecodeUnknownSchemaID
+			return plan{}, decodeErr(DecodeUnknownSchemaID, "schema id %d: %w", id, err)
 		case registryUnreachable(err):
-			reason = DecodeRegistryUnavailable
+			return plan{}, decodeErr(DecodeRegistryUnavailable, "schema id %d: %w", id, err)
 		}
-		return plan{}, decodeErr(reason, "schema id %d: %w", id, err)
+		// The registry answered, but with something that is not a schema;
+		// its answer for an id does not change: not asked again.
+		return plan{}, c.unreadable(id, err)
 	}
 	if w == nil {
-		return plan{}, decodeErr(DecodeIncompatibleSchema, "schema id %d: registry returned no schema", id)
+		return plan{}, c.unreadable(id, errors.New("registry returned no schema"))
 	}
-	if known, ok := c.set.writers[Fingerprint(w)]; ok {
-		p = known
-	} else if p, err = c.set.planFor(w); err != nil {
-		// The registry's answer for an id does not change: not asked again.
-		bad := decodeErr(DecodeIncompatibleSchema, "schema id %d: %w", id, err)
-		c.mu.Lock()
-		c.badID[id] = bad
-		c.mu.Unlock()
-		return plan{}, bad
+	p, known := c.set.writers[Fingerprint(w)]
+	if !known {
+		if p, err = c.set.planFor(w); err != nil {
+			return plan{}, c.unreadable(id, err)
+		}
 	}
 	c.mu.Lock()
-	c.byID[id] = p
+	c.resolved.put(&idEntry{id: id, p: p})
+	if !known {
+		// A writer schema of its own: the API keeps a decoder for it.
+		if c.fresh++; c.fresh >= maxSchemaIDs {
+			c.api.Store(newAPI())
+			c.fresh = 0
+		}
+	}
 	c.mu.Unlock()
 	return p, nil
+}
+
+// unreadable remembers that id's schema cannot be read, and why.
+func (c *Codec) unreadable(id int, err error) error {
+	bad := decodeErr(DecodeIncompatibleSchema, "schema id %d: %w", id, err)
+	c.mu.Lock()
+	c.resolved.put(&idEntry{id: id, err: bad})
+	c.mu.Unlock()
+	return bad
 }
 
 // decodeBody decodes an Avro body. hamba can panic on hostile input (e.g. a
@@ -315,7 +378,7 @@ func (c *Codec) decodeBody(p plan, body []byte) (ev Event, err error) {
 			ev, err = nil, decodeErr(DecodeMalformed, "avro decoder panicked: %v", r)
 		}
 	}()
-	r := avro.NewReader(nil, 0, avro.WithReaderConfig(c.api)).Reset(body)
+	r := avro.NewReader(nil, 0, avro.WithReaderConfig(c.api.Load().API)).Reset(body)
 	if p.decode != nil {
 		ev = p.decode(r, p.schema)
 	} else {

@@ -2,11 +2,14 @@ package schemas
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/hamba/avro/v2"
 	"github.com/hamba/avro/v2/registry"
@@ -73,13 +76,104 @@ func Register(ctx context.Context, rc RegistryAdmin, topic string, eventTypes []
 	return out, nil
 }
 
-// NewRegistryClient returns hamba's registry client for baseURL. hc may be
-// nil for a default client; per-call deadlines come from the Codec.
-func NewRegistryClient(baseURL string, hc *http.Client, opts ...registry.ClientFunc) (*registry.Client, error) {
-	if hc != nil {
-		opts = append([]registry.ClientFunc{registry.WithHTTPClient(hc)}, opts...)
+// Registry is a client of a Confluent-compatible schema registry: hamba's
+// for registering schemas and setting compatibility levels, its own for
+// reading a schema by id. hamba's GetSchema keeps every schema it was
+// given for the client's life and parses it into the Avro parser's global
+// cache of named types, where it stays for the process's life (and names
+// it defines are found by later parses); a producer that may register
+// schemas could make one per message. This GetSchema keeps nothing (the
+// Codec keeps the ids it used last), parses each schema on its own, and
+// reads at most maxRegistryAnswer bytes of an answer.
+type Registry struct {
+	*registry.Client
+	base           *url.URL
+	hc             *http.Client
+	user, password string
+}
+
+// RegistryOption configures a Registry.
+type RegistryOption func(*Registry)
+
+// WithBasicAuth makes every request carry these HTTP basic credentials.
+func WithBasicAuth(user, password string) RegistryOption {
+	return func(r *Registry) { r.user, r.password = user, password }
+}
+
+// maxRegistryAnswer bounds the answer to a schema by id that GetSchema
+// reads (lakewap's largest schema is about 10 KB).
+const maxRegistryAnswer = 1 << 20
+
+// NewRegistryClient returns the client of the registry at baseURL. hc may
+// be nil for a default client; per-call deadlines come from the Codec.
+func NewRegistryClient(baseURL string, hc *http.Client, opts ...RegistryOption) (*Registry, error) {
+	r := &Registry{hc: hc}
+	for _, o := range opts {
+		o(r)
 	}
-	return registry.NewClient(baseURL, opts...)
+	var hopts []registry.ClientFunc
+	if hc != nil {
+		hopts = append(hopts, registry.WithHTTPClient(hc))
+	} else {
+		r.hc = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+	}
+	if r.user != "" || r.password != "" {
+		hopts = append(hopts, registry.WithBasicAuth(r.user, r.password))
+	}
+	c, err := registry.NewClient(baseURL, hopts...)
+	if err != nil {
+		return nil, err
+	}
+	if r.base, err = url.Parse(baseURL); err != nil {
+		return nil, err
+	}
+	r.Client = c
+	return r, nil
+}
+
+// GetSchema returns the schema with a global id (GET /schemas/ids/{id}).
+// Errors: a registry.Error with the answer's status (404: no such id), a
+// *url.Error when the answer could not be had or read whole, else the
+// answer is not an Avro schema.
+func (r *Registry) GetSchema(ctx context.Context, id int) (avro.Schema, error) {
+	u := r.base.JoinPath("schemas", "ids", strconv.Itoa(id)).String()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json")
+	if r.user != "" || r.password != "" {
+		req.SetBasicAuth(r.user, r.password)
+	}
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return nil, err // a *url.Error
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxRegistryAnswer+1))
+	if err != nil {
+		return nil, &url.Error{Op: "Get", URL: u, Err: err}
+	}
+	if resp.StatusCode >= http.StatusBadRequest {
+		e := registry.Error{StatusCode: resp.StatusCode}
+		_ = json.Unmarshal(body, &e)
+		e.Message = Clip(e.Message, 512)
+		return nil, e
+	}
+	if len(body) > maxRegistryAnswer {
+		return nil, fmt.Errorf("the registry's answer is over %d bytes", maxRegistryAnswer)
+	}
+	var answer struct {
+		Schema     string `json:"schema"`
+		SchemaType string `json:"schemaType"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return nil, fmt.Errorf("the registry's answer is not a schema: %w", err)
+	}
+	if answer.SchemaType != "" && answer.SchemaType != "AVRO" {
+		return nil, fmt.Errorf("the registry's schema is of type %s, not AVRO", Clip(answer.SchemaType, 64))
+	}
+	return avro.ParseWithCache(answer.Schema, "", &avro.SchemaCache{})
 }
 
 func registryStatus(err error) (int, bool) {

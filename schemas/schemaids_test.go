@@ -5,20 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/hamba/avro/v2"
+
+	"github.com/lakewap/lakewap/schemas/registrytest"
 )
 
 // A producer who can register schemas (Confluent clients do by default)
-// can send each message under a schema id of its own. The codec resolves
-// at most maxSchemaIDs of them per process: past that, a message of a new
-// id is dead-lettered (too_many_schemas) without asking the registry, and
-// an id whose schema cannot be read is answered again without asking.
-// Before, every new id cost a registry call and stayed in memory for good
-// (the codec's plans, the registry client's schemas, the Avro parser's
-// named types), and an unreadable id was asked for again with each message.
+// can send each message under a schema id of its own. The codec keeps the
+// maxSchemaIDs ids it used last (readable or not); an id it keeps is
+// answered without asking the registry, and a new one pushes out the one
+// used longest ago. Before, the codec counted ids for the process's life:
+// past maxSchemaIDs every new id was refused (too_many_schemas) until a
+// restart, a legitimate new schema of a lakewap event included, and the
+// registry client and the Avro parser kept every schema they were given
+// (hamba's GetSchema caches by id and parses into the parser's global
+// cache of named types), so the ids held down did not hold memory down.
 func TestSchemaIDsResolvedAreBounded(t *testing.T) {
 	ctx := context.Background()
 	soe, confluent, reg := codecs(t)
-	good, err := soe.Encode(ctx, topic, sampleEvents()[2])
+	ev := sampleEvents()[2]
+	good, err := soe.Encode(ctx, topic, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,10 +33,11 @@ func TestSchemaIDsResolvedAreBounded(t *testing.T) {
 		return append([]byte{0, byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}, good[10:]...)
 	}
 	reasons := map[string]int{}
-	for i := range maxSchemaIDs + 100 {
-		id := reg.Register("junk-value", fmt.Sprintf(`{"type":"record","name":"com.example.Junk%d","fields":[{"name":"id","type":"long"}]}`, i))
+	junk := make([]int, maxSchemaIDs+100)
+	for i := range junk {
+		junk[i] = reg.Register("junk-value", fmt.Sprintf(`{"type":"record","name":"com.example.Junk%d","fields":[{"name":"id","type":"long"}]}`, i))
 		for range 2 {
-			_, err := confluent.Decode(ctx, message(id))
+			_, err := confluent.Decode(ctx, message(junk[i]))
 			var de *DecodeError
 			if !errors.As(err, &de) || !de.Permanent() {
 				t.Fatalf("schema %d: %v, want a permanent decode error", i, err)
@@ -37,10 +45,70 @@ func TestSchemaIDsResolvedAreBounded(t *testing.T) {
 			reasons[de.Reason]++
 		}
 	}
-	if got := reg.Requests("get"); got > maxSchemaIDs {
-		t.Errorf("the registry was asked %d times for %d distinct ids, sent twice each; want at most %d", got, maxSchemaIDs+100, maxSchemaIDs)
+	if got := reg.Requests("get"); got != len(junk) {
+		t.Errorf("the registry was asked %d times for %d distinct ids, sent twice each; want once each", got, len(junk))
 	}
-	if reasons[DecodeTooManySchemas] != 200 || reasons[DecodeIncompatibleSchema] != 2*maxSchemaIDs {
-		t.Errorf("reasons %v, want %d incompatible and 200 too many", reasons, 2*maxSchemaIDs)
+	if reasons[DecodeIncompatibleSchema] != 2*len(junk) {
+		t.Errorf("reasons %v, want %d incompatible", reasons, 2*len(junk))
+	}
+	confluent.mu.Lock()
+	held := confluent.resolved.Len()
+	confluent.mu.Unlock()
+	if held > maxSchemaIDs {
+		t.Errorf("the codec holds %d schema ids, want at most %d", held, maxSchemaIDs)
+	}
+	for _, name := range []string{"com.example.Junk0", fmt.Sprint("com.example.Junk", len(junk)-1)} {
+		if avro.DefaultSchemaCache.Get(name) != nil {
+			t.Errorf("the Avro parser's global cache holds the registry's schema %s", name)
+		}
+	}
+	// A new schema of a lakewap event is still read.
+	text, err := SchemaText(ev.EventType())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := confluent.Decode(ctx, message(reg.Register("wap.events-new", text)))
+	if err != nil || got.Batch() != ev.Batch() {
+		t.Errorf("a new schema id of %s after %d junk ones: %v, %v; want it decoded", ev.EventType(), len(junk), got, err)
+	}
+	// The id used longest ago was let go, and no copy of it is kept
+	// elsewhere: it is asked for again.
+	before := reg.Requests("get")
+	if _, err := confluent.Decode(ctx, message(junk[0])); err == nil {
+		t.Fatal("junk decoded")
+	}
+	if reg.Requests("get") != before+1 {
+		t.Errorf("the first junk id, let go, was answered without asking the registry")
+	}
+}
+
+// The codec's own reading of a schema by id sends the registry's basic
+// credentials, as registering does.
+func TestSchemaByIDWithBasicAuth(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.New(t)
+	reg.RequireBasicAuth("lakewap", "s3cret")
+	codec := func(opts ...RegistryOption) *Codec {
+		client, err := NewRegistryClient(reg.URL, reg.Client(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCodec(Options{Registry: client})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	ev := sampleEvents()[1]
+	b, err := codec(WithBasicAuth("lakewap", "s3cret")).Encode(ctx, topic, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := codec(WithBasicAuth("lakewap", "s3cret")).Decode(ctx, b); err != nil || got.Batch() != ev.Batch() {
+		t.Errorf("decoded with the credentials: %v, %v", got, err)
+	}
+	var de *DecodeError
+	if _, err := codec().Decode(ctx, b); !errors.As(err, &de) || de.Reason != DecodeRegistryUnavailable {
+		t.Errorf("decoded without the credentials: %v, want %s", err, DecodeRegistryUnavailable)
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hamba/avro/v2/registry"
 	"github.com/prometheus/client_golang/prometheus"
 	"gopkg.in/yaml.v3"
 
@@ -775,7 +774,7 @@ func (k Kafka) Codec() (*schemas.Codec, error) {
 
 // RegistryClient is the client of the schema registry at
 // kafka.schema_registry_url, with its auth and TLS settings.
-func (k Kafka) RegistryClient() (*registry.Client, error) {
+func (k Kafka) RegistryClient() (*schemas.Registry, error) {
 	var hc *http.Client
 	if t := k.SchemaRegistryTLS; t != nil {
 		tc, err := (&kafka.TLSConfig{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}).Config()
@@ -784,13 +783,13 @@ func (k Kafka) RegistryClient() (*registry.Client, error) {
 		}
 		hc = &http.Client{Transport: &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment}}
 	}
-	var opts []registry.ClientFunc
+	var opts []schemas.RegistryOption
 	if a := k.SchemaRegistryAuth; a != nil {
 		pw, err := ReadSecret(a.Password, a.PasswordFile)
 		if err != nil {
 			return nil, fmt.Errorf("kafka.schema_registry_auth.password_file: %w", err)
 		}
-		opts = append(opts, registry.WithBasicAuth(a.Username, pw))
+		opts = append(opts, schemas.WithBasicAuth(a.Username, pw))
 	}
 	rc, err := schemas.NewRegistryClient(k.SchemaRegistry, hc, opts...)
 	if err != nil {
