@@ -151,6 +151,7 @@ type PreMergeOptions struct {
 type PreMergeHandler struct {
 	opts    PreMergeOptions
 	metrics *hookMetrics
+	reads   chan struct{} // bodies being read (maxHookReads)
 }
 
 // NewPreMergeHandler returns the handler; Guards and Runner are required.
@@ -164,7 +165,7 @@ func NewPreMergeHandler(opts PreMergeOptions) (*PreMergeHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PreMergeHandler{opts: opts, metrics: m}, nil
+	return &PreMergeHandler{opts: opts, metrics: m, reads: make(chan struct{}, maxHookReads)}, nil
 }
 
 // PreMergeAnswer is the JSON body of every answer. lakeFS keeps it in the
@@ -223,6 +224,13 @@ func verdictOf(rep schemas.AuditReport) Verdict {
 // maxHookBody bounds the request body; lakeFS's events are small.
 const maxHookBody = 1 << 20
 
+// maxHookReads bounds the bodies read and decoded at once (2.1 MiB
+// allocated for a body of maxHookBody): a call that finds no room within the
+// handler's Timeout is answered 503 without its body being read. Every
+// writer has the token; before, callers sending bodies at once made the
+// daemon hold one per connection they opened.
+const maxHookReads = 16
+
 func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.opts.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(h.opts.Token)) != 1 {
 		http.Error(w, "missing or wrong "+TokenHeader+" header", http.StatusUnauthorized)
@@ -233,16 +241,12 @@ func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.answer(w, http.StatusMethodNotAllowed, PreMergeAnswer{Summary: []string{"lakewap: POST a lakeFS hook event"}}, "error", "")
 		return
 	}
-	var ev HookEvent
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxHookBody+1))
-	if err == nil && len(body) > maxHookBody {
-		err = errors.New("body larger than 1 MiB")
-	}
-	if err == nil {
-		err = json.Unmarshal(body, &ev)
-	}
-	if err == nil {
-		err = ev.validate()
+	ev, busy, err := h.read(r)
+	if busy {
+		w.Header().Set("Retry-After", "1")
+		h.answer(w, http.StatusServiceUnavailable, PreMergeAnswer{Summary: []string{"lakewap: too many hook calls being read at once; try again"},
+			Error: "busy"}, "error", "")
+		return
 	}
 	if err != nil {
 		h.answer(w, http.StatusBadRequest, PreMergeAnswer{Summary: []string{"lakewap: not a lakeFS pre-merge event: " + err.Error()},
@@ -266,6 +270,30 @@ func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.opts.Logger.Info("pre-merge hook", "repository", ev.RepositoryID, "branch", ev.BranchID, "source_ref", ev.SourceRef,
 		"merge_source", ev.MergeSource, "committer", ev.Committer, "decision", decision, "via", via, "status", status)
 	h.answer(w, status, ans, decision, via)
+}
+
+// read reads and checks the call's event, at most maxHookReads at once;
+// busy when no room was found within the handler's Timeout.
+func (h *PreMergeHandler) read(r *http.Request) (ev HookEvent, busy bool, err error) {
+	wait, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
+	defer cancel()
+	select {
+	case h.reads <- struct{}{}:
+		defer func() { <-h.reads }()
+	case <-wait.Done():
+		return ev, true, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxHookBody+1))
+	if err == nil && len(body) > maxHookBody {
+		err = errors.New("body larger than 1 MiB")
+	}
+	if err == nil {
+		err = json.Unmarshal(body, &ev)
+	}
+	if err == nil {
+		err = ev.validate()
+	}
+	return ev, false, err
 }
 
 func (ev HookEvent) validate() error {
