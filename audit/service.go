@@ -3,6 +3,7 @@ package audit
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -82,8 +83,14 @@ type flight struct {
 	err  error
 }
 
-// reportCacheSize bounds the cached passing reports; the oldest goes first.
-const reportCacheSize = 4096
+// reportCacheSize and reportCacheBytes bound the cached passing reports,
+// in number and in bytes as JSON; the oldest goes first, and a report over
+// the bytes alone is not kept. Counting reports alone let 4,096 of
+// audit.max_report_bytes (32 KiB by default) be kept.
+const (
+	reportCacheSize  = 4096
+	reportCacheBytes = 16 << 20
+)
 
 // NewService returns a service; see ServiceOptions for what is required.
 func NewService(o ServiceOptions) (*Service, error) {
@@ -303,29 +310,44 @@ func keyOf(req Request) reportKey {
 type reportCache struct {
 	mu    sync.Mutex
 	max   int
-	m     map[reportKey]schemas.AuditReport
+	m     map[reportKey]cachedReport
 	order []reportKey
+	bytes int // of the reports kept, as JSON (with their keys)
+}
+
+type cachedReport struct {
+	rep  schemas.AuditReport
+	size int
 }
 
 func newReportCache(max int) *reportCache {
-	return &reportCache{max: max, m: map[reportKey]schemas.AuditReport{}}
+	return &reportCache{max: max, m: map[reportKey]cachedReport{}}
 }
 
 func (c *reportCache) get(k reportKey) (schemas.AuditReport, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.m[k]
-	return r, ok
+	return r.rep, ok
 }
 
 func (c *reportCache) put(k reportKey, r schemas.AuditReport) {
+	b, err := json.Marshal(r)
+	size := len(b) + len(k.repo) + len(k.dataset) + len(k.ref) + len(k.base) + 64
+	if err != nil || size > reportCacheBytes {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[k]; !ok {
+	if old, ok := c.m[k]; ok {
+		c.bytes -= old.size
+	} else {
 		c.order = append(c.order, k)
 	}
-	c.m[k] = r
-	for len(c.order) > c.max {
+	c.m[k] = cachedReport{rep: r, size: size}
+	c.bytes += size
+	for len(c.order) > c.max || c.bytes > reportCacheBytes {
+		c.bytes -= c.m[c.order[0]].size
 		delete(c.m, c.order[0])
 		c.order = c.order[1:]
 	}
