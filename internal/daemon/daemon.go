@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -389,28 +390,57 @@ func (d *Daemon) serveHTTP(addr string) error {
 		return err
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-		defer cancel()
-		// The details (internal URLs, lakeFS's error text) go to the log,
-		// not to whoever can reach the port.
-		if err := d.lake.Healthy(ctx); err != nil {
-			d.log.Warn("not ready: lakeFS does not answer", "err", err)
-			http.Error(w, "lakefs: not reachable (details in the lakewap log)", http.StatusServiceUnavailable)
-			return
-		}
-		if !d.Assigned() {
-			http.Error(w, "kafka: partitions not assigned and restored yet", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
+	mux.Handle("/readyz", readyHandler(d.lake.Healthy, d.Assigned, d.log, time.Now))
 	d.httpLn = ln
 	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.Std())
 	go func() { _ = d.http.Serve(ln) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
 }
+
+// readyHandler answers /readyz: whether lakeFS answers its health check
+// (healthy) and the partitions are assigned and restored. Anyone who
+// reaches the port may call it: calls share one health check at a time and
+// its answer for readyFor, so they cannot make lakewap call lakeFS as
+// often as they call /readyz. The check does not end with the call that
+// made it (a caller hanging up would make the answer a failure).
+func readyHandler(healthy func(context.Context) error, assigned func() bool, log *slog.Logger, now func() time.Time) http.Handler {
+	var (
+		mu      sync.Mutex
+		checked time.Time
+		last    error
+	)
+	check := func(r *http.Request) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if t := now(); checked.IsZero() || t.Sub(checked) >= readyFor || t.Before(checked) {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 3*time.Second)
+			last = healthy(ctx)
+			cancel()
+			checked = now()
+			if last != nil {
+				log.Warn("not ready: lakeFS does not answer", "err", last)
+			}
+		}
+		return last
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The details (internal URLs, lakeFS's error text) go to the log,
+		// not to whoever can reach the port.
+		if err := check(r); err != nil {
+			http.Error(w, "lakefs: not reachable (details in the lakewap log)", http.StatusServiceUnavailable)
+			return
+		}
+		if !assigned() {
+			http.Error(w, "kafka: partitions not assigned and restored yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+}
+
+// readyFor is how long /readyz answers with one health check of lakeFS.
+const readyFor = time.Second
 
 // newLineage starts the OpenLineage emitter of lineage.url or
 // lineage.kafka.topic (made or checked like the other topics): the jobs'
