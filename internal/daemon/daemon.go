@@ -18,6 +18,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -393,7 +394,7 @@ func (d *Daemon) serveHTTP(addr string) error {
 	mux.Handle("/readyz", readyHandler(d.lake.Healthy, d.Assigned, d.log, time.Now))
 	d.httpLn = ln
 	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.Std())
-	go func() { _ = d.http.Serve(ln) }()
+	go func() { _ = d.http.Serve(limitConns(ln, maxConns)) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
 }
@@ -565,6 +566,55 @@ func failpointFromEnv(log *slog.Logger) func(string) {
 			select {}
 		}
 	}
+}
+
+// maxConns bounds the connections the HTTP server holds at once: each costs
+// a goroutine, buffers and up to 64 KiB of header for its 5 s, and whoever
+// reaches the port could open them without end (512 such headers are 32
+// MiB). A connection past it waits in the kernel's queue until one closes.
+const maxConns = 512
+
+// connLimiter is a listener that hands out at most cap(slots) connections
+// at a time: Accept waits for one of them to close.
+type connLimiter struct {
+	net.Listener
+	slots   chan struct{}
+	blocked atomic.Int32 // Accepts waiting for a slot
+}
+
+func limitConns(ln net.Listener, n int) *connLimiter {
+	return &connLimiter{Listener: ln, slots: make(chan struct{}, n)}
+}
+
+func (l *connLimiter) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	default:
+		l.blocked.Add(1)
+		l.slots <- struct{}{}
+		l.blocked.Add(-1)
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+}
+
+// waiting says whether an Accept waits for a connection to close.
+func (l *connLimiter) waiting() bool { return l.blocked.Load() > 0 }
+
+// limitedConn gives its slot back when it is closed.
+type limitedConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.release()
+	return err
 }
 
 // newHTTPServer bounds every phase of a request, so slow or idle clients
