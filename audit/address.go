@@ -107,10 +107,11 @@ func (r *run) changedRead(ctx context.Context, prefix string, read map[string]Ob
 
 // readAtRef are the objects of table t the audit read at the ref, with
 // their physical addresses, by path: the files of its views and, for a
-// Delta table, its log. A file read from the batch's changes without a
-// download cache has no address (a diff gives none): it takes the one the
-// ref's listing gives the same path and size (the listing the query memo
-// takes them from too, kept per commit). Before, such a file was left out,
+// Delta table, its log and the change data files it compared. A file read
+// from the batch's changes without a download cache has no address (a
+// diff gives none): it takes the one the ref's listing gives the same path
+// and size (the listing the query memo takes them from too, kept per
+// commit). Before, such a file was left out,
 // and an incremental audit without a cache judged no address at all.
 func (r *run) readAtRef(ctx context.Context, t Table) (map[string]Object, error) {
 	key := strings.ToLower(t.Name)
@@ -123,7 +124,7 @@ func (r *run) readAtRef(ctx context.Context, t Table) (map[string]Object, error)
 		}
 		objs := v.objects
 		if v.delta != nil && v.ref == r.req.Ref {
-			objs = append(slices.Clone(objs), v.delta.log...)
+			objs = append(append(slices.Clone(objs), v.delta.log...), v.delta.cdcObjects()...)
 		}
 		for _, o := range objs {
 			if o.at != "" && o.at != r.req.Ref {

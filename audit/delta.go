@@ -85,6 +85,13 @@ type deltaSnapshot struct {
 	leaves []deltaLeaf
 	named  map[string]bool // object paths the log names, active or removed
 	log    []Object        // the objects under _delta_log/, as listed
+	// version is the table's version (-1: no table at the ref).
+	version int64
+	// changes are the replayed versions with cdc actions (deltacdf.go);
+	// changeData the change data files deltaChangeData compared with
+	// the data, by object path.
+	changes    []deltaVersion
+	changeData map[string]Object
 }
 
 type deltaFile struct {
@@ -128,6 +135,12 @@ type deltaAction struct {
 		Path           string          `json:"path"`
 		DeletionVector json.RawMessage `json:"deletionVector"`
 	} `json:"remove"`
+	// Cdc names a change data file (deltacdf.go).
+	Cdc *struct {
+		Path            string             `json:"path"`
+		PartitionValues map[string]*string `json:"partitionValues"`
+		Size            *int64             `json:"size"`
+	} `json:"cdc"`
 	MetaData *deltaMetaData       `json:"metaData"`
 	Protocol *deltaProtocolAction `json:"protocol"`
 	// V2 checkpoint actions: lakewap does not read sidecars.
@@ -321,6 +334,9 @@ func (r *run) deltaLoad(ctx context.Context, dl downloader, ref string, t Table)
 		s.snap, s.err = r.deltaRead(ctx, dl, ref, t)
 		if s.err == nil && ref == r.req.Ref && r.req.BaseRef != "" && r.req.BaseRef != ref {
 			s.err = r.deltaLogOnlyGrows(ctx, t)
+			if s.err == nil {
+				s.err = r.deltaChangeData(ctx, dl, t, s.snap)
+			}
 		}
 		r.deltaSnaps[key] = s
 	}
@@ -418,7 +434,7 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 		return nil, fmt.Errorf("list table %s at %s: %w", t.Name, ref, err)
 	}
 	if len(objs) == 0 {
-		return &deltaSnapshot{active: map[string]deltaFile{}}, nil // no table at this ref
+		return &deltaSnapshot{active: map[string]deltaFile{}, version: -1}, nil // no table at this ref
 	}
 	l := splitDeltaLog(t.Path, objs)
 	read, verify, err := l.plan()
@@ -448,6 +464,7 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 			return nil, tableErr("%w: checkpoint %d disagrees with the log before it (%s): %s",
 				ErrDeltaUnsupported, read.checkpoint, verify, diff)
 		}
+		st.changes = append(other.changes, st.changes...) // the versions up to the checkpoint, then those after it
 		// The claims of the checkpoint's files, known there by digest, as
 		// the commits before it state them (deltaClaimsDisagreement).
 		for p, f := range st.active {
@@ -460,6 +477,7 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 	snap, err := st.snapshot(l.objects)
 	if err == nil {
 		snap.log = slices.Collect(maps.Values(l.files))
+		snap.version = read.version()
 	}
 	return snap, err
 }
@@ -547,6 +565,9 @@ func (r *run) deltaReplay(ctx context.Context, dl downloader, ref string, t Tabl
 		if err != nil {
 			return nil, err
 		}
+		if err := st.endVersion(); err != nil {
+			return nil, tableErr("commit %d of %s: %w", st.version, t.Name, err)
+		}
 		st.begin(v)
 		if err := r.deltaCommitLines(local[0], st.apply); err != nil {
 			if errors.As(err, new(errDeltaTable)) {
@@ -554,6 +575,9 @@ func (r *run) deltaReplay(ctx context.Context, dl downloader, ref string, t Tabl
 			}
 			return nil, err
 		}
+	}
+	if err := st.endVersion(); err != nil {
+		return nil, tableErr("commit %d of %s: %w", st.version, t.Name, err)
 	}
 	if st.protocol == nil || st.meta == nil {
 		return nil, tableErr("the Delta log of %s has no protocol or metaData action", t.Name)
@@ -915,14 +939,20 @@ type deltaState struct {
 	// statsParsed is the checkpoint's add.stats_parsed as from_json's
 	// structure (statsParsedStructure), "" for none.
 	statsParsed string
+	// cur is this commit's adds, removes and cdc actions; changes the
+	// commits with cdc actions, kept by endVersion (deltacdf.go).
+	cur     deltaVersion
+	changes []deltaVersion
+	cdcSeen map[string]int64 // change data files named, by object path, and the version naming them
 }
 
 func newDeltaState(t Table) *deltaState {
-	return &deltaState{table: t, active: map[string]deltaFile{}, byObject: map[string]string{}, named: map[string]bool{}}
+	return &deltaState{table: t, active: map[string]deltaFile{}, byObject: map[string]string{}, named: map[string]bool{}, cdcSeen: map[string]int64{}}
 }
 
 // begin starts the actions of version v.
 func (s *deltaState) begin(v int64) {
+	s.cur = deltaVersion{version: v}
 	s.version, s.added, s.removed, s.protocols, s.metas = v, map[string]bool{}, map[string]bool{}, 0, 0
 }
 
@@ -985,6 +1015,11 @@ func (s *deltaState) apply(line []byte) error {
 			return err
 		}
 	}
+	if c := a.Cdc; c != nil {
+		if err := s.cdc(c.Path, c.PartitionValues, c.Size); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -1041,6 +1076,9 @@ func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv jso
 	s.named[obj] = true
 	s.active[p] = deltaFile{obj: Object{Path: obj}, parts: parts, size: size, records: records, claims: claims, claimsSum: sum}
 	s.byObject[obj] = p
+	if !s.inCheckpoint {
+		s.cur.added = append(s.cur.added, deltaFile{obj: Object{Path: obj}, parts: parts, size: size})
+	}
 	return nil
 }
 
@@ -1055,6 +1093,9 @@ func (s *deltaState) remove(p string, dv json.RawMessage) error {
 	if f, ok := s.active[p]; ok {
 		delete(s.active, p)
 		delete(s.byObject, f.obj.Path)
+		if !s.inCheckpoint {
+			s.cur.removed = append(s.cur.removed, deltaFile{obj: f.obj, parts: f.parts, size: f.size})
+		}
 		return nil
 	}
 	// A tombstone of a file no longer active; one that names an active
@@ -1247,7 +1288,7 @@ func (s *deltaState) differs(o *deltaState) string {
 // snapshot attaches each active file's object, reads the schema and checks
 // the partition values.
 func (s *deltaState) snapshot(objects map[string]Object) (*deltaSnapshot, error) {
-	snap := &deltaSnapshot{active: s.active, named: s.named, materialized: map[string]bool{}}
+	snap := &deltaSnapshot{active: s.active, named: s.named, materialized: map[string]bool{}, changes: s.changes}
 	for _, k := range []string{"delta.rowTracking.materializedRowIdColumnName", "delta.rowTracking.materializedRowCommitVersionColumnName"} {
 		if c := s.meta.Configuration[k]; c != "" {
 			snap.materialized[strings.ToLower(c)] = true

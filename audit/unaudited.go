@@ -102,7 +102,8 @@ func (r *run) unaudited(ctx context.Context) []schemas.CheckResult {
 			case read[o.Path], isMarker(t.markers(), rel) && (t.Markers != nil || !strings.Contains(path.Base(rel), ".")):
 			case t.format() == FormatDelta && (strings.HasPrefix(o.Path, logDir) || r.deltaNamed(t, o.Path)):
 				// The log reader read the log; files the log names as
-				// removed are not active for any Delta reader.
+				// removed are not active for any Delta reader; change
+				// data files were compared with the data.
 			default:
 				stray = append(stray, o.Path)
 			}
@@ -123,10 +124,15 @@ func (r *run) unaudited(ctx context.Context) []schemas.CheckResult {
 }
 
 // deltaNamed says whether the Delta log at the ref names obj (as active
-// or as removed).
+// or as removed), or obj is a change data file of the batch's versions
+// that the audit compared with the data (deltaChangeData).
 func (r *run) deltaNamed(t Table, obj string) bool {
 	s, ok := r.deltaSnaps[r.req.Ref+"\x00"+strings.ToLower(t.Name)]
-	return ok && s.snap != nil && s.snap.named[obj]
+	if !ok || s.snap == nil {
+		return false
+	}
+	_, cdc := s.snap.changeData[obj]
+	return s.snap.named[obj] || cdc
 }
 
 // failedToRead makes res an error result saying what could not be read,

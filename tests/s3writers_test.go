@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -194,5 +197,111 @@ func TestDeltaTableEndToEnd(t *testing.T) {
 	must(t, err)
 	if head.ID != pub.CommitID {
 		t.Errorf("main moved to %s after the aborted batch; published commit was %s", head.ID, pub.CommitID)
+	}
+}
+
+// TestDeltaChangeDataFeedEndToEnd: deltalake makes a table with the change
+// data feed on (one batch), then a second batch UPDATEs rows of it, which
+// writes change data files under _change_data/ that the commit names.
+// lakewap compares them with the commit's data files and publishes; before,
+// they were unaudited objects and the batch was aborted (users with the
+// feed on could not publish an UPDATE, DELETE or MERGE). A third batch
+// DELETEs rows, and its change data file is rewritten with an insert of a
+// NULL id before WriteComplete: CDF readers would read the row, no data
+// file has it, the batch is aborted. audit.blockstore is set: the change
+// data files lakewap read are judged by their stored sizes too.
+func TestDeltaChangeDataFeedEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon and Python writers; skipped with -short")
+	}
+	python, err := interopPython()
+	if err != nil {
+		t.Skipf("Delta end-to-end test skipped: %v; scripts/pyenv.sh installs deltalake (./test.sh runs it)", err)
+	}
+	e := startE2EOn(t, devstack.Options{}, func(s *devstack.Stack, cfg *config.Config) {
+		eventsDatasets(cfg)
+		cfg.Audit.Blockstore = &config.Blockstore{Type: "local", Path: s.BlockstorePath}
+	}, daemon.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	ready := e.landed(t, ctx, "events_delta", "cdf-1")
+	e.s3Writer(t, ctx, python, "delta", "--uri", ready.S3URI+"gold/events_delta", "--mode", "append", "--start", "0", "--rows", "20", "--cdf")
+	if final := e.completed(t, ctx, "events_delta", "cdf-1"); final.EventType() != schemas.TypeBatchPublished {
+		t.Fatalf("batch cdf-1 ended with %s: %+v", final.EventType(), final)
+	}
+
+	ready = e.landed(t, ctx, "events_delta", "cdf-2")
+	if v := e.s3Writer(t, ctx, python, "delta", "--uri", ready.S3URI+"gold/events_delta", "--mode", "update", "--predicate", "event_id < 5"); v["version"] != 1.0 {
+		t.Fatalf("the update is version %v, want 1", v["version"])
+	}
+	final := e.completed(t, ctx, "events_delta", "cdf-2")
+	pub, ok := final.(schemas.BatchPublished)
+	if !ok {
+		t.Fatalf("batch cdf-2 (an UPDATE with change data) ended with %s: %+v", final.EventType(), final)
+	}
+	for _, c := range pub.Report.Checks {
+		if c.Status != schemas.StatusPass {
+			t.Errorf("%s: %s %q %s", c.Name, c.Status, c.Observed, c.Message)
+		}
+	}
+	cdc, err := e.Lake.List(ctx, "lake", "main", "gold/events_delta/_change_data/")
+	must(t, err)
+	if len(cdc) == 0 {
+		t.Fatal("main has no change data files: the update wrote none")
+	}
+
+	ready = e.landed(t, ctx, "events_delta", "cdf-3")
+	e.s3Writer(t, ctx, python, "delta", "--uri", ready.S3URI+"gold/events_delta", "--mode", "delete", "--predicate", "event_id = 7")
+	files, err := e.Lake.List(ctx, "lake", ready.Branch, "gold/events_delta/_change_data/")
+	must(t, err)
+	var forged string
+	for _, f := range files {
+		if !slices.ContainsFunc(cdc, func(o lakefs.Object) bool { return o.Path == f.Path }) {
+			forged = f.Path
+		}
+	}
+	if forged == "" {
+		t.Fatal("the delete wrote no change data file")
+	}
+	// The same path, one more row: an insert of a NULL id; the commit's
+	// cdc action given the new size.
+	get := func(p string) []byte {
+		var buf bytes.Buffer
+		must(t, e.Lake.Download(ctx, "lake", ready.Branch, p, &buf))
+		return buf.Bytes()
+	}
+	old := get(forged)
+	cmd := exec.CommandContext(ctx, python, "-c", `
+import sys, io, pyarrow as pa, pyarrow.parquet as pq
+t = pq.read_table(io.BytesIO(sys.stdin.buffer.read()))
+t = pa.concat_tables([t, pa.Table.from_pylist([{"event_id": None, "amount": 1.0, "kind": "view", "_change_type": "insert"}], schema=t.schema)])
+out = io.BytesIO()
+pq.write_table(t, out)
+sys.stdout.buffer.write(out.getvalue())
+`)
+	cmd.Stdin = bytes.NewReader(old)
+	forgedBytes, err := cmd.Output()
+	must(t, err)
+	must(t, e.Lake.Upload(ctx, "lake", ready.Branch, forged, bytes.NewReader(forgedBytes)))
+	commit := "gold/events_delta/_delta_log/00000000000000000002.json"
+	lines := strings.Split(string(get(commit)), "\n")
+	sized := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, `{"cdc":`) && strings.Contains(l, fmt.Sprintf(`"size":%d,`, len(old))) {
+			lines[i], sized = strings.Replace(l, fmt.Sprintf(`"size":%d,`, len(old)), fmt.Sprintf(`"size":%d,`, len(forgedBytes)), 1), true
+		}
+	}
+	if !sized {
+		t.Fatalf("commit 2 has no cdc action of size %d: %s", len(old), strings.Join(lines, "\n"))
+	}
+	must(t, e.Lake.Upload(ctx, "lake", ready.Branch, commit, strings.NewReader(strings.Join(lines, "\n"))))
+	final = e.completed(t, ctx, "events_delta", "cdf-3")
+	ab, ok := final.(schemas.BatchAborted)
+	if !ok || ab.Report == nil {
+		t.Fatalf("batch cdf-3 (forged change data) ended with %s: %+v", final.EventType(), final)
+	}
+	if c := checkByName(*ab.Report, "event_id_not_null"); c.Status != schemas.StatusError || !strings.Contains(c.Message, "in no data file their version adds") {
+		t.Errorf("event_id_not_null: %s %q, want an error naming the change data row", c.Status, c.Message)
 	}
 }

@@ -6,8 +6,12 @@ environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: the lakeFS key);
 
   s3writers.py boto3 --endpoint URL --uri s3://repo/branch/path/file.parquet --start N --rows N [--null-ids N]
       writes one Parquet file (pyarrow) with boto3's put_object.
-  s3writers.py delta --endpoint URL --uri s3://repo/branch/path/table --mode append|overwrite --start N --rows N [--null-ids N]
-      writes one commit of a Delta table with deltalake (delta-rs).
+  s3writers.py delta --endpoint URL --uri s3://repo/branch/path/table --mode append|overwrite --start N --rows N [--null-ids N] [--cdf]
+      writes one commit of a Delta table with deltalake (delta-rs); --cdf
+      makes a new table with the change data feed on.
+  s3writers.py delta --endpoint URL --uri ... --mode update|delete --predicate SQL
+      updates (amount to 999) or deletes the rows of the predicate: with the
+      change data feed on, the commit names change data files.
 
 Prints {"written": [...keys or files...], "version": delta version} as JSON.
 """
@@ -38,8 +42,10 @@ def main():
     p.add_argument("--uri", required=True)
     p.add_argument("--mode", default="append")
     p.add_argument("--start", type=int, default=0)
-    p.add_argument("--rows", type=int, required=True)
+    p.add_argument("--rows", type=int, default=0)
     p.add_argument("--null-ids", type=int, default=0)
+    p.add_argument("--cdf", action="store_true")
+    p.add_argument("--predicate", default="")
     a = p.parse_args()
     table = rows(a.start, a.rows, a.null_ids)
     out = {}
@@ -68,7 +74,13 @@ def main():
             # lakeFS's gateway has no lock service; one writer per branch.
             "AWS_S3_ALLOW_UNSAFE_RENAME": "true",
         }
-        deltalake.write_deltalake(a.uri, table, mode=a.mode, storage_options=opts)
+        if a.mode == "update":
+            deltalake.DeltaTable(a.uri, storage_options=opts).update(predicate=a.predicate, updates={"amount": "999.0"})
+        elif a.mode == "delete":
+            deltalake.DeltaTable(a.uri, storage_options=opts).delete(a.predicate)
+        else:
+            conf = {"delta.enableChangeDataFeed": "true"} if a.cdf else None
+            deltalake.write_deltalake(a.uri, table, mode=a.mode, storage_options=opts, configuration=conf)
         dt = deltalake.DeltaTable(a.uri, storage_options=opts)
         out = {"written": dt.file_uris(), "version": dt.version(), "deltalake": deltalake.__version__}
     json.dump(out, sys.stdout)
