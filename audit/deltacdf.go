@@ -30,8 +30,9 @@ import (
 // then judge what the feed says the table holds: the added files that stay
 // active are the batch's files. Anything else refuses the table (its
 // checks error): a cdc action outside _change_data/, one in a table whose
-// configuration does not turn the feed on (some readers read it, Spark
-// refuses the version), a file named twice or named as data too, a file
+// configuration does not turn the feed on (deltalake 1.6.6's load_cdf
+// reads it all the same, Spark's table_changes refuses a version without
+// the feed), a file named twice or named as data too, a file
 // missing or of another size than the action says, partition values
 // delta-rs cannot parse, a data file of the version no longer in the
 // repository (nothing to compare with). A change data file the log does
@@ -43,6 +44,10 @@ const deltaCDFKey = "delta.enableChangeDataFeed"
 
 // deltaChangeDir is where writers keep change data files, under the table.
 const deltaChangeDir = "_change_data"
+
+// deltaChangeType is the column of a change data file that says what the
+// row is; deltaChangeTypes are its values.
+const deltaChangeType = "_change_type"
 
 // deltaChangeTypes are the values of _change_type.
 var deltaChangeTypes = []string{"insert", "delete", "update_preimage", "update_postimage"}
@@ -90,7 +95,7 @@ func (s *deltaState) endVersion() error {
 				v = strconv.Quote(x)
 			}
 		}
-		return fmt.Errorf("%w: version %d names change data file %s, and the table's %s is %s, not \"true\": CDF readers refuse or ignore it (readers disagree)",
+		return fmt.Errorf("%w: version %d names change data file %s, and the table's %s is %s, not \"true\": delta-rs reads it, Spark refuses the version (readers disagree)",
 			ErrDeltaUnsupported, c.version, c.cdc[0].obj.Path, deltaCDFKey, v)
 	}
 	s.changes = append(s.changes, c)
@@ -216,6 +221,9 @@ func (r *run) deltaChangeData(ctx context.Context, dl downloader, t Table, snap 
 		}
 		return tableErr("%w: change data of %s: %v", ErrDeltaUnsupported, t.Name, err)
 	}
+	if err := cdfColumnCase(snap, versions, at, cols); err != nil {
+		return err
+	}
 	q := cdfCompareSQL(snap, versions, at, cols)
 	var (
 		badTypes, extra, missing int64
@@ -336,4 +344,32 @@ func cdfCompareSQL(snap *deltaSnapshot, versions []deltaVersion, local func(delt
 		order, union(a, noRows),
 		order, union(d, noRows),
 		types, order, order, order, order)
+}
+
+// cdfColumnCase refuses a compared file with a column that is the
+// schema's (or _change_type) in another case: DuckDB binds the schema's
+// name to it, delta-rs reads NULL for it (deltalake 1.6.6's load_cdf read
+// NULL ids from a change data file's column "ID";
+// TestDeltaChangeDataFilesAreComparedWithTheData).
+func cdfColumnCase(snap *deltaSnapshot, versions []deltaVersion, local func(deltaFile) string, cols map[string][]fileColumn) error {
+	want := map[string]string{strings.ToLower(deltaChangeType): deltaChangeType}
+	for _, c := range snap.schema {
+		want[strings.ToLower(c.Name)] = c.Name
+	}
+	for _, v := range versions {
+		for _, set := range []struct {
+			what  string
+			files []deltaFile
+		}{{"change data file", v.cdc}, {"added data file", v.added}, {"removed data file", v.removed}} {
+			for _, f := range set.files {
+				for _, c := range cols[local(f)] {
+					if name, ok := want[strings.ToLower(c.name)]; ok && name != c.name {
+						return tableErr("%w: column %q of %s %s is %q in another case: DuckDB reads it as %s, delta-rs reads NULL (readers disagree)",
+							ErrDeltaUnsupported, c.name, set.what, f.obj.Path, name, name)
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
