@@ -68,3 +68,58 @@ func TestJunkKeysAreDeletedFromTheChangelog(t *testing.T) {
 		t.Errorf("the next load restored %v and set aside %v more junk records, want %s and none", keys(got), after-before, key)
 	}
 }
+
+// A load remembers the keys it sets aside (to delete them) within a byte
+// budget: before, it held every key the partition holds while it read it,
+// so a writer of the topic who wrote keys of 1 MiB until the heap was
+// spent made every load fail before it could delete any, at every
+// restart. Past the budget, a load deletes what it remembered, and the
+// next load the rest; lakewap's own runs are restored throughout.
+func TestJunkKeysBeyondTheBudgetAreDeletedOverLoads(t *testing.T) {
+	inner := logStore{}
+	s, err := New(Config{Inner: inner, Key: bytes.Repeat([]byte("k"), 32), Datasets: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = s.Load(ctx, 0)
+	must(t, err)
+	key, good := record(t, nil)
+	must(t, s.Put(ctx, 0, key, good))
+	long := maxJunkKeyBytes / 8
+	for i := range 12 {
+		must(t, inner.Put(ctx, 0, fmt.Sprintf("%d%s", i, bytes.Repeat([]byte("j"), long)), []byte(`{}`)))
+	}
+	r, err := s.restore(ctx, 0, func(string, []byte, string, string) {})
+	must(t, err)
+	held := 0
+	for k := range r.latest {
+		held += len(k)
+	}
+	for k := range r.marks {
+		held += len(k)
+	}
+	if held > maxJunkKeyBytes {
+		t.Errorf("the load held %d bytes of keys set aside, want at most %d", held, maxJunkKeyBytes)
+	}
+	for load := 1; ; load++ {
+		got, err := s.Load(ctx, 0)
+		must(t, err)
+		if len(got) != 1 || !bytes.Equal(got[key], good) {
+			t.Fatalf("load %d restored %v, want %s", load, keys(got), key)
+		}
+		inner.compact(0)
+		left := 0
+		for k := range inner.latest(0) {
+			if len(k) > long {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if load == 3 {
+			t.Fatalf("after %d loads %d junk keys are left", load, left)
+		}
+	}
+}

@@ -117,6 +117,13 @@ func IsMark(key string) bool { return strings.HasPrefix(key, "#") }
 // are counted and summed up in one line.
 const maxLogged = 20
 
+// maxJunkKeyBytes bounds the keys one load remembers of records it sets
+// aside under keys holding no record of lakewap's (to delete them): a
+// writer of the topic could write keys of 1 MiB until a load that held
+// them all ran out of memory before deleting any. Past it, the next load
+// deletes the rest.
+const maxJunkKeyBytes = 16 << 20
+
 // Config wires a Store.
 type Config struct {
 	Inner Inner
@@ -424,7 +431,7 @@ func (s *Store) Read(ctx context.Context, partition int) (runs map[string][]byte
 type restored struct {
 	out    map[string][]byte // the runs handed on, by key
 	state  map[string]current
-	latest map[string]string // why a key's latest record was set aside ("" when it was not)
+	latest map[string]string // why a key's latest record was set aside, for keys whose latest record was (within maxJunkKeyBytes)
 	epoch  uint64            // the highest among authentic records, replayed or not
 	newest frontier
 	marks  map[string]bool // keys of marks, and of records set aside under a mark's key
@@ -443,6 +450,25 @@ func (s *Store) restore(ctx context.Context, partition int, aside func(key strin
 	var epoch uint64
 	marks := map[string]bool{}
 	latest := map[string]string{}
+	junk := 0 // bytes of keys remembered that hold no record of lakewap's
+	remember := func(key string) bool {
+		if _, ok := latest[key]; ok || marks[key] {
+			return true
+		}
+		if _, kept := state[key]; kept {
+			return true
+		}
+		if junk+len(key) > maxJunkKeyBytes {
+			return false
+		}
+		junk += len(key)
+		return true
+	}
+	setAside := func(key, reason string) {
+		if remember(key) {
+			latest[key] = reason
+		}
+	}
 	err := s.cfg.Inner.Scan(ctx, partition, func(key string, v []byte) {
 		if IsMark(key) {
 			if v == nil || s.cfg.Key == nil {
@@ -452,10 +478,14 @@ func (s *Store) restore(ctx context.Context, partition int, aside func(key strin
 			switch {
 			case reason != "":
 				aside(key, v, reason, detail)
-				marks[key] = true // deleted by the load, as every mark it reads
+				if remember(key) {
+					marks[key] = true // deleted by the load, as every mark it reads
+				}
 			case string(body) != markBody || !isMarkOf(key, at):
 				aside(key, v, ReasonUnreadable, "a sealed record under a mark's key that is not that mark")
-				marks[key] = true
+				if remember(key) {
+					marks[key] = true
+				}
 			default:
 				marks[key] = true
 				epoch = max(epoch, at.epoch)
@@ -465,7 +495,7 @@ func (s *Store) restore(ctx context.Context, partition int, aside func(key strin
 			}
 			return
 		}
-		latest[key] = ""
+		delete(latest, key)
 		if v == nil {
 			delete(state, key)
 			return
@@ -481,15 +511,15 @@ func (s *Store) restore(ctx context.Context, partition int, aside func(key strin
 		switch {
 		case reason != "":
 			aside(key, v, reason, detail)
-			latest[key] = reason
+			setAside(key, reason)
 		case newest.of(at) < 0:
 			aside(key, v, ReasonReplayed, fmt.Sprintf("place %s, below %s written before it in the partition: an old record of lakewap's written again, or an old owner's after a handover", at, newest))
-			latest[key] = ReasonReplayed
+			setAside(key, ReasonReplayed)
 		case newest.of(at) == 0 && !bytes.Equal(state[key].raw, v):
 			// The same place twice is one record delivered twice; as
 			// another record, or after its run was deleted, it is a replay.
 			aside(key, v, ReasonReplayed, fmt.Sprintf("place %s again, after lakewap wrote or deleted %s", at, schemas.Clip(key, 256)))
-			latest[key] = ReasonReplayed
+			setAside(key, ReasonReplayed)
 		default:
 			newest = newest.advance(at)
 			state[key] = current{raw: v, value: value}
