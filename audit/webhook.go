@@ -241,7 +241,10 @@ func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.answer(w, http.StatusMethodNotAllowed, PreMergeAnswer{Summary: []string{"lakewap: POST a lakeFS hook event"}}, "error", "")
 		return
 	}
-	ev, busy, err := h.read(r)
+	// One deadline for the wait to be read, the checks and the audits.
+	ctx, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
+	defer cancel()
+	ev, busy, err := h.read(ctx, r)
 	if busy {
 		w.Header().Set("Retry-After", "1")
 		h.answer(w, http.StatusServiceUnavailable, PreMergeAnswer{Summary: []string{"lakewap: too many hook calls being read at once; try again"},
@@ -253,8 +256,6 @@ func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Error: err.Error()}, "error", "")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
-	defer cancel()
 	own, status, ans := h.verify(ctx, ev)
 	via := "unverified"
 	if status == 0 {
@@ -273,14 +274,12 @@ func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // read reads and checks the call's event, at most maxHookReads at once;
-// busy when no room was found within the handler's Timeout.
-func (h *PreMergeHandler) read(r *http.Request) (ev HookEvent, busy bool, err error) {
-	wait, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
-	defer cancel()
+// busy when no room was found before ctx ended.
+func (h *PreMergeHandler) read(ctx context.Context, r *http.Request) (ev HookEvent, busy bool, err error) {
 	select {
 	case h.reads <- struct{}{}:
 		defer func() { <-h.reads }()
-	case <-wait.Done():
+	case <-ctx.Done():
 		return ev, true, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxHookBody+1))
