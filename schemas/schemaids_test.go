@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hamba/avro/v2"
@@ -110,5 +111,44 @@ func TestSchemaByIDWithBasicAuth(t *testing.T) {
 	var de *DecodeError
 	if _, err := codec().Decode(ctx, b); !errors.As(err, &de) || de.Reason != DecodeRegistryUnavailable {
 		t.Errorf("decoded without the credentials: %v, want %s", err, DecodeRegistryUnavailable)
+	}
+}
+
+// A writer schema is read only from an answer of at most
+// maxRegistryAnswer bytes (lakewap's largest schema is 3.3 KB): hamba
+// prints a record schema to fingerprint it by adding each field to a
+// string, so the time grows with the square of its fields, and a producer
+// that registered schemas of 12,000 optional fields (700 KB) made each new
+// id cost 2.7 s of CPU in the partition's decode (measured). A larger one
+// is refused (incompatible_schema) without being parsed, and not asked
+// for again.
+func TestLargeWriterSchemasAreRefused(t *testing.T) {
+	ctx := context.Background()
+	soe, confluent, reg := codecs(t)
+	ev := sampleEvents()[2]
+	good, err := soe.Encode(ctx, topic, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := SchemaText(ev.EventType())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var extra []string
+	for i := range 1500 {
+		extra = append(extra, fmt.Sprintf(`{"name":"x%05d","type":["null","string"],"default":null}`, i))
+	}
+	big := strings.Replace(text, `"fields":[`, `"fields":[`+strings.Join(extra, ",")+",", 1)
+	id := reg.Register("big", big)
+	message := append([]byte{0, byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}, good[10:]...)
+	for range 2 {
+		_, err := confluent.Decode(ctx, message)
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Reason != DecodeIncompatibleSchema || !strings.Contains(err.Error(), "bytes") {
+			t.Fatalf("a writer schema of %d bytes: %v; want %s naming its size", len(big), err, DecodeIncompatibleSchema)
+		}
+	}
+	if n := reg.Requests("get"); n != 1 {
+		t.Errorf("the registry was asked %d times for the large schema, want once", n)
 	}
 }
