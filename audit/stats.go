@@ -126,17 +126,25 @@ func statsKey(repo string, o Object) string {
 type StatsStore struct {
 	dir string
 
-	mu    sync.Mutex
-	mem   map[string]fileStats
-	order []string
+	mu       sync.Mutex
+	mem      map[string]fileStats
+	order    []string
+	sizes    map[string]int // bytes of each record in mem, as stored
+	memBytes int
 	// Failpoint, when set, is called at named points of a write (tests).
 	failpoint func(name string)
 	// lookups counts the records looked up (get), for tests.
 	lookups atomic.Int64
 }
 
-// maxStatsInMemory bounds the records kept in memory.
-const maxStatsInMemory = 1 << 16
+// maxStatsInMemory and maxStatsMemBytes bound the records kept in memory,
+// in number and in bytes as stored: a writer's files choose the figures
+// (a min and max of up to 256 bytes per column a check reads), and 65,536
+// records of maxStatsRecordBytes were 1 GiB.
+const (
+	maxStatsInMemory = 1 << 16
+	maxStatsMemBytes = 64 << 20
+)
 
 // NewStatsStore returns a store; dir "" keeps the records in memory only.
 func NewStatsStore(dir string) (*StatsStore, error) {
@@ -150,7 +158,7 @@ func NewStatsStore(dir string) (*StatsStore, error) {
 		}
 		dir = abs
 	}
-	return &StatsStore{dir: dir, mem: map[string]fileStats{}}, nil
+	return &StatsStore{dir: dir, mem: map[string]fileStats{}, sizes: map[string]int{}}, nil
 }
 
 // statsRecord is the stored form of one file's statistics.
@@ -183,7 +191,7 @@ func (s *StatsStore) get(key string) (fileStats, bool) {
 	if err != nil {
 		return fileStats{}, false // doubtful: read the file again
 	}
-	s.remember(key, st)
+	s.remember(key, st, len(b))
 	return st, true
 }
 
@@ -206,15 +214,22 @@ func decodeStats(key string, b []byte) (fileStats, error) {
 	return st, nil
 }
 
-func (s *StatsStore) remember(key string, st fileStats) {
+func (s *StatsStore) remember(key string, st fileStats, size int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.sizes == nil {
+		s.sizes = map[string]int{}
+	}
 	if _, ok := s.mem[key]; !ok {
 		s.order = append(s.order, key)
 	}
-	s.mem[key] = st
-	for len(s.order) > maxStatsInMemory {
-		delete(s.mem, s.order[0])
+	s.memBytes += size - s.sizes[key]
+	s.mem[key], s.sizes[key] = st, size
+	for len(s.order) > maxStatsInMemory || s.memBytes > maxStatsMemBytes {
+		k := s.order[0]
+		s.memBytes -= s.sizes[k]
+		delete(s.mem, k)
+		delete(s.sizes, k)
 		s.order = s.order[1:]
 	}
 }
@@ -239,7 +254,7 @@ func (s *StatsStore) put(key string, st fileStats) error {
 	if len(b) > maxStatsRecordBytes {
 		return fmt.Errorf("statistics record of %d bytes is over its budget of %d", len(b), maxStatsRecordBytes)
 	}
-	s.remember(key, st)
+	s.remember(key, st, len(b))
 	if s.dir == "" {
 		return nil
 	}
