@@ -85,8 +85,12 @@ type deltaSnapshot struct {
 	leaves []deltaLeaf
 	named  map[string]bool // object paths the log names, active or removed
 	log    []Object        // the objects under _delta_log/, as listed
-	// version is the table's version (-1: no table at the ref).
-	version int64
+	// version is the table's version (-1: no table at the ref); base is
+	// the base's, at the batch's ref (-1: none, or not known).
+	version, base int64
+	// addedIn is, for the files commits add, the last version adding
+	// each (files only a checkpoint adds are not in it), by object path.
+	addedIn map[string]int64
 	// changes are the replayed versions with cdc actions (deltacdf.go);
 	// changeData the change data files deltaChangeData compared with
 	// the data, by object path.
@@ -335,6 +339,9 @@ func (r *run) deltaLoad(ctx context.Context, dl downloader, ref string, t Table)
 		if s.err == nil && ref == r.req.Ref && r.req.BaseRef != "" && r.req.BaseRef != ref {
 			s.err = r.deltaLogOnlyGrows(ctx, t)
 			if s.err == nil {
+				s.err = r.deltaBaseVersion(ctx, dl, t, s.snap)
+			}
+			if s.err == nil {
 				s.err = r.deltaChangeData(ctx, dl, t, s.snap)
 			}
 		}
@@ -434,7 +441,7 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 		return nil, fmt.Errorf("list table %s at %s: %w", t.Name, ref, err)
 	}
 	if len(objs) == 0 {
-		return &deltaSnapshot{active: map[string]deltaFile{}, version: -1}, nil // no table at this ref
+		return &deltaSnapshot{active: map[string]deltaFile{}, version: -1, base: -1}, nil // no table at this ref
 	}
 	l := splitDeltaLog(t.Path, objs)
 	read, verify, err := l.plan()
@@ -465,6 +472,9 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 				ErrDeltaUnsupported, read.checkpoint, verify, diff)
 		}
 		st.changes = append(other.changes, st.changes...) // the versions up to the checkpoint, then those after it
+		for o, v := range other.addedIn {
+			st.addedIn[o] = max(st.addedIn[o], v)
+		}
 		// The claims of the checkpoint's files, known there by digest, as
 		// the commits before it state them (deltaClaimsDisagreement).
 		for p, f := range st.active {
@@ -478,6 +488,7 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 	if err == nil {
 		snap.log = slices.Collect(maps.Values(l.files))
 		snap.version = read.version()
+		snap.base = -1
 	}
 	return snap, err
 }
@@ -944,10 +955,11 @@ type deltaState struct {
 	cur     deltaVersion
 	changes []deltaVersion
 	cdcSeen map[string]int64 // change data files named, by object path, and the version naming them
+	addedIn map[string]int64 // deltaSnapshot.addedIn
 }
 
 func newDeltaState(t Table) *deltaState {
-	return &deltaState{table: t, active: map[string]deltaFile{}, byObject: map[string]string{}, named: map[string]bool{}, cdcSeen: map[string]int64{}}
+	return &deltaState{table: t, active: map[string]deltaFile{}, byObject: map[string]string{}, named: map[string]bool{}, cdcSeen: map[string]int64{}, addedIn: map[string]int64{}}
 }
 
 // begin starts the actions of version v.
@@ -1078,6 +1090,7 @@ func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv jso
 	s.byObject[obj] = p
 	if !s.inCheckpoint {
 		s.cur.added = append(s.cur.added, deltaFile{obj: Object{Path: obj}, parts: parts, size: size})
+		s.addedIn[obj] = s.version
 	}
 	return nil
 }
@@ -1288,7 +1301,7 @@ func (s *deltaState) differs(o *deltaState) string {
 // snapshot attaches each active file's object, reads the schema and checks
 // the partition values.
 func (s *deltaState) snapshot(objects map[string]Object) (*deltaSnapshot, error) {
-	snap := &deltaSnapshot{active: s.active, named: s.named, materialized: map[string]bool{}, changes: s.changes}
+	snap := &deltaSnapshot{active: s.active, named: s.named, materialized: map[string]bool{}, changes: s.changes, addedIn: s.addedIn}
 	for _, k := range []string{"delta.rowTracking.materializedRowIdColumnName", "delta.rowTracking.materializedRowCommitVersionColumnName"} {
 		if c := s.meta.Configuration[k]; c != "" {
 			snap.materialized[strings.ToLower(c)] = true

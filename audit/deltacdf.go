@@ -110,22 +110,30 @@ func (s *deltaSnapshot) cdcObjects() []Object {
 	return slices.SortedFunc(maps.Values(s.changeData), func(a, b Object) int { return strings.Compare(a.Path, b.Path) })
 }
 
+// deltaBaseVersion records in snap, the table at the batch's ref, the
+// base's version: the batch's versions are those after it. A base the
+// reader refuses is -1 (every version is the batch's).
+func (r *run) deltaBaseVersion(ctx context.Context, dl downloader, t Table, snap *deltaSnapshot) error {
+	base, err := r.deltaLoad(ctx, dl, r.req.BaseRef, t)
+	switch {
+	case err == nil:
+		snap.base = base.version
+	case errors.As(err, new(errDeltaTable)):
+		snap.base = -1
+	default:
+		return err
+	}
+	return nil
+}
+
 // deltaChangeData compares the change data files of the batch's versions
 // (those after the base's) with the data files of their versions, and
 // records them in snap.changeData. An error wrapping errDeltaTable is the
 // table's refusal.
 func (r *run) deltaChangeData(ctx context.Context, dl downloader, t Table, snap *deltaSnapshot) error {
-	from := int64(-1)
-	base, err := r.deltaLoad(ctx, dl, r.req.BaseRef, t)
-	switch {
-	case err == nil:
-		from = base.version
-	case !errors.As(err, new(errDeltaTable)):
-		return err
-	}
 	var versions []deltaVersion
 	for _, v := range snap.changes {
-		if v.version > from {
+		if v.version > snap.base {
 			versions = append(versions, v)
 		}
 	}
