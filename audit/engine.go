@@ -140,8 +140,11 @@ type Engine struct {
 	// foundations are the foundations incremental decisions found, by
 	// repository and audited ref (Foundation).
 	foundations *boundedMap[string]
-	// beyond are foundations' first paths after a table's (mergehazard.go).
-	beyond *boundedMap[beyondPath]
+	// beyond are foundations' first paths after a table's (mergehazard.go),
+	// and beyondAsked those being asked for now.
+	beyond      *boundedMap[beyondPath]
+	beyondMu    sync.Mutex
+	beyondAsked map[string]chan struct{}
 	// dataPrefixes are the repositories' data prefixes (Namespaced), by
 	// repository.
 	dataPrefixes *boundedMap[string]
@@ -623,6 +626,9 @@ type run struct {
 	// readOnce calls Request.BeforeRead (reading); readErr is its error.
 	readOnce sync.Once
 	readErr  error
+	// diffsAhead are two-dot diffs asked for before it was known they
+	// would be needed (deriveAhead), by from, to and prefix.
+	diffsAhead map[[3]string]*diffAhead
 }
 
 func (r *run) close() {

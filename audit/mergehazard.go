@@ -305,6 +305,34 @@ func (r *run) baseBeyond(ctx context.Context, foundation, prefix string, objs []
 	if b, ok := r.e.beyond.get(k); ok {
 		return b.obj, b.ok, nil
 	}
+	// Asked for once at a time: the recheck in the publish turn waits for
+	// the answer PrepareRecheck is getting instead of asking again.
+	e := r.e
+	e.beyondMu.Lock()
+	if wait, ok := e.beyondAsked[k]; ok {
+		e.beyondMu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return Object{}, false, ctx.Err()
+		}
+		if b, ok := e.beyond.get(k); ok {
+			return b.obj, b.ok, nil
+		}
+	} else {
+		if e.beyondAsked == nil {
+			e.beyondAsked = map[string]chan struct{}{}
+		}
+		done := make(chan struct{})
+		e.beyondAsked[k] = done
+		e.beyondMu.Unlock()
+		defer func() {
+			e.beyondMu.Lock()
+			delete(e.beyondAsked, k)
+			e.beyondMu.Unlock()
+			close(done)
+		}()
+	}
 	after := prefix
 	for _, o := range objs {
 		if o.Path > after {
@@ -320,6 +348,37 @@ func (r *run) baseBeyond(ctx context.Context, foundation, prefix string, objs []
 	}
 	r.e.beyond.put(k, beyondPath{o, found})
 	return o, found, nil
+}
+
+// PrepareRecheck reads ahead what every recheck of req.Ref onto a head of
+// its target asks about its foundation, whatever the head: each table's
+// first path after the table's at the foundation (baseBeyond, one lakeFS
+// call, kept per foundation). A publish waiting for its turn calls it, so
+// that the recheck in the turn, which holds up every other publish into
+// the target, does not wait for lakeFS there. Errors are left for the
+// recheck to meet.
+func (e *Engine) PrepareRecheck(ctx context.Context, req Request, foundation string) {
+	if !IsCommitID(foundation) {
+		return
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.runs.Add(1)
+	e.mu.Unlock()
+	defer e.runs.Done()
+	r := &run{e: e, req: req, log: e.opts.Logger}
+	for _, t := range req.Suite.Tables {
+		objs, err := r.listRead(ctx, foundation, t.Path)
+		if err != nil {
+			return
+		}
+		if _, _, err := r.baseBeyond(ctx, foundation, t.Path, objs); err != nil {
+			return
+		}
+	}
 }
 
 // beyondPath is a foundation's first path after a table's.

@@ -160,6 +160,23 @@ func (s *Service) Recheck(ctx context.Context, req Request) (schemas.AuditReport
 	return rep, err
 }
 
+// PrepareRecheck reads ahead what a recheck of req.Ref asks about its
+// foundation whatever the target's head (Engine.PrepareRecheck), when the
+// engine does.
+func (s *Service) PrepareRecheck(ctx context.Context, req Request, foundation string) {
+	d, ok := s.o.Datasets[req.Dataset]
+	e, ok2 := s.o.Engine.(recheckPreparer)
+	if !ok || !ok2 {
+		return
+	}
+	req.Suite, req.Onto = d.Suite, true
+	e.PrepareRecheck(ctx, req, foundation)
+}
+
+type recheckPreparer interface {
+	PrepareRecheck(ctx context.Context, req Request, foundation string)
+}
+
 // Merged tells the engine that lakewap merged sealed and lakeFS answered
 // with commit (Engine.RecordMerge), when the engine derives listings.
 func (s *Service) Merged(repo, commit, sealed string) {

@@ -38,6 +38,12 @@ func (a auditor) Audit(ctx context.Context, req pipeline.AuditRequest) (schemas.
 	return rep, err
 }
 
+// PrepareRecheck reads ahead, for a publish waiting for its turn, what its
+// recheck asks about its foundation (runner.RecheckPreparer).
+func (a auditor) PrepareRecheck(ctx context.Context, req pipeline.AuditRequest, foundation string) {
+	a.s.PrepareRecheck(ctx, audit.Request{Dataset: req.Dataset, Repository: req.Repository, Ref: req.Ref}, foundation)
+}
+
 // Merged tells the audit engine of a merge the runner made
 // (runner.MergeRecorder).
 func (a auditor) Merged(repo, commit, sealed string) { a.s.Merged(repo, commit, sealed) }
@@ -57,7 +63,10 @@ func (n notifier) Notify(ctx context.Context, pn pipeline.Notification) (map[str
 	})
 }
 
-var _ runner.MergeRecorder = auditor{}
+var (
+	_ runner.MergeRecorder   = auditor{}
+	_ runner.RecheckPreparer = auditor{}
+)
 
 // The runner takes a waiting publish's diff ahead of its turn only with a
 // Lake that finds merge-bases.

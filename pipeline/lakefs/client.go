@@ -82,6 +82,10 @@ type Client struct {
 	bases   *mergeBases
 	made    *madeCommits
 	tips    *mergeTips
+	// baseFlights and commitFlights are merge-bases and commits being
+	// asked for now (flights).
+	baseFlights   flights[[2]string] // base, dest's commit
+	commitFlights flights[Commit]
 }
 
 var _ pipeline.Lake = (*Client)(nil)

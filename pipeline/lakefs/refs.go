@@ -218,9 +218,73 @@ type mergeBaseAnswer struct {
 	err  error
 }
 
+// flights are answers being asked of lakeFS now, by key: a second asker
+// of the same question waits for the first's answer instead of asking
+// again. The publish turn's recheck, which starts beside the look
+// (runner.Publish), asks for the merge-base of the sealed commit and this
+// client's last merge while the look's guess asks for it, and reads that
+// merge commit while the audit's derivation of its listing reads it. At
+// most one flight a key, gone when answered.
+type flights[V any] struct {
+	mu sync.Mutex
+	m  map[string]*flight[V]
+}
+
+type flight[V any] struct {
+	done chan struct{}
+	v    V
+	err  error
+}
+
+// do answers k with ask, or with the answer of the ask for k under way. A
+// failed answer of another asker is not taken (its failure may be its own:
+// a look given up): ask is called again under ctx.
+func (f *flights[V]) do(ctx context.Context, k string, ask func() (V, error)) (V, error) {
+	f.mu.Lock()
+	if fl, ok := f.m[k]; ok {
+		f.mu.Unlock()
+		select {
+		case <-fl.done:
+		case <-ctx.Done():
+			var zero V
+			return zero, ctx.Err()
+		}
+		if fl.err == nil {
+			return fl.v, nil
+		}
+		return ask()
+	}
+	if f.m == nil {
+		f.m = map[string]*flight[V]{}
+	}
+	fl := &flight[V]{done: make(chan struct{})}
+	f.m[k] = fl
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		delete(f.m, k)
+		f.mu.Unlock()
+		close(fl.done)
+	}()
+	fl.v, fl.err = ask()
+	return fl.v, fl.err
+}
+
+// MergeTip is the commit this client's last merge into branch made, if it
+// made one lately (see mergeTips): most likely the branch's head.
+func (c *Client) MergeTip(repo, branch string) (string, bool) { return c.tips.get(repo, branch) }
+
 // findMergeBase asks lakeFS for the merge-base of source and dest, and
 // the commit dest resolved to.
 func (c *Client) findMergeBase(ctx context.Context, repo, source, dest string) (base, destCommit string, err error) {
+	a, err := c.baseFlights.do(ctx, repo+"\x00"+source+"\x00"+dest, func() ([2]string, error) {
+		base, destCommit, err := c.askMergeBase(ctx, repo, source, dest)
+		return [2]string{base, destCommit}, err
+	})
+	return a[0], a[1], err
+}
+
+func (c *Client) askMergeBase(ctx context.Context, repo, source, dest string) (base, destCommit string, err error) {
 	var out apigen.FindMergeBaseResult
 	err = c.send(ctx, call{op: "merge base", repo: repo, ref: source + "..." + dest}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
 		return c.api.FindMergeBase(ctx, repo, source, dest)
@@ -315,8 +379,9 @@ func (f *fifo[K, V]) put(k K, v V, max int) {
 }
 
 // madeCommits keeps the commits this client made, as lakeFS answered
-// their creation (a commit id names an immutable commit): the audit's look
-// at a seal's parents asks lakeFS nothing. At most maxMadeCommits, each
+// their creation, and those it read by id (a commit id names an immutable
+// commit): the audit's look at a seal's parents asks lakeFS nothing, nor
+// does a second read of a merge commit. At most maxMadeCommits, each
 // at most maxMadeCommitBytes (ids, parents, metadata, message); the oldest
 // goes first.
 type madeCommits struct{ fifo[string, Commit] } // repo \x00 id
@@ -625,6 +690,21 @@ func (c *Client) GetCommit(ctx context.Context, repo, ref string) (Commit, error
 	if cm, ok := c.made.get(repo, ref); ok {
 		return cm, nil
 	}
+	if !isCommitID(ref) {
+		return c.getCommit(ctx, repo, ref)
+	}
+	// A commit id names an immutable commit: read once, kept with the
+	// commits this client made, and read once while it is being read.
+	return c.commitFlights.do(ctx, repo+"\x00"+ref, func() (Commit, error) {
+		cm, err := c.getCommit(ctx, repo, ref)
+		if err == nil && cm.ID == ref {
+			c.made.put(repo, cm)
+		}
+		return cm, err
+	})
+}
+
+func (c *Client) getCommit(ctx context.Context, repo, ref string) (Commit, error) {
 	var out apigen.Commit
 	err := c.send(ctx, call{op: "get commit", repo: repo, ref: ref}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
 		return c.api.GetCommit(ctx, repo, ref)

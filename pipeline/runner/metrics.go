@@ -20,6 +20,7 @@ type metrics struct {
 	inputs   *prometheus.CounterVec   // by type, outcome
 	queued   *prometheus.GaugeVec     // publishes waiting, by repository, target
 	waited   *prometheus.HistogramVec // by repository, target
+	guesses  *prometheus.CounterVec   // guessed rechecks, by repository, target, outcome
 	calls    *prometheus.HistogramVec // lakeFS calls per published batch, by dataset
 	deadline *pastDeadline
 }
@@ -43,6 +44,9 @@ func newMetrics(reg prometheus.Registerer, datasets []string, runs func() []pipe
 		waited: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_publish_queue_wait_seconds",
 			Help: "Time a publish waited in its target's merge queue before its merge started.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)},
 			[]string{"repository", "target"}),
+		guesses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_publish_guessed_rechecks_total",
+			Help: "Rechecks started beside the publish turn's look against its guess (the target at this instance's last merge): taken when the look found the guess, void when the target had moved otherwise (someone else committed or merged) and the batch was rechecked again."},
+			[]string{"repository", "target", "outcome"}),
 		calls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_lakefs_calls_per_batch",
 			Help:    "lakeFS API calls this instance made for a batch it published (branch, seal, audit listings and downloads, merge).",
 			Buckets: []float64{2, 4, 6, 8, 10, 12, 16, 24, 32, 64, 128}}, []string{"dataset"}),
@@ -52,7 +56,7 @@ func newMetrics(reg prometheus.Registerer, datasets []string, runs func() []pipe
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.steps, m.inState, m.runs, m.held, m.inputs, m.queued, m.waited, m.calls, m.deadline} {
+	for _, c := range []prometheus.Collector{m.steps, m.inState, m.runs, m.held, m.inputs, m.queued, m.waited, m.guesses, m.calls, m.deadline} {
 		errs = append(errs, reg.Register(c))
 	}
 	return m, errors.Join(errs...)
@@ -83,6 +87,14 @@ func (m *metrics) publishQueue(repo, target string, depth int) {
 
 func (m *metrics) publishWait(repo, target string, d time.Duration) {
 	m.waited.WithLabelValues(repo, target).Observe(d.Seconds())
+}
+
+func (m *metrics) guessedRecheck(repo, target string, taken bool) {
+	outcome := "void"
+	if taken {
+		outcome = "taken"
+	}
+	m.guesses.WithLabelValues(repo, target, outcome).Inc()
 }
 
 func (m *metrics) lakeCalls(dataset string, n int64) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ func TestPublishRechecksAMovedTarget(t *testing.T) {
 		want       PublishResult
 	}{
 		{"target did not move", Publication{Head: "h", Base: "h"}, nil, false, []string{"s"}, "audit", PublishResult{CommitID: "m1"}},
-		{"target moved", Publication{Head: "h2", Base: "h"}, nil, true, []string{"s"}, "recheck", PublishResult{CommitID: "m1"}},
+		{"target moved", Publication{Head: "h2", Base: "h"}, nil, true, []string{"s"}, "recheck", PublishResult{CommitID: "m1", RecheckedAt: Guess{Base: "h", Head: "h2"}}},
 		{"target moved, collision", Publication{Head: "h2", Base: "h"}, collision, true, nil, "", PublishResult{}},
 		{"merged by an older version's recheck", Publication{OnTarget: true, Merge: "m0", Head: "m0", Source: "r0"}, nil, false, nil, "",
 			PublishResult{CommitID: "m0", Sealed: "r0", AlreadyPublished: true}},
@@ -138,5 +139,61 @@ func TestPublishAnnouncesWhatItsMergeLandedOn(t *testing.T) {
 		if !ok || asked != tt.asked || (tt.asked != "") != (len(in.Changes) == 1) {
 			t.Errorf("%s: %+v, asked about %q; want asked about %q and its answer in Merged", tt.name, in, asked, tt.asked)
 		}
+	}
+}
+
+// The recheck started beside the look against its guess (the target at
+// lakewap's last merge into it) is the verdict only when the look finds
+// exactly that head and foundation. Someone else committing to the target
+// after that merge, or a foundation other than the guessed one, makes the
+// guessed verdict void, pass or fail: the batch is rechecked against what
+// the look found, and merged with that recheck's attestation.
+func TestGuessedRecheckCountsOnlyWhenTheLookFindsTheGuess(t *testing.T) {
+	collision := errors.New("collides with h1")
+	guess := Guess{Base: "b", Head: "h1"}
+	for _, tt := range []struct {
+		name    string
+		pub     Publication
+		wantAt  []Guess // the rechecks run, in order of their start
+		wantErr error
+		meta    string
+	}{
+		{"the look finds the guess", Publication{Head: "h1", Base: "b"}, []Guess{guess}, collision, ""},
+		{"another commit on the target since the own merge", Publication{Head: "h2", Base: "b"}, []Guess{guess, {Base: "b", Head: "h2"}}, nil, "recheck b h2"},
+		{"another foundation", Publication{Head: "h1", Base: "b2"}, []Guess{guess, {Base: "b2", Head: "h1"}}, nil, "recheck b2 h1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &scriptedLake{published: []Publication{tt.pub}}
+			var mu sync.Mutex
+			var ran []Guess
+			got, err := Publish(context.Background(), l, PublishRequest{Sealed: "s", Meta: map[string]string{"by": "audit"}, Guess: &guess,
+				Recheck: func(_ context.Context, base, head string) (map[string]string, error) {
+					mu.Lock()
+					ran = append(ran, Guess{Base: base, Head: head})
+					mu.Unlock()
+					if head == "h1" && base == "b" {
+						return nil, collision // against the guessed head, the batch fails
+					}
+					return map[string]string{"by": "recheck " + base + " " + head}, nil
+				}}, func(string) {})
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("Publish = %+v, %v; want error %v", got, err, tt.wantErr)
+			}
+			if fmt.Sprint(ran) != fmt.Sprint(tt.wantAt) {
+				t.Errorf("rechecks against %v; want %v", ran, tt.wantAt)
+			}
+			if tt.wantErr != nil {
+				if l.merges != 0 {
+					t.Errorf("merged %d times after the recheck failed", l.merges)
+				}
+				return
+			}
+			if l.merges != 1 || l.meta["by"] != tt.meta {
+				t.Errorf("merged %d times with the metadata of %q; want once, with %q", l.merges, l.meta["by"], tt.meta)
+			}
+			if want := (Guess{Base: tt.pub.Base, Head: tt.pub.Head}); got.RecheckedAt != want {
+				t.Errorf("RecheckedAt = %+v; want %+v", got.RecheckedAt, want)
+			}
+		})
 	}
 }

@@ -209,13 +209,16 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 	}
 	// A run stored before PublishSince existed has only StateSince.
 	since := cmp.Or(run.PublishSince, run.StateSince)
-	var rechecked *schemas.AuditReport
+	var rmu sync.Mutex
+	reports := map[Guess]*schemas.AuditReport{} // at most two: the look's guess, and what the look found
 	recheck := func(ctx context.Context, base, head string) (map[string]string, error) {
 		rep, err := r.recordedRecheck(ctx, log, run, base, head, begin)
 		if err != nil {
 			return nil, err
 		}
-		rechecked = rep
+		rmu.Lock()
+		reports[Guess{Base: base, Head: head}] = rep
+		rmu.Unlock()
 		// The merge is attested with the recheck's verdict, checked against
 		// head: the merge commit's first parent when nothing comes between.
 		again := run
@@ -224,7 +227,8 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 	}
 	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, log: log}, PublishRequest{
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
-		Meta: r.meta(ctx, log, run, ""), Recheck: recheck}, r.cfg.Failpoint)
+		Meta: r.meta(ctx, log, run, ""), Recheck: recheck, Guess: r.guess(run),
+		Guessed: func(taken bool) { r.metrics.guessedRecheck(run.Repository, run.Target, taken) }}, r.cfg.Failpoint)
 	var col *Collision
 	var stray *strayError
 	switch {
@@ -246,6 +250,7 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 	if rec, ok := r.cfg.Auditor.(MergeRecorder); ok && !res.AlreadyPublished && !res.Empty {
 		rec.Merged(run.Repository, res.CommitID, run.SealedCommit)
 	}
+	rechecked := reports[res.RecheckedAt] // nil for no recheck
 	in := pipeline.Merged{CommitID: res.CommitID, SealedCommit: res.Sealed, Report: rechecked}
 	if !res.Empty {
 		judged := run
@@ -255,6 +260,40 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 		in.Changes = r.unattested(ctx, log, judged, res.CommitID)
 	}
 	return in
+}
+
+// MergeTipper is a Lake that knows the commit its last merge into a
+// branch made, if it made one lately: the branch's head until someone else
+// moves it.
+type MergeTipper interface {
+	MergeTip(repo, branch string) (string, bool)
+}
+
+// guess is what the publish turn's look most likely finds for run (see
+// speculation): the target at the lake's last merge into it, and the
+// sealed commit's foundation, the merge-base its diff was taken against
+// while it waited. Nil when either is not known.
+func (r *Runner) guess(run pipeline.Run) *Guess {
+	t, ok := r.cfg.Lake.(MergeTipper)
+	if !ok {
+		return nil
+	}
+	head, ok := t.MergeTip(run.Repository, run.Target)
+	if !ok {
+		return nil
+	}
+	base, ok := r.preparedBase(run)
+	if !ok {
+		return nil
+	}
+	return &Guess{Base: base, Head: head}
+}
+
+// RecheckPreparer is an Auditor that reads ahead, for a publish waiting
+// for its turn, what its recheck will ask about the sealed commit's
+// foundation whatever the target's head then.
+type RecheckPreparer interface {
+	PrepareRecheck(ctx context.Context, req pipeline.AuditRequest, foundation string)
 }
 
 // MergeRecorder is an Auditor told of each merge and seal this runner made itself
@@ -500,50 +539,61 @@ func (r *Runner) prepareDiff(ctx context.Context, run pipeline.Run) {
 	f := &diffFlight{done: make(chan struct{})}
 	r.diffs[k] = f
 	go func() {
-		defer close(f.done)
-		if against, changes, ok := r.audited.take(run.Repository, run.SealedCommit); ok {
-			// The audit step's diff is lakeFS's three-dot diff of the
-			// target's commit it audited against and the seal: the seal's
-			// changes since their merge-base, which the audit's engine
-			// asked for too (the lake keeps merge-bases of commit ids).
+		r.takeDiff(ctx, mb, run, k, f)
+		if p, ok := r.cfg.Auditor.(RecheckPreparer); ok && f.err == nil && f.base != "" {
 			ctx, cancel := context.WithTimeout(ctx, lookTimeout)
-			base, _, err := mb.MergeBase(ctx, run.Repository, run.SealedCommit, against)
-			cancel()
-			if err == nil && base != "" && base != run.SealedCommit {
-				f.base = base
-				r.keepDiff(k, f, changes)
-				return
-			}
+			defer cancel()
+			p.PrepareRecheck(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository, Ref: run.SealedCommit}, f.base)
 		}
-		select {
-		case r.diffSlots <- struct{}{}:
-			defer func() { <-r.diffSlots }()
-		case <-ctx.Done():
-			f.err = ctx.Err()
-			return
-		}
-		r.dmu.Lock()
-		dropped := r.diffs[k] != f
-		r.dmu.Unlock()
-		if dropped {
-			f.err = errors.New("dropped while waiting to be taken")
-			return
-		}
-		ctx, cancel := context.WithTimeout(ctx, lookTimeout)
-		defer cancel()
-		base, _, err := mb.MergeBase(ctx, run.Repository, run.SealedCommit, run.Target)
-		if err != nil || base == "" || base == run.SealedCommit {
-			f.err = cmp.Or(err, errors.New("no foundation"))
-			return
-		}
-		f.base = base
-		changes, err := r.cfg.Lake.Changes(ctx, run.Repository, base, run.SealedCommit)
-		if err != nil {
-			f.err = err
-			return
-		}
-		r.keepDiff(k, f, changes)
 	}()
+}
+
+// takeDiff takes run's diff against its foundation into f (the flight of
+// key k), and closes f.done.
+func (r *Runner) takeDiff(ctx context.Context, mb MergeBaser, run pipeline.Run, k string, f *diffFlight) {
+	defer close(f.done)
+	if against, changes, ok := r.audited.take(run.Repository, run.SealedCommit); ok {
+		// The audit step's diff is lakeFS's three-dot diff of the
+		// target's commit it audited against and the seal: the seal's
+		// changes since their merge-base, which the audit's engine
+		// asked for too (the lake keeps merge-bases of commit ids).
+		ctx, cancel := context.WithTimeout(ctx, lookTimeout)
+		base, _, err := mb.MergeBase(ctx, run.Repository, run.SealedCommit, against)
+		cancel()
+		if err == nil && base != "" && base != run.SealedCommit {
+			f.base = base
+			r.keepDiff(k, f, changes)
+			return
+		}
+	}
+	select {
+	case r.diffSlots <- struct{}{}:
+		defer func() { <-r.diffSlots }()
+	case <-ctx.Done():
+		f.err = ctx.Err()
+		return
+	}
+	r.dmu.Lock()
+	dropped := r.diffs[k] != f
+	r.dmu.Unlock()
+	if dropped {
+		f.err = errors.New("dropped while waiting to be taken")
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookTimeout)
+	defer cancel()
+	base, _, err := mb.MergeBase(ctx, run.Repository, run.SealedCommit, run.Target)
+	if err != nil || base == "" || base == run.SealedCommit {
+		f.err = cmp.Or(err, errors.New("no foundation"))
+		return
+	}
+	f.base = base
+	changes, err := r.cfg.Lake.Changes(ctx, run.Repository, base, run.SealedCommit)
+	if err != nil {
+		f.err = err
+		return
+	}
+	r.keepDiff(k, f, changes)
 }
 
 // keepDiff keeps changes as f's diff if f is still k's flight and they fit
@@ -638,6 +688,23 @@ func (r *Runner) preparedDiff(run pipeline.Run, base string) ([]pipeline.Change,
 		return f.changes, f.err == nil && f.base == base
 	default:
 		return nil, false // still being taken: the turn takes its own
+	}
+}
+
+// preparedBase is the foundation run's prepared diff was taken against,
+// if it is taken.
+func (r *Runner) preparedBase(run pipeline.Run) (string, bool) {
+	r.dmu.Lock()
+	f := r.diffs[diffKey(run)]
+	r.dmu.Unlock()
+	if f == nil {
+		return "", false
+	}
+	select {
+	case <-f.done:
+		return f.base, f.err == nil && f.base != ""
+	default:
+		return "", false
 	}
 }
 
@@ -771,7 +838,18 @@ type PublishRequest struct {
 	// what is merged either way; the metadata Recheck returns replaces Meta
 	// (it attests the recheck's verdict). Nil merges without a recheck.
 	Recheck func(ctx context.Context, base, head string) (map[string]string, error)
+	// Guess, if set, is the (base, head) the look most likely finds: the
+	// recheck against it starts beside the look, and is used when the look
+	// finds exactly that; otherwise it is stopped and the recheck runs
+	// against what the look found.
+	Guess *Guess
+	// Guessed, if set, is told whether the guessed recheck was taken.
+	Guessed func(taken bool)
 }
+
+// Guess is a publish's guess of its look (PublishRequest.Guess): the
+// sealed commit's merge-base with the target, and the target's head.
+type Guess struct{ Base, Head string }
 
 // Publication outcomes of Publish.
 type PublishResult struct {
@@ -787,6 +865,9 @@ type PublishResult struct {
 	AlreadyPublished bool
 	// Empty: the sealed commit brings no change, so nothing was merged.
 	Empty bool
+	// RecheckedAt is the (base, head) of the recheck whose metadata the
+	// merge was asked with; zero when there was none.
+	RecheckedAt Guess
 }
 
 // Publish brings a sealed commit into its target exactly once. Whether it
@@ -804,6 +885,11 @@ type PublishResult struct {
 //
 // failpoint is called as "before_merge" and "after_merge".
 func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpoint func(string)) (PublishResult, error) {
+	var early *speculation
+	if g := req.Guess; req.Recheck != nil && g != nil && g.Base != "" && g.Head != "" && g.Base != g.Head {
+		early = speculate(ctx, req.Recheck, *g)
+		defer early.stop()
+	}
 	p, err := lake.Published(ctx, req.Repository, req.Target, req.Sealed, req.Since)
 	if err != nil {
 		return PublishResult{}, err
@@ -814,8 +900,19 @@ func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpo
 	if p.Absorbed != "" {
 		return PublishResult{}, absorbed(req, p)
 	}
+	var at Guess
 	if req.Recheck != nil && p.Base != p.Head {
-		meta, err := req.Recheck(ctx, p.Base, p.Head)
+		at = Guess{Base: p.Base, Head: p.Head}
+		var meta map[string]string
+		if early != nil && req.Guessed != nil {
+			req.Guessed(early.at == at)
+		}
+		if early != nil && early.at == at {
+			meta, err = early.result()
+		} else {
+			early.stop() // before the recheck that counts: one at a time
+			meta, err = req.Recheck(ctx, p.Base, p.Head)
+		}
 		if err != nil {
 			return PublishResult{}, err
 		}
@@ -823,7 +920,50 @@ func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpo
 			req.Meta = meta
 		}
 	}
-	return merge(ctx, lake, req, failpoint)
+	res, err := merge(ctx, lake, req, failpoint)
+	res.RecheckedAt = at
+	return res, err
+}
+
+// speculation is a recheck started beside the publish's look, against the
+// look's guessed answer (PublishRequest.Guess). The look still decides: its
+// verdict is used only when the look finds exactly what was guessed, the
+// same recheck the turn would run after the look, so the turn waits for
+// the longer of the two instead of both. The recheck's inputs are commit
+// ids, which never change: a verdict against them is the same whenever it
+// was reached.
+type speculation struct {
+	at     Guess
+	cancel context.CancelFunc
+	done   chan struct{}
+	meta   map[string]string
+	err    error
+}
+
+func speculate(ctx context.Context, recheck func(ctx context.Context, base, head string) (map[string]string, error), g Guess) *speculation {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &speculation{at: g, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.meta, s.err = recheck(ctx, g.Base, g.Head)
+	}()
+	return s
+}
+
+// result waits for the speculative recheck's verdict.
+func (s *speculation) result() (map[string]string, error) {
+	<-s.done
+	return s.meta, s.err
+}
+
+// stop gives the speculative recheck up and waits until it has ended; a
+// nil speculation is stopped.
+func (s *speculation) stop() {
+	if s == nil {
+		return
+	}
+	s.cancel()
+	<-s.done
 }
 
 func merge(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpoint func(string)) (PublishResult, error) {
