@@ -123,8 +123,23 @@ func statsKey(repo string, o Object) string {
 // or names another key is doubtful and is not used: its file is read and
 // the record written again. Losing the directory costs the next audit of
 // each table one read of its files, never a wrong verdict.
+//
+// The directory holds at most two generations of records, dir/g<N>: records
+// are written into the current one; a record used that is only in the
+// previous one is copied into the current one; when the current one holds
+// statsPerGeneration records it becomes the previous one, and the one
+// before is deleted. Before, the directory kept a record of every file
+// lakewap ever audited, for good: a writer's uploads (each a new address)
+// grew it without end. The layout before generations (dir/xx/<key>.json)
+// is read as the previous generation of the first one.
 type StatsStore struct {
 	dir string
+	// cur and prev are the current and previous generations (prev 0: the
+	// layout before generations; -1: none); written counts the records
+	// in cur (at start, its files); removing waits for deletions.
+	cur, prev int
+	written   int
+	removing  sync.WaitGroup
 
 	mu       sync.Mutex
 	mem      map[string]fileStats
@@ -136,6 +151,14 @@ type StatsStore struct {
 	// lookups counts the records looked up (get), for tests.
 	lookups atomic.Int64
 }
+
+// statsPerGeneration bounds the records of one generation of the stats
+// directory (a var for tests): the directory holds at most twice as many
+// (a record is at most maxStatsRecordBytes, most a few hundred bytes).
+var statsPerGeneration = 1 << 18
+
+// settle waits for the deletions of old generations started so far.
+func (s *StatsStore) settle() { s.removing.Wait() }
 
 // maxStatsInMemory and maxStatsMemBytes bound the records kept in memory,
 // in number and in bytes as stored: a writer's files choose the figures
@@ -158,7 +181,123 @@ func NewStatsStore(dir string) (*StatsStore, error) {
 		}
 		dir = abs
 	}
-	return &StatsStore{dir: dir, mem: map[string]fileStats{}, sizes: map[string]int{}}, nil
+	s := &StatsStore{dir: dir, mem: map[string]fileStats{}, sizes: map[string]int{}, prev: -1}
+	if dir != "" {
+		if err := s.openGenerations(); err != nil {
+			return nil, fmt.Errorf("audit: stats dir: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// openGenerations finds the directory's two newest generations (the
+// layout before generations counts as generation 0), counts the records
+// of the newest, and deletes the older ones.
+func (s *StatsStore) openGenerations() error {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return err
+	}
+	var gens []int
+	legacy := false
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		if isShard(e.Name()) {
+			legacy = true
+		} else if g, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "g")); err == nil && g > 0 && e.Name() == fmt.Sprint("g", g) {
+			gens = append(gens, g)
+		}
+	}
+	if legacy {
+		gens = append(gens, 0)
+	}
+	slices.Sort(gens)
+	switch len(gens) {
+	case 0:
+		s.cur = 1
+	case 1:
+		s.cur, s.prev = max(gens[0], 1), gens[0]
+		if s.prev == s.cur {
+			s.prev = -1
+		}
+	default:
+		s.cur, s.prev = gens[len(gens)-1], gens[len(gens)-2]
+		for _, g := range gens[:len(gens)-2] {
+			s.remove(g)
+		}
+	}
+	s.written = countRecords(s.genDir(s.cur))
+	return nil
+}
+
+// isShard says whether name is one of the two-hex-digit directories a
+// generation holds its records in.
+func isShard(name string) bool {
+	if len(name) != 2 {
+		return false
+	}
+	_, err := hex.DecodeString(name)
+	return err == nil && strings.ToLower(name) == name
+}
+
+// countRecords counts the files in the shards of a generation's directory.
+func countRecords(dir string) int {
+	n := 0
+	shards, _ := os.ReadDir(dir)
+	for _, sh := range shards {
+		if sh.IsDir() && isShard(sh.Name()) {
+			files, _ := os.ReadDir(filepath.Join(dir, sh.Name()))
+			n += len(files)
+		}
+	}
+	return n
+}
+
+func (s *StatsStore) genDir(g int) string {
+	if g == 0 {
+		return s.dir
+	}
+	return filepath.Join(s.dir, fmt.Sprint("g", g))
+}
+
+// remove deletes generation g in the background (of generation 0, only
+// its shards).
+func (s *StatsStore) remove(g int) {
+	if g < 0 {
+		return
+	}
+	dir := s.genDir(g)
+	s.removing.Add(1)
+	go func() {
+		defer s.removing.Done()
+		if g > 0 {
+			_ = os.RemoveAll(dir)
+			return
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() && isShard(e.Name()) {
+				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+			}
+		}
+	}()
+}
+
+// wrote counts a record written into generation g, and starts the next
+// generation when the current one is full.
+func (s *StatsStore) wrote(g int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g != s.cur {
+		return
+	}
+	if s.written++; s.written < statsPerGeneration {
+		return
+	}
+	s.remove(s.prev)
+	s.prev, s.cur, s.written = s.cur, s.cur+1, 0
 }
 
 // statsRecord is the stored form of one file's statistics.
@@ -169,7 +308,17 @@ type statsRecord struct {
 	Sum   string          `json:"sum"` // sha256 of Stats
 }
 
-func (s *StatsStore) path(key string) string { return filepath.Join(s.dir, key[:2], key+".json") }
+// path is key's record in the current generation.
+func (s *StatsStore) path(key string) string {
+	s.mu.Lock()
+	g := s.cur
+	s.mu.Unlock()
+	return s.pathIn(g, key)
+}
+
+func (s *StatsStore) pathIn(g int, key string) string {
+	return filepath.Join(s.genDir(g), key[:2], key+".json")
+}
 
 // get returns the statistics stored under key, if they are whole.
 func (s *StatsStore) get(key string) (fileStats, bool) {
@@ -183,16 +332,28 @@ func (s *StatsStore) get(key string) (fileStats, bool) {
 	if ok || s.dir == "" {
 		return st, ok
 	}
-	b, err := os.ReadFile(s.path(key))
-	if err != nil || len(b) > maxStatsRecordBytes {
-		return fileStats{}, false
+	s.mu.Lock()
+	cur, prev := s.cur, s.prev
+	s.mu.Unlock()
+	for _, g := range []int{cur, prev} {
+		if g < 0 {
+			continue
+		}
+		b, err := os.ReadFile(s.pathIn(g, key))
+		if err != nil || len(b) > maxStatsRecordBytes {
+			continue
+		}
+		st, err = decodeStats(key, b)
+		if err != nil {
+			return fileStats{}, false // doubtful: read the file again
+		}
+		if g != cur {
+			_ = s.write(key, b) // in use: into the current generation
+		}
+		s.remember(key, st, len(b))
+		return st, true
 	}
-	st, err = decodeStats(key, b)
-	if err != nil {
-		return fileStats{}, false // doubtful: read the file again
-	}
-	s.remember(key, st, len(b))
-	return st, true
+	return fileStats{}, false
 }
 
 func decodeStats(key string, b []byte) (fileStats, error) {
@@ -258,7 +419,16 @@ func (s *StatsStore) put(key string, st fileStats) error {
 	if s.dir == "" {
 		return nil
 	}
-	p := s.path(key)
+	return s.write(key, b)
+}
+
+// write writes record b of key into the current generation: into a
+// temporary file, renamed into place.
+func (s *StatsStore) write(key string, b []byte) error {
+	s.mu.Lock()
+	g := s.cur
+	s.mu.Unlock()
+	p := s.pathIn(g, key)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
@@ -284,6 +454,7 @@ func (s *StatsStore) put(key string, st fileStats) error {
 	if err := os.Rename(tmp.Name(), p); err != nil {
 		return err
 	}
+	s.wrote(g)
 	if s.failpoint != nil {
 		s.failpoint("after_stats")
 	}

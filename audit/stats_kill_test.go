@@ -62,11 +62,15 @@ func TestStatsWriteKilledByTheKernel(t *testing.T) {
 			if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 				t.Fatalf("child: %v, want killed by SIGKILL at %s", err, tc.point)
 			}
-			got, ok := (&StatsStore{dir: dir, mem: map[string]fileStats{}}).get(statsTestKey)
+			restarted, err := NewStatsStore(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := restarted.get(statsTestKey)
 			if !ok || got.Rows != tc.wantRows {
 				t.Fatalf("after the kill: %+v %v, want the record with %d rows", got, ok, tc.wantRows)
 			}
-			parts, _ := filepath.Glob(filepath.Join(dir, statsTestKey[:2], ".part-*"))
+			parts, _ := filepath.Glob(filepath.Join(filepath.Dir(restarted.path(statsTestKey)), ".part-*"))
 			if tc.point == "stats_half_written" && len(parts) != 1 {
 				t.Errorf("temporary files %v, want the one the kill left", parts)
 			}
