@@ -72,7 +72,8 @@ type MergeDiff interface {
 type Merges interface {
 	// Commit returns commit id of repo; ErrUnknownCommit when lakeFS has none.
 	Commit(ctx context.Context, repo, id string) (MergeCommit, error)
-	// Head returns the commit branch of repo points at.
+	// Head returns the commit branch of repo points at; ErrUnknownCommit
+	// when lakeFS has no such branch.
 	Head(ctx context.Context, repo, branch string) (string, error)
 }
 
@@ -342,28 +343,43 @@ func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own ownMerg
 		return own, 0, ans
 	}
 	ans = PreMergeAnswer{Repository: ev.RepositoryID, Branch: ev.BranchID, SourceRef: ev.SourceRef}
-	refuse := func(why string) (ownMerge, int, PreMergeAnswer) {
-		ans.Error = why
-		ans.Summary = []string{"lakewap refuses this call: " + why}
+	// What lakeFS answered stays in lakewap's log: the caller may be any
+	// writer, and lakewap's key may read repositories the caller may not,
+	// so a refusal says the same whatever lakeFS holds (no head commit, no
+	// "no such commit" apart from "not that merge", no lakeFS error text).
+	const notInProgress = "commit_id is not a merge of source_ref onto the head of branch_id that lakeFS has in progress"
+	refuse := func(detail string) (ownMerge, int, PreMergeAnswer) {
+		h.opts.Logger.Info("pre-merge hook call refused", "repository", ev.RepositoryID, "branch", ev.BranchID,
+			"source_ref", ev.SourceRef, "commit_id", ev.CommitID, "detail", detail)
+		ans.Error = notInProgress
+		ans.Summary = []string{"lakewap refuses this call: " + notInProgress}
 		return own, http.StatusForbidden, ans
 	}
+	failed := func(err error) (ownMerge, int, PreMergeAnswer) {
+		h.opts.Logger.Warn("pre-merge hook call not checked: lakeFS did not answer", "repository", ev.RepositoryID,
+			"branch", ev.BranchID, "commit_id", ev.CommitID, "err", err)
+		ans.Error = "lakeFS could not be asked about the merge (details in the lakewap log)"
+		ans.Summary = []string{"lakewap cannot check the call with lakeFS (details in the lakewap log)"}
+		return own, http.StatusInternalServerError, ans
+	}
 	if !IsCommitID(ev.CommitID) || !IsCommitID(ev.SourceRef) {
-		return refuse("commit_id and source_ref must be the commit ids lakeFS sends for a merge in progress")
+		ans.Error = "commit_id and source_ref must be the commit ids lakeFS sends for a merge in progress"
+		ans.Summary = []string{"lakewap refuses this call: " + ans.Error}
+		return own, http.StatusForbidden, ans
 	}
 	c, err := h.opts.Merges.Commit(ctx, ev.RepositoryID, ev.CommitID)
 	if errors.Is(err, ErrUnknownCommit) {
-		return refuse(fmt.Sprintf("lakeFS has no commit %s in %s: no merge in progress", shortRef(ev.CommitID), ev.RepositoryID))
+		return refuse("lakeFS has no such commit: " + err.Error())
 	}
 	if err != nil {
-		ans.Error = err.Error()
-		ans.Summary = []string{"lakewap cannot check the call with lakeFS: " + err.Error()}
-		return own, http.StatusInternalServerError, ans
+		return failed(err)
 	}
 	head, err := h.opts.Merges.Head(ctx, ev.RepositoryID, ev.BranchID)
+	if errors.Is(err, ErrUnknownCommit) {
+		return refuse("lakeFS has no such branch: " + err.Error())
+	}
 	if err != nil {
-		ans.Error = err.Error()
-		ans.Summary = []string{"lakewap cannot check the call with lakeFS: " + err.Error()}
-		return own, http.StatusInternalServerError, ans
+		return failed(err)
 	}
 	// A merge commit has the destination's head first and the source second.
 	// A one-parent commit (a squash merge) ties nothing to the source: any
@@ -371,8 +387,7 @@ func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own ownMerg
 	// that shape, so it is refused; squash merges onto a guarded target are
 	// not supported.
 	if len(c.Parents) != 2 || c.Parents[0] != head || c.Parents[1] != ev.SourceRef {
-		return refuse(fmt.Sprintf("commit %s is not a merge of %s onto the head of %s (%s): no such merge in progress",
-			shortRef(ev.CommitID), shortRef(ev.SourceRef), ev.BranchID, shortRef(head)))
+		return refuse(fmt.Sprintf("parents %v, the head of the branch %s", c.Parents, head))
 	}
 	if h.opts.OwnCommitter == "" || c.Committer != h.opts.OwnCommitter {
 		return own, 0, ans

@@ -152,5 +152,9 @@ func (m Merges) Commit(ctx context.Context, repo, id string) (audit.MergeCommit,
 
 // Head returns the commit branch of repo points at.
 func (m Merges) Head(ctx context.Context, repo, branch string) (string, error) {
-	return m.Lake.Head(ctx, repo, branch)
+	head, err := m.Lake.Head(ctx, repo, branch)
+	if errors.Is(err, pipeline.ErrNotFound) {
+		return "", fmt.Errorf("%w: %w", audit.ErrUnknownCommit, err)
+	}
+	return head, err
 }
