@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -81,5 +82,87 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached within a minute")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestIdleConnectionsAreShedAtTheLimit: counting idle keep-alive
+// connections against the limit let anyone who reaches the port lock every
+// caller out (lakeFS's hook calls included) with maxConns connections
+// that each sent one request and then waited, for the 2 minutes of the
+// idle timeout. When a connection finds the limit reached, the server
+// closes its idle connections first, and it is served.
+func TestIdleConnectionsAreShedAtTheLimit(t *testing.T) {
+	const limit = 4
+	var mu sync.Mutex
+	done := map[net.Conn]bool{} // answered: idle, or closed
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}), time.Minute)
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s == http.StateIdle || s == http.StateClosed {
+			done[c] = true
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := limitConns(ln, limit)
+	lim.full = shedIdle(srv)
+	stopped := make(chan struct{})
+	go func() { _ = srv.Serve(lim); close(stopped) }()
+	defer func() { _ = srv.Close(); <-stopped }()
+	addr := ln.Addr().String()
+
+	get := func(c net.Conn) error {
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: lakewap\r\n\r\n"); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	for range limit {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := get(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server holds them idle (or closed those idle when the limit was
+	// first reached: its next Accept takes a slot before a connection).
+	waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(done) == limit })
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	served := make(chan error, 1)
+	go func() { served <- get(extra) }()
+	var got error
+	waitUntil(t, func() bool {
+		select {
+		case got = <-served:
+			return true
+		default:
+			return lim.waiting()
+		}
+	})
+	if lim.waiting() {
+		t.Fatalf("a new connection waits while %d idle ones hold the limit", limit)
+	}
+	if got != nil {
+		t.Fatalf("the new connection: %v", got)
 	}
 }

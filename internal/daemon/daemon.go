@@ -394,7 +394,9 @@ func (d *Daemon) serveHTTP(addr string) error {
 	mux.Handle("/readyz", readyHandler(d.lake.Healthy, d.Assigned, d.log, time.Now))
 	d.httpLn = ln
 	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.Std())
-	go func() { _ = d.http.Serve(limitConns(ln, maxConns)) }()
+	lim := limitConns(ln, maxConns)
+	lim.full = shedIdle(d.http)
+	go func() { _ = d.http.Serve(lim) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
 }
@@ -571,7 +573,10 @@ func failpointFromEnv(log *slog.Logger) func(string) {
 // maxConns bounds the connections the HTTP server holds at once: each costs
 // a goroutine, buffers and up to 64 KiB of header for its 5 s, and whoever
 // reaches the port could open them without end (512 such headers are 32
-// MiB). A connection past it waits in the kernel's queue until one closes.
+// MiB). A connection past it first makes the server close its idle
+// keep-alive connections (else maxConns connections that each sent one
+// request would lock every caller out for the idle timeout), then waits in
+// the kernel's queue until one closes.
 const maxConns = 512
 
 // connLimiter is a listener that hands out at most cap(slots) connections
@@ -580,6 +585,9 @@ type connLimiter struct {
 	net.Listener
 	slots   chan struct{}
 	blocked atomic.Int32 // Accepts waiting for a slot
+	// full, if set, is called when every slot is taken, before Accept
+	// waits: it may free some (shedIdle).
+	full func()
 }
 
 func limitConns(ln net.Listener, n int) *connLimiter {
@@ -590,9 +598,16 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 	select {
 	case l.slots <- struct{}{}:
 	default:
-		l.blocked.Add(1)
-		l.slots <- struct{}{}
-		l.blocked.Add(-1)
+		if l.full != nil {
+			l.full()
+		}
+		select {
+		case l.slots <- struct{}{}:
+		default:
+			l.blocked.Add(1)
+			l.slots <- struct{}{}
+			l.blocked.Add(-1)
+		}
 	}
 	c, err := l.Listener.Accept()
 	if err != nil {
@@ -600,6 +615,15 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	return &limitedConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+}
+
+// shedIdle closes srv's idle keep-alive connections (each gives its slot
+// back as it closes); keep-alives stay on for the connections after.
+func shedIdle(srv *http.Server) func() {
+	return func() {
+		srv.SetKeepAlivesEnabled(false) // closes the idle connections
+		srv.SetKeepAlivesEnabled(true)
+	}
 }
 
 // waiting says whether an Accept waits for a connection to close.
