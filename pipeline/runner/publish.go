@@ -332,7 +332,7 @@ func (r *Runner) meta(ctx context.Context, log *slog.Logger, run pipeline.Run, a
 func (r *Runner) recordedRecheck(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string,
 	begin func(context.Context) (func() error, error)) (*schemas.AuditReport, error) {
 	if begin == nil {
-		return r.recheck(ctx, log, run, base, head, nil)
+		return r.recheck(ctx, log, run, base, head, waitForTheLook)
 	}
 	a := &lazyAttempt{begin: begin}
 	rep, err := r.recheck(ctx, log, run, base, head, a.beforeRead)
@@ -360,6 +360,11 @@ type lazyAttempt struct {
 }
 
 func (a *lazyAttempt) beforeRead(ctx context.Context) error {
+	// A recheck started beside the publish's look begins nothing before
+	// the look found its guess (speculation).
+	if err := waitForTheLook(ctx); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.ended != nil || a.err != nil {
@@ -891,6 +896,11 @@ func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpo
 		defer early.stop()
 	}
 	p, err := lake.Published(ctx, req.Repository, req.Target, req.Sealed, req.Since)
+	if early != nil && (err != nil || p.OnTarget || p.Absorbed != "" || p.Base == p.Head || early.at != Guess{Base: p.Base, Head: p.Head}) {
+		// Void: given up now, before anything else the turn does (the
+		// merge above all), so that no attempt of it is open meanwhile.
+		early.stop()
+	}
 	if err != nil {
 		return PublishResult{}, err
 	}
@@ -910,7 +920,6 @@ func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpo
 		if early != nil && early.at == at {
 			meta, err = early.result()
 		} else {
-			early.stop() // before the recheck that counts: one at a time
 			meta, err = req.Recheck(ctx, p.Base, p.Head)
 		}
 		if err != nil {
@@ -932,17 +941,29 @@ func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpo
 // the longer of the two instead of both. The recheck's inputs are commit
 // ids, which never change: a verdict against them is the same whenever it
 // was reached.
+//
+// Until the look has found the guess the recheck reads only lakeFS's
+// metadata: its first read of bytes (AuditRequest.BeforeRead, where its
+// attempt is recorded as begun) waits for that (waitForTheLook). A look
+// that finds another head, none to recheck against, or the batch
+// published already thus leaves no recheck attempt begun: none is open
+// while the turn merges, for a process ending then to count as lost.
 type speculation struct {
 	at     Guess
 	cancel context.CancelFunc
 	done   chan struct{}
+	found  chan struct{} // closed when the look found the guess
 	meta   map[string]string
 	err    error
 }
 
+// lookFound is the context key of a speculation's found channel.
+type lookFound struct{}
+
 func speculate(ctx context.Context, recheck func(ctx context.Context, base, head string) (map[string]string, error), g Guess) *speculation {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &speculation{at: g, cancel: cancel, done: make(chan struct{})}
+	s := &speculation{at: g, cancel: cancel, done: make(chan struct{}), found: make(chan struct{})}
+	ctx = context.WithValue(ctx, lookFound{}, s.found)
 	go func() {
 		defer close(s.done)
 		s.meta, s.err = recheck(ctx, g.Base, g.Head)
@@ -950,8 +971,26 @@ func speculate(ctx context.Context, recheck func(ctx context.Context, base, head
 	return s
 }
 
-// result waits for the speculative recheck's verdict.
+// waitForTheLook, in a recheck Publish started beside its look, waits
+// until the look found the recheck's guess, or the recheck is given up
+// (its error); in any other recheck it returns at once.
+func waitForTheLook(ctx context.Context) error {
+	found, ok := ctx.Value(lookFound{}).(chan struct{})
+	if !ok {
+		return nil
+	}
+	select {
+	case <-found:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// result lets the speculative recheck read on (the look found its guess)
+// and waits for its verdict.
 func (s *speculation) result() (map[string]string, error) {
+	close(s.found)
 	<-s.done
 	return s.meta, s.err
 }
