@@ -117,7 +117,7 @@ func (r *run) readAtRef(ctx context.Context, t Table) (map[string]Object, error)
 	key := strings.ToLower(t.Name)
 	read := map[string]Object{}
 	var listed *pathIndex
-	for _, s := range []string{schemaMain, schemaBatch} {
+	for _, s := range []string{schemaMain, schemaBatch, schemaInterim} {
 		v := r.views[viewKey{s, key}]
 		if v == nil || v.broken {
 			continue

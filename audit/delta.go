@@ -96,6 +96,15 @@ type deltaSnapshot struct {
 	// the data, by object path.
 	changes    []deltaVersion
 	changeData map[string]Object
+	// gone are the files commits removed (their objects as listed, where
+	// the ref has them), metaAt the metaData actions by version and meta
+	// the last version's; interim the files the batch's versions added
+	// and removed, which readers of those versions read (deltainterim.go),
+	// by object path.
+	gone    []deltaGone
+	metaAt  []deltaMetaAt
+	meta    *deltaMetaData
+	interim map[string]deltaFile
 }
 
 type deltaFile struct {
@@ -114,6 +123,9 @@ type deltaFile struct {
 	// without claims), so that the heap does not grow with a checkpoint.
 	claims    *deltaClaims
 	claimsSum string
+	// interim are the versions adding and removing a file the batch's
+	// versions added and removed (deltainterim.go).
+	interim [2]int64
 }
 
 // deltaClaims are what an add action's stats claim of its file's columns.
@@ -344,6 +356,9 @@ func (r *run) deltaLoad(ctx context.Context, dl downloader, ref string, t Table)
 			if s.err == nil {
 				s.err = r.deltaChangeData(ctx, dl, t, s.snap)
 			}
+			if s.err == nil {
+				s.err = s.snap.deltaInterim(t)
+			}
 		}
 		r.deltaSnaps[key] = s
 	}
@@ -475,6 +490,15 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 		for o, v := range other.addedIn {
 			st.addedIn[o] = max(st.addedIn[o], v)
 		}
+		// The files removed after the checkpoint that a commit before it
+		// added, then those removed before it (deltainterim.go).
+		for i, g := range st.gone {
+			if v, ok := other.addedIn[g.file.obj.Path]; ok && g.added < 0 {
+				st.gone[i].added = v
+			}
+		}
+		st.gone = append(other.gone, st.gone...)
+		st.metaAt = append(other.metaAt, st.metaAt...)
 		// The claims of the checkpoint's files, known there by digest, as
 		// the commits before it state them (deltaClaimsDisagreement).
 		for p, f := range st.active {
@@ -486,6 +510,12 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 	}
 	snap, err := st.snapshot(l.objects)
 	if err == nil {
+		for i, g := range snap.gone {
+			snap.gone[i].listed = false
+			if o, ok := l.objects[g.file.obj.Path]; ok {
+				snap.gone[i].file.obj, snap.gone[i].listed = o, true
+			}
+		}
 		snap.log = slices.Collect(maps.Values(l.files))
 		snap.version = read.version()
 		snap.base = -1
@@ -956,6 +986,10 @@ type deltaState struct {
 	changes []deltaVersion
 	cdcSeen map[string]int64 // change data files named, by object path, and the version naming them
 	addedIn map[string]int64 // deltaSnapshot.addedIn
+	// gone are the files commits removed (deltainterim.go), metaAt the
+	// metaData actions by the version stating them.
+	gone   []deltaGone
+	metaAt []deltaMetaAt
 }
 
 func newDeltaState(t Table) *deltaState {
@@ -1008,6 +1042,7 @@ func (s *deltaState) apply(line []byte) error {
 			return fmt.Errorf("%w: column mapping mode %s", ErrDeltaUnsupported, mode)
 		}
 		s.meta = m
+		s.metaAt = append(s.metaAt, deltaMetaAt{s.version, m})
 	}
 	if a.Add != nil {
 		if present(a.Add.StatsParsed) {
@@ -1108,6 +1143,11 @@ func (s *deltaState) remove(p string, dv json.RawMessage) error {
 		delete(s.byObject, f.obj.Path)
 		if !s.inCheckpoint {
 			s.cur.removed = append(s.cur.removed, deltaFile{obj: f.obj, parts: f.parts, size: f.size})
+			added, ok := s.addedIn[f.obj.Path]
+			if !ok {
+				added = -1 // added by the checkpoint the replay started from
+			}
+			s.gone = append(s.gone, deltaGone{file: f, added: added, removed: s.version})
 		}
 		return nil
 	}
@@ -1301,7 +1341,8 @@ func (s *deltaState) differs(o *deltaState) string {
 // snapshot attaches each active file's object, reads the schema and checks
 // the partition values.
 func (s *deltaState) snapshot(objects map[string]Object) (*deltaSnapshot, error) {
-	snap := &deltaSnapshot{active: s.active, named: s.named, materialized: map[string]bool{}, changes: s.changes, addedIn: s.addedIn}
+	snap := &deltaSnapshot{active: s.active, named: s.named, materialized: map[string]bool{}, changes: s.changes, addedIn: s.addedIn,
+		gone: s.gone, metaAt: s.metaAt, meta: s.meta}
 	for _, k := range []string{"delta.rowTracking.materializedRowIdColumnName", "delta.rowTracking.materializedRowCommitVersionColumnName"} {
 		if c := s.meta.Configuration[k]; c != "" {
 			snap.materialized[strings.ToLower(c)] = true
@@ -1689,7 +1730,10 @@ func (s *deltaSnapshot) hideMaterialized(q string) string {
 func (r *run) deltaView(ctx context.Context, dl downloader, k viewKey, v *view) error {
 	ref := v.ref
 	snap, err := r.deltaLoad(ctx, dl, ref, v.table)
-	if err == nil {
+	if err == nil && k.schema == schemaInterim {
+		v.delta = snap.interimSnapshot()
+		v.objects = v.delta.objects()
+	} else if err == nil {
 		v.delta, v.objects = snap, snap.objects()
 		if k.schema == schemaBatch {
 			var base *deltaSnapshot

@@ -773,6 +773,9 @@ func (r *run) needed() map[viewKey]bool {
 			continue
 		}
 		schema := schemaOf(c)
+		if hasBase && r.table(c.Table).format() == FormatDelta && interimFailing(c) != "" {
+			need[viewKey{schemaInterim, strings.ToLower(c.Table)}] = true // deltainterim.go
+		}
 		if k := kindOf(c); k.custom {
 			addAll(schema)
 			if hasBase && mentionsBase.MatchString(c.SQL) {
@@ -807,6 +810,9 @@ func (r *run) prepare(ctx context.Context) error {
 		if t.format() == FormatDelta {
 			if err := r.deltaView(ctx, dl, k, v); err != nil {
 				return err
+			}
+			if k.schema == schemaInterim && !v.broken && len(v.objects) == 0 {
+				delete(r.views, k) // the batch's versions removed no file they added
 			}
 			continue
 		}
@@ -1077,7 +1083,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 	ids := map[string]string{} // the files' identities, for the memo
 	var table, parts []string
 	format, tablePath := "", ""
-	for _, s := range []string{schemaMain, schemaBase, schemaBatch} {
+	for _, s := range []string{schemaMain, schemaBase, schemaBatch, schemaInterim} {
 		v := r.views[viewKey{s, k.table}]
 		if v == nil {
 			continue
@@ -1195,6 +1201,7 @@ func runSQL(catalog string) []string {
 		"ATTACH ':memory:' AS " + c,
 		"CREATE SCHEMA " + c + "." + quoteIdent(schemaBatch),
 		"CREATE SCHEMA " + c + "." + quoteIdent(schemaBase),
+		"CREATE SCHEMA " + c + "." + quoteIdent(schemaInterim),
 		"USE " + c,
 	}
 }

@@ -77,6 +77,7 @@ SET lock_configuration = true`},
 		{"run catalog", strings.Join(append(runSQL("run_7"), teardownSQL("run_7")...), ";\n"), `ATTACH ':memory:' AS "run_7";
 CREATE SCHEMA "run_7"."batch";
 CREATE SCHEMA "run_7"."base";
+CREATE SCHEMA "run_7"."interim";
 USE "run_7";
 USE memory;
 DETACH DATABASE IF EXISTS "run_7"`},

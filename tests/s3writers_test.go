@@ -125,9 +125,13 @@ func TestS3GatewayBoto3Writer(t *testing.T) {
 }
 
 // TestDeltaTableEndToEnd: Python deltalake writes a Delta table on the batch
-// branch through the S3 gateway in two commits, the second of which removes
-// the first's file (which has NULL ids). lakewap audits only the active
-// files and publishes. A second batch appends rows with NULL ids: its audit
+// branch through the S3 gateway in two commits, the second of which
+// overwrites the first's file (which has NULL ids). Merged, main's version
+// 0 would hold those NULL ids for delta-rs's time travel, Spark's VERSION
+// AS OF and CDF readers: not_null reads the file and the batch is aborted
+// (before, lakewap audited the last version only and published it). The
+// same two commits with clean rows are published, the removed file still
+// in the repository. A third batch appends rows with NULL ids: its audit
 // fails and it is aborted. audit.blockstore is set: the sizes lakeFS lists
 // for what deltalake wrote through the gateway, log included, are the
 // stored ones (stored_sizes says nothing).
@@ -146,30 +150,53 @@ func TestDeltaTableEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	ready := e.landed(t, ctx, "events_delta", "delta-1")
+	ready := e.landed(t, ctx, "events_delta", "delta-0")
 	uri := ready.S3URI + "gold/events_delta"
-	v0 := e.s3Writer(t, ctx, python, "delta", "--uri", uri, "--mode", "append", "--start", "0", "--rows", "20", "--null-ids", "20")
+	e.s3Writer(t, ctx, python, "delta", "--uri", uri, "--mode", "append", "--start", "0", "--rows", "20", "--null-ids", "20")
+	if v := e.s3Writer(t, ctx, python, "delta", "--uri", uri, "--mode", "overwrite", "--start", "100", "--rows", "30"); v["version"] != 1.0 {
+		t.Fatalf("second write is version %v, want 1", v["version"])
+	}
+	final := e.completed(t, ctx, "events_delta", "delta-0")
+	ab, ok := final.(schemas.BatchAborted)
+	if !ok || ab.Report == nil {
+		t.Fatalf("delta batch 0 (NULL ids in version 0, overwritten by version 1) ended with %s: %+v", final.EventType(), final)
+	}
+	if c := checkByName(*ab.Report, "event_id_not_null"); c.Status != schemas.StatusFail ||
+		c.Observed != "0 null rows of 30; 20 failing of 20 rows in files the batch's versions added and removed" || !strings.Contains(c.Message, "version 0 adds") {
+		t.Errorf("event_id_not_null: %s %q %q, want a fail naming version 0's 20 NULL ids", c.Status, c.Observed, c.Message)
+	}
+	if c := checkByName(*ab.Report, "all_rows"); c.Status != schemas.StatusPass || c.Observed != "30 rows" {
+		t.Errorf("all_rows: %s %q, want pass with the last version's 30 rows", c.Status, c.Observed)
+	}
+	if objs, err := e.Lake.List(ctx, "lake", "main", "gold/events_delta/"); err != nil || len(objs) != 0 {
+		t.Fatalf("main holds %d objects of the aborted batch (%v)", len(objs), err)
+	}
+
+	ready = e.landed(t, ctx, "events_delta", "delta-1")
+	uri = ready.S3URI + "gold/events_delta"
+	v0 := e.s3Writer(t, ctx, python, "delta", "--uri", uri, "--mode", "append", "--start", "0", "--rows", "20")
 	v1 := e.s3Writer(t, ctx, python, "delta", "--uri", uri, "--mode", "overwrite", "--start", "100", "--rows", "30")
 	t.Logf("deltalake commits: %v then %v", v0, v1)
 	if v1["version"] != 1.0 {
 		t.Fatalf("second write is version %v, want 1", v1["version"])
 	}
-	final := e.completed(t, ctx, "events_delta", "delta-1")
+	final = e.completed(t, ctx, "events_delta", "delta-1")
 	pub, ok := final.(schemas.BatchPublished)
 	if !ok {
 		t.Fatalf("delta batch 1 ended with %s: %+v", final.EventType(), final)
 	}
-	for name, want := range map[string]string{"all_rows": "30 rows", "batch_rows": "30 rows", "event_id_not_null": "0 null rows of 30"} {
+	for name, want := range map[string]string{"all_rows": "30 rows", "batch_rows": "30 rows",
+		"event_id_not_null": "0 null rows of 30; 0 failing of 20 rows in files the batch's versions added and removed"} {
 		if c := checkByName(pub.Report, name); c.Observed != want || c.Status != schemas.StatusPass {
 			t.Errorf("%s: %s %q (%s), want pass %q", name, c.Status, c.Observed, c.Message, want)
 		}
 	}
 	// The removed file is still in the repository: read as plain Parquet the
-	// table would have 20 NULL ids.
-	nulls, err := e.CountRows(ctx, "main", "gold/events_delta/", "event_id IS NULL")
+	// table has 50 rows.
+	rows, err := e.CountRows(ctx, "main", "gold/events_delta/", "")
 	must(t, err)
-	if nulls != 20 {
-		t.Errorf("main holds %d NULL-id rows in Parquet files under the table, want the removed file's 20", nulls)
+	if rows != 50 {
+		t.Errorf("main holds %d rows in Parquet files under the table, want 50 (the removed file's 20 too)", rows)
 	}
 
 	ready = e.landed(t, ctx, "events_delta", "delta-2")
@@ -178,7 +205,7 @@ func TestDeltaTableEndToEnd(t *testing.T) {
 		t.Fatalf("append is version %v, want 2", v2["version"])
 	}
 	final = e.completed(t, ctx, "events_delta", "delta-2")
-	ab, ok := final.(schemas.BatchAborted)
+	ab, ok = final.(schemas.BatchAborted)
 	if !ok || ab.Report == nil {
 		t.Fatalf("delta batch 2 ended with %s: %+v", final.EventType(), final)
 	}

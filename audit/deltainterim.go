@@ -1,0 +1,212 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// The batch's intermediate versions. A batch may commit several Delta
+// versions (an append then an overwrite, an UPDATE then a DELETE, a write
+// then a compaction), and the merge puts every one of them on main:
+// delta-rs's time travel (DeltaTable(uri, version=v), load_as_version),
+// Spark's VERSION AS OF and TIMESTAMP AS OF, and the change data feed
+// read each. A data file one of the batch's versions adds and a later one
+// removes is in no view of the last version, yet readers of the earlier
+// version read its rows (deltalake 1.6.6 read a NULL id at version 1 of a
+// published table whose version 2 overwrote it:
+// TestDeltaIntermediateVersionsAreAudited).
+//
+// Such files are the view "interim" of the table: read with the log's
+// schema and partition values, through the same refusals as the table's
+// files (column case, types against the log's schema, stats claims,
+// numRecords), and counted in the audit's budgets with them. The checks
+// judged row by row (interimFailing: not_null, accepted_values, range,
+// regex without mostly, with or without a where, and stat's upper bound
+// of a max or lower bound of a min) also read its rows: a row that fails
+// fails the check, whatever the last version holds, naming the versions.
+// Every row any version of the table reads is then a row of the base's
+// active files (audited when they were published) or of a file a batch's
+// version added (the last version's files or these), so each version
+// passes those checks. The checks of the table as a whole (unique,
+// row_count, volume_change, stat's other bounds, mostly, schema,
+// freshness, cross_table, custom sql) judge the last version, as the
+// table's readers read it by default and streaming readers end at it: an
+// intermediate version was never main's head (the batch's versions are
+// published by one merge) and is read only by asking for it by number or
+// time (docs/DESIGN.md).
+//
+// Refused (the table's checks error): a file the batch adds under a
+// version whose schema or partition columns are not the last version's
+// (the audit reads these files by the last version's), and one whose size
+// is not the one its add action states. A file no longer in the
+// repository is not read: readers of its version fail to read it, and a
+// later batch writing that path is unaudited_objects (a file only the
+// base's versions name).
+
+// schemaInterim is the schema of the views of the files a batch's
+// versions added and removed.
+const schemaInterim = "interim"
+
+// deltaGone is a file a commit removed: as it was active, the version
+// adding it (-1: not known, added by a checkpoint), the version removing
+// it, and whether the ref's listing has its object (file.obj as listed).
+type deltaGone struct {
+	file           deltaFile
+	added, removed int64
+	listed         bool
+}
+
+// deltaMetaAt is a metaData action and the version stating it.
+type deltaMetaAt struct {
+	version int64
+	meta    *deltaMetaData
+}
+
+// metaOf is the metaData in force at version v, nil if not known.
+func (s *deltaSnapshot) metaOf(v int64) *deltaMetaData {
+	var m *deltaMetaData
+	for _, at := range s.metaAt {
+		if at.version <= v {
+			m = at.meta
+		}
+	}
+	return m
+}
+
+// deltaInterim records in s (the table at the batch's ref, its base
+// version known) the files the batch's versions added and later removed.
+func (s *deltaSnapshot) deltaInterim(t Table) error {
+	s.interim = map[string]deltaFile{}
+	active := map[string]bool{}
+	for _, f := range s.active {
+		active[f.obj.Path] = true
+	}
+	for _, g := range s.gone {
+		p := g.file.obj.Path
+		if g.added <= s.base || g.added < 0 || !g.listed {
+			continue
+		}
+		if _, ok := s.interim[p]; ok {
+			continue
+		}
+		if active[p] {
+			continue // added again: read as the last version's file
+		}
+		if m := s.metaOf(g.added); m == nil || s.meta == nil || m.SchemaString != s.meta.SchemaString || !slices.Equal(m.PartitionColumns, s.meta.PartitionColumns) {
+			return tableErr("%w: version %d adds data file %s, which version %d removes, under another schema or other partition columns than the last version's: its readers read it by those, the audit would read it by the last version's",
+				ErrDeltaUnsupported, g.added, p, g.removed)
+		}
+		f := g.file
+		if f.size != nil && *f.size != f.obj.Size {
+			return tableErr("%w: the log says data file %s (version %d) has %d bytes, the repository has %d", ErrDeltaUnsupported, p, g.added, *f.size, f.obj.Size)
+		}
+		for k := range f.parts {
+			if !slices.Contains(s.meta.PartitionColumns, k) {
+				return tableErr("%w: file %s (version %d) has a value for %s, which is not a partition column", ErrDeltaUnsupported, p, g.added, k)
+			}
+		}
+		f.lits = nil
+		for _, pc := range s.partition {
+			v, ok := f.parts[pc.Name]
+			if !ok {
+				return tableErr("%w: file %s (version %d) has no value for partition column %s", ErrDeltaUnsupported, p, g.added, pc.Name)
+			}
+			lit, err := partitionLiteral(v, pc.Type)
+			if err != nil {
+				return tableErr("%w: file %s (version %d): partition column %s: %v", ErrDeltaUnsupported, p, g.added, pc.Name, err)
+			}
+			f.lits = append(f.lits, lit)
+		}
+		f.interim = [2]int64{g.added, g.removed}
+		s.interim[p] = f
+	}
+	return nil
+}
+
+// interimSnapshot is s with the batch's intermediate files as its active
+// ones, for the view of them.
+func (s *deltaSnapshot) interimSnapshot() *deltaSnapshot {
+	c := *s
+	c.active = s.interim
+	return &c
+}
+
+// interimFailing is the condition a row of a batch's intermediate file
+// fails check c by, "" when c is not judged row by row.
+func interimFailing(c Check) string {
+	if c.Mostly != nil {
+		return "" // a share of the table's rows
+	}
+	if k := kindOf(c); k != nil && k.failing != nil {
+		return k.failing(c)
+	}
+	if c.Kind != KindStat {
+		return ""
+	}
+	col := quoteIdent(c.Column)
+	switch {
+	case c.Stat == StatMax && c.Max != nil:
+		// DuckDB orders NaN above +inf: a NaN row fails, as its max does.
+		return fmt.Sprintf("%s %s %s", col, map[bool]string{false: ">", true: ">="}[c.StrictMax], num(*c.Max))
+	case c.Stat == StatMin && c.Min != nil:
+		return fmt.Sprintf("%s %s %s", col, map[bool]string{false: "<", true: "<="}[c.StrictMin], num(*c.Min))
+	}
+	return ""
+}
+
+// interimRows judges the row checks of Delta tables again over the rows
+// of the files the batch's versions added and removed (the view
+// interim): a passing check with a failing row there fails, naming the
+// versions; the observed value says what was read.
+func (r *run) interimRows(ctx context.Context, results []schemas.CheckResult) {
+	for i, c := range r.req.Suite.Checks {
+		cond := interimFailing(c)
+		v := r.views[viewKey{schemaInterim, strings.ToLower(c.Table)}]
+		if cond == "" || v == nil || i >= len(results) || results[i].Status == schemas.StatusError {
+			continue
+		}
+		if r.inc != nil && r.inc.planned[i] {
+			continue // not a Delta table's check
+		}
+		if err := v.colsErr; err != nil {
+			results[i] = r.errored(c, fmt.Errorf("the files the batch's versions added and removed: %w", err), 0)
+			continue
+		}
+		q := fmt.Sprintf("SELECT count(*), count(*) FILTER (WHERE %s), CAST(to_json(any_value(x) FILTER (WHERE %s)) AS VARCHAR) FROM (SELECT * FROM %s) x",
+			cond, cond, filtered(schemaInterim, v.table.Name, c.Where))
+		var total, bad int64
+		var row sql.NullString
+		if err := r.conn.QueryRowContext(ctx, q).Scan(&total, &bad, &row); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			results[i] = r.errored(c, fmt.Errorf("the files the batch's versions added and removed: %w", err), 0)
+			continue
+		}
+		observed := fmt.Sprintf("%s; %d failing of %d rows in files the batch's versions added and removed", results[i].Observed, bad, total)
+		if bad == 0 || results[i].Status != schemas.StatusPass {
+			results[i].Observed = observed
+			continue
+		}
+		res := r.judged(c, true, observed, results[i].Threshold)
+		res.DurationMs = results[i].DurationMs
+		files := slices.SortedFunc(maps.Values(v.delta.active), func(a, b deltaFile) int { return strings.Compare(a.obj.Path, b.obj.Path) })
+		var named []string
+		for _, f := range files[:min(len(files), 3)] {
+			named = append(named, fmt.Sprintf("version %d adds %s, version %d removes it", f.interim[0], f.obj.Path, f.interim[1]))
+		}
+		if len(files) > 3 {
+			named = append(named, fmt.Sprintf("and %d more", len(files)-3))
+		}
+		msg := fmt.Sprintf("rows of the batch's earlier versions fail it (%s): readers of main read them at those versions (time travel, the change data feed); e.g. %s",
+			strings.Join(named, "; "), clip(row.String, 300))
+		res.Message = strings.TrimSpace(msg + " " + res.Message)
+		results[i] = res
+	}
+}
