@@ -345,28 +345,34 @@ func cdfCompareSQL(snap *deltaSnapshot, versions []deltaVersion, local func(delt
 	}
 	noRows := "SELECT " + order + " FROM c WHERE false"
 	types := literalList(deltaChangeTypes)
+	// One aggregation counts, for each row (a struct of the version and
+	// the columns, so that no column name meets the counts'), its inserts
+	// and post-images (p), deletes and pre-images (n), and its rows in the
+	// added (a) and removed (r) files.
 	return fmt.Sprintf(`WITH c AS (SELECT %s, CAST(_change_type AS VARCHAR) AS _change_type FROM (%s)),
 	a AS (SELECT %s FROM (%s)),
 	d AS (SELECT %s FROM (%s)),
 	bad AS (SELECT * FROM c WHERE _change_type IS NULL OR NOT list_contains(%s, _change_type)),
-	extra AS (SELECT %s FROM c WHERE _change_type IN ('insert', 'update_postimage') EXCEPT ALL SELECT %s FROM a),
-	missing AS (SELECT %s FROM c WHERE _change_type IN ('delete', 'update_preimage') EXCEPT ALL SELECT %s FROM d),
-	ins AS (SELECT %s FROM c WHERE _change_type IN ('insert', 'update_postimage') UNION ALL SELECT %s FROM d),
-	del AS (SELECT %s FROM c WHERE _change_type IN ('delete', 'update_preimage') UNION ALL SELECT %s FROM a),
-	unbalanced AS (SELECT * FROM (SELECT * FROM ins EXCEPT ALL SELECT * FROM del) UNION ALL SELECT * FROM (SELECT * FROM del EXCEPT ALL SELECT * FROM ins)),
+	u AS (SELECT x AS k, 1 AS p, 0 AS n, 0 AS a, 0 AS r FROM (SELECT %s FROM c WHERE _change_type IN ('insert', 'update_postimage')) x
+		UNION ALL SELECT x, 0, 1, 0, 0 FROM (SELECT %s FROM c WHERE _change_type IN ('delete', 'update_preimage')) x
+		UNION ALL SELECT x, 0, 0, 1, 0 FROM (SELECT %s FROM a) x
+		UNION ALL SELECT x, 0, 0, 0, 1 FROM (SELECT %s FROM d) x),
+	g AS (SELECT k, sum(p) AS p, sum(n) AS n, sum(a) AS a, sum(r) AS r FROM u GROUP BY k),
+	t AS (SELECT CAST(coalesce(sum(p - a) FILTER (WHERE p > a), 0) AS BIGINT) AS extra, any_value(k) FILTER (WHERE p > a) AS extra_row,
+		CAST(coalesce(sum(n - r) FILTER (WHERE n > r), 0) AS BIGINT) AS missing, any_value(k) FILTER (WHERE n > r) AS missing_row,
+		count(*) FILTER (WHERE p + r <> a + n) AS unbalanced, any_value(k) FILTER (WHERE p + r <> a + n) AS unbalanced_row FROM g),
 	unpaired AS (SELECT _commit_version, count(*) FILTER (WHERE _change_type = 'update_preimage') AS update_preimages,
 		count(*) FILTER (WHERE _change_type = 'update_postimage') AS update_postimages FROM c GROUP BY _commit_version
 		HAVING update_preimages <> update_postimages)
 	SELECT (SELECT count(*) FROM bad), (SELECT CAST(to_json(x) AS VARCHAR) FROM bad x LIMIT 1),
-		(SELECT count(*) FROM extra), (SELECT CAST(to_json(x) AS VARCHAR) FROM extra x LIMIT 1),
-		(SELECT count(*) FROM missing), (SELECT CAST(to_json(x) AS VARCHAR) FROM missing x LIMIT 1),
-		(SELECT count(*) FROM unbalanced), (SELECT CAST(to_json(x) AS VARCHAR) FROM unbalanced x LIMIT 1),
-		(SELECT CAST(to_json(x) AS VARCHAR) FROM unpaired x ORDER BY _commit_version LIMIT 1)`,
+		extra, CAST(to_json(extra_row) AS VARCHAR), missing, CAST(to_json(missing_row) AS VARCHAR),
+		unbalanced, CAST(to_json(unbalanced_row) AS VARCHAR),
+		(SELECT CAST(to_json(x) AS VARCHAR) FROM unpaired x ORDER BY _commit_version LIMIT 1)
+	FROM t`,
 		order, strings.Join(c, " UNION ALL BY NAME "),
 		order, union(a, noRows),
 		order, union(d, noRows),
-		types, order, order, order, order,
-		order, order, order, order)
+		types, order, order, order, order)
 }
 
 // cdfColumnCase refuses a compared file with a column that is the
