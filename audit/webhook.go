@@ -245,7 +245,20 @@ func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// One deadline for the wait to be read, the checks and the audits.
 	ctx, cancel := context.WithTimeout(r.Context(), h.opts.Timeout)
 	defer cancel()
+	// The body too is read by then: a caller sending it slowly would
+	// otherwise hold a read slot for as long as the server lets the
+	// connection be read, whatever the timeout (review 14).
+	// A body read whole gives the connection its deadline back; one that
+	// was not leaves it, so the connection is closed after the answer.
+	rc := http.NewResponseController(w)
+	dl, _ := ctx.Deadline()
+	limited := rc.SetReadDeadline(dl) == nil
 	ev, busy, err := h.read(ctx, r)
+	if limited && !busy && err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+	} else if limited {
+		w.Header().Set("Connection", "close")
+	}
 	if busy {
 		w.Header().Set("Retry-After", "1")
 		h.answer(w, http.StatusServiceUnavailable, PreMergeAnswer{Summary: []string{"lakewap: too many hook calls being read at once; try again"},
