@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
+	inflight "github.com/lakewap/lakewap/internal/flight"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -143,8 +144,7 @@ type Engine struct {
 	// beyond are foundations' first paths after a table's (mergehazard.go),
 	// and beyondAsked those being asked for now.
 	beyond      *boundedMap[beyondPath]
-	beyondMu    sync.Mutex
-	beyondAsked map[string]chan struct{}
+	beyondAsked inflight.Group[beyondPath]
 	// dataPrefixes are the repositories' data prefixes (Namespaced), by
 	// repository.
 	dataPrefixes *boundedMap[string]

@@ -307,47 +307,27 @@ func (r *run) baseBeyond(ctx context.Context, foundation, prefix string, objs []
 	}
 	// Asked for once at a time: the recheck in the publish turn waits for
 	// the answer PrepareRecheck is getting instead of asking again.
-	e := r.e
-	e.beyondMu.Lock()
-	if wait, ok := e.beyondAsked[k]; ok {
-		e.beyondMu.Unlock()
-		select {
-		case <-wait:
-		case <-ctx.Done():
-			return Object{}, false, ctx.Err()
+	b, err := r.e.beyondAsked.Do(ctx, k, func() (beyondPath, error) {
+		if b, ok := r.e.beyond.get(k); ok {
+			return b, nil // answered while this waited for the lock
 		}
-		if b, ok := e.beyond.get(k); ok {
-			return b.obj, b.ok, nil
+		after := prefix
+		for _, o := range objs {
+			if o.Path > after {
+				after = o.Path
+			}
 		}
-	} else {
-		if e.beyondAsked == nil {
-			e.beyondAsked = map[string]chan struct{}{}
+		o, found, err := succ.After(ctx, r.req.Repository, foundation, after)
+		if err != nil {
+			return beyondPath{}, err
 		}
-		done := make(chan struct{})
-		e.beyondAsked[k] = done
-		e.beyondMu.Unlock()
-		defer func() {
-			e.beyondMu.Lock()
-			delete(e.beyondAsked, k)
-			e.beyondMu.Unlock()
-			close(done)
-		}()
-	}
-	after := prefix
-	for _, o := range objs {
-		if o.Path > after {
-			after = o.Path
+		if found && strings.HasPrefix(o.Path, prefix) {
+			return beyondPath{}, fmt.Errorf("the first path after %s at %s is %s, under the table: the listing was short", after, foundation, o.Path)
 		}
-	}
-	o, found, err := succ.After(ctx, r.req.Repository, foundation, after)
-	if err != nil {
-		return Object{}, false, err
-	}
-	if found && strings.HasPrefix(o.Path, prefix) {
-		return Object{}, false, fmt.Errorf("the first path after %s at %s is %s, under the table: the listing was short", after, foundation, o.Path)
-	}
-	r.e.beyond.put(k, beyondPath{o, found})
-	return o, found, nil
+		r.e.beyond.put(k, beyondPath{o, found})
+		return beyondPath{o, found}, nil
+	})
+	return b.obj, b.ok, err
 }
 
 // PrepareRecheck reads ahead what every recheck of req.Ref onto a head of

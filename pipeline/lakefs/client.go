@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/treeverse/lakefs/pkg/api/apigen"
 
+	"github.com/lakewap/lakewap/internal/flight"
 	"github.com/lakewap/lakewap/pipeline"
 )
 
@@ -83,9 +84,12 @@ type Client struct {
 	made    *madeCommits
 	tips    *mergeTips
 	// baseFlights and commitFlights are merge-bases and commits being
-	// asked for now (flights).
-	baseFlights   flights[[2]string] // base, dest's commit
-	commitFlights flights[Commit]
+	// asked for now: a second asker of one waits for the first's answer
+	// (the publish turn's recheck, started beside the look, asks for the
+	// look's merge-base and for the merge commit the audit's derivation
+	// ahead reads).
+	baseFlights   flight.Group[[2]string] // base, dest's commit
+	commitFlights flight.Group[Commit]
 }
 
 var _ pipeline.Lake = (*Client)(nil)

@@ -218,58 +218,6 @@ type mergeBaseAnswer struct {
 	err  error
 }
 
-// flights are answers being asked of lakeFS now, by key: a second asker
-// of the same question waits for the first's answer instead of asking
-// again. The publish turn's recheck, which starts beside the look
-// (runner.Publish), asks for the merge-base of the sealed commit and this
-// client's last merge while the look's guess asks for it, and reads that
-// merge commit while the audit's derivation of its listing reads it. At
-// most one flight a key, gone when answered.
-type flights[V any] struct {
-	mu sync.Mutex
-	m  map[string]*flight[V]
-}
-
-type flight[V any] struct {
-	done chan struct{}
-	v    V
-	err  error
-}
-
-// do answers k with ask, or with the answer of the ask for k under way. A
-// failed answer of another asker is not taken (its failure may be its own:
-// a look given up): ask is called again under ctx.
-func (f *flights[V]) do(ctx context.Context, k string, ask func() (V, error)) (V, error) {
-	f.mu.Lock()
-	if fl, ok := f.m[k]; ok {
-		f.mu.Unlock()
-		select {
-		case <-fl.done:
-		case <-ctx.Done():
-			var zero V
-			return zero, ctx.Err()
-		}
-		if fl.err == nil {
-			return fl.v, nil
-		}
-		return ask()
-	}
-	if f.m == nil {
-		f.m = map[string]*flight[V]{}
-	}
-	fl := &flight[V]{done: make(chan struct{})}
-	f.m[k] = fl
-	f.mu.Unlock()
-	defer func() {
-		f.mu.Lock()
-		delete(f.m, k)
-		f.mu.Unlock()
-		close(fl.done)
-	}()
-	fl.v, fl.err = ask()
-	return fl.v, fl.err
-}
-
 // MergeTip is the commit this client's last merge into branch made, if it
 // made one lately (see mergeTips): most likely the branch's head.
 func (c *Client) MergeTip(repo, branch string) (string, bool) { return c.tips.get(repo, branch) }
@@ -277,7 +225,7 @@ func (c *Client) MergeTip(repo, branch string) (string, bool) { return c.tips.ge
 // findMergeBase asks lakeFS for the merge-base of source and dest, and
 // the commit dest resolved to.
 func (c *Client) findMergeBase(ctx context.Context, repo, source, dest string) (base, destCommit string, err error) {
-	a, err := c.baseFlights.do(ctx, repo+"\x00"+source+"\x00"+dest, func() ([2]string, error) {
+	a, err := c.baseFlights.Do(ctx, repo+"\x00"+source+"\x00"+dest, func() ([2]string, error) {
 		base, destCommit, err := c.askMergeBase(ctx, repo, source, dest)
 		return [2]string{base, destCommit}, err
 	})
@@ -695,7 +643,7 @@ func (c *Client) GetCommit(ctx context.Context, repo, ref string) (Commit, error
 	}
 	// A commit id names an immutable commit: read once, kept with the
 	// commits this client made, and read once while it is being read.
-	return c.commitFlights.do(ctx, repo+"\x00"+ref, func() (Commit, error) {
+	return c.commitFlights.Do(ctx, repo+"\x00"+ref, func() (Commit, error) {
 		cm, err := c.getCommit(ctx, repo, ref)
 		if err == nil && cm.ID == ref {
 			c.made.put(repo, cm)
