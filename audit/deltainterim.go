@@ -44,7 +44,10 @@ import (
 // Refused (the table's checks error): a file the batch adds under a
 // version whose schema or partition columns are not the last version's
 // (the audit reads these files by the last version's), and one whose size
-// is not the one its add action states. A file no longer in the
+// is not the one its add action states, and one the batch's versions
+// add again (a file is read once, as the last version's or as its first
+// intermediate add) with other partition values than another of its
+// adds, or under other partition columns. A file no longer in the
 // repository is not read: readers of its version fail to read it, and a
 // later batch writing that path is unaudited_objects (a file only the
 // base's versions name).
@@ -83,29 +86,21 @@ func (s *deltaSnapshot) metaOf(v int64) *deltaMetaData {
 // version known) the files the batch's versions added and later removed.
 func (s *deltaSnapshot) deltaInterim(t Table) error {
 	s.interim = map[string]deltaFile{}
-	active := map[string]bool{}
+	active := map[string]deltaFile{}
 	for _, f := range s.active {
-		active[f.obj.Path] = true
+		active[f.obj.Path] = f
 	}
 	for _, g := range s.gone {
 		p := g.file.obj.Path
 		if g.added <= s.base || g.added < 0 || !g.listed {
 			continue
 		}
-		if _, ok := s.interim[p]; ok {
-			continue
-		}
-		if active[p] {
-			continue // added again: read as the last version's file
-		}
-		if m := s.metaOf(g.added); m == nil || s.meta == nil || m.SchemaString != s.meta.SchemaString || !slices.Equal(m.PartitionColumns, s.meta.PartitionColumns) {
-			return tableErr("%w: version %d adds data file %s, which version %d removes, under another schema or other partition columns than the last version's: its readers read it by those, the audit would read it by the last version's",
+		m := s.metaOf(g.added)
+		if m == nil || s.meta == nil || !slices.Equal(m.PartitionColumns, s.meta.PartitionColumns) {
+			return tableErr("%w: version %d adds data file %s, which version %d removes, under other partition columns than the last version's: its readers read it by those, the audit would read it by the last version's",
 				ErrDeltaUnsupported, g.added, p, g.removed)
 		}
 		f := g.file
-		if f.size != nil && *f.size != f.obj.Size {
-			return tableErr("%w: the log says data file %s (version %d) has %d bytes, the repository has %d", ErrDeltaUnsupported, p, g.added, *f.size, f.obj.Size)
-		}
 		for k := range f.parts {
 			if !slices.Contains(s.meta.PartitionColumns, k) {
 				return tableErr("%w: file %s (version %d) has a value for %s, which is not a partition column", ErrDeltaUnsupported, p, g.added, k)
@@ -122,6 +117,28 @@ func (s *deltaSnapshot) deltaInterim(t Table) error {
 				return tableErr("%w: file %s (version %d): partition column %s: %v", ErrDeltaUnsupported, p, g.added, pc.Name, err)
 			}
 			f.lits = append(f.lits, lit)
+		}
+		// A file added again is read once, as the last version's file or
+		// as the first of its intermediate adds: its other adds must give
+		// its rows the same partition values (readers of each version read
+		// them with that version's; TestDeltaReAddedFileWithOtherPartitionValuesIsRefused).
+		read, again := active[p]
+		if !again {
+			read, again = s.interim[p]
+		}
+		if again {
+			if !slices.Equal(read.lits, f.lits) {
+				return tableErr("%w: version %d adds data file %s with partition values %s, and a later version adds it again with %s: readers of each version read its rows with that version's, the audit reads them once",
+					ErrDeltaUnsupported, g.added, p, strings.Join(f.lits, ", "), strings.Join(read.lits, ", "))
+			}
+			continue
+		}
+		if m.SchemaString != s.meta.SchemaString {
+			return tableErr("%w: version %d adds data file %s, which version %d removes, under another schema or other partition columns than the last version's: its readers read it by those, the audit would read it by the last version's",
+				ErrDeltaUnsupported, g.added, p, g.removed)
+		}
+		if f.size != nil && *f.size != f.obj.Size {
+			return tableErr("%w: the log says data file %s (version %d) has %d bytes, the repository has %d", ErrDeltaUnsupported, p, g.added, *f.size, f.obj.Size)
 		}
 		f.interim = [2]int64{g.added, g.removed}
 		s.interim[p] = f
