@@ -1,10 +1,13 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -86,6 +89,9 @@ func (s *deltaSnapshot) metaOf(v int64) *deltaMetaData {
 // version known) the files the batch's versions added and later removed.
 func (s *deltaSnapshot) deltaInterim(t Table) error {
 	s.interim = map[string]deltaFile{}
+	if err := s.interimMeta(); err != nil {
+		return err
+	}
 	active := map[string]deltaFile{}
 	for _, f := range s.active {
 		active[f.obj.Path] = f
@@ -144,6 +150,126 @@ func (s *deltaSnapshot) deltaInterim(t Table) error {
 		s.interim[p] = f
 	}
 	return nil
+}
+
+// interimMeta refuses a metaData in force at one of the batch's versions
+// (stated by one, or the base's before the batch's first) that reads the
+// files active then otherwise than the last version's does: other
+// partition columns (a file without a value for one is read with NULL
+// there), or a column of the last version's schema in another case or of
+// another type (deltalake 1.6.6 read NULL for every region at a version
+// whose schema spelled it Region, and NULL for every region at one that
+// made it a partition column, while the versions before and after read
+// the files' values: TestDeltaIntermediateMetadataIsRefused). A column the
+// last version does not have is no check's column; one the last version
+// adds is not read at the earlier versions.
+func (s *deltaSnapshot) interimMeta() error {
+	type field struct {
+		Name string          `json:"name"`
+		Type json.RawMessage `json:"type"`
+	}
+	fields := func(schema string) ([]field, error) {
+		var st struct {
+			Fields []field `json:"fields"`
+		}
+		if err := json.Unmarshal([]byte(schema), &st); err != nil {
+			return nil, err
+		}
+		for i, f := range st.Fields {
+			var b bytes.Buffer
+			if err := json.Compact(&b, f.Type); err != nil {
+				return nil, err
+			}
+			st.Fields[i].Type = b.Bytes()
+		}
+		return st.Fields, nil
+	}
+	if s.meta == nil {
+		return nil
+	}
+	last, err := fields(s.meta.SchemaString)
+	if err != nil {
+		return tableErr("schema of the last version: %v", err)
+	}
+	metas := s.metaAt
+	if first := slices.IndexFunc(metas, func(at deltaMetaAt) bool { return at.version > s.base }); first < 0 || metas[first].version > s.base+1 {
+		if m := s.metaOf(s.base); m != nil {
+			metas = append([]deltaMetaAt{{s.base + 1, m}}, metas...)
+		}
+	}
+	for _, at := range metas {
+		m := at.meta
+		if at.version <= s.base || m == s.meta || (m.SchemaString == s.meta.SchemaString && slices.Equal(m.PartitionColumns, s.meta.PartitionColumns)) {
+			continue
+		}
+		if !slices.Equal(m.PartitionColumns, s.meta.PartitionColumns) {
+			return tableErr("%w: at version %d the table's partition columns are [%s], at the last version [%s]: readers of that version read the files active then by those (a file without a value for one with NULL), the audit reads them by the last version's",
+				ErrDeltaUnsupported, at.version, strings.Join(m.PartitionColumns, ", "), strings.Join(s.meta.PartitionColumns, ", "))
+		}
+		fs, err := fields(m.SchemaString)
+		if err != nil {
+			return tableErr("%w: the schema at version %d: %v", ErrDeltaUnsupported, at.version, err)
+		}
+		for _, f := range fs {
+			for _, l := range last {
+				switch {
+				case l.Name == f.Name && !deltaTypeWithin(f.Type, l.Type):
+					return tableErr("%w: at version %d column %s is of type %s, at the last version %s: readers of that version read the files active then by that type, the audit reads them by the last version's",
+						ErrDeltaUnsupported, at.version, f.Name, clip(string(f.Type), 200), clip(string(l.Type), 200))
+				case l.Name != f.Name && strings.EqualFold(l.Name, f.Name):
+					return tableErr("%w: at version %d the schema has column %s, the last version's %s: readers of that version read NULL for it from files that have %s, the audit reads their values",
+						ErrDeltaUnsupported, at.version, f.Name, l.Name, l.Name)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// deltaTypeWithin says whether a column of Delta type old (JSON) reads
+// the same values as one of type new: the same type, or structs whose
+// fields old has are new's fields (by exact name) of such types (a field
+// added by a schema evolution is NULL at the versions before it), and
+// arrays and maps of such types.
+func deltaTypeWithin(old, new json.RawMessage) bool {
+	var a, b any
+	if json.Unmarshal(old, &a) != nil || json.Unmarshal(new, &b) != nil {
+		return false
+	}
+	var within func(a, b any) bool
+	within = func(a, b any) bool {
+		x, ok1 := a.(map[string]any)
+		y, ok2 := b.(map[string]any)
+		if !ok1 || !ok2 || x["type"] != y["type"] {
+			return reflect.DeepEqual(a, b)
+		}
+		switch x["type"] {
+		case "array":
+			return within(x["elementType"], y["elementType"])
+		case "map":
+			return within(x["keyType"], y["keyType"]) && within(x["valueType"], y["valueType"])
+		case "struct":
+			xs, _ := x["fields"].([]any)
+			ys, _ := y["fields"].([]any)
+			for _, xf := range xs {
+				xm, _ := xf.(map[string]any)
+				for _, yf := range ys {
+					ym, _ := yf.(map[string]any)
+					xn, _ := xm["name"].(string)
+					yn, _ := ym["name"].(string)
+					switch {
+					case xn == yn && !within(xm["type"], ym["type"]):
+						return false
+					case xn != yn && strings.EqualFold(xn, yn):
+						return false
+					}
+				}
+			}
+			return true
+		}
+		return reflect.DeepEqual(a, b)
+	}
+	return within(a, b)
 }
 
 // interimSnapshot is s with the batch's intermediate files as its active
