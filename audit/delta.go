@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/url"
 	"os"
 	"path"
@@ -298,8 +299,11 @@ func (l deltaLog) contiguous(from, to int64) ([]int64, bool) {
 // checkpoint, then the commits after it. verify, when the log allows it, is
 // a second reading of the checkpoint's version from older log files (the
 // checkpoint before it, or none, and the commits in between), which must
-// give the same table.
-func (l deltaLog) plan() (read deltaPlan, verify *deltaPlan, err error) {
+// give the same table. It starts at or before version floor (the base's
+// version for a batch's table, math.MaxInt64 else): the batch's versions
+// before its checkpoints are replayed too (deltainterim.go), and a batch
+// whose checkpoint no such reading reaches is refused.
+func (l deltaLog) plan(floor int64) (read deltaPlan, verify *deltaPlan, err error) {
 	read.checkpoint = -1
 	if len(l.unsupported) > 0 {
 		return read, nil, fmt.Errorf("%w: %s", ErrDeltaUnsupported, strings.Join(l.unsupported, "; "))
@@ -333,9 +337,15 @@ func (l deltaLog) plan() (read deltaPlan, verify *deltaPlan, err error) {
 		if i >= 0 {
 			from = cps[i]
 		}
+		if from > floor {
+			continue // a checkpoint of the batch: the versions before it would not be replayed
+		}
 		if between, ok := l.contiguous(from+1, cp); ok {
 			return read, &deltaPlan{checkpoint: from, commits: between}, nil
 		}
+	}
+	if cp > floor {
+		return read, nil, fmt.Errorf("%w: the log has no checkpoint at or before the base's version %d (or none) followed by every commit up to checkpoint %d: the batch's versions before the checkpoint, which readers of main read, cannot be replayed", ErrDeltaUnsupported, floor, cp)
 	}
 	return read, nil, nil
 }
@@ -347,12 +357,17 @@ func (r *run) deltaLoad(ctx context.Context, dl downloader, ref string, t Table)
 	key := ref + "\x00" + strings.ToLower(t.Name)
 	s, ok := r.deltaSnaps[key]
 	if !ok {
-		s.snap, s.err = r.deltaRead(ctx, dl, ref, t)
-		if s.err == nil && ref == r.req.Ref && r.req.BaseRef != "" && r.req.BaseRef != ref {
+		batch := ref == r.req.Ref && r.req.BaseRef != "" && r.req.BaseRef != ref
+		floor := int64(math.MaxInt64)
+		if batch {
+			floor, s.err = r.deltaBaseVersion(ctx, dl, t)
+		}
+		if s.err == nil {
+			s.snap, s.err = r.deltaRead(ctx, dl, ref, t, floor)
+		}
+		if s.err == nil && batch {
+			s.snap.base = floor
 			s.err = r.deltaLogOnlyGrows(ctx, t)
-			if s.err == nil {
-				s.err = r.deltaBaseVersion(ctx, dl, t, s.snap)
-			}
 			if s.err == nil {
 				s.err = r.deltaChangeData(ctx, dl, t, s.snap)
 			}
@@ -447,7 +462,7 @@ func (x pathIndex) get(p string) (Object, bool) {
 	return x.objs[i], true
 }
 
-func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table) (*deltaSnapshot, error) {
+func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table, floor int64) (*deltaSnapshot, error) {
 	objs, err := r.list(ctx, ref, t.Path)
 	if err != nil {
 		if errors.As(err, new(errOverBudget)) {
@@ -459,7 +474,7 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table)
 		return &deltaSnapshot{active: map[string]deltaFile{}, version: -1, base: -1}, nil // no table at this ref
 	}
 	l := splitDeltaLog(t.Path, objs)
-	read, verify, err := l.plan()
+	read, verify, err := l.plan(floor)
 	if err != nil {
 		return nil, errDeltaTable{err}
 	}

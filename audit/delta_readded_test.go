@@ -2,6 +2,8 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -32,13 +34,32 @@ if mode == "base":
 elif mode == "read":
     t = DeltaTable(out, version=int(sys.argv[3])).to_pyarrow_table()
     print(json.dumps({"regions": sorted(set(t.column("region").to_pylist()))}))
-else:
+elif mode == "batch":
     write_deltalake(out, rows([7, 8], "evil"), mode="append")
     add = [json.loads(l)["add"] for l in open(os.path.join(log, "%020d.json" % 1)) if '"add"' in l][0]
     commit(2, {"commitInfo": {"timestamp": 2, "operation": "DELETE"}},
         {"remove": {"path": add["path"], "deletionTimestamp": 2, "dataChange": True, "partitionValues": add["partitionValues"], "size": add["size"]}})
     again = dict(add, partitionValues={"region": sys.argv[3]}, modificationTime=3)
     commit(3, {"commitInfo": {"timestamp": 3, "operation": "WRITE"}}, {"add": again})
+    print(json.dumps({"version": DeltaTable(out).version()}))
+elif mode == "honest-checkpoints":
+    for i in range(3):
+        write_deltalake(out, rows([10 + i], "a"), mode="append")
+        if i < 2:
+            DeltaTable(out).create_checkpoint()
+    print(json.dumps({"version": DeltaTable(out).version()}))
+elif mode == "checkpoints":
+    # main's file of region a: version 1 removes it, version 2 adds it
+    # again with region evil, checkpoint 2, version 3 removes it, version
+    # 4 adds it again with region a, checkpoint 4.
+    add = [json.loads(l)["add"] for l in open(os.path.join(log, "%020d.json" % 0)) if '"add"' in l][0]
+    remove = {"remove": {"path": add["path"], "deletionTimestamp": 2, "dataChange": True, "partitionValues": add["partitionValues"], "size": add["size"]}}
+    commit(1, {"commitInfo": {"timestamp": 1, "operation": "DELETE"}}, remove)
+    commit(2, {"commitInfo": {"timestamp": 2, "operation": "WRITE"}}, {"add": dict(add, partitionValues={"region": "evil"})})
+    DeltaTable(out).create_checkpoint()
+    commit(3, {"commitInfo": {"timestamp": 3, "operation": "DELETE"}}, remove)
+    commit(4, {"commitInfo": {"timestamp": 4, "operation": "WRITE"}}, {"add": add})
+    DeltaTable(out).create_checkpoint()
     print(json.dumps({"version": DeltaTable(out).version()}))
 os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 `
@@ -95,5 +116,75 @@ func TestDeltaReAddedFileWithOtherPartitionValuesIsRefused(t *testing.T) {
 		if want := map[string]string{"regions": schemas.StatusFail, "all regions": schemas.StatusPass}[c.Name]; want != "" && c.Status != want {
 			t.Errorf("restore: %s: %s %q %q, want %s", c.Name, c.Status, c.Observed, c.Message, want)
 		}
+	}
+}
+
+// TestDeltaVersionsBeforeTheBatchsCheckpointsAreReplayed: a batch that
+// writes two checkpoints (versions 2 and 4) has versions before the older
+// one (1 and 2) that the reading from it (checkpoint 2, commits 3 and 4)
+// does not replay: there main's file of region a is added again with
+// region evil, which deltalake 1.6.6 reads at version 2 of the published
+// table. Before, the audit replayed from checkpoint 2 and passed
+// accepted_values(region: [a]).
+func TestDeltaVersionsBeforeTheBatchsCheckpointsAreReplayed(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	src := newDirSource(t)
+	py := func(dir string, args ...string) string {
+		out, err := exec.Command(python, append([]string{"-c", deltaReAdded, dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("deltalake: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	py(filepath.Join(src.root, "main", "gold", "events"), "base")
+	src.branch(t, "main", "b1")
+	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "checkpoints"); !strings.Contains(out, `"version": 4`) {
+		t.Fatalf("the batch is not versions 1 to 4: %s", out)
+	}
+	src.branch(t, "b1", "merged")
+	if out := py(filepath.Join(src.root, "merged", "gold", "events"), "read", "2"); !strings.Contains(out, `"evil"`) {
+		t.Fatalf("delta-rs at version 2 of the published table: %s, want region evil", out)
+	}
+	rep := deltaAudit(t, src, "b1", FormatDelta,
+		Check{Name: "regions", Kind: KindAcceptedValues, Table: "events", Column: "region", Values: []string{"a"}})
+	wantRefused(t, rep, "version 2 adds data file gold/events/region=a/")
+
+	// An honest batch of three appends and two checkpoints passes.
+	src = newDirSource(t)
+	py(filepath.Join(src.root, "main", "gold", "events"), "base")
+	src.branch(t, "main", "b1")
+	py(filepath.Join(src.root, "b1", "gold", "events"), "honest-checkpoints")
+	rep = deltaAudit(t, src, "b1", FormatDelta,
+		Check{Name: "regions", Kind: KindAcceptedValues, Table: "events", Column: "region", Values: []string{"a"}},
+		Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(6), Max: f64(6)})
+	if !rep.Passed {
+		t.Fatalf("an honest batch with two checkpoints: %s", checkMessages(rep))
+	}
+}
+
+// TestDeltaPlanReplaysTheBatchsVersions: the second reading of a batch's
+// newest checkpoint starts at or before the base's version; one the log's
+// commits do not allow is refused for a batch (the table at other refs is
+// read as before).
+func TestDeltaPlanReplaysTheBatchsVersions(t *testing.T) {
+	l := deltaLog{commits: map[int64]Object{}, checkpoints: map[int64][]Object{2: {{Path: "c2"}}, 4: {{Path: "c4"}}}}
+	for _, v := range []int64{0, 1, 2, 3, 4, 5} {
+		l.commits[v] = Object{Path: fmt.Sprint(v)}
+	}
+	if _, verify, err := l.plan(0); err != nil || verify == nil || verify.checkpoint != -1 || len(verify.commits) != 5 {
+		t.Errorf("base 0: %v %v, want commits 0 to 4", verify, err)
+	}
+	if _, verify, err := l.plan(math.MaxInt64); err != nil || verify == nil || verify.checkpoint != 2 {
+		t.Errorf("no base: %v %v, want checkpoint 2 and commits 3, 4", verify, err)
+	}
+	delete(l.commits, 1)
+	if _, _, err := l.plan(0); err == nil || !strings.Contains(err.Error(), "the batch's versions before the checkpoint") {
+		t.Errorf("base 0 without commit 1: %v, want a refusal", err)
+	}
+	if _, verify, err := l.plan(2); err != nil || verify == nil || verify.checkpoint != 2 {
+		t.Errorf("base 2 without commit 1: %v %v, want checkpoint 2 and commits 3, 4", verify, err)
 	}
 }

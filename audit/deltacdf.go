@@ -110,20 +110,19 @@ func (s *deltaSnapshot) cdcObjects() []Object {
 	return slices.SortedFunc(maps.Values(s.changeData), func(a, b Object) int { return strings.Compare(a.Path, b.Path) })
 }
 
-// deltaBaseVersion records in snap, the table at the batch's ref, the
-// base's version: the batch's versions are those after it. A base the
-// reader refuses is -1 (every version is the batch's).
-func (r *run) deltaBaseVersion(ctx context.Context, dl downloader, t Table, snap *deltaSnapshot) error {
+// deltaBaseVersion is the version of the table at the batch's base: the
+// batch's versions are those after it. A base the reader refuses is -1
+// (every version is the batch's).
+func (r *run) deltaBaseVersion(ctx context.Context, dl downloader, t Table) (int64, error) {
 	base, err := r.deltaLoad(ctx, dl, r.req.BaseRef, t)
 	switch {
 	case err == nil:
-		snap.base = base.version
+		return base.version, nil
 	case errors.As(err, new(errDeltaTable)):
-		snap.base = -1
+		return -1, nil
 	default:
-		return err
+		return 0, err
 	}
-	return nil
 }
 
 // deltaChangeData compares the change data files of the batch's versions
