@@ -33,7 +33,7 @@ if mode == "base":
     write_deltalake(out, rows([1, 2, 3], "a"), partition_by=["region"])
 elif mode == "read":
     t = DeltaTable(out, version=int(sys.argv[3])).to_pyarrow_table()
-    print(json.dumps({"regions": sorted(set(t.column("region").to_pylist()))}))
+    print(json.dumps({"regions": sorted(set(t.column("region").to_pylist())), "ids": sorted(t.column("id").to_pylist())}))
 elif mode == "batch":
     write_deltalake(out, rows([7, 8], "evil"), mode="append")
     add = [json.loads(l)["add"] for l in open(os.path.join(log, "%020d.json" % 1)) if '"add"' in l][0]
@@ -41,6 +41,24 @@ elif mode == "batch":
         {"remove": {"path": add["path"], "deletionTimestamp": 2, "dataChange": True, "partitionValues": add["partitionValues"], "size": add["size"]}})
     again = dict(add, partitionValues={"region": sys.argv[3]}, modificationTime=3)
     commit(3, {"commitInfo": {"timestamp": 3, "operation": "WRITE"}}, {"add": again})
+    print(json.dumps({"version": DeltaTable(out).version()}))
+elif mode == "inplace":
+    # main's file of region a is rewritten in place with a negative id, at
+    # its size;
+    # version 1 removes it, version 2 adds it again with region b.
+    add = [json.loads(l)["add"] for l in open(os.path.join(log, "%020d.json" % 0)) if '"add"' in l][0]
+    import pyarrow.parquet as pq
+    f = os.path.join(out, add["path"])
+    # of the old size, which readers of version 0 read its footer by
+    def write(k, n):
+        pq.write_table(pa.table({"id": pa.array([-1, 2, 3], pa.int64())}).replace_schema_metadata({"p" * k: "x" * n}), f, write_statistics=False, compression="NONE")
+        return os.path.getsize(f) == add["size"]
+    if not any(write(k, n) for k in range(1, 5) for n in range(64)):
+        raise SystemExit("no rewrite of %d bytes" % add["size"])
+    size = os.path.getsize(f)
+    commit(1, {"commitInfo": {"timestamp": 1, "operation": "DELETE"}},
+        {"remove": {"path": add["path"], "deletionTimestamp": 1, "dataChange": True, "partitionValues": add["partitionValues"], "size": add["size"]}})
+    commit(2, {"commitInfo": {"timestamp": 2, "operation": "WRITE"}}, {"add": dict(add, partitionValues={"region": "b"}, size=size, stats=None)})
     print(json.dumps({"version": DeltaTable(out).version()}))
 elif mode == "honest-checkpoints":
     for i in range(3):
@@ -187,4 +205,37 @@ func TestDeltaPlanReplaysTheBatchsVersions(t *testing.T) {
 	if _, verify, err := l.plan(2); err != nil || verify == nil || verify.checkpoint != 2 {
 		t.Errorf("base 2 without commit 1: %v %v, want checkpoint 2 and commits 3, 4", verify, err)
 	}
+}
+
+// TestDeltaBaseFileRewrittenAndAddedAgainIsRefused: the batch rewrites
+// main's file of region a in place (an id of -1), version 1 removes it and
+// version 2 adds it again with region b. The audit reads the new bytes as
+// region b; deltalake 1.6.6 reads them as region a at version 0 of the
+// published table, where ids of region a must not be negative. Before, the
+// range with that where passed.
+func TestDeltaBaseFileRewrittenAndAddedAgainIsRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	src := newDirSource(t)
+	py := func(dir string, args ...string) string {
+		out, err := exec.Command(python, append([]string{"-c", deltaReAdded, dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("deltalake: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	py(filepath.Join(src.root, "main", "gold", "events"), "base")
+	src.branch(t, "main", "b1")
+	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "inplace"); !strings.Contains(out, `"version": 2`) {
+		t.Fatalf("the batch is not versions 1 and 2: %s", out)
+	}
+	src.branch(t, "b1", "merged")
+	if out := py(filepath.Join(src.root, "merged", "gold", "events"), "read", "0"); !strings.Contains(out, `"regions": ["a"], "ids": [-1, 2, 3]`) {
+		t.Fatalf("delta-rs at version 0 of the published table: %s, want region a and id -1", out)
+	}
+	rep := deltaAudit(t, src, "b1", FormatDelta,
+		Check{Name: "ids of a", Kind: KindRange, Table: "events", Column: "id", Min: f64(0), Where: "region = 'a'"})
+	wantRefused(t, rep, "with partition values 'a'")
 }

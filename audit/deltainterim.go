@@ -50,7 +50,7 @@ import (
 // is not the one its add action states, and one the batch's versions
 // add again (a file is read once, as the last version's or as its first
 // intermediate add) with other partition values than another of its
-// adds, or under other partition columns. A file no longer in the
+// adds (the base's versions' adds too), or under other partition columns. A file no longer in the
 // repository is not read: readers of its version fail to read it, and a
 // later batch writing that path is unaudited_objects (a file only the
 // base's versions name).
@@ -107,22 +107,9 @@ func (s *deltaSnapshot) deltaInterim(t Table) error {
 				ErrDeltaUnsupported, g.added, p, g.removed)
 		}
 		f := g.file
-		for k := range f.parts {
-			if !slices.Contains(s.meta.PartitionColumns, k) {
-				return tableErr("%w: file %s (version %d) has a value for %s, which is not a partition column", ErrDeltaUnsupported, p, g.added, k)
-			}
-		}
-		f.lits = nil
-		for _, pc := range s.partition {
-			v, ok := f.parts[pc.Name]
-			if !ok {
-				return tableErr("%w: file %s (version %d) has no value for partition column %s", ErrDeltaUnsupported, p, g.added, pc.Name)
-			}
-			lit, err := partitionLiteral(v, pc.Type)
-			if err != nil {
-				return tableErr("%w: file %s (version %d): partition column %s: %v", ErrDeltaUnsupported, p, g.added, pc.Name, err)
-			}
-			f.lits = append(f.lits, lit)
+		var err error
+		if f.lits, err = s.goneLits(g); err != nil {
+			return err
 		}
 		// A file added again is read once, as the last version's file or
 		// as the first of its intermediate adds: its other adds must give
@@ -149,7 +136,56 @@ func (s *deltaSnapshot) deltaInterim(t Table) error {
 		f.interim = [2]int64{g.added, g.removed}
 		s.interim[p] = f
 	}
+	// A file of the base's versions that the batch's versions add again,
+	// its bytes perhaps rewritten in place: readers of the base's versions
+	// read its bytes with the partition values of those
+	// (TestDeltaBaseFileRewrittenAndAddedAgainIsRefused).
+	for _, g := range s.gone {
+		p := g.file.obj.Path
+		if g.added > s.base || !g.listed {
+			continue
+		}
+		read, again := active[p]
+		if !again {
+			read, again = s.interim[p]
+		}
+		if !again {
+			continue
+		}
+		lits, err := s.goneLits(g)
+		if err == nil && !slices.Equal(lits, read.lits) {
+			err = tableErr("%w: data file %s, which version %d removes, was read with partition values %s, and the batch adds it again with %s: readers of the versions before read its bytes with theirs, the audit with the batch's",
+				ErrDeltaUnsupported, p, g.removed, strings.Join(lits, ", "), strings.Join(read.lits, ", "))
+		}
+		if err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// goneLits are the partition values, as SQL literals in the last version's
+// partition column order, of a file a commit removed.
+func (s *deltaSnapshot) goneLits(g deltaGone) ([]string, error) {
+	p, f := g.file.obj.Path, g.file
+	for k := range f.parts {
+		if !slices.Contains(s.meta.PartitionColumns, k) {
+			return nil, tableErr("%w: file %s (version %d) has a value for %s, which is not a partition column", ErrDeltaUnsupported, p, g.added, k)
+		}
+	}
+	var lits []string
+	for _, pc := range s.partition {
+		v, ok := f.parts[pc.Name]
+		if !ok {
+			return nil, tableErr("%w: file %s (version %d) has no value for partition column %s", ErrDeltaUnsupported, p, g.added, pc.Name)
+		}
+		lit, err := partitionLiteral(v, pc.Type)
+		if err != nil {
+			return nil, tableErr("%w: file %s (version %d): partition column %s: %v", ErrDeltaUnsupported, p, g.added, pc.Name, err)
+		}
+		lits = append(lits, lit)
+	}
+	return lits, nil
 }
 
 // interimMeta refuses a metaData in force at one of the batch's versions
