@@ -227,6 +227,10 @@ func (s *deltaSnapshot) interimMeta() error {
 	if err != nil {
 		return tableErr("schema of the last version: %v", err)
 	}
+	lastBy := map[string][]field{} // by the lower-case name: linear in the schemas' columns
+	for _, l := range last {
+		lastBy[strings.ToLower(l.Name)] = append(lastBy[strings.ToLower(l.Name)], l)
+	}
 	metas := s.metaAt
 	if first := slices.IndexFunc(metas, func(at deltaMetaAt) bool { return at.version > s.base }); first < 0 || metas[first].version > s.base+1 {
 		if m := s.metaOf(s.base); m != nil {
@@ -247,7 +251,7 @@ func (s *deltaSnapshot) interimMeta() error {
 			return tableErr("%w: the schema at version %d: %v", ErrDeltaUnsupported, at.version, err)
 		}
 		for _, f := range fs {
-			for _, l := range last {
+			for _, l := range lastBy[strings.ToLower(f.Name)] {
 				switch {
 				case l.Name == f.Name && !deltaTypeWithin(f.Type, l.Type):
 					return tableErr("%w: at version %d column %s is of type %s, at the last version %s: readers of that version read the files active then by that type, the audit reads them by the last version's",
@@ -287,11 +291,16 @@ func deltaTypeWithin(old, new json.RawMessage) bool {
 		case "struct":
 			xs, _ := x["fields"].([]any)
 			ys, _ := y["fields"].([]any)
+			by := map[string][]map[string]any{} // by the lower-case name
+			for _, yf := range ys {
+				ym, _ := yf.(map[string]any)
+				yn, _ := ym["name"].(string)
+				by[strings.ToLower(yn)] = append(by[strings.ToLower(yn)], ym)
+			}
 			for _, xf := range xs {
 				xm, _ := xf.(map[string]any)
-				for _, yf := range ys {
-					ym, _ := yf.(map[string]any)
-					xn, _ := xm["name"].(string)
+				xn, _ := xm["name"].(string)
+				for _, ym := range by[strings.ToLower(xn)] {
 					yn, _ := ym["name"].(string)
 					switch {
 					case xn == yn && !within(xm["type"], ym["type"]):
