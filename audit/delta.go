@@ -501,9 +501,36 @@ func (r *run) deltaRead(ctx context.Context, dl downloader, ref string, t Table,
 			return nil, tableErr("%w: checkpoint %d disagrees with the log before it (%s): %s",
 				ErrDeltaUnsupported, read.checkpoint, verify, diff)
 		}
+		// The batch's older checkpoints too: time travel to a version
+		// reads the newest checkpoint at or before it
+		// (TestDeltaOlderCheckpointsOfTheBatchAreVerified). Each is
+		// compared with the one before it and the commits in between.
+		prev := verify.checkpoint
+		for _, c := range slices.Sorted(maps.Keys(l.checkpoints)) {
+			if c <= prev || c <= floor || c >= read.checkpoint {
+				continue
+			}
+			commits, _ := l.contiguous(prev+1, c) // within verify's commits
+			before := deltaPlan{checkpoint: prev, commits: commits}
+			chain, err := r.deltaReplay(ctx, dl, ref, t, l, before)
+			if err != nil {
+				return nil, err
+			}
+			at, err := r.deltaReplay(ctx, dl, ref, t, l, deltaPlan{checkpoint: c})
+			if err != nil {
+				return nil, err
+			}
+			if diff := at.differs(chain); diff != "" {
+				return nil, tableErr("%w: checkpoint %d disagrees with the log before it (%s): %s", ErrDeltaUnsupported, c, before, diff)
+			}
+			prev = c
+		}
 		st.changes = append(other.changes, st.changes...) // the versions up to the checkpoint, then those after it
 		for o, v := range other.addedIn {
 			st.addedIn[o] = max(st.addedIn[o], v)
+		}
+		for o := range other.named {
+			st.named[o] = true // a file the commits before the checkpoint name (a checkpoint may hold no tombstones)
 		}
 		// The files removed after the checkpoint that a commit before it
 		// added, then those removed before it (deltainterim.go).

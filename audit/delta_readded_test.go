@@ -60,6 +60,30 @@ elif mode == "inplace":
         {"remove": {"path": add["path"], "deletionTimestamp": 1, "dataChange": True, "partitionValues": add["partitionValues"], "size": add["size"]}})
     commit(2, {"commitInfo": {"timestamp": 2, "operation": "WRITE"}}, {"add": dict(add, partitionValues={"region": "b"}, size=size, stats=None)})
     print(json.dumps({"version": DeltaTable(out).version()}))
+elif mode == "old-checkpoint":
+    # version 1 appends a file of region evil, checkpoint 1 (delta-rs's)
+    # says so, then commit 1 is rewritten to say region a; version 2
+    # removes the file, version 3 appends a file of region a, checkpoint
+    # 3 (delta-rs's, from checkpoint 1 and commits 2 and 3: the same as
+    # the commits say).
+    write_deltalake(out, rows([7, 8], "evil"), mode="append")
+    DeltaTable(out).create_checkpoint()
+    name = os.path.join(log, "%020d.json" % 1)
+    lines = [json.loads(l) for l in open(name)]
+    add = [l["add"] for l in lines if "add" in l][0]
+    commit(1, *[{"add": dict(l["add"], partitionValues={"region": "a"})} if "add" in l else l for l in lines])
+    commit(2, {"commitInfo": {"timestamp": 2, "operation": "DELETE"}},
+        {"remove": {"path": add["path"], "deletionTimestamp": 2, "dataChange": True, "partitionValues": {"region": "a"}, "size": add["size"]}})
+    write_deltalake(out, rows([9], "a"), mode="append")
+    DeltaTable(out).create_checkpoint()
+    print(json.dumps({"version": DeltaTable(out).version()}))
+elif mode == "honest-overwrite":
+    write_deltalake(out, rows([10], "a"), mode="append")
+    write_deltalake(out, rows([11], "a"), mode="overwrite")
+    DeltaTable(out).create_checkpoint()
+    write_deltalake(out, rows([12], "a"), mode="append")
+    DeltaTable(out).create_checkpoint()
+    print(json.dumps({"version": DeltaTable(out).version()}))
 elif mode == "honest-checkpoints":
     for i in range(3):
         write_deltalake(out, rows([10 + i], "a"), mode="append")
@@ -238,4 +262,50 @@ func TestDeltaBaseFileRewrittenAndAddedAgainIsRefused(t *testing.T) {
 	rep := deltaAudit(t, src, "b1", FormatDelta,
 		Check{Name: "ids of a", Kind: KindRange, Table: "events", Column: "id", Min: f64(0), Where: "region = 'a'"})
 	wantRefused(t, rep, "with partition values 'a'")
+}
+
+// TestDeltaOlderCheckpointsOfTheBatchAreVerified: a batch's checkpoint 1
+// says its file is of region evil, its commit 1 says region a; its newest
+// checkpoint (3) agrees with the commits. deltalake 1.6.6 reads version 1
+// of the published table from checkpoint 1 (region evil). Before, only
+// the newest checkpoint was compared with the commits, and
+// accepted_values(region: [a]) passed.
+func TestDeltaOlderCheckpointsOfTheBatchAreVerified(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	src := newDirSource(t)
+	py := func(dir string, args ...string) string {
+		out, err := exec.Command(python, append([]string{"-c", deltaReAdded, dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("deltalake: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	py(filepath.Join(src.root, "main", "gold", "events"), "base")
+	src.branch(t, "main", "b1")
+	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "old-checkpoint"); !strings.Contains(out, `"version": 3`) {
+		t.Fatalf("the batch is not versions 1 to 3: %s", out)
+	}
+	src.branch(t, "b1", "merged")
+	if out := py(filepath.Join(src.root, "merged", "gold", "events"), "read", "1"); !strings.Contains(out, `"evil"`) {
+		t.Fatalf("delta-rs at version 1 of the published table: %s, want region evil", out)
+	}
+	rep := deltaAudit(t, src, "b1", FormatDelta,
+		Check{Name: "regions", Kind: KindAcceptedValues, Table: "events", Column: "region", Values: []string{"a"}})
+	wantRefused(t, rep, "checkpoint 1 disagrees")
+
+	// An honest batch: an append, an overwrite, checkpoint 2, an append,
+	// checkpoint 4, passes. The appended file that the overwrite removed
+	// is read as an intermediate file.
+	src = newDirSource(t)
+	py(filepath.Join(src.root, "main", "gold", "events"), "base")
+	src.branch(t, "main", "b1")
+	py(filepath.Join(src.root, "b1", "gold", "events"), "honest-overwrite")
+	rep = deltaAudit(t, src, "b1", FormatDelta,
+		Check{Name: "regions", Kind: KindAcceptedValues, Table: "events", Column: "region", Values: []string{"a"}})
+	if !rep.Passed || !strings.Contains(rep.Checks[0].Observed, "0 failing of 1 rows in files the batch's versions added and removed") {
+		t.Fatalf("an honest batch with an overwrite and two checkpoints: %s %+v", checkMessages(rep), rep.Checks)
+	}
 }
