@@ -1675,7 +1675,8 @@ func (s *deltaSnapshot) select_(keep func(string, deltaFile) bool) []Object {
 // versions. A reader that already read the base (a streaming reader, a
 // cache) reads only the versions after it: an older commit rewritten or
 // deleted, or a commit added at an old version, would give it other rows
-// than the audit read. New checkpoints and _last_checkpoint may come.
+// than the audit read. New checkpoints of the batch's versions and
+// _last_checkpoint may come.
 func (r *run) deltaLogOnlyGrows(ctx context.Context, t Table) error {
 	dir := deltaLogDir(t.Path)
 	base, err := r.list(ctx, r.req.BaseRef, dir)
@@ -1718,8 +1719,21 @@ func (r *run) deltaLogOnlyGrows(ctx context.Context, t Table) error {
 		delete(now, o.Path)
 	}
 	for p := range now {
-		if m := deltaCommit.FindStringSubmatch(strings.TrimPrefix(p, dir)); m != nil && atoi64(m[1]) <= latest {
+		name := strings.TrimPrefix(p, dir)
+		if m := deltaCommit.FindStringSubmatch(name); m != nil && atoi64(m[1]) <= latest {
 			return tableErr("%w: the batch adds commit %s at or below the base's version %d", ErrDeltaUnsupported, p, latest)
+		}
+		// Time travel to a base's version reads the newest checkpoint at
+		// or before it, which the audit (replaying the batch's versions)
+		// does not compare with the base's log
+		// (TestDeltaBatchCheckpointOfABaseVersionIsRefused).
+		m := deltaCheckpoint.FindStringSubmatch(name)
+		if m == nil {
+			m = deltaMultipart.FindStringSubmatch(name)
+		}
+		if m != nil && atoi64(m[1]) <= latest {
+			return tableErr("%w: the batch adds %s, a checkpoint of version %d, at or below the base's version %d: readers of that version would read it, the audit reads the batch's versions",
+				ErrDeltaUnsupported, p, atoi64(m[1]), latest)
 		}
 	}
 	return nil

@@ -84,6 +84,22 @@ elif mode == "honest-overwrite":
     write_deltalake(out, rows([12], "a"), mode="append")
     DeltaTable(out).create_checkpoint()
     print(json.dumps({"version": DeltaTable(out).version()}))
+elif mode == "base-checkpoint":
+    # a checkpoint of main's version 0 saying its file is of region evil
+    # (delta-rs's, of commit 0 rewritten for the while), then version 1
+    # removes the file, version 2 appends one of region a, checkpoint 2.
+    name = os.path.join(log, "%020d.json" % 0)
+    orig = open(name, "rb").read()
+    lines = [json.loads(l) for l in orig.decode().splitlines()]
+    add = [l["add"] for l in lines if "add" in l][0]
+    commit(0, *[{"add": dict(l["add"], partitionValues={"region": "evil"})} if "add" in l else l for l in lines])
+    DeltaTable(out, version=0).create_checkpoint()
+    open(name, "wb").write(orig)
+    commit(1, {"commitInfo": {"timestamp": 1, "operation": "DELETE"}},
+        {"remove": {"path": add["path"], "deletionTimestamp": 1, "dataChange": True, "partitionValues": add["partitionValues"], "size": add["size"]}})
+    write_deltalake(out, rows([9], "a"), mode="append")
+    DeltaTable(out).create_checkpoint()
+    print(json.dumps({"version": DeltaTable(out).version()}))
 elif mode == "honest-checkpoints":
     for i in range(3):
         write_deltalake(out, rows([10 + i], "a"), mode="append")
@@ -297,7 +313,7 @@ func TestDeltaOlderCheckpointsOfTheBatchAreVerified(t *testing.T) {
 	wantRefused(t, rep, "checkpoint 1 disagrees")
 
 	// An honest batch: an append, an overwrite, checkpoint 2, an append,
-	// checkpoint 4, passes. The appended file that the overwrite removed
+	// checkpoint 3, passes. The appended file that the overwrite removed
 	// is read as an intermediate file.
 	src = newDirSource(t)
 	py(filepath.Join(src.root, "main", "gold", "events"), "base")
@@ -308,4 +324,37 @@ func TestDeltaOlderCheckpointsOfTheBatchAreVerified(t *testing.T) {
 	if !rep.Passed || !strings.Contains(rep.Checks[0].Observed, "0 failing of 1 rows in files the batch's versions added and removed") {
 		t.Fatalf("an honest batch with an overwrite and two checkpoints: %s %+v", checkMessages(rep), rep.Checks)
 	}
+}
+
+// TestDeltaBatchCheckpointOfABaseVersionIsRefused: a batch writes a
+// checkpoint of main's version 0 that says its file is of region evil;
+// its commits remove the file, and its own checkpoint (2) agrees with
+// them, as does the reading from checkpoint 0. deltalake 1.6.6 reads
+// version 0 of the published table from the new checkpoint (region evil).
+// Before, the audit passed accepted_values(region: [a]).
+func TestDeltaBatchCheckpointOfABaseVersionIsRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	src := newDirSource(t)
+	py := func(dir string, args ...string) string {
+		out, err := exec.Command(python, append([]string{"-c", deltaReAdded, dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("deltalake: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	py(filepath.Join(src.root, "main", "gold", "events"), "base")
+	src.branch(t, "main", "b1")
+	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "base-checkpoint"); !strings.Contains(out, `"version": 2`) {
+		t.Fatalf("the batch is not versions 1 and 2: %s", out)
+	}
+	src.branch(t, "b1", "merged")
+	if out := py(filepath.Join(src.root, "merged", "gold", "events"), "read", "0"); !strings.Contains(out, `"evil"`) {
+		t.Fatalf("delta-rs at version 0 of the published table: %s, want region evil", out)
+	}
+	rep := deltaAudit(t, src, "b1", FormatDelta,
+		Check{Name: "regions", Kind: KindAcceptedValues, Table: "events", Column: "region", Values: []string{"a"}})
+	wantRefused(t, rep, "checkpoint of version 0")
 }
