@@ -130,18 +130,8 @@ os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 // left out of the intermediate files because it is active (read as the
 // last version's file), and accepted_values passed.
 func TestDeltaReAddedFileWithOtherPartitionValuesIsRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
+	py := reAddedScript(t)
 	src := newDirSource(t)
-	py := func(dir string, args ...string) string {
-		out, err := exec.Command(python, append([]string{"-c", deltaReAdded, dir}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("deltalake: %v\n%s", err, out)
-		}
-		return string(out)
-	}
 	py(filepath.Join(src.root, "main", "gold", "events"), "base")
 	src.branch(t, "main", "b1")
 	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "batch", "a"); !strings.Contains(out, `"version": 3`) {
@@ -185,18 +175,8 @@ func TestDeltaReAddedFileWithOtherPartitionValuesIsRefused(t *testing.T) {
 // table. Before, the audit replayed from checkpoint 2 and passed
 // accepted_values(region: [a]).
 func TestDeltaVersionsBeforeTheBatchsCheckpointsAreReplayed(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
+	py := reAddedScript(t)
 	src := newDirSource(t)
-	py := func(dir string, args ...string) string {
-		out, err := exec.Command(python, append([]string{"-c", deltaReAdded, dir}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("deltalake: %v\n%s", err, out)
-		}
-		return string(out)
-	}
 	py(filepath.Join(src.root, "main", "gold", "events"), "base")
 	src.branch(t, "main", "b1")
 	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "checkpoints"); !strings.Contains(out, `"version": 4`) {
@@ -254,18 +234,8 @@ func TestDeltaPlanReplaysTheBatchsVersions(t *testing.T) {
 // published table, where ids of region a must not be negative. Before, the
 // range with that where passed.
 func TestDeltaBaseFileRewrittenAndAddedAgainIsRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
+	py := reAddedScript(t)
 	src := newDirSource(t)
-	py := func(dir string, args ...string) string {
-		out, err := exec.Command(python, append([]string{"-c", deltaReAdded, dir}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("deltalake: %v\n%s", err, out)
-		}
-		return string(out)
-	}
 	py(filepath.Join(src.root, "main", "gold", "events"), "base")
 	src.branch(t, "main", "b1")
 	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "inplace"); !strings.Contains(out, `"version": 2`) {
@@ -287,18 +257,8 @@ func TestDeltaBaseFileRewrittenAndAddedAgainIsRefused(t *testing.T) {
 // the newest checkpoint was compared with the commits, and
 // accepted_values(region: [a]) passed.
 func TestDeltaOlderCheckpointsOfTheBatchAreVerified(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
+	py := reAddedScript(t)
 	src := newDirSource(t)
-	py := func(dir string, args ...string) string {
-		out, err := exec.Command(python, append([]string{"-c", deltaReAdded, dir}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("deltalake: %v\n%s", err, out)
-		}
-		return string(out)
-	}
 	py(filepath.Join(src.root, "main", "gold", "events"), "base")
 	src.branch(t, "main", "b1")
 	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "old-checkpoint"); !strings.Contains(out, `"version": 3`) {
@@ -333,18 +293,8 @@ func TestDeltaOlderCheckpointsOfTheBatchAreVerified(t *testing.T) {
 // version 0 of the published table from the new checkpoint (region evil).
 // Before, the audit passed accepted_values(region: [a]).
 func TestDeltaBatchCheckpointOfABaseVersionIsRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
+	py := reAddedScript(t)
 	src := newDirSource(t)
-	py := func(dir string, args ...string) string {
-		out, err := exec.Command(python, append([]string{"-c", deltaReAdded, dir}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("deltalake: %v\n%s", err, out)
-		}
-		return string(out)
-	}
 	py(filepath.Join(src.root, "main", "gold", "events"), "base")
 	src.branch(t, "main", "b1")
 	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "base-checkpoint"); !strings.Contains(out, `"version": 2`) {
@@ -357,4 +307,23 @@ func TestDeltaBatchCheckpointOfABaseVersionIsRefused(t *testing.T) {
 	rep := deltaAudit(t, src, "b1", FormatDelta,
 		Check{Name: "regions", Kind: KindAcceptedValues, Table: "events", Column: "region", Values: []string{"a"}})
 	wantRefused(t, rep, "checkpoint of version 0")
+}
+
+// reAddedScript runs deltaReAdded with deltalake on a table directory and
+// its arguments, returning what it prints; the test is skipped without
+// delta-rs.
+func reAddedScript(t *testing.T) func(dir string, args ...string) string {
+	t.Helper()
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	return func(dir string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command(python, append([]string{"-c", deltaReAdded, dir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("deltalake: %v\n%s", err, out)
+		}
+		return string(out)
+	}
 }
