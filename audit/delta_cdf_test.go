@@ -417,3 +417,38 @@ func TestDeltaChangeDataFeedOfEveryTypePasses(t *testing.T) {
 		})
 	}
 }
+
+// TestDeltaChangeDataComparisonIsBounded: comparing change data reads each
+// (version, partition values) group of the change data, added and removed
+// files in a statement arm of its own, and DuckDB's cost grows with the
+// square of the arms (review 15: 20,000 arms took 17.6 s, and the download
+// budget allows about 100,000). A batch over maxCDFArms is refused before
+// its change data is downloaded. Here the bound is lowered to 2 and the honest
+// batch of TestDeltaChangeDataFilesAreComparedWithTheData makes 3 arms
+// (its change data, the added file, the removed one); before, it was
+// compared whatever the arms.
+func TestDeltaChangeDataComparisonIsBounded(t *testing.T) {
+	defer func(n int) { maxCDFArms = n }(maxCDFArms)
+	maxCDFArms = 2
+	src := newCDFBatch(t)
+	rep := deltaAudit(t, src, "b1", FormatDelta, idsNotNull)
+	wantRefused(t, rep, "3 groups of files by version and partition values, over the 2 lakewap compares")
+	for _, p := range []string{"gold/events/_change_data/c1.parquet", "gold/events/part-a.parquet"} {
+		if n := src.downloaded("b1", p) + src.downloaded("main", p); n != 0 {
+			t.Errorf("%s downloaded %d times for a comparison refused over the bound; want none", p, n)
+		}
+	}
+	maxCDFArms = 3
+	if rep := deltaAudit(t, newCDFBatch(t), "b1", FormatDelta, idsNotNull); !rep.Passed {
+		t.Errorf("at the bound: %s", checkMessages(rep))
+	}
+}
+
+// newCDFBatch is the honest batch of TestDeltaChangeDataComparisonIsBounded.
+func newCDFBatch(t *testing.T) *dirSource {
+	t.Helper()
+	src := cdfFixture(t, cdfMeta())
+	src.write(t, "b1", "gold/events/_change_data/c1.parquet", "SELECT * FROM ("+changeRows(200, 5, "insert")+" UNION ALL "+changeRows(0, 10, "delete")+")")
+	writeDeltaCommit(t, src, "b1", "gold/events", 1, deltaRemove("part-a.parquet"), deltaAdd("part-c.parquet"), deltaCDC("_change_data/c1.parquet"))
+	return src
+}
