@@ -17,9 +17,10 @@ type Group[V any] struct {
 }
 
 type call[V any] struct {
-	done chan struct{}
-	v    V
-	err  error
+	done    chan struct{}
+	v       V
+	err     error
+	waiters int // askers waiting for it (under Group.mu)
 }
 
 // Do answers k with ask, or with the answer of the ask for k under way. A
@@ -29,6 +30,7 @@ type call[V any] struct {
 func (g *Group[V]) Do(ctx context.Context, k string, ask func() (V, error)) (V, error) {
 	g.mu.Lock()
 	if c, ok := g.m[k]; ok {
+		c.waiters++
 		g.mu.Unlock()
 		select {
 		case <-c.done:
