@@ -83,15 +83,8 @@ func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 			continue
 		}
 		before, unchecked, err := r.hazardsBefore(ctx, foundation, t.Path, lists[0], lists[1])
-		if err != nil {
-			r.failedToRead(&res, "the target's paths before "+t.Path, err)
-			out = append(out, res)
-			continue
-		}
-		if unchecked != "" {
-			res.Status, res.Observed = schemas.StatusFail, unchecked
-			res.Message = "the batch empties the table and holds nothing after it, so lakeFS's merge could drop a path the target added before it; " +
-				"too many changes to look at them all"
+		if r.hazardsCut(&res, err, "the target's paths before "+t.Path, unchecked,
+			"the batch empties the table and holds nothing after it, so lakeFS's merge could drop a path the target added before it") {
 			out = append(out, res)
 			continue
 		}
@@ -100,15 +93,8 @@ func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 			// Paths the merge could drop before the allowed paths the batch
 			// deletes, reported with the first table.
 			outside, unchecked, err := r.hazardsBeforeRemovals(ctx, foundation)
-			if err != nil {
-				r.failedToRead(&res, "the target's paths before the batch's deleted paths", err)
-				out = append(out, res)
-				continue
-			}
-			if unchecked != "" {
-				res.Status, res.Observed = schemas.StatusFail, unchecked
-				res.Message = "the batch deletes paths outside its tables and holds nothing after them, so lakeFS's merge could drop a path the target added before them; " +
-					"too many changes to look at them all"
+			if r.hazardsCut(&res, err, "the target's paths before the batch's deleted paths", unchecked,
+				"the batch deletes paths outside its tables and holds nothing after them, so lakeFS's merge could drop a path the target added before them") {
 				out = append(out, res)
 				continue
 			}
@@ -328,6 +314,22 @@ func (r *run) baseBeyond(ctx context.Context, foundation, prefix string, objs []
 		return beyondPath{o, found}, nil
 	})
 	return b.obj, b.ok, err
+}
+
+// hazardsCut ends res when a look for paths the merge could drop failed
+// (err, reading what) or met more changes than it looks at (unchecked:
+// the batch fails, why), and reports whether it did.
+func (r *run) hazardsCut(res *schemas.CheckResult, err error, what, unchecked, why string) bool {
+	switch {
+	case err != nil:
+		r.failedToRead(res, what, err)
+	case unchecked != "":
+		res.Status, res.Observed = schemas.StatusFail, unchecked
+		res.Message = why + "; too many changes to look at them all"
+	default:
+		return false
+	}
+	return true
 }
 
 // PrepareRecheck reads ahead what every recheck of req.Ref onto a head of
