@@ -17,14 +17,8 @@ import (
 // good, and every later load read, logged and counted them again.
 // lakewap's own records stay, those the config now refuses included.
 func TestJunkKeysAreDeletedFromTheChangelog(t *testing.T) {
-	inner := logStore{}
-	s, err := New(Config{Inner: inner, Key: bytes.Repeat([]byte("k"), 32), Datasets: specs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	_, err = s.Load(ctx, 0)
-	must(t, err)
+	inner, s, ctx := loadedStore(t)
+	var err error
 	key, good := record(t, nil)
 	must(t, s.Put(ctx, 0, key, good))
 	gk, gone := record(t, func(r *pipeline.Run) {
@@ -76,14 +70,8 @@ func TestJunkKeysAreDeletedFromTheChangelog(t *testing.T) {
 // restart. Past the budget, a load deletes what it remembered, and the
 // next load the rest; lakewap's own runs are restored throughout.
 func TestJunkKeysBeyondTheBudgetAreDeletedOverLoads(t *testing.T) {
-	inner := logStore{}
-	s, err := New(Config{Inner: inner, Key: bytes.Repeat([]byte("k"), 32), Datasets: specs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	_, err = s.Load(ctx, 0)
-	must(t, err)
+	inner, s, ctx := loadedStore(t)
+	var err error
 	key, good := record(t, nil)
 	must(t, s.Put(ctx, 0, key, good))
 	long := maxJunkKeyBytes / 8
@@ -122,4 +110,19 @@ func TestJunkKeysBeyondTheBudgetAreDeletedOverLoads(t *testing.T) {
 			t.Fatalf("after %d loads %d junk keys are left", load, left)
 		}
 	}
+}
+
+// loadedStore is a Store over a fresh logStore, its records sealed with a
+// test key, with partition 0 loaded.
+func loadedStore(t *testing.T) (logStore, *Store, context.Context) {
+	t.Helper()
+	inner := logStore{}
+	s, err := New(Config{Inner: inner, Key: bytes.Repeat([]byte("k"), 32), Datasets: specs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = s.Load(ctx, 0)
+	must(t, err)
+	return inner, s, ctx
 }

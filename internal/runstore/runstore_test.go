@@ -98,14 +98,8 @@ func record(t *testing.T, mut func(*pipeline.Run)) (string, []byte) {
 // aside and counted by reason; lakewap's own are left where they are, the
 // others deleted (TestJunkKeysAreDeletedFromTheChangelog).
 func TestRecordsAreSealedAndChecked(t *testing.T) {
-	inner := logStore{}
-	s, err := New(Config{Inner: inner, Key: bytes.Repeat([]byte("k"), 32), Datasets: specs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	_, err = s.Load(ctx, 0)
-	must(t, err)
+	inner, s, ctx := loadedStore(t)
+	var err error
 	key, good := record(t, nil)
 	if err := s.Put(ctx, 0, key, good); err != nil {
 		t.Fatal(err)
