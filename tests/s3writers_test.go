@@ -136,17 +136,7 @@ func TestS3GatewayBoto3Writer(t *testing.T) {
 // for what deltalake wrote through the gateway, log included, are the
 // stored ones (stored_sizes says nothing).
 func TestDeltaTableEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the daemon and Python writers; skipped with -short")
-	}
-	python, err := interopPython()
-	if err != nil {
-		t.Skipf("Delta end-to-end test skipped: %v; scripts/pyenv.sh installs deltalake (./test.sh runs it)", err)
-	}
-	e := startE2EOn(t, devstack.Options{}, func(s *devstack.Stack, cfg *config.Config) {
-		eventsDatasets(cfg)
-		cfg.Audit.Blockstore = &config.Blockstore{Type: "local", Path: s.BlockstorePath}
-	}, daemon.Options{})
+	e, python := deltaE2E(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -238,17 +228,7 @@ func TestDeltaTableEndToEnd(t *testing.T) {
 // file has it, the batch is aborted. audit.blockstore is set: the change
 // data files lakewap read are judged by their stored sizes too.
 func TestDeltaChangeDataFeedEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the daemon and Python writers; skipped with -short")
-	}
-	python, err := interopPython()
-	if err != nil {
-		t.Skipf("Delta end-to-end test skipped: %v; scripts/pyenv.sh installs deltalake (./test.sh runs it)", err)
-	}
-	e := startE2EOn(t, devstack.Options{}, func(s *devstack.Stack, cfg *config.Config) {
-		eventsDatasets(cfg)
-		cfg.Audit.Blockstore = &config.Blockstore{Type: "local", Path: s.BlockstorePath}
-	}, daemon.Options{})
+	e, python := deltaE2E(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -331,4 +311,23 @@ sys.stdout.buffer.write(out.getvalue())
 	if c := checkByName(*ab.Report, "event_id_not_null"); c.Status != schemas.StatusError || !strings.Contains(c.Message, "in no data file their version adds") {
 		t.Errorf("event_id_not_null: %s %q, want an error naming the change data row", c.Status, c.Message)
 	}
+}
+
+// deltaE2E is the daemon on the real lakeFS for a Delta end-to-end test
+// (the events datasets, audit.blockstore set) and the Python with
+// deltalake; the test is skipped with -short or without deltalake.
+func deltaE2E(t *testing.T) (*e2e, string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs the daemon and Python writers; skipped with -short")
+	}
+	python, err := interopPython()
+	if err != nil {
+		t.Skipf("Delta end-to-end test skipped: %v; scripts/pyenv.sh installs deltalake (./test.sh runs it)", err)
+	}
+	e := startE2EOn(t, devstack.Options{}, func(s *devstack.Stack, cfg *config.Config) {
+		eventsDatasets(cfg)
+		cfg.Audit.Blockstore = &config.Blockstore{Type: "local", Path: s.BlockstorePath}
+	}, daemon.Options{})
+	return e, python
 }
