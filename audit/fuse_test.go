@@ -2,8 +2,10 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -527,4 +529,86 @@ func TestFusedListFallsBack(t *testing.T) {
 	if !slices.Equal(list, wantList) || fmt.Sprint(cols) != fmt.Sprint(wantCols) || width != 8 {
 		t.Fatalf("fusedList = %q %v %d, want %q %v 8", list, cols, width, wantList, wantCols)
 	}
+}
+
+// BenchmarkFusedStatementParts splits the CPU of the first audit's fused
+// statement (BenchmarkFirstIncrementalAudit's, over one 100-row file) into
+// what the database/sql driver does with it: prepare (parse, bind,
+// plan), then execute the prepared statement. It runs the statement the
+// fused engine ran, on a view over a file of the same rows made the way
+// the engine makes its batch views, and reports the medians of each
+// part's process CPU beside two yardsticks: a statement that binds the
+// view and counts (count(*)), and one that reads nothing (SELECT 1).
+func BenchmarkFusedStatementParts(b *testing.B) {
+	r := newFuseRig(b)
+	r.audit(r.batch("b0", demoRows(200)))
+	_, fused, _ := r.audit(r.batch("b1", demoRows(300)))
+	scans := batchScans(fused)
+	if len(scans) != 1 {
+		b.Fatalf("want the one fused statement, got %d:\n%s", len(scans), strings.Join(scans, "\n"))
+	}
+	ctx := context.Background()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	file := filepath.Join(b.TempDir(), "part-0.parquet")
+	for _, s := range []string{
+		fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", demoRows(300), quoteLiteral(file)),
+		`CREATE SCHEMA "batch"`,
+		fmt.Sprintf(`CREATE VIEW "batch"."billing_fact" AS SELECT * FROM read_parquet([%s], hive_partitioning = false)`, quoteLiteral(file)),
+	} {
+		if _, err := conn.ExecContext(ctx, s); err != nil {
+			b.Fatal(s, err)
+		}
+	}
+	drain := func(rows *sql.Rows, err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		for rows.Next() {
+		}
+		if err := rows.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	prepared, err := conn.PrepareContext(ctx, scans[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer prepared.Close()
+	parts := []struct {
+		name string
+		do   func()
+	}{
+		{"whole", func() { drain(conn.QueryContext(ctx, scans[0])) }},
+		{"prepare", func() {
+			st, err := conn.PrepareContext(ctx, scans[0])
+			if err != nil {
+				b.Fatal(err)
+			}
+			st.Close()
+		}},
+		{"execute-prepared", func() { drain(prepared.QueryContext(ctx)) }},
+		{"count", func() { drain(conn.QueryContext(ctx, `SELECT count(*) FROM "batch"."billing_fact"`)) }},
+		{"select1", func() { drain(conn.QueryContext(ctx, `SELECT 1`)) }},
+	}
+	cpu := make([][]time.Duration, len(parts))
+	for b.Loop() {
+		for i, p := range parts {
+			c0 := processCPU()
+			p.do()
+			cpu[i] = append(cpu[i], processCPU()-c0)
+		}
+	}
+	for i, p := range parts {
+		b.ReportMetric(medianMs(cpu[i]), p.name+"-cpu-ms")
+	}
+	b.ReportMetric(0, "ns/op")
 }
