@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -44,6 +45,9 @@ type ServiceOptions struct {
 	Budget      time.Duration
 	// Registerer, if set, gets the service's metrics.
 	Registerer prometheus.Registerer
+	// Logger, if set, is told of another dataset's check that fails on the
+	// target already and so does not hold a batch back (neighbors.go).
+	Logger *slog.Logger
 }
 
 // Service is the one way lakewap audits a dataset: the runner's audits of
@@ -111,7 +115,9 @@ func NewService(o ServiceOptions) (*Service, error) {
 }
 
 // Audit runs the suite of req.Dataset (req.Suite is ignored) and remembers
-// the report if it passed. An error the audit could not help (a base that
+// the report if it passed. When it passed and req.Changes touches a table
+// of another dataset publishing into the same target, that dataset's
+// checks the change can break are judged too (withNeighbors). An error the audit could not help (a base that
 // cannot be resolved, DuckDB out of memory) is an ErrInfrastructure.
 func (s *Service) Audit(ctx context.Context, req Request) (schemas.AuditReport, error) {
 	d, ok := s.o.Datasets[req.Dataset]
@@ -123,7 +129,11 @@ func (s *Service) Audit(ctx context.Context, req Request) (schemas.AuditReport, 
 	if err := s.pinBase(ctx, &req); err != nil {
 		return schemas.AuditReport{}, fmt.Errorf("%w: %w", ErrInfrastructure, err)
 	}
-	return s.run(ctx, req)
+	rep, err := s.run(ctx, req)
+	if err != nil {
+		return rep, err
+	}
+	return s.withNeighbors(ctx, req, d, rep)
 }
 
 // Recheck audits the batch req.Ref (a sealed commit) as merging it into
@@ -154,10 +164,13 @@ func (s *Service) Recheck(ctx context.Context, req Request) (schemas.AuditReport
 		return schemas.AuditReport{}, fmt.Errorf("%w: %w", ErrInfrastructure, err)
 	}
 	rep, err := s.o.Engine.Run(ctx, req)
-	if err == nil && rep.Passed && IsCommitID(req.Ref) && IsCommitID(req.BaseRef) && !req.BatchTime.IsZero() {
+	if err != nil {
+		return rep, err
+	}
+	if rep.Passed && IsCommitID(req.Ref) && IsCommitID(req.BaseRef) && !req.BatchTime.IsZero() {
 		s.cache.put(ontoKey(req.Repository, req.Dataset, req.Ref, req.BaseRef, req.BatchTime), rep)
 	}
-	return rep, err
+	return s.withNeighbors(ctx, req, d, rep)
 }
 
 // PrepareRecheck reads ahead what a recheck of req.Ref asks about its

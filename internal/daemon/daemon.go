@@ -284,7 +284,7 @@ func (d *Daemon) startAudits() (err error) {
 			c, err := d.lake.GetCommit(ctx, repo, ref)
 			return c.ID, err
 		},
-		Concurrency: d.cfg.HTTP.WebhookConcurrency, Budget: d.cfg.Runner.StepTimeout.Std(), Registerer: d.reg})
+		Concurrency: d.cfg.HTTP.WebhookConcurrency, Budget: d.cfg.Runner.StepTimeout.Std(), Registerer: d.reg, Logger: d.log})
 	return err
 }
 

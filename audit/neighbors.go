@@ -1,0 +1,213 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Datasets publishing into one target may share a table: dataset orders
+// reads customers (every order's customer must exist), which dataset
+// customers writes. A batch of one is then judged by the other's checks
+// too, or it could publish a state of main that fails them (a customers
+// batch removing a customer orders reference), after which every batch of
+// the other aborts until someone reverts by hand. The pre-merge hook runs
+// every guarding suite; the runner's audit and recheck hold this without it.
+
+// neighbor is another dataset of the same repository and target whose
+// tables a batch changes, with the checks the change can break: those of
+// the tables it touches and every sql and cross_table check (a query may
+// read any of the dataset's tables).
+type neighbor struct {
+	dataset string
+	suite   Suite
+}
+
+// neighbors are the datasets other than req.Dataset (d) on the same
+// repository and target with a table under which req.Changes names a path,
+// sorted by name. Nothing is looked at when no other dataset publishes
+// there (the common case) or the request carries no diff.
+func (s *Service) neighbors(req Request, d Dataset) []neighbor {
+	if req.Changes == nil {
+		return nil
+	}
+	var out []neighbor
+	for name, e := range s.o.Datasets {
+		if name == req.Dataset || e.Repository != d.Repository || e.Target != d.Target {
+			continue
+		}
+		touched := map[string]bool{}
+		for _, t := range e.Suite.Tables {
+			if changesUnder(req.Changes, t.Path) {
+				touched[strings.ToLower(t.Name)] = true
+			}
+		}
+		if len(touched) == 0 {
+			continue
+		}
+		if sub, ok := breakable(e.Suite, touched); ok {
+			out = append(out, neighbor{dataset: name, suite: sub})
+		}
+	}
+	slices.SortFunc(out, func(a, b neighbor) int { return strings.Compare(a.dataset, b.dataset) })
+	return out
+}
+
+// changesUnder reports whether ch adds, changes or removes a path under prefix.
+func changesUnder(ch *Changes, prefix string) bool {
+	for _, o := range ch.Objects {
+		if strings.HasPrefix(o.Path, prefix) {
+			return true
+		}
+	}
+	for _, p := range ch.Removed {
+		if strings.HasPrefix(p, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// breakable is the part of suite a change of the touched tables can make
+// fail: their checks and the custom queries, over the tables those read
+// (all of them when a query is kept). ok is false when nothing is left.
+func breakable(suite Suite, touched map[string]bool) (Suite, bool) {
+	var sub Suite
+	custom := false
+	read := map[string]bool{}
+	for _, c := range suite.Checks {
+		k := kindOf(c)
+		switch {
+		case k != nil && k.custom:
+			custom = true
+		case touched[strings.ToLower(c.Table)]:
+		default:
+			continue
+		}
+		sub.Checks = append(sub.Checks, c)
+		read[strings.ToLower(c.Table)] = true
+	}
+	for _, t := range suite.Tables {
+		if custom || read[strings.ToLower(t.Name)] {
+			sub.Tables = append(sub.Tables, t)
+		}
+	}
+	return sub, len(sub.Checks) > 0
+}
+
+// neighborName is how a report names check of another dataset.
+func neighborName(check, dataset string) string {
+	return fmt.Sprintf("%s (dataset %s)", check, dataset)
+}
+
+// withNeighbors adds to rep, req's passing report of its own suite, the
+// verdicts of its neighbors' checks (see neighbors) at the same ref, base
+// and mode (req.Onto: onto the target's head). A neighbor's check that
+// fails is the batch's doing, and fails rep, only when it passes at the
+// base (the target as the batch found it, or the head it is checked onto):
+// one failing there already is reported warn, saying so, and does not
+// hold the batch back. The neighbors' audits are full (their part of a
+// suite is attested by no publish) and change nothing rep's attestation
+// reads: the suite's own results keep their places, first.
+func (s *Service) withNeighbors(ctx context.Context, req Request, d Dataset, rep schemas.AuditReport) (schemas.AuditReport, error) {
+	if !rep.Passed {
+		return rep, nil
+	}
+	ns := s.neighbors(req, d)
+	for _, n := range ns {
+		after, err := s.o.Engine.Run(ctx, Request{Dataset: n.dataset, Suite: n.suite, Repository: req.Repository,
+			Ref: req.Ref, BaseRef: req.BaseRef, BaseName: req.BaseName, BatchTime: req.BatchTime, Changes: req.Changes,
+			Full: true, Onto: req.Onto, BeforeRead: req.BeforeRead})
+		if err != nil {
+			return rep, fmt.Errorf("checks of dataset %s on the tables the batch changes: %w", n.dataset, err)
+		}
+		rep.DurationMs += after.DurationMs
+		var before map[string]string // check name to status at the base, read when a check fails
+		for _, c := range after.Checks {
+			own := slices.ContainsFunc(n.suite.Checks, func(k Check) bool { return k.ID() == c.Name })
+			if !own && c.Status == schemas.StatusPass {
+				continue // the run's results about the batch's objects, which rep judged
+			}
+			if c.Status == schemas.StatusFail || c.Status == schemas.StatusError {
+				if before == nil && req.BaseRef != "" {
+					if before, err = s.baseStatuses(ctx, req, n, &rep); err != nil {
+						return rep, err
+					}
+				}
+				c = s.blame(req, n.dataset, c, before[c.Name])
+			}
+			c.Name = neighborName(c.Name, n.dataset)
+			rep.Checks = append(rep.Checks, c)
+		}
+	}
+	if len(ns) > 0 {
+		rep.Passed = len(rep.Failed()) == 0
+		if cl, ok := s.o.Engine.(reportClipper); ok {
+			rep = cl.Clip(rep)
+		}
+	}
+	return rep, nil
+}
+
+// baseStatuses audits n's checks at req's base (the target as the batch
+// found it, or the head a recheck checks onto) and returns each result's
+// status by name; its duration is added to into's.
+func (s *Service) baseStatuses(ctx context.Context, req Request, n neighbor, into *schemas.AuditReport) (map[string]string, error) {
+	base, err := s.o.Engine.Run(ctx, Request{Dataset: n.dataset, Suite: n.suite, Repository: req.Repository,
+		Ref: req.BaseRef, BaseRef: req.BaseRef, BaseName: req.BaseName, BatchTime: req.BatchTime,
+		Changes: &Changes{Removals: true}, Full: true, BeforeRead: req.BeforeRead})
+	if err != nil {
+		return nil, fmt.Errorf("checks of dataset %s at %s, before the batch: %w", n.dataset, short(req.BaseRef), err)
+	}
+	into.DurationMs += base.DurationMs
+	out := make(map[string]string, len(base.Checks))
+	for _, c := range base.Checks {
+		if _, ok := out[c.Name]; !ok {
+			out[c.Name] = c.Status
+		}
+	}
+	return out, nil
+}
+
+// blame is c, a check of dataset that fails with the batch, as the batch's
+// report tells it: failing when it passed at the base (status before), or
+// warn when it failed there already.
+func (s *Service) blame(req Request, dataset string, c schemas.CheckResult, before string) schemas.CheckResult {
+	at := fmt.Sprintf("%s at %s", cmp.Or(req.BaseName, "the base"), short(req.BaseRef))
+	if before == schemas.StatusFail || before == schemas.StatusError {
+		c.Status = schemas.StatusWarn
+		c.Message = joinMessage(fmt.Sprintf("dataset %s's check fails on %s already, before this batch: not this batch's doing, "+
+			"it does not hold the batch back", dataset, at), c.Message)
+		if s.o.Logger != nil {
+			s.o.Logger.Warn("another dataset's check fails on the target already; the batch is not held back for it",
+				"dataset", req.Dataset, "other_dataset", dataset, "check", c.Name, "ref", req.Ref, "base", req.BaseRef)
+		}
+		return c
+	}
+	if req.BaseRef != "" {
+		c.Message = joinMessage(fmt.Sprintf("dataset %s's check passes on %s and fails with this batch", dataset, at), c.Message)
+	}
+	return c
+}
+
+func joinMessage(head, rest string) string {
+	if rest == "" {
+		return head
+	}
+	return head + "; " + rest
+}
+
+// reportClipper is an engine that bounds a report to its budgets (*Engine).
+type reportClipper interface {
+	Clip(rep schemas.AuditReport) schemas.AuditReport
+}
+
+// Clip bounds rep to the engine's report budgets (audit.max_report_bytes,
+// audit.max_sample_value_bytes), as its own reports are.
+func (e *Engine) Clip(rep schemas.AuditReport) schemas.AuditReport {
+	return clipReport(rep, e.opts.MaxSampleValueBytes, e.opts.MaxReportBytes)
+}
