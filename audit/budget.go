@@ -68,13 +68,17 @@ func clipReport(rep schemas.AuditReport, valueBytes, reportBytes int) schemas.Au
 					failed, status = failed+1, schemas.StatusFail
 				}
 			}
-			rep.Checks = append(rep.Checks[:keep:keep], schemas.CheckResult{Name: "omitted_checks", Kind: "report_budget",
+			rep.Checks = append(rep.Checks[:keep:keep], schemas.CheckResult{Name: "omitted_checks", Kind: kindReportBudget,
 				Severity: SeverityError, Status: status, Observed: fmt.Sprintf("%d more checks, %d failed", len(dropped), failed),
 				Message: fmt.Sprintf("left out: the report is over its %d-byte budget", reportBytes)})
 		}
 	}
 	return rep
 }
+
+// kindReportBudget is the kind of the entry that stands for the checks a
+// report over its budget left out.
+const kindReportBudget = "report_budget"
 
 func reportSize(rep schemas.AuditReport) int {
 	b, _ := json.Marshal(rep)

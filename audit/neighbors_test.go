@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync"
@@ -31,7 +32,12 @@ func (s *scriptedRunner) Run(_ context.Context, req Request) (schemas.AuditRepor
 		}
 		rep.Checks = append(rep.Checks, schemas.CheckResult{Name: c.ID(), Kind: c.Kind, Table: c.Table, Severity: c.severity(), Status: st})
 	}
-	rep.Checks = append(rep.Checks, schemas.CheckResult{Name: schemas.KindUnauditedObjects, Kind: schemas.KindUnauditedObjects, Status: schemas.StatusPass})
+	st := s.verdicts[req.Dataset+"@"+req.Ref][schemas.KindUnauditedObjects]
+	rep.Checks = append(rep.Checks, schemas.CheckResult{Name: schemas.KindUnauditedObjects, Kind: schemas.KindUnauditedObjects,
+		Status: cmp.Or(st, schemas.StatusPass)})
+	if st := s.verdicts[req.Dataset+"@"+req.Ref]["omitted_checks"]; st != "" {
+		rep.Checks = append(rep.Checks, schemas.CheckResult{Name: "omitted_checks", Kind: kindReportBudget, Status: st})
+	}
 	rep.Passed = len(rep.Failed()) == 0
 	return rep, nil
 }
@@ -131,8 +137,10 @@ func TestNeighborsCostNothingWhenNoTableIsShared(t *testing.T) {
 // checks of orders it can break, at its own ref and base: the checks of
 // customers and the cross_table check, not unique order ids; the dataset
 // of another target is not asked. While they pass, nothing reads the base.
+// The neighbor's results about the batch's objects are not its checks: the
+// batch's own audit judges those by its own tables.
 func TestNeighborsJudgeTheSharedTablesChecks(t *testing.T) {
-	s, r := neighborService(t, nil)
+	s, r := neighborService(t, map[string]map[string]string{"orders@" + sealedRef: {schemas.KindUnauditedObjects: schemas.StatusFail}})
 	rep, err := s.Audit(context.Background(), Request{Dataset: "customers", Repository: "lake", Ref: sealedRef, BaseRef: baseRef,
 		BaseName: "main", BatchTime: time.Unix(1, 0), Changes: changesAt("-gold/customers/batch=0/part-0.parquet")})
 	if err != nil || !rep.Passed {
@@ -160,6 +168,9 @@ func TestNeighborsJudgeTheSharedTablesChecks(t *testing.T) {
 		if st := statusOf(rep, n); st != schemas.StatusPass {
 			t.Errorf("%s: %q; want pass", n, st)
 		}
+	}
+	if st := statusOf(rep, schemas.KindUnauditedObjects+" (dataset orders)"); st != "" {
+		t.Errorf("orders' unaudited_objects result is in the batch's report (%s)", st)
 	}
 	if rep.Checks[0].Name != "customer_ids_unique" {
 		t.Errorf("the suite's own results are not first: %+v", rep.Checks)
@@ -242,5 +253,24 @@ func TestNeighborsRecheckOntoTheHead(t *testing.T) {
 	}
 	if n := len(r.runs()); n != 1 {
 		t.Errorf("a batch failing its own suite ran %d audits; want 1", n)
+	}
+}
+
+// Checks a neighbor's report left out for its budget, one of them failing,
+// hold the batch back unless they failed at the base too: what they were
+// is not known.
+func TestNeighborsChecksLeftOutOfTheReportAreNotDropped(t *testing.T) {
+	left := map[string]string{"omitted_checks": schemas.StatusFail}
+	for _, atBase := range []map[string]string{nil, left} {
+		s, _ := neighborService(t, map[string]map[string]string{"orders@" + sealedRef: left, "orders@" + baseRef: atBase})
+		rep, err := s.Audit(context.Background(), Request{Dataset: "customers", Repository: "lake", Ref: sealedRef, BaseRef: baseRef,
+			BatchTime: time.Unix(1, 0), Changes: changesAt("gold/customers/batch=1/part-0.parquet")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := atBase == nil
+		if st := statusOf(rep, "omitted_checks (dataset orders)"); rep.Passed == want || (want && st != schemas.StatusFail) {
+			t.Errorf("left out at the base too %v: passed %v, the entry %q", !want, rep.Passed, st)
+		}
 	}
 }
