@@ -145,6 +145,12 @@ type Engine struct {
 	// and beyondAsked those being asked for now.
 	beyond      *boundedMap[beyondPath]
 	beyondAsked inflight.Group[beyondPath]
+	// added are the paths outside the tables sealed commits add that
+	// claim their foundation's next path's checksum and size, by
+	// foundation and sealed commit (mergehazard.go), and addedAsked those
+	// being looked for now.
+	added      *boundedMap[addedSet]
+	addedAsked inflight.Group[addedSet]
 	// dataPrefixes are the repositories' data prefixes (Namespaced), by
 	// repository.
 	dataPrefixes *boundedMap[string]
@@ -246,6 +252,7 @@ func New(opts Options) (*Engine, error) {
 	e.stats.failpoint = opts.Failpoint
 	e.foundations = newBoundedMap[string](reportCacheSize)
 	e.beyond = newBoundedMap[beyondPath](reportCacheSize)
+	e.added = newBoundedMap[addedSet](1024)
 	e.dataPrefixes = newBoundedMap[string](1024)
 	e.rowOnlyWheres = newBoundedMap[bool](1024)
 	e.listings = newListingCache(listingCacheObjects)

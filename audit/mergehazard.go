@@ -99,6 +99,13 @@ func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 				continue
 			}
 			paths = append(paths, outside...)
+			added, unchecked, err := r.hazardsAdded(ctx, foundation)
+			if r.hazardsCut(&res, err, "the paths the batch adds outside its tables", unchecked,
+				"the batch adds paths outside its tables with the claimed checksum and size of the foundation's next path, so lakeFS's merge could drop them") {
+				out = append(out, res)
+				continue
+			}
+			paths = append(paths, added...)
 			slices.Sort(paths)
 			paths = slices.Compact(paths)
 		}
@@ -335,7 +342,10 @@ func (r *run) hazardsCut(res *schemas.CheckResult, err error, what, unchecked, w
 // PrepareRecheck reads ahead what every recheck of req.Ref onto a head of
 // its target asks about its foundation, whatever the head: each table's
 // first path after the table's at the foundation (baseBeyond, one lakeFS
-// call, kept per foundation). A publish waiting for its turn calls it, so
+// call, kept per foundation), and, given the batch's diff (req.Changes),
+// which paths it adds outside its tables claim the checksum and size of
+// the foundation's next path (addedSuspects, kept per foundation and
+// sealed commit). A publish waiting for its turn calls it, so
 // that the recheck in the turn, which holds up every other publish into
 // the target, does not wait for lakeFS there. Errors are left for the
 // recheck to meet.
@@ -361,6 +371,7 @@ func (e *Engine) PrepareRecheck(ctx context.Context, req Request, foundation str
 			return
 		}
 	}
+	_, _ = r.addedSuspects(ctx, foundation)
 }
 
 // beyondPath is a foundation's first path after a table's.
@@ -459,4 +470,142 @@ func (r *run) hazardsBeforeRemovals(ctx context.Context, foundation string) (pat
 		}
 	}
 	return paths, "", nil
+}
+
+// maxAddedSuspects bounds the paths outside the tables a batch adds with
+// the claimed checksum and size of the foundation's next path that a
+// recheck looks at on the target (two lakeFS calls each); with more, the
+// check fails.
+const maxAddedSuspects = 100
+
+// hazardsAdded are the paths outside the suite's tables (allowed_paths)
+// that the audited commit adds and lakeFS's merge could drop: as
+// mergeHazardPaths does for the tables' paths, a path the batch adds whose
+// claimed checksum and size are those of the foundation's next path, while
+// the target holds no path from it on (the merge runs out of the target's
+// entries there, and handleAll compares the path with that next path
+// whatever its name) or holds it with another checksum or size (both
+// added it: handleBothKeys keeps the target's). Main would not hold the
+// batch's published file. The suspects depend on the foundation and the
+// sealed commit alone (addedSuspects, read ahead by PrepareRecheck); the
+// target is read only for them, two calls each. A path the target added
+// with the claimed checksum and size of the foundation's next path, which
+// the batch added too, is not looked at: lakeFS keeps the batch's entry
+// there, what the batch publishes (a conflict it does not report).
+func (r *run) hazardsAdded(ctx context.Context, foundation string) (paths []string, unchecked string, err error) {
+	suspects, err := r.addedSuspects(ctx, foundation)
+	if err != nil || suspects.unchecked != "" || len(suspects.objs) == 0 {
+		return nil, suspects.unchecked, err
+	}
+	succ := r.e.opts.Source.(Successor) // addedSuspects found none without it
+	repo, head := r.req.Repository, r.req.BaseRef
+	for _, o := range suspects.objs {
+		objs, err := r.e.opts.Source.List(ctx, repo, head, o.Path)
+		if err != nil {
+			return nil, "", err
+		}
+		if i := slices.IndexFunc(objs, func(h Object) bool { return h.Path == o.Path }); i >= 0 {
+			if objs[i].Checksum != o.Checksum || objs[i].Size != o.Size {
+				paths = append(paths, o.Path) // both added it: lakeFS keeps the target's
+			}
+			continue
+		}
+		if len(objs) > 0 {
+			continue // the target holds paths under o's: the merge does not run out before it
+		}
+		if _, found, err := succ.After(ctx, repo, head, o.Path); err != nil {
+			return nil, "", err
+		} else if !found {
+			paths = append(paths, o.Path) // the target holds nothing from o on
+		}
+	}
+	return paths, "", nil
+}
+
+// addedSet is what addedSuspects found of a sealed commit on its
+// foundation.
+type addedSet struct {
+	objs      []Object // the sealed commit's entries, in path order
+	unchecked string
+}
+
+// addedSuspects are the paths outside the suite's tables that the audited
+// commit adds (the foundation does not hold them; the request's whole
+// diff names them) whose claimed checksum and size are those of the
+// foundation's next path, with the audited commit's entries. The added
+// paths are walked in order, and one lakeFS call finds the foundation's
+// next path for every added path before it (the foundation holds nothing
+// between them); a suspect's size is compared first, from the diff, and
+// only an equal one costs a listing of the audited commit and of the
+// foundation at its path. Kept per foundation and audited commit.
+func (r *run) addedSuspects(ctx context.Context, foundation string) (addedSet, error) {
+	c := r.req.Changes
+	succ, ok := r.e.opts.Source.(Successor)
+	if c == nil || !c.Removals || !ok || !IsCommitID(foundation) {
+		return addedSet{}, nil
+	}
+	var added []Object
+	for _, o := range c.Objects {
+		if !slices.ContainsFunc(r.req.Suite.Tables, func(t Table) bool { return strings.HasPrefix(o.Path, t.Path) }) {
+			added = append(added, o) // the tables' own are mergeHazardPaths'
+		}
+	}
+	if len(added) == 0 {
+		return addedSet{}, nil
+	}
+	repo, sealed := r.req.Repository, r.req.Ref
+	k := repo + "\x00" + foundation + "\x00" + sealed
+	if s, ok := r.e.added.get(k); ok {
+		return s, nil
+	}
+	return r.e.addedAsked.Do(ctx, k, func() (addedSet, error) {
+		if s, ok := r.e.added.get(k); ok {
+			return s, nil
+		}
+		at := func(ref, path string) (Object, bool, error) {
+			objs, err := r.e.opts.Source.List(ctx, repo, ref, path)
+			i := slices.IndexFunc(objs, func(o Object) bool { return o.Path == path })
+			if err != nil || i < 0 {
+				return Object{}, false, err
+			}
+			return objs[i], true, nil
+		}
+		added = byPathOrder(added)
+		var out addedSet
+		var next Object
+		found := false
+		asked := false
+		for _, o := range added {
+			if !asked || (found && next.Path <= o.Path) {
+				var err error
+				if next, found, err = succ.After(ctx, repo, foundation, o.Path); err != nil {
+					return addedSet{}, err
+				}
+				asked = true
+			}
+			if !found || next.Size != o.Size {
+				continue
+			}
+			s, held, err := at(sealed, o.Path)
+			if err != nil {
+				return addedSet{}, err
+			}
+			if !held || s.Checksum != next.Checksum || s.Size != next.Size {
+				continue
+			}
+			if _, inF, err := at(foundation, o.Path); err != nil {
+				return addedSet{}, err
+			} else if inF {
+				continue // changed, not added: the merge meets the foundation's entry of its own name
+			}
+			if len(out.objs) == maxAddedSuspects {
+				out = addedSet{unchecked: fmt.Sprintf("more than %d paths outside the tables claim the checksum and size of %s's next path at the foundation %s: they could not all be checked",
+					maxAddedSuspects, short(sealed), short(foundation))}
+				break
+			}
+			out.objs = append(out.objs, s)
+		}
+		r.e.added.put(k, out)
+		return out, nil
+	})
 }

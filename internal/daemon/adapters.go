@@ -41,7 +41,11 @@ func (a auditor) Audit(ctx context.Context, req pipeline.AuditRequest) (schemas.
 // PrepareRecheck reads ahead, for a publish waiting for its turn, what its
 // recheck asks about its foundation (runner.RecheckPreparer).
 func (a auditor) PrepareRecheck(ctx context.Context, req pipeline.AuditRequest, foundation string) {
-	a.s.PrepareRecheck(ctx, audit.Request{Dataset: req.Dataset, Repository: req.Repository, Ref: req.Ref}, foundation)
+	r := audit.Request{Dataset: req.Dataset, Repository: req.Repository, Ref: req.Ref}
+	if req.Changes != nil {
+		r.Changes = auditsource.Changes(req.Changes) // the batch's diff: the paths it adds outside its tables
+	}
+	a.s.PrepareRecheck(ctx, r, foundation)
 }
 
 // Merged tells the audit engine of a merge the runner made

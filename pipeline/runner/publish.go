@@ -548,7 +548,7 @@ func (r *Runner) prepareDiff(ctx context.Context, run pipeline.Run) {
 		if p, ok := r.cfg.Auditor.(RecheckPreparer); ok && f.err == nil && f.base != "" {
 			ctx, cancel := context.WithTimeout(ctx, lookTimeout)
 			defer cancel()
-			p.PrepareRecheck(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository, Ref: run.SealedCommit}, f.base)
+			p.PrepareRecheck(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository, Ref: run.SealedCommit, Changes: f.changes}, f.base)
 		}
 	}()
 }
