@@ -50,6 +50,7 @@ import (
 type Difference struct {
 	Path    string
 	Removed bool
+	Size    int64 // the entry's claimed size at the later commit; 0 when removed
 }
 
 // Differ is a Source that compares two commits as trees (lakeFS's two-dot
@@ -447,7 +448,7 @@ func (r *run) requestDifferences(commit, parent, prefix string) ([]Difference, b
 	var diffs []Difference
 	for _, o := range c.Objects {
 		if strings.HasPrefix(o.Path, prefix) {
-			diffs = append(diffs, Difference{Path: o.Path})
+			diffs = append(diffs, Difference{Path: o.Path, Size: o.Size})
 		}
 	}
 	for _, p := range c.Removed {

@@ -91,15 +91,21 @@ func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 		paths = append(paths, before...)
 		if i == 0 {
 			// Paths the merge could drop before the allowed paths the batch
-			// deletes, reported with the first table.
-			outside, unchecked, err := r.hazardsBeforeRemovals(ctx, foundation)
+			// deletes and among those it adds, reported with the first table.
+			c, unchecked, err := r.batchChanges(ctx, foundation)
+			if r.hazardsCut(&res, err, "the batch's changes since the foundation", unchecked,
+				"the batch's changes outside its tables could not all be read, so the paths lakeFS's merge could drop there were not looked at") {
+				out = append(out, res)
+				continue
+			}
+			outside, unchecked, err := r.hazardsBeforeRemovals(ctx, foundation, c)
 			if r.hazardsCut(&res, err, "the target's paths before the batch's deleted paths", unchecked,
 				"the batch deletes paths outside its tables and holds nothing after them, so lakeFS's merge could drop a path the target added before them") {
 				out = append(out, res)
 				continue
 			}
 			paths = append(paths, outside...)
-			added, unchecked, err := r.hazardsAdded(ctx, foundation)
+			added, unchecked, err := r.hazardsAdded(ctx, foundation, c)
 			if r.hazardsCut(&res, err, "the paths the batch adds outside its tables", unchecked,
 				"the batch adds paths outside its tables with the claimed checksum and size of the foundation's next path, so lakeFS's merge could drop them") {
 				out = append(out, res)
@@ -371,7 +377,7 @@ func (e *Engine) PrepareRecheck(ctx context.Context, req Request, foundation str
 			return
 		}
 	}
-	_, _ = r.addedSuspects(ctx, foundation)
+	_, _ = r.addedSuspects(ctx, foundation, req.Changes) // nothing without the runner's diff: the recheck takes it then
 }
 
 // beyondPath is a foundation's first path after a table's.
@@ -388,13 +394,12 @@ type beyondPath struct {
 // foundation's next path, one the audited commit deleted, is dropped as
 // if the batch had deleted it (review 10:
 // TestReview10DeletedAllowedPathDoesNotDropAnotherDatasetsFile, where
-// another dataset's published file was lost). It needs the request's
-// whole diff (Changes with Removals); with no such deletion, or a path the
+// another dataset's published file was lost). c is the batch's whole diff
+// (batchChanges); with no such deletion, or a path the
 // audited commit holds after the last one (one lakeFS call), nothing more
 // is read; else, as hazardsBefore, the target's changes since the
 // foundation, at most maxHazardDiffs.
-func (r *run) hazardsBeforeRemovals(ctx context.Context, foundation string) (paths []string, unchecked string, err error) {
-	c := r.req.Changes
+func (r *run) hazardsBeforeRemovals(ctx context.Context, foundation string, c *Changes) (paths []string, unchecked string, err error) {
 	succ, ok := r.e.opts.Source.(Successor)
 	d, ok2 := r.e.opts.Source.(Differ)
 	if c == nil || !c.Removals || !ok || !ok2 {
@@ -492,8 +497,8 @@ const maxAddedSuspects = 100
 // with the claimed checksum and size of the foundation's next path, which
 // the batch added too, is not looked at: lakeFS keeps the batch's entry
 // there, what the batch publishes (a conflict it does not report).
-func (r *run) hazardsAdded(ctx context.Context, foundation string) (paths []string, unchecked string, err error) {
-	suspects, err := r.addedSuspects(ctx, foundation)
+func (r *run) hazardsAdded(ctx context.Context, foundation string, c *Changes) (paths []string, unchecked string, err error) {
+	suspects, err := r.addedSuspects(ctx, foundation, c)
 	if err != nil || suspects.unchecked != "" || len(suspects.objs) == 0 {
 		return nil, suspects.unchecked, err
 	}
@@ -530,16 +535,15 @@ type addedSet struct {
 }
 
 // addedSuspects are the paths outside the suite's tables that the audited
-// commit adds (the foundation does not hold them; the request's whole
-// diff names them) whose claimed checksum and size are those of the
-// foundation's next path, with the audited commit's entries. The added
+// commit adds (the foundation does not hold them) whose claimed checksum and size are those of the
+// foundation's next path, with the audited commit's entries (c, the
+// audited commit's whole diff; nil: none). The added
 // paths are walked in order, and one lakeFS call finds the foundation's
 // next path for every added path before it (the foundation holds nothing
 // between them); a suspect's size is compared first, from the diff, and
 // only an equal one costs a listing of the audited commit and of the
 // foundation at its path. Kept per foundation and audited commit.
-func (r *run) addedSuspects(ctx context.Context, foundation string) (addedSet, error) {
-	c := r.req.Changes
+func (r *run) addedSuspects(ctx context.Context, foundation string, c *Changes) (addedSet, error) {
 	succ, ok := r.e.opts.Source.(Successor)
 	if c == nil || !c.Removals || !ok || !IsCommitID(foundation) {
 		return addedSet{}, nil
@@ -608,4 +612,36 @@ func (r *run) addedSuspects(ctx context.Context, foundation string) (addedSet, e
 		r.e.added.put(k, out)
 		return out, nil
 	})
+}
+
+// batchChanges is the audited commit's whole diff against the foundation,
+// which merge_hazard takes the batch's paths outside its tables from: the
+// request's when it has it (the runner's three-dot diff against the
+// target's head, the same changes), else lakeFS's two-dot diff of the
+// foundation and the audited commit, at most maxHazardDiffs changes (with
+// more, unchecked says so). Nil when the Source cannot diff.
+func (r *run) batchChanges(ctx context.Context, foundation string) (*Changes, string, error) {
+	if c := r.req.Changes; c != nil && c.Removals {
+		return c, "", nil
+	}
+	d, ok := r.e.opts.Source.(Differ)
+	if !ok {
+		return nil, "", nil
+	}
+	diffs, truncated, err := d.Differences(ctx, r.req.Repository, foundation, r.req.Ref, "", maxHazardDiffs)
+	if err != nil {
+		return nil, "", err
+	}
+	if truncated {
+		return nil, fmt.Sprintf("more than %d changes of %s since the foundation %s", maxHazardDiffs, short(r.req.Ref), short(foundation)), nil
+	}
+	c := &Changes{Removals: true}
+	for _, df := range diffs {
+		if df.Removed {
+			c.Removed = append(c.Removed, df.Path)
+		} else {
+			c.Objects = append(c.Objects, Object{Path: df.Path, Size: df.Size})
+		}
+	}
+	return c, "", nil
 }

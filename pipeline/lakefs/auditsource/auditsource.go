@@ -83,7 +83,7 @@ func (s Source) Differences(ctx context.Context, repo, from, to, prefix string, 
 	}
 	out := make([]audit.Difference, len(changes))
 	for i, c := range changes {
-		out[i] = audit.Difference{Path: c.Path, Removed: c.Type == "removed"}
+		out[i] = audit.Difference{Path: c.Path, Removed: c.Type == "removed", Size: c.Size}
 	}
 	return out, truncated, nil
 }

@@ -3,9 +3,12 @@ package auditsource
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/treeverse/lakefs/pkg/api/apigen"
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/schemas"
@@ -75,5 +78,61 @@ func TestRecheckRefusesAnAddedOutsidePathLakeFSWouldResolve(t *testing.T) {
 	}
 	if b.String() != "marker Y\n" {
 		t.Errorf("main holds zz/p %q after the merge; the scenario expects lakeFS to keep the other batch's", b.String())
+	}
+}
+
+// A recheck asked without the batch's whole diff (Request.Changes, which
+// the runner always gives) used to skip the paths merge_hazard takes from
+// that diff: the batch's deletions and additions outside its tables. On
+// the real server: the foundation holds zzzz/billing/m (bytes X); another
+// dataset publishes zzzz/a/m (X); batch T deletes zzzz/billing/m and holds
+// nothing after it. Merged, T drops zzzz/a/m from main (review 10). T's
+// recheck with no diff must refuse it as the one with its diff does,
+// taking the diff itself.
+func TestRecheckWithoutTheBatchesDiffRefusesWhatTheMergeDrops(t *testing.T) {
+	ctx := context.Background()
+	s := startRelinkStack(t)
+	up := func(branch, p, c string) {
+		t.Helper()
+		if err := s.lake.Upload(ctx, "lake", branch, p, strings.NewReader(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up("main", relinkPrefix+"a.csv", "id,x\n1,a\n")
+	up("main", "zzzz/billing/m", "marker X\n")
+	foundation := s.commit(t, "main", "foundation")
+	for _, b := range []string{"n", "k"} {
+		if _, err := s.lake.EnsureBranch(ctx, "lake", b, foundation); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up("n", "zzzz/a/m", "marker X\n")
+	sN := s.commit(t, "n", "another dataset adds zzzz/a/m")
+	if _, err := s.lake.Merge(ctx, "lake", sN, "main", "publish N", nil); err != nil {
+		t.Fatal(err)
+	}
+	h := l1HeadOf(t, s)
+	up("k", relinkPrefix+"b.csv", "id,x\n2,b\n")
+	if resp, err := s.api.DeleteObjectWithResponse(ctx, "lake", "k", &apigen.DeleteObjectParams{Path: "zzzz/billing/m"}); err != nil || resp.StatusCode() != http.StatusNoContent {
+		t.Fatalf("delete: %v %v", err, resp.StatusCode())
+	}
+	sK := s.commit(t, "k", "batch T deletes zzzz/billing/m")
+	rep, err := newDeriveEngine(t, s).Run(ctx, audit.Request{Dataset: "d", Suite: relinkSuite, Repository: "lake", Ref: sK, BaseRef: h, BaseName: "main", Onto: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed || !slices.ContainsFunc(rep.Failed(), func(c schemas.CheckResult) bool {
+		return c.Kind == audit.KindMergeHazard && strings.Contains(c.Observed, "zzzz/a/m")
+	}) {
+		t.Errorf("batch T's recheck without its diff: passed=%v, failed %+v; want merge_hazard naming zzzz/a/m", rep.Passed, rep.Failed())
+	}
+
+	// What it guards against: the merge lakewap no longer makes.
+	m, err := s.lake.Merge(ctx, "lake", sK, "main", "publish T anyway", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onM, err := s.src.List(ctx, "lake", m, "zzzz/"); err != nil || len(onM) != 0 {
+		t.Logf("this lakeFS kept %+v under zzzz/ (err %v): the hazard is gone from its merge", onM, err)
 	}
 }
