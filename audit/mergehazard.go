@@ -479,8 +479,8 @@ func (r *run) hazardsBeforeRemovals(ctx context.Context, foundation string, c *C
 
 // maxAddedSuspects bounds the paths outside the tables a batch adds with
 // the claimed checksum and size of the foundation's next path that a
-// recheck looks at on the target (two lakeFS calls each); with more, the
-// check fails.
+// recheck looks at on the target (one lakeFS call per folder, two more for
+// a suspect that call does not settle); with more, the check fails.
 const maxAddedSuspects = 100
 
 // hazardsAdded are the paths outside the suite's tables (allowed_paths)
@@ -493,7 +493,10 @@ const maxAddedSuspects = 100
 // added it: handleBothKeys keeps the target's). Main would not hold the
 // batch's published file. The suspects depend on the foundation and the
 // sealed commit alone (addedSuspects, read ahead by PrepareRecheck); the
-// target is read only for them, two calls each. A path the target added
+// target is read only for them: its first path after a suspect's folder
+// (one call per folder), which settles a suspect that is the first the
+// target could hold there (a marker in the batch's own folder), else a
+// listing at the suspect and its next path (two calls more). A path the target added
 // with the claimed checksum and size of the foundation's next path, which
 // the batch added too, is not looked at: lakeFS keeps the batch's entry
 // there, what the batch publishes (a conflict it does not report).
@@ -504,24 +507,53 @@ func (r *run) hazardsAdded(ctx context.Context, foundation string, c *Changes) (
 	}
 	succ := r.e.opts.Source.(Successor) // addedSuspects found none without it
 	repo, head := r.req.Repository, r.req.BaseRef
+	// The head's first path after a suspect's folder answers it in one call
+	// when it is the suspect itself or a path after it (the head holds
+	// nothing between); asked once per folder.
+	firstIn := map[string]*Object{} // nil: the head holds nothing after the folder
 	for _, o := range suspects.objs {
+		dir := o.Path[:strings.LastIndex(o.Path, "/")+1]
+		h, asked := firstIn[dir]
+		if !asked {
+			n, found, err := succ.After(ctx, repo, head, dir)
+			if err != nil {
+				return nil, "", err
+			}
+			if found {
+				h = &n
+			}
+			firstIn[dir] = h
+		}
+		switch {
+		case h == nil:
+			paths = append(paths, o.Path) // the head holds nothing from o on
+			continue
+		case h.Path == o.Path:
+			if h.Checksum != o.Checksum || h.Size != o.Size {
+				paths = append(paths, o.Path) // both added it: lakeFS keeps the head's
+			}
+			continue
+		case h.Path > o.Path:
+			continue // the head holds a path after o and not o: the merge does not run out before it
+		}
+		// The head holds paths between the folder and o: ask about o itself.
 		objs, err := r.e.opts.Source.List(ctx, repo, head, o.Path)
 		if err != nil {
 			return nil, "", err
 		}
 		if i := slices.IndexFunc(objs, func(h Object) bool { return h.Path == o.Path }); i >= 0 {
 			if objs[i].Checksum != o.Checksum || objs[i].Size != o.Size {
-				paths = append(paths, o.Path) // both added it: lakeFS keeps the target's
+				paths = append(paths, o.Path)
 			}
 			continue
 		}
 		if len(objs) > 0 {
-			continue // the target holds paths under o's: the merge does not run out before it
+			continue // the head holds paths under o's: the merge does not run out before it
 		}
 		if _, found, err := succ.After(ctx, repo, head, o.Path); err != nil {
 			return nil, "", err
 		} else if !found {
-			paths = append(paths, o.Path) // the target holds nothing from o on
+			paths = append(paths, o.Path)
 		}
 	}
 	return paths, "", nil
