@@ -44,7 +44,11 @@ type Successor interface {
 // have run out there) or holds it with another checksum or size. The check
 // is wider than the merge's condition (the other side may still hold paths
 // beyond the table): it refuses some batches the merge would have taken
-// whole, never one it would not.
+// whole, never one it would not. The first table's result also names the
+// paths outside the tables the merge could drop: the target's before a
+// table the batch empties (hazardsBefore, every table) or before paths it
+// deletes (hazardsBeforeRemovals), and those the batch adds
+// (hazardsAdded), from its whole diff (batchChanges).
 func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 	if !r.req.Onto || r.e.opts.History == nil || r.req.BaseRef == "" {
 		return nil
@@ -395,10 +399,10 @@ type beyondPath struct {
 // if the batch had deleted it (review 10:
 // TestReview10DeletedAllowedPathDoesNotDropAnotherDatasetsFile, where
 // another dataset's published file was lost). c is the batch's whole diff
-// (batchChanges); with no such deletion, or a path the
-// audited commit holds after the last one (one lakeFS call), nothing more
-// is read; else, as hazardsBefore, the target's changes since the
-// foundation, at most maxHazardDiffs.
+// (batchChanges); with no such deletion, or a path the audited commit
+// holds after the last one (one lakeFS call), nothing more is read; else,
+// as hazardsBefore, the target's changes since the foundation, at most
+// maxHazardDiffs.
 func (r *run) hazardsBeforeRemovals(ctx context.Context, foundation string, c *Changes) (paths []string, unchecked string, err error) {
 	succ, ok := r.e.opts.Source.(Successor)
 	d, ok2 := r.e.opts.Source.(Differ)
@@ -494,12 +498,13 @@ const maxAddedSuspects = 100
 // batch's published file. The suspects depend on the foundation and the
 // sealed commit alone (addedSuspects, read ahead by PrepareRecheck); the
 // target is read only for them: its first path after a suspect's folder
-// (one call per folder), which settles a suspect that is the first the
-// target could hold there (a marker in the batch's own folder), else a
-// listing at the suspect and its next path (two calls more). A path the target added
-// with the claimed checksum and size of the foundation's next path, which
-// the batch added too, is not looked at: lakeFS keeps the batch's entry
-// there, what the batch publishes (a conflict it does not report).
+// (one call per folder) settles a suspect that is the first the target
+// could hold there (a marker in the batch's own folder), else a listing at
+// the suspect and the target's next path after it (two calls more). A path
+// the target added with the claimed checksum and size of the foundation's
+// next path, which the batch added too, is not looked at: lakeFS keeps the
+// batch's entry there, what the batch publishes (a conflict it does not
+// report).
 func (r *run) hazardsAdded(ctx context.Context, foundation string, c *Changes) (paths []string, unchecked string, err error) {
 	suspects, err := r.addedSuspects(ctx, foundation, c)
 	if err != nil || suspects.unchecked != "" || len(suspects.objs) == 0 {
@@ -567,14 +572,15 @@ type addedSet struct {
 }
 
 // addedSuspects are the paths outside the suite's tables that the audited
-// commit adds (the foundation does not hold them) whose claimed checksum and size are those of the
-// foundation's next path, with the audited commit's entries (c, the
-// audited commit's whole diff; nil: none). The added
-// paths are walked in order, and one lakeFS call finds the foundation's
-// next path for every added path before it (the foundation holds nothing
-// between them); a suspect's size is compared first, from the diff, and
-// only an equal one costs a listing of the audited commit and of the
-// foundation at its path. Kept per foundation and audited commit.
+// commit adds (the foundation does not hold them) whose claimed checksum
+// and size are those of the foundation's next path, with the audited
+// commit's entries; c is the audited commit's whole diff (nil: nothing to
+// look at). The added paths are walked in order, and one lakeFS call finds
+// the foundation's next path for every added path before it (the
+// foundation holds nothing between them); a path's size is compared first,
+// from the diff, and only an equal one costs a listing of the audited
+// commit and of the foundation at it. Kept per foundation and audited
+// commit.
 func (r *run) addedSuspects(ctx context.Context, foundation string, c *Changes) (addedSet, error) {
 	succ, ok := r.e.opts.Source.(Successor)
 	if c == nil || !c.Removals || !ok || !IsCommitID(foundation) {
