@@ -44,11 +44,11 @@ type Successor interface {
 // have run out there) or holds it with another checksum or size. The check
 // is wider than the merge's condition (the other side may still hold paths
 // beyond the table): it refuses some batches the merge would have taken
-// whole, never one it would not. The first table's result also names the
-// paths outside the tables the merge could drop: the target's before a
-// table the batch empties (hazardsBefore, every table) or before paths it
-// deletes (hazardsBeforeRemovals), and those the batch adds
-// (hazardsAdded), from its whole diff (batchChanges).
+// whole, never one it would not. Each table's result also names the
+// target's paths before the table the merge could drop when the batch
+// empties it (hazardsBefore); the first table's, those before the paths
+// the batch deletes outside its tables (hazardsBeforeRemovals) and those it
+// adds there (hazardsAdded), from its whole diff (batchChanges).
 func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 	if !r.req.Onto || r.e.opts.History == nil || r.req.BaseRef == "" {
 		return nil
