@@ -36,7 +36,8 @@ func TestHTTPServerLimitsConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := limitConns(ln, limit)
+	lim := serveLimited(srv, ln, limit)
+	lim.grace = time.Hour // closing half-sent headers is TestHalfSentHeadersDoNotLockOutCallers's
 	done := make(chan struct{})
 	go func() { _ = srv.Serve(lim); close(done) }()
 	defer func() { _ = srv.Close(); <-done }()
@@ -109,8 +110,7 @@ func TestIdleConnectionsAreShedAtTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := limitConns(ln, limit)
-	lim.full = shedIdle(srv)
+	lim := serveLimited(srv, ln, limit)
 	stopped := make(chan struct{})
 	go func() { _ = srv.Serve(lim); close(stopped) }()
 	defer func() { _ = srv.Close(); <-stopped }()
@@ -164,5 +164,95 @@ func TestIdleConnectionsAreShedAtTheLimit(t *testing.T) {
 	}
 	if got != nil {
 		t.Fatalf("the new connection: %v", got)
+	}
+}
+
+// TestSlowClientsDoNotLockOutCallers: maxConns connections that each sent
+// half a request header (or half a body) held every slot until the
+// server's timeouts closed them (5 s for a header, 30 s for a body), and an
+// attacker who opened them again at once, with more waiting in the
+// kernel's queue, kept /readyz, /metrics and lakeFS's hook calls waiting:
+// with 2,000 half headers against the daemon's 512 slots each /readyz took
+// 10 s, with 5,000 40 s; one GET with a 100,000-byte body never sent got
+// its answer, and gave its slot back, after 30 s. When every slot is
+// taken, a new connection closes the one that has waited longest for its
+// client (past the grace) and is served; a body its handler does not read
+// is not waited for.
+func TestSlowClientsDoNotLockOutCallers(t *testing.T) {
+	const limit = 4
+	for _, tc := range []struct{ name, sent string }{
+		{"half a header", "GET /readyz HTTP/1.1\r\nHost: lakewap\r\nX-Slow: a"},
+		{"a body the handler does not read, never sent", "POST /readyz HTTP/1.1\r\nHost: lakewap\r\nContent-Length: 100000\r\n\r\nab"},
+		{"a body the handler reads, half sent", "POST /hook HTTP/1.1\r\nHost: lakewap\r\nContent-Length: 100000\r\n\r\nab"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ready") })
+			mux.HandleFunc("/hook", func(w http.ResponseWriter, r *http.Request) {
+				if _, err := io.ReadAll(r.Body); err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				_, _ = io.WriteString(w, "ok")
+			})
+			srv := newHTTPServer(mux, time.Minute)
+			// The slow clients hold for the whole test, as if renewed.
+			srv.ReadHeaderTimeout = time.Hour
+			srv.ReadTimeout = time.Hour
+			var mu sync.Mutex
+			accepted := 0
+			srv.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					mu.Lock()
+					accepted++
+					mu.Unlock()
+				}
+			}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			lim := serveLimited(srv, ln, limit)
+			lim.grace = 0 // the slow clients below have waited long enough
+			stopped := make(chan struct{})
+			go func() { _ = srv.Serve(lim); close(stopped) }()
+			defer func() { _ = srv.Close(); <-stopped }()
+			addr := ln.Addr().String()
+
+			for i := range limit {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				_, _ = io.WriteString(c, tc.sent)
+				waitUntil(t, func() bool { mu.Lock(); defer mu.Unlock(); return accepted == i+1 })
+			}
+			caller, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer caller.Close()
+			_, _ = io.WriteString(caller, "GET /readyz HTTP/1.1\r\nHost: lakewap\r\n\r\n")
+			answered := make(chan error, 1)
+			go func() {
+				resp, err := http.ReadResponse(bufio.NewReader(caller), nil)
+				if err == nil {
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				answered <- err
+			}()
+			select {
+			case err := <-answered:
+				if err != nil {
+					t.Fatalf("the caller: %v", err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("the caller got no answer within a minute while %d slow clients held every connection", limit)
+			}
+		})
 	}
 }

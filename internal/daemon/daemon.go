@@ -394,8 +394,7 @@ func (d *Daemon) serveHTTP(addr string) error {
 	mux.Handle("/readyz", readyHandler(d.lake.Healthy, d.Assigned, d.log, time.Now))
 	d.httpLn = ln
 	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.Std())
-	lim := limitConns(ln, maxConns)
-	lim.full = shedIdle(d.http)
+	lim := serveLimited(d.http, ln, maxConns)
 	go func() { _ = d.http.Serve(lim) }()
 	d.log.Info("http listening", "addr", ln.Addr().String())
 	return nil
@@ -575,9 +574,18 @@ func failpointFromEnv(log *slog.Logger) func(string) {
 // reaches the port could open them without end (512 such headers are 32
 // MiB). A connection past it first makes the server close its idle
 // keep-alive connections (else maxConns connections that each sent one
-// request would lock every caller out for the idle timeout), then waits in
-// the kernel's queue until one closes.
+// request would lock every caller out for the idle timeout), then the
+// connection that has waited longest for its client, the rest of its
+// request header or of a body its handler reads (else maxConns half-sent
+// headers, opened again as the timeouts close them, would keep every
+// caller waiting), then waits until one closes.
 const maxConns = 512
+
+// headerGrace is how long a connection may wait for its client (header or
+// body) before a new connection, finding every slot taken, may close it:
+// lakeFS, Prometheus and health checks send theirs at once; a slowloris
+// must open a connection per slot every headerGrace to keep them all.
+const headerGrace = 250 * time.Millisecond
 
 // connLimiter is a listener that hands out at most cap(slots) connections
 // at a time: Accept waits for one of them to close.
@@ -588,33 +596,198 @@ type connLimiter struct {
 	// full, if set, is called when every slot is taken, before Accept
 	// waits: it may free some (shedIdle).
 	full func()
+	// grace is how long a connection may wait for its header before it
+	// may be closed to make room (headerGrace).
+	grace time.Duration
+	now   func() time.Time
+
+	mu sync.Mutex
+	// reading holds the connections waiting for their client, with since
+	// when: for their first request's header (from Accept until the
+	// handler starts), or for a body the handler reads (from its first
+	// read until its end).
+	reading map[*limitedConn]time.Time
 }
+
+// serveLimited makes srv hold at most n connections of ln at a time (the
+// listener it returns is the one to serve): it tells the limiter which
+// connections wait for their client, and closes a connection whose body
+// the handler left unread.
+func serveLimited(srv *http.Server, ln net.Listener, n int) *connLimiter {
+	lim := limitConns(ln, n)
+	lim.full = shedIdle(srv)
+	state := srv.ConnState
+	srv.ConnState = func(c net.Conn, s http.ConnState) {
+		if lc, ok := c.(*limitedConn); ok {
+			lim.track(lc, s)
+		}
+		if state != nil {
+			state(c, s)
+		}
+	}
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	h := srv.Handler
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lc, ok := r.Context().Value(connKey{}).(*limitedConn)
+		if ok {
+			lim.forget(lc) // its header is in
+		}
+		if r.ContentLength == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body := &bodyReads{ReadCloser: r.Body, lim: lim, conn: lc}
+		r.Body = body
+		h.ServeHTTP(w, r)
+		if ok {
+			lim.forget(lc)
+		}
+		if !body.ended {
+			// The server would read the rest of a body the handler left (up
+			// to 256 KiB, for ReadTimeout) before it answers or closes:
+			// close at once instead.
+			w.Header().Set("Connection", "close")
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
+	})
+	return lim
+}
+
+// bodyReads counts its connection as waiting for its client from the
+// body's first read until its end.
+type bodyReads struct {
+	io.ReadCloser
+	lim     *connLimiter
+	conn    *limitedConn
+	started bool
+	ended   bool
+}
+
+func (b *bodyReads) Read(p []byte) (int, error) {
+	if !b.started && b.conn != nil {
+		b.started = true
+		b.lim.wait(b.conn)
+	}
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.ended {
+		b.ended = true
+		if b.conn != nil {
+			b.lim.forget(b.conn)
+		}
+	}
+	return n, err
+}
+
+// connKey is where a request's context holds its connection, for
+// serveLimited's handler.
+type connKey struct{}
 
 func limitConns(ln net.Listener, n int) *connLimiter {
-	return &connLimiter{Listener: ln, slots: make(chan struct{}, n)}
+	return &connLimiter{Listener: ln, slots: make(chan struct{}, n), grace: headerGrace, now: time.Now,
+		reading: map[*limitedConn]time.Time{}}
 }
 
+// Accept takes the next connection, then a slot for it: when none is free
+// it frees some (full), then closes the connection that has waited longest
+// for its client past grace, else waits for a slot or for that connection
+// to reach grace.
 func (l *connLimiter) Accept() (net.Conn, error) {
-	select {
-	case l.slots <- struct{}{}:
-	default:
-		if l.full != nil {
-			l.full()
-		}
-		select {
-		case l.slots <- struct{}{}:
-		default:
-			l.blocked.Add(1)
-			l.slots <- struct{}{}
-			l.blocked.Add(-1)
-		}
-	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.slots
 		return nil, err
 	}
-	return &limitedConn{Conn: c, release: sync.OnceFunc(func() { <-l.slots })}, nil
+	for shed := false; ; shed = true {
+		select {
+		case l.slots <- struct{}{}:
+			return l.hold(c), nil
+		default:
+		}
+		if !shed && l.full != nil {
+			l.full()
+			continue
+		}
+		closed, wait := l.closeSlowest()
+		if closed {
+			continue
+		}
+		l.blocked.Add(1)
+		timer := time.NewTimer(wait)
+		select {
+		case l.slots <- struct{}{}:
+			timer.Stop()
+			l.blocked.Add(-1)
+			return l.hold(c), nil
+		case <-timer.C:
+		}
+		l.blocked.Add(-1)
+	}
+}
+
+// hold wraps c, which has a slot: it waits for its header from now.
+func (l *connLimiter) hold(c net.Conn) *limitedConn {
+	lc := &limitedConn{Conn: c}
+	lc.release = sync.OnceFunc(func() {
+		l.mu.Lock()
+		lc.gone = true
+		delete(l.reading, lc)
+		l.mu.Unlock()
+		<-l.slots
+	})
+	l.wait(lc)
+	return lc
+}
+
+// closeSlowest closes the connection that has waited longest for its
+// client (its header, or its body) if that is grace or longer; else it
+// says how long until one will have, or, with none waiting, when to look
+// again.
+func (l *connLimiter) closeSlowest() (closed bool, wait time.Duration) {
+	l.mu.Lock()
+	var (
+		slowest *limitedConn
+		since   time.Time
+	)
+	for c, t := range l.reading {
+		if slowest == nil || t.Before(since) {
+			slowest, since = c, t
+		}
+	}
+	l.mu.Unlock()
+	if slowest == nil {
+		return false, max(l.grace, 10*time.Millisecond)
+	}
+	if waited := l.now().Sub(since); waited < l.grace {
+		return false, l.grace - waited
+	}
+	_ = slowest.Close()
+	return true, 0
+}
+
+// track forgets a connection that went idle or away. A keep-alive
+// connection's later header is read while the server counts it idle (it
+// turns active once the header is in): shedIdle closes those.
+func (l *connLimiter) track(c *limitedConn, s http.ConnState) {
+	switch s {
+	case http.StateIdle, http.StateHijacked, http.StateClosed:
+		l.forget(c)
+	}
+}
+
+// wait notes that c waits for its client from now (unless it is closed).
+func (l *connLimiter) wait(c *limitedConn) {
+	l.mu.Lock()
+	if !c.gone {
+		l.reading[c] = l.now()
+	}
+	l.mu.Unlock()
+}
+
+func (l *connLimiter) forget(c *limitedConn) {
+	l.mu.Lock()
+	delete(l.reading, c)
+	l.mu.Unlock()
 }
 
 // shedIdle closes srv's idle keep-alive connections (each gives its slot
@@ -626,6 +799,9 @@ func shedIdle(srv *http.Server) func() {
 	}
 }
 
+// held is how many connections the limiter has handed out and not had back.
+func (l *connLimiter) held() int { return len(l.slots) }
+
 // waiting says whether an Accept waits for a connection to close.
 func (l *connLimiter) waiting() bool { return l.blocked.Load() > 0 }
 
@@ -633,6 +809,7 @@ func (l *connLimiter) waiting() bool { return l.blocked.Load() > 0 }
 type limitedConn struct {
 	net.Conn
 	release func()
+	gone    bool // closed (under the limiter's mu)
 }
 
 func (c *limitedConn) Close() error {
