@@ -373,7 +373,7 @@ func (d *Daemon) serveHTTP(addr string) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", metricsHandler(d.reg))
 	if mode := d.cfg.HTTP.WebhookMode(); mode != config.WebhookOff {
 		premerge, err := d.preMergeHandler()
 		if err != nil {
@@ -517,7 +517,7 @@ func (d *Daemon) mountRuns(mux *http.ServeMux, addr net.Addr) error {
 		}
 		token = t
 	}
-	mux.Handle(status.Path, status.Handler(status.Options{Runs: d.runner.Runs, LakeFSUI: d.cfg.LakeFS.UIURL,
+	mux.Handle(status.Path, runsHandler(status.Options{Runs: d.runner.Runs, LakeFSUI: d.cfg.LakeFS.UIURL,
 		ShowSamples: d.cfg.HTTP.RunsSamples, Token: token}))
 	return nil
 }
@@ -839,4 +839,45 @@ func ReadyURL(listen string) string {
 		host = "127.0.0.1"
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/readyz"
+}
+
+// maxReadCalls bounds the calls of /runs, and apart those of /metrics,
+// answered at once: each builds its whole answer (a /runs page is up to 4
+// MiB, some 12 MiB of heap), and anyone who reaches the port may call them
+// (/runs on loopback). Before, 64 callers reading /runs over and over took
+// the heap to 586 MiB and hook calls to 1.6 s (3 s at most), and 500 that
+// read nothing, 4 GiB and 16 s. A call past it is answered 503 with
+// Retry-After.
+const maxReadCalls = 4
+
+// readWriteTimeout bounds how long a /runs or /metrics answer may take to
+// be read: a caller reading nothing gives its place back then, not after
+// the server's write timeout (a step's, minutes).
+const readWriteTimeout = 30 * time.Second
+
+// runsHandler is /runs, maxReadCalls at a time.
+func runsHandler(o status.Options) http.Handler { return fewAtATime(status.Path, status.Handler(o)) }
+
+// metricsHandler is /metrics, maxReadCalls at a time.
+func metricsHandler(reg prometheus.Gatherer) http.Handler {
+	return fewAtATime("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+}
+
+// fewAtATime serves h at most maxReadCalls calls at a time and answers
+// the others 503 at once: they wait in no queue, the caller tries again.
+func fewAtATime(path string, h http.Handler) http.Handler {
+	slots := make(chan struct{}, maxReadCalls)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, fmt.Sprintf("lakewap: %d calls of %s are being answered; try again", maxReadCalls, path),
+				http.StatusServiceUnavailable)
+			return
+		}
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(readWriteTimeout))
+		h.ServeHTTP(w, r)
+	})
 }
