@@ -59,6 +59,13 @@ const (
 // schemas resolved since it was made (Codec.fresh).
 const maxSchemaIDs = 1024
 
+// missingFor is how long the registry's "no such schema id" is believed:
+// messages naming that id in the meantime are dead-lettered without asking
+// again (a producer sending junk ids, or another registry's, made one call
+// per message). At most maxSchemaIDs such ids are kept. An id the registry
+// gets later (a replica catching up) is read once this time is over.
+const missingFor = 10 * time.Second
+
 // DecodeError says why a value could not be decoded. Only
 // registry_unavailable is transient: the consumer retries the message rather
 // than dead-lettering it.
@@ -130,6 +137,8 @@ type Codec struct {
 	ids      map[string]int // subject -> schema id of the current schema, from Encode
 	resolved *idCache       // schema id -> decoding plan, or why it cannot be read
 	fresh    int            // writer schemas resolved since api was made
+	missing  *idCache       // schema id -> the registry's "no such id", until its entry's until
+	now      func() time.Time
 }
 
 type frozenAPI struct{ avro.API }
@@ -151,9 +160,10 @@ type idCache struct {
 }
 
 type idEntry struct {
-	id  int
-	p   plan
-	err error // the registry's schema for id cannot be read
+	id    int
+	p     plan
+	err   error     // the registry's schema for id cannot be read, or it has none
+	until time.Time // for an id the registry has none of: when to ask again
 }
 
 func newIDCache(max int) *idCache {
@@ -202,6 +212,8 @@ func newCodec(opts Options, set *schemaSet) *Codec {
 		regTimeout: opts.RegistryTimeout,
 		ids:        map[string]int{},
 		resolved:   newIDCache(maxSchemaIDs),
+		missing:    newIDCache(maxSchemaIDs),
+		now:        time.Now,
 	}
 	if c.subject == nil {
 		c.subject = func(topic, eventType string) string { return topic + "-" + Namespace + "." + eventType }
@@ -316,6 +328,11 @@ func (c *Codec) Decode(ctx context.Context, value []byte) (Event, error) {
 func (c *Codec) planByID(ctx context.Context, id int) (plan, error) {
 	c.mu.Lock()
 	e, ok := c.resolved.get(id)
+	if !ok {
+		if m, found := c.missing.get(id); found && c.now().Before(m.until) {
+			e, ok = m, true
+		}
+	}
 	c.mu.Unlock()
 	switch {
 	case ok && e.err != nil:
@@ -331,7 +348,11 @@ func (c *Codec) planByID(ctx context.Context, id int) (plan, error) {
 	if err != nil {
 		switch {
 		case registryNotFound(err):
-			return plan{}, decodeErr(DecodeUnknownSchemaID, "schema id %d: %w", id, err)
+			missing := decodeErr(DecodeUnknownSchemaID, "schema id %d: %w", id, err)
+			c.mu.Lock()
+			c.missing.put(&idEntry{id: id, err: missing, until: c.now().Add(missingFor)})
+			c.mu.Unlock()
+			return plan{}, missing
 		case registryUnreachable(err):
 			return plan{}, decodeErr(DecodeRegistryUnavailable, "schema id %d: %w", id, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hamba/avro/v2"
 
@@ -150,5 +151,76 @@ func TestLargeWriterSchemasAreRefused(t *testing.T) {
 	}
 	if n := reg.Requests("get"); n != 1 {
 		t.Errorf("the registry was asked %d times for the large schema, want once", n)
+	}
+}
+
+// A producer sending messages under schema ids the registry does not have
+// (junk, or a registry other than lakewap's) made the codec ask the
+// registry once per message: 10,000 messages over 100 such ids were 10,000
+// calls. The registry's "no such id" is kept for missingFor, for at most
+// maxSchemaIDs ids: the messages are still dead-lettered unknown_schema_id,
+// at one call per id, and an id registered later is read once that time is
+// over.
+func TestUnknownSchemaIDsAreRememberedForAWhile(t *testing.T) {
+	ctx := context.Background()
+	soe, confluent, reg := codecs(t)
+	now := time.Unix(1_800_000_000, 0)
+	confluent.now = func() time.Time { return now }
+	ev := sampleEvents()[2]
+	good, err := soe.Encode(ctx, topic, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	message := func(id int) []byte {
+		return append([]byte{0, byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}, good[10:]...)
+	}
+	unknown := func(id int) {
+		t.Helper()
+		_, err := confluent.Decode(ctx, message(id))
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Reason != DecodeUnknownSchemaID || !de.Permanent() {
+			t.Fatalf("schema id %d: %v, want a permanent %s", id, err, DecodeUnknownSchemaID)
+		}
+	}
+	const ids, messages = 100, 10_000
+	for i := range messages {
+		unknown(1_000_000 + i%ids)
+	}
+	if got := reg.Requests("get"); got != ids {
+		t.Errorf("the registry was asked %d times for %d messages over %d unknown ids; want once per id", got, messages, ids)
+	}
+
+	// An id the registry gets later (ids here start at 100): unknown until
+	// the registry's answer is missingFor old, then read.
+	text, err := SchemaText(ev.EventType())
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := 100
+	unknown(later)
+	if id := reg.Register("wap.events-value", text); id != later {
+		t.Fatalf("registered as %d, want %d", id, later)
+	}
+	before := reg.Requests("get")
+	now = now.Add(missingFor - time.Second)
+	unknown(later)
+	if got := reg.Requests("get"); got != before {
+		t.Errorf("asked the registry %d times within missingFor of its answer, want none", got-before)
+	}
+	now = now.Add(time.Second)
+	got, err := confluent.Decode(ctx, message(later))
+	if err != nil || got.Batch() != ev.Batch() {
+		t.Errorf("an id registered after it was asked, read missingFor later: %v, %v; want it decoded", got, err)
+	}
+
+	// At most maxSchemaIDs such answers are kept.
+	for i := range maxSchemaIDs + 10 {
+		unknown(2_000_000 + i)
+	}
+	confluent.mu.Lock()
+	held := confluent.missing.Len()
+	confluent.mu.Unlock()
+	if held > maxSchemaIDs {
+		t.Errorf("the codec holds %d unknown schema ids, want at most %d", held, maxSchemaIDs)
 	}
 }
