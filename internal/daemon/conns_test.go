@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -254,5 +255,76 @@ func TestSlowClientsDoNotLockOutCallers(t *testing.T) {
 				t.Fatalf("the caller got no answer within a minute while %d slow clients held every connection", limit)
 			}
 		})
+	}
+}
+
+// TestConnectionsGoneIdleWhileOneWaitsAreShed: a connection that found
+// every slot taken by requests being served waited, once those requests
+// were answered, for their connections' idle timeout (2 minutes): idle
+// connections were shed only when it first arrived. While it waits it
+// sheds them again each time it looks, and is served.
+func TestConnectionsGoneIdleWhileOneWaitsAreShed(t *testing.T) {
+	const limit = 4
+	gate := make(chan struct{})
+	var serving atomic.Int32
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/held" {
+			serving.Add(1)
+			<-gate
+		}
+		_, _ = io.WriteString(w, "ok")
+	}), time.Minute)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := serveLimited(srv, ln, limit)
+	stopped := make(chan struct{})
+	go func() { _ = srv.Serve(lim); close(stopped) }()
+	defer func() { _ = srv.Close(); <-stopped }()
+	addr := ln.Addr().String()
+
+	answered := func(c net.Conn) chan error {
+		done := make(chan error, 1)
+		go func() {
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err == nil {
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+		return done
+	}
+	var held []chan error
+	for range limit {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, "GET /held HTTP/1.1\r\nHost: lakewap\r\n\r\n")
+		held = append(held, answered(c))
+	}
+	waitUntil(t, func() bool { return serving.Load() == limit })
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_, _ = io.WriteString(extra, "GET / HTTP/1.1\r\nHost: lakewap\r\n\r\n")
+	waitUntil(t, lim.waiting)
+	close(gate) // the held requests are answered; their connections stay open, idle
+	for _, done := range held {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-answered(extra):
+		if err != nil {
+			t.Fatalf("the waiting connection: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the waiting connection got no answer within a minute while %d idle connections held every slot", limit)
 	}
 }

@@ -692,21 +692,25 @@ func limitConns(ln net.Listener, n int) *connLimiter {
 // Accept takes the next connection, then a slot for it: when none is free
 // it frees some (full), then closes the connection that has waited longest
 // for its client past grace, else waits for a slot or for that connection
-// to reach grace.
+// to reach grace, and looks again.
 func (l *connLimiter) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	for shed := false; ; shed = true {
+	for {
 		select {
 		case l.slots <- struct{}{}:
 			return l.hold(c), nil
 		default:
 		}
-		if !shed && l.full != nil {
-			l.full()
-			continue
+		if l.full != nil {
+			l.full() // again on each look: connections may have gone idle since
+			select {
+			case l.slots <- struct{}{}:
+				return l.hold(c), nil
+			default:
+			}
 		}
 		closed, wait := l.closeSlowest()
 		if closed {
@@ -798,9 +802,6 @@ func shedIdle(srv *http.Server) func() {
 		srv.SetKeepAlivesEnabled(true)
 	}
 }
-
-// held is how many connections the limiter has handed out and not had back.
-func (l *connLimiter) held() int { return len(l.slots) }
 
 // waiting says whether an Accept waits for a connection to close.
 func (l *connLimiter) waiting() bool { return l.blocked.Load() > 0 }
