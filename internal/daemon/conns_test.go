@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -326,5 +327,50 @@ func TestConnectionsGoneIdleWhileOneWaitsAreShed(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatalf("the waiting connection got no answer within a minute while %d idle connections held every slot", limit)
+	}
+}
+
+// TestShutdownWhileAConnectionWaitsForASlot: http.Server.Shutdown waits,
+// whatever its context, for Serve to return, and Serve returns when Accept
+// does. An Accept waiting for a slot held by a request being served (a
+// pre-merge audit may take minutes) did not notice the listener closing,
+// so the daemon's shutdown hung until that request ended. Closing the
+// listener ends the wait.
+func TestShutdownWhileAConnectionWaitsForASlot(t *testing.T) {
+	gate := make(chan struct{})
+	defer close(gate)
+	var serving atomic.Int32
+	srv := newHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		serving.Add(1)
+		<-gate
+	}), time.Minute)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := serveLimited(srv, ln, 1)
+	stopped := make(chan struct{})
+	go func() { _ = srv.Serve(lim); close(stopped) }()
+	addr := ln.Addr().String()
+	busy, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	_, _ = io.WriteString(busy, "POST /webhooks/lakefs/pre-merge HTTP/1.1\r\nHost: lakewap\r\n\r\n")
+	waitUntil(t, func() bool { return serving.Load() == 1 })
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	waitUntil(t, lim.waiting)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Shutdown need not wait for the held request
+	go func() { _ = srv.Shutdown(ctx) }()
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("Serve did not return within a minute of Shutdown while a connection waited for a slot")
 	}
 }

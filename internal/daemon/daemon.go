@@ -596,10 +596,15 @@ type connLimiter struct {
 	// full, if set, is called when every slot is taken, before Accept
 	// waits: it may free some (shedIdle).
 	full func()
-	// grace is how long a connection may wait for its header before it
+	// grace is how long a connection may wait for its client before it
 	// may be closed to make room (headerGrace).
 	grace time.Duration
 	now   func() time.Time
+	// closed ends an Accept's wait for a slot when the listener is closed
+	// (Shutdown waits for Serve, whatever its context, and Serve for
+	// Accept).
+	closed    chan struct{}
+	closeOnce sync.Once
 
 	mu sync.Mutex
 	// reading holds the connections waiting for their client, with since
@@ -686,7 +691,13 @@ type connKey struct{}
 
 func limitConns(ln net.Listener, n int) *connLimiter {
 	return &connLimiter{Listener: ln, slots: make(chan struct{}, n), grace: headerGrace, now: time.Now,
-		reading: map[*limitedConn]time.Time{}}
+		closed: make(chan struct{}), reading: map[*limitedConn]time.Time{}}
+}
+
+// Close closes the listener and ends a wait for a slot.
+func (l *connLimiter) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
 }
 
 // Accept takes the next connection, then a slot for it: when none is free
@@ -724,6 +735,11 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			l.blocked.Add(-1)
 			return l.hold(c), nil
 		case <-timer.C:
+		case <-l.closed:
+			timer.Stop()
+			l.blocked.Add(-1)
+			_ = c.Close()
+			return nil, net.ErrClosed
 		}
 		l.blocked.Add(-1)
 	}
