@@ -63,8 +63,11 @@ const maxSchemaIDs = 1024
 // messages naming that id in the meantime are dead-lettered without asking
 // again (a producer sending junk ids, or another registry's, made one call
 // per message). At most maxSchemaIDs such ids are kept. An id the registry
-// gets later (a replica catching up) is read once this time is over.
-const missingFor = 10 * time.Second
+// gets later (a replica catching up) is read once this time is over; it is
+// short because the records naming a new id in the meantime are
+// dead-lettered too (a producer that registers a schema and sends at once,
+// to a registry whose replica lags).
+const missingFor = 2 * time.Second
 
 // DecodeError says why a value could not be decoded. Only
 // registry_unavailable is transient: the consumer retries the message rather
