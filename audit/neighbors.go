@@ -131,11 +131,19 @@ func (s *Service) withNeighbors(ctx context.Context, req Request, d Dataset, rep
 			// The run's results about the batch's objects (unaudited_objects
 			// and the like) are rep's to judge, by the batch's own tables;
 			// checks the report's budget left out are kept, in one entry.
-			own := slices.ContainsFunc(n.suite.Checks, func(k Check) bool { return k.ID() == c.Name })
-			if !own && c.Kind != kindReportBudget {
+			i := slices.IndexFunc(n.suite.Checks, func(k Check) bool { return k.ID() == c.Name })
+			if i < 0 && c.Kind != kindReportBudget {
 				continue
 			}
-			if c.Status == schemas.StatusFail || c.Status == schemas.StatusError {
+			switch {
+			case c.Status != schemas.StatusFail && c.Status != schemas.StatusError:
+			case i >= 0 && n.suite.Checks[i].scope() == ScopeBatch:
+				// A check of the batch's files alone: at the base there is
+				// no batch, and a check failing on no rows (freshness,
+				// row_count with a min) fails there always. What it judges
+				// is the batch, so its failure is the batch's doing.
+				c.Message = joinMessage(fmt.Sprintf("dataset %s's check of the batch's files fails with this batch", n.dataset), c.Message)
+			default:
 				if before == nil && req.BaseRef != "" {
 					if before, err = s.baseStatuses(ctx, req, n, &rep); err != nil {
 						return rep, err
