@@ -1260,7 +1260,15 @@ func (r *run) describe(ctx context.Context, schema, table string) ([]column, err
 }
 
 func (r *run) queryColumns(ctx context.Context, q string) ([]column, error) {
-	rows, err := r.conn.QueryContext(ctx, q)
+	return queryColumnsOn(ctx, r.conn, q)
+}
+
+// queryColumnsOn is queryColumns on db (the engine's pool, for a query
+// made before the run's connection is).
+func queryColumnsOn(ctx context.Context, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, q string) ([]column, error) {
+	rows, err := db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
