@@ -1161,6 +1161,17 @@ func (s *deltaState) add(p string, parts map[string]*string, size *int64, dv jso
 	if other, ok := s.byObject[obj]; ok && other != p {
 		return fmt.Errorf("%w: the log names file %s as %s and as %s", ErrDeltaUnsupported, obj, other, p)
 	}
+	if old, ok := s.active[p]; ok && !s.inCheckpoint {
+		// An add of an active path replaces its add (a stats update
+		// writes one): readers of the versions before read the file by
+		// the one replaced, which deltaInterim compares with the add the
+		// audit reads it by, as a file removed and added again.
+		added, ok := s.addedIn[old.obj.Path]
+		if !ok {
+			added = -1 // added by the checkpoint the replay started from
+		}
+		s.gone = append(s.gone, deltaGone{file: old, added: added, removed: s.version})
+	}
 	s.added[p] = true
 	s.named[obj] = true
 	s.active[p] = deltaFile{obj: Object{Path: obj}, parts: parts, size: size, records: records, claims: claims, claimsSum: sum}

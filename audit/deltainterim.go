@@ -124,6 +124,16 @@ func (s *deltaSnapshot) deltaInterim(t Table) error {
 				return tableErr("%w: version %d adds data file %s with partition values %s, and a later version adds it again with %s: readers of each version read its rows with that version's, the audit reads them once",
 					ErrDeltaUnsupported, g.added, p, strings.Join(f.lits, ", "), strings.Join(read.lits, ", "))
 			}
+			// So must its size and stats: readers of that version read the
+			// footer where its size puts it (deltalake 1.6.6 read ids -1
+			// and -2 from a footer inside the file at the version whose add
+			// said so, the audit 7 and 8 from the file's own:
+			// TestDeltaReAddedFileOfAnotherSizeIsRefused), count its rows
+			// by its numRecords and skip it by its claims.
+			if why := sameAdd(f, read); why != "" {
+				return tableErr("%w: version %d adds data file %s, which version %d removes or adds again: %s; readers of each version read the file by that version's add, the audit reads it once",
+					ErrDeltaUnsupported, g.added, p, g.removed, why)
+			}
 			continue
 		}
 		if m.SchemaString != s.meta.SchemaString {
@@ -162,6 +172,24 @@ func (s *deltaSnapshot) deltaInterim(t Table) error {
 		}
 	}
 	return nil
+}
+
+// sameAdd is why the add of f (a file the batch's versions add again,
+// removed in between or not) does not read as read's, the add the audit
+// reads the file by: a size other than the object's, a numRecords or
+// claims (minValues, maxValues, nullCount) other than read's; "" when it
+// reads the same. An add without numRecords or claims reads the file's
+// rows as they are (a stats update adds them later).
+func sameAdd(f, read deltaFile) string {
+	switch {
+	case f.size != nil && *f.size != f.obj.Size:
+		return fmt.Sprintf("that add says it has %d bytes, the repository has %d", *f.size, f.obj.Size)
+	case f.records != nil && (read.records == nil || *f.records != *read.records):
+		return "that add states another numRecords than the add the audit reads it by"
+	case f.claimsSum != "" && f.claimsSum != read.claimsSum:
+		return "that add states other stats (minValues, maxValues or nullCount) than the add the audit reads it by"
+	}
+	return ""
 }
 
 // goneLits are the partition values, as SQL literals in the last version's
