@@ -1334,6 +1334,14 @@ func (s *deltaState) objectPath(p string) (string, error) {
 	return path.Join(s.table.Path, dec), nil
 }
 
+// sizeOf is a size a log states, for a message.
+func sizeOf(n *int64) string {
+	if n == nil {
+		return "no size"
+	}
+	return fmt.Sprintf("%d bytes", *n)
+}
+
 // differs says how two readings of one version differ, or "".
 func (s *deltaState) differs(o *deltaState) string {
 	for p := range s.active {
@@ -1348,6 +1356,14 @@ func (s *deltaState) differs(o *deltaState) string {
 		}
 		if !maps.EqualFunc(f.parts, g.parts, func(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }) {
 			return "file " + p + " has other partition values"
+		}
+		// Readers read a file's footer where its size puts it, each
+		// version by the reading it starts from: the snapshot compares the
+		// size of the newest checkpoint's reading with the object, and the
+		// readings of one version must state the same
+		// (TestDeltaCheckpointOfAnotherSizeThanTheCommitsIsRefused).
+		if (f.size == nil) != (g.size == nil) || (f.size != nil && *f.size != *g.size) {
+			return fmt.Sprintf("file %s has another size (%s, %s)", p, sizeOf(g.size), sizeOf(f.size))
 		}
 		// A count stated on one side only is the file's count for both:
 		// the reader that uses it answers count(*) from it.

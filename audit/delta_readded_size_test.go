@@ -49,9 +49,18 @@ else:
     f = cb + a[len(ca):] + b[len(cb):]
     name = "part-00000-two-footers.parquet"
     open(os.path.join(out, name), "wb").write(f)
-    first = len(f) if mode == "honest" else len(a)
+    first = len(f) if mode.startswith("honest") else len(a)
     add = {"path": name, "partitionValues": {}, "size": first, "modificationTime": 1, "dataChange": True}
     commit(1, {"commitInfo": {"timestamp": 1, "operation": "WRITE"}}, {"add": add})
+    if mode in ("checkpoint", "honest-checkpoint"):
+        # version 2 appends (delta-rs), checkpoint 2 (delta-rs's, of commit
+        # 1 stating the file's size for the while)
+        commit(1, {"commitInfo": {"timestamp": 1, "operation": "WRITE"}}, {"add": dict(add, size=len(f))})
+        write_deltalake(out, rows([9], [0]), mode="append")
+        DeltaTable(out).create_checkpoint()
+        if mode == "checkpoint":
+            commit(1, {"commitInfo": {"timestamp": 1, "operation": "WRITE"}}, {"add": add})
+        os._exit(0)
     if mode == "replaced":
         # no remove: version 2's add of the active path replaces version 1's
         commit(2, {"commitInfo": {"timestamp": 2, "operation": "WRITE"}}, {"add": dict(add, size=len(f), modificationTime=2, dataChange=False)})
@@ -133,4 +142,65 @@ func jsonInts(ids []int64) string {
 		s[i] = strconv.FormatInt(id, 10)
 	}
 	return "[" + strings.Join(s, " ") + "]"
+}
+
+// TestDeltaCheckpointOfAnotherSizeThanTheCommitsIsRefused: the batch's
+// version 1 adds the file of two footers (deltaReAddedSize) with the size
+// of the first's end, version 2 appends, and checkpoint 2 (delta-rs's)
+// states the file's size. Readers of version 1 replay the commits and
+// read ids -1 and -2, those of version 2 start at the checkpoint; the
+// audit read the file by the checkpoint's size, and a checkpoint and the
+// commits before it were compared for their files, partition values and
+// stats, not their sizes. A checkpoint that states another size than the
+// commits refuses the table; the same batch whose commit states the
+// file's size passes.
+func TestDeltaCheckpointOfAnotherSizeThanTheCommitsIsRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	checks := []Check{idsNotNull, {Name: "ids from 0", Kind: KindRange, Table: "events", Column: "id", Min: f64(0)}}
+	for _, mode := range []string{"honest-checkpoint", "checkpoint"} {
+		t.Run(mode, func(t *testing.T) {
+			src := newDirSource(t)
+			main := filepath.Join(src.root, "main", "gold", "events")
+			if out, err := exec.Command(python, "-c", deltaReAddedSize, main, "base").CombinedOutput(); err != nil {
+				t.Fatalf("deltalake: %v\n%s", err, out)
+			}
+			src.branch(t, "main", "b1")
+			dir := filepath.Join(src.root, "b1", "gold", "events")
+			if out, err := exec.Command(python, "-c", deltaReAddedSize, dir, mode).CombinedOutput(); err != nil {
+				t.Fatalf("deltalake: %v\n%s", err, out)
+			}
+			read := func(v string) string {
+				out, err := exec.Command(python, "-c", deltaReAddedSize, dir, "read", v).CombinedOutput()
+				var ids []int64
+				if err == nil {
+					err = json.Unmarshal(out, &ids)
+				}
+				if err != nil {
+					t.Fatalf("deltalake: %v\n%s", err, out)
+				}
+				return jsonInts(ids)
+			}
+			want1 := "[-2 -1 1 2 3]"
+			if mode == "honest-checkpoint" {
+				want1 = "[1 2 3 7 8]"
+			}
+			if got := read("1"); got != want1 {
+				t.Fatalf("deltalake reads ids %s at version 1, want %s", got, want1)
+			}
+			if got := read("2"); got != "[1 2 3 7 8 9]" {
+				t.Fatalf("deltalake reads ids %s at version 2", got)
+			}
+			rep := deltaAudit(t, src, "b1", FormatDelta, checks...)
+			if mode == "honest-checkpoint" {
+				if !rep.Passed {
+					t.Fatalf("the honest batch: %s", checkMessages(rep))
+				}
+				return
+			}
+			wantRefused(t, rep, "file part-00000-two-footers.parquet has another size")
+		})
+	}
 }
