@@ -407,7 +407,8 @@ func cdfCompareSQL(snap *deltaSnapshot, versions []deltaVersion, local func(delt
 
 // cdfColumnTypes refuses a compared file (change data, added or removed)
 // with a column of the schema that DuckDB reads in another type than the
-// log's (deltaTypeAgrees), naming the first. The comparison reads each
+// log's (deltaTypeAgrees) and not exactly a narrower one of it
+// (exactlyWidened), naming the first. The comparison reads each
 // column in the union of its files' types: one change data file of 32-bit
 // floats in a long column had every change data row and every data row
 // compared as floats, so a post-image of id 123456792 in another version's
@@ -448,7 +449,7 @@ func (r *run) cdfColumnTypes(ctx context.Context, snap *deltaSnapshot, versions 
 					return tableErr("%w: %s %s: %v", ErrDeltaUnsupported, set.what, f.obj.Path, clip(err.Error(), 300))
 				}
 				for _, c := range cols {
-					if w, ok := want[strings.ToLower(c.name)]; ok && !deltaTypeAgrees(w, c.typ) {
+					if w, ok := want[strings.ToLower(c.name)]; ok && !deltaTypeAgrees(w, c.typ) && !exactlyWidened(c.typ, w) {
 						return tableErr("%w: %s %s of version %d has column %q as %s where the log's schema says %s, so its change data would be compared in another type than Delta readers read (a column of another type in one file is of another type for the whole comparison)",
 							ErrDeltaUnsupported, set.what, f.obj.Path, v.version, c.name, c.typ, w)
 					}
