@@ -232,6 +232,16 @@ const maxHookBody = 1 << 20
 // daemon hold one per connection they opened.
 const maxHookReads = 16
 
+// maxFreeHookBody is the part of a body read before a read slot is taken:
+// a body no longer than it (lakeFS's events, lakewap's own publishes' with
+// their metadata, are a few KiB) needs none. Slots are held as long as the
+// hook's timeout by whoever sends a body slowly, and callers queued for
+// them keep them taken (every writer has the token): lakewap's own
+// publishes waited behind them and were answered 503. What is read without
+// a slot is bounded by the server's connection limit (512 connections of
+// 64 KiB: 32 MiB).
+const maxFreeHookBody = 64 << 10
+
 func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.opts.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(h.opts.Token)) != 1 {
 		http.Error(w, "missing or wrong "+TokenHeader+" header", http.StatusUnauthorized)
@@ -287,16 +297,22 @@ func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.answer(w, status, ans, decision, via)
 }
 
-// read reads and checks the call's event, at most maxHookReads at once;
-// busy when no room was found before ctx ended.
+// read reads and checks the call's event: one of up to maxFreeHookBody
+// bytes at once, a longer one at most maxHookReads at once; busy when no
+// room was found for a longer one before ctx ended.
 func (h *PreMergeHandler) read(ctx context.Context, r *http.Request) (ev HookEvent, busy bool, err error) {
-	select {
-	case h.reads <- struct{}{}:
-		defer func() { <-h.reads }()
-	case <-ctx.Done():
-		return ev, true, nil
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxFreeHookBody+1))
+	if err == nil && len(body) > maxFreeHookBody {
+		select {
+		case h.reads <- struct{}{}:
+			defer func() { <-h.reads }()
+		case <-ctx.Done():
+			return ev, true, nil
+		}
+		var rest []byte
+		rest, err = io.ReadAll(io.LimitReader(r.Body, maxHookBody+1-int64(len(body))))
+		body = append(body, rest...)
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxHookBody+1))
 	if err == nil && len(body) > maxHookBody {
 		err = errors.New("body larger than 1 MiB")
 	}

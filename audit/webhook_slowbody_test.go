@@ -55,3 +55,41 @@ func TestPreMergeSlowBodiesDoNotHoldTheReadSlots(t *testing.T) {
 		t.Errorf("a call after %d slow callers were answered: %d; want it decided", maxHookReads, resp.StatusCode)
 	}
 }
+
+// TestPreMergeSmallBodiesAreReadWithoutASlot: every writer has the hook's
+// token, and a caller may hold a read slot for the hook's whole timeout
+// (its body sent slowly: TestPreMergeSlowBodiesDoNotHoldTheReadSlots);
+// callers that reconnect, with more queued for a slot than it has, keep
+// every slot taken. Then lakeFS's call for lakewap's own publish (a body
+// of a few hundred bytes, sent at once) waited for a slot until its
+// timeout and was answered 503, which refuses the merge: writers could
+// fail every publish. Here the slots are taken by the test; a body of up
+// to maxFreeHookBody is read without one (the server's connection limit
+// bounds those at once), and one over it still waits.
+func TestPreMergeSmallBodiesAreReadWithoutASlot(t *testing.T) {
+	h, err := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{}, Runner: &countingRunner{}, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for range maxHookReads {
+		h.reads <- struct{}{} // held by slow callers
+	}
+	post := func(body string) int {
+		resp, err := http.Post(srv.URL+"/webhooks/lakefs/pre-merge", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	body := `{"event_type":"pre-merge","repository_id":"repo","branch_id":"main","source_ref":"b1"}`
+	if code := post(body); code == http.StatusServiceUnavailable {
+		t.Errorf("a call of %d bytes while the read slots were held: %d; want it decided", len(body), code)
+	}
+	big := `{"event_type":"pre-merge","repository_id":"repo","branch_id":"main","source_ref":"b1","x":"` + strings.Repeat("a", maxFreeHookBody) + `"}`
+	if code := post(big); code != http.StatusServiceUnavailable {
+		t.Errorf("a call of %d bytes while the read slots were held: %d; want 503", len(big), code)
+	}
+}
