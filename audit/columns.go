@@ -28,6 +28,9 @@ type fileColumn struct {
 	name     string
 	children []string
 	int96    bool // a top-level leaf of physical type INT96
+	// nested are the paths of its descendants below it, names joined by
+	// "\x00" (a struct's fields at any depth: fieldCase).
+	nested []string
 }
 
 // parquetColumns are the top-level columns of each file, as its footer
@@ -98,12 +101,17 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 // order whose first node is the root, with their direct children.
 func schemaColumns(nodes []schemaNode) []fileColumn {
 	i := 0
-	var skip func()
-	skip = func() {
+	var walk func(prefix string, out *[]string)
+	walk = func(prefix string, out *[]string) {
 		n := nodes[i]
 		i++
+		p := n.name
+		if prefix != "" {
+			p = prefix + "\x00" + n.name
+		}
+		*out = append(*out, p)
 		for c := int64(0); c < n.children && i < len(nodes); c++ {
-			skip()
+			walk(p, out)
 		}
 	}
 	root := nodes[0]
@@ -115,11 +123,37 @@ func schemaColumns(nodes []schemaNode) []fileColumn {
 		i++
 		for k := int64(0); k < n && i < len(nodes); k++ {
 			col.children = append(col.children, nodes[i].name)
-			skip()
+			walk("", &col.nested)
 		}
 		cols = append(cols, col)
 	}
 	return cols
+}
+
+// fieldCase names the first field of a struct column of cols (a file's)
+// whose path is one of nested's (a Delta schema's struct fields by
+// top-level column: deltaStructPaths) in another case, with the schema's
+// spelling. DuckDB matches struct fields in any case, Delta readers by
+// their exact names: deltalake 1.6.6 read NULL for st.a from a file whose
+// field is st.A, which DuckDB read as st.a
+// (TestDeltaStructFieldInAnotherCaseIsRefused).
+func fieldCase(cols []fileColumn, nested map[string][]string) (column, got, want string) {
+	for _, c := range cols {
+		paths := nested[c.name]
+		if len(paths) == 0 {
+			continue
+		}
+		spelled := make(map[string]string, len(paths))
+		for _, p := range paths {
+			spelled[strings.ToLower(p)] = p
+		}
+		for _, p := range c.nested {
+			if w, ok := spelled[strings.ToLower(p)]; ok && w != p {
+				return c.name, strings.ReplaceAll(p, "\x00", "."), strings.ReplaceAll(w, "\x00", ".")
+			}
+		}
+	}
+	return "", "", ""
 }
 
 // partitionLayout names two files of a table under key=value directories
@@ -541,7 +575,7 @@ func (r *run) textColumns(ctx context.Context, format string, files []string) (m
 // collides, when case is ignored, with another column of the same file,
 // with the table's spelling of it (table: the names a Delta log declares,
 // else the spelling the first file uses), or with a partition column.
-func caseCollision(names map[string][]fileColumn, order []string, objPath map[string]string, table, partitions []string) error {
+func caseCollision(names map[string][]fileColumn, order []string, objPath map[string]string, table, partitions []string, nested map[string][]string) error {
 	spelling := map[string]string{}
 	for _, n := range table {
 		spelling[strings.ToLower(n)] = n
@@ -578,6 +612,9 @@ func caseCollision(names map[string][]fileColumn, order []string, objPath map[st
 			case want != c.name:
 				return fmt.Errorf("file %s has a column %q, which the table spells %q: readers disagree on it (DuckDB takes them as one column, pyarrow and Delta readers as two)", objPath[f], c.name, want)
 			}
+		}
+		if col, got, want := fieldCase(names[f], nested); col != "" {
+			return fmt.Errorf("data file %s has field %q of column %q, which the log's schema spells %q: DuckDB reads it as that field, Delta readers read NULL for it (readers disagree)", objPath[f], got, col, want)
 		}
 	}
 	return nil

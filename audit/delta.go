@@ -1621,6 +1621,48 @@ func deltaLeaves(schema string) []deltaLeaf {
 	return out
 }
 
+// deltaStructPaths are, by top-level column of a Delta schema, the paths
+// of its struct fields at any depth below it (through structs only), names
+// joined by "\x00" as fileColumn.nested joins them (fieldCase).
+func deltaStructPaths(schema string) map[string][]string {
+	type field struct {
+		Name string          `json:"name"`
+		Type json.RawMessage `json:"type"`
+	}
+	out := map[string][]string{}
+	var walk func(top, prefix string, fields []field)
+	walk = func(top, prefix string, fields []field) {
+		for _, f := range fields {
+			p := f.Name
+			if prefix != "" {
+				p = prefix + "\x00" + f.Name
+			}
+			if top != "" {
+				out[top] = append(out[top], p)
+			}
+			var st struct {
+				Type   string  `json:"type"`
+				Fields []field `json:"fields"`
+			}
+			if json.Unmarshal(f.Type, &st) != nil || st.Type != "struct" {
+				continue
+			}
+			if top == "" {
+				walk(f.Name, "", st.Fields)
+			} else {
+				walk(top, p, st.Fields)
+			}
+		}
+	}
+	var s struct {
+		Fields []field `json:"fields"`
+	}
+	if json.Unmarshal([]byte(schema), &s) == nil {
+		walk("", "", s.Fields)
+	}
+	return out
+}
+
 var deltaPrimitives = map[string]string{"string": "VARCHAR", "long": "BIGINT", "integer": "INTEGER", "short": "SMALLINT",
 	"byte": "TINYINT", "float": "FLOAT", "double": "DOUBLE", "boolean": "BOOLEAN", "date": "DATE",
 	"timestamp": "TIMESTAMPTZ", "timestamp_ntz": "TIMESTAMP"}

@@ -470,12 +470,20 @@ func cdfColumnCase(snap *deltaSnapshot, versions []deltaVersion, local func(delt
 	for _, c := range snap.schema {
 		want[strings.ToLower(c.Name)] = c.Name
 	}
+	var nested map[string][]string
+	if snap.meta != nil {
+		nested = deltaStructPaths(snap.meta.SchemaString)
+	}
 	for _, v := range versions {
 		for _, set := range []struct {
 			what  string
 			files []deltaFile
 		}{{"change data file", v.cdc}, {"added data file", v.added}, {"removed data file", v.removed}} {
 			for _, f := range set.files {
+				if col, got, w := fieldCase(cols[local(f)], nested); col != "" {
+					return tableErr("%w: field %q of column %q of %s %s is %q in another case: DuckDB reads it as %s, delta-rs reads NULL (readers disagree)",
+						ErrDeltaUnsupported, got, col, set.what, f.obj.Path, w, w)
+				}
 				for _, c := range cols[local(f)] {
 					if name, ok := want[strings.ToLower(c.name)]; ok && name != c.name {
 						return tableErr("%w: column %q of %s %s is %q in another case: DuckDB reads it as %s, delta-rs reads NULL (readers disagree)",

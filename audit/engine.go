@@ -1089,6 +1089,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 	objPath := map[string]string{}
 	ids := map[string]string{} // the files' identities, for the memo
 	var table, parts []string
+	var nested map[string][]string // the Delta schema's struct fields
 	format, tablePath := "", ""
 	for _, s := range []string{schemaMain, schemaBase, schemaBatch, schemaInterim} {
 		v := r.views[viewKey{s, k.table}]
@@ -1112,6 +1113,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 		if v.delta != nil && table == nil {
 			table = each(v.delta.schema, func(c ColumnType) string { return c.Name })
 			parts = each(v.delta.partition, func(c ColumnType) string { return c.Name })
+			if v.delta.meta != nil {
+				nested = deltaStructPaths(v.delta.meta.SchemaString)
+			}
 		}
 	}
 	var err error
@@ -1129,7 +1133,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			err = fmt.Errorf("file %s: DuckDB reads it but cannot list its columns (%v): readers may disagree on them", objPath[unlisted.file], unlisted.err)
 		}
 		if qerr == nil {
-			err = caseCollision(cols, files, objPath, table, parts)
+			err = caseCollision(cols, files, objPath, table, parts, nested)
 			if err == nil && format == FormatParquet {
 				if r.footerCols == nil {
 					r.footerCols = map[string][]fileColumn{}
