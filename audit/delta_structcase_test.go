@@ -73,3 +73,71 @@ func TestDeltaStructFieldInAnotherCaseIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// deltaStructFieldType is deltaStructFieldCase's table with st {s
+// string}: main's file holds st.s x, the batch's file (pyarrow's) st.s as
+// the timestamp 2024-01-01 00:00:00 ("honest": as that text).
+const deltaStructFieldType = `
+import sys, os, json, datetime
+import pyarrow as pa, pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+out, mode = sys.argv[1], sys.argv[2]
+def st(typ, vals):
+    return pa.array([{"s": v} for v in vals], pa.struct([("s", typ)]))
+if mode == "base":
+    write_deltalake(out, pa.table({"id": pa.array([1], pa.int64()), "st": st(pa.string(), ["x"])}))
+    os._exit(0)
+name = "part-00001-st.parquet"
+s = st(pa.string(), ["2024-01-01 00:00:00"]) if mode == "honest" else st(pa.timestamp("us"), [datetime.datetime(2024, 1, 1)])
+pq.write_table(pa.table({"id": pa.array([2], pa.int64()), "st": s}), os.path.join(out, name))
+with open(os.path.join(out, "_delta_log", "%020d.json" % 1), "w") as f:
+    f.write(json.dumps({"commitInfo": {"timestamp": 1, "operation": "WRITE"}}) + "\n")
+    f.write(json.dumps({"add": {"path": name, "partitionValues": {}, "size": os.path.getsize(os.path.join(out, name)), "modificationTime": 1, "dataChange": True}}) + "\n")
+print("st.s read by deltalake:", sorted([r["st"]["s"] for r in DeltaTable(out).to_pyarrow_table().to_pylist()]), flush=True)
+os._exit(0)
+`
+
+// TestDeltaStructFieldOfAnotherTypeIsRefused: struct columns had no type
+// of the log's to compare (only top-level primitive columns were), so a
+// batch file holding the text field st.s as a timestamp beside main's
+// text was read by DuckDB as '2024-01-01 00:00:00' (the view's union is
+// text) and by deltalake 1.6.6 as '2024-01-01 00:00:00.000000': a custom
+// check accepting only x and '2024-01-01 00:00:00' passed while readers
+// of main read another value. Each struct field of a type lakewap maps is
+// compared with the log's; the batch writing the text passes.
+func TestDeltaStructFieldOfAnotherTypeIsRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	check := Check{Name: "st.s known", Kind: KindSQL, Table: "events", SQL: "SELECT * FROM events WHERE CAST(st.s AS VARCHAR) NOT IN ('x', '2024-01-01 00:00:00')"}
+	for _, mode := range []string{"honest", "forged"} {
+		t.Run(mode, func(t *testing.T) {
+			src := newDirSource(t)
+			main := filepath.Join(src.root, "main", "gold", "events")
+			if out, err := exec.Command(python, "-c", deltaStructFieldType, main, "base").CombinedOutput(); err != nil {
+				t.Fatalf("deltalake: %v\n%s", err, out)
+			}
+			src.branch(t, "main", "b1")
+			out, err := exec.Command(python, "-c", deltaStructFieldType, filepath.Join(src.root, "b1", "gold", "events"), mode).CombinedOutput()
+			if err != nil {
+				t.Fatalf("deltalake: %v\n%s", err, out)
+			}
+			want := "['2024-01-01 00:00:00', 'x']"
+			if mode == "forged" {
+				want = "['2024-01-01 00:00:00.000000', 'x']"
+			}
+			if !strings.Contains(string(out), "st.s read by deltalake: "+want) {
+				t.Fatalf("deltalake reads: %s", out)
+			}
+			rep := deltaAudit(t, src, "b1", FormatDelta, check)
+			if mode == "honest" {
+				if !rep.Passed {
+					t.Fatalf("the honest batch: %s", checkMessages(rep))
+				}
+				return
+			}
+			wantRefused(t, rep, "data file gold/events/part-00001-st.parquet has field st.s as TIMESTAMP where the log's schema says VARCHAR")
+		})
+	}
+}

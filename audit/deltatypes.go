@@ -80,6 +80,13 @@ func (r *run) deltaTypeDisagreement(ctx context.Context, k viewKey, v *view) err
 			}
 			return fmt.Errorf("%w: column %q is not in the log's schema: Delta readers do not read it (readers disagree)", ErrDeltaUnsupported, c.name)
 		}
+		if path, typ, w := structLeafDisagreement(c.name, c.typ, v.delta.leaves); path != "" {
+			if len(v.files) < 2 {
+				return fmt.Errorf("%w: data file %s has field %s as %s where the log's schema says %s: Delta readers cast it to %s their way, DuckDB reads it as it is (readers disagree)",
+					ErrDeltaUnsupported, v.objects[0].Path, path, typ, w, w)
+			}
+			return r.deltaFileTypeDisagreement(ctx, v, want)
+		}
 		w, ok := want[strings.ToLower(c.name)]
 		if !ok || deltaTypeAgrees(w, c.typ) {
 			continue
@@ -112,6 +119,53 @@ func exactlyWidened(from, to string) bool {
 		"DOUBLE":   {"FLOAT", "TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT", "UINTEGER"},
 	}
 	return slices.Contains(narrower[strings.ToUpper(strings.TrimSpace(to))], strings.ToUpper(strings.TrimSpace(from)))
+}
+
+// structLeafDisagreement is the first field of the struct column name, of
+// DuckDB type typ, that the schema's leaves (deltaLeaves: fields through
+// structs, of the types lakewap maps) give another type than typ does,
+// with both types; "" when none does. A field typ lacks is not one (NULL
+// to every reader), nor is a type that is not a STRUCT alone. Struct
+// columns have no type of the log's to compare whole (deltaColumnTypes):
+// a text field held as a timestamp read '2024-01-01 00:00:00.000000' in
+// deltalake 1.6.6 and a timestamp in DuckDB
+// (TestDeltaStructFieldOfAnotherTypeIsRefused).
+func structLeafDisagreement(name, typ string, leaves []deltaLeaf) (path, got, want string) {
+	if !strings.HasPrefix(strings.TrimSpace(typ), "STRUCT(") {
+		return "", "", ""
+	}
+	tree, rest, err := parseStructType(typ)
+	fields, ok := tree.(map[string]any)
+	if err != nil || strings.TrimSpace(rest) != "" || !ok {
+		return "", "", "" // a list of structs, say: no leaf goes through it
+	}
+	for _, l := range leaves {
+		if len(l.path) < 2 || l.path[0] != name {
+			continue
+		}
+		var at any = fields
+		for _, p := range l.path[1:] {
+			m, ok := at.(map[string]any)
+			if !ok {
+				at = nil
+				break
+			}
+			if at, ok = m[p]; !ok {
+				break
+			}
+		}
+		switch t := at.(type) {
+		case nil:
+			// the file lacks the field: NULL to every reader
+		case string:
+			if !deltaTypeAgrees(l.typ, t) && !exactlyWidened(t, l.typ) {
+				return strings.Join(l.path, "."), t, l.typ
+			}
+		default:
+			return strings.Join(l.path, "."), "a STRUCT", l.typ
+		}
+	}
+	return "", "", ""
 }
 
 // deltaFileTypeDisagreement is the first of the Delta view v's files with
@@ -158,6 +212,10 @@ func (r *run) deltaFileTypeDisagreement(ctx context.Context, v *view, want map[s
 			if ok && !parts[strings.ToLower(fc.name)] && !deltaTypeAgrees(w, fc.typ) && !exactlyWidened(fc.typ, w) {
 				return fmt.Errorf("%w: data file %s has column %q as %s where the log's schema says %s: Delta readers cast it to %s their way, DuckDB its way (readers disagree)",
 					ErrDeltaUnsupported, v.objects[i].Path, fc.name, fc.typ, w, w)
+			}
+			if path, typ, w := structLeafDisagreement(fc.name, fc.typ, v.delta.leaves); path != "" {
+				return fmt.Errorf("%w: data file %s has field %s as %s where the log's schema says %s: Delta readers cast it to %s their way, DuckDB its way (readers disagree)",
+					ErrDeltaUnsupported, v.objects[i].Path, path, typ, w, w)
 			}
 		}
 		if keyed {
