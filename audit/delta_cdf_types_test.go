@@ -100,3 +100,82 @@ func TestDeltaChangeDataOfAnotherTypeIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// deltaCDFStructType writes, with delta-rs, a table with the change data
+// feed on of ids and a struct st {s string} (argument "base": ids 1 and 2,
+// st.s the text 2024-01-01 00:00:00) or its batch ("batch": an UPDATE of
+// id 2 to 20), then ("forged") rewrites the UPDATE's change data file with
+// st.s as the timestamp 2024-01-01 00:00:00. It prints the st.s that
+// deltalake's load_cdf reads for version 1's post-image.
+const deltaCDFStructType = `
+import sys, os, json, datetime
+import pyarrow as pa, pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+out, mode = sys.argv[1], sys.argv[2]
+def rows(ids):
+    return pa.table({"id": pa.array(ids, pa.int64()), "st": pa.array([{"s": "2024-01-01 00:00:00"} for _ in ids], pa.struct([("s", pa.string())]))})
+if mode == "base":
+    write_deltalake(out, rows([1, 2]), configuration={"delta.enableChangeDataFeed": "true"})
+    os._exit(0)
+DeltaTable(out).update(predicate="id = 2", updates={"id": "20"})
+if mode == "forged":
+    log = os.path.join(out, "_delta_log", "%020d.json" % 1)
+    lines = open(log).read().splitlines()
+    for i, l in enumerate(lines):
+        a = json.loads(l)
+        if "cdc" in a:
+            p = os.path.join(out, a["cdc"]["path"])
+            t = pq.read_table(p)
+            st = pa.array([{"s": datetime.datetime(2024, 1, 1)} for _ in range(t.num_rows)], pa.struct([("s", pa.timestamp("us"))]))
+            pq.write_table(t.set_column(t.schema.get_field_index("st"), "st", st), p)
+            a["cdc"]["size"] = os.path.getsize(p)
+            lines[i] = json.dumps(a)
+    open(log, "w").write("\n".join(lines) + "\n")
+cdf = pa.table(DeltaTable(out).load_cdf(starting_version=1, ending_version=1).read_all()).to_pylist()
+print("post-image st.s read by load_cdf:", [r["st"]["s"] for r in cdf if r["_change_type"] == "update_postimage"], flush=True)
+os._exit(0)
+`
+
+// TestDeltaChangeDataStructFieldOfAnotherTypeIsRefused: the fields of
+// struct columns were not compared with the log's types in the change
+// data comparison either: a change data file holding the text field st.s
+// as a timestamp was compared as the union's text, '2024-01-01 00:00:00',
+// equal to the data's, while deltalake 1.6.6's load_cdf reads
+// '2024-01-01T00:00:00', which no data file holds. Refused naming the
+// field; the same UPDATE unforged passes.
+func TestDeltaChangeDataStructFieldOfAnotherTypeIsRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	check := Check{Name: "st.s known", Kind: KindSQL, Table: "events", SQL: "SELECT * FROM events WHERE CAST(st.s AS VARCHAR) <> '2024-01-01 00:00:00'"}
+	for _, mode := range []string{"honest", "forged"} {
+		t.Run(mode, func(t *testing.T) {
+			src := newDirSource(t)
+			main := filepath.Join(src.root, "main", "gold", "events")
+			if out, err := exec.Command(python, "-c", deltaCDFStructType, main, "base").CombinedOutput(); err != nil {
+				t.Fatalf("deltalake: %v\n%s", err, out)
+			}
+			src.branch(t, "main", "b1")
+			out, err := exec.Command(python, "-c", deltaCDFStructType, filepath.Join(src.root, "b1", "gold", "events"), mode).CombinedOutput()
+			if err != nil {
+				t.Fatalf("deltalake: %v\n%s", err, out)
+			}
+			want := "['2024-01-01 00:00:00']"
+			if mode == "forged" {
+				want = "['2024-01-01T00:00:00']"
+			}
+			if !strings.Contains(string(out), "post-image st.s read by load_cdf: "+want) {
+				t.Fatalf("deltalake reads: %s", out)
+			}
+			rep := deltaAudit(t, src, "b1", FormatDelta, check)
+			if mode == "honest" {
+				if !rep.Passed {
+					t.Fatalf("the honest batch: %s", checkMessages(rep))
+				}
+				return
+			}
+			wantRefused(t, rep, "has field st.s as TIMESTAMP where the log's schema says VARCHAR")
+		})
+	}
+}
