@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -427,6 +428,10 @@ func (r *run) cdfColumnTypes(ctx context.Context, snap *deltaSnapshot, versions 
 	for _, pc := range snap.partition {
 		delete(want, strings.ToLower(pc.Name)) // read from the log's values, not the files
 	}
+	var raws map[string]json.RawMessage
+	if snap.meta != nil {
+		raws = deltaRawTypes(snap.meta.SchemaString)
+	}
 	done := map[string]bool{}
 	for _, v := range versions {
 		for _, set := range []struct {
@@ -452,6 +457,12 @@ func (r *run) cdfColumnTypes(ctx context.Context, snap *deltaSnapshot, versions 
 					if w, ok := want[strings.ToLower(c.name)]; ok && !deltaTypeAgrees(w, c.typ) && !exactlyWidened(c.typ, w) {
 						return tableErr("%w: %s %s of version %d has column %q as %s where the log's schema says %s, so its change data would be compared in another type than Delta readers read (a column of another type in one file is of another type for the whole comparison)",
 							ErrDeltaUnsupported, set.what, f.obj.Path, v.version, c.name, c.typ, w)
+					}
+					if raw, ok := raws[c.name]; ok && deltaPrimitive(raw) == "" {
+						if w, agrees := elementsAgree(raw, c.typ); !agrees {
+							return tableErr("%w: %s %s of version %d has column %q as %s where the log's schema says %s, so its change data would be compared in another type than Delta readers read",
+								ErrDeltaUnsupported, set.what, f.obj.Path, v.version, c.name, c.typ, w)
+						}
 					}
 					// A struct's fields likewise (TestDeltaChangeDataStructFieldOfAnotherTypeIsRefused).
 					if path, typ, w := structLeafDisagreement(c.name, c.typ, snap.leaves); path != "" {

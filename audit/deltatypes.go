@@ -63,6 +63,10 @@ func (r *run) deltaTypeDisagreement(ctx context.Context, k viewKey, v *view) err
 	if err != nil {
 		return err
 	}
+	var raws map[string]json.RawMessage
+	if v.delta.meta != nil {
+		raws = deltaRawTypes(v.delta.meta.SchemaString)
+	}
 	for _, c := range got {
 		if !declared[strings.ToLower(c.name)] {
 			// Delta readers read the log's columns only (delta-rs leaves a
@@ -79,6 +83,15 @@ func (r *run) deltaTypeDisagreement(ctx context.Context, k viewKey, v *view) err
 				}
 			}
 			return fmt.Errorf("%w: column %q is not in the log's schema: Delta readers do not read it (readers disagree)", ErrDeltaUnsupported, c.name)
+		}
+		if raw, ok := raws[c.name]; ok && deltaPrimitive(raw) == "" {
+			if w, agrees := elementsAgree(raw, c.typ); !agrees {
+				if len(v.files) < 2 {
+					return fmt.Errorf("%w: data file %s has column %q as %s where the log's schema says %s: Delta readers cast its elements their way, DuckDB reads them as they are (readers disagree)",
+						ErrDeltaUnsupported, v.objects[0].Path, c.name, c.typ, w)
+				}
+				return r.deltaFileTypeDisagreement(ctx, v, want)
+			}
 		}
 		if path, typ, w := structLeafDisagreement(c.name, c.typ, v.delta.leaves); path != "" {
 			if len(v.files) < 2 {
@@ -168,6 +181,90 @@ func structLeafDisagreement(name, typ string, leaves []deltaLeaf) (path, got, wa
 	return "", "", ""
 }
 
+// deltaRawTypes are a Delta schema's top-level columns' types as the log
+// states them (JSON), by name.
+func deltaRawTypes(schema string) map[string]json.RawMessage {
+	var st struct {
+		Fields []struct {
+			Name string          `json:"name"`
+			Type json.RawMessage `json:"type"`
+		} `json:"fields"`
+	}
+	out := map[string]json.RawMessage{}
+	if json.Unmarshal([]byte(schema), &st) == nil {
+		for _, f := range st.Fields {
+			out[f.Name] = f.Type
+		}
+	}
+	return out
+}
+
+// elementsAgree says whether DuckDB's type got of a column whose Delta type
+// is raw reads the elements of its lists and the keys and values of its
+// maps in the types raw gives them (deltaTypeAgrees or exactlyWidened),
+// with the type wanted; primitives are compared too, structs (through
+// structLeafDisagreement) and what lakewap does not map are not. Delta
+// readers cast a list's elements as they cast a column: a text list held
+// as timestamps read '2024-01-01 00:00:00.000000' in deltalake 1.6.6 and
+// '2024-01-01 00:00:00' in DuckDB (TestDeltaListOfAnotherTypeIsRefused).
+func elementsAgree(raw json.RawMessage, got string) (want string, agrees bool) {
+	got = strings.TrimSpace(got)
+	if t := deltaPrimitive(raw); t != "" {
+		return t, deltaTypeAgrees(t, got) || exactlyWidened(got, t)
+	}
+	var x struct {
+		Type        string          `json:"type"`
+		ElementType json.RawMessage `json:"elementType"`
+		KeyType     json.RawMessage `json:"keyType"`
+		ValueType   json.RawMessage `json:"valueType"`
+	}
+	if json.Unmarshal(raw, &x) != nil {
+		return "", true
+	}
+	switch x.Type {
+	case "array":
+		inner, ok := strings.CutSuffix(got, "[]")
+		if !ok {
+			return "a list", false
+		}
+		w, a := elementsAgree(x.ElementType, inner)
+		return w + "[]", a
+	case "map":
+		inner, ok := strings.CutPrefix(got, "MAP(")
+		if inner, ok = strings.CutSuffix(inner, ")"); !ok || !strings.HasPrefix(got, "MAP(") {
+			return "a map", false
+		}
+		k, v, ok := splitTypePair(inner)
+		if !ok {
+			return "a map", false
+		}
+		wk, ak := elementsAgree(x.KeyType, k)
+		wv, av := elementsAgree(x.ValueType, v)
+		return "MAP(" + wk + ", " + wv + ")", ak && av
+	}
+	return "", true
+}
+
+// splitTypePair splits "K, V" (a MAP's types as DuckDB spells them) at its
+// first comma outside parentheses and quotes.
+func splitTypePair(s string) (k, v string, ok bool) {
+	depth, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			return strings.TrimSpace(s[:i]), strings.TrimSpace(s[i+1:]), true
+		}
+	}
+	return "", "", false
+}
+
 // deltaFileTypeDisagreement is the first of the Delta view v's files with
 // a column that DuckDB reads, in that file alone, in another type than the
 // log's (want, by lower-case name) and not exactly a narrower one of it
@@ -190,6 +287,11 @@ func (r *run) deltaFileTypeDisagreement(ctx context.Context, v *view, want map[s
 	types := make([]string, 0, len(want))
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		types = append(types, k+"="+want[k])
+	}
+	var raws map[string]json.RawMessage
+	if v.delta.meta != nil {
+		raws = deltaRawTypes(v.delta.meta.SchemaString)
+		types = append(types, v.delta.meta.SchemaString)
 	}
 	digest := strings.Join(types, "\x00")
 	for i, f := range v.files {
@@ -216,6 +318,12 @@ func (r *run) deltaFileTypeDisagreement(ctx context.Context, v *view, want map[s
 			if path, typ, w := structLeafDisagreement(fc.name, fc.typ, v.delta.leaves); path != "" {
 				return fmt.Errorf("%w: data file %s has field %s as %s where the log's schema says %s: Delta readers cast it to %s their way, DuckDB its way (readers disagree)",
 					ErrDeltaUnsupported, v.objects[i].Path, path, typ, w, w)
+			}
+			if raw, ok := raws[fc.name]; ok && deltaPrimitive(raw) == "" {
+				if w, agrees := elementsAgree(raw, fc.typ); !agrees {
+					return fmt.Errorf("%w: data file %s has column %q as %s where the log's schema says %s: Delta readers cast its elements their way, DuckDB its way (readers disagree)",
+						ErrDeltaUnsupported, v.objects[i].Path, fc.name, fc.typ, w)
+				}
 			}
 		}
 		if keyed {
