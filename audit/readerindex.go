@@ -494,6 +494,14 @@ func checkReaderIndexes(ctx context.Context, path string, chunks []chunkMeta) ([
 	}()
 	var claims []pageClaim
 	rowBase, lastGroup := int64(0), 0
+	// Row groups with a flat leaf, whose values count its rows (below);
+	// the others' rows are counted from a repeated leaf's levels.
+	flat := map[int]bool{}
+	for _, c := range chunks {
+		if c.hasMeta && c.maxRep == 0 {
+			flat[c.rowGroup] = true
+		}
+	}
 	for i, c := range chunks {
 		if c.rowGroup != lastGroup {
 			rowBase += chunks[i-1].rows
@@ -552,6 +560,25 @@ func checkReaderIndexes(ctx context.Context, path string, chunks []chunkMeta) ([
 				return nil, fmt.Errorf("row group %d, column %q: its metadata says %d values in %d rows, its pages hold %d: DuckDB counts the rows the metadata says without reading them, pyarrow and pandas read the pages", c.rowGroup, c.path, c.numValues, c.rows, values)
 			}
 		}
+		if c.hasMeta && c.maxRep > 0 && !flat[c.rowGroup] {
+			// A row group of lists and maps only: DuckDB's count(*) and
+			// pyarrow's count_rows take num_rows, pyarrow's read_table and
+			// pandas the records the pages hold
+			// (TestRowCountsOfListOnlyFilesAreCountedFromTheirPages).
+			if err != nil {
+				return nil, fmt.Errorf("row group %d, column %q: a row group of lists and maps only, whose pages cannot be read to count its records (%v), which pyarrow and pandas read where DuckDB counts the %d rows its metadata says: refused rather than counted otherwise than they may", c.rowGroup, c.path, err, c.rows)
+			}
+			n, rerr := chunkRecords(file, c, pages, &zd)
+			var unv errUnverifiable
+			switch {
+			case errors.As(rerr, &unv):
+				return nil, fmt.Errorf("row group %d, column %q: a row group of lists and maps only, whose pages' records the audit cannot count (%s), which pyarrow and pandas read where DuckDB counts the %d rows its metadata says: refused rather than counted otherwise than they may", c.rowGroup, c.path, unv.why, c.rows)
+			case rerr != nil:
+				return nil, fmt.Errorf("row group %d, column %q: %w", c.rowGroup, c.path, rerr)
+			case n != c.rows:
+				return nil, fmt.Errorf("row group %d, column %q: its metadata says %d rows, its pages hold %d records: DuckDB counts the rows the metadata says without reading them, pyarrow and pandas read the pages", c.rowGroup, c.path, c.rows, n)
+			}
+		}
 		stats := slices.ContainsFunc(pages, func(p pageInfo) bool { return p.h.stats != nil })
 		if err != nil && !indexed && !stats {
 			continue // no index, no page statistics before what the walk cannot read
@@ -591,6 +618,40 @@ func checkReaderIndexes(ctx context.Context, path string, chunks []chunkMeta) ([
 		return cmp.Or(cmp.Compare(chunks[a.chunk].column, chunks[b.chunk].column), strings.Compare(a.source, b.source), cmp.Compare(a.lo, b.lo))
 	})
 	return claims, nil
+}
+
+// chunkRecords counts the records the data pages of a repeated leaf
+// hold: a V2 page says its rows, a V1 page's records are its repetition
+// levels of 0 (a record may run on into the next page: it counts where it
+// begins).
+func chunkRecords(f io.ReaderAt, c chunkMeta, pages []pageInfo, zd **zstd.Decoder) (int64, error) {
+	var n int64
+	for _, p := range pages {
+		if !p.data() {
+			continue
+		}
+		if p.h.v2 {
+			if p.h.numRows < 0 {
+				return 0, unverifiable("a page at %d of %d rows", p.offset, p.h.numRows)
+			}
+			n += int64(p.h.numRows)
+			continue
+		}
+		b, err := readBody(f, c, p, zd)
+		if err != nil {
+			return 0, err
+		}
+		rep, _, err := v1Levels(c, p.h, b)
+		if err != nil {
+			return 0, err
+		}
+		z, _, err := rleZeros(rep, bits.Len(uint(c.maxRep)), int(p.h.numValues))
+		if err != nil {
+			return 0, err
+		}
+		n += int64(z)
+	}
+	return n, nil
 }
 
 // bloomSalt are the split-block bloom filter's eight salts, as the Parquet
