@@ -65,6 +65,7 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 		r.checkGroup(ctx, k, groups[k], results)
 	}
 	r.interimRows(ctx, results)
+	r.pandasReadings(ctx, results)
 	return append(results, each(r.req.Suite.Skipped, func(s Skipped) schemas.CheckResult {
 		return schemas.CheckResult{Name: s.Name, Kind: s.Kind, Table: s.Table, Severity: SeverityWarn,
 			Status: schemas.StatusSkipped, Message: s.Reason}

@@ -73,7 +73,7 @@ func TestFusedAnswersEqualLoneDuckDB(t *testing.T) {
 		add := func(q string, k int) { qs, ns = append(qs, q), append(ns, k) }
 		var need statsNeed
 		for _, c := range names {
-			need.cols = append(need.cols, colNeed{c, ""})
+			need.cols = append(need.cols, colNeed{name: c})
 		}
 		add(batchStatsSQL("t", need), len(statsExprs(need)))
 		var exprs []string

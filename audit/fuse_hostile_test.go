@@ -60,7 +60,7 @@ func TestFusedHostileNamesEqualLoneDuckDB(t *testing.T) {
 	add := func(q string, k int) { qs, ns = append(qs, q), append(ns, k) }
 	var need statsNeed
 	for _, c := range cols {
-		need.cols = append(need.cols, colNeed{c.name, ""})
+		need.cols = append(need.cols, colNeed{name: c.name})
 	}
 	add(batchStatsSQL("t", need), len(statsExprs(need)))
 	lo, hi, zero := -1.0, 5.0, 0.0

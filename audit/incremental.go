@@ -149,8 +149,11 @@ func (r *run) decide(ctx context.Context) (mode, reason string) {
 		if w := strings.TrimSpace(ch.Where); w != "" && !slices.Contains(it.need.wheres, w) {
 			it.need.wheres = append(it.need.wheres, w)
 		}
-		if col := statColumn(ch); col.name != "" && !slices.Contains(it.need.cols, col) {
-			it.need.cols = append(it.need.cols, col)
+		if col := statColumn(ch); col.name != "" {
+			it.need.addCol(col)
+		}
+		for _, pc := range pandasColumnsOf(ch) { // pandas' reading of the whole column (pandasfloat.go)
+			it.need.addCol(colNeed{name: strings.ToLower(pc.col), countOnly: true})
 		}
 		if how == "row" || ch.Kind == KindStat || ch.Kind == KindRowCount {
 			// Judged by the table's scan over the batch's rows, with the
@@ -266,9 +269,9 @@ func (b *boundedMap[V]) put(k string, v V) {
 func statColumn(c Check) colNeed {
 	switch c.Kind {
 	case KindRange, KindStat:
-		return colNeed{strings.ToLower(c.Column), strings.TrimSpace(c.Where)}
+		return colNeed{name: strings.ToLower(c.Column), where: strings.TrimSpace(c.Where)}
 	case KindUnique:
-		return colNeed{strings.ToLower(c.columns()[0]), ""}
+		return colNeed{name: strings.ToLower(c.columns()[0])}
 	}
 	return colNeed{}
 }

@@ -1,9 +1,16 @@
 package audit
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"math/big"
+	"regexp"
+	"slices"
 	"strings"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // pandas reads a 64-bit integer column (BIGINT, UBIGINT, HUGEINT as DuckDB
@@ -61,6 +68,11 @@ func (r intRange) beyond() *big.Int {
 // column with nulls NULLs (of rows) whose values (in r) reach beyond
 // ±2^53; or nil.
 func pandasFloat(table, col, typ string, nulls, rows int64, r intRange) error {
+	return pandasFloatAs(table, col, typ, nulls, rows, r, "duplicates this check does not count")
+}
+
+// pandasFloatAs is pandasFloat, saying what a pandas reader finds.
+func pandasFloatAs(table, col, typ string, nulls, rows int64, r intRange, what string) error {
 	if nulls <= 0 || !integerType(typ) {
 		return nil
 	}
@@ -68,8 +80,8 @@ func pandasFloat(table, col, typ string, nulls, rows int64, r intRange) error {
 	if v == nil {
 		return nil
 	}
-	return fmt.Errorf("pandas reads column %q of table %s (%s) as float64 because it holds NULLs (%d of %d rows), and its values reach %s, beyond ±2^53, where float64 does not hold every integer: ids 1 apart read as one, so a pandas reader can find duplicates this check does not count: readers disagree on it (write the column without NULLs, or ids within ±2^53)",
-		col, table, strings.ToUpper(typ), nulls, rows, v)
+	return fmt.Errorf("pandas reads column %q of table %s (%s) as float64 because it holds NULLs (%d of %d rows), and its values reach %s, beyond ±2^53, where float64 does not hold every integer: ids 1 apart read as one, so a pandas reader can find %s: readers disagree on it (write the column without NULLs, or ids within ±2^53)",
+		col, table, strings.ToUpper(typ), nulls, rows, v, what)
 }
 
 // uniqueFigures are the expressions, after a single-column unique check's
@@ -98,4 +110,163 @@ func pyarrowJSONDouble(table, col, typ string, r intRange) error {
 	}
 	return fmt.Errorf("pyarrow reads column %q of JSON lines table %s (%s) as double because its values reach %s, beyond the int64 range, where double does not hold every integer: ids 1 apart read as one, so a pyarrow reader can find duplicates this check does not count: readers disagree on it (write ids within the int64 range, or as strings)",
 		col, table, strings.ToUpper(typ), far)
+}
+
+// The same reading refuses other checks over such a column
+// (TestPandasFloatUnderOtherChecks, pandas 3.1.1): a multi-column unique
+// (pandas' duplicated finds (2^53, 1) and (2^53+1, 1) equal), a unique
+// with where (pandas converts the whole column, NULLs outside the
+// condition too, before a user filters), accepted_values (isin compares
+// the float 2^53 with the listed int 2^53+1 exactly: not in the list), and
+// dbt's relationships (isin of a child column holding 2^53+1 and a NULL
+// in a parent's int64 2^53+1 is False, and the reverse). A check that
+// passed is refused when a column it reads is one pandas reads as float64
+// with values beyond ±2^53, the figures taken over the column's whole
+// table: the view's (a query of its own, for a 64-bit integer column
+// only), or, incremental, the batch's and the unchanged files' stored
+// statistics. A failed check is left failed: pandas' reading only merges
+// values.
+
+// pandasCol is a column of a table a check reads.
+type pandasCol struct{ table, col string }
+
+// pandasColumnsOf are the columns of c whose reading by pandas
+// pandasReadings compares: not a single-column unique without where, whose
+// own scan has its figures (kind_unique.go).
+func pandasColumnsOf(c Check) []pandasCol {
+	switch c.Kind {
+	case KindUnique:
+		cols := c.columns()
+		if len(cols) == 1 && strings.TrimSpace(c.Where) == "" {
+			return nil
+		}
+		return each(cols, func(col string) pandasCol { return pandasCol{c.Table, col} })
+	case KindAcceptedValues:
+		return []pandasCol{{c.Table, c.Column}}
+	case KindCrossTable, KindSQL:
+		if child, col, parent, field, ok := relationshipsOf(c.SQL); ok {
+			return []pandasCol{{child, col}, {parent, field}}
+		}
+	}
+	return nil
+}
+
+// dbtRelationships is dbtCheck's SQL of a relationships test (its child a
+// table, or the rows of one meeting a where condition).
+var dbtRelationships = regexp.MustCompile(`^SELECT child\.\* FROM (?:("(?:[^"]|"")+")|\(SELECT \* FROM ("(?:[^"]|"")+") WHERE \((?s:.*)\)\)) AS child WHERE child\.("(?:[^"]|"")+") IS NOT NULL AND NOT EXISTS \(SELECT 1 FROM ("(?:[^"]|"")+") AS parent WHERE parent\.("(?:[^"]|"")+") = child\.("(?:[^"]|"")+")\)$`)
+
+// relationshipsOf reads the tables and columns of dbt's relationships
+// from the SQL dbtCheck made of it.
+func relationshipsOf(query string) (child, col, parent, field string, ok bool) {
+	m := dbtRelationships.FindStringSubmatch(strings.TrimSpace(query))
+	if m == nil || m[3] != m[6] {
+		return "", "", "", "", false
+	}
+	unquote := func(s string) string { return strings.ReplaceAll(s[1:len(s)-1], `""`, `"`) }
+	return unquote(m[1] + m[2]), unquote(m[3]), unquote(m[4]), unquote(m[5]), true
+}
+
+// pandasReadings refuses each check that passed and reads a column pandas
+// reads as float64 with values beyond ±2^53 (pandasColumnsOf).
+func (r *run) pandasReadings(ctx context.Context, results []schemas.CheckResult) {
+	for i, c := range r.req.Suite.Checks {
+		if i >= len(results) || results[i].Status != schemas.StatusPass {
+			continue
+		}
+		for _, pc := range pandasColumnsOf(c) {
+			if err := r.pandasColumn(ctx, i, c, pc); err != nil {
+				results[i] = r.errored(c, err, time.Duration(results[i].DurationMs)*time.Millisecond)
+				break
+			}
+		}
+	}
+}
+
+// pandasFigures is the query of a column's figures for pandasFloat over
+// a view: its rows, the column's non-NULL values, min and max as text, and
+// type.
+func pandasFigures(schema, table, col string) string {
+	return fmt.Sprintf("SELECT count(*), %s FROM %s", strings.Join(uniqueFigures(col), ", "), qualified(schema, table))
+}
+
+// pandasColumn is the refusal of check i (c) for pandas' reading of
+// column pc, or nil.
+func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) error {
+	what := "values other than this check compares (isin of an integer beyond ±2^53 finds no match)"
+	if c.Kind == KindUnique {
+		what = "duplicates this check does not count"
+	}
+	table := r.table(pc.table)
+	name := cmp.Or(table.Name, pc.table)
+	if r.inc != nil && r.inc.planned[i] && strings.EqualFold(pc.table, c.Table) {
+		// The batch's rows and the unchanged files' statistics.
+		it, err := r.incTableOf(ctx, c.Table)
+		if err != nil {
+			return err
+		}
+		key := strings.ToLower(pc.col)
+		var rows, nonNull int64
+		var in intRange
+		wide := ""
+		sts := it.oldStats
+		if len(it.batchStats) == len(it.batch) {
+			// The batch's files' statistics, which hold the column
+			// (incTable's need): no query.
+			sts = append(slices.Clone(it.batchStats), sts...)
+		} else {
+			q := pandasFigures(schemaBatch, name, pc.col)
+			vals, err := r.memoRow(ctx, q, q, 5, viewKey{schemaBatch, strings.ToLower(name)})
+			if err != nil {
+				return err
+			}
+			rows, nonNull, wide = asInt(vals[0]), asInt(vals[1]), fmt.Sprint(vals[4])
+			if integerType(wide) {
+				in.add(fmt.Sprint(vals[2]), fmt.Sprint(vals[3]))
+			}
+		}
+		for _, st := range sts {
+			cs := st.Cols[key]
+			rows += st.Rows
+			nonNull += cs.NonNull
+			if integerType(cs.Type) {
+				in.add(cs.Min, cs.Max)
+				if !integerType(wide) || int64Wide(cs.Type) {
+					wide = cs.Type
+				}
+			}
+		}
+		return pandasFloatAs(name, pc.col, wide, rows-nonNull, rows, in, what)
+	}
+	schema := schemaOf(c)
+	k := viewKey{schema, strings.ToLower(name)}
+	if v := r.views[k]; v == nil || v.broken || v.synthetic {
+		return nil
+	}
+	cols, err := r.describe(ctx, schema, name)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(cols, func(col column) bool { return strings.EqualFold(col.name, pc.col) && int64Wide(col.typ) }) {
+		return nil
+	}
+	q := pandasFigures(schema, name, pc.col)
+	vals, err := r.memoRow(ctx, q, q, 5, k)
+	if err != nil {
+		return err
+	}
+	var in intRange
+	in.add(fmt.Sprint(vals[2]), fmt.Sprint(vals[3]))
+	rows := asInt(vals[0])
+	return pandasFloatAs(name, pc.col, fmt.Sprint(vals[4]), rows-asInt(vals[1]), rows, in, what)
+}
+
+// int64Wide: DuckDB type typ is one pandas reads as int64 or uint64, so
+// as float64 beside a NULL (BIGINT, UBIGINT; HUGEINT, which pyarrow reads
+// from CSV and JSON as int64 or double).
+func int64Wide(typ string) bool {
+	switch strings.ToUpper(strings.TrimSpace(typ)) {
+	case "BIGINT", "UBIGINT", "HUGEINT":
+		return true
+	}
+	return false
 }

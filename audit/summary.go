@@ -143,6 +143,10 @@ func (s *fileSummary) fold(need statsNeed, sts []fileStats) {
 func summaryKey(repo string, t Table, need statsNeed) string {
 	parts := []string{repo, t.Path, t.format()}
 	for _, c := range need.cols {
+		if c.countOnly { // its files' min and max may be missing
+			parts = append(parts, "count:"+c.key())
+			continue
+		}
 		parts = append(parts, "col:"+c.key())
 	}
 	for _, w := range need.wheres {

@@ -1,0 +1,285 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// pandasViolations is a Python script: it reads the Parquet tables of
+// argv[2:] (NAME=DIR) with pandas.read_parquet, as their users do, and
+// prints how many violations pandas finds of the check argv[1] names:
+// "unique:a,b[:where col=val]", "accepted:col:v1,v2", "isin:child.col:parent.col".
+const pandasViolations = `
+import sys, pandas as pd
+check = sys.argv[1].split(":")
+t = {a.split("=", 1)[0]: pd.read_parquet(a.split("=", 1)[1]) for a in sys.argv[2:]}
+if check[0] == "unique":
+    df = t["t"]
+    if len(check) > 2:
+        col, val = check[2].split("=")
+        df = df[df[col] == int(val)]
+    cols = check[1].split(",")
+    if len(cols) == 1:
+        print(int(df[cols[0]].dropna().duplicated().sum()))
+    else:
+        print(int(df.duplicated(subset=cols).sum()))
+elif check[0] == "accepted":
+    s = t["t"][check[1]].dropna()
+    print(int((~s.isin([int(v) for v in check[2].split(",")])).sum()))
+else:
+    ct, cc = check[1].split("."); pt, pc = check[2].split(".")
+    s = t[ct][cc].dropna()
+    print(int((~s.isin(t[pt][pc].dropna())).sum()))
+`
+
+// relationshipsSQL is dbtCheck's SQL of relationships from child.col to
+// parent.field.
+func relationshipsSQL(t *testing.T, child, col, parent, field string) string {
+	t.Helper()
+	c, err := dbtCheck(child, dbtTest{kind: "relationships", args: map[string]any{"column_name": col, "to": "ref('" + parent + "')", "field": field}},
+		func(m string) (string, bool) { return m, true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.SQL
+}
+
+// TestPandasFloatUnderOtherChecks: pandas reads a 64-bit integer column
+// that holds a NULL as float64, where 2^53 and 2^53+1 read as one value
+// (TestPandasReadsBigIdsWithNullsAsFloat refuses a single-column unique
+// over it). The other checks over such a column read otherwise in pandas
+// too (pandas 3.1.1, run here): a multi-column unique over (a, b) with a =
+// 2^53, 2^53+1 and b equal counts a duplicate in pandas' duplicated, none
+// in DuckDB; a unique with where whose NULL lies in a row the condition
+// leaves out (pandas converts the column before it filters); an
+// accepted_values of 2^53+1 over a column holding it (pandas' isin compares
+// the float 2^53 with the int 2^53+1 exactly: not in the list); dbt's
+// relationships from a child column holding 2^53+1 and a NULL to a parent
+// holding 2^53+1, or the reverse (isin of the one in the other is False).
+// Before the fix the audit passed all five; now each is refused naming
+// pandas and the column. Without the NULL, or with ids within 2^53, they
+// pass.
+func TestPandasFloatUnderOtherChecks(t *testing.T) {
+	const big = "9007199254740993"
+	cases := []struct {
+		name    string
+		tables  map[string]string // table name: its one file's query
+		check   Check
+		pandas  string // the script's check
+		refused bool
+		column  string // the column the refusal names
+	}{
+		{"multi_unique", map[string]string{"t": "SELECT * FROM (VALUES (9007199254740992::BIGINT, 1), (9007199254740993, 1), (NULL, 2)) v(a, b)"},
+			Check{Kind: KindUnique, Table: "t", Columns: []string{"a", "b"}}, "unique:a,b", true, "a"},
+		{"multi_unique_second_column", map[string]string{"t": "SELECT * FROM (VALUES (1, 9007199254740992::BIGINT), (1, 9007199254740993), (2, NULL)) v(b, a)"},
+			Check{Kind: KindUnique, Table: "t", Columns: []string{"b", "a"}}, "unique:b,a", true, "a"},
+		{"multi_unique_without_null", map[string]string{"t": "SELECT * FROM (VALUES (9007199254740992::BIGINT, 1), (9007199254740993, 1), (3, 2)) v(a, b)"},
+			Check{Kind: KindUnique, Table: "t", Columns: []string{"a", "b"}}, "unique:a,b", false, ""},
+		{"unique_where", map[string]string{"t": "SELECT * FROM (VALUES (9007199254740992::BIGINT, 1), (9007199254740993, 1), (NULL, 0)) v(id, x)"},
+			Check{Kind: KindUnique, Table: "t", Column: "id", Where: "x = 1"}, "unique:id:x=1", true, "id"},
+		{"accepted_values", map[string]string{"t": "SELECT * FROM (VALUES (9007199254740993::BIGINT), (NULL)) v(id)"},
+			Check{Kind: KindAcceptedValues, Table: "t", Column: "id", Values: []string{big, "1"}}, "accepted:id:" + big + ",1", true, "id"},
+		{"accepted_values_small", map[string]string{"t": "SELECT * FROM (VALUES (9007199254740991::BIGINT), (NULL)) v(id)"},
+			Check{Kind: KindAcceptedValues, Table: "t", Column: "id", Values: []string{"9007199254740991"}}, "accepted:id:9007199254740991", false, ""},
+		{"relationships_child", map[string]string{"c": "SELECT * FROM (VALUES (9007199254740993::BIGINT), (NULL)) v(fk)", "p": "SELECT 9007199254740993::BIGINT AS id"},
+			Check{Kind: KindCrossTable, SQL: relationshipsSQL(t, "c", "fk", "p", "id")}, "isin:c.fk:p.id", true, "fk"},
+		{"relationships_parent", map[string]string{"c": "SELECT 9007199254740993::BIGINT AS fk", "p": "SELECT * FROM (VALUES (9007199254740993::BIGINT), (NULL)) v(id)"},
+			Check{Kind: KindCrossTable, SQL: relationshipsSQL(t, "c", "fk", "p", "id")}, "isin:c.fk:p.id", true, "id"},
+		{"relationships_without_null", map[string]string{"c": "SELECT 9007199254740993::BIGINT AS fk", "p": "SELECT 9007199254740993::BIGINT AS id"},
+			Check{Kind: KindCrossTable, SQL: relationshipsSQL(t, "c", "fk", "p", "id")}, "isin:c.fk:p.id", false, ""},
+	}
+	python, perr := testPython()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := newBatchSource(t)
+			var tables []Table
+			var args []string
+			for name, q := range c.tables {
+				src.write(t, "b1", name+"/part-0.parquet", q)
+				tables = append(tables, Table{Name: name, Path: name + "/"})
+				args = append(args, name+"="+filepath.Join(src.root, "b1", name))
+			}
+			if perr == nil && !testing.Short() {
+				out, err := exec.Command(python, append([]string{"-c", pandasViolations, c.pandas}, args...)...).CombinedOutput()
+				if err != nil {
+					t.Fatalf("pandas: %v: %s", err, out)
+				}
+				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
+					t.Fatalf("pandas finds %s violations: the case shows nothing", out)
+				}
+			}
+			c.check.Name = "c"
+			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: tables, Checks: []Check{c.check}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := rep.Checks[0]
+			if !c.refused {
+				if !rep.Passed {
+					t.Fatalf("refused, though pandas reads it as DuckDB does: %s %q", res.Status, res.Message)
+				}
+				return
+			}
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "pandas reads") ||
+				!strings.Contains(res.Message, fmt.Sprintf("column %q", c.column)) || !strings.Contains(res.Message, "readers disagree") {
+				t.Fatalf("%s %q; pandas finds violations: want it refused naming column %s and pandas", res.Status, res.Message, c.column)
+			}
+		})
+	}
+}
+
+// newMemoRigSQL is newMemoRigOf whose files are queries: old's at c000,
+// then s0's file as an attested publish c001.
+func newMemoRigSQL(t *testing.T, cache bool, old map[string]string, s0 string, suite Suite) *memoRig {
+	lake := newLakeSim(t)
+	lake.commit(cid("c000"), nil, nil)
+	for p, q := range old {
+		lake.write(t, cid("c000"), p, q)
+	}
+	r := &memoRig{t: t, lake: lake, suite: suite}
+	for _, e := range []**Engine{&r.memo, &r.plain} {
+		opts := Options{Source: lake, WorkDir: t.TempDir(), History: lake}
+		if cache {
+			opts.CacheDir = t.TempDir()
+		}
+		var err error
+		if *e, err = New(opts); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*e).Close() })
+	}
+	r.plain.memo, r.plain.summaries = nil, nil
+	s := r.batchSQL("c000", "s0", "data/t/s0/part-0.parquet", s0)
+	rep := r.audit(Request{Ref: s, BaseRef: cid("c000"), Full: true})
+	r.publish("c000", "s0", "c000", "c001", rep)
+	return r
+}
+
+// batchSQL is batch of a file written by query q.
+func (r *memoRig) batchSQL(from, name, path, q string) string {
+	from, name = cid(from), cid(name)
+	r.lake.branch(r.t, from, name)
+	r.lake.commit(name, []string{from}, nil)
+	r.lake.write(r.t, name, path, q)
+	return name
+}
+
+// TestPandasFloatUnderOtherChecksIncrementally: pandas converts the whole
+// column when any row is NULL, so an attested file holding the NULL and a
+// batch holding ids beyond 2^53 (or the reverse) read otherwise in pandas
+// for a multi-column unique and an accepted_values check, which the
+// incremental audit judges from the batch's rows and the unchanged files'
+// statistics. Before the fix both passed incrementally (and were refused by
+// the full audit); now the incremental audit refuses them from the
+// statistics, as TestPandasFloatRefusedIncrementally does a single-column
+// unique. Ids within 2^53 pass incrementally.
+func TestPandasFloatUnderOtherChecksIncrementally(t *testing.T) {
+	multi := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindUnique, Table: "t", Columns: []string{"id", "b"}}}}
+	accepted := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindAcceptedValues, Table: "t", Column: "id",
+		Values: []string{"1", "2", "3000", "9007199254740991", "9007199254740992", "9007199254740993"}}}}
+	pairs := func(rows ...string) string { return "SELECT * FROM (VALUES " + strings.Join(rows, ", ") + ") v(id, b)" }
+	cases := []struct {
+		name           string
+		suite          Suite
+		old, s0, batch string
+		refused        bool
+	}{
+		{"multi_null_before", multi, pairs("(NULL::BIGINT, 1)", "(1, 1)"), pairs("(3000::BIGINT, 1)"), pairs("(9007199254740992::BIGINT, 1)", "(9007199254740993, 1)"), true},
+		{"multi_big_before", multi, pairs("(9007199254740993::BIGINT, 1)", "(1, 1)"), pairs("(3000::BIGINT, 1)"), pairs("(NULL::BIGINT, 2)", "(9007199254740992, 1)"), true},
+		{"multi_small_pass", multi, pairs("(NULL::BIGINT, 1)", "(1, 1)"), pairs("(3000::BIGINT, 1)"), pairs("(9007199254740991::BIGINT, 1)", "(2, 1)"), false},
+		{"accepted_null_before", accepted, idsSQL("NULL", "1"), idsSQL("3000"), idsSQL("9007199254740993"), true},
+		{"accepted_big_before", accepted, idsSQL("9007199254740993", "1"), idsSQL("3000"), idsSQL("NULL", "2"), true},
+		{"accepted_small_pass", accepted, idsSQL("NULL", "1"), idsSQL("3000"), idsSQL("9007199254740991"), false},
+	}
+	eachCache(t, func(t *testing.T, cache bool) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				r := newMemoRigSQL(t, cache, map[string]string{"data/t/d.parquet": c.old}, c.s0, c.suite)
+				s := r.batchSQL("c001", "s1", "data/t/s1/part-0.parquet", c.batch)
+				if !c.refused {
+					if rep := r.audit(Request{Ref: s, BaseRef: cid("c001")}); !rep.Passed || rep.Mode != ModeIncremental {
+						t.Fatalf("%s %q passed %v: %+v", rep.Mode, rep.ModeReason, rep.Passed, rep.Checks)
+					}
+					return
+				}
+				rep := wantFailsAsFull(t, r, s, cid("c001"), ModeIncremental, "")
+				if u := check(rep, c.suite.Checks[0].Kind); u.Status != schemas.StatusError || !strings.Contains(u.Message, "pandas reads") ||
+					!strings.Contains(u.Message, `column "id"`) {
+					t.Fatalf("%s: %s %q", c.suite.Checks[0].Kind, u.Status, u.Message)
+				}
+			})
+		}
+	})
+}
+
+// TestPandasFiguresDoNotRereadLongText: the statistics an incremental
+// audit keeps for pandas' reading (every column of a unique key, an
+// accepted_values column) need a column's non-NULL count, and its min and
+// max only when it is an integer: a text key column whose values are longer
+// than maxStatValueBytes (no min or max stored) must not make the unchanged
+// files be read again at every audit, as a column whose min and max a plan
+// compares does. Asked first for the count and then for the range (another
+// check), the column needs both.
+func TestPandasFiguresDoNotRereadLongText(t *testing.T) {
+	text := fileStats{Rows: 2, Schema: [][2]string{{"url", "VARCHAR"}}, Cols: map[string]colStats{"url": {Type: "VARCHAR", NonNull: 2}}}
+	ints := fileStats{Rows: 2, Schema: [][2]string{{"id", "BIGINT"}}, Cols: map[string]colStats{"id": {Type: "BIGINT", NonNull: 2}}}
+	var count, both statsNeed
+	count.addCol(colNeed{name: "url", countOnly: true})
+	both.addCol(colNeed{name: "url", countOnly: true})
+	both.addCol(colNeed{name: "url"})
+	if !text.has(count) {
+		t.Error("a long text column's count is wanted again")
+	}
+	if text.has(both) || len(both.cols) != 1 || both.cols[0].countOnly {
+		t.Errorf("asked for its range too, the column needs it: %+v", both.cols)
+	}
+	var id statsNeed
+	id.addCol(colNeed{name: "id", countOnly: true})
+	if ints.has(id) {
+		t.Error("an integer column without its min and max is taken for pandas' reading")
+	}
+	if summaryKey("r", Table{Path: "t/"}, count) == summaryKey("r", Table{Path: "t/"}, both) {
+		t.Error("a summary of counts only is taken for one of ranges")
+	}
+}
+
+// TestRelationshipsOfReadsDbtSQL: relationshipsOf reads back the tables and
+// columns of the SQL dbtCheck writes, with a where condition and quotes in
+// names too, and nothing of other SQL.
+func TestRelationshipsOfReadsDbtSQL(t *testing.T) {
+	for _, c := range []struct {
+		child, col, parent, field, where string
+	}{
+		{"orders", "customer_id", "customers", "id", ""},
+		{`we"ird`, `c"ol`, "p", "f", ""},
+		{"orders", "customer_id", "customers", "id", "status = 'x' AND (a) = (b)\n-- note"},
+	} {
+		args := map[string]any{"column_name": c.col, "to": "ref('" + c.parent + "')", "field": c.field}
+		if c.where != "" {
+			args["where"] = c.where
+		}
+		chk, err := dbtCheck(c.child, dbtTest{kind: "relationships", args: args}, func(m string) (string, bool) { return m, true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		child, col, parent, field, ok := relationshipsOf(chk.SQL)
+		if !ok || child != c.child || col != c.col || parent != c.parent || field != c.field {
+			t.Errorf("%q: read %q %q %q %q %v", chk.SQL, child, col, parent, field, ok)
+		}
+	}
+	for _, q := range []string{
+		"SELECT * FROM t WHERE id IS NULL",
+		`SELECT child.* FROM "c" AS child WHERE child."a" IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "p" AS parent WHERE parent."id" = child."b")`,
+	} {
+		if _, _, _, _, ok := relationshipsOf(q); ok {
+			t.Errorf("%q read as relationships", q)
+		}
+	}
+}
