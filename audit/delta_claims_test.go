@@ -252,3 +252,53 @@ print(n.to_pylist() if hasattr(n, "to_pylist") else n.column("n").to_pylist(), f
 		})
 	}
 }
+
+// TestDeltaNestedStatsKeysInOtherCase: delta-rs matches a top-level stats
+// key to its column in any case ({"ID": 3} skipped a file holding id 4),
+// and the audit refuses such a key. Inside a struct it does not: with a
+// file holding st.a = 4 whose stats claimed maxValues {"st": {"A": 3}}
+// (the key "a" dropped, or kept as 4 beside it), or minValues {"st":
+// {"A": 5}}, deltalake 1.6.6's QueryBuilder read 1 row WHERE st.a = 4, as
+// with honest stats (0 with {"st": {"a": 3}}: TestDeltaNestedStatsAreCompared).
+// The audit reads no claim of such a key either (claimAt takes the exact
+// name), so it passes: the readers agree. Should delta-rs start skipping by
+// them, this test fails and the audit must compare or refuse them.
+func TestDeltaNestedStatsKeysInOtherCase(t *testing.T) {
+	for name, forge := range map[string]string{
+		"max_A_only":   `s["maxValues"]["st"]["A"] = 3; del s["maxValues"]["st"]["a"]`,
+		"max_A_beside": `s["maxValues"]["st"]["A"] = 3`,
+		"min_A_only":   `s["minValues"]["st"]["A"] = 5; del s["minValues"]["st"]["a"]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			src := newBatchSource(t)
+			dir := filepath.Join(src.root, "b1", "gold", "events")
+			script := `
+import json
+write_deltalake(out, pa.table({"id": pa.array([3, 4], pa.int64()),
+    "st": pa.array([{"a": 3}, {"a": 4}], pa.struct([("a", pa.int64())]))}))
+log = os.path.join(out, "_delta_log", "%020d.json" % 0)
+lines = []
+for l in open(log).read().splitlines():
+    j = json.loads(l)
+    if "add" in j:
+        s = json.loads(j["add"]["stats"])
+        assert s["maxValues"]["st"]["a"] == 4 and s["minValues"]["st"]["a"] == 3, s
+        FORGE
+        j["add"]["stats"] = json.dumps(s)
+    lines.append(json.dumps(j))
+open(log, "w").write("\n".join(lines) + "\n")
+from deltalake import QueryBuilder
+n = QueryBuilder().register("t", DeltaTable(out)).execute("SELECT count(*) AS n FROM t WHERE st.a = 4").read_all()
+print(n.to_pylist() if hasattr(n, "to_pylist") else n.column("n").to_pylist(), flush=True)
+`
+			out := deltaRSRun(t, dir, strings.Replace(script, "FORGE", forge, 1))
+			if out != "[1]" {
+				t.Fatalf("deltalake's QueryBuilder: count(*) WHERE st.a = 4: %s, want [1]: delta-rs skips by a struct field's stats key in another case, which the audit does not compare", out)
+			}
+			rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(2), Max: f64(2)})
+			if !rep.Passed {
+				t.Fatalf("refused, though delta-rs reads the file whole: %s", checkMessages(rep))
+			}
+		})
+	}
+}
