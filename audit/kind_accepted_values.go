@@ -9,7 +9,9 @@ import (
 )
 
 // KindAcceptedValues: the column's values are among values, compared as
-// text (YAML gives text); NULL passes.
+// text (YAML gives text); NULL passes. A 64-bit integer column that holds
+// a NULL and a value beyond ±2^53 is refused: pandas reads it as float64,
+// where a listed 2^53+1 is not found (readers disagree).
 const KindAcceptedValues = "accepted_values"
 
 func init() {

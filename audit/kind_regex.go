@@ -9,7 +9,9 @@ import (
 )
 
 // KindRegex: the column's values, as text, match pattern (RE2) somewhere;
-// NULL passes. Great Expectations' expect_column_values_to_match_regex.
+// NULL passes. Great Expectations' expect_column_values_to_match_regex. An
+// integer column that holds a NULL, and a BOOLEAN column, are refused:
+// pandas renders them as other text (12345.0, True; readers disagree).
 const KindRegex = "regex"
 
 func init() {

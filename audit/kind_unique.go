@@ -15,9 +15,9 @@ import (
 
 // KindUnique: the columns' combination is unique. A single column ignores
 // NULLs (they are not_null's business); a combination counts every row,
-// NULLs comparing equal. A single 64-bit integer column that holds a NULL
-// and a value beyond ±2^53 is refused: pandas reads it as float64, where
-// ids 1 apart can read as one (readers disagree).
+// NULLs comparing equal. A key with a 64-bit integer column that holds a
+// NULL and a value beyond ±2^53 is refused: pandas reads it as float64,
+// where ids 1 apart can read as one (readers disagree).
 const KindUnique = "unique"
 
 func init() {

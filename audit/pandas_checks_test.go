@@ -283,3 +283,72 @@ func TestRelationshipsOfReadsDbtSQL(t *testing.T) {
 		}
 	}
 }
+
+// TestRegexOverColumnsPandasRendersOtherwise: a regex check matches the
+// pattern against the column's values as text. DuckDB renders an INTEGER
+// 12345 as "12345" and a BOOLEAN as "true"; pandas reads an integer column
+// holding a NULL as float64, and Great Expectations' pandas regex
+// (column.astype(str).str.contains, great_expectations' _pandas of
+// column_values.match_regex) matches "12345.0", and a boolean as "True".
+// pandas 3.1.1 (run here) finds ^[0-9]{5}$ unmatched and ^(true|false)$
+// too, where the audit passed both; and a batch of one NULL onto an
+// attested table of ids 1, 2, 3000 passed ^[0-9]+$ incrementally (its own
+// row is NULL) and fully, where pandas now renders every id "1.0". Now
+// they are refused, full and incremental; an integer column without a
+// NULL, and a text column, pass.
+func TestRegexOverColumnsPandasRendersOtherwise(t *testing.T) {
+	cases := []struct {
+		name, query, pattern string
+		refused              bool
+	}{
+		{"int_with_null", "SELECT * FROM (VALUES (12345), (NULL)) v(c)", "^[0-9]{5}$", true},
+		{"bigint_with_null", "SELECT * FROM (VALUES (12345::BIGINT), (NULL)) v(c)", "^[0-9]{5}$", true},
+		{"boolean", "SELECT * FROM (VALUES (true), (false)) v(c)", "^(true|false)$", true},
+		{"int_without_null", "SELECT * FROM (VALUES (12345), (54321)) v(c)", "^[0-9]{5}$", false},
+		{"text_with_null", "SELECT * FROM (VALUES ('12345'), (NULL)) v(c)", "^[0-9]{5}$", false},
+	}
+	python, perr := testPython()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := newBatchSource(t)
+			src.write(t, "b1", "t/part-0.parquet", c.query)
+			if perr == nil && !testing.Short() {
+				out, err := exec.Command(python, "-c", "import sys, pandas as pd; s = pd.read_parquet(sys.argv[1])['c'].dropna(); print(int((~s.astype(str).str.contains(sys.argv[2])).sum()))",
+					filepath.Join(src.root, "b1", "t"), c.pattern).CombinedOutput()
+				if err != nil {
+					t.Fatalf("pandas: %v: %s", err, out)
+				}
+				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
+					t.Fatalf("pandas finds %s rows unmatched: the case shows nothing", out)
+				}
+			}
+			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{{Name: "c", Kind: KindRegex, Table: "t", Column: "c", Pattern: c.pattern}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := rep.Checks[0]
+			if !c.refused {
+				if !rep.Passed {
+					t.Fatalf("refused, though pandas renders it as DuckDB does: %s %q", res.Status, res.Message)
+				}
+				return
+			}
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "pandas") ||
+				!strings.Contains(res.Message, `column "c"`) || !strings.Contains(res.Message, "readers disagree") {
+				t.Fatalf("%s %q; pandas finds rows unmatched: want it refused naming column c and pandas", res.Status, res.Message)
+			}
+		})
+	}
+	// Incremental: the batch brings a NULL to an attested table of ids,
+	// whose rows (unchanged, passed) pandas now renders with a fraction.
+	suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindRegex, Table: "t", Column: "id", Pattern: "^[0-9]+$"}}}
+	eachCache(t, func(t *testing.T, cache bool) {
+		r := newMemoRigSQL(t, cache, map[string]string{"data/t/d.parquet": idsSQL("1", "2")}, idsSQL("3000"), suite)
+		s := r.batchSQL("c001", "s1", "data/t/s1/part-0.parquet", idsSQL("NULL"))
+		rep := wantFailsAsFull(t, r, s, cid("c001"), ModeIncremental, "")
+		if u := check(rep, KindRegex); u.Status != schemas.StatusError || !strings.Contains(u.Message, "pandas") {
+			t.Fatalf("regex: %s %q", u.Status, u.Message)
+		}
+	})
+}

@@ -141,7 +141,7 @@ func pandasColumnsOf(c Check) []pandasCol {
 			return nil
 		}
 		return each(cols, func(col string) pandasCol { return pandasCol{c.Table, col} })
-	case KindAcceptedValues:
+	case KindAcceptedValues, KindRegex:
 		return []pandasCol{{c.Table, c.Column}}
 	case KindCrossTable, KindSQL:
 		if child, col, parent, field, ok := relationshipsOf(c.SQL); ok {
@@ -192,10 +192,6 @@ func pandasFigures(schema, table, col string) string {
 // pandasColumn is the refusal of check i (c) for pandas' reading of
 // column pc, or nil.
 func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) error {
-	what := "values other than this check compares (isin of an integer beyond ±2^53 finds no match)"
-	if c.Kind == KindUnique {
-		what = "duplicates this check does not count"
-	}
 	table := r.table(pc.table)
 	name := cmp.Or(table.Name, pc.table)
 	if r.inc != nil && r.inc.planned[i] && strings.EqualFold(pc.table, c.Table) {
@@ -228,14 +224,17 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 			cs := st.Cols[key]
 			rows += st.Rows
 			nonNull += cs.NonNull
-			if integerType(cs.Type) {
+			switch {
+			case integerType(cs.Type):
 				in.add(cs.Min, cs.Max)
 				if !integerType(wide) || int64Wide(cs.Type) {
 					wide = cs.Type
 				}
+			case strings.EqualFold(cs.Type, "BOOLEAN") && wide == "":
+				wide = cs.Type
 			}
 		}
-		return pandasFloatAs(name, pc.col, wide, rows-nonNull, rows, in, what)
+		return pandasRefusal(c, name, pc.col, wide, rows-nonNull, rows, in)
 	}
 	schema := schemaOf(c)
 	k := viewKey{schema, strings.ToLower(name)}
@@ -246,7 +245,17 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 	if err != nil {
 		return err
 	}
-	if !slices.ContainsFunc(cols, func(col column) bool { return strings.EqualFold(col.name, pc.col) && int64Wide(col.typ) }) {
+	typ := ""
+	for _, col := range cols {
+		if strings.EqualFold(col.name, pc.col) {
+			typ = strings.ToUpper(col.typ)
+		}
+	}
+	switch {
+	case c.Kind == KindRegex && typ == "BOOLEAN":
+		return pandasRefusal(c, name, pc.col, typ, 0, 0, intRange{})
+	case c.Kind == KindRegex && integerType(typ), int64Wide(typ):
+	default:
 		return nil
 	}
 	q := pandasFigures(schema, name, pc.col)
@@ -257,7 +266,36 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 	var in intRange
 	in.add(fmt.Sprint(vals[2]), fmt.Sprint(vals[3]))
 	rows := asInt(vals[0])
-	return pandasFloatAs(name, pc.col, fmt.Sprint(vals[4]), rows-asInt(vals[1]), rows, in, what)
+	return pandasRefusal(c, name, pc.col, fmt.Sprint(vals[4]), rows-asInt(vals[1]), rows, in)
+}
+
+// pandasRefusal is the refusal of check c for pandas' reading of column
+// col of table (of DuckDB type typ, with nulls NULLs of rows, its integers
+// in r), or nil.
+func pandasRefusal(c Check, table, col, typ string, nulls, rows int64, r intRange) error {
+	switch c.Kind {
+	case KindRegex:
+		return pandasText(table, col, typ, nulls, rows)
+	case KindUnique:
+		return pandasFloatAs(table, col, typ, nulls, rows, r, "duplicates this check does not count")
+	}
+	return pandasFloatAs(table, col, typ, nulls, rows, r, "values other than this check compares (isin of an integer beyond ±2^53 finds no match)")
+}
+
+// pandasText is the refusal of a regex check over column col of table
+// when pandas renders its values as other text than DuckDB, which Great
+// Expectations' pandas regex matches (column.astype(str)): an integer
+// column holding a NULL reads as float64, 12345 as "12345.0"; a boolean
+// renders "True" and "False" (TestRegexOverColumnsPandasRendersOtherwise).
+func pandasText(table, col, typ string, nulls, rows int64) error {
+	switch {
+	case strings.EqualFold(typ, "BOOLEAN"):
+		return fmt.Errorf("pandas renders column %q of table %s (BOOLEAN) as the text True and False, where DuckDB's is true and false, and the pattern is matched against the text: readers disagree on it (write the column as text, or check it otherwise)", col, table)
+	case integerType(typ) && nulls > 0:
+		return fmt.Errorf("pandas reads column %q of table %s (%s) as float64 because it holds NULLs (%d of %d rows), and renders its values as text with a fraction (12345.0 where DuckDB's is 12345), which the pattern is matched against: readers disagree on it (write the column without NULLs, or as text)",
+			col, table, strings.ToUpper(typ), nulls, rows)
+	}
+	return nil
 }
 
 // int64Wide: DuckDB type typ is one pandas reads as int64 or uint64, so
