@@ -352,3 +352,50 @@ func TestRegexOverColumnsPandasRendersOtherwise(t *testing.T) {
 		}
 	})
 }
+
+// TestJSONIdsBeyondInt64UnderOtherChecks: pyarrow's JSON reader (26.0.1)
+// reads an integer beyond the int64 range as a double, where DuckDB reads
+// HUGEINT; a single-column unique over such a column is refused
+// (TestReview12JSONIdsBeyondInt64AreRefusedUnderUnique). pyarrow (run
+// here: read_json, to_pandas) reads (2^64-2, 1) and (2^64-1, 1) as one row
+// of a multi-column unique, and isin([2^64-1]) of either is False, where
+// the audit passed both. Now refused; ids within int64 pass.
+func TestJSONIdsBeyondInt64UnderOtherChecks(t *testing.T) {
+	cases := []struct {
+		name, json string
+		check      Check
+		pyarrow    string // the script's check, as pandasViolations's
+		refused    bool
+	}{
+		{"multi_unique", "{\"a\": 18446744073709551614, \"b\": 1}\n{\"a\": 18446744073709551615, \"b\": 1}\n",
+			Check{Kind: KindUnique, Columns: []string{"a", "b"}}, "unique:a,b", true},
+		{"accepted_values", "{\"a\": 18446744073709551614, \"b\": 1}\n{\"a\": 18446744073709551615, \"b\": 2}\n",
+			Check{Kind: KindAcceptedValues, Column: "a", Values: []string{"18446744073709551614", "18446744073709551615"}}, "accepted:a:18446744073709551614,18446744073709551615", true},
+		{"within_int64", "{\"a\": 9223372036854775806, \"b\": 1}\n{\"a\": 9223372036854775807, \"b\": 1}\n",
+			Check{Kind: KindUnique, Columns: []string{"a", "b"}}, "unique:a,b", false},
+	}
+	python, perr := testPython()
+	src := newBatchSource(t)
+	e := newEngine(t, src, "")
+	for _, c := range cases {
+		src.writeRaw(t, "b1", c.name+"/a.jsonl", c.json)
+		if perr == nil && !testing.Short() {
+			script := strings.Replace(pandasViolations, `pd.read_parquet(a.split("=", 1)[1])`, `pj.read_json(a.split("=", 1)[1]).to_pandas()`, 1)
+			out, err := exec.Command(python, "-c", "import pyarrow.json as pj\n"+script, c.pyarrow, "t="+filepath.Join(src.root, "b1", c.name, "a.jsonl")).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: pyarrow: %v: %s", c.name, err, out)
+			}
+			if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
+				t.Fatalf("%s: pyarrow finds %s violations: the case shows nothing", c.name, out)
+			}
+		}
+		rep := auditTableAt(t, e, c.name+"/", FormatJSONL, c.check)
+		res := rep.Checks[0]
+		if c.refused && (rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "pyarrow reads") || !strings.Contains(res.Message, `column "a"`)) {
+			t.Errorf("%s: %s %q; pyarrow reads the ids as one: want it refused naming pyarrow and column a", c.name, res.Status, res.Message)
+		}
+		if !c.refused && !rep.Passed {
+			t.Errorf("%s: refused: %s %q", c.name, res.Status, res.Message)
+		}
+	}
+}

@@ -101,6 +101,12 @@ var int64Min, int64Max = big.NewInt(-1 << 63), big.NewInt(1<<63 - 1)
 // or none), where DuckDB reads UBIGINT or HUGEINT, and ids 1 apart read as
 // one (TestReview12JSONIdsBeyondInt64AreRefusedUnderUnique); or nil.
 func pyarrowJSONDouble(table, col, typ string, r intRange) error {
+	return pyarrowJSONDoubleAs(table, col, typ, r, "duplicates this check does not count")
+}
+
+// pyarrowJSONDoubleAs is pyarrowJSONDouble, saying what a pyarrow reader
+// finds.
+func pyarrowJSONDoubleAs(table, col, typ string, r intRange, what string) error {
 	if !integerType(typ) || r.lo == nil || (r.lo.Cmp(int64Min) >= 0 && r.hi.Cmp(int64Max) <= 0) {
 		return nil
 	}
@@ -108,8 +114,8 @@ func pyarrowJSONDouble(table, col, typ string, r intRange) error {
 	if r.lo.Cmp(int64Min) < 0 {
 		far = r.lo
 	}
-	return fmt.Errorf("pyarrow reads column %q of JSON lines table %s (%s) as double because its values reach %s, beyond the int64 range, where double does not hold every integer: ids 1 apart read as one, so a pyarrow reader can find duplicates this check does not count: readers disagree on it (write ids within the int64 range, or as strings)",
-		col, table, strings.ToUpper(typ), far)
+	return fmt.Errorf("pyarrow reads column %q of JSON lines table %s (%s) as double because its values reach %s, beyond the int64 range, where double does not hold every integer: ids 1 apart read as one, so a pyarrow reader can find %s: readers disagree on it (write ids within the int64 range, or as strings)",
+		col, table, strings.ToUpper(typ), far, what)
 }
 
 // The same reading refuses other checks over such a column
@@ -265,8 +271,20 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 	}
 	var in intRange
 	in.add(fmt.Sprint(vals[2]), fmt.Sprint(vals[3]))
-	rows := asInt(vals[0])
-	return pandasRefusal(c, name, pc.col, fmt.Sprint(vals[4]), rows-asInt(vals[1]), rows, in)
+	rows, typ := asInt(vals[0]), fmt.Sprint(vals[4])
+	if err := pandasRefusal(c, name, pc.col, typ, rows-asInt(vals[1]), rows, in); err != nil || table.format() != FormatJSONL {
+		return err
+	}
+	// pyarrow's JSON reader reads integers beyond int64 as doubles, NULLs
+	// or none (TestJSONIdsBeyondInt64UnderOtherChecks).
+	what := "values other than this check compares"
+	switch c.Kind {
+	case KindUnique:
+		what = "duplicates this check does not count"
+	case KindRegex:
+		what = "other text than DuckDB's (1.8446744073709552e+19), which the pattern is matched against"
+	}
+	return pyarrowJSONDoubleAs(name, pc.col, typ, in, what)
 }
 
 // pandasRefusal is the refusal of check c for pandas' reading of column
