@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -131,4 +132,139 @@ func forgeRowCount(t *testing.T, path string, rows, claim int64) {
 func writeQuery(t *testing.T, path, query string) {
 	t.Helper()
 	copySQL(t, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet)", query, quoteLiteral(path)))
+}
+
+// handListAndFlat is a Parquet file of one row group claiming rows rows:
+// a required INT32 x of the values xs, and an optional LIST l of optional
+// INT32 elements whose one V1 page holds the records recs (each a list).
+func handListAndFlat(rows int64, xs []int32, recs [][]int32) []byte {
+	f := []byte("PAR1")
+	// x: one PLAIN page.
+	var xb []byte
+	for _, v := range xs {
+		xb = append(xb, le32(v)...)
+	}
+	xpg := append(tstruct(ti32(1, 0), ti32(2, int32(len(xb))), ti32(3, int32(len(xb))), tst(5, ti32(1, int32(len(xs))), ti32(2, 0), ti32(3, 3), ti32(4, 3))), xb...)
+	xOff := int64(len(f))
+	f = append(f, xpg...)
+	// l: repetition levels (bit width 1) and definition levels (bit
+	// width 2, all 3) as bit-packed runs, then the values.
+	var reps, vals []int32
+	for _, r := range recs {
+		for i, v := range r {
+			reps = append(reps, int32(min(i, 1)))
+			vals = append(vals, v)
+		}
+	}
+	n := len(vals)
+	groups := (n + 7) / 8
+	rep := []byte{byte(groups<<1 | 1)}
+	rb := make([]byte, groups)
+	for i, r := range reps {
+		rb[i/8] |= byte(r) << (i % 8)
+	}
+	rep = append(rep, rb...)
+	def := []byte{byte(groups<<1 | 1)}
+	db := make([]byte, groups*2)
+	for i := range n {
+		bit := i * 2
+		db[bit/8] |= 3 << (bit % 8)
+	}
+	def = append(def, db...)
+	var lb []byte
+	lb = append(lb, le32(int32(len(rep)))...)
+	lb = append(lb, rep...)
+	lb = append(lb, le32(int32(len(def)))...)
+	lb = append(lb, def...)
+	for _, v := range vals {
+		lb = append(lb, le32(v)...)
+	}
+	lpg := append(tstruct(ti32(1, 0), ti32(2, int32(len(lb))), ti32(3, int32(len(lb))), tst(5, ti32(1, int32(n)), ti32(2, 0), ti32(3, 3), ti32(4, 3))), lb...)
+	lOff := int64(len(f))
+	f = append(f, lpg...)
+	chunk := func(path []string, off, size, values int64) []byte {
+		var ps [][]byte
+		for _, p := range path {
+			ps = append(ps, tElemStr(p))
+		}
+		meta := []tf{ti32(1, 1), tlist(2, 5, tElemI32(0), tElemI32(3)), tlist(3, 8, ps...), ti32(4, 0), ti64(5, values), ti64(6, size), ti64(7, size), ti64(9, off)}
+		return tstruct(ti64(2, off), tst(3, meta...))
+	}
+	md := tstruct(
+		ti32(1, 1),
+		tlist(2, 12,
+			tstruct(tbin(4, []byte("schema")), ti32(5, 2)),
+			tstruct(ti32(1, 1), ti32(3, 0), tbin(4, []byte("x"))),
+			tstruct(ti32(3, 1), tbin(4, []byte("l")), ti32(5, 1), ti32(6, 3)),
+			tstruct(ti32(3, 2), tbin(4, []byte("list")), ti32(5, 1)),
+			tstruct(ti32(1, 1), ti32(3, 1), tbin(4, []byte("element")))),
+		ti64(3, rows),
+		tlist(4, 12, tstruct(tlist(1, 12, chunk([]string{"x"}, xOff, int64(len(xpg)), int64(len(xs))), chunk([]string{"l", "list", "element"}, lOff, int64(len(lpg)), int64(n))),
+			ti64(2, int64(len(xpg)+len(lpg))), ti64(3, rows))),
+	)
+	f = append(f, md...)
+	f = binary.LittleEndian.AppendUint32(f, uint32(len(md)))
+	return append(f, "PAR1"...)
+}
+
+// TestRowCountsOfListLeavesBesideFlatOnesAreCounted: a row group with a
+// flat column x of 5 values claiming 5 rows, whose list column l holds 3
+// records: DuckDB counts 5 rows and reads x's 5 (count(x)), pyarrow's
+// read_table and pandas fail ("Column 1 named l expected length 5 but got
+// length 3"), Spark 4.3.0 reads 5 rows, x 4 and 5 beside two empty lists it
+// made up. The audit checked only the flat leaf's values in a row group
+// that had one, and passed row_count of 5 and not_null(x). Now every
+// repeated leaf's records are counted. A list of 5 records beside 3 rows
+// (every reader reads 3, the last two records dropped) is refused alike;
+// the honest file passes.
+func TestRowCountsOfListLeavesBesideFlatOnesAreCounted(t *testing.T) {
+	recs3 := [][]int32{{1, 2}, {3}, {4, 5, 6}}
+	files := map[string][]byte{
+		"honest":     handListAndFlat(3, []int32{1, 2, 3}, recs3),
+		"list_short": handListAndFlat(5, []int32{1, 2, 3, 4, 5}, recs3),
+		"list_long":  handListAndFlat(3, []int32{1, 2, 3}, append(recs3, []int32{7}, []int32{8})),
+	}
+	if python, err := testPython(); err == nil && !testing.Short() {
+		dir := t.TempDir()
+		for name, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, name+".parquet"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		script := `import sys, os, pyarrow.parquet as pq
+for n in ["honest", "list_short", "list_long"]:
+    try:
+        print(n, pq.read_table(os.path.join(sys.argv[1], n + ".parquet")).num_rows)
+    except Exception as e:
+        print(n, type(e).__name__)`
+		out, err := exec.Command(python, "-c", script, dir).CombinedOutput()
+		if want := "honest 3\nlist_short ArrowInvalid\nlist_long 3\n"; err != nil || string(out) != want {
+			t.Errorf("pyarrow read:\n%s(%v), want\n%s", out, err, want)
+		}
+	}
+	for name, b := range files {
+		src := oneFileBatch(t, b)
+		for _, unfused := range []bool{false, true} {
+			e := newEngine(t, src, "")
+			e.unfused = unfused
+			rows := map[string]float64{"honest": 3, "list_short": 5, "list_long": 3}[name]
+			rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{
+					{Name: "rows", Kind: KindRowCount, Table: "t", Min: f64(rows), Max: f64(rows)},
+					{Name: "x", Kind: KindNotNull, Table: "t", Column: "x"}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := checkMessages(rep)
+			if name == "honest" {
+				if !rep.Passed {
+					t.Errorf("unfused %v: the honest file is refused: %s", unfused, m)
+				}
+				continue
+			}
+			if rep.Passed || !strings.Contains(m, "t/part-0.parquet") || !strings.Contains(m, `column "l.list.element"`) || !strings.Contains(m, "records") {
+				t.Errorf("%s, unfused %v: passed %v (%s), want refused naming the file, column l and its records", name, unfused, rep.Passed, m)
+			}
+		}
+	}
 }

@@ -494,14 +494,6 @@ func checkReaderIndexes(ctx context.Context, path string, chunks []chunkMeta) ([
 	}()
 	var claims []pageClaim
 	rowBase, lastGroup := int64(0), 0
-	// Row groups with a flat leaf, whose values count its rows (below);
-	// the others' rows are counted from a repeated leaf's levels.
-	flat := map[int]bool{}
-	for _, c := range chunks {
-		if c.hasMeta && c.maxRep == 0 {
-			flat[c.rowGroup] = true
-		}
-	}
 	for i, c := range chunks {
 		if c.rowGroup != lastGroup {
 			rowBase += chunks[i-1].rows
@@ -560,19 +552,21 @@ func checkReaderIndexes(ctx context.Context, path string, chunks []chunkMeta) ([
 				return nil, fmt.Errorf("row group %d, column %q: its metadata says %d values in %d rows, its pages hold %d: DuckDB counts the rows the metadata says without reading them, pyarrow and pandas read the pages", c.rowGroup, c.path, c.numValues, c.rows, values)
 			}
 		}
-		if c.hasMeta && c.maxRep > 0 && !flat[c.rowGroup] {
-			// A row group of lists and maps only: DuckDB's count(*) and
+		if c.hasMeta && c.maxRep > 0 {
+			// A repeated leaf (a list's or a map's): DuckDB's count(*) and
 			// pyarrow's count_rows take num_rows, pyarrow's read_table and
-			// pandas the records the pages hold
-			// (TestRowCountsOfListOnlyFilesAreCountedFromTheirPages).
+			// pandas the records the pages hold, or fail beside a flat
+			// column of num_rows values, and Spark makes up empty lists
+			// (TestRowCountsOfListOnlyFilesAreCountedFromTheirPages,
+			// TestRowCountsOfListLeavesBesideFlatOnesAreCounted).
 			if err != nil {
-				return nil, fmt.Errorf("row group %d, column %q: a row group of lists and maps only, whose pages cannot be read to count its records (%v), which pyarrow and pandas read where DuckDB counts the %d rows its metadata says: refused rather than counted otherwise than they may", c.rowGroup, c.path, err, c.rows)
+				return nil, fmt.Errorf("row group %d, column %q: a list's or map's leaf whose pages cannot be read to count its records (%v), which pyarrow and pandas read where DuckDB counts the %d rows its metadata says: refused rather than counted otherwise than they may", c.rowGroup, c.path, err, c.rows)
 			}
 			n, rerr := chunkRecords(file, c, pages, &zd)
 			var unv errUnverifiable
 			switch {
 			case errors.As(rerr, &unv):
-				return nil, fmt.Errorf("row group %d, column %q: a row group of lists and maps only, whose pages' records the audit cannot count (%s), which pyarrow and pandas read where DuckDB counts the %d rows its metadata says: refused rather than counted otherwise than they may", c.rowGroup, c.path, unv.why, c.rows)
+				return nil, fmt.Errorf("row group %d, column %q: a list's or map's leaf whose pages' records the audit cannot count (%s), which pyarrow and pandas read where DuckDB counts the %d rows its metadata says: refused rather than counted otherwise than they may", c.rowGroup, c.path, unv.why, c.rows)
 			case rerr != nil:
 				return nil, fmt.Errorf("row group %d, column %q: %w", c.rowGroup, c.path, rerr)
 			case n != c.rows:
