@@ -131,7 +131,9 @@ func pyarrowJSONDoubleAs(table, col, typ string, r intRange, what string) error 
 // table: the view's (a query of its own, for a 64-bit integer column
 // only), or, incremental, the batch's and the unchanged files' stored
 // statistics. A failed check is left failed: pandas' reading only merges
-// values.
+// values. A regex over an integer column with a NULL, or a BOOLEAN one, is
+// refused too (pandasText), and in JSON lines tables integers beyond int64
+// under any of these checks (pyarrowJSONDoubleAs).
 
 // pandasCol is a column of a table a check reads.
 type pandasCol struct{ table, col string }
@@ -172,8 +174,10 @@ func relationshipsOf(query string) (child, col, parent, field string, ok bool) {
 	return unquote(m[1] + m[2]), unquote(m[3]), unquote(m[4]), unquote(m[5]), true
 }
 
-// pandasReadings refuses each check that passed and reads a column pandas
-// reads as float64 with values beyond ±2^53 (pandasColumnsOf).
+// pandasReadings refuses each check that passed and reads a column
+// (pandasColumnsOf) that pandas or pyarrow read otherwise: as float64 with
+// values beyond ±2^53 (pandasFloatAs), as other text under a regex
+// (pandasText), as doubles beyond int64 in JSON lines (pyarrowJSONDoubleAs).
 func (r *run) pandasReadings(ctx context.Context, results []schemas.CheckResult) {
 	for i, c := range r.req.Suite.Checks {
 		if i >= len(results) || results[i].Status != schemas.StatusPass {
