@@ -144,38 +144,7 @@ os._exit(0)
 // '2024-01-01T00:00:00', which no data file holds. Refused naming the
 // field; the same UPDATE unforged passes.
 func TestDeltaChangeDataStructFieldOfAnotherTypeIsRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
-	check := Check{Name: "st.s known", Kind: KindSQL, Table: "events", SQL: "SELECT * FROM events WHERE CAST(st.s AS VARCHAR) <> '2024-01-01 00:00:00'"}
-	for _, mode := range []string{"honest", "forged"} {
-		t.Run(mode, func(t *testing.T) {
-			src := newDirSource(t)
-			main := filepath.Join(src.root, "main", "gold", "events")
-			if out, err := exec.Command(python, "-c", deltaCDFStructType, main, "base").CombinedOutput(); err != nil {
-				t.Fatalf("deltalake: %v\n%s", err, out)
-			}
-			src.branch(t, "main", "b1")
-			out, err := exec.Command(python, "-c", deltaCDFStructType, filepath.Join(src.root, "b1", "gold", "events"), mode).CombinedOutput()
-			if err != nil {
-				t.Fatalf("deltalake: %v\n%s", err, out)
-			}
-			want := "['2024-01-01 00:00:00']"
-			if mode == "forged" {
-				want = "['2024-01-01T00:00:00']"
-			}
-			if !strings.Contains(string(out), "post-image st.s read by load_cdf: "+want) {
-				t.Fatalf("deltalake reads: %s", out)
-			}
-			rep := deltaAudit(t, src, "b1", FormatDelta, check)
-			if mode == "honest" {
-				if !rep.Passed {
-					t.Fatalf("the honest batch: %s", checkMessages(rep))
-				}
-				return
-			}
-			wantRefused(t, rep, "has field st.s as TIMESTAMP where the log's schema says VARCHAR")
-		})
-	}
+	honestAndForgedDelta(t, deltaCDFStructType, Check{Name: "st.s known", Kind: KindSQL, Table: "events", SQL: "SELECT * FROM events WHERE CAST(st.s AS VARCHAR) <> '2024-01-01 00:00:00'"},
+		"post-image st.s read by load_cdf:", "['2024-01-01 00:00:00']", "['2024-01-01T00:00:00']",
+		"has field st.s as TIMESTAMP where the log's schema says VARCHAR")
 }

@@ -42,28 +42,37 @@ os._exit(0)
 // accept. Each file's types are compared with the log's; the same batch
 // writing the text passes.
 func TestDeltaFileOfAnotherTypeInAViewOfTheLogsTypeIsRefused(t *testing.T) {
+	honestAndForgedDelta(t, deltaTextOfATimestamp, Check{Name: "regions", Kind: KindAcceptedValues, Table: "events", Column: "region", Values: []string{"x", "2024-01-01 00:00:00"}},
+		"regions read by deltalake:", "['2024-01-01 00:00:00', 'x']", "['2024-01-01 00:00:00.000000', 'x']",
+		`data file gold/events/part-00001-region.parquet has column "region" as TIMESTAMP where the log's schema says VARCHAR`)
+}
+
+// honestAndForgedDelta is a Delta attack test in two cases: script (a
+// deltalake script taking the table's directory and a mode, "base",
+// "honest" or "forged") makes main's table, then the batch on branch b1 in
+// each case; deltalake's reading, which the script prints after label,
+// must be honest or forged; and the audit of b1 with check passes the
+// honest batch and refuses the forged one with refusal.
+func honestAndForgedDelta(t *testing.T, script string, check Check, label, honest, forged, refusal string) {
+	t.Helper()
 	python, err := testPython()
 	if err != nil {
 		t.Skipf("delta-rs not at hand: %v", err)
 	}
-	check := Check{Name: "regions", Kind: KindAcceptedValues, Table: "events", Column: "region", Values: []string{"x", "2024-01-01 00:00:00"}}
 	for _, mode := range []string{"honest", "forged"} {
 		t.Run(mode, func(t *testing.T) {
 			src := newDirSource(t)
 			main := filepath.Join(src.root, "main", "gold", "events")
-			if out, err := exec.Command(python, "-c", deltaTextOfATimestamp, main, "base").CombinedOutput(); err != nil {
+			if out, err := exec.Command(python, "-c", script, main, "base").CombinedOutput(); err != nil {
 				t.Fatalf("deltalake: %v\n%s", err, out)
 			}
 			src.branch(t, "main", "b1")
-			out, err := exec.Command(python, "-c", deltaTextOfATimestamp, filepath.Join(src.root, "b1", "gold", "events"), mode).CombinedOutput()
+			out, err := exec.Command(python, "-c", script, filepath.Join(src.root, "b1", "gold", "events"), mode).CombinedOutput()
 			if err != nil {
 				t.Fatalf("deltalake: %v\n%s", err, out)
 			}
-			want := "['2024-01-01 00:00:00', 'x']"
-			if mode == "forged" {
-				want = "['2024-01-01 00:00:00.000000', 'x']"
-			}
-			if !strings.Contains(string(out), "regions read by deltalake: "+want) {
+			want := map[string]string{"honest": honest, "forged": forged}[mode]
+			if !strings.Contains(string(out), label+" "+want) {
 				t.Fatalf("deltalake reads: %s", out)
 			}
 			rep := deltaAudit(t, src, "b1", FormatDelta, check)
@@ -73,7 +82,7 @@ func TestDeltaFileOfAnotherTypeInAViewOfTheLogsTypeIsRefused(t *testing.T) {
 				}
 				return
 			}
-			wantRefused(t, rep, `data file gold/events/part-00001-region.parquet has column "region" as TIMESTAMP where the log's schema says VARCHAR`)
+			wantRefused(t, rep, refusal)
 		})
 	}
 }

@@ -1,9 +1,6 @@
 package audit
 
 import (
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -38,38 +35,7 @@ os._exit(0)
 // value. A list's elements (a map's keys and values) of the types lakewap
 // maps are compared with the log's; the batch writing the text passes.
 func TestDeltaListOfAnotherTypeIsRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
-	check := Check{Name: "l known", Kind: KindSQL, Table: "events", SQL: "SELECT * FROM events WHERE CAST(l[1] AS VARCHAR) NOT IN ('x', '2024-01-01 00:00:00')"}
-	for _, mode := range []string{"honest", "forged"} {
-		t.Run(mode, func(t *testing.T) {
-			src := newDirSource(t)
-			main := filepath.Join(src.root, "main", "gold", "events")
-			if out, err := exec.Command(python, "-c", deltaListType, main, "base").CombinedOutput(); err != nil {
-				t.Fatalf("deltalake: %v\n%s", err, out)
-			}
-			src.branch(t, "main", "b1")
-			out, err := exec.Command(python, "-c", deltaListType, filepath.Join(src.root, "b1", "gold", "events"), mode).CombinedOutput()
-			if err != nil {
-				t.Fatalf("deltalake: %v\n%s", err, out)
-			}
-			want := "['2024-01-01 00:00:00', 'x']"
-			if mode == "forged" {
-				want = "['2024-01-01 00:00:00.000000', 'x']"
-			}
-			if !strings.Contains(string(out), "l read by deltalake: "+want) {
-				t.Fatalf("deltalake reads: %s", out)
-			}
-			rep := deltaAudit(t, src, "b1", FormatDelta, check)
-			if mode == "honest" {
-				if !rep.Passed {
-					t.Fatalf("the honest batch: %s", checkMessages(rep))
-				}
-				return
-			}
-			wantRefused(t, rep, `data file gold/events/part-00001-l.parquet has column "l" as TIMESTAMP[] where the log's schema says VARCHAR[]`)
-		})
-	}
+	honestAndForgedDelta(t, deltaListType, Check{Name: "l known", Kind: KindSQL, Table: "events", SQL: "SELECT * FROM events WHERE CAST(l[1] AS VARCHAR) NOT IN ('x', '2024-01-01 00:00:00')"},
+		"l read by deltalake:", "['2024-01-01 00:00:00', 'x']", "['2024-01-01 00:00:00.000000', 'x']",
+		`data file gold/events/part-00001-l.parquet has column "l" as TIMESTAMP[] where the log's schema says VARCHAR[]`)
 }

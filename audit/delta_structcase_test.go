@@ -1,9 +1,6 @@
 package audit
 
 import (
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -38,40 +35,9 @@ os._exit(0)
 // The table is refused naming the file and both spellings; the batch
 // spelling it as the log does passes.
 func TestDeltaStructFieldInAnotherCaseIsRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
-	check := Check{Name: "st.a set", Kind: KindSQL, Table: "events", SQL: "SELECT * FROM events WHERE st.a IS NULL"}
-	for _, mode := range []string{"honest", "forged"} {
-		t.Run(mode, func(t *testing.T) {
-			src := newDirSource(t)
-			main := filepath.Join(src.root, "main", "gold", "events")
-			if out, err := exec.Command(python, "-c", deltaStructFieldCase, main, "base").CombinedOutput(); err != nil {
-				t.Fatalf("deltalake: %v\n%s", err, out)
-			}
-			src.branch(t, "main", "b1")
-			out, err := exec.Command(python, "-c", deltaStructFieldCase, filepath.Join(src.root, "b1", "gold", "events"), mode).CombinedOutput()
-			if err != nil {
-				t.Fatalf("deltalake: %v\n%s", err, out)
-			}
-			want := "[1, 5]"
-			if mode == "forged" {
-				want = "[1, None]"
-			}
-			if !strings.Contains(string(out), "st.a read by deltalake: "+want) {
-				t.Fatalf("deltalake reads: %s", out)
-			}
-			rep := deltaAudit(t, src, "b1", FormatDelta, check)
-			if mode == "honest" {
-				if !rep.Passed {
-					t.Fatalf("the honest batch: %s", checkMessages(rep))
-				}
-				return
-			}
-			wantRefused(t, rep, `data file gold/events/part-00001-st.parquet has field "A" of column "st", which the log's schema spells "a"`)
-		})
-	}
+	honestAndForgedDelta(t, deltaStructFieldCase, Check{Name: "st.a set", Kind: KindSQL, Table: "events", SQL: "SELECT * FROM events WHERE st.a IS NULL"},
+		"st.a read by deltalake:", "[1, 5]", "[1, None]",
+		`data file gold/events/part-00001-st.parquet has field "A" of column "st", which the log's schema spells "a"`)
 }
 
 // deltaStructFieldType is deltaStructFieldCase's table with st {s
@@ -106,38 +72,7 @@ os._exit(0)
 // of main read another value. Each struct field of a type lakewap maps is
 // compared with the log's; the batch writing the text passes.
 func TestDeltaStructFieldOfAnotherTypeIsRefused(t *testing.T) {
-	python, err := testPython()
-	if err != nil {
-		t.Skipf("delta-rs not at hand: %v", err)
-	}
-	check := Check{Name: "st.s known", Kind: KindSQL, Table: "events", SQL: "SELECT * FROM events WHERE CAST(st.s AS VARCHAR) NOT IN ('x', '2024-01-01 00:00:00')"}
-	for _, mode := range []string{"honest", "forged"} {
-		t.Run(mode, func(t *testing.T) {
-			src := newDirSource(t)
-			main := filepath.Join(src.root, "main", "gold", "events")
-			if out, err := exec.Command(python, "-c", deltaStructFieldType, main, "base").CombinedOutput(); err != nil {
-				t.Fatalf("deltalake: %v\n%s", err, out)
-			}
-			src.branch(t, "main", "b1")
-			out, err := exec.Command(python, "-c", deltaStructFieldType, filepath.Join(src.root, "b1", "gold", "events"), mode).CombinedOutput()
-			if err != nil {
-				t.Fatalf("deltalake: %v\n%s", err, out)
-			}
-			want := "['2024-01-01 00:00:00', 'x']"
-			if mode == "forged" {
-				want = "['2024-01-01 00:00:00.000000', 'x']"
-			}
-			if !strings.Contains(string(out), "st.s read by deltalake: "+want) {
-				t.Fatalf("deltalake reads: %s", out)
-			}
-			rep := deltaAudit(t, src, "b1", FormatDelta, check)
-			if mode == "honest" {
-				if !rep.Passed {
-					t.Fatalf("the honest batch: %s", checkMessages(rep))
-				}
-				return
-			}
-			wantRefused(t, rep, "data file gold/events/part-00001-st.parquet has field st.s as TIMESTAMP where the log's schema says VARCHAR")
-		})
-	}
+	honestAndForgedDelta(t, deltaStructFieldType, Check{Name: "st.s known", Kind: KindSQL, Table: "events", SQL: "SELECT * FROM events WHERE CAST(st.s AS VARCHAR) NOT IN ('x', '2024-01-01 00:00:00')"},
+		"st.s read by deltalake:", "['2024-01-01 00:00:00', 'x']", "['2024-01-01 00:00:00.000000', 'x']",
+		"data file gold/events/part-00001-st.parquet has field st.s as TIMESTAMP where the log's schema says VARCHAR")
 }
