@@ -1,0 +1,70 @@
+package audit
+
+import (
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// honestChecks are the demo's kinds of checks, each true of every table
+// testdata/honest_writers.py writes.
+var honestChecks = []Check{
+	{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(1)},
+	{Name: "id not null", Kind: KindNotNull, Table: "events", Column: "id"},
+	{Name: "id unique", Kind: KindUnique, Table: "events", Column: "id"},
+	{Name: "id, s unique", Kind: KindUnique, Table: "events", Columns: []string{"id", "s"}},
+	{Name: "id from 1", Kind: KindRange, Table: "events", Column: "id", Min: f64(1)},
+	{Name: "cat", Kind: KindAcceptedValues, Table: "events", Column: "cat", Values: []string{"a", "b", "c"}},
+	{Name: "s", Kind: KindRegex, Table: "events", Column: "s", Pattern: `^s-(\d+|upd)$`},
+	{Name: "batch rows", Kind: KindRowCount, Table: "events", Min: f64(1), Scope: "batch"},
+}
+
+// TestHonestWritersPass: tables pandas, pyarrow, DuckDB and delta-rs
+// write as users do (testdata/honest_writers.py) pass the demo's kinds of
+// checks: a refusal of an ordinary honest batch stops a user's pipeline.
+func TestHonestWritersPass(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("pandas and delta-rs not at hand: %v", err)
+	}
+	extra := map[string][]Check{
+		"pandas_big": {
+			{Name: "sid unique", Kind: KindUnique, Table: "events", Column: "sid"},
+			{Name: "sid, cat unique", Kind: KindUnique, Table: "events", Columns: []string{"sid", "cat"}},
+		},
+	}
+	for _, c := range []struct{ name, format string }{
+		{"pandas", FormatParquet}, {"pandas_empty", FormatParquet}, {"pandas_big", FormatParquet}, {"pyarrow_nested", FormatParquet}, {"pyarrow_lists_only", FormatParquet}, {"duckdb", FormatParquet},
+		{"delta_append", FormatDelta}, {"delta_overwrite", FormatDelta}, {"delta_evolve", FormatDelta}, {"delta_nested", FormatDelta},
+		{"delta_cdf", FormatDelta}, {"delta_dml", FormatDelta}, {"delta_optimize", FormatDelta}, {"delta_checkpoint", FormatDelta},
+		{"delta_partitioned", FormatDelta}, {"delta_struct_evolve", FormatDelta}, {"delta_types", FormatDelta},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := newBatchSource(t)
+			write := func(ref, stage string) {
+				dir := filepath.Join(src.root, ref, "gold", "events")
+				if out, err := exec.Command(python, filepath.Join("testdata", "honest_writers.py"), c.name, stage, dir).CombinedOutput(); err != nil {
+					t.Fatalf("%s %s: %v\n%s", c.name, stage, err, out)
+				}
+			}
+			write("main", "base")
+			src.branch(t, "main", "b1")
+			write("b1", "batch")
+			checks := append(append([]Check{}, honestChecks...), extra[c.name]...)
+			if c.name == "pyarrow_lists_only" {
+				checks = []Check{
+					{Name: "rows", Kind: KindRowCount, Table: "events", Min: f64(7050), Max: f64(7050)},
+					{Name: "batch rows", Kind: KindRowCount, Table: "events", Min: f64(7050), Max: f64(7050), Scope: "batch"},
+				}
+			}
+			rep := deltaAudit(t, src, "b1", c.format, checks...)
+			for _, r := range rep.Checks {
+				if r.Status != schemas.StatusPass {
+					t.Errorf("%s: %s: %s %s", c.name, r.Name, r.Status, r.Message)
+				}
+			}
+		})
+	}
+}
