@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lakewap/lakewap/schemas"
@@ -63,6 +65,47 @@ func TestHonestWritersPass(t *testing.T) {
 			for _, r := range rep.Checks {
 				if r.Status != schemas.StatusPass {
 					t.Errorf("%s: %s: %s %s", c.name, r.Name, r.Status, r.Message)
+				}
+			}
+		})
+	}
+}
+
+// TestEmptyRowGroupsDictionaryPageOnly: pyarrow writes a row group of 0
+// rows (an empty DataFrame's file) as chunks of one dictionary page each,
+// 0 values and data_page_offset 0. Such a hand-made chunk passes (before,
+// its dictionary page "after its first data page at 0" refused it); the
+// same chunk holding a data page of a value after its dictionary page is
+// still refused: its pages hold values its metadata does not count.
+func TestEmptyRowGroupsDictionaryPageOnly(t *testing.T) {
+	dict := append(tstruct(ti32(1, 2), ti32(2, 4), ti32(3, 4), tst(7, ti32(1, 1), ti32(2, 0))), le32(1000)...)
+	data := append(tstruct(ti32(1, 0), ti32(2, 4), ti32(3, 4), tst(5, ti32(1, 1), ti32(2, 0), ti32(3, 3), ti32(4, 3))), le32(66049)...)
+	for _, c := range []struct {
+		name  string
+		chunk []byte
+	}{{"dictionary only", dict}, {"a data page after it", append(append([]byte(nil), dict...), data...)}} {
+		t.Run(c.name, func(t *testing.T) {
+			b := handParquetMeta(0, c.chunk, 0, 4, int64(len(c.chunk)), ptInt32, -1, nil, nil, []int32{0, 8}, nil)
+			src := oneFileBatch(t, b)
+			for _, unfused := range []bool{false, true} {
+				e := newEngine(t, src, "")
+				e.unfused = unfused
+				rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+					Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{
+						{Name: "rows", Kind: KindRowCount, Table: "t", Max: f64(0)},
+						{Name: "x from 0", Kind: KindRange, Table: "t", Column: "x", Min: f64(0), Max: f64(2000)},
+					}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(c.chunk) == len(dict) {
+					if !rep.Passed {
+						t.Fatalf("unfused %v: %s", unfused, checkMessages(rep))
+					}
+					continue
+				}
+				if m := checkMessages(rep); rep.Passed || !strings.Contains(m, "t/part-0.parquet") {
+					t.Fatalf("unfused %v: passed %v (%s), want refused naming the file (its pages hold a value its metadata does not count)", unfused, rep.Passed, m)
 				}
 			}
 		})
