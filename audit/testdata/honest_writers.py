@@ -146,6 +146,23 @@ elif case.startswith("delta"):
             write_deltalake(out, nested(301, 100), mode="append")
             DeltaTable(out).create_checkpoint()
             DeltaTable(out).optimize.z_order(["id"])
+    elif case == "delta_restore":
+        # restore adds again the files of version 0, removed by version 1
+        if stage == "base":
+            write_deltalake(out, frame(1, 100).drop(columns=["none"]))
+            write_deltalake(out, frame(1, 50).drop(columns=["none"]), mode="overwrite")
+        else:
+            DeltaTable(out).restore(0)
+            write_deltalake(out, frame(101, 10).drop(columns=["none"]), mode="append")
+            DeltaTable(out).restore(1)
+            DeltaTable(out).restore(3)
+    elif case == "delta_replace_where":
+        if stage == "base":
+            write_deltalake(out, frame(1, 100).drop(columns=["none"]).assign(cat=lambda d: d.cat.astype(str)), partition_by=["cat"])
+        else:
+            d = frame(1, 100).drop(columns=["none"]).assign(cat=lambda d: d.cat.astype(str))
+            write_deltalake(out, d[d.cat == "a"], mode="overwrite", predicate="cat = 'a'")
+            DeltaTable(out).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
     elif case == "delta_partitioned":
         if stage == "base":
             write_deltalake(out, frame(1, 100).drop(columns=["none"]).assign(day=lambda d: d.id % 3, cat=lambda d: d.cat.astype(str)), partition_by=["cat", "day"])
