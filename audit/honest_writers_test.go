@@ -32,13 +32,19 @@ func TestHonestWritersPass(t *testing.T) {
 		t.Skipf("pandas and delta-rs not at hand: %v", err)
 	}
 	extra := map[string][]Check{
+		"pyarrow_encodings": {
+			{Name: "f range", Kind: KindRange, Table: "events", Column: "f", Min: f64(0), Max: f64(5000)},
+			{Name: "dec range", Kind: KindRange, Table: "events", Column: "dec", Min: f64(0.01), Max: f64(330)},
+			{Name: "ts not null", Kind: KindNotNull, Table: "events", Column: "ts"},
+			{Name: "s unique", Kind: KindUnique, Table: "events", Column: "s"},
+		},
 		"pandas_big": {
 			{Name: "sid unique", Kind: KindUnique, Table: "events", Column: "sid"},
 			{Name: "sid, cat unique", Kind: KindUnique, Table: "events", Columns: []string{"sid", "cat"}},
 		},
 	}
 	for _, c := range []struct{ name, format string }{
-		{"pandas", FormatParquet}, {"pandas_empty", FormatParquet}, {"pandas_big", FormatParquet}, {"pyarrow_nested", FormatParquet}, {"pyarrow_lists_only", FormatParquet}, {"duckdb", FormatParquet},
+		{"pandas", FormatParquet}, {"pandas_empty", FormatParquet}, {"pandas_big", FormatParquet}, {"pyarrow_nested", FormatParquet}, {"pyarrow_lists_only", FormatParquet}, {"pyarrow_encodings", FormatParquet}, {"duckdb", FormatParquet},
 		{"delta_append", FormatDelta}, {"delta_overwrite", FormatDelta}, {"delta_evolve", FormatDelta}, {"delta_nested", FormatDelta},
 		{"delta_cdf", FormatDelta}, {"delta_dml", FormatDelta}, {"delta_optimize", FormatDelta}, {"delta_checkpoint", FormatDelta},
 		{"delta_partitioned", FormatDelta}, {"delta_restore", FormatDelta}, {"delta_replace_where", FormatDelta}, {"delta_struct_evolve", FormatDelta}, {"delta_types", FormatDelta},

@@ -76,6 +76,29 @@ elif case == "pyarrow_lists_only":
         t = pa.table({"xs": pa.array([None] * 50, pa.list_(pa.float32())), "tags": pa.array([None] * 50, pa.list_(pa.string())),
             "m": pa.array([None] * 50, pa.map_(pa.string(), pa.int64())), "nn": pa.array([None] * 50, pa.list_(pa.list_(pa.int32())))})
         pq.write_table(t, os.path.join(out, "part-3.parquet"), row_group_size=10)
+elif case == "pyarrow_encodings":
+    # dictionaries that fall back to PLAIN mid-chunk, DELTA and
+    # BYTE_STREAM_SPLIT encodings, no statistics, page indexes over lists,
+    # decimals as integers, LZ4 and GZIP, small pages
+    if stage == "batch":
+        def enc(lo, n):
+            ids = list(range(lo, lo + n))
+            return pa.table({
+                "id": pa.array(ids, pa.int64()),
+                "s": pa.array(["s-%d" % i for i in ids]),
+                "cat": pa.array([["a", "b", "c"][i % 3] for i in ids]),
+                "f": pa.array([i / 7 for i in ids], pa.float64()),
+                "dec": pa.array([decimal.Decimal(i) / 100 for i in ids], pa.decimal128(12, 2)),
+                "xs": pa.array([[i, None] if i % 3 else None for i in ids], pa.list_(pa.int64())),
+                "ts": pa.array([datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=i) for i in ids], pa.timestamp("ms")),
+            })
+        pq.write_table(enc(1, 20000), os.path.join(out, "part-0.parquet"), dictionary_pagesize_limit=4096, data_page_size=4096, compression="lz4")
+        pq.write_table(enc(20001, 5000), os.path.join(out, "part-1.parquet"), use_dictionary=["cat"],
+            column_encoding={"id": "DELTA_BINARY_PACKED", "s": "DELTA_BYTE_ARRAY", "f": "BYTE_STREAM_SPLIT"}, compression="gzip")
+        pq.write_table(enc(25001, 5000), os.path.join(out, "part-2.parquet"), write_statistics=False, store_decimal_as_integer=True,
+            write_page_index=True, data_page_version="2.0", row_group_size=1500)
+        pq.write_table(enc(30001, 3000), os.path.join(out, "part-3.parquet"), write_page_index=True, write_page_checksum=True,
+            sorting_columns=[pq.SortingColumn(0)], compression="brotli", use_dictionary=False, data_page_size=512)
 elif case == "duckdb":
     if stage == "batch":
         import duckdb
