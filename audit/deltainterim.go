@@ -136,7 +136,7 @@ func (s *deltaSnapshot) deltaInterim(t Table) error {
 			}
 			continue
 		}
-		if m.SchemaString != s.meta.SchemaString {
+		if m.SchemaString != s.meta.SchemaString && !deltaSchemaWithin(m.SchemaString, s.meta.SchemaString) {
 			return tableErr("%w: version %d adds data file %s, which version %d removes, under another schema or other partition columns than the last version's: its readers read it by those, the audit would read it by the last version's",
 				ErrDeltaUnsupported, g.added, p, g.removed)
 		}
@@ -292,6 +292,42 @@ func (s *deltaSnapshot) interimMeta() error {
 		}
 	}
 	return nil
+}
+
+// deltaSchemaWithin says whether the rows of a file written under Delta
+// schema old read the same by schema new: each column of old is one of
+// new's, by its exact name, of a type within new's (deltaTypeWithin).
+// Columns new adds, as a schema evolution does (write_deltalake's
+// schema_mode="merge", ALTER TABLE ADD COLUMNS), are NULL in such a file,
+// as in the table's other files written before them; readers of old's
+// versions do not read them. A column old has and new does not is not
+// within (TestHonestWritersPass/delta_cdf_evolve,
+// TestDeltaIntermediateFilesAreRefusedOrBudgeted).
+func deltaSchemaWithin(old, new string) bool {
+	type field struct {
+		Name string          `json:"name"`
+		Type json.RawMessage `json:"type"`
+	}
+	var a, b struct {
+		Fields []field `json:"fields"`
+	}
+	if json.Unmarshal([]byte(old), &a) != nil || json.Unmarshal([]byte(new), &b) != nil {
+		return false
+	}
+	by := make(map[string]json.RawMessage, len(b.Fields))
+	for _, f := range b.Fields {
+		if _, dup := by[f.Name]; dup {
+			return false
+		}
+		by[f.Name] = f.Type
+	}
+	for _, f := range a.Fields {
+		t, ok := by[f.Name]
+		if !ok || !deltaTypeWithin(f.Type, t) {
+			return false
+		}
+	}
+	return true
 }
 
 // deltaTypeWithin says whether a column of Delta type old (JSON) reads

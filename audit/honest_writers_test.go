@@ -47,7 +47,7 @@ func TestHonestWritersPass(t *testing.T) {
 		{"pandas", FormatParquet}, {"pandas_empty", FormatParquet}, {"pandas_big", FormatParquet}, {"pyarrow_nested", FormatParquet}, {"pyarrow_lists_only", FormatParquet}, {"pyarrow_encodings", FormatParquet}, {"duckdb", FormatParquet},
 		{"delta_append", FormatDelta}, {"delta_overwrite", FormatDelta}, {"delta_evolve", FormatDelta}, {"delta_nested", FormatDelta},
 		{"delta_cdf", FormatDelta}, {"delta_dml", FormatDelta}, {"delta_optimize", FormatDelta}, {"delta_checkpoint", FormatDelta},
-		{"delta_partitioned", FormatDelta}, {"delta_restore", FormatDelta}, {"delta_replace_where", FormatDelta}, {"delta_struct_evolve", FormatDelta}, {"delta_types", FormatDelta},
+		{"delta_partitioned", FormatDelta}, {"delta_restore", FormatDelta}, {"delta_cdf_evolve", FormatDelta}, {"delta_replace_where", FormatDelta}, {"delta_struct_evolve", FormatDelta}, {"delta_types", FormatDelta},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			src := newBatchSource(t)

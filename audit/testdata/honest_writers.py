@@ -186,6 +186,24 @@ elif case.startswith("delta"):
             d = frame(1, 100).drop(columns=["none"]).assign(cat=lambda d: d.cat.astype(str))
             write_deltalake(out, d[d.cat == "a"], mode="overwrite", predicate="cat = 'a'")
             DeltaTable(out).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    elif case == "delta_cdf_evolve":
+        # change data files of versions before and after a schema merge,
+        # of struct, list and map columns, in a partitioned table
+        def nest(lo, n, wide=False):
+            t = nested(lo, n).drop_columns(["cat"]).append_column("cat", pa.array([["a", "b", "c"][i % 3] for i in range(lo, lo + n)]))
+            if wide:
+                t = t.append_column("extra", pa.array(["e"] * n)).append_column("i32", pa.array(list(range(n)), pa.int32()))
+            return t
+        if stage == "base":
+            write_deltalake(out, nest(1, 100), configuration=cdf, partition_by=["cat"])
+        else:
+            DeltaTable(out).update(predicate="id < 10", updates={"s": "'s-upd'"})
+            write_deltalake(out, nest(101, 50, True), mode="append", schema_mode="merge", partition_by=["cat"])
+            DeltaTable(out).update(predicate="id > 140", updates={"s": "'s-upd'", "extra": "'f'"})
+            DeltaTable(out).delete("id = 50")
+            src = nest(90, 20, True)
+            (DeltaTable(out).merge(source=src, predicate="t.id = s.id", source_alias="s", target_alias="t")
+                .when_matched_update_all().when_not_matched_insert_all().execute())
     elif case == "delta_partitioned":
         if stage == "base":
             write_deltalake(out, frame(1, 100).drop(columns=["none"]).assign(day=lambda d: d.id % 3, cat=lambda d: d.cat.astype(str)), partition_by=["cat", "day"])
