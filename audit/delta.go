@@ -43,7 +43,8 @@ import (
 // _last_checkpoint that names another checkpoint than the newest, a reader
 // version above 3 or a reader feature not listed below, column mapping,
 // absolute file paths, a gap in the log that no checkpoint covers, a key in
-// another case than the protocol's (exactCase), partition values delta-rs
+// another case than the protocol's (exactCase; in a schema,
+// deltaSchemaKeysExact), partition values delta-rs
 // cannot parse, a checkpoint's stats_parsed that is not its JSON stats.
 
 // deltaReaderFeatures are the table features (protocol reader version 3)
@@ -1083,6 +1084,9 @@ func (s *deltaState) apply(line []byte) error {
 		if mode := m.Configuration["delta.columnMapping.mode"]; mode != "" && mode != "none" {
 			return fmt.Errorf("%w: column mapping mode %s", ErrDeltaUnsupported, mode)
 		}
+		if err := deltaSchemaKeysExact(m.SchemaString); err != nil {
+			return fmt.Errorf("%w: the schema of version %d: %v", ErrDeltaUnsupported, s.version, err)
+		}
 		s.meta = m
 		s.metaAt = append(s.metaAt, deltaMetaAt{s.version, m})
 	}
@@ -1263,6 +1267,52 @@ func exactCase(raw []byte, t reflect.Type) error {
 		}
 	}
 	return nil
+}
+
+// deltaSchemaKeys are the keys of a Delta schema's objects (structs,
+// their fields, arrays and maps) as the protocol spells them.
+var deltaSchemaKeys = []string{"type", "fields", "name", "nullable", "metadata", "elementType", "containsNull", "keyType", "valueType", "valueContainsNull"}
+
+// deltaSchemaKeysExact refuses a Delta schema (a metaData's schemaString)
+// with a key, at any depth, that is one of the protocol's in another case:
+// delta-rs ignores it, the audit's case-blind decoding of the schema's
+// fields takes it for the protocol's key. A schema whose "fields" listed
+// Region and whose "Fields" listed region was read by deltalake 1.6.6 at
+// its version with every region NULL while the audit took it for the last
+// version's schema (TestDeltaIntermediateMetadataIsRefused/key). A
+// field's metadata (free keys) is not looked into.
+func deltaSchemaKeysExact(schema string) error {
+	var v any
+	if json.Unmarshal([]byte(schema), &v) != nil {
+		return nil // refused where it is read
+	}
+	var walk func(v any) error
+	walk = func(v any) error {
+		switch x := v.(type) {
+		case []any:
+			for _, e := range x {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			for k, e := range x {
+				for _, want := range deltaSchemaKeys {
+					if k != want && strings.EqualFold(k, want) {
+						return fmt.Errorf("key %q is %q in another case: delta-rs ignores it, a case-blind reader takes it for %s (readers disagree)", k, want, want)
+					}
+				}
+				if k == "metadata" {
+					continue
+				}
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(v)
 }
 
 var jsonFieldsOf sync.Map // reflect.Type -> map[string]reflect.Type

@@ -11,7 +11,9 @@ import (
 // deltaMetaVersions writes, with delta-rs, a table of ids and regions on
 // main (version 0, no partition columns) and a batch on b1 whose version
 // 1 states the table's metaData with the given change (partition: region
-// is a partition column; case: the column is Region) and whose version 2
+// is a partition column; case: the column is Region; key: the column is
+// Region in the schema's "fields", and a second key "Fields" (delta-rs
+// ignores it, a case-blind reader takes it for "fields") lists region) and whose version 2
 // states main's metaData again. "read" prints the regions delta-rs reads
 // at a version. "merge" is an honest batch: version 1 appends, version 2
 // appends with a new column (schema_mode="merge").
@@ -37,6 +39,10 @@ else:
     meta = [json.loads(l)["metaData"] for l in open(os.path.join(log, "%020d.json" % 0)) if '"metaData"' in l][0]
     if mode == "partition":
         m1 = dict(meta, partitionColumns=["region"])
+    elif mode == "key":
+        fields = json.loads(meta["schemaString"])["fields"]
+        cased = json.loads(meta["schemaString"].replace('"region"', '"Region"'))["fields"]
+        m1 = dict(meta, schemaString='{"type":"struct","fields":%s,"Fields":%s}' % (json.dumps(cased), json.dumps(fields)))
     else:
         m1 = dict(meta, schemaString=meta["schemaString"].replace('"region"', '"Region"'))
     commit(1, {"commitInfo": {"timestamp": 2, "operation": "SET TBLPROPERTIES"}}, {"metaData": m1})
@@ -56,7 +62,7 @@ func TestDeltaIntermediateMetadataIsRefused(t *testing.T) {
 	if err != nil {
 		t.Skipf("delta-rs not at hand: %v", err)
 	}
-	for _, how := range []string{"partition", "case"} {
+	for _, how := range []string{"partition", "case", "key"} {
 		t.Run(how, func(t *testing.T) {
 			src := newDirSource(t)
 			py := func(dir string, args ...string) string {
@@ -72,7 +78,7 @@ func TestDeltaIntermediateMetadataIsRefused(t *testing.T) {
 				t.Fatalf("the batch is not versions 1 and 2: %s", out)
 			}
 			src.branch(t, "b1", "merged")
-			col := map[string]string{"partition": "region", "case": "Region"}[how]
+			col := map[string]string{"partition": "region", "case": "Region", "key": "Region"}[how]
 			var read struct {
 				Regions json.RawMessage `json:"regions"`
 			}
