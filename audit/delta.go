@@ -126,8 +126,11 @@ type deltaFile struct {
 	claims    *deltaClaims
 	claimsSum string
 	// interim are the versions adding and removing a file the batch's
-	// versions added and removed (deltainterim.go).
+	// versions added and removed (deltainterim.go); schema is the schema
+	// of the version adding it when it is not the last version's (one the
+	// last version only adds columns to: deltaSchemaWithin).
 	interim [2]int64
+	schema  string
 }
 
 // deltaClaims are what an add action's stats claim of its file's columns.

@@ -242,3 +242,53 @@ func TestDeltaIntermediateFilesAreRefusedOrBudgeted(t *testing.T) {
 		`{"add":{"path":"part-d.parquet","partitionValues":{},"size":1,"modificationTime":1,"dataChange":true}}`)
 	wantRefused(t, run(t, sized, 10), "the log says data file gold/events/part-d.parquet (version 2) has 1 bytes")
 }
+
+// TestDeltaIntermediateFileHoldingALaterColumnIsRefused: part-d, added by
+// version 2 under the schema of id, amount and region and removed by
+// version 3, which adds column note, holds a note of its own: readers of
+// version 2 read its rows without it (delta-rs leaves a column outside
+// the version's schema out), the audit would read them with it. A check
+// whose where names note passed on part-d's NULL ids, which readers of
+// version 2 read (note 'x' left them out of the where). The same part-d
+// without note fails the check.
+func TestDeltaIntermediateFileHoldingALaterColumnIsRefused(t *testing.T) {
+	wider := strings.Replace(deltaMeta(), `\"metadata\":{}}]}`, `\"metadata\":{}},{\"name\":\"note\",\"type\":\"string\",\"nullable\":true,\"metadata\":{}}]}`, 1)
+	if wider == deltaMeta() {
+		t.Fatal("the fixture's schema did not change")
+	}
+	check := Check{Name: "ids without a note", Kind: KindNotNull, Table: "events", Column: "id", Where: "note IS NULL"}
+	fixture := func(t *testing.T) *dirSource {
+		src := interimFixture(t, wider)
+		// part-e, version 3's, is written with note, as the schema's
+		// evolution writes it.
+		src.write(t, "b1", "gold/events/part-e.parquet", "SELECT i::BIGINT AS id, (i % 100)::DOUBLE AS amount, NULL::VARCHAR AS note FROM range(400, 403) r(i)")
+		return src
+	}
+	src := fixture(t)
+	src.write(t, "b1", "gold/events/part-d.parquet", "SELECT NULL::BIGINT AS id, (i % 100)::DOUBLE AS amount, 'x' AS note FROM range(300, 305) r(i)")
+	wantRefused(t, deltaAudit(t, src, "b1", FormatDelta, check), "version 2 adds data file gold/events/part-d.parquet, which version 3 removes, holding column \"note\"")
+	if rep := deltaAudit(t, fixture(t), "b1", FormatDelta, check); rep.Passed {
+		t.Errorf("part-d without note: passed %v: %s", rep.Passed, checkMessages(rep))
+	}
+}
+
+// TestDeltaIntermediateFileHoldingALaterStructFieldIsRefused: as
+// TestDeltaIntermediateFileHoldingALaterColumnIsRefused, for a field b of
+// struct column st that version 3 adds to version 2's st.
+func TestDeltaIntermediateFileHoldingALaterStructFieldIsRefused(t *testing.T) {
+	withSt := func(fields string) string {
+		m := strings.Replace(deltaMeta(), `\"metadata\":{}}]}`, `\"metadata\":{}},{\"name\":\"st\",\"type\":{\"type\":\"struct\",\"fields\":[`+fields+`]},\"nullable\":true,\"metadata\":{}}]}`, 1)
+		if m == deltaMeta() {
+			t.Fatal("the fixture's schema did not change")
+		}
+		return m
+	}
+	a := `{\"name\":\"a\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}`
+	b := `{\"name\":\"b\",\"type\":\"string\",\"nullable\":true,\"metadata\":{}}`
+	check := Check{Name: "ids without st.b", Kind: KindNotNull, Table: "events", Column: "id", Where: "st.b IS NULL"}
+	src := interimFixture(t, withSt(a+","+b))
+	writeDeltaCommit(t, src, "b1", "gold/events", 2, withSt(a), deltaAdd("part-c.parquet"), deltaAdd("part-d.parquet"))
+	src.write(t, "b1", "gold/events/part-e.parquet", "SELECT i::BIGINT AS id, (i % 100)::DOUBLE AS amount, {'a': i, 'b': NULL::VARCHAR} AS st FROM range(400, 403) r(i)")
+	src.write(t, "b1", "gold/events/part-d.parquet", "SELECT NULL::BIGINT AS id, (i % 100)::DOUBLE AS amount, {'a': i, 'b': 'x'} AS st FROM range(300, 305) r(i)")
+	wantRefused(t, deltaAudit(t, src, "b1", FormatDelta, check), "version 2 adds data file gold/events/part-d.parquet, which version 3 removes, holding field \"st.b\"")
+}

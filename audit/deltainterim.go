@@ -144,6 +144,9 @@ func (s *deltaSnapshot) deltaInterim(t Table) error {
 			return tableErr("%w: the log says data file %s (version %d) has %d bytes, the repository has %d", ErrDeltaUnsupported, p, g.added, *f.size, f.obj.Size)
 		}
 		f.interim = [2]int64{g.added, g.removed}
+		if m.SchemaString != s.meta.SchemaString {
+			f.schema = m.SchemaString // its columns are checked against it: interimColumnsOutside
+		}
 		s.interim[p] = f
 	}
 	// A file of the base's versions that the batch's versions add again,
@@ -461,4 +464,76 @@ func (r *run) interimRows(ctx context.Context, results []schemas.CheckResult) {
 		res.Message = strings.TrimSpace(msg + " " + res.Message)
 		results[i] = res
 	}
+}
+
+// interimColumnsOutside names the first file of the Delta view v of the
+// batch's intermediate files that holds a column, or a struct field (at
+// any depth, through structs), that the schema of the version adding it
+// does not have, where that schema is not the last version's: readers of
+// that version leave it out (delta-rs reads a version's columns only:
+// TestDeltaProtocolFeaturesAsDeltaRSReadsThem), the audit reads the file
+// by the last version's schema, which has it. A column the last version
+// adds is NULL in such a file only if the file does not hold it: one
+// holding note 'x' on rows of NULL ids left them out of a where on note
+// that readers of its version read them in
+// (TestDeltaIntermediateFileHoldingALaterColumnIsRefused).
+func (r *run) interimColumnsOutside(ctx context.Context, v *view) error {
+	for i, o := range v.objects {
+		f, ok := v.delta.active[o.Path]
+		if !ok || f.schema == "" || i >= len(v.files) {
+			continue
+		}
+		cols, err := deltaColumnTypes(f.schema)
+		if err != nil {
+			return tableErr("%w: the schema at version %d: %v", ErrDeltaUnsupported, f.interim[0], err)
+		}
+		declared := map[string]bool{}
+		for _, c := range cols {
+			declared[strings.ToLower(c.Name)] = true
+		}
+		paths := map[string]bool{}
+		for top, ps := range deltaStructPaths(f.schema) {
+			for _, p := range ps {
+				paths[strings.ToLower(top+"\x00"+p)] = true
+			}
+		}
+		got, err := r.queryColumns(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{v.files[i]}))
+		if err != nil {
+			return err
+		}
+		outside := func(name string) error {
+			return fmt.Errorf("%w: version %d adds data file %s, which version %d removes, holding %s, which the schema of version %d does not have: its readers leave it out, the audit would read it by the last version's schema",
+				ErrDeltaUnsupported, f.interim[0], o.Path, f.interim[1], name, f.interim[0])
+		}
+		for _, c := range got {
+			if !declared[strings.ToLower(c.name)] {
+				return outside(fmt.Sprintf("column %q", c.name))
+			}
+			tree, _, err := parseStructType(c.typ)
+			if err != nil {
+				continue
+			}
+			var walk func(prefix string, t any) string
+			walk = func(prefix string, t any) string {
+				m, ok := t.(map[string]any)
+				if !ok {
+					return ""
+				}
+				for name, sub := range m {
+					p := prefix + "\x00" + name
+					if !paths[strings.ToLower(p)] {
+						return p
+					}
+					if bad := walk(p, sub); bad != "" {
+						return bad
+					}
+				}
+				return ""
+			}
+			if bad := walk(c.name, tree); bad != "" {
+				return outside(fmt.Sprintf("field %q", strings.ReplaceAll(bad, "\x00", ".")))
+			}
+		}
+	}
+	return nil
 }

@@ -52,6 +52,11 @@ func (r *run) deltaTypeDisagreement(ctx context.Context, k viewKey, v *view) err
 	if v.delta == nil || len(v.files) == 0 {
 		return nil
 	}
+	if k.schema == schemaInterim {
+		if err := r.interimColumnsOutside(ctx, v); err != nil {
+			return err
+		}
+	}
 	want, declared := map[string]string{}, map[string]bool{}
 	for _, c := range v.delta.schema {
 		declared[strings.ToLower(c.Name)] = true
