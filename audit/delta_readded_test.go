@@ -131,9 +131,7 @@ os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
 // last version's file), and accepted_values passed.
 func TestDeltaReAddedFileWithOtherPartitionValuesIsRefused(t *testing.T) {
 	py := reAddedScript(t)
-	src := newDirSource(t)
-	py(filepath.Join(src.root, "main", "gold", "events"), "base")
-	src.branch(t, "main", "b1")
+	src := reAddedBase(t, py)
 	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "batch", "a"); !strings.Contains(out, `"version": 3`) {
 		t.Fatalf("the batch is not versions 1 to 3: %s", out)
 	}
@@ -153,9 +151,7 @@ func TestDeltaReAddedFileWithOtherPartitionValuesIsRefused(t *testing.T) {
 
 	// Added again with the same partition values (a restore): read as
 	// the last version's file, and judged.
-	src = newDirSource(t)
-	py(filepath.Join(src.root, "main", "gold", "events"), "base")
-	src.branch(t, "main", "b1")
+	src = reAddedBase(t, py)
 	py(filepath.Join(src.root, "b1", "gold", "events"), "batch", "evil")
 	rep = deltaAudit(t, src, "b1", FormatDelta,
 		Check{Name: "regions", Kind: KindAcceptedValues, Table: "events", Column: "region", Values: []string{"a"}},
@@ -176,9 +172,7 @@ func TestDeltaReAddedFileWithOtherPartitionValuesIsRefused(t *testing.T) {
 // accepted_values(region: [a]).
 func TestDeltaVersionsBeforeTheBatchsCheckpointsAreReplayed(t *testing.T) {
 	py := reAddedScript(t)
-	src := newDirSource(t)
-	py(filepath.Join(src.root, "main", "gold", "events"), "base")
-	src.branch(t, "main", "b1")
+	src := reAddedBase(t, py)
 	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "checkpoints"); !strings.Contains(out, `"version": 4`) {
 		t.Fatalf("the batch is not versions 1 to 4: %s", out)
 	}
@@ -191,9 +185,7 @@ func TestDeltaVersionsBeforeTheBatchsCheckpointsAreReplayed(t *testing.T) {
 	wantRefused(t, rep, "version 2 adds data file gold/events/region=a/")
 
 	// An honest batch of three appends and two checkpoints passes.
-	src = newDirSource(t)
-	py(filepath.Join(src.root, "main", "gold", "events"), "base")
-	src.branch(t, "main", "b1")
+	src = reAddedBase(t, py)
 	py(filepath.Join(src.root, "b1", "gold", "events"), "honest-checkpoints")
 	rep = deltaAudit(t, src, "b1", FormatDelta,
 		Check{Name: "regions", Kind: KindAcceptedValues, Table: "events", Column: "region", Values: []string{"a"}},
@@ -235,9 +227,7 @@ func TestDeltaPlanReplaysTheBatchsVersions(t *testing.T) {
 // range with that where passed.
 func TestDeltaBaseFileRewrittenAndAddedAgainIsRefused(t *testing.T) {
 	py := reAddedScript(t)
-	src := newDirSource(t)
-	py(filepath.Join(src.root, "main", "gold", "events"), "base")
-	src.branch(t, "main", "b1")
+	src := reAddedBase(t, py)
 	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "inplace"); !strings.Contains(out, `"version": 2`) {
 		t.Fatalf("the batch is not versions 1 and 2: %s", out)
 	}
@@ -258,9 +248,7 @@ func TestDeltaBaseFileRewrittenAndAddedAgainIsRefused(t *testing.T) {
 // accepted_values(region: [a]) passed.
 func TestDeltaOlderCheckpointsOfTheBatchAreVerified(t *testing.T) {
 	py := reAddedScript(t)
-	src := newDirSource(t)
-	py(filepath.Join(src.root, "main", "gold", "events"), "base")
-	src.branch(t, "main", "b1")
+	src := reAddedBase(t, py)
 	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "old-checkpoint"); !strings.Contains(out, `"version": 3`) {
 		t.Fatalf("the batch is not versions 1 to 3: %s", out)
 	}
@@ -275,9 +263,7 @@ func TestDeltaOlderCheckpointsOfTheBatchAreVerified(t *testing.T) {
 	// An honest batch: an append, an overwrite, checkpoint 2, an append,
 	// checkpoint 3, passes. The appended file that the overwrite removed
 	// is read as an intermediate file.
-	src = newDirSource(t)
-	py(filepath.Join(src.root, "main", "gold", "events"), "base")
-	src.branch(t, "main", "b1")
+	src = reAddedBase(t, py)
 	py(filepath.Join(src.root, "b1", "gold", "events"), "honest-overwrite")
 	rep = deltaAudit(t, src, "b1", FormatDelta,
 		Check{Name: "regions", Kind: KindAcceptedValues, Table: "events", Column: "region", Values: []string{"a"}})
@@ -294,9 +280,7 @@ func TestDeltaOlderCheckpointsOfTheBatchAreVerified(t *testing.T) {
 // Before, the audit passed accepted_values(region: [a]).
 func TestDeltaBatchCheckpointOfABaseVersionIsRefused(t *testing.T) {
 	py := reAddedScript(t)
-	src := newDirSource(t)
-	py(filepath.Join(src.root, "main", "gold", "events"), "base")
-	src.branch(t, "main", "b1")
+	src := reAddedBase(t, py)
 	if out := py(filepath.Join(src.root, "b1", "gold", "events"), "base-checkpoint"); !strings.Contains(out, `"version": 2`) {
 		t.Fatalf("the batch is not versions 1 and 2: %s", out)
 	}
@@ -326,4 +310,14 @@ func reAddedScript(t *testing.T) func(dir string, args ...string) string {
 		}
 		return string(out)
 	}
+}
+
+// reAddedBase is a source whose main holds the script's base table, with
+// branch b1 made from it for the batch.
+func reAddedBase(t *testing.T, py func(dir string, args ...string) string) *dirSource {
+	t.Helper()
+	src := newDirSource(t)
+	py(filepath.Join(src.root, "main", "gold", "events"), "base")
+	src.branch(t, "main", "b1")
+	return src
 }
