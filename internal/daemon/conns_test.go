@@ -374,3 +374,79 @@ func TestShutdownWhileAConnectionWaitsForASlot(t *testing.T) {
 		t.Fatal("Serve did not return within a minute of Shutdown while a connection waited for a slot")
 	}
 }
+
+// TestClientsThatDoNotReadTheirAnswersDoNotLockOutCallers: a client that
+// reads no answer keeps its connection in a request being served, the
+// server blocked writing the answer once the kernel's buffers are full,
+// which no timeout ends before the response timeout (the step's + 30 s,
+// 5.5 minutes by default) and which was neither idle nor waiting for the
+// client's bytes, so never closed to make room. Answers of a few bytes do
+// it too, pipelined: on loopback a connection sending 100,000 requests for
+// /healthz (no token needed) without reading blocked the server after
+// 35,659 answers. maxConns such connections locked every caller out,
+// lakeFS's hook calls included, for that long, renewable. A connection
+// blocked writing to its client past the grace is closed like one blocked
+// reading from it. (The test's answer is one larger than the kernel's
+// buffers, so that the server is known to be blocked once it writes it.)
+func TestClientsThatDoNotReadTheirAnswersDoNotLockOutCallers(t *testing.T) {
+	const limit = 4
+	var answering atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/answer", func(w http.ResponseWriter, r *http.Request) {
+		answering.Add(1)
+		chunk := make([]byte, 64<<10)
+		for range 1024 { // 64 MiB
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ready") })
+	srv := newHTTPServer(mux, time.Minute)
+	srv.WriteTimeout = time.Hour // the unread answers hold for the whole test, as if renewed
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := serveLimited(srv, ln, limit)
+	lim.grace = 0 // the clients below have not read for long enough
+	stopped := make(chan struct{})
+	go func() { _ = srv.Serve(lim); close(stopped) }()
+	defer func() { _ = srv.Close(); <-stopped }()
+	addr := ln.Addr().String()
+
+	for i := range limit {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, "GET /answer HTTP/1.1\r\nHost: lakewap\r\n\r\n")
+		waitUntil(t, func() bool { return answering.Load() == int32(i+1) })
+	}
+	caller, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer caller.Close()
+	_, _ = io.WriteString(caller, "GET /readyz HTTP/1.1\r\nHost: lakewap\r\n\r\n")
+	answered := make(chan error, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(caller), nil)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("status %d", resp.StatusCode)
+			}
+		}
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatalf("the caller: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the caller got no answer within a minute while %d clients that read no answer held every connection", limit)
+	}
+}

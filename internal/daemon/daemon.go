@@ -576,13 +576,14 @@ func failpointFromEnv(log *slog.Logger) func(string) {
 // keep-alive connections (else maxConns connections that each sent one
 // request would lock every caller out for the idle timeout), then the
 // connection that has waited longest for its client, the rest of its
-// request header or of a body its handler reads (else maxConns half-sent
-// headers, opened again as the timeouts close them, would keep every
-// caller waiting), then waits until one closes.
+// request header or of a body its handler reads, or to take an answer
+// (else maxConns half-sent headers, opened again as the timeouts close
+// them, or answers left unread, would keep every caller waiting), then
+// waits until one closes.
 const maxConns = 512
 
-// headerGrace is how long a connection may wait for its client (header or
-// body) before a new connection, finding every slot taken, may close it:
+// headerGrace is how long a connection may wait for its client (header,
+// body or answer) before a new connection, finding every slot taken, may close it:
 // lakeFS, Prometheus and health checks send theirs at once; a slowloris
 // must open a connection per slot every headerGrace to keep them all.
 const headerGrace = 250 * time.Millisecond
@@ -612,6 +613,10 @@ type connLimiter struct {
 	// handler starts), or for a body the handler reads (from its first
 	// read until its end).
 	reading map[*limitedConn]time.Time
+	// writing holds the connections inside a write, with since when: a
+	// write lasts only while the kernel's buffers are full, that is while
+	// the client reads nothing of its answers.
+	writing map[*limitedConn]time.Time
 }
 
 // serveLimited makes srv hold at most n connections of ln at a time (the
@@ -691,7 +696,7 @@ type connKey struct{}
 
 func limitConns(ln net.Listener, n int) *connLimiter {
 	return &connLimiter{Listener: ln, slots: make(chan struct{}, n), grace: headerGrace, now: time.Now,
-		closed: make(chan struct{}), reading: map[*limitedConn]time.Time{}}
+		closed: make(chan struct{}), reading: map[*limitedConn]time.Time{}, writing: map[*limitedConn]time.Time{}}
 }
 
 // Close closes the listener and ends a wait for a slot.
@@ -747,11 +752,12 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 
 // hold wraps c, which has a slot: it waits for its header from now.
 func (l *connLimiter) hold(c net.Conn) *limitedConn {
-	lc := &limitedConn{Conn: c}
+	lc := &limitedConn{Conn: c, lim: l}
 	lc.release = sync.OnceFunc(func() {
 		l.mu.Lock()
 		lc.gone = true
 		delete(l.reading, lc)
+		delete(l.writing, lc)
 		l.mu.Unlock()
 		<-l.slots
 	})
@@ -760,18 +766,20 @@ func (l *connLimiter) hold(c net.Conn) *limitedConn {
 }
 
 // closeSlowest closes the connection that has waited longest for its
-// client (its header, or its body) if that is grace or longer; else it
-// says how long until one will have, or, with none waiting, when to look
-// again.
+// client (its header, its body, or to take an answer) if that is grace or
+// longer; else it says how long until one will have, or, with none
+// waiting, when to look again.
 func (l *connLimiter) closeSlowest() (closed bool, wait time.Duration) {
 	l.mu.Lock()
 	var (
 		slowest *limitedConn
 		since   time.Time
 	)
-	for c, t := range l.reading {
-		if slowest == nil || t.Before(since) {
-			slowest, since = c, t
+	for _, waiting := range []map[*limitedConn]time.Time{l.reading, l.writing} {
+		for c, t := range waiting {
+			if slowest == nil || t.Before(since) {
+				slowest, since = c, t
+			}
 		}
 	}
 	l.mu.Unlock()
@@ -822,11 +830,31 @@ func shedIdle(srv *http.Server) func() {
 // waiting says whether an Accept waits for a connection to close.
 func (l *connLimiter) waiting() bool { return l.blocked.Load() > 0 }
 
-// limitedConn gives its slot back when it is closed.
+// limitedConn gives its slot back when it is closed, and tells its
+// limiter while it is inside a write.
 type limitedConn struct {
 	net.Conn
+	lim     *connLimiter
 	release func()
 	gone    bool // closed (under the limiter's mu)
+}
+
+// Write counts c as waiting for its client while the write lasts: one
+// that does not read its answers (a single large one, or small ones
+// pipelined) blocks the server's write, in a request being served, for the
+// response timeout (a step's + 30 s), and maxConns of them locked every
+// caller out for that long.
+func (c *limitedConn) Write(p []byte) (int, error) {
+	c.lim.mu.Lock()
+	if !c.gone {
+		c.lim.writing[c] = c.lim.now()
+	}
+	c.lim.mu.Unlock()
+	n, err := c.Conn.Write(p)
+	c.lim.mu.Lock()
+	delete(c.lim.writing, c)
+	c.lim.mu.Unlock()
+	return n, err
 }
 
 func (c *limitedConn) Close() error {
