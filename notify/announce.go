@@ -44,7 +44,7 @@ func announcementMessage(c schemas.UnattestedChange, mention string, l links) me
 	var fields []*slack.TextBlockObject
 	field := func(label, value string) {
 		if value != "" {
-			fields = append(fields, slack.NewTextBlockObject(slack.MarkdownType, clip("*"+label+"*\n"+value, maxFieldText), false, false))
+			fields = append(fields, mrkdwn(clip("*"+label+"*\n"+value, maxFieldText)))
 		}
 	}
 	field("Dataset", esc(c.Dataset))
@@ -58,6 +58,6 @@ func announcementMessage(c schemas.UnattestedChange, mention string, l links) me
 		blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
 	}
 	ctx := "lakewap · repository " + code(cmp.Or(c.Repository, "?")) + " · event " + code(c.EventID)
-	blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, ctx, false, false)))
+	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(ctx)))
 	return message{Text: text, Blocks: blocks}
 }

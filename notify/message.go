@@ -176,7 +176,7 @@ func mainMessage(r run, l links) message {
 	var fields []*slack.TextBlockObject
 	field := func(label, value string) {
 		if value != "" {
-			fields = append(fields, slack.NewTextBlockObject(slack.MarkdownType, clip("*"+label+"*\n"+value, maxFieldText), false, false))
+			fields = append(fields, mrkdwn(clip("*"+label+"*\n"+value, maxFieldText)))
 		}
 	}
 	field("Dataset", esc(r.Dataset))
@@ -218,7 +218,7 @@ func mainMessage(r run, l links) message {
 	if r.EventID != "" {
 		ctx += " · event " + code(r.EventID)
 	}
-	blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, ctx, false, false)))
+	blocks = append(blocks, slack.NewContextBlock("", mrkdwn(ctx)))
 	return message{Text: text, Blocks: blocks}
 }
 
@@ -431,8 +431,18 @@ func upper(s string) string {
 	return s
 }
 
-func section(mrkdwn string) *slack.SectionBlock {
-	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, clip(mrkdwn, maxSectionText), false, false), nil, nil)
+func section(text string) *slack.SectionBlock {
+	return slack.NewSectionBlock(mrkdwn(clip(text, maxSectionText)), nil, nil)
+}
+
+// mrkdwn is a verbatim mrkdwn text object: Slack renders its formatting
+// and the links and mentions lakewap writes (<url|label>, the route's
+// <!subteam^...>), and does not parse the rest, where data is (object
+// paths, write names, check messages, commit messages). Not verbatim,
+// Slack's default, it would make a URL there a link, a channel name a
+// channel's and parse "certain mentions" (Block Kit's text object).
+func mrkdwn(text string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, text, false, true)
 }
 
 // esc escapes the three characters Slack's mrkdwn gives meaning to.
