@@ -3,8 +3,8 @@ package consumer
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -58,9 +58,17 @@ func Poison(err error, reason string) error {
 }
 
 // deadLetter builds the dead-letter record for msg: the original bytes plus
-// headers saying why and where it came from.
+// headers saying why and where it came from. The original's headers named
+// wap.dlq.* (in any case) are left out: those of a dead letter are
+// lakewap's alone (a producer's came first, and a reader taking the first
+// of a name read the producer's reason, topic and offset).
 func deadLetter(msg kafka.Message, p *PoisonError, at time.Time) kafka.Message {
-	headers := append(make([]kafka.Header, 0, len(msg.Headers)+6), msg.Headers...)
+	headers := make([]kafka.Header, 0, len(msg.Headers)+6)
+	for _, h := range msg.Headers {
+		if !isDLQHeader(h.Key) {
+			headers = append(headers, h)
+		}
+	}
 	headers = append(headers,
 		kafka.Header{Key: HeaderDLQError, Value: []byte(clipText(p.Err.Error(), MaxDLQErrorBytes))},
 		kafka.Header{Key: HeaderDLQReason, Value: []byte(p.Reason)},
@@ -76,13 +84,26 @@ func deadLetter(msg kafka.Message, p *PoisonError, at time.Time) kafka.Message {
 // letter the topic refused as too large: the reason and the position of the
 // original (still in the input topic until retention) are what is left.
 func withoutOriginal(dl kafka.Message, original kafka.Message) kafka.Message {
-	out := kafka.Message{Key: dl.Key[:min(len(dl.Key), maxDroppedKeyBytes)], Headers: slices.Clone(dl.Headers[len(original.Headers):])}
+	out := kafka.Message{Key: dl.Key[:min(len(dl.Key), maxDroppedKeyBytes)]}
+	for _, h := range dl.Headers {
+		if isDLQHeader(h.Key) { // deadLetter's, the original's left out
+			out.Headers = append(out.Headers, h)
+		}
+	}
 	note := fmt.Sprintf("value of %d bytes and %d headers", len(original.Value), len(original.Headers))
 	if len(dl.Key) > maxDroppedKeyBytes {
 		note += fmt.Sprintf(", key of %d bytes cut to its first %d", len(dl.Key), maxDroppedKeyBytes)
 	}
 	out.Headers = append(out.Headers, kafka.Header{Key: HeaderDLQDropped, Value: []byte(note + ": too large for the dead-letter topic")})
 	return out
+}
+
+// dlqHeaderPrefix starts the names of the headers lakewap adds to a dead
+// letter.
+const dlqHeaderPrefix = "wap.dlq."
+
+func isDLQHeader(key string) bool {
+	return len(key) >= len(dlqHeaderPrefix) && strings.EqualFold(key[:len(dlqHeaderPrefix)], dlqHeaderPrefix)
 }
 
 // maxDroppedKeyBytes is how much of its key a dead letter written without

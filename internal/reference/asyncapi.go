@@ -52,7 +52,7 @@ func asyncChannels() []asyncChannel {
 				"wap.event_id", schemas.HeaderEventType, schemas.HeaderBatchID, schemas.HeaderRequestID}, trace...),
 			key: "The batch id."},
 		{id: "deadLetters", configKey: "kafka.dead_letter_topic", action: "send",
-			description: "Inputs lakewap could not take: the original key, value and headers as they came, with the wap.dlq.* headers added.",
+			description: "Inputs lakewap could not take: the original key, value and headers as they came (but headers named wap.dlq.*, which are lakewap's alone), with the wap.dlq.* headers added.",
 			headers: []string{"wap.dlq.topic", "wap.dlq.partition", "wap.dlq.offset", "wap.dlq.time", "wap.dlq.reason",
 				"wap.dlq.error", "wap.dlq.dropped"},
 			key: "The original message's key."},

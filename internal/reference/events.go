@@ -142,7 +142,7 @@ func eventsPage(root string) ([]byte, error) {
 	fmt.Fprintf(&b, "| `%s` | `kafka.input_topic` | batch id | BatchLanded, WriteComplete, BatchCancelled (a producer's: no request_id, no requested_by) |\n", k.InputTopic)
 	fmt.Fprintf(&b, "| `%s` | `kafka.requests_topic` | batch id | operators' RetryRequested, RevertRequested, BatchCancelled (with request_id); signed when the config lists operators |\n", k.RequestsTopic)
 	fmt.Fprintf(&b, "| `%s` | `kafka.results_topic` | batch id | BranchReady, BatchPublished, BatchAborted, BatchFailed, BatchReverted, RequestRefused, UnattestedChange |\n", k.ResultsTopic)
-	fmt.Fprintf(&b, "| `%s` | `kafka.dead_letter_topic` | the input's key | the input's bytes as they came, with the `wap.dlq.*` headers |\n", k.DeadLetterTopic)
+	fmt.Fprintf(&b, "| `%s` | `kafka.dead_letter_topic` | the input's key | the input's bytes as they came, with the `wap.dlq.*` headers (the input's own headers of that name left out) |\n", k.DeadLetterTopic)
 	fmt.Fprintf(&b, "| `%s` | `kafka.changelog_topic` | dataset and batch id | run state (compacted; lakewap's own, not a contract) |\n", k.ChangelogTopic)
 	b.WriteString("\nA batch's inputs must be keyed by its batch id, so that they land on one partition in order; an input\n")
 	b.WriteString("whose key is not its batch id is dead-lettered. Result events carry a stable `event_id`: the same outcome\n")
