@@ -10,6 +10,7 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -429,7 +430,8 @@ type HTTP struct {
 	// served without one. Never the webhook's token: lakeFS hands that to
 	// every action file, so every writer has it.
 	Runs string `yaml:"runs"`
-	// RunsToken (or RunsTokenFile) is the token /runs asks for off loopback.
+	// RunsToken (or RunsTokenFile) is the token /runs asks for off loopback;
+	// the webhook's token, inline or read from a file, is refused.
 	RunsToken     string `yaml:"runs_token"`
 	RunsTokenFile string `yaml:"runs_token_file"`
 	// RunsSamples shows the sample rows of failed checks on /runs (default
@@ -483,11 +485,20 @@ func (h HTTP) RunsPageToken() (string, error) {
 	if err == nil && strings.TrimSpace(token) == "" {
 		err = errors.New("is empty: /runs needs a token off loopback (or http.runs: off)")
 	}
+	// Compared as read, not only as written inline (validate): the same
+	// token from files opened /runs to every writer.
+	if webhook, werr := h.Token(); err == nil && werr == nil && webhook != "" &&
+		subtle.ConstantTimeCompare([]byte(webhook), []byte(token)) == 1 {
+		err = errors.New(runsTokenIsWebhooks)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)
 	}
 	return token, nil
 }
+
+// runsTokenIsWebhooks says why /runs refuses the webhook's token.
+const runsTokenIsWebhooks = "is the webhook's token, which lakeFS hands to every action file: give /runs a token of its own"
 
 // Janitor deletes the wap- branches nobody needs any more: those of aborted
 // (and failed) runs after their dataset's aborted_retention, those of
@@ -1155,8 +1166,7 @@ func (c *Config) Validate() error {
 		"%q is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)", c.Lineage.Kafka.Topic)
 	badIf(c.Lineage.MaxEventBytes < 0 || c.Lineage.MaxEventBytes > 1<<20, "lineage.max_event_bytes", "%d must be between 0 and 1048576 (Kafka's default message size)", c.Lineage.MaxEventBytes)
 	badIf(c.HTTP.RunsToken != "" && c.HTTP.RunsTokenFile != "", "http.runs_token", "set runs_token or runs_token_file, not both")
-	badIf(c.HTTP.RunsToken != "" && c.HTTP.RunsToken == c.HTTP.WebhookToken, "http.runs_token",
-		"is the webhook's token, which lakeFS hands to every action file: give /runs a token of its own")
+	badIf(c.HTTP.RunsToken != "" && c.HTTP.RunsToken == c.HTTP.WebhookToken, "http.runs_token", runsTokenIsWebhooks)
 	if c.HTTP.Listen != "" {
 		switch c.HTTP.WebhookMode() {
 		case WebhookToken:

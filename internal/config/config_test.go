@@ -259,3 +259,40 @@ func TestLoadedConfigWrittenBackLoads(t *testing.T) {
 		t.Errorf("the written config does not load: %v\n%s", err, out)
 	}
 }
+
+// TestRunsTokenIsNotTheWebhooksInAnySpelling: the config refused a
+// runs_token equal to the webhook's token written inline, but not the same
+// token read from files (the same file named twice, or two files, or one
+// inline and one in a file): /runs then opened off loopback with the token
+// lakeFS hands to every action file, writers' included, and showed them
+// every run, each check's observed values (sample rows with
+// http.runs_samples). The tokens are compared as read.
+func TestRunsTokenIsNotTheWebhooksInAnySpelling(t *testing.T) {
+	dir := t.TempDir()
+	a, b, other := dir+"/a", dir+"/b", dir+"/other"
+	for path, text := range map[string]string{a: "shared\n", b: " shared ", other: "runs-only\n"} {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		h    HTTP
+		want string // "" for no error
+	}{
+		{"one file named twice", HTTP{WebhookTokenFile: a, RunsTokenFile: a}, "http.runs_token_file: is the webhook's token"},
+		{"two files of one token", HTTP{WebhookTokenFile: a, RunsTokenFile: b}, "http.runs_token_file: is the webhook's token"},
+		{"inline and in a file", HTTP{WebhookToken: "shared", RunsTokenFile: b}, "http.runs_token_file: is the webhook's token"},
+		{"in a file and inline", HTTP{WebhookTokenFile: a, RunsToken: "shared"}, "http.runs_token: is the webhook's token"},
+		{"a token of its own", HTTP{WebhookTokenFile: a, RunsTokenFile: other}, ""},
+		{"the webhook open", HTTP{Webhook: WebhookOpen, RunsTokenFile: a}, ""},
+	} {
+		got, err := c.h.RunsPageToken()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v; want the token", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: token %q, error %v; want an error saying %q", c.name, got, err, c.want)
+		}
+	}
+}
