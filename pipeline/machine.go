@@ -759,6 +759,13 @@ func (m Machine) writeDone(n Run, ev schemas.WriteComplete, now time.Time) (Run,
 }
 
 func (m Machine) cancel(n Run, ev schemas.BatchCancelled, now time.Time) (Run, bool, *Outgoing) {
+	if ev.RequestID != "" && !n.LandedAt.IsZero() && stale(ev.OccurredAt, n.LandedAt) {
+		// Asked about an earlier run of the batch id: a signed cancel
+		// copied back onto the requests topic would cancel every later run.
+		return n, false, refused(n, ev.RequestID, schemas.TypeBatchCancelled, schemas.RefusedStale,
+			fmt.Sprintf("cancel %s of batch %s, asked for at %s, is older than the run (landed %s, less %s for clock skew): it was asked about an earlier run of the batch id; ask again",
+				ev.RequestID, n.BatchID, stamp(ev.OccurredAt), stamp(n.LandedAt), RequestSkew), now)
+	}
 	if abortable(n.State) {
 		// An operator's cancel is answered by the abort; a plain one (the
 		// janitor's) answers whatever request the run was carrying out.
@@ -849,10 +856,11 @@ func (m Machine) revert(n Run, ev schemas.RevertRequested, now time.Time) (Run, 
 }
 
 // RequestSkew is how much earlier than the outcome it acts on (the run's
-// state since, on lakewap's clock) an operator's retry or revert may be
-// stamped, for the operator's clock running behind. An older request was
-// asked about something else (an earlier failure, or an earlier run of the
-// batch id): a copy of it put back on the requests topic is refused.
+// state since, on lakewap's clock; for a cancel, its landing) an
+// operator's retry, revert or cancel may be stamped, for the operator's
+// clock running behind. An older request was asked about something else
+// (an earlier failure, or an earlier run of the batch id): a copy of it
+// put back on the requests topic is refused.
 const RequestSkew = 5 * time.Minute
 
 // stale reports whether a request asked for at asked predates, beyond

@@ -324,3 +324,57 @@ func TestRevertReadFromACommitIsBounded(t *testing.T) {
 		t.Errorf("BatchReverted %.200v", ev)
 	}
 }
+
+// TestCopiedCancelOfAnEarlierRunIsRefused: a retry or revert copied back
+// onto the requests topic was refused stale when it was asked before the
+// state it would act on, but a cancel was not checked at all: an
+// operator's signed cancel of a batch id, copied by whoever may write the
+// requests topic (a leaked Write right, which signing is there to make
+// useless), cancelled every later run of that batch id (an upstream
+// re-send after a fix, the next day's run of a reused id) while it had not
+// finished its audit. A cancel asked more than RequestSkew before the run
+// it would cancel landed was asked about another run: refused stale. One
+// asked before the batch lands, of a batch without a run, is still
+// remembered (the batch is aborted when it lands), and one asked within
+// the skew is carried out.
+func TestCopiedCancelOfAnEarlierRunIsRefused(t *testing.T) {
+	m := NewMachine(DefaultPolicy)
+	asked := func(d time.Duration) Cancel {
+		c := cancelReq("c", "q-old")
+		c.Event.OccurredAt = t0.Add(d)
+		return c
+	}
+	landedAt := func(d time.Duration) Run {
+		l := landed("c", "fact")
+		l.Event.OccurredAt = t0.Add(d)
+		r, _ := transition(t, m, Run{}, l, t0.Add(d))
+		r, _ = transition(t, m, r, BranchCreated{}, t0.Add(d))
+		return r
+	}
+	later := landedAt(8 * 24 * time.Hour) // a later run of the batch id, the earlier one forgotten
+	next, effects := transition(t, m, later, asked(0), t0.Add(8*24*time.Hour+time.Minute))
+	if a, b := marshal(t, next), marshal(t, later); a != b {
+		t.Errorf("a cancel asked 8 days before the run landed changed it:\n%s\n%s", b, a)
+	}
+	o := replyOf(effects)
+	if o == nil || o.Refused == nil || o.Refused.Reason != schemas.RefusedStale || !strings.Contains(o.Refused.Detail, "older than") {
+		t.Fatalf("reply = %+v, want RequestRefused %s", o, schemas.RefusedStale)
+	}
+
+	for _, tc := range []struct {
+		name string
+		run  Run
+		in   Cancel
+	}{
+		{"asked before the batch landed, of a batch without a run", Run{}, asked(0)},
+		{"asked after the run landed", landedAt(time.Hour), asked(2 * time.Hour)},
+		{"asked within the clock skew before it landed", landedAt(time.Hour), asked(time.Hour - RequestSkew + time.Second)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next, _ := transition(t, m, tc.run, tc.in, t0.Add(3*time.Hour))
+			if next.State != StateAborted || next.Reason != schemas.ReasonCancelled {
+				t.Errorf("run %s (%s), want aborted cancelled", next.State, next.Reason)
+			}
+		})
+	}
+}
