@@ -58,6 +58,8 @@ type Consumer struct {
 	admin  *kafkago.Client // high watermarks for the lag gauge
 	m      *metrics
 	runs   atomic.Bool
+	// dlLogs bounds the dead letters logged (maxDeadLetterLogs a minute).
+	dlLogs logLimit
 
 	// commitMu keeps the periodic and the final commit of a partition from
 	// overtaking each other, which could move the committed offset backwards.
@@ -604,7 +606,14 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafkago.Messa
 		err := c.dlq.Write(handleCtx, dl)
 		if err == nil {
 			c.m.deadLetters.WithLabelValues(p.Reason).Inc()
-			log.Warn("message sent to dead-letter topic", "offset", msg.Offset, "reason", p.Reason, "err", logText(p.Err), "dead_letter_topic", c.cfg.DeadLetterTopic)
+			if ok, missed := c.dlLogs.allow(p.Reason, c.cfg.Now()); ok {
+				if missed > 0 {
+					log.Warn("dead letters not logged", "reason", p.Reason, "not_logged", missed,
+						"why", fmt.Sprintf("at most %d a minute per reason are logged; the dead-letter topic holds each, lakewap_dead_letters_total counts them", maxDeadLetterLogs))
+				}
+				log.Warn("message sent to dead-letter topic", "offset", msg.Offset, "key", clipText(string(msg.Key), maxLoggedKeyBytes),
+					"reason", p.Reason, "err", logText(p.Err), "dead_letter_topic", c.cfg.DeadLetterTopic)
+			}
 			return true
 		}
 		if gctx.Err() != nil {

@@ -425,7 +425,10 @@ func (r *Runner) Handle(ctx context.Context, id int, ev schemas.Event, trace sch
 	}
 	switch {
 	case o.Refused != nil:
-		r.log.Warn("input refused", "batch_id", ev.Batch(), "dataset", r.label(ev.DatasetName()),
+		// Debug: the consumer logs the dead letter it becomes (its key, the
+		// batch id, and this detail), a bounded number a minute; whoever
+		// writes the input topic chooses how many inputs are refused.
+		r.log.Debug("input refused", "batch_id", ev.Batch(), "dataset", r.label(ev.DatasetName()),
 			"reason", o.Refused.Reason, "detail", o.Refused.Detail)
 		return o.Refused
 	case o.Changed:
