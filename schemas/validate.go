@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -313,8 +315,10 @@ func (rules Rules) Validate(ev Event) error {
 					v.add("attributes", "has an empty key")
 				case text(k, MaxWriteNameLen) != "":
 					v.add("attributes", "key "+text(k, MaxWriteNameLen))
-				default:
+				case text(e.Attributes[k], MaxTextLen) != "":
 					v.add("attributes."+k, text(e.Attributes[k], MaxTextLen))
+				default:
+					v.add("attributes."+k, UILinkProblem(k, e.Attributes[k]))
 				}
 			}
 		}
@@ -423,4 +427,29 @@ func BranchName(dataset, batchID string) string {
 		name = name[:room]
 	}
 	return name + suffix
+}
+
+// lakeFSUILink matches the commit metadata keys lakeFS's UI opens as a
+// link: a button "Open <name> UI" on the commit that sets window.location
+// to the value, whatever its scheme (lakeFS webui,
+// commits/commit/metadata.tsx: /::lakefs::(.*)::url\[ur[il]:ui\]$/, not
+// anchored at the start; matched here in any case).
+var lakeFSUILink = regexp.MustCompile(`(?i)::lakefs::(.*)::url\[ur[il]:ui\]$`)
+
+// UILinkProblem says why value may not be the value of commit metadata key
+// (a BatchLanded attribute becomes the publish commit's metadata): "" when
+// lakeFS's UI does not open key as a link, or value is an absolute http(s)
+// URL. Any other (javascript:, data:, a relative address) would put a
+// button on lakewap's publish commit that runs or opens what the producer
+// chose, with the session of whoever clicks it.
+func UILinkProblem(key, value string) string {
+	if !lakeFSUILink.MatchString(key) {
+		return ""
+	}
+	u, err := url.Parse(value)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		strings.IndexFunc(value, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return fmt.Sprintf("%s is not an http(s) URL: lakeFS's UI opens this key's value as a link on the publish commit", quote(value))
+	}
+	return ""
 }

@@ -164,3 +164,40 @@ func TestAttributesInPublishCommit(t *testing.T) {
 		t.Errorf("wap.audit = %q: the attribute replaced lakewap's summary", c.Metadata["wap.audit"])
 	}
 }
+
+// TestScriptLinkAttributeIsNotPublished: lakeFS's UI shows a commit
+// metadata key "::lakefs::<name>::url[url:ui]" as a button "Open <name>
+// UI" that sets window.location to its value, and a BatchLanded's
+// attributes became lakewap's publish commit's metadata: a producer's
+// "javascript:" value put a button running the producer's script in
+// lakeFS's UI, with the session of whoever clicked it, on lakewap's publish
+// commit on main. The batch is aborted invalid naming the attribute, and
+// nothing reaches main.
+func TestScriptLinkAttributeIsNotPublished(t *testing.T) {
+	e := startE2E(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const key = "::lakefs::Audit report::url[url:ui]"
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "link-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Attributes: map[string]string{key: "javascript:fetch('/api/v1/auth/users')"},
+		Producer:   "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	first, err := e.Watcher.Await(ctx, "link-1", schemas.TypeBranchReady, schemas.TypeBatchAborted)
+	must(t, err)
+	if ready, ok := first.(schemas.BranchReady); ok {
+		// Today's path: the writer writes, the batch publishes.
+		must(t, e.WriteParquet(ctx, ready.Branch, "gold/billing_fact/batch=link-1/part-0.parquet", billingRows(870000, 0, 100, "BIGINT")))
+		must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: "link-1", Dataset: "billing", Write: "billing_fact",
+			OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+		first, err = e.Watcher.Await(ctx, "link-1", schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		must(t, err)
+	}
+	if pub, ok := first.(schemas.BatchPublished); ok {
+		c, err := e.Lake.GetCommit(ctx, "lake", pub.CommitID)
+		must(t, err)
+		t.Fatalf("published; the publish commit's metadata %s = %q", key, c.Metadata[key])
+	}
+	ab, ok := first.(schemas.BatchAborted)
+	if !ok || ab.Reason != schemas.ReasonInvalid || !strings.Contains(ab.Detail, "attributes."+key) {
+		t.Fatalf("batch ended with %+v; want aborted invalid naming the attribute", first)
+	}
+}

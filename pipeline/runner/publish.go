@@ -1046,11 +1046,15 @@ func absorbed(req PublishRequest, p pipeline.Publication) error {
 }
 
 // publishMeta is the publish commit's metadata: the batch's attributes
-// except the reserved "wap." keys (any case), which only lakewap writes.
+// except the reserved "wap." keys (any case), which only lakewap writes,
+// and a link lakeFS's UI would open that is no http(s) URL (validation
+// refuses those; a run stored before it did may hold one).
 func publishMeta(run pipeline.Run) map[string]string {
 	m := make(map[string]string, len(run.Attributes)+6)
 	maps.Copy(m, run.Attributes)
-	maps.DeleteFunc(m, func(k, _ string) bool { return strings.HasPrefix(strings.ToLower(k), reservedMetaPrefix) })
+	maps.DeleteFunc(m, func(k, v string) bool {
+		return strings.HasPrefix(strings.ToLower(k), reservedMetaPrefix) || schemas.UILinkProblem(k, v) != ""
+	})
 	m[pipeline.MetaBatchID], m[pipeline.MetaDataset], m["wap.sealed_commit"] = run.BatchID, run.Dataset, run.SealedCommit
 	if run.Report != nil {
 		pass, fail, warn := run.Report.Counts()

@@ -100,6 +100,22 @@ func TestAttributesInPublishMeta(t *testing.T) {
 	}
 }
 
+// An attribute lakeFS's UI would open as a link on the publish commit
+// reaches it only as an http(s) URL, also from a run stored before
+// validation refused the others (schemas.UILinkProblem).
+func TestPublishMetaCarriesNoScriptLink(t *testing.T) {
+	run := Run{BatchID: "b1", Dataset: "billing", SealedCommit: "s1",
+		Attributes: map[string]string{"::lakefs::Audit::url[url:ui]": "javascript:alert(document.cookie)",
+			"::lakefs::Airflow::url[url:ui]": "https://airflow.example/runs/1"}}
+	m := publishMeta(run)
+	if _, ok := m["::lakefs::Audit::url[url:ui]"]; ok {
+		t.Errorf("meta = %v: a javascript: link lakeFS's UI opens", m)
+	}
+	if m["::lakefs::Airflow::url[url:ui]"] != "https://airflow.example/runs/1" {
+		t.Errorf("meta = %v, want the https link kept", m)
+	}
+}
+
 // A batch's trace context is in its merge commit's metadata; an attribute
 // cannot forge it (wap. keys are lakewap's).
 func TestTraceContextInPublishMeta(t *testing.T) {
