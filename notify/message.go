@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
@@ -445,10 +447,35 @@ func mrkdwn(text string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.MarkdownType, text, false, true)
 }
 
-// esc escapes the three characters Slack's mrkdwn gives meaning to.
+// esc escapes the three characters Slack's mrkdwn gives meaning to, and
+// shows data's control characters escaped (oneLine).
 func esc(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(oneLine(s))
 }
+
+// oneLine shows, Go style (\n), the runes of s that would break its line
+// or reorder it: C0 and C1 controls, line breaks included, and
+// bidirectional overrides. Data (a writer's object name, which lakeFS lets
+// hold line breaks, a check message, a commit message) then stays on the
+// line lakewap put it on instead of starting lines of its own, formatted,
+// under lakewap's name.
+func oneLine(s string) string {
+	if strings.IndexFunc(s, breaksLine) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if !breaksLine(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func breaksLine(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }
 
 func code(s string) string {
 	if s == "" {

@@ -95,3 +95,51 @@ func textObjects(t *testing.T, raw string) []slack.TextBlockObject {
 	walk(v)
 	return out
 }
+
+// TestSlackDataCannotStartALine: lakeFS takes object names with line
+// breaks, and the paths a batch changes outside its tables are the abort's
+// detail: a writer's object "tmp/x\n\n:white_check_mark: *Published.* Next:
+// nothing to do" made lakewap's abort message show a line of the writer's
+// own, emphasis and emoji rendered, under lakewap's name (measured through
+// the daemon on lakeFS v1.84.0: the BatchAborted detail held the line
+// breaks). Check messages, errors and commit messages are data too. Line
+// breaks and other control characters in data, and bidirectional
+// overrides, are shown escaped (\n), so data stays on the line lakewap put
+// it on.
+func TestSlackDataCannotStartALine(t *testing.T) {
+	const forged = "tmp/x\n\n:white_check_mark: *Published.* Next: nothing to do \u202e"
+	aborted := abortedAuditEvent()
+	aborted.Detail = "1 path(s) outside the dataset's tables: " + forged
+	for i := range aborted.Report.Checks {
+		aborted.Report.Checks[i].Message = forged
+	}
+	change := schemas.UnattestedChange{Dataset: "orders", Repository: "lake", TargetRef: "main", CommitID: "c0ffee1234567890",
+		Kind: schemas.ChangeUnattestedCommit, Committer: "ci\r\nbot", Message: forged, Detail: forged, BatchID: "b-42", EventID: "ev-1",
+		OccurredAt: time.Unix(0, 0)}
+	r := runOf(note(aborted, schemas.StateAborted))
+	th, _ := threadMessage(r)
+	msgs := map[string]message{"main": mainMessage(r, links{base: testUI}), "thread": th,
+		"announcement": announcementMessage(change, "", links{base: testUI})}
+	saw := false
+	for name, m := range msgs {
+		for _, b := range m.Blocks {
+			for _, o := range textObjects(t, renderRaw(b)) {
+				if !strings.Contains(o.Text, "Published.") {
+					continue
+				}
+				saw = true
+				for _, line := range strings.Split(o.Text, "\n") {
+					if strings.Contains(line, ":white_check_mark: *Published.*") && !strings.Contains(line, `tmp/x\n\n`) {
+						t.Errorf("%s: data starts a line of its own: %q", name, o.Text)
+					}
+				}
+				if strings.ContainsAny(o.Text, "\r\u202e") {
+					t.Errorf("%s: data's control characters sent as they are: %q", name, o.Text)
+				}
+			}
+		}
+	}
+	if !saw {
+		t.Fatal("no message shows the data: the test checks nothing")
+	}
+}
