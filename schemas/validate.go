@@ -402,9 +402,24 @@ func (rules Rules) Validate(ev Event) error {
 // letters, digits, underscores and single dashes, not starting with a dash;
 // such names never contain "--". Otherwise (other characters, or too long)
 // the parts are mapped to word characters, shortened, and followed by "--"
-// and 12 hex digits of SHA-256(dataset, batch id), so distinct batches keep
-// distinct branches.
+// and 24 hex digits (96 bits) of SHA-256(dataset, batch id), so distinct
+// batches keep distinct branches. 48 bits, as before review 21, let a
+// producer search another batch id with the branch of one it foresaw (2^47
+// hashes, hours on a GPU), and two runs then shared one branch.
 func BranchName(dataset, batchID string) string {
+	return branchName(dataset, batchID, branchHashBytes)
+}
+
+// branchHashBytes is how much of the SHA-256 a hashed branch name keeps.
+const branchHashBytes = 12
+
+// IsBranchOf reports whether branch is the batch's: its BranchName, or the
+// name with a 48-bit hash that runs stored before review 21 hold.
+func IsBranchOf(branch, dataset, batchID string) bool {
+	return branch == BranchName(dataset, batchID) || branch == branchName(dataset, batchID, 6)
+}
+
+func branchName(dataset, batchID string, hashBytes int) string {
 	plainDataset := dataset != "" && strings.IndexFunc(dataset, func(r rune) bool { return !isWordChar(r) }) < 0
 	plainBatch := batchID != "" && batchID[0] != '-' && !strings.Contains(batchID, "--") &&
 		strings.IndexFunc(batchID, func(r rune) bool { return !isWordChar(r) && r != '-' }) < 0
@@ -413,7 +428,7 @@ func BranchName(dataset, batchID string) string {
 		return name
 	}
 	sum := sha256.Sum256([]byte(dataset + "\x00" + batchID))
-	suffix := "--" + hex.EncodeToString(sum[:6])
+	suffix := "--" + hex.EncodeToString(sum[:hashBytes])
 	word := func(s string, keepDash bool) string {
 		return strings.Map(func(r rune) rune {
 			if isWordChar(r) || keepDash && r == '-' {

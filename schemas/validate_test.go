@@ -212,8 +212,8 @@ func TestBranchNameExamples(t *testing.T) {
 		if !strings.HasPrefix(got, tc.want) || (!strings.HasSuffix(tc.want, "--") && got != tc.want) {
 			t.Errorf("BranchName(%q, %q) = %q, want %q...", tc.dataset, tc.batch, got, tc.want)
 		}
-		if strings.HasSuffix(tc.want, "--") && len(got) != len(tc.want)+12 {
-			t.Errorf("BranchName(%q, %q) = %q: want a 12-hex-digit suffix", tc.dataset, tc.batch, got)
+		if strings.HasSuffix(tc.want, "--") && len(got) != len(tc.want)+24 {
+			t.Errorf("BranchName(%q, %q) = %q: want a 24-hex-digit suffix", tc.dataset, tc.batch, got)
 		}
 	}
 }

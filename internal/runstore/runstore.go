@@ -677,7 +677,7 @@ func matches(key string, run pipeline.Run, spec pipeline.DatasetSpec) string {
 		return fmt.Sprintf("target %q, the dataset's is %q", run.Target, target)
 	case run.Source != "" && !spec.AllowsSource(run.Source):
 		return fmt.Sprintf("source %q is not one the dataset allows", run.Source)
-	case run.Branch != "" && run.Branch != schemas.BranchName(run.Dataset, run.BatchID):
+	case run.Branch != "" && !schemas.IsBranchOf(run.Branch, run.Dataset, run.BatchID):
 		return fmt.Sprintf("branch %q, the batch's is %q", run.Branch, schemas.BranchName(run.Dataset, run.BatchID))
 	}
 	return ""
