@@ -116,6 +116,13 @@ func (r *run) mergeHazards(ctx context.Context) []schemas.CheckResult {
 				continue
 			}
 			paths = append(paths, added...)
+			both, unchecked, err := r.hazardsBothAdded(ctx, foundation, c)
+			if r.hazardsCut(&res, err, "the target's paths the batch adds outside its tables", unchecked,
+				"the batch adds paths outside its tables that the target may have added too, so lakeFS's merge could keep the batch's copy where it should conflict") {
+				out = append(out, res)
+				continue
+			}
+			paths = append(paths, both...)
 			slices.Sort(paths)
 			paths = slices.Compact(paths)
 		}
@@ -502,9 +509,9 @@ const maxAddedSuspects = 100
 // could hold there (a marker in the batch's own folder), else a listing at
 // the suspect and the target's next path after it (two calls more). A path
 // the target added with the claimed checksum and size of the foundation's
-// next path, which the batch added too, is not looked at: lakeFS keeps the
-// batch's entry there, what the batch publishes (a conflict it does not
-// report).
+// next path, which the batch added too at other bytes, is
+// hazardsBothAdded's (lakeFS keeps the batch's entry, a conflict it does
+// not report).
 func (r *run) hazardsAdded(ctx context.Context, foundation string, c *Changes) (paths []string, unchecked string, err error) {
 	suspects, err := r.addedSuspects(ctx, foundation, c)
 	if err != nil || suspects.unchecked != "" || len(suspects.objs) == 0 {
@@ -682,4 +689,117 @@ func (r *run) batchChanges(ctx context.Context, foundation string) (*Changes, st
 		}
 	}
 	return c, "", nil
+}
+
+// maxBothAddedDiffs bounds the lakeFS diffs hazardsBothAdded asks for (one
+// per folder of the batch's paths outside its tables); with more folders
+// it asks one diff under their common prefix instead.
+const maxBothAddedDiffs = 16
+
+// hazardsBothAdded are the paths outside the suite's tables that both the
+// audited commit and the target added since the foundation, where the
+// target's copy claims the checksum and size of the foundation's next path
+// and the batch's does not: lakeFS's handleBothKeys (equal keys, other
+// identities) compares both with that next path whatever its name, finds
+// the target's equal to it and writes the batch's entry, where a
+// three-way merge reports a conflict. Main would lose a file another
+// publish was announced to hold (another dataset's marker or sidecar under
+// a shared allowed path). The other half, the batch's copy claiming the
+// next path's identity (lakeFS keeps the target's), is hazardsAdded's.
+// The target's changes are read with lakeFS's two-dot diff of the
+// foundation and the head under each folder of the batch's added paths
+// (one call per folder, at most maxBothAddedDiffs, else one under their
+// common prefix; at most maxHazardDiffs changes, else the check fails);
+// only a path both changed costs more: the three entries at it and the
+// foundation's next path. A batch adding nothing outside its tables asks
+// nothing.
+func (r *run) hazardsBothAdded(ctx context.Context, foundation string, c *Changes) (paths []string, unchecked string, err error) {
+	succ, ok := r.e.opts.Source.(Successor)
+	d, ok2 := r.e.opts.Source.(Differ)
+	if c == nil || !c.Removals || !ok || !ok2 {
+		return nil, "", nil
+	}
+	added := map[string]bool{}
+	var prefixes []string
+	for _, o := range c.Objects {
+		if slices.ContainsFunc(r.req.Suite.Tables, func(t Table) bool { return strings.HasPrefix(o.Path, t.Path) }) {
+			continue // the tables' own are mergeHazardPaths'
+		}
+		added[o.Path] = true
+		prefix := o.Path[:strings.LastIndex(o.Path, "/")+1]
+		if prefix == "" {
+			prefix = o.Path // a path at the root: the whole repository's diff is not needed
+		}
+		prefixes = append(prefixes, prefix)
+	}
+	if len(added) == 0 {
+		return nil, "", nil
+	}
+	slices.Sort(prefixes)
+	prefixes = slices.Compact(prefixes)
+	if len(prefixes) > maxBothAddedDiffs {
+		prefixes = []string{commonPrefix(prefixes)}
+	}
+	repo, sealed, head := r.req.Repository, r.req.Ref, r.req.BaseRef
+	at := func(ref, path string) (Object, bool, error) {
+		objs, err := r.e.opts.Source.List(ctx, repo, ref, path)
+		i := slices.IndexFunc(objs, func(o Object) bool { return o.Path == path })
+		if err != nil || i < 0 {
+			return Object{}, false, err
+		}
+		return objs[i], true, nil
+	}
+	for _, prefix := range prefixes {
+		diffs, truncated, err := d.Differences(ctx, repo, foundation, head, prefix, maxHazardDiffs)
+		if err != nil {
+			return nil, "", err
+		}
+		if truncated {
+			return nil, fmt.Sprintf("more than %d changes under %q on %s since the foundation %s: the paths the batch adds there could not be checked", maxHazardDiffs, prefix, r.baseName(), short(foundation)), nil
+		}
+		for _, df := range diffs {
+			if df.Removed || !added[df.Path] {
+				continue
+			}
+			added[df.Path] = false // under two prefixes: looked at once
+			if _, inF, err := at(foundation, df.Path); err != nil || inF {
+				if err != nil {
+					return nil, "", err
+				}
+				continue // both changed it: the merge meets the foundation's entry of its own name
+			}
+			h, inH, err := at(head, df.Path)
+			if err != nil || !inH {
+				return nil, "", err
+			}
+			s, inS, err := at(sealed, df.Path)
+			if err != nil || !inS {
+				return nil, "", err
+			}
+			if h.Checksum == s.Checksum && h.Size == s.Size {
+				continue // both added it alike
+			}
+			q, found, err := succ.After(ctx, repo, foundation, df.Path)
+			if err != nil {
+				return nil, "", err
+			}
+			if found && q.Checksum == h.Checksum && q.Size == h.Size {
+				paths = append(paths, df.Path)
+			}
+		}
+	}
+	return paths, "", nil
+}
+
+// commonPrefix is the longest folder ("a/b/") all of paths lie under.
+func commonPrefix(paths []string) string {
+	p := paths[0]
+	for _, q := range paths[1:] {
+		n := 0
+		for n < len(p) && n < len(q) && p[n] == q[n] {
+			n++
+		}
+		p = p[:n]
+	}
+	return p[:strings.LastIndex(p, "/")+1]
 }

@@ -21,10 +21,10 @@ import (
 // the side that changed it; both changing it differently is a conflict).
 // Paths are few and contents two, so identities collide as often as
 // lakeFS's name-blind comparison needs. Whenever the recheck of S onto H
-// finds no merge_hazard, lakeFS's merge must be that three-way merge, but
-// for the one case merge_hazard leaves: a path both added outside the
-// tables, where lakeFS keeps S's entry (H's has the identity of F's next
-// path). The test also counts the merges lakeFS got wrong, so that it
+// finds no merge_hazard, lakeFS's merge must be that three-way merge
+// (before hazardsBothAdded it could keep S's entry at a path both added
+// outside the tables, where H's had the identity of F's next path). The
+// test also counts the merges lakeFS got wrong, so that it
 // shows the hazard was met.
 func TestMergeHazardCoversEveryMergeLakeFSGetsWrong(t *testing.T) {
 	ctx := context.Background()
@@ -141,10 +141,6 @@ func TestMergeHazardCoversEveryMergeLakeFSGetsWrong(t *testing.T) {
 			g, held := got[p]
 			w, wantHeld := want.c, want.held
 			if conflict {
-				// The case merge_hazard leaves: both added p, lakeFS kept S's.
-				if _, inF := f[p]; !inF && !strings.HasPrefix(p, relinkPrefix) && held && g == sTree[p] {
-					continue
-				}
 				diffs = append(diffs, fmt.Sprintf("%s: a conflict, merged as %v/%d", p, held, g))
 				continue
 			}
