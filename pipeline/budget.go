@@ -47,12 +47,20 @@ const (
 	// would start one more pending run than Policy.MaxPendingRuns, or give
 	// the pending runs more than twice that many writes together.
 	RefusedTooManyPending = "too_many_pending"
+	// RefusedBeyondHorizon: a BatchLanded no run answers whose own time
+	// (occurred_at) is at or before the dedupe horizon: a run it had may
+	// have been forgotten (runner.terminal_retention, max_finished_runs),
+	// and starting another could publish the batch a second time.
+	RefusedBeyondHorizon = "beyond_horizon"
 )
 
 // refuse says whether in must not be applied to r. Only inputs that would
 // grow a run with names it never asked for are refused: everything else is
 // applied, or is a no-op duplicate.
-func (m Machine) refuse(r Run, in Input) *Refusal {
+func (m Machine) refuse(r Run, in Input, now time.Time) *Refusal {
+	if l, ok := in.(Landed); ok {
+		return m.beyondHorizon(r, l, now)
+	}
 	wd, ok := in.(WriteDone)
 	if !ok {
 		return nil
@@ -192,4 +200,46 @@ func trimOutgoing(o Outgoing, samples bool) Outgoing {
 		o.Failed = &ev
 	}
 	return o
+}
+
+// landedSkew is how far ahead of lakewap's clock a BatchLanded's
+// occurred_at may be (schemas' validation refuses more than 24 hours).
+const landedSkew = 24 * time.Hour
+
+// DedupeHorizon is the time at or before which a BatchLanded that no run
+// answers is refused at now: a run of it may have been forgotten. A run is
+// forgotten TerminalRetention after it finished, which is after it landed,
+// when its occurred_at was at most landedSkew ahead of lakewap's clock; so
+// every batch forgotten by age has an occurred_at at or before
+// now - TerminalRetention + landedSkew (the margin is half the retention
+// when that is shorter than two days). floor, the newest batch time of a
+// published run forgotten over MaxFinishedRuns, raises it.
+func (p Policy) DedupeHorizon(now, floor time.Time) time.Time {
+	h := now.Add(-p.TerminalRetention + min(landedSkew, p.TerminalRetention/2))
+	if floor.After(h) {
+		return floor
+	}
+	return h
+}
+
+// beyondHorizon refuses a BatchLanded that no run answers (or only the
+// pending run of writes that came first) when its occurred_at is at or
+// before the dedupe horizon: a run it had may have been forgotten, with
+// its branch deleted by the janitor, and a new run would publish the batch
+// a second time.
+func (m Machine) beyondHorizon(r Run, l Landed, now time.Time) *Refusal {
+	if r.State != "" && r.State != StatePending {
+		return nil // a duplicate: the run answers it
+	}
+	h := m.p.DedupeHorizon(now, l.Floor)
+	if l.Event.OccurredAt.After(h) {
+		return nil
+	}
+	why := fmt.Sprintf("runs are kept runner.terminal_retention (%s) after they finish", m.p.TerminalRetention)
+	if h.Equal(l.Floor) {
+		why = "runner.max_finished_runs forgot a published run of this dataset on this partition with a batch time that late"
+	}
+	return &Refusal{Reason: RefusedBeyondHorizon, Detail: fmt.Sprintf(
+		"BatchLanded of batch %q of dataset %q occurred at %s, not after %s: lakewap holds no run of it and may have forgotten one (%s), so it could publish the batch a second time; announce a new batch with a new batch id and time",
+		schemas.Clip(l.Event.BatchID, 200), l.Event.Dataset, l.Event.OccurredAt.UTC().Format(time.RFC3339Nano), h.UTC().Format(time.RFC3339Nano), why)}
 }

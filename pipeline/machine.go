@@ -67,6 +67,11 @@ type (
 		// Trace is the W3C trace context of the BatchLanded message: the run
 		// keeps it for its result events and merge commit.
 		Trace schemas.TraceContext
+		// Floor is the newest batch time of the dataset's published runs
+		// the partition forgot over Policy.MaxFinishedRuns (zero: none): a
+		// BatchLanded no run answers whose occurred_at is not after it may
+		// be one of theirs, and is refused (RefusedBeyondHorizon).
+		Floor time.Time
 	}
 	// WriteDone is a validated WriteComplete. Pending is how many runs of
 	// batches that have not landed yet the partition holds
@@ -393,7 +398,7 @@ type Outcome struct {
 // Apply is the one entry point of the machine: it applies in to r at now.
 // r with an empty State is "no run yet". Apply never mutates r.
 func (m Machine) Apply(r Run, in Input, now time.Time) Outcome {
-	if ref := m.refuse(r, in); ref != nil {
+	if ref := m.refuse(r, in, now); ref != nil {
 		return Outcome{Run: r, Refused: ref}
 	}
 	n, changed, reply := m.transition(r.Clone(), in, now)

@@ -89,6 +89,11 @@ type Run struct {
 	BatchTime  time.Time            `json:"batch_time,omitempty"` // occurred_at of BatchLanded, for freshness
 	StateSince time.Time            `json:"state_since"`
 	UpdatedAt  time.Time            `json:"updated_at"`
+	// Floor is the newest batch time of a published run of this dataset
+	// that its partition forgot over Policy.MaxFinishedRuns when the record was
+	// written: the runner stamps it on the records it writes, so that it
+	// outlives the forgotten runs (Landed.Floor).
+	Floor time.Time `json:"floor,omitzero"`
 
 	SealedCommit string `json:"sealed_commit,omitempty"` // commit audited and merged
 	// PublishSince is when publishing SealedCommit started: the merge that

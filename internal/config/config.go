@@ -192,7 +192,10 @@ type Runner struct {
 	RetryBudget  Duration `yaml:"retry_budget"`
 	PendingTTL   Duration `yaml:"pending_ttl"`
 	Grace        Duration `yaml:"shutdown_grace"`
-	// TerminalRetention keeps finished runs in the state store (default 7 days).
+	// TerminalRetention keeps finished runs in the state store (default 7
+	// days); a BatchLanded of a batch with no run whose occurred_at is
+	// older than it less 24h (half of it when under 48h) is dead-lettered
+	// beyond_horizon, since its run may be forgotten.
 	TerminalRetention Duration `yaml:"terminal_retention"`
 	// MaxRunBytes is the budget of one run record in the changelog
 	// (default 256 KiB); see docs/limits.md.
@@ -216,7 +219,9 @@ type Runner struct {
 	MaxPendingRuns int `yaml:"max_pending_runs"`
 	// MaxFinishedRuns bounds the finished runs of one dataset one partition
 	// keeps before their retention is over (default 10000; 0 keeps the
-	// default, -1 is no limit).
+	// default, -1 is no limit); a BatchLanded with no run, not after the
+	// newest batch time of a published run forgotten so, is dead-lettered
+	// beyond_horizon.
 	MaxFinishedRuns int `yaml:"max_finished_runs"`
 	// RejectedRetention keeps a run aborted before it began (invalid,
 	// too_many_runs) this long instead of terminal_retention (default 10m).

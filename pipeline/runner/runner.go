@@ -184,6 +184,10 @@ type partition struct {
 	// (Policy.MaxFinishedRuns).
 	pending  int
 	finished map[string]int
+	// floor is, by dataset, the newest batch time of a published run
+	// forgotten over Policy.MaxFinishedRuns (Landed.Floor); stamped on every run record
+	// written (Run.Floor) and restored as the newest one stored.
+	floor map[string]time.Time
 	// early counts the writes the pending runs hold
 	// (Policy.MaxPendingRuns bounds them to twice its value).
 	early int
@@ -277,7 +281,7 @@ func (r *Runner) Assigned(ctx context.Context, id int, behind func(t time.Time) 
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &partition{id: id, behind: behind, ctx: pctx, cancel: cancel, runs: make(map[string]pipeline.Run, len(raw)),
 		inflight: map[effectOf]bool{}, timers: map[string]*time.Timer{},
-		stop: make(chan struct{}), calls: map[string]*atomic.Int64{}, finished: map[string]int{}}
+		stop: make(chan struct{}), calls: map[string]*atomic.Int64{}, finished: map[string]int{}, floor: map[string]time.Time{}}
 	for key, v := range raw {
 		var run pipeline.Run
 		if err := json.Unmarshal(v, &run); err != nil {
@@ -295,6 +299,9 @@ func (r *Runner) Assigned(ctx context.Context, id int, behind func(t time.Time) 
 			key = want
 		}
 		p.runs[key] = run
+		if run.Floor.After(p.floor[run.Dataset]) {
+			p.floor[run.Dataset] = run.Floor
+		}
 		p.count(run.Dataset, run.State, +1)
 		p.early += earlyWrites(run)
 		r.hold(run.Dataset, run.State, +1)
@@ -535,6 +542,10 @@ func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
 		if oldest == "" {
 			return
 		}
+		if err := r.raiseFloor(ctx, p, oldest); err != nil {
+			r.log.Warn("recording the batch time of a finished run over runner.max_finished_runs failed", "dataset", r.label(dataset), "err", err)
+			return
+		}
 		if _, err := r.applyLocked(ctx, p, oldest, pipeline.Tick{Evict: true}); err != nil {
 			r.log.Warn("forgetting a finished run over runner.max_finished_runs failed", "dataset", r.label(dataset), "err", err)
 			return
@@ -542,15 +553,54 @@ func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
 	}
 }
 
+// raiseFloor raises the partition's floor of the run under key's dataset
+// to its batch time, when it published, before the run is forgotten over
+// Policy.MaxFinishedRuns, and makes it durable first: the newest other
+// finished run of the dataset is stored again with it (one changelog write
+// when the floor rises), so that a restart after the run is gone still
+// refuses its BatchLanded sent again (Landed.Floor). Called with p.mu held.
+func (r *Runner) raiseFloor(ctx context.Context, p *partition, key string) error {
+	gone := p.runs[key]
+	d := gone.Dataset
+	if gone.State != pipeline.StatePublished || !gone.BatchTime.After(p.floor[d]) {
+		return nil // a batch that did not publish may land again (a flood's too_many_runs aborts)
+	}
+	var keep string
+	for k, run := range p.runs {
+		if k != key && run.Dataset == d && run.State.Terminal() && (keep == "" || run.StateSince.After(p.runs[keep].StateSince)) {
+			keep = k
+		}
+	}
+	if keep == "" {
+		return fmt.Errorf("no other finished run of dataset %s to hold the floor", d)
+	}
+	held := p.runs[keep]
+	held.Floor = gone.BatchTime
+	o, err := r.persist(ctx, p.id, keep, pipeline.Outcome{Run: held, Changed: true}, r.cfg.Now())
+	if err != nil {
+		return err
+	}
+	p.runs[keep] = o.Run
+	p.floor[d] = gone.BatchTime
+	return nil
+}
+
 // applyLocked is apply with p.mu held.
 func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in pipeline.Input) (pipeline.Outcome, error) {
-	if wd, ok := in.(pipeline.WriteDone); ok {
-		wd.Pending, wd.EarlyWrites = p.pending, p.early
-		in = wd
+	switch i := in.(type) {
+	case pipeline.WriteDone:
+		i.Pending, i.EarlyWrites = p.pending, p.early
+		in = i
+	case pipeline.Landed:
+		i.Floor = p.floor[i.Event.Dataset]
+		in = i
 	}
 	before := p.runs[key]
 	now := r.cfg.Now()
 	o := r.m.Apply(before, in, now)
+	if o.Changed && o.Run.State != "" && p.floor[o.Run.Dataset].After(o.Run.Floor) {
+		o.Run.Floor = p.floor[o.Run.Dataset] // outlives the forgotten runs
+	}
 	if !o.Changed {
 		// Refused, or nothing changed (a duplicate, a tick before any
 		// deadline): no write, so a stale copy never overwrites what

@@ -1,0 +1,54 @@
+package pipeline
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// A BatchLanded no run answers is refused beyond_horizon exactly when its
+// occurred_at is at or before the dedupe horizon: now - terminal_retention
+// + 24h (half the retention when shorter than two days), raised by the
+// partition's floor. A run that exists answers its duplicate as before.
+func TestBatchLandedBeyondTheDedupeHorizon(t *testing.T) {
+	spec := DatasetSpec{Repository: "lake", Target: "main", WriteTimeout: time.Hour}
+	landed := func(occurred, floor time.Time) Landed {
+		return Landed{Event: schemas.BatchLanded{BatchID: "b", Dataset: "billing", ExpectedWrites: []string{"fact"}, OccurredAt: occurred},
+			Spec: spec, Branch: "wap-billing-b", Floor: floor}
+	}
+	week := 7 * 24 * time.Hour
+	pending := Run{BatchID: "b", Dataset: "billing", State: StatePending, Writes: map[string]time.Time{"fact": t0}}
+	published := Run{BatchID: "b", Dataset: "billing", State: StatePublished, StateSince: t0}
+	for _, c := range []struct {
+		name      string
+		retention time.Duration
+		run       Run
+		occurred  time.Time
+		floor     time.Time
+		refused   bool
+	}{
+		{"a batch of now", week, Run{}, t0, time.Time{}, false},
+		{"six days old and a minute", week, Run{}, t0.Add(-6*24*time.Hour - time.Minute), time.Time{}, true},
+		{"six days old less a minute", week, Run{}, t0.Add(-6*24*time.Hour + time.Minute), time.Time{}, false},
+		{"exactly at the horizon", week, Run{}, t0.Add(-6 * 24 * time.Hour), time.Time{}, true},
+		{"old, with the writes that came first", week, pending, t0.Add(-6*24*time.Hour - time.Minute), time.Time{}, true},
+		{"old, a duplicate the run answers", week, published, t0.Add(-6*24*time.Hour - time.Minute), time.Time{}, false},
+		{"at the floor", week, Run{}, t0.Add(-time.Hour), t0.Add(-time.Hour), true},
+		{"after the floor", week, Run{}, t0.Add(-time.Hour + time.Millisecond), t0.Add(-time.Hour), false},
+		{"a short retention: half of it", 10 * time.Hour, Run{}, t0.Add(-5*time.Hour - time.Second), time.Time{}, true},
+		{"a short retention, within half of it", 10 * time.Hour, Run{}, t0.Add(-5*time.Hour + time.Second), time.Time{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := NewMachine(policy(func(p *Policy) { p.TerminalRetention = c.retention }))
+			o := m.Apply(c.run, landed(c.occurred, c.floor), t0)
+			got := o.Refused != nil && o.Refused.Reason == RefusedBeyondHorizon
+			if got != c.refused {
+				t.Fatalf("refused=%v (%+v), want %v", got, o.Refused, c.refused)
+			}
+			if got && (o.Changed || o.Run.State != c.run.State) {
+				t.Errorf("a refused BatchLanded changed the run: %s, changed=%v", o.Run.State, o.Changed)
+			}
+		})
+	}
+}

@@ -1,0 +1,147 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// incarnationLake is the fake lake whose branch, made again after the
+// janitor deleted it, seals to a new commit, as lakeFS's would: a run of a
+// batch whose first run is forgotten merges a commit the target does not
+// hold yet.
+type incarnationLake struct {
+	*fakeLake
+	mu   sync.Mutex
+	made map[string]int // branch -> times made
+}
+
+func (l *incarnationLake) EnsureBranch(ctx context.Context, repo, branch, from string) (bool, error) {
+	existed, err := l.fakeLake.EnsureBranch(ctx, repo, branch, from)
+	if err == nil && !existed {
+		l.mu.Lock()
+		l.made[branch]++
+		l.mu.Unlock()
+	}
+	return existed, err
+}
+
+func (l *incarnationLake) Seal(_ context.Context, _, branch, _ string, _ map[string]string) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fmt.Sprintf("sealed-%s-%d", branch, l.made[branch]), nil
+}
+
+func (l *incarnationLake) mergeCount() int {
+	l.fakeLake.mu.Lock()
+	defer l.fakeLake.mu.Unlock()
+	return l.merges
+}
+
+func newDedupeFixture(t *testing.T, mod func(*Config)) (*runnerFixture, *incarnationLake) {
+	t.Helper()
+	lake := &incarnationLake{fakeLake: newFakeLake(), made: map[string]int{}}
+	f := newRunnerFixtureWith(t, func(c *Config) {
+		c.Lake = lake
+		if mod != nil {
+			mod(c)
+		}
+	})
+	f.lake = lake.fakeLake
+	return f, lake
+}
+
+// resend hands the runner batch's BatchLanded of occurred and its write
+// again, as an upstream re-send would, and returns the BatchLanded's
+// answer.
+func (f *runnerFixture) resend(t *testing.T, batch string, occurred time.Time) error {
+	t.Helper()
+	err := f.handle(t, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: occurred})
+	if werr := f.handle(t, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "fact", OccurredAt: occurred}); werr != nil {
+		t.Fatalf("the re-sent write: %v", werr)
+	}
+	return err
+}
+
+// A BatchLanded re-sent after its run was forgotten (runner.terminal_retention)
+// and its branch deleted (the janitor) used to start a new run that merged
+// the batch a second time. Now a BatchLanded that no run answers, whose own
+// time is at or before the retention's horizon, is refused (dead letter
+// beyond_horizon): any run it could have had may be forgotten.
+func TestResentBatchLandedAfterRetentionIsNotPublishedTwice(t *testing.T) {
+	f, lake := newDedupeFixture(t, func(c *Config) { c.Policy.TerminalRetention = 50 * time.Millisecond })
+	occurred := time.Now().UTC().Truncate(time.Millisecond)
+	if err := f.resend(t, "b1", occurred); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "b1", schemas.TypeBatchPublished)
+	f.awaitStored(t, "none (b1 forgotten after 50ms)", func(n int) bool { return n == 0 })
+	if err := lake.DeleteBranch(context.Background(), "lake", "wap-billing-b1"); err != nil { // the janitor
+		t.Fatal(err)
+	}
+	err := f.resend(t, "b1", occurred)
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Reason != RefusedBeyondHorizon {
+		t.Errorf("the re-sent BatchLanded: %v; want a refusal %s", err, RefusedBeyondHorizon)
+		f.await(t, "b1", schemas.TypeBatchPublished) // where the new run it started goes
+	}
+	if r, ok := f.run("billing", "b1"); ok && r.State != StatePending {
+		t.Errorf("b1 has a run in state %s after the re-send; want none, or the re-sent write's pending run", r.State)
+	}
+	if n := lake.mergeCount(); n != 1 {
+		t.Errorf("b1 was merged %d times; want once", n)
+	}
+	// A batch of now lands as before.
+	f.land(t, "b2")
+	f.await(t, "b2", schemas.TypeBatchPublished)
+}
+
+// The same after runner.max_finished_runs forgot the run before its
+// retention was over, with the instance restarted in between: the
+// partition's floor (the newest batch time of a run forgotten so, which
+// every run it still holds of the dataset is at or after) refuses it.
+func TestResentBatchLandedAfterEvictionIsNotPublishedTwice(t *testing.T) {
+	f, lake := newDedupeFixture(t, func(c *Config) { c.Policy.MaxFinishedRuns = 2 })
+	start := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Hour)
+	at := func(i int) time.Time { return start.Add(time.Duration(i) * time.Minute) }
+	for i := range 4 {
+		b := fmt.Sprintf("b%d", i)
+		if err := f.resend(t, b, at(i)); err != nil {
+			t.Fatal(err)
+		}
+		f.await(t, b, schemas.TypeBatchPublished)
+	}
+	f.awaitStored(t, "2 (b0 and b1 forgotten over max_finished_runs)", func(n int) bool { return n == 2 })
+	if err := lake.DeleteBranch(context.Background(), "lake", "wap-billing-b0"); err != nil {
+		t.Fatal(err)
+	}
+	var ref *Refusal
+	if err := f.resend(t, "b0", at(0)); !errors.As(err, &ref) || ref.Reason != RefusedBeyondHorizon {
+		t.Errorf("b0's re-sent BatchLanded: %v; want a refusal %s", err, RefusedBeyondHorizon)
+	}
+	// After a restart the floor is read from the runs the store holds.
+	f.r.Revoked(0)
+	if err := f.r.Assigned(context.Background(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := lake.DeleteBranch(context.Background(), "lake", "wap-billing-b1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.resend(t, "b1", at(1)); !errors.As(err, &ref) || ref.Reason != RefusedBeyondHorizon {
+		t.Errorf("b1's re-sent BatchLanded after a restart: %v; want a refusal %s", err, RefusedBeyondHorizon)
+	}
+	if n := lake.mergeCount(); n != 4 {
+		t.Errorf("%d merges for 4 batches; want 4", n)
+	}
+	// A new batch, after the floor, lands and publishes.
+	if err := f.resend(t, "b4", at(4)); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "b4", schemas.TypeBatchPublished)
+}
