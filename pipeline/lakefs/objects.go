@@ -203,3 +203,31 @@ func (c *Client) After(ctx context.Context, repo, ref, after string) (Object, bo
 	}
 	return objs[0], true, nil
 }
+
+// Relinked names the paths ref holds at another physical address than base
+// with the same claimed checksum and size: lakeFS's diffs and merges take
+// them as unchanged (its identity is the claimed checksum and size, with
+// user metadata and content type), yet merging ref can publish their
+// bytes. Both are listed whole (at most Config.MaxListEntries each, else an
+// error wrapping ErrListOverLimit).
+func (c *Client) Relinked(ctx context.Context, repo, ref, base string) ([]string, error) {
+	at, err := c.List(ctx, repo, ref, "")
+	if err != nil {
+		return nil, err
+	}
+	was, err := c.List(ctx, repo, base, "")
+	if err != nil {
+		return nil, err
+	}
+	byPath := make(map[string]Object, len(was))
+	for _, o := range was {
+		byPath[o.Path] = o
+	}
+	var out []string
+	for _, o := range at {
+		if b, ok := byPath[o.Path]; ok && b.PhysicalAddress != o.PhysicalAddress && b.Checksum == o.Checksum && b.Size == o.Size {
+			out = append(out, o.Path)
+		}
+	}
+	return out, nil
+}

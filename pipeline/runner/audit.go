@@ -106,6 +106,20 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 			log.Warn("batch changes paths outside its tables", "paths", len(stray), "first", stray[0])
 			return pipeline.Strayed{SealedCommit: commit, Paths: stray[:min(len(stray), maxStrayPaths)], Total: len(stray)}
 		}
+		if rl, ok := r.cfg.Lake.(Relinker); ok && !r.sealedOn(run.Repository, commit, run.BranchFrom) {
+			// Commits of the branch's own before the seal (a writer's merge,
+			// cherry-pick or revert) can bring a path at other bytes under
+			// the same claimed checksum and size (an MD5 collision needs no
+			// linkPhysicalAddress), which no diff names: compared by address.
+			relinked, err := rl.Relinked(ctx, run.Repository, commit, base)
+			if err != nil {
+				return failed(log, pipeline.StepAudit, err)
+			}
+			if stray := spec.OutsideTables(relinked); len(stray) > 0 {
+				log.Warn("batch's own commits relink paths outside its tables", "paths", len(stray), "first", stray[0])
+				return pipeline.Strayed{SealedCommit: commit, Paths: stray[:min(len(stray), maxStrayPaths)], Total: len(stray)}
+			}
+		}
 	}
 	rep, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: run.Repository,
 		Ref: commit, BaseRef: base, BaseName: run.Target, BatchTime: run.BatchTime, Changes: changes})
@@ -113,6 +127,14 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 		return failed(log, pipeline.StepAudit, err)
 	}
 	return pipeline.Audited{SealedCommit: commit, Report: rep}
+}
+
+// Relinker is a Lake that names the paths a commit holds at another
+// physical address than a base with the same claimed checksum and size
+// (listing both whole): the audit step asks it only for a sealed commit
+// whose branch holds commits of its own before the seal.
+type Relinker interface {
+	Relinked(ctx context.Context, repo, ref, base string) ([]string, error)
 }
 
 // SealParenter is a Lake that knows the parents of a commit it made
