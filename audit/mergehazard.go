@@ -661,9 +661,10 @@ func (r *run) addedSuspects(ctx context.Context, foundation string, c *Changes) 
 
 // batchChanges is the audited commit's whole diff against the foundation,
 // which merge_hazard takes the batch's paths outside its tables from: the
-// request's when it has it (the runner's three-dot diff against the
-// target's head, the same changes), else lakeFS's two-dot diff of the
-// foundation and the audited commit, at most maxHazardDiffs changes (with
+// request's when it has it (the runner's diff of the sealed commit from its
+// foundation; a three-dot diff from a later head would leave out the paths
+// the head holds alike), else lakeFS's two-dot diff of the foundation and
+// the audited commit, at most maxHazardDiffs changes (with
 // more, unchecked says so). Nil when the Source cannot diff.
 func (r *run) batchChanges(ctx context.Context, foundation string) (*Changes, string, error) {
 	if c := r.req.Changes; c != nil && c.Removals {
@@ -706,6 +707,11 @@ const maxBothAddedDiffs = 16
 // publish was announced to hold (another dataset's marker or sidecar under
 // a shared allowed path). The other half, the batch's copy claiming the
 // next path's identity (lakeFS keeps the target's), is hazardsAdded's.
+// A path both added with the same claimed checksum and size is no conflict
+// to lakeFS, which keeps the batch's entry: at another address, its bytes
+// are compared with the target's (at most maxRelinkedCompared, within
+// audit.max_bytes; the rest refused), since lakeFS's checksum of an upload
+// is an MD5, whose collisions are public, and other bytes are refused.
 // The target's changes are read with lakeFS's two-dot diff of the
 // foundation and the head under each folder of the batch's added paths
 // (one call per folder, at most maxBothAddedDiffs, else one under their
@@ -749,6 +755,7 @@ func (r *run) hazardsBothAdded(ctx context.Context, foundation string, c *Change
 		}
 		return objs[i], true, nil
 	}
+	compared := 0 // paths both added alike whose bytes were compared
 	for _, prefix := range prefixes {
 		diffs, truncated, err := d.Differences(ctx, repo, foundation, head, prefix, maxHazardDiffs)
 		if err != nil {
@@ -777,7 +784,25 @@ func (r *run) hazardsBothAdded(ctx context.Context, foundation string, c *Change
 				return nil, "", err
 			}
 			if h.Checksum == s.Checksum && h.Size == s.Size {
-				continue // both added it alike
+				// Both added it alike to lakeFS, which keeps the batch's entry
+				// without a conflict: the same bytes, or two that share an
+				// MD5 (an upload's checksum) or a claimed checksum.
+				if h.Address == s.Address {
+					continue
+				}
+				if compared >= maxRelinkedCompared || s.Size > r.e.opts.MaxBytes/2 {
+					paths = append(paths, df.Path) // not compared: refused
+					continue
+				}
+				compared++
+				same, err := r.sameBytes(ctx, s, h)
+				if err != nil {
+					return nil, "", err
+				}
+				if !same {
+					paths = append(paths, df.Path)
+				}
+				continue
 			}
 			q, found, err := succ.After(ctx, repo, foundation, df.Path)
 			if err != nil {

@@ -560,12 +560,15 @@ func (r *Runner) takeDiff(ctx context.Context, mb MergeBaser, run pipeline.Run, 
 	if against, changes, ok := r.audited.take(run.Repository, run.SealedCommit); ok {
 		// The audit step's diff is lakeFS's three-dot diff of the
 		// target's commit it audited against and the seal: the seal's
-		// changes since their merge-base, which the audit's engine
-		// asked for too (the lake keeps merge-bases of commit ids).
+		// changes since their merge-base only when that commit is the
+		// merge-base (the branch point; the lake keeps merge-bases of
+		// commit ids). Against a later commit lakeFS leaves out what the
+		// seal holds as that commit does (a path both added alike,
+		// which merge_hazard must see), so it is taken anew.
 		ctx, cancel := context.WithTimeout(ctx, lookTimeout)
 		base, _, err := mb.MergeBase(ctx, run.Repository, run.SealedCommit, against)
 		cancel()
-		if err == nil && base != "" && base != run.SealedCommit {
+		if err == nil && base == against && base != run.SealedCommit {
 			f.base = base
 			r.keepDiff(k, f, changes)
 			return

@@ -240,18 +240,23 @@ func publishWithPreparedDiff(r *Runner, run pipeline.Run) (pipeline.Merged, bool
 func TestPreparedDiffIsTheAuditsDiff(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
+		against    string // the commit the audit diffed against; the merge-base is f1
 		turnBase   string
 		wantAsked  string
 		wantChange string
 	}{
-		{"same foundation", "f1", "", "gold/t/audited/part-0.parquet"},
-		{"foundation moved", "f2", "h2...s1", "gold/t/h2/part-0.parquet"},
+		{"same foundation", "f1", "f1", "", "gold/t/audited/part-0.parquet"},
+		{"foundation moved", "f1", "f2", "h2...s1", "gold/t/h2/part-0.parquet"},
+		// A three-dot diff against a commit past the merge-base leaves out
+		// what the seal holds as that commit does (a path both added
+		// alike): not the diff from the foundation, so it is taken anew.
+		{"audited against a head past the foundation", "h0", "f1", "f1...s1", "gold/t/f1/part-0.parquet"},
 	} {
 		l := &prepLake{published: []pipeline.Publication{{Head: "h2", Base: tt.turnBase}}}
 		aud := &changesOf{}
 		r := historyRunner(l, aud)
 		run := historyRun()
-		r.audited.put(run.Repository, run.SealedCommit, "h0", []pipeline.Change{{Path: "gold/t/audited/part-0.parquet", Size: 1}})
+		r.audited.put(run.Repository, run.SealedCommit, tt.against, []pipeline.Change{{Path: "gold/t/audited/part-0.parquet", Size: 1}})
 		in, ok := publishWithPreparedDiff(r, run)
 		if !ok || strings.Join(l.asked, " ") != tt.wantAsked || strings.Join(aud.got, " ") != tt.wantChange {
 			t.Errorf("%s: %+v; diffs asked %q, recheck given %v; want %q and %s", tt.name, in, l.asked, aud.got, tt.wantAsked, tt.wantChange)

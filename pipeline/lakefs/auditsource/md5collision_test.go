@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/treeverse/lakefs/pkg/api/apigen"
+
+	"github.com/lakewap/lakewap/audit"
 )
 
 // The two 128-byte messages of Wang and Yu's MD5 collision (Eurocrypt
@@ -128,5 +130,88 @@ func TestMD5CollisionRelinksAPathOutsideTheTablesThroughAWritersCommits(t *testi
 	}
 	if !bytes.Equal(read(m, manifest), bodyB) {
 		t.Errorf("main's %s is not the writer's bytes after the merge: lakeFS's merge no longer takes the source's entry of the same identity", manifest)
+	}
+}
+
+// A path outside the tables that both the batch and the target added with
+// the same claimed checksum and size is no conflict to lakeFS, which keeps
+// the batch's entry: with an MD5 collision, other bytes than the target's.
+// On the real server: another batch N adds zz/p (bytes A) and is
+// published; batch K adds zz/p with bytes B of A's MD5 and size. Merged,
+// K replaces N's published file with other bytes. K's recheck must refuse
+// it (merge_hazard naming zz/p); the same path added with the same bytes
+// (an honest marker both write) is not refused.
+func TestRecheckRefusesABothAddedPathOfCollidingBytes(t *testing.T) {
+	ctx := context.Background()
+	a, _ := hex.DecodeString(md5CollisionA)
+	b, _ := hex.DecodeString(md5CollisionB)
+	bodyA, bodyB := append(a, '\n'), append(b, '\n')
+	s := startRelinkStack(t)
+	up := func(branch, p string, body []byte) {
+		t.Helper()
+		if err := s.lake.Upload(ctx, "lake", branch, p, bytes.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up("main", relinkPrefix+"a.csv", []byte("id,x\n1,a\n"))
+	up("main", "zz/q", []byte("another file\n"))
+	foundation := s.commit(t, "main", "foundation")
+	for _, br := range []string{"n", "k", "honest"} {
+		if _, err := s.lake.EnsureBranch(ctx, "lake", br, foundation); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up("n", "zz/p", bodyA)
+	sN := s.commit(t, "n", "batch N adds zz/p")
+	if _, err := s.lake.Merge(ctx, "lake", sN, "main", "publish N", nil); err != nil {
+		t.Fatal(err)
+	}
+	h := l1HeadOf(t, s)
+	e := newDeriveEngine(t, s)
+	recheck := func(branch string, body []byte) (bool, string, []string) {
+		t.Helper()
+		up(branch, relinkPrefix+branch+".csv", []byte("id,x\n2,b\n"))
+		up(branch, "zz/p", body)
+		sealed := s.commit(t, branch, "batch adds zz/p")
+		// The runner's prepared diff, from the foundation: lakeFS's
+		// three-dot diff from the head leaves zz/p out, the head holding
+		// it at the same identity.
+		changes, err := s.lake.Changes(ctx, "lake", foundation, sealed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := e.Run(ctx, audit.Request{Dataset: "d", Suite: relinkSuite, Repository: "lake", Ref: sealed, BaseRef: h,
+			BaseName: "main", Onto: true, Changes: Changes(changes)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hazards []string
+		for _, c := range rep.Failed() {
+			if c.Kind == audit.KindMergeHazard {
+				hazards = append(hazards, c.Observed)
+			}
+		}
+		return rep.Passed, sealed, hazards
+	}
+	if passed, _, hazards := recheck("honest", bodyA); !passed || len(hazards) > 0 {
+		t.Errorf("a batch adding zz/p with the target's own bytes: passed=%v, merge_hazard %q; want it to pass", passed, hazards)
+	}
+	passed, sK, hazards := recheck("k", bodyB)
+	if passed || len(hazards) == 0 || !strings.Contains(hazards[0], "zz/p") {
+		t.Errorf("batch K adding zz/p with colliding bytes: passed=%v, merge_hazard %q; want merge_hazard naming zz/p", passed, hazards)
+	}
+
+	// What it guards against: the merge lakewap no longer makes.
+	m, err := s.lake.Merge(ctx, "lake", sK, "main", "publish K anyway", nil)
+	if err != nil {
+		t.Logf("this lakeFS refuses the merge (%v): the hazard is gone from its merge", err)
+		return
+	}
+	var got bytes.Buffer
+	if err := s.lake.Download(ctx, "lake", m, "zz/p", &got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), bodyB) {
+		t.Errorf("main holds zz/p %x after the merge; the scenario expects lakeFS to take batch K's colliding bytes", got.Bytes())
 	}
 }
