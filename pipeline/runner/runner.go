@@ -185,8 +185,8 @@ type partition struct {
 	pending  int
 	finished map[string]int
 	// floor is, by dataset, the newest batch time of a published run
-	// forgotten over Policy.MaxFinishedRuns (Landed.Floor); stamped on every run record
-	// written (Run.Floor) and restored as the newest one stored.
+	// forgotten over Policy.MaxFinishedRuns (Landed.Floor): stamped on
+	// every run record written (Run.Floor), restored as the newest stored.
 	floor map[string]time.Time
 	// early counts the writes the pending runs hold
 	// (Policy.MaxPendingRuns bounds them to twice its value).
