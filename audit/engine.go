@@ -793,6 +793,14 @@ func (r *run) needed() map[viewKey]bool {
 			if k.compares && hasBase {
 				need[viewKey{schemaBase, strings.ToLower(c.Table)}] = true
 			}
+			// A where condition may read other tables in a subquery: they
+			// are its to read whether or not another check reads them.
+			for _, t := range whereTables(c, r.req.Suite.Tables) {
+				need[viewKey{schema, t}] = true
+				if hasBase && mentionsBase.MatchString(c.Where) {
+					need[viewKey{schemaBase, t}] = true
+				}
+			}
 		}
 	}
 	return need

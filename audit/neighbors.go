@@ -73,23 +73,31 @@ func changesUnder(ch *Changes, prefix string) bool {
 }
 
 // breakable is the part of suite a change of the touched tables can make
-// fail: their checks and the custom queries, over the tables those read
-// (all of them when a query is kept). ok is false when nothing is left.
+// fail: their checks, the checks whose where condition names one of them
+// (a subquery reads it), and the custom queries, over the tables those
+// read (all of them when a query is kept; for a where, its table and those
+// it names, without which it erred at the batch and at the base alike and
+// was excused). ok is false when nothing is left.
 func breakable(suite Suite, touched map[string]bool) (Suite, bool) {
 	var sub Suite
 	custom := false
 	read := map[string]bool{}
 	for _, c := range suite.Checks {
 		k := kindOf(c)
+		named := whereTables(c, suite.Tables)
 		switch {
 		case k != nil && k.custom:
 			custom = true
 		case touched[strings.ToLower(c.Table)]:
+		case slices.ContainsFunc(named, func(t string) bool { return touched[t] }):
 		default:
 			continue
 		}
 		sub.Checks = append(sub.Checks, c)
 		read[strings.ToLower(c.Table)] = true
+		for _, t := range named {
+			read[t] = true
+		}
 	}
 	for _, t := range suite.Tables {
 		if custom || read[strings.ToLower(t.Name)] {

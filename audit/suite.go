@@ -240,6 +240,31 @@ func (s Suite) Validate(path string) []error {
 	return errs
 }
 
+// whereTables are the tables of tables (lower-cased names) that c's where
+// condition names: those a subquery of it may read. A table is read by its
+// name (confine admits no other way), so a condition reading one names it
+// as a word, quoted or not; a column of the same name counts too, which
+// costs a view and misses nothing.
+func whereTables(c Check, tables []Table) []string {
+	if strings.TrimSpace(c.Where) == "" {
+		return nil
+	}
+	words := map[string]bool{}
+	for _, w := range identifierWord.FindAllString(c.Where, -1) {
+		words[strings.ToLower(w)] = true
+	}
+	var out []string
+	for _, t := range tables {
+		if n := strings.ToLower(t.Name); words[n] && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// identifierWord is a run of the characters a table name is made of.
+var identifierWord = regexp.MustCompile(`[A-Za-z0-9_]+`)
+
 // Unread lists the tables of s (their indices) that no check reads: no
 // check names them and no custom query (which may name any table) runs.
 // Nothing under such a table's path is audited, so every object a batch
