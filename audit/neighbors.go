@@ -120,7 +120,8 @@ func neighborName(check, dataset string) string {
 // one failing there already is reported warn, saying so, and does not
 // hold the batch back. The neighbors' audits are full (their part of a
 // suite is attested by no publish) and change nothing rep's attestation
-// reads: the suite's own results keep their places, first.
+// reads: the suite's own results keep their places, first. Their results
+// about the batch's objects are kept as their checks are.
 func (s *Service) withNeighbors(ctx context.Context, req Request, d Dataset, rep schemas.AuditReport) (schemas.AuditReport, error) {
 	if !rep.Passed {
 		return rep, nil
@@ -136,13 +137,14 @@ func (s *Service) withNeighbors(ctx context.Context, req Request, d Dataset, rep
 		rep.DurationMs += after.DurationMs
 		var before map[string]string // check name to status at the base, read when a check fails
 		for _, c := range after.Checks {
-			// The run's results about the batch's objects (unaudited_objects
-			// and the like) are rep's to judge, by the batch's own tables;
-			// checks the report's budget left out are kept, in one entry.
+			// The run's results about the batch's objects under n's tables
+			// (unaudited_objects and the like) are kept with its checks: a
+			// path the batch writes there is judged by n's rule of what may
+			// go unread too (its markers may be narrower than the batch's,
+			// and allowed_paths may let the batch write under n's table,
+			// where its own audit reads nothing). Checks the report's
+			// budget left out are kept, in one entry.
 			i := slices.IndexFunc(n.suite.Checks, func(k Check) bool { return k.ID() == c.Name })
-			if i < 0 && c.Kind != kindReportBudget {
-				continue
-			}
 			switch {
 			case c.Status != schemas.StatusFail && c.Status != schemas.StatusError:
 			case i >= 0 && n.suite.Checks[i].scope() == ScopeBatch:

@@ -1281,10 +1281,67 @@ func (c *Config) Validate() error {
 			"unknown audit mode %q (want incremental or full)", d.AuditMode)
 		errs = append(errs, d.Suite.Validate(f)...)
 	}
+	errs = append(errs, c.sharedTables()...)
 	if len(errs) > 0 {
 		return errs
 	}
 	return nil
+}
+
+// sharedTables refuses a table path that two datasets of one repository
+// and target declare with another format or other markers. Each is the
+// other's neighbor (audit/neighbors.go): a batch of one is judged by the
+// other's checks, which must read the path as the batch's own audit does.
+// In another format they read the batch's files as what they are not, err
+// at the batch and on the target alike and are excused as failing there
+// already; with other markers an object one skips as a marker the other
+// takes for data. Paths that only overlap (one under the other) are judged
+// at run time: a neighbor's unaudited_objects holds a batch back.
+func (c *Config) sharedTables() Errors {
+	type decl struct {
+		field   string
+		format  string
+		markers []string
+	}
+	var errs Errors
+	first := map[[3]string]decl{}
+	for _, n := range slices.Sorted(maps.Keys(c.Datasets)) {
+		d := c.Datasets[n]
+		for i, t := range d.Suite.Tables {
+			k := [3]string{d.Repository, d.Target, strings.TrimSuffix(t.Path, "/")}
+			this := decl{field: fmt.Sprintf("datasets.%s.tables[%d]", n, i), format: cmp.Or(t.Format, audit.FormatParquet), markers: t.Markers}
+			prev, ok := first[k]
+			if !ok {
+				first[k] = this
+				continue
+			}
+			shared := fmt.Sprintf("for the path %s both publish into %s/%s: a batch of either is judged by the other's checks", t.Path, d.Repository, d.Target)
+			if this.format != prev.format {
+				errs = append(errs, fmt.Errorf("%s.format: %q differs from %s.format %q %s; declare the table alike", this.field, this.format, prev.field, prev.format, shared))
+			}
+			if !slices.Equal(sortedMarkers(this.markers), sortedMarkers(prev.markers)) {
+				errs = append(errs, fmt.Errorf("%s.markers: %s differ from %s.markers %s %s, and an object one skips as a marker the other takes for data; list the same markers",
+					this.field, markersText(this.markers), prev.field, markersText(prev.markers), shared))
+			}
+		}
+	}
+	return errs
+}
+
+// sortedMarkers are a table's marker patterns as the audit takes them
+// (audit.DefaultMarkers when none are listed), sorted.
+func sortedMarkers(m []string) []string {
+	if m == nil {
+		m = audit.DefaultMarkers
+	}
+	return slices.Sorted(slices.Values(m))
+}
+
+func markersText(m []string) string {
+	if m == nil {
+		return fmt.Sprintf("%v (the default)", audit.DefaultMarkers)
+	}
+	return fmt.Sprintf("%v", m)
 }
 
 // Audit modes of a dataset (audit_mode).
