@@ -146,7 +146,7 @@ func (s *Service) withNeighbors(ctx context.Context, req Request, d Dataset, rep
 			// budget left out are kept, in one entry.
 			i := slices.IndexFunc(n.suite.Checks, func(k Check) bool { return k.ID() == c.Name })
 			switch {
-			case c.Status != schemas.StatusFail && c.Status != schemas.StatusError:
+			case !failing(c.Status):
 			case i >= 0 && n.suite.Checks[i].scope() == ScopeBatch:
 				// A check of the batch's files alone: at the base there is
 				// no batch, and a check failing on no rows (freshness,
@@ -185,13 +185,32 @@ func (s *Service) baseStatuses(ctx context.Context, req Request, n neighbor, int
 		return nil, fmt.Errorf("checks of dataset %s at %s, before the batch: %w", n.dataset, short(req.BaseRef), err)
 	}
 	into.DurationMs += base.DurationMs
-	out := make(map[string]string, len(base.Checks))
-	for _, c := range base.Checks {
+	return statusesByName(base), nil
+}
+
+// statusesByName is each result of rep's status by name (the first, for a
+// name given twice).
+func statusesByName(rep schemas.AuditReport) map[string]string {
+	out := make(map[string]string, len(rep.Checks))
+	for _, c := range rep.Checks {
 		if _, ok := out[c.Name]; !ok {
 			out[c.Name] = c.Status
 		}
 	}
-	return out, nil
+	return out
+}
+
+// failing says whether a result with status holds a publish back.
+func failing(status string) bool {
+	return status == schemas.StatusFail || status == schemas.StatusError
+}
+
+// batchScoped says whether name is a check of suite that judges the
+// batch's files alone (scope: batch), whose failure is the batch's doing
+// whatever the base says: the base has no batch.
+func batchScoped(suite Suite, name string) bool {
+	i := slices.IndexFunc(suite.Checks, func(k Check) bool { return k.ID() == name })
+	return i >= 0 && suite.Checks[i].scope() == ScopeBatch
 }
 
 // blame is c, a check of dataset that fails with the batch, as the batch's
@@ -199,7 +218,7 @@ func (s *Service) baseStatuses(ctx context.Context, req Request, n neighbor, int
 // warn when it failed there already.
 func (s *Service) blame(req Request, dataset string, c schemas.CheckResult, before string) schemas.CheckResult {
 	at := fmt.Sprintf("%s at %s", cmp.Or(req.BaseName, "the base"), short(req.BaseRef))
-	if before == schemas.StatusFail || before == schemas.StatusError {
+	if failing(before) {
 		c.Status = schemas.StatusWarn
 		c.Message = joinMessage(fmt.Sprintf("dataset %s's check fails on %s already, before this batch: not this batch's doing, "+
 			"it does not hold the batch back", dataset, at), c.Message)

@@ -280,10 +280,10 @@ func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Error: err.Error()}, "error", "")
 		return
 	}
-	own, status, ans := h.verify(ctx, ev)
+	own, head, status, ans := h.verify(ctx, ev)
 	via := "unverified"
 	if status == 0 {
-		status, ans, via = h.decide(ctx, ev, own)
+		status, ans, via = h.decide(ctx, ev, own, head)
 	}
 	decision := "allow"
 	switch {
@@ -365,9 +365,15 @@ const (
 // verify asks lakeFS whether ev names a merge in progress: commit_id is a
 // merge commit whose parents are branch_id's current head and source_ref
 // (lakeFS writes it before calling the hook and moves the branch only
-// after). It returns status 0 when the call may be decided, and whether the
-// merge is lakewap's own (made by OwnCommitter); otherwise the answer.
-func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own ownMerge, status int, ans PreMergeAnswer) {
+// after). It returns status 0 when the call may be decided, whether the
+// merge is lakewap's own (made by OwnCommitter) and the destination's head
+// (branch_id when Merges is nil); otherwise the answer.
+func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own ownMerge, head string, status int, ans PreMergeAnswer) {
+	own, status, ans = h.verifyMerge(ctx, ev)
+	return own, cmp.Or(own.head, ev.BranchID), status, ans
+}
+
+func (h *PreMergeHandler) verifyMerge(ctx context.Context, ev HookEvent) (own ownMerge, status int, ans PreMergeAnswer) {
 	if h.opts.Merges == nil {
 		return own, 0, ans
 	}
@@ -418,6 +424,7 @@ func (h *PreMergeHandler) verify(ctx context.Context, ev HookEvent) (own ownMerg
 	if len(c.Parents) != 2 || c.Parents[0] != head || c.Parents[1] != ev.SourceRef {
 		return refuse(fmt.Sprintf("parents %v, the head of the branch %s", c.Parents, head))
 	}
+	own.head = head
 	if h.opts.OwnCommitter == "" || c.Committer != h.opts.OwnCommitter {
 		return own, 0, ans
 	}
@@ -437,11 +444,13 @@ type ownMerge struct {
 	ok        bool
 	batchTime time.Time
 	parents   [2]string // the target's head and the merged commit
+	head      string    // the destination's head verify read, for any merge
 }
 
 // decide runs the guarding suites and returns the status, the answer and
-// how it was reached. own is a verified merge lakewap itself makes.
-func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge) (int, PreMergeAnswer, string) {
+// how it was reached. own is a verified merge lakewap itself makes; head
+// is the destination as the merge found it.
+func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge, head string) (int, PreMergeAnswer, string) {
 	ans := PreMergeAnswer{Repository: ev.RepositoryID, Branch: ev.BranchID, SourceRef: ev.SourceRef}
 	what := fmt.Sprintf("merge of %s into %s/%s", mergeName(ev), ev.RepositoryID, ev.BranchID)
 	guards := h.opts.Guards.Guarding(ev.RepositoryID, ev.BranchID)
@@ -465,6 +474,7 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 		what += " (audited as the merge commit " + ref + ", which combines it with commits it has not seen)"
 	}
 	var failed []string
+	excused := 0
 	for _, g := range guards {
 		if h.opts.Diff != nil {
 			touched, err := h.touches(ctx, ev.RepositoryID, ev.BranchID, ref, g.Suite)
@@ -482,6 +492,11 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 			req.MergeOf = own.parents // the merge commit: lakewap's recheck of the source onto the head answers
 		}
 		rep, err := h.opts.Runner.Run(ctx, req)
+		if err == nil && !rep.Passed {
+			var n int
+			rep, n, err = h.blame(ctx, req, head, rep)
+			excused += n
+		}
 		if err != nil {
 			return h.failed(ans, what, g.Dataset, err)
 		}
@@ -495,12 +510,52 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 		ans.Summary = []string{"lakewap allows the " + what + ": it touches no table of " + strings.Join(ans.Skipped, ", ")}
 		return http.StatusOK, ans, "untouched"
 	}
-	status, head := http.StatusOK, "lakewap allows the "+what+": audits passed"
+	status, verdict := http.StatusOK, "lakewap allows the "+what+": audits passed"
 	if ans.Allowed = len(failed) == 0; !ans.Allowed {
-		status, head = http.StatusPreconditionFailed, fmt.Sprintf("lakewap blocks the %s: the audit of %s failed", what, strings.Join(failed, ", "))
+		status, verdict = http.StatusPreconditionFailed, fmt.Sprintf("lakewap blocks the %s: the audit of %s failed", what, strings.Join(failed, ", "))
 	}
-	ans.Summary = append([]string{head}, verdictLines(ans.Verdicts)...)
+	if excused > 0 {
+		verdict += fmt.Sprintf(" (%d checks that fail on %s already, before this merge, warn: not this merge's doing)", excused, ev.BranchID)
+	}
+	ans.Summary = append([]string{verdict}, verdictLines(ans.Verdicts)...)
 	return status, ans, "audit"
+}
+
+// blame is rep, the failing audit of req (the merge), as the runner judges
+// a neighbor's checks (neighbors.go): a check that fails with the merge
+// and failed on the destination's head already (audited full, against
+// itself) is not the merge's doing and is reported warn, saying so; one
+// that passed there, or judges the merge's files alone (scope: batch: the
+// head has no batch, and a check failing on no rows fails there always),
+// fails it. A person's fix merge is not refused for what main already
+// fails, and lakewap's own publish of a batch its runner let through is
+// not refused by its own hook; a merge that makes a passing check fail is.
+func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, rep schemas.AuditReport) (schemas.AuditReport, int, error) {
+	var before map[string]string
+	excused := 0
+	for i, c := range rep.Checks {
+		if c.Status != schemas.StatusFail && c.Status != schemas.StatusError || batchScoped(req.Suite, c.Name) {
+			continue
+		}
+		if before == nil {
+			base, err := h.opts.Runner.Run(ctx, Request{Dataset: req.Dataset, Suite: req.Suite, Repository: req.Repository,
+				Ref: head, BaseRef: head, BaseName: req.BaseRef, BatchTime: req.BatchTime, Own: req.Own, Full: true})
+			if err != nil {
+				return rep, 0, fmt.Errorf("checks of dataset %s on %s, before the merge: %w", req.Dataset, req.BaseRef, err)
+			}
+			before = statusesByName(base)
+		}
+		if failing(before[c.Name]) {
+			excused++
+			rep.Checks[i].Status = schemas.StatusWarn
+			rep.Checks[i].Message = joinMessage(fmt.Sprintf("fails on %s at %s already, before this merge: not this merge's doing, "+
+				"it does not hold the merge back", req.BaseRef, short(head)), c.Message)
+			h.opts.Logger.Warn("a check fails on the destination already; the merge is not held back for it", "repository", req.Repository,
+				"branch", req.BaseRef, "dataset", req.Dataset, "check", c.Name, "ref", req.Ref, "head", head)
+		}
+	}
+	rep.Passed = len(rep.Failed()) == 0
+	return rep, excused, nil
 }
 
 // mergeResult is the ref that holds what the merge leaves on the

@@ -104,7 +104,8 @@ func TestPreMergeAnswerCarriesVerdictsNotData(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, ans := postHook(t, h, hookEvent("bad", nil))
-	if status != http.StatusPreconditionFailed || len(runner.reps) != 1 {
+	// Two audits: the merge's, then main's, where the failing check passes.
+	if status != http.StatusPreconditionFailed || len(runner.reps) != 2 {
 		t.Fatalf("status %d, %d reports", status, len(runner.reps))
 	}
 	body, _ := json.Marshal(ans)
