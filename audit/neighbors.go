@@ -135,7 +135,7 @@ func (s *Service) withNeighbors(ctx context.Context, req Request, d Dataset, rep
 			return rep, fmt.Errorf("checks of dataset %s on the tables the batch changes: %w", n.dataset, err)
 		}
 		rep.DurationMs += after.DurationMs
-		var before map[string]string // check name to status at the base, read when a check fails
+		var before map[string]schemas.CheckResult // results at the base by name, read when a check fails
 		for _, c := range after.Checks {
 			// The run's results about the batch's objects under n's tables
 			// (unaudited_objects and the like) are kept with its checks: a
@@ -175,9 +175,9 @@ func (s *Service) withNeighbors(ctx context.Context, req Request, d Dataset, rep
 }
 
 // baseStatuses audits n's checks at req's base (the target as the batch
-// found it, or the head a recheck checks onto) and returns each result's
-// status by name; its duration is added to into's.
-func (s *Service) baseStatuses(ctx context.Context, req Request, n neighbor, into *schemas.AuditReport) (map[string]string, error) {
+// found it, or the head a recheck checks onto) and returns each result by
+// name; its duration is added to into's.
+func (s *Service) baseStatuses(ctx context.Context, req Request, n neighbor, into *schemas.AuditReport) (map[string]schemas.CheckResult, error) {
 	base, err := s.o.Engine.Run(ctx, Request{Dataset: n.dataset, Suite: n.suite, Repository: req.Repository,
 		Ref: req.BaseRef, BaseRef: req.BaseRef, BaseName: req.BaseName, BatchTime: req.BatchTime,
 		Changes: &Changes{Removals: true}, Full: true, BeforeRead: req.BeforeRead})
@@ -185,19 +185,40 @@ func (s *Service) baseStatuses(ctx context.Context, req Request, n neighbor, int
 		return nil, fmt.Errorf("checks of dataset %s at %s, before the batch: %w", n.dataset, short(req.BaseRef), err)
 	}
 	into.DurationMs += base.DurationMs
-	return statusesByName(base), nil
+	return resultsByName(base), nil
 }
 
-// statusesByName is each result of rep's status by name (the first, for a
-// name given twice).
-func statusesByName(rep schemas.AuditReport) map[string]string {
-	out := make(map[string]string, len(rep.Checks))
+// resultsByName is each result of rep by name (the first, for a name given
+// twice).
+func resultsByName(rep schemas.AuditReport) map[string]schemas.CheckResult {
+	out := make(map[string]schemas.CheckResult, len(rep.Checks))
 	for _, c := range rep.Checks {
 		if _, ok := out[c.Name]; !ok {
-			out[c.Name] = c.Status
+			out[c.Name] = c
 		}
 	}
 	return out
+}
+
+// excused says whether after, a result failing with a change, is not the
+// change's doing: it failed at the base too (before), and the change does
+// not make it worse, counted in failing rows where both results count
+// them. One orphaned order on main excuses a batch that leaves it; it
+// does not excuse one that orphans two more.
+func excused(after, before schemas.CheckResult) bool {
+	if !failing(before.Status) {
+		return false
+	}
+	return after.Failures == nil || before.Failures == nil || *after.Failures <= *before.Failures
+}
+
+// worse says, for a result failing at the base already and not excused,
+// how the change made it worse.
+func worse(after, before schemas.CheckResult) string {
+	if after.Failures == nil || before.Failures == nil {
+		return ""
+	}
+	return fmt.Sprintf("it fails with %d rows there and %d with this change: the change makes it worse", *before.Failures, *after.Failures)
 }
 
 // failing says whether a result with status holds a publish back.
@@ -214,11 +235,15 @@ func batchScoped(suite Suite, name string) bool {
 }
 
 // blame is c, a check of dataset that fails with the batch, as the batch's
-// report tells it: failing when it passed at the base (status before), or
-// warn when it failed there already.
-func (s *Service) blame(req Request, dataset string, c schemas.CheckResult, before string) schemas.CheckResult {
+// report tells it: failing when it passed at the base (before) or the
+// batch makes it worse, warn when it failed there already (excused).
+func (s *Service) blame(req Request, dataset string, c, before schemas.CheckResult) schemas.CheckResult {
 	at := fmt.Sprintf("%s at %s", cmp.Or(req.BaseName, "the base"), short(req.BaseRef))
-	if failing(before) {
+	if failing(before.Status) && !excused(c, before) {
+		c.Message = joinMessage(fmt.Sprintf("dataset %s's check fails on %s already, and %s", dataset, at, worse(c, before)), c.Message)
+		return c
+	}
+	if failing(before.Status) {
 		c.Status = schemas.StatusWarn
 		c.Message = joinMessage(fmt.Sprintf("dataset %s's check fails on %s already, before this batch: not this batch's doing, "+
 			"it does not hold the batch back", dataset, at), c.Message)

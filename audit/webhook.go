@@ -524,15 +524,15 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 // blame is rep, the failing audit of req (the merge), as the runner judges
 // a neighbor's checks (neighbors.go): a check that fails with the merge
 // and failed on the destination's head already (audited full, against
-// itself) is not the merge's doing and is reported warn, saying so; one
-// that passed there, or judges the merge's files alone (scope: batch: the
-// head has no batch, and a check failing on no rows fails there always),
-// fails it. A person's fix merge is not refused for what main already
+// itself) is not the merge's doing, unless the merge makes it worse
+// (excused), and is reported warn, saying so; one that passed there, or
+// judges the merge's files alone (scope: batch: the head has no batch, and
+// a check failing on no rows fails there always), fails it. A person's fix merge is not refused for what main already
 // fails, and lakewap's own publish of a batch its runner let through is
 // not refused by its own hook; a merge that makes a passing check fail is.
 func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, rep schemas.AuditReport) (schemas.AuditReport, int, error) {
-	var before map[string]string
-	excused := 0
+	var before map[string]schemas.CheckResult
+	n := 0
 	for i, c := range rep.Checks {
 		if c.Status != schemas.StatusFail && c.Status != schemas.StatusError || batchScoped(req.Suite, c.Name) {
 			continue
@@ -543,10 +543,15 @@ func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, r
 			if err != nil {
 				return rep, 0, fmt.Errorf("checks of dataset %s on %s, before the merge: %w", req.Dataset, req.BaseRef, err)
 			}
-			before = statusesByName(base)
+			before = resultsByName(base)
 		}
-		if failing(before[c.Name]) {
-			excused++
+		b := before[c.Name]
+		if failing(b.Status) && !excused(c, b) {
+			rep.Checks[i].Message = joinMessage(fmt.Sprintf("fails on %s at %s already, and %s", req.BaseRef, short(head), worse(c, b)), c.Message)
+			continue
+		}
+		if failing(b.Status) {
+			n++
 			rep.Checks[i].Status = schemas.StatusWarn
 			rep.Checks[i].Message = joinMessage(fmt.Sprintf("fails on %s at %s already, before this merge: not this merge's doing, "+
 				"it does not hold the merge back", req.BaseRef, short(head)), c.Message)
@@ -555,7 +560,7 @@ func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, r
 		}
 	}
 	rep.Passed = len(rep.Failed()) == 0
-	return rep, excused, nil
+	return rep, n, nil
 }
 
 // mergeResult is the ref that holds what the merge leaves on the
