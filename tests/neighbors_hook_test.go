@@ -77,3 +77,43 @@ func TestNeighborAlreadyFailingWithTheHook(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditCommandJudgesTheNeighbors: lakewap audit of a customers branch
+// that removes a customer main's orders reference fails, by orders' check,
+// as the runner would abort the batch; one adding a customer passes with
+// orders' check in its report. Before, the command ran customers' suite
+// alone and passed both.
+func TestAuditCommandJudgesTheNeighbors(t *testing.T) {
+	e := startE2E(t, shopConfig)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	run := time.Now().UnixNano()
+	c1 := customersBatch(fmt.Sprintf("c1-%d", run))
+	publishedOK(t, "the customers batch", e.runShop(t, ctx, c1, customerRows(span(1, 10)...)))
+	publishedOK(t, "the orders batch", e.runShop(t, ctx, ordersBatch(fmt.Sprintf("o1-%d", run)), orderRows(1, span(1, 10)...)))
+	for _, b := range []struct {
+		branch, query, remove string
+		code                  int
+		status                string
+	}{
+		{"drop-10", customerRows(span(1, 9)...), customersFile(c1.id), 1, "FAIL"},
+		{"add-11", customerRows(11), "", 0, "PASS"},
+	} {
+		_, err := e.Lake.EnsureBranch(ctx, "lake", b.branch, "main")
+		must(t, err)
+		if b.remove != "" {
+			del, err := e.lakeFSAPI(t).DeleteObjectWithResponse(ctx, "lake", b.branch, &apigen.DeleteObjectParams{Path: b.remove})
+			must(t, err)
+			if del.StatusCode() != http.StatusNoContent {
+				t.Fatalf("delete %s: %d", b.remove, del.StatusCode())
+			}
+		}
+		must(t, e.WriteParquet(ctx, b.branch, customersFile(b.branch), b.query))
+		_, err = e.Lake.Commit(ctx, "lake", b.branch, b.branch, nil)
+		must(t, err)
+		code, out, errOut := runCLI(t, "audit", "-config", writeAuditConfig(t, e, e.cfg.LakeFS.Endpoint), "-dataset", "customers", "-ref", b.branch)
+		if code != b.code || !containsLine(out, ordersCheck, b.status) {
+			t.Errorf("lakewap audit of %s: exit %d, want %d with %s %s\n%s%s", b.branch, code, b.code, ordersCheck, b.status, out, errOut)
+		}
+	}
+}

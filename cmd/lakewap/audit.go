@@ -24,7 +24,7 @@ func auditCommand() *cobra.Command {
 	f.StringVar(&o.Config, "config", "lakewap.yaml", "config file")
 	f.StringVar(&o.Dataset, "dataset", "", "dataset whose suite runs (required)")
 	f.StringVar(&o.Ref, "ref", "", "branch, tag or commit to audit (required)")
-	f.StringVar(&base, "base", "", "ref that volume_change, schema_drift and scope: batch compare with (default: the dataset's target)")
+	f.StringVar(&base, "base", "", "ref that volume_change, schema_drift and scope: batch compare with, and whose diff with the ref picks the checks of the other datasets of the target that share a changed table (default: the dataset's target)")
 	f.StringVar(&o.BatchTime, "batch-time", "", "time freshness is measured at, RFC 3339 (default: now)")
 	f.BoolVar(&o.JSON, "json", false, "print the report as JSON (schemas.AuditReport)")
 	f.StringVar(&o.Local, "local", "", "audit files on disk instead of lakeFS: a ref is the directory DIR/<ref> holding the tables' paths")

@@ -18,6 +18,7 @@ import (
 	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/pipeline/lakefs/auditsource"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -75,6 +76,7 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 	req := audit.Request{Dataset: o.Dataset, Repository: ds.Repository, Ref: o.Ref, BaseRef: baseRef, BatchTime: batchTime, Full: o.Full}
 	var src audit.Source
 	var hist audit.History
+	var lake *lakefs.Client
 	if o.Local != "" {
 		src = audit.DirSource{Root: o.Local}
 		// -local: the suite over files on disk, laid out as DIR/<ref>/<table path>.
@@ -85,7 +87,8 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 			}
 		}
 	} else {
-		lake, err := daemon.Lake(cfg, log, nil, nil)
+		var err error
+		lake, err = daemon.Lake(cfg, log, nil, nil)
 		if err != nil {
 			fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
 			return AuditError
@@ -112,6 +115,17 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	if baseRef != "" {
+		// The diff the runner takes of a batch: the audit judges by it the
+		// checks of the other datasets of the target that hold a table the
+		// ref changes (audit/neighbors.go), as the runner does.
+		changes, err := diffOf(ctx, src, lake, req)
+		if err != nil {
+			fmt.Fprintf(stderr, "lakewap audit: diff of %s against %s: %v\n", o.Ref, baseRef, err)
+			return AuditError
+		}
+		req.Changes = changes
+	}
 	rep, err := auditOnce(ctx, cfg, src, hist, req, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
@@ -129,6 +143,42 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 		return AuditFailed
 	}
 	return AuditPassed
+}
+
+// diffOf is what req.Ref changes against req.BaseRef: lakeFS's diff, as
+// the runner takes it, or, with -local, the files the ref's directory adds
+// or changes and those of the base's it lacks.
+func diffOf(ctx context.Context, src audit.Source, lake *lakefs.Client, req audit.Request) (*audit.Changes, error) {
+	if lake != nil {
+		changes, err := lake.Changes(ctx, req.Repository, req.BaseRef, req.Ref)
+		if err != nil {
+			return nil, err
+		}
+		return auditsource.Changes(changes), nil
+	}
+	objs, err := src.Changed(ctx, req.Repository, req.BaseRef, req.Ref, "")
+	if err != nil {
+		return nil, err
+	}
+	now, err := src.List(ctx, req.Repository, req.Ref, "")
+	if err != nil {
+		return nil, err
+	}
+	before, err := src.List(ctx, req.Repository, req.BaseRef, "")
+	if err != nil {
+		return nil, err
+	}
+	kept := make(map[string]bool, len(now))
+	for _, o := range now {
+		kept[o.Path] = true
+	}
+	c := &audit.Changes{Objects: objs, Removals: true}
+	for _, o := range before {
+		if !kept[o.Path] {
+			c.Removed = append(c.Removed, o.Path)
+		}
+	}
+	return c, nil
 }
 
 // auditOnce runs a dataset's suite over the tables of src with an engine of its own.
