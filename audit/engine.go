@@ -763,7 +763,7 @@ func (r *run) baseErr(c Check) error {
 
 // needed lists the views the checks use. Custom SQL may name any table, so
 // it brings in every table of its scope.
-func (r *run) needed() map[viewKey]bool {
+func (r *run) needed(ctx context.Context) map[viewKey]bool {
 	need := map[viewKey]bool{}
 	hasBase := r.req.BaseRef != ""
 	addAll := func(schema string) {
@@ -794,8 +794,13 @@ func (r *run) needed() map[viewKey]bool {
 				need[viewKey{schemaBase, strings.ToLower(c.Table)}] = true
 			}
 			// A where condition may read other tables in a subquery: they
-			// are its to read whether or not another check reads them.
+			// are its to read whether or not another check reads them. One
+			// of the row's values alone (rowOnly) reads none, whatever
+			// words it holds: an incremental audit reads no more for it.
 			for _, t := range whereTables(c, r.req.Suite.Tables) {
+				if r.e.rowOnly(ctx, c.Where) {
+					break
+				}
 				need[viewKey{schema, t}] = true
 				if hasBase && mentionsBase.MatchString(c.Where) {
 					need[viewKey{schemaBase, t}] = true
@@ -815,7 +820,7 @@ func (r *run) prepare(ctx context.Context) error {
 		pinned: func(p string) { pinMu.Lock(); r.pinned = append(r.pinned, p); pinMu.Unlock() }, before: r.reading}
 	r.dl = dl
 	listStart := time.Now()
-	for k := range r.needed() {
+	for k := range r.needed(ctx) {
 		t := r.table(k.table)
 		v := &view{table: t, ref: req.Ref}
 		if k.schema == schemaBase {

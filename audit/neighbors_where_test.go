@@ -82,3 +82,31 @@ func TestNeighborCheckWhoseWhereReadsTheSharedTable(t *testing.T) {
 		})
 	}
 }
+
+// A where condition of the row's values alone reads no table, whatever
+// words it holds: a column named like another table of the suite does not
+// make the audit read that table; a subquery naming it does.
+func TestWhereReadsOnlyTheTablesItsSubqueriesName(t *testing.T) {
+	src := newDirSource(t)
+	src.write(t, "main", "gold/orders/o.parquet", "SELECT i::INTEGER AS order_id, (i % 5)::INTEGER AS customers FROM range(0, 10) r(i)")
+	src.write(t, "main", "gold/customers/c.parquet", "SELECT i::INTEGER AS customer_id FROM range(0, 5) r(i)")
+	e := newEngine(t, src, "")
+	suite := Suite{Tables: []Table{{Name: "orders", Path: "gold/orders/"}, {Name: "customers", Path: "gold/customers/"}}}
+	for _, tc := range []struct {
+		where string
+		reads bool
+	}{
+		{"customers > 0", false},
+		{"customers IN (SELECT customer_id FROM customers)", true},
+	} {
+		before := src.downloaded("main", "gold/customers/c.parquet")
+		suite.Checks = []Check{{Name: "ids", Kind: KindNotNull, Table: "orders", Column: "order_id", Where: tc.where}}
+		rep, err := e.Run(context.Background(), Request{Dataset: "orders", Repository: "repo", Ref: "main", Suite: suite, BatchTime: batchTime})
+		if err != nil || !rep.Passed {
+			t.Fatalf("%s: %+v %v", tc.where, rep, err)
+		}
+		if read := src.downloaded("main", "gold/customers/c.parquet") > before; read != tc.reads {
+			t.Errorf("where %s: customers read %v; want %v", tc.where, read, tc.reads)
+		}
+	}
+}
