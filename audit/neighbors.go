@@ -202,11 +202,16 @@ func resultsByName(rep schemas.AuditReport) map[string]schemas.CheckResult {
 
 // excused says whether after, a result failing with a change, is not the
 // change's doing: it failed at the base too (before), and the change does
-// not make it worse, counted in failing rows where both results count
-// them. One orphaned order on main excuses a batch that leaves it; it
-// does not excuse one that orphans two more.
+// not make it worse: counted in failing rows where both results count
+// them, and from a check that ran to one that cannot (error). One orphaned
+// order on main excuses a batch that leaves it; it does not excuse one
+// that orphans two more, or one after which the check cannot compare the
+// ids at all (and would never judge the target again).
 func excused(after, before schemas.CheckResult) bool {
-	if !failing(before.Status) {
+	switch {
+	case !failing(before.Status):
+		return false
+	case after.Status == schemas.StatusError && before.Status != schemas.StatusError:
 		return false
 	}
 	return after.Failures == nil || before.Failures == nil || *after.Failures <= *before.Failures
@@ -215,8 +220,8 @@ func excused(after, before schemas.CheckResult) bool {
 // worse says, for a result failing at the base already and not excused,
 // how the change made it worse.
 func worse(after, before schemas.CheckResult) string {
-	if after.Failures == nil || before.Failures == nil {
-		return ""
+	if after.Status == schemas.StatusError {
+		return "it cannot run with this change: the change makes it worse"
 	}
 	return fmt.Sprintf("it fails with %d rows there and %d with this change: the change makes it worse", *before.Failures, *after.Failures)
 }
