@@ -751,6 +751,13 @@ func (r *run) table(name string) Table {
 
 var mentionsBase = regexp.MustCompile(`(?i)\bbase\s*\.`)
 
+// mentionsSchema matches a text naming something of the schema (main.t).
+var mentionsSchema = map[string]*regexp.Regexp{
+	schemaMain:  regexp.MustCompile(`(?i)\bmain\s*\.`),
+	schemaBatch: regexp.MustCompile(`(?i)\bbatch\s*\.`),
+	schemaBase:  mentionsBase,
+}
+
 // baseErr is why a check cannot run, if it needs the base ref and has none.
 func (r *run) baseErr(c Check) error {
 	k := kindOf(c)
@@ -802,8 +809,11 @@ func (r *run) needed(ctx context.Context) map[viewKey]bool {
 					break
 				}
 				need[viewKey{schema, t}] = true
-				if hasBase && mentionsBase.MatchString(c.Where) {
-					need[viewKey{schemaBase, t}] = true
+				// A subquery may name another schema's table (batch.customers).
+				for _, sc := range []string{schemaMain, schemaBatch, schemaBase} {
+					if mentionsSchema[sc].MatchString(c.Where) && (hasBase || sc == schemaMain) {
+						need[viewKey{sc, t}] = true
+					}
 				}
 			}
 		}

@@ -110,3 +110,22 @@ func TestWhereReadsOnlyTheTablesItsSubqueriesName(t *testing.T) {
 		}
 	}
 }
+
+// A where condition's subquery may name the batch's files of another
+// table (batch.customers): the run has that view too. Before, the check
+// erred ("not a table of the audit") at the batch and at the base alike,
+// and a neighbor's such check was excused as failing already.
+func TestWhereSubqueryOfTheBatchSchema(t *testing.T) {
+	check := Check{Name: "orders_of_removed_customers", Kind: KindRowCount, Table: "orders",
+		Where: "customer_id NOT IN (SELECT customer_id FROM main.customers) AND customer_id NOT IN (SELECT customer_id FROM batch.customers)", Max: f64(0)}
+	rep := auditShopBatch(t, shopSource(t), check)
+	var got schemas.CheckResult
+	for _, c := range rep.Checks {
+		if c.Name == neighborName(check.Name, "orders") {
+			got = c
+		}
+	}
+	if rep.Passed || got.Status != schemas.StatusFail {
+		t.Fatalf("a customers batch orphaning two orders: passed %v, %s %q: %s; want held back", rep.Passed, got.Status, got.Observed, got.Message)
+	}
+}
