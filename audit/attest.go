@@ -79,8 +79,11 @@ func SuiteDigest(s Suite) string {
 // s over the state merging sealed onto against leaves.
 func NewAttestation(dataset string, s Suite, rep schemas.AuditReport, sealed, against string) Attestation {
 	a := Attestation{Dataset: dataset, Suite: SuiteDigest(s), Sealed: sealed, Against: against, Mode: cmp.Or(rep.Mode, ModeFull)}
-	for i := range s.Checks {
-		if i >= len(rep.Checks) || rep.Checks[i].Status != schemas.StatusPass {
+	for i, c := range s.Checks {
+		// The report is read by position, and only a result of the same
+		// check attests it: a suite changed between the audit and the
+		// publish (a restart with a new config) has other checks there.
+		if i >= len(rep.Checks) || rep.Checks[i].Status != schemas.StatusPass || rep.Checks[i].Name != c.ID() {
 			a.NotPassed = append(a.NotPassed, i)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 func TestAttestationIsTakenOnlyWhereItHolds(t *testing.T) {
 	suite := diffSuite(0)
 	rep := schemas.AuditReport{Mode: ModeIncremental}
-	for range suite.Checks {
-		rep.Checks = append(rep.Checks, schemas.CheckResult{Status: schemas.StatusPass})
+	for _, c := range suite.Checks {
+		rep.Checks = append(rep.Checks, schemas.CheckResult{Name: c.ID(), Status: schemas.StatusPass})
 	}
 	rep.Checks[3].Status = schemas.StatusWarn
 	a := NewAttestation("billing", suite, rep, "sealed1", "head0")
