@@ -275,7 +275,7 @@ func (s *Service) Run(ctx context.Context, req Request) (schemas.AuditReport, er
 		case slots <- struct{}{}:
 		default:
 			s.mu.Unlock()
-			return schemas.AuditReport{}, fmt.Errorf("%d pre-merge audits are running (http.webhook_concurrency); try again", cap(slots))
+			return schemas.AuditReport{}, fmt.Errorf("%w: %d pre-merge audits are running (http.webhook_concurrency); try again", ErrAuditsBusy, cap(slots))
 		}
 		f = &flight{done: make(chan struct{})}
 		s.inflight[k] = f

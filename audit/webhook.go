@@ -89,8 +89,13 @@ type MergeCommit struct {
 	Metadata map[string]string
 }
 
-// ErrUnknownCommit is a Merges' answer for a commit lakeFS does not have.
-var ErrUnknownCommit = errors.New("no such commit")
+var (
+	// ErrUnknownCommit is a Merges' answer for a commit lakeFS does not have.
+	ErrUnknownCommit = errors.New("no such commit")
+	// ErrAuditsBusy is a Runner's answer when every audit slot is taken:
+	// the caller may try again.
+	ErrAuditsBusy = errors.New("every pre-merge audit slot is taken")
+)
 
 // Ancestry says whether branch's head is in ref's history: merging ref
 // into branch then leaves exactly ref's content.
@@ -595,9 +600,23 @@ func (h *PreMergeHandler) touches(ctx context.Context, repo, branch, ref string,
 	return false, nil
 }
 
+// failed answers a call whose audit could not run. The error stays in
+// lakewap's log: it can name lakeFS's address, repositories the caller may
+// not read and object paths a writer chose, and the answer lands in
+// lakeFS's action log, which every reader of the repository sees. The
+// caller is told only whether trying again may help.
 func (h *PreMergeHandler) failed(ans PreMergeAnswer, what, dataset string, err error) (int, PreMergeAnswer, string) {
-	ans.Error = err.Error()
-	ans.Summary = []string{fmt.Sprintf("lakewap blocks the %s: the audit of %s could not run: %v", what, dataset, err)}
+	h.opts.Logger.Warn("pre-merge audit could not run", "repository", ans.Repository, "branch", ans.Branch,
+		"source_ref", ans.SourceRef, "dataset", dataset, "err", err)
+	why := "details in the lakewap log"
+	switch {
+	case errors.Is(err, ErrAuditsBusy):
+		why = "every pre-merge audit slot is taken (http.webhook_concurrency); try again"
+	case errors.Is(err, context.DeadlineExceeded):
+		why = "still running at the hook's timeout (http.webhook_audit_timeout); it goes on, and its report answers the next call: try again"
+	}
+	ans.Error = "the audit of " + dataset + " could not run: " + why
+	ans.Summary = []string{fmt.Sprintf("lakewap blocks the %s: the audit of %s could not run: %s", what, dataset, why)}
 	return http.StatusInternalServerError, ans, "audit"
 }
 
