@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/lakewap/lakewap/internal/cli"
 	"github.com/lakewap/lakewap/schemas"
@@ -207,5 +208,46 @@ datasets:
 	}
 	if code != cli.AuditFailed {
 		t.Errorf("exit %d, want %d (failed)\n%s", code, cli.AuditFailed, out)
+	}
+}
+
+// lakewap audit prints why an audit could not run, and that error can name
+// an object path a writer chose (lakeFS takes any bytes in a path): its
+// escape sequences reached the operator's terminal raw. Here the path is a
+// dangling link in a -local ref, whose read fails naming it.
+func TestAuditErrorsAreEscaped(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sql.Open("duckdb", "")
+	must(t, err)
+	defer db.Close()
+	for _, ref := range []string{"main", "b"} {
+		must(t, os.MkdirAll(filepath.Join(dir, ref, "gold", "t"), 0o755))
+		_, err := db.Exec(fmt.Sprintf(`COPY (SELECT i AS id FROM range(10) r(i)) TO '%s' (FORMAT parquet)`,
+			filepath.Join(dir, ref, "gold", "t", "part-0.parquet")))
+		must(t, err)
+	}
+	const evil = "x\x1b]0;owned\x07\x1b[2J\u202e.parquet"
+	must(t, os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "b", "gold", "t", evil)))
+	cfgFile := filepath.Join(dir, "lakewap.yaml")
+	must(t, os.WriteFile(cfgFile, []byte(`
+kafka: {brokers: ["127.0.0.1:1"]}
+lakefs: {endpoint: "http://127.0.0.1:1", access_key_id: a, secret_access_key: b}
+audit: {work_dir: `+filepath.Join(dir, "work")+`}
+datasets:
+  d:
+    repository: lake
+    tables: [{name: t, path: gold/t/}]
+    checks: [{kind: not_null, table: t, column: id}]
+`), 0o644))
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"audit", "-config", cfgFile, "-dataset", "d", "-ref", "b", "-base", "main", "-local", dir}, &stdout, &stderr)
+	out := stdout.String() + stderr.String()
+	if code != cli.AuditError || !strings.Contains(out, `x\x1b]0;owned\x07\x1b[2J\u202e.parquet`) {
+		t.Errorf("exit %d, want %d naming the path escaped:\n%q", code, cli.AuditError, out)
+	}
+	for _, r := range out {
+		if r != '\n' && r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) {
+			t.Fatalf("raw %U reaches the terminal: %q", r, out)
+		}
 	}
 }

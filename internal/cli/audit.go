@@ -52,7 +52,7 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 	if o.BatchTime != "" {
 		t, err := time.Parse(time.RFC3339, o.BatchTime)
 		if err != nil {
-			fmt.Fprintf(stderr, "lakewap audit: -batch-time %q is not RFC 3339 (like 2026-11-29T02:00:00Z)\n", o.BatchTime)
+			failf(stderr, "lakewap audit: -batch-time %q is not RFC 3339 (like 2026-11-29T02:00:00Z)", o.BatchTime)
 			return AuditError
 		}
 		batchTime = t
@@ -63,7 +63,7 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 	}
 	ds, ok := cfg.Datasets[o.Dataset]
 	if !ok {
-		fmt.Fprintf(stderr, "lakewap audit: dataset %q is not in %s (it has %s)\n", o.Dataset, o.Config, strings.Join(slices.Sorted(maps.Keys(cfg.Datasets)), ", "))
+		failf(stderr, "lakewap audit: dataset %q is not in %s (it has %s)", o.Dataset, o.Config, strings.Join(slices.Sorted(maps.Keys(cfg.Datasets)), ", "))
 		return AuditError
 	}
 	baseRef := ds.Target
@@ -82,7 +82,7 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 		// -local: the suite over files on disk, laid out as DIR/<ref>/<table path>.
 		for _, r := range []string{req.Ref, req.BaseRef} {
 			if st, err := os.Stat(filepath.Join(o.Local, r)); r != "" && (err != nil || !st.IsDir() || strings.ContainsAny(r, `/\`)) {
-				fmt.Fprintf(stderr, "lakewap audit: -local: ref %q is not a directory in %s\n", r, o.Local)
+				failf(stderr, "lakewap audit: -local: ref %q is not a directory in %s", r, o.Local)
 				return AuditError
 			}
 		}
@@ -90,7 +90,7 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 		var err error
 		lake, err = daemon.Lake(cfg, log, nil, nil)
 		if err != nil {
-			fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
+			failf(stderr, "lakewap audit: %v", err)
 			return AuditError
 		}
 		src = auditsource.Source{Lake: lake}
@@ -101,16 +101,16 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 		// mix two versions into one report.
 		head, err := lake.GetCommit(ctx, ds.Repository, o.Ref)
 		if errors.Is(err, pipeline.ErrNotFound) {
-			fmt.Fprintf(stderr, "lakewap audit: ref %q not found in repository %s: %v\n", o.Ref, ds.Repository, err)
+			failf(stderr, "lakewap audit: ref %q not found in repository %s: %v", o.Ref, ds.Repository, err)
 			return AuditError
 		} else if err != nil {
-			fmt.Fprintf(stderr, "lakewap audit: cannot read ref %q of %s: %v\n", o.Ref, ds.Repository, err)
+			failf(stderr, "lakewap audit: cannot read ref %q of %s: %v", o.Ref, ds.Repository, err)
 			return AuditError
 		}
 		req.Ref = head.ID
 		if baseRef != "" {
 			if _, err := lake.GetCommit(ctx, ds.Repository, baseRef); err != nil {
-				fmt.Fprintf(stderr, "lakewap audit: base ref %q of %s: %v\n", baseRef, ds.Repository, err)
+				failf(stderr, "lakewap audit: base ref %q of %s: %v", baseRef, ds.Repository, err)
 				return AuditError
 			}
 		}
@@ -128,12 +128,12 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 	}
 	rep, err := auditOnce(ctx, cfg, src, hist, req, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
+		failf(stderr, "lakewap audit: %v", err)
 		return AuditError
 	}
 	if o.JSON {
 		if err := writeIndented(stdout, rep); err != nil {
-			fmt.Fprintf(stderr, "lakewap audit: %v\n", err)
+			failf(stderr, "lakewap audit: %v", err)
 			return AuditError
 		}
 	} else {

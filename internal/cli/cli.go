@@ -51,3 +51,12 @@ func writeIndented(w io.Writer, v any) error {
 	_, err = w.Write(append(runs.JSONTerminalSafe(b), '\n'))
 	return err
 }
+
+// failf prints one line to w (a command's stderr) with what a terminal
+// would act on escaped (runs.Printable): errors carry lakeFS's and Kafka's
+// text, object paths and record fields among them, which writers and
+// producers choose (a path's escape sequences reached the operator's
+// terminal raw through lakewap audit's "download <path>@ref: ...").
+func failf(w io.Writer, format string, args ...any) {
+	fmt.Fprintln(w, runs.Printable(fmt.Sprintf(format, args...)))
+}

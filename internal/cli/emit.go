@@ -50,12 +50,12 @@ func (o *Emit) Run(ctx context.Context, args []string, stdout, stderr io.Writer)
 	var events []schemas.Event
 	switch {
 	case o.jsonPath != "" && fs.NArg() > 0:
-		fmt.Fprintf(stderr, "lakewap emit: --json and an event on the command line (%q) exclude each other\n", fs.Arg(0))
+		failf(stderr, "lakewap emit: --json and an event on the command line (%q) exclude each other", fs.Arg(0))
 		return 2
 	case o.jsonPath != "":
 		var err error
 		if events, err = opclient.ReadEventsFile(o.jsonPath, now); err != nil {
-			fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+			failf(stderr, "lakewap emit: %v", err)
 			return 2
 		}
 	case fs.NArg() == 0:
@@ -74,21 +74,21 @@ func (o *Emit) Run(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	t, err := o.kafka.Connect()
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+		failf(stderr, "lakewap emit: %v", err)
 		return 2
 	}
 	defer t.Close()
 	topic := cmp.Or(o.kafka.Topic, t.Config.Kafka.InputTopic)
 	if !o.noValidate {
 		if err := t.Check(events, topic, now); err != nil {
-			fmt.Fprintf(stderr, "lakewap emit: nothing sent: %v\n", err)
+			failf(stderr, "lakewap emit: nothing sent: %v", err)
 			return 1
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	if err := t.Emit(ctx, topic, events, func(r opclient.Record) error { return PrintRecord(stdout, r) }); err != nil {
-		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+		failf(stderr, "lakewap emit: %v", err)
 		return 1
 	}
 	return 0
@@ -125,14 +125,14 @@ func eventFromFlags(args []string, o *Emit, now time.Time, stdout, stderr io.Wri
 	o.Register(fs)
 	build, err := opclient.EventFlags(args[0], fs)
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+		failf(stderr, "lakewap emit: %v", err)
 		return nil, 2
 	}
 	if code, ok := parseFlags(fs, args[1:], fs, o, stdout, stderr); !ok {
 		return nil, code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "lakewap emit: unexpected argument %q\n", fs.Arg(0))
+		failf(stderr, "lakewap emit: unexpected argument %q", fs.Arg(0))
 		return nil, 2
 	}
 	if o.jsonPath != "" {
@@ -141,7 +141,7 @@ func eventFromFlags(args []string, o *Emit, now time.Time, stdout, stderr io.Wri
 	}
 	ev, err := build(now)
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap emit: %v\n", err)
+		failf(stderr, "lakewap emit: %v", err)
 		return nil, 2
 	}
 	return ev, 0

@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"io"
 	"slices"
 	"time"
@@ -33,7 +32,7 @@ func Janitor(ctx context.Context, o JanitorOptions, stdout, stderr io.Writer) in
 		j, err = daemon.NewJanitor(cfg, lake, log, nil)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap janitor: %v\n", err)
+		failf(stderr, "lakewap janitor: %v", err)
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
@@ -46,7 +45,7 @@ func Janitor(ctx context.Context, o JanitorOptions, stdout, stderr io.Writer) in
 		err = cmp.Or(runs.WriteDecisions(stdout, ds, o.DryRun, o.All, time.Now()), err)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap janitor: %v\n", err)
+		failf(stderr, "lakewap janitor: %v", err)
 		return 1
 	}
 	return 0

@@ -57,7 +57,7 @@ type Outcome struct {
 // nil, is used instead of r.Config's file.
 func Operate(ctx context.Context, r Request, cfg *config.Config, stdout, stderr io.Writer) int {
 	fail := func(code int, err error) int {
-		fmt.Fprintf(stderr, "lakewap %s: %v\n", r.Command, err)
+		failf(stderr, "lakewap %s: %v", r.Command, err)
 		return code
 	}
 	switch {
@@ -65,7 +65,7 @@ func Operate(ctx context.Context, r Request, cfg *config.Config, stdout, stderr 
 		fmt.Fprintln(stderr, "lakewap revert: -batch and -reason are required")
 		return ExitUsage
 	case r.Batch == "":
-		fmt.Fprintf(stderr, "lakewap %s: -batch is required\n", r.Command)
+		failf(stderr, "lakewap %s: -batch is required", r.Command)
 		return ExitUsage
 	}
 	if cfg == nil {

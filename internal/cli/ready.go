@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/internal/runs"
 )
 
 // ReadyOptions are lakewap ready's flags.
@@ -36,7 +37,7 @@ func Ready(ctx context.Context, o ReadyOptions, stdout, stderr io.Writer) int {
 			return 2
 		}
 		if cfg.HTTP.Listen == "" {
-			fmt.Fprintf(stderr, "lakewap ready: %s sets no http.listen, so the daemon serves no /readyz\n", o.Config)
+			failf(stderr, "lakewap ready: %s sets no http.listen, so the daemon serves no /readyz", o.Config)
 			return 2
 		}
 		url = daemon.ReadyURL(cfg.HTTP.Listen)
@@ -45,12 +46,12 @@ func Ready(ctx context.Context, o ReadyOptions, stdout, stderr io.Writer) int {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap ready: %v\n", err)
+		failf(stderr, "lakewap ready: %v", err)
 		return 2
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap ready: %v\n", err)
+		failf(stderr, "lakewap ready: %v", err)
 		return 1
 	}
 	defer resp.Body.Close()
@@ -60,11 +61,11 @@ func Ready(ctx context.Context, o ReadyOptions, stdout, stderr io.Writer) int {
 		_ = writeIndented(stdout, answer)
 	}
 	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(stderr, "lakewap ready: %s: %s %s\n", url, resp.Status, answer.Body)
+		failf(stderr, "lakewap ready: %s: %s %s", url, resp.Status, answer.Body)
 		return 1
 	}
 	if !o.JSON {
-		fmt.Fprintf(stdout, "%s: %s\n", url, answer.Body)
+		fmt.Fprintln(stdout, runs.Printable(url+": "+answer.Body))
 	}
 	return 0
 }

@@ -22,7 +22,7 @@ type RegistryOptions struct {
 func Registry(ctx context.Context, o RegistryOptions, stdout, stderr io.Writer) int {
 	level := strings.ToUpper(o.Compatibility)
 	if level != "" && !slices.Contains(schemas.CompatibilityLevels, level) {
-		fmt.Fprintf(stderr, "lakewap registry: -compatibility %q is not one of %s\n", o.Compatibility, strings.Join(schemas.CompatibilityLevels, ", "))
+		failf(stderr, "lakewap registry: -compatibility %q is not one of %s", o.Compatibility, strings.Join(schemas.CompatibilityLevels, ", "))
 		return 2
 	}
 	cfg, ok := LoadClientConfig(o.Config, stderr)
@@ -31,12 +31,12 @@ func Registry(ctx context.Context, o RegistryOptions, stdout, stderr io.Writer) 
 	}
 	k := cfg.Kafka
 	if k.SchemaRegistry == "" {
-		fmt.Fprintf(stderr, "lakewap registry: %s sets no kafka.schema_registry_url\n", o.Config)
+		failf(stderr, "lakewap registry: %s sets no kafka.schema_registry_url", o.Config)
 		return 2
 	}
 	rc, err := k.RegistryClient()
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap registry: %v\n", err)
+		failf(stderr, "lakewap registry: %v", err)
 		return 2
 	}
 	inputs := schemas.InputTypes()
@@ -54,7 +54,7 @@ func Registry(ctx context.Context, o RegistryOptions, stdout, stderr io.Writer) 
 		done, err := schemas.Register(ctx, rc, tt.topic, tt.types, level)
 		all = append(all, done...)
 		if err != nil {
-			fmt.Fprintf(stderr, "lakewap registry: %v (%d subjects registered before)\n", err, len(all))
+			failf(stderr, "lakewap registry: %v (%d subjects registered before)", err, len(all))
 			return 1
 		}
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -23,7 +22,7 @@ type RunsOptions struct {
 // read, 2 bad flags or config.
 func Runs(ctx context.Context, o RunsOptions, stdout, stderr io.Writer) int {
 	if o.State != "" && !slices.Contains(schemas.States(), o.State) {
-		fmt.Fprintf(stderr, "lakewap runs: -state %q is not a run state (%s)\n", o.State, strings.Join(schemas.States(), ", "))
+		failf(stderr, "lakewap runs: -state %q is not a run state (%s)", o.State, strings.Join(schemas.States(), ", "))
 		return 2
 	}
 	cfg, ok := LoadClientConfig(o.Config, stderr)
@@ -37,7 +36,7 @@ func Runs(ctx context.Context, o RunsOptions, stdout, stderr io.Writer) int {
 		err = runs.WriteTable(stdout, stored, time.Now())
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap runs: %v\n", err)
+		failf(stderr, "lakewap runs: %v", err)
 		return 1
 	}
 	return 0

@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/lakewap/lakewap/internal/opclient"
@@ -21,7 +20,7 @@ type TailOptions struct {
 func Tail(ctx context.Context, o TailOptions, stdout, stderr io.Writer) int {
 	t, err := o.Kafka.Connect()
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap tail: %v\n", err)
+		failf(stderr, "lakewap tail: %v", err)
 		return 2
 	}
 	defer t.Close()
@@ -34,7 +33,7 @@ func Tail(ctx context.Context, o TailOptions, stdout, stderr io.Writer) int {
 		return werr != nil || (o.Max > 0 && printed >= o.Max)
 	})
 	if err := cmp.Or(werr, err); err != nil {
-		fmt.Fprintf(stderr, "lakewap tail: %v\n", err)
+		failf(stderr, "lakewap tail: %v", err)
 		return 1
 	}
 	return 0

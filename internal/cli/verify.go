@@ -47,7 +47,7 @@ func Verify(ctx context.Context, o VerifyOptions, stdout, stderr io.Writer) int 
 	if o.Since != "" {
 		t, err := time.Parse(time.RFC3339, o.Since)
 		if err != nil {
-			fmt.Fprintf(stderr, "lakewap verify: -since %q is not RFC 3339 (like 2026-11-29T02:00:00Z)\n", o.Since)
+			failf(stderr, "lakewap verify: -since %q is not RFC 3339 (like 2026-11-29T02:00:00Z)", o.Since)
 			return 2
 		}
 		since = t
@@ -58,25 +58,25 @@ func Verify(ctx context.Context, o VerifyOptions, stdout, stderr io.Writer) int 
 	}
 	ds, ok := cfg.Datasets[o.Dataset]
 	if !ok {
-		fmt.Fprintf(stderr, "lakewap verify: dataset %q is not in %s (it has %s)\n", o.Dataset, o.Config, strings.Join(slices.Sorted(maps.Keys(cfg.Datasets)), ", "))
+		failf(stderr, "lakewap verify: dataset %q is not in %s (it has %s)", o.Dataset, o.Config, strings.Join(slices.Sorted(maps.Keys(cfg.Datasets)), ", "))
 		return 2
 	}
 	key, err := cfg.AttestationKey()
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap verify: %v\n", err)
+		failf(stderr, "lakewap verify: %v", err)
 		return 2
 	}
 	log := daemon.NewLogger(stderr, cfg.Log.Format, "warn")
 	lake, err := daemon.Lake(cfg, log, nil, nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap verify: %v\n", err)
+		failf(stderr, "lakewap verify: %v", err)
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Runner.StepTimeout.Std())
 	defer cancel()
 	commits, err := lake.FirstParents(ctx, ds.Repository, ds.Target, since, verifyLimit)
 	if err != nil {
-		fmt.Fprintf(stderr, "lakewap verify: log of %s in %s: %v\n", ds.Target, ds.Repository, err)
+		failf(stderr, "lakewap verify: log of %s in %s: %v", ds.Target, ds.Repository, err)
 		return 2
 	}
 	digest := audit.SuiteDigest(ds.Suite)
@@ -92,7 +92,7 @@ func Verify(ctx context.Context, o VerifyOptions, stdout, stderr io.Writer) int 
 	}
 	if o.JSON {
 		if err := runs.WriteJSON(stdout, lines); err != nil {
-			fmt.Fprintf(stderr, "lakewap verify: %v\n", err)
+			failf(stderr, "lakewap verify: %v", err)
 			return 2
 		}
 	} else {

@@ -114,6 +114,7 @@ func writeChecks(w io.Writer, rep schemas.AuditReport) {
 
 // WriteDecisions prints the janitor's decisions, a row per branch deleted
 // (or that would be, with dryRun; every branch with all), then the count.
+// lakeFS's error text and what the state store holds are shown Printable.
 func WriteDecisions(w io.Writer, ds []janitor.Decision, dryRun, all bool, now time.Time) error {
 	verb := "deleted"
 	if dryRun {
@@ -136,7 +137,8 @@ func WriteDecisions(w io.Writer, ds []janitor.Decision, dryRun, all bool, now ti
 		if d.Err != "" {
 			why += ": " + d.Err
 		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\n", what, d.Repository, d.Branch, Dash(d.BatchID), Dash(string(d.State)), Age(now, now.Add(-d.Age)), why)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", what, Printable(d.Repository+"/"+d.Branch), Printable(Dash(d.BatchID)),
+			Printable(Dash(string(d.State))), Age(now, now.Add(-d.Age)), Printable(why))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

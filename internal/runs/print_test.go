@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/internal/runs"
+	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -51,5 +54,25 @@ func TestOperatorAnswerEscapesControls(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// The janitor's table carries lakeFS's error text for a delete that failed
+// and the run's state read from the store: escaped like every other output.
+func TestJanitorDecisionsEscapeControls(t *testing.T) {
+	evil := "\x1b]0;owned\x07 \u009b2J \u202e"
+	ds := []janitor.Decision{{Repository: "lake", Branch: "wap-b1", BatchID: "b1", State: pipeline.State("aborted" + evil),
+		Delete: true, Why: janitor.WhyAbortedExpired, Err: "delete branch wap-b1: 500 " + evil}}
+	var out bytes.Buffer
+	if err := runs.WriteDecisions(&out, ds, false, true, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range out.String() {
+		if r != '\n' && runs.TerminalDangerous(r) {
+			t.Fatalf("raw %U in the janitor's table: %q", r, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), `500 \x1b]0;owned\x07`) {
+		t.Errorf("the error not shown escaped: %q", out.String())
 	}
 }
