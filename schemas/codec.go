@@ -37,10 +37,14 @@ const HeaderBatchID = "wap.batch_id"
 
 // Decode error reasons, carried by DecodeError.Reason (and by dead letters).
 const (
-	DecodeTruncated           = "truncated"
-	DecodeUnknownMagic        = "unknown_magic"
-	DecodeUnknownFingerprint  = "unknown_fingerprint"
-	DecodeUnknownSchemaID     = "unknown_schema_id"
+	DecodeTruncated          = "truncated"
+	DecodeUnknownMagic       = "unknown_magic"
+	DecodeUnknownFingerprint = "unknown_fingerprint"
+	DecodeUnknownSchemaID    = "unknown_schema_id"
+	// DecodeSchemaIDRefused: the registry answered the schema id with a
+	// client error other than 404 that asking again will not change (400,
+	// 410, 422, ...; registryRefusesID).
+	DecodeSchemaIDRefused     = "schema_id_refused"
 	DecodeRegistryUnavailable = "registry_unavailable"
 	DecodeMalformed           = "malformed"
 	// DecodeIncompatibleSchema: the writer schema is known but is not a
@@ -356,6 +360,15 @@ func (c *Codec) planByID(ctx context.Context, id int) (plan, error) {
 			c.missing.put(&idEntry{id: id, err: missing, until: c.now().Add(missingFor)})
 			c.mu.Unlock()
 			return plan{}, missing
+		case registryRefusesID(err):
+			// Remembered as a missing id is: a producer naming it again
+			// within missingFor costs no registry call.
+			status, _ := registryStatus(err)
+			refused := decodeErr(DecodeSchemaIDRefused, "schema id %d: the registry refuses it (HTTP %d): %w", id, status, err)
+			c.mu.Lock()
+			c.missing.put(&idEntry{id: id, err: refused, until: c.now().Add(missingFor)})
+			c.mu.Unlock()
+			return plan{}, refused
 		case registryUnreachable(err):
 			return plan{}, decodeErr(DecodeRegistryUnavailable, "schema id %d: %w", id, err)
 		}

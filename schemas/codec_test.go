@@ -187,8 +187,8 @@ func TestRegistryStatusClassification(t *testing.T) {
 		encodePermanent bool
 		decodeReason    string
 	}{
-		{409, EncodeRegistryRejected, true, DecodeRegistryUnavailable},
-		{422, EncodeRegistryRejected, true, DecodeRegistryUnavailable},
+		{409, EncodeRegistryRejected, true, DecodeSchemaIDRefused},
+		{422, EncodeRegistryRejected, true, DecodeSchemaIDRefused},
 		{401, EncodeRegistryUnavailable, false, DecodeRegistryUnavailable},
 		{429, EncodeRegistryUnavailable, false, DecodeRegistryUnavailable},
 		{500, EncodeRegistryUnavailable, false, DecodeRegistryUnavailable},

@@ -196,12 +196,31 @@ func registryNotFound(err error) bool {
 	return ok && status == http.StatusNotFound
 }
 
+// registryRefusesID: the registry answered a schema id with a client error
+// it gives for the id itself (400 or 422 for an id out of its range, 410
+// for one deleted), which asking again will not change. 404 is
+// registryNotFound; 408 and 429 are about the moment, 401, 403 and 407
+// about lakewap's credentials (being rotated): those may heal.
+func registryRefusesID(err error) bool {
+	status, ok := registryStatus(err)
+	if !ok || status < 400 || status >= 500 {
+		return false
+	}
+	switch status {
+	case http.StatusNotFound, http.StatusRequestTimeout, http.StatusTooManyRequests,
+		http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired:
+		return false
+	}
+	return true
+}
+
 // registryUnreachable: the registry could not give an answer this time.
 func registryUnreachable(err error) bool {
 	if _, ok := registryStatus(err); ok {
-		// Any answer other than 404 (5xx, 429, but also 401/403 after a
-		// credentials mix-up) may heal; dead-lettering on it would lose order.
-		return !registryNotFound(err)
+		// Any answer other than 404 and the refusals of an id (5xx, 429,
+		// but also 401/403 after a credentials mix-up) may heal;
+		// dead-lettering on it would lose order.
+		return !registryNotFound(err) && !registryRefusesID(err)
 	}
 	var ue *url.Error
 	var ne net.Error
