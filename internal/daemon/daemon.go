@@ -573,7 +573,8 @@ func failpointFromEnv(log *slog.Logger) func(string) {
 // a goroutine, buffers and up to 64 KiB of header for its 5 s, and whoever
 // reaches the port could open them without end (512 such headers are 32
 // MiB). A connection past it first makes the server close its idle
-// keep-alive connections (else maxConns connections that each sent one
+// keep-alive connections, those that have sent nothing of a next request
+// (else maxConns connections that each sent one
 // request would lock every caller out for the idle timeout), then the
 // connection that has waited longest for its client, the rest of its
 // request header or of a body its handler reads, or to take an answer
@@ -617,6 +618,9 @@ type connLimiter struct {
 	// write lasts only while the kernel's buffers are full, that is while
 	// the client reads nothing of its answers.
 	writing map[*limitedConn]time.Time
+	// idle holds the keep-alive connections between requests that have
+	// sent nothing of their next one: the ones shedIdle closes.
+	idle map[*limitedConn]bool
 }
 
 // serveLimited makes srv hold at most n connections of ln at a time (the
@@ -625,7 +629,7 @@ type connLimiter struct {
 // the handler left unread.
 func serveLimited(srv *http.Server, ln net.Listener, n int) *connLimiter {
 	lim := limitConns(ln, n)
-	lim.full = shedIdle(srv)
+	lim.full = lim.shedIdle
 	state := srv.ConnState
 	srv.ConnState = func(c net.Conn, s http.ConnState) {
 		if lc, ok := c.(*limitedConn); ok {
@@ -696,7 +700,8 @@ type connKey struct{}
 
 func limitConns(ln net.Listener, n int) *connLimiter {
 	return &connLimiter{Listener: ln, slots: make(chan struct{}, n), grace: headerGrace, now: time.Now,
-		closed: make(chan struct{}), reading: map[*limitedConn]time.Time{}, writing: map[*limitedConn]time.Time{}}
+		closed: make(chan struct{}), reading: map[*limitedConn]time.Time{}, writing: map[*limitedConn]time.Time{},
+		idle: map[*limitedConn]bool{}}
 }
 
 // Close closes the listener and ends a wait for a slot.
@@ -758,6 +763,7 @@ func (l *connLimiter) hold(c net.Conn) *limitedConn {
 		lc.gone = true
 		delete(l.reading, lc)
 		delete(l.writing, lc)
+		delete(l.idle, lc)
 		l.mu.Unlock()
 		<-l.slots
 	})
@@ -793,13 +799,25 @@ func (l *connLimiter) closeSlowest() (closed bool, wait time.Duration) {
 	return true, 0
 }
 
-// track forgets a connection that went idle or away. A keep-alive
-// connection's later header is read while the server counts it idle (it
-// turns active once the header is in): shedIdle closes those.
+// track forgets a connection that went idle or away, and counts the
+// first as idle (shedIdle's) until its next request begins to arrive
+// (limitedConn.Read).
 func (l *connLimiter) track(c *limitedConn, s http.ConnState) {
 	switch s {
-	case http.StateIdle, http.StateHijacked, http.StateClosed:
-		l.forget(c)
+	case http.StateIdle:
+		l.mu.Lock()
+		delete(l.reading, c)
+		if !c.gone {
+			l.idle[c] = true
+		}
+		l.mu.Unlock()
+	case http.StateHijacked, http.StateClosed, http.StateActive:
+		l.mu.Lock()
+		delete(l.idle, c)
+		if s != http.StateActive {
+			delete(l.reading, c)
+		}
+		l.mu.Unlock()
 	}
 }
 
@@ -818,12 +836,25 @@ func (l *connLimiter) forget(c *limitedConn) {
 	l.mu.Unlock()
 }
 
-// shedIdle closes srv's idle keep-alive connections (each gives its slot
-// back as it closes); keep-alives stay on for the connections after.
-func shedIdle(srv *http.Server) func() {
-	return func() {
-		srv.SetKeepAlivesEnabled(false) // closes the idle connections
-		srv.SetKeepAlivesEnabled(true)
+// shedIdle closes the idle keep-alive connections (each gives its slot
+// back as it closes). The server counts a keep-alive connection idle until
+// the whole header of its next request is in, and http.Server's own
+// closing of idle connections (SetKeepAlivesEnabled(false), used before)
+// closed those too: a caller's next request (lakeFS's next hook call, a
+// POST its client does not send again) was cut off with no answer if it had
+// begun to arrive when a connection came in at the limit, which an
+// attacker filling the slots made happen with each connection it opened.
+// A connection whose next request has begun is not idle here: it waits for
+// its client (closeSlowest's, after the grace).
+func (l *connLimiter) shedIdle() {
+	l.mu.Lock()
+	idle := make([]*limitedConn, 0, len(l.idle))
+	for c := range l.idle {
+		idle = append(idle, c)
+	}
+	l.mu.Unlock()
+	for _, c := range idle {
+		_ = c.Close()
 	}
 }
 
@@ -854,6 +885,24 @@ func (c *limitedConn) Write(p []byte) (int, error) {
 	c.lim.mu.Lock()
 	delete(c.lim.writing, c)
 	c.lim.mu.Unlock()
+	return n, err
+}
+
+// Read notes that the next request of an idle keep-alive connection has
+// begun to arrive: from now it waits for its client, as a new connection
+// does, instead of being idle.
+func (c *limitedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.lim.mu.Lock()
+		if c.lim.idle[c] {
+			delete(c.lim.idle, c)
+			if !c.gone {
+				c.lim.reading[c] = c.lim.now()
+			}
+		}
+		c.lim.mu.Unlock()
+	}
 	return n, err
 }
 
