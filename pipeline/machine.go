@@ -771,6 +771,16 @@ func (m Machine) cancel(n Run, ev schemas.BatchCancelled, now time.Time) (Run, b
 			fmt.Sprintf("cancel %s of batch %s, asked for at %s, is older than the run (landed %s, less %s for clock skew): it was asked about an earlier run of the batch id; ask again",
 				ev.RequestID, n.BatchID, stamp(ev.OccurredAt), stamp(n.LandedAt), RequestSkew), now)
 	}
+	if ev.RequestID != "" && n.LandedAt.IsZero() && (n.State == "" || n.State == StatePending) && stale(ev.OccurredAt, now) {
+		// Of a batch without a run, it would be remembered and abort the
+		// batch when it lands, however long after: a copy of a cancel asked
+		// about a run since forgotten, put back before the batch id's next
+		// run lands (or while its writes wait for it), kept that run from
+		// ever running. A cancel asked for a run to come is read at once.
+		return n, false, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset, State: n.State}, ev.RequestID, schemas.TypeBatchCancelled, schemas.RefusedStale,
+			fmt.Sprintf("cancel %s of batch %s, asked for at %s, reached lakewap at %s, more than %s later, and the batch has no run: it was asked about an earlier run of the batch id, or waited too long to be read; ask again",
+				ev.RequestID, ev.BatchID, stamp(ev.OccurredAt), stamp(now), RequestSkew), now)
+	}
 	if abortable(n.State) {
 		// An operator's cancel is answered by the abort; a plain one (the
 		// janitor's) answers whatever request the run was carrying out.
@@ -861,7 +871,8 @@ func (m Machine) revert(n Run, ev schemas.RevertRequested, now time.Time) (Run, 
 }
 
 // RequestSkew is how much earlier than the outcome it acts on (the run's
-// state since, on lakewap's clock; for a cancel, its landing) an
+// state since, on lakewap's clock; for a cancel, its landing, or, of a
+// batch without a run, the cancel's reading) an
 // operator's retry, revert or cancel may be stamped, for the operator's
 // clock running behind. An older request was asked about something else
 // (an earlier failure, or an earlier run of the batch id): a copy of it

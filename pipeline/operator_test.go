@@ -370,7 +370,7 @@ func TestCopiedCancelOfAnEarlierRunIsRefused(t *testing.T) {
 		run  Run
 		in   Cancel
 	}{
-		{"asked before the batch landed, of a batch without a run", Run{}, asked(0)},
+		{"asked before the batch landed, of a batch without a run", Run{}, asked(3*time.Hour - time.Minute)}, // read at once (TestCopiedCancelBeforeTheNextRunLandsIsRefused)
 		{"asked after the run landed", landedAt(time.Hour), asked(2 * time.Hour)},
 		{"asked within the clock skew before it landed", landedAt(time.Hour), asked(time.Hour - RequestSkew + time.Second)},
 	} {
@@ -380,5 +380,50 @@ func TestCopiedCancelOfAnEarlierRunIsRefused(t *testing.T) {
 				t.Errorf("run %s (%s), want aborted cancelled", next.State, next.Reason)
 			}
 		})
+	}
+}
+
+// TestCopiedCancelBeforeTheNextRunLandsIsRefused: a cancel is refused stale
+// when asked more than RequestSkew before the run it would cancel landed,
+// but one of a batch that has no run (or only writes waiting for their
+// BatchLanded) was remembered, whenever it had been asked: the batch was
+// aborted cancelled, and its BatchLanded, when it came, changed nothing.
+// Whoever may write the requests topic with a copy of an operator's signed
+// cancel of a batch id, asked about a run since forgotten, put it back just
+// before the id's next run landed (an upstream's re-send, a reused id), or
+// while that run's writes came first, and the run never ran; a copy put
+// back every 7 days (the retention of the aborted record) kept the batch
+// id from ever running. A cancel of a batch without a run, asked more than
+// RequestSkew before lakewap reads it, is now refused stale and changes
+// nothing; one asked within it is remembered as before.
+func TestCopiedCancelBeforeTheNextRunLandsIsRefused(t *testing.T) {
+	m := NewMachine(DefaultPolicy)
+	copied := cancelReq("c", "q-old") // asked at t0, about a run of "c" since forgotten
+	days := t0.Add(8 * 24 * time.Hour)
+	pending, _ := transition(t, m, Run{}, write("c", "fact"), days)
+	for name, r := range map[string]Run{"no run": {}, "writes before the landing": pending} {
+		t.Run(name, func(t *testing.T) {
+			next, effects := transition(t, m, r, copied, days.Add(time.Minute))
+			if a, b := marshal(t, next), marshal(t, r); a != b {
+				t.Errorf("a cancel asked 8 days before lakewap read it, of a batch without a run, changed it:\n%s\n%s", b, a)
+			}
+			o := replyOf(effects)
+			if o == nil || o.Refused == nil || o.Refused.Reason != schemas.RefusedStale {
+				t.Errorf("reply = %+v, want RequestRefused %s", o, schemas.RefusedStale)
+			}
+			next, _ = transition(t, m, next, landed("c", "fact"), days.Add(2*time.Minute))
+			if next.State == StateAborted {
+				t.Errorf("the run that landed after it is aborted (%s)", next.Reason)
+			}
+		})
+	}
+	// Asked within the skew before lakewap reads it: remembered, the batch
+	// is aborted when it lands.
+	fresh := cancelReq("c", "q-new")
+	fresh.Event.OccurredAt = days.Add(-RequestSkew + time.Second)
+	next, _ := transition(t, m, Run{}, fresh, days)
+	next, _ = transition(t, m, next, landed("c", "fact"), days.Add(time.Hour))
+	if next.State != StateAborted || next.Reason != schemas.ReasonCancelled {
+		t.Errorf("a cancel read at once, then its batch landing: run %s (%s), want aborted cancelled", next.State, next.Reason)
 	}
 }
