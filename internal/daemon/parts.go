@@ -34,9 +34,23 @@ func NewLogger(w io.Writer, format, level string) *slog.Logger {
 	_ = lv.UnmarshalText([]byte(strings.ToUpper(level)))
 	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: clipAttr}
 	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(slog.NewJSONHandler(terminalSafe{w}, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// terminalSafe writes JSON log lines with the C1 controls and bidi
+// overrides that encoding/json leaves raw escaped (runs.JSONTerminalSafe):
+// a line quotes writers' data (an object path in an audit's error) and
+// reaches an operator's terminal. The text format escapes them itself.
+// slog's handler writes each line in one Write.
+type terminalSafe struct{ w io.Writer }
+
+func (t terminalSafe) Write(p []byte) (int, error) {
+	if _, err := t.w.Write(runs.JSONTerminalSafe(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // clipAttr clips a's value to MaxLogValueBytes as text, saying how much
