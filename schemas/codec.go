@@ -188,6 +188,16 @@ func (c *idCache) get(id int) (*idEntry, bool) {
 	return e.Value.(*idEntry), true
 }
 
+// readable is the id used last, other than not, whose schema was read.
+func (c *idCache) readable(not int) (int, bool) {
+	for e := c.order.Front(); e != nil; e = e.Next() {
+		if x := e.Value.(*idEntry); x.err == nil && x.id != not {
+			return x.id, true
+		}
+	}
+	return 0, false
+}
+
 func (c *idCache) put(x *idEntry) {
 	if e, ok := c.m[x.id]; ok {
 		e.Value = x
@@ -369,6 +379,15 @@ func (c *Codec) planByID(ctx context.Context, id int) (plan, error) {
 			c.missing.put(&idEntry{id: id, err: refused, until: c.now().Add(missingFor)})
 			c.mu.Unlock()
 			return plan{}, refused
+		case registryForbidden(err):
+			if known, served := c.servesAnother(ctx, id); served {
+				refused := decodeErr(DecodeSchemaIDRefused, "schema id %d: the registry refuses it to lakewap (HTTP 403) while it serves schema id %d: %w", id, known, err)
+				c.mu.Lock()
+				c.missing.put(&idEntry{id: id, err: refused, until: c.now().Add(missingFor)})
+				c.mu.Unlock()
+				return plan{}, refused
+			}
+			return plan{}, decodeErr(DecodeRegistryUnavailable, "schema id %d: %w", id, err)
 		case registryUnreachable(err):
 			return plan{}, decodeErr(DecodeRegistryUnavailable, "schema id %d: %w", id, err)
 		}
@@ -396,6 +415,22 @@ func (c *Codec) planByID(ctx context.Context, id int) (plan, error) {
 	}
 	c.mu.Unlock()
 	return p, nil
+}
+
+// servesAnother asks the registry again for the schema id read last
+// other than id: whether it still serves lakewap. A registry with access
+// control answers 403 for an id under a subject lakewap may not read, and
+// a producer may name one (its own subject's); a 403 for every id is
+// lakewap's credentials (being rotated), which may heal.
+func (c *Codec) servesAnother(ctx context.Context, id int) (int, bool) {
+	c.mu.Lock()
+	known, ok := c.resolved.readable(id)
+	c.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	_, err := c.reg.GetSchema(ctx, known)
+	return known, err == nil
 }
 
 // unreadable remembers that id's schema cannot be read, and why.

@@ -214,6 +214,14 @@ func registryRefusesID(err error) bool {
 	return true
 }
 
+// registryForbidden: the registry refuses lakewap the call (403): its
+// credentials, or, with access control per subject, this schema id
+// (Codec.servesAnother tells which).
+func registryForbidden(err error) bool {
+	status, ok := registryStatus(err)
+	return ok && status == http.StatusForbidden
+}
+
 // registryUnreachable: the registry could not give an answer this time.
 func registryUnreachable(err error) bool {
 	if _, ok := registryStatus(err); ok {
