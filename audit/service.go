@@ -3,10 +3,13 @@ package audit
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -77,6 +80,8 @@ type Service struct {
 
 	mu       sync.Mutex
 	inflight map[reportKey]*flight
+
+	suites map[string]string // SuitesDigest by dataset, fixed for the service's life
 }
 
 // flight is one webhook audit in progress; done is closed when rep and err
@@ -111,7 +116,41 @@ func NewService(o ServiceOptions) (*Service, error) {
 		return nil, err
 	}
 	return &Service{o: o, cache: newReportCache(reportCacheSize), inflight: map[reportKey]*flight{},
-		slots: make(chan struct{}, o.Concurrency), reserved: make(chan struct{}, o.Concurrency), serviceMetrics: m}, nil
+		slots: make(chan struct{}, o.Concurrency), reserved: make(chan struct{}, o.Concurrency), serviceMetrics: m,
+		suites: suitesDigests(o.Datasets)}, nil
+}
+
+// SuitesDigest is the digest of the suites that can judge a batch of
+// dataset: its own, and those of every other dataset publishing into the
+// same repository and target (any of them is a neighbor when the batch
+// touches one of its tables, neighbors.go), with their names. The runner
+// records it with a batch's verdict, and rechecks a batch whose recorded
+// digest is not the one in force when it publishes (a restart, or another
+// instance, with another config). Every dataset of the target counts, not
+// only the neighbors the audit judged: a dataset added, or a table added
+// to one, may make a neighbor of a dataset the audit did not judge, and
+// which ones the batch touches is known only from its diff. Empty for a
+// dataset not in the config.
+func (s *Service) SuitesDigest(dataset string) string { return s.suites[dataset] }
+
+// suitesDigests is SuitesDigest of each dataset of ds.
+func suitesDigests(ds map[string]Dataset) map[string]string {
+	own := make(map[string]string, len(ds))
+	for name, d := range ds {
+		own[name] = SuiteDigest(d.Suite)
+	}
+	out := make(map[string]string, len(ds))
+	for name, d := range ds {
+		h := sha256.New()
+		fmt.Fprintf(h, "%s\x00%s\n", name, own[name])
+		for _, other := range slices.Sorted(maps.Keys(ds)) {
+			if e := ds[other]; other != name && e.Repository == d.Repository && e.Target == d.Target {
+				fmt.Fprintf(h, "%s\x00%s\n", other, own[other])
+			}
+		}
+		out[name] = hex.EncodeToString(h.Sum(nil)[:16])
+	}
+	return out
 }
 
 // Audit runs the suite of req.Dataset (req.Suite is ignored) and remembers

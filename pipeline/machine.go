@@ -138,6 +138,9 @@ type (
 	Audited struct {
 		SealedCommit string
 		Report       schemas.AuditReport
+		// Suites is the digest of the suites the report was reached
+		// under (Run.Suites); empty when the auditor does not tell.
+		Suites string
 	}
 	// Strayed reports that the sealed commit changes paths outside the
 	// dataset's tables (and allowed paths); Total counts them all, Paths
@@ -156,6 +159,9 @@ type (
 		CommitID     string
 		SealedCommit string
 		Report       *schemas.AuditReport
+		// Suites is the digest of the suites Report was reached under
+		// (Run.Suites), set with Report.
+		Suites string
 		// Changes announce what the merge landed on that lakewap did not
 		// attest (commits, a suite change); the machine queues at most
 		// MaxChanges of them after BatchPublished.
@@ -169,6 +175,11 @@ type (
 		SealedCommit, Commit, Head string
 		Checks                     []string
 		Report                     schemas.AuditReport
+		// SuitesChanged: the recheck ran because the suites in force are
+		// not those of the batch's audit (Run.Suites). With no Commit the
+		// target had not moved: the batch fails the checks as they are
+		// now, and no commit is to blame.
+		SuitesChanged bool
 	}
 	// StepFailed reports a step that returned an error.
 	StepFailed struct {
@@ -499,6 +510,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		rep := in.Report
 		n.Report = &rep
 		n.SealedCommit = in.SealedCommit
+		n.Suites = suitesDigest(in.Suites)
 		if rep.Passed {
 			n.setState(StatePublishing, now)
 			n.PublishSince = now
@@ -523,6 +535,9 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 			return n, false, nil
 		}
 		n = rechecked(n, in.SealedCommit, in.Report)
+		if in.Report != nil {
+			n.Suites = suitesDigest(in.Suites)
+		}
 		n = published(n, in.CommitID, now)
 		n = announced(n, in.Changes)
 	case Collided:
@@ -533,8 +548,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		n.Report = &rep
 		n.SealedCommit = in.SealedCommit
 		n.KeepBranch = true
-		n = abort(n, schemas.ReasonAuditFailed, fmt.Sprintf("the batch applied to %s at %s fails %s: it collides with commit %s",
-			n.Target, in.Head, strings.Join(in.Checks, ", "), in.Commit), now)
+		n = abort(n, schemas.ReasonAuditFailed, collidedDetail(n.Target, in), now)
 	case Looked:
 		if n.State != StatePublishing || n.Looking == nil {
 			return n, false, nil
@@ -633,6 +647,30 @@ func (m Machine) auditLost(n Run, now time.Time) Run {
 
 // rechecked records the commit merged in place of the run's sealed one,
 // and its audit, when there was one.
+// MaxSuitesBytes bounds Run.Suites: a digest, not the suites. A longer
+// one is not stored, and the run's publish rechecks the batch.
+const MaxSuitesBytes = 64
+
+func suitesDigest(s string) string {
+	if len(s) > MaxSuitesBytes {
+		return ""
+	}
+	return s
+}
+
+// collidedDetail is the abort detail of in, a recheck that failed onto
+// target's head.
+func collidedDetail(target string, in Collided) string {
+	checks := strings.Join(in.Checks, ", ")
+	switch {
+	case in.SuitesChanged && in.Commit == "":
+		return fmt.Sprintf("the batch applied to %s at %s fails %s under the checks in force now: the suites changed since its audit", target, in.Head, checks)
+	case in.SuitesChanged:
+		return fmt.Sprintf("the batch applied to %s at %s fails %s under the checks in force now (the suites changed since its audit): it collides with commit %s", target, in.Head, checks, in.Commit)
+	}
+	return fmt.Sprintf("the batch applied to %s at %s fails %s: it collides with commit %s", target, in.Head, checks, in.Commit)
+}
+
 func rechecked(n Run, sealed string, rep *schemas.AuditReport) Run {
 	if sealed != "" {
 		n.SealedCommit = sealed

@@ -100,10 +100,16 @@ type Run struct {
 	// publishes it is looked for among target commits made since then.
 	PublishSince time.Time            `json:"publish_since,omitempty"`
 	Report       *schemas.AuditReport `json:"report,omitempty"`
-	CommitID     string               `json:"commit_id,omitempty"` // merge commit on Target
-	Reason       string               `json:"reason,omitempty"`
-	FailedStep   Step                 `json:"failed_step,omitempty"` // the step whose failure ended the run
-	Detail       string               `json:"detail,omitempty"`
+	// Suites is the digest of the suites Report's verdict was reached
+	// under (the auditor's SuitesDigest: the dataset's and those of the
+	// other datasets of its target, at most MaxSuitesBytes): a publish
+	// whose config holds other suites rechecks the batch under them
+	// first, whether or not the target moved.
+	Suites     string `json:"suites,omitempty"`
+	CommitID   string `json:"commit_id,omitempty"` // merge commit on Target
+	Reason     string `json:"reason,omitempty"`
+	FailedStep Step   `json:"failed_step,omitempty"` // the step whose failure ended the run
+	Detail     string `json:"detail,omitempty"`
 
 	// AuditOpen: an attempt of the audit step, or of a publish's recheck,
 	// was recorded as begun (AuditBegun) and has not reported. A run

@@ -48,6 +48,10 @@ func (a auditor) PrepareRecheck(ctx context.Context, req pipeline.AuditRequest, 
 	a.s.PrepareRecheck(ctx, r, foundation)
 }
 
+// SuitesDigest names the suites the runner's audits of dataset are reached
+// under (runner.SuitesDigester).
+func (a auditor) SuitesDigest(dataset string) string { return a.s.SuitesDigest(dataset) }
+
 // Merged tells the audit engine of a merge the runner made
 // (runner.MergeRecorder).
 func (a auditor) Merged(repo, commit, sealed string) { a.s.Merged(repo, commit, sealed) }
@@ -70,6 +74,7 @@ func (n notifier) Notify(ctx context.Context, pn pipeline.Notification) (map[str
 var (
 	_ runner.MergeRecorder   = auditor{}
 	_ runner.RecheckPreparer = auditor{}
+	_ runner.SuitesDigester  = auditor{}
 )
 
 // The runner takes a waiting publish's diff ahead of its turn only with a

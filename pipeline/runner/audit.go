@@ -126,7 +126,25 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)
 	}
-	return pipeline.Audited{SealedCommit: commit, Report: rep}
+	return pipeline.Audited{SealedCommit: commit, Report: rep, Suites: r.suites(run.Dataset)}
+}
+
+// SuitesDigester is an Auditor that names the suites its verdicts on a
+// dataset's batches are reached under, by a digest (audit.Service's
+// SuitesDigest): the runner records it with the audit's verdict
+// (Run.Suites), and a publish under another digest (a restart, or another
+// instance, with another config) rechecks the batch before its merge.
+type SuitesDigester interface {
+	SuitesDigest(dataset string) string
+}
+
+// suites is the Auditor's digest of dataset's suites; empty without a
+// SuitesDigester.
+func (r *Runner) suites(dataset string) string {
+	if d, ok := r.cfg.Auditor.(SuitesDigester); ok {
+		return d.SuitesDigest(dataset)
+	}
+	return ""
 }
 
 // Relinker is a Lake that names the paths a commit holds at another

@@ -209,10 +209,25 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 	}
 	// A run stored before PublishSince existed has only StateSince.
 	since := cmp.Or(run.PublishSince, run.StateSince)
+	// A verdict reached under other suites than those in force (a restart,
+	// or another instance, with another config: a check added to the
+	// dataset or to another one of its target) does not stand: the batch is
+	// rechecked under the suites now, even onto a target that did not
+	// move. A digest comparison, no call to lakeFS. A run stored before
+	// the digest was recorded has none, and is rechecked.
+	suites := r.suites(run.Dataset)
+	stale := run.Suites != suites
+	if stale {
+		log.Warn("the suites changed since the batch's audit: it is audited again under the suites in force before its merge",
+			"audited_under", run.Suites, "in_force", suites)
+	}
 	var rmu sync.Mutex
 	reports := map[Guess]*schemas.AuditReport{} // at most two: the look's guess, and what the look found
 	recheck := func(ctx context.Context, base, head string) (map[string]string, error) {
 		rep, err := r.recordedRecheck(ctx, log, run, base, head, begin)
+		if col := (*Collision)(nil); errors.As(err, &col) {
+			col.SuitesChanged = stale
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -227,14 +242,15 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 	}
 	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, log: log}, PublishRequest{
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
-		Meta: r.meta(ctx, log, run, ""), Recheck: recheck, Guess: r.guess(run),
+		Meta: r.meta(ctx, log, run, ""), Recheck: recheck, RecheckAlways: stale, Guess: r.guess(run),
 		Guessed: func(taken bool) { r.metrics.guessedRecheck(run.Repository, run.Target, taken) }}, r.cfg.Failpoint)
 	var col *Collision
 	var stray *strayError
 	switch {
 	case errors.As(err, &col):
 		log.Warn("batch collides with the target as it is now", "commit", col.Commit, "head", col.Head, "checks", col.Checks)
-		return pipeline.Collided{SealedCommit: run.SealedCommit, Report: col.Report, Commit: col.Commit, Head: col.Head, Checks: col.Checks}
+		return pipeline.Collided{SealedCommit: run.SealedCommit, Report: col.Report, Commit: col.Commit, Head: col.Head, Checks: col.Checks,
+			SuitesChanged: col.SuitesChanged}
 	case errors.As(err, &stray):
 		log.Warn("sealed commit changes paths outside its tables against the target's head", "paths", stray.in.Total)
 		return stray.in
@@ -252,6 +268,9 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 	}
 	rechecked := reports[res.RecheckedAt] // nil for no recheck
 	in := pipeline.Merged{CommitID: res.CommitID, SealedCommit: res.Sealed, Report: rechecked}
+	if rechecked != nil {
+		in.Suites = suites
+	}
 	if !res.Empty {
 		judged := run
 		if rechecked != nil {
@@ -442,7 +461,9 @@ const maxCollisionWindow = 1000
 // batch fails with. before is called before the recheck or a probe first
 // reads bytes (AuditRequest.BeforeRead).
 func (r *Runner) recheck(ctx context.Context, log *slog.Logger, run pipeline.Run, base, head string, before func(context.Context) error) (*schemas.AuditReport, error) {
-	log.Info("target moved since the batch's snapshot: auditing the sealed commit as its merge will leave the target", "base", base, "head", head)
+	if base != head {
+		log.Info("target moved since the batch's snapshot: auditing the sealed commit as its merge will leave the target", "base", base, "head", head)
+	}
 	changes, ok := r.preparedDiff(run, base)
 	if !ok {
 		var err error
@@ -469,6 +490,11 @@ func (r *Runner) recheck(ctx context.Context, log *slog.Logger, run pipeline.Run
 	var checks []string
 	for _, c := range rep.Failed() {
 		checks = append(checks, c.Name)
+	}
+	if base == head {
+		// Rechecked for a change of the suites, onto the target the audit
+		// saw: no commit came in to collide with.
+		return nil, &Collision{Report: rep, Head: head, Checks: checks}
 	}
 	commit, err := r.collidesWith(ctx, log, run, base, head, checks, changes, before)
 	if err != nil {
@@ -788,13 +814,19 @@ func (r *Runner) probe(ctx context.Context, run pipeline.Run, commit string, che
 // Collision is a batch that passed its audit but fails, applied to the
 // target as it is now: Commit is the first target commit since the batch's
 // snapshot it fails with, Head the target's head it was audited against.
+// Commit is empty when the target had not moved (a recheck for a change
+// of the suites: SuitesChanged).
 type Collision struct {
-	Commit, Head string
-	Checks       []string
-	Report       schemas.AuditReport
+	Commit, Head  string
+	Checks        []string
+	Report        schemas.AuditReport
+	SuitesChanged bool
 }
 
 func (c *Collision) Error() string {
+	if c.Commit == "" {
+		return fmt.Sprintf("the batch fails %s applied to the target at %s under the suites in force", strings.Join(c.Checks, ", "), c.Head)
+	}
 	return fmt.Sprintf("the batch fails %s applied to the target at %s: it collides with commit %s", strings.Join(c.Checks, ", "), c.Head, c.Commit)
 }
 
@@ -846,6 +878,10 @@ type PublishRequest struct {
 	// what is merged either way; the metadata Recheck returns replaces Meta
 	// (it attests the recheck's verdict). Nil merges without a recheck.
 	Recheck func(ctx context.Context, base, head string) (map[string]string, error)
+	// RecheckAlways calls Recheck also when the target did not move (base
+	// and head the same commit): the sealed commit's verdict was reached
+	// under other suites than those in force.
+	RecheckAlways bool
 	// Guess, if set, is the (base, head) the look most likely finds: the
 	// recheck against it starts beside the look, and is used when the look
 	// finds exactly that; otherwise it is stopped and the recheck runs
@@ -914,7 +950,7 @@ func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpo
 		return PublishResult{}, absorbed(req, p)
 	}
 	var at Guess
-	if req.Recheck != nil && p.Base != p.Head {
+	if req.Recheck != nil && (p.Base != p.Head || req.RecheckAlways) {
 		at = Guess{Base: p.Base, Head: p.Head}
 		var meta map[string]string
 		if early != nil && req.Guessed != nil {
