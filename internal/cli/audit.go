@@ -18,7 +18,6 @@ import (
 	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/runs"
 	"github.com/lakewap/lakewap/pipeline"
-	"github.com/lakewap/lakewap/pipeline/lakefs"
 	"github.com/lakewap/lakewap/pipeline/lakefs/auditsource"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -76,7 +75,9 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 	req := audit.Request{Dataset: o.Dataset, Repository: ds.Repository, Ref: o.Ref, BaseRef: baseRef, BatchTime: batchTime, Full: o.Full}
 	var src audit.Source
 	var hist audit.History
-	var lake *lakefs.Client
+	// remote is lakeFS's diff of the ref against the base, as the runner
+	// takes it (nil with -local).
+	var remote func(ctx context.Context, from, to string) (*audit.Changes, error)
 	if o.Local != "" {
 		src = audit.DirSource{Root: o.Local}
 		// -local: the suite over files on disk, laid out as DIR/<ref>/<table path>.
@@ -87,11 +88,17 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 			}
 		}
 	} else {
-		var err error
-		lake, err = daemon.Lake(cfg, log, nil, nil)
+		lake, err := daemon.Lake(cfg, log, nil, nil)
 		if err != nil {
 			failf(stderr, "lakewap audit: %v", err)
 			return AuditError
+		}
+		remote = func(ctx context.Context, from, to string) (*audit.Changes, error) {
+			changes, err := lake.Changes(ctx, ds.Repository, from, to)
+			if err != nil {
+				return nil, err
+			}
+			return auditsource.Changes(changes), nil
 		}
 		src = auditsource.Source{Lake: lake}
 		if cfg.Audit.IncrementalOn() {
@@ -119,9 +126,9 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 		// The diff the runner takes of a batch: the audit judges by it the
 		// checks of the other datasets of the target that hold a table the
 		// ref changes (audit/neighbors.go), as the runner does.
-		changes, err := diffOf(ctx, src, lake, req)
+		changes, err := diffOf(ctx, src, remote, req)
 		if err != nil {
-			fmt.Fprintf(stderr, "lakewap audit: diff of %s against %s: %v\n", o.Ref, baseRef, err)
+			failf(stderr, "lakewap audit: diff of %s against %s: %v", o.Ref, baseRef, err)
 			return AuditError
 		}
 		req.Changes = changes
@@ -148,13 +155,9 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 // diffOf is what req.Ref changes against req.BaseRef: lakeFS's diff, as
 // the runner takes it, or, with -local, the files the ref's directory adds
 // or changes and those of the base's it lacks.
-func diffOf(ctx context.Context, src audit.Source, lake *lakefs.Client, req audit.Request) (*audit.Changes, error) {
-	if lake != nil {
-		changes, err := lake.Changes(ctx, req.Repository, req.BaseRef, req.Ref)
-		if err != nil {
-			return nil, err
-		}
-		return auditsource.Changes(changes), nil
+func diffOf(ctx context.Context, src audit.Source, remote func(ctx context.Context, from, to string) (*audit.Changes, error), req audit.Request) (*audit.Changes, error) {
+	if remote != nil {
+		return remote(ctx, req.BaseRef, req.Ref)
 	}
 	objs, err := src.Changed(ctx, req.Repository, req.BaseRef, req.Ref, "")
 	if err != nil {
