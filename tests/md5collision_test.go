@@ -80,3 +80,71 @@ func TestCollidingBytesMergedIntoABatchBranchAreRefused(t *testing.T) {
 		t.Errorf("main's %s holds the writer's colliding bytes", manifest)
 	}
 }
+
+// TestAnotherPublishRelinkingAFileDoesNotAbortAWritersCommittedBatch: a
+// writer that commits on its batch's branch makes the audit compare the
+// seal with the target by address, outside the batch's tables. Compared
+// with the target's head, a file of another dataset that the target came
+// to hold at another address under the same bytes since the branch point
+// (a delete and an add of the same bytes in two commits, merged: lakeFS
+// gives the new upload its own address) was named as the batch's relink,
+// and the honest batch was aborted outside_tables. The batch did not touch
+// it: only what the seal holds at another address than the merge-base of
+// the seal and the target can be the branch's own relink.
+func TestAnotherPublishRelinkingAFileDoesNotAbortAWritersCommittedBatch(t *testing.T) {
+	e := startE2E(t, func(*config.Config) {})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const marker = "zzzz/ledger/_SUCCESS"
+	body := []byte("ledger done\n")
+	must(t, e.Lake.Upload(ctx, "lake", "main", marker, bytes.NewReader(body)))
+	_, err := e.Lake.Commit(ctx, "lake", "main", "ledger's marker", nil)
+	must(t, err)
+	api := e.lakeFSAPI(t)
+	address := func(ref string) string {
+		st, err := api.StatObjectWithResponse(ctx, "lake", ref, &apigen.StatObjectParams{Path: marker})
+		must(t, err)
+		if st.JSON200 == nil {
+			t.Fatalf("stat %s on %s: %d", marker, ref, st.StatusCode())
+		}
+		return st.JSON200.PhysicalAddress
+	}
+	before := address("main")
+
+	id := fmt.Sprintf("relinked-honest-%d", time.Now().UnixNano())
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "t", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	_, err = e.Watcher.Await(ctx, id, schemas.TypeBranchReady)
+	must(t, err)
+	branch := schemas.BranchName("billing", id)
+	// The writer writes its rows and commits them on its own branch.
+	must(t, e.WriteParquet(ctx, branch, "gold/billing_fact/batch="+id+"/part-0.parquet", billingRows(910000, 0, 3, "BIGINT")))
+	_, err = e.Lake.Commit(ctx, "lake", branch, "the writer's own commit", nil)
+	must(t, err)
+
+	// Meanwhile the ledger's job writes its marker again with the same
+	// bytes, in two commits, and it reaches main.
+	side := "ledger-" + id
+	_, err = e.Lake.EnsureBranch(ctx, "lake", side, "main")
+	must(t, err)
+	if resp, err := api.DeleteObjectWithResponse(ctx, "lake", side, &apigen.DeleteObjectParams{Path: marker}); err != nil || resp.StatusCode() != http.StatusNoContent {
+		t.Fatalf("delete %s: %v", marker, err)
+	}
+	_, err = e.Lake.Commit(ctx, "lake", side, "clear", nil)
+	must(t, err)
+	must(t, e.Lake.Upload(ctx, "lake", side, marker, bytes.NewReader(body)))
+	_, err = e.Lake.Commit(ctx, "lake", side, "done", nil)
+	must(t, err)
+	m, err := api.MergeIntoBranchWithResponse(ctx, "lake", side, "main", apigen.MergeIntoBranchJSONRequestBody{})
+	must(t, err)
+	if m.StatusCode() != http.StatusOK {
+		t.Fatalf("merge %s into main: %d %s", side, m.StatusCode(), m.Body)
+	}
+	if after := address("main"); after == before {
+		t.Fatalf("main's %s kept its address %s: the test needs it moved", marker, after)
+	}
+
+	if ev := completeBatch(t, ctx, e.Env, id); ev.EventType() != schemas.TypeBatchPublished {
+		t.Errorf("an honest batch whose writer committed on its branch: %s %+v; want published", ev.EventType(), ev)
+	}
+}

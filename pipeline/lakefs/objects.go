@@ -204,18 +204,28 @@ func (c *Client) After(ctx context.Context, repo, ref, after string) (Object, bo
 	return objs[0], true, nil
 }
 
-// Relinked names the paths ref holds at another physical address than base
-// with the same claimed checksum and size: lakeFS's diffs and merges take
-// them as unchanged (its identity is the claimed checksum and size, with
-// user metadata and content type), yet merging ref can publish their
-// bytes. Both are listed whole (at most Config.MaxListEntries each, else an
-// error wrapping ErrListOverLimit).
+// Relinked names the paths ref holds at another physical address than its
+// merge-base with base, with the same claimed checksum and size: lakeFS's
+// diffs and merges take them as unchanged (its identity is the claimed
+// checksum and size, with user metadata and content type), yet merging ref
+// can publish their bytes. The merge-base, not base itself: what base came
+// to hold at another address since (another publish writing a file again
+// with the same bytes) is not ref's doing, as the three-dot diff of ref
+// does not name what base changed. Both are listed whole (at most
+// Config.MaxListEntries each, else an error wrapping ErrListOverLimit).
 func (c *Client) Relinked(ctx context.Context, repo, ref, base string) ([]string, error) {
+	mb, _, err := c.MergeBase(ctx, repo, ref, base)
+	if err != nil {
+		return nil, err
+	}
+	if mb == "" {
+		return nil, fmt.Errorf("relinked paths of %s: no merge-base with %s", ref, base)
+	}
 	at, err := c.List(ctx, repo, ref, "")
 	if err != nil {
 		return nil, err
 	}
-	was, err := c.List(ctx, repo, base, "")
+	was, err := c.List(ctx, repo, mb, "")
 	if err != nil {
 		return nil, err
 	}
