@@ -139,12 +139,13 @@ func trim(r Run) Run {
 
 // overBudget ends a run whose record is still over budget after trim: it
 // keeps the run's identity and where it got to, and fails it. A run already
-// finished keeps its outcome.
+// finished keeps its outcome. Both keep the partition's floor (Run.Floor),
+// which a forgotten run's dedupe depends on.
 func overBudget(r Run, size, budget int, now time.Time) Run {
 	msg := fmt.Sprintf("run record of %d bytes exceeds the budget of %d bytes", size, budget)
 	n := Run{BatchID: r.BatchID, Dataset: r.Dataset, Repository: r.Repository, Branch: r.Branch,
 		Source: r.Source, Target: r.Target, State: r.State, Deadline: r.Deadline, KeepBranch: true,
-		LandedAt: r.LandedAt, BatchTime: r.BatchTime, StateSince: r.StateSince, UpdatedAt: now,
+		LandedAt: r.LandedAt, BatchTime: r.BatchTime, StateSince: r.StateSince, UpdatedAt: now, Floor: r.Floor,
 		SealedCommit: r.SealedCommit, CommitID: r.CommitID, Reason: r.Reason, FailedStep: r.FailedStep,
 		Detail: schemas.Clip(r.Detail, 512), delivery: delivery{Sent: r.Sent}, Request: r.Request, Retries: r.Retries, RetriedBy: r.RetriedBy, RetryAsked: r.RetryAsked}
 	if r.Revert != nil && !r.revertPending() {

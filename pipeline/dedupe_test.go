@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,5 +53,41 @@ func TestBatchLandedBeyondTheDedupeHorizon(t *testing.T) {
 				t.Errorf("a refused BatchLanded changed the run: %s, changed=%v", o.Run.State, o.Changed)
 			}
 		})
+	}
+}
+
+// A run record over its budget even after trim keeps the partition's floor
+// (Run.Floor): the runner stores it on a finished run before a published
+// run is forgotten over max_finished_runs, and a restart restores it from
+// the records. A finished run whose record sat just under the budget (a
+// producer's long attributes or write names) went over it with the floor
+// added, and overBudget's record dropped the floor: after a restart the
+// forgotten batch's BatchLanded sent again started a new run.
+func TestOverBudgetRunKeepsTheFloor(t *testing.T) {
+	const budget = 1500
+	m := NewMachine(policy(func(p *Policy) { p.MaxRunBytes = budget }))
+	attrs := map[string]string{}
+	for i := range 20 {
+		attrs[fmt.Sprintf("k%02d", i)] = strings.Repeat("v", 60)
+	}
+	floor := t0.Add(-time.Hour)
+	run := Run{BatchID: "b", Dataset: "billing", State: StatePublished, StateSince: t0, UpdatedAt: t0,
+		BatchTime: t0, LandedAt: t0, Attributes: attrs, Floor: floor}
+	o, b, err := m.Fit(Outcome{Run: run, Changed: true}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Refused == nil || o.Refused.Reason != RefusedOverBudget {
+		t.Fatalf("refused %+v; the test needs the record over budget after trim", o.Refused)
+	}
+	var stored Run
+	if err := json.Unmarshal(b, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if !stored.Floor.Equal(floor) || !o.Run.Floor.Equal(floor) {
+		t.Errorf("the record over budget holds floor %v (outcome %v); want %v", stored.Floor, o.Run.Floor, floor)
+	}
+	if len(b) > budget {
+		t.Errorf("record of %d bytes, budget %d", len(b), budget)
 	}
 }

@@ -73,6 +73,13 @@ func TestLargestPublishedRunFitsItsBudget(t *testing.T) {
 		}
 		r, size = o.Run, len(b)
 	}
+	// The partition's floor stamped on it (the runner's raiseFloor) fits too.
+	r.Floor = t0.Add(-3600e9)
+	o, b, err := m.Fit(Outcome{Run: r, Changed: true}, t0)
+	if err != nil || o.Refused != nil || !o.Run.Floor.Equal(r.Floor) {
+		t.Fatalf("with the floor: %v, refused %+v, floor %v", err, o.Refused, o.Run.Floor)
+	}
+	r, size = o.Run, len(b)
 	if r.State != StatePublished || size > DefaultPolicy.MaxRunBytes {
 		t.Errorf("run %s, record of %d bytes; want published within %d", r.State, size, DefaultPolicy.MaxRunBytes)
 	}
