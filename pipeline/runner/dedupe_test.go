@@ -145,3 +145,69 @@ func TestResentBatchLandedAfterEvictionIsNotPublishedTwice(t *testing.T) {
 	}
 	f.await(t, "b4", schemas.TypeBatchPublished)
 }
+
+// One published batch whose occurred_at is ahead of lakewap's clock (a
+// producer's clock hours fast, or local time sent as UTC: validation
+// allows 24 h; the writers' clocks right) must not make the partition refuse the dataset's honest
+// batches once it is forgotten over runner.max_finished_runs. Forgetting
+// the finished runs in the order they finished raised the floor to that
+// batch's time, hours ahead, and every BatchLanded of the dataset after it
+// on the partition was dead-lettered beyond_horizon until the clock caught
+// up. The runs forgotten over the count are those of the earliest batch
+// times (runs that did not publish first): the floor then only passes a
+// batch that max_finished_runs batches of later times have overtaken.
+func TestAFastClockDoesNotRefuseTheDatasetsLaterBatches(t *testing.T) {
+	f, lake := newDedupeFixture(t, func(c *Config) { c.Policy.MaxFinishedRuns = 2 })
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	batches := []struct {
+		id string
+		at time.Time
+	}{{"fast", now.Add(5 * time.Hour)}, {"b1", now.Add(-3 * time.Minute)}, {"b2", now.Add(-2 * time.Minute)}}
+	for _, b := range batches {
+		// The writer's clock is right: its WriteComplete is of now.
+		if err := f.handle(t, schemas.BatchLanded{BatchID: b.id, Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: b.at}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.handle(t, schemas.WriteComplete{BatchID: b.id, Dataset: "billing", Write: "fact", OccurredAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		f.await(t, b.id, schemas.TypeBatchPublished)
+	}
+	f.awaitStored(t, "2 (one run forgotten over max_finished_runs)", func(n int) bool { return n == 2 })
+	// A batch of now, after every honest batch before it.
+	if err := f.resend(t, "b3", now); err != nil {
+		t.Fatalf("an honest batch of now after a fast clock's batch was forgotten: %v", err)
+	}
+	f.await(t, "b3", schemas.TypeBatchPublished)
+	// The forgotten batch's BatchLanded sent again is still refused, and
+	// after a restart too.
+	f.awaitStored(t, "2 (two runs forgotten)", func(n int) bool { return n == 2 })
+	var forgotten string
+	for _, b := range batches {
+		if _, ok := f.run("billing", b.id); !ok {
+			forgotten = b.id
+			if err := lake.DeleteBranch(context.Background(), "lake", schemas.BranchName("billing", b.id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if forgotten == "" {
+		t.Fatal("no batch forgotten")
+	}
+	f.r.Revoked(0)
+	if err := f.r.Assigned(context.Background(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches {
+		if _, ok := f.run("billing", b.id); ok {
+			continue
+		}
+		var ref *Refusal
+		if err := f.resend(t, b.id, b.at); !errors.As(err, &ref) || ref.Reason != RefusedBeyondHorizon {
+			t.Errorf("forgotten %s's re-sent BatchLanded: %v; want a refusal %s", b.id, err, RefusedBeyondHorizon)
+		}
+	}
+	if n := lake.mergeCount(); n != 4 {
+		t.Errorf("%d merges for 4 batches; want 4", n)
+	}
+}

@@ -525,9 +525,9 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in pipelin
 	return o, err
 }
 
-// evict forgets the oldest finished runs of dataset whose events are all
-// sent while the partition holds more than Policy.MaxFinishedRuns of them
-// (a flood's aborts must not outgrow the store). Called with p.mu held; a
+// evict forgets finished runs of dataset whose events are all sent while
+// the partition holds more than Policy.MaxFinishedRuns of them (a flood's
+// aborts must not outgrow the store), in evictedBefore's order. Called with p.mu held; a
 // run that cannot be forgotten now is tried again at the next change.
 func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
 	limit := r.cfg.Policy.MaxFinishedRuns
@@ -535,15 +535,11 @@ func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
 		var oldest string
 		for k, run := range p.runs {
 			if run.Dataset == dataset && pipeline.Evictable(run) &&
-				(oldest == "" || run.StateSince.Before(p.runs[oldest].StateSince)) {
+				(oldest == "" || evictedBefore(run, p.runs[oldest])) {
 				oldest = k
 			}
 		}
 		if oldest == "" {
-			return
-		}
-		if err := r.raiseFloor(ctx, p, oldest); err != nil {
-			r.log.Warn("recording the batch time of a finished run over runner.max_finished_runs failed", "dataset", r.label(dataset), "err", err)
 			return
 		}
 		if _, err := r.applyLocked(ctx, p, oldest, pipeline.Tick{Evict: true}); err != nil {
@@ -553,36 +549,89 @@ func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
 	}
 }
 
-// raiseFloor raises the partition's floor of the run under key's dataset
-// to its batch time, when it published, before the run is forgotten over
-// Policy.MaxFinishedRuns, and makes it durable first: the newest other
-// finished run of the dataset is stored again with it (one changelog write
-// when the floor rises), so that a restart after the run is gone still
-// refuses its BatchLanded sent again (Landed.Floor). Called with p.mu held.
-func (r *Runner) raiseFloor(ctx context.Context, p *partition, key string) error {
-	gone := p.runs[key]
+// evictedBefore orders the finished runs of a dataset that
+// Policy.MaxFinishedRuns forgets: runs that did not publish first (their
+// batch may land again; a flood's aborts go first), by when they finished;
+// then published runs by batch time (occurred_at), earliest first. The
+// partition's floor is the latest batch time of a published run forgotten
+// so (holdFloor), and every BatchLanded no run answers at or before it is
+// refused: forgotten in the order they finished, one batch whose
+// occurred_at was hours ahead (a producer's fast clock) raised the floor
+// there, and the dataset's later batches were refused until the clock
+// caught up. In this order the floor only passes a batch that
+// MaxFinishedRuns published batches of later times have overtaken.
+func evictedBefore(a, b pipeline.Run) bool {
+	ap, bp := a.State == pipeline.StatePublished, b.State == pipeline.StatePublished
+	switch {
+	case ap != bp:
+		return bp
+	case ap && !a.BatchTime.Equal(b.BatchTime):
+		return a.BatchTime.Before(b.BatchTime)
+	}
+	return a.StateSince.Before(b.StateSince)
+}
+
+// holdFloor is called before the record of gone (under key) is deleted:
+// it raises the partition's floor of gone's dataset to gone's batch time
+// when it published and is forgotten over Policy.MaxFinishedRuns (byCount),
+// and makes sure a record the partition keeps holds the floor (Run.Floor),
+// so that a restart after gone's record is deleted still refuses the
+// BatchLanded of a forgotten run sent again (Landed.Floor). Every record
+// written carries the floor, but the one deleted may be the only one that
+// does (the run that held it forgotten in turn, by count or by age): then
+// the finished run forgotten last (evictedBefore) is stored again with it,
+// one changelog write (with no run left, it is logged and held in memory
+// only). A floor at or before the retention's horizon needs
+// no record (DedupeHorizon refuses what it would). Called with p.mu held.
+func (r *Runner) holdFloor(ctx context.Context, p *partition, key string, gone pipeline.Run, byCount bool) error {
 	d := gone.Dataset
-	if gone.State != pipeline.StatePublished || !gone.BatchTime.After(p.floor[d]) {
-		return nil // a batch that did not publish may land again (a flood's too_many_runs aborts)
+	floor := p.floor[d]
+	if byCount && gone.State == pipeline.StatePublished && gone.BatchTime.After(floor) {
+		floor = gone.BatchTime // a batch that did not publish may land again
+	}
+	if !floor.After(r.cfg.Policy.DedupeHorizon(r.cfg.Now(), time.Time{})) {
+		return nil
 	}
 	var keep string
 	for k, run := range p.runs {
-		if k != key && run.Dataset == d && run.State.Terminal() && (keep == "" || run.StateSince.After(p.runs[keep].StateSince)) {
+		if k == key || run.Dataset != d || run.State == "" {
+			continue
+		}
+		if !run.Floor.Before(floor) {
+			p.floor[d] = floor // held
+			return nil
+		}
+		if keep == "" || keepBefore(p.runs[keep], run) {
 			keep = k
 		}
 	}
 	if keep == "" {
-		return fmt.Errorf("no other finished run of dataset %s to hold the floor", d)
+		// The dataset's last run on the partition (forgotten by age or
+		// expired; one forgotten by count has others): the floor holds in
+		// memory only, until a restart.
+		r.log.Warn("no run left to hold the dataset's dedupe floor", "dataset", r.label(d), "floor", floor)
+		p.floor[d] = floor
+		return nil
 	}
 	held := p.runs[keep]
-	held.Floor = gone.BatchTime
+	held.Floor = floor
 	o, err := r.persist(ctx, p.id, keep, pipeline.Outcome{Run: held, Changed: true}, r.cfg.Now())
 	if err != nil {
 		return err
 	}
 	p.runs[keep] = o.Run
-	p.floor[d] = gone.BatchTime
+	p.floor[d] = floor
 	return nil
+}
+
+// keepBefore: b is a better holder of the floor than a, kept longer: a
+// finished run over one in progress (which may expire), then the one
+// Policy.MaxFinishedRuns forgets last.
+func keepBefore(a, b pipeline.Run) bool {
+	if at, bt := a.State.Terminal(), b.State.Terminal(); at != bt {
+		return bt
+	}
+	return evictedBefore(a, b)
 }
 
 // applyLocked is apply with p.mu held.
@@ -600,6 +649,12 @@ func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in p
 	o := r.m.Apply(before, in, now)
 	if o.Changed && o.Run.State != "" && p.floor[o.Run.Dataset].After(o.Run.Floor) {
 		o.Run.Floor = p.floor[o.Run.Dataset] // outlives the forgotten runs
+	}
+	if o.Changed && o.Run.State == "" && before.State != "" {
+		tick, _ := in.(pipeline.Tick)
+		if err := r.holdFloor(ctx, p, key, before, tick.Evict); err != nil {
+			return pipeline.Outcome{Run: before}, fmt.Errorf("keep the floor of dataset %s before forgetting run %s: %w", before.Dataset, key, err)
+		}
 	}
 	if !o.Changed {
 		// Refused, or nothing changed (a duplicate, a tick before any
