@@ -707,8 +707,9 @@ const maxBothAddedDiffs = 16
 // publish was announced to hold (another dataset's marker or sidecar under
 // a shared allowed path). The other half, the batch's copy claiming the
 // next path's identity (lakeFS keeps the target's), is hazardsAdded's.
-// A path both added with the same claimed checksum and size is no conflict
-// to lakeFS, which keeps the batch's entry: at another address, its bytes
+// A path both added, or both changed from the foundation's entry, with the
+// same claimed checksum and size is no conflict to lakeFS, which keeps the
+// batch's entry: at another address, its bytes
 // are compared with the target's (at most maxRelinkedCompared, within
 // audit.max_bytes; the rest refused), since lakeFS's checksum of an upload
 // is an MD5, whose collisions are public, and other bytes are refused.
@@ -769,24 +770,26 @@ func (r *run) hazardsBothAdded(ctx context.Context, foundation string, c *Change
 				continue
 			}
 			added[df.Path] = false // under two prefixes: looked at once
-			if _, inF, err := at(foundation, df.Path); err != nil || inF {
-				if err != nil {
-					return nil, "", err
-				}
-				continue // both changed it: the merge meets the foundation's entry of its own name
+			_, inF, err := at(foundation, df.Path)
+			if err != nil {
+				return nil, "", err
 			}
 			h, inH, err := at(head, df.Path)
-			if err != nil || !inH {
+			if err != nil {
 				return nil, "", err
 			}
 			s, inS, err := at(sealed, df.Path)
-			if err != nil || !inS {
+			if err != nil {
 				return nil, "", err
 			}
+			if !inH || !inS {
+				continue // not both hold it (listed since the diff): nothing both added alike
+			}
 			if h.Checksum == s.Checksum && h.Size == s.Size {
-				// Both added it alike to lakeFS, which keeps the batch's entry
-				// without a conflict: the same bytes, or two that share an
-				// MD5 (an upload's checksum) or a claimed checksum.
+				// Both added it, or both changed the foundation's entry,
+				// alike to lakeFS, which keeps the batch's entry without a
+				// conflict: the same bytes, or two that share an MD5 (an
+				// upload's checksum) or a claimed checksum.
 				if h.Address == s.Address {
 					continue
 				}
@@ -803,6 +806,9 @@ func (r *run) hazardsBothAdded(ctx context.Context, foundation string, c *Change
 					paths = append(paths, df.Path)
 				}
 				continue
+			}
+			if inF {
+				continue // both changed it otherwise: the merge meets the foundation's entry of its own name, a conflict
 			}
 			q, found, err := succ.After(ctx, repo, foundation, df.Path)
 			if err != nil {

@@ -215,3 +215,82 @@ func TestRecheckRefusesABothAddedPathOfCollidingBytes(t *testing.T) {
 		t.Errorf("main holds zz/p %x after the merge; the scenario expects lakeFS to take batch K's colliding bytes", got.Bytes())
 	}
 }
+
+// The same with a path the foundation holds, which both the batch and the
+// target changed (another publish wrote it again, the batch rewrote it
+// under the same allowed path) to the same claimed checksum and size, at
+// other bytes: the recheck models both sides changing it alike, lakeFS
+// finds no conflict and keeps the batch's entry, and main loses the bytes
+// the other publish was announced to hold. The recheck compared the bytes
+// of both-added paths only; one both changed from the foundation's entry
+// passed.
+func TestRecheckRefusesABothChangedPathOfCollidingBytes(t *testing.T) {
+	ctx := context.Background()
+	a, _ := hex.DecodeString(md5CollisionA)
+	b, _ := hex.DecodeString(md5CollisionB)
+	bodyA, bodyB := append(a, '\n'), append(b, '\n')
+	s := startRelinkStack(t)
+	up := func(branch, p string, body []byte) {
+		t.Helper()
+		if err := s.lake.Upload(ctx, "lake", branch, p, bytes.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up("main", relinkPrefix+"a.csv", []byte("id,x\n1,a\n"))
+	up("main", "zz/p", []byte("the first marker\n"))
+	foundation := s.commit(t, "main", "foundation")
+	for _, br := range []string{"n", "k", "honest"} {
+		if _, err := s.lake.EnsureBranch(ctx, "lake", br, foundation); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up("n", "zz/p", bodyA)
+	sN := s.commit(t, "n", "batch N writes zz/p again")
+	if _, err := s.lake.Merge(ctx, "lake", sN, "main", "publish N", nil); err != nil {
+		t.Fatal(err)
+	}
+	h := l1HeadOf(t, s)
+	e := newDeriveEngine(t, s)
+	recheck := func(branch string, body []byte) (bool, string, []string) {
+		t.Helper()
+		up(branch, relinkPrefix+branch+".csv", []byte("id,x\n2,b\n"))
+		up(branch, "zz/p", body)
+		sealed := s.commit(t, branch, "batch writes zz/p again")
+		changes, err := s.lake.Changes(ctx, "lake", foundation, sealed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := e.Run(ctx, audit.Request{Dataset: "d", Suite: relinkSuite, Repository: "lake", Ref: sealed, BaseRef: h,
+			BaseName: "main", Onto: true, Changes: Changes(changes)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hazards []string
+		for _, c := range rep.Failed() {
+			if c.Kind == audit.KindMergeHazard {
+				hazards = append(hazards, c.Observed)
+			}
+		}
+		return rep.Passed, sealed, hazards
+	}
+	if passed, _, hazards := recheck("honest", bodyA); !passed || len(hazards) > 0 {
+		t.Errorf("a batch writing zz/p with the target's own bytes: passed=%v, merge_hazard %q; want it to pass", passed, hazards)
+	}
+	passed, sK, hazards := recheck("k", bodyB)
+	if passed || len(hazards) == 0 || !strings.Contains(hazards[0], "zz/p") {
+		t.Errorf("batch K writing zz/p with colliding bytes: passed=%v, merge_hazard %q; want merge_hazard naming zz/p", passed, hazards)
+	}
+
+	m, err := s.lake.Merge(ctx, "lake", sK, "main", "publish K anyway", nil)
+	if err != nil {
+		t.Logf("this lakeFS refuses the merge (%v): the hazard is gone from its merge", err)
+		return
+	}
+	var got bytes.Buffer
+	if err := s.lake.Download(ctx, "lake", m, "zz/p", &got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), bodyB) {
+		t.Errorf("main holds zz/p %x after the merge; the scenario expects lakeFS to take batch K's colliding bytes", got.Bytes())
+	}
+}
