@@ -345,8 +345,9 @@ type Policy struct {
 	// producer's junk is answered, then forgotten soon.
 	RejectedRetention time.Duration
 	// MaxFinishedRuns bounds the finished runs of one dataset one partition
-	// keeps: beyond it the oldest finished run whose events are all sent is
-	// forgotten before its retention is over. 0: no limit.
+	// keeps: beyond it a finished run whose events are all sent is
+	// forgotten before its retention is over (the runner's order: runs that
+	// did not publish first, then published runs by batch time). 0: no limit.
 	MaxFinishedRuns int
 	// MaxAuditAttempts is how many attempts of a run's audit may end with
 	// their process (begun, never reported) before the run is aborted with
