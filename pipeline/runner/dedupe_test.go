@@ -211,3 +211,40 @@ func TestAFastClockDoesNotRefuseTheDatasetsLaterBatches(t *testing.T) {
 		t.Errorf("%d merges for 4 batches; want 4", n)
 	}
 }
+
+// With a runner.terminal_retention under 48 h the retention's horizon
+// allows for half the retention of producer clock skew, not the 24 h
+// validation allows: a published batch whose occurred_at was further
+// ahead, forgotten by age, was past the horizon, and its BatchLanded sent
+// again started a new run that merged it a second time. A published run
+// forgotten by age with a batch time past the horizon raises the floor as
+// one forgotten by count does.
+func TestResentFastBatchAfterAShortRetentionIsNotPublishedTwice(t *testing.T) {
+	f, lake := newDedupeFixture(t, func(c *Config) { c.Policy.TerminalRetention = 200 * time.Millisecond })
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	fast := now.Add(time.Hour) // validation allows 24 h ahead
+	send := func() error {
+		err := f.handle(t, schemas.BatchLanded{BatchID: "fast", Dataset: "billing", ExpectedWrites: []string{"fact"}, Producer: "t", OccurredAt: fast})
+		if werr := f.handle(t, schemas.WriteComplete{BatchID: "fast", Dataset: "billing", Write: "fact", OccurredAt: now}); werr != nil {
+			t.Fatalf("the write: %v", werr)
+		}
+		return err
+	}
+	if err := send(); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "fast", schemas.TypeBatchPublished)
+	f.awaitStored(t, "none (forgotten after 200ms)", func(n int) bool { return n == 0 })
+	if err := lake.DeleteBranch(context.Background(), "lake", "wap-billing-fast"); err != nil { // the janitor
+		t.Fatal(err)
+	}
+	err := send()
+	var ref *Refusal
+	if !errors.As(err, &ref) || ref.Reason != RefusedBeyondHorizon {
+		t.Errorf("the re-sent BatchLanded: %v; want a refusal %s", err, RefusedBeyondHorizon)
+		f.await(t, "fast", schemas.TypeBatchPublished)
+	}
+	if n := lake.mergeCount(); n != 1 {
+		t.Errorf("the batch was merged %d times; want once", n)
+	}
+}

@@ -573,7 +573,8 @@ func evictedBefore(a, b pipeline.Run) bool {
 
 // holdFloor is called before the record of gone (under key) is deleted:
 // it raises the partition's floor of gone's dataset to gone's batch time
-// when it published and is forgotten over Policy.MaxFinishedRuns (byCount),
+// when it published (forgotten over Policy.MaxFinishedRuns, or by age
+// with an occurred_at past the retention's horizon),
 // and makes sure a record the partition keeps holds the floor (Run.Floor),
 // so that a restart after gone's record is deleted still refuses the
 // BatchLanded of a forgotten run sent again (Landed.Floor). Every record
@@ -583,11 +584,15 @@ func evictedBefore(a, b pipeline.Run) bool {
 // one changelog write (with no run left, it is logged and held in memory
 // only). A floor at or before the retention's horizon needs
 // no record (DedupeHorizon refuses what it would). Called with p.mu held.
-func (r *Runner) holdFloor(ctx context.Context, p *partition, key string, gone pipeline.Run, byCount bool) error {
+func (r *Runner) holdFloor(ctx context.Context, p *partition, key string, gone pipeline.Run) error {
 	d := gone.Dataset
 	floor := p.floor[d]
-	if byCount && gone.State == pipeline.StatePublished && gone.BatchTime.After(floor) {
-		floor = gone.BatchTime // a batch that did not publish may land again
+	if gone.State == pipeline.StatePublished && gone.BatchTime.After(floor) {
+		// A batch that did not publish may land again. One forgotten by
+		// age is past the retention's horizon only when its occurred_at
+		// was further ahead of lakewap's clock than the horizon allows
+		// for (half a retention under 48 h).
+		floor = gone.BatchTime
 	}
 	if !floor.After(r.cfg.Policy.DedupeHorizon(r.cfg.Now(), time.Time{})) {
 		return nil
@@ -651,8 +656,7 @@ func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in p
 		o.Run.Floor = p.floor[o.Run.Dataset] // outlives the forgotten runs
 	}
 	if o.Changed && o.Run.State == "" && before.State != "" {
-		tick, _ := in.(pipeline.Tick)
-		if err := r.holdFloor(ctx, p, key, before, tick.Evict); err != nil {
+		if err := r.holdFloor(ctx, p, key, before); err != nil {
 			return pipeline.Outcome{Run: before}, fmt.Errorf("keep the floor of dataset %s before forgetting run %s: %w", before.Dataset, key, err)
 		}
 	}
