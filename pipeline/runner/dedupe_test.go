@@ -248,3 +248,38 @@ func TestResentFastBatchAfterAShortRetentionIsNotPublishedTwice(t *testing.T) {
 		t.Errorf("the batch was merged %d times; want once", n)
 	}
 }
+
+// A run that did not publish is forgotten over runner.max_finished_runs in
+// its turn by when it finished, not before every published run: an
+// aborted batch stays for lakewap runs and RetryRequested while runs older
+// than it go.
+func TestAnAbortedRunIsNotForgottenBeforeOlderPublishedOnes(t *testing.T) {
+	f, _ := newDedupeFixture(t, func(c *Config) { c.Policy.MaxFinishedRuns = 2 })
+	start := time.Now().UTC().Truncate(time.Millisecond).Add(-time.Hour)
+	if err := f.resend(t, "b0", start); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "b0", schemas.TypeBatchPublished)
+	if err := f.handle(t, schemas.BatchCancelled{BatchID: "c1", Dataset: "billing", Reason: "not needed", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if r, ok := f.run("billing", "c1"); ok && Evictable(r) {
+			break // its event sent: it may be forgotten
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("c1 never became evictable")
+		}
+	}
+	if err := f.resend(t, "b2", start.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "b2", schemas.TypeBatchPublished)
+	f.awaitStored(t, "2 (one run forgotten)", func(n int) bool { return n == 2 })
+	if _, ok := f.run("billing", "c1"); !ok {
+		t.Error("an aborted run was forgotten before the older published b0")
+	}
+	if _, ok := f.run("billing", "b0"); ok {
+		t.Error("b0, the oldest, was kept")
+	}
+}

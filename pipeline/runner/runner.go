@@ -527,7 +527,8 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in pipelin
 
 // evict forgets finished runs of dataset whose events are all sent while
 // the partition holds more than Policy.MaxFinishedRuns of them (a flood's
-// aborts must not outgrow the store), in evictedBefore's order. Called with p.mu held; a
+// aborts must not outgrow the store), earliest first in evictedBefore's
+// order. Called with p.mu held; a
 // run that cannot be forgotten now is tried again at the next change.
 func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
 	limit := r.cfg.Policy.MaxFinishedRuns
@@ -550,25 +551,32 @@ func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
 }
 
 // evictedBefore orders the finished runs of a dataset that
-// Policy.MaxFinishedRuns forgets: runs that did not publish first (their
-// batch may land again; a flood's aborts go first), by when they finished;
-// then published runs by batch time (occurred_at), earliest first. The
-// partition's floor is the latest batch time of a published run forgotten
-// so (holdFloor), and every BatchLanded no run answers at or before it is
-// refused: forgotten in the order they finished, one batch whose
-// occurred_at was hours ahead (a producer's fast clock) raised the floor
-// there, and the dataset's later batches were refused until the clock
-// caught up. In this order the floor only passes a batch that
-// MaxFinishedRuns published batches of later times have overtaken.
+// Policy.MaxFinishedRuns forgets, earliest first: a published run by its
+// batch time (occurred_at), any other by when it finished (ties: by when
+// they finished). The partition's floor is the latest batch time of a
+// published run forgotten (holdFloor), and every BatchLanded no run
+// answers at or before it is refused: forgotten in the order they
+// finished, one batch whose occurred_at was hours ahead (a producer's fast
+// clock) raised the floor there, and the dataset's later batches were
+// refused until the clock caught up. In this order published runs go by
+// batch time, so the floor only passes a batch that MaxFinishedRuns runs
+// of later times overtook; runs that did not publish (they raise no
+// floor) still go oldest first among them, kept for lakewap runs and
+// RetryRequested as long as before.
 func evictedBefore(a, b pipeline.Run) bool {
-	ap, bp := a.State == pipeline.StatePublished, b.State == pipeline.StatePublished
-	switch {
-	case ap != bp:
-		return bp
-	case ap && !a.BatchTime.Equal(b.BatchTime):
-		return a.BatchTime.Before(b.BatchTime)
+	ka, kb := evictKey(a), evictKey(b)
+	if !ka.Equal(kb) {
+		return ka.Before(kb)
 	}
 	return a.StateSince.Before(b.StateSince)
+}
+
+// evictKey is when evictedBefore takes run to have happened.
+func evictKey(run pipeline.Run) time.Time {
+	if run.State == pipeline.StatePublished && !run.BatchTime.IsZero() {
+		return run.BatchTime
+	}
+	return run.StateSince
 }
 
 // holdFloor is called before the record of gone (under key) is deleted:
