@@ -346,8 +346,9 @@ type Policy struct {
 	RejectedRetention time.Duration
 	// MaxFinishedRuns bounds the finished runs of one dataset one partition
 	// keeps: beyond it a finished run whose events are all sent is
-	// forgotten before its retention is over (the runner's order, earliest
-	// first: a published run by batch time, any other by when it finished).
+	// forgotten before its retention is over (the runner's order: runs
+	// aborted invalid or too_many_runs first, then earliest first, a
+	// published run by batch time, any other by when it finished).
 	// 0: no limit.
 	MaxFinishedRuns int
 	// MaxAuditAttempts is how many attempts of a run's audit may end with

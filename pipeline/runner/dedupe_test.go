@@ -283,3 +283,32 @@ func TestAnAbortedRunIsNotForgottenBeforeOlderPublishedOnes(t *testing.T) {
 		t.Error("b0, the oldest, was kept")
 	}
 }
+
+// The order max_finished_runs forgets runs in: runs aborted before they
+// began (a flood's too_many_runs) first, so a flood of them cannot push
+// the published runs out and raise the floor to their time; then
+// published runs by batch time and the others by when they finished.
+func TestEvictionOrder(t *testing.T) {
+	now := time.Now().UTC()
+	published := func(batch, finished time.Time) Run {
+		return Run{State: StatePublished, BatchTime: batch, StateSince: finished}
+	}
+	aborted := func(reason string, finished time.Time) Run {
+		return Run{State: StateAborted, Reason: reason, StateSince: finished}
+	}
+	for _, c := range []struct {
+		name  string
+		first Run
+		then  Run
+	}{
+		{"a flood's abort before an older published run", aborted(schemas.ReasonTooManyRuns, now), published(now.Add(-time.Hour), now.Add(-time.Hour))},
+		{"an invalid batch before an older published run", aborted(schemas.ReasonInvalid, now), published(now.Add(-time.Hour), now.Add(-time.Hour))},
+		{"a published run of an earlier batch time, finished later", published(now.Add(-time.Hour), now), published(now.Add(5*time.Hour), now.Add(-time.Minute))},
+		{"an older audit abort before a newer published run", aborted(schemas.ReasonAuditFailed, now.Add(-time.Hour)), published(now, now)},
+		{"an older published run before a newer audit abort", published(now.Add(-time.Hour), now.Add(-time.Hour)), aborted(schemas.ReasonAuditFailed, now)},
+	} {
+		if !evictedBefore(c.first, c.then) || evictedBefore(c.then, c.first) {
+			t.Errorf("%s: not forgotten first", c.name)
+		}
+	}
+}

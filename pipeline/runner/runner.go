@@ -562,13 +562,24 @@ func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
 // batch time, so the floor only passes a batch that MaxFinishedRuns runs
 // of later times overtook; runs that did not publish (they raise no
 // floor) still go oldest first among them, kept for lakewap runs and
-// RetryRequested as long as before.
+// RetryRequested as long as before; runs aborted before they began (a
+// flood's too_many_runs) go before all others, so that a flood of them
+// does not push out the published runs and raise the floor to its time.
 func evictedBefore(a, b pipeline.Run) bool {
+	if ra, rb := rejected(a), rejected(b); ra != rb {
+		return ra // a flood's junk first: it would push the published runs out
+	}
 	ka, kb := evictKey(a), evictKey(b)
 	if !ka.Equal(kb) {
 		return ka.Before(kb)
 	}
 	return a.StateSince.Before(b.StateSince)
+}
+
+// rejected: run was aborted before it began (invalid, too_many_runs), a
+// producer's junk kept only runner.rejected_retention anyway.
+func rejected(run pipeline.Run) bool {
+	return run.State == pipeline.StateAborted && (run.Reason == schemas.ReasonInvalid || run.Reason == schemas.ReasonTooManyRuns)
 }
 
 // evictKey is when evictedBefore takes run to have happened.
