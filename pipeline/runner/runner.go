@@ -543,9 +543,11 @@ func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
 		if oldest == "" {
 			return
 		}
-		if _, err := r.applyLocked(ctx, p, oldest, pipeline.Tick{Evict: true}); err != nil {
-			r.log.Warn("forgetting a finished run over runner.max_finished_runs failed", "dataset", r.label(dataset), "err", err)
-			return
+		if o, err := r.applyLocked(ctx, p, oldest, pipeline.Tick{Evict: true}); err != nil || o.Run.State != "" {
+			if err != nil {
+				r.log.Warn("forgetting a finished run over runner.max_finished_runs failed", "dataset", r.label(dataset), "err", err)
+			}
+			return // or kept (holdFloor), which a run with others never is
 		}
 	}
 }
@@ -592,29 +594,39 @@ func evictKey(run pipeline.Run) time.Time {
 
 // holdFloor is called before the record of gone (under key) is deleted:
 // it raises the partition's floor of gone's dataset to gone's batch time
-// when it published (forgotten over Policy.MaxFinishedRuns, or by age
-// with an occurred_at past the retention's horizon),
-// and makes sure a record the partition keeps holds the floor (Run.Floor),
-// so that a restart after gone's record is deleted still refuses the
-// BatchLanded of a forgotten run sent again (Landed.Floor). Every record
-// written carries the floor, but the one deleted may be the only one that
-// does (the run that held it forgotten in turn, by count or by age): then
-// the finished run forgotten last (evictedBefore) is stored again with it,
-// one changelog write (with no run left, it is logged and held in memory
-// only). A floor at or before the retention's horizon needs
-// no record (DedupeHorizon refuses what it would). Called with p.mu held.
-func (r *Runner) holdFloor(ctx context.Context, p *partition, key string, gone pipeline.Run) error {
+// when it published and is forgotten over Policy.MaxFinishedRuns
+// (byCount), and makes sure a record the partition keeps holds the floor
+// (Run.Floor), so that a restart after gone's record is deleted still
+// refuses the BatchLanded of a forgotten run sent again (Landed.Floor).
+// Every record written carries the floor, but the one deleted may be the
+// only one that does (the run that held it forgotten in turn, by count or
+// by age): then the finished run forgotten last (evictedBefore) is stored
+// again with it, one changelog write. A non-zero until keeps gone instead
+// (stored with the floor when it is the dataset's last run on the
+// partition; or a published run forgotten by age whose batch time the
+// retention's horizon has not passed yet) until then: the next tick after
+// it forgets the run. An expired pending run, the dataset's last, is
+// forgotten, the floor logged and held in memory only. A floor at or
+// before the retention's horizon needs no record (DedupeHorizon refuses
+// what it would). Called with p.mu held.
+func (r *Runner) holdFloor(ctx context.Context, p *partition, key string, gone pipeline.Run, byCount bool) (until time.Time, err error) {
 	d := gone.Dataset
-	floor := p.floor[d]
-	if gone.State == pipeline.StatePublished && gone.BatchTime.After(floor) {
-		// A batch that did not publish may land again. One forgotten by
-		// age is past the retention's horizon only when its occurred_at
-		// was further ahead of lakewap's clock than the horizon allows
-		// for (half a retention under 48 h).
-		floor = gone.BatchTime
+	now := r.cfg.Now()
+	horizon := r.cfg.Policy.DedupeHorizon(now, time.Time{})
+	if !byCount && gone.State == pipeline.StatePublished && gone.BatchTime.After(horizon) {
+		// Forgotten by age with an occurred_at further ahead of lakewap's
+		// clock than the horizon allows for (half a retention under 48 h):
+		// kept, answering its duplicates itself, until the horizon passes
+		// its batch time. A floor there would refuse the dataset's every
+		// batch of now.
+		return passes(r.cfg.Policy, gone.BatchTime), nil
 	}
-	if !floor.After(r.cfg.Policy.DedupeHorizon(r.cfg.Now(), time.Time{})) {
-		return nil
+	floor := p.floor[d]
+	if byCount && gone.State == pipeline.StatePublished && gone.BatchTime.After(floor) {
+		floor = gone.BatchTime // a batch that did not publish may land again
+	}
+	if !floor.After(horizon) {
+		return time.Time{}, nil
 	}
 	var keep string
 	for k, run := range p.runs {
@@ -623,29 +635,42 @@ func (r *Runner) holdFloor(ctx context.Context, p *partition, key string, gone p
 		}
 		if !run.Floor.Before(floor) {
 			p.floor[d] = floor // held
-			return nil
+			return time.Time{}, nil
 		}
 		if keep == "" || keepBefore(p.runs[keep], run) {
 			keep = k
 		}
 	}
+	if keep == "" && gone.State.Terminal() {
+		// The dataset's last run on the partition, forgotten by age (one
+		// forgotten by count has others): it stays, holding the floor,
+		// until the retention's horizon passes the floor.
+		keep, until = key, passes(r.cfg.Policy, floor)
+	}
 	if keep == "" {
-		// The dataset's last run on the partition (forgotten by age or
-		// expired; one forgotten by count has others): the floor holds in
+		// An expired pending run, the dataset's last: the floor holds in
 		// memory only, until a restart.
 		r.log.Warn("no run left to hold the dataset's dedupe floor", "dataset", r.label(d), "floor", floor)
 		p.floor[d] = floor
-		return nil
+		return time.Time{}, nil
 	}
 	held := p.runs[keep]
-	held.Floor = floor
-	o, err := r.persist(ctx, p.id, keep, pipeline.Outcome{Run: held, Changed: true}, r.cfg.Now())
-	if err != nil {
-		return err
+	if held.Floor.Before(floor) {
+		held.Floor = floor
+		o, err := r.persist(ctx, p.id, keep, pipeline.Outcome{Run: held, Changed: true}, now)
+		if err != nil {
+			return time.Time{}, err
+		}
+		p.runs[keep] = o.Run
 	}
-	p.runs[keep] = o.Run
 	p.floor[d] = floor
-	return nil
+	return until, nil
+}
+
+// passes is when the retention's horizon (Policy.DedupeHorizon without a
+// floor) passes t.
+func passes(p pipeline.Policy, t time.Time) time.Time {
+	return t.Add(p.TerminalRetention - min(24*time.Hour, p.TerminalRetention/2) + time.Millisecond)
 }
 
 // keepBefore: b is a better holder of the floor than a, kept longer: a
@@ -675,8 +700,15 @@ func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in p
 		o.Run.Floor = p.floor[o.Run.Dataset] // outlives the forgotten runs
 	}
 	if o.Changed && o.Run.State == "" && before.State != "" {
-		if err := r.holdFloor(ctx, p, key, before); err != nil {
+		tick, _ := in.(pipeline.Tick)
+		until, err := r.holdFloor(ctx, p, key, before, tick.Evict)
+		if err != nil {
 			return pipeline.Outcome{Run: before}, fmt.Errorf("keep the floor of dataset %s before forgetting run %s: %w", before.Dataset, key, err)
+		}
+		if !until.IsZero() {
+			// Kept to hold the floor: forgotten at the next tick after until.
+			r.start(p, key, []pipeline.Effect{{Kind: pipeline.DoWake, At: until}})
+			return pipeline.Outcome{Run: p.runs[key]}, nil
 		}
 	}
 	if !o.Changed {
