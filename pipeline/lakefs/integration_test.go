@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -402,6 +403,50 @@ func TestRealLakeFS(t *testing.T) {
 		}
 	})
 
+	t.Run("sealed on after a restart", func(t *testing.T) {
+		// A batch's audit step stopped after its seal and ran again in a
+		// new process: the new seal sits on the stopped step's, which the
+		// new client did not make. Both are lakewap's seals of the batch,
+		// so the seal sits on the branch point through lakewap's seals
+		// only (before, only a seal whose one parent was the branch point
+		// counted, and the batch was compared by address, listed whole).
+		// A writer's commit between is not (here the same lakeFS user, so
+		// told apart by the seal's metadata; another user by the committer).
+		repo := newRepo(t, "sealedon")
+		meta := map[string]string{pipeline.MetaSealedBatchID: "b1"}
+		for _, writer := range []bool{false, true} {
+			branch := fmt.Sprintf("b-%v", writer)
+			if _, err := c.EnsureBranch(ctx, repo, branch, "main"); err != nil {
+				t.Fatal(err)
+			}
+			from, err := c.Head(ctx, repo, branch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			upload(t, repo, branch, "gold/t/part-0.csv", "id\n1\n")
+			if _, err := c.Seal(ctx, repo, branch, "stopped", meta); err != nil {
+				t.Fatal(err)
+			}
+			if writer {
+				upload(t, repo, branch, "gold/t/part-1.csv", "id\n2\n")
+				if _, err := c.Commit(ctx, repo, branch, "a writer's", nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			restarted, err := lakefs.New(lakefs.Config{Endpoint: stack.LakeFSEndpoint, AccessKeyID: stack.AccessKeyID, SecretAccessKey: stack.SecretAccessKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seal, err := restarted.Seal(ctx, repo, branch, "again", meta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			on, err := restarted.SealedOn(ctx, repo, seal, from)
+			if err != nil || on == writer {
+				t.Errorf("writer's commit %v: SealedOn = %v, %v; want %v", writer, on, err, !writer)
+			}
+		}
+	})
 	t.Run("seal", func(t *testing.T) {
 		repo := newRepo(t, "seal")
 		if _, err := c.EnsureBranch(ctx, repo, "b", "main"); err != nil {

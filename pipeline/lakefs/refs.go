@@ -625,11 +625,45 @@ func (c *Client) Head(ctx context.Context, repo, ref string) (string, error) {
 	return cm.ID, err
 }
 
-// MadeParents are the parents of a commit this client made (a seal), if
-// it still holds it; lakeFS is not asked (runner.SealParenter).
-func (c *Client) MadeParents(repo, commit string) ([]string, bool) {
-	cm, ok := c.made.get(repo, commit)
-	return cm.Parents, ok
+// maxOwnSeals bounds the seals SealedOn walks back through: each time a
+// batch's audit step runs again after a restart, it seals once more.
+const maxOwnSeals = 16
+
+// SealedOn reports whether commit, a seal this client made, sits on from
+// through seals of lakewap's only (runner.SealParenter): its one parent is
+// from (lakeFS is not asked), or a chain of commits reaches from, each of
+// one parent, committed by the lakeFS user that committed commit (lakeFS's
+// committer: the user's email, else its name) and sealing the same batch.
+// That chain is what a batch's audit step run again after a restart
+// leaves: its new seal on the seal the stopped step made, which this
+// process did not make. A writer commits as a lakeFS user of its own, so a
+// writer's commit in the chain, or a merge, makes it false; so does a
+// commit this client neither made nor read. Only the chain's commits are
+// asked for.
+func (c *Client) SealedOn(ctx context.Context, repo, commit, from string) (bool, error) {
+	top, ok := c.made.get(repo, commit)
+	if !ok || len(top.Parents) != 1 {
+		return false, nil
+	}
+	batch := top.Metadata[pipeline.MetaSealedBatchID]
+	id := top.Parents[0]
+	for range maxOwnSeals {
+		if id == from {
+			return true, nil
+		}
+		if top.Committer == "" || batch == "" {
+			return false, nil
+		}
+		cm, err := c.GetCommit(ctx, repo, id)
+		if err != nil {
+			return false, err
+		}
+		if len(cm.Parents) != 1 || cm.Committer != top.Committer || cm.Metadata[pipeline.MetaSealedBatchID] != batch {
+			return false, nil
+		}
+		id = cm.Parents[0]
+	}
+	return false, nil
 }
 
 // GetCommit returns the commit ref points at; ref may be a branch, a tag

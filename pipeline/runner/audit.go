@@ -79,7 +79,11 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 	if h.err != nil {
 		return failed(log, pipeline.StepAudit, h.err)
 	}
-	if fromBranchPoint && !r.sealedOn(run.Repository, commit, run.BranchFrom) {
+	onBranchPoint, err := r.sealedOn(ctx, run.Repository, commit, run.BranchFrom)
+	if err != nil {
+		return failed(log, pipeline.StepAudit, err)
+	}
+	if fromBranchPoint && !onBranchPoint {
 		// The branch holds commits of its own before the seal (a writer's
 		// merge of the target into it): its merge-base with the target may
 		// be newer than the branch point, and the diff against that point
@@ -106,7 +110,7 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 			log.Warn("batch changes paths outside its tables", "paths", len(stray), "first", stray[0])
 			return pipeline.Strayed{SealedCommit: commit, Paths: stray[:min(len(stray), maxStrayPaths)], Total: len(stray)}
 		}
-		if rl, ok := r.cfg.Lake.(Relinker); ok && !r.sealedOn(run.Repository, commit, run.BranchFrom) {
+		if rl, ok := r.cfg.Lake.(Relinker); ok && !onBranchPoint {
 			// Commits of the branch's own before the seal (a writer's merge,
 			// cherry-pick or revert) can bring a path at other bytes under
 			// the same claimed checksum and size (an MD5 collision needs no
@@ -155,20 +159,22 @@ type Relinker interface {
 	Relinked(ctx context.Context, repo, ref, base string) ([]string, error)
 }
 
-// SealParenter is a Lake that knows the parents of a commit it made
-// (without asking lakeFS): the audit step takes the branch point as its
-// base only when the seal's one parent is that point.
+// SealParenter is a Lake that tells whether a seal it made sits on a
+// commit through seals of lakewap's only (the lakeFS client's SealedOn:
+// its one parent, asking nothing, or after a restart the seal the stopped
+// audit step made): the audit step takes the branch point as its base, and
+// compares nothing by address, only then.
 type SealParenter interface {
-	MadeParents(repo, commit string) (parents []string, ok bool)
+	SealedOn(ctx context.Context, repo, commit, from string) (bool, error)
 }
 
-// sealedOn: sealed's one parent is from, or the Lake cannot tell (a Lake
-// without SealParenter: the branch point is taken, as before).
-func (r *Runner) sealedOn(repo, sealed, from string) bool {
+// sealedOn: sealed sits on from through lakewap's seals only, or the Lake
+// cannot tell (a Lake without SealParenter: the branch point is taken, as
+// before).
+func (r *Runner) sealedOn(ctx context.Context, repo, sealed, from string) (bool, error) {
 	sp, ok := r.cfg.Lake.(SealParenter)
 	if !ok {
-		return true
+		return true, nil
 	}
-	ps, ok := sp.MadeParents(repo, sealed)
-	return ok && len(ps) == 1 && ps[0] == from
+	return sp.SealedOn(ctx, repo, sealed, from)
 }

@@ -20,8 +20,8 @@ type parentLake struct {
 	asked    int
 }
 
-func (l *parentLake) MadeParents(string, string) ([]string, bool) {
-	return []string{l.parent}, true
+func (l *parentLake) SealedOn(_ context.Context, _, _, from string) (bool, error) {
+	return l.parent == from, nil
 }
 
 func (l *parentLake) Relinked(context.Context, string, string, string) ([]string, error) {

@@ -1,0 +1,66 @@
+package lakefs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lakewap/lakewap/pipeline"
+)
+
+// SealedOn takes a seal's chain back to the branch point only through
+// seals of the same batch by the user that made the seal: what a batch's
+// audit step run again after a restart leaves (its seal on the stopped
+// step's). A writer's commit (another committer), a commit sealing
+// another batch, or a merge in the chain is not lakewap's, and the audit
+// step then compares the seal with its base by address.
+func TestSealedOnTakesOnlyLakewapsSealsOfTheBatch(t *testing.T) {
+	id := func(c byte) string { return strings.Repeat(string(c), 64) }
+	from, stopped, seal := id('a'), id('b'), id('c')
+	commit := func(cid, committer, batch string, parents ...string) string {
+		return fmt.Sprintf(`{"id":%q,"parents":["%s"],"committer":%q,"message":"m","creation_date":1,"meta_range_id":"","metadata":{%q:%q}}`,
+			cid, strings.Join(parents, `","`), committer, pipeline.MetaSealedBatchID, batch)
+	}
+	for _, c := range []struct {
+		name    string
+		stopped string // the commit between the seal and the branch point; "" none
+		want    bool
+		asks    int // lakeFS calls besides the seal
+	}{
+		{"the seal sits on the branch point", "", true, 0},
+		{"the stopped step's seal between", commit(stopped, "lakewap", "b1", from), true, 1},
+		{"a writer's commit between", commit(stopped, "writer@example.com", "b1", from), false, 1},
+		{"a seal of another batch between", commit(stopped, "lakewap", "b2", from), false, 1},
+		{"a merge between", commit(stopped, "lakewap", "b1", from, id('d')), false, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			parent := from
+			answers := map[string]answer{}
+			if c.stopped != "" {
+				parent = stopped
+				answers["GET /api/v1/repositories/lake/commits/"+stopped] = answer{200, c.stopped}
+			}
+			answers["POST /api/v1/repositories/lake/branches/b1/commits"] = answer{201, commit(seal, "lakewap", "b1", parent)}
+			cl, f := newFake(t, answers)
+			ctx := context.Background()
+			got, err := cl.Seal(ctx, "lake", "b1", "seal", map[string]string{pipeline.MetaSealedBatchID: "b1"})
+			if err != nil || got != seal {
+				t.Fatalf("Seal = %q, %v", got, err)
+			}
+			on, err := cl.SealedOn(ctx, "lake", seal, from)
+			if err != nil || on != c.want {
+				t.Errorf("SealedOn = %v, %v; want %v", on, err, c.want)
+			}
+			if n := len(f.calls) - 1; n != c.asks {
+				t.Errorf("%d lakeFS calls besides the seal (%v); want %d", n, f.calls, c.asks)
+			}
+		})
+	}
+	t.Run("a commit this client did not make", func(t *testing.T) {
+		cl, _ := newFake(t, map[string]answer{})
+		if on, err := cl.SealedOn(context.Background(), "lake", seal, from); err != nil || on {
+			t.Errorf("SealedOn = %v, %v; want false", on, err)
+		}
+	})
+}
