@@ -202,28 +202,59 @@ func resultsByName(rep schemas.AuditReport) map[string]schemas.CheckResult {
 
 // excused says whether after, a result failing with a change, is not the
 // change's doing: it failed at the base too (before), and the change does
-// not make it worse: counted in failing rows where both results count
-// them, and from a check that ran to one that cannot (error). One orphaned
-// order on main excuses a batch that leaves it; it does not excuse one
-// that orphans two more, or one after which the check cannot compare the
-// ids at all (and would never judge the target again).
+// not make it worse (worse is empty). One orphaned order on main excuses a
+// batch that leaves it; it does not excuse one that orphans two more, one
+// that mends it and orphans another, or one after which the check cannot
+// compare the ids at all (and would never judge the target again).
 func excused(after, before schemas.CheckResult) bool {
-	switch {
-	case !failing(before.Status):
-		return false
-	case after.Status == schemas.StatusError && before.Status != schemas.StatusError:
-		return false
-	}
-	return after.Failures == nil || before.Failures == nil || *after.Failures <= *before.Failures
+	return failing(before.Status) && worse(after, before) == ""
 }
 
-// worse says, for a result failing at the base already and not excused,
-// how the change made it worse.
+// worse says how the change made after, a result failing with it, worse
+// than before, the result failing at the base; empty when it did not:
+//   - a check that ran there and cannot run with the change is worse;
+//   - one that cannot run there excuses no failing rows with the change
+//     (nothing says they failed before), only its own error again;
+//   - a check with failing rows counted on both sides is worse with more
+//     of them, and, when the base's sample rows are all of its failing
+//     rows (no more than audit.sample_rows), with any failing row that is
+//     not among them: a change that mends one row and breaks another keeps
+//     the count. Beyond audit.sample_rows failing rows at the base, the
+//     rows themselves are not compared, only their count;
+//   - a check without failing rows to count (row_count, freshness, stat,
+//     schema, ...) is excused only when it observes what it did at the
+//     base: a bound exceeded by one row does not excuse a thousand more.
 func worse(after, before schemas.CheckResult) string {
-	if after.Status == schemas.StatusError {
+	switch {
+	case after.Status == schemas.StatusError && before.Status != schemas.StatusError:
 		return "it cannot run with this change: the change makes it worse"
+	case after.Status == schemas.StatusError:
+		return "" // it cannot run there either: nothing to compare
+	case before.Status == schemas.StatusError:
+		return "it cannot run there, so nothing says the rows failing with this change failed before: the change is judged alone"
+	case after.Failures == nil || before.Failures == nil:
+		if after.Observed != before.Observed {
+			return fmt.Sprintf("it observes %s there and %s with this change: the change makes it worse or cannot be told not to", cmp.Or(before.Observed, "nothing"), cmp.Or(after.Observed, "nothing"))
+		}
+		return ""
+	case *after.Failures > *before.Failures:
+		return fmt.Sprintf("it fails with %d rows there and %d with this change: the change makes it worse", *before.Failures, *after.Failures)
+	case int64(len(before.SampleRows)) < *before.Failures:
+		return "" // more failing rows there than its samples hold: counts only
+	case int64(len(after.SampleRows)) < *after.Failures:
+		return "its failing rows with this change are not all reported, so they cannot be compared with those there: the change is judged alone"
 	}
-	return fmt.Sprintf("it fails with %d rows there and %d with this change: the change makes it worse", *before.Failures, *after.Failures)
+	seen := map[string]int{}
+	for _, r := range before.SampleRows {
+		seen[r]++
+	}
+	for _, r := range after.SampleRows {
+		if seen[r] == 0 {
+			return fmt.Sprintf("a row that does not fail there fails with this change (%s): the change makes it worse", clip(r, 200))
+		}
+		seen[r]--
+	}
+	return ""
 }
 
 // failing says whether a result with status holds a publish back.

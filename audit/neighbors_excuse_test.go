@@ -1,0 +1,83 @@
+package audit
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// The excuse of a check failing on the target already (excused) must not
+// let a change add failing rows of its own. Each case is judged twice: as
+// a customers batch's neighbor check (the runner) and by the pre-merge hook
+// on a merge of b1 into main (orders' own checks, a person's merge).
+func TestExcuseDoesNotHideNewFailingRows(t *testing.T) {
+	orphans := Check{Name: "orders_have_customers", Kind: KindCrossTable, SQL: "SELECT o.* FROM orders o ANTI JOIN customers c USING (customer_id)"}
+	for _, tc := range []struct {
+		name  string
+		check Check
+		src   func(t *testing.T) *dirSource
+	}{{
+		// Main has one orphan (order 100 of customer 999). b1 adds
+		// customer 999 and drops customer 5, orphaning order 200: one
+		// orphan before and one after, another row.
+		name: "swap of the failing row", check: orphans,
+		src: func(t *testing.T) *dirSource {
+			src := shopSource(t)
+			src.write(t, "main", "gold/customers/c.parquet", "SELECT i::INTEGER AS customer_id, 'c' || i AS name FROM range(0, 6) r(i)")
+			for _, ref := range []string{"main", "b1"} {
+				src.write(t, ref, "gold/orders/o999.parquet", "SELECT 100::INTEGER AS order_id, 999::INTEGER AS customer_id")
+				src.write(t, ref, "gold/orders/o200.parquet", "SELECT 200::INTEGER AS order_id, 5::INTEGER AS customer_id")
+			}
+			src.write(t, "b1", "gold/customers/c2.parquet",
+				"SELECT i::INTEGER AS customer_id, 'c' || i AS name FROM range(0, 5) r(i) UNION ALL SELECT 999, 'c999'")
+			return src
+		},
+	}, {
+		// Main holds one order over orders' bound of ten rows; b1 adds a
+		// thousand. row_count has no failing rows to count.
+		name:  "row_count over its bound by far more",
+		check: Check{Name: "orders_bounded", Kind: KindRowCount, Table: "orders", Max: f64(10)},
+		src: func(t *testing.T) *dirSource {
+			src := shopSource(t)
+			for _, ref := range []string{"main", "b1"} {
+				src.write(t, ref, "gold/orders/o999.parquet", "SELECT 100::INTEGER AS order_id, 0::INTEGER AS customer_id")
+			}
+			src.write(t, "b1", "gold/customers/c2.parquet", "SELECT i::INTEGER AS customer_id, 'c' || i AS name FROM range(0, 5) r(i)")
+			src.write(t, "b1", "gold/orders/big.parquet", "SELECT (1000 + i)::INTEGER AS order_id, 0::INTEGER AS customer_id FROM range(0, 1000) r(i)")
+			return src
+		},
+	}, {
+		// Orders' check cannot run on main (customer ids there are
+		// lists); with b1 it runs and finds two orphans. An error at the
+		// base says nothing of which rows fail there.
+		name: "error on the target, failing rows with the change", check: orphans,
+		src: func(t *testing.T) *dirSource {
+			src := shopSource(t) // b1: customers 0..3, orphaning orders 4 and 9
+			src.write(t, "main", "gold/customers/c.parquet", "SELECT [i::INTEGER] AS customer_id, 'c' || i AS name FROM range(0, 5) r(i)")
+			return src
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.check.Kind == KindCrossTable || tc.check.Table == "customers" {
+				rep := auditShopBatch(t, tc.src(t), tc.check)
+				if got := statusOf(rep, neighborName(tc.check.Name, "orders")); rep.Passed || got != schemas.StatusFail {
+					t.Errorf("runner: passed %v, orders' check %q; want held back (%+v)", rep.Passed, got, rep.Checks)
+				}
+			}
+			tables := []Table{{Name: "orders", Path: "gold/orders/"}, {Name: "customers", Path: "gold/customers/"}}
+			if tc.check.Kind != KindCrossTable {
+				tables = tables[:1] // a suite reading no customers (b1 changes them)
+			}
+			orders := Guard{Dataset: "orders", Suite: Suite{Tables: tables, Checks: []Check{tc.check}}}
+			h, err := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{"repo/main": {orders}}, Runner: newEngine(t, tc.src(t), "")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			status, ans := postHook(t, h, hookEvent("b1", nil))
+			if status != http.StatusPreconditionFailed {
+				t.Errorf("hook: status %d, answer %+v; want 412", status, ans)
+			}
+		})
+	}
+}
