@@ -213,8 +213,10 @@ func excused(after, before schemas.CheckResult) bool {
 // worse says how the change made after, a result failing with it, worse
 // than before, the result failing at the base; empty when it did not:
 //   - a check that ran there and cannot run with the change is worse;
-//   - one that cannot run there excuses no failing rows with the change
-//     (nothing says they failed before), only its own error again;
+//   - one that cannot run there excuses nothing: with the change it
+//     fails on rows nothing says failed before, or cannot run either and
+//     judges none of the change's rows (one file of the table it cannot
+//     read stays, and the change adds rows of any value beside it);
 //   - a check with failing rows counted on both sides is worse with more
 //     of them, and, when the base's sample rows are all of its failing
 //     rows (no more than audit.sample_rows), with any failing row that is
@@ -229,7 +231,7 @@ func worse(after, before schemas.CheckResult) string {
 	case after.Status == schemas.StatusError && before.Status != schemas.StatusError:
 		return "it cannot run with this change: the change makes it worse"
 	case after.Status == schemas.StatusError:
-		return "" // it cannot run there either: nothing to compare
+		return "it cannot run there nor with this change, so nothing judges the change's rows: the change is judged alone"
 	case before.Status == schemas.StatusError:
 		return "it cannot run there, so nothing says the rows failing with this change failed before: the change is judged alone"
 	case after.Failures == nil || before.Failures == nil:
