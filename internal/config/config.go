@@ -1329,12 +1329,13 @@ func (c *Config) sharedTables() Errors {
 }
 
 // sortedMarkers are a table's marker patterns as the audit takes them
-// (audit.DefaultMarkers when none are listed), sorted.
+// (audit.DefaultMarkers when none are listed), sorted, each once: a
+// pattern listed twice skips the same objects as once.
 func sortedMarkers(m []string) []string {
 	if m == nil {
 		m = audit.DefaultMarkers
 	}
-	return slices.Sorted(slices.Values(m))
+	return slices.Compact(slices.Sorted(slices.Values(m)))
 }
 
 func markersText(m []string) string {

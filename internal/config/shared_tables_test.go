@@ -23,6 +23,8 @@ func TestSharedTableMustBeDeclaredAlike(t *testing.T) {
 		{"another format", "format: csv", "main", `datasets.customers.tables[0].format: "csv" differs from datasets.billing.tables[0].format "parquet"`},
 		{"the same markers", "markers: [_started_*, _SUCCESS, _committed_*]", "main", ""},
 		{"another target", "markers: [_extra*]", "staging", ""},
+		// A pattern listed twice is one pattern: the audit skips the same objects.
+		{"the same markers, one listed twice", "markers: [_started_*, _SUCCESS, _committed_*, _SUCCESS]", "main", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := good + `
