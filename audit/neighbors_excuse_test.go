@@ -34,6 +34,18 @@ func TestExcuseDoesNotHideNewFailingRows(t *testing.T) {
 			return src
 		},
 	}, {
+		// Main has one customer without a name (50); b1 names 50 and adds
+		// 60 without one: one failing row before and after, another row.
+		name:  "swap of a row-level kind's failing row",
+		check: Check{Name: "customer_names", Kind: KindNotNull, Table: "customers", Column: "name"},
+		src: func(t *testing.T) *dirSource {
+			src := shopSource(t)
+			src.write(t, "main", "gold/customers/cnull.parquet", "SELECT 50::INTEGER AS customer_id, NULL::VARCHAR AS name")
+			src.write(t, "b1", "gold/customers/c2.parquet",
+				"SELECT i::INTEGER AS customer_id, 'c' || i AS name FROM range(0, 5) r(i) UNION ALL SELECT 50, 'c50' UNION ALL SELECT 60, NULL")
+			return src
+		},
+	}, {
 		// Main holds one order over orders' bound of ten rows; b1 adds a
 		// thousand. row_count has no failing rows to count.
 		name:  "row_count over its bound by far more",
@@ -66,7 +78,10 @@ func TestExcuseDoesNotHideNewFailingRows(t *testing.T) {
 				}
 			}
 			tables := []Table{{Name: "orders", Path: "gold/orders/"}, {Name: "customers", Path: "gold/customers/"}}
-			if tc.check.Kind != KindCrossTable {
+			switch {
+			case tc.check.Table == "customers":
+				tables = tables[1:]
+			case tc.check.Kind != KindCrossTable:
 				tables = tables[:1] // a suite reading no customers (b1 changes them)
 			}
 			orders := Guard{Dataset: "orders", Suite: Suite{Tables: tables, Checks: []Check{tc.check}}}
@@ -90,14 +105,16 @@ func TestExcuseKeepsChangesThatAddNoFailingRow(t *testing.T) {
 	named := Check{Name: "customer_names", Kind: KindNotNull, Table: "customers", Column: "name"}
 	bounded := Check{Name: "customers_bounded", Kind: KindRowCount, Table: "customers", Max: f64(3)}
 	mk := func(t *testing.T) *dirSource {
-		src := shopSource(t) // b1 rewrites customers; with 50, six rows on main and b1
+		src := shopSource(t) // b1 rewrites customers; with 50 and 51, seven rows on main and b1
 		for _, ref := range []string{"main", "b1"} {
-			src.write(t, ref, "gold/customers/cnull.parquet", "SELECT 50::INTEGER AS customer_id, NULL::VARCHAR AS name")
+			src.write(t, ref, "gold/customers/cnull.parquet", "SELECT 50::INTEGER AS customer_id, NULL::VARCHAR AS name UNION ALL SELECT 51, 'c1'")
 		}
 		src.write(t, "b1", "gold/customers/c2.parquet", "SELECT i::INTEGER AS customer_id, 'c' || i AS name FROM range(0, 5) r(i)")
 		return src
 	}
-	for _, c := range []Check{named, bounded} {
+	dup := Check{Name: "customer_names_once", Kind: KindUnique, Table: "customers", Column: "name"}
+	ranged := Check{Name: "customer_ids_small", Kind: KindRange, Table: "customers", Column: "customer_id", Max: f64(10)}
+	for _, c := range []Check{named, bounded, dup, ranged} {
 		t.Run(c.Name, func(t *testing.T) {
 			rep := auditShopBatch(t, mk(t), c)
 			if got := statusOf(rep, neighborName(c.Name, "orders")); !rep.Passed || got != schemas.StatusWarn {
