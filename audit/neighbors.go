@@ -159,7 +159,7 @@ func (s *Service) withNeighbors(ctx context.Context, req Request, d Dataset, rep
 						return rep, err
 					}
 				}
-				c = s.blame(req, n.dataset, c, before[c.Name])
+				c = s.blame(req, n.dataset, c, before[c.Name], tableChanged(n.suite, c.Table, req.Changes))
 			}
 			c.Name = neighborName(c.Name, n.dataset)
 			rep.Checks = append(rep.Checks, c)
@@ -206,17 +206,29 @@ func resultsByName(rep schemas.AuditReport) map[string]schemas.CheckResult {
 // batch that leaves it; it does not excuse one that orphans two more, one
 // that mends it and orphans another, or one after which the check cannot
 // compare the ids at all (and would never judge the target again).
-func excused(after, before schemas.CheckResult) bool {
-	return failing(before.Status) && worse(after, before) == ""
+func excused(after, before schemas.CheckResult, changed bool) bool {
+	return failing(before.Status) && worse(after, before, changed) == ""
+}
+
+// tableChanged says whether ch changes the table of suite named table (a
+// check's own); nil changes are taken to change it.
+func tableChanged(suite Suite, table string, ch *Changes) bool {
+	i := slices.IndexFunc(suite.Tables, func(t Table) bool { return table != "" && strings.EqualFold(t.Name, table) })
+	return i >= 0 && (ch == nil || changesUnder(ch, suite.Tables[i].Path))
 }
 
 // worse says how the change made after, a result failing with it, worse
 // than before, the result failing at the base; empty when it did not:
 //   - a check that ran there and cannot run with the change is worse;
-//   - one that cannot run there excuses nothing: with the change it
-//     fails on rows nothing says failed before, or cannot run either and
-//     judges none of the change's rows (one file of the table it cannot
-//     read stays, and the change adds rows of any value beside it);
+//   - one that cannot run there excuses no failing rows with the change
+//     (nothing says they failed before), and when the change changes its
+//     own table (changed), not its error again either: it judges none of
+//     the change's rows there (one file of the table it cannot read stays,
+//     and the change adds rows of any value beside it). A check of no
+//     table of its own (sql, cross_table), or of one the change leaves,
+//     that cannot run before nor after is excused: on a new target a
+//     neighbor's join of a table with no file yet cannot run, and the
+//     batch has no rows there to judge;
 //   - a check with failing rows counted on both sides is worse with more
 //     of them, and, when the base's sample rows are all of its failing
 //     rows (no more than audit.sample_rows), with any failing row that is
@@ -226,12 +238,14 @@ func excused(after, before schemas.CheckResult) bool {
 //   - a check without failing rows to count (row_count, freshness, stat,
 //     schema, ...) is excused only when it observes what it did at the
 //     base: a bound exceeded by one row does not excuse a thousand more.
-func worse(after, before schemas.CheckResult) string {
+func worse(after, before schemas.CheckResult, changed bool) string {
 	switch {
 	case after.Status == schemas.StatusError && before.Status != schemas.StatusError:
 		return "it cannot run with this change: the change makes it worse"
+	case after.Status == schemas.StatusError && changed:
+		return "it cannot run there nor with this change, which changes its table, so nothing judges the change's rows there: the change is judged alone"
 	case after.Status == schemas.StatusError:
-		return "it cannot run there nor with this change, so nothing judges the change's rows: the change is judged alone"
+		return "" // it cannot run there either, and the change leaves its table
 	case before.Status == schemas.StatusError:
 		return "it cannot run there, so nothing says the rows failing with this change failed before: the change is judged alone"
 	case after.Failures == nil || before.Failures == nil:
@@ -275,10 +289,10 @@ func batchScoped(suite Suite, name string) bool {
 // blame is c, a check of dataset that fails with the batch, as the batch's
 // report tells it: failing when it passed at the base (before) or the
 // batch makes it worse, warn when it failed there already (excused).
-func (s *Service) blame(req Request, dataset string, c, before schemas.CheckResult) schemas.CheckResult {
+func (s *Service) blame(req Request, dataset string, c, before schemas.CheckResult, changed bool) schemas.CheckResult {
 	at := fmt.Sprintf("%s at %s", cmp.Or(req.BaseName, "the base"), short(req.BaseRef))
-	if failing(before.Status) && !excused(c, before) {
-		c.Message = joinMessage(fmt.Sprintf("dataset %s's check fails on %s already, and %s", dataset, at, worse(c, before)), c.Message)
+	if failing(before.Status) && !excused(c, before, changed) {
+		c.Message = joinMessage(fmt.Sprintf("dataset %s's check fails on %s already, and %s", dataset, at, worse(c, before, changed)), c.Message)
 		return c
 	}
 	if failing(before.Status) {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -551,8 +552,12 @@ func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, r
 			before = resultsByName(base)
 		}
 		b := before[c.Name]
-		if failing(b.Status) && !excused(c, b) {
-			rep.Checks[i].Message = joinMessage(fmt.Sprintf("fails on %s at %s already, and %s", req.BaseRef, short(head), worse(c, b)), c.Message)
+		changed, err := h.tableChanged(ctx, req, c.Table)
+		if err != nil {
+			return rep, 0, err
+		}
+		if failing(b.Status) && !excused(c, b, changed) {
+			rep.Checks[i].Message = joinMessage(fmt.Sprintf("fails on %s at %s already, and %s", req.BaseRef, short(head), worse(c, b, changed)), c.Message)
 			continue
 		}
 		if failing(b.Status) {
@@ -566,6 +571,20 @@ func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, r
 	}
 	rep.Passed = len(rep.Failed()) == 0
 	return rep, n, nil
+}
+
+// tableChanged says whether the merge (req) changes table, a check's own,
+// of req's suite on the destination (see touches); without a diff it is
+// taken to.
+func (h *PreMergeHandler) tableChanged(ctx context.Context, req Request, table string) (bool, error) {
+	i := slices.IndexFunc(req.Suite.Tables, func(t Table) bool { return table != "" && strings.EqualFold(t.Name, table) })
+	if i < 0 {
+		return false, nil
+	}
+	if h.opts.Diff == nil {
+		return true, nil
+	}
+	return h.opts.Diff.Touches(ctx, req.Repository, req.BaseRef, req.Ref, req.Suite.Tables[i].Path)
 }
 
 // mergeResult is the ref that holds what the merge leaves on the
