@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -159,7 +160,14 @@ func (s *Service) withNeighbors(ctx context.Context, req Request, d Dataset, rep
 						return rep, err
 					}
 				}
-				c = s.blame(req, n.dataset, c, before[c.Name], tableChanged(n.suite, c.Table, req.Changes))
+				b := before[c.Name]
+				own := Request{Dataset: n.dataset, Repository: req.Repository, Ref: req.Ref, BaseRef: req.BaseRef, BaseName: req.BaseName,
+					BatchTime: req.BatchTime, Changes: req.Changes, Full: true, Onto: req.Onto, BeforeRead: req.BeforeRead}
+				why, err := ownRowsFail(ctx, s.o.Engine, own, n.suite, c, b)
+				if err != nil {
+					return rep, err
+				}
+				c = s.blame(req, n.dataset, c, b, tableChanged(n.suite, c.Table, req.Changes), why)
 			}
 			c.Name = neighborName(c.Name, n.dataset)
 			rep.Checks = append(rep.Checks, c)
@@ -273,6 +281,69 @@ func worse(after, before schemas.CheckResult, changed bool) string {
 	return ""
 }
 
+// ownRowsFail is, for after, a result failing with a change that worse
+// excuses by its count of failing rows alone (the base fails more rows
+// than its samples hold, so which rows fail is not compared), why the
+// change adds failing rows after all: for a check judging each row by its
+// own values (a row-level kind whose where reads no table), a row failing
+// with the change and not before is a row of a file the change adds or
+// rewrites, so the check is run on those files alone (scope: batch, with
+// req, the change's audit) and any failing row there is the change's
+// doing. A change rewriting a file with rows failing before is held back
+// too: its rows cannot be told from new ones. Empty when the change adds
+// no failing row, or the check is not of such a kind (sql, cross_table,
+// unique: compared by counts only, see worse).
+func ownRowsFail(ctx context.Context, r Runner, req Request, suite Suite, after, before schemas.CheckResult) (string, error) {
+	if !failing(before.Status) || worse(after, before, true) != "" || !countsOnly(after, before) {
+		return "", nil
+	}
+	i := slices.IndexFunc(suite.Checks, func(k Check) bool { return k.ID() == after.Name })
+	if i < 0 || !rowLocal(suite.Checks[i]) {
+		return "", nil
+	}
+	c := suite.Checks[i]
+	c.Name, c.Scope, c.Severity = c.ID(), ScopeBatch, SeverityError
+	req.Suite = Suite{Checks: []Check{c}}
+	for _, t := range suite.Tables {
+		if strings.EqualFold(t.Name, c.Table) {
+			req.Suite.Tables = append(req.Suite.Tables, t)
+		}
+	}
+	rep, err := r.Run(ctx, req)
+	if err != nil {
+		return "", fmt.Errorf("check %s on the change's files alone: %w", c.Name, err)
+	}
+	res, ok := resultsByName(rep)[c.Name]
+	switch {
+	case !ok || res.Status == schemas.StatusError:
+		return fmt.Sprintf("it fails with more rows there than its samples hold (audit.sample_rows), and cannot run on the change's files alone (%s): the change is judged alone", clip(res.Message, 300)), nil
+	case res.Failures != nil && *res.Failures > 0 || res.Status == schemas.StatusFail:
+		n := "some"
+		if res.Failures != nil {
+			n = fmt.Sprint(*res.Failures)
+		}
+		return fmt.Sprintf("it fails with more rows there than its samples hold (audit.sample_rows), and %s rows of the files this change adds or rewrites fail it: the change is judged alone", n), nil
+	}
+	return "", nil
+}
+
+// countsOnly says whether worse compares after with before by their
+// counts of failing rows alone: the base fails more rows than its samples.
+func countsOnly(after, before schemas.CheckResult) bool {
+	return after.Status != schemas.StatusError && before.Status != schemas.StatusError && after.Failures != nil && before.Failures != nil &&
+		int64(len(before.SampleRows)) < *before.Failures
+}
+
+// rowLocal says whether c judges each row by its own values alone: a
+// row-level kind whose where condition reads no table.
+func rowLocal(c Check) bool {
+	k := kindOf(c)
+	return k != nil && k.failing != nil && !readsTable.MatchString(c.Where)
+}
+
+// readsTable finds a query's SELECT or FROM (DuckDB takes FROM first) in a where condition.
+var readsTable = regexp.MustCompile(`(?i)\b(select|from)\b`)
+
 // failing says whether a result with status holds a publish back.
 func failing(status string) bool {
 	return status == schemas.StatusFail || status == schemas.StatusError
@@ -289,10 +360,10 @@ func batchScoped(suite Suite, name string) bool {
 // blame is c, a check of dataset that fails with the batch, as the batch's
 // report tells it: failing when it passed at the base (before) or the
 // batch makes it worse, warn when it failed there already (excused).
-func (s *Service) blame(req Request, dataset string, c, before schemas.CheckResult, changed bool) schemas.CheckResult {
+func (s *Service) blame(req Request, dataset string, c, before schemas.CheckResult, changed bool, ownRows string) schemas.CheckResult {
 	at := fmt.Sprintf("%s at %s", cmp.Or(req.BaseName, "the base"), short(req.BaseRef))
-	if failing(before.Status) && !excused(c, before, changed) {
-		c.Message = joinMessage(fmt.Sprintf("dataset %s's check fails on %s already, and %s", dataset, at, worse(c, before, changed)), c.Message)
+	if failing(before.Status) && (!excused(c, before, changed) || ownRows != "") {
+		c.Message = joinMessage(fmt.Sprintf("dataset %s's check fails on %s already, and %s", dataset, at, cmp.Or(worse(c, before, changed), ownRows)), c.Message)
 		return c
 	}
 	if failing(before.Status) {

@@ -157,3 +157,47 @@ func TestCheckErringOnTheTargetExcusesNoChangeOfItsTable(t *testing.T) {
 		t.Errorf("status %d, answer %+v; want 412", status, ans)
 	}
 }
+
+// Beyond audit.sample_rows failing rows on the target, the samples are not
+// all of them and cannot show a swap. For a check that judges each row by
+// its own values (not_null here), a row failing with a change and not
+// before is a row of a file the change adds or rewrites: the check is run
+// on those files alone, and a failing row there is not excused. Main has
+// six customers without a name (the engine samples five); b1 names one and
+// adds another without one: six before and after.
+func TestExcuseBeyondTheSamplesJudgesTheChangesFiles(t *testing.T) {
+	named := Check{Name: "customer_names", Kind: KindNotNull, Table: "customers", Column: "name"}
+	mk := func(t *testing.T, swap bool) *dirSource {
+		src := shopSource(t)
+		for _, ref := range []string{"main", "b1"} {
+			src.write(t, ref, "gold/customers/cnull.parquet", "SELECT (50 + i)::INTEGER AS customer_id, NULL::VARCHAR AS name FROM range(0, 6) r(i)")
+		}
+		src.write(t, "b1", "gold/customers/c2.parquet", "SELECT i::INTEGER AS customer_id, 'c' || i AS name FROM range(0, 5) r(i)")
+		if swap {
+			src.write(t, "b1", "gold/customers/cnull.parquet",
+				"SELECT (50 + i)::INTEGER AS customer_id, CASE WHEN i = 0 THEN 'c50' END AS name FROM range(0, 6) r(i) UNION ALL SELECT 60, NULL")
+		}
+		return src
+	}
+	for _, tc := range []struct {
+		name     string
+		swap     bool
+		wantRun  string
+		wantHook int
+	}{{"a swap", true, schemas.StatusFail, http.StatusPreconditionFailed}, {"no failing row of its own", false, schemas.StatusWarn, http.StatusOK}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := auditShopBatch(t, mk(t, tc.swap), named)
+			if got := statusOf(rep, neighborName(named.Name, "orders")); rep.Passed != (tc.wantRun == schemas.StatusWarn) || got != tc.wantRun {
+				t.Errorf("runner: passed %v, orders' check %q; want %q (%+v)", rep.Passed, got, tc.wantRun, rep.Checks)
+			}
+			guard := Guard{Dataset: "orders", Suite: Suite{Tables: []Table{{Name: "customers", Path: "gold/customers/"}}, Checks: []Check{named}}}
+			h, err := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{"repo/main": {guard}}, Runner: newEngine(t, mk(t, tc.swap), "")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if status, ans := postHook(t, h, hookEvent("b1", nil)); status != tc.wantHook {
+				t.Errorf("hook: status %d, answer %+v; want %d", status, ans, tc.wantHook)
+			}
+		})
+	}
+}

@@ -556,8 +556,14 @@ func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, r
 		if err != nil {
 			return rep, 0, err
 		}
-		if failing(b.Status) && !excused(c, b, changed) {
-			rep.Checks[i].Message = joinMessage(fmt.Sprintf("fails on %s at %s already, and %s", req.BaseRef, short(head), worse(c, b, changed)), c.Message)
+		own := req
+		own.MergeOf, own.Full = [2]string{}, false
+		ownRows, err := ownRowsFail(ctx, h.opts.Runner, own, req.Suite, c, b)
+		if err != nil {
+			return rep, 0, err
+		}
+		if failing(b.Status) && (!excused(c, b, changed) || ownRows != "") {
+			rep.Checks[i].Message = joinMessage(fmt.Sprintf("fails on %s at %s already, and %s", req.BaseRef, short(head), cmp.Or(worse(c, b, changed), ownRows)), c.Message)
 			continue
 		}
 		if failing(b.Status) {
