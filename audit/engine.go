@@ -379,6 +379,10 @@ type Request struct {
 	// (ErrInfrastructure): nothing is read and nothing passes. The runner
 	// records a recheck's attempt there (issue 21).
 	BeforeRead func(context.Context) error
+	// part names a run of part of a suite made to judge a result of the
+	// whole (ownRowsFail): Service.Run keeps its report apart from the
+	// suite's at the same commit. The engine ignores it.
+	part string
 }
 
 // Changes is what a ref changes against its base (lakeFS's three-dot

@@ -303,7 +303,7 @@ func ownRowsFail(ctx context.Context, r Runner, req Request, suite Suite, after,
 	}
 	c := suite.Checks[i]
 	c.Name, c.Scope, c.Severity = c.ID(), ScopeBatch, SeverityError
-	req.Suite = Suite{Checks: []Check{c}}
+	req.Suite, req.part = Suite{Checks: []Check{c}}, "own rows of "+c.Name
 	for _, t := range suite.Tables {
 		if strings.EqualFold(t.Name, c.Table) {
 			req.Suite.Tables = append(req.Suite.Tables, t)

@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -199,5 +201,30 @@ func TestExcuseBeyondTheSamplesJudgesTheChangesFiles(t *testing.T) {
 				t.Errorf("hook: status %d, answer %+v; want %d", status, ans, tc.wantHook)
 			}
 		})
+	}
+}
+
+// The run of a check on the change's files alone (ownRowsFail) goes
+// through the hook's Runner, lakewap's Service, whose cache keeps passing
+// reports by commit, base and batch time, not by suite. Its one-check
+// report must not answer the audit of the whole suite at the same commit:
+// a retried hook call for a merge that fails another check would be
+// allowed.
+func TestOwnRowsRunDoesNotAnswerTheSuitesAudit(t *testing.T) {
+	s, _ := neighborService(t, map[string]map[string]string{"orders@" + sealedRef: {"orders_have_customers": schemas.StatusFail}})
+	suite := shopDatasets()["orders"].Suite
+	req := Request{Dataset: "orders", Suite: suite, Repository: "lake", Ref: sealedRef, BaseRef: baseRef, BatchTime: time.Unix(1, 0)}
+	six := int64(6)
+	after := schemas.CheckResult{Name: "customer_names", Status: schemas.StatusFail, Failures: &six, SampleRows: []string{"a", "b", "c", "d", "e"}}
+	before := schemas.CheckResult{Name: "customer_names", Status: schemas.StatusFail, Failures: &six, SampleRows: []string{"a", "b", "c", "d", "f"}}
+	if why, err := ownRowsFail(context.Background(), s, req, suite, after, before); err != nil || why != "" {
+		t.Fatalf("own rows: %q, %v; want none failing (the scripted run passes)", why, err)
+	}
+	rep, err := s.Run(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed || statusOf(rep, "orders_have_customers") != schemas.StatusFail {
+		t.Errorf("the suite's audit after the own-rows run: passed %v (%+v); want orders_have_customers failing", rep.Passed, rep.Checks)
 	}
 }

@@ -28,7 +28,7 @@ func TestReportCacheIsBoundedByBytes(t *testing.T) {
 	}
 	n := 2 * reportCacheBytes / len(b)
 	for i := range n {
-		c.put(reportKey{"lake", "billing", fmt.Sprint("r", i), "base", 1}, rep)
+		c.put(reportKey{"lake", "billing", fmt.Sprint("r", i), "base", 1, ""}, rep)
 	}
 	kept := 0
 	for _, r := range c.m {
@@ -38,10 +38,10 @@ func TestReportCacheIsBoundedByBytes(t *testing.T) {
 	if kept > reportCacheBytes {
 		t.Errorf("%d reports of %d bytes kept, %d bytes in all; want at most %d", len(c.m), len(b), kept, reportCacheBytes)
 	}
-	if _, ok := c.get(reportKey{"lake", "billing", fmt.Sprint("r", n-1), "base", 1}); !ok {
+	if _, ok := c.get(reportKey{"lake", "billing", fmt.Sprint("r", n-1), "base", 1, ""}); !ok {
 		t.Error("the newest report was not kept")
 	}
-	if _, ok := c.get(reportKey{"lake", "billing", "r0", "base", 1}); ok {
+	if _, ok := c.get(reportKey{"lake", "billing", "r0", "base", 1, ""}); ok {
 		t.Error("the oldest report was kept past the budget")
 	}
 }

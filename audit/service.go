@@ -367,11 +367,12 @@ func IsCommitID(ref string) bool { return commitID.MatchString(ref) }
 // service's life): the audited commit, the base commit, the batch time.
 type reportKey struct {
 	repo, dataset, ref, base string
-	batchTime                int64 // UnixNano
+	batchTime                int64  // UnixNano
+	part                     string // Request.part: a run of part of the suite
 }
 
 func keyOf(req Request) reportKey {
-	return reportKey{repo: req.Repository, dataset: req.Dataset, ref: req.Ref, base: req.BaseRef, batchTime: req.BatchTime.UnixNano()}
+	return reportKey{repo: req.Repository, dataset: req.Dataset, ref: req.Ref, base: req.BaseRef, batchTime: req.BatchTime.UnixNano(), part: req.part}
 }
 
 // reportCache is a bounded map of passing reports; the oldest entry goes
@@ -402,7 +403,7 @@ func (c *reportCache) get(k reportKey) (schemas.AuditReport, bool) {
 
 func (c *reportCache) put(k reportKey, r schemas.AuditReport) {
 	b, err := json.Marshal(r)
-	size := len(b) + len(k.repo) + len(k.dataset) + len(k.ref) + len(k.base) + 64
+	size := len(b) + len(k.repo) + len(k.dataset) + len(k.ref) + len(k.base) + len(k.part) + 64
 	if err != nil || size > reportCacheBytes {
 		return
 	}

@@ -16,7 +16,7 @@ import (
 // goes first.
 func TestReportCache(t *testing.T) {
 	c := newReportCache(2)
-	k := func(ref string) reportKey { return reportKey{"lake", "billing", ref, "base1", 1} }
+	k := func(ref string) reportKey { return reportKey{"lake", "billing", ref, "base1", 1, ""} }
 	c.put(k("a"), schemas.AuditReport{Ref: "a", Passed: true})
 	c.put(k("b"), schemas.AuditReport{Ref: "b", Passed: true})
 	c.put(k("c"), schemas.AuditReport{Ref: "c", Passed: true})
@@ -26,10 +26,10 @@ func TestReportCache(t *testing.T) {
 	if r, ok := c.get(k("c")); !ok || r.Ref != "c" {
 		t.Errorf("newest entry: %+v %v", r, ok)
 	}
-	if _, ok := c.get(reportKey{"lake", "billing", "c", "base2", 1}); ok {
+	if _, ok := c.get(reportKey{"lake", "billing", "c", "base2", 1, ""}); ok {
 		t.Errorf("a report against one base commit answered for another")
 	}
-	if _, ok := c.get(reportKey{"lake", "billing", "c", "base1", 2}); ok {
+	if _, ok := c.get(reportKey{"lake", "billing", "c", "base1", 2, ""}); ok {
 		t.Errorf("a report for one batch time answered for another")
 	}
 	for ref, want := range map[string]bool{
