@@ -531,6 +531,9 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (schemas
 		return report, err
 	}
 	checks := r.checkAll(ctx)
+	if r.inc != nil && ctx.Err() == nil && r.infra == nil && r.refull != "" {
+		return report, errRefull{r.refull}
+	}
 	if r.inc != nil && ctx.Err() == nil && r.infra == nil {
 		why, err := r.schemaDisagreement(ctx)
 		switch {
@@ -624,6 +627,9 @@ type run struct {
 	infra error
 	// inc is the run's incremental plan; nil for a full audit.
 	inc *increment
+	// refull is why an incremental run is given up for a full one, found
+	// while judging its checks (pandasColumn), or "".
+	refull string
 	// dl brings the run's files to local files.
 	dl downloader
 	// toGet are the files named (plan) and not downloaded yet, with their

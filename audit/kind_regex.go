@@ -10,8 +10,11 @@ import (
 
 // KindRegex: the column's values, as text, match pattern (RE2) somewhere;
 // NULL passes. Great Expectations' expect_column_values_to_match_regex. An
-// integer column that holds a NULL, and a BOOLEAN column, are refused:
-// pandas renders them as other text (12345.0, True; readers disagree).
+// integer column that holds a NULL, a timestamp column of midnights only or
+// with a fraction of a second, and a BOOLEAN, zoned timestamp, TIME, FLOAT,
+// DECIMAL of scale above 6, BLOB, INTERVAL, list, struct or map column, are
+// refused: pandas renders them as other text (12345.0, True, 2024-01-01,
+// 01:02:03.500, 1e+15, 1E-7, [1 2]; readers disagree).
 const KindRegex = "regex"
 
 func init() {

@@ -306,6 +306,27 @@ func TestRegexOverColumnsPandasRendersOtherwise(t *testing.T) {
 		{"boolean", "SELECT * FROM (VALUES (true), (false)) v(c)", "^(true|false)$", true},
 		{"int_without_null", "SELECT * FROM (VALUES (12345), (54321)) v(c)", "^[0-9]{5}$", false},
 		{"text_with_null", "SELECT * FROM (VALUES ('12345'), (NULL)) v(c)", "^[0-9]{5}$", false},
+		// Types whose text pandas renders otherwise than DuckDB's CAST to
+		// VARCHAR, whatever their NULLs: pandas 3.1.1 reads each of these
+		// from Parquet as shown (the test runs it).
+		{"timestamp_midnights", "SELECT * FROM (VALUES (TIMESTAMP '2024-01-01 00:00:00'), (TIMESTAMP '2024-01-02 00:00:00')) v(c)", `^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$`, true}, // 2024-01-01
+		{"timestamp_fraction", "SELECT * FROM (VALUES (TIMESTAMP '2024-01-01 01:02:03.5')) v(c)", `:03\.5$`, true},                                                                 // 01:02:03.500
+		{"timestamp_ns", "SELECT * FROM (VALUES (TIMESTAMP_NS '2024-01-01 01:02:03.5')) v(c)", `:03\.5$`, true},
+		{"timestamptz", "SELECT * FROM (VALUES (TIMESTAMPTZ '2024-01-01 01:02:03+00')) v(c)", `:03\+00$`, true},         // 01:02:03+00:00
+		{"time_fraction", "SELECT * FROM (VALUES (TIME '01:02:03.5')) v(c)", `:03\.5$`, true},                           // 01:02:03.500000
+		{"float", "SELECT * FROM (VALUES (1e15::FLOAT), (0.0001::FLOAT)) v(c)", `^[0-9.]+$`, true},                      // 1e+15, 1e-04
+		{"decimal_scale_7", "SELECT * FROM (VALUES (0.0000001::DECIMAL(18,7)), (0::DECIMAL(18,7))) v(c)", `^0\.`, true}, // 1E-7, 0E-7
+		{"blob", `SELECT * FROM (VALUES ('\x00a'::BLOB)) v(c)`, `^\\x00a$`, true},                                       // a NUL and a
+		{"list", "SELECT * FROM (VALUES ([1, 2])) v(c)", `^\[1, 2\]$`, true},                                            // [1 2]
+		{"struct", "SELECT * FROM (VALUES ({'a': 1, 'b': 'x'})) v(c)", `'b': x\}$`, true},                               // {'a': 1, 'b': 'x'}
+		{"map", "SELECT * FROM (VALUES (MAP {'k': 1})) v(c)", `^\{k=1\}$`, true},                                        // [('k', 1)]
+		{"interval", "SELECT * FROM (VALUES (INTERVAL 1 DAY)) v(c)", `day`, true},                                       // its 12 bytes
+		{"timestamp_whole_seconds", "SELECT * FROM (VALUES (TIMESTAMP '2024-01-01 01:02:03'), (TIMESTAMP '2024-01-02 00:00:00'), (NULL)) v(c)", `^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$`, false},
+		{"timestamp_ms_whole_seconds", "SELECT * FROM (VALUES (TIMESTAMP_MS '2024-01-01 01:02:03'), (NULL)) v(c)", `^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$`, false},
+		{"date", "SELECT * FROM (VALUES (DATE '2024-01-01'), (NULL)) v(c)", `^\d{4}-\d{2}-\d{2}$`, false},
+		{"double", "SELECT * FROM (VALUES (1e16::DOUBLE), (1e15::DOUBLE), (0.0001::DOUBLE), (1e-05::DOUBLE)) v(c)", `^(?:1e\+16|1000000000000000\.0|0\.0001|1e-05)$`, false},
+		{"decimal_scale_6", "SELECT * FROM (VALUES (0.000001::DECIMAL(18,6)), (0::DECIMAL(18,6)), (NULL)) v(c)", `^0\.[0-9]{6}$`, false},
+		{"uuid", "SELECT * FROM (VALUES ('550e8400-e29b-41d4-a716-446655440000'::UUID)) v(c)", `^[0-9a-f-]{36}$`, false},
 	}
 	python, perr := testPython()
 	for _, c := range cases {
@@ -398,4 +419,26 @@ func TestJSONIdsBeyondInt64UnderOtherChecks(t *testing.T) {
 			t.Errorf("%s: refused: %s %q", c.name, res.Status, res.Message)
 		}
 	}
+}
+
+// TestRegexOverTimestampsIncrementally: pandas renders a timestamp column
+// by all its values (a fraction in one row gives every row its digits:
+// 01:02:03.000), which the statistics of the unchanged files do not tell.
+// An attested table of whole seconds and a batch of one value with a
+// fraction: the full audit refuses the pattern, which pandas finds
+// unmatched in the attested rows; the incremental audit, which read only
+// the batch's rows, passed it. Now it runs full, saying why.
+func TestRegexOverTimestampsIncrementally(t *testing.T) {
+	suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindRegex, Table: "t", Column: "ts", Pattern: `:\d{2}(?:\.\d)?$`}}}
+	ts := func(vs ...string) string {
+		return "SELECT * FROM (VALUES " + strings.Join(each(vs, func(v string) string { return "(TIMESTAMP '" + v + "')" }), ", ") + ") v(ts)"
+	}
+	eachCache(t, func(t *testing.T, cache bool) {
+		r := newMemoRigSQL(t, cache, map[string]string{"data/t/d.parquet": ts("2024-01-01 01:02:03")}, ts("2024-01-02 01:02:03"), suite)
+		s := r.batchSQL("c001", "s1", "data/t/s1/part-0.parquet", ts("2024-01-03 01:02:03.5"))
+		rep := wantFailsAsFull(t, r, s, cid("c001"), ModeFull, "pandas renders by all the column's values")
+		if u := check(rep, KindRegex); u.Status != schemas.StatusError || !strings.Contains(u.Message, "fraction") {
+			t.Fatalf("regex: %s %q", u.Status, u.Message)
+		}
+	})
 }

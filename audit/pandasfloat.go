@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -213,7 +214,7 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 		key := strings.ToLower(pc.col)
 		var rows, nonNull int64
 		var in intRange
-		wide := ""
+		wide, text := "", ""
 		sts := it.oldStats
 		if len(it.batchStats) == len(it.batch) {
 			// The batch's files' statistics, which hold the column
@@ -229,6 +230,9 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 			if integerType(wide) {
 				in.add(fmt.Sprint(vals[2]), fmt.Sprint(vals[3]))
 			}
+			if strings.EqualFold(wide, "BOOLEAN") || pandasOtherText(wide) != "" || naiveTimestamp(wide) {
+				text = wide
+			}
 		}
 		for _, st := range sts {
 			cs := st.Cols[key]
@@ -240,9 +244,21 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 				if !integerType(wide) || int64Wide(cs.Type) {
 					wide = cs.Type
 				}
-			case strings.EqualFold(cs.Type, "BOOLEAN") && wide == "":
-				wide = cs.Type
+			case strings.EqualFold(cs.Type, "BOOLEAN") || pandasOtherText(cs.Type) != "" || naiveTimestamp(cs.Type):
+				text = cs.Type
 			}
+		}
+		if c.Kind == KindRegex && naiveTimestamp(text) {
+			// pandas renders each by all the column's values, which the
+			// statistics do not tell: judge it over the whole table.
+			if r.refull == "" {
+				r.refull = fmt.Sprintf("check %s matches a pattern against timestamp column %q of table %s, which pandas renders by all the column's values (pandasTimestampText)", c.ID(), pc.col, name)
+			}
+			return nil
+		}
+		if c.Kind == KindRegex && text != "" {
+			// A file's type pandas renders otherwise, whatever the others'.
+			wide = text
 		}
 		return pandasRefusal(c, name, pc.col, wide, rows-nonNull, rows, in)
 	}
@@ -262,7 +278,14 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 		}
 	}
 	switch {
-	case c.Kind == KindRegex && typ == "BOOLEAN":
+	case c.Kind == KindRegex && naiveTimestamp(typ):
+		q := pandasTimestampFigures(schema, name, pc.col, c.Where)
+		vals, err := r.memoRow(ctx, q, q, 3, k)
+		if err != nil {
+			return err
+		}
+		return pandasTimestampText(name, pc.col, typ, asInt(vals[0]), asInt(vals[1]), asInt(vals[2]))
+	case c.Kind == KindRegex && (typ == "BOOLEAN" || pandasOtherText(typ) != ""):
 		return pandasRefusal(c, name, pc.col, typ, 0, 0, intRange{})
 	case c.Kind == KindRegex && integerType(typ), int64Wide(typ):
 	default:
@@ -310,6 +333,10 @@ func pandasRefusal(c Check, table, col, typ string, nulls, rows int64, r intRang
 // column holding a NULL reads as float64, 12345 as "12345.0"; a boolean
 // renders "True" and "False" (TestRegexOverColumnsPandasRendersOtherwise).
 func pandasText(table, col, typ string, nulls, rows int64) error {
+	if how := pandasOtherText(typ); how != "" {
+		return fmt.Errorf("pandas renders column %q of table %s (%s) as other text than DuckDB's, %s, and the pattern is matched against the text: readers disagree on it (write the column as text, or check it otherwise)",
+			col, table, strings.ToUpper(typ), how)
+	}
 	switch {
 	case strings.EqualFold(typ, "BOOLEAN"):
 		return fmt.Errorf("pandas renders column %q of table %s (BOOLEAN) as the text True and False, where DuckDB's is true and false, and the pattern is matched against the text: readers disagree on it (write the column as text, or check it otherwise)", col, table)
@@ -318,6 +345,89 @@ func pandasText(table, col, typ string, nulls, rows int64) error {
 			col, table, strings.ToUpper(typ), nulls, rows)
 	}
 	return nil
+}
+
+// naiveTimestamp: DuckDB type typ is a timestamp without a zone, of any
+// unit.
+func naiveTimestamp(typ string) bool {
+	switch strings.ToUpper(strings.TrimSpace(typ)) {
+	case "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "DATETIME":
+		return true
+	}
+	return false
+}
+
+// pandasTimestampFigures is the query of a timestamp column's figures
+// for pandasTimestampText over a view (the rows meeting where): its
+// non-NULL values, those DuckDB renders at another time than midnight,
+// and those with a fraction.
+func pandasTimestampFigures(schema, table, col, where string) string {
+	v := "CAST(" + quoteIdent(col) + " AS VARCHAR)"
+	q := fmt.Sprintf("SELECT count(%s), count(*) FILTER (WHERE %s NOT LIKE '%% 00:00:00'), count(*) FILTER (WHERE %s LIKE '%%.%%') FROM %s",
+		quoteIdent(col), v, v, qualified(schema, table))
+	if w := strings.TrimSpace(where); w != "" {
+		// The rows a reader keeps before rendering them.
+		q += " WHERE (\n" + w + "\n)"
+	}
+	return q
+}
+
+// pandasTimestampText is the refusal of a regex check over timestamp
+// column col of table (without a zone, of DuckDB type typ) when pandas
+// renders its values as other text than DuckDB's: pandas renders a
+// column by all its values, as 2024-01-01 when every one is a midnight
+// (DuckDB: 2024-01-01 00:00:00), and with as many fraction digits as the
+// finest one needs, 01:02:03.500 or .500000 (DuckDB: 01:02:03.5). A
+// column of whole seconds not all midnights reads alike
+// (TestRegexOverColumnsPandasRendersOtherwise). nonNull, otherTimes and
+// fractions are the column's non-NULL values, those not at midnight and
+// those with a fraction.
+func pandasTimestampText(table, col, typ string, nonNull, otherTimes, fractions int64) error {
+	switch {
+	case fractions > 0:
+		return fmt.Errorf("pandas renders column %q of table %s (%s) as other text than DuckDB's, whose %d values with a fraction of a second it renders with as many digits as the column's finest needs (01:02:03.500 where DuckDB's is 01:02:03.5), and the pattern is matched against the text: readers disagree on it (write the column as text, or check it otherwise)",
+			col, table, strings.ToUpper(typ), fractions)
+	case nonNull > 0 && otherTimes == 0:
+		return fmt.Errorf("pandas renders column %q of table %s (%s) as other text than DuckDB's, whose values are all midnights, which it renders as dates (2024-01-01 where DuckDB's is 2024-01-01 00:00:00), and the pattern is matched against the text: readers disagree on it (write the column as text, or check it otherwise)",
+			col, table, strings.ToUpper(typ))
+	}
+	return nil
+}
+
+// decimalScale is the scale of a DuckDB DECIMAL(p,s) type.
+var decimalScale = regexp.MustCompile(`^DECIMAL\(\s*\d+\s*,\s*(\d+)\s*\)$`)
+
+// pandasOtherText is how pandas renders values of DuckDB type typ as
+// text (astype(str), after pyarrow's to_pandas) otherwise than DuckDB's
+// CAST to VARCHAR, whatever the values' NULLs, or "" for a type both
+// render alike (text, integers, DATE, DOUBLE, UUID, DECIMAL of scale at
+// most 6). Each was read so by pandas 3.1.1 from Parquet
+// (TestRegexOverColumnsPandasRendersOtherwise).
+func pandasOtherText(typ string) string {
+	t := strings.ToUpper(strings.TrimSpace(typ))
+	switch {
+	case naiveTimestamp(t):
+		return "" // by its values: pandasTimestampText
+	case strings.HasPrefix(t, "TIMESTAMP"):
+		return "a timestamp with a zone as 2024-01-01 01:02:03+00:00, where DuckDB's is 2024-01-01 01:02:03+00"
+	case strings.HasPrefix(t, "TIME"):
+		return "a time with a fraction as 01:02:03.500000, where DuckDB's is 01:02:03.5"
+	case t == "FLOAT" || t == "REAL" || t == "FLOAT4":
+		return "a float32 as 1e+15 and 1e-04, where DuckDB's is 1000000000000000.0 and 0.0001"
+	case t == "BLOB" || t == "BYTEA" || t == "VARBINARY":
+		return "bytes as the characters they are, where DuckDB escapes them (\\x00)"
+	case t == "INTERVAL":
+		return "an interval as its 12 bytes, where DuckDB's is 1 day"
+	case strings.HasSuffix(t, "]") || strings.HasPrefix(t, "STRUCT") || strings.HasPrefix(t, "MAP") || strings.HasPrefix(t, "UNION"):
+		return "a list as [1 2], a struct's text in quotes ('x') and a map as [('k', 1)], where DuckDB's are [1, 2], x and {k=1}"
+	}
+	if m := decimalScale.FindStringSubmatch(t); m != nil {
+		if scale, err := strconv.Atoi(m[1]); err != nil || scale <= 6 {
+			return ""
+		}
+		return "a decimal under 10^-6 as 1E-7 and zero as 0E-7, where DuckDB's are 0.0000001 and 0.0000000"
+	}
+	return ""
 }
 
 // int64Wide: DuckDB type typ is one pandas reads as int64 or uint64, so
