@@ -67,7 +67,8 @@ var geTranslations = map[string]geTranslation{
 		c.Kind, c.Column = KindUnique, a.str("column")
 	}},
 	"expect_column_values_to_be_in_set": {[]string{"column", "value_set", "mostly"}, func(a *geArgs, c *Check) {
-		c.Kind, c.Column, c.Values = KindAcceptedValues, a.str("column"), a.values("value_set")
+		c.Kind, c.Column = KindAcceptedValues, a.str("column")
+		c.Values, c.ValueTypes = a.values("value_set")
 	}},
 	"expect_column_values_to_be_between": {append([]string{"mostly"}, geBetween...), func(a *geArgs, c *Check) {
 		c.Kind, c.Column = KindRange, a.str("column")
@@ -242,29 +243,42 @@ func (a *geArgs) strs(k string) []string {
 	return s
 }
 
-// values reads a value set as the text lakewap compares column values as.
-func (a *geArgs) values(k string) []string {
+// values reads a value set as the text lakewap compares column values
+// as, and each value's JSON type (string, number, boolean), which pandas'
+// isin compares too.
+func (a *geArgs) values(k string) (out, types []string) {
 	var raw []json.RawMessage
 	if err := json.Unmarshal(a.kw[k], &raw); err != nil || len(raw) == 0 {
 		a.fail(k, "a list of values")
-		return nil
+		return nil, nil
 	}
-	out := make([]string, 0, len(raw))
 	for _, r := range raw {
 		var s string
 		switch {
 		case string(r) == "null": // NULL passes anyway
 		case json.Unmarshal(r, &s) == nil:
 			out = append(out, s)
-		case string(r) == "true" || string(r) == "false" || json.Unmarshal(r, new(float64)) == nil:
+			types = append(types, valueString)
+		case string(r) == "true" || string(r) == "false":
 			out = append(out, string(r))
+			types = append(types, valueBoolean)
+		case json.Unmarshal(r, new(float64)) == nil:
+			out = append(out, string(r))
+			types = append(types, valueNumber)
 		default:
 			a.fail(k, "a list of strings, numbers or booleans")
-			return nil
+			return nil, nil
 		}
 	}
-	return out
+	return out, types
 }
+
+// The JSON types of a value_set's values (Check.ValueTypes).
+const (
+	valueString  = "string"
+	valueNumber  = "number"
+	valueBoolean = "boolean"
+)
 
 func (a *geArgs) num(k string) *float64 {
 	v, ok := a.given(k)

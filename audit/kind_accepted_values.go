@@ -11,7 +11,11 @@ import (
 // KindAcceptedValues: the column's values are among values, compared as
 // text (YAML gives text); NULL passes. A 64-bit integer column that holds
 // a NULL and a value beyond ±2^53 is refused: pandas reads it as float64,
-// where a listed 2^53+1 is not found (readers disagree).
+// where a listed 2^53+1 is not found (readers disagree). Values imported
+// from a Great Expectations value_set keep their JSON type, which pandas'
+// isin compares: a string against a column that is not text, a number or
+// boolean against text, a number that is not a float32 against FLOAT or
+// not its double's exact value against DECIMAL, is refused.
 const KindAcceptedValues = "accepted_values"
 
 func init() {
@@ -22,6 +26,9 @@ func init() {
 			needColumns(c, add, true)
 			if len(c.Values) == 0 {
 				add("values", "missing")
+			}
+			if len(c.ValueTypes) > 0 && len(c.ValueTypes) != len(c.Values) {
+				add("values", "%d values of %d types", len(c.Values), len(c.ValueTypes))
 			}
 		},
 		agg: countFailing,

@@ -421,6 +421,78 @@ func TestJSONIdsBeyondInt64UnderOtherChecks(t *testing.T) {
 	}
 }
 
+// TestGreatExpectationsValueSetOfAnotherType: Great Expectations' pandas
+// expect_column_values_to_be_in_set is column.isin(value_set) (its
+// _pandas of column_values.in_set), which compares values of their types:
+// the string "1" is not the integer 1, 0.1 is not the float32 0.1 nor
+// Decimal("0.1"), "2024-01-01" is not a date. The audit compares the
+// column's text with the values' (FromGreatExpectations keeps each one's
+// JSON text), which finds them. pandas 3.1.1 (run here) finds rows not in
+// the set where the audit passed each case marked refused; now those are
+// refused naming the column and the value, and the value sets whose types
+// pandas compares as DuckDB does pass.
+func TestGreatExpectationsValueSetOfAnotherType(t *testing.T) {
+	cases := []struct {
+		name, query, valueSet string
+		refused               bool
+	}{
+		{"strings_in_bigint", "SELECT * FROM (VALUES (1::BIGINT), (2::BIGINT)) v(c)", `["1", "2"]`, true},
+		{"numbers_in_text", "SELECT * FROM (VALUES ('1'), ('2')) v(c)", `[1, 2]`, true},
+		{"boolean_in_text", "SELECT * FROM (VALUES ('true'), (NULL)) v(c)", `[true]`, true},
+		{"strings_in_boolean", "SELECT * FROM (VALUES (true), (false)) v(c)", `["true", "false"]`, true},
+		{"string_in_double", "SELECT * FROM (VALUES (0.5::DOUBLE)) v(c)", `["0.5"]`, true},
+		{"number_in_float", "SELECT * FROM (VALUES (0.1::FLOAT), (0.5::FLOAT)) v(c)", `[0.1, 0.5]`, true},
+		{"number_in_decimal", "SELECT * FROM (VALUES (0.1::DECIMAL(10,1)), (1.5::DECIMAL(10,1))) v(c)", `[0.1, 1.5]`, true},
+		{"string_in_date", "SELECT * FROM (VALUES (DATE '2024-01-01')) v(c)", `["2024-01-01"]`, true},
+		{"string_in_timestamp", "SELECT * FROM (VALUES (TIMESTAMP '2024-01-01 01:02:03')) v(c)", `["2024-01-01 01:02:03"]`, true},
+		{"string_in_uuid", "SELECT * FROM (VALUES ('550e8400-e29b-41d4-a716-446655440000'::UUID)) v(c)", `["550e8400-e29b-41d4-a716-446655440000"]`, true},
+		{"numbers_in_bigint", "SELECT * FROM (VALUES (1::BIGINT), (2::BIGINT), (NULL)) v(c)", `[1, 2]`, false},
+		{"strings_in_text", "SELECT * FROM (VALUES ('a'), ('b'), (NULL)) v(c)", `["a", "b", null]`, false},
+		{"booleans_in_boolean", "SELECT * FROM (VALUES (true), (false)) v(c)", `[true, false]`, false},
+		{"number_in_double", "SELECT * FROM (VALUES (0.1::DOUBLE), (1e16::DOUBLE)) v(c)", `[0.1, 1e+16]`, false},
+		{"exact_number_in_float", "SELECT * FROM (VALUES (0.5::FLOAT), (1.5::FLOAT)) v(c)", `[0.5, 1.5]`, false},
+		{"exact_number_in_decimal", "SELECT * FROM (VALUES (1.5::DECIMAL(10,1)), (2::DECIMAL(10,1))) v(c)", `[1.5, 2.0]`, false},
+	}
+	python, perr := testPython()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := newBatchSource(t)
+			src.write(t, "b1", "t/part-0.parquet", c.query)
+			if perr == nil && !testing.Short() {
+				out, err := exec.Command(python, "-c", "import sys, json, pandas as pd; s = pd.read_parquet(sys.argv[1])['c'].dropna(); print(int((~s.isin(json.loads(sys.argv[2]))).sum()))",
+					filepath.Join(src.root, "b1", "t"), c.valueSet).CombinedOutput()
+				if err != nil {
+					t.Fatalf("pandas: %v: %s", err, out)
+				}
+				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
+					t.Fatalf("pandas finds %s rows not in the set: the case shows nothing", out)
+				}
+			}
+			suite := fmt.Sprintf(`{"name": "s", "expectations": [{"type": "expect_column_values_to_be_in_set", "kwargs": {"column": "c", "value_set": %s}}]}`, c.valueSet)
+			imp, err := FromGreatExpectations([]byte(suite), "t")
+			if err != nil || len(imp.Checks) != 1 {
+				t.Fatalf("import: %v %+v", err, imp)
+			}
+			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: imp.Checks}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := rep.Checks[0]
+			if !c.refused {
+				if !rep.Passed {
+					t.Fatalf("refused, though pandas compares it as DuckDB does: %s %q", res.Status, res.Message)
+				}
+				return
+			}
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "pandas") ||
+				!strings.Contains(res.Message, `column "c"`) || !strings.Contains(res.Message, "readers disagree") {
+				t.Fatalf("%s %q; pandas finds rows not in the set: want it refused naming column c and pandas", res.Status, res.Message)
+			}
+		})
+	}
+}
+
 // TestRegexOverTimestampsIncrementally: pandas renders a timestamp column
 // by all its values (a fraction in one row gives every row its digits:
 // 01:02:03.000), which the statistics of the unchanged files do not tell.

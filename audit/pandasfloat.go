@@ -234,8 +234,14 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 				text = wide
 			}
 		}
+		if err := pandasValueSet(c, name, pc.col, wide); err != nil {
+			return err
+		}
 		for _, st := range sts {
 			cs := st.Cols[key]
+			if err := pandasValueSet(c, name, pc.col, cs.Type); err != nil {
+				return err
+			}
 			rows += st.Rows
 			nonNull += cs.NonNull
 			switch {
@@ -276,6 +282,9 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 		if strings.EqualFold(col.name, pc.col) {
 			typ = strings.ToUpper(col.typ)
 		}
+	}
+	if err := pandasValueSet(c, name, pc.col, typ); err != nil {
+		return err
 	}
 	switch {
 	case c.Kind == KindRegex && naiveTimestamp(typ):
@@ -345,6 +354,71 @@ func pandasText(table, col, typ string, nulls, rows int64) error {
 			col, table, strings.ToUpper(typ), nulls, rows)
 	}
 	return nil
+}
+
+// pandasValueSet is the refusal of accepted_values check c over column
+// col of table, of DuckDB type typ, when c's values come from a Great
+// Expectations value_set (c.ValueTypes) and pandas' isin, which compares
+// values of their types, finds a value otherwise than the audit's text
+// (TestGreatExpectationsValueSetOfAnotherType, pandas 3.1.1): a string
+// against a column that is not text (pandas reads numbers, booleans,
+// dates, timestamps, UUIDs, which no string equals), a number or boolean
+// against text, a number that is not a float32 against a FLOAT column (0.1
+// is not the float32 0.1) or not the exact value of its double against a
+// DECIMAL column (Decimal("0.1") is not 0.1); or nil. A number or boolean
+// against another numeric or boolean column is left: its text is never
+// DuckDB's text of such a value unless pandas finds it equal too (1.0 in
+// a BIGINT column, true for 1, fail the audit only).
+func pandasValueSet(c Check, table, col, typ string) error {
+	t := strings.ToUpper(strings.TrimSpace(typ))
+	if c.Kind != KindAcceptedValues || len(c.ValueTypes) != len(c.Values) || t == "" || t == "NULL" {
+		return nil
+	}
+	text := t == "VARCHAR" || strings.HasPrefix(t, "VARCHAR(")
+	for i, v := range c.Values {
+		kind := c.ValueTypes[i]
+		why := ""
+		switch {
+		case text && kind != valueString:
+			why = fmt.Sprintf("pandas' isin finds no text equal to the %s %s, where the audit compares the text %q", kind, v, v)
+		case !text && kind == valueString:
+			why = fmt.Sprintf("pandas reads the column's values as %s values, which isin finds no string equal to, where the audit compares their text with %q", t, v)
+		case kind == valueNumber && (t == "FLOAT" || t == "REAL") && !float32Exact(v):
+			why = fmt.Sprintf("pandas' isin compares the column's float32 values with the double %s, which no float32 equals, where the audit compares their text", v)
+		case kind == valueNumber && decimalScale.MatchString(t) && !doubleExact(v):
+			why = fmt.Sprintf("pandas' isin compares the column's Decimal values with the double %s, which is not exactly %s, where the audit compares their text", v, v)
+		}
+		if why != "" {
+			return fmt.Errorf("the value_set of Great Expectations' check %s holds the %s %s, and column %q of table %s is %s: %s; readers disagree on it (write the value as the column's type)",
+				c.ID(), kind, v, col, table, t, why)
+		}
+	}
+	return nil
+}
+
+// float32Exact: the JSON number v is an integer, or a double that is a
+// float32 too.
+func float32Exact(v string) bool {
+	if _, ok := new(big.Int).SetString(v, 10); ok {
+		return true
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	return err == nil && float64(float32(f)) == f
+}
+
+// doubleExact: the JSON number v is an integer (Python compares an int
+// with a Decimal exactly), or the double it parses as is exactly v.
+func doubleExact(v string) bool {
+	if _, ok := new(big.Int).SetString(v, 10); ok {
+		return true
+	}
+	exact, ok := new(big.Rat).SetString(v)
+	f, err := strconv.ParseFloat(v, 64)
+	if !ok || err != nil {
+		return false
+	}
+	r := new(big.Rat).SetFloat64(f)
+	return r != nil && r.Cmp(exact) == 0
 }
 
 // naiveTimestamp: DuckDB type typ is a timestamp without a zone, of any

@@ -82,6 +82,11 @@ type Check struct {
 	Column  string   `yaml:"column,omitempty" json:"column,omitempty"`
 	// Values accepted by accepted_values, compared as text; NULL passes.
 	Values []string `yaml:"values,omitempty" json:"values,omitempty"`
+	// ValueTypes are the JSON types (string, number, boolean) of Values
+	// imported from a Great Expectations value_set, one each: pandas'
+	// isin compares values of their types, so a value of a type the
+	// column's is not is refused (pandasValueSet). Not in the config file.
+	ValueTypes []string `yaml:"-" json:"value_types,omitempty"`
 	// Min and Max bound the column for range (NULL passes) and the row
 	// count for row_count, inclusive.
 	Min *float64 `yaml:"min,omitempty" json:"min,omitempty"`
