@@ -458,16 +458,16 @@ func (r *run) cdfColumnTypes(ctx context.Context, snap *deltaSnapshot, versions 
 						return tableErr("%w: %s %s of version %d has column %q as %s where the log's schema says %s, so its change data would be compared in another type than Delta readers read (a column of another type in one file is of another type for the whole comparison)",
 							ErrDeltaUnsupported, set.what, f.obj.Path, v.version, c.name, c.typ, w)
 					}
+					// A struct's fields likewise (TestDeltaChangeDataStructFieldOfAnotherTypeIsRefused).
+					if path, typ, w := structLeafDisagreement(c.name, c.typ, snap.leaves); path != "" {
+						return tableErr("%w: %s %s of version %d has field %s as %s where the log's schema says %s, so its change data would be compared in another type than Delta readers read",
+							ErrDeltaUnsupported, set.what, f.obj.Path, v.version, path, typ, w)
+					}
 					if raw, ok := raws[c.name]; ok && deltaPrimitive(raw) == "" {
 						if w, agrees := elementsAgree(raw, c.typ); !agrees {
 							return tableErr("%w: %s %s of version %d has column %q as %s where the log's schema says %s, so its change data would be compared in another type than Delta readers read",
 								ErrDeltaUnsupported, set.what, f.obj.Path, v.version, c.name, c.typ, w)
 						}
-					}
-					// A struct's fields likewise (TestDeltaChangeDataStructFieldOfAnotherTypeIsRefused).
-					if path, typ, w := structLeafDisagreement(c.name, c.typ, snap.leaves); path != "" {
-						return tableErr("%w: %s %s of version %d has field %s as %s where the log's schema says %s, so its change data would be compared in another type than Delta readers read",
-							ErrDeltaUnsupported, set.what, f.obj.Path, v.version, path, typ, w)
 					}
 				}
 			}

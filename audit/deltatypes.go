@@ -89,21 +89,21 @@ func (r *run) deltaTypeDisagreement(ctx context.Context, k viewKey, v *view) err
 			}
 			return fmt.Errorf("%w: column %q is not in the log's schema: Delta readers do not read it (readers disagree)", ErrDeltaUnsupported, c.name)
 		}
-		if raw, ok := raws[c.name]; ok && deltaPrimitive(raw) == "" {
-			if w, agrees := elementsAgree(raw, c.typ); !agrees {
-				if len(v.files) < 2 {
-					return fmt.Errorf("%w: data file %s has column %q as %s where the log's schema says %s: Delta readers cast its elements their way, DuckDB reads them as they are (readers disagree)",
-						ErrDeltaUnsupported, v.objects[0].Path, c.name, c.typ, w)
-				}
-				return r.deltaFileTypeDisagreement(ctx, v, want)
-			}
-		}
 		if path, typ, w := structLeafDisagreement(c.name, c.typ, v.delta.leaves); path != "" {
 			if len(v.files) < 2 {
 				return fmt.Errorf("%w: data file %s has field %s as %s where the log's schema says %s: Delta readers cast it to %s their way, DuckDB reads it as it is (readers disagree)",
 					ErrDeltaUnsupported, v.objects[0].Path, path, typ, w, w)
 			}
 			return r.deltaFileTypeDisagreement(ctx, v, want)
+		}
+		if raw, ok := raws[c.name]; ok && deltaPrimitive(raw) == "" {
+			if w, agrees := elementsAgree(raw, c.typ); !agrees {
+				if len(v.files) < 2 {
+					return fmt.Errorf("%w: data file %s has column %q as %s where the log's schema says %s: Delta readers read its elements, keys, values and fields in the log's types and by its names (casting them their way, a field spelled in another case as NULL), DuckDB as the file holds them (readers disagree)",
+						ErrDeltaUnsupported, v.objects[0].Path, c.name, c.typ, w)
+				}
+				return r.deltaFileTypeDisagreement(ctx, v, want)
+			}
 		}
 		w, ok := want[strings.ToLower(c.name)]
 		if !ok || deltaTypeAgrees(w, c.typ) {
@@ -205,49 +205,168 @@ func deltaRawTypes(schema string) map[string]json.RawMessage {
 }
 
 // elementsAgree says whether DuckDB's type got of a column whose Delta type
-// is raw reads the elements of its lists and the keys and values of its
-// maps in the types raw gives them (deltaTypeAgrees or exactlyWidened),
-// with the type wanted; primitives are compared too, structs (through
-// structLeafDisagreement) and what lakewap does not map are not. Delta
+// is raw reads the elements of its lists, the keys and values of its maps
+// and the fields of its structs (at any depth, through one another) in the
+// types raw gives them (deltaTypeAgrees or exactlyWidened) and a struct's
+// fields by the names raw gives them, in their case, with the type wanted;
+// primitives are compared too, what lakewap does not map is not. Delta
 // readers cast a list's elements as they cast a column: a text list held
 // as timestamps read '2024-01-01 00:00:00.000000' in deltalake 1.6.6 and
-// '2024-01-01 00:00:00' in DuckDB (TestDeltaListOfAnotherTypeIsRefused).
+// '2024-01-01 00:00:00' in DuckDB (TestDeltaListOfAnotherTypeIsRefused),
+// and so did a text field of a struct in a list or a map, or a list of
+// text in a struct; a struct's field "A" in a list, the log's a, read NULL
+// in deltalake and as the field in DuckDB, which matches fields in any
+// case (TestDeltaStructInListOrMapOfAnotherTypeOrCaseIsRefused). A field
+// the file lacks is NULL to every reader; one the log lacks is not
+// compared (as a top-level struct's: structLeafDisagreement).
 func elementsAgree(raw json.RawMessage, got string) (want string, agrees bool) {
-	got = strings.TrimSpace(got)
+	return deltaTypeText(raw), nestedAgrees(raw, strings.TrimSpace(got))
+}
+
+// deltaNested is a nested Delta type as the log states it.
+type deltaNested struct {
+	Type        string          `json:"type"`
+	ElementType json.RawMessage `json:"elementType"`
+	KeyType     json.RawMessage `json:"keyType"`
+	ValueType   json.RawMessage `json:"valueType"`
+	Fields      []struct {
+		Name string          `json:"name"`
+		Type json.RawMessage `json:"type"`
+	} `json:"fields"`
+}
+
+// nestedAgrees is elementsAgree's agreement.
+func nestedAgrees(raw json.RawMessage, got string) bool {
 	if t := deltaPrimitive(raw); t != "" {
-		return t, deltaTypeAgrees(t, got) || exactlyWidened(got, t)
+		return deltaTypeAgrees(t, got) || exactlyWidened(got, t)
 	}
-	var x struct {
-		Type        string          `json:"type"`
-		ElementType json.RawMessage `json:"elementType"`
-		KeyType     json.RawMessage `json:"keyType"`
-		ValueType   json.RawMessage `json:"valueType"`
-	}
+	var x deltaNested
 	if json.Unmarshal(raw, &x) != nil {
-		return "", true
+		return true
 	}
 	switch x.Type {
 	case "array":
 		inner, ok := strings.CutSuffix(got, "[]")
-		if !ok {
-			return "a list", false
-		}
-		w, a := elementsAgree(x.ElementType, inner)
-		return w + "[]", a
+		return ok && nestedAgrees(x.ElementType, strings.TrimSpace(inner))
 	case "map":
 		inner, ok := strings.CutPrefix(got, "MAP(")
 		if inner, ok = strings.CutSuffix(inner, ")"); !ok || !strings.HasPrefix(got, "MAP(") {
-			return "a map", false
+			return false
 		}
 		k, v, ok := splitTypePair(inner)
+		return ok && nestedAgrees(x.KeyType, k) && nestedAgrees(x.ValueType, v)
+	case "struct":
+		fields, ok := structFieldTypes(got)
 		if !ok {
-			return "a map", false
+			return false
 		}
-		wk, ak := elementsAgree(x.KeyType, k)
-		wv, av := elementsAgree(x.ValueType, v)
-		return "MAP(" + wk + ", " + wv + ")", ak && av
+		for _, f := range x.Fields {
+			i := slices.IndexFunc(fields, func(g [2]string) bool { return strings.EqualFold(g[0], f.Name) })
+			switch {
+			case i < 0:
+				// the file lacks the field: NULL to every reader
+			case fields[i][0] != f.Name:
+				return false // DuckDB reads it, Delta readers read NULL
+			case !nestedAgrees(f.Type, fields[i][1]):
+				return false
+			}
+		}
 	}
-	return "", true
+	return true
+}
+
+// deltaTypeText is a Delta type as DuckDB would spell it, for messages:
+// its primitives' DuckDB names (the log's names where lakewap maps none).
+func deltaTypeText(raw json.RawMessage) string {
+	if t := deltaPrimitive(raw); t != "" {
+		return t
+	}
+	var x deltaNested
+	if json.Unmarshal(raw, &x) != nil {
+		var name string
+		json.Unmarshal(raw, &name)
+		return name
+	}
+	switch x.Type {
+	case "array":
+		return deltaTypeText(x.ElementType) + "[]"
+	case "map":
+		return "MAP(" + deltaTypeText(x.KeyType) + ", " + deltaTypeText(x.ValueType) + ")"
+	case "struct":
+		parts := make([]string, 0, len(x.Fields))
+		for _, f := range x.Fields {
+			parts = append(parts, f.Name+" "+deltaTypeText(f.Type))
+		}
+		return "STRUCT(" + strings.Join(parts, ", ") + ")"
+	}
+	return x.Type
+}
+
+// structFieldTypes are the fields of DuckDB's STRUCT type got, each its
+// name (unquoted) and type, in order; false when got is not one STRUCT.
+func structFieldTypes(got string) ([][2]string, bool) {
+	inner, ok := strings.CutPrefix(got, "STRUCT(")
+	if !ok {
+		return nil, false
+	}
+	if inner, ok = strings.CutSuffix(inner, ")"); !ok {
+		return nil, false
+	}
+	var out [][2]string
+	for _, field := range splitTopLevel(inner) {
+		field = strings.TrimSpace(field)
+		name, typ := "", ""
+		if rest, ok := strings.CutPrefix(field, `"`); ok {
+			var b strings.Builder
+			i := 0
+			for ; i < len(rest); i++ {
+				if rest[i] == '"' {
+					if i+1 < len(rest) && rest[i+1] == '"' {
+						b.WriteByte('"')
+						i++
+						continue
+					}
+					break
+				}
+				b.WriteByte(rest[i])
+			}
+			if i >= len(rest) {
+				return nil, false
+			}
+			name, typ = b.String(), rest[i+1:]
+		} else {
+			var found bool
+			if name, typ, found = strings.Cut(field, " "); !found {
+				return nil, false
+			}
+		}
+		if typ = strings.TrimSpace(typ); name == "" || typ == "" {
+			return nil, false
+		}
+		out = append(out, [2]string{name, typ})
+	}
+	return out, true
+}
+
+// splitTopLevel splits s at its commas outside parentheses and quotes.
+func splitTopLevel(s string) []string {
+	var out []string
+	depth, quoted, from := 0, false, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			out = append(out, s[from:i])
+			from = i + 1
+		}
+	}
+	return append(out, s[from:])
 }
 
 // splitTypePair splits "K, V" (a MAP's types as DuckDB spells them) at its
@@ -326,7 +445,7 @@ func (r *run) deltaFileTypeDisagreement(ctx context.Context, v *view, want map[s
 			}
 			if raw, ok := raws[fc.name]; ok && deltaPrimitive(raw) == "" {
 				if w, agrees := elementsAgree(raw, fc.typ); !agrees {
-					return fmt.Errorf("%w: data file %s has column %q as %s where the log's schema says %s: Delta readers cast its elements their way, DuckDB its way (readers disagree)",
+					return fmt.Errorf("%w: data file %s has column %q as %s where the log's schema says %s: Delta readers read its elements, keys, values and fields in the log's types and by its names (casting them their way, a field spelled in another case as NULL), DuckDB as the file holds them (readers disagree)",
 						ErrDeltaUnsupported, v.objects[i].Path, fc.name, fc.typ, w)
 				}
 			}
