@@ -464,7 +464,7 @@ func (r *run) cdfColumnTypes(ctx context.Context, snap *deltaSnapshot, versions 
 							ErrDeltaUnsupported, set.what, f.obj.Path, v.version, path, typ, w)
 					}
 					if raw, ok := raws[c.name]; ok && deltaPrimitive(raw) == "" {
-						if w, agrees := elementsAgree(raw, c.typ); !agrees {
+						if w, agrees := elementsAgree(raw, c.typ, false); !agrees {
 							return tableErr("%w: %s %s of version %d has column %q as %s where the log's schema says %s, so its change data would be compared in another type than Delta readers read",
 								ErrDeltaUnsupported, set.what, f.obj.Path, v.version, c.name, c.typ, w)
 						}

@@ -476,8 +476,15 @@ func (r *run) interimRows(ctx context.Context, results []schemas.CheckResult) {
 // adds is NULL in such a file only if the file does not hold it: one
 // holding note 'x' on rows of NULL ids left them out of a where on note
 // that readers of its version read them in
-// (TestDeltaIntermediateFileHoldingALaterColumnIsRefused).
+// (TestDeltaIntermediateFileHoldingALaterColumnIsRefused). And one holding
+// a column in another type than that schema's (elementsAgree): a struct
+// field the last version drops is read in the file's type, not compared
+// with the last version's schema.
 func (r *run) interimColumnsOutside(ctx context.Context, v *view) error {
+	parts := map[string]bool{}
+	for _, p := range v.delta.partition {
+		parts[strings.ToLower(p.Name)] = true // read from the log's values, not the files
+	}
 	for i, o := range v.objects {
 		f, ok := v.delta.active[o.Path]
 		if !ok || f.schema == "" || i >= len(v.files) {
@@ -505,9 +512,20 @@ func (r *run) interimColumnsOutside(ctx context.Context, v *view) error {
 			return fmt.Errorf("%w: version %d adds data file %s, which version %d removes, holding %s, which the schema of version %d does not have: its readers leave it out, the audit would read it by the last version's schema",
 				ErrDeltaUnsupported, f.interim[0], o.Path, f.interim[1], name, f.interim[0])
 		}
+		raws := deltaRawTypes(f.schema)
 		for _, c := range got {
 			if !declared[strings.ToLower(c.name)] {
 				return outside(fmt.Sprintf("column %q", c.name))
+			}
+			// Its version's readers read it in that version's types, a
+			// struct field a later schema drops too, which the last
+			// version's comparison does not see
+			// (TestDeltaStructFieldDroppedBetweenVersionsIsReadInItsVersionsType).
+			if raw, ok := raws[c.name]; ok && !parts[strings.ToLower(c.name)] {
+				if w, agrees := elementsAgree(raw, c.typ, false); !agrees {
+					return fmt.Errorf("%w: version %d adds data file %s, which version %d removes, holding column %q as %s where the schema of version %d says %s: its readers read it in that version's types, the audit as the file holds it (readers disagree)",
+						ErrDeltaUnsupported, f.interim[0], o.Path, f.interim[1], c.name, c.typ, f.interim[0], w)
+				}
 			}
 			tree, _, err := parseStructType(c.typ)
 			if err != nil {

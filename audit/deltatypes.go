@@ -57,6 +57,10 @@ func (r *run) deltaTypeDisagreement(ctx context.Context, k viewKey, v *view) err
 			return err
 		}
 	}
+	// A struct field the log's schema lacks is refused in the files of the
+	// last version; a batch's intermediate file is compared with its own
+	// version's schema for those (interimColumnsOutside).
+	extra := k.schema != schemaInterim
 	want, declared := map[string]string{}, map[string]bool{}
 	for _, c := range v.delta.schema {
 		declared[strings.ToLower(c.Name)] = true
@@ -94,15 +98,15 @@ func (r *run) deltaTypeDisagreement(ctx context.Context, k viewKey, v *view) err
 				return fmt.Errorf("%w: data file %s has field %s as %s where the log's schema says %s: Delta readers cast it to %s their way, DuckDB reads it as it is (readers disagree)",
 					ErrDeltaUnsupported, v.objects[0].Path, path, typ, w, w)
 			}
-			return r.deltaFileTypeDisagreement(ctx, v, want)
+			return r.deltaFileTypeDisagreement(ctx, v, want, extra)
 		}
 		if raw, ok := raws[c.name]; ok && deltaPrimitive(raw) == "" {
-			if w, agrees := elementsAgree(raw, c.typ); !agrees {
+			if w, agrees := elementsAgree(raw, c.typ, extra); !agrees {
 				if len(v.files) < 2 {
-					return fmt.Errorf("%w: data file %s has column %q as %s where the log's schema says %s: Delta readers read its elements, keys, values and fields in the log's types and by its names (casting them their way, a field spelled in another case as NULL), DuckDB as the file holds them (readers disagree)",
+					return fmt.Errorf("%w: data file %s has column %q as %s where the log's schema says %s: Delta readers read its elements, keys, values and fields in the log's types and by its names (casting them their way, a field spelled in another case as NULL, leaving out a field the log lacks), DuckDB as the file holds them (readers disagree)",
 						ErrDeltaUnsupported, v.objects[0].Path, c.name, c.typ, w)
 				}
-				return r.deltaFileTypeDisagreement(ctx, v, want)
+				return r.deltaFileTypeDisagreement(ctx, v, want, extra)
 			}
 		}
 		w, ok := want[strings.ToLower(c.name)]
@@ -123,7 +127,7 @@ func (r *run) deltaTypeDisagreement(ctx context.Context, k viewKey, v *view) err
 		}
 		return fmt.Errorf("%w: column %q reads as %s where the log's schema says %s (readers disagree)", ErrDeltaUnsupported, c.name, c.typ, w)
 	}
-	return r.deltaFileTypeDisagreement(ctx, v, want)
+	return r.deltaFileTypeDisagreement(ctx, v, want, extra)
 }
 
 // exactlyWidened: every value of DuckDB type from is one of type to, which
@@ -219,8 +223,8 @@ func deltaRawTypes(schema string) map[string]json.RawMessage {
 // case (TestDeltaStructInListOrMapOfAnotherTypeOrCaseIsRefused). A field
 // the file lacks is NULL to every reader; one the log lacks is not
 // compared (as a top-level struct's: structLeafDisagreement).
-func elementsAgree(raw json.RawMessage, got string) (want string, agrees bool) {
-	return deltaTypeText(raw), nestedAgrees(raw, strings.TrimSpace(got))
+func elementsAgree(raw json.RawMessage, got string, extra bool) (want string, agrees bool) {
+	return deltaTypeText(raw), nestedAgrees(raw, strings.TrimSpace(got), extra)
 }
 
 // deltaNested is a nested Delta type as the log states it.
@@ -229,14 +233,18 @@ type deltaNested struct {
 	ElementType json.RawMessage `json:"elementType"`
 	KeyType     json.RawMessage `json:"keyType"`
 	ValueType   json.RawMessage `json:"valueType"`
-	Fields      []struct {
-		Name string          `json:"name"`
-		Type json.RawMessage `json:"type"`
-	} `json:"fields"`
+	Fields      []deltaField    `json:"fields"`
 }
 
-// nestedAgrees is elementsAgree's agreement.
-func nestedAgrees(raw json.RawMessage, got string) bool {
+// deltaField is a struct field of a Delta type.
+type deltaField struct {
+	Name string          `json:"name"`
+	Type json.RawMessage `json:"type"`
+}
+
+// nestedAgrees is elementsAgree's agreement; with extra, a struct field
+// got has and raw does not disagrees too.
+func nestedAgrees(raw json.RawMessage, got string, extra bool) bool {
 	if t := deltaPrimitive(raw); t != "" {
 		return deltaTypeAgrees(t, got) || exactlyWidened(got, t)
 	}
@@ -247,14 +255,14 @@ func nestedAgrees(raw json.RawMessage, got string) bool {
 	switch x.Type {
 	case "array":
 		inner, ok := strings.CutSuffix(got, "[]")
-		return ok && nestedAgrees(x.ElementType, strings.TrimSpace(inner))
+		return ok && nestedAgrees(x.ElementType, strings.TrimSpace(inner), extra)
 	case "map":
 		inner, ok := strings.CutPrefix(got, "MAP(")
 		if inner, ok = strings.CutSuffix(inner, ")"); !ok || !strings.HasPrefix(got, "MAP(") {
 			return false
 		}
 		k, v, ok := splitTypePair(inner)
-		return ok && nestedAgrees(x.KeyType, k) && nestedAgrees(x.ValueType, v)
+		return ok && nestedAgrees(x.KeyType, k, extra) && nestedAgrees(x.ValueType, v, extra)
 	case "struct":
 		fields, ok := structFieldTypes(got)
 		if !ok {
@@ -267,8 +275,13 @@ func nestedAgrees(raw json.RawMessage, got string) bool {
 				// the file lacks the field: NULL to every reader
 			case fields[i][0] != f.Name:
 				return false // DuckDB reads it, Delta readers read NULL
-			case !nestedAgrees(f.Type, fields[i][1]):
+			case !nestedAgrees(f.Type, fields[i][1], extra):
 				return false
+			}
+		}
+		for _, g := range fields {
+			if extra && !slices.ContainsFunc(x.Fields, func(f deltaField) bool { return strings.EqualFold(f.Name, g[0]) }) {
+				return false // DuckDB reads it, Delta readers leave it out
 			}
 		}
 	}
@@ -400,7 +413,7 @@ func splitTypePair(s string) (k, v string, ok bool) {
 // passed on a region readers of main read otherwise
 // (TestDeltaFileOfAnotherTypeInAViewOfTheLogsTypeIsRefused). A file that
 // agrees is kept in the memo by its identity and the log's types.
-func (r *run) deltaFileTypeDisagreement(ctx context.Context, v *view, want map[string]string) error {
+func (r *run) deltaFileTypeDisagreement(ctx context.Context, v *view, want map[string]string, extra bool) error {
 	if len(v.files) < 2 {
 		return nil // a view of one file has its types
 	}
@@ -444,8 +457,8 @@ func (r *run) deltaFileTypeDisagreement(ctx context.Context, v *view, want map[s
 					ErrDeltaUnsupported, v.objects[i].Path, path, typ, w, w)
 			}
 			if raw, ok := raws[fc.name]; ok && deltaPrimitive(raw) == "" {
-				if w, agrees := elementsAgree(raw, fc.typ); !agrees {
-					return fmt.Errorf("%w: data file %s has column %q as %s where the log's schema says %s: Delta readers read its elements, keys, values and fields in the log's types and by its names (casting them their way, a field spelled in another case as NULL), DuckDB as the file holds them (readers disagree)",
+				if w, agrees := elementsAgree(raw, fc.typ, extra); !agrees {
+					return fmt.Errorf("%w: data file %s has column %q as %s where the log's schema says %s: Delta readers read its elements, keys, values and fields in the log's types and by its names (casting them their way, a field spelled in another case as NULL, leaving out a field the log lacks), DuckDB as the file holds them (readers disagree)",
 						ErrDeltaUnsupported, v.objects[i].Path, fc.name, fc.typ, w)
 				}
 			}
