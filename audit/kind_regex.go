@@ -14,7 +14,9 @@ import (
 // with a fraction of a second, and a BOOLEAN, zoned timestamp, TIME, FLOAT,
 // DECIMAL of scale above 6, BLOB, INTERVAL, list, struct or map column, are
 // refused: pandas renders them as other text (12345.0, True, 2024-01-01,
-// 01:02:03.500, 1e+15, 1E-7, [1 2]; readers disagree).
+// 01:02:03.500, 1e+15, 1E-7, [1 2]; readers disagree). So is a DOUBLE
+// column holding a value at or beyond 10^7, under 10^-3, NaN or infinite,
+// which Spark renders as 1.2345678E7, 1.0E-4, NaN.
 const KindRegex = "regex"
 
 func init() {

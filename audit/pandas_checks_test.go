@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -324,7 +325,9 @@ func TestRegexOverColumnsPandasRendersOtherwise(t *testing.T) {
 		{"timestamp_whole_seconds", "SELECT * FROM (VALUES (TIMESTAMP '2024-01-01 01:02:03'), (TIMESTAMP '2024-01-02 00:00:00'), (NULL)) v(c)", `^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$`, false},
 		{"timestamp_ms_whole_seconds", "SELECT * FROM (VALUES (TIMESTAMP_MS '2024-01-01 01:02:03'), (NULL)) v(c)", `^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$`, false},
 		{"date", "SELECT * FROM (VALUES (DATE '2024-01-01'), (NULL)) v(c)", `^\d{4}-\d{2}-\d{2}$`, false},
-		{"double", "SELECT * FROM (VALUES (1e16::DOUBLE), (1e15::DOUBLE), (0.0001::DOUBLE), (1e-05::DOUBLE)) v(c)", `^(?:1e\+16|1000000000000000\.0|0\.0001|1e-05)$`, false},
+		// pandas renders doubles as DuckDB does (1e+16, 1e-05 too); Spark
+		// does not beyond 10^7 and under 10^-3: TestRegexOverDoublesSparkRendersOtherwise.
+		{"double", "SELECT * FROM (VALUES (0.001::DOUBLE), (9999999.5::DOUBLE), (0.1::DOUBLE), (-2.5::DOUBLE)) v(c)", `^-?(?:0\.001|9999999\.5|0\.1|2\.5)$`, false},
 		{"decimal_scale_6", "SELECT * FROM (VALUES (0.000001::DECIMAL(18,6)), (0::DECIMAL(18,6)), (NULL)) v(c)", `^0\.[0-9]{6}$`, false},
 		{"uuid", "SELECT * FROM (VALUES ('550e8400-e29b-41d4-a716-446655440000'::UUID)) v(c)", `^[0-9a-f-]{36}$`, false},
 	}
@@ -510,6 +513,89 @@ func TestRegexOverTimestampsIncrementally(t *testing.T) {
 		s := r.batchSQL("c001", "s1", "data/t/s1/part-0.parquet", ts("2024-01-03 01:02:03.5"))
 		rep := wantFailsAsFull(t, r, s, cid("c001"), ModeFull, "pandas renders by all the column's values")
 		if u := check(rep, KindRegex); u.Status != schemas.StatusError || !strings.Contains(u.Message, "fraction") {
+			t.Fatalf("regex: %s %q", u.Status, u.Message)
+		}
+	})
+}
+
+// sparkRegex reads each directory of Parquet files with Spark (a "dir
+// pattern" argument each) and prints, one line each, the non-NULL values
+// of column c that Great Expectations' Spark regex finds unmatched
+// (column.rlike(pattern), Spark casting the column to text).
+const sparkRegex = `
+import sys
+from pyspark.sql import SparkSession, functions as F
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+for arg in sys.argv[1:]:
+    d, pattern = arg.split("\t", 1)
+    c = F.col("c")
+    print(spark.read.parquet(d).filter(c.isNotNull() & ~c.rlike(pattern)).count(), flush=True)
+spark.stop()
+`
+
+// TestRegexOverDoublesSparkRendersOtherwise: Great Expectations' Spark
+// regex is column.rlike(regex), and Spark 4.3.0 casts a double to text as
+// Java does: 1.2345678E7, 1.0E-4, NaN, where DuckDB's text is 12345678.0,
+// 0.0001, nan (pandas renders DuckDB's). Spark (run here) finds the
+// patterns below unmatched where the audit passed them; now they are
+// refused, and doubles from 10^-3 to 10^7, which both render alike,
+// pass. Incrementally, the statistics do not tell the unchanged files'
+// values: the audit runs full.
+func TestRegexOverDoublesSparkRendersOtherwise(t *testing.T) {
+	cases := []struct {
+		name, query, pattern string
+		refused              bool
+	}{
+		{"beyond_1e7", "SELECT * FROM (VALUES (12345678.0::DOUBLE), (1.5::DOUBLE), (NULL)) v(c)", `^[0-9]+\.[0-9]+$`, true},
+		{"under_1e-3", "SELECT * FROM (VALUES (0.0001::DOUBLE), (0.5::DOUBLE)) v(c)", `^0\.[0-9]+$`, true},
+		{"nan", "SELECT * FROM (VALUES ('nan'::DOUBLE), (0.5::DOUBLE)) v(c)", `^[a-z0-9.]+$`, true},
+		{"within", "SELECT * FROM (VALUES (0.001::DOUBLE), (9999999.5::DOUBLE), (0::DOUBLE), (-2.5::DOUBLE), (NULL)) v(c)", `^-?[0-9]+\.[0-9]+$`, false},
+	}
+	src := newBatchSource(t)
+	var args []string
+	for _, c := range cases {
+		src.write(t, "b1", c.name+"/part-0.parquet", c.query)
+		args = append(args, filepath.Join(src.root, "b1", c.name)+"\t"+c.pattern)
+	}
+	if python, err := sparkPython(); err == nil && !testing.Short() {
+		cmd := exec.Command(python, append([]string{"-c", sparkRegex}, args...)...)
+		cmd.Env = append(os.Environ(), "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+python)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("spark: %v", err)
+		}
+		counts := strings.Fields(string(out))
+		if len(counts) != len(cases) {
+			t.Fatalf("spark printed %q", out)
+		}
+		for i, c := range cases {
+			if (counts[i] != "0") != c.refused {
+				t.Fatalf("%s: Spark finds %s rows unmatched: the case shows nothing", c.name, counts[i])
+			}
+		}
+	}
+	e := newEngine(t, src, "")
+	for _, c := range cases {
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/"}}, Checks: []Check{{Name: "c", Kind: KindRegex, Table: "t", Column: "c", Pattern: c.pattern}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := rep.Checks[0]
+		switch {
+		case !c.refused && !rep.Passed:
+			t.Errorf("%s: refused, though Spark renders it as DuckDB does: %s %q", c.name, res.Status, res.Message)
+		case c.refused && (rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "Spark") || !strings.Contains(res.Message, "readers disagree")):
+			t.Errorf("%s: %s %q; Spark finds rows unmatched: want it refused naming Spark", c.name, res.Status, res.Message)
+		}
+	}
+	suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindRegex, Table: "t", Column: "v", Pattern: `^[0-9]+\.[0-9]+$`}}}
+	doubles := func(v string) string { return "SELECT * FROM (VALUES (" + v + "::DOUBLE)) v(v)" }
+	eachCache(t, func(t *testing.T, cache bool) {
+		r := newMemoRigSQL(t, cache, map[string]string{"data/t/d.parquet": doubles("1.5")}, doubles("2.5"), suite)
+		s := r.batchSQL("c001", "s1", "data/t/s1/part-0.parquet", doubles("12345678.0"))
+		rep := wantFailsAsFull(t, r, s, cid("c001"), ModeFull, "Spark renders otherwise")
+		if u := check(rep, KindRegex); u.Status != schemas.StatusError || !strings.Contains(u.Message, "Spark") {
 			t.Fatalf("regex: %s %q", u.Status, u.Message)
 		}
 	})
