@@ -15,7 +15,9 @@ import (
 // from a Great Expectations value_set keep their JSON type, which pandas'
 // isin compares: a string against a column that is not text, a number or
 // boolean against text, a number that is not a float32 against FLOAT or
-// not its double's exact value against DECIMAL, is refused.
+// not its double's exact value against DECIMAL, is refused; so is a JSON
+// lines column named like a date (updated_at) that pandas.read_json reads
+// as datetimes.
 const KindAcceptedValues = "accepted_values"
 
 func init() {

@@ -16,7 +16,8 @@ import (
 // refused: pandas renders them as other text (12345.0, True, 2024-01-01,
 // 01:02:03.500, 1e+15, 1E-7, [1 2]; readers disagree). So is a DOUBLE
 // column holding a value at or beyond 10^7, under 10^-3, NaN or infinite,
-// which Spark renders as 1.2345678E7, 1.0E-4, NaN.
+// which Spark renders as 1.2345678E7, 1.0E-4, NaN, and a JSON lines column
+// named like a date (updated_at) that pandas.read_json reads as datetimes.
 const KindRegex = "regex"
 
 func init() {

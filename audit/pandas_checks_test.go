@@ -600,3 +600,70 @@ func TestRegexOverDoublesSparkRendersOtherwise(t *testing.T) {
 		}
 	})
 }
+
+// TestJSONDateNamedColumnsPandasReadsAsDatetimes: pandas.read_json (lines)
+// converts a column named like a date (updated_at, created_at, *_time,
+// timestamp*, date, modified) to datetimes: numbers when every one is
+// beyond a year in seconds (1704067200 reads 2024-01-01), and text it can
+// parse (01/02/2024 reads 2024-01-02). DuckDB reads the numbers and the
+// text as they are, so a regex matching epoch seconds and Great
+// Expectations' value_set of them passed where pandas (3.1.1, run here)
+// finds every row unmatched. Now they are refused; a column of another
+// name, or of numbers pandas leaves as they are (one under a year in
+// seconds), passes.
+func TestJSONDateNamedColumnsPandasReadsAsDatetimes(t *testing.T) {
+	cases := []struct {
+		name, text, col, pattern, valueSet string
+		refused                            bool
+	}{
+		{"epoch_regex", "{\"id\": 1, \"updated_at\": 1704067200}\n{\"id\": 2, \"updated_at\": 1704153600}\n", "updated_at", `^[0-9]{10}$`, "", true},
+		{"epoch_value_set", "{\"id\": 1, \"updated_at\": 1704067200}\n{\"id\": 2, \"updated_at\": null}\n", "updated_at", "", `[1704067200]`, true},
+		{"text_regex", "{\"id\": 1, \"created_at\": \"01/02/2024\"}\n", "created_at", `^\d{2}/\d{2}/\d{4}$`, "", true},
+		{"small_number_too", "{\"id\": 1, \"updated_at\": 1704067200}\n{\"id\": 2, \"updated_at\": 1000}\n", "updated_at", `^[0-9]+$`, "", false},
+		{"other_name", "{\"id\": 1, \"epoch\": 1704067200}\n", "epoch", `^[0-9]{10}$`, "", false},
+	}
+	python, perr := testPython()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := newBatchSource(t)
+			src.writeRaw(t, "b1", "t/a.jsonl", c.text)
+			check := Check{Name: "c", Kind: KindRegex, Table: "t", Column: c.col, Pattern: c.pattern}
+			script := "import sys, json, pandas as pd; s = pd.read_json(sys.argv[1], lines=True)[sys.argv[2]].dropna(); print(int((~s.astype(str).str.contains(sys.argv[3])).sum()))"
+			arg := c.pattern
+			if c.valueSet != "" {
+				suite := fmt.Sprintf(`{"name": "s", "expectations": [{"type": "expect_column_values_to_be_in_set", "kwargs": {"column": %q, "value_set": %s}}]}`, c.col, c.valueSet)
+				imp, err := FromGreatExpectations([]byte(suite), "t")
+				if err != nil || len(imp.Checks) != 1 {
+					t.Fatalf("import: %v %+v", err, imp)
+				}
+				check = imp.Checks[0]
+				script = "import sys, json, pandas as pd; s = pd.read_json(sys.argv[1], lines=True)[sys.argv[2]].dropna(); print(int((~s.isin(json.loads(sys.argv[3]))).sum()))"
+				arg = c.valueSet
+			}
+			if perr == nil && !testing.Short() {
+				out, err := exec.Command(python, "-c", script, filepath.Join(src.root, "b1", "t", "a.jsonl"), c.col, arg).CombinedOutput()
+				if err != nil {
+					t.Fatalf("pandas: %v: %s", err, out)
+				}
+				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
+					t.Fatalf("pandas finds %s rows unmatched: the case shows nothing", out)
+				}
+			}
+			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatJSONL}}, Checks: []Check{check}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := rep.Checks[0]
+			if !c.refused {
+				if !rep.Passed {
+					t.Fatalf("refused, though pandas reads it as DuckDB does: %s %q", res.Status, res.Message)
+				}
+				return
+			}
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "read_json") || !strings.Contains(res.Message, "readers disagree") {
+				t.Fatalf("%s %q; pandas finds rows unmatched: want it refused naming read_json", res.Status, res.Message)
+			}
+		})
+	}
+}

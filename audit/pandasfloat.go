@@ -294,6 +294,11 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 	if err := pandasValueSet(c, name, pc.col, typ); err != nil {
 		return err
 	}
+	if table.format() == FormatJSONL && (c.Kind == KindRegex || c.Kind == KindAcceptedValues) && pandasDateName(pc.col) {
+		if err := r.pandasJSONDates(ctx, k, name, pc.col, typ); err != nil {
+			return err
+		}
+	}
 	switch {
 	case c.Kind == KindRegex && naiveTimestamp(typ):
 		q := pandasTimestampFigures(schema, name, pc.col, c.Where)
@@ -510,6 +515,53 @@ func sparkDoubleText(table, col string, others int64) error {
 	}
 	return fmt.Errorf("Spark renders column %q of table %s (DOUBLE) as other text than DuckDB's: %d of its values are at or beyond 10^7, under 10^-3, NaN or infinite, which Spark renders as 1.0E7, 1.0E-4, NaN and Infinity, where DuckDB's are 10000000.0, 0.0001, nan and inf, and the pattern is matched against the text: readers disagree on it (write the column as text, or check it with range)",
 		col, table, others)
+}
+
+// pandasDateName: pandas.read_json converts a column of this name to
+// datetimes where it can (convert_dates' default, keep_default_dates):
+// ending in _at or _time, beginning with timestamp, or modified, date or
+// datetime, in any case.
+func pandasDateName(col string) bool {
+	c := strings.ToLower(col)
+	return strings.HasSuffix(c, "_at") || strings.HasSuffix(c, "_time") || strings.HasPrefix(c, "timestamp") ||
+		c == "modified" || c == "date" || c == "datetime"
+}
+
+// pandasJSONMinStamp is the number pandas.read_json converts a date-like
+// column's numbers to datetimes beyond (every one of them, NULLs aside):
+// a year in seconds, its _MIN_STAMPS["s"].
+const pandasJSONMinStamp = 31536000
+
+// pandasJSONDates is the refusal of a regex or accepted_values check over
+// column col (of DuckDB type typ) of JSON lines table, in view k, when
+// pandas.read_json reads the column as datetimes by its name
+// (pandasDateName), which those checks judge as other text and values:
+// numbers when every one is beyond pandasJSONMinStamp (1704067200 reads
+// 2024-01-01, which a regex ^[0-9]{10}$ and isin([1704067200]) do not
+// find), and text, which it parses where it can (01/02/2024 reads
+// 2024-01-02) (TestJSONDateNamedColumnsPandasReadsAsDatetimes); or nil.
+// DuckDB's DATE and timestamps are judged as such elsewhere.
+func (r *run) pandasJSONDates(ctx context.Context, k viewKey, table, col, typ string) error {
+	why := ""
+	switch {
+	case typ == "VARCHAR":
+		why = "parses its text as dates where it can (01/02/2024 reads 2024-01-02)"
+	case integerType(typ) || typ == "DOUBLE" || typ == "FLOAT":
+		q := quoteIdent(col)
+		s := fmt.Sprintf("SELECT count(%s), count(*) FILTER (WHERE %s > %d) FROM %s", q, q, pandasJSONMinStamp, qualified(k.schema, table))
+		vals, err := r.memoRow(ctx, s, s, 2, k)
+		if err != nil {
+			return err
+		}
+		if n := asInt(vals[0]); n == 0 || asInt(vals[1]) < n {
+			return nil
+		}
+		why = fmt.Sprintf("reads its numbers, every one beyond %d, as times since 1970 (1704067200 reads 2024-01-01)", pandasJSONMinStamp)
+	default:
+		return nil
+	}
+	return fmt.Errorf("pandas.read_json reads column %q of JSON lines table %s (%s) as datetimes by its name (convert_dates): it %s, which the check judges as other text and values than DuckDB's: readers disagree on it (name the column otherwise, or write it as a date)",
+		col, table, typ, why)
 }
 
 // decimalScale is the scale of a DuckDB DECIMAL(p,s) type.
