@@ -9,7 +9,9 @@ import (
 )
 
 // KindNotNull: each of the columns has a value in every row. A NaN in a
-// FLOAT or DOUBLE column counts as missing, as pandas reads it.
+// FLOAT or DOUBLE column counts as missing, as pandas reads it. A JSON
+// lines column of strings that are all numbers' text, one "NaN", is
+// refused: pandas.read_json reads that as missing.
 const KindNotNull = "not_null"
 
 func init() {

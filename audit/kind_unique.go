@@ -17,7 +17,9 @@ import (
 // NULLs (they are not_null's business); a combination counts every row,
 // NULLs comparing equal. A key with a 64-bit integer column that holds a
 // NULL and a value beyond ±2^53 is refused: pandas reads it as float64,
-// where ids 1 apart can read as one (readers disagree).
+// where ids 1 apart can read as one (readers disagree); so is a JSON lines
+// column of strings that are all numbers' text, two of which
+// pandas.read_json reads as one number ("01" and "1" as 1).
 const KindUnique = "unique"
 
 func init() {

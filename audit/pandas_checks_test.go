@@ -667,3 +667,67 @@ func TestJSONDateNamedColumnsPandasReadsAsDatetimes(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONNumericTextPandasReadsAsNumbers: pandas.read_json (lines)
+// converts a column of strings that are all numbers' text to numbers
+// (dtype's default): "01" and "1" read as 1, "007" as 7, "NaN" as missing.
+// DuckDB (and pyarrow, Spark) read the text. pandas 3.1.1 (run here) finds
+// a duplicate, unmatched rows, rows not in the set and a NULL where the
+// audit passed unique, a regex, Great Expectations' value_set and
+// not_null; now they are refused. A column of text that is not all
+// numbers, and not_null over numbers' text without a NaN, pass.
+func TestJSONNumericTextPandasReadsAsNumbers(t *testing.T) {
+	codes := "{\"id\": 1, \"code\": \"01\"}\n{\"id\": 2, \"code\": \"1\"}\n{\"id\": 3, \"code\": \"007\"}\n"
+	cases := []struct {
+		name, text string
+		check      Check
+		pandas     string // prints the rows pandas finds failing the check, column c
+		refused    bool
+	}{
+		{"unique", codes, Check{Kind: KindUnique, Column: "code"}, "print(int(c.dropna().duplicated().sum()))", true},
+		{"regex", codes, Check{Kind: KindRegex, Column: "code", Pattern: `^(?:0|1$)`}, `print(int((~c.dropna().astype(str).str.contains("^(?:0|1$)")).sum()))`, true},
+		{"value_set", codes, Check{Kind: KindAcceptedValues, Column: "code", Values: []string{"01", "1", "007"}, ValueTypes: []string{"string", "string", "string"}},
+			`print(int((~c.dropna().isin(["01", "1", "007"])).sum()))`, true},
+		{"not_null_nan", "{\"x\": \"NaN\"}\n{\"x\": \"1\"}\n", Check{Kind: KindNotNull, Column: "x"}, "print(int(c.isna().sum()))", true},
+		{"not_null_numbers", "{\"x\": \"2\"}\n{\"x\": \"1\"}\n", Check{Kind: KindNotNull, Column: "x"}, "print(int(c.isna().sum()))", false},
+		{"unique_one_text_each", "{\"code\": \"1\"}\n{\"code\": \"2\"}\n", Check{Kind: KindUnique, Column: "code"}, "print(int(c.dropna().duplicated().sum()))", false},
+		{"regex_rendered_alike", "{\"code\": \"1\"}\n{\"code\": \"25\"}\n", Check{Kind: KindRegex, Column: "code", Pattern: `^[0-9]+$`}, `print(int((~c.dropna().astype(str).str.contains("^[0-9]+$")).sum()))`, false},
+		{"regex_fraction", "{\"code\": \"1.50\"}\n{\"code\": \"2.50\"}\n", Check{Kind: KindRegex, Column: "code", Pattern: `0$`}, `print(int((~c.dropna().astype(str).str.contains("0$")).sum()))`, true},
+		{"text_not_all_numbers", "{\"code\": \"01\"}\n{\"code\": \"abc\"}\n", Check{Kind: KindRegex, Column: "code", Pattern: `^(?:0|a)`}, `print(int((~c.dropna().astype(str).str.contains("^(?:0|a)")).sum()))`, false},
+	}
+	python, perr := testPython()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := newBatchSource(t)
+			src.writeRaw(t, "b1", "t/a.jsonl", c.text)
+			col := c.check.Column
+			if perr == nil && !testing.Short() {
+				out, err := exec.Command(python, "-c", "import sys, pandas as pd; c = pd.read_json(sys.argv[1], lines=True)[sys.argv[2]]; "+c.pandas,
+					filepath.Join(src.root, "b1", "t", "a.jsonl"), col).CombinedOutput()
+				if err != nil {
+					t.Fatalf("pandas: %v: %s", err, out)
+				}
+				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
+					t.Fatalf("pandas finds %s rows failing: the case shows nothing", out)
+				}
+			}
+			check := c.check
+			check.Name, check.Table = "c", "t"
+			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatJSONL}}, Checks: []Check{check}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := rep.Checks[0]
+			if !c.refused {
+				if !rep.Passed {
+					t.Fatalf("refused, though pandas reads it as DuckDB does: %s %q", res.Status, res.Message)
+				}
+				return
+			}
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "read_json") || !strings.Contains(res.Message, "readers disagree") {
+				t.Fatalf("%s %q; pandas finds rows failing: want it refused naming read_json", res.Status, res.Message)
+			}
+		})
+	}
+}

@@ -190,7 +190,90 @@ func (r *run) pandasReadings(ctx context.Context, results []schemas.CheckResult)
 				break
 			}
 		}
+		if results[i].Status != schemas.StatusPass || r.table(c.Table).format() != FormatJSONL {
+			continue
+		}
+		for _, col := range pandasJSONTextColumns(c) {
+			if err := r.pandasJSONNumbers(ctx, c, col); err != nil {
+				results[i] = r.errored(c, err, time.Duration(results[i].DurationMs)*time.Millisecond)
+				break
+			}
+		}
 	}
+}
+
+// pandasJSONTextColumns are the columns of check c over a JSON lines
+// table whose text pandasJSONNumbers compares.
+func pandasJSONTextColumns(c Check) []string {
+	switch c.Kind {
+	case KindRegex, KindAcceptedValues, KindUnique, KindNotNull:
+		return c.columns()
+	}
+	return nil
+}
+
+// pandasJSONNumbers is the refusal of check c over column col of its JSON
+// lines table when DuckDB reads the column as text and pandas.read_json
+// as numbers, judging them otherwise: it converts a column of strings to
+// float64 (int64 when every one is whole) when every non-NULL one is a
+// number's text (dtype's default), so "01" and "1" read as one value 1,
+// "007" renders 7, "1.50" 1.5, and "NaN" is missing
+// (TestJSONNumericTextPandasReadsAsNumbers). Refused: a unique check where
+// two texts read as one number; a regex where a text is not its number's
+// rendering; an accepted_values check (isin finds no listed string among
+// numbers); a not_null where a text is a NaN's. Or nil.
+func (r *run) pandasJSONNumbers(ctx context.Context, c Check, col string) error {
+	table := r.table(c.Table)
+	name := cmp.Or(table.Name, c.Table)
+	schema := schemaOf(c)
+	k := viewKey{schema, strings.ToLower(name)}
+	if v := r.views[k]; v == nil || v.broken || v.synthetic {
+		return nil
+	}
+	cols, err := r.describe(ctx, schema, name)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(cols, func(cl column) bool {
+		return strings.EqualFold(cl.name, col) && strings.EqualFold(cl.typ, "VARCHAR")
+	}) {
+		return nil
+	}
+	// DuckDB's TRY_CAST to DOUBLE takes the text Python's float does
+	// (signs, spaces, 1e3, 1_000, NaN, Infinity), and renders a double as
+	// Python's repr does (TestRegexOverColumnsPandasRendersOtherwise).
+	s := fmt.Sprintf(`WITH x AS (SELECT %s AS t, TRY_CAST(trim(%s) AS DOUBLE) AS d FROM %s WHERE %s IS NOT NULL)
+SELECT count(*), count(d), count(*) FILTER (WHERE isnan(d)), count(DISTINCT t), count(DISTINCT d),
+coalesce(bool_and(d = floor(d) AND abs(d) < 9.2e18), false),
+count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(TRY_CAST(d AS BIGINT) AS VARCHAR)), count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(d AS VARCHAR)) FROM x`,
+		quoteIdent(col), quoteIdent(col), qualified(schema, name), quoteIdent(col))
+	vals, err := r.memoRow(ctx, s, s, 8, k)
+	if err != nil {
+		return err
+	}
+	nonNull, numbers, nans := asInt(vals[0]), asInt(vals[1]), asInt(vals[2])
+	if nonNull == 0 || numbers < nonNull {
+		return nil // pandas keeps the text
+	}
+	rendered := asInt(vals[7])
+	if whole, _ := vals[5].(bool); whole {
+		rendered = asInt(vals[6])
+	}
+	why := ""
+	switch {
+	case c.Kind == KindUnique && asInt(vals[3]) != asInt(vals[4]):
+		why = fmt.Sprintf("%d texts read as %d numbers (\"01\" and \"1\" as 1), which can be duplicates", asInt(vals[3]), asInt(vals[4]))
+	case c.Kind == KindRegex && rendered > 0:
+		why = fmt.Sprintf("%d of them render as other text than they are (\"007\" as 7, \"1.50\" as 1.5), which the pattern is matched against", rendered)
+	case c.Kind == KindAcceptedValues:
+		why = "isin finds no listed text among numbers"
+	case c.Kind == KindNotNull && nans > 0:
+		why = fmt.Sprintf("%d of them are a NaN's text, which reads as missing", nans)
+	default:
+		return nil
+	}
+	return fmt.Errorf("pandas.read_json reads column %q of JSON lines table %s, whose every value is a number's text, as numbers (its dtype default): %s, where DuckDB reads the text: readers disagree on it (write the values as JSON numbers, or as text that is not a number)",
+		col, name, why)
 }
 
 // pandasFigures is the query of a column's figures for pandasFloat over
