@@ -693,6 +693,9 @@ func TestJSONNumericTextPandasReadsAsNumbers(t *testing.T) {
 		{"unique_one_text_each", "{\"code\": \"1\"}\n{\"code\": \"2\"}\n", Check{Kind: KindUnique, Column: "code"}, "print(int(c.dropna().duplicated().sum()))", false},
 		{"regex_rendered_alike", "{\"code\": \"1\"}\n{\"code\": \"25\"}\n", Check{Kind: KindRegex, Column: "code", Pattern: `^[0-9]+$`}, `print(int((~c.dropna().astype(str).str.contains("^[0-9]+$")).sum()))`, false},
 		{"regex_fraction", "{\"code\": \"1.50\"}\n{\"code\": \"2.50\"}\n", Check{Kind: KindRegex, Column: "code", Pattern: `0$`}, `print(int((~c.dropna().astype(str).str.contains("0$")).sum()))`, true},
+		{"whole_doubles_regex", "{\"v\": 1.0}\n{\"v\": 2.0}\n", Check{Kind: KindRegex, Column: "v", Pattern: `\.0$`}, `print(int((~c.dropna().astype(str).str.contains("\\.0$")).sum()))`, true},
+		{"whole_doubles_with_null", "{\"v\": 1.0}\n{\"v\": null}\n", Check{Kind: KindRegex, Column: "v", Pattern: `\.0$`}, `print(int((~c.dropna().astype(str).str.contains("\\.0$")).sum()))`, false},
+		{"doubles_with_a_fraction", "{\"v\": 1.5}\n{\"v\": 2.0}\n", Check{Kind: KindRegex, Column: "v", Pattern: `\.[05]$`}, `print(int((~c.dropna().astype(str).str.contains("\\.[05]$")).sum()))`, false},
 		{"text_not_all_numbers", "{\"code\": \"01\"}\n{\"code\": \"abc\"}\n", Check{Kind: KindRegex, Column: "code", Pattern: `^(?:0|a)`}, `print(int((~c.dropna().astype(str).str.contains("^(?:0|a)")).sum()))`, false},
 	}
 	python, perr := testPython()
