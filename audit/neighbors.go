@@ -239,10 +239,13 @@ func tableChanged(suite Suite, table string, ch *Changes) bool {
 //     batch has no rows there to judge;
 //   - a check with failing rows counted on both sides is worse with more
 //     of them, and, when the base's sample rows are all of its failing
-//     rows (no more than audit.sample_rows), with any failing row that is
-//     not among them: a change that mends one row and breaks another keeps
-//     the count. Beyond audit.sample_rows failing rows at the base, the
-//     rows themselves are not compared, only their count;
+//     rows (no more than audit.sample_rows), with any failing row whose
+//     sample is not among them: a change that mends one row and breaks
+//     another keeps the count. Beyond audit.sample_rows failing rows at
+//     the base, the rows themselves are not compared, only their count.
+//     Samples clipped to audit.max_sample_value_bytes may read alike;
+//     beyond the samples, or with one clipped, ownRowsFail runs a
+//     row-level check on the change's files alone;
 //   - a check without failing rows to count (row_count, freshness, stat,
 //     schema, ...) is excused only when it observes what it did at the
 //     base: a bound exceeded by one row does not excuse a thousand more.
@@ -283,7 +286,8 @@ func worse(after, before schemas.CheckResult, changed bool) string {
 
 // ownRowsFail is, for after, a result failing with a change that worse
 // excuses by its count of failing rows alone (the base fails more rows
-// than its samples hold, so which rows fail is not compared), why the
+// than its samples hold, or one clipped, so which rows fail is not told
+// apart: countsOnly), why the
 // change adds failing rows after all: for a check judging each row by its
 // own values (a row-level kind whose where reads no table), a row failing
 // with the change and not before is a row of a file the change adds or
@@ -316,22 +320,34 @@ func ownRowsFail(ctx context.Context, r Runner, req Request, suite Suite, after,
 	res, ok := resultsByName(rep)[c.Name]
 	switch {
 	case !ok || res.Status == schemas.StatusError:
-		return fmt.Sprintf("it fails with more rows there than its samples hold (audit.sample_rows), and cannot run on the change's files alone (%s): the change is judged alone", clip(res.Message, 300)), nil
+		return fmt.Sprintf("it fails with more rows there than its samples hold whole (audit.sample_rows, audit.max_sample_value_bytes), and cannot run on the change's files alone (%s): the change is judged alone", clip(res.Message, 300)), nil
 	case res.Failures != nil && *res.Failures > 0 || res.Status == schemas.StatusFail:
 		n := "some"
 		if res.Failures != nil {
 			n = fmt.Sprint(*res.Failures)
 		}
-		return fmt.Sprintf("it fails with more rows there than its samples hold (audit.sample_rows), and %s rows of the files this change adds or rewrites fail it: the change is judged alone", n), nil
+		return fmt.Sprintf("it fails with more rows there than its samples hold whole (audit.sample_rows, audit.max_sample_value_bytes), and %s rows of the files this change adds or rewrites fail it: the change is judged alone", n), nil
 	}
 	return "", nil
 }
 
-// countsOnly says whether worse compares after with before by their
-// counts of failing rows alone: the base fails more rows than its samples.
+// countsOnly says whether worse cannot tell after's failing rows from
+// before's by their samples: the base fails more rows than its samples
+// hold (worse compares the counts alone), or one of its samples is clipped
+// (clipped).
 func countsOnly(after, before schemas.CheckResult) bool {
 	return after.Status != schemas.StatusError && before.Status != schemas.StatusError && after.Failures != nil && before.Failures != nil &&
-		int64(len(before.SampleRows)) < *before.Failures
+		(int64(len(before.SampleRows)) < *before.Failures || clipped(before.SampleRows))
+}
+
+// clipped says whether a sample row of rows is clipped
+// (audit.max_sample_value_bytes, a row's budget: clipRow marks a clipped
+// value or column with "…"). Two failing rows that differ only past a
+// clipped value's first bytes read alike: a change swapping one for the
+// other keeps the samples as they were. A value holding "…" itself is
+// taken for clipped: the stricter way.
+func clipped(rows []string) bool {
+	return slices.ContainsFunc(rows, func(row string) bool { return strings.Contains(row, "…") })
 }
 
 // rowLocal says whether c judges each row by its own values alone: a

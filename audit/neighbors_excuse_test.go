@@ -48,6 +48,20 @@ func TestExcuseDoesNotHideNewFailingRows(t *testing.T) {
 			return src
 		},
 	}, {
+		// Main has one customer without an id, named by 300 x's and an
+		// a; b1 drops it and adds another without an id, named by the
+		// same x's and a b. A sample row's values are clipped to
+		// audit.max_sample_value_bytes (256): both rows read alike there.
+		name:  "swap of a failing row for one its clipped sample reads alike",
+		check: Check{Name: "customer_ids", Kind: KindNotNull, Table: "customers", Column: "customer_id"},
+		src: func(t *testing.T) *dirSource {
+			src := shopSource(t)
+			src.write(t, "main", "gold/customers/cnull.parquet", "SELECT NULL::INTEGER AS customer_id, repeat('x', 300) || 'a' AS name")
+			src.write(t, "b1", "gold/customers/c2.parquet",
+				"SELECT i::INTEGER AS customer_id, 'c' || i AS name FROM range(0, 5) r(i) UNION ALL SELECT NULL, repeat('x', 300) || 'b'")
+			return src
+		},
+	}, {
 		// Main holds one order over orders' bound of ten rows; b1 adds a
 		// thousand. row_count has no failing rows to count.
 		name:  "row_count over its bound by far more",
