@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,17 +63,75 @@ const (
 
 // SuiteDigest is the digest of a suite's declaration: tables and checks as
 // configured (a change of any field is a change of the suite).
+// The same declaration digests alike in every process: two instances on
+// one config must agree (Service.SuitesDigest, an attestation's suite).
 func SuiteDigest(s Suite) string {
-	b, err := json.Marshal(struct {
-		Tables  []Table   `json:"tables"`
-		Checks  []Check   `json:"checks"`
-		Skipped []Skipped `json:"skipped"`
-	}{s.Tables, s.Checks, s.Skipped})
-	if err != nil { // only maps of unmarshalable meta values can fail
-		b = fmt.Appendf(nil, "%#v", s)
+	enc := func(checks []Check) ([]byte, error) {
+		return json.Marshal(struct {
+			Tables  []Table   `json:"tables"`
+			Checks  []Check   `json:"checks"`
+			Skipped []Skipped `json:"skipped"`
+		}{s.Tables, checks, s.Skipped})
+	}
+	b, err := enc(s.Checks)
+	if err != nil {
+		// Only a meta value encoding/json refuses fails (a YAML mapping
+		// with a key that is not a string, a NaN): the meta is made of
+		// JSON's values (jsonSafe). The suite's %#v, hashed before, holds
+		// the addresses of its pointers (min, max): the digest differed
+		// between two loads of the same config.
+		checks := slices.Clone(s.Checks)
+		for i := range checks {
+			if m, ok := jsonSafe(checks[i].Meta).(map[string]any); ok {
+				checks[i].Meta = m
+			}
+		}
+		if b, err = enc(checks); err != nil { // not reached: jsonSafe's values encode
+			for i := range checks {
+				checks[i].Meta = nil // shown, not judged
+			}
+			b, _ = enc(checks)
+		}
 	}
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:16])
+}
+
+// jsonSafe is v, a value decoded from YAML or JSON, with every mapping's
+// keys made text (fmt's %v, in a map[string]any) and every float that
+// JSON cannot hold (NaN, infinities) made its text; other values as they
+// are. Meta is shown, not judged: two keys whose texts collide are taken
+// for one.
+func jsonSafe(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonSafe(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = jsonSafe(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonSafe(e)
+		}
+		return out
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Sprint(x)
+		}
+	case float32:
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return fmt.Sprint(x)
+		}
+	}
+	return v
 }
 
 // NewAttestation is the attestation of rep, a passing report of the suite
