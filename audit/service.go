@@ -117,7 +117,24 @@ func NewService(o ServiceOptions) (*Service, error) {
 	}
 	return &Service{o: o, cache: newReportCache(reportCacheSize), inflight: map[reportKey]*flight{},
 		slots: make(chan struct{}, o.Concurrency), reserved: make(chan struct{}, o.Concurrency), serviceMetrics: m,
-		suites: suitesDigests(o.Datasets)}, nil
+		suites: suitesDigests(o.Datasets, verdictSettings(o.Engine))}, nil
+}
+
+// verdictSettings is the text of the engine's options a verdict depends
+// on besides the suites, when the engine is an *Engine: the excuse of a
+// check failing on the target already compares sample rows (as many as
+// audit.sample_rows, whole: neither clipped to max_sample_value_bytes nor
+// dropped for max_report_bytes; neighbors.go), and freshness allows
+// clock_skew. Defaults are filled in by New: unset and set to the default
+// read alike. Budgets and timeouts are left out: over them an audit errs
+// (an infrastructure error, retried), it does not pass or fail otherwise.
+func verdictSettings(r Runner) string {
+	e, ok := r.(*Engine)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("sample_rows=%d max_sample_value_bytes=%d max_report_bytes=%d clock_skew=%s",
+		e.opts.SampleRows, e.opts.MaxSampleValueBytes, e.opts.MaxReportBytes, e.opts.ClockSkew)
 }
 
 // SuitesDigest is the digest of the suites that can judge a batch of
@@ -129,12 +146,14 @@ func NewService(o ServiceOptions) (*Service, error) {
 // instance, with another config). Every dataset of the target counts, not
 // only the neighbors the audit judged: a dataset added, or a table added
 // to one, may make a neighbor of a dataset the audit did not judge, and
-// which ones the batch touches is known only from its diff. Empty for a
-// dataset not in the config.
+// which ones the batch touches is known only from its diff. The engine's
+// settings a verdict depends on are named too (verdictSettings). Empty
+// for a dataset not in the config.
 func (s *Service) SuitesDigest(dataset string) string { return s.suites[dataset] }
 
-// suitesDigests is SuitesDigest of each dataset of ds.
-func suitesDigests(ds map[string]Dataset) map[string]string {
+// suitesDigests is SuitesDigest of each dataset of ds, under the engine's
+// settings (verdictSettings).
+func suitesDigests(ds map[string]Dataset, settings string) map[string]string {
 	own := make(map[string]string, len(ds))
 	for name, d := range ds {
 		own[name] = SuiteDigest(d.Suite)
@@ -142,6 +161,9 @@ func suitesDigests(ds map[string]Dataset) map[string]string {
 	out := make(map[string]string, len(ds))
 	for name, d := range ds {
 		h := sha256.New()
+		if settings != "" { // none: the digests an engine without settings gave before
+			fmt.Fprintf(h, "settings\x00%s\n", settings)
+		}
 		fmt.Fprintf(h, "%s\x00%s\n", name, own[name])
 		for _, other := range slices.Sorted(maps.Keys(ds)) {
 			if e := ds[other]; other != name && e.Repository == d.Repository && e.Target == d.Target {

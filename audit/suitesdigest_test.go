@@ -63,3 +63,39 @@ func TestSuitesDigestNamesTheSuitesOfTheTarget(t *testing.T) {
 		t.Error("a dataset not in the config has a digest")
 	}
 }
+
+// The excuse of a check failing on the target already compares sample
+// rows when all of them fit in audit.sample_rows, whole (neither clipped
+// to audit.max_sample_value_bytes nor dropped for audit.max_report_bytes),
+// and counts only beyond: a batch audited under other such settings may
+// get another verdict, as under another suite, so the digest names them;
+// the same settings give the same digest.
+func TestSuitesDigestNamesTheSettingsTheVerdictDependsOn(t *testing.T) {
+	digest := func(o Options) string {
+		o.Source, o.WorkDir, o.MemoryLimit, o.Threads = newDirSource(t), t.TempDir(), "512MB", 1
+		e, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		s, err := NewService(ServiceOptions{Engine: e, Datasets: shopDatasets(), Concurrency: 1, Budget: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.SuitesDigest("customers")
+	}
+	base := digest(Options{})
+	if got := digest(Options{SampleRows: 5, MaxSampleValueBytes: DefaultMaxSampleValueBytes}); got != base {
+		t.Errorf("the defaults set explicitly digest to %s, unset to %s", got, base)
+	}
+	for name, o := range map[string]Options{
+		"sample_rows":            {SampleRows: 500},
+		"max_sample_value_bytes": {MaxSampleValueBytes: 64},
+		"max_report_bytes":       {MaxReportBytes: 4 << 10},
+		"clock_skew (freshness)": {ClockSkew: DefaultClockSkew + time.Minute},
+	} {
+		if digest(o) == base {
+			t.Errorf("%s changed: the digest stays %s", name, base)
+		}
+	}
+}
