@@ -9,7 +9,9 @@ import (
 )
 
 // KindRange: the column's values are between min and max (inclusive unless
-// strict); NULL passes, NaN fails.
+// strict); NULL passes, NaN fails. A JSON lines column named like a date
+// (updated_at) that pandas.read_json reads as datetimes is refused: pandas
+// refuses to compare them with numbers.
 const KindRange = "range"
 
 func init() {

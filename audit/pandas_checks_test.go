@@ -734,3 +734,58 @@ func TestJSONNumericTextPandasReadsAsNumbers(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONDateNamedColumnRangePandasComparesDatetimes (review 25):
+// pandas.read_json (lines) reads a column named like a date whose numbers
+// are all beyond a year in seconds as datetimes, and Great Expectations'
+// pandas expect_column_values_to_be_between compares them with the
+// check's numbers, which pandas (3.1.1, run here) refuses with TypeError
+// (Invalid comparison between dtype=datetime64 and int): the check errs
+// there, where DuckDB reads the numbers and the audit passed it. Now it is
+// refused; a column of another name, or holding a number under a year in
+// seconds (pandas leaves every one a number), passes.
+func TestJSONDateNamedColumnRangePandasComparesDatetimes(t *testing.T) {
+	cases := []struct {
+		name, text, col string
+		refused         bool
+	}{
+		{"epoch", "{\"id\": 1, \"updated_at\": 1704067200}\n{\"id\": 2, \"updated_at\": 1704153600}\n", "updated_at", true},
+		{"epoch_doubles_null", "{\"id\": 1, \"event_time\": 1704067200.5}\n{\"id\": 2, \"event_time\": null}\n", "event_time", true},
+		{"small_number_too", "{\"id\": 1, \"updated_at\": 1704067200}\n{\"id\": 2, \"updated_at\": 1000}\n", "updated_at", false},
+		{"other_name", "{\"id\": 1, \"epoch\": 1704067200}\n", "epoch", false},
+	}
+	python, perr := testPython()
+	lo, hi := 0.0, 2e9
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := newBatchSource(t)
+			src.writeRaw(t, "b1", "t/a.jsonl", c.text)
+			if perr == nil && !testing.Short() {
+				script := "import sys, pandas as pd\ns = pd.read_json(sys.argv[1], lines=True)[sys.argv[2]].dropna()\ntry:\n    print(int((~((s >= 0) & (s <= 2e9))).sum()))\nexcept TypeError as e:\n    print('TypeError', e)"
+				out, err := exec.Command(python, "-c", script, filepath.Join(src.root, "b1", "t", "a.jsonl"), c.col).CombinedOutput()
+				if err != nil {
+					t.Fatalf("pandas: %v: %s", err, out)
+				}
+				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
+					t.Fatalf("pandas: %s: the case shows nothing", out)
+				}
+			}
+			check := Check{Name: "c", Kind: KindRange, Table: "t", Column: c.col, Min: &lo, Max: &hi}
+			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatJSONL}}, Checks: []Check{check}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := rep.Checks[0]
+			if !c.refused {
+				if !rep.Passed {
+					t.Fatalf("refused, though pandas reads it as DuckDB does: %s %q", res.Status, res.Message)
+				}
+				return
+			}
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "read_json") || !strings.Contains(res.Message, "readers disagree") {
+				t.Fatalf("%s %q; pandas errs comparing datetimes with numbers: want it refused naming read_json", res.Status, res.Message)
+			}
+		})
+	}
+}
