@@ -11,7 +11,9 @@ import (
 // KindNotNull: each of the columns has a value in every row. A NaN in a
 // FLOAT or DOUBLE column counts as missing, as pandas reads it. A JSON
 // lines column of strings that are all numbers' text, one "NaN", is
-// refused: pandas.read_json reads that as missing.
+// refused: pandas.read_json reads that as missing; so is a JSON lines
+// text column named like a date (created_at) holding "", NaT or nan,
+// which it parses with to_datetime, reading those as missing.
 const KindNotNull = "not_null"
 
 func init() {

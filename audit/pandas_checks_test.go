@@ -789,3 +789,56 @@ func TestJSONDateNamedColumnRangePandasComparesDatetimes(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONDateNamedTextNaTPandasReadsAsMissing (review 25):
+// pandas.read_json (lines) parses the text of a column named like a date
+// with to_datetime, which reads "" and NaT's and NaN's spellings (NaT, nat,
+// NAT, nan, NaN, NAN) as NaT, a missing value. DuckDB reads the text, so
+// a not_null passed where pandas (3.1.1, run here) finds a NULL. Now it is
+// refused; "None" (pandas then keeps the text) and a column of another
+// name pass.
+func TestJSONDateNamedTextNaTPandasReadsAsMissing(t *testing.T) {
+	cases := []struct {
+		name, text, col string
+		refused         bool
+	}{
+		{"empty", "{\"id\": 1, \"created_at\": \"2024-01-02\"}\n{\"id\": 2, \"created_at\": \"\"}\n", "created_at", true},
+		{"nat", "{\"id\": 1, \"date\": \"2024-01-02\"}\n{\"id\": 2, \"date\": \"NaT\"}\n", "date", true},
+		{"nan", "{\"id\": 1, \"event_time\": \"2024-01-02 10:00:00\"}\n{\"id\": 2, \"event_time\": \"NAN\"}\n", "event_time", true},
+		{"none_kept", "{\"id\": 1, \"created_at\": \"2024-01-02\"}\n{\"id\": 2, \"created_at\": \"None\"}\n", "created_at", false},
+		{"other_name", "{\"id\": 1, \"created\": \"2024-01-02\"}\n{\"id\": 2, \"created\": \"\"}\n", "created", false},
+	}
+	python, perr := testPython()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := newBatchSource(t)
+			src.writeRaw(t, "b1", "t/a.jsonl", c.text)
+			if perr == nil && !testing.Short() {
+				script := "import sys, pandas as pd; print(int(pd.read_json(sys.argv[1], lines=True)[sys.argv[2]].isna().sum()))"
+				out, err := exec.Command(python, "-c", script, filepath.Join(src.root, "b1", "t", "a.jsonl"), c.col).CombinedOutput()
+				if err != nil {
+					t.Fatalf("pandas: %v: %s", err, out)
+				}
+				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
+					t.Fatalf("pandas finds %s missing: the case shows nothing", out)
+				}
+			}
+			check := Check{Name: "c", Kind: KindNotNull, Table: "t", Column: c.col}
+			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatJSONL}}, Checks: []Check{check}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := rep.Checks[0]
+			if !c.refused {
+				if !rep.Passed {
+					t.Fatalf("refused, though pandas reads it as DuckDB does: %s %q", res.Status, res.Message)
+				}
+				return
+			}
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "read_json") || !strings.Contains(res.Message, "readers disagree") {
+				t.Fatalf("%s %q; pandas finds a missing value: want it refused naming read_json", res.Status, res.Message)
+			}
+		})
+	}
+}

@@ -199,6 +199,12 @@ func (r *run) pandasReadings(ctx context.Context, results []schemas.CheckResult)
 				continue
 			}
 		}
+		if c.Kind == KindNotNull {
+			if err := r.pandasJSONDateNaT(ctx, c); err != nil {
+				results[i] = r.errored(c, err, time.Duration(results[i].DurationMs)*time.Millisecond)
+				continue
+			}
+		}
 		for _, col := range pandasJSONTextColumns(c) {
 			if err := r.pandasJSONNumbers(ctx, c, col); err != nil {
 				results[i] = r.errored(c, err, time.Duration(results[i].DurationMs)*time.Millisecond)
@@ -335,6 +341,56 @@ func (r *run) pandasJSONDateRange(ctx context.Context, c Check) error {
 		}
 	}
 	return r.pandasJSONDates(ctx, k, name, c.Column, typ)
+}
+
+// pandasNaTTexts are the texts pandas' to_datetime reads as NaT, a
+// missing value, beside "" (pandas 3.1.1's nat_strings).
+var pandasNaTTexts = []string{"NaT", "nat", "NAT", "nan", "NaN", "NAN"}
+
+// pandasJSONDateNaT is the refusal of not_null check c over a VARCHAR
+// column of a JSON lines table named like a date (pandasDateName) holding
+// "" or a NaT's or NaN's text (pandasNaTTexts): pandas.read_json parses
+// such a column with to_datetime when it can parse the others, reading
+// those as NaT, a missing value, which DuckDB reads as text
+// (TestJSONDateNamedTextNaTPandasReadsAsMissing); or nil. The whole view
+// is counted: pandas converts the column before a where filters it.
+func (r *run) pandasJSONDateNaT(ctx context.Context, c Check) error {
+	table := r.table(c.Table)
+	name := cmp.Or(table.Name, c.Table)
+	schema := schemaOf(c)
+	k := viewKey{schema, strings.ToLower(name)}
+	if v := r.views[k]; v == nil || v.broken || v.synthetic {
+		return nil
+	}
+	cols, err := r.describe(ctx, schema, name)
+	if err != nil {
+		return err
+	}
+	for _, col := range c.columns() {
+		if !pandasDateName(col) {
+			continue
+		}
+		typ := ""
+		for _, cl := range cols {
+			if strings.EqualFold(cl.name, col) {
+				typ = strings.ToUpper(cl.typ)
+			}
+		}
+		if typ != "VARCHAR" {
+			continue
+		}
+		q := quoteIdent(col)
+		s := fmt.Sprintf("SELECT count(*) FILTER (WHERE %s = '' OR %s IN (%s)) FROM %s", q, q, strings.Join(each(pandasNaTTexts, quoteLiteral), ", "), qualified(schema, name))
+		vals, err := r.memoRow(ctx, s, s, 1, k)
+		if err != nil {
+			return err
+		}
+		if n := asInt(vals[0]); n > 0 {
+			return fmt.Errorf("pandas.read_json reads column %q of JSON lines table %s (VARCHAR) as datetimes by its name (convert_dates) when it can parse its text, and %d of its values are \"\" or a NaT's or NaN's text (NaT, nan), which it reads as missing where DuckDB reads text: readers disagree on it (write them as null, or name the column otherwise)",
+				col, name, n)
+		}
+	}
+	return nil
 }
 
 // pandasFigures is the query of a column's figures for pandasFloat over
