@@ -9,7 +9,9 @@ import (
 )
 
 // KindStat: the column's min or max (stat) is between min and max (NaN is not).
-// Great Expectations' expect_column_min/max_to_be_between.
+// Great Expectations' expect_column_min/max_to_be_between. A JSON lines
+// column named like a date (updated_at) that pandas.read_json reads as
+// datetimes is refused: pandas refuses to compare them with numbers.
 const KindStat = "stat"
 
 // Stats of a stat check.

@@ -193,7 +193,7 @@ func (r *run) pandasReadings(ctx context.Context, results []schemas.CheckResult)
 		if results[i].Status != schemas.StatusPass || r.table(c.Table).format() != FormatJSONL {
 			continue
 		}
-		if c.Kind == KindRange && pandasDateName(c.Column) {
+		if (c.Kind == KindRange || c.Kind == KindStat) && pandasDateName(c.Column) {
 			if err := r.pandasJSONDateRange(ctx, c); err != nil {
 				results[i] = r.errored(c, err, time.Duration(results[i].DurationMs)*time.Millisecond)
 				continue
@@ -315,12 +315,13 @@ count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(TRY_CAST(d AS BIGINT) AS VARCH
 		col, name, why)
 }
 
-// pandasJSONDateRange is the refusal of range check c over a JSON lines
-// column named like a date that pandas.read_json reads as datetimes
+// pandasJSONDateRange is the refusal of range or stat check c over a JSON
+// lines column named like a date that pandas.read_json reads as datetimes
 // (pandasJSONDates): Great Expectations' pandas
-// expect_column_values_to_be_between compares them with the check's
-// numbers, which pandas refuses (TypeError: Invalid comparison between
-// dtype=datetime64 and int), so the check errs there
+// expect_column_values_to_be_between and expect_column_max_to_be_between
+// compare them (or their max, a Timestamp) with the check's numbers, which
+// pandas refuses (TypeError: Invalid comparison between dtype=datetime64
+// and int), so the check errs there
 // (TestJSONDateNamedColumnRangePandasComparesDatetimes); or nil.
 func (r *run) pandasJSONDateRange(ctx context.Context, c Check) error {
 	table := r.table(c.Table)
@@ -760,7 +761,7 @@ func (r *run) pandasJSONDates(ctx context.Context, k viewKey, table, col, typ st
 	default:
 		return nil
 	}
-	return fmt.Errorf("pandas.read_json reads column %q of JSON lines table %s (%s) as datetimes by its name (convert_dates): it %s, which the check judges as other text and values than DuckDB's (a range compares them with its numbers, which pandas refuses): readers disagree on it (name the column otherwise, or write it as a date)",
+	return fmt.Errorf("pandas.read_json reads column %q of JSON lines table %s (%s) as datetimes by its name (convert_dates): it %s, which the check judges as other text and values than DuckDB's (a range or stat compares them with its numbers, which pandas refuses): readers disagree on it (name the column otherwise, or write it as a date)",
 		col, table, typ, why)
 }
 
