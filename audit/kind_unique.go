@@ -19,7 +19,9 @@ import (
 // NULL and a value beyond ±2^53 is refused: pandas reads it as float64,
 // where ids 1 apart can read as one (readers disagree); so is a JSON lines
 // column of strings that are all numbers' text, two of which
-// pandas.read_json reads as one number ("01" and "1" as 1).
+// pandas.read_json reads as one number ("01" and "1" as 1), and a JSON
+// lines text column named like a date (created_at) whose texts it may
+// read as one time ("2024-01-02" and "2024-01-02 00:00:00").
 const KindUnique = "unique"
 
 func init() {

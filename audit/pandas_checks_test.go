@@ -848,3 +848,56 @@ func TestJSONDateNamedTextNaTPandasReadsAsMissing(t *testing.T) {
 		})
 	}
 }
+
+// TestJSONDateNamedTextUniquePandasReadsAsOneTime (review 25):
+// pandas.read_json (lines) parses the text of a column named like a date
+// with to_datetime, so two texts of one time ("2024-01-02" and
+// "2024-01-02 00:00:00", "2024-01-02T10:00:00" and "...10:00:00.000")
+// read as one value, a
+// duplicate pandas (3.1.1, run here) finds where DuckDB compares the
+// text and the audit passed. Now it is refused; texts of distinct times,
+// and a column of another name, pass.
+func TestJSONDateNamedTextUniquePandasReadsAsOneTime(t *testing.T) {
+	cases := []struct {
+		name, text, col string
+		refused         bool
+	}{
+		{"date_and_midnight", "{\"id\": 1, \"created_at\": \"2024-01-02\"}\n{\"id\": 2, \"created_at\": \"2024-01-02 00:00:00\"}\n", "created_at", true},
+		{"iso_t", "{\"id\": 1, \"event_time\": \"2024-01-02T10:00:00\"}\n{\"id\": 2, \"event_time\": \"2024-01-02 10:00:00.000\"}\n", "event_time", true},
+		{"distinct_times", "{\"id\": 1, \"created_at\": \"2024-01-02\"}\n{\"id\": 2, \"created_at\": \"2024-01-03 00:00:00\"}\n", "created_at", false},
+		{"other_name", "{\"id\": 1, \"created\": \"2024-01-02\"}\n{\"id\": 2, \"created\": \"2024-01-02 00:00:00\"}\n", "created", false},
+	}
+	python, perr := testPython()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := newBatchSource(t)
+			src.writeRaw(t, "b1", "t/a.jsonl", c.text)
+			if perr == nil && !testing.Short() {
+				script := "import sys, pandas as pd; s = pd.read_json(sys.argv[1], lines=True)[sys.argv[2]].dropna(); print(int(s.duplicated().sum()))"
+				out, err := exec.Command(python, "-c", script, filepath.Join(src.root, "b1", "t", "a.jsonl"), c.col).CombinedOutput()
+				if err != nil {
+					t.Fatalf("pandas: %v: %s", err, out)
+				}
+				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
+					t.Fatalf("pandas finds %s duplicates: the case shows nothing", out)
+				}
+			}
+			check := Check{Name: "c", Kind: KindUnique, Table: "t", Column: c.col}
+			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatJSONL}}, Checks: []Check{check}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := rep.Checks[0]
+			if !c.refused {
+				if !rep.Passed {
+					t.Fatalf("refused, though pandas finds no duplicate: %s %q", res.Status, res.Message)
+				}
+				return
+			}
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "read_json") || !strings.Contains(res.Message, "readers disagree") {
+				t.Fatalf("%s %q; pandas finds a duplicate: want it refused naming read_json", res.Status, res.Message)
+			}
+		})
+	}
+}

@@ -199,6 +199,12 @@ func (r *run) pandasReadings(ctx context.Context, results []schemas.CheckResult)
 				continue
 			}
 		}
+		if c.Kind == KindUnique {
+			if err := r.pandasJSONDateUnique(ctx, c); err != nil {
+				results[i] = r.errored(c, err, time.Duration(results[i].DurationMs)*time.Millisecond)
+				continue
+			}
+		}
 		if c.Kind == KindNotNull {
 			if err := r.pandasJSONDateNaT(ctx, c); err != nil {
 				results[i] = r.errored(c, err, time.Duration(results[i].DurationMs)*time.Millisecond)
@@ -390,6 +396,65 @@ func (r *run) pandasJSONDateNaT(ctx context.Context, c Check) error {
 			return fmt.Errorf("pandas.read_json reads column %q of JSON lines table %s (VARCHAR) as datetimes by its name (convert_dates) when it can parse its text, and %d of its values are \"\" or a NaT's or NaN's text (NaT, nan), which it reads as missing where DuckDB reads text: readers disagree on it (write them as null, or name the column otherwise)",
 				col, name, n)
 		}
+	}
+	return nil
+}
+
+// pandasJSONDateUnique is the refusal of unique check c over a VARCHAR
+// column of a JSON lines table named like a date (pandasDateName) whose
+// texts pandas.read_json may read as fewer times: it parses such a column
+// with to_datetime, so "2024-01-02" and "2024-01-02 00:00:00" read as one
+// value, a duplicate where DuckDB compares the text
+// (TestJSONDateNamedTextUniquePandasReadsAsOneTime). Refused when two
+// texts TRY_CAST to one TIMESTAMP, or when a text does not cast at all
+// (pandas' parser takes more forms than DuckDB's, 01/02/2024 among them,
+// so which times it reads is not known here); "" and NaT's texts, which
+// it reads as missing, aside. The whole view is counted. Or nil.
+func (r *run) pandasJSONDateUnique(ctx context.Context, c Check) error {
+	table := r.table(c.Table)
+	name := cmp.Or(table.Name, c.Table)
+	schema := schemaOf(c)
+	k := viewKey{schema, strings.ToLower(name)}
+	if v := r.views[k]; v == nil || v.broken || v.synthetic {
+		return nil
+	}
+	cols, err := r.describe(ctx, schema, name)
+	if err != nil {
+		return err
+	}
+	for _, col := range c.columns() {
+		if !pandasDateName(col) {
+			continue
+		}
+		typ := ""
+		for _, cl := range cols {
+			if strings.EqualFold(cl.name, col) {
+				typ = strings.ToUpper(cl.typ)
+			}
+		}
+		if typ != "VARCHAR" {
+			continue
+		}
+		q := quoteIdent(col)
+		s := fmt.Sprintf(`WITH x AS (SELECT %s AS t, TRY_CAST(%s AS TIMESTAMP) AS d FROM %s WHERE %s IS NOT NULL AND %s <> '' AND %s NOT IN (%s))
+SELECT count(*), count(d), count(DISTINCT t), count(DISTINCT d) FROM x`,
+			q, q, qualified(schema, name), q, q, q, strings.Join(each(pandasNaTTexts, quoteLiteral), ", "))
+		vals, err := r.memoRow(ctx, s, s, 4, k)
+		if err != nil {
+			return err
+		}
+		n, cast, texts, times := asInt(vals[0]), asInt(vals[1]), asInt(vals[2]), asInt(vals[3])
+		why := ""
+		switch {
+		case cast < n:
+			why = fmt.Sprintf("%d of its texts are not times DuckDB reads, which pandas may read as times all the same (01/02/2024), so which of them it reads as one time is not known here", n-cast)
+		case texts > times:
+			why = fmt.Sprintf("its %d texts are %d times (\"2024-01-02\" and \"2024-01-02 00:00:00\" read as one), which can be duplicates", texts, times)
+		default:
+			continue
+		}
+		return fmt.Errorf("pandas.read_json reads column %q of JSON lines table %s (VARCHAR) as datetimes by its name (convert_dates) when it can parse its text: %s, where DuckDB compares the text: readers disagree on it (write the column as one form of time, or name it otherwise)",
+			col, name, why)
 	}
 	return nil
 }
