@@ -261,23 +261,11 @@ func (r *run) pandasJSONWholeDoubles(ctx context.Context, k viewKey, table, col 
 // rendering; an accepted_values check (isin finds no listed string among
 // numbers); a not_null where a text is a NaN's. Or nil.
 func (r *run) pandasJSONNumbers(ctx context.Context, c Check, col string) error {
-	table := r.table(c.Table)
-	name := cmp.Or(table.Name, c.Table)
-	schema := schemaOf(c)
-	k := viewKey{schema, strings.ToLower(name)}
-	if v := r.views[k]; v == nil || v.broken || v.synthetic {
-		return nil
-	}
-	cols, err := r.describe(ctx, schema, name)
-	if err != nil {
+	k, name, types, err := r.viewTypes(ctx, c)
+	if types == nil {
 		return err
 	}
-	typ := ""
-	for _, cl := range cols {
-		if strings.EqualFold(cl.name, col) {
-			typ = strings.ToUpper(cl.typ)
-		}
-	}
+	typ := types[strings.ToLower(col)]
 	if typ == "DOUBLE" && c.Kind == KindRegex {
 		return r.pandasJSONWholeDoubles(ctx, k, name, col)
 	}
@@ -291,7 +279,7 @@ func (r *run) pandasJSONNumbers(ctx context.Context, c Check, col string) error 
 SELECT count(*), count(d), count(*) FILTER (WHERE isnan(d)), count(DISTINCT t), count(DISTINCT d),
 coalesce(bool_and(d = floor(d) AND abs(d) < 9.2e18), false),
 count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(TRY_CAST(d AS BIGINT) AS VARCHAR)), count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(d AS VARCHAR)) FROM x`,
-		quoteIdent(col), quoteIdent(col), qualified(schema, name), quoteIdent(col))
+		quoteIdent(col), quoteIdent(col), qualified(k.schema, name), quoteIdent(col))
 	vals, err := r.memoRow(ctx, s, s, 8, k)
 	if err != nil {
 		return err
@@ -330,24 +318,34 @@ count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(TRY_CAST(d AS BIGINT) AS VARCH
 // and int), so the check errs there
 // (TestJSONDateNamedColumnRangePandasComparesDatetimes); or nil.
 func (r *run) pandasJSONDateRange(ctx context.Context, c Check) error {
-	table := r.table(c.Table)
-	name := cmp.Or(table.Name, c.Table)
-	schema := schemaOf(c)
-	k := viewKey{schema, strings.ToLower(name)}
-	if v := r.views[k]; v == nil || v.broken || v.synthetic {
-		return nil
-	}
-	cols, err := r.describe(ctx, schema, name)
-	if err != nil {
+	k, name, types, err := r.viewTypes(ctx, c)
+	if types == nil {
 		return err
 	}
-	typ := ""
-	for _, cl := range cols {
-		if strings.EqualFold(cl.name, c.Column) {
-			typ = strings.ToUpper(cl.typ)
-		}
-	}
+	typ := types[strings.ToLower(c.Column)]
 	return r.pandasJSONDates(ctx, k, name, c.Column, typ)
+}
+
+// viewTypes is the view check c reads (its key and name) and the DuckDB
+// type of each of its columns, by lower-case name, upper-case type (a
+// view's column names differ in more than case). types is nil where the
+// view is missing, broken or made up, which leaves nothing to refuse, or
+// with err where it cannot be described.
+func (r *run) viewTypes(ctx context.Context, c Check) (k viewKey, name string, types map[string]string, err error) {
+	name = cmp.Or(r.table(c.Table).Name, c.Table)
+	k = viewKey{schemaOf(c), strings.ToLower(name)}
+	if v := r.views[k]; v == nil || v.broken || v.synthetic {
+		return k, name, nil, nil
+	}
+	cols, err := r.describe(ctx, k.schema, name)
+	if err != nil {
+		return k, name, nil, err
+	}
+	types = make(map[string]string, len(cols))
+	for _, cl := range cols {
+		types[strings.ToLower(cl.name)] = strings.ToUpper(cl.typ)
+	}
+	return k, name, types, nil
 }
 
 // pandasNaTTexts are the texts pandas' to_datetime reads as NaT, a
@@ -362,32 +360,19 @@ var pandasNaTTexts = []string{"NaT", "nat", "NAT", "nan", "NaN", "NAN"}
 // (TestJSONDateNamedTextNaTPandasReadsAsMissing); or nil. The whole view
 // is counted: pandas converts the column before a where filters it.
 func (r *run) pandasJSONDateNaT(ctx context.Context, c Check) error {
-	table := r.table(c.Table)
-	name := cmp.Or(table.Name, c.Table)
-	schema := schemaOf(c)
-	k := viewKey{schema, strings.ToLower(name)}
-	if v := r.views[k]; v == nil || v.broken || v.synthetic {
-		return nil
-	}
-	cols, err := r.describe(ctx, schema, name)
-	if err != nil {
+	k, name, types, err := r.viewTypes(ctx, c)
+	if types == nil {
 		return err
 	}
 	for _, col := range c.columns() {
 		if !pandasDateName(col) {
 			continue
 		}
-		typ := ""
-		for _, cl := range cols {
-			if strings.EqualFold(cl.name, col) {
-				typ = strings.ToUpper(cl.typ)
-			}
-		}
-		if typ != "VARCHAR" {
+		if types[strings.ToLower(col)] != "VARCHAR" {
 			continue
 		}
 		q := quoteIdent(col)
-		s := fmt.Sprintf("SELECT count(*) FILTER (WHERE %s = '' OR %s IN (%s)) FROM %s", q, q, strings.Join(each(pandasNaTTexts, quoteLiteral), ", "), qualified(schema, name))
+		s := fmt.Sprintf("SELECT count(*) FILTER (WHERE %s = '' OR %s IN (%s)) FROM %s", q, q, strings.Join(each(pandasNaTTexts, quoteLiteral), ", "), qualified(k.schema, name))
 		vals, err := r.memoRow(ctx, s, s, 1, k)
 		if err != nil {
 			return err
@@ -411,34 +396,21 @@ func (r *run) pandasJSONDateNaT(ctx context.Context, c Check) error {
 // so which times it reads is not known here); "" and NaT's texts, which
 // it reads as missing, aside. The whole view is counted. Or nil.
 func (r *run) pandasJSONDateUnique(ctx context.Context, c Check) error {
-	table := r.table(c.Table)
-	name := cmp.Or(table.Name, c.Table)
-	schema := schemaOf(c)
-	k := viewKey{schema, strings.ToLower(name)}
-	if v := r.views[k]; v == nil || v.broken || v.synthetic {
-		return nil
-	}
-	cols, err := r.describe(ctx, schema, name)
-	if err != nil {
+	k, name, types, err := r.viewTypes(ctx, c)
+	if types == nil {
 		return err
 	}
 	for _, col := range c.columns() {
 		if !pandasDateName(col) {
 			continue
 		}
-		typ := ""
-		for _, cl := range cols {
-			if strings.EqualFold(cl.name, col) {
-				typ = strings.ToUpper(cl.typ)
-			}
-		}
-		if typ != "VARCHAR" {
+		if types[strings.ToLower(col)] != "VARCHAR" {
 			continue
 		}
 		q := quoteIdent(col)
 		s := fmt.Sprintf(`WITH x AS (SELECT %s AS t, TRY_CAST(%s AS TIMESTAMP) AS d FROM %s WHERE %s IS NOT NULL AND %s <> '' AND %s NOT IN (%s))
 SELECT count(*), count(d), count(DISTINCT t), count(DISTINCT d) FROM x`,
-			q, q, qualified(schema, name), q, q, q, strings.Join(each(pandasNaTTexts, quoteLiteral), ", "))
+			q, q, qualified(k.schema, name), q, q, q, strings.Join(each(pandasNaTTexts, quoteLiteral), ", "))
 		vals, err := r.memoRow(ctx, s, s, 4, k)
 		if err != nil {
 			return err
