@@ -865,23 +865,10 @@ func parseStructType(s string) (any, string, error) {
 			rest = strings.TrimLeft(rest, " ")
 			var name string
 			if strings.HasPrefix(rest, `"`) {
-				var b strings.Builder
-				i := 1
-				for ; i < len(rest); i++ {
-					if rest[i] == '"' {
-						if i+1 < len(rest) && rest[i+1] == '"' {
-							b.WriteByte('"')
-							i++
-							continue
-						}
-						break
-					}
-					b.WriteByte(rest[i])
-				}
-				if i >= len(rest) {
+				var ok bool
+				if name, rest, ok = cutQuotedIdent(rest); !ok {
 					return nil, "", errors.New("unterminated field name")
 				}
-				name, rest = b.String(), rest[i+1:]
 			} else {
 				i := strings.IndexByte(rest, ' ')
 				if i <= 0 {

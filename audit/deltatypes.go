@@ -329,24 +329,11 @@ func structFieldTypes(got string) ([][2]string, bool) {
 	for _, field := range splitTopLevel(inner) {
 		field = strings.TrimSpace(field)
 		name, typ := "", ""
-		if rest, ok := strings.CutPrefix(field, `"`); ok {
-			var b strings.Builder
-			i := 0
-			for ; i < len(rest); i++ {
-				if rest[i] == '"' {
-					if i+1 < len(rest) && rest[i+1] == '"' {
-						b.WriteByte('"')
-						i++
-						continue
-					}
-					break
-				}
-				b.WriteByte(rest[i])
-			}
-			if i >= len(rest) {
+		if strings.HasPrefix(field, `"`) {
+			var ok bool
+			if name, typ, ok = cutQuotedIdent(field); !ok {
 				return nil, false
 			}
-			name, typ = b.String(), rest[i+1:]
 		} else {
 			var found bool
 			if name, typ, found = strings.Cut(field, " "); !found {
@@ -359,6 +346,29 @@ func structFieldTypes(got string) ([][2]string, bool) {
 		out = append(out, [2]string{name, typ})
 	}
 	return out, true
+}
+
+// cutQuotedIdent reads the double-quoted identifier s starts with (a
+// doubled quote is a quote inside it), as DuckDB spells a field's name in
+// a type: the name, what follows its closing quote, and whether s starts
+// with a whole one.
+func cutQuotedIdent(s string) (name, rest string, ok bool) {
+	if !strings.HasPrefix(s, `"`) {
+		return "", s, false
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		if s[i] == '"' {
+			if i+1 < len(s) && s[i+1] == '"' {
+				b.WriteByte('"')
+				i++
+				continue
+			}
+			return b.String(), s[i+1:], true
+		}
+		b.WriteByte(s[i])
+	}
+	return "", s, false
 }
 
 // splitTopLevel splits s at its commas outside parentheses and quotes.
