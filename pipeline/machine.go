@@ -446,10 +446,19 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		n, changed := m.writeDone(n, in.Event, now)
 		return n, changed, nil
 	case Cancel:
+		if in.Event.RequestID != "" && ahead(in.Event.OccurredAt, now) {
+			return n, false, refusedAhead(n, "cancel", in.Event.RequestID, schemas.TypeBatchCancelled, in.Event.BatchID, in.Event.Dataset, in.Event.OccurredAt, now)
+		}
 		return m.cancel(n, in.Event, now)
 	case RetryRequest:
+		if ahead(in.Event.OccurredAt, now) {
+			return n, false, refusedAhead(n, "retry", in.Event.RequestID, schemas.TypeRetryRequested, in.Event.BatchID, in.Event.Dataset, in.Event.OccurredAt, now)
+		}
 		return m.retry(n, in.Event, now)
 	case RevertRequest:
+		if ahead(in.Event.OccurredAt, now) {
+			return n, false, refusedAhead(n, "revert", in.Event.RequestID, schemas.TypeRevertRequested, in.Event.BatchID, in.Event.Dataset, in.Event.OccurredAt, now)
+		}
 		return m.revert(n, in.Event, now)
 	case Reverted:
 		if n.State != StatePublished || !n.revertPending() {
@@ -917,13 +926,36 @@ func (m Machine) revert(n Run, ev schemas.RevertRequested, now time.Time) (Run, 
 // operator's retry, revert or cancel may be stamped, for the operator's
 // clock running behind. An older request was asked about something else
 // (an earlier failure, or an earlier run of the batch id): a copy of it
-// put back on the requests topic is refused.
+// put back on the requests topic is refused. A request stamped more than
+// RequestSkew ahead of lakewap's clock is refused too (ahead): otherwise it
+// would stay fresh for as long as its clock runs ahead.
 const RequestSkew = 5 * time.Minute
 
 // stale reports whether a request asked for at asked predates, beyond
 // RequestSkew, the state since which it applies.
 func stale(asked, since time.Time) bool {
 	return asked.Before(since.Add(-RequestSkew))
+}
+
+// ahead reports whether a request asked for at asked is stamped more than
+// RequestSkew ahead of lakewap's clock. The schemas let a producer's clock
+// run up to a day ahead (for BatchLanded), but a request stamped that far
+// ahead would stay fresh, by stale, for as long: a copy of it put back on
+// the requests topic hours later would act on a later run of the batch id.
+func ahead(asked, now time.Time) bool {
+	return asked.After(now.Add(RequestSkew))
+}
+
+// refusedAhead refuses, stale, a request stamped more than RequestSkew
+// ahead of lakewap's clock; of a batch without a run, the refusal names the
+// request's batch.
+func refusedAhead(n Run, kind, id, requestType, batch, dataset string, asked, now time.Time) *Outgoing {
+	if n.State == "" || n.State == StatePending {
+		n = Run{BatchID: batch, Dataset: dataset, State: n.State}
+	}
+	return refused(n, id, requestType, schemas.RefusedStale,
+		fmt.Sprintf("%s %s of batch %s is stamped %s, more than %s ahead of lakewap's clock (%s): the clock that stamped it runs ahead, and a copy of it would stay fresh that much longer; set that clock right and ask again",
+			kind, id, batch, stamp(asked), RequestSkew, stamp(now)), now)
 }
 
 func staleDetail(kind, id string, asked time.Time, n Run) string {

@@ -427,3 +427,86 @@ func TestCopiedCancelBeforeTheNextRunLandsIsRefused(t *testing.T) {
 		t.Errorf("a cancel read at once, then its batch landing: run %s (%s), want aborted cancelled", next.State, next.Reason)
 	}
 }
+
+// TestFutureStampedRequestIsRefused: a request was judged stale by its
+// occurred_at against the run's state, but the schemas let a producer's
+// timestamp be up to 24 h ahead of lakewap's clock. An operator's signed
+// cancel stamped 20 h ahead (the signer's clock running ahead) stayed
+// fresh for 20 h and 5 min: a copy of it put back on the requests topic
+// an hour later cancelled the next run of the same batch id. A request
+// stamped more than RequestSkew ahead of lakewap's clock is now refused
+// stale, naming both clocks, and changes nothing; one within the skew is
+// carried out.
+func TestFutureStampedRequestIsRefused(t *testing.T) {
+	m := NewMachine(DefaultPolicy)
+	run := func(steps []step) Run {
+		var r Run
+		for _, s := range steps {
+			r, _ = transition(t, m, r, s.in, t0)
+		}
+		return r
+	}
+	ahead := func(in Input, d time.Duration) Input {
+		switch r := in.(type) {
+		case Cancel:
+			r.Event.OccurredAt = t0.Add(d)
+			return r
+		case RetryRequest:
+			r.Event.OccurredAt = t0.Add(d)
+			return r
+		case RevertRequest:
+			r.Event.OccurredAt = t0.Add(d)
+			return r
+		}
+		panic("not a request")
+	}
+	// The attack: signed at t0 on a clock 20 h ahead, carried out on the
+	// first run; a copy put back an hour later, when a new run of "c" has
+	// landed, cancels it.
+	first := run([]step{{in: landed("c", "fact"), state: StateLanded}, {in: BranchCreated{}, state: StateAwaitingWrites}})
+	signed := ahead(cancelReq("c", "q-ahead"), 20*time.Hour)
+	next, effects := transition(t, m, first, signed, t0)
+	if a, b := marshal(t, next), marshal(t, first); a != b {
+		t.Errorf("a cancel stamped 20 h ahead of lakewap's clock changed the run:\n%s\n%s", b, a)
+	}
+	refusedWith(t, effects, "q-ahead", schemas.RefusedStale)
+	if d := replyOf(effects).Refused.Detail; !strings.Contains(d, "ahead of lakewap's clock") || !strings.Contains(d, stamp(t0)) || !strings.Contains(d, stamp(t0.Add(20*time.Hour))) {
+		t.Errorf("detail %q does not name both clocks", d)
+	}
+	l := landed("c", "fact")
+	l.Event.OccurredAt = t0.Add(time.Hour)
+	second, _ := transition(t, m, Run{}, l, t0.Add(time.Hour))
+	second, _ = transition(t, m, second, BranchCreated{}, t0.Add(time.Hour))
+	next, effects = transition(t, m, second, signed, t0.Add(time.Hour+time.Minute))
+	if next.State == StateAborted {
+		t.Fatalf("a copy of a cancel stamped 20 h ahead cancelled the next run of the batch id an hour later (%s)", next.Reason)
+	}
+	refusedWith(t, effects, "q-ahead", schemas.RefusedStale)
+
+	// Of a batch without a run, a retry and a revert: refused too.
+	next, effects = transition(t, m, Run{}, signed, t0)
+	if next.State != "" {
+		t.Errorf("a cancel stamped ahead, of a batch without a run, left a run %s", next.State)
+	}
+	refusedWith(t, effects, "q-ahead", schemas.RefusedStale)
+	aborted := run(toAborted("r"))
+	_, effects = transition(t, m, aborted, ahead(retryReq("r", "q-r"), 20*time.Hour), t0)
+	refusedWith(t, effects, "q-r", schemas.RefusedStale)
+	published := run(toPublished("v"))
+	_, effects = transition(t, m, published, ahead(revertReq("v", "q-v"), 20*time.Hour), t0)
+	refusedWith(t, effects, "q-v", schemas.RefusedStale)
+
+	// Within the skew ahead: carried out.
+	next, _ = transition(t, m, first, ahead(cancelReq("c", "q-ok"), RequestSkew), t0)
+	if next.State != StateAborted || next.Reason != schemas.ReasonCancelled {
+		t.Errorf("a cancel stamped %s ahead: run %s (%s), want aborted cancelled", RequestSkew, next.State, next.Reason)
+	}
+	next, _ = transition(t, m, aborted, ahead(retryReq("r", "q-r2"), RequestSkew), t0)
+	if next.State != StateAuditing {
+		t.Errorf("a retry stamped %s ahead: run %s, want auditing", RequestSkew, next.State)
+	}
+	next, _ = transition(t, m, published, ahead(revertReq("v", "q-v2"), RequestSkew), t0)
+	if next.Revert == nil {
+		t.Errorf("a revert stamped %s ahead was not recorded", RequestSkew)
+	}
+}

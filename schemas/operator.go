@@ -27,7 +27,7 @@ const (
 	RefusedWrongState   = "wrong_state"   // the run is not in a state the request applies to
 	RefusedInProgress   = "in_progress"   // the same kind of request is still being carried out
 	RefusedRevertFailed = "revert_failed" // lakeFS would not revert (conflict, ambiguous merge)
-	RefusedStale        = "stale"         // stamped before what it would act on: a copy of an older request
+	RefusedStale        = "stale"         // stamped before what it would act on (a copy of an older request), or too far ahead of lakewap's clock
 )
 
 // RetryRequested asks the daemon to run a failed batch, or an aborted one
