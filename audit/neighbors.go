@@ -167,7 +167,7 @@ func (s *Service) withNeighbors(ctx context.Context, req Request, d Dataset, rep
 				if err != nil {
 					return rep, err
 				}
-				c = s.blame(req, n.dataset, c, b, tableChanged(n.suite, c.Table, req.Changes), why)
+				c = s.blame(req, n.dataset, n.suite, c, b, tableChanged(n.suite, c.Table, req.Changes), why)
 			}
 			c.Name = neighborName(c.Name, n.dataset)
 			rep.Checks = append(rep.Checks, c)
@@ -214,8 +214,8 @@ func resultsByName(rep schemas.AuditReport) map[string]schemas.CheckResult {
 // batch that leaves it; it does not excuse one that orphans two more, one
 // that mends it and orphans another, or one after which the check cannot
 // compare the ids at all (and would never judge the target again).
-func excused(after, before schemas.CheckResult, changed bool) bool {
-	return failing(before.Status) && worse(after, before, changed) == ""
+func excused(after, before schemas.CheckResult, changed bool, suite Suite) bool {
+	return failing(before.Status) && worse(after, before, changed, suite) == ""
 }
 
 // tableChanged says whether ch changes the table of suite named table (a
@@ -246,10 +246,17 @@ func tableChanged(suite Suite, table string, ch *Changes) bool {
 //     Samples clipped to audit.max_sample_value_bytes may read alike;
 //     beyond the samples, or with one clipped, ownRowsFail runs a
 //     row-level check on the change's files alone;
-//   - a check without failing rows to count (row_count, freshness, stat,
-//     schema, ...) is excused only when it observes what it did at the
-//     base: a bound exceeded by one row does not excuse a thousand more.
-func worse(after, before schemas.CheckResult, changed bool) string {
+//   - a check without failing rows to count is excused when it observes
+//     what it did at the base, or, for a kind whose distance from its
+//     bounds is told by its observed value (row_count, volume_change,
+//     freshness, stat: see beyond), when the change leaves it no farther
+//     from them than at the base: a merge deleting five of the rows over a
+//     row_count's max makes the target better. A bound exceeded by one row
+//     does not excuse a thousand more. Other kinds (schema, ...) are
+//     excused only by the same observed value.
+//
+// suite holds the check (by after.Name), for its bounds.
+func worse(after, before schemas.CheckResult, changed bool, suite Suite) string {
 	switch {
 	case after.Status == schemas.StatusError && before.Status != schemas.StatusError:
 		return "it cannot run with this change: the change makes it worse"
@@ -260,7 +267,7 @@ func worse(after, before schemas.CheckResult, changed bool) string {
 	case before.Status == schemas.StatusError:
 		return "it cannot run there, so nothing says the rows failing with this change failed before: the change is judged alone"
 	case after.Failures == nil || before.Failures == nil:
-		if after.Observed != before.Observed {
+		if after.Observed != before.Observed && !nearer(suite, after, before) {
 			return fmt.Sprintf("it observes %s there and %s with this change: the change makes it worse or cannot be told not to", cmp.Or(before.Observed, "nothing"), cmp.Or(after.Observed, "nothing"))
 		}
 		return ""
@@ -298,7 +305,7 @@ func worse(after, before schemas.CheckResult, changed bool) string {
 // no failing row, or the check is not of such a kind (sql, cross_table,
 // unique: compared by counts only, see worse).
 func ownRowsFail(ctx context.Context, r Runner, req Request, suite Suite, after, before schemas.CheckResult) (string, error) {
-	if !failing(before.Status) || worse(after, before, true) != "" || !countsOnly(after, before) {
+	if !failing(before.Status) || worse(after, before, true, suite) != "" || !countsOnly(after, before) {
 		return "", nil
 	}
 	i := slices.IndexFunc(suite.Checks, func(k Check) bool { return k.ID() == after.Name })
@@ -376,10 +383,10 @@ func batchScoped(suite Suite, name string) bool {
 // blame is c, a check of dataset that fails with the batch, as the batch's
 // report tells it: failing when it passed at the base (before) or the
 // batch makes it worse, warn when it failed there already (excused).
-func (s *Service) blame(req Request, dataset string, c, before schemas.CheckResult, changed bool, ownRows string) schemas.CheckResult {
+func (s *Service) blame(req Request, dataset string, suite Suite, c, before schemas.CheckResult, changed bool, ownRows string) schemas.CheckResult {
 	at := fmt.Sprintf("%s at %s", cmp.Or(req.BaseName, "the base"), short(req.BaseRef))
-	if failing(before.Status) && (!excused(c, before, changed) || ownRows != "") {
-		c.Message = joinMessage(fmt.Sprintf("dataset %s's check fails on %s already, and %s", dataset, at, cmp.Or(worse(c, before, changed), ownRows)), c.Message)
+	if failing(before.Status) && (!excused(c, before, changed, suite) || ownRows != "") {
+		c.Message = joinMessage(fmt.Sprintf("dataset %s's check fails on %s already, and %s", dataset, at, cmp.Or(worse(c, before, changed, suite), ownRows)), c.Message)
 		return c
 	}
 	if failing(before.Status) {

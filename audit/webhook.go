@@ -562,8 +562,8 @@ func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, r
 		if err != nil {
 			return rep, 0, err
 		}
-		if failing(b.Status) && (!excused(c, b, changed) || ownRows != "") {
-			rep.Checks[i].Message = joinMessage(fmt.Sprintf("fails on %s at %s already, and %s", req.BaseRef, short(head), cmp.Or(worse(c, b, changed), ownRows)), c.Message)
+		if failing(b.Status) && (!excused(c, b, changed, req.Suite) || ownRows != "") {
+			rep.Checks[i].Message = joinMessage(fmt.Sprintf("fails on %s at %s already, and %s", req.BaseRef, short(head), cmp.Or(worse(c, b, changed, req.Suite), ownRows)), c.Message)
 			continue
 		}
 		if failing(b.Status) {
