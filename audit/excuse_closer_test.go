@@ -69,7 +69,7 @@ func TestWorseByDistanceToTheBound(t *testing.T) {
 		{"row_count over max, farther", rows, "1001 rows", "2001 rows", false},
 		{"row_count under min, nearer", rows, "10 rows", "50 rows", true},
 		{"row_count over max to under min, farther", rows, "1001 rows", "10 rows", false},
-		{"stat over max, nearer", stat, "max 9.5 of 10 rows", "max 7 of 10 rows", true},
+		{"stat over max, nearer: its rows may be new ones beyond the bound", stat, "max 9.5 of 10 rows", "max 7 of 10 rows", false},
 		{"stat over max, farther", stat, "max 7 of 10 rows", "max 9.5 of 10 rows", false},
 		{"stat without values after", stat, "max 7 of 10 rows", "no x values in 0 rows", false},
 		{"freshness, nearer", fresh, "newest 2026-01-01T00:00:00Z, 5h0m0s before batch time", "newest 2026-01-01T03:00:00Z, 2h0m0s before batch time", true},
