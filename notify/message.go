@@ -484,8 +484,15 @@ func code(s string) string {
 	return "`" + esc(strings.ReplaceAll(s, "`", "'")) + "`"
 }
 
+// codeBlock is s as a code block, a line of s a line of the block (sample
+// rows one per line, an error's lines): a line break there stays inside
+// the block, so only the rest of each line is escaped (esc).
 func codeBlock(s string) string {
-	return "```\n" + esc(strings.ReplaceAll(s, "```", "'''")) + "\n```"
+	lines := strings.Split(strings.ReplaceAll(s, "```", "'''"), "\n")
+	for i, l := range lines {
+		lines[i] = esc(l)
+	}
+	return "```\n" + strings.Join(lines, "\n") + "\n```"
 }
 
 // linked is label linked to u, or as code when there is no u.

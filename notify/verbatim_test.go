@@ -2,6 +2,7 @@ package notify
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,28 @@ func TestSlackDataCannotStartALine(t *testing.T) {
 	}
 	if !saw {
 		t.Fatal("no message shows the data: the test checks nothing")
+	}
+}
+
+// Sample rows are shown one per line in their code block, as the audit
+// gave them: the line breaks between rows are lakewap's, not data's. After
+// d854c43 escaped data's line breaks, the rows ran together on one line
+// joined by a literal \n (seen in the demo's thread message). A row's own
+// control characters are still shown escaped.
+func TestSampleRowsKeepTheirLines(t *testing.T) {
+	rep := failingReport()
+	bad := &rep.Checks[1]
+	bad.SampleRows = append(bad.SampleRows[:2:2], "{\"id\":13,\"note\":\"a\u202eb\"}")
+	text := checkText(*bad)
+	for _, row := range bad.SampleRows[:2] {
+		if !slices.Contains(strings.Split(text, "\n"), esc(row)) {
+			t.Errorf("sample row %s is not a line of its own in:\n%s", row, text)
+		}
+	}
+	if strings.Contains(text, `}\n{`) {
+		t.Errorf("sample rows joined by a literal \\n:\n%s", text)
+	}
+	if strings.ContainsRune(text, '\u202e') {
+		t.Errorf("a row's bidi override sent as it is:\n%s", text)
 	}
 }
