@@ -395,21 +395,11 @@ func splitTopLevel(s string) []string {
 // splitTypePair splits "K, V" (a MAP's types as DuckDB spells them) at its
 // first comma outside parentheses and quotes.
 func splitTypePair(s string) (k, v string, ok bool) {
-	depth, quoted := 0, false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			quoted = !quoted
-		case quoted:
-		case c == '(':
-			depth++
-		case c == ')':
-			depth--
-		case c == ',' && depth == 0:
-			return strings.TrimSpace(s[:i]), strings.TrimSpace(s[i+1:]), true
-		}
+	parts := splitTopLevel(s)
+	if len(parts) < 2 {
+		return "", "", false
 	}
-	return "", "", false
+	return strings.TrimSpace(parts[0]), strings.TrimSpace(strings.Join(parts[1:], ",")), true
 }
 
 // deltaFileTypeDisagreement is the first of the Delta view v's files with

@@ -365,10 +365,7 @@ func (r *run) pandasJSONDateNaT(ctx context.Context, c Check) error {
 		return err
 	}
 	for _, col := range c.columns() {
-		if !pandasDateName(col) {
-			continue
-		}
-		if types[strings.ToLower(col)] != "VARCHAR" {
+		if !pandasDateName(col) || types[strings.ToLower(col)] != "VARCHAR" {
 			continue
 		}
 		q := quoteIdent(col)
@@ -401,10 +398,7 @@ func (r *run) pandasJSONDateUnique(ctx context.Context, c Check) error {
 		return err
 	}
 	for _, col := range c.columns() {
-		if !pandasDateName(col) {
-			continue
-		}
-		if types[strings.ToLower(col)] != "VARCHAR" {
+		if !pandasDateName(col) || types[strings.ToLower(col)] != "VARCHAR" {
 			continue
 		}
 		q := quoteIdent(col)
