@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -136,8 +137,9 @@ func NewRegistryClient(baseURL string, hc *http.Client, opts ...RegistryOption) 
 
 // GetSchema returns the schema with a global id (GET /schemas/ids/{id}).
 // Errors: a registry.Error with the answer's status (404: no such id), a
-// *url.Error when the answer could not be had or read whole, else the
-// answer is not an Avro schema.
+// *url.Error when the answer could not be had or read whole, a
+// notRegistryAnswer when it is not a registry's (an HTML page, a body
+// without a schema: an outage), else the answer is not an Avro schema.
 func (r *Registry) GetSchema(ctx context.Context, id int) (avro.Schema, error) {
 	u := r.base.JoinPath("schemas", "ids", strconv.Itoa(id)).String()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -163,20 +165,36 @@ func (r *Registry) GetSchema(ctx context.Context, id int) (avro.Schema, error) {
 		e.Message = Clip(e.Message, 512)
 		return nil, e
 	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/html" {
+		return nil, notRegistryAnswer{fmt.Sprintf("HTTP %d with a page of %s", resp.StatusCode, mt)}
+	}
 	if len(body) > maxRegistryAnswer {
 		return nil, fmt.Errorf("the registry's answer is over %d bytes (the schema is not read)", maxRegistryAnswer)
 	}
 	var answer struct {
-		Schema     string `json:"schema"`
-		SchemaType string `json:"schemaType"`
+		Schema     *string `json:"schema"`
+		SchemaType string  `json:"schemaType"`
 	}
 	if err := json.Unmarshal(body, &answer); err != nil {
-		return nil, fmt.Errorf("the registry's answer is not a schema: %w", err)
+		return nil, notRegistryAnswer{fmt.Sprintf("HTTP %d whose body is not a JSON object: %v", resp.StatusCode, err)}
+	}
+	if answer.Schema == nil || *answer.Schema == "" {
+		return nil, notRegistryAnswer{fmt.Sprintf("HTTP %d whose body has no schema", resp.StatusCode)}
 	}
 	if answer.SchemaType != "" && answer.SchemaType != "AVRO" {
 		return nil, fmt.Errorf("the registry's schema is of type %s, not AVRO", Clip(answer.SchemaType, 64))
 	}
-	return avro.ParseWithCache(answer.Schema, "", &avro.SchemaCache{})
+	return avro.ParseWithCache(*answer.Schema, "", &avro.SchemaCache{})
+}
+
+// notRegistryAnswer: an answer to a schema id that is not a schema
+// registry's (a proxy's or load balancer's page, a body without a
+// schema). It says nothing about the id, so it is an outage, which may
+// heal, not the id's schema found unreadable.
+type notRegistryAnswer struct{ what string }
+
+func (e notRegistryAnswer) Error() string {
+	return "the answer is not a schema registry's: " + e.what
 }
 
 func registryStatus(err error) (int, bool) {
@@ -232,7 +250,8 @@ func registryUnreachable(err error) bool {
 	}
 	var ue *url.Error
 	var ne net.Error
-	return errors.As(err, &ue) || errors.As(err, &ne) ||
+	var na notRegistryAnswer
+	return errors.As(err, &ue) || errors.As(err, &ne) || errors.As(err, &na) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
