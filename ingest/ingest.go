@@ -96,6 +96,10 @@ type Config struct {
 	// event or request on another partition of its topic than
 	// murmur2(key) % count is dead-lettered.
 	Partitions func(topic string) int
+	// InputTopic is the topic of producers' events. Requests partition n
+	// is handled by the owner of input partition n, so a request must be
+	// on its key's partition of the input topic too.
+	InputTopic string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Counted, if set, counts each message that leaves here as a dead

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -297,6 +298,46 @@ func TestRequestOnAnotherPartitionIsDeadLettered(t *testing.T) {
 			t.Errorf("on its key's partition %d: error %v, %d applied; want it applied", p, err, len(r.handled))
 		case p != own && (!errors.As(err, &poison) || poison.Reason != ReasonWrongPartition || len(r.handled) > 0):
 			t.Errorf("on partition %d, its key's is %d: error %v, %d applied; want dead letter %s", p, own, err, len(r.handled), ReasonWrongPartition)
+		}
+	}
+}
+
+// TestRequestOnARequestsTopicOfOtherPartitionsIsDeadLettered: requests
+// partition n is handled by the owner of input partition n, so a request
+// must be on its key's partition of the input topic. With a requests topic
+// of another partition count (made by hand, or the input topic given more
+// partitions since), a request on its key's partition of the requests
+// topic reached the runner of another input partition, which does not hold
+// the batch's run: a signed cancel there remembered the batch as cancelled
+// and announced BatchAborted while its run went on and could publish. It
+// is dead-lettered (wrong_partition), naming both topics' counts.
+func TestRequestOnARequestsTopicOfOtherPartitionsIsDeadLettered(t *testing.T) {
+	codec, encode := testEncoder(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	key := []byte("alice-signing-key-0123")
+	counts := map[string]int{"in": 4, "req": 1}
+	// A batch id whose run lives on input partition 3 (of 4): every
+	// request of a one-partition requests topic is on its partition 0.
+	batch := ""
+	for i := 0; batch == ""; i++ {
+		if id := fmt.Sprintf("b%d", i); kafka.PartitionOf([]byte(id), counts["in"]) == 3 {
+			batch = id
+		}
+	}
+	cancel := encode(schemas.BatchCancelled{RequestID: "q", BatchID: batch, Dataset: "billing", Reason: "stop", RequestedBy: "alice", OccurredAt: now})
+	headers := []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte("alice")}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, batch, cancel))}}
+	r := &runner{}
+	h := Wrap(Config{Codec: codec, RequestsTopic: "req", InputTopic: "in", Operators: map[string][]byte{"alice": key}, Rules: schemas.Rules{},
+		Partitions: func(topic string) int { return counts[topic] }}, r)
+	err := h.Handle(context.Background(), kafka.Message{Topic: "req", Partition: 0, Key: []byte(batch), Value: cancel, Headers: headers})
+	var poison *consumer.PoisonError
+	if !errors.As(err, &poison) || poison.Reason != ReasonWrongPartition || len(r.handled) > 0 {
+		t.Fatalf("cancel of batch %s (input partition 3 of 4) on partition 0 of a one-partition requests topic: error %v, %d applied; want dead letter %s",
+			batch, err, len(r.handled), ReasonWrongPartition)
+	}
+	for _, want := range []string{"req", "1 partition", "in", "4 partitions", "partition 3"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
 		}
 	}
 }

@@ -112,3 +112,30 @@ func TestTopicTakingSmallerMessagesStopsStartUp(t *testing.T) {
 		})
 	}
 }
+
+// A requests topic with another partition count than the input topic stops
+// start-up, naming its field and both counts. Requests partition n is
+// handled by the owner of input partition n, and before, the daemon started
+// on a one-partition requests topic beside a four-partition input: every
+// request went to the owner of input partition 0, which holds a quarter of
+// the runs (a cancel of a batch it does not hold announced BatchAborted
+// while the batch went on and could publish).
+func TestRequestsTopicOfAnotherPartitionCountStopsStartUp(t *testing.T) {
+	c := kafkatest.Start(t, kafkatest.Topic{Name: "in", Partitions: 4}, kafkatest.Topic{Name: "requests", Partitions: 1})
+	k := config.Kafka{Brokers: c.Brokers, InputTopic: c.Topic("in"), ResultsTopic: c.Topic("out"),
+		DeadLetterTopic: c.Topic("dlq"), ChangelogTopic: c.Topic("runs"), RequestsTopic: c.Topic("requests")}
+	cfg := config.Config{Kafka: k}
+	cfg.Defaults()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kp, err := connectKafka(ctx, &cfg)
+	if err == nil {
+		kp.client.Close()
+		t.Fatal("connectKafka with a 1-partition requests topic beside a 4-partition input topic: no error")
+	}
+	for _, want := range []string{c.Topic("requests"), "1 partition", c.Topic("in"), "4"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}
