@@ -156,6 +156,17 @@ func (s *stage) Handle(ctx context.Context, msg kafka.Message) error {
 					ev.Batch(), msg.Partition, msg.Topic, want), ReasonWrongPartition)
 			}
 		}
+		// The requests topic's own count is not enough: partition n is
+		// handled by the owner of input partition n, which holds the run
+		// only when the two topics have one partition count.
+		if in := s.cfg.InputTopic; onRequests && in != "" {
+			if n := s.cfg.Partitions(in); n > 0 {
+				if home := kafka.PartitionOf(msg.Key, n); home != msg.Partition {
+					return s.poison(ev.EventType(), fmt.Errorf("unusable request: batch %q lives on partition %d of %s (%s), but requests partition %d of %s (%s) is handled by the owner of input partition %d: give %s the partition count of %s",
+						ev.Batch(), home, in, plural(n, "partition"), msg.Partition, msg.Topic, plural(s.cfg.Partitions(msg.Topic), "partition"), msg.Partition, msg.Topic, in), ReasonWrongPartition)
+				}
+			}
+		}
 	}
 	if s.cfg.RequestsTopic != "" {
 		var reason string
@@ -239,7 +250,18 @@ func (s *stage) channel(ev schemas.Event, msg kafka.Message, onRequests bool) (s
 	return schemas.WithRequestedBy(ev, name), "", nil
 }
 
-// seq is 0, 1, ..., n-1.
+// plural is "n thing" or "n things" ("unknown things" for 0).
+func plural(n int, thing string) string {
+	switch n {
+	case 0:
+		return "unknown " + thing + "s"
+	case 1:
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// clip is s cut to n bytes, saying it was.
 func clip(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "..."

@@ -23,6 +23,9 @@ type TopicSpec struct {
 	// SamePartitionsAs names a topic (listed earlier or existing) whose
 	// partition count this one must equal, as the changelog must the input.
 	SamePartitionsAs string
+	// SameWhy says why the counts must be equal, for the error (default:
+	// the state of SamePartitionsAs's partition N lives in this one's).
+	SameWhy string
 	// MinMessageBytes is the largest record batch lakewap writes to the
 	// topic (0: not checked). A topic whose max.message.bytes, as the
 	// broker reports it, is less would refuse such a write on every
@@ -133,8 +136,9 @@ func (c *Client) ensureTopics(ctx context.Context, create bool, topics []TopicSp
 			return fmt.Errorf("ensure topics: %s must have as many partitions as %s, which does not exist", t.Name, t.SamePartitionsAs)
 		}
 		if got := counts[t.Name]; got != want {
-			return fmt.Errorf("ensure topics: %s has %d partitions but %s has %d: they must be equal, because the state of %s partition N lives in %s partition N (recreate %s with %d partitions)",
-				t.Name, got, t.SamePartitionsAs, want, t.SamePartitionsAs, t.Name, t.Name, want)
+			why := cmp.Or(t.SameWhy, fmt.Sprintf("the state of %s partition N lives in %s partition N", t.SamePartitionsAs, t.Name))
+			return fmt.Errorf("ensure topics: %s has %d partitions but %s has %d: they must be equal, because %s (recreate %s with %d partitions)",
+				t.Name, got, t.SamePartitionsAs, want, why, t.Name, want)
 		}
 	}
 	if len(created) > 0 {

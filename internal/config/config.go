@@ -849,13 +849,18 @@ func (k Kafka) TopicField(name string) string {
 }
 
 // Topics are the topics lakewap creates when kafka.create_topics is not
-// false: input, results and dead letters with kafka.partitions, and the
-// compacted changelog.
+// false: input, results and dead letters with kafka.partitions, the
+// requests topic and the compacted changelog with the input's count.
 func (k Kafka) Topics() []kafka.TopicSpec {
 	changelog := consumer.ChangelogTopic(k.ChangelogTopic, k.InputTopic)
 	changelog.ReplicationFactor = k.ReplicationFactor
+	// Requests partition N is read by the owner of input partition N (one
+	// group, the range assignor): with another count, a request would reach
+	// a runner that does not hold its batch's run.
+	requests := kafka.TopicSpec{Name: k.RequestsTopic, ReplicationFactor: k.ReplicationFactor, SamePartitionsAs: k.InputTopic,
+		SameWhy: fmt.Sprintf("requests partition N is handled by the owner of %s partition N, which holds the runs of the batch ids its key gives", k.InputTopic)}
 	return []kafka.TopicSpec{{Name: k.InputTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
-		{Name: k.RequestsTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
+		requests,
 		{Name: k.ResultsTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor},
 		{Name: k.DeadLetterTopic, Partitions: k.Partitions, ReplicationFactor: k.ReplicationFactor}, changelog}
 }

@@ -198,7 +198,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		return nil, err
 	}
 	ic := ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.CountInput,
-		RequestsTopic: k.RequestsTopic, Operators: operators,
+		RequestsTopic: k.RequestsTopic, InputTopic: k.InputTopic, Operators: operators,
 		// The consumer exists once the stage does: ask it lazily.
 		Partitions: func(topic string) int {
 			if d.consumer == nil {
