@@ -193,3 +193,7 @@ func (l *logLimit) allow(reason string, now time.Time) (ok bool, missed int) {
 	missed, w.missed = w.missed, 0
 	return true, missed
 }
+
+// ReasonBatchTooLarge is the dead-letter reason of a compressed record
+// batch that decompresses to more than kafka.MaxDecompressedBatchBytes.
+const ReasonBatchTooLarge = "batch_too_large"

@@ -1,0 +1,95 @@
+package consumer
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/kafka"
+)
+
+// produceCompressed appends msgs to one partition of k's topic (base name)
+// in one record batch compressed with codec.
+func produceCompressed(t testing.TB, brokers []string, topic string, partition int, codec kafkago.Compression, msgs ...kafkago.Message) {
+	t.Helper()
+	records := make([]kafkago.Record, len(msgs))
+	for i, m := range msgs {
+		records[i] = kafkago.Record{Key: kafkago.NewBytes(m.Key), Value: kafkago.NewBytes(m.Value)}
+	}
+	res, err := newClient(brokers).Produce(context.Background(), &kafkago.ProduceRequest{
+		Topic: topic, Partition: partition, RequiredAcks: kafkago.RequireAll, Compression: codec,
+		Records: kafkago.NewRecordReader(records...),
+	})
+	if err == nil {
+		err = res.Error
+	}
+	if err != nil {
+		t.Fatalf("producing to %s/%d: %v", topic, partition, err)
+	}
+}
+
+// A producer may write the input topic, and a record batch it compresses
+// is decompressed whole by the consumer before any of its records is
+// handed out. A batch of a few KiB of zstd holding a value of 80 MiB of
+// zeros (a "decompression bomb": the broker checks max.message.bytes
+// against the compressed batch) made lakewap hold the whole value in
+// memory; a bigger one, within the broker's 1 MiB, holds gigabytes, and
+// the process that takes the partition dies, then the next one, at the
+// same offset. The batch is dead-lettered (reason batch_too_large, without
+// its original, naming its offsets and the limit) and the partition goes
+// on; no handler is given a value over the limit.
+func TestDecompressionBombIsDeadLettered(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	produce(t, k, inTopic, 0, values("before")...)
+	bomb := make([]byte, 80<<20)
+	produceCompressed(t, k.Brokers, k.Topic(inTopic), 0, kafkago.Zstd,
+		kafkago.Message{Key: []byte("k-small"), Value: []byte("small")},
+		kafkago.Message{Key: []byte("k-bomb"), Value: bomb})
+	bomb = nil
+	produce(t, k, inTopic, 0, values("after")...)
+
+	cfg := testConfig(k, "bomb")
+	cfg.Registerer = prometheus.NewRegistry()
+	rec := newRecorder()
+	var mu sync.Mutex
+	largest := 0
+	rec.onHandle = func(_ context.Context, m kafka.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		largest = max(largest, len(m.Value))
+		return nil
+	}
+	startConsumer(t, cfg, rec)
+	eventually(t, "offset past every message committed", func() bool {
+		return committed(t, k, "bomb", inTopic, 1)[0] == 4
+	})
+	mu.Lock()
+	got := largest
+	mu.Unlock()
+	if got > kafka.MaxDecompressedBatchBytes {
+		t.Errorf("a handler was given a value of %d bytes, over the %d-byte limit of a decompressed record batch", got, kafka.MaxDecompressedBatchBytes)
+	}
+	if offsets := rec.handledOffsets(0); len(offsets) != 2 || offsets[0] != 0 || offsets[1] != 3 {
+		t.Errorf("handled offsets %v, want [0 3] (the batch at offsets 1 and 2 dead-lettered)", offsets)
+	}
+	dead := readPartition(t, k, dlqTopic, 0)
+	if len(dead) != 1 {
+		t.Fatalf("%d dead letters, want 1 for the batch", len(dead))
+	}
+	d := dead[0]
+	for key, want := range map[string]string{HeaderDLQReason: ReasonBatchTooLarge, HeaderDLQOffset: "1", HeaderDLQTopic: k.Topic(inTopic), HeaderDLQPartition: "0"} {
+		if got, _ := header(d, key); got != want {
+			t.Errorf("header %s = %q, want %q", key, got, want)
+		}
+	}
+	if e, _ := header(d, HeaderDLQError); !strings.Contains(e, "offsets 1 to 2") || !strings.Contains(e, "67108864") {
+		t.Errorf("%s = %q, want it to name offsets 1 to 2 and the limit", HeaderDLQError, e)
+	}
+	if len(d.Value) != 0 {
+		t.Errorf("dead letter holds %d value bytes, want none", len(d.Value))
+	}
+}
