@@ -64,7 +64,3 @@ func Retryable(err error) bool {
 	}
 	return true
 }
-
-// MaxDecompressedBatchBytes bounds what one compressed record batch read
-// from Kafka may decompress to.
-const MaxDecompressedBatchBytes = 64 << 20
