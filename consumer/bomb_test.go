@@ -44,15 +44,21 @@ func produceCompressed(t testing.TB, brokers []string, topic string, partition i
 // on; no handler is given a value over the limit, and a compressed batch
 // within it is read as before.
 func TestDecompressionBombIsDeadLettered(t *testing.T) {
+	for _, codec := range []kafkago.Compression{kafkago.Zstd, kafkago.Gzip, kafkago.Lz4} {
+		t.Run(codec.String(), func(t *testing.T) { decompressionBomb(t, codec) })
+	}
+}
+
+func decompressionBomb(t *testing.T, codec kafkago.Compression) {
 	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
 	produce(t, k, inTopic, 0, values("before")...)
 	bomb := make([]byte, 80<<20)
-	produceCompressed(t, k.Brokers, k.Topic(inTopic), 0, kafkago.Zstd,
+	produceCompressed(t, k.Brokers, k.Topic(inTopic), 0, codec,
 		kafkago.Message{Key: []byte("k-small"), Value: []byte("small")},
 		kafkago.Message{Key: []byte("k-bomb"), Value: bomb})
 	bomb = nil
 	// A compressed batch within the limit is read as before.
-	produceCompressed(t, k.Brokers, k.Topic(inTopic), 0, kafkago.Zstd, values("after")...)
+	produceCompressed(t, k.Brokers, k.Topic(inTopic), 0, codec, values("after")...)
 
 	cfg := testConfig(k, "bomb")
 	cfg.Registerer = prometheus.NewRegistry()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"runtime/debug"
@@ -473,18 +472,12 @@ func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *
 	log.Info("consuming partition", "from_offset", w.assignment.Offset)
 
 	b := c.newBackoff()
+	next := w.assignment.Offset // the offset after the last message handed out; below 0: not known
 	for {
 		if gctx.Err() != nil {
 			return // stop fetching: FetchMessage may still hand out a buffered message
 		}
 		msg, err := reader.FetchMessage(gctx)
-		var big *kafka.BatchTooLargeError
-		if errors.As(err, &big) && gctx.Err() == nil {
-			if c.skipBatch(gctx, handleCtx, reader, w, big, log) {
-				b.Reset()
-				continue
-			}
-		}
 		if err != nil {
 			if gctx.Err() != nil {
 				return
@@ -499,9 +492,14 @@ func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *
 		b.Reset()
 		w.highWater.Store(max(w.highWater.Load(), msg.HighWaterMark))
 		w.offsets.fetched(msg.Offset)
-		if !c.process(gctx, handleCtx, msg, log) {
+		if big, ok := kafka.TooLargeBatch(kafka.FromWire(msg).Headers); ok {
+			if !c.deadLetterBatch(gctx, handleCtx, msg, next, big, log) {
+				return
+			}
+		} else if !c.process(gctx, handleCtx, msg, log) {
 			return // taken away before the message was done: its next owner gets it
 		}
+		next = msg.Offset + 1
 		w.offsets.markDone(msg.Offset)
 		if done != nil {
 			done(msg)
@@ -509,103 +507,17 @@ func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *
 	}
 }
 
-// skipBatch dead-letters the records of the record batch the reader
-// could not read (it decompresses beyond kafka.MaxDecompressedBatchBytes)
-// and moves the reader past them, returning true; false when it cannot
-// tell which records those are (the reader then reads it again, after a
-// backoff). The batch starts where the reader stands when the record
-// before is not in it (a readable batch holds it, or it is before the
-// partition's first offset): kafka-go hands out no record of a batch it
-// cannot read, so nothing of it was handled.
-func (c *Consumer) skipBatch(gctx, handleCtx context.Context, reader *kafkago.Reader, w *partitionWork, big *kafka.BatchTooLargeError, log *slog.Logger) bool {
-	p := w.assignment.ID
-	from := reader.Offset()
-	if !big.Known {
-		c.m.retries.WithLabelValues(opFetch).Inc()
-		log.Error("a record batch decompresses beyond the limit and does not read as records: the partition waits (move the group's offset past it)",
-			"offset", from, "err", big)
-		return false
-	}
-	ctx, cancel := context.WithTimeout(gctx, 30*time.Second)
-	defer cancel()
-	first, err := c.startOffset(ctx, w.topic, p)
-	if err == nil && from < 0 {
-		from = first // nothing read since the partition's start
-	}
-	starts := from == first
-	if err == nil && !starts {
-		starts, err = c.readableAt(ctx, w.topic, p, from-1)
-	}
-	if err != nil || !starts {
-		c.m.retries.WithLabelValues(opFetch).Inc()
-		log.Error("a record batch decompresses beyond the limit, and where it starts is not known: the partition waits (move the group's offset past it)",
-			"offset", from, "err", cmpErr(err, big))
-		return false
-	}
-	last := from + big.LastOffsetDelta
-	poison := &PoisonError{Reason: ReasonBatchTooLarge, Err: fmt.Errorf("records at offsets %d to %d (%d records) of %s partition %d were not read: %w",
-		from, last, big.Records, w.topic, p, big)}
-	if !c.deadLetter(gctx, handleCtx, kafkago.Message{Topic: w.topic, Partition: p, Offset: from}, poison, log) {
-		return false
-	}
-	w.offsets.fetched(last)
-	w.offsets.markDone(last)
-	if err := reader.SetOffset(last + 1); err != nil {
-		log.Error("moving past a record batch over the decompression limit", "offset", last+1, "err", err)
-		return false
-	}
-	return true
-}
-
-// cmpErr is err, or else alt.
-func cmpErr(err, alt error) error {
-	if err != nil {
-		return err
-	}
-	return alt
-}
-
-// startOffset is the first offset of topic's partition p.
-func (c *Consumer) startOffset(ctx context.Context, topic string, p int) (int64, error) {
-	res, err := c.admin.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: {kafkago.FirstOffsetOf(p)}}})
-	if err != nil {
-		return 0, fmt.Errorf("reading the first offset of %s/%d: %w", topic, p, err)
-	}
-	for _, po := range res.Topics[topic] {
-		if po.Partition == p {
-			if po.Error != nil {
-				return 0, fmt.Errorf("reading the first offset of %s/%d: %w", topic, p, po.Error)
-			}
-			return po.FirstOffset, nil
-		}
-	}
-	return 0, fmt.Errorf("reading the first offset of %s/%d: no answer for the partition", topic, p)
-}
-
-// readableAt says whether the record batch holding offset decompresses
-// within the limit (one batch is fetched: Kafka sends at least one).
-func (c *Consumer) readableAt(ctx context.Context, topic string, p int, offset int64) (bool, error) {
-	res, err := c.admin.Fetch(ctx, &kafkago.FetchRequest{Topic: topic, Partition: p, Offset: offset, MinBytes: 1, MaxBytes: 1,
-		MaxWait: 100 * time.Millisecond, IsolationLevel: kafkago.ReadCommitted})
-	if err == nil {
-		err = res.Error
-	}
-	if err == nil && res.Records != nil {
-		for err == nil {
-			_, err = res.Records.ReadRecord()
-		}
-		if errors.Is(err, io.EOF) {
-			err = nil
-		}
-	}
-	var big *kafka.BatchTooLargeError
-	if errors.As(err, &big) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("fetching %s/%d at offset %d: %w", topic, p, offset, err)
-	}
-	return true, nil
+// deadLetterBatch writes one dead letter for the records of a record batch
+// over kafka.MaxDecompressedBatchBytes, which the reader hands out as msg,
+// one record at the batch's last offset (kafka.TooLargeBatch): the batch's
+// offsets from next (the offset after the last message handed out, or the
+// batch's first when before it or not known) to msg's. It returns false
+// when the generation ended first.
+func (c *Consumer) deadLetterBatch(gctx, handleCtx context.Context, msg kafkago.Message, next int64, big kafka.BatchTooLarge, log *slog.Logger) bool {
+	first := max(msg.Offset-big.LastOffsetDelta, next)
+	poison := &PoisonError{Reason: ReasonBatchTooLarge, Err: fmt.Errorf("records at offsets %d to %d of %s partition %d were not read: their %s-compressed record batch (%d records) decompresses to more than %d bytes (kafka.MaxDecompressedBatchBytes)",
+		first, msg.Offset, msg.Topic, msg.Partition, big.Codec, big.Records, kafka.MaxDecompressedBatchBytes)}
+	return c.deadLetter(gctx, handleCtx, kafkago.Message{Topic: msg.Topic, Partition: msg.Partition, Offset: first}, poison, log)
 }
 
 // assign calls Assigned until it succeeds or the generation ends.

@@ -1,8 +1,14 @@
 package kafka
 
 import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/compress"
@@ -18,26 +24,81 @@ import (
 // each, schemas.DefaultMaxMessageSize) is far below it.
 const MaxDecompressedBatchBytes = 64 << 20
 
-// BatchTooLargeError is the error of reading a record batch that
-// decompresses to more than MaxDecompressedBatchBytes. Its bytes past the
-// limit are decompressed only to count its records, and dropped.
-type BatchTooLargeError struct {
-	Codec string // the batch's compression
-	// Known says whether the decompressed bytes read as a record batch's
-	// records (magic 2): then it holds Records, and its last record's
-	// offset is its first offset plus LastOffsetDelta.
-	Known           bool
+// BatchTooLarge describes a record batch that decompresses to more than
+// MaxDecompressedBatchBytes: its records (counted by decompressing the rest
+// and dropping it) and its last record's offset less its first.
+type BatchTooLarge struct {
+	Codec           string // the batch's compression
 	Records         int
 	LastOffsetDelta int64
 }
 
+// HeaderBatchTooLarge names the header of the one record a batch over
+// MaxDecompressedBatchBytes is read as: its value is a token that
+// TooLargeBatch takes back (drawn at random, so a producer cannot write
+// such a record itself).
+const HeaderBatchTooLarge = "lakewap.batch_too_large"
+
+// A batch over the limit is read as one record, at the batch's last
+// offset, with no key or value and the HeaderBatchTooLarge header: kafka-go
+// reads the batch's other records as cut off by the fetch and reads on past
+// its last offset. The readers of the consumer take it back by its token
+// (TooLargeBatch); any other reader (the changelog's, the commands') sees a
+// record without key or value.
+var overLimit = struct {
+	sync.Mutex
+	batches map[string]BatchTooLarge
+	order   []string // tokens, oldest first
+}{batches: map[string]BatchTooLarge{}}
+
+// maxOverLimit bounds the batches over the limit remembered and not taken
+// back yet (a reader other than the consumer never takes its own).
+const maxOverLimit = 1024
+
+func rememberOverLimit(b BatchTooLarge) string {
+	var id [16]byte
+	_, _ = rand.Read(id[:]) // never fails (crypto/rand)
+	token := hex.EncodeToString(id[:])
+	overLimit.Lock()
+	defer overLimit.Unlock()
+	if len(overLimit.order) >= maxOverLimit {
+		delete(overLimit.batches, overLimit.order[0])
+		overLimit.order = overLimit.order[1:]
+	}
+	overLimit.batches[token] = b
+	overLimit.order = append(overLimit.order, token)
+	return token
+}
+
+// TooLargeBatch says whether a record read from Kafka stands for a batch
+// over MaxDecompressedBatchBytes (its headers hold a token this process
+// drew), and describes the batch; the token is then forgotten.
+func TooLargeBatch(headers []Header) (BatchTooLarge, bool) {
+	token, ok := HeaderValue(headers, HeaderBatchTooLarge)
+	if !ok {
+		return BatchTooLarge{}, false
+	}
+	overLimit.Lock()
+	defer overLimit.Unlock()
+	b, ok := overLimit.batches[token]
+	if ok {
+		delete(overLimit.batches, token)
+		overLimit.order = slices.DeleteFunc(overLimit.order, func(t string) bool { return t == token })
+	}
+	return b, ok
+}
+
+// BatchTooLargeError is the error of reading a record batch over
+// MaxDecompressedBatchBytes whose bytes do not read as records (the
+// reader cannot tell which offsets it holds): the partition waits.
+type BatchTooLargeError struct{ Codec string }
+
 func (e *BatchTooLargeError) Error() string {
-	return fmt.Sprintf("a %s-compressed record batch decompresses to more than %d bytes (kafka.MaxDecompressedBatchBytes)", e.Codec, MaxDecompressedBatchBytes)
+	return fmt.Sprintf("a %s-compressed record batch decompresses to more than %d bytes (kafka.MaxDecompressedBatchBytes), and not to records", e.Codec, MaxDecompressedBatchBytes)
 }
 
 // As makes the error a Kafka error to kafka-go's reader, the only kind it
-// hands to FetchMessage: any other it logs, and reads the same batch again
-// for ever.
+// hands to FetchMessage (any other it only logs).
 func (e *BatchTooLargeError) As(target any) bool {
 	if p, ok := target.(*kafkago.Error); ok {
 		*p = kafkago.MessageSizeTooLarge
@@ -62,60 +123,76 @@ func init() {
 type boundedCodec struct{ compress.Codec }
 
 func (c boundedCodec) NewReader(r io.Reader) io.ReadCloser {
-	return &boundedReader{rc: c.Codec.NewReader(r), left: MaxDecompressedBatchBytes, codec: c.Name()}
+	return &boundedReader{rc: c.Codec.NewReader(r), codec: c.Name()}
 }
 
-// boundedReader passes on at most left bytes of rc, reading what it passes
-// as records (walk), so that a batch over the limit can say where it ends.
+// boundedReader decompresses the whole batch (at most the limit) before it
+// passes any of it on, so that a batch over the limit can be passed on as
+// another record instead.
 type boundedReader struct {
 	rc    io.ReadCloser
-	left  int64
 	codec string
-	walk  recordWalk
-	err   error // the error once over the limit
+	out   io.Reader // what is passed on, once read
 }
 
 func (b *boundedReader) Read(p []byte) (int, error) {
-	if b.err != nil {
-		return 0, b.err
+	if b.out == nil {
+		b.out = b.decompress()
 	}
-	if b.left <= 0 {
-		return 0, b.over()
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	b.walk.write(p[:n])
-	return n, err
+	return b.out.Read(p)
 }
 
-// over reads what is left of the batch, past the limit, only to walk its
-// records (in bounded memory), and returns the error saying so; nil when
-// nothing was left (the batch is exactly the limit).
-func (b *boundedReader) over() error {
-	buf := make([]byte, 64<<10)
-	past := false
+// decompress reads the batch, and returns its bytes, or the record that
+// stands for it when it is over the limit.
+func (b *boundedReader) decompress() io.Reader {
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(b.rc, MaxDecompressedBatchBytes+1))
+	if err != nil {
+		return errReader{err}
+	}
+	if n <= MaxDecompressedBatchBytes {
+		return &buf
+	}
+	var walk recordWalk
+	walk.write(buf.Bytes())
+	buf = bytes.Buffer{}
+	chunk := make([]byte, 64<<10)
 	for {
-		n, err := b.rc.Read(buf)
-		if n > 0 {
-			past = true
-			b.walk.write(buf[:n])
-		}
-		if err == io.EOF && !past {
-			return io.EOF
+		m, err := b.rc.Read(chunk)
+		walk.write(chunk[:m])
+		if err == io.EOF {
+			break
 		}
 		if err != nil {
-			e := &BatchTooLargeError{Codec: b.codec}
-			if err == io.EOF && b.walk.complete() {
-				e.Known, e.Records, e.LastOffsetDelta = true, b.walk.records, b.walk.lastDelta
-			}
-			b.err = e
-			return e
+			return errReader{err}
 		}
 	}
+	if !walk.complete() {
+		return errReader{&BatchTooLargeError{Codec: b.codec}}
+	}
+	token := rememberOverLimit(BatchTooLarge{Codec: b.codec, Records: walk.records, LastOffsetDelta: walk.lastDelta})
+	return bytes.NewReader(standIn(walk.lastDelta, token))
 }
+
+// standIn is the records of a batch (magic 2) holding one record at offset
+// delta with no key or value and the header HeaderBatchTooLarge: token.
+func standIn(delta int64, token string) []byte {
+	body := []byte{0}                   // attributes
+	body = binary.AppendVarint(body, 0) // timestamp delta
+	body = binary.AppendVarint(body, delta)
+	body = binary.AppendVarint(body, -1) // no key
+	body = binary.AppendVarint(body, -1) // no value
+	body = binary.AppendVarint(body, 1)  // one header
+	body = binary.AppendVarint(body, int64(len(HeaderBatchTooLarge)))
+	body = append(body, HeaderBatchTooLarge...)
+	body = binary.AppendVarint(body, int64(len(token)))
+	body = append(body, token...)
+	return append(binary.AppendVarint(nil, int64(len(body))), body...)
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 func (b *boundedReader) Close() error { return b.rc.Close() }
 
