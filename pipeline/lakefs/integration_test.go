@@ -441,7 +441,7 @@ func TestRealLakeFS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			on, err := restarted.SealedOn(ctx, repo, seal, from)
+			_, on, err := restarted.SealedOn(ctx, repo, seal, from)
 			if err != nil || on == writer {
 				t.Errorf("writer's commit %v: SealedOn = %v, %v; want %v", writer, on, err, !writer)
 			}

@@ -634,36 +634,42 @@ const maxOwnSeals = 16
 // from (lakeFS is not asked), or a chain of commits reaches from, each of
 // one parent, committed by the lakeFS user that committed commit (lakeFS's
 // committer: the user's email, else its name) and sealing the same batch.
-// That chain is what a batch's audit step run again after a restart
-// leaves: its new seal on the seal the stopped step made, which this
+// That chain is what a batch's audit step run again after a restart (or a
+// retry) leaves: its new seal on the seal the stopped step made, which this
 // process did not make. A writer commits as a lakeFS user of its own, so a
 // writer's commit in the chain, or a merge, makes it false; so does a
 // commit this client neither made nor read. Only the chain's commits are
-// asked for.
-func (c *Client) SealedOn(ctx context.Context, repo, commit, from string) (bool, error) {
+// asked for. earlier names the chain's seals below commit, newest first
+// (none when commit's one parent is from): each committed what the branch
+// had staged then, which the writer chose, so a path one of them deleted
+// and a later one added again under the same checksum is at another
+// address than from's though no diff of commit names it; the caller holds
+// each of them to what commit is held to.
+func (c *Client) SealedOn(ctx context.Context, repo, commit, from string) (earlier []string, on bool, err error) {
 	top, ok := c.made.get(repo, commit)
 	if !ok || len(top.Parents) != 1 {
-		return false, nil
+		return nil, false, nil
 	}
 	batch := top.Metadata[pipeline.MetaSealedBatchID]
 	id := top.Parents[0]
 	for range maxOwnSeals {
 		if id == from {
-			return true, nil
+			return earlier, true, nil
 		}
 		if top.Committer == "" || batch == "" {
-			return false, nil
+			return nil, false, nil
 		}
 		cm, err := c.GetCommit(ctx, repo, id)
 		if err != nil {
-			return false, err
+			return nil, false, err
 		}
 		if len(cm.Parents) != 1 || cm.Committer != top.Committer || cm.Metadata[pipeline.MetaSealedBatchID] != batch {
-			return false, nil
+			return nil, false, nil
 		}
+		earlier = append(earlier, id)
 		id = cm.Parents[0]
 	}
-	return false, nil
+	return nil, false, nil
 }
 
 // GetCommit returns the commit ref points at; ref may be a branch, a tag

@@ -48,9 +48,12 @@ func TestSealedOnTakesOnlyLakewapsSealsOfTheBatch(t *testing.T) {
 			if err != nil || got != seal {
 				t.Fatalf("Seal = %q, %v", got, err)
 			}
-			on, err := cl.SealedOn(ctx, "lake", seal, from)
+			earlier, on, err := cl.SealedOn(ctx, "lake", seal, from)
 			if err != nil || on != c.want {
 				t.Errorf("SealedOn = %v, %v; want %v", on, err, c.want)
+			}
+			if want := c.want && c.stopped != ""; (len(earlier) == 1 && earlier[0] == stopped) != want || len(earlier) > 1 {
+				t.Errorf("earlier seals %v; want the stopped seal named: %v", earlier, want)
 			}
 			if n := len(f.calls) - 1; n != c.asks {
 				t.Errorf("%d lakeFS calls besides the seal (%v); want %d", n, f.calls, c.asks)
@@ -59,7 +62,7 @@ func TestSealedOnTakesOnlyLakewapsSealsOfTheBatch(t *testing.T) {
 	}
 	t.Run("a commit this client did not make", func(t *testing.T) {
 		cl, _ := newFake(t, map[string]answer{})
-		if on, err := cl.SealedOn(context.Background(), "lake", seal, from); err != nil || on {
+		if _, on, err := cl.SealedOn(context.Background(), "lake", seal, from); err != nil || on {
 			t.Errorf("SealedOn = %v, %v; want false", on, err)
 		}
 	})

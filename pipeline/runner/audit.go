@@ -79,7 +79,7 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 	if h.err != nil {
 		return failed(log, pipeline.StepAudit, h.err)
 	}
-	onBranchPoint, err := r.sealedOn(ctx, run.Repository, commit, run.BranchFrom)
+	earlier, onBranchPoint, err := r.sealedOn(ctx, run.Repository, commit, run.BranchFrom)
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)
 	}
@@ -105,6 +105,18 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 		paths := make([]string, len(changes))
 		for i, c := range changes {
 			paths[i] = c.Path
+		}
+		if onBranchPoint && len(earlier) > 0 {
+			// The stopped steps' seals below this one: a path one of them
+			// deleted or changed and a later one staged again under the
+			// same claimed checksum and size is at other bytes than the
+			// branch point's, and no diff of this seal names it
+			// (TestReview30CollidingBytesStagedBetweenTwoSealsAreRefused).
+			// Each is held to the tables-only rule too, as its own audit
+			// would have held it.
+			if paths, err = r.earlierSealsPaths(ctx, run, earlier, paths); err != nil {
+				return failed(log, pipeline.StepAudit, err)
+			}
 		}
 		if stray := spec.OutsideTables(paths); len(stray) > 0 {
 			log.Warn("batch changes paths outside its tables", "paths", len(stray), "first", stray[0])
@@ -163,18 +175,41 @@ type Relinker interface {
 // commit through seals of lakewap's only (the lakeFS client's SealedOn:
 // its one parent, asking nothing, or after a restart the seal the stopped
 // audit step made): the audit step takes the branch point as its base, and
-// compares nothing by address, only then.
+// compares nothing by address, only then. earlier names the seals between,
+// newest first: each is held to the tables-only rule with the seal.
 type SealParenter interface {
-	SealedOn(ctx context.Context, repo, commit, from string) (bool, error)
+	SealedOn(ctx context.Context, repo, commit, from string) (earlier []string, on bool, err error)
 }
 
 // sealedOn: sealed sits on from through lakewap's seals only, or the Lake
 // cannot tell (a Lake without SealParenter: the branch point is taken, as
 // before).
-func (r *Runner) sealedOn(ctx context.Context, repo, sealed, from string) (bool, error) {
+func (r *Runner) sealedOn(ctx context.Context, repo, sealed, from string) ([]string, bool, error) {
 	sp, ok := r.cfg.Lake.(SealParenter)
 	if !ok {
-		return true, nil
+		return nil, true, nil
 	}
 	return sp.SealedOn(ctx, repo, sealed, from)
+}
+
+// earlierSealsPaths adds to paths, once each, the paths each of the
+// earlier seals changes against the run's branch point.
+func (r *Runner) earlierSealsPaths(ctx context.Context, run pipeline.Run, earlier, paths []string) ([]string, error) {
+	seen := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		seen[p] = true
+	}
+	for _, s := range earlier {
+		changes, err := r.cfg.Lake.Changes(ctx, run.Repository, run.BranchFrom, s)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range changes {
+			if !seen[c.Path] {
+				seen[c.Path] = true
+				paths = append(paths, c.Path)
+			}
+		}
+	}
+	return paths, nil
 }

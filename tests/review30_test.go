@@ -1,0 +1,91 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/treeverse/lakefs/pkg/api/apigen"
+
+	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Review 30: adversarial probes of the seal chain (SealedOn) on the real
+// lakeFS server.
+
+// TestReview30CollidingBytesStagedBetweenTwoSealsAreRefused: lakeFS's
+// commit of staged changes keeps the committed entry of the same identity,
+// so a seal alone cannot relink a path; two seals can. The writer stages a
+// delete of another dataset's manifest with its batch; lakewap seals it
+// and stops before the diff (a restart); the writer stages the manifest
+// again with colliding bytes (same MD5, same size); the restarted audit
+// step seals on the stopped step's seal. Each commit of that chain is a
+// one-parent seal of the batch by lakewap's user (SealedOn), yet the
+// second relinks the manifest: the diff from the branch point names
+// nothing outside the tables, no address was compared, and merging the
+// seal put the writer's bytes on main. The batch must be aborted
+// outside_tables naming the manifest, main keeping its bytes.
+func TestReview30CollidingBytesStagedBetweenTwoSealsAreRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon as a process; skipped with -short")
+	}
+	stack, env, cfgPath := procStack(t, "5m")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	api, err := apigen.NewClientWithResponses(stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.SetBasicAuth(stack.AccessKeyID, stack.SecretAccessKey)
+		return nil
+	}))
+	must(t, err)
+	// Wang and Yu's MD5 collision (published test vectors), with a common suffix.
+	a, _ := hex.DecodeString("d131dd02c5e6eec4693d9a0698aff95c2fcab58712467eab4004583eb8fb7f8955ad340609f4b30283e488832571415a085125e8f7cdc99fd91dbdf280373c5bd8823e3156348f5bae6dacd436c919c6dd53e2b487da03fd02396306d248cda0e99f33420f577ee8ce54b67080a80d1ec69821bcb6a8839396f9652b6ff72a70")
+	b, _ := hex.DecodeString("d131dd02c5e6eec4693d9a0698aff95c2fcab50712467eab4004583eb8fb7f8955ad340609f4b30283e4888325f1415a085125e8f7cdc99fd91dbd7280373c5bd8823e3156348f5bae6dacd436c919c6dd53e23487da03fd02396306d248cda0e99f33420f577ee8ce54b67080280d1ec69821bcb6a8839396f965ab6ff72a70")
+	bodyA := append(a, []byte("\nledger manifest\n")...)
+	bodyB := append(b, []byte("\nledger manifest\n")...)
+	const manifest = "zzzz/ledger/manifest"
+	repo := stack.Repository
+	must(t, env.Lake.Upload(ctx, repo, "main", manifest, bytes.NewReader(bodyA)))
+	_, err = env.Lake.Commit(ctx, repo, "main", "ledger's manifest", nil)
+	must(t, err)
+
+	first := startProc(t, stack, cfgPath, "during_audit")
+	const batch = "review30-chain"
+	must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "t", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, died, err := awaitOrExit(ctx, env, first, batch, schemas.TypeBranchReady)
+	must(t, err)
+	if died {
+		t.Fatal("the daemon died before the branch")
+	}
+	branch := ev.(schemas.BranchReady).Branch
+
+	// The writer: its rows, and the manifest's delete, staged.
+	path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
+	must(t, env.WriteParquet(ctx, branch, path, harness.GoodBillingRows))
+	if resp, err := api.DeleteObjectWithResponse(ctx, repo, branch, &apigen.DeleteObjectParams{Path: manifest}); err != nil || resp.StatusCode() != http.StatusNoContent {
+		t.Fatalf("delete %s: %v", manifest, err)
+	}
+	must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
+		Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	if _, died, err := awaitOrExit(ctx, env, first, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || !died || !first.killedBySIGKILL() {
+		t.Fatalf("the daemon did not stop at during_audit (died %v, %v)", died, err)
+	}
+	// Sealed with the delete; the writer stages the colliding bytes.
+	must(t, env.Lake.Upload(ctx, repo, branch, manifest, bytes.NewReader(bodyB)))
+	startProc(t, stack, cfgPath, "")
+	final, err := env.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	if ab, ok := final.(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonOutsideTables || !strings.Contains(ab.Detail, manifest) {
+		t.Errorf("the batch whose second seal relinks %s: %s %+v; want aborted %s naming it", manifest, final.EventType(), final, schemas.ReasonOutsideTables)
+	}
+	var onMain bytes.Buffer
+	must(t, env.Lake.Download(ctx, repo, "main", manifest, &onMain))
+	if !bytes.Equal(onMain.Bytes(), bodyA) {
+		t.Errorf("main's %s holds the writer's colliding bytes", manifest)
+	}
+}
