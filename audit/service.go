@@ -29,6 +29,10 @@ type Dataset struct {
 	// Full makes every audit of the dataset full (the config's
 	// audit_mode: full), never incremental.
 	Full bool
+	// AllowedPaths are the prefixes besides its tables' that a batch of
+	// the dataset may change (the runner's tables-only rule): read only
+	// by SuitesDigest, since the rule is a verdict on the batch too.
+	AllowedPaths []string
 }
 
 // ServiceOptions configure a Service.
@@ -147,7 +151,9 @@ func verdictSettings(r Runner) string {
 // only the neighbors the audit judged: a dataset added, or a table added
 // to one, may make a neighbor of a dataset the audit did not judge, and
 // which ones the batch touches is known only from its diff. The engine's
-// settings a verdict depends on are named too (verdictSettings). Empty
+// settings a verdict depends on are named too (verdictSettings), and the
+// dataset's allowed paths: the tables-only rule, which a publish onto a
+// target that did not move holds the batch to again only on a recheck. Empty
 // for a dataset not in the config.
 func (s *Service) SuitesDigest(dataset string) string { return s.suites[dataset] }
 
@@ -165,6 +171,9 @@ func suitesDigests(ds map[string]Dataset, settings string) map[string]string {
 			fmt.Fprintf(h, "settings\x00%s\n", settings)
 		}
 		fmt.Fprintf(h, "%s\x00%s\n", name, own[name])
+		if len(d.AllowedPaths) > 0 { // none: the digest as before
+			fmt.Fprintf(h, "allowed_paths\x00%s\n", strings.Join(slices.Sorted(slices.Values(d.AllowedPaths)), "\x00"))
+		}
 		for _, other := range slices.Sorted(maps.Keys(ds)) {
 			if e := ds[other]; other != name && e.Repository == d.Repository && e.Target == d.Target {
 				fmt.Fprintf(h, "%s\x00%s\n", other, own[other])

@@ -7,7 +7,8 @@ import (
 
 // SuitesDigest changes with the dataset's suite and with any other suite
 // of its repository and target (a neighbor's check tightened, a dataset
-// added there), and not with a suite of another target.
+// added there), and with the paths the dataset allows besides its tables
+// (the tables-only rule), and not with a suite of another target.
 func TestSuitesDigestNamesTheSuitesOfTheTarget(t *testing.T) {
 	digest := func(change func(map[string]Dataset)) map[string]string {
 		ds := shopDatasets()
@@ -42,6 +43,11 @@ func TestSuitesDigestNamesTheSuitesOfTheTarget(t *testing.T) {
 			ds["guard"] = Dataset{Repository: "lake", Target: "main", Suite: Suite{Tables: []Table{{Name: "customers", Path: "gold/customers/"}},
 				Checks: []Check{{Name: "some", Kind: KindRowCount, Table: "customers"}}}}
 		}, []string{"billing", "customers", "orders"}},
+		{"an allowed path added to customers", func(ds map[string]Dataset) {
+			d := ds["customers"]
+			d.AllowedPaths = []string{"zzzz/customers/"}
+			ds["customers"] = d
+		}, []string{"customers"}},
 		{"a check of another target's dataset", func(ds map[string]Dataset) {
 			d := ds["audit"]
 			d.Suite.Checks = nil

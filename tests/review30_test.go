@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/hex"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +89,62 @@ func TestReview30CollidingBytesStagedBetweenTwoSealsAreRefused(t *testing.T) {
 	must(t, env.Lake.Download(ctx, repo, "main", manifest, &onMain))
 	if !bytes.Equal(onMain.Bytes(), bodyA) {
 		t.Errorf("main's %s holds the writer's colliding bytes", manifest)
+	}
+}
+
+// TestReview30NarrowedAllowedPathsHoldAtThePublish: a batch is audited
+// while its dataset allows zzzz/billing/, and writes a file there; the
+// daemon restarts before the merge with zzzz/billing/ no longer allowed.
+// The target did not move, so nothing but the suites digest (Run.Suites)
+// could ask for a recheck, and the digest named the suites and the
+// engine's settings, not the paths the tables-only rule allows: the batch
+// was merged with the file the config in force refuses. A batch audited
+// under another rule than the one in force is rechecked before its merge,
+// as under other suites: aborted outside_tables naming the file.
+func TestReview30NarrowedAllowedPathsHoldAtThePublish(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon as a process; skipped with -short")
+	}
+	stack, env, narrow := procStack(t, "5m")
+	b, err := os.ReadFile(narrow)
+	must(t, err)
+	const allowed = "zzzz/billing/"
+	wide := filepath.Join(t.TempDir(), "lakewap.yaml")
+	y := strings.Replace(string(b), "    write_timeout: 5m\n", "    write_timeout: 5m\n    allowed_paths: ["+allowed+"]\n", 1)
+	if y == string(b) {
+		t.Fatal("the crash config has no write_timeout line to add allowed_paths after")
+	}
+	must(t, os.WriteFile(wide, []byte(y), 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	first := startProc(t, stack, wide, "before_merge")
+	const batch = "review30-allowed"
+	must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "t", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, died, err := awaitOrExit(ctx, env, first, batch, schemas.TypeBranchReady)
+	must(t, err)
+	if died {
+		t.Fatal("the daemon died before the branch")
+	}
+	branch := ev.(schemas.BranchReady).Branch
+	path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
+	must(t, env.WriteParquet(ctx, branch, path, harness.GoodBillingRows))
+	marker := allowed + batch + ".json"
+	must(t, env.Lake.Upload(ctx, stack.Repository, branch, marker, strings.NewReader("{}\n")))
+	must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
+		Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	if _, died, err := awaitOrExit(ctx, env, first, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed); err != nil || !died || !first.killedBySIGKILL() {
+		t.Fatalf("the daemon did not stop at before_merge (died %v, %v)", died, err)
+	}
+	startProc(t, stack, narrow, "")
+	final, err := env.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	if ab, ok := final.(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonOutsideTables || !strings.Contains(ab.Detail, marker) {
+		t.Errorf("the batch whose %s the config in force no longer allows: %s %+v; want aborted %s naming it", marker, final.EventType(), final, schemas.ReasonOutsideTables)
+	}
+	var onMain bytes.Buffer
+	if err := env.Lake.Download(ctx, stack.Repository, "main", marker, &onMain); err == nil {
+		t.Errorf("main holds %s", marker)
 	}
 }

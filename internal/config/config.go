@@ -971,7 +971,7 @@ func (c *Config) JanitorDatasets() []janitor.Dataset {
 func (c *Config) AuditDatasets() map[string]audit.Dataset {
 	out := make(map[string]audit.Dataset, len(c.Datasets))
 	for name, d := range c.Datasets {
-		out[name] = audit.Dataset{Repository: d.Repository, Target: d.Target, Suite: d.Suite, Full: d.AuditMode == AuditModeFull}
+		out[name] = audit.Dataset{Repository: d.Repository, Target: d.Target, Suite: d.Suite, Full: d.AuditMode == AuditModeFull, AllowedPaths: d.AllowedPaths}
 	}
 	return out
 }
