@@ -131,6 +131,9 @@ type (
 	// it allows, so that a process ending after that merge is never taken
 	// for a lost recheck.
 	AuditEnded struct{}
+	// Sealed records the commit an attempt of the audit step sealed the
+	// branch with, before it reads the branch's changes (Run.Seals).
+	Sealed struct{ Commit string }
 	// Restored is the first input of a run restored from the store (at a
 	// start, or when this instance takes the run's partition).
 	Restored struct{}
@@ -226,6 +229,7 @@ func (AuditBegun) input()    {}
 func (AuditStopped) input()  {}
 func (AuditEnded) input()    {}
 func (Restored) input()      {}
+func (Sealed) input()        {}
 func (Collided) input()      {}
 func (Audited) input()       {}
 func (Merged) input()        {}
@@ -503,6 +507,14 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 			return n, false, nil
 		}
 		n.AuditOpen, n.AuditSolo = true, in.Solo
+	case Sealed:
+		if n.State != StateAuditing || !n.AuditOpen || in.Commit == "" || len(in.Commit) > MaxCommitIDBytes || slices.Contains(n.Seals, in.Commit) {
+			return n, false, nil
+		}
+		n.Seals = append(n.Seals, in.Commit)
+		if len(n.Seals) > MaxSeals {
+			n.Seals = slices.Delete(n.Seals, 0, len(n.Seals)-MaxSeals)
+		}
 	case AuditStopped, AuditEnded:
 		if !n.AuditOpen {
 			return n, false, nil
@@ -659,6 +671,15 @@ func (m Machine) auditLost(n Run, now time.Time) Run {
 
 // rechecked records the commit merged in place of the run's sealed one,
 // and its audit, when there was one.
+// MaxSeals bounds Run.Seals: the seals of a batch's audit attempts
+// through which a seal may sit on its branch point (the lakeFS client
+// walks at most as many).
+const MaxSeals = 16
+
+// MaxCommitIDBytes bounds a commit id recorded in Run.Seals (lakeFS's are
+// 64 hex digits).
+const MaxCommitIDBytes = 128
+
 // MaxSuitesBytes bounds Run.Suites: a digest, not the suites. A longer
 // one is not stored, and the run's publish rechecks the batch.
 const MaxSuitesBytes = 64

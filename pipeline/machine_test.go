@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,6 +189,29 @@ func TestTransitionScenarios(t *testing.T) {
 				}
 			}},
 			{in: retryReq("b30", "q1"), state: StateAuditing, effects: []EffectKind{DoBeginAudit, DoSend}, check: lost(0)},
+		}},
+		{"the audit step's seals are recorded while its attempt is open, at most MaxSeals", []step{
+			{in: landed("b34", "fact"), state: StateLanded},
+			{in: BranchCreated{}, state: StateAwaitingWrites},
+			{in: write("b34", "fact"), state: StateAuditing},
+			{in: Sealed{Commit: "s0"}, state: StateAuditing, check: seals()}, // no attempt open
+			{in: AuditBegun{}, state: StateAuditing},
+			{in: Sealed{Commit: "s1"}, state: StateAuditing, check: seals("s1")},
+			{in: Sealed{Commit: "s1"}, state: StateAuditing, check: seals("s1")},
+			{in: Sealed{Commit: strings.Repeat("x", MaxCommitIDBytes+1)}, state: StateAuditing, check: seals("s1")},
+			{in: Restored{}, state: StateAuditing, check: seals("s1")},
+			{in: AuditBegun{}, state: StateAuditing},
+			{in: Sealed{Commit: "s2"}, state: StateAuditing, check: func(t *testing.T, r Run) {
+				seals("s1", "s2")(t, r)
+				for i := 3; i <= MaxSeals+2; i++ {
+					r = NewMachine(DefaultPolicy).Apply(r, Sealed{Commit: fmt.Sprintf("s%d", i)}, time.Now()).Run
+				}
+				if len(r.Seals) != MaxSeals || r.Seals[0] != "s3" || r.Seals[MaxSeals-1] != fmt.Sprintf("s%d", MaxSeals+2) {
+					t.Errorf("seals %v; want the newest %d", r.Seals, MaxSeals)
+				}
+			}},
+			{in: Audited{SealedCommit: "s2", Report: report(true)}, state: StatePublishing},
+			{in: Sealed{Commit: "s9"}, state: StatePublishing, check: seals("s1", "s2")},
 		}},
 		{"attempts lost beside other audits never end the run; only one lost alone does", []step{
 			{in: landed("b33", "fact"), state: StateLanded},
@@ -712,6 +736,15 @@ func suspect(lost int, alone bool) func(*testing.T, Run) {
 }
 
 // lost checks the audit attempts a run counts as lost.
+func seals(want ...string) func(*testing.T, Run) {
+	return func(t *testing.T, r Run) {
+		t.Helper()
+		if !slices.Equal(r.Seals, want) {
+			t.Errorf("Seals = %v, want %v", r.Seals, want)
+		}
+	}
+}
+
 func lost(want int) func(*testing.T, Run) {
 	return func(t *testing.T, r Run) {
 		t.Helper()

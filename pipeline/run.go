@@ -96,6 +96,12 @@ type Run struct {
 	Floor time.Time `json:"floor,omitzero"`
 
 	SealedCommit string `json:"sealed_commit,omitempty"` // commit audited and merged
+	// Seals are the commits the audit step's attempts sealed the branch
+	// with (Sealed), oldest first, at most MaxSeals: an attempt run again
+	// after a restart seals on the seal the stopped one made, and only a
+	// seal recorded here is taken for lakewap's own (a commit's committer
+	// and metadata can be forged: lakeFS's createCommitRecord).
+	Seals []string `json:"seals,omitempty"`
 	// PublishSince is when publishing SealedCommit started: the merge that
 	// publishes it is looked for among target commits made since then.
 	PublishSince time.Time            `json:"publish_since,omitempty"`
@@ -256,6 +262,7 @@ func (r Run) eventID(kind string) string {
 func (r Run) Clone() Run {
 	c := r
 	c.ExpectedWrites = append([]string(nil), r.ExpectedWrites...)
+	c.Seals = slices.Clone(r.Seals)
 	c.Attributes, c.Writes = maps.Clone(r.Attributes), maps.Clone(r.Writes)
 	c.delivery = r.delivery.clone()
 	if r.Revert != nil {

@@ -406,12 +406,12 @@ func TestRealLakeFS(t *testing.T) {
 	t.Run("sealed on after a restart", func(t *testing.T) {
 		// A batch's audit step stopped after its seal and ran again in a
 		// new process: the new seal sits on the stopped step's, which the
-		// new client did not make. Both are lakewap's seals of the batch,
-		// so the seal sits on the branch point through lakewap's seals
-		// only (before, only a seal whose one parent was the branch point
-		// counted, and the batch was compared by address, listed whole).
-		// A writer's commit between is not (here the same lakeFS user, so
-		// told apart by the seal's metadata; another user by the committer).
+		// new client did not make. The run recorded the stopped seal
+		// (Run.Seals), so the seal sits on the branch point through
+		// lakewap's seals only (before, only a seal whose one parent was
+		// the branch point counted, and the batch was compared by address,
+		// listed whole). A writer's commit between is not recorded, and
+		// not taken whatever its committer and metadata.
 		repo := newRepo(t, "sealedon")
 		meta := map[string]string{pipeline.MetaSealedBatchID: "b1"}
 		for _, writer := range []bool{false, true} {
@@ -424,12 +424,13 @@ func TestRealLakeFS(t *testing.T) {
 				t.Fatal(err)
 			}
 			upload(t, repo, branch, "gold/t/part-0.csv", "id\n1\n")
-			if _, err := c.Seal(ctx, repo, branch, "stopped", meta); err != nil {
+			stopped, err := c.Seal(ctx, repo, branch, "stopped", meta)
+			if err != nil {
 				t.Fatal(err)
 			}
 			if writer {
 				upload(t, repo, branch, "gold/t/part-1.csv", "id\n2\n")
-				if _, err := c.Commit(ctx, repo, branch, "a writer's", nil); err != nil {
+				if _, err := c.Commit(ctx, repo, branch, "a writer's", meta); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -441,7 +442,7 @@ func TestRealLakeFS(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, on, err := restarted.SealedOn(ctx, repo, seal, from)
+			_, on, err := restarted.SealedOn(ctx, repo, seal, from, []string{stopped})
 			if err != nil || on == writer {
 				t.Errorf("writer's commit %v: SealedOn = %v, %v; want %v", writer, on, err, !writer)
 			}

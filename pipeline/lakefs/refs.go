@@ -625,45 +625,44 @@ func (c *Client) Head(ctx context.Context, repo, ref string) (string, error) {
 	return cm.ID, err
 }
 
-// maxOwnSeals bounds the seals SealedOn walks back through: each time a
-// batch's audit step runs again after a restart, it seals once more.
-const maxOwnSeals = 16
-
 // SealedOn reports whether commit, a seal this client made, sits on from
-// through seals of lakewap's only (runner.SealParenter): its one parent is
-// from (lakeFS is not asked), or a chain of commits reaches from, each of
-// one parent, committed by the lakeFS user that committed commit (lakeFS's
-// committer: the user's email, else its name) and sealing the same batch.
-// That chain is what a batch's audit step run again after a restart (or a
-// retry) leaves: its new seal on the seal the stopped step made, which this
-// process did not make. A writer commits as a lakeFS user of its own, so a
-// writer's commit in the chain, or a merge, makes it false; so does a
-// commit this client neither made nor read. Only the chain's commits are
-// asked for. earlier names the chain's seals below commit, newest first
-// (none when commit's one parent is from): each committed what the branch
-// had staged then, which the writer chose, so a path one of them deleted
-// and a later one added again under the same checksum is at another
-// address than from's though no diff of commit names it; the caller holds
-// each of them to what commit is held to.
-func (c *Client) SealedOn(ctx context.Context, repo, commit, from string) (earlier []string, on bool, err error) {
+// through seals the caller recorded as lakewap's (runner.SealParenter;
+// seals, the run's Run.Seals): its one parent is from (lakeFS is not
+// asked), or a chain of commits of one parent each, every one of them in
+// seals, reaches from. That chain is what a batch's audit step run again
+// (after a restart, or a retry) leaves: its new seal on the seal the
+// stopped attempt made and recorded. Neither a commit's committer nor its
+// metadata tells lakewap's seal from a writer's commit: lakeFS's
+// createCommitRecord (fs:CreateCommit on the repository, which the
+// simplified ACL's Writers hold) writes a commit with any committer,
+// parents, metadata and metarange
+// (TestReview30ForgedSealRecordIsNotTakenForLakewaps). A commit this
+// client did not make, or a chain longer than pipeline.MaxSeals, makes it
+// false. Only the chain's commits are asked for. earlier names the
+// chain's seals below commit, newest first (none when commit's one parent
+// is from): each committed what the branch had staged then, which the
+// writer chose, so a path one of them deleted and a later one added again
+// under the same checksum is at another address than from's though no
+// diff of commit names it; the caller holds each of them to what commit
+// is held to.
+func (c *Client) SealedOn(ctx context.Context, repo, commit, from string, seals []string) (earlier []string, on bool, err error) {
 	top, ok := c.made.get(repo, commit)
 	if !ok || len(top.Parents) != 1 {
 		return nil, false, nil
 	}
-	batch := top.Metadata[pipeline.MetaSealedBatchID]
 	id := top.Parents[0]
-	for range maxOwnSeals {
+	for range pipeline.MaxSeals {
 		if id == from {
 			return earlier, true, nil
 		}
-		if top.Committer == "" || batch == "" {
+		if !slices.Contains(seals, id) {
 			return nil, false, nil
 		}
 		cm, err := c.GetCommit(ctx, repo, id)
 		if err != nil {
 			return nil, false, err
 		}
-		if len(cm.Parents) != 1 || cm.Committer != top.Committer || cm.Metadata[pipeline.MetaSealedBatchID] != batch {
+		if len(cm.Parents) != 1 {
 			return nil, false, nil
 		}
 		earlier = append(earlier, id)

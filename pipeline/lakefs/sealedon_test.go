@@ -10,12 +10,12 @@ import (
 )
 
 // SealedOn takes a seal's chain back to the branch point only through
-// seals of the same batch by the user that made the seal: what a batch's
-// audit step run again after a restart leaves (its seal on the stopped
-// step's). A writer's commit (another committer), a commit sealing
-// another batch, or a merge in the chain is not lakewap's, and the audit
-// step then compares the seal with its base by address.
-func TestSealedOnTakesOnlyLakewapsSealsOfTheBatch(t *testing.T) {
+// seals the run recorded (what a batch's audit step run again after a
+// restart leaves: its seal on the stopped step's). A commit not recorded,
+// whatever its committer and metadata (lakeFS's createCommitRecord writes
+// any), or a merge in the chain is not lakewap's, and the audit step then
+// compares the seal with its base by address.
+func TestSealedOnTakesOnlyRecordedSeals(t *testing.T) {
 	id := func(c byte) string { return strings.Repeat(string(c), 64) }
 	from, stopped, seal := id('a'), id('b'), id('c')
 	commit := func(cid, committer, batch string, parents ...string) string {
@@ -23,16 +23,16 @@ func TestSealedOnTakesOnlyLakewapsSealsOfTheBatch(t *testing.T) {
 			cid, strings.Join(parents, `","`), committer, pipeline.MetaSealedBatchID, batch)
 	}
 	for _, c := range []struct {
-		name    string
-		stopped string // the commit between the seal and the branch point; "" none
-		want    bool
-		asks    int // lakeFS calls besides the seal
+		name     string
+		stopped  string // the commit between the seal and the branch point; "" none
+		recorded []string
+		want     bool
+		asks     int // lakeFS calls besides the seal
 	}{
-		{"the seal sits on the branch point", "", true, 0},
-		{"the stopped step's seal between", commit(stopped, "lakewap", "b1", from), true, 1},
-		{"a writer's commit between", commit(stopped, "writer@example.com", "b1", from), false, 1},
-		{"a seal of another batch between", commit(stopped, "lakewap", "b2", from), false, 1},
-		{"a merge between", commit(stopped, "lakewap", "b1", from, id('d')), false, 1},
+		{"the seal sits on the branch point", "", nil, true, 0},
+		{"the stopped step's recorded seal between", commit(stopped, "lakewap", "b1", from), []string{stopped}, true, 1},
+		{"a commit like lakewap's seal, not recorded, between", commit(stopped, "lakewap", "b1", from), nil, false, 0},
+		{"a recorded seal that is a merge between", commit(stopped, "lakewap", "b1", from, id('d')), []string{stopped}, false, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			parent := from
@@ -48,7 +48,7 @@ func TestSealedOnTakesOnlyLakewapsSealsOfTheBatch(t *testing.T) {
 			if err != nil || got != seal {
 				t.Fatalf("Seal = %q, %v", got, err)
 			}
-			earlier, on, err := cl.SealedOn(ctx, "lake", seal, from)
+			earlier, on, err := cl.SealedOn(ctx, "lake", seal, from, c.recorded)
 			if err != nil || on != c.want {
 				t.Errorf("SealedOn = %v, %v; want %v", on, err, c.want)
 			}
@@ -62,7 +62,7 @@ func TestSealedOnTakesOnlyLakewapsSealsOfTheBatch(t *testing.T) {
 	}
 	t.Run("a commit this client did not make", func(t *testing.T) {
 		cl, _ := newFake(t, map[string]answer{})
-		if _, on, err := cl.SealedOn(context.Background(), "lake", seal, from); err != nil || on {
+		if _, on, err := cl.SealedOn(context.Background(), "lake", seal, from, []string{seal}); err != nil || on {
 			t.Errorf("SealedOn = %v, %v; want false", on, err)
 		}
 	})

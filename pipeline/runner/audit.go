@@ -27,10 +27,26 @@ func (r *Runner) beginAudit(j job) pipeline.Input {
 	return pipeline.AuditBegun{Solo: alone}
 }
 
+// auditJob runs the audit step (DoAudit, stepped), which records its seal
+// in the run (pipeline.Sealed) before it reads the branch's changes.
+func (r *Runner) auditJob(j job) pipeline.Input {
+	key := j.run.Key()
+	record := func(ctx context.Context, commit string) error {
+		_, err := r.apply(ctx, j.p, key, pipeline.Sealed{Commit: commit})
+		return err
+	}
+	return stepped(func(r *Runner, ctx context.Context, log *slog.Logger, run pipeline.Run) pipeline.Input {
+		return r.audit(ctx, log, run, record)
+	})(r, j)
+}
+
 // audit seals the batch branch and audits the sealed commit (DoAudit), in
 // one line: seal, the one diff of the sealed commit against the target,
 // the tables-only rule on it, then the audit with the diff in its request.
-func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) pipeline.Input {
+// record stores the seal in the run (Run.Seals) before anything else: an
+// attempt run again after a restart seals on it, and takes it for
+// lakewap's only if it is recorded there.
+func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run, record func(context.Context, string) error) pipeline.Input {
 	// The diff is against a commit of the target (the audit's cache key
 	// names it, and it does not contend with merges into the branch): the
 	// one the branch was made from when the branch's source is the
@@ -74,12 +90,17 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run) 
 	if rec, ok := r.cfg.Auditor.(MergeRecorder); ok {
 		rec.Sealed(run.Repository, commit)
 	}
+	if err := record(ctx, commit); err != nil {
+		// Unrecorded, the seal is not taken for lakewap's by a later
+		// attempt sealing on it: that one compares by address instead.
+		log.Warn("could not record the seal in the run", "sealed_commit", commit, "err", err)
+	}
 	r.cfg.Failpoint("during_audit")
 	base := h.id
 	if h.err != nil {
 		return failed(log, pipeline.StepAudit, h.err)
 	}
-	earlier, onBranchPoint, err := r.sealedOn(ctx, run.Repository, commit, run.BranchFrom)
+	earlier, onBranchPoint, err := r.sealedOn(ctx, run.Repository, commit, run.BranchFrom, run.Seals)
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)
 	}
@@ -173,23 +194,24 @@ type Relinker interface {
 
 // SealParenter is a Lake that tells whether a seal it made sits on a
 // commit through seals of lakewap's only (the lakeFS client's SealedOn:
-// its one parent, asking nothing, or after a restart the seal the stopped
-// audit step made): the audit step takes the branch point as its base, and
-// compares nothing by address, only then. earlier names the seals between,
-// newest first: each is held to the tables-only rule with the seal.
+// its one parent, asking nothing, or after a restart the seals the
+// stopped attempts made, each of them recorded in the run, seals): the
+// audit step takes the branch point as its base, and compares nothing by
+// address, only then. earlier names the seals between, newest first: each
+// is held to the tables-only rule with the seal.
 type SealParenter interface {
-	SealedOn(ctx context.Context, repo, commit, from string) (earlier []string, on bool, err error)
+	SealedOn(ctx context.Context, repo, commit, from string, seals []string) (earlier []string, on bool, err error)
 }
 
-// sealedOn: sealed sits on from through lakewap's seals only, or the Lake
-// cannot tell (a Lake without SealParenter: the branch point is taken, as
-// before).
-func (r *Runner) sealedOn(ctx context.Context, repo, sealed, from string) ([]string, bool, error) {
+// sealedOn: sealed sits on from through the run's recorded seals only, or
+// the Lake cannot tell (a Lake without SealParenter: the branch point is
+// taken, as before).
+func (r *Runner) sealedOn(ctx context.Context, repo, sealed, from string, seals []string) ([]string, bool, error) {
 	sp, ok := r.cfg.Lake.(SealParenter)
 	if !ok {
 		return nil, true, nil
 	}
-	return sp.SealedOn(ctx, repo, sealed, from)
+	return sp.SealedOn(ctx, repo, sealed, from, seals)
 }
 
 // earlierSealsPaths adds to paths, once each, the paths each of the

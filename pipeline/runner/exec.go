@@ -33,7 +33,7 @@ func init() {
 	executors = map[pipeline.EffectKind]func(*Runner, job) pipeline.Input{
 		pipeline.DoCreateBranch: stepped((*Runner).branch),  // branch.go
 		pipeline.DoBeginAudit:   (*Runner).beginAudit,       // audit.go
-		pipeline.DoAudit:        stepped((*Runner).audit),   // audit.go
+		pipeline.DoAudit:        (*Runner).auditJob,         // audit.go
 		pipeline.DoPublish:      (*Runner).publishInTurn,    // publish.go, with the queue
 		pipeline.DoLook:         stepped((*Runner).look),    // publish.go
 		pipeline.DoRevert:       stepped((*Runner).revert),  // revert.go

@@ -26,7 +26,7 @@ type parentLake struct {
 	asked          int
 }
 
-func (l *parentLake) SealedOn(_ context.Context, _, _, from string) ([]string, bool, error) {
+func (l *parentLake) SealedOn(_ context.Context, _, _, from string, _ []string) ([]string, bool, error) {
 	if l.parent != from {
 		return nil, false, nil
 	}
