@@ -3,12 +3,14 @@ package devstack
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"mime/multipart"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/treeverse/lakefs/pkg/api/apigen"
+	"github.com/treeverse/lakefs/pkg/ident"
 )
 
 // as is a lakeFS client that signs in with c.
@@ -142,6 +144,31 @@ func TestACLStackPermissions(t *testing.T) {
 		d, err := wr.DeleteBranchWithResponse(ctx, repo, "wap-b", &apigen.DeleteBranchParams{})
 		status(t, "writer deletes lakewap's batch branch", d.StatusCode(), err, http.StatusNoContent, d.Body)
 
+		// A writer writes a commit record with lakewap's committer and any
+		// metadata (createCommitRecord, fs:CreateCommit on the repository)
+		// and hard-resets a batch branch to it (fs:RevertBranch): no
+		// committer or metadata tells lakewap's seal from a writer's commit
+		// (review 30; the runner records its seals, Run.Seals).
+		lb, err = lw.CreateBranchWithResponse(ctx, repo, apigen.CreateBranchJSONRequestBody{Name: "wap-c", Source: "main"})
+		status(t, "lakewap creates a batch branch", lb.StatusCode(), err, http.StatusCreated)
+		seal, err := lw.CommitWithResponse(ctx, repo, "wap-c", &apigen.CommitParams{}, apigen.CommitJSONRequestBody{Message: "seal", AllowEmpty: ptr(true),
+			Metadata: &apigen.CommitCreation_Metadata{AdditionalProperties: map[string]string{"wap.sealed_batch_id": "c"}}})
+		status(t, "lakewap seals", seal.StatusCode(), err, http.StatusCreated)
+		if seal.JSON201 == nil {
+			t.Fatal("no seal commit")
+		}
+		rec := apigen.CommitRecordCreation{Committer: seal.JSON201.Committer, Message: "seal", MetarangeId: seal.JSON201.MetaRangeId,
+			CreationDate: seal.JSON201.CreationDate + 1, Parents: seal.JSON201.Parents, Version: 1, Generation: *seal.JSON201.Generation,
+			Metadata: &apigen.CommitRecordCreation_Metadata{AdditionalProperties: map[string]string{"wap.sealed_batch_id": "c"}}}
+		rec.CommitId = commitRecordID(rec)
+		cr, err := wr.CreateCommitRecordWithResponse(ctx, repo, apigen.CreateCommitRecordJSONRequestBody(rec))
+		status(t, "writer creates a commit record as lakewap", cr.StatusCode(), err, http.StatusNoContent, cr.Body)
+		hr, err := wr.HardResetBranchWithResponse(ctx, repo, "wap-c", &apigen.HardResetBranchParams{Ref: rec.CommitId})
+		status(t, "writer hard-resets a batch branch to it", hr.StatusCode(), err, http.StatusNoContent, hr.Body)
+		if got, err := lw.GetCommitWithResponse(ctx, repo, "wap-c"); err != nil || got.JSON200 == nil || got.JSON200.Id != rec.CommitId || got.JSON200.Committer != seal.JSON201.Committer {
+			t.Errorf("wap-c's head is not the writer's record with lakewap's committer %q: %v", seal.JSON201.Committer, err)
+		}
+
 		r, err := wr.CreateRepositoryWithResponse(ctx, &apigen.CreateRepositoryParams{}, apigen.CreateRepositoryJSONRequestBody{
 			Name: "wrepo", StorageNamespace: "local://wrepo", DefaultBranch: ptr("main")})
 		status(t, "writer creates a repository", r.StatusCode(), err, http.StatusUnauthorized, r.Body)
@@ -151,3 +178,19 @@ func TestACLStackPermissions(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// commitRecordID is lakeFS v1.84.0's id of a commit record (its content
+// address, graveler.Commit.Identity).
+func commitRecordID(c apigen.CommitRecordCreation) string {
+	parents := ident.NewAddressWriter()
+	parents.MarshalStringSlice(c.Parents)
+	w := ident.NewAddressWriter()
+	w.MarshalString("commit:v1")
+	w.MarshalString(c.Committer)
+	w.MarshalString(c.Message)
+	w.MarshalString(c.MetarangeId)
+	w.MarshalInt64(c.CreationDate)
+	w.MarshalStringMap(c.Metadata.AdditionalProperties)
+	w.MarshalIdentifiable(parents)
+	return hex.EncodeToString(w.Identity())
+}
