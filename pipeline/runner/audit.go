@@ -43,9 +43,9 @@ func (r *Runner) auditJob(j job) pipeline.Input {
 // audit seals the batch branch and audits the sealed commit (DoAudit), in
 // one line: seal, the one diff of the sealed commit against the target,
 // the tables-only rule on it, then the audit with the diff in its request.
-// record stores the seal in the run (Run.Seals) before anything else: an
-// attempt run again after a restart seals on it, and takes it for
-// lakewap's only if it is recorded there.
+// record stores the seal in the run (Run.Seals) before the step reads the
+// branch's changes: an attempt run again after a restart seals on it, and
+// takes it for lakewap's only if it is recorded there.
 func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run, record func(context.Context, string) error) pipeline.Input {
 	// The diff is against a commit of the target (the audit's cache key
 	// names it, and it does not contend with merges into the branch): the
