@@ -326,3 +326,63 @@ func TestEvictionOrder(t *testing.T) {
 		}
 	}
 }
+
+// A run whose merge went through with its answer lost, and whose last look
+// timed out too, ends failed at the publish: its batch may well be on the
+// target. Forgotten over runner.max_finished_runs, it raised no floor (only
+// published runs did), and its BatchLanded sent again started a run that
+// merged the batch a second time.
+func TestResentBatchLandedOfARunFailedAtThePublishIsNotPublishedTwice(t *testing.T) {
+	f, lake := newDedupeFixture(t, func(c *Config) {
+		c.Policy = policy(func(p *Policy) {
+			p.MinBackoff, p.MaxBackoff, p.RetryBudget = time.Millisecond, time.Millisecond, time.Millisecond
+			p.MaxFinishedRuns = 2
+		})
+	})
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	lake.mu.Lock()
+	lake.fakeLake.mu.Lock()
+	// As in TestLastPublishAttemptLooksBeforeFailing: the first merge fails
+	// without merging, the second merges with its answer lost, and both
+	// looks after it time out.
+	lake.fakeLake.mergeErr = []error{fmt.Errorf("503: %w", ErrTransient), nil}
+	lake.fakeLake.lostAck, lake.fakeLake.blind = true, 2
+	lake.fakeLake.mu.Unlock()
+	lake.mu.Unlock()
+	if err := f.resend(t, "b0", now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	f.await(t, "b0", schemas.TypeBatchFailed)
+	if n := lake.mergeCount(); n != 2 {
+		t.Fatalf("b0: %d merge calls; want 2, the second merging with its answer lost", n)
+	}
+	// Batches of earlier times (b1 to b3), then of later ones (b4, b5), all
+	// published: the runs forgotten over the count are b1 to b3 (earliest
+	// batch times), then b0, so the floor stays at b3's time, before b0's.
+	for i := 1; i <= 5; i++ {
+		b := fmt.Sprintf("b%d", i)
+		at := now.Add(-3*time.Hour + time.Duration(i)*10*time.Minute)
+		if i > 3 {
+			at = now.Add(time.Duration(i) * time.Minute)
+		}
+		if err := f.resend(t, b, at); err != nil {
+			t.Fatal(err)
+		}
+		f.await(t, b, schemas.TypeBatchPublished)
+	}
+	f.awaitStored(t, "2 (b0 to b3 forgotten over max_finished_runs)", func(n int) bool { return n == 2 })
+	if _, ok := f.run("billing", "b0"); ok {
+		t.Fatal("b0's run is still kept; the test needs it forgotten")
+	}
+	if err := lake.DeleteBranch(context.Background(), "lake", "wap-billing-b0"); err != nil { // the janitor
+		t.Fatal(err)
+	}
+	var ref *Refusal
+	if err := f.resend(t, "b0", now.Add(-time.Hour)); !errors.As(err, &ref) || ref.Reason != RefusedBeyondHorizon {
+		t.Errorf("b0's re-sent BatchLanded: %v; want a refusal %s", err, RefusedBeyondHorizon)
+		f.await(t, "b0", schemas.TypeBatchPublished) // where the new run it started goes
+	}
+	if n := lake.mergeCount(); n != 7 {
+		t.Errorf("%d merge calls for 6 batches; want 7 (b0's two, b0 merged once)", n)
+	}
+}

@@ -553,7 +553,8 @@ func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
 }
 
 // evictedBefore orders the finished runs of a dataset that
-// Policy.MaxFinishedRuns forgets, earliest first: a published run by its
+// Policy.MaxFinishedRuns forgets, earliest first: a published run (or one
+// failed at the publish, mayBePublished) by its
 // batch time (occurred_at), any other by when it finished (ties: by when
 // they finished). The partition's floor is the latest batch time of a
 // published run forgotten (holdFloor), and every BatchLanded no run
@@ -586,10 +587,21 @@ func rejected(run pipeline.Run) bool {
 
 // evictKey is when evictedBefore takes run to have happened.
 func evictKey(run pipeline.Run) time.Time {
-	if run.State == pipeline.StatePublished && !run.BatchTime.IsZero() {
+	if mayBePublished(run) && !run.BatchTime.IsZero() {
 		return run.BatchTime
 	}
 	return run.StateSince
+}
+
+// mayBePublished: run published, or failed at the publish, where its merge
+// may have gone through with the answer lost (and the last look too): its
+// batch may be on the target, and it holds the dedupe floor as a published
+// run does. Before, such a run forgotten over Policy.MaxFinishedRuns raised
+// no floor, and its BatchLanded sent again merged the batch a second time
+// (TestResentBatchLandedOfARunFailedAtThePublishIsNotPublishedTwice).
+func mayBePublished(run pipeline.Run) bool {
+	return run.State == pipeline.StatePublished ||
+		run.State == pipeline.StateFailed && run.FailedStep == pipeline.StepPublish
 }
 
 // holdFloor is called before the record of gone (under key) is deleted:
@@ -613,7 +625,7 @@ func (r *Runner) holdFloor(ctx context.Context, p *partition, key string, gone p
 	d := gone.Dataset
 	now := r.cfg.Now()
 	horizon := r.cfg.Policy.DedupeHorizon(now, time.Time{})
-	if !byCount && gone.State == pipeline.StatePublished && gone.BatchTime.After(horizon) {
+	if !byCount && mayBePublished(gone) && gone.BatchTime.After(horizon) {
 		// Forgotten by age with an occurred_at further ahead of lakewap's
 		// clock than the horizon allows for (half a retention under 48 h):
 		// kept, answering its duplicates itself, until the horizon passes
@@ -622,7 +634,7 @@ func (r *Runner) holdFloor(ctx context.Context, p *partition, key string, gone p
 		return passes(r.cfg.Policy, gone.BatchTime), nil
 	}
 	floor := p.floor[d]
-	if byCount && gone.State == pipeline.StatePublished && gone.BatchTime.After(floor) {
+	if byCount && mayBePublished(gone) && gone.BatchTime.After(floor) {
 		floor = gone.BatchTime // a batch that did not publish may land again
 	}
 	if !floor.After(horizon) {
