@@ -63,6 +63,8 @@ var pyarrowCases = []pyarrowCase{
 		"region=__HIVE_DEFAULT_PARTITION__/a.parquet": "SELECT i::BIGINT AS id, 'us' AS region FROM range(0, 5) r(i)"}},
 	{name: "hive_partition_disagrees_with_a_column", format: FormatParquet, columns: []string{"id", "region"}, files: map[string]string{
 		"region=eu/a.parquet": "SELECT i::BIGINT AS id, CASE WHEN i = 0 THEN NULL ELSE 'us' END AS region FROM range(0, 5) r(i)"}},
+	{name: "hive_partition_key_escaped", format: FormatParquet, columns: []string{"id", "region"}, files: map[string]string{
+		"reg%69on=eu/a.parquet": "SELECT i::BIGINT AS id, CASE WHEN i = 0 THEN NULL ELSE 'us' END AS region FROM range(0, 5) r(i)"}},
 	{name: "csv_plain", format: FormatCSV, columns: []string{"id", "name"}, files: map[string]string{
 		"a.csv": "SELECT i::BIGINT AS id, 'n' || i AS name FROM range(0, 5) r(i)",
 		"b.csv": "SELECT CASE WHEN i = 6 THEN NULL ELSE i END::BIGINT AS id, 'm' AS name FROM range(5, 10) r(i)"}},
