@@ -621,6 +621,9 @@ type run struct {
 	viewIDs map[viewKey]string
 	// foreign are the paths foreign_addresses refused.
 	foreign map[string]bool
+	// jsonTypes are the column types (by lower-case name, upper case) of
+	// each local JSON lines file read alone (pandasJSONFiles), probed once.
+	jsonTypes map[string]map[string]string
 	// infra is the first failure caused by the machine or lakeFS, not the
 	// data: a check's (wrapping ErrInfrastructure) or a download's (ready).
 	// The run returns it, to be retried.

@@ -217,6 +217,19 @@ func (r *run) pandasReadings(ctx context.Context, results []schemas.CheckResult)
 				break
 			}
 		}
+		if results[i].Status != schemas.StatusPass {
+			continue
+		}
+		cols := pandasJSONTextColumns(c)
+		if (c.Kind == KindRange || c.Kind == KindStat) && pandasDateName(c.Column) {
+			cols = append(cols, c.Column)
+		}
+		for _, col := range cols {
+			if err := r.pandasJSONFiles(ctx, c, col); err != nil {
+				results[i] = r.errored(c, err, time.Duration(results[i].DurationMs)*time.Millisecond)
+				break
+			}
+		}
 	}
 }
 
