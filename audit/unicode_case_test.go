@@ -1,0 +1,59 @@
+package audit
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestColumnsSparkFoldsAsOneAreRefused: Spark 4.3.0 (caseSensitive false,
+// its default) matches column names by Java's String.toLowerCase, whose
+// Greek capital sigma at the end of a word is the final sigma: ΑΣ and ας
+// are one column to it, and it read a.parquet's ας ("bad") and b.parquet's
+// ΑΣ ("x") as one column ΑΣ, where DuckDB reads two and the
+// accepted_values check over ΑΣ judged "x" alone (checked by hand with
+// PySpark 4.3.0: select ΑΣ gave bad, x). Go's strings.ToLower folds ΑΣ to
+// ασ, so the collision went unseen. One file holding both fails in Spark
+// (COLUMN_ALREADY_EXISTS) and is refused as names differing in case are.
+func TestColumnsSparkFoldsAsOneAreRefused(t *testing.T) {
+	cases := []struct {
+		name    string
+		files   map[string]string
+		refused bool
+	}{
+		{"final_sigma_across_files", map[string]string{
+			"a.parquet": `SELECT 1::BIGINT AS id, 'bad' AS "ας"`,
+			"b.parquet": `SELECT 2::BIGINT AS id, 'x' AS "ΑΣ"`}, true},
+		{"final_sigma_in_one_file", map[string]string{
+			"a.parquet": `SELECT 1::BIGINT AS id, 'bad' AS "ας", 'x' AS "ΑΣ"`}, true},
+		{"one_spelling", map[string]string{
+			"a.parquet": `SELECT 1::BIGINT AS id, 'x' AS "ΑΣ"`,
+			"b.parquet": `SELECT 2::BIGINT AS id, 'x' AS "ΑΣ"`}, false},
+	}
+	src := newBatchSource(t)
+	for _, c := range cases {
+		for p, q := range c.files {
+			src.write(t, "b1", c.name+"/"+p, q)
+		}
+	}
+	e := newEngine(t, src, "")
+	check := Check{Kind: KindAcceptedValues, Table: "t", Column: "ΑΣ", Values: []string{"x"}}
+	for _, c := range cases {
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: c.name + "/", Format: FormatParquet}}, Checks: []Check{check}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := rep.Checks[0]
+		switch {
+		case !c.refused && !rep.Passed:
+			t.Errorf("%s: refused, though every reader reads one column: %s %s", c.name, res.Status, res.Message)
+		case c.refused && rep.Passed:
+			t.Errorf("%s: lakewap passes %s (%s) while Spark reads ας's \"bad\" as column ΑΣ", c.name, check.Kind, res.Observed)
+		case c.refused && !(strings.Contains(res.Message, "ας") && strings.Contains(res.Message, "ΑΣ")):
+			t.Errorf("%s: refused, but not naming ας: %s %s", c.name, res.Status, res.Message)
+		case c.refused:
+			t.Logf("%s: refused: %s", c.name, res.Message)
+		}
+	}
+}
