@@ -30,6 +30,9 @@ type fileColumn struct {
 	name     string
 	children []string
 	int96    bool // a top-level leaf of physical type INT96
+	// pandas is why pandas.read_parquet reads it otherwise than DuckDB,
+	// by the file's pandas metadata (markPandas), or "".
+	pandas string
 	// nested are the paths of its descendants below it, names joined by
 	// "\x00" (a struct's fields at any depth: fieldCase).
 	nested []string
@@ -52,6 +55,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 			continue
 		}
 		out[f] = schemaColumns(ft.nodes)
+		markPandas(out[f], ft.pandas, topLevelKinds(ft.nodes, ft.types))
 	}
 	if len(rest) == 0 {
 		return out, nil
@@ -95,6 +99,30 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		if len(nodes) > 0 {
 			out[file] = schemaColumns(nodes)
 		}
+	}
+	// The pandas metadata of the files the Go reader gave to DuckDB, whose
+	// field types it does not know: any dtype pandas applies counts.
+	kq := "SELECT file_name, value FROM parquet_kv_metadata(" + literalList(rest) + ") WHERE key = 'pandas'::BLOB"
+	r.e.statement(kq)
+	kvs, err := r.e.db.QueryContext(ctx, kq)
+	if err != nil {
+		return nil, err
+	}
+	defer kvs.Close()
+	metas := map[string][][]byte{}
+	for kvs.Next() {
+		var file string
+		var value []byte
+		if err := kvs.Scan(&file, &value); err != nil {
+			return nil, err
+		}
+		metas[file] = append(metas[file], value)
+	}
+	if err := kvs.Err(); err != nil {
+		return nil, err
+	}
+	for file, m := range metas {
+		markPandas(out[file], m, nil)
 	}
 	return out, nil
 }

@@ -1176,6 +1176,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 				}
 				maps.Copy(r.footerCols, cols)
 			}
+			if err == nil && format == FormatParquet {
+				err = pandasRenamed(cols, files, objPath)
+			}
 			if err == nil && format != FormatDelta {
 				err = hiveCollision(cols, files, objPath, tablePath)
 			}

@@ -17,8 +17,9 @@ import (
 // num_children, depth first, the root first), without a statement on the
 // engine's DuckDB (issue 21: it was a first audit's dearest statement).
 //
-// The footer is a Thrift compact FileMetaData. Only its schema list is
-// kept; everything else is walked to the end as parquet.thrift declares it
+// The footer is a Thrift compact FileMetaData. Its schema list is kept
+// (and the value of the key-value metadata "pandas": pandasmeta.go);
+// everything else is walked to the end as parquet.thrift declares it
 // (required fields, element types, enum ranges), so that a footer is read
 // only when DuckDB's Thrift code would read it. Anything this reader does
 // not take as certain (a footer over its bounds, encryption, a duplicate
@@ -66,8 +67,10 @@ type nodeTypes struct {
 // schema and the column chunks (readerindex.go).
 type parquetFooter struct {
 	nodes  []schemaNode
+	types  []nodeTypes // of nodes, in order
 	chunks []chunkMeta
-	rows   int64 // FileMetaData's num_rows, -1 without
+	rows   int64    // FileMetaData's num_rows, -1 without
+	pandas [][]byte // the values of key_value_metadata's key "pandas"
 }
 
 // footerSchema is the schema of the Parquet file at path, as DuckDB's
@@ -154,7 +157,7 @@ func decodeFooter(buf []byte) (parquetFooter, error) {
 	if err != nil {
 		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
 	}
-	return parquetFooter{nodes: nodes, chunks: chunks, rows: rows}, nil
+	return parquetFooter{nodes: nodes, types: d.types, chunks: chunks, rows: rows, pandas: d.pandas}, nil
 }
 
 // checkSchemaTree: the elements form one tree, depth first, exactly (a
@@ -219,6 +222,8 @@ type compactReader struct {
 	i     int
 	depth int
 	types []nodeTypes // of the schema's elements, in order
+	// pandas are the values of the key_value_metadata's key "pandas".
+	pandas [][]byte
 }
 
 var errShort = errors.New("footer ends early")
@@ -427,6 +432,9 @@ func (d *compactReader) skipElem(typ byte) error {
 func (d *compactReader) fileMetaData() ([]schemaNode, error) {
 	var schema []schemaNode
 	err := d.structOf(thriftFileMetaData, func(id int16) error {
+		if id == 5 {
+			return d.keyValues()
+		}
 		et, n, err := d.list()
 		if err != nil {
 			return err
@@ -445,6 +453,37 @@ func (d *compactReader) fileMetaData() ([]schemaNode, error) {
 		return nil
 	})
 	return schema, err
+}
+
+// keyValues reads FileMetaData's key_value_metadata, keeping the values
+// of the key "pandas" (each, should it be there twice).
+func (d *compactReader) keyValues() error {
+	et, n, err := d.list()
+	if err != nil {
+		return err
+	}
+	if et != ctStruct {
+		return fmt.Errorf("key_value_metadata list of type %d", et)
+	}
+	for k := 0; k < n; k++ {
+		var key, value []byte
+		err := d.structOf(thriftKeyValue, func(id int16) error {
+			b, err := d.binary(footerMaxBytes)
+			if id == 1 {
+				key = b
+			} else {
+				value = b
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if string(key) == "pandas" {
+			d.pandas = append(d.pandas, value)
+		}
+	}
+	return nil
 }
 
 // schemaElement reads a SchemaElement: its name (field 4) and
@@ -673,7 +712,12 @@ var (
 		1: got(tI32), 2: got(tI32), 3: got(tI32), 4: {t: tBinary, required: true, read: true}, 5: got(tI32),
 		6: got(tI32), 7: got(tI32), 8: opt(tI32), 9: opt(tI32), 10: {t: tLogical, read: true},
 	}}
-	tKeyValue   = tStruct(&thriftStruct{name: "KeyValue", fields: map[int16]thriftField{1: req(tBinary), 2: opt(tBinary)}})
+	tKeyValue = tStruct(&thriftStruct{name: "KeyValue", fields: map[int16]thriftField{1: req(tBinary), 2: opt(tBinary)}})
+	// thriftKeyValue is FileMetaData's KeyValue, whose key and value the
+	// reader keeps (pandasMetadata reads the value of key "pandas").
+	thriftKeyValue = &thriftStruct{name: "KeyValue", fields: map[int16]thriftField{
+		1: {t: tBinary, required: true, read: true}, 2: {t: tBinary, read: true},
+	}}
 	tStatistics = tStruct(&thriftStruct{name: "Statistics", fields: map[int16]thriftField{
 		1: opt(tBinary), 2: opt(tBinary), 3: opt(tI64), 4: opt(tI64), 5: opt(tBinary), 6: opt(tBinary), 7: opt(tBool), 8: opt(tBool),
 	}})
@@ -698,7 +742,7 @@ var (
 	}})
 	thriftFileMetaData = &thriftStruct{name: "FileMetaData", fields: map[int16]thriftField{
 		1: req(tI32), 2: {t: thriftType{ct: ctList}, required: true, read: true}, 3: req(tI64), 4: req(tList(tRowGroup)),
-		5: opt(tList(tKeyValue)), 6: opt(tBinary), 7: opt(tList(tStruct(&thriftStruct{name: "ColumnOrder", fields: map[int16]thriftField{1: opt(tEmpty)}}))),
+		5: {t: thriftType{ct: ctList}, read: true}, 6: opt(tBinary), 7: opt(tList(tStruct(&thriftStruct{name: "ColumnOrder", fields: map[int16]thriftField{1: opt(tEmpty)}}))),
 		8: {refuse: true}, 9: {refuse: true},
 	}}
 )
