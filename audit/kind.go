@@ -52,6 +52,11 @@ type checkKind struct {
 	// failing is the condition a failing row meets, for kinds that judge
 	// rows one at a time: a failed check shows such rows as samples.
 	failing func(c Check) string
+	// failingRows, for a kind that counts failing rows without a failing
+	// condition of each row, is the query of its failing rows from from
+	// (its table, within its where, by its plain name): the excuse
+	// compares them with the base's as multisets (newFailingRows).
+	failingRows func(c Check, from string) string
 	// mostlyOverAll: mostly is a fraction of all rows, not of the rows
 	// with a value (not_null).
 	mostlyOverAll bool

@@ -33,8 +33,40 @@ func needSQL(c Check, add addFunc) {
 }
 
 // custom runs a sql or cross_table check: every row the query returns is a
-// failure. Plain table names resolve to the check's scope.
+// failure. Plain table names resolve to the check's scope. A query that
+// cannot run while a table it names has no file anywhere observes that
+// (unbornObserved).
 func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
+	res := r.query(ctx, c)
+	if res.Status != schemas.StatusError {
+		return res
+	}
+	for _, t := range namedTables(c.SQL, r.req.Suite.Tables) {
+		if v := r.views[viewKey{schemaOf(c), t}]; v != nil && v.synthetic {
+			res.Observed = fmt.Sprintf(unbornObserved, v.table.Name)
+			break
+		}
+	}
+	return res
+}
+
+// unbornObserved is what a custom query observes that cannot run while a
+// table it names has no file anywhere (its view is made up of the columns
+// the suite's checks name): on a new target, a join of a table no dataset
+// has published to yet. The engine alone writes it, in place of no
+// observed value, never from the data or the error's text.
+const unbornObserved = "no file of table %s anywhere yet"
+
+// unborn says whether res is a custom query's error while a table it names
+// has no file anywhere (unbornObserved).
+func unborn(res schemas.CheckResult) bool {
+	head, tail, _ := strings.Cut(unbornObserved, "%s")
+	table, ok := strings.CutPrefix(res.Observed, head)
+	return res.Status == schemas.StatusError && ok && strings.HasSuffix(table, tail) && len(table) > len(tail)
+}
+
+// query runs c's query (custom).
+func (r *run) query(ctx context.Context, c Check) schemas.CheckResult {
 	if schema := schemaOf(c); schema != schemaMain {
 		r.conn.searchPath = true // the catalog is not kept for another run (run.close)
 		if _, err := r.conn.ExecContext(ctx, "SET search_path = "+quoteLiteral(r.catalog+"."+schema)); err != nil {

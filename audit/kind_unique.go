@@ -60,9 +60,23 @@ func init() {
 			res.RowsChecked, res.Failures = &total, &dup
 			return res
 		},
-		plan:     (*run).planUnique,
-		resample: (*run).sampleUnique,
+		plan:        (*run).planUnique,
+		resample:    (*run).sampleUnique,
+		failingRows: uniqueFailingRows,
 	})
+}
+
+// uniqueFailingRows is the key of each row whose key another row holds too
+// (NULLs as KindUnique says): a key held twice fails twice, and a third
+// row holding it fails once more.
+func uniqueFailingRows(c Check, from string) string {
+	cols := c.columns()
+	keys := strings.Join(each(cols, quoteIdent), ", ")
+	counted := ""
+	if len(cols) == 1 {
+		counted = " WHERE " + quoteIdent(cols[0]) + " IS NOT NULL"
+	}
+	return fmt.Sprintf("SELECT %s FROM %s%s QUALIFY count(*) OVER (PARTITION BY %s) > 1", keys, from, counted, keys)
 }
 
 // planUnique decides how a unique check is counted. An integer key in a

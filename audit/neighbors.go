@@ -163,11 +163,14 @@ func (s *Service) withNeighbors(ctx context.Context, req Request, d Dataset, rep
 				b := before[c.Name]
 				own := Request{Dataset: n.dataset, Repository: req.Repository, Ref: req.Ref, BaseRef: req.BaseRef, BaseName: req.BaseName,
 					BatchTime: req.BatchTime, Changes: req.Changes, Full: true, Onto: req.Onto, BeforeRead: req.BeforeRead}
-				why, err := ownRowsFail(ctx, s.o.Engine, own, n.suite, c, b)
-				if err != nil {
-					return rep, err
+				changed := checkChanged(n.suite, c.Name, req.Changes)
+				why := ""
+				if changed { // a change leaving the tables a check reads leaves its rows as they were
+					if why, err = ownRowsFail(ctx, s.o.Engine, own, n.suite, c, b, req.BaseRef); err != nil {
+						return rep, err
+					}
 				}
-				c = s.blame(req, n.dataset, n.suite, c, b, tableChanged(n.suite, c.Table, req.Changes), why)
+				c = s.blame(req, n.dataset, n.suite, c, b, changed, why)
 			}
 			c.Name = neighborName(c.Name, n.dataset)
 			rep.Checks = append(rep.Checks, c)
@@ -218,34 +221,65 @@ func excused(after, before schemas.CheckResult, changed bool, suite Suite) bool 
 	return failing(before.Status) && worse(after, before, changed, suite) == ""
 }
 
-// tableChanged says whether ch changes the table of suite named table (a
-// check's own); nil changes are taken to change it.
-func tableChanged(suite Suite, table string, ch *Changes) bool {
-	i := slices.IndexFunc(suite.Tables, func(t Table) bool { return table != "" && strings.EqualFold(t.Name, table) })
-	return i >= 0 && (ch == nil || changesUnder(ch, suite.Tables[i].Path))
+// checkChanged says whether ch changes a table of suite that the check of
+// suite named name reads (checkTables); nil changes are taken to change it.
+func checkChanged(suite Suite, name string, ch *Changes) bool {
+	return slices.ContainsFunc(checkTables(suite, name), func(t Table) bool { return ch == nil || changesUnder(ch, t.Path) })
+}
+
+// checkTables are the tables of suite the check of suite named name reads:
+// its own, those its where names (whereTables), and for a custom query
+// those it names (all of them when it names none). A change leaving them
+// leaves the check's rows as they were: its failing rows are not compared
+// again (ownRowsFail), and its error at the base and with the change is
+// excused (worse).
+func checkTables(suite Suite, name string) []Table {
+	i := slices.IndexFunc(suite.Checks, func(k Check) bool { return k.ID() == name })
+	if i < 0 {
+		return nil
+	}
+	c := suite.Checks[i]
+	named := whereTables(c, suite.Tables)
+	k := kindOf(c)
+	custom := k != nil && k.custom
+	if custom {
+		named = append(named, namedTables(c.SQL, suite.Tables)...)
+	}
+	out := slices.DeleteFunc(slices.Clone(suite.Tables), func(t Table) bool {
+		return !slices.Contains(named, strings.ToLower(t.Name)) && (c.Table == "" || !strings.EqualFold(t.Name, c.Table))
+	})
+	if custom && len(out) == 0 {
+		return suite.Tables
+	}
+	return out
 }
 
 // worse says how the change made after, a result failing with it, worse
 // than before, the result failing at the base; empty when it did not:
 //   - a check that ran there and cannot run with the change is worse;
 //   - one that cannot run there excuses no failing rows with the change
-//     (nothing says they failed before), and when the change changes its
-//     own table (changed), not its error again either: it judges none of
-//     the change's rows there (one file of the table it cannot read stays,
-//     and the change adds rows of any value beside it). A check of no
-//     table of its own (sql, cross_table), or of one the change leaves,
-//     that cannot run before nor after is excused: on a new target a
-//     neighbor's join of a table with no file yet cannot run, and the
-//     batch has no rows there to judge;
+//     (nothing says they failed before), and when the change changes a
+//     table it reads (changed: its own, one its where or custom query
+//     names, see checkTables), not its error again either: it judges none of the
+//     change's rows there (one file of the table it cannot read stays, or
+//     one value its query cannot read, and the change adds rows of any
+//     value beside it); an unrunnable check cannot show the change makes
+//     it no worse. A check of a table the change leaves that cannot run
+//     before nor after is excused, and so is a custom query that cannot
+//     run because a table it names has no file anywhere yet (unborn): on
+//     a new target a neighbor's join of a table with no file yet cannot
+//     run, and that table has no rows to judge;
 //   - a check with failing rows counted on both sides is worse with more
 //     of them, and, when the base's sample rows are all of its failing
 //     rows (no more than audit.sample_rows), with any failing row whose
 //     sample is not among them: a change that mends one row and breaks
 //     another keeps the count. Beyond audit.sample_rows failing rows at
-//     the base, the rows themselves are not compared, only their count.
-//     Samples clipped to audit.max_sample_value_bytes may read alike;
-//     beyond the samples, or with one clipped, ownRowsFail runs a
-//     row-level check on the change's files alone;
+//     the base, or with a sample clipped to audit.max_sample_value_bytes
+//     (two rows may read alike), the samples cannot tell, and ownRowsFail
+//     compares the rows themselves: a row-level check runs on the
+//     change's files alone, and the failing rows of the others (sql,
+//     cross_table, unique, a where holding a query) are compared with the
+//     base's as multisets;
 //   - a check without failing rows to count is excused when it observes
 //     what it did at the base, or, for a kind whose distance from its
 //     bounds is told by its observed value (row_count, volume_change,
@@ -260,8 +294,8 @@ func worse(after, before schemas.CheckResult, changed bool, suite Suite) string 
 	switch {
 	case after.Status == schemas.StatusError && before.Status != schemas.StatusError:
 		return "it cannot run with this change: the change makes it worse"
-	case after.Status == schemas.StatusError && changed:
-		return "it cannot run there nor with this change, which changes its table, so nothing judges the change's rows there: the change is judged alone"
+	case after.Status == schemas.StatusError && changed && !unborn(after):
+		return "it cannot run there nor with this change, which changes a table it reads, so nothing judges the change's rows there: the change is judged alone"
 	case after.Status == schemas.StatusError:
 		return "" // it cannot run there either, and the change leaves its table
 	case before.Status == schemas.StatusError:
@@ -294,23 +328,28 @@ func worse(after, before schemas.CheckResult, changed bool, suite Suite) string 
 // ownRowsFail is, for after, a result failing with a change that worse
 // excuses by its count of failing rows alone (the base fails more rows
 // than its samples hold, or one clipped, so which rows fail is not told
-// apart: countsOnly), why the
-// change adds failing rows after all: for a check judging each row by its
-// own values (a row-level kind whose where reads no table), a row failing
-// with the change and not before is a row of a file the change adds or
-// rewrites, so the check is run on those files alone (scope: batch, with
-// req, the change's audit) and any failing row there is the change's
-// doing. A change rewriting a file with rows failing before is held back
-// too: its rows cannot be told from new ones. Empty when the change adds
-// no failing row, or the check is not of such a kind (sql, cross_table,
-// unique: compared by counts only, see worse).
-func ownRowsFail(ctx context.Context, r Runner, req Request, suite Suite, after, before schemas.CheckResult) (string, error) {
+// apart: countsOnly), why the change adds failing rows after all. For a
+// check judging each row by its own values (a row-level kind whose where
+// reads no table), a row failing with the change and not before is a row
+// of a file the change adds or rewrites, so the check is run on those
+// files alone (scope: batch, with req, the change's audit) and any failing
+// row there is the change's doing. A change rewriting a file with rows
+// failing before is held back too: its rows cannot be told from new ones.
+// For the others (sql, cross_table, unique, a where holding a query: a
+// change can make a row of a file it leaves fail) the failing rows with
+// the change are compared with those at base, the ref before was judged
+// at, as multisets (newFailingRows). Empty when the change adds no
+// failing row.
+func ownRowsFail(ctx context.Context, r Runner, req Request, suite Suite, after, before schemas.CheckResult, base string) (string, error) {
 	if !failing(before.Status) || worse(after, before, true, suite) != "" || !countsOnly(after, before) {
 		return "", nil
 	}
 	i := slices.IndexFunc(suite.Checks, func(k Check) bool { return k.ID() == after.Name })
-	if i < 0 || !rowLocal(suite.Checks[i]) {
+	if i < 0 {
 		return "", nil
+	}
+	if !rowLocal(suite.Checks[i]) {
+		return newFailingRows(ctx, r, req, suite, suite.Checks[i], base)
 	}
 	c := suite.Checks[i]
 	c.Name, c.Scope, c.Severity = c.ID(), ScopeBatch, SeverityError

@@ -231,7 +231,7 @@ func TestOwnRowsRunDoesNotAnswerTheSuitesAudit(t *testing.T) {
 	six := int64(6)
 	after := schemas.CheckResult{Name: "customer_names", Status: schemas.StatusFail, Failures: &six, SampleRows: []string{"a", "b", "c", "d", "e"}}
 	before := schemas.CheckResult{Name: "customer_names", Status: schemas.StatusFail, Failures: &six, SampleRows: []string{"a", "b", "c", "d", "f"}}
-	if why, err := ownRowsFail(context.Background(), s, req, suite, after, before); err != nil || why != "" {
+	if why, err := ownRowsFail(context.Background(), s, req, suite, after, before, baseRef); err != nil || why != "" {
 		t.Fatalf("own rows: %q, %v; want none failing (the scripted run passes)", why, err)
 	}
 	rep, err := s.Run(context.Background(), req)

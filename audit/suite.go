@@ -251,11 +251,18 @@ func (s Suite) Validate(path string) []error {
 // as a word, quoted or not; a column of the same name counts too, which
 // costs a view and misses nothing.
 func whereTables(c Check, tables []Table) []string {
-	if strings.TrimSpace(c.Where) == "" {
+	return namedTables(c.Where, tables)
+}
+
+// namedTables are the tables of tables (lower-cased names) that text, a
+// where condition or a query, names as a word (a table's name is one:
+// tableName).
+func namedTables(text string, tables []Table) []string {
+	if strings.TrimSpace(text) == "" {
 		return nil
 	}
 	words := map[string]bool{}
-	for _, w := range identifierWord.FindAllString(c.Where, -1) {
+	for _, w := range identifierWord.FindAllString(text, -1) {
 		words[strings.ToLower(w)] = true
 	}
 	var out []string

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -552,15 +551,17 @@ func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, r
 			before = resultsByName(base)
 		}
 		b := before[c.Name]
-		changed, err := h.tableChanged(ctx, req, c.Table)
+		changed, err := h.checkChanged(ctx, req, c.Name)
 		if err != nil {
 			return rep, 0, err
 		}
 		own := req
 		own.MergeOf, own.Full = [2]string{}, false
-		ownRows, err := ownRowsFail(ctx, h.opts.Runner, own, req.Suite, c, b)
-		if err != nil {
-			return rep, 0, err
+		ownRows := ""
+		if changed { // a merge leaving the tables a check reads leaves its rows as they were
+			if ownRows, err = ownRowsFail(ctx, h.opts.Runner, own, req.Suite, c, b, head); err != nil {
+				return rep, 0, err
+			}
 		}
 		if failing(b.Status) && (!excused(c, b, changed, req.Suite) || ownRows != "") {
 			rep.Checks[i].Message = joinMessage(fmt.Sprintf("fails on %s at %s already, and %s", req.BaseRef, short(head), cmp.Or(worse(c, b, changed, req.Suite), ownRows)), c.Message)
@@ -579,18 +580,20 @@ func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, r
 	return rep, n, nil
 }
 
-// tableChanged says whether the merge (req) changes table, a check's own,
-// of req's suite on the destination (see touches); without a diff it is
-// taken to.
-func (h *PreMergeHandler) tableChanged(ctx context.Context, req Request, table string) (bool, error) {
-	i := slices.IndexFunc(req.Suite.Tables, func(t Table) bool { return table != "" && strings.EqualFold(t.Name, table) })
-	if i < 0 {
-		return false, nil
+// checkChanged says whether the merge (req) changes a table of req's suite
+// that its check named name reads (checkTables) on the destination (see
+// touches); without a diff it is taken to.
+func (h *PreMergeHandler) checkChanged(ctx context.Context, req Request, name string) (bool, error) {
+	for _, t := range checkTables(req.Suite, name) {
+		if h.opts.Diff == nil {
+			return true, nil
+		}
+		ok, err := h.opts.Diff.Touches(ctx, req.Repository, req.BaseRef, req.Ref, t.Path)
+		if err != nil || ok {
+			return ok, err
+		}
 	}
-	if h.opts.Diff == nil {
-		return true, nil
-	}
-	return h.opts.Diff.Touches(ctx, req.Repository, req.BaseRef, req.Ref, req.Suite.Tables[i].Path)
+	return false, nil
 }
 
 // mergeResult is the ref that holds what the merge leaves on the

@@ -15,7 +15,8 @@ import (
 // and lakewap's own publish of a batch its runner let through (a
 // neighbor's check failing on main already: warn) was refused by its own
 // hook. A check of the merge's files alone (scope: batch) is the merge's
-// doing whatever main says: main has no batch.
+// doing whatever main says: main has no batch, and so is a query that
+// cannot run there nor with the merge.
 func TestPreMergeHookBlamesOnlyWhatTheMergeBreaks(t *testing.T) {
 	const src = "feature"
 	orders := Guard{Dataset: "orders", Suite: Suite{Tables: []Table{{Name: "orders", Path: "gold/orders/"}, {Name: "customers", Path: "gold/customers/"}},
@@ -34,8 +35,11 @@ func TestPreMergeHookBlamesOnlyWhatTheMergeBreaks(t *testing.T) {
 	}{
 		{"failing on main already", map[string]string{"orders_have_customers": fail}, map[string]string{"orders_have_customers": fail},
 			http.StatusOK, "orders_have_customers", schemas.StatusWarn},
+		// A query that cannot run cannot show the merge makes it no worse
+		// (TestErringQueryExcusesNoChangeOfItsTables); only one of a
+		// table with no file yet is excused (TestQueryOfATableWithNoFileYetIsExcused).
 		{"could not run on main either", map[string]string{"orders_have_customers": schemas.StatusError},
-			map[string]string{"orders_have_customers": schemas.StatusError}, http.StatusOK, "orders_have_customers", schemas.StatusWarn},
+			map[string]string{"orders_have_customers": schemas.StatusError}, http.StatusPreconditionFailed, "orders_have_customers", schemas.StatusError},
 		{"passing on main", map[string]string{"orders_have_customers": fail}, nil,
 			http.StatusPreconditionFailed, "orders_have_customers", fail},
 		{"a batch-scope check, whatever main says", map[string]string{"fresh_orders": fail}, map[string]string{"fresh_orders": fail},
