@@ -45,7 +45,9 @@ func newFailingRows(ctx context.Context, r Runner, req Request, suite Suite, c C
 	d := Check{Name: c.ID(), Kind: KindCrossTable, SQL: multisetSQL(q, suite.Tables)}
 	sum := sha256.Sum256([]byte(d.SQL))
 	req.Suite = Suite{Tables: suite.Tables, Checks: []Check{d}}
-	req.BaseRef, req.Full, req.MergeOf = base, true, [2]string{}
+	req.BaseRef = base // the ref before was judged at
+	req.Full = true
+	req.MergeOf = [2]string{} // its own run: no recheck's report answers it
 	req.part = "new failing rows of " + d.Name + " " + hex.EncodeToString(sum[:8])
 	rep, err := r.Run(ctx, req)
 	if err != nil {
