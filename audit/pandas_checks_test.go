@@ -698,34 +698,13 @@ func TestJSONNumericTextPandasReadsAsNumbers(t *testing.T) {
 		{"doubles_with_a_fraction", "{\"v\": 1.5}\n{\"v\": 2.0}\n", Check{Kind: KindRegex, Column: "v", Pattern: `\.[05]$`}, `print(int((~c.dropna().astype(str).str.contains("\\.[05]$")).sum()))`, false},
 		{"text_not_all_numbers", "{\"code\": \"01\"}\n{\"code\": \"abc\"}\n", Check{Kind: KindRegex, Column: "code", Pattern: `^(?:0|a)`}, `print(int((~c.dropna().astype(str).str.contains("^(?:0|a)")).sum()))`, false},
 	}
-	python, perr := testPython()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := newBatchSource(t)
 			src.writeRaw(t, "b1", "t/a.jsonl", c.text)
-			col := c.check.Column
-			if perr == nil && !testing.Short() {
-				out, err := exec.Command(python, "-c", "import sys, pandas as pd; c = pd.read_json(sys.argv[1], lines=True)[sys.argv[2]]; "+c.pandas,
-					filepath.Join(src.root, "b1", "t", "a.jsonl"), col).CombinedOutput()
-				if err != nil {
-					t.Fatalf("pandas: %v: %s", err, out)
-				}
-				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
-					t.Fatalf("pandas finds %s rows failing: the case shows nothing", out)
-				}
-			}
-			check := c.check
-			check.Name, check.Table = "c", "t"
-			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatJSONL}}, Checks: []Check{check}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := rep.Checks[0]
-			if !c.refused {
-				if !rep.Passed {
-					t.Fatalf("refused, though pandas reads it as DuckDB does: %s %q", res.Status, res.Message)
-				}
+			rep, res, refused := auditLikePandas(t, src, "import sys, pandas as pd; c = pd.read_json(sys.argv[1], lines=True)[sys.argv[2]]; "+c.pandas,
+				[]string{filepath.Join(src.root, "b1", "t", "a.jsonl"), c.check.Column}, FormatJSONL, c.check, c.refused)
+			if !refused {
 				return
 			}
 			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "read_json") || !strings.Contains(res.Message, "readers disagree") {
@@ -900,4 +879,35 @@ func TestJSONDateNamedTextUniquePandasReadsAsOneTime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// auditLikePandas runs the pandas script (python -c script, then args),
+// whose output is how many rows pandas finds failing, when the interop
+// Python is there, and fails the test when that does not agree with
+// refused (the case would show nothing); then it audits table t of format
+// under the one check and, for a case pandas reads as DuckDB does, fails
+// the test when it is refused. It returns the report, the check's result
+// and refused, for the caller to judge a refusal.
+func auditLikePandas(t *testing.T, src *dirSource, script string, args []string, format string, check Check, refused bool) (schemas.AuditReport, schemas.CheckResult, bool) {
+	t.Helper()
+	if python, err := testPython(); err == nil && !testing.Short() {
+		out, err := exec.Command(python, append([]string{"-c", script}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("pandas: %v: %s", err, out)
+		}
+		if got := strings.TrimSpace(string(out)) != "0"; got != refused {
+			t.Fatalf("pandas finds %s rows failing: the case shows nothing", out)
+		}
+	}
+	check.Name, check.Table = "c", "t"
+	rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: format}}, Checks: []Check{check}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Checks[0]
+	if !refused && !rep.Passed {
+		t.Fatalf("refused, though pandas reads it as DuckDB does: %s %q", res.Status, res.Message)
+	}
+	return rep, res, refused
 }

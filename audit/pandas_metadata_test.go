@@ -57,7 +57,6 @@ func TestPandasMetadataOfAParquetFileIsReadAsPandasReadsIt(t *testing.T) {
 			pandasMetaJSON([5]string{"code", `"code"`, "int64", "Int64", "null"}),
 			Check{Kind: KindRegex, Column: "code", Pattern: `^[0-9]+$`}, `print(int((~c.dropna().astype(str).str.contains("^[0-9]+$")).sum()))`, false},
 	}
-	python, perr := testPython()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := newBatchSource(t)
@@ -66,28 +65,9 @@ func TestPandasMetadataOfAParquetFileIsReadAsPandasReadsIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			copySQL(t, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet, KV_METADATA {pandas: %s})", c.query, quoteLiteral(dst), quoteLiteral(c.meta)))
-			col := c.check.Column
-			if perr == nil && !testing.Short() {
-				out, err := exec.Command(python, "-c", "import sys, pandas as pd; c = pd.read_parquet(sys.argv[1])[sys.argv[2]]; "+c.pandas, dst, col).CombinedOutput()
-				if err != nil {
-					t.Fatalf("pandas: %v: %s", err, out)
-				}
-				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
-					t.Fatalf("pandas finds %s rows failing: the case shows nothing", out)
-				}
-			}
-			check := c.check
-			check.Name, check.Table = "c", "t"
-			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := rep.Checks[0]
-			if !c.refused {
-				if !rep.Passed {
-					t.Fatalf("refused, though pandas reads it as DuckDB does: %s %q", res.Status, res.Message)
-				}
+			rep, res, refused := auditLikePandas(t, src, "import sys, pandas as pd; c = pd.read_parquet(sys.argv[1])[sys.argv[2]]; "+c.pandas,
+				[]string{dst, c.check.Column}, FormatParquet, c.check, c.refused)
+			if !refused {
 				return
 			}
 			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "pandas") || !strings.Contains(res.Message, "readers disagree") {
