@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -640,7 +641,21 @@ func playShop(t *testing.T, env *harness.Env, seed uint64) {
 			}
 		})
 	}
+	// A run whose batches stop moving without any call returning (once,
+	// 40 batches of two instances went 10 minutes past this context)
+	// leaves its goroutines in the log.
+	settled := make(chan struct{})
+	go func() {
+		select {
+		case <-settled:
+		case <-time.After(4 * time.Minute):
+			var b strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+			t.Logf("the batches have not settled in 4 minutes; goroutines:\n%s", b.String())
+		}
+	}()
 	wg.Wait()
+	close(settled)
 	if t.Failed() {
 		t.FailNow()
 	}
