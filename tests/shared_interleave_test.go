@@ -752,9 +752,11 @@ func checkShop(t *testing.T, ctx context.Context, env *harness.Env, reader *shop
 	merges := map[string]string{} // batch id → its merge commit on main
 	var headState shopState
 	states := []shopState{{}} // main's at each of its merge commits, and empty
+	firstParents := map[string]bool{}
 	for id := head; id != ""; {
 		c, err := env.Lake.GetCommit(ctx, env.Stack.Repository, id)
 		must(t, err)
+		firstParents[c.ID] = true
 		batch := c.Metadata[pipeline.MetaBatchID]
 		if batch != "" || id == head {
 			st, err := reader.state(ctx, c.ID)
@@ -803,8 +805,20 @@ func checkShop(t *testing.T, ctx context.Context, env *harness.Env, reader *shop
 		merged, onMain := merges[op.id]
 		switch ev := op.final.(type) {
 		case schemas.BatchPublished:
-			if !onMain || merged != ev.CommitID {
-				t.Errorf("batch %s (%s) published as %s; main's first parents merge it as %q", op.id, op.kind, ev.CommitID, merged)
+			switch {
+			case onMain && merged != ev.CommitID:
+				t.Errorf("batch %s (%s) published as %s; main's first parents merge it as %s", op.id, op.kind, ev.CommitID, merged)
+			case !onMain:
+				// A batch whose changes main holds already (a file
+				// rewritten to the bytes it has) is not merged; it is
+				// reported published at the head it found (DESIGN).
+				if !firstParents[ev.CommitID] {
+					t.Errorf("batch %s (%s) published unmerged at %s, which is not on main's first parents", op.id, op.kind, ev.CommitID)
+				}
+				st, err := reader.state(ctx, ev.CommitID)
+				must(t, err)
+				holdsChanges(t, op, ev.CommitID, st)
+				t.Logf("batch %s (%s) changed nothing main lacked: published at %s unmerged", op.id, op.kind, ev.CommitID)
 			}
 		case schemas.BatchAborted:
 			if onMain {
