@@ -35,7 +35,9 @@ func Pages(root string) (map[string][]byte, error) {
 			return nil, err
 		}
 		for k, v := range d {
-			docs[k] = v
+			if _, ok := docs[k]; !ok { // the config's own comment first: audit.Dataset and config.Dataset share field names
+				docs[k] = v
+			}
 		}
 	}
 	consts, err := constComments(filepath.Join(root, "audit"))
