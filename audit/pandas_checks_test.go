@@ -793,32 +793,13 @@ func TestJSONDateNamedTextNaTPandasReadsAsMissing(t *testing.T) {
 		{"none_kept", "{\"id\": 1, \"created_at\": \"2024-01-02\"}\n{\"id\": 2, \"created_at\": \"None\"}\n", "created_at", false},
 		{"other_name", "{\"id\": 1, \"created\": \"2024-01-02\"}\n{\"id\": 2, \"created\": \"\"}\n", "created", false},
 	}
-	python, perr := testPython()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := newBatchSource(t)
 			src.writeRaw(t, "b1", "t/a.jsonl", c.text)
-			if perr == nil && !testing.Short() {
-				script := "import sys, pandas as pd; print(int(pd.read_json(sys.argv[1], lines=True)[sys.argv[2]].isna().sum()))"
-				out, err := exec.Command(python, "-c", script, filepath.Join(src.root, "b1", "t", "a.jsonl"), c.col).CombinedOutput()
-				if err != nil {
-					t.Fatalf("pandas: %v: %s", err, out)
-				}
-				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
-					t.Fatalf("pandas finds %s missing: the case shows nothing", out)
-				}
-			}
-			check := Check{Name: "c", Kind: KindNotNull, Table: "t", Column: c.col}
-			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatJSONL}}, Checks: []Check{check}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := rep.Checks[0]
-			if !c.refused {
-				if !rep.Passed {
-					t.Fatalf("refused, though pandas reads it as DuckDB does: %s %q", res.Status, res.Message)
-				}
+			rep, res, refused := auditLikePandas(t, src, "import sys, pandas as pd; print(int(pd.read_json(sys.argv[1], lines=True)[sys.argv[2]].isna().sum()))",
+				[]string{filepath.Join(src.root, "b1", "t", "a.jsonl"), c.col}, FormatJSONL, Check{Kind: KindNotNull, Column: c.col}, c.refused)
+			if !refused {
 				return
 			}
 			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "read_json") || !strings.Contains(res.Message, "readers disagree") {
@@ -846,32 +827,13 @@ func TestJSONDateNamedTextUniquePandasReadsAsOneTime(t *testing.T) {
 		{"distinct_times", "{\"id\": 1, \"created_at\": \"2024-01-02\"}\n{\"id\": 2, \"created_at\": \"2024-01-03 00:00:00\"}\n", "created_at", false},
 		{"other_name", "{\"id\": 1, \"created\": \"2024-01-02\"}\n{\"id\": 2, \"created\": \"2024-01-02 00:00:00\"}\n", "created", false},
 	}
-	python, perr := testPython()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := newBatchSource(t)
 			src.writeRaw(t, "b1", "t/a.jsonl", c.text)
-			if perr == nil && !testing.Short() {
-				script := "import sys, pandas as pd; s = pd.read_json(sys.argv[1], lines=True)[sys.argv[2]].dropna(); print(int(s.duplicated().sum()))"
-				out, err := exec.Command(python, "-c", script, filepath.Join(src.root, "b1", "t", "a.jsonl"), c.col).CombinedOutput()
-				if err != nil {
-					t.Fatalf("pandas: %v: %s", err, out)
-				}
-				if got := strings.TrimSpace(string(out)) != "0"; got != c.refused {
-					t.Fatalf("pandas finds %s duplicates: the case shows nothing", out)
-				}
-			}
-			check := Check{Name: "c", Kind: KindUnique, Table: "t", Column: c.col}
-			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatJSONL}}, Checks: []Check{check}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := rep.Checks[0]
-			if !c.refused {
-				if !rep.Passed {
-					t.Fatalf("refused, though pandas finds no duplicate: %s %q", res.Status, res.Message)
-				}
+			rep, res, refused := auditLikePandas(t, src, "import sys, pandas as pd; s = pd.read_json(sys.argv[1], lines=True)[sys.argv[2]].dropna(); print(int(s.duplicated().sum()))",
+				[]string{filepath.Join(src.root, "b1", "t", "a.jsonl"), c.col}, FormatJSONL, Check{Kind: KindUnique, Column: c.col}, c.refused)
+			if !refused {
 				return
 			}
 			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "read_json") || !strings.Contains(res.Message, "readers disagree") {
