@@ -2,11 +2,13 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +148,10 @@ func (e *e2e) lakeFSAPI(t *testing.T) *apigen.ClientWithResponses {
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
+		// A child run with Output keeps its stderr in the error.
+		if exit, ok := errors.AsType[*exec.ExitError](err); ok && len(exit.Stderr) > 0 {
+			t.Fatalf("%v\n%s", err, exit.Stderr)
+		}
 		t.Fatal(err)
 	}
 }
