@@ -321,7 +321,12 @@ func Printable(s string) string {
 }
 
 // DatasetOf names the dataset a batch belongs to: the one given, the
-// only one configured, or the one its run in the state store has.
+// only one configured, or the one its run in the state store has. With the
+// daemon's config the store is read as the runner restores it (OpenChecked:
+// a record without the state key's seal, replayed, or of a dataset the
+// config does not give is not taken); a client config names no datasets
+// and holds no state key, so it reads the records as they are, and the
+// daemon checks the request.
 func DatasetOf(ctx context.Context, cfg *config.Config, batch, dataset string) (string, error) {
 	if dataset == "" && len(cfg.Datasets) == 1 {
 		for n := range cfg.Datasets {
@@ -329,13 +334,19 @@ func DatasetOf(ctx context.Context, cfg *config.Config, batch, dataset string) (
 		}
 	}
 	if dataset == "" {
-		store, err := Open(cfg.Kafka)
+		open := func() (*Store, error) { return OpenChecked(cfg, nil) }
+		if cfg.IsClient() {
+			open = func() (*Store, error) { return Open(cfg.Kafka) }
+		}
+		store, err := open()
 		if err != nil {
 			return "", err
 		}
 		r, err := store.Find(ctx, batch, "")
-		if err != nil {
+		if errors.Is(err, ErrNoSuchRun) {
 			return "", fmt.Errorf("%w (or name the dataset with -dataset)", err)
+		} else if err != nil {
+			return "", err
 		}
 		dataset = r.Dataset
 	}
