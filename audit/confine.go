@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -175,6 +176,57 @@ func (r *run) walk(n any, scope []string) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// plainTables says why query names a table otherwise than by its plain
+// name (with a schema or a catalog), as DuckDB's parser reads it: however
+// the name is spelled ("main".t, MAIN/* */.t, catalog.t), a qualified
+// table is not shadowed by a CTE of the same name, so a comparison of the
+// query's rows at two refs (newFailingRows) would read the same table on
+// both sides. Nil when every table is named plainly.
+func (r *run) plainTables(ctx context.Context, query string) error {
+	var js string
+	if err := r.conn.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", query).Scan(&js); err != nil {
+		return fmt.Errorf("parse: %w", err)
+	}
+	var parsed struct {
+		Error        bool   `json:"error"`
+		ErrorMessage string `json:"error_message"`
+		Statements   []any  `json:"statements"`
+	}
+	if err := json.Unmarshal([]byte(js), &parsed); err != nil {
+		return fmt.Errorf("parse: %w", err)
+	}
+	if parsed.Error || len(parsed.Statements) != 1 {
+		return fmt.Errorf("%w: %s", ErrNotConfined, cmp.Or(parsed.ErrorMessage, fmt.Sprintf("%d statements", len(parsed.Statements))))
+	}
+	var qualified string
+	var walk func(n any)
+	walk = func(n any) {
+		switch v := n.(type) {
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		case map[string]any:
+			if v["type"] == "BASE_TABLE" && qualified == "" {
+				catalog, _ := v["catalog_name"].(string)
+				schema, _ := v["schema_name"].(string)
+				table, _ := v["table_name"].(string)
+				if catalog != "" || schema != "" {
+					qualified = strings.Join(slices.DeleteFunc([]string{catalog, schema, table}, func(s string) bool { return s == "" }), ".")
+				}
+			}
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				walk(v[k])
+			}
+		}
+	}
+	walk(parsed.Statements)
+	if qualified != "" {
+		return fmt.Errorf("it names table %s with its schema, which cannot be read as it was at the base", qualified)
 	}
 	return nil
 }

@@ -383,6 +383,11 @@ type Request struct {
 	// whole (ownRowsFail): Service.Run keeps its report apart from the
 	// suite's at the same commit. The engine ignores it.
 	part string
+	// plainQuery, when set, is the failing-row query that the run's one
+	// custom check compares at two refs by shadowing the tables' plain
+	// names (newFailingRows): the check errs unless every table the query
+	// names is named plainly, as DuckDB's parser reads it (plainTables).
+	plainQuery string
 }
 
 // Changes is what a ref changes against its base (lakeFS's three-dot

@@ -79,6 +79,11 @@ func (r *run) query(ctx context.Context, c Check) schemas.CheckResult {
 	if err := r.confine(ctx, q); err != nil { // what runs is one query too
 		return r.errored(c, err, 0)
 	}
+	if r.req.plainQuery != "" {
+		if err := r.plainTables(ctx, r.req.plainQuery); err != nil {
+			return r.errored(c, err, 0)
+		}
+	}
 	// A time bound of its own: a query that runs for ever (a cross join of
 	// generate_series) must not hold the audit until the step's deadline.
 	qctx, cancel := context.WithTimeout(ctx, r.e.opts.QueryTimeout)

@@ -49,6 +49,7 @@ func newFailingRows(ctx context.Context, r Runner, req Request, suite Suite, c C
 	req.Full = true
 	req.MergeOf = [2]string{} // its own run: no recheck's report answers it
 	req.part = "new failing rows of " + d.Name + " " + hex.EncodeToString(sum[:8])
+	req.plainQuery = q // a table named with its schema is not shadowed
 	rep, err := r.Run(ctx, req)
 	if err != nil {
 		return "", fmt.Errorf("failing rows of check %s with the change and at %s: %w", c.ID(), short(base), err)
