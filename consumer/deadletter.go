@@ -197,3 +197,8 @@ func (l *logLimit) allow(reason string, now time.Time) (ok bool, missed int) {
 // ReasonBatchTooLarge is the dead-letter reason of a compressed record
 // batch that decompresses to more than kafka.MaxDecompressedBatchBytes.
 const ReasonBatchTooLarge = "batch_too_large"
+
+// ReasonRecordTooLarge is the dead-letter reason of one record of a
+// compressed record batch that decompresses to more than
+// kafka.MaxDecompressedRecordBytes (the batch's other records are read).
+const ReasonRecordTooLarge = "record_too_large"

@@ -24,13 +24,29 @@ import (
 // each, schemas.DefaultMaxMessageSize) is far below it.
 const MaxDecompressedBatchBytes = 64 << 20
 
+// MaxDecompressedRecordBytes bounds one record of a compressed record
+// batch, decompressed (its bytes after its length). kafka-go's reader
+// queues 100 records ahead of the one handed out: within
+// MaxDecompressedBatchBytes a batch of a few KiB may hold one record of
+// nearly 64 MiB, and a producer's run of such batches made a consumer hold
+// 60 MiB per queued record (6 GiB for a full queue) while its handler
+// held the record before them. Nothing lakewap reads is near it: an
+// event's value is at most 1 MiB (schemas.DefaultMaxMessageSize), a run
+// record at most 900 KiB (runner.max_run_bytes).
+const MaxDecompressedRecordBytes = 2 << 20
+
 // BatchTooLarge describes a record batch that decompresses to more than
 // MaxDecompressedBatchBytes: its records (counted by decompressing the rest
-// and dropping it) and its last record's offset less its first.
+// and dropping it) and its last record's offset less its first. With
+// RecordBytes set it describes one record of a batch within the limit
+// that decompresses to RecordBytes, more than MaxDecompressedRecordBytes
+// (Records 1, LastOffsetDelta 0): it alone is read as the stand-in, at its
+// own offset.
 type BatchTooLarge struct {
 	Codec           string // the batch's compression
 	Records         int
 	LastOffsetDelta int64
+	RecordBytes     int64
 }
 
 // HeaderBatchTooLarge names the header of the one record a batch over
@@ -151,6 +167,9 @@ func (b *boundedReader) decompress() io.Reader {
 		return errReader{err}
 	}
 	if n <= MaxDecompressedBatchBytes {
+		if out, ok := withoutOversizedRecords(buf.Bytes(), b.codec); ok {
+			return bytes.NewReader(out)
+		}
 		return &buf
 	}
 	var walk recordWalk
@@ -171,14 +190,62 @@ func (b *boundedReader) decompress() io.Reader {
 		return errReader{&BatchTooLargeError{Codec: b.codec}}
 	}
 	token := rememberOverLimit(BatchTooLarge{Codec: b.codec, Records: walk.records, LastOffsetDelta: walk.lastDelta})
-	return bytes.NewReader(standIn(walk.lastDelta, token))
+	return bytes.NewReader(standIn(0, walk.lastDelta, token))
+}
+
+// withoutOversizedRecords is records, the decompressed records of a batch
+// within MaxDecompressedBatchBytes, with each record over
+// MaxDecompressedRecordBytes replaced by a stand-in at its own offset and
+// timestamp (its token describes it: BatchTooLarge.RecordBytes); false
+// when none is over it, or the bytes are not records (kafka-go reads them
+// as they are, and says so).
+func withoutOversizedRecords(records []byte, codec string) ([]byte, bool) {
+	type oversized struct {
+		at, end        int
+		tsDelta, delta int64
+		size           int64
+	}
+	var over []oversized
+	for i := 0; i < len(records); {
+		size, n := binary.Varint(records[i:])
+		if n <= 0 || size <= 0 || size > int64(len(records)-i-n) {
+			return nil, false
+		}
+		end := i + n + int(size)
+		if size > MaxDecompressedRecordBytes {
+			body := records[i+n+1 : end] // after the attributes
+			ts, m := binary.Varint(body)
+			if m <= 0 {
+				return nil, false
+			}
+			delta, m2 := binary.Varint(body[m:])
+			if m2 <= 0 || delta < 0 {
+				return nil, false
+			}
+			over = append(over, oversized{at: i, end: end, tsDelta: ts, delta: delta, size: size})
+		}
+		i = end
+	}
+	if len(over) == 0 {
+		return nil, false
+	}
+	var out []byte
+	last := 0
+	for _, o := range over {
+		out = append(out, records[last:o.at]...)
+		token := rememberOverLimit(BatchTooLarge{Codec: codec, Records: 1, RecordBytes: o.size})
+		out = append(out, standIn(o.tsDelta, o.delta, token)...)
+		last = o.end
+	}
+	return append(out, records[last:]...), true
 }
 
 // standIn is the records of a batch (magic 2) holding one record at offset
-// delta with no key or value and the header HeaderBatchTooLarge: token.
-func standIn(delta int64, token string) []byte {
-	body := []byte{0}                   // attributes
-	body = binary.AppendVarint(body, 0) // timestamp delta
+// delta and timestamp delta ts with no key or value and the header
+// HeaderBatchTooLarge: token.
+func standIn(ts, delta int64, token string) []byte {
+	body := []byte{0}                    // attributes
+	body = binary.AppendVarint(body, ts) // timestamp delta
 	body = binary.AppendVarint(body, delta)
 	body = binary.AppendVarint(body, -1) // no key
 	body = binary.AppendVarint(body, -1) // no value
