@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/duckdb/duckdb-go/v2"
+
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -37,9 +39,9 @@ func needSQL(c Check, add addFunc) {
 // cannot run while a table it names has no file anywhere observes that
 // (unbornObserved).
 func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
-	res := r.query(ctx, c)
-	if res.Status != schemas.StatusError {
-		return res
+	res, err := r.query(ctx, c)
+	if res.Status != schemas.StatusError || !bindError(err) {
+		return res // a query that binds errs on the data, not for want of a table's files
 	}
 	for _, t := range namedTables(c.SQL, r.req.Suite.Tables) {
 		if v := r.views[viewKey{schemaOf(c), t}]; v != nil && v.synthetic {
@@ -57,31 +59,40 @@ func (r *run) custom(ctx context.Context, c Check) schemas.CheckResult {
 // observed value, never from the data or the error's text.
 const unbornObserved = "no file of table %s anywhere yet"
 
+// bindError says whether err is DuckDB's refusal to bind a query (a
+// column or table it names is not there), as a query naming a table of no
+// file errs; an error while it runs (a cast of a value, say) is the data's.
+func bindError(err error) bool {
+	de, ok := errors.AsType[*duckdb.Error](err)
+	return ok && (de.Type == duckdb.ErrorTypeBinder || de.Type == duckdb.ErrorTypeCatalog)
+}
+
 // unborn says whether res is a custom query's error while a table it names
-// has no file anywhere (unbornObserved).
+// has no file anywhere and the query could not bind (unbornObserved).
 func unborn(res schemas.CheckResult) bool {
 	head, tail, _ := strings.Cut(unbornObserved, "%s")
 	table, ok := strings.CutPrefix(res.Observed, head)
 	return res.Status == schemas.StatusError && ok && strings.HasSuffix(table, tail) && len(table) > len(tail)
 }
 
-// query runs c's query (custom).
-func (r *run) query(ctx context.Context, c Check) schemas.CheckResult {
+// query runs c's query (custom), and says DuckDB's error when the query
+// could not start.
+func (r *run) query(ctx context.Context, c Check) (schemas.CheckResult, error) {
 	if schema := schemaOf(c); schema != schemaMain {
 		r.conn.searchPath = true // the catalog is not kept for another run (run.close)
 		if _, err := r.conn.ExecContext(ctx, "SET search_path = "+quoteLiteral(r.catalog+"."+schema)); err != nil {
-			return r.errored(c, err, 0)
+			return r.errored(c, err, 0), nil
 		}
 		// USE sets the search path back to the catalog's main schema.
 		defer r.conn.ExecContext(context.WithoutCancel(ctx), "USE "+quoteIdent(r.catalog))
 	}
 	q := customSQL(c.SQL, r.e.opts.SampleRows)
 	if err := r.confine(ctx, q); err != nil { // what runs is one query too
-		return r.errored(c, err, 0)
+		return r.errored(c, err, 0), nil
 	}
 	if r.req.plainQuery != "" {
 		if err := r.plainTables(ctx, r.req.plainQuery); err != nil {
-			return r.errored(c, err, 0)
+			return r.errored(c, err, 0), nil
 		}
 	}
 	// A time bound of its own: a query that runs for ever (a cross join of
@@ -96,7 +107,7 @@ func (r *run) query(ctx context.Context, c Check) schemas.CheckResult {
 	}
 	rows, err := r.conn.QueryContext(qctx, q)
 	if err != nil {
-		return r.errored(c, cmp.Or(r.refusedTable(c, err), overTime(err)), 0)
+		return r.errored(c, cmp.Or(r.refusedTable(c, err), overTime(err)), 0), err
 	}
 	defer rows.Close()
 	var (
@@ -106,17 +117,17 @@ func (r *run) query(ctx context.Context, c Check) schemas.CheckResult {
 	for rows.Next() {
 		var s sql.NullString
 		if err := rows.Scan(&s, &n); err != nil {
-			return r.errored(c, overTime(err), 0)
+			return r.errored(c, overTime(err), 0), nil
 		}
 		samples = append(samples, s.String)
 	}
 	if err := rows.Err(); err != nil {
-		return r.errored(c, overTime(err), 0)
+		return r.errored(c, overTime(err), 0), nil
 	}
 	res := r.judged(c, n > 0, fmt.Sprintf("%d rows returned", n), "0 rows")
 	res.SampleRows = samples
 	res.Failures = &n
-	return res
+	return res, nil
 }
 
 // refusedTable is why a table the query names could not be read, when the

@@ -266,9 +266,11 @@ func checkTables(suite Suite, name string) []Table {
 //     value beside it); an unrunnable check cannot show the change makes
 //     it no worse. A check of a table the change leaves that cannot run
 //     before nor after is excused, and so is a custom query that cannot
-//     run because a table it names has no file anywhere yet (unborn): on
-//     a new target a neighbor's join of a table with no file yet cannot
-//     run, and that table has no rows to judge;
+//     run, there and with the change, because a table it names has no
+//     file anywhere yet and it cannot bind (unborn; an error of the data
+//     while it runs is not excused for it): on a new target a neighbor's
+//     join of a table with no file yet cannot run, and that table has no
+//     rows to judge;
 //   - a check with failing rows counted on both sides is worse with more
 //     of them, and, when the base's sample rows are all of its failing
 //     rows (no more than audit.sample_rows), with any failing row whose
@@ -294,7 +296,7 @@ func worse(after, before schemas.CheckResult, changed bool, suite Suite) string 
 	switch {
 	case after.Status == schemas.StatusError && before.Status != schemas.StatusError:
 		return "it cannot run with this change: the change makes it worse"
-	case after.Status == schemas.StatusError && changed && !unborn(after):
+	case after.Status == schemas.StatusError && changed && !(unborn(after) && unborn(before)):
 		return "it cannot run there nor with this change, which changes a table it reads, so nothing judges the change's rows there: the change is judged alone"
 	case after.Status == schemas.StatusError:
 		return "" // it cannot run there either, and the change leaves its table
