@@ -133,19 +133,49 @@ func (c *Consumer) Partitions(topic string) int {
 }
 
 // readCounts refreshes Partitions; a failure keeps the counts known before.
-func (c *Consumer) readCounts(ctx context.Context, log *slog.Logger) {
+// It says whether every topic the consumer reads has a count.
+func (c *Consumer) readCounts(ctx context.Context, log *slog.Logger) bool {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	md, err := c.admin.Metadata(ctx, &kafkago.MetadataRequest{Topics: c.topics()})
 	if err != nil {
 		log.Warn("reading partition counts", "err", err)
-		return
+		return c.countsKnown()
 	}
 	for _, t := range md.Topics {
 		if t.Error == nil && len(t.Partitions) > 0 {
 			c.counts.Store(t.Name, len(t.Partitions))
+		} else if c.Partitions(t.Name) == 0 {
+			log.Warn("reading partition counts: a topic has none", "topic", t.Name, "err", t.Error)
 		}
 	}
+	return c.countsKnown()
+}
+
+// countsKnown says whether Partitions knows every topic the consumer reads.
+func (c *Consumer) countsKnown() bool {
+	for _, t := range c.topics() {
+		if c.Partitions(t) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// awaitCounts reads the partition counts again until every topic the
+// consumer reads has one, before a partition's first message is handled:
+// with a count unknown (0) nothing checks that an event, a request or a
+// changelog record is on its key's partition (ingest's and the restore's
+// wrong_partition), and a BatchLanded copied to another partition would
+// start a second run of its batch. False when ctx ended first.
+func (c *Consumer) awaitCounts(ctx context.Context, log *slog.Logger) bool {
+	b := c.newBackoff()
+	for !c.countsKnown() {
+		if !b.Wait(ctx) || c.readCounts(ctx, log) {
+			return ctx.Err() == nil
+		}
+	}
+	return true
 }
 
 // MaxClockSkew is how far past the clock a message's Kafka timestamp may be
@@ -413,6 +443,9 @@ func (c *Consumer) consumePartition(gctx, handleCtx context.Context, gen *kafkag
 	held := &heldPartition{gen: gen, w: w}
 	c.held.Store(p, held)
 	defer c.held.CompareAndDelete(p, held)
+	if !c.awaitCounts(gctx, log) {
+		return
+	}
 	if !c.assign(gctx, p, log) {
 		return
 	}

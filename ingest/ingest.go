@@ -94,7 +94,8 @@ type Config struct {
 	Operators map[string][]byte
 	// Partitions, if set, gives a topic's partition count (0: unknown): an
 	// event or request on another partition of its topic than
-	// murmur2(key) % count is dead-lettered.
+	// murmur2(key) % count is dead-lettered. The consumer hands out no
+	// message before it knows the counts (consumer.awaitCounts).
 	Partitions func(topic string) int
 	// InputTopic is the topic of producers' events. Requests partition n
 	// is handled by the owner of input partition n, so a request must be
