@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -286,13 +287,14 @@ func (r *run) pandasJSONNumbers(ctx context.Context, c Check, col string) error 
 		return nil
 	}
 	// DuckDB's TRY_CAST to DOUBLE takes the text Python's float does
-	// (signs, spaces, 1e3, 1_000, NaN, Infinity), and renders a double as
+	// (signs, spaces, 1e3, 1_000, NaN, Infinity) once the digits of other
+	// scripts are ASCII ones (pythonFloatText), and renders a double as
 	// Python's repr does (TestRegexOverColumnsPandasRendersOtherwise).
-	s := fmt.Sprintf(`WITH x AS (SELECT %s AS t, TRY_CAST(trim(%s) AS DOUBLE) AS d FROM %s WHERE %s IS NOT NULL)
+	s := fmt.Sprintf(`WITH x AS (SELECT %s AS t, TRY_CAST(%s AS DOUBLE) AS d FROM %s WHERE %s IS NOT NULL)
 SELECT count(*), count(d), count(*) FILTER (WHERE isnan(d)), count(DISTINCT t), count(DISTINCT d),
 coalesce(bool_and(d = floor(d) AND abs(d) < 9.2e18), false),
 count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(TRY_CAST(d AS BIGINT) AS VARCHAR)), count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(d AS VARCHAR)) FROM x`,
-		quoteIdent(col), quoteIdent(col), qualified(k.schema, name), quoteIdent(col))
+		quoteIdent(col), pythonFloatText(quoteIdent(col)), qualified(k.schema, name), quoteIdent(col))
 	vals, err := r.memoRow(ctx, s, s, 8, k)
 	if err != nil {
 		return err
@@ -321,6 +323,37 @@ count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(TRY_CAST(d AS BIGINT) AS VARCH
 	return fmt.Errorf("pandas.read_json reads column %q of JSON lines table %s, whose every value is a number's text, as numbers (its dtype default): %s, where DuckDB reads the text: readers disagree on it (write the values as JSON numbers, or as text that is not a number)",
 		col, name, why)
 }
+
+// pythonFloatText is SQL of the text expr as Python's float reads it,
+// for DuckDB's TRY_CAST to DOUBLE: trimmed, and with the decimal digits of
+// every script (Unicode's Nd: "１２" fullwidth, "٣٤" Arabic-Indic) as the
+// ASCII digits of their values, which float takes and DuckDB does not
+// (pandas.read_json reads "１２" as 12; TestJSONNumbersInOtherScriptsPandasReadsAsNumbers).
+func pythonFloatText(expr string) string {
+	return fmt.Sprintf("trim(translate(%s, %s, %s))", expr, quoteLiteral(otherDigits.from), quoteLiteral(otherDigits.to))
+}
+
+// otherDigits are the decimal digits beyond ASCII (Go's Unicode tables:
+// each range of Nd is whole runs of 0-9) and their ASCII digits, in order.
+var otherDigits = func() (d struct{ from, to string }) {
+	var from, to strings.Builder
+	for _, rg := range unicode.Nd.R16 {
+		for r := rune(rg.Lo); r <= rune(rg.Hi); r += rune(rg.Stride) {
+			if r > unicode.MaxASCII {
+				from.WriteRune(r)
+				to.WriteByte(byte('0' + (r-rune(rg.Lo))/rune(rg.Stride)%10))
+			}
+		}
+	}
+	for _, rg := range unicode.Nd.R32 {
+		for r := rune(rg.Lo); r <= rune(rg.Hi); r += rune(rg.Stride) {
+			from.WriteRune(r)
+			to.WriteByte(byte('0' + (r-rune(rg.Lo))/rune(rg.Stride)%10))
+		}
+	}
+	d.from, d.to = from.String(), to.String()
+	return d
+}()
 
 // pandasJSONDateRange is the refusal of range or stat check c over a JSON
 // lines column named like a date that pandas.read_json reads as datetimes

@@ -78,11 +78,11 @@ func (r *run) pandasJSONFiles(ctx context.Context, c Check, col string) error {
 		if typ != "VARCHAR" {
 			continue
 		}
-		s := fmt.Sprintf(`WITH x AS (SELECT %s AS t, TRY_CAST(trim(%s) AS DOUBLE) AS d FROM %s WHERE %s IS NOT NULL)
+		s := fmt.Sprintf(`WITH x AS (SELECT %s AS t, TRY_CAST(%s AS DOUBLE) AS d FROM %s WHERE %s IS NOT NULL)
 SELECT count(*), count(d), count(*) FILTER (WHERE isnan(d)),
 coalesce(bool_and(d = floor(d) AND abs(d) < 9.2e18), false),
 count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(TRY_CAST(d AS BIGINT) AS VARCHAR)), count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(d AS VARCHAR)) FROM x`,
-			q, q, from, q)
+			q, pythonFloatText(q), from, q)
 		vals, err := r.queryRow(ctx, s, 6)
 		if err != nil {
 			return err
@@ -114,7 +114,7 @@ count(*) FILTER (WHERE NOT isnan(d) AND t <> CAST(TRY_CAST(d AS BIGINT) AS VARCH
 	for _, from := range converted {
 		arms = append(arms, fmt.Sprintf("SELECT CAST(%s AS VARCHAR) AS t FROM %s WHERE %s IS NOT NULL", q, from, q))
 	}
-	s := fmt.Sprintf("SELECT count(DISTINCT t), count(DISTINCT TRY_CAST(trim(t) AS DOUBLE)) FROM (%s)", strings.Join(arms, " UNION ALL "))
+	s := fmt.Sprintf("SELECT count(DISTINCT t), count(DISTINCT TRY_CAST(%s AS DOUBLE)) FROM (%s)", pythonFloatText("t"), strings.Join(arms, " UNION ALL "))
 	vals, err := r.queryRow(ctx, s, 2)
 	if err != nil {
 		return err
