@@ -116,6 +116,11 @@ type Runner struct {
 	// audited are the audit step's diffs of sealed commits, for their
 	// publishes to take instead of asking lakeFS again (publish.go).
 	audited auditedDiffs
+
+	// outcomeApplied, if set, is called by execute after an effect's
+	// outcome was applied and before the effect leaves flight: tests
+	// put an input of the run there (a timer's tick).
+	outcomeApplied func(p *partition, key string, k pipeline.EffectKind)
 }
 
 // landingLock is the lock of dataset's landings (a configured dataset:
@@ -889,13 +894,23 @@ func (r *Runner) execute(j job) {
 	case j.effect.Kind == pipeline.DoAudit:
 		r.auditStopped(p, key)
 	}
+	if r.outcomeApplied != nil {
+		r.outcomeApplied(p, key, j.effect.Kind)
+	}
 	if j.effect.Kind == pipeline.DoBeginAudit && !changed {
 		// The attempt was not stored as begun (the partition was revoked,
 		// or the run moved on meanwhile): the gate beginAudit took goes.
 		r.gate.release(key)
 	}
-	// A publish's outcome starts what follows itself (its ticket is gone).
-	r.done(p, key, j.effect.Kind, applied && j.ticket == nil)
+	// Whatever asked for this effect again while it was in flight
+	// started nothing: a timer's tick at a publish's RetryAt that came
+	// after the failure was applied and before this point, or a run that
+	// moved on while its publish waited for its turn (the publish then
+	// had nothing to apply). Unless the partition is revoked, the run's
+	// pending work starts now; before, a publish's end resumed nothing,
+	// and such a run stayed in publishing with no timer and nothing in
+	// flight until its partition moved.
+	r.done(p, key, j.effect.Kind, p.ctx.Err() == nil)
 }
 
 // auditStopped records that the audit of the run under key, begun, was
