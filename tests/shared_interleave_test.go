@@ -42,7 +42,10 @@ import (
 //
 // LAKEWAP_INTERLEAVE_SEED replays one seed (the choices; the timing is the
 // machine's), LAKEWAP_INTERLEAVE_SEEDS runs that many seeds per variant and
-// LAKEWAP_INTERLEAVE_BATCHES sets the batches per seed.
+// LAKEWAP_INTERLEAVE_BATCHES sets the batches per seed; for stress runs
+// LAKEWAP_INTERLEAVE_WORKERS sets how many batches go at a time and
+// LAKEWAP_INTERLEAVE_IN_FLIGHT the daemons' runner.max_in_flight (both
+// otherwise the seed's).
 
 func TestSharedTableInterleavingsKeepEveryCheck(t *testing.T) {
 	eachSeed(t, func(t *testing.T, seed uint64) {
@@ -186,6 +189,13 @@ func shopInterleaveConfig(c *config.Config, inFlight int) {
 	o.Checks = append(o.Checks, audit.Check{Name: "order_ids_unique", Kind: audit.KindUnique, Table: "orders", Column: "order_id"})
 	c.Datasets["orders"] = o
 	c.Runner.MaxInFlight = inFlight
+	if s := os.Getenv("LAKEWAP_INTERLEAVE_IN_FLIGHT"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			panic(fmt.Sprintf("LAKEWAP_INTERLEAVE_IN_FLIGHT=%q: want a positive number", s))
+		}
+		c.Runner.MaxInFlight = v
+	}
 }
 
 const (
@@ -615,8 +625,11 @@ func playShop(t *testing.T, env *harness.Env, seed uint64) {
 	ids := &shopIDs{}
 	r := rand.New(rand.NewPCG(seed, 2))
 	workers := 2 + r.IntN(7)
+	if os.Getenv("LAKEWAP_INTERLEAVE_WORKERS") != "" {
+		workers = envInt(t, "LAKEWAP_INTERLEAVE_WORKERS", workers)
+	}
 	total := envInt(t, "LAKEWAP_INTERLEAVE_BATCHES", 16)
-	t.Logf("%d batches, %d at a time", total, workers)
+	t.Logf("%d batches, %d at a time, runner.max_in_flight %d", total, workers, env.Cfg.Runner.MaxInFlight)
 	ops := make([]*shopOp, total)
 	var next sync.Mutex
 	taken := 0
