@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"github.com/lakewap/lakewap/kafka"
 
 	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/backoff"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/opclient"
@@ -228,19 +230,36 @@ func WatchResults(ctx context.Context, cfg *config.Config, codec *schemas.Codec)
 	w := &Watcher{cond: make(chan struct{}), stop: func() { cancel(); <-done; t.Close() }}
 	go func() {
 		defer close(done)
-		_ = t.ReadPartitions(wctx, cfg.Kafka.ResultsTopic, first, nil, func(m kafka.Message) bool {
-			ev, err := codec.Decode(wctx, m.Value)
-			if err != nil {
-				slog.Default().Warn("undecodable result event", "err", err)
+		// A failed read (kafka-go hands out a broker's error code on a
+		// fetch, and a connection it could not set up in three tries)
+		// ends ReadPartitions: the watcher reads on from each partition's
+		// next offset. Before, it stopped for good, and every Await after
+		// it waited for its context.
+		next := maps.Clone(first)
+		b := backoff.Policy{Min: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: backoff.Equal}.New()
+		for {
+			err := t.ReadPartitions(wctx, cfg.Kafka.ResultsTopic, next, nil, func(m kafka.Message) bool {
+				next[m.Partition] = m.Offset + 1 // fn is called by one goroutine at a time
+				ev, err := codec.Decode(wctx, m.Value)
+				if err != nil {
+					slog.Default().Warn("undecodable result event", "err", err)
+					return false
+				}
+				w.mu.Lock()
+				w.events = append(w.events, ev)
+				close(w.cond)
+				w.cond = make(chan struct{})
+				w.mu.Unlock()
 				return false
+			})
+			if err == nil || wctx.Err() != nil {
+				return // stopped
 			}
-			w.mu.Lock()
-			w.events = append(w.events, ev)
-			close(w.cond)
-			w.cond = make(chan struct{})
-			w.mu.Unlock()
-			return false
-		})
+			slog.Default().Warn("reading the results topic failed; reading on", "err", err)
+			if !b.Wait(wctx) {
+				return
+			}
+		}
 	}()
 	return w, nil
 }
