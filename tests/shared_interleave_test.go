@@ -45,7 +45,8 @@ import (
 // LAKEWAP_INTERLEAVE_BATCHES sets the batches per seed; for stress runs
 // LAKEWAP_INTERLEAVE_WORKERS sets how many batches go at a time and
 // LAKEWAP_INTERLEAVE_IN_FLIGHT the daemons' runner.max_in_flight (both
-// otherwise the seed's).
+// otherwise the seed's); LAKEWAP_INTERLEAVE_CHURN makes a third instance
+// join and leave the two instances' group while the batches go.
 
 func TestSharedTableInterleavingsKeepEveryCheck(t *testing.T) {
 	eachSeed(t, func(t *testing.T, seed uint64) {
@@ -113,8 +114,55 @@ func TestSharedTableInterleavingsKeepEveryCheckTwoInstances(t *testing.T) {
 			b := owners[1].partitions()
 			return len(a) > 0 && len(b) > 0 && len(a)+len(b) == cfg.Kafka.Partitions
 		})
+		if os.Getenv("LAKEWAP_INTERLEAVE_CHURN") != "" {
+			stop := churn(t, cfg, r)
+			defer stop()
+		}
 		playShop(t, env, seed)
 	})
+}
+
+// churn (LAKEWAP_INTERLEAVE_CHURN, for stress runs) starts a third
+// instance in the group for a few seconds at a time until stop is called,
+// so that partitions move between instances while batches are in flight:
+// revocations with publishes queued or running, restores from the
+// changelog on the instance taking over.
+func churn(t *testing.T, cfg *config.Config, r *rand.Rand) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	seed := r.Uint64()
+	go func() {
+		defer close(done)
+		r := rand.New(rand.NewPCG(seed, 3))
+		for n := 0; ctx.Err() == nil; n++ {
+			text := slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})
+			dctx, dcancel := context.WithCancel(ctx)
+			d, err := daemon.New(dctx, cfg, daemon.Options{Logger: slog.New(text).With("instance", fmt.Sprintf("churn-%d", n)), Console: io.Discard})
+			if err != nil {
+				dcancel()
+				t.Errorf("churn instance %d: %v", n, err)
+				return
+			}
+			ran := make(chan error, 1)
+			go func() { ran <- d.Run(dctx) }()
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(2000+r.IntN(8000)) * time.Millisecond): // how long it stays: the churn under test
+			}
+			dcancel()
+			select {
+			case <-ran:
+			case <-time.After(time.Minute):
+				t.Errorf("churn instance %d did not stop in a minute", n)
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(1000+r.IntN(5000)) * time.Millisecond): // as above
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // teeHandler hands each record to all its handlers.
