@@ -904,12 +904,11 @@ func (r *Runner) execute(j job) {
 	}
 	// Whatever asked for this effect again while it was in flight
 	// started nothing: a timer's tick at a publish's RetryAt that came
-	// after the failure was applied and before this point, or a run that
-	// moved on while its publish waited for its turn (the publish then
-	// had nothing to apply). Unless the partition is revoked, the run's
-	// pending work starts now; before, a publish's end resumed nothing,
-	// and such a run stayed in publishing with no timer and nothing in
-	// flight until its partition moved.
+	// after the failure was applied and before this point. Unless the
+	// partition is revoked, the run's pending work starts now, whether
+	// the outcome changed the run or not; before, a publish's end
+	// resumed nothing, and such a run stayed in publishing with no timer
+	// and nothing in flight until its partition moved.
 	r.done(p, key, j.effect.Kind, p.ctx.Err() == nil)
 }
 
