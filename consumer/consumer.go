@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"maps"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -233,7 +235,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		Topics:  c.topics(),
 		// Range alone: with the same members and partition counts it gives
 		// partition n of the input and the requests topic to one member.
-		GroupBalancers:    []kafkago.GroupBalancer{kafkago.RangeGroupBalancer{}},
+		GroupBalancers:    []kafkago.GroupBalancer{groupBalancer},
 		HeartbeatInterval: c.cfg.HeartbeatInterval,
 		SessionTimeout:    c.cfg.SessionTimeout,
 		RebalanceTimeout:  c.cfg.RebalanceTimeout,
@@ -268,6 +270,28 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.log.Warn("leaving consumer group", "err", err)
 	}
 	return nil
+}
+
+// groupBalancer assigns the group's partitions (the group's leader runs it).
+var groupBalancer kafkago.GroupBalancer = rangeByID{}
+
+// rangeByID is kafka-go's range balancer over each topic's partitions in
+// id order. kafka-go gives each member the partitions at its range of
+// indices in the order the broker's metadata lists them, which Kafka does
+// not promise to be by id (kfake lists them in map order): partition n of
+// the input and of the requests topic then went to different members, and
+// a request on such a partition waited for a rebalance the same members
+// would not make. The protocol name stays "range": members of an older
+// lakewap join the same group (while one of them leads, it assigns as
+// before).
+type rangeByID struct{ kafkago.RangeGroupBalancer }
+
+func (b rangeByID) AssignGroups(members []kafkago.GroupMember, partitions []kafkago.Partition) kafkago.GroupMemberAssignments {
+	sorted := slices.Clone(partitions)
+	slices.SortFunc(sorted, func(x, y kafkago.Partition) int {
+		return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.ID, y.ID))
+	})
+	return b.RangeGroupBalancer.AssignGroups(members, sorted)
 }
 
 // partitionWork is what one generation knows about one assigned partition.
