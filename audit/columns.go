@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -33,6 +34,10 @@ type fileColumn struct {
 	// pandas is why pandas.read_parquet reads it otherwise than DuckDB,
 	// by the file's pandas metadata (markPandas), or "".
 	pandas string
+	// arrow is what pyarrow reads it as otherwise than DuckDB by the
+	// file's ARROW:schema (markArrow), or ""; arrowFile, on a file's first
+	// column, why pyarrow fails on that schema.
+	arrow, arrowFile string
 	// nested are the paths of its descendants below it, names joined by
 	// "\x00" (a struct's fields at any depth: fieldCase).
 	nested []string
@@ -55,7 +60,8 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 			continue
 		}
 		out[f] = schemaColumns(ft.nodes)
-		markPandas(out[f], ft.pandas, topLevelKinds(ft.nodes, ft.types))
+		embedded := markArrow(out[f], ft.arrow, topLevelFields(ft.nodes, ft.types))
+		markPandas(out[f], append(slices.Clip(ft.pandas), embedded...), topLevelKinds(ft.nodes, ft.types))
 	}
 	if len(rest) == 0 {
 		return out, nil
@@ -100,9 +106,10 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 			out[file] = schemaColumns(nodes)
 		}
 	}
-	// The pandas metadata of the files the Go reader gave to DuckDB, whose
-	// field types it does not know: any dtype pandas applies counts.
-	kq := "SELECT file_name, value FROM parquet_kv_metadata(" + literalList(rest) + ") WHERE key = 'pandas'::BLOB"
+	// The pandas metadata and ARROW:schema of the files the Go reader gave
+	// to DuckDB, whose field types it does not know: any dtype pandas
+	// applies counts, and any duration pyarrow restores.
+	kq := "SELECT file_name, key = 'pandas'::BLOB, value FROM parquet_kv_metadata(" + literalList(rest) + ") WHERE key IN ('pandas'::BLOB, 'ARROW:schema'::BLOB)"
 	r.e.statement(kq)
 	kvs, err := r.e.db.QueryContext(ctx, kq)
 	if err != nil {
@@ -110,16 +117,25 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	}
 	defer kvs.Close()
 	metas := map[string][][]byte{}
+	arrows := map[string][][]byte{}
 	for kvs.Next() {
 		var file string
+		var isPandas bool
 		var value []byte
-		if err := kvs.Scan(&file, &value); err != nil {
+		if err := kvs.Scan(&file, &isPandas, &value); err != nil {
 			return nil, err
 		}
-		metas[file] = append(metas[file], value)
+		if isPandas {
+			metas[file] = append(metas[file], value)
+		} else {
+			arrows[file] = append(arrows[file], value)
+		}
 	}
 	if err := kvs.Err(); err != nil {
 		return nil, err
+	}
+	for file, a := range arrows {
+		metas[file] = append(metas[file], markArrow(out[file], a, nil)...)
 	}
 	for file, m := range metas {
 		markPandas(out[file], m, nil)

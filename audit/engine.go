@@ -1184,6 +1184,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			if err == nil && format == FormatParquet {
 				err = pandasRenamed(cols, files, objPath)
 			}
+			if err == nil && format == FormatParquet {
+				err = arrowRestored(cols, files, objPath, columnsRead(r.req.Suite.Checks, k.table))
+			}
 			if err == nil && format != FormatDelta {
 				err = hiveCollision(cols, files, objPath, tablePath)
 			}

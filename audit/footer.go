@@ -18,7 +18,8 @@ import (
 // engine's DuckDB (issue 21: it was a first audit's dearest statement).
 //
 // The footer is a Thrift compact FileMetaData. Its schema list is kept
-// (and the value of the key-value metadata "pandas": pandasmeta.go);
+// (and the values of the key-value metadata "pandas": pandasmeta.go, and
+// "ARROW:schema": arrowschema.go);
 // everything else is walked to the end as parquet.thrift declares it
 // (required fields, element types, enum ranges), so that a footer is read
 // only when DuckDB's Thrift code would read it. Anything this reader does
@@ -71,6 +72,7 @@ type parquetFooter struct {
 	chunks []chunkMeta
 	rows   int64    // FileMetaData's num_rows, -1 without
 	pandas [][]byte // the values of key_value_metadata's key "pandas"
+	arrow  [][]byte // the values of its key "ARROW:schema" (arrowschema.go)
 }
 
 // footerSchema is the schema of the Parquet file at path, as DuckDB's
@@ -157,7 +159,7 @@ func decodeFooter(buf []byte) (parquetFooter, error) {
 	if err != nil {
 		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
 	}
-	return parquetFooter{nodes: nodes, types: d.types, chunks: chunks, rows: rows, pandas: d.pandas}, nil
+	return parquetFooter{nodes: nodes, types: d.types, chunks: chunks, rows: rows, pandas: d.pandas, arrow: d.arrow}, nil
 }
 
 // checkSchemaTree: the elements form one tree, depth first, exactly (a
@@ -222,8 +224,9 @@ type compactReader struct {
 	i     int
 	depth int
 	types []nodeTypes // of the schema's elements, in order
-	// pandas are the values of the key_value_metadata's key "pandas".
-	pandas [][]byte
+	// pandas are the values of the key_value_metadata's key "pandas",
+	// arrow those of "ARROW:schema".
+	pandas, arrow [][]byte
 }
 
 var errShort = errors.New("footer ends early")
@@ -479,8 +482,11 @@ func (d *compactReader) keyValues() error {
 		if err != nil {
 			return err
 		}
-		if string(key) == "pandas" {
+		switch string(key) {
+		case "pandas":
 			d.pandas = append(d.pandas, value)
+		case "ARROW:schema":
+			d.arrow = append(d.arrow, value)
 		}
 	}
 	return nil
@@ -714,7 +720,8 @@ var (
 	}}
 	tKeyValue = tStruct(&thriftStruct{name: "KeyValue", fields: map[int16]thriftField{1: req(tBinary), 2: opt(tBinary)}})
 	// thriftKeyValue is FileMetaData's KeyValue, whose key and value the
-	// reader keeps (pandasMetadata reads the value of key "pandas").
+	// reader keeps (pandasMetadata reads the value of key "pandas",
+	// arrowSchemaReadings that of "ARROW:schema").
 	thriftKeyValue = &thriftStruct{name: "KeyValue", fields: map[int16]thriftField{
 		1: {t: tBinary, required: true, read: true}, 2: {t: tBinary, read: true},
 	}}

@@ -206,7 +206,7 @@ func pandasRenamed(names map[string][]fileColumn, order []string, objPath map[st
 	for _, f := range order {
 		for _, c := range names[f] {
 			if c.pandas != "" {
-				return fmt.Errorf("file %s: %s, by the pandas key-value metadata of its footer, which pandas.read_parquet reads and DuckDB, Spark and Delta readers ignore: readers disagree on it (write the file without that metadata, or with pandas' own)",
+				return fmt.Errorf("file %s: %s, by the pandas metadata of its footer (its key-value metadata \"pandas\", or that of its ARROW:schema, which pyarrow takes first), which pandas.read_parquet reads and DuckDB, Spark and Delta readers ignore: readers disagree on it (write the file without that metadata, or with pandas' own)",
 					objPath[f], c.pandas)
 			}
 		}
