@@ -389,13 +389,17 @@ func (r *flatReader) keyValues(t flatTable, id int) ([][2]string, error) {
 // arrowUnits are TimeUnit's names as Arrow prints them.
 var arrowUnits = map[int16]string{0: "s", 1: "ms", 2: "us", 3: "ns"}
 
-// arrowRestore is what pyarrow reads a top-level field as, by its origin
-// field f in ARROW:schema, where DuckDB reads it otherwise, or "": a
-// duration (over an INT64 field: kinds, the field's pandasKind, "" when
-// not known), or an extension type, at any depth (a duration in a struct
-// is restored too). An extension is allowed only where both readings are
-// one: arrow.json (text), arrow.uuid over a Parquet UUID. A zone over a
-// timestamp, a dictionary, large strings read as DuckDB reads them.
+// arrowRestore is what pyarrow reads a top-level field as by its origin
+// field f in ARROW:schema, where DuckDB reads it otherwise, or "". kind is
+// the field's pandasKind ("" when not known), uuid whether its Parquet
+// logical type is UUID. Refused: a duration over an INT64 field (over
+// another type pyarrow keeps the Parquet type, but no writer of its own
+// does that), any extension type (pyarrow restores those registered in
+// the reading process, pandas.period and pandas.interval among them) but
+// arrow.json (text) and arrow.uuid over a Parquet UUID, which DuckDB reads
+// alike, and either nested at any depth (a duration in a struct is
+// restored too). A zone over a timestamp adjusted to UTC, a dictionary,
+// large strings, a timestamp's unit, date64 read as DuckDB reads them.
 func arrowRestore(f arrowField, kind string, uuid bool, depth int) string {
 	switch {
 	case f.extension == "arrow.json", f.extension == "arrow.uuid" && uuid && depth == 0:
@@ -416,10 +420,10 @@ func arrowRestore(f arrowField, kind string, uuid bool, depth int) string {
 // markArrow notes on cols (a file's top-level columns, in order) what
 // pyarrow reads each as otherwise than DuckDB by the file's ARROW:schema
 // values (arrowRestore), and returns the "pandas" metadata those hold,
-// which pyarrow takes over the file's (markPandas judges it). types are
-// the columns' nodeTypes by position, nil when not known (a footer DuckDB
-// read). A value pyarrow would fail on, or lakewap cannot read, goes on
-// the first column, for the whole file.
+// which pyarrow takes over the file's (markPandas judges it). top are the
+// footer's top-level fields (topLevelFields), nil when not known (a
+// footer DuckDB read). Why a value is not read (pyarrow fails on it, or
+// Go cannot take it as certain) goes on the first column, for the file.
 func markArrow(cols []fileColumn, values [][]byte, top []topField) [][]byte {
 	var pandas [][]byte
 	for _, v := range values {
