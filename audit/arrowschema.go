@@ -1,11 +1,13 @@
 package audit
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -473,6 +475,19 @@ func parquetReading(top []topField, i int) string {
 type topField struct {
 	types nodeTypes
 	group bool
+}
+
+// withEmbedded are a file's "pandas" metadata values and those its
+// ARROW:schema holds (markArrow) that differ from them: pyarrow writes the
+// same in both, judged once.
+func withEmbedded(file, embedded [][]byte) [][]byte {
+	out := slices.Clip(file)
+	for _, m := range embedded {
+		if !slices.ContainsFunc(out, func(k []byte) bool { return bytes.Equal(k, m) }) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // topLevelFields are a footer's top-level fields, in order, or nil.

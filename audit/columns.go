@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -61,7 +60,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		}
 		out[f] = schemaColumns(ft.nodes)
 		embedded := markArrow(out[f], ft.arrow, topLevelFields(ft.nodes, ft.types))
-		markPandas(out[f], append(slices.Clip(ft.pandas), embedded...), topLevelKinds(ft.nodes, ft.types))
+		markPandas(out[f], withEmbedded(ft.pandas, embedded), topLevelKinds(ft.nodes, ft.types))
 	}
 	if len(rest) == 0 {
 		return out, nil
@@ -135,7 +134,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		return nil, err
 	}
 	for file, a := range arrows {
-		metas[file] = append(metas[file], markArrow(out[file], a, nil)...)
+		metas[file] = withEmbedded(metas[file], markArrow(out[file], a, nil))
 	}
 	for file, m := range metas {
 		markPandas(out[file], m, nil)
