@@ -49,7 +49,7 @@ var packageMap = []struct {
 	{"internal/runs", []string{"consumer", "internal/config", "internal/janitor", "internal/runstore", "kafka", "pipeline", "schemas"}, ""},
 	{"internal/opclient", []string{"consumer", "internal/config", "kafka", "schemas"}, ""},
 	{"internal/reference", []string{"audit", "internal/config", "schemas"}, "what it documents"},
-	{"internal/harness", []string{"audit", "internal/config", "internal/devstack", "internal/opclient", "internal/runs", "kafka", "pipeline", "pipeline/lakefs", "schemas"},
+	{"internal/harness", []string{"audit", "internal/backoff", "internal/config", "internal/devstack", "internal/opclient", "internal/runs", "kafka", "pipeline", "pipeline/lakefs", "schemas"},
 		"its results watcher reads like `lakewap tail`"},
 	{"internal/daemon", []string{"audit", "consumer", "ingest", "internal/buildinfo", "internal/config", "internal/janitor", "internal/lineage", "internal/opclient",
 		"internal/runs", "internal/runstore", "internal/status", "internal/tracing", "kafka", "notify", "pipeline", "pipeline/lakefs", "pipeline/lakefs/auditsource", "pipeline/runner", "schemas"}, "it wires the parts; never a test stack"},
