@@ -26,6 +26,7 @@ const (
 	defaultPartitions = 3
 	defaultBranch     = "main"
 	callTimeout       = 30 * time.Second
+	topicsOnlineWait  = 2 * time.Minute
 )
 
 // Options configures Start. The zero value starts Kafka with no topics and
@@ -261,7 +262,9 @@ func (s *Stack) LakeFSClient() *apigen.ClientWithResponses { return s.client }
 // leader. Topics must exist before the first produce because kafka-go
 // caches topic metadata for several seconds.
 func (s *Stack) CreateTopics(ctx context.Context, topics ...Topic) error {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	// Longer than one call: a loaded single-node Apache Kafka took 8 s to
+	// create the topics and had them unserved 30 s after the request.
+	ctx, cancel := context.WithTimeout(ctx, topicsOnlineWait)
 	defer cancel()
 	ts := make([]kafkatest.Topic, len(topics))
 	for i, t := range topics {
