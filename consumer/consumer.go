@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -58,8 +59,12 @@ type Consumer struct {
 	dialer *kafkago.Dialer
 	dlq    *kafka.Writer
 	admin  *kafkago.Client // high watermarks for the lag gauge
-	m      *metrics
-	runs   atomic.Bool
+	// fetcher sends the partitions' fetch requests (fetch.go), with the
+	// TLS and SASL of every other connection, to fetchAddr's cluster.
+	fetcher   kafkago.RoundTripper
+	fetchAddr net.Addr
+	m         *metrics
+	runs      atomic.Bool
 	// dlLogs bounds the dead letters logged (maxDeadLetterLogs a minute).
 	dlLogs logLimit
 
@@ -121,6 +126,8 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 		dialer:     dialer,
 		dlq:        w,
 		admin:      &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport},
+		fetcher:    transport,
+		fetchAddr:  kafkago.TCP(cfg.Brokers...),
 		m:          newMetrics(cfg.Registerer, cfg.GroupID, cfg.Topic),
 		generation: -1,
 	}, nil
@@ -506,60 +513,57 @@ func (c *Consumer) consumeRequests(gctx, handleCtx context.Context, gen *kafkago
 	c.read(gctx, handleCtx, w, log, nil)
 }
 
-// read fetches w's partition from its assigned offset and processes each
-// message until the generation ends; done, if set, is told of each message
-// handled or dead-lettered.
+// read fetches w's partition from its assigned offset, read committed
+// (fetch.go), and processes each message until the generation ends; done,
+// if set, is told of each message handled or dead-lettered. Offsets that
+// hold nothing for the handler (aborted transactions, transaction markers)
+// count as done for the committed offset.
 func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *slog.Logger, done func(kafkago.Message)) {
-	reader := kafkago.NewReader(kafkago.ReaderConfig{
-		Brokers:        c.cfg.Brokers,
-		Topic:          w.topic,
-		Partition:      w.assignment.ID,
-		Dialer:         c.dialer,
-		MinBytes:       1,
-		MaxBytes:       c.cfg.MaxFetchBytes,
-		MaxWait:        500 * time.Millisecond,
-		IsolationLevel: kafkago.ReadCommitted,
-		ErrorLogger:    kafkaLogger(log, slog.LevelWarn),
-	})
-	defer reader.Close()
-	if err := reader.SetOffset(w.assignment.Offset); err != nil {
-		// Only fails on a closed reader, which this one is not.
-		log.Error("setting start offset", "offset", w.assignment.Offset, "err", err)
-	}
+	fctx, stopFetching := context.WithCancel(gctx)
+	fetched := make(chan []entry)
+	fetcherDone := make(chan struct{})
+	defer func() {
+		stopFetching()
+		<-fetcherDone
+	}()
 	log.Info("consuming partition", "from_offset", w.assignment.Offset)
+	// The next fetch runs while the messages of the last one are handled.
+	go func() {
+		defer close(fetcherDone)
+		c.fetchPartition(fctx, w, log, fetched)
+	}()
 
-	b := c.newBackoff()
-	next := w.assignment.Offset // the offset after the last message handed out; below 0: not known
+	next := w.assignment.Offset // the offset after the last message handed out or skipped; below 0: not known
 	for {
-		if gctx.Err() != nil {
-			return // stop fetching: FetchMessage may still hand out a buffered message
+		var entries []entry
+		select {
+		case entries = <-fetched:
+		case <-gctx.Done():
+			return
 		}
-		msg, err := reader.FetchMessage(gctx)
-		if err != nil {
+		for _, e := range entries {
 			if gctx.Err() != nil {
-				return
+				return // stop handing out fetched messages
 			}
-			c.m.retries.WithLabelValues(opFetch).Inc()
-			log.Warn("fetching messages", "err", err)
-			if !b.Wait(gctx) {
-				return
+			msg := e.msg
+			w.offsets.fetched(msg.Offset)
+			if e.skip {
+				next = msg.Offset + 1
+				w.offsets.markDone(msg.Offset)
+				continue
 			}
-			continue
-		}
-		b.Reset()
-		w.highWater.Store(max(w.highWater.Load(), msg.HighWaterMark))
-		w.offsets.fetched(msg.Offset)
-		if big, ok := kafka.TooLargeBatch(kafka.FromWire(msg).Headers); ok {
-			if !c.deadLetterBatch(gctx, handleCtx, msg, next, big, log) {
-				return
+			if big, ok := kafka.TooLargeBatch(kafka.FromWire(msg).Headers); ok {
+				if !c.deadLetterBatch(gctx, handleCtx, msg, next, big, log) {
+					return
+				}
+			} else if !c.process(gctx, handleCtx, msg, log) {
+				return // taken away before the message was done: its next owner gets it
 			}
-		} else if !c.process(gctx, handleCtx, msg, log) {
-			return // taken away before the message was done: its next owner gets it
-		}
-		next = msg.Offset + 1
-		w.offsets.markDone(msg.Offset)
-		if done != nil {
-			done(msg)
+			next = msg.Offset + 1
+			w.offsets.markDone(msg.Offset)
+			if done != nil {
+				done(msg)
+			}
 		}
 	}
 }
