@@ -1,19 +1,18 @@
 package consumer
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"slices"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/fetch"
 )
 
@@ -36,165 +35,92 @@ const isolationReadCommitted = 1
 // aborting it (0: abort, 1: commit).
 const controlAbort = 0
 
-// entry is what the partition's worker gets from one fetch, in offset
+// entry is what the partition's worker gets from a fetch, in offset
 // order: a message for the handler, or (skip) offsets up to msg.Offset that
 // hold nothing for it (records of aborted transactions, transaction
-// markers), past which the committed offset may move.
+// markers, offsets compacted away), past which the committed offset may
+// move.
 type entry struct {
 	msg  kafkago.Message
 	skip bool
 }
 
-// committedRecords is what the records of one read-committed fetch
-// response hold for the handler from offset from on, and the offset to
-// fetch next. It drops what a read-committed reader must not see: control
-// batches (the transactions' commit and abort markers), and the batches of
-// a transaction the response lists as aborted, from the transaction's first
-// offset until its producer's abort marker. Records before from (the rest
-// of a batch read before) are neither handed out nor skipped.
-func committedRecords(topic string, partition int, p *fetch.ResponsePartition, from int64) ([]entry, int64, error) {
-	var batches []protocol.RecordReader
-	switch rs := p.RecordSet.Records.(type) {
-	case nil:
-		return nil, from, nil
-	case *protocol.RecordStream:
-		batches = rs.Records
-	default:
-		batches = []protocol.RecordReader{rs}
-	}
-	// The aborted transactions, by first offset: a producer's batches are
-	// aborted from its transaction's first offset until its abort marker.
-	pending := slices.Clone(p.AbortedTransactions)
-	slices.SortFunc(pending, func(a, b fetch.ResponseTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
-	aborting := map[int64]bool{} // producer ids inside an aborted transaction
-	startAborted := func(base int64) {
-		for len(pending) > 0 && pending[0].FirstOffset <= base {
-			aborting[pending[0].ProducerID] = true
-			pending = pending[1:]
-		}
-	}
-
-	var out []entry
-	next := from
-	skipped := int64(-1) // the last offset skipped and not yet told of
-	flushSkipped := func() {
-		if skipped >= 0 {
-			out = append(out, entry{msg: kafkago.Message{Topic: topic, Partition: partition, Offset: skipped}, skip: true})
-			skipped = -1
-		}
-	}
-	// skip passes over the records of a batch that holds nothing for the
-	// handler.
-	skip := func(batch protocol.RecordReader) error {
-		return eachRecord(batch, func(r *protocol.Record) error {
-			if r.Offset >= next {
-				skipped = r.Offset
-				next = r.Offset + 1
-			}
-			return nil
-		})
-	}
-	for _, b := range batches {
-		var err error
-		switch b := b.(type) {
-		case *protocol.ControlBatch:
-			startAborted(b.BaseOffset)
-			err = eachRecord(b, func(r *protocol.Record) error {
-				if isAbortMarker(r) {
-					delete(aborting, b.ProducerID)
-				}
-				if r.Offset >= next {
-					skipped = r.Offset
-					next = r.Offset + 1
-				}
-				return nil
-			})
-		case *protocol.RecordBatch:
-			startAborted(b.BaseOffset)
-			if b.Attributes.Transactional() && aborting[b.ProducerID] {
-				err = skip(b)
-				break
-			}
-			err = deliver(b, topic, partition, p.HighWatermark, &next, func(m kafkago.Message) {
-				flushSkipped()
-				out = append(out, entry{msg: m})
-			})
-		default: // an older message set: no transactions
-			err = deliver(b, topic, partition, p.HighWatermark, &next, func(m kafkago.Message) {
-				flushSkipped()
-				out = append(out, entry{msg: m})
-			})
-		}
-		if err != nil {
-			return nil, from, err
-		}
-	}
-	flushSkipped()
-	if next == from && len(batches) > 0 {
-		// The first batch holds offset from but no record at or after it
-		// (compaction removed them, and kafka-go does not say where a batch
-		// ends): no record is before the batch's end, so one offset on is
-		// safe, and the broker returns the next batch once past it.
-		next = from + 1
-	}
-	return out, next, nil
+// txnFilter tells, batch after batch of one read-committed fetch response,
+// which record batches a read-committed reader must not see, as a Java
+// consumer does: control batches (the transactions' commit and abort
+// markers), and the transactional batches of a producer from the first
+// offset of a transaction the response lists as aborted until the
+// producer's abort marker.
+type txnFilter struct {
+	pending  []fetch.ResponseTransaction // aborted transactions not yet started, by first offset
+	aborting map[int64]bool              // producer ids inside an aborted transaction
 }
 
-// deliver hands the records of batch at or after *next to emit as
-// messages, moving *next past each.
-func deliver(batch protocol.RecordReader, topic string, partition int, highWater int64, next *int64, emit func(kafkago.Message)) error {
-	return eachRecord(batch, func(r *protocol.Record) error {
-		if r.Offset < *next {
-			return nil
+func newTxnFilter(aborted []fetch.ResponseTransaction) *txnFilter {
+	pending := slices.Clone(aborted)
+	slices.SortFunc(pending, func(a, b fetch.ResponseTransaction) int { return cmp.Compare(a.FirstOffset, b.FirstOffset) })
+	return &txnFilter{pending: pending, aborting: map[int64]bool{}}
+}
+
+// skip says whether batch b, the next of the response, holds nothing for
+// the handler.
+func (f *txnFilter) skip(b *recordBatch) (bool, error) {
+	for len(f.pending) > 0 && f.pending[0].FirstOffset <= b.lastOffset() {
+		f.aborting[f.pending[0].ProducerID] = true
+		f.pending = f.pending[1:]
+	}
+	if !b.control() {
+		return b.transactional() && f.aborting[b.producerID], nil
+	}
+	err := b.eachRecord(func(r record) error {
+		// A control record's key is its version and type (int16 each).
+		if len(r.key) == 4 && int16(binary.BigEndian.Uint16(r.key[2:])) == controlAbort {
+			delete(f.aborting, b.producerID)
 		}
-		key, err := protocol.ReadAll(r.Key)
-		if err != nil {
-			return fmt.Errorf("reading the key at offset %d: %w", r.Offset, err)
-		}
-		value, err := protocol.ReadAll(r.Value)
-		if err != nil {
-			return fmt.Errorf("reading the value at offset %d: %w", r.Offset, err)
-		}
-		emit(kafkago.Message{Topic: topic, Partition: partition, Offset: r.Offset, HighWaterMark: highWater,
-			Key: key, Value: value, Headers: slices.Clone(r.Headers), Time: r.Time})
-		*next = r.Offset + 1
 		return nil
 	})
+	return true, err
 }
 
-// eachRecord calls fn with each record of batch, then releases the
-// record's key and value.
-func eachRecord(batch protocol.RecordReader, fn func(*protocol.Record) error) error {
-	for {
-		r, err := batch.ReadRecord()
-		if errors.Is(err, io.EOF) {
+// batchEntries is what batch b holds for the worker from offset from on:
+// its records as messages, or, skipped, the batch's last offset. Offsets
+// past its last record (compacted away) are skipped too, so the position
+// moves to the batch's end.
+func batchEntries(b *recordBatch, skip bool, topic string, partition int, highWater, from int64) ([]entry, error) {
+	if b.lastOffset() < from {
+		return nil, nil
+	}
+	end := entry{msg: kafkago.Message{Topic: topic, Partition: partition, Offset: b.lastOffset()}, skip: true}
+	if skip {
+		return []entry{end}, nil
+	}
+	var out []entry
+	last := int64(-1)
+	err := b.eachRecord(func(r record) error {
+		if r.offset < from {
 			return nil
 		}
-		if err != nil {
-			return err
+		m := kafkago.Message{Topic: topic, Partition: partition, Offset: r.offset, HighWaterMark: highWater,
+			Key: r.key, Value: r.value, Headers: r.headers, Time: r.time}
+		if !r.own {
+			// A message must not hold the whole fetch response in memory.
+			m.Key = bytes.Clone(r.key)
+			m.Value = bytes.Clone(r.value)
+			for i, h := range m.Headers {
+				m.Headers[i].Value = bytes.Clone(h.Value)
+			}
 		}
-		err = fn(r)
-		if r.Key != nil {
-			_ = r.Key.Close()
-		}
-		if r.Value != nil {
-			_ = r.Value.Close()
-		}
-		if err != nil {
-			return err
-		}
+		out = append(out, entry{msg: m})
+		last = r.offset
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-}
-
-// isAbortMarker says whether a record of a control batch is an abort
-// marker: its key is a version and a type (two int16). A control record
-// that does not read as one is not.
-func isAbortMarker(r *protocol.Record) bool {
-	key, err := protocol.ReadAll(r.Key)
-	if err != nil || len(key) != 4 {
-		return false
+	if last < b.lastOffset() {
+		out = append(out, end)
 	}
-	return int16(binary.BigEndian.Uint16(key[2:])) == controlAbort
+	return out, nil
 }
 
 // partitionFetch is one fetch of a partition's records from offset on.
@@ -207,14 +133,15 @@ type partitionFetch struct {
 // fetch sends one read-committed fetch request for f to the partition's
 // leader (the transport routes it by its cached metadata) and returns the
 // partition's part of the response; its error code is the caller's.
-func (c *Consumer) fetch(ctx context.Context, f partitionFetch) (*fetch.ResponsePartition, error) {
+func (c *Consumer) fetch(ctx context.Context, f partitionFetch) (*fetchedPartition, error) {
 	ctx, cancel := context.WithTimeout(ctx, fetchMaxWait+10*time.Second)
 	defer cancel()
-	res, err := c.fetcher.RoundTrip(ctx, c.fetchAddr, &fetch.Request{
+	reqMax := requestMaxBytes(c.cfg.MaxFetchBytes)
+	res, err := c.fetcher.RoundTrip(ctx, c.fetchAddr, &fetchExchange{maxBytes: int(reqMax) + fetchResponseSlack, Request: &fetch.Request{
 		ReplicaID:      -1,
 		MaxWaitTime:    int32(fetchMaxWait / time.Millisecond),
 		MinBytes:       1,
-		MaxBytes:       requestMaxBytes(c.cfg.MaxFetchBytes),
+		MaxBytes:       reqMax,
 		IsolationLevel: isolationReadCommitted,
 		SessionID:      -1,
 		SessionEpoch:   -1,
@@ -228,25 +155,20 @@ func (c *Consumer) fetch(ctx context.Context, f partitionFetch) (*fetch.Response
 				PartitionMaxBytes:  int32(c.cfg.MaxFetchBytes),
 			}},
 		}},
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}
-	r, ok := res.(*fetch.Response)
+	r, ok := res.(*fetchResponse)
 	if !ok {
 		return nil, fmt.Errorf("fetch answered with a %T", res)
 	}
-	if r.ErrorCode != 0 {
-		return nil, kafkago.Error(r.ErrorCode)
+	if r.errorCode != 0 {
+		return nil, kafkago.Error(r.errorCode)
 	}
-	for i := range r.Topics {
-		if r.Topics[i].Topic != f.topic {
-			continue
-		}
-		for j := range r.Topics[i].Partitions {
-			if p := &r.Topics[i].Partitions[j]; int(p.Partition) == f.partition {
-				return p, nil
-			}
+	for i := range r.partitions {
+		if p := &r.partitions[i]; p.topic == f.topic && int(p.partition) == f.partition {
+			return p, nil
 		}
 	}
 	return nil, fmt.Errorf("fetch answered without partition %d of %s", f.partition, f.topic)
@@ -314,8 +236,8 @@ func (c *Consumer) fetchPartition(ctx context.Context, w *partitionWork, log *sl
 			}
 		}
 		p, err := c.fetch(ctx, f)
-		if err == nil && p.ErrorCode != 0 {
-			err = kafkago.Error(p.ErrorCode)
+		if err == nil && p.errorCode != 0 {
+			err = kafkago.Error(p.errorCode)
 		}
 		if errors.Is(err, kafkago.OffsetOutOfRange) {
 			first, last, berr := c.offsetBounds(ctx, f.topic, f.partition)
@@ -329,7 +251,11 @@ func (c *Consumer) fetchPartition(ctx context.Context, w *partitionWork, log *sl
 				b.Reset()
 				continue
 			case f.offset < last:
-				continue // written meanwhile
+				// Written meanwhile, or a broker behind another: again, soon.
+				if !b.Wait(ctx) {
+					return
+				}
+				continue
 			default:
 				err = fmt.Errorf("offset %d is past the partition's end (%d): %w", f.offset, last, err)
 			}
@@ -342,22 +268,47 @@ func (c *Consumer) fetchPartition(ctx context.Context, w *partitionWork, log *sl
 			}
 			continue
 		}
-		b.Reset()
-		w.highWater.Store(max(w.highWater.Load(), p.HighWatermark))
-		entries, next, err := committedRecords(f.topic, f.partition, p, f.offset)
-		if err != nil {
-			if !retry("reading fetched records", err) {
+		w.highWater.Store(max(w.highWater.Load(), p.highWater))
+		if err := passOn(ctx, &f, p, out); err != nil {
+			// The batches before the one that failed were passed on; the
+			// next fetch starts at it.
+			if ctx.Err() != nil || !retry("reading fetched records", err) {
 				return
 			}
 			continue
+		}
+		b.Reset()
+	}
+}
+
+// passOn sends the records of one fetched partition to out, one record
+// batch at a time (each decompressed only then), moving f's offset past
+// each batch passed on. It stops at the first batch that cannot be read,
+// or when ctx ends.
+func passOn(ctx context.Context, f *partitionFetch, p *fetchedPartition, out chan<- []entry) error {
+	batches, err := recordBatches(p.records)
+	if err == nil && len(batches) == 0 && len(p.records) > 0 {
+		err = fmt.Errorf("the record batch at offset %d came cut off: larger than the %d bytes of the response", f.offset, len(p.records))
+	}
+	filter := newTxnFilter(p.aborted)
+	for i := range batches {
+		b := &batches[i]
+		skip, ferr := filter.skip(b)
+		var entries []entry
+		if ferr == nil {
+			entries, ferr = batchEntries(b, skip, f.topic, f.partition, p.highWater, f.offset)
+		}
+		if ferr != nil {
+			return ferr
 		}
 		if len(entries) > 0 {
 			select {
 			case out <- entries:
 			case <-ctx.Done():
-				return
+				return ctx.Err()
 			}
 		}
-		f.offset = next
+		f.offset = max(f.offset, b.lastOffset()+1)
 	}
+	return err
 }

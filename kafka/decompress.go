@@ -153,24 +153,47 @@ type boundedReader struct {
 
 func (b *boundedReader) Read(p []byte) (int, error) {
 	if b.out == nil {
-		b.out = b.decompress()
+		data, err := b.decompress()
+		if err != nil {
+			b.out = errReader{err}
+		} else {
+			b.out = bytes.NewReader(data)
+		}
 	}
 	return b.out.Read(p)
 }
 
+// DecompressRecords decompresses the records of a record batch compressed
+// with c, as kafka-go's codecs do here: within MaxDecompressedBatchBytes,
+// a batch over it coming back as its stand-in record (TooLargeBatch). For
+// the consumer's fetches, which read batches themselves; the bytes
+// returned are the caller's.
+func DecompressRecords(c compress.Compression, records []byte) ([]byte, error) {
+	codec := c.Codec()
+	if codec == nil {
+		return nil, fmt.Errorf("unknown compression %d", c)
+	}
+	if bc, ok := codec.(boundedCodec); ok {
+		codec = bc.Codec
+	}
+	b := &boundedReader{rc: codec.NewReader(bytes.NewReader(records)), codec: codec.Name()}
+	defer b.Close()
+	return b.decompress()
+}
+
 // decompress reads the batch, and returns its bytes, or the record that
 // stands for it when it is over the limit.
-func (b *boundedReader) decompress() io.Reader {
+func (b *boundedReader) decompress() ([]byte, error) {
 	var buf bytes.Buffer
 	n, err := io.Copy(&buf, io.LimitReader(b.rc, MaxDecompressedBatchBytes+1))
 	if err != nil {
-		return errReader{err}
+		return nil, err
 	}
 	if n <= MaxDecompressedBatchBytes {
 		if out, ok := withoutOversizedRecords(buf.Bytes(), b.codec); ok {
-			return bytes.NewReader(out)
+			return out, nil
 		}
-		return &buf
+		return buf.Bytes(), nil
 	}
 	var walk recordWalk
 	walk.write(buf.Bytes())
@@ -183,14 +206,14 @@ func (b *boundedReader) decompress() io.Reader {
 			break
 		}
 		if err != nil {
-			return errReader{err}
+			return nil, err
 		}
 	}
 	if !walk.complete() {
-		return errReader{&BatchTooLargeError{Codec: b.codec}}
+		return nil, &BatchTooLargeError{Codec: b.codec}
 	}
 	token := rememberOverLimit(BatchTooLarge{Codec: b.codec, Records: walk.records, LastOffsetDelta: walk.lastDelta})
-	return bytes.NewReader(standIn(0, walk.lastDelta, token))
+	return standIn(0, walk.lastDelta, token), nil
 }
 
 // withoutOversizedRecords is records, the decompressed records of a batch

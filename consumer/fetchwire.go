@@ -1,0 +1,397 @@
+package consumer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sync/atomic"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/fetch"
+
+	"github.com/lakewap/lakewap/kafka"
+)
+
+// The fetch's wire format, read by lakewap: kafka-go's own decoder of a
+// fetch response decompresses every record batch of the response before it
+// returns, which would hold up to MaxFetchBytes / (a few KB a batch) times
+// kafka.MaxDecompressedBatchBytes in memory at once, and it does not keep a
+// batch's last offset. Here a response is kept as it came (compressed), and
+// each batch is decompressed only when its records are handed out, one at a
+// time. The request is kafka-go's, written on the transport's connection
+// (TLS, SASL, the partition leader's).
+
+// fetchResponseSlack is how far a fetch response may exceed its request's
+// bound: the broker returns the first record batch whole even when it is
+// larger (up to the topic's max.message.bytes).
+const fetchResponseSlack = 64 << 20
+
+// Fetch response versions read here: 4 has the isolation level, the last
+// stable offset and the aborted transactions; 12 is the first of the
+// flexible encoding.
+const (
+	minFetchVersion = 4
+	maxFetchVersion = 11
+)
+
+// correlationIDs numbers the fetch requests sent on the transport's
+// connections; each waits for its own answer.
+var correlationIDs atomic.Int32
+
+// fetchExchange is a fetch request that writes itself to the connection and
+// reads its response raw (kafka-go's RawExchanger), into a fetchResponse.
+type fetchExchange struct {
+	*fetch.Request
+	version  int16
+	maxBytes int // bound of the response's size
+}
+
+// Required records the connection's fetch version; the exchange is always
+// raw.
+func (x *fetchExchange) Required(versions map[protocol.ApiKey]int16) bool {
+	x.version = versions[protocol.Fetch]
+	return true
+}
+
+// RawExchange writes the request and reads its response. An error closes
+// the connection (kafka-go's transport drops a connection whose round trip
+// failed), so a response left half read does not confuse the next one.
+func (x *fetchExchange) RawExchange(rw io.ReadWriter) (protocol.Message, error) {
+	if x.version < minFetchVersion {
+		return nil, fmt.Errorf("the broker speaks fetch v%d; read-committed fetches need v%d or later (Kafka 0.11+)", x.version, minFetchVersion)
+	}
+	version := min(x.version, maxFetchVersion)
+	id := correlationIDs.Add(1)
+	if err := protocol.WriteRequest(rw, version, id, "lakewap", x.Request); err != nil {
+		return nil, fmt.Errorf("writing the fetch request: %w", err)
+	}
+	var head [8]byte
+	if _, err := io.ReadFull(rw, head[:]); err != nil {
+		return nil, fmt.Errorf("reading the fetch response: %w", err)
+	}
+	size := int64(int32(binary.BigEndian.Uint32(head[:4]))) - 4
+	if got := int32(binary.BigEndian.Uint32(head[4:])); got != id {
+		return nil, fmt.Errorf("fetch response for request %d, want %d", got, id)
+	}
+	if size < 0 || size > int64(x.maxBytes) {
+		return nil, fmt.Errorf("fetch response of %d bytes: over the %d bytes its request allows (MaxFetchBytes, plus 64 MiB for a first record batch larger than it)", size, x.maxBytes)
+	}
+	body := make([]byte, size)
+	if _, err := io.ReadFull(rw, body); err != nil {
+		return nil, fmt.Errorf("reading the fetch response: %w", err)
+	}
+	return parseFetchResponse(body, version)
+}
+
+// fetchResponse is the part of a fetch response the consumer reads.
+type fetchResponse struct {
+	errorCode  int16
+	partitions []fetchedPartition
+}
+
+// ApiKey makes a fetchResponse a kafka-go protocol message.
+func (*fetchResponse) ApiKey() protocol.ApiKey { return protocol.Fetch }
+
+// fetchedPartition is one partition of a fetch response, its record
+// batches as they came.
+type fetchedPartition struct {
+	topic     string
+	partition int32
+	errorCode int16
+	highWater int64
+	aborted   []fetch.ResponseTransaction
+	records   []byte
+}
+
+// wire reads the big-endian fields of a response, remembering the first
+// error (it reads nothing more after one).
+type wire struct {
+	b   []byte
+	err error
+}
+
+func (w *wire) take(n int) []byte {
+	if w.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(w.b) {
+		w.err = fmt.Errorf("fetch response cut short: %d bytes wanted, %d left", n, len(w.b))
+		return nil
+	}
+	out := w.b[:n]
+	w.b = w.b[n:]
+	return out
+}
+
+func (w *wire) int16() int16 {
+	if b := w.take(2); b != nil {
+		return int16(binary.BigEndian.Uint16(b))
+	}
+	return 0
+}
+
+func (w *wire) int32() int32 {
+	if b := w.take(4); b != nil {
+		return int32(binary.BigEndian.Uint32(b))
+	}
+	return 0
+}
+
+func (w *wire) int64() int64 {
+	if b := w.take(8); b != nil {
+		return int64(binary.BigEndian.Uint64(b))
+	}
+	return 0
+}
+
+// count is an array's length: -1 (null) is none; a count that the bytes
+// left cannot hold (each element at least min bytes) is an error.
+func (w *wire) count(min int) int {
+	n := int(w.int32())
+	if n < 0 {
+		return 0
+	}
+	if w.err == nil && n*min > len(w.b) {
+		w.err = fmt.Errorf("fetch response cut short: %d elements of at least %d bytes in %d", n, min, len(w.b))
+		return 0
+	}
+	return n
+}
+
+// parseFetchResponse reads a fetch response body (after the correlation
+// id) of version 4 to 11.
+func parseFetchResponse(body []byte, version int16) (*fetchResponse, error) {
+	w := &wire{b: body}
+	res := &fetchResponse{}
+	w.int32() // throttle time
+	if version >= 7 {
+		res.errorCode = w.int16()
+		w.int32() // session id
+	}
+	for range w.count(6) {
+		topic := string(w.take(int(w.int16())))
+		for range w.count(4 + 2 + 8*3) {
+			p := fetchedPartition{topic: topic}
+			p.partition = w.int32()
+			p.errorCode = w.int16()
+			p.highWater = w.int64()
+			w.int64() // last stable offset
+			if version >= 5 {
+				w.int64() // log start offset
+			}
+			for range w.count(16) {
+				p.aborted = append(p.aborted, fetch.ResponseTransaction{ProducerID: w.int64(), FirstOffset: w.int64()})
+			}
+			if version >= 11 {
+				w.int32() // preferred read replica
+			}
+			if n := w.int32(); n > 0 {
+				p.records = w.take(int(n))
+			}
+			res.partitions = append(res.partitions, p)
+		}
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	return res, nil
+}
+
+// Record batch attributes (magic 2).
+const (
+	attrCompression   = 0x07
+	attrLogAppendTime = 0x08
+	attrTransactional = 0x10
+	attrControl       = 0x20
+)
+
+// batchHeaderSize is the size of a record batch (magic 2) up to its
+// records: base offset (8), length (4), leader epoch (4), magic (1), CRC (4),
+// attributes (2), last offset delta (4), first and max timestamp (8 each),
+// producer id (8) and epoch (2), base sequence (4), record count (4).
+const batchHeaderSize = 61
+
+// recordBatch is one record batch of a fetch, its records as stored.
+type recordBatch struct {
+	baseOffset      int64
+	lastOffsetDelta int32
+	attributes      int16
+	firstTimestamp  int64
+	maxTimestamp    int64
+	producerID      int64
+	records         []byte // compressed as attributes say
+}
+
+func (b *recordBatch) lastOffset() int64   { return b.baseOffset + int64(b.lastOffsetDelta) }
+func (b *recordBatch) control() bool       { return b.attributes&attrControl != 0 }
+func (b *recordBatch) transactional() bool { return b.attributes&attrTransactional != 0 }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// recordBatches splits a partition's records into record batches. The
+// last one may be cut off by the fetch's size bound: it is left for the
+// next fetch. A batch in another format than magic 2 (Kafka before 0.11)
+// or whose checksum does not match is an error.
+func recordBatches(data []byte) ([]recordBatch, error) {
+	var out []recordBatch
+	for len(data) >= 17 { // up to the magic byte
+		base := int64(binary.BigEndian.Uint64(data))
+		length := int64(int32(binary.BigEndian.Uint32(data[8:])))
+		if magic := data[16]; magic != 2 {
+			return out, fmt.Errorf("record batch at offset %d has magic %d: only magic 2 (Kafka 0.11+) is read", base, magic)
+		}
+		if length < batchHeaderSize-12 {
+			return out, fmt.Errorf("record batch at offset %d is %d bytes long, shorter than its header", base, length)
+		}
+		if 12+length > int64(len(data)) {
+			break // cut off by the fetch
+		}
+		b := data[:12+length]
+		data = data[12+length:]
+		if got, want := crc32.Checksum(b[21:], castagnoli), binary.BigEndian.Uint32(b[17:]); got != want {
+			return out, fmt.Errorf("record batch at offset %d: checksum %08x, want %08x", base, got, want)
+		}
+		out = append(out, recordBatch{
+			baseOffset:      base,
+			attributes:      int16(binary.BigEndian.Uint16(b[21:])),
+			lastOffsetDelta: int32(binary.BigEndian.Uint32(b[23:])),
+			firstTimestamp:  int64(binary.BigEndian.Uint64(b[27:])),
+			maxTimestamp:    int64(binary.BigEndian.Uint64(b[35:])),
+			producerID:      int64(binary.BigEndian.Uint64(b[43:])),
+			records:         b[batchHeaderSize:],
+		})
+	}
+	return out, nil
+}
+
+// record is one record of a batch; its key, value and headers point into
+// the batch's bytes: the fetch response's, or (own) the batch's own
+// decompressed ones.
+type record struct {
+	offset  int64
+	time    time.Time
+	key     []byte // nil: none
+	value   []byte // nil: none
+	headers []kafkago.Header
+	own     bool
+}
+
+// eachRecord decompresses b's records (kafka.DecompressRecords, bounded by
+// kafka.MaxDecompressedBatchBytes: a batch over it reads as one stand-in
+// record) and calls fn with each, in order. Records end where the bytes
+// end: a stand-in record is one of the batch's many.
+func (b *recordBatch) eachRecord(fn func(record) error) error {
+	data := b.records
+	own := false // data is the batch's own copy
+	if c := protocol.Attributes(b.attributes).Compression(); c != 0 {
+		var err error
+		data, err = kafka.DecompressRecords(c, data)
+		if err != nil {
+			return fmt.Errorf("record batch at offset %d: decompressing (%s): %w", b.baseOffset, c, err)
+		}
+		own = true
+	}
+	w := &varints{b: data}
+	for len(w.b) > 0 {
+		length := w.varint()
+		body := w.take(length)
+		if w.err != nil {
+			return fmt.Errorf("record batch at offset %d: %w", b.baseOffset, w.err)
+		}
+		r, err := parseRecord(body, b)
+		if err != nil {
+			return fmt.Errorf("record batch at offset %d: %w", b.baseOffset, err)
+		}
+		r.own = own
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parseRecord reads one record's bytes (after its length).
+func parseRecord(body []byte, b *recordBatch) (record, error) {
+	w := &varints{b: body}
+	w.take(1) // attributes, unused
+	ts := b.firstTimestamp + w.varint64()
+	if b.attributes&attrLogAppendTime != 0 {
+		ts = b.maxTimestamp // the broker's time, as the Java consumer reads it
+	}
+	r := record{offset: b.baseOffset + w.varint64(), time: time.UnixMilli(ts)}
+	r.key = w.bytes()
+	r.value = w.bytes()
+	n := w.varint()
+	if n < 0 || n > len(w.b) {
+		return record{}, fmt.Errorf("record of %d headers in %d bytes", n, len(w.b))
+	}
+	if n > 0 {
+		r.headers = make([]kafkago.Header, n)
+		for i := range r.headers {
+			k := w.bytes()
+			r.headers[i] = kafkago.Header{Key: string(k), Value: w.bytes()}
+		}
+	}
+	if w.err != nil {
+		return record{}, w.err
+	}
+	return r, nil
+}
+
+// varints reads the zigzag varints and length-prefixed bytes of records.
+type varints struct {
+	b   []byte
+	err error
+}
+
+var errRecordCut = errors.New("record cut short")
+
+func (w *varints) varint64() int64 {
+	if w.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(w.b)
+	if n <= 0 {
+		w.err = errRecordCut
+		return 0
+	}
+	w.b = w.b[n:]
+	return v
+}
+
+func (w *varints) varint() int {
+	v := w.varint64()
+	if v > int64(len(w.b)) || v < -1 {
+		if w.err == nil {
+			w.err = fmt.Errorf("length %d with %d bytes left", v, len(w.b))
+		}
+		return 0
+	}
+	return int(v)
+}
+
+func (w *varints) take(n int) []byte {
+	if w.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(w.b) {
+		w.err = errRecordCut
+		return nil
+	}
+	out := w.b[:n:n]
+	w.b = w.b[n:]
+	return out
+}
+
+// bytes reads a length-prefixed field: -1 is nil (no key, no value).
+func (w *varints) bytes() []byte {
+	n := w.varint()
+	if w.err != nil || n < 0 {
+		return nil
+	}
+	return w.take(n)
+}
