@@ -201,3 +201,27 @@ func TestUnreadableBatchIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// A record's time is its batch's first timestamp plus its delta, or, in a
+// topic with message.timestamp.type=LogAppendTime, the batch's max
+// timestamp: the broker's time, as the Java consumer reads it.
+func TestRecordTimes(t *testing.T) {
+	for _, tt := range []struct {
+		attrs int16
+		want  []int64 // ms
+	}{{0, []int64{1000, 1002}}, {attrLogAppendTime, []int64{5000, 5000}}} {
+		p := &fetchedPartition{records: encodeBatch(t, 0, -1, tt.attrs, 2, testRecord{delta: 0}, testRecord{delta: 2})}
+		out := make(chan []entry, 1)
+		f := partitionFetch{topic: "in"}
+		if err := passOn(context.Background(), &f, p, out); err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, e := range <-out {
+			got = append(got, e.msg.Time.UnixMilli())
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("attributes %#x: times %v, want %v", tt.attrs, got, tt.want)
+		}
+	}
+}

@@ -57,8 +57,8 @@ const HeaderBatchTooLarge = "lakewap.batch_too_large"
 
 // A batch over the limit is read as one record, at the batch's last
 // offset, with no key or value and the HeaderBatchTooLarge header: kafka-go
-// reads the batch's other records as cut off by the fetch and reads on past
-// its last offset. The readers of the consumer take it back by its token
+// (and the consumer's own fetch, with DecompressRecords) reads the batch's
+// other records as cut off by the fetch and reads on past its last offset. The readers of the consumer take it back by its token
 // (TooLargeBatch); any other reader (the changelog's, the commands') sees a
 // record without key or value.
 var overLimit = struct {
@@ -124,8 +124,9 @@ func (e *BatchTooLargeError) As(target any) bool {
 }
 
 // kafka-go looks every codec up in its one table (compress.Codecs): each
-// reader every lakewap part uses (the consumer's, the changelog's, the
-// commands') decompresses within the bound.
+// kafka-go reader lakewap uses (the changelog's, the commands')
+// decompresses within the bound; the consumer's fetch uses
+// DecompressRecords.
 func init() {
 	for i, c := range compress.Codecs {
 		if c != nil {
