@@ -61,7 +61,7 @@ type Consumer struct {
 	admin  *kafkago.Client // high watermarks for the lag gauge
 	// fetcher sends the partitions' fetch requests (fetch.go), with the
 	// TLS and SASL of every other connection, to fetchAddr's cluster.
-	fetcher   kafkago.RoundTripper
+	fetcher   *kafkago.Transport
 	fetchAddr net.Addr
 	m         *metrics
 	runs      atomic.Bool
@@ -112,6 +112,15 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errConfig, err)
 	}
+	fetcher, err := cfg.Security.Transport()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errConfig, err)
+	}
+	// The transport routes a fetch to the partition's leader by its
+	// metadata: read often, so that a fetch answered NOT_LEADER_OR_FOLLOWER
+	// (the leader moved) finds the new leader within a second or so.
+	fetcher.MetadataTTL = time.Second
+	fetcher.MetadataTopics = slices.DeleteFunc([]string{cfg.Topic, cfg.RequestsTopic}, func(t string) bool { return t == "" })
 	client, err := kafka.NewClient(cfg.Brokers, cfg.Security)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errConfig, err)
@@ -126,7 +135,7 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 		dialer:     dialer,
 		dlq:        w,
 		admin:      &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport},
-		fetcher:    transport,
+		fetcher:    fetcher,
 		fetchAddr:  kafkago.TCP(cfg.Brokers...),
 		m:          newMetrics(cfg.Registerer, cfg.GroupID, cfg.Topic),
 		generation: -1,
@@ -230,6 +239,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		return errors.New("consumer: Run called twice")
 	}
 	c.runCtx = ctx
+	defer c.fetcher.CloseIdleConnections()
 	defer func() {
 		if err := c.dlq.Close(); err != nil {
 			c.log.Warn("closing dead-letter writer", "err", err)
