@@ -579,7 +579,7 @@ func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *
 }
 
 // deadLetterBatch writes one dead letter for the records of a record batch
-// over kafka.MaxDecompressedBatchBytes, which the reader hands out as msg,
+// over kafka.MaxDecompressedBatchBytes, which the fetch hands out as msg,
 // one record at the batch's last offset (kafka.TooLargeBatch): the batch's
 // offsets from next (the offset after the last message handed out, or the
 // batch's first when before it or not known) to msg's. It returns false

@@ -26,7 +26,8 @@ const MaxDecompressedBatchBytes = 64 << 20
 
 // MaxDecompressedRecordBytes bounds one record of a compressed record
 // batch, decompressed (its bytes after its length). kafka-go's reader
-// queues 100 records ahead of the one handed out: within
+// (the commands' ReadPartitions; the consumer's own fetch holds one batch
+// ahead) queues 100 records ahead of the one handed out: within
 // MaxDecompressedBatchBytes a batch of a few KiB may hold one record of
 // nearly 64 MiB, and a producer's run of such batches made a consumer hold
 // 60 MiB per queued record (6 GiB for a full queue) while its handler
@@ -166,7 +167,8 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 
 // DecompressRecords decompresses the records of a record batch compressed
 // with c, as kafka-go's codecs do here: within MaxDecompressedBatchBytes,
-// a batch over it coming back as its stand-in record (TooLargeBatch). For
+// a batch over it coming back as its stand-in record (TooLargeBatch), and
+// each record over MaxDecompressedRecordBytes as one at its offset. For
 // the consumer's fetches, which read batches themselves; the bytes
 // returned are the caller's.
 func DecompressRecords(c compress.Compression, records []byte) ([]byte, error) {
