@@ -20,7 +20,7 @@ func produceCompressed(t testing.TB, brokers []string, topic string, partition i
 	t.Helper()
 	records := make([]kafkago.Record, len(msgs))
 	for i, m := range msgs {
-		records[i] = kafkago.Record{Key: kafkago.NewBytes(m.Key), Value: kafkago.NewBytes(m.Value)}
+		records[i] = kafkago.Record{Key: kafkago.NewBytes(m.Key), Value: kafkago.NewBytes(m.Value), Headers: m.Headers}
 	}
 	res, err := newClient(brokers).Produce(context.Background(), &kafkago.ProduceRequest{
 		Topic: topic, Partition: partition, RequiredAcks: kafkago.RequireAll, Compression: codec,

@@ -562,7 +562,11 @@ func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *
 				w.offsets.markDone(msg.Offset)
 				continue
 			}
-			if big, ok := kafka.TooLargeBatch(kafka.FromWire(msg).Headers); ok {
+			if e.poison != nil {
+				if !c.deadLetter(gctx, handleCtx, msg, e.poison, log) {
+					return
+				}
+			} else if big, ok := kafka.TooLargeBatch(kafka.FromWire(msg).Headers); ok {
 				if !c.deadLetterBatch(gctx, handleCtx, msg, next, big, log) {
 					return
 				}

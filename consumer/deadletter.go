@@ -202,3 +202,7 @@ const ReasonBatchTooLarge = "batch_too_large"
 // compressed record batch that decompresses to more than
 // kafka.MaxDecompressedRecordBytes (the batch's other records are read).
 const ReasonRecordTooLarge = "record_too_large"
+
+// ReasonTooManyHeaders is the dead-letter reason of a record with more than
+// maxRecordHeaders headers (the dead letter keeps its key and value).
+const ReasonTooManyHeaders = "too_many_headers"

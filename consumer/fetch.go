@@ -31,6 +31,13 @@ const fetchMaxWait = 500 * time.Millisecond
 // aborted transactions among them.
 const isolationReadCommitted = 1
 
+// maxEntriesPerSend bounds one send of entries to the worker, each
+// message's headers counted: a record batch of 64 MiB decompressed may hold
+// millions of records of a few bytes, and each is a kafka-go Message of
+// about 160 bytes, so a batch sent whole came to gigabytes (one of 1
+// million records, 4.8 MB of zstd, held 234 MiB of entries).
+const maxEntriesPerSend = 1024
+
 // controlAbort is the type of a control record that ends a transaction by
 // aborting it (0: abort, 1: commit).
 const controlAbort = 0
@@ -43,6 +50,9 @@ const controlAbort = 0
 type entry struct {
 	msg  kafkago.Message
 	skip bool
+	// poison, if set, is why msg (its record read only in part) is
+	// dead-lettered instead of handled.
+	poison *PoisonError
 }
 
 // txnFilter tells, batch after batch of one read-committed fetch response,
@@ -72,6 +82,11 @@ func (f *txnFilter) skip(b *recordBatch) (bool, error) {
 	if !b.control() {
 		return b.transactional() && f.aborting[b.producerID], nil
 	}
+	if !b.transactional() {
+		// The coordinator writes markers as transactional control batches;
+		// one that is not ends no transaction (a producer's forgery).
+		return true, nil
+	}
 	err := b.eachRecord(func(r record) error {
 		// A control record's key is its version and type (int16 each).
 		if len(r.key) == 4 && int16(binary.BigEndian.Uint16(r.key[2:])) == controlAbort {
@@ -82,25 +97,40 @@ func (f *txnFilter) skip(b *recordBatch) (bool, error) {
 	return true, err
 }
 
-// batchEntries is what batch b holds for the worker from offset from on:
-// its records as messages, or, skipped, the batch's last offset. Offsets
-// past its last record (compacted away) are skipped too, so the position
-// moves to the batch's end.
-func batchEntries(b *recordBatch, skip bool, topic string, partition int, highWater, from int64) ([]entry, error) {
-	if b.lastOffset() < from {
-		return nil, nil
+// passBatch sends what batch b holds for the worker from f's offset on,
+// in parts of at most maxEntriesPerSend, moving f's offset past each part
+// sent: its records as messages, or, skipped, the batch's last offset.
+// Offsets past its last record (compacted away) are skipped too, so the
+// position moves to the batch's end. Only records after the one before
+// them and within the batch's offsets are handed out: the offset deltas
+// are the producer's bytes, the batch's last offset the broker's (the
+// next batch starts after it).
+func passBatch(ctx context.Context, f *partitionFetch, b *recordBatch, skip bool, highWater int64, out chan<- []entry) error {
+	last := b.lastOffset()
+	if last < f.offset {
+		return nil
 	}
-	end := entry{msg: kafkago.Message{Topic: topic, Partition: partition, Offset: b.lastOffset()}, skip: true}
+	send := func(entries []entry) error {
+		select {
+		case out <- entries:
+			f.offset = max(f.offset, entries[len(entries)-1].msg.Offset+1)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	end := entry{msg: kafkago.Message{Topic: f.topic, Partition: f.partition, Offset: last}, skip: true}
 	if skip {
-		return []entry{end}, nil
+		return send([]entry{end})
 	}
-	var out []entry
-	last := int64(-1)
+	var part []entry
+	cost := 0
+	next := f.offset // the offset after the last record taken
 	err := b.eachRecord(func(r record) error {
-		if r.offset < from {
+		if r.offset < next || r.offset > last {
 			return nil
 		}
-		m := kafkago.Message{Topic: topic, Partition: partition, Offset: r.offset, HighWaterMark: highWater,
+		m := kafkago.Message{Topic: f.topic, Partition: f.partition, Offset: r.offset, HighWaterMark: highWater,
 			Key: r.key, Value: r.value, Headers: r.headers, Time: r.time}
 		if !r.own {
 			// A message must not hold the whole fetch response in memory.
@@ -110,17 +140,31 @@ func batchEntries(b *recordBatch, skip bool, topic string, partition int, highWa
 				m.Headers[i].Value = bytes.Clone(h.Value)
 			}
 		}
-		out = append(out, entry{msg: m})
-		last = r.offset
+		e := entry{msg: m}
+		if r.headerCount > maxRecordHeaders {
+			e.poison = &PoisonError{Reason: ReasonTooManyHeaders, Err: fmt.Errorf("the record at offset %d of %s partition %d has %d headers, more than %d: its headers were not read",
+				r.offset, f.topic, f.partition, r.headerCount, maxRecordHeaders)}
+		}
+		part = append(part, e)
+		next = r.offset + 1
+		if cost += 1 + len(m.Headers); cost >= maxEntriesPerSend {
+			err := send(part)
+			part = nil
+			cost = 0
+			return err
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if last < b.lastOffset() {
-		out = append(out, end)
+	if next <= last {
+		part = append(part, end)
 	}
-	return out, nil
+	if len(part) == 0 {
+		return nil
+	}
+	return send(part)
 }
 
 // partitionFetch is one fetch of a partition's records from offset on.
@@ -291,24 +335,22 @@ func passOn(ctx context.Context, f *partitionFetch, p *fetchedPartition, out cha
 		err = fmt.Errorf("the record batch at offset %d came cut off: larger than the %d bytes of the response", f.offset, len(p.records))
 	}
 	filter := newTxnFilter(p.aborted)
+	from := f.offset
 	for i := range batches {
 		b := &batches[i]
 		skip, ferr := filter.skip(b)
-		var entries []entry
 		if ferr == nil {
-			entries, ferr = batchEntries(b, skip, f.topic, f.partition, p.highWater, f.offset)
+			ferr = passBatch(ctx, f, b, skip, p.highWater, out)
 		}
 		if ferr != nil {
 			return ferr
 		}
-		if len(entries) > 0 {
-			select {
-			case out <- entries:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
 		f.offset = max(f.offset, b.lastOffset()+1)
+	}
+	if err == nil && len(batches) > 0 && f.offset == from {
+		// The broker answers from the batch holding the fetch's offset:
+		// fetching the same again would get the same, at once.
+		err = fmt.Errorf("the record batches fetched from offset %d end before it (the last at offset %d)", from, batches[len(batches)-1].lastOffset())
 	}
 	return err
 }

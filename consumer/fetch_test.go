@@ -29,7 +29,7 @@ func appendField(b, v []byte) []byte {
 }
 
 // encodeBatch is a record batch (magic 2) as a broker stores it.
-func encodeBatch(t *testing.T, base, pid int64, attrs int16, lastDelta int32, recs ...testRecord) []byte {
+func encodeBatch(t testing.TB, base, pid int64, attrs int16, lastDelta int32, recs ...testRecord) []byte {
 	t.Helper()
 	var records []byte
 	for _, r := range recs {

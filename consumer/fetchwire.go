@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -255,6 +256,9 @@ func recordBatches(data []byte) ([]recordBatch, error) {
 		if got, want := crc32.Checksum(b[21:], castagnoli), binary.BigEndian.Uint32(b[17:]); got != want {
 			return out, fmt.Errorf("record batch at offset %d: checksum %08x, want %08x", base, got, want)
 		}
+		if delta := int32(binary.BigEndian.Uint32(b[23:])); delta < 0 || base < 0 || base > math.MaxInt64-math.MaxInt32 {
+			return out, fmt.Errorf("record batch at offset %d: last offset delta %d", base, delta)
+		}
 		out = append(out, recordBatch{
 			baseOffset:      base,
 			attributes:      int16(binary.BigEndian.Uint16(b[21:])),
@@ -278,7 +282,16 @@ type record struct {
 	value   []byte // nil: none
 	headers []kafkago.Header
 	own     bool
+	// headerCount is the record's header count; over maxRecordHeaders,
+	// headers is left empty.
+	headerCount int
 }
+
+// maxRecordHeaders bounds the headers read of one record. Each takes two
+// bytes on the wire (empty key and value) and 40 in a kafka-go Message, so
+// a record of 2 MiB could hold a million of them, 40 MiB; lakewap's events
+// carry a few. A record with more is dead-lettered (too_many_headers).
+const maxRecordHeaders = 256
 
 // eachRecord decompresses b's records (kafka.DecompressRecords, bounded by
 // kafka.MaxDecompressedBatchBytes: a batch over it reads as one stand-in
@@ -328,6 +341,10 @@ func parseRecord(body []byte, b *recordBatch) (record, error) {
 	n := w.varint()
 	if n < 0 || n > len(w.b) {
 		return record{}, fmt.Errorf("record of %d headers in %d bytes", n, len(w.b))
+	}
+	r.headerCount = n
+	if n > maxRecordHeaders {
+		return r, w.err // the headers are not read
 	}
 	if n > 0 {
 		r.headers = make([]kafkago.Header, n)
