@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"hash/crc32"
 	"testing"
 
 	kafkago "github.com/segmentio/kafka-go"
@@ -13,8 +14,10 @@ import (
 // each partition's records on as the fetch loop does. Whatever the bytes:
 // no panic; messages and skips come in increasing offsets from the fetch's
 // offset on, each send within maxEntriesPerSend (and a skip), and the next
-// fetch starts past every offset passed on. Run it with
-// go test ./consumer -run '^$' -fuzz FuzzFetchResponse -fuzztime 60s.
+// fetch starts past every offset passed on. With fixCRC the batches'
+// checksums are set to match their bytes first, so that mutations reach
+// the records past the checksum. Run it with
+// go test ./consumer -run '^$' -fuzz FuzzFetchResponse -fuzztime 60s -fuzzminimizetime 1x.
 func FuzzFetchResponse(f *testing.F) {
 	abort := []byte{0, 0, 0, 0}
 	batches := bytes.Join([][]byte{
@@ -25,11 +28,13 @@ func FuzzFetchResponse(f *testing.F) {
 		encodeBatch(f, 7, -1, int16(kafkago.Zstd), 0, testRecord{delta: 0}),
 	}, nil)
 	for _, v := range []int16{4, 7, 11} {
-		f.Add(fetchResponseBody(v, batches, 7, 2), v, int64(0))
-		f.Add(fetchResponseBody(v, batches, 7, 2), v, int64(3))
-		f.Add(fetchResponseBody(v, batches[:40], -1, 0), v, int64(0))
+		for _, fix := range []bool{false, true} {
+			f.Add(fetchResponseBody(v, batches, 7, 2), v, int64(0), fix)
+			f.Add(fetchResponseBody(v, batches, 7, 2), v, int64(3), fix)
+			f.Add(fetchResponseBody(v, batches[:40], -1, 0), v, int64(0), fix)
+		}
 	}
-	f.Fuzz(func(t *testing.T, body []byte, version int16, from int64) {
+	f.Fuzz(func(t *testing.T, body []byte, version int16, from int64, fixCRC bool) {
 		if version < minFetchVersion || version > maxFetchVersion || from < 0 {
 			return
 		}
@@ -39,6 +44,9 @@ func FuzzFetchResponse(f *testing.F) {
 		}
 		for i := range res.partitions {
 			p := &res.partitions[i]
+			if fixCRC {
+				fixChecksums(p.records)
+			}
 			out := make(chan []entry, 1<<16)
 			pf := partitionFetch{topic: p.topic, partition: int(p.partition), offset: from}
 			err := passOn(context.Background(), &pf, p, out)
@@ -60,6 +68,20 @@ func FuzzFetchResponse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fixChecksums sets the CRC-32C of each whole record batch in data to
+// match its bytes.
+func fixChecksums(data []byte) {
+	for len(data) >= 21 {
+		length := int64(int32(binary.BigEndian.Uint32(data[8:])))
+		if length < batchHeaderSize-12 || 12+length > int64(len(data)) {
+			return
+		}
+		b := data[:12+length]
+		binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+		data = data[12+length:]
+	}
 }
 
 // fetchResponseBody is a fetch response body (after the correlation id) of
