@@ -46,18 +46,23 @@ func TestPartitionCountsAreKnownBeforeAnyMessage(t *testing.T) {
 	cfg.Registerer = prometheus.NewRegistry()
 	rec := newRecorder()
 	var (
-		mu   sync.Mutex
-		seen []int
-		run  atomic.Pointer[running]
+		mu    sync.Mutex
+		seen  []int
+		run   atomic.Pointer[running]
+		ready = make(chan struct{})
 	)
 	rec.onHandle = func(_ context.Context, m kafka.Message) error {
+		<-ready // run is stored
 		mu.Lock()
 		defer mu.Unlock()
 		seen = append(seen, run.Load().Partitions(k.Topic(inTopic)))
 		return nil
 	}
-	run.Store(startConsumer(t, cfg, rec))
+	// Produced before the consumer starts: the refused metadata requests
+	// are the consumer's, not the test producer's.
 	produce(t, k, inTopic, 0, values("one")...)
+	run.Store(startConsumer(t, cfg, rec))
+	close(ready)
 	eventually(t, "the message handled", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
