@@ -37,6 +37,9 @@ type fileColumn struct {
 	// file's ARROW:schema (markArrow), or ""; arrowFile, on a file's first
 	// column, why pyarrow fails on that schema.
 	arrow, arrowFile string
+	// rebased are the leaves under it Spark reads as written in the Julian
+	// calendar, by the file's metadata (markSpark, sparkmeta.go).
+	rebased []sparkLeaf
 	// nested are the paths of its descendants below it, names joined by
 	// "\x00" (a struct's fields at any depth: fieldCase).
 	nested []string
@@ -61,6 +64,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		out[f] = schemaColumns(ft.nodes)
 		embedded := markArrow(out[f], ft.arrow, topLevelFields(ft.nodes, ft.types))
 		markPandas(out[f], withEmbedded(ft.pandas, embedded), topLevelKinds(ft.nodes, ft.types))
+		markSpark(out[f], ft)
 	}
 	if len(rest) == 0 {
 		return out, nil
@@ -138,6 +142,9 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	}
 	for file, m := range metas {
 		markPandas(out[file], m, nil)
+	}
+	if err := r.markSparkRest(ctx, out, rest); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -1200,6 +1200,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 				err = r.int96Range(ctx, cols, files, objPath, ids)
 			}
 			if err == nil && (format == FormatParquet || format == FormatDelta) {
+				err = r.sparkRebase(ctx, cols, files, objPath, ids)
+			}
+			if err == nil && (format == FormatParquet || format == FormatDelta) {
 				err = r.readerIndexes(ctx, files, objPath, ids)
 			}
 			if err == nil && (format == FormatParquet || format == FormatDelta) && !r.e.claimsUnchecked {

@@ -19,7 +19,8 @@ import (
 //
 // The footer is a Thrift compact FileMetaData. Its schema list is kept
 // (and the values of the key-value metadata "pandas": pandasmeta.go, and
-// "ARROW:schema": arrowschema.go);
+// "ARROW:schema": arrowschema.go; what Spark's calendar keys say:
+// sparkmeta.go);
 // everything else is walked to the end as parquet.thrift declares it
 // (required fields, element types, enum ranges), so that a footer is read
 // only when DuckDB's Thrift code would read it. Anything this reader does
@@ -70,9 +71,10 @@ type parquetFooter struct {
 	nodes  []schemaNode
 	types  []nodeTypes // of nodes, in order
 	chunks []chunkMeta
-	rows   int64    // FileMetaData's num_rows, -1 without
-	pandas [][]byte // the values of key_value_metadata's key "pandas"
-	arrow  [][]byte // the values of its key "ARROW:schema" (arrowschema.go)
+	rows   int64     // FileMetaData's num_rows, -1 without
+	pandas [][]byte  // the values of key_value_metadata's key "pandas"
+	arrow  [][]byte  // the values of its key "ARROW:schema" (arrowschema.go)
+	spark  sparkKeys // Spark's calendar keys (sparkmeta.go)
 }
 
 // footerSchema is the schema of the Parquet file at path, as DuckDB's
@@ -159,7 +161,7 @@ func decodeFooter(buf []byte) (parquetFooter, error) {
 	if err != nil {
 		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
 	}
-	return parquetFooter{nodes: nodes, types: d.types, chunks: chunks, rows: rows, pandas: d.pandas, arrow: d.arrow}, nil
+	return parquetFooter{nodes: nodes, types: d.types, chunks: chunks, rows: rows, pandas: d.pandas, arrow: d.arrow, spark: d.spark}, nil
 }
 
 // checkSchemaTree: the elements form one tree, depth first, exactly (a
@@ -227,6 +229,7 @@ type compactReader struct {
 	// pandas are the values of the key_value_metadata's key "pandas",
 	// arrow those of "ARROW:schema".
 	pandas, arrow [][]byte
+	spark         sparkKeys // Spark's calendar keys (sparkmeta.go)
 }
 
 var errShort = errors.New("footer ends early")
@@ -459,7 +462,8 @@ func (d *compactReader) fileMetaData() ([]schemaNode, error) {
 }
 
 // keyValues reads FileMetaData's key_value_metadata, keeping the values
-// of the key "pandas" (each, should it be there twice).
+// of the key "pandas" (each, should it be there twice) and noting Spark's
+// calendar keys (sparkKeys.note).
 func (d *compactReader) keyValues() error {
 	et, n, err := d.list()
 	if err != nil {
@@ -488,6 +492,7 @@ func (d *compactReader) keyValues() error {
 		case "ARROW:schema":
 			d.arrow = append(d.arrow, value)
 		}
+		d.spark.note(key, value)
 	}
 	return nil
 }
