@@ -462,9 +462,8 @@ func (d *compactReader) fileMetaData() ([]schemaNode, error) {
 }
 
 // keyValues reads FileMetaData's key_value_metadata, keeping the values
-// of the keys "pandas" and "ARROW:schema" (each, should it be there
-// twice) and noting Spark's
-// calendar keys (sparkKeys.note).
+// of the keys "pandas" and "ARROW:schema" (each, should one be there
+// twice) and noting Spark's calendar keys (sparkKeys.note).
 func (d *compactReader) keyValues() error {
 	et, n, err := d.list()
 	if err != nil {

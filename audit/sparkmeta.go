@@ -190,7 +190,7 @@ func sparkLeaves(nodes []schemaNode, types []nodeTypes, k sparkKeys) map[string]
 		if n.children == 0 {
 			i++
 			if repeated {
-				steps = append(steps[:len(steps):len(steps)], sparkStep{op: 'l'})
+				steps = append(slices.Clip(steps), sparkStep{op: 'l'})
 			}
 			if kind := sparkKindOf(nt, k); kind != sparkNone {
 				out[top] = append(out[top], sparkLeaf{kind: kind, steps: steps, path: path})
@@ -200,19 +200,20 @@ func sparkLeaves(nodes []schemaNode, types []nodeTypes, k sparkKeys) map[string]
 		mapKV := nt.converted == 2 || i > 0 && types[i-1].converted == 1 && nodes[i-1].children == 1
 		list, isMap := nt.converted == 3, nt.converted == 1
 		i++
-		steps = steps[:len(steps):len(steps)]
 		if repeated && !mapKV {
-			steps = append(steps, sparkStep{op: 'l'})
+			steps = append(slices.Clip(steps), sparkStep{op: 'l'})
 		}
+		// Each child's steps are its own (Clip): siblings' appends to one
+		// array would overwrite each other's last step.
 		for c := int64(0); c < n.children && i < len(nodes); c++ {
 			child := steps
 			switch {
 			case mapKV && c == 0:
-				child = append(steps, sparkStep{op: 'k'})
+				child = append(slices.Clip(steps), sparkStep{op: 'k'})
 			case mapKV:
-				child = append(steps, sparkStep{op: 'v'})
+				child = append(slices.Clip(steps), sparkStep{op: 'v'})
 			case n.children > 1 || !list && !isMap && !repeated:
-				child = append(steps, sparkStep{op: 'f', field: nodes[i].name})
+				child = append(slices.Clip(steps), sparkStep{op: 'f', field: nodes[i].name})
 			}
 			walk(top, child, path)
 		}

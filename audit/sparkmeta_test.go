@@ -201,3 +201,53 @@ func TestSparkReadsTheRefusedCalendarOtherwise(t *testing.T) {
 		}
 	}
 }
+
+// TestSparkLeavesFollowDuckDBsNesting: each rebased leaf's steps are its
+// own, as DuckDB nests a LIST of structs of two dates, a MAP's values and
+// a repeated leaf, and a repeated struct of two dates two structs down
+// (whose fields once shared their last step: the first read the second's
+// field).
+func TestSparkLeavesFollowDuckDBsNesting(t *testing.T) {
+	date := nodeTypes{physical: 1, repetition: 1, converted: 6, logical: 6}
+	group := func(converted, repetition int32) nodeTypes {
+		return nodeTypes{physical: -1, repetition: repetition, converted: converted}
+	}
+	nodes := []schemaNode{
+		{name: "schema", children: 4},
+		{name: "l", children: 1}, {name: "list", children: 1}, {name: "element", children: 2}, {name: "a"}, {name: "b"},
+		{name: "m", children: 1}, {name: "key_value", children: 2}, {name: "key"}, {name: "value"},
+		{name: "r"},
+		{name: "s", children: 1}, {name: "t", children: 1}, {name: "g", children: 2}, {name: "a"}, {name: "b"},
+	}
+	types := []nodeTypes{
+		group(-1, 0),
+		group(3, 1), group(-1, 2), group(-1, 1), date, date,
+		group(1, 1), group(-1, 2), {physical: 6, repetition: 0, converted: 0}, date,
+		{physical: 1, repetition: 2, converted: 6, logical: 6},
+		group(-1, 1), group(-1, 1), group(-1, 2), date, date,
+	}
+	got := sparkLeaves(nodes, types, sparkKeys{version: true, before300: true})
+	lo := " < DATE '1582-10-15'"
+	want := map[string][]string{
+		"l": {
+			`len(list_filter("l", lambda lakewap_y2: struct_extract(lakewap_y2, 'a')` + lo + `)) > 0`,
+			`len(list_filter("l", lambda lakewap_y2: struct_extract(lakewap_y2, 'b')` + lo + `)) > 0`,
+		},
+		"m": {`len(list_filter(map_values("m"), lambda lakewap_y1: lakewap_y1` + lo + `)) > 0`},
+		"r": {`len(list_filter("r", lambda lakewap_y1: lakewap_y1` + lo + `)) > 0`},
+		"s": {
+			`len(list_filter(struct_extract(struct_extract("s", 't'), 'g'), lambda lakewap_y2: struct_extract(lakewap_y2, 'a')` + lo + `)) > 0`,
+			`len(list_filter(struct_extract(struct_extract("s", 't'), 'g'), lambda lakewap_y2: struct_extract(lakewap_y2, 'b')` + lo + `)) > 0`,
+		},
+	}
+	for col, conds := range want {
+		if len(got[col]) != len(conds) {
+			t.Fatalf("%s: %d leaves %+v, want %d", col, len(got[col]), got[col], len(conds))
+		}
+		for i, c := range conds {
+			if g := got[col][i].cond(col); g != c {
+				t.Errorf("%s leaf %d (%s): %s, want %s", col, i, got[col][i].path, g, c)
+			}
+		}
+	}
+}
