@@ -586,15 +586,18 @@ func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *
 // over kafka.MaxDecompressedBatchBytes, which the fetch hands out as msg,
 // one record at the batch's last offset (kafka.TooLargeBatch): the batch's
 // offsets from next (the offset after the last message handed out, or the
-// batch's first when before it or not known) to msg's. It returns false
-// when the generation ended first.
+// batch's first when next is before it, past msg (the fetch moved back) or
+// not known) to msg's. It returns false when the generation ended first.
 func (c *Consumer) deadLetterBatch(gctx, handleCtx context.Context, msg kafkago.Message, next int64, big kafka.BatchTooLarge, log *slog.Logger) bool {
 	if big.RecordBytes > 0 { // one record of a batch within the limit
 		poison := &PoisonError{Reason: ReasonRecordTooLarge, Err: fmt.Errorf("the record at offset %d of %s partition %d was not read: in its %s-compressed record batch it decompresses to %d bytes, more than %d (kafka.MaxDecompressedRecordBytes)",
 			msg.Offset, msg.Topic, msg.Partition, big.Codec, big.RecordBytes, kafka.MaxDecompressedRecordBytes)}
 		return c.deadLetter(gctx, handleCtx, kafkago.Message{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset}, poison, log)
 	}
-	first := max(msg.Offset-big.LastOffsetDelta, next)
+	first := msg.Offset - big.LastOffsetDelta
+	if next > first && next <= msg.Offset {
+		first = next // the batch's records before next were handed out
+	}
 	poison := &PoisonError{Reason: ReasonBatchTooLarge, Err: fmt.Errorf("records at offsets %d to %d of %s partition %d were not read: their %s-compressed record batch (%d records) decompresses to more than %d bytes (kafka.MaxDecompressedBatchBytes)",
 		first, msg.Offset, msg.Topic, msg.Partition, big.Codec, big.Records, kafka.MaxDecompressedBatchBytes)}
 	return c.deadLetter(gctx, handleCtx, kafkago.Message{Topic: msg.Topic, Partition: msg.Partition, Offset: first}, poison, log)

@@ -252,9 +252,13 @@ func (c *Consumer) offsetBounds(ctx context.Context, topic string, p int) (first
 
 // fetchPartition fetches w's partition from its assigned offset and sends
 // what each fetch holds for the worker to out, in offset order, until ctx
-// ends. A failed fetch is retried with backoff; an offset out of range is
-// handled as kafka-go's Reader did: one before the partition's first offset
-// (removed by retention) moves to the first offset, one past its end waits.
+// ends. A failed fetch is retried with backoff. An offset out of range
+// moves to the partition's first offset, the group's reset policy
+// (FirstOffset, a Java consumer's auto.offset.reset=earliest): one before
+// it (removed by retention), and one past the partition's end (its log
+// truncated by an unclean leader election, or the topic created again):
+// the records now below such an offset are not the ones read there, and
+// waiting for the log to reach it, as kafka-go's Reader did, skipped them.
 func (c *Consumer) fetchPartition(ctx context.Context, w *partitionWork, log *slog.Logger, out chan<- []entry) {
 	f := partitionFetch{topic: w.topic, partition: w.assignment.ID, offset: w.assignment.Offset}
 	b := c.newBackoff()
@@ -291,17 +295,25 @@ func (c *Consumer) fetchPartition(ctx context.Context, w *partitionWork, log *sl
 			case f.offset < first:
 				log.Warn("offset before the partition's first offset (removed by retention): skipping to it",
 					"offset", f.offset, "first_offset", first, "skipped", first-f.offset)
+				c.m.offsetResets.WithLabelValues(resetBeforeFirst).Inc()
 				f.offset = first
 				b.Reset()
 				continue
-			case f.offset < last:
+			case f.offset <= last:
 				// Written meanwhile, or a broker behind another: again, soon.
 				if !b.Wait(ctx) {
 					return
 				}
 				continue
 			default:
-				err = fmt.Errorf("offset %d is past the partition's end (%d): %w", f.offset, last, err)
+				// Records at offsets the group read before may be handed
+				// out again; none below the offset is skipped.
+				log.Error("offset past the partition's end (its log truncated, or the topic created again): reading it again from its first offset",
+					"offset", f.offset, "end_offset", last, "first_offset", first)
+				c.m.offsetResets.WithLabelValues(resetPastEnd).Inc()
+				f.offset = first
+				b.Reset()
+				continue
 			}
 		}
 		if err != nil {

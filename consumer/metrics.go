@@ -20,7 +20,16 @@ type metrics struct {
 	futureStamps prometheus.Counter
 	// stalled: seconds the last stable offset has stayed below the high watermark, by partition.
 	stalled *prometheus.GaugeVec
+	// offsetResets: fetch positions out of the partition's range moved to its first offset, by where they were.
+	offsetResets *prometheus.CounterVec
 }
+
+// Where a fetch position out of range was, the values of the "position"
+// label of offset_resets_total.
+const (
+	resetBeforeFirst = "before_first" // removed by retention: records skipped
+	resetPastEnd     = "past_end"     // the log truncated or the topic created again: records read again
+)
 
 // Retry operations, the values of the "operation" label of retries_total.
 const (
@@ -59,6 +68,11 @@ func newMetrics(reg prometheus.Registerer, group, topic string) *metrics {
 		[]string{"partition"}))
 	m.futureStamps = register(reg, prometheus.NewCounter(prometheus.CounterOpts(opts("future_timestamps_total",
 		"Input messages stamped more than a minute past the clock: the lag guard does not take them as a sign that the partition caught up."))))
+	m.offsetResets = counter("offset_resets_total",
+		"Fetch positions out of the partition's range, moved to its first offset: before_first (records removed by retention before they were read), past_end (the log truncated by an unclean leader election, or the topic created again: records read again).", "position")
+	for _, pos := range []string{resetBeforeFirst, resetPastEnd} {
+		m.offsetResets.WithLabelValues(pos)
+	}
 	for _, op := range []string{opHandle, opDeadLetter, opAssign, opFetch, opCommit} {
 		m.retries.WithLabelValues(op) // at 0 from the start, so that increase() sees the first retry
 	}

@@ -49,11 +49,13 @@ func (t *offsetTracker) toCommit() (int64, bool) {
 	return t.next, true
 }
 
-// setCommitted records a successful commit of offset.
+// setCommitted records a successful commit of offset. Commits are
+// serialized (Consumer.commitMu); one may move back, after the fetch moved
+// to the partition's first offset from a position past its end.
 func (t *offsetTracker) setCommitted(offset int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.committed = max(t.committed, offset)
+	t.committed = offset
 }
 
 // committedOffset is the last offset committed to the group by us, -1 if none.

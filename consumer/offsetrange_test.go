@@ -1,0 +1,81 @@
+package consumer
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/kafka/kafkatest"
+)
+
+// commitOffset commits offset for partition 0 of the input topic in the
+// name of group (base name), as a tool or an earlier incarnation of the
+// topic left it: a commit outside any generation.
+func commitOffset(t *testing.T, k *kafkatest.Cluster, group string, offset int64) {
+	t.Helper()
+	res, err := newClient(k.Brokers).OffsetCommit(context.Background(), &kafkago.OffsetCommitRequest{
+		GroupID: k.Group(group), GenerationID: -1,
+		Topics: map[string][]kafkago.OffsetCommit{k.Topic(inTopic): {{Partition: 0, Offset: offset}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Topics[k.Topic(inTopic)] {
+		if p.Error != nil {
+			t.Fatal(p.Error)
+		}
+	}
+}
+
+// A committed offset past the partition's end (the log truncated by an
+// unclean leader election; the topic deleted and created again, its
+// offsets committed before kept): the records below that offset are ones
+// the group never read. The consumer moves to the partition's first
+// offset, its reset policy (the group's FirstOffset; a Java consumer's
+// auto.offset.reset=earliest), and reads them: handed out twice rather
+// than skipped. Before, it waited for the log to reach the committed
+// offset, as kafka-go's Reader did, and every record written below it was
+// skipped without a word.
+func TestCommittedOffsetPastThePartitionsEndIsReadFromTheFirstOffset(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	produce(t, k, inTopic, 0, values("a", "b", "c")...)
+	commitOffset(t, k, "truncated", 100)
+	rec := newRecorder()
+	startConsumer(t, testConfig(k, "truncated"), rec)
+	eventually(t, "the records below the committed offset handled", func() bool { return len(handledValues(rec, 0)) >= 3 })
+	if got, want := handledValues(rec, 0), []string{"a", "b", "c"}; !slices.Equal(got, want) {
+		t.Errorf("handled %q, want %q", got, want)
+	}
+	eventually(t, "the partition's end committed", func() bool { return committed(t, k, "truncated", inTopic, 1)[0] == 3 })
+}
+
+// After the fetch moved back to the partition's first offset (a position
+// past its end), the commit position moves back with the records handled
+// there, and the offset committed is the one the group holds: before, the
+// tracker kept the larger offset it had committed, so each commit
+// interval committed the smaller one again, and Fence committed the
+// larger one, past the end, back.
+func TestCommitPositionMovesBackAfterAReset(t *testing.T) {
+	tr := newOffsetTracker()
+	tr.fetched(5)
+	tr.markDone(5)
+	if off, ok := tr.toCommit(); !ok || off != 6 {
+		t.Fatalf("toCommit = %d, %v; want 6, true", off, ok)
+	}
+	tr.setCommitted(6)
+	tr.fetched(0) // the partition's first offset, after a reset
+	tr.markDone(0)
+	off, ok := tr.toCommit()
+	if !ok || off != 1 {
+		t.Fatalf("toCommit after the reset = %d, %v; want 1, true", off, ok)
+	}
+	tr.setCommitted(off)
+	if off, ok := tr.toCommit(); ok {
+		t.Errorf("toCommit = %d again after it was committed", off)
+	}
+	if got := tr.committedOffset(); got != 1 {
+		t.Errorf("committedOffset = %d, want 1", got)
+	}
+}
