@@ -3,9 +3,11 @@ package consumer
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/lakewap/lakewap/kafka/kafkatest"
 )
@@ -77,5 +79,50 @@ func TestCommitPositionMovesBackAfterAReset(t *testing.T) {
 	}
 	if got := tr.committedOffset(); got != 1 {
 		t.Errorf("committedOffset = %d, want 1", got)
+	}
+}
+
+// Apache Kafka answers a fetch with the bytes of the partition's log from
+// the fetch's offset up to the partition's bound, so the last record batch
+// of a response is usually cut off (kfake sends whole batches only): with
+// bounds of one to three batches, a cut batch is left for the next fetch,
+// from its offset, never read as a record nor dead-lettered, and an
+// aborted transaction spanning the cuts is skipped whole.
+func TestBatchesCutOffByTheFetchBoundAreFetchedAgain(t *testing.T) {
+	for _, bound := range []int{100, 150, 250} {
+		t.Run(strconv.Itoa(bound), func(t *testing.T) {
+			k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+			cl := transactional(t, k, "cut")
+			var want []string
+			for i := range 6 {
+				v := "p" + strconv.Itoa(i)
+				produce(t, k, inTopic, 0, values(v)...)
+				want = append(want, v)
+			}
+			begin(t, cl)
+			write(t, cl, 0, "a1")
+			produce(t, k, inTopic, 0, values("q1")...)
+			write(t, cl, 0, "a2")
+			end(t, cl, kgo.TryAbort)
+			begin(t, cl)
+			write(t, cl, 0, "c1")
+			end(t, cl, kgo.TryCommit)
+			produce(t, k, inTopic, 0, values("last")...)
+			want = append(want, "q1", "c1", "last")
+
+			rec := newRecorder()
+			cfg := testConfig(k, "cut")
+			cfg.MaxFetchBytes = bound
+			startConsumer(t, cfg, rec)
+			eventually(t, "the last record handled", func() bool { return slices.Contains(handledValues(rec, 0), "last") })
+			if got := handledValues(rec, 0); !slices.Equal(got, want) {
+				t.Errorf("handled %q, want %q", got, want)
+			}
+			hw := highWater(t, k)
+			eventually(t, "the partition's end committed", func() bool { return committed(t, k, "cut", inTopic, 1)[0] == hw })
+			if dl := readPartition(t, k, dlqTopic, 0); len(dl) != 0 {
+				t.Errorf("%d dead letters, want none", len(dl))
+			}
+		})
 	}
 }
