@@ -350,6 +350,15 @@ func passOn(ctx context.Context, f *partitionFetch, p *fetchedPartition, out cha
 	from := f.offset
 	for i := range batches {
 		b := &batches[i]
+		if p.lastStable >= 0 && b.lastOffset() >= p.lastStable {
+			// Past the last stable offset the response's aborted
+			// transactions say nothing: a broker sends no such batch to a
+			// read-committed fetch, and none is handed out.
+			if f.offset == from {
+				return fmt.Errorf("the record batch at offset %d fetched from offset %d ends at or past the last stable offset %d", b.baseOffset, from, p.lastStable)
+			}
+			return nil
+		}
 		skip, ferr := filter.skip(b)
 		if ferr == nil {
 			ferr = passBatch(ctx, f, b, skip, p.highWater, out)

@@ -154,7 +154,7 @@ func TestReadCommitted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &fetchedPartition{aborted: tt.aborted, records: bytes.Join(tt.batches, nil), highWater: 99}
+			p := &fetchedPartition{lastStable: -1, aborted: tt.aborted, records: bytes.Join(tt.batches, nil), highWater: 99}
 			out := make(chan []entry, len(tt.batches))
 			f := partitionFetch{topic: "in", offset: tt.from}
 			if err := passOn(context.Background(), &f, p, out); err != nil {
@@ -192,7 +192,7 @@ func TestUnreadableBatchIsAnError(t *testing.T) {
 	old[16] = 1
 	for name, data := range map[string][]byte{"checksum": bad, "magic": old} {
 		f := partitionFetch{topic: "in", offset: 3}
-		err := passOn(context.Background(), &f, &fetchedPartition{records: data}, make(chan []entry, 1))
+		err := passOn(context.Background(), &f, &fetchedPartition{lastStable: -1, records: data}, make(chan []entry, 1))
 		if err == nil || !strings.Contains(err.Error(), "record batch at offset 3") {
 			t.Errorf("%s: err %v, want one naming the batch at offset 3", name, err)
 		}
@@ -210,7 +210,7 @@ func TestRecordTimes(t *testing.T) {
 		attrs int16
 		want  []int64 // ms
 	}{{0, []int64{1000, 1002}}, {attrLogAppendTime, []int64{5000, 5000}}} {
-		p := &fetchedPartition{records: encodeBatch(t, 0, -1, tt.attrs, 2, testRecord{delta: 0}, testRecord{delta: 2})}
+		p := &fetchedPartition{lastStable: -1, records: encodeBatch(t, 0, -1, tt.attrs, 2, testRecord{delta: 0}, testRecord{delta: 2})}
 		out := make(chan []entry, 1)
 		f := partitionFetch{topic: "in"}
 		if err := passOn(context.Background(), &f, p, out); err != nil {

@@ -52,7 +52,7 @@ func TestForgedControlBatchEndsNoAbortedTransaction(t *testing.T) {
 		encodeBatch(t, 3, a, attrTransactional|attrControl, 0, testRecord{key: abort}),
 		encodeBatch(t, 4, -1, 0, 0, testRecord{key: []byte("k")}),
 	}
-	p := &fetchedPartition{records: bytes.Join(batches, nil), aborted: []fetch.ResponseTransaction{{ProducerID: a, FirstOffset: 0}}}
+	p := &fetchedPartition{lastStable: -1, records: bytes.Join(batches, nil), aborted: []fetch.ResponseTransaction{{ProducerID: a, FirstOffset: 0}}}
 	got, _, next, err := passedOn(t, p, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestRecordOffsetsOutsideTheirBatchAreNotHandedOut(t *testing.T) {
 			want:  []string{"m0", "m1"}, wantNext: 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, next, err := passedOn(t, &fetchedPartition{records: tt.batch}, 0)
+			got, _, next, err := passedOn(t, &fetchedPartition{lastStable: -1, records: tt.batch}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestFetchThatDoesNotMoveIsAnError(t *testing.T) {
 		{name: "batches before the fetch offset", from: 10, batch: encodeBatch(t, 0, -1, 0, 1, testRecord{delta: 0}, testRecord{delta: 1})},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, next, err := passedOn(t, &fetchedPartition{records: tt.batch}, tt.from)
+			got, _, next, err := passedOn(t, &fetchedPartition{lastStable: -1, records: tt.batch}, tt.from)
 			if err == nil || !strings.Contains(err.Error(), "offset") {
 				t.Errorf("err %v, want one naming the offset", err)
 			}
@@ -137,7 +137,7 @@ func TestBatchOfManyRecordsIsPassedOnInParts(t *testing.T) {
 	for i := range recs {
 		recs[i] = testRecord{delta: int64(i)}
 	}
-	p := &fetchedPartition{records: encodeBatch(t, 0, -1, int16(kafkago.Zstd), n-1, recs...)}
+	p := &fetchedPartition{lastStable: -1, records: encodeBatch(t, 0, -1, int16(kafkago.Zstd), n-1, recs...)}
 	got, largest, next, err := passedOn(t, p, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -104,8 +104,11 @@ type fetchedPartition struct {
 	partition int32
 	errorCode int16
 	highWater int64
-	aborted   []fetch.ResponseTransaction
-	records   []byte
+	// lastStable is the last stable offset: a read-committed response's
+	// records are below it (-1: not known).
+	lastStable int64
+	aborted    []fetch.ResponseTransaction
+	records    []byte
 }
 
 // wire reads the big-endian fields of a response, remembering the first
@@ -180,7 +183,7 @@ func parseFetchResponse(body []byte, version int16) (*fetchResponse, error) {
 			p.partition = w.int32()
 			p.errorCode = w.int16()
 			p.highWater = w.int64()
-			w.int64() // last stable offset
+			p.lastStable = w.int64()
 			if version >= 5 {
 				w.int64() // log start offset
 			}

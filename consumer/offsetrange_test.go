@@ -4,10 +4,12 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lakewap/lakewap/kafka/kafkatest"
 )
@@ -124,5 +126,74 @@ func TestBatchesCutOffByTheFetchBoundAreFetchedAgain(t *testing.T) {
 				t.Errorf("%d dead letters, want none", len(dl))
 			}
 		})
+	}
+}
+
+// A read-committed fetch response holds records only below its last
+// stable offset: the aborted transactions it lists are those up to there,
+// so a record at or past it may belong to a transaction still open or
+// aborted, and is not handed out, whatever the broker sent. Before, the
+// consumer handed out every record of the response (kfake, answering in
+// the place of a broker, sends batches at offsets 1 and 2 with the last
+// stable offset at 1).
+func TestRecordsAtOrPastTheLastStableOffsetAreNotHandedOut(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	if k.Fake == nil {
+		t.Skip("needs kfake to answer a fetch in a broker's place")
+	}
+	produce(t, k, inTopic, 0, values("a", "b", "c")...)
+	var injected atomic.Bool
+	k.Fake.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		r := req.(*kmsg.FetchRequest)
+		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 || r.Topics[0].Partitions[0].FetchOffset != 0 {
+			k.Fake.KeepControl()
+			return nil, nil, false
+		}
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		st := kmsg.NewFetchResponseTopic()
+		st.Topic = r.Topics[0].Topic
+		sp := kmsg.NewFetchResponseTopicPartition()
+		sp.HighWatermark = 3
+		sp.LastStableOffset = 1
+		// Each record's value is its offset as text: "0", "1", "2".
+		sp.RecordBatches = slices.Concat(encodeBatch(t, 0, -1, 0, 0, testRecord{}),
+			encodeBatch(t, 1, -1, 0, 0, testRecord{}), encodeBatch(t, 2, -1, 0, 0, testRecord{}))
+		st.Partitions = append(st.Partitions, sp)
+		resp.Topics = append(resp.Topics, st)
+		injected.Store(true)
+		return resp, nil, true
+	})
+	rec := newRecorder()
+	startConsumer(t, testConfig(k, "lso"), rec)
+	eventually(t, "three records handled", func() bool { return len(handledValues(rec, 0)) >= 3 })
+	if !injected.Load() {
+		t.Fatal("the fetch from offset 0 was not answered by the test")
+	}
+	if got, want := handledValues(rec, 0), []string{"0", "b", "c"}; !slices.Equal(got, want) {
+		t.Errorf("handled %q, want %q: records at or past the last stable offset were handed out", got, want)
+	}
+}
+
+// The batches of a response from its last stable offset on wait for a
+// later fetch; a response with nothing before it is an error, retried
+// with backoff.
+func TestBatchesPastTheLastStableOffsetWait(t *testing.T) {
+	records := slices.Concat(encodeBatch(t, 0, -1, 0, 0, testRecord{}), encodeBatch(t, 1, -1, 0, 1, testRecord{}, testRecord{delta: 1}),
+		encodeBatch(t, 3, -1, 0, 0, testRecord{}))
+	for _, tt := range []struct {
+		stable   int64
+		want     []string
+		wantNext int64
+		wantErr  bool
+	}{
+		{stable: 4, want: []string{"m0", "m1", "m2", "m3"}, wantNext: 4},
+		{stable: 3, want: []string{"m0", "m1", "m2"}, wantNext: 3},
+		{stable: 2, want: []string{"m0"}, wantNext: 1}, // a batch across it (no broker's) waits whole
+		{stable: 0, wantErr: true},
+	} {
+		got, _, next, err := passedOn(t, &fetchedPartition{lastStable: tt.stable, records: records}, 0)
+		if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) || next != tt.wantNext {
+			t.Errorf("last stable offset %d: got %v, next %d, err %v; want %v, next %d, an error %v", tt.stable, got, next, err, tt.want, tt.wantNext, tt.wantErr)
+		}
 	}
 }
