@@ -197,3 +197,32 @@ func TestBatchesPastTheLastStableOffsetWait(t *testing.T) {
 		}
 	}
 }
+
+// A producer instance that takes over a transactional id fences the one
+// before it: the coordinator aborts the fenced instance's open transaction,
+// writing the abort marker with the producer's next epoch, and the new
+// instance's transactions carry that epoch or later. The fenced
+// transaction's records are not handled; the new instance's are.
+func TestTransactionOfAFencedProducerIsNotHandled(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	old := transactional(t, k, "fenced")
+	produce(t, k, inTopic, 0, values("p1")...)
+	begin(t, old)
+	write(t, old, 0, "z1")
+	produce(t, k, inTopic, 0, values("p2")...)
+	write(t, old, 0, "z2")
+	successor := transactional(t, k, "fenced")
+	begin(t, successor)
+	write(t, successor, 0, "n1")
+	end(t, successor, kgo.TryCommit)
+	produce(t, k, inTopic, 0, values("last")...)
+
+	rec := newRecorder()
+	cfg := testConfig(k, "fenced")
+	cfg.MaxFetchBytes = 1 // one batch a fetch: the abort marker comes fetches after the records
+	startConsumer(t, cfg, rec)
+	eventually(t, "the last record handled", func() bool { return slices.Contains(handledValues(rec, 0), "last") })
+	if got, want := handledValues(rec, 0), []string{"p1", "p2", "n1", "last"}; !slices.Equal(got, want) {
+		t.Errorf("handled %q, want %q", got, want)
+	}
+}
