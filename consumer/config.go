@@ -38,7 +38,7 @@ type Config struct {
 	MaxBackoff        time.Duration // cap of the doubling wait; default 30s
 	LagInterval       time.Duration // how often high watermarks are read for the lag gauge; default 10s
 
-	// MaxFetchBytes bounds one fetch response; default 10 MiB.
+	// MaxFetchBytes bounds one fetch response; default 10 MiB, at most 1 GiB.
 	MaxFetchBytes int
 
 	Registerer prometheus.Registerer // nil: metrics are kept but not exported
@@ -46,6 +46,11 @@ type Config struct {
 }
 
 var errConfig = errors.New("consumer config")
+
+// maxFetchBytes bounds Config.MaxFetchBytes: the fetch request's byte
+// bounds are int32 (3 GiB went out as -1 GiB), and a response is read
+// whole into memory.
+const maxFetchBytes = 1 << 30
 
 func configError(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", errConfig, fmt.Sprintf(format, args...))
@@ -118,6 +123,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxFetchBytes < 0 {
 		return c, configError("MaxFetchBytes must not be negative, got %d", c.MaxFetchBytes)
+	}
+	if c.MaxFetchBytes > maxFetchBytes {
+		return c, configError("MaxFetchBytes must be at most %d, got %d", maxFetchBytes, c.MaxFetchBytes)
 	}
 	c.MaxFetchBytes = cmp.Or(c.MaxFetchBytes, 10<<20)
 	if c.Now == nil {

@@ -68,6 +68,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"sasl user", func(c *Config) { c.Security.SASL = &kafka.SASLConfig{Mechanism: "PLAIN"} }, "Security.SASL.Username is required"},
 		{"tls pair", func(c *Config) { c.Security.TLS = &kafka.TLSConfig{CertFile: "c.pem"} }, "CertFile and KeyFile must be set together"},
 		{"tls ca", func(c *Config) { c.Security.TLS = &kafka.TLSConfig{CAFile: "/nonexistent/ca.pem"} }, "Security.TLS.CAFile"},
+		// The fetch request's bounds are int32: 3 GiB was sent as -1 GiB.
+		{"fetch bytes", func(c *Config) { c.MaxFetchBytes = 3 << 30 }, "MaxFetchBytes must be at most 1073741824, got 3221225472"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
