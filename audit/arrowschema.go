@@ -50,8 +50,12 @@ const (
 
 // Arrow's Type union members read here.
 const (
-	arrowTimestamp = 10
-	arrowDuration  = 18
+	arrowUtf8            = 5
+	arrowTimestamp       = 10
+	arrowFixedSizeBinary = 15
+	arrowDuration        = 18
+	arrowLargeUtf8       = 20
+	arrowUtf8View        = 24
 )
 
 var errArrowSchema = errors.New("not an Arrow schema lakewap reads")
@@ -359,9 +363,13 @@ func (r *flatReader) field(f flatTable, depth int) (arrowField, error) {
 	if err != nil {
 		return arrowField{}, err
 	}
+	// The first of the key, as Arrow's IPC reader takes it
+	// (KeyValueMetadata::FindKey): a later one named arrow.json after a
+	// pandas.period (TestReview33ArrowSchemaAsPyarrowReadsIt).
 	for _, kv := range meta {
 		if kv[0] == "ARROW:extension:name" {
 			af.extension = kv[1]
+			break
 		}
 	}
 	return af, nil
@@ -398,13 +406,16 @@ var arrowUnits = map[int16]string{0: "s", 1: "ms", 2: "us", 3: "ns"}
 // another type pyarrow keeps the Parquet type, but no writer of its own
 // does that), any extension type (pyarrow restores those registered in
 // the reading process, pandas.period and pandas.interval among them) but
-// arrow.json (text) and arrow.uuid over a Parquet UUID, which DuckDB reads
-// alike, and either nested at any depth (a duration in a struct is
-// restored too). A zone over a timestamp adjusted to UTC, a dictionary,
+// arrow.json over a string type and arrow.uuid over a fixed-size binary
+// and a Parquet UUID, which DuckDB reads alike (over another type pyarrow
+// 26 fails the read, one without the extension registered restores the
+// type under it), and either nested at any depth (a duration in a struct
+// is restored too). A zone over a timestamp adjusted to UTC, a dictionary,
 // large strings, a timestamp's unit, date64 read as DuckDB reads them.
 func arrowRestore(f arrowField, kind string, uuid bool, depth int) string {
 	switch {
-	case f.extension == "arrow.json", f.extension == "arrow.uuid" && uuid && depth == 0:
+	case f.extension == "arrow.json" && slices.Contains([]uint8{arrowUtf8, arrowLargeUtf8, arrowUtf8View}, f.typ),
+		f.extension == "arrow.uuid" && f.typ == arrowFixedSizeBinary && uuid && depth == 0:
 	case f.extension != "":
 		return fmt.Sprintf("the extension type %q", f.extension)
 	case f.typ == arrowDuration && (kind == "" || kind == "int" || depth > 0):

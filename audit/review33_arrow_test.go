@@ -1,0 +1,54 @@
+package audit
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// ARROW:schema values pyarrow 26.0.1 serialized (base64 of
+// pa.schema(...).serialize()) for review 33.
+const (
+	// pa.schema([pa.field("a", pa.int64()).with_metadata(pa.KeyValueMetadata([
+	//   ("ARROW:extension:name", "pandas.period"), ("ARROW:extension:metadata", '{"freq":"D"}'),
+	//   ("ARROW:extension:name", "arrow.json")]))])
+	arrowPeriodThenJSONA = "/////1ABAAAQAAAAAAAKAAwABgAFAAgACgAAAAABBAAMAAAACAAIAAAABAAIAAAABAAAAAEAAAAYAAAAAAASABgACAAGAAcADAAAABAAFAASAAAAAAABAhQAAADsAAAACAAAABAAAAAAAAAAAQAAAGEAAAADAAAAjAAAAEAAAAAEAAAAiP///xgAAAAEAAAACgAAAGFycm93Lmpzb24AABQAAABBUlJPVzpleHRlbnNpb246bmFtZQAAAADA////HAAAAAQAAAAMAAAAeyJmcmVxIjoiRCJ9AAAAABgAAABBUlJPVzpleHRlbnNpb246bWV0YWRhdGEAAAAACAAMAAQACAAIAAAAHAAAAAQAAAANAAAAcGFuZGFzLnBlcmlvZAAAABQAAABBUlJPVzpleHRlbnNpb246bmFtZQAAAAAIAAwACAAHAAgAAAAAAAABQAAAAAAAAAA="
+	// pa.schema([pa.field("a", pa.duration("us")).with_metadata({"ARROW:extension:name": "arrow.json"})])
+	arrowJSONOverDurationA = "/////8AAAAAQAAAAAAAKAAwABgAFAAgACgAAAAABBAAMAAAACAAIAAAABAAIAAAABAAAAAEAAAAYAAAAAAASABgACAAGAAcADAAAABAAFAASAAAAAAABEhQAAABkAAAACAAAABAAAAAAAAAAAQAAAGEAAAABAAAADAAAAAgADAAEAAgACAAAABgAAAAEAAAACgAAAGFycm93Lmpzb24AABQAAABBUlJPVzpleHRlbnNpb246bmFtZQAABgAIAAYABgAAAAAAAgA="
+)
+
+// TestReview33ArrowSchemaAsPyarrowReadsIt: ARROW:schema values Go read
+// otherwise than pyarrow 26.0.1, each passing a check pandas 3.1.1 fails.
+// A field's custom metadata naming ARROW:extension:name twice: Arrow's
+// IPC reader takes the first (KeyValueMetadata::FindKey), a pandas.period
+// (pandas reads a Period, DuckDB 1000000), Go took the last, arrow.json,
+// which it excuses. arrow.json over a duration: pyarrow fails the read
+// (JsonExtensionType takes only strings; a pyarrow without the extension
+// registered restores the duration), Go excused the extension's name
+// without looking at the type under it.
+func TestReview33ArrowSchemaAsPyarrowReadsIt(t *testing.T) {
+	const ints = "SELECT CASE WHEN i = 0 THEN 1000000 ELSE 2 END::BIGINT AS a FROM range(2) r(i)"
+	digits := Check{Kind: KindRegex, Column: "a", Pattern: `^[0-9]+$`}
+	for name, schema := range map[string]string{"extension_name_twice": arrowPeriodThenJSONA, "json_over_a_duration": arrowJSONOverDurationA} {
+		t.Run(name, func(t *testing.T) {
+			src := newBatchSource(t)
+			dst := filepath.Join(src.root, "b1", "t", "a.parquet")
+			if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			copySQL(t, fmt.Sprintf("COPY (%s) TO %s (FORMAT parquet, KV_METADATA {'ARROW:schema': %s})", ints, quoteLiteral(dst), quoteLiteral(schema)))
+			// A file pandas cannot read counts as one whose every row fails.
+			script := "import sys, pandas as pd\ntry:\n    c = pd.read_parquet(sys.argv[1])[sys.argv[2]]\nexcept Exception:\n    print(1)\n    sys.exit()\n" +
+				`print(int((~c.dropna().astype(str).str.contains("^[0-9]+$")).sum()))`
+			rep, res, _ := auditLikePandas(t, src, script, []string{dst, "a"}, FormatParquet, digits, true)
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "readers disagree") || !strings.Contains(res.Message, "a.parquet") {
+				t.Fatalf("%s %q (%s); pandas finds rows failing: want it refused naming the file and the ARROW:schema", res.Status, res.Message, res.Observed)
+			}
+			t.Logf("refused: %s", res.Message)
+		})
+	}
+}
