@@ -42,11 +42,27 @@ type arrowSchema struct {
 }
 
 // Bounds of the reading of a schema, besides the footer's own (a value is
-// at most footerMaxBytes).
+// at most footerMaxBytes when Go reads the footer; parquet_kv_metadata's
+// are as long as DuckDB reads them).
 const (
-	arrowMaxTables = footerMaxElements // fields and key-values visited
-	arrowMaxDepth  = footerMaxDepth    // nested fields
+	arrowMaxDepth = footerMaxDepth // nested fields
+	// The tables visited (fields, key-values, types): one per
+	// arrowBytesPerTable bytes of the message, at least arrowMinTables and
+	// at most arrowMaxTables, the tables pyarrow's FlatBuffers verifier
+	// visits. pyarrow writes a field in 44 bytes or more (a boolean of a
+	// one-letter name, its type a table too), and pandas a frame of 12,000
+	// columns, which a bound of 10,000 refused
+	// (TestReview33WideArrowSchemaIsNotRefused); a hostile message visits
+	// at most a table per 16 bytes of its own, each an arrowField.
+	arrowMinTables     = footerMaxElements
+	arrowMaxTables     = 1_000_000
+	arrowBytesPerTable = 16
 )
+
+// arrowTableLimit is the tables a message of n bytes may visit.
+func arrowTableLimit(n int) int {
+	return min(arrowMaxTables, max(arrowMinTables, n/arrowBytesPerTable))
+}
 
 // Arrow's Type union members read here.
 const (
@@ -88,7 +104,7 @@ func decodeArrowMessage(raw []byte) (arrowSchema, error) {
 	if size <= 0 || size > int64(len(raw)-4) {
 		return arrowSchema{}, fmt.Errorf("%w: a message of %d bytes in %d", errArrowSchema, size, len(raw)-4)
 	}
-	fb := &flatReader{b: raw[4 : 4+size]}
+	fb := &flatReader{b: raw[4 : 4+size], limit: arrowTableLimit(int(size))}
 	s, err := fb.message()
 	if err != nil {
 		return arrowSchema{}, fmt.Errorf("%w: %v", errArrowSchema, err)
@@ -97,11 +113,11 @@ func decodeArrowMessage(raw []byte) (arrowSchema, error) {
 }
 
 // flatReader reads the FlatBuffers tables of Arrow's Message.fbs and
-// Schema.fbs from b, never past it, and at most arrowMaxTables of them
-// (a hostile buffer can point many offsets at one table).
+// Schema.fbs from b, never past it, and at most limit of them
+// (arrowTableLimit: a hostile buffer can point many offsets at one table).
 type flatReader struct {
-	b      []byte
-	tables int
+	b             []byte
+	tables, limit int
 }
 
 // flatTable is a table at pos whose vtable, of vtLen bytes, is at vt.
@@ -132,8 +148,8 @@ func (r *flatReader) u16(p int) (int, error) {
 // name no field outside the table.
 func (r *flatReader) table(pos int, name string) (flatTable, error) {
 	r.tables++
-	if r.tables > arrowMaxTables {
-		return flatTable{}, fmt.Errorf("more than %d tables", arrowMaxTables)
+	if r.tables > r.limit {
+		return flatTable{}, fmt.Errorf("more than %d tables", r.limit)
 	}
 	so, err := r.u32(pos)
 	if err != nil {
@@ -240,8 +256,8 @@ func (t flatTable) tables(id int, name string) ([]flatTable, error) {
 	}
 	// Counted before anything is allocated: a hostile buffer can point
 	// many tables at one long vector.
-	if int64(t.r.tables)+int64(n) > arrowMaxTables {
-		return nil, fmt.Errorf("more than %d tables", arrowMaxTables)
+	if int64(t.r.tables)+int64(n) > int64(t.r.limit) {
+		return nil, fmt.Errorf("more than %d tables", t.r.limit)
 	}
 	out := make([]flatTable, 0, n)
 	for i := 0; i < int(n); i++ {

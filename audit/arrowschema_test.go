@@ -175,7 +175,7 @@ func FuzzArrowSchema(f *testing.F) {
 			}
 		}
 		count(s.fields, 0)
-		if n > arrowMaxTables {
+		if n > arrowTableLimit(len(raw)) {
 			t.Fatalf("%d fields", n)
 		}
 		for _, f := range s.fields {

@@ -52,3 +52,30 @@ func TestReview33ArrowSchemaAsPyarrowReadsIt(t *testing.T) {
 		})
 	}
 }
+
+// TestReview33WideArrowSchemaIsNotRefused: pyarrow 26.0.1 writes a table
+// of 3,400 timestamp columns, each field with its PARQUET:field_id (as
+// pyiceberg writes them), with an ARROW:schema of over 10,000 tables
+// (each field's, its Timestamp type's, its metadata's), which pyarrow
+// reads (its verifier takes up to a million tables). Go's decoder stopped
+// at 10,000 tables, so the file was refused as one pyarrow fails on,
+// whatever its checks read.
+func TestReview33WideArrowSchemaIsNotRefused(t *testing.T) {
+	if _, err := testPython(); err != nil || testing.Short() {
+		t.Skipf("pandas writes the file: %v", err)
+	}
+	src := newBatchSource(t)
+	dst := filepath.Join(src.root, "b1", "t", "a.parquet")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := `import sys, pandas as pd, pyarrow as pa, pyarrow.parquet as pq
+n = 3400
+schema = pa.schema([pa.field(f"c{i}", pa.timestamp("us"), metadata={"PARQUET:field_id": str(i + 1)}) for i in range(n)])
+pq.write_table(pa.table([pa.array([0, 1], pa.timestamp("us"))] * n, schema=schema), sys.argv[1])
+print(int(pd.read_parquet(sys.argv[1])["c0"].isna().sum()))`
+	rep, res, _ := auditLikePandas(t, src, script, []string{dst}, FormatParquet, Check{Kind: KindNotNull, Column: "c0"}, false)
+	if !rep.Passed || res.Status != schemas.StatusPass {
+		t.Fatalf("%s %q: want the honest wide file to pass", res.Status, res.Message)
+	}
+}
