@@ -563,6 +563,8 @@ func (d *compactReader) schemaElement() (schemaNode, error) {
 		return n, fmt.Errorf("group %q with type %d, converted type %d", n.name, typ, converted)
 	case n.children == 0 && (typ < 0 || typ > 7 || group || converted > 21):
 		return n, fmt.Errorf("leaf %q of type %d, converted type %d", n.name, typ, converted)
+	case n.children == 0 && typesDisagree(nt) != "": // typeagree.go
+		return n, fmt.Errorf("leaf %q: %s", n.name, typesDisagree(nt))
 	}
 	return n, nil
 }
