@@ -58,6 +58,7 @@ type nodeTypes struct {
 	physical, typeLength, repetition int32
 	converted, scale                 int32 // ConvertedType (-1 unset), DECIMAL's scale
 	logical                          int16 // LogicalType's member (0 unset): 1 STRING, 5 DECIMAL, 8 TIMESTAMP...
+	logicalMembers                   int8  // LogicalType's members set (a union: one; typesDisagree)
 	logicalScale                     int32 // DecimalType's scale
 	unit                             int16 // TimeType's and TimestampType's TimeUnit: 1 MILLIS, 2 MICROS, 3 NANOS
 	unsigned                         bool  // IntType's isSigned false

@@ -51,6 +51,7 @@ func logicalType(b []byte, nt *nodeTypes) {
 			return false, nil
 		}
 		nt.logical = id
+		nt.logicalMembers = min(nt.logicalMembers+1, 2)
 		switch id {
 		case 5: // DecimalType: scale, precision
 			return true, d.fields(func(id int16, t byte) (bool, error) {
