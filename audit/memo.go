@@ -504,6 +504,9 @@ func (r *run) parquetColumnsMemo(ctx context.Context, files []string, ids map[st
 						size += int64(len(s.field)) + 24
 					}
 				}
+				for _, p := range c.nested {
+					size += int64(len(p)) + 16
+				}
 			}
 			r.e.memo.put(memoKey("columns", id), cols, size)
 		}
