@@ -104,6 +104,9 @@ func decodeArrowMessage(raw []byte) (arrowSchema, error) {
 	if size <= 0 || size > int64(len(raw)-4) {
 		return arrowSchema{}, fmt.Errorf("%w: a message of %d bytes in %d", errArrowSchema, size, len(raw)-4)
 	}
+	if err := verifyArrowMessage(raw[4:4+size], arrowTableLimit(int(size))); err != nil {
+		return arrowSchema{}, fmt.Errorf("%w: %v", errArrowSchema, err)
+	}
 	fb := &flatReader{b: raw[4 : 4+size], limit: arrowTableLimit(int(size))}
 	s, err := fb.message()
 	if err != nil {

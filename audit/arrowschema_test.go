@@ -100,7 +100,8 @@ func TestArrowSchemaHostileBytesAreNotRead(t *testing.T) {
 // arrowSharedChildren is an IPC message whose Schema has a field with two
 // children, both the same field, which has two children, both the same
 // next one, levels deep: 2^levels fields to a reader that follows every
-// offset (FlatBuffers' offsets point forward only, so no cycle).
+// offset (FlatBuffers' offsets point forward only, so no cycle). Every
+// field's type is one Null table at the end.
 func arrowSharedChildren(levels int) []byte {
 	var b []byte
 	u16 := func(v ...int) {
@@ -109,14 +110,17 @@ func arrowSharedChildren(levels int) []byte {
 		}
 	}
 	u32 := func(v int) { b = binary.LittleEndian.AppendUint32(b, uint32(v)) }
-	u32(0) // root offset, set below
+	var typeSlots []int // the fields' type offsets, set once the Null table is placed
+	u32(0)              // root offset, set below
 	msgVT := len(b)
 	u16(10, 12, 4, 6, 8) // Message: version, header_type, header
 	u16(0)
 	fieldVT := len(b)
-	u16(16, 8, 0, 0, 0, 0, 0, 4) // Field: children only
+	u16(16, 16, 0, 0, 4, 8, 0, 12) // Field: type_type, type, children
 	leafVT := len(b)
-	u16(4, 4) // Field: no fields
+	u16(12, 12, 0, 0, 4, 8) // Field: type_type, type
+	nullVT := len(b)
+	u16(4, 4) // Null: no fields
 	schemaVT := len(b)
 	u16(8, 8, 0, 4) // Schema: fields only
 	msg := len(b)
@@ -136,13 +140,24 @@ func arrowSharedChildren(levels int) []byte {
 	vector()
 	for i := 0; i < levels; i++ {
 		table := len(b)
+		vt := fieldVT
 		if i == levels-1 {
-			u32(table - leafVT)
+			vt = leafVT
+		}
+		u32(table - vt)
+		b = append(b, 1, 0, 0, 0) // type_type Null
+		typeSlots = append(typeSlots, len(b))
+		u32(0)
+		if i == levels-1 {
 			break
 		}
-		u32(table - fieldVT)
 		u32(4)
 		vector()
+	}
+	null := len(b)
+	u32(null - nullVT)
+	for _, s := range typeSlots {
+		binary.LittleEndian.PutUint32(b[s:], uint32(null-s))
 	}
 	return append(binary.LittleEndian.AppendUint32([]byte{0xff, 0xff, 0xff, 0xff}, uint32(len(b))), b...)
 }
