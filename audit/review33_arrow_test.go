@@ -81,18 +81,21 @@ print(int(pd.read_parquet(sys.argv[1])["c0"].isna().sum()))`
 }
 
 // TestReview33ArrowSchemaPyarrowFailsOnIsRefused: ARROW:schema values of
-// pa.schema([("a", pa.int64())]) with one byte changed where the Go
-// decoder did not look: pyarrow 26.0.1 fails the read (FlatBuffers'
-// verifier finds the field's name without its NUL; Arrow reads no Int of
-// 7 bits), so pandas.read_parquet fails on a file DuckDB reads, and the
-// audit passed it. Of 7,089 random mutations of pyarrow's schemas Go
-// decoded, pyarrow failed on 3,430; with verifyArrowMessage 29 of 3,633
-// (a decimal's precision, a time's width, a list's children).
+// pa.schema([("a", pa.int64())]) (and of a time64) with one byte changed
+// where the Go decoder did not look: pyarrow 26.0.1 fails the read
+// (FlatBuffers' verifier finds the field's name without its NUL; Arrow
+// reads no Int of 7 bits, no Time in microseconds of 32 bits), so
+// pandas.read_parquet fails on a file DuckDB reads, and the audit passed
+// it. Of 7,089 random mutations of pyarrow's schemas Go decoded, pyarrow
+// failed on 3,430; with verifyArrowMessage 3 of 5,472 (an arrow.uuid over
+// another type than 16 bytes).
 func TestReview33ArrowSchemaPyarrowFailsOnIsRefused(t *testing.T) {
 	const ints = "SELECT CASE WHEN i = 0 THEN 1000000 ELSE 2 END::BIGINT AS a FROM range(2) r(i)"
 	for name, schema := range map[string]string{
 		"name_without_nul": "/////3gAAAAQAAAAAAAKAAwABgAFAAgACgAAAAABBAAMAAAACAAIAAAABAAIAAAABAAAAAEAAAAUAAAAEAAUAAgABgAHAAwAAAAQABAAAAAAAAECEAAAABwAAAAEAAAAAAAAAAEAAABhYgAACAAMAAgABwAIAAAAAAAAAUAAAAA=",
 		"int_of_7_bits":    "/////3gAAAAQAAAAAAAKAAwABgAFAAgACgAAAAABBAAMAAAACAAIAAAABAAIAAAABAAAAAEAAAAUAAAAEAAUAAgABgAHAAwAAAAQABAAAAAAAAECEAAAABwAAAAEAAAAAAAAAAEAAABhAAAACAAMAAgABwAIAAAAAAAAAQcAAAA=",
+		// pa.schema([("a", pa.time64("us"))]) of 32 bits: "Time is 64 bits for micro/nano unit"
+		"time_us_of_32_bits": "/////3gAAAAQAAAAAAAKAAwABgAFAAgACgAAAAABBAAMAAAACAAIAAAABAAIAAAABAAAAAEAAAAUAAAAEAAUAAgABgAHAAwAAAAQABAAAAAAAAEJEAAAABwAAAAEAAAAAAAAAAEAAABhAAAACAAMAAYACAAIAAAAAAACACAAAAA=",
 	} {
 		t.Run(name, func(t *testing.T) {
 			src := newBatchSource(t)
