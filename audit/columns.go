@@ -806,38 +806,67 @@ func (r *run) int96Range(ctx context.Context, cols map[string][]fileColumn, file
 		if len(conds) == 0 {
 			continue
 		}
-		var key [32]byte
-		keyed := false
-		if id := ids[f]; id != "" && r.e.memo != nil {
-			key, keyed = memoKey("int96", id), true
-			if _, ok := r.e.memo.get(key); ok {
-				continue
-			}
-		}
-		if err := r.ready(ctx); err != nil {
+		s, err := r.scanFile(ctx, "int96", f, ids, conds)
+		if err != nil {
 			return err
 		}
-		vals := make([]int64, len(conds))
-		ptrs := make([]any, len(conds))
-		for i := range vals {
-			ptrs[i] = &vals[i]
+		if s.seen || s.err != nil {
+			continue // passed before; a file DuckDB cannot read is left for the view
 		}
-		q := fmt.Sprintf("SELECT %s FROM %s", strings.Join(conds, ", "), readSQL(FormatParquet, []string{f}))
-		if err := r.e.db.QueryRowContext(ctx, q).Scan(ptrs...); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			continue // a file DuckDB cannot read is left for the view
-		}
-		for i, n := range vals {
+		for i, n := range s.counts {
 			if n > 0 {
 				return fmt.Errorf("file %s has %d INT96 times in column %q before 1677-09-21 or after 2262-04-11, which pyarrow and pandas read in nanoseconds, wrapped around to other times, and DuckDB as written: readers disagree on them (write the column as TIMESTAMP_MICROS)",
 					objPath[f], n, names[i])
 			}
 		}
-		if keyed {
-			r.e.memo.put(key, true, 48)
-		}
+		s.passed(r)
 	}
 	return nil
+}
+
+// fileScan is one scan of a Parquet file counting the rows that match each
+// of a reader check's conditions (scanFile).
+type fileScan struct {
+	counts []int64 // by condition
+	seen   bool    // the memo holds the file as passed: not scanned
+	err    error   // the scan's error: the caller decides
+	key    [32]byte
+	keyed  bool
+}
+
+// scanFile counts the rows of Parquet file f matching each of conds
+// ("count(*) FILTER (WHERE ...)"), unless the memo holds the file, by its
+// identity in ids, as passed the check named tag. The returned error is
+// the run's (not ready, or ctx ended); the scan's own is s.err.
+func (r *run) scanFile(ctx context.Context, tag, f string, ids map[string]string, conds []string) (s fileScan, err error) {
+	if id := ids[f]; id != "" && r.e.memo != nil {
+		s.key, s.keyed = memoKey(tag, id), true
+		if _, ok := r.e.memo.get(s.key); ok {
+			s.seen = true
+			return s, nil
+		}
+	}
+	if err := r.ready(ctx); err != nil {
+		return s, err
+	}
+	s.counts = make([]int64, len(conds))
+	ptrs := make([]any, len(conds))
+	for i := range s.counts {
+		ptrs[i] = &s.counts[i]
+	}
+	q := fmt.Sprintf("SELECT %s FROM %s", strings.Join(conds, ", "), readSQL(FormatParquet, []string{f}))
+	if serr := r.e.db.QueryRowContext(ctx, q).Scan(ptrs...); serr != nil {
+		if ctx.Err() != nil {
+			return s, ctx.Err()
+		}
+		s.err = serr
+	}
+	return s, nil
+}
+
+// passed keeps the file of s in the memo as passed its check.
+func (s fileScan) passed(r *run) {
+	if s.keyed {
+		r.e.memo.put(s.key, true, 48)
+	}
 }

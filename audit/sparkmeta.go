@@ -363,43 +363,28 @@ func (r *run) sparkRebase(ctx context.Context, cols map[string][]fileColumn, fil
 		if len(conds) == 0 {
 			continue
 		}
-		var key [32]byte
-		keyed := false
-		if id := ids[f]; id != "" && r.e.memo != nil {
-			key, keyed = memoKey("spark-rebase", id), true
-			if _, ok := r.e.memo.get(key); ok {
-				continue
-			}
-		}
-		if err := r.ready(ctx); err != nil {
+		s, err := r.scanFile(ctx, "spark-rebase", f, ids, conds)
+		if err != nil {
 			return err
 		}
-		vals := make([]int64, len(conds))
-		ptrs := make([]any, len(conds))
-		for i := range vals {
-			ptrs[i] = &vals[i]
+		if s.seen {
+			continue
 		}
-		q := fmt.Sprintf("SELECT %s FROM %s", strings.Join(conds, ", "), readSQL(FormatParquet, []string{f}))
-		if err := r.e.db.QueryRowContext(ctx, q).Scan(ptrs...); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
+		if err := s.err; err != nil {
 			if _, derr := r.e.db.ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f})); derr != nil {
 				continue // a file DuckDB cannot read is left for the view
 			}
 			return fmt.Errorf("file %s has Spark's legacy calendar metadata and column %q holds %s, which lakewap could not look for (%v): readers may disagree on them (write the file without Spark 2's metadata, or in Spark 3's CORRECTED rebase mode)",
 				objPath[f], marked[0].name, marked[0].rebased[0].kind, err)
 		}
-		for i, n := range vals {
+		for i, n := range s.counts {
 			if n > 0 {
 				kinds, why := sparkKinds(marked[i].rebased)
 				return fmt.Errorf("file %s has %d rows whose column %q holds %s (at %s), which Spark takes as written in the Julian calendar, by the file's key-value metadata (%s), and reads as other values, where DuckDB, pyarrow and pandas read them as written: readers disagree on them (write the file without Spark 2's metadata, or in Spark 3's CORRECTED rebase mode)",
 					objPath[f], n, marked[i].name, kinds, sparkPaths(marked[i].rebased), why)
 			}
 		}
-		if keyed {
-			r.e.memo.put(key, true, 48)
-		}
+		s.passed(r)
 	}
 	return nil
 }
