@@ -522,10 +522,20 @@ func withEmbedded(file, embedded [][]byte) [][]byte {
 
 // topLevelFields are a footer's top-level fields, in order, or nil.
 func topLevelFields(nodes []schemaNode, types []nodeTypes) []topField {
+	var out []topField
+	for _, i := range topLevel(nodes, types) {
+		out = append(out, topField{types: types[i], group: nodes[i].children > 0})
+	}
+	return out
+}
+
+// topLevel are the indexes in a footer's schema of its top-level fields,
+// in order, or nil when types does not go with nodes.
+func topLevel(nodes []schemaNode, types []nodeTypes) []int {
 	if len(nodes) == 0 || len(types) != len(nodes) {
 		return nil
 	}
-	var out []topField
+	var out []int
 	var next func(i int) int // the index after the subtree at i
 	next = func(i int) int {
 		j := i + 1
@@ -535,7 +545,7 @@ func topLevelFields(nodes []schemaNode, types []nodeTypes) []topField {
 		return j
 	}
 	for i, c := 1, int64(0); c < nodes[0].children && i < len(nodes); c++ {
-		out = append(out, topField{types: types[i], group: nodes[i].children > 0})
+		out = append(out, i)
 		i = next(i)
 	}
 	return out

@@ -165,21 +165,12 @@ func parsePandasMeta(m []byte) ([]pandasColumnMeta, map[string]bool, error) {
 // topLevelKinds are the pandasKind of each top-level field of a footer's
 // schema, by name.
 func topLevelKinds(nodes []schemaNode, types []nodeTypes) map[string]string {
-	kinds := map[string]string{}
 	if len(nodes) == 0 || len(types) != len(nodes) {
 		return nil
 	}
-	var next func(i int) int // the index after the subtree at i
-	next = func(i int) int {
-		j := i + 1
-		for c := int64(0); c < nodes[i].children && j < len(nodes); c++ {
-			j = next(j)
-		}
-		return j
-	}
-	for i, c := 1, int64(0); c < nodes[0].children && i < len(nodes); c++ {
+	kinds := map[string]string{}
+	for _, i := range topLevel(nodes, types) {
 		kinds[nodes[i].name] = pandasKind(types[i], nodes[i].children > 0)
-		i = next(i)
 	}
 	return kinds
 }
