@@ -176,8 +176,9 @@ type partitionFetch struct {
 
 // fetch sends one read-committed fetch request for f to the partition's
 // leader (the transport routes it by its cached metadata) and returns the
-// partition's part of the response; its error code is the caller's.
-func (c *Consumer) fetch(ctx context.Context, f partitionFetch) (*fetchedPartition, error) {
+// partition's part of the response, its error code the caller's, and the
+// broker's throttle time (0 without a response).
+func (c *Consumer) fetch(ctx context.Context, f partitionFetch) (*fetchedPartition, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, fetchMaxWait+10*time.Second)
 	defer cancel()
 	reqMax := requestMaxBytes(c.cfg.MaxFetchBytes)
@@ -201,22 +202,28 @@ func (c *Consumer) fetch(ctx context.Context, f partitionFetch) (*fetchedPartiti
 		}},
 	}})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	r, ok := res.(*fetchResponse)
 	if !ok {
-		return nil, fmt.Errorf("fetch answered with a %T", res)
+		return nil, 0, fmt.Errorf("fetch answered with a %T", res)
 	}
+	throttle := min(r.throttle, maxThrottle)
 	if r.errorCode != 0 {
-		return nil, kafkago.Error(r.errorCode)
+		return nil, throttle, kafkago.Error(r.errorCode)
 	}
 	for i := range r.partitions {
 		if p := &r.partitions[i]; p.topic == f.topic && int(p.partition) == f.partition {
-			return p, nil
+			return p, throttle, nil
 		}
 	}
-	return nil, fmt.Errorf("fetch answered without partition %d of %s", f.partition, f.topic)
+	return nil, throttle, fmt.Errorf("fetch answered without partition %d of %s", f.partition, f.topic)
 }
+
+// maxThrottle bounds the throttle time a broker's answer makes a
+// partition's fetch wait (a broker's quota window is seconds; this one is
+// a broker's lie).
+const maxThrottle = 5 * time.Minute
 
 // requestMaxBytes is the fetch request's bound for a fetch of one
 // partition bounded by max: above it (by 1 MiB), so that the partition's
@@ -262,6 +269,7 @@ func (c *Consumer) offsetBounds(ctx context.Context, topic string, p int) (first
 func (c *Consumer) fetchPartition(ctx context.Context, w *partitionWork, log *slog.Logger, out chan<- []entry) {
 	f := partitionFetch{topic: w.topic, partition: w.assignment.ID, offset: w.assignment.Offset}
 	b := c.newBackoff()
+	var quiet time.Time // the broker's throttle of the last answer ends
 	retry := func(what string, err error) bool {
 		c.m.retries.WithLabelValues(opFetch).Inc()
 		log.Warn(what, "offset", f.offset, "err", err)
@@ -283,7 +291,21 @@ func (c *Consumer) fetchPartition(ctx context.Context, w *partitionWork, log *sl
 				f.offset = last
 			}
 		}
-		p, err := c.fetch(ctx, f)
+		if wait := time.Until(quiet); wait > 0 {
+			// The broker mutes the connection until then (KIP-219): a
+			// request sent now waits unread, past its own deadline when
+			// the throttle is longer.
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		p, throttle, err := c.fetch(ctx, f)
+		if throttle > 0 {
+			c.m.throttled.Add(throttle.Seconds())
+			quiet = time.Now().Add(throttle)
+		}
 		if err == nil && p.errorCode != 0 {
 			err = kafkago.Error(p.errorCode)
 		}

@@ -90,6 +90,9 @@ func (x *fetchExchange) RawExchange(rw io.ReadWriter) (protocol.Message, error) 
 
 // fetchResponse is the part of a fetch response the consumer reads.
 type fetchResponse struct {
+	// throttle is how long the broker, over a quota, mutes the connection
+	// after this response (KIP-219): the client sends it nothing meanwhile.
+	throttle   time.Duration
 	errorCode  int16
 	partitions []fetchedPartition
 }
@@ -171,7 +174,7 @@ func (w *wire) count(min int) int {
 func parseFetchResponse(body []byte, version int16) (*fetchResponse, error) {
 	w := &wire{b: body}
 	res := &fetchResponse{}
-	w.int32() // throttle time
+	res.throttle = time.Duration(max(w.int32(), 0)) * time.Millisecond
 	if version >= 7 {
 		res.errorCode = w.int16()
 		w.int32() // session id

@@ -22,6 +22,8 @@ type metrics struct {
 	stalled *prometheus.GaugeVec
 	// offsetResets: fetch positions out of the partition's range moved to its first offset, by where they were.
 	offsetResets *prometheus.CounterVec
+	// throttled: seconds fetches waited out brokers' throttle times (quotas).
+	throttled prometheus.Counter
 }
 
 // Where a fetch position out of range was, the values of the "position"
@@ -70,6 +72,8 @@ func newMetrics(reg prometheus.Registerer, group, topic string) *metrics {
 		"Input messages stamped more than a minute past the clock: the lag guard does not take them as a sign that the partition caught up."))))
 	m.offsetResets = counter("offset_resets_total",
 		"Fetch positions out of the partition's range, moved to its first offset: before_first (records removed by retention before they were read), past_end (the log truncated by an unclean leader election, or the topic created again: records read again).", "position")
+	m.throttled = register(reg, prometheus.NewCounter(prometheus.CounterOpts(opts("fetch_throttle_seconds_total",
+		"Seconds the partitions' fetches waited out the throttle time of a broker over a quota (KIP-219), summed over partitions."))))
 	for _, pos := range []string{resetBeforeFirst, resetPastEnd} {
 		m.offsetResets.WithLabelValues(pos)
 	}
