@@ -71,7 +71,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	if len(rest) == 0 {
 		return out, nil
 	}
-	q := "SELECT file_name, name, coalesce(num_children, 0), coalesce(num_children, 0) = 0 AND coalesce(type = 'INT96', false) FROM parquet_schema(" + literalList(rest) + ")"
+	q := "SELECT file_name, name, coalesce(num_children, 0), coalesce(num_children, 0) = 0 AND coalesce(type = 'INT96', false), type, repetition_type, converted_type, logical_type FROM parquet_schema(" + literalList(rest) + ")"
 	r.e.statement(q) // on the engine's pool, but tests count it with the run's (onStatement)
 	rows, err := r.e.db.QueryContext(ctx, q)
 	if err != nil {
@@ -93,15 +93,18 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	}
 	defer rows.Close()
 	byFile := map[string][]schemaNode{}
+	typesOf := map[string][]nodeTypes{} // by file, as parquet_schema renders them (Spark's rebase)
 	for rows.Next() {
 		var (
-			file string
-			n    schemaNode
+			file                    string
+			n                       schemaNode
+			typ, rep, conv, logical sql.NullString
 		)
-		if err := rows.Scan(&file, &n.name, &n.children, &n.int96); err != nil {
+		if err := rows.Scan(&file, &n.name, &n.children, &n.int96, &typ, &rep, &conv, &logical); err != nil {
 			return nil, err
 		}
 		byFile[file] = append(byFile[file], n)
+		typesOf[file] = append(typesOf[file], duckdbNodeTypes(typ.String, rep.String, conv.String, logical.String))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -111,10 +114,12 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 			out[file] = schemaColumns(nodes)
 		}
 	}
-	// The pandas metadata and ARROW:schema of the files the Go reader gave
-	// to DuckDB, whose field types it does not know: any dtype pandas
+	// The pandas metadata, ARROW:schema and Spark's calendar keys of the
+	// files the Go reader gave to DuckDB, in one query. pandas and pyarrow:
+	// DuckDB's reading does not give the field types, so any dtype pandas
 	// applies counts, and any duration pyarrow restores.
-	kq := "SELECT file_name, key = 'pandas'::BLOB, value FROM parquet_kv_metadata(" + literalList(rest) + ") WHERE key IN ('pandas'::BLOB, 'ARROW:schema'::BLOB)"
+	kq := "SELECT file_name, key, value FROM parquet_kv_metadata(" + literalList(rest) + ") WHERE key IN ('pandas'::BLOB, 'ARROW:schema'::BLOB, " +
+		quoteLiteral(sparkVersionKey) + "::BLOB, " + quoteLiteral(sparkLegacyDateTimeKey) + "::BLOB, " + quoteLiteral(sparkLegacyINT96Key) + "::BLOB)"
 	r.e.statement(kq)
 	kvs, err := r.e.db.QueryContext(ctx, kq)
 	if err != nil {
@@ -123,17 +128,23 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	defer kvs.Close()
 	metas := map[string][][]byte{}
 	arrows := map[string][][]byte{}
+	spark := map[string]*sparkKeys{}
 	for kvs.Next() {
 		var file string
-		var isPandas bool
-		var value []byte
-		if err := kvs.Scan(&file, &isPandas, &value); err != nil {
+		var key, value []byte
+		if err := kvs.Scan(&file, &key, &value); err != nil {
 			return nil, err
 		}
-		if isPandas {
+		switch string(key) {
+		case "pandas":
 			metas[file] = append(metas[file], value)
-		} else {
+		case "ARROW:schema":
 			arrows[file] = append(arrows[file], value)
+		default:
+			if spark[file] == nil {
+				spark[file] = &sparkKeys{}
+			}
+			spark[file].note(key, value)
 		}
 	}
 	if err := kvs.Err(); err != nil {
@@ -145,8 +156,11 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	for file, m := range metas {
 		markPandas(out[file], m, nil)
 	}
-	if err := r.markSparkRest(ctx, out, rest); err != nil {
-		return nil, err
+	for file, k := range spark {
+		leaves := sparkLeaves(byFile[file], typesOf[file], *k)
+		for i := range out[file] {
+			out[file][i].rebased = leaves[out[file][i].name]
+		}
 	}
 	return out, nil
 }

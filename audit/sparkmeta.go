@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -231,73 +230,6 @@ func markSpark(cols []fileColumn, ft parquetFooter) {
 	for i := range cols {
 		cols[i].rebased = leaves[cols[i].name]
 	}
-}
-
-// markSparkRest is markSpark for the files whose footers DuckDB read
-// (rest), by its parquet_kv_metadata and parquet_schema.
-func (r *run) markSparkRest(ctx context.Context, out map[string][]fileColumn, rest []string) error {
-	kq := "SELECT file_name, key, value FROM parquet_kv_metadata(" + literalList(rest) + ") WHERE key IN (" +
-		quoteLiteral(sparkVersionKey) + "::BLOB, " + quoteLiteral(sparkLegacyDateTimeKey) + "::BLOB, " + quoteLiteral(sparkLegacyINT96Key) + "::BLOB)"
-	r.e.statement(kq)
-	rows, err := r.e.db.QueryContext(ctx, kq)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	keys := map[string]*sparkKeys{}
-	for rows.Next() {
-		var file string
-		var key, value []byte
-		if err := rows.Scan(&file, &key, &value); err != nil {
-			return err
-		}
-		if keys[file] == nil {
-			keys[file] = &sparkKeys{}
-		}
-		keys[file].note(key, value)
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-
-	var legacy []string
-	for _, f := range rest {
-		if k := keys[f]; k != nil && (k.dates() || k.int96()) {
-			legacy = append(legacy, f)
-		}
-	}
-	if len(legacy) == 0 {
-		return nil
-	}
-	sq := "SELECT file_name, name, coalesce(num_children, 0), type, repetition_type, converted_type, logical_type FROM parquet_schema(" + literalList(legacy) + ")"
-	r.e.statement(sq)
-	srows, err := r.e.db.QueryContext(ctx, sq)
-	if err != nil {
-		return err
-	}
-	defer srows.Close()
-	nodes := map[string][]schemaNode{}
-	types := map[string][]nodeTypes{}
-	for srows.Next() {
-		var file string
-		var n schemaNode
-		var typ, rep, conv, logical sql.NullString
-		if err := srows.Scan(&file, &n.name, &n.children, &typ, &rep, &conv, &logical); err != nil {
-			return err
-		}
-		nodes[file] = append(nodes[file], n)
-		types[file] = append(types[file], duckdbNodeTypes(typ.String, rep.String, conv.String, logical.String))
-	}
-	if err := srows.Err(); err != nil {
-		return err
-	}
-	for _, f := range legacy {
-		leaves := sparkLeaves(nodes[f], types[f], *keys[f])
-		for i := range out[f] {
-			out[f][i].rebased = leaves[out[f][i].name]
-		}
-	}
-	return nil
 }
 
 // duckdbNodeTypes are a schema element's types as parquet_schema renders
