@@ -56,8 +56,13 @@ type benchRig struct {
 
 // newBenchRig starts a rig; cleanup goes to parent so that the rig outlives
 // the sub-benchmark's first (b.N = 1) round.
-func newBenchRig(parent testing.TB, tmp string) (*benchRig, error) {
-	stack, err := devstack.Start(context.Background(), devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics()})
+//
+// The rig's stack has one topic more than lakewap's, floorInputTopic, which
+// no daemon reads: BenchmarkFloorSequence's upstream writes there (floor
+// set), and its own handler reads it.
+func newBenchRig(parent testing.TB, tmp string, floor bool) (*benchRig, error) {
+	topics := append(harness.StackTopics(), devstack.Topic{Name: floorInputTopic})
+	stack, err := devstack.Start(context.Background(), devstack.Options{WorkDir: tmp, Repository: "lake", Topics: topics})
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +99,13 @@ func newBenchRig(parent testing.TB, tmp string) (*benchRig, error) {
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
 	parent.Cleanup(func() { cancel(); <-done })
-	env, err := harness.New(ctx, stack, cfg, tmp)
+	envCfg := cfg
+	if floor {
+		c := *cfg
+		c.Kafka.InputTopic = stack.Topic(floorInputTopic)
+		envCfg = &c
+	}
+	env, err := harness.New(ctx, stack, envCfg, tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +189,7 @@ func (r *benchRig) prefill(b *testing.B, n int) {
 // rigs hands each sub-benchmark its rig, started on first use.
 type rigs struct {
 	parent *testing.B
+	floor  bool // newBenchRig's floor
 	mu     sync.Mutex
 	by     map[string]*benchRig
 }
@@ -194,7 +206,7 @@ func (r *rigs) get(b *testing.B, name string, setup func(*benchRig) error) *benc
 	}
 	b.StopTimer()
 	defer b.StartTimer()
-	rig, err := newBenchRig(r.parent, r.parent.TempDir())
+	rig, err := newBenchRig(r.parent, r.parent.TempDir(), r.floor)
 	if err != nil {
 		b.Fatal(err)
 	}
