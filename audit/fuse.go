@@ -22,6 +22,9 @@ import (
 //
 //	SELECT <list 1>, <list 2>, ... FROM "batch"."t"
 //
+// (run over the view's own read of Parquet files, read_parquet(?, ...) with
+// the files as the parameter, which DuckDB binds once where it binds a
+// statement over the view twice: readParquetParamSQL)
 // and its row is split into each query's answer, by its columns. An
 // aggregate without GROUP BY or where over the same rows is the same value
 // of the same type in any select list, so each answer is what its own
@@ -203,7 +206,14 @@ func (f *fusion) fetch(ctx context.Context, r *run, asking string) {
 		return
 	}
 	list, cols, width := fusedList(parts)
-	vals, err := r.queryRow(ctx, "SELECT "+strings.Join(list, ", ")+" FROM "+f.from, width)
+	// The view's own read, its files a parameter, where the view is
+	// exactly that read (viewSQL of Parquet files): the same rows, with
+	// DuckDB binding the read once instead of twice.
+	from, args := f.from, []any(nil)
+	if v := r.views[f.view]; v != nil && v.delta == nil && !v.synthetic && !v.broken && v.table.format() == FormatParquet && len(v.files) > 0 {
+		from, args = readParquetParamSQL(len(v.files)), []any{slices.Clone(v.files)}
+	}
+	vals, err := scanValues(r.conn.QueryRowContext(ctx, "SELECT "+strings.Join(list, ", ")+" FROM "+from, args...).Scan, width)
 	if err != nil {
 		r.log.Debug("audit: the fused scan failed; its queries run one by one", "view", f.from, "err", err)
 		return

@@ -132,7 +132,7 @@ func (r *fuseRig) audit(s string) (rep schemas.AuditReport, fused, single []stri
 func batchScans(stmts []string) []string {
 	var out []string
 	for _, q := range stmts {
-		if strings.Contains(q, `FROM "batch"."billing_fact"`) || strings.Contains(q, "__lakewap_file") {
+		if strings.Contains(q, `FROM "batch"."billing_fact"`) || strings.Contains(q, "__lakewap_file") || strings.Contains(q, "FROM read_parquet(?") {
 			out = append(out, q)
 		}
 	}
@@ -361,7 +361,7 @@ func TestFusedExpressionsOnce(t *testing.T) {
 	if n := strings.Count(q, "count(*)") - strings.Count(q, "count(*) FILTER"); n != 1 {
 		t.Errorf("count(*) is selected %d times:\n%s", n, q)
 	}
-	list := strings.TrimSuffix(strings.TrimPrefix(q, "SELECT "), ` FROM "batch"."billing_fact"`)
+	list, _, _ := strings.Cut(strings.TrimPrefix(q, "SELECT "), " FROM ")
 	exprs, ok := splitList(list)
 	if !ok {
 		t.Fatalf("the fused list does not split: %s", q)
@@ -538,7 +538,10 @@ func TestFusedListFallsBack(t *testing.T) {
 // fused engine ran, on a view over a file of the same rows made the way
 // the engine makes its batch views, and reports the medians of each
 // part's process CPU beside two yardsticks: a statement that binds the
-// view and counts (count(*)), and one that reads nothing (SELECT 1).
+// view and counts (count(*)), and one that reads nothing (SELECT 1). The
+// engine runs the statement over the view's read with its files as a
+// parameter (param), which DuckDB binds once; whole, prepare and
+// execute-prepared are the same statement over the view.
 func BenchmarkFusedStatementParts(b *testing.B) {
 	r := newFuseRig(b)
 	r.audit(r.batch("b0", demoRows(200)))
@@ -578,7 +581,14 @@ func BenchmarkFusedStatementParts(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	prepared, err := conn.PrepareContext(ctx, scans[0])
+	// The statement as the engine runs it reads the batch's files as a
+	// parameter (readParquetParamSQL); over the batch's view, as before.
+	param := scans[0]
+	overView := strings.Replace(param, "FROM "+readParquetParamSQL(1), `FROM "batch"."billing_fact"`, 1)
+	if overView == param {
+		b.Fatalf("the fused statement does not read its file as a parameter: %s", param)
+	}
+	prepared, err := conn.PrepareContext(ctx, overView)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -587,9 +597,10 @@ func BenchmarkFusedStatementParts(b *testing.B) {
 		name string
 		do   func()
 	}{
-		{"whole", func() { drain(conn.QueryContext(ctx, scans[0])) }},
+		{"whole", func() { drain(conn.QueryContext(ctx, overView)) }},
+		{"param", func() { drain(conn.QueryContext(ctx, param, []string{file})) }},
 		{"prepare", func() {
-			st, err := conn.PrepareContext(ctx, scans[0])
+			st, err := conn.PrepareContext(ctx, overView)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -103,6 +103,20 @@ func readSQL(format string, files []string) string {
 	return from
 }
 
+// readParquetParamSQL is readSQL(FormatParquet, files) for n files named
+// by the statement's one parameter, a list of them: the same table function
+// with the same options. DuckDB binds a statement whose table function
+// takes a parameter once, when it runs it; one that reads a view over
+// read_parquet it binds when the driver prepares it and again when it runs
+// it (each binding reads the files' footers).
+func readParquetParamSQL(n int) string {
+	union := noHive
+	if n > 1 {
+		union += ", union_by_name = true"
+	}
+	return "read_parquet(?" + union + ")"
+}
+
 // emptyViewSQL is a table without files that has the columns of a file of
 // the same table (read elsewhere), so checks bind and see zero rows.
 func emptyViewSQL(schema, table, format, schemaFile string) string {
