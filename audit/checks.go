@@ -30,7 +30,7 @@ func (r *run) checkAll(ctx context.Context) []schemas.CheckResult {
 	results := make([]schemas.CheckResult, len(checks))
 	var order []scanKey
 	groups := map[scanKey][]int{}
-	r.planFusion(ctx)
+	// planFusion ran before (Engine.run, then settleProbation).
 	defer func() { r.fused = nil }() // answers no check asked for go with the checks
 	r.compareLaterClaims(ctx)
 	for i, c := range checks {

@@ -538,6 +538,10 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (schemas
 	if err := r.prepare(ctx); err != nil {
 		return report, err
 	}
+	r.planFusion(ctx) // runs nothing in DuckDB: no view is asked for before the probation is settled
+	if err := r.settleProbation(ctx); err != nil {
+		return report, err
+	}
 	checks := r.checkAll(ctx)
 	if r.inc != nil && ctx.Err() == nil && r.infra == nil && r.refull != "" {
 		return report, errRefull{r.refull}
@@ -651,6 +655,9 @@ type run struct {
 	// fused are the aggregates of batch views fetched together, by the
 	// text of each query (fuse.go).
 	fused map[string]*fusion
+	// probation are the batch views openDB left for the fused statement
+	// to prove before they are made (settleProbation).
+	probation []probe
 	// readOnce calls Request.BeforeRead (reading); readErr is its error.
 	readOnce sync.Once
 	readErr  error
@@ -1088,34 +1095,50 @@ func (r *run) openDB(ctx context.Context, schemaFiles map[viewKey]string) error 
 			r.conn.deferred = append(r.conn.deferred, s)
 			continue
 		}
-		if err := r.conn.open(ctx); err != nil {
+		if r.provable(k, v) {
+			r.probation = append(r.probation, probe{key: k, sql: s})
+			continue
+		}
+		if err := r.createView(ctx, k, v, s); err != nil {
 			return err
 		}
-		// A view over files DuckDB cannot read fails here; its checks report
-		// the error and the others still run.
-		if _, err := r.conn.ExecContext(ctx, s); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if f := r.unreadableFile(ctx, v); f != "" {
-				err = fmt.Errorf("%s cannot be read: %w", f, err)
-			}
-			v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
-			r.log.Warn("audit view failed", "schema", k.schema, "table", v.table.Name, "err", err)
-		} else if err := cmp.Or(r.deltaTypeDisagreement(ctx, k, v), r.deltaRecordDisagreement(ctx, v), r.deltaClaimsDisagreement(ctx, k, v)); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
-			// A refused table has no view, as one columnCollision refuses:
-			// custom SQL naming it errs with the refusal (refusedTable)
-			// instead of reading it (TestDeltaRefusedTableErrsCustomSQL).
-			if _, err := r.conn.ExecContext(ctx, "DROP VIEW "+qualified(k.schema, v.table.Name)); err != nil {
-				return fmt.Errorf("audit: drop the view of refused table %s: %w", v.table.Name, err)
-			}
-		} else if memo {
-			r.e.memo.put(good, true, int64(len(s)))
+	}
+	return nil
+}
+
+// createView makes view k (definition s) now, on the run's connection, as
+// openDB makes a view DuckDB may refuse: a view over files DuckDB cannot
+// read fails here and its checks report why (v.colsErr); the others still
+// run. The error is the machine's (no connection) or the context's.
+func (r *run) createView(ctx context.Context, k viewKey, v *view, s string) error {
+	good, memo := r.goodView(ctx, k)
+	if err := r.conn.open(ctx); err != nil {
+		return err
+	}
+	// A view over files DuckDB cannot read fails here; its checks report
+	// the error and the others still run.
+	if _, err := r.conn.ExecContext(ctx, s); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
+		if f := r.unreadableFile(ctx, v); f != "" {
+			err = fmt.Errorf("%s cannot be read: %w", f, err)
+		}
+		v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
+		r.log.Warn("audit view failed", "schema", k.schema, "table", v.table.Name, "err", err)
+	} else if err := cmp.Or(r.deltaTypeDisagreement(ctx, k, v), r.deltaRecordDisagreement(ctx, v), r.deltaClaimsDisagreement(ctx, k, v)); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
+		// A refused table has no view, as one columnCollision refuses:
+		// custom SQL naming it errs with the refusal (refusedTable)
+		// instead of reading it (TestDeltaRefusedTableErrsCustomSQL).
+		if _, err := r.conn.ExecContext(ctx, "DROP VIEW "+qualified(k.schema, v.table.Name)); err != nil {
+			return fmt.Errorf("audit: drop the view of refused table %s: %w", v.table.Name, err)
+		}
+	} else if memo {
+		r.e.memo.put(good, true, int64(len(s)))
 	}
 	return nil
 }

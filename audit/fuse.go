@@ -182,7 +182,6 @@ func (r *run) prefetched(ctx context.Context, q string, n int) ([]any, bool) {
 		return nil, false
 	}
 	if !f.ran {
-		f.ran = true
 		f.fetch(ctx, r, q)
 	}
 	delete(r.fused, q)
@@ -193,7 +192,8 @@ func (r *run) prefetched(ctx context.Context, q string, n int) ([]any, bool) {
 
 // fetch runs the fused statement of the parts still to be asked (asking,
 // and those whose answers the memo does not hold) and keeps their answers.
-func (f *fusion) fetch(ctx context.Context, r *run, asking string) {
+func (f *fusion) fetch(ctx context.Context, r *run, asking string) bool {
+	f.ran = true
 	def, memo := r.memoView(ctx, f.view)
 	var parts []fusedPart
 	for _, p := range f.parts {
@@ -203,25 +203,103 @@ func (f *fusion) fetch(ctx context.Context, r *run, asking string) {
 		parts = append(parts, p)
 	}
 	if len(parts) < 2 {
-		return
+		return false
 	}
 	list, cols, width := fusedList(parts)
-	// The view's own read, its files a parameter, where the view is
-	// exactly that read (viewSQL of Parquet files): the same rows, with
-	// DuckDB binding the read once instead of twice.
-	from, args := f.from, []any(nil)
-	if v := r.views[f.view]; v != nil && v.delta == nil && !v.synthetic && !v.broken && v.table.format() == FormatParquet && len(v.files) > 0 {
-		from, args = readParquetParamSQL(len(v.files)), []any{slices.Clone(v.files)}
+	var vals []any
+	var err error
+	if v := r.views[f.view]; v != nil && plainParquet(v) {
+		// The view's own read, its files a parameter (the view is exactly
+		// that read: viewSQL of Parquet files): the same rows, which DuckDB
+		// binds once instead of twice. It names no view, so it runs on the
+		// engine's pool, and the run's connection, catalog and views are
+		// opened and made only if another query needs them.
+		q := "SELECT " + strings.Join(list, ", ") + " FROM " + readParquetParamSQL(len(v.files))
+		if err = r.ready(ctx); err == nil {
+			r.e.statement(q)
+			vals, err = scanValues(r.e.db.QueryRowContext(ctx, q, slices.Clone(v.files)).Scan, width)
+		}
+	} else {
+		vals, err = scanValues(r.conn.QueryRowContext(ctx, "SELECT "+strings.Join(list, ", ")+" FROM "+f.from).Scan, width)
 	}
-	vals, err := scanValues(r.conn.QueryRowContext(ctx, "SELECT "+strings.Join(list, ", ")+" FROM "+from, args...).Scan, width)
 	if err != nil {
 		r.log.Debug("audit: the fused scan failed; its queries run one by one", "view", f.from, "err", err)
-		return
+		return false
 	}
 	f.rows = map[string][]any{}
 	for i, p := range parts {
 		f.rows[p.text] = each(cols[i], func(j int) any { return vals[j] })
 	}
+	return true
+}
+
+// plainParquet: v is a view of Parquet files made by viewSQL, nothing but
+// their read (no Delta log, not synthetic, not broken).
+func plainParquet(v *view) bool {
+	return v.delta == nil && !v.synthetic && !v.broken && v.table.format() == FormatParquet && len(v.files) > 0
+}
+
+// probe is a batch view on probation: its key and its definition.
+type probe struct {
+	key viewKey
+	sql string
+}
+
+// provable: openDB may leave batch view k on probation instead of making
+// it now (settleProbation). Only a plain Parquet view of the batch whose
+// connection is not open yet, on an engine that fuses.
+func (r *run) provable(k viewKey, v *view) bool {
+	return !r.e.unfused && k.schema == schemaBatch && plainParquet(v) && r.conn.conn == nil
+}
+
+// settleProbation decides each batch view openDB left on probation, before
+// any check runs. A view DuckDB may refuse is made at once so that its
+// checks report why (openDB); here the fused statement of the view's
+// checks (planFusion) runs first, over the view's own read
+// (readParquetParamSQL) on the engine's pool. When it succeeds, DuckDB read
+// exactly the view's files with the view's options, so the view's
+// definition is one DuckDB takes: the view waits for the connection to
+// open (lazyConn.deferred), as a view the memo knows as good does, and a
+// batch whose every query the fused statement and the memo answer opens
+// no connection, takes no catalog and makes no view at all. Otherwise
+// (no fused statement for the view, it failed, or the connection is open
+// already) the view is made now, as openDB would have made it; a view
+// DuckDB then refuses takes its fusion with it, so that its checks report
+// the view's error.
+func (r *run) settleProbation(ctx context.Context) error {
+	probes := r.probation
+	r.probation = nil
+	for _, p := range probes {
+		v := r.views[p.key]
+		if f := r.fusionOf(p.key); f != nil && r.conn.conn == nil && !f.ran && f.fetch(ctx, r, "") {
+			r.conn.deferred = append(r.conn.deferred, p.sql)
+			if good, memo := r.goodView(ctx, p.key); memo {
+				r.e.memo.put(good, true, int64(len(p.sql)))
+			}
+			continue
+		}
+		if err := r.createView(ctx, p.key, v, p.sql); err != nil {
+			return err
+		}
+		if v.colsErr != nil {
+			for q, f := range r.fused {
+				if f.view == p.key {
+					delete(r.fused, q)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// fusionOf is the fusion over view k, if planFusion made one.
+func (r *run) fusionOf(k viewKey) *fusion {
+	for _, f := range r.fused {
+		if f.view == k {
+			return f
+		}
+	}
+	return nil
 }
 
 // fusedList is the select list of the fused statement of parts, each
@@ -244,10 +322,11 @@ func fusedList(parts []fusedPart) (list []string, cols [][]int, width int) {
 			continue
 		}
 		for _, e := range exprs {
-			j, seen := at[e]
+			key := typeKey(e)
+			j, seen := at[key]
 			if !seen {
 				j = width
-				at[e] = j
+				at[key] = j
 				list = append(list, e)
 				width++
 			}
@@ -256,6 +335,31 @@ func fusedList(parts []fusedPart) (list []string, cols [][]int, width int) {
 		cols = append(cols, mine)
 	}
 	return list, cols, width
+}
+
+// typeKey is the expression fusedList selects e as: the type of a column's
+// min or max, typeof(min("c")) or typeof(max("c")), is the type of the
+// column itself, typeof(any_value("c")) (for every type DuckDB has, the
+// same text, and where min or max does not bind for a type, neither does
+// the statement: TestTypeOfMinIsTheColumnsType); any other e is itself.
+// The statistics ask the one, the batch's schema the other.
+func typeKey(e string) string {
+	for _, f := range []string{"typeof(min(", "typeof(max("} {
+		if inner, ok := strings.CutPrefix(e, f); ok {
+			if col, ok := strings.CutSuffix(inner, "))"); ok && quotedIdent(col) {
+				return "typeof(any_value(" + col + "))"
+			}
+		}
+	}
+	return e
+}
+
+// quotedIdent: s is one identifier as quoteIdent quotes it.
+func quotedIdent(s string) bool {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return false
+	}
+	return !strings.Contains(strings.ReplaceAll(s[1:len(s)-1], `""`, ""), `"`)
 }
 
 // splitList splits a select list at its top-level commas (outside
