@@ -131,6 +131,8 @@ type Engine struct {
 	opts Options
 	dir  string // the engine's directory under WorkDir
 	db   *sql.DB
+	// kept are prepared statements of db (stmtCache).
+	kept stmtCache
 	seq  atomic.Int64
 
 	mu     sync.Mutex
@@ -330,6 +332,7 @@ func (e *Engine) Close() error {
 	e.aheads.Wait()
 	e.runs.Wait()
 	e.catalogs.close()
+	e.kept.close()
 	err := e.db.Close()
 	if rerr := os.RemoveAll(e.dir); err == nil {
 		err = rerr

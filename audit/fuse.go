@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"database/sql"
 	"slices"
 	"strings"
 )
@@ -217,7 +218,13 @@ func (f *fusion) fetch(ctx context.Context, r *run, asking string) bool {
 		q := "SELECT " + strings.Join(list, ", ") + " FROM " + readParquetParamSQL(len(v.files))
 		if err = r.ready(ctx); err == nil {
 			r.e.statement(q)
-			vals, err = scanValues(r.e.db.QueryRowContext(ctx, q, slices.Clone(v.files)).Scan, width)
+			var st *sql.Stmt
+			var kept bool
+			if st, kept, err = r.e.kept.prepared(ctx, r.e.db, q); kept {
+				vals, err = scanValues(st.QueryRowContext(ctx, slices.Clone(v.files)).Scan, width)
+			} else if err == nil {
+				vals, err = scanValues(r.e.db.QueryRowContext(ctx, q, slices.Clone(v.files)).Scan, width)
+			}
 		}
 	} else {
 		vals, err = scanValues(r.conn.QueryRowContext(ctx, "SELECT "+strings.Join(list, ", ")+" FROM "+f.from).Scan, width)

@@ -721,3 +721,66 @@ func TestTypeOfMinIsTheColumnsType(t *testing.T) {
 		t.Errorf("typeKey of a quoted quote: %s", k)
 	}
 }
+
+// TestKeptFusedStatementAnswersEachBatch: the fused statement is prepared
+// once and kept (stmtCache): the next batch's audit runs the same text
+// over its own files and gets its own rows' answers, equal to the engine
+// that runs each query alone (a statement kept over a view answered from
+// the view it was first bound to).
+func TestKeptFusedStatementAnswersEachBatch(t *testing.T) {
+	r := newFuseRig(t)
+	r.audit(r.batch("b0", demoRows(200)))
+	first, _, _ := r.audit(r.batch("b1", demoRows(300)))
+	r.fused.kept.mu.Lock()
+	kept := len(r.fused.kept.by)
+	r.fused.kept.mu.Unlock()
+	if kept == 0 {
+		t.Fatal("the fused statement was not kept")
+	}
+	second, fused, _ := r.audit(r.batch("b2", demoRows(400)+" LIMIT 37"))
+	r.fused.kept.mu.Lock()
+	again := len(r.fused.kept.by)
+	r.fused.kept.mu.Unlock()
+	if again != kept {
+		t.Errorf("the second batch's fused statement was kept anew (%d kept, then %d): its text differs", kept, again)
+	}
+	if got := batchScans(fused); len(got) != 1 {
+		t.Fatalf("the second batch read in %d statements", len(got))
+	}
+	if fmt.Sprint(first.Checks) == fmt.Sprint(second.Checks) {
+		t.Fatalf("two batches of other rows got the same report: %+v", second.Checks)
+	}
+}
+
+// TestStmtCacheBounds: at most maxKeptStatements are kept, the oldest
+// closed first, and an evicted or a closed cache's statement still runs
+// unprepared for its caller.
+func TestStmtCacheBounds(t *testing.T) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	var c stmtCache
+	for i := range maxKeptStatements + 8 {
+		st, kept, err := c.prepared(ctx, db, fmt.Sprintf("SELECT %d + ?", i))
+		if err != nil || !kept {
+			t.Fatalf("%d: %v %v", i, kept, err)
+		}
+		var n int
+		if err := st.QueryRowContext(ctx, 1).Scan(&n); err != nil || n != i+1 {
+			t.Fatalf("%d: %d %v", i, n, err)
+		}
+	}
+	if len(c.by) != maxKeptStatements || len(c.order) != maxKeptStatements || c.order[0] != "SELECT 8 + ?" {
+		t.Fatalf("kept %d (order %d, oldest %q)", len(c.by), len(c.order), c.order[0])
+	}
+	if _, kept, _ := c.prepared(ctx, db, strings.Repeat(" ", maxKeptStatementBytes)+"SELECT 1"); kept {
+		t.Error("a statement over maxKeptStatementBytes was kept")
+	}
+	c.close()
+	if _, kept, err := c.prepared(ctx, db, "SELECT 1"); kept || err != nil {
+		t.Errorf("a closed cache kept a statement: %v %v", kept, err)
+	}
+}
