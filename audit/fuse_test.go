@@ -551,7 +551,8 @@ func TestFusedListFallsBack(t *testing.T) {
 // part's process CPU beside two yardsticks: a statement that binds the
 // view and counts (count(*)), and one that reads nothing (SELECT 1). The
 // engine runs the statement over the view's read with its files as a
-// parameter (param), which DuckDB binds once; whole, prepare and
+// parameter (param; param-kept: prepared once, as the engine keeps it),
+// which DuckDB binds once; whole, prepare and
 // execute-prepared are the same statement over the view.
 func BenchmarkFusedStatementParts(b *testing.B) {
 	r := newFuseRig(b)
@@ -599,6 +600,11 @@ func BenchmarkFusedStatementParts(b *testing.B) {
 	if overView == param {
 		b.Fatalf("the fused statement does not read its file as a parameter: %s", param)
 	}
+	keptParam, err := conn.PrepareContext(ctx, param) // as stmtCache keeps it
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer keptParam.Close()
 	prepared, err := conn.PrepareContext(ctx, overView)
 	if err != nil {
 		b.Fatal(err)
@@ -610,6 +616,7 @@ func BenchmarkFusedStatementParts(b *testing.B) {
 	}{
 		{"whole", func() { drain(conn.QueryContext(ctx, overView)) }},
 		{"param", func() { drain(conn.QueryContext(ctx, param, []string{file})) }},
+		{"param-kept", func() { drain(keptParam.QueryContext(ctx, []string{file})) }},
 		{"prepare", func() {
 			st, err := conn.PrepareContext(ctx, overView)
 			if err != nil {
