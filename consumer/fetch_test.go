@@ -43,6 +43,13 @@ func encodeBatch(t testing.TB, base, pid int64, attrs int16, lastDelta int32, re
 		body = appendField(body, []byte("v"))
 		records = append(binary.AppendVarint(records, int64(len(body))), body...)
 	}
+	return rawBatch(t, base, pid, attrs, lastDelta, int32(len(recs)), records)
+}
+
+// rawBatch is a record batch (magic 2) holding records, count of them, as
+// written (its bytes compressed here as attrs say).
+func rawBatch(t testing.TB, base, pid int64, attrs int16, lastDelta, count int32, records []byte) []byte {
+	t.Helper()
 	if codec := kafkago.Compression(attrs & attrCompression); codec != 0 {
 		var buf bytes.Buffer
 		w := codec.Codec().NewWriter(&buf)
@@ -61,7 +68,7 @@ func encodeBatch(t testing.TB, base, pid int64, attrs int16, lastDelta int32, re
 	tail = binary.BigEndian.AppendUint64(tail, uint64(pid))
 	tail = binary.BigEndian.AppendUint16(tail, 0)
 	tail = binary.BigEndian.AppendUint32(tail, 0)
-	tail = binary.BigEndian.AppendUint32(tail, uint32(len(recs)))
+	tail = binary.BigEndian.AppendUint32(tail, uint32(count))
 	tail = append(tail, records...)
 	b := binary.BigEndian.AppendUint64(nil, uint64(base))
 	b = binary.BigEndian.AppendUint32(b, uint32(4+1+4+len(tail)))

@@ -316,8 +316,7 @@ func (b *recordBatch) eachRecord(fn func(record) error) error {
 	}
 	w := &varints{b: data}
 	for len(w.b) > 0 {
-		length := w.varint()
-		body := w.take(length)
+		body := w.take(int(w.varint()))
 		if w.err != nil {
 			return fmt.Errorf("record batch at offset %d: %w", b.baseOffset, w.err)
 		}
@@ -333,19 +332,21 @@ func (b *recordBatch) eachRecord(fn func(record) error) error {
 	return nil
 }
 
-// parseRecord reads one record's bytes (after its length).
+// parseRecord reads one record's bytes (after its length) as Apache
+// Kafka's DefaultRecord.readFrom does, which its broker runs on every
+// record a producer writes: a record it stores is one read here alike.
 func parseRecord(body []byte, b *recordBatch) (record, error) {
 	w := &varints{b: body}
 	w.take(1) // attributes, unused
-	ts := b.firstTimestamp + w.varint64()
+	ts := b.firstTimestamp + w.varlong()
 	if b.attributes&attrLogAppendTime != 0 {
 		ts = b.maxTimestamp // the broker's time, as the Java consumer reads it
 	}
-	r := record{offset: b.baseOffset + w.varint64(), time: time.UnixMilli(ts)}
+	r := record{offset: b.baseOffset + int64(w.varint()), time: time.UnixMilli(ts)}
 	r.key = w.bytes()
 	r.value = w.bytes()
-	n := w.varint()
-	if n < 0 || n > len(w.b) {
+	n := int(w.varint())
+	if w.err == nil && (n < 0 || n > len(w.b)) {
 		return record{}, fmt.Errorf("record of %d headers in %d bytes", n, len(w.b))
 	}
 	r.headerCount = n
@@ -365,36 +366,58 @@ func parseRecord(body []byte, b *recordBatch) (record, error) {
 	return r, nil
 }
 
-// varints reads the zigzag varints and length-prefixed bytes of records.
+// varints reads the zigzag varints and length-prefixed bytes of records as
+// Kafka's ByteUtils does. A producer may write a varint in more bytes than
+// it needs: Kafka reads an int32 of at most five bytes and a long of at
+// most ten, dropping the bits of the last byte past the width (Go's
+// binary.Varint keeps them, or refuses the long), and a length below -1 as
+// null (kafka-go refused it). Reading them otherwise, a record the broker
+// stored and a Java consumer reads was an error here, retried without end:
+// one record any producer may write stalled the partition
+// (TestRecordsKafkaAcceptsDoNotStallThePartition).
 type varints struct {
 	b   []byte
 	err error
 }
 
-var errRecordCut = errors.New("record cut short")
+var (
+	errRecordCut     = errors.New("record cut short")
+	errVarintTooLong = errors.New("varint longer than its width")
+)
 
-func (w *varints) varint64() int64 {
+// uvarint reads an unsigned varint of at most max bytes (5 or 10), its bits
+// past the width (32 or 64) dropped.
+func (w *varints) uvarint(max int) uint64 {
 	if w.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(w.b)
-	if n <= 0 {
-		w.err = errRecordCut
-		return 0
+	var v uint64
+	for i := range max {
+		if i == len(w.b) {
+			w.err = errRecordCut
+			return 0
+		}
+		c := w.b[i]
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			w.b = w.b[i+1:]
+			return v
+		}
 	}
-	w.b = w.b[n:]
-	return v
+	w.err = errVarintTooLong
+	return 0
 }
 
-func (w *varints) varint() int {
-	v := w.varint64()
-	if v > int64(len(w.b)) || v < -1 {
-		if w.err == nil {
-			w.err = fmt.Errorf("length %d with %d bytes left", v, len(w.b))
-		}
-		return 0
-	}
-	return int(v)
+// varint reads a zigzag int32 (ByteUtils.readVarint).
+func (w *varints) varint() int32 {
+	v := uint32(w.uvarint(5))
+	return int32(v>>1) ^ -int32(v&1)
+}
+
+// varlong reads a zigzag int64 (ByteUtils.readVarlong).
+func (w *varints) varlong() int64 {
+	v := w.uvarint(10)
+	return int64(v>>1) ^ -int64(v&1)
 }
 
 func (w *varints) take(n int) []byte {
@@ -410,10 +433,15 @@ func (w *varints) take(n int) []byte {
 	return out
 }
 
-// bytes reads a length-prefixed field: -1 is nil (no key, no value).
+// bytes reads a length-prefixed field: a negative length is nil (no key,
+// no value), as Kafka reads it.
 func (w *varints) bytes() []byte {
-	n := w.varint()
+	n := int(w.varint())
 	if w.err != nil || n < 0 {
+		return nil
+	}
+	if n > len(w.b) {
+		w.err = fmt.Errorf("length %d with %d bytes left", n, len(w.b))
 		return nil
 	}
 	return w.take(n)
