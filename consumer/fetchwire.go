@@ -367,10 +367,8 @@ func parseRecord(body []byte, b *recordBatch) (record, error) {
 }
 
 // varints reads the zigzag varints and length-prefixed bytes of records as
-// Kafka's ByteUtils does. A producer may write a varint in more bytes than
-// it needs: Kafka reads an int32 of at most five bytes and a long of at
-// most ten, dropping the bits of the last byte past the width (Go's
-// binary.Varint keeps them, or refuses the long), and a length below -1 as
+// Kafka's ByteUtils does (kafka.Varint32): a producer may write a varint in
+// more bytes than it needs, and a length below -1, which Kafka reads as
 // null (kafka-go refused it). Reading them otherwise, a record the broker
 // stored and a Java consumer reads was an error here, retried without end:
 // one record any producer may write stalled the partition
@@ -385,39 +383,37 @@ var (
 	errVarintTooLong = errors.New("varint longer than its width")
 )
 
-// uvarint reads an unsigned varint of at most max bytes (5 or 10), its bits
-// past the width (32 or 64) dropped.
-func (w *varints) uvarint(max int) uint64 {
+// varint reads a zigzag int32 (ByteUtils.readVarint).
+func (w *varints) varint() int32 {
 	if w.err != nil {
 		return 0
 	}
-	var v uint64
-	for i := range max {
-		if i == len(w.b) {
-			w.err = errRecordCut
-			return 0
-		}
-		c := w.b[i]
-		v |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			w.b = w.b[i+1:]
-			return v
-		}
-	}
-	w.err = errVarintTooLong
-	return 0
-}
-
-// varint reads a zigzag int32 (ByteUtils.readVarint).
-func (w *varints) varint() int32 {
-	v := uint32(w.uvarint(5))
-	return int32(v>>1) ^ -int32(v&1)
+	v, n := kafka.Varint32(w.b)
+	return int32(w.advance(n, int64(v)))
 }
 
 // varlong reads a zigzag int64 (ByteUtils.readVarlong).
 func (w *varints) varlong() int64 {
-	v := w.uvarint(10)
-	return int64(v>>1) ^ -int64(v&1)
+	if w.err != nil {
+		return 0
+	}
+	v, n := kafka.Varint64(w.b)
+	return w.advance(n, v)
+}
+
+// advance moves past a varint of n bytes (kafka.Varint32's n) and returns
+// v, or records why it could not be read.
+func (w *varints) advance(n int, v int64) int64 {
+	switch {
+	case n == 0:
+		w.err = errRecordCut
+		return 0
+	case n < 0:
+		w.err = errVarintTooLong
+		return 0
+	}
+	w.b = w.b[n:]
+	return v
 }
 
 func (w *varints) take(n int) []byte {

@@ -205,3 +205,60 @@ func TestRecordsKafkaAcceptsDoNotStallThePartition(t *testing.T) {
 		t.Errorf("handled\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// longLength is the record of fields after its attributes, its length
+// written in five bytes, the fifth carrying bit 32, which Kafka drops.
+func longLength(fields ...[]byte) []byte {
+	body := append([]byte{0}, bytes.Join(fields, nil)...)
+	z := uint32(len(body)) << 1 // zigzag of a length below 2^27
+	return append([]byte{byte(z) | 0x80, byte(z>>7) | 0x80, byte(z>>14) | 0x80, byte(z>>21) | 0x80, 0x10}, body...)
+}
+
+// A compressed batch's records are also read by kafka.DecompressRecords,
+// which replaces a record over kafka.MaxDecompressedRecordBytes, or a
+// batch over kafka.MaxDecompressedBatchBytes, by a record that the
+// consumer dead-letters: written with a record length in five bytes (bit
+// 32 set, which Kafka drops), the record of 3 MiB reached the handler
+// whole, not read by the bound, and the batch of 80 MiB was a fetch error
+// retried without end (its records "not records" to Go's varints): the
+// partition stalled.
+func TestOversizedRecordsOfLongVarintsAreDeadLettered(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	small := func(delta int64, v string) []byte {
+		return kafkaRecord(vi(0), vi(delta), vi(-1), vi(int64(len(v))), []byte(v), vi(0))
+	}
+	large := func(delta int64, n int) []byte {
+		return longLength(vi(0), vi(delta), vi(-1), vi(int64(n)), make([]byte, n), vi(0))
+	}
+	produceBatch(t, k, rawBatch(t, 0, -1, int16(kafkago.Zstd), 1, 2, append(small(0, "small"), large(1, 3<<20)...)))
+	produceBatch(t, k, rawBatch(t, 0, -1, int16(kafkago.Zstd), 1, 2, append(small(0, "lost"), large(1, 80<<20)...)))
+	produce(t, k, inTopic, 0, values("last")...)
+	rec := newRecorder()
+	var mu sync.Mutex
+	largest := 0
+	rec.onHandle = func(_ context.Context, m kafka.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		largest = max(largest, len(m.Value))
+		return nil
+	}
+	startConsumer(t, testConfig(k, "longvarints"), rec)
+	eventually(t, "the record after them handled", func() bool { return slices.Contains(handledValues(rec, 0), "last") })
+	if got, want := handledValues(rec, 0), []string{"small", "last"}; !slices.Equal(got, want) {
+		t.Errorf("handled %q, want %q", got, want)
+	}
+	mu.Lock()
+	if largest > kafka.MaxDecompressedRecordBytes {
+		t.Errorf("a handler was given a value of %d bytes, over kafka.MaxDecompressedRecordBytes", largest)
+	}
+	mu.Unlock()
+	var reasons []string
+	for _, d := range readPartition(t, k, dlqTopic, 0) {
+		r, _ := header(d, HeaderDLQReason)
+		o, _ := header(d, HeaderDLQOffset)
+		reasons = append(reasons, r+"@"+o)
+	}
+	if want := []string{ReasonRecordTooLarge + "@1", ReasonBatchTooLarge + "@2"}; !slices.Equal(reasons, want) {
+		t.Errorf("dead letters %q, want %q", reasons, want)
+	}
+}

@@ -233,22 +233,23 @@ func withoutOversizedRecords(records []byte, codec string) ([]byte, bool) {
 	}
 	var over []oversized
 	for i := 0; i < len(records); {
-		size, n := binary.Varint(records[i:])
+		size32, n := Varint32(records[i:])
+		size := int64(size32)
 		if n <= 0 || size <= 0 || size > int64(len(records)-i-n) {
 			return nil, false
 		}
 		end := i + n + int(size)
 		if size > MaxDecompressedRecordBytes {
 			body := records[i+n+1 : end] // after the attributes
-			ts, m := binary.Varint(body)
+			ts, m := Varint64(body)
 			if m <= 0 {
 				return nil, false
 			}
-			delta, m2 := binary.Varint(body[m:])
+			delta, m2 := Varint32(body[m:])
 			if m2 <= 0 || delta < 0 {
 				return nil, false
 			}
-			over = append(over, oversized{at: i, end: end, tsDelta: ts, delta: delta, size: size})
+			over = append(over, oversized{at: i, end: end, tsDelta: ts, delta: int64(delta), size: size})
 		}
 		i = end
 	}
@@ -291,16 +292,17 @@ func (b *boundedReader) Close() error { return b.rc.Close() }
 
 // recordWalk reads the records of a record batch (magic 2) as their bytes
 // stream by: each is a varint length, then attributes (one byte), a
-// timestamp delta and an offset delta (varints), then the rest. It keeps
-// only the record count and the highest offset delta.
+// timestamp delta and an offset delta (varints, read as Kafka reads them:
+// Varint32, Varint64), then the rest. It keeps only the record count and
+// the highest offset delta.
 type recordWalk struct {
 	records   int
 	lastDelta int64
 	bad       bool
 	phase     int    // walkLength, walkAttributes, walkTimestamp, walkOffset, walkRest
 	v         uint64 // the varint being read
-	shift     uint
-	left      int64 // bytes of the current record after its length, not read yet
+	n         int    // its bytes read
+	left      int64  // bytes of the current record after its length, not read yet
 }
 
 const (
@@ -334,17 +336,26 @@ func (w *recordWalk) write(p []byte) {
 			w.phase = walkTimestamp
 			continue
 		}
-		if w.shift > 63 {
-			w.bad = true
-			return
+		width := 5 // an int32's bytes at most
+		if w.phase == walkTimestamp {
+			width = 10 // a long's
 		}
-		w.v |= uint64(c&0x7f) << w.shift
-		w.shift += 7
+		w.v |= uint64(c&0x7f) << (7 * w.n)
+		w.n++
 		if c&0x80 != 0 {
+			if w.n == width {
+				w.bad = true
+				return
+			}
 			continue
 		}
 		v := int64(w.v>>1) ^ -int64(w.v&1) // zigzag
-		w.v, w.shift = 0, 0
+		if width == 5 {
+			u := uint32(w.v) // the bits past 32 dropped
+			v = int64(int32(u>>1) ^ -int32(u&1))
+		}
+		w.v = 0
+		w.n = 0
 		switch w.phase {
 		case walkLength:
 			if v <= 0 {
@@ -371,5 +382,5 @@ func (w *recordWalk) write(p []byte) {
 
 // complete says whether the bytes walked were whole records.
 func (w *recordWalk) complete() bool {
-	return !w.bad && w.records > 0 && w.phase == walkLength && w.shift == 0
+	return !w.bad && w.records > 0 && w.phase == walkLength && w.n == 0
 }
