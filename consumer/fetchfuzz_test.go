@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"testing"
+	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 )
@@ -131,4 +132,110 @@ func TestFuzzSeedsParse(t *testing.T) {
 			t.Errorf("v%d: read %+v", v, res.partitions)
 		}
 	}
+}
+
+// kafkaVarint is v as a zigzag varint of width bytes at most (5: an int32,
+// 10: a long) in pad more bytes than it needs, as a producer may write it:
+// when it takes all width bytes, the last byte's bits past the width
+// are junk's, which Kafka drops.
+func kafkaVarint(v int64, width, pad int, junk byte) []byte {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	if width == 5 {
+		u = uint64(uint32(int32(v)<<1) ^ uint32(int32(v)>>31))
+	}
+	n := 1
+	for x := u >> 7; x != 0; x >>= 7 {
+		n++
+	}
+	n = min(n+pad, width)
+	out := make([]byte, n)
+	for i := range out {
+		out[i] = byte(u>>(7*i)) & 0x7f
+		if i < n-1 {
+			out[i] |= 0x80
+		}
+	}
+	if n == width && width == 5 {
+		out[4] |= (junk & 0x7) << 4 // bits 32 to 34
+	}
+	if n == width && width == 10 {
+		out[9] |= (junk & 0x3f) << 1 // bits 64 to 69
+	}
+	return out
+}
+
+// FuzzRecordEncodings writes one record in any encoding Apache Kafka's
+// broker stores (each varint padded up to its width, with junk past it; a
+// null length any negative number) and checks that the fetch reads the
+// fields written, as Kafka's DefaultRecord.readFrom reads them: before, a
+// length below -1 or a padded varint was an error that stalled the
+// partition, or moved the record out of its batch. Run it with
+// go test ./consumer -run '^$' -fuzz FuzzRecordEncodings -fuzztime 60s.
+func FuzzRecordEncodings(f *testing.F) {
+	f.Add([]byte("k"), []byte("v"), []byte("h"), []byte("x"), int32(3), int64(7), uint64(0), uint8(0), int32(-1), false)
+	f.Add([]byte(nil), []byte("v"), []byte("h"), []byte(nil), int32(0), int64(-5), uint64(0o77777777), uint8(0xff), int32(-2), true)
+	f.Fuzz(func(t *testing.T, key, value, hkey, hvalue []byte, delta int32, ts int64, pads uint64, junk uint8, neg int32, nullValue bool) {
+		delta = int32(uint32(delta) % 1000)
+		if neg >= 0 {
+			neg = -1
+		}
+		pad := func(i int) int { return int(pads>>(3*i)) & 7 }
+		length := func(b []byte, null bool, i int) []byte {
+			if null {
+				return kafkaVarint(int64(neg), 5, pad(i), junk)
+			}
+			return append(kafkaVarint(int64(len(b)), 5, pad(i), junk), b...)
+		}
+		nullKey := len(key) == 0 && nullValue
+		body := []byte{0}
+		body = append(body, kafkaVarint(ts, 10, pad(0), junk)...)
+		body = append(body, kafkaVarint(int64(delta), 5, pad(1), junk)...)
+		body = append(body, length(key, nullKey, 2)...)
+		body = append(body, length(value, nullValue, 3)...)
+		body = append(body, kafkaVarint(1, 5, pad(4), junk)...)
+		body = append(body, length(hkey, false, 5)...)
+		body = append(body, length(hvalue, len(hvalue) == 0 && nullValue, 6)...)
+		records := append(kafkaVarint(int64(len(body)), 5, pad(7), junk), body...)
+
+		out := make(chan []entry, 2)
+		pf := partitionFetch{topic: "in"}
+		p := &fetchedPartition{lastStable: -1, records: rawBatch(t, 0, -1, 0, delta, 1, records)}
+		if err := passOn(context.Background(), &pf, p, out); err != nil {
+			t.Fatalf("a record Kafka stores is an error: %v", err)
+		}
+		close(out)
+		var got []kafkago.Message
+		for entries := range out {
+			for _, e := range entries {
+				got = append(got, e.msg)
+			}
+		}
+		want := javaRead{offset: int64(delta), key: key, value: value, ms: time.UnixMilli(1000 + ts).UnixMilli(),
+			headers: []kafkago.Header{{Key: string(hkey), Value: hvalue}}}
+		if want.key == nil && !nullKey {
+			want.key = []byte{}
+		}
+		if nullKey {
+			want.key = nil
+		}
+		if want.value == nil {
+			want.value = []byte{}
+		}
+		if nullValue {
+			want.value = nil
+		}
+		if want.headers[0].Value == nil {
+			want.headers[0].Value = []byte{}
+		}
+		if len(hvalue) == 0 && nullValue {
+			want.headers[0].Value = nil
+		}
+		if len(got) != 1 {
+			t.Fatalf("read %d entries, want 1 message", len(got))
+		}
+		m := got[0]
+		if r := (javaRead{offset: m.Offset, key: m.Key, value: m.Value, headers: m.Headers, ms: m.Time.UnixMilli()}); !sameRead(r, want) {
+			t.Errorf("read %+v, want %+v", r, want)
+		}
+	})
 }
