@@ -63,6 +63,7 @@ type Consumer struct {
 	// TLS and SASL of every other connection, to fetchAddr's cluster.
 	fetcher   *kafkago.Transport
 	fetchAddr net.Addr
+	inflated  *inflateBudget // decompressed batches' bytes over every partition (maxInflatedBytes)
 	m         *metrics
 	runs      atomic.Bool
 	// dlLogs bounds the dead letters logged (maxDeadLetterLogs a minute).
@@ -137,6 +138,7 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 		admin:      &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport},
 		fetcher:    fetcher,
 		fetchAddr:  kafkago.TCP(cfg.Brokers...),
+		inflated:   newInflateBudget(),
 		m:          newMetrics(cfg.Registerer, cfg.GroupID, cfg.Topic),
 		generation: -1,
 	}, nil
@@ -544,39 +546,58 @@ func (c *Consumer) read(gctx, handleCtx context.Context, w *partitionWork, log *
 	}()
 
 	next := w.assignment.Offset // the offset after the last message handed out or skipped; below 0: not known
+	// handle takes e to done: false when the generation ended first.
+	handle := func(e entry) bool {
+		msg := e.msg
+		w.offsets.fetched(msg.Offset)
+		if e.skip {
+			next = msg.Offset + 1
+			w.offsets.markDone(msg.Offset)
+			return true
+		}
+		if e.poison != nil {
+			if !c.deadLetter(gctx, handleCtx, msg, e.poison, log) {
+				return false
+			}
+		} else if big, ok := kafka.TooLargeBatch(kafka.FromWire(msg).Headers); ok {
+			if !c.deadLetterBatch(gctx, handleCtx, msg, next, big, log) {
+				return false
+			}
+		} else if !c.process(gctx, handleCtx, msg, log) {
+			return false // taken away before the message was done: its next owner gets it
+		}
+		next = msg.Offset + 1
+		w.offsets.markDone(msg.Offset)
+		if done != nil {
+			done(msg)
+		}
+		return true
+	}
+	var entries []entry // received, not yet done
+	defer func() {
+		for _, e := range entries {
+			if e.done != nil {
+				e.done() // dropped: its batch's bytes are no longer held
+			}
+		}
+	}()
 	for {
-		var entries []entry
 		select {
 		case entries = <-fetched:
 		case <-gctx.Done():
 			return
 		}
-		for _, e := range entries {
+		for len(entries) > 0 {
 			if gctx.Err() != nil {
 				return // stop handing out fetched messages
 			}
-			msg := e.msg
-			w.offsets.fetched(msg.Offset)
-			if e.skip {
-				next = msg.Offset + 1
-				w.offsets.markDone(msg.Offset)
-				continue
+			e := entries[0]
+			if !handle(e) {
+				return
 			}
-			if e.poison != nil {
-				if !c.deadLetter(gctx, handleCtx, msg, e.poison, log) {
-					return
-				}
-			} else if big, ok := kafka.TooLargeBatch(kafka.FromWire(msg).Headers); ok {
-				if !c.deadLetterBatch(gctx, handleCtx, msg, next, big, log) {
-					return
-				}
-			} else if !c.process(gctx, handleCtx, msg, log) {
-				return // taken away before the message was done: its next owner gets it
-			}
-			next = msg.Offset + 1
-			w.offsets.markDone(msg.Offset)
-			if done != nil {
-				done(msg)
+			entries = entries[1:]
+			if e.done != nil {
+				e.done() // the worker is done with the batch's bytes
 			}
 		}
 	}

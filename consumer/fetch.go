@@ -10,10 +10,12 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol/fetch"
+	"golang.org/x/sync/semaphore"
 )
 
 // The consumer reads each partition with fetch requests of its own rather
@@ -53,6 +55,9 @@ type entry struct {
 	// poison, if set, is why msg (its record read only in part) is
 	// dead-lettered instead of handled.
 	poison *PoisonError
+	// done, if set, is called once the worker is done with the entry, or
+	// drops it: it frees the budget of the decompressed batch it ends.
+	done func()
 }
 
 // txnFilter tells, batch after batch of one read-committed fetch response,
@@ -73,8 +78,8 @@ func newTxnFilter(aborted []fetch.ResponseTransaction) *txnFilter {
 }
 
 // skip says whether batch b, the next of the response, holds nothing for
-// the handler.
-func (f *txnFilter) skip(b *recordBatch) (bool, error) {
+// the handler; budget bounds the decompressing of a control batch.
+func (f *txnFilter) skip(ctx context.Context, b *recordBatch, budget *inflateBudget) (bool, error) {
 	for len(f.pending) > 0 && f.pending[0].FirstOffset <= b.lastOffset() {
 		f.aborting[f.pending[0].ProducerID] = true
 		f.pending = f.pending[1:]
@@ -87,7 +92,12 @@ func (f *txnFilter) skip(b *recordBatch) (bool, error) {
 		// one that is not ends no transaction (a producer's forgery).
 		return true, nil
 	}
-	err := b.eachRecord(func(r record) error {
+	data, held, err := b.decompress(ctx, budget)
+	if err != nil {
+		return true, err
+	}
+	defer budget.free(held)
+	err = b.eachRecord(data, held > 0, func(r record) error {
 		// A control record's key is its version and type (int16 each).
 		if len(r.key) == 4 && int16(binary.BigEndian.Uint16(r.key[2:])) == controlAbort {
 			delete(f.aborting, b.producerID)
@@ -99,7 +109,10 @@ func (f *txnFilter) skip(b *recordBatch) (bool, error) {
 
 // passBatch sends what batch b holds for the worker from f's offset on,
 // in parts of at most maxEntriesPerSend, moving f's offset past each part
-// sent: its records as messages, or, skipped, the batch's last offset.
+// sent: its records as messages, or, skipped, the batch's last offset. The
+// messages of a compressed batch point into its decompressed bytes: the
+// budget they hold goes with the batch's last entry sent, which the worker
+// frees once done with it (read).
 // Offsets past its last record (compacted away) are skipped too, so the
 // position moves to the batch's end. Only records after the one before
 // them and within the batch's offsets are handed out: the offset deltas
@@ -123,12 +136,29 @@ func passBatch(ctx context.Context, f *partitionFetch, b *recordBatch, skip bool
 	if skip {
 		return send([]entry{end})
 	}
+	data, held, err := b.decompress(ctx, f.inflated)
+	if err != nil {
+		return err
+	}
+	handedOver := false // the worker frees held
+	defer func() {
+		if !handedOver {
+			f.inflated.free(held)
+		}
+	}()
 	var part []entry
+	var full []entry // a part sent once the next record comes, so that the last carries done
 	cost := 0
 	next := f.offset // the offset after the last record taken
-	err := b.eachRecord(func(r record) error {
+	err = b.eachRecord(data, held > 0, func(r record) error {
 		if r.offset < next || r.offset > last {
 			return nil
+		}
+		if full != nil {
+			if err := send(full); err != nil {
+				return err
+			}
+			full = nil
 		}
 		m := kafkago.Message{Topic: f.topic, Partition: f.partition, Offset: r.offset, HighWaterMark: highWater,
 			Key: r.key, Value: r.value, Headers: r.headers, Time: r.time}
@@ -148,10 +178,9 @@ func passBatch(ctx context.Context, f *partitionFetch, b *recordBatch, skip bool
 		part = append(part, e)
 		next = r.offset + 1
 		if cost += 1 + len(m.Headers); cost >= maxEntriesPerSend {
-			err := send(part)
+			full = part
 			part = nil
 			cost = 0
-			return err
 		}
 		return nil
 	})
@@ -162,9 +191,23 @@ func passBatch(ctx context.Context, f *partitionFetch, b *recordBatch, skip bool
 		part = append(part, end)
 	}
 	if len(part) == 0 {
+		part = full
+	} else if full != nil {
+		if err := send(full); err != nil {
+			return err
+		}
+	}
+	if len(part) == 0 {
 		return nil
 	}
-	return send(part)
+	if held > 0 {
+		part[len(part)-1].done = func() { f.inflated.free(held) }
+	}
+	if err := send(part); err != nil {
+		return err
+	}
+	handedOver = true
+	return nil
 }
 
 // partitionFetch is one fetch of a partition's records from offset on.
@@ -172,6 +215,51 @@ type partitionFetch struct {
 	topic     string
 	partition int
 	offset    int64
+	inflated  *inflateBudget // nil: not bounded
+}
+
+// maxInflatedBytes bounds the bytes of compressed record batches the
+// consumer holds decompressed at once, over every partition it reads (the
+// input's and the requests'): each partition's fetch decompresses its next
+// batch while its worker handles the messages of the one before, which
+// point into that batch's bytes, so without it a consumer held up to two
+// batches of kafka.MaxDecompressedBatchBytes per partition assigned. A
+// batch being decompressed counts as kafka.MaxDecompressedHeldBytes, then
+// as the bytes it holds; a partition whose next batch does not fit waits.
+const maxInflatedBytes = 256 << 20
+
+// inflateBudget is the consumer's count of decompressed batches' bytes,
+// bounded by maxInflatedBytes.
+type inflateBudget struct {
+	sem     *semaphore.Weighted
+	waiters atomic.Int64
+}
+
+func newInflateBudget() *inflateBudget {
+	return &inflateBudget{sem: semaphore.NewWeighted(maxInflatedBytes)}
+}
+
+// reserve waits until n bytes of b are free and takes them, or returns
+// ctx's error. A nil budget bounds nothing.
+func (b *inflateBudget) reserve(ctx context.Context, n int64) error {
+	if b == nil || b.sem.TryAcquire(n) {
+		return nil
+	}
+	b.waiters.Add(1)
+	defer b.waiters.Add(-1)
+	return b.sem.Acquire(ctx, n)
+}
+
+// free gives n bytes back.
+func (b *inflateBudget) free(n int64) {
+	if b != nil && n > 0 {
+		b.sem.Release(n)
+	}
+}
+
+// waiting is how many partitions wait for bytes of b.
+func (b *inflateBudget) waiting() int {
+	return int(b.waiters.Load())
 }
 
 // fetch sends one read-committed fetch request for f to the partition's
@@ -267,7 +355,7 @@ func (c *Consumer) offsetBounds(ctx context.Context, topic string, p int) (first
 // the records now below such an offset are not the ones read there, and
 // waiting for the log to reach it, as kafka-go's Reader did, skipped them.
 func (c *Consumer) fetchPartition(ctx context.Context, w *partitionWork, log *slog.Logger, out chan<- []entry) {
-	f := partitionFetch{topic: w.topic, partition: w.assignment.ID, offset: w.assignment.Offset}
+	f := partitionFetch{topic: w.topic, partition: w.assignment.ID, offset: w.assignment.Offset, inflated: c.inflated}
 	b := c.newBackoff()
 	var quiet time.Time // the broker's throttle of the last answer ends
 	retry := func(what string, err error) bool {
@@ -381,7 +469,7 @@ func passOn(ctx context.Context, f *partitionFetch, p *fetchedPartition, out cha
 			}
 			return nil
 		}
-		skip, ferr := filter.skip(b)
+		skip, ferr := filter.skip(ctx, b, f.inflated)
 		if ferr == nil {
 			ferr = passBatch(ctx, f, b, skip, p.highWater, out)
 		}

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -299,21 +300,34 @@ type record struct {
 // carry a few. A record with more is dead-lettered (too_many_headers).
 const maxRecordHeaders = 256
 
-// eachRecord decompresses b's records (kafka.DecompressRecords, bounded by
-// kafka.MaxDecompressedBatchBytes: a batch over it reads as one stand-in
-// record) and calls fn with each, in order. Records end where the bytes
-// end: a stand-in record is one of the batch's many.
-func (b *recordBatch) eachRecord(fn func(record) error) error {
-	data := b.records
-	own := false // data is the batch's own copy
-	if c := protocol.Attributes(b.attributes).Compression(); c != 0 {
-		var err error
-		data, err = kafka.DecompressRecords(c, data)
-		if err != nil {
-			return fmt.Errorf("record batch at offset %d: decompressing (%s): %w", b.baseOffset, c, err)
-		}
-		own = true
+// decompress returns b's records, decompressed when b is compressed
+// (kafka.DecompressRecords, bounded by kafka.MaxDecompressedBatchBytes: a
+// batch over it reads as one stand-in record), and the bytes of budget
+// they hold (reserved before decompressing, kafka.MaxDecompressedHeldBytes,
+// the rest given back after); the caller frees them once done with the
+// records. Uncompressed records are the response's and hold none.
+func (b *recordBatch) decompress(ctx context.Context, budget *inflateBudget) (data []byte, held int64, err error) {
+	c := protocol.Attributes(b.attributes).Compression()
+	if c == 0 {
+		return b.records, 0, nil
 	}
+	if err := budget.reserve(ctx, kafka.MaxDecompressedHeldBytes); err != nil {
+		return nil, 0, err
+	}
+	data, err = kafka.DecompressRecords(c, b.records)
+	if err != nil {
+		budget.free(kafka.MaxDecompressedHeldBytes)
+		return nil, 0, fmt.Errorf("record batch at offset %d: decompressing (%s): %w", b.baseOffset, c, err)
+	}
+	held = min(int64(cap(data)), kafka.MaxDecompressedHeldBytes)
+	budget.free(kafka.MaxDecompressedHeldBytes - held)
+	return data, held, nil
+}
+
+// eachRecord calls fn with each record of data, b's records (decompressed
+// when own), in order. Records end where the bytes end: a stand-in record
+// is one of the batch's many.
+func (b *recordBatch) eachRecord(data []byte, own bool, fn func(record) error) error {
 	w := &varints{b: data}
 	for len(w.b) > 0 {
 		body := w.take(int(w.varint()))

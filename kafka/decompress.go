@@ -36,6 +36,12 @@ const MaxDecompressedBatchBytes = 64 << 20
 // record at most 900 KiB (runner.max_run_bytes).
 const MaxDecompressedRecordBytes = 2 << 20
 
+// MaxDecompressedHeldBytes bounds the memory the bytes DecompressRecords
+// returns hold (their capacity): a batch within MaxDecompressedBatchBytes,
+// and room its reading grew. The consumer counts it against its bound of
+// the batches decompressed at once.
+const MaxDecompressedHeldBytes = MaxDecompressedBatchBytes + MaxDecompressedBatchBytes/4 + 1<<20
+
 // BatchTooLarge describes a record batch that decompresses to more than
 // MaxDecompressedBatchBytes: its records (counted by decompressing the rest
 // and dropping it) and its last record's offset less its first. With
@@ -187,20 +193,24 @@ func DecompressRecords(c compress.Compression, records []byte) ([]byte, error) {
 // decompress reads the batch, and returns its bytes, or the record that
 // stands for it when it is over the limit.
 func (b *boundedReader) decompress() ([]byte, error) {
-	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(b.rc, MaxDecompressedBatchBytes+1))
+	// io.ReadAll grows its slice as append does (by a quarter, for a large
+	// one); a bytes.Buffer doubled it: a batch of 64 MiB held 128.
+	data, err := io.ReadAll(io.LimitReader(b.rc, MaxDecompressedBatchBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if n <= MaxDecompressedBatchBytes {
-		if out, ok := withoutOversizedRecords(buf.Bytes(), b.codec); ok {
-			return out, nil
+	if len(data) <= MaxDecompressedBatchBytes {
+		if out, ok := withoutOversizedRecords(data, b.codec); ok {
+			data = out
 		}
-		return buf.Bytes(), nil
+		if cap(data) > MaxDecompressedHeldBytes {
+			data = bytes.Clone(data)
+		}
+		return data, nil
 	}
 	var walk recordWalk
-	walk.write(buf.Bytes())
-	buf = bytes.Buffer{}
+	walk.write(data)
+	data = nil
 	chunk := make([]byte, 64<<10)
 	for {
 		m, err := b.rc.Read(chunk)
