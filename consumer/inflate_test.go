@@ -97,3 +97,29 @@ func TestDecompressedBatchesAreBoundedOverPartitions(t *testing.T) {
 		return handled == partitions*2*perBatch
 	})
 }
+
+// A generation that ends while workers hold decompressed batches, and
+// fetches hold or wait for the next, gives their bytes back: leaked, each
+// rebalance would shrink the bound until no compressed batch fit and every
+// partition waited for good.
+func TestDecompressedBatchesAreFreedWhenTheGenerationEnds(t *testing.T) {
+	const partitions = 3
+	k := startKafka(t, topic(inTopic, partitions), topic(dlqTopic, 1))
+	for p := range partitions {
+		for range 3 {
+			produceCompressed(t, k.Brokers, k.Topic(inTopic), p, kafkago.Zstd, values("a", "b")...)
+		}
+	}
+	h := &heldHandler{release: make(chan struct{}), arrived: map[int]bool{}}
+	cfg := testConfig(k, "inflatefree")
+	cfg.ShutdownGrace = 50 * time.Millisecond
+	r := startConsumer(t, cfg, h)
+	eventually(t, "every partition at its first record", func() bool {
+		arrived, _ := h.counts()
+		return arrived == partitions
+	})
+	r.stop(t)
+	if !r.inflated.sem.TryAcquire(maxInflatedBytes) {
+		t.Error("bytes of the decompressed batches' budget still held after the consumer stopped")
+	}
+}
