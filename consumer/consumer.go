@@ -63,9 +63,12 @@ type Consumer struct {
 	// TLS and SASL of every other connection, to fetchAddr's cluster.
 	fetcher   *kafkago.Transport
 	fetchAddr net.Addr
-	inflated  *inflateBudget // decompressed batches' bytes over every partition (maxInflatedBytes)
-	m         *metrics
-	runs      atomic.Bool
+	inflated  *byteBudget // decompressed batches' bytes over every partition (maxInflatedBytes)
+	// fetchedBytes is the fetch responses' bytes held over every partition
+	// (maxFetchedBytes, or one response's bound when larger).
+	fetchedBytes *byteBudget
+	m            *metrics
+	runs         atomic.Bool
 	// dlLogs bounds the dead letters logged (maxDeadLetterLogs a minute).
 	dlLogs logLimit
 
@@ -130,17 +133,18 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 	// metrics, and a dead letter must be written before moving on.
 	w := client.Writer(kafka.WriterConfig{Topic: cfg.DeadLetterTopic, Attempts: 1})
 	return &Consumer{
-		cfg:        cfg,
-		h:          h,
-		log:        logger.With("group", cfg.GroupID, "topic", cfg.Topic),
-		dialer:     dialer,
-		dlq:        w,
-		admin:      &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport},
-		fetcher:    fetcher,
-		fetchAddr:  kafkago.TCP(cfg.Brokers...),
-		inflated:   newInflateBudget(),
-		m:          newMetrics(cfg.Registerer, cfg.GroupID, cfg.Topic),
-		generation: -1,
+		cfg:          cfg,
+		h:            h,
+		log:          logger.With("group", cfg.GroupID, "topic", cfg.Topic),
+		dialer:       dialer,
+		dlq:          w,
+		admin:        &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport},
+		fetcher:      fetcher,
+		fetchAddr:    kafkago.TCP(cfg.Brokers...),
+		inflated:     newByteBudget(maxInflatedBytes),
+		fetchedBytes: newByteBudget(max(maxFetchedBytes, int64(requestMaxBytes(cfg.MaxFetchBytes))+fetchResponseSlack)),
+		m:            newMetrics(cfg.Registerer, cfg.GroupID, cfg.Topic),
+		generation:   -1,
 	}, nil
 }
 

@@ -79,7 +79,7 @@ func newTxnFilter(aborted []fetch.ResponseTransaction) *txnFilter {
 
 // skip says whether batch b, the next of the response, holds nothing for
 // the handler; budget bounds the decompressing of a control batch.
-func (f *txnFilter) skip(ctx context.Context, b *recordBatch, budget *inflateBudget) (bool, error) {
+func (f *txnFilter) skip(ctx context.Context, b *recordBatch, budget *byteBudget) (bool, error) {
 	for len(f.pending) > 0 && f.pending[0].FirstOffset <= b.lastOffset() {
 		f.aborting[f.pending[0].ProducerID] = true
 		f.pending = f.pending[1:]
@@ -108,7 +108,7 @@ func (f *txnFilter) skip(ctx context.Context, b *recordBatch, budget *inflateBud
 }
 
 // passBatch sends what batch b holds for the worker from f's offset on,
-// in parts of at most maxEntriesPerSend, moving f's offset past each part
+// in parts of at most maxEntriesPerSend and about maxBytesPerSend, moving f's offset past each part
 // sent: its records as messages, or, skipped, the batch's last offset. The
 // messages of a compressed batch point into its decompressed bytes: the
 // budget they hold goes with the batch's last entry sent, which the worker
@@ -149,6 +149,7 @@ func passBatch(ctx context.Context, f *partitionFetch, b *recordBatch, skip bool
 	var part []entry
 	var full []entry // a part sent once the next record comes, so that the last carries done
 	cost := 0
+	size := 0        // the part's bytes
 	next := f.offset // the offset after the last record taken
 	err = b.eachRecord(data, held > 0, func(r record) error {
 		if r.offset < next || r.offset > last {
@@ -177,10 +178,15 @@ func passBatch(ctx context.Context, f *partitionFetch, b *recordBatch, skip bool
 		}
 		part = append(part, e)
 		next = r.offset + 1
-		if cost += 1 + len(m.Headers); cost >= maxEntriesPerSend {
+		size += len(m.Key) + len(m.Value)
+		for _, h := range m.Headers {
+			size += len(h.Value)
+		}
+		if cost += 1 + len(m.Headers); cost >= maxEntriesPerSend || size >= maxBytesPerSend {
 			full = part
 			part = nil
 			cost = 0
+			size = 0
 		}
 		return nil
 	})
@@ -215,7 +221,7 @@ type partitionFetch struct {
 	topic     string
 	partition int
 	offset    int64
-	inflated  *inflateBudget // nil: not bounded
+	inflated  *byteBudget // nil: not bounded
 }
 
 // maxInflatedBytes bounds the bytes of compressed record batches the
@@ -228,20 +234,38 @@ type partitionFetch struct {
 // as the bytes it holds; a partition whose next batch does not fit waits.
 const maxInflatedBytes = 256 << 20
 
-// inflateBudget is the consumer's count of decompressed batches' bytes,
-// bounded by maxInflatedBytes.
-type inflateBudget struct {
+// maxFetchedBytes bounds the bytes of fetch responses the consumer holds
+// at once, over every partition it reads: a partition's response is held
+// until its worker has every message of it (copies, at most
+// maxBytesPerSend of them at once). Without it a backlog on every
+// partition held about twice MaxFetchBytes per partition assigned. A
+// response waits for room once its size is read, before its body is; one
+// larger than the bound (MaxFetchBytes near its 1 GiB maximum) waits for
+// all of it.
+const maxFetchedBytes = 256 << 20
+
+// maxBytesPerSend bounds the bytes of the messages (keys, values, header
+// values) one send to the worker holds, as maxEntriesPerSend bounds their
+// count: the copies of a response's messages the worker holds are not
+// counted in maxFetchedBytes, which is given back once they are sent.
+const maxBytesPerSend = 1 << 20
+
+// byteBudget is a count of bytes the consumer holds over its partitions,
+// bounded by its size: the decompressed batches' (maxInflatedBytes) or
+// the fetch responses' (maxFetchedBytes).
+type byteBudget struct {
+	size    int64
 	sem     *semaphore.Weighted
 	waiters atomic.Int64
 }
 
-func newInflateBudget() *inflateBudget {
-	return &inflateBudget{sem: semaphore.NewWeighted(maxInflatedBytes)}
+func newByteBudget(size int64) *byteBudget {
+	return &byteBudget{size: size, sem: semaphore.NewWeighted(size)}
 }
 
 // reserve waits until n bytes of b are free and takes them, or returns
 // ctx's error. A nil budget bounds nothing.
-func (b *inflateBudget) reserve(ctx context.Context, n int64) error {
+func (b *byteBudget) reserve(ctx context.Context, n int64) error {
 	if b == nil || b.sem.TryAcquire(n) {
 		return nil
 	}
@@ -251,14 +275,14 @@ func (b *inflateBudget) reserve(ctx context.Context, n int64) error {
 }
 
 // free gives n bytes back.
-func (b *inflateBudget) free(n int64) {
+func (b *byteBudget) free(n int64) {
 	if b != nil && n > 0 {
 		b.sem.Release(n)
 	}
 }
 
 // waiting is how many partitions wait for bytes of b.
-func (b *inflateBudget) waiting() int {
+func (b *byteBudget) waiting() int {
 	return int(b.waiters.Load())
 }
 
@@ -270,7 +294,7 @@ func (c *Consumer) fetch(ctx context.Context, f partitionFetch) (*fetchedPartiti
 	ctx, cancel := context.WithTimeout(ctx, fetchMaxWait+10*time.Second)
 	defer cancel()
 	reqMax := requestMaxBytes(c.cfg.MaxFetchBytes)
-	res, err := c.fetcher.RoundTrip(ctx, c.fetchAddr, &fetchExchange{maxBytes: int(reqMax) + fetchResponseSlack, Request: &fetch.Request{
+	x := &fetchExchange{ctx: ctx, budget: c.fetchedBytes, maxBytes: int(reqMax) + fetchResponseSlack, Request: &fetch.Request{
 		ReplicaID:      -1,
 		MaxWaitTime:    int32(fetchMaxWait / time.Millisecond),
 		MinBytes:       1,
@@ -288,23 +312,30 @@ func (c *Consumer) fetch(ctx context.Context, f partitionFetch) (*fetchedPartiti
 				PartitionMaxBytes:  int32(c.cfg.MaxFetchBytes),
 			}},
 		}},
-	}})
+	}}
+	res, err := c.fetcher.RoundTrip(ctx, c.fetchAddr, x)
+	held := x.claim()
 	if err != nil {
+		c.fetchedBytes.free(held)
 		return nil, 0, err
 	}
 	r, ok := res.(*fetchResponse)
 	if !ok {
+		c.fetchedBytes.free(held)
 		return nil, 0, fmt.Errorf("fetch answered with a %T", res)
 	}
 	throttle := min(r.throttle, maxThrottle)
 	if r.errorCode != 0 {
+		c.fetchedBytes.free(held)
 		return nil, throttle, kafkago.Error(r.errorCode)
 	}
 	for i := range r.partitions {
 		if p := &r.partitions[i]; p.topic == f.topic && int(p.partition) == f.partition {
+			p.held = held
 			return p, throttle, nil
 		}
 	}
+	c.fetchedBytes.free(held)
 	return nil, throttle, fmt.Errorf("fetch answered without partition %d of %s", f.partition, f.topic)
 }
 
@@ -395,6 +426,7 @@ func (c *Consumer) fetchPartition(ctx context.Context, w *partitionWork, log *sl
 			quiet = time.Now().Add(throttle)
 		}
 		if err == nil && p.errorCode != 0 {
+			c.fetchedBytes.free(p.held)
 			err = kafkago.Error(p.errorCode)
 		}
 		if errors.Is(err, kafkago.OffsetOutOfRange) {
@@ -435,7 +467,9 @@ func (c *Consumer) fetchPartition(ctx context.Context, w *partitionWork, log *sl
 			continue
 		}
 		w.highWater.Store(max(w.highWater.Load(), p.highWater))
-		if err := passOn(ctx, &f, p, out); err != nil {
+		err = passOn(ctx, &f, p, out)
+		c.fetchedBytes.free(p.held) // every message of it is with the worker (copies)
+		if err != nil {
 			// The batches before the one that failed were passed on; the
 			// next fetch starts at it.
 			if ctx.Err() != nil || !retry("reading fetched records", err) {

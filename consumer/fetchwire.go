@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,40 @@ type fetchExchange struct {
 	*fetch.Request
 	version  int16
 	maxBytes int // bound of the response's size
+	// ctx and budget: a response's body waits for its bytes of budget
+	// (all of it when larger), until ctx ends.
+	ctx    context.Context
+	budget *byteBudget
+	// mu guards the bytes of budget the response holds, which the
+	// exchange hands to its caller, unless the caller gave up on it first
+	// (kafka-go then drops the response): taken is set by claim.
+	mu    sync.Mutex
+	held  int64
+	taken bool
+}
+
+// claim returns the bytes of budget the response holds, now the caller's
+// to free; an exchange still running after it frees its own.
+func (x *fetchExchange) claim() int64 {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	held := x.held
+	x.held = 0
+	x.taken = true
+	return held
+}
+
+// hold records n bytes of budget the response holds for the caller to
+// claim; false (n freed) when the caller gave up on the exchange.
+func (x *fetchExchange) hold(n int64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.taken {
+		x.budget.free(n)
+		return false
+	}
+	x.held += n
+	return true
 }
 
 // Required records the connection's fetch version; the exchange is always
@@ -82,6 +117,15 @@ func (x *fetchExchange) RawExchange(rw io.ReadWriter) (protocol.Message, error) 
 	if size < 0 || size > int64(x.maxBytes) {
 		return nil, fmt.Errorf("fetch response of %d bytes: over the %d bytes its request allows (MaxFetchBytes, plus 64 MiB for a first record batch larger than it)", size, x.maxBytes)
 	}
+	if x.budget != nil {
+		n := min(size, x.budget.size)
+		if err := x.budget.reserve(x.ctx, n); err != nil {
+			return nil, fmt.Errorf("waiting for room for a fetch response of %d bytes (%d held over the partitions at most): %w", size, x.budget.size, err)
+		}
+		if !x.hold(n) {
+			return nil, errors.New("fetch response given up on")
+		}
+	}
 	body := make([]byte, size)
 	if _, err := io.ReadFull(rw, body); err != nil {
 		return nil, fmt.Errorf("reading the fetch response: %w", err)
@@ -113,6 +157,7 @@ type fetchedPartition struct {
 	lastStable int64
 	aborted    []fetch.ResponseTransaction
 	records    []byte
+	held       int64 // bytes of the consumer's fetchedBytes the response holds
 }
 
 // wire reads the big-endian fields of a response, remembering the first
@@ -306,7 +351,7 @@ const maxRecordHeaders = 256
 // they hold (reserved before decompressing, kafka.MaxDecompressedHeldBytes,
 // the rest given back after); the caller frees them once done with the
 // records. Uncompressed records are the response's and hold none.
-func (b *recordBatch) decompress(ctx context.Context, budget *inflateBudget) (data []byte, held int64, err error) {
+func (b *recordBatch) decompress(ctx context.Context, budget *byteBudget) (data []byte, held int64, err error) {
 	c := protocol.Attributes(b.attributes).Compression()
 	if c == 0 {
 		return b.records, 0, nil

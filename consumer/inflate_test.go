@@ -78,11 +78,11 @@ func TestDecompressedBatchesAreBoundedOverPartitions(t *testing.T) {
 	cfg := testConfig(k, "inflate")
 	cfg.Registerer = prometheus.NewRegistry()
 	r := startConsumer(t, cfg, h)
-	// Every partition holds a batch in its worker, or (within the bound) each
-	// partition's fetch waits to decompress its next.
-	eventually(t, "every partition at its first record, or every fetch waiting to decompress", func() bool {
+	// Every partition holds a batch in its worker, or (within the bound) waits
+	// to decompress one.
+	eventually(t, "every partition at its first record, or waiting to decompress", func() bool {
 		arrived, _ := h.counts()
-		return arrived == partitions || r.inflated.waiting() == partitions
+		return arrived+r.inflated.waiting() == partitions
 	})
 	runtime.GC()
 	var ms runtime.MemStats
@@ -99,9 +99,9 @@ func TestDecompressedBatchesAreBoundedOverPartitions(t *testing.T) {
 }
 
 // A generation that ends while workers hold decompressed batches, and
-// fetches hold or wait for the next, gives their bytes back: leaked, each
-// rebalance would shrink the bound until no compressed batch fit and every
-// partition waited for good.
+// fetches hold or wait for the next (and their responses), gives their
+// bytes back: leaked, each rebalance would shrink the bounds until nothing
+// fit and every partition waited for good.
 func TestDecompressedBatchesAreFreedWhenTheGenerationEnds(t *testing.T) {
 	const partitions = 3
 	k := startKafka(t, topic(inTopic, partitions), topic(dlqTopic, 1))
@@ -121,5 +121,89 @@ func TestDecompressedBatchesAreFreedWhenTheGenerationEnds(t *testing.T) {
 	r.stop(t)
 	if !r.inflated.sem.TryAcquire(maxInflatedBytes) {
 		t.Error("bytes of the decompressed batches' budget still held after the consumer stopped")
+	}
+	if !r.fetchedBytes.sem.TryAcquire(r.fetchedBytes.size) {
+		t.Error("bytes of the fetch responses' budget still held after the consumer stopped")
+	}
+}
+
+// A partition's fetch holds its response (up to MaxFetchBytes, 10 MiB by
+// default) until its worker has every message of it, and the worker holds
+// copies of the messages it was sent: bounded per partition, never per
+// process. A backlog on every partition (a producer's, or the consumer's
+// own after downtime) made a consumer hold about twice MaxFetchBytes per
+// partition assigned. The responses held at once are bounded over every
+// partition by maxFetchedBytes (a response waits for room after its size
+// is read, before its body is), and the messages sent at once to a worker
+// by maxBytesPerSend.
+func TestFetchResponsesAreBoundedOverPartitions(t *testing.T) {
+	const partitions, perPartition, size = 40, 1000, 10 << 10
+	k := startKafka(t, topic(inTopic, partitions), topic(dlqTopic, 1))
+	if k.Fake != nil {
+		t.Skip("needs a broker of its own process: kfake's answers waiting to be read are in the test's heap")
+	}
+	value := make([]byte, size)
+	for p := range partitions {
+		for range perPartition / 100 {
+			msgs := make([]kafkago.Message, 100)
+			for i := range msgs {
+				msgs[i] = kafkago.Message{Value: value}
+			}
+			produce(t, k, inTopic, p, msgs...)
+		}
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before) // the broker's, when it is kfake
+	h := &heldHandler{release: make(chan struct{}), arrived: map[int]bool{}}
+	cfg := testConfig(k, "fetched")
+	cfg.Registerer = prometheus.NewRegistry()
+	r := startConsumer(t, cfg, h)
+	eventually(t, "every partition at its first record, or its fetch waiting for room", func() bool {
+		arrived, _ := h.counts()
+		return arrived+r.fetchedBytes.waiting() == partitions
+	})
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	close(h.release)
+	grown := int64(ms.HeapAlloc) - int64(before.HeapAlloc)
+	if limit := int64(maxFetchedBytes + partitions*2*maxBytesPerSend + 32<<20); grown > limit {
+		t.Errorf("live heap grew by %d MiB with %d partitions of %d MiB each to fetch, over %d MiB", grown>>20, partitions, perPartition*size>>20, limit>>20)
+	}
+	t.Logf("live heap grew by %d MiB", grown>>20)
+	eventually(t, "every record handled", func() bool {
+		_, handled := h.counts()
+		return handled == partitions*perPartition
+	})
+}
+
+// A fetch's caller that gave up on it (its context ended) before the
+// exchange took room for the response gets nothing: kafka-go drops the
+// response, so the exchange gives the room back itself, and a caller that
+// claims after the exchange took room frees it.
+func TestFetchResponseGivenUpOnFreesItsRoom(t *testing.T) {
+	for _, claimFirst := range []bool{true, false} {
+		b := newByteBudget(100)
+		x := &fetchExchange{budget: b}
+		if err := b.reserve(context.Background(), 40); err != nil {
+			t.Fatal(err)
+		}
+		if claimFirst {
+			if held := x.claim(); held != 0 {
+				t.Errorf("claimed %d bytes before the exchange held any", held)
+			}
+			if x.hold(40) {
+				t.Error("the exchange held room for a caller that gave up")
+			}
+		} else {
+			if !x.hold(40) {
+				t.Error("the exchange did not hold room for its caller")
+			}
+			b.free(x.claim())
+		}
+		if !b.sem.TryAcquire(100) {
+			t.Errorf("claim first %v: room still held", claimFirst)
+		}
 	}
 }
