@@ -97,9 +97,22 @@ func (f *txnFilter) skip(ctx context.Context, b *recordBatch, budget *byteBudget
 		return true, err
 	}
 	defer budget.free(held)
+	first := true
 	err = b.eachRecord(data, held > 0, func(r record) error {
-		// A control record's key is its version and type (int16 each).
-		if len(r.key) == 4 && int16(binary.BigEndian.Uint16(r.key[2:])) == controlAbort {
+		if !first {
+			return nil // the Java consumer reads a control batch's first record only
+		}
+		first = false
+		// A control record's key is its version and type (int16 each), read
+		// as Kafka's ControlRecordType.parseTypeId does: a later version (a
+		// longer key) as version 0.
+		if len(r.key) < 4 {
+			return fmt.Errorf("control record at offset %d: a key of %d bytes", r.offset, len(r.key))
+		}
+		if v := int16(binary.BigEndian.Uint16(r.key)); v < 0 {
+			return fmt.Errorf("control record at offset %d: key version %d", r.offset, v)
+		}
+		if int16(binary.BigEndian.Uint16(r.key[2:])) == controlAbort {
 			delete(f.aborting, b.producerID)
 		}
 		return nil

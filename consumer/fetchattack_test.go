@@ -196,3 +196,50 @@ func TestAMillionAbortedTransactions(t *testing.T) {
 		t.Errorf("got %v, next %d; want %v, next 3", got, next, want)
 	}
 }
+
+// A control record's key is read as Kafka's ControlRecordType.parseTypeId
+// reads it, which the Java consumer runs on a control batch's first
+// record only: at least 4 bytes, a version of 0 or more (a later one read
+// as version 0), then the type; a negative version is an error. Before, a
+// key of another length than 4 (a later key version with more fields) was
+// no abort marker, and the producer's next transaction in the same
+// response was skipped as aborted; an abort record after a control
+// batch's first, or of a negative version, was one.
+func TestControlRecordsAreReadAsKafkaReadsThem(t *testing.T) {
+	const a = 7
+	for _, tt := range []struct {
+		name   string
+		marker []testRecord
+		want   []string
+	}{
+		{name: "a later key version, longer", marker: []testRecord{{key: []byte{0, 1, 0, 0, 0xff}}},
+			want: []string{"s0", "s1", "m2", "s3"}},
+		{name: "a negative key version", marker: []testRecord{{key: []byte{0xff, 0xff, 0, 0}}},
+			want: []string{"s0"}},
+		{name: "an abort record after the first, a commit", marker: []testRecord{{key: []byte{0, 0, 0, 1}}, {key: []byte{0, 0, 0, 0}}},
+			want: []string{"s0", "s1", "s2", "s3"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			batches := [][]byte{
+				encodeBatch(t, 0, a, attrTransactional, 0, testRecord{}),
+				encodeBatch(t, 1, a, attrTransactional|attrControl, 0, tt.marker...),
+				encodeBatch(t, 2, a, attrTransactional, 0, testRecord{}),
+				encodeBatch(t, 3, a, attrTransactional|attrControl, 0, testRecord{key: []byte{0, 0, 0, 1}}),
+			}
+			p := &fetchedPartition{lastStable: -1, records: bytes.Join(batches, nil), aborted: []fetch.ResponseTransaction{{ProducerID: a, FirstOffset: 0}}}
+			got, _, next, err := passedOn(t, p, 0)
+			wantNext := int64(4)
+			if len(tt.want) == 1 {
+				wantNext = 1 // an error at the marker
+				if err == nil || !strings.Contains(err.Error(), "version") {
+					t.Errorf("err %v, want one naming the key's version", err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) || next != wantNext {
+				t.Errorf("got %v, next %d; want %v, next %d", got, next, tt.want, wantNext)
+			}
+		})
+	}
+}
