@@ -243,7 +243,7 @@ type partitionFetch struct {
 // batch while its worker handles the messages of the one before, which
 // point into that batch's bytes, so without it a consumer held up to two
 // batches of kafka.MaxDecompressedBatchBytes per partition assigned. A
-// batch being decompressed counts as kafka.MaxDecompressedHeldBytes, then
+// batch being decompressed counts as kafka.MaxDecompressingBytes, then
 // as the bytes it holds; a partition whose next batch does not fit waits.
 const maxInflatedBytes = 256 << 20
 

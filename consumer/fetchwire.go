@@ -276,6 +276,7 @@ type recordBatch struct {
 	firstTimestamp  int64
 	maxTimestamp    int64
 	producerID      int64
+	count           int32  // the records, as the header says (the broker's)
 	records         []byte // compressed as attributes say
 }
 
@@ -318,6 +319,7 @@ func recordBatches(data []byte) ([]recordBatch, error) {
 			firstTimestamp:  int64(binary.BigEndian.Uint64(b[27:])),
 			maxTimestamp:    int64(binary.BigEndian.Uint64(b[35:])),
 			producerID:      int64(binary.BigEndian.Uint64(b[43:])),
+			count:           int32(binary.BigEndian.Uint32(b[57:])),
 			records:         b[batchHeaderSize:],
 		})
 	}
@@ -348,7 +350,7 @@ const maxRecordHeaders = 256
 // decompress returns b's records, decompressed when b is compressed
 // (kafka.DecompressRecords, bounded by kafka.MaxDecompressedBatchBytes: a
 // batch over it reads as one stand-in record), and the bytes of budget
-// they hold (reserved before decompressing, kafka.MaxDecompressedHeldBytes,
+// they hold (reserved before decompressing, kafka.MaxDecompressingBytes,
 // the rest given back after); the caller frees them once done with the
 // records. Uncompressed records are the response's and hold none.
 func (b *recordBatch) decompress(ctx context.Context, budget *byteBudget) (data []byte, held int64, err error) {
@@ -356,16 +358,16 @@ func (b *recordBatch) decompress(ctx context.Context, budget *byteBudget) (data 
 	if c == 0 {
 		return b.records, 0, nil
 	}
-	if err := budget.reserve(ctx, kafka.MaxDecompressedHeldBytes); err != nil {
+	if err := budget.reserve(ctx, kafka.MaxDecompressingBytes); err != nil {
 		return nil, 0, err
 	}
-	data, err = kafka.DecompressRecords(c, b.records)
+	data, err = kafka.DecompressRecords(c, b.records, b.lastOffsetDelta, b.count)
 	if err != nil {
-		budget.free(kafka.MaxDecompressedHeldBytes)
+		budget.free(kafka.MaxDecompressingBytes)
 		return nil, 0, fmt.Errorf("record batch at offset %d: decompressing (%s): %w", b.baseOffset, c, err)
 	}
 	held = min(int64(cap(data)), kafka.MaxDecompressedHeldBytes)
-	budget.free(kafka.MaxDecompressedHeldBytes - held)
+	budget.free(kafka.MaxDecompressingBytes - held)
 	return data, held, nil
 }
 

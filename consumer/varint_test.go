@@ -262,3 +262,25 @@ func TestOversizedRecordsOfLongVarintsAreDeadLettered(t *testing.T) {
 		t.Errorf("dead letters %q, want %q", reasons, want)
 	}
 }
+
+// A zstd batch declaring the largest window Apache Kafka takes (128 MiB;
+// 4.4 refuses a larger one) is read: the consumer's decoder, which no
+// longer allocates the window up front, takes that window too.
+func TestZstdBatchOfKafkasLargestWindowIsRead(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	rec := kafkaRecord(vi(0), vi(0), vi(-1), vi(1), []byte("v"), vi(0))
+	frame := []byte{0x28, 0xB5, 0x2F, 0xFD, 0x00, (27 - 10) << 3} // window 2^27
+	h := len(rec)<<3 | 1                                          // one raw block, the last
+	frame = append(append(frame, byte(h), byte(h>>8), byte(h>>16)), rec...)
+	batch := rawBatch(t, 0, -1, 0, 0, 1, frame)
+	binary.BigEndian.PutUint16(batch[21:], uint16(kafkago.Zstd)) // the attributes: records compressed as they are
+	fixChecksums(batch)
+	produceBatch(t, k, batch)
+	produce(t, k, inTopic, 0, values("last")...)
+	rec2 := newRecorder()
+	startConsumer(t, testConfig(k, "zstdwindow"), rec2)
+	eventually(t, "the record after it handled", func() bool { return slices.Contains(handledValues(rec2, 0), "last") })
+	if got, want := handledValues(rec2, 0), []string{"v", "last"}; !slices.Equal(got, want) {
+		t.Errorf("handled %q, want %q", got, want)
+	}
+}

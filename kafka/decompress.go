@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"sync"
 
+	"github.com/klauspost/compress/zstd"
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/compress"
 )
@@ -41,6 +43,13 @@ const MaxDecompressedRecordBytes = 2 << 20
 // and room its reading grew. The consumer counts it against its bound of
 // the batches decompressed at once.
 const MaxDecompressedHeldBytes = MaxDecompressedBatchBytes + MaxDecompressedBatchBytes/4 + 1<<20
+
+// MaxDecompressingBytes bounds what DecompressRecords holds while it
+// decompresses a batch: a zstd batch is decompressed whole, up to
+// maxZstdWindow and room its bytes grew, before it is known to be over
+// MaxDecompressedBatchBytes. The consumer counts it until it has the
+// batch's bytes (MaxDecompressedHeldBytes at most).
+const MaxDecompressingBytes = maxZstdWindow + maxZstdWindow/4 + 1<<20
 
 // BatchTooLarge describes a record batch that decompresses to more than
 // MaxDecompressedBatchBytes: its records (counted by decompressing the rest
@@ -147,6 +156,9 @@ func init() {
 type boundedCodec struct{ compress.Codec }
 
 func (c boundedCodec) NewReader(r io.Reader) io.ReadCloser {
+	if c.Code() == int8(compress.Zstd) {
+		return &boundedReader{src: r, codec: c.Name()} // decompressed whole (zstdWithin)
+	}
 	return &boundedReader{rc: c.Codec.NewReader(r), codec: c.Name()}
 }
 
@@ -154,7 +166,8 @@ func (c boundedCodec) NewReader(r io.Reader) io.ReadCloser {
 // passes any of it on, so that a batch over the limit can be passed on as
 // another record instead.
 type boundedReader struct {
-	rc    io.ReadCloser
+	rc    io.ReadCloser // the decompressing reader; for zstd, set only to walk a batch over the limit
+	src   io.Reader     // zstd: the compressed batch
 	codec string
 	out   io.Reader // what is passed on, once read
 }
@@ -173,11 +186,13 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 
 // DecompressRecords decompresses the records of a record batch compressed
 // with c, as kafka-go's codecs do here: within MaxDecompressedBatchBytes,
-// a batch over it coming back as its stand-in record (TooLargeBatch), and
-// each record over MaxDecompressedRecordBytes as one at its offset. For
-// the consumer's fetches, which read batches themselves; the bytes
-// returned are the caller's.
-func DecompressRecords(c compress.Compression, records []byte) ([]byte, error) {
+// each record over MaxDecompressedRecordBytes coming back as one at its
+// offset. A batch over it comes back as its stand-in record (TooLargeBatch)
+// at lastOffsetDelta, of count records, the batch's header's (which the
+// broker checks); the rest of it is not decompressed. For the consumer's
+// fetches, which read batches themselves; the bytes returned are the
+// caller's.
+func DecompressRecords(c compress.Compression, records []byte, lastOffsetDelta, count int32) ([]byte, error) {
 	codec := c.Codec()
 	if codec == nil {
 		return nil, fmt.Errorf("unknown compression %d", c)
@@ -185,28 +200,107 @@ func DecompressRecords(c compress.Compression, records []byte) ([]byte, error) {
 	if bc, ok := codec.(boundedCodec); ok {
 		codec = bc.Codec
 	}
-	b := &boundedReader{rc: codec.NewReader(bytes.NewReader(records)), codec: codec.Name()}
-	defer b.Close()
-	return b.decompress()
+	var data []byte
+	within := false
+	if c == compress.Zstd {
+		var err error
+		if data, within, err = zstdWithin(records); err != nil {
+			return nil, err
+		}
+	} else {
+		rc := codec.NewReader(bytes.NewReader(records))
+		defer rc.Close()
+		var err error
+		if data, err = io.ReadAll(io.LimitReader(rc, MaxDecompressedBatchBytes+1)); err != nil {
+			return nil, err
+		}
+		within = len(data) <= MaxDecompressedBatchBytes
+	}
+	if !within {
+		token := rememberOverLimit(BatchTooLarge{Codec: codec.Name(), Records: int(count), LastOffsetDelta: int64(lastOffsetDelta)})
+		return standIn(0, int64(lastOffsetDelta), token), nil
+	}
+	return withinLimit(data, codec.Name()), nil
+}
+
+// maxZstdWindow is the largest window a zstd frame Apache Kafka stores
+// declares: its decoder's (zstd-jni) windowLogMax is 27 (4.4 refuses 28).
+const maxZstdWindow = 1 << 27
+
+// zstdWhole decompresses a zstd batch whole (DecodeAll), into bytes that
+// grow with what it decodes and are its history, up to maxZstdWindow.
+// kafka-go's streaming decoder allocated the window a frame declares
+// before decoding a byte: a batch of a few bytes declaring 128 MiB cost
+// 128 MiB (TestZstdWindowIsNotAllocatedUpFront).
+var zstdWhole = func() *zstd.Decoder {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxZstdWindow),
+		zstd.WithDecoderMaxWindow(maxZstdWindow))
+	if err != nil {
+		panic(err) // the options are valid
+	}
+	return d
+}()
+
+// zstdWithin decompresses a zstd batch whole if it is within
+// MaxDecompressedBatchBytes (within); false when it is not, having
+// decompressed up to maxZstdWindow of it.
+func zstdWithin(compressed []byte) (data []byte, within bool, err error) {
+	data, err = zstdWhole.DecodeAll(compressed, nil)
+	switch {
+	case errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return data, len(data) <= MaxDecompressedBatchBytes, nil
+}
+
+// withinLimit is the records of a batch within MaxDecompressedBatchBytes,
+// each record over MaxDecompressedRecordBytes replaced by its stand-in,
+// held in at most MaxDecompressedHeldBytes.
+func withinLimit(data []byte, codec string) []byte {
+	if out, ok := withoutOversizedRecords(data, codec); ok {
+		data = out
+	}
+	if cap(data) > MaxDecompressedHeldBytes {
+		data = bytes.Clone(data)
+	}
+	return data
 }
 
 // decompress reads the batch, and returns its bytes, or the record that
 // stands for it when it is over the limit.
 func (b *boundedReader) decompress() ([]byte, error) {
-	// io.ReadAll grows its slice as append does (by a quarter, for a large
-	// one); a bytes.Buffer doubled it: a batch of 64 MiB held 128.
-	data, err := io.ReadAll(io.LimitReader(b.rc, MaxDecompressedBatchBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) <= MaxDecompressedBatchBytes {
-		if out, ok := withoutOversizedRecords(data, b.codec); ok {
-			data = out
+	var data []byte
+	if b.src != nil {
+		compressed, err := io.ReadAll(b.src)
+		if err != nil {
+			return nil, err
 		}
-		if cap(data) > MaxDecompressedHeldBytes {
-			data = bytes.Clone(data)
+		whole, within, err := zstdWithin(compressed)
+		if err != nil {
+			return nil, err
 		}
-		return data, nil
+		if within {
+			return withinLimit(whole, b.codec), nil
+		}
+		// Over the limit: walked as it streams by, within the window Kafka takes.
+		d, err := zstd.NewReader(bytes.NewReader(compressed), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(maxZstdWindow))
+		if err != nil {
+			return nil, err
+		}
+		b.rc = d.IOReadCloser()
+	} else {
+		// io.ReadAll grows its slice as append does (by a quarter, for a
+		// large one); a bytes.Buffer doubled it: a batch of 64 MiB held 128.
+		var err error
+		if data, err = io.ReadAll(io.LimitReader(b.rc, MaxDecompressedBatchBytes+1)); err != nil {
+			return nil, err
+		}
+		if len(data) <= MaxDecompressedBatchBytes {
+			return withinLimit(data, b.codec), nil
+		}
 	}
 	var walk recordWalk
 	walk.write(data)
@@ -298,7 +392,12 @@ type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
-func (b *boundedReader) Close() error { return b.rc.Close() }
+func (b *boundedReader) Close() error {
+	if b.rc == nil {
+		return nil
+	}
+	return b.rc.Close()
+}
 
 // recordWalk reads the records of a record batch (magic 2) as their bytes
 // stream by: each is a varint length, then attributes (one byte), a
