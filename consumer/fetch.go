@@ -121,12 +121,12 @@ func (f *txnFilter) skip(ctx context.Context, b *recordBatch, budget *byteBudget
 }
 
 // passBatch sends what batch b holds for the worker from f's offset on,
-// in parts of at most maxEntriesPerSend and about maxBytesPerSend, moving f's offset past each part
-// sent: its records as messages, or, skipped, the batch's last offset. The
-// messages of a compressed batch point into its decompressed bytes: the
-// budget they hold goes with the batch's last entry sent, which the worker
-// frees once done with it (read).
-// Offsets past its last record (compacted away) are skipped too, so the
+// in parts of at most maxEntriesPerSend entries and about maxBytesPerSend
+// bytes, moving f's offset past each part sent: its records as messages,
+// or, skipped, the batch's last offset. The messages of a compressed batch
+// point into its decompressed bytes: the budget they hold goes with the
+// batch's last entry sent, which the worker frees once done with it
+// (read). Offsets past its last record (compacted away) are skipped too, so the
 // position moves to the batch's end. Only records after the one before
 // them and within the batch's offsets are handed out: the offset deltas
 // are the producer's bytes, the batch's last offset the broker's (the
