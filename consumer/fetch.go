@@ -277,10 +277,14 @@ func newByteBudget(size int64) *byteBudget {
 }
 
 // reserve waits until n bytes of b are free and takes them, or returns
-// ctx's error. A nil budget bounds nothing.
-func (b *byteBudget) reserve(ctx context.Context, n int64) error {
+// ctx's error; waiting, if set, is told when it has to wait. A nil budget
+// bounds nothing.
+func (b *byteBudget) reserve(ctx context.Context, n int64, waiting func()) error {
 	if b == nil || b.sem.TryAcquire(n) {
 		return nil
+	}
+	if waiting != nil {
+		waiting()
 	}
 	b.waiters.Add(1)
 	defer b.waiters.Add(-1)
@@ -304,32 +308,43 @@ func (b *byteBudget) waiting() int {
 // partition's part of the response, its error code the caller's, and the
 // broker's throttle time (0 without a response).
 func (c *Consumer) fetch(ctx context.Context, f partitionFetch) (*fetchedPartition, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, fetchMaxWait+10*time.Second)
-	defer cancel()
+	// The fetch's deadline stops while its response waits for room, and
+	// starts again, fetchIOTimeout, once it has room (a context's deadline
+	// cannot stop): a fetch that waited past a deadline of the whole
+	// failed, and the partition asked the broker for the same bytes again
+	// for as long as the room stayed taken.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timeout := time.AfterFunc(fetchMaxWait+fetchIOTimeout, func() { cancel(errFetchTimeout) })
+	defer timeout.Stop()
 	reqMax := requestMaxBytes(c.cfg.MaxFetchBytes)
-	x := &fetchExchange{ctx: ctx, budget: c.fetchedBytes, maxBytes: int(reqMax) + fetchResponseSlack, Request: &fetch.Request{
-		ReplicaID:      -1,
-		MaxWaitTime:    int32(fetchMaxWait / time.Millisecond),
-		MinBytes:       1,
-		MaxBytes:       reqMax,
-		IsolationLevel: isolationReadCommitted,
-		SessionID:      -1,
-		SessionEpoch:   -1,
-		Topics: []fetch.RequestTopic{{
-			Topic: f.topic,
-			Partitions: []fetch.RequestPartition{{
-				Partition:          int32(f.partition),
-				CurrentLeaderEpoch: -1,
-				FetchOffset:        f.offset,
-				LogStartOffset:     -1,
-				PartitionMaxBytes:  int32(c.cfg.MaxFetchBytes),
+	x := &fetchExchange{ctx: ctx, budget: c.fetchedBytes, maxBytes: int(reqMax) + fetchResponseSlack,
+		waiting: func() { timeout.Stop() }, roomTaken: func() { timeout.Reset(fetchIOTimeout) }, Request: &fetch.Request{
+			ReplicaID:      -1,
+			MaxWaitTime:    int32(fetchMaxWait / time.Millisecond),
+			MinBytes:       1,
+			MaxBytes:       reqMax,
+			IsolationLevel: isolationReadCommitted,
+			SessionID:      -1,
+			SessionEpoch:   -1,
+			Topics: []fetch.RequestTopic{{
+				Topic: f.topic,
+				Partitions: []fetch.RequestPartition{{
+					Partition:          int32(f.partition),
+					CurrentLeaderEpoch: -1,
+					FetchOffset:        f.offset,
+					LogStartOffset:     -1,
+					PartitionMaxBytes:  int32(c.cfg.MaxFetchBytes),
+				}},
 			}},
-		}},
-	}}
+		}}
 	res, err := c.fetcher.RoundTrip(ctx, c.fetchAddr, x)
 	held := x.claim()
 	if err != nil {
 		c.fetchedBytes.free(held)
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
+			err = cause // errFetchTimeout, or the partition's end
+		}
 		return nil, 0, err
 	}
 	r, ok := res.(*fetchResponse)
@@ -351,6 +366,9 @@ func (c *Consumer) fetch(ctx context.Context, f partitionFetch) (*fetchedPartiti
 	c.fetchedBytes.free(held)
 	return nil, throttle, fmt.Errorf("fetch answered without partition %d of %s", f.partition, f.topic)
 }
+
+// errFetchTimeout is a fetch that took longer than its deadline.
+var errFetchTimeout = errors.New("fetch timed out")
 
 // maxThrottle bounds the throttle time a broker's answer makes a
 // partition's fetch wait (a broker's quota window is seconds; this one is

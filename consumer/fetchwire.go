@@ -52,9 +52,12 @@ type fetchExchange struct {
 	version  int16
 	maxBytes int // bound of the response's size
 	// ctx and budget: a response's body waits for its bytes of budget
-	// (all of it when larger), until ctx ends.
-	ctx    context.Context
-	budget *byteBudget
+	// (all of it when larger), until ctx ends; waiting and roomTaken, if
+	// set, are told when it starts waiting and when it has the room.
+	ctx       context.Context
+	budget    *byteBudget
+	waiting   func()
+	roomTaken func()
 	// mu guards the bytes of budget the response holds, which the
 	// exchange hands to its caller, unless the caller gave up on it first
 	// (kafka-go then drops the response): taken is set by claim.
@@ -101,6 +104,9 @@ func (x *fetchExchange) RawExchange(rw io.ReadWriter) (protocol.Message, error) 
 	if x.version < minFetchVersion {
 		return nil, fmt.Errorf("the broker speaks fetch v%d; read-committed fetches need v%d or later (Kafka 0.11+)", x.version, minFetchVersion)
 	}
+	conn, _ := rw.(deadliner)
+	deadline(conn, fetchMaxWait+fetchIOTimeout) // the request, and the broker's wait for records
+	defer deadline(conn, 0)
 	version := min(x.version, maxFetchVersion)
 	id := correlationIDs.Add(1)
 	if err := protocol.WriteRequest(rw, version, id, "lakewap", x.Request); err != nil {
@@ -119,11 +125,15 @@ func (x *fetchExchange) RawExchange(rw io.ReadWriter) (protocol.Message, error) 
 	}
 	if x.budget != nil {
 		n := min(size, x.budget.size)
-		if err := x.budget.reserve(x.ctx, n); err != nil {
+		if err := x.budget.reserve(x.ctx, n, x.waiting); err != nil {
 			return nil, fmt.Errorf("waiting for room for a fetch response of %d bytes (%d held over the partitions at most): %w", size, x.budget.size, err)
 		}
 		if !x.hold(n) {
 			return nil, errors.New("fetch response given up on")
+		}
+		deadline(conn, fetchIOTimeout) // the body, once there is room for it
+		if x.roomTaken != nil {
+			x.roomTaken()
 		}
 	}
 	body := make([]byte, size)
@@ -131,6 +141,28 @@ func (x *fetchExchange) RawExchange(rw io.ReadWriter) (protocol.Message, error) 
 		return nil, fmt.Errorf("reading the fetch response: %w", err)
 	}
 	return parseFetchResponse(body, version)
+}
+
+// fetchIOTimeout bounds a fetch's writing and reading on its connection,
+// besides the broker's wait for records (fetchMaxWait). A response's wait
+// for room (fetchExchange.budget) is not bounded by it: one that waited
+// past a deadline of the whole fetch failed, and the partition asked the
+// broker for the same bytes again for as long as the room stayed taken.
+const fetchIOTimeout = 10 * time.Second
+
+// deadliner is the transport's connection, whose deadline the exchange sets.
+type deadliner interface{ SetDeadline(time.Time) error }
+
+// deadline sets conn's deadline d from now (0: none).
+func deadline(conn deadliner, d time.Duration) {
+	if conn == nil {
+		return
+	}
+	var t time.Time
+	if d > 0 {
+		t = time.Now().Add(d)
+	}
+	_ = conn.SetDeadline(t) // a failure shows as the read's or write's
 }
 
 // fetchResponse is the part of a fetch response the consumer reads.
@@ -358,7 +390,7 @@ func (b *recordBatch) decompress(ctx context.Context, budget *byteBudget) (data 
 	if c == 0 {
 		return b.records, 0, nil
 	}
-	if err := budget.reserve(ctx, kafka.MaxDecompressingBytes); err != nil {
+	if err := budget.reserve(ctx, kafka.MaxDecompressingBytes, nil); err != nil {
 		return nil, 0, err
 	}
 	data, err = kafka.DecompressRecords(c, b.records, b.lastOffsetDelta, b.count)

@@ -2,13 +2,19 @@ package consumer
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	kafkago "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/fetch"
 
 	"github.com/lakewap/lakewap/kafka"
 )
@@ -43,6 +49,16 @@ func (h *heldHandler) Handle(ctx context.Context, m kafka.Message) error {
 	return nil
 }
 
+// liveHeap is the bytes of the heap's live objects: after two collections,
+// so that what sync.Pools (kafka-go's codecs, zstd's) let go of is gone too.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
 func (h *heldHandler) counts() (arrived, handled int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -74,6 +90,7 @@ func TestDecompressedBatchesAreBoundedOverPartitions(t *testing.T) {
 	}
 	value = nil
 	msgs = nil
+	before := liveHeap()
 	h := &heldHandler{release: make(chan struct{}), arrived: map[int]bool{}}
 	cfg := testConfig(k, "inflate")
 	cfg.Registerer = prometheus.NewRegistry()
@@ -84,14 +101,12 @@ func TestDecompressedBatchesAreBoundedOverPartitions(t *testing.T) {
 		arrived, _ := h.counts()
 		return arrived+r.inflated.waiting() == partitions
 	})
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	grown := liveHeap() - before
 	close(h.release)
-	if limit := uint64(maxInflatedBytes + 32<<20); ms.HeapAlloc > limit {
-		t.Errorf("live heap %d MiB with %d partitions of batches of %d MiB decompressed, over %d MiB", ms.HeapAlloc>>20, partitions, perBatch*size>>20, limit>>20)
+	if limit := int64(maxInflatedBytes + 32<<20); grown > limit {
+		t.Errorf("live heap grew by %d MiB with %d partitions of batches of %d MiB decompressed, over %d MiB", grown>>20, partitions, perBatch*size>>20, limit>>20)
 	}
-	t.Logf("live heap %d MiB", ms.HeapAlloc>>20)
+	t.Logf("live heap grew by %d MiB", grown>>20)
 	eventually(t, "every record handled", func() bool {
 		_, handled := h.counts()
 		return handled == partitions*2*perBatch
@@ -152,9 +167,7 @@ func TestFetchResponsesAreBoundedOverPartitions(t *testing.T) {
 			produce(t, k, inTopic, p, msgs...)
 		}
 	}
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before) // the broker's, when it is kfake
+	before := liveHeap()
 	h := &heldHandler{release: make(chan struct{}), arrived: map[int]bool{}}
 	cfg := testConfig(k, "fetched")
 	cfg.Registerer = prometheus.NewRegistry()
@@ -163,11 +176,8 @@ func TestFetchResponsesAreBoundedOverPartitions(t *testing.T) {
 		arrived, _ := h.counts()
 		return arrived+r.fetchedBytes.waiting() == partitions
 	})
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	grown := liveHeap() - before
 	close(h.release)
-	grown := int64(ms.HeapAlloc) - int64(before.HeapAlloc)
 	if limit := int64(maxFetchedBytes + partitions*2*maxBytesPerSend + 32<<20); grown > limit {
 		t.Errorf("live heap grew by %d MiB with %d partitions of %d MiB each to fetch, over %d MiB", grown>>20, partitions, perPartition*size>>20, limit>>20)
 	}
@@ -186,7 +196,7 @@ func TestFetchResponseGivenUpOnFreesItsRoom(t *testing.T) {
 	for _, claimFirst := range []bool{true, false} {
 		b := newByteBudget(100)
 		x := &fetchExchange{budget: b}
-		if err := b.reserve(context.Background(), 40); err != nil {
+		if err := b.reserve(context.Background(), 40, nil); err != nil {
 			t.Fatal(err)
 		}
 		if claimFirst {
@@ -205,5 +215,47 @@ func TestFetchResponseGivenUpOnFreesItsRoom(t *testing.T) {
 		if !b.sem.TryAcquire(100) {
 			t.Errorf("claim first %v: room still held", claimFirst)
 		}
+	}
+}
+
+// A response that waits for room longer than its fetch's deadline (other
+// partitions' workers slow to take their messages) is read once there is
+// room, not dropped: the fetch failed at its deadline, logged, backed off
+// and asked the broker for the same bytes again, for as long as the room
+// stayed taken.
+func TestFetchWaitingForRoomIsNotAnError(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1), topic(dlqTopic, 1))
+	produce(t, k, inTopic, 0, values("a")...)
+	rec := newRecorder()
+	r := startConsumer(t, testConfig(k, "room"), rec)
+	// The room taken, as by other partitions' responses.
+	if err := r.fetchedBytes.reserve(context.Background(), r.fetchedBytes.size, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the fetch waiting for room", func() bool { return r.fetchedBytes.waiting() == 1 })
+	time.Sleep(fetchMaxWait + 11*time.Second) // past the fetch's deadline: there is no event to await
+	r.fetchedBytes.free(r.fetchedBytes.size)
+	eventually(t, "the record handled", func() bool { return len(handledValues(rec, 0)) == 1 })
+	if n := testutil.ToFloat64(r.m.retries.WithLabelValues(opFetch)); n != 0 {
+		t.Errorf("%v fetch retries while the response waited for room", n)
+	}
+}
+
+// A fetch the broker never answers still fails at its deadline
+// (fetchMaxWait and fetchIOTimeout), now that the deadline is the
+// exchange's own on its connection rather than its context's.
+func TestFetchWithoutAnswerTimesOut(t *testing.T) {
+	client, broker := net.Pipe()
+	defer client.Close()
+	defer broker.Close()
+	go io.Copy(io.Discard, broker) // takes the request, never answers
+	x := &fetchExchange{version: maxFetchVersion, maxBytes: 1 << 20, Request: &fetch.Request{ReplicaID: -1}}
+	start := time.Now()
+	_, err := x.RawExchange(client)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("err %v, want the connection's deadline exceeded", err)
+	}
+	if took := time.Since(start); took < fetchMaxWait+fetchIOTimeout {
+		t.Errorf("gave up after %v, before its deadline", took)
 	}
 }
