@@ -60,6 +60,7 @@ type nodeTypes struct {
 	logical                          int16 // LogicalType's member (0 unset): 1 STRING, 5 DECIMAL, 8 TIMESTAMP...
 	logicalMembers                   int8  // LogicalType's members set (a union: one; typesDisagree)
 	logicalScale                     int32 // DecimalType's scale
+	precision, logicalPrecision      int32 // DECIMAL's precision: the element's (-1 unset), DecimalType's
 	unit                             int16 // TimeType's and TimestampType's TimeUnit: 1 MILLIS, 2 MICROS, 3 NANOS
 	unsigned                         bool  // IntType's isSigned false
 	intBits                          int8  // IntType's bitWidth
@@ -503,7 +504,7 @@ func (d *compactReader) keyValues() error {
 // as DuckDB's reader does before it lists the schema.
 func (d *compactReader) schemaElement() (schemaNode, error) {
 	var n schemaNode
-	nt := nodeTypes{repetition: -1}
+	nt := nodeTypes{repetition: -1, precision: -1}
 	typ, converted := int32(-1), int32(-1)
 	err := d.structOf(thriftSchemaElement, func(id int16) error {
 		switch id {
@@ -514,7 +515,7 @@ func (d *compactReader) schemaElement() (schemaNode, error) {
 			}
 			logicalType(d.b[start:d.i], &nt)
 			return nil
-		case 1, 2, 3, 5, 6, 7:
+		case 1, 2, 3, 5, 6, 7, 8:
 			v, err := d.i32()
 			if err != nil {
 				return err
@@ -536,6 +537,8 @@ func (d *compactReader) schemaElement() (schemaNode, error) {
 				n.children = int64(v)
 			case 7:
 				nt.scale = v
+			case 8:
+				nt.precision = v
 			default:
 				converted = v
 			}
@@ -724,7 +727,7 @@ var (
 	}})
 	thriftSchemaElement = &thriftStruct{name: "SchemaElement", fields: map[int16]thriftField{
 		1: got(tI32), 2: got(tI32), 3: got(tI32), 4: {t: tBinary, required: true, read: true}, 5: got(tI32),
-		6: got(tI32), 7: got(tI32), 8: opt(tI32), 9: opt(tI32), 10: {t: tLogical, read: true},
+		6: got(tI32), 7: got(tI32), 8: got(tI32), 9: opt(tI32), 10: {t: tLogical, read: true},
 	}}
 	tKeyValue = tStruct(&thriftStruct{name: "KeyValue", fields: map[int16]thriftField{1: req(tBinary), 2: opt(tBinary)}})
 	// thriftKeyValue is FileMetaData's KeyValue, whose key and value the

@@ -55,9 +55,13 @@ func logicalType(b []byte, nt *nodeTypes) {
 		switch id {
 		case 5: // DecimalType: scale, precision
 			return true, d.fields(func(id int16, t byte) (bool, error) {
-				if id == 1 && t == ctI32 {
+				if (id == 1 || id == 2) && t == ctI32 {
 					v, err := d.i32()
-					nt.logicalScale = v
+					if id == 1 {
+						nt.logicalScale = v
+					} else {
+						nt.logicalPrecision = v
+					}
 					return true, err
 				}
 				return false, nil
