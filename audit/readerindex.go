@@ -460,6 +460,12 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 			// (TestReview11FileRowCountsOtherThanTheRowGroupsAreRefused).
 			return fmt.Errorf("file %s claims num_rows %d, its row groups hold %d: pyarrow's dataset counts the file's rows by the claim (count_rows), DuckDB and Spark by the row groups", objPath[f], ft.rows, rows)
 		}
+		if err := decimalsBeyondPrecision(ctx, f, ft.chunks); err != nil { // decimalwidth.go
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("file %s: %w", objPath[f], err)
+		}
 		claims, err := checkReaderIndexes(ctx, f, ft.chunks)
 		if err == nil && !r.e.claimsNotInGo {
 			claims = settlePageClaims(ctx, f, ft.chunks, claims) // the rest to DuckDB

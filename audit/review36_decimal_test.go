@@ -1,11 +1,18 @@
 package audit
 
 import (
+	"context"
+	"database/sql"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -46,4 +53,225 @@ func TestReview36DecimalPrecisionsThatDisagreeAreRefused(t *testing.T) {
 		t.Fatalf("%s %q (%s); pandas finds rows failing: want it refused naming the file and the precisions", res.Status, res.Message, res.Observed)
 	}
 	t.Logf("refused: %s", res.Message)
+}
+
+// TestReview36DecimalBeyondItsPrecisionIsRefused: DuckDB 1.5 reads a
+// DECIMAL of precision p into an integer of p's width, and a value
+// stored wider and beyond the precision wraps around there; pyarrow,
+// pandas and Spark read it as stored. The files in testdata:
+//   - review36_decimal4_int32_beyond.parquet: written by pyarrow 26.0.1
+//     (store_decimal_as_integer, no statistics), DECIMAL(4,2) 1000.00
+//     and 1.50 over INT32, its footer as pyarrow wrote it: DuckDB reads
+//     -310.72, pandas and PySpark 4.3.0 1000.00;
+//   - review36_decimal4_int64_beyond.parquet: pyarrow's DECIMAL(10,2)
+//     10000000.00 and 1.50 over INT64, both precisions forged to 4:
+//     DuckDB reads -138.24;
+//   - review36_decimal18_fixed16_beyond.parquet: pyarrow's DECIMAL(38,2)
+//     100000000000000000.00 and 1.50 over a 16-byte FIXED_LEN_BYTE_ARRAY,
+//     both precisions forged to 18: DuckDB (and PySpark) read
+//     -84467440737095516.16;
+//   - review36_decimal4_beyond_delta_binary_packed.parquet and
+//     review36_decimal4_beyond_dict.parquet: pyarrow's DECIMAL(4,2) of
+//     5,000 values over INT32, the 2,501st 1000.00, in V2 pages of zstd,
+//     DELTA_BINARY_PACKED or dictionary-encoded: DuckDB reads -310.72.
+//
+// Each passed a range of at most 100 where pandas finds a row above it.
+func TestReview36DecimalBeyondItsPrecisionIsRefused(t *testing.T) {
+	hundred := 100.0
+	for _, file := range []string{"review36_decimal4_int32_beyond.parquet", "review36_decimal4_int64_beyond.parquet", "review36_decimal18_fixed16_beyond.parquet",
+		"review36_decimal4_beyond_delta_binary_packed.parquet", "review36_decimal4_beyond_dict.parquet"} {
+		t.Run(strings.TrimSuffix(file, ".parquet"), func(t *testing.T) {
+			src, dst := review36File(t, file)
+			script := "import sys, pandas as pd\nc = pd.read_parquet(sys.argv[1])[sys.argv[2]]\nprint(int((c.astype(float) > 100).sum()))"
+			rep, res, _ := auditLikePandas(t, src, script, []string{dst, "a"}, FormatParquet, Check{Kind: KindRange, Column: "a", Max: &hundred}, true)
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, `column "a"`) || !strings.Contains(res.Message, "beyond its precision") {
+				t.Fatalf("%s %q (%s); pandas finds rows failing: want it refused naming the file, the column and the value", res.Status, res.Message, res.Observed)
+			}
+			t.Logf("refused: %s", res.Message)
+		})
+	}
+}
+
+// TestReview36DecimalOfNineToFifteenBytesIsRefused: Spark reads a
+// DECIMAL of at most 18 digits stored in a FIXED_LEN_BYTE_ARRAY of 9 to
+// 15 bytes with its first bytes shifted out. review36_decimal18_fixed9.parquet
+// is pyarrow's DECIMAL(20,2) 1.50 and 2.25 in 9 bytes, both precisions
+// forged to 18: DuckDB and pandas read 1.50 and 2.25, PySpark 4.3.0 -1.06
+// and -0.31 (TestReview36SparkReadsRefusedDecimalsOtherwise), and a range
+// of at least 0 passed.
+func TestReview36DecimalOfNineToFifteenBytesIsRefused(t *testing.T) {
+	zero := 0.0
+	src, _ := review36File(t, "review36_decimal18_fixed9.parquet")
+	rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{{Name: "c", Table: "t", Kind: KindRange, Column: "a", Min: &zero}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := only(t, rep)
+	if res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, `column "a"`) || !strings.Contains(res.Message, "9 bytes") {
+		t.Fatalf("%s %q (%s); Spark reads -1.06: want it refused naming the file, the column and its width", res.Status, res.Message, res.Observed)
+	}
+	t.Logf("refused: %s", res.Message)
+}
+
+// TestReview36HonestDecimalsAreNotRefused: DECIMALs DuckDB reads into a
+// narrower integer than they are stored in, as writers write them, pass:
+// pyarrow 26.0.1's DECIMAL(4,2) over INT32 (PLAIN, dictionary,
+// DELTA_BINARY_PACKED, in a list, NULLs; V2 pages, zstd), Spark 4.3.0's
+// (parquet-mr 1.17.0: V1 pages, V2 pages of DELTA_BINARY_PACKED, the
+// legacy format's FIXED_LEN_BYTE_ARRAY, in a list), DuckDB 1.5.6's.
+func TestReview36HonestDecimalsAreNotRefused(t *testing.T) {
+	for _, c := range []struct{ file, column string }{
+		{"review36_pyarrow_decimals.parquet", "delta"}, {"review36_spark_decimals_v1.parquet", "a"}, {"review36_spark_decimals_v2.parquet", "a"},
+		{"review36_spark_decimals_legacy.parquet", "a"}, {"review36_duckdb_decimals.parquet", "a"},
+	} {
+		t.Run(strings.TrimSuffix(c.file, ".parquet"), func(t *testing.T) {
+			src, _ := review36File(t, c.file)
+			one := 1.0
+			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{{Name: "c", Table: "t", Kind: KindRange, Column: c.column, Min: &one}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res := only(t, rep); res.Status == schemas.StatusError {
+				t.Fatalf("%s %q: an honest file refused", res.Status, res.Message)
+			}
+		})
+	}
+}
+
+// TestDecimalValuesReadInGoAreDuckDBs: the Go reading of pyarrow's and
+// Spark's PLAIN and DELTA_BINARY_PACKED pages (V1 and V2, NULLs, a list's
+// repetition levels) gives the values DuckDB reads, in order.
+func TestDecimalValuesReadInGoAreDuckDBs(t *testing.T) {
+	for _, c := range []struct{ file, leaf, expr string }{
+		{"review36_pyarrow_decimals.parquet", "plain", "plain"}, {"review36_pyarrow_decimals.parquet", "delta", "delta"},
+		{"review36_pyarrow_decimals.parquet", "wide", "wide"}, {"review36_pyarrow_decimals.parquet", "l.list.element", "unnest(l)"},
+		{"review36_spark_decimals_v1.parquet", "a", "a"}, {"review36_spark_decimals_v1.parquet", "c", "c"},
+		{"review36_spark_decimals_v2.parquet", "a", "a"}, {"review36_spark_decimals_v2.parquet", "b", "b"}, {"review36_spark_decimals_v2.parquet", "c", "c"},
+	} {
+		t.Run(c.file+"/"+c.leaf, func(t *testing.T) {
+			path, err := filepath.Abs(filepath.Join("testdata", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ft, err := readFooter(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			info, _ := f.Stat()
+			var got []string
+			for _, ch := range ft.chunks {
+				if ch.path != c.leaf {
+					continue
+				}
+				ch.ctx = context.Background()
+				width := map[int32]int{ptInt32: 4, ptInt64: 8}[ch.physical]
+				var zd *zstd.Decoder
+				if err := decimalChunkValues(f, info.Size(), ch, width, &zd, func(v []byte) error {
+					got = append(got, decimalText(decimalValue(v, ch.physical), ch.types.scale))
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			db, err := sql.Open("duckdb", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var want string
+			q := fmt.Sprintf("SELECT string_agg(CAST(v AS VARCHAR), ' ') FROM (SELECT %s AS v FROM read_parquet(%s)) WHERE v IS NOT NULL", c.expr, quoteLiteral(path))
+			if err := db.QueryRow(q).Scan(&want); err != nil {
+				t.Fatal(err)
+			}
+			norm := func(s string) string { // DuckDB's text of a decimal drops trailing zeros
+				if strings.Contains(s, ".") {
+					s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+				}
+				return s
+			}
+			wants := strings.Fields(want)
+			if len(got) != len(wants) || len(got) == 0 {
+				t.Fatalf("read %d values, DuckDB %d", len(got), len(wants))
+			}
+			for i := range got {
+				if norm(got[i]) != norm(wants[i]) {
+					t.Fatalf("value %d: read %s, DuckDB %s", i, got[i], wants[i])
+				}
+			}
+		})
+	}
+}
+
+// TestReview36SparkReadsRefusedDecimalsOtherwise: PySpark 4.3.0 reads
+// the values of the refused files otherwise than DuckDB: an INT32's or
+// INT64's as they are stored, where DuckDB reads them wrapped around, and
+// a DECIMAL(18,2) in 9 bytes with its first byte shifted out (1.50 read
+// -1.06, where DuckDB and pandas read as stored). (Of the 16-byte one
+// beyond its precision it reads what DuckDB reads, pandas as stored.)
+func TestReview36SparkReadsRefusedDecimalsOtherwise(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Apache Spark; skipped with -short")
+	}
+	python, err := sparkPython()
+	if err != nil {
+		t.Skipf("skipped: %v; set LAKEWAP_SPARK_PYTHON (scripts/sparkenv.sh installs PySpark)", err)
+	}
+	cases := []struct{ file, spark, duck string }{ // as each printed them
+		{"review36_decimal4_int32_beyond.parquet", "1000.00 1.50", "-310.72 1.50"},
+		{"review36_decimal4_int64_beyond.parquet", "10000000.00 1.50", "-138.24 1.50"},
+		{"review36_decimal18_fixed9.parquet", "-1.06 -0.31", "1.50 2.25"},
+	}
+	var args []string
+	for _, c := range cases {
+		p, err := filepath.Abs(filepath.Join("testdata", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, p)
+	}
+	const read = `import sys
+from pyspark.sql import SparkSession
+s = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+s.sparkContext.setLogLevel("ERROR")
+for f in sys.argv[1:]:
+    print(" ".join(str(r[0]) for r in s.read.parquet(f).collect()))
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, append([]string{"-c", read}, args...)...)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+python)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Spark's JVM goes with the script on a timeout
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("spark: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(cases) {
+		t.Fatalf("spark printed %d lines for %d files:\n%s\n%s", len(lines), len(cases), out, stderr.String())
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i, c := range cases {
+		var duck string
+		if err := db.QueryRow("SELECT string_agg(CAST(a AS VARCHAR), ' ') FROM read_parquet(" + quoteLiteral(args[i]) + ")").Scan(&duck); err != nil {
+			t.Fatal(err)
+		}
+		if duck != c.duck || lines[i] != c.spark {
+			t.Errorf("%s: DuckDB reads %s, Spark %s; measured %s and %s", c.file, duck, lines[i], c.duck, c.spark)
+		}
+	}
 }
