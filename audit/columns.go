@@ -45,6 +45,8 @@ type fileColumn struct {
 	// some are left out, past the file's maxNestedPathBytes.
 	nested     []string
 	nestedOver bool
+	// enum: it is a leaf of the ENUM type, binary to pyarrow (markEnum).
+	enum bool
 }
 
 // parquetColumns are the top-level columns of each file, as its footer
@@ -67,6 +69,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		embedded := markArrow(out[f], ft.arrow, topLevelFields(ft.nodes, ft.types))
 		markPandas(out[f], withEmbedded(ft.pandas, embedded), topLevelKinds(ft.nodes, ft.types))
 		markSpark(out[f], ft)
+		markEnum(out[f], ft.nodes, ft.types)
 	}
 	if len(rest) == 0 {
 		return out, nil

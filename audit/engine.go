@@ -1229,6 +1229,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			if err == nil && format == FormatParquet {
 				err = arrowRestored(cols, files, objPath, columnsRead(r.req.Suite.Checks, k.table))
 			}
+			if err == nil && format == FormatParquet {
+				err = enumText(cols, files, objPath, r.req.Suite.Checks, k.table)
+			}
 			if err == nil && format != FormatDelta {
 				err = hiveCollision(cols, files, objPath, tablePath)
 			}
