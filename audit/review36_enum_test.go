@@ -12,10 +12,11 @@ import (
 // (ExampleParquetWriter, through PySpark 4.3.0's JVM), column e a
 // BYTE_ARRAY of the ENUM type (as parquet-avro writes an Avro enum) of
 // abc, de, abc, and s one of STRING. DuckDB and Spark read e as text,
-// pyarrow 26.0.1 as binary: pandas 3.1.1 reads b'abc', and an
-// accepted_values check passed where pandas' isin finds every row failing.
-// A regex of e (pandas' astype(str) decodes the bytes), a not_null of e
-// and checks of s read alike and pass.
+// pyarrow 26.0.1 as binary: pandas 3.1.1 reads b'abc', and a Great
+// Expectations value_set of strings passed where pandas' isin finds every
+// row failing. lakewap's own accepted_values and a regex of e (they
+// compare text, and pandas' astype(str) decodes the bytes), a not_null of
+// e and checks of s read alike and pass.
 func TestReview36EnumColumnUnderTextChecksIsRefused(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -24,7 +25,8 @@ func TestReview36EnumColumnUnderTextChecksIsRefused(t *testing.T) {
 		refused bool
 	}{
 		{"regex", Check{Kind: KindRegex, Column: "e", Pattern: "^(abc|de)$"}, `print(int((~c.astype(str).str.match("^(abc|de)$")).sum()))`, false},
-		{"accepted_values", Check{Kind: KindAcceptedValues, Column: "e", Values: []string{"abc", "de"}}, `print(int((~c.isin(["abc", "de"])).sum()))`, true},
+		{"great_expectations_value_set", Check{Kind: KindAcceptedValues, Column: "e", Values: []string{"abc", "de"}, ValueTypes: []string{valueString, valueString}}, `print(int((~c.isin(["abc", "de"])).sum()))`, true},
+		{"accepted_values", Check{Kind: KindAcceptedValues, Column: "e", Values: []string{"abc", "de"}}, `print(int((~c.astype(str).isin(["abc", "de"])).sum()))`, false},
 		{"not_null", Check{Kind: KindNotNull, Column: "e"}, `print(int(c.isna().sum()))`, false},
 		{"regex_of_a_string", Check{Kind: KindRegex, Column: "s", Pattern: "^x(abc|de)$"}, `print(int((~c.astype(str).str.match("^x(abc|de)$")).sum()))`, false},
 		{"accepted_values_of_a_string", Check{Kind: KindAcceptedValues, Column: "s", Values: []string{"xabc", "xde"}}, `print(int((~c.isin(["xabc", "xde"])).sum()))`, false},
