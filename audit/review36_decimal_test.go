@@ -275,3 +275,56 @@ for f in sys.argv[1:]:
 		}
 	}
 }
+
+// TestReview36DecimalWiderThanItsTypeIsRefused: a DECIMAL whose precision
+// its physical type cannot hold (parquet.thrift: INT32 to 9 digits, INT64
+// to 18, a FIXED_LEN_BYTE_ARRAY of n bytes to the digits of 2^(8n-1)) is
+// read by DuckDB 1.5 as a DECIMAL, by pyarrow 26.0.1 as its physical type
+// (an integer, binary), and Spark 4.3.0 fails on the footer. The files,
+// pyarrow's without statistics, both precisions forged:
+//   - review36_decimal12_over_int32.parquet: DECIMAL(9,2) 1000.00 and
+//     -1.50 over INT32 said DECIMAL(12,2): DuckDB reads 1000.00, pandas
+//     100000;
+//   - review36_decimal20_over_int64.parquet: DECIMAL(18,2) alike, said
+//     DECIMAL(20,2);
+//   - review36_decimal10_over_fixed2.parquet: DECIMAL(4,2) 10.00 and
+//     -1.50 in 2 bytes said DECIMAL(10,2): DuckDB reads 10.00, pandas
+//     b'\x03\xe8'.
+//
+// Each passed a check pandas finds rows failing.
+func TestReview36DecimalWiderThanItsTypeIsRefused(t *testing.T) {
+	most := 10000.0
+	cases := []struct {
+		file   string
+		check  Check
+		pandas string // prints the rows pandas finds failing the check, column c
+	}{
+		{"review36_decimal12_over_int32.parquet", Check{Kind: KindRange, Column: "a", Max: &most}, `print(int((c.astype(float) > 10000).sum()))`},
+		{"review36_decimal20_over_int64.parquet", Check{Kind: KindRange, Column: "a", Max: &most}, `print(int((c.astype(float) > 10000).sum()))`},
+		{"review36_decimal10_over_fixed2.parquet", Check{Kind: KindAcceptedValues, Column: "a", Values: []string{"10.00", "-1.50"}}, `print(int((~c.isin(["10.00", "-1.50"])).sum()))`},
+	}
+	for _, c := range cases {
+		t.Run(strings.TrimSuffix(c.file, ".parquet"), func(t *testing.T) {
+			src, dst := review36File(t, c.file)
+			script := "import sys, pandas as pd\nc = pd.read_parquet(sys.argv[1])[sys.argv[2]]\n" + c.pandas
+			rep, res, _ := auditLikePandas(t, src, script, []string{dst, "a"}, FormatParquet, c.check, true)
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, "precision") {
+				t.Fatalf("%s %q (%s); pandas finds rows failing: want it refused naming the file and the precision", res.Status, res.Message, res.Observed)
+			}
+			t.Logf("refused: %s", res.Message)
+		})
+	}
+}
+
+// TestDecimalMostDigits: parquet.thrift's bound of a fixed-length byte
+// array's precision, floor(log10(2^(8n-1) - 1)).
+func TestDecimalMostDigits(t *testing.T) {
+	for n, want := range map[int32]int32{1: 2, 2: 4, 3: 6, 4: 9, 5: 11, 8: 18, 9: 21, 16: 38, 32: 76} {
+		if got := decimalMostDigits(ptFixed, n); got != want {
+			t.Errorf("%d bytes: %d digits, want %d", n, got, want)
+		}
+	}
+	if decimalMostDigits(ptInt32, 0) != 9 || decimalMostDigits(ptInt64, 0) != 18 {
+		t.Error("INT32 holds 9 digits, INT64 18")
+	}
+}

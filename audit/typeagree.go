@@ -3,6 +3,8 @@ package audit
 import (
 	"cmp"
 	"fmt"
+	"math"
+	"math/big"
 	"slices"
 )
 
@@ -61,6 +63,12 @@ var logicalNames = map[int16]string{1: "STRING", 2: "MAP", 3: "LIST", 4: "ENUM",
 func typesDisagree(nt nodeTypes) string {
 	name := cmp.Or(logicalNames[nt.logical], fmt.Sprintf("member %d", nt.logical))
 	switch {
+	case nt.converted == 5 && nt.precision > decimalMostDigits(nt.physical, nt.typeLength):
+		// parquet-cpp reads the physical type instead: DECIMAL(12,2)
+		// 1000.00 over INT32 read 100000 to pandas, 1000.00 to DuckDB;
+		// Spark fails on the footer
+		// (TestReview36DecimalWiderThanItsTypeIsRefused).
+		return fmt.Sprintf("its DECIMAL's precision %d is more than its physical type holds (%d digits): DuckDB reads a DECIMAL, pyarrow the physical type's values, and Spark fails", nt.precision, decimalMostDigits(nt.physical, nt.typeLength))
 	case nt.logical == 0:
 		return ""
 	case nt.logicalMembers > 1:
@@ -93,4 +101,27 @@ func typesDisagree(nt nodeTypes) string {
 		return ""
 	}
 	return fmt.Sprintf("its logical type %s and its converted type %d disagree: DuckDB reads the converted type, pyarrow and Spark the logical one", name, nt.converted)
+}
+
+// decimalMostDigits is the precision a DECIMAL of physical type physical
+// (and length, a fixed-length byte array's) holds, as parquet.thrift
+// bounds it: INT32 9 digits, INT64 18, n bytes the digits of 2^(8n-1)-1;
+// a byte array's is not bounded.
+func decimalMostDigits(physical, length int32) int32 {
+	switch physical {
+	case ptInt32:
+		return 9
+	case ptInt64:
+		return 18
+	case ptFixed:
+		if length < 1 {
+			return 0
+		}
+		if length > 128 {
+			return math.MaxInt32 // past any precision DuckDB reads as a DECIMAL
+		}
+		most := new(big.Int).Lsh(big.NewInt(1), uint(8*length-1))
+		return int32(len(most.Sub(most, big.NewInt(1)).String()) - 1)
+	}
+	return math.MaxInt32
 }
