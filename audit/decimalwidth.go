@@ -116,7 +116,7 @@ func decimalsBeyondPrecision(ctx context.Context, path string, chunks []chunkMet
 			}
 			return nil
 		}
-		err := decimalChunkValues(file, size, c, width, &zd, check)
+		err := chunkValues(file, size, c, width, &zd, check)
 		typ := fmt.Sprintf("DECIMAL(%d,%d)", precision, scale)
 		bits := 8 * duckDecimalBytes(precision)
 		switch {
@@ -134,10 +134,11 @@ func decimalsBeyondPrecision(ctx context.Context, path string, chunks []chunkMet
 
 var errBeyond = unverifiable("a value beyond the precision")
 
-// decimalChunkValues calls fn with the plain bytes of every value of
-// chunk c (width bytes each, 0 for a byte array's): its dictionary's and
-// its data pages' but dictionary indexes.
-func decimalChunkValues(f *os.File, size int64, c chunkMeta, width int, zd **zstd.Decoder, fn func([]byte) error) error {
+// chunkValues calls fn with the plain bytes of every value of chunk c
+// (width bytes each, 0 for a byte array's): its dictionary's and its data
+// pages' but dictionary indexes (so a dictionary's value no page names
+// too). Also int96Nanos's.
+func chunkValues(f *os.File, size int64, c chunkMeta, width int, zd **zstd.Decoder, fn func([]byte) error) error {
 	pages, err := walkPages(f, size, c)
 	if err != nil {
 		return err

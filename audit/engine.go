@@ -1232,6 +1232,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			if err == nil && format == FormatParquet {
 				err = enumText(cols, files, objPath, r.req.Suite.Checks, k.table)
 			}
+			if err == nil && format == FormatParquet {
+				err = r.int96Nanos(ctx, cols, files, objPath, ids, r.req.Suite.Checks, k.table)
+			}
 			if err == nil && format != FormatDelta {
 				err = hiveCollision(cols, files, objPath, tablePath)
 			}

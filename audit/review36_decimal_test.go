@@ -173,7 +173,7 @@ func TestDecimalValuesReadInGoAreDuckDBs(t *testing.T) {
 				ch.ctx = context.Background()
 				width := map[int32]int{ptInt32: 4, ptInt64: 8}[ch.physical]
 				var zd *zstd.Decoder
-				if err := decimalChunkValues(f, info.Size(), ch, width, &zd, func(v []byte) error {
+				if err := chunkValues(f, info.Size(), ch, width, &zd, func(v []byte) error {
 					got = append(got, decimalText(decimalValue(v, ch.physical), ch.types.scale))
 					return nil
 				}); err != nil {
