@@ -65,7 +65,8 @@ func decimalNarrowed(c chunkMeta) (precision, scale int32, ok bool) {
 
 // decimalsBeyondPrecision refuses the first value of a chunk of the
 // Parquet file at path that DuckDB reads narrower (decimalNarrowed)
-// beyond its precision, or such a chunk whose pages it cannot read: its
+// beyond its precision, or of a UINT_8 or UINT_16 beyond its width
+// (unsignedNarrowed), or such a chunk whose pages it cannot read: its
 // dictionary page's values and its data pages' PLAIN,
 // and DELTA_BINARY_PACKED (Spark's V2 pages) values (DuckDB 1.5 reads
 // BYTE_STREAM_SPLIT of floats only).
@@ -85,7 +86,8 @@ func decimalsBeyondPrecision(ctx context.Context, path string, chunks []chunkMet
 	}()
 	for _, c := range chunks {
 		precision, scale, ok := decimalNarrowed(c)
-		if !ok {
+		bits, unsigned := unsignedNarrowed(c)
+		if !ok && !unsigned {
 			continue
 		}
 		if file == nil {
@@ -99,12 +101,21 @@ func decimalsBeyondPrecision(ctx context.Context, path string, chunks []chunkMet
 			}
 			size = info.Size()
 		}
+		c.ctx = ctx
+		if unsigned {
+			if err := unsignedBeyondWidth(file, size, c, bits, &zd); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return err
+			}
+			continue
+		}
 		if c.physical == ptFixed && precision <= 18 && c.typeLength > 8 && c.typeLength < 16 {
 			// parquet-mr takes such a value as a long, shifting its first
 			// bytes out: 1.50 read -1.06 (TestReview36DecimalOfNineToFifteenBytesIsRefused).
 			return fmt.Errorf("row group %d, column %q is a DECIMAL(%d,%d) stored in %d bytes: Spark reads each value of at most 18 digits stored in 9 to 15 bytes with its first bytes shifted out (1.50 read -1.06), DuckDB and pyarrow as stored", c.rowGroup, c.path, precision, scale, c.typeLength)
 		}
-		c.ctx = ctx
 		bound := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(precision)), nil)
 		width := map[int32]int{ptInt32: 4, ptInt64: 8, ptFixed: int(c.typeLength), ptByteArray: 0}[c.physical]
 		var beyond *big.Int
@@ -118,21 +129,68 @@ func decimalsBeyondPrecision(ctx context.Context, path string, chunks []chunkMet
 		}
 		err := chunkValues(file, size, c, width, &zd, check)
 		typ := fmt.Sprintf("DECIMAL(%d,%d)", precision, scale)
-		bits := 8 * duckDecimalBytes(precision)
+		duckBits := 8 * duckDecimalBytes(precision)
 		switch {
 		case beyond != nil:
-			return fmt.Errorf("row group %d, column %q holds the %s value %s, beyond its precision: DuckDB reads it into an integer of %d bits, where it wraps around (or fails), pyarrow and Spark as it is stored", c.rowGroup, c.path, typ, decimalText(beyond, scale), bits)
+			return fmt.Errorf("row group %d, column %q holds the %s value %s, beyond its precision: DuckDB reads it into an integer of %d bits, where it wraps around (or fails), pyarrow and Spark as it is stored", c.rowGroup, c.path, typ, decimalText(beyond, scale), duckBits)
 		case err != nil:
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("row group %d, column %q is a %s whose values DuckDB reads into an integer of %d bits, narrower than they are stored in, and its pages cannot be read to check that each fits (%v): refused rather than read otherwise than pyarrow and Spark may", c.rowGroup, c.path, typ, bits, err)
+			return fmt.Errorf("row group %d, column %q is a %s whose values DuckDB reads into an integer of %d bits, narrower than they are stored in, and its pages cannot be read to check that each fits (%v): refused rather than read otherwise than pyarrow and Spark may", c.rowGroup, c.path, typ, duckBits, err)
 		}
 	}
 	return nil
 }
 
 var errBeyond = unverifiable("a value beyond the precision")
+
+// A UINT_8 or UINT_16 leaf is stored in an INT32, and a value beyond its
+// width is read by DuckDB and pyarrow by its low 8 or 16 bits, by Spark
+// 4.3.0 (a ShortType, an IntegerType) by its low 16 or 32: 70000 as
+// UINT_8 read 112 and 4464, as UINT_16 4464 and 70000
+// (TestReview36UnsignedBeyondItsWidthIsRefused). Signed INT_8 and INT_16
+// are truncated alike by all three, and no writer stores such a value.
+
+// unsignedNarrowed is the width in bits of chunk c's UINT_8 or UINT_16.
+func unsignedNarrowed(c chunkMeta) (int, bool) {
+	if c.physical != ptInt32 {
+		return 0, false
+	}
+	switch c.types.converted {
+	case cvUint8:
+		return 8, true
+	case cvUint8 + 1: // UINT_16
+		return 16, true
+	}
+	return 0, false
+}
+
+// unsignedBeyondWidth refuses the first value of chunk c (a UINT_8 or
+// UINT_16 of bits) beyond its width, or the chunk when its pages cannot
+// be read.
+func unsignedBeyondWidth(f *os.File, size int64, c chunkMeta, bits int, zd **zstd.Decoder) error {
+	var beyond uint32
+	err := chunkValues(f, size, c, 4, zd, func(v []byte) error {
+		if u := binary.LittleEndian.Uint32(v); u>>bits != 0 {
+			beyond = u
+			return errBeyond
+		}
+		return nil
+	})
+	switch {
+	case beyond != 0:
+		spark := int64(int16(beyond))
+		if bits == 16 {
+			spark = int64(int32(beyond))
+		}
+		return fmt.Errorf("row group %d, column %q holds the UINT_%d value %d, beyond its width: DuckDB and pyarrow read its low %d bits (%d), Spark its low %d (%d)",
+			c.rowGroup, c.path, bits, beyond, bits, beyond&(1<<bits-1), 2*bits, spark)
+	case err != nil:
+		return fmt.Errorf("row group %d, column %q is a UINT_%d stored in 32 bits, whose values beyond its width DuckDB and pyarrow read otherwise than Spark, and its pages cannot be read to check that each fits (%v): refused rather than read otherwise than Spark may", c.rowGroup, c.path, bits, err)
+	}
+	return nil
+}
 
 // chunkValues calls fn with the plain bytes of every value of chunk c
 // (width bytes each, 0 for a byte array's): its dictionary's and its data

@@ -97,7 +97,7 @@ func TestReview36DecimalBeyondItsPrecisionIsRefused(t *testing.T) {
 // 15 bytes with its first bytes shifted out. review36_decimal18_fixed9.parquet
 // is pyarrow's DECIMAL(20,2) 1.50 and 2.25 in 9 bytes, both precisions
 // forged to 18: DuckDB and pandas read 1.50 and 2.25, PySpark 4.3.0 -1.06
-// and -0.31 (TestReview36SparkReadsRefusedDecimalsOtherwise), and a range
+// and -0.31 (TestReview36SparkReadsRefusedValuesOtherwise), and a range
 // of at least 0 passed.
 func TestReview36DecimalOfNineToFifteenBytesIsRefused(t *testing.T) {
 	zero := 0.0
@@ -119,11 +119,14 @@ func TestReview36DecimalOfNineToFifteenBytesIsRefused(t *testing.T) {
 // pyarrow 26.0.1's DECIMAL(4,2) over INT32 (PLAIN, dictionary,
 // DELTA_BINARY_PACKED, in a list, NULLs; V2 pages, zstd), Spark 4.3.0's
 // (parquet-mr 1.17.0: V1 pages, V2 pages of DELTA_BINARY_PACKED, the
-// legacy format's FIXED_LEN_BYTE_ARRAY, in a list), DuckDB 1.5.6's.
+// legacy format's FIXED_LEN_BYTE_ARRAY, in a list), DuckDB 1.5.6's; and
+// UINT_8 and UINT_16 of their whole ranges, pyarrow's (dictionary, PLAIN,
+// V2 pages, zstd, NULLs) and DuckDB's.
 func TestReview36HonestDecimalsAreNotRefused(t *testing.T) {
 	for _, c := range []struct{ file, column string }{
 		{"review36_pyarrow_decimals.parquet", "delta"}, {"review36_spark_decimals_v1.parquet", "a"}, {"review36_spark_decimals_v2.parquet", "a"},
 		{"review36_spark_decimals_legacy.parquet", "a"}, {"review36_duckdb_decimals.parquet", "a"},
+		{"review36_pyarrow_small_ints.parquet", "u8"}, {"review36_duckdb_small_ints.parquet", "u16"},
 	} {
 		t.Run(strings.TrimSuffix(c.file, ".parquet"), func(t *testing.T) {
 			src, _ := review36File(t, c.file)
@@ -209,13 +212,15 @@ func TestDecimalValuesReadInGoAreDuckDBs(t *testing.T) {
 	}
 }
 
-// TestReview36SparkReadsRefusedDecimalsOtherwise: PySpark 4.3.0 reads
+// TestReview36SparkReadsRefusedValuesOtherwise: PySpark 4.3.0 reads
 // the values of the refused files otherwise than DuckDB: an INT32's or
 // INT64's as they are stored, where DuckDB reads them wrapped around, and
 // a DECIMAL(18,2) in 9 bytes with its first byte shifted out (1.50 read
 // -1.06, where DuckDB and pandas read as stored). (Of the 16-byte one
 // beyond its precision it reads what DuckDB reads, pandas as stored.)
-func TestReview36SparkReadsRefusedDecimalsOtherwise(t *testing.T) {
+// And a UINT_8 or UINT_16 stored beyond its width in 32 bits: DuckDB
+// and pyarrow read its low 8 or 16 bits, Spark its low 16 or 32.
+func TestReview36SparkReadsRefusedValuesOtherwise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Apache Spark; skipped with -short")
 	}
@@ -227,6 +232,8 @@ func TestReview36SparkReadsRefusedDecimalsOtherwise(t *testing.T) {
 		{"review36_decimal4_int32_beyond.parquet", "1000.00 1.50", "-310.72 1.50"},
 		{"review36_decimal4_int64_beyond.parquet", "10000000.00 1.50", "-138.24 1.50"},
 		{"review36_decimal18_fixed9.parquet", "-1.06 -0.31", "1.50 2.25"},
+		{"review36_uint8_beyond.parquet", "4464 5", "112 5"},
+		{"review36_uint16_beyond.parquet", "70000 5", "4464 5"},
 	}
 	var args []string
 	for _, c := range cases {
@@ -267,7 +274,7 @@ for f in sys.argv[1:]:
 	defer db.Close()
 	for i, c := range cases {
 		var duck string
-		if err := db.QueryRow("SELECT string_agg(CAST(a AS VARCHAR), ' ') FROM read_parquet(" + quoteLiteral(args[i]) + ")").Scan(&duck); err != nil {
+		if err := db.QueryRow("SELECT string_agg(CAST(COLUMNS(*) AS VARCHAR), ' ') FROM read_parquet(" + quoteLiteral(args[i]) + ")").Scan(&duck); err != nil {
 			t.Fatal(err)
 		}
 		if duck != c.duck || lines[i] != c.spark {
@@ -326,5 +333,34 @@ func TestDecimalMostDigits(t *testing.T) {
 	}
 	if decimalMostDigits(ptInt32, 0) != 9 || decimalMostDigits(ptInt64, 0) != 18 {
 		t.Error("INT32 holds 9 digits, INT64 18")
+	}
+}
+
+// TestReview36UnsignedBeyondItsWidthIsRefused: a UINT_8 or UINT_16 leaf
+// is stored in 32 bits (INT32); DuckDB and pyarrow read its low 8 or 16
+// bits, Spark 4.3.0 (a ShortType, an IntegerType) its low 16 or 32. The
+// files are pyarrow 26.0.1's (no statistics, PLAIN), a value's 4 bytes
+// forged: review36_uint8_beyond.parquet's 70000 read 112 to DuckDB and
+// pandas, 4464 to Spark; review36_uint16_beyond.parquet's 70000 read 4464
+// and 70000. A range the audit passed Spark finds failing.
+func TestReview36UnsignedBeyondItsWidthIsRefused(t *testing.T) {
+	cases := []struct {
+		file string
+		max  float64
+	}{{"review36_uint8_beyond.parquet", 200}, {"review36_uint16_beyond.parquet", 5000}}
+	for _, c := range cases {
+		t.Run(strings.TrimSuffix(c.file, ".parquet"), func(t *testing.T) {
+			src, _ := review36File(t, c.file)
+			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{{Name: "c", Table: "t", Kind: KindRange, Column: "u", Max: &c.max}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := only(t, rep)
+			if res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, `column "u"`) || !strings.Contains(res.Message, "70000") {
+				t.Fatalf("%s %q (%s); Spark reads otherwise: want it refused naming the file, the column and the value", res.Status, res.Message, res.Observed)
+			}
+			t.Logf("refused: %s", res.Message)
+		})
 	}
 }
