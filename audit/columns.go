@@ -47,6 +47,9 @@ type fileColumn struct {
 	nestedOver bool
 	// enum: it is a leaf of the ENUM type, binary to pyarrow (markEnum).
 	enum bool
+	// typed is "text" for a leaf DuckDB reads as VARCHAR, else its
+	// Parquet type; "" when not known (markText).
+	typed string
 }
 
 // parquetColumns are the top-level columns of each file, as its footer
@@ -70,6 +73,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		markPandas(out[f], withEmbedded(ft.pandas, embedded), topLevelKinds(ft.nodes, ft.types))
 		markSpark(out[f], ft)
 		markEnum(out[f], ft.nodes, ft.types)
+		markText(out[f], ft.nodes, ft.types)
 	}
 	if len(rest) == 0 {
 		return out, nil

@@ -170,6 +170,9 @@ func TestFooterSchemaDifferential(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
+		for i := range cols[f] {
+			cols[f][i].typed = "" // the Go reading's own (markText): not parquet_schema's listing
+		}
 		if w := schemaColumns(want[f]); !reflect.DeepEqual(cols[f], w) {
 			t.Errorf("%s: parquetColumns %v, want %v", filepath.Base(f), cols[f], w)
 		}
