@@ -73,7 +73,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		markPandas(out[f], withEmbedded(ft.pandas, embedded), topLevelKinds(ft.nodes, ft.types))
 		markSpark(out[f], ft)
 		markEnum(out[f], ft.nodes, ft.types)
-		markText(out[f], ft.nodes, ft.types)
+		markText(out[f], ft.nodes, ft.types, ft.rows)
 	}
 	if len(rest) == 0 {
 		return out, nil

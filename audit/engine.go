@@ -1233,7 +1233,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 				err = enumText(cols, files, objPath, r.req.Suite.Checks, k.table)
 			}
 			if err == nil && format == FormatParquet {
-				err = textBesideOther(cols, files, objPath, columnsRead(r.req.Suite.Checks, k.table))
+				err = textBesideOther(cols, files, objPath, r.req.Suite.Checks, k.table)
 			}
 			if err == nil && format == FormatParquet {
 				err = r.int96Nanos(ctx, cols, files, objPath, ids, r.req.Suite.Checks, k.table)

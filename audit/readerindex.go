@@ -66,11 +66,12 @@ type chunkMeta struct {
 	colIdxLength     int64
 	offIdxOffset     int64 // -1 when unset
 	offIdxLength     int64
-	encodings        []int32 // ColumnMetaData's encodings
-	dataEncodings    []int32 // its encoding_stats' of data pages
-	encodingStats    bool    // encoding_stats was given
-	groupCompressed  int64   // its RowGroup's total_compressed_size
-	groupSized       bool    // groupCompressed was given
+	otherPath        []string // its path_in_schema, when not its leaf's (columnChunk)
+	encodings        []int32  // ColumnMetaData's encodings
+	dataEncodings    []int32  // its encoding_stats' of data pages
+	encodingStats    bool     // encoding_stats was given
+	groupCompressed  int64    // its RowGroup's total_compressed_size
+	groupSized       bool     // groupCompressed was given
 	// The run's, set by checkReaderIndexes: its pages are read until it
 	// ends (a file may hold 1,048,576 pages per chunk, each 256 MiB).
 	ctx context.Context
@@ -189,11 +190,18 @@ func footerChunks(buf []byte, nodes []schemaNode, types []nodeTypes) ([]chunkMet
 						return true, fmt.Errorf("row group %d of %d column chunks for %d leaves", rg, m, len(leaves))
 					}
 					for c := 0; c < m; c++ {
-						ch, err := d.columnChunk()
+						l := leaves[c]
+						ch, err := d.columnChunk(l.parts)
 						if err != nil {
 							return true, err
 						}
-						l := leaves[c]
+						if ch.otherPath != nil {
+							// parquet-mr reads a chunk by its path, DuckDB and
+							// pyarrow by its position: swapped paths read xa's
+							// chunk as xb to Spark
+							// (TestReview36ChunkPathOtherThanItsLeafIsRefused).
+							return true, fmt.Errorf("row group %d's column chunk %d names the path %q, its leaf's is %q: Spark (parquet-mr) reads a chunk by its path, DuckDB and pyarrow by its position", rg, c, strings.Join(ch.otherPath, "."), l.path)
+						}
 						ch.rowGroup, ch.column, ch.path, ch.parts, ch.types = rg, c, l.path, l.parts, l.types
 						ch.typeLength, ch.maxDef, ch.maxRep = l.types.typeLength, l.maxDef, l.maxRep
 						if ch.physical != l.types.physical {
@@ -257,8 +265,9 @@ func (d *compactReader) fields(read func(id int16, t byte) (bool, error)) error 
 }
 
 // columnChunk reads a ColumnChunk's page index offsets and its
-// ColumnMetaData's fields.
-func (d *compactReader) columnChunk() (chunkMeta, error) {
+// ColumnMetaData's fields; otherPath is its path_in_schema when that is
+// not path, its leaf's.
+func (d *compactReader) columnChunk(path []string) (chunkMeta, error) {
 	c := chunkMeta{physical: -1, bloomOffset: -1, bloomLength: -1, colIdxOffset: -1, offIdxOffset: -1}
 	err := d.fields(func(id int16, t byte) (bool, error) {
 		var err error
@@ -282,6 +291,24 @@ func (d *compactReader) columnChunk() (chunkMeta, error) {
 				switch {
 				case id == 1 && t == ctI32:
 					c.physical, err = d.i32()
+				case id == 3 && t == ctList:
+					var named []string
+					same := true
+					err = d.each(func(et byte) error {
+						if et != ctBinary {
+							return fmt.Errorf("path_in_schema of type %d", et)
+						}
+						b, err := d.binary(footerMaxName)
+						if err != nil {
+							return err
+						}
+						same = same && len(named) < len(path) && string(b) == path[len(named)]
+						named = append(named, string(b))
+						return nil
+					})
+					if !same || len(named) != len(path) {
+						c.otherPath = named
+					}
 				case id == 4 && t == ctI32:
 					c.codec, err = d.i32()
 				case id == 5 && t == ctI64:

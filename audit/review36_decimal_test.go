@@ -219,7 +219,9 @@ func TestDecimalValuesReadInGoAreDuckDBs(t *testing.T) {
 // -1.06, where DuckDB and pandas read as stored). (Of the 16-byte one
 // beyond its precision it reads what DuckDB reads, pandas as stored.)
 // And a UINT_8 or UINT_16 stored beyond its width in 32 bits: DuckDB
-// and pyarrow read its low 8 or 16 bits, Spark its low 16 or 32.
+// and pyarrow read its low 8 or 16 bits, Spark its low 16 or 32; and a
+// row group whose column chunks name each other's paths: DuckDB and
+// pyarrow read a chunk by its position, Spark by its path.
 func TestReview36SparkReadsRefusedValuesOtherwise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Apache Spark; skipped with -short")
@@ -228,12 +230,13 @@ func TestReview36SparkReadsRefusedValuesOtherwise(t *testing.T) {
 	if err != nil {
 		t.Skipf("skipped: %v; set LAKEWAP_SPARK_PYTHON (scripts/sparkenv.sh installs PySpark)", err)
 	}
-	cases := []struct{ file, spark, duck string }{ // as each printed them
+	cases := []struct{ file, spark, duck string }{ // their first column, as each printed it
 		{"review36_decimal4_int32_beyond.parquet", "1000.00 1.50", "-310.72 1.50"},
 		{"review36_decimal4_int64_beyond.parquet", "10000000.00 1.50", "-138.24 1.50"},
 		{"review36_decimal18_fixed9.parquet", "-1.06 -0.31", "1.50 2.25"},
 		{"review36_uint8_beyond.parquet", "4464 5", "112 5"},
 		{"review36_uint16_beyond.parquet", "70000 5", "4464 5"},
+		{"review36_chunk_paths_swapped.parquet", "1000 2000", "1 2"},
 	}
 	var args []string
 	for _, c := range cases {
@@ -274,7 +277,7 @@ for f in sys.argv[1:]:
 	defer db.Close()
 	for i, c := range cases {
 		var duck string
-		if err := db.QueryRow("SELECT string_agg(CAST(COLUMNS(*) AS VARCHAR), ' ') FROM read_parquet(" + quoteLiteral(args[i]) + ")").Scan(&duck); err != nil {
+		if err := db.QueryRow("SELECT string_agg(CAST(COLUMNS(1) AS VARCHAR), ' ') FROM read_parquet(" + quoteLiteral(args[i]) + ")").Scan(&duck); err != nil {
 			t.Fatal(err)
 		}
 		if duck != c.duck || lines[i] != c.spark {
@@ -363,4 +366,27 @@ func TestReview36UnsignedBeyondItsWidthIsRefused(t *testing.T) {
 			t.Logf("refused: %s", res.Message)
 		})
 	}
+}
+
+// TestReview36ChunkPathOtherThanItsLeafIsRefused: parquet-mr (Spark)
+// reads a row group's column chunk by its ColumnMetaData's
+// path_in_schema, DuckDB and pyarrow by its position.
+// review36_chunk_paths_swapped.parquet is pyarrow 26.0.1's file of two
+// BIGINT columns xa (1, 2) and xb (1000, 2000), the chunks' paths
+// swapped: DuckDB and pandas read xa 1 and 2, PySpark 4.3.0 1000 and 2000
+// (TestReview36SparkReadsRefusedValuesOtherwise), and a range of xa of at
+// most 10 passed.
+func TestReview36ChunkPathOtherThanItsLeafIsRefused(t *testing.T) {
+	ten := 10.0
+	src, _ := review36File(t, "review36_chunk_paths_swapped.parquet")
+	rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{{Name: "c", Table: "t", Kind: KindRange, Column: "xa", Max: &ten}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := only(t, rep)
+	if res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, "path") {
+		t.Fatalf("%s %q (%s); Spark reads xa 1000: want it refused naming the file and the paths", res.Status, res.Message, res.Observed)
+	}
+	t.Logf("refused: %s", res.Message)
 }

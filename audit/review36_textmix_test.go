@@ -19,6 +19,7 @@ import (
 // with Arrow's text (2024-01-01 00:00:00.000, 1); Spark 4.3.0 fails. An
 // accepted_values of s and a regex of d passed where pandas 3.1.1 finds a
 // row failing. A check of id, which both files give one type, passes.
+// (Left: integers beside text, files of no rows, other kinds of check.)
 func TestReview36ColumnOfTextAndOtherTypesAcrossFilesIsRefused(t *testing.T) {
 	cases := []struct {
 		name    string
