@@ -230,13 +230,13 @@ func TestReview36SparkReadsRefusedValuesOtherwise(t *testing.T) {
 	if err != nil {
 		t.Skipf("skipped: %v; set LAKEWAP_SPARK_PYTHON (scripts/sparkenv.sh installs PySpark)", err)
 	}
-	cases := []struct{ file, spark, duck string }{ // their first column, as each printed it
-		{"review36_decimal4_int32_beyond.parquet", "1000.00 1.50", "-310.72 1.50"},
-		{"review36_decimal4_int64_beyond.parquet", "10000000.00 1.50", "-138.24 1.50"},
-		{"review36_decimal18_fixed9.parquet", "-1.06 -0.31", "1.50 2.25"},
-		{"review36_uint8_beyond.parquet", "4464 5", "112 5"},
-		{"review36_uint16_beyond.parquet", "70000 5", "4464 5"},
-		{"review36_chunk_paths_swapped.parquet", "1000 2000", "1 2"},
+	cases := []struct{ file, column, spark, duck string }{ // its first column, as each printed it
+		{"review36_decimal4_int32_beyond.parquet", "a", "1000.00 1.50", "-310.72 1.50"},
+		{"review36_decimal4_int64_beyond.parquet", "a", "10000000.00 1.50", "-138.24 1.50"},
+		{"review36_decimal18_fixed9.parquet", "a", "-1.06 -0.31", "1.50 2.25"},
+		{"review36_uint8_beyond.parquet", "u", "4464 5", "112 5"},
+		{"review36_uint16_beyond.parquet", "u", "70000 5", "4464 5"},
+		{"review36_chunk_paths_swapped.parquet", "xa", "1000 2000", "1 2"},
 	}
 	var args []string
 	for _, c := range cases {
@@ -277,7 +277,7 @@ for f in sys.argv[1:]:
 	defer db.Close()
 	for i, c := range cases {
 		var duck string
-		if err := db.QueryRow("SELECT string_agg(CAST(COLUMNS(1) AS VARCHAR), ' ') FROM read_parquet(" + quoteLiteral(args[i]) + ")").Scan(&duck); err != nil {
+		if err := db.QueryRow("SELECT string_agg(CAST(" + quoteIdent(c.column) + " AS VARCHAR), ' ') FROM read_parquet(" + quoteLiteral(args[i]) + ")").Scan(&duck); err != nil {
 			t.Fatal(err)
 		}
 		if duck != c.duck || lines[i] != c.spark {
