@@ -23,9 +23,10 @@ import (
 //
 //	SELECT <list 1>, <list 2>, ... FROM "batch"."t"
 //
-// (run over the view's own read of Parquet files, read_parquet(?, ...) with
-// the files as the parameter, which DuckDB binds once where it binds a
-// statement over the view twice: readParquetParamSQL)
+// (run over the view's own read of Parquet files, SELECT * FROM
+// read_parquet(?, ...) with the files as the parameter, which DuckDB binds
+// once where it binds a statement over the view twice, and which has the
+// view's columns, not read_parquet's virtual ones: readParquetParamSQL)
 // and its row is split into each query's answer, by its columns. An
 // aggregate without GROUP BY or where over the same rows is the same value
 // of the same type in any select list, so each answer is what its own
