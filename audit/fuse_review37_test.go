@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -45,3 +46,71 @@ func TestReview37FusedReadHasOnlyTheViewsColumns(t *testing.T) {
 }
 
 func slices0(c []Check) []Check { return append([]Check(nil), c...) }
+
+// TestReview37FusedUnionOfFilesEqualsLone: a batch of several files (the
+// view's union_by_name read, readParquetParamSQL's n > 1), one lacking a
+// column, one of a narrower type, one without rows, one whose column
+// names' case differs: the fused engine's report is the lone one's.
+func TestReview37FusedUnionOfFilesEqualsLone(t *testing.T) {
+	r := newFuseRig(t)
+	r.audit(r.batch("b0", demoRows(200)))
+	cases := map[string][]string{
+		"missing_currency": {demoRows(300), `SELECT 'INV-9' || i::VARCHAR AS billing_id, 'CUST-1' AS customer_id, 5::BIGINT AS amount_cents FROM range(3) t(i)`},
+		"narrower_amount":  {demoRows(400), `SELECT 'INV-8' || i::VARCHAR AS billing_id, 'CUST-1' AS customer_id, (-1)::INTEGER AS amount_cents, 'EUR' AS currency FROM range(3) t(i)`},
+		"no_rows":          {demoRows(500), demoRows(600) + " LIMIT 0"},
+		"null_keys":        {demoRows(700), `SELECT NULL::VARCHAR AS billing_id, 'CUST-1' AS customer_id, 1::BIGINT AS amount_cents, 'XXX' AS currency`},
+	}
+	for name, files := range cases {
+		t.Run(name, func(t *testing.T) {
+			r.t = t
+			s := r.batch("u-"+name, files[0])
+			for i, rows := range files[1:] {
+				r.lake.write(t, s, fmt.Sprintf("gold/billing_fact/u-%s/part-%d.parquet", name, i+1), rows)
+			}
+			var reps [2]schemas.AuditReport
+			r.mu.Lock()
+			r.stmts[r.fused] = nil
+			r.mu.Unlock()
+			for i, e := range []*Engine{r.fused, r.single} {
+				var err error
+				if reps[i], err = e.Run(context.Background(), r.request(s, cid("c001"), false)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sameReport(t, "fused and not", reps[0], reps[1])
+			r.mu.Lock()
+			ran := strings.Join(r.stmts[r.fused], "\n")
+			r.mu.Unlock()
+			if !strings.Contains(ran, "FROM (SELECT * FROM read_parquet(?, hive_partitioning = false, union_by_name = true))") {
+				t.Fatalf("the fused statement did not read the batch's files as a union:\n%s", ran)
+			}
+			t.Logf("%s: passed=%v mode=%s", name, reps[0].Passed, reps[0].Mode)
+		})
+	}
+}
+
+// TestReview37CanceledProbationIsNoVerdict: a run canceled while the
+// fused statement proves its batch view (settleProbation) ends with the
+// context's error, not with a report (no check errs or passes for it), and
+// the next run of the same batch, on the same engine, is the lone
+// engine's: the failed probation marked nothing good in the memo.
+func TestReview37CanceledProbationIsNoVerdict(t *testing.T) {
+	r := newFuseRig(t)
+	r.audit(r.batch("b0", demoRows(200)))
+	s := r.batch("b1", demoRows(300))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hook := r.fused.onStatement
+	r.fused.onStatement = func(q string) {
+		if strings.Contains(q, "read_parquet(?") {
+			cancel()
+		}
+		hook(q)
+	}
+	rep, err := r.fused.Run(ctx, r.request(s, cid("c001"), false))
+	if err == nil {
+		t.Fatalf("a canceled run gave a report: passed=%v %+v", rep.Passed, rep.Checks)
+	}
+	r.fused.onStatement = hook
+	r.audit(s)
+}
