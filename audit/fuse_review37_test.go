@@ -114,3 +114,61 @@ func TestReview37CanceledProbationIsNoVerdict(t *testing.T) {
 	r.fused.onStatement = hook
 	r.audit(s)
 }
+
+// TestReview37FusedTextOverTheKeptBoundEqualsLone: a batch of wide rows
+// (1,500 columns of long names, a batch-scoped not_null of all of them,
+// one NULL among them) makes a fused statement longer than
+// maxKeptStatementBytes: it runs unprepared, is not kept, and the report
+// is the lone engine's (the NULL found).
+func TestReview37FusedTextOverTheKeptBoundEqualsLone(t *testing.T) {
+	r := newFuseRig(t)
+	r.audit(r.batch("b0", demoRows(200)))
+	var cols, names []string
+	for i := range 1500 {
+		name := fmt.Sprintf("a_rather_long_column_name_of_the_wide_batch_%04d", i)
+		names = append(names, name)
+		v := "i"
+		if i == 1234 {
+			v = "CASE WHEN i % 100 = 7 THEN NULL ELSE i END"
+		}
+		cols = append(cols, v+" AS "+name)
+	}
+	rows := strings.Replace(demoRows(300), "FROM range(", ", "+strings.Join(cols, ", ")+" FROM range(", 1)
+	s := r.batch("wide", rows)
+	var reps [2]schemas.AuditReport
+	r.mu.Lock()
+	r.stmts[r.fused] = nil
+	r.mu.Unlock()
+	for i, e := range []*Engine{r.fused, r.single} {
+		req := r.request(s, cid("c001"), false)
+		req.Suite.Checks = append(slices0(req.Suite.Checks),
+			Check{Name: "wide_not_null", Kind: KindNotNull, Table: "billing_fact", Columns: names, Scope: "batch"})
+		var err error
+		if reps[i], err = e.Run(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameReport(t, "fused and not", reps[0], reps[1])
+	for _, c := range reps[0].Checks {
+		if c.Name == "wide_not_null" && c.Status != schemas.StatusFail {
+			t.Errorf("%s: %s (%s), want a failure (one NULL)", c.Name, c.Status, c.Message)
+		}
+	}
+	r.mu.Lock()
+	ran := r.stmts[r.fused]
+	r.mu.Unlock()
+	long := false
+	for _, q := range ran {
+		long = long || strings.Contains(q, "read_parquet(?") && len(q) > maxKeptStatementBytes
+	}
+	if !long {
+		t.Fatal("no fused statement over the kept bound ran")
+	}
+	r.fused.kept.mu.Lock()
+	defer r.fused.kept.mu.Unlock()
+	for q := range r.fused.kept.by {
+		if len(q) > maxKeptStatementBytes {
+			t.Errorf("a statement of %d bytes was kept", len(q))
+		}
+	}
+}
