@@ -172,3 +172,77 @@ func TestReview37FusedTextOverTheKeptBoundEqualsLone(t *testing.T) {
 		}
 	}
 }
+
+// TestReview37OldKeysReadHasOnlyTheFilesColumns: unique's incremental
+// plan reads the key columns of the unchanged files that may hold the
+// batch's keys with a bare read_parquet, whose virtual columns
+// (file_row_number, ...) stand for a key column a file lacks. The table's
+// files A (file_row_number written) and B (without it: NULL in the
+// table, union by name); the batch repeats B's key (NULL, B-150), a
+// collision the full audit finds (NULLs are equal in a combination) and
+// the incremental one missed: B's keys read as (its row number, B-150).
+func TestReview37OldKeysReadHasOnlyTheFilesColumns(t *testing.T) {
+	one := 1.0
+	suite := Suite{Tables: []Table{{Name: "t", Path: "gold/t/"}}, Checks: []Check{
+		{Name: "key_unique", Kind: KindUnique, Table: "t", Columns: []string{"file_row_number", "customer_id"}},
+		{Name: "has_rows", Kind: KindRowCount, Table: "t", Min: &one},
+	}}
+	lake := &lakeSim{dirSource: &dirSource{root: t.TempDir(), downloads: map[string]int{}, sums: map[string]string{}}, commits: map[string]CommitInfo{}}
+	var engines [2]*Engine
+	for i := range engines {
+		e, err := New(Options{Source: lake, WorkDir: t.TempDir(), History: lake})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		engines[i] = e
+	}
+	engines[1].unfused = true
+	req := func(ref, base string, full bool) Request {
+		return Request{Dataset: "d", Repository: "r", Ref: ref, BaseRef: base, BaseName: "main", BatchTime: batchTime, Suite: suite, Full: full}
+	}
+	c0, s0, c1 := cid("c000"), cid("s0"), cid("c001")
+	lake.commit(c0, nil, nil)
+	lake.write(t, c0, "gold/t/b-0/part-0.parquet", `SELECT i::BIGINT AS file_row_number, 'A-' || i::VARCHAR AS customer_id FROM range(100) t(i)`)
+	lake.branch(t, c0, s0)
+	lake.commit(s0, []string{c0}, nil)
+	lake.write(t, s0, "gold/t/b-1/part-0.parquet", `SELECT 'B-' || i::VARCHAR AS customer_id FROM range(100, 200) t(i)`)
+	rep, err := engines[0].Run(context.Background(), req(s0, c0, true))
+	if err != nil || !rep.Passed {
+		t.Fatalf("the foundation's full audit: %v %+v", err, rep.Checks)
+	}
+	lake.mergeDirs(t, c0, s0, c0, c1)
+	text, err := NewAttestation("d", suite, rep, s0, c0).Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lake.commit(c1, []string{c0, s0}, map[string]string{MetaAttestation: text})
+	batch := func(name, rows string) string {
+		s := cid(name)
+		lake.branch(t, c1, s)
+		lake.commit(s, []string{c1}, nil)
+		lake.write(t, s, "gold/t/"+name+"/part-0.parquet", rows)
+		return s
+	}
+	// A first batch computes the statistics of the table's files.
+	for _, e := range engines {
+		if rep, err := e.Run(context.Background(), req(batch("b0", `SELECT 1000::BIGINT AS file_row_number, 'C-0' AS customer_id`), c1, false)); err != nil || !rep.Passed {
+			t.Fatalf("first batch: %v %+v", err, rep.Checks)
+		}
+	}
+	s := batch("b1", `SELECT NULL::BIGINT AS file_row_number, 'B-150' AS customer_id`)
+	full, err := engines[1].Run(context.Background(), req(s, c1, true))
+	if err != nil || full.Passed {
+		t.Fatalf("the full audit of the batch repeating (NULL, B-150): %v passed=%v %+v", err, full.Passed, full.Checks)
+	}
+	for i, e := range engines {
+		rep, err := e.Run(context.Background(), req(s, c1, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := rep.Checks[0]; rep.Passed || c.Status != schemas.StatusFail || c.Observed != full.Checks[0].Observed {
+			t.Errorf("engine %d (%s): the batch repeating (NULL, B-150): %s %q (%s), the full audit %s %q", i, rep.Mode, c.Status, c.Observed, c.Message,
+				full.Checks[0].Status, full.Checks[0].Observed)
+		}
+	}
+}

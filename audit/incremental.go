@@ -1000,7 +1000,13 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 		if len(local) > 1 {
 			union += ", union_by_name = true"
 		}
-		old := fmt.Sprintf("(SELECT %s FROM read_parquet(%s%s))", keys, literalList(slices.Compact(slices.Sorted(slices.Values(local)))), union)
+		// The files' own columns (SELECT *), and a key column they all lack
+		// NULL, as the table reads it (union by name with the batch's keys,
+		// no rows): read_parquet alone also has virtual columns
+		// (file_row_number, filename, file_index), which stood for it
+		// (TestReview37OldKeysReadHasOnlyTheFilesColumns).
+		old := fmt.Sprintf("(SELECT %s FROM ((SELECT * FROM read_parquet(%s%s)) UNION ALL BY NAME (SELECT %s FROM %s LIMIT 0)))",
+			keys, literalList(slices.Compact(slices.Sorted(slices.Values(local)))), union, keys, qualified(schemaBatch, t.Name))
 		on := strings.Join(each(cols, func(k string) string {
 			return "b." + quoteIdent(k) + " IS NOT DISTINCT FROM o." + quoteIdent(k)
 		}), " AND ")
