@@ -771,7 +771,7 @@ func TestStmtCacheBounds(t *testing.T) {
 	ctx := context.Background()
 	var c stmtCache
 	for i := range maxKeptStatements + 8 {
-		st, kept, err := c.prepared(ctx, db, fmt.Sprintf("SELECT %d + ?", i))
+		st, release, kept, err := c.prepared(ctx, db, fmt.Sprintf("SELECT %d + ?", i))
 		if err != nil || !kept {
 			t.Fatalf("%d: %v %v", i, kept, err)
 		}
@@ -779,15 +779,65 @@ func TestStmtCacheBounds(t *testing.T) {
 		if err := st.QueryRowContext(ctx, 1).Scan(&n); err != nil || n != i+1 {
 			t.Fatalf("%d: %d %v", i, n, err)
 		}
+		release()
 	}
 	if len(c.by) != maxKeptStatements || len(c.order) != maxKeptStatements || c.order[0] != "SELECT 8 + ?" {
 		t.Fatalf("kept %d (order %d, oldest %q)", len(c.by), len(c.order), c.order[0])
 	}
-	if _, kept, _ := c.prepared(ctx, db, strings.Repeat(" ", maxKeptStatementBytes)+"SELECT 1"); kept {
+	if _, _, kept, _ := c.prepared(ctx, db, strings.Repeat(" ", maxKeptStatementBytes)+"SELECT 1"); kept {
 		t.Error("a statement over maxKeptStatementBytes was kept")
 	}
 	c.close()
-	if _, kept, err := c.prepared(ctx, db, "SELECT 1"); kept || err != nil {
+	if _, _, kept, err := c.prepared(ctx, db, "SELECT 1"); kept || err != nil {
 		t.Errorf("a closed cache kept a statement: %v %v", kept, err)
+	}
+}
+
+// TestStmtCacheEvictionWaitsForItsUsers: a statement evicted (or the cache
+// closed) while a run holds it still runs for that run, and is closed once
+// the last holder releases it. Before, eviction closed it at once and the
+// run's query failed with "sql: statement is closed" (review 37: 1 query
+// in 1,600 with more than maxKeptStatements texts in rotation), and the
+// run fell back to asking each query alone.
+func TestStmtCacheEvictionWaitsForItsUsers(t *testing.T) {
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	var c stmtCache
+	held, release, kept, err := c.prepared(ctx, db, "SELECT 1000 + ?")
+	if err != nil || !kept {
+		t.Fatal(kept, err)
+	}
+	for i := range maxKeptStatements {
+		_, r, _, err := c.prepared(ctx, db, fmt.Sprintf("SELECT %d + ?", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r()
+	}
+	if _, ok := c.by["SELECT 1000 + ?"]; ok {
+		t.Fatal("the oldest statement was not evicted")
+	}
+	var n int
+	if err := held.QueryRowContext(ctx, 1).Scan(&n); err != nil || n != 1001 {
+		t.Fatalf("the evicted statement its run holds: %d %v", n, err)
+	}
+	release()
+	release() // a second release of one use changes nothing
+	if err := held.QueryRowContext(ctx, 1).Scan(&n); err == nil {
+		t.Fatal("the evicted statement still runs after its last user released it")
+	}
+	// Closing the cache waits for holders the same way.
+	held, release, _, _ = c.prepared(ctx, db, "SELECT 2000 + ?")
+	c.close()
+	if err := held.QueryRowContext(ctx, 1).Scan(&n); err != nil || n != 2001 {
+		t.Fatalf("a statement held across the cache's close: %d %v", n, err)
+	}
+	release()
+	if err := held.QueryRowContext(ctx, 1).Scan(&n); err == nil {
+		t.Fatal("a statement held across the cache's close still runs after its release")
 	}
 }

@@ -11,14 +11,23 @@ import (
 // text for every batch of a dataset, its files a parameter, so its answer
 // depends on nothing but the text and the arguments, and preparing it
 // once saves DuckDB parsing it for every batch (BenchmarkFusedStatementParts:
-// param-kept against param). At most maxKeptStatements, the oldest closed
-// first; database/sql prepares a kept statement again on each pooled
+// param-kept against param). At most maxKeptStatements, the oldest
+// evicted first; an evicted statement is closed when the last run using
+// it is done with it (release), so a run never finds its statement closed
+// under it. database/sql prepares a kept statement again on each pooled
 // connection it runs on.
 type stmtCache struct {
 	mu     sync.Mutex
-	by     map[string]*sql.Stmt
+	by     map[string]*keptStmt
 	order  []string // oldest first
 	closed bool
+}
+
+// keptStmt is a kept statement and the runs using it.
+type keptStmt struct {
+	st      *sql.Stmt
+	users   int
+	evicted bool // out of the cache: closed when users reaches 0
 }
 
 // maxKeptStatements bounds the kept statements (one per dataset's suite
@@ -29,57 +38,83 @@ const maxKeptStatements = 32
 // is prepared each time.
 const maxKeptStatementBytes = 64 << 10
 
-// prepared is q prepared on db, kept; ok is false when q is not kept (too
-// long, or the cache is closed), and the caller runs it unprepared.
-func (c *stmtCache) prepared(ctx context.Context, db *sql.DB, q string) (*sql.Stmt, bool, error) {
+// prepared is q prepared on db, kept, and the release the caller calls
+// once done with it; ok is false when q is not kept (too long, or the
+// cache is closed), and the caller runs it unprepared.
+func (c *stmtCache) prepared(ctx context.Context, db *sql.DB, q string) (st *sql.Stmt, release func(), ok bool, err error) {
 	if len(q) > maxKeptStatementBytes {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	c.mu.Lock()
-	if st := c.by[q]; st != nil {
+	if k := c.by[q]; k != nil {
+		k.users++
 		c.mu.Unlock()
-		return st, true, nil
+		return k.st, c.releaser(k), true, nil
 	}
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
-	st, err := db.PrepareContext(ctx, q)
+	prepared, err := db.PrepareContext(ctx, q)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed { // closed meanwhile
-		_ = st.Close()
-		return nil, false, nil
+		_ = prepared.Close()
+		return nil, nil, false, nil
 	}
-	if old := c.by[q]; old != nil { // prepared meanwhile by another run
-		_ = st.Close()
-		return old, true, nil
+	if k := c.by[q]; k != nil { // prepared meanwhile by another run
+		_ = prepared.Close()
+		k.users++
+		return k.st, c.releaser(k), true, nil
 	}
 	if c.by == nil {
-		c.by = map[string]*sql.Stmt{}
+		c.by = map[string]*keptStmt{}
 	}
 	if len(c.order) >= maxKeptStatements {
-		// A run may still be using the oldest: Close waits for its
-		// queries to end (database/sql).
-		_ = c.by[c.order[0]].Close()
+		c.evict(c.by[c.order[0]])
 		delete(c.by, c.order[0])
 		c.order = c.order[1:]
 	}
-	c.by[q] = st
+	k := &keptStmt{st: prepared, users: 1}
+	c.by[q] = k
 	c.order = append(c.order, q)
-	return st, true, nil
+	return k.st, c.releaser(k), true, nil
 }
 
-// close closes the kept statements; later calls keep none.
+// evict takes k out of use: closed now, or by its last user's release.
+// c.mu is held.
+func (c *stmtCache) evict(k *keptStmt) {
+	k.evicted = true
+	if k.users == 0 {
+		_ = k.st.Close()
+	}
+}
+
+// releaser is the release of one use of k.
+func (c *stmtCache) releaser(k *keptStmt) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			k.users--
+			if k.evicted && k.users == 0 {
+				_ = k.st.Close()
+			}
+		})
+	}
+}
+
+// close takes every kept statement out of use; later calls keep none.
 func (c *stmtCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, st := range c.by {
-		_ = st.Close()
+	for _, k := range c.by {
+		c.evict(k)
 	}
 	c.by, c.order, c.closed = nil, nil, true
 }
