@@ -71,39 +71,20 @@ func decimalNarrowed(c chunkMeta) (precision, scale int32, ok bool) {
 // and DELTA_BINARY_PACKED (Spark's V2 pages) values (DuckDB 1.5 reads
 // BYTE_STREAM_SPLIT of floats only).
 func decimalsBeyondPrecision(ctx context.Context, path string, chunks []chunkMeta) error {
-	var (
-		file *os.File
-		size int64
-		zd   *zstd.Decoder
-	)
-	defer func() {
-		if file != nil {
-			file.Close()
-		}
-		if zd != nil {
-			zd.Close()
-		}
-	}()
+	f := &chunkFile{path: path}
+	defer f.close()
 	for _, c := range chunks {
 		precision, scale, ok := decimalNarrowed(c)
 		bits, unsigned := unsignedNarrowed(c)
 		if !ok && !unsigned {
 			continue
 		}
-		if file == nil {
-			var err error
-			if file, err = os.Open(path); err != nil {
-				return err
-			}
-			info, err := file.Stat()
-			if err != nil {
-				return err
-			}
-			size = info.Size()
+		if err := f.open(); err != nil {
+			return err
 		}
 		c.ctx = ctx
 		if unsigned {
-			if err := unsignedBeyondWidth(file, size, c, bits, &zd); err != nil {
+			if err := unsignedBeyondWidth(f.file, f.size, c, bits, &f.zd); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -134,7 +115,7 @@ func decimalsBeyondPrecision(ctx context.Context, path string, chunks []chunkMet
 			}
 			return nil
 		}
-		err := chunkValues(file, size, c, width, &zd, check)
+		err := chunkValues(f.file, f.size, c, width, &f.zd, check)
 		typ := fmt.Sprintf("DECIMAL(%d,%d)", precision, scale)
 		duckBits := 8 * duckDecimalBytes(precision)
 		switch {
@@ -151,6 +132,43 @@ func decimalsBeyondPrecision(ctx context.Context, path string, chunks []chunkMet
 }
 
 var errBeyond = unverifiable("a value beyond the precision")
+
+// chunkFile is a Parquet file whose chunks' values are read in Go
+// (chunkValues): opened on first use, with one zstd decoder for all its
+// pages. close releases both.
+type chunkFile struct {
+	path string
+	file *os.File
+	size int64
+	zd   *zstd.Decoder
+}
+
+// open opens the file, once.
+func (f *chunkFile) open() error {
+	if f.file != nil {
+		return nil
+	}
+	file, err := os.Open(f.path)
+	if err != nil {
+		return err
+	}
+	info, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return err
+	}
+	f.file, f.size = file, info.Size()
+	return nil
+}
+
+func (f *chunkFile) close() {
+	if f.file != nil {
+		f.file.Close()
+	}
+	if f.zd != nil {
+		f.zd.Close()
+	}
+}
 
 // A UINT_8 or UINT_16 leaf is stored in an INT32, and a value beyond its
 // width is read by DuckDB and pyarrow by its low 8 or 16 bits, by Spark

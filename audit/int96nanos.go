@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"strings"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 // An INT96 time holds nanoseconds (8 bytes of the day's, 4 of its Julian
@@ -84,37 +81,18 @@ func (r *run) int96Nanos(ctx context.Context, cols map[string][]fileColumn, file
 // the chunks of the Parquet file at path of the top-level INT96 columns
 // named read, or such a chunk whose pages cannot be read.
 func int96FileNanos(ctx context.Context, path string, chunks []chunkMeta, read []string) error {
-	var (
-		file *os.File
-		size int64
-		zd   *zstd.Decoder
-	)
-	defer func() {
-		if file != nil {
-			file.Close()
-		}
-		if zd != nil {
-			zd.Close()
-		}
-	}()
+	f := &chunkFile{path: path}
+	defer f.close()
 	for _, c := range chunks {
 		if c.physical != ptInt96 || len(c.parts) != 1 || !containsFold(read, c.parts[0]) {
 			continue
 		}
-		if file == nil {
-			var err error
-			if file, err = os.Open(path); err != nil {
-				return err
-			}
-			info, err := file.Stat()
-			if err != nil {
-				return err
-			}
-			size = info.Size()
+		if err := f.open(); err != nil {
+			return err
 		}
 		c.ctx = ctx
 		var nanos uint64
-		err := chunkValues(file, size, c, 12, &zd, func(v []byte) error {
+		err := chunkValues(f.file, f.size, c, 12, &f.zd, func(v []byte) error {
 			if n := binary.LittleEndian.Uint64(v); n%1000 != 0 {
 				nanos = n
 				return errBeyond
