@@ -310,16 +310,34 @@ func (r *run) prepareIncTable(ctx context.Context, name string, it *incTable) er
 	for _, o := range bv.objects {
 		inBatch[o.Path] = true
 	}
-	byPath := map[string]Object{}
+	it.old = make([]Object, 0, len(all))
 	for _, o := range all {
-		byPath[o.Path] = o
 		if !inBatch[o.Path] {
 			it.old = append(it.old, o)
 		}
 	}
-	// The batch's files, with the addresses the listing gives (a diff has none).
+	// The batch's files, with the addresses the listing gives (a diff has
+	// none): the listing is in path order (a map of it was most of this
+	// step's cost over a table of thousands of files).
+	at := func(path string) (Object, bool) {
+		i, found := slices.BinarySearchFunc(all, path, func(o Object, p string) int { return strings.Compare(o.Path, p) })
+		if found {
+			for i+1 < len(all) && all[i+1].Path == path {
+				i++ // the last of one path, as the map kept it
+			}
+			return all[i], true
+		}
+		return Object{}, false
+	}
+	if !slices.IsSortedFunc(all, func(a, b Object) int { return strings.Compare(a.Path, b.Path) }) {
+		byPath := make(map[string]Object, len(all))
+		for _, o := range all {
+			byPath[o.Path] = o
+		}
+		at = func(path string) (Object, bool) { o, ok := byPath[path]; return o, ok }
+	}
 	for _, o := range bv.objects {
-		if l, ok := byPath[o.Path]; ok && l.Size == o.Size {
+		if l, ok := at(o.Path); ok && l.Size == o.Size {
 			o.Address = l.Address
 		}
 		it.batch = append(it.batch, o)
@@ -983,11 +1001,35 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 	var overlap []Object
 	col := statColumn(c).key()
 	batchNulls := batchRows > batchNonNull
-	for j, st := range it.oldStats {
-		cs := st.Cols[col]
-		canNull := len(cols) > 1 && batchNulls && cs.NonNull < st.Rows // NULLs compare equal in a combination
-		if canNull || (batchNonNull > 0 && cs.NonNull > 0 && rangesMeet(typ, lo, hi, cs)) {
-			overlap = append(overlap, it.old[j])
+	var kc *keyColumn // the summary's figures of col, file by file (summary.go)
+	if it.sum != nil {
+		kc = it.sum.keys[col]
+	}
+	if kc != nil {
+		l, e1 := strconv.ParseInt(lo, 10, 64)
+		h, e2 := strconv.ParseInt(hi, 10, 64)
+		parsed := integerType(typ) && e1 == nil && e2 == nil && lo != "" && hi != ""
+		for j, kf := range kc.files {
+			canNull := len(cols) > 1 && batchNulls && kf.nonNull < kf.rows // NULLs compare equal in a combination
+			if canNull {
+				overlap = append(overlap, it.old[j])
+				continue
+			}
+			if batchNonNull == 0 || kf.nonNull == 0 {
+				continue
+			}
+			// rangesMeet, with the figures parsed once per summary.
+			if (parsed && kf.parsed && kf.min <= h && l <= kf.max) || ((!parsed || !kf.parsed) && rangesMeet(typ, lo, hi, it.oldStats[j].Cols[col])) {
+				overlap = append(overlap, it.old[j])
+			}
+		}
+	} else {
+		for j, st := range it.oldStats {
+			cs := st.Cols[col]
+			canNull := len(cols) > 1 && batchNulls && cs.NonNull < st.Rows // NULLs compare equal in a combination
+			if canNull || (batchNonNull > 0 && cs.NonNull > 0 && rangesMeet(typ, lo, hi, cs)) {
+				overlap = append(overlap, it.old[j])
+			}
 		}
 	}
 	overlap = r.holdingKeys(ctx, t, c, typ, it, overlap, batchNulls && len(cols) > 1)
@@ -1038,12 +1080,18 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 		if integerType(typ) {
 			in.add(lo, hi)
 		}
-		for _, st := range it.oldStats {
-			cs := st.Cols[col]
-			nonNull += cs.NonNull
-			if integerType(cs.Type) {
-				in.add(cs.Min, cs.Max)
-				wide = cs.Type
+		if kc != nil {
+			nonNull += kc.nonNull
+			in.widen(kc.ints)
+			wide = cmp.Or(kc.wide, wide)
+		} else {
+			for _, st := range it.oldStats {
+				cs := st.Cols[col]
+				nonNull += cs.NonNull
+				if integerType(cs.Type) {
+					in.add(cs.Min, cs.Max)
+					wide = cs.Type
+				}
 			}
 		}
 		if integerType(typ) {

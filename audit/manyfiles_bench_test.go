@@ -72,6 +72,8 @@ type seqLake struct {
 	commits map[string]CommitInfo
 	local   map[string]string // address -> local file
 	diffs   map[string][]Object
+	bases   map[[2]string]string
+	changed map[string]Object // commit -> the one object it changed against its first parent
 }
 
 func (l *seqLake) under(ref, prefix string) []Object {
@@ -93,6 +95,12 @@ func (l *seqLake) Changed(ctx context.Context, repo, base, ref, prefix string) (
 	mb, err := l.MergeBase(ctx, repo, ref, base)
 	if err != nil {
 		return nil, err
+	}
+	if o, ok := l.changed[ref]; ok && len(l.commits[ref].Parents) > 0 && l.commits[ref].Parents[0] == mb {
+		if strings.HasPrefix(o.Path, prefix) {
+			return []Object{o}, nil
+		}
+		return nil, nil
 	}
 	was := map[string]string{}
 	for _, o := range l.under(mb, prefix) {
@@ -123,7 +131,18 @@ func (l *seqLake) Download(_ context.Context, _, ref, path string, w io.Writer) 
 	return err
 }
 
-func (l *seqLake) MergeBase(_ context.Context, _, a, b string) (string, error) {
+func (l *seqLake) MergeBase(ctx context.Context, repo, a, b string) (string, error) {
+	if mb, ok := l.bases[[2]string{a, b}]; ok {
+		return mb, nil
+	}
+	mb, err := l.mergeBase(a, b)
+	if err == nil {
+		l.bases[[2]string{a, b}] = mb
+	}
+	return mb, err
+}
+
+func (l *seqLake) mergeBase(a, b string) (string, error) {
 	walk := func(from string, visit func(string) bool) {
 		seen := map[string]bool{from: true}
 		for q := []string{from}; len(q) > 0; q = q[1:] {
@@ -168,6 +187,7 @@ func (l *seqLake) with(name string, ref string, o Object, parents []string, meta
 		objs = slices.Insert(objs, i, o)
 	}
 	l.objs[id] = objs
+	l.changed[id] = o
 	l.commits[id] = CommitInfo{ID: id, Parents: parents, Metadata: meta}
 	return id
 }
@@ -210,7 +230,8 @@ func BenchmarkAuditManyFiles(b *testing.B) {
 	for _, files := range []int{64, 1024, 4096} {
 		b.Run(fmt.Sprintf("files=%d", files), func(b *testing.B) {
 			dir := manyFilesFiles(b, files, 0)
-			lake := &seqLake{objs: map[string][]Object{}, commits: map[string]CommitInfo{}, local: map[string]string{}, diffs: map[string][]Object{}}
+			lake := &seqLake{objs: map[string][]Object{}, commits: map[string]CommitInfo{}, local: map[string]string{}, diffs: map[string][]Object{},
+				bases: map[[2]string]string{}, changed: map[string]Object{}}
 			object := func(local, path string) Object {
 				st, err := os.Stat(local)
 				if err != nil {

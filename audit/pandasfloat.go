@@ -53,6 +53,21 @@ func (r *intRange) add(lo, hi string) {
 	}
 }
 
+// widen widens r by o's values.
+func (r *intRange) widen(o intRange) {
+	for _, v := range []*big.Int{o.lo, o.hi} {
+		if v == nil {
+			continue
+		}
+		if r.lo == nil || v.Cmp(r.lo) < 0 {
+			r.lo = v
+		}
+		if r.hi == nil || v.Cmp(r.hi) > 0 {
+			r.hi = v
+		}
+	}
+}
+
 // beyond is the value of r farthest beyond ±2^53, or nil when every value
 // of r is within.
 func (r intRange) beyond() *big.Int {

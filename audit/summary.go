@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -54,7 +55,92 @@ type fileSummary struct {
 	rows   int64
 	counts map[string]int64      // rows meeting each where condition, by whereKey
 	cols   map[string]minMaxFold // by colNeed.key()
-	bytes  int64
+	// keys is each column's figures file by file, parsed once (see
+	// keyColumn), by colNeed.key().
+	keys  map[string]*keyColumn
+	bytes int64
+}
+
+// keyColumn is one column's figures in each file of a summary, in the
+// files' order, read from their statistics once per summary (a summary
+// folded from a kept one takes the kept one's and reads the gained files'
+// only): unique's incremental plan goes over every unchanged file for the
+// ones whose key range can hold a batch key, and adds up every file's
+// non-NULL count and integer range for pandas' reading. Doing that from
+// the statistics (a map lookup and four integer parses per file, two big
+// integers more for the range) was most of the audit's cost that grew with
+// the table (BenchmarkAuditManyFiles).
+type keyColumn struct {
+	files   []keyFile
+	nonNull int64    // the files' non-NULL values
+	ints    intRange // the integer-typed files' min and max, as intRange.add takes them
+	wide    string   // the type of the last integer-typed file in path order, or ""
+}
+
+// keyFile is one file's figures of a key column.
+type keyFile struct {
+	rows, nonNull int64
+	// min and max, when parsed: the column is of an integer type and
+	// strconv.ParseInt takes both (as rangesMeet compares them).
+	min, max int64
+	parsed   bool
+	intType  string // the column's type, when an integer type
+}
+
+// keyFileBytes is what keyColumn keeps per file (summaryBytes).
+const keyFileBytes = 56
+
+func keyFileOf(st fileStats, col string) keyFile {
+	cs := st.Cols[col]
+	k := keyFile{rows: st.Rows, nonNull: cs.NonNull}
+	if !integerType(cs.Type) {
+		return k
+	}
+	k.intType = cs.Type
+	if cs.Min != "" && cs.Max != "" {
+		lo, e1 := strconv.ParseInt(cs.Min, 10, 64)
+		hi, e2 := strconv.ParseInt(cs.Max, 10, 64)
+		k.min, k.max, k.parsed = lo, hi, e1 == nil && e2 == nil
+	}
+	return k
+}
+
+// keyColumnOf is col's keyColumn over stats (the summary's files in
+// order): from prev's (the kept summary's, files held[i] in order) and
+// the gained files' statistics when prev has it, else from every file's.
+func keyColumnOf(col string, stats []fileStats, prev *keyColumn, held []bool) *keyColumn {
+	k := &keyColumn{files: make([]keyFile, len(stats))}
+	gained := func(i int) {
+		cs := stats[i].Cols[col]
+		k.files[i] = keyFileOf(stats[i], col)
+		k.nonNull += cs.NonNull
+		if k.files[i].intType != "" {
+			k.ints.add(cs.Min, cs.Max)
+		}
+	}
+	if prev == nil {
+		for i := range stats {
+			gained(i)
+		}
+	} else {
+		k.nonNull, k.ints = prev.nonNull, prev.ints // intRange.add replaces its values, never changes them
+		j := 0
+		for i := range stats {
+			if held[i] {
+				k.files[i] = prev.files[j]
+				j++
+				continue
+			}
+			gained(i)
+		}
+	}
+	for i := len(k.files) - 1; i >= 0; i-- {
+		if t := k.files[i].intType; t != "" {
+			k.wide = t
+			break
+		}
+	}
+	return k
 }
 
 // minMaxFold is one column's min and max over files' statistics, as
@@ -333,7 +419,15 @@ func (r *run) summarize(ctx context.Context, t Table, objs []Object, need statsN
 		s.stats[i] = prev.stats[j]
 		j++
 	}
-	s.bytes = summaryBytes(files, s.stats)
+	s.keys = make(map[string]*keyColumn, len(need.cols))
+	for _, c := range need.cols {
+		var pk *keyColumn
+		if prev != nil {
+			pk = prev.keys[c.key()]
+		}
+		s.keys[c.key()] = keyColumnOf(c.key(), s.stats, pk, held)
+	}
+	s.bytes = summaryBytes(files, s.stats) + int64(len(files)*len(need.cols)*keyFileBytes)
 	if !slices.ContainsFunc(sts, func(st fileStats) bool { return st.mixed }) {
 		r.e.summaries.put(key, s) // figures of a mixed scan are not kept (schemaagree.go)
 	}

@@ -1,0 +1,71 @@
+package audit
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// TestKeyColumnFoldedEqualsFresh: a summary's key column folded from a
+// kept summary's (the kept files held in order, the gained ones read from
+// their statistics) equals the one read from every file's statistics,
+// over random files of integer, text and unparsable figures.
+func TestKeyColumnFoldedEqualsFresh(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	types := []string{"BIGINT", "INTEGER", "VARCHAR", "HUGEINT", "DOUBLE"}
+	stat := func() fileStats {
+		typ := types[rng.IntN(len(types))]
+		lo, hi := rng.Int64N(1000)-500, rng.Int64N(1000)
+		cs := colStats{Type: typ, NonNull: rng.Int64N(3), Min: fmt.Sprint(lo), Max: fmt.Sprint(lo + hi)}
+		switch rng.IntN(6) {
+		case 0:
+			cs.Min = "" // too long to store
+		case 1:
+			cs.Max = "170141183460469231731687303715884105727" // beyond int64
+		}
+		return fileStats{Rows: 2 + rng.Int64N(5), Cols: map[string]colStats{"id": cs}}
+	}
+	for round := range 200 {
+		n := rng.IntN(12)
+		stats := make([]fileStats, n)
+		held := make([]bool, n)
+		var kept []fileStats
+		for i := range stats {
+			stats[i] = stat()
+			if rng.IntN(3) > 0 {
+				held[i] = true
+				kept = append(kept, stats[i])
+			}
+		}
+		prev := keyColumnOf("id", kept, nil, nil)
+		folded := keyColumnOf("id", stats, prev, held)
+		fresh := keyColumnOf("id", stats, nil, nil)
+		if !reflect.DeepEqual(folded.files, fresh.files) || folded.nonNull != fresh.nonNull || folded.wide != fresh.wide ||
+			fmt.Sprint(folded.ints.lo, folded.ints.hi) != fmt.Sprint(fresh.ints.lo, fresh.ints.hi) {
+			t.Fatalf("round %d: folded %+v, fresh %+v", round, folded, fresh)
+		}
+		// What uniqueIncremental took from the statistics file by file.
+		var nonNull int64
+		var in intRange
+		wide := ""
+		for i, st := range stats {
+			cs := st.Cols["id"]
+			nonNull += cs.NonNull
+			if integerType(cs.Type) {
+				in.add(cs.Min, cs.Max)
+				wide = cs.Type
+			}
+			lo, hi := "0", "10"
+			kf := fresh.files[i]
+			fast := kf.parsed && kf.min <= 10 && 0 <= kf.max
+			if kf.parsed && fast != rangesMeet("BIGINT", lo, hi, cs) {
+				t.Fatalf("round %d file %d: parsed range %d..%d meets [0, 10]: %v, rangesMeet %v", round, i, kf.min, kf.max, fast, !fast)
+			}
+		}
+		if nonNull != fresh.nonNull || wide != fresh.wide || fmt.Sprint(in.lo, in.hi) != fmt.Sprint(fresh.ints.lo, fresh.ints.hi) {
+			t.Fatalf("round %d: from the statistics %d %s %v..%v, key column %d %s %v..%v", round, nonNull, wide, in.lo, in.hi,
+				fresh.nonNull, fresh.wide, fresh.ints.lo, fresh.ints.hi)
+		}
+	}
+}
