@@ -359,7 +359,7 @@ func (r *run) prepareIncTable(ctx context.Context, name string, it *incTable) er
 		}
 		it.batchStats = known
 		if len(objs) > 0 {
-			if sts, err := r.computeStats(ctx, t.format(), objs, files, it.need); err == nil {
+			if sts, err := r.computeStats(ctx, t, objs, files, it.need); err == nil {
 				for i, o := range objs {
 					r.storeStats(o, sts[i])
 					known[at[i]] = sts[i]
@@ -534,7 +534,7 @@ func (r *run) statsOf(ctx context.Context, t Table, objs []Object, need statsNee
 	}
 	objsMissing := each(missing, func(i int) Object { return objs[i] })
 	local := r.plan(each(objsMissing, func(o Object) fetch { return fetch{ref: cmp.Or(o.at, r.req.Ref), obj: o} }))
-	sts, err := r.computeStats(ctx, t.format(), objsMissing, local, need)
+	sts, err := r.computeStats(ctx, t, objsMissing, local, need)
 	if err != nil {
 		return nil, fmt.Errorf("statistics of table %s: %w", t.Name, err)
 	}
