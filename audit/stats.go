@@ -98,7 +98,10 @@ func (c colNeed) key() string {
 func (n statsNeed) empty() bool { return len(n.cols) == 0 && len(n.wheres) == 0 }
 
 // has reports whether s holds every figure n asks for, usable as stored,
-// and the file's schema.
+// and the file's schema. Values of a column the file's schema lacks are
+// a record computed before the scan read the files' own columns: of
+// read_parquet's virtual column so named (ownColumnsSQL), doubtful
+// (TestReview38RecordsOfTheVirtualColumnAreComputedAgain).
 func (s fileStats) has(n statsNeed) bool {
 	if len(s.Schema) == 0 {
 		return false
@@ -106,6 +109,9 @@ func (s fileStats) has(n statsNeed) bool {
 	for _, c := range n.cols {
 		cs, ok := s.Cols[c.key()]
 		if !ok || (cs.NonNull > 0 && (cs.Min == "" || cs.Max == "") && (!c.countOnly || integerType(cs.Type))) {
+			return false
+		}
+		if cs.NonNull > 0 && !slices.ContainsFunc(s.Schema, func(col [2]string) bool { return strings.EqualFold(col[0], c.name) }) {
 			return false
 		}
 	}
