@@ -47,3 +47,33 @@ func TestReview38DeltaClaimsOfAColumnTheFileLacks(t *testing.T) {
 		})
 	}
 }
+
+// TestReview38DeltaTableWithAFilenameColumn: a Delta table's data files
+// are counted against the numRecords of the log's stats (every writer
+// states them) with read_parquet's filename option, which DuckDB refuses
+// over a file that has a column named filename: an honest table with such
+// a column could not be audited at all.
+func TestReview38DeltaTableWithAFilenameColumn(t *testing.T) {
+	schema := `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"filename","type":"string","nullable":true,"metadata":{}}]}`
+	meta := fmt.Sprintf(`{"metaData":{"id":"t1","format":{"provider":"parquet","options":{}},"schemaString":%q,"partitionColumns":[],"configuration":{},"createdTime":1}}`, schema)
+	for _, records := range []int{2, 3} {
+		t.Run(fmt.Sprint("stated_", records), func(t *testing.T) {
+			src := newDirSource(t)
+			src.write(t, "main", "gold/events/part-a.parquet", "SELECT * FROM (VALUES (1::BIGINT, 'x'), (2, 'y')) v(id, filename)")
+			info, err := os.Stat(filepath.Join(src.root, "main", "gold", "events", "part-a.parquet"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			add := fmt.Sprintf(`{"add":{"path":"part-a.parquet","partitionValues":{},"size":%d,"modificationTime":1,"dataChange":true,"stats":"{\"numRecords\":%d}"}}`, info.Size(), records)
+			writeDeltaCommit(t, src, "main", "gold/events", 0, deltaProtocol(1), meta, add)
+			rep := deltaAudit(t, src, "main", FormatDelta, Check{Name: "rows", Kind: KindRowCount, Table: "events", Max: f64(10)})
+			got := rep.Checks[0]
+			if records == 2 && (!rep.Passed || got.Observed != "2 rows") {
+				t.Errorf("honest numRecords: passed %v (%s %s), want 2 rows, pass", rep.Passed, got.Observed, got.Message)
+			}
+			if records == 3 && (rep.Passed || !strings.Contains(got.Message, "has 3 records, the file has 2")) {
+				t.Errorf("numRecords 3 of a file of 2 rows: passed %v (%s %s), want refused", rep.Passed, got.Observed, got.Message)
+			}
+		})
+	}
+}

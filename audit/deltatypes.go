@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strconv"
@@ -498,8 +499,13 @@ func (r *run) deltaRecordDisagreement(ctx context.Context, v *view) error {
 	if len(files) == 0 {
 		return nil
 	}
-	rows, err := r.conn.QueryContext(ctx, fmt.Sprintf("SELECT filename, count(*) FROM read_parquet(%s, filename = true, union_by_name = true%s) GROUP BY filename",
-		literalList(files), noHive))
+	// The file name's column gets a name no file can be counted on to
+	// lack otherwise: DuckDB refuses the option over a file that has a
+	// column so named, and a table with a column named filename could not
+	// be audited (TestReview38DeltaTableWithAFilenameColumn).
+	fc := "__lakewap_file_" + strconv.FormatUint(rand.Uint64(), 36)
+	rows, err := r.conn.QueryContext(ctx, fmt.Sprintf("SELECT %s, count(*) FROM read_parquet(%s, filename = %s, union_by_name = true%s) GROUP BY %s",
+		quoteIdent(fc), literalList(files), quoteLiteral(fc), noHive, quoteIdent(fc)))
 	if err != nil {
 		return err
 	}
