@@ -3,9 +3,9 @@ package audit
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -322,4 +322,3 @@ func BenchmarkAuditManyFiles(b *testing.B) {
 		})
 	}
 }
-
