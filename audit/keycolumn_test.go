@@ -69,3 +69,43 @@ func TestKeyColumnFoldedEqualsFresh(t *testing.T) {
 		}
 	}
 }
+
+// TestSamePartitionKeysIsPartitionKeys: samePartitionKeys(dir, k) is
+// partitionKeys(dir) == k over random folders and keys.
+func TestSamePartitionKeysIsPartitionKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	segs := []string{"a=1", "b=2", "ab=3", "x", "=5", "a=", "", "b", "a=b=c", "c=1"}
+	dir := func() string {
+		var d string
+		for range rng.IntN(5) {
+			d += segs[rng.IntN(len(segs))] + "/"
+		}
+		return d
+	}
+	for range 5000 {
+		d, e := dir(), dir()
+		k := partitionKeys(e)
+		if rng.IntN(4) == 0 {
+			k = partitionKeys(d)
+		}
+		if got, want := samePartitionKeys(d, k), partitionKeys(d) == k; got != want {
+			t.Fatalf("samePartitionKeys(%q, %q) = %v, partitionKeys gives %q", d, k, got, partitionKeys(d))
+		}
+	}
+}
+
+// TestTableFilesSkipsHiddenParts: a file under a part starting with "_"
+// or "." (Spark's and Hive's hidden files) is no table data, wherever the
+// part is; a name that only holds one is.
+func TestTableFilesSkipsHiddenParts(t *testing.T) {
+	objs := []Object{{Path: "t/a.parquet", Size: 1}, {Path: "t/_SUCCESS", Size: 1}, {Path: "t/x=1/_tmp/a.parquet", Size: 1},
+		{Path: "t/x=1/.a.parquet.crc", Size: 1}, {Path: "t/x_1/a.parquet", Size: 1}, {Path: "t/x.1/b_.parquet", Size: 1},
+		{Path: "t/_delta_log/0.json", Size: 1}, {Path: "t/b.parquet._COPYING_", Size: 1}, {Path: "t/e.parquet"}}
+	var got []string
+	for _, o := range tableFiles("t/", objs) {
+		got = append(got, o.Path)
+	}
+	if want := []string{"t/a.parquet", "t/x_1/a.parquet", "t/x.1/b_.parquet"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("table files %v, want %v", got, want)
+	}
+}

@@ -164,12 +164,30 @@ func (r *run) relinkCandidates(ctx context.Context, t Table) ([][2]Object, error
 	if err != nil {
 		return nil, err
 	}
-	byPath := indexPaths(base)
 	var out [][2]Object
-	for _, o := range at {
-		b, ok := byPath.get(o.Path)
-		if ok && b.Address != o.Address && b.Checksum == o.Checksum && b.Size == o.Size {
+	candidate := func(o, b Object) {
+		if b.Address != o.Address && b.Checksum == o.Checksum && b.Size == o.Size {
 			out = append(out, [2]Object{o, b})
+		}
+	}
+	if pathOrdered(at) && pathOrdered(base) {
+		// Both in path order, as listed: one walk (this runs for every
+		// file of a table at every audit).
+		j := 0
+		for _, o := range at {
+			for j < len(base) && base[j].Path < o.Path {
+				j++
+			}
+			if j < len(base) && base[j].Path == o.Path {
+				candidate(o, base[j])
+			}
+		}
+	} else {
+		byPath := indexPaths(base)
+		for _, o := range at {
+			if b, ok := byPath.get(o.Path); ok {
+				candidate(o, b)
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b [2]Object) int { return strings.Compare(a[0].Path, b[0].Path) })

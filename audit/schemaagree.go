@@ -156,6 +156,44 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 	return "", nil
 }
 
+// partitionKeys is the keys of the partition directories of dir (a
+// table-relative folder ending in "/"), joined by "/": "a=1/x/b=2/" is "a/b".
+func partitionKeys(dir string) string {
+	var keys []string
+	for _, seg := range strings.Split(strings.TrimSuffix(dir, "/"), "/") {
+		if key, _, ok := strings.Cut(seg, "="); ok && key != "" {
+			keys = append(keys, key)
+		}
+	}
+	return strings.Join(keys, "/")
+}
+
+// samePartitionKeys is partitionKeys(dir) == keys without building it
+// (layoutDisagreement runs it for every folder of a table at every audit).
+func samePartitionKeys(dir, keys string) bool {
+	dir = strings.TrimSuffix(dir, "/")
+	first := true
+	for {
+		seg, rest, more := strings.Cut(dir, "/")
+		if key, _, ok := strings.Cut(seg, "="); ok && key != "" {
+			if !first {
+				if !strings.HasPrefix(keys, "/") {
+					return false
+				}
+				keys = keys[1:]
+			}
+			if !strings.HasPrefix(keys, key) {
+				return false
+			}
+			keys, first = keys[len(key):], false
+		}
+		if !more {
+			return keys == ""
+		}
+		dir = rest
+	}
+}
+
 // removedFiles are the files of t at the foundation that the audited
 // state does not hold (by path and physical address): removed or
 // replaced by the batch, or, onto a head, by what the merge leaves.
@@ -274,17 +312,10 @@ func layoutDisagreement(t Table, old, batch []Object) string {
 				continue
 			}
 			lastDir = dir
-			var keys []string
-			for _, seg := range strings.Split(strings.TrimSuffix(dir, "/"), "/") {
-				if key, _, ok := strings.Cut(seg, "="); ok && key != "" {
-					keys = append(keys, key)
-				}
-			}
-			k := strings.Join(keys, "/")
 			if first == "" {
-				first, firstKeys = o.Path, k
-			} else if k != firstKeys {
-				return fmt.Sprintf("table %s's file %s sits under partition directories of keys [%s] and %s under [%s]", t.Name, first, firstKeys, o.Path, k)
+				first, firstKeys = o.Path, partitionKeys(dir)
+			} else if !samePartitionKeys(dir, firstKeys) {
+				return fmt.Sprintf("table %s's file %s sits under partition directories of keys [%s] and %s under [%s]", t.Name, first, firstKeys, o.Path, partitionKeys(dir))
 			}
 		}
 	}
