@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -437,6 +438,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 					n, _ := e.memo.stats()
 					hits += n
 					folded += e.foldedSummaries()
+					checkKeptSummaries(t, e)
 					e = engine()
 				}
 				s := h.batch()
@@ -481,6 +483,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 			n, misses := e.memo.stats()
 			hits += n
 			folded += e.foldedSummaries()
+			checkKeptSummaries(t, e)
 			t.Logf("%d incremental and %d full audits compared, %d of them onto a moved target, %d onto another dataset's publish; %d direct commits; %d answers from the memo (%d misses on the last engine); %d summaries folded onto a kept one",
 				incremental, full, onto, afterForeign, unattested, hits, misses, folded)
 			if hits == 0 {
@@ -530,6 +533,28 @@ func TestReduceMinMaxOrdersAsDuckDB(t *testing.T) {
 		lo, hi, ok := reduceMinMax(tc.in)
 		if ok != tc.ok || (ok && (lo.Min != tc.lo || hi.Max != tc.hi)) {
 			t.Errorf("%s: %q %q %v, want %q %q %v", tc.name, lo.Min, hi.Max, ok, tc.lo, tc.hi, tc.ok)
+		}
+	}
+}
+
+// checkKeptSummaries: each summary e keeps, folded or not, holds what one
+// made from its files' statistics alone would: their bytes and each key
+// column.
+func checkKeptSummaries(t *testing.T, e *Engine) {
+	t.Helper()
+	e.summaries.mu.Lock()
+	defer e.summaries.mu.Unlock()
+	for el := e.summaries.lru.Front(); el != nil; el = el.Next() {
+		s := el.Value.(*summaryEntry).s
+		if want := summaryBytes(s.files, s.stats); s.statBytes != want {
+			t.Fatalf("a summary of %d files counts %d bytes of statistics, its files' statistics take %d", len(s.files), s.statBytes, want)
+		}
+		for col, kc := range s.keys {
+			fresh := keyColumnOf(col, s.stats, nil, nil)
+			if !reflect.DeepEqual(kc.files, fresh.files) || kc.nonNull != fresh.nonNull || kc.wide != fresh.wide ||
+				fmt.Sprint(kc.ints.lo, kc.ints.hi) != fmt.Sprint(fresh.ints.lo, fresh.ints.hi) {
+				t.Fatalf("a summary of %d files holds key column %s %+v, its files' statistics give %+v", len(s.files), col, kc, fresh)
+			}
 		}
 	}
 }

@@ -57,8 +57,9 @@ type fileSummary struct {
 	cols   map[string]minMaxFold // by colNeed.key()
 	// keys is each column's figures file by file, parsed once (see
 	// keyColumn), by colNeed.key().
-	keys  map[string]*keyColumn
-	bytes int64
+	keys      map[string]*keyColumn
+	statBytes int64 // summaryBytes(files, stats)
+	bytes     int64 // statBytes and the keys'
 }
 
 // keyColumn is one column's figures in each file of a summary, in the
@@ -427,7 +428,15 @@ func (r *run) summarize(ctx context.Context, t Table, objs []Object, need statsN
 		}
 		s.keys[c.key()] = keyColumnOf(c.key(), s.stats, pk, held)
 	}
-	s.bytes = summaryBytes(files, s.stats) + int64(len(files)*len(need.cols)*keyFileBytes)
+	// What the files and their statistics take: the kept summary's and
+	// the gained files' (summaryBytes over every file's statistics maps
+	// was a walk of the whole table at every audit).
+	if prev == nil {
+		s.statBytes = summaryBytes(files, s.stats)
+	} else {
+		s.statBytes = prev.statBytes + summaryBytes(each(gained, func(i int) summaryFile { return files[i] }), sts) - summaryBytes(nil, nil)
+	}
+	s.bytes = s.statBytes + int64(len(files)*len(need.cols)*keyFileBytes)
 	if !slices.ContainsFunc(sts, func(st fileStats) bool { return st.mixed }) {
 		r.e.summaries.put(key, s) // figures of a mixed scan are not kept (schemaagree.go)
 	}
