@@ -109,3 +109,31 @@ func TestTableFilesSkipsHiddenParts(t *testing.T) {
 		t.Fatalf("table files %v, want %v", got, want)
 	}
 }
+
+// TestStatsStoreInternsSchemas: records of one schema held in memory share
+// it (schemaDisagreement tells them alike at once), equal by value to
+// what was put; another schema stays its own.
+func TestStatsStoreInternsSchemas(t *testing.T) {
+	s, err := NewStatsStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := func(typ string) [][2]string { return [][2]string{{"id", "BIGINT"}, {"v", typ}} }
+	for i, typ := range []string{"DOUBLE", "DOUBLE", "VARCHAR"} {
+		if err := s.put(fmt.Sprint("k", i), fileStats{Rows: 1, Schema: schema(typ)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, _ := s.get("k0")
+	b, _ := s.get("k1")
+	c, _ := s.get("k2")
+	if !reflect.DeepEqual(a.Schema, schema("DOUBLE")) || !reflect.DeepEqual(c.Schema, schema("VARCHAR")) {
+		t.Fatalf("schemas %v, %v", a.Schema, c.Schema)
+	}
+	if &a.Schema[0] != &b.Schema[0] {
+		t.Fatal("two records of one schema hold two copies of it")
+	}
+	if sameSchema(a.Schema, c.Schema) || !sameSchema(a.Schema, schema("DOUBLE")) {
+		t.Fatal("sameSchema tells schemas apart otherwise than their values")
+	}
+}

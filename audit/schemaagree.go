@@ -115,7 +115,7 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 		each := func(objs []Object, sts []fileStats, in ...int) bool {
 			var last [][2]string
 			for i, o := range objs {
-				if len(sts[i].Schema) > 0 && slices.Equal(sts[i].Schema, last) {
+				if len(sts[i].Schema) > 0 && sameSchema(sts[i].Schema, last) {
 					continue
 				}
 				if !add(o, sts[i], in...) {

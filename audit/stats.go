@@ -170,6 +170,11 @@ type StatsStore struct {
 	order    []string
 	sizes    map[string]int // bytes of each record in mem, as stored
 	memBytes int
+	// schemas interns the files' schemas held in mem (most files of a
+	// table share one): schemaDisagreement tells a file whose schema is
+	// the previous file's by its backing array before comparing it. At
+	// most maxInternedSchemas; past it, schemas are not interned.
+	schemas map[string][][2]string
 	// Failpoint, when set, is called at named points of a write (tests).
 	failpoint func(name string)
 	// lookups counts the records looked up (get), for tests.
@@ -409,6 +414,7 @@ func (s *StatsStore) remember(key string, st fileStats, size int) {
 		s.order = append(s.order, key)
 	}
 	s.memBytes += size - s.sizes[key]
+	st.Schema = s.intern(st.Schema)
 	s.mem[key], s.sizes[key] = st, size
 	for len(s.order) > maxStatsInMemory || s.memBytes > maxStatsMemBytes {
 		k := s.order[0]
@@ -417,6 +423,42 @@ func (s *StatsStore) remember(key string, st fileStats, size int) {
 		delete(s.sizes, k)
 		s.order = s.order[1:]
 	}
+}
+
+// maxInternedSchemas bounds StatsStore.schemas.
+const maxInternedSchemas = 1024
+
+// intern is schema, or an equal one interned before (with s.mu held).
+func (s *StatsStore) intern(schema [][2]string) [][2]string {
+	if len(schema) == 0 {
+		return schema
+	}
+	var b strings.Builder
+	for _, c := range schema {
+		b.WriteString(c[0])
+		b.WriteByte(0)
+		b.WriteString(c[1])
+		b.WriteByte(0)
+	}
+	k := b.String()
+	if have, ok := s.schemas[k]; ok {
+		return have
+	}
+	if s.schemas == nil {
+		s.schemas = map[string][][2]string{}
+	}
+	if len(s.schemas) < maxInternedSchemas {
+		s.schemas[k] = schema
+	}
+	return schema
+}
+
+// sameSchema is slices.Equal(a, b), told at once for one interned schema.
+func sameSchema(a, b [][2]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b)
 }
 
 // put stores st under key (merged with the figures already stored).
