@@ -453,6 +453,16 @@ func (s *StatsStore) intern(schema [][2]string) [][2]string {
 	return schema
 }
 
+// interned is schema, or an equal one the store interned before.
+func (s *StatsStore) interned(schema [][2]string) [][2]string {
+	if s == nil {
+		return schema
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.intern(schema)
+}
+
 // sameSchema is slices.Equal(a, b), told at once for one interned schema.
 func sameSchema(a, b [][2]string) bool {
 	if len(a) != len(b) {
@@ -568,6 +578,7 @@ func (r *run) computeStats(ctx context.Context, t Table, objs []Object, files []
 		if out[i].Schema, err = r.fileSchema(ctx, f); err != nil {
 			return nil, err
 		}
+		out[i].Schema = r.e.stats.interned(out[i].Schema)
 		for _, c := range out[i].Schema {
 			k := strings.ToLower(c[0])
 			fam := typeFamily(c[1], !need.plain())
