@@ -13,6 +13,21 @@ import (
 // growingRows is the rows of the batch and of each earlier file.
 const growingRows = 200_000
 
+// growingBillingRows is a query of the billing rows of ids from to to (not
+// included).
+func growingBillingRows(from, to int) string {
+	return fmt.Sprintf(`SELECT i AS id, (i %% 50000)::INTEGER AS customer_id, (hash(i) %% 10000) / 100.0 AS amount,
+			CASE WHEN i %% 2 = 0 THEN 'open' ELSE 'paid' END AS status FROM range(%d, %d) r(i)`, from, to)
+}
+
+// billingSuite is standardSuite without freshness: four checks over the
+// whole billing table.
+func billingSuite() Suite {
+	s := standardSuite()
+	s.Checks = s.Checks[:4]
+	return s
+}
+
 // growingLake is a table of files earlier files of growingRows distinct ids
 // each at c-<files> (an attested publish), and a batch branch s-<files>
 // made from it adding one file of growingRows new ids. The files are made
@@ -22,10 +37,7 @@ func growingLake(b *testing.B, files int) (*lakeSim, Suite, string, string) {
 	root := filepath.Join(os.TempDir(), "lakewap-growing-bench-v1")
 	lake := &lakeSim{dirSource: &dirSource{root: root, downloads: map[string]int{}, sums: map[string]string{}}, commits: map[string]CommitInfo{}}
 	base, sealed, head := fmt.Sprintf("b%d", files), fmt.Sprintf("s%d", files), fmt.Sprintf("c%d", files)
-	part := func(i int) string {
-		return fmt.Sprintf(`SELECT i AS id, (i %% 50000)::INTEGER AS customer_id, (hash(i) %% 10000) / 100.0 AS amount,
-			CASE WHEN i %% 2 = 0 THEN 'open' ELSE 'paid' END AS status FROM range(%d, %d) r(i)`, i*growingRows, (i+1)*growingRows)
-	}
+	part := func(i int) string { return growingBillingRows(i*growingRows, (i+1)*growingRows) }
 	if _, err := os.Stat(filepath.Join(root, head, "done")); err != nil {
 		for _, ref := range []string{base, sealed, head} {
 			os.RemoveAll(filepath.Join(root, ref))
@@ -38,12 +50,7 @@ func growingLake(b *testing.B, files int) (*lakeSim, Suite, string, string) {
 		lake.branch(b, base, head)
 		os.WriteFile(filepath.Join(root, head, "done"), nil, 0o644)
 	}
-	suite := Suite{Tables: []Table{{Name: "billing", Path: "gold/billing/"}}, Checks: []Check{
-		{Kind: KindNotNull, Table: "billing", Column: "id"},
-		{Kind: KindUnique, Table: "billing", Column: "id"},
-		{Kind: KindRange, Table: "billing", Column: "amount", Min: f64(0), Max: f64(100)},
-		{Kind: KindRowCount, Table: "billing", Min: f64(1)},
-	}}
+	suite := billingSuite()
 	// The head is an attested publish of the suite (of a batch "a").
 	lake.commit("a", []string{base}, nil)
 	lake.commit(base, nil, nil)

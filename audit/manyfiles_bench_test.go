@@ -203,9 +203,8 @@ func manyFilesFiles(b *testing.B, n, from int) string {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		copySQL(b, fmt.Sprintf(`COPY (SELECT i AS id, (i %% 50000)::INTEGER AS customer_id, (hash(i) %% 10000) / 100.0 AS amount,
-			CASE WHEN i %% 2 = 0 THEN 'open' ELSE 'paid' END AS status, (i - %d) // %d AS part FROM range(%d, %d) r(i))
-			TO %s (FORMAT parquet, PARTITION_BY (part))`, from, manyFilesRows, from, from+n*manyFilesRows, quoteLiteral(dir)))
+		copySQL(b, fmt.Sprintf(`COPY (SELECT *, (id - %d) // %d AS part FROM (%s)) TO %s (FORMAT parquet, PARTITION_BY (part))`,
+			from, manyFilesRows, growingBillingRows(from, from+n*manyFilesRows), quoteLiteral(dir)))
 		os.WriteFile(filepath.Join(dir, "done"), nil, 0o644)
 	}
 	return dir
@@ -241,12 +240,7 @@ func BenchmarkAuditManyFiles(b *testing.B) {
 				lake.local[addr] = local
 				return Object{Path: path, Checksum: cid(local)[:32], Address: addr, Size: st.Size()}
 			}
-			suite := Suite{Tables: []Table{{Name: "billing", Path: "gold/billing/"}}, Checks: []Check{
-				{Kind: KindNotNull, Table: "billing", Column: "id"},
-				{Kind: KindUnique, Table: "billing", Column: "id"},
-				{Kind: KindRange, Table: "billing", Column: "amount", Min: f64(0), Max: f64(100)},
-				{Kind: KindRowCount, Table: "billing", Min: f64(1)},
-			}}
+			suite := billingSuite()
 			// The table's first head: the files, an attested publish.
 			var table []Object
 			for i := range files {

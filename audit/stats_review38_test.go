@@ -29,28 +29,10 @@ type review38Lake struct {
 
 func newReview38Lake(t *testing.T, col string, checks ...Check) *review38Lake {
 	t.Helper()
-	l := &review38Lake{t: t, suite: Suite{Tables: []Table{{Name: "t", Path: "gold/t/"}}, Checks: checks},
-		lake: &lakeSim{dirSource: newDirSource(t), commits: map[string]CommitInfo{}}}
-	for i := range l.engines {
-		e, err := New(Options{Source: l.lake, WorkDir: t.TempDir(), History: l.lake})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.Close() })
-		l.engines[i] = e
-	}
-	l.engines[1].unfused = true
-	c0 := cid("c000")
-	l.lake.commit(c0, nil, nil)
-	if err := os.MkdirAll(filepath.Join(l.lake.root, c0), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	l.head = c0
+	l := newReview38Start(t, col, checks...)
 	q := quoteIdent(col)
-	s := l.batch("a", `SELECT (1000 + i)::BIGINT AS `+q+`, 'A-' || i::VARCHAR AS customer_id FROM range(100) t(i)`)
-	l.publish(s, l.audit(s, true, "the table's first file"))
 	// Incremental: A's statistics (alone: it has the column), and X's.
-	s = l.batch("x", `SELECT 5000::BIGINT AS `+q+`, 'X-0' AS customer_id`)
+	s := l.batch("x", `SELECT 5000::BIGINT AS `+q+`, 'X-0' AS customer_id`)
 	l.publish(s, l.audit(s, false, "a batch with the column"))
 	// Full: no statistics of B.
 	s = l.batch("b", `SELECT 'B-' || i::VARCHAR AS customer_id FROM range(100, 200) t(i)`)
@@ -58,11 +40,9 @@ func newReview38Lake(t *testing.T, col string, checks ...Check) *review38Lake {
 	return l
 }
 
-// newReview38LakeRetried is newReview38Lake's history where B's batch is
-// audited as it comes first, which errs (its view has no such column) but
-// stores B's statistics, computed from B alone, and then full, which
-// passes: the next incremental audit takes B's statistics from the store.
-func newReview38LakeRetried(t *testing.T, col string, checks ...Check) *review38Lake {
+// newReview38Start is a review38Lake whose table holds A (the column col
+// and customer_id), published by a full audit.
+func newReview38Start(t *testing.T, col string, checks ...Check) *review38Lake {
 	t.Helper()
 	l := &review38Lake{t: t, suite: Suite{Tables: []Table{{Name: "t", Path: "gold/t/"}}, Checks: checks},
 		lake: &lakeSim{dirSource: newDirSource(t), commits: map[string]CommitInfo{}}}
@@ -81,10 +61,19 @@ func newReview38LakeRetried(t *testing.T, col string, checks ...Check) *review38
 		t.Fatal(err)
 	}
 	l.head = c0
-	q := quoteIdent(col)
-	s := l.batch("a", `SELECT (1000 + i)::BIGINT AS `+q+`, 'A-' || i::VARCHAR AS customer_id FROM range(100) t(i)`)
+	s := l.batch("a", `SELECT (1000 + i)::BIGINT AS `+quoteIdent(col)+`, 'A-' || i::VARCHAR AS customer_id FROM range(100) t(i)`)
 	l.publish(s, l.audit(s, true, "the table's first file"))
-	s = l.batch("b", `SELECT 'B-' || i::VARCHAR AS customer_id FROM range(100, 200) t(i)`)
+	return l
+}
+
+// newReview38LakeRetried is newReview38Lake's history where B's batch is
+// audited as it comes first, which errs (its view has no such column) but
+// stores B's statistics, computed from B alone, and then full, which
+// passes: the next incremental audit takes B's statistics from the store.
+func newReview38LakeRetried(t *testing.T, col string, checks ...Check) *review38Lake {
+	t.Helper()
+	l := newReview38Start(t, col, checks...)
+	s := l.batch("b", `SELECT 'B-' || i::VARCHAR AS customer_id FROM range(100, 200) t(i)`)
 	for i, e := range l.engines {
 		rep, err := e.Run(context.Background(), l.req(s, false))
 		if err != nil || rep.Passed || rep.Mode != ModeIncremental {
