@@ -50,6 +50,14 @@ type fileColumn struct {
 	// typed is "text" for a leaf DuckDB reads as VARCHAR, else its
 	// Parquet type; "" when not known (markText).
 	typed string
+	// temporal: it is a leaf of the DATE or TIMESTAMP type, whose
+	// infinities and years beyond 1 to 9999 readers render otherwise
+	// (markTemporal, extremetimes.go).
+	temporal bool
+	// legacyList is the path of a repeated group under it DuckDB reads
+	// as its one field where pyarrow and Spark read a struct of it
+	// (markLegacyLists, legacylists.go), or "".
+	legacyList string
 }
 
 // parquetColumns are the top-level columns of each file, as its footer
@@ -74,6 +82,8 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		markSpark(out[f], ft)
 		markEnum(out[f], ft.nodes, ft.types)
 		markText(out[f], ft.nodes, ft.types, ft.rows)
+		markTemporal(out[f], ft.nodes, ft.types)
+		markLegacyLists(out[f], ft.nodes, ft.types)
 	}
 	if len(rest) == 0 {
 		return out, nil

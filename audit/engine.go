@@ -1254,6 +1254,12 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 				err = r.sparkRebase(ctx, cols, files, objPath, ids)
 			}
 			if err == nil && (format == FormatParquet || format == FormatDelta) {
+				err = r.extremeTimes(ctx, cols, files, objPath, ids, r.req.Suite.Checks, k.table)
+			}
+			if err == nil && (format == FormatParquet || format == FormatDelta) {
+				err = legacyLists(cols, files, objPath, r.req.Suite.Checks, k.table)
+			}
+			if err == nil && (format == FormatParquet || format == FormatDelta) {
 				err = r.readerIndexes(ctx, files, objPath, ids)
 			}
 			if err == nil && (format == FormatParquet || format == FormatDelta) && !r.e.claimsUnchecked {

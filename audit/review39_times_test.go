@@ -1,0 +1,92 @@
+package audit
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// review39Audit audits table t (src's, Parquet) under the one check.
+func review39Audit(t *testing.T, src *dirSource, check Check) (schemas.AuditReport, schemas.CheckResult) {
+	t.Helper()
+	check.Name, check.Table = "c", "t"
+	rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, rep.Checks[0]
+}
+
+// TestReview39ExtremeTimesUnderTextChecksAreRefused: DuckDB writes its
+// TIMESTAMP and DATE infinity and -infinity to Parquet as the extreme
+// integers (TIMESTAMP_MICROS 2^63-1, DATE 2^31-1), and reads them back as
+// infinity; pyarrow 26.0.1 and pandas 3.1.1 read the timestamps as the
+// times they are, 294247-01-10 04:00:54.775807 and
+// -290308-12-21 19:59:05.224193 (and render every time of the column
+// with six fraction digits), and fail on the dates (ValueError: year
+// 5881580 is out of range); PySpark 4.3.0 reads +294247-01-10
+// 04:00:54.775807 and +5881580-07-11. A year past 9999 is 10000-01-01 to
+// DuckDB and pandas, +10000-01-01 to Spark. The files were written by
+// DuckDB 1.6.6 (COPY ... TO): a regex and an accepted_values that DuckDB's
+// text infinity passes judge other text under pandas and Spark. A
+// not_null reads alike (none NULL), and the years 1500 and 3000 read
+// alike (review39_*_years_1500_3000.parquet, DuckDB's and pyarrow's), as
+// do TIMESTAMP_NANOS of 1700 and 2200. A TIMESTAMP WITH TIME ZONE of
+// infinity pandas fails on (NotImplementedError: toordinal); Spark fails
+// on that file, for its TIMESTAMP_NANOS column (TestReview39SparkReadings).
+func TestReview39ExtremeTimesUnderTextChecksAreRefused(t *testing.T) {
+	const stamp = `^(-?infinity|\d{4,5}-\d\d-\d\d \d\d:\d\d:\d\d)$`
+	const date = `^(-?infinity|\d{4}-\d\d-\d\d)$`
+	pandasRegex := func(p string) string {
+		return `print(int((~c.astype(str).str.match(r"` + p + `")).sum()))`
+	}
+	cases := []struct {
+		name, file, col string
+		check           Check
+		pandas          string // prints the rows pandas finds failing, column c; "" where pandas is not asked
+		refused         bool
+	}{
+		{"timestamp_regex", "review39_duckdb_infinity_timestamps.parquet", "ts", Check{Kind: KindRegex, Pattern: stamp}, pandasRegex(stamp), true},
+		{"timestamp_accepted_values", "review39_duckdb_infinity_timestamps.parquet", "ts", Check{Kind: KindAcceptedValues, Values: []string{"infinity", "-infinity", "2024-01-01 01:02:03"}},
+			`print(int((~c.astype(str).isin(["infinity", "-infinity", "2024-01-01 01:02:03"])).sum()))`, true},
+		{"timestamp_not_null", "review39_duckdb_infinity_timestamps.parquet", "ts", Check{Kind: KindNotNull}, `print(int(c.isna().sum()))`, false},
+		{"date_regex", "review39_duckdb_infinity_dates.parquet", "d", Check{Kind: KindRegex, Pattern: date}, "", true},
+		{"date_accepted_values", "review39_duckdb_infinity_dates.parquet", "d", Check{Kind: KindAcceptedValues, Values: []string{"infinity", "-infinity", "2024-01-01"}}, "", true},
+		{"date_not_null", "review39_duckdb_infinity_dates.parquet", "d", Check{Kind: KindNotNull}, "", false},
+		{"timestamptz_accepted_values", "review39_duckdb_infinity_timestamptz.parquet", "tz", Check{Kind: KindAcceptedValues, Values: []string{"infinity", "2024-01-01 01:02:03+00"}}, "", true},
+		{"timestamp_ns_1700_2200", "review39_duckdb_infinity_timestamptz.parquet", "ns", Check{Kind: KindAcceptedValues, Values: []string{"1700-01-01 01:02:03", "2200-01-01 01:02:03"}},
+			`print(int((~c.astype(str).isin(["1700-01-01 01:02:03", "2200-01-01 01:02:03"])).sum()))`, false},
+		{"year_10000_regex", "review39_duckdb_year_10000.parquet", "ts", Check{Kind: KindRegex, Pattern: stamp}, "", true},
+		{"years_1500_3000_duckdb", "review39_duckdb_years_1500_3000.parquet", "ts", Check{Kind: KindRegex, Pattern: stamp}, pandasRegex(stamp), false},
+		{"years_1500_3000_pyarrow", "review39_pyarrow_years_1500_3000.parquet", "ts", Check{Kind: KindRegex, Pattern: stamp}, pandasRegex(stamp), false},
+		{"years_1500_9999_pyarrow_dates", "review39_pyarrow_years_1500_3000.parquet", "d", Check{Kind: KindAcceptedValues, Values: []string{"1500-01-01", "9999-12-31", "2024-01-01"}},
+			`print(int((~c.astype(str).isin(["1500-01-01", "9999-12-31", "2024-01-01"])).sum()))`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src, dst := review36File(t, c.file)
+			c.check.Column = c.col
+			var rep schemas.AuditReport
+			var res schemas.CheckResult
+			if c.pandas != "" {
+				script := "import sys, pandas as pd\nc = pd.read_parquet(sys.argv[1])[sys.argv[2]]\n" + c.pandas
+				rep, res, _ = auditLikePandas(t, src, script, []string{dst, c.col}, FormatParquet, c.check, c.refused)
+			} else {
+				rep, res = review39Audit(t, src, c.check)
+			}
+			if !c.refused {
+				if !rep.Passed {
+					t.Fatalf("%s %q (%s): want it passed", res.Status, res.Message, res.Observed)
+				}
+				return
+			}
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, `column "`+c.col+`"`) {
+				t.Fatalf("%s %q (%s); pandas or Spark read other text: want it refused naming the file and the column", res.Status, res.Message, res.Observed)
+			}
+			t.Logf("refused: %s", res.Message)
+		})
+	}
+}
