@@ -134,7 +134,9 @@ var review39Lists = []struct {
 // pyarrow's and Spark's users read structs. Now the file is refused
 // naming it and the column; the layouts all read alike (2-level lists of
 // a primitive, a bare repeated primitive, 3-level lists of any names)
-// pass, and so does a not_null, which reads the lists alike.
+// pass the schema check, and every file a not_null, which reads the lists
+// alike (an accepted_values over any list is refused by pandas'
+// rendering: TestReview39AcceptedValuesOverNestedColumnsAreRefused).
 func TestReview39LegacyListsDuckDBReadsOtherwiseAreRefused(t *testing.T) {
 	schema := Check{Kind: KindSchema, Schema: []ColumnType{{Name: "a", Type: "INTEGER[]"}}}
 	values := Check{Kind: KindAcceptedValues, Column: "a", Values: []string{"[1, 2]", "[3]"}}
@@ -157,6 +159,14 @@ func TestReview39LegacyListsDuckDBReadsOtherwiseAreRefused(t *testing.T) {
 				src := oneFileBatch(t, c.file())
 				rep, res := review39Audit(t, src, check)
 				refused := c.refused && check.Kind != KindNotNull
+				if !c.refused && check.Kind == KindAcceptedValues {
+					// pandas renders any list otherwise ([1 2]):
+					// pandasNestedValues, of the view's type.
+					if rep.Passed || !strings.Contains(res.Message, "pandas renders otherwise than DuckDB") {
+						t.Fatalf("%s: %s %q (%s): want it refused as pandas renders lists otherwise", check.Kind, res.Status, res.Message, res.Observed)
+					}
+					continue
+				}
 				if !refused {
 					if !rep.Passed {
 						t.Fatalf("%s: %s %q (%s): want it passed", check.Kind, res.Status, res.Message, res.Observed)

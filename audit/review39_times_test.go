@@ -90,3 +90,39 @@ func TestReview39ExtremeTimesUnderTextChecksAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestReview39ExtremeTimesRefusedIncrementally: an attested table of
+// ordinary times under an accepted_values (a regex over timestamps runs
+// full: pandasTimestampText), and a batch adding a file of DuckDB's
+// infinity: the
+// incremental audit refuses the batch's file as the full one does (the
+// reader checks read every file of the table's views), and a batch of
+// ordinary times passes incrementally. An accepted_values over a list
+// column is refused incrementally too, by the batch's type.
+func TestReview39ExtremeTimesRefusedIncrementally(t *testing.T) {
+	stamps := func(vs ...string) string {
+		return "SELECT * FROM (VALUES " + strings.Join(each(vs, func(v string) string { return "(TIMESTAMP '" + v + "')" }), ", ") + ") v(ts)"
+	}
+	values := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindAcceptedValues, Table: "t", Column: "ts",
+		Values: []string{"infinity", "2024-01-01 01:02:03", "2024-01-02 01:02:03", "2024-01-03 01:02:03", "2024-01-04 01:02:03"}}}}
+	lists := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindAcceptedValues, Table: "t", Column: "l", Values: []string{"[1, 2]", "[3]"}}}}
+	eachCache(t, func(t *testing.T, cache bool) {
+		r := newMemoRigSQL(t, cache, map[string]string{"data/t/d.parquet": stamps("2024-01-01 01:02:03")}, stamps("2024-01-02 01:02:03"), values)
+		if rep := r.audit(Request{Ref: r.batchSQL("c001", "s2", "data/t/s2/part-0.parquet", stamps("2024-01-04 01:02:03")), BaseRef: cid("c001")}); !rep.Passed || rep.Mode != ModeIncremental {
+			t.Fatalf("ordinary times: %s %q passed %v: %+v", rep.Mode, rep.ModeReason, rep.Passed, rep.Checks)
+		}
+		s := r.batchSQL("c001", "s1", "data/t/s1/part-0.parquet", stamps("infinity", "2024-01-03 01:02:03"))
+		if rep := r.audit(Request{Ref: s, BaseRef: cid("c001"), Full: true}); rep.Passed || !strings.Contains(checkMessages(rep), `column "ts" holds 1 dates or times`) {
+			t.Fatalf("full: passed %v: %s", rep.Passed, checkMessages(rep))
+		}
+		if rep := r.audit(Request{Ref: s, BaseRef: cid("c001")}); rep.Passed || !strings.Contains(checkMessages(rep), "s1/part-0.parquet: column \"ts\" holds 1 dates or times") {
+			t.Fatalf("%s: passed %v: %s", rep.Mode, rep.Passed, checkMessages(rep))
+		}
+		r = newMemoRigSQL(t, cache, map[string]string{"data/t/d.parquet": "SELECT [1, 2] AS l"}, "SELECT [3] AS l", Suite{Tables: lists.Tables, Checks: []Check{{Kind: KindNotNull, Table: "t", Column: "l"}}})
+		r.suite = lists
+		rep := r.audit(Request{Ref: r.batchSQL("c001", "s1", "data/t/s1/part-0.parquet", "SELECT [1, 2] AS l"), BaseRef: cid("c001")})
+		if u := check(rep, KindAcceptedValues); rep.Passed || !strings.Contains(u.Message, "pandas renders otherwise than DuckDB") {
+			t.Fatalf("accepted_values over a list, %s: %s %q", rep.Mode, u.Status, u.Message)
+		}
+	})
+}
