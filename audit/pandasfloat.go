@@ -553,11 +553,11 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 				text = cs.Type
 			}
 		}
-		if c.Kind == KindRegex && naiveTimestamp(text) {
+		if (c.Kind == KindRegex || c.Kind == KindAcceptedValues) && naiveTimestamp(text) {
 			// pandas renders each by all the column's values, which the
 			// statistics do not tell: judge it over the whole table.
 			if r.refull == "" {
-				r.refull = fmt.Sprintf("check %s matches a pattern against timestamp column %q of table %s, which pandas renders by all the column's values (pandasTimestampText)", c.ID(), pc.col, name)
+				r.refull = fmt.Sprintf("check %s compares the text of timestamp column %q of table %s, which pandas renders by all the column's values (pandasTimestampText)", c.ID(), pc.col, name)
 			}
 			return nil
 		}
@@ -602,7 +602,7 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 		}
 	}
 	switch {
-	case c.Kind == KindRegex && naiveTimestamp(typ):
+	case (c.Kind == KindRegex || c.Kind == KindAcceptedValues) && naiveTimestamp(typ):
 		q := pandasTimestampFigures(schema, name, pc.col, c.Where)
 		vals, err := r.memoRow(ctx, q, q, 3, k)
 		if err != nil {
@@ -791,8 +791,9 @@ func pandasTimestampFigures(schema, table, col, where string) string {
 	return q
 }
 
-// pandasTimestampText is the refusal of a regex check over timestamp
-// column col of table (without a zone, of DuckDB type typ) when pandas
+// pandasTimestampText is the refusal of a regex or accepted_values check
+// (TestReview39AcceptedValuesOverTimestampsPandasRendersOtherwise) over
+// timestamp column col of table (without a zone, of DuckDB type typ) when pandas
 // renders its values as other text than DuckDB's: pandas renders a
 // column by all its values, as 2024-01-01 when every one is a midnight
 // (DuckDB: 2024-01-01 00:00:00), and with as many fraction digits as the
@@ -807,7 +808,7 @@ func pandasTimestampText(table, col, typ string, nonNull, otherTimes, fractions 
 		return fmt.Errorf("pandas renders column %q of table %s (%s) as other text than DuckDB's, whose %d values with a fraction of a second it renders with as many digits as the column's finest needs (01:02:03.500 where DuckDB's is 01:02:03.5), and the pattern is matched against the text: readers disagree on it (write the column as text, or check it otherwise)",
 			col, table, strings.ToUpper(typ), fractions)
 	case nonNull > 0 && otherTimes == 0:
-		return fmt.Errorf("pandas renders column %q of table %s (%s) as other text than DuckDB's, whose values are all midnights, which it renders as dates (2024-01-01 where DuckDB's is 2024-01-01 00:00:00), and the pattern is matched against the text: readers disagree on it (write the column as text, or check it otherwise)",
+		return fmt.Errorf("pandas renders column %q of table %s (%s) as other text than DuckDB's, whose values are all midnights, which it renders as dates (2024-01-01 where DuckDB's is 2024-01-01 00:00:00), and a regex or accepted_values check compares the text: readers disagree on it (write the column as text, or check it otherwise)",
 			col, table, strings.ToUpper(typ))
 	}
 	return nil
