@@ -113,4 +113,3 @@ func TestReview40GuardThatCannotReadAFileRefusesIt(t *testing.T) {
 		t.Logf("%s: refused: %s", c.name, refusal(rep))
 	}
 }
-
