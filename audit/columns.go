@@ -604,8 +604,8 @@ func (r *run) typedSpelling(ctx context.Context, format string, files []string, 
 	for _, f := range files {
 		rows, err := r.e.db.QueryContext(ctx, "SELECT * FROM "+readSQL(format, []string{f})+" LIMIT 0")
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if err := r.guardFailed(ctx, format, f, objPath[f], err); err != nil {
+				return err
 			}
 			continue
 		}
