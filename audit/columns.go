@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -774,8 +775,84 @@ func (r *run) textColumns(ctx context.Context, format string, files []string) (m
 		for _, n := range names {
 			out[f] = append(out[f], fileColumn{name: n})
 		}
+		if renamedColumns(names) {
+			if err := r.writtenNames(ctx, format, f, out[f]); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
+}
+
+// dedupSuffix is the suffix DuckDB gives a CSV header name or JSON key
+// that collides, case ignored, with an earlier one (a and A read as a and
+// A_1).
+var dedupSuffix = regexp.MustCompile(`_[0-9]+$`)
+
+// renamedColumns reports whether a name of names may be one DuckDB gave
+// by dedupSuffix: with the suffix cut off it is, case ignored, another.
+func renamedColumns(names []string) bool {
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[foldName(n)] = true
+	}
+	for _, n := range names {
+		if base := dedupSuffix.ReplaceAllString(n, ""); base != n && seen[foldName(base)] {
+			return true
+		}
+	}
+	return false
+}
+
+// writtenNames gives the columns cols of the CSV or JSON lines file f
+// (DuckDB's names of them) the names the file writes where DuckDB renamed
+// one (renamedColumns): caseCollision, given a and A_1, saw no collision
+// while a check of A bound to a and pandas reads A's values
+// (TestReview40NamesDuckDBRenamesAreRefused). A CSV header is read as a
+// row (header = false, the same dialect), its fields matched by position;
+// a JSON key DuckDB suffixed is found among the file's keys without its
+// suffix, where the suffixed name is not one of them.
+func (r *run) writtenNames(ctx context.Context, format, f string, cols []fileColumn) error {
+	if format == FormatCSV {
+		q := fmt.Sprintf("SELECT * FROM read_csv(%s, header = false, all_varchar = true%s%s) LIMIT 1", literalList([]string{f}), csvDialect, noHive)
+		header := make([]sql.NullString, len(cols))
+		dst := make([]any, len(cols))
+		for i := range header {
+			dst[i] = &header[i]
+		}
+		if err := r.e.db.QueryRowContext(ctx, q).Scan(dst...); err != nil {
+			return fmt.Errorf("its header: %w", err)
+		}
+		for i, h := range header {
+			if h.Valid && h.String != "" {
+				cols[i].name = h.String
+			}
+		}
+		return nil
+	}
+	q := fmt.Sprintf("SELECT DISTINCT unnest(json_keys(json)) FROM read_json_objects(%s, format = 'newline_delimited'%s)", literalList([]string{f}), noHive)
+	rows, err := r.e.db.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("its keys: %w", err)
+	}
+	defer rows.Close()
+	keys := map[string]bool{}
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return fmt.Errorf("its keys: %w", err)
+		}
+		keys[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("its keys: %w", err)
+	}
+	for i, c := range cols {
+		if base := dedupSuffix.ReplaceAllString(c.name, ""); !keys[c.name] && keys[base] {
+			cols[i].name = base
+		}
+	}
+	return nil
 }
 
 // caseCollision names the first column of a view's files whose name

@@ -113,3 +113,55 @@ func TestReview40GuardThatCannotReadAFileRefusesIt(t *testing.T) {
 		t.Logf("%s: refused: %s", c.name, refusal(rep))
 	}
 }
+
+// TestReview40NamesDuckDBRenamesAreRefused: DuckDB reads a CSV header or
+// JSON keys whose names differ only in case (a and A) as a and A_1, so
+// caseCollision, given DuckDB's names, saw no collision; a check of A then
+// binds to a (DuckDB binds names without regard to case) and judged a's
+// values, where pandas 3.1.1 reads A's. Both passed before. An honest file
+// whose column is named a_1 beside a passes.
+func TestReview40NamesDuckDBRenamesAreRefused(t *testing.T) {
+	cases := []struct {
+		name, file, text string
+		passes           bool
+	}{
+		{"csv_header", "a.csv", "a,A\nx,y\n", false},
+		{"json_keys", "a.jsonl", "{\"a\": \"x\", \"A\": \"y\"}\n", false},
+		{"json_keys_of_two_records", "a.jsonl", "{\"a\": \"x\"}\n{\"A\": \"y\"}\n", false},
+		{"csv_honest_suffix", "a.csv", "a,A_1\nx,y\n", true},
+		{"json_honest_suffix", "a.jsonl", "{\"a\": \"x\", \"A_1\": \"y\"}\n", true},
+	}
+	src := newBatchSource(t)
+	var args []string
+	for _, c := range cases {
+		src.writeRaw(t, "b1", c.name+"/"+c.file, c.text)
+		format := "csv"
+		if strings.HasSuffix(c.file, ".jsonl") {
+			format = "jsonl"
+		}
+		args = append(args, format+":A:"+filepath.Join(src.root, "b1", c.name, c.file))
+	}
+	if answers := review40Pandas(t, args); answers != nil {
+		for i, c := range cases {
+			if got := review40Text(answers[i]); !c.passes && !strings.HasSuffix(got, "y") {
+				t.Fatalf("%s: pandas reads A as %s: the case shows nothing", c.name, schemas.Clip(got, 200))
+			}
+		}
+	}
+	e := newEngine(t, src, "")
+	for _, c := range cases {
+		format, column := FormatCSV, "A"
+		if strings.HasSuffix(c.file, ".jsonl") {
+			format = FormatJSONL
+		}
+		if c.passes {
+			column = "A_1"
+		}
+		rep := auditTableAt(t, e, c.name+"/", format, Check{Kind: KindAcceptedValues, Column: column, Values: []string{"x", "y"}[:map[bool]int{false: 1, true: 2}[c.passes]]})
+		if rep.Passed != c.passes {
+			t.Errorf("%s: passed %v (%s %s), want %v (pandas reads A as y)", c.name, rep.Passed, rep.Checks[0].Observed, refusal(rep), c.passes)
+			continue
+		}
+		t.Logf("%s: passed %v: %s", c.name, rep.Passed, refusal(rep))
+	}
+}
