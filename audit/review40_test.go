@@ -72,7 +72,11 @@ func wideRow(n int, v string) (string, string) {
 // cannot read a file that is not UTF-8 (DuckDB's check passes it). The
 // first two passed before; the third passed nullSpelling and then crashed
 // DuckDB in typedSpelling (INTERNAL Error: Attempted to access index 1
-// within vector of size 1, database invalidated).
+// within vector of size 1, database invalidated). The fourth, a byte not
+// UTF-8 in a column of text past the sample, crashes DuckDB 1.5 so in any
+// read of that column alone (the check's): nullSpelling, reading every
+// column, fails on it cleanly first, and now refuses the file before a
+// check reads it (before, the audit failed as an infrastructure error).
 func TestReview40GuardThatCannotReadAFileRefusesIt(t *testing.T) {
 	header, row := wideRow(500, "true")
 	var late strings.Builder
@@ -81,6 +85,12 @@ func TestReview40GuardThatCannotReadAFileRefusesIt(t *testing.T) {
 		late.WriteString("x,1\n")
 	}
 	late.WriteString("x,\x80\nNA,1\n")
+	var lateText strings.Builder
+	lateText.WriteString("v,n\n")
+	for range 30000 {
+		lateText.WriteString("x,y\n")
+	}
+	lateText.WriteString("x,\x80\n")
 	cases := []struct {
 		name, csv string
 		check     Check
@@ -89,6 +99,7 @@ func TestReview40GuardThatCannotReadAFileRefusesIt(t *testing.T) {
 		{"nul_in_a_header_name", "v,w\x00z\nt,1\nf,2\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"true", "false"}}, "t,f"},
 		{"wide_file", "v," + header + "\nt," + row + "\nf," + row + "\n", Check{Kind: KindAcceptedValues, Column: "v", Values: []string{"true", "false"}}, "t,f"},
 		{"not_utf8_past_the_sample", late.String(), Check{Kind: KindNotNull, Column: "v"}, "error UnicodeDecodeError"},
+		{"not_utf8_text_past_the_sample", lateText.String(), Check{Kind: KindNotNull, Column: "n"}, "error UnicodeDecodeError"},
 	}
 	src := newBatchSource(t)
 	var args []string
