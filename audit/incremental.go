@@ -1006,9 +1006,7 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 		kc = it.sum.keys[col]
 	}
 	if kc != nil {
-		l, e1 := strconv.ParseInt(lo, 10, 64)
-		h, e2 := strconv.ParseInt(hi, 10, 64)
-		parsed := integerType(typ) && e1 == nil && e2 == nil && lo != "" && hi != ""
+		br := newBatchRange(typ, lo, hi)
 		for j, kf := range kc.files {
 			canNull := len(cols) > 1 && batchNulls && kf.nonNull < kf.rows // NULLs compare equal in a combination
 			if canNull {
@@ -1019,7 +1017,7 @@ func (r *run) uniqueIncremental(ctx context.Context, it *incTable, c Check) sche
 				continue
 			}
 			// rangesMeet, with the figures parsed once per summary.
-			if (parsed && kf.parsed && kf.min <= h && l <= kf.max) || ((!parsed || !kf.parsed) && rangesMeet(typ, lo, hi, it.oldStats[j].Cols[col])) {
+			if kf.meets(br) {
 				overlap = append(overlap, it.old[j])
 			}
 		}

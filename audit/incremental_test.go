@@ -551,7 +551,7 @@ func checkKeptSummaries(t *testing.T, e *Engine) {
 		}
 		for col, kc := range s.keys {
 			fresh := keyColumnOf(col, s.stats, nil, nil)
-			if !reflect.DeepEqual(kc.files, fresh.files) || kc.nonNull != fresh.nonNull || kc.wide != fresh.wide ||
+			if !reflect.DeepEqual(kc.files, fresh.files) || kc.nonNull != fresh.nonNull || kc.wide != fresh.wide || !reflect.DeepEqual(kc.types, fresh.types) ||
 				fmt.Sprint(kc.ints.lo, kc.ints.hi) != fmt.Sprint(fresh.ints.lo, fresh.ints.hi) {
 				t.Fatalf("a summary of %d files holds key column %s %+v, its files' statistics give %+v", len(s.files), col, kc, fresh)
 			}

@@ -41,7 +41,7 @@ func TestKeyColumnFoldedEqualsFresh(t *testing.T) {
 		prev := keyColumnOf("id", kept, nil, nil)
 		folded := keyColumnOf("id", stats, prev, held)
 		fresh := keyColumnOf("id", stats, nil, nil)
-		if !reflect.DeepEqual(folded.files, fresh.files) || folded.nonNull != fresh.nonNull || folded.wide != fresh.wide ||
+		if !reflect.DeepEqual(folded.files, fresh.files) || folded.nonNull != fresh.nonNull || folded.wide != fresh.wide || !reflect.DeepEqual(folded.types, fresh.types) ||
 			fmt.Sprint(folded.ints.lo, folded.ints.hi) != fmt.Sprint(fresh.ints.lo, fresh.ints.hi) {
 			t.Fatalf("round %d: folded %+v, fresh %+v", round, folded, fresh)
 		}
@@ -56,11 +56,18 @@ func TestKeyColumnFoldedEqualsFresh(t *testing.T) {
 				in.add(cs.Min, cs.Max)
 				wide = cs.Type
 			}
-			lo, hi := "0", "10"
-			kf := fresh.files[i]
-			fast := kf.parsed && kf.min <= 10 && 0 <= kf.max
-			if kf.parsed && fast != rangesMeet("BIGINT", lo, hi, cs) {
-				t.Fatalf("round %d file %d: parsed range %d..%d meets [0, 10]: %v, rangesMeet %v", round, i, kf.min, kf.max, fast, !fast)
+			for range 8 {
+				typ := types[rng.IntN(len(types))]
+				lo, hi := fmt.Sprint(rng.Int64N(1000)-500), fmt.Sprint(rng.Int64N(1000))
+				switch rng.IntN(6) {
+				case 0:
+					lo = ""
+				case 1:
+					hi = "x"
+				}
+				if got, want := fresh.files[i].meets(newBatchRange(typ, lo, hi)), rangesMeet(typ, lo, hi, cs); got != want {
+					t.Fatalf("round %d file %d (%+v): meets %s [%s, %s] %v, rangesMeet %v", round, i, cs, typ, lo, hi, got, want)
+				}
 			}
 		}
 		if nonNull != fresh.nonNull || wide != fresh.wide || fmt.Sprint(in.lo, in.hi) != fmt.Sprint(fresh.ints.lo, fresh.ints.hi) {

@@ -533,6 +533,15 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 		if err := pandasNestedValues(c, name, pc.col, wide); err != nil {
 			return err
 		}
+		// The unchanged files all of one type of the column: their
+		// summary's figures (summary.go, keyColumn) tell what the loop
+		// below would, file by file.
+		var kc *keyColumn
+		if it.sum != nil && len(it.oldStats) > 0 {
+			if k := it.sum.keys[key]; k != nil && len(k.types) == 1 {
+				kc, sts = k, sts[:len(sts)-len(it.oldStats)] // the batch's files', if any
+			}
+		}
 		for _, st := range sts {
 			cs := st.Cols[key]
 			if err := pandasValueSet(c, name, pc.col, cs.Type); err != nil {
@@ -551,6 +560,29 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 				}
 			case strings.EqualFold(cs.Type, "BOOLEAN") || pandasOtherText(cs.Type) != "" || naiveTimestamp(cs.Type) || strings.EqualFold(cs.Type, "DOUBLE"):
 				text = cs.Type
+			}
+		}
+		if kc != nil {
+			var typ string
+			for t := range kc.types {
+				typ = t
+			}
+			if err := pandasValueSet(c, name, pc.col, typ); err != nil {
+				return err
+			}
+			if err := pandasNestedValues(c, name, pc.col, typ); err != nil {
+				return err
+			}
+			rows += it.sum.rows
+			nonNull += kc.nonNull
+			switch {
+			case integerType(typ):
+				in.widen(kc.ints)
+				if !integerType(wide) || int64Wide(typ) {
+					wide = typ // as for the first file; the others keep it
+				}
+			case strings.EqualFold(typ, "BOOLEAN") || pandasOtherText(typ) != "" || naiveTimestamp(typ) || strings.EqualFold(typ, "DOUBLE"):
+				text = typ
 			}
 		}
 		if (c.Kind == KindRegex || c.Kind == KindAcceptedValues) && naiveTimestamp(text) {

@@ -3,6 +3,7 @@ package audit
 import (
 	"container/list"
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,10 @@ type keyColumn struct {
 	nonNull int64    // the files' non-NULL values
 	ints    intRange // the integer-typed files' min and max, as intRange.add takes them
 	wide    string   // the type of the last integer-typed file in path order, or ""
+	// types counts the files of each type of the column ("": files
+	// without it); with one, what pandas reads of the unchanged files is
+	// told from the figures above (pandasColumn).
+	types map[string]int
 }
 
 // keyFile is one file's figures of a key column.
@@ -86,19 +91,28 @@ type keyFile struct {
 	min, max int64
 	parsed   bool
 	intType  string // the column's type, when an integer type
+	// The column's min and max, when both are set and it is VARCHAR
+	// (rangesMeet compares them as text).
+	textMin, textMax string
+	// noRange: its min or max is not set (rangesMeet: any range meets it).
+	noRange bool
 }
 
-// keyFileBytes is what keyColumn keeps per file (summaryBytes).
-const keyFileBytes = 56
+// keyFileBytes is what keyColumn keeps per file (summaryBytes; the text
+// figures are the statistics' own strings).
+const keyFileBytes = 96
 
 func keyFileOf(st fileStats, col string) keyFile {
 	cs := st.Cols[col]
-	k := keyFile{rows: st.Rows, nonNull: cs.NonNull}
+	k := keyFile{rows: st.Rows, nonNull: cs.NonNull, noRange: cs.Min == "" || cs.Max == ""}
+	if cs.Type == "VARCHAR" && !k.noRange {
+		k.textMin, k.textMax = cs.Min, cs.Max
+	}
 	if !integerType(cs.Type) {
 		return k
 	}
 	k.intType = cs.Type
-	if cs.Min != "" && cs.Max != "" {
+	if !k.noRange {
 		lo, e1 := strconv.ParseInt(cs.Min, 10, 64)
 		hi, e2 := strconv.ParseInt(cs.Max, 10, 64)
 		k.min, k.max, k.parsed = lo, hi, e1 == nil && e2 == nil
@@ -106,15 +120,45 @@ func keyFileOf(st fileStats, col string) keyFile {
 	return k
 }
 
+// batchRange is a batch's key range as rangesMeet takes it: its type and
+// text, and the integers they parse to.
+type batchRange struct {
+	typ, lo, hi string
+	l, h        int64
+	parsed      bool // typ is an integer type and both parse
+}
+
+func newBatchRange(typ, lo, hi string) batchRange {
+	b := batchRange{typ: typ, lo: lo, hi: hi}
+	l, e1 := strconv.ParseInt(lo, 10, 64)
+	h, e2 := strconv.ParseInt(hi, 10, 64)
+	b.l, b.h, b.parsed = l, h, integerType(typ) && e1 == nil && e2 == nil
+	return b
+}
+
+// meets is rangesMeet(b.typ, b.lo, b.hi, the file's figures).
+func (k keyFile) meets(b batchRange) bool {
+	switch {
+	case k.noRange || b.lo == "" || b.hi == "":
+		return true
+	case integerType(b.typ) && k.intType != "":
+		return !b.parsed || !k.parsed || (k.min <= b.h && b.l <= k.max)
+	case b.typ == "VARCHAR" && k.textMin != "":
+		return k.textMin <= b.hi && b.lo <= k.textMax
+	}
+	return true
+}
+
 // keyColumnOf is col's keyColumn over stats (the summary's files in
 // order): from prev's (the kept summary's, files held[i] in order) and
 // the gained files' statistics when prev has it, else from every file's.
 func keyColumnOf(col string, stats []fileStats, prev *keyColumn, held []bool) *keyColumn {
-	k := &keyColumn{files: make([]keyFile, len(stats))}
+	k := &keyColumn{files: make([]keyFile, len(stats)), types: map[string]int{}}
 	gained := func(i int) {
 		cs := stats[i].Cols[col]
 		k.files[i] = keyFileOf(stats[i], col)
 		k.nonNull += cs.NonNull
+		k.types[cs.Type]++
 		if k.files[i].intType != "" {
 			k.ints.add(cs.Min, cs.Max)
 		}
@@ -125,6 +169,7 @@ func keyColumnOf(col string, stats []fileStats, prev *keyColumn, held []bool) *k
 		}
 	} else {
 		k.nonNull, k.ints = prev.nonNull, prev.ints // intRange.add replaces its values, never changes them
+		maps.Copy(k.types, prev.types)
 		j := 0
 		for i := range stats {
 			if held[i] {
