@@ -191,7 +191,7 @@ func (r *run) fileClaimsHold(ctx context.Context, f string, p *claimsPlan) error
 		}
 		return fmt.Errorf("file %s: its row groups' statistics cannot be compared with its data (%v): readers that skip row groups by them may read other rows than a full scan", p.name, err)
 	}
-	rows, err := r.e.db.QueryContext(ctx, q)
+	rows, err := r.pool().QueryContext(ctx, q)
 	if err != nil {
 		return uncompared(err)
 	}
@@ -297,7 +297,7 @@ func (r *run) compareLaterClaims(ctx context.Context) {
 // cannot read the footer either, the view reports the file.
 func (r *run) unreadClaims(ctx context.Context, f, name string, why error) error {
 	var n int64
-	err := r.e.db.QueryRowContext(ctx, "SELECT count(*) FROM parquet_metadata("+quoteLiteral(f)+
+	err := r.pool().QueryRowContext(ctx, "SELECT count(*) FROM parquet_metadata("+quoteLiteral(f)+
 		") WHERE stats_min IS NOT NULL OR stats_max IS NOT NULL OR stats_min_value IS NOT NULL OR stats_max_value IS NOT NULL OR stats_null_count IS NOT NULL").Scan(&n)
 	switch {
 	case ctx.Err() != nil:

@@ -92,7 +92,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	}
 	q := "SELECT file_name, name, coalesce(num_children, 0), coalesce(num_children, 0) = 0 AND coalesce(type = 'INT96', false), type, repetition_type, converted_type, logical_type FROM parquet_schema(" + literalList(rest) + ")"
 	r.e.statement(q) // on the engine's pool, but tests count it with the run's (onStatement)
-	rows, err := r.e.db.QueryContext(ctx, q)
+	rows, err := r.pool().QueryContext(ctx, q)
 	if err != nil {
 		if ctx.Err() == nil {
 			// parquet_schema fails on fields read_parquet never looks at (a
@@ -100,10 +100,10 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 			// anyway must not take the table past the check
 			// (TestRootNameDuckDBCannotListRefusesTheTable).
 			for _, f := range rest {
-				if _, serr := r.e.db.ExecContext(ctx, "SELECT 1 FROM parquet_schema("+literalList([]string{f})+")"); serr == nil {
+				if _, serr := r.pool().ExecContext(ctx, "SELECT 1 FROM parquet_schema("+literalList([]string{f})+")"); serr == nil {
 					continue
 				}
-				if _, verr := r.e.db.ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f})); verr == nil {
+				if _, verr := r.pool().ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f})); verr == nil {
 					return nil, errUnlisted{file: f, err: err}
 				}
 			}
@@ -140,7 +140,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	kq := "SELECT file_name, key, value FROM parquet_kv_metadata(" + literalList(rest) + ") WHERE key IN ('pandas'::BLOB, 'ARROW:schema'::BLOB, " +
 		quoteLiteral(sparkVersionKey) + "::BLOB, " + quoteLiteral(sparkLegacyDateTimeKey) + "::BLOB, " + quoteLiteral(sparkLegacyINT96Key) + "::BLOB)"
 	r.e.statement(kq)
-	kvs, err := r.e.db.QueryContext(ctx, kq)
+	kvs, err := r.pool().QueryContext(ctx, kq)
 	if err != nil {
 		return nil, err
 	}
@@ -436,7 +436,7 @@ func (r *run) nullSpelling(ctx context.Context, files []string, objPath map[stri
 			`UNPIVOT (value FOR name IN (COLUMNS(*))) WHERE list_contains(%[4]s, value) OR regexp_matches(value, '[\r\n"]') OR ends_with(value, '\') LIMIT 1`,
 			literalList([]string{f}), csvDialect, noHive, literalList(nullSpellings))
 		var name, value, why string
-		switch err := r.e.db.QueryRowContext(ctx, q).Scan(&name, &value, &why); {
+		switch err := r.pool().QueryRowContext(ctx, q).Scan(&name, &value, &why); {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			if err := r.guardFailed(ctx, FormatCSV, f, objPath[f], err); err != nil {
@@ -603,7 +603,7 @@ func blankLines(f string) (blank, error) {
 // (DuckDB's 2024-01-02 03:04:05) is refused (TestTimestampTextUnderTextChecks).
 func (r *run) typedSpelling(ctx context.Context, format string, files []string, objPath map[string]string, textChecked map[string]bool) error {
 	for _, f := range files {
-		rows, err := r.e.db.QueryContext(ctx, "SELECT * FROM "+readSQL(format, []string{f})+" LIMIT 0")
+		rows, err := r.pool().QueryContext(ctx, "SELECT * FROM "+readSQL(format, []string{f})+" LIMIT 0")
 		if err != nil {
 			if err := r.guardFailed(ctx, format, f, objPath[f], err); err != nil {
 				return err
@@ -721,7 +721,7 @@ const guardBranches = 32
 func (r *run) typedField(ctx context.Context, raw string, conds []string) (name, value, typ string, err error) {
 	for chunk := range slices.Chunk(conds, guardBranches) {
 		q := fmt.Sprintf("WITH raw AS (SELECT * FROM %s) %s LIMIT 1", raw, strings.Join(chunk, " UNION ALL "))
-		err = r.e.db.QueryRowContext(ctx, q).Scan(&name, &value, &typ)
+		err = r.pool().QueryRowContext(ctx, q).Scan(&name, &value, &typ)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return name, value, typ, err
 		}
@@ -763,7 +763,7 @@ func (r *run) textColumns(ctx context.Context, format string, files []string) (m
 	}
 	out := map[string][]fileColumn{}
 	for _, f := range files {
-		rows, err := r.e.db.QueryContext(ctx, "SELECT * FROM "+readSQL(format, []string{f})+" LIMIT 0")
+		rows, err := r.pool().QueryContext(ctx, "SELECT * FROM "+readSQL(format, []string{f})+" LIMIT 0")
 		if err != nil {
 			return nil, err
 		}
@@ -820,7 +820,7 @@ func (r *run) writtenNames(ctx context.Context, format, f string, cols []fileCol
 		for i := range header {
 			dst[i] = &header[i]
 		}
-		if err := r.e.db.QueryRowContext(ctx, q).Scan(dst...); err != nil {
+		if err := r.pool().QueryRowContext(ctx, q).Scan(dst...); err != nil {
 			return fmt.Errorf("its header: %w", err)
 		}
 		for i, h := range header {
@@ -831,7 +831,7 @@ func (r *run) writtenNames(ctx context.Context, format, f string, cols []fileCol
 		return nil
 	}
 	q := fmt.Sprintf("SELECT DISTINCT unnest(json_keys(json)) FROM read_json_objects(%s, format = 'newline_delimited'%s)", literalList([]string{f}), noHive)
-	rows, err := r.e.db.QueryContext(ctx, q)
+	rows, err := r.pool().QueryContext(ctx, q)
 	if err != nil {
 		return fmt.Errorf("its keys: %w", err)
 	}
@@ -1008,7 +1008,7 @@ func (r *run) scanFile(ctx context.Context, tag, f string, ids map[string]string
 		ptrs[i] = &s.counts[i]
 	}
 	q := fmt.Sprintf("SELECT %s FROM %s", strings.Join(conds, ", "), readSQL(FormatParquet, []string{f}))
-	if serr := r.e.db.QueryRowContext(ctx, q).Scan(ptrs...); serr != nil {
+	if serr := r.pool().QueryRowContext(ctx, q).Scan(ptrs...); serr != nil {
 		if ctx.Err() != nil {
 			return s, ctx.Err()
 		}

@@ -333,8 +333,13 @@ func (e *Engine) rowOnly(ctx context.Context, where string) bool {
 	if ok, found := e.rowOnlyWheres.get(where); found {
 		return ok
 	}
+	duck, err := e.acquire()
+	if err != nil {
+		return false
+	}
+	defer e.release(duck)
 	var js string
-	if err := e.db.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", "SELECT 1 WHERE (\n"+where+"\n)").Scan(&js); err != nil {
+	if err := duck.db.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", "SELECT 1 WHERE (\n"+where+"\n)").Scan(&js); err != nil {
 		return false // not kept: it may be the context's
 	}
 	ok := rowOnlyStatement(js)

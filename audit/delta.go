@@ -764,7 +764,7 @@ func (r *run) deltaCheckpointRows(ctx context.Context, files []string, apply fun
 	if err != nil {
 		return parsed, errDeltaTable{err}
 	}
-	rows, err := r.e.db.QueryContext(ctx, q)
+	rows, err := r.pool().QueryContext(ctx, q)
 	if err != nil {
 		if ctx.Err() != nil {
 			return parsed, ctx.Err()
@@ -825,7 +825,7 @@ func (r *run) parquetFields(ctx context.Context, files []string) (map[string]map
 // as a JSON structure of DuckDB's from_json (duckdbStructure).
 func (r *run) statsParsedStructure(ctx context.Context, files []string) (string, error) {
 	var typ string
-	err := r.e.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT typeof(c."add".stats_parsed) FROM read_parquet(%s, union_by_name = true%s) c LIMIT 1`,
+	err := r.pool().QueryRowContext(ctx, fmt.Sprintf(`SELECT typeof(c."add".stats_parsed) FROM read_parquet(%s, union_by_name = true%s) c LIMIT 1`,
 		literalList(files), noHive)).Scan(&typ)
 	if err != nil {
 		return "", err

@@ -269,7 +269,7 @@ func (r *run) deltaChangeData(ctx context.Context, dl downloader, t Table, snap 
 		badRow, extraRow                     sql.NullString
 		missingRow, unbalancedRow, unpaired  sql.NullString
 	)
-	if err := r.e.db.QueryRowContext(ctx, q).Scan(&badTypes, &badRow, &extra, &extraRow, &missing, &missingRow, &unbalanced, &unbalancedRow, &unpaired); err != nil {
+	if err := r.pool().QueryRowContext(ctx, q).Scan(&badTypes, &badRow, &extra, &extraRow, &missing, &missingRow, &unbalanced, &unbalancedRow, &unpaired); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -446,7 +446,7 @@ func (r *run) cdfColumnTypes(ctx context.Context, snap *deltaSnapshot, versions 
 				done[file] = true
 				q := "DESCRIBE SELECT * FROM " + readSQL(FormatParquet, []string{file})
 				r.e.statement(q)
-				cols, err := queryColumnsOn(ctx, r.e.db, q)
+				cols, err := queryColumnsOn(ctx, r.pool(), q)
 				if err != nil {
 					if ctx.Err() != nil {
 						return ctx.Err()

@@ -130,10 +130,15 @@ type Options struct {
 type Engine struct {
 	opts Options
 	dir  string // the engine's directory under WorkDir
-	db   *sql.DB
-	// kept are prepared statements of db (stmtCache).
-	kept stmtCache
 	seq  atomic.Int64
+	// duck is the engine's DuckDB (duckhandle.go), nil when a crash
+	// retired it until the next run opens another; duckClosed by Close.
+	// reopened counts those openings again. duck and duckClosed under
+	// duckMu.
+	duckMu     sync.Mutex
+	duck       *duckDB
+	duckClosed bool
+	reopened   atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
@@ -158,8 +163,6 @@ type Engine struct {
 	dataPrefixes *boundedMap[string]
 	// listings are the listings of commits made lately (listcache.go).
 	listings *listingCache
-	// catalogs are emptied run catalogs for the next runs (runCatalogs).
-	catalogs *runCatalogs
 	// flights are the listings of commits being made (listcache.go).
 	flights *listFlights
 	// derived is what derives listings of lakewap's own merges (derive.go).
@@ -261,7 +264,6 @@ func New(opts Options) (*Engine, error) {
 	e.dataPrefixes = newBoundedMap[string](1024)
 	e.rowOnlyWheres = newBoundedMap[bool](1024)
 	e.listings = newListingCache(listingCacheObjects)
-	e.catalogs = newRunCatalogs()
 	e.flights = &listFlights{m: map[string]chan struct{}{}}
 	e.derived = newDerivations()
 	e.ahead = make(chan struct{}, maxDerivingAhead)
@@ -271,7 +273,7 @@ func New(opts Options) (*Engine, error) {
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	if e.db, err = openDuckDB(e.dir, opts); err != nil {
+	if e.duck, err = e.openDuck(); err != nil {
 		os.RemoveAll(e.dir)
 		return nil, err
 	}
@@ -331,9 +333,7 @@ func (e *Engine) Close() error {
 	}
 	e.aheads.Wait()
 	e.runs.Wait()
-	e.catalogs.close()
-	e.kept.close()
-	err := e.db.Close()
+	err := e.closeDuck()
 	if rerr := os.RemoveAll(e.dir); err == nil {
 		err = rerr
 	}
@@ -516,8 +516,12 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 }
 
 // run is one run of Run's audit.
-func (e *Engine) run(ctx context.Context, req Request, start time.Time) (schemas.AuditReport, error) {
-	report := schemas.AuditReport{Dataset: req.Dataset, Ref: req.Ref}
+func (e *Engine) run(ctx context.Context, req Request, start time.Time) (report schemas.AuditReport, err error) {
+	report = schemas.AuditReport{Dataset: req.Dataset, Ref: req.Ref}
+	duck, err := e.acquire()
+	if err != nil {
+		return report, err
+	}
 	log := e.opts.Logger.With("dataset", req.Dataset, "repository", req.Repository, "ref", req.Ref)
 	// The run's directory is made by its first download (ready): a run
 	// answered by the memo and the statistics makes none.
@@ -525,7 +529,7 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (schemas
 	dir := filepath.Join(e.dir, "run-"+strconv.FormatInt(seq, 10))
 	defer os.RemoveAll(dir)
 
-	r := &run{e: e, req: req, log: log, dir: dir, catalog: fmt.Sprintf("run_%d", seq),
+	r := &run{e: e, duck: duck, req: req, log: log, dir: dir, catalog: fmt.Sprintf("run_%d", seq),
 		views: map[viewKey]*view{}, types: map[string]string{}, deltaSnaps: map[string]deltaResult{}, planned: map[int]string{},
 		collisions: map[string]error{}}
 	defer func() {
@@ -536,7 +540,21 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (schemas
 			log.Info("audit cache evicted least recently used files", "bytes", freed)
 		}
 	}()
-	defer r.close()
+	defer func() {
+		r.close()
+		// A run that saw an error asks whether DuckDB crashed: then it
+		// drops the database for the next run, and the run's results,
+		// made on a database that failed every statement after the
+		// crash, are not a verdict: it is retried (infrastructure).
+		if (err != nil || !report.Passed) && e.crashed(duck) {
+			e.retire(duck)
+			if !errors.Is(err, ErrInfrastructure) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("%w: DuckDB crashed during the audit and its database was opened again: %w", ErrInfrastructure, cmp.Or(err, r.infra, errors.New("checks failed on it")))
+				report.Passed = false
+			}
+		}
+		e.release(duck)
+	}()
 	report.Mode, report.ModeReason = r.decide(ctx)
 	if err := r.prepare(ctx); err != nil {
 		return report, err
@@ -599,9 +617,12 @@ type view struct {
 type column struct{ name, typ string }
 
 type run struct {
-	e   *Engine
-	req Request
-	log *slog.Logger
+	e *Engine
+	// duck is the engine's DuckDB the run holds (acquire); pool is its
+	// sql.DB.
+	duck *duckDB
+	req  Request
+	log  *slog.Logger
 	// dir is the run's directory (for its downloads), made by the first.
 	dir string
 	// catalog is the run's in-memory database inside the engine's DuckDB;
@@ -676,7 +697,7 @@ func (r *run) close() {
 	// Cleanup runs even when the run's context has ended.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if r.emptyCatalog(ctx) && r.e.catalogs.put(pooledCatalog{conn: r.conn.conn, name: r.catalog}) {
+	if r.emptyCatalog(ctx) && r.catalogs().put(pooledCatalog{conn: r.conn.conn, name: r.catalog}) {
 		return
 	}
 	for _, s := range teardownSQL(r.catalog) {
@@ -1152,7 +1173,7 @@ func (r *run) readable(ctx context.Context, format string, files []string) bool 
 	if format == FormatDelta {
 		format = FormatParquet
 	}
-	_, err := r.e.db.ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(format, files))
+	_, err := r.pool().ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(format, files))
 	return err == nil
 }
 

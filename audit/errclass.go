@@ -11,7 +11,8 @@ import (
 // ErrInfrastructure marks an audit that could not run because of the
 // machine, not the data or the suite: DuckDB out of memory (the memory limit
 // is shared by every run in flight), disk full, too many open files, a lost
-// connection. Retrying later may succeed, so callers retry it; a check that
+// connection, DuckDB crashing (an INTERNAL Error, which invalidates its
+// database, opened again for the next run: duckhandle.go). Retrying later may succeed, so callers retry it; a check that
 // fails on the data or its own SQL (a binder, parser or conversion error)
 // is a check result with status error instead, which blocks the publish.
 var ErrInfrastructure = errors.New("audit could not run (infrastructure)")
@@ -25,7 +26,7 @@ var infraIO = []string{"No space left on device", "Too many open files", "Cannot
 func infrastructure(err error) bool {
 	if de, ok := errors.AsType[*duckdb.Error](err); ok {
 		switch de.Type {
-		case duckdb.ErrorTypeOutOfMemory, duckdb.ErrorTypeFatal, duckdb.ErrorTypeConnection,
+		case duckdb.ErrorTypeOutOfMemory, duckdb.ErrorTypeFatal, duckdb.ErrorTypeInternal, duckdb.ErrorTypeConnection,
 			duckdb.ErrorTypeNetwork, duckdb.ErrorTypeHTTP:
 			return true
 		}
@@ -33,7 +34,7 @@ func infrastructure(err error) bool {
 	}
 	// Errors that lost their type on the way keep DuckDB's prefix.
 	msg := err.Error()
-	return strings.Contains(msg, "Out of Memory Error") || strings.Contains(msg, "FATAL Error") ||
+	return strings.Contains(msg, "Out of Memory Error") || invalidating(err) ||
 		strings.Contains(msg, "IO Error") && ioInfra(msg)
 }
 

@@ -80,7 +80,7 @@ func (r *run) extremeTimes(ctx context.Context, cols map[string][]fileColumn, fi
 			continue
 		}
 		if err := s.err; err != nil {
-			if _, derr := r.e.db.ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f})); derr != nil {
+			if _, derr := r.pool().ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f})); derr != nil {
 				continue // a file DuckDB cannot read is left for the view
 			}
 			return fmt.Errorf("file %s: column %q is of dates or times, whose infinities and years beyond 9999 DuckDB renders otherwise than pandas and Spark, and lakewap could not look for them (%v): readers may disagree on its text, which a regex or accepted_values check compares",

@@ -147,7 +147,7 @@ func footerCorpus(t *testing.T, dir string) (files []string, fallback map[string
 func TestFooterSchemaDifferential(t *testing.T) {
 	e := footerEngine(t)
 	files, fallback := footerCorpus(t, e.dir)
-	want, err := duckSchema(e.db, files)
+	want, err := duckSchema(e.duckDB(), files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestFooterSchemaCorrupted(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, gerr := footerSchema(f)
-		want, derr := duckSchema(e.db, []string{f})
+		want, derr := duckSchema(e.duckDB(), []string{f})
 		switch {
 		case gerr != nil && !errors.Is(gerr, errFooter):
 			t.Fatalf("mutant %d: %v", i, gerr)
@@ -389,7 +389,7 @@ func BenchmarkParquetColumns(b *testing.B) {
 	})
 	b.Run("duckdb", func(b *testing.B) {
 		for b.Loop() {
-			if nodes, err := duckSchema(e.db, []string{f}); err != nil || len(nodes[f]) != 5 {
+			if nodes, err := duckSchema(e.duckDB(), []string{f}); err != nil || len(nodes[f]) != 5 {
 				b.Fatal(err, nodes)
 			}
 		}

@@ -175,7 +175,7 @@ func TestEveryConnectionDistrustsStatistics(t *testing.T) {
 		}
 	}()
 	for range 4 {
-		c, err := e.db.Conn(ctx)
+		c, err := e.duckDB().Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

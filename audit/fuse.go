@@ -222,11 +222,11 @@ func (f *fusion) fetch(ctx context.Context, r *run, asking string) bool {
 			var st *sql.Stmt
 			var release func()
 			var kept bool
-			if st, release, kept, err = r.e.kept.prepared(ctx, r.e.db, q); kept {
+			if st, release, kept, err = r.duck.kept.prepared(ctx, r.pool(), q); kept {
 				vals, err = scanValues(st.QueryRowContext(ctx, slices.Clone(v.files)).Scan, width)
 				release()
 			} else if err == nil {
-				vals, err = scanValues(r.e.db.QueryRowContext(ctx, q, slices.Clone(v.files)).Scan, width)
+				vals, err = scanValues(r.pool().QueryRowContext(ctx, q, slices.Clone(v.files)).Scan, width)
 			}
 		}
 	} else {

@@ -891,7 +891,7 @@ func (r *run) literalRow(ctx context.Context, q string, n int) ([]any, error) {
 		}
 	}
 	r.e.statement(q)
-	vals, err := scanValues(r.e.db.QueryRowContext(ctx, q).Scan, n)
+	vals, err := scanValues(r.pool().QueryRowContext(ctx, q).Scan, n)
 	if err == nil {
 		r.e.memo.put(key, append([]any(nil), vals...), memoSize(vals))
 	}

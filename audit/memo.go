@@ -374,10 +374,10 @@ func (c *lazyConn) open(ctx context.Context) error {
 		return c.err
 	}
 	setup, making := c.deferred, 0
-	if pc, ok := c.r.e.catalogs.take(); ok {
+	if pc, ok := c.r.catalogs().take(); ok {
 		c.conn, c.r.catalog, c.pooled, c.made = pc.conn, pc.name, true, true
 	} else {
-		conn, err := c.r.e.db.Conn(ctx)
+		conn, err := c.r.pool().Conn(ctx)
 		if err != nil {
 			return fmt.Errorf("audit: duckdb connection: %w", err)
 		}

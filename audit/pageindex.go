@@ -748,7 +748,7 @@ WHERE a.mn < p.mn OR a.mx > p.mx OR a.mn < p.lmn OR a.mx > p.lmx OR (p.nulls >= 
 SELECT * FROM (%s) ORDER BY 1 LIMIT 1`,
 				strings.Join(aggs, ", "), pageBucket(claims[first.k:first.j], 0), strings.Join(cols, ", "),
 				literalList([]string{path}), noHive, strings.Join(sels, "\nUNION ALL\n"))
-			err = r.e.db.QueryRowContext(ctx, q).Scan(&i, &mn, &mx, &nulls, &rowsGot)
+			err = r.pool().QueryRowContext(ctx, q).Scan(&i, &mn, &mx, &nulls, &rowsGot)
 			ss = ss[n:]
 		}
 	}

@@ -460,7 +460,7 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 			// checked, and the file is refused.
 			var n int64
 			q := "SELECT count(*) FROM parquet_metadata(" + literalList([]string{f}) + ") WHERE bloom_filter_offset IS NOT NULL"
-			if qerr := r.e.db.QueryRowContext(ctx, q).Scan(&n); qerr != nil {
+			if qerr := r.pool().QueryRowContext(ctx, q).Scan(&n); qerr != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}

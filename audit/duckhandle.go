@@ -1,0 +1,173 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/duckdb/duckdb-go/v2"
+)
+
+// duckDB is one opening of the engine's DuckDB and what is bound to it:
+// the statements kept prepared on it and the run catalogs pooled on its
+// connections. A statement that crashes DuckDB (an INTERNAL Error, such as
+// DuckDB 1.5 reading a byte not UTF-8 in a CSV column of text past its
+// sniffer's sample) invalidates the whole database: every later statement
+// of every connection fails (FATAL Error: database has been invalidated).
+// The engine then retires the opening (retire) and the next run opens
+// another (acquire); the runs holding the retired one end with their
+// errors, and it is closed when the last of them releases it.
+type duckDB struct {
+	db       *sql.DB
+	kept     stmtCache
+	catalogs *runCatalogs
+	// users are the runs (and rowOnly's queries) holding it, and retired
+	// says the engine dropped it: closed when users reaches 0. Both under
+	// Engine.duckMu.
+	users   int
+	retired bool
+}
+
+func (e *Engine) openDuck() (*duckDB, error) {
+	db, err := openDuckDB(e.dir, e.opts)
+	if err != nil {
+		return nil, err
+	}
+	return &duckDB{db: db, catalogs: newRunCatalogs()}, nil
+}
+
+// acquire is the engine's DuckDB for one user, opened again if a crash
+// retired the last one; release it when done. An opening that fails is
+// the machine's (infrastructure).
+func (e *Engine) acquire() (*duckDB, error) {
+	e.duckMu.Lock()
+	defer e.duckMu.Unlock()
+	if e.duckClosed {
+		return nil, ErrClosed
+	}
+	if e.duck == nil {
+		d, err := e.openDuck()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInfrastructure, err)
+		}
+		e.duck = d
+		e.reopened.Add(1)
+		e.opts.Logger.Warn("audit: DuckDB opened again after a crash invalidated it")
+	}
+	e.duck.users++
+	return e.duck, nil
+}
+
+// release ends one use of d; the last use of a retired d closes it.
+func (e *Engine) release(d *duckDB) {
+	e.duckMu.Lock()
+	d.users--
+	last := d.retired && d.users == 0
+	e.duckMu.Unlock()
+	if last {
+		d.close()
+	}
+}
+
+// retire drops d, if it is still the engine's, for the next acquire to
+// open another; closed by its last release.
+func (e *Engine) retire(d *duckDB) {
+	e.duckMu.Lock()
+	defer e.duckMu.Unlock()
+	if d.retired {
+		return
+	}
+	d.retired = true
+	if e.duck == d {
+		e.duck = nil
+	}
+	e.opts.Logger.Error("audit: DuckDB crashed and invalidated its database: dropped, the next audit opens another")
+}
+
+// closeDuck closes the engine's DuckDB for good (Close, once no run holds it).
+func (e *Engine) closeDuck() error {
+	e.duckMu.Lock()
+	d := e.duck
+	e.duck, e.duckClosed = nil, true
+	e.duckMu.Unlock()
+	if d == nil {
+		return nil
+	}
+	return d.close()
+}
+
+func (d *duckDB) close() error {
+	d.catalogs.close()
+	d.kept.close()
+	return d.db.Close()
+}
+
+// crashed: a crash invalidated d, as a run that retired it found or as
+// d answers now (a run that saw an error asks, whichever statement saw
+// it and whatever the run made of it).
+func (e *Engine) crashed(d *duckDB) bool {
+	e.duckMu.Lock()
+	retired := d.retired
+	e.duckMu.Unlock()
+	if retired {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := d.db.ExecContext(ctx, "SELECT 1")
+	return err != nil && invalidating(err)
+}
+
+// pool is the run's DuckDB pool: of the opening it holds, or, for a run
+// made outside Run (derivations, tests), the engine's current one (nil
+// once closed).
+func (r *run) pool() *sql.DB {
+	if r.duck != nil {
+		return r.duck.db
+	}
+	return r.e.duckDB()
+}
+
+// catalogs are the run catalogs pooled on the run's opening (nil for a
+// run made outside Run: none kept).
+func (r *run) catalogs() *runCatalogs {
+	if r.duck == nil {
+		return nil
+	}
+	return r.duck.catalogs
+}
+
+// duckDB is the engine's current DuckDB pool, for tests that query it
+// outside a run, and runs made outside Run (nil once closed).
+func (e *Engine) duckDB() *sql.DB {
+	e.duckMu.Lock()
+	defer e.duckMu.Unlock()
+	if e.duck == nil {
+		return nil
+	}
+	return e.duck.db
+}
+
+// Reopened is how many times the engine opened its DuckDB again after a
+// crash invalidated it.
+func (e *Engine) Reopened() int64 { return e.reopened.Load() }
+
+// invalidating: err is DuckDB's crash (an INTERNAL or a FATAL Error),
+// which leaves its database invalidated, or the refusal of a statement
+// on a database so left. DuckDB's error decides by its type: its message
+// may quote the data (a value that did not convert).
+func invalidating(err error) bool {
+	if err == nil {
+		return false
+	}
+	if de, ok := errors.AsType[*duckdb.Error](err); ok {
+		return de.Type == duckdb.ErrorTypeInternal || de.Type == duckdb.ErrorTypeFatal
+	}
+	// Errors that lost their type on the way keep DuckDB's text.
+	msg := err.Error()
+	return strings.Contains(msg, "INTERNAL Error") || strings.Contains(msg, "FATAL Error") ||
+		strings.Contains(msg, "database has been invalidated")
+}
