@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // duckDB is one opening of the engine's DuckDB and what is bound to it:
@@ -170,4 +171,44 @@ func invalidating(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "INTERNAL Error") || strings.Contains(msg, "FATAL Error") ||
 		strings.Contains(msg, "database has been invalidated")
+}
+
+// crashCause is the crash of DuckDB itself in err (an INTERNAL Error), as
+// the run whose statement crashed it sees it; nil for the refusals of
+// statements after it (FATAL Error), which the runs in flight see.
+func crashCause(err error) error {
+	if err == nil {
+		return nil
+	}
+	if de, ok := errors.AsType[*duckdb.Error](err); ok {
+		if de.Type == duckdb.ErrorTypeInternal {
+			return err
+		}
+		return nil
+	}
+	if strings.Contains(err.Error(), "INTERNAL Error") {
+		return err
+	}
+	return nil
+}
+
+// crashRefusal is the report of an audit whose own statement crashed
+// DuckDB, as it did in an audit of the same batch before: each check
+// errs (blocking the publish) naming the crash, and the batch is not read
+// a third time.
+func (r *run) crashRefusal(report schemas.AuditReport, cause error, start time.Time) schemas.AuditReport {
+	why, _, _ := strings.Cut(cause.Error(), "\n\nStack Trace")
+	msg := "DuckDB crashed reading this batch (its database was invalidated and opened again), as it did in an audit of the batch before: " +
+		clip(why, 1024) + "; the batch is refused rather than read again"
+	report.Checks = nil
+	for _, c := range r.req.Suite.Checks {
+		res := r.base(c)
+		res.Status, res.Message = schemas.StatusError, msg
+		report.Checks = append(report.Checks, res)
+	}
+	report.Passed = false
+	report = clipReport(report, r.e.opts.MaxSampleValueBytes, r.e.opts.MaxReportBytes)
+	report.DurationMs = time.Since(start).Milliseconds()
+	r.log.Error("audit refused: its batch crashed DuckDB again", "err", why)
+	return report
 }

@@ -139,6 +139,9 @@ type Engine struct {
 	duck       *duckDB
 	duckClosed bool
 	reopened   atomic.Int64
+	// crashers are the audits (repository, dataset, ref) whose own
+	// statement crashed DuckDB, lately (crashCause).
+	crashers *boundedMap[struct{}]
 
 	mu     sync.Mutex
 	closed bool
@@ -263,6 +266,7 @@ func New(opts Options) (*Engine, error) {
 	e.added = newBoundedMap[addedSet](1024)
 	e.dataPrefixes = newBoundedMap[string](1024)
 	e.rowOnlyWheres = newBoundedMap[bool](1024)
+	e.crashers = newBoundedMap[struct{}](1024)
 	e.listings = newListingCache(listingCacheObjects)
 	e.flights = &listFlights{m: map[string]chan struct{}{}}
 	e.derived = newDerivations()
@@ -545,12 +549,22 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (report 
 		// A run that saw an error asks whether DuckDB crashed: then it
 		// drops the database for the next run, and the run's results,
 		// made on a database that failed every statement after the
-		// crash, are not a verdict: it is retried (infrastructure).
+		// crash, are not a verdict: it is retried (infrastructure). A
+		// run whose own statement crashed DuckDB (crashCause), when the
+		// same audit crashed it before, is refused instead: retried, it
+		// would crash it again, failing every run in flight each time.
 		if (err != nil || !report.Passed) && e.crashed(duck) {
 			e.retire(duck)
-			if !errors.Is(err, ErrInfrastructure) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			cause := crashCause(cmp.Or(err, r.infra))
+			key := req.Repository + "\x00" + req.Dataset + "\x00" + req.Ref + "\x00" + req.part
+			if _, again := e.crashers.get(key); cause != nil && again {
+				report, err = r.crashRefusal(report, cause, start), nil
+			} else if !errors.Is(err, ErrInfrastructure) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w: DuckDB crashed during the audit and its database was opened again: %w", ErrInfrastructure, cmp.Or(err, r.infra, errors.New("checks failed on it")))
 				report.Passed = false
+			}
+			if cause != nil {
+				e.crashers.put(key, struct{}{})
 			}
 		}
 		e.release(duck)
@@ -1233,7 +1247,12 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 		if r.e.columnsFault != nil && qerr == nil {
 			qerr = r.e.columnsFault()
 		}
-		if unlisted := (errUnlisted{}); errors.As(qerr, &unlisted) {
+		if invalidating(qerr) {
+			// DuckDB crashed listing them: the error is the run's
+			// (infrastructure, duckhandle.go), not a verdict on the
+			// files, and no later query of the run reads them.
+			err = qerr
+		} else if unlisted := (errUnlisted{}); errors.As(qerr, &unlisted) {
 			err = fmt.Errorf("file %s: DuckDB reads it but cannot list its columns (%v): readers may disagree on them", objPath[unlisted.file], unlisted.err)
 		}
 		if qerr == nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // poisonCSV writes, in the engine's directory (where DuckDB may read), a
@@ -219,5 +221,51 @@ func TestReview41ConcurrentRunsOverACrash(t *testing.T) {
 	}
 	if got := e.Reopened(); got != 1 {
 		t.Errorf("opened again %d times, want 1", got)
+	}
+}
+
+// TestReview41RepeatedCrashIsRefused: an audit whose own statement
+// crashes DuckDB is retried (infrastructure: the crash may be the
+// machine's), and the retry would crash it again, failing every audit in
+// flight on it each time until the runner's retry budget ran out. The
+// second crash of the same audit (repository, dataset, ref) refuses the
+// batch: each check errs naming the crash and the table. The crash is
+// driven through the listing of the table's columns (columnsFault), which
+// runs the crashing statement inside the run.
+func TestReview41RepeatedCrashIsRefused(t *testing.T) {
+	src := newBatchSource(t)
+	src.writeRaw(t, "b1", "honest/a.csv", "v\nx\n")
+	src.writeRaw(t, "b1", "hostile/a.csv", "v\nx\n")
+	e := newEngine(t, src, "")
+	poison := poisonCSV(t, e)
+	hostile := func() (schemas.AuditReport, error) {
+		e.columnsFault = func() error {
+			_, err := e.duckDB().ExecContext(context.Background(), poison)
+			return err
+		}
+		defer func() { e.columnsFault = nil }()
+		return e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: "hostile/", Format: FormatCSV}},
+				Checks: []Check{{Name: "c", Table: "t", Kind: KindNotNull, Column: "v"}}}})
+	}
+	honest := func(when string) {
+		t.Helper()
+		if rep := auditTableAt(t, e, "honest/", FormatCSV, Check{Kind: KindNotNull, Column: "v"}); !rep.Passed {
+			t.Fatalf("honest audit %s: %s", when, refusal(rep))
+		}
+	}
+	if _, err := hostile(); !errors.Is(err, ErrInfrastructure) || crashCause(err) == nil {
+		t.Fatalf("first crash: %v, want an infrastructure error naming DuckDB's crash", err)
+	}
+	honest("after the first crash")
+	rep, err := hostile()
+	if err != nil || rep.Passed || len(rep.Checks) != 1 || rep.Checks[0].Status != schemas.StatusError ||
+		!strings.Contains(rep.Checks[0].Message, "crashed") || !strings.Contains(rep.Checks[0].Message, "table t") {
+		t.Fatalf("second crash of the same audit: %v, %+v: want a refusal naming the crash and the table", err, rep.Checks)
+	}
+	t.Logf("refused: %s", refusal(rep))
+	honest("after the second crash")
+	if n := e.Reopened(); n != 2 {
+		t.Errorf("opened again %d times, want 2", n)
 	}
 }
