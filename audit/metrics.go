@@ -11,9 +11,12 @@ import (
 type serviceMetrics struct {
 	lookups  *prometheus.CounterVec   // by outcome (hit, miss)
 	duration *prometheus.HistogramVec // by dataset, outcome
+	// reopened counts the engine's DuckDB opened again after a crash
+	// (Engine.Reopened); nil when the runner is not an *Engine.
+	reopened prometheus.CounterFunc
 }
 
-func newServiceMetrics(reg prometheus.Registerer) (*serviceMetrics, error) {
+func newServiceMetrics(reg prometheus.Registerer, r Runner) (*serviceMetrics, error) {
 	m := &serviceMetrics{
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_audit_cache_lookups_total",
 			Help: "Pre-merge webhook audits answered from the cache of passing reports by commit (hit) or run (miss), by outcome."}, []string{"outcome"}),
@@ -21,8 +24,17 @@ func newServiceMetrics(reg prometheus.Registerer) (*serviceMetrics, error) {
 			Help:    "Audits that ran (download, DuckDB checks, report), by dataset and outcome (passed, failed, error).",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"dataset", "outcome"}),
 	}
+	if e, ok := r.(*Engine); ok {
+		m.reopened = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lakewap_audit_duckdb_reopened_total",
+			Help: "Times the audit engine opened its DuckDB again after a crash (an INTERNAL Error) invalidated it; the audits in flight on it were retried."},
+			func() float64 { return float64(e.Reopened()) })
+	}
 	if reg != nil {
-		if err := errors.Join(reg.Register(m.lookups), reg.Register(m.duration)); err != nil {
+		err := errors.Join(reg.Register(m.lookups), reg.Register(m.duration))
+		if m.reopened != nil {
+			err = errors.Join(err, reg.Register(m.reopened))
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

@@ -115,7 +115,7 @@ func NewService(o ServiceOptions) (*Service, error) {
 	case o.Budget <= 0:
 		return nil, fmt.Errorf("audit: ServiceOptions.Budget %s must be positive", o.Budget)
 	}
-	m, err := newServiceMetrics(o.Registerer)
+	m, err := newServiceMetrics(o.Registerer, o.Engine)
 	if err != nil {
 		return nil, err
 	}
