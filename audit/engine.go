@@ -511,7 +511,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 		req.BatchTime = time.Now()
 	}
 	report, err := e.run(ctx, req, start)
-	if rf := (errRefull{}); errors.As(err, &rf) {
+	if rf := (errRefull{}); errors.As(err, &rf) && !errors.Is(err, ErrInfrastructure) { // not over a crash (duckhandle.go)
 		e.opts.Logger.Info("audit: incremental audit given up, auditing full", "dataset", req.Dataset, "ref", req.Ref, "why", rf.reason)
 		req.Full, req.fullBecause = true, rf.reason
 		report, err = e.run(ctx, req, start)
