@@ -45,14 +45,7 @@ func markTemporal(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
 // outside 1 to 9999. A file that passed is kept in the memo by its
 // identity and the columns looked at.
 func (r *run) extremeTimes(ctx context.Context, cols map[string][]fileColumn, files []string, objPath, ids map[string]string, checks []Check, table string) error {
-	text := map[string]bool{}
-	for _, c := range checks {
-		if strings.EqualFold(c.Table, table) && (c.Kind == KindRegex || c.Kind == KindAcceptedValues) {
-			for _, col := range c.columns() {
-				text[strings.ToLower(col)] = true
-			}
-		}
-	}
+	text := textCheckedColumns(checks, table)
 	if len(text) == 0 {
 		return nil
 	}
@@ -80,7 +73,7 @@ func (r *run) extremeTimes(ctx context.Context, cols map[string][]fileColumn, fi
 			continue
 		}
 		if err := s.err; err != nil {
-			if _, derr := r.pool().ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f})); derr != nil {
+			if !r.readsAlone(ctx, f) {
 				continue // a file DuckDB cannot read is left for the view
 			}
 			return fmt.Errorf("file %s: column %q is of dates or times, whose infinities and years beyond 9999 DuckDB renders otherwise than pandas and Spark, and lakewap could not look for them (%v): readers may disagree on its text, which a regex or accepted_values check compares",

@@ -28,14 +28,7 @@ import (
 // time of a fraction of a microsecond. A file that passed is kept in the
 // memo by its identity.
 func (r *run) int96Nanos(ctx context.Context, cols map[string][]fileColumn, files []string, objPath, ids map[string]string, checks []Check, table string) error {
-	text := map[string]bool{}
-	for _, c := range checks {
-		if strings.EqualFold(c.Table, table) && (c.Kind == KindRegex || c.Kind == KindAcceptedValues) {
-			for _, col := range c.columns() {
-				text[strings.ToLower(col)] = true
-			}
-		}
-	}
+	text := textCheckedColumns(checks, table)
 	if len(text) == 0 {
 		return nil
 	}
@@ -121,4 +114,27 @@ func containsFold(names []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// textCheckedColumns is the columns (lower-case) of table that a regex or
+// accepted_values check of checks reads: checks that compare the column's
+// text.
+func textCheckedColumns(checks []Check, table string) map[string]bool {
+	text := map[string]bool{}
+	for _, c := range checks {
+		if strings.EqualFold(c.Table, table) && (c.Kind == KindRegex || c.Kind == KindAcceptedValues) {
+			for _, col := range c.columns() {
+				text[strings.ToLower(col)] = true
+			}
+		}
+	}
+	return text
+}
+
+// readsAlone says whether DuckDB reads the Parquet file f on its own (its
+// columns bind): a guard that could not scan a file DuckDB cannot read
+// leaves it to the view, which reports why.
+func (r *run) readsAlone(ctx context.Context, f string) bool {
+	_, err := r.pool().ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f}))
+	return err == nil
 }

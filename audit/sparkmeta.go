@@ -303,7 +303,7 @@ func (r *run) sparkRebase(ctx context.Context, cols map[string][]fileColumn, fil
 			continue
 		}
 		if err := s.err; err != nil {
-			if _, derr := r.pool().ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f})); derr != nil {
+			if !r.readsAlone(ctx, f) {
 				continue // a file DuckDB cannot read is left for the view
 			}
 			return fmt.Errorf("file %s has Spark's legacy calendar metadata and column %q holds %s, which lakewap could not look for (%v): readers may disagree on them (write the file without Spark 2's metadata, or in Spark 3's CORRECTED rebase mode)",
