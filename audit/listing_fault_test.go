@@ -51,3 +51,27 @@ func TestTableWhoseColumnsCannotBeListedIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestListingOutOfMemoryIsInfrastructure: a listing of a table's columns
+// that DuckDB could not make for want of memory (shared by every run in
+// flight) is the machine's failure, retried later, not the table's refusal
+// as one whose columns cannot be listed (review 41 suspected the refusal;
+// the error's text already classes the run as infrastructure: this holds
+// it).
+func TestListingOutOfMemoryIsInfrastructure(t *testing.T) {
+	src := newBatchSource(t)
+	dir := filepath.Join(src.root, "b1", "t")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copySQL(t, fmt.Sprintf("COPY (SELECT i AS id FROM range(3) r(i)) TO %s (FORMAT parquet)", quoteLiteral(filepath.Join(dir, "a.parquet"))))
+	e := newEngine(t, src, "")
+	e.columnsFault = func() error {
+		return errors.New("Out of Memory Error: could not allocate block of size 256.0 KiB (488.2 MiB/488.2 MiB used)")
+	}
+	rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{{Name: "c", Table: "t", Kind: KindNotNull, Column: "id"}}}})
+	if !errors.Is(err, ErrInfrastructure) {
+		t.Fatalf("an out-of-memory listing: err %v, report passed %v %s; want an infrastructure error", err, rep.Passed, refusal(rep))
+	}
+}
