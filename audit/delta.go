@@ -419,6 +419,22 @@ func (r *run) list(ctx context.Context, ref, prefix string) ([]Object, error) {
 	return objs, nil
 }
 
+// tableListing is tableFiles(t.Path, the listing of t at ref) for a
+// caller that only reads it (changes no object in it, appends nothing): of
+// a kept listing of a commit, filtered once and not copied.
+func (r *run) tableListing(ctx context.Context, ref string, t Table) ([]Object, error) {
+	objs, err := r.listRead(ctx, ref, t.Path)
+	if err != nil {
+		return nil, err
+	}
+	if IsCommitID(ref) {
+		if files, ok := r.e.listings.tableFiles(r.req.Repository, ref, t.Path); ok {
+			return files, nil
+		}
+	}
+	return tableFiles(t.Path, objs), nil
+}
+
 // listRead is list for a caller that only reads the listing (changes no
 // object in it, appends nothing): a kept listing of a commit is not copied.
 func (r *run) listRead(ctx context.Context, ref, prefix string) ([]Object, error) {

@@ -378,11 +378,11 @@ func (r *run) prepareIncTable(ctx context.Context, name string, it *incTable) er
 // changes (the sealed commit's against the foundation) applied.
 func (r *run) stateObjects(ctx context.Context, t Table) ([]Object, error) {
 	if !r.req.Onto {
-		objs, err := r.list(ctx, r.req.Ref, t.Path)
+		objs, err := r.tableListing(ctx, r.req.Ref, t)
 		if err != nil {
 			return nil, fmt.Errorf("audit: list table %s at %s: %w", t.Name, r.req.Ref, err)
 		}
-		return tableFiles(t.Path, objs), nil
+		return slices.Clone(objs), nil
 	}
 	return r.mergedObjects(ctx, t)
 }
@@ -404,11 +404,11 @@ func (r *run) mergedObjects(ctx context.Context, t Table) ([]Object, error) {
 		return nil, fmt.Errorf("audit: merge-base of %s and %s: %w", r.req.Ref, r.req.BaseRef, err)
 	}
 	list := func(ref string) ([]Object, error) {
-		objs, err := r.listRead(ctx, ref, t.Path) // tableFiles copies it
+		objs, err := r.tableListing(ctx, ref, t)
 		if err != nil {
 			return nil, fmt.Errorf("audit: list table %s at %s: %w", t.Name, ref, err)
 		}
-		objs = tableFiles(t.Path, objs)
+		objs = slices.Clone(objs)
 		for i := range objs {
 			objs[i].at = ref
 		}

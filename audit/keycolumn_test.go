@@ -144,3 +144,33 @@ func TestStatsStoreInternsSchemas(t *testing.T) {
 		t.Fatal("sameSchema tells schemas apart otherwise than their values")
 	}
 }
+
+// TestListingCacheTableFilesCounted: a kept listing's table files are
+// tableFiles of it, the listing itself when it keeps every object, else a
+// slice of their own counted against the cache's bound until evicted.
+func TestListingCacheTableFilesCounted(t *testing.T) {
+	c := newListingCache(100)
+	plain := []Object{{Path: "t/a.parquet", Size: 1}, {Path: "t/b.parquet", Size: 1}}
+	hidden := []Object{{Path: "t/_SUCCESS", Size: 1}, {Path: "t/a.parquet", Size: 1}}
+	c.put("r", "c1", "t/", plain)
+	c.put("r", "c2", "t/", hidden)
+	if c.objects != 4 {
+		t.Fatalf("%d objects kept, want 4", c.objects)
+	}
+	got1, ok1 := c.tableFiles("r", "c1", "t/")
+	got2, ok2 := c.tableFiles("r", "c2", "t/")
+	if !ok1 || !ok2 || !reflect.DeepEqual(got1, tableFiles("t/", plain)) || !reflect.DeepEqual(got2, tableFiles("t/", hidden)) {
+		t.Fatalf("table files %v %v", got1, got2)
+	}
+	if c.objects != 5 {
+		t.Fatalf("%d objects kept after the table files, want 5 (c2's one table file its own)", c.objects)
+	}
+	if _, ok := c.tableFiles("r", "c3", "t/"); ok {
+		t.Fatal("table files of a listing not kept")
+	}
+	c.put("r", "c2", "t/", plain) // replaced
+	c.put("r", "c1", "t/", plain)
+	if c.objects != 4 {
+		t.Fatalf("%d objects kept after replacing the listings, want 4", c.objects)
+	}
+}

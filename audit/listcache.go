@@ -54,6 +54,18 @@ type listingCache struct {
 type keptListing struct {
 	key  string
 	objs []Object
+	// tables is tableFiles(prefix, objs), once asked for: objs itself when
+	// it keeps every object (most tables), else its own slice, counted.
+	tables []Object
+	done   bool
+}
+
+// size is the objects k holds.
+func (k *keptListing) size() int {
+	if k.done && len(k.tables) != len(k.objs) {
+		return len(k.objs) + len(k.tables)
+	}
+	return len(k.objs)
 }
 
 func newListingCache(max int) *listingCache {
@@ -80,6 +92,36 @@ func (c *listingCache) shared(repo, commit, prefix string) ([]Object, bool) {
 	return el.Value.(*keptListing).objs, true
 }
 
+// tableFiles is tableFiles(prefix, the kept listing of prefix at commit),
+// shared (the caller only reads it): filtered once per kept listing, not at
+// every audit of a table of thousands of files.
+func (c *listingCache) tableFiles(repo, commit, prefix string) ([]Object, bool) {
+	c.mu.Lock()
+	el, ok := c.m[listingKey(repo, commit, prefix)]
+	if !ok {
+		c.mu.Unlock()
+		return nil, false
+	}
+	kl := el.Value.(*keptListing)
+	if kl.done {
+		c.mu.Unlock()
+		return kl.tables, true
+	}
+	objs := kl.objs
+	c.mu.Unlock()
+	files := tableFiles(prefix, objs)
+	if len(files) == len(objs) {
+		files = objs // nothing left out: no second copy
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[listingKey(repo, commit, prefix)]; ok && el.Value.(*keptListing) == kl && !kl.done {
+		kl.tables, kl.done = files, true
+		c.objects += kl.size() - len(kl.objs)
+	}
+	return files, true
+}
+
 func (c *listingCache) put(repo, commit, prefix string, objs []Object) {
 	if len(objs) > c.max {
 		return
@@ -88,14 +130,14 @@ func (c *listingCache) put(repo, commit, prefix string, objs []Object) {
 	defer c.mu.Unlock()
 	k := listingKey(repo, commit, prefix)
 	if el, ok := c.m[k]; ok {
-		c.objects -= len(el.Value.(*keptListing).objs)
+		c.objects -= el.Value.(*keptListing).size()
 		c.order.Remove(el)
 	}
 	c.m[k] = c.order.PushBack(&keptListing{key: k, objs: slices.Clone(objs)})
 	c.objects += len(objs)
 	for (c.objects > c.max || c.order.Len() > maxListings) && c.order.Len() > 0 {
 		old := c.order.Remove(c.order.Front()).(*keptListing)
-		c.objects -= len(old.objs)
+		c.objects -= old.size()
 		delete(c.m, old.key)
 	}
 }

@@ -199,11 +199,10 @@ func samePartitionKeys(dir, keys string) bool {
 // replaced by the batch, or, onto a head, by what the merge leaves.
 func (r *run) removedFiles(ctx context.Context, t Table, it *incTable) ([]Object, error) {
 	f := r.inc.foundation
-	objs, err := r.list(ctx, f, t.Path)
+	found, err := r.tableListing(ctx, f, t)
 	if err != nil {
 		return nil, fmt.Errorf("audit: list table %s at %s: %w", t.Name, f, err)
 	}
-	found := tableFiles(t.Path, objs)
 	var out []Object
 	if pathOrdered(found) && pathOrdered(it.old) {
 		// Both in path order, as listed: one walk, no index of the
