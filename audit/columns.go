@@ -1017,6 +1017,35 @@ func (r *run) scanFile(ctx context.Context, tag, f string, ids map[string]string
 	return s, nil
 }
 
+// guardScan is a reader guard's scan of Parquet file f (scanFile): nil
+// when the memo holds the file as passed, or no row matches a condition
+// (then the memo keeps it); found's error for the first condition some
+// rows match (i, their count); cannot's for a scan that failed on a file
+// DuckDB reads on its own (one it cannot read is left for the view, which
+// reports why).
+func (r *run) guardScan(ctx context.Context, tag, f string, ids map[string]string, conds []string,
+	cannot func(err error) error, found func(i int, n int64) error) error {
+	s, err := r.scanFile(ctx, tag, f, ids, conds)
+	switch {
+	case err != nil:
+		return err
+	case s.seen:
+		return nil
+	case s.err != nil:
+		if !r.readsAlone(ctx, f) {
+			return nil
+		}
+		return cannot(s.err)
+	}
+	for i, n := range s.counts {
+		if n > 0 {
+			return found(i, n)
+		}
+	}
+	s.passed(r)
+	return nil
+}
+
 // passed keeps the file of s in the memo as passed its check.
 func (s fileScan) passed(r *run) {
 	if s.keyed {

@@ -65,27 +65,16 @@ func (r *run) extremeTimes(ctx context.Context, cols map[string][]fileColumn, fi
 		if len(conds) == 0 {
 			continue
 		}
-		s, err := r.scanFile(ctx, "extreme-times\x00"+strings.Join(names, "\x00"), f, ids, conds)
+		err := r.guardScan(ctx, "extreme-times\x00"+strings.Join(names, "\x00"), f, ids, conds, func(err error) error {
+			return fmt.Errorf("file %s: column %q is of dates or times, whose infinities and years beyond 9999 DuckDB renders otherwise than pandas and Spark, and lakewap could not look for them (%v): readers may disagree on its text, which a regex or accepted_values check compares",
+				objPath[f], names[0], err)
+		}, func(i int, n int64) error {
+			return fmt.Errorf("file %s: column %q holds %d dates or times that are infinite or of a year outside 1 to 9999, which DuckDB reads as infinity, -infinity or 10000-01-01, pandas as the times they are (294247-01-10 04:00:54.775807) or fails on (a date past 9999), and Spark renders as +294247-01-10 04:00:54.775807 and +10000-01-01: readers disagree on their text, which a regex or accepted_values check compares (write them as NULL, or within years 1 to 9999)",
+				objPath[f], names[i], n)
+		})
 		if err != nil {
 			return err
 		}
-		if s.seen {
-			continue
-		}
-		if err := s.err; err != nil {
-			if !r.readsAlone(ctx, f) {
-				continue // a file DuckDB cannot read is left for the view
-			}
-			return fmt.Errorf("file %s: column %q is of dates or times, whose infinities and years beyond 9999 DuckDB renders otherwise than pandas and Spark, and lakewap could not look for them (%v): readers may disagree on its text, which a regex or accepted_values check compares",
-				objPath[f], names[0], err)
-		}
-		for i, n := range s.counts {
-			if n > 0 {
-				return fmt.Errorf("file %s: column %q holds %d dates or times that are infinite or of a year outside 1 to 9999, which DuckDB reads as infinity, -infinity or 10000-01-01, pandas as the times they are (294247-01-10 04:00:54.775807) or fails on (a date past 9999), and Spark renders as +294247-01-10 04:00:54.775807 and +10000-01-01: readers disagree on their text, which a regex or accepted_values check compares (write them as NULL, or within years 1 to 9999)",
-					objPath[f], names[i], n)
-			}
-		}
-		s.passed(r)
 	}
 	return nil
 }

@@ -5,12 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/lakewap/lakewap/schemas"
@@ -253,22 +250,10 @@ s.sparkContext.setLogLevel("ERROR")
 for f in sys.argv[1:]:
     print(" ".join(str(r[0]) for r in s.read.parquet(f).collect()))
 `
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, append([]string{"-c", read}, args...)...)
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+python)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Spark's JVM goes with the script on a timeout
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("spark: %v\n%s", err, stderr.String())
-	}
+	out, stderr := runPySpark(t, python, read, args)
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != len(cases) {
-		t.Fatalf("spark printed %d lines for %d files:\n%s\n%s", len(lines), len(cases), out, stderr.String())
+		t.Fatalf("spark printed %d lines for %d files:\n%s\n%s", len(lines), len(cases), out, stderr)
 	}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {

@@ -1,14 +1,10 @@
 package audit
 
 import (
-	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // TestReview39SparkReadings: PySpark 4.3.0's readings the review 39
@@ -66,19 +62,7 @@ for f in sys.argv[1:]:
         print(os.path.basename(f) + "\tfails: " + str(e).split("]")[0] + "]")
 s.stop()
 `
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, append([]string{"-c", read}, args...)...)
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+python)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Spark's JVM goes with the script on a timeout
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("spark: %v\n%s", err, stderr.String())
-	}
+	out, _ := runPySpark(t, python, read, args)
 	got := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if name, reading, ok := strings.Cut(line, "\t"); ok {

@@ -295,28 +295,17 @@ func (r *run) sparkRebase(ctx context.Context, cols map[string][]fileColumn, fil
 		if len(conds) == 0 {
 			continue
 		}
-		s, err := r.scanFile(ctx, "spark-rebase", f, ids, conds)
+		err := r.guardScan(ctx, "spark-rebase", f, ids, conds, func(err error) error {
+			return fmt.Errorf("file %s has Spark's legacy calendar metadata and column %q holds %s, which lakewap could not look for (%v): readers may disagree on them (write the file without Spark 2's metadata, or in Spark 3's CORRECTED rebase mode)",
+				objPath[f], marked[0].name, marked[0].rebased[0].kind, err)
+		}, func(i int, n int64) error {
+			kinds, why := sparkKinds(marked[i].rebased)
+			return fmt.Errorf("file %s has %d rows whose column %q holds %s (at %s), which Spark takes as written in the Julian calendar, by the file's key-value metadata (%s), and reads as other values, where DuckDB, pyarrow and pandas read them as written: readers disagree on them (write the file without Spark 2's metadata, or in Spark 3's CORRECTED rebase mode)",
+				objPath[f], n, marked[i].name, kinds, sparkPaths(marked[i].rebased), why)
+		})
 		if err != nil {
 			return err
 		}
-		if s.seen {
-			continue
-		}
-		if err := s.err; err != nil {
-			if !r.readsAlone(ctx, f) {
-				continue // a file DuckDB cannot read is left for the view
-			}
-			return fmt.Errorf("file %s has Spark's legacy calendar metadata and column %q holds %s, which lakewap could not look for (%v): readers may disagree on them (write the file without Spark 2's metadata, or in Spark 3's CORRECTED rebase mode)",
-				objPath[f], marked[0].name, marked[0].rebased[0].kind, err)
-		}
-		for i, n := range s.counts {
-			if n > 0 {
-				kinds, why := sparkKinds(marked[i].rebased)
-				return fmt.Errorf("file %s has %d rows whose column %q holds %s (at %s), which Spark takes as written in the Julian calendar, by the file's key-value metadata (%s), and reads as other values, where DuckDB, pyarrow and pandas read them as written: readers disagree on them (write the file without Spark 2's metadata, or in Spark 3's CORRECTED rebase mode)",
-					objPath[f], n, marked[i].name, kinds, sparkPaths(marked[i].rebased), why)
-			}
-		}
-		s.passed(r)
 	}
 	return nil
 }

@@ -165,23 +165,10 @@ func TestSparkReadsTheRefusedCalendarOtherwise(t *testing.T) {
 		}
 		args = append(args, p)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, append([]string{"-c", sparkCalendarRead}, args...)...)
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+python,
-		"JAVA_TOOL_OPTIONS=-Duser.timezone=America/Los_Angeles")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Spark's JVM goes with the script on a timeout
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("spark: %v\n%s", err, stderr.String())
-	}
+	out, stderr := runPySpark(t, python, sparkCalendarRead, args, "JAVA_TOOL_OPTIONS=-Duser.timezone=America/Los_Angeles")
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != len(sparkCalendarCases) {
-		t.Fatalf("spark printed %d lines for %d files:\n%s\n%s", len(lines), len(sparkCalendarCases), out, stderr.String())
+		t.Fatalf("spark printed %d lines for %d files:\n%s\n%s", len(lines), len(sparkCalendarCases), out, stderr)
 	}
 	db, err := sql.Open("duckdb", "")
 	if err != nil {
@@ -250,4 +237,26 @@ func TestSparkLeavesFollowDuckDBsNesting(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runPySpark runs the PySpark script with args (files) under python, with
+// extra environment variables, and returns its output and its stderr; it
+// fails t when the script fails. Spark's JVM is in the script's process
+// group, killed with it on the 5-minute timeout.
+func runPySpark(t *testing.T, python, script string, args []string, env ...string) (out []byte, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, append([]string{"-c", script}, args...)...)
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "SPARK_LOCAL_IP=127.0.0.1", "PYSPARK_PYTHON="+python), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	var errs strings.Builder
+	cmd.Stderr = &errs
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("spark: %v\n%s", err, errs.String())
+	}
+	return out, errs.String()
 }
