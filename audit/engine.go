@@ -131,6 +131,8 @@ type Engine struct {
 	opts Options
 	dir  string // the engine's directory under WorkDir
 	seq  atomic.Int64
+	// fileSeq numbers the runs' downloads into filesDir.
+	fileSeq atomic.Int64
 	// duck is the engine's DuckDB (duckhandle.go), nil when a crash
 	// retired it until the next run opens another; duckClosed by Close.
 	// reopened counts those openings again. duck and duckClosed under
@@ -277,12 +279,19 @@ func New(opts Options) (*Engine, error) {
 	if e.dir, err = os.MkdirTemp(opts.WorkDir, "lakewap-audit-*"); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
+	if err := os.Mkdir(e.filesDir(), 0o700); err != nil {
+		os.RemoveAll(e.dir)
+		return nil, fmt.Errorf("audit: %w", err)
+	}
 	if e.duck, err = e.openDuck(); err != nil {
 		os.RemoveAll(e.dir)
 		return nil, err
 	}
 	return e, nil
 }
+
+// filesDir is the directory of the runs' downloads outside the cache.
+func (e *Engine) filesDir() string { return filepath.Join(e.dir, "files") }
 
 // distrustedOptimizers are the DuckDB optimizers that read a Parquet
 // footer's column statistics (min, max, null_count) as facts about the
@@ -527,16 +536,20 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (report 
 		return report, err
 	}
 	log := e.opts.Logger.With("dataset", req.Dataset, "repository", req.Repository, "ref", req.Ref)
-	// The run's directory is made by its first download (ready): a run
-	// answered by the memo and the statistics makes none.
+	// The run's downloads outside the cache are files of the engine's one
+	// files directory, named by a number no other run takes, and removed
+	// when the run ends (a directory of its own per run would cost a
+	// mkdir and an rmdir more per batch, the costliest file-system calls
+	// of a small batch's audit).
 	seq := e.seq.Add(1)
-	dir := filepath.Join(e.dir, "run-"+strconv.FormatInt(seq, 10))
-	defer os.RemoveAll(dir)
 
-	r := &run{e: e, duck: duck, req: req, log: log, dir: dir, catalog: fmt.Sprintf("run_%d", seq),
+	r := &run{e: e, duck: duck, req: req, log: log, catalog: fmt.Sprintf("run_%d", seq),
 		views: map[viewKey]*view{}, types: map[string]string{}, deltaSnaps: map[string]deltaResult{}, planned: map[int]string{},
 		collisions: map[string]error{}}
 	defer func() {
+		for _, f := range r.made {
+			_ = os.Remove(f)
+		}
 		e.cache.unpin(r.pinned)
 		if freed, err := e.cache.evict(); err != nil {
 			log.Warn("audit cache eviction", "err", err)
@@ -637,8 +650,6 @@ type run struct {
 	duck *duckDB
 	req  Request
 	log  *slog.Logger
-	// dir is the run's directory (for its downloads), made by the first.
-	dir string
 	// catalog is the run's in-memory database inside the engine's DuckDB;
 	// conn uses it (USE) and is the run's only connection, opened when a
 	// query first needs it (lazyConn).
@@ -649,6 +660,9 @@ type run struct {
 	types map[string]string
 	// pinned are the cache files this run uses, kept from eviction.
 	pinned []string
+	// made are the files of the engine's files directory this run named
+	// for its downloads (downloader.local), removed when it ends.
+	made []string
 	// deltaSnaps are the Delta tables read, by ref and table.
 	deltaSnaps map[string]deltaResult
 	// planned are expressions a kind's plan chose for a check (by index)
@@ -892,8 +906,9 @@ func (r *run) prepare(ctx context.Context) error {
 	req := r.req
 	var pinMu sync.Mutex
 	dl := downloader{src: r.e.opts.Source, repo: req.Repository, cacheDir: r.e.opts.CacheDir,
-		workDir: r.dir, parallel: r.e.opts.DownloadParallelism, cache: r.e.cache, files: new(atomic.Int64),
-		pinned: func(p string) { pinMu.Lock(); r.pinned = append(r.pinned, p); pinMu.Unlock() }, before: r.reading}
+		workDir: r.e.filesDir(), parallel: r.e.opts.DownloadParallelism, cache: r.e.cache, files: &r.e.fileSeq,
+		pinned: func(p string) { pinMu.Lock(); r.pinned = append(r.pinned, p); pinMu.Unlock() },
+		made:   func(p string) { pinMu.Lock(); r.made = append(r.made, p); pinMu.Unlock() }, before: r.reading}
 	r.dl = dl
 	listStart := time.Now()
 	for k := range r.needed(ctx) {

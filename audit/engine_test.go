@@ -653,12 +653,32 @@ func TestRunCacheAvoidsSecondDownload(t *testing.T) {
 	if c := only(t, rep); c.Status != schemas.StatusPass || c.Observed != "1000 rows vs 1000 on main (+0.0%)" {
 		t.Errorf("cached run: %s %q %s", c.Status, c.Observed, c.Message)
 	}
-	if runs, _ := filepath.Glob(filepath.Join(e.dir, "run-*")); len(runs) != 0 {
-		t.Errorf("run dirs not cleaned: %v", runs)
+	if left, _ := os.ReadDir(e.filesDir()); len(left) != 0 {
+		t.Errorf("run downloads not cleaned: %v", left)
 	}
 	e.Close()
 	if _, err := os.Stat(e.dir); !os.IsNotExist(err) {
 		t.Errorf("engine dir left after Close: %v", err)
+	}
+}
+
+// TestRunRemovesItsDownloads: without a cache a run downloads into the
+// engine's files directory, and removes what it downloaded when it ends,
+// passing or failing, leaving no directory of its own behind.
+func TestRunRemovesItsDownloads(t *testing.T) {
+	src := fixture(t)
+	e := newEngine(t, src, "")
+	checks := []Check{{Kind: KindVolumeChange, Table: "billing", MaxDropPct: f64(1)}}
+	audit(t, e, "b1", checks...)
+	audit(t, e, "b1", Check{Kind: KindRowCount, Table: "billing", Max: f64(1)})
+	if n := src.totalDownloads(); n < 4 {
+		t.Fatalf("the two runs downloaded %d files, want at least 4 (no cache)", n)
+	}
+	if left, err := os.ReadDir(e.filesDir()); err != nil || len(left) != 0 {
+		t.Errorf("files directory after the runs: %v, %v; want empty", left, err)
+	}
+	if entries, _ := os.ReadDir(e.dir); len(entries) != 1 {
+		t.Errorf("engine directory holds %v, want only files", entries)
 	}
 }
 

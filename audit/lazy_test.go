@@ -14,8 +14,8 @@ import (
 )
 
 // runDirWatch is a log handler that notes, at each record a run logs,
-// whether a run's directory exists under the engine's directory: a run
-// logs "audit done" before it removes its directory, so a run that made
+// whether a run's download exists in the engine's files directory: a run
+// logs "audit done" before it removes its downloads, so a run that made
 // one is seen.
 type runDirWatch struct {
 	dir  string
@@ -25,12 +25,8 @@ type runDirWatch struct {
 func (w runDirWatch) Enabled(context.Context, slog.Level) bool { return true }
 
 func (w runDirWatch) Handle(context.Context, slog.Record) error {
-	entries, _ := os.ReadDir(w.dir)
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "run-") {
-			w.seen.Add(1)
-		}
-	}
+	entries, _ := os.ReadDir(filepath.Join(w.dir, "files"))
+	w.seen.Add(int64(len(entries)))
 	return nil
 }
 

@@ -102,9 +102,11 @@ type downloader struct {
 	parallel int
 	cache    *fileCache   // pins cache files in use
 	pinned   func(string) // records a pinned file for the run to unpin
-	// files numbers the run's work-dir files across fetchAll calls: a
-	// name reused by a later call would replace a file a view reads.
+	// files numbers the work-dir files across runs and fetchAll calls:
+	// a name reused would replace a file a view reads.
 	files *atomic.Int64
+	// made records each work-dir file named, for the run to remove.
+	made func(string)
 	// before, when set, is called before any download (run.reading).
 	before func(context.Context) error
 }
@@ -120,7 +122,11 @@ func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) 
 // new file of the run's directory. Nothing is downloaded (getAll).
 func (d downloader) local(f fetch) string {
 	if d.cacheDir == "" || f.obj.Address == "" {
-		return filepath.Join(d.workDir, "files", strconv.FormatInt(d.files.Add(1), 10)+localExt(f.obj.Path))
+		p := filepath.Join(d.workDir, strconv.FormatInt(d.files.Add(1), 10)+localExt(f.obj.Path))
+		if d.made != nil {
+			d.made(p)
+		}
+		return p
 	}
 	return filepath.Join(d.cacheDir, cacheName(d.repo, f.obj))
 }
