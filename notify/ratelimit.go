@@ -55,7 +55,10 @@ type limited struct {
 }
 
 func (l *limited) Send(ctx context.Context, n Notification) (string, bool, error) {
-	if n.Receipts[l.Name()] == "" && !l.allow(kindOf(n)) {
+	// An announcement is a message of its own, never an update, though it
+	// carries the receipts of the run that found it.
+	_, announces := announcement(n)
+	if (n.Receipts[l.Name()] == "" || announces) && !l.allow(kindOf(n)) {
 		return "", false, nil
 	}
 	return l.Sink.Send(ctx, n)

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,5 +58,45 @@ func TestSlackFloodOfOneKindIsLimited(t *testing.T) {
 	flood("billing", schemas.ReasonTooManyRuns, 10)
 	if inner.posts != 12 {
 		t.Errorf("after the window: %d posts in all, want 12 (the burst again)", inner.posts)
+	}
+}
+
+// announcementSink counts the announcements that reach it.
+type announcementSink struct{ posts int }
+
+func (c *announcementSink) Name() string { return "slack" }
+func (c *announcementSink) Send(_ context.Context, n Notification) (string, bool, error) {
+	if _, ok := announcement(n); ok {
+		c.posts++
+	}
+	return n.Receipts["slack"], false, nil
+}
+
+// TestReview43AnnouncementsOfRunsWithAMessageAreLimited: an announcement
+// (UnattestedChange) is a new Slack message of its own, never an update,
+// but it is sent with the receipts of the run whose publish found it, and
+// that run's message is usually posted already. The limiter took such a
+// notification for an update of a posted message and let every one
+// through: each commit on the target that lakewap did not attest (a
+// writer's revert of a protected target goes through under lakeFS's
+// simplified ACL) posted a message, whatever the burst. They must count
+// against their kind's burst like any new message.
+func TestReview43AnnouncementsOfRunsWithAMessageAreLimited(t *testing.T) {
+	inner := &announcementSink{}
+	now := time.Date(2026, 12, 6, 15, 0, 0, 0, time.UTC)
+	s := Limit(inner, LimitConfig{Burst: 3, Per: time.Minute, Now: func() time.Time { return now }})
+	for i := range 50 {
+		commit := fmt.Sprintf("c%063d", i)
+		c := schemas.UnattestedChange{EventID: schemas.UnattestedChangeID("lake", "main", schemas.ChangeUnattestedCommit, commit),
+			Kind: schemas.ChangeUnattestedCommit, BatchID: fmt.Sprintf("b%d", i), Dataset: "billing", Repository: "lake",
+			TargetRef: "main", CommitID: commit}
+		_, retry, err := s.Send(context.Background(), Notification{Event: c, State: schemas.StatePublished, Dataset: "billing",
+			BatchID: c.BatchID, Receipts: map[string]string{"slack": "C1/1733497200.000100"}})
+		if err != nil || retry {
+			t.Fatalf("a held-back announcement must not fail or be retried: %v %v", retry, err)
+		}
+	}
+	if inner.posts != 3 {
+		t.Errorf("50 announcements of runs whose message was posted: %d posted, want the burst (3)", inner.posts)
 	}
 }
