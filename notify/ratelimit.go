@@ -31,7 +31,8 @@ const maxLimitKinds = 4096
 // Limit wraps a chat sink so that a flood of one kind (thousands of
 // batches of one dataset aborted too_many_runs) posts Burst messages per
 // window and no more; other datasets and outcomes, and updates of messages
-// already posted, go out as before. A held-back message is not an error
+// already posted, go out as before. An announcement is a new message
+// (counted under its kind), though it carries its run's receipts. A held-back message is not an error
 // and is not retried: the results topic still carries every outcome.
 func Limit(s Sink, cfg LimitConfig) Sink {
 	if cfg.Now == nil {

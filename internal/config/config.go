@@ -327,7 +327,8 @@ type Slack struct {
 	APIURL         string `yaml:"api_url"` // for tests against slacktest
 	// RateBurst new messages at most per RatePer for one dataset, state and
 	// reason (default 20 per 10m; -1: no limit): a flood of one kind does
-	// not flood the channel. Updates of posted messages are never held back.
+	// not flood the channel. Updates of posted messages are never held back;
+	// announcements (UnattestedChange) are new messages, counted under their kind.
 	RateBurst int      `yaml:"rate_burst"`
 	RatePer   Duration `yaml:"rate_per"`
 }

@@ -103,7 +103,7 @@ var keyDocs = map[string]keyDoc{
 
 	"notify.console":                {desc: "Print each outcome's message to standard output.", example: "true"},
 	"notify.slack":                  {desc: "Slack, by bot token (with channel) or incoming webhook.", def: "none", example: `{token: "${SLACK_BOT_TOKEN}", channel: C0123456}`},
-	"notify.slack.rate_burst":       {desc: "New Slack messages at most per rate_per for one dataset, state and reason; the rest are counted (lakewap_slack_messages_suppressed_total), not posted; updates of posted messages always go out.", def: "20 (-1: no limit)", example: "50"},
+	"notify.slack.rate_burst":       {desc: "New Slack messages at most per rate_per for one dataset, state and reason; the rest are counted (lakewap_slack_messages_suppressed_total), not posted; updates of posted messages always go out, announcements (UnattestedChange) count as new messages.", def: "20 (-1: no limit)", example: "50"},
 	"notify.slack.rate_per":         {desc: "The window of notify.slack.rate_burst.", def: "10m", example: "1h"},
 	"notify.slack.token":            {desc: "Bot token (xoxb-...), usually `${ENV}`.", def: "none", example: "${SLACK_BOT_TOKEN}"},
 	"notify.slack.token_file":       {desc: "File holding the bot token.", def: "none", example: "/run/secrets/slack_bot_token"},
