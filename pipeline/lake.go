@@ -121,8 +121,10 @@ type Reverter interface {
 	// clock slack; zero: the last 1000) that merged sealed in (merge commits,
 	// sealed a parent after the first), newest first.
 	MergesOf(ctx context.Context, repo, target, sealed string, since time.Time) ([]Commit, error)
-	// Log returns up to limit commits reachable from ref, newest first.
-	Log(ctx context.Context, repo, ref string, limit int) ([]Commit, error)
+	// FirstParents lists up to limit first-parent commits of ref made
+	// since since (zero: any), newest first: the commits made on the
+	// branch itself, not those its merges brought in.
+	FirstParents(ctx context.Context, repo, ref string, since time.Time, limit int) ([]Commit, error)
 	// Revert adds a commit to branch that undoes commitID (relative to
 	// parent parentNumber, from 1, for a merge commit).
 	Revert(ctx context.Context, repo, branch, commitID string, parentNumber int, message string, meta map[string]string) error

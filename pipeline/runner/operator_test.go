@@ -27,7 +27,7 @@ func (l *fakeLake) MergesOf(_ context.Context, _, _, sealed string, _ time.Time)
 	return out, nil
 }
 
-func (l *fakeLake) Log(_ context.Context, _, _ string, limit int) ([]Commit, error) {
+func (l *fakeLake) FirstParents(_ context.Context, _, _ string, _ time.Time, limit int) ([]Commit, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []Commit
@@ -184,7 +184,7 @@ func TestRevertFoundAfterACrash(t *testing.T) {
 	// The crashed attempt's revert commit, then someone else's commit.
 	f.lake.mu.Lock()
 	f.lake.log = append(f.lake.log,
-		Commit{ID: "revert-earlier", Metadata: map[string]string{MetaRevertedBatchID: "b1", MetaRevertedCommit: "merge-b1",
+		Commit{ID: "revert-earlier", Parents: []string{"merge-b1"}, Metadata: map[string]string{MetaRevertedBatchID: "b1", MetaRevertedCommit: "merge-b1",
 			MetaRevertReason: "first try", MetaRevertedBy: "ana"}, CreationDate: time.Now().UTC()},
 		Commit{ID: "later", Parents: []string{"revert-earlier"}})
 	f.lake.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/lakewap/lakewap/pipeline"
 )
@@ -83,15 +84,22 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run)
 
 // findRevert returns the revert commit of batch on target made after its
 // publish commit, or a zero Commit: the log is newest first, so reaching
-// the publish commit ends the search.
+// the publish commit ends the search. Only the target's first-parent
+// commits of one parent are looked at, as lakeFS's revert of the publish
+// makes: metadata is anyone's to write, and a writer's commit on its batch
+// branch, naming another batch, reaches the target's whole log when that
+// branch is published (TestReview43WritersCommitIsNotTakenForARevert).
 func findRevert(ctx context.Context, lake pipeline.Reverter, repo, target, batch, published string) (pipeline.Commit, error) {
-	log, err := lake.Log(ctx, repo, target, revertSearchDepth)
+	log, err := lake.FirstParents(ctx, repo, target, time.Time{}, revertSearchDepth)
 	if err != nil {
 		return pipeline.Commit{}, err
 	}
 	for _, c := range log {
 		if c.ID == published {
 			return pipeline.Commit{}, nil
+		}
+		if len(c.Parents) != 1 {
+			continue // a merge: not a revert lakeFS made
 		}
 		// The same batch id may be another dataset's: the revert names the
 		// commit it undid.
