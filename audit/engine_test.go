@@ -677,8 +677,11 @@ func TestRunRemovesItsDownloads(t *testing.T) {
 	if left, err := os.ReadDir(e.filesDir()); err != nil || len(left) != 0 {
 		t.Errorf("files directory after the runs: %v, %v; want empty", left, err)
 	}
-	if entries, _ := os.ReadDir(e.dir); len(entries) != 1 {
-		t.Errorf("engine directory holds %v, want only files", entries)
+	entries, _ := os.ReadDir(e.dir)
+	for _, d := range entries {
+		if d.Name() != "files" && d.Name() != "duckdb-tmp" { // DuckDB's spill directory, made when it spills
+			t.Errorf("engine directory holds %s, want only files (and DuckDB's)", d.Name())
+		}
 	}
 }
 
