@@ -12,8 +12,8 @@ import (
 )
 
 // job is one effect of a run handed to its executor: the run as it was
-// stored when the effect started, and for a publish its place in the
-// target's queue.
+// stored when the effect started, and for a publish or a revert its place
+// in the target's queue.
 type job struct {
 	p      *partition
 	run    pipeline.Run
@@ -36,7 +36,7 @@ func init() {
 		pipeline.DoAudit:        (*Runner).auditJob,         // audit.go
 		pipeline.DoPublish:      (*Runner).publishInTurn,    // publish.go, with the queue
 		pipeline.DoLook:         stepped((*Runner).look),    // publish.go
-		pipeline.DoRevert:       stepped((*Runner).revert),  // revert.go
+		pipeline.DoRevert:       (*Runner).revertInTurn,     // revert.go, in the publish queue
 		pipeline.DoCleanup:      stepped((*Runner).cleanup), // cleanup.go
 		pipeline.DoSend:         (*Runner).sendOutbox,       // send.go
 	}

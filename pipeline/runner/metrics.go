@@ -40,7 +40,7 @@ func newMetrics(reg prometheus.Registerer, datasets []string, runs func() []pipe
 		inputs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_inputs_total",
 			Help: "Input events by type and outcome: applied, duplicate, dead_letter, dropped_unexpected."}, []string{"type", "outcome"}),
 		queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_publish_queue_depth",
-			Help: "Publishes waiting for their target's turn in this instance's merge queue."}, []string{"repository", "target"}),
+			Help: "Publishes and reverts waiting for their target's turn in this instance's merge queue."}, []string{"repository", "target"}),
 		waited: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_publish_queue_wait_seconds",
 			Help: "Time a publish waited in its target's merge queue before its merge started.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)},
 			[]string{"repository", "target"}),

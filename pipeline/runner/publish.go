@@ -67,28 +67,47 @@ func (r *Runner) enqueue(run pipeline.Run) *publishTicket {
 // from the stored state) and waits for a running one within the
 // revocation's grace; the turn passes on when the publish is done.
 func (r *Runner) awaitPublish(p *partition, t *publishTicket) pipeline.Input {
+	waiting := func() func() {
+		// The turn is taken: the sealed commit's diff, which a recheck in
+		// the turn needs, is taken meanwhile.
+		r.prepareDiff(pipeline.WithCallCounter(p.ctx, r.calls(p, t.run.Key())), t.run)
+		return func() { r.dropDiff(t.run) }
+	}
+	return r.inTurn(p, t, waiting, func() pipeline.Input { return r.publishTurn(p, t) }, true)
+}
+
+// inTurn waits for t's turn on its target and runs do in it. waiting, if
+// set, is called when the turn is taken, and what it returns when the
+// partition is revoked before the turn came. A revoked partition gives up
+// its tickets whose turn has not come and waits for a running one within
+// the revocation's grace; the turn passes on when do is done. publish
+// says t is a publish (timed as one).
+func (r *Runner) inTurn(p *partition, t *publishTicket, waiting func() func(), do func() pipeline.Input, publish bool) pipeline.Input {
 	k := targetKey{t.run.Repository, t.run.Target}
 	select {
 	case <-t.turn:
 	default:
-		// The turn is taken: the sealed commit's diff, which a recheck in
-		// the turn needs, is taken meanwhile.
-		r.prepareDiff(pipeline.WithCallCounter(p.ctx, r.calls(p, t.run.Key())), t.run)
+		gaveUp := func() {}
+		if waiting != nil {
+			gaveUp = waiting()
+		}
 		select {
 		case <-t.turn:
 		case <-p.stop:
-			r.dropDiff(t.run)
+			gaveUp()
 			r.left(k)
 			go func() { <-t.turn; r.pass(k, t) }()
 			return nil
 		}
 	}
 	r.left(k)
-	r.metrics.publishWait(k.repo, k.target, time.Since(t.queued))
-	result := make(chan pipeline.Input, 1) // buffered: the publish never blocks on a waiter that left
+	if publish {
+		r.metrics.publishWait(k.repo, k.target, time.Since(t.queued))
+	}
+	result := make(chan pipeline.Input, 1) // buffered: do never blocks on a waiter that left
 	go func() {
 		defer r.pass(k, t)
-		result <- r.publishTurn(p, t)
+		result <- do()
 	}()
 	select {
 	case in := <-result:
@@ -96,6 +115,25 @@ func (r *Runner) awaitPublish(p *partition, t *publishTicket) pipeline.Input {
 	case <-p.ctx.Done():
 		return nil
 	}
+}
+
+// revertInTurn reverts a published batch (DoRevert) in its target's turn:
+// a revert is a commit on the target like a merge, and a publish between
+// its look and its merge must find the target where the look left it
+// (the merge lands on the head its recheck judged). Before, the revert ran
+// beside the publish turn, and a batch rechecked onto the head holding the
+// reverted batch was merged onto the revert commit, a state no audit had
+// judged (TestRevertDoesNotMoveTheTargetUnderARecheckedPublish).
+func (r *Runner) revertInTurn(j job) pipeline.Input {
+	return r.inTurn(j.p, j.ticket, nil, func() pipeline.Input {
+		j.p.mu.Lock()
+		stop := j.p.closing
+		j.p.mu.Unlock()
+		if stop {
+			return nil // revoked: the next owner reverts from the stored state
+		}
+		return stepped((*Runner).revert)(r, j)
+	}, false)
 }
 
 // left takes a ticket out of its queue's waiting count.

@@ -836,7 +836,9 @@ func (r *Runner) start(p *partition, batch string, effects []pipeline.Effect) {
 		}
 		p.inflight[effectOf{batch, e.Kind}] = true
 		j := job{p: p, run: p.runs[batch].Clone(), effect: e}
-		if e.Kind == pipeline.DoPublish {
+		if e.Kind == pipeline.DoPublish || e.Kind == pipeline.DoRevert {
+			// A revert is a commit on the target too: it takes its turn
+			// there like a merge (revertInTurn).
 			j.ticket = r.enqueue(j.run)
 		}
 		p.wg.Go(func() { r.execute(j) })
