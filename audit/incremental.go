@@ -361,7 +361,7 @@ func (r *run) prepareIncTable(ctx context.Context, name string, it *incTable) er
 		if len(objs) > 0 {
 			if sts, err := r.computeStats(ctx, t, objs, files, it.need); err == nil {
 				for i, o := range objs {
-					r.storeStats(o, sts[i])
+					r.storeStats(o, cmp.Or(o.at, bv.ref), sts[i])
 					known[at[i]] = sts[i]
 				}
 			} else {
@@ -540,15 +540,23 @@ func (r *run) statsOf(ctx context.Context, t Table, objs []Object, need statsNee
 	}
 	for j, i := range missing {
 		out[i] = sts[j]
-		r.storeStats(objs[i], sts[j])
+		r.storeStats(objs[i], cmp.Or(objs[i].at, r.req.Ref), sts[j])
 	}
 	r.log.Debug("audit statistics computed from the data", "table", t.Name, "files", len(missing))
 	return out, nil
 }
 
-func (r *run) storeStats(o Object, st fileStats) {
+// storeStats keeps st as the statistics of o's address, when o was read
+// at ref, a commit: a download at a branch is by path, and a branch that
+// moved after its listing gave another address's bytes, which kept under
+// the listed address would be taken for that address's figures by every
+// later audit (TestReview44BranchReadsDoNotKeyBytesByAnotherAddress).
+func (r *run) storeStats(o Object, ref string, st fileStats) {
 	if st.mixed {
 		return // in another type than the file's own (schemaagree.go)
+	}
+	if !IsCommitID(ref) {
+		return
 	}
 	if err := r.e.stats.put(statsKey(r.req.Repository, o), st); err != nil {
 		r.log.Warn("audit: statistics not stored", "path", o.Path, "err", err)

@@ -119,9 +119,14 @@ func (d downloader) fetchAll(ctx context.Context, fs []fetch) ([]string, error) 
 }
 
 // local names the local copy of f: the cache's file of its address, or a
-// new file of the run's directory. Nothing is downloaded (getAll).
+// new file of the engine's files directory. Nothing is downloaded (getAll). Only a
+// file read at a commit goes to the cache: a download is by ref and path,
+// and at a branch that moved after its listing it brings another
+// address's bytes, which the cache would keep under the listed address
+// for every later audit of a commit holding it
+// (TestReview44BranchReadsDoNotKeyBytesByAnotherAddress).
 func (d downloader) local(f fetch) string {
-	if d.cacheDir == "" || f.obj.Address == "" {
+	if !d.cached(f) {
 		p := filepath.Join(d.workDir, strconv.FormatInt(d.files.Add(1), 10)+localExt(f.obj.Path))
 		if d.made != nil {
 			d.made(p)
@@ -129,6 +134,12 @@ func (d downloader) local(f fetch) string {
 		return p
 	}
 	return filepath.Join(d.cacheDir, cacheName(d.repo, f.obj))
+}
+
+// cached says whether f's local copy is the cache's file of its address:
+// with a cache, for an object with an address read at a commit.
+func (d downloader) cached(f fetch) bool {
+	return d.cacheDir != "" && f.obj.Address != "" && IsCommitID(f.ref)
 }
 
 // getAll downloads each of fs to its local file (named by local), with at
@@ -177,7 +188,7 @@ func (d downloader) getAll(ctx context.Context, fs []fetch, local []string) erro
 // get brings f to local: a cache file already there (whole) is used as it
 // is, and kept from eviction until the run ends.
 func (d downloader) get(ctx context.Context, f fetch, local string) error {
-	if d.cacheDir == "" || f.obj.Address == "" {
+	if !d.cached(f) {
 		return d.download(ctx, f, local)
 	}
 	d.cache.pin(local) // before the stat: eviction must not race the use

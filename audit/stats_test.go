@@ -49,11 +49,12 @@ func TestIncrementalReadsTheBatchAndWhatCanCollide(t *testing.T) {
 	}
 	defer e.Close()
 	ctx := context.Background()
-	batch := func(ref, query string) schemas.AuditReport {
+	batch := func(name, query string) schemas.AuditReport {
 		t.Helper()
+		ref := cid(name) // statistics are kept of files read at a commit (review 44)
 		lake.branch(t, "c001", ref)
 		lake.commit(ref, []string{"c001"}, nil)
-		lake.write(t, ref, "data/t/batch-"+ref+".parquet", query)
+		lake.write(t, ref, "data/t/batch-"+name+".parquet", query)
 		rep, err := e.Run(ctx, Request{Dataset: "d", Suite: suite, Repository: "r", Ref: ref, BaseRef: "c001", BaseName: "main"})
 		if err != nil {
 			t.Fatal(err)
@@ -74,15 +75,15 @@ func TestIncrementalReadsTheBatchAndWhatCanCollide(t *testing.T) {
 	}
 	// The first audit computes the unchanged files' statistics from them.
 	rep := batch("s1", "SELECT i AS id FROM range(1000, 1050) r(i)")
-	if !rep.Passed || len(oldReads("s1")) != 10 || rep.Checks[2].Observed != "1050 rows" {
-		t.Fatalf("first: passed=%v, read %v, %+v", rep.Passed, oldReads("s1"), rep.Checks)
+	if !rep.Passed || len(oldReads(cid("s1"))) != 10 || rep.Checks[2].Observed != "1050 rows" {
+		t.Fatalf("first: passed=%v, read %v, %+v", rep.Passed, oldReads(cid("s1")), rep.Checks)
 	}
 	rep = batch("s2", "SELECT i AS id FROM range(2000, 2050) r(i)")
-	if !rep.Passed || len(oldReads("s2")) != 0 || lake.downloaded("s2", "data/t/batch-s2.parquet") != 1 {
-		t.Fatalf("second: passed=%v, read %v", rep.Passed, oldReads("s2"))
+	if !rep.Passed || len(oldReads(cid("s2"))) != 0 || lake.downloaded(cid("s2"), "data/t/batch-s2.parquet") != 1 {
+		t.Fatalf("second: passed=%v, read %v", rep.Passed, oldReads(cid("s2")))
 	}
 	rep = batch("s3", "SELECT i AS id FROM range(2000, 2010) r(i) UNION ALL SELECT 345")
-	if got := oldReads("s3"); rep.Passed || len(got) != 1 || got[0] != "data/t/part-0003.parquet" {
+	if got := oldReads(cid("s3")); rep.Passed || len(got) != 1 || got[0] != "data/t/part-0003.parquet" {
 		t.Fatalf("collision: passed=%v, read %v", rep.Passed, got)
 	}
 	u := rep.Checks[1]
@@ -182,10 +183,11 @@ func TestDamagedStatisticsAreRebuilt(t *testing.T) {
 		}
 		return rep
 	}
-	lake.branch(t, "c001", "s1")
-	lake.commit("s1", []string{"c001"}, nil)
-	lake.write(t, "s1", "data/t/b1.parquet", "SELECT 5000 AS id")
-	if rep := run("s1"); !rep.Passed || rep.Mode != ModeIncremental {
+	s1, s2 := cid("s1"), cid("s2") // statistics are kept of files read at a commit (review 44)
+	lake.branch(t, "c001", s1)
+	lake.commit(s1, []string{"c001"}, nil)
+	lake.write(t, s1, "data/t/b1.parquet", "SELECT 5000 AS id")
+	if rep := run(s1); !rep.Passed || rep.Mode != ModeIncremental {
 		t.Fatalf("%+v", rep)
 	}
 	// Every record now claims its file holds only the ids 0..1.
@@ -201,14 +203,14 @@ func TestDamagedStatisticsAreRebuilt(t *testing.T) {
 	if n < 4 {
 		t.Fatalf("%d records stored", n)
 	}
-	lake.branch(t, "c001", "s2")
-	lake.commit("s2", []string{"c001"}, nil)
-	lake.write(t, "s2", "data/t/b2.parquet", "SELECT 250 AS id")
-	rep := run("s2")
+	lake.branch(t, "c001", s2)
+	lake.commit(s2, []string{"c001"}, nil)
+	lake.write(t, s2, "data/t/b2.parquet", "SELECT 250 AS id")
+	rep := run(s2)
 	if rep.Passed || rep.Checks[1].Observed != "1 duplicate rows of 401" || rep.Checks[2].Observed != "401 rows" {
 		t.Fatalf("%+v", rep.Checks)
 	}
-	if lake.downloaded("s2", "data/t/part-0000.parquet") == 0 {
+	if lake.downloaded(s2, "data/t/part-0000.parquet") == 0 {
 		t.Fatal("the damaged statistics were not rebuilt from the file")
 	}
 }

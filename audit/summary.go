@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"maps"
@@ -412,7 +413,8 @@ func (r *run) summarize(ctx context.Context, t Table, objs []Object, need statsN
 	keyed := r.e.summaries != nil
 	for i, o := range objs {
 		files[i] = summaryFile{path: o.Path, address: o.Address, size: o.Size}
-		keyed = keyed && o.Address != "" && (i == 0 || files[i-1].path < o.Path)
+		// Figures of a file read at a branch are not kept (storeStats).
+		keyed = keyed && o.Address != "" && (i == 0 || files[i-1].path < o.Path) && IsCommitID(cmp.Or(o.at, r.req.Ref))
 	}
 	if !keyed {
 		sts, err := r.statsOf(ctx, t, objs, need)

@@ -116,10 +116,15 @@ func Audit(ctx context.Context, o AuditOptions, stdout, stderr io.Writer) int {
 		}
 		req.Ref = head.ID
 		if baseRef != "" {
-			if _, err := lake.GetCommit(ctx, ds.Repository, baseRef); err != nil {
+			base, err := lake.GetCommit(ctx, ds.Repository, baseRef)
+			if err != nil {
 				failf(stderr, "lakewap audit: base ref %q of %s: %v", baseRef, ds.Repository, err)
 				return AuditError
 			}
+			// The base too: a branch that moves while the audit reads it
+			// would give, for a file its listing names at one address,
+			// the bytes of another (review 44).
+			req.BaseRef, req.BaseName = base.ID, baseRef
 		}
 	}
 	if baseRef != "" {
