@@ -17,16 +17,20 @@ import (
 
 const benchRows = 5_000_000
 
+// The benchmarks read their files at commits: a file read at a branch is
+// neither cached nor its statistics kept (review 44).
+var benchMain, benchBatch = cid("main"), cid("batch")
+
 // benchSource is a dirSource whose main holds one 5-million-row Parquet
 // file, generated once and kept in the temp dir across benchmark runs.
 func benchSource(b *testing.B) (*dirSource, string) {
 	b.Helper()
-	root := filepath.Join(os.TempDir(), "lakewap-audit-bench-v1")
-	file := filepath.Join(root, "main", "gold", "billing", "part-0.parquet")
+	root := filepath.Join(os.TempDir(), "lakewap-audit-bench-v2")
+	file := filepath.Join(root, benchMain, "gold", "billing", "part-0.parquet")
 	if _, err := os.Stat(file); err != nil {
 		src := &dirSource{root: root + ".tmp", downloads: map[string]int{}, sums: map[string]string{}}
 		os.RemoveAll(src.root)
-		src.write(b, "main", "gold/billing/part-0.parquet", `SELECT i AS id, (i % 50000)::INTEGER AS customer_id,
+		src.write(b, benchMain, "gold/billing/part-0.parquet", `SELECT i AS id, (i % 50000)::INTEGER AS customer_id,
 			CASE WHEN i % 2 = 0 THEN 'open' ELSE 'paid' END AS status, (hash(i) % 10000) / 100.0 AS amount,
 			TIMESTAMP '2025-06-01 12:00:00' - to_seconds(i) AS updated_at
 			FROM range(5000000) r(i)`)
@@ -57,7 +61,7 @@ func BenchmarkStandardSuite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	req := Request{Dataset: "billing", Repository: "r", Ref: "main", BatchTime: batchTime, Suite: standardSuite()}
+	req := Request{Dataset: "billing", Repository: "r", Ref: benchMain, BaseName: "main", BatchTime: batchTime, Suite: standardSuite()}
 	ctx := context.Background()
 	rep, err := e.Run(ctx, req) // fills the cache
 	if err != nil {
@@ -143,7 +147,7 @@ func BenchmarkSuiteOverHand(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	req := Request{Dataset: "billing", Repository: "r", Ref: "main", BatchTime: batchTime, Suite: standardSuite()}
+	req := Request{Dataset: "billing", Repository: "r", Ref: benchMain, BaseName: "main", BatchTime: batchTime, Suite: standardSuite()}
 	ctx := context.Background()
 	if _, err := e.Run(ctx, req); err != nil { // fills the cache
 		b.Fatal(err)
@@ -169,12 +173,12 @@ func BenchmarkSuiteOverHand(b *testing.B) {
 // standard suite fails not_null, unique and range.
 func benchFailingSource(b *testing.B) *dirSource {
 	b.Helper()
-	root := filepath.Join(os.TempDir(), "lakewap-audit-bench-fail-v1")
-	file := filepath.Join(root, "main", "gold", "billing", "part-0.parquet")
+	root := filepath.Join(os.TempDir(), "lakewap-audit-bench-fail-v2")
+	file := filepath.Join(root, benchMain, "gold", "billing", "part-0.parquet")
 	if _, err := os.Stat(file); err != nil {
 		src := &dirSource{root: root + ".tmp", downloads: map[string]int{}, sums: map[string]string{}}
 		os.RemoveAll(src.root)
-		src.write(b, "main", "gold/billing/part-0.parquet", `SELECT
+		src.write(b, benchMain, "gold/billing/part-0.parquet", `SELECT
 			CASE WHEN i % 100000 = 1 THEN NULL WHEN i % 100000 = 3 THEN i - 1 ELSE i END AS id,
 			(i % 50000)::INTEGER AS customer_id, CASE WHEN i % 2 = 0 THEN 'open' ELSE 'paid' END AS status,
 			CASE WHEN i % 100000 = 5 THEN -1.0 ELSE (hash(i) % 10000) / 100.0 END AS amount,
@@ -205,7 +209,7 @@ func BenchmarkFailingOverPassing(b *testing.B) {
 		return e
 	}
 	ep, ef := engine(pass), engine(fail)
-	req := Request{Dataset: "billing", Repository: "r", Ref: "main", BatchTime: batchTime, Suite: standardSuite()}
+	req := Request{Dataset: "billing", Repository: "r", Ref: benchMain, BaseName: "main", BatchTime: batchTime, Suite: standardSuite()}
 	check := func(rep schemas.AuditReport, err error, wantPass bool) {
 		if err != nil {
 			b.Fatal(err)
@@ -271,7 +275,7 @@ func BenchmarkDistrustOverTrust(b *testing.B) {
 		b.Cleanup(func() { e.Close() })
 		return e
 	}
-	req := Request{Dataset: "billing", Repository: "r", Ref: "main", BatchTime: batchTime, Suite: standardSuite()}
+	req := Request{Dataset: "billing", Repository: "r", Ref: benchMain, BaseName: "main", BatchTime: batchTime, Suite: standardSuite()}
 	timed := func(e *Engine, wantPass bool) time.Duration {
 		start := time.Now()
 		rep, err := e.Run(ctx, req)
@@ -320,9 +324,9 @@ func BenchmarkDistrustOverTrust(b *testing.B) {
 // cost per run (issue 13), with no download cache.
 func BenchmarkSmallBatchAudit(b *testing.B) {
 	src := &dirSource{root: b.TempDir(), downloads: map[string]int{}, sums: map[string]string{}}
-	src.write(b, "main", "gold/billing_fact/batch=0/part-0.parquet", smallBillingRows)
-	src.branch(b, "main", "batch")
-	src.write(b, "batch", "gold/billing_fact/batch=1/part-0.parquet", smallBillingRows)
+	src.write(b, benchMain, "gold/billing_fact/batch=0/part-0.parquet", smallBillingRows)
+	src.branch(b, benchMain, benchBatch)
+	src.write(b, benchBatch, "gold/billing_fact/batch=1/part-0.parquet", smallBillingRows)
 	e, err := New(Options{Source: src, WorkDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
@@ -336,7 +340,7 @@ func BenchmarkSmallBatchAudit(b *testing.B) {
 		{Name: "has_rows", Kind: KindRowCount, Table: "billing_fact", Min: &one, Scope: "batch"},
 		{Name: "known_currency", Kind: KindAcceptedValues, Table: "billing_fact", Column: "currency", Values: []string{"EUR", "USD", "GBP"}, Severity: "warn", Scope: "batch"},
 	}}
-	req := Request{Dataset: "billing", Repository: "r", Ref: "batch", BaseRef: "main", BatchTime: batchTime, Suite: suite}
+	req := Request{Dataset: "billing", Repository: "r", Ref: benchBatch, BaseRef: benchMain, BaseName: "main", BatchTime: batchTime, Suite: suite}
 	ctx := context.Background()
 	for b.Loop() {
 		rep, err := e.Run(ctx, req)

@@ -34,9 +34,12 @@ func billingSuite() Suite {
 // once and kept in the temp dir across benchmark runs.
 func growingLake(b *testing.B, files int) (*lakeSim, Suite, string, string) {
 	b.Helper()
-	root := filepath.Join(os.TempDir(), "lakewap-growing-bench-v1")
+	root := filepath.Join(os.TempDir(), "lakewap-growing-bench-v2")
 	lake := &lakeSim{dirSource: &dirSource{root: root, downloads: map[string]int{}, sums: map[string]string{}}, commits: map[string]CommitInfo{}}
-	base, sealed, head := fmt.Sprintf("b%d", files), fmt.Sprintf("s%d", files), fmt.Sprintf("c%d", files)
+	// Commit ids: a file read at a branch is neither cached nor its statistics
+	// kept (review 44).
+	base, sealed, head := cid(fmt.Sprintf("b%d", files)), cid(fmt.Sprintf("s%d", files)), cid(fmt.Sprintf("c%d", files))
+	a := cid("a")
 	part := func(i int) string { return growingBillingRows(i*growingRows, (i+1)*growingRows) }
 	if _, err := os.Stat(filepath.Join(root, head, "done")); err != nil {
 		for _, ref := range []string{base, sealed, head} {
@@ -52,14 +55,14 @@ func growingLake(b *testing.B, files int) (*lakeSim, Suite, string, string) {
 	}
 	suite := billingSuite()
 	// The head is an attested publish of the suite (of a batch "a").
-	lake.commit("a", []string{base}, nil)
+	lake.commit(a, []string{base}, nil)
 	lake.commit(base, nil, nil)
 	rep := passingReport(suite)
-	text, err := NewAttestation("billing", suite, rep, "a", base).Encode(nil)
+	text, err := NewAttestation("billing", suite, rep, a, base).Encode(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	lake.commit(head, []string{base, "a"}, map[string]string{MetaAttestation: text})
+	lake.commit(head, []string{base, a}, map[string]string{MetaAttestation: text})
 	lake.commit(sealed, []string{head}, nil)
 	return lake, suite, sealed, head
 }
