@@ -25,8 +25,13 @@ import (
 // naming the first file of that type.
 
 // deltaTypeAgrees: DuckDB reading a column as got is reading it as the
-// log's want. Timestamps of any unit or zone annotation pass as either
-// Delta timestamp: Spark writes INT96, which DuckDB reads as TIMESTAMP.
+// log's want. Timestamps of a unit down to microseconds and either zone
+// annotation pass as either Delta timestamp: Spark writes INT96, which
+// DuckDB reads as TIMESTAMP. Nanoseconds do not: Delta timestamps are of
+// microseconds, and delta-rs's SQL cuts a file's nanoseconds to them
+// (two rows 1 ns apart are one timestamp, where DuckDB reads two and
+// unique passed), pyarrow and pandas fail to read them
+// (TestDeltaNanosecondTimestampsAreRefused).
 func deltaTypeAgrees(want, got string) bool {
 	norm := func(t string) string {
 		t = strings.ToUpper(strings.TrimSpace(t))
@@ -37,7 +42,7 @@ func deltaTypeAgrees(want, got string) bool {
 	}
 	want, got = norm(want), norm(got)
 	if strings.HasPrefix(want, "TIMESTAMP") {
-		return strings.HasPrefix(got, "TIMESTAMP")
+		return strings.HasPrefix(got, "TIMESTAMP") && !strings.Contains(got, "_NS")
 	}
 	return want == got
 }

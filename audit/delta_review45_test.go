@@ -1,0 +1,82 @@
+package audit
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// deltaNanos writes, with delta-rs, a table of ids and a timestamp
+// column ts (mode "base": id 1 at the epoch; "ntz": a timestamp_ntz
+// column, with the reader feature) on main. "attack" appends version 1,
+// a file of ids 2 and 3 whose ts are nanosecond timestamps 1 ns apart
+// (2024-01-01 00:00:00.000000001 and .000000002; "ntz": without a zone).
+// "read" prints what delta-rs's SQL reads: each row's ts as text and
+// how many distinct ts there are.
+const deltaNanos = `
+import sys, os, json
+import pyarrow as pa, pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake, QueryBuilder
+out, mode, kind = sys.argv[1], sys.argv[2], sys.argv[3]
+tz = None if kind == "ntz" else "UTC"
+if mode == "base":
+    write_deltalake(out, pa.table({"id": pa.array([1], pa.int64()), "ts": pa.array([0], pa.timestamp("us", tz=tz))}))
+elif mode == "read":
+    r = QueryBuilder().register("t", DeltaTable(out)).execute("SELECT count(*) AS n, count(DISTINCT ts) AS d FROM t").read_all()
+    print(json.dumps({k: v[0] for k, v in pa.table(r).to_pydict().items()}))
+else:
+    p = os.path.join(out, "part-ns.parquet")
+    ts = pa.array([1704067200000000001, 1704067200000000002], pa.timestamp("ns", tz=tz))
+    pq.write_table(pa.table({"id": pa.array([2, 3], pa.int64()), "ts": ts}), p, version="2.6")
+    with open(os.path.join(out, "_delta_log", "%020d.json" % 1), "w") as f:
+        f.write(json.dumps({"commitInfo": {"timestamp": 2, "operation": "WRITE"}}) + "\n")
+        f.write(json.dumps({"add": {"path": "part-ns.parquet", "partitionValues": {},
+            "size": os.path.getsize(p), "modificationTime": 2, "dataChange": True,
+            "stats": json.dumps({"numRecords": 2})}}) + "\n")
+    print(json.dumps({"version": DeltaTable(out).version()}))
+os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
+`
+
+// TestDeltaNanosecondTimestampsAreRefused: a Delta timestamp (or
+// timestamp_ntz) column is of microseconds; a data file holding it in
+// nanoseconds is read by delta-rs's SQL cast to microseconds, cut (two
+// rows 1 ns apart are one timestamp: 3 rows, 2 distinct ts), by pyarrow
+// and pandas not at all (the cast would lose data), and by DuckDB in
+// nanoseconds. Before, the audit took any timestamp unit for the log's
+// type, and unique(ts) passed where delta-rs reads a duplicate.
+func TestDeltaNanosecondTimestampsAreRefused(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	for _, kind := range []string{"utc", "ntz"} {
+		t.Run(kind, func(t *testing.T) {
+			src := newDirSource(t)
+			py := func(dir string, args ...string) string {
+				out, err := exec.Command(python, append([]string{"-c", deltaNanos, dir}, args...)...).CombinedOutput()
+				if err != nil {
+					t.Fatalf("deltalake: %v\n%s", err, out)
+				}
+				return string(out)
+			}
+			py(filepath.Join(src.root, "main", "gold", "events"), "base", kind)
+			src.branch(t, "main", "b1")
+			if out := py(filepath.Join(src.root, "b1", "gold", "events"), "attack", kind); !strings.Contains(out, `"version": 1`) {
+				t.Fatalf("the batch is not version 1: %s", out)
+			}
+			var read struct{ N, D int }
+			out := py(filepath.Join(src.root, "b1", "gold", "events"), "read", kind)
+			if err := json.Unmarshal([]byte(out), &read); err != nil || read.N != 3 || read.D != 2 {
+				t.Fatalf("delta-rs reads %s, want 3 rows of 2 distinct ts", out)
+			}
+			rep := deltaAudit(t, src, "b1", FormatDelta,
+				Check{Name: "ts", Kind: KindUnique, Table: "events", Column: "ts"})
+			wantRefused(t, rep, "part-ns.parquet")
+			if kind == "ntz" {
+				wantRefused(t, rep, `has column "ts" as TIMESTAMP_NS where the log's schema says TIMESTAMP`)
+			}
+		})
+	}
+}
