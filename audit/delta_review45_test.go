@@ -2,6 +2,8 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -77,6 +79,55 @@ func TestDeltaNanosecondTimestampsAreRefused(t *testing.T) {
 			if kind == "ntz" {
 				wantRefused(t, rep, `has column "ts" as TIMESTAMP_NS where the log's schema says TIMESTAMP`)
 			}
+		})
+	}
+}
+
+// TestDeltaStatsUpdateOfABaseFileIsCompared: the batch's version 1 adds
+// main's file part-a again, the same bytes (a stats update, dataChange
+// false), with stats claiming maxValues id 1 over a file holding 2 (or
+// numRecords 50 for its 2 rows). The file's rows are not the batch's, but
+// delta-rs skips it by the new claim (WHERE id = 2 read no row of main
+// after the merge) and counts its rows by it. A suite of batch checks
+// read no view holding the file, and its new stats were compared with
+// nothing: the batch passed. Honest new stats pass.
+func TestDeltaStatsUpdateOfABaseFileIsCompared(t *testing.T) {
+	add := func(src *dirSource, ref, path, stats string, change bool) string {
+		info, err := os.Stat(filepath.Join(src.root, ref, "gold", "events", path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf(`{"add":{"path":%q,"partitionValues":{},"size":%d,"modificationTime":1,"dataChange":%v,"stats":%q}}`, path, info.Size(), change, stats)
+	}
+	for _, c := range []struct{ name, stats, filter, refusal string }{
+		{"max", `{"numRecords":2,"minValues":{"id":1},"maxValues":{"id":1},"nullCount":{"id":0}}`, `[("id", "=", 2)]`,
+			`column "id": the log's stats claim maxValues 1, the file's max is 2`},
+		{"records", `{"numRecords":50,"minValues":{"id":1},"maxValues":{"id":2},"nullCount":{"id":0}}`, "", "part-a.parquet"},
+		{"honest", `{"numRecords":2,"minValues":{"id":1,"amount":1.0},"maxValues":{"id":2,"amount":2.0},"nullCount":{"id":0,"amount":0}}`, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := newDirSource(t)
+			src.write(t, "main", "gold/events/part-a.parquet", "SELECT * FROM (VALUES (1::BIGINT, 1.0::DOUBLE), (2, 2.0)) v(id, amount)")
+			writeDeltaCommit(t, src, "main", "gold/events", 0, deltaProtocol(1), deltaMeta(),
+				add(src, "main", "part-a.parquet", `{"numRecords":2,"minValues":{"id":1},"maxValues":{"id":2},"nullCount":{"id":0}}`, true))
+			src.branch(t, "main", "b1")
+			src.write(t, "b1", "gold/events/part-b.parquet", "SELECT * FROM (VALUES (3::BIGINT, 1.0::DOUBLE)) v(id, amount)")
+			writeDeltaCommit(t, src, "b1", "gold/events", 1,
+				add(src, "b1", "part-a.parquet", c.stats, false),
+				add(src, "b1", "part-b.parquet", `{"numRecords":1,"minValues":{"id":3},"maxValues":{"id":3},"nullCount":{"id":0}}`, true))
+			if c.filter != "" {
+				deltaRSSkips(t, filepath.Join(src.root, "b1", "gold", "events"), c.filter)
+			}
+			rep := deltaAudit(t, src, "b1", FormatDelta,
+				Check{Name: "ids", Kind: KindNotNull, Table: "events", Column: "id", Scope: "batch"})
+			if c.refusal == "" {
+				if !rep.Passed {
+					t.Fatalf("honest stats: %s", checkMessages(rep))
+				}
+				return
+			}
+			wantRefused(t, rep, c.refusal)
+			wantRefused(t, rep, "part-a.parquet")
 		})
 	}
 }
