@@ -131,3 +131,80 @@ func TestDeltaStatsUpdateOfABaseFileIsCompared(t *testing.T) {
 		})
 	}
 }
+
+// deltaCheckpointClaims writes, with delta-rs, main's table: part of ids
+// 1 and 2 whose add states no stats (they are dropped from the commit);
+// "batch" appends ids 3 (version 1) and writes delta-rs's checkpoint of
+// version 1 from a log whose version 1 also added main's file again with
+// stats claiming maxValues id 1, then puts version 1 back as it was: the
+// checkpoint alone states the claim.
+const deltaCheckpointClaims = `
+import sys, os, json
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+out, mode = sys.argv[1], sys.argv[2]
+log = os.path.join(out, "_delta_log")
+def lines(v):
+    return [json.loads(l) for l in open(os.path.join(log, "%020d.json" % v))]
+def put(v, actions):
+    with open(os.path.join(log, "%020d.json" % v), "w") as f:
+        f.write("".join(json.dumps(a) + "\n" for a in actions))
+if mode == "base":
+    write_deltalake(out, pa.table({"id": pa.array([1, 2], pa.int64())}))
+    acts = lines(0)
+    for a in acts:
+        if "add" in a:
+            a["add"].pop("stats", None)
+    put(0, acts)
+else:
+    write_deltalake(out, pa.table({"id": pa.array([3], pa.int64())}), mode="append")
+    v1 = lines(1)
+    base = [a["add"] for a in lines(0) if "add" in a][0]
+    lie = dict(base, dataChange=False, stats=json.dumps({"numRecords": 2, "minValues": {"id": 1}, "maxValues": {"id": 1}, "nullCount": {"id": 0}}))
+    put(1, v1 + [{"add": lie}])
+    DeltaTable(out).create_checkpoint()
+    put(1, v1)
+    print(json.dumps({"version": DeltaTable(out).version(), "file": base["path"]}))
+os._exit(0)  # deltalake's runtime can abort at the interpreter's exit
+`
+
+// TestDeltaCheckpointClaimsOfABaseFileAreCompared: main's file has no
+// stats; the batch's checkpoint (delta-rs's) states claims of it
+// (maxValues id 1 over a file holding 2) that no commit states. Readers
+// of main after the merge start from the checkpoint and skip the file for
+// id = 2. The commits state no claims for it, so the checkpoint was taken
+// to agree with them, and its claims, known only by digest, were compared
+// with nothing: a table's view leaves a published file's checkpoint-only
+// claims, and the batch view did not hold main's file.
+func TestDeltaCheckpointClaimsOfABaseFileAreCompared(t *testing.T) {
+	python, err := testPython()
+	if err != nil {
+		t.Skipf("delta-rs not at hand: %v", err)
+	}
+	for _, scope := range []string{"table", "batch"} {
+		t.Run(scope, func(t *testing.T) {
+			src := newDirSource(t)
+			py := func(dir string, args ...string) string {
+				out, err := exec.Command(python, append([]string{"-c", deltaCheckpointClaims, dir}, args...)...).CombinedOutput()
+				if err != nil {
+					t.Fatalf("deltalake: %v\n%s", err, out)
+				}
+				return string(out)
+			}
+			py(filepath.Join(src.root, "main", "gold", "events"), "base")
+			src.branch(t, "main", "b1")
+			var batch struct {
+				Version int
+				File    string
+			}
+			if out := py(filepath.Join(src.root, "b1", "gold", "events"), "batch"); json.Unmarshal([]byte(out), &batch) != nil || batch.Version != 1 {
+				t.Fatalf("the batch is not version 1: %s", out)
+			}
+			deltaRSSkips(t, filepath.Join(src.root, "b1", "gold", "events"), `[("id", "=", 2)]`)
+			rep := deltaAudit(t, src, "b1", FormatDelta,
+				Check{Name: "ids", Kind: KindNotNull, Table: "events", Column: "id", Scope: scope})
+			wantRefused(t, rep, batch.File)
+			wantRefused(t, rep, "that the log before it does not")
+		})
+	}
+}
