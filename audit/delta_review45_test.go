@@ -208,3 +208,30 @@ func TestDeltaCheckpointClaimsOfABaseFileAreCompared(t *testing.T) {
 		})
 	}
 }
+
+// TestDeltaNanosecondTimestampFieldsAreRefused: as
+// TestDeltaNanosecondTimestampsAreRefused, for a struct's field and a
+// list's elements: the log's timestamp (microseconds) held in
+// nanoseconds, which Delta readers cast their way, DuckDB reads as held.
+func TestDeltaNanosecondTimestampFieldsAreRefused(t *testing.T) {
+	for _, c := range []struct{ name, typ, value string }{
+		{"struct", `{"type":"struct","fields":[{"name":"t","type":"timestamp","nullable":true,"metadata":{}}]}`,
+			`{'t': '2024-01-01 00:00:00.000000001'::TIMESTAMP_NS}`},
+		{"list", `{"type":"array","elementType":"timestamp","containsNull":true}`,
+			`['2024-01-01 00:00:00.000000001'::TIMESTAMP_NS]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			schema := fmt.Sprintf(`{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"st","type":%s,"nullable":true,"metadata":{}}]}`, c.typ)
+			meta := fmt.Sprintf(`{"metaData":{"id":"t1","format":{"provider":"parquet","options":{}},"schemaString":%q,"partitionColumns":[],"configuration":{},"createdTime":1}}`, schema)
+			src := newDirSource(t)
+			src.write(t, "main", "gold/events/part-a.parquet", "SELECT 1::BIGINT AS id, "+strings.ReplaceAll(c.value, "::TIMESTAMP_NS", "::TIMESTAMPTZ")+" AS st")
+			writeDeltaCommit(t, src, "main", "gold/events", 0, deltaProtocol(1), meta, deltaAdd("part-a.parquet"))
+			src.branch(t, "main", "b1")
+			src.write(t, "b1", "gold/events/part-b.parquet", "SELECT 2::BIGINT AS id, "+c.value+" AS st")
+			writeDeltaCommit(t, src, "b1", "gold/events", 1, deltaAdd("part-b.parquet"))
+			rep := deltaAudit(t, src, "b1", FormatDelta, Check{Name: "ids", Kind: KindNotNull, Table: "events", Column: "id"})
+			wantRefused(t, rep, "TIMESTAMP_NS")
+			wantRefused(t, rep, "part-b.parquet")
+		})
+	}
+}
