@@ -744,10 +744,11 @@ func (r *run) guardFailed(ctx context.Context, format, f, path string, err error
 		return ctx.Err()
 	case infrastructure(err):
 		return err
-	case !r.readable(ctx, format, []string{f}):
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	}
+	switch ok, berr := r.bindsAlone(ctx, format, f); {
+	case berr != nil:
+		return berr
+	case !ok:
 		return nil
 	}
 	return fmt.Errorf("file %s cannot be read to compare its readers' readings (%s): readers may disagree on it (write UTF-8 text, and header names without NUL)",
@@ -945,7 +946,11 @@ func (e errUnlisted) Error() string { return e.file + ": " + e.err.Error() }
 // 2084-07-20), while DuckDB reads it as written. A freshness check passed
 // on rows pandas reads as dated in the future (TestInt96OutsidePandasRangeIsRefused).
 // One scan of such a file's INT96 columns; a file that passed is kept in
-// the memo by its identity.
+// the memo by its identity. A file DuckDB reads whose scan fails is
+// refused: pyarrow 26.0.1 reads an INT96 column compressed by the legacy
+// LZ4 codec, DuckDB 1.5 fails on it (Unsupported compression codec) while
+// a check of another column reads the file, and a time pandas wraps passed
+// unseen (TestReview42Int96GuardThatCannotScanAFileRefusesIt).
 func (r *run) int96Range(ctx context.Context, cols map[string][]fileColumn, files []string, objPath, ids map[string]string) error {
 	for _, f := range files {
 		var names, conds []string
@@ -959,20 +964,16 @@ func (r *run) int96Range(ctx context.Context, cols map[string][]fileColumn, file
 		if len(conds) == 0 {
 			continue
 		}
-		s, err := r.scanFile(ctx, "int96", f, ids, conds)
+		err := r.guardScan(ctx, "int96", f, ids, conds, func(err error) error {
+			return fmt.Errorf("file %s: column %q is of INT96 times, which pyarrow and pandas read in nanoseconds, wrapping around those before 1677-09-21 or after 2262-04-11, and lakewap could not look for such times (%v): readers may disagree on them (write the column as TIMESTAMP_MICROS)",
+				objPath[f], names[0], schemas.Clip(err.Error(), 256))
+		}, func(i int, n int64) error {
+			return fmt.Errorf("file %s has %d INT96 times in column %q before 1677-09-21 or after 2262-04-11, which pyarrow and pandas read in nanoseconds, wrapped around to other times, and DuckDB as written: readers disagree on them (write the column as TIMESTAMP_MICROS)",
+				objPath[f], n, names[i])
+		})
 		if err != nil {
 			return err
 		}
-		if s.seen || s.err != nil {
-			continue // passed before; a file DuckDB cannot read is left for the view
-		}
-		for i, n := range s.counts {
-			if n > 0 {
-				return fmt.Errorf("file %s has %d INT96 times in column %q before 1677-09-21 or after 2262-04-11, which pyarrow and pandas read in nanoseconds, wrapped around to other times, and DuckDB as written: readers disagree on them (write the column as TIMESTAMP_MICROS)",
-					objPath[f], n, names[i])
-			}
-		}
-		s.passed(r)
 	}
 	return nil
 }
@@ -1008,7 +1009,11 @@ func (r *run) scanFile(ctx context.Context, tag, f string, ids map[string]string
 		ptrs[i] = &s.counts[i]
 	}
 	q := fmt.Sprintf("SELECT %s FROM %s", strings.Join(conds, ", "), readSQL(FormatParquet, []string{f}))
-	if serr := r.pool().QueryRowContext(ctx, q).Scan(ptrs...); serr != nil {
+	serr := r.pool().QueryRowContext(ctx, q).Scan(ptrs...)
+	if r.e.scanFault != nil && serr == nil {
+		serr = r.e.scanFault(tag)
+	}
+	if serr != nil {
 		if ctx.Err() != nil {
 			return s, ctx.Err()
 		}
@@ -1022,7 +1027,8 @@ func (r *run) scanFile(ctx context.Context, tag, f string, ids map[string]string
 // (then the memo keeps it); found's error for the first condition some
 // rows match (i, their count); cannot's for a scan that failed on a file
 // DuckDB reads on its own (one it cannot read is left for the view, which
-// reports why).
+// reports why). A scan that failed for the run's sake (ctx ended, the
+// machine failed: infrastructure) returns that error as it is.
 func (r *run) guardScan(ctx context.Context, tag, f string, ids map[string]string, conds []string,
 	cannot func(err error) error, found func(i int, n int64) error) error {
 	s, err := r.scanFile(ctx, tag, f, ids, conds)
@@ -1032,7 +1038,15 @@ func (r *run) guardScan(ctx context.Context, tag, f string, ids map[string]strin
 	case s.seen:
 		return nil
 	case s.err != nil:
-		if !r.readsAlone(ctx, f) {
+		// A failure of the machine ends the run as one (errclass.go),
+		// not as a verdict on the file.
+		if infrastructure(s.err) {
+			return s.err
+		}
+		switch ok, err := r.bindsAlone(ctx, FormatParquet, f); {
+		case err != nil:
+			return err
+		case !ok:
 			return nil
 		}
 		return cannot(s.err)

@@ -204,6 +204,9 @@ type Engine struct {
 	// columnsFault, when set, is the error of listing a table's files'
 	// columns (columnCollision) (tests).
 	columnsFault func() error
+	// scanFault, when set, is the error of a reader guard's scan of a file
+	// (scanFile) tagged tag, in place of the scan's own (tests).
+	scanFault func(tag string) error
 	// unfused turns off fusing the batch's aggregates (fuse.go), for tests
 	// and benchmarks that compare.
 	unfused bool

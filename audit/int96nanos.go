@@ -135,6 +135,28 @@ func textCheckedColumns(checks []Check, table string) map[string]bool {
 // columns bind): a guard that could not scan a file DuckDB cannot read
 // leaves it to the view, which reports why.
 func (r *run) readsAlone(ctx context.Context, f string) bool {
-	_, err := r.pool().ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(FormatParquet, []string{f}))
-	return err == nil
+	ok, _ := r.bindsAlone(ctx, FormatParquet, f)
+	return ok
+}
+
+// bindsAlone says whether DuckDB binds a read of file f in format on its
+// own (readable), with the error of a read that failed for the run's sake
+// rather than the file's: ctx ended, or the machine failed (out of memory:
+// infrastructure). A guard whose scan failed asks it, and must not take a
+// DESCRIBE that ran out of memory for a file DuckDB cannot read, passing
+// the file to a view that reads it once memory is free.
+func (r *run) bindsAlone(ctx context.Context, format, f string) (bool, error) {
+	if format == FormatDelta {
+		format = FormatParquet
+	}
+	_, err := r.pool().ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(format, []string{f}))
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case infrastructure(err):
+		return false, err
+	}
+	return false, nil
 }
