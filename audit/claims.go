@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -181,7 +182,11 @@ func (r *run) footerClaims(ctx context.Context, f, name string) (*claimsPlan, er
 // fileClaimsHold compares p's claims with the data of the local file f:
 // one scan, grouped by row group.
 func (r *run) fileClaimsHold(ctx context.Context, f string, p *claimsPlan) error {
-	q := "SELECT " + rowGroupExpr(p.groups) + " AS g, " + strings.Join(p.exprs, ", ") + " FROM read_parquet(" + quoteLiteral(f) + ", file_row_number = true" + noHive + ")"
+	from, row := "read_parquet("+quoteLiteral(f)+noHive+")", ""
+	if len(p.groups) > 1 {
+		from, row = rowNumbered(f, p.chunks)
+	}
+	q := "SELECT " + rowGroupExpr(p.groups, row) + " AS g, " + strings.Join(p.exprs, ", ") + " FROM " + from
 	if len(p.groups) > 1 {
 		q += " GROUP BY g"
 	}
@@ -352,20 +357,22 @@ func dataExprs(l leafColumn) []string {
 	return []string{values}
 }
 
-// rowGroupExpr is each row's row group (from 0) by its file_row_number and
-// the row groups' row counts: a division where the groups but the last are
-// of one size, a binary search of the groups' first rows otherwise.
-func rowGroupExpr(groups []rowGroupClaims) string {
+// rowGroupExpr is each row's row group (from 0) by its number in the file
+// (column row: rowNumbered) and the row groups' row counts: a division
+// where the groups but the last are of one size, a binary search of the
+// groups' first rows otherwise.
+func rowGroupExpr(groups []rowGroupClaims, row string) string {
 	if len(groups) <= 1 {
 		return "0::BIGINT"
 	}
+	row = quoteIdent(row)
 	n := groups[0].rows
 	even := n > 0
 	for _, g := range groups[1 : len(groups)-1] {
 		even = even && g.rows == n
 	}
 	if even {
-		return fmt.Sprintf("least(file_row_number // %d, %d)::BIGINT", n, len(groups)-1)
+		return fmt.Sprintf("least(%s // %d, %d)::BIGINT", row, n, len(groups)-1)
 	}
 	first := make([]int64, len(groups)) // each group's first row
 	for i := 1; i < len(groups); i++ {
@@ -377,9 +384,35 @@ func rowGroupExpr(groups []rowGroupClaims) string {
 			return strconv.Itoa(lo)
 		}
 		mid := (lo + hi + 1) / 2
-		return fmt.Sprintf("CASE WHEN file_row_number < %d THEN %s ELSE %s END", first[mid], search(lo, mid-1), search(mid, hi))
+		return fmt.Sprintf("CASE WHEN %s < %d THEN %s ELSE %s END", row, first[mid], search(lo, mid-1), search(mid, hi))
 	}
 	return "(" + search(0, len(groups)-1) + ")::BIGINT"
+}
+
+// rowNumbered is a read of the local Parquet file f, of column chunks
+// chunks, whose rows carry their number in the file (from 0) in the
+// column named row: read_parquet's file_row_number option, unless the file
+// has a top-level column so named (in any case), over which DuckDB refuses
+// the option (Binder Error), so an honest table with such a column was
+// refused as one whose claims cannot be compared
+// (TestReview42TablesWithAFileRowNumberColumnAreAudited). Such a file's
+// rows are numbered by row_number() OVER () instead, which DuckDB keeps in
+// the file's order while insertion order is preserved (setupSQL sets it,
+// and locks the configuration), named by a name no column of the file
+// has. Either way the read's other columns are the file's own:
+// read_parquet's virtual columns are not read (review 38).
+func rowNumbered(f string, chunks []chunkMeta) (from, row string) {
+	taken := func(name string) bool {
+		return slices.ContainsFunc(chunks, func(c chunkMeta) bool { return len(c.parts) > 0 && strings.EqualFold(c.parts[0], name) })
+	}
+	if !taken("file_row_number") {
+		return "read_parquet(" + literalList([]string{f}) + ", file_row_number = true" + noHive + ")", "file_row_number"
+	}
+	row = "lakewap_row_number"
+	for i := 1; taken(row); i++ {
+		row = "lakewap_row_number_" + strconv.Itoa(i)
+	}
+	return "(SELECT *, row_number() OVER () - 1 AS " + quoteIdent(row) + " FROM read_parquet(" + literalList([]string{f}) + noHive + "))", row
 }
 
 // chunkHolds compares one chunk's claims with its data's aggregates: the

@@ -744,10 +744,11 @@ WHERE a.mn < p.mn OR a.mx > p.mx OR a.mn < p.lmn OR a.mx > p.lmx OR (p.nulls >= 
 					fmt.Sprintf(dom.expr, fmt.Sprintf("mn%d", c)), fmt.Sprintf(dom.expr, fmt.Sprintf("mx%d", c)), c, c, strings.Join(vals, ", ")))
 			}
 			first := ss[0]
-			q := fmt.Sprintf(`WITH pages AS MATERIALIZED (SELECT k, %s FROM (SELECT %s AS k, %s FROM read_parquet(%s%s, file_row_number = true)) GROUP BY k)
+			from, row := rowNumbered(path, chunks)
+			q := fmt.Sprintf(`WITH pages AS MATERIALIZED (SELECT k, %s FROM (SELECT %s AS k, %s FROM %s) GROUP BY k)
 SELECT * FROM (%s) ORDER BY 1 LIMIT 1`,
-				strings.Join(aggs, ", "), pageBucket(claims[first.k:first.j], 0), strings.Join(cols, ", "),
-				literalList([]string{path}), noHive, strings.Join(sels, "\nUNION ALL\n"))
+				strings.Join(aggs, ", "), pageBucket(claims[first.k:first.j], 0, row), strings.Join(cols, ", "),
+				from, strings.Join(sels, "\nUNION ALL\n"))
 			err = r.pool().QueryRowContext(ctx, q).Scan(&i, &mn, &mx, &nulls, &rowsGot)
 			ss = ss[n:]
 		}
@@ -918,11 +919,13 @@ func (d domain) bounds(mn, mx []byte) (bound, bound, error) {
 // columnIndexDisagreement compares (its text and its grouping's width).
 const maxSpansPerStatement = 64
 
-// pageBucket is an expression of file_row_number that is the index (from
-// base) of the claim in cs whose page holds the row, or -1: a balanced tree
-// of CASEs over the pages' bounds (cs in file order), so each row is
-// placed in a logarithmic number of comparisons.
-func pageBucket(cs []pageClaim, base int) string {
+// pageBucket is an expression of a row's number in the file (column row:
+// rowNumbered) that is the index (from base) of the claim in cs whose page
+// holds the row, or -1: a balanced tree of CASEs over the pages' bounds
+// (cs in file order), so each row is placed in a logarithmic number of
+// comparisons.
+func pageBucket(cs []pageClaim, base int, row string) string {
+	row = quoteIdent(row)
 	type seg struct {
 		start int64
 		k     int
@@ -943,7 +946,7 @@ func pageBucket(cs []pageClaim, base int) string {
 			return strconv.Itoa(segs[lo].k)
 		}
 		mid := (lo + hi) / 2
-		return fmt.Sprintf("CASE WHEN file_row_number < %d THEN %s ELSE %s END", segs[mid].start, tree(lo, mid), tree(mid, hi))
+		return fmt.Sprintf("CASE WHEN %s < %d THEN %s ELSE %s END", row, segs[mid].start, tree(lo, mid), tree(mid, hi))
 	}
 	return tree(0, len(segs))
 }

@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -72,5 +74,101 @@ func TestReview42GuardScanOutOfMemoryIsInfrastructure(t *testing.T) {
 	}
 	if !errors.Is(err, ErrInfrastructure) {
 		t.Fatalf("an out-of-memory guard scan: err %v, report passed %v %s; want an infrastructure error", err, rep.Passed, refusal(rep))
+	}
+}
+
+// TestReview42TablesWithAFileRowNumberColumnAreAudited: the comparison of
+// a Parquet file's row-group statistics (claims.go) and of its page index
+// (pageindex.go) with its data placed each row by read_parquet's
+// file_row_number option, which DuckDB refuses over a file having a column
+// so named (any case: Binder Error, "Using file_row_number option on file
+// with column named file_row_number is not supported"), so an honest
+// table with such a column was refused as one whose claims cannot be
+// compared. testdata/review42_file_row_number.parquet (pyarrow 26.0.1:
+// row groups of 3, 5 and 2 rows, pages of 2, a page index; columns
+// file_row_number, all 0, id 0 to 9, v 0 to 4.5) passes now, on the
+// engine that settles claims in Go where it can and on one that leaves
+// them all to DuckDB, and its forged copies are still refused, by the
+// comparison with the data: a ColumnIndex whose page 0 of id claims min 1
+// (it holds 0 and 1), a row group 1 claiming id's max 6 (it holds 7).
+func TestReview42TablesWithAFileRowNumberColumnAreAudited(t *testing.T) {
+	honest, err := os.ReadFile(filepath.Join("testdata", "review42_file_row_number.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageIndex := bytes.Clone(honest)
+	forgePageIndexMinTo(t, pageIndex, 1) // 8, above the page's max (1), is refused unread
+	dst := filepath.Join(t.TempDir(), "forged.parquet")
+	groupMax := forgeMax(t, honest, 7, 6, dst)
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want string // in the refusal; "" for a pass
+	}{
+		{"honest", honest, ""},
+		{"forged column index", pageIndex, "column index says page 0"},
+		{"forged row group max", groupMax, "row group 1"},
+	} {
+		for _, notInGo := range []bool{false, true} {
+			for _, cache := range []string{"", filepath.Join(t.TempDir(), "cache")} {
+				e := newEngine(t, oneFileBatch(t, c.b), cache)
+				e.claimsNotInGo = notInGo
+				for range 2 { // the second run of an engine with a cache may take the memo
+					rep := auditTableAt(t, e, "t/", FormatParquet, Check{Kind: KindNotNull, Column: "id"})
+					msg := checkMessages(rep)
+					switch {
+					case c.want == "" && !rep.Passed:
+						t.Errorf("%s, claims not in Go %v, cache %v: refused: %s", c.name, notInGo, cache != "", msg)
+					case c.want != "" && (rep.Passed || !strings.Contains(msg, "t/part-0.parquet") || !strings.Contains(msg, c.want) || !strings.Contains(msg, `column "id"`)):
+						t.Errorf("%s, claims not in Go %v, cache %v: passed %v (%s), want refused naming the file, column id and %q", c.name, notInGo, cache != "", rep.Passed, msg, c.want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// forgePageIndexMinTo is forgePageIndexMin claiming min v (of 0 to 255).
+func forgePageIndexMinTo(t *testing.T, b []byte, v byte) {
+	t.Helper()
+	n := int64(binary.LittleEndian.Uint32(b[len(b)-8:]))
+	ft, err := decodeFooter(b[int64(len(b))-8-n : len(b)-8])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ft.chunks {
+		if c.rowGroup != 0 || c.path != "id" || c.colIdxOffset < 0 {
+			continue
+		}
+		ci := b[c.colIdxOffset : c.colIdxOffset+c.colIdxLength]
+		// min_values' first element: its length (8) and 8 zero bytes.
+		if i := bytes.Index(ci, append([]byte{8}, make([]byte, 8)...)); i >= 0 {
+			ci[i+1] = v
+			return
+		}
+	}
+	t.Fatal("no column index of id in row group 0 whose first page's min is 0")
+}
+
+// TestReview42RowNumberedNamesNoColumnOfTheFile: a file with a column
+// named file_row_number, in any case, has its rows numbered under a name
+// none of its columns has, case ignored; other files by the option.
+func TestReview42RowNumberedNamesNoColumnOfTheFile(t *testing.T) {
+	chunks := func(names ...string) []chunkMeta {
+		return each(names, func(n string) chunkMeta { return chunkMeta{parts: []string{n}} })
+	}
+	for _, c := range []struct {
+		cols   []string
+		row    string
+		option bool
+	}{
+		{[]string{"a", "b"}, "file_row_number", true},
+		{[]string{"a", "File_Row_Number"}, "lakewap_row_number", false},
+		{[]string{"file_row_number", "LAKEWAP_ROW_NUMBER", "lakewap_row_number_1"}, "lakewap_row_number_2", false},
+	} {
+		from, row := rowNumbered("/f.parquet", chunks(c.cols...))
+		if row != c.row || strings.Contains(from, "file_row_number = true") != c.option {
+			t.Errorf("%v: read %s numbering rows as %s; want %s, by the option %v", c.cols, from, row, c.row, c.option)
+		}
 	}
 }
