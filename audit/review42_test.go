@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -169,6 +170,45 @@ func TestReview42RowNumberedNamesNoColumnOfTheFile(t *testing.T) {
 		from, row := rowNumbered("/f.parquet", chunks(c.cols...))
 		if row != c.row || strings.Contains(from, "file_row_number = true") != c.option {
 			t.Errorf("%v: read %s numbering rows as %s; want %s, by the option %v", c.cols, from, row, c.row, c.option)
+		}
+	}
+}
+
+// TestReview42AcceptedValuesOverTimestampsWithAZoneAreRefused: DuckDB
+// renders a timestamp with a zone as 2024-01-01 01:02:03+00, pandas 3.1.1
+// as 2024-01-01 01:02:03+00:00; a regex over such a column was refused
+// for it (pandasOtherText), and an accepted_values check, which compares
+// the same text, passed a table where pandas' astype(str).isin, and isin,
+// find every row failing (as review 39 refused it over timestamps without
+// a zone and nested columns). A TIMESTAMP(NANOS) adjusted to UTC is worse:
+// DuckDB 1.5 reads it as TIMESTAMP WITH TIME ZONE, in microseconds, so
+// 01:02:03.000000500, which pandas reads, is 01:02:03 to the check. Files
+// by pyarrow 26.0.1: timestamp[us, tz=UTC] of whole seconds, and
+// timestamp[ns, tz=UTC] without statistics (the page statistics of its
+// nanoseconds are refused otherwise: their bounds are not DuckDB's data).
+func TestReview42AcceptedValuesOverTimestampsWithAZoneAreRefused(t *testing.T) {
+	values := []string{"2024-01-01 01:02:03+00", "2024-01-01 04:05:06+00"}
+	for _, file := range []string{"review42_timestamptz.parquet", "review42_timestamptz_nanos.parquet"} {
+		path := filepath.Join("testdata", file)
+		if answers := review40Pandas(t, []string{"parquet:ts:" + path}); answers != nil {
+			for _, v := range strings.Split(review40Text(answers[0]), ",") {
+				if slices.Contains(values, v) || !strings.HasSuffix(v, "+00:00") {
+					t.Fatalf("%s: pandas reads ts as %s: the case shows nothing", file, review40Text(answers[0]))
+				}
+			}
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cache := range []string{"", filepath.Join(t.TempDir(), "cache")} {
+			e := newEngine(t, oneFileBatch(t, b), cache)
+			for range 2 {
+				rep := auditTableAt(t, e, "t/", FormatParquet, Check{Kind: KindAcceptedValues, Column: "ts", Values: values})
+				if rep.Passed || !strings.Contains(refusal(rep), "TIMESTAMP WITH TIME ZONE") {
+					t.Fatalf("%s, cache %v: passed %v (%s %s), want refused naming the column's type", file, cache != "", rep.Passed, refusal(rep), rep.Checks[0].Observed)
+				}
+			}
 		}
 	}
 }
