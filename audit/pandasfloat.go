@@ -593,6 +593,14 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 			}
 			return nil
 		}
+		if c.Kind == KindAcceptedValues && plainTime(text) {
+			// pandas renders a fraction otherwise, which the statistics
+			// of the unchanged files do not tell.
+			if r.refull == "" {
+				r.refull = fmt.Sprintf("check %s compares the text of TIME column %q of table %s, which pandas renders otherwise with a fraction of a second (pandasTimeText)", c.ID(), pc.col, name)
+			}
+			return nil
+		}
 		if c.Kind == KindRegex && strings.EqualFold(text, "DOUBLE") {
 			// Spark renders some values otherwise, which the statistics
 			// of the unchanged files do not tell.
@@ -641,6 +649,13 @@ func (r *run) pandasColumn(ctx context.Context, i int, c Check, pc pandasCol) er
 			return err
 		}
 		return pandasTimestampText(name, pc.col, typ, asInt(vals[0]), asInt(vals[1]), asInt(vals[2]))
+	case c.Kind == KindAcceptedValues && plainTime(typ):
+		q := pandasTimestampFigures(schema, name, pc.col, c.Where)
+		vals, err := r.memoRow(ctx, q, q, 3, k)
+		if err != nil {
+			return err
+		}
+		return pandasTimeText(name, pc.col, typ, asInt(vals[2]))
 	case c.Kind == KindRegex && typ == "DOUBLE":
 		q := sparkDoubleFigures(schema, name, pc.col, c.Where)
 		vals, err := r.memoRow(ctx, q, q, 1, k)
@@ -769,7 +784,10 @@ func nestedType(typ string) bool {
 // (and DuckDB reads a TIMESTAMP(NANOS) adjusted to UTC in microseconds,
 // pandas in nanoseconds): pandas' astype(str).isin and isin found every
 // row failing that the check passed
-// (TestReview42AcceptedValuesOverTimestampsWithAZoneAreRefused). Or nil.
+// (TestReview42AcceptedValuesOverTimestampsWithAZoneAreRefused); and one
+// over a time with a zone, 04:05:06+00 to DuckDB, which pyarrow reads
+// without it, 04:05:06 to pandas
+// (TestReview42AcceptedValuesOverTimesPandasRendersOtherwise). Or nil.
 func pandasNestedValues(c Check, table, col, typ string) error {
 	if c.Kind != KindAcceptedValues {
 		return nil
@@ -778,17 +796,46 @@ func pandasNestedValues(c Check, table, col, typ string) error {
 	case nestedType(typ):
 		return fmt.Errorf("column %q of table %s is %s, whose values' text pandas renders otherwise than DuckDB's (a list as [1 2] where DuckDB's is [1, 2], a map as [('k', 1)] where it is {k=1}, a struct's text in quotes), and accepted_values compares the text: readers disagree on it (check its fields or elements, or write it as text)",
 			col, table, strings.ToUpper(strings.TrimSpace(typ)))
-	case zonedTimestamp(typ):
-		return fmt.Errorf("column %q of table %s is %s, whose values' text pandas renders otherwise than DuckDB's (2024-01-01 01:02:03+00:00 where DuckDB's is 2024-01-01 01:02:03+00, and the nanoseconds of a TIMESTAMP(NANOS) DuckDB reads in microseconds), and accepted_values compares the text: readers disagree on it (check it with range or freshness, or write it as text)",
+	case zonedTime(typ):
+		return fmt.Errorf("column %q of table %s is %s, whose values' text pandas renders otherwise than DuckDB's (2024-01-01 01:02:03+00:00 where DuckDB's is 2024-01-01 01:02:03+00, and the nanoseconds of a TIMESTAMP(NANOS) DuckDB reads in microseconds; a time as 04:05:06, without its zone, where DuckDB's is 04:05:06+00), and accepted_values compares the text: readers disagree on it (check it otherwise, or write it as text)",
 			col, table, strings.ToUpper(strings.TrimSpace(typ)))
 	}
 	return nil
 }
 
-// zonedTimestamp: DuckDB type typ is a timestamp with a zone.
-func zonedTimestamp(typ string) bool {
-	t := strings.ToUpper(strings.TrimSpace(typ))
-	return t == "TIMESTAMPTZ" || t == "TIMESTAMP WITH TIME ZONE"
+// zonedTime: DuckDB type typ is a timestamp or a time with a zone.
+func zonedTime(typ string) bool {
+	switch strings.ToUpper(strings.TrimSpace(typ)) {
+	case "TIMESTAMPTZ", "TIMESTAMP WITH TIME ZONE", "TIMETZ", "TIME WITH TIME ZONE":
+		return true
+	}
+	return false
+}
+
+// plainTime: DuckDB type typ is a time of day without a zone, whose text
+// pandas renders as DuckDB does but for a fraction of a second
+// (pandasTimeText).
+func plainTime(typ string) bool {
+	switch strings.ToUpper(strings.TrimSpace(typ)) {
+	case "TIME", "TIME_NS":
+		return true
+	}
+	return false
+}
+
+// pandasTimeText is the refusal of an accepted_values check over TIME
+// column col of table when fractions of its values have a fraction of a
+// second, which pandas renders with six digits (01:02:03.500000, a
+// datetime.time) where DuckDB's text is 01:02:03.5: pandas 3.1.1's
+// astype(str).isin found such rows failing that the check passed
+// (TestReview42AcceptedValuesOverTimesPandasRendersOtherwise). Whole
+// seconds render alike.
+func pandasTimeText(table, col, typ string, fractions int64) error {
+	if fractions == 0 {
+		return nil
+	}
+	return fmt.Errorf("pandas renders column %q of table %s (%s) as other text than DuckDB's, whose %d values with a fraction of a second it renders with six digits (01:02:03.500000 where DuckDB's is 01:02:03.5), and accepted_values compares the text: readers disagree on it (write the column as text, or check it otherwise)",
+		col, table, strings.ToUpper(strings.TrimSpace(typ)), fractions)
 }
 
 // float32Exact: the JSON number v is an integer, or a double that is a

@@ -212,3 +212,75 @@ func TestReview42AcceptedValuesOverTimestampsWithAZoneAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestReview42AcceptedValuesOverTimesPandasRendersOtherwise: DuckDB
+// renders a TIME with a fraction as 01:02:03.5, pandas 3.1.1 (a
+// datetime.time) as 01:02:03.500000; a TIME WITH TIME ZONE (DuckDB's, a
+// Parquet TIME adjusted to UTC) as 04:05:06+00 where pyarrow reads a time
+// without a zone, which pandas renders 04:05:06. An accepted_values check
+// of DuckDB's text passed both, where pandas' astype(str).isin finds the
+// rows failing. A TIME of whole seconds renders alike and passes. The
+// files are written by DuckDB.
+func TestReview42AcceptedValuesOverTimesPandasRendersOtherwise(t *testing.T) {
+	cases := []struct {
+		name, sql string
+		values    []string
+		passes    bool
+	}{
+		{"fraction", "SELECT '01:02:03.5'::TIME AS t UNION ALL SELECT '04:05:06'::TIME", []string{"01:02:03.5", "04:05:06"}, false},
+		{"zone", "SELECT '01:02:03+00'::TIMETZ AS t UNION ALL SELECT '04:05:06+00'::TIMETZ", []string{"01:02:03+00", "04:05:06+00"}, false},
+		{"whole_seconds", "SELECT '01:02:03'::TIME AS t UNION ALL SELECT '04:05:06'::TIME", []string{"01:02:03", "04:05:06"}, true},
+	}
+	src := newBatchSource(t)
+	var args []string
+	for _, c := range cases {
+		f := filepath.Join(src.root, "b1", c.name, "a.parquet")
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		copySQL(t, "COPY ("+c.sql+") TO "+quoteLiteral(f)+" (FORMAT parquet)")
+		args = append(args, "parquet:t:"+f)
+	}
+	if answers := review40Pandas(t, args); answers != nil {
+		for i, c := range cases {
+			got := strings.Split(review40Text(answers[i]), ",")
+			if slices.Equal(got, c.values) != c.passes {
+				t.Fatalf("%s: pandas reads %v, DuckDB %v: the case shows nothing", c.name, got, c.values)
+			}
+		}
+	}
+	for _, cache := range []string{"", filepath.Join(t.TempDir(), "cache")} {
+		e := newEngine(t, src, cache)
+		for _, c := range cases {
+			for range 2 {
+				rep := auditTableAt(t, e, c.name+"/", FormatParquet, Check{Kind: KindAcceptedValues, Column: "t", Values: c.values})
+				if rep.Passed != c.passes {
+					t.Errorf("%s, cache %v: passed %v (%s %s), want %v", c.name, cache != "", rep.Passed, refusal(rep), rep.Checks[0].Observed, c.passes)
+				}
+			}
+		}
+	}
+}
+
+// TestReview42AcceptedValuesOverTimesIncrementally: a table of whole
+// seconds attested, and a batch adding a TIME with a fraction under an
+// accepted_values of DuckDB's text: the statistics of the unchanged files
+// do not say whether a value has a fraction, so the audit runs full and
+// refuses it; a batch of whole seconds passes.
+func TestReview42AcceptedValuesOverTimesIncrementally(t *testing.T) {
+	times := func(vs ...string) string {
+		return "SELECT * FROM (VALUES " + strings.Join(each(vs, func(v string) string { return "(TIME '" + v + "')" }), ", ") + ") v(t)"
+	}
+	suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindAcceptedValues, Table: "t", Column: "t",
+		Values: []string{"01:02:03", "04:05:06", "07:08:09.5"}}}}
+	eachCache(t, func(t *testing.T, cache bool) {
+		r := newMemoRigSQL(t, cache, map[string]string{"data/t/d.parquet": times("01:02:03")}, times("04:05:06"), suite)
+		if rep := r.audit(Request{Ref: r.batchSQL("c001", "s2", "data/t/s2/part-0.parquet", times("04:05:06")), BaseRef: cid("c001")}); !rep.Passed {
+			t.Fatalf("whole seconds: %s passed %v: %s", rep.Mode, rep.Passed, checkMessages(rep))
+		}
+		rep := r.audit(Request{Ref: r.batchSQL("c001", "s1", "data/t/s1/part-0.parquet", times("07:08:09.5")), BaseRef: cid("c001")})
+		if rep.Passed || !strings.Contains(checkMessages(rep), "01:02:03.500000") {
+			t.Fatalf("a fraction: %s %q passed %v: %s", rep.Mode, rep.ModeReason, rep.Passed, checkMessages(rep))
+		}
+	})
+}
