@@ -103,7 +103,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 				if _, serr := r.pool().ExecContext(ctx, "SELECT 1 FROM parquet_schema("+literalList([]string{f})+")"); serr == nil {
 					continue
 				}
-				if r.readsAlone(ctx, f) {
+				if ok, _ := r.bindsAlone(ctx, FormatParquet, f); ok {
 					return nil, errUnlisted{file: f, err: err}
 				}
 			}

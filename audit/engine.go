@@ -1202,11 +1202,8 @@ func (r *run) createView(ctx context.Context, k viewKey, v *view, s string) erro
 // readable: DuckDB binds a read of files in format (a Delta table's files
 // as Parquet).
 func (r *run) readable(ctx context.Context, format string, files []string) bool {
-	if format == FormatDelta {
-		format = FormatParquet
-	}
-	_, err := r.pool().ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(format, files))
-	return err == nil
+	ok, _ := r.binds(ctx, format, files)
+	return ok
 }
 
 // columnCollision is a column of a table's files (those of all its views:

@@ -131,14 +131,6 @@ func textCheckedColumns(checks []Check, table string) map[string]bool {
 	return text
 }
 
-// readsAlone says whether DuckDB reads the Parquet file f on its own (its
-// columns bind): a guard that could not scan a file DuckDB cannot read
-// leaves it to the view, which reports why.
-func (r *run) readsAlone(ctx context.Context, f string) bool {
-	ok, _ := r.bindsAlone(ctx, FormatParquet, f)
-	return ok
-}
-
 // bindsAlone says whether DuckDB binds a read of file f in format on its
 // own (readable), with the error of a read that failed for the run's sake
 // rather than the file's: ctx ended, or the machine failed (out of memory:
@@ -146,10 +138,15 @@ func (r *run) readsAlone(ctx context.Context, f string) bool {
 // DESCRIBE that ran out of memory for a file DuckDB cannot read, passing
 // the file to a view that reads it once memory is free.
 func (r *run) bindsAlone(ctx context.Context, format, f string) (bool, error) {
+	return r.binds(ctx, format, []string{f})
+}
+
+// binds is bindsAlone for the read of files together.
+func (r *run) binds(ctx context.Context, format string, files []string) (bool, error) {
 	if format == FormatDelta {
 		format = FormatParquet
 	}
-	_, err := r.pool().ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(format, []string{f}))
+	_, err := r.pool().ExecContext(ctx, "DESCRIBE SELECT * FROM "+readSQL(format, files))
 	switch {
 	case err == nil:
 		return true, nil
