@@ -76,6 +76,9 @@ func (h *heldHandler) counts() (arrived, handled int) {
 // every partition, are bounded by maxInflatedBytes: a partition whose
 // next batch does not fit waits until another's worker is done with one.
 func TestDecompressedBatchesAreBoundedOverPartitions(t *testing.T) {
+	if !inOwnProcess(t) {
+		return
+	}
 	const partitions, perBatch, size = 6, 30, kafka.MaxDecompressedRecordBytes - 64
 	k := startKafka(t, topic(inTopic, partitions), topic(dlqTopic, 1))
 	value := make([]byte, size)
@@ -152,6 +155,9 @@ func TestDecompressedBatchesAreFreedWhenTheGenerationEnds(t *testing.T) {
 // is read, before its body is), and the messages sent at once to a worker
 // by maxBytesPerSend.
 func TestFetchResponsesAreBoundedOverPartitions(t *testing.T) {
+	if !inOwnProcess(t) {
+		return
+	}
 	const partitions, perPartition, size = 40, 1000, 10 << 10
 	k := startKafka(t, topic(inTopic, partitions), topic(dlqTopic, 1))
 	if k.Fake != nil {
