@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -389,10 +388,21 @@ func (s *Service) run(ctx context.Context, req Request) (schemas.AuditReport, er
 
 // commitID matches lakeFS commit ids. Only those are cached: a branch name
 // names whatever the branch holds when it is read.
-var commitID = regexp.MustCompile(`^[0-9a-f]{40,64}$`)
-
-// IsCommitID reports whether ref has the form of a lakeFS commit id.
-func IsCommitID(ref string) bool { return commitID.MatchString(ref) }
+// IsCommitID reports whether ref has the form of a lakeFS commit id: 40
+// to 64 lower-case hex digits. A loop, not a regular expression: the
+// summary asks it of every file of the table at every audit, where a
+// regular expression was 4% of the daemon's CPU at 8 batches in flight.
+func IsCommitID(ref string) bool {
+	if len(ref) < 40 || len(ref) > 64 {
+		return false
+	}
+	for i := 0; i < len(ref); i++ {
+		if c := ref[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // reportKey is what a verdict depends on besides the suite (fixed for the
 // service's life): the audited commit, the base commit, the batch time.

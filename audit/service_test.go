@@ -34,6 +34,8 @@ func TestReportCache(t *testing.T) {
 	}
 	for ref, want := range map[string]bool{
 		strings.Repeat("ab", 32): true, "main": false, "wap-billing-b1": false, strings.Repeat("AB", 32): false,
+		strings.Repeat("0", 40): true, strings.Repeat("f", 39): false, strings.Repeat("9", 65): false,
+		strings.Repeat("a", 39) + "g": false, strings.Repeat("a", 39) + "/": false, strings.Repeat("a", 39) + ":": false, "": false,
 	} {
 		if got := IsCommitID(ref); got != want {
 			t.Errorf("IsCommitID(%q) = %v", ref, got)
