@@ -372,8 +372,11 @@ func (d *Daemon) serveHTTP(addr string) error {
 	if err != nil {
 		return err
 	}
+	// Each read endpoint is GET (and so HEAD) only: the mux answers any
+	// other method 405 with Allow before the handler runs. The webhook
+	// refuses all but POST itself, in a hook answer lakeFS logs.
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", metricsHandler(d.reg))
+	mux.Handle("GET /metrics", metricsHandler(d.reg))
 	if mode := d.cfg.HTTP.WebhookMode(); mode != config.WebhookOff {
 		premerge, err := d.preMergeHandler()
 		if err != nil {
@@ -390,8 +393,8 @@ func (d *Daemon) serveHTTP(addr string) error {
 		ln.Close()
 		return err
 	}
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.Handle("/readyz", readyHandler(d.lake.Healthy, d.Assigned, d.log, time.Now))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("GET /readyz", readyHandler(d.lake.Healthy, d.Assigned, d.log, time.Now))
 	d.httpLn = ln
 	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.Std())
 	lim := serveLimited(d.http, ln, maxConns)
@@ -517,7 +520,7 @@ func (d *Daemon) mountRuns(mux *http.ServeMux, addr net.Addr) error {
 		}
 		token = t
 	}
-	mux.Handle(status.Path, runsHandler(status.Options{Runs: d.runner.Runs, LakeFSUI: d.cfg.LakeFS.UIURL,
+	mux.Handle("GET "+status.Path, runsHandler(status.Options{Runs: d.runner.Runs, LakeFSUI: d.cfg.LakeFS.UIURL,
 		ShowSamples: d.cfg.HTTP.RunsSamples, Token: token}))
 	return nil
 }

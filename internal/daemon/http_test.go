@@ -6,14 +6,20 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lakewap/lakewap/consumer"
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/status"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
 )
 
 // TestHTTPServerClosesSlowClients attacks the daemon's HTTP server (built by
@@ -110,6 +116,80 @@ func TestReadyURLDialsThisHost(t *testing.T) {
 		"[::]:9090": "127.0.0.1:9090", "10.1.2.3:9090": "10.1.2.3:9090"} {
 		if got := ReadyURL(listen); got != "http://"+want+"/readyz" {
 			t.Errorf("ReadyURL(%q) = %q, want http://%s/readyz", listen, got, want)
+		}
+	}
+}
+
+// TestEveryEndpointAnswersOnlyItsMethods: each endpoint of the daemon's
+// listener answers the methods it is for and refuses every other with 405
+// and an Allow header naming its methods, before its handler runs (a POST
+// to /metrics made lakewap gather every metric; to /readyz, call lakeFS).
+func TestEveryEndpointAnswersOnlyItsMethods(t *testing.T) {
+	var lakeCalls atomic.Int64
+	lake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		lakeCalls.Add(1)
+		if strings.HasSuffix(r.URL.Path, "/healthcheck") {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		http.Error(w, `{"message":"no"}`, http.StatusUnauthorized)
+	}))
+	defer lake.Close()
+	lc, err := lakefs.New(lakefs.Config{Endpoint: lake.URL, AccessKeyID: "AK", SecretAccessKey: "SK"})
+	must(t, err)
+	cfg := &config.Config{}
+	cfg.HTTP.Webhook = "open"
+	cfg.Runner.StepTimeout = config.Duration(time.Minute)
+	d := &Daemon{cfg: cfg, log: slog.New(slog.DiscardHandler), reg: prometheus.NewRegistry(), lake: lc,
+		consumer: &consumer.Consumer{}} // a zero consumer holds its (no) partitions
+	must(t, d.serveHTTP("127.0.0.1:0"))
+	defer d.close()
+	base := "http://" + d.httpLn.Addr().String()
+
+	call := func(method, path string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, base+path, strings.NewReader(""))
+		must(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for _, tc := range []struct {
+		path  string
+		allow []string
+	}{
+		{"/metrics", []string{"GET", "HEAD"}},
+		{"/healthz", []string{"GET", "HEAD"}},
+		{"/readyz", []string{"GET", "HEAD"}},
+		{status.Path, []string{"GET", "HEAD"}},
+		{PreMergePath, []string{"POST"}},
+	} {
+		for _, method := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "PROPFIND"} {
+			if slices.Contains(tc.allow, method) {
+				continue
+			}
+			before := lakeCalls.Load()
+			resp := call(method, tc.path)
+			if resp.StatusCode != http.StatusMethodNotAllowed {
+				t.Errorf("%s %s: %d, want 405", method, tc.path, resp.StatusCode)
+				continue
+			}
+			if got := strings.Join(strings.FieldsFunc(resp.Header.Get("Allow"), func(r rune) bool { return r == ',' || r == ' ' }), ","); got != strings.Join(tc.allow, ",") {
+				t.Errorf("%s %s: Allow %q, want %v", method, tc.path, resp.Header.Get("Allow"), tc.allow)
+			}
+			if n := lakeCalls.Load() - before; n != 0 {
+				t.Errorf("%s %s: lakewap called lakeFS %d times for a refused method", method, tc.path, n)
+			}
+		}
+	}
+	// The methods an endpoint is for are still answered.
+	for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
+		for _, method := range []string{"GET", "HEAD"} {
+			if resp := call(method, path); resp.StatusCode != http.StatusOK {
+				t.Errorf("%s %s: %d, want 200", method, path, resp.StatusCode)
+			}
 		}
 	}
 }
