@@ -42,8 +42,8 @@ func newMetrics(reg prometheus.Registerer, datasets []string, runs func() []pipe
 		queued: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_publish_queue_depth",
 			Help: "Publishes and reverts waiting for their target's turn in this instance's merge queue."}, []string{"repository", "target"}),
 		waited: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "lakewap_publish_queue_wait_seconds",
-			Help: "Time a publish waited in its target's merge queue before its merge started.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)},
-			[]string{"repository", "target"}),
+			Help: "Time a publish (kind publish) or a revert (kind revert) waited in its target's merge queue before its merge or revert started.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 18)},
+			[]string{"repository", "target", "kind"}),
 		guesses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_publish_guessed_rechecks_total",
 			Help: "Rechecks started beside the publish turn's look against its guess (the target at this instance's last merge): taken when the look found the guess, void when the target had moved otherwise (someone else committed or merged) and the batch was rechecked again."},
 			[]string{"repository", "target", "outcome"}),
@@ -85,8 +85,14 @@ func (m *metrics) publishQueue(repo, target string, depth int) {
 	m.queued.WithLabelValues(repo, target).Set(float64(depth))
 }
 
-func (m *metrics) publishWait(repo, target string, d time.Duration) {
-	m.waited.WithLabelValues(repo, target).Observe(d.Seconds())
+// queueWait records how long a publish, or a revert, waited for its
+// target's turn.
+func (m *metrics) queueWait(repo, target string, publish bool, d time.Duration) {
+	kind := "revert"
+	if publish {
+		kind = "publish"
+	}
+	m.waited.WithLabelValues(repo, target, kind).Observe(d.Seconds())
 }
 
 func (m *metrics) guessedRecheck(repo, target string, taken bool) {

@@ -81,7 +81,7 @@ func (r *Runner) awaitPublish(p *partition, t *publishTicket) pipeline.Input {
 // partition is revoked before the turn came. A revoked partition gives up
 // its tickets whose turn has not come and waits for a running one within
 // the revocation's grace; the turn passes on when do is done. publish
-// says t is a publish (timed as one).
+// says t is a publish, else a revert (its wait is timed under that kind).
 func (r *Runner) inTurn(p *partition, t *publishTicket, waiting func() func(), do func() pipeline.Input, publish bool) pipeline.Input {
 	k := targetKey{t.run.Repository, t.run.Target}
 	select {
@@ -101,9 +101,7 @@ func (r *Runner) inTurn(p *partition, t *publishTicket, waiting func() func(), d
 		}
 	}
 	r.left(k)
-	if publish {
-		r.metrics.publishWait(k.repo, k.target, time.Since(t.queued))
-	}
+	r.metrics.queueWait(k.repo, k.target, publish, time.Since(t.queued))
 	result := make(chan pipeline.Input, 1) // buffered: do never blocks on a waiter that left
 	go func() {
 		defer r.pass(k, t)

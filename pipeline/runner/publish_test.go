@@ -270,7 +270,7 @@ func TestPublishQueueRunsInAuditOrderOneAtATime(t *testing.T) {
 	if f.lake.finds != 7 {
 		t.Errorf("%d looks at the target, want one per publish (7)", f.lake.finds)
 	}
-	if waits := histogram(t, f.r.metrics.waited, "lake", "main").GetSampleCount() + histogram(t, f.r.metrics.waited, "lake", "dev").GetSampleCount(); waits != 7 {
+	if waits := histogram(t, f.r.metrics.waited, "lake", "main", "publish").GetSampleCount() + histogram(t, f.r.metrics.waited, "lake", "dev", "publish").GetSampleCount(); waits != 7 {
 		t.Errorf("%d queue waits observed, want 7", waits)
 	}
 	// Per batch: create branch, seal, look, merge (the fake auditor calls
