@@ -21,6 +21,7 @@ import (
 	"helm.sh/helm/v3/pkg/engine"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -33,26 +34,19 @@ type manifests struct {
 	configMaps  map[string]*corev1.ConfigMap
 	secrets     map[string]*corev1.Secret
 	claims      map[string]*corev1.PersistentVolumeClaim
+	policies    map[string]*networkingv1.NetworkPolicy
 }
 
 // render renders the chart with values over its defaults and decodes each
 // manifest strictly: a field the API type does not have fails.
 func render(t *testing.T, values map[string]any) manifests {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
+	out, err := renderText(values)
 	if err != nil {
-		t.Fatalf("load chart: %v", err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: "wap", Namespace: "data", IsInstall: true}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatalf("values: %v", err)
-	}
-	out, err := engine.Render(ch, vals)
-	if err != nil {
-		t.Fatalf("render: %v", err)
+		t.Fatal(err)
 	}
 	m := manifests{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*corev1.ConfigMap{},
-		map[string]*corev1.Secret{}, map[string]*corev1.PersistentVolumeClaim{}}
+		map[string]*corev1.Secret{}, map[string]*corev1.PersistentVolumeClaim{}, map[string]*networkingv1.NetworkPolicy{}}
 	for file, text := range out {
 		if strings.HasSuffix(file, ".tpl") || strings.HasSuffix(file, "NOTES.txt") {
 			continue
@@ -81,6 +75,8 @@ func render(t *testing.T, values map[string]any) manifests {
 				obj = &corev1.Secret{}
 			case "v1/PersistentVolumeClaim":
 				obj = &corev1.PersistentVolumeClaim{}
+			case "networking.k8s.io/v1/NetworkPolicy":
+				obj = &networkingv1.NetworkPolicy{}
 			default:
 				t.Fatalf("%s: kind %s/%s is not one the test knows", file, head.APIVersion, head.Kind)
 			}
@@ -100,10 +96,30 @@ func render(t *testing.T, values map[string]any) manifests {
 				m.secrets[o.Name] = o
 			case *corev1.PersistentVolumeClaim:
 				m.claims[o.Name] = o
+			case *networkingv1.NetworkPolicy:
+				m.policies[o.Name] = o
 			}
 		}
 	}
 	return m
+}
+
+// renderText renders the chart with values over its defaults: the text of
+// each template, or the error Helm gives (a template's fail included).
+func renderText(values map[string]any) (map[string]string, error) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		return nil, fmt.Errorf("load chart: %w", err)
+	}
+	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: "wap", Namespace: "data", IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, fmt.Errorf("values: %w", err)
+	}
+	out, err := engine.Render(ch, vals)
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	return out, nil
 }
 
 func TestChartRendersAndDecodesStrictly(t *testing.T) {
@@ -184,8 +200,9 @@ func TestChartRendersAndDecodesStrictly(t *testing.T) {
 			t.Errorf("the value of %s is in the config map", name)
 		}
 	}
-	if len(m.configMaps) != 1 || len(m.claims) != 0 {
-		t.Errorf("optional resources rendered by default: config maps %d, claims %d", len(m.configMaps), len(m.claims))
+	if len(m.configMaps) != 1 || len(m.claims) != 0 || len(m.policies) != 0 {
+		t.Errorf("optional resources rendered by default: config maps %d, claims %d, network policies %d",
+			len(m.configMaps), len(m.claims), len(m.policies))
 	}
 
 	// The rendered config is one lakewap accepts, with the Secret's values.
@@ -254,5 +271,101 @@ func TestChartOptionalResources(t *testing.T) {
 	}
 	if m.configMaps["wap-lakewap-alert-rules"].Labels["prometheus"] != "main" || m.configMaps["wap-lakewap-dashboard"].Labels["grafana_dashboard"] != "1" {
 		t.Errorf("labels of the optional config maps: %v, %v", m.configMaps["wap-lakewap-alert-rules"].Labels, m.configMaps["wap-lakewap-dashboard"].Labels)
+	}
+}
+
+// TestChartNetworkPolicy: with networkPolicy.enabled, the pods' port is
+// reachable only from the peers named (lakeFS for the pre-merge hook,
+// monitoring for /metrics): whoever reaches the port may call the hook and
+// read /metrics (docs/trust-model.md). Egress is limited, to DNS and the
+// rules given, only when rules are given. Enabled with no peer named is an
+// error naming the value, not a policy that shuts lakeFS's hook calls out.
+func TestChartNetworkPolicy(t *testing.T) {
+	lakeFS := map[string]any{
+		"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "lakefs"}},
+		"podSelector":       map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "lakefs"}},
+	}
+	monitoring := map[string]any{
+		"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}},
+	}
+	kafka := map[string]any{
+		"to":    []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "kafka"}}}},
+		"ports": []any{map[string]any{"port": 9092, "protocol": "TCP"}},
+	}
+	for _, tc := range []struct {
+		name   string
+		egress []any
+	}{{"ingress only", nil}, {"with egress", []any{kafka}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			np := map[string]any{"enabled": true, "ingressFrom": []any{lakeFS, monitoring}}
+			if tc.egress != nil {
+				np["egress"] = tc.egress
+			}
+			m := render(t, map[string]any{"networkPolicy": np})
+			p := m.policies["wap-lakewap"]
+			if p == nil || len(m.policies) != 1 {
+				t.Fatalf("network policies %v, want wap-lakewap", m.policies)
+			}
+			d := m.deployments["wap-lakewap"]
+			sel := p.Spec.PodSelector.MatchLabels
+			if len(sel) == 0 || len(p.Spec.PodSelector.MatchExpressions) != 0 {
+				t.Fatalf("the policy selects %+v", p.Spec.PodSelector)
+			}
+			for k, v := range sel {
+				if d.Spec.Template.Labels[k] != v {
+					t.Errorf("the policy selects %s=%s, the pods are labelled %v", k, v, d.Spec.Template.Labels)
+				}
+			}
+			wantTypes := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+			if tc.egress != nil {
+				wantTypes = append(wantTypes, networkingv1.PolicyTypeEgress)
+			}
+			if !slices.Equal(p.Spec.PolicyTypes, wantTypes) {
+				t.Errorf("policy types %v, want %v", p.Spec.PolicyTypes, wantTypes)
+			}
+			// One rule: the peers named, to the container's port only.
+			if len(p.Spec.Ingress) != 1 {
+				t.Fatalf("ingress rules %+v, want one", p.Spec.Ingress)
+			}
+			in := p.Spec.Ingress[0]
+			port := d.Spec.Template.Spec.Containers[0].Ports[0]
+			if len(in.Ports) != 1 || in.Ports[0].Port == nil || in.Ports[0].Port.IntValue() != int(port.ContainerPort) ||
+				in.Ports[0].Protocol == nil || *in.Ports[0].Protocol != corev1.ProtocolTCP {
+				t.Errorf("ingress ports %+v, want TCP %d only", in.Ports, port.ContainerPort)
+			}
+			if len(in.From) != 2 || in.From[0].PodSelector == nil || in.From[0].PodSelector.MatchLabels["app.kubernetes.io/name"] != "lakefs" ||
+				in.From[0].NamespaceSelector == nil || in.From[1].NamespaceSelector == nil || in.From[1].PodSelector != nil ||
+				in.From[1].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+				t.Errorf("ingress from %+v, want the lakeFS pods and the monitoring namespace", in.From)
+			}
+			if tc.egress == nil {
+				if len(p.Spec.Egress) != 0 {
+					t.Errorf("egress rules %+v without networkPolicy.egress", p.Spec.Egress)
+				}
+				return
+			}
+			// DNS, then the rules given.
+			if len(p.Spec.Egress) != 2 {
+				t.Fatalf("egress rules %+v, want DNS and kafka", p.Spec.Egress)
+			}
+			dns := p.Spec.Egress[0]
+			var dnsPorts []string
+			for _, pp := range dns.Ports {
+				dnsPorts = append(dnsPorts, fmt.Sprintf("%s/%s", *pp.Protocol, pp.Port.String()))
+			}
+			if len(dns.To) != 0 || !slices.Equal(dnsPorts, []string{"UDP/53", "TCP/53"}) {
+				t.Errorf("first egress rule %+v, want DNS (53 UDP and TCP)", dns)
+			}
+			k := p.Spec.Egress[1]
+			if len(k.To) != 1 || k.To[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "kafka" ||
+				len(k.Ports) != 1 || k.Ports[0].Port.IntValue() != 9092 {
+				t.Errorf("second egress rule %+v, want kafka's", k)
+			}
+		})
+	}
+	// Enabled, no peer named: an error naming the value.
+	_, err := renderText(map[string]any{"networkPolicy": map[string]any{"enabled": true}})
+	if err == nil || !strings.Contains(err.Error(), "networkPolicy.ingressFrom") {
+		t.Errorf("networkPolicy enabled without ingressFrom: %v, want an error naming networkPolicy.ingressFrom", err)
 	}
 }
