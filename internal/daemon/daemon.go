@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -520,9 +521,34 @@ func (d *Daemon) mountRuns(mux *http.ServeMux, addr net.Addr) error {
 		}
 		token = t
 	}
-	mux.Handle("GET "+status.Path, runsHandler(status.Options{Runs: d.runner.Runs, LakeFSUI: d.cfg.LakeFS.UIURL,
-		ShowSamples: d.cfg.HTTP.RunsSamples, Token: token}))
+	h := runsHandler(status.Options{Runs: d.runner.Runs, LakeFSUI: d.cfg.LakeFS.UIURL,
+		ShowSamples: d.cfg.HTTP.RunsSamples, Token: token})
+	if token == "" {
+		h = loopbackHostOnly(h)
+	}
+	mux.Handle("GET "+status.Path, h)
 	return nil
+}
+
+// loopbackHostOnly serves h only to requests addressed to localhost or a
+// loopback address. A web page that a local user's browser opens reaches
+// a loopback port too, and by DNS rebinding (its own name made to resolve
+// to 127.0.0.1) reads the answer as its own origin's; such a request
+// names the page's host, not the listener's.
+func loopbackHostOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hp, _, err := net.SplitHostPort(host); err == nil {
+			host = hp
+		}
+		ip := net.ParseIP(strings.Trim(host, "[]"))
+		if !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, fmt.Sprintf("lakewap: %s without http.runs_token answers only requests to localhost or a loopback address, not to host %q",
+				status.Path, schemas.Clip(r.Host, 128)), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // PreMergePath is where the daemon's HTTP listener answers lakeFS's
