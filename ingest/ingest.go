@@ -92,6 +92,11 @@ type Config struct {
 	// (by operator name): an unsigned or badly signed request is
 	// dead-lettered, a signed one names its key's operator as who asked.
 	Operators map[string][]byte
+	// Cluster is the id of the Kafka cluster the requests topic is on: a
+	// signature names it and the topic (schemas.RequestScope), so a request
+	// signed for another deployment that lists the same operator's key is
+	// dead-lettered, not carried out.
+	Cluster string
 	// Partitions, if set, gives a topic's partition count (0: unknown): an
 	// event or request on another partition of its topic than
 	// murmur2(key) % count is dead-lettered. The consumer hands out no
@@ -244,9 +249,10 @@ func (s *stage) channel(ev schemas.Event, msg kafka.Message, onRequests bool) (s
 		}
 	}
 	key, known := s.cfg.Operators[name]
-	if !known || !schemas.VerifyRequest(key, string(msg.Key), msg.Value, sig) {
-		return ev, ReasonUnsigned, fmt.Errorf("%s of batch %q is not signed by a configured operator (headers %s %q and %s): requests must be signed with an operator's key",
-			ev.EventType(), ev.Batch(), schemas.HeaderOperator, clip(name, 64), schemas.HeaderSignature)
+	scope := schemas.RequestScope{Cluster: s.cfg.Cluster, Topic: msg.Topic}
+	if !known || !schemas.VerifyRequest(key, scope, string(msg.Key), msg.Value, sig) {
+		return ev, ReasonUnsigned, fmt.Errorf("%s of batch %q is not signed by a configured operator for this deployment, Kafka cluster %q and topic %s (headers %s %q and %s): requests must be signed with an operator's key, for the cluster and topic they are written to",
+			ev.EventType(), ev.Batch(), clip(s.cfg.Cluster, 64), msg.Topic, schemas.HeaderOperator, clip(name, 64), schemas.HeaderSignature)
 	}
 	return schemas.WithRequestedBy(ev, name), "", nil
 }

@@ -190,7 +190,7 @@ func TestRequestChannel(t *testing.T) {
 	key := []byte("alice-signing-key-0123")
 	revert := encode(schemas.RevertRequested{RequestID: "q", BatchID: "b", Dataset: "billing", Reason: "r", RequestedBy: "mallory", OccurredAt: now})
 	signed := func(name string, k []byte, value []byte) []kafka.Header {
-		return []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte(name)}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(k, "b", value))}}
+		return []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte(name)}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(k, schemas.RequestScope{Topic: "req"}, "b", value))}}
 	}
 	for _, c := range []struct {
 		name, topic string
@@ -284,7 +284,7 @@ func TestRequestOnAnotherPartitionIsDeadLettered(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	key := []byte("alice-signing-key-0123")
 	cancel := encode(schemas.BatchCancelled{RequestID: "q", BatchID: "b", Dataset: "billing", Reason: "stop", RequestedBy: "alice", OccurredAt: now})
-	headers := []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte("alice")}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, "b", cancel))}}
+	headers := []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte("alice")}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, schemas.RequestScope{Topic: "req"}, "b", cancel))}}
 	const count = 4
 	own := kafka.PartitionOf([]byte("b"), count)
 	for _, p := range []int{own, (own + 1) % count} {
@@ -325,7 +325,7 @@ func TestRequestOnARequestsTopicOfOtherPartitionsIsDeadLettered(t *testing.T) {
 		}
 	}
 	cancel := encode(schemas.BatchCancelled{RequestID: "q", BatchID: batch, Dataset: "billing", Reason: "stop", RequestedBy: "alice", OccurredAt: now})
-	headers := []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte("alice")}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, batch, cancel))}}
+	headers := []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte("alice")}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, schemas.RequestScope{Topic: "req"}, batch, cancel))}}
 	r := &runner{}
 	h := Wrap(Config{Codec: codec, RequestsTopic: "req", InputTopic: "in", Operators: map[string][]byte{"alice": key}, Rules: schemas.Rules{},
 		Partitions: func(topic string) int { return counts[topic] }}, r)

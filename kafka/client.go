@@ -222,6 +222,16 @@ func (c *Client) Offsets(ctx context.Context, topic string) (first, next map[int
 	return first, next, nil
 }
 
+// ClusterID is the id of the cluster the brokers belong to, as their
+// metadata gives it ("" from a broker too old to say).
+func (c *Client) ClusterID(ctx context.Context) (string, error) {
+	md, err := c.admin.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{}})
+	if err != nil {
+		return "", fmt.Errorf("cluster metadata: %w", err)
+	}
+	return md.ClusterID, nil
+}
+
 // Partitions is how many partitions topic has; an error when it does not
 // exist.
 func (c *Client) Partitions(ctx context.Context, topic string) (int, error) {

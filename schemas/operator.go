@@ -95,8 +95,9 @@ func (e RequestRefused) ID() string { return e.EventID }
 // HeaderSignature); the daemon records that name as who asked.
 const HeaderOperator = "wap.operator"
 
-// HeaderSignature is a request's signature: hex HMAC-SHA256, with the
-// operator's key, of SignedBytes(the message key, the value).
+// HeaderSignature is a request's signature (SignRequest): hex HMAC-SHA256,
+// with the operator's key, of the Kafka cluster id, the requests topic, the
+// message key and the value.
 const HeaderSignature = "wap.signature"
 
 // IsOperatorRequest reports whether ev is an operator's request: a retry, a
@@ -109,21 +110,37 @@ func IsOperatorRequest(ev Event) bool {
 	return IsRequest(ev)
 }
 
-// SignRequest is the signature of a request message with key and value
-// (HeaderSignature).
-func SignRequest(secret []byte, key string, value []byte) string {
+// RequestScope is the deployment a request is signed for: the Kafka
+// cluster (its cluster id, as the brokers' metadata gives it) and the
+// requests topic. An operator's key signs for every daemon that lists it
+// (staging and production, two teams' daemons on one cluster): a request
+// signed for one is not carried out by another. Neither holds a line
+// break (Kafka's topic names cannot; cluster ids are base64), so the
+// signed bytes read one way only.
+type RequestScope struct {
+	Cluster string
+	Topic   string
+}
+
+// SignRequest is the signature of a request message with key and value,
+// written to scope (HeaderSignature): hex HMAC-SHA256 with secret of
+// "lakewap request v2\n", the cluster id, "\n", the topic, "\n", the
+// message key, "\n" and the value.
+func SignRequest(secret []byte, scope RequestScope, key string, value []byte) string {
 	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("lakewap request v1\n"))
-	m.Write([]byte(key))
-	m.Write([]byte{'\n'})
+	m.Write([]byte("lakewap request v2\n"))
+	for _, part := range []string{scope.Cluster, scope.Topic, key} {
+		m.Write([]byte(part))
+		m.Write([]byte{'\n'})
+	}
 	m.Write(value)
 	return hex.EncodeToString(m.Sum(nil))
 }
 
 // VerifyRequest reports whether signature is secret's signature of the
-// message (constant time).
-func VerifyRequest(secret []byte, key string, value []byte, signature string) bool {
-	return hmac.Equal([]byte(SignRequest(secret, key, value)), []byte(signature))
+// message as written to scope (constant time).
+func VerifyRequest(secret []byte, scope RequestScope, key string, value []byte, signature string) bool {
+	return hmac.Equal([]byte(SignRequest(secret, scope, key, value)), []byte(signature))
 }
 
 // WithRequestedBy returns the request ev saying by asked.

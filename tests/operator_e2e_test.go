@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -183,5 +185,33 @@ func TestCancelThroughTheDaemon(t *testing.T) {
 	code, out = e.ask(t, "retry", "-batch", "stop-1", "-timeout", "2s")
 	if code != 3 || !strings.Contains(out, "no lakewap daemon answered request req-") || !strings.Contains(out, "carries it out when it runs") {
 		t.Errorf("retry with no daemon exited %d after %s:\n%s", code, time.Since(start), out)
+	}
+}
+
+// TestSignedCancelThroughTheDaemon: with operators in the config, lakewap
+// cancel signs its request for the daemon's Kafka cluster and requests
+// topic (the command and the daemon each ask the brokers for the cluster
+// id), and the daemon carries it out, naming the operator as who asked.
+func TestSignedCancelThroughTheDaemon(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "alice.key")
+	must(t, os.WriteFile(keyFile, []byte("alice-signing-key-0123456789"), 0o600))
+	e := startE2E(t, func(c *config.Config) {
+		c.Operators = []config.Operator{{Name: "alice", KeyFile: keyFile}}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "signed-1", Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	if _, err := e.Watcher.Await(ctx, "signed-1", schemas.TypeBranchReady); err != nil {
+		t.Fatal(err)
+	}
+	code, out := e.ask(t, "cancel", "-batch", "signed-1", "-reason", "upstream rerun", "-by", "alice")
+	if code != 0 || !strings.Contains(out, "is aborted (cancelled): upstream rerun") {
+		t.Fatalf("signed cancel exited %d:\n%s", code, out)
+	}
+	ab, err := e.Watcher.Await(ctx, "signed-1", schemas.TypeBatchAborted)
+	must(t, err)
+	if a := ab.(schemas.BatchAborted); a.Reason != schemas.ReasonCancelled {
+		t.Errorf("BatchAborted = %+v", a)
 	}
 }

@@ -198,8 +198,17 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	var cluster string // signatures name it: a request signed for another cluster is not carried out
+	if len(operators) > 0 {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cluster, err = kp.client.ClusterID(cctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("kafka: the cluster id, which operators' signatures name: %w", err)
+		}
+	}
 	ic := ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.CountInput,
-		RequestsTopic: k.RequestsTopic, InputTopic: k.InputTopic, Operators: operators,
+		RequestsTopic: k.RequestsTopic, InputTopic: k.InputTopic, Operators: operators, Cluster: cluster,
 		// The consumer exists once the stage does: ask it lazily.
 		Partitions: func(topic string) int {
 			if d.consumer == nil {

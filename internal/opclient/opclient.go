@@ -34,6 +34,7 @@ type Target struct {
 		name string
 		key  []byte
 	}
+	cluster *string // the cluster's id, once asked (signatures name it)
 }
 
 // SignAs makes Send sign operator requests with the key of operator name
@@ -204,8 +205,16 @@ func (t *Target) Send(ctx context.Context, topic string, ev schemas.Event, parti
 		msg.Headers = append(msg.Headers, kafka.Header{Key: k, Value: []byte(v)})
 	}
 	if t.signer.key != nil && schemas.IsOperatorRequest(ev) {
+		if t.cluster == nil {
+			id, err := t.kafka.ClusterID(ctx)
+			if err != nil {
+				return kafka.Message{}, fmt.Errorf("signing the request: %w", err)
+			}
+			t.cluster = &id
+		}
+		scope := schemas.RequestScope{Cluster: *t.cluster, Topic: topic}
 		msg.Headers = append(msg.Headers, kafka.Header{Key: schemas.HeaderOperator, Value: []byte(t.signer.name)},
-			kafka.Header{Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(t.signer.key, string(msg.Key), value))})
+			kafka.Header{Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(t.signer.key, scope, string(msg.Key), value))})
 	}
 	return t.kafka.Send(ctx, topic, msg, partition)
 }

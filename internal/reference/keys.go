@@ -143,7 +143,7 @@ var keyDocs = map[string]keyDoc{
 	"log.format": {desc: "json or text."},
 	"log.level":  {desc: "debug, info, warn or error."},
 
-	"operators":               {desc: "Operators whose requests the daemon carries out. When any are listed, every request must carry the wap.operator and wap.signature headers (HMAC-SHA256 of the value with the operator's key), and the operator's name replaces requested_by; unsigned or badly signed requests are dead-lettered.", def: "none (requests are not signed)", example: "[{name: alice, key_file: /run/secrets/lakewap_alice}]"},
+	"operators":               {desc: "Operators whose requests the daemon carries out. When any are listed, every request must carry the wap.operator and wap.signature headers (HMAC-SHA256 with the operator's key of the Kafka cluster id, the requests topic, the message key and the value: a request signed for another cluster or topic is refused), and the operator's name replaces requested_by; unsigned or badly signed requests are dead-lettered.", def: "none (requests are not signed)", example: "[{name: alice, key_file: /run/secrets/lakewap_alice}]"},
 	"operators[].name":        {desc: "Who asks, as runs, result events and revert commits name them (letters, digits, _ . @ -).", def: "none (required)", example: "alice"},
 	"operators[].key":         {desc: "The operator's signing key, at least 16 bytes, usually `${ENV}`.", def: "none", example: "${LAKEWAP_OPERATOR_KEY}"},
 	"operators[].key_file":    {desc: "File holding the signing key (instead of key).", def: "none", example: "/run/secrets/lakewap_alice"},

@@ -117,7 +117,7 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 				msg := kafka.Message{Topic: requestsTopic, Key: []byte(id), Value: value}
 				sign := func(name string, key []byte) {
 					msg.Headers = []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte(name)},
-						{Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, id, value))}}
+						{Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, schemas.RequestScope{Topic: requestsTopic}, id, value))}}
 				}
 				switch rng.IntN(5) {
 				case 0:
