@@ -175,6 +175,14 @@ func TestRevertOnRealLakeFSAndMetrics(t *testing.T) {
 		sr, err := findStored(ctx, e.cfg, "rev-1")
 		return err == nil && sr.Revert != nil && sr.Revert.Commit == head.ID && sr.State == pipeline.StatePublished
 	})
+	// The revert waited for main's turn in the publish queue, and its wait
+	// is counted apart from the two publishes'.
+	fams := scrape(t, "http://"+e.d.HTTPAddr()+"/metrics")
+	for kind, want := range map[string]uint64{"publish": 2, "revert": 1} {
+		if n := histCount(fams, "lakewap_publish_queue_wait_seconds", map[string]string{"repository": "lake", "target": "main", "kind": kind}); n != want {
+			t.Errorf("lakewap_publish_queue_wait_seconds{kind=%s} count %d, want %d", kind, n, want)
+		}
+	}
 
 	// Again: nothing changes on main, the same event (same id, first
 	// reverter) answers.
