@@ -185,6 +185,16 @@ func TestChartRendersAndDecodesStrictly(t *testing.T) {
 	if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
 		t.Errorf("root filesystem not read-only: %+v", c.SecurityContext)
 	}
+	// lakewap never calls the Kubernetes API: the pod holds no service
+	// account token (a process made to run a writer's bytes, through a
+	// reader's bug, would find none), and runs under the runtime's default
+	// seccomp profile.
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("automountServiceAccountToken %v, want false", pod.AutomountServiceAccountToken)
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security context %+v, want seccomp RuntimeDefault", sc)
+	}
 
 	// Secrets are in the Secret, not the config map: every ${NAME} of the
 	// config is a key of the Secret the pod takes its environment from.
