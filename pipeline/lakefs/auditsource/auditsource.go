@@ -138,7 +138,16 @@ func Changes(changes []pipeline.Change) *audit.Changes {
 // destination's head.
 type Merges struct{ Lake *lakefs.Client }
 
-// Commit returns commit id of repo; audit.ErrUnknownCommit when lakeFS has none.
+// Commit returns commit id of repo; audit.ErrUnknownCommit when lakeFS has
+// none. The commit lakeFS gives must have id for its id: lakeFS resolves a
+// ref that is no commit's full id as a branch, then a tag, then a prefix
+// of a commit id, and a writer may name a branch with hex digits (40, or
+// 64 that are no commit's). The hook checked such a branch's head as the
+// merge in progress and audited the branch as a commit, whose reads the
+// engine keeps as immutable: a download by path after the writer moved
+// the branch was kept under the address listed before, and a later audit
+// of a commit holding that address read the other bytes
+// (TestReview49HookCallNamingAHexBranchDoesNotKeyBytesByAnotherAddress).
 func (m Merges) Commit(ctx context.Context, repo, id string) (audit.MergeCommit, error) {
 	c, err := m.Lake.GetCommit(ctx, repo, id)
 	if errors.Is(err, pipeline.ErrNotFound) {
@@ -146,6 +155,10 @@ func (m Merges) Commit(ctx context.Context, repo, id string) (audit.MergeCommit,
 	}
 	if err != nil {
 		return audit.MergeCommit{}, err
+	}
+	if c.ID != id {
+		return audit.MergeCommit{}, fmt.Errorf("%w: ref %.64q of %s is commit %s, not a commit of that id (a branch or tag so named, or a prefix)",
+			audit.ErrUnknownCommit, id, repo, c.ID)
 	}
 	return audit.MergeCommit{Parents: c.Parents, Committer: c.Committer, Metadata: c.Metadata}, nil
 }
