@@ -386,12 +386,18 @@ func (s *Service) run(ctx context.Context, req Request) (schemas.AuditReport, er
 	return rep, err
 }
 
-// commitID matches lakeFS commit ids. Only those are cached: a branch name
-// names whatever the branch holds when it is read.
 // IsCommitID reports whether ref has the form of a lakeFS commit id: 40
-// to 64 lower-case hex digits. A loop, not a regular expression: the
-// summary asks it of every file of the table at every audit, where a
-// regular expression was 4% of the daemon's CPU at 8 batches in flight.
+// to 64 lower-case hex digits. What is read at such a ref is kept as
+// immutable (reports, listings, downloads by address, statistics), while a
+// branch name names whatever the branch holds when it is read. The form
+// alone does not tell them apart: lakeFS resolves a ref that is no
+// commit's full id as a branch first, and a writer may name a branch with
+// hex digits. So a ref of this form given to the engine must be a
+// commit's own id as lakeFS answered it (the hook's commit_id is checked
+// so: TestReview49HookCallNamingAHexBranchDoesNotKeyBytesByAnotherAddress).
+// A loop, not a regular expression: the summary asks it of every file of
+// the table at every audit, where a regular expression was 4% of the
+// daemon's CPU at 8 batches in flight.
 func IsCommitID(ref string) bool {
 	if len(ref) < 40 || len(ref) > 64 {
 		return false
