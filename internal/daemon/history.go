@@ -83,15 +83,33 @@ const unattestedDepth = 64
 
 // unattestedFinder is the runner's Unattested: what a publish's merge
 // commit landed on that lakewap did not attest (see unattestedUnder). A
-// publish whose audit was incremental landed on an attested publish of the
-// same suite (its foundation, or its recheck's head): nothing to look for,
-// no lakeFS call.
+// publish whose audit was incremental, and whose merge landed where it was
+// judged (its attestation holds: the merge's first parent is its
+// foundation, or its recheck's head), landed on an attested publish of the
+// same suite: nothing to look for, one get-commit (which the derivation of
+// the merge's listings shares). lakeFS's merge takes no precondition on
+// the target's head, so a commit someone made between the publish's look
+// and its merge is the merge's first parent instead; without the
+// pre-merge hook nothing refuses that, and this publish announces it
+// (review 48: before, an incremental one looked for nothing, and the next
+// full one announced the commit and lakewap's merge onto it).
 func unattestedFinder(cfg *config.Config, lake *lakefs.Client) func(ctx context.Context, run pipeline.Run, merge string) ([]schemas.UnattestedChange, error) {
 	key, _ := cfg.AttestationKey() // validated at load
 	return func(ctx context.Context, run pipeline.Run, merge string) ([]schemas.UnattestedChange, error) {
 		d, ok := cfg.Datasets[run.Dataset]
-		if !ok || (run.Report != nil && run.Report.Mode == audit.ModeIncremental) {
+		if !ok {
 			return nil, nil
+		}
+		suite := audit.SuiteDigest(d.Suite)
+		if run.Report != nil && run.Report.Mode == audit.ModeIncremental {
+			c, err := lake.GetCommit(ctx, run.Repository, merge)
+			if err != nil {
+				return nil, fmt.Errorf("commit %s: %w", merge, err)
+			}
+			info := audit.CommitInfo{ID: c.ID, Parents: c.Parents, Metadata: c.Metadata, Message: c.Message, Committer: c.Committer}
+			if _, err := audit.Attested(info, run.Dataset, suite, key); err == nil {
+				return nil, nil
+			}
 		}
 		commits, err := lake.FirstParents(ctx, run.Repository, merge, time.Time{}, unattestedDepth+1)
 		if err != nil {
@@ -100,7 +118,7 @@ func unattestedFinder(cfg *config.Config, lake *lakefs.Client) func(ctx context.
 		if len(commits) == 0 || commits[0].ID != merge {
 			return nil, fmt.Errorf("log of %s does not start at it", merge)
 		}
-		return unattestedUnder(run, commits, audit.SuiteDigest(d.Suite), key, len(commits) > unattestedDepth), nil
+		return unattestedUnder(run, commits, suite, key, len(commits) > unattestedDepth), nil
 	}
 }
 
@@ -115,11 +133,23 @@ func unattestedFinder(cfg *config.Config, lake *lakefs.Client) func(ctx context.
 // the target as lakewap found it, not announced.
 func unattestedUnder(run pipeline.Run, commits []lakefs.Commit, suite string, key []byte, cut bool) []schemas.UnattestedChange {
 	merge := commits[0].ID
+	// raced: the publish's merge landed on other commits than the one it
+	// was judged against (they came between its look and its merge); those
+	// above that commit are said to be under it unjudged.
+	judged, raced := landedElsewhere(commits[0], key)
 	var found []schemas.UnattestedChange
 	above := true // above the newest commit lakewap attested
 	for _, c := range commits[1:] {
+		if c.ID == judged {
+			raced = false
+		}
 		info := audit.CommitInfo{ID: c.ID, Parents: c.Parents, Metadata: c.Metadata, Message: c.Message, Committer: c.Committer}
 		verdict, detail := audit.Verify(info, run.Dataset, suite, key)
+		if _, elsewhere := landedElsewhere(c, key); verdict == audit.VerifyUnattested && elsewhere {
+			// lakewap's publish that landed on a commit made after its
+			// look: its own publish announced what is beneath it.
+			verdict = audit.VerifyAttested
+		}
 		switch verdict {
 		case audit.VerifyRoot:
 			if above {
@@ -128,6 +158,9 @@ func unattestedUnder(run pipeline.Run, commits []lakefs.Commit, suite string, ke
 			return found
 		case audit.VerifyUnattested:
 			if above {
+				if raced {
+					detail += fmt.Sprintf("; it came after the look of the publish %s, whose merge landed on it: main holds the batch with this change, which no audit judged together (the dataset's next audit is full)", short(merge))
+				}
 				found = append(found, change(run, schemas.ChangeUnattestedCommit, merge, suite, c, detail))
 			}
 			continue
@@ -148,6 +181,23 @@ func unattestedUnder(run pipeline.Run, commits []lakefs.Commit, suite string, ke
 		return nil
 	}
 	return found
+}
+
+// landedElsewhere says whether c is lakewap's publish (its attestation
+// reads, with its signature when there is a key, and names c's second
+// parent as the sealed commit) whose first parent is not the commit it was
+// judged against: the commit judged is returned. Such a merge's own publish
+// looked for the commits beneath it (unattestedFinder).
+func landedElsewhere(c lakefs.Commit, key []byte) (judged string, elsewhere bool) {
+	text, ok := c.Metadata[audit.MetaAttestation]
+	if !ok || len(c.Parents) != 2 {
+		return "", false
+	}
+	a, err := audit.ParseAttestation(text, key)
+	if err != nil || a.Sealed != c.Parents[1] || a.Against == c.Parents[0] {
+		return "", false
+	}
+	return a.Against, true
 }
 
 func change(run pipeline.Run, kind, merge, suite string, c lakefs.Commit, detail string) schemas.UnattestedChange {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/lakewap/lakewap/audit"
@@ -46,6 +47,26 @@ func TestUnattestedUnder(t *testing.T) {
 	hand := func(msg string) func(string) lakefs.Commit {
 		return func(p string) lakefs.Commit { return direct(p, msg) }
 	}
+	// raced is a publish judged against its parent's parent, merged onto
+	// its parent: a commit made between its look and its merge.
+	firstParent := map[string]string{}
+	raced := func(p string) lakefs.Commit {
+		c := publish("billing", now, firstParent[p])
+		c.Parents[0] = p
+		att, err := audit.Attestation{Dataset: "billing", Suite: now, Sealed: c.Parents[1], Against: firstParent[p], Mode: audit.ModeIncremental}.Encode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Metadata[audit.MetaAttestation] = att
+		return c
+	}
+	handKept := func(msg string) func(string) lakefs.Commit {
+		return func(p string) lakefs.Commit {
+			c := direct(p, msg)
+			firstParent[c.ID] = p
+			return c
+		}
+	}
 	run := pipeline.Run{BatchID: "b9", Dataset: "billing", Repository: "lake", Target: "main"}
 	for _, tt := range []struct {
 		name    string
@@ -62,6 +83,9 @@ func TestUnattestedUnder(t *testing.T) {
 		{"suite changed", chain(pub("billing", old), pub("billing", now)), false, []string{"suite_changed:"}},
 		{"suite changed, behind another dataset", chain(pub("billing", old), pub("orders", "x"), pub("billing", now)), false, []string{"suite_changed:"}},
 		{"no publish within the commits read", chain(hand("a"), hand("b"), pub("billing", now)), true, nil},
+		// review 48: a commit between a publish's look and its merge.
+		{"landed on a commit after its look", chain(pub("billing", now), handKept("raced"), raced), false, []string{"unattested_commit:raced"}},
+		{"under a publish that landed elsewhere: its announcement", chain(pub("billing", now), handKept("raced"), raced, pub("billing", now)), false, nil},
 	} {
 		got := unattestedUnder(run, tt.commits, now, nil, tt.cut)
 		var kinds []string
@@ -69,6 +93,11 @@ func TestUnattestedUnder(t *testing.T) {
 			kinds = append(kinds, c.Kind+":"+c.Message)
 			if c.PublishedCommitID != tt.commits[0].ID || c.BatchID != "b9" || c.EventID != schemas.UnattestedChangeID("lake", "main", c.Kind, c.CommitID) {
 				t.Errorf("%s: announcement %+v does not name the publish, batch and its stable id", tt.name, c)
+			}
+		}
+		for _, c := range got {
+			if strings.HasPrefix(tt.name, "landed") && !strings.Contains(c.Detail, "landed on it") {
+				t.Errorf("%s: detail %q does not say the publish landed on it", tt.name, c.Detail)
 			}
 		}
 		if fmt.Sprint(kinds) != fmt.Sprint(tt.want) {
