@@ -434,6 +434,7 @@ func (h *PreMergeHandler) verifyMerge(ctx context.Context, ev HookEvent) (own ow
 		return own, 0, ans
 	}
 	own.ok, own.parents = true, [2]string{head, ev.SourceRef}
+	own.dataset = c.Metadata[schemas.MetaDataset]
 	if t, err := time.Parse(time.RFC3339Nano, c.Metadata[schemas.MetaBatchTime]); err == nil {
 		own.batchTime = t
 	}
@@ -449,6 +450,9 @@ type ownMerge struct {
 	ok        bool
 	batchTime time.Time
 	parents   [2]string // the target's head and the merged commit
+	// dataset is the one whose batch the merge publishes (its commit's
+	// metadata, which lakewap alone writes on its merges).
+	dataset string
 	head      string    // the destination's head verify read, for any merge
 }
 
@@ -497,7 +501,14 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 			req.MergeOf = own.parents // the merge commit: lakewap's recheck of the source onto the head answers
 		}
 		rep, err := h.opts.Runner.Run(ctx, req)
-		if err == nil && !rep.Passed {
+		// lakewap's own publish is judged by its dataset's checks as its
+		// recheck judges it: none is excused for failing on the head
+		// already (the runner excuses only other datasets' checks). A
+		// publish whose merge lands on another head than it was rechecked
+		// onto (another instance's revert or publish came between) would
+		// otherwise pass where the recheck onto that head refuses it
+		// (review 48, TestTwoInstancesRevertBetweenTheLookAndTheMerge).
+		if err == nil && !rep.Passed && !(own.ok && own.dataset == g.Dataset) {
 			var n int
 			rep, n, err = h.blame(ctx, req, head, rep)
 			excused += n

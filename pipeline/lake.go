@@ -16,7 +16,7 @@ import (
 const (
 	MetaBatchID       = "wap.batch_id"
 	MetaSealedBatchID = "wap.sealed_batch_id"
-	MetaDataset       = "wap.dataset"
+	MetaDataset       = schemas.MetaDataset
 	MetaAudit         = "wap.audit"
 	// MetaTraceParent and MetaTraceState are the W3C trace context of the
 	// batch (its BatchLanded's), so a commit on the target leads to its trace.

@@ -345,3 +345,9 @@ func IsRequest(ev Event) bool {
 // writes it, and the pre-merge hook reads it from merges lakeFS names
 // lakewap's own, so that it judges freshness as the run's audit did.
 const MetaBatchTime = "wap.batch_time"
+
+// MetaDataset is the commit metadata key of the dataset whose batch a
+// merge commit publishes: the pipeline writes it, and the pre-merge hook
+// reads it from merges lakeFS names lakewap's own, so that it judges that
+// dataset's checks as the run's recheck does (none excused).
+const MetaDataset = "wap.dataset"

@@ -2,13 +2,20 @@ package tests
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
@@ -89,5 +96,146 @@ func TestCommitBetweenTheLookAndTheMergeIsAnnouncedByThatPublish(t *testing.T) {
 	if c.Kind != schemas.ChangeUnattestedCommit || c.CommitID != direct || c.BatchID != batches[1] || c.PublishedCommitID != second.CommitID ||
 		!strings.Contains(c.Detail, "landed on it") {
 		t.Errorf("announcement %+v; want the commit by hand %s, found by %s's publish %s, saying the merge landed on it", c, direct, batches[1], second.CommitID)
+	}
+}
+
+// TestTwoInstancesRevertBetweenTheLookAndTheMerge (real lakeFS, two
+// instances in one group, lakewap's pre-merge action on main; review 48):
+// instance B reverts a customers batch Y (the request goes to Y's owner)
+// while instance A holds, past its look at main, the publish of an orders
+// batch X whose orders reference Y's customers. Each instance's queue
+// orders only its own commits, so B's revert lands between A's look and
+// A's merge, and lakeFS merges X onto the revert. lakeFS runs the hook on
+// that merge commit: it must refuse it, and A's retry looks again,
+// rechecks X onto the revert and aborts it naming orders' check and the
+// revert commit. Main then holds neither Y's customers nor X's orders.
+//
+// "only customers": Y's were main's only customers, and main had no order
+// yet. orders' check could not run on the revert (no file of orders) nor on
+// the merge (no file of customers), and the hook excused it as failing
+// already: X was published onto the revert, every order an orphan (failed
+// before). The hook now judges the dataset of lakewap's own publish as its
+// recheck does, excusing none of its checks. "beside others": main holds
+// another customer and an order of it; a guard.
+func TestTwoInstancesRevertBetweenTheLookAndTheMerge(t *testing.T) {
+	for _, seeded := range []bool{false, true} {
+		name := "only customers"
+		if seeded {
+			name = "beside others"
+		}
+		t.Run(name, func(t *testing.T) { revertBetweenLookAndMerge(t, seeded) })
+	}
+}
+
+func revertBetweenLookAndMerge(t *testing.T, seeded bool) {
+	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "two-instances-revert")
+	tmp := t.TempDir()
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics()})
+	cfg := harness.DemoConfig(stack, tmp)
+	shopConfig(cfg)
+	cfg.HTTP.Listen, cfg.HTTP.WebhookToken = "127.0.0.1:0", "two-instances-revert"
+	must(t, cfg.Validate())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tctx, tcancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer tcancel()
+
+	hooks := &turnHooks{} // instance A's
+	owners := []*ownership{{owned: map[int]bool{}}, {owned: map[int]bool{}}}
+	var daemons []*daemon.Daemon
+	for i := range 2 {
+		o := daemon.Options{Logger: slog.New(owners[i]), Console: io.Discard}
+		if i == 0 {
+			o.Failpoint = hooks.failpoint
+		}
+		d, err := daemon.New(ctx, cfg, o)
+		must(t, err)
+		done := make(chan error, 1)
+		go func() { done <- d.Run(ctx) }()
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Errorf("daemon %d did not stop", i)
+			}
+		})
+		daemons = append(daemons, d)
+	}
+	env, err := harness.New(ctx, stack, cfg, tmp)
+	must(t, err)
+	t.Cleanup(env.Close)
+	e := &e2e{Env: env, cfg: cfg}
+	installAction(t, env, "http://"+daemons[0].HTTPAddr()+daemon.PreMergePath)
+	waitFor(t, func() bool {
+		a, b := owners[0].partitions(), owners[1].partitions()
+		return len(a) > 0 && len(b) > 0 && len(a)+len(b) == cfg.Kafka.Partitions
+	})
+	pick := func(prefix string, owned []int) string {
+		for i := 0; ; i++ {
+			id := fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano(), i)
+			p := (&kafka.Murmur2Balancer{}).Balance(kafka.Message{Key: []byte(id)}, 0, 1, 2)
+			if slices.Contains(owned, p) {
+				return id
+			}
+		}
+	}
+	if seeded {
+		publishedOK(t, "customer 100", e.runShop(t, tctx, customersBatch(pick("rev-c0", owners[1].partitions())), customerRows(100)))
+		publishedOK(t, "an order of customer 100", e.runShop(t, tctx, ordersBatch(pick("rev-o0", owners[1].partitions())), orderRows(100, 100)))
+	}
+	y := customersBatch(pick("rev-y", owners[1].partitions()))
+	x := ordersBatch(pick("rev-x", owners[0].partitions()))
+	publishedOK(t, "customers batch Y", e.runShop(t, tctx, y, customerRows(1, 2, 3)))
+	e.prepareShop(t, tctx, x, orderRows(1, 1, 2, 3)) // branched from main holding Y
+
+	holding, release := make(chan struct{}), make(chan struct{})
+	hooks.mu.Lock()
+	hooks.beforeMerge = func() { // X's publish on A, past its look
+		close(holding)
+		select {
+		case <-release:
+		case <-tctx.Done():
+		}
+	}
+	hooks.mu.Unlock()
+	e.completeShop(t, tctx, x)
+	select {
+	case <-holding:
+	case <-tctx.Done():
+		t.Fatal("X's merge never started")
+	}
+	if code, out := e.ask(t, "revert", "-batch", y.id, "-dataset", "customers", "-reason", "review 48", "-by", "test"); code != 0 {
+		close(release)
+		t.Fatalf("revert of Y exited %d:\n%s", code, out)
+	}
+	ev, err := env.Watcher.Await(tctx, y.id, schemas.TypeBatchReverted)
+	close(release)
+	must(t, err)
+	revert := ev.(schemas.BatchReverted).CommitID
+
+	final := e.finalOf(t, tctx, x)
+	ab, ok := final.(schemas.BatchAborted)
+	if !ok || ab.Reason != schemas.ReasonAuditFailed || !strings.Contains(ab.Detail, "orders_have_customers") || !strings.Contains(ab.Detail, "collides with commit "+revert) {
+		t.Errorf("X, whose customers B reverted between A's look and A's merge: %s %+v; want aborted audit_failed naming orders_have_customers and the revert %s",
+			final.EventType(), final, revert)
+	}
+	head, err := env.Lake.GetCommit(tctx, "lake", "main")
+	must(t, err)
+	if head.ID != revert {
+		t.Errorf("main at %s (%q); want the revert %s, nothing merged after it", head.ID, head.Message, revert)
+	}
+	if n, err := env.CountRows(tctx, "main", "gold/shop/orders/batch="+x.id+"/", ""); err != nil || n != 0 {
+		t.Errorf("main holds %d of X's orders (err %v); want none", n, err)
+	}
+	if !seeded {
+		return // orders has no file on main: its check cannot run there
+	}
+	for _, ds := range []string{"orders", "customers"} {
+		rep, err := daemons[0].Engine().Run(tctx, audit.Request{Dataset: ds, Suite: cfg.Datasets[ds].Suite, Repository: "lake", Ref: head.ID, BaseRef: head.ID, BaseName: "main"})
+		must(t, err)
+		if !rep.Passed {
+			t.Errorf("dataset %s fails on main at %s: %+v", ds, head.ID, rep.Failed())
+		}
 	}
 }
