@@ -450,10 +450,10 @@ type ownMerge struct {
 	ok        bool
 	batchTime time.Time
 	parents   [2]string // the target's head and the merged commit
+	head      string    // the destination's head verify read, for any merge
 	// dataset is the one whose batch the merge publishes (its commit's
 	// metadata, which lakewap alone writes on its merges).
 	dataset string
-	head      string    // the destination's head verify read, for any merge
 }
 
 // decide runs the guarding suites and returns the status, the answer and
