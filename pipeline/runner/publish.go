@@ -208,7 +208,12 @@ func (r *Runner) look(ctx context.Context, log *slog.Logger, run pipeline.Run) p
 	}
 	id := cmp.Or(pub.Merge, pub.Head)
 	log.Warn("publish failed, but the sealed commit is on the target: published", "commit_id", id, "err", cmp.Or(run.Looking, &pipeline.Failure{}).Err)
-	return pipeline.Looked{OnTarget: true, CommitID: id, SealedCommit: pub.Source, Changes: r.unattested(ctx, log, run, pub.Merge)}
+	// The report that judged the merge is not known here (a recheck's is
+	// lost with the failed step): the target's commits under it are
+	// looked at whatever the audit's mode.
+	unjudged := run
+	unjudged.Report = nil
+	return pipeline.Looked{OnTarget: true, CommitID: id, SealedCommit: pub.Source, Changes: r.unattested(ctx, log, unjudged, pub.Merge)}
 }
 
 // unattested is what the publish merge landed on that lakewap did not
