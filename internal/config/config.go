@@ -546,7 +546,8 @@ type Dataset struct {
 	AbortedRetention  Duration `yaml:"aborted_retention"`
 	// AllowedPaths are path prefixes outside the tables a batch may change
 	// (say, a manifest); any other change outside the tables aborts the
-	// batch (outside_tables).
+	// batch (outside_tables). None may hold _lakefs_actions/ (lakeFS's
+	// pre-merge actions).
 	AllowedPaths []string `yaml:"allowed_paths"`
 	// SourceRefs are the refs a BatchLanded may name as source_ref
 	// (default: the dataset's source and target).
@@ -1279,6 +1280,10 @@ func (c *Config) Validate() error {
 		badIf(d.AbortedRetention < 0, f+".aborted_retention", "must not be negative")
 		for i, p := range d.AllowedPaths {
 			badIf(strings.TrimSpace(p) == "" || strings.HasPrefix(p, "/"), fmt.Sprintf("%s.allowed_paths[%d]", f, i), "%q must be a non-empty path prefix relative to the repository root", p)
+			badIf(holdsActions(p), fmt.Sprintf("%s.allowed_paths[%d]", f, i), actionsProblem, p)
+		}
+		for i, t := range d.Tables {
+			badIf(holdsActions(t.Path), fmt.Sprintf("%s.tables[%d].path", f, i), actionsProblem, t.Path)
 		}
 		for i, r := range d.SourceRefs {
 			badIf(strings.TrimSpace(r) == "", fmt.Sprintf("%s.source_refs[%d]", f, i), "must not be empty")
@@ -1383,4 +1388,20 @@ func ReadSecret(inline, file string) (string, error) {
 		return "", errors.New("reading secret file " + file + ": " + err.Error())
 	}
 	return strings.TrimSpace(string(b)), nil
+}
+
+// lakeFS (v1.84.0) reads the pre-merge actions of a merge from its source,
+// the batch's sealed commit: a batch allowed to change _lakefs_actions/
+// chooses the hook of its own merge and, once published, of every later
+// merge into the target, the serialization of several instances included
+// (review 48).
+const actionsProblem = "%q holds _lakefs_actions/, where lakeFS reads the pre-merge actions of a merge from its source: " +
+	"a batch could change or delete lakewap's hook for its own merge and every later one"
+
+// holdsActions says whether a batch may change objects under
+// _lakefs_actions/ through the path prefix p (prefixes are matched as
+// text, as OutsideTables does).
+func holdsActions(p string) bool {
+	const actions = "_lakefs_actions/"
+	return p != "" && (strings.HasPrefix(actions, p) || strings.HasPrefix(p, actions))
 }

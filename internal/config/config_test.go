@@ -128,6 +128,13 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"unknown check kind", "kind: not_null", "kind: nul", "datasets.billing.checks[0].kind"},
 		{"check on unknown table", "table: billing_fact, columns", "table: billing, columns", "datasets.billing.checks[0].table"},
 		{"absolute allowed path", "write_timeout: 2h", "write_timeout: 2h\n    allowed_paths: [/etc/]", `datasets.billing.allowed_paths[0]: "/etc/" must be a non-empty path prefix`},
+		// Review 48: lakeFS reads a merge's pre-merge actions from its
+		// source, the batch: a batch allowed to change them chooses the hook
+		// of its own merge and, once published, of every later one.
+		{"allowed path over the lakeFS actions", "write_timeout: 2h", "write_timeout: 2h\n    allowed_paths: [_]",
+			`datasets.billing.allowed_paths[0]: "_" holds _lakefs_actions/, where lakeFS reads the pre-merge actions of a merge from its source`},
+		{"table under the lakeFS actions", "path: gold/billing_fact/}", "path: _lakefs_actions/billing/}",
+			`datasets.billing.tables[0].path: "_lakefs_actions/billing/" holds _lakefs_actions/, where lakeFS reads the pre-merge actions of a merge from its source`},
 		{"target named like a commit id", "write_timeout: 2h", "write_timeout: 2h\n    target: " + strings.Repeat("ab", 32), `datasets.billing.target: "` + strings.Repeat("ab", 32) + `" is 64 hex digits`},
 		{"target not a branch name", "write_timeout: 2h", "write_timeout: 2h\n    target: main~1", `datasets.billing.target: "main~1" is not a lakeFS branch name`},
 		{"empty source ref", "write_timeout: 2h", "write_timeout: 2h\n    source_refs: ['']", `datasets.billing.source_refs[0]: must not be empty`},
