@@ -61,17 +61,31 @@ const (
 	ModeIncremental = "incremental"
 )
 
-// SuiteDigest is the digest of a suite's declaration: tables and checks as
-// configured (a change of any field is a change of the suite).
-// The same declaration digests alike in every process: two instances on
-// one config must agree (Service.SuitesDigest, an attestation's suite).
+// auditRules names the rules this build judges a table by beyond the
+// suite's declaration: what each check means, what an audit reads and
+// what it refuses. SuiteDigest holds it, so an attestation is taken only
+// under the same rules: a table an earlier build passed under weaker ones
+// (review 38's incremental unique passed a repeated (NULL, x) key) is
+// audited whole once instead of trusted, and a batch audited before an
+// upgrade is rechecked before its merge (Run.Suites). Raise it with any
+// change that makes an audit fail or refuse a table an earlier build
+// passed (a CHANGELOG Security entry of audit/).
+const auditRules = 48
+
+// SuiteDigest is the digest of a suite's declaration under this build's
+// rules (auditRules): tables and checks as configured (a change of any
+// field is a change of the suite).
+// The same declaration digests alike in every process of one build: two
+// instances on one config must agree (Service.SuitesDigest, an
+// attestation's suite).
 func SuiteDigest(s Suite) string {
 	enc := func(checks []Check) ([]byte, error) {
 		return json.Marshal(struct {
+			Rules   int       `json:"rules"`
 			Tables  []Table   `json:"tables"`
 			Checks  []Check   `json:"checks"`
 			Skipped []Skipped `json:"skipped"`
-		}{s.Tables, checks, s.Skipped})
+		}{auditRules, s.Tables, checks, s.Skipped})
 	}
 	b, err := enc(s.Checks)
 	if err != nil {
@@ -269,7 +283,7 @@ func Attested(c CommitInfo, dataset, suite string, key []byte) (Attestation, err
 		return a, fmt.Errorf("attested merge of %s checked against %s, but its parents are %s",
 			short(a.Sealed), short(a.Against), strings.Join(each(c.Parents, short), ", "))
 	case a.Suite != suite:
-		return a, fmt.Errorf("audited by another suite (digest %s; the configured suite is %s)", a.Suite, suite)
+		return a, fmt.Errorf("audited by another suite, or by an earlier lakewap's rules (digest %s; the configured suite is %s)", a.Suite, suite)
 	}
 	return a, nil
 }

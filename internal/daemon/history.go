@@ -171,7 +171,7 @@ func unattestedUnder(run pipeline.Run, commits []lakefs.Commit, suite string, ke
 			continue // another dataset's publish: look on for this one's
 		}
 		if a.Suite != suite {
-			ch := change(run, schemas.ChangeSuiteChanged, merge, suite, c, fmt.Sprintf("the dataset's suite changed since its publish %s: digest %s, now %s", short(c.ID), a.Suite, suite))
+			ch := change(run, schemas.ChangeSuiteChanged, merge, suite, c, fmt.Sprintf("the dataset's suite, or lakewap's audit rules, changed since its publish %s: digest %s, now %s", short(c.ID), a.Suite, suite))
 			ch.PreviousSuite, ch.OccurredAt = a.Suite, run.StateSince
 			found = append(found, ch)
 		}
