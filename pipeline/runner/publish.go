@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -73,7 +74,17 @@ func (r *Runner) awaitPublish(p *partition, t *publishTicket) pipeline.Input {
 		r.prepareDiff(pipeline.WithCallCounter(p.ctx, r.calls(p, t.run.Key())), t.run)
 		return func() { r.dropDiff(t.run) }
 	}
-	return r.inTurn(p, t, waiting, func() pipeline.Input { return r.publishTurn(p, t) }, true)
+	var settle func() pipeline.Input
+	in := r.inTurn(p, t, waiting, func() pipeline.Input {
+		var in pipeline.Input
+		in, settle = r.publishTurn(p, t)
+		return in
+	}, true)
+	if in == nil || settle == nil {
+		return in
+	}
+	// After the turn: the next publish to the target need not wait for it.
+	return settle()
 }
 
 // inTurn waits for t's turn on its target and runs do in it. waiting, if
@@ -161,8 +172,10 @@ func (r *Runner) queueDepth(k targetKey, n int) {
 // (DoPublish).
 func (r *Runner) publishInTurn(j job) pipeline.Input { return r.awaitPublish(j.p, j.ticket) }
 
-// publishTurn runs one publish while it holds its target's turn.
-func (r *Runner) publishTurn(p *partition, t *publishTicket) pipeline.Input {
+// publishTurn runs one publish while it holds its target's turn, up to
+// its merge; what the merge landed on is found by the function it returns
+// (nil when there is nothing to find), after the turn has passed on.
+func (r *Runner) publishTurn(p *partition, t *publishTicket) (pipeline.Input, func() pipeline.Input) {
 	run := t.run
 	defer r.dropDiff(run) // the diff taken while it waited, used or not
 	p.mu.Lock()
@@ -170,12 +183,31 @@ func (r *Runner) publishTurn(p *partition, t *publishTicket) pipeline.Input {
 	stop := p.closing
 	p.mu.Unlock()
 	if stop || current.State != pipeline.StatePublishing || current.SealedCommit != run.SealedCommit {
-		return nil // revoked, or the run moved on while it waited
+		return nil, nil // revoked, or the run moved on while it waited
 	}
 	start := time.Now()
-	in := r.step(p, run, pipeline.DoPublish, func(ctx context.Context) pipeline.Input { return r.publish(ctx, run, r.recheckAttempt(p, run.Key())) })
+	var settle func(context.Context) pipeline.Input
+	in := r.step(p, run, pipeline.DoPublish, func(ctx context.Context) pipeline.Input {
+		var in pipeline.Input
+		in, settle = r.publishMerge(ctx, run, r.recheckAttempt(p, run.Key()))
+		return in
+	})
 	r.metrics.stepDuration(pipeline.DoPublish, in, time.Since(start))
-	return in
+	if settle == nil {
+		return in, nil
+	}
+	return in, func() (out pipeline.Input) {
+		ctx, cancel := context.WithTimeout(pipeline.WithCallCounter(p.ctx, r.calls(p, run.Key())), r.cfg.StepTimeout)
+		defer cancel()
+		defer func() {
+			if v := recover(); v != nil {
+				// The merge is made: it is reported, without what it landed on.
+				r.log.Error("looking for what a publish landed on panicked", "batch_id", run.BatchID, "panic", v, "stack", string(debug.Stack()))
+				out = in
+			}
+		}()
+		return settle(ctx)
+	}
 }
 
 const (
@@ -243,10 +275,24 @@ func (r *Runner) unattested(ctx context.Context, log *slog.Logger, run pipeline.
 // first reads bytes and returns what records it ended (see
 // recheckAttempt, recordedRecheck); nil records nothing.
 func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(context.Context) (func() error, error)) pipeline.Input {
+	in, settle := r.publishMerge(ctx, run, begin)
+	if settle != nil {
+		return settle(ctx)
+	}
+	return in
+}
+
+// publishMerge is publish up to its merge: what needs the target's turn.
+// What its merge landed on that lakewap did not attest is found by settle
+// (nil when there is nothing to find), which returns the input with it
+// and needs no turn: it reads commits by their ids, which never change,
+// and ran in the turn before, which it held for a read of the merge
+// commit new to lakeFS (a batched read there, 3 ms at least).
+func (r *Runner) publishMerge(ctx context.Context, run pipeline.Run, begin func(context.Context) (func() error, error)) (pipeline.Input, func(context.Context) pipeline.Input) {
 	log := r.log.With("batch_id", run.BatchID, "dataset", run.Dataset, "branch", run.Branch, "state", string(run.State))
 	if run.Report == nil || !run.Report.Passed || run.SealedCommit == "" {
 		// Unreachable through Machine.Apply; guard the promise anyway.
-		return pipeline.StepFailed{Step: pipeline.StepPublish, Err: "refusing to publish a batch without a passing audit", Class: pipeline.Permanent}
+		return pipeline.StepFailed{Step: pipeline.StepPublish, Err: "refusing to publish a batch without a passing audit", Class: pipeline.Permanent}, nil
 	}
 	// A run stored before PublishSince existed has only StateSince.
 	since := cmp.Or(run.PublishSince, run.StateSince)
@@ -291,12 +337,12 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 	case errors.As(err, &col):
 		log.Warn("batch collides with the target as it is now", "commit", col.Commit, "head", col.Head, "checks", col.Checks)
 		return pipeline.Collided{SealedCommit: run.SealedCommit, Report: col.Report, Commit: col.Commit, Head: col.Head, Checks: col.Checks,
-			SuitesChanged: col.SuitesChanged}
+			SuitesChanged: col.SuitesChanged}, nil
 	case errors.As(err, &stray):
 		log.Warn("sealed commit changes paths outside its tables against the target's head", "paths", stray.in.Total)
-		return stray.in
+		return stray.in, nil
 	case err != nil:
-		return failed(log, pipeline.StepPublish, err)
+		return failed(log, pipeline.StepPublish, err), nil
 	}
 	switch {
 	case res.AlreadyPublished:
@@ -312,14 +358,17 @@ func (r *Runner) publish(ctx context.Context, run pipeline.Run, begin func(conte
 	if rechecked != nil {
 		in.Suites = suites
 	}
-	if !res.Empty {
-		judged := run
-		if rechecked != nil {
-			judged.Report = rechecked
-		}
-		in.Changes = r.unattested(ctx, log, judged, res.CommitID)
+	if res.Empty {
+		return in, nil
 	}
-	return in
+	judged := run
+	if rechecked != nil {
+		judged.Report = rechecked
+	}
+	return in, func(ctx context.Context) pipeline.Input {
+		in.Changes = r.unattested(ctx, log, judged, res.CommitID)
+		return in
+	}
 }
 
 // MergeTipper is a Lake that knows the commit its last merge into a

@@ -417,3 +417,44 @@ func TestPublishQueueNoLostOrDuplicatedPublish(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// What a publish's merge landed on (Config.Unattested: a read of the merge
+// commit, new to lakeFS, and of the target's log) is looked for after the
+// target's turn has passed on: in the turn, it held every later publish to
+// the target back by those reads.
+func TestPublishTurnPassesBeforeTheLookForUnattestedCommits(t *testing.T) {
+	f := newQueueFixture(t, time.Second)
+	held := make(chan struct{})
+	asked := make(chan string, 10)
+	f.r.cfg.Unattested = func(ctx context.Context, run Run, merge string) ([]schemas.UnattestedChange, error) {
+		asked <- run.BatchID
+		if run.BatchID == "u0" {
+			select {
+			case <-held:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return []schemas.UnattestedChange{{EventID: "c-" + run.BatchID, Kind: schemas.ChangeUnattestedCommit, CommitID: "d1"}}, nil
+	}
+	if err := f.r.Assigned(context.Background(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	open0, open1 := f.gate("billing", "u0"), f.gate("billing", "u1")
+	f.landIn(t, 0, "billing", "u0")
+	f.landIn(t, 0, "billing", "u1")
+	open0()
+	if got := <-asked; got != "u0" {
+		t.Fatalf("asked about %s first, want u0", got)
+	}
+	// u0 is merged and its look for unattested commits held: u1 merges.
+	open1()
+	f.awaitPublished(t, "u1")
+	close(held)
+	f.awaitPublished(t, "u0")
+	f.lake.mu2.Lock()
+	defer f.lake.mu2.Unlock()
+	if fmt.Sprint(f.lake.order["main"]) != "[u0 u1]" {
+		t.Errorf("merge order %v, want [u0 u1]", f.lake.order["main"])
+	}
+}
