@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // Row-group statistics are the writer's claim, and the readers of main
@@ -299,15 +301,18 @@ func (r *run) compareLaterClaims(ctx context.Context) {
 // unreadClaims: the Go reader could not read f's footer (why). When
 // DuckDB finds no statistics in it, there is nothing to check; when it
 // finds some, they cannot be checked and the file is refused; when it
-// cannot read the footer either, the view reports the file.
+// cannot read the footer either, the file is refused too, unless DuckDB
+// cannot read it at all: then the view reports the file (footerCount).
 func (r *run) unreadClaims(ctx context.Context, f, name string, why error) error {
-	var n int64
-	err := r.pool().QueryRowContext(ctx, "SELECT count(*) FROM parquet_metadata("+quoteLiteral(f)+
-		") WHERE stats_min IS NOT NULL OR stats_max IS NOT NULL OR stats_min_value IS NOT NULL OR stats_max_value IS NOT NULL OR stats_null_count IS NOT NULL").Scan(&n)
+	n, found, err := r.footerCount(ctx, f, "stats_min IS NOT NULL OR stats_max IS NOT NULL OR stats_min_value IS NOT NULL OR stats_max_value IS NOT NULL OR stats_null_count IS NOT NULL",
+		func(merr error) error {
+			return fmt.Errorf("file %s: its footer, which lakewap cannot read (%v), DuckDB's parquet_metadata cannot read either (%s): readers that skip row groups by its statistics may read other rows than a full scan",
+				name, why, schemas.Clip(merr.Error(), 256))
+		})
 	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case err != nil || n == 0:
+	case err != nil:
+		return err
+	case !found || n == 0:
 		return nil
 	}
 	return fmt.Errorf("file %s: its footer holds statistics lakewap cannot read (%v): readers that skip row groups by them may read other rows than a full scan", name, why)

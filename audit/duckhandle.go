@@ -167,6 +167,9 @@ func invalidating(err error) bool {
 	if de, ok := errors.AsType[*duckdb.Error](err); ok {
 		return de.Type == duckdb.ErrorTypeInternal || de.Type == duckdb.ErrorTypeFatal
 	}
+	if _, ok := errors.AsType[quoting](err); ok {
+		return false // a verdict on the data, quoting text that lost its type
+	}
 	// Errors that lost their type on the way keep DuckDB's text.
 	msg := err.Error()
 	return strings.Contains(msg, "INTERNAL Error") || strings.Contains(msg, "FATAL Error") ||

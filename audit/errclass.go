@@ -32,6 +32,9 @@ func infrastructure(err error) bool {
 		}
 		return de.Type == duckdb.ErrorTypeIO && ioInfra(de.Msg)
 	}
+	if _, ok := errors.AsType[quoting](err); ok {
+		return false // a verdict on the data, quoting text that lost its type
+	}
 	// Errors that lost their type on the way keep DuckDB's prefix.
 	msg := err.Error()
 	return strings.Contains(msg, "Out of Memory Error") || invalidating(err) ||
@@ -40,4 +43,27 @@ func infrastructure(err error) bool {
 
 func ioInfra(msg string) bool {
 	return slices.ContainsFunc(infraIO, func(s string) bool { return strings.Contains(msg, s) })
+}
+
+// quoting is the audit's refusal of the data (msg) quoting the error that
+// made it (cause), whose text may quote the data: a value that did not
+// convert, a string not UTF-8, spelling "Out of Memory Error" or
+// "INTERNAL Error". Its cause's DuckDB type, when it has one, decides
+// whether it is the machine's (infrastructure, invalidating), never the
+// text it quotes; without one it is the data's
+// (TestReview46DataSpellingOutOfMemoryIsRefused).
+type quoting struct {
+	msg   string
+	cause error
+}
+
+func (q quoting) Error() string { return q.msg }
+func (q quoting) Unwrap() error { return q.cause }
+
+// quote is refusal (nil for nil) quoting cause: quoting.
+func quote(refusal, cause error) error {
+	if refusal == nil {
+		return nil
+	}
+	return quoting{msg: refusal.Error(), cause: cause}
 }

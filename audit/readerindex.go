@@ -22,6 +22,8 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // What readers of main skip by, besides a file's row-group statistics.
@@ -458,15 +460,16 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 		if err != nil {
 			// DuckDB reads the footer (parquet_schema did): nothing in it is
 			// checked, and the file is refused.
-			var n int64
-			q := "SELECT count(*) FROM parquet_metadata(" + literalList([]string{f}) + ") WHERE bloom_filter_offset IS NOT NULL"
-			if qerr := r.pool().QueryRowContext(ctx, q).Scan(&n); qerr != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
+			n, found, merr := r.footerCount(ctx, f, "bloom_filter_offset IS NOT NULL", func(merr error) error {
+				return fmt.Errorf("file %s has a footer neither the audit (%v) nor DuckDB's parquet_metadata (%s) reads, whose row counts, sizes and bloom filters readers count, split and skip the file by (pyarrow's count_rows, Spark): it cannot check them",
+					objPath[f], err, schemas.Clip(merr.Error(), 256))
+			})
+			switch {
+			case merr != nil:
+				return merr
+			case !found:
 				continue // a file DuckDB cannot read is left for the view
-			}
-			if n > 0 {
+			case n > 0:
 				return fmt.Errorf("file %s has bloom filters, which readers skip row groups by, in a footer the audit does not read (%v): it cannot check them", objPath[f], err)
 			}
 			// Its row counts and sizes too, which readers count and
@@ -515,6 +518,37 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 		}
 	}
 	return nil
+}
+
+// footerCount counts the column chunks of Parquet file f matching cond in
+// DuckDB's reading of its footer (parquet_metadata), for a footer the Go
+// reader gave up on. Not found: DuckDB reads neither the footer nor the
+// file alone, which is left for the view to report. A failure for the
+// run's sake (ctx ended, the machine failed: infrastructure) is returned
+// as it is; a footer parquet_metadata cannot read in a file DuckDB reads
+// is refused (cannot's error, quoting the failure): passed unread, its
+// claims would be checked by nothing
+// (TestReview46FooterMetadataThatFailsIsNotPassedUnseen).
+func (r *run) footerCount(ctx context.Context, f, cond string, cannot func(err error) error) (n int64, found bool, err error) {
+	qerr := r.pool().QueryRowContext(ctx, "SELECT count(*) FROM parquet_metadata("+quoteLiteral(f)+") WHERE "+cond).Scan(&n)
+	if r.e.scanFault != nil && qerr == nil {
+		qerr = r.e.scanFault("footer")
+	}
+	switch {
+	case qerr == nil:
+		return n, true, nil
+	case ctx.Err() != nil:
+		return 0, false, ctx.Err()
+	case infrastructure(qerr):
+		return 0, false, qerr
+	}
+	switch ok, err := r.bindsAlone(ctx, FormatParquet, f); {
+	case err != nil:
+		return 0, false, err
+	case !ok:
+		return 0, false, nil
+	}
+	return 0, false, quote(cannot(qerr), qerr)
 }
 
 // checkReaderIndexes checks the bloom filters and the OffsetIndexes of
