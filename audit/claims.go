@@ -196,7 +196,7 @@ func (r *run) fileClaimsHold(ctx context.Context, f string, p *claimsPlan) error
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("file %s: its row groups' statistics cannot be compared with its data (%v): readers that skip row groups by them may read other rows than a full scan", p.name, err)
+		return p.uncompared(err)
 	}
 	rows, err := r.pool().QueryContext(ctx, q)
 	if err != nil {
@@ -219,6 +219,18 @@ func (r *run) fileClaimsHold(ctx context.Context, f string, p *claimsPlan) error
 		return uncompared(err)
 	}
 	return p.compare(data)
+}
+
+// uncompared is the error of a file whose claims could not be compared
+// with its data (err, DuckDB's): the machine's as it is (out of memory:
+// infrastructure, by its type), else the file's refusal quoting it, which
+// err's text (it may quote the data) does not make the machine's
+// (TestReview46DataSpellingOutOfMemoryIsRefused).
+func (p *claimsPlan) uncompared(err error) error {
+	if infrastructure(err) {
+		return err
+	}
+	return quote(fmt.Errorf("file %s: its row groups' statistics cannot be compared with its data (%v): readers that skip row groups by them may read other rows than a full scan", p.name, err), err)
 }
 
 // compare compares the claims with data, each row group's aggregates (nil
@@ -278,7 +290,7 @@ func (r *run) compareLaterClaims(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			err = fmt.Errorf("file %s: its row groups' statistics cannot be compared with its data (%v): readers that skip row groups by them may read other rows than a full scan", p.name, err)
+			err = p.uncompared(err)
 		} else {
 			err = p.compare([][]any{vals})
 		}

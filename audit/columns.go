@@ -751,8 +751,8 @@ func (r *run) guardFailed(ctx context.Context, format, f, path string, err error
 	case !ok:
 		return nil
 	}
-	return fmt.Errorf("file %s cannot be read to compare its readers' readings (%s): readers may disagree on it (write UTF-8 text, and header names without NUL)",
-		path, schemas.Clip(err.Error(), 256))
+	return quote(fmt.Errorf("file %s cannot be read to compare its readers' readings (%s): readers may disagree on it (write UTF-8 text, and header names without NUL)",
+		path, schemas.Clip(err.Error(), 256)), err)
 }
 
 // textColumns are the columns of each CSV or JSON file as DuckDB reads the
@@ -1049,7 +1049,7 @@ func (r *run) guardScan(ctx context.Context, tag, f string, ids map[string]strin
 		case !ok:
 			return nil
 		}
-		return cannot(s.err)
+		return quote(cannot(s.err), s.err)
 	}
 	for i, n := range s.counts {
 		if n > 0 {

@@ -689,7 +689,7 @@ func (r *run) fileDeltaClaims(ctx context.Context, f, name string, claims *delta
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("%w: the log's stats of data file %s cannot be compared with its data (%v): Delta readers skip files by them (readers may disagree)", ErrDeltaUnsupported, name, err)
+		return quote(fmt.Errorf("%w: the log's stats of data file %s cannot be compared with its data (%v): Delta readers skip files by them (readers may disagree)", ErrDeltaUnsupported, name, err), err)
 	}
 	for i, c := range list {
 		if broken, _ := vals[2*i+1].(bool); !broken {

@@ -1268,7 +1268,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			// files, and no later query of the run reads them.
 			err = qerr
 		} else if unlisted := (errUnlisted{}); errors.As(qerr, &unlisted) {
-			err = fmt.Errorf("file %s: DuckDB reads it but cannot list its columns (%v): readers may disagree on them", objPath[unlisted.file], unlisted.err)
+			err = quote(fmt.Errorf("file %s: DuckDB reads it but cannot list its columns (%v): readers may disagree on them", objPath[unlisted.file], unlisted.err), unlisted.err)
 		}
 		if qerr == nil {
 			err = caseCollision(cols, files, objPath, table, parts, nested)
@@ -1341,7 +1341,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			// reader checks above that need the listing were skipped, and
 			// the table would pass them unseen. A table DuckDB cannot read
 			// is left for its view to report.
-			err = fmt.Errorf("table %s: DuckDB reads its files but cannot list their columns or metadata (%v): readers may disagree on them", k.table, qerr)
+			err = quote(fmt.Errorf("table %s: DuckDB reads its files but cannot list their columns or metadata (%v): readers may disagree on them", k.table, qerr), qerr)
 		}
 	}
 	r.collisions[k.table] = err

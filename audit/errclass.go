@@ -45,25 +45,24 @@ func ioInfra(msg string) bool {
 	return slices.ContainsFunc(infraIO, func(s string) bool { return strings.Contains(msg, s) })
 }
 
-// quoting is the audit's refusal of the data (msg) quoting the error that
-// made it (cause), whose text may quote the data: a value that did not
+// quoting is the audit's refusal of the data quoting the error that made
+// it (cause), whose text may quote the data: a value that did not
 // convert, a string not UTF-8, spelling "Out of Memory Error" or
 // "INTERNAL Error". Its cause's DuckDB type, when it has one, decides
 // whether it is the machine's (infrastructure, invalidating), never the
 // text it quotes; without one it is the data's
 // (TestReview46DataSpellingOutOfMemoryIsRefused).
 type quoting struct {
-	msg   string
-	cause error
+	refusal, cause error
 }
 
-func (q quoting) Error() string { return q.msg }
-func (q quoting) Unwrap() error { return q.cause }
+func (q quoting) Error() string   { return q.refusal.Error() }
+func (q quoting) Unwrap() []error { return []error{q.cause, q.refusal} }
 
 // quote is refusal (nil for nil) quoting cause: quoting.
 func quote(refusal, cause error) error {
 	if refusal == nil {
 		return nil
 	}
-	return quoting{msg: refusal.Error(), cause: cause}
+	return quoting{refusal: refusal, cause: cause}
 }

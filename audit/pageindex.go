@@ -760,7 +760,7 @@ SELECT * FROM (%s) ORDER BY 1 LIMIT 1`,
 	case ctx.Err() != nil:
 		return ctx.Err()
 	default:
-		return unverifiable("its data read page by page: %v", err)
+		return errUnverifiable{why: fmt.Sprintf("its data read page by page: %v", err), cause: err}
 	}
 	c := claims[i]
 	claim := fmt.Sprintf("values from %s to %s", c.minS, c.maxS)

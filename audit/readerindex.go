@@ -431,9 +431,15 @@ func groupInFile(chunks []chunkMeta, i int, size int64) error {
 }
 
 // errUnverifiable is an index the audit cannot check: the file is refused.
-type errUnverifiable struct{ why string }
+// cause, when set, is the error that kept the audit from checking it
+// (DuckDB's), whose type decides whether it is the machine's (quoting).
+type errUnverifiable struct {
+	why   string
+	cause error
+}
 
 func (e errUnverifiable) Error() string { return e.why }
+func (e errUnverifiable) Unwrap() error { return e.cause }
 
 func unverifiable(format string, a ...any) error {
 	return errUnverifiable{why: fmt.Sprintf(format, a...)}
@@ -494,7 +500,7 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("file %s: %w", objPath[f], err)
+			return quote(fmt.Errorf("file %s: %w", objPath[f], err), err)
 		}
 		claims, err := checkReaderIndexes(ctx, f, ft.chunks)
 		if err == nil && !r.e.claimsNotInGo {
@@ -506,12 +512,12 @@ func (r *run) readerIndexes(ctx context.Context, files []string, objPath, ids ma
 		var unv errUnverifiable
 		switch {
 		case errors.As(err, &unv):
-			return fmt.Errorf("file %s has page statistics or a page index, which readers (DuckDB 2.0, Spark) skip pages by, that the audit cannot check (%s): refused rather than read otherwise than they may", objPath[f], unv.why)
+			return quote(fmt.Errorf("file %s has page statistics or a page index, which readers (DuckDB 2.0, Spark) skip pages by, that the audit cannot check (%s): refused rather than read otherwise than they may", objPath[f], unv.why), err)
 		case err != nil:
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("file %s: %w", objPath[f], err)
+			return quote(fmt.Errorf("file %s: %w", objPath[f], err), err)
 		}
 		if keyed {
 			r.e.memo.put(key, true, 48)

@@ -4,8 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/duckdb/duckdb-go/v2"
 )
 
 // review46GivenUpFooter is TestReview11FootersTheGoReaderGivesUpOnAreRefused's
@@ -72,6 +77,77 @@ func TestReview46FooterMetadataThatFailsIsNotPassedUnseen(t *testing.T) {
 			t.Errorf("%s: err %v, passed %v (%s); want the file refused by name", c.name, err, rep.Passed, checkMessages(rep))
 		default:
 			t.Logf("%s: %v %s", c.name, err, checkMessages(rep))
+		}
+	}
+}
+
+// TestReview46DataSpellingOutOfMemoryIsRefused: an error of DuckDB's may
+// quote the data, and the audit classed an error whose text holds "Out of
+// Memory Error" as the machine's (infrastructure: retried, never refused)
+// when a refusal quoted it as text, its type lost.
+// testdata/review46_oom_text.parquet (pyarrow 26.0.1, row groups of 2
+// rows: id 1 to 4, s "a", "b", "Out of Memory Error: could not allocate
+// \xff", "c", the last byte not UTF-8, with statistics and page
+// statistics) made the audit end as infrastructure: DuckDB's "Invalid
+// string encoding found in Parquet file: value "Out of Memory Error: ..."
+// is not valid UTF8!", quoted by the refusal of the page statistics
+// (readerIndexes) and of the row groups' (fileClaimsHold). A refusal
+// quoting DuckDB's error is decided by its type: the file is refused.
+func TestReview46DataSpellingOutOfMemoryIsRefused(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "review46_oom_text.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, notInGo := range []bool{false, true} {
+		e := newEngine(t, oneFileBatch(t, b), "")
+		e.claimsNotInGo = notInGo
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/"}}, Checks: []Check{{Name: "c", Kind: KindNotNull, Table: "t", Column: "id"}}}})
+		if err != nil || rep.Passed || !strings.Contains(checkMessages(rep), "t/part-0.parquet") {
+			t.Errorf("claims not in Go %v: err %v, passed %v (%s); want the file refused by name", notInGo, err, rep.Passed, checkMessages(rep))
+		}
+	}
+	// The row groups' claims alone (fileClaimsHold), read by DuckDB.
+	e := newEngine(t, newDirSource(t), "")
+	e.claimsNotInGo = true
+	f := filepath.Join(e.dir, "oom_text.parquet")
+	if err := os.WriteFile(f, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &run{e: e}
+	err = r.claimsHold(context.Background(), "t", []string{f}, map[string]string{f: "p.parquet"}, nil)
+	if err == nil || infrastructure(err) || invalidating(err) || !strings.Contains(err.Error(), "p.parquet") || !strings.Contains(err.Error(), "Out of Memory Error") {
+		t.Fatalf("claimsHold: %v (infrastructure %v); want the file refused by name, quoting DuckDB", err, err != nil && infrastructure(err))
+	}
+}
+
+// TestReview46QuotingIsDecidedByItsCausesType: a refusal quoting DuckDB's
+// error is the machine's when its cause's type says so, whatever the text
+// either spells, and keeps the refusal's own chain (ErrDeltaUnsupported).
+func TestReview46QuotingIsDecidedByItsCausesType(t *testing.T) {
+	oom := &duckdb.Error{Type: duckdb.ErrorTypeOutOfMemory, Msg: "Out of Memory Error: failed to allocate data of size 32.0 MiB"}
+	conv := &duckdb.Error{Type: duckdb.ErrorTypeConversion, Msg: "Conversion Error: Could not convert string 'Out of Memory Error: INTERNAL Error: x' to INT32"}
+	refuse := func(cause error) error {
+		return quote(fmt.Errorf("%w: file f cannot be compared (%v)", ErrDeltaUnsupported, cause), cause)
+	}
+	for _, c := range []struct {
+		name  string
+		err   error
+		infra bool
+	}{
+		{"out of memory", refuse(oom), true},
+		{"a value spelling it", refuse(conv), false},
+		{"a value spelling it, untyped", refuse(errors.New(conv.Msg)), false},
+		{"wrapped again", fmt.Errorf("cannot read table t (b1): %w", refuse(conv)), false},
+	} {
+		if got := infrastructure(c.err); got != c.infra {
+			t.Errorf("%s: infrastructure %v, want %v", c.name, got, c.infra)
+		}
+		if invalidating(c.err) {
+			t.Errorf("%s: invalidating", c.name)
+		}
+		if !errors.Is(c.err, ErrDeltaUnsupported) {
+			t.Errorf("%s: the refusal's chain is lost", c.name)
 		}
 	}
 }
