@@ -167,8 +167,12 @@ func invalidating(err error) bool {
 	if de, ok := errors.AsType[*duckdb.Error](err); ok {
 		return de.Type == duckdb.ErrorTypeInternal || de.Type == duckdb.ErrorTypeFatal
 	}
-	if _, ok := errors.AsType[quoting](err); ok {
-		return false // a verdict on the data, quoting text that lost its type
+	if q, ok := errors.AsType[quoting](err); ok {
+		// A verdict on the data, quoting an error without a type: DuckDB's
+		// message that lost it begins with DuckDB's prefix, one the data
+		// spells is inside it.
+		msg := q.cause.Error()
+		return strings.HasPrefix(msg, "INTERNAL Error") || strings.HasPrefix(msg, "FATAL Error")
 	}
 	// Errors that lost their type on the way keep DuckDB's text.
 	msg := err.Error()

@@ -32,8 +32,13 @@ func infrastructure(err error) bool {
 		}
 		return de.Type == duckdb.ErrorTypeIO && ioInfra(de.Msg)
 	}
-	if _, ok := errors.AsType[quoting](err); ok {
-		return false // a verdict on the data, quoting text that lost its type
+	if q, ok := errors.AsType[quoting](err); ok {
+		// A verdict on the data, quoting an error without a type: DuckDB's
+		// message that lost it begins with DuckDB's prefix, one the data
+		// spells is inside it.
+		msg := q.cause.Error()
+		return strings.HasPrefix(msg, "Out of Memory Error") || invalidating(err) ||
+			strings.HasPrefix(msg, "IO Error") && ioInfra(msg)
 	}
 	// Errors that lost their type on the way keep DuckDB's prefix.
 	msg := err.Error()
