@@ -365,7 +365,7 @@ func dataExprs(l leafColumn) []string {
 	case claimDate:
 		return []string{values, "date_diff('day', DATE '1970-01-01', " + agg("min") + ")", "date_diff('day', DATE '1970-01-01', " + agg("max") + ")"}
 	case claimTimestamp:
-		f := []string{"", "epoch_ms", "epoch_us", "epoch_ns"}[l.unit]
+		f := []string{"", "epoch_ms", "epoch_us", "epoch_ns"}[l.readUnit()]
 		return []string{values, f + "(" + agg("min") + ")", f + "(" + agg("max") + ")"}
 	case claimTime:
 		us := func(a string) string { return "date_diff('microsecond', TIME '00:00:00', CAST(" + a + " AS TIME))" }
@@ -521,8 +521,14 @@ func claimValue(l leafColumn, b []byte, max bool) (any, error) {
 			return nil, errors.New("not a PLAIN boolean")
 		}
 		return big.NewInt(int64(b[0])), nil
-	case claimInt, claimDate, claimTimestamp:
+	case claimInt, claimDate:
 		v, err := le(width)
+		return big.NewInt(v), err
+	case claimTimestamp: // in the unit DuckDB reads it in
+		v, err := le(width)
+		if l.readUnit() != l.unit {
+			v /= 1000 // toward zero, as DuckDB truncates nanoseconds
+		}
 		return big.NewInt(v), err
 	case claimUint:
 		if len(b) != width {
@@ -688,7 +694,7 @@ func showValue(l leafColumn, v any) string {
 			if x.IsInt64() {
 				n := x.Int64()
 				var t time.Time
-				switch l.unit {
+				switch l.readUnit() {
 				case 1:
 					t = time.UnixMilli(n)
 				case 2:

@@ -47,6 +47,33 @@ func deltaTypeAgrees(want, got string) bool {
 	return want == got
 }
 
+// deltaNanoTimes names the first data file of a Delta table holding
+// timestamps in nanoseconds adjusted to UTC, at any depth. Delta's
+// timestamps are of microseconds: delta-rs's SQL cuts the file's
+// nanoseconds to them, pyarrow and pandas fail to read them, and DuckDB
+// reads them as a TIMESTAMP WITH TIME ZONE (truncated to microseconds),
+// the log's type, so deltaTypeAgrees, which refuses a TIMESTAMP_NS, does
+// not see them (TestDeltaNanosecondTimestampsAreRefused). A footer the Go
+// reader gives up on is left to readerIndexes, which refuses it.
+func deltaNanoTimes(ctx context.Context, files []string, objPath map[string]string) error {
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ft, err := readFooter(f)
+		if err != nil {
+			continue
+		}
+		for _, c := range ft.chunks {
+			if t := c.types; t.logical == 8 && t.unit == 3 && t.utc {
+				return fmt.Errorf("%w: data file %s has column %q as timestamps in nanoseconds (adjusted to UTC) where Delta's are of microseconds: delta-rs cuts them to microseconds, pyarrow and pandas fail to read them, DuckDB reads them cut (readers disagree)",
+					ErrDeltaUnsupported, objPath[f], c.path)
+			}
+		}
+	}
+	return nil
+}
+
 // deltaTypeDisagreement is the first column of the Delta view k (made)
 // that DuckDB reads in another type than the log's schema gives it, or
 // that the schema does not have (delta-rs leaves such a column of a file

@@ -22,6 +22,7 @@ type leafColumn struct {
 	text     bool  // a byte array DuckDB reads as VARCHAR
 	scale    int32 // of a decimal
 	unit     int   // of a time or timestamp: 1 millis, 2 micros, 3 nanos
+	utc      bool  // a time or timestamp adjusted to UTC
 	// fullWidth: an integer of its physical type's width (no 8 or 16
 	// bit annotation), read by DuckDB as its plain value (claimsgo.go).
 	fullWidth bool
@@ -70,6 +71,7 @@ type schemaElem struct {
 	logicalPrecision          int32
 	intSigned                 bool
 	intBits                   int8 // IntType's bitWidth
+	utc                       bool // TimeType's and TimestampType's isAdjustedToUTC
 }
 
 // decodeFooterClaims is the leaves and the row groups' claims of the
@@ -175,6 +177,9 @@ func (d *compactReader) logicalType(e *schemaElem) error {
 					e.logicalPrecision = v
 				}
 				return true, err
+			case (id == 7 || id == 8) && f == 1: // isAdjustedToUTC, a bool
+				e.utc = typ == ctTrue
+				return false, nil
 			case (id == 7 || id == 8) && f == 2 && typ == ctStruct: // TimeUnit
 				return true, d.fields(func(u int16, typ byte) (bool, error) {
 					e.logicalUnit = int32(u)
@@ -344,7 +349,7 @@ func leafOf(e schemaElem, path []string, repeated bool) leafColumn {
 				l.kind = claimDate
 			}
 		case lt == ltTimestamp, lt == 0 && (cv == cvTimestampMillis || cv == cvTimestampMicros):
-			l.kind, l.unit = claimTimestamp, int(e.logicalUnit)
+			l.kind, l.unit, l.utc = claimTimestamp, int(e.logicalUnit), lt == ltTimestamp && e.utc
 			if lt == 0 {
 				l.unit = int(cv - cvTimestampMillis + 1)
 			}
@@ -393,6 +398,17 @@ func leafOf(e schemaElem, path []string, repeated bool) leafColumn {
 		}
 	}
 	return l
+}
+
+// readUnit is the unit in which DuckDB reads timestamp l: its own, but
+// microseconds, truncated toward zero, for nanoseconds adjusted to UTC,
+// which it reads as a TIMESTAMP WITH TIME ZONE
+// (TestReview46TimestampsInNanosecondsWithAZonePass).
+func (l leafColumn) readUnit() int {
+	if l.unit == 3 && l.utc {
+		return 2
+	}
+	return l.unit
 }
 
 // name is the leaf's dotted path, for messages.

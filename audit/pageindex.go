@@ -458,6 +458,22 @@ func chunkDomainOf(c chunkMeta) (domain, error) {
 		case t.converted == 10 || (t.logical == 8 && t.unit == 2):
 			ints.expr = "CAST(epoch_us(%s) AS HUGEINT)"
 			return ints, nil
+		case t.logical == 8 && t.unit == 3 && t.utc:
+			// DuckDB reads nanoseconds adjusted to UTC as a TIMESTAMP
+			// WITH TIME ZONE, in microseconds truncated toward zero, and
+			// their bounds so: compared so, the bounds truncated as the
+			// values are, which keeps their order
+			// (TestReview46TimestampsInNanosecondsWithAZonePass).
+			ints.expr = "CAST(epoch_us(%s) AS HUGEINT)"
+			dec := ints.decode
+			ints.decode = func(v []byte) (bound, error) {
+				b, err := dec(v)
+				if err == nil {
+					b.i.Quo(b.i, big.NewInt(1000))
+				}
+				return b, err
+			}
+			return ints, nil
 		case t.logical == 8 && t.unit == 3:
 			ints.expr = "CAST(epoch_ns(%s) AS HUGEINT)"
 			return ints, nil

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/duckdb/duckdb-go/v2"
 )
@@ -122,8 +124,10 @@ func TestReview46DataSpellingOutOfMemoryIsRefused(t *testing.T) {
 }
 
 // TestReview46QuotingIsDecidedByItsCausesType: a refusal quoting DuckDB's
-// error is the machine's when its cause's type says so, whatever the text
-// either spells, and keeps the refusal's own chain (ErrDeltaUnsupported).
+// error is the machine's when its cause's type says so, or, for a cause
+// that lost its type, when the cause's text begins with DuckDB's prefix
+// (a value the data spells is inside it), and keeps the refusal's own
+// chain (ErrDeltaUnsupported).
 func TestReview46QuotingIsDecidedByItsCausesType(t *testing.T) {
 	oom := &duckdb.Error{Type: duckdb.ErrorTypeOutOfMemory, Msg: "Out of Memory Error: failed to allocate data of size 32.0 MiB"}
 	conv := &duckdb.Error{Type: duckdb.ErrorTypeConversion, Msg: "Conversion Error: Could not convert string 'Out of Memory Error: INTERNAL Error: x' to INT32"}
@@ -139,15 +143,111 @@ func TestReview46QuotingIsDecidedByItsCausesType(t *testing.T) {
 		{"a value spelling it", refuse(conv), false},
 		{"a value spelling it, untyped", refuse(errors.New(conv.Msg)), false},
 		{"wrapped again", fmt.Errorf("cannot read table t (b1): %w", refuse(conv)), false},
+		{"out of memory, untyped", refuse(errors.New(oom.Msg)), true},
+		{"a crash, untyped", refuse(errors.New("INTERNAL Error: Attempted to access index 1 within vector of size 1")), true},
 	} {
 		if got := infrastructure(c.err); got != c.infra {
 			t.Errorf("%s: infrastructure %v, want %v", c.name, got, c.infra)
 		}
-		if invalidating(c.err) {
-			t.Errorf("%s: invalidating", c.name)
+		if got, want := invalidating(c.err), strings.HasPrefix(c.name, "a crash"); got != want {
+			t.Errorf("%s: invalidating %v, want %v", c.name, got, want)
 		}
 		if !errors.Is(c.err, ErrDeltaUnsupported) {
 			t.Errorf("%s: the refusal's chain is lost", c.name)
+		}
+	}
+}
+
+// TestReview46TimestampsInNanosecondsWithAZonePass: pandas (3.1.1, parquet
+// version 2.6) writes a zoned pd.Timestamp as a TIMESTAMP(NANOS,
+// isAdjustedToUTC), which DuckDB reads as a TIMESTAMP WITH TIME ZONE, in
+// microseconds truncated toward zero, and the audit compared the page
+// statistics, the column index and the row groups' statistics with
+// epoch_ns of that: an honest file with a time of a fraction of a
+// microsecond was refused ("the statistics in the header of its data page
+// 0 ... say it holds values from ...123456789 ...; it holds values from
+// ...123456000"). They are compared in microseconds, the claims truncated
+// as DuckDB truncates the values (and its skipping reads the claims).
+// testdata/review46_tz_nanos.parquet (pandas 3.1.1, pyarrow 26.0.1, row
+// groups of 3; page statistics in the pages' headers) and
+// review46_tz_nanos_index.parquet (the same with write_page_index: a
+// column index, no page statistics): id 0 to 5, ts 1969-12-31
+// 23:59:59.999999999, 1900-01-01 00:00:00.0000005, NULL, 2025-05-31
+// 12:00:00.123456789, 2025-06-01 00:00:00.000000001, 2025-06-02
+// 23:59:59.999999999 (UTC) pass; their copies whose max of row group 1
+// claims a microsecond less (in its data page's header, its column index,
+// its footer) are refused.
+func TestReview46TimestampsInNanosecondsWithAZonePass(t *testing.T) {
+	max := time.Date(2025, 6, 2, 23, 59, 59, 999999999, time.UTC).UnixNano()
+	var from, to [8]byte
+	binary.LittleEndian.PutUint64(from[:], uint64(max))
+	binary.LittleEndian.PutUint64(to[:], uint64(max-1000))
+	// forged is b with every copy of the max in [lo, hi) a microsecond less.
+	forged := func(b []byte, lo, hi int64) []byte {
+		b = bytes.Clone(b)
+		n := 0
+		for i := lo; i+8 <= hi; i++ {
+			if bytes.Equal(b[i:i+8], from[:]) {
+				copy(b[i:], to[:])
+				n++
+			}
+		}
+		if n == 0 {
+			t.Fatalf("no copy of the max in [%d, %d)", lo, hi)
+		}
+		return b
+	}
+	type file struct {
+		name string
+		b    []byte
+		want string // in the refusal; "" for a pass
+	}
+	var files []file
+	for _, name := range []string{"review46_tz_nanos.parquet", "review46_tz_nanos_index.parquet"} {
+		path, err := filepath.Abs(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		honest, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ft, err := readFooter(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := ft.chunks[3] // row group 1, ts
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages, err := walkPages(f, int64(len(honest)), c)
+		f.Close()
+		if err != nil || c.rowGroup != 1 || c.path != "ts" || len(pages) == 0 || !pages[len(pages)-1].data() {
+			t.Fatalf("%s: chunk 3 is of row group %d, column %q, %d pages (%v); want row group 1's ts, a data page last", name, c.rowGroup, c.path, len(pages), err)
+		}
+		page := pages[len(pages)-1]
+		footerAt := int64(len(honest)) - 8 - int64(binary.LittleEndian.Uint32(honest[len(honest)-8:]))
+		files = append(files, file{name, honest, ""},
+			file{name + ", forged footer", forged(honest, footerAt, int64(len(honest))), "row group 1"})
+		if c.colIdxOffset >= 0 {
+			files = append(files, file{name + ", forged column index", forged(honest, c.colIdxOffset, footerAt), "column index says page"})
+		} else {
+			files = append(files, file{name + ", forged page header", forged(honest, page.offset, page.body()), "header of its data page"})
+		}
+	}
+	for _, c := range files {
+		for _, notInGo := range []bool{false, true} {
+			e := newEngine(t, oneFileBatch(t, c.b), "")
+			e.claimsNotInGo = notInGo
+			rep := auditTableAt(t, e, "t/", FormatParquet, Check{Kind: KindNotNull, Column: "id"})
+			msg := checkMessages(rep)
+			switch {
+			case c.want == "" && !rep.Passed:
+				t.Errorf("%s, claims not in Go %v: refused: %s", c.name, notInGo, msg)
+			case c.want != "" && (rep.Passed || !strings.Contains(msg, "t/part-0.parquet") || !strings.Contains(msg, c.want) || !strings.Contains(msg, `column "ts"`)):
+				t.Errorf("%s, claims not in Go %v: passed %v (%s), want refused naming the file, column ts and %q", c.name, notInGo, rep.Passed, msg, c.want)
+			}
 		}
 	}
 }
