@@ -60,6 +60,10 @@ type fileColumn struct {
 	// as its one field where pyarrow and Spark read a struct of it
 	// (markLegacyLists, legacylists.go), or "".
 	legacyList string
+	// wideDecimal describes the first leaf under it of a DECIMAL of more
+	// than 38 digits, which DuckDB reads as a DOUBLE (markWideDecimals,
+	// decimalwidth.go), or "".
+	wideDecimal string
 }
 
 // parquetColumns are the top-level columns of each file, as its footer
@@ -86,6 +90,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		markText(out[f], ft.nodes, ft.types, ft.rows)
 		markTemporal(out[f], ft.nodes, ft.types)
 		markLegacyLists(out[f], ft.nodes, ft.types)
+		markWideDecimals(out[f], ft.nodes, ft.types)
 	}
 	if len(rest) == 0 {
 		return out, nil

@@ -31,6 +31,70 @@ import (
 // stored in (INT32 of 5 to 9 digits, INT64 of 10 to 18) read alike and
 // are not read.
 
+// DuckDB 1.5.6 reads a DECIMAL of more than 38 digits as a DOUBLE: its
+// values rounded to 53 bits, and, stored in more bytes than a multiple of
+// 8, multiplied by a power of two (its last bytes taken for the high bytes
+// of 8: pyarrow's decimal256(40, 2) in 17 bytes, 0.01, read
+// 720575940379279.4, 0.01 * 2^56). pyarrow and pandas read such a decimal
+// as written, Spark not at all (its decimals are of at most 38 digits). A
+// range check of amount >= 1 passed over 0.01
+// (TestReview46DecimalsOfMoreThan38DigitsAreRefused). A file whose column
+// a check reads (columnsRead, but a not_null, which reads its NULLs alike)
+// holds such a leaf is refused, by its footer alone.
+
+// markWideDecimals notes on cols (a file's, schemaColumns of nodes) the
+// first leaf under each top-level column of a DECIMAL of more than 38
+// digits.
+func markWideDecimals(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
+	top := topLevel(nodes, types)
+	if len(top) != len(cols) {
+		return
+	}
+	for k, i := range top {
+		var path []string
+		var walk func(i int) int // the index after the subtree at i
+		walk = func(i int) int {
+			path = append(path, nodes[i].name)
+			defer func() { path = path[:len(path)-1] }()
+			t := types[i]
+			if p, scale := max(t.precision, t.logicalPrecision), max(t.scale, t.logicalScale); cols[k].wideDecimal == "" && nodes[i].children == 0 &&
+				(t.converted == cvDecimal || t.logical == ltDecimal) && p > 38 {
+				cols[k].wideDecimal = fmt.Sprintf("%s, a DECIMAL(%d, %d) of physical type %d", strings.Join(path, "."), p, scale, t.physical)
+				if t.physical == ptFixed {
+					cols[k].wideDecimal += fmt.Sprintf(" in %d bytes", t.typeLength)
+				}
+			}
+			j := i + 1
+			for c := int64(0); c < nodes[i].children && j < len(nodes); c++ {
+				j = walk(j)
+			}
+			return j
+		}
+		walk(i)
+	}
+}
+
+// wideDecimals names the first Parquet file of files with a column a check
+// reads holding a DECIMAL of more than 38 digits (markWideDecimals).
+func wideDecimals(cols map[string][]fileColumn, files []string, objPath map[string]string, checks []Check, table string) error {
+	var judged []Check
+	for _, c := range checks {
+		if c.Kind != KindNotNull || strings.TrimSpace(c.Where) != "" {
+			judged = append(judged, c)
+		}
+	}
+	read := columnsRead(judged, table)
+	for _, f := range files {
+		for _, c := range cols[f] {
+			if c.wideDecimal != "" && read(c.name) {
+				return fmt.Errorf("file %s: column %q holds %s, of more than 38 digits, which DuckDB reads as a DOUBLE (rounded, and stored in a length not a multiple of 8 bytes, multiplied by a power of two), pyarrow and pandas as written, and Spark not at all: readers disagree on its values, and a check reads it (write it as a DECIMAL of at most 38 digits)",
+					objPath[f], c.name, c.wideDecimal)
+			}
+		}
+	}
+	return nil
+}
+
 // duckDecimalBytes is the width in bytes of the integer DuckDB reads a
 // DECIMAL of precision p into, 0 past 38 digits (a DOUBLE).
 func duckDecimalBytes(p int32) int {

@@ -1314,6 +1314,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			if err == nil && (format == FormatParquet || format == FormatDelta) {
 				err = legacyLists(cols, files, objPath, r.req.Suite.Checks, k.table)
 			}
+			if err == nil && (format == FormatParquet || format == FormatDelta) {
+				err = wideDecimals(cols, files, objPath, r.req.Suite.Checks, k.table)
+			}
 			if err == nil && format == FormatDelta {
 				err = deltaNanoTimes(ctx, files, objPath)
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -248,6 +249,52 @@ func TestReview46TimestampsInNanosecondsWithAZonePass(t *testing.T) {
 			case c.want != "" && (rep.Passed || !strings.Contains(msg, "t/part-0.parquet") || !strings.Contains(msg, c.want) || !strings.Contains(msg, `column "ts"`)):
 				t.Errorf("%s, claims not in Go %v: passed %v (%s), want refused naming the file, column ts and %q", c.name, notInGo, rep.Passed, msg, c.want)
 			}
+		}
+	}
+}
+
+// TestReview46DecimalsOfMoreThan38DigitsAreRefused: DuckDB 1.5.6 reads a
+// DECIMAL of more than 38 digits as a DOUBLE, and one stored in a
+// FIXED_LEN_BYTE_ARRAY of a length not a multiple of 8 multiplied by a
+// power of two (its last bytes read as the high bytes of 8): pyarrow's
+// decimal256(40, 2) in 17 bytes, 0.01, read 720575940379279.4 (0.01 *
+// 2^56), where pyarrow and pandas read 0.01 and Spark fails (its decimals
+// are of at most 38 digits). testdata/review46_decimal40.parquet (pyarrow
+// 26.0.1, write_statistics=False: no claim to compare): id 1, 2; amount
+// DECIMAL(40, 2) and ok DECIMAL(38, 2) both 0.01, 2500.00. A range check
+// of amount >= 1 passed where pandas reads 0.01; a file whose such column
+// a check reads is refused, naming the column. The same check of ok,
+// DuckDB's DECIMAL(38, 2), fails as it should, and a check of id passes.
+func TestReview46DecimalsOfMoreThan38DigitsAreRefused(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "review46_decimal40.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if python, err := testPython(); err == nil && !testing.Short() {
+		out, err := exec.Command(python, "-c", "import sys, pandas as pd; print(list(map(str, pd.read_parquet(sys.argv[1]).amount)))", filepath.Join("testdata", "review46_decimal40.parquet")).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "['0.01', '2500.00']" {
+			t.Fatalf("pandas reads amount as %s (%v), want 0.01 and 2500.00", out, err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		check Check
+		want  string // in a refusal; "" for a pass, "fail" for the check failing
+	}{
+		{"amount", Check{Kind: KindRange, Column: "amount", Min: f64(1)}, `column "amount"`},
+		{"ok", Check{Kind: KindRange, Column: "ok", Min: f64(1)}, "fail"},
+		{"id", Check{Kind: KindNotNull, Column: "id"}, ""},
+	} {
+		e := newEngine(t, oneFileBatch(t, b), "")
+		rep := auditTableAt(t, e, "t/", FormatParquet, c.check)
+		msg := checkMessages(rep)
+		switch {
+		case c.want == "" && !rep.Passed:
+			t.Errorf("%s: refused: %s", c.name, msg)
+		case c.want == "fail" && (rep.Passed || len(rep.Checks) != 1 || rep.Checks[0].Status != "fail"):
+			t.Errorf("%s: passed %v (%s), want the check failed", c.name, rep.Passed, msg)
+		case c.want != "" && c.want != "fail" && (rep.Passed || !strings.Contains(msg, "t/part-0.parquet") || !strings.Contains(msg, c.want)):
+			t.Errorf("%s: passed %v (%s), want refused naming the file and %s", c.name, rep.Passed, msg, c.want)
 		}
 	}
 }
