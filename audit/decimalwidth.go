@@ -32,9 +32,9 @@ import (
 // are not read.
 
 // DuckDB 1.5.6 reads a DECIMAL of more than 38 digits as a DOUBLE: its
-// values rounded to 53 bits, and, stored in more bytes than a multiple of
-// 8, multiplied by a power of two (its last bytes taken for the high bytes
-// of 8: pyarrow's decimal256(40, 2) in 17 bytes, 0.01, read
+// values rounded to 53 bits, and, stored in a length not a multiple of 8
+// bytes, multiplied by a power of two (its last bytes taken for the high
+// bytes of 8: pyarrow's decimal256(40, 2) in 17 bytes, 0.01, read
 // 720575940379279.4, 0.01 * 2^56). pyarrow and pandas read such a decimal
 // as written, Spark not at all (its decimals are of at most 38 digits). A
 // range check of amount >= 1 passed over 0.01

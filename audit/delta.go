@@ -1946,7 +1946,7 @@ func (r *run) deltaView(ctx context.Context, dl downloader, k viewKey, v *view) 
 	}
 	if errors.As(err, new(errDeltaTable)) {
 		v.broken = true
-		v.colsErr = fmt.Errorf("delta table %s at %s: %w", v.table.Name, ref, err)
+		v.colsErr = fmt.Errorf("delta table %s at %s: %w", v.table.Name, ref, refused(err))
 		r.log.Warn("audit: delta log not readable", "table", v.table.Name, "ref", ref, "err", err)
 		return nil
 	}

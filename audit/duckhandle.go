@@ -167,11 +167,14 @@ func invalidating(err error) bool {
 	if de, ok := errors.AsType[*duckdb.Error](err); ok {
 		return de.Type == duckdb.ErrorTypeInternal || de.Type == duckdb.ErrorTypeFatal
 	}
+	if _, ok := errors.AsType[verdict](err); ok {
+		return false
+	}
 	if q, ok := errors.AsType[quoting](err); ok {
 		// A verdict on the data, quoting an error without a type: DuckDB's
 		// message that lost it begins with DuckDB's prefix, one the data
 		// spells is inside it.
-		msg := q.cause.Error()
+		msg := q.causeText()
 		return strings.HasPrefix(msg, "INTERNAL Error") || strings.HasPrefix(msg, "FATAL Error")
 	}
 	// Errors that lost their type on the way keep DuckDB's text.

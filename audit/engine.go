@@ -1186,7 +1186,7 @@ func (r *run) createView(ctx context.Context, k viewKey, v *view, s string) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, err)
+		v.colsErr = fmt.Errorf("cannot read table %s (%s): %w", v.table.Name, v.ref, refused(err))
 		// A refused table has no view, as one columnCollision refuses:
 		// custom SQL naming it errs with the refusal (refusedTable)
 		// instead of reading it (TestDeltaRefusedTableErrsCustomSQL).
@@ -1350,6 +1350,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			err = quote(fmt.Errorf("table %s: DuckDB reads its files but cannot list their columns or metadata (%v): readers may disagree on them", k.table, qerr), qerr)
 		}
 	}
+	// A refusal names the data, whose words must not make it the
+	// machine's (refused).
+	err = refused(err)
 	r.collisions[k.table] = err
 	return err
 }

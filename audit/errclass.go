@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -32,11 +33,14 @@ func infrastructure(err error) bool {
 		}
 		return de.Type == duckdb.ErrorTypeIO && ioInfra(de.Msg)
 	}
+	if _, ok := errors.AsType[verdict](err); ok {
+		return false
+	}
 	if q, ok := errors.AsType[quoting](err); ok {
 		// A verdict on the data, quoting an error without a type: DuckDB's
 		// message that lost it begins with DuckDB's prefix, one the data
 		// spells is inside it.
-		msg := q.cause.Error()
+		msg := q.causeText()
 		return strings.HasPrefix(msg, "Out of Memory Error") || invalidating(err) ||
 			strings.HasPrefix(msg, "IO Error") && ioInfra(msg)
 	}
@@ -55,8 +59,11 @@ func ioInfra(msg string) bool {
 // convert, a string not UTF-8, spelling "Out of Memory Error" or
 // "INTERNAL Error". Its cause's DuckDB type, when it has one, decides
 // whether it is the machine's (infrastructure, invalidating), never the
-// text it quotes; without one it is the data's
-// (TestReview46DataSpellingOutOfMemoryIsRefused).
+// text it quotes; a cause that lost its type is the machine's only where
+// its text begins with DuckDB's prefix of such an error (a value the data
+// spells is inside a message of DuckDB's, never at its start)
+// (TestReview46DataSpellingOutOfMemoryIsRefused,
+// TestReview46QuotingIsDecidedByItsCausesType).
 type quoting struct {
 	refusal, cause error
 }
@@ -64,10 +71,79 @@ type quoting struct {
 func (q quoting) Error() string   { return q.refusal.Error() }
 func (q quoting) Unwrap() []error { return []error{q.cause, q.refusal} }
 
+// causeText is the text of q's cause ("" for none).
+func (q quoting) causeText() string {
+	if q.cause == nil {
+		return ""
+	}
+	return q.cause.Error()
+}
+
 // quote is refusal (nil for nil) quoting cause: quoting.
 func quote(refusal, cause error) error {
 	if refusal == nil {
 		return nil
 	}
 	return quoting{refusal: refusal, cause: cause}
+}
+
+// verdict is the audit's refusal of the data (a table's files, a Delta
+// log), whose text names the data anywhere in it (a column, a value, a
+// partition key, a path): never the machine's, whatever the data spells
+// (TestReview46RefusalsSpellingOutOfMemoryAreRefusals).
+type verdict struct{ error }
+
+func (v verdict) Unwrap() error { return v.error }
+
+// refused is err (nil for nil) as a verdict, unless it is the machine's:
+// the context's, ErrInfrastructure, a DuckDB error of the machine's type
+// (or a quoting one whose cause is), or an error that lost its type
+// whose innermost text begins with DuckDB's prefix of such an error.
+func refused(err error) error {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrInfrastructure):
+		return err
+	}
+	if _, ok := errors.AsType[*duckdb.Error](err); ok {
+		if infrastructure(err) {
+			return err
+		}
+		return verdict{err}
+	}
+	if _, ok := errors.AsType[quoting](err); ok {
+		if infrastructure(err) {
+			return err
+		}
+		return verdict{err}
+	}
+	if machineText(err) {
+		return err
+	}
+	return verdict{err}
+}
+
+// machineText: an innermost error of err's chain begins with DuckDB's
+// prefix of the machine's errors (a DuckDB error that lost its type; a
+// refusal of the audit's begins with its own words).
+func machineText(err error) bool {
+	switch x := err.(type) {
+	case interface{ Unwrap() error }:
+		if u := x.Unwrap(); u != nil {
+			return machineText(u)
+		}
+	case interface{ Unwrap() []error }:
+		for _, u := range x.Unwrap() {
+			if u != nil && machineText(u) {
+				return true
+			}
+		}
+		return false
+	}
+	msg := err.Error()
+	for _, p := range []string{"Out of Memory Error", "INTERNAL Error", "FATAL Error"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return strings.HasPrefix(msg, "IO Error") && ioInfra(msg)
 }

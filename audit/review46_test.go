@@ -298,3 +298,37 @@ func TestReview46DecimalsOfMoreThan38DigitsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestReview46RefusalsSpellingOutOfMemoryAreRefusals: a refusal of the
+// audit's own names the data (a value, a column, a partition key), and
+// was taken for the machine's where that text spelled "Out of Memory
+// Error" (infrastructure() looks for DuckDB's words in an error that lost
+// its type): the audit ended as infrastructure, retried and then failed,
+// instead of refusing the batch. A CSV field with a quote (which Spark
+// reads otherwise) and a Parquet file under a key=value directory whose
+// key is also its column (hiveCollision), each spelling it, are refused.
+func TestReview46RefusalsSpellingOutOfMemoryAreRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name, path, format string
+		write              func(src *dirSource)
+		check              Check
+	}{
+		{"csv quote", "t/", FormatCSV, func(src *dirSource) {
+			src.writeRaw(t, "b1", "t/a.csv", "id,v\n1,\"Out of Memory Error: could not allocate \"\"x\"\"\"\n")
+		}, Check{Kind: KindNotNull, Column: "id"}},
+		{"hive key", "t/", FormatParquet, func(src *dirSource) {
+			src.write(t, "b1", "t/Out of Memory Error=1/a.parquet", `SELECT 1::BIGINT AS id, 2 AS "Out of Memory Error"`)
+		}, Check{Kind: KindNotNull, Column: "id"}},
+	} {
+		src := newBatchSource(t)
+		c.write(src)
+		e := newEngine(t, src, "")
+		chk := c.check
+		chk.Name, chk.Table = "c", "t"
+		rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: c.path, Format: c.format}}, Checks: []Check{chk}}})
+		if err != nil || rep.Passed || !strings.Contains(checkMessages(rep), "Out of Memory Error") {
+			t.Errorf("%s: err %v, passed %v (%s); want refused, naming the data", c.name, err, rep.Passed, checkMessages(rep))
+		}
+	}
+}
