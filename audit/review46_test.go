@@ -332,3 +332,38 @@ func TestReview46RefusalsSpellingOutOfMemoryAreRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestReview46RefusedKeepsTheMachinesErrors: refused makes a refusal a
+// verdict, never the machine's whatever it spells, and keeps the
+// machine's errors as they are: by a DuckDB type, ErrInfrastructure, the
+// context, or a lost type's text begun with DuckDB's prefix (the fault
+// hooks' errors).
+func TestReview46RefusedKeepsTheMachinesErrors(t *testing.T) {
+	oom := &duckdb.Error{Type: duckdb.ErrorTypeOutOfMemory, Msg: "Out of Memory Error: failed to allocate data of size 32.0 MiB"}
+	conv := &duckdb.Error{Type: duckdb.ErrorTypeConversion, Msg: "Conversion Error: Could not convert string 'Out of Memory Error' to INT32"}
+	for _, c := range []struct {
+		name  string
+		err   error
+		infra bool
+	}{
+		{"a refusal naming the data", errors.New(`file t/a.csv has a quote in a field of column "v" ("Out of Memory Error: \"x\"")`), false},
+		{"a refusal naming a crash", errors.New(`file t/a.parquet has a column "INTERNAL Error" twice`), false},
+		{"a typed conversion error", fmt.Errorf("file f: %w", conv), false},
+		{"a typed out of memory", fmt.Errorf("file f: %w", oom), true},
+		{"out of memory, untyped", fmt.Errorf("listing: %w", errors.New(oom.Msg)), true},
+		{"a quoted out of memory", quote(errors.New("file f: cannot be compared (Out of Memory Error: ...)"), oom), true},
+		{"the infrastructure's", fmt.Errorf("%w: before reading: lakeFS down", ErrInfrastructure), false},
+		{"cancelled", fmt.Errorf("file f: %w", context.Canceled), false},
+	} {
+		got := refused(c.err)
+		if _, isVerdict := errors.AsType[verdict](got); isVerdict != (c.name == "a refusal naming the data" || c.name == "a refusal naming a crash" || c.name == "a typed conversion error") {
+			t.Errorf("%s: refused(...) is a verdict %v", c.name, isVerdict)
+		}
+		if infrastructure(got) != c.infra || invalidating(got) {
+			t.Errorf("%s: infrastructure %v, invalidating %v; want %v, false", c.name, infrastructure(got), invalidating(got), c.infra)
+		}
+		if !errors.Is(got, c.err) {
+			t.Errorf("%s: the error's own chain is lost", c.name)
+		}
+	}
+}
