@@ -177,14 +177,17 @@ func TestReview46QuotingIsDecidedByItsCausesType(t *testing.T) {
 // 12:00:00.123456789, 2025-06-01 00:00:00.000000001, 2025-06-02
 // 23:59:59.999999999 (UTC) pass; their copies whose max of row group 1
 // claims a microsecond less (in its data page's header, its column index,
-// its footer) are refused.
+// its footer) are refused, and so are those whose footer claims a
+// nanosecond less, which pyarrow's row-group skipping reads (the pages
+// read in Go, nanosecondsHold).
 func TestReview46TimestampsInNanosecondsWithAZonePass(t *testing.T) {
 	max := time.Date(2025, 6, 2, 23, 59, 59, 999999999, time.UTC).UnixNano()
-	var from, to [8]byte
+	var from, to, toNano [8]byte
 	binary.LittleEndian.PutUint64(from[:], uint64(max))
 	binary.LittleEndian.PutUint64(to[:], uint64(max-1000))
-	// forged is b with every copy of the max in [lo, hi) a microsecond less.
-	forged := func(b []byte, lo, hi int64) []byte {
+	binary.LittleEndian.PutUint64(toNano[:], uint64(max-1))
+	// forgedTo is b with every copy of the max in [lo, hi) made to.
+	forgedTo := func(b []byte, lo, hi int64, to [8]byte) []byte {
 		b = bytes.Clone(b)
 		n := 0
 		for i := lo; i+8 <= hi; i++ {
@@ -198,6 +201,8 @@ func TestReview46TimestampsInNanosecondsWithAZonePass(t *testing.T) {
 		}
 		return b
 	}
+	// forged is b with every copy of the max in [lo, hi) a microsecond less.
+	forged := func(b []byte, lo, hi int64) []byte { return forgedTo(b, lo, hi, to) }
 	type file struct {
 		name string
 		b    []byte
@@ -230,7 +235,8 @@ func TestReview46TimestampsInNanosecondsWithAZonePass(t *testing.T) {
 		page := pages[len(pages)-1]
 		footerAt := int64(len(honest)) - 8 - int64(binary.LittleEndian.Uint32(honest[len(honest)-8:]))
 		files = append(files, file{name, honest, ""},
-			file{name + ", forged footer", forged(honest, footerAt, int64(len(honest))), "row group 1"})
+			file{name + ", forged footer", forged(honest, footerAt, int64(len(honest))), "row group 1"},
+			file{name + ", footer forged by a nanosecond", forgedTo(honest, footerAt, int64(len(honest)), toNano), "to the nanosecond"})
 		if c.colIdxOffset >= 0 {
 			files = append(files, file{name + ", forged column index", forged(honest, c.colIdxOffset, footerAt), "column index says page"})
 		} else {
