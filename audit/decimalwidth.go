@@ -77,13 +77,7 @@ func markWideDecimals(cols []fileColumn, nodes []schemaNode, types []nodeTypes) 
 // wideDecimals names the first Parquet file of files with a column a check
 // reads holding a DECIMAL of more than 38 digits (markWideDecimals).
 func wideDecimals(cols map[string][]fileColumn, files []string, objPath map[string]string, checks []Check, table string) error {
-	var judged []Check
-	for _, c := range checks {
-		if c.Kind != KindNotNull || strings.TrimSpace(c.Where) != "" {
-			judged = append(judged, c)
-		}
-	}
-	read := columnsRead(judged, table)
+	read := valuesRead(checks, table)
 	for _, f := range files {
 		for _, c := range cols[f] {
 			if c.wideDecimal != "" && read(c.name) {

@@ -66,13 +66,7 @@ func markLegacyLists(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
 // reads (read) holding a repeated group DuckDB reads otherwise than the
 // format's rules (markLegacyLists).
 func legacyLists(cols map[string][]fileColumn, files []string, objPath map[string]string, checks []Check, table string) error {
-	var judged []Check
-	for _, c := range checks {
-		if c.Kind != KindNotNull || strings.TrimSpace(c.Where) != "" {
-			judged = append(judged, c)
-		}
-	}
-	read := columnsRead(judged, table)
+	read := valuesRead(checks, table)
 	for _, f := range files {
 		for _, c := range cols[f] {
 			if c.legacyList != "" && read(c.name) {
@@ -82,4 +76,16 @@ func legacyLists(cols map[string][]fileColumn, files []string, objPath map[strin
 		}
 	}
 	return nil
+}
+
+// valuesRead is columnsRead of the checks that read a column's values: all
+// but a not_null check without a where, which reads whether they are NULL.
+func valuesRead(checks []Check, table string) func(string) bool {
+	var judged []Check
+	for _, c := range checks {
+		if c.Kind != KindNotNull || strings.TrimSpace(c.Where) != "" {
+			judged = append(judged, c)
+		}
+	}
+	return columnsRead(judged, table)
 }
