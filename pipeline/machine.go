@@ -935,7 +935,7 @@ func (m Machine) revert(n Run, ev schemas.RevertRequested, now time.Time) (Run, 
 	case stale(ev.OccurredAt, n.StateSince):
 		return refuse(schemas.RefusedStale, staleDetail("revert", ev.RequestID, ev.OccurredAt, n))
 	}
-	n.Revert = &Revert{RequestID: ev.RequestID, By: ev.RequestedBy, Reason: ev.Reason, RequestedAt: now}
+	n.Revert = &Revert{RequestID: ev.RequestID, By: ev.RequestedBy, Reason: ev.Reason, RequestedAt: now, Force: ev.Force}
 	n.Request = ev.RequestID
 	n.resetRetry()
 	return n, true, nil

@@ -168,6 +168,9 @@ type Revert struct {
 	By          string    `json:"by,omitempty"`
 	Reason      string    `json:"reason"`
 	RequestedAt time.Time `json:"requested_at"`
+	// Force is the operator's -force: the revert is made without auditing
+	// the target as it leaves it.
+	Force bool `json:"force,omitempty"`
 	// PublishCommit is the merge commit undone; Commit the revert commit on
 	// the target, made At.
 	PublishCommit string    `json:"publish_commit,omitempty"`

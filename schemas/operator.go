@@ -48,6 +48,10 @@ type RevertRequested struct {
 	Reason      string    `avro:"reason" json:"reason"`
 	RequestedBy string    `avro:"requested_by" json:"requested_by"`
 	OccurredAt  time.Time `avro:"occurred_at" json:"occurred_at"`
+	// Force makes the revert without auditing the target as it leaves it
+	// (lakewap revert -force). It is in the signed value: only an
+	// operator's key sets it.
+	Force bool `avro:"force" json:"force,omitempty"`
 }
 
 // RequestRefused says an operator's request was not carried out, and why.

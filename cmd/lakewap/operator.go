@@ -15,7 +15,7 @@ var operatorUse = map[string][4]string{
 	"cancel": {"cancel -config FILE -batch B [-reason TEXT] [-by NAME] [-timeout D] [-json]",
 		"ask the daemon to abort a batch that has not finished its audit",
 		"batch id to cancel (required)", "why, recorded in BatchAborted"},
-	"revert": {"revert -config FILE -batch B -reason TEXT [-by NAME] [-timeout D] [-json]",
+	"revert": {"revert -config FILE -batch B -reason TEXT [-force] [-by NAME] [-timeout D] [-json]",
 		"ask the daemon to revert a published batch on its target (operator commands: exit 0 done, 1 refused or not done, 3 no answer)",
 		"batch id to revert (required)", "why, recorded in the revert commit and the event (required)"},
 }
@@ -40,6 +40,9 @@ func operatorCommand(name string) *cobra.Command {
 	f.StringVar(&r.By, "by", "", "who asks (default $USER)")
 	if use[3] != "" {
 		f.StringVar(&r.Reason, "reason", "", use[3])
+	}
+	if name == "revert" {
+		f.BoolVar(&r.Force, "force", false, "revert even when the target, as the revert leaves it, fails a check that passes on it now (the daemon audits it first)")
 	}
 	f.DurationVar(&r.Timeout, "timeout", cli.DefaultAnswer, "how long to wait for the daemon's answer")
 	f.BoolVar(&r.JSON, "json", false, "print the request and the daemon's answer as one JSON line")

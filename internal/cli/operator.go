@@ -41,6 +41,7 @@ type Request struct {
 	Config, Batch, Dataset, By, Reason string
 	Timeout                            time.Duration
 	JSON                               bool
+	Force                              bool // revert only: skip the daemon's audit of the target as the revert leaves it
 }
 
 // Outcome is what an operator command prints with -json: the request sent
@@ -87,7 +88,7 @@ func Operate(ctx context.Context, r Request, cfg *config.Config, stdout, stderr 
 	if err != nil {
 		return fail(ExitNotDone, err)
 	}
-	o := opclient.Request{Batch: r.Batch, Dataset: dataset, Reason: r.Reason, By: by}
+	o := opclient.Request{Batch: r.Batch, Dataset: dataset, Reason: r.Reason, By: by, Force: r.Force}
 	req, id, err := opclient.NewRequest(r.Command, o, time.Now().UTC().Truncate(time.Millisecond))
 	if err != nil {
 		return fail(ExitUsage, err)

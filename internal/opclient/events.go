@@ -123,6 +123,7 @@ func SplitList(s string) []string {
 type Request struct {
 	Batch, Dataset, Reason string
 	By                     string // who asks; "" is $USER
+	Force                  bool   // revert: without the daemon's audit of the target as it leaves it
 }
 
 // NewRequest is the event of command's request, with a new request id
@@ -138,7 +139,7 @@ func NewRequest(command string, r Request, now time.Time) (ev schemas.Event, id 
 	case "cancel":
 		ev = schemas.BatchCancelled{RequestID: id, BatchID: r.Batch, Dataset: r.Dataset, Reason: r.Reason, RequestedBy: by, OccurredAt: now}
 	case "revert":
-		ev = schemas.RevertRequested{RequestID: id, BatchID: r.Batch, Dataset: r.Dataset, Reason: r.Reason, RequestedBy: by, OccurredAt: now}
+		ev = schemas.RevertRequested{RequestID: id, BatchID: r.Batch, Dataset: r.Dataset, Reason: r.Reason, RequestedBy: by, OccurredAt: now, Force: r.Force}
 	default:
 		return nil, "", fmt.Errorf("%q is not an operator request (retry, cancel, revert)", command)
 	}

@@ -25,7 +25,9 @@ const revertSearchDepth = 1000
 // metadata. A revert already on the target (a crash after it was made) is
 // found and reported instead of made again. None or several merges of the
 // sealed commit is refused: reverting the wrong one (an empty second merge)
-// would undo nothing.
+// would undo nothing. Unless the operator forced it, the target is first
+// audited as the revert will leave it (auditRevert): a check passing on it
+// now that fails after the revert refuses it.
 func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run) pipeline.Input {
 	lake, ok := r.cfg.Lake.(pipeline.Reverter)
 	rv := run.Revert
@@ -59,6 +61,20 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run)
 		return failed(log, pipeline.StepRevert, err)
 	}
 	if done.ID == "" {
+		if rv.Force {
+			log.Warn("revert forced by the operator: the target is not audited as it leaves it", "by", rv.By)
+		} else if err := r.auditRevert(ctx, log, lake, run, merge); err != nil {
+			var blocked *revertBlocked
+			switch {
+			case errors.As(err, &blocked):
+				log.Warn("revert refused: the target would fail checks that pass on it now", "checks", blocked.checks)
+				return pipeline.StepFailed{Step: pipeline.StepRevert, Class: pipeline.Permanent, Err: err.Error()}
+			case errors.Is(err, pipeline.ErrMergeConflict):
+				return pipeline.StepFailed{Step: pipeline.StepRevert, Class: pipeline.Permanent,
+					Err: fmt.Sprintf("later commits on %s change the same objects; revert them first or fix by hand: %v", target, err)}
+			}
+			return failed(log, pipeline.StepRevert, fmt.Errorf("the revert was not audited, so not made: %w", err))
+		}
 		msg := fmt.Sprintf("lakewap: revert %s batch %s: %s", run.Dataset, run.BatchID, rv.Reason)
 		meta := map[string]string{pipeline.MetaRevertedBatchID: run.BatchID, pipeline.MetaRevertReason: rv.Reason, pipeline.MetaRevertedBy: rv.By,
 			pipeline.MetaDataset: run.Dataset, pipeline.MetaRevertedCommit: merge.ID}

@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// A revert is a commit on the target like a merge, and lakeFS runs no
+// pre-merge action on it: reverting a customers batch whose customers later
+// orders reference left main failing orders' check, a state no audit had
+// judged, after which every orders batch failed its audit (review 50).
+// Before it reverts, lakewap audits the target as the revert will leave it,
+// with the machinery of the publish's recheck (an Onto audit): lakeFS
+// reverts the publish on a scratch branch made from the target's head, and
+// that commit is audited onto the head, the batch's dataset and every
+// dataset whose checks read the tables it changes (the audit's
+// neighbors). The scratch branch is deleted; the revert commit the
+// operator sees is made on the target as before, in its publish turn, one
+// commit whose tree is the scratch commit's (nothing else commits to the
+// target in lakewap's turn). A check that passes on the head and fails
+// after the revert refuses the revert; one failing already does not (the
+// revert may be its remedy). The operator's -force, in the signed
+// request, skips the audit.
+
+// revertScratchSuffix names the scratch branch of a run's revert audit
+// (its batch branch's name and the suffix: under the branch prefix, so
+// the janitor deletes one a crash left behind, as a branch without a run).
+const revertScratchSuffix = "-revert-audit"
+
+// maxRevertBlockers bounds the checks a refused revert names.
+const maxRevertBlockers = 10
+
+// revertBlocked is a revert refused by its audit.
+type revertBlocked struct {
+	target string
+	checks []string // failing after the revert, passing before
+}
+
+func (e *revertBlocked) Error() string {
+	names := e.checks
+	more := ""
+	if len(names) > maxRevertBlockers {
+		more = fmt.Sprintf(" and %d more", len(names)-maxRevertBlockers)
+		names = names[:maxRevertBlockers]
+	}
+	return fmt.Sprintf("the revert would leave %s failing %s%s, which pass%s on it now: revert or fix what depends on the batch first, or revert with -force if %s should hold that state",
+		e.target, strings.Join(names, ", "), more, map[bool]string{true: "es", false: ""}[len(e.checks) == 1], e.target)
+}
+
+// auditRevert audits the target as reverting merge (the run's publish
+// commit) will leave it. It returns nil when no check that passes on the
+// target's head fails after the revert, a *revertBlocked when one does,
+// or the error that kept it from judging (the revert is not made).
+func (r *Runner) auditRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit) error {
+	repo, target := run.Repository, run.Target
+	head, err := r.cfg.Lake.Head(ctx, repo, target)
+	if err != nil {
+		return fmt.Errorf("the target's head, to audit the revert against: %w", err)
+	}
+	scratch := run.Branch + revertScratchSuffix
+	if run.Branch == "" {
+		return errors.New("the run has no branch name to name the revert's scratch branch after")
+	}
+	// One left by a crash holds a revert already, or an older head.
+	if err := r.cfg.Lake.DeleteBranch(ctx, repo, scratch); err != nil {
+		return fmt.Errorf("deleting the revert's scratch branch %s: %w", scratch, err)
+	}
+	if _, err := r.cfg.Lake.EnsureBranch(ctx, repo, scratch, head); err != nil {
+		return fmt.Errorf("creating the revert's scratch branch %s from %s: %w", scratch, head, err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookTimeout)
+		defer cancel()
+		if err := r.cfg.Lake.DeleteBranch(ctx, repo, scratch); err != nil {
+			log.Warn("the revert's scratch branch was not deleted; the janitor deletes it", "branch", scratch, "err", err)
+		}
+	}()
+	msg := fmt.Sprintf("lakewap: audit of the revert of %s batch %s (scratch, never merged)", run.Dataset, run.BatchID)
+	if err := lake.Revert(ctx, repo, scratch, merge.ID, 1, msg, nil); err != nil {
+		return err // a conflict here is the target's revert's conflict
+	}
+	after, err := r.cfg.Lake.Head(ctx, repo, scratch)
+	if err != nil {
+		return fmt.Errorf("the revert's scratch commit: %w", err)
+	}
+	changes, err := r.cfg.Lake.Changes(ctx, repo, head, after)
+	if err != nil {
+		return fmt.Errorf("what the revert changes: %w", err)
+	}
+	at := time.Now().UTC()
+	rep, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: repo, Ref: after, BaseRef: head, BaseName: target,
+		BatchTime: at, Changes: changes, Onto: true})
+	if err != nil {
+		return fmt.Errorf("auditing %s as the revert leaves it: %w", target, err)
+	}
+	failing := failedNames(rep, run.Dataset)
+	if len(failing) == 0 {
+		log.Info("revert audited: no check fails after it", "head", head, "changes", len(changes))
+		return nil
+	}
+	// The batch's own checks are judged against the head as it is: one
+	// failing there already does not hold the revert back. (The
+	// neighbors' are, within the audit.)
+	now, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: repo, Ref: head, BaseRef: head, BaseName: target,
+		BatchTime: at, Changes: []pipeline.Change{}})
+	if err != nil {
+		return fmt.Errorf("auditing %s as it is, before the revert: %w", target, err)
+	}
+	before := failedNames(now, run.Dataset)
+	failing = slices.DeleteFunc(failing, func(n string) bool { return slices.Contains(before, n) })
+	if len(failing) == 0 {
+		log.Info("revert audited: the checks failing after it fail on the target already", "head", head)
+		return nil
+	}
+	return &revertBlocked{target: target, checks: failing}
+}
+
+// failedNames are the names of rep's failing checks, each naming its
+// dataset (a neighbor's does already).
+func failedNames(rep schemas.AuditReport, dataset string) []string {
+	var out []string
+	for _, c := range rep.Failed() {
+		n := c.Name
+		if !strings.Contains(n, "(dataset ") {
+			n = fmt.Sprintf("%s (dataset %s)", n, dataset)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
