@@ -54,6 +54,7 @@ func TestRevertIsAuditedAsItLeavesTheTarget(t *testing.T) {
 		t.Fatalf("orders' check fails on main before the revert")
 	}
 	code, out := e.ask(t, "revert", "-batch", c1.id, "-dataset", "customers", "-reason", "bad names", "-by", "test")
+	refusedOut := out
 	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
 	if code != 1 || !strings.Contains(out, "refused (revert_failed)") || !strings.Contains(out, "orders_have_customers") || !strings.Contains(out, "dataset orders") ||
@@ -65,6 +66,15 @@ func TestRevertIsAuditedAsItLeavesTheTarget(t *testing.T) {
 	}
 	if n, err := e.CountRows(ctx, "main", "gold/shop/customers/", "customer_id IN (1, 2)"); err != nil || n != 2 {
 		t.Errorf("main holds customers 1 and 2 %d times (err %v); want twice", n, err)
+	}
+	if bs, err := e.Lake.ListBranches(ctx, "lake", ""); err != nil {
+		t.Error(err)
+	} else {
+		for _, b := range bs {
+			if strings.HasSuffix(b.Name, "-revert-audit") {
+				t.Errorf("the revert audit's scratch branch %s is left", b.Name)
+			}
+		}
 	}
 
 	// The operator's call: -force makes it, in one revert commit on main.
@@ -79,6 +89,7 @@ func TestRevertIsAuditedAsItLeavesTheTarget(t *testing.T) {
 	if head.ID != ev.(schemas.BatchReverted).CommitID || len(head.Parents) != 1 || head.Parents[0] != before.ID {
 		t.Errorf("main at %s (parents %v); want the revert %s, one commit on %s", head.ID, head.Parents, ev.(schemas.BatchReverted).CommitID, before.ID)
 	}
+	t.Logf("refused revert output:\n%s", refusedOut)
 	if ordersPass(head.ID) {
 		t.Errorf("orders' check passes after the forced revert; the test shows nothing")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,9 +40,13 @@ func (l *fakeLake) FirstParents(_ context.Context, _, _ string, _ time.Time, lim
 	return out, nil
 }
 
-func (l *fakeLake) Revert(_ context.Context, _, _, commitID string, parent int, _ string, meta map[string]string) error {
+func (l *fakeLake) Revert(_ context.Context, _, branch, commitID string, parent int, _ string, meta map[string]string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if strings.HasSuffix(branch, revertScratchSuffix) {
+		l.scratchReverts++ // the revert's audit: not on the target
+		return nil
+	}
 	if parent != 1 {
 		return fmt.Errorf("revert of merge %s relative to parent %d", commitID, parent)
 	}

@@ -39,6 +39,9 @@ type fakeLake struct {
 	taken    bool     // EnsureBranch finds a branch that is not the run's
 	log      []Commit // merge and revert commits on the target, oldest first
 	lastMeta map[string]string
+	// scratchReverts counts the reverts made on a revert audit's scratch
+	// branch (not on the target).
+	scratchReverts int
 }
 
 func newFakeLake() *fakeLake {
