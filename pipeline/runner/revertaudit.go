@@ -95,6 +95,12 @@ func (r *Runner) auditRevert(ctx context.Context, log *slog.Logger, lake pipelin
 	if err != nil {
 		return fmt.Errorf("what the revert changes: %w", err)
 	}
+	// Beside other audits, as a recheck: one that runs alone (a suspect
+	// run's) has nothing beside it.
+	if err := r.gate.acquire(ctx, run.Key(), false); err != nil {
+		return err
+	}
+	defer r.gate.release(run.Key())
 	at := time.Now().UTC()
 	rep, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: repo, Ref: after, BaseRef: head, BaseName: target,
 		BatchTime: at, Changes: changes, Onto: true})
