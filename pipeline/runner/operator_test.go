@@ -28,9 +28,12 @@ func (l *fakeLake) MergesOf(_ context.Context, _, _, sealed string, _ time.Time)
 	return out, nil
 }
 
-func (l *fakeLake) FirstParents(_ context.Context, _, _ string, _ time.Time, limit int) ([]Commit, error) {
+func (l *fakeLake) FirstParents(_ context.Context, _, ref string, _ time.Time, limit int) ([]Commit, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if c, ok := l.scratch[ref]; ok && c.ID != "" {
+		return []Commit{c}, nil
+	}
 	var out []Commit
 	for _, c := range slices.Backward(l.log) {
 		if len(out) < limit {
@@ -43,8 +46,14 @@ func (l *fakeLake) FirstParents(_ context.Context, _, _ string, _ time.Time, lim
 func (l *fakeLake) Revert(_ context.Context, _, branch, commitID string, parent int, _ string, meta map[string]string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if strings.HasSuffix(branch, revertScratchSuffix) {
-		l.scratchReverts++ // the revert's audit: not on the target
+	if strings.HasSuffix(branch, revertScratchSuffix) { // the revert's audit: not on the target
+		l.scratchReverts++
+		c, ok := l.scratch[branch]
+		if !ok {
+			return fmt.Errorf("no branch %s", branch)
+		}
+		c.ID, c.Metadata = fmt.Sprintf("scratch-revert-%d", l.scratchReverts), meta
+		l.scratch[branch] = c
 		return nil
 	}
 	if parent != 1 {

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,6 +36,10 @@ import (
 // (its batch branch's name and the suffix: under the branch prefix, so
 // the janitor deletes one a crash left behind, as a branch without a run).
 const revertScratchSuffix = "-revert-audit"
+
+// metaRevertAudit marks lakewap's revert on the scratch branch with a
+// value of its own (a nonce), by which it is told from a writer's commit.
+const metaRevertAudit = "wap.revert_audit"
 
 // maxRevertBlockers bounds the checks a refused revert names.
 const maxRevertBlockers = 10
@@ -84,13 +90,24 @@ func (r *Runner) auditRevert(ctx context.Context, log *slog.Logger, lake pipelin
 		}
 	}()
 	msg := fmt.Sprintf("lakewap: audit of the revert of %s batch %s (scratch, never merged)", run.Dataset, run.BatchID)
-	if err := lake.Revert(ctx, repo, scratch, merge.ID, 1, msg, nil); err != nil {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	mark := hex.EncodeToString(nonce)
+	if err := lake.Revert(ctx, repo, scratch, merge.ID, 1, msg, map[string]string{metaRevertAudit: mark}); err != nil {
 		return err // a conflict here is the target's revert's conflict
 	}
-	after, err := r.cfg.Lake.Head(ctx, repo, scratch)
+	// The commit audited is the revert lakewap made on the head: lakeFS's
+	// revert answers no commit id, and the scratch branch is under the
+	// batch branches' prefix, where a writer may commit too (before the
+	// revert, it would not sit on the head; after, it would be the head).
+	last, err := lake.FirstParents(ctx, repo, scratch, time.Time{}, 1)
 	if err != nil {
 		return fmt.Errorf("the revert's scratch commit: %w", err)
 	}
+	if len(last) != 1 || last[0].Metadata[metaRevertAudit] != mark || !slices.Equal(last[0].Parents, []string{head}) {
+		return fmt.Errorf("the revert's scratch branch %s moved while it was used (its head is not lakewap's revert on %s): %w", scratch, head, pipeline.ErrTransient)
+	}
+	after := last[0].ID
 	changes, err := r.cfg.Lake.Changes(ctx, repo, head, after)
 	if err != nil {
 		return fmt.Errorf("what the revert changes: %w", err)

@@ -60,12 +60,12 @@ func (l *movingLake) Merge(_ context.Context, repo, source, _, _ string, meta ma
 	return id, nil
 }
 
-func (l *movingLake) Revert(_ context.Context, _, branch, commitID string, parent int, _ string, meta map[string]string) error {
+func (l *movingLake) Revert(ctx context.Context, repo, branch, commitID string, parent int, msg string, meta map[string]string) error {
+	if strings.HasSuffix(branch, revertScratchSuffix) {
+		return l.fakeLake.Revert(ctx, repo, branch, commitID, parent, msg, meta) // the revert's audit: not on the target
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if strings.HasSuffix(branch, revertScratchSuffix) {
-		return nil // the revert's audit: not on the target
-	}
 	l.n++
 	id := fmt.Sprintf("revert-%d", l.n)
 	l.log = append(l.log, Commit{ID: id, Parents: []string{l.head}, Metadata: meta, CreationDate: time.Now().UTC()})

@@ -29,7 +29,7 @@ func (a *revertAuditor) Audit(ctx context.Context, req AuditRequest) (schemas.Au
 		return rep
 	}
 	switch {
-	case req.Onto && strings.HasSuffix(req.Ref, revertScratchSuffix):
+	case req.Onto && strings.HasPrefix(req.Ref, "scratch-revert-"):
 		a.mu.Lock()
 		a.onto = append(a.onto, req)
 		a.mu.Unlock()

@@ -42,15 +42,23 @@ type fakeLake struct {
 	// scratchReverts counts the reverts made on a revert audit's scratch
 	// branch (not on the target).
 	scratchReverts int
+	scratch        map[string]Commit // a revert audit's scratch branch -> its head (no ID before the revert)
 }
 
 func newFakeLake() *fakeLake {
 	return &fakeLake{branches: map[string]bool{}, merged: map[string]string{}}
 }
 
-func (l *fakeLake) EnsureBranch(_ context.Context, _, branch, _ string) (bool, error) {
+func (l *fakeLake) EnsureBranch(_ context.Context, _, branch, from string) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if strings.HasSuffix(branch, revertScratchSuffix) {
+		if l.scratch == nil {
+			l.scratch = map[string]Commit{}
+		}
+		l.scratch[branch] = Commit{Parents: []string{from}}
+		return false, nil
+	}
 	if l.down {
 		return false, fmt.Errorf("dial tcp 127.0.0.1:8000: connection refused: %w", ErrTransient)
 	}
@@ -129,6 +137,7 @@ func (l *fakeLake) DeleteBranch(_ context.Context, _, branch string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.branches, branch)
+	delete(l.scratch, branch)
 	return nil
 }
 
@@ -140,7 +149,7 @@ type gateAuditor struct {
 
 func (a *gateAuditor) Audit(ctx context.Context, req AuditRequest) (schemas.AuditReport, error) {
 	a.mu.Lock()
-	g := a.gates["sealed-wap-billing-"+req.Ref[len("sealed-wap-billing-"):]]
+	g := a.gates[req.Ref] // a sealed commit's ("sealed-wap-billing-" and the batch)
 	a.mu.Unlock()
 	if g != nil {
 		select {
