@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,7 +64,7 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run)
 	if done.ID == "" {
 		if rv.Force {
 			log.Warn("revert forced by the operator: the target is not audited as it leaves it", "by", rv.By)
-		} else if err := r.auditRevert(ctx, log, lake, run, merge); err != nil {
+		} else if head, err := r.auditRevert(ctx, log, lake, run, merge); err != nil {
 			var blocked *revertBlocked
 			switch {
 			case errors.As(err, &blocked):
@@ -74,6 +75,12 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run)
 					Err: fmt.Sprintf("later commits on %s change the same objects; revert them first or fix by hand: %v", target, err)}
 			}
 			return failed(log, pipeline.StepRevert, fmt.Errorf("the revert was not audited, so not made: %w", err))
+		} else if now, err := r.cfg.Lake.Head(ctx, repo, target); err != nil || now != head {
+			// Someone else committed to the target meanwhile (lakewap's own
+			// commits wait for the turn): the revert would land on a head
+			// its audit did not see. lakeFS's revert takes no precondition,
+			// so a commit between this look and the revert still can.
+			return failed(log, pipeline.StepRevert, cmp.Or(err, fmt.Errorf("%s moved from %s to %s while the revert was audited: %w", target, head, now, pipeline.ErrTransient)))
 		}
 		msg := fmt.Sprintf("lakewap: revert %s batch %s: %s", run.Dataset, run.BatchID, rv.Reason)
 		meta := map[string]string{pipeline.MetaRevertedBatchID: run.BatchID, pipeline.MetaRevertReason: rv.Reason, pipeline.MetaRevertedBy: rv.By,

@@ -62,15 +62,21 @@ func (e *revertBlocked) Error() string {
 }
 
 // auditRevert audits the target as reverting merge (the run's publish
-// commit) will leave it. It returns nil when no check that passes on the
-// target's head fails after the revert, a *revertBlocked when one does,
-// or the error that kept it from judging (the revert is not made).
-func (r *Runner) auditRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit) error {
+// commit) will leave it, and returns the target's head it audited against.
+// Its error is nil when no check that passes on that head fails after the
+// revert, a *revertBlocked when one does, or what kept it from judging
+// (the revert is not made).
+func (r *Runner) auditRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit) (head string, err error) {
 	repo, target := run.Repository, run.Target
-	head, err := r.cfg.Lake.Head(ctx, repo, target)
-	if err != nil {
-		return fmt.Errorf("the target's head, to audit the revert against: %w", err)
+	if head, err = r.cfg.Lake.Head(ctx, repo, target); err != nil {
+		return "", fmt.Errorf("the target's head, to audit the revert against: %w", err)
 	}
+	return head, r.judgeRevert(ctx, log, lake, run, merge, head)
+}
+
+// judgeRevert is auditRevert's audit against head.
+func (r *Runner) judgeRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit, head string) error {
+	repo, target := run.Repository, run.Target
 	scratch := run.Branch + revertScratchSuffix
 	if run.Branch == "" {
 		return errors.New("the run has no branch name to name the revert's scratch branch after")
