@@ -46,47 +46,25 @@ import (
 // first leaf under each top-level column of a DECIMAL of more than 38
 // digits.
 func markWideDecimals(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
-	top := topLevel(nodes, types)
-	if len(top) != len(cols) {
-		return
-	}
-	for k, i := range top {
-		var path []string
-		var walk func(i int) int // the index after the subtree at i
-		walk = func(i int) int {
-			path = append(path, nodes[i].name)
-			defer func() { path = path[:len(path)-1] }()
-			t := types[i]
-			if p, scale := max(t.precision, t.logicalPrecision), max(t.scale, t.logicalScale); cols[k].wideDecimal == "" && nodes[i].children == 0 &&
-				(t.converted == cvDecimal || t.logical == ltDecimal) && p > 38 {
-				cols[k].wideDecimal = fmt.Sprintf("%s, a DECIMAL(%d, %d) of physical type %d", strings.Join(path, "."), p, scale, t.physical)
-				if t.physical == ptFixed {
-					cols[k].wideDecimal += fmt.Sprintf(" in %d bytes", t.typeLength)
-				}
+	eachColumnNode(cols, nodes, types, func(col *fileColumn, i, _ int, path []string) {
+		t := types[i]
+		if p, scale := max(t.precision, t.logicalPrecision), max(t.scale, t.logicalScale); col.wideDecimal == "" && nodes[i].children == 0 &&
+			(t.converted == cvDecimal || t.logical == ltDecimal) && p > 38 {
+			col.wideDecimal = fmt.Sprintf("%s, a DECIMAL(%d, %d) of physical type %d", strings.Join(path, "."), p, scale, t.physical)
+			if t.physical == ptFixed {
+				col.wideDecimal += fmt.Sprintf(" in %d bytes", t.typeLength)
 			}
-			j := i + 1
-			for c := int64(0); c < nodes[i].children && j < len(nodes); c++ {
-				j = walk(j)
-			}
-			return j
 		}
-		walk(i)
-	}
+	})
 }
 
 // wideDecimals names the first Parquet file of files with a column a check
 // reads holding a DECIMAL of more than 38 digits (markWideDecimals).
 func wideDecimals(cols map[string][]fileColumn, files []string, objPath map[string]string, checks []Check, table string) error {
-	read := valuesRead(checks, table)
-	for _, f := range files {
-		for _, c := range cols[f] {
-			if c.wideDecimal != "" && read(c.name) {
-				return fmt.Errorf("file %s: column %q holds %s, of more than 38 digits, which DuckDB reads as a DOUBLE (rounded, and stored in a length not a multiple of 8 bytes, multiplied by a power of two), pyarrow and pandas as written, and Spark not at all: readers disagree on its values, and a check reads it (write it as a DECIMAL of at most 38 digits)",
-					objPath[f], c.name, c.wideDecimal)
-			}
-		}
-	}
-	return nil
+	return markedColumn(cols, files, objPath, checks, table, func(c fileColumn) string { return c.wideDecimal }, func(file, col, mark string) error {
+		return fmt.Errorf("file %s: column %q holds %s, of more than 38 digits, which DuckDB reads as a DOUBLE (rounded, and stored in a length not a multiple of 8 bytes, multiplied by a power of two), pyarrow and pandas as written, and Spark not at all: readers disagree on its values, and a check reads it (write it as a DECIMAL of at most 38 digits)",
+			file, col, mark)
+	})
 }
 
 // duckDecimalBytes is the width in bytes of the integer DuckDB reads a

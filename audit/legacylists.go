@@ -34,48 +34,26 @@ const (
 // first repeated group under each top-level column that DuckDB reads as
 // its one field where the format's rules read a struct of it.
 func markLegacyLists(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
-	top := topLevel(nodes, types)
-	if len(top) != len(cols) {
-		return
-	}
-	for k, i := range top {
-		var path []string
-		var walk func(i, parent int) int // the index after the subtree at i
-		walk = func(i, parent int) int {
-			path = append(path, nodes[i].name)
-			defer func() { path = path[:len(path)-1] }()
-			if cols[k].legacyList == "" && types[i].repetition == 2 && nodes[i].children == 1 {
-				p := types[parent]
-				list := parent > 0 && (p.converted == cvList || p.logical == ltList)
-				mapped := parent > 0 && (p.converted == cvMap || p.converted == cvMapKeyValue || p.logical == ltMap)
-				if list && (nodes[i].name == "array" || nodes[i].name == nodes[parent].name+"_tuple") || !list && !mapped {
-					cols[k].legacyList = strings.Join(path, ".")
-				}
+	eachColumnNode(cols, nodes, types, func(col *fileColumn, i, parent int, path []string) {
+		if col.legacyList == "" && types[i].repetition == 2 && nodes[i].children == 1 {
+			p := types[parent]
+			list := parent > 0 && (p.converted == cvList || p.logical == ltList)
+			mapped := parent > 0 && (p.converted == cvMap || p.converted == cvMapKeyValue || p.logical == ltMap)
+			if list && (nodes[i].name == "array" || nodes[i].name == nodes[parent].name+"_tuple") || !list && !mapped {
+				col.legacyList = strings.Join(path, ".")
 			}
-			j := i + 1
-			for c := int64(0); c < nodes[i].children && j < len(nodes); c++ {
-				j = walk(j, i)
-			}
-			return j
 		}
-		walk(i, 0)
-	}
+	})
 }
 
 // legacyLists names the first Parquet file of files with a column a check
 // reads (read) holding a repeated group DuckDB reads otherwise than the
 // format's rules (markLegacyLists).
 func legacyLists(cols map[string][]fileColumn, files []string, objPath map[string]string, checks []Check, table string) error {
-	read := valuesRead(checks, table)
-	for _, f := range files {
-		for _, c := range cols[f] {
-			if c.legacyList != "" && read(c.name) {
-				return fmt.Errorf("file %s: column %q holds the repeated group %s of one field, which the Parquet format's rules for old lists (and pyarrow and Spark) read as a list of structs of that field, and DuckDB as a list of the field's values ([{'x': 1}] where DuckDB reads [1]): readers disagree on it, and a check reads it (write the list in the 3-level LIST layout)",
-					objPath[f], c.name, c.legacyList)
-			}
-		}
-	}
-	return nil
+	return markedColumn(cols, files, objPath, checks, table, func(c fileColumn) string { return c.legacyList }, func(file, col, mark string) error {
+		return fmt.Errorf("file %s: column %q holds the repeated group %s of one field, which the Parquet format's rules for old lists (and pyarrow and Spark) read as a list of structs of that field, and DuckDB as a list of the field's values ([{'x': 1}] where DuckDB reads [1]): readers disagree on it, and a check reads it (write the list in the 3-level LIST layout)",
+			file, col, mark)
+	})
 }
 
 // valuesRead is columnsRead of the checks that read a column's values: all
@@ -88,4 +66,46 @@ func valuesRead(checks []Check, table string) func(string) bool {
 		}
 	}
 	return columnsRead(judged, table)
+}
+
+// eachColumnNode calls visit with each node of the subtree of each
+// top-level column of a file's schema (cols, schemaColumns of nodes), in
+// schema order: the column's entry, the node, its parent (the root, 0, for
+// a top-level one) and the path of names to it.
+func eachColumnNode(cols []fileColumn, nodes []schemaNode, types []nodeTypes, visit func(col *fileColumn, i, parent int, path []string)) {
+	top := topLevel(nodes, types)
+	if len(top) != len(cols) {
+		return
+	}
+	for k, i := range top {
+		var path []string
+		var walk func(i, parent int) int // the index after the subtree at i
+		walk = func(i, parent int) int {
+			path = append(path, nodes[i].name)
+			visit(&cols[k], i, parent, path)
+			j := i + 1
+			for c := int64(0); c < nodes[i].children && j < len(nodes); c++ {
+				j = walk(j, i)
+			}
+			path = path[:len(path)-1]
+			return j
+		}
+		walk(i, 0)
+	}
+}
+
+// markedColumn is refused(file, column, its mark) for the first column of
+// files, in order, that a check reads the values of and whose mark (what
+// a markLegacyLists or markWideDecimals noted on it) is set; nil if none.
+func markedColumn(cols map[string][]fileColumn, files []string, objPath map[string]string, checks []Check, table string,
+	mark func(fileColumn) string, refused func(file, col, mark string) error) error {
+	read := valuesRead(checks, table)
+	for _, f := range files {
+		for _, c := range cols[f] {
+			if m := mark(c); m != "" && read(c.name) {
+				return refused(objPath[f], c.name, m)
+			}
+		}
+	}
+	return nil
 }

@@ -148,19 +148,7 @@ func revertBetweenLookAndMerge(t *testing.T, seeded bool) {
 		if i == 0 {
 			o.Failpoint = hooks.failpoint
 		}
-		d, err := daemon.New(ctx, cfg, o)
-		must(t, err)
-		done := make(chan error, 1)
-		go func() { done <- d.Run(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Errorf("daemon %d did not stop", i)
-			}
-		})
-		daemons = append(daemons, d)
+		daemons = append(daemons, runDaemon(t, ctx, cancel, cfg, o, i))
 	}
 	env, err := harness.New(ctx, stack, cfg, tmp)
 	must(t, err)

@@ -336,19 +336,7 @@ func TestTwoInstancesSameKeysOnePublishes(t *testing.T) {
 	owners := []*ownership{{owned: map[int]bool{}}, {owned: map[int]bool{}}}
 	var daemons []*daemon.Daemon
 	for i := range 2 {
-		d, err := daemon.New(ctx, cfg, daemon.Options{Logger: slog.New(owners[i]), Console: io.Discard, Failpoint: barrier()})
-		must(t, err)
-		done := make(chan error, 1)
-		go func() { done <- d.Run(ctx) }()
-		t.Cleanup(func() {
-			cancel()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				t.Errorf("daemon %d did not stop", i)
-			}
-		})
-		daemons = append(daemons, d)
+		daemons = append(daemons, runDaemon(t, ctx, cancel, cfg, daemon.Options{Logger: slog.New(owners[i]), Console: io.Discard, Failpoint: barrier()}, i))
 	}
 	env, err := harness.New(ctx, stack, cfg, tmp)
 	must(t, err)
@@ -534,4 +522,23 @@ func TestRecheckMergesTheSealedCommit(t *testing.T) {
 	now, err := e.Lake.Head(ctx, "lake", "main")
 	must(t, err)
 	tableChecksHold(t, e.d.Engine(), e.cfg, now)
+}
+
+// runDaemon starts a daemon of cfg with o under ctx; the test's clean-up
+// ends ctx (cancel) and waits for the daemon (instance i) to stop.
+func runDaemon(t *testing.T, ctx context.Context, cancel context.CancelFunc, cfg *config.Config, o daemon.Options, i int) *daemon.Daemon {
+	t.Helper()
+	d, err := daemon.New(ctx, cfg, o)
+	must(t, err)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("daemon %d did not stop", i)
+		}
+	})
+	return d
 }

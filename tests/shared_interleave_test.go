@@ -91,19 +91,7 @@ func TestSharedTableInterleavingsKeepEveryCheckTwoInstances(t *testing.T) {
 		for i := range 2 {
 			text := slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo})
 			logger := slog.New(teeHandler{owners[i], text}).With("instance", i)
-			d, err := daemon.New(ctx, cfg, daemon.Options{Logger: logger, Console: io.Discard})
-			must(t, err)
-			done := make(chan error, 1)
-			go func() { done <- d.Run(ctx) }()
-			t.Cleanup(func() {
-				cancel()
-				select {
-				case <-done:
-				case <-time.After(30 * time.Second):
-					t.Errorf("daemon %d did not stop", i)
-				}
-			})
-			daemons = append(daemons, d)
+			daemons = append(daemons, runDaemon(t, ctx, cancel, cfg, daemon.Options{Logger: logger, Console: io.Discard}, i))
 		}
 		env, err := harness.New(ctx, stack, cfg, tmp)
 		must(t, err)
