@@ -32,6 +32,9 @@ const (
 	DefaultMaxLogFileBytes = 64 << 20
 	DefaultClockSkew       = 5 * time.Minute
 	DefaultQueryTimeout    = 5 * time.Minute
+	// DefaultSmallRunBytes is Options.SmallRunBytes's default: a batch of
+	// a few files of one row group each.
+	DefaultSmallRunBytes = 8 << 20
 )
 
 // ErrOverBudget is an audit over one of its budgets: a check error of the
@@ -68,6 +71,12 @@ type Options struct {
 	// defaults (80% of RAM, all cores).
 	MemoryLimit string
 	Threads     int
+	// SmallRunBytes: a run whose data files come to at most this many
+	// bytes runs on a second DuckDB of one thread (duckDB), which takes a
+	// quarter of MemoryLimit, at most 256 MiB. Default
+	// DefaultSmallRunBytes; negative: every run on the engine's DuckDB
+	// (so too when Threads is 1).
+	SmallRunBytes int64
 	// DownloadParallelism bounds concurrent downloads of a run; default 8.
 	DownloadParallelism int
 	// SampleRows is how many failing rows a failed check reports; default 5.
@@ -144,6 +153,11 @@ type Engine struct {
 	// crashers are the audits (repository, dataset, ref) whose own
 	// statement crashed DuckDB, lately (crashCause).
 	crashers *boundedMap[struct{}]
+	// wideRuns are the audits (run.key) that failed on the one-thread
+	// database lately: they run on the engine's (run.choose). soloRan
+	// counts the runs that ran on the one-thread database.
+	wideRuns *boundedMap[struct{}]
+	soloRan  atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
@@ -241,6 +255,7 @@ func New(opts Options) (*Engine, error) {
 	opts.QueryTimeout = cmp.Or(opts.QueryTimeout, DefaultQueryTimeout)
 	opts.StatTimeout = cmp.Or(opts.StatTimeout, DefaultStatTimeout)
 	opts.DownloadParallelism = cmp.Or(opts.DownloadParallelism, 8)
+	opts.SmallRunBytes = cmp.Or(opts.SmallRunBytes, DefaultSmallRunBytes)
 	opts.SampleRows = cmp.Or(opts.SampleRows, 5)
 	opts.MaxSampleValueBytes = cmp.Or(max(opts.MaxSampleValueBytes, 0), DefaultMaxSampleValueBytes)
 	opts.MaxReportBytes = cmp.Or(max(opts.MaxReportBytes, 0), DefaultMaxReportBytes)
@@ -272,6 +287,7 @@ func New(opts Options) (*Engine, error) {
 	e.dataPrefixes = newBoundedMap[string](1024)
 	e.rowOnlyWheres = newBoundedMap[bool](1024)
 	e.crashers = newBoundedMap[struct{}](1024)
+	e.wideRuns = newBoundedMap[struct{}](1024)
 	e.listings = newListingCache(listingCacheObjects)
 	e.flights = &listFlights{m: map[string]chan struct{}{}}
 	e.derived = newDerivations()
@@ -310,7 +326,7 @@ const distrustedOptimizers = "filter_pushdown,statistics_propagation,join_filter
 // undo it. The optimizers that trust Parquet statistics are off from the
 // database's creation (a global setting, in the DSN), so every connection
 // the pool opens has them off.
-func openDuckDB(dir string, opts Options) (*sql.DB, error) {
+func openDuckDB(tempDir, dir, memoryLimit string, threads int, opts Options) (*sql.DB, error) {
 	dsn := "?autoinstall_known_extensions=false&autoload_known_extensions=false"
 	if !opts.trustStatistics {
 		dsn += "&disabled_optimizers=" + distrustedOptimizers
@@ -325,7 +341,7 @@ func openDuckDB(dir string, opts Options) (*sql.DB, error) {
 		allowed = append(allowed, opts.CacheDir+string(filepath.Separator))
 	}
 	// Settings are global to the database, so any pooled connection will do.
-	for _, s := range setupSQL(filepath.Join(dir, "duckdb-tmp"), opts.MemoryLimit, opts.Threads, allowed) {
+	for _, s := range setupSQL(tempDir, memoryLimit, threads, allowed) {
 		if _, err := db.Exec(s); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("audit: duckdb setup %q: %w", s, err)
@@ -572,7 +588,7 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (report 
 		if (err != nil || !report.Passed) && e.crashed(duck) {
 			e.retire(duck)
 			cause := crashCause(cmp.Or(err, r.infra))
-			key := req.Repository + "\x00" + req.Dataset + "\x00" + req.Ref + "\x00" + req.part
+			key := r.key()
 			if _, again := e.crashers.get(key); cause != nil && again {
 				report, err = r.crashRefusal(report, cause, start), nil
 			} else if !errors.Is(err, ErrInfrastructure) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -582,6 +598,11 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (report 
 			if cause != nil {
 				e.crashers.put(key, struct{}{})
 			}
+		}
+		if r.solo() && (errors.Is(err, ErrInfrastructure) || r.infra != nil) {
+			// Out of the one-thread database's memory, or anything else of
+			// the machine's: the retry runs on the engine's database.
+			e.wideRuns.put(r.key(), struct{}{})
 		}
 		e.release(duck)
 	}()
@@ -648,9 +669,10 @@ type column struct{ name, typ string }
 
 type run struct {
 	e *Engine
-	// duck is the engine's DuckDB the run holds (acquire); pool is its
-	// sql.DB.
+	// duck is the engine's DuckDB the run holds (acquire), and side the
+	// database of it the run runs on (on, choose); pool is its sql.DB.
 	duck *duckDB
+	side *side
 	req  Request
 	log  *slog.Logger
 	// catalog is the run's in-memory database inside the engine's DuckDB;
@@ -976,6 +998,7 @@ func (r *run) prepare(ctx context.Context) error {
 			slots[k] = append(slots[k], i)
 		}
 	}
+	r.choose(bytes)
 	if n, b := r.e.opts.MaxFiles, r.e.opts.MaxBytes; len(fetches) > n || bytes > b {
 		// Nothing is downloaded: every check errors, naming the budget.
 		err := fmt.Errorf("%w: %d files of %d bytes, over the budget of %d files (audit.max_files) and %d bytes (audit.max_bytes)",
