@@ -78,12 +78,13 @@ func (e *Engine) openDuck() (*duckDB, error) {
 func (e *Engine) soloRuns() bool { return e.opts.SmallRunBytes > 0 && e.opts.Threads != 1 }
 
 // soloMemory is the most of the memory limit the one-thread database
-// takes (a quarter of it, at most this): small runs read at most
-// SmallRunBytes of files each.
-const soloMemory = 256 << 20
+// takes (a sixteenth of it, at most this): small runs read at most
+// SmallRunBytes of files each, and one that needs more memory than the
+// database has runs again on the other (Engine.Run).
+const soloMemory = 64 << 20
 
 // splitMemory divides the engine's memory limit between its databases:
-// the one-thread database a quarter of it, at most soloMemory, and the
+// the one-thread database a sixteenth of it, at most soloMemory, and the
 // other the rest. Without a limit (DuckDB's default, 80% of the machine's
 // memory, for the other) the one-thread database takes soloMemory.
 func splitMemory(limit string) (wide, solo string) {
@@ -91,7 +92,7 @@ func splitMemory(limit string) (wide, solo string) {
 	if !ok {
 		return limit, strconv.FormatInt(soloMemory>>10, 10) + "KiB"
 	}
-	s := min(n/4, soloMemory)
+	s := min(n/16, soloMemory)
 	return strconv.FormatInt((n-s)>>10, 10) + "KiB", strconv.FormatInt(s>>10, 10) + "KiB"
 }
 
@@ -189,9 +190,12 @@ func (s *side) close() error {
 }
 
 // crashed: a crash invalidated d, as a run that retired it found or as
-// d answers now (a run that saw an error asks, whichever statement saw
-// it and whatever the run made of it).
-func (e *Engine) crashed(d *duckDB) bool {
+// the database of it the run ran on (on; nil: d's own) answers now (a
+// run that saw an error asks, whichever statement saw it and whatever
+// the run made of it). The opening's other database may be sound, and
+// the runs on it keep their verdicts; its next run that fails on the
+// crashed one retires it.
+func (e *Engine) crashed(d *duckDB, on *side) bool {
 	e.duckMu.Lock()
 	retired := d.retired
 	e.duckMu.Unlock()
@@ -200,15 +204,11 @@ func (e *Engine) crashed(d *duckDB) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, s := range []*side{&d.side, d.solo} {
-		if s == nil {
-			continue
-		}
-		if _, err := s.db.ExecContext(ctx, "SELECT 1"); err != nil && invalidating(err) {
-			return true
-		}
+	if on == nil {
+		on = &d.side
 	}
-	return false
+	_, err := on.db.ExecContext(ctx, "SELECT 1")
+	return err != nil && invalidating(err)
 }
 
 // pool is the run's DuckDB pool: of the opening it holds, or, for a run
@@ -233,14 +233,10 @@ func (r *run) on() *side {
 
 // choose runs r on its opening's one-thread database when the files it
 // reads come to at most Options.SmallRunBytes (bytes), nothing of it ran
-// in DuckDB yet, and the same audit did not fail on that database lately
-// (e.wideRuns: a small file may still take more memory than the database
-// has, and its retry runs on the engine's).
+// in DuckDB yet, and it is not Engine.Run's second try of a small audit
+// that failed there (Request.wide).
 func (r *run) choose(bytes int64) {
-	if r.side != nil || r.duck == nil || r.duck.solo == nil || bytes > r.e.opts.SmallRunBytes {
-		return
-	}
-	if _, failed := r.e.wideRuns.get(r.key()); failed {
+	if r.side != nil || r.duck == nil || r.duck.solo == nil || bytes > r.e.opts.SmallRunBytes || r.req.wide {
 		return
 	}
 	r.side = r.duck.solo

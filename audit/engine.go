@@ -153,11 +153,8 @@ type Engine struct {
 	// crashers are the audits (repository, dataset, ref) whose own
 	// statement crashed DuckDB, lately (crashCause).
 	crashers *boundedMap[struct{}]
-	// wideRuns are the audits (run.key) that failed on the one-thread
-	// database lately: they run on the engine's (run.choose). soloRan
-	// counts the runs that ran on the one-thread database.
-	wideRuns *boundedMap[struct{}]
-	soloRan  atomic.Int64
+	// soloRan counts the runs that ran on the one-thread database.
+	soloRan atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
@@ -287,7 +284,6 @@ func New(opts Options) (*Engine, error) {
 	e.dataPrefixes = newBoundedMap[string](1024)
 	e.rowOnlyWheres = newBoundedMap[bool](1024)
 	e.crashers = newBoundedMap[struct{}](1024)
-	e.wideRuns = newBoundedMap[struct{}](1024)
 	e.listings = newListingCache(listingCacheObjects)
 	e.flights = &listFlights{m: map[string]chan struct{}{}}
 	e.derived = newDerivations()
@@ -403,6 +399,9 @@ type Request struct {
 	Full bool
 	// fullBecause is why Engine.Run runs the audit full again (errRefull).
 	fullBecause string
+	// wide: the run may not run on the one-thread database (Engine.Run
+	// runs a small audit again that failed there for the machine's sake).
+	wide bool
 	// Onto audits the table as merging Ref into BaseRef would leave it:
 	// BaseRef's files with the batch's changes (Ref's against its
 	// merge-base with BaseRef) applied. It is the check, before a merge, of
@@ -538,17 +537,28 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	if req.BatchTime.IsZero() {
 		req.BatchTime = time.Now()
 	}
-	report, err := e.run(ctx, req, start)
+	var solo bool
+	report, err := e.run(ctx, req, start, &solo)
 	if rf := (errRefull{}); errors.As(err, &rf) && !errors.Is(err, ErrInfrastructure) { // not over a crash (duckhandle.go)
 		e.opts.Logger.Info("audit: incremental audit given up, auditing full", "dataset", req.Dataset, "ref", req.Ref, "why", rf.reason)
 		req.Full, req.fullBecause = true, rf.reason
-		report, err = e.run(ctx, req, start)
+		report, err = e.run(ctx, req, start, &solo)
+	}
+	if solo && errors.Is(err, ErrInfrastructure) && ctx.Err() == nil {
+		// A small audit that failed on the one-thread database for the
+		// machine's sake (out of its memory: a file of a few bytes may
+		// still be thousands of columns wide; or a crash) runs again at
+		// once on the engine's database (duckDB).
+		e.opts.Logger.Info("audit: small audit failed on the one-thread DuckDB, running it on the other", "dataset", req.Dataset, "ref", req.Ref, "err", err)
+		req.wide = true
+		report, err = e.run(ctx, req, start, &solo)
 	}
 	return report, err
 }
 
 // run is one run of Run's audit.
-func (e *Engine) run(ctx context.Context, req Request, start time.Time) (report schemas.AuditReport, err error) {
+// solo says whether it ran on the one-thread database (run.choose).
+func (e *Engine) run(ctx context.Context, req Request, start time.Time, solo *bool) (report schemas.AuditReport, err error) {
 	report = schemas.AuditReport{Dataset: req.Dataset, Ref: req.Ref}
 	duck, err := e.acquire()
 	if err != nil {
@@ -585,7 +595,8 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (report 
 		// run whose own statement crashed DuckDB (crashCause), when the
 		// same audit crashed it before, is refused instead: retried, it
 		// would crash it again, failing every run in flight each time.
-		if (err != nil || !report.Passed) && e.crashed(duck) {
+		*solo = r.solo()
+		if (err != nil || !report.Passed) && e.crashed(duck, r.side) {
 			e.retire(duck)
 			cause := crashCause(cmp.Or(err, r.infra))
 			key := r.key()
@@ -598,11 +609,6 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (report 
 			if cause != nil {
 				e.crashers.put(key, struct{}{})
 			}
-		}
-		if r.solo() && (errors.Is(err, ErrInfrastructure) || r.infra != nil) {
-			// Out of the one-thread database's memory, or anything else of
-			// the machine's: the retry runs on the engine's database.
-			e.wideRuns.put(r.key(), struct{}{})
 		}
 		e.release(duck)
 	}()
