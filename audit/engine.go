@@ -73,7 +73,7 @@ type Options struct {
 	Threads     int
 	// SmallRunBytes: a run whose data files come to at most this many
 	// bytes runs on a second DuckDB of one thread (duckDB), which takes a
-	// quarter of MemoryLimit, at most 256 MiB. Default
+	// sixteenth of MemoryLimit, at most 64 MiB. Default
 	// DefaultSmallRunBytes; negative: every run on the engine's DuckDB
 	// (so too when Threads is 1).
 	SmallRunBytes int64

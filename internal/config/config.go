@@ -233,15 +233,15 @@ const minRunBytes = 16 << 10
 
 // Audit tunes the DuckDB engine.
 type Audit struct {
-	WorkDir             string `yaml:"work_dir"`
-	CacheDir            string `yaml:"cache_dir"`
-	MemoryLimit         string `yaml:"memory_limit"`
-	Threads             int    `yaml:"threads"`
+	WorkDir     string `yaml:"work_dir"`
+	CacheDir    string `yaml:"cache_dir"`
+	MemoryLimit string `yaml:"memory_limit"`
+	Threads     int    `yaml:"threads"`
 	// SmallAuditBytes: an audit that reads at most this many bytes of data
 	// files runs on a second DuckDB of one thread (default 8 MiB; -1: off).
-	SmallAuditBytes int64 `yaml:"small_audit_bytes"`
-	DownloadParallelism int    `yaml:"download_parallelism"`
-	SampleRows          int    `yaml:"sample_rows"`
+	SmallAuditBytes     int64 `yaml:"small_audit_bytes"`
+	DownloadParallelism int   `yaml:"download_parallelism"`
+	SampleRows          int   `yaml:"sample_rows"`
 	// MaxSampleValueBytes and MaxReportBytes bound sample values and whole
 	// reports (defaults 256 and 32 KiB); see docs/limits.md.
 	MaxSampleValueBytes int `yaml:"max_sample_value_bytes"`
