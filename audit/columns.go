@@ -979,6 +979,9 @@ func (r *run) int96Range(ctx context.Context, cols map[string][]fileColumn, file
 		if err != nil {
 			return err
 		}
+		if err := r.int96Days(ctx, f, names, objPath, ids); err != nil {
+			return err
+		}
 	}
 	return nil
 }

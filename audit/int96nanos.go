@@ -72,8 +72,40 @@ func (r *run) int96Nanos(ctx context.Context, cols map[string][]fileColumn, file
 
 // int96FileNanos refuses the first time of a fraction of a microsecond in
 // the chunks of the Parquet file at path of the top-level INT96 columns
-// named read, or such a chunk whose pages cannot be read.
+// named read, or such a chunk whose pages cannot be read. The nanoseconds
+// are a signed number, as every reader reads them: -616 is read by DuckDB
+// and Spark as 0 microseconds (divided toward zero), by pandas as 616
+// nanoseconds before the day; read unsigned (18446744073709551000) they
+// looked whole (TestReview52Int96NegativeNanosecondsAreRefused). Nanoseconds
+// of a day or more are added to the day by every reader alike
+// (TestReview52Int96NanosecondsBeyondADayReadAlike).
 func int96FileNanos(ctx context.Context, path string, chunks []chunkMeta, read []string) error {
+	var nanos int64
+	c, err := int96Values(ctx, path, chunks, read, func(n int64, _ uint32) bool {
+		if n%1000 != 0 {
+			nanos = n
+			return false
+		}
+		return true
+	})
+	switch {
+	case nanos != 0:
+		return fmt.Errorf("row group %d, column %q holds an INT96 time of %d nanoseconds into its day, not a whole number of microseconds (nanosecond), which pyarrow and pandas read (and pandas renders every time of the column with nine fraction digits), and DuckDB and Spark truncate to microseconds: readers disagree on its text, which a regex or accepted_values check compares (write the column as TIMESTAMP_MICROS)",
+			c.rowGroup, c.path, nanos)
+	case err != nil:
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("row group %d, column %q is of INT96 times, whose nanoseconds pyarrow and pandas read and DuckDB and Spark truncate, and its pages cannot be read to check that none has a fraction of a microsecond (%v): refused rather than read otherwise than pandas may", c.rowGroup, c.path, err)
+	}
+	return nil
+}
+
+// int96Values calls fn with each value (its nanoseconds, signed, and its
+// Julian day) of the chunks of the Parquet file at path of the top-level
+// INT96 columns named read, until fn returns false; it returns the chunk
+// it stopped in, or whose pages could not be read (with the error).
+func int96Values(ctx context.Context, path string, chunks []chunkMeta, read []string, fn func(nanos int64, day uint32) bool) (chunkMeta, error) {
 	f := &chunkFile{path: path}
 	defer f.close()
 	for _, c := range chunks {
@@ -81,27 +113,98 @@ func int96FileNanos(ctx context.Context, path string, chunks []chunkMeta, read [
 			continue
 		}
 		if err := f.open(); err != nil {
-			return err
+			return c, err
 		}
 		c.ctx = ctx
-		var nanos uint64
+		stopped := false
 		err := chunkValues(f.file, f.size, c, 12, &f.zd, func(v []byte) error {
-			if n := binary.LittleEndian.Uint64(v); n%1000 != 0 {
-				nanos = n
+			if !fn(int64(binary.LittleEndian.Uint64(v)), binary.LittleEndian.Uint32(v[8:])) {
+				stopped = true
 				return errBeyond
 			}
 			return nil
 		})
-		switch {
-		case nanos != 0:
-			return fmt.Errorf("row group %d, column %q holds an INT96 time of %d nanoseconds past a microsecond, which pyarrow and pandas read (and pandas renders every time of the column with nine fraction digits), and DuckDB and Spark truncate to microseconds: readers disagree on its text, which a regex or accepted_values check compares (write the column as TIMESTAMP_MICROS)",
-				c.rowGroup, c.path, nanos%1000)
-		case err != nil:
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("row group %d, column %q is of INT96 times, whose nanoseconds pyarrow and pandas read and DuckDB and Spark truncate, and its pages cannot be read to check that none has a fraction of a microsecond (%v): refused rather than read otherwise than pandas may", c.rowGroup, c.path, err)
+		if stopped {
+			return c, nil
 		}
+		if err != nil {
+			return c, err
+		}
+	}
+	return chunkMeta{}, nil
+}
+
+// int96Within says whether the time an INT96 value holds (its Julian day
+// and nanoseconds, in full) is within pandas' nanosecond range, the 64
+// bits of nanoseconds from 1970 (2^63 - 1 at most, and more than -2^63,
+// which is NaT), where every reader's 64-bit reading is that time.
+func int96Within(day uint32, nanos int64) bool {
+	const perDay = int64(86400e9)
+	const days = 106751                  // whole days in 2^63 nanoseconds
+	const rest = 1<<63 - 1 - days*perDay // the nanoseconds past them
+	d := int64(day) - julianUnixEpoch + nanos/perDay
+	n := nanos % perDay
+	switch {
+	case d > days+1 || d < -days-1:
+		return false
+	case d >= days:
+		return (d-days)*perDay+n <= rest
+	case d <= -days:
+		return (d+days)*perDay+n >= -rest
+	}
+	return true
+}
+
+// julianUnixEpoch is 1970-01-01's Julian day.
+const julianUnixEpoch = 2440588
+
+// int96Days names file f (a Parquet table's, or a Delta table's) when a
+// value of its top-level INT96 columns names holds a time outside pandas'
+// nanosecond range (int96Within), which readers compute in 64 bits and
+// wrap each otherwise: Julian day 2350995351 with 0 nanoseconds was
+// 2000-01-01 07:39:54.932224 to DuckDB 1.5.6 and pyarrow 26.0.1 (pandas),
+// -66141-12-07 00:16:25.964544 to PySpark 4.3.0 and deltalake 1.6.6, and
+// int96Range, which judges DuckDB's reading, passed it
+// (TestReview52Int96JulianDayThatWrapsIsRefused). Read in Go, as
+// int96Nanos: a file whose pages the Go reader cannot read is left to
+// int96Range's scan; one that passed is kept in the memo by its identity.
+func (r *run) int96Days(ctx context.Context, f string, names []string, objPath, ids map[string]string) error {
+	var key [32]byte
+	keyed := false
+	if id := ids[f]; id != "" && r.e.memo != nil {
+		key, keyed = memoKey("int96days\x00"+strings.Join(names, "\x00"), id), true
+		if _, ok := r.e.memo.get(key); ok {
+			return nil
+		}
+	}
+	if err := r.ready(ctx); err != nil {
+		return err
+	}
+	ft, err := readFooter(f)
+	if err != nil {
+		return nil // readerIndexes refuses a footer the Go reader gives up on
+	}
+	var day uint32
+	var nanos int64
+	out := false
+	c, err := int96Values(ctx, f, ft.chunks, names, func(n int64, d uint32) bool {
+		if !int96Within(d, n) {
+			day, nanos, out = d, n, true
+			return false
+		}
+		return true
+	})
+	switch {
+	case out:
+		return fmt.Errorf("file %s: row group %d, column %q holds an INT96 time of Julian day %d and %d nanoseconds, outside 1677-09-21 to 2262-04-11, which readers compute in 64 bits and wrap each otherwise (Julian day 2350995351 read 2000-01-01 to DuckDB and pandas, -66141-12-07 to Spark and delta-rs): readers disagree on it (write the column as TIMESTAMP_MICROS)",
+			objPath[f], c.rowGroup, c.path, day, nanos)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return nil // int96Range's scan read the file as DuckDB does
+	}
+	if keyed {
+		r.e.memo.put(key, true, 48)
 	}
 	return nil
 }

@@ -1,0 +1,184 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// The review 52 INT96 files were written by pyarrow 26.0.1
+// (use_deprecated_int96_timestamps, PLAIN, uncompressed, no statistics)
+// from id 1, 2, 3 and t 2024-01-01 01:02:03, 2024-01-02 04:05:06,
+// 2024-01-03 07:08:09, the first time's 12 bytes then rewritten:
+//   - review52_int96_beyond_day.parquet: 2024-01-01's Julian day and
+//     nanoseconds of a day and 01:02:03 (86400e9 + 3723e9);
+//   - review52_int96_negative_nanos.parquet: 2024-01-01's Julian day and
+//     -616 nanoseconds;
+//   - review52_int96_julian_day_wraps.parquet (two rows): Julian day
+//     2350995351 (past 2^31) and 0 nanoseconds.
+var review52Int96Times = []string{"2024-01-02 04:05:06", "2024-01-03 07:08:09"}
+
+// TestReview52Int96NanosecondsBeyondADayReadAlike: an INT96 time whose
+// nanoseconds are a day or more is read by DuckDB 1.5.6, pyarrow 26.0.1,
+// pandas 3.1.1, PySpark 4.3.0 (both Parquet readers) and deltalake 1.6.6
+// alike, as the next day (2024-01-02 01:02:03): every reader adds the
+// nanoseconds to the day. Text checks of it pass, as pandas finds.
+func TestReview52Int96NanosecondsBeyondADayReadAlike(t *testing.T) {
+	const whole = `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`
+	times := append([]string{"2024-01-02 01:02:03"}, review52Int96Times...)
+	for _, check := range []Check{{Kind: KindAcceptedValues, Column: "t", Values: times}, {Kind: KindRegex, Column: "t", Pattern: whole}} {
+		t.Run(check.Kind, func(t *testing.T) {
+			src, dst := review36File(t, "review52_int96_beyond_day.parquet")
+			script := "import sys, pandas as pd\nc = pd.read_parquet(sys.argv[1])[sys.argv[2]].astype(str)\n" +
+				`print(int((~(c.isin(["` + strings.Join(times, `", "`) + `"]) & c.str.match(r"` + whole + `"))).sum()))`
+			auditLikePandas(t, src, script, []string{dst, "t"}, FormatParquet, check, false)
+		})
+	}
+}
+
+// TestReview52Int96NegativeNanosecondsAreRefused: an INT96 time of -616
+// nanoseconds into 2024-01-01 is read by DuckDB 1.5.6 and Spark (and
+// delta-rs) as 2024-01-01 00:00:00 (the nanoseconds divided by 1000,
+// toward zero), by pandas 3.1.1 as 2023-12-31 23:59:59.999999384 (and
+// every other time of the column with nine fraction digits). int96Nanos
+// looked for a fraction of a microsecond in the nanoseconds read
+// unsigned, 18446744073709551000, a whole number of microseconds: an
+// accepted_values of DuckDB's text passed where pandas finds every row
+// failing.
+func TestReview52Int96NegativeNanosecondsAreRefused(t *testing.T) {
+	times := append([]string{"2024-01-01 00:00:00"}, review52Int96Times...)
+	src, dst := review36File(t, "review52_int96_negative_nanos.parquet")
+	script := "import sys, pandas as pd\nc = pd.read_parquet(sys.argv[1])[sys.argv[2]]\n" +
+		`print(int((~c.astype(str).isin(["` + strings.Join(times, `", "`) + `"])).sum()))`
+	rep, res, _ := auditLikePandas(t, src, script, []string{dst, "t"}, FormatParquet, Check{Kind: KindAcceptedValues, Column: "t", Values: times}, true)
+	if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, `column "t"`) || !strings.Contains(res.Message, "nanosecond") {
+		t.Fatalf("%s %q (%s); pandas finds rows failing: want it refused naming the file and the column", res.Status, res.Message, res.Observed)
+	}
+	t.Logf("refused: %s", res.Message)
+}
+
+// TestReview52Int96JulianDayThatWrapsIsRefused: an INT96 time of Julian
+// day 2350995351 (past 2^31, 6.4 million years on) overflows every
+// reader's 64 bits, each otherwise: DuckDB 1.5.6 and pyarrow 26.0.1
+// (pandas) read 2000-01-01 07:39:54.932224, PySpark 4.3.0 (its Julian day
+// an int) and deltalake 1.6.6's QueryBuilder -66141-12-07
+// 00:16:25.964544. int96Range judged DuckDB's reading, within pandas'
+// nanosecond range, and a check of the column passed. Now the time each
+// INT96 value holds (its day and nanoseconds, not a reader's 64 bits) is
+// read in Go and the file refused when it is outside that range.
+func TestReview52Int96JulianDayThatWrapsIsRefused(t *testing.T) {
+	src, dst := review36File(t, "review52_int96_julian_day_wraps.parquet")
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var duck string
+	if err := db.QueryRow("SELECT CAST(min(t) AS VARCHAR) FROM read_parquet(?)", dst).Scan(&duck); err != nil {
+		t.Fatal(err)
+	}
+	if duck != "2000-01-01 07:39:54.932224" {
+		t.Fatalf("DuckDB reads %s: the case shows nothing", duck)
+	}
+	for _, check := range []Check{{Kind: KindNotNull, Column: "t"}, {Kind: KindNotNull, Column: "id"}} {
+		check.Name, check.Table = "c", "t"
+		rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := rep.Checks[0]
+		if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, `column "t"`) || !strings.Contains(res.Message, "Julian day") {
+			t.Fatalf("not_null(%s): %s %q; readers read the time otherwise: want it refused naming the file, the column and the day", check.Column, res.Status, res.Message)
+		}
+		t.Logf("refused: %s", res.Message)
+	}
+}
+
+// TestReview52SparkReadsInt96: PySpark 4.3.0's readings the review 52
+// INT96 tests cite (Spark's text of column t, both Parquet readers).
+func TestReview52SparkReadsInt96(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Apache Spark; skipped with -short")
+	}
+	python, err := sparkPython()
+	if err != nil {
+		t.Skipf("skipped: %v; set LAKEWAP_SPARK_PYTHON (scripts/sparkenv.sh installs PySpark)", err)
+	}
+	want := map[string]string{
+		"review52_int96_beyond_day.parquet":       "2024-01-02 01:02:03 | 2024-01-02 04:05:06 | 2024-01-03 07:08:09",
+		"review52_int96_negative_nanos.parquet":   "2024-01-01 00:00:00 | 2024-01-02 04:05:06 | 2024-01-03 07:08:09",
+		"review52_int96_julian_day_wraps.parquet": "-66141-12-07 00:16:25.964544 | 2024-01-02 04:05:06",
+	}
+	var args []string
+	for name := range want {
+		p, err := filepath.Abs(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, p)
+	}
+	const read = `import sys, os
+from pyspark.sql import SparkSession
+s = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+s.sparkContext.setLogLevel("ERROR")
+for vec in ["true", "false"]:
+    s.conf.set("spark.sql.parquet.enableVectorizedReader", vec)
+    for f in sys.argv[1:]:
+        df = s.read.parquet(f)
+        print(vec + "\t" + os.path.basename(f) + "\t" + " | ".join(r[0] for r in df.orderBy("id").selectExpr("CAST(t AS STRING)").collect()))
+s.stop()
+`
+	out, _ := runPySpark(t, python, read, args)
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.SplitN(line, "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		n++
+		if want[parts[1]] != parts[2] {
+			t.Errorf("%s (vectorized %s): Spark reads %q, want %q", parts[1], parts[0], parts[2], want[parts[1]])
+		}
+	}
+	if n != 2*len(want) {
+		t.Fatalf("Spark printed %d readings, want %d:\n%s", n, 2*len(want), out)
+	}
+}
+
+// TestReview52Int96WithinPandasRange: int96Within's bounds are pandas'
+// (pd.Timestamp.min and max, 1677-09-21 00:12:43.145224193 and
+// 2262-04-11 23:47:16.854775807), whatever part of the time the
+// nanoseconds hold.
+func TestReview52Int96WithinPandasRange(t *testing.T) {
+	const perDay = int64(86400e9)
+	const maxNanos = int64(1<<63 - 1)
+	epoch := uint32(julianUnixEpoch)
+	for _, c := range []struct {
+		day   uint32
+		nanos int64
+		want  bool
+	}{
+		{epoch, 0, true},
+		{epoch, maxNanos, true},                               // 2262-04-11 23:47:16.854775807 in nanoseconds alone
+		{epoch + 1, maxNanos, false},                          // a day past it
+		{epoch + 106751, maxNanos % perDay, true},             // pd.Timestamp.max
+		{epoch + 106751, maxNanos%perDay + 1, false},          // a nanosecond past it
+		{epoch - 106752, perDay - maxNanos%perDay, true},      // pd.Timestamp.min
+		{epoch - 106752, perDay - maxNanos%perDay - 1, false}, // -2^63: NaT to pandas
+		{epoch, -maxNanos, true},                              // pd.Timestamp.min in nanoseconds alone
+		{epoch - 1, -maxNanos, false},                         // a day before it
+		{epoch + 1, 2 * perDay, true},                         // beyond a day: 1970-01-04
+		{2350995351, 0, false},                                // TestReview52Int96JulianDayThatWrapsIsRefused
+		{0, 0, false},                                         // 4713 BC
+		{^uint32(0), -maxNanos, false},
+	} {
+		if got := int96Within(c.day, c.nanos); got != c.want {
+			t.Errorf("int96Within(%d, %d) = %v, want %v", c.day, c.nanos, got, c.want)
+		}
+	}
+}
