@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"database/sql"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,9 +101,10 @@ func TestReview52Int96JulianDayThatWrapsIsRefused(t *testing.T) {
 	}
 }
 
-// TestReview52SparkReadsInt96: PySpark 4.3.0's readings the review 52
-// INT96 tests cite (Spark's text of column t, both Parquet readers).
-func TestReview52SparkReadsInt96(t *testing.T) {
+// TestReview52SparkReadings: PySpark 4.3.0's readings the review 52 tests
+// cite (Spark's text of a column, both Parquet readers): the INT96 files'
+// times, and DuckDB's BOOLEAN rendered true and false as DuckDB does.
+func TestReview52SparkReadings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Apache Spark; skipped with -short")
 	}
@@ -113,24 +116,31 @@ func TestReview52SparkReadsInt96(t *testing.T) {
 		"review52_int96_beyond_day.parquet":       "2024-01-02 01:02:03 | 2024-01-02 04:05:06 | 2024-01-03 07:08:09",
 		"review52_int96_negative_nanos.parquet":   "2024-01-01 00:00:00 | 2024-01-02 04:05:06 | 2024-01-03 07:08:09",
 		"review52_int96_julian_day_wraps.parquet": "-66141-12-07 00:16:25.964544 | 2024-01-02 04:05:06",
+		"a.parquet": "true | false | NULL",
 	}
 	var args []string
 	for name := range want {
+		if name == "a.parquet" {
+			continue
+		}
 		p, err := filepath.Abs(filepath.Join("testdata", name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		args = append(args, p)
+		args = append(args, "t="+p)
 	}
+	_, booleans := review52Booleans(t)
+	args = append(args, "b="+booleans)
 	const read = `import sys, os
 from pyspark.sql import SparkSession
 s = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
 s.sparkContext.setLogLevel("ERROR")
 for vec in ["true", "false"]:
     s.conf.set("spark.sql.parquet.enableVectorizedReader", vec)
-    for f in sys.argv[1:]:
+    for a in sys.argv[1:]:
+        col, f = a.split("=", 1)
         df = s.read.parquet(f)
-        print(vec + "\t" + os.path.basename(f) + "\t" + " | ".join(r[0] for r in df.orderBy("id").selectExpr("CAST(t AS STRING)").collect()))
+        print(vec + "\t" + os.path.basename(f) + "\t" + " | ".join(r[0] for r in df.orderBy("id").selectExpr("coalesce(CAST(%s AS STRING), 'NULL')" % col).collect()))
 s.stop()
 `
 	out, _ := runPySpark(t, python, read, args)
@@ -179,6 +189,73 @@ func TestReview52Int96WithinPandasRange(t *testing.T) {
 	} {
 		if got := int96Within(c.day, c.nanos); got != c.want {
 			t.Errorf("int96Within(%d, %d) = %v, want %v", c.day, c.nanos, got, c.want)
+		}
+	}
+}
+
+// review52Booleans is table t's one file a.parquet on branch b1, written
+// by DuckDB: id 1, 2, 3; BOOLEAN b true, false, NULL; VARCHAR s their
+// text.
+func review52Booleans(t *testing.T) (*dirSource, string) {
+	t.Helper()
+	src := newBatchSource(t)
+	dst := filepath.Join(src.root, "b1", "t", "a.parquet")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("COPY (SELECT * FROM (VALUES (1, true, 'true'), (2, false, 'false'), (3, NULL, NULL)) v(id, b, s)) TO " + quoteLiteral(dst) + " (FORMAT parquet)"); err != nil {
+		t.Fatal(err)
+	}
+	return src, dst
+}
+
+// TestReview52AcceptedValuesOverBooleansMeanTheValue: accepted_values
+// compared DuckDB's text of a BOOLEAN, true and false, which Spark
+// renders alike and pandas 3.1.1 as True and False (run here when the
+// interop Python is there; PySpark's in TestReview52SparkReadings); dbt
+// renders a YAML true it quotes as 'True'. Listed as True the value failed
+// the audit, where pandas' text accepts it, and listed as true the reverse:
+// the verdict was one reader's. Now a listed true or false in any case
+// names the boolean, which every reader reads alike; a text column's
+// values are still compared as text.
+func TestReview52AcceptedValuesOverBooleansMeanTheValue(t *testing.T) {
+	src, dst := review52Booleans(t)
+	if python, err := testPython(); err == nil && !testing.Short() {
+		out, err := exec.Command(python, "-c", "import sys, pandas as pd; print(' '.join(pd.read_parquet(sys.argv[1])['b'].dropna().astype(str)))", dst).CombinedOutput()
+		if err != nil {
+			t.Fatalf("pandas: %v: %s", err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != "True False" {
+			t.Fatalf("pandas renders %q, want True False: the case shows nothing", got)
+		}
+	}
+	for _, c := range []struct {
+		col    string
+		values []string
+		passed bool
+	}{
+		{"b", []string{"true", "false"}, true},
+		{"b", []string{"True", "False"}, true}, // failed every row before
+		{"b", []string{"TRUE", "false"}, true}, // failed the true row before
+		{"b", []string{"True"}, false},         // false is not listed
+		{"b", []string{"yes", "no"}, false},
+		{"s", []string{"True", "False"}, false}, // text: compared as text
+		{"s", []string{"true", "false"}, true},
+	} {
+		check := Check{Name: "c", Table: "t", Kind: KindAcceptedValues, Column: c.col, Values: c.values}
+		rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := rep.Checks[0]
+		if rep.Passed != c.passed || (res.Status != schemas.StatusPass && res.Status != schemas.StatusFail) {
+			t.Errorf("accepted_values(%s, %q): %s %q (%s), want passed %v", c.col, c.values, res.Status, res.Message, res.Observed, c.passed)
 		}
 	}
 }
