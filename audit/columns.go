@@ -64,6 +64,10 @@ type fileColumn struct {
 	// than 38 digits, which DuckDB reads as a DOUBLE (markWideDecimals,
 	// decimalwidth.go), or "".
 	wideDecimal string
+	// half: it is a leaf of the FLOAT16 logical type, whose values
+	// DuckDB renders as FLOAT's and pandas as float16's (markHalf,
+	// typeagree.go).
+	half bool
 }
 
 // parquetColumns are the top-level columns of each file, as its footer
@@ -91,6 +95,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		markTemporal(out[f], ft.nodes, ft.types)
 		markLegacyLists(out[f], ft.nodes, ft.types)
 		markWideDecimals(out[f], ft.nodes, ft.types)
+		markHalf(out[f], ft.nodes, ft.types)
 	}
 	if len(rest) == 0 {
 		return out, nil
@@ -136,6 +141,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	for file, nodes := range byFile {
 		if len(nodes) > 0 {
 			out[file] = schemaColumns(nodes)
+			markHalf(out[file], nodes, typesOf[file])
 		}
 	}
 	// The pandas metadata, ARROW:schema and Spark's calendar keys of the

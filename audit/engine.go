@@ -1346,6 +1346,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			if err == nil && (format == FormatParquet || format == FormatDelta) {
 				err = wideDecimals(cols, files, objPath, r.req.Suite.Checks, k.table)
 			}
+			if err == nil && (format == FormatParquet || format == FormatDelta) {
+				err = halfFloats(cols, files, objPath, r.req.Suite.Checks, k.table)
+			}
 			if err == nil && format == FormatDelta {
 				err = deltaNanoTimes(ctx, files, objPath)
 			}

@@ -103,7 +103,8 @@ func TestReview52Int96JulianDayThatWrapsIsRefused(t *testing.T) {
 
 // TestReview52SparkReadings: PySpark 4.3.0's readings the review 52 tests
 // cite (Spark's text of a column, both Parquet readers): the INT96 files'
-// times, and DuckDB's BOOLEAN rendered true and false as DuckDB does.
+// times, DuckDB's BOOLEAN rendered true and false as DuckDB does, and
+// pandas' FLOAT16 column, which it does not read.
 func TestReview52SparkReadings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs Apache Spark; skipped with -short")
@@ -116,7 +117,8 @@ func TestReview52SparkReadings(t *testing.T) {
 		"review52_int96_beyond_day.parquet":       "2024-01-02 01:02:03 | 2024-01-02 04:05:06 | 2024-01-03 07:08:09",
 		"review52_int96_negative_nanos.parquet":   "2024-01-01 00:00:00 | 2024-01-02 04:05:06 | 2024-01-03 07:08:09",
 		"review52_int96_julian_day_wraps.parquet": "-66141-12-07 00:16:25.964544 | 2024-01-02 04:05:06",
-		"a.parquet": "true | false | NULL",
+		"a.parquet":                       "true | false | NULL",
+		"review52_pandas_float16.parquet": "fails: [PARQUET_TYPE_ILLEGAL]",
 	}
 	var args []string
 	for name := range want {
@@ -127,7 +129,11 @@ func TestReview52SparkReadings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		args = append(args, "t="+p)
+		col := "t"
+		if strings.Contains(name, "float16") {
+			col = "h"
+		}
+		args = append(args, col+"="+p)
 	}
 	_, booleans := review52Booleans(t)
 	args = append(args, "b="+booleans)
@@ -139,8 +145,11 @@ for vec in ["true", "false"]:
     s.conf.set("spark.sql.parquet.enableVectorizedReader", vec)
     for a in sys.argv[1:]:
         col, f = a.split("=", 1)
-        df = s.read.parquet(f)
-        print(vec + "\t" + os.path.basename(f) + "\t" + " | ".join(r[0] for r in df.orderBy("id").selectExpr("coalesce(CAST(%s AS STRING), 'NULL')" % col).collect()))
+        try:
+            df = s.read.parquet(f)
+            print(vec + "\t" + os.path.basename(f) + "\t" + " | ".join(r[0] for r in df.orderBy("id").selectExpr("coalesce(CAST(%s AS STRING), 'NULL')" % col).collect()))
+        except Exception as e:
+            print(vec + "\t" + os.path.basename(f) + "\tfails: " + str(e).split("]")[0] + "]")
 s.stop()
 `
 	out, _ := runPySpark(t, python, read, args)
@@ -257,5 +266,43 @@ func TestReview52AcceptedValuesOverBooleansMeanTheValue(t *testing.T) {
 		if rep.Passed != c.passed || (res.Status != schemas.StatusPass && res.Status != schemas.StatusFail) {
 			t.Errorf("accepted_values(%s, %q): %s %q (%s), want passed %v", c.col, c.values, res.Status, res.Message, res.Observed, c.passed)
 		}
+	}
+}
+
+// TestReview52HalfFloatsUnderTextChecksAreRefused: pandas 3.1.1 writes a
+// float16 column (review52_pandas_float16.parquet: 0.1, 1.5, 0.3 as
+// np.float16, to_parquet) as a FLOAT16 leaf. DuckDB 1.5.6 reads it as a
+// FLOAT and renders 0.099975586 and 0.30004883, pandas reads float16 and
+// renders 0.1 and 0.3, and PySpark 4.3.0 does not read the file
+// (TestReview52SparkReadings). An accepted_values of DuckDB's text passed
+// where pandas finds two rows failing (and one of pandas' text failed
+// where pandas finds none): such a check is refused, naming the file and
+// the column; checks of its values pass.
+func TestReview52HalfFloatsUnderTextChecksAreRefused(t *testing.T) {
+	duck := []string{"0.099975586", "1.5", "0.30004883"}
+	two := 2.0
+	cases := []struct {
+		name    string
+		check   Check
+		pandas  string // prints the rows pandas finds failing, column c
+		refused bool
+	}{
+		{"accepted_values_duckdb", Check{Kind: KindAcceptedValues, Column: "h", Values: duck}, `print(int((~c.astype(str).isin(["` + strings.Join(duck, `", "`) + `"])).sum()))`, true},
+		{"range", Check{Kind: KindRange, Column: "h", Max: &two}, `print(int((c > 1.5).sum()))`, false},
+		{"not_null", Check{Kind: KindNotNull, Column: "h"}, `print(int(c.isna().sum()))`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src, dst := review36File(t, "review52_pandas_float16.parquet")
+			script := "import sys, pandas as pd\nc = pd.read_parquet(sys.argv[1])[sys.argv[2]]\n" + c.pandas
+			rep, res, _ := auditLikePandas(t, src, script, []string{dst, "h"}, FormatParquet, c.check, c.refused)
+			if !c.refused {
+				return
+			}
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, `column "h"`) || !strings.Contains(res.Message, "FLOAT16") {
+				t.Fatalf("%s %q (%s); pandas finds rows failing: want it refused naming the file and the column", res.Status, res.Message, res.Observed)
+			}
+			t.Logf("refused: %s", res.Message)
+		})
 	}
 }

@@ -267,6 +267,8 @@ func duckdbNodeTypes(typ, rep, conv, logical string) nodeTypes {
 		case strings.Contains(logical, "MICROS=MicroSeconds()"):
 			nt.unit = 2
 		}
+	case strings.HasPrefix(logical, "Float16Type("):
+		nt.logical = 15 // markHalf
 	default:
 		nt.logical = 99 // another logical type
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"slices"
+	"strings"
 )
 
 // A Parquet leaf may name its type twice: a logical type and a converted
@@ -124,4 +125,40 @@ func decimalMostDigits(physical, length int32) int32 {
 		return int32(len(most.Sub(most, big.NewInt(1)).String()) - 1)
 	}
 	return math.MaxInt32
+}
+
+// markHalf notes on cols (a file's, schemaColumns of nodes) its top-level
+// leaves of the FLOAT16 logical type.
+func markHalf(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
+	top := topLevel(nodes, types)
+	if len(top) != len(cols) {
+		return
+	}
+	for k, i := range top {
+		cols[k].half = nodes[i].children == 0 && types[i].logical == 15
+	}
+}
+
+// halfFloats names the first Parquet file of files with a FLOAT16 column
+// (markHalf) that a regex or accepted_values check of table reads. pandas
+// 3.1.1 writes a float16 column so (to_parquet), DuckDB 1.5.6 reads it as
+// a FLOAT and renders 0.1 as 0.099975586, pandas as float16 and renders
+// 0.1, and PySpark 4.3.0 does not read it: an accepted_values of DuckDB's
+// text passed where pandas finds the rows failing
+// (TestReview52HalfFloatsUnderTextChecksAreRefused). Its values read
+// alike (a range, a not_null, a unique pass); by the footer alone.
+func halfFloats(cols map[string][]fileColumn, files []string, objPath map[string]string, checks []Check, table string) error {
+	text := textCheckedColumns(checks, table)
+	if len(text) == 0 {
+		return nil
+	}
+	for _, f := range files {
+		for _, c := range cols[f] {
+			if c.half && text[strings.ToLower(c.name)] {
+				return fmt.Errorf("file %s: column %q is of the FLOAT16 type, which DuckDB reads as FLOAT and renders as its text (0.099975586), pandas as float16 and renders as the shortest text of a half (0.1), and Spark does not read: readers disagree on its text, which a regex or accepted_values check compares (write it as FLOAT, or check its values otherwise)",
+					objPath[f], c.name)
+			}
+		}
+	}
+	return nil
 }
