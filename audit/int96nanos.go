@@ -90,7 +90,7 @@ func int96FileNanos(ctx context.Context, path string, chunks []chunkMeta, read [
 	})
 	switch {
 	case nanos != 0:
-		return fmt.Errorf("row group %d, column %q holds an INT96 time of %d nanoseconds into its day, not a whole number of microseconds (nanosecond), which pyarrow and pandas read (and pandas renders every time of the column with nine fraction digits), and DuckDB and Spark truncate to microseconds: readers disagree on its text, which a regex or accepted_values check compares (write the column as TIMESTAMP_MICROS)",
+		return fmt.Errorf("row group %d, column %q holds an INT96 time of %d nanoseconds into its day, not a whole number of microseconds, which pyarrow and pandas read (and pandas renders every time of the column with nine fraction digits), and DuckDB and Spark truncate to microseconds: readers disagree on its text, which a regex or accepted_values check compares (write the column as TIMESTAMP_MICROS)",
 			c.rowGroup, c.path, nanos)
 	case err != nil:
 		if ctx.Err() != nil {
