@@ -544,16 +544,31 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 		req.Full, req.fullBecause = true, rf.reason
 		report, err = e.run(ctx, req, start, &solo)
 	}
-	if solo && errors.Is(err, ErrInfrastructure) && ctx.Err() == nil {
-		// A small audit that failed on the one-thread database for the
-		// machine's sake (out of its memory: a file of a few bytes may
-		// still be thousands of columns wide; or a crash) runs again at
-		// once on the engine's database (duckDB).
+	if solo && ctx.Err() == nil && soloFault(report, err) {
+		// A small audit that DuckDB failed on the one-thread database
+		// (out of its memory: a file of a few kilobytes may still be
+		// thousands of columns wide; or a crash) runs again at once on
+		// the engine's database (duckDB).
 		e.opts.Logger.Info("audit: small audit failed on the one-thread DuckDB, running it on the other", "dataset", req.Dataset, "ref", req.Ref, "err", err)
 		req.wide = true
 		report, err = e.run(ctx, req, start, &solo)
 	}
 	return report, err
+}
+
+// soloFault: a small audit's run on the one-thread database ended with
+// DuckDB out of memory or crashed, as its infrastructure error says, or as
+// a result's text says where the run carried on without what failed (a
+// failing check's sample rows). A result of the data that spells DuckDB's
+// words costs its audit a second run, nothing else. Other failures (the
+// source, lakeFS, the context) are not the database's: they are not run
+// again here.
+func soloFault(report schemas.AuditReport, err error) bool {
+	duck := func(s string) bool { return strings.Contains(s, "Out of Memory Error") }
+	if err != nil {
+		return errors.Is(err, ErrInfrastructure) && (duck(err.Error()) || invalidating(err))
+	}
+	return slices.ContainsFunc(report.Checks, func(c schemas.CheckResult) bool { return duck(c.Message) || duck(c.Observed) })
 }
 
 // run is one run of Run's audit.
