@@ -434,7 +434,11 @@ func (h *PreMergeHandler) verifyMerge(ctx context.Context, ev HookEvent) (own ow
 		return own, 0, ans
 	}
 	own.ok, own.parents = true, [2]string{head, ev.SourceRef}
-	own.dataset = c.Metadata[schemas.MetaDataset]
+	if c.Metadata[schemas.MetaRevertedBatchID] != "" {
+		own.revert = true // a revert, judged as the runner judges it: no dataset is its own
+	} else {
+		own.dataset = c.Metadata[schemas.MetaDataset]
+	}
 	if t, err := time.Parse(time.RFC3339Nano, c.Metadata[schemas.MetaBatchTime]); err == nil {
 		own.batchTime = t
 	}
@@ -454,6 +458,9 @@ type ownMerge struct {
 	// dataset is the one whose batch the merge publishes (its commit's
 	// metadata, which lakewap alone writes on its merges).
 	dataset string
+	// revert: the merge is lakewap's revert of a publish (its audited
+	// scratch revert commit merged onto the target), not a publish.
+	revert bool
 }
 
 // decide runs the guarding suites and returns the status, the answer and
@@ -510,7 +517,7 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 		// (review 48, TestTwoInstancesRevertBetweenTheLookAndTheMerge).
 		if err == nil && !rep.Passed && !(own.ok && own.dataset == g.Dataset) {
 			var n int
-			rep, n, err = h.blame(ctx, req, head, rep)
+			rep, n, err = h.blame(ctx, req, head, rep, own.revert)
 			excused += n
 		}
 		if err != nil {
@@ -546,11 +553,14 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 // a check failing on no rows fails there always), fails it. A person's fix merge is not refused for what main already
 // fails, and lakewap's own publish of a batch its runner let through is
 // not refused by its own hook; a merge that makes a passing check fail is.
-func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, rep schemas.AuditReport) (schemas.AuditReport, int, error) {
+//
+// A revert of lakewap's (revert) adds no files: its batch-scoped checks
+// judge no rows, as on the head, and are compared with the head's too.
+func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, rep schemas.AuditReport, revert bool) (schemas.AuditReport, int, error) {
 	var before map[string]schemas.CheckResult
 	n := 0
 	for i, c := range rep.Checks {
-		if c.Status != schemas.StatusFail && c.Status != schemas.StatusError || batchScoped(req.Suite, c.Name) {
+		if c.Status != schemas.StatusFail && c.Status != schemas.StatusError || batchScoped(req.Suite, c.Name) && !revert {
 			continue
 		}
 		if before == nil {

@@ -31,7 +31,7 @@ const (
 // Commit metadata of the revert commit on the target, and of a publish an
 // operator's retry made.
 const (
-	MetaRevertedBatchID = "wap.reverted_batch_id"
+	MetaRevertedBatchID = schemas.MetaRevertedBatchID
 	MetaRevertReason    = "wap.revert_reason"
 	MetaRevertedBy      = "wap.reverted_by"
 	// MetaRevertedCommit names, in a revert commit, the publish commit it undid.

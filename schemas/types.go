@@ -351,3 +351,9 @@ const MetaBatchTime = "wap.batch_time"
 // reads it from merges lakeFS names lakewap's own, so that it judges that
 // dataset's checks as the run's recheck does (none excused).
 const MetaDataset = "wap.dataset"
+
+// MetaRevertedBatchID is the commit metadata key of the batch an operator's
+// revert undid, on the revert commit: on a merge lakeFS names lakewap's
+// own, the pre-merge hook reads it to judge the merge as a revert (the
+// runner's revert audit), not as a publish of its dataset.
+const MetaRevertedBatchID = "wap.reverted_batch_id"

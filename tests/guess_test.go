@@ -14,10 +14,12 @@ import (
 )
 
 // turnHooks is a runner failpoint that runs a function, once, at
-// "before_merge" and at "after_merge" (inside the publish turn).
+// "before_merge", "after_merge" and "before_revert" (inside the publish
+// turn).
 type turnHooks struct {
 	mu                  sync.Mutex
 	beforeMerge, merged func()
+	beforeRevert        func()
 }
 
 func (h *turnHooks) failpoint(name string) {
@@ -28,6 +30,8 @@ func (h *turnHooks) failpoint(name string) {
 		f, h.beforeMerge = h.beforeMerge, nil
 	case "after_merge":
 		f, h.merged = h.merged, nil
+	case "before_revert":
+		f, h.beforeRevert = h.beforeRevert, nil
 	}
 	h.mu.Unlock()
 	if f != nil {

@@ -21,7 +21,8 @@ import (
 // operator's revert of that other batch was then answered done (the
 // writer's commit named as the revert, with its reason and who) and main
 // kept the batch's rows. Only lakewap's revert commits, on the target's
-// first-parent line, may answer it.
+// first-parent line, may answer it. (Since review 51 lakewap's revert is a
+// merge of its audited scratch revert commit onto main: two parents.)
 func TestReview43WritersCommitIsNotTakenForARevert(t *testing.T) {
 	e := startE2E(t, func(*config.Config) {})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -65,7 +66,7 @@ func TestReview43WritersCommitIsNotTakenForARevert(t *testing.T) {
 	}
 	head, err := e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
-	if head.ID != rv.CommitID || !strings.HasPrefix(head.Message, fmt.Sprintf("lakewap: revert billing batch %s", victim)) || len(head.Parents) != 1 {
+	if head.ID != rv.CommitID || !strings.HasPrefix(head.Message, fmt.Sprintf("lakewap: revert billing batch %s", victim)) || len(head.Parents) != 2 {
 		t.Errorf("main's head %s (%q, parents %v) is not lakewap's revert the event names (%s)", head.ID, head.Message, head.Parents, rv.CommitID)
 	}
 }

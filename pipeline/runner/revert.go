@@ -62,35 +62,8 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run)
 		return failed(log, pipeline.StepRevert, err)
 	}
 	if done.ID == "" {
-		if rv.Force {
-			log.Warn("revert forced by the operator: the target is not audited as it leaves it", "by", rv.By)
-		} else if head, err := r.auditRevert(ctx, log, lake, run, merge); err != nil {
-			var blocked *revertBlocked
-			switch {
-			case errors.As(err, &blocked):
-				log.Warn("revert refused: the target would fail checks that pass on it now", "checks", blocked.checks)
-				return pipeline.StepFailed{Step: pipeline.StepRevert, Class: pipeline.Permanent, Err: err.Error()}
-			case errors.Is(err, pipeline.ErrMergeConflict):
-				return pipeline.StepFailed{Step: pipeline.StepRevert, Class: pipeline.Permanent,
-					Err: fmt.Sprintf("later commits on %s change the same objects; revert them first or fix by hand: %v", target, err)}
-			}
-			return failed(log, pipeline.StepRevert, fmt.Errorf("the revert was not audited, so not made: %w", err))
-		} else if now, err := r.cfg.Lake.Head(ctx, repo, target); err != nil || now != head {
-			// Someone else committed to the target meanwhile (lakewap's own
-			// commits wait for the turn): the revert would land on a head
-			// its audit did not see. lakeFS's revert takes no precondition,
-			// so a commit between this look and the revert still can.
-			return failed(log, pipeline.StepRevert, cmp.Or(err, fmt.Errorf("%s moved from %s to %s while the revert was audited: %w", target, head, now, pipeline.ErrTransient)))
-		}
-		msg := fmt.Sprintf("lakewap: revert %s batch %s: %s", run.Dataset, run.BatchID, rv.Reason)
-		meta := map[string]string{pipeline.MetaRevertedBatchID: run.BatchID, pipeline.MetaRevertReason: rv.Reason, pipeline.MetaRevertedBy: rv.By,
-			pipeline.MetaDataset: run.Dataset, pipeline.MetaRevertedCommit: merge.ID}
-		if err := lake.Revert(ctx, repo, target, merge.ID, 1, msg, meta); err != nil { // 1: the target's side
-			if errors.Is(err, pipeline.ErrMergeConflict) {
-				return pipeline.StepFailed{Step: pipeline.StepRevert, Class: pipeline.Permanent,
-					Err: fmt.Sprintf("later commits on %s change the same objects; revert them first or fix by hand: %v", target, err)}
-			}
-			return failed(log, pipeline.StepRevert, err)
+		if in := r.makeRevert(ctx, log, lake, run, merge); in != nil {
+			return in
 		}
 		if done, err = findRevert(ctx, lake, repo, target, run.BatchID, merge.ID); err != nil {
 			return failed(log, pipeline.StepRevert, err)
@@ -103,6 +76,77 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run)
 	}
 	return pipeline.Reverted{PublishCommit: merge.ID, CommitID: done.ID, At: done.CreationDate,
 		Reason: done.Metadata[pipeline.MetaRevertReason], By: done.Metadata[pipeline.MetaRevertedBy]}
+}
+
+// makeRevert makes the revert of merge on the run's target and returns
+// nil, or the step's outcome when it did not. Forced, it is lakeFS's
+// revert on the target, one commit. Otherwise the revert is audited on a
+// scratch branch (auditRevert), and the commit judged there is merged
+// onto the target, as a publish is: lakeFS's revert takes no precondition
+// on the head, so a commit someone made after the audit's look was put
+// under the revert unjudged (review 51). A merge is what lakeFS runs
+// lakewap's pre-merge hook on: when the target's head is still the one
+// audited, the merge leaves exactly the judged commit; when a commit came
+// in between, the hook judges the merge commit, the revert with it, and a
+// refusal is retried (ErrHookRefused), to be audited again on the new head.
+// Without the hook, as for a publish, nothing refuses it: the revert is
+// made, the log says onto what, and the commit is announced as unattested
+// by the next publish.
+func (r *Runner) makeRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit) pipeline.Input {
+	repo, target, rv := run.Repository, run.Target, run.Revert
+	conflict := func(err error) pipeline.Input {
+		return pipeline.StepFailed{Step: pipeline.StepRevert, Class: pipeline.Permanent,
+			Err: fmt.Sprintf("later commits on %s change the same objects; revert them first or fix by hand: %v", target, err)}
+	}
+	msg := fmt.Sprintf("lakewap: revert %s batch %s: %s", run.Dataset, run.BatchID, rv.Reason)
+	meta := map[string]string{pipeline.MetaRevertedBatchID: run.BatchID, pipeline.MetaRevertReason: rv.Reason, pipeline.MetaRevertedBy: rv.By,
+		pipeline.MetaDataset: run.Dataset, pipeline.MetaRevertedCommit: merge.ID}
+	if rv.Force {
+		log.Warn("revert forced by the operator: the target is not audited as it leaves it", "by", rv.By)
+		r.cfg.Failpoint("before_revert")
+		if err := lake.Revert(ctx, repo, target, merge.ID, 1, msg, meta); err != nil { // 1: the target's side
+			if errors.Is(err, pipeline.ErrMergeConflict) {
+				return conflict(err)
+			}
+			return failed(log, pipeline.StepRevert, err)
+		}
+		return nil
+	}
+	a, drop, err := r.auditRevert(ctx, log, lake, run, merge)
+	defer drop()
+	if err != nil {
+		var blocked *revertBlocked
+		switch {
+		case errors.As(err, &blocked):
+			log.Warn("revert refused: the target would fail checks that pass on it now", "checks", blocked.checks)
+			return pipeline.StepFailed{Step: pipeline.StepRevert, Class: pipeline.Permanent, Err: err.Error()}
+		case errors.Is(err, pipeline.ErrMergeConflict):
+			return conflict(err)
+		}
+		return failed(log, pipeline.StepRevert, fmt.Errorf("the revert was not audited, so not made: %w", err))
+	}
+	if now, err := r.cfg.Lake.Head(ctx, repo, target); err != nil || now != a.head {
+		// Someone else committed to the target meanwhile (lakewap's own
+		// commits wait for the turn): audit again on the new head.
+		return failed(log, pipeline.StepRevert, cmp.Or(err, fmt.Errorf("%s moved from %s to %s while the revert was audited: %w", target, a.head, now, pipeline.ErrTransient)))
+	}
+	// The hook judges lakewap's merge with the batch time of the audit.
+	meta[pipeline.MetaBatchTime] = a.at.Format(time.RFC3339Nano)
+	r.cfg.Failpoint("before_revert")
+	id, err := r.cfg.Lake.Merge(ctx, repo, a.commit, target, msg, meta)
+	switch {
+	case errors.Is(err, pipeline.ErrMergeConflict):
+		return conflict(err)
+	case errors.Is(err, pipeline.ErrHookRefused):
+		return failed(log, pipeline.StepRevert, fmt.Errorf("the pre-merge hook refused the revert's merge onto %s (a commit came after its audit?): %w", target, err))
+	case err != nil:
+		return failed(log, pipeline.StepRevert, err)
+	}
+	if got, err := lake.FirstParents(ctx, repo, id, time.Time{}, 1); err == nil && len(got) == 1 && len(got[0].Parents) > 0 && got[0].Parents[0] != a.head {
+		log.Warn("the revert landed on a commit its audit did not see (lakeFS's merge takes no precondition; lakewap's pre-merge action on the target would have judged them together)",
+			"audited_head", a.head, "landed_on", got[0].Parents[0], "revert_commit", id)
+	}
+	return nil
 }
 
 // findRevert returns the revert commit of batch on target made after its
@@ -121,8 +165,8 @@ func findRevert(ctx context.Context, lake pipeline.Reverter, repo, target, batch
 		if c.ID == published {
 			return pipeline.Commit{}, nil
 		}
-		if len(c.Parents) != 1 {
-			continue // a merge: not a revert lakeFS made
+		if len(c.Parents) > 2 {
+			continue
 		}
 		// The same batch id may be another dataset's: the revert names the
 		// commit it undid.

@@ -61,46 +61,59 @@ func (e *revertBlocked) Error() string {
 		e.target, strings.Join(names, ", "), more, map[bool]string{true: "es", false: ""}[len(e.checks) == 1], e.target)
 }
 
-// auditRevert audits the target as reverting merge (the run's publish
-// commit) will leave it, and returns the target's head it audited against.
-// Its error is nil when no check that passes on that head fails after the
-// revert, a *revertBlocked when one does, or what kept it from judging
-// (the revert is not made).
-func (r *Runner) auditRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit) (head string, err error) {
-	repo, target := run.Repository, run.Target
-	if head, err = r.cfg.Lake.Head(ctx, repo, target); err != nil {
-		return "", fmt.Errorf("the target's head, to audit the revert against: %w", err)
-	}
-	return head, r.judgeRevert(ctx, log, lake, run, merge, head)
+// revertAudit is what auditRevert judged: the target's head it audited
+// against, the scratch revert commit on it that passed (what lands on the
+// target, merged), and the batch time of its audit.
+type revertAudit struct {
+	head, commit string
+	at           time.Time
 }
 
-// judgeRevert is auditRevert's audit against head.
-func (r *Runner) judgeRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit, head string) error {
+// auditRevert audits the target as reverting merge (the run's publish
+// commit) will leave it. Its error is nil when no check that passes on the
+// target's head fails after the revert, a *revertBlocked when one does, or
+// what kept it from judging (the revert is not made). drop, never nil,
+// deletes the scratch branch, which holds the judged commit until it is
+// merged.
+func (r *Runner) auditRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit) (a revertAudit, drop func(), err error) {
 	repo, target := run.Repository, run.Target
-	scratch := run.Branch + revertScratchSuffix
-	if run.Branch == "" {
-		return errors.New("the run has no branch name to name the revert's scratch branch after")
+	drop = func() {}
+	if a.head, err = r.cfg.Lake.Head(ctx, repo, target); err != nil {
+		return a, drop, fmt.Errorf("the target's head, to audit the revert against: %w", err)
 	}
+	if run.Branch == "" {
+		return a, drop, errors.New("the run has no branch name to name the revert's scratch branch after")
+	}
+	scratch := run.Branch + revertScratchSuffix
 	// One left by a crash holds a revert already, or an older head.
 	if err := r.cfg.Lake.DeleteBranch(ctx, repo, scratch); err != nil {
-		return fmt.Errorf("deleting the revert's scratch branch %s: %w", scratch, err)
+		return a, drop, fmt.Errorf("deleting the revert's scratch branch %s: %w", scratch, err)
 	}
-	if _, err := r.cfg.Lake.EnsureBranch(ctx, repo, scratch, head); err != nil {
-		return fmt.Errorf("creating the revert's scratch branch %s from %s: %w", scratch, head, err)
+	if _, err := r.cfg.Lake.EnsureBranch(ctx, repo, scratch, a.head); err != nil {
+		return a, drop, fmt.Errorf("creating the revert's scratch branch %s from %s: %w", scratch, a.head, err)
 	}
-	defer func() {
+	drop = func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookTimeout)
 		defer cancel()
 		if err := r.cfg.Lake.DeleteBranch(ctx, repo, scratch); err != nil {
 			log.Warn("the revert's scratch branch was not deleted; the janitor deletes it", "branch", scratch, "err", err)
 		}
-	}()
-	msg := fmt.Sprintf("lakewap: audit of the revert of %s batch %s (scratch, never merged)", run.Dataset, run.BatchID)
+	}
+	a.commit, a.at, err = r.judgeRevert(ctx, log, lake, run, merge, a.head, scratch)
+	return a, drop, err
+}
+
+// judgeRevert is auditRevert's audit against head, on the scratch branch
+// made from it; it returns the scratch revert commit and the audit's
+// batch time.
+func (r *Runner) judgeRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit, head, scratch string) (string, time.Time, error) {
+	repo, target := run.Repository, run.Target
+	msg := fmt.Sprintf("lakewap: audit of the revert of %s batch %s (scratch, merged onto %s only if it passes)", run.Dataset, run.BatchID, target)
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
 	mark := hex.EncodeToString(nonce)
 	if err := lake.Revert(ctx, repo, scratch, merge.ID, 1, msg, map[string]string{metaRevertAudit: mark}); err != nil {
-		return err // a conflict here is the target's revert's conflict
+		return "", time.Time{}, err // a conflict here is the target's revert's conflict
 	}
 	// The commit audited is the revert lakewap made on the head: lakeFS's
 	// revert answers no commit id, and the scratch branch is under the
@@ -108,32 +121,32 @@ func (r *Runner) judgeRevert(ctx context.Context, log *slog.Logger, lake pipelin
 	// revert, it would not sit on the head; after, it would be the head).
 	last, err := lake.FirstParents(ctx, repo, scratch, time.Time{}, 1)
 	if err != nil {
-		return fmt.Errorf("the revert's scratch commit: %w", err)
+		return "", time.Time{}, fmt.Errorf("the revert's scratch commit: %w", err)
 	}
 	if len(last) != 1 || last[0].Metadata[metaRevertAudit] != mark || !slices.Equal(last[0].Parents, []string{head}) {
-		return fmt.Errorf("the revert's scratch branch %s moved while it was used (its head is not lakewap's revert on %s): %w", scratch, head, pipeline.ErrTransient)
+		return "", time.Time{}, fmt.Errorf("the revert's scratch branch %s moved while it was used (its head is not lakewap's revert on %s): %w", scratch, head, pipeline.ErrTransient)
 	}
 	after := last[0].ID
 	changes, err := r.cfg.Lake.Changes(ctx, repo, head, after)
 	if err != nil {
-		return fmt.Errorf("what the revert changes: %w", err)
+		return "", time.Time{}, fmt.Errorf("what the revert changes: %w", err)
 	}
 	// Beside other audits, as a recheck: one that runs alone (a suspect
 	// run's) has nothing beside it.
 	if err := r.gate.acquire(ctx, run.Key(), false); err != nil {
-		return err
+		return "", time.Time{}, err
 	}
 	defer r.gate.release(run.Key())
 	at := time.Now().UTC()
 	rep, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: repo, Ref: after, BaseRef: head, BaseName: target,
 		BatchTime: at, Changes: changes, Onto: true})
 	if err != nil {
-		return fmt.Errorf("auditing %s as the revert leaves it: %w", target, err)
+		return "", at, fmt.Errorf("auditing %s as the revert leaves it: %w", target, err)
 	}
 	failing := failedNames(rep, run.Dataset)
 	if len(failing) == 0 {
 		log.Info("revert audited: no check fails after it", "head", head, "changes", len(changes))
-		return nil
+		return after, at, nil
 	}
 	// The batch's own checks are judged against the head as it is: one
 	// failing there already does not hold the revert back. (The
@@ -141,15 +154,15 @@ func (r *Runner) judgeRevert(ctx context.Context, log *slog.Logger, lake pipelin
 	now, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: repo, Ref: head, BaseRef: head, BaseName: target,
 		BatchTime: at, Changes: []pipeline.Change{}})
 	if err != nil {
-		return fmt.Errorf("auditing %s as it is, before the revert: %w", target, err)
+		return "", at, fmt.Errorf("auditing %s as it is, before the revert: %w", target, err)
 	}
 	before := failedNames(now, run.Dataset)
 	failing = slices.DeleteFunc(failing, func(n string) bool { return slices.Contains(before, n) })
 	if len(failing) == 0 {
 		log.Info("revert audited: the checks failing after it fail on the target already", "head", head)
-		return nil
+		return after, at, nil
 	}
-	return &revertBlocked{target: target, checks: failing}
+	return "", at, &revertBlocked{target: target, checks: failing}
 }
 
 // failedNames are the names of rep's failing checks, each naming its
