@@ -121,7 +121,10 @@ type (
 	// runs it as the only audit in its process (Run.AuditSuspect asks for
 	// that), so that a death in it is the attempt's own. Recheck says it
 	// begins a publish's recheck (in publishing), not an audit step.
-	AuditBegun struct{ Solo, Recheck bool }
+	// Revert says it begins a revert's audit (in published, a revert
+	// pending): a revert whose audit takes the process down is counted
+	// as an audit is, and given up at the limit.
+	AuditBegun struct{ Solo, Recheck, Revert bool }
 	// AuditStopped reports that an audit begun was stopped before it
 	// reported because its partition was revoked (a rebalance, a shutdown):
 	// the attempt did not take the process down.
@@ -469,6 +472,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 			return n, false, nil
 		}
 		n.resetRetry()
+		n.AuditOpen, n.AuditSolo = false, false // the revert's audit attempt reported
 		rv := n.Revert
 		rv.PublishCommit, rv.Commit, rv.At = in.PublishCommit, in.CommitID, in.At
 		if in.Reason != "" || in.By != "" {
@@ -502,8 +506,10 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 			n.setState(StateAuditing, now)
 		}
 	case AuditBegun:
-		auditing := n.State == StateAuditing && !n.RetryAt.After(now) && !in.Recheck
-		if !auditing && (n.State != StatePublishing || !in.Recheck) || n.AuditOpen {
+		auditing := n.State == StateAuditing && !n.RetryAt.After(now) && !in.Recheck && !in.Revert
+		rechecking := n.State == StatePublishing && in.Recheck
+		reverting := n.State == StatePublished && in.Revert && n.revertPending()
+		if !auditing && !rechecking && !reverting || n.AuditOpen {
 			return n, false, nil
 		}
 		n.AuditOpen, n.AuditSolo = true, in.Solo
@@ -521,7 +527,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		}
 		n.AuditOpen, n.AuditSolo = false, false
 	case Restored:
-		if n.State != StateAuditing && n.State != StatePublishing || !n.AuditOpen {
+		if n.State != StateAuditing && n.State != StatePublishing && n.State != StatePublished || !n.AuditOpen {
 			return n, false, nil
 		}
 		n = m.auditLost(n, now)
@@ -661,6 +667,16 @@ func (m Machine) auditLost(n Run, now time.Time) Run {
 		return n
 	}
 	if n.AuditLost < m.p.MaxAuditAttempts {
+		return n
+	}
+	if n.State == StatePublished && n.revertPending() {
+		// A revert's audit: the run stays published, the revert is given up.
+		req := n.Revert
+		n.Revert = nil
+		n.resetRetry()
+		n.push(*refused(n, req.RequestID, schemas.TypeRevertRequested, schemas.RefusedRevertFailed, fmt.Sprintf(
+			"batch %s was not reverted: %d attempt(s) of the revert's audit never finished: the process ended during each (out of memory, a crash inside DuckDB, a kill), the last while it was the only audit in its process; the limit (audit.max_attempts) is %d",
+			n.BatchID, n.AuditLost, m.p.MaxAuditAttempts), now))
 		return n
 	}
 	n.KeepBranch = true
@@ -938,6 +954,8 @@ func (m Machine) revert(n Run, ev schemas.RevertRequested, now time.Time) (Run, 
 	n.Revert = &Revert{RequestID: ev.RequestID, By: ev.RequestedBy, Reason: ev.Reason, RequestedAt: now, Force: ev.Force}
 	n.Request = ev.RequestID
 	n.resetRetry()
+	// The revert's audit attempts are counted afresh (auditLost).
+	n.AuditLost, n.AuditSuspect = 0, false
 	return n, true, nil
 }
 
@@ -1109,6 +1127,7 @@ func (m Machine) revertFailed(n Run, in StepFailed, now time.Time) (Run, bool) {
 		return n, false
 	}
 	n.LastError = in.Err
+	n.AuditOpen, n.AuditSolo = false, false // the revert's audit attempt reported
 	if in.Class == Transient && m.retryLater(&n, now) {
 		return n, true
 	}

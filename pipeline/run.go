@@ -117,7 +117,8 @@ type Run struct {
 	FailedStep Step   `json:"failed_step,omitempty"` // the step whose failure ended the run
 	Detail     string `json:"detail,omitempty"`
 
-	// AuditOpen: an attempt of the audit step, or of a publish's recheck,
+	// AuditOpen: an attempt of the audit step, of a publish's recheck, or of
+	// a revert's audit (in published, counted afresh for each revert),
 	// was recorded as begun (AuditBegun) and has not reported. A run
 	// restored with it set had that attempt end with its process (out of
 	// memory, a crash inside DuckDB); AuditLost counts such attempts.

@@ -141,7 +141,10 @@ func (r *Runner) revertInTurn(j job) pipeline.Input {
 		if stop {
 			return nil // revoked: the next owner reverts from the stored state
 		}
-		return stepped((*Runner).revert)(r, j)
+		begin := r.revertAttempt(j.p, j.run.Key())
+		return stepped(func(r *Runner, ctx context.Context, log *slog.Logger, run pipeline.Run) pipeline.Input {
+			return r.revert(ctx, log, run, begin)
+		})(r, j)
 	}, false)
 }
 
@@ -506,6 +509,20 @@ func (a *lazyAttempt) failed() error {
 // which releases the gate. An attempt whose end cannot
 // be stored is counted as lost by the next owner, as a stopped audit's.
 func (r *Runner) recheckAttempt(p *partition, key string) func(context.Context) (func() error, error) {
+	return r.auditAttempt(p, key, pipeline.AuditBegun{Recheck: true})
+}
+
+// revertAttempt records the attempts of a revert's audit as recheckAttempt
+// records a recheck's (AuditBegun with Revert): one that takes the process
+// down is counted at the next restore, and the revert is given up at
+// audit.max_attempts instead of audited again at every restore.
+func (r *Runner) revertAttempt(p *partition, key string) func(context.Context) (func() error, error) {
+	return r.auditAttempt(p, key, pipeline.AuditBegun{Revert: true})
+}
+
+// auditAttempt is recheckAttempt and revertAttempt: begun, with Solo set
+// from the run, is what is stored.
+func (r *Runner) auditAttempt(p *partition, key string, begun pipeline.AuditBegun) func(context.Context) (func() error, error) {
 	return func(ctx context.Context) (func() error, error) {
 		p.mu.Lock()
 		alone := p.runs[key].AuditSuspect
@@ -513,9 +530,10 @@ func (r *Runner) recheckAttempt(p *partition, key string) func(context.Context) 
 		if err := r.gate.acquire(ctx, key, alone); err != nil {
 			return nil, err
 		}
-		o, err := r.apply(ctx, p, key, pipeline.AuditBegun{Solo: alone, Recheck: true})
+		begun.Solo = alone
+		o, err := r.apply(ctx, p, key, begun)
 		if err == nil && !o.Changed {
-			err = fmt.Errorf("recheck of %s not begun: the run is %s: %w", key, o.Run.State, pipeline.ErrTransient)
+			err = fmt.Errorf("audit attempt of %s not begun: the run is %s: %w", key, o.Run.State, pipeline.ErrTransient)
 		}
 		if err != nil {
 			r.gate.release(key)

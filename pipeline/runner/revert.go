@@ -29,7 +29,10 @@ const revertSearchDepth = 1000
 // would undo nothing. Unless the operator forced it, the target is first
 // audited as the revert will leave it (auditRevert): a check passing on it
 // now that fails after the revert refuses it.
-func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run) pipeline.Input {
+//
+// begin records the attempt of the revert's audit (revertAttempt) once the
+// audit gate admits it, and returns what records its end.
+func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run, begin func(context.Context) (func() error, error)) pipeline.Input {
 	lake, ok := r.cfg.Lake.(pipeline.Reverter)
 	rv := run.Revert
 	switch {
@@ -62,7 +65,7 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run)
 		return failed(log, pipeline.StepRevert, err)
 	}
 	if done.ID == "" {
-		if in := r.makeRevert(ctx, log, lake, run, merge); in != nil {
+		if in := r.makeRevert(ctx, log, lake, run, merge, begin); in != nil {
 			return in
 		}
 		if done, err = findRevert(ctx, lake, repo, target, run.BatchID, merge.ID); err != nil {
@@ -92,7 +95,7 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run)
 // Without the hook, as for a publish, nothing refuses it: the revert is
 // made, the log says onto what, and the commit is announced as unattested
 // by the next publish.
-func (r *Runner) makeRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit) pipeline.Input {
+func (r *Runner) makeRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit, begin func(context.Context) (func() error, error)) pipeline.Input {
 	repo, target, rv := run.Repository, run.Target, run.Revert
 	conflict := func(err error) pipeline.Input {
 		return pipeline.StepFailed{Step: pipeline.StepRevert, Class: pipeline.Permanent,
@@ -112,7 +115,7 @@ func (r *Runner) makeRevert(ctx context.Context, log *slog.Logger, lake pipeline
 		}
 		return nil
 	}
-	a, drop, err := r.auditRevert(ctx, log, lake, run, merge)
+	a, drop, err := r.auditRevert(ctx, log, lake, run, merge, begin)
 	defer drop()
 	if err != nil {
 		var blocked *revertBlocked

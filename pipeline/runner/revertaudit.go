@@ -75,7 +75,8 @@ type revertAudit struct {
 // what kept it from judging (the revert is not made). drop, never nil,
 // deletes the scratch branch, which holds the judged commit until it is
 // merged.
-func (r *Runner) auditRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit) (a revertAudit, drop func(), err error) {
+func (r *Runner) auditRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit,
+	begin func(context.Context) (func() error, error)) (a revertAudit, drop func(), err error) {
 	repo, target := run.Repository, run.Target
 	drop = func() {}
 	if a.head, err = r.cfg.Lake.Head(ctx, repo, target); err != nil {
@@ -99,14 +100,15 @@ func (r *Runner) auditRevert(ctx context.Context, log *slog.Logger, lake pipelin
 			log.Warn("the revert's scratch branch was not deleted; the janitor deletes it", "branch", scratch, "err", err)
 		}
 	}
-	a.commit, a.at, err = r.judgeRevert(ctx, log, lake, run, merge, a.head, scratch)
+	a.commit, a.at, err = r.judgeRevert(ctx, log, lake, run, merge, a.head, scratch, begin)
 	return a, drop, err
 }
 
 // judgeRevert is auditRevert's audit against head, on the scratch branch
 // made from it; it returns the scratch revert commit and the audit's
 // batch time.
-func (r *Runner) judgeRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit, head, scratch string) (string, time.Time, error) {
+func (r *Runner) judgeRevert(ctx context.Context, log *slog.Logger, lake pipeline.Reverter, run pipeline.Run, merge pipeline.Commit, head, scratch string,
+	begin func(context.Context) (func() error, error)) (string, time.Time, error) {
 	repo, target := run.Repository, run.Target
 	msg := fmt.Sprintf("lakewap: audit of the revert of %s batch %s (scratch, merged onto %s only if it passes)", run.Dataset, run.BatchID, target)
 	nonce := make([]byte, 16)
@@ -131,12 +133,18 @@ func (r *Runner) judgeRevert(ctx context.Context, log *slog.Logger, lake pipelin
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("what the revert changes: %w", err)
 	}
-	// Beside other audits, as a recheck: one that runs alone (a suspect
-	// run's) has nothing beside it.
-	if err := r.gate.acquire(ctx, run.Key(), false); err != nil {
-		return "", time.Time{}, err
+	// Beside other audits, as a recheck (alone once an attempt was lost
+	// beside others), and stored as begun: an attempt that takes the
+	// process down is counted at the restore (audit.max_attempts).
+	end, err := begin(ctx)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("the revert's audit was not begun: %w", err)
 	}
-	defer r.gate.release(run.Key())
+	defer func() {
+		if err := end(); err != nil {
+			log.Warn("the end of the revert's audit was not recorded: the next restore counts it as lost", "err", err)
+		}
+	}()
 	at := time.Now().UTC()
 	rep, err := r.cfg.Auditor.Audit(ctx, pipeline.AuditRequest{Dataset: run.Dataset, Repository: repo, Ref: after, BaseRef: head, BaseName: target,
 		BatchTime: at, Changes: changes, Onto: true})
