@@ -386,7 +386,13 @@ func (d *Daemon) serveHTTP(addr string) error {
 	// other method 405 with Allow before the handler runs. The webhook
 	// refuses all but POST itself, in a hook answer lakeFS logs.
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metricsHandler(d.reg))
+	// On loopback, what takes no token answers only loopback Host values
+	// (loopbackHostOnly): a page in a local browser reaches the port too.
+	open := func(h http.Handler) http.Handler { return h }
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		open = loopbackHostOnly
+	}
+	mux.Handle("GET /metrics", open(metricsHandler(d.reg)))
 	if mode := d.cfg.HTTP.WebhookMode(); mode != config.WebhookOff {
 		premerge, err := d.preMergeHandler()
 		if err != nil {
@@ -396,6 +402,7 @@ func (d *Daemon) serveHTTP(addr string) error {
 		if mode == config.WebhookOpen {
 			d.log.Warn("the pre-merge webhook is served without a token (http.webhook: open): anyone who reaches " +
 				addr + " can make lakewap audit")
+			premerge = open(premerge)
 		}
 		mux.Handle(PreMergePath, premerge)
 	}
@@ -403,8 +410,8 @@ func (d *Daemon) serveHTTP(addr string) error {
 		ln.Close()
 		return err
 	}
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.Handle("GET /readyz", readyHandler(d.lake.Healthy, d.Assigned, d.log, time.Now))
+	mux.Handle("GET /healthz", open(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })))
+	mux.Handle("GET /readyz", open(readyHandler(d.lake.Healthy, d.Assigned, d.log, time.Now)))
 	d.httpLn = ln
 	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.Std())
 	lim := serveLimited(d.http, ln, maxConns)
@@ -543,7 +550,9 @@ func (d *Daemon) mountRuns(mux *http.ServeMux, addr net.Addr) error {
 // loopback address. A web page that a local user's browser opens reaches
 // a loopback port too, and by DNS rebinding (its own name made to resolve
 // to 127.0.0.1) reads the answer as its own origin's; such a request
-// names the page's host, not the listener's.
+// names the page's host, not the listener's. Every endpoint a loopback
+// listener serves without a token has it (review 51: /metrics names every
+// dataset, repository and target).
 func loopbackHostOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := r.Host
@@ -552,8 +561,8 @@ func loopbackHostOnly(h http.Handler) http.Handler {
 		}
 		ip := net.ParseIP(strings.Trim(host, "[]"))
 		if !strings.EqualFold(host, "localhost") && (ip == nil || !ip.IsLoopback()) {
-			http.Error(w, fmt.Sprintf("lakewap: %s without http.runs_token answers only requests to localhost or a loopback address, not to host %q",
-				status.Path, schemas.Clip(r.Host, 128)), http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("lakewap: %s on a loopback listener, without a token, answers only requests to localhost or a loopback address, not to host %q",
+				schemas.Clip(r.URL.Path, 128), schemas.Clip(r.Host, 128)), http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)
