@@ -97,6 +97,10 @@ type Config struct {
 	// signed for another deployment that lists the same operator's key is
 	// dead-lettered, not carried out.
 	Cluster string
+	// Deployment is kafka.deployment_id, which a signature names too; it
+	// scopes requests where the brokers report no cluster id, and without
+	// either every signed request is dead-lettered (schemas.RequestScope.Check).
+	Deployment string
 	// Partitions, if set, gives a topic's partition count (0: unknown): an
 	// event or request on another partition of its topic than
 	// murmur2(key) % count is dead-lettered. The consumer hands out no
@@ -249,10 +253,13 @@ func (s *stage) channel(ev schemas.Event, msg kafka.Message, onRequests bool) (s
 		}
 	}
 	key, known := s.cfg.Operators[name]
-	scope := schemas.RequestScope{Cluster: s.cfg.Cluster, Topic: msg.Topic}
+	scope := schemas.RequestScope{Cluster: s.cfg.Cluster, Deployment: s.cfg.Deployment, Topic: msg.Topic}
+	if err := scope.Check(); err != nil {
+		return ev, ReasonUnsigned, fmt.Errorf("%s of batch %q is not carried out: %w", ev.EventType(), ev.Batch(), err)
+	}
 	if !known || !schemas.VerifyRequest(key, scope, string(msg.Key), msg.Value, sig) {
-		return ev, ReasonUnsigned, fmt.Errorf("%s of batch %q is not signed by a configured operator for this deployment, Kafka cluster %q and topic %s (headers %s %q and %s): requests must be signed with an operator's key, for the cluster and topic they are written to",
-			ev.EventType(), ev.Batch(), clip(s.cfg.Cluster, 64), msg.Topic, schemas.HeaderOperator, clip(name, 64), schemas.HeaderSignature)
+		return ev, ReasonUnsigned, fmt.Errorf("%s of batch %q is not signed by a configured operator for this deployment, Kafka cluster %q, deployment %q and topic %s (headers %s %q and %s): requests must be signed with an operator's key, for the cluster, deployment id and topic they are written to",
+			ev.EventType(), ev.Batch(), clip(s.cfg.Cluster, 64), clip(s.cfg.Deployment, 64), msg.Topic, schemas.HeaderOperator, clip(name, 64), schemas.HeaderSignature)
 	}
 	return schemas.WithRequestedBy(ev, name), "", nil
 }

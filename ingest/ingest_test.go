@@ -190,7 +190,7 @@ func TestRequestChannel(t *testing.T) {
 	key := []byte("alice-signing-key-0123")
 	revert := encode(schemas.RevertRequested{RequestID: "q", BatchID: "b", Dataset: "billing", Reason: "r", RequestedBy: "mallory", OccurredAt: now})
 	signed := func(name string, k []byte, value []byte) []kafka.Header {
-		return []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte(name)}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(k, schemas.RequestScope{Topic: "req"}, "b", value))}}
+		return []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte(name)}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(k, schemas.RequestScope{Cluster: "c1", Topic: "req"}, "b", value))}}
 	}
 	for _, c := range []struct {
 		name, topic string
@@ -214,7 +214,7 @@ func TestRequestChannel(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := &runner{}
-			h := Wrap(Config{Codec: codec, RequestsTopic: "req", Operators: c.operators, Rules: schemas.Rules{}}, r)
+			h := Wrap(Config{Codec: codec, RequestsTopic: "req", Cluster: "c1", Operators: c.operators, Rules: schemas.Rules{}}, r)
 			err := h.Handle(context.Background(), kafka.Message{Topic: c.topic, Key: []byte("b"), Value: c.value, Headers: c.headers})
 			var p *consumer.PoisonError
 			switch {
@@ -284,12 +284,12 @@ func TestRequestOnAnotherPartitionIsDeadLettered(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	key := []byte("alice-signing-key-0123")
 	cancel := encode(schemas.BatchCancelled{RequestID: "q", BatchID: "b", Dataset: "billing", Reason: "stop", RequestedBy: "alice", OccurredAt: now})
-	headers := []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte("alice")}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, schemas.RequestScope{Topic: "req"}, "b", cancel))}}
+	headers := []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte("alice")}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, schemas.RequestScope{Cluster: "c1", Topic: "req"}, "b", cancel))}}
 	const count = 4
 	own := kafka.PartitionOf([]byte("b"), count)
 	for _, p := range []int{own, (own + 1) % count} {
 		r := &runner{}
-		h := Wrap(Config{Codec: codec, RequestsTopic: "req", Operators: map[string][]byte{"alice": key}, Rules: schemas.Rules{},
+		h := Wrap(Config{Codec: codec, RequestsTopic: "req", Cluster: "c1", Operators: map[string][]byte{"alice": key}, Rules: schemas.Rules{},
 			Partitions: func(string) int { return count }}, r)
 		err := h.Handle(context.Background(), kafka.Message{Topic: "req", Partition: p, Key: []byte("b"), Value: cancel, Headers: headers})
 		var poison *consumer.PoisonError
@@ -325,9 +325,9 @@ func TestRequestOnARequestsTopicOfOtherPartitionsIsDeadLettered(t *testing.T) {
 		}
 	}
 	cancel := encode(schemas.BatchCancelled{RequestID: "q", BatchID: batch, Dataset: "billing", Reason: "stop", RequestedBy: "alice", OccurredAt: now})
-	headers := []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte("alice")}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, schemas.RequestScope{Topic: "req"}, batch, cancel))}}
+	headers := []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte("alice")}, {Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, schemas.RequestScope{Cluster: "c1", Topic: "req"}, batch, cancel))}}
 	r := &runner{}
-	h := Wrap(Config{Codec: codec, RequestsTopic: "req", InputTopic: "in", Operators: map[string][]byte{"alice": key}, Rules: schemas.Rules{},
+	h := Wrap(Config{Codec: codec, RequestsTopic: "req", InputTopic: "in", Cluster: "c1", Operators: map[string][]byte{"alice": key}, Rules: schemas.Rules{},
 		Partitions: func(topic string) int { return counts[topic] }}, r)
 	err := h.Handle(context.Background(), kafka.Message{Topic: "req", Partition: 0, Key: []byte(batch), Value: cancel, Headers: headers})
 	var poison *consumer.PoisonError

@@ -4,6 +4,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -118,22 +120,68 @@ func IsOperatorRequest(ev Event) bool {
 // cluster (its cluster id, as the brokers' metadata gives it) and the
 // requests topic. An operator's key signs for every daemon that lists it
 // (staging and production, two teams' daemons on one cluster): a request
-// signed for one is not carried out by another. Neither holds a line
-// break (Kafka's topic names cannot; cluster ids are base64), so the
-// signed bytes read one way only.
+// signed for one is not carried out by another. Brokers may report no
+// cluster id; a deployment then names itself (Deployment, the config's
+// kafka.deployment_id, the same on its daemons and in its operators'
+// configs), or its requests would be scoped by the topic's name alone
+// (Check). None holds a line break (Kafka's topic names cannot; cluster
+// ids are base64; ValidDeployment), so the signed bytes read one way only.
 type RequestScope struct {
 	Cluster string
-	Topic   string
+	// Deployment is kafka.deployment_id; empty when the config names none.
+	Deployment string
+	Topic      string
+}
+
+// ErrUnscopedRequest: neither a cluster id nor a deployment id scopes a
+// request, so a signature would hold for every deployment listing the
+// key whose requests topic has the same name.
+var ErrUnscopedRequest = errors.New("the Kafka brokers report no cluster id and the config names no kafka.deployment_id: " +
+	"a signature would name the requests topic alone, and another deployment whose brokers report none, with a topic of that name, " +
+	"would carry the request out; set kafka.deployment_id to a name of this deployment, the same on its daemons and in its operators' configs")
+
+// Check says whether scope tells one deployment from another.
+func (s RequestScope) Check() error {
+	if s.Cluster == "" && s.Deployment == "" {
+		return ErrUnscopedRequest
+	}
+	return nil
+}
+
+// MaxDeploymentLen bounds kafka.deployment_id.
+const MaxDeploymentLen = 128
+
+// ValidDeployment checks a deployment id: at most MaxDeploymentLen bytes
+// of printable ASCII without spaces (empty: none).
+func ValidDeployment(id string) error {
+	if len(id) > MaxDeploymentLen {
+		return fmt.Errorf("%d bytes: at most %d", len(id), MaxDeploymentLen)
+	}
+	for _, r := range id {
+		if r <= ' ' || r > '~' {
+			return fmt.Errorf("%q holds %q: printable ASCII without spaces only", id, r)
+		}
+	}
+	return nil
 }
 
 // SignRequest is the signature of a request message with key and value,
 // written to scope (HeaderSignature): hex HMAC-SHA256 with secret of
 // "lakewap request v2\n", the cluster id, "\n", the topic, "\n", the
-// message key, "\n" and the value.
+// message key, "\n" and the value; with a deployment id, of "lakewap
+// request v3\n", the cluster id, "\n", the deployment id, "\n", and the
+// rest as in v2 (v2 is kept without one: the requests of deployments that
+// name none are signed as before).
 func SignRequest(secret []byte, scope RequestScope, key string, value []byte) string {
 	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("lakewap request v2\n"))
-	for _, part := range []string{scope.Cluster, scope.Topic, key} {
+	parts := []string{scope.Cluster, scope.Topic, key}
+	if scope.Deployment == "" {
+		m.Write([]byte("lakewap request v2\n"))
+	} else {
+		m.Write([]byte("lakewap request v3\n"))
+		parts = []string{scope.Cluster, scope.Deployment, scope.Topic, key}
+	}
+	for _, part := range parts {
 		m.Write([]byte(part))
 		m.Write([]byte{'\n'})
 	}

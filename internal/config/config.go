@@ -121,7 +121,12 @@ type Kafka struct {
 	// revert), apart from producers' inputs so that its ACL can differ;
 	// requests on the input topic are dead-lettered. Same partitions as
 	// the input topic.
-	RequestsTopic   string `yaml:"requests_topic"`
+	RequestsTopic string `yaml:"requests_topic"`
+	// DeploymentID names this deployment in operators' signatures, beside
+	// the cluster id: needed where the brokers report no cluster id (with
+	// operators listed), optional otherwise; the same on the daemons and
+	// in the operators' configs.
+	DeploymentID    string `yaml:"deployment_id"`
 	ResultsTopic    string `yaml:"results_topic"`
 	DeadLetterTopic string `yaml:"dead_letter_topic"`
 	ChangelogTopic  string `yaml:"changelog_topic"`
@@ -1122,6 +1127,9 @@ func (c *Config) Validate() error {
 		topics[t] = field
 	}
 	badIf(c.Kafka.Partitions < 1, "kafka.partitions", "must be at least 1")
+	if err := schemas.ValidDeployment(c.Kafka.DeploymentID); err != nil {
+		bad("kafka.deployment_id", "%v", err)
+	}
 	names := map[string]bool{}
 	for i, o := range c.Operators {
 		field := fmt.Sprintf("operators[%d]", i)

@@ -206,9 +206,12 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		if err != nil {
 			return nil, fmt.Errorf("kafka: the cluster id, which operators' signatures name: %w", err)
 		}
+		if err := (schemas.RequestScope{Cluster: cluster, Deployment: k.DeploymentID}).Check(); err != nil {
+			return nil, fmt.Errorf("operators: %w", err)
+		}
 	}
 	ic := ingest.Config{Codec: kp.codec, Rules: cfg.InputRules(), Counted: d.runner.CountInput,
-		RequestsTopic: k.RequestsTopic, InputTopic: k.InputTopic, Operators: operators, Cluster: cluster,
+		RequestsTopic: k.RequestsTopic, InputTopic: k.InputTopic, Operators: operators, Cluster: cluster, Deployment: k.DeploymentID,
 		// The consumer exists once the stage does: ask it lazily.
 		Partitions: func(topic string) int {
 			if d.consumer == nil {

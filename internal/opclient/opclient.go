@@ -213,6 +213,12 @@ func (t *Target) Send(ctx context.Context, topic string, ev schemas.Event, parti
 			t.cluster = &id
 		}
 		scope := schemas.RequestScope{Cluster: *t.cluster, Topic: topic}
+		if t.Config != nil {
+			scope.Deployment = t.Config.Kafka.DeploymentID
+		}
+		if err := scope.Check(); err != nil {
+			return kafka.Message{}, fmt.Errorf("signing the request: %w", err)
+		}
 		msg.Headers = append(msg.Headers, kafka.Header{Key: schemas.HeaderOperator, Value: []byte(t.signer.name)},
 			kafka.Header{Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(t.signer.key, scope, string(msg.Key), value))})
 	}

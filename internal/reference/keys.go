@@ -40,6 +40,7 @@ var keyDocs = map[string]keyDoc{
 	"kafka.tls.key_file":                             {desc: "PEM key of cert_file.", def: "none", example: "/run/secrets/kafka_client.key"},
 	"kafka.tls.server_name":                          {desc: "Name to verify in the brokers' certificates instead of the host name.", def: "the broker's host", example: "kafka.internal.example.com"},
 	"kafka.tls.insecure_skip_verify":                 {desc: "Skip verifying the brokers' certificates (tests only).", example: "true"},
+	"kafka.deployment_id":                            {desc: "Names this deployment in operators' signatures (`wap.signature`), beside the Kafka cluster id: required with `operators` where the brokers report no cluster id (otherwise a request signed for one such deployment is carried out by another with a requests topic of the same name), optional elsewhere. The same on the daemons and in the operators' configs; printable ASCII without spaces, at most 128 bytes.", def: "none", example: "prod-eu"},
 	"kafka.sasl":                                     {desc: "SASL authentication to the brokers.", def: "none", example: "{mechanism: SCRAM-SHA-512, username: lakewap, password_file: /run/secrets/kafka_password}"},
 	"kafka.sasl.mechanism":                           {desc: "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.", def: "none (required with sasl)", example: "SCRAM-SHA-512"},
 	"kafka.sasl.username":                            {desc: "SASL user.", def: "none", example: "lakewap"},

@@ -104,7 +104,7 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 			}
 			operatorKey := []byte("alice-signing-key-0123456789")
 			stage := ingest.Wrap(ingest.Config{Codec: testCodec, Counted: f.r.CountInput, RequestsTopic: requestsTopic,
-				Operators: map[string][]byte{"alice": operatorKey}, Rules: schemas.Rules{
+				Cluster: "c1", Operators: map[string][]byte{"alice": operatorKey}, Rules: schemas.Rules{
 					Known:              func(n string) bool { _, ok := f.cfg.Datasets(n); return ok },
 					SourceAllowed:      func(n, ref string) bool { s, _ := f.cfg.Datasets(n); return s.AllowsSource(ref) },
 					MaxDeadlineHorizon: horizon,
@@ -117,7 +117,7 @@ func TestRandomHostileInputThroughRunner(t *testing.T) {
 				msg := kafka.Message{Topic: requestsTopic, Key: []byte(id), Value: value}
 				sign := func(name string, key []byte) {
 					msg.Headers = []kafka.Header{{Key: schemas.HeaderOperator, Value: []byte(name)},
-						{Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, schemas.RequestScope{Topic: requestsTopic}, id, value))}}
+						{Key: schemas.HeaderSignature, Value: []byte(schemas.SignRequest(key, schemas.RequestScope{Cluster: "c1", Topic: requestsTopic}, id, value))}}
 				}
 				switch rng.IntN(5) {
 				case 0:
