@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -516,8 +517,14 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 		// otherwise pass where the recheck onto that head refuses it
 		// (review 48, TestTwoInstancesRevertBetweenTheLookAndTheMerge).
 		if err == nil && !rep.Passed && !(own.ok && own.dataset == g.Dataset) {
+			as := blameAs{revert: own.revert}
+			if !own.ok {
+				as.sole, err = h.soleTable(ctx, ev, ref, g, guards)
+			}
 			var n int
-			rep, n, err = h.blame(ctx, req, head, rep, own.revert)
+			if err == nil {
+				rep, n, err = h.blame(ctx, req, head, rep, as)
+			}
 			excused += n
 		}
 		if err != nil {
@@ -554,13 +561,21 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 // fails, and lakewap's own publish of a batch its runner let through is
 // not refused by its own hook; a merge that makes a passing check fail is.
 //
-// A revert of lakewap's (revert) adds no files: its batch-scoped checks
-// judge no rows, as on the head, and are compared with the head's too.
-func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, rep schemas.AuditReport, revert bool) (schemas.AuditReport, int, error) {
+// A revert of lakewap's (as.revert) adds no files: its batch-scoped checks
+// judge no rows, as on the head, and are compared with the head's too. A
+// person's merge changing a table only req's dataset publishes (as.sole)
+// is not excused for a query that cannot run for a table with no file
+// yet: lakewap's own publish of that dataset's rows would not be.
+func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, rep schemas.AuditReport, as blameAs) (schemas.AuditReport, int, error) {
 	var before map[string]schemas.CheckResult
 	n := 0
 	for i, c := range rep.Checks {
-		if c.Status != schemas.StatusFail && c.Status != schemas.StatusError || batchScoped(req.Suite, c.Name) && !revert {
+		if c.Status != schemas.StatusFail && c.Status != schemas.StatusError || batchScoped(req.Suite, c.Name) && !as.revert {
+			continue
+		}
+		if as.sole != "" && unborn(c) {
+			rep.Checks[i].Message = joinMessage(fmt.Sprintf("it cannot run (a table it reads has no file yet), so it judges none of this merge's rows of %s, "+
+				"which dataset %s alone publishes: lakewap's own publish of them would be refused too", as.sole, req.Dataset), c.Message)
 			continue
 		}
 		if before == nil {
@@ -599,6 +614,37 @@ func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, r
 	}
 	rep.Passed = len(rep.Failed()) == 0
 	return rep, n, nil
+}
+
+// blameAs is how blame judges a merge: lakewap's revert, or a person's
+// merge changing sole, a table path only the judged dataset lists.
+type blameAs struct {
+	revert bool
+	sole   string
+}
+
+// soleTable is a table path of g that no other guard lists and that the
+// merge (ev, leaving ref) changes, or "" (none, or no Diff to tell).
+func (h *PreMergeHandler) soleTable(ctx context.Context, ev HookEvent, ref string, g Guard, guards []Guard) (string, error) {
+	if h.opts.Diff == nil {
+		return "", nil
+	}
+	for _, t := range g.Suite.Tables {
+		shared := slices.ContainsFunc(guards, func(o Guard) bool {
+			return o.Dataset != g.Dataset && slices.ContainsFunc(o.Suite.Tables, func(ot Table) bool { return ot.Path == t.Path })
+		})
+		if shared {
+			continue
+		}
+		ok, err := h.opts.Diff.Touches(ctx, ev.RepositoryID, ev.BranchID, ref, t.Path)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return t.Path, nil
+		}
+	}
+	return "", nil
 }
 
 // checkChanged says whether the merge (req) changes a table of req's suite
