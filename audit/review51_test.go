@@ -64,3 +64,52 @@ func TestPersonsMergeOfATableItsDatasetAlonePublishesIsNotExcusedForAnUnbornTabl
 		})
 	}
 }
+
+// TestOwnRevertMergeIsJudgedAsARevert (review 51): lakewap lands a revert
+// as a merge of its audited scratch revert commit, and the hook judges it
+// as the runner's revert audit does, not as a publish of the dataset it
+// names: a check failing on main already, and a batch-scoped check (a
+// revert adds no rows: it fails on main as with the revert), do not hold
+// it back. The same merge without wap.reverted_batch_id is lakewap's
+// publish of orders, whose own checks are excused for nothing.
+func TestOwnRevertMergeIsJudgedAsARevert(t *testing.T) {
+	hex := func(c string) string { return strings.Repeat(c, 64) }
+	head, source, merge := hex("1"), hex("2"), hex("3")
+	orders := Guard{Dataset: "orders", Suite: Suite{Tables: []Table{{Name: "orders", Path: "gold/orders/"}},
+		Checks: []Check{
+			{Name: "some_orders", Kind: KindRowCount, Table: "orders", Min: f64(1), Scope: ScopeBatch},
+			{Name: "ids_unique", Kind: KindUnique, Table: "orders", Column: "order_id"},
+		}}}
+	for _, tc := range []struct {
+		name string
+		meta map[string]string
+		want int
+	}{
+		{"revert", map[string]string{schemas.MetaDataset: "orders", schemas.MetaRevertedBatchID: "b9"}, http.StatusOK},
+		{"publish", map[string]string{schemas.MetaDataset: "orders"}, http.StatusPreconditionFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// main: duplicate ids (ids_unique fails there already) in two
+			// files; the merge (a revert) removes one batch's file and
+			// leaves the duplicates of the others.
+			src := newBatchSource(t)
+			src.write(t, "main", "gold/orders/a.parquet", "SELECT i::INTEGER AS order_id FROM range(1, 4) r(i)")
+			src.write(t, "main", "gold/orders/b.parquet", "SELECT i::INTEGER AS order_id FROM range(1, 4) r(i)")
+			src.write(t, "main", "gold/orders/c.parquet", "SELECT (10 + i)::INTEGER AS order_id FROM range(1, 4) r(i)")
+			src.branch(t, "main", head)
+			src.branch(t, "main", source)
+			src.remove(t, source, "gold/orders/c.parquet")
+			book := mergeBook{heads: map[string]string{"main": head}, commits: map[string]MergeCommit{
+				merge: {Parents: []string{head, source}, Committer: "lakewap", Metadata: tc.meta},
+			}}
+			h, err := NewPreMergeHandler(PreMergeOptions{Guards: guardMap{"repo/main": {orders}}, Runner: newEngine(t, src, ""),
+				Merges: book, OwnCommitter: "lakewap"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if status, ans := postHook(t, h, callFor(source, merge)); status != tc.want {
+				t.Errorf("lakewap's %s merge: status %d, want %d: %+v", tc.name, status, tc.want, ans)
+			}
+		})
+	}
+}

@@ -15,8 +15,11 @@ import (
 // run on main (no file of orders) nor on the merge (no file of customers).
 // The runner aborts such a batch (its own check errs), so the hook refuses
 // lakewap's merge of it; before, it excused the check and allowed it. A
-// person's merge is judged as before: a check that cannot run there and
-// with the merge, for want of a table's files, is excused (docs/audits.md).
+// person's merge is judged as before here, with no Diff to tell which
+// tables it changes: a check that cannot run there and with the merge, for
+// want of a table's files, is excused (docs/audits.md). With one, as the
+// daemon runs the hook, a person's merge of orders is refused too
+// (TestPersonsMergeOfATableItsDatasetAlonePublishesIsNotExcusedForAnUnbornTable).
 func TestOwnPublishIsNotExcusedByItsOwnChecks(t *testing.T) {
 	hex := func(c string) string { return strings.Repeat(c, 64) }
 	head, source, merge := hex("1"), hex("2"), hex("3")
