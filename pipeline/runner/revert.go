@@ -154,11 +154,13 @@ func (r *Runner) makeRevert(ctx context.Context, log *slog.Logger, lake pipeline
 
 // findRevert returns the revert commit of batch on target made after its
 // publish commit, or a zero Commit: the log is newest first, so reaching
-// the publish commit ends the search. Only the target's first-parent
-// commits of one parent are looked at, as lakeFS's revert of the publish
-// makes: metadata is anyone's to write, and a writer's commit on its batch
-// branch, naming another batch, reaches the target's whole log when that
-// branch is published (TestReview43WritersCommitIsNotTakenForARevert).
+// the publish commit ends the search. Only the target's own first-parent
+// commits are looked at (one parent: lakeFS's revert, forced; two:
+// lakewap's merge of its audited scratch revert): metadata is anyone's to
+// write, and a writer's commit on its batch branch, naming another batch,
+// reaches the target's whole log when that branch is published
+// (TestReview43WritersCommitIsNotTakenForARevert); lakewap's publish
+// merges carry no writer's wap. keys.
 func findRevert(ctx context.Context, lake pipeline.Reverter, repo, target, batch, published string) (pipeline.Commit, error) {
 	log, err := lake.FirstParents(ctx, repo, target, time.Time{}, revertSearchDepth)
 	if err != nil {
@@ -169,7 +171,7 @@ func findRevert(ctx context.Context, lake pipeline.Reverter, repo, target, batch
 			return pipeline.Commit{}, nil
 		}
 		if len(c.Parents) > 2 {
-			continue
+			continue // lakeFS makes none
 		}
 		// The same batch id may be another dataset's: the revert names the
 		// commit it undid.
