@@ -42,6 +42,9 @@ func TestRevertAuditThatTakesTheProcessDownIsCounted(t *testing.T) {
 		r = o.Run
 	}
 	begin(false)
+	if stopped := m.Apply(r, AuditStopped{}, at).Run; stopped.AuditOpen || stopped.AuditLost != 0 || !stopped.revertPending() {
+		t.Fatalf("a revert's audit stopped by a revocation: open %v, lost %d, pending %v; want closed, not counted, pending", stopped.AuditOpen, stopped.AuditLost, stopped.revertPending())
+	}
 	r = m.Apply(r, Restored{}, at).Run // lost beside other audits: suspect, not counted against it
 	if r.AuditOpen || !r.AuditSuspect || r.AuditLost != 1 || !r.revertPending() {
 		t.Fatalf("after a loss beside others: open %v, suspect %v, lost %d, revert pending %v; want suspect, 1, pending", r.AuditOpen, r.AuditSuspect, r.AuditLost, r.revertPending())

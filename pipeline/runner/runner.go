@@ -893,7 +893,7 @@ func (r *Runner) execute(j job) {
 	switch {
 	case applied:
 		changed = r.internal(p, key, in)
-	case j.effect.Kind == pipeline.DoAudit:
+	case j.effect.Kind == pipeline.DoAudit, j.effect.Kind == pipeline.DoRevert: // a revert's audit is an attempt too
 		r.auditStopped(p, key)
 	}
 	if r.outcomeApplied != nil {
