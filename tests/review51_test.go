@@ -22,7 +22,8 @@ import (
 // scratch commit, which lakeFS runs lakewap's pre-merge hook on: the hook
 // judges the revert with the commit it had not seen and refuses it, the
 // step looks again, audits the revert on the new head and refuses it,
-// naming orders' check. Main stays at the writer's commit.
+// naming orders' check. Main stays at the writer's commit. The revert's
+// audits are counted in /metrics as the dataset's audits.
 func TestCommitBeforeTheRevertLandsIsJudged(t *testing.T) {
 	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "review51-revert")
 	hooks := &turnHooks{}
@@ -56,6 +57,8 @@ func TestCommitBeforeTheRevertLandsIsJudged(t *testing.T) {
 		must(t, err)
 		return rep.Passed
 	}
+	metrics := "http://" + e.d.HTTPAddr() + "/metrics"
+	auditsBefore := histCount(scrape(t, metrics), "lakewap_audit_duration_seconds", map[string]string{"dataset": "customers"})
 	code, out := e.ask(t, "revert", "-batch", c1.id, "-dataset", "customers", "-reason", "review 51", "-by", "test")
 	must(t, byHandErr)
 	if byHand == "" {
@@ -71,6 +74,11 @@ func TestCommitBeforeTheRevertLandsIsJudged(t *testing.T) {
 	}
 	if head.ID != byHand {
 		t.Errorf("main at %s (%q); want the commit by hand %s, nothing after it", head.ID, head.Message, byHand)
+	}
+	// The revert's audits (on the head it first saw, and again on the head
+	// with the commit by hand) are the dataset's audits in /metrics.
+	if n := histCount(scrape(t, metrics), "lakewap_audit_duration_seconds", map[string]string{"dataset": "customers"}); n < auditsBefore+2 {
+		t.Errorf("lakewap_audit_duration_seconds{dataset=customers} count %d after the refused revert, %d before; want at least 2 more", n, auditsBefore)
 	}
 	if n, err := e.CountRows(ctx, "main", "gold/shop/customers/", "customer_id IN (1, 2)"); err != nil || n != 2 {
 		t.Errorf("main holds customers 1 and 2 %d times (err %v); want twice", n, err)
