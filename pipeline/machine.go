@@ -213,11 +213,13 @@ type (
 	}
 	// Reverted reports the revert commit CommitID on the target undoes
 	// PublishCommit; Reason and By are what that commit records (an earlier
-	// revert found on the target is reported as it was made).
+	// revert found on the target is reported as it was made). Audited:
+	// the revert is the merge of the commit lakewap audited (not forced).
 	Reverted struct {
 		PublishCommit, CommitID string
 		At                      time.Time
 		Reason, By              string
+		Audited                 bool
 	}
 )
 
@@ -475,6 +477,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		n.AuditOpen, n.AuditSolo = false, false // the revert's audit attempt reported
 		rv := n.Revert
 		rv.PublishCommit, rv.Commit, rv.At = in.PublishCommit, in.CommitID, in.At
+		rv.Audited = in.Audited
 		if in.Reason != "" || in.By != "" {
 			// Read back from the revert commit's metadata, which whoever
 			// commits on the target can write: held to the request's bounds.
@@ -1253,7 +1256,7 @@ func reverted(n Run) Outgoing {
 	ev := schemas.BatchReverted{
 		EventID: EventID(n.Dataset, n.BatchID, "reverted "+rv.PublishCommit), BatchID: n.BatchID, Dataset: n.Dataset,
 		Repository: n.Repository, TargetRef: n.Target, PublishedCommitID: rv.PublishCommit, CommitID: rv.Commit,
-		Reason: rv.Reason, RevertedBy: rv.By, OccurredAt: rv.At,
+		Reason: rv.Reason, RevertedBy: rv.By, OccurredAt: rv.At, Audited: rv.Audited,
 	}
 	return Outgoing{EventID: ev.EventID, State: n.State, Reverted: &ev, RequestID: rv.RequestID}
 }

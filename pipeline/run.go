@@ -177,6 +177,8 @@ type Revert struct {
 	PublishCommit string    `json:"publish_commit,omitempty"`
 	Commit        string    `json:"commit,omitempty"`
 	At            time.Time `json:"at,omitempty"`
+	// Audited: the revert commit is lakewap's merge of its audited revert.
+	Audited bool `json:"audited,omitempty"`
 }
 
 // Failure is a step failure that waits for the last look before it fails

@@ -287,6 +287,9 @@ type BatchReverted struct {
 	Reason            string    `avro:"reason" json:"reason"`
 	RevertedBy        string    `avro:"reverted_by" json:"reverted_by"`
 	OccurredAt        time.Time `avro:"occurred_at" json:"occurred_at"`
+	// Audited: the target was audited as the revert leaves it before the
+	// revert was made (false: forced).
+	Audited bool `avro:"audited" json:"audited"`
 }
 
 func (BatchLanded) EventType() string    { return TypeBatchLanded }

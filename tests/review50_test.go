@@ -41,6 +41,9 @@ func TestRevertIsAuditedAsItLeavesTheTarget(t *testing.T) {
 	if n, err := e.CountRows(ctx, "main", "gold/shop/customers/", "customer_id = 50"); err != nil || n != 0 {
 		t.Errorf("main holds customer 50 %d times after its revert (err %v); want none", n, err)
 	}
+	if ev, err := e.Watcher.Await(ctx, c2.id, schemas.TypeBatchReverted); err != nil || !ev.(schemas.BatchReverted).Audited {
+		t.Errorf("the audited revert's BatchReverted %+v (err %v); want audited (review 51)", ev, err)
+	}
 
 	ordersPass := func(ref string) bool {
 		t.Helper()
@@ -86,6 +89,9 @@ func TestRevertIsAuditedAsItLeavesTheTarget(t *testing.T) {
 	must(t, err)
 	head, err = e.Lake.GetCommit(ctx, "lake", "main")
 	must(t, err)
+	if ev.(schemas.BatchReverted).Audited {
+		t.Errorf("the forced revert's BatchReverted says audited")
+	}
 	if head.ID != ev.(schemas.BatchReverted).CommitID || len(head.Parents) != 1 || head.Parents[0] != before.ID {
 		t.Errorf("main at %s (parents %v); want the revert %s, one commit on %s", head.ID, head.Parents, ev.(schemas.BatchReverted).CommitID, before.ID)
 	}

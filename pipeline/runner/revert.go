@@ -77,8 +77,10 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run,
 		}
 		log.Info("publish reverted", "publish_commit", merge.ID, "revert_commit", done.ID, "by", rv.By)
 	}
+	// Two parents: lakewap's merge of its audited scratch revert (only an
+	// audited revert is merged); one: lakeFS's revert, forced.
 	return pipeline.Reverted{PublishCommit: merge.ID, CommitID: done.ID, At: done.CreationDate,
-		Reason: done.Metadata[pipeline.MetaRevertReason], By: done.Metadata[pipeline.MetaRevertedBy]}
+		Reason: done.Metadata[pipeline.MetaRevertReason], By: done.Metadata[pipeline.MetaRevertedBy], Audited: len(done.Parents) == 2}
 }
 
 // makeRevert makes the revert of merge on the run's target and returns

@@ -72,3 +72,35 @@ func TestRevertAuditIsStoredAsAnAttempt(t *testing.T) {
 		t.Errorf("after the revert: audit open %v, revert %+v; want the attempt closed and the revert done", r.AuditOpen, r.Revert)
 	}
 }
+
+// TestBatchRevertedSaysWhetherTheRevertWasAudited (review 51): a
+// publish's result carries its audit; a revert's result said nothing of
+// its audit, so a consumer of the results topic could not tell a revert
+// lakewap judged from one an operator forced. BatchReverted says so
+// (audited), also when the revert is found done after a crash.
+func TestBatchRevertedSaysWhetherTheRevertWasAudited(t *testing.T) {
+	for _, force := range []bool{false, true} {
+		aud := &revertAuditor{gateAuditor: &gateAuditor{gates: map[string]chan struct{}{}}}
+		f := newRunnerFixtureWith(t, func(c *Config) { c.Auditor = aud })
+		go func() {
+			for range f.notes.ch {
+			}
+		}()
+		f.land(t, "b1")
+		deadline := time.Now().Add(30 * time.Second)
+		for r, _ := f.run("billing", "b1"); r.State != StatePublished; r, _ = f.run("billing", "b1") {
+			if time.Now().After(deadline) {
+				t.Fatalf("b1 is %s", r.State)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if err := f.r.Handle(context.Background(), 0, schemas.RevertRequested{RequestID: "q1", BatchID: "b1", Dataset: "billing",
+			Reason: "wrong", RequestedBy: "bob", OccurredAt: time.Now().UTC().Truncate(time.Millisecond), Force: force}, schemas.TraceContext{}); err != nil {
+			t.Fatal(err)
+		}
+		rv, ok := f.awaitAnswer(t, "b1", "q1").(schemas.BatchReverted)
+		if !ok || rv.Audited == force {
+			t.Errorf("revert (force %v) answered %+v; want BatchReverted with audited %v", force, rv, !force)
+		}
+	}
+}
