@@ -648,6 +648,11 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time, solo *bo
 			return report, errRefull{why}
 		}
 	}
+	if r.inc != nil && ctx.Err() == nil && r.infra == nil {
+		if why := r.inc.erred(r.req.Suite.Checks, checks); why != "" {
+			return report, errRefull{why}
+		}
+	}
 	report.Checks = append(checks, r.unaudited(ctx)...)
 	report.Checks = append(report.Checks, r.foreignAddresses(ctx)...)
 	report.Checks = append(report.Checks, r.storedSizes(ctx)...)

@@ -170,6 +170,23 @@ func (r *run) decide(ctx context.Context) (mode, reason string) {
 	return ModeIncremental, ""
 }
 
+// erred is why the run gives up its incremental plan when a planned check
+// erred ("" when none did): the error can be the plan's own, over a part
+// of the table the full audit reads with the rest (the statistics of an
+// unchanged file without a column a where condition reads, computed beside
+// a batch without it either: TestReview53StatisticsOfAFileWithoutAWhereColumn),
+// and the full audit's verdict is the one that counts. A check that errs
+// full too errs again; what failed to download is the run's own error, not
+// this (run.infra).
+func (inc *increment) erred(checks []Check, results []schemas.CheckResult) string {
+	for i, res := range results {
+		if i < len(checks) && inc.planned[i] && res.Status == schemas.StatusError {
+			return fmt.Sprintf("check %s erred in the incremental plan (%s)", checks[i].ID(), clip(res.Message, 300))
+		}
+	}
+	return ""
+}
+
 // maxForeignPublishes bounds how many publishes of other datasets may lie
 // between a foundation and this dataset's last attested publish.
 const maxForeignPublishes = 16
