@@ -649,7 +649,7 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time, solo *bo
 		}
 	}
 	if r.inc != nil && ctx.Err() == nil && r.infra == nil {
-		if why := r.inc.erred(r.req.Suite.Checks, checks); why != "" {
+		if why := r.planFailed(); why != "" {
 			return report, errRefull{why}
 		}
 	}

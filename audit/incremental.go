@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"regexp"
@@ -170,18 +171,21 @@ func (r *run) decide(ctx context.Context) (mode, reason string) {
 	return ModeIncremental, ""
 }
 
-// erred is why the run gives up its incremental plan when a planned check
-// erred ("" when none did): the error can be the plan's own, over a part
-// of the table the full audit reads with the rest (the statistics of an
-// unchanged file without a column a where condition reads, computed beside
-// a batch without it either: TestReview53StatisticsOfAFileWithoutAWhereColumn),
-// and the full audit's verdict is the one that counts. A check that errs
-// full too errs again; what failed to download is the run's own error, not
-// this (run.infra).
-func (inc *increment) erred(checks []Check, results []schemas.CheckResult) string {
-	for i, res := range results {
-		if i < len(checks) && inc.planned[i] && res.Status == schemas.StatusError {
-			return fmt.Sprintf("check %s erred in the incremental plan (%s)", checks[i].ID(), clip(res.Message, 300))
+// planFailed is why the run gives up its incremental plan ("" when it
+// holds): a table whose plan could not be prepared (incTableOf) while its
+// batch's view reads. Its planned checks erred with the plan's own error,
+// over a part of the table the full audit reads with the rest (the
+// statistics of an unchanged file without a column a where condition
+// reads, computed beside a batch without it either, failed the scan:
+// TestReview53StatisticsOfAFileWithoutAWhereColumn), and the full audit's
+// verdict is the one that counts. A batch's view that cannot be read errs
+// full too; a failed download is the run's own error (run.infra).
+func (r *run) planFailed() string {
+	names := slices.Sorted(maps.Keys(r.inc.tables))
+	for _, name := range names {
+		it := r.inc.tables[name]
+		if it.done && it.err != nil && r.viewErr(schemaBatch, name) == nil {
+			return fmt.Sprintf("the incremental plan of table %s failed (%s)", name, clip(it.err.Error(), 300))
 		}
 	}
 	return ""

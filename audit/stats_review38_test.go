@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lakewap/lakewap/schemas"
@@ -76,8 +77,10 @@ func newReview38LakeRetried(t *testing.T, col string, checks ...Check) *review38
 	s := l.batch("b", `SELECT 'B-' || i::VARCHAR AS customer_id FROM range(100, 200) t(i)`)
 	for i, e := range l.engines {
 		rep, err := e.Run(context.Background(), l.req(s, false))
-		if err != nil || rep.Passed || rep.Mode != ModeIncremental {
-			t.Fatalf("engine %d: the batch without the column, as it comes: %v %s passed=%v, want it to fail", i, err, rep.Mode, rep.Passed)
+		// Review 53: it failed incrementally (the batch's view has no such
+		// column) where the full audit passes it; it is audited full.
+		if err != nil || !rep.Passed || rep.Mode != ModeFull || !strings.Contains(rep.ModeReason, "in no file of the batch") {
+			t.Fatalf("engine %d: the batch without the column, as it comes: %v %s %q passed=%v, want it audited full and passed", i, err, rep.Mode, rep.ModeReason, rep.Passed)
 		}
 	}
 	l.publish(s, l.audit(s, true, "the batch without the column, full"))
