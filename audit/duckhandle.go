@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,19 +21,10 @@ import (
 // The engine then retires the opening (retire) and the next run opens
 // another (acquire); the runs holding the retired one end with their
 // errors, and it is closed when the last of them releases it.
-//
-// An opening is two databases: the engine's (side, its threads as
-// configured), and solo, of one thread, on which a run whose files come
-// to at most Options.SmallRunBytes runs (run.choose). DuckDB hands a
-// statement's tasks to its worker threads, which wait for work spinning
-// before they sleep: for the statement of a batch of one small file, which
-// has one row group to scan and so nothing to run in parallel, that
-// costs about a millisecond of CPU more at two threads than at one
-// (docs/benchmarks.md). A table's full audit keeps the configured
-// threads. The two share Options.MemoryLimit (splitMemory).
 type duckDB struct {
-	side
-	solo *side // nil: every run on side
+	db       *sql.DB
+	kept     stmtCache
+	catalogs *runCatalogs
 	// users are the runs (and rowOnly's queries) holding it, and retired
 	// says the engine dropped it: closed when users reaches 0. Both under
 	// Engine.duckMu.
@@ -44,75 +32,12 @@ type duckDB struct {
 	retired bool
 }
 
-// side is one database of an opening, with the statements kept prepared
-// on it and the run catalogs pooled on its connections.
-type side struct {
-	db       *sql.DB
-	kept     stmtCache
-	catalogs *runCatalogs
-}
-
 func (e *Engine) openDuck() (*duckDB, error) {
-	wide, solo := e.opts.MemoryLimit, ""
-	if e.soloRuns() {
-		wide, solo = splitMemory(e.opts.MemoryLimit)
-	}
-	db, err := openDuckDB(filepath.Join(e.dir, "duckdb-tmp"), e.dir, wide, e.opts.Threads, e.opts)
+	db, err := openDuckDB(e.dir, e.opts)
 	if err != nil {
 		return nil, err
 	}
-	d := &duckDB{side: side{db: db, catalogs: newRunCatalogs()}}
-	if solo != "" {
-		sdb, err := openDuckDB(filepath.Join(e.dir, "duckdb-tmp-solo"), e.dir, solo, 1, e.opts)
-		if err != nil {
-			db.Close()
-			return nil, err
-		}
-		d.solo = &side{db: sdb, catalogs: newRunCatalogs()}
-	}
-	return d, nil
-}
-
-// soloRuns: the engine runs small runs on a database of one thread of
-// their own (duckDB).
-func (e *Engine) soloRuns() bool { return e.opts.SmallRunBytes > 0 && e.opts.Threads != 1 }
-
-// soloMemory is the most of the memory limit the one-thread database
-// takes (a sixteenth of it, at most this): small runs read at most
-// SmallRunBytes of files each, and one that needs more memory than the
-// database has runs again on the other (Engine.Run).
-const soloMemory = 64 << 20
-
-// splitMemory divides the engine's memory limit between its databases:
-// the one-thread database a sixteenth of it, at most soloMemory, and the
-// other the rest. Without a limit (DuckDB's default, 80% of the machine's
-// memory, for the other) the one-thread database takes soloMemory.
-func splitMemory(limit string) (wide, solo string) {
-	n, ok := memoryBytes(limit)
-	if !ok {
-		return limit, strconv.FormatInt(soloMemory>>10, 10) + "KiB"
-	}
-	s := min(n/16, soloMemory)
-	return strconv.FormatInt((n-s)>>10, 10) + "KiB", strconv.FormatInt(s>>10, 10) + "KiB"
-}
-
-var memoryAmount = regexp.MustCompile(`(?i)^\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KIB|MIB|GIB|TIB)?\s*$`)
-
-// memoryBytes reads a memory limit as DuckDB does (KB = 1000 bytes, KiB =
-// 1024; no unit: bytes); ok is false for an empty limit or one it cannot
-// read.
-func memoryBytes(limit string) (int64, bool) {
-	m := memoryAmount.FindStringSubmatch(limit)
-	if m == nil {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		return 0, false
-	}
-	units := map[string]float64{"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-		"KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "TIB": 1 << 40}
-	return int64(f * units[strings.ToUpper(m[2])]), true
+	return &duckDB{db: db, catalogs: newRunCatalogs()}, nil
 }
 
 // acquire is the engine's DuckDB for one user, opened again if a crash
@@ -176,26 +101,15 @@ func (e *Engine) closeDuck() error {
 }
 
 func (d *duckDB) close() error {
-	err := d.side.close()
-	if d.solo != nil {
-		err = errors.Join(err, d.solo.close())
-	}
-	return err
-}
-
-func (s *side) close() error {
-	s.catalogs.close()
-	s.kept.close()
-	return s.db.Close()
+	d.catalogs.close()
+	d.kept.close()
+	return d.db.Close()
 }
 
 // crashed: a crash invalidated d, as a run that retired it found or as
-// the database of it the run ran on (on; nil: d's own) answers now (a
-// run that saw an error asks, whichever statement saw it and whatever
-// the run made of it). The opening's other database may be sound, and
-// the runs on it keep their verdicts; its next run that fails on the
-// crashed one retires it.
-func (e *Engine) crashed(d *duckDB, on *side) bool {
+// d answers now (a run that saw an error asks, whichever statement saw
+// it and whatever the run made of it).
+func (e *Engine) crashed(d *duckDB) bool {
 	e.duckMu.Lock()
 	retired := d.retired
 	e.duckMu.Unlock()
@@ -204,10 +118,7 @@ func (e *Engine) crashed(d *duckDB, on *side) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if on == nil {
-		on = &d.side
-	}
-	_, err := on.db.ExecContext(ctx, "SELECT 1")
+	_, err := d.db.ExecContext(ctx, "SELECT 1")
 	return err != nil && invalidating(err)
 }
 
@@ -216,38 +127,10 @@ func (e *Engine) crashed(d *duckDB, on *side) bool {
 // once closed).
 func (r *run) pool() *sql.DB {
 	if r.duck != nil {
-		return r.on().db
+		return r.duck.db
 	}
 	return r.e.duckDB()
 }
-
-// on is the database of its opening the run runs on: the one-thread one
-// when choose chose it before the run's first use of DuckDB, else the
-// engine's (fixed by that first use).
-func (r *run) on() *side {
-	if r.side == nil {
-		r.side = &r.duck.side
-	}
-	return r.side
-}
-
-// choose runs r on its opening's one-thread database when the files it
-// reads come to at most Options.SmallRunBytes (bytes), nothing of it ran
-// in DuckDB yet, and it is not Engine.Run's second try of a small audit
-// that failed there (Request.wide).
-func (r *run) choose(bytes int64) {
-	if r.side != nil || r.duck == nil || r.duck.solo == nil || bytes > r.e.opts.SmallRunBytes || r.req.wide {
-		return
-	}
-	r.side = r.duck.solo
-	r.e.soloRan.Add(1)
-}
-
-// solo: the run ran on its opening's one-thread database.
-func (r *run) solo() bool { return r.duck != nil && r.side != nil && r.side == r.duck.solo }
-
-// SoloRuns is how many runs ran on the one-thread database (duckDB).
-func (e *Engine) SoloRuns() int64 { return e.soloRan.Load() }
 
 // catalogs are the run catalogs pooled on the run's opening (nil for a
 // run made outside Run: none kept).
@@ -255,7 +138,7 @@ func (r *run) catalogs() *runCatalogs {
 	if r.duck == nil {
 		return nil
 	}
-	return r.on().catalogs
+	return r.duck.catalogs
 }
 
 // duckDB is the engine's current DuckDB pool, for tests that query it
@@ -338,9 +221,4 @@ func (r *run) crashRefusal(report schemas.AuditReport, cause error, start time.T
 	report.DurationMs = time.Since(start).Milliseconds()
 	r.log.Error("audit refused: its batch crashed DuckDB again", "err", why)
 	return report
-}
-
-// key names the audit a run makes: its repository, dataset, ref and part.
-func (r *run) key() string {
-	return r.req.Repository + "\x00" + r.req.Dataset + "\x00" + r.req.Ref + "\x00" + r.req.part
 }

@@ -32,9 +32,6 @@ const (
 	DefaultMaxLogFileBytes = 64 << 20
 	DefaultClockSkew       = 5 * time.Minute
 	DefaultQueryTimeout    = 5 * time.Minute
-	// DefaultSmallRunBytes is Options.SmallRunBytes's default: a batch of
-	// a few files of one row group each.
-	DefaultSmallRunBytes = 8 << 20
 )
 
 // ErrOverBudget is an audit over one of its budgets: a check error of the
@@ -71,12 +68,6 @@ type Options struct {
 	// defaults (80% of RAM, all cores).
 	MemoryLimit string
 	Threads     int
-	// SmallRunBytes: a run whose data files come to at most this many
-	// bytes runs on a second DuckDB of one thread (duckDB), which takes a
-	// sixteenth of MemoryLimit, at most 64 MiB. Default
-	// DefaultSmallRunBytes; negative: every run on the engine's DuckDB
-	// (so too when Threads is 1).
-	SmallRunBytes int64
 	// DownloadParallelism bounds concurrent downloads of a run; default 8.
 	DownloadParallelism int
 	// SampleRows is how many failing rows a failed check reports; default 5.
@@ -153,8 +144,6 @@ type Engine struct {
 	// crashers are the audits (repository, dataset, ref) whose own
 	// statement crashed DuckDB, lately (crashCause).
 	crashers *boundedMap[struct{}]
-	// soloRan counts the runs that ran on the one-thread database.
-	soloRan atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
@@ -252,7 +241,6 @@ func New(opts Options) (*Engine, error) {
 	opts.QueryTimeout = cmp.Or(opts.QueryTimeout, DefaultQueryTimeout)
 	opts.StatTimeout = cmp.Or(opts.StatTimeout, DefaultStatTimeout)
 	opts.DownloadParallelism = cmp.Or(opts.DownloadParallelism, 8)
-	opts.SmallRunBytes = cmp.Or(opts.SmallRunBytes, DefaultSmallRunBytes)
 	opts.SampleRows = cmp.Or(opts.SampleRows, 5)
 	opts.MaxSampleValueBytes = cmp.Or(max(opts.MaxSampleValueBytes, 0), DefaultMaxSampleValueBytes)
 	opts.MaxReportBytes = cmp.Or(max(opts.MaxReportBytes, 0), DefaultMaxReportBytes)
@@ -322,7 +310,7 @@ const distrustedOptimizers = "filter_pushdown,statistics_propagation,join_filter
 // undo it. The optimizers that trust Parquet statistics are off from the
 // database's creation (a global setting, in the DSN), so every connection
 // the pool opens has them off.
-func openDuckDB(tempDir, dir, memoryLimit string, threads int, opts Options) (*sql.DB, error) {
+func openDuckDB(dir string, opts Options) (*sql.DB, error) {
 	dsn := "?autoinstall_known_extensions=false&autoload_known_extensions=false"
 	if !opts.trustStatistics {
 		dsn += "&disabled_optimizers=" + distrustedOptimizers
@@ -337,7 +325,7 @@ func openDuckDB(tempDir, dir, memoryLimit string, threads int, opts Options) (*s
 		allowed = append(allowed, opts.CacheDir+string(filepath.Separator))
 	}
 	// Settings are global to the database, so any pooled connection will do.
-	for _, s := range setupSQL(tempDir, memoryLimit, threads, allowed) {
+	for _, s := range setupSQL(filepath.Join(dir, "duckdb-tmp"), opts.MemoryLimit, opts.Threads, allowed) {
 		if _, err := db.Exec(s); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("audit: duckdb setup %q: %w", s, err)
@@ -399,9 +387,6 @@ type Request struct {
 	Full bool
 	// fullBecause is why Engine.Run runs the audit full again (errRefull).
 	fullBecause string
-	// wide: the run may not run on the one-thread database (Engine.Run
-	// runs a small audit again that failed there for the machine's sake).
-	wide bool
 	// Onto audits the table as merging Ref into BaseRef would leave it:
 	// BaseRef's files with the batch's changes (Ref's against its
 	// merge-base with BaseRef) applied. It is the check, before a merge, of
@@ -537,43 +522,17 @@ func (e *Engine) Run(ctx context.Context, req Request) (schemas.AuditReport, err
 	if req.BatchTime.IsZero() {
 		req.BatchTime = time.Now()
 	}
-	var solo bool
-	report, err := e.run(ctx, req, start, &solo)
+	report, err := e.run(ctx, req, start)
 	if rf := (errRefull{}); errors.As(err, &rf) && !errors.Is(err, ErrInfrastructure) { // not over a crash (duckhandle.go)
 		e.opts.Logger.Info("audit: incremental audit given up, auditing full", "dataset", req.Dataset, "ref", req.Ref, "why", rf.reason)
 		req.Full, req.fullBecause = true, rf.reason
-		report, err = e.run(ctx, req, start, &solo)
-	}
-	if solo && ctx.Err() == nil && soloFault(report, err) {
-		// A small audit that DuckDB failed on the one-thread database
-		// (out of its memory: a file of a few kilobytes may still be
-		// thousands of columns wide; or a crash) runs again at once on
-		// the engine's database (duckDB).
-		e.opts.Logger.Info("audit: small audit failed on the one-thread DuckDB, running it on the other", "dataset", req.Dataset, "ref", req.Ref, "err", err)
-		req.wide = true
-		report, err = e.run(ctx, req, start, &solo)
+		report, err = e.run(ctx, req, start)
 	}
 	return report, err
 }
 
-// soloFault: a small audit's run on the one-thread database ended with
-// DuckDB out of memory or crashed, as its infrastructure error says, or as
-// a result's text says where the run carried on without what failed (a
-// failing check's sample rows). A result of the data that spells DuckDB's
-// words costs its audit a second run, nothing else. Other failures (the
-// source, lakeFS, the context) are not the database's: they are not run
-// again here.
-func soloFault(report schemas.AuditReport, err error) bool {
-	duck := func(s string) bool { return strings.Contains(s, "Out of Memory Error") }
-	if err != nil {
-		return errors.Is(err, ErrInfrastructure) && (duck(err.Error()) || invalidating(err))
-	}
-	return slices.ContainsFunc(report.Checks, func(c schemas.CheckResult) bool { return duck(c.Message) || duck(c.Observed) })
-}
-
 // run is one run of Run's audit.
-// solo says whether it ran on the one-thread database (run.choose).
-func (e *Engine) run(ctx context.Context, req Request, start time.Time, solo *bool) (report schemas.AuditReport, err error) {
+func (e *Engine) run(ctx context.Context, req Request, start time.Time) (report schemas.AuditReport, err error) {
 	report = schemas.AuditReport{Dataset: req.Dataset, Ref: req.Ref}
 	duck, err := e.acquire()
 	if err != nil {
@@ -610,11 +569,10 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time, solo *bo
 		// run whose own statement crashed DuckDB (crashCause), when the
 		// same audit crashed it before, is refused instead: retried, it
 		// would crash it again, failing every run in flight each time.
-		*solo = r.solo()
-		if (err != nil || !report.Passed) && e.crashed(duck, r.side) {
+		if (err != nil || !report.Passed) && e.crashed(duck) {
 			e.retire(duck)
 			cause := crashCause(cmp.Or(err, r.infra))
-			key := r.key()
+			key := req.Repository + "\x00" + req.Dataset + "\x00" + req.Ref + "\x00" + req.part
 			if _, again := e.crashers.get(key); cause != nil && again {
 				report, err = r.crashRefusal(report, cause, start), nil
 			} else if !errors.Is(err, ErrInfrastructure) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -695,10 +653,9 @@ type column struct{ name, typ string }
 
 type run struct {
 	e *Engine
-	// duck is the engine's DuckDB the run holds (acquire), and side the
-	// database of it the run runs on (on, choose); pool is its sql.DB.
+	// duck is the engine's DuckDB the run holds (acquire); pool is its
+	// sql.DB.
 	duck *duckDB
-	side *side
 	req  Request
 	log  *slog.Logger
 	// catalog is the run's in-memory database inside the engine's DuckDB;
@@ -1024,7 +981,6 @@ func (r *run) prepare(ctx context.Context) error {
 			slots[k] = append(slots[k], i)
 		}
 	}
-	r.choose(bytes)
 	if n, b := r.e.opts.MaxFiles, r.e.opts.MaxBytes; len(fetches) > n || bytes > b {
 		// Nothing is downloaded: every check errors, naming the budget.
 		err := fmt.Errorf("%w: %d files of %d bytes, over the budget of %d files (audit.max_files) and %d bytes (audit.max_bytes)",

@@ -222,7 +222,7 @@ func (f *fusion) fetch(ctx context.Context, r *run, asking string) bool {
 			var st *sql.Stmt
 			var release func()
 			var kept bool
-			if st, release, kept, err = r.on().kept.prepared(ctx, r.pool(), q); kept {
+			if st, release, kept, err = r.duck.kept.prepared(ctx, r.pool(), q); kept {
 				vals, err = scanValues(st.QueryRowContext(ctx, slices.Clone(v.files)).Scan, width)
 				release()
 			} else if err == nil {

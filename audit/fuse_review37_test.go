@@ -164,9 +164,9 @@ func TestReview37FusedTextOverTheKeptBoundEqualsLone(t *testing.T) {
 	if !long {
 		t.Fatal("no fused statement over the kept bound ran")
 	}
-	r.fused.smallSide().kept.mu.Lock()
-	defer r.fused.smallSide().kept.mu.Unlock()
-	for q := range r.fused.smallSide().kept.by {
+	r.fused.currentDuck().kept.mu.Lock()
+	defer r.fused.currentDuck().kept.mu.Unlock()
+	for q := range r.fused.currentDuck().kept.by {
 		if len(q) > maxKeptStatementBytes {
 			t.Errorf("a statement of %d bytes was kept", len(q))
 		}

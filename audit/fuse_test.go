@@ -739,16 +739,16 @@ func TestKeptFusedStatementAnswersEachBatch(t *testing.T) {
 	r := newFuseRig(t)
 	r.audit(r.batch("b0", demoRows(200)))
 	first, _, _ := r.audit(r.batch("b1", demoRows(300)))
-	r.fused.smallSide().kept.mu.Lock()
-	kept := len(r.fused.smallSide().kept.by)
-	r.fused.smallSide().kept.mu.Unlock()
+	r.fused.currentDuck().kept.mu.Lock()
+	kept := len(r.fused.currentDuck().kept.by)
+	r.fused.currentDuck().kept.mu.Unlock()
 	if kept == 0 {
 		t.Fatal("the fused statement was not kept")
 	}
 	second, fused, _ := r.audit(r.batch("b2", demoRows(400)+" LIMIT 37"))
-	r.fused.smallSide().kept.mu.Lock()
-	again := len(r.fused.smallSide().kept.by)
-	r.fused.smallSide().kept.mu.Unlock()
+	r.fused.currentDuck().kept.mu.Lock()
+	again := len(r.fused.currentDuck().kept.by)
+	r.fused.currentDuck().kept.mu.Unlock()
 	if again != kept {
 		t.Errorf("the second batch's fused statement was kept anew (%d kept, then %d): its text differs", kept, again)
 	}

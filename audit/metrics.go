@@ -14,9 +14,6 @@ type serviceMetrics struct {
 	// reopened counts the engine's DuckDB opened again after a crash
 	// (Engine.Reopened); nil when the runner is not an *Engine.
 	reopened prometheus.CounterFunc
-	// solo counts the runs on the engine's one-thread DuckDB
-	// (Engine.SoloRuns); nil when the runner is not an *Engine.
-	solo prometheus.CounterFunc
 }
 
 func newServiceMetrics(reg prometheus.Registerer, r Runner) (*serviceMetrics, error) {
@@ -31,14 +28,11 @@ func newServiceMetrics(reg prometheus.Registerer, r Runner) (*serviceMetrics, er
 		m.reopened = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lakewap_audit_duckdb_reopened_total",
 			Help: "Times the audit engine opened its DuckDB again after a crash (an INTERNAL Error) invalidated it; the audits in flight on it were retried."},
 			func() float64 { return float64(e.Reopened()) })
-		m.solo = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lakewap_audit_small_runs_total",
-			Help: "Audits that ran on the engine's one-thread DuckDB, their data files at most audit.small_audit_bytes; the others ran on the one of audit.threads."},
-			func() float64 { return float64(e.SoloRuns()) })
 	}
 	if reg != nil {
 		err := errors.Join(reg.Register(m.lookups), reg.Register(m.duration))
 		if m.reopened != nil {
-			err = errors.Join(err, reg.Register(m.reopened), reg.Register(m.solo))
+			err = errors.Join(err, reg.Register(m.reopened))
 		}
 		if err != nil {
 			return nil, err

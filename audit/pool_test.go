@@ -41,7 +41,7 @@ func TestRunCatalogsAreReused(t *testing.T) {
 	}
 	// The kept catalogs hold no view of the runs that used them.
 	for _, e := range []*Engine{r.fused, r.single} {
-		pc, ok := e.smallSide().catalogs.take()
+		pc, ok := e.currentDuck().catalogs.take()
 		if !ok {
 			t.Fatal("no catalog kept for the next run")
 		}
@@ -53,7 +53,7 @@ func TestRunCatalogsAreReused(t *testing.T) {
 		if n != 0 {
 			t.Errorf("catalog %s kept with %d views", pc.name, n)
 		}
-		e.smallSide().catalogs.put(pc)
+		e.currentDuck().catalogs.put(pc)
 	}
 }
 
@@ -65,11 +65,11 @@ func TestRunCatalogWithAChangedSearchPathIsNotKept(t *testing.T) {
 	if len(rep.Checks) == 0 || rep.Checks[0].Status == "error" {
 		t.Fatalf("custom check: %+v", rep.Checks)
 	}
-	if pc, ok := e.smallSide().catalogs.take(); ok {
+	if pc, ok := e.currentDuck().catalogs.take(); ok {
 		t.Errorf("catalog %s kept after a custom SQL check", pc.name)
 	}
 	audit(t, e, "b1", Check{Name: "rows", Kind: KindRowCount, Table: "billing", Min: f64(1)})
-	if _, ok := e.smallSide().catalogs.take(); !ok {
+	if _, ok := e.currentDuck().catalogs.take(); !ok {
 		t.Error("the catalog of a run without custom SQL was not kept")
 	}
 }
@@ -97,7 +97,7 @@ func TestRunCatalogWhoseSetupWasInterruptedIsNotKept(t *testing.T) {
 	e.onStatement = nil
 	var kept []pooledCatalog
 	for {
-		pc, ok := e.smallSide().catalogs.take()
+		pc, ok := e.currentDuck().catalogs.take()
 		if !ok {
 			break
 		}
@@ -116,7 +116,7 @@ func TestRunCatalogWhoseSetupWasInterruptedIsNotKept(t *testing.T) {
 		}
 	}
 	for _, pc := range kept {
-		e.smallSide().catalogs.put(pc)
+		e.currentDuck().catalogs.put(pc)
 	}
 	// The next run (which takes what was kept) audits the batch as an
 	// engine of its own would.
@@ -146,8 +146,8 @@ func TestRunCatalogAfterAnInterruptedQueryServesTheNextRun(t *testing.T) {
 	if err != nil || rep.Checks[0].Status != schemas.StatusError {
 		t.Fatalf("the query at its time bound: %v %+v", err, rep.Checks)
 	}
-	if len(e.smallSide().catalogs.ch) != 1 {
-		t.Fatalf("%d catalogs kept after the interrupted query, want its run's", len(e.smallSide().catalogs.ch))
+	if len(e.currentDuck().catalogs.ch) != 1 {
+		t.Fatalf("%d catalogs kept after the interrupted query, want its run's", len(e.currentDuck().catalogs.ch))
 	}
 	for i := range 3 { // each takes a kept catalog, if any
 		rep, err := e.Run(context.Background(), req(
@@ -165,14 +165,12 @@ func TestRunCatalogAfterAnInterruptedQueryServesTheNextRun(t *testing.T) {
 // catalog, outside every run catalog.
 func noViewsInMemory(t *testing.T, e *Engine) {
 	t.Helper()
-	for _, db := range e.databases() {
-		var n int
-		if err := db.QueryRowContext(context.Background(),
-			"SELECT count(*) FROM duckdb_views() WHERE database_name = 'memory' AND NOT internal").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n != 0 {
-			t.Errorf("%d views of runs in the shared memory catalog", n)
-		}
+	var n int
+	if err := e.duckDB().QueryRowContext(context.Background(),
+		"SELECT count(*) FROM duckdb_views() WHERE database_name = 'memory' AND NOT internal").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d views of runs in the shared memory catalog", n)
 	}
 }

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -48,7 +47,7 @@ func TestReview41InvalidatedDatabaseIsReopened(t *testing.T) {
 	src := newBatchSource(t)
 	src.writeRaw(t, "b1", "honest/a.csv", "v\nx\ny\n")
 	src.writeRaw(t, "b1", "hostile/a.csv", "v\nx\n")
-	e := oneDatabase(newEngine(t, src, ""))
+	e := newEngine(t, src, "")
 	poison := poisonCSV(t, e)
 	var once sync.Once
 	var crash error
@@ -79,33 +78,6 @@ func TestReview41InvalidatedDatabaseIsReopened(t *testing.T) {
 	}
 }
 
-// smallSide is the database of the engine's current opening on which
-// the runs over tests' small tables run: its one-thread database, when it
-// has one (run.choose).
-func (e *Engine) smallSide() *side {
-	d := e.currentDuck()
-	if d.solo != nil && e.opts.SmallRunBytes > 0 {
-		return d.solo
-	}
-	return &d.side
-}
-
-// databases are the databases of the engine's current opening.
-func (e *Engine) databases() []*sql.DB {
-	d := e.currentDuck()
-	if d.solo != nil {
-		return []*sql.DB{d.db, d.solo.db}
-	}
-	return []*sql.DB{d.db}
-}
-
-// oneDatabase runs every audit of e on its opening's database of
-// Options.Threads, not the one-thread one: a case about that database.
-func oneDatabase(e *Engine) *Engine {
-	e.opts.SmallRunBytes = -1
-	return e
-}
-
 // currentDuck is the engine's current DuckDB opening (nil once closed or
 // retired).
 func (e *Engine) currentDuck() *duckDB {
@@ -132,7 +104,7 @@ func TestReview41CrashIsInfrastructure(t *testing.T) {
 		}
 	}
 	src := newBatchSource(t)
-	e := oneDatabase(newEngine(t, src, ""))
+	e := newEngine(t, src, "")
 	_, err := e.duckDB().ExecContext(context.Background(), "SELECT CAST('INTERNAL Error: FATAL Error: database has been invalidated' AS INTEGER)")
 	if err == nil || infrastructure(err) || invalidating(err) {
 		t.Errorf("a conversion error quoting the data (%v): infrastructure %v, invalidating %v", err, infrastructure(err), invalidating(err))
@@ -168,7 +140,7 @@ func TestReview41JSONLinesByteNotUTF8DoesNotCrash(t *testing.T) {
 	for _, c := range cases {
 		src.writeRaw(t, "b1", c.name+"/a.jsonl", c.text)
 	}
-	e := oneDatabase(newEngine(t, src, ""))
+	e := newEngine(t, src, "")
 	for _, c := range cases {
 		for _, k := range []Check{{Kind: KindNotNull, Column: c.column}, {Kind: KindSQL, SQL: "SELECT * FROM t WHERE " + quoteIdent(c.column) + " IS NULL"}} {
 			k.Name, k.Table = "c", "t"
@@ -202,7 +174,7 @@ func TestReview41ConcurrentRunsOverACrash(t *testing.T) {
 	for i := range n {
 		src.writeRaw(t, "b1", "d"+strconv.Itoa(i)+"/a.csv", "v\nx\ny\n")
 	}
-	e := oneDatabase(newEngine(t, src, ""))
+	e := newEngine(t, src, "")
 	poison := poisonCSV(t, e)
 	started := make(chan struct{}, n)
 	crashed := make(chan struct{})
@@ -264,7 +236,7 @@ func TestReview41RepeatedCrashIsRefused(t *testing.T) {
 	src := newBatchSource(t)
 	src.writeRaw(t, "b1", "honest/a.csv", "v\nx\n")
 	src.writeRaw(t, "b1", "hostile/a.csv", "v\nx\n")
-	e := oneDatabase(newEngine(t, src, ""))
+	e := newEngine(t, src, "")
 	poison := poisonCSV(t, e)
 	hostile := func() (schemas.AuditReport, error) {
 		e.columnsFault = func() error {

@@ -398,22 +398,6 @@ func publishSteps(b *testing.B, reg prometheus.Gatherer) [2]float64 {
 	return out
 }
 
-// smallAudits is how many audits so far ran on the engine's one-thread
-// DuckDB (lakewap_audit_small_runs_total): a batch's audit and its
-// recheck against the target's head are one each.
-func smallAudits(b *testing.B, reg prometheus.Gatherer) float64 {
-	fams, err := reg.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() == "lakewap_audit_small_runs_total" && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	return 0
-}
-
 // BenchmarkWAPCycle measures lakewap end to end, from BatchLanded produced
 // to BatchPublished consumed, including the writer's upload after
 // BranchReady, with 1, 8 and 64 batches in flight. Each batch writes one
@@ -425,9 +409,8 @@ func BenchmarkWAPCycle(b *testing.B) {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
 			rig := rs.get(b, "", nil)
 			rig.prefill(b, b.N*inflight)
-			before, writes, small := publishSteps(b, rig.reg), changelogWrites(b, rig), smallAudits(b, rig.reg)
+			before, writes := publishSteps(b, rig.reg), changelogWrites(b, rig)
 			drive(b, inflight, rig.env.Stack, func(ctx context.Context, id string) error { return wapBatch(ctx, rig, "bench-"+id) })
-			b.ReportMetric((smallAudits(b, rig.reg)-small)/float64(b.N*inflight), "small-audits/batch")
 			b.ReportMetric(float64(changelogWrites(b, rig)-writes)/float64(b.N*inflight), "changelog-writes/batch")
 			reportLakeCalls(b, rig.reg)
 			reportMergeTime(b, rig.reg, before)

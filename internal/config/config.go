@@ -238,15 +238,12 @@ const minRunBytes = 16 << 10
 
 // Audit tunes the DuckDB engine.
 type Audit struct {
-	WorkDir     string `yaml:"work_dir"`
-	CacheDir    string `yaml:"cache_dir"`
-	MemoryLimit string `yaml:"memory_limit"`
-	Threads     int    `yaml:"threads"`
-	// SmallAuditBytes: an audit that reads at most this many bytes of data
-	// files runs on a second DuckDB of one thread (default 8 MiB; -1: off).
-	SmallAuditBytes     int64 `yaml:"small_audit_bytes"`
-	DownloadParallelism int   `yaml:"download_parallelism"`
-	SampleRows          int   `yaml:"sample_rows"`
+	WorkDir             string `yaml:"work_dir"`
+	CacheDir            string `yaml:"cache_dir"`
+	MemoryLimit         string `yaml:"memory_limit"`
+	Threads             int    `yaml:"threads"`
+	DownloadParallelism int    `yaml:"download_parallelism"`
+	SampleRows          int    `yaml:"sample_rows"`
 	// MaxSampleValueBytes and MaxReportBytes bound sample values and whole
 	// reports (defaults 256 and 32 KiB); see docs/limits.md.
 	MaxSampleValueBytes int `yaml:"max_sample_value_bytes"`
@@ -992,7 +989,7 @@ func (c *Config) AuditOptions(src audit.Source, log *slog.Logger) audit.Options 
 	a := c.Audit
 	key, _ := c.AttestationKey() // validated at load
 	o := audit.Options{Source: src, WorkDir: a.WorkDir, CacheDir: a.CacheDir, CacheMaxBytes: a.CacheMaxMB << 20,
-		MemoryLimit: a.MemoryLimit, Threads: a.Threads, SmallRunBytes: a.SmallAuditBytes, DownloadParallelism: a.DownloadParallelism,
+		MemoryLimit: a.MemoryLimit, Threads: a.Threads, DownloadParallelism: a.DownloadParallelism,
 		SampleRows: a.SampleRows, MaxSampleValueBytes: a.MaxSampleValueBytes, MaxReportBytes: a.MaxReportBytes, Logger: log,
 		MaxFiles: a.MaxFiles, MaxBytes: a.MaxBytes, MaxListObjects: a.MaxListObjects, MaxLogFileBytes: a.MaxLogFileBytes,
 		ClockSkew: a.ClockSkew.Std(), QueryTimeout: a.QueryTimeout.Std(),
@@ -1218,7 +1215,6 @@ func (c *Config) Validate() error {
 		"%d is less than %d: a result event that cannot be made smaller (a BranchReady naming 256 expected writes is about 35 KB) would be refused for ever", c.Kafka.ResultsMaxMessageBytes, notify.MinMaxMessageBytes)
 	badIf(c.Runner.MaxOpenRuns < -1, "runner.max_open_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxOpenRuns)
 	badIf(c.Runner.MaxPendingRuns < -1, "runner.max_pending_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxPendingRuns)
-	badIf(c.Audit.SmallAuditBytes < -1, "audit.small_audit_bytes", "must be -1 (every audit on one DuckDB), 0 (default %d) or positive", audit.DefaultSmallRunBytes)
 	badIf(c.Runner.MaxFinishedRuns < -1, "runner.max_finished_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxFinishedRuns)
 	for _, d := range []struct {
 		field string

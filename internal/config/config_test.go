@@ -115,7 +115,6 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"runs token is the webhook's", "notify:", "http: {listen: \":9090\", webhook_token: same, runs_token: same}\nnotify:", "http.runs_token: is the webhook's token"},
 		{"results message size below an unshrinkable event", "  brokers:", "  results_max_message_bytes: 16384\n  brokers:", "kafka.results_max_message_bytes: 16384 is less than 65536"},
 		{"pending bound", "notify:", "runner: {max_pending_runs: -2}\nnotify:", "runner.max_pending_runs: must be -1"},
-		{"small audit bytes", "notify:", "audit: {small_audit_bytes: -2}\nnotify:", "audit.small_audit_bytes: must be -1"},
 		{"table no check reads", "      - {name: billing_fact, path: gold/billing_fact/}", "      - {name: billing_fact, path: gold/billing_fact/}\n      - {name: billing_dim, path: gold/billing_dim/}",
 			`datasets.billing.tables[1]: no check reads table "billing_dim", so nothing a batch writes under gold/billing_dim/ would be audited`},
 		{"no audit attempt", "notify:", "audit: {max_attempts: -1}\nnotify:", "audit.max_attempts: -1 must be at least 1 (0 keeps the default 3)"},
