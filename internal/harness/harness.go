@@ -220,10 +220,22 @@ func WatchResults(ctx context.Context, cfg *config.Config, codec *schemas.Codec)
 	if err != nil {
 		return nil, err
 	}
-	first, _, err := t.Offsets(ctx, cfg.Kafka.ResultsTopic)
-	if err != nil {
-		t.Close()
-		return nil, fmt.Errorf("results topic: %w", err)
+	// A broker short of CPU answers a topic made moments ago with errors
+	// that pass (Apache Kafka 4.4.0 on a loaded machine: UNKNOWN_SERVER_ERROR
+	// for a partition's offsets, a Metadata round trip past its deadline):
+	// asked again until ctx ends, as a downstream consumer would.
+	var first map[int]int64
+	ob := backoff.Policy{Min: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: backoff.Equal}.New()
+	for {
+		first, _, err = t.Offsets(ctx, cfg.Kafka.ResultsTopic)
+		if err == nil {
+			break
+		}
+		slog.Default().Warn("reading the results topic's offsets failed; asking again", "err", err)
+		if !ob.Wait(ctx) {
+			t.Close()
+			return nil, fmt.Errorf("results topic: %w", err)
+		}
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,5 +94,54 @@ func TestWatcherReadsOnAfterAReadError(t *testing.T) {
 	defer stop()
 	if _, err := w.Await(wait, "after", schemas.TypeBatchPublished); err != nil {
 		t.Fatalf("a result published after a failed fetch: %v", err)
+	}
+}
+
+// The watcher asks for the results topic's offsets again when a broker
+// answers them with an error that passes. Apache Kafka 4.4.0 on a loaded
+// machine answered a topic made moments ago with UNKNOWN_SERVER_ERROR for a
+// partition's offsets, and the system test whose stack was starting failed
+// at once (TestRelinkedObjectMergedIntoABatchIsRefused,
+// TestReplayedChangelogRecordIsSetAside).
+func TestWatcherAsksForOffsetsAgainAfterABrokerError(t *testing.T) {
+	c := kafkatest.StartFake(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	topic := c.Topic("results")
+	if err := c.CreateTopics(ctx, kafkatest.Topic{Name: topic}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Kafka: config.Kafka{Brokers: c.Brokers, ResultsTopic: topic}}
+	codec, err := cfg.Kafka.Codec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first offsets request answers UNKNOWN_SERVER_ERROR for every
+	// partition; kfake answers the ones after it.
+	var answered atomic.Int32
+	c.Fake.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		answered.Add(1)
+		r := req.(*kmsg.ListOffsetsRequest)
+		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range r.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition = rp.Partition
+				sp.ErrorCode = kerr.UnknownServerError.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	w, err := WatchResults(ctx, cfg, codec)
+	if err != nil {
+		t.Fatalf("a broker's passing error on the results topic's offsets: %v", err)
+	}
+	defer w.Close()
+	if n := answered.Load(); n != 1 {
+		t.Fatalf("the failing answer was given %d times, want 1", n)
 	}
 }
