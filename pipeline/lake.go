@@ -128,6 +128,10 @@ type Reverter interface {
 	// Revert adds a commit to branch that undoes commitID (relative to
 	// parent parentNumber, from 1, for a merge commit).
 	Revert(ctx context.Context, repo, branch, commitID string, parentNumber int, message string, meta map[string]string) error
+	// Committer is how lakeFS names lakewap's own user in the commits it
+	// makes (a merge's and a revert's committer is the caller's user):
+	// a revert already made is looked for among lakewap's commits only.
+	Committer(ctx context.Context) (string, error)
 }
 
 // callCounterKey carries the counter of lakeFS API calls made on behalf of

@@ -59,7 +59,7 @@ func (l *fakeLake) Revert(_ context.Context, _, branch, commitID string, parent 
 	if parent != 1 {
 		return fmt.Errorf("revert of merge %s relative to parent %d", commitID, parent)
 	}
-	l.log = append(l.log, Commit{ID: fmt.Sprintf("revert-%d", len(l.log)), Parents: []string{"head"}, Metadata: meta, CreationDate: time.Now().UTC()})
+	l.log = append(l.log, Commit{ID: fmt.Sprintf("revert-%d", len(l.log)), Parents: []string{"head"}, Metadata: meta, Committer: fakeCommitter, CreationDate: time.Now().UTC()})
 	return nil
 }
 
@@ -199,7 +199,7 @@ func TestRevertFoundAfterACrash(t *testing.T) {
 	f.lake.mu.Lock()
 	f.lake.log = append(f.lake.log,
 		Commit{ID: "revert-earlier", Parents: []string{"merge-b1"}, Metadata: map[string]string{MetaRevertedBatchID: "b1", MetaRevertedCommit: "merge-b1",
-			MetaRevertReason: "first try", MetaRevertedBy: "ana"}, CreationDate: time.Now().UTC()},
+			MetaRevertReason: "first try", MetaRevertedBy: "ana"}, Committer: fakeCommitter, CreationDate: time.Now().UTC()},
 		Commit{ID: "later", Parents: []string{"revert-earlier"}})
 	f.lake.mu.Unlock()
 	now := time.Now().UTC().Truncate(time.Millisecond)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // Operator requests (lakewap retry, revert, cancel) are input events like
@@ -60,7 +61,11 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run,
 		return pipeline.StepFailed{Step: pipeline.StepRevert, Err: msg, Class: pipeline.Permanent}
 	}
 	merge := merges[0]
-	done, err := findRevert(ctx, lake, repo, target, run.BatchID, merge.ID)
+	own, err := lake.Committer(ctx)
+	if err != nil {
+		return failed(log, pipeline.StepRevert, fmt.Errorf("who lakewap is to lakeFS, to find a revert it made already: %w", err))
+	}
+	done, err := findRevert(ctx, log, lake, repo, target, run.BatchID, merge.ID, own)
 	if err != nil {
 		return failed(log, pipeline.StepRevert, err)
 	}
@@ -68,7 +73,7 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run,
 		if in := r.makeRevert(ctx, log, lake, run, merge, begin); in != nil {
 			return in
 		}
-		if done, err = findRevert(ctx, lake, repo, target, run.BatchID, merge.ID); err != nil {
+		if done, err = findRevert(ctx, log, lake, repo, target, run.BatchID, merge.ID, own); err != nil {
 			return failed(log, pipeline.StepRevert, err)
 		}
 		if done.ID == "" {
@@ -162,8 +167,12 @@ func (r *Runner) makeRevert(ctx context.Context, log *slog.Logger, lake pipeline
 // write, and a writer's commit on its batch branch, naming another batch,
 // reaches the target's whole log when that branch is published
 // (TestReview43WritersCommitIsNotTakenForARevert); lakewap's publish
-// merges carry no writer's wap. keys.
-func findRevert(ctx context.Context, lake pipeline.Reverter, repo, target, batch, published string) (pipeline.Commit, error) {
+// merges carry no writer's wap. keys. And only those lakewap made (own,
+// their committer as lakeFS names it): a merge into the target and a revert
+// on it carry whatever metadata their maker gives them, and someone's
+// empty merge naming the batch answered an operator's revert done while
+// main kept its rows (TestReview56SomeoneElsesCommitIsNotTakenForARevert).
+func findRevert(ctx context.Context, logger *slog.Logger, lake pipeline.Reverter, repo, target, batch, published, own string) (pipeline.Commit, error) {
 	log, err := lake.FirstParents(ctx, repo, target, time.Time{}, revertSearchDepth)
 	if err != nil {
 		return pipeline.Commit{}, err
@@ -177,9 +186,15 @@ func findRevert(ctx context.Context, lake pipeline.Reverter, repo, target, batch
 		}
 		// The same batch id may be another dataset's: the revert names the
 		// commit it undid.
-		if c.Metadata[pipeline.MetaRevertedBatchID] == batch && (c.Metadata[pipeline.MetaRevertedCommit] == "" || c.Metadata[pipeline.MetaRevertedCommit] == published) {
-			return c, nil
+		if c.Metadata[pipeline.MetaRevertedBatchID] != batch || (c.Metadata[pipeline.MetaRevertedCommit] != "" && c.Metadata[pipeline.MetaRevertedCommit] != published) {
+			continue
 		}
+		if c.Committer != own {
+			logger.Warn("a commit on the target names the batch as reverted but lakewap did not make it: not taken for its revert",
+				"commit", c.ID, "committer", schemas.Clip(c.Committer, 128), "lakewap_committer", own)
+			continue
+		}
+		return c, nil
 	}
 	return pipeline.Commit{}, nil
 }

@@ -55,7 +55,7 @@ func (l *movingLake) Merge(_ context.Context, repo, source, _, _ string, meta ma
 	id := "merge-" + meta[MetaBatchID]
 	l.merged[mergedKey(repo, source)] = id
 	l.landedOn[source] = l.head
-	l.log = append(l.log, Commit{ID: id, Parents: []string{l.head, source}, Metadata: meta})
+	l.log = append(l.log, Commit{ID: id, Parents: []string{l.head, source}, Metadata: meta, Committer: fakeCommitter})
 	l.head = id
 	return id, nil
 }
@@ -68,7 +68,7 @@ func (l *movingLake) Revert(ctx context.Context, repo, branch, commitID string, 
 	defer l.mu.Unlock()
 	l.n++
 	id := fmt.Sprintf("revert-%d", l.n)
-	l.log = append(l.log, Commit{ID: id, Parents: []string{l.head}, Metadata: meta, CreationDate: time.Now().UTC()})
+	l.log = append(l.log, Commit{ID: id, Parents: []string{l.head}, Metadata: meta, Committer: fakeCommitter, CreationDate: time.Now().UTC()})
 	l.head = id
 	return nil
 }

@@ -45,6 +45,12 @@ type fakeLake struct {
 	scratch        map[string]Commit // a revert audit's scratch branch -> its head (no ID before the revert)
 }
 
+// fakeCommitter is lakewap's own lakeFS user as the fake lake names it in
+// the commits lakewap makes (Committer).
+const fakeCommitter = "lakewap"
+
+func (l *fakeLake) Committer(context.Context) (string, error) { return fakeCommitter, nil }
+
 func newFakeLake() *fakeLake {
 	return &fakeLake{branches: map[string]bool{}, merged: map[string]string{}}
 }
@@ -109,7 +115,7 @@ func (l *fakeLake) Merge(_ context.Context, repo, source, _, _ string, meta map[
 	}
 	id := "merge-" + meta[MetaBatchID]
 	l.merged[mergedKey(repo, source)] = id
-	l.log = append(l.log, Commit{ID: id, Parents: []string{"head", source}, Metadata: meta})
+	l.log = append(l.log, Commit{ID: id, Parents: []string{"head", source}, Metadata: meta, Committer: fakeCommitter})
 	l.lastMeta = meta
 	if l.lostAck {
 		l.lostAck = false
