@@ -2,9 +2,12 @@ package tests
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/treeverse/lakefs/pkg/api/apigen"
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/daemon"
@@ -68,5 +71,67 @@ func TestReview56PersonsMergeIsNotTakenForARevert(t *testing.T) {
 	must(t, err)
 	if head.ID != rv.CommitID || head.Committer != devstack.LakewapUser {
 		t.Errorf("main's head %s by %q is not lakewap's revert the event names (%s)", head.ID, head.Committer, rv.CommitID)
+	}
+}
+
+// TestReview56EmptyMergeOfThePublishDoesNotBlockTheRevert (review 56, on
+// lakeFS with its ACL server): the revert undoes the one merge commit that
+// brought the batch's sealed commit into main, and refused when there were
+// several. lakeFS merges a commit that is on main already again when asked
+// with allow_empty (an empty merge, whose parents are main's head and that
+// commit): a person who may merge into main (user writer) made the
+// operator's revert fail for good ("refusing to guess"). The run's publish
+// recorded its merge commit, which is the one undone.
+func TestReview56EmptyMergeOfThePublishDoesNotBlockTheRevert(t *testing.T) {
+	var stack *devstack.Stack
+	e := startE2EOn(t, devstack.Options{ACL: true}, func(s *devstack.Stack, _ *config.Config) { stack = s }, daemon.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	const victim = "victim-56e"
+	ev := e.runBatch(t, victim, billingRows(561000, 0, 5, "BIGINT"))
+	pub, ok := ev.(schemas.BatchPublished)
+	if !ok {
+		t.Fatalf("the victim batch: %s %+v; want published", ev.EventType(), ev)
+	}
+	merge, err := e.Lake.GetCommit(ctx, "lake", pub.CommitID)
+	must(t, err)
+	if len(merge.Parents) != 2 {
+		t.Fatalf("the publish %s has parents %v", merge.ID, merge.Parents)
+	}
+	sealed := merge.Parents[1]
+
+	person, err := apigen.NewClientWithResponses(stack.LakeFSEndpoint+"/api/v1",
+		apigen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.SetBasicAuth(stack.Writer.AccessKeyID, stack.Writer.SecretAccessKey)
+			return nil
+		}))
+	must(t, err)
+	msg := "merge it again"
+	res, err := person.MergeIntoBranchWithResponse(ctx, "lake", sealed, "main", apigen.MergeIntoBranchJSONRequestBody{Message: &msg, AllowEmpty: ptrTo(true)})
+	must(t, err)
+	if res.StatusCode() != http.StatusOK || res.JSON200 == nil {
+		t.Fatalf("the person's empty merge of %s into main: %d %s", sealed, res.StatusCode(), res.Body)
+	}
+	again, err := e.Lake.GetCommit(ctx, "lake", "main")
+	must(t, err)
+	if len(again.Parents) != 2 || again.Parents[1] != sealed || again.Committer == devstack.LakewapUser {
+		t.Fatalf("main's head %s by %q has parents %v; want the person's merge of %s", again.ID, again.Committer, again.Parents, sealed)
+	}
+
+	code, out := e.ask(t, "revert", "-batch", victim, "-reason", "bad amounts", "-by", "ana")
+	if code != 0 {
+		t.Fatalf("revert exited %d:\n%s", code, out)
+	}
+	got, err := e.Watcher.Await(ctx, victim, schemas.TypeBatchReverted, schemas.TypeRequestRefused)
+	must(t, err)
+	rv, ok := got.(schemas.BatchReverted)
+	if !ok || rv.PublishedCommitID != pub.CommitID || rv.RevertedBy != "ana" {
+		t.Fatalf("the revert was answered %s %+v; want BatchReverted of %s by ana", got.EventType(), got, pub.CommitID)
+	}
+	n, err := e.CountRows(ctx, "main", "gold/billing_fact/batch="+victim+"/", "")
+	must(t, err)
+	if n != 0 {
+		t.Errorf("main still holds %d rows of the reverted batch %s", n, victim)
 	}
 }

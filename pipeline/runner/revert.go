@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,9 +26,10 @@ const revertSearchDepth = 1000
 // merge commit that brought the sealed commit in (relative to its first
 // parent, the target's side), with who and why in the revert commit's
 // metadata. A revert already on the target (a crash after it was made) is
-// found and reported instead of made again. None or several merges of the
-// sealed commit is refused: reverting the wrong one (an empty second merge)
-// would undo nothing. Unless the operator forced it, the target is first
+// found and reported instead of made again. The merge undone is the one
+// the run's publish recorded (Run.CommitID); without it (or when it is not
+// found), none or several merges of the sealed commit is refused: reverting
+// the wrong one (an empty second merge) would undo nothing. Unless the operator forced it, the target is first
 // audited as the revert will leave it (auditRevert): a check passing on it
 // now that fails after the revert refuses it.
 //
@@ -46,6 +48,12 @@ func (r *Runner) revert(ctx context.Context, log *slog.Logger, run pipeline.Run,
 	merges, err := lake.MergesOf(ctx, repo, target, run.SealedCommit, run.PublishSince)
 	if err != nil {
 		return failed(log, pipeline.StepRevert, err)
+	}
+	// The run's publish recorded its merge commit: another merge of the
+	// sealed commit (someone's empty merge of it again, allow_empty) is not
+	// the one to undo, and must not make the revert refuse to guess.
+	if i := slices.IndexFunc(merges, func(m pipeline.Commit) bool { return m.ID == run.CommitID }); run.CommitID != "" && i >= 0 {
+		merges = merges[i : i+1]
 	}
 	if len(merges) != 1 {
 		ids := make([]string, len(merges))

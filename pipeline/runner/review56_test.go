@@ -68,3 +68,42 @@ func TestReview56SomeoneElsesCommitIsNotTakenForARevert(t *testing.T) {
 		})
 	}
 }
+
+// TestReview56AnotherMergeOfTheSealedCommitDoesNotBlockTheRevert (review
+// 56): the revert undoes the one merge commit that brought the batch's
+// sealed commit into the target, and refused when there were several
+// ("refusing to guess"). lakeFS merges a commit already on the target again
+// when asked with allow_empty, an empty merge the pre-merge hook lets
+// through: a person who may merge into the target made the operator's
+// revert fail for good. The run records its publish's merge commit
+// (Run.CommitID), which is the one to undo.
+func TestReview56AnotherMergeOfTheSealedCommitDoesNotBlockTheRevert(t *testing.T) {
+	f := newRunnerFixture(t)
+	go func() {
+		for range f.notes.ch {
+		}
+	}()
+	f.land(t, "b1")
+	deadline := time.Now().Add(30 * time.Second)
+	var run Run
+	for run, _ = f.run("billing", "b1"); run.State != StatePublished; run, _ = f.run("billing", "b1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("b1 is %s", run.State)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.lake.mu.Lock()
+	f.lake.log = append(f.lake.log, Commit{ID: "empty-merge", Parents: []string{"merge-b1", run.SealedCommit}, Committer: "mallory",
+		CreationDate: time.Now().UTC()})
+	f.lake.mu.Unlock()
+
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if err := f.r.Handle(context.Background(), 0, schemas.RevertRequested{RequestID: "q1", BatchID: "b1", Dataset: "billing",
+		Reason: "bad amounts", RequestedBy: "bob", OccurredAt: now}, schemas.TraceContext{}); err != nil {
+		t.Fatal(err)
+	}
+	rv, ok := f.awaitAnswer(t, "b1", "q1").(schemas.BatchReverted)
+	if !ok || rv.PublishedCommitID != "merge-b1" || rv.RevertedBy != "bob" {
+		t.Fatalf("answer %+v; want the revert of the publish merge-b1 by bob", f.awaitAnswer(t, "b1", "q1"))
+	}
+}
