@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/lakewap/lakewap/audit"
@@ -95,6 +96,7 @@ const unattestedDepth = 64
 // full one announced the commit and lakewap's merge onto it).
 func unattestedFinder(cfg *config.Config, lake *lakefs.Client) func(ctx context.Context, run pipeline.Run, merge string) ([]schemas.UnattestedChange, error) {
 	key, _ := cfg.AttestationKey() // validated at load
+	var who ownCommitter
 	return func(ctx context.Context, run pipeline.Run, merge string) ([]schemas.UnattestedChange, error) {
 		d, ok := cfg.Datasets[run.Dataset]
 		if !ok {
@@ -118,8 +120,33 @@ func unattestedFinder(cfg *config.Config, lake *lakefs.Client) func(ctx context.
 		if len(commits) == 0 || commits[0].ID != merge {
 			return nil, fmt.Errorf("log of %s does not start at it", merge)
 		}
-		return unattestedUnder(run, commits, suite, key, len(commits) > unattestedDepth), nil
+		own, err := who.get(ctx, lake)
+		if err != nil {
+			return nil, fmt.Errorf("who lakewap is to lakeFS: %w", err)
+		}
+		return unattestedUnder(run, commits, suite, key, own, len(commits) > unattestedDepth), nil
 	}
+}
+
+// ownCommitter is lakewap's lakeFS user as lakeFS names the committer of
+// its merges, asked once (until lakeFS answers).
+type ownCommitter struct {
+	mu   sync.Mutex
+	name string
+}
+
+func (o *ownCommitter) get(ctx context.Context, lake *lakefs.Client) (string, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.name != "" {
+		return o.name, nil
+	}
+	name, err := lake.Committer(ctx)
+	if err != nil {
+		return "", err
+	}
+	o.name = name
+	return name, nil
 }
 
 // unattestedUnder reads the target's first-parent commits from a publish's
@@ -130,8 +157,11 @@ func unattestedFinder(cfg *config.Config, lake *lakefs.Client) func(ctx context.
 // suite change when the dataset's newest publish below was audited by
 // another suite. History before lakewap's first publish there (no
 // attested commit down to the root, or within the commits read: cut) is
-// the target as lakewap found it, not announced.
-func unattestedUnder(run pipeline.Run, commits []lakefs.Commit, suite string, key []byte, cut bool) []schemas.UnattestedChange {
+// the target as lakewap found it, not announced. own is lakewap's lakeFS
+// user as lakeFS names the committer of its merges ("": unknown, not
+// compared): a commit another user made is not lakewap's publish, whatever
+// attestation it carries.
+func unattestedUnder(run pipeline.Run, commits []lakefs.Commit, suite string, key []byte, own string, cut bool) []schemas.UnattestedChange {
 	merge := commits[0].ID
 	// raced: the publish's merge landed on other commits than the one it
 	// was judged against (they came between its look and its merge); those
@@ -149,6 +179,14 @@ func unattestedUnder(run pipeline.Run, commits []lakefs.Commit, suite string, ke
 			// lakewap's publish that landed on a commit made after its
 			// look: its own publish announced what is beneath it.
 			verdict = audit.VerifyAttested
+		}
+		if verdict == audit.VerifyAttested && own != "" && c.Committer != own {
+			// A merge carries whatever metadata its maker gives it (an
+			// attestation copied from a publish, or one matching the
+			// merge), and lakeFS names its maker: lakewap's user made
+			// lakewap's publishes (review 56).
+			verdict, detail = audit.VerifyUnattested, fmt.Sprintf("it carries an attestation but lakewap did not make it: committer %q, not lakewap's user %q",
+				schemas.Clip(c.Committer, 128), own)
 		}
 		switch verdict {
 		case audit.VerifyRoot:

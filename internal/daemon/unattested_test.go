@@ -27,7 +27,7 @@ func TestUnattestedUnder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return lakefs.Commit{ID: id(), Parents: []string{parent, sealed}, Metadata: map[string]string{audit.MetaAttestation: att}}
+		return lakefs.Commit{ID: id(), Parents: []string{parent, sealed}, Metadata: map[string]string{audit.MetaAttestation: att}, Committer: "lakewap"}
 	}
 	direct := func(parent, msg string) lakefs.Commit {
 		return lakefs.Commit{ID: id(), Parents: []string{parent}, Message: msg, Committer: "ana"}
@@ -87,7 +87,7 @@ func TestUnattestedUnder(t *testing.T) {
 		{"landed on a commit after its look", chain(pub("billing", now), handKept("raced"), raced), false, []string{"unattested_commit:raced"}},
 		{"under a publish that landed elsewhere: its announcement", chain(pub("billing", now), handKept("raced"), raced, pub("billing", now)), false, nil},
 	} {
-		got := unattestedUnder(run, tt.commits, now, nil, tt.cut)
+		got := unattestedUnder(run, tt.commits, now, nil, "lakewap", tt.cut)
 		var kinds []string
 		for _, c := range got {
 			kinds = append(kinds, c.Kind+":"+c.Message)
