@@ -32,6 +32,10 @@ type fileColumn struct {
 	name     string
 	children []string
 	int96    bool // a top-level leaf of physical type INT96
+	// int96Nested: a leaf of physical type INT96 lies below it (a
+	// struct's field, a list's element, a map's key or value, at any
+	// depth), which int96Range reads in Go (int96Days).
+	int96Nested bool
 	// pandas is why pandas.read_parquet reads it otherwise than DuckDB,
 	// by the file's pandas metadata (markPandas), or "".
 	pandas string
@@ -213,6 +217,7 @@ func schemaColumns(nodes []schemaNode) []fileColumn {
 		if prefix != "" {
 			p = prefix + "\x00" + n.name
 		}
+		col.int96Nested = col.int96Nested || n.int96
 		if size += len(p); size > maxNestedPathBytes {
 			col.nestedOver = true
 		} else {
@@ -964,29 +969,39 @@ func (e errUnlisted) Error() string { return e.file + ": " + e.err.Error() }
 // unseen (TestReview42Int96GuardThatCannotScanAFileRefusesIt).
 func (r *run) int96Range(ctx context.Context, cols map[string][]fileColumn, files []string, objPath, ids map[string]string) error {
 	for _, f := range files {
-		var names, conds []string
+		var names, conds, nested []string
 		for _, c := range cols[f] {
 			if c.int96 {
 				q := quoteIdent(c.name)
 				names = append(names, c.name)
 				conds = append(conds, fmt.Sprintf("count(*) FILTER (WHERE %s < TIMESTAMP '1677-09-21 00:12:43.145225' OR %s > TIMESTAMP '2262-04-11 23:47:16.854775')", q, q))
 			}
+			if c.int96Nested {
+				nested = append(nested, c.name)
+			}
 		}
-		if len(conds) == 0 {
-			continue
+		if len(conds) > 0 {
+			err := r.guardScan(ctx, "int96", f, ids, conds, func(err error) error {
+				return fmt.Errorf("file %s: column %q is of INT96 times, which pyarrow and pandas read in nanoseconds, wrapping around those before 1677-09-21 or after 2262-04-11, and lakewap could not look for such times (%v): readers may disagree on them (write the column as TIMESTAMP_MICROS)",
+					objPath[f], names[0], schemas.Clip(err.Error(), 256))
+			}, func(i int, n int64) error {
+				return fmt.Errorf("file %s has %d INT96 times in column %q before 1677-09-21 or after 2262-04-11, which pyarrow and pandas read in nanoseconds, wrapped around to other times, and DuckDB as written: readers disagree on them (write the column as TIMESTAMP_MICROS)",
+					objPath[f], n, names[i])
+			})
+			if err != nil {
+				return err
+			}
+			if err := r.int96Days(ctx, f, names, false, objPath, ids); err != nil {
+				return err
+			}
 		}
-		err := r.guardScan(ctx, "int96", f, ids, conds, func(err error) error {
-			return fmt.Errorf("file %s: column %q is of INT96 times, which pyarrow and pandas read in nanoseconds, wrapping around those before 1677-09-21 or after 2262-04-11, and lakewap could not look for such times (%v): readers may disagree on them (write the column as TIMESTAMP_MICROS)",
-				objPath[f], names[0], schemas.Clip(err.Error(), 256))
-		}, func(i int, n int64) error {
-			return fmt.Errorf("file %s has %d INT96 times in column %q before 1677-09-21 or after 2262-04-11, which pyarrow and pandas read in nanoseconds, wrapped around to other times, and DuckDB as written: readers disagree on them (write the column as TIMESTAMP_MICROS)",
-				objPath[f], n, names[i])
-		})
-		if err != nil {
-			return err
-		}
-		if err := r.int96Days(ctx, f, names, objPath, ids); err != nil {
-			return err
+		// INT96 leaves inside structs, lists and maps: pyarrow and pandas
+		// wrap them as they do top-level ones, DuckDB and Spark read them
+		// as written (TestReview55NestedInt96OutsidePandasRangeIsRefused).
+		if len(nested) > 0 {
+			if err := r.int96Days(ctx, f, nested, true, objPath, ids); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -81,7 +81,7 @@ func (r *run) int96Nanos(ctx context.Context, cols map[string][]fileColumn, file
 // (TestReview52Int96NanosecondsBeyondADayReadAlike).
 func int96FileNanos(ctx context.Context, path string, chunks []chunkMeta, read []string) error {
 	var nanos int64
-	c, err := int96Values(ctx, path, chunks, read, func(n int64, _ uint32) bool {
+	c, err := int96Values(ctx, path, chunks, read, false, func(n int64, _ uint32) bool {
 		if n%1000 != 0 {
 			nanos = n
 			return false
@@ -103,13 +103,15 @@ func int96FileNanos(ctx context.Context, path string, chunks []chunkMeta, read [
 
 // int96Values calls fn with each value (its nanoseconds, signed, and its
 // Julian day) of the chunks of the Parquet file at path of the top-level
-// INT96 columns named read, until fn returns false; it returns the chunk
-// it stopped in, or whose pages could not be read (with the error).
-func int96Values(ctx context.Context, path string, chunks []chunkMeta, read []string, fn func(nanos int64, day uint32) bool) (chunkMeta, error) {
+// INT96 columns named read (nested: of the INT96 leaves below the
+// top-level columns named read, at any depth), until fn returns false; it
+// returns the chunk it stopped in, or whose pages could not be read (with
+// the error).
+func int96Values(ctx context.Context, path string, chunks []chunkMeta, read []string, nested bool, fn func(nanos int64, day uint32) bool) (chunkMeta, error) {
 	f := &chunkFile{path: path}
 	defer f.close()
 	for _, c := range chunks {
-		if c.physical != ptInt96 || len(c.parts) != 1 || !containsFold(read, c.parts[0]) {
+		if c.physical != ptInt96 || len(c.parts) == 0 || (len(c.parts) > 1) != nested || !containsFold(read, c.parts[0]) {
 			continue
 		}
 		if err := f.open(); err != nil {
@@ -168,11 +170,24 @@ const julianUnixEpoch = 2440588
 // (TestReview52Int96JulianDayThatWrapsIsRefused). Read in Go, as
 // int96Nanos: a file whose pages the Go reader cannot read is left to
 // int96Range's scan; one that passed is kept in the memo by its identity.
-func (r *run) int96Days(ctx context.Context, f string, names []string, objPath, ids map[string]string) error {
+//
+// nested: the INT96 leaves below the top-level columns names (a struct's
+// field, a list's element, a map's key or value), which no scan reads:
+// pyarrow 26.0.1 and pandas 3.1.1 read a struct's 2500-01-01 as
+// 1915-06-14 00:25:26.290448384 and a list's 1500-06-01 as 2084-12-18,
+// DuckDB 1.5.6 and PySpark 4.3.0 as written, and a custom SQL check
+// finding no time before 2000 passed
+// (TestReview55NestedInt96OutsidePandasRangeIsRefused). A leaf whose pages
+// the Go reader cannot read refuses the file.
+func (r *run) int96Days(ctx context.Context, f string, names []string, nested bool, objPath, ids map[string]string) error {
 	var key [32]byte
 	keyed := false
 	if id := ids[f]; id != "" && r.e.memo != nil {
-		key, keyed = memoKey("int96days\x00"+strings.Join(names, "\x00"), id), true
+		tag := "int96days\x00"
+		if nested {
+			tag = "int96nested\x00"
+		}
+		key, keyed = memoKey(tag+strings.Join(names, "\x00"), id), true
 		if _, ok := r.e.memo.get(key); ok {
 			return nil
 		}
@@ -187,7 +202,7 @@ func (r *run) int96Days(ctx context.Context, f string, names []string, objPath, 
 	var day uint32
 	var nanos int64
 	out := false
-	c, err := int96Values(ctx, f, ft.chunks, names, func(n int64, d uint32) bool {
+	c, err := int96Values(ctx, f, ft.chunks, names, nested, func(n int64, d uint32) bool {
 		if !int96Within(d, n) {
 			day, nanos, out = d, n, true
 			return false
@@ -196,10 +211,17 @@ func (r *run) int96Days(ctx context.Context, f string, names []string, objPath, 
 	})
 	switch {
 	case out:
-		return fmt.Errorf("file %s: row group %d, column %q holds an INT96 time of Julian day %d and %d nanoseconds, outside 1677-09-21 to 2262-04-11, which readers compute in 64 bits and wrap each otherwise (Julian day 2350995351 read 2000-01-01 to DuckDB and pandas, -66141-12-07 to Spark and delta-rs): readers disagree on it (write the column as TIMESTAMP_MICROS)",
-			objPath[f], c.rowGroup, c.path, day, nanos)
+		seen := "Julian day 2350995351 read 2000-01-01 to DuckDB and pandas, -66141-12-07 to Spark and delta-rs"
+		if nested {
+			seen = "inside a struct, a list or a map, 2500-01-01 read 1915-06-14 to pyarrow and pandas, as written to DuckDB and Spark"
+		}
+		return fmt.Errorf("file %s: row group %d, column %q holds an INT96 time of Julian day %d and %d nanoseconds, outside 1677-09-21 to 2262-04-11, which readers compute in 64 bits and wrap each otherwise (%s): readers disagree on it (write the column as TIMESTAMP_MICROS)",
+			objPath[f], c.rowGroup, c.path, day, nanos, seen)
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case err != nil && nested:
+		return fmt.Errorf("file %s: row group %d, column %q is of INT96 times inside column %q, which pyarrow and pandas read in nanoseconds, wrapping around those before 1677-09-21 or after 2262-04-11, and DuckDB and Spark as written, and its pages cannot be read to look for such times (%v): readers may disagree on them (write the column as TIMESTAMP_MICROS)",
+			objPath[f], c.rowGroup, c.path, c.parts[0], err)
 	case err != nil:
 		return nil // int96Range's scan read the file as DuckDB does
 	}

@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -91,4 +93,38 @@ for f in sys.argv[1:]:
 			t.Logf("refused: %s", res.Message)
 		}
 	}
+}
+
+// TestReview55NestedInt96ThatCannotBeReadIsRefused: a nested INT96 leaf
+// whose pages the Go reader cannot read (here a codec it does not decode,
+// LZO, forged into the footer of review55_int96_struct_wraps.parquet) is
+// looked into by nothing else: no scan reads nested leaves. Its file is
+// refused, naming the leaf, where a not_null of id, which DuckDB reads
+// without st, passed.
+func TestReview55NestedInt96ThatCannotBeReadIsRefused(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "review55_int96_struct_wraps.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// st.t's ColumnMetaData: path_in_schema ["st", "t"], then codec
+	// SNAPPY (1, zigzag 2), made LZO (3, zigzag 6).
+	pat := []byte("\x28\x02st\x01t\x15\x02")
+	if bytes.Count(b, pat) != 1 {
+		t.Fatal("st.t's codec not found in the footer")
+	}
+	b = bytes.Replace(b, pat, append(pat[:len(pat)-1:len(pat)-1], 0x06), 1)
+	src, dst := review36File(t, "review55_int96_struct_wraps.parquet")
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{{Name: "c", Table: "t", Kind: KindNotNull, Column: "id"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Checks[0]
+	if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, `"st.t"`) {
+		t.Fatalf("%s %q: want the file refused naming the leaf", res.Status, res.Message)
+	}
+	t.Logf("refused: %s", res.Message)
 }
