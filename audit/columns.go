@@ -36,6 +36,9 @@ type fileColumn struct {
 	// struct's field, a list's element, a map's key or value, at any
 	// depth), which int96Range reads in Go (int96Days).
 	int96Nested bool
+	// sparkSchema is why Spark reads it otherwise than DuckDB by the
+	// file's Spark schema (markSparkSchema, sparkschema.go), or "".
+	sparkSchema string
 	// pandas is why pandas.read_parquet reads it otherwise than DuckDB,
 	// by the file's pandas metadata (markPandas), or "".
 	pandas string
@@ -94,6 +97,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		embedded := markArrow(out[f], ft.arrow, topLevelFields(ft.nodes, ft.types))
 		markPandas(out[f], withEmbedded(ft.pandas, embedded), topLevelKinds(ft.nodes, ft.types))
 		markSpark(out[f], ft)
+		markSparkSchema(out[f], ft.nodes, ft.types, ft.sparkRow)
 		markEnum(out[f], ft.nodes, ft.types)
 		markText(out[f], ft.nodes, ft.types, ft.rows)
 		markTemporal(out[f], ft.nodes, ft.types)
@@ -153,7 +157,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	// DuckDB's reading does not give the field types, so any dtype pandas
 	// applies counts, and any duration pyarrow restores.
 	kq := "SELECT file_name, key, value FROM parquet_kv_metadata(" + literalList(rest) + ") WHERE key IN ('pandas'::BLOB, 'ARROW:schema'::BLOB, " +
-		quoteLiteral(sparkVersionKey) + "::BLOB, " + quoteLiteral(sparkLegacyDateTimeKey) + "::BLOB, " + quoteLiteral(sparkLegacyINT96Key) + "::BLOB)"
+		quoteLiteral(sparkVersionKey) + "::BLOB, " + quoteLiteral(sparkLegacyDateTimeKey) + "::BLOB, " + quoteLiteral(sparkLegacyINT96Key) + "::BLOB, " + quoteLiteral(sparkRowMetadataKey) + "::BLOB)"
 	r.e.statement(kq)
 	kvs, err := r.pool().QueryContext(ctx, kq)
 	if err != nil {
@@ -163,6 +167,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	metas := map[string][][]byte{}
 	arrows := map[string][][]byte{}
 	spark := map[string]*sparkKeys{}
+	sparkRows := map[string][][]byte{}
 	for kvs.Next() {
 		var file string
 		var key, value []byte
@@ -174,6 +179,8 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 			metas[file] = append(metas[file], value)
 		case "ARROW:schema":
 			arrows[file] = append(arrows[file], value)
+		case sparkRowMetadataKey:
+			sparkRows[file] = append(sparkRows[file], value)
 		default:
 			if spark[file] == nil {
 				spark[file] = &sparkKeys{}
@@ -189,6 +196,9 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 	}
 	for file, m := range metas {
 		markPandas(out[file], m, nil)
+	}
+	for file, v := range sparkRows {
+		markSparkSchema(out[file], byFile[file], nil, v)
 	}
 	for file, k := range spark {
 		leaves := sparkLeaves(byFile[file], typesOf[file], *k)

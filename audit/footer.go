@@ -77,6 +77,9 @@ type parquetFooter struct {
 	pandas [][]byte  // the values of key_value_metadata's key "pandas"
 	arrow  [][]byte  // the values of its key "ARROW:schema" (arrowschema.go)
 	spark  sparkKeys // Spark's calendar keys (sparkmeta.go)
+	// sparkRow are the values of its key
+	// org.apache.spark.sql.parquet.row.metadata (sparkschema.go).
+	sparkRow [][]byte
 }
 
 // footerSchema is the schema of the Parquet file at path, as DuckDB's
@@ -163,7 +166,7 @@ func decodeFooter(buf []byte) (parquetFooter, error) {
 	if err != nil {
 		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
 	}
-	return parquetFooter{nodes: nodes, types: d.types, chunks: chunks, rows: rows, pandas: d.pandas, arrow: d.arrow, spark: d.spark}, nil
+	return parquetFooter{nodes: nodes, types: d.types, chunks: chunks, rows: rows, pandas: d.pandas, arrow: d.arrow, spark: d.spark, sparkRow: d.sparkRow}, nil
 }
 
 // checkSchemaTree: the elements form one tree, depth first, exactly (a
@@ -232,6 +235,7 @@ type compactReader struct {
 	// arrow those of "ARROW:schema".
 	pandas, arrow [][]byte
 	spark         sparkKeys // Spark's calendar keys (sparkmeta.go)
+	sparkRow      [][]byte  // the Spark schemas (sparkschema.go)
 }
 
 var errShort = errors.New("footer ends early")
@@ -493,6 +497,8 @@ func (d *compactReader) keyValues() error {
 			d.pandas = append(d.pandas, value)
 		case "ARROW:schema":
 			d.arrow = append(d.arrow, value)
+		case sparkRowMetadataKey:
+			d.sparkRow = append(d.sparkRow, value)
 		}
 		d.spark.note(key, value)
 	}

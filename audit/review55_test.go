@@ -128,3 +128,119 @@ func TestReview55NestedInt96ThatCannotBeReadIsRefused(t *testing.T) {
 	}
 	t.Logf("refused: %s", res.Message)
 }
+
+// TestReview55SparkSchemaOfAParquetFileIsReadAsSparkReadsIt: Spark reads a
+// Parquet file by the Spark schema of its key-value metadata
+// (org.apache.spark.sql.parquet.row.metadata), which its writer controls.
+// review55_spark_schema_*.parquet were written by pyarrow 26.0.1 with such
+// a schema: PySpark 4.3.0 (spark.read.parquet, parquet-mr's reader) read
+// the plain INT32 b of 300 and 44 said to be a byte as 44 and 44, s of
+// 70000 said to be a short as 4464, d of 19723 said to be a date as
+// 2024-01-01, the UINT_32 u of 4294967295 said to be an integer as -1,
+// where DuckDB, pyarrow and pandas read the numbers: a unique of b and of
+// s, and a range of u of at least 0, passed where Spark finds them failing.
+// Now refused, naming the file, the column and both types; a schema
+// stating the types Spark reads the Parquet types as passes.
+func TestReview55SparkSchemaOfAParquetFileIsReadAsSparkReadsIt(t *testing.T) {
+	zero := 0.0
+	for _, c := range []struct {
+		file, col string
+		check     Check
+		refused   bool
+	}{
+		{"review55_spark_schema_byte.parquet", "b", Check{Kind: KindUnique, Column: "b"}, true},
+		{"review55_spark_schema_short.parquet", "s", Check{Kind: KindUnique, Column: "s"}, true},
+		{"review55_spark_schema_date.parquet", "d", Check{Kind: KindNotNull, Column: "d"}, true},
+		{"review55_spark_schema_unsigned.parquet", "u", Check{Kind: KindRange, Column: "u", Min: &zero}, true},
+		{"review55_spark_schema_honest.parquet", "", Check{Kind: KindUnique, Column: "b"}, false},
+		{"review55_spark_schema_honest.parquet", "", Check{Kind: KindRange, Column: "u", Min: &zero}, false},
+	} {
+		src, _ := review36File(t, c.file)
+		check := c.check
+		check.Name, check.Table = "c", "t"
+		rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := rep.Checks[0]
+		if !c.refused {
+			if !rep.Passed {
+				t.Errorf("%s, %s: %s %q; its Spark schema states the types Spark reads its Parquet types as: want it passed", c.file, check.Kind, res.Status, res.Message)
+			}
+			continue
+		}
+		if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, `column "`+c.col+`"`) || !strings.Contains(res.Message, "Spark") {
+			t.Errorf("%s, %s: %s %q; Spark reads the column otherwise: want it refused naming the file and the column", c.file, check.Kind, res.Status, res.Message)
+			continue
+		}
+		t.Logf("refused: %s", res.Message)
+	}
+}
+
+// TestReview55SparkReadings: PySpark 4.3.0's readings the review 55 tests
+// cite, with both Parquet readers: the Spark schema's types over the
+// Parquet ones, and nested INT96 times as written.
+func TestReview55SparkReadings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs Apache Spark; skipped with -short")
+	}
+	python, err := sparkPython()
+	if err != nil {
+		t.Skipf("skipped: %v; set LAKEWAP_SPARK_PYTHON (scripts/sparkenv.sh installs PySpark)", err)
+	}
+	want := map[string]string{
+		"review55_spark_schema_byte.parquet":     "44 | 44",
+		"review55_spark_schema_short.parquet":    "4464 | 4464",
+		"review55_spark_schema_date.parquet":     "2024-01-01 | 1970-01-06",
+		"review55_spark_schema_unsigned.parquet": "-1 | 1",
+		"review55_spark_schema_honest.parquet":   "4294967295 | 1",
+		"review55_int96_struct_wraps.parquet":    "2500-01-01 00:00:00 | 2024-01-01 00:00:00",
+		"review55_int96_list_wraps.parquet":      "[2024-01-01 00:00:00] | [1500-06-01 00:00:00, 2024-01-02 00:00:00]",
+	}
+	cols := map[string]string{"byte": "b", "short": "s", "date": "d", "unsigned": "u", "honest": "u", "struct": "st.t", "list": "l"}
+	var args []string
+	for name := range want {
+		p, err := filepath.Abs(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, col := range cols {
+			if strings.Contains(name, "_"+k+"_") || strings.HasSuffix(name, "_"+k+".parquet") {
+				args = append(args, col+"="+p)
+			}
+		}
+	}
+	const read = `import sys, os
+from pyspark.sql import SparkSession
+s = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate()
+s.sparkContext.setLogLevel("ERROR")
+for vec in ["true", "false"]:
+    s.conf.set("spark.sql.parquet.enableVectorizedReader", vec)
+    for a in sys.argv[1:]:
+        col, f = a.split("=", 1)
+        try:
+            df = s.read.parquet(f)
+            print(vec + "\t" + os.path.basename(f) + "\t" + " | ".join(r[0] for r in df.orderBy("id").selectExpr("coalesce(CAST(%s AS STRING), 'NULL')" % col).collect()))
+        except Exception as e:
+            print(vec + "\t" + os.path.basename(f) + "\tfails: " + str(e).split("]")[0] + "]")
+s.stop()
+`
+	out, _ := runPySpark(t, python, read, args)
+	got := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.SplitN(line, "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		got[parts[1]]++
+		if w, ok := want[parts[1]]; !ok || parts[2] != w {
+			t.Errorf("vectorized %s, %s: Spark reads %q, want %q", parts[0], parts[1], parts[2], w)
+		}
+	}
+	for name := range want {
+		if got[name] != 2 {
+			t.Errorf("%s: %d readings, want 2", name, got[name])
+		}
+	}
+}

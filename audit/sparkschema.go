@@ -1,0 +1,247 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Spark reads a Parquet file by the Spark schema its key-value metadata
+// holds under org.apache.spark.sql.parquet.row.metadata (Spark writes it;
+// ParquetFileFormat.readSchemaFromFooter takes it over the Parquet schema),
+// and the writer controls it: a plain INT32 column the schema says is a
+// byte read 300 as 44, a short 70000 as 4464, a date 19723 as 2024-01-01,
+// a UINT_32 it says is an integer 4294967295 as -1 (PySpark 4.3.0,
+// spark.read.parquet), where DuckDB, pyarrow and pandas read 300, 70000,
+// 19723 and 4294967295 (TestReview55SparkSchemaOfAParquetFileIsReadAsSparkReadsIt).
+// A file whose Spark schema gives a top-level INT32 or INT64 column
+// another type than Spark reads its Parquet type as without it
+// (ParquetToSparkSchemaConverter) is refused, naming the file, the column
+// and both types. Honest Spark files state the converter's types (but for
+// intervals, which Spark writes as plain integers and DuckDB reads so:
+// refused too, as readers disagree on them).
+
+const sparkRowMetadataKey = "org.apache.spark.sql.parquet.row.metadata"
+
+// maxSparkSchemaBytes bounds the Spark schema read (the footer's own bound
+// holds it too): past it the file is refused.
+const maxSparkSchemaBytes = 4 << 20
+
+// sparkInteger is the Spark type ParquetToSparkSchemaConverter reads an
+// INT32 or INT64 leaf of types nt as, or "" for one not compared.
+func sparkInteger(nt nodeTypes) string {
+	bits, unsigned, isInt := int8(0), false, false
+	switch {
+	case nt.logical == ltInteger:
+		bits, unsigned, isInt = nt.intBits, nt.unsigned, true
+	case nt.logical == 0 && nt.converted >= cvUint8 && nt.converted <= cvInt64:
+		isInt = true
+		bits = [...]int8{8, 16, 32, 64}[(nt.converted-cvUint8)%4]
+		unsigned = nt.converted < cvInt8
+	}
+	decimal := func() string {
+		p, s := nt.precision, nt.scale
+		if nt.logical == ltDecimal {
+			p, s = nt.logicalPrecision, nt.logicalScale
+		}
+		return fmt.Sprintf("decimal(%d,%d)", p, s)
+	}
+	switch nt.physical {
+	case ptInt32:
+		switch {
+		case nt.logical == 0 && nt.converted == -1:
+			return "integer"
+		case isInt && !unsigned && bits == 8:
+			return "byte"
+		case isInt && !unsigned && bits == 16, isInt && unsigned && bits == 8:
+			return "short"
+		case isInt && !unsigned && bits == 32, isInt && unsigned && bits == 16:
+			return "integer"
+		case isInt && unsigned && bits == 32:
+			return "long"
+		case nt.logical == ltDate || nt.logical == 0 && nt.converted == cvDate:
+			return "date"
+		case nt.logical == ltDecimal || nt.logical == 0 && nt.converted == cvDecimal:
+			return decimal()
+		}
+	case ptInt64:
+		switch {
+		case nt.logical == 0 && nt.converted == -1:
+			return "long"
+		case isInt && !unsigned && bits == 64:
+			return "long"
+		case isInt && unsigned && bits == 64:
+			return "decimal(20,0)"
+		case nt.logical == ltTimestamp && (nt.unit == 1 || nt.unit == 2):
+			if nt.utc {
+				return "timestamp"
+			}
+			return "timestamp_ntz"
+		case nt.logical == 0 && (nt.converted == cvTimestampMillis || nt.converted == cvTimestampMicros):
+			return "timestamp"
+		case nt.logical == ltDecimal || nt.logical == 0 && nt.converted == cvDecimal:
+			return decimal()
+		}
+	}
+	return ""
+}
+
+// sparkSchemaFields reads the top-level fields of a Spark schema (its
+// JSON), by name folded, each with its type: a primitive's name, or "" for
+// another. An error: the schema cannot be read as Spark reads it (not
+// JSON, an object with two keys alike but for case, which Go and Spark's
+// json4s take otherwise, no struct).
+func sparkSchemaFields(value []byte) (map[string]string, error) {
+	if len(value) > maxSparkSchemaBytes {
+		return nil, fmt.Errorf("a Spark schema of %d bytes", len(value))
+	}
+	if err := jsonKeysApart(value); err != nil {
+		return nil, err
+	}
+	var s struct {
+		Type   string `json:"type"`
+		Fields []struct {
+			Name string          `json:"name"`
+			Type json.RawMessage `json:"type"`
+		} `json:"fields"`
+	}
+	if err := json.Unmarshal(value, &s); err != nil {
+		return nil, err
+	}
+	if s.Type != "struct" {
+		return nil, fmt.Errorf("a Spark schema of type %q", s.Type)
+	}
+	out := make(map[string]string, len(s.Fields))
+	for _, f := range s.Fields {
+		var t string
+		if json.Unmarshal(f.Type, &t) != nil {
+			t = ""
+		}
+		k := foldName(f.Name)
+		if _, twice := out[k]; twice {
+			return nil, fmt.Errorf("field %q twice", f.Name)
+		}
+		out[k] = t
+	}
+	return out, nil
+}
+
+// jsonKeysApart fails on a JSON value holding an object with two keys
+// alike but for case (or twice).
+func jsonKeysApart(b []byte) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	var walk func(depth int) error
+	walk = func(depth int) error {
+		if depth > 64 {
+			return fmt.Errorf("nested deeper than 64")
+		}
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for d.More() {
+				k, err := d.Token()
+				if err != nil {
+					return err
+				}
+				key := strings.ToLower(k.(string))
+				if seen[key] {
+					return fmt.Errorf("key %q twice", k)
+				}
+				seen[key] = true
+				if err := walk(depth + 1); err != nil {
+					return err
+				}
+			}
+			_, err = d.Token()
+			return err
+		case json.Delim('['):
+			for d.More() {
+				if err := walk(depth + 1); err != nil {
+					return err
+				}
+			}
+			_, err = d.Token()
+			return err
+		}
+		return nil
+	}
+	if err := walk(0); err != nil {
+		return err
+	}
+	if _, err := d.Token(); err == nil {
+		return fmt.Errorf("text after the value")
+	}
+	return nil
+}
+
+// markSparkSchema notes on cols (a file's, schemaColumns of nodes) the
+// first top-level INT32 or INT64 column whose type in the file's Spark
+// schemas (values) is not the one Spark reads its Parquet type as
+// (fileColumn.sparkSchema), or, on the first column, why the schema
+// cannot be read. types nil: the footer was read by DuckDB, whose reading
+// does not give the types to compare: a file with the key is refused.
+func markSparkSchema(cols []fileColumn, nodes []schemaNode, types []nodeTypes, values [][]byte) {
+	if len(values) == 0 || len(cols) == 0 {
+		return
+	}
+	if types == nil || len(types) != len(nodes) {
+		cols[0].sparkSchema = "its footer is read by DuckDB, whose reading does not give the Parquet types to compare the Spark schema with"
+		return
+	}
+	for _, v := range values {
+		fields, err := sparkSchemaFields(v)
+		if err != nil {
+			cols[0].sparkSchema = fmt.Sprintf("its Spark schema cannot be read as Spark reads it (%v)", err)
+			return
+		}
+		i := 1
+		for c := range cols {
+			if i >= len(nodes) {
+				return
+			}
+			n, nt := nodes[i], types[i]
+			i += subtreeSize(nodes, i)
+			if n.children != 0 || nt.repetition == 2 || cols[c].sparkSchema != "" {
+				continue
+			}
+			want, ok := fields[foldName(n.name)]
+			if !ok || (nt.physical != ptInt32 && nt.physical != ptInt64) {
+				continue
+			}
+			if got := sparkInteger(nt); got != want {
+				if got == "" {
+					got = "a type lakewap does not compare"
+				}
+				cols[c].sparkSchema = fmt.Sprintf("Spark reads as %s (its Spark schema's type) and would read as %s by its Parquet type, which DuckDB, pyarrow and pandas read", strings.Trim(want, `"`), got)
+			}
+		}
+	}
+}
+
+// subtreeSize is the number of nodes of the subtree at i (depth first).
+func subtreeSize(nodes []schemaNode, i int) int {
+	n, c := 1, nodes[i].children
+	for k := int64(0); k < c && i+n < len(nodes); k++ {
+		n += subtreeSize(nodes, i+n)
+	}
+	return n
+}
+
+// sparkSchemaDisagreement names the first Parquet file of files with a
+// column marked by markSparkSchema.
+func sparkSchemaDisagreement(cols map[string][]fileColumn, files []string, objPath map[string]string) error {
+	for _, f := range files {
+		for _, c := range cols[f] {
+			if c.sparkSchema != "" {
+				return fmt.Errorf("file %s: column %q: %s (%s): readers disagree on its values (write the file without that key, or with the types of its Parquet schema)",
+					objPath[f], c.name, c.sparkSchema, sparkRowMetadataKey)
+			}
+		}
+	}
+	return nil
+}
