@@ -154,6 +154,9 @@ func TestReview55SparkSchemaOfAParquetFileIsReadAsSparkReadsIt(t *testing.T) {
 		{"review55_spark_schema_unsigned.parquet", "u", Check{Kind: KindRange, Column: "u", Min: &zero}, true},
 		{"review55_spark_schema_honest.parquet", "", Check{Kind: KindUnique, Column: "b"}, false},
 		{"review55_spark_schema_honest.parquet", "", Check{Kind: KindRange, Column: "u", Min: &zero}, false},
+		// PySpark 4.3.0's own file (every primitive, a struct, a list, a
+		// map; timestamps as TIMESTAMP_MICROS).
+		{"review55_spark_written_micros.parquet", "", Check{Kind: KindUnique, Column: "sh"}, false},
 	} {
 		src, _ := review36File(t, c.file)
 		check := c.check
