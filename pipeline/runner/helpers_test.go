@@ -37,3 +37,16 @@ func marshal(t *testing.T, r Run) string {
 	}
 	return string(b)
 }
+
+// awaitRunPublished waits until the runner holds batch of billing
+// published, failing the test after 30 seconds.
+func (f *runnerFixture) awaitRunPublished(t *testing.T, batch string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for r, _ := f.run("billing", batch); r.State != StatePublished; r, _ = f.run("billing", batch) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %s", batch, r.State)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -188,13 +188,7 @@ func TestRevertFoundAfterACrash(t *testing.T) {
 		}
 	}()
 	f.land(t, "b1")
-	deadline := time.Now().Add(30 * time.Second)
-	for r, _ := f.run("billing", "b1"); r.State != StatePublished; r, _ = f.run("billing", "b1") {
-		if time.Now().After(deadline) {
-			t.Fatalf("b1 is %s", r.State)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	f.awaitRunPublished(t, "b1")
 	// The crashed attempt's revert commit, then someone else's commit.
 	f.lake.mu.Lock()
 	f.lake.log = append(f.lake.log,

@@ -8,8 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	. "github.com/lakewap/lakewap/pipeline"
-
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -25,13 +23,7 @@ func TestRevertsQueueWaitIsRecorded(t *testing.T) {
 		}
 	}()
 	f.land(t, "b1")
-	deadline := time.Now().Add(30 * time.Second)
-	for r, _ := f.run("billing", "b1"); r.State != StatePublished; r, _ = f.run("billing", "b1") {
-		if time.Now().After(deadline) {
-			t.Fatalf("b1 is %s", r.State)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	f.awaitRunPublished(t, "b1")
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	if err := f.r.Handle(context.Background(), 0, schemas.RevertRequested{RequestID: "q1", BatchID: "b1", Dataset: "billing",
 		Reason: "wrong rows", RequestedBy: "bob", OccurredAt: now}, schemas.TraceContext{}); err != nil {

@@ -55,13 +55,7 @@ func TestRevertRefusedWhenItBreaksAPassingCheck(t *testing.T) {
 		}
 	}()
 	f.land(t, "b1")
-	deadline := time.Now().Add(30 * time.Second)
-	for r, _ := f.run("billing", "b1"); r.State != StatePublished; r, _ = f.run("billing", "b1") {
-		if time.Now().After(deadline) {
-			t.Fatalf("b1 is %s", r.State)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	f.awaitRunPublished(t, "b1")
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	ask := func(id string, force bool) schemas.Event {
 		t.Helper()
@@ -105,13 +99,7 @@ func TestForcedRevertIsNotAudited(t *testing.T) {
 		}
 	}()
 	f.land(t, "b1")
-	deadline := time.Now().Add(30 * time.Second)
-	for r, _ := f.run("billing", "b1"); r.State != StatePublished; r, _ = f.run("billing", "b1") {
-		if time.Now().After(deadline) {
-			t.Fatalf("b1 is %s", r.State)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	f.awaitRunPublished(t, "b1")
 	if err := f.r.Handle(context.Background(), 0, schemas.RevertRequested{RequestID: "q1", BatchID: "b1", Dataset: "billing",
 		Reason: "wrong", RequestedBy: "bob", OccurredAt: time.Now().UTC().Truncate(time.Millisecond), Force: true}, schemas.TraceContext{}); err != nil {
 		t.Fatal(err)

@@ -51,13 +51,7 @@ func TestRevertAuditIsStoredAsAnAttempt(t *testing.T) {
 		}
 	}()
 	f.land(t, "b1")
-	deadline := time.Now().Add(30 * time.Second)
-	for r, _ := f.run("billing", "b1"); r.State != StatePublished; r, _ = f.run("billing", "b1") {
-		if time.Now().After(deadline) {
-			t.Fatalf("b1 is %s", r.State)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	f.awaitRunPublished(t, "b1")
 	if err := f.r.Handle(context.Background(), 0, schemas.RevertRequested{RequestID: "q1", BatchID: "b1", Dataset: "billing",
 		Reason: "wrong", RequestedBy: "bob", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}, schemas.TraceContext{}); err != nil {
 		t.Fatal(err)
@@ -87,13 +81,7 @@ func TestBatchRevertedSaysWhetherTheRevertWasAudited(t *testing.T) {
 			}
 		}()
 		f.land(t, "b1")
-		deadline := time.Now().Add(30 * time.Second)
-		for r, _ := f.run("billing", "b1"); r.State != StatePublished; r, _ = f.run("billing", "b1") {
-			if time.Now().After(deadline) {
-				t.Fatalf("b1 is %s", r.State)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		f.awaitRunPublished(t, "b1")
 		if err := f.r.Handle(context.Background(), 0, schemas.RevertRequested{RequestID: "q1", BatchID: "b1", Dataset: "billing",
 			Reason: "wrong", RequestedBy: "bob", OccurredAt: time.Now().UTC().Truncate(time.Millisecond), Force: force}, schemas.TraceContext{}); err != nil {
 			t.Fatal(err)
