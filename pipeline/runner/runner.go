@@ -895,6 +895,11 @@ func (r *Runner) execute(j job) {
 		changed = r.internal(p, key, in)
 	case j.effect.Kind == pipeline.DoAudit, j.effect.Kind == pipeline.DoRevert: // a revert's audit is an attempt too
 		r.auditStopped(p, key)
+	case j.effect.Kind == pipeline.DoPublish && revoking(p):
+		// The publish's recheck is one too. Only on a revocation: a publish
+		// that ends without an outcome otherwise (its run moved on) may
+		// hand its turn to the run's revert, whose audit's attempt is open.
+		r.auditStopped(p, key)
 	}
 	if r.outcomeApplied != nil {
 		r.outcomeApplied(p, key, j.effect.Kind)
@@ -925,6 +930,13 @@ func (r *Runner) auditStopped(p *partition, key string) {
 	if _, err := r.apply(ctx, p, key, pipeline.AuditStopped{}); err != nil {
 		r.log.Warn("recording a stopped audit failed: the next owner counts it as an attempt that never finished", "run", key, "err", err)
 	}
+}
+
+// revoking reports whether p's revocation has begun.
+func revoking(p *partition) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closing
 }
 
 // done takes effect k of the run under key out of flight and, if resume,
