@@ -378,10 +378,13 @@ type Request struct {
 	// (verified with lakeFS): Service.Run runs it with the capacity kept for
 	// lakewap's publishes. The engine ignores it.
 	Own bool
-	// MergeOf, on the hook's audit of lakewap's own merge commit (Own),
-	// names that commit's parents as lakeFS gave them: the target's head
-	// and the commit merged. A passing recheck of that commit onto that
-	// head (Service.Recheck) answers it. The engine ignores it.
+	// MergeOf, on the hook's audit of what lakewap's own merge (Own)
+	// leaves (its merge commit, or its source when that holds the
+	// target's head), names the merge commit's parents as lakeFS gave
+	// them: the target's head and the commit merged. A passing recheck of
+	// that commit onto that head (Service.Recheck) answers it: a
+	// publish's, or a revert's audit of its scratch commit onto a head
+	// that did not move. The engine ignores it.
 	MergeOf [2]string
 	// Full asks for a full audit even where it could be incremental.
 	Full bool

@@ -218,6 +218,9 @@ func (s *Service) Audit(ctx context.Context, req Request) (schemas.AuditReport, 
 // the sealed commit onto that head (Request.MergeOf), whose table is the
 // one the recheck audited: lakewap merges without a strategy, so the
 // merge commit holds the head's files with the batch's changes applied.
+// So does the runner's audit of a revert, of its scratch revert commit
+// onto the head it was made from: merged onto that head, unmoved, it is
+// what the merge leaves (review 54).
 func (s *Service) Recheck(ctx context.Context, req Request) (schemas.AuditReport, error) {
 	d, ok := s.o.Datasets[req.Dataset]
 	if !ok {

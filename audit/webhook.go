@@ -483,7 +483,7 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 	if !own.batchTime.IsZero() {
 		batchTime = own.batchTime // judged as the run's audit was
 	}
-	ref, err := h.mergeResult(ctx, ev)
+	ref, leaves, err := h.mergeResult(ctx, ev)
 	if err != nil {
 		return h.failed(ans, what, guards[0].Dataset, err)
 	}
@@ -505,8 +505,12 @@ func (h *PreMergeHandler) decide(ctx context.Context, ev HookEvent, own ownMerge
 		}
 		req := Request{Dataset: g.Dataset, Suite: g.Suite, Repository: ev.RepositoryID,
 			Ref: ref, BaseRef: ev.BranchID, BatchTime: batchTime, Own: own.ok}
-		if own.ok && ref == ev.CommitID {
-			req.MergeOf = own.parents // the merge commit: lakewap's recheck of the source onto the head answers
+		if own.ok && leaves {
+			// What lakewap's own merge leaves, known: lakewap's recheck of
+			// the source onto the head answers (a revert's audit onto a
+			// head that did not move, whose scratch commit the merge
+			// leaves, among them).
+			req.MergeOf = own.parents
 		}
 		rep, err := h.opts.Runner.Run(ctx, req)
 		// lakewap's own publish is judged by its dataset's checks as its
@@ -664,16 +668,22 @@ func (h *PreMergeHandler) checkChanged(ctx context.Context, req Request, name st
 }
 
 // mergeResult is the ref that holds what the merge leaves on the
-// destination (see PreMergeOptions.Ancestry).
-func (h *PreMergeHandler) mergeResult(ctx context.Context, ev HookEvent) (string, error) {
+// destination (see PreMergeOptions.Ancestry); leaves says that was
+// established (the merge commit, or a source Ancestry says holds the
+// destination's head), not assumed (a source, without Ancestry or the
+// merge commit to tell).
+func (h *PreMergeHandler) mergeResult(ctx context.Context, ev HookEvent) (ref string, leaves bool, err error) {
 	if h.opts.Ancestry == nil || ev.CommitID == "" {
-		return ev.SourceRef, nil
+		return ev.SourceRef, false, nil
 	}
 	holds, err := h.opts.Ancestry.Holds(ctx, ev.RepositoryID, ev.SourceRef, ev.BranchID)
-	if err != nil || holds {
-		return ev.SourceRef, err
+	if err != nil {
+		return ev.SourceRef, false, err
 	}
-	return ev.CommitID, nil
+	if holds {
+		return ev.SourceRef, true, nil
+	}
+	return ev.CommitID, true, nil
 }
 
 // touches reports whether the merge changes main under one of s's tables:
