@@ -604,7 +604,7 @@ func applyByPath(head, sealed []Object, diffs []Difference) ([]Object, bool) {
 // kept.
 func (e *Engine) Listing(ctx context.Context, repo, commit, prefix string) ([]Object, error) {
 	if !IsCommitID(commit) {
-		return nil, fmt.Errorf("audit: listing of %q: not a commit id (40 to 64 lowercase hex digits)", schemas.Clip(commit, 80))
+		return nil, fmt.Errorf("audit: listing of %q: not a commit id (64 lowercase hex digits)", schemas.Clip(commit, 80))
 	}
 	r := &run{e: e, req: Request{Repository: repo}, log: e.opts.Logger}
 	return r.list(ctx, commit, prefix)

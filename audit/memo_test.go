@@ -27,7 +27,7 @@ func idsSQL(ids ...string) string {
 // by the address its listing gives (without a cache, only at a commit).
 func cid(name string) string {
 	h := sha256.Sum256([]byte(name))
-	return hex.EncodeToString(h[:20])
+	return hex.EncodeToString(h[:]) // 64 hex digits, as lakeFS's
 }
 
 // memoRig is a target (c001, an attested publish of memoSuite) and two

@@ -389,10 +389,11 @@ func (s *Service) run(ctx context.Context, req Request) (schemas.AuditReport, er
 	return rep, err
 }
 
-// IsCommitID reports whether ref has the form of a lakeFS commit id: 40
-// to 64 lower-case hex digits. What is read at such a ref is kept as
-// immutable (reports, listings, downloads by address, statistics), while a
-// branch name names whatever the branch holds when it is read. The form
+// IsCommitID reports whether ref has the form of a lakeFS commit id: 64
+// lower-case hex digits, a SHA-256 (review 54: 40 to 64 were taken).
+// What is read at such a ref is kept as immutable (reports, listings,
+// downloads by address, statistics), while a branch name names whatever
+// the branch holds when it is read. The form
 // alone does not tell them apart: lakeFS resolves a ref that is no
 // commit's full id as a branch first, and a writer may name a branch with
 // hex digits. So a ref of this form given to the engine must be a
@@ -402,7 +403,7 @@ func (s *Service) run(ctx context.Context, req Request) (schemas.AuditReport, er
 // the table at every audit, where a regular expression was 4% of the
 // daemon's CPU at 8 batches in flight.
 func IsCommitID(ref string) bool {
-	if len(ref) < 40 || len(ref) > 64 {
+	if len(ref) != 64 {
 		return false
 	}
 	for i := 0; i < len(ref); i++ {

@@ -1090,8 +1090,11 @@ func (e Errors) Unwrap() []error { return e }
 
 var datasetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
-// branchName is lakeFS's rule for branch names; hexName is a name lakewap
-// takes for a commit id (40 to 64 hex digits).
+// branchName is lakeFS's rule for branch names; hexName is a name of a
+// commit id's form: 64 hex digits lakewap takes for one (audit.IsCommitID),
+// 40 to 63 still refused, as before review 54 made lakewap take 64 only
+// (lakeFS resolves a shorter one as a prefix of a commit's id where no
+// branch or tag has the name).
 var (
 	branchName = regexp.MustCompile(`^\w[-\w]*$`)
 	hexName    = regexp.MustCompile(`^[0-9a-fA-F]{40,64}$`)

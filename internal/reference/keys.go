@@ -154,7 +154,7 @@ var keyDocs = map[string]keyDoc{
 	"janitor.dry_run":         {desc: "Log what would be deleted; delete nothing.", example: "true"},
 
 	"datasets.<name>.repository":                       {desc: "lakeFS repository of the dataset.", def: "none (required)", example: "lake"},
-	"datasets.<name>.target":                           {desc: "Branch the batches are published into: a lakeFS branch name, not one of 40 to 64 hex digits (lakewap would take it for a commit id)."},
+	"datasets.<name>.target":                           {desc: "Branch the batches are published into: a lakeFS branch name, not one of 40 to 64 hex digits (the form of a commit id: lakewap takes 64 for one, lakeFS a shorter one for a prefix of one)."},
 	"datasets.<name>.source":                           {desc: "Ref a batch's branch is made from when its BatchLanded names none.", def: "the target", example: "main"},
 	"datasets.<name>.write_timeout":                    {desc: "How long after BatchLanded the writes may take, when the event sets no deadline."},
 	"datasets.<name>.max_write_timeout":                {desc: "Caps a batch's write deadline at this long after it landed, whatever its BatchLanded asks.", def: "none (runner.max_deadline_horizon only)", example: "24h"},

@@ -277,8 +277,9 @@ type mergeBases struct{ fifo[[3]string, string] }
 const maxMergeBases = 4096
 
 // commitID matches lakeFS commit ids (not branch or tag names, whose
-// commits move).
-var commitID = regexp.MustCompile(`^[0-9a-f]{40,64}$`)
+// commits move): 64 hex digits, as audit.IsCommitID (review 54: 40 to 64
+// were taken, and a branch so named had its merge-bases kept).
+var commitID = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func (b *mergeBases) get(repo, source, dest string) (string, bool) {
 	if b == nil || !commitID.MatchString(source) || !commitID.MatchString(dest) {
