@@ -2,6 +2,7 @@ package audit
 
 import (
 	"cmp"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -289,6 +290,27 @@ func Attested(c CommitInfo, dataset, suite string, key []byte) (Attestation, err
 }
 
 func short(id string) string { return id[:min(len(id), 12)] }
+
+// OwnUser is a History that knows lakewap's own lakeFS user as lakeFS
+// names the committer of the merges lakewap makes (its GetCurrentUser).
+type OwnUser interface {
+	// OwnCommitter is lakewap's user, "" when lakeFS does not name it.
+	OwnCommitter(ctx context.Context) (string, error)
+}
+
+// MadeBy is nil when lakewap's user own made commit c, or when own is ""
+// (unknown: not compared); else why c is not lakewap's publish whatever
+// attestation it carries. lakeFS's merge takes any metadata from whoever may
+// merge, and names that caller as the commit's committer: without an
+// attestation key, an attestation is lakewap's word only on lakewap's own
+// commit (review 57).
+func MadeBy(c CommitInfo, own string) error {
+	if own == "" || c.Committer == own {
+		return nil
+	}
+	return fmt.Errorf("it carries an attestation but lakewap did not make it: committer %q, not lakewap's user %q",
+		schemas.Clip(c.Committer, 128), schemas.Clip(own, 128))
+}
 
 // Verdicts of Verify.
 const (

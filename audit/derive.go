@@ -273,6 +273,14 @@ func (h commitsKept) Commit(ctx context.Context, repo, ref string) (CommitInfo, 
 	return c, nil
 }
 
+// OwnCommitter is the wrapped History's (OwnUser), "" when it does not know.
+func (h commitsKept) OwnCommitter(ctx context.Context) (string, error) {
+	if u, ok := h.History.(OwnUser); ok {
+		return u.OwnCommitter(ctx)
+	}
+	return "", nil
+}
+
 func commitBytes(repo string, c CommitInfo) int {
 	n := len(repo) + len(c.ID) + len(c.Message) + len(c.Committer)
 	for _, p := range c.Parents {

@@ -50,7 +50,9 @@ type History interface {
 // foundation did not pass, and every check of a table that is not Parquet
 // runs over the whole table as before. Anything the attestation does not
 // vouch for (no attestation, another suite, a graph that does not match)
-// makes the audit full, and the report says why (Mode, ModeReason). The
+// makes the audit full, and the report says why (Mode, ModeReason); so does
+// an attested commit that lakewap's own lakeFS user did not make, when the
+// History knows that user (OwnUser, MadeBy). The
 // verdicts and counts are the full audit's (TestIncrementalEqualsFull).
 type increment struct {
 	att        Attestation
@@ -123,10 +125,19 @@ func (r *run) decide(ctx context.Context) (mode, reason string) {
 	if err != nil {
 		return ModeFull, "the batch's foundation could not be read: " + err.Error()
 	}
+	var own string
+	if u, ok := e.opts.History.(OwnUser); ok {
+		if own, err = u.OwnCommitter(ctx); err != nil {
+			return ModeFull, "who lakewap is to lakeFS could not be read: " + err.Error()
+		}
+	}
 	att, err := Attested(c, req.Dataset, SuiteDigest(req.Suite), e.opts.AttestationKey)
+	if err == nil {
+		err = MadeBy(c, own)
+	}
 	if err != nil {
 		var ok bool
-		if att, ok = r.attestedBeneath(ctx, c); !ok {
+		if att, ok = r.attestedBeneath(ctx, c, own); !ok {
 			return ModeFull, fmt.Sprintf("commit %s on %s is not an attested publish of this suite: %v", short(c.ID), cmp.Or(req.BaseName, "the target"), err)
 		}
 	}
@@ -203,14 +214,15 @@ const maxForeignPublishes = 16
 // publish and top (one diff per table, removals included: changedBetween).
 // Then the tables at top are the ones that publish attested. A commit on the way that is not an attested
 // publish (a direct commit, a merge or revert by hand), or a change under
-// this suite's tables, and the audit is full.
-func (r *run) attestedBeneath(ctx context.Context, top CommitInfo) (Attestation, bool) {
+// this suite's tables, and the audit is full. Each of these commits must
+// be lakewap's own (MadeBy own).
+func (r *run) attestedBeneath(ctx context.Context, top CommitInfo, own string) (Attestation, bool) {
 	e, req := r.e, r.req
 	digest := SuiteDigest(req.Suite)
 	cur := top
 	for range maxForeignPublishes {
 		if a, err := ParseAttestation(cur.Metadata[MetaAttestation], e.opts.AttestationKey); err != nil || a.Dataset == req.Dataset ||
-			len(cur.Parents) != 2 || cur.Parents[0] != a.Against || cur.Parents[1] != a.Sealed {
+			len(cur.Parents) != 2 || cur.Parents[0] != a.Against || cur.Parents[1] != a.Sealed || MadeBy(cur, own) != nil {
 			return Attestation{}, false // not another dataset's attested publish
 		}
 		below, err := e.opts.History.Commit(ctx, req.Repository, cur.Parents[0])
@@ -218,6 +230,9 @@ func (r *run) attestedBeneath(ctx context.Context, top CommitInfo) (Attestation,
 			return Attestation{}, false
 		}
 		a, err := Attested(below, req.Dataset, digest, e.opts.AttestationKey)
+		if err == nil {
+			err = MadeBy(below, own)
+		}
 		if err != nil {
 			cur = below
 			continue

@@ -37,7 +37,8 @@ type VerifiedCommit struct {
 
 // Verify lists the commits of a dataset's target as lakewap's attested
 // publishes or not: exit 0 when every one is attested, 1 when any is not,
-// 2 when it cannot tell.
+// 2 when it cannot tell. An attested commit that lakewap's own lakeFS user
+// (the config's) did not make is not attested, naming its committer.
 func Verify(ctx context.Context, o VerifyOptions, stdout, stderr io.Writer) int {
 	if o.Dataset == "" {
 		fmt.Fprintln(stderr, "lakewap verify: -dataset is required")
@@ -79,11 +80,27 @@ func Verify(ctx context.Context, o VerifyOptions, stdout, stderr io.Writer) int 
 		failf(stderr, "lakewap verify: log of %s in %s: %v", ds.Target, ds.Repository, err)
 		return 2
 	}
+	// lakewap's user as lakeFS names the committer of its merges: the
+	// config's credentials are lakewap's. A commit another user made is not
+	// lakewap's publish, whatever attestation it carries (review 57); when
+	// lakeFS names no user, attestations are taken as before.
+	own, err := lake.Committer(ctx)
+	if err != nil {
+		failf(stderr, "lakewap verify: who lakewap is to lakeFS (its current user): %v", err)
+		return 2
+	}
+	if own == "" {
+		fmt.Fprintln(stderr, "lakewap verify: lakeFS names no current user; commits' committers are not compared with lakewap's")
+	}
 	digest := audit.SuiteDigest(ds.Suite)
 	var lines []VerifiedCommit
 	bad := 0
 	for _, c := range commits {
-		verdict, detail := audit.Verify(audit.CommitInfo{ID: c.ID, Parents: c.Parents, Metadata: c.Metadata}, o.Dataset, digest, key)
+		info := audit.CommitInfo{ID: c.ID, Parents: c.Parents, Metadata: c.Metadata, Message: c.Message, Committer: c.Committer}
+		verdict, detail := audit.Verify(info, o.Dataset, digest, key)
+		if err := audit.MadeBy(info, own); verdict == audit.VerifyAttested && err != nil {
+			verdict, detail = audit.VerifyUnattested, err.Error()
+		}
 		if verdict == audit.VerifyUnattested {
 			bad++
 		}

@@ -15,8 +15,19 @@ import (
 )
 
 // auditHistory lets the audit engine read lakeFS's commit graph
-// (audit.History): a batch's foundation and the attestation on it.
-type auditHistory struct{ lake *lakefs.Client }
+// (audit.History): a batch's foundation and the attestation on it, and who
+// lakewap is to lakeFS (audit.OwnUser: an attestation counts on lakewap's
+// own commits only).
+type auditHistory struct {
+	lake *lakefs.Client
+	own  *ownCommitter
+}
+
+func newAuditHistory(lake *lakefs.Client) auditHistory {
+	return auditHistory{lake: lake, own: &ownCommitter{}}
+}
+
+func (h auditHistory) OwnCommitter(ctx context.Context) (string, error) { return h.own.get(ctx, h.lake) }
 
 func (h auditHistory) MergeBase(ctx context.Context, repo, a, b string) (string, error) {
 	base, _, err := h.lake.MergeBase(ctx, repo, a, b)
@@ -37,7 +48,7 @@ func (h auditHistory) Commit(ctx context.Context, repo, ref string) (audit.Commi
 func engineOptions(cfg *config.Config, lake *lakefs.Client, src audit.Source, log *slog.Logger) audit.Options {
 	opts := cfg.AuditOptions(src, log)
 	if cfg.Audit.IncrementalOn() {
-		opts.History = auditHistory{lake}
+		opts.History = newAuditHistory(lake)
 	}
 	return opts
 }
@@ -76,7 +87,7 @@ func attester(cfg *config.Config, engine *audit.Engine, lake *lakefs.Client) fun
 
 // History is the audit engine's view of lake's commit graph (lakewap
 // audit's incremental audits).
-func History(lake *lakefs.Client) audit.History { return auditHistory{lake} }
+func History(lake *lakefs.Client) audit.History { return newAuditHistory(lake) }
 
 // unattestedDepth bounds the target commits under a publish looked at for
 // commits lakewap did not attest (one lakeFS call).
@@ -180,13 +191,12 @@ func unattestedUnder(run pipeline.Run, commits []lakefs.Commit, suite string, ke
 			// look: its own publish announced what is beneath it.
 			verdict = audit.VerifyAttested
 		}
-		if verdict == audit.VerifyAttested && own != "" && c.Committer != own {
+		if err := audit.MadeBy(info, own); verdict == audit.VerifyAttested && err != nil {
 			// A merge carries whatever metadata its maker gives it (an
 			// attestation copied from a publish, or one matching the
 			// merge), and lakeFS names its maker: lakewap's user made
 			// lakewap's publishes (review 56).
-			verdict, detail = audit.VerifyUnattested, fmt.Sprintf("it carries an attestation but lakewap did not make it: committer %q, not lakewap's user %q",
-				schemas.Clip(c.Committer, 128), own)
+			verdict, detail = audit.VerifyUnattested, err.Error()
 		}
 		switch verdict {
 		case audit.VerifyRoot:
