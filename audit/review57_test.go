@@ -60,3 +60,55 @@ func TestReview57AttestationCountsOnLakewapsOwnCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestReview57PublishesBeneathAreLakewapsOwn: under another dataset's
+// publish (c002) the audit takes this dataset's publish (c001) when nothing
+// under its tables changed between them; each of the two must be a commit
+// lakewap's user made.
+func TestReview57PublishesBeneathAreLakewapsOwn(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		c001, c002 string // committers
+		mode       string
+	}{
+		{"both lakewap's", "lakewap", "lakewap", ModeIncremental},
+		{"the other dataset's publish by someone else", "lakewap", "writer", ModeFull},
+		{"this dataset's publish by someone else", "writer", "lakewap", ModeFull},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lake := newLakeSim(t)
+			suite := growingTable(t, lake, 2)
+			c := lake.commits["c001"]
+			c.Committer = tc.c001
+			lake.commits["c001"] = c
+			lake.branch(t, "c001", "se")
+			lake.commit("se", []string{"c001"}, nil)
+			lake.write(t, "se", "data/u/part-0.parquet", "SELECT 1::BIGINT AS id")
+			other := Suite{Tables: []Table{{Name: "u", Path: "data/u/"}}, Checks: []Check{{Kind: KindRowCount, Table: "u", Min: f64(1)}}}
+			text, err := NewAttestation("e", other, passingReport(other), "se", "c001").Encode(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lake.mergeDirs(t, "c001", "se", "c001", "c002")
+			lake.commit("c002", []string{"c001", "se"}, map[string]string{MetaAttestation: text})
+			c = lake.commits["c002"]
+			c.Committer = tc.c002
+			lake.commits["c002"] = c
+			lake.branch(t, "c002", "s1")
+			lake.commit("s1", []string{"c002"}, nil)
+			lake.write(t, "s1", "data/t/batch-s1.parquet", "SELECT i AS id FROM range(1000, 1010) r(i)")
+			e, err := New(Options{Source: lake, WorkDir: t.TempDir(), History: ownHistory{lakeSim: lake, own: "lakewap"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			rep, err := e.Run(context.Background(), Request{Dataset: "d", Suite: suite, Repository: "r", Ref: "s1", BaseRef: "c002", BaseName: "main"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Mode != tc.mode || !rep.Passed {
+				t.Errorf("mode %s (%q), passed %v; want %s, passed", rep.Mode, rep.ModeReason, rep.Passed, tc.mode)
+			}
+		})
+	}
+}
