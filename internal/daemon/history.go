@@ -27,7 +27,9 @@ func newAuditHistory(lake *lakefs.Client) auditHistory {
 	return auditHistory{lake: lake, own: &ownCommitter{}}
 }
 
-func (h auditHistory) OwnCommitter(ctx context.Context) (string, error) { return h.own.get(ctx, h.lake) }
+func (h auditHistory) OwnCommitter(ctx context.Context) (string, error) {
+	return h.own.get(ctx, h.lake)
+}
 
 func (h auditHistory) MergeBase(ctx context.Context, repo, a, b string) (string, error) {
 	base, _, err := h.lake.MergeBase(ctx, repo, a, b)
