@@ -229,7 +229,9 @@ func (s *Stack) startKafka(ctx context.Context, brokers []string) error {
 	s.KafkaBrokers, s.KafkaBackend = brokers, "external"
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	if _, err := s.kafka.Client().Metadata(ctx, &kafka.MetadataRequest{}); err != nil {
+	client := s.kafka.Client()
+	defer kafkatest.Release(client)
+	if _, err := client.Metadata(ctx, &kafka.MetadataRequest{}); err != nil {
 		return fmt.Errorf("devstack: external Kafka %v does not answer: %w", brokers, err)
 	}
 	s.logger.Info("devstack: using external Kafka", "brokers", brokers, "suffix", s.kafka.Topic(""))
