@@ -53,12 +53,13 @@ type Handler interface {
 // Consumer runs a Handler over the partitions that its consumer group assigns
 // to it.
 type Consumer struct {
-	cfg    Config
-	h      Handler
-	log    *slog.Logger
-	dialer *kafkago.Dialer
-	dlq    *kafka.Writer
-	admin  *kafkago.Client // high watermarks for the lag gauge
+	cfg       Config
+	h         Handler
+	log       *slog.Logger
+	dialer    *kafkago.Dialer
+	dlq       *kafka.Writer
+	dlqClient *kafka.Client   // the dead-letter writer's, closed when Run ends
+	admin     *kafkago.Client // high watermarks for the lag gauge
 	// fetcher sends the partitions' fetch requests (fetch.go), with the
 	// TLS and SASL of every other connection, to fetchAddr's cluster.
 	fetcher   *kafkago.Transport
@@ -138,6 +139,7 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 		log:          logger.With("group", cfg.GroupID, "topic", cfg.Topic),
 		dialer:       dialer,
 		dlq:          w,
+		dlqClient:    client,
 		admin:        &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: 10 * time.Second, Transport: transport},
 		fetcher:      fetcher,
 		fetchAddr:    kafkago.TCP(cfg.Brokers...),
@@ -246,6 +248,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	c.runCtx = ctx
 	defer c.fetcher.CloseIdleConnections()
+	// Each transport's connections refresh metadata until closed.
+	defer c.dlqClient.Close()
+	defer c.admin.Transport.(*kafkago.Transport).CloseIdleConnections()
 	defer func() {
 		if err := c.dlq.Close(); err != nil {
 			c.log.Warn("closing dead-letter writer", "err", err)

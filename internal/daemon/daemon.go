@@ -71,6 +71,7 @@ type Daemon struct {
 	runner        *runner.Runner
 	consumer      *consumer.Consumer
 	resultsWriter *kafka.Writer
+	kafka         *kafka.Client // closed last: its transport's connections refresh every topic's metadata until then
 	http          *http.Server
 	httpLn        net.Listener
 	janitor       *janitor.Janitor
@@ -109,6 +110,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	}
 
 	kp, err := connectKafka(ctx, cfg)
+	d.kafka = kp.client // nil, or closed with the daemon's other parts
 	if err != nil {
 		return nil, err
 	}
@@ -377,6 +379,9 @@ func (d *Daemon) close() {
 	}
 	if d.engine != nil {
 		_ = d.engine.Close()
+	}
+	if d.kafka != nil {
+		d.kafka.Close()
 	}
 }
 
