@@ -32,6 +32,7 @@ type ChangelogConfig struct {
 type Changelog struct {
 	client *kafkago.Client
 	topic  string
+	owned  *kafkago.Transport // the transport it made (no ChangelogConfig.Transport), closed by Close
 }
 
 // NewChangelog validates cfg; it does no I/O.
@@ -43,17 +44,28 @@ func NewChangelog(cfg ChangelogConfig) (*Changelog, error) {
 		return nil, fmt.Errorf("%w: changelog Timeout must not be negative", errConfig)
 	}
 	transport := cfg.Transport
+	var owned *kafkago.Transport
 	if transport == nil {
 		t, err := cfg.Security.Transport()
 		if err != nil {
 			return nil, fmt.Errorf("%w: changelog %v", errConfig, err)
 		}
-		transport = t
+		transport, owned = t, t
 	}
 	return &Changelog{
 		client: &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: cmp.Or(cfg.Timeout, 10*time.Second), Transport: transport},
 		topic:  cmp.Or(cfg.Topic, DefaultChangelogTopic),
+		owned:  owned,
 	}, nil
+}
+
+// Close closes the connections of the transport the changelog made (a
+// kafka-go transport refreshes every topic's metadata on them until then);
+// one given in ChangelogConfig.Transport is its owner's to close.
+func (c *Changelog) Close() {
+	if c.owned != nil {
+		c.owned.CloseIdleConnections()
+	}
 }
 
 // Topic returns the changelog topic name.

@@ -35,6 +35,7 @@ func Janitor(ctx context.Context, o JanitorOptions, stdout, stderr io.Writer) in
 		failf(stderr, "lakewap janitor: %v", err)
 		return 1
 	}
+	defer j.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	ds, err := j.Sweep(ctx, o.DryRun)

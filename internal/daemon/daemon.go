@@ -72,6 +72,7 @@ type Daemon struct {
 	consumer      *consumer.Consumer
 	resultsWriter *kafka.Writer
 	kafka         *kafka.Client // closed last: its transport's connections refresh every topic's metadata until then
+	changelog     *consumer.Changelog
 	http          *http.Server
 	httpLn        net.Listener
 	janitor       *janitor.Janitor
@@ -110,7 +111,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	}
 
 	kp, err := connectKafka(ctx, cfg)
-	d.kafka = kp.client // nil, or closed with the daemon's other parts
+	d.kafka, d.changelog = kp.client, kp.store // nil, or closed with the daemon's other parts
 	if err != nil {
 		return nil, err
 	}
@@ -379,6 +380,12 @@ func (d *Daemon) close() {
 	}
 	if d.engine != nil {
 		_ = d.engine.Close()
+	}
+	if d.janitor != nil {
+		d.janitor.Close()
+	}
+	if d.changelog != nil {
+		d.changelog.Close()
 	}
 	if d.kafka != nil {
 		d.kafka.Close()

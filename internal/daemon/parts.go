@@ -106,13 +106,17 @@ func NewJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg p
 		return nil, err
 	}
 	ds := cfg.JanitorDatasets()
-	jc := janitor.Config{Lake: lake, Runs: store.Runs, Datasets: ds,
+	jc := janitor.Config{Lake: lake, Runs: store.Runs, Datasets: ds, Release: store.Close,
 		AbandonedAfter: cfg.Janitor.AbandonedAfter.Std(), Logger: log,
 		MaxRunAge: cfg.MaxRunAge(), Cancel: func(ctx context.Context, run pipeline.Run, reason string) error {
 			return CancelRun(ctx, cfg, store, run, reason)
 		}}
 	jc.Registerer = reg
-	return janitor.New(jc)
+	j, err := janitor.New(jc)
+	if err != nil {
+		store.Close()
+	}
+	return j, err
 }
 
 // CancelRun asks the daemon to cancel run: a BatchCancelled on the input

@@ -47,6 +47,9 @@ type Dataset struct {
 // Config wires a Janitor.
 type Config struct {
 	Lake Lake
+	// Release, if set, frees what Runs and Cancel read through (their
+	// Kafka connections); Close calls it.
+	Release func()
 	// Runs returns every run the state store holds, across all partitions.
 	// An error stops the sweep: without the runs, no branch can be judged.
 	Runs     func(ctx context.Context) ([]pipeline.Run, error)
@@ -134,6 +137,13 @@ func New(cfg Config) (*Janitor, error) {
 }
 
 type branchKey struct{ repo, branch string }
+
+// Close frees what the janitor's Config reads through (Config.Release).
+func (j *Janitor) Close() {
+	if j.cfg.Release != nil {
+		j.cfg.Release()
+	}
+}
 
 // Sweep judges every prefixed branch of every configured repository and,
 // unless dryRun, deletes those it may. It returns one Decision per branch

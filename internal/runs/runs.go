@@ -55,6 +55,12 @@ type Stored struct {
 	pipeline.Run
 }
 
+// Close closes the store's Kafka connections.
+func (s *Store) Close() {
+	s.changelog.Close()
+	s.client.Close()
+}
+
 func Open(k config.Kafka) (*Store, error) {
 	sec, err := k.Security()
 	if err != nil {
