@@ -256,6 +256,7 @@ func TestEndToEndJanitorCancelsOverdueRun(t *testing.T) {
 	}
 	store, err := runs.Open(e.cfg.Kafka)
 	must(t, err)
+	defer store.Close()
 	sr, err := store.Find(ctx, "stuck-1", "billing")
 	must(t, err)
 	if age := e.cfg.MaxRunAge(); age < 7*24*time.Hour {

@@ -42,6 +42,7 @@ func TestForgedRecordsDoNotSteerTheJanitor(t *testing.T) {
 	}
 	store, err := runs.Open(e.cfg.Kafka)
 	must(t, err)
+	defer store.Close()
 	live2, err := store.Find(ctx, "live-2", "billing")
 	must(t, err)
 

@@ -217,6 +217,7 @@ func findStored(ctx context.Context, cfg *config.Config, batch string) (runs.Sto
 	if err != nil {
 		return runs.Stored{}, err
 	}
+	defer store.Close()
 	return store.Find(ctx, batch, "")
 }
 

@@ -149,6 +149,7 @@ func TestReplayedChangelogRecordIsSetAside(t *testing.T) {
 	// runs: lakewap runs lists runs only.
 	store, err := runs.Open(e.cfg.Kafka)
 	must(t, err)
+	defer store.Close()
 	stored, err := store.Load(ctx)
 	must(t, err)
 	listed := map[string]bool{}
