@@ -200,8 +200,11 @@ func TestReview55SparkReadings(t *testing.T) {
 		"review55_spark_schema_honest.parquet":   "4294967295 | 1",
 		"review55_int96_struct_wraps.parquet":    "2500-01-01 00:00:00 | 2024-01-01 00:00:00",
 		"review55_int96_list_wraps.parquet":      "[2024-01-01 00:00:00] | [1500-06-01 00:00:00, 2024-01-02 00:00:00]",
+		// Review 58: the INT32 column "i̇d" of 200 and 300, read by the
+		// Spark schema's byte field "İD" (TestReview58SparkSchemaNamesItsColumnsAsTheParquetSchemaDoes).
+		"review58_spark_schema_names.parquet": "-56 | 44",
 	}
-	cols := map[string]string{"byte": "b", "short": "s", "date": "d", "unsigned": "u", "honest": "u", "struct": "st.t", "list": "l"}
+	cols := map[string]string{"byte": "b", "short": "s", "date": "d", "unsigned": "u", "honest": "u", "struct": "st.t", "list": "l", "names": "`\u0130D`"}
 	var args []string
 	for name := range want {
 		p, err := filepath.Abs(filepath.Join("testdata", name))
@@ -224,7 +227,7 @@ for vec in ["true", "false"]:
         col, f = a.split("=", 1)
         try:
             df = s.read.parquet(f)
-            print(vec + "\t" + os.path.basename(f) + "\t" + " | ".join(r[0] for r in df.orderBy("id").selectExpr("coalesce(CAST(%s AS STRING), 'NULL')" % col).collect()))
+            print(vec + "\t" + os.path.basename(f) + "\t" + " | ".join(r[0] for r in df.orderBy(df.columns[0]).selectExpr("coalesce(CAST(%s AS STRING), 'NULL')" % col).collect()))
         except Exception as e:
             print(vec + "\t" + os.path.basename(f) + "\tfails: " + str(e).split("]")[0] + "]")
 s.stop()

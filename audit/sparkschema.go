@@ -87,12 +87,16 @@ func sparkInteger(nt nodeTypes) string {
 	return ""
 }
 
+// sparkField is a top-level field of a Spark schema: its name, and its
+// type, a primitive's name or "" for another.
+type sparkField struct{ name, typ string }
+
 // sparkSchemaFields reads the top-level fields of a Spark schema (its
-// JSON), by name folded, each with its type: a primitive's name, or "" for
-// another. An error: the schema cannot be read as Spark reads it (not
-// JSON, an object with two keys alike but for case, which Go and Spark's
-// json4s take otherwise, no struct).
-func sparkSchemaFields(value []byte) (map[string]string, error) {
+// JSON), in order. An error: the schema cannot be read as Spark reads it
+// (not JSON, an object with two keys alike but for case, which Go and
+// Spark's json4s take otherwise, no struct, two fields whose names fold
+// alike).
+func sparkSchemaFields(value []byte) ([]sparkField, error) {
 	if len(value) > maxSparkSchemaBytes {
 		return nil, fmt.Errorf("a Spark schema of %d bytes", len(value))
 	}
@@ -112,17 +116,19 @@ func sparkSchemaFields(value []byte) (map[string]string, error) {
 	if s.Type != "struct" {
 		return nil, fmt.Errorf("a Spark schema of type %q", s.Type)
 	}
-	out := make(map[string]string, len(s.Fields))
+	seen := make(map[string]bool, len(s.Fields))
+	out := make([]sparkField, 0, len(s.Fields))
 	for _, f := range s.Fields {
 		var t string
 		if json.Unmarshal(f.Type, &t) != nil {
 			t = ""
 		}
 		k := foldName(f.Name)
-		if _, twice := out[k]; twice {
+		if seen[k] {
 			return nil, fmt.Errorf("field %q twice", f.Name)
 		}
-		out[k] = t
+		seen[k] = true
+		out = append(out, sparkField{name: f.Name, typ: t})
 	}
 	return out, nil
 }
@@ -199,18 +205,32 @@ func markSparkSchema(cols []fileColumn, nodes []schemaNode, types []nodeTypes, v
 			cols[0].sparkSchema = fmt.Sprintf("its Spark schema cannot be read as Spark reads it (%v)", err)
 			return
 		}
-		i := 1
-		for c := range cols {
-			if i >= len(nodes) {
+		// Spark matches the schema's fields to the Parquet columns by
+		// Java's toLowerCase(Locale.ROOT), which foldName does not
+		// reproduce ("İD" is "i̇d" to Java, "id" to Go; review 58): the
+		// fields must name the columns exactly, in order, as Spark
+		// writes them, and are compared by their place.
+		var top []int // the nodes of the top-level columns
+		for i := 1; i < len(nodes) && len(top) < len(cols); i += subtreeSize(nodes, i) {
+			top = append(top, i)
+		}
+		if len(fields) != len(top) {
+			cols[0].sparkSchema = fmt.Sprintf("its Spark schema has %d top-level fields and its Parquet schema %d columns", len(fields), len(top))
+			return
+		}
+		for k, i := range top {
+			if fields[k].name != nodes[i].name {
+				cols[0].sparkSchema = fmt.Sprintf("its Spark schema's field %d is named %q and its Parquet column %q: Spark matches them by Java's lower case, which lakewap does not", k+1, clip(fields[k].name, 128), clip(nodes[i].name, 128))
 				return
 			}
+		}
+		for c, i := range top {
 			n, nt := nodes[i], types[i]
-			i += subtreeSize(nodes, i)
 			if n.children != 0 || nt.repetition == 2 || cols[c].sparkSchema != "" {
 				continue
 			}
-			want, ok := fields[foldName(n.name)]
-			if !ok || (nt.physical != ptInt32 && nt.physical != ptInt64) {
+			want := fields[c].typ
+			if nt.physical != ptInt32 && nt.physical != ptInt64 {
 				continue
 			}
 			if got := sparkInteger(nt); got != want {
