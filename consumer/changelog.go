@@ -151,7 +151,9 @@ func (c *Changelog) Load(ctx context.Context, partition int) (map[string][]byte,
 // compaction has left of the partition's history. A tombstone comes as a
 // nil value, a record's empty value as an empty one.
 func (c *Changelog) Scan(ctx context.Context, partition int, fn func(key string, value []byte)) error {
-	res, err := c.client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{
+	// A broker's error that passes is asked again (kafka.ListOffsets): a
+	// loaded broker answered a fresh topic's offsets UNKNOWN_SERVER_ERROR.
+	res, err := kafka.ListOffsets(ctx, c.client, &kafkago.ListOffsetsRequest{
 		Topics: map[string][]kafkago.OffsetRequest{c.topic: {kafkago.LastOffsetOf(partition)}},
 	})
 	if err != nil {

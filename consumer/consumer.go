@@ -382,7 +382,7 @@ func (c *Consumer) Fence(ctx context.Context, p int) error {
 func (c *Consumer) firstOffset(ctx context.Context, p int) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	res, err := c.admin.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{c.cfg.Topic: {kafkago.FirstOffsetOf(p)}}})
+	res, err := kafka.ListOffsets(ctx, c.admin, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{c.cfg.Topic: {kafkago.FirstOffsetOf(p)}}})
 	if err != nil {
 		return 0, fmt.Errorf("reading its first offset: %w", err)
 	}

@@ -190,12 +190,25 @@ func (c *Client) ReadPartitions(ctx context.Context, topic string, from, until m
 }
 
 // Offsets returns the first offset of every partition of topic and the
-// offset its next message will have.
+// offset its next message will have. A broker's error that passes is asked
+// again, for at most OffsetsPatience (Passing).
 func (c *Client) Offsets(ctx context.Context, topic string) (first, next map[int]int64, err error) {
 	client := &kafkago.Client{Addr: kafkago.TCP(c.brokers...), Transport: c.transport, Timeout: 10 * time.Second}
-	md, err := client.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}})
+	var md *kafkago.MetadataResponse
+	err = askAgain(ctx, OffsetsPatience, func(ctx context.Context) error {
+		var err error
+		if md, err = client.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{topic}}); err != nil {
+			return fmt.Errorf("metadata of %s: %w", topic, err)
+		}
+		if len(md.Topics) == 1 && md.Topics[0].Error != nil && !errors.Is(md.Topics[0].Error, kafkago.UnknownTopicOrPartition) {
+			// A topic whose leader is being elected; one that does not
+			// exist is said at once.
+			return fmt.Errorf("metadata of %s: %w", topic, md.Topics[0].Error)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("metadata of %s: %w", topic, err)
+		return nil, nil, err
 	}
 	if len(md.Topics) != 1 || md.Topics[0].Error != nil || len(md.Topics[0].Partitions) == 0 {
 		var terr error
@@ -208,15 +221,12 @@ func (c *Client) Offsets(ctx context.Context, topic string) (first, next map[int
 	for _, p := range md.Topics[0].Partitions {
 		reqs = append(reqs, kafkago.FirstOffsetOf(p.ID), kafkago.LastOffsetOf(p.ID))
 	}
-	offs, err := client.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: reqs}})
+	offs, err := ListOffsets(ctx, client, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{topic: reqs}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("offsets of %s: %w", topic, err)
 	}
 	first, next = map[int]int64{}, map[int]int64{}
 	for _, po := range offs.Topics[topic] {
-		if po.Error != nil {
-			return nil, nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
-		}
 		first[po.Partition], next[po.Partition] = po.FirstOffset, po.LastOffset
 	}
 	return first, next, nil

@@ -28,7 +28,7 @@ var packageMap = []struct {
 	{"internal/backoff", nil, ""},
 	{"internal/flight", nil, ""},
 	{"internal/buildinfo", nil, ""},
-	{"kafka", nil, "lakewap's Message, connections, writers, topic admin, size limits"},
+	{"kafka", []string{"internal/backoff"}, "lakewap's Message, connections, writers, topic admin, size limits"},
 	{"kafka/kafkatest", []string{"kafka"}, "the test cluster: kfake or $LAKEWAP_TEST_KAFKA_BROKERS"},
 	{"consumer", []string{"internal/backoff", "kafka"}, ""},
 	{"ingest", []string{"consumer", "kafka", "schemas"}, "not `pipeline`, which plugs in through `ingest.Runner`"},
