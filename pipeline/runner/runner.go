@@ -893,12 +893,14 @@ func (r *Runner) execute(j job) {
 	switch {
 	case applied:
 		changed = r.internal(p, key, in)
-	case j.effect.Kind == pipeline.DoAudit, j.effect.Kind == pipeline.DoRevert: // a revert's audit is an attempt too
-		r.auditStopped(p, key)
-	case j.effect.Kind == pipeline.DoPublish && revoking(p):
-		// The publish's recheck is one too. Only on a revocation: a publish
-		// that ends without an outcome otherwise (its run moved on) may
-		// hand its turn to the run's revert, whose audit's attempt is open.
+	case attempts[j.effect.Kind] && revoking(p):
+		// The attempt the effect may have begun (the audit step's, a
+		// revert's audit, a publish's recheck) was stopped by the
+		// revocation. Only on one, which is what AuditStopped says: a
+		// publish that ends without an outcome otherwise (its run moved
+		// on) may hand its turn to the run's revert, whose attempt is
+		// open. The audit step's and the revert's executors end without
+		// one only on a revocation (TestRevertAuditStoppedByARevocationIsNotCountedAsLost).
 		r.auditStopped(p, key)
 	}
 	if r.outcomeApplied != nil {
@@ -918,6 +920,10 @@ func (r *Runner) execute(j job) {
 	// and nothing in flight until its partition moved.
 	r.done(p, key, j.effect.Kind, p.ctx.Err() == nil)
 }
+
+// attempts are the effects that may begin an audit attempt
+// (pipeline.AuditBegun) and run it themselves.
+var attempts = map[pipeline.EffectKind]bool{pipeline.DoAudit: true, pipeline.DoRevert: true, pipeline.DoPublish: true}
 
 // auditStopped records that the audit of the run under key, begun, was
 // stopped by its partition's revocation (the step was cancelled, or never
