@@ -203,8 +203,13 @@ func TestReview55SparkReadings(t *testing.T) {
 		// Review 58: the INT32 column "i̇d" of 200 and 300, read by the
 		// Spark schema's byte field "İD" (TestReview58SparkSchemaNamesItsColumnsAsTheParquetSchemaDoes).
 		"review58_spark_schema_names.parquet": "-56 | 44",
+		// Review 58: nested fields by the Spark schema's types
+		// (TestReview58SparkSchemaOfNestedFieldsIsReadAsSparkReadsIt).
+		"review58_spark_structfield.parquet": "-56 | 44",
+		"review58_spark_listelement.parquet": "[4464] | [1]",
+		"review58_spark_mapvalue.parquet":    "-56 | 44",
 	}
-	cols := map[string]string{"byte": "b", "short": "s", "date": "d", "unsigned": "u", "honest": "u", "struct": "st.t", "list": "l", "names": "`\u0130D`"}
+	cols := map[string]string{"byte": "b", "short": "s", "date": "d", "unsigned": "u", "honest": "u", "struct": "st.t", "list": "l", "names": "`\u0130D`", "structfield": "st.x", "listelement": "l", "mapvalue": "m['k']"}
 	var args []string
 	for name := range want {
 		p, err := filepath.Abs(filepath.Join("testdata", name))

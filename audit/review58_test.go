@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -30,8 +31,53 @@ func TestReview58SparkSchemaNamesItsColumnsAsTheParquetSchemaDoes(t *testing.T) 
 		t.Fatal(err)
 	}
 	res := rep.Checks[0]
-	if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, "Spark schema") {
+	if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, "column \"i\u0307d\": its Spark schema") {
 		t.Fatalf("%s %q: Spark reads the column as a byte (-56, 44) under the name İD; want the file refused naming it and its Spark schema", res.Status, res.Message)
 	}
 	t.Logf("refused: %s", res.Message)
+}
+
+// TestReview58SparkSchemaOfNestedFieldsIsReadAsSparkReadsIt: a Spark
+// schema's types below the top level are what Spark reads nested INT32 and
+// INT64 leaves as, as at the top level (review 55). The files (pyarrow
+// 26.0.1) hold a struct's INT32 field of 200 and 300 the schema says is a
+// byte, a list's INT32 element 70000 it says is a short, and a map's INT32
+// value 200 and 300 it says is a byte: PySpark 4.3.0 reads -56 and 44, 4464,
+// and -56 and 44 (TestReview55SparkReadings), where DuckDB, pyarrow and
+// pandas read the numbers, and a range check of at least 0 over the column
+// passed before. Each is refused naming the file, the column and the path to
+// the leaf; the honest schema of the same columns passes.
+func TestReview58SparkSchemaOfNestedFieldsIsReadAsSparkReadsIt(t *testing.T) {
+	for _, c := range []struct {
+		file, col, leaf string
+		refused         bool
+	}{
+		{"review58_spark_structfield.parquet", "st", "st.x", true},
+		{"review58_spark_listelement.parquet", "l", "l[]", true},
+		{"review58_spark_mapvalue.parquet", "m", "m.value", true},
+		{"review58_spark_nested_honest.parquet", "st", "", false},
+		{"review58_spark_nested_honest.parquet", "l", "", false},
+		{"review58_spark_nested_honest.parquet", "m", "", false},
+	} {
+		src, _ := review36File(t, c.file)
+		check := Check{Name: "c", Table: "t", Kind: KindSQL, SQL: fmt.Sprintf(`SELECT * FROM "t" WHERE "%s" IS NULL`, c.col)}
+		rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := rep.Checks[0]
+		if !c.refused {
+			if !rep.Passed {
+				t.Errorf("%s, %s: %s %q; its Spark schema states the types Spark reads its Parquet types as: want it passed", c.file, c.col, res.Status, res.Message)
+			}
+			continue
+		}
+		if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, `column "`+c.col+`"`) ||
+			!strings.Contains(res.Message, c.leaf+": Spark reads as") {
+			t.Errorf("%s: %s %q; Spark reads %s otherwise: want it refused naming the file, the column and the leaf", c.file, res.Status, res.Message, c.leaf)
+			continue
+		}
+		t.Logf("refused: %s", res.Message)
+	}
 }

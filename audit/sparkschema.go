@@ -89,7 +89,10 @@ func sparkInteger(nt nodeTypes) string {
 
 // sparkField is a top-level field of a Spark schema: its name, and its
 // type, a primitive's name or "" for another.
-type sparkField struct{ name, typ string }
+type sparkField struct {
+	name, typ string
+	raw       json.RawMessage // the type as written
+}
 
 // sparkSchemaFields reads the top-level fields of a Spark schema (its
 // JSON), in order. An error: the schema cannot be read as Spark reads it
@@ -128,7 +131,7 @@ func sparkSchemaFields(value []byte) ([]sparkField, error) {
 			return nil, fmt.Errorf("field %q twice", f.Name)
 		}
 		seen[k] = true
-		out = append(out, sparkField{name: f.Name, typ: t})
+		out = append(out, sparkField{name: f.Name, typ: t, raw: f.Type})
 	}
 	return out, nil
 }
@@ -154,7 +157,10 @@ func jsonKeysApart(b []byte) error {
 				if err != nil {
 					return err
 				}
-				key := strings.ToLower(k.(string))
+				// Go's decoder matches a key to a field by
+				// unicode.ToUpper ("fıelds" and "fieldſ" are "fields"),
+				// json4s by its exact text.
+				key := strings.ToLower(strings.ToUpper(k.(string)))
 				if seen[key] {
 					return fmt.Errorf("key %q twice", k)
 				}
@@ -220,13 +226,23 @@ func markSparkSchema(cols []fileColumn, nodes []schemaNode, types []nodeTypes, v
 		}
 		for k, i := range top {
 			if fields[k].name != nodes[i].name {
-				cols[0].sparkSchema = fmt.Sprintf("its Spark schema's field %d is named %q and its Parquet column %q: Spark matches them by Java's lower case, which lakewap does not", k+1, clip(fields[k].name, 128), clip(nodes[i].name, 128))
+				cols[k].sparkSchema = fmt.Sprintf("its Spark schema's field %d is named %q and its Parquet column %q: Spark matches them by Java's lower case, which lakewap does not", k+1, clip(fields[k].name, 128), clip(nodes[i].name, 128))
 				return
 			}
 		}
+		var ends []int
 		for c, i := range top {
 			n, nt := nodes[i], types[i]
-			if n.children != 0 || nt.repetition == 2 || cols[c].sparkSchema != "" {
+			if cols[c].sparkSchema != "" {
+				continue
+			}
+			if n.children != 0 || nt.repetition == 2 {
+				if ends == nil {
+					ends = subtreeEnds(nodes)
+				}
+				if why := sparkNested(fields[c].raw, nodes, types, ends, i, false, n.name, 0); why != "" {
+					cols[c].sparkSchema = why
+				}
 				continue
 			}
 			want := fields[c].typ
@@ -264,4 +280,141 @@ func sparkSchemaDisagreement(cols map[string][]fileColumn, files []string, objPa
 		}
 	}
 	return nil
+}
+
+// subtreeEnds is, for each node of a footer's schema, the index after its
+// subtree (depth first).
+func subtreeEnds(nodes []schemaNode) []int {
+	ends := make([]int, len(nodes))
+	var walk func(i int) int
+	walk = func(i int) int {
+		j := i + 1
+		for c := int64(0); c < nodes[i].children && j < len(nodes); c++ {
+			j = walk(j)
+		}
+		ends[i] = j
+		return j
+	}
+	for i := 0; i < len(nodes); i = walk(i) {
+	}
+	return ends
+}
+
+// children are the indexes of the children of the node at i.
+func children(nodes []schemaNode, ends []int, i int) []int {
+	var out []int
+	for j, c := i+1, int64(0); c < nodes[i].children && j < len(nodes); c++ {
+		out = append(out, j)
+		j = ends[j]
+	}
+	return out
+}
+
+// sparkNested compares the Spark type t (its JSON) of the node at i, a
+// group or a repeated field, with the node's Parquet type as Spark's
+// converter reads it (ParquetToSparkSchemaConverter): a struct's fields by
+// name and place, a list's element (the format's rules for lists, as
+// Spark applies them), a map's key and value, a user-defined type's SQL
+// type, down to INT32 and INT64 leaves, compared as sparkInteger reads
+// them; other leaves are not compared. element: the node is a list's
+// element, its repetition the list's. It returns the first disagreement,
+// with the path to it, or "" for none (review 58: a struct's INT32 field
+// the Spark schema said was a byte read 200 as -56 in PySpark 4.3.0).
+func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends []int, i int, element bool, path string, depth int) string {
+	if depth > 64 {
+		return fmt.Sprintf("its Spark schema nests %s deeper than 64", clip(path, 256))
+	}
+	var name string
+	var o struct {
+		Type   string `json:"type"`
+		Fields []struct {
+			Name string          `json:"name"`
+			Type json.RawMessage `json:"type"`
+		} `json:"fields"`
+		ElementType json.RawMessage `json:"elementType"`
+		KeyType     json.RawMessage `json:"keyType"`
+		ValueType   json.RawMessage `json:"valueType"`
+		SQLType     json.RawMessage `json:"sqlType"`
+	}
+	if json.Unmarshal(t, &name) != nil && json.Unmarshal(t, &o) != nil {
+		return fmt.Sprintf("its Spark schema's type of %s cannot be read", clip(path, 256))
+	}
+	if o.Type == "udt" {
+		return sparkNested(o.SQLType, nodes, types, ends, i, element, path, depth+1)
+	}
+	shape := func(parquet string) string {
+		spark := name
+		if spark == "" {
+			spark = o.Type
+		}
+		return fmt.Sprintf("%s is a %s to its Spark schema and a %s to its Parquet schema", clip(path, 256), clip(spark, 64), parquet)
+	}
+	n, nt := nodes[i], types[i]
+	kids := children(nodes, ends, i)
+	if nt.repetition == 2 && !element {
+		// A repeated field outside a LIST or MAP: Spark reads a list of it.
+		if o.Type != "array" {
+			return shape("list (a repeated field)")
+		}
+		return sparkNested(o.ElementType, nodes, types, ends, i, true, path+"[]", depth+1)
+	}
+	switch {
+	case n.children == 0:
+		if nt.physical != ptInt32 && nt.physical != ptInt64 {
+			return ""
+		}
+		if got := sparkInteger(nt); got != name {
+			if got == "" {
+				got = "a type lakewap does not compare"
+			}
+			return fmt.Sprintf("%s: Spark reads as %s (its Spark schema's type) and would read as %s by its Parquet type, which DuckDB, pyarrow and pandas read", clip(path, 256), clip(strings.Trim(string(t), `"`), 64), got)
+		}
+		return ""
+	case nt.converted == cvList || nt.logical == ltList:
+		if o.Type != "array" {
+			return shape("list")
+		}
+		if len(kids) != 1 || types[kids[0]].repetition != 2 {
+			return shape("list of another layout")
+		}
+		r := kids[0]
+		el := r
+		if rk := children(nodes, ends, r); len(rk) == 1 && nodes[r].name != "array" && nodes[r].name != n.name+"_tuple" {
+			el = rk[0]
+		}
+		return sparkNested(o.ElementType, nodes, types, ends, el, el == r, path+"[]", depth+1)
+	case nt.converted == cvMap || nt.converted == cvMapKeyValue || nt.logical == ltMap:
+		if o.Type != "map" {
+			return shape("map")
+		}
+		if len(kids) != 1 || types[kids[0]].repetition != 2 {
+			return shape("map of another layout")
+		}
+		kv := children(nodes, ends, kids[0])
+		if len(kv) == 0 || len(kv) > 2 {
+			return shape("map of another layout")
+		}
+		if why := sparkNested(o.KeyType, nodes, types, ends, kv[0], false, path+".key", depth+1); why != "" {
+			return why
+		}
+		if len(kv) == 2 {
+			return sparkNested(o.ValueType, nodes, types, ends, kv[1], false, path+".value", depth+1)
+		}
+		return ""
+	}
+	if o.Type != "struct" {
+		return shape("struct")
+	}
+	if len(o.Fields) != len(kids) {
+		return fmt.Sprintf("%s has %d fields to its Spark schema and %d to its Parquet schema", clip(path, 256), len(o.Fields), len(kids))
+	}
+	for k, c := range kids {
+		if o.Fields[k].Name != nodes[c].name {
+			return fmt.Sprintf("%s's field %d is named %q to its Spark schema and %q to its Parquet schema: Spark matches them by Java's lower case, which lakewap does not", clip(path, 256), k+1, clip(o.Fields[k].Name, 128), clip(nodes[c].name, 128))
+		}
+		if why := sparkNested(o.Fields[k].Type, nodes, types, ends, c, false, path+"."+nodes[c].name, depth+1); why != "" {
+			return why
+		}
+	}
+	return ""
 }
