@@ -81,3 +81,37 @@ func TestReview58SparkSchemaOfNestedFieldsIsReadAsSparkReadsIt(t *testing.T) {
 		t.Logf("refused: %s", res.Message)
 	}
 }
+
+// TestSparkNestedReadsABoundedText: each level of a nested Spark schema
+// reads its own type's text again, so a deep field's padding (its
+// metadata) would be read once per level above it; the text read for one
+// file is bounded (maxSparkNestedBytes), past which the file is refused.
+func TestSparkNestedReadsABoundedText(t *testing.T) {
+	const depth = 20 // three JSON levels each: jsonKeysApart takes 64
+	nodes := []schemaNode{{name: "schema", children: 1}}
+	group := nodeTypes{physical: -1, repetition: 1, converted: -1}
+	types := []nodeTypes{group}
+	for d := 0; d < depth; d++ {
+		nodes = append(nodes, schemaNode{name: fmt.Sprintf("s%d", d), children: 1})
+		types = append(types, group)
+	}
+	nodes = append(nodes, schemaNode{name: "x"})
+	types = append(types, nodeTypes{physical: ptInt32, repetition: 1, converted: -1})
+	schema := func(pad int) []byte {
+		leaf := fmt.Sprintf(`{"name":"x","type":"integer","nullable":true,"metadata":{"pad":%q}}`, strings.Repeat("p", pad))
+		for d := depth - 1; d >= 0; d-- {
+			leaf = fmt.Sprintf(`{"name":"s%d","type":{"type":"struct","fields":[%s]},"nullable":true,"metadata":{}}`, d, leaf)
+		}
+		return []byte(`{"type":"struct","fields":[` + leaf + `]}`)
+	}
+	for _, c := range []struct {
+		pad     int
+		refused bool
+	}{{0, false}, {1 << 20, true}} {
+		cols := schemaColumns(nodes)
+		markSparkSchema(cols, nodes, types, [][]byte{schema(c.pad)})
+		if got := cols[0].sparkSchema; (got != "") != c.refused || c.refused && !strings.Contains(got, "too large") {
+			t.Errorf("padding of %d bytes at depth %d: %q, want refused %v for its size", c.pad, depth, got, c.refused)
+		}
+	}
+}

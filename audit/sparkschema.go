@@ -28,6 +28,10 @@ const sparkRowMetadataKey = "org.apache.spark.sql.parquet.row.metadata"
 // holds it too): past it the file is refused.
 const maxSparkSchemaBytes = 4 << 20
 
+// maxSparkNestedBytes bounds the text sparkNested reads of one file's
+// Spark schema, its levels together.
+const maxSparkNestedBytes = 16 << 20
+
 // sparkInteger is the Spark type ParquetToSparkSchemaConverter reads an
 // INT32 or INT64 leaf of types nt as, or "" for one not compared.
 func sparkInteger(nt nodeTypes) string {
@@ -231,6 +235,7 @@ func markSparkSchema(cols []fileColumn, nodes []schemaNode, types []nodeTypes, v
 			}
 		}
 		var ends []int
+		budget := maxSparkNestedBytes
 		for c, i := range top {
 			n, nt := nodes[i], types[i]
 			if cols[c].sparkSchema != "" {
@@ -240,7 +245,7 @@ func markSparkSchema(cols []fileColumn, nodes []schemaNode, types []nodeTypes, v
 				if ends == nil {
 					ends = subtreeEnds(nodes)
 				}
-				if why := sparkNested(fields[c].raw, nodes, types, ends, i, false, n.name, 0); why != "" {
+				if why := sparkNested(fields[c].raw, nodes, types, ends, i, false, n.name, 0, &budget); why != "" {
 					cols[c].sparkSchema = why
 				}
 				continue
@@ -320,9 +325,15 @@ func children(nodes []schemaNode, ends []int, i int) []int {
 // element, its repetition the list's. It returns the first disagreement,
 // with the path to it, or "" for none (review 58: a struct's INT32 field
 // the Spark schema said was a byte read 200 as -56 in PySpark 4.3.0).
-func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends []int, i int, element bool, path string, depth int) string {
+func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends []int, i int, element bool, path string, depth int, budget *int) string {
 	if depth > 64 {
 		return fmt.Sprintf("its Spark schema nests %s deeper than 64", clip(path, 256))
+	}
+	// Each level reads its own type's text again: the text read is
+	// bounded, not only the schema's size (a deep field's padding is read
+	// once per level above it).
+	if *budget -= len(t); *budget < 0 {
+		return fmt.Sprintf("its Spark schema is too large to compare nested as deep as %s (over %d bytes read)", clip(path, 256), maxSparkNestedBytes)
 	}
 	var name string
 	var o struct {
@@ -340,7 +351,7 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 		return fmt.Sprintf("its Spark schema's type of %s cannot be read", clip(path, 256))
 	}
 	if o.Type == "udt" {
-		return sparkNested(o.SQLType, nodes, types, ends, i, element, path, depth+1)
+		return sparkNested(o.SQLType, nodes, types, ends, i, element, path, depth+1, budget)
 	}
 	shape := func(parquet string) string {
 		spark := name
@@ -356,7 +367,7 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 		if o.Type != "array" {
 			return shape("list (a repeated field)")
 		}
-		return sparkNested(o.ElementType, nodes, types, ends, i, true, path+"[]", depth+1)
+		return sparkNested(o.ElementType, nodes, types, ends, i, true, path+"[]", depth+1, budget)
 	}
 	switch {
 	case n.children == 0:
@@ -382,7 +393,7 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 		if rk := children(nodes, ends, r); len(rk) == 1 && nodes[r].name != "array" && nodes[r].name != n.name+"_tuple" {
 			el = rk[0]
 		}
-		return sparkNested(o.ElementType, nodes, types, ends, el, el == r, path+"[]", depth+1)
+		return sparkNested(o.ElementType, nodes, types, ends, el, el == r, path+"[]", depth+1, budget)
 	case nt.converted == cvMap || nt.converted == cvMapKeyValue || nt.logical == ltMap:
 		if o.Type != "map" {
 			return shape("map")
@@ -394,11 +405,11 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 		if len(kv) == 0 || len(kv) > 2 {
 			return shape("map of another layout")
 		}
-		if why := sparkNested(o.KeyType, nodes, types, ends, kv[0], false, path+".key", depth+1); why != "" {
+		if why := sparkNested(o.KeyType, nodes, types, ends, kv[0], false, path+".key", depth+1, budget); why != "" {
 			return why
 		}
 		if len(kv) == 2 {
-			return sparkNested(o.ValueType, nodes, types, ends, kv[1], false, path+".value", depth+1)
+			return sparkNested(o.ValueType, nodes, types, ends, kv[1], false, path+".value", depth+1, budget)
 		}
 		return ""
 	}
@@ -412,7 +423,7 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 		if o.Fields[k].Name != nodes[c].name {
 			return fmt.Sprintf("%s's field %d is named %q to its Spark schema and %q to its Parquet schema: Spark matches them by Java's lower case, which lakewap does not", clip(path, 256), k+1, clip(o.Fields[k].Name, 128), clip(nodes[c].name, 128))
 		}
-		if why := sparkNested(o.Fields[k].Type, nodes, types, ends, c, false, path+"."+nodes[c].name, depth+1); why != "" {
+		if why := sparkNested(o.Fields[k].Type, nodes, types, ends, c, false, path+"."+nodes[c].name, depth+1, budget); why != "" {
 			return why
 		}
 	}
