@@ -2,13 +2,11 @@ package consumer
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lakewap/lakewap/kafka/kafkatest"
 )
@@ -33,24 +31,7 @@ func TestChangelogLoadAsksAgainAfterABrokersPassingError(t *testing.T) {
 	if err := cl.Put(ctx, 0, "run-1", []byte("v1")); err != nil {
 		t.Fatal(err)
 	}
-	var answered atomic.Int32
-	k.Fake.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		answered.Add(1)
-		r := req.(*kmsg.ListOffsetsRequest)
-		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.NewListOffsetsResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewListOffsetsResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.UnknownServerError.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	answered := kafkatest.AnswerListOffsets(k.Fake, kerr.UnknownServerError.Code, false)
 	state, err := cl.Load(ctx, 0)
 	if err != nil {
 		t.Fatalf("load after one UNKNOWN_SERVER_ERROR for the high-water mark: %v, want it asked again", err)

@@ -14,33 +14,6 @@ import (
 	"github.com/lakewap/lakewap/kafka/kafkatest"
 )
 
-// answerOffsets makes c's next ListOffsets request (every one while keep)
-// answer code for every partition it names, and counts those answers.
-func answerOffsets(c *kafkatest.Cluster, code int16, keep bool) *atomic.Int32 {
-	var answered atomic.Int32
-	c.Fake.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		if keep {
-			c.Fake.KeepControl()
-		}
-		answered.Add(1)
-		r := req.(*kmsg.ListOffsetsRequest)
-		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.NewListOffsetsResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewListOffsetsResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
-	return &answered
-}
-
 // offsetsFixture is a kfake broker with a topic of two partitions holding
 // nothing, and lakewap's client of it.
 func offsetsFixture(t *testing.T) (*kafkatest.Cluster, *kafka.Client, string) {
@@ -68,7 +41,7 @@ func TestOffsetsAskAgainAfterABrokersPassingError(t *testing.T) {
 	for _, code := range []int16{kerr.UnknownServerError.Code, kerr.NotLeaderForPartition.Code, kerr.LeaderNotAvailable.Code, kerr.RequestTimedOut.Code} {
 		t.Run(kerr.ErrorForCode(code).Error(), func(t *testing.T) {
 			c, kc, topic := offsetsFixture(t)
-			answered := answerOffsets(c, code, false)
+			answered := kafkatest.AnswerListOffsets(c.Fake, code, false)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			first, next, err := kc.Offsets(ctx, topic)
@@ -103,7 +76,7 @@ func TestOffsetsDoNotAskAgainAfterAPermanentError(t *testing.T) {
 		t.Fatal(err)
 	}
 	once := requests.Load()
-	answered := answerOffsets(c, kerr.TopicAuthorizationFailed.Code, true)
+	answered := kafkatest.AnswerListOffsets(c.Fake, kerr.TopicAuthorizationFailed.Code, true)
 	_, _, err := kc.Offsets(ctx, topic)
 	if err == nil || !strings.Contains(err.Error(), "Topic Authorization Failed") {
 		t.Fatalf("offsets refused by the broker: %v, want the broker's error named", err)

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,24 +117,7 @@ func TestWatcherAsksForOffsetsAgainAfterABrokerError(t *testing.T) {
 	}
 	// The first offsets request answers UNKNOWN_SERVER_ERROR for every
 	// partition; kfake answers the ones after it.
-	var answered atomic.Int32
-	c.Fake.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		answered.Add(1)
-		r := req.(*kmsg.ListOffsetsRequest)
-		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.NewListOffsetsResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewListOffsetsResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.UnknownServerError.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	answered := kafkatest.AnswerListOffsets(c.Fake, kerr.UnknownServerError.Code, false)
 	w, err := WatchResults(ctx, cfg, codec)
 	if err != nil {
 		t.Fatalf("a broker's passing error on the results topic's offsets: %v", err)
