@@ -71,6 +71,13 @@ type fileColumn struct {
 	// than 38 digits, which DuckDB reads as a DOUBLE (markWideDecimals,
 	// decimalwidth.go), or "".
 	wideDecimal string
+	// sparkInt is the type Spark reads a top-level INT32 or INT64 leaf
+	// as (sparkInteger), "a type lakewap does not compare" for another
+	// such leaf, or "" for another column (markSparkInts).
+	sparkInt string
+	// sparkPhysical is its physical type, ptInt32 or ptInt64, with
+	// sparkInt.
+	sparkPhysical int32
 	// half: it is a leaf of the FLOAT16 logical type, whose values
 	// DuckDB renders as FLOAT's and pandas as float16's (markHalf,
 	// typeagree.go).
@@ -98,6 +105,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		markPandas(out[f], withEmbedded(ft.pandas, embedded), topLevelKinds(ft.nodes, ft.types))
 		markSpark(out[f], ft)
 		markSparkSchema(out[f], ft.nodes, ft.types, ft.sparkRow)
+		markSparkInts(out[f], ft.nodes, ft.types)
 		markEnum(out[f], ft.nodes, ft.types)
 		markText(out[f], ft.nodes, ft.types, ft.rows)
 		markTemporal(out[f], ft.nodes, ft.types)

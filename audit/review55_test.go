@@ -208,8 +208,12 @@ func TestReview55SparkReadings(t *testing.T) {
 		"review58_spark_structfield.parquet": "-56 | 44",
 		"review58_spark_listelement.parquet": "[4464] | [1]",
 		"review58_spark_mapvalue.parquet":    "-56 | 44",
+		// Review 58: a table of two files, x an INT(8) in the first and a
+		// plain INT32 300 in the second
+		// (TestReview58FilesOfOneColumnInOtherIntegerTypesAreRefused).
+		"review58_int_widths_dir": "1 | 44",
 	}
-	cols := map[string]string{"byte": "b", "short": "s", "date": "d", "unsigned": "u", "honest": "u", "struct": "st.t", "list": "l", "names": "`\u0130D`", "structfield": "st.x", "listelement": "l", "mapvalue": "m['k']"}
+	cols := map[string]string{"byte": "b", "short": "s", "date": "d", "unsigned": "u", "honest": "u", "struct": "st.t", "list": "l", "names": "`\u0130D`", "structfield": "st.x", "listelement": "l", "mapvalue": "m['k']", "widths": "x"}
 	var args []string
 	for name := range want {
 		p, err := filepath.Abs(filepath.Join("testdata", name))

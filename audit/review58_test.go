@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -113,5 +115,56 @@ func TestSparkNestedReadsABoundedText(t *testing.T) {
 		if got := cols[0].sparkSchema; (got != "") != c.refused || c.refused && !strings.Contains(got, "too large") {
 			t.Errorf("padding of %d bytes at depth %d: %q, want refused %v for its size", c.pad, depth, got, c.refused)
 		}
+	}
+}
+
+// TestReview58FilesOfOneColumnInOtherIntegerTypesAreRefused: Spark reads a
+// Parquet table's files by one file's types. review58_int_widths_dir
+// (pyarrow 26.0.1) holds part-0.parquet, whose INT32 column x is annotated
+// INT(8) (1), and part-1.parquet, whose x is a plain INT32 (300): PySpark
+// 4.3.0 reads the table's x as a tinyint, 1 and 44
+// (TestReview55SparkReadings), pyarrow and pandas fail on it, DuckDB reads
+// 1 and 300, and a unique over x passed before, as would one where Spark
+// finds 44 twice. It is refused naming both files and the column. A column
+// widened from INT32 in one file to INT64 in another
+// (review58_int_widen_dir) passes: Spark widens an INT32 to a long.
+func TestReview58FilesOfOneColumnInOtherIntegerTypesAreRefused(t *testing.T) {
+	for _, c := range []struct {
+		dir     string
+		refused bool
+	}{{"review58_int_widths_dir", true}, {"review58_int_widen_dir", false}} {
+		src := newBatchSource(t)
+		dst := filepath.Join(src.root, "b1", "t")
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"part-0.parquet", "part-1.parquet"} {
+			b, err := os.ReadFile(filepath.Join("testdata", c.dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check := Check{Name: "c", Table: "t", Kind: KindUnique, Column: "x"}
+		rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := rep.Checks[0]
+		if !c.refused {
+			if !rep.Passed {
+				t.Errorf("%s: %s %q; Spark widens the INT32 to a long: want it passed", c.dir, res.Status, res.Message)
+			}
+			continue
+		}
+		if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "part-0.parquet") || !strings.Contains(res.Message, "part-1.parquet") ||
+			!strings.Contains(res.Message, `column "x" is byte to Spark in file t/part-0.parquet and integer in file t/part-1.parquet`) {
+			t.Errorf("%s: %s %q; Spark reads part-1's 300 as 44: want it refused naming both files and the column", c.dir, res.Status, res.Message)
+			continue
+		}
+		t.Logf("refused: %s", res.Message)
 	}
 }

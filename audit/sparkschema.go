@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -428,4 +429,60 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 		}
 	}
 	return ""
+}
+
+// Spark reads a Parquet table's files by one file's types, not each by
+// its own: the first file's footer (or its Spark schema) unless asked to
+// merge them. Its readers then read another file's INT32 or INT64 column
+// by that type, truncating: PySpark 4.3.0 read a plain INT32 300 beside a
+// file whose column is an INT32 annotated INT(8) as 44, where DuckDB reads
+// each file by its own type (300) and pyarrow and pandas fail on the table
+// (review 58). A column two files give another Spark type of the same
+// physical type is refused, naming both. Columns of INT32 in one file and
+// INT64 in another (a column widened from int to bigint) pass: Spark
+// widens an INT32 to a long, and fails on an INT64 it is to read as
+// narrower. Left: files whose footer DuckDB reads for the Go reader, whose
+// types are not known here.
+
+// markSparkInts notes on cols (a file's, schemaColumns of nodes) the type
+// Spark reads each top-level INT32 or INT64 leaf as.
+func markSparkInts(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
+	top := topLevel(nodes, types)
+	if len(top) != len(cols) {
+		return
+	}
+	for k, i := range top {
+		nt := types[i]
+		if nodes[i].children != 0 || nt.repetition == 2 || nt.physical != ptInt32 && nt.physical != ptInt64 {
+			continue
+		}
+		cols[k].sparkInt = cmp.Or(sparkInteger(nt), "a type lakewap does not compare")
+		cols[k].sparkPhysical = nt.physical
+	}
+}
+
+// sparkIntsApart names the first column of a Parquet table's files (names,
+// in order) that two files give other Spark types of the same physical
+// type (markSparkInts).
+func sparkIntsApart(names map[string][]fileColumn, order []string, objPath map[string]string) error {
+	type first struct{ file, typ string }
+	seen := map[string]first{} // lower-case name and physical type
+	for _, f := range order {
+		for _, c := range names[f] {
+			if c.sparkInt == "" {
+				continue
+			}
+			key := fmt.Sprintf("%s\x00%d", strings.ToLower(c.name), c.sparkPhysical)
+			was, ok := seen[key]
+			if !ok {
+				seen[key] = first{f, c.sparkInt}
+				continue
+			}
+			if was.typ != c.sparkInt {
+				return fmt.Errorf("column %q is %s to Spark in file %s and %s in file %s: Spark reads every file of the table by one file's type (a plain INT32 300 by an INT(8)'s as 44), where DuckDB reads each by its own and pyarrow and pandas fail: readers disagree on it (write the column in one type)",
+					clip(c.name, 128), was.typ, objPath[was.file], c.sparkInt, objPath[f])
+			}
+		}
+	}
+	return nil
 }
