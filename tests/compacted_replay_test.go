@@ -86,6 +86,7 @@ func TestReplayAfterCompactionInAQuietPartitionIsSetAside(t *testing.T) {
 
 	cl, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: e.cfg.Kafka.Brokers, Topic: e.cfg.Kafka.ChangelogTopic})
 	must(t, err)
+	defer cl.Close()
 	p := kafka.PartitionOf([]byte(batch), e.cfg.Kafka.Partitions)
 	key := pipeline.RunKey("billing", batch)
 	var old []byte

@@ -97,6 +97,7 @@ func TestEndToEndJunkFloodLeavesOtherDatasetsPublishing(t *testing.T) {
 	}
 	cl, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: e.cfg.Kafka.Brokers, Topic: e.cfg.Kafka.ChangelogTopic})
 	must(t, err)
+	defer cl.Close()
 	live, size, written := 0, 0, 0
 	for p := range parts {
 		state, err := cl.Load(ctx, p)

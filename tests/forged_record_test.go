@@ -51,6 +51,7 @@ func TestForgedChangelogRecordIsSetAside(t *testing.T) {
 	}
 	cl, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: e.cfg.Kafka.Brokers, Topic: e.cfg.Kafka.ChangelogTopic})
 	must(t, err)
+	defer cl.Close()
 	for p := range e.cfg.Kafka.Partitions {
 		must(t, cl.Put(ctx, p, pipeline.RunKey("billing", "forged-main"), forged("forged-main", "main")))
 		must(t, cl.Put(ctx, p, pipeline.RunKey("billing", "forged-other"), forged("forged-other", "release")))

@@ -52,6 +52,7 @@ func TestForgedRecordsDoNotSteerTheJanitor(t *testing.T) {
 		must(t, err)
 		cl, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: e.cfg.Kafka.Brokers, Topic: e.cfg.Kafka.ChangelogTopic})
 		must(t, err)
+		defer cl.Close()
 		must(t, cl.Put(ctx, partition, key, b))
 	}
 	// Sorted after live-1, so the branch's last run read is the forged one.
@@ -91,6 +92,7 @@ func TestForgedRecordsDoNotSteerTheJanitor(t *testing.T) {
 	// A record that does not decode: skipped, the sweep goes on.
 	cl, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: e.cfg.Kafka.Brokers, Topic: e.cfg.Kafka.ChangelogTopic})
 	must(t, err)
+	defer cl.Close()
 	must(t, cl.Put(ctx, 0, "billing/garbage", []byte("not a run")))
 	ds, err = j.Sweep(ctx, false)
 	if err != nil {

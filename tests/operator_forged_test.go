@@ -45,6 +45,7 @@ func TestForgedRecordDoesNotNameTheOperatorsDataset(t *testing.T) {
 	must(t, err)
 	cl, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: e.cfg.Kafka.Brokers, Topic: e.cfg.Kafka.ChangelogTopic})
 	must(t, err)
+	defer cl.Close()
 	must(t, cl.Put(ctx, real.Partition, pipeline.RunKey("ledger", "op-1"), b))
 
 	code, out := e.ask(t, "cancel", "-batch", "op-1", "-reason", "upstream rerun", "-by", "ana")

@@ -78,6 +78,7 @@ func TestReplayedChangelogRecordIsSetAside(t *testing.T) {
 	// The attacker's copies of lakewap's own records, written again.
 	cl, err := consumer.NewChangelog(consumer.ChangelogConfig{Brokers: e.cfg.Kafka.Brokers, Topic: e.cfg.Kafka.ChangelogTopic})
 	must(t, err)
+	defer cl.Close()
 	replay := map[string]pipeline.State{pipeline.RunKey("billing", batch): pipeline.StateAuditing, pipeline.RunKey("billing", "real-1"): pipeline.StateAwaitingWrites}
 	replayed := 0
 	for p := range e.cfg.Kafka.Partitions {
