@@ -669,6 +669,10 @@ type connLimiter struct {
 	// Accept).
 	closed    chan struct{}
 	closeOnce sync.Once
+	// idled wakes an Accept waiting for a slot when a connection goes
+	// idle (full may shed it): else it looked again only when the
+	// slowest connection reached the grace.
+	idled chan struct{}
 
 	mu sync.Mutex
 	// reading holds the connections waiting for their client, with since
@@ -762,7 +766,7 @@ type connKey struct{}
 
 func limitConns(ln net.Listener, n int) *connLimiter {
 	return &connLimiter{Listener: ln, slots: make(chan struct{}, n), grace: headerGrace, now: time.Now,
-		closed: make(chan struct{}), reading: map[*limitedConn]time.Time{}, writing: map[*limitedConn]time.Time{},
+		closed: make(chan struct{}), idled: make(chan struct{}, 1), reading: map[*limitedConn]time.Time{}, writing: map[*limitedConn]time.Time{},
 		idle: map[*limitedConn]bool{}}
 }
 
@@ -774,8 +778,8 @@ func (l *connLimiter) Close() error {
 
 // Accept takes the next connection, then a slot for it: when none is free
 // it frees some (full), then closes the connection that has waited longest
-// for its client past grace, else waits for a slot or for that connection
-// to reach grace, and looks again.
+// for its client past grace, else waits for a slot, for a connection to go
+// idle or for that connection to reach grace, and looks again.
 func (l *connLimiter) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
@@ -807,6 +811,8 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 			l.blocked.Add(-1)
 			return l.hold(c), nil
 		case <-timer.C:
+		case <-l.idled:
+			timer.Stop()
 		case <-l.closed:
 			timer.Stop()
 			l.blocked.Add(-1)
@@ -873,6 +879,10 @@ func (l *connLimiter) track(c *limitedConn, s http.ConnState) {
 			l.idle[c] = true
 		}
 		l.mu.Unlock()
+		select {
+		case l.idled <- struct{}{}:
+		default: // a wake is pending already
+		}
 	case http.StateHijacked, http.StateClosed, http.StateActive:
 		l.mu.Lock()
 		delete(l.idle, c)
