@@ -712,7 +712,7 @@ func serveLimited(srv *http.Server, ln net.Listener, n int) *connLimiter {
 	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		lc, ok := r.Context().Value(connKey{}).(*limitedConn)
 		if ok {
-			lim.forget(lc) // its header is in
+			lim.started(lc)
 		}
 		if r.ContentLength == 0 {
 			h.ServeHTTP(w, r)
@@ -869,16 +869,25 @@ func (l *connLimiter) closeSlowest() (closed bool, wait time.Duration) {
 
 // track forgets a connection that went idle or away, and counts the
 // first as idle (shedIdle's) until its next request begins to arrive
-// (limitedConn.Read).
+// (limitedConn.Read), or as waiting for its client if it has begun
+// already (read ahead).
 func (l *connLimiter) track(c *limitedConn, s http.ConnState) {
 	switch s {
 	case http.StateIdle:
 		l.mu.Lock()
 		delete(l.reading, c)
-		if !c.gone {
+		begun := !c.next.IsZero()
+		switch {
+		case c.gone:
+		case begun: // read ahead: its next request is under way
+			l.reading[c] = c.next
+		default:
 			l.idle[c] = true
 		}
 		l.mu.Unlock()
+		if begun {
+			return
+		}
 		select {
 		case l.idled <- struct{}{}:
 		default: // a wake is pending already
@@ -899,6 +908,16 @@ func (l *connLimiter) wait(c *limitedConn) {
 	if !c.gone {
 		l.reading[c] = l.now()
 	}
+	l.mu.Unlock()
+}
+
+// started notes that c's request header is in: it waits for its client
+// no longer, and what it reads from now on (its body aside) is its next
+// request's.
+func (l *connLimiter) started(c *limitedConn) {
+	l.mu.Lock()
+	delete(l.reading, c)
+	c.next = time.Time{}
 	l.mu.Unlock()
 }
 
@@ -940,6 +959,10 @@ type limitedConn struct {
 	lim     *connLimiter
 	release func()
 	gone    bool // closed (under the limiter's mu)
+	// next is when the first bytes of its next request were read ahead,
+	// before the server called it idle; zero if none (under the
+	// limiter's mu).
+	next time.Time
 }
 
 // Write counts c as waiting for its client while the write lasts: one
@@ -960,18 +983,25 @@ func (c *limitedConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Read notes that the next request of an idle keep-alive connection has
-// begun to arrive: from now it waits for its client, as a new connection
-// does, instead of being idle.
+// Read notes that the next request of a keep-alive connection has begun
+// to arrive: from now it waits for its client, as a new connection does,
+// instead of being idle. Bytes read while the connection waits for
+// nothing (neither idle nor reading: its request is in, header and body)
+// are the next request's, read ahead by the server while it answers; the
+// connection waits for its client from then on once the server calls it
+// idle (track), since the server sends the answer before it does.
 func (c *limitedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.lim.mu.Lock()
-		if c.lim.idle[c] {
+		_, reading := c.lim.reading[c]
+		switch {
+		case c.gone || reading:
+		case c.lim.idle[c]:
 			delete(c.lim.idle, c)
-			if !c.gone {
-				c.lim.reading[c] = c.lim.now()
-			}
+			c.lim.reading[c] = c.lim.now()
+		case c.next.IsZero():
+			c.next = c.lim.now()
 		}
 		c.lim.mu.Unlock()
 	}
