@@ -35,9 +35,21 @@ import (
 //     Spark order NaN above every number, so WHERE x > 5 skips a row group
 //     whose max leaves the NaN out, as pyarrow writes it; DuckDB writes no
 //     min or max there);
-//   - a min or max claimed for a leaf lakewap does not order (INT96,
-//     INTERVAL, FLOAT16, ...) is refused: readers that know the type may
-//     skip by it.
+//   - a min or max claimed for a leaf lakewap does not order (INTERVAL,
+//     FLOAT16, ...) is refused: readers that know the type may skip by it.
+//
+// An INT96 leaf's claims are read as DuckDB 1.5.6 reads them, the only
+// reader of main that skips row groups by them: its Julian day and its
+// nanoseconds divided toward zero, in microseconds, as it reads the
+// values. parquet-mr, which Spark writes with, claims an INT96 min and
+// max where they are equal (the type's order is undefined), so a Spark
+// row group of one time claimed it, and refusing every INT96 claim
+// refused honest Spark tables (TestSparkNestedInt96TimesPass). pyarrow
+// 26.0.1 (datasets, filters, pandas), PySpark 4.3.0 (both readers),
+// deltalake 1.6.6 and DuckDB 2.0.1 skip by none: a claim of 2030 over a
+// row group of 2024 read every row to them, none to DuckDB 1.5.6
+// (TestForgedInt96ClaimsAreRefused). A claim outside pandas' nanosecond
+// range (int96Within), which DuckDB would compute wrapped, is refused.
 //
 // Leaves under a list or a map are not compared (their counts are per
 // element, and no reader of main skips row groups by them). A leaf whose
@@ -310,8 +322,12 @@ func (p *claimsPlan) compare(data [][]any) error {
 			}
 			at += n
 			if err := chunkHolds(l, grp.chunks[k], rows, vals); err != nil {
-				return fmt.Errorf("file %s, row group %d, column %q: %w: readers that skip row groups by it (DuckDB, Spark, pyarrow, delta-rs) read other rows than a full scan (readers disagree)",
-					p.name, g, l.name(), err)
+				readers := "DuckDB, Spark, pyarrow, delta-rs"
+				if l.kind == claimInt96 {
+					readers = "DuckDB 1.5; pyarrow, Spark and delta-rs skip by no INT96 claim"
+				}
+				return fmt.Errorf("file %s, row group %d, column %q: %w: readers that skip row groups by it (%s) read other rows than a full scan (readers disagree)",
+					p.name, g, l.name(), err, readers)
 			}
 		}
 	}
@@ -422,6 +438,8 @@ func dataExprs(l leafColumn) []string {
 	case claimTimestamp:
 		f := []string{"", "epoch_ms", "epoch_us", "epoch_ns"}[l.readUnit()]
 		return []string{values, f + "(" + agg("min") + ")", f + "(" + agg("max") + ")"}
+	case claimInt96: // DuckDB reads INT96 as a TIMESTAMP of microseconds
+		return []string{values, "epoch_us(" + agg("min") + ")", "epoch_us(" + agg("max") + ")"}
 	case claimTime:
 		us := func(a string) string { return "date_diff('microsecond', TIME '00:00:00', CAST(" + a + " AS TIME))" }
 		return []string{values, us(agg("min")), us(agg("max"))}
@@ -585,6 +603,17 @@ func claimValue(l leafColumn, b []byte, max bool) (any, error) {
 			v /= 1000 // toward zero, as DuckDB truncates nanoseconds
 		}
 		return big.NewInt(v), err
+	case claimInt96: // in microseconds, as DuckDB reads it
+		if len(b) != 12 {
+			return nil, fmt.Errorf("%d bytes, want 12", len(b))
+		}
+		nanos, day := int64(binary.LittleEndian.Uint64(b)), binary.LittleEndian.Uint32(b[8:])
+		if !int96Within(day, nanos) {
+			return nil, fmt.Errorf("an INT96 time of Julian day %d and %d nanoseconds, outside 1677-09-21 to 2262-04-11, which readers compute in 64 bits and wrap each otherwise", day, nanos)
+		}
+		// Within that range the sum fits: DuckDB's days times a day's
+		// microseconds, plus the nanoseconds divided toward zero.
+		return big.NewInt((int64(day)-julianUnixEpoch)*86400e6 + nanos/1000), nil
 	case claimUint:
 		if len(b) != width {
 			return nil, fmt.Errorf("%d bytes, want %d", len(b), width)
@@ -758,6 +787,10 @@ func showValue(l leafColumn, v any) string {
 					t = time.Unix(0, n)
 				}
 				return t.UTC().Format(time.RFC3339Nano)
+			}
+		case claimInt96:
+			if x.IsInt64() {
+				return time.UnixMicro(x.Int64()).UTC().Format(time.RFC3339Nano)
 			}
 		case claimTime:
 			return x.String() + " µs after midnight"

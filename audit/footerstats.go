@@ -32,7 +32,7 @@ type leafColumn struct {
 type claimKind int
 
 const (
-	claimUnchecked claimKind = iota // no order lakewap reads (INT96, INTERVAL, FLOAT16, ...)
+	claimUnchecked claimKind = iota // no order lakewap reads (INTERVAL, FLOAT16, ...)
 	claimBool
 	claimInt  // signed, INT32 or INT64
 	claimUint // unsigned, INT32 or INT64
@@ -44,6 +44,7 @@ const (
 	claimDate
 	claimTimestamp
 	claimTime
+	claimInt96 // a time of a Julian day and nanoseconds, in DuckDB's microseconds
 )
 
 // chunkClaims are the statistics a row group's column chunk claims.
@@ -313,10 +314,12 @@ const (
 )
 
 // leafOf is the leaf e at path and the order of its claims. A leaf whose
-// type lakewap does not order (INT96, INTERVAL, FLOAT16, VARIANT,
-// GEOMETRY, GEOGRAPHY, a decimal wider than DuckDB's 38 digits, a type it
-// does not know) is claimUnchecked: claimsHold refuses a min or max
-// claimed for it (readers that know the type may skip by it).
+// type lakewap does not order (INTERVAL, FLOAT16, VARIANT, GEOMETRY,
+// GEOGRAPHY, a decimal wider than DuckDB's 38 digits, an INT96 of a
+// logical or converted type, a type it does not know) is claimUnchecked:
+// claimsHold refuses a min or max claimed for it (readers that know the
+// type may skip by it). A plain INT96 is claimInt96: its claims are read
+// as DuckDB 1.5.6 reads them and skips row groups by them.
 func leafOf(e schemaElem, path []string, repeated bool) leafColumn {
 	l := leafColumn{path: path, repeated: repeated, physical: e.physical}
 	lt, cv := e.logical, e.converted
@@ -367,6 +370,10 @@ func leafOf(e schemaElem, path []string, repeated bool) leafColumn {
 			bits := map[int32]int8{ptInt32: 32, ptInt64: 64}[e.physical]
 			full := map[int32]int8{cvUint32: 32, cvUint64: 64, cvInt32: 32, cvInt64: 64}
 			l.fullWidth = (lt == 0 || e.intBits == bits) && (cv == -1 || full[cv] == bits)
+		}
+	case ptInt96:
+		if lt == 0 && cv == -1 {
+			l.kind = claimInt96
 		}
 	case ptFloat:
 		if lt == 0 && cv == -1 {
