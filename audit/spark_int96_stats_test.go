@@ -158,16 +158,20 @@ func sparkInt96Audit(t *testing.T, db *sql.DB, name string, b []byte, refused bo
 		{Kind: KindNotNull, Column: "id"},
 	} {
 		check.Name, check.Table = "c", "t"
-		rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := rep.Checks[0]
-		if rep.Passed == refused {
-			t.Errorf("%s, %s: %s %q; want refused %v", name, check.Kind, res.Status, res.Message, refused)
-		} else if refused {
-			t.Logf("refused: %s", res.Message)
+		// The batch's one file's claims are compared from the fused
+		// statement, and unfused from a scan of their own.
+		for _, unfused := range []bool{false, true} {
+			e := newEngine(t, src, "")
+			e.unfused = unfused
+			rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := rep.Checks[0]
+			if rep.Passed == refused {
+				t.Errorf("%s, %s, unfused %v: %s %q; want refused %v", name, check.Kind, unfused, res.Status, res.Message, refused)
+			}
 		}
 	}
 }
@@ -274,16 +278,20 @@ func TestForgedInt96ClaimsAreRefused(t *testing.T) {
 				return
 			}
 			src := oneFileBatch(t, b)
-			rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-				Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{{Name: "c", Table: "t", Kind: KindNotNull, Column: "id"}}}})
-			if err != nil {
-				t.Fatal(err)
+			for _, unfused := range []bool{false, true} {
+				e := newEngine(t, src, "")
+				e.unfused = unfused
+				rep, err := e.Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+					Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{{Name: "c", Table: "t", Kind: KindNotNull, Column: "id"}}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res := rep.Checks[0]
+				if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "part-0.parquet") || !strings.Contains(res.Message, c.refused) || !strings.Contains(res.Message, "claims a") {
+					t.Fatalf("unfused %v: %s %q: want it refused naming the file, the leaf %s and the claim", unfused, res.Status, res.Message, c.refused)
+				}
+				t.Logf("unfused %v, refused: %s", unfused, res.Message)
 			}
-			res := rep.Checks[0]
-			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "part-0.parquet") || !strings.Contains(res.Message, c.refused) || !strings.Contains(res.Message, "claims a") {
-				t.Fatalf("%s %q: want it refused naming the file, the leaf %s and the claim", res.Status, res.Message, c.refused)
-			}
-			t.Logf("refused: %s", res.Message)
 		})
 	}
 }
