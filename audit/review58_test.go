@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -166,5 +167,34 @@ func TestReview58FilesOfOneColumnInOtherIntegerTypesAreRefused(t *testing.T) {
 			continue
 		}
 		t.Logf("refused: %s", res.Message)
+	}
+}
+
+// TestSparkNestedPathsAreClipped: the path to each node sparkNested walks
+// is built from its parent's, clipped: a struct whose name is a megabyte
+// long, with two thousand fields, is not copied into each field's path
+// (two gigabytes).
+func TestSparkNestedPathsAreClipped(t *testing.T) {
+	const fields = 2000
+	long := strings.Repeat("n", 1<<20)
+	nodes := []schemaNode{{name: "schema", children: 1}, {name: long, children: fields}}
+	types := []nodeTypes{{physical: -1, repetition: 0, converted: -1}, {physical: -1, repetition: 1, converted: -1}}
+	var spark []string
+	for f := 0; f < fields; f++ {
+		nodes = append(nodes, schemaNode{name: fmt.Sprintf("f%d", f)})
+		types = append(types, nodeTypes{physical: ptInt32, repetition: 1, converted: -1})
+		spark = append(spark, fmt.Sprintf(`{"name":"f%d","type":"integer","nullable":true,"metadata":{}}`, f))
+	}
+	schema := []byte(fmt.Sprintf(`{"type":"struct","fields":[{"name":%q,"type":{"type":"struct","fields":[%s]},"nullable":true,"metadata":{}}]}`, long, strings.Join(spark, ",")))
+	cols := schemaColumns(nodes)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	markSparkSchema(cols, nodes, types, [][]byte{schema})
+	runtime.ReadMemStats(&after)
+	if got := cols[0].sparkSchema; got != "" {
+		t.Fatalf("an honest schema: %q", got)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 256<<20 {
+		t.Fatalf("comparing the schema allocated %d MiB, want the paths clipped", alloc>>20)
 	}
 }

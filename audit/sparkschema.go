@@ -368,7 +368,7 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 		if o.Type != "array" {
 			return shape("list (a repeated field)")
 		}
-		return sparkNested(o.ElementType, nodes, types, ends, i, true, path+"[]", depth+1, budget)
+		return sparkNested(o.ElementType, nodes, types, ends, i, true, subPath(path, "[]"), depth+1, budget)
 	}
 	switch {
 	case n.children == 0:
@@ -394,7 +394,7 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 		if rk := children(nodes, ends, r); len(rk) == 1 && nodes[r].name != "array" && nodes[r].name != n.name+"_tuple" {
 			el = rk[0]
 		}
-		return sparkNested(o.ElementType, nodes, types, ends, el, el == r, path+"[]", depth+1, budget)
+		return sparkNested(o.ElementType, nodes, types, ends, el, el == r, subPath(path, "[]"), depth+1, budget)
 	case nt.converted == cvMap || nt.converted == cvMapKeyValue || nt.logical == ltMap:
 		if o.Type != "map" {
 			return shape("map")
@@ -406,11 +406,11 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 		if len(kv) == 0 || len(kv) > 2 {
 			return shape("map of another layout")
 		}
-		if why := sparkNested(o.KeyType, nodes, types, ends, kv[0], false, path+".key", depth+1, budget); why != "" {
+		if why := sparkNested(o.KeyType, nodes, types, ends, kv[0], false, subPath(path, ".key"), depth+1, budget); why != "" {
 			return why
 		}
 		if len(kv) == 2 {
-			return sparkNested(o.ValueType, nodes, types, ends, kv[1], false, path+".value", depth+1, budget)
+			return sparkNested(o.ValueType, nodes, types, ends, kv[1], false, subPath(path, ".value"), depth+1, budget)
 		}
 		return ""
 	}
@@ -424,7 +424,7 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 		if o.Fields[k].Name != nodes[c].name {
 			return fmt.Sprintf("%s's field %d is named %q to its Spark schema and %q to its Parquet schema: Spark matches them by Java's lower case, which lakewap does not", clip(path, 256), k+1, clip(o.Fields[k].Name, 128), clip(nodes[c].name, 128))
 		}
-		if why := sparkNested(o.Fields[k].Type, nodes, types, ends, c, false, path+"."+nodes[c].name, depth+1, budget); why != "" {
+		if why := sparkNested(o.Fields[k].Type, nodes, types, ends, c, false, subPath(path, "."+clip(nodes[c].name, 128)), depth+1, budget); why != "" {
 			return why
 		}
 	}
@@ -486,3 +486,8 @@ func sparkIntsApart(names map[string][]fileColumn, order []string, objPath map[s
 	}
 	return nil
 }
+
+// subPath is path with next after it, path clipped first: a path is built
+// for every node, and a long name above many nodes is not copied into
+// each.
+func subPath(path, next string) string { return clip(path, 256) + next }
