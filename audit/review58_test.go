@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,12 +27,7 @@ func TestReview58SparkSchemaNamesItsColumnsAsTheParquetSchemaDoes(t *testing.T) 
 	zero := 0.0
 	src, _ := review36File(t, "review58_spark_schema_names.parquet")
 	check := Check{Name: "c", Table: "t", Kind: KindRange, Column: "i\u0307d", Min: &zero}
-	rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := rep.Checks[0]
+	rep, res := review39Audit(t, src, check)
 	if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "a.parquet") || !strings.Contains(res.Message, "column \"i\u0307d\": its Spark schema") {
 		t.Fatalf("%s %q: Spark reads the column as a byte (-56, 44) under the name İD; want the file refused naming it and its Spark schema", res.Status, res.Message)
 	}
@@ -64,12 +58,7 @@ func TestReview58SparkSchemaOfNestedFieldsIsReadAsSparkReadsIt(t *testing.T) {
 	} {
 		src, _ := review36File(t, c.file)
 		check := Check{Name: "c", Table: "t", Kind: KindSQL, SQL: fmt.Sprintf(`SELECT * FROM "t" WHERE "%s" IS NULL`, c.col)}
-		rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := rep.Checks[0]
+		rep, res := review39Audit(t, src, check)
 		if !c.refused {
 			if !rep.Passed {
 				t.Errorf("%s, %s: %s %q; its Spark schema states the types Spark reads its Parquet types as: want it passed", c.file, c.col, res.Status, res.Message)
@@ -149,12 +138,7 @@ func TestReview58FilesOfOneColumnInOtherIntegerTypesAreRefused(t *testing.T) {
 			}
 		}
 		check := Check{Name: "c", Table: "t", Kind: KindUnique, Column: "x"}
-		rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
-			Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{check}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res := rep.Checks[0]
+		rep, res := review39Audit(t, src, check)
 		if !c.refused {
 			if !rep.Passed {
 				t.Errorf("%s: %s %q; Spark widens the INT32 to a long: want it passed", c.dir, res.Status, res.Message)
