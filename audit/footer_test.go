@@ -175,8 +175,10 @@ func TestFooterSchemaDifferential(t *testing.T) {
 				t.Errorf("%s: column %q holds an old list layout (%s) by markLegacyLists, which DuckDB's and pyarrow's lists, maps and structs are not", filepath.Base(f), cols[f][i].name, l)
 			}
 			// The Go reading's own (markText, markTemporal,
-			// markLegacyLists, markHalf): not parquet_schema's listing.
+			// markLegacyLists, markHalf, markSparkInts): not
+			// parquet_schema's listing.
 			cols[f][i].typed, cols[f][i].temporal, cols[f][i].legacyList, cols[f][i].half = "", false, "", false
+			cols[f][i].sparkInt, cols[f][i].sparkPhysical = "", 0
 		}
 		if w := schemaColumns(want[f]); !reflect.DeepEqual(cols[f], w) {
 			t.Errorf("%s: parquetColumns %v, want %v", filepath.Base(f), cols[f], w)
