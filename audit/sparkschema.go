@@ -210,6 +210,10 @@ func markSparkSchema(cols []fileColumn, nodes []schemaNode, types []nodeTypes, v
 		cols[0].sparkSchema = "its footer is read by DuckDB, whose reading does not give the Parquet types to compare the Spark schema with"
 		return
 	}
+	top := topLevel(nodes, types) // the nodes of the top-level columns
+	if len(top) != len(cols) {
+		return
+	}
 	for _, v := range values {
 		fields, err := sparkSchemaFields(v)
 		if err != nil {
@@ -221,10 +225,6 @@ func markSparkSchema(cols []fileColumn, nodes []schemaNode, types []nodeTypes, v
 		// reproduce ("İD" is "i̇d" to Java, "id" to Go; review 58): the
 		// fields must name the columns exactly, in order, as Spark
 		// writes them, and are compared by their place.
-		var top []int // the nodes of the top-level columns
-		for i := 1; i < len(nodes) && len(top) < len(cols); i += subtreeSize(nodes, i) {
-			top = append(top, i)
-		}
 		if len(fields) != len(top) {
 			cols[0].sparkSchema = fmt.Sprintf("its Spark schema has %d top-level fields and its Parquet schema %d columns", len(fields), len(top))
 			return
@@ -263,15 +263,6 @@ func markSparkSchema(cols []fileColumn, nodes []schemaNode, types []nodeTypes, v
 			}
 		}
 	}
-}
-
-// subtreeSize is the number of nodes of the subtree at i (depth first).
-func subtreeSize(nodes []schemaNode, i int) int {
-	n, c := 1, nodes[i].children
-	for k := int64(0); k < c && i+n < len(nodes); k++ {
-		n += subtreeSize(nodes, i+n)
-	}
-	return n
 }
 
 // sparkSchemaDisagreement names the first Parquet file of files with a
@@ -466,13 +457,17 @@ func markSparkInts(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
 // type (markSparkInts).
 func sparkIntsApart(names map[string][]fileColumn, order []string, objPath map[string]string) error {
 	type first struct{ file, typ string }
-	seen := map[string]first{} // lower-case name and physical type
+	type column struct {
+		name     string // lower case
+		physical int32
+	}
+	seen := map[column]first{}
 	for _, f := range order {
 		for _, c := range names[f] {
 			if c.sparkInt == "" {
 				continue
 			}
-			key := fmt.Sprintf("%s\x00%d", strings.ToLower(c.name), c.sparkPhysical)
+			key := column{strings.ToLower(c.name), c.sparkPhysical}
 			was, ok := seen[key]
 			if !ok {
 				seen[key] = first{f, c.sparkInt}
