@@ -62,6 +62,13 @@ const (
 	// maxAnswerBody bounds a JSON answer: a page of 1000 entries with long
 	// paths and metadata is a few MB.
 	maxAnswerBody = 64 << 20
+	// MaxCommitAnswer bounds the answer of one commit read by id or ref
+	// (GetCommit). lakeFS's and lakewap's commits take a few KiB (lakewap's
+	// metadata: at most 64 attributes, its attestation); a caller of the
+	// pre-merge hook names any commit in the repository, and one who may
+	// create commit records gives them any size: read to maxAnswerBody, a
+	// few dozen such calls at once held gigabytes.
+	MaxCommitAnswer = 1 << 20
 	// maxIdleConns is how many connections to lakeFS are kept open between
 	// calls: Go's default of 2 per host made every burst of concurrent
 	// calls (steps, downloads) dial again and close the extra connections
@@ -157,6 +164,8 @@ func transport() *http.Transport {
 type call struct {
 	op, repo, ref string
 	transfer      bool
+	// maxBody, if set, bounds the answer instead of maxAnswerBody.
+	maxBody int
 }
 
 // send runs one API call under its deadline and checks its status against
@@ -194,13 +203,14 @@ func (c *Client) send(ctx context.Context, k call, want int, out any, do func(co
 			return c.logged(k, start, &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Message: "writing download", Cause: err})
 		}
 	} else {
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBody+1))
+		limit := cmp.Or(k.maxBody, maxAnswerBody)
+		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 		if err != nil {
 			return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, err))
 		}
-		if len(body) > maxAnswerBody {
+		if len(body) > limit {
 			return c.logged(k, start, &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Status: resp.StatusCode,
-				Message: fmt.Sprintf("answer over %d bytes", maxAnswerBody)})
+				Message: fmt.Sprintf("answer over %d bytes", limit)})
 		}
 		if out != nil {
 			if err := json.Unmarshal(body, out); err != nil {
