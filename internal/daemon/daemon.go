@@ -597,12 +597,16 @@ func (d *Daemon) preMergeHandler() (http.Handler, error) {
 		return nil, err
 	}
 	// Who lakeFS says makes lakewap's merges: a verified merge of theirs
-	// gets the hook capacity kept for lakewap's publishes.
+	// is judged as lakewap's publish (its dataset's checks unexcused, its
+	// batch time, the hook capacity kept for lakewap's publishes). Unknown,
+	// no call is lakewap's own, this instance's publishes included.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	own, err := d.lake.Committer(ctx)
 	if err != nil {
-		d.log.Warn("cannot ask lakeFS who lakewap is: only this instance's own publishes get the hook's reserved capacity", "err", err)
+		d.log.Warn("cannot ask lakeFS who lakewap is: the pre-merge hook takes no call for lakewap's own publish until a restart; "+
+			"its publishes' calls are judged as a person's merge (checks failing on the target already are excused, "+
+			"the batch time is the call's, no reserved audit capacity)", "err", err)
 	}
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
 		Guards: d.audits, Runner: d.audits, Diff: auditsource.Source{Lake: d.lake}, Ancestry: auditsource.Source{Lake: d.lake}, Token: token,
