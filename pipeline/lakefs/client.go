@@ -69,6 +69,18 @@ const (
 	// create commit records gives them any size: read to maxAnswerBody, a
 	// few dozen such calls at once held gigabytes.
 	MaxCommitAnswer = 1 << 20
+	// FreeCommitAnswer is what any number of commit reads at once read of
+	// their answers; the rest of a longer one waits for one of
+	// MaxCommitReads places. Bounded by MaxCommitAnswer alone, the 512
+	// hook calls the server takes at once, each naming another commit
+	// just under it, held 512 MiB and their decoding
+	// (TestConcurrentHookCallsNamingLargeCommitsHoldBoundedAnswers); now
+	// at most MaxCommitReads MiB and 64 KiB per call.
+	FreeCommitAnswer = 64 << 10
+	// MaxCommitReads bounds the commit answers over FreeCommitAnswer read
+	// and decoded at once. A read finding no place before its deadline
+	// fails (the hook answers 500 without deciding).
+	MaxCommitReads = 8
 	// maxIdleConns is how many connections to lakeFS are kept open between
 	// calls: Go's default of 2 per host made every burst of concurrent
 	// calls (steps, downloads) dial again and close the extra connections
@@ -97,6 +109,9 @@ type Client struct {
 	// ahead reads).
 	baseFlights   flight.Group[[2]string] // base, dest's commit
 	commitFlights flight.Group[Commit]
+	// commitRoom holds a place per commit answer over FreeCommitAnswer
+	// being read (MaxCommitReads).
+	commitRoom chan struct{}
 }
 
 var _ pipeline.Lake = (*Client)(nil)
@@ -149,7 +164,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), maxList: cmp.Or(cfg.MaxListEntries, DefaultMaxListEntries),
 		log:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		bases: &mergeBases{}, made: &madeCommits{}, tips: &mergeTips{}}, nil
+		bases: &mergeBases{}, made: &madeCommits{}, tips: &mergeTips{}, commitRoom: make(chan struct{}, MaxCommitReads)}, nil
 }
 
 // transport is Go's default transport keeping maxIdleConns connections.
@@ -166,6 +181,11 @@ type call struct {
 	transfer      bool
 	// maxBody, if set, bounds the answer instead of maxAnswerBody.
 	maxBody int
+	// room, if set, holds a place while an answer over free bytes is read
+	// and decoded: calls at once read at most free bytes each beyond
+	// room's capacity.
+	room chan struct{}
+	free int
 }
 
 // send runs one API call under its deadline and checks its status against
@@ -204,7 +224,12 @@ func (c *Client) send(ctx context.Context, k call, want int, out any, do func(co
 		}
 	} else {
 		limit := cmp.Or(k.maxBody, maxAnswerBody)
-		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+		body, leave, err := readAnswer(cctx, resp.Body, k, limit)
+		defer leave() // held while the answer is decoded too
+		if errors.Is(err, errNoRoom) {
+			return c.logged(k, start, &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Status: resp.StatusCode, Class: pipeline.ErrTransient,
+				Message: fmt.Sprintf("answer over %d bytes: no room to read it, %d such answers are being read", k.free, cap(k.room)), Cause: err})
+		}
 		if err != nil {
 			return c.logged(k, start, transportError(ctx, k.op, k.repo, k.ref, err))
 		}
@@ -221,6 +246,32 @@ func (c *Client) send(ctx context.Context, k call, want int, out any, do func(co
 	}
 	c.log.Debug("lakefs call", "op", k.op, "repo", k.repo, "ref", k.ref, "status", resp.StatusCode, "duration", time.Since(start))
 	return nil
+}
+
+var errNoRoom = errors.New("no room before the deadline")
+
+// readAnswer reads r up to limit bytes and one more (which says it is
+// over). With k.room, the first k.free bytes and one more are read at
+// once; the rest waits for a place in k.room until ctx ends (errNoRoom),
+// and leave gives the place back.
+func readAnswer(ctx context.Context, r io.Reader, k call, limit int) (body []byte, leave func(), err error) {
+	leave = func() {}
+	if k.room == nil || k.free >= limit {
+		body, err = io.ReadAll(io.LimitReader(r, int64(limit)+1))
+		return body, leave, err
+	}
+	body, err = io.ReadAll(io.LimitReader(r, int64(k.free)+1))
+	if err != nil || len(body) <= k.free {
+		return body, leave, err
+	}
+	select {
+	case k.room <- struct{}{}:
+		leave = func() { <-k.room }
+	case <-ctx.Done():
+		return nil, leave, fmt.Errorf("%w: %w", errNoRoom, ctx.Err())
+	}
+	rest, err := io.ReadAll(io.LimitReader(r, int64(limit+1-len(body))))
+	return append(body, rest...), leave, err
 }
 
 func (c *Client) logged(k call, start time.Time, e *Error) error {

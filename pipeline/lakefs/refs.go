@@ -694,7 +694,8 @@ func (c *Client) GetCommit(ctx context.Context, repo, ref string) (Commit, error
 
 func (c *Client) getCommit(ctx context.Context, repo, ref string) (Commit, error) {
 	var out apigen.Commit
-	err := c.send(ctx, call{op: "get commit", repo: repo, ref: ref, maxBody: MaxCommitAnswer}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
+	err := c.send(ctx, call{op: "get commit", repo: repo, ref: ref, maxBody: MaxCommitAnswer,
+		room: c.commitRoom, free: FreeCommitAnswer}, http.StatusOK, &out, func(ctx context.Context) (*http.Response, error) {
 		return c.api.GetCommit(ctx, repo, ref)
 	})
 	if err != nil {
