@@ -100,7 +100,8 @@ type Client struct {
 	maxList int // Config.MaxListEntries
 	log     *slog.Logger
 	bases   *mergeBases
-	made    *madeCommits
+	cached  *commitCache // made or read by id
+	made    *madeCommits // made by this client only
 	tips    *mergeTips
 	// baseFlights and commitFlights are merge-bases and commits being
 	// asked for now: a second asker of one waits for the first's answer
@@ -164,7 +165,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), maxList: cmp.Or(cfg.MaxListEntries, DefaultMaxListEntries),
 		log:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		bases: &mergeBases{}, made: &madeCommits{}, tips: &mergeTips{}, commitRoom: make(chan struct{}, MaxCommitReads)}, nil
+		bases: &mergeBases{}, cached: &commitCache{}, made: &madeCommits{}, tips: &mergeTips{}, commitRoom: make(chan struct{}, MaxCommitReads)}, nil
 }
 
 // transport is Go's default transport keeping maxIdleConns connections.

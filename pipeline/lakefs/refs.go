@@ -144,6 +144,7 @@ func (c *Client) commit(ctx context.Context, repo, branch, message string, meta 
 	})
 	if err == nil {
 		c.made.put(repo, commitFrom(out))
+		c.cached.put(repo, commitFrom(out))
 		if len(out.Parents) == 1 {
 			// A commit's merge-base with its only parent is that parent
 			// (lakeFS's FindMergeBase reaches it from both sides first):
@@ -264,7 +265,7 @@ func (t *mergeTips) get(repo, branch string) (string, bool) {
 }
 
 func (t *mergeTips) put(repo, branch, commit string) {
-	if t == nil || !commitID.MatchString(commit) || len(repo)+len(branch) > maxMadeCommitBytes {
+	if t == nil || !commitID.MatchString(commit) || len(repo)+len(branch) > maxCachedCommitBytes {
 		return
 	}
 	t.fifo.put([2]string{repo, branch}, commit, maxMergeTips)
@@ -327,24 +328,25 @@ func (f *fifo[K, V]) put(k K, v V, max int) {
 	}
 }
 
-// madeCommits keeps the commits this client made, as lakeFS answered
-// their creation, and those it read by id (a commit id names an immutable
-// commit): the audit's look at a seal's parents asks lakeFS nothing, nor
-// does a second read of a merge commit. At most maxMadeCommits, each
-// at most maxMadeCommitBytes (ids, parents, metadata, message); the oldest
-// goes first.
-type madeCommits struct{ fifo[string, Commit] } // repo \x00 id
+// commitCache keeps commits by id (a commit id names an immutable
+// commit): those this client made, as lakeFS answered their creation, and
+// those it read by id, whoever made them. The audit's look at a seal's
+// parents asks lakeFS nothing, nor does a second read of a merge commit.
+// Being here says nothing of who made a commit (madeCommits does). At most
+// maxCachedCommits, each at most maxCachedCommitBytes (ids, parents,
+// metadata, message); the oldest goes first.
+type commitCache struct{ fifo[string, Commit] } // repo \x00 id
 
 const (
-	maxMadeCommits     = 1024
-	maxMadeCommitBytes = 4096
+	maxCachedCommits     = 1024
+	maxCachedCommitBytes = 4096
 )
 
-func (mc *madeCommits) get(repo, id string) (Commit, bool) {
-	if mc == nil || !commitID.MatchString(id) {
+func (cc *commitCache) get(repo, id string) (Commit, bool) {
+	if cc == nil || !commitID.MatchString(id) {
 		return Commit{}, false
 	}
-	cm, ok := mc.fifo.get(repo + "\x00" + id)
+	cm, ok := cc.fifo.get(repo + "\x00" + id)
 	if ok {
 		cm.Parents = slices.Clone(cm.Parents)
 		cm.Metadata = maps.Clone(cm.Metadata)
@@ -352,7 +354,7 @@ func (mc *madeCommits) get(repo, id string) (Commit, bool) {
 	return cm, ok
 }
 
-func (mc *madeCommits) put(repo string, cm Commit) {
+func (cc *commitCache) put(repo string, cm Commit) {
 	n := len(repo) + len(cm.ID) + len(cm.Message) + len(cm.Committer)
 	for _, p := range cm.Parents {
 		n += len(p)
@@ -360,10 +362,38 @@ func (mc *madeCommits) put(repo string, cm Commit) {
 	for k, v := range cm.Metadata {
 		n += len(k) + len(v)
 	}
-	if mc == nil || !commitID.MatchString(cm.ID) || n > maxMadeCommitBytes {
+	if cc == nil || !commitID.MatchString(cm.ID) || n > maxCachedCommitBytes {
 		return
 	}
-	mc.fifo.put(repo+"\x00"+cm.ID, cm, maxMadeCommits)
+	cc.fifo.put(repo+"\x00"+cm.ID, cm, maxCachedCommits)
+}
+
+// madeCommits keeps the commits this client made (Commit, Seal: lakeFS
+// answered their creation to it), with their one parent ("" for a commit
+// of none or more): what SealedOn trusts as a seal lakewap made. Only
+// commit puts into it: a commit read by id (any caller of the pre-merge
+// hook names any commit, which the runner's client reads) never is. At
+// most maxMadeCommits, the oldest going first.
+type madeCommits struct{ fifo[string, string] } // repo \x00 id -> one parent
+
+const maxMadeCommits = 1024
+
+func (mc *madeCommits) parent(repo, id string) (string, bool) {
+	if mc == nil || !commitID.MatchString(id) {
+		return "", false
+	}
+	return mc.fifo.get(repo + "\x00" + id)
+}
+
+func (mc *madeCommits) put(repo string, cm Commit) {
+	if mc == nil || !commitID.MatchString(cm.ID) || len(repo) > maxCachedCommitBytes {
+		return
+	}
+	parent := ""
+	if len(cm.Parents) == 1 && commitID.MatchString(cm.Parents[0]) {
+		parent = cm.Parents[0]
+	}
+	mc.fifo.put(repo+"\x00"+cm.ID, parent, maxMadeCommits)
 }
 
 // clockSlack widens a look back by time: commit dates come from the lakeFS
@@ -638,7 +668,9 @@ func (c *Client) Head(ctx context.Context, repo, ref string) (string, error) {
 // simplified ACL's Writers hold) writes a commit with any committer,
 // parents, metadata and metarange
 // (TestReview30ForgedSealRecordIsNotTakenForLakewaps). A commit this
-// client did not make, or a chain longer than pipeline.MaxSeals, makes it
+// client did not make (madeCommits: one it only read by id, as the
+// pre-merge hook reads any commit a call names, is not), one it made too
+// long ago to remember, or a chain longer than pipeline.MaxSeals, makes it
 // false. Only the chain's commits are asked for. earlier names the
 // chain's seals below commit, newest first (none when commit's one parent
 // is from): each committed what the branch had staged then, which the
@@ -647,11 +679,10 @@ func (c *Client) Head(ctx context.Context, repo, ref string) (string, error) {
 // diff of commit names it; the caller holds each of them to what commit
 // is held to.
 func (c *Client) SealedOn(ctx context.Context, repo, commit, from string, seals []string) (earlier []string, on bool, err error) {
-	top, ok := c.made.get(repo, commit)
-	if !ok || len(top.Parents) != 1 {
+	id, ok := c.made.parent(repo, commit)
+	if !ok || id == "" {
 		return nil, false, nil
 	}
-	id := top.Parents[0]
 	for range pipeline.MaxSeals {
 		if id == from {
 			return earlier, true, nil
@@ -675,18 +706,19 @@ func (c *Client) SealedOn(ctx context.Context, repo, commit, from string, seals 
 // GetCommit returns the commit ref points at; ref may be a branch, a tag
 // or a commit id.
 func (c *Client) GetCommit(ctx context.Context, repo, ref string) (Commit, error) {
-	if cm, ok := c.made.get(repo, ref); ok {
+	if cm, ok := c.cached.get(repo, ref); ok {
 		return cm, nil
 	}
 	if !isCommitID(ref) {
 		return c.getCommit(ctx, repo, ref)
 	}
-	// A commit id names an immutable commit: read once, kept with the
-	// commits this client made, and read once while it is being read.
+	// A commit id names an immutable commit: read once, kept in the
+	// commit cache (not with the commits this client made: SealedOn), and
+	// read once while it is being read.
 	return c.commitFlights.Do(ctx, repo+"\x00"+ref, func() (Commit, error) {
 		cm, err := c.getCommit(ctx, repo, ref)
 		if err == nil && cm.ID == ref {
-			c.made.put(repo, cm)
+			c.cached.put(repo, cm)
 		}
 		return cm, err
 	})

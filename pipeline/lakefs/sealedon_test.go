@@ -60,6 +60,19 @@ func TestSealedOnTakesOnlyRecordedSeals(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a commit this client only read", func(t *testing.T) {
+		// A writer's one-parent commit on the branch point, read by id
+		// (the pre-merge hook reads any commit a call names, with the
+		// client the runner uses), is not a seal this client made.
+		cl, _ := newFake(t, map[string]answer{"GET /api/v1/repositories/lake/commits/" + seal: {200, commit(seal, "lakewap", "b1", from)}})
+		ctx := context.Background()
+		if _, err := cl.GetCommit(ctx, "lake", seal); err != nil {
+			t.Fatal(err)
+		}
+		if _, on, err := cl.SealedOn(ctx, "lake", seal, from, nil); err != nil || on {
+			t.Errorf("SealedOn of a commit only read = %v, %v; want false", on, err)
+		}
+	})
 	t.Run("a commit this client did not make", func(t *testing.T) {
 		cl, _ := newFake(t, map[string]answer{})
 		if _, on, err := cl.SealedOn(context.Background(), "lake", seal, from, []string{seal}); err != nil || on {
