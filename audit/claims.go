@@ -604,16 +604,7 @@ func claimValue(l leafColumn, b []byte, max bool) (any, error) {
 		}
 		return big.NewInt(v), err
 	case claimInt96: // in microseconds, as DuckDB reads it
-		if len(b) != 12 {
-			return nil, fmt.Errorf("%d bytes, want 12", len(b))
-		}
-		nanos, day := int64(binary.LittleEndian.Uint64(b)), binary.LittleEndian.Uint32(b[8:])
-		if !int96Within(day, nanos) {
-			return nil, fmt.Errorf("an INT96 time of Julian day %d and %d nanoseconds, outside 1677-09-21 to 2262-04-11, which readers compute in 64 bits and wrap each otherwise", day, nanos)
-		}
-		// Within that range the sum fits: DuckDB's days times a day's
-		// microseconds, plus the nanoseconds divided toward zero.
-		return big.NewInt((int64(day)-julianUnixEpoch)*86400e6 + nanos/1000), nil
+		return int96Micros(b)
 	case claimUint:
 		if len(b) != width {
 			return nil, fmt.Errorf("%d bytes, want %d", len(b), width)

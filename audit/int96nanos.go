@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math/big"
 	"strings"
 )
 
@@ -155,6 +156,23 @@ func int96Within(day uint32, nanos int64) bool {
 		return (d+days)*perDay+n >= -rest
 	}
 	return true
+}
+
+// int96Micros is an INT96 claim (a row group's or a page's min or max)
+// in microseconds since 1970, as DuckDB reads the values: its Julian day
+// and its nanoseconds divided toward zero. A time outside int96Within,
+// which readers compute wrapped, is an error.
+func int96Micros(b []byte) (*big.Int, error) {
+	if len(b) != 12 {
+		return nil, fmt.Errorf("%d bytes, want 12", len(b))
+	}
+	nanos, day := int64(binary.LittleEndian.Uint64(b)), binary.LittleEndian.Uint32(b[8:])
+	if !int96Within(day, nanos) {
+		return nil, fmt.Errorf("an INT96 time of Julian day %d and %d nanoseconds, outside 1677-09-21 to 2262-04-11, which readers compute in 64 bits and wrap each otherwise", day, nanos)
+	}
+	// Within that range the sum fits: DuckDB's days times a day's
+	// microseconds, plus the nanoseconds divided toward zero.
+	return big.NewInt((int64(day)-julianUnixEpoch)*86400e6 + nanos/1000), nil
 }
 
 // julianUnixEpoch is 1970-01-01's Julian day.
