@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/kafka/kafkatest"
@@ -25,13 +27,17 @@ import (
 // consumer's dead-letter client and admin transport were never closed: a
 // process that started and stopped daemons (the system tests) piled up
 // hundreds of connections to the broker. Once a daemon that dead-lettered
-// a record and published a batch has stopped (and the harness's own clients are
-// closed), this process holds no connection to the broker.
+// a record, published a batch and swept with its janitor (which reads the
+// run store from Kafka only on a sweep) has stopped (and the harness's own
+// clients are closed), this process holds no connection to the broker.
 func TestStoppedDaemonLeavesNoKafkaConnections(t *testing.T) {
 	if len(kafkatest.ExternalBrokers()) > 0 {
 		t.Skip("on kfake only: an external broker's port is shared with the other tests' stacks")
 	}
-	e := startE2E(t, nil)
+	// The janitor sweeps every 50 ms and deletes a published run's branch
+	// at once: the published branch's deletion shows a sweep read the runs.
+	e := startE2EWith(t, func(c *config.Config) { c.Janitor.AbandonedAfter = config.Duration(time.Nanosecond) },
+		daemon.Options{JanitorInterval: 50 * time.Millisecond})
 	// A dead letter, so the consumer's dead-letter client connects too.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -39,6 +45,17 @@ func TestStoppedDaemonLeavesNoKafkaConnections(t *testing.T) {
 	readTopicUntil(ctx, t, e.Stack.KafkaBrokers, e.cfg.Kafka.DeadLetterTopic, 1)
 	if ev := e.runBatch(t, "conns-1", harness.GoodBillingRows); ev.EventType() != schemas.TypeBatchPublished {
 		t.Fatalf("the batch ended with %s, want it published: %+v", ev.EventType(), ev)
+	}
+	swept := func() bool {
+		bs, err := e.Lake.ListBranches(ctx, "lake", "wap-billing-conns-1")
+		must(t, err)
+		return len(bs) == 0
+	}
+	for !swept() {
+		if ctx.Err() != nil {
+			t.Fatal("the janitor did not delete the published branch wap-billing-conns-1: no sweep to see")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	ports := map[int]bool{}
 	for _, b := range e.Stack.KafkaBrokers {

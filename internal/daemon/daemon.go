@@ -56,6 +56,9 @@ type Options struct {
 	// NotifyRetry is how soon a sink that still owes a notification
 	// (Slack down) is notified again; 0 is the machine's default (1m).
 	NotifyRetry time.Duration
+	// JanitorInterval, if set, is the time between the janitor's sweeps in
+	// place of the config's (at least 1m): tests that need a sweep.
+	JanitorInterval time.Duration
 	// Failpoint, if set, is the runner's (tests that stop a step at a named
 	// point); otherwise LAKEWAP_FAILPOINT arms the crash tests' one.
 	Failpoint func(name string)
@@ -76,6 +79,7 @@ type Daemon struct {
 	http          *http.Server
 	httpLn        net.Listener
 	janitor       *janitor.Janitor
+	sweepEvery    time.Duration // the janitor's interval: the config's, or Options.JanitorInterval
 	lineage       *lineage.Emitter
 	tracer        *tracing.Tracer
 	reg           *prometheus.Registry
@@ -194,6 +198,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if d.janitor, err = NewJanitor(cfg, d.lake, log, reg); err != nil {
 		return nil, fmt.Errorf("janitor: %w", err)
 	}
+	d.sweepEvery = cmp.Or(o.JanitorInterval, cfg.Janitor.Interval.Std())
 
 	cc := k.Consumer(kp.sec)
 	cc.Registerer = reg
@@ -329,7 +334,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if j := d.cfg.Janitor; j.On() { // stopped, a sweep in progress awaited, before the rest closes
 		jctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
-		go func() { defer close(done); d.janitor.Run(jctx, j.Interval.Std(), j.DryRun) }()
+		go func() { defer close(done); d.janitor.Run(jctx, d.sweepEvery, j.DryRun) }()
 		defer func() { stop(); <-done }()
 	}
 	if err := d.consumer.Run(ctx); !errors.Is(err, context.Canceled) {
