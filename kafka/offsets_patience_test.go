@@ -1,16 +1,17 @@
-package kafka
+package kafka_test
 
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lakewap/lakewap/kafka"
+	"github.com/lakewap/lakewap/kafka/kafkatest"
 )
 
 // A broker that keeps answering an error that passes is asked again only
@@ -22,31 +23,13 @@ func TestListOffsetsGivesUpAfterItsPatienceNamingTheError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var answered atomic.Int32
-	f.ControlKey(int16(kmsg.ListOffsets), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		f.KeepControl()
-		answered.Add(1)
-		r := req.(*kmsg.ListOffsetsRequest)
-		resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, rt := range r.Topics {
-			st := kmsg.NewListOffsetsResponseTopic()
-			st.Topic = rt.Topic
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewListOffsetsResponseTopicPartition()
-				sp.Partition = rp.Partition
-				sp.ErrorCode = kerr.UnknownServerError.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	answered := kafkatest.AnswerListOffsets(f, kerr.UnknownServerError.Code, true)
 	transport := &kafkago.Transport{}
 	defer transport.CloseIdleConnections()
 	client := &kafkago.Client{Addr: kafkago.TCP(f.ListenAddrs()...), Transport: transport, Timeout: 10 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = listOffsets(ctx, 500*time.Millisecond, client, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{"results": {kafkago.LastOffsetOf(0)}}})
+	_, err = kafka.ListOffsetsWithin(ctx, 500*time.Millisecond, client, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{"results": {kafkago.LastOffsetOf(0)}}})
 	if err == nil {
 		t.Fatal("offsets read from a broker that answers nothing but UNKNOWN_SERVER_ERROR")
 	}
