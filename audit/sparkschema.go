@@ -16,10 +16,11 @@ import (
 // a UINT_32 it says is an integer 4294967295 as -1 (PySpark 4.3.0,
 // spark.read.parquet), where DuckDB, pyarrow and pandas read 300, 70000,
 // 19723 and 4294967295 (TestReview55SparkSchemaOfAParquetFileIsReadAsSparkReadsIt).
-// A file whose Spark schema gives a top-level INT32 or INT64 column
-// another type than Spark reads its Parquet type as without it
-// (ParquetToSparkSchemaConverter) is refused, naming the file, the column
-// and both types. Honest Spark files state the converter's types (but for
+// A file whose Spark schema gives an INT32, INT64, INT96 or DECIMAL leaf
+// (a top-level column or nested below one) another type than Spark reads
+// its Parquet type as without it (ParquetToSparkSchemaConverter;
+// sparkLeafType) is refused, naming the file, the column, the path to the
+// leaf and both types. Honest Spark files state the converter's types (but for
 // intervals, which Spark writes as plain integers and DuckDB reads so:
 // refused too, as readers disagree on them).
 
@@ -92,11 +93,65 @@ func sparkInteger(nt nodeTypes) string {
 	return ""
 }
 
+// sparkLeafType is the Spark type ParquetToSparkSchemaConverter reads a
+// leaf of types nt as, for the leaves whose Spark schema's type is
+// compared: INT32 and INT64 (sparkInteger; "a type lakewap does not
+// compare" for one it does not read), INT96 (a timestamp), and DECIMAL
+// over FIXED_LEN_BYTE_ARRAY or BYTE_ARRAY; compared false for another.
+// Review 59: parquet-mr's reader in PySpark 4.3.0 read a
+// FIXED_LEN_BYTE_ARRAY DECIMAL(20,2) 123.45 a Spark schema said was a
+// decimal(20,0) as 123, one it said was a decimal(4,2) as NULL, and INT96
+// times it said were a string as their twelve bytes. Leaves of other
+// types are not compared: Spark fails on a BOOLEAN, FLOAT or DOUBLE the
+// schema gives another numeric type but for a FLOAT it says is a double,
+// which it widens to the same number DuckDB reads (0.1 as
+// 0.10000000149011612), and reads the bytes of a BYTE_ARRAY as text or
+// binary as the schema says, as DuckDB reads them as a BLOB or text.
+func sparkLeafType(nt nodeTypes) (typ string, compared bool) {
+	switch nt.physical {
+	case ptInt32, ptInt64:
+		return cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), true
+	case ptInt96:
+		if nt.logical == 0 && nt.converted == -1 {
+			return "timestamp", true
+		}
+		return "a type lakewap does not compare", true
+	case ptFixed, ptByteArray:
+		if nt.logical == ltDecimal {
+			return fmt.Sprintf("decimal(%d,%d)", nt.logicalPrecision, nt.logicalScale), true
+		}
+		if nt.logical == 0 && nt.converted == cvDecimal {
+			return fmt.Sprintf("decimal(%d,%d)", nt.precision, nt.scale), true
+		}
+	}
+	return "", false
+}
+
+// physicalName is the name of a Parquet physical type.
+func physicalName(pt int32) string {
+	if pt >= 0 && int(pt) < len(physicalNames) {
+		return physicalNames[pt]
+	}
+	return fmt.Sprintf("physical type %d", pt)
+}
+
+var physicalNames = [...]string{"BOOLEAN", "INT32", "INT64", "INT96", "FLOAT", "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"}
+
+// sparkLeafDisagrees is why Spark reads a leaf of types nt, whose Spark
+// schema's type is want, otherwise than by its Parquet type, or "".
+func sparkLeafDisagrees(want string, nt nodeTypes) string {
+	got, compared := sparkLeafType(nt)
+	if !compared || got == want {
+		return ""
+	}
+	return fmt.Sprintf("Spark reads as %s (its Spark schema's type) and would read as %s by its Parquet type (%s), which DuckDB, pyarrow and pandas read", clip(want, 64), got, physicalName(nt.physical))
+}
+
 // sparkField is a top-level field of a Spark schema: its name, and its
-// type, a primitive's name or "" for another.
+// type as written.
 type sparkField struct {
-	name, typ string
-	raw       json.RawMessage // the type as written
+	name string
+	raw  json.RawMessage
 }
 
 // sparkSchemaFields reads the top-level fields of a Spark schema (its
@@ -127,16 +182,12 @@ func sparkSchemaFields(value []byte) ([]sparkField, error) {
 	seen := make(map[string]bool, len(s.Fields))
 	out := make([]sparkField, 0, len(s.Fields))
 	for _, f := range s.Fields {
-		var t string
-		if json.Unmarshal(f.Type, &t) != nil {
-			t = ""
-		}
 		k := foldName(f.Name)
 		if seen[k] {
 			return nil, fmt.Errorf("field %q twice", f.Name)
 		}
 		seen[k] = true
-		out = append(out, sparkField{name: f.Name, typ: t, raw: f.Type})
+		out = append(out, sparkField{name: f.Name, raw: f.Type})
 	}
 	return out, nil
 }
@@ -251,15 +302,8 @@ func markSparkSchema(cols []fileColumn, nodes []schemaNode, types []nodeTypes, v
 				}
 				continue
 			}
-			want := fields[c].typ
-			if nt.physical != ptInt32 && nt.physical != ptInt64 {
-				continue
-			}
-			if got := sparkInteger(nt); got != want {
-				if got == "" {
-					got = "a type lakewap does not compare"
-				}
-				cols[c].sparkSchema = fmt.Sprintf("Spark reads as %s (its Spark schema's type) and would read as %s by its Parquet type, which DuckDB, pyarrow and pandas read", strings.Trim(want, `"`), got)
+			if why := sparkLeafDisagrees(sparkTypeText(fields[c].raw), nt); why != "" {
+				cols[c].sparkSchema = why
 			}
 		}
 	}
@@ -312,8 +356,7 @@ func children(nodes []schemaNode, ends []int, i int) []int {
 // converter reads it (ParquetToSparkSchemaConverter): a struct's fields by
 // name and place, a list's element (the format's rules for lists, as
 // Spark applies them), a map's key and value, a user-defined type's SQL
-// type, down to INT32 and INT64 leaves, compared as sparkInteger reads
-// them; other leaves are not compared. element: the node is a list's
+// type, down to the leaves, compared as sparkLeafType reads them. element: the node is a list's
 // element, its repetition the list's. It returns the first disagreement,
 // with the path to it, or "" for none (review 58: a struct's INT32 field
 // the Spark schema said was a byte read 200 as -56 in PySpark 4.3.0).
@@ -363,14 +406,8 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 	}
 	switch {
 	case n.children == 0:
-		if nt.physical != ptInt32 && nt.physical != ptInt64 {
-			return ""
-		}
-		if got := sparkInteger(nt); got != name {
-			if got == "" {
-				got = "a type lakewap does not compare"
-			}
-			return fmt.Sprintf("%s: Spark reads as %s (its Spark schema's type) and would read as %s by its Parquet type, which DuckDB, pyarrow and pandas read", clip(path, 256), clip(strings.Trim(string(t), `"`), 64), got)
+		if why := sparkLeafDisagrees(sparkTypeText(t), nt); why != "" {
+			return clip(path, 256) + ": " + why
 		}
 		return ""
 	case nt.converted == cvList || nt.logical == ltList:
@@ -480,6 +517,16 @@ func sparkIntsApart(names map[string][]fileColumn, order []string, objPath map[s
 		}
 	}
 	return nil
+}
+
+// sparkTypeText is a Spark schema's type t (its JSON) as a message
+// names it: a primitive's name, else its text.
+func sparkTypeText(t json.RawMessage) string {
+	var name string
+	if json.Unmarshal(t, &name) == nil {
+		return name
+	}
+	return strings.TrimSpace(string(t))
 }
 
 // subPath is path with next after it, path clipped first: a path is built
