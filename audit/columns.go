@@ -71,13 +71,11 @@ type fileColumn struct {
 	// than 38 digits, which DuckDB reads as a DOUBLE (markWideDecimals,
 	// decimalwidth.go), or "".
 	wideDecimal string
-	// sparkInt is the type Spark reads a top-level INT32 or INT64 leaf
-	// as (sparkInteger), "a type lakewap does not compare" for another
-	// such leaf, or "" for another column (markSparkInts).
-	sparkInt string
-	// sparkPhysical is its physical type, ptInt32 or ptInt64, with
-	// sparkInt.
-	sparkPhysical int32
+	// sparkInts are its INT32 and INT64 leaves (itself, or nested below
+	// it) and the types Spark reads them as (markSparkInts); sparkIntsOver,
+	// on a file's first column, that the file has more than are noted.
+	sparkInts     []sparkIntLeaf
+	sparkIntsOver bool
 	// half: it is a leaf of the FLOAT16 logical type, whose values
 	// DuckDB renders as FLOAT's and pandas as float16's (markHalf,
 	// typeagree.go).

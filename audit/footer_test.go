@@ -178,7 +178,7 @@ func TestFooterSchemaDifferential(t *testing.T) {
 			// markLegacyLists, markHalf, markSparkInts): not
 			// parquet_schema's listing.
 			cols[f][i].typed, cols[f][i].temporal, cols[f][i].legacyList, cols[f][i].half = "", false, "", false
-			cols[f][i].sparkInt, cols[f][i].sparkPhysical = "", 0
+			cols[f][i].sparkInts, cols[f][i].sparkIntsOver = nil, false
 		}
 		if w := schemaColumns(want[f]); !reflect.DeepEqual(cols[f], w) {
 			t.Errorf("%s: parquetColumns %v, want %v", filepath.Base(f), cols[f], w)

@@ -1,8 +1,10 @@
 package audit
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -192,5 +194,85 @@ func TestReview59SparkSchemaOfOtherLeavesIsReadAsSparkReadsIt(t *testing.T) {
 			continue
 		}
 		t.Logf("refused: %s", res.Message)
+	}
+}
+
+// TestSparkIntLeavesAreBounded: markSparkInts notes a file's nested INT32
+// and INT64 leaves with their paths, clipped: a struct whose name is a
+// megabyte long, with two thousand fields, is not copied into each field's
+// path (two gigabytes). Past maxSparkIntLeaves leaves, or 64 levels deep,
+// it notes none but that the file has more (sparkIntsOver), and
+// sparkIntsApart refuses a table of that file beside another, naming it;
+// alone, the file passes (Spark reads it by its own types).
+func TestSparkIntLeavesAreBounded(t *testing.T) {
+	group := nodeTypes{physical: -1, repetition: 1, converted: -1}
+	plain := nodeTypes{physical: ptInt32, repetition: 1, converted: -1}
+	wide := func(name string, fields int) ([]schemaNode, []nodeTypes) {
+		nodes := []schemaNode{{name: "schema", children: 1}, {name: name, children: int64(fields)}}
+		types := []nodeTypes{group, group}
+		for f := 0; f < fields; f++ {
+			nodes = append(nodes, schemaNode{name: fmt.Sprintf("f%d", f)})
+			types = append(types, plain)
+		}
+		return nodes, types
+	}
+	nodes, types := wide(strings.Repeat("n", 1<<20), 2000)
+	cols := schemaColumns(nodes)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	markSparkInts(cols, nodes, types)
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
+		t.Fatalf("noting 2000 leaves allocated %d MiB, want the paths clipped", alloc>>20)
+	}
+	if n := len(cols[0].sparkInts); n != 2000 || cols[0].sparkIntsOver || len(cols[0].sparkInts[1999].path) > 512 {
+		t.Fatalf("%d leaves noted (over %v), want 2000 of clipped paths", n, cols[0].sparkIntsOver)
+	}
+
+	deep := func(depth int) ([]schemaNode, []nodeTypes) {
+		nodes := []schemaNode{{name: "schema", children: 1}}
+		types := []nodeTypes{group}
+		for d := 0; d < depth; d++ {
+			nodes = append(nodes, schemaNode{name: fmt.Sprintf("s%d", d), children: 1})
+			types = append(types, group)
+		}
+		return append(nodes, schemaNode{name: "x"}), append(types, plain)
+	}
+	for _, c := range []struct {
+		name  string
+		nodes []schemaNode
+		types []nodeTypes
+		over  bool
+	}{
+		{"leaves at the bound", nil, nil, false},
+		{"a leaf past the bound", nil, nil, true},
+		{"64 deep", nil, nil, false},
+		{"65 deep", nil, nil, true},
+	} {
+		switch c.name {
+		case "leaves at the bound":
+			c.nodes, c.types = wide("s", maxSparkIntLeaves)
+		case "a leaf past the bound":
+			c.nodes, c.types = wide("s", maxSparkIntLeaves+1)
+		case "64 deep":
+			c.nodes, c.types = deep(64)
+		case "65 deep":
+			c.nodes, c.types = deep(65)
+		}
+		cols := schemaColumns(c.nodes)
+		markSparkInts(cols, c.nodes, c.types)
+		if cols[0].sparkIntsOver != c.over {
+			t.Errorf("%s: over %v, want %v", c.name, cols[0].sparkIntsOver, c.over)
+		}
+		names := map[string][]fileColumn{"a": cols, "b": schemaColumns(c.nodes)}
+		markSparkInts(names["b"], c.nodes, c.types)
+		objPath := map[string]string{"a": "t/a.parquet", "b": "t/b.parquet"}
+		err := sparkIntsApart(names, []string{"a", "b"}, objPath)
+		if (err != nil) != c.over || c.over && !strings.Contains(err.Error(), "file t/a.parquet has more than") {
+			t.Errorf("%s, two files: %v, want refused %v naming the file", c.name, err, c.over)
+		}
+		if err := sparkIntsApart(names, []string{"a"}, objPath); err != nil {
+			t.Errorf("%s, one file: %v, want it passed", c.name, err)
+		}
 	}
 }

@@ -461,58 +461,153 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 
 // Spark reads a Parquet table's files by one file's types, not each by
 // its own: the first file's footer (or its Spark schema) unless asked to
-// merge them. Its readers then read another file's INT32 or INT64 column
+// merge them. Its readers then read another file's INT32 or INT64 leaf
 // by that type, truncating: PySpark 4.3.0 read a plain INT32 300 beside a
-// file whose column is an INT32 annotated INT(8) as 44, where DuckDB reads
-// each file by its own type (300) and pyarrow and pandas fail on the table
-// (review 58). A column two files give another Spark type of the same
-// physical type is refused, naming both. Columns of INT32 in one file and
-// INT64 in another (a column widened from int to bigint) pass: Spark
-// widens an INT32 to a long, and fails on an INT64 it is to read as
-// narrower. Left: files whose footer DuckDB reads for the Go reader, whose
-// types are not known here.
+// file whose column is an INT32 annotated INT(8) as 44 (review 58), and
+// the same of a struct's field, a list's element and a map's value
+// (review 59), where DuckDB reads each file by its own type (300) and
+// pyarrow and pandas fail on the table. A leaf two files give another
+// Spark type of the same physical type is refused, naming both files, the
+// column and the path to the leaf. Leaves of INT32 in one file and INT64
+// in another (a column widened from int to bigint) pass: Spark widens an
+// INT32 to a long, and fails on an INT64 it is to read as narrower. Left:
+// files whose footer DuckDB reads for the Go reader, whose types are not
+// known here.
 
-// markSparkInts notes on cols (a file's, schemaColumns of nodes) the type
-// Spark reads each top-level INT32 or INT64 leaf as.
+// maxSparkIntLeaves bounds the INT32 and INT64 leaves of a file
+// markSparkInts notes (each with its path, clipped): past it, or past
+// nesting 64 deep, the file is marked (sparkIntsOver), and a table of it
+// and other files refused.
+const maxSparkIntLeaves = 1 << 14
+
+// sparkIntLeaf is an INT32 or INT64 leaf of a column: its path as Spark
+// reads it (sparkIntLeaves; "" for the column itself), the type Spark
+// reads it as (sparkInteger, or "a type lakewap does not compare"), and
+// its physical type.
+type sparkIntLeaf struct {
+	path, typ string
+	physical  int32
+}
+
+// markSparkInts notes on cols (a file's, schemaColumns of nodes) the
+// INT32 and INT64 leaves of each top-level column, nested too, and the
+// types Spark reads them as; on the first column, that the file has more
+// than maxSparkIntLeaves of them, or some nested deeper than 64.
 func markSparkInts(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
 	top := topLevel(nodes, types)
 	if len(top) != len(cols) {
 		return
 	}
+	var ends []int
+	left := maxSparkIntLeaves
 	for k, i := range top {
-		nt := types[i]
-		if nodes[i].children != 0 || nt.repetition == 2 || nt.physical != ptInt32 && nt.physical != ptInt64 {
+		n, nt := nodes[i], types[i]
+		if n.children == 0 && nt.repetition != 2 {
+			if nt.physical == ptInt32 || nt.physical == ptInt64 {
+				if left--; left < 0 {
+					cols[0].sparkIntsOver = true
+					return
+				}
+				cols[k].sparkInts = []sparkIntLeaf{{typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical}}
+			}
 			continue
 		}
-		cols[k].sparkInt = cmp.Or(sparkInteger(nt), "a type lakewap does not compare")
-		cols[k].sparkPhysical = nt.physical
+		if ends == nil {
+			ends = subtreeEnds(nodes)
+		}
+		if !sparkIntLeaves(&cols[k].sparkInts, nodes, types, ends, i, false, clip(n.name, 128), 0, &left) {
+			cols[0].sparkIntsOver = true
+			return
+		}
 	}
 }
 
-// sparkIntsApart names the first column of a Parquet table's files (names,
+// sparkIntLeaves appends to out the INT32 and INT64 leaves under the node
+// at i (a group or a repeated field), with their paths as Spark's
+// converter reads the Parquet schema (sparkNested's): a struct's field
+// .name, a list's element [] (a repeated field outside a list too), a
+// map's .key and .value. element: the node is a list's element. False:
+// past left leaves, or nested deeper than 64.
+func sparkIntLeaves(out *[]sparkIntLeaf, nodes []schemaNode, types []nodeTypes, ends []int, i int, element bool, path string, depth int, left *int) bool {
+	if depth > 64 {
+		return false
+	}
+	n, nt := nodes[i], types[i]
+	if nt.repetition == 2 && !element {
+		return sparkIntLeaves(out, nodes, types, ends, i, true, subPath(path, "[]"), depth+1, left)
+	}
+	if n.children == 0 {
+		if nt.physical != ptInt32 && nt.physical != ptInt64 {
+			return true
+		}
+		if *left--; *left < 0 {
+			return false
+		}
+		*out = append(*out, sparkIntLeaf{path: path, typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical})
+		return true
+	}
+	kids := children(nodes, ends, i)
+	switch {
+	case (nt.converted == cvList || nt.logical == ltList) && len(kids) == 1 && types[kids[0]].repetition == 2:
+		r := kids[0]
+		el := r
+		if rk := children(nodes, ends, r); len(rk) == 1 && nodes[r].name != "array" && nodes[r].name != n.name+"_tuple" {
+			el = rk[0]
+		}
+		return sparkIntLeaves(out, nodes, types, ends, el, el == r, subPath(path, "[]"), depth+1, left)
+	case (nt.converted == cvMap || nt.converted == cvMapKeyValue || nt.logical == ltMap) && len(kids) == 1 && types[kids[0]].repetition == 2:
+		if kv := children(nodes, ends, kids[0]); len(kv) >= 1 && len(kv) <= 2 {
+			for k, c := range kv {
+				if !sparkIntLeaves(out, nodes, types, ends, c, false, subPath(path, [...]string{".key", ".value"}[k]), depth+1, left) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	// A struct, or a list or map of a layout Spark's converter does not
+	// read: its fields by name.
+	for _, c := range kids {
+		if !sparkIntLeaves(out, nodes, types, ends, c, false, subPath(path, "."+clip(nodes[c].name, 128)), depth+1, left) {
+			return false
+		}
+	}
+	return true
+}
+
+// sparkIntsApart names the first leaf of a Parquet table's files (names,
 // in order) that two files give other Spark types of the same physical
-// type (markSparkInts).
+// type (markSparkInts), or the first file with more leaves than compared.
 func sparkIntsApart(names map[string][]fileColumn, order []string, objPath map[string]string) error {
 	type first struct{ file, typ string }
-	type column struct {
-		name     string // lower case
-		physical int32
+	type leaf struct {
+		column, path string // lower case
+		physical     int32
 	}
-	seen := map[column]first{}
+	seen := map[leaf]first{}
 	for _, f := range order {
-		for _, c := range names[f] {
-			if c.sparkInt == "" {
-				continue
-			}
-			key := column{strings.ToLower(c.name), c.sparkPhysical}
-			was, ok := seen[key]
-			if !ok {
-				seen[key] = first{f, c.sparkInt}
-				continue
-			}
-			if was.typ != c.sparkInt {
-				return fmt.Errorf("column %q is %s to Spark in file %s and %s in file %s: Spark reads every file of the table by one file's type (a plain INT32 300 by an INT(8)'s as 44), where DuckDB reads each by its own and pyarrow and pandas fail: readers disagree on it (write the column in one type)",
-					clip(c.name, 128), was.typ, objPath[was.file], c.sparkInt, objPath[f])
+		cols := names[f]
+		if len(order) > 1 && len(cols) > 0 && cols[0].sparkIntsOver {
+			return fmt.Errorf("file %s has more than %d INT32 and INT64 leaves, or some nested deeper than 64, which lakewap does not compare across the table's files: Spark reads every file of the table by one file's types (a plain INT32 300 by an INT(8)'s as 44), where DuckDB reads each by its own (write fewer columns, or the table in one file)",
+				objPath[f], maxSparkIntLeaves)
+		}
+		for _, c := range cols {
+			for _, l := range c.sparkInts {
+				key := leaf{strings.ToLower(c.name), strings.ToLower(l.path), l.physical}
+				was, ok := seen[key]
+				if !ok {
+					seen[key] = first{f, l.typ}
+					continue
+				}
+				if was.typ == l.typ {
+					continue
+				}
+				what := fmt.Sprintf("column %q", clip(c.name, 128))
+				if l.path != "" {
+					what = fmt.Sprintf("column %q: leaf %q", clip(c.name, 128), clip(l.path, 256))
+				}
+				return fmt.Errorf("%s is %s to Spark in file %s and %s in file %s: Spark reads every file of the table by one file's type (a plain INT32 300 by an INT(8)'s as 44), where DuckDB reads each by its own and pyarrow and pandas fail: readers disagree on it (write the column in one type)",
+					what, was.typ, objPath[was.file], l.typ, objPath[f])
 			}
 		}
 	}
