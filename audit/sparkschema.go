@@ -20,9 +20,9 @@ import (
 // (a top-level column or nested below one) another type than Spark reads
 // its Parquet type as without it (ParquetToSparkSchemaConverter;
 // sparkLeafType) is refused, naming the file, the column, the path to the
-// leaf and both types. Honest Spark files state the converter's types (but for
-// intervals, which Spark writes as plain integers and DuckDB reads so:
-// refused too, as readers disagree on them).
+// leaf and both types. Honest Spark files state the converter's types
+// (but for intervals, which Spark writes as plain integers and DuckDB
+// reads so: refused too, as readers disagree on them).
 
 const sparkRowMetadataKey = "org.apache.spark.sql.parquet.row.metadata"
 
@@ -356,8 +356,8 @@ func children(nodes []schemaNode, ends []int, i int) []int {
 // converter reads it (ParquetToSparkSchemaConverter): a struct's fields by
 // name and place, a list's element (the format's rules for lists, as
 // Spark applies them), a map's key and value, a user-defined type's SQL
-// type, down to the leaves, compared as sparkLeafType reads them. element: the node is a list's
-// element, its repetition the list's. It returns the first disagreement,
+// type, down to the leaves, compared as sparkLeafType reads them.
+// element: the node is a list's element, its repetition the list's. It returns the first disagreement,
 // with the path to it, or "" for none (review 58: a struct's INT32 field
 // the Spark schema said was a byte read 200 as -56 in PySpark 4.3.0).
 func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends []int, i int, element bool, path string, depth int, budget *int) string {
