@@ -39,6 +39,11 @@ type fileColumn struct {
 	// sparkSchema is why Spark reads it otherwise than DuckDB by the
 	// file's Spark schema (markSparkSchema, sparkschema.go), or "".
 	sparkSchema string
+	// sparkChar is the DuckDB condition of a value of it shorter than the
+	// CHAR(n) its file's Spark schema declares it (or a leaf of it), which
+	// Spark pads with spaces when it reads it (markSparkChar,
+	// sparkchar.go), or ""; sparkCharType, the declaration, clipped.
+	sparkChar, sparkCharType string
 	// pandas is why pandas.read_parquet reads it otherwise than DuckDB,
 	// by the file's pandas metadata (markPandas), or "".
 	pandas string

@@ -1305,6 +1305,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 				err = sparkIntsApart(cols, files, objPath)
 			}
 			if err == nil && format == FormatParquet {
+				err = r.sparkChars(ctx, cols, files, objPath, ids)
+			}
+			if err == nil && format == FormatParquet {
 				err = r.int96Nanos(ctx, cols, files, objPath, ids, r.req.Suite.Checks, k.table)
 			}
 			if err == nil && format != FormatDelta {

@@ -147,11 +147,11 @@ func sparkLeafDisagrees(want string, nt nodeTypes) string {
 	return fmt.Sprintf("Spark reads as %s (its Spark schema's type) and would read as %s by its Parquet type (%s), which DuckDB, pyarrow and pandas read", clip(want, 64), got, physicalName(nt.physical))
 }
 
-// sparkField is a top-level field of a Spark schema: its name, and its
-// type as written.
+// sparkField is a top-level field of a Spark schema: its name, its type
+// and its metadata as written.
 type sparkField struct {
-	name string
-	raw  json.RawMessage
+	name      string
+	raw, meta json.RawMessage
 }
 
 // sparkSchemaFields reads the top-level fields of a Spark schema (its
@@ -169,8 +169,9 @@ func sparkSchemaFields(value []byte) ([]sparkField, error) {
 	var s struct {
 		Type   string `json:"type"`
 		Fields []struct {
-			Name string          `json:"name"`
-			Type json.RawMessage `json:"type"`
+			Name     string          `json:"name"`
+			Type     json.RawMessage `json:"type"`
+			Metadata json.RawMessage `json:"metadata"`
 		} `json:"fields"`
 	}
 	if err := json.Unmarshal(value, &s); err != nil {
@@ -187,7 +188,7 @@ func sparkSchemaFields(value []byte) ([]sparkField, error) {
 			return nil, fmt.Errorf("field %q twice", f.Name)
 		}
 		seen[k] = true
-		out = append(out, sparkField{name: f.Name, raw: f.Type})
+		out = append(out, sparkField{name: f.Name, raw: f.Type, meta: f.Metadata})
 	}
 	return out, nil
 }
@@ -291,6 +292,10 @@ func markSparkSchema(cols []fileColumn, nodes []schemaNode, types []nodeTypes, v
 		for c, i := range top {
 			n, nt := nodes[i], types[i]
 			if cols[c].sparkSchema != "" {
+				continue
+			}
+			if why := markSparkChar(&cols[c], fields[c]); why != "" {
+				cols[c].sparkSchema = why
 				continue
 			}
 			if n.children != 0 || nt.repetition == 2 {
