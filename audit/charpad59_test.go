@@ -2,7 +2,6 @@ package audit
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,27 +93,6 @@ s.stop()
 	}
 }
 
-// charPad59Dir is a batch source whose table t holds the files of
-// testdata/dir.
-func charPad59Dir(t *testing.T, dir string) *dirSource {
-	t.Helper()
-	src := newBatchSource(t)
-	dst := filepath.Join(src.root, "b1", "t")
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"part-0.parquet", "part-1.parquet"} {
-		b, err := os.ReadFile(filepath.Join("testdata", dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return src
-}
-
 // TestCharPad59SparkPadsCharColumns: a string field of a file's Spark
 // schema whose metadata declares it char(5) (__CHAR_VARCHAR_TYPE_STRING)
 // is read by Spark padded with spaces to 5 characters: PySpark 4.3.0 reads
@@ -164,7 +142,7 @@ func TestCharPad59SparkPadsCharColumns(t *testing.T) {
 		for _, check := range c.checks {
 			var src *dirSource
 			if strings.HasSuffix(c.file, "_dir") {
-				src = charPad59Dir(t, c.file)
+				src = review59Dir(t, c.file)
 			} else {
 				src, _ = review36File(t, c.file)
 			}
