@@ -613,9 +613,13 @@ func (d *Daemon) preMergeHandler() (http.Handler, error) {
 			"its publishes' calls are judged as a person's merge (checks failing on the target already are excused, "+
 			"the batch time is the call's, no reserved audit capacity)", "err", err)
 	}
+	// What a call names (any commit, any branch) is read with caches of
+	// its own: every writer has the token, and a few thousand calls pushed
+	// the runner's seals and merge-bases out of its caches.
+	outside := d.lake.Outside()
 	return audit.NewPreMergeHandler(audit.PreMergeOptions{
-		Guards: d.audits, Runner: d.audits, Diff: auditsource.Source{Lake: d.lake}, Ancestry: auditsource.Source{Lake: d.lake}, Token: token,
-		Merges: auditsource.Merges{Lake: d.lake}, OwnCommitter: own,
+		Guards: d.audits, Runner: d.audits, Diff: auditsource.Source{Lake: outside}, Ancestry: auditsource.Source{Lake: outside}, Token: token,
+		Merges: auditsource.Merges{Lake: outside}, OwnCommitter: own,
 		Timeout:    d.cfg.HTTP.WebhookAuditTimeout.Std(),
 		Logger:     d.log.With(slog.String("component", "premerge")),
 		Registerer: d.reg,

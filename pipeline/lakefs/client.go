@@ -63,8 +63,9 @@ const (
 	// paths and metadata is a few MB.
 	maxAnswerBody = 64 << 20
 	// MaxCommitAnswer bounds the answer of one commit read by id or ref
-	// (GetCommit). lakeFS's and lakewap's commits take a few KiB (lakewap's
-	// metadata: at most 64 attributes, its attestation); a caller of the
+	// (GetCommit). lakeFS's commits and lakewap's seals take a few KiB; a
+	// publish's merge carries the batch's attributes too (64 of up to
+	// 1,152 bytes, under 400 KiB as JSON even escaped); a caller of the
 	// pre-merge hook names any commit in the repository, and one who may
 	// create commit records gives them any size: read to maxAnswerBody, a
 	// few dozen such calls at once held gigabytes.
@@ -78,8 +79,10 @@ const (
 	// at most MaxCommitReads MiB and 64 KiB per call.
 	FreeCommitAnswer = 64 << 10
 	// MaxCommitReads bounds the commit answers over FreeCommitAnswer read
-	// and decoded at once. A read finding no place before its deadline
-	// fails (the hook answers 500 without deciding).
+	// and decoded at once, by the client and by its Outside view each: the
+	// runner's reads never wait behind the large commits hook callers name.
+	// A read finding no place before its deadline fails (the hook answers
+	// 500 without deciding).
 	MaxCommitReads = 8
 	// maxIdleConns is how many connections to lakeFS are kept open between
 	// calls: Go's default of 2 per host made every burst of concurrent
@@ -107,12 +110,16 @@ type Client struct {
 	// asked for now: a second asker of one waits for the first's answer
 	// (the publish turn's recheck, started beside the look, asks for the
 	// look's merge-base and for the merge commit the audit's derivation
-	// ahead reads).
-	baseFlights   flight.Group[[2]string] // base, dest's commit
-	commitFlights flight.Group[Commit]
+	// ahead reads). The Outside view has its own: a runner's read never
+	// waits for a flight that waits for the outside view's places.
+	baseFlights   *flight.Group[[2]string] // base, dest's commit
+	commitFlights *flight.Group[Commit]
 	// commitRoom holds a place per commit answer over FreeCommitAnswer
 	// being read (MaxCommitReads).
 	commitRoom chan struct{}
+	// outside is this client for reads that outside input chooses
+	// (Outside); nil in that view itself.
+	outside *Client
 }
 
 var _ pipeline.Lake = (*Client)(nil)
@@ -163,9 +170,50 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lakefs: %w", err)
 	}
-	return &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), maxList: cmp.Or(cfg.MaxListEntries, DefaultMaxListEntries),
+	c := &Client{api: api, timeout: cmp.Or(cfg.Timeout, defaultTimeout), maxList: cmp.Or(cfg.MaxListEntries, DefaultMaxListEntries),
 		log:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
-		bases: &mergeBases{}, cached: &commitCache{}, made: &madeCommits{}, tips: &mergeTips{}, commitRoom: make(chan struct{}, MaxCommitReads)}, nil
+		bases: &mergeBases{}, cached: &commitCache{}, made: &madeCommits{}, tips: &mergeTips{},
+		baseFlights: &flight.Group[[2]string]{}, commitFlights: &flight.Group[Commit]{}, commitRoom: make(chan struct{}, MaxCommitReads)}
+	c.outside = c.forOutside()
+	return c, nil
+}
+
+// Outside is this client for reads whose targets outside input chooses:
+// the pre-merge hook's (every writer has its token, and a call names any
+// commit and branch) and the janitor's (the heads of branches a writer may
+// make). The same lakeFS user, connections and bounds, but the commits it
+// reads by id and the merge-bases it finds go into caches of its own, and
+// its commit answers over FreeCommitAnswer have MaxCommitReads places of
+// their own. Each view's caches read the other's entries (a commit id, and
+// a pair of them, name immutable facts, whoever asked), but outside
+// entries push out only outside entries. Sharing one cache, a few thousand
+// hook calls pushed the runner's seals and their merge-bases out, and the
+// runner asked lakeFS for them again
+// (TestHookCallersDoNotChurnTheRunnersLakeFSCaches); sharing the places,
+// hook calls naming large commits made the runner's read of a commit of
+// its own over 64 KiB (a publish's merge carries up to 64 attributes of a
+// producer's) wait behind theirs, or fail at its deadline
+// (TestRunnersLargeCommitReadsDoNotWaitBehindCallers).
+func (c *Client) Outside() *Client {
+	if c.outside == nil {
+		return c
+	}
+	return c.outside
+}
+
+// forOutside makes the view Outside returns: c's fields, with caches
+// linked both ways to c's, and places and flights of its own.
+func (c *Client) forOutside() *Client {
+	v := *c
+	v.cached = &commitCache{also: c.cached}
+	v.bases = &mergeBases{also: c.bases}
+	v.commitRoom = make(chan struct{}, MaxCommitReads)
+	v.baseFlights = &flight.Group[[2]string]{}
+	v.commitFlights = &flight.Group[Commit]{}
+	c.cached.also = v.cached
+	c.bases.also = v.bases
+	v.outside = nil
+	return &v
 }
 
 // transport is Go's default transport keeping maxIdleConns connections.

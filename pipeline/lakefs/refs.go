@@ -272,8 +272,13 @@ func (t *mergeTips) put(repo, branch, commit string) {
 }
 
 // mergeBases keeps the merge-bases of pairs of commit ids lately found,
-// the oldest going first beyond maxMergeBases.
-type mergeBases struct{ fifo[[3]string, string] }
+// the oldest going first beyond maxMergeBases. also, if set, is another
+// client view's, read (never written) when this one has no answer
+// (Client.Outside).
+type mergeBases struct {
+	fifo[[3]string, string]
+	also *mergeBases
+}
 
 const maxMergeBases = 4096
 
@@ -286,7 +291,11 @@ func (b *mergeBases) get(repo, source, dest string) (string, bool) {
 	if b == nil || !commitID.MatchString(source) || !commitID.MatchString(dest) {
 		return "", false
 	}
-	return b.fifo.get([3]string{repo, source, dest})
+	k := [3]string{repo, source, dest}
+	if base, ok := b.fifo.get(k); ok || b.also == nil {
+		return base, ok
+	}
+	return b.also.fifo.get(k)
 }
 
 func (b *mergeBases) put(repo, source, dest, base string) {
@@ -334,8 +343,13 @@ func (f *fifo[K, V]) put(k K, v V, max int) {
 // parents asks lakeFS nothing, nor does a second read of a merge commit.
 // Being here says nothing of who made a commit (madeCommits does). At most
 // maxCachedCommits, each at most maxCachedCommitBytes (ids, parents,
-// metadata, message); the oldest goes first.
-type commitCache struct{ fifo[string, Commit] } // repo \x00 id
+// metadata, message); the oldest goes first. also, if set, is another
+// client view's, read (never written) when this one has no answer
+// (Client.Outside).
+type commitCache struct {
+	fifo[string, Commit] // repo \x00 id
+	also                 *commitCache
+}
 
 const (
 	maxCachedCommits     = 1024
@@ -346,7 +360,11 @@ func (cc *commitCache) get(repo, id string) (Commit, bool) {
 	if cc == nil || !commitID.MatchString(id) {
 		return Commit{}, false
 	}
-	cm, ok := cc.fifo.get(repo + "\x00" + id)
+	k := repo + "\x00" + id
+	cm, ok := cc.fifo.get(k)
+	if !ok && cc.also != nil {
+		cm, ok = cc.also.fifo.get(k)
+	}
 	if ok {
 		cm.Parents = slices.Clone(cm.Parents)
 		cm.Metadata = maps.Clone(cm.Metadata)
@@ -372,7 +390,7 @@ func (cc *commitCache) put(repo string, cm Commit) {
 // answered their creation to it), with their one parent ("" for a commit
 // of none or more): what SealedOn trusts as a seal lakewap made. Only
 // commit puts into it: a commit read by id (any caller of the pre-merge
-// hook names any commit, which the runner's client reads) never is. At
+// hook names any commit, which the client's Outside view reads) never is. At
 // most maxMadeCommits, the oldest going first.
 type madeCommits struct{ fifo[string, string] } // repo \x00 id -> one parent
 
