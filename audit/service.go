@@ -76,7 +76,12 @@ type ServiceOptions struct {
 // the hook, lakewap retrying its merge) gets its report.
 type Service struct {
 	o     ServiceOptions
-	cache *reportCache
+	cache *reportCache // the runner's audits and rechecks, lakewap's own merges
+	// others keeps the hook's passing reports of merges lakewap did not
+	// make: anyone who may have a merge in progress into the target
+	// chooses how many (one per event_time), and in one cache they pushed
+	// lakewap's own reports out (TestHookCallersDoNotPushLakewapsReportsOut).
+	others *reportCache
 	*serviceMetrics
 	slots    chan struct{} // audits of other callers' merges
 	reserved chan struct{} // audits of lakewap's own publishes
@@ -118,7 +123,7 @@ func NewService(o ServiceOptions) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{o: o, cache: newReportCache(reportCacheSize), inflight: map[reportKey]*flight{},
+	return &Service{o: o, cache: newReportCache(reportCacheSize), others: newReportCache(reportCacheSize), inflight: map[reportKey]*flight{},
 		slots: make(chan struct{}, o.Concurrency), reserved: make(chan struct{}, o.Concurrency), serviceMetrics: m,
 		suites: suitesDigests(o.Datasets, verdictSettings(o.Engine))}, nil
 }
@@ -198,7 +203,7 @@ func (s *Service) Audit(ctx context.Context, req Request) (schemas.AuditReport, 
 	if err := s.pinBase(ctx, &req); err != nil {
 		return schemas.AuditReport{}, fmt.Errorf("%w: %w", ErrInfrastructure, err)
 	}
-	rep, err := s.run(ctx, req)
+	rep, err := s.run(ctx, req, s.cache)
 	if err != nil {
 		return rep, err
 	}
@@ -329,7 +334,7 @@ func (s *Service) Run(ctx context.Context, req Request) (schemas.AuditReport, er
 		return schemas.AuditReport{}, err
 	}
 	k := keyOf(req)
-	if rep, ok := s.cache.get(k); ok {
+	if rep, ok := s.cached(k); ok {
 		s.lookups.WithLabelValues("hit").Inc()
 		return rep, nil
 	}
@@ -355,7 +360,11 @@ func (s *Service) Run(ctx context.Context, req Request) (schemas.AuditReport, er
 			defer func() { <-slots }()
 			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.Budget)
 			defer cancel()
-			f.rep, f.err = s.run(actx, req)
+			keep := s.others
+			if req.Own {
+				keep = s.cache
+			}
+			f.rep, f.err = s.run(actx, req, keep)
 			s.mu.Lock()
 			delete(s.inflight, k)
 			s.mu.Unlock()
@@ -372,7 +381,17 @@ func (s *Service) Run(ctx context.Context, req Request) (schemas.AuditReport, er
 	}
 }
 
-func (s *Service) run(ctx context.Context, req Request) (schemas.AuditReport, error) {
+// cached is the passing report of k, from either cache: both hold only
+// reports this service computed, keyed by what the verdict depends on.
+func (s *Service) cached(k reportKey) (schemas.AuditReport, bool) {
+	if rep, ok := s.cache.get(k); ok {
+		return rep, true
+	}
+	return s.others.get(k)
+}
+
+// run audits req and keeps a passing report of a commit id in keep.
+func (s *Service) run(ctx context.Context, req Request, keep *reportCache) (schemas.AuditReport, error) {
 	start := time.Now()
 	rep, err := s.o.Engine.Run(ctx, req)
 	result := "passed"
@@ -384,7 +403,7 @@ func (s *Service) run(ctx context.Context, req Request) (schemas.AuditReport, er
 	}
 	s.duration.WithLabelValues(req.Dataset, result).Observe(time.Since(start).Seconds())
 	if err == nil && rep.Passed && IsCommitID(req.Ref) && !req.BatchTime.IsZero() {
-		s.cache.put(keyOf(req), rep)
+		keep.put(keyOf(req), rep)
 	}
 	return rep, err
 }
