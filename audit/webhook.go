@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lakewap/lakewap/internal/loglimit"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -159,6 +160,8 @@ type PreMergeHandler struct {
 	opts    PreMergeOptions
 	metrics *hookMetrics
 	reads   chan struct{} // bodies being read (maxHookReads)
+	logs    loglimit.Limit
+	now     func() time.Time
 }
 
 // NewPreMergeHandler returns the handler; Guards and Runner are required.
@@ -172,7 +175,29 @@ func NewPreMergeHandler(opts PreMergeOptions) (*PreMergeHandler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PreMergeHandler{opts: opts, metrics: m, reads: make(chan struct{}, maxHookReads)}, nil
+	return &PreMergeHandler{opts: opts, metrics: m, reads: make(chan struct{}, maxHookReads), now: time.Now}, nil
+}
+
+// maxHookLogs bounds the lines of one kind the handler logs a minute (a
+// call's decision by how it was reached, a refusal, a failure): every
+// writer has the token, and each call that reached the checks, a refused
+// one too, logged a line or two of up to 2 KiB, as fast as callers sent
+// them (TestHookCallLogsAreBounded).
+// lakewap_premerge_hooks_total counts every call; the next line let
+// through says how many of its kind were not.
+const maxHookLogs = 10
+
+// log logs msg at level unless maxHookLogs lines of kind were logged in
+// the last minute.
+func (h *PreMergeHandler) log(level slog.Level, kind, msg string, args ...any) {
+	ok, missed := h.logs.Allow(kind, maxHookLogs, h.now())
+	if !ok {
+		return
+	}
+	if missed > 0 {
+		args = append(args, "not_logged", missed)
+	}
+	h.opts.Logger.Log(context.Background(), level, msg, args...)
 }
 
 // PreMergeAnswer is the JSON body of every answer. lakeFS keeps it in the
@@ -298,7 +323,11 @@ func (h *PreMergeHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case status != http.StatusOK:
 		decision = "block"
 	}
-	h.opts.Logger.Info("pre-merge hook", "repository", ev.RepositoryID, "branch", ev.BranchID, "source_ref", ev.SourceRef,
+	kind := "call " + decision + " " + via
+	if own.ok {
+		kind += " own" // lakewap's merges are not lost among other callers'
+	}
+	h.log(slog.LevelInfo, kind, "pre-merge hook", "repository", ev.RepositoryID, "branch", ev.BranchID, "source_ref", ev.SourceRef,
 		"merge_source", ev.MergeSource, "committer", ev.Committer, "decision", decision, "via", via, "status", status)
 	h.answer(w, status, ans, decision, via)
 }
@@ -390,14 +419,14 @@ func (h *PreMergeHandler) verifyMerge(ctx context.Context, ev HookEvent) (own ow
 	// "no such commit" apart from "not that merge", no lakeFS error text).
 	const notInProgress = "commit_id is not a merge of source_ref onto the head of branch_id that lakeFS has in progress"
 	refuse := func(detail string) (ownMerge, int, PreMergeAnswer) {
-		h.opts.Logger.Info("pre-merge hook call refused", "repository", ev.RepositoryID, "branch", ev.BranchID,
+		h.log(slog.LevelInfo, "refused", "pre-merge hook call refused", "repository", ev.RepositoryID, "branch", ev.BranchID,
 			"source_ref", ev.SourceRef, "commit_id", ev.CommitID, "detail", detail)
 		ans.Error = notInProgress
 		ans.Summary = []string{"lakewap refuses this call: " + notInProgress}
 		return own, http.StatusForbidden, ans
 	}
 	failed := func(err error) (ownMerge, int, PreMergeAnswer) {
-		h.opts.Logger.Warn("pre-merge hook call not checked: lakeFS did not answer", "repository", ev.RepositoryID,
+		h.log(slog.LevelWarn, "not checked", "pre-merge hook call not checked: lakeFS did not answer", "repository", ev.RepositoryID,
 			"branch", ev.BranchID, "commit_id", ev.CommitID, "err", err)
 		ans.Error = "lakeFS could not be asked about the merge (details in the lakewap log)"
 		ans.Summary = []string{"lakewap cannot check the call with lakeFS (details in the lakewap log)"}
@@ -612,7 +641,7 @@ func (h *PreMergeHandler) blame(ctx context.Context, req Request, head string, r
 			rep.Checks[i].Status = schemas.StatusWarn
 			rep.Checks[i].Message = joinMessage(fmt.Sprintf("fails on %s at %s already, before this merge: not this merge's doing, "+
 				"it does not hold the merge back", req.BaseRef, short(head)), c.Message)
-			h.opts.Logger.Warn("a check fails on the destination already; the merge is not held back for it", "repository", req.Repository,
+			h.log(slog.LevelWarn, "excused", "a check fails on the destination already; the merge is not held back for it", "repository", req.Repository,
 				"branch", req.BaseRef, "dataset", req.Dataset, "check", c.Name, "ref", req.Ref, "head", head)
 		}
 	}
@@ -711,7 +740,7 @@ func (h *PreMergeHandler) touches(ctx context.Context, repo, branch, ref string,
 // lakeFS's action log, which every reader of the repository sees. The
 // caller is told only whether trying again may help.
 func (h *PreMergeHandler) failed(ans PreMergeAnswer, what, dataset string, err error) (int, PreMergeAnswer, string) {
-	h.opts.Logger.Warn("pre-merge audit could not run", "repository", ans.Repository, "branch", ans.Branch,
+	h.log(slog.LevelWarn, "not run", "pre-merge audit could not run", "repository", ans.Repository, "branch", ans.Branch,
 		"source_ref", ans.SourceRef, "dataset", dataset, "err", err)
 	why := "details in the lakewap log"
 	switch {

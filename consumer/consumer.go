@@ -18,6 +18,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/lakewap/lakewap/internal/backoff"
+	"github.com/lakewap/lakewap/internal/loglimit"
 	"github.com/lakewap/lakewap/kafka"
 )
 
@@ -71,7 +72,7 @@ type Consumer struct {
 	m            *metrics
 	runs         atomic.Bool
 	// dlLogs bounds the dead letters logged (maxDeadLetterLogs a minute).
-	dlLogs logLimit
+	dlLogs loglimit.Limit
 
 	// commitMu keeps the periodic and the final commit of a partition from
 	// overtaking each other, which could move the committed offset backwards.
@@ -738,7 +739,7 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafkago.Messa
 		err := c.dlq.Write(handleCtx, dl)
 		if err == nil {
 			c.m.deadLetters.WithLabelValues(p.Reason).Inc()
-			if ok, missed := c.dlLogs.allow(p.Reason, c.cfg.Now()); ok {
+			if ok, missed := c.dlLogs.Allow(p.Reason, maxDeadLetterLogs, c.cfg.Now()); ok {
 				if missed > 0 {
 					log.Warn("dead letters not logged", "reason", p.Reason, "not_logged", missed,
 						"why", fmt.Sprintf("at most %d a minute per reason are logged; the dead-letter topic holds each, lakewap_dead_letters_total counts them", maxDeadLetterLogs))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -147,52 +146,6 @@ const maxLoggedKeyBytes = 256
 // lakewap_dead_letters_total counts them; the next line logged after a
 // minute says how many were not.
 const maxDeadLetterLogs = 10
-
-// maxLogLimitReasons bounds the reasons logLimit tells apart (they are
-// fixed codes; any past it share one window).
-const maxLogLimitReasons = 64
-
-// logLimit lets maxDeadLetterLogs lines per reason through per minute.
-type logLimit struct {
-	mu      sync.Mutex
-	windows map[string]*logWindow
-}
-
-type logWindow struct {
-	start  time.Time
-	logged int
-	missed int // not logged since the last line
-}
-
-// allow says whether a line of reason may be logged at now, and how many
-// were not since the last one that was.
-func (l *logLimit) allow(reason string, now time.Time) (ok bool, missed int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.windows == nil {
-		l.windows = map[string]*logWindow{}
-	}
-	w := l.windows[reason]
-	if w == nil {
-		if len(l.windows) >= maxLogLimitReasons {
-			reason = ""
-		}
-		if w = l.windows[reason]; w == nil {
-			w = &logWindow{start: now}
-			l.windows[reason] = w
-		}
-	}
-	if now.Sub(w.start) >= time.Minute || now.Before(w.start) {
-		w.start, w.logged = now, 0
-	}
-	if w.logged >= maxDeadLetterLogs {
-		w.missed++
-		return false, 0
-	}
-	w.logged++
-	missed, w.missed = w.missed, 0
-	return true, missed
-}
 
 // ReasonBatchTooLarge is the dead-letter reason of a compressed record
 // batch that decompresses to more than kafka.MaxDecompressedBatchBytes.
