@@ -78,18 +78,7 @@ func TestHookCallersDoNotChurnTheRunnersLakeFSCaches(t *testing.T) {
 	defer srv.Close()
 	lake, err := lakefs.New(lakefs.Config{Endpoint: srv.URL, AccessKeyID: "AK", SecretAccessKey: "SK"})
 	must(t, err)
-	cfg, err := config.ParseIn([]byte(`
-kafka: {brokers: ["127.0.0.1:9092"]}
-lakefs: {endpoint: "http://127.0.0.1:8000", access_key_id: AK, secret_access_key: SK}
-datasets:
-  billing:
-    repository: lake
-    tables: [{name: t, path: gold/t/}]
-    checks: [{kind: row_count, table: t, min: 1}]
-http:
-  listen: "127.0.0.1:0"
-  webhook_token: tok
-`), func(string) (string, bool) { return "", false }, "")
+	cfg, err := config.ParseIn([]byte(hookConfig+"  listen: \"127.0.0.1:0\"\n  webhook_token: tok\n"), func(string) (string, bool) { return "", false }, "")
 	must(t, err)
 	audits, err := audit.NewService(audit.ServiceOptions{Engine: noAudit{t}, Datasets: cfg.AuditDatasets(),
 		Concurrency: 2, Budget: time.Minute})

@@ -16,16 +16,7 @@ import (
 // config error naming the field, from the YAML (a ${VAR} set to "") or
 // from an empty token file at start-up. An open endpoint is a setting.
 func TestEmptyWebhookTokenIsAConfigError(t *testing.T) {
-	base := `
-kafka: {brokers: ["127.0.0.1:9092"]}
-lakefs: {endpoint: "http://127.0.0.1:8000", access_key_id: AK, secret_access_key: SK}
-datasets:
-  billing:
-    repository: lake
-    tables: [{name: t, path: gold/t/}]
-    checks: [{kind: row_count, table: t, min: 1}]
-http:
-`
+	base := hookConfig
 	for _, tc := range []struct{ name, http, env, want string }{
 		{"empty variable", `  listen: "127.0.0.1:0"` + "\n  webhook_token: ${HOOK_TOKEN}\n", "", "http.webhook_token: empty"},
 		{"whitespace", `  listen: "127.0.0.1:0"` + "\n  webhook_token: \"  \"\n", "", "http.webhook_token: empty"},
@@ -60,6 +51,19 @@ http:
 		t.Errorf("serveHTTP with an empty token file: %v", err)
 	}
 }
+
+// hookConfig is a config of one dataset, billing, publishing to main of
+// repository lake; its http section is the test's to write.
+const hookConfig = `
+kafka: {brokers: ["127.0.0.1:9092"]}
+lakefs: {endpoint: "http://127.0.0.1:8000", access_key_id: AK, secret_access_key: SK}
+datasets:
+  billing:
+    repository: lake
+    tables: [{name: t, path: gold/t/}]
+    checks: [{kind: row_count, table: t, min: 1}]
+http:
+`
 
 func must(t testing.TB, err error) {
 	t.Helper()
