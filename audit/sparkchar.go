@@ -252,12 +252,20 @@ func sparkCharCond(e string, t *sparkType, depth int) string {
 	return ""
 }
 
-// markSparkChar notes on col, a file's top-level column, the condition of
-// a value Spark pads (sparkCharCond) by the type its Spark schema's field f
-// declares in its metadata (__CHAR_VARCHAR_TYPE_STRING), or as its type
-// (char(n)), and the declaration. It returns why the file is refused for
-// it, or "": a declaration naming a char lakewap does not read.
-func markSparkChar(col *fileColumn, f sparkField) string {
+// sparkCharDecl is a CHAR declaration of a column: its type as Spark's
+// parser reads it and its text, clipped.
+type sparkCharDecl struct {
+	typ  *sparkType
+	text string
+}
+
+// sparkCharDecls are the types that field f (a top-level field of a Spark
+// schema, or of a Delta log's schema) declares in its metadata
+// (__CHAR_VARCHAR_TYPE_STRING), or as its type (char(n)), naming a CHAR
+// (those of no CHAR, a VARCHAR, are left out). why, when not "", is why
+// its table is refused: a declaration naming a char lakewap does not
+// read. whose names the schema in it ("its Spark schema").
+func sparkCharDecls(f sparkField, whose string) (decls []sparkCharDecl, why string) {
 	var declared []string
 	var t string
 	if json.Unmarshal(f.raw, &t) == nil && strings.Contains(strings.ToLower(t), "char") {
@@ -266,12 +274,12 @@ func markSparkChar(col *fileColumn, f sparkField) string {
 	if len(f.meta) > 0 {
 		var meta map[string]json.RawMessage
 		if json.Unmarshal(f.meta, &meta) != nil {
-			return "its Spark schema's metadata of the column cannot be read"
+			return nil, whose + "'s metadata of the column cannot be read"
 		}
 		if v, ok := meta[sparkCharKey]; ok {
 			var s string
 			if json.Unmarshal(v, &s) != nil {
-				return fmt.Sprintf("its Spark schema's %s of the column is not text", sparkCharKey)
+				return nil, fmt.Sprintf("%s's %s of the column is not text", whose, sparkCharKey)
 			}
 			declared = append(declared, s)
 		}
@@ -282,22 +290,54 @@ func markSparkChar(col *fileColumn, f sparkField) string {
 		}
 		typ, err := parseSparkType(d)
 		if err != nil {
-			return fmt.Sprintf("its Spark schema declares it %q, naming a CHAR, whose values Spark pads with spaces when it reads them, in a type text lakewap does not read", clip(d, 128))
+			return nil, fmt.Sprintf("%s declares it %q, naming a CHAR, whose values Spark pads with spaces when it reads them, in a type text lakewap does not read", whose, clip(d, 128))
 		}
-		c := sparkCharCond(quoteIdent(col.name), typ, 0)
+		decls = append(decls, sparkCharDecl{typ, clip(d, 128)})
+	}
+	return decls, ""
+}
+
+// markSparkChar notes on col, a file's top-level column, the condition of
+// a value Spark pads (sparkCharCond) by the type its Spark schema's field f
+// declares in its metadata (__CHAR_VARCHAR_TYPE_STRING), or as its type
+// (char(n)), and the declaration. It returns why the file is refused for
+// it, or "": a declaration naming a char lakewap does not read.
+func markSparkChar(col *fileColumn, f sparkField) string {
+	cond, declared, why := sparkCharCondOf(col.name, f, "its Spark schema")
+	if why == "" && cond != "" {
+		col.sparkChar, col.sparkCharType = cond, declared
+	}
+	return why
+}
+
+// sparkCharCondOf is the DuckDB condition of a value of column name that
+// Spark pads by the declarations of field f (sparkCharDecls), "" for
+// none, and the last declaration giving one; or why the table is refused.
+func sparkCharCondOf(name string, f sparkField, whose string) (cond, declared, why string) {
+	decls, why := sparkCharDecls(f, whose)
+	if why != "" {
+		return "", "", why
+	}
+	for _, d := range decls {
+		c := sparkCharCond(quoteIdent(name), d.typ, 0)
 		if c == "" {
 			continue
 		}
-		if col.sparkChar != "" {
-			c = col.sparkChar + " OR " + c
+		if cond != "" {
+			c = cond + " OR " + c
 		}
 		if len(c) > maxSparkCharCond {
-			return fmt.Sprintf("its Spark schema declares it %q, of more CHAR leaves than lakewap compares", clip(d, 128))
+			return "", "", fmt.Sprintf("%s declares it %q, of more CHAR leaves than lakewap compares", whose, d.text)
 		}
-		col.sparkChar, col.sparkCharType = c, clip(d, 128)
+		cond, declared = c, d.text
 	}
-	return ""
+	return cond, declared, ""
 }
+
+// sparkCharWant is a column's CHAR declaration a table's files are
+// scanned by: its condition (sparkCharCond), its text, and where it is
+// declared, in words.
+type sparkCharWant struct{ cond, declared, where string }
 
 // sparkChars names the first file of files (a Parquet table's) holding a
 // value of a column that some file's Spark schema declares a CHAR(n), or
@@ -307,30 +347,46 @@ func markSparkChar(col *fileColumn, f sparkField) string {
 // as Spark reads the table's files by one file's Spark schema. A file that
 // passed is kept in the memo by its identity and the conditions.
 func (r *run) sparkChars(ctx context.Context, cols map[string][]fileColumn, files []string, objPath, ids map[string]string) error {
-	type decl struct{ cond, file, declared string }
-	want := map[string][]decl{}
+	want := map[string][]sparkCharWant{}
 	for _, f := range files {
 		for _, c := range cols[f] {
 			if c.sparkChar == "" {
 				continue
 			}
-			k := strings.ToLower(c.name)
-			if slices.ContainsFunc(want[k], func(d decl) bool { return d.cond == c.sparkChar }) {
-				continue
+			w := sparkCharWant{c.sparkChar, c.sparkCharType, fmt.Sprintf("the Spark schema of file %s (%s)", objPath[f], sparkCharKey)}
+			if err := addSparkCharWant(want, c.name, w); err != nil {
+				return err
 			}
-			if len(want[k]) == maxSparkCharDecls {
-				return fmt.Errorf("column %q is declared a CHAR in more than %d ways by the Spark schemas of its table's files (file %s: %q), which Spark reads by one of them, padding values with spaces: lakewap does not compare that many (declare it alike in every file)",
-					clip(c.name, 128), maxSparkCharDecls, objPath[f], c.sparkCharType)
-			}
-			want[k] = append(want[k], decl{c.sparkChar, f, c.sparkCharType})
 		}
 	}
+	return r.scanSparkChars(ctx, want, cols, files, objPath, ids)
+}
+
+// addSparkCharWant adds w to the declarations of column name in want,
+// once by its condition, refusing past maxSparkCharDecls of them.
+func addSparkCharWant(want map[string][]sparkCharWant, name string, w sparkCharWant) error {
+	k := strings.ToLower(name)
+	if slices.ContainsFunc(want[k], func(d sparkCharWant) bool { return d.cond == w.cond }) {
+		return nil
+	}
+	if len(want[k]) == maxSparkCharDecls {
+		return fmt.Errorf("column %q is declared a CHAR in more than %d ways (in %s: %q), and Spark reads its values padded with spaces by one of them: lakewap does not compare that many (declare it alike everywhere)",
+			clip(name, 128), maxSparkCharDecls, w.where, w.declared)
+	}
+	want[k] = append(want[k], w)
+	return nil
+}
+
+// scanSparkChars scans each file of files holding a column of want (by
+// lower-case name) for values of its declarations' conditions, and names
+// the first file holding one, or whose scan failed.
+func (r *run) scanSparkChars(ctx context.Context, want map[string][]sparkCharWant, cols map[string][]fileColumn, files []string, objPath, ids map[string]string) error {
 	if len(want) == 0 {
 		return nil
 	}
 	for _, f := range files {
 		var names, conds []string
-		var ds []decl
+		var ds []sparkCharWant
 		tag := "spark-char"
 		for _, c := range cols[f] {
 			for _, d := range want[strings.ToLower(c.name)] {
@@ -340,18 +396,18 @@ func (r *run) sparkChars(ctx context.Context, cols map[string][]fileColumn, file
 			}
 		}
 		if len(tag) > maxSparkCharScan {
-			return fmt.Errorf("file %s: its columns declared CHAR by the Spark schemas of its table's files (column %q: %q), whose values Spark pads with spaces when it reads them, are more than lakewap compares (%d bytes of conditions): readers may disagree on them",
-				objPath[f], names[0], ds[0].declared, maxSparkCharScan)
+			return fmt.Errorf("file %s: its columns declared CHAR (column %q: %q, in %s), whose values Spark pads with spaces when it reads them, are more than lakewap compares (%d bytes of conditions): readers may disagree on them",
+				objPath[f], names[0], ds[0].declared, ds[0].where, maxSparkCharScan)
 		}
 		if len(conds) == 0 {
 			continue
 		}
 		err := r.guardScan(ctx, tag, f, ids, conds, func(err error) error {
-			return fmt.Errorf("file %s: column %q is declared %q in the Spark schema of file %s (%s), whose CHAR values Spark pads with spaces to their length when it reads them, and lakewap could not look for shorter values (%v): readers may disagree on them",
-				objPath[f], names[0], ds[0].declared, objPath[ds[0].file], sparkCharKey, clip(err.Error(), 256))
+			return fmt.Errorf("file %s: column %q is declared %q in %s, whose CHAR values Spark pads with spaces to their length when it reads them, and lakewap could not look for shorter values (%v): readers may disagree on them",
+				objPath[f], names[0], ds[0].declared, ds[0].where, clip(err.Error(), 256))
 		}, func(i int, n int64) error {
-			return fmt.Errorf("file %s: column %q holds values shorter than their CHAR's length in %d rows, and is declared %q in the Spark schema of file %s (%s): Spark pads them with spaces to that length when it reads them (`ab` of a char(5) as `ab   `), DuckDB reads them as stored: readers disagree on them (write them padded, as Spark writes a CHAR, or declare the column a string)",
-				objPath[f], names[i], n, ds[i].declared, objPath[ds[i].file], sparkCharKey)
+			return fmt.Errorf("file %s: column %q holds values shorter than their CHAR's length in %d rows, and is declared %q in %s: Spark pads them with spaces to that length when it reads them (`ab` of a char(5) as `ab   `), DuckDB reads them as stored: readers disagree on them (write them padded, as Spark writes a CHAR, or declare the column a string)",
+				objPath[f], names[i], n, ds[i].declared, ds[i].where)
 		})
 		if err != nil {
 			return err
