@@ -1299,6 +1299,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 				err = textBesideOther(cols, files, objPath, r.req.Suite.Checks, k.table)
 			}
 			if err == nil && format == FormatParquet {
+				err = r.integersBesideText(ctx, cols, files, objPath, ids, r.req.Suite.Checks, k.table)
+			}
+			if err == nil && format == FormatParquet {
 				err = sparkSchemaDisagreement(cols, files, objPath)
 			}
 			if err == nil && format == FormatParquet {

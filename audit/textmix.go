@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"fmt"
 	"strings"
 )
@@ -16,11 +17,11 @@ import (
 // where pandas 3.1.1 found a row failing
 // (TestReview36ColumnOfTextAndOtherTypesAcrossFilesIsRefused). So such a
 // column an accepted_values, regex or unique check reads (the kinds that
-// compare its text) refuses its table, naming two of its files. Left: a
-// file of no rows (pandas writes an empty DataFrame's text column as
-// DOUBLE; no value is read otherwise), integers beside text (both render
-// an integer alike; text an integer does not render, 09 beside 9, is read
-// otherwise), the other checks (a schema check reports DuckDB's union
+// compare its text) refuses its table, naming two of its files; integers
+// beside text, which render an integer alike, are scanned for a text an
+// integer does not render (integersBesideText). Left: a file of no rows
+// (pandas writes an empty DataFrame's text column as DOUBLE; no value is
+// read otherwise), the other checks (a schema check reports DuckDB's union
 // type; custom SQL is not looked at).
 
 // markText notes on cols (a file's, schemaColumns of nodes) how each
@@ -86,6 +87,74 @@ func textBesideOther(names map[string][]fileColumn, order []string, objPath map[
 				return fmt.Errorf("column %q is text in file %s and %s in file %s: DuckDB reads the files together as text, the other's values by DuckDB's text of them (2024-01-01 00:00:00, 1.0), pyarrow and pandas.read_parquet in the first file's type, casting the others' by Arrow (2024-01-01 00:00:00.000, 1), and Spark fails: readers disagree on it, and a check compares its text (write the column in one type)",
 					c.name, objPath[text[key]], otherType[key], objPath[other[key]])
 			}
+		}
+	}
+	return nil
+}
+
+// integersBesideText closes a case textBesideOther leaves: a column that
+// one file of a Parquet table gives as integers and another as text.
+// DuckDB reads them together as text, pyarrow's dataset and
+// pandas.read_parquet of the directory in the first file's type: a text
+// 09 beside a file of integers first is the integer 9 to pandas 3.1.1 and
+// 09 to DuckDB, and a unique of 9 and 09 passed where pandas finds 9
+// twice (TestReader60IntegerTextBesideIntegersIsRefused). So, for a
+// column an accepted_values, regex or unique check of table reads, each
+// file giving it as text beside another giving it as integers is scanned
+// (memoized) for a text DuckDB reads as an integer (TRY_CAST) that it
+// does not render so (09, +9, a space, 1e3), and the first holding one
+// is refused, naming it, the column and the integers' file; whatever the
+// files' order, which a later file may change. Texts no integer reads
+// (pyarrow fails on them beside integers first) and texts an integer
+// renders so pass.
+func (r *run) integersBesideText(ctx context.Context, names map[string][]fileColumn, order []string, objPath, ids map[string]string, checks []Check, table string) error {
+	read := map[string]bool{}
+	for _, c := range checks {
+		if strings.EqualFold(c.Table, table) && (c.Kind == KindAcceptedValues || c.Kind == KindRegex || c.Kind == KindUnique) {
+			for _, col := range c.columns() {
+				read[strings.ToLower(col)] = true
+			}
+		}
+	}
+	if len(read) == 0 {
+		return nil
+	}
+	integers := map[string]string{} // lower-case name: the first file giving it as integers
+	for _, f := range order {
+		for _, c := range names[f] {
+			if key := strings.ToLower(c.name); c.typed == "integer" && read[key] && integers[key] == "" {
+				integers[key] = f
+			}
+		}
+	}
+	if len(integers) == 0 {
+		return nil
+	}
+	for _, f := range order {
+		var cols, conds []string
+		tag := "integer-text"
+		for _, c := range names[f] {
+			if c.typed != "text" || integers[strings.ToLower(c.name)] == "" {
+				continue
+			}
+			q := quoteIdent(c.name)
+			cond := fmt.Sprintf("TRY_CAST(%s AS HUGEINT) IS NOT NULL AND CAST(TRY_CAST(%s AS HUGEINT) AS VARCHAR) <> %s", q, q, q)
+			cols = append(cols, c.name)
+			conds = append(conds, "count(*) FILTER (WHERE coalesce("+cond+", false))")
+			tag += "\x00" + cond
+		}
+		if len(conds) == 0 {
+			continue
+		}
+		err := r.guardScan(ctx, tag, f, ids, conds, func(err error) error {
+			return fmt.Errorf("file %s: column %q is text, and integers in file %s, and lakewap could not look for texts read as integers otherwise (%v): readers may disagree on them",
+				objPath[f], cols[0], objPath[integers[strings.ToLower(cols[0])]], clip(err.Error(), 256))
+		}, func(i int, n int64) error {
+			return fmt.Errorf("file %s: column %q holds %d texts of integers that an integer does not render so (09, +9), and is integers in file %s: DuckDB reads the files together as text (09), pyarrow and pandas.read_parquet in the first file's type, integers first reading 09 as 9: readers disagree on them, and a check compares its text (write the column in one type)",
+				objPath[f], cols[i], n, objPath[integers[strings.ToLower(cols[i])]])
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
