@@ -58,14 +58,7 @@ func markText(cols []fileColumn, nodes []schemaNode, types []nodeTypes, rows int
 // and that one file gives as text and another as another type than an
 // integer (markText).
 func textBesideOther(names map[string][]fileColumn, order []string, objPath map[string]string, checks []Check, table string) error {
-	read := map[string]bool{}
-	for _, c := range checks {
-		if strings.EqualFold(c.Table, table) && (c.Kind == KindAcceptedValues || c.Kind == KindRegex || c.Kind == KindUnique) {
-			for _, col := range c.columns() {
-				read[strings.ToLower(col)] = true
-			}
-		}
-	}
+	read := textCompared(checks, table)
 	if len(read) == 0 {
 		return nil
 	}
@@ -108,14 +101,7 @@ func textBesideOther(names map[string][]fileColumn, order []string, objPath map[
 // (pyarrow fails on them beside integers first) and texts an integer
 // renders so pass.
 func (r *run) integersBesideText(ctx context.Context, names map[string][]fileColumn, order []string, objPath, ids map[string]string, checks []Check, table string) error {
-	read := map[string]bool{}
-	for _, c := range checks {
-		if strings.EqualFold(c.Table, table) && (c.Kind == KindAcceptedValues || c.Kind == KindRegex || c.Kind == KindUnique) {
-			for _, col := range c.columns() {
-				read[strings.ToLower(col)] = true
-			}
-		}
-	}
+	read := textCompared(checks, table)
 	if len(read) == 0 {
 		return nil
 	}
@@ -158,4 +144,19 @@ func (r *run) integersBesideText(ctx context.Context, names map[string][]fileCol
 		}
 	}
 	return nil
+}
+
+// textCompared is the columns (lower-case) of table that an
+// accepted_values, regex or unique check reads: the kinds that compare a
+// column's text.
+func textCompared(checks []Check, table string) map[string]bool {
+	read := map[string]bool{}
+	for _, c := range checks {
+		if strings.EqualFold(c.Table, table) && (c.Kind == KindAcceptedValues || c.Kind == KindRegex || c.Kind == KindUnique) {
+			for _, col := range c.columns() {
+				read[strings.ToLower(col)] = true
+			}
+		}
+	}
+	return read
 }
