@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,10 +36,34 @@ type fileStats struct {
 	// the unchanged files' (schemaDisagreement). A record without one is
 	// computed again.
 	Schema [][2]string `json:"schema,omitempty"`
+	// Spark is what the file's footer tells of how Spark reads the
+	// table's other files (schemaagree.go's sparkCharDeclared); nil in a
+	// record written before records held it, which is computed again.
+	Spark *sparkFacts `json:"spark,omitempty"`
 	// mixed: computed in one scan with files that give a column another
 	// type, so in the type of their union, not the file's own. Not stored
 	// (schemaagree.go).
 	mixed bool
+}
+
+// sparkFacts are a file's footer facts that change how Spark reads the
+// table's other files: Char is a column (its name, clipped) its Spark
+// schema declares a CHAR(n), or of a type holding one, whose values Spark
+// pads in every file of the table (sparkchar.go); "" when none.
+type sparkFacts struct {
+	Char string `json:"char,omitempty"`
+}
+
+// noSparkFacts are the facts of a file that declares no CHAR, shared by
+// every such record in memory.
+var noSparkFacts = &sparkFacts{}
+
+// sharedFacts is f, or noSparkFacts when f is equal to it.
+func sharedFacts(f *sparkFacts) *sparkFacts {
+	if f != nil && *f == *noSparkFacts {
+		return noSparkFacts
+	}
+	return f
 }
 
 // colStats are one column's figures in one file. Min and Max are DuckDB's
@@ -103,7 +128,7 @@ func (n statsNeed) empty() bool { return len(n.cols) == 0 && len(n.wheres) == 0 
 // read_parquet's virtual column so named (ownColumnsSQL), doubtful
 // (TestReview38RecordsOfTheVirtualColumnAreComputedAgain).
 func (s fileStats) has(n statsNeed) bool {
-	if len(s.Schema) == 0 {
+	if len(s.Schema) == 0 || s.Spark == nil {
 		return false
 	}
 	for _, c := range n.cols {
@@ -414,7 +439,7 @@ func (s *StatsStore) remember(key string, st fileStats, size int) {
 		s.order = append(s.order, key)
 	}
 	s.memBytes += size - s.sizes[key]
-	st.Schema = s.intern(st.Schema)
+	st.Schema, st.Spark = s.intern(st.Schema), sharedFacts(st.Spark)
 	s.mem[key], s.sizes[key] = st, size
 	for len(s.order) > maxStatsInMemory || s.memBytes > maxStatsMemBytes {
 		k := s.order[0]
@@ -546,7 +571,7 @@ func mergeStats(a, b fileStats) fileStats {
 	if len(a.Schema) == 0 {
 		a = fileStats{}
 	}
-	out := fileStats{Rows: b.Rows, Counts: map[string]int64{}, Cols: map[string]colStats{}, Schema: b.Schema}
+	out := fileStats{Rows: b.Rows, Counts: map[string]int64{}, Cols: map[string]colStats{}, Schema: b.Schema, Spark: cmp.Or(b.Spark, a.Spark)}
 	if len(out.Schema) == 0 {
 		out.Schema = a.Schema
 	}
@@ -574,6 +599,9 @@ func (r *run) computeStats(ctx context.Context, t Table, objs []Object, files []
 	}
 	types := map[string]string{} // lower-case column -> type family
 	mixed := false
+	if err := r.markSparkFacts(ctx, files, out); err != nil {
+		return nil, err
+	}
 	for i, f := range files {
 		if out[i].Schema, err = r.fileSchema(ctx, f); err != nil {
 			return nil, err
@@ -592,6 +620,44 @@ func (r *run) computeStats(ctx context.Context, t Table, objs []Object, files []
 		out[i].mixed = mixed
 	}
 	return out, nil
+}
+
+// markSparkFacts sets each of out's Spark, the facts of the footer of
+// the local Parquet file files[i] (read once per run: the batch's files'
+// are read by columnCollision).
+func (r *run) markSparkFacts(ctx context.Context, files []string, out []fileStats) error {
+	var unread []string
+	for _, f := range files {
+		if _, ok := r.footerCols[f]; !ok {
+			unread = append(unread, f)
+		}
+	}
+	var read map[string][]fileColumn
+	if len(unread) > 0 {
+		var err error
+		if read, err = r.parquetColumns(ctx, unread); err != nil {
+			return err
+		}
+	}
+	for i, f := range files {
+		cols, ok := r.footerCols[f]
+		if !ok {
+			cols = read[f]
+		}
+		out[i].Spark = sharedFacts(&sparkFacts{Char: sparkCharColumn(cols)})
+	}
+	return nil
+}
+
+// sparkCharColumn is the first of cols (a file's) its Spark schema
+// declares a CHAR, or of a type holding one (clipped), or "".
+func sparkCharColumn(cols []fileColumn) string {
+	for _, c := range cols {
+		if c.sparkChar != "" {
+			return cmp.Or(clip(c.name, 128), "?")
+		}
+	}
+	return ""
 }
 
 // fileSchema is the columns of the local Parquet file f as DuckDB reads
