@@ -181,7 +181,10 @@ type partition struct {
 	timers   map[string]*time.Timer
 	wg       sync.WaitGroup
 	closing  bool
-	stop     chan struct{} // closed when the partition is revoked
+	// gone: Revoked has returned. The partition writes nothing more to the
+	// store: its next owner may have restored it (review 60).
+	gone bool
+	stop chan struct{} // closed when the partition is revoked
 	// calls counts the lakeFS API calls made for each run.
 	calls map[string]*atomic.Int64
 	// pending counts the runs of batches that have not landed
@@ -362,6 +365,11 @@ func (r *Runner) Revoked(id int) {
 		r.hold(run.Dataset, run.State, -1)
 		r.gate.release(key) // an attempt whose stop could not be stored
 	}
+	// A goroutine the revocation did not wait for (a step's audit that
+	// does not return when cancelled, a timer that fired as it stopped
+	// them) applies nothing from now on: apply holds p.mu while it
+	// stores, so none is storing now, and none stores after.
+	p.gone = true
 	p.mu.Unlock()
 	r.log.Info("partition revoked", "partition", id)
 }
@@ -702,6 +710,9 @@ func keepBefore(a, b pipeline.Run) bool {
 
 // applyLocked is apply with p.mu held.
 func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in pipeline.Input) (pipeline.Outcome, error) {
+	if p.gone {
+		return pipeline.Outcome{Run: p.runs[key]}, fmt.Errorf("partition %d is revoked: %T of run %s not stored", p.id, in, key)
+	}
 	switch i := in.(type) {
 	case pipeline.WriteDone:
 		i.Pending, i.EarlyWrites = p.pending, p.early
