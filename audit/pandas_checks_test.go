@@ -229,8 +229,8 @@ func TestPandasFloatUnderOtherChecksIncrementally(t *testing.T) {
 // compares does. Asked first for the count and then for the range (another
 // check), the column needs both.
 func TestPandasFiguresDoNotRereadLongText(t *testing.T) {
-	text := fileStats{Rows: 2, Schema: [][2]string{{"url", "VARCHAR"}}, Cols: map[string]colStats{"url": {Type: "VARCHAR", NonNull: 2}}}
-	ints := fileStats{Rows: 2, Schema: [][2]string{{"id", "BIGINT"}}, Cols: map[string]colStats{"id": {Type: "BIGINT", NonNull: 2}}}
+	text := fileStats{Rows: 2, Schema: [][2]string{{"url", "VARCHAR"}}, Cols: map[string]colStats{"url": {Type: "VARCHAR", NonNull: 2}}, Spark: noSparkFacts}
+	ints := fileStats{Rows: 2, Schema: [][2]string{{"id", "BIGINT"}}, Cols: map[string]colStats{"id": {Type: "BIGINT", NonNull: 2}}, Spark: noSparkFacts}
 	var count, both statsNeed
 	count.addCol(colNeed{name: "url", countOnly: true})
 	both.addCol(colNeed{name: "url", countOnly: true})
