@@ -52,18 +52,7 @@ func newMemoRigOf(t *testing.T, cache bool, old map[string][]string, suite Suite
 		lake.write(t, cid("c000"), p, idsSQL(ids...))
 	}
 	r := &memoRig{t: t, lake: lake, suite: suite}
-	for _, e := range []**Engine{&r.memo, &r.plain} {
-		opts := Options{Source: lake, WorkDir: t.TempDir(), History: lake}
-		if cache {
-			opts.CacheDir = t.TempDir()
-		}
-		var err error
-		if *e, err = New(opts); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { (*e).Close() })
-	}
-	r.plain.memo, r.plain.summaries = nil, nil
+	r.engines(cache)
 	// c001: an attested publish, so that the audits below are incremental.
 	s := r.batch("c000", "s0", "data/t/s0/part-0.parquet", "3000")
 	rep := r.audit(Request{Ref: s, BaseRef: cid("c000"), Full: true})
@@ -259,4 +248,22 @@ func testMemoLeavesABranch(t *testing.T, cache bool) {
 	if h, m := r.memo.memo.stats(); h != hits || m != misses {
 		t.Fatalf("audits of a branch used the memo: %d hits, %d misses", h-hits, m-misses)
 	}
+}
+
+// engines opens the rig's two engines on its lake: memo, and plain
+// without the memo and the summaries (with a download cache each when
+// cache is set); both close with the test.
+func (r *memoRig) engines(cache bool) {
+	for _, e := range []**Engine{&r.memo, &r.plain} {
+		opts := Options{Source: r.lake, WorkDir: r.t.TempDir(), History: r.lake}
+		if cache {
+			opts.CacheDir = r.t.TempDir()
+		}
+		var err error
+		if *e, err = New(opts); err != nil {
+			r.t.Fatal(err)
+		}
+		r.t.Cleanup(func() { (*e).Close() })
+	}
+	r.plain.memo, r.plain.summaries = nil, nil
 }

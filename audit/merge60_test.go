@@ -103,18 +103,7 @@ func newMemoRigWith(t *testing.T, cache bool, suite Suite, write func(l *lakeSim
 	lake.commit(cid("c000"), nil, nil)
 	write(lake, cid("c000"), "data/t/d.parquet")
 	r := &memoRig{t: t, lake: lake, suite: suite}
-	for _, e := range []**Engine{&r.memo, &r.plain} {
-		opts := Options{Source: lake, WorkDir: t.TempDir(), History: lake}
-		if cache {
-			opts.CacheDir = t.TempDir()
-		}
-		var err error
-		if *e, err = New(opts); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { (*e).Close() })
-	}
-	r.plain.memo, r.plain.summaries = nil, nil
+	r.engines(cache)
 	s := cid("s0")
 	lake.branch(t, cid("c000"), s)
 	lake.commit(s, []string{cid("c000")}, nil)

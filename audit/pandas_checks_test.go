@@ -145,18 +145,7 @@ func newMemoRigSQL(t *testing.T, cache bool, old map[string]string, s0 string, s
 		lake.write(t, cid("c000"), p, q)
 	}
 	r := &memoRig{t: t, lake: lake, suite: suite}
-	for _, e := range []**Engine{&r.memo, &r.plain} {
-		opts := Options{Source: lake, WorkDir: t.TempDir(), History: lake}
-		if cache {
-			opts.CacheDir = t.TempDir()
-		}
-		var err error
-		if *e, err = New(opts); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { (*e).Close() })
-	}
-	r.plain.memo, r.plain.summaries = nil, nil
+	r.engines(cache)
 	s := r.batchSQL("c000", "s0", "data/t/s0/part-0.parquet", s0)
 	rep := r.audit(Request{Ref: s, BaseRef: cid("c000"), Full: true})
 	r.publish("c000", "s0", "c000", "c001", rep)
