@@ -1,0 +1,134 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/kafka/kafkatest"
+)
+
+// TestJanitorsReadsDoNotChurnTheRunnersLakeFSCaches: the janitor reads the
+// head commit of every `wap-` branch that has no run, and anyone with a
+// lakeFS writer's key can make such branches, each on a commit of its own.
+// Built as the daemon builds it (daemon.NewJanitor over the daemon's lakeFS
+// client), the janitor reads through the client's outside view: a sweep over
+// more writer-made branches than the commit cache holds (1,024) leaves the
+// seal the runner made in the runner's cache, and the runner's read of it
+// asks lakeFS nothing. Over the runner's own view, the sweep pushed the seal
+// out and the runner asked lakeFS for it again.
+func TestJanitorsReadsDoNotChurnTheRunnersLakeFSCaches(t *testing.T) {
+	const branches = 1100 // over the commit cache's 1,024
+	k := kafkatest.StartFake(t, kfake.SeedTopics(1, "wap.events", "wap.runs"))
+	id := func(i int) string { return fmt.Sprintf("%064x", i) }
+	seal, parent := strings.Repeat("e", 64), strings.Repeat("a", 64)
+	commitJSON := func(cid, committer string, parents ...string) string {
+		b, _ := json.Marshal(map[string]any{"id": cid, "parents": parents, "committer": committer, "message": "m",
+			// A day old at most: the sweep keeps the writers' branches.
+			"creation_date": time.Now().Unix(), "meta_range_id": "", "metadata": map[string]string{}})
+		return string(b)
+	}
+	var mu sync.Mutex
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		p := strings.TrimPrefix(r.URL.Path, "/api/v1")
+		switch {
+		case r.Method == http.MethodPost && p == "/repositories/lake/branches/wap-billing-b1/commits":
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(commitJSON(seal, "lakewap", parent)))
+		case p == "/repositories/lake/commits/"+seal:
+			_, _ = w.Write([]byte(commitJSON(seal, "lakewap", parent)))
+		case strings.HasPrefix(p, "/repositories/lake/commits/"):
+			cid := strings.TrimPrefix(p, "/repositories/lake/commits/")
+			_, _ = w.Write([]byte(commitJSON(cid, "mallory", parent)))
+		case r.Method == http.MethodGet && p == "/repositories/lake/branches":
+			// The writer's branches wap-mallory-0000.., a page at a time.
+			from := 0
+			if a := r.URL.Query().Get("after"); a != "" {
+				n, err := strconv.Atoi(strings.TrimPrefix(a, "wap-mallory-"))
+				if err != nil {
+					http.Error(w, "bad after", http.StatusBadRequest)
+					return
+				}
+				from = n + 1
+			}
+			amount, _ := strconv.Atoi(r.URL.Query().Get("amount"))
+			to := min(branches, from+max(amount, 1))
+			var refs []map[string]string
+			for i := from; i < to; i++ {
+				refs = append(refs, map[string]string{"id": fmt.Sprintf("wap-mallory-%04d", i), "commit_id": id(i)})
+			}
+			b, _ := json.Marshal(map[string]any{"results": refs, "pagination": map[string]any{"has_more": to < branches,
+				"next_offset": fmt.Sprintf("wap-mallory-%04d", to-1), "results": len(refs), "max_per_page": 1000}})
+			_, _ = w.Write(b)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	cfg, err := config.ParseIn([]byte(`
+kafka: {brokers: ["`+k.Brokers[0]+`"]}
+lakefs: {endpoint: "`+srv.URL+`", access_key_id: AK, secret_access_key: SK}
+datasets:
+  billing:
+    repository: lake
+    tables: [{name: t, path: gold/t/}]
+    checks: [{kind: row_count, table: t, min: 1}]
+`), func(string) (string, bool) { return "", false }, "")
+	must(t, err)
+	log := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	lake, err := daemon.Lake(cfg, log, nil, nil)
+	must(t, err)
+	j, err := daemon.NewJanitor(cfg, lake, log, nil)
+	must(t, err)
+	defer j.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The runner seals a batch; lakeFS's answer is kept.
+	got, err := lake.Seal(ctx, "lake", "wap-billing-b1", "seal", nil)
+	if err != nil || got != seal {
+		t.Fatalf("Seal = %q, %v", got, err)
+	}
+	ds, err := j.Sweep(ctx, false)
+	must(t, err)
+	heads := 0
+	for _, d := range ds {
+		if d.Delete || d.Err != "" {
+			t.Errorf("the sweep deleted or failed on a young branch without a run: %+v", d)
+		}
+		if d.State == "" {
+			heads++
+		}
+	}
+	if heads != branches {
+		t.Fatalf("the sweep judged %d branches by their head commit; want %d", heads, branches)
+	}
+	mu.Lock()
+	before := len(asked)
+	mu.Unlock()
+	if cm, err := lake.GetCommit(ctx, "lake", seal); err != nil || cm.ID != seal {
+		t.Fatalf("GetCommit(seal) = %v, %v", cm.ID, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := len(asked) - before; n != 0 {
+		t.Errorf("after a sweep over %d writer-made branches the runner asked lakeFS %d times for its own seal (%v); want none", branches, n, asked[before:])
+	}
+}
