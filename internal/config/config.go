@@ -969,7 +969,7 @@ func (c *Config) JanitorDatasets() []janitor.Dataset {
 	for _, n := range slices.Sorted(maps.Keys(c.Datasets)) {
 		d := c.Datasets[n]
 		out = append(out, janitor.Dataset{Name: n, Repository: d.Repository, Target: d.Target, Source: d.Source,
-			AbortedRetention: d.AbortedRetention.Std()})
+			SourceRefs: d.SourceRefs, AbortedRetention: d.AbortedRetention.Std()})
 	}
 	return out
 }

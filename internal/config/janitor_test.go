@@ -1,9 +1,15 @@
 package config
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lakewap/lakewap/internal/janitor"
+	"github.com/lakewap/lakewap/pipeline"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
 )
 
 const janitorBase = `
@@ -49,4 +55,49 @@ func TestJanitorErrorsNameTheField(t *testing.T) {
 		!strings.Contains(err.Error(), "datasets.billing.aborted_retention") {
 		t.Errorf("negative retention: %v", err)
 	}
+}
+
+// TestJanitorKeepsEveryConfiguredSourceRef: a BatchLanded may branch from
+// any of a dataset's source_refs, and the janitor must never delete a branch
+// a dataset branches from. It protected the target and the source alone: a
+// source ref named with the batch branches' prefix (wap-staging), its head
+// older than janitor.abandoned_after, has no run and was deleted as
+// abandoned.
+func TestJanitorKeepsEveryConfiguredSourceRef(t *testing.T) {
+	src := strings.Replace(janitorBase, "{repository: lake}", "{repository: lake, source_refs: [main, wap-staging]}", 1)
+	c, err := ParseIn([]byte(src), func(string) (string, bool) { return "", false }, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lake := &oldHeads{branches: []lakefs.Branch{{Name: "wap-staging", CommitID: strings.Repeat("a", 64)}, {Name: "wap-leftover", CommitID: strings.Repeat("b", 64)}}}
+	j, err := janitor.New(janitor.Config{Lake: lake, Datasets: c.JanitorDatasets(),
+		Runs: func(context.Context) ([]pipeline.Run, error) { return nil, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Sweep(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(lake.deleted, []string{"wap-leftover"}) {
+		t.Errorf("the janitor deleted %v; want wap-leftover alone (wap-staging is a source ref of billing)", lake.deleted)
+	}
+}
+
+// oldHeads is a lake whose branches' head commits are all 100 days old.
+type oldHeads struct {
+	branches []lakefs.Branch
+	deleted  []string
+}
+
+func (o *oldHeads) ListBranches(context.Context, string, string) ([]lakefs.Branch, error) {
+	return o.branches, nil
+}
+
+func (o *oldHeads) GetCommit(context.Context, string, string) (lakefs.Commit, error) {
+	return lakefs.Commit{CreationDate: time.Now().Add(-100 * 24 * time.Hour)}, nil
+}
+
+func (o *oldHeads) DeleteBranch(_ context.Context, _, b string) error {
+	o.deleted = append(o.deleted, b)
+	return nil
 }

@@ -39,6 +39,8 @@ type Dataset struct {
 	Repository string
 	Target     string // never deleted
 	Source     string // never deleted; empty means Target
+	// SourceRefs are the other refs a batch may branch from; never deleted.
+	SourceRefs []string
 	// AbortedRetention is how long the branch of an aborted or failed run
 	// is kept for inspection (default 72h).
 	AbortedRetention time.Duration
@@ -155,7 +157,7 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 	branches := map[string][]lakefs.Branch{} // of each repository
 	for _, d := range j.cfg.Datasets {
 		target := cmp.Or(d.Target, "main")
-		for _, b := range []string{target, cmp.Or(d.Source, target), "main"} {
+		for _, b := range append([]string{target, cmp.Or(d.Source, target), "main"}, d.SourceRefs...) {
 			protected[branchKey{d.Repository, b}] = true
 		}
 		retention[d.Name] = cmp.Or(max(d.AbortedRetention, 0), DefaultAbortedRetention)
@@ -165,13 +167,21 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 
 	// Branches first, runs second: the runner stores a run before it creates
 	// its branch, so every branch listed here has its run in what is loaded
-	// next, however recent the branch.
+	// next, however recent the branch. A repository that cannot be listed
+	// (unreachable, or holding more branches than a listing takes, which
+	// anyone with a writer's key there can make) is reported and skipped:
+	// it does not stop the sweep of the others.
+	var errs []error
 	for _, repo := range repos {
 		bs, err := j.cfg.Lake.ListBranches(ctx, repo, j.cfg.Prefix)
 		if err != nil {
-			return nil, fmt.Errorf("janitor: list branches of %s: %w", repo, err)
+			errs = append(errs, fmt.Errorf("janitor: list branches of %s: %w", repo, err))
+			continue
 		}
 		branches[repo] = bs
+	}
+	if ctx.Err() != nil {
+		return nil, errors.Join(errs...)
 	}
 	runs, err := j.cfg.Runs(ctx)
 	if err != nil {
@@ -186,7 +196,6 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 
 	now := j.cfg.Now()
 	var out []Decision
-	var errs []error
 	for _, repo := range repos {
 		for _, b := range branches[repo] {
 			k := branchKey{repo, b.Name}

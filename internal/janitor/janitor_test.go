@@ -3,6 +3,7 @@ package janitor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -345,4 +346,40 @@ func deletedBy(t *testing.T, reg *prometheus.Registry, repo, why string) float64
 		}
 	}
 	return n
+}
+
+// TestOneRepositorysListingDoesNotStopTheOthers: anyone with a writer's key
+// on one repository can make more `wap-` branches there than a listing
+// takes (audit.max_list_objects), and a repository can be unreachable. The
+// sweep stopped at the first repository it could not list, so no other
+// repository's expired branch was ever deleted again. Now that repository's
+// error is reported, and the others are swept.
+func TestOneRepositorysListingDoesNotStopTheOthers(t *testing.T) {
+	lake := &fakeLake{branches: []lakefs.Branch{{Name: "wap-x", CommitID: "c"}}, head: time.Now().Add(-100 * time.Hour)}
+	flooded := &floodedLake{fakeLake: lake, flooded: "a-sandbox"}
+	j, err := janitor.New(janitor.Config{Lake: flooded,
+		Runs: func(context.Context) ([]pipeline.Run, error) { return nil, nil },
+		Datasets: []janitor.Dataset{{Name: "scratch", Repository: "a-sandbox"}, {Name: "billing", Repository: "lake"}}})
+	must(t, err)
+	ds, err := j.Sweep(context.Background(), false)
+	if err == nil || !strings.Contains(err.Error(), "a-sandbox") || !errors.Is(err, lakefs.ErrListOverLimit) {
+		t.Errorf("Sweep error %v; want one naming a-sandbox's listing over its limit", err)
+	}
+	if !slices.Equal(lake.deleted, []string{"wap-x"}) || len(ds) != 1 || !ds[0].Deleted || ds[0].Repository != "lake" {
+		t.Errorf("deleted %v, decisions %+v; want lake's wap-x deleted", lake.deleted, ds)
+	}
+}
+
+// floodedLake is fakeLake whose repository flooded holds more branches
+// than a listing takes.
+type floodedLake struct {
+	*fakeLake
+	flooded string
+}
+
+func (f *floodedLake) ListBranches(ctx context.Context, repo, prefix string) ([]lakefs.Branch, error) {
+	if repo == f.flooded {
+		return nil, &lakefs.Error{Op: "list branches", Repo: repo, Ref: prefix, Cause: fmt.Errorf("%w: more than 1000000 entries", lakefs.ErrListOverLimit)}
+	}
+	return f.fakeLake.ListBranches(ctx, repo, prefix)
 }
