@@ -2,7 +2,8 @@
 // the branches of aborted and failed runs after their dataset's retention,
 // and `wap-` branches without a live run (published batches, runs the state
 // store no longer has, leftovers) after a grace period. It never deletes a
-// branch that a dataset publishes to or branches from, nor the branch of a
+// branch that a dataset publishes to or branches from (its target, source
+// and source_refs), nor the branch of a
 // run that is still in progress.
 //
 // It may import pipeline (for Run), pipeline/lakefs (for the branch and

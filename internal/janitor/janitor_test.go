@@ -358,7 +358,7 @@ func TestOneRepositorysListingDoesNotStopTheOthers(t *testing.T) {
 	lake := &fakeLake{branches: []lakefs.Branch{{Name: "wap-x", CommitID: "c"}}, head: time.Now().Add(-100 * time.Hour)}
 	flooded := &floodedLake{fakeLake: lake, flooded: "a-sandbox"}
 	j, err := janitor.New(janitor.Config{Lake: flooded,
-		Runs: func(context.Context) ([]pipeline.Run, error) { return nil, nil },
+		Runs:     func(context.Context) ([]pipeline.Run, error) { return nil, nil },
 		Datasets: []janitor.Dataset{{Name: "scratch", Repository: "a-sandbox"}, {Name: "billing", Repository: "lake"}}})
 	must(t, err)
 	ds, err := j.Sweep(context.Background(), false)
