@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,8 @@ func TestJanitorsReadsDoNotChurnTheRunnersLakeFSCaches(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		p := strings.TrimPrefix(r.URL.Path, "/api/v1")
 		switch {
+		case p == "/user":
+			_, _ = w.Write([]byte(`{"user":{"id":"lakewap","creation_date":1}}`))
 		case r.Method == http.MethodPost && p == "/repositories/lake/branches/wap-billing-b1/commits":
 			w.WriteHeader(http.StatusCreated)
 			_, _ = w.Write([]byte(commitJSON(seal, "lakewap", parent)))
@@ -130,5 +133,78 @@ datasets:
 	defer mu.Unlock()
 	if n := len(asked) - before; n != 0 {
 		t.Errorf("after a sweep over %d writer-made branches the runner asked lakeFS %d times for its own seal (%v); want none", branches, n, asked[before:])
+	}
+}
+
+// TestJanitorKeepsAForgottenRunsSealAsLongAsAnAbortedRun: the store forgets
+// a finished run before its retention when max_finished_runs newer runs of
+// its dataset finish on its partition, and a producer can make those (land
+// and cancel batches). The janitor then finds the run's kept branch without
+// a run and judged it by its head commit's age against
+// janitor.abandoned_after (24 h), not the aborted run's retention (72 h):
+// an audit-failed batch's evidence, its head lakewap's seal of 30 hours
+// ago, was deleted. A head commit lakewap's own lakeFS user made (lakeFS
+// names the committer; no writer can) is now kept for the longest
+// aborted_retention of the repository's datasets; a writer's head as old
+// is still deleted.
+func TestJanitorKeepsAForgottenRunsSealAsLongAsAnAbortedRun(t *testing.T) {
+	k := kafkatest.StartFake(t, kfake.SeedTopics(1, "wap.events", "wap.runs"))
+	seal, mallorys, parent := strings.Repeat("e", 64), strings.Repeat("5", 64), strings.Repeat("a", 64)
+	old := time.Now().Add(-30 * time.Hour).Unix()
+	commitJSON := func(cid, committer string) string {
+		b, _ := json.Marshal(map[string]any{"id": cid, "parents": []string{parent}, "committer": committer, "message": "m",
+			"creation_date": old, "meta_range_id": "", "metadata": map[string]string{}})
+		return string(b)
+	}
+	var mu sync.Mutex
+	var deleted []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		p := strings.TrimPrefix(r.URL.Path, "/api/v1")
+		switch {
+		case p == "/user":
+			_, _ = w.Write([]byte(`{"user":{"id":"lakewap","creation_date":1}}`))
+		case p == "/repositories/lake/commits/"+seal:
+			_, _ = w.Write([]byte(commitJSON(seal, "lakewap")))
+		case p == "/repositories/lake/commits/"+mallorys:
+			_, _ = w.Write([]byte(commitJSON(mallorys, "mallory")))
+		case r.Method == http.MethodGet && p == "/repositories/lake/branches":
+			_, _ = w.Write([]byte(`{"results":[{"id":"wap-billing-evidence","commit_id":"` + seal + `"},{"id":"wap-mallory","commit_id":"` + mallorys +
+				`"}],"pagination":{"has_more":false,"next_offset":"","results":2,"max_per_page":1000}}`))
+		case r.Method == http.MethodDelete && strings.HasPrefix(p, "/repositories/lake/branches/"):
+			mu.Lock()
+			deleted = append(deleted, strings.TrimPrefix(p, "/repositories/lake/branches/"))
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	cfg, err := config.ParseIn([]byte(`
+kafka: {brokers: ["`+k.Brokers[0]+`"]}
+lakefs: {endpoint: "`+srv.URL+`", access_key_id: AK, secret_access_key: SK}
+datasets:
+  billing:
+    repository: lake
+    tables: [{name: t, path: gold/t/}]
+    checks: [{kind: row_count, table: t, min: 1}]
+`), func(string) (string, bool) { return "", false }, "")
+	must(t, err)
+	log := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	lake, err := daemon.Lake(cfg, log, nil, nil)
+	must(t, err)
+	j, err := daemon.NewJanitor(cfg, lake, log, nil)
+	must(t, err)
+	defer j.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := j.Sweep(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(deleted, []string{"wap-mallory"}) {
+		t.Errorf("the janitor deleted %v; want wap-mallory alone (wap-billing-evidence's head is lakewap's seal of 30 h ago, within the 72 h an aborted run's branch is kept)", deleted)
 	}
 }

@@ -109,7 +109,7 @@ func NewJanitor(cfg *config.Config, lake *lakefs.Client, log *slog.Logger, reg p
 	// The heads it reads are of branches anyone with a writer's key can
 	// make: read with the outside view's caches, not the runner's.
 	jc := janitor.Config{Lake: lake.Outside(), Runs: store.Runs, Datasets: ds, Release: store.Close,
-		AbandonedAfter: cfg.Janitor.AbandonedAfter.Std(), Logger: log,
+		AbandonedAfter: cfg.Janitor.AbandonedAfter.Std(), Logger: log, Own: lake.Committer,
 		MaxRunAge: cfg.MaxRunAge(), Cancel: func(ctx context.Context, run pipeline.Run, reason string) error {
 			return CancelRun(ctx, cfg, store, run, reason)
 		}}

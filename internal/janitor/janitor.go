@@ -76,6 +76,15 @@ type Config struct {
 	// Cancel asks the daemon to cancel run (a BatchCancelled on the input
 	// topic: one path per effect). Required with MaxRunAge.
 	Cancel func(ctx context.Context, run pipeline.Run, reason string) error
+	// Own, if set, is lakewap's lakeFS user as lakeFS names the committer
+	// of the commits it makes (lakefs.Client.Committer), asked once a sweep
+	// when a branch without a run is found. A branch without a run whose
+	// head commit lakewap made (a seal: the store forgot its run, which
+	// max_finished_runs newer runs of a producer's can make it do before the
+	// retention ends) is kept as long as an aborted run's branch of its
+	// repository, not AbandonedAfter. No writer can make a commit lakeFS
+	// names so.
+	Own func(ctx context.Context) (string, error)
 }
 
 // Defaults.
@@ -155,6 +164,9 @@ func (j *Janitor) Close() {
 func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 	protected := map[branchKey]bool{}
 	retention := map[string]time.Duration{}
+	// sealKept is how long a branch without a run whose head lakewap made
+	// is kept, by repository: its longest aborted retention.
+	sealKept := map[string]time.Duration{}
 	branches := map[string][]lakefs.Branch{} // of each repository
 	for _, d := range j.cfg.Datasets {
 		target := cmp.Or(d.Target, "main")
@@ -162,6 +174,7 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 			protected[branchKey{d.Repository, b}] = true
 		}
 		retention[d.Name] = cmp.Or(max(d.AbortedRetention, 0), DefaultAbortedRetention)
+		sealKept[d.Repository] = max(sealKept[d.Repository], j.cfg.AbandonedAfter, retention[d.Name])
 		branches[d.Repository] = nil
 	}
 	repos := slices.Sorted(maps.Keys(branches))
@@ -197,6 +210,7 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 
 	now := j.cfg.Now()
 	var out []Decision
+	own, ownAsked := "", false
 	for _, repo := range repos {
 		for _, b := range branches[repo] {
 			k := branchKey{repo, b.Name}
@@ -219,9 +233,29 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 					break
 				}
 				d.Age = now.Sub(head.CreationDate)
-				if d.Age >= j.cfg.AbandonedAfter {
+				keep := j.cfg.AbandonedAfter
+				if j.cfg.Own != nil && !ownAsked {
+					ownAsked = true
+					if own, err = j.cfg.Own(ctx); err != nil {
+						errs = append(errs, fmt.Errorf("janitor: lakewap's lakeFS user: %w", err))
+					}
+				}
+				switch {
+				case j.cfg.Own != nil && own == "":
+					// Unknown: a seal cannot be told from a writer's commit.
+					d.Why = "no run; lakewap's lakeFS user unknown, so whether lakewap made its head commit is too"
+					d.Err = "lakewap's lakeFS user is unknown"
+					keep = -1
+				case own != "" && head.Committer == own:
+					keep = sealKept[repo]
+				}
+				switch {
+				case keep < 0:
+				case d.Age >= keep:
 					d.Delete, d.Why = true, WhyAbandoned
-				} else {
+				case keep > j.cfg.AbandonedAfter:
+					d.Why = fmt.Sprintf("no run, head commit made by lakewap (a forgotten run's seal) younger than %s, the aborted retention", keep)
+				default:
 					d.Why = fmt.Sprintf("no run, head commit younger than %s", j.cfg.AbandonedAfter)
 				}
 			}

@@ -383,3 +383,22 @@ func (f *floodedLake) ListBranches(ctx context.Context, repo, prefix string) ([]
 	}
 	return f.fakeLake.ListBranches(ctx, repo, prefix)
 }
+
+// TestUnknownOwnUserKeepsBranchesWithoutARun: without knowing lakewap's
+// lakeFS user the janitor cannot tell a forgotten run's seal from a
+// writer's commit, so it deletes no branch without a run, and says why.
+func TestUnknownOwnUserKeepsBranchesWithoutARun(t *testing.T) {
+	lake := &fakeLake{branches: []lakefs.Branch{{Name: "wap-x", CommitID: "c"}}, head: time.Now().Add(-100 * time.Hour)}
+	j, err := janitor.New(janitor.Config{Lake: lake,
+		Runs:     func(context.Context) ([]pipeline.Run, error) { return nil, nil },
+		Own:      func(context.Context) (string, error) { return "", errors.New("lakefs get current user: HTTP 503") },
+		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}}})
+	must(t, err)
+	ds, err := j.Sweep(context.Background(), false)
+	if err == nil || !strings.Contains(err.Error(), "HTTP 503") {
+		t.Errorf("Sweep error %v; want the user lookup's", err)
+	}
+	if len(lake.deleted) != 0 || len(ds) != 1 || ds[0].Delete || ds[0].Err == "" {
+		t.Errorf("deleted %v, decisions %+v; want wap-x kept with an error", lake.deleted, ds)
+	}
+}
