@@ -143,10 +143,19 @@ type page[R any] struct {
 func list[R, T any](ctx context.Context, c *Client, k call, limit int, conv func(R) T,
 	get func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error),
 ) ([]T, error) {
+	return listKept(ctx, c, k, limit, func(r R) (T, bool) { return conv(r), true }, get)
+}
+
+// listKept is list keeping only the entries conv says to keep, as each
+// page is read; the entries it leaves out count towards c.maxList too.
+func listKept[R, T any](ctx context.Context, c *Client, k call, limit int, conv func(R) (T, bool),
+	get func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error),
+) ([]T, error) {
 	var out []T
 	var after *apigen.PaginationAfter
+	seen := 0
 	for {
-		if limit == 0 && len(out) > c.maxList {
+		if limit == 0 && seen > c.maxList {
 			return nil, c.logged(k, time.Now(), &Error{Op: k.op, Repo: k.repo, Ref: k.ref,
 				Cause: fmt.Errorf("%w: more than %d entries, the most one may hold (audit.max_list_objects)", ErrListOverLimit, c.maxList)})
 		}
@@ -161,8 +170,11 @@ func list[R, T any](ctx context.Context, c *Client, k call, limit int, conv func
 		if err != nil {
 			return nil, err
 		}
+		seen += len(p.Results)
 		for _, r := range p.Results {
-			out = append(out, conv(r))
+			if v, ok := conv(r); ok {
+				out = append(out, v)
+			}
 		}
 		if limit > 0 && len(out) >= limit {
 			return out[:limit], nil

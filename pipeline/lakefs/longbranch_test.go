@@ -1,0 +1,47 @@
+package lakefs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// TestBranchListingLeavesOutNamesLongerThanLakewapMakes: lakeFS bounds no
+// branch name (`^\w[-\w]*$`), and anyone with a writer's key can make
+// `wap-` branches of 60 KiB names. The janitor lists every `wap-` branch
+// whole, up to audit.max_list_objects (1,000,000) of them, a page of 1,000
+// read whole up to 64 MiB: 20,000 such branches made each sweep of the
+// daemon hold 1.2 GB of names, a million 60 GB. No branch lakewap makes
+// has a name over schemas.MaxBranchNameLen bytes: the listing leaves the
+// longer ones out as it reads each page, so what it holds is bounded by the
+// entries' count, not by what a writer names them.
+func TestBranchListingLeavesOutNamesLongerThanLakewapMakes(t *testing.T) {
+	const long = 200
+	var refs []map[string]string
+	for i := range long {
+		refs = append(refs, map[string]string{"id": fmt.Sprintf("wap-%04d-", i) + strings.Repeat("x", 32<<10), "commit_id": strings.Repeat("a", 64)})
+	}
+	ours := schemas.BranchName("billing", strings.Repeat("b", 200)) // the longest lakewap makes
+	refs = append(refs, map[string]string{"id": ours, "commit_id": strings.Repeat("c", 64)})
+	body, err := json.Marshal(map[string]any{"results": refs, "pagination": map[string]any{"has_more": false, "next_offset": "", "results": len(refs), "max_per_page": 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := newFake(t, map[string]answer{"GET /api/v1/repositories/lake/branches": {200, string(body)}})
+	bs, err := cl.ListBranches(context.Background(), "lake", "wap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, b := range bs {
+		held += len(b.Name)
+	}
+	if len(bs) != 1 || bs[0].Name != ours {
+		t.Errorf("the listing holds %d branches, %d bytes of names; want %s alone (%d branches of 32 KiB names are no branches lakewap makes)",
+			len(bs), held, ours, long)
+	}
+}
