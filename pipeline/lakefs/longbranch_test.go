@@ -10,12 +10,14 @@ import (
 	"github.com/lakewap/lakewap/schemas"
 )
 
-// TestBranchListingLeavesOutNamesLongerThanLakewapMakes: lakeFS bounds no
-// branch name (`^\w[-\w]*$`), and anyone with a writer's key can make
-// `wap-` branches of 60 KiB names. The janitor lists every `wap-` branch
-// whole, up to audit.max_list_objects (1,000,000) of them, a page of 1,000
-// read whole up to 64 MiB: 20,000 such branches made each sweep of the
-// daemon hold 1.2 GB of names, a million 60 GB. No branch lakewap makes
+// TestBranchListingLeavesOutNamesLongerThanLakewapMakes: lakeFS itself
+// bounds no branch name (`^\w[-\w]*$`; its key-value store may: about
+// 2.7 KB on PostgreSQL, 1 KiB on DynamoDB, none on its local store), and
+// anyone with a writer's key can make `wap-` branches of such names. The
+// janitor lists every `wap-` branch whole, up to audit.max_list_objects
+// (1,000,000) of them, a page of 1,000 read whole up to 64 MiB: a million
+// names of 2.7 KB made each sweep of the daemon hold 2.7 GB, 20,000 of
+// 60 KiB on the local store 1.2 GB. No branch lakewap makes
 // has a name over schemas.MaxBranchNameLen bytes: the listing leaves the
 // longer ones out as it reads each page, so what it holds is bounded by the
 // entries' count, not by what a writer names them.

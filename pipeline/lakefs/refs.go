@@ -94,8 +94,9 @@ func (c *Client) DeleteBranch(ctx context.Context, repo, branch string) error {
 
 // ListBranches lists the branches whose names start with prefix and are
 // at most schemas.MaxBranchNameLen bytes long, the longest lakewap makes.
-// lakeFS bounds no branch name, and a writer's names of 60 KiB made the
-// janitor's listing hold gigabytes (TestBranchListingLeavesOutNamesLongerThanLakewapMakes):
+// lakeFS itself bounds no branch name (its key-value store may), and a
+// writer's long names made the janitor's listing hold gigabytes
+// (TestBranchListingLeavesOutNamesLongerThanLakewapMakes):
 // longer ones are left out as each page is read (and still count towards
 // the listing's limit).
 func (c *Client) ListBranches(ctx context.Context, repo, prefix string) ([]Branch, error) {
