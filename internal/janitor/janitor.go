@@ -3,8 +3,7 @@
 // and `wap-` branches without a live run (published batches, runs the state
 // store no longer has, leftovers) after a grace period. It never deletes a
 // branch that a dataset publishes to or branches from (its target, source
-// and source_refs), nor the branch of a
-// run that is still in progress.
+// and source_refs), nor the branch of a run that is still in progress.
 //
 // It may import pipeline (for Run), pipeline/lakefs (for the branch and
 // commit types its Lake returns), schemas and the standard library.
@@ -194,8 +193,8 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 		}
 		branches[repo] = bs
 	}
-	if ctx.Err() != nil {
-		return nil, errors.Join(errs...)
+	if ctx.Err() != nil || len(errs) == len(repos) && len(repos) > 0 {
+		return nil, errors.Join(errs...) // nothing to judge
 	}
 	runs, err := j.cfg.Runs(ctx)
 	if err != nil {
