@@ -26,6 +26,12 @@ const (
 	// ^\w[-\w]*$; 128 keeps names readable and far from key-size limits of
 	// lakeFS's KV stores.
 	MaxBranchNameLen = 128
+	// RevertScratchSuffix names a run's revert audit's scratch branch
+	// after its batch branch (pipeline/runner).
+	RevertScratchSuffix = "-revert-audit"
+	// MaxLakewapBranchNameLen bounds every branch lakewap makes, scratch
+	// branches included: the janitor's listing keeps no longer name.
+	MaxLakewapBranchNameLen = MaxBranchNameLen + len(RevertScratchSuffix)
 	// BranchPrefix starts every batch branch name.
 	BranchPrefix = "wap-"
 	// maxFutureSkew is how far ahead of our clock a producer's timestamp may be.

@@ -18,7 +18,7 @@ import (
 // (1,000,000) of them, a page of 1,000 read whole up to 64 MiB: a million
 // names of 2.7 KB made each sweep of the daemon hold 2.7 GB, 20,000 of
 // 60 KiB on the local store 1.2 GB. No branch lakewap makes
-// has a name over schemas.MaxBranchNameLen bytes: the listing leaves the
+// has a name over schemas.MaxLakewapBranchNameLen bytes: the listing leaves the
 // longer ones out as it reads each page, so what it holds is bounded by the
 // entries' count, not by what a writer names them.
 func TestBranchListingLeavesOutNamesLongerThanLakewapMakes(t *testing.T) {
@@ -45,5 +45,29 @@ func TestBranchListingLeavesOutNamesLongerThanLakewapMakes(t *testing.T) {
 	if len(bs) != 1 || bs[0].Name != ours {
 		t.Errorf("the listing holds %d branches, %d bytes of names; want %s alone (%d branches of 32 KiB names are no branches lakewap makes)",
 			len(bs), held, ours, long)
+	}
+}
+
+// TestBranchListingKeepsRevertScratchBranches: the janitor deletes a
+// revert's scratch branch (the run's branch and "-revert-audit") a crash
+// left behind, as a branch without a run; the scratch branch of a run whose
+// branch name is the longest lakewap makes is longer than that name, and
+// must still be listed, or it is never deleted.
+func TestBranchListingKeepsRevertScratchBranches(t *testing.T) {
+	longest := schemas.BranchName(strings.Repeat("d", 100), strings.Repeat("b", 200))
+	scratch := longest + "-revert-audit"
+	body, err := json.Marshal(map[string]any{"results": []map[string]string{{"id": longest, "commit_id": strings.Repeat("a", 64)},
+		{"id": scratch, "commit_id": strings.Repeat("c", 64)}},
+		"pagination": map[string]any{"has_more": false, "next_offset": "", "results": 2, "max_per_page": 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := newFake(t, map[string]answer{"GET /api/v1/repositories/lake/branches": {200, string(body)}})
+	bs, err := cl.ListBranches(context.Background(), "lake", "wap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bs) != 2 || bs[1].Name != scratch {
+		t.Errorf("the listing holds %v; want %s and its revert's scratch branch %s", bs, longest, scratch)
 	}
 }

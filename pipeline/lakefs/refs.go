@@ -93,7 +93,8 @@ func (c *Client) DeleteBranch(ctx context.Context, repo, branch string) error {
 }
 
 // ListBranches lists the branches whose names start with prefix and are
-// at most schemas.MaxBranchNameLen bytes long, the longest lakewap makes.
+// at most schemas.MaxLakewapBranchNameLen bytes long, the longest lakewap
+// makes (a revert's scratch branch of the longest batch branch).
 // lakeFS itself bounds no branch name (its key-value store may), and a
 // writer's long names made the janitor's listing hold gigabytes
 // (TestBranchListingLeavesOutNamesLongerThanLakewapMakes):
@@ -102,7 +103,7 @@ func (c *Client) DeleteBranch(ctx context.Context, repo, branch string) error {
 func (c *Client) ListBranches(ctx context.Context, repo, prefix string) ([]Branch, error) {
 	return listKept(ctx, c, call{op: "list branches", repo: repo, ref: prefix}, 0,
 		func(r apigen.Ref) (Branch, bool) {
-			return Branch{Name: r.Id, CommitID: r.CommitId}, len(r.Id) <= schemas.MaxBranchNameLen
+			return Branch{Name: r.Id, CommitID: r.CommitId}, len(r.Id) <= schemas.MaxLakewapBranchNameLen
 		},
 		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
 			return c.api.ListBranches(ctx, repo, &apigen.ListBranchesParams{Prefix: prefixParam(prefix), After: after, Amount: amount})

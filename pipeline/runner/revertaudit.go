@@ -35,7 +35,9 @@ import (
 // revertScratchSuffix names the scratch branch of a run's revert audit
 // (its batch branch's name and the suffix: under the branch prefix, so
 // the janitor deletes one a crash left behind, as a branch without a run).
-const revertScratchSuffix = "-revert-audit"
+// Every branch lakewap makes is within schemas.MaxLakewapBranchNameLen,
+// which the janitor's listing keeps.
+const revertScratchSuffix = schemas.RevertScratchSuffix
 
 // metaRevertAudit marks lakewap's revert on the scratch branch with a
 // value of its own (a nonce), by which it is told from a writer's commit.
