@@ -42,8 +42,11 @@ type fileColumn struct {
 	// sparkChar is the DuckDB condition of a value of it shorter than the
 	// CHAR(n) its file's Spark schema declares it (or a leaf of it), which
 	// Spark pads with spaces when it reads it (markSparkChar,
-	// sparkchar.go), or ""; sparkCharType, the declaration, clipped.
+	// sparkchar.go), or ""; sparkCharType, the declaration, clipped;
+	// sparkCharTexts, the whole texts of the declarations giving it, which
+	// the file's statistics keep (sparkFacts).
 	sparkChar, sparkCharType string
+	sparkCharTexts           []string
 	// pandas is why pandas.read_parquet reads it otherwise than DuckDB,
 	// by the file's pandas metadata (markPandas), or "".
 	pandas string

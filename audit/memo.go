@@ -498,6 +498,9 @@ func (r *run) parquetColumnsMemo(ctx context.Context, files []string, ids map[st
 				for _, ch := range c.children {
 					size += int64(len(ch)) + 16
 				}
+				for _, d := range c.sparkCharTexts {
+					size += int64(len(d)) + 16
+				}
 				for _, l := range c.rebased {
 					size += int64(len(l.path)) + 48
 					for _, s := range l.steps {

@@ -71,8 +71,11 @@ func TestMerge60SparkIntegerWidthsAcrossFilesAreAuditedWhole(t *testing.T) {
 // and DuckDB: a batch declaring c char(5) (its values 5 long) beside an
 // unchanged `ab`, and a batch's undeclared `ab` beside unchanged files
 // declaring char(5). The full audit refuses both (sparkChars). Before the
-// fix the incremental audit passed both. Now a table one of whose
-// audited files declares a CHAR is audited whole.
+// fix the incremental audit passed both. Review 60 audited whole a table
+// one of whose audited files declares a CHAR; since review 61 the first
+// batch brings a declaration no unchanged file makes (the audit runs
+// full), and the second is found by the scan of the batch's files by the
+// unchanged files' declarations (the audit runs full, which refuses it).
 func TestMerge60SparkCharDeclarationsAcrossFilesAreAuditedWhole(t *testing.T) {
 	suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindNotNull, Table: "t", Column: "c"}}}
 	eachCache(t, func(t *testing.T, cache bool) {
@@ -82,7 +85,7 @@ func TestMerge60SparkCharDeclarationsAcrossFilesAreAuditedWhole(t *testing.T) {
 			r.lake.branch(t, cid("c001"), s)
 			r.lake.commit(s, []string{cid("c001")}, nil)
 			writeSQLMeta(t, r.lake, s, "data/t/s1/part-0.parquet", "SELECT 'vwxyz' AS c", charSpark)
-			wantFailsAsFull(t, r, s, cid("c001"), ModeFull, `declares column "c" a CHAR in its Spark schema`)
+			wantFailsAsFull(t, r, s, cid("c001"), ModeFull, `declares column "c" "char(5)" in its Spark schema, which no unchanged file of the table declares`)
 		})
 		t.Run("table_declares", func(t *testing.T) {
 			// The unchanged files declare c char(5), their values 5 long,
@@ -91,7 +94,7 @@ func TestMerge60SparkCharDeclarationsAcrossFilesAreAuditedWhole(t *testing.T) {
 				writeSQLMeta(t, l, ref, path, "SELECT 'abcde' AS c", charSpark)
 			})
 			s := r.batchSQL("c001", "s1", "data/t/s1/part-0.parquet", "SELECT 'ab' AS c")
-			wantFailsAsFull(t, r, s, cid("c001"), ModeFull, `declares column "c" a CHAR in its Spark schema`)
+			wantFailsAsFull(t, r, s, cid("c001"), ModeFull, `holds values shorter than their CHAR's length in 1 rows, and is declared "char(5)" in the Spark schema of file data/t/`)
 		})
 	})
 }

@@ -1,7 +1,9 @@
 package audit
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -168,8 +170,8 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 				return fmt.Sprintf("table %s's column %q is %s in %s and %s in %s: Spark reads every file of the table by one file's integer type", t.Name, k, ts[0][0], ts[0][1], ts[1][0], ts[1][1]), nil
 			}
 		}
-		if why := r.sparkCharDeclared(t, it); why != "" {
-			return why, nil
+		if why, err := r.sparkCharDeclared(ctx, t, it); why != "" || err != nil {
+			return why, err
 		}
 	}
 	return "", nil
@@ -190,40 +192,94 @@ func int32Integer(typ string) bool {
 }
 
 // sparkCharDeclared is why the audited files of t cannot be judged by the
-// batch's alone ("" when they can): one of them, unchanged or the
-// batch's, declares a column a CHAR(n) in its Spark schema, and Spark
-// pads that column's shorter values in every file of the table, which
-// only a scan of every file finds (sparkChars; review 60: a batch
-// declaring char(5) beside an unchanged `ab`, and a batch's `ab` beside
-// unchanged files declaring char(5), passed incrementally). A file whose
-// footer's facts are not known (its statistics were not computed) counts
-// as one.
-func (r *run) sparkCharDeclared(t Table, it *incTable) string {
-	why := func(path, col string) string {
-		return fmt.Sprintf("table %s's file %s declares column %q a CHAR in its Spark schema, which Spark pads in every file of the table: each is scanned", t.Name, path, col)
+// batch's alone ("" when they can). Spark pads the values of a column that
+// any file of the table declares a CHAR(n) in its Spark schema in every
+// file of the table, which the full audit refuses by scanning every file
+// by every file's declarations (sparkChars; review 60: a batch declaring
+// char(5) beside an unchanged `ab`, and a batch's `ab` beside unchanged
+// files declaring char(5), passed incrementally). The unchanged files
+// passed that scan at the foundation by the declarations of its files,
+// which hold theirs (each file's statistics record keep them:
+// sparkFacts). So:
+//   - a batch's file declaring a column's CHAR as no unchanged file does
+//     needs the unchanged files scanned by it: the audit runs full;
+//   - else the batch's files, scanned by their own declarations when
+//     their view was made (columnCollision), are scanned by the
+//     unchanged files' here, and one holding a value Spark pads runs the
+//     audit full, which refuses it naming the file (the report is then
+//     the full audit's, check by check);
+//   - a file whose declarations are not known (its record does not hold
+//     them, or holds more than it keeps: Unknown) runs the audit full.
+//
+// The cost follows the batch: the unchanged files' records are read from
+// the statistics, and only the batch's files are scanned (review 61).
+// err is the run's own (the machine failed the scan).
+func (r *run) sparkCharDeclared(ctx context.Context, t Table, it *incTable) (string, error) {
+	old := map[string][]sparkCharWant{} // by lower-case column: the unchanged files' declarations
+	type parsed struct {
+		cond, declared string
+		ok             bool
 	}
+	seen := map[string]parsed{} // a declaration's condition, by column and texts
 	for i, o := range it.old {
-		if i >= len(it.oldStats) || it.oldStats[i].Spark == nil {
-			return fmt.Sprintf("the Spark schema of %s is not known", o.Path)
+		if i >= len(it.oldStats) || !it.oldStats[i].Spark.current() || it.oldStats[i].Spark.Unknown {
+			return fmt.Sprintf("the CHAR declarations of the Spark schema of %s are not known", o.Path), nil
 		}
-		if c := it.oldStats[i].Spark.Char; c != "" {
-			return why(o.Path, c)
+		for _, c := range it.oldStats[i].Spark.Chars {
+			k := c.Column + "\x00" + strings.Join(c.Declared, "\x00")
+			p, ok := seen[k]
+			if !ok {
+				p.cond, p.declared, p.ok = sparkCharCondOfTexts(c.Column, c.Declared)
+				seen[k] = p
+			}
+			if !p.ok {
+				return fmt.Sprintf("the CHAR declarations of the Spark schema of %s are not known", o.Path), nil
+			}
+			w := sparkCharWant{p.cond, p.declared, fmt.Sprintf("the Spark schema of file %s (%s)", o.Path, sparkCharKey)}
+			if err := addSparkCharWant(old, c.Column, w); err != nil {
+				return fmt.Sprintf("table %s: %v", t.Name, err), nil
+			}
 		}
+	}
+	if len(it.batch) == 0 {
+		return "", nil
 	}
 	bv := r.views[viewKey{schemaBatch, strings.ToLower(t.Name)}]
-	if len(it.batch) > 0 && (bv == nil || len(bv.files) != len(it.batch)) {
-		return fmt.Sprintf("the Spark schemas of the batch's files of table %s are not known", t.Name)
+	if bv == nil || len(bv.files) != len(it.batch) {
+		return fmt.Sprintf("the Spark schemas of the batch's files of table %s are not known", t.Name), nil
 	}
+	cols := make(map[string][]fileColumn, len(it.batch))
+	objPath := make(map[string]string, len(it.batch))
+	ids := map[string]string{}
 	for i, o := range it.batch {
-		cols, ok := r.footerCols[bv.files[i]]
+		f := bv.files[i]
+		fc, ok := r.footerCols[f]
 		if !ok {
-			return fmt.Sprintf("the Spark schema of %s is not known", o.Path)
+			return fmt.Sprintf("the Spark schema of %s is not known", o.Path), nil
 		}
-		if c := sparkCharColumn(cols); c != "" {
-			return why(o.Path, c)
+		cols[f], objPath[f] = fc, o.Path
+		if id, ok := r.fileIdentity(o, cmp.Or(o.at, bv.ref)); ok && r.e.memo != nil {
+			ids[f] = id
+		}
+		for _, c := range fc {
+			if c.sparkChar == "" {
+				continue
+			}
+			if !slices.ContainsFunc(old[strings.ToLower(c.name)], func(w sparkCharWant) bool { return w.cond == c.sparkChar }) {
+				return fmt.Sprintf("table %s's file %s declares column %q %q in its Spark schema, which no unchanged file of the table declares: Spark pads every file's values of it, and the unchanged files were not scanned by it", t.Name, o.Path, c.name, c.sparkCharType), nil
+			}
 		}
 	}
-	return ""
+	// The batch's declarations are the unchanged files' (above): their
+	// union is old.
+	err := r.scanSparkChars(ctx, old, cols, bv.files, objPath, ids)
+	switch {
+	case err == nil:
+		return "", nil
+	case ctx.Err() != nil, errors.Is(err, ErrInfrastructure), infrastructure(err):
+		return "", err
+	}
+	return fmt.Sprintf("table %s: %v", t.Name, err), nil
 }
 
 // partitionKeys is the keys of the partition directories of dir (a

@@ -253,10 +253,12 @@ func sparkCharCond(e string, t *sparkType, depth int) string {
 }
 
 // sparkCharDecl is a CHAR declaration of a column: its type as Spark's
-// parser reads it and its text, clipped.
+// parser reads it, its text, clipped, and whole (what a file's statistics
+// record keeps: sparkFacts).
 type sparkCharDecl struct {
 	typ  *sparkType
 	text string
+	full string
 }
 
 // sparkCharDecls are the types that field f (a top-level field of a Spark
@@ -292,7 +294,7 @@ func sparkCharDecls(f sparkField, whose string) (decls []sparkCharDecl, why stri
 		if err != nil {
 			return nil, fmt.Sprintf("%s declares it %q, naming a CHAR, whose values Spark pads with spaces when it reads them, in a type text lakewap does not read", whose, clip(d, 128))
 		}
-		decls = append(decls, sparkCharDecl{typ, clip(d, 128)})
+		decls = append(decls, sparkCharDecl{typ, clip(d, 128), d})
 	}
 	return decls, ""
 }
@@ -303,9 +305,13 @@ func sparkCharDecls(f sparkField, whose string) (decls []sparkCharDecl, why stri
 // (char(n)), and the declaration. It returns why the file is refused for
 // it, or "": a declaration naming a char lakewap does not read.
 func markSparkChar(col *fileColumn, f sparkField) string {
-	cond, declared, why := sparkCharCondOf(col.name, f, "its Spark schema")
+	decls, why := sparkCharDecls(f, "its Spark schema")
+	if why != "" {
+		return why
+	}
+	cond, declared, used, why := sparkCharCondOfDecls(col.name, decls, "its Spark schema")
 	if why == "" && cond != "" {
-		col.sparkChar, col.sparkCharType = cond, declared
+		col.sparkChar, col.sparkCharType, col.sparkCharTexts = cond, declared, used
 	}
 	return why
 }
@@ -318,6 +324,14 @@ func sparkCharCondOf(name string, f sparkField, whose string) (cond, declared, w
 	if why != "" {
 		return "", "", why
 	}
+	cond, declared, _, why = sparkCharCondOfDecls(name, decls, whose)
+	return cond, declared, why
+}
+
+// sparkCharCondOfDecls is sparkCharCondOf of decls, a column's, with the
+// whole texts of those giving the condition, in order: the condition of
+// sparkCharCondOfTexts(name, used).
+func sparkCharCondOfDecls(name string, decls []sparkCharDecl, whose string) (cond, declared string, used []string, why string) {
 	for _, d := range decls {
 		c := sparkCharCond(quoteIdent(name), d.typ, 0)
 		if c == "" {
@@ -327,11 +341,29 @@ func sparkCharCondOf(name string, f sparkField, whose string) (cond, declared, w
 			c = cond + " OR " + c
 		}
 		if len(c) > maxSparkCharCond {
-			return "", "", fmt.Sprintf("%s declares it %q, of more CHAR leaves than lakewap compares", whose, d.text)
+			return "", "", nil, fmt.Sprintf("%s declares it %q, of more CHAR leaves than lakewap compares", whose, d.text)
 		}
 		cond, declared = c, d.text
+		used = append(used, d.full)
 	}
-	return cond, declared, ""
+	return cond, declared, used, ""
+}
+
+// sparkCharCondOfTexts is the condition and declaration of column name
+// that a file's statistics record of its declarations (sparkCharFact)
+// gives, as markSparkChar gave them when it read the file's footer; ok
+// is false for texts that give none (a record not of this build's).
+func sparkCharCondOfTexts(name string, texts []string) (cond, declared string, ok bool) {
+	decls := make([]sparkCharDecl, 0, len(texts))
+	for _, text := range texts {
+		typ, err := parseSparkType(text)
+		if err != nil {
+			return "", "", false
+		}
+		decls = append(decls, sparkCharDecl{typ, clip(text, 128), text})
+	}
+	cond, declared, used, why := sparkCharCondOfDecls(name, decls, "its Spark schema")
+	return cond, declared, why == "" && cond != "" && len(used) == len(texts)
 }
 
 // sparkCharWant is a column's CHAR declaration a table's files are

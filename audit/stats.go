@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -37,8 +36,9 @@ type fileStats struct {
 	// computed again.
 	Schema [][2]string `json:"schema,omitempty"`
 	// Spark is what the file's footer tells of how Spark reads the
-	// table's other files (schemaagree.go's sparkCharDeclared); nil in a
-	// record written before records held it, which is computed again.
+	// table's other files (schemaagree.go's sparkCharDeclared); nil, or
+	// of another version than sparkFactsV, in a record written before
+	// records held it as this build reads it, which is computed again.
 	Spark *sparkFacts `json:"spark,omitempty"`
 	// mixed: computed in one scan with files that give a column another
 	// type, so in the type of their union, not the file's own. Not stored
@@ -47,23 +47,74 @@ type fileStats struct {
 }
 
 // sparkFacts are a file's footer facts that change how Spark reads the
-// table's other files: Char is a column (its name, clipped) its Spark
-// schema declares a CHAR(n), or of a type holding one, whose values Spark
-// pads in every file of the table (sparkchar.go); "" when none.
+// table's other files: Chars are the columns its Spark schema declares a
+// CHAR(n), or of a type holding one, whose values Spark pads in every
+// file of the table (sparkchar.go), with their declarations, in the
+// file's order; Unknown, that they are more than a record keeps
+// (maxSparkCharFacts, maxSparkCharFactBytes), and an incremental audit
+// of the table runs full. V is sparkFactsV: review 60's records held the
+// first such column's name only (V 0), which an incremental audit
+// cannot scan a batch by, and are computed again.
 type sparkFacts struct {
-	Char string `json:"char,omitempty"`
+	V       int             `json:"v"`
+	Chars   []sparkCharFact `json:"chars,omitempty"`
+	Unknown bool            `json:"unknown,omitempty"`
 }
+
+// sparkCharFact is a column a file's Spark schema declares a CHAR (its
+// name as the file spells it) and the whole texts of the declarations
+// giving its condition (fileColumn.sparkCharTexts): the condition is
+// sparkCharCondOfTexts(Column, Declared).
+type sparkCharFact struct {
+	Column   string   `json:"column"`
+	Declared []string `json:"declared"`
+}
+
+// sparkFactsV is the version of the facts this build writes and takes.
+const sparkFactsV = 2
+
+// maxSparkCharFacts and maxSparkCharFactBytes bound a record's CHAR
+// declarations: its columns, and the bytes of their names and texts.
+// Spark writes `char(5)` per column; past either, the record says
+// Unknown.
+const (
+	maxSparkCharFacts     = 16
+	maxSparkCharFactBytes = 2 << 10
+)
 
 // noSparkFacts are the facts of a file that declares no CHAR, shared by
 // every such record in memory.
-var noSparkFacts = &sparkFacts{}
+var noSparkFacts = &sparkFacts{V: sparkFactsV}
 
 // sharedFacts is f, or noSparkFacts when f is equal to it.
 func sharedFacts(f *sparkFacts) *sparkFacts {
-	if f != nil && *f == *noSparkFacts {
+	if f != nil && f.V == sparkFactsV && !f.Unknown && len(f.Chars) == 0 {
 		return noSparkFacts
 	}
 	return f
+}
+
+// current: f are facts this build takes.
+func (f *sparkFacts) current() bool { return f != nil && f.V == sparkFactsV }
+
+// sparkFactsOf are the facts of a file of columns cols (its footer's).
+func sparkFactsOf(cols []fileColumn) *sparkFacts {
+	f := &sparkFacts{V: sparkFactsV}
+	bytes := 0
+	for _, c := range cols {
+		if c.sparkChar == "" {
+			continue
+		}
+		bytes += len(c.name)
+		for _, d := range c.sparkCharTexts {
+			bytes += len(d)
+		}
+		if len(f.Chars) == maxSparkCharFacts || bytes > maxSparkCharFactBytes || len(c.sparkCharTexts) == 0 {
+			return &sparkFacts{V: sparkFactsV, Unknown: true}
+		}
+		f.Chars = append(f.Chars, sparkCharFact{Column: c.name, Declared: c.sparkCharTexts})
+	}
+	return sharedFacts(f)
 }
 
 // colStats are one column's figures in one file. Min and Max are DuckDB's
@@ -128,7 +179,7 @@ func (n statsNeed) empty() bool { return len(n.cols) == 0 && len(n.wheres) == 0 
 // read_parquet's virtual column so named (ownColumnsSQL), doubtful
 // (TestReview38RecordsOfTheVirtualColumnAreComputedAgain).
 func (s fileStats) has(n statsNeed) bool {
-	if len(s.Schema) == 0 || s.Spark == nil {
+	if len(s.Schema) == 0 || !s.Spark.current() {
 		return false
 	}
 	for _, c := range n.cols {
@@ -571,7 +622,10 @@ func mergeStats(a, b fileStats) fileStats {
 	if len(a.Schema) == 0 {
 		a = fileStats{}
 	}
-	out := fileStats{Rows: b.Rows, Counts: map[string]int64{}, Cols: map[string]colStats{}, Schema: b.Schema, Spark: cmp.Or(b.Spark, a.Spark)}
+	out := fileStats{Rows: b.Rows, Counts: map[string]int64{}, Cols: map[string]colStats{}, Schema: b.Schema, Spark: b.Spark}
+	if !out.Spark.current() && a.Spark.current() {
+		out.Spark = a.Spark
+	}
 	if len(out.Schema) == 0 {
 		out.Schema = a.Schema
 	}
@@ -644,20 +698,9 @@ func (r *run) markSparkFacts(ctx context.Context, files []string, out []fileStat
 		if !ok {
 			cols = read[f]
 		}
-		out[i].Spark = sharedFacts(&sparkFacts{Char: sparkCharColumn(cols)})
+		out[i].Spark = sparkFactsOf(cols)
 	}
 	return nil
-}
-
-// sparkCharColumn is the first of cols (a file's) its Spark schema
-// declares a CHAR, or of a type holding one (clipped), or "".
-func sparkCharColumn(cols []fileColumn) string {
-	for _, c := range cols {
-		if c.sparkChar != "" {
-			return cmp.Or(clip(c.name, 128), "?")
-		}
-	}
-	return ""
 }
 
 // fileSchema is the columns of the local Parquet file f as DuckDB reads
