@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -259,8 +260,9 @@ func TestMerge61CharIncrementalEqualsFull(t *testing.T) {
 
 // TestMerge61CharFactsHaveABudget: a record keeps at most
 // maxSparkCharFacts columns' declarations and maxSparkCharFactBytes of
-// their names and texts; past either it says Unknown (and an incremental
-// audit of the table runs full), never a part of them.
+// their names and texts, and as many integer leaves not told; past either
+// it says Unknown (and an incremental audit of the table runs full),
+// never a part of them.
 func TestMerge61CharFactsHaveABudget(t *testing.T) {
 	col := func(name, text string) fileColumn {
 		return fileColumn{name: name, sparkChar: "length(x) < 5", sparkCharType: clip(text, 128), sparkCharTexts: []string{text}}
@@ -281,6 +283,8 @@ func TestMerge61CharFactsHaveABudget(t *testing.T) {
 		{"at the bound", many[:maxSparkCharFacts], false, maxSparkCharFacts},
 		{"past the count", many, true, 0},
 		{"past the bytes", []fileColumn{col("c", long)}, true, 0},
+		{"integer leaves not told past the count", []fileColumn{{name: "ts", sparkInts: slices.Repeat([]sparkIntLeaf{{path: "x", typ: "timestamp", physical: ptInt64}}, maxSparkCharFacts+1)}}, true, 0},
+		{"integer leaves told", []fileColumn{{name: "ts", sparkInts: slices.Repeat([]sparkIntLeaf{{path: "x", typ: "timestamp", physical: ptInt64, told: true}}, maxSparkCharFacts+1)}}, false, 0},
 	} {
 		f := sparkFactsOf(tc.cols)
 		if !f.current() || f.Unknown != tc.unknown || len(f.Chars) != tc.chars {

@@ -170,6 +170,9 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 				return fmt.Sprintf("table %s's column %q is %s in %s and %s in %s: Spark reads every file of the table by one file's integer type", t.Name, k, ts[0][0], ts[0][1], ts[1][0], ts[1][1]), nil
 			}
 		}
+		if why := r.sparkIntsUntold(t, it, batchStats); why != "" {
+			return why, nil
+		}
 		if why, err := r.sparkCharDeclared(ctx, t, it); why != "" || err != nil {
 			return why, err
 		}
@@ -189,6 +192,83 @@ func int32Integer(typ string) bool {
 		return true
 	}
 	return false
+}
+
+// sparkIntsUntold is why the audited files of t, which give each column
+// one DuckDB type, may still give an integer or timestamp leaf two types
+// to Spark, which reads every file of the table by one file's, and the
+// full audit refuses (sparkIntsApart), or "". The records keep the leaves
+// whose Spark type their DuckDB type does not tell (sparkFacts.Ints,
+// sparkIntTold): each such leaf must be one Spark type in every audited
+// file holding its column, not told there too; a file holding the column
+// where it is told reads as another Spark type (DuckDB's is the same).
+// Before, a batch's TIMESTAMP of the legacy ConvertedType beside a
+// table's timestamp_ntz, and a TIMESTAMP(NANOS) UTC-adjusted beside a
+// TIMESTAMP WITH TIME ZONE of micros, passed incrementally, DuckDB
+// reading both alike (review 61). A file whose facts are not known, or
+// the batch's files' footers, runs the audit full.
+func (r *run) sparkIntsUntold(t Table, it *incTable, batchStats []fileStats) string {
+	bv := r.views[viewKey{schemaBatch, strings.ToLower(t.Name)}]
+	if len(it.batch) > 0 && (bv == nil || len(bv.files) != len(it.batch) || len(batchStats) != len(it.batch)) {
+		return fmt.Sprintf("the Spark schemas of the batch's files of table %s are not known", t.Name)
+	}
+	type leaf struct {
+		column, path string // lower case
+		physical     int32
+	}
+	type file struct {
+		path   string
+		facts  *sparkFacts
+		schema [][2]string
+	}
+	files := make([]file, 0, len(it.old)+len(it.batch))
+	for i, o := range it.old {
+		if i >= len(it.oldStats) {
+			return fmt.Sprintf("the Spark schema of %s is not known", o.Path)
+		}
+		files = append(files, file{o.Path, it.oldStats[i].Spark, it.oldStats[i].Schema})
+	}
+	for i, o := range it.batch {
+		cols, ok := r.footerCols[bv.files[i]]
+		if !ok {
+			return fmt.Sprintf("the Spark schema of %s is not known", o.Path)
+		}
+		files = append(files, file{o.Path, sparkFactsOf(cols), batchStats[i].Schema})
+	}
+	untold := map[leaf][2]string{} // Spark's type, a file's path
+	columns := map[string][]leaf{} // the leaves not told, by lower-case column
+	for _, f := range files {
+		if !f.facts.current() || f.facts.Unknown {
+			return fmt.Sprintf("the integer leaves of the Parquet schema of %s are not known", f.path)
+		}
+		for _, l := range f.facts.Ints {
+			k := leaf{strings.ToLower(l.Column), strings.ToLower(l.Path), l.Physical}
+			was, ok := untold[k]
+			if !ok {
+				untold[k] = [2]string{l.Type, f.path}
+				columns[k.column] = append(columns[k.column], k)
+				continue
+			}
+			if was[0] != l.Type {
+				return fmt.Sprintf("table %s's column %q is %s to Spark in %s and %s in %s, whose Spark type DuckDB's type does not tell: Spark reads every file of the table by one file's type", t.Name, l.Column, was[0], was[1], l.Type, f.path)
+			}
+		}
+	}
+	if len(untold) == 0 {
+		return ""
+	}
+	for _, f := range files {
+		for _, c := range f.schema {
+			for _, k := range columns[strings.ToLower(c[0])] {
+				if !slices.ContainsFunc(f.facts.Ints, func(l sparkIntFact) bool {
+					return strings.EqualFold(l.Column, k.column) && strings.EqualFold(l.Path, k.path) && l.Physical == k.physical
+				}) {
+					return fmt.Sprintf("table %s's column %q is %s to Spark in %s, whose Spark type DuckDB's type does not tell, and another in %s: Spark reads every file of the table by one file's type", t.Name, c[0], untold[k][0], untold[k][1], f.path)
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // sparkCharDeclared is why the audited files of t cannot be judged by the

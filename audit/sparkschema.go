@@ -492,6 +492,34 @@ const maxSparkIntLeaves = 1 << 14
 type sparkIntLeaf struct {
 	path, typ string
 	physical  int32
+	// told: DuckDB's type of the leaf tells typ (sparkIntTold).
+	told bool
+}
+
+// sparkIntTold says whether DuckDB's type of an INT32 or INT64 leaf of
+// types nt (a file's that passed typesDisagree) tells the type Spark
+// reads it as (sparkInteger): no leaf of another Spark type of the same
+// physical type reads as the same DuckDB type. An incremental audit
+// compares the files' DuckDB types (schemaDisagreement), and the full
+// audit Spark's (sparkIntsApart); for a leaf not told, the records keep
+// Spark's (sparkFacts.Ints). Not told: a TIMESTAMP of the legacy
+// ConvertedType only, a timestamp to Spark, which DuckDB reads as a
+// TIMESTAMP, as it does a timestamp_ntz (a LogicalType not UTC-adjusted);
+// a TIMESTAMP(NANOS) UTC-adjusted, which Spark does not read, and DuckDB
+// 1.5.6 reads as a TIMESTAMP WITH TIME ZONE, as it does a timestamp of
+// millis or micros; and any other annotation sparkInteger does not read
+// but TIME's (DuckDB's TIME, no integer's) and a TIMESTAMP(NANOS) not
+// UTC-adjusted (TIMESTAMP_NS) (review 61).
+func sparkIntTold(nt nodeTypes) bool {
+	switch {
+	case nt.logical == 0 && (nt.converted == cvTimestampMillis || nt.converted == cvTimestampMicros):
+		return false
+	case nt.logical == ltTimestamp && nt.unit == 3:
+		return !nt.utc
+	case nt.logical == ltTime, nt.logical == 0 && (nt.converted == cvTimeMillis || nt.converted == cvTimeMicros):
+		return true
+	}
+	return sparkInteger(nt) != ""
 }
 
 // markSparkInts notes on cols (a file's, schemaColumns of nodes) the
@@ -513,7 +541,7 @@ func markSparkInts(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
 					cols[0].sparkIntsOver = true
 					return
 				}
-				cols[k].sparkInts = []sparkIntLeaf{{typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical}}
+				cols[k].sparkInts = []sparkIntLeaf{{typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical, told: sparkIntTold(nt)}}
 			}
 			continue
 		}
@@ -548,7 +576,7 @@ func sparkIntLeaves(out *[]sparkIntLeaf, nodes []schemaNode, types []nodeTypes, 
 		if *left--; *left < 0 {
 			return false
 		}
-		*out = append(*out, sparkIntLeaf{path: path, typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical})
+		*out = append(*out, sparkIntLeaf{path: path, typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical, told: sparkIntTold(nt)})
 		return true
 	}
 	kids := children(nodes, ends, i)

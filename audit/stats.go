@@ -50,15 +50,29 @@ type fileStats struct {
 // table's other files: Chars are the columns its Spark schema declares a
 // CHAR(n), or of a type holding one, whose values Spark pads in every
 // file of the table (sparkchar.go), with their declarations, in the
-// file's order; Unknown, that they are more than a record keeps
-// (maxSparkCharFacts, maxSparkCharFactBytes), and an incremental audit
-// of the table runs full. V is sparkFactsV: review 60's records held the
-// first such column's name only (V 0), which an incremental audit
-// cannot scan a batch by, and are computed again.
+// file's order; Ints, its INT32 and INT64 leaves whose Spark type its
+// DuckDB type does not tell (sparkIntTold), with Spark's; Unknown, that
+// they are more than a record keeps (maxSparkCharFacts,
+// maxSparkCharFactBytes) or the file has more integer leaves than the full
+// audit compares (sparkIntsOver), and an incremental audit of the table
+// runs full. V is sparkFactsV: review 60's records held the first CHAR
+// column's name only (V 0), which an incremental audit cannot scan a
+// batch by, and no integer leaves, and are computed again.
 type sparkFacts struct {
 	V       int             `json:"v"`
 	Chars   []sparkCharFact `json:"chars,omitempty"`
+	Ints    []sparkIntFact  `json:"ints,omitempty"`
 	Unknown bool            `json:"unknown,omitempty"`
+}
+
+// sparkIntFact is an INT32 or INT64 leaf of a file whose Spark type its
+// DuckDB type does not tell: its column (as the file spells it), its path
+// below it (sparkIntLeaf's), its physical type and Spark's type.
+type sparkIntFact struct {
+	Column   string `json:"column"`
+	Path     string `json:"path,omitempty"`
+	Physical int32  `json:"physical"`
+	Type     string `json:"type"`
 }
 
 // sparkCharFact is a column a file's Spark schema declares a CHAR (its
@@ -74,9 +88,10 @@ type sparkCharFact struct {
 const sparkFactsV = 2
 
 // maxSparkCharFacts and maxSparkCharFactBytes bound a record's CHAR
-// declarations: its columns, and the bytes of their names and texts.
-// Spark writes `char(5)` per column; past either, the record says
-// Unknown.
+// declarations (its columns, and the bytes of their names and texts) and
+// its integer leaves not told (their number, and the bytes of their
+// names, paths and types, apart). Spark writes `char(5)` per column;
+// past either, the record says Unknown.
 const (
 	maxSparkCharFacts     = 16
 	maxSparkCharFactBytes = 2 << 10
@@ -88,7 +103,7 @@ var noSparkFacts = &sparkFacts{V: sparkFactsV}
 
 // sharedFacts is f, or noSparkFacts when f is equal to it.
 func sharedFacts(f *sparkFacts) *sparkFacts {
-	if f != nil && f.V == sparkFactsV && !f.Unknown && len(f.Chars) == 0 {
+	if f != nil && f.V == sparkFactsV && !f.Unknown && len(f.Chars) == 0 && len(f.Ints) == 0 {
 		return noSparkFacts
 	}
 	return f
@@ -113,6 +128,22 @@ func sparkFactsOf(cols []fileColumn) *sparkFacts {
 			return &sparkFacts{V: sparkFactsV, Unknown: true}
 		}
 		f.Chars = append(f.Chars, sparkCharFact{Column: c.name, Declared: c.sparkCharTexts})
+	}
+	if len(cols) > 0 && cols[0].sparkIntsOver {
+		return &sparkFacts{V: sparkFactsV, Unknown: true}
+	}
+	bytes = 0
+	for _, c := range cols {
+		for _, l := range c.sparkInts {
+			if l.told {
+				continue
+			}
+			bytes += len(c.name) + len(l.path) + len(l.typ)
+			if len(f.Ints) == maxSparkCharFacts || bytes > maxSparkCharFactBytes {
+				return &sparkFacts{V: sparkFactsV, Unknown: true}
+			}
+			f.Ints = append(f.Ints, sparkIntFact{Column: c.name, Path: l.path, Physical: l.physical, Type: l.typ})
+		}
 	}
 	return sharedFacts(f)
 }
