@@ -84,7 +84,7 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 		exact := !it.need.plain()
 		spelled := map[string][2]string{}                // name, path
 		types := [2]map[string]map[string]string{{}, {}} // [foundation, audited] column -> type -> path
-		int32s := map[string][][2]string{}               // audited column -> INT32 integer types (type, path), first of each
+		int32s := map[string][][2]string{}               // column -> INT32 integer types (type, path), first of each
 		var why string
 		add := func(o Object, st fileStats, in ...int) bool {
 			if len(st.Schema) == 0 {
@@ -101,11 +101,13 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 						types[side][k][typeFamily(c[1], exact)] = o.Path
 					}
 				}
-				if !slices.Contains(in, 1) {
-					continue
-				}
+				// The removed files too: a full audit comparing with the
+				// target reads them beside the batch's (review 61).
 				if int32Integer(c[1]) && !slices.ContainsFunc(int32s[k], func(e [2]string) bool { return e[0] == c[1] }) {
 					int32s[k] = append(int32s[k], [2]string{c[1], o.Path})
+				}
+				if !slices.Contains(in, 1) {
+					continue
 				}
 				if s, ok := spelled[k]; !ok {
 					spelled[k] = [2]string{c[0], o.Path}
@@ -170,10 +172,10 @@ func (r *run) schemaDisagreement(ctx context.Context) (string, error) {
 				return fmt.Sprintf("table %s's column %q is %s in %s and %s in %s: Spark reads every file of the table by one file's integer type", t.Name, k, ts[0][0], ts[0][1], ts[1][0], ts[1][1]), nil
 			}
 		}
-		if why := r.sparkIntsUntold(t, it, batchStats); why != "" {
+		if why := r.sparkIntsUntold(t, it, batchStats, removed, removedStats); why != "" {
 			return why, nil
 		}
-		if why, err := r.sparkCharDeclared(ctx, t, it); why != "" || err != nil {
+		if why, err := r.sparkCharDeclared(ctx, t, it, removed, removedStats); why != "" || err != nil {
 			return why, err
 		}
 	}
@@ -205,9 +207,12 @@ func int32Integer(typ string) bool {
 // Before, a batch's TIMESTAMP of the legacy ConvertedType beside a
 // table's timestamp_ntz, and a TIMESTAMP(NANOS) UTC-adjusted beside a
 // TIMESTAMP WITH TIME ZONE of micros, passed incrementally, DuckDB
-// reading both alike (review 61). A file whose facts are not known, or
-// the batch's files' footers, runs the audit full.
-func (r *run) sparkIntsUntold(t Table, it *incTable, batchStats []fileStats) string {
+// reading both alike (review 61). The files the batch removes (removed,
+// of statistics removedStats) count too: a full audit comparing with the
+// target reads them beside the batch's (columnCollision over the base
+// view). A file whose facts are not known, or the batch's files' footers,
+// runs the audit full.
+func (r *run) sparkIntsUntold(t Table, it *incTable, batchStats []fileStats, removed []Object, removedStats []fileStats) string {
 	bv := r.views[viewKey{schemaBatch, strings.ToLower(t.Name)}]
 	if len(it.batch) > 0 && (bv == nil || len(bv.files) != len(it.batch) || len(batchStats) != len(it.batch)) {
 		return fmt.Sprintf("the Spark schemas of the batch's files of table %s are not known", t.Name)
@@ -221,12 +226,18 @@ func (r *run) sparkIntsUntold(t Table, it *incTable, batchStats []fileStats) str
 		facts  *sparkFacts
 		schema [][2]string
 	}
-	files := make([]file, 0, len(it.old)+len(it.batch))
+	files := make([]file, 0, len(it.old)+len(it.batch)+len(removed))
 	for i, o := range it.old {
 		if i >= len(it.oldStats) {
 			return fmt.Sprintf("the Spark schema of %s is not known", o.Path)
 		}
 		files = append(files, file{o.Path, it.oldStats[i].Spark, it.oldStats[i].Schema})
+	}
+	for i, o := range removed {
+		if i >= len(removedStats) {
+			return fmt.Sprintf("the Spark schema of %s is not known", o.Path)
+		}
+		files = append(files, file{o.Path, removedStats[i].Spark, removedStats[i].Schema})
 	}
 	for i, o := range it.batch {
 		cols, ok := r.footerCols[bv.files[i]]
@@ -291,21 +302,36 @@ func (r *run) sparkIntsUntold(t Table, it *incTable, batchStats []fileStats) str
 //   - a file whose declarations are not known (its record does not hold
 //     them, or holds more than it keeps: Unknown) runs the audit full.
 //
+// The files the batch removes (removed, of statistics removedStats)
+// count as unchanged ones: they passed at the foundation beside the
+// unchanged files, scanned by their declarations too, and a full audit
+// comparing with the target reads them beside the batch's (columnCollision
+// over the base view; review 61). Scanning the batch by their
+// declarations costs a full run at most: the full audit's verdict is the
+// one that counts.
+//
 // The cost follows the batch: the unchanged files' records are read from
 // the statistics, and only the batch's files are scanned (review 61).
 // err is the run's own (the machine failed the scan).
-func (r *run) sparkCharDeclared(ctx context.Context, t Table, it *incTable) (string, error) {
-	old := map[string][]sparkCharWant{} // by lower-case column: the unchanged files' declarations
+func (r *run) sparkCharDeclared(ctx context.Context, t Table, it *incTable, removed []Object, removedStats []fileStats) (string, error) {
+	old := map[string][]sparkCharWant{} // by lower-case column: the unchanged and removed files' declarations
 	type parsed struct {
 		cond, declared string
 		ok             bool
 	}
 	seen := map[string]parsed{} // a declaration's condition, by column and texts
-	for i, o := range it.old {
-		if i >= len(it.oldStats) || !it.oldStats[i].Spark.current() || it.oldStats[i].Spark.Unknown {
+	objs := slices.Concat(it.old, removed)
+	for i, o := range objs {
+		st := fileStats{}
+		if i < len(it.old) && i < len(it.oldStats) {
+			st = it.oldStats[i]
+		} else if j := i - len(it.old); i >= len(it.old) && j < len(removedStats) {
+			st = removedStats[j]
+		}
+		if !st.Spark.current() || st.Spark.Unknown {
 			return fmt.Sprintf("the CHAR declarations of the Spark schema of %s are not known", o.Path), nil
 		}
-		for _, c := range it.oldStats[i].Spark.Chars {
+		for _, c := range st.Spark.Chars {
 			k := c.Column + "\x00" + strings.Join(c.Declared, "\x00")
 			p, ok := seen[k]
 			if !ok {
@@ -346,7 +372,7 @@ func (r *run) sparkCharDeclared(ctx context.Context, t Table, it *incTable) (str
 				continue
 			}
 			if !slices.ContainsFunc(old[strings.ToLower(c.name)], func(w sparkCharWant) bool { return w.cond == c.sparkChar }) {
-				return fmt.Sprintf("table %s's file %s declares column %q %q in its Spark schema, which no unchanged file of the table declares: Spark pads every file's values of it, and the unchanged files were not scanned by it", t.Name, o.Path, c.name, c.sparkCharType), nil
+				return fmt.Sprintf("table %s's file %s declares column %q %q in its Spark schema, which no unchanged file of the table declares: Spark pads every file's values of it, and the unchanged files were not scanned by it", t.Name, o.Path, c.name, c.sparkCharType), nil // nor a removed one
 			}
 		}
 	}
