@@ -88,6 +88,9 @@ type fileColumn struct {
 	// DuckDB renders as FLOAT's and pandas as float16's (markHalf,
 	// typeagree.go).
 	half bool
+	// union is its type as unionValues compares it across files
+	// (markUnion, unionvalues.go), or "".
+	union string
 }
 
 // parquetColumns are the top-level columns of each file, as its footer
@@ -118,6 +121,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		markLegacyLists(out[f], ft.nodes, ft.types)
 		markWideDecimals(out[f], ft.nodes, ft.types)
 		markHalf(out[f], ft.nodes, ft.types)
+		markUnion(out[f], ft.nodes, ft.types, ft.rows)
 	}
 	if len(rest) == 0 {
 		return out, nil

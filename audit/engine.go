@@ -1302,6 +1302,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 				err = r.integersBesideText(ctx, cols, files, objPath, ids, r.req.Suite.Checks, k.table)
 			}
 			if err == nil && format == FormatParquet {
+				err = r.unionValues(ctx, cols, files, objPath, ids, r.req.Suite.Checks, k.table)
+			}
+			if err == nil && format == FormatParquet {
 				err = sparkSchemaDisagreement(cols, files, objPath)
 			}
 			if err == nil && format == FormatParquet {

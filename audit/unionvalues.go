@@ -1,0 +1,219 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// A Parquet table's files may give a column two types that no reader
+// refuses to read together. DuckDB reads them in their union's type
+// (FLOAT beside DOUBLE as DOUBLE, DATE beside TIMESTAMP as TIMESTAMP,
+// DECIMAL beside DOUBLE as DOUBLE, an integer beside a FLOAT as FLOAT,
+// BOOLEAN beside BIGINT as BIGINT); pyarrow's dataset, and so
+// pandas.read_parquet of the table's directory, in its first file's type
+// (by path), casting the other files' values to it, and where a value
+// does not fit that type exactly pyarrow 26.0.1 casts it without a word
+// for these pairs: a DOUBLE 1e300 beside a FLOAT first is inf and 0.1 is
+// 0.10000000149011612, a TIMESTAMP 2024-01-01 12:00:00 beside a DATE
+// first is 2024-01-01, a DOUBLE 0.123 beside a DECIMAL(10,2) first is
+// 0.12, a BIGINT 2 beside a BOOLEAN first is True. Where the union is the
+// narrower reading DuckDB rounds instead: an INTEGER 16777217 beside a
+// FLOAT is 16777216 to DuckDB and, the integers first, 16777217 to
+// pandas. A range, unique or any check of the values passed in DuckDB's
+// reading where pandas 3.1.1 reads a failing value
+// (TestReader61TypesUnionedAcrossFilesAreRefused). Spark reads the table
+// by one file's schema and fails on a file of the other type.
+//
+// So, for a column a check reads for its values (valuesRead: not a
+// not_null), each file giving it one type of such a pair beside another
+// file giving it the other is scanned (memoized by the file's identity
+// and the types) for a value the other type does not hold exactly (the
+// cast there and back changes it; a timestamp adjusted to UTC beside a
+// DATE: any value, the date pyarrow takes being its zone's), and the
+// first holding one is refused, naming it, the column, both types and a
+// file of the other; whatever the files' order, which a later file may
+// change. Values both types hold (a DOUBLE 0.25 beside a FLOAT, a
+// midnight beside a DATE) read alike and pass. Pairs pyarrow refuses to
+// cast with a loss (INT32 beside INT64, DECIMALs of two scales,
+// TIMESTAMPs of two units, DECIMAL beside an integer) fail there and are
+// left; so are a timestamp with and without UTC adjustment (one instant
+// to both, UTC being the session's zone) and files whose footer lakewap
+// does not read in Go (parquet_schema's: not marked).
+
+// markUnion notes on cols (a file's, schemaColumns of nodes) the type of
+// each top-level leaf that unionValues compares across files ("" for
+// none, and for a file of no rows).
+func markUnion(cols []fileColumn, nodes []schemaNode, types []nodeTypes, rows int64) {
+	top := topLevel(nodes, types)
+	if len(top) != len(cols) || rows == 0 {
+		return
+	}
+	for k, i := range top {
+		cols[k].union = unionType(types[i])
+		if nodes[i].children > 0 || types[i].repetition == 2 {
+			cols[k].union = ""
+		}
+	}
+}
+
+// unionType is the DuckDB type unionValues casts a leaf of type t by, or
+// "" for one it leaves: "HUGEINT" stands for every integer.
+func unionType(t nodeTypes) string {
+	switch {
+	case t.logical == ltDecimal || t.logical == 0 && t.converted == cvDecimal:
+		p, s := max(t.precision, t.logicalPrecision), max(t.scale, t.logicalScale)
+		if p < 1 || p > 38 || s < 0 || s > p {
+			return "" // wideDecimals' or typesDisagree's
+		}
+		return fmt.Sprintf("DECIMAL(%d,%d)", p, s)
+	case t.physical == ptBoolean:
+		return "BOOLEAN"
+	case t.physical == ptFloat && t.logical == 0 && t.converted == -1:
+		return "FLOAT"
+	case t.physical == ptDouble && t.logical == 0 && t.converted == -1:
+		return "DOUBLE"
+	case t.physical == ptInt32 && (t.logical == ltDate || t.logical == 0 && t.converted == cvDate):
+		return "DATE"
+	case t.physical == ptInt64 && t.logical == ltTimestamp:
+		switch {
+		case t.utc:
+			return "TIMESTAMPTZ"
+		case t.unit == 3:
+			return "TIMESTAMP_NS"
+		}
+		return "TIMESTAMP"
+	case t.physical == ptInt64 && t.logical == 0 && (t.converted == cvTimestampMillis || t.converted == cvTimestampMicros):
+		return "TIMESTAMPTZ" // the converted types are adjusted to UTC
+	case (t.physical == ptInt32 || t.physical == ptInt64) && (t.logical == 0 || t.logical == ltInteger) &&
+		(t.converted == -1 || t.converted >= cvUint8 && t.converted <= cvInt64):
+		return "HUGEINT"
+	}
+	return ""
+}
+
+// unionFamily is the family of a unionType.
+func unionFamily(typ string) string {
+	switch {
+	case typ == "FLOAT" || typ == "DOUBLE":
+		return "float"
+	case strings.HasPrefix(typ, "DECIMAL"):
+		return "decimal"
+	case typ == "HUGEINT":
+		return "integer"
+	case strings.HasPrefix(typ, "TIMESTAMP"):
+		return "timestamp"
+	}
+	return strings.ToLower(typ) // boolean, date
+}
+
+// unionPairs are the pairs of families pyarrow casts across without a
+// word, with what readers read, for a refusal.
+var unionPairs = map[[2]string]string{
+	{"float", "float"}:     "a DOUBLE 0.1 beside a FLOAT first is 0.10000000149011612 to pandas, 1e300 inf",
+	{"decimal", "float"}:   "a DOUBLE 0.123 beside a DECIMAL(10,2) first is 0.12 to pandas, and DuckDB reads a DECIMAL beside a DOUBLE as a DOUBLE, rounded",
+	{"integer", "float"}:   "DuckDB reads an integer beside a FLOAT as a FLOAT, 16777217 as 16777216, and pandas, the integers first, as written",
+	{"boolean", "integer"}: "an integer 2 beside a BOOLEAN first is True to pandas",
+	{"boolean", "float"}:   "a DOUBLE 0.5 beside a BOOLEAN first is True to pandas",
+	{"date", "timestamp"}:  "a TIMESTAMP 2024-01-01 12:00:00 beside a DATE first is 2024-01-01 to pandas",
+}
+
+// unionPair is what readers read of a pair of unionTypes, or "" when
+// unionValues leaves the pair.
+func unionPair(a, b string) string {
+	if a == b {
+		return ""
+	}
+	fa, fb := unionFamily(a), unionFamily(b)
+	if s, ok := unionPairs[[2]string{fa, fb}]; ok {
+		return s
+	}
+	return unionPairs[[2]string{fb, fa}]
+}
+
+// unionLoss is the DuckDB condition of a value of column q (quoted), of
+// unionType own, that unionType other does not hold exactly.
+func unionLoss(q, own, other string) string {
+	if own == "TIMESTAMPTZ" && other == "DATE" {
+		// pyarrow takes the date in the zone of the file's Arrow
+		// schema, which the footer's type does not say.
+		return q + " IS NOT NULL"
+	}
+	return fmt.Sprintf("%s IS NOT NULL AND coalesce(TRY_CAST(TRY_CAST(%s AS %s) AS %s) <> %s, true)", q, q, other, own, q)
+}
+
+// unionValues refuses a Parquet table (files, in order; cols, their
+// columns) a column of which, read for its values by a check of table,
+// is of two types readers cast across otherwise (above) and holds a value
+// one of them does not hold exactly.
+func (r *run) unionValues(ctx context.Context, cols map[string][]fileColumn, files []string, objPath, ids map[string]string, checks []Check, table string) error {
+	read := valuesRead(checks, table)
+	// Per column (lower case): its types, each with the first file of it.
+	typed := map[string]map[string]string{}
+	var order []string // the columns' types, "name\x00type", as first seen
+	for _, f := range files {
+		for _, c := range cols[f] {
+			if c.union == "" || !read(c.name) {
+				continue
+			}
+			k := strings.ToLower(c.name)
+			if typed[k] == nil {
+				typed[k] = map[string]string{}
+			}
+			if _, ok := typed[k][c.union]; !ok {
+				typed[k][c.union] = f
+				order = append(order, k+"\x00"+c.union)
+			}
+		}
+	}
+	for _, f := range files {
+		var conds []string
+		type loss struct{ name, own, other, otherFile, what string }
+		var losses []loss
+		tag := "union-values"
+		for _, c := range cols[f] {
+			k := strings.ToLower(c.name)
+			if c.union == "" || len(typed[k]) < 2 {
+				continue
+			}
+			for _, e := range order {
+				name, other, _ := strings.Cut(e, "\x00")
+				what := unionPair(c.union, other)
+				if name != k || what == "" {
+					continue
+				}
+				cond := unionLoss(quoteIdent(c.name), c.union, other)
+				conds = append(conds, "count(*) FILTER (WHERE "+cond+")")
+				losses = append(losses, loss{c.name, c.union, other, typed[k][other], what})
+				tag += "\x00" + cond
+			}
+		}
+		if len(conds) == 0 {
+			continue
+		}
+		err := r.guardScan(ctx, tag, f, ids, conds, func(err error) error {
+			l := losses[0]
+			return fmt.Errorf("file %s: column %q is %s there and %s in file %s, and lakewap could not look for values one does not hold exactly (%v): readers may disagree on them",
+				objPath[f], l.name, unionReadable(l.own), unionReadable(l.other), objPath[l.otherFile], clip(err.Error(), 256))
+		}, func(i int, n int64) error {
+			l := losses[i]
+			return fmt.Errorf("file %s: column %q is %s there and %s in file %s, and holds %d values not held exactly as %s: DuckDB reads the files together in their union's type, pyarrow and pandas.read_parquet in the first file's type, casting the other's values to it without a word (%s), and Spark by one file's schema, failing on the other's narrower type: readers disagree on them, and a check reads the column (write the column in one type)",
+				objPath[f], l.name, unionReadable(l.own), unionReadable(l.other), objPath[l.otherFile], n, unionReadable(l.other), l.what)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unionReadable is a unionType for a message.
+func unionReadable(typ string) string {
+	switch typ {
+	case "HUGEINT":
+		return "an integer"
+	case "TIMESTAMPTZ":
+		return "a TIMESTAMP adjusted to UTC"
+	}
+	return typ
+}
