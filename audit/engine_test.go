@@ -392,7 +392,7 @@ func TestRunCheckFailures(t *testing.T) {
 			name: "negative amount",
 			prepare: func(t *testing.T, src *dirSource) {
 				src.write(t, "b1", "gold/billing/part-2.parquet",
-					"SELECT * REPLACE (-5.5 AS amount) FROM ("+billingRows(1001, 2)+")")
+					"SELECT * REPLACE (-5.5::DOUBLE AS amount) FROM ("+billingRows(1001, 2)+")")
 			},
 			check:    Check{Kind: KindRange, Table: "billing", Column: "amount", Min: f64(0)},
 			observed: "2 rows out of range of 1002 (min -5.5, max 99)",
