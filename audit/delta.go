@@ -98,6 +98,12 @@ type deltaSnapshot struct {
 	// the data, by object path.
 	changes    []deltaVersion
 	changeData map[string]Object
+	// changeLocal are the local copies of the change data files, with
+	// their columns and object paths: Spark's table_changes pads their
+	// CHAR columns as the data's (deltaSparkChars).
+	changeLocal []string
+	changeCols  map[string][]fileColumn
+	changePath  map[string]string
 	// gone are the files commits removed (their objects as listed, where
 	// the ref has them), metaAt the metaData actions by version and meta
 	// the last version's; interim the files the batch's versions added

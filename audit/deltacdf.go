@@ -293,9 +293,13 @@ func (r *run) deltaChangeData(ctx context.Context, dl downloader, t Table, snap 
 			ErrDeltaUnsupported, t.Name, clip(unpaired.String, 300))
 	}
 	snap.changeData = map[string]Object{}
+	snap.changeCols, snap.changePath = map[string][]fileColumn{}, map[string]string{}
 	for _, v := range versions {
 		for _, f := range v.cdc {
 			snap.changeData[f.obj.Path] = f.obj
+			l := at(f)
+			snap.changeLocal = append(snap.changeLocal, l)
+			snap.changeCols[l], snap.changePath[l] = cols[l], f.obj.Path
 		}
 	}
 	return nil
