@@ -175,9 +175,10 @@ func TestFooterSchemaDifferential(t *testing.T) {
 				t.Errorf("%s: column %q holds an old list layout (%s) by markLegacyLists, which DuckDB's and pyarrow's lists, maps and structs are not", filepath.Base(f), cols[f][i].name, l)
 			}
 			// The Go reading's own (markText, markTemporal,
-			// markLegacyLists, markHalf, markSparkInts): not
+			// markLegacyLists, markHalf, markSparkInts, markUnion): not
 			// parquet_schema's listing.
 			cols[f][i].typed, cols[f][i].temporal, cols[f][i].legacyList, cols[f][i].half = "", false, "", false
+			cols[f][i].union = ""
 			cols[f][i].sparkInts, cols[f][i].sparkIntsOver = nil, false
 		}
 		if w := schemaColumns(want[f]); !reflect.DeepEqual(cols[f], w) {

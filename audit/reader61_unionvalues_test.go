@@ -55,6 +55,7 @@ func TestReader61TypesUnionedAcrossFilesAreRefused(t *testing.T) {
 		{"boolean_then_bigint", "true", "2::BIGINT", Check{Kind: KindUnique, Column: "x"}, []string{"unique"}, true},
 		{"integer_then_float", "16777217::INTEGER", "2.0::FLOAT", Check{Kind: KindRange, Column: "x", Max: f64(16777216)}, []string{"max", "16777216"}, true},
 		{"double_then_decimal", "0.2::DOUBLE", "0.3::DECIMAL(10,1)", Check{Kind: KindRange, Column: "x", Max: f64(0.3)}, []string{"max", "0.3"}, true},
+		{"double_then_decimal_read_alike", "0.2::DOUBLE", "150.0::DECIMAL(4,1)", Check{Kind: KindRange, Column: "x", Max: f64(150)}, []string{"max", "150"}, false},
 		{"decimal_then_double_rounded", "100.00000000000000000001::DECIMAL(38,20)", "1.0::DOUBLE", Check{Kind: KindRange, Column: "x", Max: f64(100)}, []string{"max", "100"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

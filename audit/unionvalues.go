@@ -31,8 +31,9 @@ import (
 // and the types) for a value the other type does not hold exactly (the
 // cast there and back changes it; a timestamp adjusted to UTC beside a
 // DATE: any value, the date pyarrow takes being its zone's; a DECIMAL
-// beside a float: any value, pyarrow casting 0.3 to 0.30000000000000004
-// where DuckDB reads 0.3), and the
+// beside a FLOAT: any value, and beside a DOUBLE one pyarrow reads
+// otherwise, its unscaled integer times 10^-scale, 0.3 as
+// 0.30000000000000004, where DuckDB reads the nearest DOUBLE, 0.3), and the
 // first holding one is refused, naming it, the column, both types and a
 // file of the other; whatever the files' order, which a later file may
 // change. Values both types hold (a DOUBLE 0.25 beside a FLOAT, a
@@ -134,18 +135,36 @@ func unionPair(a, b string) string {
 }
 
 // unionLoss is the DuckDB condition of a value of column q (quoted), of
-// unionType own, that unionType other does not hold exactly.
+// unionType own, that unionType other does not hold exactly and that a
+// reader reads otherwise for it, or "" for none.
 func unionLoss(q, own, other string) string {
 	switch {
+	case unionFamily(own) == "float" && other == "HUGEINT":
+		// pyarrow fails on a float no integer holds beside integers
+		// first (2.5: truncated), and reads one an integer holds as
+		// that integer: no value read otherwise.
+		return ""
 	case own == "TIMESTAMPTZ" && other == "DATE":
 		// pyarrow takes the date in the zone of the file's Arrow
 		// schema, which the footer's type does not say.
 		return q + " IS NOT NULL"
-	case unionFamily(own) == "decimal" && unionFamily(other) == "float":
+	case unionFamily(own) == "decimal" && other == "FLOAT":
 		// pyarrow 26.0.1 casts a decimal to a float not to the nearest
-		// one (0.3 to 0.30000000000000004, 0.10 to the FLOAT
-		// 0.099999994), DuckDB to the nearest: about half of all.
+		// one (0.10 to the FLOAT 0.099999994), DuckDB to the nearest.
 		return q + " IS NOT NULL"
+	case unionFamily(own) == "decimal" && other == "DOUBLE":
+		// pyarrow 26.0.1 casts a decimal to a DOUBLE as its unscaled
+		// integer times 10^-scale (0.3 to 0.30000000000000004, about
+		// half of all decimals of scale 1 to 4), DuckDB to the nearest
+		// (0.3): a value read otherwise so, or whose integer a DOUBLE
+		// does not hold, or that the DOUBLE does not hold, counts.
+		var scale int
+		if _, err := fmt.Sscanf(own, "DECIMAL(%d,%d)", new(int), &scale); err != nil {
+			return q + " IS NOT NULL"
+		}
+		u := fmt.Sprintf("TRY_CAST(replace(CAST(%s AS VARCHAR), '.', '') AS HUGEINT)", q)
+		return fmt.Sprintf("%s IS NOT NULL AND coalesce(abs(%s) > 9007199254740992 OR CAST(%s AS DOUBLE) * CAST('1e-%d' AS DOUBLE) <> CAST(%s AS DOUBLE) OR TRY_CAST(TRY_CAST(%s AS DOUBLE) AS %s) <> %s, true)",
+			q, u, u, scale, q, q, own, q)
 	}
 	return fmt.Sprintf("%s IS NOT NULL AND coalesce(TRY_CAST(TRY_CAST(%s AS %s) AS %s) <> %s, true)", q, q, other, own, q)
 }
@@ -191,6 +210,9 @@ func (r *run) unionValues(ctx context.Context, cols map[string][]fileColumn, fil
 					continue
 				}
 				cond := unionLoss(quoteIdent(c.name), c.union, other)
+				if cond == "" {
+					continue
+				}
 				conds = append(conds, "count(*) FILTER (WHERE "+cond+")")
 				losses = append(losses, loss{c.name, c.union, other, typed[k][other], what})
 				tag += "\x00" + cond
