@@ -205,8 +205,11 @@ func (r *run) unionValues(ctx context.Context, cols map[string][]fileColumn, fil
 			}
 			for _, e := range order {
 				name, other, _ := strings.Cut(e, "\x00")
+				if name != k {
+					continue
+				}
 				what := unionPair(c.union, other)
-				if name != k || what == "" {
+				if what == "" {
 					continue
 				}
 				cond := unionLoss(quoteIdent(c.name), c.union, other)
