@@ -18,7 +18,9 @@ import (
 
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/internal/janitor"
 	"github.com/lakewap/lakewap/kafka/kafkatest"
+	"github.com/lakewap/lakewap/pipeline/lakefs"
 )
 
 // TestJanitorsReadsDoNotChurnTheRunnersLakeFSCaches: the janitor reads the
@@ -85,22 +87,7 @@ func TestJanitorsReadsDoNotChurnTheRunnersLakeFSCaches(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	cfg, err := config.ParseIn([]byte(`
-kafka: {brokers: ["`+k.Brokers[0]+`"]}
-lakefs: {endpoint: "`+srv.URL+`", access_key_id: AK, secret_access_key: SK}
-datasets:
-  billing:
-    repository: lake
-    tables: [{name: t, path: gold/t/}]
-    checks: [{kind: row_count, table: t, min: 1}]
-`), func(string) (string, bool) { return "", false }, "")
-	must(t, err)
-	log := slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	lake, err := daemon.Lake(cfg, log, nil, nil)
-	must(t, err)
-	j, err := daemon.NewJanitor(cfg, lake, log, nil)
-	must(t, err)
-	defer j.Close()
+	lake, j := janitorOver(t, k.Brokers[0], srv.URL)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -181,9 +168,27 @@ func TestJanitorKeepsAForgottenRunsSealAsLongAsAnAbortedRun(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
+	_, j := janitorOver(t, k.Brokers[0], srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := j.Sweep(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(deleted, []string{"wap-mallory"}) {
+		t.Errorf("the janitor deleted %v; want wap-mallory alone (wap-billing-evidence's head is lakewap's seal of 30 h ago, within the 72 h an aborted run's branch is kept)", deleted)
+	}
+}
+
+// janitorOver builds the janitor as the daemon does (daemon.NewJanitor over
+// daemon.Lake) for a billing dataset in repository lake on the lakeFS at
+// url; the test's end closes it.
+func janitorOver(t *testing.T, broker, url string) (*lakefs.Client, *janitor.Janitor) {
+	t.Helper()
 	cfg, err := config.ParseIn([]byte(`
-kafka: {brokers: ["`+k.Brokers[0]+`"]}
-lakefs: {endpoint: "`+srv.URL+`", access_key_id: AK, secret_access_key: SK}
+kafka: {brokers: ["`+broker+`"]}
+lakefs: {endpoint: "`+url+`", access_key_id: AK, secret_access_key: SK}
 datasets:
   billing:
     repository: lake
@@ -196,15 +201,6 @@ datasets:
 	must(t, err)
 	j, err := daemon.NewJanitor(cfg, lake, log, nil)
 	must(t, err)
-	defer j.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := j.Sweep(ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(deleted, []string{"wap-mallory"}) {
-		t.Errorf("the janitor deleted %v; want wap-mallory alone (wap-billing-evidence's head is lakewap's seal of 30 h ago, within the 72 h an aborted run's branch is kept)", deleted)
-	}
+	t.Cleanup(j.Close)
+	return lake, j
 }
