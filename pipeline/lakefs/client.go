@@ -45,7 +45,11 @@ type Config struct {
 	// MaxListEntries bounds a listing taken whole (List, Diff, Changes,
 	// ListBranches; default DefaultMaxListEntries): past it the listing
 	// stops, an error wrapping ErrListOverLimit, instead of holding every
-	// entry first. The daemon sets audit.max_list_objects.
+	// entry first. The daemon sets audit.max_list_objects. An object
+	// listing or a diff also holds at most MaxListEntries times
+	// ListEntryBytes of paths, addresses and checksums, and refuses an
+	// entry past MaxPathBytes, MaxAddressBytes or MaxChecksumBytes (an
+	// error wrapping ErrEntryOverLimit).
 	MaxListEntries int
 }
 
@@ -101,6 +105,9 @@ type Client struct {
 	api     *apigen.ClientWithResponses
 	timeout time.Duration
 	maxList int // Config.MaxListEntries
+	// maxListBytes bounds the paths, addresses and checksums a vetted
+	// listing holds: maxList times ListEntryBytes.
+	maxListBytes int
 	log     *slog.Logger
 	bases   *mergeBases
 	cached  *commitCache // made or read by id
@@ -174,6 +181,7 @@ func New(cfg Config) (*Client, error) {
 		log:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
 		bases: &mergeBases{}, cached: &commitCache{}, made: &madeCommits{}, tips: &mergeTips{},
 		baseFlights: &flight.Group[[2]string]{}, commitFlights: &flight.Group[Commit]{}, commitRoom: make(chan struct{}, MaxCommitReads)}
+	c.maxListBytes = c.maxList * ListEntryBytes
 	c.outside = c.forOutside()
 	return c, nil
 }

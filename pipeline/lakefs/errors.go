@@ -119,3 +119,9 @@ func transportError(parent context.Context, op, repo, ref string, err error) *Er
 	}
 	return e
 }
+
+// ErrEntryOverLimit is the cause of a listing refused for one entry past
+// its limit (a path longer than an object key, a physical address or a
+// checksum no block adapter makes). It is permanent, and a listing over
+// its limit (it wraps ErrListOverLimit).
+var ErrEntryOverLimit = fmt.Errorf("%w: an entry past its limit", ErrListOverLimit)

@@ -10,6 +10,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/lakewap/lakewap/schemas"
 	"github.com/treeverse/lakefs/pkg/api/apigen"
 )
 
@@ -81,10 +82,8 @@ func (m *readErrMarker) Read(p []byte) (int, error) {
 
 // List lists every object under prefix at ref, recursively.
 func (c *Client) List(ctx context.Context, repo, ref, prefix string) ([]Object, error) {
-	return list(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":" + prefix}, 0,
-		func(o apigen.ObjectStats) Object {
-			return Object{Path: o.Path, Checksum: o.Checksum, PhysicalAddress: o.PhysicalAddress, Mtime: time.Unix(o.Mtime, 0).UTC(), Size: deref(o.SizeBytes)}
-		},
+	return listVetted(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":" + prefix}, 0,
+		objectFrom, vetObject,
 		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
 			return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{Prefix: prefixParam(prefix), After: after, Amount: amount})
 		})
@@ -94,7 +93,7 @@ func (c *Client) List(ctx context.Context, repo, ref, prefix string) ([]Object, 
 // base with left (lakeFS's default three-dot diff: what merging right into
 // left would bring).
 func (c *Client) Diff(ctx context.Context, repo, left, right, prefix string) ([]Change, error) {
-	return list(ctx, c, call{op: "diff", repo: repo, ref: left + "..." + right}, 0, changeFrom,
+	return listVetted(ctx, c, call{op: "diff", repo: repo, ref: left + "..." + right}, 0, changeFrom, vetChange,
 		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
 			return c.api.DiffRefs(ctx, repo, left, right, &apigen.DiffRefsParams{After: after, Prefix: prefixParam(prefix), Amount: amount})
 		})
@@ -104,7 +103,7 @@ func (c *Client) Diff(ctx context.Context, repo, left, right, prefix string) ([]
 // its merge-base with left (the three-dot diff of Diff), asking for one
 // entry.
 func (c *Client) Touches(ctx context.Context, repo, left, right, prefix string) (bool, error) {
-	changes, err := list(ctx, c, call{op: "diff", repo: repo, ref: left + "..." + right}, 1, changeFrom,
+	changes, err := listVetted(ctx, c, call{op: "diff", repo: repo, ref: left + "..." + right}, 1, changeFrom, vetChange,
 		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
 			return c.api.DiffRefs(ctx, repo, left, right, &apigen.DiffRefsParams{After: after, Prefix: prefixParam(prefix), Amount: amount})
 		})
@@ -117,7 +116,7 @@ func (c *Client) Touches(ctx context.Context, repo, left, right, prefix string) 
 // with paths and sizes, at most limit of them (more: truncated is true).
 func (c *Client) Differences(ctx context.Context, repo, from, to, prefix string, limit int) (changes []Change, truncated bool, err error) {
 	twoDot := "two_dot"
-	changes, err = list(ctx, c, call{op: "diff", repo: repo, ref: from + ".." + to}, limit+1, changeFrom,
+	changes, err = listVetted(ctx, c, call{op: "diff", repo: repo, ref: from + ".." + to}, limit+1, changeFrom, vetChange,
 		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
 			return c.api.DiffRefs(ctx, repo, from, to, &apigen.DiffRefsParams{After: after, Prefix: prefixParam(prefix), Amount: amount, Type: &twoDot})
 		})
@@ -125,6 +124,69 @@ func (c *Client) Differences(ctx context.Context, repo, from, to, prefix string,
 		return changes[:limit], true, err
 	}
 	return changes, false, err
+}
+
+func objectFrom(o apigen.ObjectStats) Object {
+	return Object{Path: o.Path, Checksum: o.Checksum, PhysicalAddress: o.PhysicalAddress, Mtime: time.Unix(o.Mtime, 0).UTC(), Size: deref(o.SizeBytes)}
+}
+
+const (
+	// MaxPathBytes bounds the path of an entry of an object listing or a
+	// diff: an object key is at most 1,024 bytes (S3, GCS; Azure Blob
+	// names 1,024 characters), so a longer path is no file a reader through
+	// lakeFS's S3 gateway, or of the storage namespace, reads as lakeFS
+	// lists it. lakeFS bounds none (a staged one by its key-value store at
+	// most, a committed one not at all).
+	MaxPathBytes = 1024
+	// MaxAddressBytes bounds an object's physical address: lakeFS's block
+	// adapters make a scheme, a bucket or container (at most 63 bytes on
+	// S3 and Azure, 222 on GCS) and an object key of at most 1,024 bytes;
+	// a writer links any address (linkPhysicalAddress, stageObject).
+	MaxAddressBytes = 2048
+	// MaxChecksumBytes bounds an object's checksum: the adapters make an
+	// ETag or a digest of tens of bytes (a multipart ETag: 32 hex digits,
+	// "-" and the part count); a writer claims any.
+	MaxChecksumBytes = 256
+	// ListEntryBytes is what one entry of a listing holds on average at
+	// most, of paths, addresses and checksums: a listing holds at most
+	// Config.MaxListEntries times it (512 MB for audit.max_list_objects'
+	// 1,000,000; an honest entry is about 200 bytes). Within each entry's
+	// limits above a million entries held 3.3 GB.
+	ListEntryBytes = 512
+	// namedBytes is how much of a refused path an error quotes.
+	namedBytes = 96
+)
+
+// entryError refuses a listing for what of the entry at path, n bytes
+// long, past limit bytes (why: what makes the limit).
+func entryError(what, path string, n, limit int, why string) error {
+	return fmt.Errorf("%w: %s %q is %d bytes, longer than the %d %s", ErrEntryOverLimit, what, schemas.Clip(path, namedBytes), n, limit, why)
+}
+
+func vetPath(p string) error {
+	if len(p) > MaxPathBytes {
+		return entryError("the path", p, len(p), MaxPathBytes, "bytes an object key may be (S3, GCS, Azure Blob): no reader reads it as lakeFS lists it")
+	}
+	return nil
+}
+
+// vetObject is the bytes o holds, or why a listing of it is refused.
+func vetObject(o Object) (int, error) {
+	if err := vetPath(o.Path); err != nil {
+		return 0, err
+	}
+	if len(o.PhysicalAddress) > MaxAddressBytes {
+		return 0, entryError("the physical address of", o.Path, len(o.PhysicalAddress), MaxAddressBytes, "bytes of a bucket and an object key any block adapter of lakeFS makes")
+	}
+	if len(o.Checksum) > MaxChecksumBytes {
+		return 0, entryError("the checksum of", o.Path, len(o.Checksum), MaxChecksumBytes, "bytes of an ETag or digest any block adapter of lakeFS makes")
+	}
+	return len(o.Path) + len(o.PhysicalAddress) + len(o.Checksum), nil
+}
+
+// vetChange is the bytes ch holds, or why a diff of it is refused.
+func vetChange(ch Change) (int, error) {
+	return len(ch.Path) + len(ch.Type), vetPath(ch.Path)
 }
 
 func changeFrom(d apigen.Diff) Change {
@@ -151,9 +213,24 @@ func list[R, T any](ctx context.Context, c *Client, k call, limit int, conv func
 func listKept[R, T any](ctx context.Context, c *Client, k call, limit int, conv func(R) (T, bool),
 	get func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error),
 ) ([]T, error) {
+	return listChecked(ctx, c, k, limit, conv, nil, get)
+}
+
+// listVetted is list with each entry vetted as its page is read (vet:
+// the bytes it holds, or why it is refused): the listing holds at most
+// c.maxListBytes of them, and stops at the first entry refused.
+func listVetted[R, T any](ctx context.Context, c *Client, k call, limit int, conv func(R) T, vet func(T) (int, error),
+	get func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error),
+) ([]T, error) {
+	return listChecked(ctx, c, k, limit, func(r R) (T, bool) { return conv(r), true }, vet, get)
+}
+
+func listChecked[R, T any](ctx context.Context, c *Client, k call, limit int, conv func(R) (T, bool), vet func(T) (int, error),
+	get func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error),
+) ([]T, error) {
 	var out []T
 	var after *apigen.PaginationAfter
-	seen := 0
+	seen, held := 0, 0
 	for {
 		if limit == 0 && seen > c.maxList {
 			return nil, c.logged(k, time.Now(), &Error{Op: k.op, Repo: k.repo, Ref: k.ref,
@@ -172,9 +249,22 @@ func listKept[R, T any](ctx context.Context, c *Client, k call, limit int, conv 
 		}
 		seen += len(p.Results)
 		for _, r := range p.Results {
-			if v, ok := conv(r); ok {
-				out = append(out, v)
+			v, ok := conv(r)
+			if !ok {
+				continue
 			}
+			if vet != nil {
+				n, err := vet(v)
+				if err != nil {
+					return nil, c.logged(k, time.Now(), &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Cause: err})
+				}
+				if held += n; held > c.maxListBytes {
+					return nil, c.logged(k, time.Now(), &Error{Op: k.op, Repo: k.repo, Ref: k.ref,
+						Cause: fmt.Errorf("%w: more than %d bytes of paths, addresses and checksums, the most one may hold (%d per entry of audit.max_list_objects)",
+							ErrListOverLimit, c.maxListBytes, ListEntryBytes)})
+				}
+			}
+			out = append(out, v)
 		}
 		if limit > 0 && len(out) >= limit {
 			return out[:limit], nil
@@ -203,10 +293,8 @@ func deref[T any](p *T) (v T) {
 // After is the first object of ref whose path sorts after the given one
 // (any prefix), and false when none does: one call, one object.
 func (c *Client) After(ctx context.Context, repo, ref, after string) (Object, bool, error) {
-	objs, err := list(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":>" + after}, 1,
-		func(o apigen.ObjectStats) Object {
-			return Object{Path: o.Path, Checksum: o.Checksum, PhysicalAddress: o.PhysicalAddress, Mtime: time.Unix(o.Mtime, 0).UTC(), Size: deref(o.SizeBytes)}
-		},
+	objs, err := listVetted(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":>" + after}, 1,
+		objectFrom, vetObject,
 		func(ctx context.Context, _ *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
 			return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{After: ptr(apigen.PaginationAfter(after)), Amount: amount})
 		})
