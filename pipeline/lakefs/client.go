@@ -108,11 +108,11 @@ type Client struct {
 	// maxListBytes bounds the paths, addresses and checksums a vetted
 	// listing holds: maxList times ListEntryBytes.
 	maxListBytes int
-	log     *slog.Logger
-	bases   *mergeBases
-	cached  *commitCache // made or read by id
-	made    *madeCommits // made by this client only
-	tips    *mergeTips
+	log          *slog.Logger
+	bases        *mergeBases
+	cached       *commitCache // made or read by id
+	made         *madeCommits // made by this client only
+	tips         *mergeTips
 	// baseFlights and commitFlights are merge-bases and commits being
 	// asked for now: a second asker of one waits for the first's answer
 	// (the publish turn's recheck, started beside the look, asks for the
