@@ -635,6 +635,7 @@ type diffFlight struct {
 	changes []pipeline.Change
 	err     error
 	kept    int // the changes counted in Runner.diffChanges
+	bytes   int // their bytes, counted in Runner.diffBytes
 }
 
 const (
@@ -645,6 +646,10 @@ const (
 	// changes each keep 819,200,000 changes.
 	maxPreparedDiffs   = 4096
 	maxPreparedChanges = 200_000
+	// maxPreparedBytes bounds their bytes (changeBytes): a path is the
+	// writer's, up to lakefs.MaxPathBytes, and 200,000 changes of 1,024
+	// bytes were 205 MB (TestPreparedDiffsAreBoundedByTheirBytes).
+	maxPreparedBytes = 32 << 20
 	// maxDiffTakings bounds the diffs taken from lakeFS at once for
 	// waiting publishes (each up to a listing's limit until it is
 	// counted); the others wait for a slot, or for their turn.
@@ -748,10 +753,25 @@ func (r *Runner) keepDiff(k string, f *diffFlight, changes []pipeline.Change) {
 		f.err = errors.New("dropped while being taken")
 	case r.diffChanges+len(changes) > maxPreparedChanges:
 		f.err = errDiffOverBudget
+	case r.diffBytes+changeBytes(changes) > maxPreparedBytes:
+		f.err = errDiffOverBudget
 	default:
-		f.changes, f.kept = changes, len(changes)
+		f.changes, f.kept, f.bytes = changes, len(changes), changeBytes(changes)
 		r.diffChanges += f.kept
+		r.diffBytes += f.bytes
 	}
+}
+
+// changeOverhead is what a change holds besides its path's bytes
+// (pipeline.Change: a string header, a size, a flag, rounded up).
+const changeOverhead = 64
+
+// changeBytes is what changes hold: their paths and changeOverhead each.
+func changeBytes(changes []pipeline.Change) (n int) {
+	for _, c := range changes {
+		n += len(c.Path) + changeOverhead
+	}
+	return n
 }
 
 // auditedDiffs keeps the audit step's diffs of sealed commits (lakeFS's
@@ -759,26 +779,34 @@ func (r *Runner) keepDiff(k string, f *diffFlight, changes []pipeline.Change) {
 // their publishes: the same diff the publish would otherwise ask for while
 // it waits (prepareDiff), one diff and one merge-base call less per batch.
 // A run that never publishes leaves its diff until newer ones push it out:
-// at most maxAuditedDiffs diffs, of maxAuditedChanges changes in all.
+// at most maxAuditedDiffs diffs, of maxAuditedChanges changes and
+// maxAuditedBytes bytes in all.
 type auditedDiffs struct {
 	mu      sync.Mutex
 	m       map[string]auditedDiff
 	order   []string // oldest first
 	changes int
+	bytes   int // changeBytes of the diffs kept
 }
 
 type auditedDiff struct {
 	against string
 	changes []pipeline.Change
+	bytes   int
 }
 
 const (
 	maxAuditedDiffs   = 1024
 	maxAuditedChanges = 200_000 // about 100 bytes each
+	// maxAuditedBytes bounds their bytes (changeBytes): 1,024 diffs of
+	// 195 changes of a writer's 1,024-byte paths were 204 MB
+	// (TestAuditedDiffsAreBoundedByTheirBytes).
+	maxAuditedBytes = 32 << 20
 )
 
 func (a *auditedDiffs) put(repo, sealed, against string, changes []pipeline.Change) {
-	if len(changes) > maxAuditedChanges {
+	size := changeBytes(changes)
+	if len(changes) > maxAuditedChanges || size > maxAuditedBytes {
 		return
 	}
 	a.mu.Lock()
@@ -788,12 +816,13 @@ func (a *auditedDiffs) put(repo, sealed, against string, changes []pipeline.Chan
 	}
 	k := repo + "\x00" + sealed
 	a.forget(k)
-	for len(a.order) > 0 && (len(a.order) >= maxAuditedDiffs || a.changes+len(changes) > maxAuditedChanges) {
+	for len(a.order) > 0 && (len(a.order) >= maxAuditedDiffs || a.changes+len(changes) > maxAuditedChanges || a.bytes+size > maxAuditedBytes) {
 		a.forget(a.order[0])
 	}
-	a.m[k] = auditedDiff{against: against, changes: changes}
+	a.m[k] = auditedDiff{against: against, changes: changes, bytes: size}
 	a.order = append(a.order, k)
 	a.changes += len(changes)
+	a.bytes += size
 }
 
 // take returns and forgets sealed's diff and the commit it was taken against.
@@ -813,6 +842,7 @@ func (a *auditedDiffs) forget(k string) {
 	}
 	delete(a.m, k)
 	a.changes -= len(d.changes)
+	a.bytes -= d.bytes
 	a.order = slices.DeleteFunc(a.order, func(o string) bool { return o == k })
 }
 
@@ -856,7 +886,8 @@ func (r *Runner) dropDiff(run pipeline.Run) {
 	defer r.dmu.Unlock()
 	if f := r.diffs[diffKey(run)]; f != nil {
 		r.diffChanges -= f.kept
-		f.kept = 0
+		r.diffBytes -= f.bytes
+		f.kept, f.bytes = 0, 0
 		delete(r.diffs, diffKey(run))
 	}
 }

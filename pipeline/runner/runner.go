@@ -112,6 +112,9 @@ type Runner struct {
 	// diffChanges are the changes the diffs hold in all (at most
 	// maxPreparedChanges); diffSlots the diffs being taken from lakeFS.
 	diffChanges int
+	// diffBytes is what they hold in bytes (changeBytes; at most
+	// maxPreparedBytes).
+	diffBytes int
 	diffSlots   chan struct{}
 	// audited are the audit step's diffs of sealed commits, for their
 	// publishes to take instead of asking lakeFS again (publish.go).
