@@ -35,8 +35,16 @@ import (
 
 const (
 	// listingCacheObjects bounds the objects the kept listings hold in
-	// all (about 100 bytes each).
+	// all (about 300 bytes each), listingCacheBytes their bytes
+	// (objectBytes): a writer chooses each object's path, checksum and
+	// address, up to the lakeFS client's bounds (1,024, 256 and 2,048
+	// bytes), and 400,000 such objects were 1.3 GB
+	// (TestListingCacheIsBoundedByItsBytes).
 	listingCacheObjects = 400_000
+	listingCacheBytes   = 128 << 20
+	// objectOverhead is what an Object holds besides its strings' bytes
+	// (four string headers and a size, rounded up).
+	objectOverhead = 80
 	// maxListings bounds the listings kept (each use moves one in a list
 	// of them).
 	maxListings = 4096
@@ -44,11 +52,13 @@ const (
 
 // listingCache keeps listings of commits, least recently used first out.
 type listingCache struct {
-	mu      sync.Mutex
-	max     int
-	objects int
-	m       map[string]*list.Element // repo \x00 commit \x00 prefix
-	order   *list.List               // of *keptListing, least recently used first
+	mu       sync.Mutex
+	max      int
+	objects  int
+	maxBytes int                      // listingCacheBytes
+	bytes    int                      // objectBytes of the kept listings' objects
+	m        map[string]*list.Element // repo \x00 commit \x00 prefix
+	order    *list.List               // of *keptListing, least recently used first
 }
 
 type keptListing struct {
@@ -58,6 +68,16 @@ type keptListing struct {
 	// it keeps every object (most tables), else its own slice, counted.
 	tables []Object
 	done   bool
+	bytes  int // objectBytes of objs, and of tables when counted
+}
+
+// objectBytes is what objs hold: their strings' bytes and objectOverhead
+// each.
+func objectBytes(objs []Object) (n int) {
+	for _, o := range objs {
+		n += len(o.Path) + len(o.Checksum) + len(o.Address) + len(o.at) + objectOverhead
+	}
+	return n
 }
 
 // size is the objects k holds.
@@ -69,7 +89,7 @@ func (k *keptListing) size() int {
 }
 
 func newListingCache(max int) *listingCache {
-	return &listingCache{max: max, m: map[string]*list.Element{}, order: list.New()}
+	return &listingCache{max: max, maxBytes: listingCacheBytes, m: map[string]*list.Element{}, order: list.New()}
 }
 
 func listingKey(repo, commit, prefix string) string { return repo + "\x00" + commit + "\x00" + prefix }
@@ -118,12 +138,20 @@ func (c *listingCache) tableFiles(repo, commit, prefix string) ([]Object, bool) 
 	if el, ok := c.m[listingKey(repo, commit, prefix)]; ok && el.Value.(*keptListing) == kl && !kl.done {
 		kl.tables, kl.done = files, true
 		c.objects += kl.size() - len(kl.objs)
+		if len(files) != len(kl.objs) {
+			// A second slice of the same objects: its headers alone (the
+			// strings are the listing's).
+			extra := len(files) * objectOverhead
+			kl.bytes += extra
+			c.bytes += extra
+		}
 	}
 	return files, true
 }
 
 func (c *listingCache) put(repo, commit, prefix string, objs []Object) {
-	if len(objs) > c.max {
+	size := objectBytes(objs)
+	if len(objs) > c.max || size > c.maxBytes {
 		return
 	}
 	c.mu.Lock()
@@ -131,13 +159,16 @@ func (c *listingCache) put(repo, commit, prefix string, objs []Object) {
 	k := listingKey(repo, commit, prefix)
 	if el, ok := c.m[k]; ok {
 		c.objects -= el.Value.(*keptListing).size()
+		c.bytes -= el.Value.(*keptListing).bytes
 		c.order.Remove(el)
 	}
-	c.m[k] = c.order.PushBack(&keptListing{key: k, objs: slices.Clone(objs)})
+	c.m[k] = c.order.PushBack(&keptListing{key: k, objs: slices.Clone(objs), bytes: size})
 	c.objects += len(objs)
-	for (c.objects > c.max || c.order.Len() > maxListings) && c.order.Len() > 0 {
+	c.bytes += size
+	for (c.objects > c.max || c.bytes > c.maxBytes || c.order.Len() > maxListings) && c.order.Len() > 0 {
 		old := c.order.Remove(c.order.Front()).(*keptListing)
 		c.objects -= old.size()
+		c.bytes -= old.bytes
 		delete(c.m, old.key)
 	}
 }
