@@ -654,9 +654,25 @@ func (r *run) addedSuspects(ctx context.Context, foundation string, c *Changes) 
 			}
 			out.objs = append(out.objs, s)
 		}
-		r.e.added.put(k, out)
+		r.e.keepAdded(k, out)
 		return out, nil
 	})
+}
+
+// maxAddedSetBytes bounds a set addedSuspects keeps (objectBytes of its
+// entries): their paths, checksums and addresses are the batch's writer's
+// (up to the lakeFS client's bounds), and 1,024 sets of 100 such entries
+// were 338 MB (TestAddedSuspectSetsAreBoundedByTheirBytes). An honest set
+// of 100 entries is about 30 KB.
+const maxAddedSetBytes = 64 << 10
+
+// keepAdded keeps s, what addedSuspects found for k, unless it is over
+// maxAddedSetBytes: it is then found again when asked again.
+func (e *Engine) keepAdded(k string, s addedSet) {
+	if objectBytes(s.objs)+len(s.unchecked) > maxAddedSetBytes {
+		return
+	}
+	e.added.put(k, s)
 }
 
 // batchChanges is the audited commit's whole diff against the foundation,
