@@ -135,17 +135,19 @@ const (
 	// diff: an object key is at most 1,024 bytes (S3, GCS; Azure Blob
 	// names 1,024 characters), so a longer path is no file a reader through
 	// lakeFS's S3 gateway, or of the storage namespace, reads as lakeFS
-	// lists it. lakeFS bounds none (a staged one by its key-value store at
-	// most, a committed one not at all).
+	// lists it. lakeFS's API refuses longer ones itself (its maximum of
+	// 1,024, TestWritersLongEntriesAreRefusedNotLeftOut): the client does
+	// not rely on it (an older server, an imported range).
 	MaxPathBytes = 1024
 	// MaxAddressBytes bounds an object's physical address: lakeFS's block
 	// adapters make a scheme, a bucket or container (at most 63 bytes on
 	// S3 and Azure, 222 on GCS) and an object key of at most 1,024 bytes;
-	// a writer links any address (linkPhysicalAddress, stageObject).
+	// lakeFS links only addresses it signed, or imports an object store's.
 	MaxAddressBytes = 2048
 	// MaxChecksumBytes bounds an object's checksum: the adapters make an
 	// ETag or a digest of tens of bytes (a multipart ETag: 32 hex digits,
-	// "-" and the part count); a writer claims any.
+	// "-" and the part count); a writer claims any (linkPhysicalAddress
+	// takes 4 KiB, TestWritersLongEntriesAreRefusedNotLeftOut).
 	MaxChecksumBytes = 256
 	// ListEntryBytes is what one entry of a listing holds on average at
 	// most, of paths, addresses and checksums: a listing holds at most

@@ -115,7 +115,7 @@ type Runner struct {
 	// diffBytes is what they hold in bytes (changeBytes; at most
 	// maxPreparedBytes).
 	diffBytes int
-	diffSlots   chan struct{}
+	diffSlots chan struct{}
 	// audited are the audit step's diffs of sealed commits, for their
 	// publishes to take instead of asking lakeFS again (publish.go).
 	audited auditedDiffs
