@@ -125,7 +125,8 @@ func TestListingRefusesPathsLongerThanAnObjectKey(t *testing.T) {
 // linkPhysicalAddress); lakeFS's block adapters make addresses of an
 // object key (at most 1,024 bytes) in a bucket or container, and checksums
 // of an ETag or a digest (tens of bytes). Each object of a listing held
-// them whole.
+// them whole. A content type is not kept, but fills the listing's pages
+// (TestWritersUserMetadataDoesNotFillTheListingsPages).
 func TestListingRefusesAddressesAndChecksumsNoAdapterMakes(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
@@ -134,9 +135,15 @@ func TestListingRefusesAddressesAndChecksumsNoAdapterMakes(t *testing.T) {
 	}{
 		{"address", "s3://bucket/ns/" + strings.Repeat("y", 64<<10), strings.Repeat("a", 32), []string{"physical address", "2048"}},
 		{"checksum", "s3://bucket/ns/data/g0/c1", strings.Repeat("z", 64<<10), []string{"checksum", "256"}},
+		{"content type", "s3://bucket/ns/data/g0/c1", "", []string{"content type", "1024"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, _ := entryServer(t, 1, func(n, i int) map[string]any {
+				if i == 7 && tc.checksum == "" {
+					o := object("tables/t/bad.parquet", tc.address, strings.Repeat("a", 32))
+					o["content_type"] = "text/csv; x=" + strings.Repeat("t", 64<<10)
+					return o
+				}
 				if i == 7 {
 					return object("tables/t/bad.parquet", tc.address, tc.checksum)
 				}

@@ -20,6 +20,9 @@ type Object struct {
 	Size            int64
 	PhysicalAddress string
 	Mtime           time.Time
+	// contentType is the length of the content type lakeFS listed (not
+	// kept: vetObject bounds it).
+	contentType int
 }
 
 // Change is one path that differs between two refs (or a branch and its
@@ -80,12 +83,13 @@ func (m *readErrMarker) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// List lists every object under prefix at ref, recursively.
+// List lists every object under prefix at ref, recursively, without
+// their user metadata (lakewap reads none of it).
 func (c *Client) List(ctx context.Context, repo, ref, prefix string) ([]Object, error) {
 	return listVetted(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":" + prefix}, 0,
 		objectFrom, vetObject,
 		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
-			return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{Prefix: prefixParam(prefix), After: after, Amount: amount})
+			return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{Prefix: prefixParam(prefix), After: after, Amount: amount, UserMetadata: ptr(false)})
 		})
 }
 
@@ -127,7 +131,8 @@ func (c *Client) Differences(ctx context.Context, repo, from, to, prefix string,
 }
 
 func objectFrom(o apigen.ObjectStats) Object {
-	return Object{Path: o.Path, Checksum: o.Checksum, PhysicalAddress: o.PhysicalAddress, Mtime: time.Unix(o.Mtime, 0).UTC(), Size: deref(o.SizeBytes)}
+	return Object{Path: o.Path, Checksum: o.Checksum, PhysicalAddress: o.PhysicalAddress, Mtime: time.Unix(o.Mtime, 0).UTC(), Size: deref(o.SizeBytes),
+		contentType: len(deref(o.ContentType))}
 }
 
 const (
@@ -149,6 +154,15 @@ const (
 	// "-" and the part count); a writer claims any (linkPhysicalAddress
 	// takes 4 KiB, TestWritersLongEntriesAreRefusedNotLeftOut).
 	MaxChecksumBytes = 256
+	// MaxContentTypeBytes bounds an object's content type, which lakeFS
+	// lists always and a writer sets to anything (linkPhysicalAddress);
+	// lakewap keeps none of it, but a page of the listing is read to 64
+	// MiB at most, and lakeFS commits an entry of up to 40 MiB: a writer's
+	// objects filling a page made every later listing of the table fail
+	// (as their user metadata did, which listings no longer ask for:
+	// TestWritersUserMetadataDoesNotFillTheListingsPages). A media type
+	// with its parameters is tens of bytes.
+	MaxContentTypeBytes = 1024
 	// ListEntryBytes is what one entry of a listing holds on average at
 	// most, of paths, addresses and checksums: a listing holds at most
 	// Config.MaxListEntries times it (512 MB for audit.max_list_objects'
@@ -182,6 +196,9 @@ func vetObject(o Object) (int, error) {
 	}
 	if len(o.Checksum) > MaxChecksumBytes {
 		return 0, entryError("the checksum of", o.Path, len(o.Checksum), MaxChecksumBytes, "bytes of an ETag or digest any block adapter of lakeFS makes")
+	}
+	if o.contentType > MaxContentTypeBytes {
+		return 0, entryError("the content type of", o.Path, o.contentType, MaxContentTypeBytes, "bytes of a media type and its parameters")
 	}
 	return len(o.Path) + len(o.PhysicalAddress) + len(o.Checksum), nil
 }
@@ -298,7 +315,7 @@ func (c *Client) After(ctx context.Context, repo, ref, after string) (Object, bo
 	objs, err := listVetted(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":>" + after}, 1,
 		objectFrom, vetObject,
 		func(ctx context.Context, _ *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
-			return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{After: ptr(apigen.PaginationAfter(after)), Amount: amount})
+			return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{After: ptr(apigen.PaginationAfter(after)), Amount: amount, UserMetadata: ptr(false)})
 		})
 	if err != nil || len(objs) == 0 {
 		return Object{}, false, err
