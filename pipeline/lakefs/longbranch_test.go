@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -69,5 +70,35 @@ func TestBranchListingKeepsRevertScratchBranches(t *testing.T) {
 	}
 	if len(bs) != 2 || bs[1].Name != scratch {
 		t.Errorf("the listing holds %v; want %s and its revert's scratch branch %s", bs, longest, scratch)
+	}
+}
+
+// TestBranchListingHoldsNoLongCommitIDs: a branch's head is any commit
+// its writer points it at, and lakeFS takes a commit record of any id
+// from a writer (createCommitRecord). The listing kept each branch's head
+// id whole: 200 branches named as lakewap names them, at heads of 32 KiB
+// ids, held 6.5 MB (a million, gigabytes). An id longer than
+// pipeline.MaxCommitIDBytes is no commit lakewap reads: it is kept empty,
+// so the janitor reports the branch's head unreadable and keeps it.
+func TestBranchListingHoldsNoLongCommitIDs(t *testing.T) {
+	var refs []map[string]string
+	for i := range 200 {
+		refs = append(refs, map[string]string{"id": fmt.Sprintf("wap-billing-b%04d", i), "commit_id": strings.Repeat("a", 32<<10)})
+	}
+	body, err := json.Marshal(map[string]any{"results": refs, "pagination": map[string]any{"has_more": false, "next_offset": "", "results": len(refs), "max_per_page": 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := newFake(t, map[string]answer{"GET /api/v1/repositories/lake/branches": {200, string(body)}})
+	bs, err := cl.ListBranches(context.Background(), "lake", "wap-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, b := range bs {
+		held += len(b.CommitID)
+	}
+	if len(bs) != 200 || held > 200*pipeline.MaxCommitIDBytes {
+		t.Errorf("the listing holds %d branches, %d bytes of head ids; want the 200 branches, at most %d bytes", len(bs), held, 200*pipeline.MaxCommitIDBytes)
 	}
 }
