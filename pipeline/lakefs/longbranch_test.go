@@ -74,8 +74,9 @@ func TestBranchListingKeepsRevertScratchBranches(t *testing.T) {
 }
 
 // TestBranchListingHoldsNoLongCommitIDs: a branch's head is any commit
-// its writer points it at, and lakeFS takes a commit record of any id
-// from a writer (createCommitRecord). The listing kept each branch's head
+// its writer points it at, and lakeFS's createCommitRecord takes the id
+// from its caller, a writer (how long an id the real server keeps is not
+// checked here). The listing kept each branch's head
 // id whole: 200 branches named as lakewap names them, at heads of 32 KiB
 // ids, held 6.5 MB (a million, gigabytes). An id longer than
 // pipeline.MaxCommitIDBytes is no commit lakewap reads: it is kept empty,
