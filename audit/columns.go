@@ -91,6 +91,11 @@ type fileColumn struct {
 	// union is its type as unionValues compares it across files
 	// (markUnion, unionvalues.go), or "".
 	union string
+	// unionLeaves are its nested leaves unionValues compares across files
+	// (markUnion); unionOver, on a file's first column, that the file has
+	// more than maxUnionLeaves of them, or some nested deeper than 64.
+	unionLeaves []unionLeaf
+	unionOver   bool
 }
 
 // parquetColumns are the top-level columns of each file, as its footer

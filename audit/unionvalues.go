@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -44,20 +45,136 @@ import (
 // to both, UTC being the session's zone) and files whose footer lakewap
 // does not read in Go (parquet_schema's: not marked).
 
+//
+// A nested leaf (a struct's field s.x, a list's element l[], a map's key
+// or value m.key, m.value, at any depth) is read so too: DuckDB reads
+// STRUCT(x FLOAT) beside STRUCT(x DOUBLE) as STRUCT(x DOUBLE), pyarrow in
+// the first file's struct (1e300 inf), and so for lists and maps
+// (TestNested61TypesUnionedAcrossFilesAreRefused). Each is compared by
+// its column and path, as markSparkInts names leaves, and scanned in each
+// file by a condition on its values (unionLeafCond); a file of more than
+// maxUnionLeaves of them, or nested deeper than 64, beside another file,
+// is refused.
+
+// maxUnionLeaves bounds the nested leaves markUnion notes of a file.
+const maxUnionLeaves = 1 << 12
+
+// unionLeaf is a nested leaf of a column: its path (the column's name and
+// .name, [], .key, .value), the steps to it from the column, and its
+// unionType.
+type unionLeaf struct {
+	path  string
+	steps []unionStep
+	typ   string
+}
+
+// unionStep is a step to a nested leaf: a struct's field (name), a list's
+// element ("[]"), a map's keys or values (".key", ".value").
+type unionStep struct {
+	kind, name string
+}
+
 // markUnion notes on cols (a file's, schemaColumns of nodes) the type of
 // each top-level leaf that unionValues compares across files ("" for
-// none, and for a file of no rows).
+// none, and for a file of no rows), and its nested leaves'.
 func markUnion(cols []fileColumn, nodes []schemaNode, types []nodeTypes, rows int64) {
 	top := topLevel(nodes, types)
 	if len(top) != len(cols) || rows == 0 {
 		return
 	}
+	var ends []int
+	left := maxUnionLeaves
 	for k, i := range top {
 		cols[k].union = unionType(types[i])
 		if nodes[i].children > 0 || types[i].repetition == 2 {
 			cols[k].union = ""
+			if ends == nil {
+				ends = subtreeEnds(nodes)
+			}
+			if !unionLeaves(&cols[k].unionLeaves, nodes, types, ends, i, false, clip(nodes[i].name, 128), nil, 0, &left) {
+				cols[0].unionOver = true
+				for j := range cols {
+					cols[j].unionLeaves = nil
+				}
+				return
+			}
 		}
 	}
+}
+
+// unionLeaves appends to out the leaves under the node at i that
+// unionType compares, with their paths and steps (sparkIntLeaves'
+// reading of lists and maps). False: past left leaves, or nested deeper
+// than 64.
+func unionLeaves(out *[]unionLeaf, nodes []schemaNode, types []nodeTypes, ends []int, i int, element bool, path string, steps []unionStep, depth int, left *int) bool {
+	if depth > 64 {
+		return false
+	}
+	step := func(kind, name string) []unionStep {
+		return append(slices.Clip(steps), unionStep{kind, name})
+	}
+	n, nt := nodes[i], types[i]
+	if nt.repetition == 2 && !element {
+		return unionLeaves(out, nodes, types, ends, i, true, subPath(path, "[]"), step("[]", ""), depth+1, left)
+	}
+	if n.children == 0 {
+		typ := unionType(nt)
+		if typ == "" || len(steps) == 0 {
+			return true
+		}
+		if *left--; *left < 0 {
+			return false
+		}
+		*out = append(*out, unionLeaf{path: path, steps: steps, typ: typ})
+		return true
+	}
+	kids := children(nodes, ends, i)
+	switch {
+	case (nt.converted == cvList || nt.logical == ltList) && len(kids) == 1 && types[kids[0]].repetition == 2:
+		r := kids[0]
+		el := r
+		if rk := children(nodes, ends, r); len(rk) == 1 && nodes[r].name != "array" && nodes[r].name != n.name+"_tuple" {
+			el = rk[0]
+		}
+		return unionLeaves(out, nodes, types, ends, el, el == r, subPath(path, "[]"), step("[]", ""), depth+1, left)
+	case (nt.converted == cvMap || nt.converted == cvMapKeyValue || nt.logical == ltMap) && len(kids) == 1 && types[kids[0]].repetition == 2:
+		if kv := children(nodes, ends, kids[0]); len(kv) >= 1 && len(kv) <= 2 {
+			for k, c := range kv {
+				s := [...]string{".key", ".value"}[k]
+				if !unionLeaves(out, nodes, types, ends, c, false, subPath(path, s), step(s, ""), depth+1, left) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	for _, c := range kids {
+		if !unionLeaves(out, nodes, types, ends, c, false, subPath(path, "."+clip(nodes[c].name, 128)), step(".", nodes[c].name), depth+1, left) {
+			return false
+		}
+	}
+	return true
+}
+
+// unionLeafCond is the DuckDB condition that e, a column's value, holds
+// at steps a value for which cond (of the value's expression) holds.
+func unionLeafCond(e string, steps []unionStep, depth int, cond func(string) string) string {
+	if len(steps) == 0 {
+		return cond(e)
+	}
+	s := steps[0]
+	if s.kind == "." {
+		return unionLeafCond(fmt.Sprintf("struct_extract(%s, %s)", e, quoteLiteral(s.name)), steps[1:], depth+1, cond)
+	}
+	list := e
+	switch s.kind {
+	case ".key":
+		list = "map_keys(" + e + ")"
+	case ".value":
+		list = "map_values(" + e + ")"
+	}
+	v := fmt.Sprintf("u%d", depth)
+	return fmt.Sprintf("coalesce(len(list_filter(%s, %s -> coalesce(%s, false))) > 0, false)", list, v, unionLeafCond(v, steps[1:], depth+1, cond))
 }
 
 // unionType is the DuckDB type unionValues casts a leaf of type t by, or
@@ -175,63 +292,92 @@ func unionLoss(q, own, other string) string {
 // one of them does not hold exactly.
 func (r *run) unionValues(ctx context.Context, cols map[string][]fileColumn, files []string, objPath, ids map[string]string, checks []Check, table string) error {
 	read := valuesRead(checks, table)
-	// Per column (lower case): its types, each with the first file of it.
+	// A column's leaves unionValues compares: the column itself (path
+	// ""), and its nested leaves.
+	leaves := func(c fileColumn) []unionLeaf {
+		out := c.unionLeaves
+		if c.union != "" {
+			out = append([]unionLeaf{{typ: c.union}}, out...)
+		}
+		return out
+	}
+	// Per leaf (column and path, lower case): its types, each with the
+	// first file of it.
 	typed := map[string]map[string]string{}
-	var order []string // the columns' types, "name\x00type", as first seen
+	type seen struct{ key, typ string }
+	var order []seen // the leaves' types, as first seen
 	for _, f := range files {
+		if fc := cols[f]; len(files) > 1 && len(fc) > 0 && fc[0].unionOver && slices.ContainsFunc(fc, func(c fileColumn) bool { return read(c.name) }) {
+			return fmt.Errorf("file %s has more than %d nested leaves, or some nested deeper than 64, which lakewap does not compare across the table's files: DuckDB reads a leaf of two types across files in their union's type, pyarrow and pandas.read_parquet in the first file's, casting without a word (write fewer nested fields, or the table in one file)",
+				objPath[f], maxUnionLeaves)
+		}
 		for _, c := range cols[f] {
-			if c.union == "" || !read(c.name) {
+			if !read(c.name) {
 				continue
 			}
-			k := strings.ToLower(c.name)
-			if typed[k] == nil {
-				typed[k] = map[string]string{}
-			}
-			if _, ok := typed[k][c.union]; !ok {
-				typed[k][c.union] = f
-				order = append(order, k+"\x00"+c.union)
+			for _, l := range leaves(c) {
+				k := strings.ToLower(c.name) + "\x00" + strings.ToLower(l.path)
+				if typed[k] == nil {
+					typed[k] = map[string]string{}
+				}
+				if _, ok := typed[k][l.typ]; !ok {
+					typed[k][l.typ] = f
+					order = append(order, seen{k, l.typ})
+				}
 			}
 		}
 	}
 	for _, f := range files {
 		var conds []string
-		type loss struct{ name, own, other, otherFile, what string }
+		type loss struct{ name, path, own, other, otherFile, what string }
 		var losses []loss
 		tag := "union-values"
 		for _, c := range cols[f] {
-			k := strings.ToLower(c.name)
-			if c.union == "" || len(typed[k]) < 2 {
-				continue
-			}
-			for _, e := range order {
-				name, other, _ := strings.Cut(e, "\x00")
-				if name != k {
+			for _, l := range leaves(c) {
+				k := strings.ToLower(c.name) + "\x00" + strings.ToLower(l.path)
+				if len(typed[k]) < 2 {
 					continue
 				}
-				what := unionPair(c.union, other)
-				if what == "" {
-					continue
+				for _, e := range order {
+					if e.key != k {
+						continue
+					}
+					other := e.typ
+					what := unionPair(l.typ, other)
+					if what == "" {
+						continue
+					}
+					if unionLoss("v", l.typ, other) == "" {
+						continue
+					}
+					cond := unionLeafCond(quoteIdent(c.name), l.steps, 0, func(q string) string { return unionLoss(q, l.typ, other) })
+					conds = append(conds, "count(*) FILTER (WHERE "+cond+")")
+					losses = append(losses, loss{c.name, l.path, l.typ, other, typed[k][other], what})
+					tag += "\x00" + cond
 				}
-				cond := unionLoss(quoteIdent(c.name), c.union, other)
-				if cond == "" {
-					continue
-				}
-				conds = append(conds, "count(*) FILTER (WHERE "+cond+")")
-				losses = append(losses, loss{c.name, c.union, other, typed[k][other], what})
-				tag += "\x00" + cond
 			}
 		}
 		if len(conds) == 0 {
 			continue
 		}
+		named := func(l loss) string {
+			if l.path == "" {
+				return fmt.Sprintf("column %q", l.name)
+			}
+			return fmt.Sprintf("column %q: leaf %q", clip(l.name, 128), clip(l.path, 256))
+		}
 		err := r.guardScan(ctx, tag, f, ids, conds, func(err error) error {
 			l := losses[0]
-			return fmt.Errorf("file %s: column %q is %s there and %s in file %s, and lakewap could not look for values one does not hold exactly (%v): readers may disagree on them",
-				objPath[f], l.name, unionReadable(l.own), unionReadable(l.other), objPath[l.otherFile], clip(err.Error(), 256))
+			return fmt.Errorf("file %s: %s is %s there and %s in file %s, and lakewap could not look for values one does not hold exactly (%v): readers may disagree on them",
+				objPath[f], named(l), unionReadable(l.own), unionReadable(l.other), objPath[l.otherFile], clip(err.Error(), 256))
 		}, func(i int, n int64) error {
 			l := losses[i]
-			return fmt.Errorf("file %s: column %q is %s there and %s in file %s, and holds %d values not held exactly as %s: DuckDB reads the files together in their union's type, pyarrow and pandas.read_parquet in the first file's type, casting the other's values to it without a word (%s), and Spark by one file's schema, failing on the other's narrower type: readers disagree on them, and a check reads the column (write the column in one type)",
-				objPath[f], l.name, unionReadable(l.own), unionReadable(l.other), objPath[l.otherFile], n, unionReadable(l.other), l.what)
+			held := fmt.Sprintf("holds %d values", n)
+			if l.path != "" {
+				held = fmt.Sprintf("%d of its rows hold values", n)
+			}
+			return fmt.Errorf("file %s: %s is %s there and %s in file %s, and %s not held exactly as %s: DuckDB reads the files together in their union's type, pyarrow and pandas.read_parquet in the first file's type, casting the other's values to it without a word (%s), and Spark by one file's schema, failing on the other's narrower type: readers disagree on them, and a check reads the column (write the column in one type)",
+				objPath[f], named(l), unionReadable(l.own), unionReadable(l.other), objPath[l.otherFile], held, unionReadable(l.other), l.what)
 		})
 		if err != nil {
 			return err
