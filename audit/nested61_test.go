@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,4 +76,92 @@ func TestNested61TypesUnionedAcrossFilesAreRefused(t *testing.T) {
 			t.Logf("refused: %s", res.Message)
 		})
 	}
+}
+
+// TestNested61TypesUnionedAcrossFilesAreRefusedIncrementally: the attack
+// of TestNested61TypesUnionedAcrossFilesAreRefused by a batch onto main
+// whose attestation lets it be audited incrementally: a batch writing a
+// struct s of DOUBLE x 0.1 and 0.1000000001 beside main's STRUCT(x FLOAT)
+// file (first by path: pandas reads both as the FLOAT 0.1, a unique check
+// on s fails), and a batch writing a FLOAT struct that sorts before
+// main's DOUBLE one. The incremental audit, which reads the batch's files
+// alone, sees the column's two types (schemaDisagreement: STRUCT(x FLOAT)
+// and STRUCT(x DOUBLE)), runs full and refuses the table, naming the leaf.
+func TestNested61TypesUnionedAcrossFilesAreRefusedIncrementally(t *testing.T) {
+	floats, doubles := "{'x': 0.5::FLOAT}", "{'x': unnest([0.1, 0.1000000001])::DOUBLE}"
+	for _, c := range []struct {
+		name, mainValues, batchPath, batchValues string
+	}{
+		{"doubles_after_main_floats", floats, "data/t/part-b.parquet", doubles},
+		{"floats_before_main_doubles", doubles, "data/t/a.parquet", floats},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			lake := newLakeSim(t)
+			lake.ids = true
+			root := cid("c000")
+			lake.commit(root, nil, nil)
+			lake.write(t, root, "data/t/part-a.parquet", "SELECT "+c.mainValues+" AS s")
+			e, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake, StatsDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.Close() })
+			suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Name: "u", Kind: KindUnique, Table: "t", Column: "s"}}}
+			h := &diffHistory{t: t, lake: lake, head: root, nextID: 1}
+			audit := func(path, query string) schemas.AuditReport {
+				s := lake.next("s")
+				lake.branch(t, h.head, s)
+				lake.commit(s, []string{h.head}, nil)
+				lake.write(t, s, strings.ReplaceAll(path, "?", s[:8]), query)
+				req := Request{Dataset: "d", Suite: suite, Repository: "r", Ref: s, BaseRef: h.head, BaseName: "main", BatchTime: batchTime}
+				rep := h.compare(e, req) // fails unless every verdict is the full audit's
+				if rep.Passed {
+					m := lake.next("c")
+					lake.mergeDirs(t, h.head, s, h.head, m)
+					text, err := NewAttestation("d", suite, rep, s, h.head).Encode(nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					lake.commit(m, []string{h.head, s}, map[string]string{MetaAttestation: text})
+					h.head = m
+				}
+				return rep
+			}
+			// A first batch of main's type: passed, and attested.
+			first := strings.ReplaceAll(c.mainValues, "0.", "2.")
+			if rep := audit("data/t/part-?.parquet", "SELECT "+first+" AS s"); !rep.Passed {
+				t.Fatalf("a batch of main's type: %s %q", rep.Checks[0].Status, rep.Checks[0].Message)
+			}
+			rep := audit(c.batchPath, "SELECT "+c.batchValues+" AS s")
+			res := rep.Checks[0]
+			if rep.Passed || rep.Mode != ModeFull || res.Status != schemas.StatusError || !strings.Contains(res.Message, `leaf "s.x" is DOUBLE there and FLOAT in file`) {
+				t.Fatalf("passed=%v %s (%q) %s %q: want the table refused by a full audit", rep.Passed, rep.Mode, rep.ModeReason, res.Status, res.Message)
+			}
+			t.Logf("%s (%s): %s", rep.Mode, rep.ModeReason, res.Message)
+		})
+	}
+}
+
+// TestNested61TooManyNestedLeavesAreRefused: a file whose struct has more
+// nested leaves than unionValues compares (maxUnionLeaves), beside
+// another file of the table, a check reading the column: refused, naming
+// the file and the bound, not passed uncompared.
+func TestNested61TooManyNestedLeavesAreRefused(t *testing.T) {
+	fields := make([]string, maxUnionLeaves+1)
+	for i := range fields {
+		fields[i] = fmt.Sprintf("'f%d': 0.5::FLOAT", i)
+	}
+	src := newBatchSource(t)
+	src.write(t, "b1", "t/part-0.parquet", "SELECT {"+strings.Join(fields, ", ")+"} AS s")
+	src.write(t, "b1", "t/part-1.parquet", "SELECT {'f0': 1e300::DOUBLE} AS s")
+	rep, err := newEngine(t, src, "").Run(context.Background(), Request{Dataset: "d", Repository: "repo", Ref: "b1", BaseRef: "main", BatchTime: batchTime,
+		Suite: Suite{Tables: []Table{{Name: "t", Path: "t/", Format: FormatParquet}}, Checks: []Check{{Name: "c", Kind: KindSQL, Table: "t", SQL: `SELECT * FROM "t" WHERE s.f0 > 1e301`}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := rep.Checks[0]
+	if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "t/part-0.parquet has more than 4096 nested leaves") {
+		t.Fatalf("%s %q: want the file of too many leaves refused", res.Status, res.Message)
+	}
+	t.Logf("refused: %s", res.Message)
 }
