@@ -156,11 +156,30 @@ func (j *Janitor) Close() {
 	}
 }
 
-// Sweep judges every prefixed branch of every configured repository and,
-// unless dryRun, deletes those it may. It returns one Decision per branch
-// looked at, sorted by repository and branch. Errors on single branches are
-// in their Decision (and joined into the error); the sweep goes on.
+// Sweep is Walk collecting every Decision, in the order Walk visits them
+// (by repository, then as lakeFS lists branches: by name). It holds one
+// Decision per branch looked at, which writers can make many of: for
+// tests and small lakes; the daemon and lakewap janitor use Walk.
 func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
+	var out []Decision
+	_, err := j.Walk(ctx, dryRun, func(d Decision) { out = append(out, d) })
+	return out, err
+}
+
+// maxSweepErrors is how many errors on single branches a sweep's error
+// names; the rest are counted (a writer can make a branch whose head
+// cannot be read, a million times over).
+const maxSweepErrors = 10
+
+// Walk judges every prefixed branch of every configured repository and,
+// unless dryRun, deletes those it may, calling visit (if not nil) with each
+// Decision as it is made, and returns their Tally. It holds no Decision:
+// what it keeps per sweep follows the configuration and the runs (which
+// lakewap made), not the branches writers made. Errors on single branches
+// are in their Decision (and the first maxSweepErrors joined into the
+// error, with a count of the rest); the sweep goes on.
+func (j *Janitor) Walk(ctx context.Context, dryRun bool, visit func(Decision)) (Tally, error) {
+	tally := Tally{Kept: map[string]int{}}
 	protected := map[branchKey]bool{}
 	retention := map[string]time.Duration{}
 	// sealKept is how long a branch without a run whose head lakewap made
@@ -194,11 +213,19 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 		branches[repo] = bs
 	}
 	if ctx.Err() != nil || len(errs) == len(repos) && len(repos) > 0 {
-		return nil, errors.Join(errs...) // nothing to judge
+		return tally, errors.Join(errs...) // nothing to judge
 	}
 	runs, err := j.cfg.Runs(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("janitor: load runs: %w", err)
+		return tally, fmt.Errorf("janitor: load runs: %w", err)
+	}
+	more := 0 // errors past maxSweepErrors
+	fail := func(err error) {
+		if len(errs) < maxSweepErrors {
+			errs = append(errs, err)
+		} else {
+			more++
+		}
 	}
 	byBranch := map[branchKey]pipeline.Run{}
 	for _, r := range runs {
@@ -208,7 +235,9 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 	}
 
 	now := j.cfg.Now()
-	var out []Decision
+	// The reasons a run-less branch is kept, made once, not per branch.
+	young := fmt.Sprintf("no run, head commit younger than %s", j.cfg.AbandonedAfter)
+	sealWhy := map[time.Duration]string{}
 	own, ownAsked := "", false
 	for _, repo := range repos {
 		for _, b := range branches[repo] {
@@ -228,7 +257,7 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 				if err != nil {
 					d.Err = err.Error()
 					d.Why = "head commit unreadable"
-					errs = append(errs, fmt.Errorf("janitor: %s/%s: %w", repo, b.Name, err))
+					fail(fmt.Errorf("janitor: %s/%s: %w", repo, b.Name, err))
 					break
 				}
 				d.Age = now.Sub(head.CreationDate)
@@ -253,9 +282,12 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 				case d.Age >= keep:
 					d.Delete, d.Why = true, WhyAbandoned
 				case keep > j.cfg.AbandonedAfter:
-					d.Why = fmt.Sprintf("no run, head commit made by lakewap (a forgotten run's seal) younger than %s, the aborted retention", keep)
+					if sealWhy[keep] == "" {
+						sealWhy[keep] = fmt.Sprintf("no run, head commit made by lakewap (a forgotten run's seal) younger than %s, the aborted retention", keep)
+					}
+					d.Why = sealWhy[keep]
 				default:
-					d.Why = fmt.Sprintf("no run, head commit younger than %s", j.cfg.AbandonedAfter)
+					d.Why = young
 				}
 			}
 			if d.Why == WhyOverdue && !dryRun {
@@ -263,7 +295,7 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 					d.Age.Round(time.Second), j.cfg.MaxRunAge)
 				if err := j.cfg.Cancel(ctx, run, reason); err != nil {
 					d.Err = err.Error()
-					errs = append(errs, fmt.Errorf("janitor: cancel overdue run %s/%s: %w", run.Dataset, run.BatchID, err))
+					fail(fmt.Errorf("janitor: cancel overdue run %s/%s: %w", run.Dataset, run.BatchID, err))
 				} else {
 					d.Cancelled = true
 				}
@@ -273,7 +305,7 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 			if d.Delete && !dryRun {
 				if err := j.cfg.Lake.DeleteBranch(ctx, repo, b.Name); err != nil {
 					d.Err = err.Error()
-					errs = append(errs, fmt.Errorf("janitor: delete %s/%s: %w", repo, b.Name, err))
+					fail(fmt.Errorf("janitor: delete %s/%s: %w", repo, b.Name, err))
 				} else {
 					d.Deleted = true
 					j.metrics.deleted.WithLabelValues(repo, d.Why).Inc()
@@ -284,10 +316,21 @@ func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
 					"dataset", d.Dataset, "state", string(d.State), "why", d.Why, "age", d.Age.Round(time.Second),
 					"dry_run", dryRun, "deleted", d.Deleted, "err", d.Err)
 			}
-			out = append(out, d)
+			tally.Branches++
+			if d.Delete {
+				tally.Expired++
+			} else {
+				tally.Kept[d.Why]++
+			}
+			if visit != nil {
+				visit(d)
+			}
 		}
 	}
-	return out, errors.Join(errs...)
+	if more > 0 {
+		errs = append(errs, fmt.Errorf("janitor: and %d more error(s) on single branches", more))
+	}
+	return tally, errors.Join(errs...)
 }
 
 func (j *Janitor) judgeRun(d *Decision, run pipeline.Run, retention map[string]time.Duration, now time.Time) {
@@ -319,6 +362,14 @@ func (j *Janitor) judgeRun(d *Decision, run pipeline.Run, retention map[string]t
 	}
 }
 
+// Tally counts what a sweep judged.
+type Tally struct {
+	Branches int // looked at
+	Expired  int // to delete (Decision.Delete)
+	// Kept counts the branches kept, by their Decision.Why.
+	Kept map[string]int
+}
+
 // Run sweeps every interval until ctx ends; the first sweep is one interval
 // after the start, so a restarting daemon first restores its partitions.
 func (j *Janitor) Run(ctx context.Context, interval time.Duration, dryRun bool) {
@@ -330,17 +381,14 @@ func (j *Janitor) Run(ctx context.Context, interval time.Duration, dryRun bool) 
 			return
 		case <-t.C:
 		}
-		ds, err := j.Sweep(ctx, dryRun)
-		n := 0
-		for _, d := range ds {
-			if d.Delete {
-				n++
-			}
-		}
+		// Counts, not decisions: a branch deleted is logged as it is, the
+		// kept ones are counted by why (reasons follow the configuration,
+		// not the branches writers made).
+		t, err := j.Walk(ctx, dryRun, nil)
 		if err != nil && ctx.Err() == nil {
-			j.log.Warn("janitor sweep had errors", "branches", len(ds), "expired", n, "err", err)
+			j.log.Warn("janitor sweep had errors", "branches", t.Branches, "expired", t.Expired, "kept", t.Kept, "err", err)
 			continue
 		}
-		j.log.Info("janitor sweep done", "branches", len(ds), "expired", n, "dry_run", dryRun)
+		j.log.Info("janitor sweep done", "branches", t.Branches, "expired", t.Expired, "kept", t.Kept, "dry_run", dryRun)
 	}
 }

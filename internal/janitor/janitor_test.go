@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -401,4 +402,77 @@ func TestUnknownOwnUserKeepsBranchesWithoutARun(t *testing.T) {
 	if len(lake.deleted) != 0 || len(ds) != 1 || ds[0].Delete || ds[0].Err == "" {
 		t.Errorf("deleted %v, decisions %+v; want wap-x kept with an error", lake.deleted, ds)
 	}
+}
+
+// TestDaemonSweepHoldsNothingPerWriterBranch: anyone with a lakeFS writer's
+// key may make up to audit.max_list_objects wap- branches without a run.
+// The daemon's sweep (Walk with no visitor, what Run calls) must count them,
+// not hold (or allocate) a Decision for each: what it allocates per sweep
+// must not grow with the branches writers made.
+func TestDaemonSweepHoldsNothingPerWriterBranch(t *testing.T) {
+	const n = 20000
+	now := time.Now()
+	lake := &fakeLake{head: now.Add(-time.Hour)} // young: kept
+	for i := range n {
+		lake.branches = append(lake.branches, lakefs.Branch{Name: fmt.Sprintf("wap-mallory-%d", i), CommitID: "c"})
+	}
+	j, err := janitor.New(janitor.Config{Lake: lake,
+		Runs:     func(context.Context) ([]pipeline.Run, error) { return nil, nil },
+		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}},
+		Now:      func() time.Time { return now }})
+	must(t, err)
+	ctx := context.Background()
+	tally, err := j.Walk(ctx, false, nil)
+	must(t, err)
+	young := fmt.Sprintf("no run, head commit younger than %s", janitor.DefaultAbandonedAfter)
+	if tally.Branches != n || tally.Expired != 0 || tally.Kept[young] != n || len(tally.Kept) != 1 {
+		t.Fatalf("tally %+v; want %d branches all kept as %q", tally, n, young)
+	}
+	allocs := testing.AllocsPerRun(3, func() {
+		if _, err := j.Walk(ctx, false, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > n/100 {
+		t.Errorf("the daemon's sweep over %d run-less young branches made %.0f allocations; want a bound that does not follow the branches (< %d)", n, allocs, n/100)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = j.Walk(ctx, false, nil)
+	must(t, err)
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<10 {
+		t.Errorf("the daemon's sweep over %d run-less young branches allocated %d bytes (%d a branch); want under 64 KiB", n, grew, grew/n)
+	}
+}
+
+// TestSweepErrorIsBoundedOverUnreadableHeads: a writer can make many
+// branches whose head the janitor cannot read (a head id past
+// pipeline.MaxCommitIDBytes is listed empty). Each is kept and reported,
+// but the sweep's error names the first few and counts the rest, instead of
+// holding an error per branch.
+func TestSweepErrorIsBoundedOverUnreadableHeads(t *testing.T) {
+	const n = 5000
+	lake := &unreadableLake{fakeLake: &fakeLake{}}
+	for i := range n {
+		lake.branches = append(lake.branches, lakefs.Branch{Name: fmt.Sprintf("wap-mallory-%d", i)})
+	}
+	j, err := janitor.New(janitor.Config{Lake: lake,
+		Runs:     func(context.Context) ([]pipeline.Run, error) { return nil, nil },
+		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake"}}})
+	must(t, err)
+	tally, err := j.Walk(context.Background(), false, nil)
+	if err == nil || tally.Kept["head commit unreadable"] != n || tally.Expired != 0 {
+		t.Fatalf("tally %+v, err %v; want %d kept unreadable and an error", tally, err, n)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("and %d more", n-10)) || len(err.Error()) > 4<<10 {
+		t.Errorf("the sweep's error is %d bytes, %.200q...; want the first 10 named and the %d others counted", len(err.Error()), err.Error(), n-10)
+	}
+}
+
+type unreadableLake struct{ *fakeLake }
+
+func (unreadableLake) GetCommit(context.Context, string, string) (lakefs.Commit, error) {
+	return lakefs.Commit{}, errors.New("lakefs get commit: empty ref")
 }
