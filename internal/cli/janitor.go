@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/lakewap/lakewap/internal/daemon"
@@ -38,13 +37,21 @@ func Janitor(ctx context.Context, o JanitorOptions, stdout, stderr io.Writer) in
 	defer j.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	ds, err := j.Sweep(ctx, o.DryRun)
-	if o.JSON {
-		shown := slices.DeleteFunc(ds, func(d janitor.Decision) bool { return !d.Delete && !o.All })
-		err = cmp.Or(runs.WriteJSON(stdout, shown), err)
-	} else {
-		err = cmp.Or(runs.WriteDecisions(stdout, ds, o.DryRun, o.All, time.Now()), err)
+	// Printed as decided, none held: writers can make a million branches.
+	var printErr error
+	table := runs.NewDecisionTable(stdout, o.DryRun, o.All, time.Now())
+	tally, err := j.Walk(ctx, o.DryRun, func(d janitor.Decision) {
+		switch {
+		case !o.JSON:
+			table.Add(d)
+		case d.Delete || o.All:
+			printErr = cmp.Or(printErr, runs.WriteJSON(stdout, []janitor.Decision{d}))
+		}
+	})
+	if !o.JSON {
+		printErr = table.Close(tally.Branches)
 	}
+	err = cmp.Or(printErr, err)
 	if err != nil {
 		failf(stderr, "lakewap janitor: %v", err)
 		return 1

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -116,33 +117,67 @@ func writeChecks(w io.Writer, rep schemas.AuditReport) {
 // (or that would be, with dryRun; every branch with all), then the count.
 // lakeFS's error text and what the state store holds are shown Printable.
 func WriteDecisions(w io.Writer, ds []janitor.Decision, dryRun, all bool, now time.Time) error {
+	t := NewDecisionTable(w, dryRun, all, now)
+	for _, d := range ds {
+		t.Add(d)
+	}
+	return t.Close(len(ds))
+}
+
+// decisionBlock is how many rows a DecisionTable aligns at once: it prints
+// as the janitor decides, holding at most a block of rows (writers can make
+// a million branches), so columns align within a block.
+const decisionBlock = 256
+
+// DecisionTable prints the janitor's decisions as they come (janitor.Walk's
+// visitor), as WriteDecisions does, holding at most decisionBlock rows.
+type DecisionTable struct {
+	w       io.Writer
+	tw      *tabwriter.Writer
+	verb    string
+	all     bool
+	now     time.Time
+	rows, n int // rows in the block; branches deleted (or that would be)
+	err     error
+}
+
+// NewDecisionTable starts a table on w.
+func NewDecisionTable(w io.Writer, dryRun, all bool, now time.Time) *DecisionTable {
 	verb := "deleted"
 	if dryRun {
 		verb = "would delete"
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	n := 0
-	for _, d := range ds {
-		what := "keep"
-		switch {
-		case d.Delete && d.Err != "":
-			what = "FAILED to delete"
-		case d.Delete:
-			what = verb
-			n++
-		case !all:
-			continue
-		}
-		why := d.Why
-		if d.Err != "" {
-			why += ": " + d.Err
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", what, Printable(d.Repository+"/"+d.Branch), Printable(Dash(d.BatchID)),
-			Printable(Dash(string(d.State))), Age(now, now.Add(-d.Age)), Printable(why))
+	return &DecisionTable{w: w, tw: tabwriter.NewWriter(w, 0, 4, 2, ' ', 0), verb: verb, all: all, now: now}
+}
+
+// Add prints d's row (if it is shown: deleted, failed, or every one with all).
+func (t *DecisionTable) Add(d janitor.Decision) {
+	what := "keep"
+	switch {
+	case d.Delete && d.Err != "":
+		what = "FAILED to delete"
+	case d.Delete:
+		what = t.verb
+		t.n++
+	case !t.all:
+		return
 	}
-	if err := tw.Flush(); err != nil {
+	why := d.Why
+	if d.Err != "" {
+		why += ": " + d.Err
+	}
+	fmt.Fprintf(t.tw, "%s\t%s\t%s\t%s\t%s\t%s\n", what, Printable(d.Repository+"/"+d.Branch), Printable(Dash(d.BatchID)),
+		Printable(Dash(string(d.State))), Age(t.now, t.now.Add(-d.Age)), Printable(why))
+	if t.rows++; t.rows == decisionBlock {
+		t.rows, t.err = 0, cmp.Or(t.err, t.tw.Flush())
+	}
+}
+
+// Close prints the rows left and the count, of total branches looked at.
+func (t *DecisionTable) Close(total int) error {
+	if err := cmp.Or(t.err, t.tw.Flush()); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%s %d of %d wap- branch(es)\n", verb, n, len(ds))
+	_, err := fmt.Fprintf(t.w, "%s %d of %d wap- branch(es)\n", t.verb, t.n, total)
 	return err
 }

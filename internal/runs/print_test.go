@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,5 +75,30 @@ func TestJanitorDecisionsEscapeControls(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `500 \x1b]0;owned\x07`) {
 		t.Errorf("the error not shown escaped: %q", out.String())
+	}
+}
+
+// lakewap janitor prints as the janitor decides (writers can make a million
+// branches): a DecisionTable holds at most a block of rows, so most of them
+// are out before the sweep ends.
+func TestDecisionTablePrintsAsItGoes(t *testing.T) {
+	const n = 1000
+	var out bytes.Buffer
+	table := runs.NewDecisionTable(&out, true, false, time.Now())
+	for i := range n {
+		table.Add(janitor.Decision{Repository: "lake", Branch: fmt.Sprintf("wap-b%d", i), Delete: true, Why: janitor.WhyAbandoned})
+		table.Add(janitor.Decision{Repository: "lake", Branch: fmt.Sprintf("wap-k%d", i), Why: "kept"}) // not shown without all
+	}
+	if rows := strings.Count(out.String(), "\n"); rows < n-256 {
+		t.Errorf("%d rows printed before the sweep ended; want at least %d (a table holds at most a block)", rows, n-256)
+	}
+	if err := table.Close(2 * n); err != nil {
+		t.Fatal(err)
+	}
+	if rows := strings.Count(out.String(), "would delete  lake/wap-b"); rows != n {
+		t.Errorf("%d rows; want %d: %q", rows, n, out.String()[:200])
+	}
+	if !strings.HasSuffix(out.String(), fmt.Sprintf("would delete %d of %d wap- branch(es)\n", n, 2*n)) {
+		t.Errorf("no count at the end: %q", out.String()[out.Len()-100:])
 	}
 }
