@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,13 @@ func TestReview36ColumnOfTextAndOtherTypesAcrossFilesIsRefused(t *testing.T) {
 		{"accepted_values", Check{Kind: KindAcceptedValues, Column: "s", Values: []string{"x", "2024-01-01 00:00:00"}}, `print(int((~c.astype(str).isin(["x", "2024-01-01 00:00:00"])).sum()))`, true},
 		{"regex", Check{Kind: KindRegex, Column: "d", Pattern: `^(y|1\.0)$`}, `print(int((~c.astype(str).str.match(r"^(y|1\.0)$")).sum()))`, true},
 		{"not_null_of_one_type", Check{Kind: KindNotNull, Column: "id"}, `print(int(c.isna().sum()))`, false},
+		// A custom query, and a where condition, compare the text too
+		// (review 61): DuckDB reads s as 2024-01-01 00:00:00 and d as
+		// 1.0, pandas as 2024-01-01 00:00:00.000 and 1; both passed before.
+		{"sql", Check{Kind: KindSQL, SQL: `SELECT * FROM t WHERE s NOT IN ('x', '2024-01-01 00:00:00')`}, `c = pd.read_parquet(sys.argv[1])["s"]
+print(int((~c.astype(str).isin(["x", "2024-01-01 00:00:00"])).sum()))`, true},
+		{"where", Check{Kind: KindAcceptedValues, Column: "id", Values: []string{"1"}, Where: `d <> '1.0'`}, `df = pd.read_parquet(sys.argv[1])
+print(int((~df[df["d"].astype(str) != "1.0"]["id"].astype(str).isin(["1"])).sum()))`, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -48,11 +56,15 @@ func TestReview36ColumnOfTextAndOtherTypesAcrossFilesIsRefused(t *testing.T) {
 				}
 			}
 			script := "import sys, pandas as pd\nc = pd.read_parquet(sys.argv[1])[sys.argv[2]]\n" + c.pandas
-			rep, res, _ := auditLikePandas(t, src, script, []string{dir, c.check.Column}, FormatParquet, c.check, c.refused)
+			col := cmp.Or(c.check.Column, "s")
+			if c.check.Where != "" {
+				col = "s" // the first column of two types; the condition reads d, also one
+			}
+			rep, res, _ := auditLikePandas(t, src, script, []string{dir, cmp.Or(c.check.Column, "s")}, FormatParquet, c.check, c.refused)
 			if !c.refused {
 				return
 			}
-			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "part-0.parquet") || !strings.Contains(res.Message, "part-1.parquet") || !strings.Contains(res.Message, `"`+c.check.Column+`"`) {
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "part-0.parquet") || !strings.Contains(res.Message, "part-1.parquet") || !strings.Contains(res.Message, `"`+col+`"`) {
 				t.Fatalf("%s %q (%s); pandas finds rows failing: want it refused naming the files and the column", res.Status, res.Message, res.Observed)
 			}
 			t.Logf("refused: %s", res.Message)

@@ -17,12 +17,13 @@ import (
 // where pandas 3.1.1 found a row failing
 // (TestReview36ColumnOfTextAndOtherTypesAcrossFilesIsRefused). So such a
 // column an accepted_values, regex or unique check reads (the kinds that
-// compare its text) refuses its table, naming two of its files; integers
+// compare its text), or any column a custom query or a where condition
+// may read (review 61), refuses its table, naming two of its files; integers
 // beside text, which render an integer alike, are scanned for a text an
 // integer does not render (integersBesideText). Left: a file of no rows
 // (pandas writes an empty DataFrame's text column as DOUBLE; no value is
 // read otherwise), the other checks (a schema check reports DuckDB's union
-// type; custom SQL is not looked at).
+// type).
 
 // markText notes on cols (a file's, schemaColumns of nodes) how each
 // top-level column is typed: "text" for a leaf DuckDB reads as VARCHAR,
@@ -54,12 +55,12 @@ func markText(cols []fileColumn, nodes []schemaNode, types []nodeTypes, rows int
 }
 
 // textBesideOther names a column of a Parquet table's files (names, in
-// order) that an accepted_values, regex or unique check of table reads
+// order) whose text a check of table compares (textCompared)
 // and that one file gives as text and another as another type than an
 // integer (markText).
 func textBesideOther(names map[string][]fileColumn, order []string, objPath map[string]string, checks []Check, table string) error {
 	read := textCompared(checks, table)
-	if len(read) == 0 {
+	if read == nil {
 		return nil
 	}
 	text := map[string]string{}  // lower-case name: the first file giving it as text
@@ -76,7 +77,7 @@ func textBesideOther(names map[string][]fileColumn, order []string, objPath map[
 			case c.typed != "text" && other[key] == "":
 				other[key], otherType[key] = f, c.typed
 			}
-			if text[key] != "" && other[key] != "" && read[key] {
+			if text[key] != "" && other[key] != "" && read(key) {
 				return fmt.Errorf("column %q is text in file %s and %s in file %s: DuckDB reads the files together as text, the other's values by DuckDB's text of them (2024-01-01 00:00:00, 1.0), pyarrow and pandas.read_parquet in the first file's type, casting the others' by Arrow (2024-01-01 00:00:00.000, 1), and Spark fails: readers disagree on it, and a check compares its text (write the column in one type)",
 					c.name, objPath[text[key]], otherType[key], objPath[other[key]])
 			}
@@ -92,7 +93,7 @@ func textBesideOther(names map[string][]fileColumn, order []string, objPath map[
 // 09 beside a file of integers first is the integer 9 to pandas 3.1.1 and
 // 09 to DuckDB, and a unique of 9 and 09 passed where pandas finds 9
 // twice (TestReader60IntegerTextBesideIntegersIsRefused). So, for a
-// column an accepted_values, regex or unique check of table reads, each
+// column whose text a check of table compares (textCompared), each
 // file giving it as text beside another giving it as integers is scanned
 // (memoized) for a text DuckDB reads as an integer (TRY_CAST) that it
 // does not render so (09, +9, a space, 1e3), and the first holding one
@@ -102,13 +103,13 @@ func textBesideOther(names map[string][]fileColumn, order []string, objPath map[
 // renders so pass.
 func (r *run) integersBesideText(ctx context.Context, names map[string][]fileColumn, order []string, objPath, ids map[string]string, checks []Check, table string) error {
 	read := textCompared(checks, table)
-	if len(read) == 0 {
+	if read == nil {
 		return nil
 	}
 	integers := map[string]string{} // lower-case name: the first file giving it as integers
 	for _, f := range order {
 		for _, c := range names[f] {
-			if key := strings.ToLower(c.name); c.typed == "integer" && read[key] && integers[key] == "" {
+			if key := strings.ToLower(c.name); c.typed == "integer" && read(key) && integers[key] == "" {
 				integers[key] = f
 			}
 		}
@@ -146,17 +147,30 @@ func (r *run) integersBesideText(ctx context.Context, names map[string][]fileCol
 	return nil
 }
 
-// textCompared is the columns (lower-case) of table that an
-// accepted_values, regex or unique check reads: the kinds that compare a
-// column's text.
-func textCompared(checks []Check, table string) map[string]bool {
-	read := map[string]bool{}
+// textCompared is whether a check reads a column of table (by its name)
+// in a way that compares its text: an accepted_values, regex or unique
+// check names it, or a custom query (sql, cross_table: it may compare any
+// column's text, a NOT IN or a length) or a where condition of a check of
+// table may read it (review 61: both passed on a column that is text in one
+// file and TIMESTAMP or DOUBLE in another, where pandas read other texts).
+// nil when no check does.
+func textCompared(checks []Check, table string) func(col string) bool {
+	read, all := map[string]bool{}, false
 	for _, c := range checks {
-		if strings.EqualFold(c.Table, table) && (c.Kind == KindAcceptedValues || c.Kind == KindRegex || c.Kind == KindUnique) {
+		switch {
+		case c.Kind == KindSQL || c.Kind == KindCrossTable:
+			all = true
+		case !strings.EqualFold(c.Table, table):
+		case strings.TrimSpace(c.Where) != "":
+			all = true
+		case c.Kind == KindAcceptedValues || c.Kind == KindRegex || c.Kind == KindUnique:
 			for _, col := range c.columns() {
 				read[strings.ToLower(col)] = true
 			}
 		}
 	}
-	return read
+	if !all && len(read) == 0 {
+		return nil
+	}
+	return func(col string) bool { return all || read[strings.ToLower(col)] }
 }
