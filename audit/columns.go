@@ -47,6 +47,10 @@ type fileColumn struct {
 	// the file's statistics keep (sparkFacts).
 	sparkChar, sparkCharType string
 	sparkCharTexts           []string
+	// sparkDefault is the EXISTS_DEFAULT its file's Spark schema declares
+	// it (clipped), which Spark reads in the rows of a file of the table
+	// lacking the column (markSparkDefault, sparkdefault.go), or "".
+	sparkDefault string
 	// pandas is why pandas.read_parquet reads it otherwise than DuckDB,
 	// by the file's pandas metadata (markPandas), or "".
 	pandas string

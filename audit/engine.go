@@ -1313,6 +1313,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			if err == nil && format == FormatParquet {
 				err = r.sparkChars(ctx, cols, files, objPath, ids)
 			}
+			if err == nil && format == FormatParquet {
+				err = sparkDefaultsMissing(cols, files, objPath)
+			}
 			if err == nil && format == FormatDelta {
 				err = r.deltaSparkChars(ctx, k.table, cols, files, objPath, ids)
 			}

@@ -494,7 +494,7 @@ func (r *run) parquetColumnsMemo(ctx context.Context, files []string, ids map[st
 		if id := ids[f]; id != "" {
 			size := int64(len(id))
 			for _, c := range cols {
-				size += int64(len(c.name)+len(c.pandas)+len(c.arrow)+len(c.arrowFile)+len(c.typed)+len(c.legacyList)+len(c.wideDecimal)+len(c.sparkSchema)+len(c.sparkChar)+len(c.sparkCharType)+len(c.union)) + 40
+				size += int64(len(c.name)+len(c.pandas)+len(c.arrow)+len(c.arrowFile)+len(c.typed)+len(c.legacyList)+len(c.wideDecimal)+len(c.sparkSchema)+len(c.sparkChar)+len(c.sparkCharType)+len(c.union)+len(c.sparkDefault)) + 40
 				for _, ch := range c.children {
 					size += int64(len(ch)) + 16
 				}
@@ -509,6 +509,12 @@ func (r *run) parquetColumnsMemo(ctx context.Context, files []string, ids map[st
 				}
 				for _, p := range c.nested {
 					size += int64(len(p)) + 16
+				}
+				for _, l := range c.unionLeaves {
+					size += int64(len(l.path)+len(l.typ)) + 56
+					for _, s := range l.steps {
+						size += int64(len(s.kind)+len(s.name)) + 32
+					}
 				}
 			}
 			r.e.memo.put(memoKey("columns", id), cols, size)

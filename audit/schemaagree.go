@@ -246,11 +246,17 @@ func (r *run) sparkIntsUntold(t Table, it *incTable, batchStats []fileStats, rem
 		}
 		files = append(files, file{o.Path, sparkFactsOf(cols), batchStats[i].Schema})
 	}
-	untold := map[leaf][2]string{} // Spark's type, a file's path
-	columns := map[string][]leaf{} // the leaves not told, by lower-case column
+	untold := map[leaf][2]string{}     // Spark's type, a file's path
+	columns := map[string][]leaf{}     // the leaves not told, by lower-case column
+	defaults := map[string][3]string{} // by lower-case column: its name, default and a file declaring it
 	for _, f := range files {
 		if !f.facts.current() || f.facts.Unknown {
 			return fmt.Sprintf("the integer leaves of the Parquet schema of %s are not known", f.path)
+		}
+		for _, d := range f.facts.Defaults {
+			if _, ok := defaults[strings.ToLower(d.Column)]; !ok {
+				defaults[strings.ToLower(d.Column)] = [3]string{d.Column, d.Default, f.path}
+			}
 		}
 		for _, l := range f.facts.Ints {
 			k := leaf{strings.ToLower(l.Column), strings.ToLower(l.Path), l.Physical}
@@ -262,6 +268,24 @@ func (r *run) sparkIntsUntold(t Table, it *incTable, batchStats []fileStats, rem
 			}
 			if was[0] != l.Type {
 				return fmt.Sprintf("table %s's column %q is %s to Spark in %s and %s in %s, whose Spark type DuckDB's type does not tell: Spark reads every file of the table by one file's type", t.Name, l.Column, was[0], was[1], l.Type, f.path)
+			}
+		}
+	}
+	// Spark reads a column's EXISTS_DEFAULT in the rows of a file lacking
+	// it, which the full audit refuses (sparkDefaultsMissing).
+	if len(defaults) > 0 {
+		for _, f := range files {
+			if len(f.schema) == 0 {
+				return fmt.Sprintf("the columns of %s are not known", f.path)
+			}
+			has := make(map[string]bool, len(f.schema))
+			for _, c := range f.schema {
+				has[strings.ToLower(c[0])] = true
+			}
+			for _, k := range slices.Sorted(maps.Keys(defaults)) {
+				if d := defaults[k]; !has[k] {
+					return fmt.Sprintf("table %s's file %s declares column %q the default %q (%s) in its Spark schema, and %s lacks it: Spark reads that default in its rows", t.Name, d[2], d[0], d[1], sparkExistsDefaultKey, f.path)
+				}
 			}
 		}
 	}

@@ -294,6 +294,10 @@ func markSparkSchema(cols []fileColumn, nodes []schemaNode, types []nodeTypes, v
 			if cols[c].sparkSchema != "" {
 				continue
 			}
+			if why := markSparkDefault(&cols[c], fields[c]); why != "" {
+				cols[c].sparkSchema = why
+				continue
+			}
 			if why := markSparkChar(&cols[c], fields[c]); why != "" {
 				cols[c].sparkSchema = why
 				continue

@@ -55,14 +55,26 @@ type fileStats struct {
 // they are more than a record keeps (maxSparkCharFacts,
 // maxSparkCharFactBytes) or the file has more integer leaves than the full
 // audit compares (sparkIntsOver), and an incremental audit of the table
-// runs full. V is sparkFactsV: review 60's records held the first CHAR
-// column's name only (V 0), which an incremental audit cannot scan a
-// batch by, and no integer leaves, and are computed again.
+// runs full. Defaults are the columns its Spark schema declares an
+// EXISTS_DEFAULT, which Spark reads in the rows of the table's files
+// lacking them (sparkdefault.go), with the default, clipped. V is
+// sparkFactsV: review 60's records held the first CHAR column's name only
+// (V 0), which an incremental audit cannot scan a batch by, and no
+// integer leaves; V 2 no defaults; they are computed again.
 type sparkFacts struct {
-	V       int             `json:"v"`
-	Chars   []sparkCharFact `json:"chars,omitempty"`
-	Ints    []sparkIntFact  `json:"ints,omitempty"`
-	Unknown bool            `json:"unknown,omitempty"`
+	V        int                `json:"v"`
+	Chars    []sparkCharFact    `json:"chars,omitempty"`
+	Ints     []sparkIntFact     `json:"ints,omitempty"`
+	Defaults []sparkDefaultFact `json:"defaults,omitempty"`
+	Unknown  bool               `json:"unknown,omitempty"`
+}
+
+// sparkDefaultFact is a column a file's Spark schema declares an
+// EXISTS_DEFAULT (its name as the file spells it) and the default,
+// clipped (fileColumn.sparkDefault).
+type sparkDefaultFact struct {
+	Column  string `json:"column"`
+	Default string `json:"default"`
 }
 
 // sparkIntFact is an INT32 or INT64 leaf of a file whose Spark type its
@@ -85,7 +97,7 @@ type sparkCharFact struct {
 }
 
 // sparkFactsV is the version of the facts this build writes and takes.
-const sparkFactsV = 2
+const sparkFactsV = 3
 
 // maxSparkCharFacts and maxSparkCharFactBytes bound a record's CHAR
 // declarations (its columns, and the bytes of their names and texts) and
@@ -103,7 +115,7 @@ var noSparkFacts = &sparkFacts{V: sparkFactsV}
 
 // sharedFacts is f, or noSparkFacts when f is equal to it.
 func sharedFacts(f *sparkFacts) *sparkFacts {
-	if f != nil && f.V == sparkFactsV && !f.Unknown && len(f.Chars) == 0 && len(f.Ints) == 0 {
+	if f != nil && f.V == sparkFactsV && !f.Unknown && len(f.Chars) == 0 && len(f.Ints) == 0 && len(f.Defaults) == 0 {
 		return noSparkFacts
 	}
 	return f
@@ -144,6 +156,17 @@ func sparkFactsOf(cols []fileColumn) *sparkFacts {
 			}
 			f.Ints = append(f.Ints, sparkIntFact{Column: c.name, Path: l.path, Physical: l.physical, Type: l.typ})
 		}
+	}
+	bytes = 0
+	for _, c := range cols {
+		if c.sparkDefault == "" {
+			continue
+		}
+		bytes += len(c.name) + len(c.sparkDefault)
+		if len(f.Defaults) == maxSparkCharFacts || bytes > maxSparkCharFactBytes {
+			return &sparkFacts{V: sparkFactsV, Unknown: true}
+		}
+		f.Defaults = append(f.Defaults, sparkDefaultFact{Column: c.name, Default: c.sparkDefault})
 	}
 	return sharedFacts(f)
 }
