@@ -146,7 +146,7 @@ s.stop()
 // would make the second run full: batchLacks). The full audit refuses
 // both, as Spark reads the unchanged rows' x (or the batch's) as 5 and
 // DuckDB NULL; before the fix both passed incrementally; now the audit
-// runs full.
+// runs full. A batch holding x beside them stays incremental.
 func TestMerge61ExistsDefaultsAcrossFilesAreAuditedWhole(t *testing.T) {
 	ids := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Kind: KindNotNull, Table: "t", Column: "id"}}}
 	eachCache(t, func(t *testing.T, cache bool) {
@@ -162,6 +162,17 @@ func TestMerge61ExistsDefaultsAcrossFilesAreAuditedWhole(t *testing.T) {
 			r := newMemoRigWith(t, cache, ids, func(l *lakeSim, ref, path string) {
 				writeSQLMeta(t, l, ref, path, "SELECT 1::BIGINT AS id, 1::BIGINT AS x", defaultSpark)
 			})
+			// A batch holding x, with the default or not, stays
+			// incremental.
+			for i, spark := range []string{defaultSpark, ""} {
+				h := cid(fmt.Sprintf("h%d", i))
+				r.lake.branch(t, cid("c001"), h)
+				r.lake.commit(h, []string{cid("c001")}, nil)
+				writeSQLMeta(t, r.lake, h, "data/t/h/part-0.parquet", "SELECT 3::BIGINT AS id, 2::BIGINT AS x", spark)
+				if rep := r.audit(Request{Ref: h, BaseRef: cid("c001")}); rep.Mode != ModeIncremental || !rep.Passed {
+					t.Fatalf("a batch holding x (Spark schema %q): mode %s (%s), passed %v: %+v", spark, rep.Mode, rep.ModeReason, rep.Passed, rep.Checks)
+				}
+			}
 			s := r.batchSQL("c001", "s1", "data/t/s1/part-0.parquet", "SELECT 3::BIGINT AS id")
 			wantFailsAsFull(t, r, s, cid("c001"), ModeFull, `declares column "x" the default "5" (EXISTS_DEFAULT) in its Spark schema`)
 		})

@@ -17,7 +17,10 @@ import (
 // mergeSchema or not; DuckDB, pyarrow and pandas read NULL, and a range of
 // 0 to 3 passed where Spark reads a 5 that fails it
 // (TestExistsDefault61SparkFillsAMissingColumnWithItsDefault). A
-// CURRENT_DEFAULT alone Spark does not read a missing column by.
+// CURRENT_DEFAULT alone Spark does not read a missing column by, nor an
+// EXISTS_DEFAULT of a struct's field (PySpark 4.3.0 read a file's struct
+// lacking field y as y NULL beside a file declaring y's default 5 in its
+// struct: top-level columns only).
 //
 // So a Parquet table one of whose files' Spark schemas declares a
 // top-level column's EXISTS_DEFAULT, and one of whose files lacks that
