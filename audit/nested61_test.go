@@ -107,26 +107,7 @@ func TestNested61TypesUnionedAcrossFilesAreRefusedIncrementally(t *testing.T) {
 			}
 			t.Cleanup(func() { e.Close() })
 			suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Name: "u", Kind: KindUnique, Table: "t", Column: "s"}}}
-			h := &diffHistory{t: t, lake: lake, head: root, nextID: 1}
-			audit := func(path, query string) schemas.AuditReport {
-				s := lake.next("s")
-				lake.branch(t, h.head, s)
-				lake.commit(s, []string{h.head}, nil)
-				lake.write(t, s, strings.ReplaceAll(path, "?", s[:8]), query)
-				req := Request{Dataset: "d", Suite: suite, Repository: "r", Ref: s, BaseRef: h.head, BaseName: "main", BatchTime: batchTime}
-				rep := h.compare(e, req) // fails unless every verdict is the full audit's
-				if rep.Passed {
-					m := lake.next("c")
-					lake.mergeDirs(t, h.head, s, h.head, m)
-					text, err := NewAttestation("d", suite, rep, s, h.head).Encode(nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					lake.commit(m, []string{h.head, s}, map[string]string{MetaAttestation: text})
-					h.head = m
-				}
-				return rep
-			}
+			audit := attestedBatches(t, lake, e, suite, root)
 			// A first batch of main's type: passed, and attested.
 			first := strings.ReplaceAll(c.mainValues, "0.", "2.")
 			if rep := audit("data/t/part-?.parquet", "SELECT "+first+" AS s"); !rep.Passed {

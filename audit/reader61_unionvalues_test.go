@@ -108,26 +108,7 @@ func TestReader61TypesUnionedAcrossFilesAreRefusedIncrementally(t *testing.T) {
 			}
 			t.Cleanup(func() { e.Close() })
 			suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Name: "u", Kind: KindUnique, Table: "t", Column: "x"}}}
-			h := &diffHistory{t: t, lake: lake, head: root, nextID: 1}
-			audit := func(path, query string) schemas.AuditReport {
-				s := lake.next("s")
-				lake.branch(t, h.head, s)
-				lake.commit(s, []string{h.head}, nil)
-				lake.write(t, s, strings.ReplaceAll(path, "?", s[:8]), query)
-				req := Request{Dataset: "d", Suite: suite, Repository: "r", Ref: s, BaseRef: h.head, BaseName: "main", BatchTime: batchTime}
-				rep := h.compare(e, req) // fails unless every verdict is the full audit's
-				if rep.Passed {
-					m := lake.next("c")
-					lake.mergeDirs(t, h.head, s, h.head, m)
-					text, err := NewAttestation("d", suite, rep, s, h.head).Encode(nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					lake.commit(m, []string{h.head, s}, map[string]string{MetaAttestation: text})
-					h.head = m
-				}
-				return rep
-			}
+			audit := attestedBatches(t, lake, e, suite, root)
 			// A first batch of main's type: passed, and attested.
 			if rep := audit("data/t/part-?.parquet", "SELECT "+mainValues+"+1 AS x"); !rep.Passed {
 				t.Fatalf("a batch of main's type: %s %q", rep.Checks[0].Status, rep.Checks[0].Message)
@@ -139,5 +120,32 @@ func TestReader61TypesUnionedAcrossFilesAreRefusedIncrementally(t *testing.T) {
 			}
 			t.Logf("%s (%s): %s", rep.Mode, rep.ModeReason, res.Message)
 		})
+	}
+}
+
+// attestedBatches is an audit of a batch on lake (a branch of the head,
+// one file written at path, its "?" the branch's id, by query), compared
+// with the full audit's verdicts (diffHistory.compare); a passing batch is
+// merged and attested, the head moving from root.
+func attestedBatches(t *testing.T, lake *lakeSim, e *Engine, suite Suite, root string) func(path, query string) schemas.AuditReport {
+	h := &diffHistory{t: t, lake: lake, head: root, nextID: 1}
+	return func(path, query string) schemas.AuditReport {
+		s := lake.next("s")
+		lake.branch(t, h.head, s)
+		lake.commit(s, []string{h.head}, nil)
+		lake.write(t, s, strings.ReplaceAll(path, "?", s[:8]), query)
+		req := Request{Dataset: "d", Suite: suite, Repository: "r", Ref: s, BaseRef: h.head, BaseName: "main", BatchTime: batchTime}
+		rep := h.compare(e, req) // fails unless every verdict is the full audit's
+		if rep.Passed {
+			m := lake.next("c")
+			lake.mergeDirs(t, h.head, s, h.head, m)
+			text, err := NewAttestation("d", suite, rep, s, h.head).Encode(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lake.commit(m, []string{h.head, s}, map[string]string{MetaAttestation: text})
+			h.head = m
+		}
+		return rep
 	}
 }

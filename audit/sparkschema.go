@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -566,14 +567,8 @@ func markSparkInts(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
 // map's .key and .value. element: the node is a list's element. False:
 // past left leaves, or nested deeper than 64.
 func sparkIntLeaves(out *[]sparkIntLeaf, nodes []schemaNode, types []nodeTypes, ends []int, i int, element bool, path string, depth int, left *int) bool {
-	if depth > 64 {
-		return false
-	}
-	n, nt := nodes[i], types[i]
-	if nt.repetition == 2 && !element {
-		return sparkIntLeaves(out, nodes, types, ends, i, true, subPath(path, "[]"), depth+1, left)
-	}
-	if n.children == 0 {
+	return eachNestedLeaf(nodes, types, ends, i, element, path, nil, depth, func(l int, path string, _ []unionStep) bool {
+		nt := types[l]
 		if nt.physical != ptInt32 && nt.physical != ptInt64 {
 			return true
 		}
@@ -582,6 +577,28 @@ func sparkIntLeaves(out *[]sparkIntLeaf, nodes []schemaNode, types []nodeTypes, 
 		}
 		*out = append(*out, sparkIntLeaf{path: path, typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical, told: sparkIntTold(nt)})
 		return true
+	})
+}
+
+// eachNestedLeaf calls leaf with each leaf of the subtree at node i (a
+// repeated one an element when element is set) as Spark's converter reads
+// it: a list's element (path "[]"), a map's keys and values (".key",
+// ".value"), a struct's fields (".name", clipped), with the steps to it;
+// path and steps are the node's. It is false when leaf is, or past 64
+// levels. sparkIntLeaves and unionLeaves walk by it.
+func eachNestedLeaf(nodes []schemaNode, types []nodeTypes, ends []int, i int, element bool, path string, steps []unionStep, depth int, leaf func(i int, path string, steps []unionStep) bool) bool {
+	if depth > 64 {
+		return false
+	}
+	step := func(kind, name string) []unionStep {
+		return append(slices.Clip(steps), unionStep{kind, name})
+	}
+	n, nt := nodes[i], types[i]
+	if nt.repetition == 2 && !element {
+		return eachNestedLeaf(nodes, types, ends, i, true, subPath(path, "[]"), step("[]", ""), depth+1, leaf)
+	}
+	if n.children == 0 {
+		return leaf(i, path, steps)
 	}
 	kids := children(nodes, ends, i)
 	switch {
@@ -591,11 +608,12 @@ func sparkIntLeaves(out *[]sparkIntLeaf, nodes []schemaNode, types []nodeTypes, 
 		if rk := children(nodes, ends, r); len(rk) == 1 && nodes[r].name != "array" && nodes[r].name != n.name+"_tuple" {
 			el = rk[0]
 		}
-		return sparkIntLeaves(out, nodes, types, ends, el, el == r, subPath(path, "[]"), depth+1, left)
+		return eachNestedLeaf(nodes, types, ends, el, el == r, subPath(path, "[]"), step("[]", ""), depth+1, leaf)
 	case (nt.converted == cvMap || nt.converted == cvMapKeyValue || nt.logical == ltMap) && len(kids) == 1 && types[kids[0]].repetition == 2:
 		if kv := children(nodes, ends, kids[0]); len(kv) >= 1 && len(kv) <= 2 {
 			for k, c := range kv {
-				if !sparkIntLeaves(out, nodes, types, ends, c, false, subPath(path, [...]string{".key", ".value"}[k]), depth+1, left) {
+				s := [...]string{".key", ".value"}[k]
+				if !eachNestedLeaf(nodes, types, ends, c, false, subPath(path, s), step(s, ""), depth+1, leaf) {
 					return false
 				}
 			}
@@ -605,7 +623,7 @@ func sparkIntLeaves(out *[]sparkIntLeaf, nodes []schemaNode, types []nodeTypes, 
 	// A struct, or a list or map of a layout Spark's converter does not
 	// read: its fields by name.
 	for _, c := range kids {
-		if !sparkIntLeaves(out, nodes, types, ends, c, false, subPath(path, "."+clip(nodes[c].name, 128)), depth+1, left) {
+		if !eachNestedLeaf(nodes, types, ends, c, false, subPath(path, "."+clip(nodes[c].name, 128)), step(".", nodes[c].name), depth+1, leaf) {
 			return false
 		}
 	}

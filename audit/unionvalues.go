@@ -107,18 +107,8 @@ func markUnion(cols []fileColumn, nodes []schemaNode, types []nodeTypes, rows in
 // reading of lists and maps). False: past left leaves, or nested deeper
 // than 64.
 func unionLeaves(out *[]unionLeaf, nodes []schemaNode, types []nodeTypes, ends []int, i int, element bool, path string, steps []unionStep, depth int, left *int) bool {
-	if depth > 64 {
-		return false
-	}
-	step := func(kind, name string) []unionStep {
-		return append(slices.Clip(steps), unionStep{kind, name})
-	}
-	n, nt := nodes[i], types[i]
-	if nt.repetition == 2 && !element {
-		return unionLeaves(out, nodes, types, ends, i, true, subPath(path, "[]"), step("[]", ""), depth+1, left)
-	}
-	if n.children == 0 {
-		typ := unionType(nt)
+	return eachNestedLeaf(nodes, types, ends, i, element, path, steps, depth, func(l int, path string, steps []unionStep) bool {
+		typ := unionType(types[l])
 		if typ == "" || len(steps) == 0 {
 			return true
 		}
@@ -127,33 +117,7 @@ func unionLeaves(out *[]unionLeaf, nodes []schemaNode, types []nodeTypes, ends [
 		}
 		*out = append(*out, unionLeaf{path: path, steps: steps, typ: typ})
 		return true
-	}
-	kids := children(nodes, ends, i)
-	switch {
-	case (nt.converted == cvList || nt.logical == ltList) && len(kids) == 1 && types[kids[0]].repetition == 2:
-		r := kids[0]
-		el := r
-		if rk := children(nodes, ends, r); len(rk) == 1 && nodes[r].name != "array" && nodes[r].name != n.name+"_tuple" {
-			el = rk[0]
-		}
-		return unionLeaves(out, nodes, types, ends, el, el == r, subPath(path, "[]"), step("[]", ""), depth+1, left)
-	case (nt.converted == cvMap || nt.converted == cvMapKeyValue || nt.logical == ltMap) && len(kids) == 1 && types[kids[0]].repetition == 2:
-		if kv := children(nodes, ends, kids[0]); len(kv) >= 1 && len(kv) <= 2 {
-			for k, c := range kv {
-				s := [...]string{".key", ".value"}[k]
-				if !unionLeaves(out, nodes, types, ends, c, false, subPath(path, s), step(s, ""), depth+1, left) {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	for _, c := range kids {
-		if !unionLeaves(out, nodes, types, ends, c, false, subPath(path, "."+clip(nodes[c].name, 128)), step(".", nodes[c].name), depth+1, left) {
-			return false
-		}
-	}
-	return true
+	})
 }
 
 // unionLeafCond is the DuckDB condition that e, a column's value, holds
