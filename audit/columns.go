@@ -130,7 +130,7 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 		markLegacyLists(out[f], ft.nodes, ft.types)
 		markWideDecimals(out[f], ft.nodes, ft.types)
 		markHalf(out[f], ft.nodes, ft.types)
-		markUnion(out[f], ft.nodes, ft.types, ft.rows)
+		markUnion(out[f], ft.nodes, ft.types)
 	}
 	if len(rest) == 0 {
 		return out, nil

@@ -76,10 +76,13 @@ type unionStep struct {
 
 // markUnion notes on cols (a file's, schemaColumns of nodes) the type of
 // each top-level leaf that unionValues compares across files ("" for
-// none, and for a file of no rows), and its nested leaves'.
-func markUnion(cols []fileColumn, nodes []schemaNode, types []nodeTypes, rows int64) {
+// none), and its nested leaves'. A file of no rows counts as much:
+// pyarrow's dataset takes the first file's type whether it holds rows or
+// not (a FLOAT file of no rows first, a DOUBLE 1e300 read as inf), and
+// its own scan finds nothing, so only the other files' values refuse.
+func markUnion(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
 	top := topLevel(nodes, types)
-	if len(top) != len(cols) || rows == 0 {
+	if len(top) != len(cols) {
 		return
 	}
 	var ends []int
