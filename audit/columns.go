@@ -71,6 +71,9 @@ type fileColumn struct {
 	// typed is "text" for a leaf DuckDB reads as VARCHAR, else its
 	// Parquet type; "" when not known (markText).
 	typed string
+	// noRows is set on every column of a file of no rows (markText):
+	// pyarrow's dataset takes its types first all the same.
+	noRows bool
 	// temporal: it is a leaf of the DATE or TIMESTAMP type, whose
 	// infinities and years beyond 1 to 9999 readers render otherwise
 	// (markTemporal, extremetimes.go).

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -20,21 +21,25 @@ import (
 // compare its text), or any column a custom query or a where condition
 // may read (review 61), refuses its table, naming two of its files; integers
 // beside text, which render an integer alike, are scanned for a text an
-// integer does not render (integersBesideText). Left: a file of no rows
-// (pandas writes an empty DataFrame's text column as DOUBLE; no value is
-// read otherwise), the other checks (a schema check reports DuckDB's union
-// type).
+// integer does not render (integersBesideText). A file of no rows gives
+// its type too (pyarrow's dataset takes the first file's whether it holds
+// rows or not), but what pandas writes for an empty DataFrame is a DOUBLE,
+// so beside text it is not refused by its type alone: the texts are
+// scanned for ones its type reads otherwise (1.50 as 1.5: review 61,
+// integersBesideText). Left: the other checks (a schema check reports
+// DuckDB's union type).
 
 // markText notes on cols (a file's, schemaColumns of nodes) how each
 // top-level column is typed: "text" for a leaf DuckDB reads as VARCHAR,
 // else its Parquet type.
 func markText(cols []fileColumn, nodes []schemaNode, types []nodeTypes, rows int64) {
 	top := topLevel(nodes, types)
-	if len(top) != len(cols) || rows == 0 {
+	if len(top) != len(cols) {
 		return
 	}
 	for k, i := range top {
 		t := types[i]
+		cols[k].noRows = rows == 0
 		switch {
 		case nodes[i].children > 0:
 			cols[k].typed = "a group"
@@ -71,7 +76,9 @@ func textBesideOther(names map[string][]fileColumn, order []string, objPath map[
 			key := strings.ToLower(c.name)
 			switch {
 			case c.typed == "" || c.typed == "integer":
-				continue // listed by DuckDB (readerIndexes refuses the file), of no rows, or an integer
+				continue // listed by DuckDB (readerIndexes refuses the file), or an integer
+			case c.noRows && c.typed != "text":
+				continue // what pandas writes for an empty DataFrame (a DOUBLE): integersBesideText scans the texts
 			case c.typed == "text" && text[key] == "":
 				text[key] = f
 			case c.typed != "text" && other[key] == "":
@@ -106,45 +113,97 @@ func (r *run) integersBesideText(ctx context.Context, names map[string][]fileCol
 	if read == nil {
 		return nil
 	}
-	integers := map[string]string{} // lower-case name: the first file giving it as integers
+	integers := map[string]string{}  // lower-case name: the first file giving it as integers
+	castTo := map[string][2]string{} // ... a file of no rows giving it a type pyarrow casts texts to, and that type
 	for _, f := range order {
 		for _, c := range names[f] {
-			if key := strings.ToLower(c.name); c.typed == "integer" && read(key) && integers[key] == "" {
-				integers[key] = f
+			key := strings.ToLower(c.name)
+			switch {
+			case !read(key):
+			case c.typed == "integer":
+				if integers[key] == "" {
+					integers[key] = f
+				}
+			case c.noRows && c.typed != "text" && castTo[key][0] == "":
+				if typ := textCastType(c.union); typ != "" {
+					castTo[key] = [2]string{f, typ}
+				}
 			}
 		}
 	}
-	if len(integers) == 0 {
+	if len(integers) == 0 && len(castTo) == 0 {
 		return nil
 	}
 	for _, f := range order {
-		var cols, conds []string
+		var conds []string
+		var found []func(n int64) error
+		var firstCol, firstOther string
 		tag := "integer-text"
 		for _, c := range names[f] {
-			if c.typed != "text" || integers[strings.ToLower(c.name)] == "" {
+			key := strings.ToLower(c.name)
+			if c.typed != "text" || c.noRows {
 				continue
 			}
 			q := quoteIdent(c.name)
-			cond := fmt.Sprintf("TRY_CAST(%s AS HUGEINT) IS NOT NULL AND CAST(TRY_CAST(%s AS HUGEINT) AS VARCHAR) <> %s", q, q, q)
-			cols = append(cols, c.name)
-			conds = append(conds, "count(*) FILTER (WHERE coalesce("+cond+", false))")
-			tag += "\x00" + cond
+			if ints := integers[key]; ints != "" {
+				cond := fmt.Sprintf("TRY_CAST(%s AS HUGEINT) IS NOT NULL AND CAST(TRY_CAST(%s AS HUGEINT) AS VARCHAR) <> %s", q, q, q)
+				conds = append(conds, "count(*) FILTER (WHERE coalesce("+cond+", false))")
+				tag += "\x00" + cond
+				name := c.name
+				found = append(found, func(n int64) error {
+					return fmt.Errorf("file %s: column %q holds %d texts of integers that an integer does not render so (09, +9), and is integers in file %s: DuckDB reads the files together as text (09), pyarrow and pandas.read_parquet in the first file's type, integers first reading 09 as 9: readers disagree on them, and a check compares its text (write the column in one type)",
+						objPath[f], name, n, objPath[ints])
+				})
+				firstCol, firstOther = cmp.Or(firstCol, c.name), cmp.Or(firstOther, ints)
+			}
+			if to := castTo[key]; to[0] != "" {
+				cond := fmt.Sprintf("TRY_CAST(%s AS %s) IS NOT NULL", q, to[1])
+				if textCastRendered(to[1]) {
+					cond += fmt.Sprintf(" AND CAST(TRY_CAST(%s AS %s) AS VARCHAR) <> %s", q, to[1], q)
+				}
+				conds = append(conds, "count(*) FILTER (WHERE coalesce("+cond+", false))")
+				tag += "\x00" + cond
+				name := c.name
+				found = append(found, func(n int64) error {
+					return fmt.Errorf("file %s: column %q holds %d texts that %s reads otherwise (1.50 as 1.5), and file %s, of no rows, gives it as %s: pyarrow and pandas.read_parquet read the first file's type whether it holds rows or not (what pandas writes for an empty DataFrame is a DOUBLE), casting the texts to it, DuckDB reads them as written: readers disagree on them, and a check compares its text (write the column in one type)",
+						objPath[f], name, n, to[1], objPath[to[0]], to[1])
+				})
+				firstCol, firstOther = cmp.Or(firstCol, c.name), cmp.Or(firstOther, to[0])
+			}
 		}
 		if len(conds) == 0 {
 			continue
 		}
 		err := r.guardScan(ctx, tag, f, ids, conds, func(err error) error {
-			return fmt.Errorf("file %s: column %q is text, and integers in file %s, and lakewap could not look for texts read as integers otherwise (%v): readers may disagree on them",
-				objPath[f], cols[0], objPath[integers[strings.ToLower(cols[0])]], clip(err.Error(), 256))
+			return fmt.Errorf("file %s: column %q is text, and of another type in file %s, and lakewap could not look for texts read otherwise (%v): readers may disagree on them",
+				objPath[f], firstCol, objPath[firstOther], clip(err.Error(), 256))
 		}, func(i int, n int64) error {
-			return fmt.Errorf("file %s: column %q holds %d texts of integers that an integer does not render so (09, +9), and is integers in file %s: DuckDB reads the files together as text (09), pyarrow and pandas.read_parquet in the first file's type, integers first reading 09 as 9: readers disagree on them, and a check compares its text (write the column in one type)",
-				objPath[f], cols[i], n, objPath[integers[strings.ToLower(cols[i])]])
+			return found[i](n)
 		})
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// textCastType is the DuckDB type by which integersBesideText looks for
+// texts pyarrow casts to a first file's unionType typ, or "" for none it
+// casts silently: integers are integersBesideText's own, and pyarrow
+// fails to cast a text to a DATE.
+func textCastType(typ string) string {
+	switch typ {
+	case "", "HUGEINT", "DATE":
+		return ""
+	}
+	return typ
+}
+
+// textCastRendered is whether a text cast to typ that DuckDB renders back
+// as written is read alike by pandas (a float, a decimal); a BOOLEAN or a
+// timestamp pandas renders otherwise (True, its own form) whatever the text.
+func textCastRendered(typ string) bool {
+	return typ == "FLOAT" || typ == "DOUBLE" || strings.HasPrefix(typ, "DECIMAL")
 }
 
 // textCompared is whether a check reads a column of table (by its name)
