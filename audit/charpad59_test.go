@@ -75,22 +75,7 @@ for vec in ["true", "false"]:
 s.stop()
 `
 	out, _ := runPySpark(t, python, read, args)
-	got := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		parts := strings.SplitN(line, "\t", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		got[parts[1]]++
-		if w, ok := want[parts[1]]; !ok || parts[2] != w {
-			t.Errorf("vectorized %s, %s: Spark reads %q, want %q", parts[0], parts[1], parts[2], w)
-		}
-	}
-	for name := range want {
-		if got[name] != 2 {
-			t.Errorf("%s: %d readings, want 2", name, got[name])
-		}
-	}
+	sparkReadingsAre(t, out, want, "vectorized", 2)
 }
 
 // TestCharPad59SparkPadsCharColumns: a string field of a file's Spark

@@ -260,3 +260,27 @@ func runPySpark(t *testing.T, python, script string, args []string, env ...strin
 	}
 	return out, errs.String()
 }
+
+// sparkReadingsAre checks PySpark's output out, a line a reading
+// ("mode\tfile\twhat Spark read"), against want by file: each file read
+// as want says, readings times (one a mode: the vectorized reader on and
+// off, and mergeSchema where a script turns it too).
+func sparkReadingsAre(t *testing.T, out []byte, want map[string]string, mode string, readings int) {
+	t.Helper()
+	got := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		parts := strings.SplitN(line, "\t", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		got[parts[1]]++
+		if w, ok := want[parts[1]]; !ok || parts[2] != w {
+			t.Errorf("%s %s, %s: Spark reads %q, want %q", mode, parts[0], parts[1], parts[2], w)
+		}
+	}
+	for name := range want {
+		if got[name] != readings {
+			t.Errorf("%s: %d readings, want %d", name, got[name], readings)
+		}
+	}
+}
