@@ -258,7 +258,8 @@ type Audit struct {
 	// it, its checks error before anything is downloaded.
 	MaxBytes int64 `yaml:"max_bytes"`
 	// MaxListObjects bounds the objects one listing of a table may return,
-	// and 512 bytes per object of their paths, addresses and checksums.
+	// and 512 bytes per object of the objects themselves, their paths,
+	// addresses and checksums.
 	MaxListObjects int `yaml:"max_list_objects"`
 	// MaxLogFileBytes bounds one Delta log file (commit or checkpoint part),
 	// as listed and as its actions decode.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/lakewap/lakewap/pipeline"
 )
@@ -181,5 +182,33 @@ func TestListingHoldsBoundedBytes(t *testing.T) {
 	}
 	if n := served.Load(); n > 1 {
 		t.Errorf("%d pages read for a budget of 2,560,000 bytes (pages of 3.2 MB)", n)
+	}
+}
+
+// TestListingBudgetCountsTheEntriesThemselves: the listing's byte budget
+// (Config.MaxListEntries times ListEntryBytes) counted only the strings of
+// its entries, not the entries that hold them (an Object is 88 bytes of
+// string headers, size, time and the content type's length): a writer's
+// entries of exactly 512 bytes of path, address and checksum each filled
+// the budget to the byte and were taken, and such a listing of 100,000
+// entries held 638 to 661 bytes a entry on the heap, 25 to 29% over the
+// 512 MB stated for audit.max_list_objects' million. Each entry now counts
+// its own size too, so the budget is what the listing holds but for the
+// allocator's rounding of each string.
+func TestListingBudgetCountsTheEntriesThemselves(t *testing.T) {
+	srv, _ := entryServer(t, 5, func(n, i int) map[string]any {
+		p := fmt.Sprintf("tables/t/%d-%04d-", n, i)
+		// 200 + 250 + 62 = ListEntryBytes of strings.
+		return object(p+strings.Repeat("x", 200-len(p)), "s3://bucket/"+strings.Repeat("y", 250-len("s3://bucket/")), strings.Repeat("a", 62))
+	})
+	c := clientOf(t, srv, 5000)
+	objs, err := c.List(context.Background(), "lake", "main", "")
+	held := 0
+	for _, o := range objs {
+		held += len(o.Path) + len(o.PhysicalAddress) + len(o.Checksum) + int(unsafe.Sizeof(o))
+	}
+	if budget := 5000 * ListEntryBytes; held > budget || !errors.Is(err, ErrListOverLimit) {
+		t.Fatalf("List holds %d objects, %d bytes with the entries themselves, over its budget of %d (err %v); want ErrListOverLimit",
+			len(objs), held, budget, err)
 	}
 }
