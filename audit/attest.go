@@ -329,8 +329,24 @@ const (
 // Verify says whether commit c of dataset's target is lakewap's attested
 // publish: attested (of the configured suite or an older one, or a publish
 // of another dataset into the same target), the repository's first commit
-// (root), or not attested and why.
+// (root), or not attested and why. Without a key an attested commit's
+// detail says it is unsigned (Unsigned).
 func Verify(c CommitInfo, dataset, suite string, key []byte) (verdict, detail string) {
+	verdict, detail = verify(c, dataset, suite, key)
+	if verdict == VerifyAttested && len(key) == 0 {
+		detail += "; " + Unsigned
+	}
+	return verdict, detail
+}
+
+// Unsigned is what lakewap verify says of an attestation taken without
+// audit.attestation_key: its graph and committer hold, but lakeFS's
+// createCommitRecord writes a commit naming any committer, so whoever may
+// move the target to such a record (a write of the target) can write one
+// that reads the same.
+const Unsigned = "unsigned (audit.attestation_key is not set)"
+
+func verify(c CommitInfo, dataset, suite string, key []byte) (verdict, detail string) {
 	if len(c.Parents) == 0 {
 		return VerifyRoot, "the repository's first commit"
 	}

@@ -100,3 +100,38 @@ func TestVerifyNamesEachCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifySaysAnUnsignedAttestationIsUnsigned: without
+// audit.attestation_key an attestation is taken by its graph and its
+// committer alone, so a commit record naming lakewap's lakeFS user
+// (createCommitRecord names any committer) with one written to match it,
+// moved onto the target, read "attested" like a publish, and nothing in
+// lakewap verify's line said the signature went unchecked. The verdict
+// stays (the graph holds), and the detail says it is unsigned; with a key,
+// a signed one does not say so.
+func TestVerifySaysAnUnsignedAttestationIsUnsigned(t *testing.T) {
+	suite := diffSuite(0)
+	digest := SuiteDigest(suite)
+	a := NewAttestation("d", suite, schemas.AuditReport{}, "sealed1", "head0")
+	key := []byte("0123456789abcdef")
+	forged, err := a.Encode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := a.Encode(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := CommitInfo{ID: "m", Parents: []string{"head0", "sealed1"}, Metadata: map[string]string{MetaAttestation: forged}}
+	verdict, detail := Verify(c, "d", digest, nil)
+	if verdict != VerifyAttested || !strings.Contains(detail, "unsigned") || !strings.Contains(detail, "audit.attestation_key") {
+		t.Errorf("without a key: %s (%s); want attested, its detail saying unsigned and naming audit.attestation_key", verdict, detail)
+	}
+	if verdict, detail := Verify(c, "d", digest, key); verdict != VerifyUnattested {
+		t.Errorf("the same commit with a key: %s (%s); want not attested", verdict, detail)
+	}
+	c.Metadata[MetaAttestation] = signed
+	if verdict, detail := Verify(c, "d", digest, key); verdict != VerifyAttested || strings.Contains(detail, "unsigned") {
+		t.Errorf("signed, with the key: %s (%s); want attested, not called unsigned", verdict, detail)
+	}
+}

@@ -251,3 +251,30 @@ datasets:
 		}
 	}
 }
+
+// TestValidateWarnsOfWhatIsUnsigned: a valid config without
+// audit.attestation_key was "ok" and nothing else, though its publishes'
+// attestations can be forged by whoever may move a target to a commit
+// record naming lakewap's lakeFS user. validate still exits 0 and says ok,
+// and warns of each key left unset (stderr; -json: warnings).
+func TestValidateWarnsOfWhatIsUnsigned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "unsigned.yaml")
+	must(t, os.WriteFile(path, []byte(`kafka: {brokers: ["127.0.0.1:9092"]}
+lakefs: {endpoint: "http://127.0.0.1:8000", access_key_id: AK, secret_access_key: SK}
+datasets:
+  billing:
+    repository: lake
+    tables: [{name: billing_fact, path: gold/billing_fact/}]
+    checks:
+      - {kind: not_null, table: billing_fact, column: billing_id}
+`), 0o600))
+	code, out, errOut := runCLI("validate", path)
+	if code != 0 || !strings.Contains(out, "unsigned.yaml: ok") || !strings.Contains(errOut, "warning: audit.attestation_key is not set") ||
+		!strings.Contains(errOut, "warning: runner.state_key_file is not set") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s\nwant 0, ok, and warnings naming audit.attestation_key and runner.state_key_file", code, out, errOut)
+	}
+	code, out, _ = runCLI("validate", "-json", path)
+	if code != 0 || !strings.Contains(out, `"warnings": [`) || !strings.Contains(out, "audit.attestation_key is not set") {
+		t.Errorf("-json: exit %d\n%s\nwant the warnings listed", code, out)
+	}
+}

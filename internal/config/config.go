@@ -1385,6 +1385,25 @@ func (c *Config) AttestationKey() ([]byte, error) {
 	return []byte(k), nil
 }
 
+// Unguarded names, one line each, what this config leaves to be forged
+// because a key is not set: the daemon logs each at start, lakewap
+// validate and lakewap verify print them. Only keys the config reads
+// itself (state key, attestation key) are named; a key it could not read
+// is Validate's error, not named here.
+func (c *Config) Unguarded() []string {
+	var out []string
+	if c.Runner.StateKeyFile == "" {
+		out = append(out, "runner.state_key_file is not set: run records in the changelog are not authenticated, and anyone who can write "+
+			c.Kafka.ChangelogTopic+" can steer lakewap")
+	}
+	if k, err := c.AttestationKey(); err == nil && k == nil && c.Audit.IncrementalOn() {
+		out = append(out, "audit.attestation_key is not set: publishes' attestations are not signed, so whoever may move a dataset's target "+
+			"to a commit record naming lakewap's lakeFS user (lakeFS's createCommitRecord names any committer) with an attestation written "+
+			"to match it makes the dataset's next audit read only the batch's rows, and lakewap verify lists that commit attested (unsigned)")
+	}
+	return out
+}
+
 // Defaults of the pre-merge webhook's audit timeout and of a lakeFS call.
 const (
 	DefaultWebhookAuditTimeout = 25 * time.Second

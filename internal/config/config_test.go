@@ -303,3 +303,41 @@ func TestRunsTokenIsNotTheWebhooksInAnySpelling(t *testing.T) {
 		}
 	}
 }
+
+// TestUnguardedNamesTheKeysLeftUnset: a config without
+// audit.attestation_key takes unsigned attestations for lakewap's, so
+// whoever may move a target to a commit record naming lakewap's lakeFS user
+// (createCommitRecord names any committer) makes the next audit read only a
+// batch's rows; nothing at start said so, as it says of
+// runner.state_key_file. Unguarded names each such key, what its absence
+// lets through and who can use it; the daemon logs them at start, lakewap
+// validate and verify print them. With the keys set, or every audit full,
+// the attestation line is gone.
+func TestUnguardedNamesTheKeysLeftUnset(t *testing.T) {
+	vars := env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"})
+	c, err := ParseIn([]byte(good), vars, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Unguarded()
+	joined := strings.Join(got, "\n")
+	for _, want := range []string{"runner.state_key_file", "audit.attestation_key", "createCommitRecord", "wap.runs"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("Unguarded() = %q; want a line naming %q", got, want)
+		}
+	}
+	keyFile := t.TempDir() + "/state"
+	if err := os.WriteFile(keyFile, []byte(strings.Repeat("s", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.Runner.StateKeyFile = keyFile
+	c.Audit.AttestationKey = strings.Repeat("k", 16)
+	if got := c.Unguarded(); len(got) != 0 {
+		t.Errorf("with both keys: Unguarded() = %q; want none", got)
+	}
+	off := false
+	c.Audit.AttestationKey, c.Audit.Incremental = "", &off
+	if got := c.Unguarded(); len(got) != 0 {
+		t.Errorf("every audit full, the state key set: Unguarded() = %q; want none (no audit takes an attestation)", got)
+	}
+}

@@ -140,9 +140,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	if stateKey == nil {
-		log.Warn("runner.state_key_file is not set: run records in the changelog are not authenticated, and anyone who can write " +
-			k.ChangelogTopic + " can steer lakewap")
+	// What the config leaves unsigned (the changelog's records, the
+	// publishes' attestations) is said at every start.
+	for _, w := range cfg.Unguarded() {
+		log.Warn(w)
 	}
 	store, err := runstore.New(runstore.Config{Inner: kp.store, Key: stateKey, Datasets: rc.Datasets, Logger: log, Registerer: reg,
 		// Records are loaded at assignment, when the consumer exists.
