@@ -407,6 +407,7 @@ func (c *Config) TracingOptions(version string) tracing.Options {
 type LineageKafka struct {
 	// Topic gets the events, keyed run:<namespace>/<dataset>; created
 	// like lakewap's other topics unless kafka.create_topics is false.
+	// None of lakewap's own topics (kafka.*_topic).
 	Topic string `yaml:"topic"`
 }
 
@@ -1189,6 +1190,12 @@ func (c *Config) Validate() error {
 	badIf(c.Lineage.URL != "" && c.Lineage.Kafka.Topic != "", "lineage.kafka.topic", "set lineage.url or lineage.kafka.topic, not both")
 	badIf(c.Lineage.Kafka.Topic != "" && !kafkaTopicName.MatchString(c.Lineage.Kafka.Topic), "lineage.kafka.topic",
 		"%q is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)", c.Lineage.Kafka.Topic)
+	// lakewap writes its lineage JSON there: on one of its own topics it
+	// would read it back as input, restore runs from it or send it to the
+	// consumers of its Avro results.
+	if field, ok := topics[c.Lineage.Kafka.Topic]; ok && c.Lineage.Kafka.Topic != "" {
+		bad("lineage.kafka.topic", "topic %q is also %s; lineage events need a topic of their own", c.Lineage.Kafka.Topic, field)
+	}
 	badIf(c.Lineage.MaxEventBytes < 0 || c.Lineage.MaxEventBytes > 1<<20, "lineage.max_event_bytes", "%d must be between 0 and 1048576 (Kafka's default message size)", c.Lineage.MaxEventBytes)
 	badIf(c.HTTP.RunsToken != "" && c.HTTP.RunsTokenFile != "", "http.runs_token", "set runs_token or runs_token_file, not both")
 	badIf(c.HTTP.RunsToken != "" && c.HTTP.RunsToken == c.HTTP.WebhookToken, "http.runs_token", runsTokenIsWebhooks)

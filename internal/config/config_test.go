@@ -341,3 +341,24 @@ func TestUnguardedNamesTheKeysLeftUnset(t *testing.T) {
 		t.Errorf("every audit full, the state key set: Unguarded() = %q; want none (no audit takes an attestation)", got)
 	}
 }
+
+// TestLineageTopicIsNoneOfLakewapsOwn: lineage.kafka.topic was checked
+// as a topic name only, so a config naming lakewap's input, requests,
+// changelog, results or dead-letter topic there loaded, and the daemon wrote
+// each run's OpenLineage JSON onto it: into its own input (every event
+// dead-lettered back), into the changelog it restores runs from, or among
+// the Avro results downstream consumers decode. It is refused, naming the
+// setting it collides with.
+func TestLineageTopicIsNoneOfLakewapsOwn(t *testing.T) {
+	vars := env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"})
+	for field, topic := range map[string]string{"kafka.input_topic": "wap.events", "kafka.requests_topic": "wap.requests",
+		"kafka.changelog_topic": "wap.runs", "kafka.results_topic": "wap.results", "kafka.dead_letter_topic": "wap.dlq"} {
+		_, err := ParseIn([]byte(good+"lineage: {kafka: {topic: "+topic+"}}\n"), vars, "")
+		if err == nil || !strings.Contains(err.Error(), "lineage.kafka.topic") || !strings.Contains(err.Error(), field) {
+			t.Errorf("lineage.kafka.topic %s: err %v; want it refused, naming %s", topic, err, field)
+		}
+	}
+	if _, err := ParseIn([]byte(good+"lineage: {kafka: {topic: wap.lineage}}\n"), vars, ""); err != nil {
+		t.Errorf("a topic of its own: %v", err)
+	}
+}
