@@ -896,9 +896,7 @@ func (m Machine) retry(n Run, ev schemas.RetryRequested, now time.Time) (Run, bo
 	refuse := func(reason, detail string) (Run, bool, *Outgoing) {
 		return n, false, refused(n, ev.RequestID, schemas.TypeRetryRequested, reason, detail, now)
 	}
-	retryable := n.State == StateFailed ||
-		n.State == StateAborted && (n.Reason == schemas.ReasonAuditFailed || n.Reason == schemas.ReasonMergeConflict ||
-			n.Reason == schemas.ReasonAuditCrashed || n.Reason == schemas.ReasonUnauditedObjects)
+	retryable := n.State == StateFailed || n.State == StateAborted && retryableAbort(n.Reason)
 	switch {
 	case n.State == "" || n.State == StatePending:
 		return n, false, refused(Run{BatchID: ev.BatchID, Dataset: ev.Dataset}, ev.RequestID, schemas.TypeRetryRequested, schemas.RefusedUnknownBatch, fmt.Sprintf("batch %s of dataset %s has no run: it never landed, or it ended longer ago than runs are kept",
@@ -1180,7 +1178,30 @@ func abort(n Run, reason, detail string, now time.Time) Run {
 		TargetRef: n.Target,
 	}
 	n.push(Outgoing{EventID: ev.EventID, State: StateAborted, Aborted: &ev})
+	if !retryableAbort(reason) {
+		n.shed()
+	}
 	return n
+}
+
+// retryableAbort says whether a run aborted for reason may be retried
+// (Machine.retry): its audit failed, crashed or found objects it did not
+// read, or its merge conflicted.
+func retryableAbort(reason string) bool {
+	return reason == schemas.ReasonAuditFailed || reason == schemas.ReasonMergeConflict ||
+		reason == schemas.ReasonAuditCrashed || reason == schemas.ReasonUnauditedObjects
+}
+
+// shed drops from a run that can take no further step (published, or
+// aborted for good) what only a later step reads and its producer chose:
+// the attributes (its publish's metadata) and the completed writes (its
+// wait). A producer's largest BatchLanded and writes made a finished run
+// of 148 KB, kept with runner.max_finished_runs others per dataset and
+// partition (TestFinishedRunKeepsNoProducersPayload). The expected writes
+// stay (at most 32 KiB): a late write of another name is still refused,
+// one of theirs is a no-op, as a duplicate is.
+func (r *Run) shed() {
+	r.Attributes, r.Writes = nil, nil
 }
 
 func fail(n Run, step Step, err string, attempts int, now time.Time) Run {
@@ -1220,6 +1241,7 @@ func published(n Run, commitID string, now time.Time) Run {
 	n.Looking = nil
 	n.CommitID = commitID
 	n.setState(StatePublished, now)
+	n.shed() // a revert reads none of it
 	ev := schemas.BatchPublished{
 		EventID: n.eventID("published"), BatchID: n.BatchID, Dataset: n.Dataset,
 		Repository: n.Repository, Branch: n.Branch, TargetRef: n.Target, CommitID: n.CommitID,
