@@ -64,6 +64,9 @@ type (
 		Spec   DatasetSpec
 		Branch string
 		Open   int
+		// OpenBytes is what those runs hold of their producers' bytes
+		// (LandedBytes of each; Policy.MaxOpenBytes).
+		OpenBytes int
 		// Trace is the W3C trace context of the BatchLanded message: the run
 		// keeps it for its result events and merge commit.
 		Trace schemas.TraceContext
@@ -344,6 +347,12 @@ type Policy struct {
 	// batches cannot starve another's; a batch landing beyond it is aborted
 	// at once with reason too_many_runs, before any branch is made. 0: no limit.
 	MaxOpenRuns int
+	// MaxOpenBytes bounds what those runs hold of their producers' bytes
+	// together (LandedBytes: attributes and expected writes, 107 KB at
+	// the schema's limits, so MaxOpenRuns alone let a producer make one
+	// instance hold 1 GB of a dataset's): a batch landing beyond it is
+	// aborted too_many_runs as well. 0: no limit.
+	MaxOpenBytes int
 	// MaxPendingRuns bounds the runs one partition holds for batches that
 	// have not landed (writes that came first): a WriteComplete that would
 	// start one more is refused (dead letter too_many_pending), so junk
@@ -372,7 +381,7 @@ type Policy struct {
 var DefaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, MinBackoff: 500 * time.Millisecond,
 	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60, TerminalRetention: 7 * 24 * time.Hour,
 	MaxRunBytes: defaultMaxRunBytes, MaxLagWait: time.Hour, LagRecheck: 10 * time.Second, MaxOpenRuns: 10000,
-	MaxPendingRuns: 10000, RejectedRetention: 10 * time.Minute, MaxFinishedRuns: 10000, MaxAuditAttempts: 3}
+	MaxOpenBytes: 64 << 20, MaxPendingRuns: 10000, RejectedRetention: 10 * time.Minute, MaxFinishedRuns: 10000, MaxAuditAttempts: 3}
 
 // Validate names the first field of p that the machine cannot work with.
 func (p Policy) Validate() error {
@@ -383,7 +392,7 @@ func (p Policy) Validate() error {
 		{"PendingTTL", p.PendingTTL > 0}, {"RetryBudget", p.RetryBudget > 0}, {"MinBackoff", p.MinBackoff > 0},
 		{"MaxBackoff", p.MaxBackoff >= p.MinBackoff}, {"NotifyRetry", p.NotifyRetry > 0}, {"NotifyRetries", p.NotifyRetries >= 0},
 		{"TerminalRetention", p.TerminalRetention > 0}, {"MaxRunBytes", p.MaxRunBytes > 0}, {"MaxLagWait", p.MaxLagWait >= 0},
-		{"LagRecheck", p.LagRecheck > 0}, {"MaxOpenRuns", p.MaxOpenRuns >= 0},
+		{"LagRecheck", p.LagRecheck > 0}, {"MaxOpenRuns", p.MaxOpenRuns >= 0}, {"MaxOpenBytes", p.MaxOpenBytes >= 0},
 		{"MaxPendingRuns", p.MaxPendingRuns >= 0}, {"RejectedRetention", p.RejectedRetention > 0}, {"MaxFinishedRuns", p.MaxFinishedRuns >= 0},
 		{"MaxAuditAttempts", p.MaxAuditAttempts > 0},
 	} {
@@ -803,6 +812,13 @@ func (m Machine) landed(n Run, in Landed, now time.Time) (Run, bool, *Outgoing) 
 		return abort(n, schemas.ReasonTooManyRuns,
 			fmt.Sprintf("%d runs of dataset %s are in progress on this instance, the limit (runner.max_open_runs) is %d per dataset", in.Open, ev.Dataset, m.p.MaxOpenRuns), now), true, nil
 	}
+	if size := LandedBytes(ev); m.p.MaxOpenBytes > 0 && in.OpenBytes+size > m.p.MaxOpenBytes {
+		n.Writes = nil
+		n.KeepBranch = true // there is no branch
+		return abort(n, schemas.ReasonTooManyRuns,
+			fmt.Sprintf("the %d runs of dataset %s in progress on this instance hold %d bytes of their batches' attributes and expected writes, and this batch's %d would pass the limit of %d per dataset (runner.max_open_runs' bytes)",
+				in.Open, ev.Dataset, in.OpenBytes, size, m.p.MaxOpenBytes), now), true, nil
+	}
 	spec := in.Spec
 	n.Repository, n.Branch, n.Target = spec.Repository, in.Branch, cmp.Or(spec.Target, "main")
 	n.Source = cmp.Or(ev.SourceRef, spec.Source, n.Target)
@@ -1180,6 +1196,33 @@ func abort(n Run, reason, detail string, now time.Time) Run {
 	n.push(Outgoing{EventID: ev.EventID, State: StateAborted, Aborted: &ev})
 	if !retryableAbort(reason) {
 		n.shed()
+	}
+	return n
+}
+
+// LandedBytes is what a run of ev holds of its producer's bytes while it
+// is in progress: its attributes (keys and values) and expected writes
+// (Policy.MaxOpenBytes).
+func LandedBytes(ev schemas.BatchLanded) int {
+	return payloadBytes(ev.Attributes, ev.ExpectedWrites)
+}
+
+// OpenBytes is LandedBytes of the BatchLanded r was made of, while r is in
+// progress (its attributes and expected writes do not change then).
+func OpenBytes(r Run) int {
+	if !r.State.Open() {
+		return 0
+	}
+	return payloadBytes(r.Attributes, r.ExpectedWrites)
+}
+
+func payloadBytes(attributes map[string]string, writes []string) int {
+	n := 0
+	for k, v := range attributes {
+		n += len(k) + len(v)
+	}
+	for _, w := range writes {
+		n += len(w)
 	}
 	return n
 }

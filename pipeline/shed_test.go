@@ -82,3 +82,38 @@ func TestFinishedRunKeepsNoProducersPayload(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenRunsHoldBoundedProducerBytes: runner.max_open_runs (10,000) of
+// a dataset may be in progress on one instance, each holding its
+// BatchLanded's attributes and expected writes (107 KB at the schema's
+// limits, 148 KB with its writes): a producer landing that many of the
+// largest batches made the instance hold 1.5 GB of its bytes per dataset,
+// while the count's bound held. A landing whose attributes and expected
+// writes would take the dataset's runs in progress past
+// Policy.MaxOpenBytes is aborted too_many_runs before any branch is made,
+// as one past the count is; a lean batch still lands.
+func TestOpenRunsHoldBoundedProducerBytes(t *testing.T) {
+	m := NewMachine(DefaultPolicy)
+	fat := fatLanding("b")
+	n := LandedBytes(fat.Event)
+	if n < 100<<10 {
+		t.Fatalf("the largest landing counts %d bytes; want its attributes and expected writes, over 100 KiB", n)
+	}
+	fat.OpenBytes = DefaultPolicy.MaxOpenBytes - n + 1
+	o := m.Apply(Run{}, fat, t0)
+	if o.Run.State != StateAborted || o.Run.Reason != schemas.ReasonTooManyRuns || !strings.Contains(o.Run.Detail, "bytes") {
+		t.Errorf("a landing past the open runs' bytes: %s (%s: %s); want aborted %s naming the bytes", o.Run.State, o.Run.Reason, o.Run.Detail, schemas.ReasonTooManyRuns)
+	}
+	if len(o.Run.Attributes) != 0 || len(o.Run.ExpectedWrites) != 0 {
+		t.Errorf("the refused landing kept %d attributes, %d expected writes", len(o.Run.Attributes), len(o.Run.ExpectedWrites))
+	}
+	lean := landed("c", "fact")
+	lean.OpenBytes = fat.OpenBytes
+	if o := m.Apply(Run{}, lean, t0); o.Run.State != StateLanded {
+		t.Errorf("a lean landing beside them: %s (%s); want landed", o.Run.State, o.Run.Detail)
+	}
+	fat.OpenBytes = DefaultPolicy.MaxOpenBytes - n
+	if o := m.Apply(Run{}, fat, t0); o.Run.State != StateLanded {
+		t.Errorf("a landing that fills the bytes exactly: %s (%s); want landed", o.Run.State, o.Run.Detail)
+	}
+}

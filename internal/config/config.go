@@ -216,6 +216,8 @@ type Runner struct {
 	// dataset on one instance, so that one dataset's flood cannot starve
 	// another's; a batch landing beyond it is aborted with reason
 	// too_many_runs (default 10000; 0 keeps the default, -1 is no limit).
+	// So is one whose attributes and expected writes would take those runs
+	// past 64 MiB of them together (no limit with -1).
 	MaxOpenRuns int `yaml:"max_open_runs"`
 	// MaxPendingRuns bounds the runs one partition holds for batches that
 	// have not landed (a WriteComplete first), and their writes together to
@@ -764,6 +766,9 @@ func (c *Config) Policy() pipeline.Policy {
 	p.MaxRunBytes, p.MaxLagWait, p.MaxOpenRuns = r.MaxRunBytes, r.MaxLagWait.Std(), max(r.MaxOpenRuns, 0) // -1: no limit
 	p.MaxPendingRuns, p.MaxFinishedRuns, p.RejectedRetention = max(r.MaxPendingRuns, 0), max(r.MaxFinishedRuns, 0), r.RejectedRetention.Std()
 	p.MaxAuditAttempts = c.Audit.MaxAttempts
+	if p.MaxOpenRuns == 0 {
+		p.MaxOpenBytes = 0 // runner.max_open_runs: -1 lifts the bytes' bound too
+	}
 	return p
 }
 

@@ -96,6 +96,9 @@ type Runner struct {
 	open   atomic.Int64 // runs in an Open state across the assigned partitions
 	openMu sync.Mutex
 	openBy map[string]int // runs in an Open state by dataset: max_open_runs applies per dataset
+	// openBytes is what those runs hold of their producers' bytes, by
+	// dataset (pipeline.OpenBytes; Policy.MaxOpenBytes).
+	openBytes map[string]int
 	// landing serialises the landings of one dataset across partitions,
 	// from reading its open count to storing the run, so that landings
 	// taken at the same moment cannot each pass max_open_runs.
@@ -142,23 +145,29 @@ func (r *Runner) landingLock(dataset string) *sync.Mutex {
 	return mu
 }
 
-// openOf is how many runs of dataset this instance holds in progress.
-func (r *Runner) openOf(dataset string) int {
+// openOf is how many runs of dataset this instance holds in progress, and
+// how many bytes of their producers' they hold.
+func (r *Runner) openOf(dataset string) (runs, bytes int) {
 	r.openMu.Lock()
 	defer r.openMu.Unlock()
-	return r.openBy[dataset]
+	return r.openBy[dataset], r.openBytes[dataset]
 }
 
-// hold counts a run entering (+1) or leaving (-1) state on this instance.
-func (r *Runner) hold(dataset string, state pipeline.State, delta int) {
+// hold counts run entering (+1) or leaving (-1) its state on this
+// instance.
+func (r *Runner) hold(run pipeline.Run, delta int) {
+	dataset, state := run.Dataset, run.State
 	if state.Open() {
 		r.open.Add(int64(delta))
 		r.openMu.Lock()
 		if r.openBy == nil {
-			r.openBy = map[string]int{}
+			r.openBy, r.openBytes = map[string]int{}, map[string]int{}
 		}
 		if r.openBy[dataset] += delta; r.openBy[dataset] <= 0 {
 			delete(r.openBy, dataset)
+		}
+		if r.openBytes[dataset] += delta * pipeline.OpenBytes(run); r.openBytes[dataset] <= 0 {
+			delete(r.openBytes, dataset)
 		}
 		r.openMu.Unlock()
 	}
@@ -315,7 +324,7 @@ func (r *Runner) Assigned(ctx context.Context, id int, behind func(t time.Time) 
 		}
 		p.count(run.Dataset, run.State, +1)
 		p.early += earlyWrites(run)
-		r.hold(run.Dataset, run.State, +1)
+		r.hold(run, +1)
 	}
 	r.Revoked(id) // an earlier assignment of the partition, if any
 	r.mu.Lock()
@@ -365,7 +374,7 @@ func (r *Runner) Revoked(id int) {
 	p.cancel()
 	p.mu.Lock()
 	for key, run := range p.runs {
-		r.hold(run.Dataset, run.State, -1)
+		r.hold(run, -1)
 		r.gate.release(key) // an attempt whose stop could not be stored
 	}
 	// A goroutine the revocation did not wait for (a step's audit that
@@ -509,7 +518,8 @@ func (r *Runner) input(ev schemas.Event, trace schemas.TraceContext) (pipeline.I
 	}
 	switch e := ev.(type) {
 	case schemas.BatchLanded:
-		return pipeline.Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID), Open: r.openOf(e.Dataset), Trace: trace}, nil
+		open, bytes := r.openOf(e.Dataset)
+		return pipeline.Landed{Event: e, Spec: spec, Branch: schemas.BranchName(e.Dataset, e.BatchID), Open: open, OpenBytes: bytes, Trace: trace}, nil
 	case schemas.WriteComplete:
 		return pipeline.WriteDone{Event: e}, nil
 	case schemas.BatchCancelled:
@@ -783,8 +793,8 @@ func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in p
 	if before.State != after.State {
 		p.count(before.Dataset, before.State, -1)
 		p.count(after.Dataset, after.State, +1)
-		r.hold(before.Dataset, before.State, -1)
-		r.hold(after.Dataset, after.State, +1)
+		r.hold(before, -1)
+		r.hold(after, +1)
 		r.log.Info("run state", "batch_id", after.BatchID, "dataset", after.Dataset, "branch", after.Branch,
 			"from", string(before.State), "state", string(after.State), "reason", after.Reason)
 		if after.State != "" {
