@@ -86,12 +86,19 @@ func (m Machine) refuse(r Run, in Input, now time.Time) *Refusal {
 		return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
 			"write %q: batch %q of dataset %q has not landed and already has %d early writes, the most a batch may expect",
 			schemas.Clip(w, 200), r.BatchID, r.Dataset, len(r.Writes))}
-	case len(r.ExpectedWrites) > 0 && !slices.Contains(r.ExpectedWrites, w):
+	case !expectsWrite(r, w):
 		return &Refusal{Reason: RefusedUnexpectedWrite, Detail: fmt.Sprintf(
 			"write %q is not one of the %d expected writes of batch %q of dataset %q",
-			schemas.Clip(w, 200), len(r.ExpectedWrites), r.BatchID, r.Dataset)}
+			schemas.Clip(w, 200), max(len(r.ExpectedWrites), len(r.ExpectedSums)), r.BatchID, r.Dataset)}
 	}
 	return nil
+}
+
+// expectsWrite is false when r names its expected writes and w is none of
+// them.
+func expectsWrite(r Run, w string) bool {
+	expected, named := r.expects(w)
+	return expected || !named
 }
 
 // Fit is the budget of the run record o stores: it encodes o.Run and

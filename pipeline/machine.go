@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -1237,14 +1238,43 @@ func retryableAbort(reason string) bool {
 
 // shed drops from a run that can take no further step (published, or
 // aborted for good) what only a later step reads and its producer chose:
-// the attributes (its publish's metadata) and the completed writes (its
-// wait). A producer's largest BatchLanded and writes made a finished run
-// of 148 KB, kept with runner.max_finished_runs others per dataset and
-// partition (TestFinishedRunKeepsNoProducersPayload). The expected writes
-// stay (at most 32 KiB): a late write of another name is still refused,
-// one of theirs is a no-op, as a duplicate is.
+// the attributes (its publish's metadata), the expected writes and the
+// completed writes (its wait). A producer's largest BatchLanded and writes
+// made a finished run of 148 KB, kept with runner.max_finished_runs others
+// per dataset and partition (TestFinishedRunKeepsNoProducersPayload). The
+// expected writes' sums stay (4 bytes a name): a late write of another
+// name is still refused, one of theirs is a no-op, as a duplicate is.
 func (r *Run) shed() {
-	r.Attributes, r.Writes = nil, nil
+	if len(r.ExpectedWrites) > 0 {
+		r.ExpectedSums = make([]uint32, 0, len(r.ExpectedWrites))
+		for _, w := range r.ExpectedWrites {
+			r.ExpectedSums = append(r.ExpectedSums, writeSum(w))
+		}
+		slices.Sort(r.ExpectedSums)
+		r.ExpectedSums = slices.Compact(r.ExpectedSums)
+	}
+	r.Attributes, r.ExpectedWrites, r.Writes = nil, nil, nil
+}
+
+// writeSum is the FNV-1a 32-bit sum of a write's name (Run.ExpectedSums).
+func writeSum(w string) uint32 {
+	h := fnv.New32a()
+	h.Write([]byte(w))
+	return h.Sum32()
+}
+
+// expects says whether r expects write w: one of its expected writes, or
+// of their sums once it is shed. ok is false when it names none (a batch
+// that has not landed, or expects none).
+func (r Run) expects(w string) (expected, ok bool) {
+	switch {
+	case len(r.ExpectedWrites) > 0:
+		return slices.Contains(r.ExpectedWrites, w), true
+	case len(r.ExpectedSums) > 0:
+		_, found := slices.BinarySearch(r.ExpectedSums, writeSum(w))
+		return found, true
+	}
+	return false, false
 }
 
 func fail(n Run, step Step, err string, attempts int, now time.Time) Run {

@@ -74,6 +74,10 @@ type Run struct {
 	State      State  `json:"state"`
 
 	ExpectedWrites []string             `json:"expected_writes,omitempty"`
+	// ExpectedSums stand for ExpectedWrites once a finished run is shed
+	// (Run.shed): the FNV-1a 32-bit sum of each name, sorted, enough to tell
+	// a late write of another name (refused) from one of theirs (a no-op).
+	ExpectedSums []uint32 `json:"expected_sums,omitempty"`
 	Writes         map[string]time.Time `json:"writes,omitempty"` // write name -> when it completed
 	Deadline       time.Time            `json:"deadline,omitempty"`
 	KeepBranch     bool                 `json:"keep_branch,omitempty"` // keep the branch after an abort
@@ -268,6 +272,7 @@ func (r Run) eventID(kind string) string {
 func (r Run) Clone() Run {
 	c := r
 	c.ExpectedWrites = append([]string(nil), r.ExpectedWrites...)
+	c.ExpectedSums = slices.Clone(r.ExpectedSums)
 	c.Seals = slices.Clone(r.Seals)
 	c.Attributes, c.Writes = maps.Clone(r.Attributes), maps.Clone(r.Writes)
 	c.delivery = r.delivery.clone()

@@ -34,13 +34,14 @@ func fatLanding(batch string) Landed {
 // dataset and partition, where docs/limits.md counted about 1 KB a junk
 // run. A run that can take no further step (not retryable: cancelled,
 // writes timed out, invalid; published) needs little of it: the
-// attributes are read by its publish only, the writes while it waits. A
-// run an operator may retry keeps them (a retry publishes).
+// attributes are read by its publish only, the expected and completed
+// writes while it waits. A run an operator may retry keeps them (a retry
+// publishes).
 func TestFinishedRunKeepsNoProducersPayload(t *testing.T) {
 	m := NewMachine(DefaultPolicy)
-	// Its expected writes (at most 32 KiB) stay, so that a late write of
-	// another name is still refused (TestUnexpectedWritesAreRefused).
-	const budget = 40 << 10
+	// The sums of its expected writes (4 bytes a name) stay, so that a late
+	// write of another name is still refused (TestUnexpectedWritesAreRefused).
+	const budget = 8 << 10
 	for _, end := range []struct {
 		name  string
 		input Input
@@ -72,6 +73,15 @@ func TestFinishedRunKeepsNoProducersPayload(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%s (%s): %d bytes", r.State, r.Reason, len(b))
+			if end.shed {
+				late := m.Apply(r, write("b", "another"), t0.Add(2*end.at))
+				if late.Refused == nil || late.Refused.Reason != RefusedUnexpectedWrite || late.Changed {
+					t.Errorf("a late write of another name: refused %+v, changed %v; want refused %s", late.Refused, late.Changed, RefusedUnexpectedWrite)
+				}
+				if again := m.Apply(r, write("b", l.Event.ExpectedWrites[7]), t0.Add(2*end.at)); again.Refused != nil || again.Changed {
+					t.Errorf("a late write of an expected name: refused %+v, changed %v; want a no-op", again.Refused, again.Changed)
+				}
+			}
 			switch {
 			case end.shed && len(b) > budget:
 				t.Errorf("the %s run (%s) holds %d bytes (attributes %d, expected writes %d, writes %d); want at most %d: it can take no further step",
