@@ -2,8 +2,8 @@ package pipeline
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -1256,11 +1256,11 @@ func (r *Run) shed() {
 	r.Attributes, r.ExpectedWrites, r.Writes = nil, nil, nil
 }
 
-// writeSum is the FNV-1a 32-bit sum of a write's name (Run.ExpectedSums).
+// writeSum is the first 4 bytes of the SHA-256 of a write's name
+// (Run.ExpectedSums).
 func writeSum(w string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(w))
-	return h.Sum32()
+	h := sha256.Sum256([]byte(w))
+	return uint32(h[0])<<24 | uint32(h[1])<<16 | uint32(h[2])<<8 | uint32(h[3])
 }
 
 // expects says whether r expects write w: one of its expected writes, or

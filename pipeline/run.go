@@ -73,14 +73,14 @@ type Run struct {
 	Target     string `json:"target,omitempty"` // branch the batch is published to
 	State      State  `json:"state"`
 
-	ExpectedWrites []string             `json:"expected_writes,omitempty"`
+	ExpectedWrites []string `json:"expected_writes,omitempty"`
 	// ExpectedSums stand for ExpectedWrites once a finished run is shed
-	// (Run.shed): the FNV-1a 32-bit sum of each name, sorted, enough to tell
+	// (Run.shed): the first 4 bytes of each name's SHA-256, sorted, enough to tell
 	// a late write of another name (refused) from one of theirs (a no-op).
-	ExpectedSums []uint32 `json:"expected_sums,omitempty"`
-	Writes         map[string]time.Time `json:"writes,omitempty"` // write name -> when it completed
-	Deadline       time.Time            `json:"deadline,omitempty"`
-	KeepBranch     bool                 `json:"keep_branch,omitempty"` // keep the branch after an abort
+	ExpectedSums []uint32             `json:"expected_sums,omitempty"`
+	Writes       map[string]time.Time `json:"writes,omitempty"` // write name -> when it completed
+	Deadline     time.Time            `json:"deadline,omitempty"`
+	KeepBranch   bool                 `json:"keep_branch,omitempty"` // keep the branch after an abort
 	// Attributes are BatchLanded's attributes, copied into the publish
 	// commit's metadata (keys under "wap." are lakewap's and are dropped).
 	Attributes map[string]string `json:"attributes,omitempty"`
