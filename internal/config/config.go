@@ -1404,16 +1404,37 @@ func (c *Config) AttestationKey() ([]byte, error) {
 // is Validate's error, not named here.
 func (c *Config) Unguarded() []string {
 	var out []string
-	if c.Runner.StateKeyFile == "" {
-		out = append(out, "runner.state_key_file is not set: run records in the changelog are not authenticated, and anyone who can write "+
-			c.Kafka.ChangelogTopic+" can steer lakewap")
-	}
-	if k, err := c.AttestationKey(); err == nil && k == nil && c.Audit.IncrementalOn() {
-		out = append(out, "audit.attestation_key is not set: publishes' attestations are not signed, so whoever may move a dataset's target "+
-			"to a commit record naming lakewap's lakeFS user (lakeFS's createCommitRecord names any committer) with an attestation written "+
-			"to match it makes the dataset's next audit read only the batch's rows, and lakewap verify lists that commit attested (unsigned)")
+	for _, key := range SigningKeys {
+		if w := c.unguarded(key); w != "" {
+			out = append(out, w)
+		}
 	}
 	return out
+}
+
+// SigningKeys are the keys Unguarded names when they are not set (the
+// daemon's lakewap_signing_key_unset gauge has a series for each).
+var SigningKeys = []string{"runner.state_key_file", "audit.attestation_key"}
+
+// Unset says whether signing key (one of SigningKeys) is left unset where
+// its absence lets records be forged.
+func (c *Config) Unset(key string) bool { return c.unguarded(key) != "" }
+
+func (c *Config) unguarded(key string) string {
+	switch key {
+	case "runner.state_key_file":
+		if c.Runner.StateKeyFile == "" {
+			return "runner.state_key_file is not set: run records in the changelog are not authenticated, and anyone who can write " +
+				c.Kafka.ChangelogTopic + " can steer lakewap"
+		}
+	case "audit.attestation_key":
+		if k, err := c.AttestationKey(); err == nil && k == nil && c.Audit.IncrementalOn() {
+			return "audit.attestation_key is not set: publishes' attestations are not signed, so whoever may move a dataset's target " +
+				"to a commit record naming lakewap's lakeFS user (lakeFS's createCommitRecord names any committer) with an attestation written " +
+				"to match it makes the dataset's next audit read only the batch's rows, and lakewap verify lists that commit attested (unsigned)"
+		}
+	}
+	return ""
 }
 
 // Defaults of the pre-merge webhook's audit timeout and of a lakeFS call.

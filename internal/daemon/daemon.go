@@ -196,6 +196,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if err := build.Register(reg); err != nil {
 		return nil, err
 	}
+	if err := registerSigningKeys(reg, cfg); err != nil {
+		return nil, err
+	}
 	if d.janitor, err = NewJanitor(cfg, d.lake, log, reg); err != nil {
 		return nil, fmt.Errorf("janitor: %w", err)
 	}
@@ -1090,4 +1093,25 @@ func fewAtATime(path string, h http.Handler) http.Handler {
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(readWriteTimeout))
 		h.ServeHTTP(w, r)
 	})
+}
+
+// registerSigningKeys exports lakewap_signing_key_unset, 1 for each key of
+// config.SigningKeys the config leaves unset where its absence lets records
+// be forged (the start-up warnings), else 0: an alert can watch it where
+// nobody reads the log.
+func registerSigningKeys(reg prometheus.Registerer, cfg *config.Config) error {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_signing_key_unset",
+		Help: "1 when a signing key is not set and what it would sign can be forged (runner.state_key_file: run records in the changelog; audit.attestation_key: publishes' attestations, with incremental audits on), else 0."},
+		[]string{"key"})
+	if err := reg.Register(g); err != nil {
+		return err
+	}
+	for _, key := range config.SigningKeys {
+		v := 0.0
+		if cfg.Unset(key) {
+			v = 1
+		}
+		g.WithLabelValues(key).Set(v)
+	}
+	return nil
 }
