@@ -370,6 +370,12 @@ type Policy struct {
 	// published run by batch time, any other by when it finished).
 	// 0: no limit.
 	MaxFinishedRuns int
+	// MaxFinishedBytes bounds what those finished runs of one dataset hold
+	// of their producers' bytes together (HeldBytes: a run an operator may
+	// retry keeps its attributes, expected and completed writes, 148 KB at
+	// the schema's limits): past it they are forgotten in the same order.
+	// 0: no limit.
+	MaxFinishedBytes int
 	// MaxAuditAttempts is how many attempts of a run's audit may end with
 	// their process (begun, never reported) before the run is aborted with
 	// reason audit_crashed, its branch kept (audit.max_attempts).
@@ -382,7 +388,7 @@ type Policy struct {
 var DefaultPolicy = Policy{PendingTTL: time.Hour, RetryBudget: 10 * time.Minute, MinBackoff: 500 * time.Millisecond,
 	MaxBackoff: 30 * time.Second, NotifyRetry: time.Minute, NotifyRetries: 60, TerminalRetention: 7 * 24 * time.Hour,
 	MaxRunBytes: defaultMaxRunBytes, MaxLagWait: time.Hour, LagRecheck: 10 * time.Second, MaxOpenRuns: 10000,
-	MaxOpenBytes: 64 << 20, MaxPendingRuns: 10000, RejectedRetention: 10 * time.Minute, MaxFinishedRuns: 10000, MaxAuditAttempts: 3}
+	MaxOpenBytes: 64 << 20, MaxPendingRuns: 10000, RejectedRetention: 10 * time.Minute, MaxFinishedRuns: 10000, MaxFinishedBytes: 64 << 20, MaxAuditAttempts: 3}
 
 // Validate names the first field of p that the machine cannot work with.
 func (p Policy) Validate() error {
@@ -394,7 +400,7 @@ func (p Policy) Validate() error {
 		{"MaxBackoff", p.MaxBackoff >= p.MinBackoff}, {"NotifyRetry", p.NotifyRetry > 0}, {"NotifyRetries", p.NotifyRetries >= 0},
 		{"TerminalRetention", p.TerminalRetention > 0}, {"MaxRunBytes", p.MaxRunBytes > 0}, {"MaxLagWait", p.MaxLagWait >= 0},
 		{"LagRecheck", p.LagRecheck > 0}, {"MaxOpenRuns", p.MaxOpenRuns >= 0}, {"MaxOpenBytes", p.MaxOpenBytes >= 0},
-		{"MaxPendingRuns", p.MaxPendingRuns >= 0}, {"RejectedRetention", p.RejectedRetention > 0}, {"MaxFinishedRuns", p.MaxFinishedRuns >= 0},
+		{"MaxPendingRuns", p.MaxPendingRuns >= 0}, {"RejectedRetention", p.RejectedRetention > 0}, {"MaxFinishedRuns", p.MaxFinishedRuns >= 0}, {"MaxFinishedBytes", p.MaxFinishedBytes >= 0},
 		{"MaxAuditAttempts", p.MaxAuditAttempts > 0},
 	} {
 		if !f.ok {
@@ -1215,6 +1221,16 @@ func OpenBytes(r Run) int {
 		return 0
 	}
 	return payloadBytes(r.Attributes, r.ExpectedWrites)
+}
+
+// HeldBytes is what r holds of its producer's bytes: its attributes,
+// expected writes and completed writes (Policy.MaxFinishedBytes).
+func HeldBytes(r Run) int {
+	n := payloadBytes(r.Attributes, r.ExpectedWrites) + 4*len(r.ExpectedSums)
+	for w := range r.Writes {
+		n += len(w)
+	}
+	return n
 }
 
 func payloadBytes(attributes map[string]string, writes []string) int {

@@ -228,7 +228,8 @@ type Runner struct {
 	// keeps before their retention is over (default 10000; 0 keeps the
 	// default, -1 is no limit); a BatchLanded with no run, not after the
 	// newest batch time of a published run forgotten so, is dead-lettered
-	// beyond_horizon.
+	// beyond_horizon. They are forgotten as well past 64 MiB of their
+	// batches' attributes and writes together (no limit with -1).
 	MaxFinishedRuns int `yaml:"max_finished_runs"`
 	// RejectedRetention keeps a run aborted before it began (invalid,
 	// too_many_runs) this long instead of terminal_retention (default 10m).
@@ -768,6 +769,9 @@ func (c *Config) Policy() pipeline.Policy {
 	p.MaxAuditAttempts = c.Audit.MaxAttempts
 	if p.MaxOpenRuns == 0 {
 		p.MaxOpenBytes = 0 // runner.max_open_runs: -1 lifts the bytes' bound too
+	}
+	if p.MaxFinishedRuns == 0 {
+		p.MaxFinishedBytes = 0 // as runner.max_finished_runs: -1
 	}
 	return p
 }

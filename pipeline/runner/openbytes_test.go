@@ -58,3 +58,56 @@ func TestOpenRunsBytesAreCountedOverTheirLives(t *testing.T) {
 		t.Errorf("after one ended and another landed: %d runs in progress holding %d bytes; want 3 holding %d", runs, bytes, 3*size)
 	}
 }
+
+// TestFinishedRunsHoldBoundedProducerBytes: a finished run an operator may
+// retry (here aborted merge_conflict) keeps its producer's attributes and
+// writes, 148 KB at the schema's limits, and a partition kept
+// runner.max_finished_runs (10,000) of a dataset whatever they held: 1.5 GB
+// of one producer's batches that a writer's bad rows or a conflicting
+// merge ended. Past Policy.MaxFinishedBytes they are forgotten as past
+// the count, earliest first.
+func TestFinishedRunsHoldBoundedProducerBytes(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	fat := fatBatch("x", now)
+	held := pipeline.LandedBytes(fat)
+	for _, w := range fat.ExpectedWrites {
+		held += len(w) // its completed writes too
+	}
+	f := newRunnerFixtureWith(t, func(c *Config) { c.Policy.MaxFinishedBytes = 2*held + held/2 })
+	for i := range 3 {
+		id := fmt.Sprint("fat-", i)
+		f.lake.mu.Lock()
+		f.lake.mergeErr = []error{fmt.Errorf("conflict found: %w", pipeline.ErrMergeConflict)}
+		f.lake.mu.Unlock()
+		if err := f.handle(t, fatBatch(id, now)); err != nil {
+			t.Fatal(err)
+		}
+		f.await(t, id, schemas.TypeBranchReady)
+		for _, w := range fat.ExpectedWrites {
+			if err := f.handle(t, schemas.WriteComplete{BatchID: id, Dataset: "billing", Write: w, OccurredAt: now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.await(t, id, schemas.TypeBatchAborted)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kept := 0
+		for _, r := range f.r.Runs() {
+			kept += pipeline.HeldBytes(r)
+			if r.State == pipeline.StateAborted && r.Reason != schemas.ReasonMergeConflict {
+				t.Fatalf("%s aborted %s; want merge_conflict", r.BatchID, r.Reason)
+			}
+		}
+		if kept <= f.cfg.Policy.MaxFinishedBytes {
+			if _, ok := f.run("billing", "fat-0"); ok {
+				t.Errorf("the earliest finished run is kept; want it forgotten first")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the finished runs hold %d bytes of their producer's, over the %d allowed (%d runs)", kept, f.cfg.Policy.MaxFinishedBytes, len(f.r.Runs()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

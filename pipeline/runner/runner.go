@@ -204,6 +204,9 @@ type partition struct {
 	// (Policy.MaxFinishedRuns).
 	pending  int
 	finished map[string]int
+	// finishedBytes is what the finished runs hold of their producers'
+	// bytes, by dataset (pipeline.HeldBytes; Policy.MaxFinishedBytes).
+	finishedBytes map[string]int
 	// floor is, by dataset, the newest batch time of a published run
 	// forgotten over Policy.MaxFinishedRuns (Landed.Floor): stamped on
 	// every run record written (Run.Floor), restored as the newest stored.
@@ -222,15 +225,22 @@ func earlyWrites(r pipeline.Run) int {
 	return len(r.Writes)
 }
 
-// count adds delta to the partition's counts of the runs in state s.
+// count adds delta to the partition's counts of the runs in run's state.
 // Called with p.mu held.
-func (p *partition) count(dataset string, s pipeline.State, delta int) {
+func (p *partition) count(run pipeline.Run, delta int) {
+	dataset, s := run.Dataset, run.State
 	switch {
 	case s == pipeline.StatePending:
 		p.pending += delta
 	case s.Terminal():
 		if p.finished[dataset] += delta; p.finished[dataset] <= 0 {
 			delete(p.finished, dataset)
+		}
+		if p.finishedBytes == nil {
+			p.finishedBytes = map[string]int{}
+		}
+		if p.finishedBytes[dataset] += delta * pipeline.HeldBytes(run); p.finishedBytes[dataset] <= 0 {
+			delete(p.finishedBytes, dataset)
 		}
 	}
 }
@@ -322,7 +332,7 @@ func (r *Runner) Assigned(ctx context.Context, id int, behind func(t time.Time) 
 		if run.Floor.After(p.floor[run.Dataset]) {
 			p.floor[run.Dataset] = run.Floor
 		}
-		p.count(run.Dataset, run.State, +1)
+		p.count(run, +1)
 		p.early += earlyWrites(run)
 		r.hold(run, +1)
 	}
@@ -552,13 +562,13 @@ func (r *Runner) apply(ctx context.Context, p *partition, key string, in pipelin
 }
 
 // evict forgets finished runs of dataset whose events are all sent while
-// the partition holds more than Policy.MaxFinishedRuns of them (a flood's
-// aborts must not outgrow the store), earliest first in evictedBefore's
-// order. Called with p.mu held; a
+// the partition holds more than Policy.MaxFinishedRuns of them, or more
+// than Policy.MaxFinishedBytes of their producers' bytes (a flood's aborts
+// must not outgrow the store), earliest first in evictedBefore's order. Called with p.mu held; a
 // run that cannot be forgotten now is tried again at the next change.
 func (r *Runner) evict(ctx context.Context, p *partition, dataset string) {
-	limit := r.cfg.Policy.MaxFinishedRuns
-	for limit > 0 && p.finished[dataset] > limit {
+	limit, bytes := r.cfg.Policy.MaxFinishedRuns, r.cfg.Policy.MaxFinishedBytes
+	for limit > 0 && p.finished[dataset] > limit || bytes > 0 && p.finishedBytes[dataset] > bytes {
 		var oldest string
 		for k, run := range p.runs {
 			if run.Dataset == dataset && pipeline.Evictable(run) &&
@@ -791,8 +801,8 @@ func (r *Runner) applyLocked(ctx context.Context, p *partition, key string, in p
 		delete(p.calls, key)
 	}
 	if before.State != after.State {
-		p.count(before.Dataset, before.State, -1)
-		p.count(after.Dataset, after.State, +1)
+		p.count(before, -1)
+		p.count(after, +1)
 		r.hold(before, -1)
 		r.hold(after, +1)
 		r.log.Info("run state", "batch_id", after.BatchID, "dataset", after.Dataset, "branch", after.Branch,
