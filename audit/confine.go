@@ -330,21 +330,80 @@ func (e *Engine) rowOnly(ctx context.Context, where string) bool {
 	if strings.TrimSpace(where) == "" {
 		return true
 	}
-	if ok, found := e.rowOnlyWheres.get(where); found {
-		return ok
+	return e.whereFactsOf(ctx, where).rowOnly
+}
+
+// whereFacts are what DuckDB's parse of a where condition tells: whether
+// it is row-only (rowOnly), and the names its column references hold,
+// lower case (every part of a qualified one, a lambda's parameters too:
+// more than it reads, never less, as a row-only condition reads no column
+// but by a reference).
+type whereFacts struct {
+	rowOnly bool
+	cols    []string
+}
+
+// whereColumns are the names a row-only where condition's column
+// references hold (whereFacts), in order; nil for any other.
+func (e *Engine) whereColumns(ctx context.Context, where string) []string {
+	if strings.TrimSpace(where) == "" {
+		return nil
+	}
+	return e.whereFactsOf(ctx, where).cols
+}
+
+func (e *Engine) whereFactsOf(ctx context.Context, where string) whereFacts {
+	if f, found := e.rowOnlyWheres.get(where); found {
+		return f
 	}
 	duck, err := e.acquire()
 	if err != nil {
-		return false
+		return whereFacts{}
 	}
 	defer e.release(duck)
 	var js string
 	if err := duck.db.QueryRowContext(ctx, "SELECT CAST(json_serialize_sql(CAST($1 AS VARCHAR)) AS VARCHAR)", "SELECT 1 WHERE (\n"+where+"\n)").Scan(&js); err != nil {
-		return false // not kept: it may be the context's
+		return whereFacts{} // not kept: it may be the context's
 	}
-	ok := rowOnlyStatement(js)
-	e.rowOnlyWheres.put(where, ok)
-	return ok
+	f := whereFacts{rowOnly: rowOnlyStatement(js)}
+	if f.rowOnly {
+		f.cols = columnRefs(js)
+	}
+	e.rowOnlyWheres.put(where, f)
+	return f
+}
+
+// columnRefs are the names of every COLUMN_REF of a json_serialize_sql
+// answer, lower case, sorted, each once.
+func columnRefs(js string) []string {
+	var tree any
+	if err := json.Unmarshal([]byte(js), &tree); err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var walk func(n any)
+	walk = func(n any) {
+		switch v := n.(type) {
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		case map[string]any:
+			if v["class"] == "COLUMN_REF" {
+				names, _ := v["column_names"].([]any)
+				for _, c := range names {
+					if s, ok := c.(string); ok {
+						seen[strings.ToLower(s)] = true
+					}
+				}
+			}
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	walk(tree)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // rowOnlyStatement says whether a json_serialize_sql answer is one

@@ -185,8 +185,9 @@ type Engine struct {
 	// summaries are the last summaries of unchanged files (summary.go);
 	// nil turns them off.
 	summaries *summaryCache
-	// rowOnlyWheres are rowOnly's answers, by where condition.
-	rowOnlyWheres *boundedMap[bool]
+	// rowOnlyWheres are rowOnly's answers, and the columns the condition
+	// names (whereColumns), by where condition.
+	rowOnlyWheres *boundedMap[whereFacts]
 
 	// groupedUniqueBytes: unique checks over a view of at least this many
 	// bytes count duplicates and gather their sample in one grouped scan;
@@ -270,7 +271,7 @@ func New(opts Options) (*Engine, error) {
 	e.beyond = newBoundedMap[beyondPath](reportCacheSize)
 	e.added = newBoundedMap[addedSet](1024)
 	e.dataPrefixes = newBoundedMap[string](1024)
-	e.rowOnlyWheres = newBoundedMap[bool](1024)
+	e.rowOnlyWheres = newBoundedMap[whereFacts](1024)
 	e.crashers = newBoundedMap[struct{}](1024)
 	e.listings = newListingCache(listingCacheObjects)
 	e.flights = &listFlights{m: map[string]chan struct{}{}}

@@ -160,6 +160,11 @@ func (r *run) decide(ctx context.Context) (mode, reason string) {
 		}
 		if w := strings.TrimSpace(ch.Where); w != "" && !slices.Contains(it.need.wheres, w) {
 			it.need.wheres = append(it.need.wheres, w)
+			for _, k := range e.whereColumns(ctx, ch.Where) {
+				if !slices.Contains(it.need.whereCols, k) {
+					it.need.whereCols = append(it.need.whereCols, k)
+				}
+			}
 		}
 		if col := statColumn(ch); col.name != "" {
 			it.need.addCol(col)
@@ -335,6 +340,10 @@ func (r *run) prepareIncTable(ctx context.Context, name string, it *incTable) er
 	if bv == nil {
 		return fmt.Errorf("table %s: batch not loaded", name)
 	}
+	// A file without a column a where reads has its figures under it only
+	// as read in the table's type (fileStats.Nulls).
+	need := it.need
+	it.need.nullType = func(k string) string { return cmp.Or(r.typedNulls(ctx, t, need)[k], "NULL") }
 	if bv.colsErr != nil {
 		return bv.colsErr
 	}

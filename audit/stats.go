@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -40,6 +41,17 @@ type fileStats struct {
 	// of another version than sparkFactsV, in a record written before
 	// records held it as this build reads it, which is computed again.
 	Spark *sparkFacts `json:"spark,omitempty"`
+	// Nulls are, for each name a where condition of the figures reads
+	// (statsNeed.whereCols) that the file has no column of, the type its
+	// NULLs there were read in: the table reads them in the column's type
+	// (union by name with the files that have it), which a condition can
+	// tell (typeof(x) = 'BIGINT'), and the file's figures under a where
+	// are the table's only where the audit reads that column in the same
+	// type ("NULL": no file of the scan had it). Review 62: a file scanned
+	// alone read SQL's untyped NULL, and an incremental row_count under
+	// such a where passed a batch the full audit fails
+	// (TestMerge62WhereCountOfAFileLackingTheColumnIsTheTables).
+	Nulls map[string]string `json:"nulls,omitempty"`
 	// mixed: computed in one scan with files that give a column another
 	// type, so in the type of their union, not the file's own. Not stored
 	// (schemaagree.go).
@@ -192,6 +204,25 @@ const maxStatsRecordBytes = 16 << 10
 type statsNeed struct {
 	cols   []colNeed
 	wheres []string // where conditions
+	// whereCols are the names the wheres' column references hold, lower
+	// case (Engine.whereColumns); nullType is the type the audited table
+	// reads a column of that name in, for a file without it: the batch's
+	// view's, "NULL" when it has none (nil: every one "NULL").
+	whereCols []string
+	nullType  func(name string) string
+}
+
+// typeOfNull is n.nullType(name), "NULL" without one.
+func (n statsNeed) typeOfNull(name string) string {
+	if n.nullType == nil {
+		return "NULL"
+	}
+	return n.nullType(name)
+}
+
+// whereFigures says whether n asks for figures under a where condition.
+func (n statsNeed) whereFigures() bool {
+	return len(n.wheres) > 0 || slices.ContainsFunc(n.cols, func(c colNeed) bool { return strings.TrimSpace(c.where) != "" })
 }
 
 // colNeed is a column whose min and max a plan needs, over the rows that
@@ -250,7 +281,20 @@ func (s fileStats) has(n statsNeed) bool {
 			return false
 		}
 	}
+	if n.whereFigures() {
+		for _, k := range n.whereCols {
+			if !s.hasColumn(k) && s.Nulls[k] != n.typeOfNull(k) {
+				return false
+			}
+		}
+	}
 	return true
+}
+
+// hasColumn says whether the file's schema has a column named name, in
+// any case.
+func (s fileStats) hasColumn(name string) bool {
+	return slices.ContainsFunc(s.Schema, func(c [2]string) bool { return strings.EqualFold(c[0], name) })
 }
 
 // whereKey names a where condition in fileStats.Counts.
@@ -676,7 +720,23 @@ func mergeStats(a, b fileStats) fileStats {
 	if len(a.Schema) == 0 {
 		a = fileStats{}
 	}
-	out := fileStats{Rows: b.Rows, Counts: map[string]int64{}, Cols: map[string]colStats{}, Schema: b.Schema, Spark: b.Spark}
+	// Figures under a where read a missing column's NULLs in one type:
+	// a's where figures of another go (Nulls).
+	nulls := maps.Clone(a.Nulls)
+	for k, v := range b.Nulls {
+		if have, ok := nulls[k]; ok && have != v {
+			nulls = maps.Clone(b.Nulls)
+			a.Counts = nil
+			a.Cols = maps.Clone(a.Cols)
+			maps.DeleteFunc(a.Cols, func(k string, _ colStats) bool { return strings.Contains(k, "@") })
+			break
+		}
+		if nulls == nil {
+			nulls = map[string]string{}
+		}
+		nulls[k] = v
+	}
+	out := fileStats{Rows: b.Rows, Counts: map[string]int64{}, Cols: map[string]colStats{}, Schema: b.Schema, Spark: b.Spark, Nulls: nulls}
 	if !out.Spark.current() && a.Spark.current() {
 		out.Spark = a.Spark
 	}
@@ -724,10 +784,50 @@ func (r *run) computeStats(ctx context.Context, t Table, objs []Object, files []
 			types[k] = fam
 		}
 	}
+	if need.whereFigures() {
+		mixed = markNulls(out, need, r.typedNulls(ctx, t, need)) || mixed
+	}
 	for i := range out {
 		out[i].mixed = mixed
 	}
 	return out, nil
+}
+
+// markNulls sets the Nulls of the files of one scan (out, schemas set):
+// for each of need.whereCols a file has no column of, the type the scan
+// read its NULLs in, typed's (ownColumnsSQL) or that of the scan's files
+// that have the column, "NULL" when none has it. It reports whether a
+// file's own type of such a column is not the one the scan read it in
+// (the union's): then the figures are not the files' own (mixed).
+func markNulls(out []fileStats, need statsNeed, typed map[string]string) (mixed bool) {
+	for _, k := range need.whereCols {
+		read := typed[k]
+		for _, st := range out {
+			for _, c := range st.Schema {
+				if !strings.EqualFold(c[0], k) {
+					continue
+				}
+				if read == "" {
+					read = c[1]
+				} else if c[1] != read {
+					mixed = true
+				}
+			}
+		}
+		if read == "" {
+			read = "NULL"
+		}
+		for i := range out {
+			if out[i].hasColumn(k) {
+				continue
+			}
+			if out[i].Nulls == nil {
+				out[i].Nulls = map[string]string{}
+			}
+			out[i].Nulls[k] = read
+		}
+	}
+	return mixed
 }
 
 // markSparkFacts sets each of out's Spark, the facts of the footer of
@@ -803,7 +903,7 @@ func (r *run) computeFigures(ctx context.Context, t Table, files []string, need 
 	// file has (TestStatsOfFileWithLakewapFileColumn).
 	fc := "__lakewap_file_" + strconv.FormatUint(rand.Uint64(), 36)
 	q := fmt.Sprintf("SELECT %s, %s FROM %s GROUP BY %s",
-		quoteIdent(fc), strings.Join(exprs, ", "), ownColumnsSQL(uniq, fc, union, r.nullColumns(ctx, t, need)), quoteIdent(fc))
+		quoteIdent(fc), strings.Join(exprs, ", "), ownColumnsSQL(uniq, fc, union, r.nullColumns(ctx, t, need), r.typedNulls(ctx, t, need)), quoteIdent(fc))
 	rows, err := r.conn.QueryContext(ctx, q)
 	if err != nil {
 		return nil, err
@@ -840,13 +940,45 @@ func (r *run) computeFigures(ctx context.Context, t Table, files []string, need 
 // the full one does not (TestReview38VirtualColumnStatsGiveTheFullVerdict).
 // Each of nulls that none of the files has is NULL, as the table reads it:
 // union by name with a relation of NULLs without rows, whose type (SQL's
-// NULL) widens no file's.
-func ownColumnsSQL(files []string, fc, union string, nulls []string) string {
+// NULL) widens no file's; one typed has typed's type instead (lower-case
+// name: a column a where condition reads, in the table's type, so that a
+// file without it reads its NULLs as the table does: typedNulls).
+func ownColumnsSQL(files []string, fc, union string, nulls []string, typed map[string]string) string {
 	read := fmt.Sprintf("(SELECT * FROM read_parquet(%s, filename = %s%s))", literalList(files), quoteLiteral(fc), union)
 	if len(nulls) == 0 {
 		return read
 	}
-	return "(" + read + " UNION ALL BY NAME (SELECT " + strings.Join(each(nulls, func(c string) string { return "NULL AS " + quoteIdent(c) }), ", ") + " LIMIT 0))"
+	return "(" + read + " UNION ALL BY NAME (SELECT " + strings.Join(each(nulls, func(c string) string {
+		if typ := typed[strings.ToLower(c)]; typ != "" {
+			return "CAST(NULL AS " + typ + ") AS " + quoteIdent(c)
+		}
+		return "NULL AS " + quoteIdent(c)
+	}), ", ") + " LIMIT 0))"
+}
+
+// typedNulls are the types, by lower-case name, that a scan of t's files
+// for need reads the columns of need.whereCols in where a file has none:
+// the batch's view's (the table's, as the audited files agree on one type
+// per column under a where: schemaagree.go). Nil without figures under a
+// where.
+func (r *run) typedNulls(ctx context.Context, t Table, need statsNeed) map[string]string {
+	if !need.whereFigures() || len(need.whereCols) == 0 {
+		return nil
+	}
+	cols, err := r.describe(ctx, schemaBatch, t.Name)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, c := range cols {
+		k := strings.ToLower(c.name)
+		if slices.Contains(need.whereCols, k) {
+			if _, ok := out[k]; !ok {
+				out[k] = c.typ
+			}
+		}
+	}
+	return out
 }
 
 // nullColumns are the columns computeFigures reads as NULL in a file that

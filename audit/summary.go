@@ -59,7 +59,11 @@ type fileSummary struct {
 	cols   map[string]minMaxFold // by colNeed.key()
 	// keys is each column's figures file by file, parsed once (see
 	// keyColumn), by colNeed.key().
-	keys      map[string]*keyColumn
+	keys map[string]*keyColumn
+	// nulls are the types its files without a column a where reads
+	// read their NULLs in (fileStats.Nulls), by lower-case name; a name
+	// read in two types is "" (never the table's: not used).
+	nulls     map[string]string
 	statBytes int64 // summaryBytes(files, stats)
 	bytes     int64 // statBytes and the keys'
 }
@@ -261,6 +265,15 @@ func (f minMaxFold) olds() ([]colStats, bool) {
 // fold adds files' statistics to s's figures (need: what they hold).
 func (s *fileSummary) fold(need statsNeed, sts []fileStats) {
 	for _, st := range sts {
+		for k, typ := range st.Nulls {
+			if have, ok := s.nulls[k]; ok && have != typ {
+				typ = ""
+			}
+			if s.nulls == nil {
+				s.nulls = map[string]string{}
+			}
+			s.nulls[k] = typ
+		}
 		s.rows += st.Rows
 		for _, w := range need.wheres {
 			s.counts[whereKey(w)] += st.Counts[whereKey(w)]
@@ -269,6 +282,20 @@ func (s *fileSummary) fold(need statsNeed, sts []fileStats) {
 			s.cols[c.key()] = s.cols[c.key()].add(st.Cols[c.key()])
 		}
 	}
+}
+
+// nullsAre says whether s's figures under need's where conditions read
+// each missing column's NULLs as this audit's table does (need.nullType).
+func (s *fileSummary) nullsAre(need statsNeed) bool {
+	if !need.whereFigures() {
+		return true
+	}
+	for _, k := range need.whereCols {
+		if typ, ok := s.nulls[k]; ok && typ != need.typeOfNull(k) {
+			return false
+		}
+	}
+	return true
 }
 
 // summaryKey names the summaries an audit of table t may use: the
@@ -422,10 +449,13 @@ func (r *run) summarize(ctx context.Context, t Table, objs []Object, need statsN
 	}
 	key := summaryKey(r.req.Repository, t, need)
 	prev, held := r.e.summaries.largestWithin(key, files)
+	if prev != nil && !prev.nullsAre(need) {
+		prev, held = nil, nil // its figures under a where read a column's NULLs in another type
+	}
 	if prev != nil && len(prev.files) == len(files) {
 		return prev, prev.stats, nil // the same files
 	}
-	s := &fileSummary{files: files, counts: map[string]int64{}, cols: map[string]minMaxFold{}}
+	s := &fileSummary{files: files, counts: map[string]int64{}, cols: map[string]minMaxFold{}, nulls: map[string]string{}}
 	var gained []int
 	if prev == nil {
 		gained = make([]int, len(files))
@@ -437,6 +467,7 @@ func (r *run) summarize(ctx context.Context, t Table, objs []Object, need statsN
 		r.e.summaries.folded++
 		r.e.summaries.mu.Unlock()
 		s.rows = prev.rows
+		maps.Copy(s.nulls, prev.nulls)
 		for k, v := range prev.counts {
 			s.counts[k] = v
 		}
