@@ -110,9 +110,26 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run, 
 		// be newer than the branch point, and the diff against that point
 		// would name what the target gained since as the batch's changes
 		// (TestReview10WriterMergingTheTargetIntoItsBranchPublishes). The
-		// target's head, as before the branch point was used.
+		// seal's merge-base with the target's head: the snapshot the seal
+		// holds with the batch, as the branch point is otherwise. Against
+		// the head itself, the checks comparing with the base (volume_change,
+		// schema_drift, scope: batch) compared the snapshot and the batch
+		// with what other publishes brought since: 1,000 rows published
+		// meanwhile read as a drop, and a good batch was aborted
+		// (TestMerge62CommittedBatchComparesVolumeWithItsSnapshot). What the
+		// target gained since is judged by the publish's recheck, which
+		// runs whenever the head is not that merge-base.
 		if base, err = r.cfg.Lake.Head(ctx, run.Repository, run.Target); err != nil {
 			return failed(log, pipeline.StepAudit, err)
+		}
+		if mb, ok := r.cfg.Lake.(MergeBaser); ok {
+			found, _, err := mb.MergeBase(ctx, run.Repository, commit, base)
+			if err != nil {
+				return failed(log, pipeline.StepAudit, err)
+			}
+			if found != "" && found != commit { // else the head, as before
+				base = found
+			}
 		}
 	}
 	changes, err := r.cfg.Lake.Changes(ctx, run.Repository, base, commit)
