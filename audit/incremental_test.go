@@ -151,6 +151,10 @@ func diffSuite(variant int) Suite {
 		{Kind: KindVolumeChange, Table: "t", MaxGrowthPct: f64(900), Severity: SeverityWarn},
 		{Kind: KindRegex, Table: "t", Column: "currency", Pattern: "^[A-Z]{3}$"},
 		{Name: "recent_not_null", Kind: KindNotNull, Table: "t", Column: "region", Where: "now() > TIMESTAMP '2000-01-01' AND id % 7 = 0", Severity: SeverityWarn},
+		// Files without region (review 53's steps) read it as the
+		// table's VARCHAR NULLs, which typeof tells from untyped ones
+		// (review 62).
+		{Name: "typed_region", Kind: KindRowCount, Table: "t", Max: f64(100000), Where: "typeof(region) = 'VARCHAR'"},
 	}
 	switch variant % 3 {
 	case 1:
