@@ -307,6 +307,20 @@ func (h *diffHistory) put(ref, path string, b []byte) {
 	}
 }
 
+// audited audits, through compare, a batch of dataset on a branch of h's
+// head that removes the paths of remove and writes query's rows at add
+// (its "?" the branch's id). It returns the report and the branch's commit.
+func (h *diffHistory) audited(e *Engine, dataset string, suite Suite, remove []string, add, query string) (schemas.AuditReport, string) {
+	s := h.lake.next("s")
+	h.lake.branch(h.t, h.head, s)
+	for _, p := range remove {
+		h.lake.remove(h.t, s, p)
+	}
+	h.lake.commit(s, []string{h.head}, nil)
+	h.lake.write(h.t, s, strings.ReplaceAll(add, "?", s[:8]), query)
+	return h.compare(e, Request{Dataset: dataset, Suite: suite, Repository: "r", Ref: s, BaseRef: h.head, BaseName: "main", BatchTime: batchTime}), s
+}
+
 // compare runs req full and as it comes, and fails the test when the
 // verdicts or figures differ. It returns the report of the latter.
 func (h *diffHistory) compare(e *Engine, req Request) schemas.AuditReport {
@@ -384,9 +398,16 @@ func deref(p *int64) any {
 // publish merges sealed (made from foundation) onto the head with the
 // attestation of rep.
 func (h *diffHistory) publish(foundation, sealed string, rep schemas.AuditReport) {
+	h.merge(foundation, sealed, "d", diffSuite(h.suite), rep)
+}
+
+// merge merges sealed (made from foundation) onto the head with lakewap's
+// attestation of rep, dataset's audit under suite, and moves the head to
+// the merge.
+func (h *diffHistory) merge(foundation, sealed, dataset string, suite Suite, rep schemas.AuditReport) {
 	m := h.lake.next("c")
 	h.lake.mergeDirs(h.t, foundation, sealed, h.head, m)
-	text, err := NewAttestation("d", diffSuite(h.suite), rep, sealed, h.head).Encode(nil)
+	text, err := NewAttestation(dataset, suite, rep, sealed, h.head).Encode(nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}

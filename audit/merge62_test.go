@@ -37,23 +37,12 @@ func TestMerge62WhereCountOfAFileLackingTheColumnIsTheTables(t *testing.T) {
 		{"SELECT * FROM (VALUES (4::BIGINT), (5), (6)) v(id)", true}, // 6 rows of the table read x as BIGINT
 		{"SELECT * FROM (VALUES (7::BIGINT, 13::BIGINT)) v(id, x)", false},
 	} {
-		s := lake.next("s")
-		lake.branch(t, h.head, s)
-		lake.commit(s, []string{h.head}, nil)
-		lake.write(t, s, "data/t/part-"+s[:8]+".parquet", b.query)
-		rep := h.compare(e, Request{Dataset: "d", Suite: suite, Repository: "r", Ref: s, BaseRef: h.head, BaseName: "main", BatchTime: batchTime})
+		rep, s := h.audited(e, "d", suite, nil, "data/t/part-?.parquet", b.query)
 		t.Logf("batch %d: %s %q passed=%v %+v", n, rep.Mode, rep.ModeReason, rep.Passed, rep.Checks[1])
 		if rep.Passed != b.pass {
 			t.Fatalf("batch %d: passed=%v, want %v: %+v", n, rep.Passed, b.pass, rep.Checks)
 		}
-		m := lake.next("c")
-		lake.mergeDirs(t, h.head, s, h.head, m)
-		text, err := NewAttestation("d", suite, rep, s, h.head).Encode(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lake.commit(m, []string{h.head, s}, map[string]string{MetaAttestation: text})
-		h.head = m
+		h.merge(h.head, s, "d", suite, rep)
 	}
 }
 
@@ -98,23 +87,12 @@ func TestMerge62WhereCountIsNotTakenFromAnotherTablesReading(t *testing.T) {
 		{"b", "SELECT * FROM (VALUES (4::BIGINT, 13::BIGINT)) v(id, x)", false}, // 7
 	} {
 		suite := suites[b.dataset]
-		s := lake.next("s")
-		lake.branch(t, h.head, s)
-		lake.commit(s, []string{h.head}, nil)
-		lake.write(t, s, "data/"+b.dataset+"/part-"+s[:8]+".parquet", b.query)
-		rep := h.compare(e, Request{Dataset: b.dataset, Suite: suite, Repository: "r", Ref: s, BaseRef: h.head, BaseName: "main", BatchTime: batchTime})
+		rep, s := h.audited(e, b.dataset, suite, nil, "data/"+b.dataset+"/part-?.parquet", b.query)
 		t.Logf("batch %d of %s: %s %q passed=%v %s", n, b.dataset, rep.Mode, rep.ModeReason, rep.Passed, rep.Checks[1].Observed)
 		if rep.Passed != b.pass {
 			t.Fatalf("batch %d: passed=%v, want %v: %+v", n, rep.Passed, b.pass, rep.Checks)
 		}
-		m := lake.next("c")
-		lake.mergeDirs(t, h.head, s, h.head, m)
-		text, err := NewAttestation(b.dataset, suite, rep, s, h.head).Encode(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lake.commit(m, []string{h.head, s}, map[string]string{MetaAttestation: text})
-		h.head = m
+		h.merge(h.head, s, b.dataset, suite, rep)
 	}
 }
 
@@ -143,26 +121,12 @@ func TestMerge62KeptSummaryOfAnotherReadingIsNotTaken(t *testing.T) {
 	t.Cleanup(func() { e.Close() })
 	h := &diffHistory{t: t, lake: lake, rng: rand.New(rand.NewPCG(1, 2)), head: root, nextID: 1}
 	publish := func(n int, remove []string, add, query string, pass bool) {
-		s := lake.next("s")
-		lake.branch(t, h.head, s)
-		for _, p := range remove {
-			lake.remove(t, s, p)
-		}
-		lake.commit(s, []string{h.head}, nil)
-		lake.write(t, s, add, query)
-		rep := h.compare(e, Request{Dataset: "d", Suite: suite, Repository: "r", Ref: s, BaseRef: h.head, BaseName: "main", BatchTime: batchTime})
+		rep, s := h.audited(e, "d", suite, remove, add, query)
 		t.Logf("batch %d: %s %q passed=%v %s", n, rep.Mode, rep.ModeReason, rep.Passed, rep.Checks[1].Observed)
 		if rep.Passed != pass {
 			t.Fatalf("batch %d: passed=%v, want %v: %+v", n, rep.Passed, pass, rep.Checks)
 		}
-		m := lake.next("c")
-		lake.mergeDirs(t, h.head, s, h.head, m)
-		text, err := NewAttestation("d", suite, rep, s, h.head).Encode(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lake.commit(m, []string{h.head, s}, map[string]string{MetaAttestation: text})
-		h.head = m
+		h.merge(h.head, s, "d", suite, rep)
 	}
 	publish(0, []string{"data/t/part-g.parquet"}, "data/t/part-h1.parquet", "SELECT * FROM (VALUES (2::BIGINT, 11::BIGINT)) v(id, x)", true)
 	// Unchanged: part-f alone, whose summary is kept (x BIGINT).

@@ -140,21 +140,9 @@ func TestReader61TypesUnionedAcrossFilesAreRefusedIncrementally(t *testing.T) {
 func attestedBatches(t *testing.T, lake *lakeSim, e *Engine, suite Suite, root string) func(path, query string) schemas.AuditReport {
 	h := &diffHistory{t: t, lake: lake, head: root, nextID: 1}
 	return func(path, query string) schemas.AuditReport {
-		s := lake.next("s")
-		lake.branch(t, h.head, s)
-		lake.commit(s, []string{h.head}, nil)
-		lake.write(t, s, strings.ReplaceAll(path, "?", s[:8]), query)
-		req := Request{Dataset: "d", Suite: suite, Repository: "r", Ref: s, BaseRef: h.head, BaseName: "main", BatchTime: batchTime}
-		rep := h.compare(e, req) // fails unless every verdict is the full audit's
+		rep, s := h.audited(e, "d", suite, nil, path, query) // fails unless every verdict is the full audit's
 		if rep.Passed {
-			m := lake.next("c")
-			lake.mergeDirs(t, h.head, s, h.head, m)
-			text, err := NewAttestation("d", suite, rep, s, h.head).Encode(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lake.commit(m, []string{h.head, s}, map[string]string{MetaAttestation: text})
-			h.head = m
+			h.merge(h.head, s, "d", suite, rep)
 		}
 		return rep
 	}
