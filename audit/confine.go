@@ -203,28 +203,16 @@ func (r *run) plainTables(ctx context.Context, query string) error {
 		return fmt.Errorf("%w: %s", ErrNotConfined, cmp.Or(parsed.ErrorMessage, fmt.Sprintf("%d statements", len(parsed.Statements))))
 	}
 	var qualified string
-	var walk func(n any)
-	walk = func(n any) {
-		switch v := n.(type) {
-		case []any:
-			for _, c := range v {
-				walk(c)
-			}
-		case map[string]any:
-			if v["type"] == "BASE_TABLE" && qualified == "" {
-				catalog, _ := v["catalog_name"].(string)
-				schema, _ := v["schema_name"].(string)
-				table, _ := v["table_name"].(string)
-				if catalog != "" || schema != "" {
-					qualified = strings.Join(slices.DeleteFunc([]string{catalog, schema, table}, func(s string) bool { return s == "" }), ".")
-				}
-			}
-			for _, k := range slices.Sorted(maps.Keys(v)) {
-				walk(v[k])
+	eachObject(parsed.Statements, func(v map[string]any) {
+		if v["type"] == "BASE_TABLE" && qualified == "" {
+			catalog, _ := v["catalog_name"].(string)
+			schema, _ := v["schema_name"].(string)
+			table, _ := v["table_name"].(string)
+			if catalog != "" || schema != "" {
+				qualified = strings.Join(slices.DeleteFunc([]string{catalog, schema, table}, func(s string) bool { return s == "" }), ".")
 			}
 		}
-	}
-	walk(parsed.Statements)
+	})
 	if qualified != "" {
 		return fmt.Errorf("it names table %s with its schema, which cannot be read as it was at the base", qualified)
 	}
@@ -381,29 +369,34 @@ func columnRefs(js string) []string {
 		return nil
 	}
 	seen := map[string]bool{}
-	var walk func(n any)
-	walk = func(n any) {
-		switch v := n.(type) {
-		case []any:
-			for _, c := range v {
-				walk(c)
-			}
-		case map[string]any:
-			if v["class"] == "COLUMN_REF" {
-				names, _ := v["column_names"].([]any)
-				for _, c := range names {
-					if s, ok := c.(string); ok {
-						seen[strings.ToLower(s)] = true
-					}
+	eachObject(tree, func(v map[string]any) {
+		if v["class"] == "COLUMN_REF" {
+			names, _ := v["column_names"].([]any)
+			for _, c := range names {
+				if s, ok := c.(string); ok {
+					seen[strings.ToLower(s)] = true
 				}
 			}
-			for _, c := range v {
-				walk(c)
-			}
+		}
+	})
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// eachObject calls visit on every object of a decoded JSON tree, each
+// before the objects under it, an object's members in the order of their
+// keys.
+func eachObject(n any, visit func(map[string]any)) {
+	switch v := n.(type) {
+	case []any:
+		for _, c := range v {
+			eachObject(c, visit)
+		}
+	case map[string]any:
+		visit(v)
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			eachObject(v[k], visit)
 		}
 	}
-	walk(tree)
-	return slices.Sorted(maps.Keys(seen))
 }
 
 // rowOnlyStatement says whether a json_serialize_sql answer is one
