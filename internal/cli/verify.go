@@ -13,10 +13,21 @@ import (
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/runs"
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // verifyLimit bounds the commits lakewap verify lists.
 const verifyLimit = 10000
+
+// Bounds of lakewap verify's table: an unattested commit's message and
+// committer are whoever made it's (createCommitRecord takes any), as are its
+// parents the detail may list, and lakeFS bounds none of them; -json keeps
+// them whole.
+const (
+	maxVerifyMessageBytes   = 256
+	maxVerifyCommitterBytes = 128
+	maxVerifyDetailBytes    = 1024
+)
 
 // VerifyOptions are lakewap verify's flags.
 type VerifyOptions struct {
@@ -136,9 +147,11 @@ func writeVerified(w io.Writer, lines []VerifiedCommit) {
 	for _, l := range lines {
 		detail := l.Detail
 		if l.Verdict == audit.VerifyUnattested {
-			detail = fmt.Sprintf("%s; %q by %s", detail, l.Message, l.Committer)
+			detail = fmt.Sprintf("%s; %q by %s", detail, schemas.Clip(l.Message, maxVerifyMessageBytes),
+				schemas.Clip(l.Committer, maxVerifyCommitterBytes))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", runs.Short(l.Commit), l.Date.Format(time.RFC3339), l.Verdict, runs.Printable(detail))
+		detail = schemas.Clip(runs.Printable(detail), maxVerifyDetailBytes)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", runs.Printable(runs.Short(l.Commit)), l.Date.Format(time.RFC3339), l.Verdict, detail)
 	}
 	tw.Flush()
 }
