@@ -202,6 +202,15 @@ func Filter(stored []Stored, state, dataset string) []Stored {
 	})
 }
 
+// maxTableCellBytes bounds a cell of lakewap runs' table, escaped: the
+// table reads the changelog unchecked, whose writer sets texts of any size,
+// and tabwriter pads every row to its column's widest cell. lakewap's own
+// runs hold no text that long (a batch id is at most 200 bytes).
+const maxTableCellBytes = 512
+
+// tableCell is s Printable, clipped to maxTableCellBytes.
+func tableCell(s string) string { return schemas.Clip(Printable(s), maxTableCellBytes) }
+
 // WriteTable prints runs for people: a row a run, ages against now, every
 // text from events and lakeFS made Printable.
 func WriteTable(w io.Writer, runs []Stored, now time.Time) error {
@@ -209,7 +218,7 @@ func WriteTable(w io.Writer, runs []Stored, now time.Time) error {
 	fmt.Fprintln(tw, "BATCH\tDATASET\tSTATE\tAGE\tIN STATE\tBRANCH\tREASON")
 	for _, r := range runs {
 		if r.Unreadable != "" {
-			fmt.Fprintf(tw, "-\t-\tunreadable\t-\t-\t-\t%s\n", Printable("record "+r.Key+": "+r.Unreadable))
+			fmt.Fprintf(tw, "-\t-\tunreadable\t-\t-\t-\t%s\n", tableCell("record "+r.Key+": "+r.Unreadable))
 			continue
 		}
 		since := r.LandedAt
@@ -220,8 +229,8 @@ func WriteTable(w io.Writer, runs []Stored, now time.Time) error {
 		if r.Detail != "" {
 			reason = strings.TrimSpace(reason + ": " + OneLine(r.Detail, 80))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", Printable(r.BatchID), Printable(r.Dataset), Printable(string(r.State)),
-			Age(now, since), Age(now, r.StateSince), Printable(Dash(r.Branch)), Printable(Dash(reason)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", tableCell(r.BatchID), tableCell(r.Dataset), tableCell(string(r.State)),
+			Age(now, since), Age(now, r.StateSince), tableCell(Dash(r.Branch)), tableCell(Dash(reason)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -3,8 +3,12 @@ package runs
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/pipeline"
 )
 
 // Run texts come from events and lakeFS: `lakewap runs` must not hand a
@@ -61,5 +65,42 @@ func TestRunsJSONEscapesTerminalControls(t *testing.T) {
 	// Invalid UTF-8 is replaced by encoding/json itself; the rest must survive.
 	if want := strings.ToValidUTF8(run.Detail, "\uFFFD"); back.Detail != want {
 		t.Errorf("detail decoded as %q, want %q", back.Detail, want)
+	}
+}
+
+// `lakewap runs` reads the changelog without the state key's checks, so a
+// record whoever may write wap.runs wrote decodes as a run with texts of any
+// size (the schema's limits bind events, not what the topic holds). Its
+// cells must stay bounded, and must not widen the columns of every other
+// row: tabwriter pads each row to the widest cell of its column.
+func TestRunsTableBoundsAJunkRecordsTexts(t *testing.T) {
+	huge := strings.Repeat("x", 64<<10)
+	junk := Stored{}
+	junk.BatchID = "junk-" + huge
+	junk.Dataset = huge
+	junk.State = pipeline.State(huge)
+	junk.Branch = huge
+	junk.Reason = huge
+	stored := []Stored{junk}
+	for i := range 50 {
+		r := Stored{}
+		r.BatchID = fmt.Sprintf("batch-%d", i)
+		r.Dataset = "orders"
+		r.State = pipeline.StatePublished
+		r.Branch = fmt.Sprintf("wap-orders-batch-%d", i)
+		stored = append(stored, r)
+	}
+	var out bytes.Buffer
+	if err := WriteTable(&out, stored, time.Unix(1e9, 0)); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	for i, l := range lines {
+		if len(l) > 8*maxTableCellBytes { // 7 cells and their padding
+			t.Errorf("line %d of %d is %d bytes: %.80q…", i, len(lines), len(l), l)
+		}
+	}
+	if !strings.Contains(out.String(), "bytes clipped") {
+		t.Errorf("table does not say the junk record's texts were clipped")
 	}
 }
