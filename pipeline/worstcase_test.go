@@ -30,7 +30,8 @@ func bigReport(passed bool) *schemas.AuditReport {
 // A batch at the bounds of every input (64 attributes of 1 KiB, 256
 // expected writes of 128 bytes, producer and source ref at their bounds),
 // audited with reports at the audit's budget (the audit's and the
-// recheck's) and publishing onto 8 commits lakewap did not attest, fits
+// recheck's) and publishing onto 8 commits lakewap did not attest (of ids
+// of 64 KiB: lakeFS's createCommitRecord takes a writer's), fits
 // its run record: the publish is recorded as published, not refused over
 // the budget, and the record is within runner.max_run_bytes.
 func TestLargestPublishedRunFitsItsBudget(t *testing.T) {
@@ -50,7 +51,7 @@ func TestLargestPublishedRunFitsItsBudget(t *testing.T) {
 	var changes []schemas.UnattestedChange
 	for i := range 2 * MaxChanges {
 		changes = append(changes, schemas.UnattestedChange{EventID: fmt.Sprintf("%032d", i), Kind: schemas.ChangeUnattestedCommit,
-			BatchID: batch, Dataset: "billing", Repository: "lake", TargetRef: "main", CommitID: strings.Repeat("f", 64),
+			BatchID: batch, Dataset: "billing", Repository: "lake", TargetRef: "main", CommitID: fmt.Sprintf("%03d", i) + strings.Repeat("f", 64<<10),
 			Committer: strings.Repeat("c", 600), Message: strings.Repeat("m", 600), Detail: strings.Repeat("d", 900),
 			Suite: strings.Repeat("s", 32), PublishedCommitID: strings.Repeat("e", 64), OccurredAt: t0})
 	}

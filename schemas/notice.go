@@ -3,6 +3,7 @@ package schemas
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"time"
 )
 
@@ -49,6 +50,9 @@ func (e UnattestedChange) ID() string          { return e.EventID }
 const (
 	maxChangeMessage = 256
 	maxChangeDetail  = 512
+	// maxChangeCommitID bounds the announced commit's id: lakeFS makes ids
+	// of 64 hex digits, but its createCommitRecord takes any from a writer.
+	maxChangeCommitID = 128
 	// MaxUnattestedChangeBytes bounds one UnattestedChange's JSON (the run
 	// record's outbox holds it until it is sent): ids and names are bounded
 	// by the inputs' validation, texts by Clip.
@@ -56,8 +60,14 @@ const (
 )
 
 // Clip cuts the free texts of e (message, detail, committer) to their
-// budget (schemas.Clip: at a rune boundary, saying how much was cut).
+// budget (schemas.Clip: at a rune boundary, saying how much was cut). A
+// commit id lakeFS would not make (over maxChangeCommitID, or other than
+// printable ASCII) is shown Go-quoted and clipped, so that it reads as no
+// id; the event id (UnattestedChangeID) is the full id's.
 func (e UnattestedChange) Clip() UnattestedChange {
+	if len(e.CommitID) > maxChangeCommitID || !printable(e.CommitID) {
+		e.CommitID = Clip(strconv.QuoteToASCII(e.CommitID), maxChangeCommitID)
+	}
 	e.Message = Clip(e.Message, maxChangeMessage)
 	e.Detail = Clip(e.Detail, maxChangeDetail)
 	e.Committer = Clip(e.Committer, maxChangeMessage)
