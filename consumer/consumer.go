@@ -735,6 +735,7 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafkago.Messa
 	original := kafka.FromWire(msg)
 	dl := deadLetter(original, p, c.cfg.Now())
 	b := c.newBackoff()
+	dropped := false
 	for {
 		err := c.dlq.Write(handleCtx, dl)
 		if err == nil {
@@ -752,10 +753,13 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafkago.Messa
 		if gctx.Err() != nil {
 			return false
 		}
-		if kafka.TooLarge(err) && len(dl.Value) > 0 {
+		if kafka.TooLarge(err) && !dropped {
 			// Retrying the same bytes would stall the partition forever.
+			// The original's key or headers alone may be what is too
+			// large (a record of no value, its key the input's limit).
 			log.Error("dead letter too large for its topic; writing it without the original value", "offset", msg.Offset, "err", err)
 			dl = withoutOriginal(dl, original)
+			dropped = true
 			continue
 		}
 		c.m.retries.WithLabelValues(opDeadLetter).Inc()

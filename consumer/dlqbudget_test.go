@@ -150,3 +150,44 @@ func each(hs []kafka.Header) []kafkago.Header {
 	}
 	return out
 }
+
+// A poison message of no value whose key or headers alone fill the input
+// topic's limit makes a dead letter over the dead-letter topic's: it is
+// written without its original as one with a value is, and the partition
+// moves on (the original, key and headers, is what is too large).
+func TestDeadLetterOfNoValueStaysWithinTheTopicsLimits(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1),
+		kafkatest.Topic{Name: dlqTopic, Partitions: 1, Configs: map[string]string{"max.message.bytes": "8192"}})
+	produce(t, k, inTopic, 0,
+		kafkago.Message{Key: []byte(strings.Repeat("k", 8150))},
+		kafkago.Message{Key: []byte("k-headers"), Headers: []kafkago.Header{{Key: "h", Value: []byte(strings.Repeat("h", 8150))}}},
+		kafkago.Message{Key: []byte("k-good"), Value: []byte("good")})
+	cfg := testConfig(k, "dlq-no-value")
+	cfg.Registerer = prometheus.NewRegistry()
+	rec := newRecorder()
+	rec.onHandle = func(_ context.Context, m kafka.Message) error {
+		if string(m.Key) == "k-good" {
+			return nil
+		}
+		return Poison(errors.New("no value"), "decode")
+	}
+	startConsumer(t, cfg, rec)
+	eventually(t, "offset past every message committed", func() bool {
+		return committed(t, k, "dlq-no-value", inTopic, 1)[0] == 3
+	})
+	dead := readPartition(t, k, dlqTopic, 0)
+	if len(dead) != 2 {
+		t.Fatalf("%d dead letters, want 2", len(dead))
+	}
+	for i, d := range dead {
+		if got, _ := header(d, HeaderDLQDropped); !strings.Contains(got, "too large for the dead-letter topic") {
+			t.Errorf("dead letter %d: %s = %q", i, HeaderDLQDropped, got)
+		}
+	}
+	if len(dead[0].Key) != 1024 {
+		t.Errorf("first dead letter keeps %d bytes of its key, want its first 1024", len(dead[0].Key))
+	}
+	if got := rec.handledOffsets(0); len(got) != 1 || got[0] != 2 {
+		t.Errorf("handled offsets %v, want [2]", got)
+	}
+}
