@@ -70,6 +70,11 @@ type Options struct {
 	Budget time.Duration
 	// RequiredBudget is Budget for required sinks. Default 1m.
 	RequiredBudget time.Duration
+	// BestEffortWait is how long Notify waits for best-effort sinks once
+	// the required ones have delivered; a best-effort sink still at work
+	// then goes on in the background, in order behind the run's earlier
+	// notifications to it, and is left pending. Default 1s.
+	BestEffortWait time.Duration
 	// MinBackoff and MaxBackoff bound the exponential backoff between
 	// attempts (a Retry-After from the peer overrides it). Defaults 250ms, 10s.
 	MinBackoff, MaxBackoff time.Duration
@@ -83,6 +88,7 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.Budget, 20*time.Second)
 	def(&o.RequiredBudget, time.Minute)
+	def(&o.BestEffortWait, time.Second)
 	def(&o.MinBackoff, 250*time.Millisecond)
 	def(&o.MaxBackoff, 10*time.Second)
 	if o.Logger == nil {
@@ -107,6 +113,24 @@ type Dispatcher struct {
 
 	mu   sync.Mutex
 	down map[string]bool // best-effort sinks whose last Notify ran out of budget
+	// lanes holds each run's latest delivery to each best-effort sink, so
+	// that the run's next one to that sink starts only after it ended and
+	// from its receipt (see lane).
+	lanes map[laneKey]*lane
+}
+
+// maxLanes bounds the lanes kept: beyond it, those that ended are dropped.
+const maxLanes = 4096
+
+type laneKey struct{ sink, dataset, batch string }
+
+// lane is one delivery to a best-effort sink, run in the background so that
+// a slow sink does not hold up the required ones' next notification of the
+// run. A run's deliveries to one sink follow each other: each waits for
+// the one before (prev) and starts from its receipt.
+type lane struct {
+	done chan struct{}
+	res  delivery // set before done is closed
 }
 
 // NewDispatcher checks routes against sinks and returns a Dispatcher.
@@ -120,6 +144,7 @@ func NewDispatcher(routes []Route, sinks []Sink, opts Options) (*Dispatcher, err
 		sleep:  sleepCtx,
 		now:    time.Now,
 		down:   map[string]bool{},
+		lanes:  map[laneKey]*lane{},
 	}
 	d.log = d.opts.Logger
 	for i, s := range sinks {
@@ -185,7 +210,11 @@ type delivery struct {
 }
 
 // Notify sends n to every sink its routes pick, in parallel, each with its
-// own retries and budget, and waits for all of them. It returns n.Receipts
+// own retries and budget. It waits for the required sinks, and for the
+// best-effort ones at most Options.BestEffortWait longer: one still at work
+// then is left pending and goes on in the background, so a slow Slack does
+// not hold up the run's next result event; the run's next notification to
+// it starts after it ends, from its receipt. It returns n.Receipts
 // updated with what each sink left, plus a PendingKey entry for each
 // best-effort sink that did not deliver. The error is non-nil only when a
 // required sink did not deliver (it wraps ErrUndelivered); the caller keeps
@@ -193,13 +222,31 @@ type delivery struct {
 func (d *Dispatcher) Notify(ctx context.Context, n Notification) (map[string]string, error) {
 	ts := d.targets(n)
 	results := make([]delivery, len(ts))
+	lanes := make([]*lane, len(ts))
 	var wg sync.WaitGroup
 	for i, t := range ts {
-		wg.Go(func() {
-			results[i] = d.deliver(ctx, t, n)
-		})
+		if t.required {
+			wg.Go(func() { results[i] = d.deliver(ctx, t, n) })
+		} else {
+			lanes[i] = d.startLane(ctx, t, n)
+		}
 	}
 	wg.Wait()
+	grace := time.NewTimer(d.opts.BestEffortWait)
+	defer grace.Stop()
+	for i, l := range lanes {
+		if l == nil {
+			continue
+		}
+		select {
+		case <-l.done:
+			results[i] = l.res
+			d.endLane(ts[i], n, l)
+		case <-grace.C:
+			grace.Reset(0) // the others get no more time either
+			results[i] = delivery{receipt: n.Receipts[ts[i].sink.Name()], err: errStillSending}
+		}
+	}
 
 	receipts := map[string]string{}
 	maps.Copy(receipts, n.Receipts)
@@ -237,6 +284,60 @@ func (d *Dispatcher) Notify(ctx context.Context, n Notification) (map[string]str
 			"sink", name, "batch_id", n.BatchID, "dataset", n.Dataset, "state", n.State, "error", r.err.Error())
 	}
 	return receipts, errors.Join(errs...)
+}
+
+// errStillSending is the error of a best-effort sink still at work when
+// Notify returns: it stays pending, and the run's next notification to it
+// (a re-notification at the latest) starts from what it leaves.
+var errStillSending = errors.New("still sending in the background")
+
+// startLane starts n's delivery to best-effort t behind the run's previous
+// one to t.
+func (d *Dispatcher) startLane(ctx context.Context, t target, n Notification) *lane {
+	key := laneKey{t.sink.Name(), n.Dataset, n.BatchID}
+	l := &lane{done: make(chan struct{})}
+	d.mu.Lock()
+	prev := d.lanes[key]
+	if len(d.lanes) >= maxLanes {
+		for k, o := range d.lanes {
+			select {
+			case <-o.done:
+				delete(d.lanes, k)
+			default:
+			}
+		}
+	}
+	d.lanes[key] = l
+	d.mu.Unlock()
+	// The caller's deadline ends its wait, not the delivery: deliver's
+	// budget bounds that.
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer close(l.done)
+		if prev != nil {
+			<-prev.done
+			if r := prev.res.receipt; r != "" {
+				n.Receipts = maps.Clone(n.Receipts)
+				if n.Receipts == nil {
+					n.Receipts = map[string]string{}
+				}
+				n.Receipts[key.sink] = r
+			}
+		}
+		l.res = d.deliver(ctx, t, n)
+	}()
+	return l
+}
+
+// endLane forgets l once its result is with the caller, unless a later
+// delivery of the run follows it.
+func (d *Dispatcher) endLane(t target, n Notification, l *lane) {
+	key := laneKey{t.sink.Name(), n.Dataset, n.BatchID}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lanes[key] == l {
+		delete(d.lanes, key)
+	}
 }
 
 // deliver runs one sink's attempts. A best-effort sink that exhausted its

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,4 +223,71 @@ func TestBackoffGrowsAndIsCapped(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Slack hangs on the run's first message: the run's next result event still
+// reaches the results topic while that Slack request is in flight (not after
+// the Dispatcher gave up on it), and once Slack answers, the run has one
+// Slack message, edited to its last state, and no sink owes anything.
+func TestSlowSlackDoesNotHoldUpTheResultsTopic(t *testing.T) {
+	ws := newWorkspace(t)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(letGo) // before the server stops
+	var first atomic.Bool
+	ws.setHold(func(method string, r *http.Request) {
+		if method != "chat.postMessage" || !first.CompareAndSwap(false, true) {
+			return
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	k := startKafka(t)
+	kafkaSink, _ := newTestKafkaSink(t, k)
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{kafkaSink, newTestSlack(t, ws, "slack", "#wap")}, Options{})
+	ctx := context.Background()
+
+	ready, published := note(readyEvent(), schemas.StateAwaitingWrites), note(publishedEvent(), schemas.StatePublished)
+	receipts, err := d.Notify(ctx, ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	published.Receipts = receipts
+	receipts, err = d.Notify(ctx, published)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The held request is the only one: the Dispatcher neither cut it at
+	// its attempt timeout nor tried again before writing BatchPublished.
+	if n := ws.callCount("chat.postMessage"); n != 1 {
+		t.Fatalf("the run's second result event waited for the slow Slack sink: %d chat.postMessage requests (the held one cut and retried) before BatchPublished was written", n)
+	}
+	if receipts["kafka"] != EventID(published.Event) || receipts[PendingKey("slack")] != schemas.StatePublished {
+		t.Errorf("receipts %v: want kafka delivered and slack pending with published", receipts)
+	}
+	readResults(t, k, 2)
+
+	// Slack answers: the re-notification the pending receipt asks for
+	// leaves the one message, edited to published, and nothing owed.
+	letGo()
+	for i := 0; len(pendingSinks(receipts)) > 0; i++ {
+		if i == 50 {
+			t.Fatalf("slack still pending after %d re-notifications: %v", i, receipts)
+		}
+		published.Receipts = receipts
+		if receipts, err = d.Notify(ctx, published); err != nil {
+			t.Fatal(err)
+		}
+	}
+	top := ws.topLevel()
+	if len(top) != 1 || !strings.Contains(top[0].text(), "orders published · batch b-42") {
+		t.Errorf("%d top-level messages; want one, edited to published", len(top))
+	}
+	if got := ws.callCount("chat.postMessage"); got != 1 {
+		t.Errorf("%d chat.postMessage calls; want 1 (the message is edited in place)", got)
+	}
+	readResults(t, k, 2)
 }

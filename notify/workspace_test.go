@@ -27,6 +27,9 @@ type workspace struct {
 	// fail, when set, answers a request instead of the normal handler;
 	// it returns false to let the request through.
 	fail func(method string, w http.ResponseWriter) bool
+	// hold, when set, is called before a request is answered; it may
+	// block to make Slack slow.
+	hold func(method string, r *http.Request)
 }
 
 type postedMessage struct {
@@ -56,12 +59,21 @@ func (ws *workspace) setFail(f func(method string, w http.ResponseWriter) bool) 
 	ws.fail = f
 }
 
+func (ws *workspace) setHold(f func(method string, r *http.Request)) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.hold = f
+}
+
 func (ws *workspace) handler(method string, next func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ws.mu.Lock()
 		ws.calls[method]++
-		fail := ws.fail
+		fail, hold := ws.fail, ws.hold
 		ws.mu.Unlock()
+		if hold != nil {
+			hold(method, r)
+		}
 		if fail != nil && fail(method, w) {
 			return
 		}
