@@ -274,12 +274,18 @@ func (d *Dispatcher) Notify(ctx context.Context, n Notification) (map[string]str
 			delete(receipts, PendingKey(name))
 			continue
 		}
+		receipts[PendingKey(name)] = n.State
+		if errors.Is(r.err, errStillSending) {
+			d.log.Info("notification still sending in the background; it stays pending",
+				"sink", name, "batch_id", n.BatchID, "dataset", n.Dataset, "state", n.State)
+			continue
+		}
 		d.undeliv.WithLabelValues(name).Inc()
 		if t.required {
+			delete(receipts, PendingKey(name))
 			errs = append(errs, fmt.Errorf("%w to %s: %w", ErrUndelivered, name, r.err))
 			continue
 		}
-		receipts[PendingKey(name)] = n.State
 		d.log.Warn("notification not delivered; it stays pending",
 			"sink", name, "batch_id", n.BatchID, "dataset", n.Dataset, "state", n.State, "error", r.err.Error())
 	}
