@@ -76,6 +76,7 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 	if max <= 0 {
 		max = DefaultMaxMessageBytes
 	}
+	refused := false // the topic refused an event within our limit
 	for step := 1; ; step++ {
 		msg, retry, err := k.message(ctx, ev, id, n.RequestID, n.Trace)
 		if err != nil {
@@ -87,6 +88,7 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 		if !big {
 			err = k.w.Write(ctx, msg)
 			big = err != nil && kafka.TooLarge(err) // the topic's limit is lower than ours
+			refused = refused || big
 			why = fmt.Sprintf("the results topic refused the result event of %d bytes as too large", size)
 		}
 		if !big {
@@ -97,6 +99,13 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 		}
 		smaller, ok := shrink(ev, step, why)
 		if !ok {
+			if refused {
+				// Its max.message.bytes was lowered after start-up (the
+				// check at start-up holds it to ours): only an operator
+				// can help, and the event waits in the run's outbox.
+				return prev, false, fmt.Errorf("kafka results: topic %s refused %s %s as too large, even cut to %d bytes: its max.message.bytes is lower than the %d bytes lakewap needs (kafka.results_max_message_bytes); raise it, the event waits in the run's outbox",
+					k.topic, ev.EventType(), id, kafka.Size(msg), max)
+			}
 			return prev, false, fmt.Errorf("kafka results: %s %s has %d bytes, more than the results topic takes", ev.EventType(), id, kafka.Size(msg))
 		}
 		ev = smaller

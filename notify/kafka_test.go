@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -232,5 +233,24 @@ func TestKafkaErrorClasses(t *testing.T) {
 				t.Errorf("Send: err %v retry %v, want an error with retry %v", err, retry, tc.wantRetry)
 			}
 		})
+	}
+}
+
+// A results topic whose max.message.bytes an operator lowered under what
+// lakewap needs refuses even the shrunk event: the error names the topic,
+// the limit to raise and the bytes refused, so the retry loop's log says
+// what to do (the event stays in the outbox: nothing lost).
+func TestResultsTopicTooSmallAfterStartSaysWhatToRaise(t *testing.T) {
+	kc := kafkatest.Start(t, kafkatest.Topic{Name: DefaultResultsTopic, Partitions: 1, Configs: map[string]string{"max.message.bytes": "100"}})
+	k, _ := newTestKafkaSink(t, kc)
+	n := note(publishedEvent(), schemas.StatePublished)
+	_, _, err := k.Send(context.Background(), n)
+	if err == nil {
+		t.Fatal("a topic of 100 bytes took the result event")
+	}
+	for _, want := range []string{kc.Topic(DefaultResultsTopic), "max.message.bytes", "refused", "raise"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }
