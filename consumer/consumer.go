@@ -763,7 +763,16 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafkago.Messa
 			continue
 		}
 		c.m.retries.WithLabelValues(opDeadLetter).Inc()
-		log.Error("writing dead letter failed; partition waits", "offset", msg.Offset, "reason", p.Reason, "err", err)
+		if kafka.TooLarge(err) {
+			// Even without the original: the topic's max.message.bytes was
+			// lowered after start-up. Only an operator can help; the
+			// message stays unhandled until the dead letter is written.
+			log.Error("dead-letter topic refuses the dead letter as too large even without the original; raise its max.message.bytes; partition waits",
+				"offset", msg.Offset, "reason", p.Reason, "dead_letter_topic", c.cfg.DeadLetterTopic, "bytes", kafka.Size(dl), "err", err)
+		} else {
+			log.Error("writing dead letter failed; partition waits", "offset", msg.Offset, "reason", p.Reason,
+				"dead_letter_topic", c.cfg.DeadLetterTopic, "err", err)
+		}
 		if !b.Wait(gctx) {
 			return false
 		}

@@ -191,3 +191,31 @@ func TestDeadLetterOfNoValueStaysWithinTheTopicsLimits(t *testing.T) {
 		t.Errorf("handled offsets %v, want [2]", got)
 	}
 }
+
+// A dead-letter topic whose max.message.bytes an operator lowered after
+// start-up under even a dead letter without its original: the partition
+// waits (nothing lost), and the log line it repeats names the topic, the
+// bytes refused and the setting to raise.
+func TestDeadLetterTopicTooSmallAfterStartSaysWhatToRaise(t *testing.T) {
+	k := startKafka(t, topic(inTopic, 1),
+		kafkatest.Topic{Name: dlqTopic, Partitions: 1, Configs: map[string]string{"max.message.bytes": "100"}})
+	produce(t, k, inTopic, 0, kafkago.Message{Key: []byte("k-bad"), Value: []byte("bad")})
+	cfg := testConfig(k, "dlq-too-small")
+	cfg.Registerer = prometheus.NewRegistry()
+	rec := newRecorder()
+	rec.onHandle = func(context.Context, kafka.Message) error { return Poison(errors.New("bad"), "decode") }
+	logs := &jsonLines{}
+	startConsumerLogging(t, cfg, rec, slog.New(slog.NewJSONHandler(logs, nil)))
+	eventually(t, "a log line naming the dead-letter topic and the setting to raise", func() bool {
+		for _, l := range logs.with("level", "ERROR") {
+			msg, _ := l["msg"].(string)
+			if l["dead_letter_topic"] == cfg.DeadLetterTopic && strings.Contains(msg, "max.message.bytes") && l["bytes"] != nil {
+				return true
+			}
+		}
+		return false
+	})
+	if got := committed(t, k, "dlq-too-small", inTopic, 1)[0]; got > 0 {
+		t.Errorf("offset %d committed past a message whose dead letter was not written", got)
+	}
+}
