@@ -131,6 +131,9 @@ type laneKey struct{ sink, dataset, batch string }
 type lane struct {
 	done chan struct{}
 	res  delivery // set before done is closed
+	// left is set (under Dispatcher.mu) when Notify returned without the
+	// result: a failure is then counted and logged when the lane ends.
+	left bool
 }
 
 // NewDispatcher checks routes against sinks and returns a Dispatcher.
@@ -244,7 +247,15 @@ func (d *Dispatcher) Notify(ctx context.Context, n Notification) (map[string]str
 			d.endLane(ts[i], n, l)
 		case <-grace.C:
 			grace.Reset(0) // the others get no more time either
-			results[i] = delivery{receipt: n.Receipts[ts[i].sink.Name()], err: errStillSending}
+			d.mu.Lock()
+			select {
+			case <-l.done: // it ended just now
+				results[i] = l.res
+			default:
+				l.left = true
+				results[i] = delivery{receipt: n.Receipts[ts[i].sink.Name()], err: errStillSending}
+			}
+			d.mu.Unlock()
 		}
 	}
 
@@ -257,7 +268,7 @@ func (d *Dispatcher) Notify(ctx context.Context, n Notification) (map[string]str
 		if announces {
 			// The run's receipts stay as they are: an announcement is not
 			// the run's message, and a sink that missed it is not asked again.
-			if r.err != nil {
+			if r.err != nil && !errors.Is(r.err, errStillSending) {
 				d.undeliv.WithLabelValues(name).Inc()
 				if t.required {
 					errs = append(errs, fmt.Errorf("%w to %s: %w", ErrUndelivered, name, r.err))
@@ -319,7 +330,19 @@ func (d *Dispatcher) startLane(ctx context.Context, t target, n Notification) *l
 	// budget bounds that.
 	ctx = context.WithoutCancel(ctx)
 	go func() {
-		defer close(l.done)
+		var res delivery
+		defer func() {
+			d.mu.Lock()
+			l.res = res
+			left := l.left
+			close(l.done)
+			d.mu.Unlock()
+			if left && res.err != nil {
+				d.undeliv.WithLabelValues(key.sink).Inc()
+				d.log.Warn("notification not delivered in the background; it stays pending",
+					"sink", key.sink, "batch_id", n.BatchID, "dataset", n.Dataset, "state", n.State, "error", res.err.Error())
+			}
+		}()
 		if prev != nil {
 			<-prev.done
 			if r := prev.res.receipt; r != "" {
@@ -330,7 +353,7 @@ func (d *Dispatcher) startLane(ctx context.Context, t target, n Notification) *l
 				n.Receipts[key.sink] = r
 			}
 		}
-		l.res = d.deliver(ctx, t, n)
+		res = d.deliver(ctx, t, n)
 	}()
 	return l
 }

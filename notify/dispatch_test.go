@@ -291,3 +291,32 @@ func TestSlowSlackDoesNotHoldUpTheResultsTopic(t *testing.T) {
 	}
 	readResults(t, k, 2)
 }
+
+// A best-effort delivery that fails after Notify returned without it is
+// still counted undelivered and logged, so a hung Slack shows on
+// lakewap_notify_undelivered_total.
+func TestBackgroundFailureIsCountedUndelivered(t *testing.T) {
+	ws := newWorkspace(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // before the server stops
+	ws.setHold(func(string, *http.Request) { <-release }) // Slack hangs
+	reg := prometheus.NewRegistry()
+	results := &recordingSink{name: "results", required: true}
+	d, _, logs := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, newTestSlack(t, ws, "slack", "#wap")},
+		Options{Registerer: reg, Budget: 200 * time.Millisecond, BestEffortWait: time.Nanosecond})
+	receipts, err := d.Notify(context.Background(), note(readyEvent(), schemas.StateAwaitingWrites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if receipts[PendingKey("slack")] != schemas.StateAwaitingWrites {
+		t.Fatalf("receipts %v: want slack pending", receipts)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for counterValue(t, reg, "lakewap_notify_undelivered_total", "slack") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the background failure was not counted; log:\n%s", logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	wantContains(t, "log", logs.String(), "notification not delivered in the background")
+}
