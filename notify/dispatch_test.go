@@ -298,7 +298,7 @@ func TestSlowSlackDoesNotHoldUpTheResultsTopic(t *testing.T) {
 func TestBackgroundFailureIsCountedUndelivered(t *testing.T) {
 	ws := newWorkspace(t)
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release) }) // before the server stops
+	t.Cleanup(func() { close(release) })                  // before the server stops
 	ws.setHold(func(string, *http.Request) { <-release }) // Slack hangs
 	reg := prometheus.NewRegistry()
 	results := &recordingSink{name: "results", required: true}
