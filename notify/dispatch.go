@@ -134,6 +134,11 @@ type lane struct {
 	// left is set (under Dispatcher.mu) when Notify returned without the
 	// result: a failure is then counted and logged when the lane ends.
 	left bool
+	// given is the receipt the caller gave for the sink: the next delivery
+	// starts from this one's only while the caller still gives that one
+	// (else the run's record moved on without it: another instance, after
+	// the partition moved, delivered and stored a newer receipt).
+	given string
 }
 
 // NewDispatcher checks routes against sinks and returns a Dispatcher.
@@ -312,7 +317,7 @@ var errStillSending = errors.New("still sending in the background")
 // one to t.
 func (d *Dispatcher) startLane(ctx context.Context, t target, n Notification) *lane {
 	key := laneKey{t.sink.Name(), n.Dataset, n.BatchID}
-	l := &lane{done: make(chan struct{})}
+	l := &lane{done: make(chan struct{}), given: n.Receipts[t.sink.Name()]}
 	d.mu.Lock()
 	prev := d.lanes[key]
 	if len(d.lanes) >= maxLanes {
@@ -345,7 +350,7 @@ func (d *Dispatcher) startLane(ctx context.Context, t target, n Notification) *l
 		}()
 		if prev != nil {
 			<-prev.done
-			if r := prev.res.receipt; r != "" {
+			if r := prev.res.receipt; r != "" && prev.given == l.given {
 				n.Receipts = maps.Clone(n.Receipts)
 				if n.Receipts == nil {
 					n.Receipts = map[string]string{}

@@ -320,3 +320,95 @@ func TestBackgroundFailureIsCountedUndelivered(t *testing.T) {
 	}
 	wantContains(t, "log", logs.String(), "notification not delivered in the background")
 }
+
+// heldSink is a best-effort sink whose first Send waits for release and
+// answers receipt first; every Send records the receipt it was given.
+type heldSink struct {
+	release chan struct{}
+	first   string
+	mu      sync.Mutex
+	given   []string
+}
+
+func (h *heldSink) Name() string { return "slack" }
+func (h *heldSink) Send(_ context.Context, n Notification) (string, bool, error) {
+	h.mu.Lock()
+	h.given = append(h.given, n.Receipts["slack"])
+	calls := len(h.given)
+	h.mu.Unlock()
+	if calls == 1 {
+		<-h.release
+		return h.first, false, nil
+	}
+	return n.Receipts["slack"], false, nil
+}
+
+// givenTwice awaits the second Send (which may run in the background) and
+// returns the receipts the two were given.
+func (h *heldSink) givenTwice(t *testing.T) []string {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		h.mu.Lock()
+		given := slices.Clone(h.given)
+		h.mu.Unlock()
+		if len(given) >= 2 {
+			return given
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second notification never reached the sink: given %q", given)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A delivery left in the background posts the run's message (receipt A);
+// meanwhile the run's record moved on elsewhere (its partition went to
+// another instance, which posted B and stored it). When the run's next
+// notification reaches this instance again, the stored receipt B is
+// newer than what the left delivery started from: the sink is given B,
+// not the left delivery's A (which would edit the older message).
+func TestLeftDeliveryDoesNotOverrideANewerStoredReceipt(t *testing.T) {
+	slack := &heldSink{release: make(chan struct{}), first: "A"}
+	results := &recordingSink{name: "results", required: true}
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, slack}, Options{BestEffortWait: time.Nanosecond})
+	ctx := context.Background()
+	receipts, err := d.Notify(ctx, note(readyEvent(), schemas.StateAwaitingWrites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if receipts[PendingKey("slack")] == "" {
+		t.Fatalf("receipts %v: want slack left pending", receipts)
+	}
+	close(slack.release)
+	published := note(publishedEvent(), schemas.StatePublished)
+	published.Receipts = map[string]string{"results": receipts["results"], "slack": "B"}
+	if _, err := d.Notify(ctx, published); err != nil {
+		t.Fatal(err)
+	}
+	if given := slack.givenTwice(t); len(given) != 2 || given[1] != "B" {
+		t.Errorf("slack was given receipts %q; want the stored B for the second notification", given)
+	}
+}
+
+// With the stored receipt unchanged since the left delivery started, the
+// left delivery's receipt is the newer: the next notification starts from
+// it (edits the message it posted).
+func TestLeftDeliverysReceiptIsTakenWhenNothingNewerIsStored(t *testing.T) {
+	slack := &heldSink{release: make(chan struct{}), first: "A"}
+	results := &recordingSink{name: "results", required: true}
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, slack}, Options{BestEffortWait: time.Nanosecond})
+	ctx := context.Background()
+	receipts, err := d.Notify(ctx, note(readyEvent(), schemas.StateAwaitingWrites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(slack.release)
+	published := note(publishedEvent(), schemas.StatePublished)
+	published.Receipts = receipts
+	if _, err := d.Notify(ctx, published); err != nil {
+		t.Fatal(err)
+	}
+	if given := slack.givenTwice(t); len(given) != 2 || given[1] != "A" {
+		t.Errorf("slack was given receipts %q; want the left delivery's A for the second notification", given)
+	}
+}
