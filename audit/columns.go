@@ -86,8 +86,8 @@ type fileColumn struct {
 	// than 38 digits, which DuckDB reads as a DOUBLE (markWideDecimals,
 	// decimalwidth.go), or "".
 	wideDecimal string
-	// sparkInts are its INT32 and INT64 leaves (itself, or nested below
-	// it) and the types Spark reads them as (markSparkInts); sparkIntsOver,
+	// sparkInts are its INT32, INT64 and DOUBLE leaves (itself, or nested
+	// below it) and the types Spark reads them as (markSparkInts); sparkIntsOver,
 	// on a file's first column, that the file has more than are noted.
 	sparkInts     []sparkIntLeaf
 	sparkIntsOver bool

@@ -109,7 +109,9 @@ func TestRunStatisticsAgreeWithScan(t *testing.T) {
 	rows := `SELECT CASE WHEN i % 7 = 0 THEN NULL ELSE i END AS id, (i % 100)::DOUBLE AS amount,
 		TIMESTAMP '2025-06-01 11:00:00' - to_minutes(i::BIGINT) AS at FROM range(0, 500) r(i)`
 	src.write(t, "main", "p/a.parquet", rows)
-	src.write(t, "main", "p/b.parquet", "SELECT 1000 AS id, 150.0 AS amount, TIMESTAMP '2025-06-01 11:30:00' AS at")
+	// amount a DOUBLE as in a.parquet: DuckDB's 150.0 is a DECIMAL(4,1), an
+	// INT32 that Spark reads by a.parquet's double as 1500.0 (review 62).
+	src.write(t, "main", "p/b.parquet", "SELECT 1000 AS id, 150.0::DOUBLE AS amount, TIMESTAMP '2025-06-01 11:30:00' AS at")
 	src.write(t, "main", "c/a.csv", rows)
 	src.write(t, "main", "c/b.csv", "SELECT 1000 AS id, 150.0 AS amount, TIMESTAMP '2025-06-01 11:30:00' AS at")
 	e := newEngine(t, src, "")

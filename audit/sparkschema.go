@@ -478,9 +478,15 @@ func sparkNested(t json.RawMessage, nodes []schemaNode, types []nodeTypes, ends 
 // (review 59), where DuckDB reads each file by its own type (300) and
 // pyarrow and pandas fail on the table. A leaf two files give another
 // Spark type of the same physical type is refused, naming both files, the
-// column and the path to the leaf. Leaves of INT32 in one file and INT64
-// in another (a column widened from int to bigint) pass: Spark widens an
-// INT32 to a long, and fails on an INT64 it is to read as narrower. Left:
+// column and the path to the leaf. Leaves of INT32 integers in one file
+// and INT64 in another (a column widened from int to bigint) pass: Spark
+// widens an INT32 to a long, and fails on an INT64 it is to read as
+// narrower. But it widens an INT32 to a long or a double by its raw
+// integer, whatever its annotation (review 62: a DECIMAL(9,1) 4.0 beside
+// a BIGINT first read 40, a UINT_32 4294967295 beside a DOUBLE first
+// -1.0): an INT32 leaf beside another file's long or double leaf of its
+// path that Spark reads otherwise under it (sparkWidensAlike) is refused
+// too. Left:
 // files whose footer DuckDB reads for the Go reader, whose types are not
 // known here.
 
@@ -527,10 +533,24 @@ func sparkIntTold(nt nodeTypes) bool {
 	return sparkInteger(nt) != ""
 }
 
+// sparkIntLeafOf is the leaf markSparkInts notes of a leaf of types nt
+// at path: an INT32 or INT64 one, and a DOUBLE one (a double to Spark and
+// DuckDB, told), under whose type Spark reads another file's INT32 by its
+// raw integer (sparkWidensAlike); false for another.
+func sparkIntLeafOf(nt nodeTypes, path string) (sparkIntLeaf, bool) {
+	switch {
+	case nt.physical == ptInt32 || nt.physical == ptInt64:
+		return sparkIntLeaf{path: path, typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical, told: sparkIntTold(nt)}, true
+	case nt.physical == ptDouble && nt.logical == 0 && nt.converted == -1:
+		return sparkIntLeaf{path: path, typ: "double", physical: nt.physical, told: true}, true
+	}
+	return sparkIntLeaf{}, false
+}
+
 // markSparkInts notes on cols (a file's, schemaColumns of nodes) the
-// INT32 and INT64 leaves of each top-level column, nested too, and the
-// types Spark reads them as; on the first column, that the file has more
-// than maxSparkIntLeaves of them, or some nested deeper than 64.
+// INT32, INT64 and DOUBLE leaves of each top-level column, nested too, and
+// the types Spark reads them as; on the first column, that the file has
+// more than maxSparkIntLeaves of them, or some nested deeper than 64.
 func markSparkInts(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
 	top := topLevel(nodes, types)
 	if len(top) != len(cols) {
@@ -541,12 +561,12 @@ func markSparkInts(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
 	for k, i := range top {
 		n, nt := nodes[i], types[i]
 		if n.children == 0 && nt.repetition != 2 {
-			if nt.physical == ptInt32 || nt.physical == ptInt64 {
+			if l, ok := sparkIntLeafOf(nt, ""); ok {
 				if left--; left < 0 {
 					cols[0].sparkIntsOver = true
 					return
 				}
-				cols[k].sparkInts = []sparkIntLeaf{{typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical, told: sparkIntTold(nt)}}
+				cols[k].sparkInts = []sparkIntLeaf{l}
 			}
 			continue
 		}
@@ -568,14 +588,14 @@ func markSparkInts(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
 // past left leaves, or nested deeper than 64.
 func sparkIntLeaves(out *[]sparkIntLeaf, nodes []schemaNode, types []nodeTypes, ends []int, i int, element bool, path string, depth int, left *int) bool {
 	return eachNestedLeaf(nodes, types, ends, i, element, path, nil, depth, func(l int, path string, _ []unionStep) bool {
-		nt := types[l]
-		if nt.physical != ptInt32 && nt.physical != ptInt64 {
+		leaf, ok := sparkIntLeafOf(types[l], path)
+		if !ok {
 			return true
 		}
 		if *left--; *left < 0 {
 			return false
 		}
-		*out = append(*out, sparkIntLeaf{path: path, typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical, told: sparkIntTold(nt)})
+		*out = append(*out, leaf)
 		return true
 	})
 }
@@ -640,14 +660,46 @@ func sparkIntsApart(names map[string][]fileColumn, order []string, objPath map[s
 		physical     int32
 	}
 	seen := map[leaf]first{}
+	// Per leaf (column and path, lower case): the Spark types of its INT32
+	// leaves and of its long (INT64) and double leaves, each with the
+	// first file of it, to compare across physical types.
+	type path struct{ column, path string }
+	int32s := map[path][]first{}
+	wides := map[path][]first{}
+	var paths []path
+	add := func(to map[path][]first, p path, f, typ string) {
+		if _, ok := int32s[p]; !ok {
+			if _, ok := wides[p]; !ok {
+				paths = append(paths, p)
+			}
+		}
+		if !slices.ContainsFunc(to[p], func(w first) bool { return w.typ == typ }) {
+			to[p] = append(to[p], first{f, typ})
+		}
+	}
+	named := map[path]string{} // the leaf as a message names it
 	for _, f := range order {
 		cols := names[f]
 		if len(order) > 1 && len(cols) > 0 && cols[0].sparkIntsOver {
-			return fmt.Errorf("file %s has more than %d INT32 and INT64 leaves, or some nested deeper than 64, which lakewap does not compare across the table's files: Spark reads every file of the table by one file's types (a plain INT32 300 by an INT(8)'s as 44), where DuckDB reads each by its own (write fewer columns, or the table in one file)",
+			return fmt.Errorf("file %s has more than %d INT32, INT64 and DOUBLE leaves, or some nested deeper than 64, which lakewap does not compare across the table's files: Spark reads every file of the table by one file's types (a plain INT32 300 by an INT(8)'s as 44), where DuckDB reads each by its own (write fewer columns, or the table in one file)",
 				objPath[f], maxSparkIntLeaves)
 		}
 		for _, c := range cols {
 			for _, l := range c.sparkInts {
+				what := fmt.Sprintf("column %q", clip(c.name, 128))
+				if l.path != "" {
+					what = fmt.Sprintf("column %q: leaf %q", clip(c.name, 128), clip(l.path, 256))
+				}
+				p := path{strings.ToLower(c.name), strings.ToLower(l.path)}
+				if _, ok := named[p]; !ok {
+					named[p] = what
+				}
+				switch {
+				case l.physical == ptInt32:
+					add(int32s, p, f, l.typ)
+				case l.typ == "long" || l.typ == "double":
+					add(wides, p, f, l.typ)
+				}
 				key := leaf{strings.ToLower(c.name), strings.ToLower(l.path), l.physical}
 				was, ok := seen[key]
 				if !ok {
@@ -657,16 +709,41 @@ func sparkIntsApart(names map[string][]fileColumn, order []string, objPath map[s
 				if was.typ == l.typ {
 					continue
 				}
-				what := fmt.Sprintf("column %q", clip(c.name, 128))
-				if l.path != "" {
-					what = fmt.Sprintf("column %q: leaf %q", clip(c.name, 128), clip(l.path, 256))
-				}
 				return fmt.Errorf("%s is %s to Spark in file %s and %s in file %s: Spark reads every file of the table by one file's type (a plain INT32 300 by an INT(8)'s as 44), where DuckDB reads each by its own and pyarrow and pandas fail: readers disagree on it (write the column in one type)",
 					what, was.typ, objPath[was.file], l.typ, objPath[f])
 			}
 		}
 	}
+	for _, p := range paths {
+		for _, n := range int32s[p] {
+			for _, w := range wides[p] {
+				if sparkWidensAlike(n.typ, w.typ) {
+					continue
+				}
+				return fmt.Errorf("%s is %s to Spark in file %s (an INT32) and %s in file %s: Spark reads every file of the table by one file's schema (mergeSchema off: the first file by name), and an INT32 under another file's long or double by its raw integer (a DECIMAL(9,1) 4.0 as 40, a UINT_32 4294967295 as -1.0), where DuckDB reads each file by its own type and pandas in the first file's (4, 4294967295.0): readers disagree on it (write the column in one type)",
+					named[p], n.typ, objPath[n.file], w.typ, objPath[w.file])
+			}
+		}
+	}
 	return nil
+}
+
+// sparkWidensAlike is whether Spark reads an INT32 leaf of Spark type
+// typ under another file's wide type (long or double) as its own type
+// reads it: its readers take the INT32's raw signed integer whatever its
+// annotation (PySpark 4.3.0, either reader: a DECIMAL(9,1) 4.0 as 40 or
+// 40.0, a DATE as its days, a UINT_32 4294967295 as -1.0 under a double),
+// but for a UINT_32 under a long, which they read unsigned (review 62).
+func sparkWidensAlike(typ, wide string) bool {
+	switch {
+	case typ == "byte" || typ == "short" || typ == "integer":
+		return true
+	case typ == "long": // a UINT_32
+		return wide == "long"
+	case strings.HasPrefix(typ, "decimal(") && strings.HasSuffix(typ, ",0)"):
+		return true // its raw integer is its value
+	}
+	return false
 }
 
 // sparkTypeText is a Spark schema's type t (its JSON) as a message
