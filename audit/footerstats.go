@@ -311,6 +311,7 @@ const (
 	cvUint32, cvInt32                                                                                   = 13, 17
 
 	ltString, ltEnum, ltDecimal, ltDate, ltTime, ltTimestamp, ltInteger, ltJSON, ltBSON, ltUUID = 1, 4, 5, 6, 7, 8, 10, 12, 13, 14
+	ltUnknown                                                                                   = 11 // NULLs only
 )
 
 // leafOf is the leaf e at path and the order of its claims. A leaf whose

@@ -505,6 +505,10 @@ type sparkIntLeaf struct {
 	physical  int32
 	// told: DuckDB's type of the leaf tells typ (sparkIntTold).
 	told bool
+	// nulls: the leaf is of the logical type UNKNOWN, NULLs only (pandas
+	// writes a column of None so), which Spark reads as NULL under any
+	// type.
+	nulls bool
 }
 
 // sparkIntTold says whether DuckDB's type of an INT32 or INT64 leaf of
@@ -540,7 +544,7 @@ func sparkIntTold(nt nodeTypes) bool {
 func sparkIntLeafOf(nt nodeTypes, path string) (sparkIntLeaf, bool) {
 	switch {
 	case nt.physical == ptInt32 || nt.physical == ptInt64:
-		return sparkIntLeaf{path: path, typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical, told: sparkIntTold(nt)}, true
+		return sparkIntLeaf{path: path, typ: cmp.Or(sparkInteger(nt), "a type lakewap does not compare"), physical: nt.physical, told: sparkIntTold(nt), nulls: nt.logical == ltUnknown}, true
 	case nt.physical == ptDouble && nt.logical == 0 && nt.converted == -1:
 		return sparkIntLeaf{path: path, typ: "double", physical: nt.physical, told: true}, true
 	}
@@ -695,7 +699,7 @@ func sparkIntsApart(names map[string][]fileColumn, order []string, objPath map[s
 					named[p] = what
 				}
 				switch {
-				case l.physical == ptInt32:
+				case l.physical == ptInt32 && !l.nulls:
 					add(int32s, p, f, l.typ)
 				case l.typ == "long" || l.typ == "double":
 					add(wides, p, f, l.typ)
