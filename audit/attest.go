@@ -80,7 +80,9 @@ const (
 // passed and attested. 51: review 62 refuses a Parquet table whose files
 // give a leaf an INT32 type beside another's long or double that Spark
 // reads by its raw integer (a DECIMAL(9,1) 4.0 beside a BIGINT as 40),
-// which 50 passed and attested.
+// and a column of an integer and a float or DECIMAL, or of DECIMALs of two
+// scales, holding a value DuckDB's read_parquet without union_by_name
+// rounds to the first file's type, both of which 50 passed and attested.
 const auditRules = 51
 
 // SuiteDigest is the digest of a suite's declaration under this build's

@@ -189,10 +189,13 @@ func (l removalsSim) Differences(ctx context.Context, repo, from, to, prefix str
 
 // TestAnotherDatasetsRemovalUnderTheTableIsNotTakenAsUnchanged: this
 // dataset's attested publish c001 holds id as BIGINT (10, and 3000) and
-// DOUBLE (1.5), so its rows passed regex \.[05]$ (where id < 1000) read as
-// DOUBLE: 10.0 and 1.5. Another dataset's attested publish c002 on top
+// DOUBLE (2.0), so its rows passed a range of at most 5 where
+// typeof(id) = 'BIGINT' AND id < 1000: read as DOUBLE, none meets it.
+// (Review 62: the fixture was a regex \.[05]$ over 10 read as 10.0 beside
+// a DOUBLE 1.5, which pandas renders 10 and DuckDB's plain read_parquet
+// reads as 2, now refused.) Another dataset's attested publish c002 on top
 // removes the DOUBLE file from this table (its allowed paths overlap).
-// The table is BIGINT now, and 10 fails the regex: the full audit of a
+// The table is BIGINT now, and 10 fails the range: the full audit of a
 // batch adding 5000 fails. attestedBeneath took c001's attestation when
 // lakeFS's diff of c001 and c002 named no added or changed path under the
 // table, removals unseen: the audit was incremental and passed, the
@@ -202,7 +205,7 @@ func TestAnotherDatasetsRemovalUnderTheTableIsNotTakenAsUnchanged(t *testing.T) 
 	lake.ids = true
 	src := removalsSim{lake}
 	suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{
-		{Kind: KindRegex, Table: "t", Column: "id", Pattern: `\.[05]$`, Where: "id < 1000"},
+		{Kind: KindRange, Table: "t", Column: "id", Max: f64(5), Where: "typeof(id) = 'BIGINT' AND id < 1000"},
 	}}
 	e, err := New(Options{Source: src, WorkDir: t.TempDir(), History: lake})
 	if err != nil {
@@ -220,7 +223,7 @@ func TestAnotherDatasetsRemovalUnderTheTableIsNotTakenAsUnchanged(t *testing.T) 
 	c0, s0, c1, se, c2, s1 := cid("c000"), cid("s0"), cid("c001"), cid("se"), cid("c002"), cid("s1")
 	lake.commit(c0, nil, nil)
 	lake.write(t, c0, "data/t/a.parquet", idsSQL("10"))
-	lake.write(t, c0, "data/t/v.parquet", "SELECT 1.5::DOUBLE AS id")
+	lake.write(t, c0, "data/t/v.parquet", "SELECT 2.0::DOUBLE AS id")
 	lake.branch(t, c0, s0)
 	lake.commit(s0, []string{c0}, nil)
 	lake.write(t, s0, "data/t/s0.parquet", idsSQL("3000"))

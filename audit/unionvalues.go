@@ -39,11 +39,19 @@ import (
 // file of the other; whatever the files' order, which a later file may
 // change. Values both types hold (a DOUBLE 0.25 beside a FLOAT, a
 // midnight beside a DATE) read alike and pass. Pairs pyarrow refuses to
-// cast with a loss (INT32 beside INT64, DECIMALs of two scales,
-// TIMESTAMPs of two units, DECIMAL beside an integer) fail there and are
-// left; so are a timestamp with and without UTC adjustment (one instant
-// to both, UTC being the session's zone) and files whose footer lakewap
-// does not read in Go (parquet_schema's: not marked).
+// cast with a loss (a float of a fraction beside integers, DECIMALs of
+// two scales, a DECIMAL beside an integer) fail there, but DuckDB's
+// read_parquet without union_by_name (its default, as a reader of main
+// globs the table) reads them in the first file's type too, rounding
+// without a word: a DOUBLE 4.4 beside a BIGINT first is 4, a DECIMAL(38,3)
+// 1.234 beside a DECIMAL(18,2) first 1.23, and a unique passed where it
+// reads one value twice (review 62,
+// TestReader62DuckDBReadsTheFirstFilesType): they are scanned alike. Left:
+// INT32 beside INT64 (an integer of either fits or fails), TIMESTAMPs of
+// two units (a nanosecond beside micros Spark reads otherwise:
+// sparkIntsApart), a timestamp with and without UTC adjustment (one
+// instant to both, UTC being the session's zone) and files whose footer
+// lakewap does not read in Go (parquet_schema's: not marked).
 
 //
 // A nested leaf (a struct's field s.x, a list's element l[], a map's key
@@ -199,10 +207,14 @@ func unionFamily(typ string) string {
 var unionPairs = map[[2]string]string{
 	{"float", "float"}:     "a DOUBLE 0.1 beside a FLOAT first is 0.10000000149011612 to pandas, 1e300 inf",
 	{"decimal", "float"}:   "a DOUBLE 0.123 beside a DECIMAL(10,2) first is 0.12 to pandas, and DuckDB reads a DECIMAL beside a DOUBLE as a DOUBLE, rounded",
-	{"integer", "float"}:   "DuckDB reads an integer beside a FLOAT as a FLOAT, 16777217 as 16777216, and pandas, the integers first, as written",
+	{"integer", "float"}:   "DuckDB reads an integer beside a FLOAT as a FLOAT, 16777217 as 16777216, and pandas, the integers first, as written; a DOUBLE 4.4 beside a BIGINT first is 4 to DuckDB's read_parquet without union_by_name",
 	{"boolean", "integer"}: "an integer 2 beside a BOOLEAN first is True to pandas",
 	{"boolean", "float"}:   "a DOUBLE 0.5 beside a BOOLEAN first is True to pandas",
 	{"date", "timestamp"}:  "a TIMESTAMP 2024-01-01 12:00:00 beside a DATE first is 2024-01-01 to pandas",
+	// pyarrow fails on the values these lose; DuckDB's read_parquet
+	// without union_by_name rounds them (review 62).
+	{"integer", "decimal"}: "a DECIMAL 4.4 beside a BIGINT first is 4 to DuckDB's read_parquet without union_by_name",
+	{"decimal", "decimal"}: "a DECIMAL(38,3) 1.234 beside a DECIMAL(18,2) first is 1.23 to DuckDB's read_parquet without union_by_name",
 }
 
 // unionPair is what readers read of a pair of unionTypes, or "" when
@@ -223,11 +235,6 @@ func unionPair(a, b string) string {
 // reader reads otherwise for it, or "" for none.
 func unionLoss(q, own, other string) string {
 	switch {
-	case unionFamily(own) == "float" && other == "HUGEINT":
-		// pyarrow fails on a float no integer holds beside integers
-		// first (2.5: truncated), and reads one an integer holds as
-		// that integer: no value read otherwise.
-		return ""
 	case own == "TIMESTAMPTZ" && other == "DATE":
 		// pyarrow takes the date in the zone of the file's Arrow
 		// schema, which the footer's type does not say.
@@ -343,7 +350,7 @@ func (r *run) unionValues(ctx context.Context, cols map[string][]fileColumn, fil
 			if l.path != "" {
 				held = fmt.Sprintf("%d of its rows hold values", n)
 			}
-			return fmt.Errorf("file %s: %s is %s there and %s in file %s, and %s not held exactly as %s: DuckDB reads the files together in their union's type, pyarrow and pandas.read_parquet in the first file's type, casting the other's values to it without a word (%s), and Spark by one file's schema, failing on the other's narrower type: readers disagree on them, and a check reads the column (write the column in one type)",
+			return fmt.Errorf("file %s: %s is %s there and %s in file %s, and %s not held exactly as %s: DuckDB reads the files together in their union's type (union_by_name), pyarrow, pandas.read_parquet and DuckDB's read_parquet without union_by_name in the first file's type, casting the other's values to it without a word or failing (%s), and Spark by one file's schema, failing on the other's narrower type: readers disagree on them, and a check reads the column (write the column in one type)",
 				objPath[f], named(l), unionReadable(l.own), unionReadable(l.other), objPath[l.otherFile], held, unionReadable(l.other), l.what)
 		})
 		if err != nil {
