@@ -370,3 +370,62 @@ func unionReadable(typ string) string {
 	}
 	return typ
 }
+
+// unionRendered names a column of a Parquet table's files (cols, files in
+// order) whose text an accepted_values or regex check of table compares
+// and that two files give unionTypes rendered otherwise (review 62):
+// DuckDB reads the files together in their union's type and renders it so
+// (a BIGINT 3 beside a DOUBLE 4.0 as 3.0, a BOOLEAN true beside a BIGINT
+// 1 as 1, a DECIMAL(18,1) 4.0 beside a DECIMAL(38,2) as 4.00), pandas
+// 3.1.1 and DuckDB's read_parquet without union_by_name in the first
+// file's type (3, True, 4.0), every value held exactly by both types, so
+// unionValues passes them; a regex and an accepted_values passed where
+// pandas found every row failing
+// (TestReader62NumbersRenderedOtherwiseAcrossFilesAreRefused). A file of
+// no rows gives its type too (pyarrow and DuckDB take the first file's).
+// DECIMALs of one scale render alike.
+func unionRendered(cols map[string][]fileColumn, files []string, objPath map[string]string, checks []Check, table string) error {
+	read := map[string]bool{}
+	for _, c := range checks {
+		if !strings.EqualFold(c.Table, table) || c.Kind != KindAcceptedValues && c.Kind != KindRegex {
+			continue
+		}
+		for _, col := range c.columns() {
+			read[strings.ToLower(col)] = true
+		}
+	}
+	if len(read) == 0 {
+		return nil
+	}
+	type typed struct{ typ, file string }
+	first := map[string]typed{} // lower-case name: the first file's type
+	for _, f := range files {
+		for _, c := range cols[f] {
+			key := strings.ToLower(c.name)
+			if !read[key] || c.union == "" {
+				continue
+			}
+			was, ok := first[key]
+			if !ok {
+				first[key] = typed{c.union, f}
+				continue
+			}
+			if unionRendering(was.typ) == unionRendering(c.union) {
+				continue
+			}
+			return fmt.Errorf("column %q is %s in file %s and %s in file %s, and a check compares its text: DuckDB reads the files together in their union's type and renders it so (a BIGINT 3 beside a DOUBLE as 3.0, a BOOLEAN true beside a BIGINT as 1), pandas.read_parquet and DuckDB's read_parquet without union_by_name in the first file's type (3, True): readers disagree on its text (write the column in one type)",
+				clip(c.name, 128), unionReadable(was.typ), objPath[was.file], unionReadable(c.union), objPath[f])
+		}
+	}
+	return nil
+}
+
+// unionRendering is a unionType as its values' text tells it: a
+// DECIMAL's scale, or the type.
+func unionRendering(typ string) string {
+	var p, s int
+	if _, err := fmt.Sscanf(typ, "DECIMAL(%d,%d)", &p, &s); err == nil {
+		return fmt.Sprintf("DECIMAL(,%d)", s)
+	}
+	return typ
+}
