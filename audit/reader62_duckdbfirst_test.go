@@ -110,3 +110,53 @@ func TestReader62DuckDBFirstFilesTypeIsAuditedWhole(t *testing.T) {
 		})
 	}
 }
+
+// TestReader62TextBesideAnEmptyDateFileIsJudged: part-0.parquet is a DATE
+// file of no rows, part-1.parquet holds x as text. DuckDB's read_parquet
+// without union_by_name takes the first file's type whether it holds rows
+// or not, and casts the texts to DATE without a word: 2024-01-01 and
+// 2024-1-1 are one date twice, where the audit (union_by_name) reads two
+// texts and a unique passed. textCastType had left DATE, as pyarrow fails
+// to cast such texts. Refused naming both files; texts a DATE renders so
+// pass.
+func TestReader62TextBesideAnEmptyDateFileIsJudged(t *testing.T) {
+	for _, c := range []struct {
+		name, texts string
+		refused     bool
+	}{
+		{"texts_one_date", "unnest(['2024-01-01', '2024-1-1'])", true},
+		{"texts_as_dates_render", "unnest(['2024-01-01', '2024-01-02'])", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := newBatchSource(t)
+			src.write(t, "b1", "t/part-0.parquet", "SELECT DATE '2024-01-01' AS x WHERE false")
+			src.write(t, "b1", "t/part-1.parquet", "SELECT "+c.texts+" AS x")
+			dir := filepath.Join(src.root, "b1", "t")
+			db, err := sql.Open("duckdb", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var dups int64
+			q := "SELECT count(x) - count(DISTINCT x) FROM read_parquet(" + quoteLiteral(filepath.Join(dir, "*.parquet")) + ")"
+			if err := db.QueryRow(q).Scan(&dups); err != nil {
+				t.Fatal(err)
+			}
+			if (dups > 0) != c.refused {
+				t.Fatalf("DuckDB's plain read_parquet finds %d values repeated: the case shows nothing", dups)
+			}
+			rep, res := review39Audit(t, src, Check{Kind: KindUnique, Column: "x"})
+			if !c.refused {
+				if !rep.Passed {
+					t.Fatalf("%s %q; every reader reads the texts as distinct: want it passed", res.Status, res.Message)
+				}
+				return
+			}
+			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "t/part-0.parquet") ||
+				!strings.Contains(res.Message, "t/part-1.parquet") || !strings.Contains(res.Message, `column "x"`) {
+				t.Fatalf("passed=%v %s %q (%s); DuckDB's plain read_parquet reads one date twice: want it refused naming both files and the column", rep.Passed, res.Status, res.Message, res.Observed)
+			}
+			t.Logf("refused: %s", res.Message)
+		})
+	}
+}
