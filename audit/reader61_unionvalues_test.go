@@ -105,22 +105,12 @@ func TestReader61TypesUnionedAcrossFilesAreRefusedIncrementally(t *testing.T) {
 		{"floats_before_main_doubles", "DOUBLE", "data/t/a.parquet", "0.5::FLOAT"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			lake := newLakeSim(t)
-			lake.ids = true
-			root := cid("c000")
-			lake.commit(root, nil, nil)
 			mainValues := "0.5::FLOAT"
 			if c.mainType == "DOUBLE" {
 				mainValues = "unnest([0.1, 0.1000000001])::DOUBLE"
 			}
-			lake.write(t, root, "data/t/part-a.parquet", "SELECT "+mainValues+" AS x")
-			e, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake, StatsDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { e.Close() })
 			suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Name: "u", Kind: KindUnique, Table: "t", Column: "x"}}}
-			audit := attestedBatches(t, lake, e, suite, root)
+			audit := attestedBatches(t, suite, "SELECT "+mainValues+" AS x")
 			// A first batch of main's type: passed, and attested.
 			if rep := audit("data/t/part-?.parquet", "SELECT "+mainValues+"+1 AS x"); !rep.Passed {
 				t.Fatalf("a batch of main's type: %s %q", rep.Checks[0].Status, rep.Checks[0].Message)
@@ -135,11 +125,22 @@ func TestReader61TypesUnionedAcrossFilesAreRefusedIncrementally(t *testing.T) {
 	}
 }
 
-// attestedBatches is an audit of a batch on lake (a branch of the head,
-// one file written at path, its "?" the branch's id, by query), compared
-// with the full audit's verdicts (diffHistory.compare); a passing batch is
-// merged and attested, the head moving from root.
-func attestedBatches(t *testing.T, lake *lakeSim, e *Engine, suite Suite, root string) func(path, query string) schemas.AuditReport {
+// attestedBatches is an audit of a batch (a branch of the head, one file
+// written at path, its "?" the branch's id, by query), compared with the
+// full audit's verdicts (diffHistory.compare), on a lake whose root holds
+// one file of table data/t/, part-a.parquet, written by mainQuery; a
+// passing batch is merged and attested, the head moving from the root.
+func attestedBatches(t *testing.T, suite Suite, mainQuery string) func(path, query string) schemas.AuditReport {
+	lake := newLakeSim(t)
+	lake.ids = true
+	root := cid("c000")
+	lake.commit(root, nil, nil)
+	lake.write(t, root, "data/t/part-a.parquet", mainQuery)
+	e, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake, StatsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
 	h := &diffHistory{t: t, lake: lake, head: root, nextID: 1}
 	return func(path, query string) schemas.AuditReport {
 		rep, s := h.audited(e, "d", suite, nil, path, query) // fails unless every verdict is the full audit's

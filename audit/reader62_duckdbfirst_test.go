@@ -36,36 +36,7 @@ func TestReader62DuckDBReadsTheFirstFilesType(t *testing.T) {
 		{"decimal_then_decimals_it_holds", "9.99::DECIMAL(18,2)", "unnest([1.230, 1.240])::DECIMAL(38,3)", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			src := newBatchSource(t)
-			src.write(t, "b1", "t/part-0.parquet", "SELECT "+c.first+" AS x")
-			src.write(t, "b1", "t/part-1.parquet", "SELECT "+c.second+" AS x")
-			dir := filepath.Join(src.root, "b1", "t")
-			// DuckDB's plain read: one value twice where refused.
-			db, err := sql.Open("duckdb", "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			var dups int64
-			q := "SELECT count(x) - count(DISTINCT x) FROM read_parquet(" + quoteLiteral(filepath.Join(dir, "*.parquet")) + ")"
-			if err := db.QueryRow(q).Scan(&dups); err != nil {
-				t.Fatal(err)
-			}
-			if (dups > 0) != c.refused {
-				t.Fatalf("DuckDB's plain read_parquet finds %d values repeated: the case shows nothing", dups)
-			}
-			rep, res := review39Audit(t, src, Check{Kind: KindUnique, Column: "x"})
-			if !c.refused {
-				if !rep.Passed {
-					t.Fatalf("%s %q; every reader reads the values alike: want it passed", res.Status, res.Message)
-				}
-				return
-			}
-			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "t/part-0.parquet") ||
-				!strings.Contains(res.Message, "t/part-1.parquet") || !strings.Contains(res.Message, `column "x"`) {
-				t.Fatalf("passed=%v %s %q (%s); DuckDB's plain read_parquet reads %d values twice: want it refused naming both files and the column", rep.Passed, res.Status, res.Message, res.Observed, dups)
-			}
-			t.Logf("refused: %s", res.Message)
+			plainReadRefused(t, "SELECT "+c.first+" AS x", "SELECT "+c.second+" AS x", c.refused)
 		})
 	}
 }
@@ -85,18 +56,8 @@ func TestReader62DuckDBFirstFilesTypeIsAuditedWhole(t *testing.T) {
 		{"bigint_before_main_doubles", "unnest([4.2, 4.4])::DOUBLE", "data/t/a.parquet", "3::BIGINT"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			lake := newLakeSim(t)
-			lake.ids = true
-			root := cid("c000")
-			lake.commit(root, nil, nil)
-			lake.write(t, root, "data/t/part-a.parquet", "SELECT "+c.mainValue+" AS x")
-			e, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake, StatsDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { e.Close() })
 			suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{{Name: "u", Kind: KindUnique, Table: "t", Column: "x"}}}
-			audit := attestedBatches(t, lake, e, suite, root)
+			audit := attestedBatches(t, suite, "SELECT "+c.mainValue+" AS x")
 			// A first batch of main's type: passed, and attested.
 			if rep := audit("data/t/part-?.parquet", "SELECT "+c.mainValue+"+10 AS x"); !rep.Passed {
 				t.Fatalf("a batch of main's type: %s %q", rep.Checks[0].Status, rep.Checks[0].Message)
@@ -128,35 +89,45 @@ func TestReader62TextBesideAnEmptyDateFileIsJudged(t *testing.T) {
 		{"texts_as_dates_render", "unnest(['2024-01-01', '2024-01-02'])", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			src := newBatchSource(t)
-			src.write(t, "b1", "t/part-0.parquet", "SELECT DATE '2024-01-01' AS x WHERE false")
-			src.write(t, "b1", "t/part-1.parquet", "SELECT "+c.texts+" AS x")
-			dir := filepath.Join(src.root, "b1", "t")
-			db, err := sql.Open("duckdb", "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			var dups int64
-			q := "SELECT count(x) - count(DISTINCT x) FROM read_parquet(" + quoteLiteral(filepath.Join(dir, "*.parquet")) + ")"
-			if err := db.QueryRow(q).Scan(&dups); err != nil {
-				t.Fatal(err)
-			}
-			if (dups > 0) != c.refused {
-				t.Fatalf("DuckDB's plain read_parquet finds %d values repeated: the case shows nothing", dups)
-			}
-			rep, res := review39Audit(t, src, Check{Kind: KindUnique, Column: "x"})
-			if !c.refused {
-				if !rep.Passed {
-					t.Fatalf("%s %q; every reader reads the texts as distinct: want it passed", res.Status, res.Message)
-				}
-				return
-			}
-			if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "t/part-0.parquet") ||
-				!strings.Contains(res.Message, "t/part-1.parquet") || !strings.Contains(res.Message, `column "x"`) {
-				t.Fatalf("passed=%v %s %q (%s); DuckDB's plain read_parquet reads one date twice: want it refused naming both files and the column", rep.Passed, res.Status, res.Message, res.Observed)
-			}
-			t.Logf("refused: %s", res.Message)
+			plainReadRefused(t, "SELECT DATE '2024-01-01' AS x WHERE false", "SELECT "+c.texts+" AS x", c.refused)
 		})
 	}
+}
+
+// plainReadRefused writes a batch of table t/ of two files, part-0.parquet
+// by first and part-1.parquet by second, checks that DuckDB's read_parquet
+// without union_by_name reads a value of x twice exactly when refused, and
+// that a unique on x is refused naming both files and the column when
+// refused, passed otherwise.
+func plainReadRefused(t *testing.T, first, second string, refused bool) {
+	t.Helper()
+	src := newBatchSource(t)
+	src.write(t, "b1", "t/part-0.parquet", first)
+	src.write(t, "b1", "t/part-1.parquet", second)
+	dir := filepath.Join(src.root, "b1", "t")
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var dups int64
+	q := "SELECT count(x) - count(DISTINCT x) FROM read_parquet(" + quoteLiteral(filepath.Join(dir, "*.parquet")) + ")"
+	if err := db.QueryRow(q).Scan(&dups); err != nil {
+		t.Fatal(err)
+	}
+	if (dups > 0) != refused {
+		t.Fatalf("DuckDB's plain read_parquet finds %d values repeated: the case shows nothing", dups)
+	}
+	rep, res := review39Audit(t, src, Check{Kind: KindUnique, Column: "x"})
+	if !refused {
+		if !rep.Passed {
+			t.Fatalf("%s %q; every reader reads the values as distinct: want it passed", res.Status, res.Message)
+		}
+		return
+	}
+	if rep.Passed || res.Status != schemas.StatusError || !strings.Contains(res.Message, "t/part-0.parquet") ||
+		!strings.Contains(res.Message, "t/part-1.parquet") || !strings.Contains(res.Message, `column "x"`) {
+		t.Fatalf("passed=%v %s %q (%s); DuckDB's plain read_parquet reads %d values twice: want it refused naming both files and the column", rep.Passed, res.Status, res.Message, res.Observed, dups)
+	}
+	t.Logf("refused: %s", res.Message)
 }
