@@ -307,6 +307,25 @@ func (h *diffHistory) put(ref, path string, b []byte) {
 	}
 }
 
+// statsHistory is a history on a lake whose root commit holds files (path,
+// then the query writing it, in pairs), and an engine over it that keeps
+// statistics records and reads commit ids.
+func statsHistory(t *testing.T, files ...string) (*Engine, *diffHistory) {
+	lake := newLakeSim(t)
+	lake.ids = true
+	root := cid("c000")
+	lake.commit(root, nil, nil)
+	for i := 0; i+1 < len(files); i += 2 {
+		lake.write(t, root, files[i], files[i+1])
+	}
+	e, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake, StatsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, &diffHistory{t: t, lake: lake, rng: rand.New(rand.NewPCG(1, 2)), head: root, nextID: 1}
+}
+
 // audited audits, through compare, a batch of dataset on a branch of h's
 // head that removes the paths of remove and writes query's rows at add
 // (its "?" the branch's id). It returns the report and the branch's commit.

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"math/rand/v2"
 	"testing"
 )
 
@@ -13,21 +12,11 @@ import (
 // counted its rows otherwise than the full audit: an incremental row_count
 // under a max passed a batch the full audit fails.
 func TestMerge62WhereCountOfAFileLackingTheColumnIsTheTables(t *testing.T) {
-	lake := newLakeSim(t)
-	lake.ids = true
-	root := cid("c000")
-	lake.commit(root, nil, nil)
-	lake.write(t, root, "data/t/part-a.parquet", "SELECT * FROM (VALUES (1::BIGINT, 10::BIGINT)) v(id, x)")
+	e, h := statsHistory(t, "data/t/part-a.parquet", "SELECT * FROM (VALUES (1::BIGINT, 10::BIGINT)) v(id, x)")
 	suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{
 		{Kind: KindUnique, Table: "t", Column: "id"},
 		{Name: "typed_x", Kind: KindRowCount, Table: "t", Max: f64(6), Where: "typeof(x) = 'BIGINT'"},
 	}}
-	e, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake, StatsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	h := &diffHistory{t: t, lake: lake, rng: rand.New(rand.NewPCG(1, 2)), head: root, nextID: 1}
 	for n, b := range []struct {
 		query string
 		pass  bool
@@ -54,15 +43,11 @@ func TestMerge62WhereCountOfAFileLackingTheColumnIsTheTables(t *testing.T) {
 // where the column is VARCHAR, is not the one of a table where it is
 // BIGINT: it is computed again (fileStats.Nulls).
 func TestMerge62WhereCountIsNotTakenFromAnotherTablesReading(t *testing.T) {
-	lake := newLakeSim(t)
-	lake.ids = true
-	root := cid("c000")
-	lake.commit(root, nil, nil)
 	lacking := "SELECT * FROM (VALUES (100::BIGINT), (101), (102)) v(id)" // the same bytes in both tables
-	lake.write(t, root, "data/a/part-a.parquet", "SELECT * FROM (VALUES (1::BIGINT, 'x'::VARCHAR)) v(id, x)")
-	lake.write(t, root, "data/a/part-f.parquet", lacking)
-	lake.write(t, root, "data/b/part-a.parquet", "SELECT * FROM (VALUES (1::BIGINT, 10::BIGINT)) v(id, x)")
-	lake.write(t, root, "data/b/part-f.parquet", lacking)
+	e, h := statsHistory(t, "data/a/part-a.parquet", "SELECT * FROM (VALUES (1::BIGINT, 'x'::VARCHAR)) v(id, x)",
+		"data/a/part-f.parquet", lacking,
+		"data/b/part-a.parquet", "SELECT * FROM (VALUES (1::BIGINT, 10::BIGINT)) v(id, x)",
+		"data/b/part-f.parquet", lacking)
 	suites := map[string]Suite{}
 	for _, d := range []string{"a", "b"} {
 		suites[d] = Suite{Tables: []Table{{Name: "t", Path: "data/" + d + "/"}}, Checks: []Check{
@@ -70,12 +55,6 @@ func TestMerge62WhereCountIsNotTakenFromAnotherTablesReading(t *testing.T) {
 			{Name: "typed_x", Kind: KindRowCount, Table: "t", Max: f64(6), Where: "typeof(x) = 'BIGINT'"},
 		}}
 	}
-	e, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake, StatsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	h := &diffHistory{t: t, lake: lake, rng: rand.New(rand.NewPCG(1, 2)), head: root, nextID: 1}
 	for n, b := range []struct {
 		dataset, query string
 		pass           bool
@@ -104,22 +83,12 @@ func TestMerge62WhereCountIsNotTakenFromAnotherTablesReading(t *testing.T) {
 // (the audit after it full, so no incremental run met the summary), the
 // next incremental audit took it and counted 3 rows of the full audit's 6.
 func TestMerge62KeptSummaryOfAnotherReadingIsNotTaken(t *testing.T) {
-	lake := newLakeSim(t)
-	lake.ids = true
-	root := cid("c000")
-	lake.commit(root, nil, nil)
-	lake.write(t, root, "data/t/part-f.parquet", "SELECT * FROM (VALUES (100::BIGINT), (101), (102)) v(id)")
-	lake.write(t, root, "data/t/part-g.parquet", "SELECT * FROM (VALUES (1::BIGINT, 10::BIGINT)) v(id, x)")
+	e, h := statsHistory(t, "data/t/part-f.parquet", "SELECT * FROM (VALUES (100::BIGINT), (101), (102)) v(id)",
+		"data/t/part-g.parquet", "SELECT * FROM (VALUES (1::BIGINT, 10::BIGINT)) v(id, x)")
 	suite := Suite{Tables: []Table{{Name: "t", Path: "data/t/"}}, Checks: []Check{
 		{Kind: KindUnique, Table: "t", Column: "id"},
 		{Name: "text_x", Kind: KindRowCount, Table: "t", Max: f64(5), Where: "typeof(x) = 'VARCHAR'"},
 	}}
-	e, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake, StatsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	h := &diffHistory{t: t, lake: lake, rng: rand.New(rand.NewPCG(1, 2)), head: root, nextID: 1}
 	publish := func(n int, remove []string, add, query string, pass bool) {
 		rep, s := h.audited(e, "d", suite, remove, add, query)
 		t.Logf("batch %d: %s %q passed=%v %s", n, rep.Mode, rep.ModeReason, rep.Passed, rep.Checks[1].Observed)
@@ -132,11 +101,11 @@ func TestMerge62KeptSummaryOfAnotherReadingIsNotTaken(t *testing.T) {
 	// Unchanged: part-f alone, whose summary is kept (x BIGINT).
 	publish(1, []string{"data/t/part-h1.parquet"}, "data/t/part-h2.parquet", "SELECT * FROM (VALUES (3::BIGINT, 12::BIGINT)) v(id, x)", true)
 	// A direct commit: x is text from now on.
-	c := lake.next("c")
-	lake.branch(t, h.head, c)
-	lake.remove(t, c, "data/t/part-h2.parquet")
-	lake.write(t, c, "data/t/part-v1.parquet", "SELECT * FROM (VALUES (4::BIGINT, 'a'::VARCHAR)) v(id, x)")
-	lake.commit(c, []string{h.head}, nil)
+	c := h.lake.next("c")
+	h.lake.branch(t, h.head, c)
+	h.lake.remove(t, c, "data/t/part-h2.parquet")
+	h.lake.write(t, c, "data/t/part-v1.parquet", "SELECT * FROM (VALUES (4::BIGINT, 'a'::VARCHAR)) v(id, x)")
+	h.lake.commit(c, []string{h.head}, nil)
 	h.head = c
 	publish(2, nil, "data/t/part-v2.parquet", "SELECT * FROM (VALUES (5::BIGINT, 'b'::VARCHAR)) v(id, x)", true)  // full: 5 rows read x as VARCHAR
 	publish(3, nil, "data/t/part-v3.parquet", "SELECT * FROM (VALUES (6::BIGINT, 'c'::VARCHAR)) v(id, x)", false) // 6

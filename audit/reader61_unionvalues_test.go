@@ -131,17 +131,7 @@ func TestReader61TypesUnionedAcrossFilesAreRefusedIncrementally(t *testing.T) {
 // one file of table data/t/, part-a.parquet, written by mainQuery; a
 // passing batch is merged and attested, the head moving from the root.
 func attestedBatches(t *testing.T, suite Suite, mainQuery string) func(path, query string) schemas.AuditReport {
-	lake := newLakeSim(t)
-	lake.ids = true
-	root := cid("c000")
-	lake.commit(root, nil, nil)
-	lake.write(t, root, "data/t/part-a.parquet", mainQuery)
-	e, err := New(Options{Source: lake, WorkDir: t.TempDir(), CacheDir: t.TempDir(), History: lake, StatsDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	h := &diffHistory{t: t, lake: lake, head: root, nextID: 1}
+	e, h := statsHistory(t, "data/t/part-a.parquet", mainQuery)
 	return func(path, query string) schemas.AuditReport {
 		rep, s := h.audited(e, "d", suite, nil, path, query) // fails unless every verdict is the full audit's
 		if rep.Passed {
