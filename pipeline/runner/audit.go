@@ -50,8 +50,8 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run, 
 	// The diff is against a commit of the target (the audit's cache key
 	// names it, and it does not contend with merges into the branch): the
 	// one the branch was made from when the branch's source is the
-	// target, else the target's head, which does not depend on the seal
-	// and is asked for meanwhile.
+	// target, else the seal's merge-base with the target's head (read
+	// while sealing: it does not depend on the seal).
 	type head struct {
 		id  string
 		err error
@@ -104,11 +104,13 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run, 
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)
 	}
-	if fromBranchPoint && !onBranchPoint {
+	if !fromBranchPoint || !onBranchPoint {
 		// The branch holds commits of its own before the seal (a writer's
-		// merge of the target into it): its merge-base with the target may
-		// be newer than the branch point, and the diff against that point
-		// would name what the target gained since as the batch's changes
+		// merge of the target into it), or comes from another source than
+		// the target: its merge-base with the target may be newer than the
+		// branch point, or older than the target's head, and the diff
+		// against that point would name what the target gained since as
+		// the batch's changes
 		// (TestReview10WriterMergingTheTargetIntoItsBranchPublishes). The
 		// seal's merge-base with the target's head: the snapshot the seal
 		// holds with the batch, as the branch point is otherwise. Against
@@ -116,12 +118,18 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run, 
 		// schema_drift, scope: batch) compared the snapshot and the batch
 		// with what other publishes brought since: 1,000 rows published
 		// meanwhile read as a drop, and a good batch was aborted
-		// (TestMerge62CommittedBatchComparesVolumeWithItsSnapshot). What the
-		// target gained since is judged by the publish's recheck, which
-		// runs whenever the head is not that merge-base.
-		if base, err = r.cfg.Lake.Head(ctx, run.Repository, run.Target); err != nil {
-			return failed(log, pipeline.StepAudit, err)
-		}
+		// (TestMerge62CommittedBatchComparesVolumeWithItsSnapshot; with
+		// another source, whose fork point lacks what the target took
+		// since, TestMerge63BatchFromAnotherSourceComparesVolumeWithItsSnapshot:
+		// lakeFS merges three-way from that merge-base, so the merge leaves
+		// the head's rows and the batch's). What the target gained since
+		// is judged by the publish's recheck, which runs whenever the head
+		// is not that merge-base.
+		if fromBranchPoint {
+			if base, err = r.cfg.Lake.Head(ctx, run.Repository, run.Target); err != nil {
+				return failed(log, pipeline.StepAudit, err)
+			}
+		} // else the head read while sealing
 		if mb, ok := r.cfg.Lake.(MergeBaser); ok {
 			found, _, err := mb.MergeBase(ctx, run.Repository, commit, base)
 			if err != nil {
