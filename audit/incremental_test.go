@@ -25,7 +25,13 @@ type lakeSim struct {
 	n       int
 	// ids makes next name commits by commit ids (cid).
 	ids bool
+	// own is lakewap's user as lakeFS names its merges' committer
+	// (OwnCommitter); "" leaves committers uncompared.
+	own string
 }
+
+// OwnCommitter is the lake's lakewap user (audit.OwnUser).
+func (l *lakeSim) OwnCommitter(context.Context) (string, error) { return l.own, nil }
 
 func newLakeSim(t *testing.T) *lakeSim {
 	return &lakeSim{dirSource: newDirSource(t), commits: map[string]CommitInfo{}}
@@ -188,6 +194,9 @@ type diffHistory struct {
 	// runs every audit on it and wants the same report, every figure,
 	// message and sample, as the engine with the memo.
 	plain *Engine
+	// published is the report of the last publish merge made: what a
+	// forger copies the checks of (handStep).
+	published schemas.AuditReport
 }
 
 // rowsSQL is a file of n rows with new ids; sometimes (a file in four) one
@@ -431,7 +440,116 @@ func (h *diffHistory) merge(foundation, sealed, dataset string, suite Suite, rep
 		h.t.Fatal(err)
 	}
 	h.lake.commit(m, []string{h.head, sealed}, map[string]string{MetaAttestation: text})
+	h.lake.commits[m] = withCommitter(h.lake.commits[m], h.lake.own)
 	h.head = m
+	if dataset == "d" {
+		h.published = rep
+	}
+}
+
+func withCommitter(c CommitInfo, who string) CommitInfo {
+	c.Committer = who
+	return c
+}
+
+// handStep is one of review 63's steps on h's target, taken by a person
+// (committer "alice", not lakewap's user) and drawn from r: a lakectl-like
+// revert of one of the last commits (one parent, the head; sometimes
+// carrying the reverted commit's metadata), a hand merge of a side branch
+// with a file of new rows (no attestation, or one forged in lakewap's form
+// for the merge's own parents, which only the committer tells apart), or a
+// hand merge carrying an attestation copied from an earlier publish. It
+// returns the step's name and the paths it planted in the table.
+func (h *diffHistory) handStep(r *rand.Rand, recent []string) (string, []string) {
+	l, ctx := h.lake, context.Background()
+	c := l.next("c")
+	switch r.IntN(3) {
+	case 0: // revert: the head with one recent commit's changes undone
+		var picks []string
+		for _, x := range recent {
+			if len(l.commits[x].Parents) > 0 {
+				picks = append(picks, x)
+			}
+		}
+		if len(picks) == 0 {
+			return "", nil
+		}
+		rv := picks[r.IntN(len(picks))]
+		was := l.commits[rv]
+		before, _ := l.dirSource.List(ctx, "r", was.Parents[0], "")
+		after, _ := l.dirSource.List(ctx, "r", rv, "")
+		now, _ := l.dirSource.List(ctx, "r", h.head, "")
+		sums := func(objs []Object) map[string]string {
+			m := map[string]string{}
+			for _, o := range objs {
+				m[o.Path] = o.Checksum
+			}
+			return m
+		}
+		b, a, n := sums(before), sums(after), sums(now)
+		l.branch(h.t, h.head, c)
+		for p := range union(a, b) {
+			if a[p] == b[p] || n[p] != a[p] {
+				continue // unchanged by the commit, or changed since: left as it is
+			}
+			if b[p] == "" {
+				l.remove(h.t, c, p)
+			} else {
+				h.put(c, p, h.read(was.Parents[0], p))
+			}
+		}
+		meta := map[string]string{}
+		if r.IntN(2) == 0 {
+			meta = was.Metadata
+		}
+		l.commit(c, []string{h.head}, meta)
+		l.commits[c] = withCommitter(l.commits[c], "alice")
+		h.head = c
+		return "revert", nil
+	default: // a hand merge of a side branch from a recent commit
+		from := recent[r.IntN(len(recent))]
+		side := l.next("s")
+		l.branch(h.t, from, side)
+		l.commit(side, []string{from}, nil)
+		h.newFile(side) // may hold an id already in the table, or a bad row
+		planted := []string{fmt.Sprintf("data/t/part-%04d.parquet", h.file)}
+		foundation, err := l.MergeBase(ctx, "r", side, h.head)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		l.mergeDirs(h.t, foundation, side, h.head, c)
+		meta, name := map[string]string{}, "hand merge"
+		switch r.IntN(3) {
+		case 0: // lakewap's form, for the merge's own parents, with a publish's checks
+			text, err := NewAttestation("d", diffSuite(h.suite), h.published, side, h.head).Encode(nil)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			meta, name = map[string]string{MetaAttestation: text}, "forged attestation"
+		case 1: // copied from an earlier publish
+			for _, x := range slices.Backward(recent) {
+				if m := l.commits[x].Metadata; m[MetaAttestation] != "" {
+					meta, name = m, "copied attestation"
+					break
+				}
+			}
+		}
+		l.commit(c, []string{h.head, side}, meta)
+		l.commits[c] = withCommitter(l.commits[c], "alice")
+		h.head = c
+		return name, planted
+	}
+}
+
+func union(a, b map[string]string) map[string]bool {
+	m := map[string]bool{}
+	for k := range a {
+		m[k] = true
+	}
+	for k := range b {
+		m[k] = true
+	}
+	return m
 }
 
 // TestIncrementalEqualsFull is the differential test of incremental audits:
@@ -441,8 +559,11 @@ func (h *diffHistory) merge(foundation, sealed, dataset string, suite Suite, rep
 // that plant duplicates or delete files, without an attestation or with one
 // copied from another commit; other datasets' attested publishes into the
 // same target, some of which also wrote this dataset's table; suite
-// changes; an engine that starts with an empty statistics store), every
-// audit is run as it comes (incremental
+// changes; an engine that starts with an empty statistics store; from seed
+// 63 a person's lakectl-like reverts, hand merges without lakewap's
+// committer, with an attestation forged in lakewap's form or copied from a
+// publish, each followed by a batch audited on it, which must be full),
+// every audit is run as it comes (incremental
 // when the foundation's attestation allows) and full, and every check's
 // status and figures must be the same.
 //
@@ -451,7 +572,8 @@ func (h *diffHistory) merge(foundation, sealed, dataset string, suite Suite, rep
 // files read at a commit by the addresses its listing gives.
 func TestIncrementalEqualsFull(t *testing.T) {
 	// Seeds past 3 take review 53's steps too (diffHistory.steps).
-	for _, seed := range []uint64{0, 1, 2, 3, 6, 10} {
+	// Seeds from 63 take review 63's too (handStep).
+	for _, seed := range []uint64{0, 1, 2, 3, 6, 10, 64, 68, 71, 74} {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			lake := newLakeSim(t)
 			cacheDir := func() string { return t.TempDir() }
@@ -464,6 +586,17 @@ func TestIncrementalEqualsFull(t *testing.T) {
 			if seed >= 4 {
 				h.steps, h.took = rand.New(rand.NewPCG(seed, 53)), map[string]int{}
 			}
+			// Review 63's steps: a person's reverts and hand merges
+			// (handStep), apart from rng so that the histories before them
+			// stay; lakewap's merges are its user's.
+			var hand *rand.Rand
+			handTook := map[string]int{}
+			if seed >= 63 {
+				hand = rand.New(rand.NewPCG(seed, 63))
+			}
+			lake.own = "lakewap"
+			var recent []string         // the target's last heads, newest last
+			byHand := map[string]bool{} // a person's reverts and merges
 			lake.commit(root, nil, nil)
 			h.newFile(root)
 			statsDir := t.TempDir()
@@ -503,7 +636,20 @@ func TestIncrementalEqualsFull(t *testing.T) {
 					h.head, planted, failing = c, nil, 0
 					unattested++
 				}
+				recent = append(recent, h.head)
+				recent = recent[max(0, len(recent)-6):]
+				handed := false
+				if hand != nil && hand.IntN(10) == 0 {
+					if name, p := h.handStep(hand, recent); name != "" {
+						handTook[name]++
+						planted = append(planted, p...)
+						unattested++
+						byHand[h.head], handed = true, true
+					}
+				}
+				// After a person's step a batch is audited on it.
 				switch x := h.rng.IntN(100); {
+				case handed:
 				case x < 8: // a direct commit: no attestation, or a copied one
 					c := lake.next("c")
 					lake.branch(t, h.head, c)
@@ -539,6 +685,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 					c := lake.next("c")
 					lake.mergeDirs(t, h.head, sealed, h.head, c)
 					lake.commit(c, []string{h.head, sealed}, map[string]string{MetaAttestation: text})
+					lake.commits[c] = withCommitter(lake.commits[c], lake.own)
 					h.head = c
 					foreign[c] = true
 					continue
@@ -565,6 +712,9 @@ func TestIncrementalEqualsFull(t *testing.T) {
 				}
 				req := Request{Dataset: "d", Suite: diffSuite(h.suite), Repository: "r", Ref: s, BaseRef: h.head, BaseName: "main", BatchTime: batchTime}
 				rep := h.compare(e, req)
+				if rep.Mode == ModeIncremental && byHand[foundation] {
+					t.Fatalf("step %d: the audit of a batch on a person's %s was incremental: only lakewap's attested publish is taken", step, foundation)
+				}
 				if rep.Mode == ModeIncremental {
 					incremental++
 					if foreign[req.BaseRef] {
@@ -598,6 +748,10 @@ func TestIncrementalEqualsFull(t *testing.T) {
 			checkKeptSummaries(t, e)
 			t.Logf("%d incremental and %d full audits compared, %d of them onto a moved target, %d onto another dataset's publish; %d direct commits; %d answers from the memo (%d misses on the last engine); %d summaries folded onto a kept one",
 				incremental, full, onto, afterForeign, unattested, hits, misses, folded)
+			t.Logf("review 63's steps taken: %v", handTook)
+			if hand != nil && len(handTook) < 3 {
+				t.Fatalf("only %v of review 63's steps were taken", handTook)
+			}
 			if h.steps != nil {
 				t.Logf("review 53's steps taken: %v", h.took)
 				if len(h.took) < 4 {
@@ -610,7 +764,7 @@ func TestIncrementalEqualsFull(t *testing.T) {
 			if folded == 0 {
 				t.Fatal("no summary was folded onto a kept one: the test compares no summary it kept")
 			}
-			if afterForeign == 0 {
+			if afterForeign == 0 && hand == nil { // the seeds before 63 see to it
 				t.Fatal("no audit onto another dataset's publish was incremental: two datasets sharing a target would make every audit full")
 			}
 			if incremental < full/2 {
