@@ -153,7 +153,7 @@ func TestJanitorKeepsAForgottenRunsSealAsLongAsAnAbortedRun(t *testing.T) {
 			_, _ = w.Write([]byte(`{"user":{"id":"lakewap","creation_date":1}}`))
 		case p == "/repositories/lake/commits/"+seal:
 			_, _ = w.Write([]byte(commitJSON(seal, "lakewap")))
-		case p == "/repositories/lake/commits/"+mallorys:
+		case p == "/repositories/lake/commits/"+mallorys, p == "/repositories/lake/commits/wap-mallory": // by id, or its branch's head
 			_, _ = w.Write([]byte(commitJSON(mallorys, "mallory")))
 		case r.Method == http.MethodGet && p == "/repositories/lake/branches":
 			_, _ = w.Write([]byte(`{"results":[{"id":"wap-billing-evidence","commit_id":"` + seal + `"},{"id":"wap-mallory","commit_id":"` + mallorys +

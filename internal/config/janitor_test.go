@@ -93,8 +93,14 @@ func (o *oldHeads) ListBranches(context.Context, string, string) ([]lakefs.Branc
 	return o.branches, nil
 }
 
-func (o *oldHeads) GetCommit(context.Context, string, string) (lakefs.Commit, error) {
-	return lakefs.Commit{CreationDate: time.Now().Add(-100 * 24 * time.Hour)}, nil
+func (o *oldHeads) GetCommit(_ context.Context, _, ref string) (lakefs.Commit, error) {
+	id := ref
+	for _, b := range o.branches {
+		if b.Name == ref {
+			id = b.CommitID // its head, unmoved since the listing
+		}
+	}
+	return lakefs.Commit{ID: id, CreationDate: time.Now().Add(-100 * 24 * time.Hour)}, nil
 }
 
 func (o *oldHeads) DeleteBranch(_ context.Context, _, b string) error {

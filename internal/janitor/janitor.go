@@ -101,6 +101,11 @@ const (
 	WhyOverdue = "overdue"
 )
 
+// HeadMoved is why a branch judged to be deleted is kept: its head is not
+// the one the sweep's listing gave (a writer committed since); the next
+// sweep judges it by its new head.
+const HeadMoved = "head moved since the sweep listed it"
+
 // Decision is the janitor's verdict on one branch.
 type Decision struct {
 	Repository string         `json:"repository"`
@@ -301,6 +306,24 @@ func (j *Janitor) Walk(ctx context.Context, dryRun bool, visit func(Decision)) (
 				}
 				j.log.Warn("janitor: overdue run cancelled", "batch_id", run.BatchID, "dataset", run.Dataset,
 					"state", string(run.State), "age", d.Age.Round(time.Second), "err", d.Err)
+			}
+			if d.Delete && !dryRun && b.CommitID != "" {
+				// Judged by the head the listing gave (a run-less branch by
+				// its age): a writer who committed since (a fix on an
+				// aborted batch's kept branch, to be retried; new work) moved
+				// it, and the branch is not the one judged. lakeFS deletes a
+				// branch whatever its head (no delete conditional on it), so
+				// the head is read again just before the delete, which leaves
+				// one round trip for a commit to land unseen
+				// (TestMerge63BranchWhoseHeadMovedAfterTheListingIsKept).
+				cur, err := j.cfg.Lake.GetCommit(ctx, repo, b.Name)
+				switch {
+				case err != nil:
+					d.Delete, d.Why, d.Err = false, "head unreadable before its delete", err.Error()
+					fail(fmt.Errorf("janitor: %s/%s: %w", repo, b.Name, err))
+				case cur.ID != b.CommitID:
+					d.Delete, d.Why = false, HeadMoved
+				}
 			}
 			if d.Delete && !dryRun {
 				if err := j.cfg.Lake.DeleteBranch(ctx, repo, b.Name); err != nil {

@@ -161,8 +161,13 @@ type fakeLake struct {
 func (f *fakeLake) ListBranches(context.Context, string, string) ([]lakefs.Branch, error) {
 	return f.branches, nil
 }
-func (f *fakeLake) GetCommit(context.Context, string, string) (lakefs.Commit, error) {
-	return lakefs.Commit{CreationDate: f.head}, nil
+func (f *fakeLake) GetCommit(_ context.Context, _, ref string) (lakefs.Commit, error) {
+	for _, b := range f.branches {
+		if b.Name == ref {
+			return lakefs.Commit{ID: b.CommitID, CreationDate: f.head}, nil
+		}
+	}
+	return lakefs.Commit{ID: ref, CreationDate: f.head}, nil
 }
 func (f *fakeLake) DeleteBranch(_ context.Context, _, b string) error {
 	if b == f.failDelete {
