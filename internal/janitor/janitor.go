@@ -162,7 +162,8 @@ func (j *Janitor) Close() {
 }
 
 // Sweep is Walk collecting every Decision, in the order Walk visits them
-// (by repository, then as lakeFS lists branches: by name). It holds one
+// (by repository, then as lakeFS lists branches: by name; the branches of
+// runs it deletes last, once their runs are read again). It holds one
 // Decision per branch looked at, which writers can make many of: for
 // tests and small lakes; the daemon and lakewap janitor use Walk.
 func (j *Janitor) Sweep(ctx context.Context, dryRun bool) ([]Decision, error) {
@@ -239,6 +240,54 @@ func (j *Janitor) Walk(ctx context.Context, dryRun bool, visit func(Decision)) (
 		}
 	}
 
+	// act deletes the branch b of repo d says to delete, unless its head
+	// moved since the listing, then tallies and visits d.
+	act := func(repo string, b lakefs.Branch, d Decision) {
+		if d.Delete && !dryRun && b.CommitID != "" {
+			// Judged by the head the listing gave (a run-less branch by
+			// its age): a writer who committed since (a fix on an
+			// aborted batch's kept branch, to be retried; new work) moved
+			// it, and the branch is not the one judged. lakeFS deletes a
+			// branch whatever its head (no delete conditional on it), so
+			// the head is read again just before the delete, which leaves
+			// one round trip for a commit to land unseen
+			// (TestMerge63BranchWhoseHeadMovedAfterTheListingIsKept).
+			cur, err := j.cfg.Lake.GetCommit(ctx, repo, b.Name)
+			switch {
+			case err != nil:
+				d.Delete, d.Why, d.Err = false, "head unreadable before its delete", err.Error()
+				fail(fmt.Errorf("janitor: %s/%s: %w", repo, b.Name, err))
+			case cur.ID != b.CommitID:
+				d.Delete, d.Why = false, HeadMoved
+			}
+		}
+		if d.Delete && !dryRun {
+			if err := j.cfg.Lake.DeleteBranch(ctx, repo, b.Name); err != nil {
+				d.Err = err.Error()
+				fail(fmt.Errorf("janitor: delete %s/%s: %w", repo, b.Name, err))
+			} else {
+				d.Deleted = true
+				j.metrics.deleted.WithLabelValues(repo, d.Why).Inc()
+			}
+		}
+		if d.Delete {
+			j.log.Info("janitor: branch expired", "repository", repo, "branch", b.Name, "batch_id", d.BatchID,
+				"dataset", d.Dataset, "state", string(d.State), "why", d.Why, "age", d.Age.Round(time.Second),
+				"dry_run", dryRun, "deleted", d.Deleted, "err", d.Err)
+		}
+		tally.Branches++
+		if d.Delete {
+			tally.Expired++
+		} else {
+			tally.Kept[d.Why]++
+		}
+		if visit != nil {
+			visit(d)
+		}
+	}
+	// The branches of runs judged to be deleted, judged again once the
+	// sweep is through (again): a retry may have taken the run up since.
+	var again []runBranch
 	now := j.cfg.Now()
 	// The reasons a run-less branch is kept, made once, not per branch.
 	young := fmt.Sprintf("no run, head commit younger than %s", j.cfg.AbandonedAfter)
@@ -307,53 +356,71 @@ func (j *Janitor) Walk(ctx context.Context, dryRun bool, visit func(Decision)) (
 				j.log.Warn("janitor: overdue run cancelled", "batch_id", run.BatchID, "dataset", run.Dataset,
 					"state", string(run.State), "age", d.Age.Round(time.Second), "err", d.Err)
 			}
-			if d.Delete && !dryRun && b.CommitID != "" {
-				// Judged by the head the listing gave (a run-less branch by
-				// its age): a writer who committed since (a fix on an
-				// aborted batch's kept branch, to be retried; new work) moved
-				// it, and the branch is not the one judged. lakeFS deletes a
-				// branch whatever its head (no delete conditional on it), so
-				// the head is read again just before the delete, which leaves
-				// one round trip for a commit to land unseen
-				// (TestMerge63BranchWhoseHeadMovedAfterTheListingIsKept).
-				cur, err := j.cfg.Lake.GetCommit(ctx, repo, b.Name)
-				switch {
-				case err != nil:
-					d.Delete, d.Why, d.Err = false, "head unreadable before its delete", err.Error()
-					fail(fmt.Errorf("janitor: %s/%s: %w", repo, b.Name, err))
-				case cur.ID != b.CommitID:
-					d.Delete, d.Why = false, HeadMoved
-				}
+			if d.Delete && hasRun && !dryRun {
+				// Judged by the run as the sweep read it: judged again by
+				// the run as it is just before the delete (again).
+				again = append(again, runBranch{repo: repo, b: b, d: d, run: run})
+				continue
 			}
-			if d.Delete && !dryRun {
-				if err := j.cfg.Lake.DeleteBranch(ctx, repo, b.Name); err != nil {
-					d.Err = err.Error()
-					fail(fmt.Errorf("janitor: delete %s/%s: %w", repo, b.Name, err))
-				} else {
-					d.Deleted = true
-					j.metrics.deleted.WithLabelValues(repo, d.Why).Inc()
-				}
-			}
-			if d.Delete {
-				j.log.Info("janitor: branch expired", "repository", repo, "branch", b.Name, "batch_id", d.BatchID,
-					"dataset", d.Dataset, "state", string(d.State), "why", d.Why, "age", d.Age.Round(time.Second),
-					"dry_run", dryRun, "deleted", d.Deleted, "err", d.Err)
-			}
-			tally.Branches++
-			if d.Delete {
-				tally.Expired++
-			} else {
-				tally.Kept[d.Why]++
-			}
-			if visit != nil {
-				visit(d)
-			}
+			act(repo, b, d)
 		}
+	}
+	if len(again) > 0 {
+		j.again(ctx, again, retention, now, act, fail)
 	}
 	if more > 0 {
 		errs = append(errs, fmt.Errorf("janitor: and %d more error(s) on single branches", more))
 	}
 	return tally, errors.Join(errs...)
+}
+
+// runBranch is a run's branch a sweep judged to be deleted, with the run
+// as the sweep read it.
+type runBranch struct {
+	repo string
+	b    lakefs.Branch
+	d    Decision
+	run  pipeline.Run
+}
+
+// again acts on the branches of runs the sweep judged to be deleted,
+// judged again by their runs as the store holds them now (Config.Runs read
+// once more, only when there are such branches). The runs were read before
+// the sweep judged every branch, which takes a lakeFS call per branch
+// without a run: an operator's retry of an aborted or failed run in the
+// meantime takes the run up on its kept branch, whose writer may have
+// staged a fix there, and the branch was deleted by the run's old state
+// (TestMerge63RetriedRunsBranchIsNotDeletedByItsOldState). A retry
+// between this read and the delete is still not seen.
+func (j *Janitor) again(ctx context.Context, pend []runBranch, retention map[string]time.Duration, now time.Time,
+	act func(string, lakefs.Branch, Decision), fail func(error)) {
+	runs, err := j.cfg.Runs(ctx)
+	if err != nil {
+		fail(fmt.Errorf("janitor: load runs again before deleting their branches: %w", err))
+	}
+	byBranch := map[branchKey]pipeline.Run{}
+	for _, r := range runs {
+		if r.Branch != "" {
+			byBranch[branchKey{r.Repository, r.Branch}] = r
+		}
+	}
+	for _, p := range pend {
+		d := p.d
+		cur, ok := byBranch[branchKey{p.repo, p.b.Name}]
+		switch {
+		case err != nil:
+			d.Delete, d.Why, d.Err = false, "its run could not be read again before the delete", err.Error()
+		case !ok:
+			d.Delete, d.Why = false, "its run left the store during the sweep"
+		case cur.State != p.run.State || !cur.StateSince.Equal(p.run.StateSince) || cur.Retries != p.run.Retries:
+			d = Decision{Repository: p.repo, Branch: p.b.Name, BatchID: cur.BatchID, Dataset: cur.Dataset, State: cur.State}
+			j.judgeRun(&d, cur, retention, now)
+			if d.Why == WhyOverdue {
+				d.Why = "run in progress" // its cancel is the next sweep's
+			}
+		}
+		act(p.repo, p.b, d)
+	}
 }
 
 func (j *Janitor) judgeRun(d *Decision, run pipeline.Run, retention map[string]time.Duration, now time.Time) {

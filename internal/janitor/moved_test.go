@@ -98,3 +98,42 @@ func TestMerge63BranchWhoseHeadMovedAfterTheListingIsKept(t *testing.T) {
 		t.Errorf("after the sweep branches are %v, want both branches kept", got)
 	}
 }
+
+// TestMerge63RetriedRunsBranchIsNotDeletedByItsOldState: the janitor read
+// the runs once, before judging every branch; an operator's retry of an
+// aborted run past its retention in the meantime (the run auditing again
+// on its kept branch, where the writer may have staged a fix: the head
+// does not move) had the branch deleted by the run's old state, and the
+// retried run lost its branch. The runs of branches to delete are read
+// again before the delete.
+func TestMerge63RetriedRunsBranchIsNotDeletedByItsOldState(t *testing.T) {
+	old := time.Now().Add(-100 * time.Hour)
+	lake := &fakeLake{branches: []lakefs.Branch{{Name: "wap-billing-x", CommitID: "c1"}}, head: old}
+	aborted := pipeline.Run{BatchID: "x", Dataset: "billing", Repository: "lake", Branch: "wap-billing-x",
+		State: pipeline.StateAborted, Reason: "audit_failed", KeepBranch: true, StateSince: old}
+	reads, retried := 0, true
+	j, err := janitor.New(janitor.Config{Lake: lake,
+		Runs: func(context.Context) ([]pipeline.Run, error) {
+			reads++
+			if reads == 1 || !retried {
+				return []pipeline.Run{aborted}, nil
+			}
+			r := aborted // the retry, taken while the sweep judged
+			r.State, r.Reason, r.Retries, r.StateSince = pipeline.StateAuditing, "", 1, time.Now()
+			return []pipeline.Run{r}, nil
+		},
+		Datasets: []janitor.Dataset{{Name: "billing", Repository: "lake", AbortedRetention: 72 * time.Hour}}})
+	must(t, err)
+	ds, err := j.Sweep(context.Background(), false)
+	must(t, err)
+	if len(lake.deleted) != 0 {
+		t.Errorf("deleted %v, the branch of a run retried during the sweep: %+v", lake.deleted, ds)
+	}
+	// Unretried, it is deleted.
+	retried = false
+	ds, err = j.Sweep(context.Background(), false)
+	must(t, err)
+	if !slices.Equal(lake.deleted, []string{"wap-billing-x"}) {
+		t.Errorf("deleted %v, want the expired aborted run's branch: %+v", lake.deleted, ds)
+	}
+}
