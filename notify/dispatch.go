@@ -363,6 +363,34 @@ func (d *Dispatcher) startLane(ctx context.Context, t target, n Notification) *l
 	return l
 }
 
+// Close waits for the deliveries still going on in the background (a slow
+// Slack's), until they end or ctx does, so that a graceful stop does not cut
+// a message Slack is taking. Each ends within its sink's budget. A delivery
+// cut by ctx stays pending in its run's record, and the run's next owner
+// sends it again (finding the message Slack may have taken, see Slack).
+// The error says how many were still sending.
+func (d *Dispatcher) Close(ctx context.Context) error {
+	d.mu.Lock()
+	var running []*lane
+	for _, l := range d.lanes {
+		select {
+		case <-l.done:
+		default:
+			running = append(running, l)
+		}
+	}
+	d.mu.Unlock()
+	for i, l := range running {
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return fmt.Errorf("notify: %d of %d background deliveries still sending at shutdown; their runs stay pending: %w",
+				len(running)-i, len(running), context.Cause(ctx))
+		}
+	}
+	return nil
+}
+
 // endLane forgets l once its result is with the caller, unless a later
 // delivery of the run follows it.
 func (d *Dispatcher) endLane(t target, n Notification, l *lane) {

@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/slack-go/slack"
 )
@@ -25,18 +29,58 @@ type SlackConfig struct {
 	// APIURL overrides Slack's Web API address (tests, proxies); it must end
 	// with a slash.
 	APIURL string
+	// Logger hears that a channel's history cannot be read (see Slack); nil
+	// logs nothing.
+	Logger *slog.Logger
 }
 
 // Slack posts one message per batch and edits it in place as the run moves
 // on; when a run is aborted or fails it adds the details as a thread reply.
 // Its receipt is "channel/ts", or "channel/ts/reply_ts" once the reply is
 // posted, so neither is posted twice.
+//
+// A receipt can be lost: Slack took the message, but the process ended (or
+// the partition moved) before the run's record stored what Slack answered.
+// Each message therefore carries metadata naming its run, and a Send without
+// a receipt first looks for the run's message in the channel's history since
+// the run landed (conversations.history, at most lookupPages pages), and for
+// its details reply in the thread (conversations.replies), editing what it
+// finds instead of posting again. This needs the channel's id (configured, or
+// learnt from this process's own posts) and the channels:history (or
+// groups:history) scope; without either, a lost receipt still means a second
+// message, and the first refusal is logged.
 type Slack struct {
 	name, channel string
 	api           *slack.Client
 	links         links
 	secrets       []string
+	log           *slog.Logger
+
+	mu  sync.Mutex
+	ids map[string]string // channel name -> id, learnt from posts
+	// blind holds the channels whose history Slack refused to show
+	// (missing_scope, not_in_channel): no lookup is tried there again.
+	blind map[string]bool
 }
+
+// The metadata types of a run's message and of its details reply.
+const (
+	runMessageType = "lakewap_batch"
+	runDetailsType = "lakewap_batch_details"
+)
+
+// A lookup reads at most lookupPages pages of lookupPageSize messages: a
+// channel busier than that since the run landed gets a second message.
+const (
+	lookupPageSize = 200
+	lookupPages    = 5
+	// lookupSkew is how far before the run landed a lookup starts, for
+	// clocks that disagree with Slack's.
+	lookupSkew = time.Hour
+)
+
+// channelIDPattern matches Slack's channel ids (public C…, private G…, DM D…).
+var channelIDPattern = regexp.MustCompile(`^[CGD][A-Z0-9]{6,}$`)
 
 // NewSlack checks cfg and returns the sink.
 func NewSlack(cfg SlackConfig) (*Slack, error) {
@@ -60,6 +104,9 @@ func NewSlack(cfg SlackConfig) (*Slack, error) {
 		api:     slack.New(cfg.Token, opts...),
 		links:   links{base: base},
 		secrets: []string{cfg.Token},
+		log:     cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		ids:     map[string]string{},
+		blind:   map[string]bool{},
 	}, nil
 }
 
@@ -104,8 +151,18 @@ func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) 
 	}
 	r := runOf(n)
 	m := mainMessage(r, s.links)
+	ch := cmp.Or(n.Channel, s.channel)
 	rc := parseSlackReceipt(n.Receipts[s.name])
-	opts := m.options()
+	opts := append(m.options(), slack.MsgOptionMetadata(runMetadata(runMessageType, n)))
+	if rc.ts == "" {
+		ts, retry, err := s.find(ctx, ch, n, "")
+		if err != nil {
+			return "", retry, err
+		}
+		if ts != "" {
+			rc = slackReceipt{channel: s.channelID(ch), ts: ts}
+		}
+	}
 	if rc.ts != "" {
 		_, _, _, err := s.api.UpdateMessageContext(ctx, rc.channel, rc.ts, opts...)
 		var se slack.SlackErrorResponse
@@ -119,18 +176,32 @@ func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) 
 			return rc.String(), retry, werr
 		}
 	}
+	posted := false
 	if rc.ts == "" {
 		// A route's channel wins; a message already posted is updated
 		// where it is (the receipt names its channel).
-		ch, ts, err := s.api.PostMessageContext(ctx, cmp.Or(n.Channel, s.channel), opts...)
+		id, ts, err := s.api.PostMessageContext(ctx, ch, opts...)
 		if err != nil {
 			retry, werr := classifySlack("chat.postMessage", s.name, err, s.secrets)
 			return "", retry, werr
 		}
-		rc = slackReceipt{channel: ch, ts: ts}
+		s.learn(ch, id)
+		rc = slackReceipt{channel: id, ts: ts}
+		posted = true
 	}
-	if th, ok := threadMessage(r); ok && rc.reply == "" {
-		_, ts, err := s.api.PostMessageContext(ctx, rc.channel, append(th.options(), slack.MsgOptionTS(rc.ts))...)
+	th, details := threadMessage(r)
+	if details && rc.reply == "" && !posted {
+		// The reply may be there already, its receipt lost with the
+		// message's or after it (a stored receipt without the reply).
+		reply, retry, err := s.find(ctx, rc.channel, n, rc.ts)
+		if err != nil {
+			return rc.String(), retry, err
+		}
+		rc.reply = reply
+	}
+	if details && rc.reply == "" {
+		opts := append(th.options(), slack.MsgOptionTS(rc.ts), slack.MsgOptionMetadata(runMetadata(runDetailsType, n)))
+		_, ts, err := s.api.PostMessageContext(ctx, rc.channel, opts...)
 		if err != nil {
 			// The main message is right; the receipt says so, and the next
 			// attempt adds only the reply.
@@ -140,6 +211,103 @@ func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) 
 		rc.reply = ts
 	}
 	return rc.String(), false, nil
+}
+
+func runMetadata(kind string, n Notification) slack.SlackMetadata {
+	return slack.SlackMetadata{EventType: kind, EventPayload: map[string]any{"dataset": n.Dataset, "batch_id": n.BatchID}}
+}
+
+func isRun(md slack.SlackMetadata, kind string, n Notification) bool {
+	return md.EventType == kind && md.EventPayload["dataset"] == n.Dataset && md.EventPayload["batch_id"] == n.BatchID
+}
+
+// channelID is ch's id: ch itself when it is one, else the id a post to it
+// answered in this process, else "".
+func (s *Slack) channelID(ch string) string {
+	if channelIDPattern.MatchString(ch) {
+		return ch
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids[ch]
+}
+
+func (s *Slack) learn(ch, id string) {
+	if ch == id || id == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.ids) < 1024 { // names come from config: a handful
+		s.ids[ch] = id
+	}
+}
+
+// find looks for n's message in ch's history since the run landed, or, with
+// thread set, for its details reply in that thread; it returns the ts found
+// or "". A refusal Slack will repeat (a missing scope, a channel the bot is
+// not in) is logged once and leaves the channel unsearched from then on; a
+// failure worth retrying is returned.
+func (s *Slack) find(ctx context.Context, ch string, n Notification, thread string) (ts string, retry bool, err error) {
+	id := s.channelID(ch)
+	s.mu.Lock()
+	blind := s.blind[id]
+	s.mu.Unlock()
+	if id == "" || blind {
+		return "", false, nil
+	}
+	op, kind := "conversations.history", runMessageType
+	if thread != "" {
+		op, kind = "conversations.replies", runDetailsType
+	}
+	var oldest string
+	if !n.LandedAt.IsZero() && thread == "" {
+		at := n.LandedAt.Add(-lookupSkew)
+		oldest = fmt.Sprintf("%d.%06d", at.Unix(), at.Nanosecond()/1000)
+	}
+	cursor := ""
+	for range lookupPages {
+		var msgs []slack.Message
+		var more bool
+		var next string
+		if thread == "" {
+			var resp *slack.GetConversationHistoryResponse
+			resp, err = s.api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+				ChannelID: id, Oldest: oldest, Limit: lookupPageSize, Cursor: cursor, IncludeAllMetadata: true})
+			if resp != nil {
+				msgs, more, next = resp.Messages, resp.HasMore, resp.ResponseMetaData.NextCursor
+			}
+		} else {
+			msgs, more, next, err = s.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+				ChannelID: id, Timestamp: thread, Limit: lookupPageSize, Cursor: cursor, IncludeAllMetadata: true})
+		}
+		if err != nil {
+			retry, werr := classifySlack(op, s.name, err, s.secrets)
+			if retry {
+				return "", true, werr
+			}
+			s.mu.Lock()
+			s.blind[id] = true
+			s.mu.Unlock()
+			s.log.Warn("slack: cannot read the channel's history, so a message whose receipt was lost (a crash after Slack took it) is posted again; give the bot token channels:history (groups:history for a private channel) and invite the bot",
+				"sink", s.name, "channel", id, "error", werr.Error())
+			return "", false, nil
+		}
+		for _, m := range msgs {
+			if m.Timestamp == thread || !isRun(m.Metadata, kind, n) {
+				continue
+			}
+			if thread == "" && m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
+				continue // a reply shown in the channel
+			}
+			return m.Timestamp, false, nil
+		}
+		if !more || next == "" {
+			break
+		}
+		cursor = next
+	}
+	return "", false, nil
 }
 
 // SlackWebhookConfig configures a Slack sink that posts to an incoming

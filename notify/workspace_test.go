@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +38,7 @@ type postedMessage struct {
 	Channel, TS, ThreadTS string
 	Text                  string
 	Blocks                slack.Blocks
+	Metadata              slack.SlackMetadata
 	Updates               int
 }
 
@@ -45,6 +48,8 @@ func newWorkspace(t *testing.T) *workspace {
 	ws.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
 		c.Handle("/chat.postMessage", ws.handler("chat.postMessage", ws.post))
 		c.Handle("/chat.update", ws.handler("chat.update", ws.update))
+		c.Handle("/conversations.history", ws.handler("conversations.history", ws.history))
+		c.Handle("/conversations.replies", ws.handler("conversations.replies", ws.threadReplies))
 	})
 	ws.srv.Start()
 	t.Cleanup(ws.srv.Stop)
@@ -110,11 +115,19 @@ func (ws *workspace) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	var md slack.SlackMetadata
+	if raw := r.Form.Get("metadata"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &md); err != nil {
+			ws.t.Errorf("metadata does not decode: %v", err)
+		}
+	}
 	ws.mu.Lock()
 	ws.seq++
 	m := &postedMessage{
+		Metadata: md,
 		Channel:  channelID(r.Form.Get("channel")),
-		TS:       fmt.Sprintf("1700000000.%06d", ws.seq),
+		// Slack's clock: a minute after the runs of these tests landed.
+		TS:       fmt.Sprintf("%d.%06d", landedAt.Unix()+60, ws.seq),
 		ThreadTS: r.Form.Get("thread_ts"),
 		Text:     r.Form.Get("text"),
 		Blocks:   blocks,
@@ -140,6 +153,56 @@ func (ws *workspace) update(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, map[string]any{"ok": false, "error": "message_not_found"})
+}
+
+// history answers conversations.history as Slack does: the channel's
+// top-level messages newest first, since oldest, limit a page, the cursor
+// the index of the next one; metadata only with include_all_metadata.
+func (ws *workspace) history(w http.ResponseWriter, r *http.Request) {
+	ws.page(w, r, func(m *postedMessage) bool { return m.ThreadTS == "" })
+}
+
+// threadReplies answers conversations.replies: the thread's parent, then
+// its replies oldest first.
+func (ws *workspace) threadReplies(w http.ResponseWriter, r *http.Request) {
+	ts := r.Form.Get("ts")
+	ws.page(w, r, func(m *postedMessage) bool { return m.TS == ts || m.ThreadTS == ts })
+}
+
+func (ws *workspace) page(w http.ResponseWriter, r *http.Request, keep func(*postedMessage) bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ch, oldest := r.Form.Get("channel"), r.Form.Get("oldest")
+	var all []map[string]any
+	for _, m := range ws.messages {
+		if m.Channel != ch || !keep(m) || (oldest != "" && m.TS < oldest) {
+			continue
+		}
+		msg := map[string]any{"type": "message", "ts": m.TS, "text": m.Text}
+		if m.ThreadTS != "" {
+			msg["thread_ts"] = m.ThreadTS
+		}
+		if r.Form.Get("include_all_metadata") == "1" && m.Metadata.EventType != "" {
+			msg["metadata"] = m.Metadata
+		}
+		all = append(all, msg)
+	}
+	if r.URL.Path == "/conversations.history" {
+		slices.Reverse(all)
+	}
+	start, _ := strconv.Atoi(r.Form.Get("cursor"))
+	limit, _ := strconv.Atoi(r.Form.Get("limit"))
+	if limit <= 0 {
+		limit = 100
+	}
+	end := min(start+limit, len(all))
+	start = min(start, end)
+	next := ""
+	if end < len(all) {
+		next = strconv.Itoa(end)
+	}
+	writeJSON(w, map[string]any{"ok": true, "messages": all[start:end], "has_more": next != "",
+		"response_metadata": map[string]any{"next_cursor": next}})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -949,7 +949,7 @@ func (c *Config) Sinks(results notify.Sink, console io.Writer, reg prometheus.Re
 		}
 		var sl notify.Sink
 		if token != "" {
-			sl, err = notify.NewSlack(notify.SlackConfig{Name: "slack", Token: token, Channel: s.Channel, LakeFSURL: c.LakeFS.UIURL, APIURL: s.APIURL})
+			sl, err = notify.NewSlack(notify.SlackConfig{Name: "slack", Token: token, Channel: s.Channel, LakeFSURL: c.LakeFS.UIURL, APIURL: s.APIURL, Logger: log})
 		} else {
 			sl, err = notify.NewSlackWebhook(notify.SlackWebhookConfig{Name: "slack", URL: hook, LakeFSURL: c.LakeFS.UIURL})
 		}

@@ -74,6 +74,7 @@ type Daemon struct {
 	runner        *runner.Runner
 	consumer      *consumer.Consumer
 	resultsWriter *kafka.Writer
+	notify        *notify.Dispatcher
 	kafka         *kafka.Client // closed last: its transport's connections refresh every topic's metadata until then
 	changelog     *consumer.Changelog
 	http          *http.Server
@@ -134,6 +135,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.notify = disp
 
 	rc := cfg.RunnerConfig()
 	stateKey, err := cfg.StateKey()
@@ -313,6 +315,9 @@ func (d *Daemon) startAudits() (err error) {
 	return err
 }
 
+// slackBudget bounds one notification's time on Slack, retries included.
+const slackBudget = 5 * time.Second
+
 // newDispatcher fans result events out to the Kafka results sink and the
 // configured console and Slack sinks, along notify.routes.
 func newDispatcher(cfg *config.Config, results *notify.KafkaResults, console io.Writer, log *slog.Logger, reg prometheus.Registerer) (*notify.Dispatcher, error) {
@@ -323,7 +328,7 @@ func newDispatcher(cfg *config.Config, results *notify.KafkaResults, console io.
 	disp, err := notify.NewDispatcher(routes, sinks, notify.Options{Logger: log, Registerer: reg,
 		// Slack is a courtesy: a short budget keeps an outage from holding
 		// up the result events queued behind it; the run re-notifies later.
-		Budget: 5 * time.Second})
+		Budget: slackBudget})
 	if err != nil {
 		return nil, fmt.Errorf("notify: %w", err)
 	}
@@ -375,6 +380,15 @@ func (d *Daemon) close() {
 	}
 	if d.runner != nil {
 		d.runner.Close()
+	}
+	if d.notify != nil {
+		// Slack messages still going out in the background are awaited
+		// (each ends within slackBudget), not cut by the exit.
+		ctx, cancel := context.WithTimeout(context.Background(), slackBudget+time.Second)
+		if err := d.notify.Close(ctx); err != nil {
+			d.log.Warn("stopping with notifications unsent", "error", err.Error())
+		}
+		cancel()
 	}
 	if d.resultsWriter != nil {
 		_ = d.resultsWriter.Close()

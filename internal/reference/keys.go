@@ -108,7 +108,7 @@ var keyDocs = map[string]keyDoc{
 	"notify.slack.rate_per":         {desc: "The window of notify.slack.rate_burst.", def: "10m", example: "1h"},
 	"notify.slack.token":            {desc: "Bot token (xoxb-...), usually `${ENV}`.", def: "none", example: "${SLACK_BOT_TOKEN}"},
 	"notify.slack.token_file":       {desc: "File holding the bot token.", def: "none", example: "/run/secrets/slack_bot_token"},
-	"notify.slack.channel":          {desc: "Channel id the bot posts to (required with a token).", def: "none", example: "C0123456"},
+	"notify.slack.channel":          {desc: "Channel id the bot posts to (required with a token). An id, not a name, and the token's channels:history (groups:history for a private channel) scope let an instance that lost a run's receipt (a crash after Slack took the message) find the run's message and edit it instead of posting a second.", def: "none", example: "C0123456"},
 	"notify.slack.webhook_url":      {desc: "Incoming webhook URL (instead of a token).", def: "none", example: "${SLACK_WEBHOOK_URL}"},
 	"notify.slack.webhook_url_file": {desc: "File holding the incoming webhook URL.", def: "none", example: "/run/secrets/slack_webhook"},
 	"notify.slack.api_url":          {desc: "Slack API base URL, for tests against slacktest.", def: "Slack's", example: "http://127.0.0.1:8081/api/"},

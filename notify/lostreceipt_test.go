@@ -1,0 +1,212 @@
+package notify
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// slackChannel is a channel id, which conversations.history takes.
+const slackChannel = "C0WAP00001"
+
+// heldPosts makes ws hold every chat.postMessage until the returned func
+// is called (also at cleanup, before the server stops).
+func heldPosts(t *testing.T, ws *workspace) (letGo func()) {
+	release := make(chan struct{})
+	var once sync.Once
+	letGo = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	ws.setHold(func(method string, r *http.Request) {
+		if method != "chat.postMessage" {
+			return
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	return letGo
+}
+
+// awaitMessages waits until ws holds want messages, replies included.
+func awaitMessages(t *testing.T, ws *workspace, want int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ws.mu.Lock()
+		n := len(ws.messages)
+		ws.mu.Unlock()
+		if n >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d messages in Slack after a minute; want %d", n, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A restarted instance: a new Slack sink and Dispatcher over the same
+// workspace, knowing only what the run's record stored.
+func restarted(t *testing.T, ws *workspace) *Dispatcher {
+	results := &recordingSink{name: "results", required: true}
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, newTestSlack(t, ws, "slack", slackChannel)}, Options{})
+	return d
+}
+
+// The process ends after Slack took the run's first message but before the
+// run's record stored its receipt: the delivery was left in the background,
+// so the record holds only "slack pending". The restarted instance, given
+// that record, edits the run's one message instead of posting a second.
+func TestLostSlackReceiptDoesNotPostASecondMessage(t *testing.T) {
+	ws := newWorkspace(t)
+	letGo := heldPosts(t, ws)
+	results := &recordingSink{name: "results", required: true}
+	crashed, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, newTestSlack(t, ws, "slack", slackChannel)},
+		Options{BestEffortWait: time.Nanosecond})
+	ctx := context.Background()
+	stored, err := crashed.Notify(ctx, note(readyEvent(), schemas.StateAwaitingWrites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored["slack"] != "" || stored[PendingKey("slack")] == "" {
+		t.Fatalf("stored receipts %v: want slack left pending without a receipt", stored)
+	}
+	letGo()
+	awaitMessages(t, ws, 1) // Slack took it; then the process ended
+
+	published := note(publishedEvent(), schemas.StatePublished)
+	published.Receipts = stored
+	got, err := restarted(t, ws).Notify(ctx, published)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := ws.topLevel()
+	if len(top) != 1 {
+		t.Fatalf("%d top-level messages for one run; want its one message, edited to published", len(top))
+	}
+	wantContains(t, "the message", top[0].text(), "orders published · batch b-42")
+	if want := slackChannel + "/" + top[0].TS; got["slack"] != want || got[PendingKey("slack")] != "" {
+		t.Errorf("receipts %v: want slack %q and nothing pending", got, want)
+	}
+}
+
+// Likewise for a failed run's details: the process ends after Slack took
+// the thread reply, the record holding only the message's receipt. The
+// restarted instance does not post the details twice.
+func TestLostSlackReplyReceiptDoesNotPostTheDetailsTwice(t *testing.T) {
+	ws := newWorkspace(t)
+	results := &recordingSink{name: "results", required: true}
+	crashed, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, newTestSlack(t, ws, "slack", slackChannel)},
+		Options{BestEffortWait: time.Nanosecond})
+	ctx := context.Background()
+	stored, err := restarted(t, ws).Notify(ctx, note(readyEvent(), schemas.StateAwaitingWrites)) // an earlier life
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored["slack"] == "" {
+		t.Fatalf("stored receipts %v: want the first message's", stored)
+	}
+	letGo := heldPosts(t, ws)
+	aborted := note(abortedAuditEvent(), schemas.StateAborted)
+	aborted.Receipts = stored
+	if stored, err = crashed.Notify(ctx, aborted); err != nil {
+		t.Fatal(err)
+	}
+	if stored[PendingKey("slack")] == "" {
+		t.Fatalf("stored receipts %v: want slack left pending", stored)
+	}
+	letGo()
+	awaitMessages(t, ws, 2) // the reply is in; then the process ended
+
+	aborted.Receipts = stored
+	if _, err := restarted(t, ws).Notify(ctx, aborted); err != nil {
+		t.Fatal(err)
+	}
+	top := ws.topLevel()
+	if len(top) != 1 {
+		t.Fatalf("%d top-level messages; want 1", len(top))
+	}
+	if n := len(ws.replies(top[0].TS)); n != 1 {
+		t.Errorf("%d detail replies for one aborted run; want 1", n)
+	}
+}
+
+// A token without channels:history: the lookup's refusal is logged once,
+// naming the scope, the message is posted all the same, and the channel's
+// history is not asked again.
+func TestSlackHistoryRefusedIsLoggedOnceAndPosts(t *testing.T) {
+	ws := newWorkspace(t)
+	ws.setFail(func(method string, w http.ResponseWriter) bool {
+		if method != "conversations.history" {
+			return false
+		}
+		writeJSON(w, map[string]any{"ok": false, "error": "missing_scope", "needed": "channels:history"})
+		return true
+	})
+	results := &recordingSink{name: "results", required: true}
+	logs := &logBuffer{}
+	sl, err := NewSlack(SlackConfig{Token: "xoxb-test-secret-token", Channel: slackChannel, APIURL: ws.apiURL(),
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, sl}, Options{})
+	for _, batch := range []string{"b-1", "b-2"} {
+		n := note(readyEvent(), schemas.StateAwaitingWrites)
+		n.BatchID = batch
+		got, err := d.Notify(context.Background(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got["slack"] == "" || got[PendingKey("slack")] != "" {
+			t.Errorf("batch %s: receipts %v; want the message posted", batch, got)
+		}
+	}
+	if n := ws.callCount("conversations.history"); n != 1 {
+		t.Errorf("conversations.history asked %d times; want once (refused for good)", n)
+	}
+	if n := strings.Count(logs.String(), "channels:history"); n != 1 {
+		t.Errorf("the refusal is logged %d times; want once:\n%s", n, logs)
+	}
+}
+
+// A graceful stop awaits the delivery a slow Slack was still taking when
+// Notify returned: when Close returns, the message is in Slack.
+func TestCloseAwaitsBackgroundDeliveries(t *testing.T) {
+	ws := newWorkspace(t)
+	letGo := heldPosts(t, ws)
+	results := &recordingSink{name: "results", required: true}
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, newTestSlack(t, ws, "slack", slackChannel)},
+		Options{BestEffortWait: time.Nanosecond})
+	stored, err := d.Notify(context.Background(), note(readyEvent(), schemas.StateAwaitingWrites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored[PendingKey("slack")] == "" {
+		t.Fatalf("stored receipts %v: want slack left pending", stored)
+	}
+
+	// A stop whose time is up says what it leaves.
+	over, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := d.Close(over); err == nil || !strings.Contains(err.Error(), "1 of 1 background deliveries still sending") {
+		t.Errorf("Close with no time left: %v; want it to name the one delivery left", err)
+	}
+
+	letGo()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if top := ws.topLevel(); len(top) != 1 {
+		t.Errorf("%d messages in Slack when Close returned; want the one it awaited", len(top))
+	}
+}
