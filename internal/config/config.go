@@ -217,8 +217,12 @@ type Runner struct {
 	// another's; a batch landing beyond it is aborted with reason
 	// too_many_runs (default 10000; 0 keeps the default, -1 is no limit).
 	// So is one whose attributes and expected writes would take those runs
-	// past 64 MiB of them together (no limit with -1).
+	// past MaxOpenBytes of them together.
 	MaxOpenRuns int `yaml:"max_open_runs"`
+	// MaxOpenBytes bounds those runs' attributes and expected writes
+	// together (default 64 MiB; 0 keeps the default, -1 is no limit, as is
+	// leaving it at 0 with max_open_runs -1).
+	MaxOpenBytes int `yaml:"max_open_bytes"`
 	// MaxPendingRuns bounds the runs one partition holds for batches that
 	// have not landed (a WriteComplete first), and their writes together to
 	// twice as many; one more is dead-lettered too_many_pending (default
@@ -228,9 +232,13 @@ type Runner struct {
 	// keeps before their retention is over (default 10000; 0 keeps the
 	// default, -1 is no limit); a BatchLanded with no run, not after the
 	// newest batch time of a published run forgotten so, is dead-lettered
-	// beyond_horizon. They are forgotten as well past 64 MiB of their
-	// batches' attributes and writes together (no limit with -1).
+	// beyond_horizon. Those an operator may retry are forgotten as well
+	// past MaxFinishedBytes of their batches' attributes and writes together.
 	MaxFinishedRuns int `yaml:"max_finished_runs"`
+	// MaxFinishedBytes bounds those finished runs' attributes and writes
+	// per dataset and partition (default 64 MiB; 0 keeps the default, -1 is
+	// no limit, as is leaving it at 0 with max_finished_runs -1).
+	MaxFinishedBytes int `yaml:"max_finished_bytes"`
 	// RejectedRetention keeps a run aborted before it began (invalid,
 	// too_many_runs) this long instead of terminal_retention (default 10m).
 	RejectedRetention Duration `yaml:"rejected_retention"`
@@ -325,7 +333,19 @@ type Notify struct {
 	Console bool    `yaml:"console"`
 	Slack   *Slack  `yaml:"slack"`
 	Routes  []Route `yaml:"routes"`
+	// BestEffortWait is how long a notification waits for Slack once the
+	// results topic has it (default 1s); a Slack message still going out
+	// then goes on in the background. At most SlackBudget.
+	BestEffortWait Duration `yaml:"best_effort_wait"`
 }
+
+// SlackBudget bounds one notification's time on Slack, retries included:
+// a short budget keeps an outage from holding up the result events queued
+// behind it; the run re-notifies later.
+const SlackBudget = 5 * time.Second
+
+// DefaultBestEffortWait is notify.best_effort_wait's default.
+const DefaultBestEffortWait = time.Second
 
 // Slack credentials; each secret comes inline (usually ${ENV}) or from a file.
 type Slack struct {
@@ -724,6 +744,7 @@ func (c *Config) Defaults() {
 	c.Audit.ClockSkew = cmp.Or(c.Audit.ClockSkew, Duration(audit.DefaultClockSkew))
 	c.Audit.QueryTimeout = cmp.Or(c.Audit.QueryTimeout, Duration(audit.DefaultQueryTimeout))
 	c.Audit.MaxAttempts = cmp.Or(c.Audit.MaxAttempts, p.MaxAuditAttempts)
+	c.Notify.BestEffortWait = cmp.Or(c.Notify.BestEffortWait, Duration(DefaultBestEffortWait))
 	c.Log.Format = cmp.Or(c.Log.Format, "text")
 	c.Log.Level = cmp.Or(c.Log.Level, "info")
 	for name, d := range c.Datasets {
@@ -767,13 +788,24 @@ func (c *Config) Policy() pipeline.Policy {
 	p.MaxRunBytes, p.MaxLagWait, p.MaxOpenRuns = r.MaxRunBytes, r.MaxLagWait.Std(), max(r.MaxOpenRuns, 0) // -1: no limit
 	p.MaxPendingRuns, p.MaxFinishedRuns, p.RejectedRetention = max(r.MaxPendingRuns, 0), max(r.MaxFinishedRuns, 0), r.RejectedRetention.Std()
 	p.MaxAuditAttempts = c.Audit.MaxAttempts
-	if p.MaxOpenRuns == 0 {
-		p.MaxOpenBytes = 0 // runner.max_open_runs: -1 lifts the bytes' bound too
-	}
-	if p.MaxFinishedRuns == 0 {
-		p.MaxFinishedBytes = 0 // as runner.max_finished_runs: -1
-	}
+	p.MaxOpenBytes = bytesBound(r.MaxOpenBytes, r.MaxOpenRuns, p.MaxOpenBytes)
+	p.MaxFinishedBytes = bytesBound(r.MaxFinishedBytes, r.MaxFinishedRuns, p.MaxFinishedBytes)
 	return p
+}
+
+// bytesBound is a runs' bytes bound from its key (set) and its count's
+// (runs): -1 is no limit; 0 is the default, or no limit when the count's
+// is -1 (which lifted both before the bytes had a key of their own).
+func bytesBound(set, runs, def int) int {
+	switch {
+	case set < 0:
+		return 0
+	case set > 0:
+		return set
+	case runs < 0:
+		return 0
+	}
+	return def
 }
 
 // DatasetSpec is what the runner needs of dataset name.
@@ -1237,6 +1269,19 @@ func (c *Config) Validate() error {
 	badIf(c.Runner.MaxOpenRuns < -1, "runner.max_open_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxOpenRuns)
 	badIf(c.Runner.MaxPendingRuns < -1, "runner.max_pending_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxPendingRuns)
 	badIf(c.Runner.MaxFinishedRuns < -1, "runner.max_finished_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxFinishedRuns)
+	badIf(c.Notify.BestEffortWait < 0 || c.Notify.BestEffortWait.Std() > SlackBudget, "notify.best_effort_wait",
+		"%s must be between 0 (default %s) and %s, Slack's budget for one notification (a longer wait waits for nothing more)",
+		c.Notify.BestEffortWait.Std(), DefaultBestEffortWait, SlackBudget)
+	for _, b := range []struct {
+		field string
+		n     int
+	}{{"runner.max_open_bytes", c.Runner.MaxOpenBytes}, {"runner.max_finished_bytes", c.Runner.MaxFinishedBytes}} {
+		// One batch's attributes and writes may take up to a run record:
+		// a bound below it would refuse or forget such a batch's run alone.
+		badIf(b.n < -1 || (b.n > 0 && b.n < c.Runner.MaxRunBytes), b.field,
+			"%d must be -1 (no limit), 0 (default %d) or at least runner.max_run_bytes %d (one batch's attributes and writes may take a whole run record)",
+			b.n, pipeline.DefaultPolicy.MaxOpenBytes, c.Runner.MaxRunBytes)
+	}
 	for _, d := range []struct {
 		field string
 		n     int64

@@ -115,6 +115,12 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"runs token is the webhook's", "notify:", "http: {listen: \":9090\", webhook_token: same, runs_token: same}\nnotify:", "http.runs_token: is the webhook's token"},
 		{"results message size below an unshrinkable event", "  brokers:", "  results_max_message_bytes: 16384\n  brokers:", "kafka.results_max_message_bytes: 16384 is less than 65536"},
 		{"pending bound", "notify:", "runner: {max_pending_runs: -2}\nnotify:", "runner.max_pending_runs: must be -1"},
+		{"open bytes below a run record", "notify:", "runner: {max_open_bytes: 1000}\nnotify:",
+			"runner.max_open_bytes: 1000 must be -1 (no limit), 0 (default 67108864) or at least runner.max_run_bytes 262144"},
+		{"finished bytes below -1", "notify:", "runner: {max_finished_bytes: -2}\nnotify:", "runner.max_finished_bytes: -2 must be -1 (no limit)"},
+		{"best-effort wait over Slack's budget", "  console: true", "  console: true\n  best_effort_wait: 1m",
+			"notify.best_effort_wait: 1m0s must be between 0 (default 1s) and 5s"},
+		{"best-effort wait negative", "  console: true", "  console: true\n  best_effort_wait: -1s", "notify.best_effort_wait: -1s must be between"},
 		{"table no check reads", "      - {name: billing_fact, path: gold/billing_fact/}", "      - {name: billing_fact, path: gold/billing_fact/}\n      - {name: billing_dim, path: gold/billing_dim/}",
 			`datasets.billing.tables[1]: no check reads table "billing_dim", so nothing a batch writes under gold/billing_dim/ would be audited`},
 		{"no audit attempt", "notify:", "audit: {max_attempts: -1}\nnotify:", "audit.max_attempts: -1 must be at least 1 (0 keeps the default 3)"},
@@ -360,5 +366,35 @@ func TestLineageTopicIsNoneOfLakewapsOwn(t *testing.T) {
 	}
 	if _, err := ParseIn([]byte(good+"lineage: {kafka: {topic: wap.lineage}}\n"), vars, ""); err != nil {
 		t.Errorf("a topic of its own: %v", err)
+	}
+}
+
+// runner.max_open_bytes and max_finished_bytes reach the policy (a bound the
+// daemon never hands on bounds nothing); -1, or 0 beside its count's -1, is
+// no limit.
+func TestRunBytesBoundsReachThePolicy(t *testing.T) {
+	vars := env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"})
+	d := pipeline.DefaultPolicy
+	for _, tc := range []struct {
+		runner         string
+		open, finished int
+	}{
+		{"{}", d.MaxOpenBytes, d.MaxFinishedBytes},
+		{"{max_open_bytes: 1048576, max_finished_bytes: 2097152}", 1 << 20, 2 << 20},
+		{"{max_open_bytes: -1, max_finished_bytes: -1}", 0, 0},
+		{"{max_open_runs: -1, max_finished_runs: -1}", 0, 0},
+		{"{max_open_runs: -1, max_open_bytes: 1048576}", 1 << 20, d.MaxFinishedBytes},
+	} {
+		c, err := ParseIn([]byte(strings.Replace(good, "notify:", "runner: "+tc.runner+"\nnotify:", 1)), vars, "")
+		if err != nil {
+			t.Fatalf("runner %s: %v", tc.runner, err)
+		}
+		if p := c.Policy(); p.MaxOpenBytes != tc.open || p.MaxFinishedBytes != tc.finished || p.Validate() != nil {
+			t.Errorf("runner %s: open %d finished %d; want %d and %d", tc.runner, p.MaxOpenBytes, p.MaxFinishedBytes, tc.open, tc.finished)
+		}
+	}
+	c, err := ParseIn([]byte(strings.Replace(good, "  console: true", "  console: true\n  best_effort_wait: 3s", 1)), vars, "")
+	if err != nil || c.Notify.BestEffortWait.Std() != 3*time.Second {
+		t.Errorf("notify.best_effort_wait 3s: %v, err %v", c.Notify.BestEffortWait, err)
 	}
 }

@@ -315,9 +315,6 @@ func (d *Daemon) startAudits() (err error) {
 	return err
 }
 
-// slackBudget bounds one notification's time on Slack, retries included.
-const slackBudget = 5 * time.Second
-
 // newDispatcher fans result events out to the Kafka results sink and the
 // configured console and Slack sinks, along notify.routes.
 func newDispatcher(cfg *config.Config, results *notify.KafkaResults, console io.Writer, log *slog.Logger, reg prometheus.Registerer) (*notify.Dispatcher, error) {
@@ -326,9 +323,7 @@ func newDispatcher(cfg *config.Config, results *notify.KafkaResults, console io.
 		return nil, err
 	}
 	disp, err := notify.NewDispatcher(routes, sinks, notify.Options{Logger: log, Registerer: reg,
-		// Slack is a courtesy: a short budget keeps an outage from holding
-		// up the result events queued behind it; the run re-notifies later.
-		Budget: slackBudget})
+		Budget: config.SlackBudget, BestEffortWait: cfg.Notify.BestEffortWait.Std()})
 	if err != nil {
 		return nil, fmt.Errorf("notify: %w", err)
 	}
@@ -383,8 +378,8 @@ func (d *Daemon) close() {
 	}
 	if d.notify != nil {
 		// Slack messages still going out in the background are awaited
-		// (each ends within slackBudget), not cut by the exit.
-		ctx, cancel := context.WithTimeout(context.Background(), slackBudget+time.Second)
+		// (each ends within config.SlackBudget), not cut by the exit.
+		ctx, cancel := context.WithTimeout(context.Background(), config.SlackBudget+time.Second)
 		if err := d.notify.Close(ctx); err != nil {
 			d.log.Warn("stopping with notifications unsent", "error", err.Error())
 		}

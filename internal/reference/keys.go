@@ -69,6 +69,8 @@ var keyDocs = map[string]keyDoc{
 	"runner.max_open_runs":        {},
 	"runner.max_pending_runs":     {},
 	"runner.max_finished_runs":    {},
+	"runner.max_open_bytes":       {desc: "Bytes of batch attributes and expected writes the runs in progress of one dataset on one instance hold together; a landing past it is aborted too_many_runs. Validated: -1, 0 or at least runner.max_run_bytes.", def: "64 MiB (0: the default; -1, or 0 with max_open_runs -1: no limit)", example: "268435456"},
+	"runner.max_finished_bytes":   {desc: "Bytes of batch attributes and writes the finished runs an operator may retry hold per dataset and partition; past it the oldest are forgotten. Validated: -1, 0 or at least runner.max_run_bytes.", def: "64 MiB (0: the default; -1, or 0 with max_finished_runs -1: no limit)", example: "268435456"},
 	"runner.rejected_retention":   {},
 	"runner.state_key_file":       {desc: "File holding the daemon's state key (at least 32 bytes, the same for every instance): run records in the changelog are sealed with it (HMAC-SHA256), and one without a valid seal (forged, altered, or written before the key was set), or an older record of lakewap's written again (each carries its partition's sequence number under the seal), is set aside at restore: logged, counted in lakewap_state_records_set_aside_total, left in the changelog, never acted on.", def: "none (records are not authenticated; a warning at start)", example: "/run/secrets/lakewap_state_key"},
 
@@ -112,6 +114,7 @@ var keyDocs = map[string]keyDoc{
 	"notify.slack.webhook_url":      {desc: "Incoming webhook URL (instead of a token).", def: "none", example: "${SLACK_WEBHOOK_URL}"},
 	"notify.slack.webhook_url_file": {desc: "File holding the incoming webhook URL.", def: "none", example: "/run/secrets/slack_webhook"},
 	"notify.slack.api_url":          {desc: "Slack API base URL, for tests against slacktest.", def: "Slack's", example: "http://127.0.0.1:8081/api/"},
+	"notify.best_effort_wait":       {desc: "How long a notification waits for Slack once the results topic has it; a Slack message still going out then goes on in the background, the run pending:slack, so a slow Slack does not hold up the run's next result event. Validated: 0 to 5s (Slack's budget for one notification).", def: "1s", example: "3s"},
 	"notify.routes":                 {desc: "Which outcomes go to which sink.", def: "every outcome to every sink", example: `[{sink: slack, on: [aborted, failed]}]`},
 	"notify.routes[].sink":          {desc: "slack, console or kafka.", def: "none (required)", example: "slack"},
 	"notify.routes[].datasets":      {desc: "Datasets the route is for.", def: "every dataset", example: "[billing]"},
