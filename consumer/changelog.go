@@ -23,6 +23,9 @@ type ChangelogConfig struct {
 	Security  kafka.Security       // builds Transport when it is nil
 	Transport kafkago.RoundTripper // optional
 	Timeout   time.Duration        // deadline of one request when ctx has none; default 10s
+	// Refusals, when set, records the writes the topic refused for good
+	// (readiness reports them).
+	Refusals *kafka.Refusals
 }
 
 // Changelog is a key-value store per partition kept in a compacted topic:
@@ -30,9 +33,10 @@ type ChangelogConfig struct {
 // n of the changelog holds the state of partition n of the input topic, so
 // state moves with the partition when the group rebalances.
 type Changelog struct {
-	client *kafkago.Client
-	topic  string
-	owned  *kafkago.Transport // the transport it made (no ChangelogConfig.Transport), closed by Close
+	client   *kafkago.Client
+	topic    string
+	owned    *kafkago.Transport // the transport it made (no ChangelogConfig.Transport), closed by Close
+	refusals *kafka.Refusals
 }
 
 // NewChangelog validates cfg; it does no I/O.
@@ -54,8 +58,9 @@ func NewChangelog(cfg ChangelogConfig) (*Changelog, error) {
 	}
 	return &Changelog{
 		client: &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: cmp.Or(cfg.Timeout, 10*time.Second), Transport: transport},
-		topic:  cmp.Or(cfg.Topic, DefaultChangelogTopic),
-		owned:  owned,
+		topic:    cmp.Or(cfg.Topic, DefaultChangelogTopic),
+		owned:    owned,
+		refusals: cfg.Refusals,
 	}, nil
 }
 
@@ -106,11 +111,13 @@ func (c *Changelog) produce(ctx context.Context, partition int, records ...Chang
 		return fmt.Errorf("changelog: negative partition %d", partition)
 	}
 	batch := make([]kafkago.Record, len(records))
+	size := 0
 	for i, r := range records {
 		if r.Key == "" {
 			return errors.New("changelog: empty key (compacted topics need keys)")
 		}
 		batch[i] = kafkago.Record{Key: kafkago.NewBytes([]byte(r.Key)), Value: kafkago.NewBytes(r.Value)}
+		size += len(r.Key) + len(r.Value) + 64
 	}
 	res, err := c.client.Produce(ctx, &kafkago.ProduceRequest{
 		Topic:        c.topic,
@@ -121,6 +128,7 @@ func (c *Changelog) produce(ctx context.Context, partition int, records ...Chang
 	if err == nil && res != nil {
 		err = res.Error
 	}
+	c.refusals.Observe(c.topic, size, err)
 	if err != nil {
 		return fmt.Errorf("changelog: writing %s/%d key %q: %w", c.topic, partition, records[0].Key, err)
 	}

@@ -131,6 +131,7 @@ func New(cfg Config, h Handler, logger *slog.Logger) (*Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errConfig, err)
 	}
+	client.RecordRefusals(cfg.Refusals)
 	// One attempt: the consumer's own loop retries with backoff and
 	// metrics, and a dead letter must be written before moving on.
 	w := client.Writer(kafka.WriterConfig{Topic: cfg.DeadLetterTopic, Attempts: 1})

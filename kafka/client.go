@@ -21,7 +21,12 @@ type Client struct {
 	transport *kafkago.Transport
 	dialer    *kafkago.Dialer
 	admin     *kafkago.Client
+	refusals  *Refusals // nil: not recorded
 }
+
+// RecordRefusals has c's writes (Writer, Send) record in r what a topic
+// refused (readiness reports it); set it before making writers.
+func (c *Client) RecordRefusals(r *Refusals) { c.refusals = r }
 
 // NewClient prepares a client of brokers with sec; it does no I/O.
 func NewClient(brokers []string, sec Security) (*Client, error) {
@@ -59,11 +64,14 @@ type WriterConfig struct {
 // (murmur2), so lakewap and upstream producers agree on a batch's
 // partition. The one way lakewap writes to a topic (the changelog writes
 // its records to explicit partitions, with the consumer's own requests).
-type Writer struct{ w *kafkago.Writer }
+type Writer struct {
+	w        *kafkago.Writer
+	refusals *Refusals
+}
 
 // Writer builds the writer of cfg.
 func (c *Client) Writer(cfg WriterConfig) *Writer {
-	return &Writer{w: c.writer(cfg, &kafkago.Murmur2Balancer{})}
+	return &Writer{w: c.writer(cfg, &kafkago.Murmur2Balancer{}), refusals: c.refusals}
 }
 
 func (c *Client) writer(cfg WriterConfig, b kafkago.Balancer) *kafkago.Writer {
@@ -84,11 +92,15 @@ func (c *Client) writer(cfg WriterConfig, b kafkago.Balancer) *kafkago.Writer {
 // Write writes msgs, synchronously.
 func (w *Writer) Write(ctx context.Context, msgs ...Message) error {
 	wire := make([]kafkago.Message, len(msgs))
+	largest := 0
 	for i, m := range msgs {
 		m.Topic, m.Partition, m.Offset = "", 0, 0 // the writer's to set
 		wire[i] = Wire(m)
+		largest = max(largest, Size(m))
 	}
-	return w.w.WriteMessages(ctx, wire...)
+	err := w.w.WriteMessages(ctx, wire...)
+	w.refusals.Observe(w.w.Topic, largest, err)
+	return err
 }
 
 // Topic is the topic w writes to.
@@ -115,7 +127,9 @@ func (c *Client) Send(ctx context.Context, topic string, msg Message, partition 
 	}
 	defer wr.Close()
 	msg.Topic, msg.Partition, msg.Offset = "", 0, 0
-	if err := wr.WriteMessages(ctx, Wire(msg)); err != nil {
+	err := wr.WriteMessages(ctx, Wire(msg))
+	c.refusals.Observe(topic, Size(msg), err)
+	if err != nil {
 		return Message{}, err
 	}
 	select {

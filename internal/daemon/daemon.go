@@ -79,6 +79,7 @@ type Daemon struct {
 	changelog     *consumer.Changelog
 	http          *http.Server
 	httpLn        net.Listener
+	refusals      *kafka.Refusals // what lakewap's topics refused of its writes, for /readyz
 	janitor       *janitor.Janitor
 	sweepEvery    time.Duration // the janitor's interval: the config's, or Options.JanitorInterval
 	lineage       *lineage.Emitter
@@ -94,7 +95,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	d := &Daemon{cfg: cfg, log: log, reg: reg}
+	d := &Daemon{cfg: cfg, log: log, reg: reg, refusals: kafka.NewRefusals()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -115,7 +116,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		return nil, err
 	}
 
-	kp, err := connectKafka(ctx, cfg)
+	kp, err := connectKafka(ctx, cfg, d.refusals)
 	d.kafka, d.changelog = kp.client, kp.store // nil, or closed with the daemon's other parts
 	if err != nil {
 		return nil, err
@@ -207,7 +208,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	d.sweepEvery = cmp.Or(o.JanitorInterval, cfg.Janitor.Interval.Std())
 
 	cc := k.Consumer(kp.sec)
-	cc.Registerer = reg
+	cc.Registerer, cc.Refusals = reg, d.refusals
 	operators, err := cfg.OperatorKeys()
 	if err != nil {
 		return nil, err
@@ -261,7 +262,7 @@ type kafkaParts struct {
 // connectKafka prepares k's security, transport and codec, creates the
 // topics unless kafka.create_topics is false (then checks they exist), and
 // opens the run changelog.
-func connectKafka(ctx context.Context, cfg *config.Config) (kp kafkaParts, err error) {
+func connectKafka(ctx context.Context, cfg *config.Config, refusals *kafka.Refusals) (kp kafkaParts, err error) {
 	k := cfg.Kafka
 	if kp.sec, err = k.Security(); err != nil {
 		return kp, err
@@ -269,6 +270,7 @@ func connectKafka(ctx context.Context, cfg *config.Config) (kp kafkaParts, err e
 	if kp.client, err = kafka.NewClient(k.Brokers, kp.sec); err != nil {
 		return kp, err
 	}
+	kp.client.RecordRefusals(refusals)
 	if k.CreateTopics == nil || *k.CreateTopics {
 		err = kp.client.EnsureTopics(ctx, cfg.TopicSpecs()...)
 	} else {
@@ -292,7 +294,7 @@ func connectKafka(ctx context.Context, cfg *config.Config) (kp kafkaParts, err e
 	if kp.codec, err = k.Codec(); err != nil {
 		return kp, err
 	}
-	if kp.store, err = consumer.NewChangelog(consumer.ChangelogConfig{Brokers: k.Brokers, Topic: k.ChangelogTopic, Security: kp.sec}); err != nil {
+	if kp.store, err = consumer.NewChangelog(consumer.ChangelogConfig{Brokers: k.Brokers, Topic: k.ChangelogTopic, Security: kp.sec, Refusals: refusals}); err != nil {
 		return kp, fmt.Errorf("kafka changelog: %w", err)
 	}
 	return kp, nil
@@ -444,7 +446,7 @@ func (d *Daemon) serveHTTP(addr string) error {
 		return err
 	}
 	mux.Handle("GET /healthz", open(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })))
-	mux.Handle("GET /readyz", open(readyHandler(d.lake.Healthy, d.Assigned, d.log, time.Now)))
+	mux.Handle("GET /readyz", open(readyHandler(d.lake.Healthy, d.Assigned, d.refusals.Refusing, d.log, time.Now)))
 	d.httpLn = ln
 	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.Std())
 	lim := serveLimited(d.http, ln, maxConns)
@@ -454,12 +456,16 @@ func (d *Daemon) serveHTTP(addr string) error {
 }
 
 // readyHandler answers /readyz: whether lakeFS answers its health check
-// (healthy) and the partitions are assigned and restored. Anyone who
+// (healthy), the partitions are assigned and restored, and no topic of
+// lakewap's refused its records within kafka.RefusalFor (refusing: a
+// max.message.bytes lowered, an ACL taken away; the writer retries for
+// ever and the partition behind it waits, so only an operator can help,
+// and the answer names the topic and the broker's reason). Anyone who
 // reaches the port may call it: calls share one health check at a time and
 // its answer for readyFor, so they cannot make lakewap call lakeFS as
 // often as they call /readyz. The check does not end with the call that
 // made it (a caller hanging up would make the answer a failure).
-func readyHandler(healthy func(context.Context) error, assigned func() bool, log *slog.Logger, now func() time.Time) http.Handler {
+func readyHandler(healthy func(context.Context) error, assigned func() bool, refusing func() []kafka.Refusal, log *slog.Logger, now func() time.Time) http.Handler {
 	var (
 		mu      sync.Mutex
 		checked time.Time
@@ -488,6 +494,18 @@ func readyHandler(healthy func(context.Context) error, assigned func() bool, log
 		}
 		if !assigned() {
 			http.Error(w, "kafka: partitions not assigned and restored yet", http.StatusServiceUnavailable)
+			return
+		}
+		if refs := refusing(); len(refs) > 0 {
+			var b strings.Builder
+			for _, ref := range refs {
+				fmt.Fprintf(&b, "kafka: topic %s refuses lakewap's records: %s", ref.Topic, ref.Reason)
+				if ref.Bytes > 0 {
+					fmt.Fprintf(&b, " (a record of %d bytes; raise its max.message.bytes)", ref.Bytes)
+				}
+				b.WriteString("\n")
+			}
+			http.Error(w, strings.TrimSuffix(b.String(), "\n"), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lakewap/lakewap/kafka"
 )
 
 // TestReadyzAsksLakeFSAtMostOncePerSecond: /readyz answers whoever reaches
@@ -29,7 +31,7 @@ func TestReadyzAsksLakeFSAtMostOncePerSecond(t *testing.T) {
 		return nil
 	}
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
-	h := readyHandler(healthy, func() bool { return true }, slog.New(slog.DiscardHandler), func() time.Time { return now })
+	h := readyHandler(healthy, func() bool { return true }, func() []kafka.Refusal { return nil }, slog.New(slog.DiscardHandler), func() time.Time { return now })
 	ready := func() int {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))

@@ -28,7 +28,7 @@ func TestMissingTopicStopsStartUpNamingTheField(t *testing.T) {
 	cfg.Defaults()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	kp, err := connectKafka(ctx, &cfg)
+	kp, err := connectKafka(ctx, &cfg, nil)
 	if err == nil {
 		kp.client.Close()
 		t.Fatal("connectKafka with a missing requests topic and create_topics false: no error")
@@ -43,7 +43,7 @@ func TestMissingTopicStopsStartUpNamingTheField(t *testing.T) {
 	if err := c.CreateTopics(ctx, kafkatest.Topic{Name: "requests", Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
-	kp, err = connectKafka(ctx, &cfg)
+	kp, err = connectKafka(ctx, &cfg, nil)
 	if err != nil {
 		t.Fatalf("connectKafka with every topic: %v", err)
 	}
@@ -92,14 +92,14 @@ func TestTopicTakingSmallerMessagesStopsStartUp(t *testing.T) {
 			defer cancel()
 			if tc.keyed {
 				// Without the key, a run record fits 300000 bytes.
-				kp, err := connectKafka(ctx, &cfg)
+				kp, err := connectKafka(ctx, &cfg, nil)
 				if err != nil {
 					t.Fatalf("connectKafka with a changelog of 300000 bytes, no state key: %v", err)
 				}
 				kp.client.Close()
 				cfg.Runner.StateKeyFile = keyFile
 			}
-			kp, err := connectKafka(ctx, &cfg)
+			kp, err := connectKafka(ctx, &cfg, nil)
 			if err == nil {
 				kp.client.Close()
 				t.Fatalf("connectKafka with %s taking %d-byte messages: no error", tc.topic, tc.max)
@@ -128,7 +128,7 @@ func TestRequestsTopicOfAnotherPartitionCountStopsStartUp(t *testing.T) {
 	cfg.Defaults()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	kp, err := connectKafka(ctx, &cfg)
+	kp, err := connectKafka(ctx, &cfg, nil)
 	if err == nil {
 		kp.client.Close()
 		t.Fatal("connectKafka with a 1-partition requests topic beside a 4-partition input topic: no error")

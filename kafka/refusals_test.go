@@ -1,0 +1,54 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+)
+
+// A refusal stays reported while a retry meets it again, is cleared by a
+// write as large as the record refused (a smaller one proves nothing), and
+// is forgotten RefusalFor after it was last seen; errors a retry may pass
+// are not refusals.
+func TestRefusalsAreReportedUntilAWriteAsLargeGoesThrough(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	r := NewRefusals()
+	r.now = func() time.Time { return now }
+	tooLarge := kafkago.WriteErrors{kafkago.MessageSizeTooLarge}
+	r.Observe("wap.results", 40_000, tooLarge)
+	r.Observe("wap.runs", 100, fmt.Errorf("changelog: writing: %w", kafkago.TopicAuthorizationFailed))
+	r.Observe("wap.dlq", 100, kafkago.NotLeaderForPartition) // passes on retry
+	r.Observe("wap.dlq", 100, errors.New("dial tcp: connection refused"))
+	got := r.Refusing()
+	if len(got) != 2 || got[0].Topic != "wap.results" || got[0].Bytes != 40_000 || got[0].Reason != "Message Size Too Large" ||
+		got[1].Topic != "wap.runs" || got[1].Reason != "Topic Authorization Failed" {
+		t.Fatalf("refusing %+v; want wap.results (40,000 bytes too large) and wap.runs (not authorised)", got)
+	}
+	r.Observe("wap.results", 500, nil) // a small event went through
+	r.Observe("wap.runs", 10, nil)     // any write proves the ACL back
+	if got := r.Refusing(); len(got) != 1 || got[0].Topic != "wap.results" {
+		t.Fatalf("refusing %+v after small writes; want wap.results still", got)
+	}
+	now = now.Add(RefusalFor / 2)
+	r.Observe("wap.results", 30_000, tooLarge) // the shrunk event, refused too
+	if got := r.Refusing(); len(got) != 1 || got[0].Bytes != 40_000 {
+		t.Fatalf("refusing %+v; want the largest refused kept", got)
+	}
+	r.Observe("wap.results", 40_000, nil)
+	if got := r.Refusing(); len(got) != 0 {
+		t.Fatalf("refusing %+v after the refused event went through; want none", got)
+	}
+	r.Observe("wap.results", 40_000, tooLarge)
+	now = now.Add(RefusalFor)
+	if got := r.Refusing(); len(got) != 0 {
+		t.Errorf("refusing %+v a RefusalFor after it was last seen; want none", got)
+	}
+	var none *Refusals
+	none.Observe("x", 1, tooLarge) // a nil record records nothing
+	if none.Refusing() != nil {
+		t.Error("a nil Refusals reports refusals")
+	}
+}

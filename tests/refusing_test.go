@@ -1,0 +1,75 @@
+package tests
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	kafkago "github.com/segmentio/kafka-go"
+
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// setTopicLimit sets topic's max.message.bytes on the stack's brokers, as
+// an operator with kafka-configs would.
+func setTopicLimit(t *testing.T, brokers []string, topic string, bytes int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin := &kafkago.Client{Addr: kafkago.TCP(brokers...)}
+	res, err := admin.IncrementalAlterConfigs(ctx, &kafkago.IncrementalAlterConfigsRequest{
+		Resources: []kafkago.IncrementalAlterConfigsRequestResource{{
+			ResourceType: kafkago.ResourceTypeTopic, ResourceName: topic,
+			Configs: []kafkago.IncrementalAlterConfigsRequestConfig{
+				{Name: "max.message.bytes", Value: strconv.Itoa(bytes), ConfigOperation: kafkago.ConfigOperationSet},
+			},
+		}},
+	})
+	if err == nil && len(res.Resources) == 1 {
+		err = res.Resources[0].Error
+	}
+	if err != nil {
+		t.Fatalf("setting %s's max.message.bytes: %v", topic, err)
+	}
+}
+
+// An operator lowers the results topic's max.message.bytes after start-up,
+// under any result event: lakewap keeps the event in the run's outbox and
+// retries it for ever, and /readyz says which topic refuses lakewap's
+// records and what to raise. When the limit is raised again, the event goes
+// out and lakewap is ready again.
+func TestReadinessSaysATopicRefusesLakewapsRecords(t *testing.T) {
+	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0"; c.HTTP.WebhookToken = "test-token" })
+	base := "http://" + e.d.HTTPAddr()
+	waitFor(t, func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
+
+	results := e.cfg.Kafka.ResultsTopic
+	setTopicLimit(t, e.Stack.KafkaBrokers, results, 300)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: "refused-1", Dataset: "billing", SourceRef: "no-such-branch",
+		ExpectedWrites: []string{"billing_fact"}, Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	var body string
+	waitFor(t, func() bool {
+		var code int
+		code, body = get(t, base+"/readyz")
+		return code == http.StatusServiceUnavailable
+	})
+	for _, want := range []string{"topic " + results + " refuses lakewap's records", "Message Size Too Large", "raise its max.message.bytes"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/readyz says %q; want it to say %q", body, want)
+		}
+	}
+
+	setTopicLimit(t, e.Stack.KafkaBrokers, results, 1<<20)
+	ev, err := e.Watcher.Await(ctx, "refused-1", schemas.TypeBatchAborted)
+	must(t, err)
+	if ab, ok := ev.(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonInvalid {
+		t.Errorf("got %+v, want the BatchAborted invalid that waited", ev)
+	}
+	waitFor(t, func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
+}
