@@ -57,7 +57,7 @@ func NewChangelog(cfg ChangelogConfig) (*Changelog, error) {
 		transport, owned = t, t
 	}
 	return &Changelog{
-		client: &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: cmp.Or(cfg.Timeout, 10*time.Second), Transport: transport},
+		client:   &kafkago.Client{Addr: kafkago.TCP(cfg.Brokers...), Timeout: cmp.Or(cfg.Timeout, 10*time.Second), Transport: transport},
 		topic:    cmp.Or(cfg.Topic, DefaultChangelogTopic),
 		owned:    owned,
 		refusals: cfg.Refusals,

@@ -42,10 +42,10 @@ type Config struct {
 	MaxFetchBytes int
 
 	Registerer prometheus.Registerer // nil: metrics are kept but not exported
+	Now        func() time.Time      // clock for the wap.dlq.time header; default time.Now
 	// Refusals, when set, records the dead letters the dead-letter topic
 	// refused for good (readiness reports them).
 	Refusals *kafka.Refusals
-	Now        func() time.Time      // clock for the wap.dlq.time header; default time.Now
 }
 
 var errConfig = errors.New("consumer config")
