@@ -446,7 +446,7 @@ func (d *Daemon) serveHTTP(addr string) error {
 		return err
 	}
 	mux.Handle("GET /healthz", open(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })))
-	mux.Handle("GET /readyz", open(readyHandler(d.lake.Healthy, d.Assigned, d.refusals.Refusing, d.log, time.Now)))
+	mux.Handle("GET /readyz", open(readyHandler(d.lake.Healthy, d.Assigned, d.stalling, d.log, time.Now)))
 	d.httpLn = ln
 	d.http = newHTTPServer(mux, d.cfg.Runner.StepTimeout.Std())
 	lim := serveLimited(d.http, ln, maxConns)
@@ -509,6 +509,17 @@ func readyHandler(healthy func(context.Context) error, assigned func() bool, ref
 			return
 		}
 		fmt.Fprintln(w, "ready")
+	})
+}
+
+// stalling lists the refusals of the topics whose records lakewap retries
+// for ever, holding up a partition: results, changelog, dead letters. The
+// lineage topic is best effort (its events are dropped and logged): a
+// refusal there is no reason to stop lakeFS's hook calls reaching lakewap.
+func (d *Daemon) stalling() []kafka.Refusal {
+	k := d.cfg.Kafka
+	return slices.DeleteFunc(d.refusals.Refusing(), func(r kafka.Refusal) bool {
+		return r.Topic != k.ResultsTopic && r.Topic != k.ChangelogTopic && r.Topic != k.DeadLetterTopic
 	})
 }
 
