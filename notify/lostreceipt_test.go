@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slack-go/slack"
+
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -208,5 +210,42 @@ func TestCloseAwaitsBackgroundDeliveries(t *testing.T) {
 	}
 	if top := ws.topLevel(); len(top) != 1 {
 		t.Errorf("%d messages in Slack when Close returned; want the one it awaited", len(top))
+	}
+}
+
+// Another app in the channel posts a reply in the run's thread carrying the
+// metadata of lakewap's details: it is not taken for them, and lakewap's
+// own details are posted (before, the lookup believed any reply's metadata,
+// so any app with chat:write could silence a failed run's details).
+func TestAnotherAppsReplyIsNotTakenForTheDetails(t *testing.T) {
+	ws := newWorkspace(t)
+	ctx := context.Background()
+	stored, err := restarted(t, ws).Notify(ctx, note(readyEvent(), schemas.StateAwaitingWrites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := ws.topLevel()
+	if len(top) != 1 {
+		t.Fatalf("%d messages; want the run's", len(top))
+	}
+	aborted := note(abortedAuditEvent(), schemas.StateAborted)
+	other := slack.New("xoxb-another-apps-token", slack.OptionAPIURL(ws.apiURL()))
+	if _, _, err := other.PostMessageContext(ctx, slackChannel, slack.MsgOptionText("nothing to see", false), slack.MsgOptionTS(top[0].TS),
+		slack.MsgOptionMetadata(runMetadata(runDetailsType, aborted))); err != nil {
+		t.Fatal(err)
+	}
+
+	aborted.Receipts = stored
+	if _, err := restarted(t, ws).Notify(ctx, aborted); err != nil {
+		t.Fatal(err)
+	}
+	ours := 0
+	for _, r := range ws.replies(top[0].TS) {
+		if r.BotID == top[0].BotID {
+			ours++
+		}
+	}
+	if ours != 1 {
+		t.Errorf("lakewap posted %d detail replies; want 1 (another app's reply is not its)", ours)
 	}
 }

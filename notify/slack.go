@@ -266,6 +266,7 @@ func (s *Slack) find(ctx context.Context, ch string, n Notification, thread stri
 		oldest = fmt.Sprintf("%d.%06d", at.Unix(), at.Nanosecond()/1000)
 	}
 	cursor := ""
+	var parent *slack.Message // the thread's first message, from replies
 	for range lookupPages {
 		var msgs []slack.Message
 		var more bool
@@ -294,7 +295,17 @@ func (s *Slack) find(ctx context.Context, ch string, n Notification, thread stri
 			return "", false, nil
 		}
 		for _, m := range msgs {
-			if m.Timestamp == thread || !isRun(m.Metadata, kind, n) {
+			if m.Timestamp == thread {
+				// The run's message, lakewap's own (its receipt said so):
+				// only a reply by the same poster is lakewap's. Any app in
+				// the channel may put lakewap's metadata on a reply.
+				parent = &m
+				continue
+			}
+			if !isRun(m.Metadata, kind, n) {
+				continue
+			}
+			if thread != "" && (parent == nil || m.BotID != parent.BotID || m.User != parent.User) {
 				continue
 			}
 			if thread == "" && m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {

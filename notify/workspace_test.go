@@ -39,6 +39,7 @@ type postedMessage struct {
 	Text                  string
 	Blocks                slack.Blocks
 	Metadata              slack.SlackMetadata
+	BotID                 string // the poster's, by its token
 	Updates               int
 }
 
@@ -125,6 +126,7 @@ func (ws *workspace) post(w http.ResponseWriter, r *http.Request) {
 	ws.seq++
 	m := &postedMessage{
 		Metadata: md,
+		BotID:    botOf(r.Form.Get("token")),
 		Channel:  channelID(r.Form.Get("channel")),
 		// Slack's clock: a minute after the runs of these tests landed.
 		TS:       fmt.Sprintf("%d.%06d", landedAt.Unix()+60, ws.seq),
@@ -178,7 +180,7 @@ func (ws *workspace) page(w http.ResponseWriter, r *http.Request, keep func(*pos
 		if m.Channel != ch || !keep(m) || (oldest != "" && m.TS < oldest) {
 			continue
 		}
-		msg := map[string]any{"type": "message", "ts": m.TS, "text": m.Text}
+		msg := map[string]any{"type": "message", "ts": m.TS, "text": m.Text, "bot_id": m.BotID}
 		if m.ThreadTS != "" {
 			msg["thread_ts"] = m.ThreadTS
 		}
@@ -204,6 +206,9 @@ func (ws *workspace) page(w http.ResponseWriter, r *http.Request, keep func(*pos
 	writeJSON(w, map[string]any{"ok": true, "messages": all[start:end], "has_more": next != "",
 		"response_metadata": map[string]any{"next_cursor": next}})
 }
+
+// botOf is the bot id Slack gives a token's messages.
+func botOf(token string) string { return "B" + strings.ToUpper(strings.TrimPrefix(token, "xoxb-")) }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
