@@ -2,6 +2,7 @@ package notify
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -247,5 +248,37 @@ func TestAnotherAppsReplyIsNotTakenForTheDetails(t *testing.T) {
 	}
 	if ours != 1 {
 		t.Errorf("lakewap posted %d detail replies; want 1 (another app's reply is not its)", ours)
+	}
+}
+
+// A channel's history page is as large as its members make it (slack-go
+// reads an answer whole): a page that does not end is read up to
+// maxSlackAnswerBytes, the lookup stops there, and the message is posted
+// (before, the page was read until the attempt's deadline, every attempt,
+// and the run's message never went out).
+func TestEndlessHistoryPageIsCutAndTheMessagePosted(t *testing.T) {
+	ws := newWorkspace(t)
+	ws.setFail(func(method string, w http.ResponseWriter) bool {
+		if method != "conversations.history" {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"ok":true,"messages":[`)
+		filler := `{"type":"message","ts":"1.000001","text":"` + strings.Repeat("x", 32<<10) + `"},`
+		for {
+			if _, err := io.WriteString(w, filler); err != nil {
+				return true // the client hung up
+			}
+		}
+	})
+	results := &recordingSink{name: "results", required: true}
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, newTestSlack(t, ws, "slack", slackChannel)},
+		Options{Budget: 15 * time.Second})
+	got, err := d.Notify(context.Background(), note(readyEvent(), schemas.StateAwaitingWrites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["slack"] == "" || got[PendingKey("slack")] != "" || len(ws.topLevel()) != 1 {
+		t.Errorf("receipts %v, %d messages: want the run's message posted past an endless history page", got, len(ws.topLevel()))
 	}
 }

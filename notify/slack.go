@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -94,7 +95,7 @@ func NewSlack(cfg SlackConfig) (*Slack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
-	var opts []slack.Option
+	opts := []slack.Option{slack.OptionHTTPClient(cappedClient())}
 	if cfg.APIURL != "" {
 		opts = append(opts, slack.OptionAPIURL(cfg.APIURL))
 	}
@@ -213,6 +214,52 @@ func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) 
 	return rc.String(), false, nil
 }
 
+// maxSlackAnswerBytes bounds one answer of Slack's API: a history page
+// holds what the channel's members wrote (200 messages of up to 40,000
+// characters and 50 blocks each), read whole by slack-go.
+const maxSlackAnswerBytes = 4 << 20
+
+// errSlackAnswerTooLarge is the read error of an answer over maxSlackAnswerBytes.
+var errSlackAnswerTooLarge = fmt.Errorf("slack: answer over %d bytes", maxSlackAnswerBytes)
+
+// cappedClient is an HTTP client whose answers' bodies end in
+// errSlackAnswerTooLarge past maxSlackAnswerBytes.
+func cappedClient() *http.Client {
+	return &http.Client{Transport: cappedTransport{next: http.DefaultTransport}}
+}
+
+type cappedTransport struct{ next http.RoundTripper }
+
+func (c cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err == nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: maxSlackAnswerBytes}
+	}
+	return resp, err
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells an answer of exactly the cap from a larger one.
+		var one [1]byte
+		if n, _ := b.ReadCloser.Read(one[:]); n > 0 {
+			return 0, errSlackAnswerTooLarge
+		}
+		return b.ReadCloser.Read(p)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
 func runMetadata(kind string, n Notification) slack.SlackMetadata {
 	return slack.SlackMetadata{EventType: kind, EventPayload: map[string]any{"dataset": n.Dataset, "batch_id": n.BatchID}}
 }
@@ -281,6 +328,13 @@ func (s *Slack) find(ctx context.Context, ch string, n Notification, thread stri
 		} else {
 			msgs, more, next, err = s.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
 				ChannelID: id, Timestamp: thread, Limit: lookupPageSize, Cursor: cursor, IncludeAllMetadata: true})
+		}
+		if errors.Is(err, errSlackAnswerTooLarge) {
+			// Channel members filled the page: look no further (a
+			// lost receipt here gives a second message).
+			s.log.Warn("slack: a page of the channel's history is over the bytes lakewap reads; the lookup for the run's message stops there",
+				"sink", s.name, "channel", id, "op", op, "max_bytes", maxSlackAnswerBytes, "batch_id", n.BatchID, "dataset", n.Dataset)
+			return "", false, nil
 		}
 		if err != nil {
 			retry, werr := classifySlack(op, s.name, err, s.secrets)
@@ -351,7 +405,7 @@ func NewSlackWebhook(cfg SlackWebhookConfig) (*SlackWebhook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("slack webhook %s: %w", cfg.Name, err)
 	}
-	return &SlackWebhook{name: cfg.Name, url: cfg.URL, hc: &http.Client{}, links: links{base: base}}, nil
+	return &SlackWebhook{name: cfg.Name, url: cfg.URL, hc: cappedClient(), links: links{base: base}}, nil
 }
 
 func (w *SlackWebhook) Name() string { return w.name }
