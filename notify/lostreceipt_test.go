@@ -59,7 +59,8 @@ func awaitMessages(t *testing.T, ws *workspace, want int) {
 // workspace, knowing only what the run's record stored.
 func restarted(t *testing.T, ws *workspace) *Dispatcher {
 	results := &recordingSink{name: "results", required: true}
-	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, newTestSlack(t, ws, "slack", slackChannel)}, Options{})
+	// Its notifications are awaited whole, however slow the machine.
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, newTestSlack(t, ws, "slack", slackChannel)}, Options{BestEffortWait: time.Minute})
 	return d
 }
 
@@ -160,7 +161,7 @@ func TestSlackHistoryRefusedIsLoggedOnceAndPosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, sl}, Options{})
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, sl}, Options{BestEffortWait: time.Minute})
 	for _, batch := range []string{"b-1", "b-2"} {
 		n := note(readyEvent(), schemas.StateAwaitingWrites)
 		n.BatchID = batch
