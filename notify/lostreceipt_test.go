@@ -233,7 +233,7 @@ func TestAnotherAppsReplyIsNotTakenForTheDetails(t *testing.T) {
 	aborted := note(abortedAuditEvent(), schemas.StateAborted)
 	other := slack.New("xoxb-another-apps-token", slack.OptionAPIURL(ws.apiURL()))
 	if _, _, err := other.PostMessageContext(ctx, slackChannel, slack.MsgOptionText("nothing to see", false), slack.MsgOptionTS(top[0].TS),
-		slack.MsgOptionMetadata(runMetadata(runDetailsType, aborted))); err != nil {
+		slack.MsgOptionMetadata((&Slack{}).runMetadata(runDetailsType, aborted))); err != nil {
 		t.Fatal(err)
 	}
 
@@ -281,5 +281,32 @@ func TestEndlessHistoryPageIsCutAndTheMessagePosted(t *testing.T) {
 	}
 	if got["slack"] == "" || got[PendingKey("slack")] != "" || len(ws.topLevel()) != 1 {
 		t.Errorf("receipts %v, %d messages: want the run's message posted past an endless history page", got, len(ws.topLevel()))
+	}
+}
+
+// Staging and production post with one bot token to one channel, each a run
+// of the same dataset and batch id: production, without a receipt, does not
+// take staging's message for its own (before, it edited it to its state).
+func TestAnotherDeploymentsMessageIsNotTakenForTheRuns(t *testing.T) {
+	ws := newWorkspace(t)
+	deployment := func(scope string) *Dispatcher {
+		sl, err := NewSlack(SlackConfig{Token: "xoxb-test-secret-token", Channel: slackChannel, APIURL: ws.apiURL(), Scope: scope})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{&recordingSink{name: "results", required: true}, sl},
+			Options{BestEffortWait: time.Minute})
+		return d
+	}
+	ctx := context.Background()
+	if _, err := deployment("staging").Notify(ctx, note(readyEvent(), schemas.StateAwaitingWrites)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deployment("production").Notify(ctx, note(publishedEvent(), schemas.StatePublished)); err != nil {
+		t.Fatal(err)
+	}
+	top := ws.topLevel()
+	if len(top) != 2 || top[0].Updates != 0 {
+		t.Errorf("%d messages, staging's updated %d times; want each deployment's own, staging's untouched", len(top), top[0].Updates)
 	}
 }

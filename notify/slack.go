@@ -33,6 +33,12 @@ type SlackConfig struct {
 	// Logger hears that a channel's history cannot be read (see Slack); nil
 	// logs nothing.
 	Logger *slog.Logger
+	// Scope names this deployment in the messages' metadata, opaquely (the
+	// config hashes what sets it apart): a lookup takes only messages of its
+	// own scope, so two deployments posting with one bot token to one channel
+	// (staging and production) do not edit each other's runs of the same
+	// dataset and batch id.
+	Scope string
 }
 
 // Slack posts one message per batch and edits it in place as the run moves
@@ -56,6 +62,7 @@ type Slack struct {
 	links         links
 	secrets       []string
 	log           *slog.Logger
+	scope         string
 
 	mu  sync.Mutex
 	ids map[string]string // channel name -> id, learnt from posts
@@ -106,6 +113,7 @@ func NewSlack(cfg SlackConfig) (*Slack, error) {
 		links:   links{base: base},
 		secrets: []string{cfg.Token},
 		log:     cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		scope:   cfg.Scope,
 		ids:     map[string]string{},
 		blind:   map[string]bool{},
 	}, nil
@@ -154,7 +162,7 @@ func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) 
 	m := mainMessage(r, s.links)
 	ch := cmp.Or(n.Channel, s.channel)
 	rc := parseSlackReceipt(n.Receipts[s.name])
-	opts := append(m.options(), slack.MsgOptionMetadata(runMetadata(runMessageType, n)))
+	opts := append(m.options(), slack.MsgOptionMetadata(s.runMetadata(runMessageType, n)))
 	if rc.ts == "" {
 		ts, retry, err := s.find(ctx, ch, n, "")
 		if err != nil {
@@ -201,7 +209,7 @@ func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) 
 		rc.reply = reply
 	}
 	if details && rc.reply == "" {
-		opts := append(th.options(), slack.MsgOptionTS(rc.ts), slack.MsgOptionMetadata(runMetadata(runDetailsType, n)))
+		opts := append(th.options(), slack.MsgOptionTS(rc.ts), slack.MsgOptionMetadata(s.runMetadata(runDetailsType, n)))
 		_, ts, err := s.api.PostMessageContext(ctx, rc.channel, opts...)
 		if err != nil {
 			// The main message is right; the receipt says so, and the next
@@ -260,12 +268,13 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func runMetadata(kind string, n Notification) slack.SlackMetadata {
-	return slack.SlackMetadata{EventType: kind, EventPayload: map[string]any{"dataset": n.Dataset, "batch_id": n.BatchID}}
+func (s *Slack) runMetadata(kind string, n Notification) slack.SlackMetadata {
+	return slack.SlackMetadata{EventType: kind, EventPayload: map[string]any{"dataset": n.Dataset, "batch_id": n.BatchID, "scope": s.scope}}
 }
 
-func isRun(md slack.SlackMetadata, kind string, n Notification) bool {
-	return md.EventType == kind && md.EventPayload["dataset"] == n.Dataset && md.EventPayload["batch_id"] == n.BatchID
+func (s *Slack) isRun(md slack.SlackMetadata, kind string, n Notification) bool {
+	scope, _ := md.EventPayload["scope"].(string) // none on a message of no scope
+	return md.EventType == kind && md.EventPayload["dataset"] == n.Dataset && md.EventPayload["batch_id"] == n.BatchID && scope == s.scope
 }
 
 // channelID is ch's id: ch itself when it is one, else the id a post to it
@@ -356,7 +365,7 @@ func (s *Slack) find(ctx context.Context, ch string, n Notification, thread stri
 				parent = &m
 				continue
 			}
-			if !isRun(m.Metadata, kind, n) {
+			if !s.isRun(m.Metadata, kind, n) {
 				continue
 			}
 			if thread != "" && (parent == nil || m.BotID != parent.BotID || m.User != parent.User) {

@@ -10,7 +10,9 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -361,6 +363,15 @@ type Slack struct {
 	// announcements (UnattestedChange) are new messages, counted under their kind.
 	RateBurst int      `yaml:"rate_burst"`
 	RatePer   Duration `yaml:"rate_per"`
+}
+
+// SlackScope names this deployment in its Slack messages' metadata: a hash
+// of kafka.deployment_id, the lakeFS endpoint and the results topic, so that
+// deployments sharing a bot token and a channel do not take each other's
+// messages, and no internal address is shown to the channel's apps.
+func (c *Config) SlackScope() string {
+	sum := sha256.Sum256([]byte(c.Kafka.DeploymentID + "\x00" + c.LakeFS.Endpoint + "\x00" + c.Kafka.ResultsTopic))
+	return hex.EncodeToString(sum[:8])
 }
 
 // Limit is the Slack sink's rate limit as notify's options.
@@ -981,7 +992,8 @@ func (c *Config) Sinks(results notify.Sink, console io.Writer, reg prometheus.Re
 		}
 		var sl notify.Sink
 		if token != "" {
-			sl, err = notify.NewSlack(notify.SlackConfig{Name: "slack", Token: token, Channel: s.Channel, LakeFSURL: c.LakeFS.UIURL, APIURL: s.APIURL, Logger: log})
+			sl, err = notify.NewSlack(notify.SlackConfig{Name: "slack", Token: token, Channel: s.Channel, LakeFSURL: c.LakeFS.UIURL, APIURL: s.APIURL, Logger: log,
+				Scope: c.SlackScope()})
 		} else {
 			sl, err = notify.NewSlackWebhook(notify.SlackWebhookConfig{Name: "slack", URL: hook, LakeFSURL: c.LakeFS.UIURL})
 		}

@@ -398,3 +398,31 @@ func TestRunBytesBoundsReachThePolicy(t *testing.T) {
 		t.Errorf("notify.best_effort_wait 3s: %v, err %v", c.Notify.BestEffortWait, err)
 	}
 }
+
+// The Slack scope sets deployments apart (staging and production sharing a
+// bot token and a channel) and shows no address: it is the same across
+// restarts of one deployment, another with another lakeFS, results topic or
+// deployment id.
+func TestSlackScopeSetsDeploymentsApart(t *testing.T) {
+	vars := env(map[string]string{"KAFKA_PASSWORD": "pw", "LAKEFS_KEY": "AKIA"})
+	scope := func(from, to string) string {
+		c, err := ParseIn([]byte(strings.Replace(good, from, to, 1)), vars, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.SlackScope()
+	}
+	prod := scope("", "")
+	if prod != scope("", "") || len(prod) != 16 || strings.Contains(prod, "lakefs") {
+		t.Fatalf("scope %q: want 16 hex digits, the same for the same config", prod)
+	}
+	for _, other := range []string{
+		scope("http://lakefs:8000", "http://lakefs-staging:8000"),
+		scope("  brokers:", "  results_topic: staging.results\n  brokers:"),
+		scope("  brokers:", "  deployment_id: staging\n  brokers:"),
+	} {
+		if other == prod {
+			t.Errorf("another deployment's scope %q is production's", other)
+		}
+	}
+}
