@@ -129,6 +129,9 @@ func (c *Changelog) produce(ctx context.Context, partition int, records ...Chang
 		err = res.Error
 	}
 	c.refusals.Observe(c.topic, size, err)
+	if kafka.TooLarge(err) {
+		c.refusals.TooLarge(c.topic, size) // a run record is not cut: it is retried as it is
+	}
 	if err != nil {
 		return fmt.Errorf("changelog: writing %s/%d key %q: %w", c.topic, partition, records[0].Key, err)
 	}

@@ -768,6 +768,7 @@ func (c *Consumer) deadLetter(gctx, handleCtx context.Context, msg kafkago.Messa
 			// Even without the original: the topic's max.message.bytes was
 			// lowered after start-up. Only an operator can help; the
 			// message stays unhandled until the dead letter is written.
+			c.cfg.Refusals.TooLarge(c.cfg.DeadLetterTopic, kafka.Size(dl))
 			log.Error("dead-letter topic refuses the dead letter as too large even without the original; raise its max.message.bytes; partition waits",
 				"offset", msg.Offset, "reason", p.Reason, "dead_letter_topic", c.cfg.DeadLetterTopic, "bytes", kafka.Size(dl), "err", err)
 		} else {

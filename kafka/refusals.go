@@ -33,9 +33,13 @@ type Refusal struct {
 }
 
 // Refusals records, per topic, the writes a broker refused for a reason
-// that a retry does not change. A successful write clears its topic's
-// refusal, but one refused as too large only by a write at least as large.
-// The zero value is not usable; a nil *Refusals records nothing.
+// that a retry does not change. A write refused as too large is not one by
+// itself: its writer may write a smaller record instead (a result event
+// cut, a dead letter without its original), which any producer can make
+// happen; the writer says so with TooLarge when it has nothing smaller and
+// will retry the same. A successful write clears its topic's refusal, one
+// as too large only when the write was at least as large.
+// A nil *Refusals records nothing.
 type Refusals struct {
 	now func() time.Time
 	mu  sync.Mutex
@@ -59,16 +63,26 @@ func (r *Refusals) Observe(topic string, bytes int, err error) {
 		}
 		return
 	}
-	reason, ok := refusal(err)
-	if !ok {
+	if TooLarge(err) {
+		return // the writer's to judge (TooLarge)
+	}
+	if reason, ok := refusal(err); ok {
+		r.m[topic] = Refusal{Topic: topic, Reason: reason, At: r.now()}
+	}
+}
+
+// TooLarge records that topic refused a record of bytes as too large and
+// its writer has nothing smaller to write: it retries the same, and what
+// waits behind it waits.
+func (r *Refusals) TooLarge(topic string, bytes int) {
+	if r == nil {
 		return
 	}
-	ref := Refusal{Topic: topic, Reason: reason, At: r.now()}
-	if TooLarge(err) {
-		ref.Bytes = bytes
-		if had && old.Bytes > bytes && r.now().Sub(old.At) < RefusalFor {
-			ref.Bytes = old.Bytes
-		}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ref := Refusal{Topic: topic, Reason: kafkago.MessageSizeTooLarge.Title(), Bytes: bytes, At: r.now()}
+	if old, had := r.m[topic]; had && old.Bytes > bytes && r.now().Sub(old.At) < RefusalFor {
+		ref.Bytes = old.Bytes
 	}
 	r.m[topic] = ref
 }

@@ -12,13 +12,18 @@ import (
 // A refusal stays reported while a retry meets it again, is cleared by a
 // write as large as the record refused (a smaller one proves nothing), and
 // is forgotten RefusalFor after it was last seen; errors a retry may pass
-// are not refusals.
+// are not refusals, nor is a write refused as too large until its writer
+// says it has nothing smaller (TooLarge).
 func TestRefusalsAreReportedUntilAWriteAsLargeGoesThrough(t *testing.T) {
 	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 	r := NewRefusals()
 	r.now = func() time.Time { return now }
 	tooLarge := kafkago.WriteErrors{kafkago.MessageSizeTooLarge}
-	r.Observe("wap.results", 40_000, tooLarge)
+	r.Observe("wap.results", 40_000, tooLarge) // the writer may cut it
+	if got := r.Refusing(); len(got) != 0 {
+		t.Fatalf("refusing %+v after one write refused as too large; want none until its writer gives up", got)
+	}
+	r.TooLarge("wap.results", 40_000)
 	r.Observe("wap.runs", 100, fmt.Errorf("changelog: writing: %w", kafkago.TopicAuthorizationFailed))
 	r.Observe("wap.dlq", 100, kafkago.NotLeaderForPartition) // passes on retry
 	r.Observe("wap.dlq", 100, errors.New("dial tcp: connection refused"))
@@ -33,7 +38,7 @@ func TestRefusalsAreReportedUntilAWriteAsLargeGoesThrough(t *testing.T) {
 		t.Fatalf("refusing %+v after small writes; want wap.results still", got)
 	}
 	now = now.Add(RefusalFor / 2)
-	r.Observe("wap.results", 30_000, tooLarge) // the shrunk event, refused too
+	r.TooLarge("wap.results", 30_000) // the cut event, refused too
 	if got := r.Refusing(); len(got) != 1 || got[0].Bytes != 40_000 {
 		t.Fatalf("refusing %+v; want the largest refused kept", got)
 	}
@@ -41,13 +46,14 @@ func TestRefusalsAreReportedUntilAWriteAsLargeGoesThrough(t *testing.T) {
 	if got := r.Refusing(); len(got) != 0 {
 		t.Fatalf("refusing %+v after the refused event went through; want none", got)
 	}
-	r.Observe("wap.results", 40_000, tooLarge)
+	r.TooLarge("wap.results", 40_000)
 	now = now.Add(RefusalFor)
 	if got := r.Refusing(); len(got) != 0 {
 		t.Errorf("refusing %+v a RefusalFor after it was last seen; want none", got)
 	}
 	var none *Refusals
-	none.Observe("x", 1, tooLarge) // a nil record records nothing
+	none.Observe("x", 1, kafkago.TopicAuthorizationFailed) // a nil record records nothing
+	none.TooLarge("x", 1)
 	if none.Refusing() != nil {
 		t.Error("a nil Refusals reports refusals")
 	}

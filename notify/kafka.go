@@ -42,6 +42,9 @@ type KafkaResults struct {
 	// (default DefaultMaxMessageBytes): a larger event is sent with less of
 	// its audit report (see shrink), so it always fits.
 	MaxMessageBytes int
+	// Refusals, when set, hears of an event the topic refuses even cut
+	// (readiness reports it); nil records nothing.
+	Refusals *kafka.Refusals
 }
 
 // NewKafkaResults returns the results sink, named "kafka", writing with w
@@ -103,6 +106,7 @@ func (k *KafkaResults) Send(ctx context.Context, n Notification) (string, bool, 
 				// Its max.message.bytes was lowered after start-up (the
 				// check at start-up holds it to ours): only an operator
 				// can help, and the event waits in the run's outbox.
+				k.Refusals.TooLarge(k.topic, kafka.Size(msg))
 				return prev, false, fmt.Errorf("kafka results: topic %s refused %s %s as too large, even cut to %d bytes: its max.message.bytes is lower than the %d bytes lakewap needs (kafka.results_max_message_bytes); raise it, the event waits in the run's outbox",
 					k.topic, ev.EventType(), id, kafka.Size(msg), max)
 			}

@@ -11,6 +11,7 @@ import (
 	kafkago "github.com/segmentio/kafka-go"
 
 	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/kafka"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -71,5 +72,58 @@ func TestReadinessSaysATopicRefusesLakewapsRecords(t *testing.T) {
 	if ab, ok := ev.(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonInvalid {
 		t.Errorf("got %+v, want the BatchAborted invalid that waited", ev)
 	}
+	waitFor(t, func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
+}
+
+// A producer's record too large for the dead-letter topic with its original
+// is dead-lettered without it, which the topic takes: nothing waits, and
+// lakewap stays ready. (A refusal that a smaller write then handled is no
+// refusal to report: else any producer could keep lakewap unready, and with
+// it lakeFS's hook calls, by sending such records.)
+func TestADeadLetterWrittenWithoutItsOriginalLeavesLakewapReady(t *testing.T) {
+	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0"; c.HTTP.WebhookToken = "test-token" })
+	base := "http://" + e.d.HTTPAddr()
+	waitFor(t, func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
+
+	setTopicLimit(t, e.Stack.KafkaBrokers, e.cfg.Kafka.DeadLetterTopic, 4000)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	must(t, e.Writer.Write(ctx, kafka.Message{Key: []byte("junk-1"), Value: []byte(strings.Repeat("{", 8000))}))
+	waitFor(t, func() bool { // the dead letter is written
+		_, body := get(t, base+"/metrics")
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, "lakewap_consumer_dead_letters_total{") && !strings.HasSuffix(line, " 0") {
+				return true
+			}
+		}
+		return false
+	})
+	if code, body := get(t, base+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz = %d %q after a dead letter was written without its original; want ready", code, body)
+	}
+}
+
+// A dead-letter topic that refuses even a dead letter without its original
+// holds its input partition: /readyz names it.
+func TestReadinessSaysTheDeadLetterTopicRefusesEvenWithoutTheOriginal(t *testing.T) {
+	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen = "127.0.0.1:0"; c.HTTP.WebhookToken = "test-token" })
+	base := "http://" + e.d.HTTPAddr()
+	waitFor(t, func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
+
+	dlq := e.cfg.Kafka.DeadLetterTopic
+	setTopicLimit(t, e.Stack.KafkaBrokers, dlq, 100)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	must(t, e.Writer.Write(ctx, kafka.Message{Key: []byte("junk-2"), Value: []byte("{")}))
+	var body string
+	waitFor(t, func() bool {
+		var code int
+		code, body = get(t, base+"/readyz")
+		return code == http.StatusServiceUnavailable
+	})
+	if want := "topic " + dlq + " refuses lakewap's records: Message Size Too Large"; !strings.Contains(body, want) {
+		t.Errorf("/readyz says %q; want %q", body, want)
+	}
+	setTopicLimit(t, e.Stack.KafkaBrokers, dlq, 1<<20) // let the partition go before the stack stops
 	waitFor(t, func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
 }

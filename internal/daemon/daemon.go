@@ -131,7 +131,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("results sink: %w", err)
 	}
-	results.MaxMessageBytes = k.ResultsMaxMessageBytes
+	results.MaxMessageBytes, results.Refusals = k.ResultsMaxMessageBytes, d.refusals
 	disp, err := newDispatcher(cfg, results, o.Console, log, reg)
 	if err != nil {
 		return nil, err
