@@ -310,3 +310,26 @@ func TestAnotherDeploymentsMessageIsNotTakenForTheRuns(t *testing.T) {
 		t.Errorf("%d messages, staging's updated %d times; want each deployment's own, staging's untouched", len(top), top[0].Updates)
 	}
 }
+
+// Slack rate-limits conversations.history apart from chat.postMessage (a
+// burst of runs, each a first message): a lookup told to come back later is
+// skipped and the message posted, rather than the run's message waiting for
+// the history's rate limit (a receipt lost then gives a second message).
+func TestRateLimitedLookupDoesNotHoldUpTheMessage(t *testing.T) {
+	ws := newWorkspace(t)
+	ws.setFail(func(method string, w http.ResponseWriter) bool {
+		if method != "conversations.history" {
+			return false
+		}
+		w.Header().Set("Retry-After", "60")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return true
+	})
+	got, err := restarted(t, ws).Notify(context.Background(), note(readyEvent(), schemas.StateAwaitingWrites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["slack"] == "" || got[PendingKey("slack")] != "" || len(ws.topLevel()) != 1 {
+		t.Errorf("receipts %v, %d messages: want the message posted though the history is rate-limited", got, len(ws.topLevel()))
+	}
+}

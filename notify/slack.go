@@ -345,6 +345,15 @@ func (s *Slack) find(ctx context.Context, ch string, n Notification, thread stri
 				"sink", s.name, "channel", id, "op", op, "max_bytes", maxSlackAnswerBytes, "batch_id", n.BatchID, "dataset", n.Dataset)
 			return "", false, nil
 		}
+		var rl *slack.RateLimitedError
+		if errors.As(err, &rl) {
+			// The history has a rate limit of its own, lower than
+			// posting's: a burst of runs would hold their messages
+			// behind it. A lost receipt is rare; skip the lookup.
+			s.log.Info("slack: the channel's history is rate-limited; the run's message is posted without looking for it",
+				"sink", s.name, "channel", id, "op", op, "retry_after", rl.RetryAfter, "batch_id", n.BatchID, "dataset", n.Dataset)
+			return "", false, nil
+		}
 		if err != nil {
 			retry, werr := classifySlack(op, s.name, err, s.secrets)
 			if retry {
