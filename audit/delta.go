@@ -413,7 +413,7 @@ func (r *run) list(ctx context.Context, ref, prefix string) ([]Object, error) {
 	}
 	objs, err := list(ctx, ref, prefix)
 	if errors.Is(err, ErrOverBudget) {
-		return nil, errOverBudget{err} // the Source stopped a listing over its limit
+		return nil, errOverBudget{r.onBase(ctx, err)} // the Source stopped a listing over its limit
 	}
 	if err != nil {
 		return nil, err
@@ -423,6 +423,40 @@ func (r *run) list(ctx context.Context, ref, prefix string) ([]Object, error) {
 			ErrOverBudget, len(objs), prefix, ref, n)}
 	}
 	return objs, nil
+}
+
+// EntryRefuser is a Source whose listings refuse an entry past a
+// per-entry limit (a path, address, checksum or content type no block
+// adapter makes): RefusedAt reports whether err is such a refusal whose
+// entry ref holds too, refused the same, and names its path.
+type EntryRefuser interface {
+	RefusedAt(ctx context.Context, repo, ref string, err error) (path string, held bool, _ error)
+}
+
+// onBase is err, a listing over its limit, saying so when the entry it
+// refuses is on the base already: not the batch's doing, but every audit
+// listing it is refused until it is removed from the target, and the
+// operator must know which object that is and where
+// (TestLimits63EntryAlreadyOnTheTargetIsNamedAsTheTargets).
+func (r *run) onBase(ctx context.Context, err error) error {
+	er, ok := r.e.opts.Source.(EntryRefuser)
+	if !ok || r.req.BaseRef == "" {
+		return err
+	}
+	p, held, herr := er.RefusedAt(ctx, r.req.Repository, r.req.BaseRef, err)
+	if herr != nil || !held {
+		return err
+	}
+	return fmt.Errorf("%w; the object %q is already on %s (%s), not this batch's: every batch whose audit lists it is refused until you remove it from %s (delete it on that branch and commit, or revert the commit that brought it)",
+		err, clipPath(p), r.baseName(), short(r.req.BaseRef), r.baseName())
+}
+
+// clipPath is p as an error names it: at most 256 bytes.
+func clipPath(p string) string {
+	if len(p) <= 256 {
+		return p
+	}
+	return p[:256] + fmt.Sprintf("... (%d bytes)", len(p))
 }
 
 // tableListing is tableFiles(t.Path, the listing of t at ref) for a

@@ -176,10 +176,53 @@ const (
 	namedBytes = 96
 )
 
+// EntryError is a listing refused for one entry past its limit
+// (ErrEntryOverLimit): Path is the entry's path, whole.
+type EntryError struct {
+	Path string
+	msg  string
+}
+
+func (e *EntryError) Error() string { return e.msg }
+
+func (e *EntryError) Unwrap() error { return ErrEntryOverLimit }
+
 // entryError refuses a listing for what of the entry at path, n bytes
 // long, past limit bytes (why: what makes the limit).
 func entryError(what, path string, n, limit int, why string) error {
-	return fmt.Errorf("%w: %s %q is %d bytes, longer than the %d %s", ErrEntryOverLimit, what, schemas.Clip(path, namedBytes), n, limit, why)
+	return &EntryError{Path: path, msg: fmt.Sprintf("%v: %s %q is %d bytes, longer than the %d %s",
+		ErrEntryOverLimit, what, schemas.Clip(path, namedBytes), n, limit, why)}
+}
+
+// RefusedAt reports whether err is a listing refused for an entry past its
+// limit (an EntryError) that ref holds too, the same path refused there
+// (one call, one entry): the entry is ref's, not only the listed ref's.
+// It names the entry's path; a failed call is its error.
+func (c *Client) RefusedAt(ctx context.Context, repo, ref string, err error) (string, bool, error) {
+	var ee *EntryError
+	if !errors.As(err, &ee) {
+		return "", false, nil
+	}
+	_, lerr := listVetted(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":" + ee.Path}, 1,
+		objectFrom, vetObject,
+		func(ctx context.Context, _ *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{Prefix: prefixParam(ee.Path), Amount: amount, UserMetadata: ptr(false)})
+		})
+	var at *EntryError
+	if errors.As(lerr, &at) {
+		return ee.Path, at.Path == ee.Path, nil
+	}
+	return ee.Path, false, lerr
+}
+
+// heldBy is err, saying so when the entry it refuses is at ref too (the
+// merge-base named name): not the listed commit's doing.
+func (c *Client) heldBy(ctx context.Context, repo, ref, name string, err error) error {
+	if p, held, herr := c.RefusedAt(ctx, repo, ref, err); herr == nil && held {
+		return fmt.Errorf("%w; the object %q is already on %s (%s), not this batch's: every listing of it is refused until it is removed from there (delete it on the target branch and commit)",
+			err, schemas.Clip(p, namedBytes), name, ref)
+	}
+	return err
 }
 
 func vetPath(p string) error {
@@ -348,11 +391,11 @@ func (c *Client) Relinked(ctx context.Context, repo, ref, base string) ([]string
 	}
 	at, err := c.List(ctx, repo, ref, "")
 	if err != nil {
-		return nil, err
+		return nil, c.heldBy(ctx, repo, mb, "the merge-base with "+base, err)
 	}
 	was, err := c.List(ctx, repo, mb, "")
 	if err != nil {
-		return nil, err
+		return nil, c.heldBy(ctx, repo, mb, "the merge-base with "+base, err)
 	}
 	byPath := make(map[string]Object, len(was))
 	for _, o := range was {

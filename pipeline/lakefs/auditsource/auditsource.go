@@ -22,13 +22,14 @@ import (
 type Source struct{ Lake *lakefs.Client }
 
 var (
-	_ audit.Source     = Source{}
-	_ audit.MergeDiff  = Source{}
-	_ audit.Merges     = Merges{}
-	_ audit.Ancestry   = Source{}
-	_ audit.Namespaced = Source{}
-	_ audit.Differ     = Source{}
-	_ audit.Successor  = Source{}
+	_ audit.Source       = Source{}
+	_ audit.MergeDiff    = Source{}
+	_ audit.Merges       = Merges{}
+	_ audit.Ancestry     = Source{}
+	_ audit.Namespaced   = Source{}
+	_ audit.Differ       = Source{}
+	_ audit.Successor    = Source{}
+	_ audit.EntryRefuser = Source{}
 )
 
 // Holds reports whether branch's head is in ref's history: merging ref
@@ -170,4 +171,10 @@ func (m Merges) Head(ctx context.Context, repo, branch string) (string, error) {
 		return "", fmt.Errorf("%w: %w", audit.ErrUnknownCommit, err)
 	}
 	return head, err
+}
+
+// RefusedAt reports whether err is a listing refused for an entry past its
+// limit that ref holds too (audit.EntryRefuser): one entry asked.
+func (s Source) RefusedAt(ctx context.Context, repo, ref string, err error) (string, bool, error) {
+	return s.Lake.RefusedAt(ctx, repo, ref, err)
 }
