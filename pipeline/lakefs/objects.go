@@ -380,7 +380,11 @@ func (c *Client) After(ctx context.Context, repo, ref, after string) (Object, bo
 // to hold at another address since (another publish writing a file again
 // with the same bytes) is not ref's doing, as the three-dot diff of ref
 // does not name what base changed. Both are listed whole (at most
-// Config.MaxListEntries each, else an error wrapping ErrListOverLimit).
+// Config.MaxListEntries each, else an error wrapping ErrListOverLimit),
+// side by side a page at a time in path order, as lakeFS lists them: it
+// holds two pages and the paths it names (within the listing's byte
+// budget), where it held both listings and a map of one, more than twice
+// the budget (TestLimits63RelinkedHoldsWithinTheListingBudget).
 func (c *Client) Relinked(ctx context.Context, repo, ref, base string) ([]string, error) {
 	mb, _, err := c.MergeBase(ctx, repo, ref, base)
 	if err != nil {
@@ -389,23 +393,105 @@ func (c *Client) Relinked(ctx context.Context, repo, ref, base string) ([]string
 	if mb == "" {
 		return nil, fmt.Errorf("relinked paths of %s: no merge-base with %s", ref, base)
 	}
-	at, err := c.List(ctx, repo, ref, "")
-	if err != nil {
-		return nil, c.heldBy(ctx, repo, mb, "the merge-base with "+base, err)
-	}
-	was, err := c.List(ctx, repo, mb, "")
-	if err != nil {
-		return nil, c.heldBy(ctx, repo, mb, "the merge-base with "+base, err)
-	}
-	byPath := make(map[string]Object, len(was))
-	for _, o := range was {
-		byPath[o.Path] = o
-	}
+	at, was := c.objectCursor(repo, ref), c.objectCursor(repo, mb)
 	var out []string
-	for _, o := range at {
-		if b, ok := byPath[o.Path]; ok && b.PhysicalAddress != o.PhysicalAddress && b.Checksum == o.Checksum && b.Size == o.Size {
-			out = append(out, o.Path)
+	held := 0
+	for {
+		o, ok, err := at.peek(ctx)
+		if err != nil {
+			return nil, c.heldBy(ctx, repo, mb, "the merge-base with "+base, err)
+		}
+		if !ok {
+			return out, nil
+		}
+		for {
+			b, ok, err := was.peek(ctx)
+			if err != nil {
+				return nil, c.heldBy(ctx, repo, mb, "the merge-base with "+base, err)
+			}
+			if !ok || b.Path > o.Path {
+				break
+			}
+			was.next()
+			if b.Path == o.Path && b.PhysicalAddress != o.PhysicalAddress && b.Checksum == o.Checksum && b.Size == o.Size {
+				if held += len(o.Path) + int(unsafe.Sizeof(o.Path)); held > c.maxListBytes {
+					return nil, c.logged(at.k, time.Now(), &Error{Op: at.k.op, Repo: repo, Ref: at.k.ref,
+						Cause: fmt.Errorf("%w: more than %d bytes of relinked paths, the most a listing may hold (%d per entry of audit.max_list_objects)",
+							ErrListOverLimit, c.maxListBytes, ListEntryBytes)})
+				}
+				out = append(out, o.Path)
+			}
+		}
+		at.next()
+	}
+}
+
+// cursor walks a listing of every object of a ref a page at a time, each
+// entry vetted (vetObject), the pages in strict path order, at most
+// c.maxList entries (else an error wrapping ErrListOverLimit).
+type cursor struct {
+	c         *Client
+	k         call
+	repo, ref string
+	page      []Object
+	i, seen   int
+	after     *apigen.PaginationAfter
+	last      string
+	done      bool
+}
+
+func (c *Client) objectCursor(repo, ref string) *cursor {
+	return &cursor{c: c, k: call{op: "list objects", repo: repo, ref: ref + ":"}, repo: repo, ref: ref}
+}
+
+// peek is the cursor's entry, reading the next page when the one read is
+// done; false past the last.
+func (cur *cursor) peek(ctx context.Context) (Object, bool, error) {
+	for cur.i >= len(cur.page) {
+		if cur.done {
+			return Object{}, false, nil
+		}
+		if err := cur.read(ctx); err != nil {
+			return Object{}, false, err
 		}
 	}
-	return out, nil
+	return cur.page[cur.i], true, nil
+}
+
+func (cur *cursor) next() { cur.i++ }
+
+func (cur *cursor) read(ctx context.Context) error {
+	c, k := cur.c, cur.k
+	if cur.seen > c.maxList {
+		return c.logged(k, time.Now(), &Error{Op: k.op, Repo: k.repo, Ref: k.ref,
+			Cause: fmt.Errorf("%w: more than %d entries, the most one may hold (audit.max_list_objects)", ErrListOverLimit, c.maxList)})
+	}
+	amount := apigen.PaginationAmount(pageSize)
+	var p page[apigen.ObjectStats]
+	err := c.send(ctx, k, http.StatusOK, &p, func(ctx context.Context) (*http.Response, error) {
+		return c.api.ListObjects(ctx, cur.repo, cur.ref, &apigen.ListObjectsParams{After: cur.after, Amount: &amount, UserMetadata: ptr(false)})
+	})
+	if err != nil {
+		return err
+	}
+	cur.seen += len(p.Results)
+	cur.page, cur.i = cur.page[:0], 0
+	for _, r := range p.Results {
+		o := objectFrom(r)
+		if _, err := vetObject(o); err != nil {
+			return c.logged(k, time.Now(), &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Cause: err})
+		}
+		if cur.last != "" && o.Path <= cur.last {
+			return c.logged(k, time.Now(), &Error{Op: k.op, Repo: k.repo, Ref: k.ref,
+				Cause: fmt.Errorf("the listing is not in path order: %q after %q", schemas.Clip(o.Path, namedBytes), schemas.Clip(cur.last, namedBytes))})
+		}
+		cur.last = o.Path
+		cur.page = append(cur.page, o)
+	}
+	if !p.Pagination.HasMore || p.Pagination.NextOffset == "" || len(p.Results) == 0 {
+		cur.done = true
+	} else {
+		cur.after = ptr(apigen.PaginationAfter(p.Pagination.NextOffset))
+	}
+	return nil
 }
