@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // heapHeld is the heap in use after garbage collection.
@@ -93,5 +94,80 @@ func TestLimits63RelinkedHoldsWithinTheListingBudget(t *testing.T) {
 	if held > budget*9/8 {
 		t.Errorf("Relinked held %.1f MB while listing, %.2f times a listing's budget (%.1f MB); want at most an eighth more than it",
 			held/1e6, held/budget, budget/1e6)
+	}
+}
+
+// TestLimits63ListingBudgetCountsTheAllocatorsRounding: a listing's byte
+// budget (Config.MaxListEntries times ListEntryBytes) counted each entry's
+// strings by their lengths and each entry by its size, but the heap holds
+// each string in the allocator's size class (a 65-byte string takes 80)
+// and the entries in a slice grown ahead of them. A writer's entries of
+// strings just past a size class, at the budget's average, made a listing
+// hold more than its budget. The heap is measured after collection with
+// the listing held.
+func TestLimits63ListingBudgetCountsTheAllocatorsRounding(t *testing.T) {
+	const maxList, perPage = 100_000, 1000
+	type sizes struct{ path, address, checksum int }
+	for _, tc := range []struct {
+		name string
+		// entries alternate between a and b; pages of them are served, as
+		// many as the budget took when it counted lengths.
+		a, b sizes
+	}{
+		{"strings of 145, 145, 134", sizes{145, 145, 134}, sizes{145, 145, 134}},
+		{"strings of 65 and of 289, 289, 75", sizes{65, 65, 65}, sizes{289, 289, 75}},
+		{"strings of 1000, 1793, 129", sizes{1000, 1793, 129}, sizes{1000, 1793, 129}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			counted := (tc.a.path + tc.a.address + tc.a.checksum + tc.b.path + tc.b.address + tc.b.checksum + 2*88) / 2
+			pages := min(maxList, maxList*ListEntryBytes/counted) / perPage
+			srv, _ := entryServer(t, pages, func(n, i int) map[string]any {
+				z := tc.a
+				if i%2 == 1 {
+					z = tc.b
+				}
+				p := fmt.Sprintf("t/%03d-%04d-", n, i)
+				return object(p+strings.Repeat("x", z.path-len(p)), "s"+strings.Repeat("y", z.address-1), strings.Repeat("a", z.checksum))
+			})
+			c := clientOf(t, srv, maxList)
+			before := heapHeld()
+			objs, err := c.List(context.Background(), "lake", "main", "")
+			held := float64(heapHeld()) - float64(before)
+			runtime.KeepAlive(objs)
+			budget := float64(maxList * ListEntryBytes)
+			t.Logf("%d of %d entries (err %v): %.1f MB held, %.2f times the budget of %.1f MB", len(objs), pages*perPage, err != nil, held/1e6, held/budget, budget/1e6)
+			if held > budget {
+				t.Errorf("a listing of %d entries held %.1f MB, %.2f times its budget of %.1f MB", len(objs), held/1e6, held/budget, budget/1e6)
+			}
+
+			// The accounting against the heap, of a listing it takes (fewer
+			// pages): at least what is held, and not far more.
+			few := max(1, pages*8/10)
+			srv, _ = entryServer(t, few, func(n, i int) map[string]any {
+				z := tc.a
+				if i%2 == 1 {
+					z = tc.b
+				}
+				p := fmt.Sprintf("t/%03d-%04d-", n, i)
+				return object(p+strings.Repeat("x", z.path-len(p)), "s"+strings.Repeat("y", z.address-1), strings.Repeat("a", z.checksum))
+			})
+			c = clientOf(t, srv, maxList)
+			before = heapHeld()
+			objs, err = c.List(context.Background(), "lake", "main", "")
+			held = float64(heapHeld()) - float64(before)
+			if err != nil {
+				t.Fatalf("a listing of %d entries: %v", few*perPage, err)
+			}
+			count := cap(objs) * int(unsafe.Sizeof(objs[0]))
+			for _, o := range objs {
+				n, _ := vetObject(o)
+				count += n
+			}
+			runtime.KeepAlive(objs)
+			t.Logf("%d entries: counted %.1f MB, held %.1f MB (%.2f)", len(objs), float64(count)/1e6, held/1e6, float64(count)/held)
+			if r := float64(count) / held; r < 0.98 || r > 1.1 {
+				t.Errorf("a listing of %d entries counted %d bytes, %.2f times the %.0f it held; want 0.98 to 1.1 (what else the client holds)", len(objs), count, r, held)
+			}
+		})
 	}
 }
