@@ -292,7 +292,7 @@ func (c *Client) send(ctx context.Context, k call, want int, out any, do func(co
 		}
 		if len(body) > limit {
 			return c.logged(k, start, &Error{Op: k.op, Repo: k.repo, Ref: k.ref, Status: resp.StatusCode,
-				Message: fmt.Sprintf("answer over %d bytes", limit)})
+				Message: fmt.Sprintf("answer over %d bytes", limit), Cause: errAnswerOverLimit})
 		}
 		if out != nil {
 			if err := json.Unmarshal(body, out); err != nil {
@@ -306,6 +306,10 @@ func (c *Client) send(ctx context.Context, k call, want int, out any, do func(co
 }
 
 var errNoRoom = errors.New("no room before the deadline")
+
+// errAnswerOverLimit is the cause of an answer over its limit (maxAnswerBody
+// or the call's maxBody).
+var errAnswerOverLimit = errors.New("answer over its limit")
 
 // readAnswer reads r up to limit bytes and one more (which says it is
 // over). With k.room, the first k.free bytes and one more are read at

@@ -671,14 +671,97 @@ func (c *Client) Log(ctx context.Context, repo, ref string, limit int) ([]Commit
 	return c.commits(ctx, repo, ref, limit, apigen.LogCommitsParams{})
 }
 
+// maxLogBytes bounds the messages, committers and metadata of the commits
+// one read of a log keeps whole (what an answer's page held at most
+// before); past it, and for a commit over MaxCommitAnswer of them, a
+// commit is kept as logStandIn makes it.
+const maxLogBytes = 64 << 20
+
 // commits lists up to limit commits of ref's log (as params select them).
+// lakeFS lists each commit's metadata whole, whatever its size, and whoever
+// may commit on a branch gives it any: a page whose answer is over
+// maxAnswerBody is asked again in halves, down to one commit (a commit
+// over it alone is an error naming the commit before it), and a commit
+// over MaxCommitAnswer of message and metadata (lakewap's take under 400
+// KiB), or past maxLogBytes of them in the log, is kept without its
+// metadata (logStandIn). Before, two hand commits of 33 MiB of metadata
+// each made every read of the log fail, and no commit under a publish was
+// announced (TestLimits63FatCommitsDoNotHideTheLogOfTheTarget).
 func (c *Client) commits(ctx context.Context, repo, ref string, limit int, params apigen.LogCommitsParams) ([]Commit, error) {
-	return list(ctx, c, call{op: "log", repo: repo, ref: ref}, limit, commitFrom,
-		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+	k := call{op: "log", repo: repo, ref: ref}
+	var out []Commit
+	var after *apigen.PaginationAfter
+	amount, held := min(pageSize, limit), 0
+	for len(out) < limit {
+		amount = min(amount, limit-len(out))
+		var pg page[apigen.Commit]
+		err := c.send(ctx, k, http.StatusOK, &pg, func(ctx context.Context) (*http.Response, error) {
 			p := params
-			p.After, p.Amount = after, amount
+			n := apigen.PaginationAmount(amount)
+			p.After, p.Amount = after, &n
 			return c.api.LogCommits(ctx, repo, ref, &p)
 		})
+		if errors.Is(err, errAnswerOverLimit) {
+			if amount == 1 {
+				at := "the first"
+				if after != nil {
+					at = "the one after " + string(*after)
+				}
+				return nil, fmt.Errorf("%w (%s commit of the log: one commit over %d bytes as lakeFS lists it)", err, at, maxAnswerBody)
+			}
+			amount /= 2
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range pg.Results {
+			cm := commitFrom(r)
+			n := commitBytes(cm)
+			if n > MaxCommitAnswer || held+n > maxLogBytes {
+				cm, n = logStandIn(cm, n), 0
+			}
+			held += n
+			out = append(out, cm)
+		}
+		if !pg.Pagination.HasMore || pg.Pagination.NextOffset == "" || len(pg.Results) == 0 {
+			break
+		}
+		after = ptr(apigen.PaginationAfter(pg.Pagination.NextOffset))
+		amount = min(pageSize, amount*2)
+	}
+	return out[:min(len(out), limit)], nil
+}
+
+// commitBytes is what a commit's texts hold: its message, committer,
+// metadata and parents.
+func commitBytes(cm Commit) int {
+	n := len(cm.ID) + len(cm.Message) + len(cm.Committer)
+	for k, v := range cm.Metadata {
+		n += len(k) + len(v)
+	}
+	for _, p := range cm.Parents {
+		n += len(p)
+	}
+	return n
+}
+
+// logStandInBytes bounds the message and committer a stand-in keeps.
+const logStandInBytes = 1024
+
+// logStandIn is cm, n bytes of texts, as a log keeps a commit too large to
+// keep whole: its id, date and parents, its message and committer
+// clipped, its metadata left out, the message saying so. No attestation
+// is read from it: it is not lakewap's (lakewap's publishes are under 400
+// KiB), and is judged not attested. Its parents are kept, the first 16 of
+// them (lakeFS's merges have two; a commit record takes any number).
+func logStandIn(cm Commit, n int) Commit {
+	parents := cm.Parents[:min(len(cm.Parents), 16)]
+	return Commit{ID: cm.ID, CreationDate: cm.CreationDate, Parents: slices.Clone(parents),
+		Committer: strings.Clone(schemas.Clip(cm.Committer, logStandInBytes)),
+		Message: strings.Clone(schemas.Clip(cm.Message, logStandInBytes)) +
+			fmt.Sprintf(" [lakewap: a commit of %d bytes of message and metadata, over what a log keeps; its %d metadata keys are left out]", n, len(cm.Metadata)),
+		Metadata: map[string]string{}}
 }
 
 // Head returns the id of the commit ref points at (pipeline.Lake).
