@@ -503,6 +503,8 @@ func classifySlack(op, sink string, err error, secrets []string) (bool, error) {
 		nerr net.Error
 	)
 	switch {
+	case errors.Is(err, errSlackAnswerTooLarge) || strings.Contains(err.Error(), errSlackAnswerTooLarge.Error()):
+		retry = false // no answer of Slack's; the message may be posted (slack-go keeps the read error's text only)
 	case errors.As(err, &rl):
 	case errors.As(err, &sc):
 		retry = sc.Retryable() || sc.Code == http.StatusRequestTimeout
