@@ -8,7 +8,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"path"
-	"sort"
 	"time"
 	"unsafe"
 
@@ -255,30 +254,11 @@ func vetChange(ch Change) (int, error) {
 	return heldString(ch.Path) + heldString(ch.Type), vetPath(ch.Path)
 }
 
-// heldString is the heap a string of s's length takes as the decoder
-// allocates it: the allocator's size class (Go's classes to 2,048 bytes,
-// checked against the heap a string of each length takes; a 65-byte
-// string takes 80, 1,537 takes 1,792), and past them n + n/4 + 16, which
-// bounds every class to 32 KiB and the 8 KiB pages of larger strings.
-// Counted by their lengths, a writer's entries of strings just past a
-// class made a listing hold 8 to 11% over its budget
-// (TestLimits63ListingBudgetCountsTheAllocatorsRounding).
-func heldString(s string) int {
-	n := len(s)
-	switch {
-	case n == 0:
-		return 0
-	case n <= sizeClasses[len(sizeClasses)-1]:
-		return sizeClasses[sort.SearchInts(sizeClasses, n)]
-	}
-	return n + n/4 + 16
-}
-
-// sizeClasses are Go's allocator's size classes to 2,048 bytes (runtime
-// sizeclasses.go; strings under 16 bytes share 16-byte blocks, counted as
-// their class all the same).
-var sizeClasses = []int{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256,
-	288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048}
+// heldString is the heap s takes as the decoder allocates it
+// (schemas.HeldBytes): counted by their lengths, a writer's entries of
+// strings just past a size class made a listing hold 8 to 11% over its
+// budget (TestLimits63ListingBudgetCountsTheAllocatorsRounding).
+func heldString(s string) int { return schemas.HeldBytes(len(s)) }
 
 func changeFrom(d apigen.Diff) Change {
 	return Change{Path: d.Path, Type: d.Type, Size: deref(d.SizeBytes)}
