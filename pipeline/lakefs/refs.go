@@ -525,12 +525,18 @@ func (c *Client) holdsUnchanged(ctx context.Context, repo string, commit Commit,
 		return false, err
 	}
 	at := func(ref, path string) (Object, bool, error) {
-		objs, err := c.List(ctx, repo, ref, path)
-		i := slices.IndexFunc(objs, func(o Object) bool { return o.Path == path })
-		if err != nil || i < 0 {
+		// One entry: the path itself sorts first of those it prefixes.
+		// Listing them all read (and held) every object a writer put
+		// under the path as a prefix, per changed path
+		// (TestLimits63HoldsUnchangedReadsOneEntryPerPath).
+		objs, err := listVetted(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":" + path}, 1, objectFrom, vetObject,
+			func(ctx context.Context, _ *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+				return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{Prefix: prefixParam(path), Amount: amount, UserMetadata: ptr(false)})
+			})
+		if err != nil || len(objs) == 0 || objs[0].Path != path {
 			return Object{}, false, err
 		}
-		return objs[i], true, nil
+		return objs[0], true, nil
 	}
 	for _, ch := range changes {
 		o, held, err := at(commit.ID, ch.Path)
