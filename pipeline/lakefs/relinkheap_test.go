@@ -171,3 +171,42 @@ func TestLimits63ListingBudgetCountsTheAllocatorsRounding(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkListingHeldPerEntry measures what a listing of entries at the
+// budget's average (512 bytes counted, strings just past a size class)
+// holds on the heap per entry, against ListEntryBytes: run with
+// go test ./pipeline/lakefs -run '^$' -bench BenchmarkListingHeldPerEntry -benchmem.
+// The target: held-B/entry at most ListEntryBytes (512).
+func BenchmarkListingHeldPerEntry(b *testing.B) {
+	const pages, perPage = 100, 1000 // enough entries that the client's own buffers do not count
+	t := &testing.T{}
+	srv, served := entryServer(t, pages, func(n, i int) map[string]any {
+		p := fmt.Sprintf("t/%03d-%04d-", n, i)
+		return object(p+strings.Repeat("x", 129-len(p)), "s"+strings.Repeat("y", 128), strings.Repeat("a", 97))
+	})
+	defer srv.Close()
+	c, err := New(Config{Endpoint: srv.URL, AccessKeyID: "AK", SecretAccessKey: "SK", MaxListEntries: pages * perPage})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var held float64
+	var count int
+	for b.Loop() {
+		served.Store(0)
+		before := heapHeld()
+		objs, err := c.List(context.Background(), "lake", "main", "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		held = (float64(heapHeld()) - float64(before)) / float64(len(objs))
+		count = cap(objs) * int(unsafe.Sizeof(objs[0]))
+		for _, o := range objs {
+			n, _ := vetObject(o)
+			count += n
+		}
+		runtime.KeepAlive(objs)
+	}
+	b.ReportMetric(held, "held-B/entry")
+	b.ReportMetric(ListEntryBytes, "budget-B/entry")
+	b.ReportMetric(float64(count)/float64(pages*perPage), "counted-B/entry")
+}
