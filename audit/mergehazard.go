@@ -36,6 +36,37 @@ type Successor interface {
 	After(ctx context.Context, repo, ref, after string) (Object, bool, error)
 }
 
+// FirstUnder is a Source that finds the first object of a ref whose path
+// starts with a prefix (path order), asking for one entry: merge_hazard
+// looks at one path of a ref so (the path itself sorts first of those it
+// prefixes). Without it the path is listed as a prefix, everything under
+// it: a writer's 5,000 objects named after one path were all listed to
+// look at it (TestLimits63MergeHazardsAskOneEntryOfAPath).
+type FirstUnder interface {
+	FirstUnder(ctx context.Context, repo, ref, prefix string) (Object, bool, error)
+}
+
+// firstUnder is the first object of ref whose path starts with prefix.
+func (r *run) firstUnder(ctx context.Context, ref, prefix string) (Object, bool, error) {
+	if fu, ok := r.e.opts.Source.(FirstUnder); ok {
+		return fu.FirstUnder(ctx, r.req.Repository, ref, prefix)
+	}
+	objs, err := r.e.opts.Source.List(ctx, r.req.Repository, ref, prefix)
+	if err != nil || len(objs) == 0 {
+		return Object{}, false, err
+	}
+	return slices.MinFunc(objs, func(a, b Object) int { return strings.Compare(a.Path, b.Path) }), true, nil
+}
+
+// objectAt is the object at path of ref, if ref holds one.
+func (r *run) objectAt(ctx context.Context, ref, path string) (Object, bool, error) {
+	o, ok, err := r.firstUnder(ctx, ref, path)
+	if err != nil || !ok || o.Path != path {
+		return Object{}, false, err
+	}
+	return o, true, nil
+}
+
 // mergeHazards checks, for an audit onto the target (a recheck), each
 // table's paths for the merge's hazard above: a path one side (the sealed
 // commit or the target's head) holds and the foundation does not, whose
@@ -259,14 +290,7 @@ func (r *run) hazardsBefore(ctx context.Context, foundation, prefix string, f, s
 		if df.Removed || df.Path >= prefix {
 			continue
 		}
-		at := func(ref string) (Object, bool, error) {
-			objs, err := r.e.opts.Source.List(ctx, repo, ref, df.Path)
-			i := slices.IndexFunc(objs, func(o Object) bool { return o.Path == df.Path })
-			if err != nil || i < 0 {
-				return Object{}, false, err
-			}
-			return objs[i], true, nil
-		}
+		at := func(ref string) (Object, bool, error) { return r.objectAt(ctx, ref, df.Path) }
 		o, ok, err := at(head)
 		if err != nil {
 			return nil, "", err
@@ -436,14 +460,7 @@ func (r *run) hazardsBeforeRemovals(ctx context.Context, foundation string, c *C
 	if truncated {
 		return nil, fmt.Sprintf("more than %d changes on %s since the foundation %s: the paths before %s could not be checked", maxHazardDiffs, r.baseName(), short(foundation), last), nil
 	}
-	at := func(ref, path string) (Object, bool, error) {
-		objs, err := r.e.opts.Source.List(ctx, repo, ref, path)
-		i := slices.IndexFunc(objs, func(o Object) bool { return o.Path == path })
-		if err != nil || i < 0 {
-			return Object{}, false, err
-		}
-		return objs[i], true, nil
-	}
+	at := func(ref, path string) (Object, bool, error) { return r.objectAt(ctx, ref, path) }
 	for _, df := range diffs {
 		if df.Removed || df.Path >= last {
 			continue
@@ -548,18 +565,19 @@ func (r *run) hazardsAdded(ctx context.Context, foundation string, c *Changes) (
 		case h.Path > o.Path:
 			continue // the head holds a path after o and not o: the merge does not run out before it
 		}
-		// The head holds paths between the folder and o: ask about o itself.
-		objs, err := r.e.opts.Source.List(ctx, repo, head, o.Path)
+		// The head holds paths between the folder and o: ask about o itself
+		// (one entry: o sorts first of the paths it prefixes).
+		u, under, err := r.firstUnder(ctx, head, o.Path)
 		if err != nil {
 			return nil, "", err
 		}
-		if i := slices.IndexFunc(objs, func(h Object) bool { return h.Path == o.Path }); i >= 0 {
-			if objs[i].Checksum != o.Checksum || objs[i].Size != o.Size {
+		if under && u.Path == o.Path {
+			if u.Checksum != o.Checksum || u.Size != o.Size {
 				paths = append(paths, o.Path)
 			}
 			continue
 		}
-		if len(objs) > 0 {
+		if under {
 			continue // the head holds paths under o's: the merge does not run out before it
 		}
 		if _, found, err := succ.After(ctx, repo, head, o.Path); err != nil {
@@ -611,14 +629,7 @@ func (r *run) addedSuspects(ctx context.Context, foundation string, c *Changes) 
 		if s, ok := r.e.added.get(k); ok {
 			return s, nil
 		}
-		at := func(ref, path string) (Object, bool, error) {
-			objs, err := r.e.opts.Source.List(ctx, repo, ref, path)
-			i := slices.IndexFunc(objs, func(o Object) bool { return o.Path == path })
-			if err != nil || i < 0 {
-				return Object{}, false, err
-			}
-			return objs[i], true, nil
-		}
+		at := func(ref, path string) (Object, bool, error) { return r.objectAt(ctx, ref, path) }
 		added = byPathOrder(added)
 		var out addedSet
 		var next Object
@@ -764,14 +775,7 @@ func (r *run) hazardsBothAdded(ctx context.Context, foundation string, c *Change
 		prefixes = []string{commonPrefix(prefixes)}
 	}
 	repo, sealed, head := r.req.Repository, r.req.Ref, r.req.BaseRef
-	at := func(ref, path string) (Object, bool, error) {
-		objs, err := r.e.opts.Source.List(ctx, repo, ref, path)
-		i := slices.IndexFunc(objs, func(o Object) bool { return o.Path == path })
-		if err != nil || i < 0 {
-			return Object{}, false, err
-		}
-		return objs[i], true, nil
-	}
+	at := func(ref, path string) (Object, bool, error) { return r.objectAt(ctx, ref, path) }
 	compared := 0 // paths both added alike whose bytes were compared
 	for _, prefix := range prefixes {
 		diffs, truncated, err := d.Differences(ctx, repo, foundation, head, prefix, maxHazardDiffs)

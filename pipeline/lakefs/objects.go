@@ -366,6 +366,21 @@ func deref[T any](p *T) (v T) {
 	return v
 }
 
+// FirstUnder is the first object of ref whose path starts with prefix
+// (path order), and false when none does: one call, one entry. A path
+// sorts first of those it prefixes, so it looks one path up without
+// listing what a writer put under it as a prefix.
+func (c *Client) FirstUnder(ctx context.Context, repo, ref, prefix string) (Object, bool, error) {
+	objs, err := listVetted(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":" + prefix}, 1, objectFrom, vetObject,
+		func(ctx context.Context, _ *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{Prefix: prefixParam(prefix), Amount: amount, UserMetadata: ptr(false)})
+		})
+	if err != nil || len(objs) == 0 {
+		return Object{}, false, err
+	}
+	return objs[0], true, nil
+}
+
 // After is the first object of ref whose path sorts after the given one
 // (any prefix), and false when none does: one call, one object.
 func (c *Client) After(ctx context.Context, repo, ref, after string) (Object, bool, error) {

@@ -529,14 +529,11 @@ func (c *Client) holdsUnchanged(ctx context.Context, repo string, commit Commit,
 		// Listing them all read (and held) every object a writer put
 		// under the path as a prefix, per changed path
 		// (TestLimits63HoldsUnchangedReadsOneEntryPerPath).
-		objs, err := listVetted(ctx, c, call{op: "list objects", repo: repo, ref: ref + ":" + path}, 1, objectFrom, vetObject,
-			func(ctx context.Context, _ *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
-				return c.api.ListObjects(ctx, repo, ref, &apigen.ListObjectsParams{Prefix: prefixParam(path), Amount: amount, UserMetadata: ptr(false)})
-			})
-		if err != nil || len(objs) == 0 || objs[0].Path != path {
+		o, ok, err := c.FirstUnder(ctx, repo, ref, path)
+		if err != nil || !ok || o.Path != path {
 			return Object{}, false, err
 		}
-		return objs[0], true, nil
+		return o, true, nil
 	}
 	for _, ch := range changes {
 		o, held, err := at(commit.ID, ch.Path)

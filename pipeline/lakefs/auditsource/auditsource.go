@@ -30,6 +30,7 @@ var (
 	_ audit.Differ       = Source{}
 	_ audit.Successor    = Source{}
 	_ audit.EntryRefuser = Source{}
+	_ audit.FirstUnder   = Source{}
 )
 
 // Holds reports whether branch's head is in ref's history: merging ref
@@ -177,4 +178,14 @@ func (m Merges) Head(ctx context.Context, repo, branch string) (string, error) {
 // limit that ref holds too (audit.EntryRefuser): one entry asked.
 func (s Source) RefusedAt(ctx context.Context, repo, ref string, err error) (string, bool, error) {
 	return s.Lake.RefusedAt(ctx, repo, ref, err)
+}
+
+// FirstUnder is the first object of ref whose path starts with prefix
+// (audit.FirstUnder): one entry asked.
+func (s Source) FirstUnder(ctx context.Context, repo, ref, prefix string) (audit.Object, bool, error) {
+	o, ok, err := s.Lake.FirstUnder(ctx, repo, ref, prefix)
+	if err != nil || !ok {
+		return audit.Object{}, false, overBudget(err)
+	}
+	return audit.Object{Path: o.Path, Checksum: o.Checksum, Address: o.PhysicalAddress, Size: o.Size}, true, nil
 }
