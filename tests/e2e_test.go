@@ -145,6 +145,17 @@ func (e *e2e) lakeFSAPI(t *testing.T) *apigen.ClientWithResponses {
 	return api
 }
 
+// commitOn commits what is staged on branch of the stack's repository
+// "lake" with msg, as a writer or another job would.
+func commitOn(t *testing.T, ctx context.Context, api *apigen.ClientWithResponses, branch, msg string) {
+	t.Helper()
+	resp, err := api.CommitWithResponse(ctx, "lake", branch, &apigen.CommitParams{}, apigen.CommitJSONRequestBody{Message: msg})
+	must(t, err)
+	if resp.StatusCode() != http.StatusCreated {
+		t.Fatalf("commit on %s: HTTP %d %s", branch, resp.StatusCode(), resp.Body)
+	}
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {

@@ -3,11 +3,8 @@ package tests
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
-
-	"github.com/treeverse/lakefs/pkg/api/apigen"
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
@@ -33,18 +30,10 @@ func TestMerge62CommittedBatchComparesVolumeWithItsSnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	api := e.lakeFSAPI(t)
-	commit := func(branch, msg string) {
-		t.Helper()
-		resp, err := api.CommitWithResponse(ctx, "lake", branch, &apigen.CommitParams{}, apigen.CommitJSONRequestBody{Message: msg})
-		must(t, err)
-		if resp.StatusCode() != http.StatusCreated {
-			t.Fatalf("commit on %s: HTTP %d %s", branch, resp.StatusCode(), resp.Body)
-		}
-	}
 	run := time.Now().UnixNano()
 	// The table as it is: 100 rows.
 	must(t, e.WriteParquet(ctx, "main", "gold/billing_fact/batch=seed/part-0.parquet", billingRows(900000, 0, 100, "BIGINT")))
-	commit("main", "seed")
+	commitOn(t, ctx, api, "main", "seed")
 
 	tr := serialBatch{id: fmt.Sprintf("t-%d", run), first: 800000, rows: 5}
 	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: tr.id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
@@ -59,7 +48,7 @@ func TestMerge62CommittedBatchComparesVolumeWithItsSnapshot(t *testing.T) {
 
 	branch := schemas.BranchName("billing", tr.id)
 	must(t, e.WriteParquet(ctx, branch, "gold/billing_fact/batch="+tr.id+"/part-0.parquet", billingRows(tr.first, 0, tr.rows, "BIGINT")))
-	commit(branch, "the writer's own commit")
+	commitOn(t, ctx, api, branch, "the writer's own commit")
 	if ev := completeBatch(t, ctx, e.Env, tr.id); ev.EventType() != schemas.TypeBatchPublished {
 		t.Errorf("batch T, 5 rows onto 100 while 1,000 were published: %s %+v; want published", ev.EventType(), ev)
 	}

@@ -53,25 +53,17 @@ func fromAnotherSource(t *testing.T, check audit.Check) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	api := e.lakeFSAPI(t)
-	commit := func(branch, msg string) {
-		t.Helper()
-		resp, err := api.CommitWithResponse(ctx, "lake", branch, &apigen.CommitParams{}, apigen.CommitJSONRequestBody{Message: msg})
-		must(t, err)
-		if resp.StatusCode() != http.StatusCreated {
-			t.Fatalf("commit on %s: HTTP %d %s", branch, resp.StatusCode(), resp.Body)
-		}
-	}
 	run := time.Now().UnixNano()
 	// The table as it is: 100 rows, and staging forked from it.
 	must(t, e.WriteParquet(ctx, "main", "gold/billing_fact/batch=seed/part-0.parquet", billingRows(900000, 0, 100, "BIGINT")))
-	commit("main", "seed")
+	commitOn(t, ctx, api, "main", "seed")
 	if resp, err := api.CreateBranchWithResponse(ctx, "lake", apigen.CreateBranchJSONRequestBody{Name: "staging", Source: "main"}); err != nil || resp.StatusCode() != http.StatusCreated {
 		t.Fatalf("create staging: %v %v", err, resp)
 	}
 	// Main takes 1,000 rows that staging does not hold (another job's
 	// commit: a batch of them would itself grow the table tenfold).
 	must(t, e.WriteParquet(ctx, "main", "gold/billing_fact/batch=u/part-0.parquet", billingRows(100000, 0, 1000, "BIGINT")))
-	commit("main", "1,000 rows")
+	commitOn(t, ctx, api, "main", "1,000 rows")
 
 	// Batch T branches from staging and adds 5 rows.
 	id := fmt.Sprintf("t-%d", run)
