@@ -19,6 +19,9 @@ LAKEWAP_INTEROP_PYTHON=$(scripts/pyenv.sh); export LAKEWAP_INTEROP_PYTHON  # the
 # PySpark for the audit package's Spark differential test, in a venv of its own
 # (.cache/sparkvenv-<hash>, first run only, about a minute; needs Java 17+, else the test skips).
 LAKEWAP_SPARK_PYTHON=$(scripts/sparkenv.sh); export LAKEWAP_SPARK_PYTHON
+# delta-spark and the PySpark 4.2 it requires, in a venv of its own (.cache/deltasparkvenv-<hash>, first
+# run only, about two minutes; Delta's jars from Maven Central into it; needs Java 17+, else its tests skip).
+LAKEWAP_DELTASPARK_PYTHON=$(scripts/deltasparkenv.sh); export LAKEWAP_DELTASPARK_PYTHON
 LAKEWAP_ASYNCAPI_NODE_DIR=$(scripts/nodeenv.sh); export LAKEWAP_ASYNCAPI_NODE_DIR  # the AsyncAPI parser (.cache/nodeenv-<hash>, first run only)
 # The Java example (examples/java), built with Maven (.cache/java-examples-<hash>, its jars in
 # .cache/m2; first run only, about a minute). Without a Java 17+ JDK or Maven (exit 3),

@@ -1323,6 +1323,9 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			if err == nil && format == FormatDelta {
 				err = r.deltaSparkChars(ctx, k.table, cols, files, objPath, ids)
 			}
+			if err == nil && format == FormatDelta {
+				err = r.deltaExistsDefaults(k.table, cols, files, objPath)
+			}
 			if err == nil && format == FormatParquet {
 				err = r.int96Nanos(ctx, cols, files, objPath, ids, r.req.Suite.Checks, k.table)
 			}
