@@ -88,7 +88,9 @@ const (
 // date (2024-1-1 beside 2024-01-01), all of which 50 passed and attested.
 // 52: review 63 refuses a Delta table whose log declares an EXISTS_DEFAULT
 // of a column a data file lacks (delta-spark reads the default there,
-// delta-rs NULL), which 51 passed and attested.
+// delta-rs NULL), and a column of numbers' types rendered otherwise
+// across files whose text a where condition or custom query reads
+// (CAST(x AS VARCHAR), x = '3.5'), which 51 passed and attested.
 const auditRules = 52
 
 // SuiteDigest is the digest of a suite's declaration under this build's

@@ -1306,7 +1306,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 				err = r.unionValues(ctx, cols, files, objPath, ids, r.req.Suite.Checks, k.table)
 			}
 			if err == nil && format == FormatParquet {
-				err = unionRendered(cols, files, objPath, r.req.Suite.Checks, k.table)
+				err = r.unionRendered(ctx, cols, files, objPath, r.req.Suite.Checks, k.table)
 			}
 			if err == nil && format == FormatParquet {
 				err = sparkSchemaDisagreement(cols, files, objPath)

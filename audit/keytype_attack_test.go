@@ -189,8 +189,10 @@ func (l removalsSim) Differences(ctx context.Context, repo, from, to, prefix str
 
 // TestAnotherDatasetsRemovalUnderTheTableIsNotTakenAsUnchanged: this
 // dataset's attested publish c001 holds id as BIGINT (10, and 3000) and
-// DOUBLE (2.0), so its rows passed a range of at most 5 where
-// typeof(id) = 'BIGINT' AND id < 1000: read as DOUBLE, none meets it.
+// DECIMAL(38,0) (2), so its rows passed a range of at most 5 where
+// typeof(id) = 'BIGINT' AND id < 1000: read as DECIMAL, none meets it (a
+// DOUBLE 2.0 there, rendered otherwise than the integers under the
+// where's typeof, is refused since review 63).
 // (Review 62: the fixture was a regex \.[05]$ over 10 read as 10.0 beside
 // a DOUBLE 1.5, which pandas renders 10 and DuckDB's plain read_parquet
 // reads as 2, now refused.) Another dataset's attested publish c002 on top
@@ -223,7 +225,7 @@ func TestAnotherDatasetsRemovalUnderTheTableIsNotTakenAsUnchanged(t *testing.T) 
 	c0, s0, c1, se, c2, s1 := cid("c000"), cid("s0"), cid("c001"), cid("se"), cid("c002"), cid("s1")
 	lake.commit(c0, nil, nil)
 	lake.write(t, c0, "data/t/a.parquet", idsSQL("10"))
-	lake.write(t, c0, "data/t/v.parquet", "SELECT 2.0::DOUBLE AS id")
+	lake.write(t, c0, "data/t/v.parquet", "SELECT 2::DECIMAL(38,0) AS id")
 	lake.branch(t, c0, s0)
 	lake.commit(s0, []string{c0}, nil)
 	lake.write(t, s0, "data/t/s0.parquet", idsSQL("3000"))
