@@ -90,7 +90,9 @@ const (
 // of a column a data file lacks (delta-spark reads the default there,
 // delta-rs NULL), and a column of numbers' types rendered otherwise
 // across files whose text a where condition or custom query reads
-// (CAST(x AS VARCHAR), x = '3.5'), which 51 passed and attested.
+// (CAST(x AS VARCHAR), x = '3.5'), and an accepted_values over a FLOAT,
+// BLOB, INTERVAL or DECIMAL of scale past 6 (pandas renders them
+// otherwise), which 51 passed and attested.
 const auditRules = 52
 
 // SuiteDigest is the digest of a suite's declaration under this build's

@@ -787,7 +787,12 @@ func nestedType(typ string) bool {
 // (TestReview42AcceptedValuesOverTimestampsWithAZoneAreRefused); and one
 // over a time with a zone, 04:05:06+00 to DuckDB, which pyarrow reads
 // without it, 04:05:06 to pandas
-// (TestReview42AcceptedValuesOverTimesPandasRendersOtherwise). Or nil.
+// (TestReview42AcceptedValuesOverTimesPandasRendersOtherwise); and one
+// over another type pandasOtherText names (a regex over which was
+// refused): pandas renders a FLOAT 0.0001 as 1e-04, a BLOB as its
+// characters, an INTERVAL as its 12 bytes and a DECIMAL(10,7) 0.0000001
+// as 1E-7, where an accepted_values of DuckDB's text passed
+// (TestReader63AcceptedValuesOverTypesPandasRendersOtherwise). Or nil.
 func pandasNestedValues(c Check, table, col, typ string) error {
 	if c.Kind != KindAcceptedValues {
 		return nil
@@ -799,6 +804,13 @@ func pandasNestedValues(c Check, table, col, typ string) error {
 	case zonedTime(typ):
 		return fmt.Errorf("column %q of table %s is %s, whose values' text pandas renders otherwise than DuckDB's (2024-01-01 01:02:03+00:00 where DuckDB's is 2024-01-01 01:02:03+00, and the nanoseconds of a TIMESTAMP(NANOS) DuckDB reads in microseconds; a time as 04:05:06, without its zone, where DuckDB's is 04:05:06+00), and accepted_values compares the text: readers disagree on it (check it otherwise, or write it as text)",
 			col, table, strings.ToUpper(strings.TrimSpace(typ)))
+	case len(c.ValueTypes) == 0 && !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(typ)), "TIME") && pandasOtherText(typ) != "":
+		// A FLOAT, BLOB, INTERVAL or DECIMAL of scale past 6 (times by
+		// their values: pandasTimestampText, pandasTimeText), under
+		// values compared as text (a Great Expectations value_set's are
+		// compared by their JSON types: pandasValueSet).
+		return fmt.Errorf("column %q of table %s is %s, whose values' text pandas renders otherwise than DuckDB's (%s), and accepted_values compares the text: readers disagree on it (check it otherwise, or write it as text)",
+			col, table, strings.ToUpper(strings.TrimSpace(typ)), pandasOtherText(typ))
 	}
 	return nil
 }
