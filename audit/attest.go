@@ -92,7 +92,8 @@ const (
 // across files whose text a where condition or custom query reads
 // (CAST(x AS VARCHAR), x = '3.5'), and an accepted_values over a FLOAT,
 // BLOB, INTERVAL or DECIMAL of scale past 6 (pandas renders them
-// otherwise), which 51 passed and attested.
+// otherwise), and integers of two widths under a typeof of a where or
+// sql, which 51 passed and attested.
 const auditRules = 52
 
 // SuiteDigest is the digest of a suite's declaration under this build's

@@ -98,6 +98,9 @@ type fileColumn struct {
 	// union is its type as unionValues compares it across files
 	// (markUnion, unionvalues.go), or "".
 	union string
+	// width is, for a union of HUGEINT (an integer), the integer type
+	// DuckDB reads it as, which typeof tells (integerWidth), or "".
+	width string
 	// unionLeaves are its nested leaves unionValues compares across files
 	// (markUnion); unionOver, on a file's first column, that the file has
 	// more than maxUnionLeaves of them, or some nested deeper than 64.

@@ -24,6 +24,10 @@ type textReads struct {
 	refs    [][]string
 	star    bool
 	unknown bool
+	// types are the references under typeof or pg_typeof, which tell
+	// an INTEGER from a BIGINT (review 63); typeStar, a star there.
+	types    [][]string
+	typeStar bool
 }
 
 // textReadsOf parses sql with DuckDB's parser (json_serialize_sql, on the
@@ -50,7 +54,7 @@ func (e *Engine) textReadsOf(ctx context.Context, sql string, where bool) textRe
 		return textReads{unknown: true}
 	}
 	var out textReads
-	walkTextReads(tree, false, &out)
+	walkTextReads(tree, false, false, &out)
 	return out
 }
 
@@ -110,11 +114,11 @@ var numberCasts = setOf("tinyint", "smallint", "integer", "int", "int1", "int2",
 // walkTextReads notes in out the column references of a parse tree n
 // that stand where a value's text may be read (textReads); text: an
 // ancestor already makes it so.
-func walkTextReads(n any, text bool, out *textReads) {
+func walkTextReads(n any, text, typ bool, out *textReads) {
 	switch v := n.(type) {
 	case []any:
 		for _, c := range v {
-			walkTextReads(c, text, out)
+			walkTextReads(c, text, typ, out)
 		}
 	case map[string]any:
 		class, _ := v["class"].(string)
@@ -134,12 +138,14 @@ func walkTextReads(n any, text bool, out *textReads) {
 						}
 					}
 					out.refs = append(out.refs, names)
+					if typ {
+						out.types = append(out.types, names)
+					}
 				}
 				return
 			case "STAR":
-				if text {
-					out.star = true
-				}
+				out.star = out.star || text
+				out.typeStar = out.typeStar || typ
 			case "CONSTANT", "TYPE":
 			case "CONJUNCTION", "COMPARISON", "BETWEEN", "CASE":
 				text = text || stringOperand(v)
@@ -153,6 +159,10 @@ func walkTextReads(n any, text bool, out *textReads) {
 			case "FUNCTION", "WINDOW":
 				name, _ := v["function_name"].(string)
 				text = text || !numberFunctions[strings.ToLower(name)] || stringOperand(v)
+				switch strings.ToLower(name) {
+				case "typeof", "pg_typeof":
+					typ = true
+				}
 			case "CAST":
 				if !numberCasts[castTarget(v)] {
 					text = true
@@ -162,7 +172,7 @@ func walkTextReads(n any, text bool, out *textReads) {
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(v)) {
-			walkTextReads(v[k], text, out)
+			walkTextReads(v[k], text, typ, out)
 		}
 	}
 }
@@ -192,35 +202,46 @@ func castTarget(v map[string]any) string {
 // (textReads): by name, lower case, among names (the table's columns); a
 // reference none of whose parts is a column (an alias, another table's
 // column), a star, or a text DuckDB cannot parse may read any, and so
-// does every column then. nil: no check reads any column's text so.
-func (r *run) textReadColumns(ctx context.Context, checks []Check, table string, names map[string]bool) func(col string) bool {
-	read, all := map[string]bool{}, false
-	note := func(t textReads) {
-		if t.unknown || t.star {
-			all = true
-		}
-		for _, ref := range t.refs {
+// does every column then. typeOf tells likewise whether one reads a
+// column's type name (typeof). nil: no check reads any column so.
+func (r *run) textReadColumns(ctx context.Context, checks []Check, table string, names map[string]bool) (text, typeOf func(col string) bool) {
+	type reads struct {
+		read map[string]bool
+		all  bool
+	}
+	tx, ty := reads{read: map[string]bool{}}, reads{read: map[string]bool{}}
+	note := func(to *reads, refs [][]string, all bool) {
+		to.all = to.all || all
+		for _, ref := range refs {
 			found := false
 			for _, p := range ref {
 				if names[p] {
-					read[p], found = true, true
+					to.read[p], found = true, true
 				}
 			}
 			if !found {
-				all = true
+				to.all = true
 			}
 		}
 	}
 	for _, c := range checks {
+		var ts []textReads
 		if strings.TrimSpace(c.SQL) != "" {
-			note(r.e.textReadsOf(ctx, c.SQL, false))
+			ts = append(ts, r.e.textReadsOf(ctx, c.SQL, false))
 		}
 		if strings.TrimSpace(c.Where) != "" && strings.EqualFold(c.Table, table) {
-			note(r.e.textReadsOf(ctx, c.Where, true))
+			ts = append(ts, r.e.textReadsOf(ctx, c.Where, true))
+		}
+		for _, t := range ts {
+			note(&tx, t.refs, t.unknown || t.star)
+			note(&ty, t.types, t.unknown || t.typeStar)
 		}
 	}
-	if !all && len(read) == 0 {
-		return nil
+	fn := func(x reads) func(string) bool {
+		if !x.all && len(x.read) == 0 {
+			return nil
+		}
+		return func(col string) bool { return x.all || x.read[strings.ToLower(col)] }
 	}
-	return func(col string) bool { return all || read[strings.ToLower(col)] }
+	return fn(tx), fn(ty)
 }

@@ -97,6 +97,9 @@ func markUnion(cols []fileColumn, nodes []schemaNode, types []nodeTypes) {
 	left := maxUnionLeaves
 	for k, i := range top {
 		cols[k].union = unionType(types[i])
+		if cols[k].union == "HUGEINT" {
+			cols[k].width = integerWidth(types[i])
+		}
 		if nodes[i].children > 0 || types[i].repetition == 2 {
 			cols[k].union = ""
 			if ends == nil {
@@ -185,6 +188,33 @@ func unionType(t nodeTypes) string {
 		return "HUGEINT"
 	}
 	return ""
+}
+
+// integerWidth is the integer type DuckDB reads a leaf of unionType
+// HUGEINT as: by its logical IntType, else its converted type, else its
+// physical type (INT32 as INTEGER, INT64 as BIGINT).
+func integerWidth(t nodeTypes) string {
+	bits, unsigned := int8(0), false
+	switch {
+	case t.logical == ltInteger:
+		bits, unsigned = t.intBits, t.unsigned
+	case t.converted >= cvUint8 && t.converted <= cvUint64:
+		bits, unsigned = int8(8<<(t.converted-cvUint8)), true
+	case t.converted >= cvInt8 && t.converted <= cvInt64:
+		bits = int8(8 << (t.converted - cvInt8))
+	case t.physical == ptInt32:
+		bits = 32
+	default:
+		bits = 64
+	}
+	name := map[int8]string{8: "TINYINT", 16: "SMALLINT", 32: "INTEGER", 64: "BIGINT"}[bits]
+	if name == "" {
+		name = fmt.Sprintf("INT(%d)", bits)
+	}
+	if unsigned {
+		name = "U" + name
+	}
+	return name
 }
 
 // unionFamily is the family of a unionType.
@@ -402,9 +432,20 @@ func (r *run) unionRendered(ctx context.Context, cols map[string][]fileColumn, f
 	first := map[string]typed{} // lower-case name and path: the first file's type
 	var found []apart
 	names := map[string]bool{}
+	widths := map[string]typed{} // lower-case name: the first file's integer width
+	var widthsApart []apart
 	for _, f := range files {
 		for _, c := range cols[f] {
 			names[strings.ToLower(c.name)] = true
+			if c.width != "" {
+				was, ok := widths[strings.ToLower(c.name)]
+				switch {
+				case !ok:
+					widths[strings.ToLower(c.name)] = typed{c.width, f}
+				case was.typ != c.width:
+					widthsApart = append(widthsApart, apart{c.name, "", was, c.width, f})
+				}
+			}
 			leaves := c.unionLeaves
 			if c.union != "" {
 				leaves = append([]unionLeaf{{typ: c.union}}, leaves...)
@@ -422,7 +463,7 @@ func (r *run) unionRendered(ctx context.Context, cols map[string][]fileColumn, f
 			}
 		}
 	}
-	if len(found) == 0 {
+	if len(found) == 0 && len(widthsApart) == 0 {
 		return nil
 	}
 	named := map[string]bool{}
@@ -434,7 +475,13 @@ func (r *run) unionRendered(ctx context.Context, cols map[string][]fileColumn, f
 			named[strings.ToLower(col)] = true
 		}
 	}
-	cast := r.textReadColumns(ctx, checks, table, names)
+	cast, typeOf := r.textReadColumns(ctx, checks, table, names)
+	for _, a := range widthsApart {
+		if typeOf != nil && typeOf(a.name) {
+			return fmt.Errorf("column %q is %s in file %s and %s in file %s, and a where condition or custom query reads its type (typeof): DuckDB reads the files together in their union's type, DuckDB's read_parquet without union_by_name and pandas.read_parquet in the first file's: readers disagree on it (write the column in one type)",
+				clip(a.name, 128), a.was.typ, objPath[a.was.file], a.typ, objPath[a.file])
+		}
+	}
 	for _, a := range found {
 		how := "a check compares its text"
 		switch {
