@@ -178,7 +178,7 @@ func TestFooterSchemaDifferential(t *testing.T) {
 			// markLegacyLists, markHalf, markSparkInts, markUnion): not
 			// parquet_schema's listing.
 			cols[f][i].typed, cols[f][i].temporal, cols[f][i].legacyList, cols[f][i].half, cols[f][i].noRows = "", false, "", false, false
-			cols[f][i].union, cols[f][i].unionLeaves, cols[f][i].unionOver = "", nil, false
+			cols[f][i].union, cols[f][i].width, cols[f][i].unionLeaves, cols[f][i].unionOver = "", "", nil, false
 			cols[f][i].sparkInts, cols[f][i].sparkIntsOver = nil, false
 		}
 		if w := schemaColumns(want[f]); !reflect.DeepEqual(cols[f], w) {
