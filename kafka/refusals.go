@@ -7,6 +7,7 @@ package kafka
 // partition behind it waits; only an operator can help.
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -41,13 +42,16 @@ type Refusal struct {
 // as too large only when the write was at least as large.
 // A nil *Refusals records nothing.
 type Refusals struct {
-	now func() time.Time
-	mu  sync.Mutex
-	m   map[string]Refusal
+	now    func() time.Time
+	mu     sync.Mutex
+	m      map[string]Refusal
+	counts map[[2]string]uint64 // by topic and reason: what Counts tells
 }
 
 // NewRefusals returns an empty record.
-func NewRefusals() *Refusals { return &Refusals{now: time.Now, m: map[string]Refusal{}} }
+func NewRefusals() *Refusals {
+	return &Refusals{now: time.Now, m: map[string]Refusal{}, counts: map[[2]string]uint64{}}
+}
 
 // Observe records the outcome of a write of bytes to topic.
 func (r *Refusals) Observe(topic string, bytes int, err error) {
@@ -68,6 +72,7 @@ func (r *Refusals) Observe(topic string, bytes int, err error) {
 	}
 	if reason, ok := refusal(err); ok {
 		r.m[topic] = Refusal{Topic: topic, Reason: reason, At: r.now()}
+		r.counts[[2]string{topic, reason}]++
 	}
 }
 
@@ -85,6 +90,32 @@ func (r *Refusals) TooLarge(topic string, bytes int) {
 		ref.Bytes = old.Bytes
 	}
 	r.m[topic] = ref
+	r.counts[[2]string{topic, ref.Reason}]++
+}
+
+// RefusalCount is how many writes a topic refused for one reason.
+type RefusalCount struct {
+	Topic, Reason string
+	Writes        uint64
+}
+
+// Counts lists the refused writes counted since start, by topic and reason
+// (the reasons are the broker errors of refusals: a bounded set; the topics
+// are those lakewap writes).
+func (r *Refusals) Counts() []RefusalCount {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]RefusalCount, 0, len(r.counts))
+	for k, n := range r.counts {
+		out = append(out, RefusalCount{Topic: k[0], Reason: k[1], Writes: n})
+	}
+	slices.SortFunc(out, func(a, b RefusalCount) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), strings.Compare(a.Reason, b.Reason))
+	})
+	return out
 }
 
 // Refusing lists the refusals seen within RefusalFor, by topic.

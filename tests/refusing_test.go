@@ -65,6 +65,14 @@ func TestReadinessSaysATopicRefusesLakewapsRecords(t *testing.T) {
 			t.Errorf("/readyz says %q; want it to say %q", body, want)
 		}
 	}
+	// The refusal shows on /metrics too (alert LakewapTopicRefusesRecords):
+	// readiness alone tells a load balancer, not an operator.
+	refusing := `lakewap_kafka_topic_refusing{topic="` + results + `"} 1`
+	refused := `lakewap_kafka_refused_writes_total{reason="Message Size Too Large",topic="` + results + `"}`
+	_, metrics := get(t, base+"/metrics")
+	if !strings.Contains(metrics, refusing) || !strings.Contains(metrics, refused) {
+		t.Errorf("/metrics while %s refuses: want %q and %q; have\n%s", results, refusing, refused, grepLines(metrics, "lakewap_kafka_"))
+	}
 
 	setTopicLimit(t, e.Stack.KafkaBrokers, results, 1<<20)
 	ev, err := e.Watcher.Await(ctx, "refused-1", schemas.TypeBatchAborted)
@@ -73,6 +81,20 @@ func TestReadinessSaysATopicRefusesLakewapsRecords(t *testing.T) {
 		t.Errorf("got %+v, want the BatchAborted invalid that waited", ev)
 	}
 	waitFor(t, func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
+	if _, metrics := get(t, base+"/metrics"); !strings.Contains(metrics, `lakewap_kafka_topic_refusing{topic="`+results+`"} 0`) {
+		t.Errorf("/metrics once %s takes the record again: want it refusing 0; have\n%s", results, grepLines(metrics, "lakewap_kafka_"))
+	}
+}
+
+// grepLines is the lines of s that start with prefix.
+func grepLines(s, prefix string) string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // A producer's record too large for the dead-letter topic with its original

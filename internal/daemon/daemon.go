@@ -116,6 +116,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*Daemon, error) {
 		return nil, err
 	}
 
+	if err := reg.Register(refusalCollector{d}); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	kp, err := connectKafka(ctx, cfg, d.refusals)
 	d.kafka, d.changelog = kp.client, kp.store // nil, or closed with the daemon's other parts
 	if err != nil {
@@ -521,6 +524,45 @@ func (d *Daemon) stalling() []kafka.Refusal {
 	return slices.DeleteFunc(d.refusals.Refusing(), func(r kafka.Refusal) bool {
 		return r.Topic != k.ResultsTopic && r.Topic != k.ChangelogTopic && r.Topic != k.DeadLetterTopic
 	})
+}
+
+// refusalCollector shows on /metrics what /readyz answers of topics that
+// refuse lakewap's records (alert LakewapTopicRefusesRecords): a gauge for
+// each topic whose records lakewap retries for ever, and the refused writes
+// counted by topic and reason. The labels are bounded: lakewap's own
+// topics, and the broker errors kafka.Refusals takes for refusals.
+type refusalCollector struct{ d *Daemon }
+
+var (
+	refusingDesc = prometheus.NewDesc("lakewap_kafka_topic_refusing",
+		"1 while a topic of lakewap's (results, changelog, dead letters) refuses its records (a refused write seen within the last minute; /readyz names the reason), else 0.",
+		[]string{"topic"}, nil)
+	refusedDesc = prometheus.NewDesc("lakewap_kafka_refused_writes_total",
+		"Writes of lakewap's records a topic refused for a reason a retry does not change (too large with nothing smaller to write, not authorized, policy), by topic and broker reason.",
+		[]string{"topic", "reason"}, nil)
+)
+
+func (c refusalCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- refusingDesc
+	ch <- refusedDesc
+}
+
+func (c refusalCollector) Collect(ch chan<- prometheus.Metric) {
+	k := c.d.cfg.Kafka
+	stalling := c.d.stalling()
+	for _, topic := range slices.Compact(slices.Sorted(slices.Values([]string{k.ResultsTopic, k.ChangelogTopic, k.DeadLetterTopic}))) {
+		if topic == "" {
+			continue
+		}
+		v := 0.0
+		if slices.ContainsFunc(stalling, func(r kafka.Refusal) bool { return r.Topic == topic }) {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(refusingDesc, prometheus.GaugeValue, v, topic)
+	}
+	for _, n := range c.d.refusals.Counts() {
+		ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(n.Writes), n.Topic, n.Reason)
+	}
 }
 
 // readyFor is how long /readyz answers with one health check of lakeFS.
