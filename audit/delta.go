@@ -447,6 +447,7 @@ func (r *run) onBase(ctx context.Context, err error) error {
 	if herr != nil || !held {
 		return err
 	}
+	r.hold(p)
 	return fmt.Errorf("%w; the object %q is already on %s (%s), not this batch's: every batch whose audit lists it is refused until you remove it from %s (delete it on that branch and commit, or revert the commit that brought it)",
 		err, clipPath(p), r.baseName(), short(r.req.BaseRef), r.baseName())
 }

@@ -145,6 +145,10 @@ type Engine struct {
 	// statement crashed DuckDB, lately (crashCause).
 	crashers *boundedMap[struct{}]
 
+	// targetEntries are the entries over a limit found on datasets'
+	// targets (targetentries.go).
+	targetEntries targetEntries
+
 	mu     sync.Mutex
 	closed bool
 	runs   sync.WaitGroup
@@ -565,6 +569,11 @@ func (e *Engine) run(ctx context.Context, req Request, start time.Time) (report 
 		}
 	}()
 	defer func() {
+		if err == nil && req.BaseRef != "" {
+			e.targetEntries.found(log, r)
+		}
+	}()
+	defer func() {
 		r.close()
 		// A run that saw an error asks whether DuckDB crashed: then it
 		// drops the database for the next run, and the run's results,
@@ -681,6 +690,10 @@ type run struct {
 	// instead of the first of its agg, e.g. unique's bitmap count; dropped
 	// when the scan fails, to count the plain way.
 	planned map[int]string
+	// held are the entries over a limit this run found on its target
+	// (onBase), path to the target's name; under heldMu.
+	heldMu sync.Mutex
+	held   map[string]string
 	// changedMemo are the changes under each table prefix, asked once.
 	changedMemo map[string][]Object
 	// collisions are the column-name collisions of each table (by lower-case name).

@@ -24,7 +24,9 @@ func newServiceMetrics(reg prometheus.Registerer, r Runner) (*serviceMetrics, er
 			Help:    "Audits that ran (download, DuckDB checks, report), by dataset and outcome (passed, failed, error).",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 16)}, []string{"dataset", "outcome"}),
 	}
+	var held prometheus.Collector
 	if e, ok := r.(*Engine); ok {
+		held = targetEntriesCollector{e}
 		m.reopened = prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "lakewap_audit_duckdb_reopened_total",
 			Help: "Times the audit engine opened its DuckDB again after a crash (an INTERNAL Error) invalidated it; the audits in flight on it were retried."},
 			func() float64 { return float64(e.Reopened()) })
@@ -33,6 +35,9 @@ func newServiceMetrics(reg prometheus.Registerer, r Runner) (*serviceMetrics, er
 		err := errors.Join(reg.Register(m.lookups), reg.Register(m.duration))
 		if m.reopened != nil {
 			err = errors.Join(err, reg.Register(m.reopened))
+		}
+		if held != nil {
+			err = errors.Join(err, reg.Register(held))
 		}
 		if err != nil {
 			return nil, err
@@ -67,3 +72,22 @@ func newHookMetrics(reg prometheus.Registerer) (*hookMetrics, error) {
 // decided counts a request decided decision (allow, block, error), via
 // audit, unguarded or untouched.
 func (m *hookMetrics) decided(decision, via string) { m.hooks.WithLabelValues(decision, via).Inc() }
+
+// targetEntriesDesc is the gauge of entries past a per-entry limit on a
+// dataset's target (targetentries.go): each fails every batch of the
+// dataset whose audit lists it, until an operator removes it.
+var targetEntriesDesc = prometheus.NewDesc("lakewap_audit_target_entries_over_limit",
+	"Objects on a dataset's target past a listing's per-entry limit (path, address, checksum), found by its last audit: every batch whose audit lists one fails until it is removed from the target.",
+	[]string{"dataset"}, nil)
+
+// targetEntriesCollector exports an Engine's TargetEntriesOverLimit, one
+// series per dataset it audited onto a target (configured datasets only).
+type targetEntriesCollector struct{ e *Engine }
+
+func (c targetEntriesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- targetEntriesDesc }
+
+func (c targetEntriesCollector) Collect(ch chan<- prometheus.Metric) {
+	for d, n := range c.e.TargetEntriesOverLimit() {
+		ch <- prometheus.MustNewConstMetric(targetEntriesDesc, prometheus.GaugeValue, float64(n), d)
+	}
+}
