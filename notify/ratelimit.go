@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -59,10 +60,34 @@ func (l *limited) Send(ctx context.Context, n Notification) (string, bool, error
 	// An announcement is a message of its own, never an update, though it
 	// carries the receipts of the run that found it.
 	_, announces := announcement(n)
-	if (n.Receipts[l.Name()] == "" || announces) && !l.allow(kindOf(n)) {
+	name := l.Name()
+	if !announces && n.Receipts[name] == "" && n.Receipts[PendingKey(name)] != "" {
+		// An earlier send of the run was left pending: its message may be
+		// in the channel, its receipt lost (a crash, a stop). Found, it is
+		// an update: neither counted as new nor held back.
+		if f, ok := l.Sink.(finder); ok {
+			rc, retry, err := f.Find(ctx, n)
+			if err != nil {
+				return "", retry, err
+			}
+			if rc != "" {
+				n.Receipts = maps.Clone(n.Receipts)
+				n.Receipts[name] = rc
+				return l.Sink.Send(ctx, n)
+			}
+		}
+	}
+	if (n.Receipts[name] == "" || announces) && !l.allow(kindOf(n)) {
 		return "", false, nil
 	}
 	return l.Sink.Send(ctx, n)
+}
+
+// finder is a sink that can find a run's message whose receipt was lost
+// (Slack: by the message's metadata), so that Limit counts it as an
+// update. Find returns its receipt, or "" when there is none to find.
+type finder interface {
+	Find(ctx context.Context, n Notification) (receipt string, retry bool, err error)
 }
 
 // kindOf is what a flood repeats: the dataset, the state and the reason.

@@ -304,6 +304,21 @@ func (s *Slack) learn(ch, id string) {
 // or "". A refusal Slack will repeat (a missing scope, a channel the bot is
 // not in) is logged once and leaves the channel unsearched from then on; a
 // failure worth retrying is returned.
+// Find looks for the run's message of n (its receipt lost) and returns
+// its receipt, or "" when there is none to find (Limit: a found message
+// is an update, not a new one).
+func (s *Slack) Find(ctx context.Context, n Notification) (string, bool, error) {
+	if _, ok := announcement(n); ok {
+		return "", false, nil
+	}
+	ch := cmp.Or(n.Channel, s.channel)
+	ts, retry, err := s.find(ctx, ch, n, "")
+	if err != nil || ts == "" {
+		return "", retry, err
+	}
+	return slackReceipt{channel: s.channelID(ch), ts: ts}.String(), false, nil
+}
+
 func (s *Slack) find(ctx context.Context, ch string, n Notification, thread string) (ts string, retry bool, err error) {
 	id := s.channelID(ch)
 	s.mu.Lock()

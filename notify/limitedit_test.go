@@ -1,0 +1,68 @@
+package notify
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// A flood of one kind (other batches of the dataset published within the
+// window) holds back new messages; it must not hold back the edit of a
+// run's message whose receipt was lost (the record holds only "slack
+// pending"): before, the limiter took the run's update for a new message
+// and dropped it, and its one message said "awaiting writes" for good
+// while the run was published.
+func TestLostReceiptEditIsNotHeldBackByTheFloodLimit(t *testing.T) {
+	ws := newWorkspace(t)
+	letGo := heldPosts(t, ws)
+	results := &recordingSink{name: "results", required: true}
+	crashed, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, newTestSlack(t, ws, "slack", slackChannel)},
+		Options{BestEffortWait: time.Nanosecond})
+	ctx := context.Background()
+	stored, err := crashed.Notify(ctx, note(readyEvent(), schemas.StateAwaitingWrites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored["slack"] != "" || stored[PendingKey("slack")] == "" {
+		t.Fatalf("stored receipts %v: want slack left pending without a receipt", stored)
+	}
+	letGo()
+	awaitMessages(t, ws, 1)
+
+	// The restarted instance, one new message of published runs an hour.
+	limited := Limit(newTestSlack(t, ws, "slack", slackChannel), LimitConfig{Burst: 1, Per: time.Hour})
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{&recordingSink{name: "results", required: true}, limited},
+		Options{BestEffortWait: time.Minute})
+	other := publishedEvent()
+	other.BatchID, other.EventID = "b-other", "ev-pub-b-other"
+	on := note(other, schemas.StatePublished)
+	on.BatchID = other.BatchID
+	if _, err := d.Notify(ctx, on); err != nil {
+		t.Fatal(err)
+	}
+	awaitMessages(t, ws, 2) // the window's one new message
+
+	published := note(publishedEvent(), schemas.StatePublished)
+	published.Receipts = stored
+	got, err := d.Notify(ctx, published)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := ws.topLevel()
+	if len(top) != 2 {
+		t.Fatalf("%d top-level messages; want the two runs' one each", len(top))
+	}
+	var ours string
+	for _, m := range top {
+		if m.TS != "" && strings.Contains(m.text(), "batch b-42") {
+			ours = m.text()
+		}
+	}
+	wantContains(t, "the run's message", ours, "orders published · batch b-42")
+	if got["slack"] == "" || got[PendingKey("slack")] != "" {
+		t.Errorf("receipts %v: want the found message's receipt and nothing pending", got)
+	}
+}
