@@ -339,12 +339,32 @@ type Notify struct {
 	// results topic has it (default 1s); a Slack message still going out
 	// then goes on in the background. At most SlackBudget.
 	BestEffortWait Duration `yaml:"best_effort_wait"`
+	// SlackBudget bounds one notification's time on Slack (each best-effort
+	// sink), retries and the lookup of a lost receipt's message included
+	// (default 5s, DefaultSlackBudget; MinSlackBudget to MaxSlackBudget).
+	SlackBudget Duration `yaml:"slack_budget"`
 }
 
-// SlackBudget bounds one notification's time on Slack, retries included:
-// a short budget keeps an outage from holding up the result events queued
-// behind it; the run re-notifies later.
-const SlackBudget = 5 * time.Second
+// DefaultSlackBudget is notify.slack_budget's default: a short budget
+// keeps an outage from holding up the result events queued behind it; the
+// run re-notifies later. A Slack reached through a slow proxy or far away
+// (a lookup of up to 5 history pages, the post and the details reply are
+// up to 8 calls) may need more.
+const DefaultSlackBudget = 5 * time.Second
+
+// MinSlackBudget and MaxSlackBudget bound notify.slack_budget: below a
+// second no Slack call with a retry fits; a graceful stop awaits Slack
+// messages still going out for the budget and a second more, which the
+// Helm chart's termination margin (20 s) must hold with the offsets' commit.
+const (
+	MinSlackBudget = time.Second
+	MaxSlackBudget = 15 * time.Second
+)
+
+// SlackBudgetOrDefault is notify.slack_budget, or its default when unset.
+func (n Notify) SlackBudgetOrDefault() time.Duration {
+	return cmp.Or(n.SlackBudget.Std(), DefaultSlackBudget)
+}
 
 // DefaultBestEffortWait is notify.best_effort_wait's default.
 const DefaultBestEffortWait = time.Second
@@ -1281,9 +1301,12 @@ func (c *Config) Validate() error {
 	badIf(c.Runner.MaxOpenRuns < -1, "runner.max_open_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxOpenRuns)
 	badIf(c.Runner.MaxPendingRuns < -1, "runner.max_pending_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxPendingRuns)
 	badIf(c.Runner.MaxFinishedRuns < -1, "runner.max_finished_runs", "must be -1 (no limit), 0 (default %d) or positive", pipeline.DefaultPolicy.MaxFinishedRuns)
-	badIf(c.Notify.BestEffortWait < 0 || c.Notify.BestEffortWait.Std() > SlackBudget, "notify.best_effort_wait",
-		"%s must be between 0 (default %s) and %s, Slack's budget for one notification (a longer wait waits for nothing more)",
-		c.Notify.BestEffortWait.Std(), DefaultBestEffortWait, SlackBudget)
+	badIf(c.Notify.SlackBudget != 0 && (c.Notify.SlackBudget.Std() < MinSlackBudget || c.Notify.SlackBudget.Std() > MaxSlackBudget), "notify.slack_budget",
+		"%s must be between %s and %s (0 keeps the default %s): a graceful stop awaits Slack messages still going out that long and a second more",
+		c.Notify.SlackBudget.Std(), MinSlackBudget, MaxSlackBudget, DefaultSlackBudget)
+	badIf(c.Notify.BestEffortWait < 0 || c.Notify.BestEffortWait.Std() > c.Notify.SlackBudgetOrDefault(), "notify.best_effort_wait",
+		"%s must be between 0 (default %s) and %s, Slack's budget for one notification (notify.slack_budget; a longer wait waits for nothing more)",
+		c.Notify.BestEffortWait.Std(), DefaultBestEffortWait, c.Notify.SlackBudgetOrDefault())
 	for _, b := range []struct {
 		field string
 		n     int

@@ -121,6 +121,12 @@ func TestConfigMistakesNameTheField(t *testing.T) {
 		{"best-effort wait over Slack's budget", "  console: true", "  console: true\n  best_effort_wait: 1m",
 			"notify.best_effort_wait: 1m0s must be between 0 (default 1s) and 5s"},
 		{"best-effort wait negative", "  console: true", "  console: true\n  best_effort_wait: -1s", "notify.best_effort_wait: -1s must be between"},
+		{"slack budget too short", "  console: true", "  console: true\n  slack_budget: 500ms",
+			"notify.slack_budget: 500ms must be between 1s and 15s (0 keeps the default 5s)"},
+		{"slack budget past the stop margin", "  console: true", "  console: true\n  slack_budget: 1m",
+			"notify.slack_budget: 1m0s must be between 1s and 15s"},
+		{"best-effort wait over a shorter slack budget", "  console: true", "  console: true\n  slack_budget: 2s\n  best_effort_wait: 3s",
+			"notify.best_effort_wait: 3s must be between 0 (default 1s) and 2s"},
 		{"table no check reads", "      - {name: billing_fact, path: gold/billing_fact/}", "      - {name: billing_fact, path: gold/billing_fact/}\n      - {name: billing_dim, path: gold/billing_dim/}",
 			`datasets.billing.tables[1]: no check reads table "billing_dim", so nothing a batch writes under gold/billing_dim/ would be audited`},
 		{"no audit attempt", "notify:", "audit: {max_attempts: -1}\nnotify:", "audit.max_attempts: -1 must be at least 1 (0 keeps the default 3)"},
@@ -396,6 +402,13 @@ func TestRunBytesBoundsReachThePolicy(t *testing.T) {
 	c, err := ParseIn([]byte(strings.Replace(good, "  console: true", "  console: true\n  best_effort_wait: 3s", 1)), vars, "")
 	if err != nil || c.Notify.BestEffortWait.Std() != 3*time.Second {
 		t.Errorf("notify.best_effort_wait 3s: %v, err %v", c.Notify.BestEffortWait, err)
+	}
+	if c.Notify.SlackBudgetOrDefault() != 5*time.Second {
+		t.Errorf("notify.slack_budget unset: %s; want 5s", c.Notify.SlackBudgetOrDefault())
+	}
+	c, err = ParseIn([]byte(strings.Replace(good, "  console: true", "  console: true\n  slack_budget: 12s\n  best_effort_wait: 10s", 1)), vars, "")
+	if err != nil || c.Notify.SlackBudgetOrDefault() != 12*time.Second || c.Notify.BestEffortWait.Std() != 10*time.Second {
+		t.Errorf("notify.slack_budget 12s, best_effort_wait 10s: %v, %v, err %v", c.Notify.SlackBudget, c.Notify.BestEffortWait, err)
 	}
 }
 

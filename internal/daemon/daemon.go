@@ -328,7 +328,7 @@ func newDispatcher(cfg *config.Config, results *notify.KafkaResults, console io.
 		return nil, err
 	}
 	disp, err := notify.NewDispatcher(routes, sinks, notify.Options{Logger: log, Registerer: reg,
-		Budget: config.SlackBudget, BestEffortWait: cfg.Notify.BestEffortWait.Std()})
+		Budget: cfg.Notify.SlackBudgetOrDefault(), BestEffortWait: cfg.Notify.BestEffortWait.Std()})
 	if err != nil {
 		return nil, fmt.Errorf("notify: %w", err)
 	}
@@ -383,8 +383,8 @@ func (d *Daemon) close() {
 	}
 	if d.notify != nil {
 		// Slack messages still going out in the background are awaited
-		// (each ends within config.SlackBudget), not cut by the exit.
-		ctx, cancel := context.WithTimeout(context.Background(), config.SlackBudget+time.Second)
+		// (each ends within notify.slack_budget), not cut by the exit.
+		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Notify.SlackBudgetOrDefault()+time.Second)
 		if err := d.notify.Close(ctx); err != nil {
 			d.log.Warn("stopping with notifications unsent", "error", err.Error())
 		}
