@@ -66,3 +66,28 @@ func TestLostReceiptEditIsNotHeldBackByTheFloodLimit(t *testing.T) {
 		t.Errorf("receipts %v: want the found message's receipt and nothing pending", got)
 	}
 }
+
+// The flood limit's lookup of a lost receipt's message is the only one: a
+// run whose message is not there (its first send never reached Slack) costs
+// one conversations.history call, not the limiter's and the sink's.
+func TestLimitLooksForALostReceiptsMessageOnce(t *testing.T) {
+	ws := newWorkspace(t)
+	limited := Limit(newTestSlack(t, ws, "slack", slackChannel), LimitConfig{Burst: 5, Per: time.Hour})
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{&recordingSink{name: "results", required: true}, limited},
+		Options{BestEffortWait: time.Minute})
+	published := note(publishedEvent(), schemas.StatePublished)
+	published.Receipts = map[string]string{PendingKey("slack"): schemas.StateAwaitingWrites}
+	got, err := d.Notify(context.Background(), published)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["slack"] == "" || len(ws.topLevel()) != 1 {
+		t.Fatalf("receipts %v, %d messages; want the run's message posted", got, len(ws.topLevel()))
+	}
+	ws.mu.Lock()
+	n := ws.calls["conversations.history"]
+	ws.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d conversations.history calls for one message not found; want 1", n)
+	}
+}

@@ -56,6 +56,11 @@ type Notification struct {
 	// the traceparent and tracestate headers, so writers and downstream
 	// consumers continue the same trace.
 	Trace schemas.TraceContext
+
+	// notFound names the sink whose lookup of the run's message (a lost
+	// receipt's) found none just now (Limit did it): the sink does not look
+	// again.
+	notFound string
 }
 
 // EventID returns the stable id of a result event, or "" for other events

@@ -75,6 +75,7 @@ func (l *limited) Send(ctx context.Context, n Notification) (string, bool, error
 				n.Receipts[name] = rc
 				return l.Sink.Send(ctx, n)
 			}
+			n.notFound = name
 		}
 	}
 	if (n.Receipts[name] == "" || announces) && !l.allow(kindOf(n)) {

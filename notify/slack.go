@@ -163,7 +163,7 @@ func (s *Slack) Send(ctx context.Context, n Notification) (string, bool, error) 
 	ch := cmp.Or(n.Channel, s.channel)
 	rc := parseSlackReceipt(n.Receipts[s.name])
 	opts := append(m.options(), slack.MsgOptionMetadata(s.runMetadata(runMessageType, n)))
-	if rc.ts == "" {
+	if rc.ts == "" && n.notFound != s.name {
 		ts, retry, err := s.find(ctx, ch, n, "")
 		if err != nil {
 			return "", retry, err
