@@ -333,3 +333,47 @@ func TestRateLimitedLookupDoesNotHoldUpTheMessage(t *testing.T) {
 		t.Errorf("receipts %v, %d messages: want the message posted though the history is rate-limited", got, len(ws.topLevel()))
 	}
 }
+
+// Any app in the channel reads lakewap's messages' metadata (dataset,
+// batch id, scope) and may post a top-level message carrying the same. A
+// lakewap that lost a run's receipt looked for its message, found that
+// app's (newer, so first), was refused its edit (Slack lets an app edit only
+// its own) and posted a second message: what the lookup is there to
+// prevent. Only a message of lakewap's own bot counts.
+func TestAnotherAppsMessageIsNotTakenForTheRuns(t *testing.T) {
+	ws := newWorkspace(t)
+	letGo := heldPosts(t, ws)
+	results := &recordingSink{name: "results", required: true}
+	crashed, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{results, newTestSlack(t, ws, "slack", slackChannel)},
+		Options{BestEffortWait: time.Nanosecond})
+	ctx := context.Background()
+	stored, err := crashed.Notify(ctx, note(readyEvent(), schemas.StateAwaitingWrites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	letGo()
+	awaitMessages(t, ws, 1)
+	ws.mu.Lock()
+	md := ws.messages[0].Metadata
+	ws.mu.Unlock()
+	other := slack.New("xoxb-other-app", slack.OptionAPIURL(ws.apiURL()))
+	if _, _, err := other.PostMessageContext(ctx, slackChannel, slack.MsgOptionText("not lakewap's", false), slack.MsgOptionMetadata(md)); err != nil {
+		t.Fatal(err)
+	}
+
+	published := note(publishedEvent(), schemas.StatePublished)
+	published.Receipts = stored
+	if _, err := restarted(t, ws).Notify(ctx, published); err != nil {
+		t.Fatal(err)
+	}
+	var ours []postedMessage
+	for _, m := range ws.topLevel() {
+		if m.BotID == botOf("xoxb-test-secret-token") {
+			ours = append(ours, m)
+		}
+	}
+	if len(ours) != 1 {
+		t.Fatalf("lakewap has %d top-level messages for one run; want its one message, edited", len(ours))
+	}
+	wantContains(t, "the run's message", ours[0].text(), "orders published · batch b-42")
+}

@@ -69,6 +69,51 @@ type Slack struct {
 	// blind holds the channels whose history Slack refused to show
 	// (missing_scope, not_in_channel): no lookup is tried there again.
 	blind map[string]bool
+	// self is who lakewap's messages are posted by (auth.test, asked once
+	// at the first lookup): a lookup takes only its messages. selfAsked
+	// once auth.test answered, or refused for good (then any poster is
+	// taken, and Slack refuses the edit of another's message).
+	self      slackPoster
+	selfAsked bool
+}
+
+// slackPoster is who posted a message: an app's bot, or a user.
+type slackPoster struct{ bot, user string }
+
+// posted reports whether p posted m (an unknown p: anyone).
+func (p slackPoster) posted(m slack.Message) bool {
+	switch {
+	case p.bot != "":
+		return m.BotID == p.bot
+	case p.user != "":
+		return m.User == p.user
+	}
+	return true
+}
+
+// poster is who lakewap's messages are posted by, asked of Slack once.
+func (s *Slack) poster(ctx context.Context) (slackPoster, bool, error) {
+	s.mu.Lock()
+	self, asked := s.self, s.selfAsked
+	s.mu.Unlock()
+	if asked {
+		return self, false, nil
+	}
+	resp, err := s.api.AuthTestContext(ctx)
+	if err != nil {
+		retry, werr := classifySlack("auth.test", s.name, err, s.secrets)
+		if retry {
+			return slackPoster{}, true, werr
+		}
+		s.log.Warn("slack: auth.test refused, so a lookup of a run's message takes another app's message carrying its metadata too (Slack then refuses its edit and a second message is posted)",
+			"sink", s.name, "error", werr.Error())
+	} else {
+		self = slackPoster{bot: resp.BotID, user: resp.UserID}
+	}
+	s.mu.Lock()
+	s.self, s.selfAsked = self, true
+	s.mu.Unlock()
+	return self, false, nil
 }
 
 // The metadata types of a run's message and of its details reply.
@@ -331,6 +376,12 @@ func (s *Slack) find(ctx context.Context, ch string, n Notification, thread stri
 	if thread != "" {
 		op, kind = "conversations.replies", runDetailsType
 	}
+	// Any app in the channel reads lakewap's metadata and may post a
+	// message carrying it: only lakewap's own poster's count.
+	self, retry, err := s.poster(ctx)
+	if err != nil {
+		return "", retry, err
+	}
 	var oldest string
 	if !n.LandedAt.IsZero() && thread == "" {
 		at := n.LandedAt.Add(-lookupSkew)
@@ -397,6 +448,9 @@ func (s *Slack) find(ctx context.Context, ch string, n Notification, thread stri
 			}
 			if thread == "" && m.ThreadTimestamp != "" && m.ThreadTimestamp != m.Timestamp {
 				continue // a reply shown in the channel
+			}
+			if !self.posted(m) {
+				continue // another app's, carrying lakewap's metadata
 			}
 			return m.Timestamp, false, nil
 		}

@@ -51,6 +51,13 @@ func newWorkspace(t *testing.T) *workspace {
 		c.Handle("/chat.update", ws.handler("chat.update", ws.update))
 		c.Handle("/conversations.history", ws.handler("conversations.history", ws.history))
 		c.Handle("/conversations.replies", ws.handler("conversations.replies", ws.threadReplies))
+		c.Handle("/auth.test", ws.handler("auth.test", func(w http.ResponseWriter, r *http.Request) {
+			tok := r.Form.Get("token")
+			if tok == "" {
+				tok = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			}
+			writeJSON(w, map[string]any{"ok": true, "user_id": "U" + strings.TrimPrefix(botOf(tok), "B"), "bot_id": botOf(tok)})
+		}))
 	})
 	ws.srv.Start()
 	t.Cleanup(ws.srv.Stop)
@@ -148,6 +155,11 @@ func (ws *workspace) update(w http.ResponseWriter, r *http.Request) {
 	defer ws.mu.Unlock()
 	for _, m := range ws.messages {
 		if m.Channel == r.Form.Get("channel") && m.TS == r.Form.Get("ts") {
+			if m.BotID != botOf(r.Form.Get("token")) {
+				// Slack: an app edits only its own messages.
+				writeJSON(w, map[string]any{"ok": false, "error": "cant_update_message"})
+				return
+			}
 			m.Text, m.Blocks = r.Form.Get("text"), blocks
 			m.Updates++
 			writeJSON(w, map[string]any{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text})
