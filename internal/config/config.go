@@ -1498,7 +1498,7 @@ func (c *Config) Unguarded() []string {
 
 // SigningKeys are the keys Unguarded names when they are not set (the
 // daemon's lakewap_signing_key_unset gauge has a series for each).
-var SigningKeys = []string{"runner.state_key_file", "audit.attestation_key"}
+var SigningKeys = []string{"runner.state_key_file", "audit.attestation_key", "operators"}
 
 // Unset says whether signing key (one of SigningKeys) is left unset where
 // its absence lets records be forged.
@@ -1510,6 +1510,11 @@ func (c *Config) unguarded(key string) string {
 		if c.Runner.StateKeyFile == "" {
 			return "runner.state_key_file is not set: run records in the changelog are not authenticated, and anyone who can write " +
 				c.Kafka.ChangelogTopic + " can steer lakewap"
+		}
+	case "operators":
+		if len(c.Operators) == 0 {
+			return "operators is not set: requests on " + c.Kafka.RequestsTopic + " are not signed, and anyone who can write it " +
+				"(every client, on a cluster without ACLs) can retry, cancel and revert batches: a revert takes a published batch off its target"
 		}
 	case "audit.attestation_key":
 		if k, err := c.AttestationKey(); err == nil && k == nil && c.Audit.IncrementalOn() {

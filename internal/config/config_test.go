@@ -333,7 +333,7 @@ func TestUnguardedNamesTheKeysLeftUnset(t *testing.T) {
 	}
 	got := c.Unguarded()
 	joined := strings.Join(got, "\n")
-	for _, want := range []string{"runner.state_key_file", "audit.attestation_key", "createCommitRecord", "wap.runs"} {
+	for _, want := range []string{"runner.state_key_file", "audit.attestation_key", "createCommitRecord", "wap.runs", "operators is not set", "wap.requests", "revert"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("Unguarded() = %q; want a line naming %q", got, want)
 		}
@@ -344,6 +344,7 @@ func TestUnguardedNamesTheKeysLeftUnset(t *testing.T) {
 	}
 	c.Runner.StateKeyFile = keyFile
 	c.Audit.AttestationKey = strings.Repeat("k", 16)
+	c.Operators = []Operator{{Name: "alice", Key: strings.Repeat("a", 16)}}
 	if got := c.Unguarded(); len(got) != 0 {
 		t.Errorf("with both keys: Unguarded() = %q; want none", got)
 	}

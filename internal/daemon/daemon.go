@@ -1181,7 +1181,7 @@ func fewAtATime(path string, h http.Handler) http.Handler {
 // nobody reads the log.
 func registerSigningKeys(reg prometheus.Registerer, cfg *config.Config) error {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "lakewap_signing_key_unset",
-		Help: "1 when a signing key is not set and what it would sign can be forged (runner.state_key_file: run records in the changelog; audit.attestation_key: publishes' attestations, with incremental audits on), else 0."},
+		Help: "1 when a signing key is not set and what it would sign can be forged (runner.state_key_file: run records in the changelog; audit.attestation_key: publishes' attestations, with incremental audits on; operators: operators' requests), else 0."},
 		[]string{"key"})
 	if err := reg.Register(g); err != nil {
 		return err

@@ -28,9 +28,10 @@ datasets:
 		name, extra string
 		want        string
 	}{
-		{"neither", "", "lakewap_signing_key_unset{key=\"audit.attestation_key\"} 1\nlakewap_signing_key_unset{key=\"runner.state_key_file\"} 1\n"},
-		{"attestation key set", "audit: {attestation_key: 0123456789abcdef}\n", "lakewap_signing_key_unset{key=\"audit.attestation_key\"} 0\nlakewap_signing_key_unset{key=\"runner.state_key_file\"} 1\n"},
-		{"every audit full", "audit: {incremental: false}\n", "lakewap_signing_key_unset{key=\"audit.attestation_key\"} 0\nlakewap_signing_key_unset{key=\"runner.state_key_file\"} 1\n"},
+		{"neither", "", "lakewap_signing_key_unset{key=\"audit.attestation_key\"} 1\nlakewap_signing_key_unset{key=\"operators\"} 1\nlakewap_signing_key_unset{key=\"runner.state_key_file\"} 1\n"},
+		{"attestation key set", "audit: {attestation_key: 0123456789abcdef}\n", "lakewap_signing_key_unset{key=\"audit.attestation_key\"} 0\nlakewap_signing_key_unset{key=\"operators\"} 1\nlakewap_signing_key_unset{key=\"runner.state_key_file\"} 1\n"},
+		{"every audit full", "audit: {incremental: false}\n", "lakewap_signing_key_unset{key=\"audit.attestation_key\"} 0\nlakewap_signing_key_unset{key=\"operators\"} 1\nlakewap_signing_key_unset{key=\"runner.state_key_file\"} 1\n"},
+		{"operators listed", "operators: [{name: alice, key: 0123456789abcdef0123}]\n", "lakewap_signing_key_unset{key=\"audit.attestation_key\"} 1\nlakewap_signing_key_unset{key=\"operators\"} 0\nlakewap_signing_key_unset{key=\"runner.state_key_file\"} 1\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.ParseIn([]byte(base+tc.extra), func(string) (string, bool) { return "", false }, "")
