@@ -58,3 +58,25 @@ func TestRefusalsAreReportedUntilAWriteAsLargeGoesThrough(t *testing.T) {
 		t.Error("a nil Refusals reports refusals")
 	}
 }
+
+// Counts tells every refused write by topic and the broker's reason, kept
+// after the refusal itself is cleared (a counter for /metrics), and nothing
+// of writes a retry may pass or of a write its writer may still cut.
+func TestRefusalCountsAreKeptByTopicAndReason(t *testing.T) {
+	r := NewRefusals()
+	r.Observe("wap.results", 40_000, kafkago.WriteErrors{kafkago.MessageSizeTooLarge}) // the writer may cut it
+	r.TooLarge("wap.results", 40_000)
+	r.TooLarge("wap.results", 40_000)
+	r.Observe("wap.runs", 100, kafkago.TopicAuthorizationFailed)
+	r.Observe("wap.dlq", 100, kafkago.NotLeaderForPartition)
+	r.Observe("wap.runs", 100, nil)
+	got := r.Counts()
+	want := []RefusalCount{{"wap.results", "Message Size Too Large", 2}, {"wap.runs", "Topic Authorization Failed", 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Counts() = %v; want %v", got, want)
+	}
+	var none *Refusals
+	if none.Counts() != nil {
+		t.Error("a nil *Refusals counts something")
+	}
+}
