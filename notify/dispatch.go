@@ -391,6 +391,47 @@ func (d *Dispatcher) Close(ctx context.Context) error {
 	return nil
 }
 
+// Settled awaits, until ctx ends, the deliveries of the run (dataset,
+// batch) that Notify left in the background for the sinks receipts holds
+// pending, and returns receipts with what those that delivered left (ok
+// false: nothing new). A lane started from another receipt than the one
+// receipts holds is not the run's as stored (the record moved on) and is
+// not taken. The runner stores the result when it hands the run's
+// partition back, so that the receipt of a message Slack took is not lost
+// with the process.
+func (d *Dispatcher) Settled(ctx context.Context, dataset, batch string, receipts map[string]string) (map[string]string, bool) {
+	var out map[string]string
+	for _, name := range d.names {
+		if receipts[PendingKey(name)] == "" {
+			continue
+		}
+		d.mu.Lock()
+		l := d.lanes[laneKey{name, dataset, batch}]
+		d.mu.Unlock()
+		if l == nil || l.given != receipts[name] {
+			continue
+		}
+		select {
+		case <-l.done:
+		default: // not done yet: awaited while ctx lasts
+			select {
+			case <-l.done:
+			case <-ctx.Done():
+				return out, out != nil
+			}
+		}
+		if l.res.err != nil || l.res.receipt == "" {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(receipts)
+		}
+		out[name] = l.res.receipt
+		delete(out, PendingKey(name))
+	}
+	return out, out != nil
+}
+
 // endLane forgets l once its result is with the caller, unless a later
 // delivery of the run follows it.
 func (d *Dispatcher) endLane(t target, n Notification, l *lane) {

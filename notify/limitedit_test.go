@@ -91,3 +91,31 @@ func TestLimitLooksForALostReceiptsMessageOnce(t *testing.T) {
 		t.Errorf("%d conversations.history calls for one message not found; want 1", n)
 	}
 }
+
+// Settled awaits a run's delivery left in the background and tells its
+// receipt, for the runner to store when it hands the partition back; a
+// delivery that failed, or a run whose record moved on, tells nothing.
+func TestSettledTellsTheReceiptOfADeliveryLeftInTheBackground(t *testing.T) {
+	ws := newWorkspace(t)
+	letGo := heldPosts(t, ws)
+	d, _, _ := newTestDispatcher(t, []Route{{Sink: "slack"}}, []Sink{&recordingSink{name: "results", required: true}, newTestSlack(t, ws, "slack", slackChannel)},
+		Options{BestEffortWait: time.Nanosecond})
+	ctx := context.Background()
+	stored, err := d.Notify(ctx, note(readyEvent(), schemas.StateAwaitingWrites))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored["slack"] != "" || stored[PendingKey("slack")] == "" {
+		t.Fatalf("stored receipts %v: want slack left pending", stored)
+	}
+	other := map[string]string{"results": stored["results"], "slack": "C0WAP00001/1.000001"}
+	if got, ok := d.Settled(ctx, testDataset, testBatch, other); ok {
+		t.Errorf("Settled of a record that moved on: %v; want nothing", got)
+	}
+	letGo()
+	got, ok := d.Settled(ctx, testDataset, testBatch, stored)
+	top := ws.topLevel()
+	if !ok || len(top) != 1 || got["slack"] != slackChannel+"/"+top[0].TS || got[PendingKey("slack")] != "" || got["results"] != stored["results"] {
+		t.Fatalf("Settled = %v, %v (%d messages); want the posted message's receipt, nothing pending, the rest kept", got, ok, len(top))
+	}
+}

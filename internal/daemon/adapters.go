@@ -71,7 +71,13 @@ func (n notifier) Notify(ctx context.Context, pn pipeline.Notification) (map[str
 	})
 }
 
+// Settled is the Dispatcher's Settled of the run (runner.Settler).
+func (n notifier) Settled(ctx context.Context, run pipeline.Run) (map[string]string, bool) {
+	return n.d.Settled(ctx, run.Dataset, run.BatchID, run.Receipts)
+}
+
 var (
+	_ runner.Settler         = notifier{}
 	_ runner.MergeRecorder   = auditor{}
 	_ runner.RecheckPreparer = auditor{}
 	_ runner.SuitesDigester  = auditor{}

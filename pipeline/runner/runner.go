@@ -9,6 +9,7 @@ import (
 	"maps"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -378,10 +379,12 @@ func (r *Runner) Revoked(id int) {
 		t.Stop()
 	}
 	p.mu.Unlock()
+	graceEnds := time.Now().Add(r.cfg.Grace)
 	grace := time.AfterFunc(r.cfg.Grace, p.cancel)
 	p.wg.Wait()
 	grace.Stop()
 	p.cancel()
+	r.settle(p, graceEnds)
 	p.mu.Lock()
 	for key, run := range p.runs {
 		r.hold(run, -1)
@@ -394,6 +397,62 @@ func (r *Runner) Revoked(id int) {
 	p.gone = true
 	p.mu.Unlock()
 	r.log.Info("partition revoked", "partition", id)
+}
+
+// Settler is a Notifier whose deliveries may go on after Notify returned
+// (a slow Slack's, the run's record saying pending): Settled awaits the
+// run's, until ctx ends, and returns the run's receipts with what they left
+// (ok false: nothing new). At a revocation the runner stores them, so that
+// the next owner edits the message Slack took instead of posting another.
+type Settler interface {
+	Settled(ctx context.Context, run pipeline.Run) (receipts map[string]string, ok bool)
+}
+
+// settle stores, for each run of p still owing a notification, the
+// receipts its deliveries left in the background (Settler): awaited until
+// the revocation's grace ends (those done by then are taken), each stored
+// within Grace. Called when p's steps are done and before it is marked gone.
+func (r *Runner) settle(p *partition, graceEnds time.Time) {
+	s, ok := r.cfg.Notifier.(Settler)
+	if !ok {
+		return
+	}
+	wait, stopWaiting := context.WithDeadline(context.Background(), graceEnds)
+	defer stopWaiting()
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Grace)
+	defer cancel()
+	p.mu.Lock()
+	var owing []pipeline.Run
+	for _, run := range p.runs {
+		if owes(run) {
+			owing = append(owing, run.Clone())
+		}
+	}
+	p.mu.Unlock()
+	for _, run := range owing {
+		receipts, ok := s.Settled(wait, run)
+		if !ok {
+			continue
+		}
+		key := run.Key()
+		p.mu.Lock()
+		if cur, held := p.runs[key]; held && maps.Equal(cur.Receipts, run.Receipts) {
+			if _, err := r.applyLocked(ctx, p, key, pipeline.Sent{Receipts: receipts}); err != nil {
+				r.log.Warn("storing the receipts of notifications finished in the background", "batch_id", run.BatchID, "dataset", run.Dataset, "err", err)
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+// owes reports whether a sink has not confirmed the run's last notification.
+func owes(run pipeline.Run) bool {
+	for k := range run.Receipts {
+		if strings.HasPrefix(k, schemas.PendingReceiptPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Close revokes every partition.
