@@ -151,6 +151,9 @@ type (
 		// Suites is the digest of the suites the report was reached
 		// under (Run.Suites); empty when the auditor does not tell.
 		Suites string
+		// Onto is the target's head the report judged the batch merged
+		// into (Run.AuditedOnto); empty when it judged the sealed commit.
+		Onto string
 	}
 	// Strayed reports that the sealed commit changes paths outside the
 	// dataset's tables (and allowed paths); Total counts them all, Paths
@@ -560,6 +563,15 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		n.Report = &rep
 		n.SealedCommit = in.SealedCommit
 		n.Suites = suitesDigest(in.Suites)
+		n.AuditedOnto = ""
+		if len(in.Onto) <= MaxCommitIDBytes {
+			n.AuditedOnto = in.Onto
+		} else if rep.Passed {
+			// Not recorded, the publish would take the report for the
+			// seal's own: none is published on it.
+			n = abort(n, schemas.ReasonAuditFailed, fmt.Sprintf("the head the batch was audited onto has an id over %d bytes", MaxCommitIDBytes), now)
+			break
+		}
 		if rep.Passed {
 			n.setState(StatePublishing, now)
 			n.PublishSince = now
@@ -735,6 +747,11 @@ func collidedDetail(target string, in Collided) string {
 		return fmt.Sprintf("the batch applied to %s at %s fails %s under the checks in force now: the suites changed since its audit", target, in.Head, checks)
 	case in.SuitesChanged:
 		return fmt.Sprintf("the batch applied to %s at %s fails %s under the checks in force now (the suites changed since its audit): it collides with commit %s", target, in.Head, checks, in.Commit)
+	case in.Commit == "":
+		// Rechecked onto the seal's merge-base with the target: the
+		// target was moved back (a hard reset) under the head the batch
+		// was audited onto.
+		return fmt.Sprintf("the batch applied to %s at %s fails %s: %s was moved back since the batch's audit onto a later head", target, in.Head, checks, target)
 	}
 	return fmt.Sprintf("the batch applied to %s at %s fails %s: it collides with commit %s", target, in.Head, checks, in.Commit)
 }

@@ -115,8 +115,15 @@ type Run struct {
 	// other datasets of its target, at most MaxSuitesBytes): a publish
 	// whose config holds other suites rechecks the batch under them
 	// first, whether or not the target moved.
-	Suites     string `json:"suites,omitempty"`
-	CommitID   string `json:"commit_id,omitempty"` // merge commit on Target
+	Suites string `json:"suites,omitempty"`
+	// AuditedOnto is the target's head Report judged the batch merged into
+	// (an Onto audit: the batch's branch is no snapshot of that head); empty
+	// when Report judged the sealed commit itself. The publish rechecks
+	// the batch onto any other head, even one that is the seal's
+	// merge-base with the target (a hard reset onto it), since the seal
+	// itself was never audited.
+	AuditedOnto string `json:"audited_onto,omitempty"`
+	CommitID    string `json:"commit_id,omitempty"` // merge commit on Target
 	Reason     string `json:"reason,omitempty"`
 	FailedStep Step   `json:"failed_step,omitempty"` // the step whose failure ended the run
 	Detail     string `json:"detail,omitempty"`

@@ -208,7 +208,7 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run, 
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)
 	}
-	return pipeline.Audited{SealedCommit: commit, Report: rep, Suites: r.suites(run.Dataset)}
+	return pipeline.Audited{SealedCommit: commit, Report: rep, Suites: r.suites(run.Dataset), Onto: onto}
 }
 
 // SuitesDigester is an Auditor that names the suites its verdicts on a

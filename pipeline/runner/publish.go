@@ -332,7 +332,7 @@ func (r *Runner) publishMerge(ctx context.Context, run pipeline.Run, begin func(
 	}
 	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, log: log}, PublishRequest{
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
-		Meta: r.meta(ctx, log, run, ""), Recheck: recheck, RecheckAlways: stale, Guess: r.guess(run),
+		Meta: r.meta(ctx, log, run, ""), Recheck: recheck, RecheckAlways: stale, AuditedOnto: run.AuditedOnto, Guess: r.guess(run),
 		Guessed: func(taken bool) { r.metrics.guessedRecheck(run.Repository, run.Target, taken) }}, r.cfg.Failpoint)
 	var col *Collision
 	var stray *strayError
@@ -1021,6 +1021,12 @@ type PublishRequest struct {
 	// and head the same commit): the sealed commit's verdict was reached
 	// under other suites than those in force.
 	RecheckAlways bool
+	// AuditedOnto, if set, is the head the sealed commit was audited
+	// merged into (Run.AuditedOnto): the seal itself was never audited,
+	// and Recheck is called onto any other head, also one that is the
+	// seal's merge-base with the target (a hard reset back onto it, where
+	// the merge leaves the seal).
+	AuditedOnto string
 	// Guess, if set, is the (base, head) the look most likely finds: the
 	// recheck against it starts beside the look, and is used when the look
 	// finds exactly that; otherwise it is stopped and the recheck runs
@@ -1089,7 +1095,7 @@ func Publish(ctx context.Context, lake pipeline.Lake, req PublishRequest, failpo
 		return PublishResult{}, absorbed(req, p)
 	}
 	var at Guess
-	if req.Recheck != nil && (p.Base != p.Head || req.RecheckAlways) {
+	if req.Recheck != nil && (p.Base != p.Head || req.RecheckAlways || req.AuditedOnto != "" && req.AuditedOnto != p.Head) {
 		at = Guess{Base: p.Base, Head: p.Head}
 		var meta map[string]string
 		if early != nil && req.Guessed != nil {
