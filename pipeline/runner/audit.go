@@ -101,7 +101,11 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run, 
 	if h.err != nil {
 		return failed(log, pipeline.StepAudit, h.err)
 	}
-	onto := "" // the head an Onto audit reads the batch merged into
+	onto := ""    // the head an Onto audit reads the batch merged into
+	current := "" // the target's head, when read
+	if !fromBranchPoint {
+		current = base
+	}
 	earlier, onBranchPoint, err := r.sealedOn(ctx, run.Repository, commit, run.BranchFrom, run.Seals)
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)
@@ -131,6 +135,7 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run, 
 			if base, err = r.cfg.Lake.Head(ctx, run.Repository, run.Target); err != nil {
 				return failed(log, pipeline.StepAudit, err)
 			}
+			current = base
 		} // else the head read while sealing
 		if mb, ok := r.cfg.Lake.(MergeBaser); ok {
 			found, _, err := mb.MergeBase(ctx, run.Repository, commit, base)
@@ -208,7 +213,58 @@ func (r *Runner) audit(ctx context.Context, log *slog.Logger, run pipeline.Run, 
 	if err != nil {
 		return failed(log, pipeline.StepAudit, err)
 	}
+	if !rep.Passed && onto == "" {
+		// Failing against its snapshot, the batch is judged again as its
+		// merge leaves the target's head, when the head moved since: the
+		// merge, not the snapshot, is what readers of the target will
+		// read, and the publish's recheck judges a passing batch onto the
+		// head the same way. A file holding the batch's ids that the
+		// target deleted since, or a growth measured against the old base
+		// where the merge grows the target by far less, aborted a batch
+		// whose merge passes (TestMerge64BatchFromTheTargetDuplicatingAFileMainDeletedPublishes,
+		// TestMerge64BatchFromTheTargetGrowingItsSnapshotPublishesWhenItsMergeDoesNot).
+		again, head, err := r.ontoHead(ctx, run, commit, base, current)
+		if err != nil {
+			return failed(log, pipeline.StepAudit, err)
+		}
+		if again {
+			log.Info("batch fails against its snapshot and the target moved since: auditing it as its merge leaves the target", "base", base, "head", head)
+			req.BaseRef, req.Onto = head, true
+			if rep, err = r.cfg.Auditor.Audit(ctx, req); err != nil {
+				return failed(log, pipeline.StepAudit, err)
+			}
+			onto = head
+		}
+	}
 	return pipeline.Audited{SealedCommit: commit, Report: rep, Suites: r.suites(run.Dataset), Onto: onto}
+}
+
+// ontoHead says whether a batch audited against base (its snapshot: the
+// branch point, or the seal's merge-base with the target) is to be judged
+// again onto the target's head, and which head: the head (current, or
+// read now when empty) is not base, and the seal's merge-base with it is
+// base, so that the seal's diff against base is what the merge brings.
+// Without a MergeBaser the batch is not judged again.
+func (r *Runner) ontoHead(ctx context.Context, run pipeline.Run, commit, base, current string) (bool, string, error) {
+	mb, ok := r.cfg.Lake.(MergeBaser)
+	if !ok {
+		return false, "", nil
+	}
+	head := current
+	if head == "" {
+		var err error
+		if head, err = r.cfg.Lake.Head(ctx, run.Repository, run.Target); err != nil {
+			return false, "", err
+		}
+	}
+	if head == base {
+		return false, "", nil
+	}
+	found, _, err := mb.MergeBase(ctx, run.Repository, commit, head)
+	if err != nil {
+		return false, "", err
+	}
+	return found == base, head, nil
 }
 
 // SuitesDigester is an Auditor that names the suites its verdicts on a
