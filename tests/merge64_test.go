@@ -3,16 +3,23 @@ package tests
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"github.com/treeverse/lakefs/pkg/api/apigen"
 
 	"github.com/lakewap/lakewap/audit"
 	"github.com/lakewap/lakewap/internal/config"
 	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/harness"
 	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
@@ -168,5 +175,107 @@ func TestMerge64HardResetAfterAnOntoAuditIsRechecked(t *testing.T) {
 	}
 	if n != 100 {
 		t.Errorf("main holds %d rows of billing_fact, want the reset head's 100", n)
+	}
+}
+
+// TestMerge64TwoInstancesFromASourceWithoutTheTargetsAction: lakeFS runs the
+// pre-merge actions of a merge's source, not of its target (v1.84.0,
+// catalog.ActionsSource lists the hook record's SourceRef). staging forked
+// from main before lakewap's action was committed to main, so the seal of
+// a batch from staging holds no action and lakewap's own merge of it runs
+// no hook: the one thing that serializes two instances' merges into one
+// target. Two instances, each publishing a batch from staging with the same
+// ids, both looked at the same head, both rechecked onto it alone, both
+// merged (held at before_merge until both got there), and main held every
+// id twice. A publish onto a head whose pre-merge actions (_lakefs_actions/)
+// the seal does not hold alike is refused (merge_conflict, naming them).
+func TestMerge64TwoInstancesFromASourceWithoutTheTargetsAction(t *testing.T) {
+	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "two-instances-64")
+	tmp := t.TempDir()
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics()})
+	cfg := harness.DemoConfig(stack, tmp)
+	cfg.HTTP.Listen, cfg.HTTP.WebhookToken = "127.0.0.1:0", "two-instances-64"
+	ds := cfg.Datasets["billing"]
+	ds.SourceRefs = []string{"main", "staging"}
+	cfg.Datasets["billing"] = ds
+	must(t, cfg.Validate())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	barrier := func() func(string) {
+		var once sync.Once
+		return func(name string) {
+			if name != "before_merge" {
+				return
+			}
+			once.Do(func() {
+				arrived.Done()
+				done := make(chan struct{})
+				go func() { arrived.Wait(); close(done) }()
+				select {
+				case <-done:
+				case <-time.After(2 * time.Minute):
+				}
+			})
+		}
+	}
+	owners := []*ownership{{owned: map[int]bool{}}, {owned: map[int]bool{}}}
+	var daemons []*daemon.Daemon
+	for i := range 2 {
+		daemons = append(daemons, runDaemon(t, ctx, cancel, cfg, daemon.Options{Logger: slog.New(owners[i]), Console: io.Discard, Failpoint: barrier()}, i))
+	}
+	env, err := harness.New(ctx, stack, cfg, tmp)
+	must(t, err)
+	t.Cleanup(env.Close)
+	// staging forks from main before the action is installed on main.
+	must(t, env.WriteParquet(ctx, "main", "gold/billing_fact/batch=seed/part-0.parquet", billingRows(900000, 0, 100, "BIGINT")))
+	_, err = env.Lake.Commit(ctx, "lake", "main", "seed", nil)
+	must(t, err)
+	_, err = env.Lake.EnsureBranch(ctx, "lake", "staging", "main")
+	must(t, err)
+	installAction(t, env, "http://"+daemons[0].HTTPAddr()+daemon.PreMergePath)
+	waitFor(t, func() bool {
+		a, b := owners[0].partitions(), owners[1].partitions()
+		return len(a) > 0 && len(b) > 0 && len(a)+len(b) == cfg.Kafka.Partitions
+	})
+	pick := func(owned []int) string {
+		for i := 0; ; i++ {
+			id := fmt.Sprintf("two64-%d-%d", time.Now().UnixNano(), i)
+			p := (&kafka.Murmur2Balancer{}).Balance(kafka.Message{Key: []byte(id)}, 0, 1, 2)
+			if slices.Contains(owned, p) {
+				return id
+			}
+		}
+	}
+	a, b := pick(owners[0].partitions()), pick(owners[1].partitions())
+	lctx, lcancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer lcancel()
+	for _, id := range []string{a, b} {
+		must(t, env.Produce(lctx, schemas.BatchLanded{BatchID: id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"}, SourceRef: "staging",
+			Producer: "serial", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+		ev, err := env.Watcher.Await(lctx, id, schemas.TypeBranchReady)
+		must(t, err)
+		must(t, env.WriteParquet(lctx, ev.(schemas.BranchReady).Branch, "gold/billing_fact/batch="+id+"/part-0.parquet", billingRows(700000, 0, 30, "BIGINT")))
+	}
+	for _, id := range []string{a, b} { // completed together
+		must(t, env.Produce(lctx, schemas.WriteComplete{BatchID: id, Dataset: "billing", Write: "billing_fact",
+			Paths: []string{"gold/billing_fact/batch=" + id + "/part-0.parquet"}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	}
+	finals := map[string]schemas.Event{}
+	for _, id := range []string{a, b} {
+		ev, err := env.Watcher.Await(lctx, id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		must(t, err)
+		finals[id] = ev
+	}
+	head, err := env.Lake.Head(ctx, "lake", "main")
+	must(t, err)
+	tableChecksHold(t, daemons[0].Engine(), cfg, head)
+	for _, id := range []string{a, b} {
+		ab, ok := finals[id].(schemas.BatchAborted)
+		if !ok || ab.Reason != schemas.ReasonMergeConflict || !strings.Contains(ab.Detail, "_lakefs_actions/") {
+			t.Errorf("batch %s from staging, which lacks main's pre-merge action: %s %+v; want aborted merge_conflict naming _lakefs_actions/", id, finals[id].EventType(), finals[id])
+		}
 	}
 }

@@ -115,6 +115,17 @@ func (c *Client) Touches(ctx context.Context, repo, left, right, prefix string) 
 	return len(changes) > 0, err
 }
 
+// DifferingPaths names the paths under prefix whose entries differ between
+// the commits from and to (Differences), at most limit of them (more:
+// truncated is true).
+func (c *Client) DifferingPaths(ctx context.Context, repo, from, to, prefix string, limit int) (paths []string, truncated bool, err error) {
+	changes, truncated, err := c.Differences(ctx, repo, from, to, prefix, limit)
+	for _, ch := range changes {
+		paths = append(paths, ch.Path)
+	}
+	return paths, truncated, err
+}
+
 // Differences lists the objects under prefix whose entries differ between
 // the commits from and to (lakeFS's two-dot diff: a comparison of the two
 // trees by identity, whatever their ancestry): added, changed and removed,

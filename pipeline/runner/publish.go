@@ -314,6 +314,9 @@ func (r *Runner) publishMerge(ctx context.Context, run pipeline.Run, begin func(
 	var rmu sync.Mutex
 	reports := map[Guess]*schemas.AuditReport{} // at most two: the look's guess, and what the look found
 	recheck := func(ctx context.Context, base, head string) (map[string]string, error) {
+		if err := r.sameActions(ctx, run, head); err != nil {
+			return nil, err
+		}
 		rep, err := r.recordedRecheck(ctx, log, run, base, head, begin)
 		if col := (*Collision)(nil); errors.As(err, &col) {
 			col.SuitesChanged = stale
@@ -372,6 +375,53 @@ func (r *Runner) publishMerge(ctx context.Context, run pipeline.Run, begin func(
 		in.Changes = r.unattested(ctx, log, judged, res.CommitID)
 		return in
 	}
+}
+
+// ActionsPrefix is where lakeFS reads a repository's actions from a ref.
+const ActionsPrefix = "_lakefs_actions/"
+
+// maxActionsNamed bounds the action paths a refused publish names.
+const maxActionsNamed = 5
+
+// PathComparer is a Lake that names the paths under prefix whose entries
+// differ between two commits' trees (lakeFS's two-dot diff), at most limit.
+type PathComparer interface {
+	DifferingPaths(ctx context.Context, repo, from, to, prefix string, limit int) ([]string, bool, error)
+}
+
+// sameActions refuses the publish of run onto head (an error of
+// pipeline.ErrMergeConflict, which aborts the batch merge_conflict with its
+// branch kept) when the sealed commit does not hold head's actions alike:
+// lakeFS v1.84.0 runs the pre-merge actions of a merge's source
+// (catalog.ActionsSource lists the hook record's SourceRef), so lakewap's
+// merge of a seal made from a commit before the target's action was
+// installed or changed (a batch of a source that forked from the target
+// before it, or a branch made before it) runs another hook than the
+// target's, or none. That hook is what serializes the merges of several
+// instances into one target, and what judges every merge into it: two
+// instances publishing such batches with the same ids both merged and
+// main held them twice (TestMerge64TwoInstancesFromASourceWithoutTheTargetsAction).
+// Only a publish onto a head that is not the seal's merge-base can differ
+// there (the seal changes nothing outside its tables), so only a recheck
+// asks: one diff of a few entries. Without a PathComparer nothing is asked.
+func (r *Runner) sameActions(ctx context.Context, run pipeline.Run, head string) error {
+	c, ok := r.cfg.Lake.(PathComparer)
+	if !ok {
+		return nil
+	}
+	paths, more, err := c.DifferingPaths(ctx, run.Repository, head, run.SealedCommit, ActionsPrefix, maxActionsNamed)
+	if err != nil {
+		return err
+	}
+	if len(paths) == 0 {
+		return nil
+	}
+	named := strings.Join(paths, ", ")
+	if more {
+		named += ", ..."
+	}
+	return fmt.Errorf("%w: the sealed commit %s does not hold the pre-merge actions of %s at %s alike (%s): lakeFS runs the actions of a merge's source, so %s's would not judge this merge; bring %s's %s into the batch's source and land the batch again",
+		pipeline.ErrMergeConflict, run.SealedCommit, run.Target, head, named, run.Target, run.Target, ActionsPrefix)
 }
 
 // MergeTipper is a Lake that knows the commit its last merge into a
