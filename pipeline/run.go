@@ -124,9 +124,9 @@ type Run struct {
 	// itself was never audited.
 	AuditedOnto string `json:"audited_onto,omitempty"`
 	CommitID    string `json:"commit_id,omitempty"` // merge commit on Target
-	Reason     string `json:"reason,omitempty"`
-	FailedStep Step   `json:"failed_step,omitempty"` // the step whose failure ended the run
-	Detail     string `json:"detail,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	FailedStep  Step   `json:"failed_step,omitempty"` // the step whose failure ended the run
+	Detail      string `json:"detail,omitempty"`
 
 	// AuditOpen: an attempt of the audit step, of a publish's recheck, or of
 	// a revert's audit (in published, counted afresh for each revert),
