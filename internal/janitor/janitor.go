@@ -101,6 +101,23 @@ const (
 	WhyOverdue = "overdue"
 )
 
+// Stager is a Lake that says when a branch's uncommitted changes were
+// made (lakefs.Client.NewestStaged): the newest of the first limit added
+// or changed, and whether there are any.
+type Stager interface {
+	NewestStaged(ctx context.Context, repo, branch string, limit int) (newest time.Time, staged bool, err error)
+}
+
+// maxStagedLooked bounds the uncommitted changes of a run-less branch
+// judged abandoned whose times are read (one listing each): a branch whose
+// first changes by path are all older than the abandon age is deleted
+// whatever the later ones.
+const maxStagedLooked = 10
+
+// StagedYoung is why a run-less branch whose head commit is old is kept:
+// a writer staged changes on it lately.
+const StagedYoung = "no run, uncommitted changes younger than the abandon age"
+
 // HeadMoved is why a branch judged to be deleted is kept: its head is not
 // the one the sweep's listing gave (a writer committed since); the next
 // sweep judges it by its new head.
@@ -335,6 +352,22 @@ func (j *Janitor) Walk(ctx context.Context, dryRun bool, visit func(Decision)) (
 				case keep < 0:
 				case d.Age >= keep:
 					d.Delete, d.Why = true, WhyAbandoned
+					// Uncommitted changes are a writer's, and do not move
+					// the head: a producer that makes its batch's branch
+					// itself from an old head and stages its files before
+					// lakewap reads its BatchLanded had them deleted with
+					// the branch, and the batch published without them
+					// (TestMerge64RunlessBranchWithFreshUncommittedWritesIsKept).
+					if s, ok := j.cfg.Lake.(Stager); ok {
+						newest, staged, err := s.NewestStaged(ctx, repo, b.Name, maxStagedLooked)
+						switch {
+						case err != nil:
+							d.Delete, d.Why, d.Err = false, "uncommitted changes unreadable", err.Error()
+							fail(fmt.Errorf("janitor: %s/%s: %w", repo, b.Name, err))
+						case staged && !newest.IsZero() && now.Sub(newest) < keep:
+							d.Delete, d.Why = false, StagedYoung
+						}
+					}
 				case keep > j.cfg.AbandonedAfter:
 					if sealWhy[keep] == "" {
 						sealWhy[keep] = fmt.Sprintf("no run, head commit made by lakewap (a forgotten run's seal) younger than %s, the aborted retention", keep)

@@ -64,6 +64,35 @@ func (c *Client) EnsureBranch(ctx context.Context, repo, branch, from string) (b
 	return true, nil
 }
 
+// NewestStaged is the newest modification time of the objects added or
+// changed among the first limit uncommitted changes of branch (by path),
+// and whether there are uncommitted changes at all: one diff of the
+// branch, one entry listed per added or changed path. A staged removal has
+// no time. The zero time with staged true: only removals were looked at.
+func (c *Client) NewestStaged(ctx context.Context, repo, branch string, limit int) (newest time.Time, staged bool, err error) {
+	changes, err := list(ctx, c, call{op: "diff branch", repo: repo, ref: branch}, limit, changeFrom,
+		func(ctx context.Context, after *apigen.PaginationAfter, amount *apigen.PaginationAmount) (*http.Response, error) {
+			return c.api.DiffBranch(ctx, repo, branch, &apigen.DiffBranchParams{After: after, Amount: amount})
+		})
+	if err != nil || len(changes) == 0 {
+		return time.Time{}, false, err
+	}
+	for _, ch := range changes {
+		if ch.Type == "removed" {
+			continue
+		}
+		// The path sorts first of the objects it prefixes.
+		o, ok, err := c.FirstUnder(ctx, repo, branch, ch.Path)
+		if err != nil {
+			return time.Time{}, true, err
+		}
+		if ok && o.Path == ch.Path && o.Mtime.After(newest) {
+			newest = o.Mtime
+		}
+	}
+	return newest, true, nil
+}
+
 // Changes lists what ref changes against its merge-base with base
 // (lakeFS's three-dot diff, pipeline.Lake): what merging ref into base
 // brings, in one listing.
