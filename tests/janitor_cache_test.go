@@ -155,6 +155,8 @@ func TestJanitorKeepsAForgottenRunsSealAsLongAsAnAbortedRun(t *testing.T) {
 			_, _ = w.Write([]byte(commitJSON(seal, "lakewap")))
 		case p == "/repositories/lake/commits/"+mallorys, p == "/repositories/lake/commits/wap-mallory": // by id, or its branch's head
 			_, _ = w.Write([]byte(commitJSON(mallorys, "mallory")))
+		case r.Method == http.MethodGet && p == "/repositories/lake/branches/wap-mallory/diff": // nothing staged
+			_, _ = w.Write([]byte(`{"results":[],"pagination":{"has_more":false,"next_offset":"","results":0,"max_per_page":1000}}`))
 		case r.Method == http.MethodGet && p == "/repositories/lake/branches":
 			_, _ = w.Write([]byte(`{"results":[{"id":"wap-billing-evidence","commit_id":"` + seal + `"},{"id":"wap-mallory","commit_id":"` + mallorys +
 				`"}],"pagination":{"has_more":false,"next_offset":"","results":2,"max_per_page":1000}}`))
