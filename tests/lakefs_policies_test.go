@@ -10,7 +10,10 @@ import (
 	"testing"
 
 	"github.com/treeverse/lakefs/pkg/api/apigen"
+	"github.com/treeverse/lakefs/pkg/auth/wildcard"
 	"github.com/treeverse/lakefs/pkg/permissions"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // TestLakeFSPoliciesAreLakeFSPolicyDocuments decodes deploy/lakefs-policies
@@ -47,6 +50,45 @@ func TestLakeFSPoliciesAreLakeFSPolicyDocuments(t *testing.T) {
 					t.Errorf("%s: %q is not a lakeFS action", f, a)
 				}
 			}
+		}
+	}
+}
+
+// TestLakewapPolicyGrantsTheRevertAuditsBranch: an audited revert (the
+// default) reverts the published merge on a scratch branch named after the
+// batch branch with schemas.RevertScratchSuffix (pipeline/runner
+// judgeRevert: lakeFS's revertBranch, which checks fs:RevertBranch on that
+// branch), then merges it into the target; only `lakewap revert -force`
+// reverts the target itself. lakewap.json must grant each action on the
+// branch lakewap makes it on, matched as lakeFS matches a resource
+// (wildcard.Match on the ARN).
+func TestLakewapPolicyGrantsTheRevertAuditsBranch(t *testing.T) {
+	b, err := os.ReadFile("../deploy/lakefs-policies/lakewap.json")
+	must(t, err)
+	var p apigen.Policy
+	must(t, json.Unmarshal(b, &p))
+	allows := func(action, resource string) bool {
+		for _, st := range p.Statement {
+			if st.Effect == "allow" && slices.Contains(st.Action, action) && wildcard.Match(st.Resource, resource) {
+				return true
+			}
+		}
+		return false
+	}
+	batch := schemas.BranchPrefix + "billing-20240101"
+	scratch := batch + schemas.RevertScratchSuffix
+	for _, c := range []struct{ action, branch string }{
+		{permissions.CreateBranchAction, batch},
+		{permissions.CreateCommitAction, batch}, // the seal
+		{permissions.DeleteBranchAction, batch},
+		{permissions.CreateBranchAction, scratch},
+		{permissions.RevertBranchAction, scratch}, // the audited revert
+		{permissions.DeleteBranchAction, scratch},
+		{permissions.CreateCommitAction, "main"}, // a publish, and an audited revert's merge
+		{permissions.RevertBranchAction, "main"}, // a forced revert
+	} {
+		if !allows(c.action, permissions.BranchArn("lake", c.branch)) {
+			t.Errorf("lakewap.json does not allow %s on branch %s", c.action, c.branch)
 		}
 	}
 }
