@@ -74,6 +74,7 @@ type unionLeaf struct {
 	path  string
 	steps []unionStep
 	typ   string
+	width string // an integer's: integerWidth (review 64, typeof)
 }
 
 // unionStep is a step to a nested leaf: a struct's field (name), a list's
@@ -129,7 +130,11 @@ func unionLeaves(out *[]unionLeaf, nodes []schemaNode, types []nodeTypes, ends [
 		if *left--; *left < 0 {
 			return false
 		}
-		*out = append(*out, unionLeaf{path: path, steps: steps, typ: typ})
+		w := ""
+		if typ == "HUGEINT" {
+			w = integerWidth(types[l])
+		}
+		*out = append(*out, unionLeaf{path: path, steps: steps, typ: typ, width: w})
 		return true
 	})
 }
@@ -432,26 +437,26 @@ func (r *run) unionRendered(ctx context.Context, cols map[string][]fileColumn, f
 	first := map[string]typed{} // lower-case name and path: the first file's type
 	var found []apart
 	names := map[string]bool{}
-	widths := map[string]typed{} // lower-case name: the first file's integer width
+	exact := map[string]typed{} // lower-case name and path: the first file's type as typeof names it
 	var widthsApart []apart
 	for _, f := range files {
 		for _, c := range cols[f] {
 			names[strings.ToLower(c.name)] = true
-			if c.width != "" {
-				was, ok := widths[strings.ToLower(c.name)]
-				switch {
-				case !ok:
-					widths[strings.ToLower(c.name)] = typed{c.width, f}
-				case was.typ != c.width:
-					widthsApart = append(widthsApart, apart{c.name, "", was, c.width, f})
-				}
-			}
 			leaves := c.unionLeaves
 			if c.union != "" {
-				leaves = append([]unionLeaf{{typ: c.union}}, leaves...)
+				leaves = append([]unionLeaf{{typ: c.union, width: c.width}}, leaves...)
 			}
 			for _, l := range leaves {
 				key := strings.ToLower(c.name) + "\x00" + strings.ToLower(l.path)
+				typ := l.typ
+				if l.width != "" {
+					typ = l.width
+				}
+				if was, ok := exact[key]; !ok {
+					exact[key] = typed{typ, f}
+				} else if was.typ != typ {
+					widthsApart = append(widthsApart, apart{c.name, l.path, was, typ, f})
+				}
 				was, ok := first[key]
 				if !ok {
 					first[key] = typed{l.typ, f}
@@ -478,8 +483,12 @@ func (r *run) unionRendered(ctx context.Context, cols map[string][]fileColumn, f
 	cast, typeOf := r.textReadColumns(ctx, checks, table, names)
 	for _, a := range widthsApart {
 		if typeOf != nil && typeOf(a.name) {
-			return fmt.Errorf("column %q is %s in file %s and %s in file %s, and a where condition or custom query reads its type (typeof): DuckDB reads the files together in their union's type, DuckDB's read_parquet without union_by_name and pandas.read_parquet in the first file's: readers disagree on it (write the column in one type)",
-				clip(a.name, 128), a.was.typ, objPath[a.was.file], a.typ, objPath[a.file])
+			what := fmt.Sprintf("column %q", clip(a.name, 128))
+			if a.path != "" {
+				what = fmt.Sprintf("column %q: leaf %q", clip(a.name, 128), clip(a.path, 256))
+			}
+			return fmt.Errorf("%s is %s in file %s and %s in file %s, and a where condition or custom query reads its type (typeof): DuckDB reads the files together in their union's type, DuckDB's read_parquet without union_by_name and pandas.read_parquet in the first file's: readers disagree on it (write the column in one type)",
+				what, a.was.typ, objPath[a.was.file], a.typ, objPath[a.file])
 		}
 	}
 	for _, a := range found {
