@@ -95,8 +95,9 @@ const (
 // otherwise), and integers of two widths under a typeof of a where or
 // sql, which 51 passed and attested. 53: review 64 refuses a column
 // under a typeof of a where or sql whose nested leaves have two integer
-// widths across files, or which is a DECIMAL of two precisions, which 52
-// passed and attested.
+// widths across files, or which is a DECIMAL of two precisions, and a
+// DATE beside a TIMESTAMP of midnights whose text a where or sql reads,
+// which 52 passed and attested.
 const auditRules = 53
 
 // SuiteDigest is the digest of a suite's declaration under this build's

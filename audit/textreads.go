@@ -28,6 +28,12 @@ type textReads struct {
 	// an INTEGER from a BIGINT (review 63); typeStar, a star there.
 	types    [][]string
 	typeStar bool
+	// times are the refs whose text a DATE and a TIMESTAMP may render
+	// otherwise (review 64): refs but those read only through a
+	// function or cast that reads a date and a midnight alike
+	// (dateAlikeFunctions, dateAlikeCasts); timeStar, a star there.
+	times    [][]string
+	timeStar bool
 }
 
 // textReadsOf parses sql with DuckDB's parser (json_serialize_sql, on the
@@ -54,7 +60,7 @@ func (e *Engine) textReadsOf(ctx context.Context, sql string, where bool) textRe
 		return textReads{unknown: true}
 	}
 	var out textReads
-	walkTextReads(tree, false, false, &out)
+	walkTextReads(tree, false, false, false, &out)
 	return out
 }
 
@@ -111,17 +117,58 @@ var numberCasts = setOf("tinyint", "smallint", "integer", "int", "int1", "int2",
 	"int64", "int128", "bigint", "hugeint", "utinyint", "usmallint", "uinteger", "ubigint", "uhugeint", "float",
 	"float4", "float8", "real", "double", "decimal", "numeric", "boolean", "bool", "long", "short", "signed")
 
+// dateAlikeFunctions are the functions that read a DATE as the TIMESTAMP of
+// its midnight (date_trunc, strftime, year and the like: DuckDB 2.0.1
+// renders their answers alike for both), and dateAlikeCasts the types a CAST
+// to which does so (review 64).
+var dateAlikeFunctions = setOf("date_trunc", "datetrunc", "strftime", "year", "month", "day", "dayofmonth", "hour",
+	"minute", "second", "date_part", "datepart", "extract", "epoch", "epoch_ms", "epoch_us", "dayofweek",
+	"dayofyear", "week", "weekofyear", "quarter", "isodow", "isoyear", "yearweek", "last_day", "monthname",
+	"dayname", "decade", "century", "millennium", "era", "julian", "date_diff", "datediff", "date_sub", "datesub")
+
+var dateAlikeCasts = setOf("date", "timestamp", "datetime")
+
+// ownText is whether an expression node of a parse tree (of class)
+// reads its operands' text of its own (walkTextReads' rules), whatever
+// its ancestors.
+func ownText(v map[string]any, class string) bool {
+	switch class {
+	case "":
+		t, _ := v["type"].(string)
+		return t == "SET_OPERATION_NODE"
+	case "COLUMN_REF", "STAR", "CONSTANT", "TYPE":
+		return false
+	case "CONJUNCTION", "COMPARISON", "BETWEEN", "CASE":
+		return stringOperand(v)
+	case "OPERATOR":
+		switch v["type"] {
+		case "OPERATOR_NOT", "OPERATOR_IS_NULL", "OPERATOR_IS_NOT_NULL", "COMPARE_IN", "COMPARE_NOT_IN", "OPERATOR_COALESCE", "OPERATOR_NULLIF":
+			return stringOperand(v)
+		}
+		return true
+	case "FUNCTION", "WINDOW":
+		name, _ := v["function_name"].(string)
+		return !numberFunctions[strings.ToLower(name)] || stringOperand(v)
+	case "CAST":
+		return !numberCasts[castTarget(v)]
+	}
+	return true
+}
+
 // walkTextReads notes in out the column references of a parse tree n
 // that stand where a value's text may be read (textReads); text: an
-// ancestor already makes it so.
-func walkTextReads(n any, text, typ bool, out *textReads) {
+// ancestor already makes it so; timeOK: only through dateAlikeFunctions and
+// dateAlikeCasts.
+func walkTextReads(n any, text, typ, timeOK bool, out *textReads) {
 	switch v := n.(type) {
 	case []any:
 		for _, c := range v {
-			walkTextReads(c, text, typ, out)
+			walkTextReads(c, text, typ, timeOK, out)
 		}
 	case map[string]any:
 		class, _ := v["class"].(string)
+		was := text
+		safe := false // a time's text read alike through this node
 		if class == "" {
 			if t, _ := v["type"].(string); t == "SET_OPERATION_NODE" {
 				text = true
@@ -141,11 +188,15 @@ func walkTextReads(n any, text, typ bool, out *textReads) {
 					if typ {
 						out.types = append(out.types, names)
 					}
+					if !timeOK {
+						out.times = append(out.times, names)
+					}
 				}
 				return
 			case "STAR":
 				out.star = out.star || text
 				out.typeStar = out.typeStar || typ
+				out.timeStar = out.timeStar || text && !timeOK
 			case "CONSTANT", "TYPE":
 			case "CONJUNCTION", "COMPARISON", "BETWEEN", "CASE":
 				text = text || stringOperand(v)
@@ -159,6 +210,7 @@ func walkTextReads(n any, text, typ bool, out *textReads) {
 			case "FUNCTION", "WINDOW":
 				name, _ := v["function_name"].(string)
 				text = text || !numberFunctions[strings.ToLower(name)] || stringOperand(v)
+				safe = dateAlikeFunctions[strings.ToLower(name)]
 				switch strings.ToLower(name) {
 				case "typeof", "pg_typeof":
 					typ = true
@@ -167,12 +219,18 @@ func walkTextReads(n any, text, typ bool, out *textReads) {
 				if !numberCasts[castTarget(v)] {
 					text = true
 				}
+				safe = dateAlikeCasts[castTarget(v)]
 			default:
 				text = true // LAMBDA, SUBQUERY, COLLATE, a parameter, what a parser adds
 			}
 		}
+		if own := text && (!was || ownText(v, class)); own {
+			// the nearest node reading text decides: a time function's
+			// or cast's answer is of one type for a DATE and a TIMESTAMP
+			timeOK = safe
+		}
 		for _, k := range slices.Sorted(maps.Keys(v)) {
-			walkTextReads(v[k], text, typ, out)
+			walkTextReads(v[k], text, typ, timeOK, out)
 		}
 	}
 }
@@ -203,13 +261,15 @@ func castTarget(v map[string]any) string {
 // reference none of whose parts is a column (an alias, another table's
 // column), a star, or a text DuckDB cannot parse may read any, and so
 // does every column then. typeOf tells likewise whether one reads a
-// column's type name (typeof). nil: no check reads any column so.
-func (r *run) textReadColumns(ctx context.Context, checks []Check, table string, names map[string]bool) (text, typeOf func(col string) bool) {
+// column's type name (typeof), and timeText whether one reads its text
+// otherwise than through a function or cast that reads a DATE and its
+// midnight alike (textReads.times). nil: no check reads any column so.
+func (r *run) textReadColumns(ctx context.Context, checks []Check, table string, names map[string]bool) (text, typeOf, timeText func(col string) bool) {
 	type reads struct {
 		read map[string]bool
 		all  bool
 	}
-	tx, ty := reads{read: map[string]bool{}}, reads{read: map[string]bool{}}
+	tx, ty, tt := reads{read: map[string]bool{}}, reads{read: map[string]bool{}}, reads{read: map[string]bool{}}
 	note := func(to *reads, refs [][]string, all bool) {
 		to.all = to.all || all
 		for _, ref := range refs {
@@ -235,6 +295,7 @@ func (r *run) textReadColumns(ctx context.Context, checks []Check, table string,
 		for _, t := range ts {
 			note(&tx, t.refs, t.unknown || t.star)
 			note(&ty, t.types, t.unknown || t.typeStar)
+			note(&tt, t.times, t.unknown || t.timeStar)
 		}
 	}
 	fn := func(x reads) func(string) bool {
@@ -243,5 +304,5 @@ func (r *run) textReadColumns(ctx context.Context, checks []Check, table string,
 		}
 		return func(col string) bool { return x.all || x.read[strings.ToLower(col)] }
 	}
-	return fn(tx), fn(ty)
+	return fn(tx), fn(ty), fn(tt)
 }
