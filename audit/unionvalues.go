@@ -487,7 +487,7 @@ func (r *run) unionRendered(ctx context.Context, cols map[string][]fileColumn, f
 			if a.path != "" {
 				what = fmt.Sprintf("column %q: leaf %q", clip(a.name, 128), clip(a.path, 256))
 			}
-			return fmt.Errorf("%s is %s in file %s and %s in file %s, and a where condition or custom query reads its type (typeof): DuckDB reads the files together in their union's type, DuckDB's read_parquet without union_by_name and pandas.read_parquet in the first file's: readers disagree on it (write the column in one type)",
+			return fmt.Errorf("%s is %s in file %s and %s in file %s, and a where condition or custom query reads its type (typeof, hash, bit_count, a cast to BIT): DuckDB reads the files together in their union's type, DuckDB's read_parquet without union_by_name and pandas.read_parquet in the first file's: readers disagree on it (write the column in one type)",
 				what, a.was.typ, objPath[a.was.file], a.typ, objPath[a.file])
 		}
 	}
