@@ -27,7 +27,9 @@ import (
 // column, is refused, naming the file, the column, the default and the
 // version (deltaExistsDefaults). Partition columns are the log's values;
 // a struct's field's default is not looked at (Spark's Parquet reader did
-// not read one, sparkdefault.go; not tried through delta-spark).
+// not read one, sparkdefault.go; nor did delta-spark 4.4.0, review 64: a
+// field s.b declared EXISTS_DEFAULT "7" by a later metaData read NULL in
+// the rows of a file whose s lacks b, as delta-rs and the audit read).
 
 // deltaExistsDefaults names the first file of files (a Delta table's, in
 // the views of key) lacking a top-level column that a metaData of the
