@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/treeverse/lakefs/pkg/api/apigen"
+	"github.com/treeverse/lakefs/pkg/ident"
 
 	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -44,11 +46,7 @@ func TestReview30CollidingBytesStagedBetweenTwoSealsAreRefused(t *testing.T) {
 		return nil
 	}))
 	must(t, err)
-	// Wang and Yu's MD5 collision (published test vectors), with a common suffix.
-	a, _ := hex.DecodeString("d131dd02c5e6eec4693d9a0698aff95c2fcab58712467eab4004583eb8fb7f8955ad340609f4b30283e488832571415a085125e8f7cdc99fd91dbdf280373c5bd8823e3156348f5bae6dacd436c919c6dd53e2b487da03fd02396306d248cda0e99f33420f577ee8ce54b67080a80d1ec69821bcb6a8839396f9652b6ff72a70")
-	b, _ := hex.DecodeString("d131dd02c5e6eec4693d9a0698aff95c2fcab50712467eab4004583eb8fb7f8955ad340609f4b30283e4888325f1415a085125e8f7cdc99fd91dbd7280373c5bd8823e3156348f5bae6dacd436c919c6dd53e23487da03fd02396306d248cda0e99f33420f577ee8ce54b67080280d1ec69821bcb6a8839396f965ab6ff72a70")
-	bodyA := append(a, []byte("\nledger manifest\n")...)
-	bodyB := append(b, []byte("\nledger manifest\n")...)
+	bodyA, bodyB := wangYuCollision()
 	const manifest = "zzzz/ledger/manifest"
 	repo := stack.Repository
 	must(t, env.Lake.Upload(ctx, repo, "main", manifest, bytes.NewReader(bodyA)))
@@ -147,4 +145,118 @@ func TestReview30NarrowedAllowedPathsHoldAtThePublish(t *testing.T) {
 	if err := env.Lake.Download(ctx, stack.Repository, "main", marker, &onMain); err == nil {
 		t.Errorf("main holds %s", marker)
 	}
+}
+
+// TestReview30ForgedSealRecordIsNotTakenForLakewaps: lakeFS's
+// createCommitRecord (fs:CreateCommit on the repository, which the
+// simplified ACL's Writers hold) writes a commit with any committer,
+// parents, metadata and metarange, its id the content address the writer
+// computes; a hard reset (fs:RevertBranch) puts it under the batch's
+// branch. The writer builds, on a side branch, a metarange holding another
+// dataset's manifest at colliding bytes (delete, commit, upload the
+// Wang-Yu collision, commit: same MD5, same size, so no diff names it),
+// records a commit of it with lakewap's committer, the batch's
+// wap.sealed_batch_id and the branch point as its one parent, resets its
+// batch branch to it and writes its rows. lakewap's seal then sits on that
+// record; taken for a seal of lakewap's (by committer and metadata), the
+// audit compared nothing by address and the batch was published with
+// main's manifest at the writer's bytes, with no restart at all. Only the
+// seals the run recorded (Run.Seals) make a chain: the batch is aborted
+// outside_tables naming the manifest, main keeping its bytes.
+func TestReview30ForgedSealRecordIsNotTakenForLakewaps(t *testing.T) {
+	e := startE2E(t, nil)
+	api := e.lakeFSAPI(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bodyA, bodyB := wangYuCollision()
+	const repo, manifest, batch = "lake", "zzzz/ledger/manifest", "review30-forged"
+	must(t, e.Lake.Upload(ctx, repo, "main", manifest, bytes.NewReader(bodyA)))
+	ledger, err := e.Lake.Commit(ctx, repo, "main", "ledger's manifest", nil)
+	must(t, err)
+	// lakewap commits with the stack's admin credentials, as the writer
+	// does here: its seals' committer is the one on this commit.
+	mainCommit, err := e.Lake.GetCommit(ctx, repo, ledger)
+	must(t, err)
+
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: batch, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "t", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := e.Watcher.Await(ctx, batch, schemas.TypeBranchReady)
+	must(t, err)
+	branch := ev.(schemas.BranchReady).Branch
+	from, err := e.Lake.Head(ctx, repo, branch)
+	must(t, err)
+
+	// The side branch: the manifest deleted, committed, and staged again
+	// with the colliding bytes, committed.
+	const side = "review30-side"
+	if resp, err := api.CreateBranchWithResponse(ctx, repo, apigen.CreateBranchJSONRequestBody{Name: side, Source: from}); err != nil || resp.StatusCode() != http.StatusCreated {
+		t.Fatalf("create %s: %v %v", side, err, resp)
+	}
+	if resp, err := api.DeleteObjectWithResponse(ctx, repo, side, &apigen.DeleteObjectParams{Path: manifest}); err != nil || resp.StatusCode() != http.StatusNoContent {
+		t.Fatalf("delete %s: %v", manifest, err)
+	}
+	commitOn(t, ctx, api, side, "delete")
+	must(t, e.Lake.Upload(ctx, repo, side, manifest, bytes.NewReader(bodyB)))
+	commitOn(t, ctx, api, side, "again")
+	sideHead, err := api.GetCommitWithResponse(ctx, repo, side)
+	must(t, err)
+	if sideHead.JSON200 == nil {
+		t.Fatalf("get %s: HTTP %d", side, sideHead.StatusCode())
+	}
+
+	// The forged seal: lakewap's committer and seal metadata, the branch
+	// point its one parent, the side branch's metarange.
+	committer, message, metarange := mainCommit.Committer, "lakewap: seal "+batch, sideHead.JSON200.MetaRangeId
+	created := time.Now().Unix()
+	meta := map[string]string{pipeline.MetaSealedBatchID: batch}
+	// Its id, as lakeFS's ref manager checks it (graveler.Commit.Identity
+	// hex-encoded: version and generation are not in it).
+	id := hex.EncodeToString(ident.NewAddressWriter().MarshalString("commit:v1").MarshalString(committer).
+		MarshalString(message).MarshalString(metarange).MarshalInt64(created).MarshalStringMap(meta).
+		MarshalIdentifiable(commitParents{from}).Identity())
+	rec, err := api.CreateCommitRecordWithResponse(ctx, repo, apigen.CreateCommitRecordJSONRequestBody{
+		CommitId: id, Committer: committer, Message: message, MetarangeId: metarange,
+		CreationDate: created, Parents: []string{from}, Version: 1,
+		Metadata: &apigen.CommitRecordCreation_Metadata{AdditionalProperties: meta},
+	})
+	must(t, err)
+	if rec.StatusCode() != http.StatusNoContent {
+		t.Fatalf("createCommitRecord: HTTP %d %s", rec.StatusCode(), rec.Body)
+	}
+	reset, err := api.HardResetBranchWithResponse(ctx, repo, branch, &apigen.HardResetBranchParams{Ref: id})
+	must(t, err)
+	if reset.StatusCode() != http.StatusNoContent {
+		t.Fatalf("hard reset %s to %s: HTTP %d %s", branch, id, reset.StatusCode(), reset.Body)
+	}
+
+	path := "gold/billing_fact/batch=" + batch + "/part-0.parquet"
+	must(t, e.WriteParquet(ctx, branch, path, harness.GoodBillingRows))
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: "billing_fact",
+		Paths: []string{path}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	final, err := e.Watcher.Await(ctx, batch, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	if ab, ok := final.(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonOutsideTables || !strings.Contains(ab.Detail, manifest) {
+		t.Errorf("the batch on a forged seal record relinking %s: %s %+v; want aborted %s naming it", manifest, final.EventType(), final, schemas.ReasonOutsideTables)
+	}
+	var onMain bytes.Buffer
+	must(t, e.Lake.Download(ctx, repo, "main", manifest, &onMain))
+	if !bytes.Equal(onMain.Bytes(), bodyA) {
+		t.Errorf("main's %s holds the writer's colliding bytes", manifest)
+	}
+}
+
+// commitParents is a commit's parents as lakeFS's content address of a
+// commit takes them (ident.Identifiable).
+type commitParents []string
+
+func (p commitParents) Identity() []byte {
+	return ident.NewAddressWriter().MarshalStringSlice(p).Identity()
+}
+
+// wangYuCollision is Wang and Yu's MD5 collision (published test vectors),
+// with a common suffix: two bodies of the same MD5 and size.
+func wangYuCollision() (a, b []byte) {
+	x, _ := hex.DecodeString("d131dd02c5e6eec4693d9a0698aff95c2fcab58712467eab4004583eb8fb7f8955ad340609f4b30283e488832571415a085125e8f7cdc99fd91dbdf280373c5bd8823e3156348f5bae6dacd436c919c6dd53e2b487da03fd02396306d248cda0e99f33420f577ee8ce54b67080a80d1ec69821bcb6a8839396f9652b6ff72a70")
+	y, _ := hex.DecodeString("d131dd02c5e6eec4693d9a0698aff95c2fcab50712467eab4004583eb8fb7f8955ad340609f4b30283e4888325f1415a085125e8f7cdc99fd91dbd7280373c5bd8823e3156348f5bae6dacd436c919c6dd53e23487da03fd02396306d248cda0e99f33420f577ee8ce54b67080280d1ec69821bcb6a8839396f965ab6ff72a70")
+	return append(x, []byte("\nledger manifest\n")...), append(y, []byte("\nledger manifest\n")...)
 }
