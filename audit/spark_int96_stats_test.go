@@ -244,8 +244,9 @@ var sparkInt96Forged = []struct {
 // nanosecond above the data, which DuckDB truncates as it truncates the
 // values, and a list's claims, by which DuckDB skips nothing, pass, and
 // DuckDB reads the rows. (pyarrow 26.0.1, PySpark 4.3.0, deltalake 1.6.6
-// and DuckDB 2.0.1 skip by no INT96 claim:
-// TestSparkReadsForgedInt96ClaimsAsWritten.)
+// and DuckDB 2.0.1 skip by no INT96 claim: pyarrow's and pandas' reading
+// of these files is TestPyArrowReadsForgedInt96ClaimsAsWritten, Spark's
+// TestSparkNestedInt96TimesPass.)
 func TestForgedInt96ClaimsAreRefused(t *testing.T) {
 	honest, err := os.ReadFile(filepath.Join("testdata", sparkInt96OneTime))
 	if err != nil {

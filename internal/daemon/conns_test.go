@@ -39,7 +39,7 @@ func TestHTTPServerLimitsConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	lim := serveLimited(srv, ln, limit)
-	lim.grace = time.Hour // closing half-sent headers is TestHalfSentHeadersDoNotLockOutCallers's
+	lim.grace = time.Hour // closing half-sent headers is TestSlowClientsDoNotLockOutCallers's
 	done := make(chan struct{})
 	go func() { _ = srv.Serve(lim); close(done) }()
 	defer func() { _ = srv.Close(); <-done }()
