@@ -10,7 +10,7 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lakewap_lineage_events_dropped_total",
-		Help: "OpenLineage run events not delivered, by reason (queue_full, undelivered)."}, []string{"reason"})}
+		Help: "OpenLineage run events not delivered, by reason (queue_full, undelivered, too_large, shutdown)."}, []string{"reason"})}
 	if reg != nil {
 		if err := reg.Register(m.dropped); err != nil {
 			return nil, err
