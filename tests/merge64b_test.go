@@ -1,0 +1,208 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/treeverse/lakefs/pkg/api/apigen"
+
+	"github.com/lakewap/lakewap/audit"
+	"github.com/lakewap/lakewap/internal/config"
+	"github.com/lakewap/lakewap/internal/daemon"
+	"github.com/lakewap/lakewap/internal/devstack"
+	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/schemas"
+)
+
+// Issue 21, review 64b: two instances of one group publishing to one main,
+// each holding one batch, completed together and held at before_merge
+// until both got there. Together the batches break a table check other
+// than unique; each passes alone.
+
+// pairBatch is one batch of a two-instance test: a write of one file at
+// path with query's rows, after deleting remove on its branch.
+type pairBatch struct {
+	dataset, write, path, query string
+	remove                      []string
+}
+
+// twoInstancesTogether starts two daemons of one group on cfg (mod
+// applied), seeds main (seed, committed), installs lakewap's action and
+// lands batches[i] on a partition instance i owns, completes them together
+// and returns each one's final event by index, the env and a daemon.
+func twoInstancesTogether(t *testing.T, token string, mod func(*config.Config), seed func(context.Context, *harness.Env), batches [2]pairBatch) ([2]schemas.Event, [2]string, *harness.Env, *daemon.Daemon, *config.Config) {
+	t.Helper()
+	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", token)
+	tmp := t.TempDir()
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics()})
+	cfg := harness.DemoConfig(stack, tmp)
+	cfg.HTTP.Listen, cfg.HTTP.WebhookToken = "127.0.0.1:0", token
+	mod(cfg)
+	must(t, cfg.Validate())
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	barrier := func() func(string) {
+		var once sync.Once
+		return func(name string) {
+			if name != "before_merge" {
+				return
+			}
+			once.Do(func() {
+				arrived.Done()
+				done := make(chan struct{})
+				go func() { arrived.Wait(); close(done) }()
+				select {
+				case <-done:
+				case <-time.After(2 * time.Minute):
+				}
+			})
+		}
+	}
+	owners := []*ownership{{owned: map[int]bool{}}, {owned: map[int]bool{}}}
+	var daemons []*daemon.Daemon
+	for i := range 2 {
+		daemons = append(daemons, runDaemon(t, ctx, cancel, cfg, daemon.Options{Logger: slog.New(owners[i]), Console: io.Discard, Failpoint: barrier()}, i))
+	}
+	env, err := harness.New(ctx, stack, cfg, tmp)
+	must(t, err)
+	t.Cleanup(env.Close)
+	seed(ctx, env)
+	_, err = env.Lake.Commit(ctx, "lake", "main", "seed", nil)
+	must(t, err)
+	installAction(t, env, "http://"+daemons[0].HTTPAddr()+daemon.PreMergePath)
+	waitFor(t, func() bool {
+		a, b := owners[0].partitions(), owners[1].partitions()
+		return len(a) > 0 && len(b) > 0 && len(a)+len(b) == cfg.Kafka.Partitions
+	})
+	pick := func(owned []int) string {
+		for i := 0; ; i++ {
+			id := fmt.Sprintf("pair-%d-%d", time.Now().UnixNano(), i)
+			p := (&kafka.Murmur2Balancer{}).Balance(kafka.Message{Key: []byte(id)}, 0, 1, 2)
+			if slices.Contains(owned, p) {
+				return id
+			}
+		}
+	}
+	ids := [2]string{pick(owners[0].partitions()), pick(owners[1].partitions())}
+	lctx, lcancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer lcancel()
+	api, err := apigen.NewClientWithResponses(stack.LakeFSEndpoint+"/api/v1", apigen.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+		r.SetBasicAuth(stack.AccessKeyID, stack.SecretAccessKey)
+		return nil
+	}))
+	must(t, err)
+	paths := [2]string{}
+	for i, b := range batches {
+		must(t, env.Produce(lctx, schemas.BatchLanded{BatchID: ids[i], Dataset: b.dataset, ExpectedWrites: []string{b.write},
+			Producer: "pair", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+		ev, err := env.Watcher.Await(lctx, ids[i], schemas.TypeBranchReady)
+		must(t, err)
+		branch := ev.(schemas.BranchReady).Branch
+		for _, p := range b.remove {
+			del, err := api.DeleteObjectWithResponse(lctx, "lake", branch, &apigen.DeleteObjectParams{Path: p})
+			must(t, err)
+			if del.StatusCode() != http.StatusNoContent {
+				t.Fatalf("delete %s on %s: %d %s", p, branch, del.StatusCode(), del.Body)
+			}
+		}
+		paths[i] = fmt.Sprintf(b.path, ids[i])
+		must(t, env.WriteParquet(lctx, branch, paths[i], b.query))
+	}
+	for i, b := range batches { // completed together
+		must(t, env.Produce(lctx, schemas.WriteComplete{BatchID: ids[i], Dataset: b.dataset, Write: b.write, Paths: []string{paths[i]},
+			OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	}
+	var finals [2]schemas.Event
+	for i := range ids {
+		ev, err := env.Watcher.Await(lctx, ids[i], schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+		must(t, err)
+		finals[i] = ev
+	}
+	return finals, ids, env, daemons[0], cfg
+}
+
+// oneOfTwo asserts exactly one of finals published and the other aborted
+// audit_failed naming check and the winner's commit.
+func oneOfTwo(t *testing.T, finals [2]schemas.Event, check string) {
+	t.Helper()
+	p0, ok0 := finals[0].(schemas.BatchPublished)
+	p1, ok1 := finals[1].(schemas.BatchPublished)
+	switch {
+	case ok0 && ok1:
+		t.Fatalf("both batches published (%s, %s): main fails %s", p0.CommitID, p1.CommitID, check)
+	case ok0:
+		collided(t, finals[1], check, p0.CommitID)
+	case ok1:
+		collided(t, finals[0], check, p1.CommitID)
+	default:
+		t.Fatalf("neither batch published: %+v, %+v", finals[0], finals[1])
+	}
+}
+
+// TestMerge64bTwoInstancesBreakingARelationshipOnePublishes: main holds
+// customers 1..10. Instance A holds an orders batch whose order references
+// customer 10; instance B holds a customers batch rewriting the customers
+// file without customer 10. Each passes alone (A: customer 10 is on main;
+// B: no order on main references 10); both merged, main holds an order of
+// a customer it no longer has. Exactly one may publish, the other aborts
+// naming orders' cross_table check and the commit it collides with.
+func TestMerge64bTwoInstancesBreakingARelationshipOnePublishes(t *testing.T) {
+	seedFile := "gold/shop/customers/batch=seed/part-0.parquet"
+	finals, _, env, d, cfg := twoInstancesTogether(t, "pair-rel-64b", shopConfig, func(ctx context.Context, env *harness.Env) {
+		must(t, env.WriteParquet(ctx, "main", seedFile, customerRows(span(1, 10)...)))
+	}, [2]pairBatch{
+		{dataset: "orders", write: "orders", path: "gold/shop/orders/batch=%s/part-0.parquet", query: orderRows(1, 10, 3)},
+		{dataset: "customers", write: "customers", path: "gold/shop/customers/batch=%s/part-0.parquet", query: customerRows(span(1, 9)...), remove: []string{seedFile}},
+	})
+	// The check is named as the losing batch's report names it: its own
+	// for the orders batch, its neighbor's for the customers batch.
+	if _, ordersWon := finals[0].(schemas.BatchPublished); ordersWon {
+		oneOfTwo(t, finals, ordersCheck)
+	} else {
+		oneOfTwo(t, finals, "orders_have_customers")
+		return // no order on main: nothing to join
+	}
+	head, err := env.Lake.Head(context.Background(), "lake", "main")
+	must(t, err)
+	rep, err := d.Engine().Run(context.Background(), audit.Request{Dataset: "orders", Suite: cfg.Datasets["orders"].Suite, Repository: "lake", Ref: head, BaseRef: head, BaseName: "main"})
+	must(t, err)
+	for _, c := range rep.Checks {
+		if c.Status != schemas.StatusPass {
+			t.Errorf("on main at %s, %s is %s (observed %s)", head, c.Name, c.Status, c.Observed)
+		}
+	}
+}
+
+// TestMerge64bTwoInstancesExceedingARowCountOnePublishes: main's
+// billing_fact holds 100 rows under a row_count of at most 150; each
+// instance holds a batch of 30 new rows. Each passes alone (130), both
+// merged main holds 160. Exactly one may publish, the other aborts naming
+// the row_count check and the commit it collides with.
+func TestMerge64bTwoInstancesExceedingARowCountOnePublishes(t *testing.T) {
+	limit := 150.0
+	finals, _, env, d, cfg := twoInstancesTogether(t, "pair-rows-64b", func(c *config.Config) {
+		ds := c.Datasets["billing"]
+		ds.Suite.Checks = append(ds.Suite.Checks, audit.Check{Name: "billing_at_most_150", Kind: audit.KindRowCount, Table: "billing_fact", Max: &limit})
+		c.Datasets["billing"] = ds
+	}, func(ctx context.Context, env *harness.Env) {
+		must(t, env.WriteParquet(ctx, "main", "gold/billing_fact/batch=seed/part-0.parquet", billingRows(900000, 0, 100, "BIGINT")))
+	}, [2]pairBatch{
+		{dataset: "billing", write: "billing_fact", path: "gold/billing_fact/batch=%s/part-0.parquet", query: billingRows(710000, 0, 30, "BIGINT")},
+		{dataset: "billing", write: "billing_fact", path: "gold/billing_fact/batch=%s/part-0.parquet", query: billingRows(720000, 0, 30, "BIGINT")},
+	})
+	oneOfTwo(t, finals, "billing_at_most_150")
+	head, err := env.Lake.Head(context.Background(), "lake", "main")
+	must(t, err)
+	tableChecksHold(t, d.Engine(), cfg, head)
+}
