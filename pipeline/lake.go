@@ -99,11 +99,14 @@ type Publication struct {
 }
 
 // Change is one path a commit changes against a base (lakeFS's three-dot
-// diff): Size is the object's size at the commit, 0 when Removed.
+// diff): Size is the object's size at the commit, 0 when Removed. Added is
+// set by a comparison of two trees only (PathComparer): the path is at the
+// second commit alone.
 type Change struct {
 	Path    string
 	Size    int64
 	Removed bool
+	Added   bool
 }
 
 // Commit is one commit of a repository's history.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,4 +206,71 @@ func TestMerge64bTwoInstancesExceedingARowCountOnePublishes(t *testing.T) {
 	head, err := env.Lake.Head(context.Background(), "lake", "main")
 	must(t, err)
 	tableChecksHold(t, d.Engine(), cfg, head)
+}
+
+// TestMerge64bActionsAbortTellsTheOperatorWhatToDo: a batch from staging,
+// which forked from main before lakewap's action was installed on main, is
+// refused at its publish (lakeFS would run staging's actions, none, for
+// the merge). The abort must say what to do, and doing it must publish:
+// it names the action file as missing from the batch's commit, the batch's
+// branch to merge main into, the retry to ask for, and the source to fix
+// for the batches to come. Merging main into the branch and retrying
+// publishes the batch, through main's hook.
+func TestMerge64bActionsAbortTellsTheOperatorWhatToDo(t *testing.T) {
+	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "actions-64b")
+	e := startE2E(t, func(c *config.Config) {
+		c.HTTP.Listen, c.HTTP.WebhookToken = "127.0.0.1:0", "actions-64b"
+		ds := c.Datasets["billing"]
+		ds.SourceRefs = []string{"main", "staging"}
+		c.Datasets["billing"] = ds
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	must(t, e.WriteParquet(ctx, "main", "gold/billing_fact/batch=seed/part-0.parquet", billingRows(900000, 0, 100, "BIGINT")))
+	_, err := e.Lake.Commit(ctx, "lake", "main", "seed", nil)
+	must(t, err)
+	_, err = e.Lake.EnsureBranch(ctx, "lake", "staging", "main")
+	must(t, err)
+	installAction(t, e.Env, "http://"+e.d.HTTPAddr()+daemon.PreMergePath)
+
+	id := fmt.Sprintf("act64b-%d", time.Now().UnixNano())
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"}, SourceRef: "staging",
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := e.Watcher.Await(ctx, id, schemas.TypeBranchReady)
+	must(t, err)
+	branch := ev.(schemas.BranchReady).Branch
+	path := "gold/billing_fact/batch=" + id + "/part-0.parquet"
+	must(t, e.WriteParquet(ctx, branch, path, billingRows(730000, 0, 3, "BIGINT")))
+	must(t, e.Produce(ctx, schemas.WriteComplete{BatchID: id, Dataset: "billing", Write: "billing_fact", Paths: []string{path},
+		OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err = e.Watcher.Await(ctx, id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	ab, ok := ev.(schemas.BatchAborted)
+	if !ok || ab.Reason != schemas.ReasonMergeConflict || !ab.BranchKept {
+		t.Fatalf("batch from staging lacking main's action: %s %+v; want aborted merge_conflict, branch kept", ev.EventType(), ev)
+	}
+	for _, want := range []string{
+		"_lakefs_actions/lakewap.yaml (missing from the batch's commit",
+		"merge main into the batch's branch " + branch,
+		"lakewap retry -batch " + id,
+		"merge main into staging",
+	} {
+		if !strings.Contains(ab.Detail, want) {
+			t.Errorf("the abort's detail does not say %q:\n%s", want, ab.Detail)
+		}
+	}
+
+	// Doing what it says publishes the batch.
+	api := e.lakeFSAPI(t)
+	m, err := api.MergeIntoBranchWithResponse(ctx, "lake", "main", branch, apigen.MergeIntoBranchJSONRequestBody{})
+	must(t, err)
+	if m.StatusCode() != http.StatusOK {
+		t.Fatalf("merging main into %s: %d %s", branch, m.StatusCode(), m.Body)
+	}
+	if code, out := e.ask(t, "retry", "-batch", id, "-by", "ana"); code != 0 {
+		t.Fatalf("retry exited %d:\n%s", code, out)
+	}
+	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/", "billing_id LIKE 'INV-073%'"); err != nil || n != 3 {
+		t.Errorf("main holds %d of the batch's rows after the retry (err %v); want 3", n, err)
+	}
 }

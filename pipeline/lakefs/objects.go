@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 	"github.com/treeverse/lakefs/pkg/api/apigen"
 )
@@ -117,11 +118,12 @@ func (c *Client) Touches(ctx context.Context, repo, left, right, prefix string) 
 
 // DifferingPaths names the paths under prefix whose entries differ between
 // the commits from and to (Differences), at most limit of them (more:
-// truncated is true).
-func (c *Client) DifferingPaths(ctx context.Context, repo, from, to, prefix string, limit int) (paths []string, truncated bool, err error) {
+// truncated is true): Removed, a path at from only; Added, at to only;
+// neither, at both with other entries.
+func (c *Client) DifferingPaths(ctx context.Context, repo, from, to, prefix string, limit int) (paths []pipeline.Change, truncated bool, err error) {
 	changes, truncated, err := c.Differences(ctx, repo, from, to, prefix, limit)
 	for _, ch := range changes {
-		paths = append(paths, ch.Path)
+		paths = append(paths, pipeline.Change{Path: ch.Path, Size: ch.Size, Removed: ch.Type == "removed", Added: ch.Type == "added"})
 	}
 	return paths, truncated, err
 }

@@ -384,9 +384,10 @@ const ActionsPrefix = "_lakefs_actions/"
 const maxActionsNamed = 5
 
 // PathComparer is a Lake that names the paths under prefix whose entries
-// differ between two commits' trees (lakeFS's two-dot diff), at most limit.
+// differ between two commits' trees (lakeFS's two-dot diff), at most limit:
+// Removed, at from only; Added, at to only; neither, at both, unlike.
 type PathComparer interface {
-	DifferingPaths(ctx context.Context, repo, from, to, prefix string, limit int) ([]string, bool, error)
+	DifferingPaths(ctx context.Context, repo, from, to, prefix string, limit int) ([]pipeline.Change, bool, error)
 }
 
 // sameActions refuses the publish of run onto head (an error of
@@ -404,24 +405,48 @@ type PathComparer interface {
 // Only a publish onto a head that is not the seal's merge-base can differ
 // there (the seal changes nothing outside its tables), so only a recheck
 // asks: one diff of a few entries. Without a PathComparer nothing is asked.
+//
+// Every difference refuses, a user's own action as much as lakewap's, and
+// an edit of a comment as much as a removed hook: the files are compared,
+// not parsed, and an action of the target the merge would not run is a
+// protection the target's owner declared and lakewap's merge would skip.
+// The detail says what to do first (it is clipped at 4 KiB, the paths
+// last): merge the target into the batch's kept branch and retry it, and
+// merge the target into the source for the batches to come
+// (TestMerge64bActionsAbortTellsTheOperatorWhatToDo).
 func (r *Runner) sameActions(ctx context.Context, run pipeline.Run, head string) error {
 	c, ok := r.cfg.Lake.(PathComparer)
 	if !ok {
 		return nil
 	}
-	paths, more, err := c.DifferingPaths(ctx, run.Repository, head, run.SealedCommit, ActionsPrefix, maxActionsNamed)
+	diffs, more, err := c.DifferingPaths(ctx, run.Repository, head, run.SealedCommit, ActionsPrefix, maxActionsNamed)
 	if err != nil {
 		return err
 	}
-	if len(paths) == 0 {
+	if len(diffs) == 0 {
 		return nil
 	}
-	named := strings.Join(paths, ", ")
-	if more {
-		named += ", ..."
+	named := make([]string, 0, len(diffs)+1)
+	for _, d := range diffs {
+		switch {
+		case d.Removed:
+			named = append(named, d.Path+" (missing from the batch's commit: lakeFS would not run it)")
+		case d.Added:
+			named = append(named, d.Path+" (on the batch's commit only: lakeFS would run it, though "+run.Target+" does not hold it)")
+		default:
+			named = append(named, d.Path+" (unlike "+run.Target+"'s: lakeFS would run the batch's copy)")
+		}
 	}
-	return fmt.Errorf("%w: the sealed commit %s does not hold the pre-merge actions of %s at %s alike (%s): lakeFS runs the actions of a merge's source, so %s's would not judge this merge; bring %s's %s into the batch's source and land the batch again",
-		pipeline.ErrMergeConflict, run.SealedCommit, run.Target, head, named, run.Target, run.Target, ActionsPrefix)
+	if more {
+		named = append(named, "...")
+	}
+	fix := fmt.Sprintf("merge %s into the batch's branch %s (lakectl merge lakefs://%s/%s lakefs://%s/%s), then lakewap retry -batch %s",
+		run.Target, run.Branch, run.Repository, run.Target, run.Repository, run.Branch, run.BatchID)
+	if run.Source != "" && run.Source != run.Target {
+		fix += fmt.Sprintf("; merge %s into %s too, or its later batches are refused alike", run.Target, run.Source)
+	}
+	return fmt.Errorf("%w: the batch's pre-merge actions (%s) are not %s's at %s, and lakeFS runs the actions of a merge's source: %s. Sealed commit %s; differing: %s",
+		pipeline.ErrMergeConflict, ActionsPrefix, run.Target, head, fix, run.SealedCommit, strings.Join(named, "; "))
 }
 
 // MergeTipper is a Lake that knows the commit its last merge into a
