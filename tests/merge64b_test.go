@@ -20,6 +20,7 @@ import (
 	"github.com/lakewap/lakewap/internal/daemon"
 	"github.com/lakewap/lakewap/internal/devstack"
 	"github.com/lakewap/lakewap/internal/harness"
+	"github.com/lakewap/lakewap/pipeline"
 	"github.com/lakewap/lakewap/schemas"
 )
 
@@ -272,5 +273,94 @@ func TestMerge64bActionsAbortTellsTheOperatorWhatToDo(t *testing.T) {
 	}
 	if n, err := e.CountRows(ctx, "main", "gold/billing_fact/", "billing_id LIKE 'INV-073%'"); err != nil || n != 3 {
 		t.Errorf("main holds %d of the batch's rows after the retry (err %v); want 3", n, err)
+	}
+}
+
+// TestMerge64bOlderInstancesMergeAfterAHardResetIsRefusedByTheHook: mixed
+// versions. An instance older than review 64 ignores a run's audited_onto
+// and, after main was hard-reset onto the seal's merge-base, merges the
+// seal with no recheck (TestMerge64HardResetAfterAnOntoAuditIsRechecked's
+// attack). Its merge is lakewap's own (same committer, its metadata) and
+// the seal holds lakewap's action (staging forked after it was installed),
+// so lakeFS runs main's hook, which audits the merge on its parents: 105
+// rows on the reset 100 under max_growth_pct 3 is refused, and main keeps
+// 100 rows. The merge is made here, in the form an older instance makes it,
+// between the audit and the new instance's publish.
+func TestMerge64bOlderInstancesMergeAfterAHardResetIsRefusedByTheHook(t *testing.T) {
+	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "older-64b")
+	growth := 3.0
+	var mu sync.Mutex
+	var attack func(pipeline.Run)
+	e := startE2EWith(t, func(c *config.Config) {
+		c.HTTP.Listen, c.HTTP.WebhookToken = "127.0.0.1:0", "older-64b"
+		ds := c.Datasets["billing"]
+		ds.Suite.Checks = append(ds.Suite.Checks, audit.Check{Name: "billing_volume", Kind: audit.KindVolumeChange, Table: "billing_fact", MaxGrowthPct: &growth})
+		ds.SourceRefs = []string{"main", "staging"}
+		c.Datasets["billing"] = ds
+	}, daemon.Options{Observe: func(before, after pipeline.Run) {
+		if before.State != pipeline.StateAuditing || after.State != pipeline.StatePublishing {
+			return
+		}
+		mu.Lock()
+		f := attack
+		attack = nil
+		mu.Unlock()
+		if f != nil {
+			f(after) // before the publish step starts
+		}
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	api := e.lakeFSAPI(t)
+	installAction(t, e.Env, "http://"+e.d.HTTPAddr()+daemon.PreMergePath)
+	must(t, e.WriteParquet(ctx, "main", "gold/billing_fact/batch=seed/part-0.parquet", billingRows(900000, 0, 100, "BIGINT")))
+	commitOn(t, ctx, api, "main", "seed")
+	fork, err := e.Lake.Head(ctx, "lake", "main")
+	must(t, err)
+	_, err = e.Lake.EnsureBranch(ctx, "lake", "staging", "main")
+	must(t, err)
+	must(t, e.WriteParquet(ctx, "main", "gold/billing_fact/batch=u/part-0.parquet", billingRows(100000, 0, 1000, "BIGINT")))
+	commitOn(t, ctx, api, "main", "1,000 rows")
+
+	id := fmt.Sprintf("old-%d", time.Now().UnixNano())
+	var attackErr, mergeErr error
+	var audited pipeline.Run
+	attack = func(run pipeline.Run) {
+		audited = run
+		hr, err := api.HardResetBranchWithResponse(ctx, "lake", "main", &apigen.HardResetBranchParams{Ref: fork})
+		if err == nil && hr.StatusCode() != http.StatusNoContent {
+			err = fmt.Errorf("hard reset: HTTP %d %s", hr.StatusCode(), hr.Body)
+		}
+		if attackErr = err; err != nil {
+			return
+		}
+		// The older instance's publish: a look finds the seal's merge-base
+		// at main's head, so it merges with no recheck.
+		_, mergeErr = e.Lake.Merge(ctx, "lake", run.SealedCommit, "main", "lakewap: publish billing batch "+id,
+			map[string]string{pipeline.MetaBatchID: id, pipeline.MetaDataset: "billing", "wap.sealed_commit": run.SealedCommit})
+	}
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"}, SourceRef: "staging",
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	_, err = e.Watcher.Await(ctx, id, schemas.TypeBranchReady)
+	must(t, err)
+	must(t, e.WriteParquet(ctx, schemas.BranchName("billing", id), "gold/billing_fact/batch="+id+"/part-0.parquet", billingRows(800000, 0, 5, "BIGINT")))
+	ev := completeBatch(t, ctx, e.Env, id)
+	mu.Lock()
+	happened := attack == nil
+	mu.Unlock()
+	if !happened {
+		t.Fatal("the batch never went from auditing to publishing: the attack did not happen")
+	}
+	must(t, attackErr)
+	if audited.AuditedOnto == "" {
+		t.Errorf("the run was not audited onto main's head (audited_onto empty): the scenario needs an Onto audit")
+	}
+	n, err := e.CountRows(ctx, "main", "gold/billing_fact/", "")
+	must(t, err)
+	if mergeErr == nil || n != 100 {
+		t.Errorf("an older instance's merge of the Onto-audited seal onto the reset main: err %v, main holds %d rows; want refused by the hook, 100 rows", mergeErr, n)
+	}
+	if _, ok := ev.(schemas.BatchPublished); ok {
+		t.Errorf("the batch was announced published: %+v", ev)
 	}
 }
