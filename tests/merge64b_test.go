@@ -2,13 +2,17 @@ package tests
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -363,4 +367,174 @@ func TestMerge64bOlderInstancesMergeAfterAHardResetIsRefusedByTheHook(t *testing
 	if _, ok := ev.(schemas.BatchPublished); ok {
 		t.Errorf("the batch was announced published: %+v", ev)
 	}
+}
+
+// TestMerge64bPartitionMovesBetweenTheRecheckAndTheMerge: instance A
+// rechecks a batch onto main's head H and stops at its merge (held at
+// before_merge, a paused holder). A loses the partition (it stops: its
+// partitions are revoked, the grace ends). main then takes a commit H2
+// holding the batch's ids. Instance B restores the run and publishes it:
+// its own look finds H2, its recheck onto H2 fails unique, and it aborts
+// the batch naming the commit it collides with. A's merge request, sent
+// before its pause and reaching lakeFS only now (made here by hand, as A
+// makes it: lakewap's committer, its metadata), is judged by main's hook
+// on what it leaves and refused: no unaudited merge, no double publish.
+// Without H2, B publishes, and A's late merge changes nothing (lakeFS: no
+// changes): one merge of the seal on main.
+func TestMerge64bPartitionMovesBetweenTheRecheckAndTheMerge(t *testing.T) {
+	t.Run("main takes the batch's ids meanwhile", func(t *testing.T) { partitionMoves(t, true) })
+	t.Run("main takes nothing more", func(t *testing.T) { partitionMoves(t, false) })
+}
+
+func partitionMoves(t *testing.T, collide bool) {
+	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "moved-64b")
+	tmp := t.TempDir()
+	stack := devstack.StartForTest(t, devstack.Options{WorkDir: tmp, Repository: "lake", Topics: harness.StackTopics()})
+	cfg := harness.DemoConfig(stack, tmp)
+	cfg.HTTP.Listen, cfg.HTTP.WebhookToken = "127.0.0.1:0", "moved-64b"
+	cfg.Runner.Grace = config.Duration(time.Second)
+	must(t, cfg.Validate())
+
+	// The action's URL reaches whichever instance serves hooks now.
+	var hookAt atomic.Pointer[string]
+	proxy := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.Out.URL.Scheme, r.Out.URL.Host = "http", *hookAt.Load()
+	}})
+	t.Cleanup(proxy.Close)
+
+	var mu sync.Mutex
+	var onPublishing func(pipeline.Run)
+	var sealed pipeline.Run
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ownA := &ownership{owned: map[int]bool{}}
+	aCtx, aCancel := context.WithCancel(context.Background())
+	t.Cleanup(aCancel)
+	a, err := daemon.New(aCtx, cfg, daemon.Options{Logger: slog.New(ownA), Console: io.Discard,
+		Observe: func(before, after pipeline.Run) {
+			if before.State != pipeline.StateAuditing || after.State != pipeline.StatePublishing {
+				return
+			}
+			mu.Lock()
+			sealed = after
+			f := onPublishing
+			onPublishing = nil
+			mu.Unlock()
+			if f != nil {
+				f(after)
+			}
+		},
+		Failpoint: func(name string) {
+			if name == "before_merge" {
+				once.Do(func() { close(reached); <-release })
+			}
+		}})
+	must(t, err)
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Run(aCtx) }()
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	addr := a.HTTPAddr()
+	hookAt.Store(&addr)
+	env, err := harness.New(context.Background(), stack, cfg, tmp)
+	must(t, err)
+	t.Cleanup(env.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	installAction(t, env, proxy.URL+daemon.PreMergePath)
+	must(t, env.WriteParquet(ctx, "main", "gold/billing_fact/batch=seed/part-0.parquet", billingRows(900000, 0, 100, "BIGINT")))
+	_, err = env.Lake.Commit(ctx, "lake", "main", "seed", nil)
+	must(t, err)
+	waitFor(t, func() bool { return len(ownA.partitions()) == cfg.Kafka.Partitions })
+
+	// Once audited, main moves (rows of other ids): A's publish rechecks onto H.
+	var moveErr error
+	onPublishing = func(pipeline.Run) {
+		if moveErr = env.WriteParquet(ctx, "main", "gold/billing_fact/batch=other/part-0.parquet", billingRows(100000, 0, 10, "BIGINT")); moveErr == nil {
+			_, moveErr = env.Lake.Commit(ctx, "lake", "main", "other rows", nil)
+		}
+	}
+	id := fmt.Sprintf("moved-%d", time.Now().UnixNano())
+	must(t, env.Produce(ctx, schemas.BatchLanded{BatchID: id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	_, err = env.Watcher.Await(ctx, id, schemas.TypeBranchReady)
+	must(t, err)
+	must(t, env.WriteParquet(ctx, schemas.BranchName("billing", id), "gold/billing_fact/batch="+id+"/part-0.parquet", billingRows(700000, 0, 30, "BIGINT")))
+	must(t, env.Produce(ctx, schemas.WriteComplete{BatchID: id, Dataset: "billing", Write: "billing_fact",
+		Paths: []string{"gold/billing_fact/batch=" + id + "/part-0.parquet"}, OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	select {
+	case <-reached:
+	case <-ctx.Done():
+		t.Fatal("A never reached its merge")
+	}
+	must(t, moveErr)
+	// main takes the batch's ids: H2.
+	var h2 string
+	if collide {
+		must(t, env.WriteParquet(ctx, "main", "gold/billing_fact/batch=h2/part-0.parquet", billingRows(700000, 0, 30, "BIGINT")))
+		h2, err = env.Lake.Commit(ctx, "lake", "main", "the batch's ids, from elsewhere", nil)
+		must(t, err)
+	}
+	// A loses its partitions (stops); its merge stays held past the grace.
+	aCancel()
+	waitFor(t, func() bool { return len(ownA.partitions()) == 0 })
+	close(release)
+	select {
+	case <-aDone:
+	case <-ctx.Done():
+		t.Fatal("A did not stop")
+	}
+
+	bCtx, bCancel := context.WithCancel(context.Background())
+	b := runDaemon(t, bCtx, bCancel, cfg, daemon.Options{Logger: slog.New(&ownership{owned: map[int]bool{}}), Console: io.Discard}, 1)
+	baddr := b.HTTPAddr()
+	hookAt.Store(&baddr)
+	ev, err := env.Watcher.Await(ctx, id, schemas.TypeBatchPublished, schemas.TypeBatchAborted, schemas.TypeBatchFailed)
+	must(t, err)
+	var published schemas.BatchPublished
+	if collide {
+		collided(t, ev, "billing_id_unique", h2)
+	} else if published, _ = ev.(schemas.BatchPublished); published.CommitID == "" {
+		t.Fatalf("B's publish onto a main that took nothing more: %s %+v; want published", ev.EventType(), ev)
+	}
+
+	// A's merge request arrives now.
+	mu.Lock()
+	run := sealed
+	mu.Unlock()
+	meta := map[string]string{pipeline.MetaBatchID: id, pipeline.MetaDataset: "billing", "wap.sealed_commit": run.SealedCommit}
+	if !run.BatchTime.IsZero() {
+		meta[pipeline.MetaBatchTime] = run.BatchTime.UTC().Format(time.RFC3339Nano)
+	}
+	_, err = env.Lake.Merge(ctx, "lake", run.SealedCommit, "main", "lakewap: publish billing batch "+id, meta)
+	switch {
+	case err == nil:
+		t.Errorf("A's late merge of the seal was taken by main (B: %s)", ev.EventType())
+	case !collide && !errors.Is(err, pipeline.ErrNoChanges):
+		t.Errorf("A's late merge of the seal B published: %v; want lakeFS's no changes", err)
+	case collide && (!errors.Is(err, pipeline.ErrHookRefused) || !strings.Contains(err.Error(), "status code: 412")):
+		// 412: the hook's audit blocked it (403 would be a call it refused
+		// to check, 500 one it could not).
+		t.Errorf("A's late merge was refused, but not by the hook's audit (412): %v", err)
+	}
+	if !collide {
+		head, err := env.Lake.Head(ctx, "lake", "main")
+		must(t, err)
+		if head != published.CommitID {
+			t.Errorf("main's head %s after A's late merge; want B's publish %s", head, published.CommitID)
+		}
+	}
+	n, err := env.CountRows(ctx, "main", "gold/billing_fact/", "billing_id >= 'INV-0700000' AND billing_id < 'INV-0700030'")
+	must(t, err)
+	if n != 30 {
+		t.Errorf("main holds the batch's 30 ids in %d rows; want 30 (H2's, or the batch's)", n)
+	}
+	head, err := env.Lake.Head(ctx, "lake", "main")
+	must(t, err)
+	tableChecksHold(t, b.Engine(), cfg, head)
 }
