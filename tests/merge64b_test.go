@@ -538,3 +538,37 @@ func partitionMoves(t *testing.T, collide bool) {
 	must(t, err)
 	tableChecksHold(t, b.Engine(), cfg, head)
 }
+
+// TestMerge64bBatchDeletingTheTargetsActionIsRefused: a writer deletes
+// main's _lakefs_actions/lakewap.yaml on its batch's branch and writes its
+// rows. main does not move, so the publish makes no recheck (and no
+// comparison of actions): lakeFS would run the seal's actions, none, and
+// the merge would delete main's action. The batch must not publish, and
+// main keeps its action: the audit refuses a seal changing a path outside
+// its tables (outside_tables), a removal included. Passed on first run.
+func TestMerge64bBatchDeletingTheTargetsActionIsRefused(t *testing.T) {
+	t.Setenv("LAKEFSACTION_LAKEWAP_TOKEN", "del-64b")
+	e := startE2E(t, func(c *config.Config) { c.HTTP.Listen, c.HTTP.WebhookToken = "127.0.0.1:0", "del-64b" })
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	installAction(t, e.Env, "http://"+e.d.HTTPAddr()+daemon.PreMergePath)
+	id := fmt.Sprintf("del64b-%d", time.Now().UnixNano())
+	must(t, e.Produce(ctx, schemas.BatchLanded{BatchID: id, Dataset: "billing", ExpectedWrites: []string{"billing_fact"},
+		Producer: "e2e", OccurredAt: time.Now().UTC().Truncate(time.Millisecond)}))
+	ev, err := e.Watcher.Await(ctx, id, schemas.TypeBranchReady)
+	must(t, err)
+	branch := ev.(schemas.BranchReady).Branch
+	del, err := e.lakeFSAPI(t).DeleteObjectWithResponse(ctx, "lake", branch, &apigen.DeleteObjectParams{Path: "_lakefs_actions/lakewap.yaml"})
+	must(t, err)
+	if del.StatusCode() != http.StatusNoContent {
+		t.Fatalf("delete the action on %s: %d %s", branch, del.StatusCode(), del.Body)
+	}
+	must(t, e.WriteParquet(ctx, branch, "gold/billing_fact/batch="+id+"/part-0.parquet", billingRows(740000, 0, 3, "BIGINT")))
+	ev = completeBatch(t, ctx, e.Env, id)
+	if ab, ok := ev.(schemas.BatchAborted); !ok || ab.Reason != schemas.ReasonOutsideTables || !strings.Contains(ab.Detail, "_lakefs_actions/lakewap.yaml") {
+		t.Errorf("the batch deleting main's action: %s %+v; want aborted outside_tables naming it", ev.EventType(), ev)
+	}
+	if acts, err := e.Lake.List(ctx, "lake", "main", "_lakefs_actions/"); err != nil || len(acts) != 1 {
+		t.Errorf("main's actions after the batch: %v (err %v); want lakewap.yaml", acts, err)
+	}
+}
