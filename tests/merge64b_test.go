@@ -572,3 +572,36 @@ func TestMerge64bBatchDeletingTheTargetsActionIsRefused(t *testing.T) {
 		t.Errorf("main's actions after the batch: %v (err %v); want lakewap.yaml", acts, err)
 	}
 }
+
+// TestMerge64bTwoInstancesVolumeChangeJudgesEachMergeOnItsHead: main's
+// billing_fact holds 100 rows under a volume_change of max_growth_pct 5;
+// each instance holds a batch of 4 rows, completed together. Together they
+// grow the table 8% over the 100 both were audited against; but
+// volume_change bounds what one batch does to the target it lands on, and
+// the second merge, rechecked onto the first one's 104 rows, grows it by
+// 3.8%: both publish, as they would one after the other on one instance.
+// Not a collision: a bound over the table as a whole is a row_count
+// (TestMerge64bTwoInstancesExceedingARowCountOnePublishes).
+func TestMerge64bTwoInstancesVolumeChangeJudgesEachMergeOnItsHead(t *testing.T) {
+	growth := 5.0
+	finals, _, env, _, _ := twoInstancesTogether(t, "pair-vol-64b", func(c *config.Config) {
+		ds := c.Datasets["billing"]
+		ds.Suite.Checks = append(ds.Suite.Checks, audit.Check{Name: "billing_volume", Kind: audit.KindVolumeChange, Table: "billing_fact", MaxGrowthPct: &growth})
+		c.Datasets["billing"] = ds
+	}, func(ctx context.Context, env *harness.Env) {
+		must(t, env.WriteParquet(ctx, "main", "gold/billing_fact/batch=seed/part-0.parquet", billingRows(900000, 0, 100, "BIGINT")))
+	}, [2]pairBatch{
+		{dataset: "billing", write: "billing_fact", path: "gold/billing_fact/batch=%s/part-0.parquet", query: billingRows(710000, 0, 4, "BIGINT")},
+		{dataset: "billing", write: "billing_fact", path: "gold/billing_fact/batch=%s/part-0.parquet", query: billingRows(720000, 0, 4, "BIGINT")},
+	})
+	for i, ev := range finals {
+		if _, ok := ev.(schemas.BatchPublished); !ok {
+			t.Errorf("batch %d of 4 rows: %s %+v; want published", i, ev.EventType(), ev)
+		}
+	}
+	n, err := env.CountRows(context.Background(), "main", "gold/billing_fact/", "")
+	must(t, err)
+	if n != 108 {
+		t.Errorf("main holds %d rows, want 108", n)
+	}
+}
