@@ -202,29 +202,11 @@ func TestMerge64TwoInstancesFromASourceWithoutTheTargetsAction(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	var arrived sync.WaitGroup
-	arrived.Add(2)
-	barrier := func() func(string) {
-		var once sync.Once
-		return func(name string) {
-			if name != "before_merge" {
-				return
-			}
-			once.Do(func() {
-				arrived.Done()
-				done := make(chan struct{})
-				go func() { arrived.Wait(); close(done) }()
-				select {
-				case <-done:
-				case <-time.After(2 * time.Minute):
-				}
-			})
-		}
-	}
+	barriers := meetBeforeMerge(2)
 	owners := []*ownership{{owned: map[int]bool{}}, {owned: map[int]bool{}}}
 	var daemons []*daemon.Daemon
 	for i := range 2 {
-		daemons = append(daemons, runDaemon(t, ctx, cancel, cfg, daemon.Options{Logger: slog.New(owners[i]), Console: io.Discard, Failpoint: barrier()}, i))
+		daemons = append(daemons, runDaemon(t, ctx, cancel, cfg, daemon.Options{Logger: slog.New(owners[i]), Console: io.Discard, Failpoint: barriers[i]}, i))
 	}
 	env, err := harness.New(ctx, stack, cfg, tmp)
 	must(t, err)

@@ -314,29 +314,11 @@ func TestTwoInstancesSameKeysOnePublishes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	var arrived sync.WaitGroup
-	arrived.Add(2)
-	barrier := func() func(string) {
-		var once sync.Once
-		return func(name string) {
-			if name != "before_merge" {
-				return
-			}
-			once.Do(func() {
-				arrived.Done()
-				done := make(chan struct{})
-				go func() { arrived.Wait(); close(done) }()
-				select {
-				case <-done:
-				case <-time.After(2 * time.Minute):
-				}
-			})
-		}
-	}
+	barriers := meetBeforeMerge(2)
 	owners := []*ownership{{owned: map[int]bool{}}, {owned: map[int]bool{}}}
 	var daemons []*daemon.Daemon
 	for i := range 2 {
-		daemons = append(daemons, runDaemon(t, ctx, cancel, cfg, daemon.Options{Logger: slog.New(owners[i]), Console: io.Discard, Failpoint: barrier()}, i))
+		daemons = append(daemons, runDaemon(t, ctx, cancel, cfg, daemon.Options{Logger: slog.New(owners[i]), Console: io.Discard, Failpoint: barriers[i]}, i))
 	}
 	env, err := harness.New(ctx, stack, cfg, tmp)
 	must(t, err)
@@ -541,4 +523,31 @@ func runDaemon(t *testing.T, ctx context.Context, cancel context.CancelFunc, cfg
 		}
 	})
 	return d
+}
+
+// meetBeforeMerge returns n failpoints, one for each daemon: each holds its
+// daemon's first merge until all n have reached theirs (or two minutes have
+// passed), so that n publishes race for the target at once.
+func meetBeforeMerge(n int) []func(string) {
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	points := make([]func(string), n)
+	for i := range points {
+		var once sync.Once
+		points[i] = func(name string) {
+			if name != "before_merge" {
+				return
+			}
+			once.Do(func() {
+				arrived.Done()
+				done := make(chan struct{})
+				go func() { arrived.Wait(); close(done) }()
+				select {
+				case <-done:
+				case <-time.After(2 * time.Minute):
+				}
+			})
+		}
+	}
+	return points
 }
