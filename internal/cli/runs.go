@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"slices"
@@ -16,6 +17,8 @@ import (
 type RunsOptions struct {
 	Config, State, Dataset string
 	JSON                   bool
+	// MaxMiB bounds what the listing holds (runs.DefaultMaxListMiB).
+	MaxMiB int
 }
 
 // Runs lists the runs of the state store: 0 listed, 1 the store cannot be
@@ -29,11 +32,9 @@ func Runs(ctx context.Context, o RunsOptions, stdout, stderr io.Writer) int {
 	if !ok {
 		return 2
 	}
-	stored, err := runs.List(ctx, cfg.Kafka, o.State, o.Dataset)
-	if err == nil && o.JSON {
-		err = runs.WriteJSON(stdout, stored)
-	} else if err == nil {
-		err = runs.WriteTable(stdout, stored, time.Now())
+	listed, err := runs.ListWithin(ctx, cfg.Kafka, o.State, o.Dataset, cmp.Or(o.MaxMiB, runs.DefaultMaxListMiB))
+	if err == nil {
+		err = runs.WriteListing(stdout, listed, time.Now(), o.JSON)
 	}
 	if err != nil {
 		failf(stderr, "lakewap runs: %v", err)

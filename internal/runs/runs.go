@@ -7,6 +7,7 @@
 package runs
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -109,32 +110,175 @@ func (s *Store) partitions(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Load returns every run of every partition, sorted by batch id. Read
-// without checks, a value that does not decode is a Stored that says so;
-// read checked, only the runs the runner would restore are returned.
-func (s *Store) Load(ctx context.Context) ([]Stored, error) {
+// listed, when set (tests), is called with what the listing counts it
+// holds as each record is scanned.
+var listed func(held int)
+
+// DefaultMaxListMiB bounds what a listing of the changelog read unchecked
+// holds (lakewap runs' -max-mib): whoever may write wap.runs leaves records
+// there that count until the daemon's next restore deletes them. lakewap's
+// own runs are a few KiB each (at most runner.max_run_bytes).
+const DefaultMaxListMiB = 512
+
+// maxListBytes is DefaultMaxListMiB in bytes (tests lower it).
+var maxListBytes = DefaultMaxListMiB << 20
+
+// ErrListTooLarge: the changelog holds more live records to list than the
+// listing's budget.
+var ErrListTooLarge = errors.New("listing over its budget")
+
+// listEntryOverhead is what an entry holds beside its strings: the entry
+// (112 bytes), its slot in the map of keys, its place in the sorted slice.
+const listEntryOverhead = 256
+
+// entry is a live record of the changelog held as it is stored: it is
+// decoded whole only when it is handed out, one at a time (a record of
+// 2 MiB of JSON decodes to many times its bytes).
+type entry struct {
+	partition             int
+	key                   string
+	raw                   []byte // nil when the record does not decode
+	batch, dataset, state string
+	unreadable            string
+}
+
+func (e *entry) held() int {
+	return schemas.HeldBytes(len(e.key)) + schemas.HeldBytes(len(e.raw)) + schemas.HeldBytes(len(e.batch)) +
+		schemas.HeldBytes(len(e.dataset)) + schemas.HeldBytes(len(e.state)) + schemas.HeldBytes(len(e.unreadable)) + listEntryOverhead
+}
+
+// head is what a listing reads of a record before it hands it out.
+type head struct {
+	BatchID string         `json:"batch_id"`
+	Dataset string         `json:"dataset"`
+	State   pipeline.State `json:"state"`
+}
+
+// Listing is the runs of the changelog read unchecked that a filter kept,
+// sorted by batch id, held as their records.
+type Listing struct{ entries []*entry }
+
+// Len is how many runs the listing holds.
+func (l *Listing) Len() int { return len(l.entries) }
+
+// Each hands fn the runs in order, each decoded as it is handed out.
+func (l *Listing) Each(fn func(Stored) error) error {
+	for _, e := range l.entries {
+		st := Stored{Partition: e.partition, Key: schemas.Clip(e.key, 256), Unreadable: e.unreadable}
+		if e.raw != nil {
+			if err := json.Unmarshal(e.raw, &st.Run); err != nil {
+				st = Stored{Partition: e.partition, Key: st.Key, Unreadable: schemas.Clip(err.Error(), 256)}
+			} else {
+				st.Key = ""
+			}
+		}
+		if err := fn(st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stored is every run of the listing, decoded.
+func (l *Listing) Stored() []Stored {
+	out := make([]Stored, 0, len(l.entries))
+	_ = l.Each(func(s Stored) error { out = append(out, s); return nil })
+	return out
+}
+
+// list reads every partition of the changelog unchecked, keeping the live
+// records keep takes (by batch id, dataset and state; a record that does
+// not decode has none), and holds at most budget bytes of them, counted as
+// the heap holds them: past it, it stops with ErrListTooLarge.
+func (s *Store) list(ctx context.Context, keep func(batch, dataset, state string) bool, budget int) (*Listing, error) {
 	n, err := s.partitions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if s.checked != nil {
-		in, err := s.client.Partitions(ctx, s.input)
-		if err != nil {
-			return nil, fmt.Errorf("input topic: %w", err)
+	var all []*entry
+	held, records := 0, 0
+	for p := range n {
+		live := map[string]*entry{}
+		var over error
+		scan, stop := context.WithCancel(ctx)
+		err := s.changelog.Scan(scan, p, func(key string, v []byte) {
+			if over != nil {
+				return
+			}
+			if listed != nil {
+				defer func() { listed(held) }()
+			}
+			if old, ok := live[key]; ok {
+				held -= old.held()
+				delete(live, key)
+			}
+			if v == nil || runstore.IsMark(key) {
+				return
+			}
+			e := &entry{partition: p, key: key}
+			var h head
+			if err := json.Unmarshal(v, &h); err != nil {
+				e.unreadable = schemas.Clip(err.Error(), 256)
+			} else {
+				e.raw, e.batch, e.dataset, e.state = bytes.Clone(v), h.BatchID, h.Dataset, string(h.State)
+			}
+			if keep != nil && !keep(e.batch, e.dataset, e.state) {
+				return
+			}
+			if held+e.held() > budget {
+				over = fmt.Errorf("%w: the changelog topic %s holds more than %d MiB of live records to list (%d records held when partition %d of %d was read): "+
+					"records another writer left there count until the daemon's next restore deletes them; "+
+					"list fewer with -state or -dataset, or raise -max-mib", ErrListTooLarge, s.topic, budget>>20, records+len(live), p, n)
+				stop()
+				return
+			}
+			held += e.held()
+			live[key] = e
+		})
+		stop()
+		if over != nil {
+			return nil, over
 		}
-		s.parts.Store(int64(in))
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range live {
+			all = append(all, e)
+		}
+		records += len(live)
 	}
+	slices.SortFunc(all, func(a, b *entry) int {
+		return cmp.Or(strings.Compare(a.batch, b.batch), strings.Compare(a.key, b.key))
+	})
+	return &Listing{entries: all}, nil
+}
+
+// Load returns every run of every partition, sorted by batch id. Read
+// without checks, a value that does not decode is a Stored that says so,
+// and what it holds is bounded as lakewap runs' listing is; read checked,
+// only the runs the runner would restore are returned.
+func (s *Store) Load(ctx context.Context) ([]Stored, error) {
+	if s.checked == nil {
+		l, err := s.list(ctx, nil, maxListBytes)
+		if err != nil {
+			return nil, err
+		}
+		return l.Stored(), nil
+	}
+	n, err := s.partitions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in, err := s.client.Partitions(ctx, s.input)
+	if err != nil {
+		return nil, fmt.Errorf("input topic: %w", err)
+	}
+	s.parts.Store(int64(in))
 	var out []Stored
 	aside := 0
 	for p := range n {
-		var raw map[string][]byte
-		if s.checked != nil {
-			var skipped int
-			raw, skipped, err = s.checked.Read(ctx, p)
-			aside += skipped
-		} else {
-			raw, err = s.changelog.Load(ctx, p)
-		}
+		raw, skipped, err := s.checked.Read(ctx, p)
+		aside += skipped
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +324,17 @@ var ErrNoSuchRun = errors.New("no run in the state store")
 
 // Find returns the run of batch (of dataset, when not empty).
 func (s *Store) Find(ctx context.Context, batch, dataset string) (Stored, error) {
-	stored, err := s.Load(ctx)
+	var stored []Stored
+	var err error
+	if s.checked == nil {
+		var l *Listing
+		l, err = s.list(ctx, func(b, d, _ string) bool { return b == batch && (dataset == "" || d == dataset) }, maxListBytes)
+		if l != nil {
+			stored = l.Stored()
+		}
+	} else {
+		stored, err = s.Load(ctx)
+	}
 	if err != nil {
 		return Stored{}, err
 	}
@@ -211,31 +365,65 @@ const maxTableCellBytes = 512
 // tableCell is s Printable, clipped to maxTableCellBytes.
 func tableCell(s string) string { return schemas.Clip(Printable(s), maxTableCellBytes) }
 
+// tableBlock is how many rows lakewap runs' table aligns at once: it
+// prints as it decodes, holding at most a block of rows.
+const tableBlock = 256
+
 // WriteTable prints runs for people: a row a run, ages against now, every
 // text from events and lakeFS made Printable.
 func WriteTable(w io.Writer, runs []Stored, now time.Time) error {
+	return writeTable(w, func(fn func(Stored) error) error {
+		for _, r := range runs {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, now)
+}
+
+// WriteListing prints a listing as WriteTable does, or with asJSON as
+// WriteJSON does, decoding one run at a time.
+func WriteListing(w io.Writer, l *Listing, now time.Time, asJSON bool) error {
+	if asJSON {
+		return l.Each(func(r Stored) error { return WriteJSON(w, []Stored{r}) })
+	}
+	return writeTable(w, l.Each, now)
+}
+
+func writeTable(w io.Writer, each func(func(Stored) error) error, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BATCH\tDATASET\tSTATE\tAGE\tIN STATE\tBRANCH\tREASON")
-	for _, r := range runs {
+	n, rows := 0, 1
+	err := each(func(r Stored) error {
+		n++
 		if r.Unreadable != "" {
 			fmt.Fprintf(tw, "-\t-\tunreadable\t-\t-\t-\t%s\n", tableCell("record "+r.Key+": "+r.Unreadable))
-			continue
+		} else {
+			since := r.LandedAt
+			if since.IsZero() {
+				since = r.StateSince
+			}
+			reason := r.Reason
+			if r.Detail != "" {
+				reason = strings.TrimSpace(reason + ": " + OneLine(r.Detail, 80))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", tableCell(r.BatchID), tableCell(r.Dataset), tableCell(string(r.State)),
+				Age(now, since), Age(now, r.StateSince), tableCell(Dash(r.Branch)), tableCell(Dash(reason)))
 		}
-		since := r.LandedAt
-		if since.IsZero() {
-			since = r.StateSince
+		if rows++; rows == tableBlock {
+			rows = 0
+			return tw.Flush()
 		}
-		reason := r.Reason
-		if r.Detail != "" {
-			reason = strings.TrimSpace(reason + ": " + OneLine(r.Detail, 80))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", tableCell(r.BatchID), tableCell(r.Dataset), tableCell(string(r.State)),
-			Age(now, since), Age(now, r.StateSince), tableCell(Dash(r.Branch)), tableCell(Dash(reason)))
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "%d run(s)\n", len(runs))
+	fmt.Fprintf(w, "%d run(s)\n", n)
 	return nil
 }
 
@@ -372,14 +560,34 @@ func DatasetOf(ctx context.Context, cfg *config.Config, batch, dataset string) (
 }
 
 // List is the stored runs in state of dataset ("": any), read within two
-// minutes (lakewap runs).
+// minutes, unchecked, holding at most DefaultMaxListMiB MiB.
 func List(ctx context.Context, k config.Kafka, state, dataset string) ([]Stored, error) {
+	l, err := ListWithin(ctx, k, state, dataset, DefaultMaxListMiB)
+	if err != nil {
+		return nil, err
+	}
+	return l.Stored(), nil
+}
+
+// ListWithin is the listing of lakewap runs: the stored runs in state of
+// dataset ("": any), read within two minutes, unchecked, held as their
+// records within maxMiB MiB (ErrListTooLarge past it, naming the bound).
+func ListWithin(ctx context.Context, k config.Kafka, state, dataset string, maxMiB int) (*Listing, error) {
+	if maxMiB <= 0 {
+		return nil, fmt.Errorf("-max-mib %d: must be positive", maxMiB)
+	}
 	store, err := Open(k)
 	if err != nil {
 		return nil, err
 	}
+	defer store.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	stored, err := store.Load(ctx)
-	return Filter(stored, state, dataset), err
+	budget := maxListBytes
+	if maxMiB != DefaultMaxListMiB {
+		budget = min(maxMiB, 1<<20) << 20
+	}
+	return store.list(ctx, func(_, d, st string) bool {
+		return (state == "" || st == state) && (dataset == "" || d == dataset)
+	}, budget)
 }
