@@ -1280,6 +1280,17 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 				return r.textColumns(ctx, format, files)
 			}
 		}
+		if format == FormatJSONL {
+			// Before DuckDB reads a byte of them: a line nested deep
+			// enough crashed it (jsondepth.go).
+			if err := r.ready(ctx); err != nil {
+				return err // the run's, not the table's
+			}
+			if err := refused(jsonDepths(ctx, files, objPath)); err != nil {
+				r.collisions[k.table] = err
+				return err
+			}
+		}
 		cols, qerr := columns(ctx, files)
 		if r.e.columnsFault != nil && qerr == nil {
 			qerr = r.e.columnsFault()
