@@ -108,6 +108,14 @@ type fileColumn struct {
 	unionOver   bool
 }
 
+// errTooDeep: a Parquet file's schema nests deeper than the audit reads
+// (errSchemaTooDeep); no DuckDB read of it is made.
+type errTooDeep struct{ file string }
+
+func (e errTooDeep) Error() string {
+	return fmt.Sprintf("file %s: its schema nests groups more than %d deep", e.file, footerMaxDepth)
+}
+
 // parquetColumns are the top-level columns of each file, as its footer
 // names them, in order: read in Go (footerSchema), else, for the files it
 // gives up on, with DuckDB's parquet_schema, which fails as it always did
@@ -120,6 +128,9 @@ func (r *run) parquetColumns(ctx context.Context, files []string) (map[string][]
 			return nil, err
 		}
 		ft, err := readFooter(f)
+		if errors.Is(err, errSchemaTooDeep) {
+			return nil, errTooDeep{file: f}
+		}
 		if err != nil {
 			rest = append(rest, f)
 			continue

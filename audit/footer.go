@@ -42,6 +42,13 @@ const (
 // errFooter: the Go reader gives the file to DuckDB (why, for tests).
 var errFooter = errors.New("parquet footer not read in Go")
 
+// errSchemaTooDeep: a footer's schema nests deeper than footerMaxDepth.
+// parquetColumns refuses such a file rather than hand it to DuckDB, whose
+// reading of a schema nested some 30,000 deep overflowed its stack and
+// killed the process (TestLimits64DeeplyNestedParquetSchemaIsRefused);
+// the claims' check refused it anyway, once DuckDB had read it.
+var errSchemaTooDeep = errors.New("schema nested too deep")
+
 // schemaNode is one element of a Parquet schema: its name and its number
 // of children (0 for a leaf).
 type schemaNode struct {
@@ -164,7 +171,7 @@ func decodeFooter(buf []byte) (parquetFooter, error) {
 		chunks, rows, err = footerChunks(buf, nodes, d.types)
 	}
 	if err != nil {
-		return parquetFooter{}, fmt.Errorf("%w: %v", errFooter, err)
+		return parquetFooter{}, fmt.Errorf("%w: %w", errFooter, err)
 	}
 	return parquetFooter{nodes: nodes, types: d.types, chunks: chunks, rows: rows, pandas: d.pandas, arrow: d.arrow, spark: d.spark, sparkRow: d.sparkRow}, nil
 }
@@ -180,7 +187,7 @@ func checkSchemaTree(nodes []schemaNode) error {
 	var walk func(depth int) error
 	walk = func(depth int) error {
 		if depth > footerMaxDepth {
-			return errors.New("schema nested too deep")
+			return errSchemaTooDeep
 		}
 		n := nodes[i]
 		i++
@@ -451,6 +458,13 @@ func (d *compactReader) fileMetaData() ([]schemaNode, error) {
 		if err != nil {
 			return err
 		}
+		if et == ctStruct && n > footerMaxElements {
+			// Left to DuckDB, unless they nest past what it reads
+			// without overflowing its stack.
+			if err := d.schemaTooDeep(n); err != nil {
+				return err
+			}
+		}
 		if et != ctStruct || n > footerMaxElements {
 			return fmt.Errorf("schema list of %d elements of type %d", n, et)
 		}
@@ -465,6 +479,48 @@ func (d *compactReader) fileMetaData() ([]schemaNode, error) {
 		return nil
 	})
 	return schema, err
+}
+
+// schemaTooDeep reads n SchemaElements for their num_children alone and
+// returns errSchemaTooDeep when they nest deeper than footerMaxDepth (or
+// an error reading them): a schema of more elements than this reader
+// keeps is left to DuckDB's, which overflowed its stack reading one
+// nested about 11,000 deep. It holds a count per level open.
+func (d *compactReader) schemaTooDeep(n int) error {
+	var open []int32 // children left to read at each level open
+	for range n {
+		if len(open) > footerMaxDepth {
+			return errSchemaTooDeep
+		}
+		var children int32
+		err := d.structOf(thriftSchemaElement, func(id int16) error {
+			switch id {
+			case 4:
+				_, err := d.binary(footerMaxName)
+				return err
+			case 10:
+				return d.value(tLogical)
+			}
+			v, err := d.i32()
+			if id == 5 {
+				children = v
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if k := len(open) - 1; k >= 0 {
+			open[k]--
+		}
+		if children > 0 {
+			open = append(open, children)
+		}
+		for len(open) > 0 && open[len(open)-1] <= 0 {
+			open = open[:len(open)-1]
+		}
+	}
+	return nil
 }
 
 // keyValues reads FileMetaData's key_value_metadata, keeping the values

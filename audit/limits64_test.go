@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/binary"
 	"strings"
 	"testing"
 
@@ -44,6 +45,67 @@ func TestLimits64DeeplyNestedJSONLineIsRefused(t *testing.T) {
 			if res.Status != schemas.StatusError || !strings.Contains(res.Message, "raw/logs/a.jsonl") ||
 				!strings.Contains(res.Message, "line 2") || !strings.Contains(res.Message, "1000") {
 				t.Errorf("a file 100,000 deep: %s %q, want an error naming the file, its line and the bound", res.Status, res.Message)
+			}
+		})
+	}
+}
+
+// deepParquet is a Parquet file of no rows whose schema nests depth
+// optional groups, each of one child, above one INT32 leaf: its footer
+// written by hand in Thrift's compact protocol (8 bytes a group).
+func deepParquet(depth int) []byte {
+	i32 := func(b []byte, v int64) []byte { return binary.AppendUvarint(b, uint64((v<<1)^(v>>63))) }
+	f := i32([]byte{0x15}, 1)                                        // 1: version
+	f = binary.AppendUvarint(append(f, 0x19, 0xFC), uint64(depth+2)) // 2: schema, a list of structs
+	f = append(append(f, 0x48, 6), "schema"...)                      // root: 4: name
+	f = append(i32(append(f, 0x15), 1), 0)                           // 5: num_children
+	for range depth {
+		f = i32(append(f, 0x35), 1)            // 3: repetition_type OPTIONAL
+		f = append(f, 0x18, 1, 'a')            // 4: name
+		f = append(i32(append(f, 0x15), 1), 0) // 5: num_children
+	}
+	f = i32(append(f, 0x15), 1)              // leaf: 1: type INT32
+	f = i32(append(f, 0x25), 1)              // 3: repetition_type
+	f = append(f, 0x18, 1, 'x', 0)           // 4: name
+	f = append(f, 0x16, 0x00, 0x19, 0x0C, 0) // 3: num_rows 0, 4: row_groups [], stop
+	file := append([]byte("PAR1"), f...)
+	file = binary.LittleEndian.AppendUint32(file, uint32(len(f)))
+	return append(file, "PAR1"...)
+}
+
+// A Parquet file's footer is the writer's too: a schema of 100,000 nested
+// groups (a footer of 800 KB, within the 4 MiB the footer reader takes)
+// is past the Go reader's 24 levels, which handed the file to DuckDB's
+// parquet_schema, which overflowed its stack, and the process died with a
+// segmentation fault. The file is refused before DuckDB reads it, naming it
+// and the bound; as before, a file nested past what the Go reader takes is
+// refused (the claims' check), and one within it is read.
+func TestLimits64DeeplyNestedParquetSchemaIsRefused(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		depth   int
+		refused bool
+	}{{"within", 20, false}, {"past_go", 100, true}, {"past", 100000, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			src := newDirSource(t)
+			src.writeRaw(t, "main", "raw/t/a.parquet", string(deepParquet(c.depth)))
+			e := newEngine(t, src, "")
+			rep, err := e.Run(context.Background(), Request{Repository: "r", Ref: "main", BatchTime: batchTime, Suite: Suite{
+				Tables: []Table{{Name: "t", Path: "raw/t/"}},
+				Checks: []Check{{Kind: KindRowCount, Table: "t", Min: f64(0)}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := rep.Checks[0]
+			t.Logf("%s %s: %.300s", res.Status, res.Observed, res.Message)
+			if !c.refused {
+				if res.Status != schemas.StatusPass {
+					t.Errorf("a schema %d deep: %s %q", c.depth, res.Status, res.Message)
+				}
+				return
+			}
+			if res.Status != schemas.StatusError || !strings.Contains(res.Message, "raw/t/a.parquet") || !strings.Contains(res.Message, "nest") {
+				t.Errorf("a schema %d deep: %s %q, want an error naming the file and its nesting", c.depth, res.Status, res.Message)
 			}
 		})
 	}
