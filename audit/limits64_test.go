@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -109,4 +111,49 @@ func TestLimits64DeeplyNestedParquetSchemaIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The statistics kept in memory are counted as stored (their JSON), and
+// held decoded: a writer's files choose their columns, so a record's
+// schema of many short names (["c1","INTEGER"] is 16 bytes of JSON, 48
+// held) holds about three times what it is counted; and the schemas
+// interned (1,024, never let go) were counted nowhere: 247 MB held for
+// 64 MiB. Records of distinct schemas filling the budget must hold at most
+// about the budget (records', and interned schemas' 8 MiB).
+func TestLimits64StatsInMemoryHoldWithinTheirBudget(t *testing.T) {
+	s, err := NewStatsStore("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := func(i int) fileStats {
+		st := fileStats{Rows: 1}
+		for c := range 640 {
+			st.Schema = append(st.Schema, [2]string{fmt.Sprintf("c%x_%x", i, c), "INTEGER"})
+		}
+		return st
+	}
+	base := heapAfterGC()
+	n := 0
+	for ; n < 4*maxStatsMemBytes/(16<<10); n++ {
+		if err := s.put(fmt.Sprintf("k%08d", n), record(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := heapAfterGC() - base
+	s.mu.Lock()
+	counted, kept := s.memBytes, len(s.mem)
+	s.mu.Unlock()
+	runtime.KeepAlive(s)
+	budget := maxStatsMemBytes + maxInternedBytes
+	t.Logf("%d records put, %d kept: %.1f MB counted, %.1f MB held, budget %.1f MB (records and interned schemas)", n, kept, float64(counted)/1e6, float64(held)/1e6, float64(budget)/1e6)
+	if float64(held) > 1.1*float64(budget) {
+		t.Errorf("statistics in memory held %d bytes for a budget of %d (%d counted)", held, budget, counted)
+	}
+}
+
+func heapAfterGC() int {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int(m.HeapAlloc)
 }

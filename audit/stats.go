@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lakewap/lakewap/schemas"
 )
 
 // fileStats are lakewap's own figures of one table file, computed from its
@@ -348,7 +350,8 @@ type StatsStore struct {
 	// table share one): schemaDisagreement tells a file whose schema is
 	// the previous file's by its backing array before comparing it. At
 	// most maxInternedSchemas; past it, schemas are not interned.
-	schemas map[string][][2]string
+	schemas       map[string][][2]string
+	internedBytes int // what schemas holds (schemaHeld and its keys)
 	// Failpoint, when set, is called at named points of a write (tests).
 	failpoint func(name string)
 	// lookups counts the records looked up (get), for tests.
@@ -364,7 +367,8 @@ var statsPerGeneration = 1 << 18
 func (s *StatsStore) settle() { s.removing.Wait() }
 
 // maxStatsInMemory and maxStatsMemBytes bound the records kept in memory,
-// in number and in bytes as stored: a writer's files choose the figures
+// in number and in bytes, each counted as the larger of its size as stored
+// and what it holds decoded (statsHeld): a writer's files choose the figures
 // (a min and max of up to 256 bytes per column a check reads), and 65,536
 // records of maxStatsRecordBytes were 1 GiB.
 const (
@@ -587,8 +591,11 @@ func (s *StatsStore) remember(key string, st fileStats, size int) {
 	if _, ok := s.mem[key]; !ok {
 		s.order = append(s.order, key)
 	}
+	var shared bool
+	st.Schema, shared = s.intern(st.Schema)
+	st.Spark = sharedFacts(st.Spark)
+	size = max(size, statsHeld(st, shared))
 	s.memBytes += size - s.sizes[key]
-	st.Schema, st.Spark = s.intern(st.Schema), sharedFacts(st.Spark)
 	s.mem[key], s.sizes[key] = st, size
 	for len(s.order) > maxStatsInMemory || s.memBytes > maxStatsMemBytes {
 		k := s.order[0]
@@ -599,13 +606,18 @@ func (s *StatsStore) remember(key string, st fileStats, size int) {
 	}
 }
 
-// maxInternedSchemas bounds StatsStore.schemas.
-const maxInternedSchemas = 1024
+// maxInternedSchemas and maxInternedBytes bound StatsStore.schemas, in
+// number and in bytes as held (they are never let go): a writer's files
+// choose their columns, and 1,024 schemas of 640 short names held 50 MB.
+const (
+	maxInternedSchemas = 1024
+	maxInternedBytes   = 8 << 20
+)
 
 // intern is schema, or an equal one interned before (with s.mu held).
-func (s *StatsStore) intern(schema [][2]string) [][2]string {
+func (s *StatsStore) intern(schema [][2]string) ([][2]string, bool) {
 	if len(schema) == 0 {
-		return schema
+		return schema, true
 	}
 	var b strings.Builder
 	for _, c := range schema {
@@ -616,15 +628,56 @@ func (s *StatsStore) intern(schema [][2]string) [][2]string {
 	}
 	k := b.String()
 	if have, ok := s.schemas[k]; ok {
-		return have
+		return have, true
 	}
 	if s.schemas == nil {
 		s.schemas = map[string][][2]string{}
 	}
-	if len(s.schemas) < maxInternedSchemas {
+	held := schemas.HeldBytes(len(k)) + schemaHeld(schema) + 64
+	if len(s.schemas) < maxInternedSchemas && s.internedBytes+held <= maxInternedBytes {
 		s.schemas[k] = schema
+		s.internedBytes += held
+		return schema, true
 	}
-	return schema
+	return schema, false
+}
+
+// schemaHeld is what a schema holds in memory: a [2]string per column
+// and its two strings, each as the allocator's size class.
+func schemaHeld(schema [][2]string) int {
+	n := 24 + 32*cap(schema)
+	for _, c := range schema {
+		n += schemas.HeldBytes(len(c[0])) + schemas.HeldBytes(len(c[1]))
+	}
+	return n
+}
+
+// statsHeld is what st holds in memory, decoded (its schema left out when
+// interned, which the interned schemas' bound counts): counted as stored,
+// a writer's file of many short column names held 3.7 times its JSON
+// (TestLimits64StatsInMemoryHoldWithinTheirBudget). A map entry is
+// counted as its strings and 48 bytes of slot.
+func statsHeld(st fileStats, schemaShared bool) int {
+	const slot = 48
+	n := 160 // the record, its maps' headers
+	for k := range st.Counts {
+		n += schemas.HeldBytes(len(k)) + 8 + slot
+	}
+	for k, c := range st.Cols {
+		n += schemas.HeldBytes(len(k)) + schemas.HeldBytes(len(c.Type)) + schemas.HeldBytes(len(c.Min)) + schemas.HeldBytes(len(c.Max)) + 56 + slot
+	}
+	for k, v := range st.Nulls {
+		n += schemas.HeldBytes(len(k)) + schemas.HeldBytes(len(v)) + slot
+	}
+	if !schemaShared {
+		n += schemaHeld(st.Schema)
+	}
+	if st.Spark != nil && st.Spark != noSparkFacts {
+		if b, err := json.Marshal(st.Spark); err == nil {
+			n += 2*len(b) + 256
+		}
+	}
+	return n
 }
 
 // interned is schema, or an equal one the store interned before.
@@ -634,7 +687,8 @@ func (s *StatsStore) interned(schema [][2]string) [][2]string {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.intern(schema)
+	schema, _ = s.intern(schema)
+	return schema
 }
 
 // sameSchema is slices.Equal(a, b), told at once for one interned schema.
