@@ -108,12 +108,12 @@ type fileColumn struct {
 	unionOver   bool
 }
 
-// errTooDeep: a Parquet file's schema nests deeper than the audit reads
+// errTooDeep: a Parquet file's schema nests deeper than DuckDB is given
 // (errSchemaTooDeep); no DuckDB read of it is made.
 type errTooDeep struct{ file string }
 
 func (e errTooDeep) Error() string {
-	return fmt.Sprintf("file %s: its schema nests groups more than %d deep", e.file, footerMaxDepth)
+	return fmt.Sprintf("file %s: its schema nests groups more than %d deep", e.file, maxDuckDBSchemaDepth)
 }
 
 // parquetColumns are the top-level columns of each file, as its footer

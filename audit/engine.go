@@ -1301,7 +1301,7 @@ func (r *run) columnCollision(ctx context.Context, k viewKey) error {
 			// files, and no later query of the run reads them.
 			err = qerr
 		} else if deep := (errTooDeep{}); errors.As(qerr, &deep) {
-			err = fmt.Errorf("file %s: its schema nests groups more than %d deep, past what the audit reads of its footer (whose row counts and sizes readers count and split the file by), and DuckDB's reading of a schema nested deep enough crashes: it is not read", objPath[deep.file], footerMaxDepth)
+			err = fmt.Errorf("file %s: its schema nests groups more than %d deep, which DuckDB's reader cannot take without overflowing its stack: it is not read", objPath[deep.file], maxDuckDBSchemaDepth)
 		} else if unlisted := (errUnlisted{}); errors.As(qerr, &unlisted) {
 			err = quote(fmt.Errorf("file %s: DuckDB reads it but cannot list its columns (%v): readers may disagree on them", objPath[unlisted.file], unlisted.err), unlisted.err)
 		}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,12 +43,43 @@ const (
 // errFooter: the Go reader gives the file to DuckDB (why, for tests).
 var errFooter = errors.New("parquet footer not read in Go")
 
-// errSchemaTooDeep: a footer's schema nests deeper than footerMaxDepth.
-// parquetColumns refuses such a file rather than hand it to DuckDB, whose
-// reading of a schema nested some 30,000 deep overflowed its stack and
-// killed the process (TestLimits64DeeplyNestedParquetSchemaIsRefused);
-// the claims' check refused it anyway, once DuckDB had read it.
-var errSchemaTooDeep = errors.New("schema nested too deep")
+// errSchemaTooDeep: a footer's schema nests deeper than
+// maxDuckDBSchemaDepth. parquetColumns refuses such a file rather than
+// hand it to DuckDB, whose reader recurses once a level: a schema nested
+// about 11,000 deep overflowed a worker thread's stack and killed the
+// process (TestLimits64DeeplyNestedParquetSchemaIsRefused). A schema
+// nested past footerMaxDepth but within it is left to DuckDB as before
+// (a data file's claims' check refuses it; a Delta checkpoint is read).
+var errSchemaTooDeep = errors.New("schema nested too deep for DuckDB's reader")
+
+// maxDuckDBSchemaDepth is how deep a schema DuckDB is given to read.
+const maxDuckDBSchemaDepth = 1000
+
+// depthOver reads the num_children of n schema elements in order (next)
+// and returns errSchemaTooDeep when they nest deeper than limit, holding
+// a count per level open.
+func depthOver(n, limit int, next func() (int32, error)) error {
+	var open []int32 // children left to read at each level open
+	for range n {
+		if len(open) > limit {
+			return errSchemaTooDeep
+		}
+		children, err := next()
+		if err != nil {
+			return err
+		}
+		if k := len(open) - 1; k >= 0 {
+			open[k]--
+		}
+		if children > 0 {
+			open = append(open, children)
+		}
+		for len(open) > 0 && open[len(open)-1] <= 0 {
+			open = open[:len(open)-1]
+		}
+	}
+	return nil
+}
 
 // schemaNode is one element of a Parquet schema: its name and its number
 // of children (0 for a leaf).
@@ -187,7 +219,11 @@ func checkSchemaTree(nodes []schemaNode) error {
 	var walk func(depth int) error
 	walk = func(depth int) error {
 		if depth > footerMaxDepth {
-			return errSchemaTooDeep
+			i := 0
+			return cmp.Or(depthOver(len(nodes), maxDuckDBSchemaDepth, func() (int32, error) {
+				i++
+				return int32(nodes[i-1].children), nil
+			}), errors.New("schema nested too deep"))
 		}
 		n := nodes[i]
 		i++
@@ -482,16 +518,11 @@ func (d *compactReader) fileMetaData() ([]schemaNode, error) {
 }
 
 // schemaTooDeep reads n SchemaElements for their num_children alone and
-// returns errSchemaTooDeep when they nest deeper than footerMaxDepth (or
-// an error reading them): a schema of more elements than this reader
-// keeps is left to DuckDB's, which overflowed its stack reading one
-// nested about 11,000 deep. It holds a count per level open.
+// returns errSchemaTooDeep when they nest deeper than maxDuckDBSchemaDepth
+// (or an error reading them): a schema of more elements than this reader
+// keeps is left to DuckDB's.
 func (d *compactReader) schemaTooDeep(n int) error {
-	var open []int32 // children left to read at each level open
-	for range n {
-		if len(open) > footerMaxDepth {
-			return errSchemaTooDeep
-		}
+	return depthOver(n, maxDuckDBSchemaDepth, func() (int32, error) {
 		var children int32
 		err := d.structOf(thriftSchemaElement, func(id int16) error {
 			switch id {
@@ -507,20 +538,8 @@ func (d *compactReader) schemaTooDeep(n int) error {
 			}
 			return err
 		})
-		if err != nil {
-			return err
-		}
-		if k := len(open) - 1; k >= 0 {
-			open[k]--
-		}
-		if children > 0 {
-			open = append(open, children)
-		}
-		for len(open) > 0 && open[len(open)-1] <= 0 {
-			open = open[:len(open)-1]
-		}
-	}
-	return nil
+		return children, err
+	})
 }
 
 // keyValues reads FileMetaData's key_value_metadata, keeping the values

@@ -79,15 +79,16 @@ func deepParquet(depth int) []byte {
 // groups (a footer of 800 KB, within the 4 MiB the footer reader takes)
 // is past the Go reader's 24 levels, which handed the file to DuckDB's
 // parquet_schema, which overflowed its stack, and the process died with a
-// segmentation fault. The file is refused before DuckDB reads it, naming it
-// and the bound; as before, a file nested past what the Go reader takes is
-// refused (the claims' check), and one within it is read.
+// segmentation fault. Past maxDuckDBSchemaDepth the file is refused before
+// DuckDB reads it, naming it and the bound; as before, a file nested past
+// what the Go reader takes is refused (the claims' check, after DuckDB
+// listed its schema), and one within it is read.
 func TestLimits64DeeplyNestedParquetSchemaIsRefused(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		depth   int
 		refused bool
-	}{{"within", 20, false}, {"past_go", 100, true}, {"past", 100000, true}} {
+	}{{"within", 20, false}, {"past_go", 100, true}, {"past_duckdb", 2000, true}, {"past", 100000, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			src := newDirSource(t)
 			src.writeRaw(t, "main", "raw/t/a.parquet", string(deepParquet(c.depth)))
