@@ -112,3 +112,35 @@ func TestLimits64RunsListingHoldsWithinItsBudget(t *testing.T) {
 		t.Errorf("%d runs listed (want 769); heap %d for %d counted", n, heap, counted)
 	}
 }
+
+// A record of wap.runs is decoded whole as it is printed, and JSON decodes
+// to many times its bytes: 2 MiB of empty check results ({},{},...) are
+// 129 MB as a run. Such a record is shown unreadable, saying why, without
+// being decoded.
+func TestLimits64RunsListingDoesNotDecodeABloatedRecord(t *testing.T) {
+	n := (2 << 20) / 3
+	raw := []byte(`{"batch_id":"junk","dataset":"orders","state":"published","report":{"checks":[` + strings.TrimSuffix(strings.Repeat("{},", n), ",") + `]}}`)
+	honest, _ := json.Marshal(pipeline.Run{BatchID: "b-1", Dataset: "orders", State: pipeline.StatePublished})
+	l := &Listing{entries: []*entry{
+		{partition: 0, key: "orders/b-1", raw: honest, batch: "b-1", dataset: "orders", state: "published"},
+		{partition: 0, key: "junk", raw: raw, batch: "junk", dataset: "orders", state: "published"},
+	}}
+	base := heapAfterGC()
+	peak := 0
+	var got []Stored
+	err := l.Each(func(s Stored) error {
+		peak = max(peak, heapAfterGC()-base)
+		got = append(got, s)
+		return nil
+	})
+	t.Logf("handing out a record of %d bytes held %.1f MB", len(raw), float64(peak)/1e6)
+	if err != nil || len(got) != 2 || got[0].BatchID != "b-1" {
+		t.Fatalf("listing handed out %+v, %v", got, err)
+	}
+	if peak > 16<<20 {
+		t.Errorf("decoding a record of %d bytes held %d bytes", len(raw), peak)
+	}
+	if !strings.Contains(got[1].Unreadable, "objects and arrays") {
+		t.Errorf("the bloated record is not shown unreadable saying why: %+v", got[1].Unreadable)
+	}
+}

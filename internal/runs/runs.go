@@ -165,7 +165,10 @@ func (l *Listing) Len() int { return len(l.entries) }
 func (l *Listing) Each(fn func(Stored) error) error {
 	for _, e := range l.entries {
 		st := Stored{Partition: e.partition, Key: schemas.Clip(e.key, 256), Unreadable: e.unreadable}
-		if e.raw != nil {
+		if n := containers(e.raw); e.raw != nil && n*decodedContainerBytes > maxDecodedRecordBytes {
+			st.Unreadable = fmt.Sprintf("a record of %d bytes holding %d objects and arrays, more than lakewap runs decodes (%d MiB as a run; lakewap's own hold a few thousand)",
+				len(e.raw), n, maxDecodedRecordBytes>>20)
+		} else if e.raw != nil {
 			if err := json.Unmarshal(e.raw, &st.Run); err != nil {
 				st = Stored{Partition: e.partition, Key: st.Key, Unreadable: schemas.Clip(err.Error(), 256)}
 			} else {
@@ -177,6 +180,40 @@ func (l *Listing) Each(fn func(Stored) error) error {
 		}
 	}
 	return nil
+}
+
+// decodedContainerBytes is what a JSON object or array of a run record
+// may hold decoded at most (a check result is 176 bytes, and a slice's
+// growth), and maxDecodedRecordBytes bounds what one record is decoded
+// into: 2 MiB of empty check results ({},{},...) were 129 MB as a run.
+const (
+	decodedContainerBytes = 512
+	maxDecodedRecordBytes = 32 << 20
+)
+
+// containers counts the objects and arrays of the JSON raw (its '{' and
+// '[' outside strings).
+func containers(raw []byte) int {
+	n := 0
+	inString, escaped := false, false
+	for _, b := range raw {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			n++
+		}
+	}
+	return n
 }
 
 // Stored is every run of the listing, decoded.
