@@ -158,3 +158,33 @@ func heapAfterGC() int {
 	runtime.ReadMemStats(&m)
 	return int(m.HeapAlloc)
 }
+
+// A custom query may call DuckDB's JSON functions over a column's text,
+// which the writer chooses: json_structure recurses once per level of the
+// text, and over 100,000 nested brackets it overflowed DuckDB's stack and
+// killed the process. It is not among the functions a custom query may
+// call; the JSON functions that walk their input without recursing are.
+func TestLimits64JSONStructureOfAWritersTextIsNotCalled(t *testing.T) {
+	src := newDirSource(t)
+	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+	src.writeRaw(t, "main", "raw/t/a.csv", "id,payload\n1,[1]\n2,"+deep+"\n")
+	e := newEngine(t, src, "")
+	rep, err := e.Run(context.Background(), Request{Repository: "r", Ref: "main", BatchTime: batchTime, Suite: Suite{
+		Tables: []Table{{Name: "t", Path: "raw/t/", Format: FormatCSV}},
+		Checks: []Check{
+			{Name: "structure", Kind: KindSQL, Table: "t", SQL: "SELECT * FROM t WHERE json_structure(payload) IS NULL"},
+			{Name: "valid", Kind: KindSQL, Table: "t", SQL: "SELECT * FROM t WHERE NOT json_valid(payload)"},
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Checks {
+		t.Logf("%s: %s %s %.200s", c.Name, c.Status, c.Observed, c.Message)
+	}
+	if c := rep.Checks[0]; c.Status != schemas.StatusError || !strings.Contains(c.Message, "json_structure is not allowed") {
+		t.Errorf("json_structure over a writer's text: %s %q, want it refused by name", c.Status, c.Message)
+	}
+	if c := rep.Checks[1]; c.Status != schemas.StatusPass {
+		t.Errorf("json_valid over the same text: %s %q", c.Status, c.Message)
+	}
+}
