@@ -563,7 +563,7 @@ func (m Machine) transition(n Run, in Input, now time.Time) (Run, bool, *Outgoin
 		n.Report = &rep
 		n.SealedCommit = in.SealedCommit
 		n.Suites = suitesDigest(in.Suites)
-		n.AuditedOnto = ""
+		n.AuditedOnto, n.OntoRecorded = "", true
 		if len(in.Onto) <= MaxCommitIDBytes {
 			n.AuditedOnto = in.Onto
 		} else if rep.Passed {

@@ -123,10 +123,16 @@ type Run struct {
 	// merge-base with the target (a hard reset onto it), since the seal
 	// itself was never audited.
 	AuditedOnto string `json:"audited_onto,omitempty"`
-	CommitID    string `json:"commit_id,omitempty"` // merge commit on Target
-	Reason      string `json:"reason,omitempty"`
-	FailedStep  Step   `json:"failed_step,omitempty"` // the step whose failure ended the run
-	Detail      string `json:"detail,omitempty"`
+	// OntoRecorded says that the Audited that set Report recorded
+	// AuditedOnto (this version's). A record without it, stored by a
+	// version before AuditedOnto, of a batch not audited against its
+	// branch point, may hold an Onto audit's verdict with no AuditedOnto:
+	// the publish rechecks it onto any head, also the seal's merge-base.
+	OntoRecorded bool   `json:"onto_recorded,omitempty"`
+	CommitID     string `json:"commit_id,omitempty"` // merge commit on Target
+	Reason       string `json:"reason,omitempty"`
+	FailedStep   Step   `json:"failed_step,omitempty"` // the step whose failure ended the run
+	Detail       string `json:"detail,omitempty"`
 
 	// AuditOpen: an attempt of the audit step, of a publish's recheck, or of
 	// a revert's audit (in published, counted afresh for each revert),

@@ -311,6 +311,17 @@ func (r *Runner) publishMerge(ctx context.Context, run pipeline.Run, begin func(
 		log.Warn("the suites changed since the batch's audit: it is audited again under the suites in force before its merge",
 			"audited_under", run.Suites, "in_force", suites)
 	}
+	// A run stored by a version before Run.AuditedOnto (no OntoRecorded)
+	// of a batch not audited against its branch point may hold the verdict
+	// of an Onto audit that version did not record: the seal itself was
+	// never audited, and a target moved back onto the seal's merge-base
+	// (a hard reset) would take it unaudited. Such a run is rechecked onto
+	// any head, once, at the upgrade
+	// (TestCrash64RunWithoutAuditedOntoIsRecheckedOntoAMovedBackTarget).
+	older := !run.OntoRecorded && run.AuditedOnto == "" && (run.BranchFrom == "" || run.Source != run.Target)
+	if older {
+		log.Info("the run was stored by an older version that did not record the head its audit judged the batch onto: it is audited again before its merge")
+	}
 	var rmu sync.Mutex
 	reports := map[Guess]*schemas.AuditReport{} // at most two: the look's guess, and what the look found
 	recheck := func(ctx context.Context, base, head string) (map[string]string, error) {
@@ -335,7 +346,7 @@ func (r *Runner) publishMerge(ctx context.Context, run pipeline.Run, begin func(
 	}
 	res, err := Publish(ctx, lockRetrying{Lake: r.cfg.Lake, first: r.cfg.LockBackoff, log: log}, PublishRequest{
 		Repository: run.Repository, Target: run.Target, Sealed: run.SealedCommit, Since: since, Message: fmt.Sprintf("lakewap: publish %s batch %s", run.Dataset, run.BatchID),
-		Meta: r.meta(ctx, log, run, ""), Recheck: recheck, RecheckAlways: stale, AuditedOnto: run.AuditedOnto, Guess: r.guess(run),
+		Meta: r.meta(ctx, log, run, ""), Recheck: recheck, RecheckAlways: stale || older, AuditedOnto: run.AuditedOnto, Guess: r.guess(run),
 		Guessed: func(taken bool) { r.metrics.guessedRecheck(run.Repository, run.Target, taken) }}, r.cfg.Failpoint)
 	var col *Collision
 	var stray *strayError

@@ -79,7 +79,7 @@ func (a *firstFailing) Audit(_ context.Context, req pipeline.AuditRequest) (sche
 
 func historyRun() pipeline.Run {
 	return pipeline.Run{BatchID: "b1", Dataset: "billing", Repository: "lake", Target: "main", Branch: "wap-billing-b1", State: pipeline.StatePublishing,
-		SealedCommit: "s1", Report: &schemas.AuditReport{Passed: true}}
+		SealedCommit: "s1", Report: &schemas.AuditReport{Passed: true}, OntoRecorded: true}
 }
 
 func historyRunner(lake pipeline.Lake, aud pipeline.Auditor) *Runner {
