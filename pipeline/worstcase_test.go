@@ -31,8 +31,10 @@ func bigReport(passed bool) *schemas.AuditReport {
 // expected writes of 128 bytes, producer and source ref at their bounds),
 // audited with reports at the audit's budget (the audit's and the
 // recheck's) and publishing onto 8 commits lakewap did not attest (of ids
-// of 64 KiB: lakeFS's createCommitRecord takes a writer's), fits
-// its run record: the publish is recorded as published, not refused over
+// of 64 KiB: lakeFS's createCommitRecord takes a writer's), with its
+// audit attempts' seals, suites digest and the head an Onto audit judged
+// (audited_onto, onto_recorded) at their bounds, fits
+// its run record at every step: the publish is recorded as published, not refused over
 // the budget, and the record is within runner.max_run_bytes.
 func TestLargestPublishedRunFitsItsBudget(t *testing.T) {
 	m := NewMachine(DefaultPolicy)
@@ -59,10 +61,18 @@ func TestLargestPublishedRunFitsItsBudget(t *testing.T) {
 	for _, w := range writes {
 		inputs = append(inputs, WriteDone{Event: schemas.WriteComplete{BatchID: batch, Dataset: "billing", Write: w, OccurredAt: t0}})
 	}
-	inputs = append(inputs, Audited{SealedCommit: strings.Repeat("a", 64), Report: *bigReport(true)},
-		Merged{CommitID: strings.Repeat("9", 64), Report: bigReport(true), Changes: changes})
+	// The audit's attempts' seals (MaxSeals ids of MaxCommitIDBytes), the
+	// suites' digest (MaxSuitesBytes) and the head an Onto audit judged
+	// (AuditedOnto, MaxCommitIDBytes), each at its bound.
+	inputs = append(inputs, AuditBegun{})
+	for i := range MaxSeals + 2 {
+		inputs = append(inputs, Sealed{Commit: fmt.Sprintf("%03d", i) + strings.Repeat("s", MaxCommitIDBytes-3)})
+	}
+	inputs = append(inputs, Audited{SealedCommit: strings.Repeat("a", MaxCommitIDBytes), Report: *bigReport(true),
+		Suites: strings.Repeat("d", MaxSuitesBytes), Onto: strings.Repeat("o", MaxCommitIDBytes)},
+		Merged{CommitID: strings.Repeat("9", 64), Report: bigReport(true), Suites: strings.Repeat("e", MaxSuitesBytes), Changes: changes})
 	var r Run
-	var size int
+	var size, largest int
 	for i, in := range inputs {
 		o := m.Apply(r, in, t0)
 		o, b, err := m.Fit(o, t0)
@@ -73,6 +83,14 @@ func TestLargestPublishedRunFitsItsBudget(t *testing.T) {
 			t.Fatalf("input %d (%T) refused: %s", i, in, o.Refused.Detail)
 		}
 		r, size = o.Run, len(b)
+		largest = max(largest, size)
+		if size > DefaultPolicy.MaxRunBytes {
+			t.Errorf("input %d (%T): record of %d bytes, over %d", i, in, size, DefaultPolicy.MaxRunBytes)
+		}
+		if _, ok := in.(Audited); ok && (len(r.Seals) != MaxSeals || r.AuditedOnto != strings.Repeat("o", MaxCommitIDBytes) || !r.OntoRecorded || len(r.Suites) != MaxSuitesBytes) {
+			t.Errorf("after the audit the record holds %d seals, audited_onto %q, onto_recorded %v, suites %q; want every field at its bound",
+				len(r.Seals), r.AuditedOnto, r.OntoRecorded, r.Suites)
+		}
 	}
 	// The partition's floor stamped on it (the runner's raiseFloor) fits too.
 	r.Floor = t0.Add(-3600e9)
@@ -84,5 +102,5 @@ func TestLargestPublishedRunFitsItsBudget(t *testing.T) {
 	if r.State != StatePublished || size > DefaultPolicy.MaxRunBytes {
 		t.Errorf("run %s, record of %d bytes; want published within %d", r.State, size, DefaultPolicy.MaxRunBytes)
 	}
-	t.Logf("run record of %d bytes", size)
+	t.Logf("run record of %d bytes, %d at most on the way", size, largest)
 }
