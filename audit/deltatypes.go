@@ -165,13 +165,17 @@ func (r *run) deltaTypeDisagreement(ctx context.Context, k viewKey, v *view) err
 
 // exactlyWidened: every value of DuckDB type from is one of type to, which
 // DuckDB and Delta readers alike cast it to (a narrower integer in a long
-// column, a float in a double one).
+// column, a float in a double one). A UINTEGER (UINT_32) is not one in a
+// double column: delta-spark 4.4.0 reads its INT32 by its signed value,
+// 4294967295 as -1.0, where DuckDB reads 4294967295.0 (review 64b,
+// TestReader64bDeltaSparkReadsTypesAndStats); in a long column it reads
+// 4294967295 as DuckDB does.
 func exactlyWidened(from, to string) bool {
 	narrower := map[string][]string{
 		"BIGINT":   {"TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT", "UINTEGER"},
 		"INTEGER":  {"TINYINT", "SMALLINT", "UTINYINT", "USMALLINT"},
 		"SMALLINT": {"TINYINT", "UTINYINT"},
-		"DOUBLE":   {"FLOAT", "TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT", "UINTEGER"},
+		"DOUBLE":   {"FLOAT", "TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT"},
 	}
 	return slices.Contains(narrower[strings.ToUpper(strings.TrimSpace(to))], strings.ToUpper(strings.TrimSpace(from)))
 }
