@@ -101,7 +101,9 @@ const (
 // which 52 passed and attested. 54: review 64b refuses a Delta table one
 // of whose data files holds a UINTEGER (UINT_32) where the log declares a
 // double (delta-spark reads 4294967295 as -1.0, DuckDB as 4294967295.0),
-// which 53 passed and attested.
+// and one whose add claims a UTC timestamp's min or max without an offset
+// (delta-spark reads it in its session's time zone and skips the file by
+// it), which 53 passed and attested.
 const auditRules = 54
 
 // SuiteDigest is the digest of a suite's declaration under this build's

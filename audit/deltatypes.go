@@ -796,10 +796,14 @@ func deltaLiteral(raw json.RawMessage, typ string) (string, bool) {
 // (tsPlain) and a date (datePlain) column that delta-rs and DuckDB read as
 // the same value: a date, a time with its seconds, a fraction, and for a
 // timestamp an offset (for timestamp_ntz a trailing Z alone, UTC, which
-// changes nothing).
+// changes nothing). A timestamp's claim must name its offset: delta-spark
+// 4.4.0 reads one without (2024-01-01T01:00:00.000) in the reader's
+// session time zone, 06:00 UTC in America/New_York, where DuckDB read
+// 01:00 UTC, and skipped a file holding 02:00 UTC under x < 04:00 UTC
+// (review 64b, TestReader64bDeltaSparkReadsTimestampClaimsByZone).
 var (
 	ntzPlain  = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z?)?$`)
-	tsPlain   = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}(:?\d{2})?)?)?$`)
+	tsPlain   = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}(:?\d{2})?)$`)
 	datePlain = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 )
 
@@ -827,5 +831,5 @@ func ntzClaimForm(raw json.RawMessage, typ string) error {
 	case "TIMESTAMP":
 		return errors.New("a timestamp_ntz claim not of the form yyyy-mm-dd hh:mm:ss[.fraction]: naming an offset or a zone, or a time without seconds, which DuckDB and delta-rs read otherwise")
 	}
-	return errors.New("a timestamp claim not of the form yyyy-mm-dd hh:mm:ss[.fraction][offset]: a time without seconds or a zone name, which DuckDB and delta-rs read otherwise")
+	return errors.New("a timestamp claim not of the form yyyy-mm-dd hh:mm:ss[.fraction]offset: a time without seconds or a zone name, which DuckDB and delta-rs read otherwise, or without an offset, which delta-spark reads in its session's time zone")
 }
