@@ -71,7 +71,9 @@ fi
 
 step "go test ./... [Kafka backend: kfake, in-process] (+ real lakeFS server + DuckDB)"
 status=0
-env -u LAKEWAP_TEST_KAFKA_BROKERS go test -count=1 -timeout 30m ./... "$@" || status=$?
+# -timeout is a guard against a hang, per package: the audit package, with its PySpark and
+# delta-spark differentials, takes about 25 minutes on a loaded 2-core machine.
+env -u LAKEWAP_TEST_KAFKA_BROKERS go test -count=1 -timeout 50m ./... "$@" || status=$?
 
 # The Helm chart (deploy/helm/lakewap): rendered with Helm's Go packages and
 # every manifest decoded strictly into the Kubernetes API types, in a module
