@@ -33,18 +33,7 @@ func TestReader64DeltaSparkReadsCharTables(t *testing.T) {
 		c.table.build(t, src, "t")
 		dirs = append(dirs, filepath.Join(src.root, "b1", "t"))
 	}
-	const read = `import sys, os
-from pyspark.sql import SparkSession
-from delta import configure_spark_with_delta_pip
-b = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-     .config("spark.jars.ivy", os.path.join(os.path.dirname(os.path.dirname(sys.executable)), "ivy"))
-     .config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")
-     .config("spark.sql.warehouse.dir", os.environ["WAREHOUSE"])
-     .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-     .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
-s = configure_spark_with_delta_pip(b).getOrCreate()
-s.sparkContext.setLogLevel("OFF")
-` + deltaChar60Text + `
+	const read = deltaSparkSession + `` + deltaChar60Text + `
 for d in sys.argv[1:]:
     name = os.path.basename(os.path.dirname(os.path.dirname(d)))
     try:
@@ -73,3 +62,20 @@ s.stop()
 		}
 	}
 }
+
+// deltaSparkSession starts the Python of a delta-spark differential: a
+// local session with Delta's extension and catalog, times in UTC, the
+// warehouse in $WAREHOUSE, Delta's jars fetched once into the venv's ivy
+// folder (scripts/deltasparkenv.sh).
+const deltaSparkSession = `import sys, os
+from pyspark.sql import SparkSession
+from delta import configure_spark_with_delta_pip
+b = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+     .config("spark.jars.ivy", os.path.join(os.path.dirname(os.path.dirname(sys.executable)), "ivy"))
+     .config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")
+     .config("spark.sql.warehouse.dir", os.environ["WAREHOUSE"])
+     .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+     .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
+s = configure_spark_with_delta_pip(b).getOrCreate()
+s.sparkContext.setLogLevel("OFF")
+`

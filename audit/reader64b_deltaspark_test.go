@@ -117,18 +117,7 @@ func TestReader64bDeltaSparkReadsTypesAndStats(t *testing.T) {
 		c.table.build(t, src, "t")
 		dirs = append(dirs, filepath.Join(src.root, "b1", "t"))
 	}
-	const read = `import sys, os
-from pyspark.sql import SparkSession
-from delta import configure_spark_with_delta_pip
-b = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-     .config("spark.jars.ivy", os.path.join(os.path.dirname(os.path.dirname(sys.executable)), "ivy"))
-     .config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")
-     .config("spark.sql.warehouse.dir", os.environ["WAREHOUSE"])
-     .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-     .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
-s = configure_spark_with_delta_pip(b).getOrCreate()
-s.sparkContext.setLogLevel("OFF")
-for vec in ["true", "false"]:
+	const read = deltaSparkSession + `for vec in ["true", "false"]:
     s.conf.set("spark.sql.parquet.enableVectorizedReader", vec)
     for d in sys.argv[1:]:
         name = os.path.basename(os.path.dirname(os.path.dirname(d)))
@@ -229,18 +218,7 @@ func TestReader64bDeltaSparkReadsTimestampClaimsByZone(t *testing.T) {
 			args = append(args, zone+"="+c.name+"="+filepath.Join(src.root, "b1", "t"))
 		}
 	}
-	const read = `import sys, os
-from pyspark.sql import SparkSession
-from delta import configure_spark_with_delta_pip
-b = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-     .config("spark.jars.ivy", os.path.join(os.path.dirname(os.path.dirname(sys.executable)), "ivy"))
-     .config("spark.sql.shuffle.partitions", "1").config("spark.sql.session.timeZone", "UTC")
-     .config("spark.sql.warehouse.dir", os.environ["WAREHOUSE"])
-     .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-     .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
-s = configure_spark_with_delta_pip(b).getOrCreate()
-s.sparkContext.setLogLevel("OFF")
-for a in sys.argv[1:]:
+	const read = deltaSparkSession + `for a in sys.argv[1:]:
     zone, name, path = a.split("=", 2)
     s.conf.set("spark.sql.session.timeZone", zone)
     try:
